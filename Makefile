@@ -1,0 +1,33 @@
+# Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
+#   make demo   - runs the main job on embedded defaults
+#   make test   - runs the test suite
+# Both create .venv if it is missing and install what they need into it.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: test demo bench venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[server,spark,dev]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(PY) -m vqs.demo
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[bench]"
+	$(PY) bench/log_bench.py
+
+clean:
+	rm -rf $(VENV) demo-data .pytest_cache .hypothesis

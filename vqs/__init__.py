@@ -1,0 +1,1 @@
+"""VQS: a durable message queue and log for Python."""

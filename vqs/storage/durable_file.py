@@ -1,0 +1,59 @@
+"""Crash-safe file primitives: fsync of directories and atomic replacement.
+
+Invariant: after ``atomic_write(path, data)`` returns, a crash leaves either the
+old content or the new content at ``path``, never a mix, and the rename itself
+is durable (the directory was fsynced).
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def fsync_dir(path: str) -> None:
+    """Make creations, renames and deletions in directory ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if fsync:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def write_all(fd: int, parts: list) -> int:
+    """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written."""
+    total = 0
+    for p in parts:
+        total += memoryview(p).nbytes
+    remaining = total
+    while parts:
+        chunk = parts[:1024]  # IOV_MAX
+        n = os.writev(fd, chunk)
+        remaining -= n
+        # Advance past what was written (short writes are rare but legal).
+        while n and parts:
+            size = memoryview(parts[0]).nbytes
+            if n >= size:
+                n -= size
+                parts = parts[1:]
+            else:
+                parts = [memoryview(parts[0]).cast("B")[n:], *parts[1:]]
+                n = 0
+    return total

@@ -1,0 +1,492 @@
+"""Record-batch codec: the unit on disk and on the wire (spec: docs/FORMAT.md).
+
+A batch is a 64-byte little-endian header and a columnar body. One CRC-32C
+covers everything after the CRC field, so the base offset and the length
+stay outside it: a batch can be re-based (given new offsets) without being
+re-checksummed.
+
+Decoding never trusts a length field before bounds-checking it against the
+buffer it came from, and never returns a record from a batch whose CRC fails.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from array import array
+from itertools import accumulate
+from typing import Iterable, Sequence
+
+import crc32c as _crc32c
+
+from ..errors import ConfigError, CorruptRecordError
+
+_crc = _crc32c.crc32c
+
+# base_offset u64 | batch_length u32 | crc u32 | magic u8 | codec u8 | attributes u16
+# | record_count u32 | first_timestamp i64 | max_timestamp i64 | producer_id i64
+# | producer_epoch i16 | base_sequence i32 | body_length u32 | reserved 6 bytes
+HEADER = struct.Struct("<QIIBBHIqqqhiI6x")
+HEADER_SIZE = HEADER.size  # 64
+assert HEADER_SIZE == 64
+CRC_START = 16  # the CRC covers bytes [CRC_START, 12 + batch_length)
+LENGTH_OVERHEAD = 12  # base_offset + batch_length precede what batch_length counts
+MIN_BATCH_LENGTH = HEADER_SIZE - LENGTH_OVERHEAD
+MAGIC = 1
+
+CODEC_NONE = 0
+CODEC_ZSTD = 1
+CODEC_LZ4 = 2
+CODECS = {None: CODEC_NONE, "none": CODEC_NONE, "zstd": CODEC_ZSTD, "lz4": CODEC_LZ4}
+CODEC_NAMES = {CODEC_NONE: None, CODEC_ZSTD: "zstd", CODEC_LZ4: "lz4"}
+
+ATTR_KEYS = 0x1
+ATTR_HEADERS = 0x2
+ATTR_TIMESTAMPS = 0x4
+ATTR_KNOWN = ATTR_KEYS | ATTR_HEADERS | ATTR_TIMESTAMPS
+
+#: A batch larger than this is refused when read (guards allocation from a
+#: corrupt length field); writers split larger appends into several batches.
+MAX_BATCH_BYTES = 1 << 30
+
+_LITTLE = sys.byteorder == "little"
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+
+Headers = Sequence[tuple[str, bytes]]
+
+
+def codec_id(compression: str | None) -> int:
+    """Map a compression setting (None, "zstd", "lz4") to its codec id."""
+    try:
+        return CODECS[compression]
+    except KeyError:
+        raise ConfigError(
+            f"compression={compression!r} is not supported; use None, 'zstd' or 'lz4'"
+        ) from None
+
+
+def _u32_array(values: Iterable[int]) -> array:
+    a = array("I", values)
+    if not _LITTLE:
+        a.byteswap()
+    return a
+
+
+def _offsets(items: Sequence) -> array:
+    # count + 1 offsets, the first 0: the layout of an Arrow BinaryArray.
+    try:
+        return _u32_array(accumulate(map(len, items), initial=0))
+    except OverflowError:
+        raise ConfigError("a record batch column exceeds 4 GiB; append smaller batches") from None
+
+
+def encode_headers(headers: Headers | None) -> bytes:
+    """Encode one record's headers: u16 count, then (u16 len, key utf-8, u32 len, value)."""
+    if not headers:
+        return b""
+    parts = [_U16.pack(len(headers))]
+    for k, v in headers:
+        kb = k.encode("utf-8") if isinstance(k, str) else bytes(k)
+        vb = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+        parts.append(_U16.pack(len(kb)))
+        parts.append(kb)
+        parts.append(_U32.pack(len(vb)))
+        parts.append(vb)
+    return b"".join(parts)
+
+
+def decode_headers(buf) -> tuple[tuple[str, bytes], ...]:
+    """Inverse of encode_headers; raises CorruptRecordError on a malformed blob."""
+    if not len(buf):
+        return ()
+    mv = memoryview(buf)
+    try:
+        (n,) = _U16.unpack_from(mv, 0)
+        pos = 2
+        out = []
+        for _ in range(n):
+            (kl,) = _U16.unpack_from(mv, pos)
+            pos += 2
+            k = bytes(mv[pos : pos + kl]).decode("utf-8")
+            pos += kl
+            (vl,) = _U32.unpack_from(mv, pos)
+            pos += 4
+            if pos + vl > len(mv):
+                raise CorruptRecordError("record header value runs past its column")
+            out.append((k, bytes(mv[pos : pos + vl])))
+            pos += vl
+        return tuple(out)
+    except (struct.error, UnicodeDecodeError) as e:
+        raise CorruptRecordError(f"malformed record headers: {e}") from None
+
+
+class Record:
+    """One record as returned by reads.
+
+    ``value`` and ``key`` are ``bytes`` (``key`` may be None); ``headers`` is a
+    tuple of ``(name, value)`` pairs, empty when the record has none.
+    """
+
+    __slots__ = ("offset", "timestamp_ms", "key", "value", "headers")
+
+    def __init__(self, offset: int, timestamp_ms: int, key, value, headers=()):
+        self.offset = offset
+        self.timestamp_ms = timestamp_ms
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        v = self.value if len(self.value) <= 32 else bytes(self.value[:32]) + b"..."
+        return f"Record(offset={self.offset}, timestamp_ms={self.timestamp_ms}, key={self.key!r}, value={v!r})"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (
+            self.offset == other.offset
+            and self.timestamp_ms == other.timestamp_ms
+            and self.key == other.key
+            and self.value == other.value
+            and tuple(self.headers) == tuple(other.headers)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def encode_batch_parts(
+    base_offset: int,
+    values: Sequence,
+    keys: Sequence | None = None,
+    headers: Sequence[Headers | None] | None = None,
+    timestamps: Sequence[int] | int = 0,
+    *,
+    codec: int = CODEC_NONE,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    compressor=None,
+) -> list:
+    """Encode one batch and return it as a list of buffers (for ``os.writev``).
+
+    ``timestamps`` is one int for every record, or one per record. ``keys`` and
+    ``headers`` are None or one entry per record (an entry may be None).
+    """
+    n = len(values)
+    if n == 0:
+        raise ConfigError("a record batch needs at least one record")
+    attrs = 0
+    body: list = [_offsets(values), *values] if n <= 64 else [_offsets(values), b"".join(values)]
+    if keys is not None and any(k is not None for k in keys):
+        attrs |= ATTR_KEYS
+        bits = bytearray((n + 7) >> 3)
+        for i, k in enumerate(keys):
+            if k is not None:
+                bits[i >> 3] |= 1 << (i & 7)
+        kvals = [b"" if k is None else k for k in keys]
+        body += [bytes(bits), _offsets(kvals), b"".join(kvals)]
+    if headers is not None and any(headers):
+        attrs |= ATTR_HEADERS
+        hblobs = [encode_headers(h) for h in headers]
+        body += [_offsets(hblobs), b"".join(hblobs)]
+    if isinstance(timestamps, int):
+        first_ts = max_ts = timestamps
+    else:
+        if len(timestamps) != n:
+            raise ConfigError(f"timestamps_ms has {len(timestamps)} entries for {n} values")
+        first_ts = timestamps[0]
+        max_ts = max(timestamps)
+        if max_ts != first_ts or min(timestamps) != first_ts:
+            attrs |= ATTR_TIMESTAMPS
+            ts = array("q", timestamps)
+            if not _LITTLE:
+                ts.byteswap()
+            body.append(ts)
+    body_len = 0
+    for part in body:
+        body_len += memoryview(part).nbytes
+    if codec != CODEC_NONE:
+        raw = b"".join(body)
+        if codec == CODEC_ZSTD:
+            body = [compressor.compress(raw) if compressor else _zstd_compress(raw)]
+        elif codec == CODEC_LZ4:
+            body = [_lz4_compress(raw)]
+        else:
+            raise ConfigError(f"unknown codec id {codec}")
+        stored = len(body[0])
+    else:
+        stored = body_len
+    batch_length = HEADER_SIZE - LENGTH_OVERHEAD + stored
+    if batch_length > MAX_BATCH_BYTES:
+        raise ConfigError(
+            f"record batch of {batch_length} bytes exceeds the {MAX_BATCH_BYTES}-byte batch limit"
+        )
+    header = bytearray(
+        HEADER.pack(
+            base_offset, batch_length, 0, MAGIC, codec, attrs, n, first_ts, max_ts,
+            producer_id, producer_epoch, base_sequence, body_len,
+        )
+    )
+    crc = _crc(memoryview(header)[CRC_START:])
+    for part in body:
+        crc = _crc(part, crc)
+    _U32.pack_into(header, 8 + 4, crc)
+    return [header, *body]
+
+
+def encode_batch(base_offset: int, values: Sequence, **kw) -> bytes:
+    """Encode one batch as a single bytes object (see encode_batch_parts)."""
+    return b"".join(encode_batch_parts(base_offset, values, **kw))
+
+
+def rebase(batch: bytearray | memoryview, base_offset: int) -> None:
+    """Give an encoded batch a new base offset in place; its CRC stays valid."""
+    struct.pack_into("<Q", batch, 0, base_offset)
+
+
+_zstd_c = None
+_zstd_d = None
+
+
+def _zstd_compress(raw: bytes) -> bytes:
+    global _zstd_c
+    if _zstd_c is None:
+        import zstandard
+
+        _zstd_c = zstandard.ZstdCompressor(level=3)
+    return _zstd_c.compress(raw)
+
+
+def _zstd_decompress(raw, size: int) -> bytes:
+    global _zstd_d
+    if _zstd_d is None:
+        import zstandard
+
+        _zstd_d = zstandard.ZstdDecompressor()
+    return _zstd_d.decompress(raw, max_output_size=size)
+
+
+def _lz4_compress(raw: bytes) -> bytes:
+    import lz4.frame
+
+    return lz4.frame.compress(raw, store_size=True)
+
+
+def _lz4_decompress(raw) -> bytes:
+    import lz4.frame
+
+    return lz4.frame.decompress(bytes(raw))
+
+
+class RecordBatch:
+    """A decoded, CRC-verified batch: the zero-copy, batch-level view of the log.
+
+    Columns are memoryviews into the buffer the batch was read from:
+    ``value_offsets`` (uint32, ``count + 1`` entries starting at 0) and
+    ``value_data`` together are exactly an Arrow ``BinaryArray``'s offsets and
+    data buffers; likewise ``key_validity``/``key_offsets``/``key_data`` (None
+    when no record in the batch has a key) and ``header_offsets``/``header_data``.
+    ``timestamps`` is an int64 memoryview, or None when every record has
+    ``first_timestamp_ms``.
+    """
+
+    __slots__ = (
+        "base_offset", "count", "first_timestamp_ms", "max_timestamp_ms", "codec",
+        "attributes", "producer_id", "producer_epoch", "base_sequence", "size_bytes",
+        "value_offsets", "value_data", "key_validity", "key_offsets", "key_data",
+        "header_offsets", "header_data", "timestamps",
+    )
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.count
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.count - 1
+
+    def value(self, i: int) -> bytes:
+        o = self.value_offsets
+        return bytes(self.value_data[o[i] : o[i + 1]])
+
+    def key(self, i: int) -> bytes | None:
+        if self.key_validity is None or not (self.key_validity[i >> 3] >> (i & 7)) & 1:
+            return None
+        o = self.key_offsets
+        return bytes(self.key_data[o[i] : o[i + 1]])
+
+    def headers(self, i: int) -> tuple[tuple[str, bytes], ...]:
+        if self.header_offsets is None:
+            return ()
+        o = self.header_offsets
+        return decode_headers(self.header_data[o[i] : o[i + 1]])
+
+    def timestamp(self, i: int) -> int:
+        ts = self.timestamps
+        return self.first_timestamp_ms if ts is None else ts[i]
+
+    def values(self, start: int = 0, stop: int | None = None) -> list[bytes]:
+        """Values of records [start, stop) (indexes within the batch) as bytes."""
+        o = self.value_offsets.tolist()
+        d = self.value_data
+        stop = self.count if stop is None else stop
+        return [d[a:b].tobytes() for a, b in zip(o[start:stop], o[start + 1 : stop + 1])]
+
+    def records(self, start: int = 0, stop: int | None = None) -> list[Record]:
+        """Records [start, stop) (indexes within the batch)."""
+        stop = self.count if stop is None else min(stop, self.count)
+        if start >= stop:
+            return []
+        vals = self.values(start, stop)
+        base = self.base_offset + start
+        ts = self.timestamps
+        if ts is None:
+            tss = [self.first_timestamp_ms] * (stop - start)
+        else:
+            tss = ts[start:stop].tolist()
+        if self.key_validity is None:
+            keys = [None] * (stop - start)
+        else:
+            keys = [self.key(i) for i in range(start, stop)]
+        if self.header_offsets is None:
+            hdrs = [()] * (stop - start)
+        else:
+            hdrs = [self.headers(i) for i in range(start, stop)]
+        return list(map(Record, range(base, base + len(vals)), tss, keys, vals, hdrs))
+
+
+def peek_header(buf, pos: int = 0) -> tuple[int, int] | None:
+    """(base_offset, total_size) of the batch at pos, or None if the header is
+    incomplete or its length is out of bounds. No CRC check."""
+    if pos + HEADER_SIZE > len(buf):
+        return None
+    base, length = struct.unpack_from("<QI", buf, pos)
+    if length < MIN_BATCH_LENGTH or length > MAX_BATCH_BYTES:
+        return None
+    return base, length + LENGTH_OVERHEAD
+
+
+def decode_batch(buf, pos: int = 0, *, where: str = "buffer") -> RecordBatch:
+    """Decode and verify the batch at ``pos`` of ``buf`` (any bytes-like).
+
+    Raises CorruptRecordError (naming ``where`` and the position) if the batch
+    is truncated, fails its CRC, or is structurally invalid.
+    """
+    mv = memoryview(buf)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B")
+    end_buf = len(mv)
+    if pos + HEADER_SIZE > end_buf:
+        raise CorruptRecordError(
+            f"{where}: truncated batch header at position {pos}", position=pos
+        )
+    (base, length, crc, magic, codec, attrs, n, first_ts, max_ts, pid, pepoch, bseq,
+     body_len) = HEADER.unpack_from(mv, pos)
+    if length < MIN_BATCH_LENGTH or length > MAX_BATCH_BYTES:
+        raise CorruptRecordError(
+            f"{where}: batch at position {pos} has impossible length {length}", position=pos
+        )
+    end = pos + LENGTH_OVERHEAD + length
+    if end > end_buf:
+        raise CorruptRecordError(
+            f"{where}: batch at position {pos} (length {length}) runs past the end ({end_buf})",
+            position=pos,
+        )
+    if _crc(mv[pos + CRC_START : end]) != crc:
+        raise CorruptRecordError(
+            f"{where}: CRC mismatch in batch at position {pos} (base offset {base})", position=pos
+        )
+    if magic != MAGIC or n == 0 or attrs & ~ATTR_KNOWN or codec not in CODEC_NAMES:
+        raise CorruptRecordError(
+            f"{where}: batch at position {pos} has unsupported magic {magic}, codec {codec}, "
+            f"attributes {attrs:#x} or count {n}",
+            position=pos,
+        )
+    body = mv[pos + HEADER_SIZE : end]
+    if codec != CODEC_NONE:
+        if body_len > MAX_BATCH_BYTES:
+            raise CorruptRecordError(f"{where}: batch at {pos} claims body of {body_len} bytes", position=pos)
+        try:
+            raw = _zstd_decompress(body, body_len) if codec == CODEC_ZSTD else _lz4_decompress(body)
+        except Exception as e:  # codec libraries raise their own types
+            raise CorruptRecordError(f"{where}: batch at {pos} does not decompress: {e}", position=pos) from None
+        body = memoryview(raw)
+    if len(body) != body_len:
+        raise CorruptRecordError(
+            f"{where}: batch at position {pos} body is {len(body)} bytes, header says {body_len}",
+            position=pos,
+        )
+    b = RecordBatch()
+    b.base_offset = base
+    b.count = n
+    b.first_timestamp_ms = first_ts
+    b.max_timestamp_ms = max_ts
+    b.codec = codec
+    b.attributes = attrs
+    b.producer_id = pid
+    b.producer_epoch = pepoch
+    b.base_sequence = bseq
+    b.size_bytes = end - pos
+    try:
+        p = 0
+        b.value_offsets, b.value_data, p = _column(body, p, n)
+        if attrs & ATTR_KEYS:
+            nb = (n + 7) >> 3
+            if p + nb > len(body):
+                raise ValueError("key validity bitmap")
+            b.key_validity = body[p : p + nb]
+            p += nb
+            b.key_offsets, b.key_data, p = _column(body, p, n)
+        else:
+            b.key_validity = b.key_offsets = b.key_data = None
+        if attrs & ATTR_HEADERS:
+            b.header_offsets, b.header_data, p = _column(body, p, n)
+        else:
+            b.header_offsets = b.header_data = None
+        if attrs & ATTR_TIMESTAMPS:
+            if p + 8 * n > len(body):
+                raise ValueError("timestamps column")
+            t = body[p : p + 8 * n]
+            b.timestamps = t.cast("q") if _LITTLE else memoryview(_swapped(t, "q"))
+            p += 8 * n
+        else:
+            b.timestamps = None
+        if p != len(body):
+            raise ValueError(f"{len(body) - p} trailing bytes")
+    except ValueError as e:
+        raise CorruptRecordError(
+            f"{where}: batch at position {pos} (base offset {base}) is malformed: {e}", position=pos
+        ) from None
+    return b
+
+
+def _swapped(mv: memoryview, fmt: str) -> array:
+    a = array(fmt, mv.tobytes())
+    a.byteswap()
+    return a
+
+
+def _column(body: memoryview, p: int, n: int):
+    olen = 4 * (n + 1)
+    if p + olen > len(body):
+        raise ValueError("offsets column runs past the body")
+    raw = body[p : p + olen]
+    offs = raw.cast("I") if _LITTLE else memoryview(_swapped(raw, "I"))
+    p += olen
+    size = offs[n]
+    if offs[0] != 0 or p + size > len(body):
+        raise ValueError("column data runs past the body")
+    return offs, body[p : p + size], p + size
+
+
+def scan_batches(buf, pos: int = 0):
+    """Yield (position, base_offset, size) for consecutive well-bounded batch
+    headers in buf, without CRC checks; stops at the first that is out of bounds."""
+    end = len(buf)
+    while True:
+        h = peek_header(buf, pos)
+        if h is None or pos + h[1] > end:
+            return
+        yield pos, h[0], h[1]
+        pos += h[1]
