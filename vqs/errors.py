@@ -61,3 +61,19 @@ class MessageTooLarge(VQSError, ValueError):
 
 class InvalidName(VQSError, ValueError):
     """A topic, queue or group name is not allowed."""
+
+
+class TopicDoesNotExist(VQSError):
+    """The named topic is not in the broker's catalog."""
+
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__(f"topic {name!r} does not exist (create it with create_topic)")
+
+
+class TopicAlreadyExists(VQSError):
+    """create_topic was given the name of an existing topic."""
+
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__(f"topic {name!r} already exists")
