@@ -490,3 +490,58 @@ def scan_batches(buf, pos: int = 0):
             return
         yield pos, h[0], h[1]
         pos += h[1]
+
+
+class BatchInfo:
+    """Header facts of a verified batch at a file position (recovery and indexing)."""
+
+    __slots__ = ("position", "base_offset", "count", "size", "max_timestamp_ms", "first_timestamp_ms")
+
+    def __init__(self, position, base_offset, count, size, first_ts, max_ts):
+        self.position = position
+        self.base_offset = base_offset
+        self.count = count
+        self.size = size
+        self.first_timestamp_ms = first_ts
+        self.max_timestamp_ms = max_ts
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.count
+
+
+def verify_batch(buf, pos: int) -> BatchInfo | None:
+    """Check bounds, CRC and header sanity of the batch at ``pos`` without decoding
+    its body; None if it is incomplete or invalid (the caller decides torn tail
+    versus corruption)."""
+    if pos + HEADER_SIZE > len(buf):
+        return None
+    (base, length, crc, magic, codec, attrs, n, first_ts, max_ts, _pid, _pe, _bs,
+     _bl) = HEADER.unpack_from(buf, pos)
+    if length < MIN_BATCH_LENGTH or length > MAX_BATCH_BYTES:
+        return None
+    end = pos + LENGTH_OVERHEAD + length
+    if end > len(buf) or magic != MAGIC or n == 0 or codec not in CODEC_NAMES or attrs & ~ATTR_KNOWN:
+        return None
+    if _crc(memoryview(buf)[pos + CRC_START : end]) != crc:
+        return None
+    return BatchInfo(pos, base, n, end - pos, first_ts, max_ts)
+
+
+def find_next_valid(buf, pos: int, min_base_offset: int = 0) -> int | None:
+    """Position of the first valid batch at or after ``pos`` whose base offset is
+    >= ``min_base_offset`` (None if none). Used to tell a torn tail (nothing
+    valid follows) from corruption (valid batches follow the bad one)."""
+    magic = bytes([MAGIC])
+    end = len(buf)
+    p = pos
+    while True:
+        i = buf.find(magic, p + 16)  # the magic byte sits at offset 16 of a header
+        if i < 0 or i - 16 + HEADER_SIZE > end:
+            return None
+        cand = i - 16
+        if cand >= pos:
+            info = verify_batch(buf, cand)
+            if info is not None and info.base_offset >= min_base_offset:
+                return cand
+        p = cand + 1

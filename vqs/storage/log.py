@@ -1,0 +1,1005 @@
+"""The log: an ordered list of segments, one append position, one flush policy.
+
+What an acknowledged append survives (the ``flush`` setting):
+
+============  ==========================================  =========================================
+policy        ``append`` returns when                     what a crash can lose
+============  ==========================================  =========================================
+``always``    its batch is written and fsynced; threads    nothing acknowledged (process crash or
+              appending at once share one fsync            power loss)
+              (group commit)
+``interval``  it is in the log's buffer; a background      at most ``flush_interval_ms`` of appends
+              thread writes and fsyncs every interval
+``never``     it is in the buffer; written when a batch    since the last batch write (process
+              fills, fsynced at ``close``                  crash), or since the OS last wrote back
+============  ==========================================  =========================================
+
+Recovery at open (unless the clean-shutdown marker says the log was closed):
+
+1. list the segment files; remove temp files left by an interrupted atomic write;
+2. read the checkpoint (recovery point: offsets below it were fsynced);
+3. from the segment holding the recovery point on, validate batch by batch
+   (bounds, CRC, increasing offsets) and rebuild the indexes;
+4. an invalid batch with nothing valid after it, at or past the recovery point,
+   is a torn tail: truncate silently. Anything else (an invalid batch before the
+   recovery point, or followed by valid batches) is corruption, handled by the
+   ``recovery`` setting: ``fail`` raises naming the file and position, ``skip``
+   quarantines the batch (its offsets become a gap) and goes on, ``truncate``
+   drops everything from the bad batch on;
+5. fsync what was recovered and checkpoint the new recovery point.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import os
+import threading
+import time
+from typing import Sequence
+
+from ..errors import (
+    ConfigError,
+    CorruptRecordError,
+    LogClosedError,
+    OffsetOutOfRange,
+    ReadOnlyError,
+    VQSError,
+)
+from .dir_lock import DirLock
+from .durable_file import atomic_write, fsync_dir
+from .record_batch import (
+    CODEC_NONE,
+    HEADER,
+    Record,
+    RecordBatch,
+    codec_id,
+    decode_batch,
+    encode_batch,
+    encode_batch_parts,
+)
+from .segment import LOG_SUFFIX, Segment
+
+log = logging.getLogger("vqs.storage")
+
+FLUSH_POLICIES = ("always", "interval", "never")
+RECOVERY_POLICIES = ("fail", "skip", "truncate")
+CLEAN_MARKER = ".clean-shutdown"
+CHECKPOINT = "log.checkpoint"
+QUARANTINE_DIR = "quarantine"
+#: Relative offsets are u32 in the indexes: roll before a segment spans more.
+MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
+
+_time_ns = time.time_ns
+
+
+def _now_ms() -> int:
+    return _time_ns() // 1_000_000
+
+
+def _as_bytes(v, what: str) -> bytes:
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    if isinstance(v, bytes):
+        return v
+    raise TypeError(f"{what} must be bytes-like, not {type(v).__name__}")
+
+
+class Log:
+    """A durable, segmented, checksummed append-only log (see module doc).
+
+    Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
+    (an exclusive lock); other processes may open it with ``readonly=True``.
+    """
+
+    def __init__(self, path: str, **settings):
+        raise TypeError("use Log.open(path, ...)")
+
+    # ------------------------------------------------------------------ open
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike,
+        *,
+        segment_bytes: int = 128 << 20,
+        segment_ms: int | None = 7 * 86_400_000,
+        retention_ms: int | None = None,
+        retention_bytes: int | None = None,
+        flush: str = "interval",
+        flush_interval_ms: int = 100,
+        recovery: str = "fail",
+        compression: str | None = None,
+        index_interval_bytes: int = 4096,
+        batch_max_records: int = 4096,
+        batch_max_bytes: int = 1 << 20,
+        readonly: bool = False,
+        lock: bool = True,
+        checkpoint_interval_ms: int = 5000,
+    ) -> "Log":
+        """Open (creating if needed) the log in directory ``path``.
+
+        Settings are validated here; a bad value raises ConfigError naming it.
+        The default flush policy is ``interval`` (100 ms): an acknowledged
+        append survives a process crash once the next flush ran, and at most
+        ``flush_interval_ms`` of appends can be lost. Use ``flush="always"``
+        for appends that survive anything once acknowledged.
+        """
+        self = object.__new__(cls)
+        self.path = os.fspath(path)
+        if flush not in FLUSH_POLICIES:
+            raise ConfigError(f"flush={flush!r}: must be one of {', '.join(FLUSH_POLICIES)}")
+        if recovery not in RECOVERY_POLICIES:
+            raise ConfigError(f"recovery={recovery!r}: must be one of {', '.join(RECOVERY_POLICIES)}")
+        for name, val, lo in (
+            ("segment_bytes", segment_bytes, 128),
+            ("flush_interval_ms", flush_interval_ms, 1),
+            ("index_interval_bytes", index_interval_bytes, 0),
+            ("batch_max_records", batch_max_records, 1),
+            ("batch_max_bytes", batch_max_bytes, 1),
+            ("checkpoint_interval_ms", checkpoint_interval_ms, 1),
+        ):
+            if not isinstance(val, int) or isinstance(val, bool) or val < lo:
+                raise ConfigError(f"{name}={val!r}: must be an integer >= {lo}")
+        for name, val in (("segment_ms", segment_ms), ("retention_ms", retention_ms),
+                          ("retention_bytes", retention_bytes)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+                raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
+        self._codec = codec_id(compression)
+        self.compression = compression
+        self.segment_bytes = segment_bytes
+        self.segment_ms = segment_ms
+        self.retention_ms = retention_ms
+        self.retention_bytes = retention_bytes
+        self.flush_policy = flush
+        self.flush_interval_ms = flush_interval_ms
+        self.recovery = recovery
+        self.index_interval_bytes = index_interval_bytes
+        self.readonly = readonly
+        self._always = flush == "always"
+        self._max_records = batch_max_records
+        self._max_bytes = batch_max_bytes
+        self._checkpoint_interval_s = checkpoint_interval_ms / 1000
+        self._index_capacity = min(
+            64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
+        )
+
+        self._lock = threading.Lock()
+        self._synced = threading.Condition(self._lock)
+        self._appended = threading.Condition(self._lock)
+        self._cp_lock = threading.Lock()
+        self._waiters = 0
+        self._syncing = False
+        self._failed: BaseException | None = None
+        self._closed = False
+        self._dir_lock: DirLock | None = None
+        self._reset_buffer()
+        self._rcache = None  # (first_offset, end_offset, records): a contiguous decoded run
+        self._hint = None  # (segment, offset, position): where a sequential read continues
+        self.quarantined_batches = 0
+        self._flusher: threading.Thread | None = None
+        self._stop = threading.Event()
+
+        if readonly:
+            if not os.path.isdir(self.path):
+                raise ConfigError(f"readonly log {self.path} does not exist")
+            self._open_readonly()
+            return self
+        os.makedirs(self.path, exist_ok=True)
+        if lock:
+            self._dir_lock = DirLock(self.path).acquire()
+        try:
+            self._open_writer()
+        except BaseException:
+            self._close_files()
+            if self._dir_lock:
+                self._dir_lock.release()
+            raise
+        if flush == "interval":
+            self._flusher = threading.Thread(
+                target=self._flush_loop, name=f"vqs-flush:{self.path}", daemon=True
+            )
+            self._flusher.start()
+        return self
+
+    def _reset_buffer(self) -> None:
+        self._bv: list = []
+        self._bt: list = []
+        self._bk: list | None = None
+        self._bh: list | None = None
+        self._bbytes = 0
+
+    def _segment(self, base: int, *, active: bool, create: bool = False) -> Segment:
+        return Segment(
+            self.path, base, active=active, owner=not self.readonly, create=create,
+            index_interval_bytes=self.index_interval_bytes,
+            index_capacity_bytes=self._index_capacity,
+        )
+
+    def _list_bases(self) -> list[int]:
+        bases = []
+        for name in os.listdir(self.path):
+            if name.endswith(LOG_SUFFIX) and len(name) == 20 + len(LOG_SUFFIX) and name[:20].isdigit():
+                bases.append(int(name[:20]))
+        return sorted(bases)
+
+    def _read_checkpoint(self) -> tuple[int, int]:
+        """(recovery point, log start offset); (0, 0) if missing or unreadable."""
+        try:
+            with open(os.path.join(self.path, CHECKPOINT), "rb") as f:
+                d = json.loads(f.read())
+            return int(d["recovery_point"]), int(d["log_start_offset"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0, 0
+
+    def _write_checkpoint(self, recovery_point: int | None = None) -> None:
+        """Persist (recovery point, log start offset) atomically. The recovery
+        point only moves forward and only to offsets already fsynced."""
+        with self._cp_lock:
+            rp = max(self._cp_rp, recovery_point if recovery_point is not None else self._durable)
+            data = json.dumps(
+                {"version": 1, "recovery_point": rp, "log_start_offset": self._start}
+            ).encode()
+            atomic_write(os.path.join(self.path, CHECKPOINT), data)
+            self._cp_rp = rp
+            self._cp_time = time.monotonic()
+
+    def _open_writer(self) -> None:
+        for name in os.listdir(self.path):
+            if name.endswith(".tmp"):  # an interrupted atomic write or excision
+                os.unlink(os.path.join(self.path, name))
+        rp, lso = self._read_checkpoint()
+        self._cp_rp = 0
+        self._cp_time = time.monotonic()
+        bases = self._list_bases()
+        marker = os.path.join(self.path, CLEAN_MARKER)
+        clean = os.path.exists(marker)
+        created = False
+        if not bases:
+            bases = [lso]
+            seg = self._segment(lso, active=True, create=True)
+            self._segments = [seg]
+            created = True
+        else:
+            self._segments = [self._segment(b, active=False) for b in bases[:-1]]
+            self._segments.append(self._segment(bases[-1], active=True))
+        self._bases = [s.base_offset for s in self._segments]
+        self._start = max(self._bases[0], lso)
+        if clean and not created:
+            clean = self._load_clean_tail()
+        if not clean and not created:
+            self._recover(rp)
+        active = self._segments[-1]
+        self._written_end = self._next = active.next_offset
+        self._durable = self._next
+        self._start = min(max(self._bases[0], lso), self._next)
+        active.created_ms = _now_ms()
+        if os.path.exists(marker):
+            # Remove the marker before any append: a crash from now on must recover.
+            os.unlink(marker)
+        fsync_dir(self.path)
+        self._write_checkpoint(self._next)
+
+    def _load_clean_tail(self) -> bool:
+        """After a clean close: find the end of the last segment from its last
+        index entry (a short scan). False if anything is off (then recover)."""
+        seg = self._segments[-1]
+        pos = seg.index.lookup(1 << 32) if seg.size else 0
+        last = None
+        for info in seg.iter_valid(pos, seg.size):
+            last = info
+            if info.position + info.size == seg.size:
+                break
+        if seg.size == 0:
+            seg.next_offset = seg.base_offset
+            return True
+        if last is None or last.position + last.size != seg.size:
+            log.warning("%s: clean-shutdown marker present but tail invalid; recovering", seg.log_path)
+            return False
+        seg.next_offset = last.next_offset
+        seg.max_timestamp_ms = max(seg.max_timestamp_ms, seg.timeindex.last()[0] if seg.timeindex.entries else -1, last.max_timestamp_ms)
+        seg._ti_last = seg.timeindex.last()[0] if seg.timeindex.entries else -1 << 63
+        # Bytes since the last index entry, so the next entry lands on schedule.
+        seg._since_index = seg.size - pos
+        return True
+
+    def _recover(self, recovery_point: int) -> None:
+        segs = self._segments
+        i0 = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        expected = self._bases[i0]
+        i = i0
+        while i < len(segs):
+            seg = segs[i]
+            valid, next_off, bad, resync = seg.recover(expected)
+            is_last = i == len(segs) - 1
+            if bad is None:
+                seg.sync()
+                expected = next_off
+                i += 1
+                continue
+            torn = resync is None and is_last and next_off >= recovery_point
+            where = f"{seg.log_path}: invalid batch at position {bad} (offset {next_off})"
+            if torn:
+                log.info("%s: torn tail of %d bytes truncated", seg.log_path, seg.size - bad)
+                seg.truncate(bad)
+                seg.sync()
+                expected = seg.next_offset
+                i += 1
+                continue
+            if self.recovery == "fail":
+                raise CorruptRecordError(
+                    f"{where} before the end of the log (recovery point {recovery_point}); "
+                    "open with recovery='skip' to quarantine it or recovery='truncate' to "
+                    "drop everything from it on",
+                    path=seg.log_path, position=bad,
+                )
+            if self.recovery == "truncate":
+                log.warning("%s; truncating the log there (recovery='truncate')", where)
+                seg.truncate(bad)
+                seg.sync()
+                for later in segs[i + 1:]:
+                    later.delete()
+                del segs[i + 1:]
+                del self._bases[i + 1:]
+                break
+            # skip: quarantine the bad bytes, keep what follows
+            stop = resync if resync is not None else seg.size
+            log.warning("%s; quarantined %d bytes (recovery='skip')", where, stop - bad)
+            seg.excise(bad, stop, os.path.join(self.path, QUARANTINE_DIR))
+            self.quarantined_batches += 1
+            # re-validate the same segment (there may be more damage)
+        # the last segment becomes the active one again
+        last = segs[-1]
+        if not last.writable:
+            base = last.base_offset
+            last.close()
+            segs[-1] = self._segment(base, active=True)
+            segs[-1].recover(expected if len(segs) == 1 else self._bases[-1])
+        fsync_dir(self.path)
+
+    def _open_readonly(self) -> None:
+        self._cp_rp = 0
+        self._segments = []
+        for b in self._list_bases():
+            try:
+                self._segments.append(self._segment(b, active=False))
+            except FileNotFoundError:
+                continue  # deleted by the owner's retention meanwhile
+        if not self._segments:
+            raise ConfigError(f"{self.path} holds no log segments")
+        self._bases = [s.base_offset for s in self._segments]
+        _, lso = self._read_checkpoint()
+        self._find_readonly_tail()
+        self._start = min(max(self._bases[0], lso), self._next)
+
+    def _find_readonly_tail(self) -> None:
+        """The consistent prefix: every valid batch up to the first incomplete one."""
+        seg = self._segments[-1]
+        pos = seg.position_for(1 << 62) if seg.size else 0
+        known = self._hint_tail if getattr(self, "_hint_tail", None) and self._hint_tail[0] is seg else None
+        if known:
+            pos = known[1]
+        nxt = seg.next_offset if known else seg.base_offset
+        if known:
+            nxt = known[2]
+        end_pos = pos
+        for info in seg.iter_valid(pos):
+            end_pos = info.position + info.size
+            nxt = info.next_offset
+            seg.max_timestamp_ms = max(seg.max_timestamp_ms, info.max_timestamp_ms)
+        if end_pos == 0 and pos == 0:
+            nxt = seg.base_offset
+        seg.size = end_pos
+        seg.next_offset = nxt
+        self._hint_tail = (seg, end_pos, nxt)
+        self._written_end = self._next = self._durable = nxt
+
+    def refresh(self) -> None:
+        """Readonly logs: pick up segments and batches the owner appended (and
+        forget segments its retention deleted)."""
+        if not self.readonly:
+            return
+        with self._lock:
+            bases = self._list_bases()
+            if not bases:
+                return
+            known = set(self._bases)
+            # drop deleted segments from the front
+            while len(self._segments) > 1 and self._segments[0].base_offset < bases[0]:
+                self._segments.pop(0).close()
+                self._bases.pop(0)
+            new = [b for b in bases if b > self._bases[-1] and b not in known]
+            if new:
+                # the old last segment is now complete up to the next base
+                for b in new:
+                    try:
+                        self._segments.append(self._segment(b, active=False))
+                        self._bases.append(b)
+                    except FileNotFoundError:
+                        pass
+                prev = self._segments[-2] if len(self._segments) > 1 else None
+                if prev is not None:
+                    prev.size = os.fstat(prev.fd).st_size
+                    prev.next_offset = None
+            self._find_readonly_tail()
+            _, lso = self._read_checkpoint()
+            self._start = min(max(self._bases[0], lso, self._start), self._next)
+
+    # --------------------------------------------------------------- append
+
+    def append(self, value, *, key=None, headers=None, timestamp_ms: int | None = None) -> int:
+        """Append one record; return its offset.
+
+        The record is buffered into the open batch (and visible to reads at
+        once); what the return promises depends on the flush policy (module doc).
+        """
+        if value.__class__ is not bytes:
+            value = _as_bytes(value, "value")
+        if timestamp_ms is None:
+            timestamp_ms = _time_ns() // 1_000_000
+        with self._lock:
+            if self._closed or self.readonly or self._failed:
+                self._check_writable()
+            off = self._next
+            self._next = off + 1
+            bv = self._bv
+            bv.append(value)
+            self._bt.append(timestamp_ms)
+            if key is not None or self._bk is not None:
+                self._add_key(key)
+            if headers or self._bh is not None:
+                self._add_headers(headers)
+            self._bbytes += len(value)
+            if len(bv) >= self._max_records or self._bbytes >= self._max_bytes:
+                self._write_buffer_locked()
+            if self._waiters:
+                self._appended.notify_all()
+        if self._always:
+            self._await_durable(off + 1)
+        return off
+
+    def _add_key(self, key) -> None:
+        if self._bk is None:
+            self._bk = [None] * (len(self._bv) - 1)
+        self._bk.append(None if key is None else _as_bytes(key, "key") if key.__class__ is not bytes else key)
+
+    def _add_headers(self, headers) -> None:
+        if self._bh is None:
+            self._bh = [None] * (len(self._bv) - 1)
+        self._bh.append(tuple(headers) if headers else None)
+
+    def append_batch(
+        self,
+        values: Sequence,
+        *,
+        keys: Sequence | None = None,
+        headers: Sequence | None = None,
+        timestamps_ms: Sequence[int] | int | None = None,
+    ) -> int:
+        """Append many records as one write (split into batches of at most
+        ``batch_max_bytes``); return the first offset. Records buffered by
+        ``append`` are written first, so order is kept."""
+        n = len(values)
+        if n == 0:
+            raise ConfigError("append_batch needs at least one value")
+        values = [v if v.__class__ is bytes else _as_bytes(v, "value") for v in values]
+        if keys is not None:
+            if len(keys) != n:
+                raise ConfigError(f"keys has {len(keys)} entries for {n} values")
+            keys = [k if k is None or k.__class__ is bytes else _as_bytes(k, "key") for k in keys]
+        if headers is not None and len(headers) != n:
+            raise ConfigError(f"headers has {len(headers)} entries for {n} values")
+        if timestamps_ms is None:
+            timestamps_ms = _now_ms()
+        elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
+            raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
+        with self._lock:
+            self._check_writable()
+            self._write_buffer_locked()
+            first = self._written_end
+            # Split so that no batch exceeds batch_max_bytes (a single huge value
+            # still makes a batch of its own).
+            i = 0
+            while i < n:
+                j, size = i, 0
+                while j < n and (j == i or size + len(values[j]) <= self._max_bytes):
+                    size += len(values[j])
+                    j += 1
+                if i == 0 and j == n:
+                    vs, ks, hs, ts = values, keys, headers, timestamps_ms
+                else:
+                    vs = values[i:j]
+                    ks = keys[i:j] if keys is not None else None
+                    hs = headers[i:j] if headers is not None else None
+                    ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
+                base = self._written_end
+                parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec)
+                self._write_parts_locked(parts, base, base + (j - i))
+                i = j
+            self._next = self._written_end
+            if self._waiters:
+                self._appended.notify_all()
+            end = self._written_end
+        if self._always:
+            self._await_durable(end)
+        return first
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.path} is closed")
+        if self.readonly:
+            raise ReadOnlyError(f"log {self.path} was opened with readonly=True")
+        if self._failed is not None:
+            raise VQSError(
+                f"log {self.path} failed earlier and accepts no writes: {self._failed!r}"
+            ) from self._failed
+
+    def _write_buffer_locked(self) -> None:
+        bv = self._bv
+        if not bv:
+            return
+        base = self._written_end
+        parts = encode_batch_parts(
+            base, bv, keys=self._bk, headers=self._bh, timestamps=self._bt, codec=self._codec
+        )
+        self._write_parts_locked(parts, base, base + len(bv))
+        self._reset_buffer()
+
+    def _write_parts_locked(self, parts: list, base: int, next_offset: int) -> None:
+        hdr = HEADER.unpack_from(parts[0], 0)
+        nbytes = hdr[1] + 12  # batch_length counts everything after its own field
+        seg = self._active
+        if seg.size > 0 and (
+            seg.size + nbytes > self.segment_bytes
+            or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
+            or (self.segment_ms is not None and _now_ms() - (seg.created_ms or 0) >= self.segment_ms)
+        ):
+            self._roll_locked()
+            seg = self._active
+        max_ts = hdr[8]
+        try:
+            seg.append(parts, base, next_offset, max_ts, nbytes)
+        except OSError as e:
+            # Cut any partial write so the file ends at a batch boundary again.
+            try:
+                os.ftruncate(seg.fd, seg.size)
+            except OSError:
+                self._failed = e
+            raise VQSError(f"write to {seg.log_path} at position {seg.size} failed: {e}") from e
+        self._written_end = next_offset
+
+    @property
+    def _active(self) -> Segment:
+        return self._segments[-1]
+
+    def _roll_locked(self) -> None:
+        old = self._active
+        old.seal()  # fsync + trimmed indexes: everything in it is durable
+        new = self._segment(self._written_end, active=True, create=True)
+        new.created_ms = _now_ms()
+        fsync_dir(self.path)
+        self._segments.append(new)
+        self._bases.append(new.base_offset)
+        if old.next_offset is not None and old.next_offset > self._durable:
+            self._durable = old.next_offset
+        self._write_checkpoint(new.base_offset)
+        if self.retention_ms is not None or self.retention_bytes is not None:
+            self._apply_retention_locked(_now_ms())
+
+    # ------------------------------------------------------------- durability
+
+    def _sync_locked(self) -> None:
+        """Write the buffer and fsync the active segment; the lock is released
+        during the fsync so other threads can keep appending (group commit)."""
+        self._write_buffer_locked()
+        seg = self._active
+        upto = self._written_end
+        if upto <= self._durable:
+            return
+        self._syncing = True
+        err = None
+        self._lock.release()
+        try:
+            os.fsync(seg.fd)
+        except OSError as e:
+            err = e
+        finally:
+            self._lock.acquire()
+            self._syncing = False
+        if err is not None:
+            # An fsync failure may have dropped dirty pages: never pretend otherwise.
+            self._failed = err
+            self._synced.notify_all()
+            raise VQSError(f"fsync of {seg.log_path} failed: {err}") from err
+        if upto > self._durable:
+            self._durable = upto
+        self._synced.notify_all()
+
+    def _await_durable(self, target: int) -> None:
+        with self._lock:
+            while self._durable < target:
+                if self._failed is not None:
+                    self._check_writable()
+                if self._syncing:
+                    self._synced.wait()
+                    continue
+                self._sync_locked()
+
+    def flush(self) -> None:
+        """Write buffered records and fsync: everything appended so far survives a crash."""
+        with self._lock:
+            if self._closed or self.readonly:
+                return
+            while self._syncing:
+                self._synced.wait()
+            self._sync_locked()
+
+    def _flush_loop(self) -> None:
+        interval = self.flush_interval_ms / 1000
+        while not self._stop.wait(interval):
+            try:
+                with self._lock:
+                    if self._closed:
+                        return
+                    if not self._syncing:
+                        self._sync_locked()
+                if time.monotonic() - self._cp_time >= self._checkpoint_interval_s and self._durable > self._cp_rp:
+                    self._write_checkpoint()
+            except Exception:  # keep flushing; the error is stored in _failed
+                log.exception("background flush of %s failed", self.path)
+
+    # ----------------------------------------------------------------- read
+
+    @property
+    def start_offset(self) -> int:
+        """The first offset that can be read (moves up with retention)."""
+        return self._start
+
+    @property
+    def end_offset(self) -> int:
+        """The next offset to be written (buffered records included)."""
+        return self._next
+
+    def _out_of_range(self, offset: int) -> OffsetOutOfRange:
+        return OffsetOutOfRange(
+            f"offset {offset} is out of range for log {self.path}: "
+            f"valid offsets are {self._start}..{self._next} (start..end)",
+            offset=offset, start_offset=self._start, end_offset=self._next,
+        )
+
+    def read(self, offset: int, *, max_records: int = 500, max_bytes: int = 1 << 20) -> list[Record]:
+        """Records from ``offset`` on: at most ``max_records``, and stopping once
+        ``max_bytes`` of values were returned (always at least one record).
+
+        Returns [] at the end of the log; raises OffsetOutOfRange below the start
+        offset or past the end. Offsets may have gaps (quarantined batches):
+        the first record returned has the smallest offset >= ``offset``.
+        Every record comes from a batch whose CRC was verified.
+        """
+        c = self._rcache
+        if c is not None and c[0] <= offset < c[1] and offset >= self._start:
+            i = offset - c[0]
+            if max_records == 1:
+                return [c[2][i]]
+            if i + max_records <= len(c[2]) and max_records * 64 <= max_bytes:
+                return c[2][i : i + max_records]
+        return self._read(offset, max_records, max_bytes)
+
+    def _read(self, offset: int, max_records: int, max_bytes: int) -> list[Record]:
+        if max_records < 1:
+            raise ConfigError(f"max_records={max_records}: must be >= 1")
+        out: list[Record] = []
+        total = 0
+        while len(out) < max_records and total < max_bytes:
+            with self._lock:
+                if self._closed:
+                    raise LogClosedError(f"log {self.path} is closed")
+                if not out:
+                    if self.readonly and offset > self._next:
+                        self._lock.release()
+                        try:
+                            self.refresh()
+                        finally:
+                            self._lock.acquire()
+                    if offset < self._start or offset > self._next:
+                        raise self._out_of_range(offset)
+                if offset >= self._next:
+                    break
+                if offset >= self._written_end:
+                    out.extend(self._buffered_records(offset, max_records - len(out)))
+                    break
+                i = bisect.bisect_right(self._bases, offset) - 1
+                seg = self._segments[max(i, 0)]
+                seg_end = self._bases[i + 1] if i + 1 < len(self._bases) else self._written_end
+            run = self._decode_run(seg, offset, seg_end, max_bytes if max_records > 1 else 256 << 10)
+            if run is None:
+                # nothing at or after `offset` in this segment (a gap at its end)
+                offset = seg_end
+                continue
+            first, end, recs = run
+            j = max(0, offset - first)
+            take = recs[j : j + max_records - len(out)]
+            for r in take:
+                total += len(r.value)
+                out.append(r)
+                if total >= max_bytes:
+                    break
+            offset = out[-1].offset + 1 if out else end
+            if j + len(take) < len(recs):
+                break
+        return out
+
+    def _decode_run(self, seg: Segment, offset: int, seg_end: int, max_bytes: int):
+        """Decode the batches from the one holding ``offset`` (reading about
+        ``max_bytes``) into a contiguous run (first, end, records), cached for
+        the next sequential read."""
+        h = self._hint
+        if h is not None and h[0] is seg and h[1] == offset:
+            pos = h[2]
+        else:
+            pos = seg.find_batch_position(offset)
+            if pos is None:
+                return None
+        try:
+            batches, next_pos = seg.read_batches_from(pos, max_bytes)
+        except CorruptRecordError:
+            if self.recovery != "skip":
+                raise
+            self.quarantined_batches += 1
+            return None
+        recs: list[Record] = []
+        first = end = None
+        for b in batches:
+            if b.next_offset <= offset:
+                continue
+            if first is None:
+                first = b.base_offset
+            elif b.base_offset != end:
+                next_pos = None  # a gap: stop the run here
+                break
+            recs.extend(b.records())
+            end = b.next_offset
+        if first is None:
+            return None
+        if next_pos is not None:
+            self._hint = (seg, end, next_pos)
+        self._rcache = (first, end, recs)
+        return first, end, recs
+
+    def _buffered_records(self, offset: int, n: int) -> list[Record]:
+        i = offset - self._written_end
+        j = min(len(self._bv), i + n)
+        bk, bh, bt, bv = self._bk, self._bh, self._bt, self._bv
+        return [
+            Record(
+                offset + (k - i), bt[k], None if bk is None else bk[k], bv[k],
+                () if bh is None or not bh[k] else tuple((hk, hv if isinstance(hv, bytes) else bytes(hv, "utf-8") if isinstance(hv, str) else bytes(hv)) for hk, hv in bh[k]),
+            )
+            for k in range(i, j)
+        ]
+
+    def read_batches(self, offset: int, *, max_bytes: int = 1 << 20) -> list[RecordBatch]:
+        """Whole, CRC-verified batches holding offsets >= ``offset`` (about
+        ``max_bytes`` of them, at least one if any exist): the zero-copy view
+        for bulk consumers. The first batch may begin below ``offset``.
+        Records still buffered come back as a freshly encoded batch."""
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"log {self.path} is closed")
+            if self.readonly and offset > self._next:
+                self._lock.release()
+                try:
+                    self.refresh()
+                finally:
+                    self._lock.acquire()
+            if offset < self._start or offset > self._next:
+                raise self._out_of_range(offset)
+            out: list[RecordBatch] = []
+            if offset >= self._written_end:
+                if offset < self._next:
+                    i = offset - self._written_end
+                    buf = encode_batch(
+                        offset, self._bv[i:], keys=None if self._bk is None else self._bk[i:],
+                        headers=None if self._bh is None else self._bh[i:], timestamps=self._bt[i:],
+                    )
+                    out.append(decode_batch(buf))
+                return out
+            segs = list(zip(self._segments, self._bases[1:] + [self._written_end]))
+            written_end = self._written_end
+        total = 0
+        i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
+        while i < len(segs) and total < max_bytes and offset < written_end:
+            seg = segs[i][0]
+            pos = seg.find_batch_position(offset)
+            if pos is not None:
+                batches, _ = seg.read_batches_from(pos, max_bytes - total)
+                for b in batches:
+                    if b.next_offset <= offset:
+                        continue
+                    if b.base_offset >= written_end:
+                        break
+                    out.append(b)
+                    total += b.size_bytes
+                    offset = b.next_offset
+                if batches:
+                    if total >= max_bytes:
+                        break
+                    continue
+            i += 1
+        return out
+
+    def wait_for(self, offset: int, timeout: float | None) -> bool:
+        """Block until a record at ``offset`` or later exists (end_offset > offset)
+        or ``timeout`` seconds pass; True if it exists. Woken by appends, not by
+        polling (a readonly log, fed by another process, re-reads the files)."""
+        if self.readonly:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                self.refresh()
+                if self._next > offset:
+                    return True
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                time.sleep(min(0.05, left) if left is not None else 0.05)
+        with self._lock:
+            if self._next > offset:
+                return True
+            self._waiters += 1
+            try:
+                self._appended.wait_for(lambda: self._next > offset or self._closed, timeout)
+            finally:
+                self._waiters -= 1
+            return self._next > offset
+
+    def offset_for_time(self, timestamp_ms: int) -> int | None:
+        """The first offset whose record timestamp is >= ``timestamp_ms``
+        (None if there is none yet)."""
+        with self._lock:
+            segs = list(self._segments)
+            buffered = [(self._written_end + k, t) for k, t in enumerate(self._bt)]
+        for seg in segs:
+            if self._segment_max_ts(seg) < timestamp_ms:
+                continue
+            e = seg.timeindex.lower(timestamp_ms) if not seg._index_disabled else None
+            pos = 0 if e is None else (seg.find_batch_position(seg.base_offset + e[1]) or 0)
+            for info in seg.iter_valid(pos, seg.size):
+                if info.max_timestamp_ms < timestamp_ms:
+                    continue
+                b = decode_batch(seg.pread(info.position, info.size), 0, where=seg.log_path)
+                for k in range(b.count):
+                    if b.timestamp(k) >= timestamp_ms:
+                        return max(b.base_offset + k, self._start)
+        for off, t in buffered:
+            if t >= timestamp_ms:
+                return off
+        return None
+
+    def _segment_max_ts(self, seg: Segment) -> int:
+        if seg.max_timestamp_ms >= 0 and seg.writable:
+            return seg.max_timestamp_ms
+        ti = seg.timeindex
+        m = ti.last()[0] if ti.entries else -1
+        if m < 0:
+            for info in seg.iter_valid(0, seg.size):
+                m = max(m, info.max_timestamp_ms)
+        seg.max_timestamp_ms = max(seg.max_timestamp_ms, m)
+        return seg.max_timestamp_ms
+
+    # -------------------------------------------------------------- retention
+
+    def delete_before(self, offset: int) -> int:
+        """Make ``offset`` the new start (never past the end) and delete the
+        whole segments below it; returns the number of segments deleted."""
+        with self._lock:
+            self._check_writable()
+            offset = min(offset, self._next)
+            if offset <= self._start:
+                return 0
+            if offset > self._written_end:
+                self._write_buffer_locked()
+            if offset >= self._written_end and self._active.size > 0 and len(self._segments) >= 1:
+                self._roll_locked()
+            n = 0
+            while len(self._segments) > 1 and self._bases[1] <= offset:
+                self._delete_first_locked()
+                n += 1
+            self._start = offset
+            self._write_checkpoint()
+            return n
+
+    def _delete_first_locked(self) -> None:
+        seg = self._segments.pop(0)
+        self._bases.pop(0)
+        seg.delete()
+        if self._hint is not None and self._hint[0] is seg:
+            self._hint = None
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Delete whole segments past ``retention_ms`` (by their newest record)
+        or beyond ``retention_bytes``; never the active segment."""
+        with self._lock:
+            self._check_writable()
+            return self._apply_retention_locked(_now_ms() if now_ms is None else now_ms)
+
+    def _apply_retention_locked(self, now_ms: int) -> int:
+        n = 0
+        if self.retention_ms is not None:
+            while len(self._segments) > 1 and self._segment_max_ts(self._segments[0]) < now_ms - self.retention_ms:
+                self._delete_first_locked()
+                n += 1
+        if self.retention_bytes is not None:
+            total = sum(s.size for s in self._segments)
+            while len(self._segments) > 1 and total - self._segments[0].size >= self.retention_bytes:
+                total -= self._segments[0].size
+                self._delete_first_locked()
+                n += 1
+        if n:
+            self._start = max(self._start, self._bases[0])
+            fsync_dir(self.path)
+            self._write_checkpoint()
+        return n
+
+    # ------------------------------------------------------------------ info
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments) + self._bbytes
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (f"Log({self.path!r}, start={self._start}, end={self._next}, "
+                f"segments={len(self._segments)}, flush={self.flush_policy!r})")
+
+    # ----------------------------------------------------------------- close
+
+    def close(self) -> None:
+        """Write and fsync everything, trim the indexes, write the checkpoint and
+        the clean-shutdown marker, release the directory lock. Idempotent."""
+        if self._closed:
+            return
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if not self.readonly and self._failed is None:
+                    while self._syncing:
+                        self._synced.wait()
+                    self._write_buffer_locked()
+                    self._active.seal()
+                    self._durable = self._written_end
+                    self._write_checkpoint(self._written_end)
+                    atomic_write(os.path.join(self.path, CLEAN_MARKER), b"")
+            finally:
+                self._closed = True
+                self._appended.notify_all()
+                self._synced.notify_all()
+                self._close_files()
+                if self._dir_lock is not None:
+                    self._dir_lock.release()
+
+    def _close_files(self) -> None:
+        for s in getattr(self, "_segments", []):
+            try:
+                s.close()
+            except OSError:
+                pass
+        self._rcache = None
+        self._hint = None
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
