@@ -159,6 +159,7 @@ class Log:
         self.readonly = readonly
         self._always = flush == "always"
         self._max_records = batch_max_records
+        self._max_records_1 = batch_max_records - 1
         self._max_bytes = batch_max_bytes
         self._checkpoint_interval_s = checkpoint_interval_ms / 1000
         self._index_capacity = min(
@@ -173,6 +174,7 @@ class Log:
         self._syncing = False
         self._failed: BaseException | None = None
         self._closed = False
+        self._blocked = readonly  # closed, readonly or failed: appends must check why
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
         self._rcache = None  # (first_offset, end_offset, records): a contiguous decoded run
@@ -208,6 +210,7 @@ class Log:
         self._bt: list = []
         self._bk: list | None = None
         self._bh: list | None = None
+        self._extra = False  # some buffered record has a key or headers
         self._bbytes = 0
 
     def _segment(self, base: int, *, active: bool, create: bool = False) -> Segment:
@@ -425,6 +428,7 @@ class Log:
             self._find_readonly_tail()
             _, lso = self._read_checkpoint()
             self._start = min(max(self._bases[0], lso, self._start), self._next)
+            self._rcache = None
 
     # --------------------------------------------------------------- append
 
@@ -439,25 +443,30 @@ class Log:
         if timestamp_ms is None:
             timestamp_ms = _time_ns() // 1_000_000
         with self._lock:
-            if self._closed or self.readonly or self._failed:
+            if self._blocked:
                 self._check_writable()
             off = self._next
             self._next = off + 1
-            bv = self._bv
-            bv.append(value)
+            self._bv.append(value)
             self._bt.append(timestamp_ms)
-            if key is not None or self._bk is not None:
-                self._add_key(key)
-            if headers or self._bh is not None:
-                self._add_headers(headers)
-            self._bbytes += len(value)
-            if len(bv) >= self._max_records or self._bbytes >= self._max_bytes:
+            if key is not None or headers or self._extra:
+                self._add_extra(key, headers)
+            nbytes = self._bbytes + len(value)
+            self._bbytes = nbytes
+            if nbytes >= self._max_bytes or off - self._written_end >= self._max_records_1:
                 self._write_buffer_locked()
             if self._waiters:
                 self._appended.notify_all()
         if self._always:
             self._await_durable(off + 1)
         return off
+
+    def _add_extra(self, key, headers) -> None:
+        self._extra = True
+        if key is not None or self._bk is not None:
+            self._add_key(key)
+        if headers or self._bh is not None:
+            self._add_headers(headers)
 
     def _add_key(self, key) -> None:
         if self._bk is None:
@@ -566,6 +575,7 @@ class Log:
                 os.ftruncate(seg.fd, seg.size)
             except OSError:
                 self._failed = e
+                self._blocked = True
             raise VQSError(f"write to {seg.log_path} at position {seg.size} failed: {e}") from e
         self._written_end = next_offset
 
@@ -610,6 +620,7 @@ class Log:
         if err is not None:
             # An fsync failure may have dropped dirty pages: never pretend otherwise.
             self._failed = err
+            self._blocked = True
             self._synced.notify_all()
             raise VQSError(f"fsync of {seg.log_path} failed: {err}") from err
         if upto > self._durable:
@@ -677,13 +688,15 @@ class Log:
         the first record returned has the smallest offset >= ``offset``.
         Every record comes from a batch whose CRC was verified.
         """
-        c = self._rcache
-        if c is not None and c[0] <= offset < c[1] and offset >= self._start:
-            i = offset - c[0]
-            if max_records == 1:
-                return [c[2][i]]
-            if i + max_records <= len(c[2]) and max_records * 64 <= max_bytes:
-                return c[2][i : i + max_records]
+        c = self._rcache  # invalidated whenever the start offset moves up
+        if c is not None:
+            lo, hi, recs = c
+            if lo <= offset < hi:
+                if max_records == 1:
+                    return [recs[offset - lo]]
+                i = offset - lo
+                if i + max_records <= len(recs) and max_records * 64 <= max_bytes:
+                    return recs[i : i + max_records]
         return self._read(offset, max_records, max_bytes)
 
     def _read(self, offset: int, max_records: int, max_bytes: int) -> list[Record]:
@@ -906,6 +919,7 @@ class Log:
                 self._delete_first_locked()
                 n += 1
             self._start = offset
+            self._rcache = None
             self._write_checkpoint()
             return n
 
@@ -913,6 +927,7 @@ class Log:
         seg = self._segments.pop(0)
         self._bases.pop(0)
         seg.delete()
+        self._rcache = None
         if self._hint is not None and self._hint[0] is seg:
             self._hint = None
 
@@ -983,6 +998,7 @@ class Log:
                     atomic_write(os.path.join(self.path, CLEAN_MARKER), b"")
             finally:
                 self._closed = True
+                self._blocked = True
                 self._appended.notify_all()
                 self._synced.notify_all()
                 self._close_files()
