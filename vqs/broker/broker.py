@@ -1,0 +1,371 @@
+"""Broker: owns a data directory; its catalog of topics, queues and consumer groups.
+
+::
+
+    with vqs.Broker("data", flush="always") as broker:
+        broker.create_topic("events", partitions=4)
+        broker.producer().send("events", b"hello", key=b"user-1")
+        consumer = broker.consumer("events", group="billing")
+        for record in consumer.poll(timeout=1.0):
+            ...
+        consumer.commit()
+
+One process owns a data directory (an exclusive lock on DATA/.lock, whose
+error names the holder's pid); other processes go through the server, or read
+partition logs with ``Log.open(..., readonly=True)``. Layout: docs/INTERNALS.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Callable
+
+from ..errors import ConfigError, LogClosedError, VQSError
+from ..storage.dir_lock import DirLock
+from ..storage.durable_file import fsync_dir
+from .catalog import TopicCatalog
+from .consumer import Consumer
+from .group_offsets import GroupRegistry
+from .names import validate_name
+from .producer import Producer
+from .topic import PartitionLag, Topic, TopicPartition
+
+log = logging.getLogger(__name__)
+
+# Keyword defaults a Broker passes to every Log.open (docs/INTERNALS.md).
+LOG_OPTIONS = frozenset(
+    {
+        "segment_bytes",
+        "segment_ms",
+        "retention_ms",
+        "retention_bytes",
+        "flush",
+        "flush_interval_ms",
+        "recovery",
+        "compression",
+        "index_interval_bytes",
+        "batch_max_records",
+        "batch_max_bytes",
+    }
+)
+
+
+def _open_log(path: str, **kwargs):
+    from ..storage.log import Log  # imported late: storage is optional until used
+
+    return Log.open(path, **kwargs)
+
+
+class Broker:
+    """A data directory's topics, consumer groups and queues, in this process.
+
+    ``defaults`` are Log settings applied to every topic partition (and passed
+    to the queue registry): ``flush``, ``flush_interval_ms``, ``segment_bytes``,
+    ``segment_ms``, ``retention_ms``, ``retention_bytes``, ``recovery``,
+    ``compression``, ``index_interval_bytes``, ``batch_max_records``,
+    ``batch_max_bytes``. A topic's own settings override them.
+
+    ``clock`` (seconds, like ``time.time``) is used for record timestamps and
+    retention when given, so tests can move time. Retention runs every
+    ``retention_check_interval_ms`` on a background thread (and on demand with
+    ``apply_retention()``).
+    """
+
+    def __init__(
+        self,
+        path,
+        *,
+        clock: Callable[[], float] | None = None,
+        retention_check_interval_ms: int = 300_000,
+        **defaults,
+    ):
+        unknown = sorted(set(defaults) - LOG_OPTIONS)
+        if unknown:
+            raise ConfigError(
+                f"unknown Broker setting(s) {', '.join(unknown)}; known: "
+                f"clock, retention_check_interval_ms, {', '.join(sorted(LOG_OPTIONS))}"
+            )
+        if (
+            not isinstance(retention_check_interval_ms, (int, float))
+            or retention_check_interval_ms <= 0
+        ):
+            raise ConfigError(
+                f"retention_check_interval_ms must be > 0, not {retention_check_interval_ms!r}"
+            )
+        self.path = os.path.abspath(os.fspath(path))
+        self.defaults = dict(defaults)
+        self._clock = clock or time.time
+        self._clock_ms = (lambda: int(clock() * 1000)) if clock is not None else None
+        self._retention_interval_s = retention_check_interval_ms / 1000
+        self._lock = threading.RLock()
+        self._closed = False
+        self._queues = None
+        self._retention_thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+        created = not os.path.isdir(self.path)
+        os.makedirs(self.path, exist_ok=True)
+        if created:
+            fsync_dir(os.path.dirname(self.path))
+        self._dir_lock = DirLock(self.path).acquire()
+        try:
+            for sub in ("topics", "groups"):
+                sub_path = os.path.join(self.path, sub)
+                if not os.path.isdir(sub_path):
+                    os.mkdir(sub_path)
+                    fsync_dir(self.path)
+            self._groups = GroupRegistry(os.path.join(self.path, "groups"))
+            self._groups.cleanup()
+            self._catalog = TopicCatalog(os.path.join(self.path, "topics"), self.defaults, _open_log)
+            self._catalog.load()
+            if os.path.isdir(os.path.join(self.path, "queues")):
+                self._queue_registry()  # recover existing queues now, not at first use
+            self._retention_thread = threading.Thread(
+                target=self._retention_loop, name=f"vqs-retention:{self.path}", daemon=True
+            )
+            self._retention_thread.start()
+        except BaseException:
+            self._closed = True
+            try:
+                catalog = getattr(self, "_catalog", None)
+                if catalog is not None:
+                    catalog.close()
+            finally:
+                self._dir_lock.release()
+            raise
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._catalog.names())} topics"
+        return f"Broker({self.path!r}, {state})"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"the broker of {self.path} is closed")
+
+    def close(self) -> None:
+        """Stop retention, close every log and queue (flushing them), release the lock."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._stop.set()
+        thread = self._retention_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        errors = []
+        with self._lock:
+            for close in (self._catalog.close, self._queues.close if self._queues else None):
+                if close is None:
+                    continue
+                try:
+                    close()
+                except Exception as e:  # close the rest anyway
+                    errors.append(e)
+            self._dir_lock.release()
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> "Broker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def flush(self) -> None:
+        """Write and fsync every buffered record of every topic."""
+        self._check_open()
+        for topic in self._catalog.all():
+            for p in range(topic.partitions):
+                try:
+                    topic.log(p).flush()
+                except LogClosedError:
+                    pass  # deleted meanwhile
+
+    # -- retention ---------------------------------------------------------------------------
+    def apply_retention(self) -> int:
+        """Apply every topic's time/size retention now; returns segments deleted."""
+        self._check_open()
+        now_ms = self._clock_ms() if self._clock_ms is not None else None
+        deleted = 0
+        with self._lock:  # not concurrently with delete_topic / close
+            if self._closed:
+                return 0
+            for topic in self._catalog.all():
+                for p in range(topic.partitions):
+                    deleted += topic.log(p).apply_retention(now_ms)
+        return deleted
+
+    def _retention_loop(self) -> None:
+        while not self._stop.wait(self._retention_interval_s):
+            try:
+                self.apply_retention()
+            except LogClosedError:
+                return
+            except Exception:  # keep the thread alive; say what failed
+                log.exception("retention pass failed in %s", self.path)
+
+    # -- topics ------------------------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        retention_ms: int | None = None,
+        retention_bytes: int | None = None,
+        segment_bytes: int | None = None,
+        compression: str | None = None,
+    ) -> Topic:
+        """Create a topic of ``partitions`` partitions; None settings follow the broker's defaults.
+
+        ``retention_bytes`` is per partition, as in Kafka. Raises
+        TopicAlreadyExists, InvalidName or ConfigError.
+        """
+        with self._lock:
+            self._check_open()
+            return self._catalog.create(
+                name,
+                partitions,
+                {
+                    "retention_ms": retention_ms,
+                    "retention_bytes": retention_bytes,
+                    "segment_bytes": segment_bytes,
+                    "compression": compression,
+                },
+            )
+
+    def topic(self, name: str) -> Topic:
+        """The topic ``name``; raises TopicDoesNotExist (or InvalidName)."""
+        self._check_open()
+        return self._catalog.get(name)
+
+    def topics(self) -> list[str]:
+        """Names of all topics, sorted."""
+        self._check_open()
+        return self._catalog.names()
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic, its data and every group's committed offsets for it."""
+        with self._lock:
+            self._check_open()
+            self._catalog.delete(name)
+            self._groups.remove_topic(name)
+
+    # -- producers and consumers -------------------------------------------------------------
+    def producer(self) -> Producer:
+        self._check_open()
+        return Producer(self)
+
+    def consumer(
+        self,
+        topics=None,
+        group: str | None = None,
+        *,
+        auto_offset_reset: str = "earliest",
+        reset_out_of_range: bool = False,
+        max_partition_bytes: int = 1 << 20,
+    ) -> Consumer:
+        """A consumer of every partition of ``topics`` (a name or a list), or of nothing
+        until ``assign``. With ``group``, positions start at the group's committed
+        offsets and ``commit()`` stores them."""
+        self._check_open()
+        return Consumer(
+            self,
+            topics,
+            group,
+            auto_offset_reset=auto_offset_reset,
+            reset_out_of_range=reset_out_of_range,
+            max_partition_bytes=max_partition_bytes,
+        )
+
+    # -- consumer groups ---------------------------------------------------------------------
+    def groups(self) -> list[str]:
+        """Names of the groups that have committed offsets, sorted."""
+        self._check_open()
+        return self._groups.names()
+
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """A group's committed offsets (empty if it has none)."""
+        self._check_open()
+        return self._groups.get(group).all()
+
+    def commit_offsets(self, group: str, offsets: dict) -> None:
+        """Commit ``{(topic, partition): next_offset}`` for ``group`` (e.g. for a server client)."""
+        self._check_open()
+        checked = {}
+        for tp, off in offsets.items():
+            topic, partition = tp
+            self.topic(topic).log(partition)  # validates both
+            checked[TopicPartition(topic, partition)] = off
+        self._groups.get(group).commit(checked)
+
+    def describe_group(self, group: str) -> list[PartitionLag]:
+        """Per partition the group has committed: committed, start and end offsets, and lag.
+
+        ``lag = max(0, end_offset - committed)``. Partitions of topics that no
+        longer exist are left out (``group_offsets`` still lists them).
+        """
+        self._check_open()
+        rows = []
+        for (topic, p), committed in self._groups.get(group).all().items():
+            try:
+                log_ = self._catalog.get(topic).log(p)
+            except (VQSError, ValueError):
+                continue
+            end = log_.end_offset
+            rows.append(PartitionLag(topic, p, committed, log_.start_offset, end, max(0, end - committed)))
+        return rows
+
+    def delete_group(self, group: str) -> bool:
+        """Forget a group's committed offsets; False if it had none."""
+        self._check_open()
+        return self._groups.delete(group)
+
+    # -- queues (vqs.broker.queues) ----------------------------------------------------------
+    def _queue_registry(self):
+        registry = self._queues
+        if registry is None:
+            with self._lock:
+                self._check_open()
+                if self._queues is None:
+                    try:
+                        from .queues import QueueRegistry
+                    except ModuleNotFoundError as e:
+                        if e.name != f"{__package__}.queues":
+                            raise
+                        raise VQSError("queues are not available: vqs.broker.queues is missing") from e
+                    self._queues = QueueRegistry(
+                        os.path.join(self.path, "queues"),
+                        clock=self._clock,
+                        defaults=dict(self.defaults),
+                    )
+                registry = self._queues
+        return registry
+
+    def create_queue(self, name: str, **attributes):
+        """Create an SQS-style queue (attributes: see ``QueueRegistry.create``)."""
+        self._check_open()
+        validate_name(name, "queue")
+        return self._queue_registry().create(name, **attributes)
+
+    def queue(self, name: str):
+        """The queue ``name``; raises QueueDoesNotExist."""
+        self._check_open()
+        validate_name(name, "queue")
+        return self._queue_registry().get(name)
+
+    def queues(self, prefix: str | None = None) -> list[str]:
+        """Names of the queues (starting with ``prefix``, if given)."""
+        self._check_open()
+        return self._queue_registry().list(prefix)
+
+    def delete_queue(self, name: str) -> None:
+        self._check_open()
+        validate_name(name, "queue")
+        self._queue_registry().delete(name)

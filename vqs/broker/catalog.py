@@ -1,0 +1,204 @@
+"""The catalog of topics in a data directory (DATA/topics).
+
+Layout (docs/INTERNALS.md)::
+
+    DATA/topics/{topic}/topic.json   {"name", "partitions", "config": {...}}
+    DATA/topics/{topic}/{p}/         partition p: a Log directory
+
+Crash safety: a topic is created in ``{topic}~new`` (topic.json written and
+fsynced, partition directories made) and renamed into place, and deleted by
+renaming it to ``{topic}~deleted`` before removing it; the parent directory is
+fsynced after each rename. ``~`` cannot occur in a valid name, so these never
+collide with a topic, and a crash at any point leaves either the whole topic
+or none of it. Leftovers are removed when the catalog is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+
+from ..errors import ConfigError, CorruptRecordError, TopicAlreadyExists, TopicDoesNotExist
+from ..storage.durable_file import atomic_write, fsync_dir
+from .names import validate_name
+from .topic import Topic
+
+log = logging.getLogger(__name__)
+
+TOPIC_FILE = "topic.json"
+MAX_PARTITIONS = 10_000
+# Per-topic settings create_topic accepts; each overrides the broker default.
+TOPIC_SETTINGS = ("retention_ms", "retention_bytes", "segment_bytes", "compression")
+COMPRESSIONS = (None, "zstd", "lz4")
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum} or None, not {value!r}")
+
+
+def validate_topic_settings(partitions, settings: dict) -> None:
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or not (
+        1 <= partitions <= MAX_PARTITIONS
+    ):
+        raise ConfigError(f"partitions must be an integer in 1..{MAX_PARTITIONS}, not {partitions!r}")
+    _check_int("retention_ms", settings.get("retention_ms"), 0)
+    _check_int("retention_bytes", settings.get("retention_bytes"), 0)
+    _check_int("segment_bytes", settings.get("segment_bytes"), 1)
+    if settings.get("compression") not in COMPRESSIONS:
+        raise ConfigError(
+            f"compression must be one of None, 'zstd', 'lz4', not {settings.get('compression')!r}"
+        )
+
+
+class TopicCatalog:
+    """Opens, creates and deletes the topics under ``directory`` (DATA/topics)."""
+
+    def __init__(self, directory: str, log_defaults: dict, open_log):
+        self.directory = directory
+        self._log_defaults = dict(log_defaults)
+        self._open_log = open_log  # (path, **kwargs) -> Log
+        self._topics: dict[str, Topic] = {}
+        self._lock = threading.RLock()
+
+    # -- open ----------------------------------------------------------------------------
+    def load(self) -> None:
+        """Open every topic on disk; remove leftovers of interrupted creates/deletes."""
+        os.makedirs(self.directory, exist_ok=True)
+        removed = False
+        for entry in sorted(os.listdir(self.directory)):
+            path = os.path.join(self.directory, entry)
+            if "~" in entry:
+                shutil.rmtree(path, ignore_errors=True)
+                removed = True
+                continue
+            if not os.path.isdir(path):
+                continue
+            meta_path = os.path.join(path, TOPIC_FILE)
+            if not os.path.exists(meta_path):
+                log.warning("ignoring %s: a directory without %s is not a topic", path, TOPIC_FILE)
+                continue
+            meta = self._read_meta(meta_path, entry)
+            try:
+                self._topics[entry] = self._open_topic(entry, meta["partitions"], meta["config"])
+            except BaseException:
+                self.close()
+                raise
+        if removed:
+            fsync_dir(self.directory)
+
+    @staticmethod
+    def _read_meta(path: str, dirname: str) -> dict:
+        try:
+            with open(path, "rb") as f:
+                meta = json.loads(f.read())
+            name, partitions, config = meta["name"], meta["partitions"], meta.get("config") or {}
+            if name != dirname or not isinstance(config, dict):
+                raise ValueError(f"name {name!r} does not match its directory {dirname!r}")
+            validate_name(name, "topic")
+            validate_topic_settings(partitions, config)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CorruptRecordError(f"unreadable topic metadata {path}: {e}", path=path) from e
+        return {"name": name, "partitions": partitions, "config": config}
+
+    def _open_topic(self, name: str, partitions: int, explicit: dict) -> Topic:
+        directory = os.path.join(self.directory, name)
+        kwargs = dict(self._log_defaults)
+        kwargs.update({k: v for k, v in explicit.items() if v is not None})
+        logs = []
+        try:
+            for p in range(partitions):
+                logs.append(self._open_log(os.path.join(directory, str(p)), lock=False, **kwargs))
+        except BaseException:
+            for opened in logs:
+                try:
+                    opened.close()
+                except Exception:  # pragma: no cover - best effort while failing
+                    pass
+            raise
+        # The effective settings, as the log applies them (its defaults included).
+        config = {k: getattr(logs[0], k, kwargs.get(k)) for k in TOPIC_SETTINGS}
+        return Topic(name, directory, partitions, config, logs, overrides=dict(explicit))
+
+    # -- queries ---------------------------------------------------------------------------
+    def get(self, name: str) -> Topic:
+        topic = self._topics.get(name)
+        if topic is None:
+            validate_name(name, "topic")
+            raise TopicDoesNotExist(name)
+        return topic
+
+    def names(self) -> list[str]:
+        return sorted(self._topics)
+
+    def all(self) -> list[Topic]:
+        return list(self._topics.values())
+
+    # -- create / delete --------------------------------------------------------------------
+    def create(self, name: str, partitions: int, settings: dict) -> Topic:
+        validate_name(name, "topic")
+        validate_topic_settings(partitions, settings)
+        explicit = {k: settings[k] for k in TOPIC_SETTINGS if settings.get(k) is not None}
+        with self._lock:
+            if name in self._topics:
+                raise TopicAlreadyExists(name)
+            final = os.path.join(self.directory, name)
+            if os.path.exists(final):
+                raise TopicAlreadyExists(name)  # a stray directory we did not load: keep it
+            tmp = final + "~new"
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.mkdir(tmp)
+            try:
+                for p in range(partitions):
+                    os.mkdir(os.path.join(tmp, str(p)))
+                meta = {"name": name, "partitions": partitions, "config": explicit}
+                atomic_write(
+                    os.path.join(tmp, TOPIC_FILE),
+                    json.dumps(meta, indent=1, sort_keys=True).encode() + b"\n",
+                )
+                os.rename(tmp, final)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            fsync_dir(self.directory)
+            try:
+                topic = self._open_topic(name, partitions, explicit)
+            except BaseException:
+                self._remove_dir(name)
+                raise
+            self._topics[name] = topic
+            return topic
+
+    def delete(self, name: str) -> None:
+        with self._lock:
+            topic = self.get(name)
+            del self._topics[name]
+            try:
+                topic._close()
+            finally:
+                self._remove_dir(name)
+
+    def _remove_dir(self, name: str) -> None:
+        final = os.path.join(self.directory, name)
+        doomed = final + "~deleted"
+        shutil.rmtree(doomed, ignore_errors=True)
+        os.rename(final, doomed)
+        fsync_dir(self.directory)
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def close(self) -> None:
+        with self._lock:
+            topics, self._topics = list(self._topics.values()), {}
+        errors = []
+        for topic in topics:
+            try:
+                topic._close()
+            except Exception as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]

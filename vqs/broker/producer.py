@@ -1,0 +1,190 @@
+"""Producer: appends records to topic partitions.
+
+What an acknowledgement (a returned offset) promises follows the flush policy
+of the topic's logs (the broker's ``flush`` default, "interval" unless set):
+``always`` - on disk and fsynced; ``interval`` - in the log, fsynced within
+``flush_interval_ms``; ``never`` - in the log, written when a batch fills and
+fsynced at close. Every acknowledged record is visible to consumers at once.
+
+A Producer is cheap and thread-safe; any number of threads may share one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from ..errors import ConfigError
+from .partitioner import RoundRobin, partition_for_key
+from .topic import RecordMetadata
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .broker import Broker
+
+
+def to_bytes(value, what: str = "value") -> bytes:
+    """bytes-like values pass through; ``str`` is encoded as UTF-8."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    raise TypeError(f"a record {what} must be bytes or str, not {type(value).__name__}")
+
+
+def _headers(headers):
+    """Headers as a tuple of (str, bytes): accepts a mapping or a sequence of pairs."""
+    if not headers:
+        return None
+    items = headers.items() if hasattr(headers, "items") else headers
+    out = []
+    for item in items:
+        try:
+            name, value = item
+        except (TypeError, ValueError):
+            raise TypeError(f"a header must be a (name, value) pair, not {item!r}") from None
+        if not isinstance(name, str):
+            raise TypeError(f"a header name must be str, not {type(name).__name__}")
+        out.append((name, to_bytes(value, "header value")))
+    return tuple(out)
+
+
+class Producer:
+    """Writes records to a Broker's topics. Get one with ``broker.producer()``."""
+
+    def __init__(self, broker: "Broker"):
+        self._broker = broker
+        self._rr = RoundRobin()
+
+    def _timestamp(self, timestamp_ms):
+        if timestamp_ms is not None:
+            return timestamp_ms
+        clock = self._broker._clock_ms
+        return clock() if clock is not None else None
+
+    def _partition(self, topic, key, partition) -> int:
+        if partition is not None:
+            topic.log(partition)  # validates the number
+            return partition
+        if key is not None:
+            return partition_for_key(key, topic.partitions)
+        return self._rr.next(topic.name, topic.partitions)
+
+    def send(
+        self,
+        topic: str,
+        value,
+        key=None,
+        headers=None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> RecordMetadata:
+        """Append one record; returns its (topic, partition, offset).
+
+        The partition is ``partition`` if given, else the key's hash partition
+        (stable across processes and restarts), else the next one round-robin.
+        """
+        t = self._broker.topic(topic)
+        value = to_bytes(value)
+        if key is not None:
+            key = to_bytes(key, "key")
+        p = self._partition(t, key, partition)
+        offset = t.log(p).append(
+            value, key=key, headers=_headers(headers), timestamp_ms=self._timestamp(timestamp_ms)
+        )
+        t._notify()
+        return RecordMetadata(t.name, p, offset)
+
+    def send_batch(
+        self,
+        topic: str,
+        values: Sequence,
+        keys: Sequence | None = None,
+        headers: Sequence | None = None,
+        partition: int | None = None,
+        timestamps_ms: Sequence[int] | None = None,
+    ) -> list[RecordMetadata]:
+        """Append many records; returns their metadata in input order.
+
+        ``keys``, ``headers`` and ``timestamps_ms``, when given, are sequences
+        as long as ``values`` (a key may be None). Records bound for the same
+        partition are written as one batch; keyless records of one call all go
+        to one partition (chosen round-robin per call), so an unkeyed batch
+        stays one batch on disk.
+        """
+        t = self._broker.topic(topic)
+        n = len(values)
+        for name, seq in (("keys", keys), ("headers", headers), ("timestamps_ms", timestamps_ms)):
+            if seq is not None and len(seq) != n:
+                raise ConfigError(f"send_batch: {name} has {len(seq)} items, values has {n}")
+        if n == 0:
+            return []
+        values = [v if v.__class__ is bytes else to_bytes(v) for v in values]
+        if keys is not None:
+            keys = [k if k is None or k.__class__ is bytes else to_bytes(k, "key") for k in keys]
+            if all(k is None for k in keys):
+                keys = None
+        if headers is not None:
+            headers = [_headers(h) for h in headers]
+            if all(h is None for h in headers):
+                headers = None
+        if timestamps_ms is None and self._broker._clock_ms is not None:
+            timestamps_ms = self._broker._clock_ms()  # one int: every record's timestamp
+        name = t.name
+
+        if partition is not None:
+            t.log(partition)  # validates the number
+            p = partition
+        elif keys is None:
+            p = self._rr.next(name, t.partitions)
+        elif t.partitions == 1:
+            p = 0
+        else:
+            p = None
+        if p is not None:
+            first = t.log(p).append_batch(
+                values, keys=keys, headers=headers, timestamps_ms=timestamps_ms
+            )
+            t._notify()
+            return [RecordMetadata(name, p, first + i) for i in range(n)]
+
+        # Keyed records spread over partitions: one batch per partition.
+        nparts = t.partitions
+        sticky = None
+        groups: dict[int, list[int]] = {}
+        for i, k in enumerate(keys):
+            if k is None:
+                if sticky is None:
+                    sticky = self._rr.next(name, nparts)
+                p = sticky
+            else:
+                p = partition_for_key(k, nparts)
+            groups.setdefault(p, []).append(i)
+        out: list = [None] * n
+        try:
+            for p, idx in groups.items():
+                first = t.log(p).append_batch(
+                    [values[i] for i in idx],
+                    keys=[keys[i] for i in idx],
+                    headers=None if headers is None else [headers[i] for i in idx],
+                    timestamps_ms=timestamps_ms
+                    if timestamps_ms is None or isinstance(timestamps_ms, int)
+                    else [timestamps_ms[i] for i in idx],
+                )
+                for j, i in enumerate(idx):
+                    out[i] = RecordMetadata(name, p, first + j)
+        finally:
+            t._notify()
+        return out
+
+    def flush(self) -> None:
+        """Write and fsync every buffered record of every topic (whatever the flush policy)."""
+        self._broker.flush()
+
+    def close(self) -> None:
+        """Flush. The producer owns nothing else; the Broker owns the logs."""
+        self.flush()
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

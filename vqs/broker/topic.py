@@ -1,0 +1,208 @@
+"""A topic: a name, N partitions (each a storage ``Log``) and its config.
+
+Also the record and metadata types that producers and consumers hand out.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+from ..errors import ConfigError, LogClosedError
+
+
+class TopicPartition(NamedTuple):
+    """A (topic, partition) pair; any ``(str, int)`` tuple is accepted in its place."""
+
+    topic: str
+    partition: int
+
+
+class RecordMetadata(NamedTuple):
+    """Where ``Producer.send`` put a record."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class PartitionLag(NamedTuple):
+    """One row of ``Broker.describe_group``: a group's committed offset vs the log."""
+
+    topic: str
+    partition: int
+    committed: int
+    start_offset: int
+    end_offset: int
+    lag: int  # end_offset - committed, never below 0
+
+
+class ConsumerRecord:
+    """A record as a consumer sees it."""
+
+    __slots__ = ("topic", "partition", "offset", "timestamp_ms", "key", "value", "headers")
+
+    def __init__(self, topic, partition, offset, timestamp_ms, key, value, headers=()):
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp_ms = timestamp_ms
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    def __repr__(self) -> str:
+        return (
+            f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, "
+            f"offset={self.offset}, timestamp_ms={self.timestamp_ms}, key={self.key!r}, "
+            f"value={self.value!r}, headers={self.headers!r})"
+        )
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, ConsumerRecord):
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    __hash__ = None
+
+
+def wrap_records(topic: str, partition: int, records) -> list[ConsumerRecord]:
+    return [
+        ConsumerRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers)
+        for r in records
+    ]
+
+
+class Topic:
+    """A topic of a Broker. Get one with ``broker.topic(name)``.
+
+    ``partitions`` is the partition count; ``config`` the effective settings
+    (the topic's own, else the broker's defaults), ``overrides`` the topic's own
+    settings only. Offsets are per partition:
+    ``start_offset(p)`` is the first offset still stored (retention moves it),
+    ``end_offset(p)`` the offset the next record will get.
+    """
+
+    def __init__(
+        self, name: str, directory: str, partitions: int, config: dict, logs: list, overrides=None
+    ):
+        self.name = name
+        self.directory = directory
+        self.partitions = partitions
+        self.config = config
+        self.overrides = overrides or {}  # the settings given to create_topic
+        self._logs = logs
+        self._closed = False
+        self._waiters: tuple = ()
+        self._waiters_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name!r}, partitions={self.partitions}, config={self.config!r})"
+
+    # -- partitions -----------------------------------------------------------------
+    def log(self, partition: int):
+        """The storage Log of ``partition`` (for advanced use; write through a Producer)."""
+        if self._closed:
+            raise LogClosedError(f"topic {self.name!r} is closed (deleted, or its broker closed)")
+        if not isinstance(partition, int) or isinstance(partition, bool) or not (
+            0 <= partition < self.partitions
+        ):
+            raise ConfigError(
+                f"topic {self.name!r} has {self.partitions} partition(s) "
+                f"(0..{self.partitions - 1}); there is no partition {partition!r}"
+            )
+        return self._logs[partition]
+
+    def start_offset(self, partition: int) -> int:
+        return self.log(partition).start_offset
+
+    def end_offset(self, partition: int) -> int:
+        return self.log(partition).end_offset
+
+    def start_offsets(self) -> list[int]:
+        """``start_offset`` of every partition, indexed by partition."""
+        return [self.log(p).start_offset for p in range(self.partitions)]
+
+    def end_offsets(self) -> list[int]:
+        """``end_offset`` of every partition, indexed by partition."""
+        return [self.log(p).end_offset for p in range(self.partitions)]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(self.log(p).size_bytes for p in range(self.partitions))
+
+    def describe(self) -> dict:
+        """A JSON-ready summary: name, partitions, config, offsets and sizes per partition."""
+        parts = []
+        for p in range(self.partitions):
+            log = self.log(p)
+            parts.append(
+                {
+                    "partition": p,
+                    "start_offset": log.start_offset,
+                    "end_offset": log.end_offset,
+                    "size_bytes": log.size_bytes,
+                    "segments": log.segment_count,
+                }
+            )
+        return {
+            "name": self.name,
+            "partitions": self.partitions,
+            "config": dict(self.config),
+            "partition_info": parts,
+        }
+
+    def read(
+        self,
+        partition: int,
+        offset: int,
+        *,
+        max_records: int = 500,
+        max_bytes: int = 1 << 20,
+        timeout: float = 0.0,
+    ) -> list[ConsumerRecord]:
+        """Stateless fetch: records of ``partition`` from ``offset`` on.
+
+        Waits up to ``timeout`` seconds for a record if there is none yet (long
+        poll; no busy loop). Raises OffsetOutOfRange below the start offset or
+        above the end offset.
+        """
+        log = self.log(partition)
+        records = log.read(offset, max_records=max_records, max_bytes=max_bytes)
+        if not records and timeout > 0:
+            if log.wait_for(offset, timeout):
+                records = log.read(offset, max_records=max_records, max_bytes=max_bytes)
+        return wrap_records(self.name, partition, records)
+
+    # -- new-data notification (consumers waiting on several partitions) -------------
+    def _add_waiter(self, event: threading.Event) -> None:
+        with self._waiters_lock:
+            self._waiters = self._waiters + (event,)
+
+    def _remove_waiter(self, event: threading.Event) -> None:
+        with self._waiters_lock:
+            self._waiters = tuple(e for e in self._waiters if e is not event)
+
+    def _notify(self) -> None:
+        for event in self._waiters:  # a tuple read atomically: never changes under us
+            event.set()
+
+    # -- lifecycle --------------------------------------------------------------------
+    def _close(self) -> None:
+        """Close every partition log (flushes them). Called by the Broker only."""
+        if self._closed:
+            return
+        self._closed = True
+        errors = []
+        for log in self._logs:
+            try:
+                log.close()
+            except Exception as e:  # close the others anyway
+                errors.append(e)
+        self._notify()
+        if errors:
+            raise errors[0]
