@@ -77,3 +77,189 @@ class TopicAlreadyExists(VQSError):
     def __init__(self, name: str):
         self.name = name
         super().__init__(f"topic {name!r} already exists")
+
+
+# --- queues (vqs.broker.queue*): SQS's errors. ``code`` is the AWS JSON error code,
+# ``query_code`` the query-protocol code (x-amzn-query-error), ``sender_fault`` its
+# Sender/Receiver part; the server maps these one to one.
+
+
+class QueueError(VQSError):
+    """Base of the SQS-style queue errors."""
+
+    code = "InternalError"
+    query_code = "InternalError"
+    sender_fault = True
+    http_status = 400
+
+
+class QueueDoesNotExist(QueueError):
+    """The named queue does not exist."""
+
+    code = "QueueDoesNotExist"
+    query_code = "AWS.SimpleQueueService.NonExistentQueue"
+
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__("The specified queue does not exist.")
+
+
+class QueueAlreadyExists(QueueError):
+    """create_queue named an existing queue with different attribute values."""
+
+    code = "QueueNameExists"
+    query_code = "QueueAlreadyExists"
+
+    def __init__(self, name: str, detail: str = ""):
+        self.name = name
+        super().__init__(
+            f"A queue already exists with the same name and a different value for attribute {detail}"
+            if detail else "A queue already exists with the same name and different attributes."
+        )
+
+
+class InvalidAttributeName(QueueError, ValueError):
+    """An unknown (or read-only) queue attribute name."""
+
+    code = "InvalidAttributeName"
+    query_code = "InvalidAttributeName"
+
+
+class InvalidAttributeValue(QueueError, ValueError):
+    """A queue attribute has a value outside SQS's limits (the message names it)."""
+
+    code = "InvalidAttributeValue"
+    query_code = "InvalidAttributeValue"
+
+
+class InvalidParameterValue(QueueError, ValueError):
+    """A request parameter is invalid (max_messages, wait_seconds, delay, ids...)."""
+
+    code = "InvalidParameterValue"
+    query_code = "InvalidParameterValue"
+
+
+class MissingParameter(QueueError, ValueError):
+    """A required parameter (e.g. MessageGroupId on a FIFO queue) is missing."""
+
+    code = "MissingParameter"
+    query_code = "MissingParameter"
+
+
+class InvalidMessageContents(QueueError, ValueError):
+    """A message body holds characters SQS does not allow."""
+
+    code = "InvalidMessageContents"
+    query_code = "InvalidMessageContents"
+
+
+class ReceiptHandleIsInvalid(QueueError, ValueError):
+    """A receipt handle is malformed, forged, or from another queue."""
+
+    code = "ReceiptHandleIsInvalid"
+    query_code = "ReceiptHandleIsInvalid"
+
+    def __init__(self, handle: object = None):
+        self.handle = handle
+        h = handle if isinstance(handle, str) and len(handle) <= 200 else "..."
+        super().__init__(f'The input receipt handle "{h}" is not a valid receipt handle.')
+
+
+class ReceiptHandleExpired(InvalidParameterValue):
+    """FIFO queues: the receipt handle's lease expired (or the message was received again)."""
+
+    def __init__(self, handle: object = None):
+        self.handle = handle
+        h = handle if isinstance(handle, str) and len(handle) <= 200 else "..."
+        super().__init__(
+            f"Value {h} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."
+        )
+
+
+class MessageNotInflight(QueueError):
+    """change_visibility on a message that is not in flight under that receipt handle."""
+
+    code = "MessageNotInflight"
+    query_code = "AWS.SimpleQueueService.MessageNotInflight"
+
+    def __init__(self, message: str = "The message referred to isn't in flight."):
+        super().__init__(message)
+
+
+class OverLimit(QueueError):
+    """Too many messages in flight (SQS: 120,000 per queue)."""
+
+    code = "OverLimit"
+    query_code = "OverLimit"
+    http_status = 403
+
+
+class PurgeQueueInProgress(QueueError):
+    """purge() was called again within 60 seconds."""
+
+    code = "PurgeQueueInProgress"
+    query_code = "AWS.SimpleQueueService.PurgeQueueInProgress"
+    http_status = 403
+
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__(
+            f"Only one PurgeQueue operation on {name} is allowed every 60 seconds."
+        )
+
+
+class EmptyBatchRequest(QueueError, ValueError):
+    """A batch request has no entries."""
+
+    code = "EmptyBatchRequest"
+    query_code = "AWS.SimpleQueueService.EmptyBatchRequest"
+
+    def __init__(self, message: str = "There should be at least one entry in the request."):
+        super().__init__(message)
+
+
+class TooManyEntriesInBatchRequest(QueueError, ValueError):
+    """A batch request has more than 10 entries."""
+
+    code = "TooManyEntriesInBatchRequest"
+    query_code = "AWS.SimpleQueueService.TooManyEntriesInBatchRequest"
+
+    def __init__(self, n: int):
+        super().__init__(f"Maximum number of entries per request are 10. You have sent {n}.")
+
+
+class BatchEntryIdsNotDistinct(QueueError, ValueError):
+    """Two entries of a batch request have the same Id."""
+
+    code = "BatchEntryIdsNotDistinct"
+    query_code = "AWS.SimpleQueueService.BatchEntryIdsNotDistinct"
+
+    def __init__(self, entry_id: str):
+        self.entry_id = entry_id
+        super().__init__(f"Id {entry_id} repeated.")
+
+
+class InvalidBatchEntryId(QueueError, ValueError):
+    """A batch entry Id is not 1-80 characters of [A-Za-z0-9_-]."""
+
+    code = "InvalidBatchEntryId"
+    query_code = "AWS.SimpleQueueService.InvalidBatchEntryId"
+
+    def __init__(self, entry_id: object):
+        self.entry_id = entry_id
+        super().__init__(
+            "A batch entry id can only contain alphanumeric characters, hyphens and "
+            f"underscores. It can be at most 80 letters long. ({entry_id!r})"
+        )
+
+
+class BatchRequestTooLong(QueueError, ValueError):
+    """The messages of a send batch together exceed 1 MiB."""
+
+    code = "BatchRequestTooLong"
+    query_code = "AWS.SimpleQueueService.BatchRequestTooLong"
+
+
+class QueueMessageTooLarge(MessageTooLarge, InvalidParameterValue):
+    """A queue message (body plus message attributes) exceeds MaximumMessageSize;
+    SQS reports it as InvalidParameterValue."""
