@@ -1,0 +1,55 @@
+"""Fixtures for the broker tests (topics, consumers, groups)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from vqs.broker import Broker
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class FakeClock:
+    """An injectable clock (seconds, like time.time) that only moves when told."""
+
+    def __init__(self, start: float | None = None):
+        # Starts at the real time: the Log also applies retention on its own
+        # (at a segment roll) against the wall clock.
+        self.now = time.time() if start is None else start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    return str(tmp_path / "data")
+
+
+@pytest.fixture
+def broker(data_dir):
+    b = Broker(data_dir)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def child_env() -> dict:
+    """Environment for a child Python (sys.executable) that imports vqs from this checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    return env

@@ -1,0 +1,152 @@
+"""Broker: data-dir ownership, lifecycle, settings, retention in the background."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from vqs.broker import Broker
+from vqs.errors import ConfigError, LogClosedError, LogLockedError, VQSError
+
+PYTHON = sys.executable
+
+
+def test_creates_layout(data_dir):
+    with Broker(data_dir) as b:
+        assert not b.closed
+        assert sorted(os.listdir(data_dir)) == [".lock", "groups", "topics"]
+        with open(os.path.join(data_dir, ".lock")) as f:
+            assert int(f.read()) == os.getpid()
+    assert b.closed
+
+
+def test_second_broker_same_process_fails_naming_pid(data_dir):
+    with Broker(data_dir):
+        with pytest.raises(LogLockedError) as e:
+            Broker(data_dir)
+        assert f"pid {os.getpid()}" in str(e.value)
+        assert e.value.holder_pid == os.getpid()
+    Broker(data_dir).close()  # released at close
+
+
+def test_second_broker_other_process_fails_naming_pid(data_dir, child_env):
+    code = (
+        "import sys\n"
+        "from vqs.broker import Broker\n"
+        "from vqs.errors import LogLockedError\n"
+        "try:\n"
+        f"    Broker({data_dir!r})\n"
+        "except LogLockedError as e:\n"
+        "    print(e.holder_pid, '|', e)\n"
+        "    sys.exit(3)\n"
+    )
+    with Broker(data_dir):
+        p = subprocess.run([PYTHON, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, p.stderr
+    pid, msg = p.stdout.split("|", 1)
+    assert int(pid) == os.getpid()
+    assert f"pid {os.getpid()}" in msg and data_dir in msg
+
+
+def test_close_is_idempotent_and_blocks_use(data_dir):
+    b = Broker(data_dir)
+    b.create_topic("t")
+    producer = b.producer()
+    consumer = b.consumer("t")
+    b.close()
+    b.close()
+    for call in (
+        lambda: b.topics(),
+        lambda: b.topic("t"),
+        lambda: b.create_topic("u"),
+        lambda: producer.send("t", b"x"),
+        lambda: consumer.poll(),
+        lambda: b.groups(),
+    ):
+        with pytest.raises(LogClosedError):
+            call()
+
+
+def test_context_manager_reopen_keeps_data(data_dir):
+    with Broker(data_dir) as b:
+        b.create_topic("t", partitions=2)
+        b.producer().send("t", b"v", partition=1)
+    with Broker(data_dir) as b:
+        assert b.topics() == ["t"]
+        assert b.topic("t").end_offsets() == [0, 1]
+
+
+def test_unknown_setting_is_a_config_error(data_dir):
+    with pytest.raises(ConfigError, match="flsh"):
+        Broker(data_dir, flsh="always")
+    with pytest.raises(ConfigError):
+        Broker(data_dir, retention_check_interval_ms=0)
+    # A bad log setting fails at topic creation, not later.
+    with Broker(data_dir, flush="sometimes") as b:
+        with pytest.raises(ConfigError, match="flush"):
+            b.create_topic("t")
+        assert b.topics() == []
+        assert os.listdir(os.path.join(data_dir, "topics")) == []
+
+
+def test_defaults_reach_the_logs(data_dir):
+    with Broker(data_dir, flush="always", segment_bytes=4096, compression="zstd") as b:
+        t = b.create_topic("t", segment_bytes=8192)
+        log = t.log(0)
+        assert log.flush_policy == "always"
+        assert log.segment_bytes == 8192  # the topic's own setting wins
+        assert t.config == {
+            "retention_ms": None,
+            "retention_bytes": None,
+            "segment_bytes": 8192,
+            "compression": "zstd",
+        }
+        assert t.overrides == {"segment_bytes": 8192}
+
+
+def test_open_failure_releases_lock(data_dir):
+    with Broker(data_dir) as b:
+        b.create_topic("t")
+    # Corrupt the topic metadata: opening fails with a clear error and keeps no lock.
+    with open(os.path.join(data_dir, "topics", "t", "topic.json"), "w") as f:
+        f.write("{not json")
+    with pytest.raises(VQSError, match="topic.json"):
+        Broker(data_dir)
+    os.remove(os.path.join(data_dir, "topics", "t", "topic.json"))
+    Broker(data_dir).close()  # the lock was released
+
+
+def test_retention_runs_in_background(data_dir, clock):
+    with Broker(data_dir, clock=clock, retention_check_interval_ms=20, segment_bytes=1024) as b:
+        b.create_topic("old", retention_ms=60_000)
+        b.create_topic("keep")
+        p = b.producer()
+        for _ in range(20):  # many batches -> many segments
+            p.send_batch("old", [b"x" * 100] * 3)
+            p.send_batch("keep", [b"x" * 100] * 3)
+        log = b.topic("old").log(0)
+        assert log.segment_count > 3
+        clock.advance(120)  # every record is now past retention_ms
+        p.send_batch("old", [b"new"])
+        deadline = time.monotonic() + 10
+        while log.start_offset == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert log.start_offset > 0
+        assert log.segment_count == 1  # only the active segment stays
+        assert b.topic("keep").start_offset(0) == 0  # no retention set
+        assert b.apply_retention() == 0
+
+
+def test_close_stops_retention_thread(data_dir):
+    import threading
+
+    before = {t.name for t in threading.enumerate()}
+    b = Broker(data_dir, retention_check_interval_ms=10)
+    b.create_topic("t")
+    b.close()
+    after = {t.name for t in threading.enumerate()} - before
+    assert not [n for n in after if n.startswith("vqs-")]
