@@ -263,3 +263,8 @@ class BatchRequestTooLong(QueueError, ValueError):
 class QueueMessageTooLarge(MessageTooLarge, InvalidParameterValue):
     """A queue message (body plus message attributes) exceeds MaximumMessageSize;
     SQS reports it as InvalidParameterValue."""
+
+
+class SerializationError(VQSError, TypeError):
+    """An item could not be serialized (or deserialized) by the configured
+    serializer (HybridQueue's ``serializer=`` setting)."""
