@@ -1,0 +1,247 @@
+"""Path mode: the Spark connector's access to a VQS data directory.
+
+The layout is the contract of docs/INTERNALS.md::
+
+    DATA/.lock                      the owner's directory lock (the Broker's)
+    DATA/topics/{topic}/topic.json  {"name", "partitions", "config"}
+    DATA/topics/{topic}/{p}/        partition p: a Log directory
+
+Reading takes no lock: every partition is opened with
+``Log.open(dir, readonly=True)``, which sees a consistent prefix while the
+owner keeps appending.
+
+Writing needs ownership. A writer (a Spark task, or the driver committing a
+streaming micro-batch) takes a *shared* ``flock`` on ``DATA/.lock``: it fails
+at once, naming the holder's pid, when another process (a Broker, a server)
+owns the directory exclusively, and it keeps a Broker from opening the
+directory while Spark writes. Several Spark writers share the directory; each
+partition log is then opened as its writer with the log's own lock, which
+serialises Spark tasks writing the same partition. A writer holds at most one
+partition lock at a time and waits for a busy one, so writers cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+
+from ..errors import ConfigError, LogLockedError, VQSError
+
+TOPICS = "topics"
+TOPIC_META = "topic.json"
+LOCK_NAME = ".lock"
+
+#: topic.json "config" keys passed to Log.open when a writer opens a partition.
+_LOG_CONFIG_KEYS = (
+    "segment_bytes", "segment_ms", "retention_ms", "retention_bytes", "compression",
+    "index_interval_bytes", "batch_max_records", "batch_max_bytes", "recovery",
+)
+
+
+def topic_dir(data_dir: str, topic: str) -> str:
+    return os.path.join(data_dir, TOPICS, topic)
+
+
+def partition_dir(data_dir: str, topic: str, partition: int) -> str:
+    return os.path.join(data_dir, TOPICS, topic, str(partition))
+
+
+def read_topic_meta(data_dir: str, topic: str) -> dict | None:
+    """The topic's topic.json, or None if the topic does not exist."""
+    try:
+        with open(os.path.join(topic_dir(data_dir, topic), TOPIC_META), "rb") as f:
+            meta = json.loads(f.read())
+    except FileNotFoundError:
+        return None
+    except ValueError as e:
+        raise VQSError(f"{topic_dir(data_dir, topic)}/{TOPIC_META} is not valid JSON: {e}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("partitions"), int):
+        raise VQSError(f"{topic_dir(data_dir, topic)}/{TOPIC_META} has no partition count")
+    return meta
+
+
+def require_data_dir(data_dir: str) -> None:
+    if not os.path.isdir(data_dir):
+        raise ConfigError(f"option 'path': {data_dir!r} is not a directory (a VQS data directory)")
+
+
+def _log_cls():
+    from ..storage import Log  # imported late: storage may not be importable in every context
+
+    return Log
+
+
+class PathSource:
+    """Read access to the topics of a data directory (no lock; readonly logs)."""
+
+    def __init__(self, data_dir: str):
+        self.data_dir = data_dir
+        self._logs: dict[tuple[str, int], object] = {}
+
+    # -- catalog ---------------------------------------------------------
+    def partition_count(self, topic: str, *, option: str = "topic") -> int:
+        require_data_dir(self.data_dir)
+        meta = read_topic_meta(self.data_dir, topic)
+        if meta is None:
+            raise ConfigError(
+                f"option '{option}': topic {topic!r} does not exist in {self.data_dir}"
+            )
+        return int(meta["partitions"])
+
+    # -- logs ------------------------------------------------------------
+    def log(self, topic: str, partition: int, *, refresh: bool = False):
+        key = (topic, partition)
+        lg = self._logs.get(key)
+        if lg is None:
+            d = partition_dir(self.data_dir, topic, partition)
+            if not os.path.isdir(d):
+                raise VQSError(f"partition directory {d} is missing (topic {topic!r}, partition {partition})")
+            lg = _log_cls().open(d, readonly=True)
+            self._logs[key] = lg
+        elif refresh:
+            lg.refresh()
+        return lg
+
+    def offsets(self, topic: str, partition: int, *, refresh: bool = True) -> tuple[int, int]:
+        """(start_offset, end_offset) of a partition, as of now."""
+        lg = self.log(topic, partition, refresh=refresh)
+        return lg.start_offset, lg.end_offset
+
+    def offset_for_time(self, topic: str, partition: int, ts_ms: int) -> int | None:
+        return self.log(topic, partition, refresh=True).offset_for_time(ts_ms)
+
+    def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int):
+        """Whole CRC-checked RecordBatches holding records >= offset (the first
+        may begin below it). Raises OffsetOutOfRange below the start offset."""
+        lg = self.log(topic, partition)
+        batches = lg.read_batches(offset, max_bytes=max_bytes)
+        if not batches:
+            # A readonly log sees what was written when it was opened or last
+            # refreshed; a planned range may end beyond that.
+            lg.refresh()
+            batches = lg.read_batches(offset, max_bytes=max_bytes)
+        return batches
+
+    def close(self) -> None:
+        logs, self._logs = self._logs, {}
+        for lg in logs.values():
+            try:
+                lg.close()
+            except Exception:  # noqa: BLE001 - closing readers is best effort
+                pass
+
+    def __getstate__(self):  # never pickle open logs
+        return {"data_dir": self.data_dir, "_logs": {}}
+
+
+class SharedOwnership:
+    """A shared flock on ``DATA/.lock``: Spark writers share the directory,
+    and nobody else (a Broker, a server) may own it meanwhile."""
+
+    def __init__(self, data_dir: str):
+        self.data_dir = data_dir
+        self.path = os.path.join(data_dir, LOCK_NAME)
+        self._fd: int | None = None
+
+    def acquire(self) -> "SharedOwnership":
+        require_data_dir(self.data_dir)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = int(os.pread(fd, 32, 0).split()[0])
+            except (ValueError, IndexError, OSError):
+                holder = None
+            os.close(fd)
+            raise _owned_error(LogLockedError(self.data_dir, holder)) from None
+        # Name ourselves so that a refused owner can say who holds the lock
+        # (fixed width: never leaves a longer stale pid behind).
+        try:
+            os.pwrite(fd, f"{os.getpid():<12d}\n".encode(), 0)
+        except OSError:
+            pass
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _owned_error(err: LogLockedError) -> LogLockedError:
+    who = f"pid {err.holder_pid}" if err.holder_pid else "another process"
+    err.args = (
+        f"cannot write to {err.path} with option 'path': it is owned by {who} "
+        "(a Broker or a VQS server); write through that server with option 'url', "
+        "or stop it first",
+    )
+    return err
+
+
+def log_config(meta: dict) -> dict:
+    cfg = meta.get("config") or {}
+    return {k: cfg[k] for k in _LOG_CONFIG_KEYS if k in cfg}
+
+
+def open_partition_writer(data_dir: str, topic: str, partition: int, meta: dict, timeout_s: float):
+    """Open partition ``partition`` of ``topic`` as its writer, waiting up to
+    ``timeout_s`` while another Spark writer holds it. The caller must hold a
+    :class:`SharedOwnership` of the data directory."""
+    d = partition_dir(data_dir, topic, partition)
+    os.makedirs(d, exist_ok=True)
+    Log = _log_cls()
+    deadline = time.monotonic() + timeout_s
+    delay = 0.002
+    while True:
+        try:
+            return Log.open(d, flush="never", **log_config(meta))
+        except LogLockedError as e:
+            if time.monotonic() >= deadline:
+                raise LogLockedError(d, e.holder_pid) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
+def create_topic(data_dir: str, topic: str, partitions: int) -> dict:
+    """Create ``topic`` with ``partitions`` partitions if it does not exist
+    (the caller holds a SharedOwnership); returns its topic.json."""
+    from ..storage.durable_file import atomic_write, fsync_dir
+
+    meta = read_topic_meta(data_dir, topic)
+    if meta is not None:
+        return meta
+    tdir = topic_dir(data_dir, topic)
+    os.makedirs(os.path.join(data_dir, TOPICS), exist_ok=True)
+    try:
+        os.mkdir(tdir)
+        created = True
+    except FileExistsError:
+        created = False
+    if created:
+        for p in range(partitions):
+            os.makedirs(partition_dir(data_dir, topic, p), exist_ok=True)
+        meta = {"name": topic, "partitions": partitions, "config": {}}
+        atomic_write(os.path.join(tdir, TOPIC_META), json.dumps(meta).encode())
+        fsync_dir(os.path.join(data_dir, TOPICS))
+        return meta
+    # Someone else is creating it: wait for its topic.json.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        meta = read_topic_meta(data_dir, topic)
+        if meta is not None:
+            return meta
+        time.sleep(0.01)
+    raise VQSError(f"topic directory {tdir} exists without {TOPIC_META}")

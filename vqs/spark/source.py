@@ -1,0 +1,61 @@
+"""The ``vqs`` data source: Spark's entry point to the readers and writers.
+
+Spark creates it from the options on the driver (and pickles it to the
+workers). Options are parsed at planning, so a bad one fails ``load()``,
+``start()`` or ``save()`` with a message naming it.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource
+
+from ..errors import ConfigError
+from .options import parse_read_options, parse_write_options
+from .schema import source_schema
+
+
+class VQSDataSource(DataSource):
+    """Format ``vqs``: topics of a VQS data directory (``path``) or server (``url``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "vqs"
+
+    def schema(self):
+        opts = parse_read_options(self.options, streaming=None)
+        return source_schema(opts.include_headers)
+
+    def reader(self, schema):
+        from .reader import VQSBatchReader
+
+        return VQSBatchReader(parse_read_options(self.options, streaming=False))
+
+    def streamReader(self, schema):
+        from .stream_reader import VQSStreamReader
+
+        return VQSStreamReader(parse_read_options(self.options, streaming=True))
+
+    def _write_options(self, schema, overwrite: bool):
+        from .writer import check_write_schema, prepare_path_write
+
+        if overwrite:
+            raise ConfigError("save mode 'overwrite' is not supported: a topic is append-only; use mode('append')")
+        opts = parse_write_options(self.options)
+        check_write_schema(schema, opts)
+        if opts.url:
+            raise ConfigError(
+                "option 'url': writing through a VQS server is not available yet; "
+                "use option 'path' (a data directory no other process owns)"
+            )
+        prepare_path_write(opts)
+        return opts
+
+    def writer(self, schema, overwrite: bool):
+        from .writer import VQSBatchWriter
+
+        return VQSBatchWriter(self._write_options(schema, overwrite))
+
+    def streamWriter(self, schema, overwrite: bool):
+        from .writer import VQSStreamWriter
+
+        return VQSStreamWriter(self._write_options(schema, overwrite))
