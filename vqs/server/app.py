@@ -1,0 +1,305 @@
+"""The ASGI application: REST routes, the SQS endpoint, limits, auth and metrics.
+
+One process owns the data directory: the app opens the Broker in its
+lifespan and closes it (flushing every log) when the server stops.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import time
+import uuid
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .context import ServerContext
+from .errors import APIError, from_vqs_error
+from .settings import Settings
+
+log = logging.getLogger("vqs.server")
+
+_SQS_PATH = re.compile(r"^/\d{12}/[^/]+/?$")
+_OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/docs", "/openapi.json", "/redoc",
+               "/docs/oauth2-redirect")
+
+
+def _json(status: int, body: dict, headers: dict | None = None) -> tuple[int, list, bytes]:
+    data = json.dumps(body, separators=(",", ":")).encode()
+    hs = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    for k, v in (headers or {}).items():
+        hs.append((k.lower().encode(), str(v).encode()))
+    return status, hs, data
+
+
+async def _send(send, status: int, headers: list, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class VQSMiddleware:
+    """Outermost layer: header/body limits, bearer auth, SQS dispatch, metrics, access log."""
+
+    def __init__(self, app, ctx: ServerContext):
+        self.app = app
+        self.ctx = ctx
+        s = ctx.settings
+        self.tokens = [t.encode() for t in s.tokens]
+        self.max_body = s.max_body_bytes
+        self.max_header = s.max_header_bytes
+        m = ctx.metrics
+        self._lat = m.latency
+        self._req = m.requests
+        self._err = m.errors
+        self.access_log = s.access_log
+
+    @staticmethod
+    def is_sqs(method: str, path: str, headers: dict) -> bool:
+        if path == "/":
+            if method == "POST":
+                return True
+            return method == "GET"
+        return _SQS_PATH.match(path) is not None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        t0 = time.perf_counter()
+        path = scope["path"]
+        method = scope["method"]
+        raw_headers = scope["headers"]
+        size = 0
+        for k, v in raw_headers:
+            size += len(k) + len(v) + 4
+        status_box = [0]
+
+        async def send_wrapper(message):
+            if message["type"] == "http.response.start":
+                status_box[0] = message["status"]
+            await send(message)
+
+        sqs = self.is_sqs(method, path, raw_headers)
+        api = "sqs" if sqs else "rest"
+        try:
+            if size > self.max_header:
+                self.ctx.metrics.rejected.labels("header_size").inc()
+                await self._reject(send_wrapper, sqs, 431, "headers_too_large",
+                                   f"request headers are {size} bytes; the limit is {self.max_header} (max_header_bytes)")
+                return
+            clen = None
+            for k, v in raw_headers:
+                if k == b"content-length":
+                    try:
+                        clen = int(v)
+                    except ValueError:
+                        clen = -1
+                    break
+            if clen is not None and clen > self.max_body:
+                self.ctx.metrics.rejected.labels("body_size").inc()
+                await self._reject(send_wrapper, sqs, 413, "body_too_large",
+                                   f"request body is {clen} bytes; the limit is {self.max_body} (max_body_bytes)",
+                                   field="body")
+                return
+            if self.ctx.stopping and path not in ("/health", "/health/live", "/health/ready"):
+                await self._reject(send_wrapper, sqs, 503, "shutting_down", "the server is shutting down",
+                                   headers={"Retry-After": "1", "Connection": "close"})
+                return
+            receive = self._limited_receive(receive)
+            if sqs:
+                if self.ctx.sqs is None:
+                    await self._reject(send_wrapper, True, 503, "not_ready", "the server is starting")
+                    return
+                await self.ctx.sqs.asgi(scope, receive, send_wrapper)
+                return
+            if self.tokens and not path.startswith(_OPEN_PATHS):
+                err = self._check_bearer(raw_headers)
+                if err is not None:
+                    await self._reject(send_wrapper, False, *err)
+                    return
+            await self.app(scope, receive, send_wrapper)
+        except _TooLarge:
+            self.ctx.metrics.rejected.labels("body_size").inc()
+            if not status_box[0]:
+                await self._reject(send_wrapper, sqs, 413, "body_too_large",
+                                   f"request body exceeds {self.max_body} bytes (max_body_bytes)", field="body")
+        finally:
+            route = scope.get("route")
+            rpath = getattr(route, "path", None) or ("/" if sqs else "unmatched")
+            status = status_box[0] or 500
+            self._req.labels(api, rpath, method, str(status)).inc()
+            self._lat.labels(api, rpath).observe(time.perf_counter() - t0)
+            if self.access_log:
+                log.info("request", extra={"vqs": {"method": method, "path": path, "status": status,
+                                                    "ms": round((time.perf_counter() - t0) * 1000, 3)}})
+
+    def _limited_receive(self, receive):
+        limit = self.max_body
+        seen = [0]
+
+        async def wrapped():
+            message = await receive()
+            if message["type"] == "http.request":
+                seen[0] += len(message.get("body", b""))
+                if seen[0] > limit:
+                    raise _TooLarge()
+            return message
+
+        return wrapped
+
+    def _check_bearer(self, raw_headers):
+        auth = None
+        for k, v in raw_headers:
+            if k == b"authorization":
+                auth = v
+                break
+        if not auth:
+            return (401, "unauthorized", "this server requires a bearer token (Authorization: Bearer <token>)",
+                    None, {"WWW-Authenticate": 'Bearer realm="vqs"'})
+        scheme, _, token = auth.partition(b" ")
+        if scheme.lower() != b"bearer" or not token:
+            return (401, "unauthorized", "the Authorization header must be 'Bearer <token>'",
+                    None, {"WWW-Authenticate": 'Bearer realm="vqs", error="invalid_request"'})
+        ok = False
+        for t in self.tokens:
+            ok |= hmac.compare_digest(t, token.strip())
+        if not ok:
+            return (403, "forbidden", "the bearer token is not valid for this server", None, None)
+        return None
+
+    async def _reject(self, send, sqs: bool, status: int, code: str, message: str, field=None, headers=None):
+        self._err.labels("sqs" if sqs else "rest", code).inc()
+        if sqs:
+            from .sqs.errors import SQSError
+            from .sqs.protocol import render_json_error
+
+            name = {413: "RequestEntityTooLarge", 431: "InvalidParameterValue", 503: "ServiceUnavailable"}.get(
+                status, "InvalidParameterValue")
+            err = SQSError(name, message, status=status)
+            body = render_json_error(err)
+            hs = [(b"content-type", b"application/x-amz-json-1.0"), (b"content-length", str(len(body)).encode()),
+                  (b"x-amzn-query-error", err.query_error_header.encode())]
+            for k, v in (headers or {}).items():
+                hs.append((k.lower().encode(), str(v).encode()))
+            await _send(send, status, hs, body)
+            return
+        body = {"error": {"code": code, "message": message}}
+        if field:
+            body["error"]["field"] = field
+        await _send(send, *_json(status, body, headers))
+
+
+def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
+    """The ASGI app. Opens a Broker on ``settings.data_dir`` at startup unless one is given."""
+    from contextlib import asynccontextmanager
+
+    settings = settings or Settings()
+    ctx = ServerContext(settings, broker)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        owns = ctx.broker is None
+        if owns:
+            from ..broker import Broker
+
+            ctx.broker = Broker(settings.data_dir, flush=settings.flush,
+                                flush_interval_ms=settings.flush_interval_ms)
+        from .sqs.service import SQSService
+
+        ctx.sqs = SQSService(ctx)
+        ctx.ready = True
+        log.info("ready", extra={"vqs": {"data_dir": settings.data_dir, "flush": settings.flush}})
+        try:
+            yield
+        finally:
+            ctx.ready = False
+            ctx.stopping = True
+            try:
+                ctx.sqs.close()
+            except Exception:
+                log.exception("closing the SQS service")
+            if owns:
+                ctx.broker.close()
+                log.info("closed", extra={"vqs": {"data_dir": settings.data_dir}})
+
+    app = FastAPI(
+        title="VQS",
+        version=_version(),
+        description=(
+            "VQS server: topics (produce, consume by offset, consumer groups), SQS-style queues, "
+            "and an SQS-compatible API (AWS JSON 1.0 and query protocol) on `POST /`. "
+            "Errors are JSON `{\"error\": {\"code\", \"message\", \"field\"}}`."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.ctx = ctx
+
+    @app.exception_handler(APIError)
+    async def _api_error(request, exc: APIError):
+        ctx.metrics.errors.labels("rest", exc.code).inc()
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request, exc: RequestValidationError):
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        loc = [str(x) for x in first.get("loc", ()) if x not in ("body", "query", "path")]
+        field = ".".join(loc) or None
+        msg = first.get("msg", "invalid request")
+        ctx.metrics.errors.labels("rest", "invalid_argument").inc()
+        return JSONResponse(
+            {"error": {"code": "invalid_argument", "message": f"{field or 'request'}: {msg}", "field": field}},
+            status_code=400,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request, exc: StarletteHTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse({"error": {"code": code, "message": str(exc.detail)}}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    from ..errors import VQSError
+
+    @app.exception_handler(VQSError)
+    async def _vqs(request, exc: VQSError):
+        api = from_vqs_error(exc)
+        ctx.metrics.errors.labels("rest", api.code).inc()
+        return JSONResponse(api.body(), status_code=api.status, headers=api.headers)
+
+    @app.exception_handler(Exception)
+    async def _other(request, exc: Exception):
+        api = from_vqs_error(exc)
+        if api is not None:
+            ctx.metrics.errors.labels("rest", api.code).inc()
+            return JSONResponse(api.body(), status_code=api.status, headers=api.headers)
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        ctx.metrics.errors.labels("rest", "internal").inc()
+        return JSONResponse({"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}},
+                            status_code=500)
+
+    from .rest import build_router
+
+    app.include_router(build_router(ctx))
+    app.add_middleware(VQSMiddleware, ctx=ctx)
+    return app
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("vqs")
+    except Exception:
+        return "0"
+
+
+def request_id() -> str:
+    return str(uuid.uuid4())

@@ -1,0 +1,65 @@
+"""What every request handler shares: the broker, settings, metrics and limiters."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+
+import anyio
+
+from .errors import APIError
+from .metrics import Metrics
+from .settings import Settings
+
+
+class ServerContext:
+    def __init__(self, settings: Settings, broker=None):
+        self.settings = settings
+        self.broker = broker
+        self.metrics = Metrics(lambda: self.broker)
+        self.started = time.time()
+        self.ready = False
+        self.stopping = False
+        self.blocking = anyio.CapacityLimiter(settings.workers_threads)
+        self.long_poll = anyio.CapacityLimiter(settings.max_long_poll_waiters)
+        self._waiters = 0
+        self._waiters_lock = threading.Lock()
+        # blocking calls are needed when the log fsyncs on the request path
+        self.inline_writes = settings.flush != "always"
+        self.sqs = None  # set by the app (vqs.server.sqs.service.SQSService)
+
+    async def run(self, fn, *args, **kw):
+        """Run a blocking broker call in a worker thread."""
+        if kw:
+            fn = functools.partial(fn, *args, **kw)
+            args = ()
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.blocking)
+
+    async def write(self, fn, *args, **kw):
+        """A write: inline when it cannot block on an fsync, else in a thread (group commit)."""
+        if self.inline_writes:
+            return fn(*args, **kw)
+        return await self.run(fn, *args, **kw)
+
+    async def long_poll_call(self, fn, *args, **kw):
+        """Run a call that may wait (long poll); refuse with 503 past the waiter limit."""
+        with self._waiters_lock:
+            if self._waiters >= self.settings.max_long_poll_waiters:
+                self.metrics.rejected.labels("long_poll_waiters").inc()
+                raise APIError(
+                    503, "too_many_waiters",
+                    f"{self._waiters} long polls are already waiting (max_long_poll_waiters); retry later",
+                    headers={"Retry-After": "1"},
+                )
+            self._waiters += 1
+        self.metrics.long_polls.inc()
+        try:
+            if kw:
+                fn = functools.partial(fn, *args, **kw)
+                args = ()
+            return await anyio.to_thread.run_sync(fn, *args, limiter=self.long_poll)
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+            self.metrics.long_polls.dec()

@@ -1,0 +1,116 @@
+"""Prometheus metrics of the server (``GET /metrics``).
+
+Counters are updated on the request path (cheap: a lock and an add); gauges
+of backlog, disk bytes and segments are computed when /metrics is scraped.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+disable_created_metrics()
+
+_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25)
+
+
+class Metrics:
+    def __init__(self, broker_ref=None):
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        self.requests = Counter("vqs_http_requests", "HTTP requests", ["api", "route", "method", "status"], registry=r)
+        self.latency = Histogram("vqs_http_request_duration_seconds", "HTTP request latency", ["api", "route"],
+                                 buckets=_BUCKETS, registry=r)
+        self.errors = Counter("vqs_errors", "Error responses by code", ["api", "code"], registry=r)
+        self.messages_in = Counter("vqs_messages_in", "Messages written", ["kind", "name"], registry=r)
+        self.bytes_in = Counter("vqs_bytes_in", "Message bytes written", ["kind", "name"], registry=r)
+        self.messages_out = Counter("vqs_messages_out", "Messages read or received", ["kind", "name"], registry=r)
+        self.bytes_out = Counter("vqs_bytes_out", "Message bytes read or received", ["kind", "name"], registry=r)
+        self.connections = Gauge("vqs_http_connections", "Open HTTP connections", registry=r)
+        self.long_polls = Gauge("vqs_long_poll_waiters", "Requests waiting in a long poll", registry=r)
+        self.rejected = Counter("vqs_rejected_requests", "Requests refused by a limit", ["reason"], registry=r)
+        self.started = time.time()
+        self._broker_ref = broker_ref
+        r.register(_BrokerCollector(lambda: self._broker_ref() if self._broker_ref else None))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def count_in(self, kind: str, name: str, n: int, nbytes: int) -> None:
+        self.messages_in.labels(kind, name).inc(n)
+        self.bytes_in.labels(kind, name).inc(nbytes)
+
+    def count_out(self, kind: str, name: str, n: int, nbytes: int) -> None:
+        if n:
+            self.messages_out.labels(kind, name).inc(n)
+            self.bytes_out.labels(kind, name).inc(nbytes)
+
+
+class _BrokerCollector:
+    """Backlog per topic partition, queue and group; disk bytes and segments."""
+
+    def __init__(self, get_broker):
+        self._get = get_broker
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        broker = self._get()
+        if broker is None:
+            return
+        end = GaugeMetricFamily("vqs_topic_end_offset", "Next offset to be written", labels=["topic", "partition"])
+        start = GaugeMetricFamily("vqs_topic_start_offset", "First offset still stored", labels=["topic", "partition"])
+        disk = GaugeMetricFamily("vqs_disk_bytes", "Bytes on disk", labels=["kind", "name"])
+        segs = GaugeMetricFamily("vqs_segments", "Log segments", labels=["kind", "name"])
+        lag = GaugeMetricFamily("vqs_group_lag", "Messages a consumer group has not committed",
+                                labels=["group", "topic", "partition"])
+        qv = GaugeMetricFamily("vqs_queue_messages", "Queue messages by state", labels=["queue", "state"])
+        try:
+            for name in broker.topics():
+                try:
+                    t = broker.topic(name)
+                    total_segments = 0
+                    for p in range(t.partitions):
+                        lg = t.log(p)
+                        end.add_metric([name, str(p)], lg.end_offset)
+                        start.add_metric([name, str(p)], lg.start_offset)
+                        total_segments += lg.segment_count
+                    disk.add_metric(["topic", name], t.size_bytes)
+                    segs.add_metric(["topic", name], total_segments)
+                except Exception:
+                    continue
+            for g in broker.groups():
+                try:
+                    for row in broker.describe_group(g):
+                        lag.add_metric([g, row.topic, str(row.partition)], row.lag)
+                except Exception:
+                    continue
+            for qn in _queue_names(broker):
+                try:
+                    q = broker.queue(qn)
+                    a = q.attributes()
+                    for state, key in (("visible", "ApproximateNumberOfMessages"),
+                                       ("in_flight", "ApproximateNumberOfMessagesNotVisible"),
+                                       ("delayed", "ApproximateNumberOfMessagesDelayed")):
+                        if key in a:
+                            qv.add_metric([qn, state], int(a[key]))
+                    for attr, fam in (("size_bytes", disk), ("segment_count", segs)):
+                        v = getattr(q, attr, None)
+                        if isinstance(v, int):
+                            fam.add_metric(["queue", qn], v)
+                except Exception:
+                    continue
+        except Exception:
+            pass
+        yield from (end, start, disk, segs, lag, qv)
+
+
+def _queue_names(broker) -> list[str]:
+    try:
+        return list(broker.queues())
+    except Exception:
+        return []

@@ -1,0 +1,169 @@
+"""Server settings: defaults < TOML file < ``VQS_*`` environment < command line.
+
+Every setting has a ``VQS_`` environment variable of the upper-cased name
+(``VQS_PORT=8642``, ``VQS_TOKENS=t1,t2``, ``VQS_SIGV4_KEYS=AKID:secret,...``).
+A TOML file (``--config FILE`` or ``VQS_CONFIG``) may hold the same names at
+top level or under a ``[server]`` table.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+
+#: The documented default port ("VQS" on a phone keypad is 8-7-7; 8642 is simply unused by
+#: anything common and easy to remember).
+DEFAULT_PORT = 8642
+DEFAULT_ACCOUNT = "123456789012"
+
+
+@dataclass
+class Settings:
+    data_dir: str = "vqs-data"
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    # security
+    tokens: list[str] = field(default_factory=list)          # bearer tokens for REST
+    sigv4_keys: dict[str, str] = field(default_factory=dict)  # access key id -> secret (SQS)
+    insecure: bool = False                                     # allow non-loopback without credentials
+    # SQS
+    account_id: str = DEFAULT_ACCOUNT
+    region: str = "us-east-1"                                  # used when a request carries no signature
+    sigv4_max_skew_s: int = 900
+    # durability (broker defaults)
+    flush: str = "interval"                                    # always | interval | never
+    flush_interval_ms: int = 100
+    # limits
+    max_body_bytes: int = 64 << 20
+    max_message_bytes: int = 1 << 20          # REST topic messages (SQS uses the queue's MaximumMessageSize)
+    max_header_bytes: int = 16 << 10
+    max_connections: int = 1024
+    max_long_poll_waiters: int = 256
+    max_wait_ms: int = 20_000                 # REST long poll cap
+    # logging
+    log_level: str = "info"
+    log_format: str = "json"                  # json | text
+    access_log: bool = False
+    # runtime
+    graceful_timeout_s: float = 25.0
+    workers_threads: int = 32                 # threads for blocking broker calls (fsync, etc.)
+
+    # ---------------------------------------------------------------- checks
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.tokens or self.sigv4_keys)
+
+    def check(self) -> None:
+        """Refuse settings that would be unsafe or cannot work (ConfigError names the setting)."""
+        if self.flush not in ("always", "interval", "never"):
+            raise ConfigError(f"flush must be always, interval or never, not {self.flush!r}")
+        if not (0 < self.port < 65536):
+            raise ConfigError(f"port must be 1-65535, not {self.port}")
+        for name in ("max_body_bytes", "max_message_bytes", "max_header_bytes",
+                     "max_connections", "max_long_poll_waiters"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive")
+        if not is_loopback(self.host) and not self.auth_enabled and not self.insecure:
+            raise ConfigError(
+                f"refusing to listen on {self.host}, which is not a loopback address, without "
+                "credentials: give bearer tokens (--token / VQS_TOKENS) and SigV4 keys "
+                "(--sigv4-key AKID:SECRET / VQS_SIGV4_KEYS), or pass --insecure"
+            )
+        if not (self.account_id.isdigit() and len(self.account_id) == 12):
+            raise ConfigError(f"account_id must be 12 digits, not {self.account_id!r}")
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        addrs = {ai[4][0] for ai in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
+
+
+def _coerce(name: str, kind: Any, value: Any) -> Any:
+    try:
+        if kind in (int, "int"):
+            return int(value)
+        if kind in (float, "float"):
+            return float(value)
+        if kind in (bool, "bool"):
+            if isinstance(value, bool):
+                return value
+            v = str(value).strip().lower()
+            if v in ("1", "true", "yes", "on"):
+                return True
+            if v in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError(value)
+        if kind in ("list[str]",):
+            if isinstance(value, str):
+                return [t.strip() for t in value.split(",") if t.strip()]
+            return [str(t) for t in value]
+        if kind in ("dict[str, str]",):
+            if isinstance(value, Mapping):
+                return {str(k): str(v) for k, v in value.items()}
+            if isinstance(value, str):
+                value = [t for t in value.split(",") if t.strip()]
+            out = {}
+            for item in value:
+                akid, sep, secret = str(item).strip().partition(":")
+                if not sep or not akid or not secret:
+                    raise ValueError(item)
+                out[akid] = secret
+            return out
+        return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"setting {name}: cannot use {value!r}") from None
+
+
+def load_settings(overrides: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None,
+                  config_file: str | None = None) -> Settings:
+    """Build Settings from defaults, a TOML file, VQS_* variables and overrides (None = not given)."""
+    env = os.environ if env is None else env
+    kinds = {f.name: f.type for f in fields(Settings)}
+    values: dict[str, Any] = {}
+    config_file = config_file or env.get("VQS_CONFIG")
+    if config_file:
+        import tomllib
+
+        try:
+            with open(config_file, "rb") as f:
+                doc = tomllib.load(f)
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {config_file}: {e}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {config_file} is not valid TOML: {e}") from None
+        doc = doc.get("server", doc)
+        for k, v in doc.items():
+            k = k.replace("-", "_")
+            if k not in kinds:
+                raise ConfigError(f"config file {config_file}: unknown setting {k!r}")
+            values[k] = _coerce(k, kinds[k], v)
+    for k, kind in kinds.items():
+        ev = env.get("VQS_" + k.upper())
+        if ev is not None:
+            values[k] = _coerce(k, kind, ev)
+    for k, v in (overrides or {}).items():
+        if v is None:
+            continue
+        if k not in kinds:
+            raise ConfigError(f"unknown setting {k!r}")
+        if kinds[k] == "list[str]" and not v:
+            continue
+        if kinds[k] == "dict[str, str]" and not v:
+            continue
+        values[k] = _coerce(k, kinds[k], v)
+    s = Settings(**values)
+    return s

@@ -1,0 +1,1 @@
+"""The SQS-compatible API: AWS JSON 1.0 and the query protocol on ``POST /``."""
