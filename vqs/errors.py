@@ -268,3 +268,14 @@ class QueueMessageTooLarge(MessageTooLarge, InvalidParameterValue):
 class SerializationError(VQSError, TypeError):
     """An item could not be serialized (or deserialized) by the configured
     serializer (HybridQueue's ``serializer=`` setting)."""
+
+
+class RemoteError(VQSError):
+    """The VQS server refused a request (``vqs.Client``): ``status`` is the HTTP
+    status, ``code`` the server's stable error code, ``field`` the offending field."""
+
+    def __init__(self, message: str, *, status: int, code: str, field: str | None = None):
+        self.status = status
+        self.code = code
+        self.field = field
+        super().__init__(message)
