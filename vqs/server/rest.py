@@ -125,6 +125,19 @@ class GroupCommit(BaseModel):
     offsets: list[OffsetCommit] = Field(..., max_length=100_000)
 
 
+class WaitPartition(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    topic: str = Field(..., pattern=NAME_PATTERN)
+    partition: int = Field(..., ge=0, le=10_000)
+    offset: int = Field(..., ge=0, le=(1 << 63) - 1)
+
+
+class WaitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    partitions: list[WaitPartition] = Field(..., min_length=1, max_length=10_000)
+    wait_ms: int = Field(0, ge=0, le=3_600_000)
+
+
 class QueueCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(..., pattern=NAME_PATTERN)
@@ -478,6 +491,48 @@ def build_router(ctx: ServerContext) -> APIRouter:
         metrics.count_out("topic", topic, len(recs), sum(len(x.value) for x in recs))
         return jresp({"topic": topic, "partition": partition, "messages": out, "next_offset": nxt,
                       "start_offset": lg.start_offset, "end_offset": lg.end_offset})
+
+    @r.post("/wait", tags=["topics"], summary="Wait until any of several partitions has data past an offset",
+            description="Long poll for consumers of several partitions: returns as soon as one of them has a "
+                        "record at or after its offset (or after wait_ms), listing those that do.")
+    async def wait_any(body: WaitRequest):
+        b = broker()
+        tps = {}
+        for w in body.partitions:
+            t = b.topic(_check_name(w.topic, "topic"))
+            if w.partition >= t.partitions:
+                raise APIError(400, "invalid_argument", f"topic {w.topic!r} has no partition {w.partition}",
+                               field="partition")
+            tps[(w.topic, w.partition)] = w.offset
+
+        def ready_now():
+            out = []
+            for (tn, p), off in tps.items():
+                if b.topic(tn).log(p).end_offset > off:
+                    out.append({"topic": tn, "partition": p})
+            return out
+
+        ready = ready_now()
+        wait_s = min(body.wait_ms, s.max_wait_ms) / 1000
+        if not ready and wait_s > 0:
+            deadline = time.monotonic() + wait_s
+
+            def waiter():
+                c = b.consumer()
+                try:
+                    c.assign(list(tps))
+                    for tp, off in tps.items():
+                        c.seek(tp, off)
+                    while not ctx.stopping:
+                        left = deadline - time.monotonic()
+                        if left <= 0 or c.poll(max_records=1, timeout=min(left, 1.0)):
+                            return
+                finally:
+                    c.close()
+
+            await ctx.long_poll_call(waiter)
+            ready = ready_now()
+        return jresp({"ready": ready})
 
     # --------------------------------------------------------------------------- groups
     @r.get("/groups", tags=["groups"], summary="List consumer groups")
