@@ -62,6 +62,8 @@ def serve(settings: Settings) -> None:
         # wake long polls so draining takes at most ~1 s, then let uvicorn drain
         ctx.stopping = True
         original(sig, frame)
+        # a drained, flushed, closed server exits 0 (uvicorn would re-raise the signal)
+        server._captured_signals.clear()
 
     server.handle_exit = handle_exit
     log.info("starting", extra={"vqs": {"host": settings.host, "port": settings.port,

@@ -1,0 +1,182 @@
+"""REST round trips against a real server process."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+
+from vqs.server.wire import BATCH_CONTENT_TYPE, decode_body
+from vqs.storage.record_batch import encode_batch
+
+
+def test_health_and_openapi(http):
+    r = http.get("/health")
+    assert r.status_code == 200 and r.json()["ready"] is True
+    assert http.get("/health/live").json() == {"live": True}
+    spec = http.get("/openapi.json").json()
+    assert "/topics/{topic}/messages" in spec["paths"]
+    assert http.get("/docs").status_code == 200
+
+
+def test_topic_lifecycle(http, unique):
+    r = http.post("/topics", json={"name": unique, "partitions": 3})
+    assert r.status_code == 201, r.text
+    assert r.json()["partitions"] == 3
+    assert unique in http.get("/topics").json()["topics"]
+    r = http.post("/topics", json={"name": unique})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "topic_exists"
+    d = http.get(f"/topics/{unique}").json()
+    assert [p["partition"] for p in d["partition_info"]] == [0, 1, 2]
+    assert http.delete(f"/topics/{unique}").status_code == 204
+    r = http.get(f"/topics/{unique}")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "topic_not_found"
+
+
+def test_json_produce_consume_round_trip(http, unique):
+    http.post("/topics", json={"name": unique})
+    msgs = [{"value": "hello"}, {"value_b64": base64.b64encode(b"\x00\xff").decode(), "key": "k1",
+                                 "headers": {"h": "v"}}, {"value": "ünïcode", "timestamp_ms": 1234}]
+    r = http.post(f"/topics/{unique}/messages", json={"messages": msgs})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"count": 3, "ranges": [{"partition": 0, "base_offset": 0, "count": 3}]}
+    d = http.get(f"/topics/{unique}/messages", params={"offset": 0}).json()
+    assert [m["offset"] for m in d["messages"]] == [0, 1, 2]
+    assert d["messages"][0]["value"] == "hello"
+    assert base64.b64decode(d["messages"][1]["value_b64"]) == b"\x00\xff"
+    assert d["messages"][1]["key"] == "k1" and d["messages"][1]["headers"] == [["h", "v"]]
+    assert d["messages"][2]["value"] == "ünïcode" and d["messages"][2]["timestamp_ms"] == 1234
+    assert d["next_offset"] == 3 and d["end_offset"] == 3
+    d = http.get(f"/topics/{unique}/messages", params={"offset": 1, "limit": 1, "encoding": "base64"}).json()
+    assert [m["offset"] for m in d["messages"]] == [1] and d["next_offset"] == 2
+    assert http.get(f"/topics/{unique}/offsets").json()["partitions"] == [
+        {"partition": 0, "start_offset": 0, "end_offset": 3}]
+
+
+def test_binary_produce_consume_round_trip(http, unique):
+    http.post("/topics", json={"name": unique, "partitions": 2})
+    values = [f"m{i}".encode() * 10 for i in range(250)]
+    body = encode_batch(0, values, keys=[b"k"] * 250, headers=[[("a", b"1")]] * 250)
+    r = http.post(f"/topics/{unique}/messages", params={"partition": 1}, content=body,
+                  headers={"content-type": BATCH_CONTENT_TYPE})
+    assert r.status_code == 200, r.text
+    assert r.json()["ranges"] == [{"partition": 1, "base_offset": 0, "count": 250}]
+    got = []
+    off = 7
+    while True:
+        r = http.get(f"/topics/{unique}/messages", params={"partition": 1, "offset": off, "limit": 100},
+                     headers={"accept": BATCH_CONTENT_TYPE})
+        assert r.status_code == 200
+        recs = [rec for b in decode_body(r.content) for rec in b.records()]
+        assert len(recs) <= 100
+        if not recs:
+            break
+        assert recs[0].offset == off
+        got += recs
+        off = int(r.headers["x-vqs-next-offset"])
+    assert [x.value for x in got] == values[7:]
+    assert all(x.key == b"k" and x.headers == (("a", b"1"),) for x in got)
+
+
+def test_corrupt_binary_body_is_400(http, unique):
+    http.post("/topics", json={"name": unique})
+    body = bytearray(encode_batch(0, [b"abc"]))
+    body[-1] ^= 0xFF
+    r = http.post(f"/topics/{unique}/messages", content=bytes(body), headers={"content-type": BATCH_CONTENT_TYPE})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "corrupt_batch"
+
+
+def test_errors_name_the_field(http, unique):
+    http.post("/topics", json={"name": unique})
+    r = http.post(f"/topics/{unique}/messages", json={"messages": [{"nope": 1}]})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "nope"
+    r = http.post(f"/topics/{unique}/messages", json={"messages": [{}]})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "value"
+    r = http.post(f"/topics/{unique}/messages", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+    r = http.get(f"/topics/{unique}/messages", params={"offset": 99})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "offset_out_of_range"
+    r = http.get(f"/topics/{unique}/messages", params={"partition": 5})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "partition"
+    r = http.get(f"/topics/{unique}/messages", params={"limit": 0})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "limit"
+    r = http.post("/topics", json={"name": "../etc"})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "name"
+    r = http.get("/topics/%2E%2E")
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_name"
+    r = http.post(f"/topics/{unique}/messages", content=b"x", headers={"content-type": "text/plain"})
+    assert r.status_code == 415
+
+
+def test_long_poll_is_woken_by_a_send(http, base_url, unique):
+    import httpx
+
+    http.post("/topics", json={"name": unique})
+    result = {}
+
+    def consumer():
+        with httpx.Client(base_url=base_url, timeout=30) as c:
+            t0 = time.monotonic()
+            result["r"] = c.get(f"/topics/{unique}/messages", params={"offset": 0, "wait_ms": 10000}).json()
+            result["dt"] = time.monotonic() - t0
+
+    th = threading.Thread(target=consumer)
+    th.start()
+    time.sleep(0.3)
+    http.post(f"/topics/{unique}/messages", json={"messages": [{"value": "wake"}]})
+    th.join(15)
+    assert result["r"]["messages"][0]["value"] == "wake"
+    assert 0.2 < result["dt"] < 5
+    t0 = time.monotonic()
+    d = http.get(f"/topics/{unique}/messages", params={"offset": 1, "wait_ms": 300}).json()
+    assert d["messages"] == [] and 0.25 < time.monotonic() - t0 < 5
+
+
+def test_groups(http, unique):
+    http.post("/topics", json={"name": unique, "partitions": 2})
+    http.post(f"/topics/{unique}/messages", json={"messages": [{"value": "a", "partition": 0},
+                                                               {"value": "b", "partition": 1},
+                                                               {"value": "c", "partition": 1}]})
+    g = unique + "-g"
+    assert http.get(f"/groups/{g}").status_code == 404
+    r = http.post(f"/groups/{g}/offsets", json={"offsets": [{"topic": unique, "partition": 1, "offset": 1}]})
+    assert r.status_code == 200, r.text
+    assert g in http.get("/groups").json()["groups"]
+    d = http.get(f"/groups/{g}").json()
+    assert d["partitions"] == [{"topic": unique, "partition": 1, "committed": 1, "start_offset": 0,
+                                "end_offset": 2, "lag": 1}]
+    # consuming with the group starts at the committed offset
+    d = http.get(f"/topics/{unique}/messages", params={"partition": 1, "group": g}).json()
+    assert [m["value"] for m in d["messages"]] == ["c"]
+    assert http.delete(f"/groups/{g}").status_code == 204
+    assert http.delete(f"/groups/{g}").status_code == 404
+
+
+def test_wait_any_partition(http, base_url, unique):
+    import httpx
+
+    http.post("/topics", json={"name": unique, "partitions": 3})
+    body = {"partitions": [{"topic": unique, "partition": p, "offset": 0} for p in range(3)], "wait_ms": 10000}
+    out = {}
+
+    def waiter():
+        with httpx.Client(base_url=base_url, timeout=30) as c:
+            out["r"] = c.post("/wait", json=body).json()
+
+    th = threading.Thread(target=waiter)
+    th.start()
+    time.sleep(0.3)
+    http.post(f"/topics/{unique}/messages", json={"messages": [{"value": "x", "partition": 2}]})
+    th.join(15)
+    assert out["r"] == {"ready": [{"topic": unique, "partition": 2}]}
+
+
+def test_metrics(http, unique):
+    http.post("/topics", json={"name": unique})
+    http.post(f"/topics/{unique}/messages", json={"messages": [{"value": "abc"}]})
+    text = http.get("/metrics").text
+    assert f'vqs_messages_in_total{{kind="topic",name="{unique}"}} 1.0' in text
+    assert f'vqs_bytes_in_total{{kind="topic",name="{unique}"}} 3.0' in text
+    assert "vqs_http_request_duration_seconds_bucket" in text
+    assert f'vqs_topic_end_offset{{partition="0",topic="{unique}"}} 1.0' in text
+    assert 'vqs_disk_bytes{kind="topic"' in text
