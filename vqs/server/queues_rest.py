@@ -1,7 +1,190 @@
-"""REST routes for queues (filled in below)."""
+"""REST routes for queues: admin, send, receive (long poll), delete, visibility, purge, tags."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+from typing import Optional
 
-def add_queue_routes(r, ctx, broker) -> None:
-    pass
+from fastapi import APIRouter, Query
+
+from .context import ServerContext
+from .errors import APIError
+from .rest import (QueueCreate, QueueDelete, QueueReceive, QueueSend, QueueUpdate, Tags, VisibilityChange,
+                   _check_name, _name, jresp)
+
+
+def _message_json(m) -> dict:
+    d = {"id": m.id, "receipt_handle": m.receipt_handle, "receive_count": m.receive_count,
+         "sent_timestamp_ms": m.sent_timestamp_ms,
+         "first_receive_timestamp_ms": getattr(m, "first_receive_timestamp_ms", None)}
+    try:
+        d["body"] = m.body.decode("utf-8")
+    except UnicodeDecodeError:
+        d["body_b64"] = base64.b64encode(m.body).decode("ascii")
+    if getattr(m, "group_id", None) is not None:
+        d["group_id"] = m.group_id
+    if getattr(m, "dedup_id", None) is not None:
+        d["dedup_id"] = m.dedup_id
+    seq = getattr(m, "sequence_number", None)
+    if seq is not None:
+        d["sequence_number"] = seq
+    if m.attributes:
+        attrs = {}
+        for k, a in m.attributes.items():
+            if isinstance(a, dict) and "BinaryValue" in a:
+                attrs[k] = {"DataType": a["DataType"], "BinaryValue": base64.b64encode(bytes(a["BinaryValue"])).decode()}
+            else:
+                attrs[k] = a
+        d["attributes"] = attrs
+    return d
+
+
+def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
+    metrics = ctx.metrics
+
+    def queue(name: str):
+        return broker().queue(_check_name(name, "queue"))
+
+    def describe(q) -> dict:
+        return {"name": q.name, "attributes": q.attributes(), "tags": q.tags()}
+
+    async def call(fn, *a, **kw):
+        if ctx.inline_writes:
+            return fn(*a, **kw)
+        return await ctx.run(fn, *a, **kw)
+
+    @r.get("/queues", tags=["queues"], summary="List queues")
+    async def list_queues(prefix: Optional[str] = Query(None, max_length=200)):
+        return jresp({"queues": broker().queues(prefix or None)})
+
+    @r.post("/queues", tags=["queues"], summary="Create a queue", status_code=201)
+    async def create_queue(body: QueueCreate):
+        _check_name(body.name, "queue")
+        kw = body.model_dump(exclude_none=True)
+        name = kw.pop("name")
+        if not kw.get("tags"):
+            kw.pop("tags", None)
+        if not kw.get("fifo"):
+            kw.pop("content_based_deduplication", None)
+        q = await ctx.run(broker().create_queue, name, **kw)
+        return jresp(describe(q), 201)
+
+    @r.get("/queues/{queue_name}", tags=["queues"], summary="Attributes (SQS names, strings) and tags")
+    async def describe_queue(queue_name: str = _name("queue")):
+        return jresp(describe(queue(queue_name)))
+
+    @r.patch("/queues/{queue_name}", tags=["queues"], summary="Change queue attributes")
+    async def update_queue(body: QueueUpdate, queue_name: str = _name("queue")):
+        q = queue(queue_name)
+        changes = body.model_dump(exclude_unset=True)
+        if "dead_letter_queue" in changes or "max_receive_count" in changes:
+            if changes.get("dead_letter_queue") is None and changes.get("max_receive_count") is None:
+                changes["dead_letter_queue"] = None
+                changes["max_receive_count"] = None
+        if changes:
+            await ctx.run(q.set_attributes, changes)
+        return jresp(describe(q))
+
+    @r.delete("/queues/{queue_name}", tags=["queues"], summary="Delete a queue and its messages", status_code=204)
+    async def delete_queue(queue_name: str = _name("queue")):
+        await ctx.run(broker().delete_queue, _check_name(queue_name, "queue"))
+        from fastapi import Response
+
+        return Response(status_code=204)
+
+    @r.post("/queues/{queue_name}/messages", tags=["queues"], summary="Send messages")
+    async def send(body: QueueSend, queue_name: str = _name("queue")):
+        q = queue(queue_name)
+        entries = []
+        nbytes = 0
+        for i, m in enumerate(body.messages):
+            if (m.body is None) == (m.body_b64 is None):
+                raise APIError(400, "invalid_argument", f"messages[{i}]: give body or body_b64", field="body")
+            if m.body_b64 is not None:
+                try:
+                    b = base64.b64decode(m.body_b64, validate=True)
+                except (binascii.Error, ValueError):
+                    raise APIError(400, "invalid_argument", f"messages[{i}].body_b64 is not base64",
+                                   field="body_b64") from None
+            else:
+                b = m.body
+            nbytes += len(b)
+            e = {"body": b}
+            for k in ("delay_seconds", "attributes", "group_id", "dedup_id"):
+                v = getattr(m, k)
+                if v is not None:
+                    e[k] = v
+            entries.append(e)
+        ids = []
+        for i in range(0, len(entries), 10):
+            chunk = entries[i:i + 10]
+            if len(chunk) == 1:
+                e = chunk[0]
+                ids.append(await call(q.send, e.pop("body"), **e))
+            else:
+                ids += await call(q.send_batch, chunk)
+        metrics.count_in("queue", q.name, len(ids), nbytes)
+        return jresp({"message_ids": ids})
+
+    @r.post("/queues/{queue_name}/receive", tags=["queues"], summary="Receive messages (long poll with wait_seconds)")
+    async def receive(body: QueueReceive, queue_name: str = _name("queue")):
+        q = queue(queue_name)
+        wait = body.wait_seconds
+        if wait is None:
+            wait = q.config.receive_wait_seconds
+        out = []
+        want = body.max_messages
+        while len(out) < want:
+            n = min(10, want - len(out))
+            if not out and wait > 0:
+                got = await ctx.long_poll_call(ctx.sqs._receive_waiting, q, n, wait, body.visibility_timeout)
+            else:
+                got = await call(q.receive, n, 0, body.visibility_timeout)
+            out += got
+            if len(got) < n:
+                break
+        metrics.count_out("queue", q.name, len(out), sum(len(m.body) for m in out))
+        return jresp({"messages": [_message_json(m) for m in out]})
+
+    @r.post("/queues/{queue_name}/delete", tags=["queues"], summary="Delete (acknowledge) messages by receipt handle")
+    async def delete(body: QueueDelete, queue_name: str = _name("queue")):
+        q = queue(queue_name)
+        ok, failed = 0, []
+        hs = body.receipt_handles
+        for i in range(0, len(hs), 10):
+            chunk = hs[i:i + 10]
+            res = await call(q.delete_batch_entries, [{"id": f"e{j}", "receipt_handle": h} for j, h in enumerate(chunk)])
+            ok += len(res["successful"])
+            for f in res["failed"]:
+                failed.append({"receipt_handle": chunk[int(f["id"][1:])], "code": f["code"], "message": f.get("message", "")})
+        return jresp({"deleted": ok, "failed": failed})
+
+    @r.post("/queues/{queue_name}/visibility", tags=["queues"], summary="Change a message's visibility timeout")
+    async def visibility(body: VisibilityChange, queue_name: str = _name("queue")):
+        q = queue(queue_name)
+        await call(q.change_visibility, body.receipt_handle, body.visibility_timeout)
+        return jresp({"receipt_handle": body.receipt_handle, "visibility_timeout": body.visibility_timeout})
+
+    @r.post("/queues/{queue_name}/purge", tags=["queues"], summary="Delete every message", status_code=204)
+    async def purge(queue_name: str = _name("queue")):
+        from fastapi import Response
+
+        await ctx.run(queue(queue_name).purge)
+        return Response(status_code=204)
+
+    @r.get("/queues/{queue_name}/tags", tags=["queues"], summary="Queue tags")
+    async def get_tags(queue_name: str = _name("queue")):
+        return jresp({"tags": queue(queue_name).tags()})
+
+    @r.put("/queues/{queue_name}/tags", tags=["queues"], summary="Add or change tags")
+    async def put_tags(body: Tags, queue_name: str = _name("queue")):
+        q = queue(queue_name)
+        await ctx.run(q.tag, body.tags)
+        return jresp({"tags": q.tags()})
+
+    @r.delete("/queues/{queue_name}/tags", tags=["queues"], summary="Remove tags")
+    async def delete_tags(queue_name: str = _name("queue"), keys: list[str] = Query(..., max_length=50)):
+        q = queue(queue_name)
+        await ctx.run(q.untag, keys)
+        return jresp({"tags": q.tags()})

@@ -65,14 +65,15 @@ ERRORS: dict[str, tuple[str, int, str, str]] = {
 
 
 class SQSError(Exception):
-    def __init__(self, name: str, message: str | None = None, *, status: int | None = None):
-        query_code, default_status, fault, default_message = ERRORS.get(
+    def __init__(self, name: str, message: str | None = None, *, status: int | None = None,
+                 query_code: str | None = None, fault: str | None = None):
+        default_query_code, default_status, default_fault, default_message = ERRORS.get(
             name, (name, 400, "Sender", name)
         )
         self.name = name
-        self.query_code = query_code
+        self.query_code = query_code or default_query_code
         self.status = status or default_status
-        self.fault = fault
+        self.fault = fault or default_fault
         self.message = message or default_message
         super().__init__(self.message)
 
@@ -83,3 +84,10 @@ class SQSError(Exception):
     @property
     def query_error_header(self) -> str:
         return f"{self.query_code};{self.fault}"
+
+
+def from_queue_error(e) -> SQSError:
+    """An embedded queue error (vqs.errors.QueueError: code, query_code, http_status) as SQS's."""
+    return SQSError(e.code, str(e), status=getattr(e, "http_status", None) or None,
+                    query_code=getattr(e, "query_code", None),
+                    fault="Sender" if getattr(e, "sender_fault", True) else "Receiver")
