@@ -1,0 +1,339 @@
+"""The queues of a data directory: create, open, list, delete (``DATA/queues``).
+
+``QueueRegistry(directory, clock=time.time, defaults=None)``; the Broker owns
+one (``DATA/queues``) and delegates its queue methods to it. Each queue lives
+in ``directory/{name}/`` (see vqs.broker.queue). Creation is atomic (the queue
+is built in a temporary directory, then renamed into place); deletion renames
+the directory to a tombstone first, so the name can be reused at once.
+
+``defaults`` are applied to queues created from now on; they may be queue
+attributes (``visibility_timeout=60``) or storage settings (``flush``,
+``flush_interval_ms``, ``segment_bytes``, ...). ``retention_ms`` and
+``retention_bytes`` (topic settings the Broker passes along) are ignored:
+a queue's retention is its MessageRetentionPeriod.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from typing import Callable
+
+from ..errors import (
+    ConfigError,
+    InvalidParameterValue,
+    LogClosedError,
+    QueueAlreadyExists,
+    QueueDoesNotExist,
+)
+from ..storage.durable_file import fsync_dir
+from .names import validate_name
+from .queue import Queue
+from .queue_config import IGNORED_DEFAULTS, QueueConfig, normalize
+
+_TOMBSTONE = "~deleted~"  # '~' never appears in a queue name
+_CREATING = "~creating~"
+
+
+class MoveTask:
+    """A message move task (SQS StartMessageMoveTask): moves messages out of a
+    dead-letter queue on a background thread."""
+
+    def __init__(self, handle: str, source: str, destination: str | None,
+                 max_per_second: float | None, total: int):
+        self.handle = handle
+        self.source = source
+        self.destination = destination
+        self.max_per_second = max_per_second
+        self.status = "RUNNING"  # RUNNING | COMPLETED | CANCELLING | CANCELLED | FAILED
+        self.moved = 0
+        self.to_move = total
+        self.failure_reason: str | None = None
+        self.started_ms = int(time.time() * 1000)
+        self.cancel_event = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "task_handle": self.handle, "status": self.status, "source": self.source,
+            "destination": self.destination, "max_per_second": self.max_per_second,
+            "moved": self.moved, "to_move": self.to_move,
+            "failure_reason": self.failure_reason, "started_ms": self.started_ms,
+        }
+
+
+class QueueRegistry:
+    """The queues under one directory (see module doc). Thread-safe."""
+
+    def __init__(self, directory: str, *, clock: Callable[[], float] = time.time,
+                 defaults: dict | None = None):
+        self.directory = os.path.abspath(os.fspath(directory))
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._open: dict[str, Queue] = {}
+        self._closed = False
+        self._tasks: dict[str, MoveTask] = {}
+        d = {k: v for k, v in (defaults or {}).items() if k not in IGNORED_DEFAULTS}
+        try:
+            self._defaults = normalize(d, creating=True)
+            QueueConfig().updated(self._defaults)
+        except Exception as e:
+            raise ConfigError(f"invalid queue defaults: {e}") from e
+        created = not os.path.isdir(self.directory)
+        os.makedirs(self.directory, exist_ok=True)
+        if created:
+            fsync_dir(os.path.dirname(self.directory))
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        removed = False
+        for entry in os.listdir(self.directory):
+            if _TOMBSTONE in entry or _CREATING in entry:
+                shutil.rmtree(os.path.join(self.directory, entry), ignore_errors=True)
+                removed = True
+        if removed:
+            fsync_dir(self.directory)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"queue registry {self.directory} is closed")
+
+    # ------------------------------------------------------------- lookup
+
+    def _exists(self, name: str) -> bool:
+        return os.path.isfile(os.path.join(self.directory, name, "queue.meta"))
+
+    def get(self, name: str) -> Queue:
+        """The queue ``name`` (opened on first use); raises QueueDoesNotExist."""
+        q = self._open.get(name)
+        if q is not None and not q.closed:
+            return q
+        validate_name(name, "queue")
+        with self._lock:
+            self._check_open()
+            q = self._open.get(name)
+            if q is not None and not q.closed:
+                return q
+            if not self._exists(name):
+                raise QueueDoesNotExist(name)
+            q = Queue._open(os.path.join(self.directory, name), name, clock=self._clock,
+                            resolver=self._resolve, lister=self._all_open)
+            self._open[name] = q
+            return q
+
+    def _resolve(self, name: str) -> Queue | None:
+        try:
+            return self.get(name)
+        except (QueueDoesNotExist, LogClosedError):
+            return None
+        except Exception:
+            return None
+
+    def _all_open(self) -> list[Queue]:
+        with self._lock:
+            return [self.get(n) for n in self.list()]
+
+    def list(self, prefix: str | None = None) -> list[str]:
+        """Names of the queues (starting with ``prefix``), sorted."""
+        self._check_open()
+        out = []
+        for entry in os.listdir(self.directory):
+            if _TOMBSTONE in entry or _CREATING in entry:
+                continue
+            if prefix and not entry.startswith(prefix):
+                continue
+            if self._exists(entry):
+                out.append(entry)
+        return sorted(out)
+
+    # ------------------------------------------------------------- create
+
+    def create(self, name: str, **attrs) -> Queue:
+        """Create queue ``name`` (attributes: vqs.broker.queue_config); if it exists
+        with the same values for the attributes given, return it (SQS's
+        idempotent CreateQueue), else raise QueueAlreadyExists. ``tags`` are
+        applied only when the queue is created."""
+        validate_name(name, "queue")
+        given = normalize(attrs, creating=True)
+        tags = given.pop("tags", None)
+        fifo = given.get("fifo", self._defaults.get("fifo", False))
+        if fifo and not name.endswith(".fifo"):
+            raise InvalidParameterValue(
+                "The name of a FIFO queue can only include alphanumeric characters, hyphens, or "
+                "underscores, must end with .fifo suffix and be 1 to 80 in length."
+            )
+        if not fifo and name.endswith(".fifo"):
+            raise InvalidParameterValue(
+                "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in "
+                "length (a name ending in .fifo needs FifoQueue=true)"
+            )
+        with self._lock:
+            self._check_open()
+            if self._exists(name):
+                q = self.get(name)
+                for k, v in given.items():
+                    if getattr(q.config, k) != v:
+                        raise QueueAlreadyExists(name, _sqs_name(k))
+                return q
+            changes = {**self._defaults, **given}
+            if tags:
+                changes["tags"] = dict(tags)
+            config = QueueConfig().updated(changes)
+            if config.dead_letter_queue is not None:
+                dlq = self._resolve(config.dead_letter_queue)
+                if dlq is None or dlq.config.fifo != config.fifo:
+                    raise InvalidParameterValue(
+                        "Value for parameter RedrivePolicy is invalid. Reason: Dead-letter "
+                        "target does not exist or is not of the same type (standard or FIFO)."
+                    )
+            tmp = os.path.join(self.directory, f"{name}{_CREATING}{os.getpid()}-{threading.get_ident()}")
+            if os.path.exists(tmp):
+                shutil.rmtree(tmp)
+            os.makedirs(tmp)
+            secret, id_prefix = Queue._new_identity()
+            now = int(self._clock() * 1000)
+            Queue._write_files(tmp, name=name, config=config, created_ms=now, modified_ms=now,
+                               secret=secret, id_prefix=id_prefix)
+            fsync_dir(tmp)
+            os.rename(tmp, os.path.join(self.directory, name))
+            fsync_dir(self.directory)
+            return self.get(name)
+
+    # ------------------------------------------------------------- delete
+
+    def delete(self, name: str) -> None:
+        """Delete queue ``name`` and its messages; the name is free at once.
+        Receipt handles of the old queue are not valid in a new one."""
+        validate_name(name, "queue")
+        with self._lock:
+            self._check_open()
+            if not self._exists(name):
+                raise QueueDoesNotExist(name)
+            q = self._open.pop(name, None)
+        if q is not None:
+            q.close()
+        with self._lock:
+            path = os.path.join(self.directory, name)
+            if not os.path.isdir(path):
+                return
+            tomb = os.path.join(self.directory, f"{name}{_TOMBSTONE}{time.time_ns()}")
+            os.rename(path, tomb)
+            fsync_dir(self.directory)
+        shutil.rmtree(tomb, ignore_errors=True)
+
+    # --------------------------------------------------- DLQ / move tasks
+
+    def dead_letter_source_queues(self, name: str) -> list[str]:
+        """ListDeadLetterSourceQueues: queues whose RedrivePolicy targets ``name``."""
+        self.get(name)
+        return self.get(name).dead_letter_source_queues()
+
+    def start_message_move_task(self, source: str, destination: str | None = None, *,
+                                max_per_second: float | None = None) -> MoveTask:
+        """StartMessageMoveTask: move the messages of dead-letter queue ``source``
+        back to their source queues (or to ``destination``) on a background thread."""
+        src = self.get(source)
+        if destination is not None:
+            self.get(destination)
+        if max_per_second is not None and not (1 <= max_per_second <= 500):
+            raise InvalidParameterValue(
+                "Value for parameter MaxNumberOfMessagesPerSecond is invalid. Reason: must be 1 to 500."
+            )
+        with self._lock:
+            for t in self._tasks.values():
+                if t.source == source and t.status == "RUNNING":
+                    raise InvalidParameterValue(
+                        f"There is already a running message move task for {source}."
+                    )
+            handle = f"vqs-move-{source}-{time.time_ns()}"
+            task = MoveTask(handle, source, destination, max_per_second,
+                            int(src.attributes(["ApproximateNumberOfMessages"])["ApproximateNumberOfMessages"]))
+
+            def run():
+                try:
+                    src.move_messages(destination, max_per_second=max_per_second,
+                                      cancel=task.cancel_event,
+                                      progress=lambda k: setattr(task, "moved", task.moved + k))
+                    task.status = "CANCELLED" if task.cancel_event.is_set() else "COMPLETED"
+                except Exception as e:  # reported through the task's status
+                    task.status = "FAILED"
+                    task.failure_reason = str(e)
+
+            task.thread = threading.Thread(target=run, name=f"vqs-move:{source}", daemon=True)
+            self._tasks[handle] = task
+            task.thread.start()
+            return task
+
+    def cancel_message_move_task(self, handle: str) -> MoveTask:
+        task = self._tasks.get(handle)
+        if task is None:
+            raise InvalidParameterValue(f"Value {handle} for parameter TaskHandle is invalid.")
+        if task.status != "RUNNING":
+            raise InvalidParameterValue(f"Task {handle} is not running ({task.status}).")
+        task.status = "CANCELLING"
+        task.cancel_event.set()
+        return task
+
+    def list_message_move_tasks(self, source: str, max_results: int = 1) -> list[MoveTask]:
+        tasks = [t for t in self._tasks.values() if t.source == source]
+        tasks.sort(key=lambda t: t.started_ms, reverse=True)
+        return tasks[:max_results]
+
+    # ------------------------------------------------------- maintenance
+
+    def maintenance(self) -> None:
+        """Retention and disk reclaim for every open queue (call it periodically,
+        e.g. from the Broker's retention thread)."""
+        with self._lock:
+            queues = [q for q in self._open.values() if not q.closed]
+        for q in queues:
+            try:
+                q.expire()
+                q.reclaim()
+            except LogClosedError:
+                pass
+
+    def flush(self) -> None:
+        with self._lock:
+            queues = [q for q in self._open.values() if not q.closed]
+        for q in queues:
+            q.flush()
+
+    def close(self) -> None:
+        """Close every open queue (snapshot, flush). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            queues = list(self._open.values())
+            self._open.clear()
+            tasks = list(self._tasks.values())
+        for t in tasks:
+            t.cancel_event.set()
+        for t in tasks:
+            if t.thread is not None:
+                t.thread.join(timeout=5)
+        err = None
+        for q in queues:
+            try:
+                q.close()
+            except Exception as e:  # close the others anyway
+                err = err or e
+        if err is not None:
+            raise err
+
+    def __enter__(self) -> "QueueRegistry":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _sqs_name(py_name: str) -> str:
+    from .queue_config import PY_TO_SQS
+
+    if py_name in ("dead_letter_queue", "max_receive_count"):
+        return "RedrivePolicy"
+    return PY_TO_SQS.get(py_name, py_name)
