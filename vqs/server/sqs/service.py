@@ -365,7 +365,7 @@ class SQSService:
     def a_CreateQueue(self, p: dict, req: Req):
         name = _str(p, "QueueName", required=True)
         attrs = dict(_str_map(p, "Attributes"))
-        tags = _str_map(p, "Tags")
+        tags = _str_map(p, "tags") or _str_map(p, "Tags")  # JSON says "tags", query Tag.N
         fifo = str(attrs.get("FifoQueue", "false")).lower() == "true"
         if fifo:
             if not _FIFO_NAME.fullmatch(name):
@@ -379,30 +379,10 @@ class SQSService:
             if str(attrs["FifoQueue"]).lower() != "false":
                 raise SQSError("InvalidAttributeValue", "Invalid value for the parameter FifoQueue.")
             del attrs["FifoQueue"]
-        try:
-            existing = self.broker.queue(name)
-        except QueueDoesNotExist:
-            existing = None
-        if existing is not None:
-            current = existing.attributes(arn_prefix=req.arn_prefix)
-            for k, v in attrs.items():
-                if k in ("RedrivePolicy",):
-                    same = _same_redrive(current.get(k), v)
-                else:
-                    same = current.get(k, _DEFAULTS.get(k)) == str(v)
-                if not same:
-                    raise SQSError("QueueNameExists",
-                                   f"A queue already exists with the same name and a different value for attribute {k}")
-            return {"QueueUrl": req.url(name)}
         kw = dict(attrs)
         if tags:
             kw["tags"] = tags
-        try:
-            self.broker.create_queue(name, **kw)
-        except QueueError as e:
-            if e.code == "QueueNameExists":  # a concurrent create with the same attributes
-                return {"QueueUrl": req.url(name)}
-            raise
+        self.broker.create_queue(name, **kw)  # idempotent with the same attributes, else QueueNameExists
         return {"QueueUrl": req.url(name)}
 
     def a_GetQueueUrl(self, p: dict, req: Req):
@@ -815,20 +795,3 @@ class SQSService:
         with self._tasks_lock:
             tasks = list(reversed(self._tasks.get(src_name, [])))[:limit]
         return {"Results": [t.entry() for t in tasks]}
-
-
-_DEFAULTS = {"VisibilityTimeout": "30", "DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0",
-             "MessageRetentionPeriod": "345600", "MaximumMessageSize": "1048576", "FifoQueue": "false",
-             "ContentBasedDeduplication": "false", "SqsManagedSseEnabled": "false"}
-
-
-def _same_redrive(current: str | None, given) -> bool:
-    if not current:
-        return not given
-    try:
-        a = json.loads(current)
-        b = json.loads(given) if isinstance(given, str) else given
-        return (a["deadLetterTargetArn"].rsplit(":", 1)[-1] == str(b["deadLetterTargetArn"]).rsplit(":", 1)[-1]
-                and int(a["maxReceiveCount"]) == int(b["maxReceiveCount"]))
-    except (ValueError, KeyError, TypeError):
-        return False
