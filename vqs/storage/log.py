@@ -170,6 +170,10 @@ class Log:
         self._synced = threading.Condition(self._lock)
         self._appended = threading.Condition(self._lock)
         self._cp_lock = threading.Lock()
+        self._joined = threading.Condition(self._lock)
+        self._leader_waiting = False
+        self._last_group = 1
+        self._fsync_s = 0.001
         self._waiters = 0
         self._syncing = False
         self._failed: BaseException | None = None
@@ -457,6 +461,8 @@ class Log:
                 self._write_buffer_locked()
             if self._waiters:
                 self._appended.notify_all()
+            if self._leader_waiting:
+                self._joined.notify()
         if self._always:
             self._await_durable(off + 1)
         return off
@@ -609,14 +615,18 @@ class Log:
             return
         self._syncing = True
         err = None
+        group = upto - self._durable
         self._lock.release()
+        t0 = time.monotonic()
         try:
             os.fsync(seg.fd)
         except OSError as e:
             err = e
         finally:
+            self._fsync_s = 0.8 * self._fsync_s + 0.2 * min(time.monotonic() - t0, 0.01)
             self._lock.acquire()
             self._syncing = False
+            self._last_group = group
         if err is not None:
             # An fsync failure may have dropped dirty pages: never pretend otherwise.
             self._failed = err
@@ -635,6 +645,23 @@ class Log:
                 if self._syncing:
                     self._synced.wait()
                     continue
+                # Adaptive commit delay (PostgreSQL's commit_delay, self-tuned): the
+                # threads released by the last fsync are about to append again; give
+                # them up to half an fsync to join this group rather than leaving
+                # them for the next one. One thread alone never waits.
+                want = self._last_group
+                if want > 1 and len(self._bv) < want and not self._leader_waiting:
+                    self._leader_waiting = True
+                    deadline = time.monotonic() + self._fsync_s / 2
+                    while len(self._bv) < want and not self._syncing:
+                        left = deadline - time.monotonic()
+                        if left <= 0 or not self._joined.wait(left):
+                            break
+                    self._leader_waiting = False
+                    if self._durable >= target:
+                        break
+                    if self._syncing:
+                        continue  # another thread led meanwhile; wait for it
                 self._sync_locked()
 
     def flush(self) -> None:
