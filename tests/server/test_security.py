@@ -1,0 +1,198 @@
+"""Each security rejection: bearer tokens, SigV4, non-loopback refusal, size limits, waiter limits."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+
+from vqs_server_proc import ServerProcess, free_port
+
+boto3 = pytest.importorskip("boto3")
+from botocore.config import Config  # noqa: E402
+
+TOKEN = "s3cret-token"
+AKID, SECRET = "AKIDVQSTEST", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    d = tmp_path_factory.mktemp("vqs-secured") / "data"
+    s = ServerProcess(d, "--token", TOKEN, "--sigv4-key", f"{AKID}:{SECRET}", "--max-body-bytes", "100000",
+                      "--max-header-bytes", "4096", "--max-long-poll-waiters", "2").start()
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+def _sqs(url, akid=AKID, secret=SECRET, region="eu-central-1"):
+    return boto3.client("sqs", endpoint_url=url, region_name=region, aws_access_key_id=akid,
+                        aws_secret_access_key=secret, config=Config(retries={"max_attempts": 1}))
+
+
+def test_rest_requires_a_bearer_token(secured):
+    r = httpx.get(secured.url + "/topics")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+    assert r.headers["www-authenticate"].startswith("Bearer")
+    r = httpx.get(secured.url + "/topics", headers={"authorization": "Bearer wrong"})
+    assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden"
+    r = httpx.get(secured.url + "/topics", headers={"authorization": "Basic abc"})
+    assert r.status_code == 401
+    r = httpx.get(secured.url + "/topics", headers={"authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200
+    assert httpx.get(secured.url + "/metrics").status_code == 401
+    assert httpx.get(secured.url + "/health").status_code == 200  # probes need no token
+
+
+def test_client_with_token(secured):
+    import vqs.client as vc
+    from vqs.errors import RemoteError
+
+    with vc.Client(secured.url, token=TOKEN) as c:
+        c.create_topic("secure-topic")
+        assert "secure-topic" in c.topics()
+    with vc.Client(secured.url) as c, pytest.raises(RemoteError) as ei:
+        c.topics()
+    assert ei.value.status == 401
+
+
+def test_sqs_requires_a_valid_sigv4_signature(secured):
+    good = _sqs(secured.url)
+    url = good.create_queue(QueueName="secure-q")["QueueUrl"]
+    good.send_message(QueueUrl=url, MessageBody="x")
+    arn = good.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    assert arn.startswith("arn:aws:sqs:eu-central-1:")  # region from the signature's scope
+    with pytest.raises(good.exceptions.ClientError) as ei:
+        _sqs(secured.url, secret="wrong").list_queues()
+    assert ei.value.response["Error"]["Code"] == "SignatureDoesNotMatch"
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    with pytest.raises(good.exceptions.ClientError) as ei:
+        _sqs(secured.url, akid="AKIDUNKNOWN").list_queues()
+    assert ei.value.response["Error"]["Code"] == "InvalidClientTokenId"
+    # unsigned
+    r = httpx.post(secured.url + "/", content=b"{}", headers={"x-amz-target": "AmazonSQS.ListQueues",
+                                                              "content-type": "application/x-amz-json-1.0"})
+    assert r.status_code == 403 and r.json()["__type"].endswith("#MissingAuthenticationToken")
+    # a bearer token is not an SQS credential
+    r = httpx.post(secured.url + "/", content=b"{}", headers={"x-amz-target": "AmazonSQS.ListQueues",
+                                                              "content-type": "application/x-amz-json-1.0",
+                                                              "authorization": f"Bearer {TOKEN}"})
+    assert r.status_code in (400, 403)
+
+
+def test_tampered_body_is_rejected(secured):
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    body = b'{"QueueName":"secure-q"}'
+    req = AWSRequest(method="POST", url=secured.url + "/", data=body,
+                     headers={"x-amz-target": "AmazonSQS.GetQueueUrl",
+                              "content-type": "application/x-amz-json-1.0"})
+    SigV4Auth(Credentials(AKID, SECRET), "sqs", "us-east-1").add_auth(req)
+    headers = dict(req.headers)
+    r = httpx.post(secured.url + "/", content=body, headers=headers)
+    assert r.status_code in (200, 400), r.text  # signed correctly (400 if the queue is missing)
+    r = httpx.post(secured.url + "/", content=body.replace(b"secure", b"other"), headers=headers)
+    assert r.status_code == 403 and r.json()["__type"].endswith("#SignatureDoesNotMatch")
+    # an old signature (replay) is refused
+    old = AWSRequest(method="POST", url=secured.url + "/", data=body,
+                     headers={"x-amz-target": "AmazonSQS.GetQueueUrl", "content-type": "application/x-amz-json-1.0"})
+    import datetime
+    from unittest import mock
+
+    with mock.patch("botocore.auth.get_current_datetime", return_value=datetime.datetime(2020, 1, 1)):
+        SigV4Auth(Credentials(AKID, SECRET), "sqs", "us-east-1").add_auth(old)
+    r = httpx.post(secured.url + "/", content=body, headers=dict(old.headers))
+    assert r.status_code in (400, 403) and "RequestExpired" in r.json()["__type"]
+
+
+def test_body_size_limit(secured):
+    h = {"authorization": f"Bearer {TOKEN}"}
+    httpx.post(secured.url + "/topics", json={"name": "big"}, headers=h)
+    r = httpx.post(secured.url + "/topics/big/messages", json={"messages": [{"value": "x" * 200_000}]}, headers=h)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
+
+    def chunks():
+        for _ in range(30):
+            yield b"x" * 10_000
+
+    r = httpx.post(secured.url + "/topics/big/messages", content=chunks(),
+                   headers={**h, "content-type": "application/json"})
+    assert r.status_code == 413
+
+
+def test_header_size_limit(secured):
+    r = httpx.get(secured.url + "/health", headers={"x-big": "a" * 8000})
+    assert r.status_code == 431
+
+
+def test_long_poll_waiter_limit(secured):
+    h = {"authorization": f"Bearer {TOKEN}"}
+    httpx.post(secured.url + "/topics", json={"name": "waiters"}, headers=h)
+    results = []
+
+    def wait():
+        r = httpx.get(secured.url + "/topics/waiters/messages", params={"offset": 0, "wait_ms": 3000},
+                      headers=h, timeout=30)
+        results.append(r.status_code)
+
+    ths = [threading.Thread(target=wait) for _ in range(2)]
+    for t in ths:
+        t.start()
+    time.sleep(0.5)
+    r = httpx.get(secured.url + "/topics/waiters/messages", params={"offset": 0, "wait_ms": 3000}, headers=h)
+    assert r.status_code == 503 and r.json()["error"]["code"] == "too_many_waiters"
+    assert r.headers["retry-after"] == "1"
+    for t in ths:
+        t.join()
+    assert results == [200, 200]
+
+
+def test_refuses_non_loopback_without_credentials(tmp_path):
+    port = free_port()
+    p = subprocess.run([sys.executable, "-m", "vqs.server", "--data-dir", str(tmp_path / "d"), "--host", "0.0.0.0",
+                        "--port", str(port)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "refusing to listen on 0.0.0.0" in p.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_non_loopback_with_insecure_or_credentials_starts(tmp_path):
+    for args in (["--insecure"], ["--token", "t", "--sigv4-key", "A:B"]):
+        s = ServerProcess(tmp_path / f"d{len(args)}", "--host", "0.0.0.0", *args).start()
+        try:
+            assert httpx.get(s.url + "/health").status_code == 200
+        finally:
+            assert s.stop() == 0
+
+
+def test_data_dir_has_one_owner(secured, tmp_path):
+    port = free_port()
+    p = subprocess.run([sys.executable, "-m", "vqs.server", "--data-dir", secured.data_dir, "--port", str(port)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert "locked by pid" in p.stdout + p.stderr
+
+
+def test_connection_limit(tmp_path):
+    s = ServerProcess(tmp_path / "d", "--max-connections", "2").start()
+    try:
+        socks = []
+        for _ in range(2):
+            c = socket.create_connection(("127.0.0.1", s.port))
+            c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            c.recv(4096)
+            socks.append(c)
+        statuses = set()
+        for _ in range(3):
+            statuses.add(httpx.get(s.url + "/health/live").status_code)
+        for c in socks:
+            c.close()
+        assert 503 in statuses
+    finally:
+        s.stop()
