@@ -782,6 +782,8 @@ class Queue:
         while True:
             with self._lock:
                 if self._closed:
+                    if deadline is not None:
+                        return []  # closed while we waited
                     raise LogClosedError(f"queue {self.name} is closed")
                 now = self._now_ms()
                 if self._fifo:
@@ -1765,7 +1767,7 @@ class Queue:
 
     def _maybe_reclaim(self) -> None:
         low = self._low
-        if low - self._reclaim_low < 1024:
+        if low - self._reclaim_low < 16:
             return
         bpo = self._bytes_per_offset
         if bpo <= 0:

@@ -335,8 +335,12 @@ def _parse_sqs_value(key: str, name: str, val):
                     "Value for parameter RedriveAllowPolicy is invalid. Reason: Invalid JSON."
                 ) from None
         return val
+    if val is None:
+        return None
     if not isinstance(val, str):
         raise InvalidAttributeValue(f"Invalid value for the parameter {key}.")
+    if val == "" and name in ("policy", "kms_master_key_id"):
+        return None  # SQS: an empty value removes the attribute
     return val
 
 
