@@ -418,17 +418,18 @@ class Log:
                 self._bases.pop(0)
             new = [b for b in bases if b > self._bases[-1] and b not in known]
             if new:
-                # the old last segment is now complete up to the next base
+                # The segment that was last is complete now (the owner rolled past
+                # it): it may have grown since our snapshot of its size.
+                was_last = self._segments[-1]
                 for b in new:
                     try:
                         self._segments.append(self._segment(b, active=False))
                         self._bases.append(b)
                     except FileNotFoundError:
                         pass
-                prev = self._segments[-2] if len(self._segments) > 1 else None
-                if prev is not None:
-                    prev.size = os.fstat(prev.fd).st_size
-                    prev.next_offset = None
+                if self._segments[-1] is not was_last:
+                    was_last.size = os.fstat(was_last.fd).st_size
+                    was_last.next_offset = None
             self._find_readonly_tail()
             _, lso = self._read_checkpoint()
             self._start = min(max(self._bases[0], lso, self._start), self._next)

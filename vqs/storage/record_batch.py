@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 
 import crc32c as _crc32c
 
-from ..errors import ConfigError, CorruptRecordError
+from ..errors import ConfigError, CorruptRecordError, MessageTooLarge
 
 _crc = _crc32c.crc32c
 
@@ -219,7 +219,7 @@ def encode_batch_parts(
         stored = body_len
     batch_length = HEADER_SIZE - LENGTH_OVERHEAD + stored
     if batch_length > MAX_BATCH_BYTES:
-        raise ConfigError(
+        raise MessageTooLarge(
             f"record batch of {batch_length} bytes exceeds the {MAX_BATCH_BYTES}-byte batch limit"
         )
     header = bytearray(
@@ -259,12 +259,19 @@ def _zstd_compress(raw: bytes) -> bytes:
 
 
 def _zstd_decompress(raw, size: int) -> bytes:
+    """Decompress at most ``size + 1`` bytes: a frame that claims or yields more
+    than the header's body_length is refused before anything large is allocated."""
     global _zstd_d
-    if _zstd_d is None:
-        import zstandard
+    import zstandard
 
+    if _zstd_d is None:
         _zstd_d = zstandard.ZstdDecompressor()
-    return _zstd_d.decompress(raw, max_output_size=size)
+    declared = zstandard.frame_content_size(raw)
+    if declared not in (-1, size):
+        raise ValueError(f"zstd frame declares {declared} bytes, header says {size}")
+    if declared == size:
+        return _zstd_d.decompress(raw)  # allocates exactly the header's body_length
+    return _zstd_d.stream_reader(bytes(raw)).read(size + 1)
 
 
 def _lz4_compress(raw: bytes) -> bytes:
@@ -273,10 +280,16 @@ def _lz4_compress(raw: bytes) -> bytes:
     return lz4.frame.compress(raw, store_size=True)
 
 
-def _lz4_decompress(raw) -> bytes:
+def _lz4_decompress(raw, size: int) -> bytes:
+    """The frame must declare its content size (VQS writers always do) and it
+    must equal the header's body_length: checked before anything is allocated."""
     import lz4.frame
 
-    return lz4.frame.decompress(bytes(raw))
+    raw = bytes(raw)
+    declared = lz4.frame.get_frame_info(raw)["content_size"]
+    if declared != size:
+        raise ValueError(f"lz4 frame declares {declared} bytes, header says {size}")
+    return lz4.frame.decompress(raw)
 
 
 class RecordBatch:
@@ -408,7 +421,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer") -> RecordBatch:
         if body_len > MAX_BATCH_BYTES:
             raise CorruptRecordError(f"{where}: batch at {pos} claims body of {body_len} bytes", position=pos)
         try:
-            raw = _zstd_decompress(body, body_len) if codec == CODEC_ZSTD else _lz4_decompress(body)
+            raw = _zstd_decompress(body, body_len) if codec == CODEC_ZSTD else _lz4_decompress(body, body_len)
         except Exception as e:  # codec libraries raise their own types
             raise CorruptRecordError(f"{where}: batch at {pos} does not decompress: {e}", position=pos) from None
         body = memoryview(raw)

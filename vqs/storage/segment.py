@@ -93,8 +93,10 @@ class Segment:
             self._index = OffsetIndex(
                 self.index_path, writable=self.writable, capacity_bytes=self.index_capacity_bytes
             )
-            if self._index.entries and self._index.last()[1] >= max(self.size, 1):
-                self.rebuild_indexes()  # an entry points past the log: damaged
+            # An entry pointing past the end of the file is damage. (Compare with the
+            # file, not self.size: a readonly reader's size is a snapshot.)
+            if self._index.entries and self._index.last()[1] >= max(os.fstat(self.fd).st_size, 1):
+                self.rebuild_indexes()
         return self._index
 
     @property
