@@ -17,11 +17,28 @@ from .errors import (
     VQSError,
 )
 from .storage import Log, Record, RecordBatch
+from .broker import Broker, Consumer, ConsumerRecord, Producer, RecordMetadata, Topic, TopicPartition
 
 __version__ = "0.1.0"
 
+
+
+def __getattr__(name: str):
+    # Fronts with optional dependencies load on first use: `import vqs` needs none.
+    if name == "Client":
+        from .client import Client
+
+        return Client
+    if name == "HybridQueue":
+        from .hybrid import HybridQueue
+
+        return HybridQueue
+    raise AttributeError(f"module 'vqs' has no attribute {name!r}")
+
+
 __all__ = [
-    "Log", "Record", "RecordBatch",
+    "Log", "Record", "RecordBatch", "Broker", "Consumer", "ConsumerRecord", "Producer",
+    "RecordMetadata", "Topic", "TopicPartition", "Client", "HybridQueue",
     "VQSError", "ConfigError", "CorruptRecordError", "InvalidName", "LogClosedError",
     "LogLockedError", "MessageTooLarge", "OffsetOutOfRange", "ReadOnlyError",
 ]
