@@ -532,12 +532,8 @@ class RemoteMessage:
 
 def _body_json(body) -> dict:
     if isinstance(body, str):
-        return {"body": body}
-    b = _bytes(body, "body")
-    try:
-        return {"body": b.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"body_b64": base64.b64encode(b).decode("ascii")}
+        return {"body": body}  # text: SQS's character rules apply
+    return {"body_b64": base64.b64encode(_bytes(body, "body")).decode("ascii")}  # bytes as they are
 
 
 class RemoteQueue:

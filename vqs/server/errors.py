@@ -6,12 +6,15 @@ offending field or resource.
 
 from __future__ import annotations
 
+import re
+
 from .. import errors as E
 
 
 class APIError(Exception):
     def __init__(self, status: int, code: str, message: str, field: str | None = None,
-                 headers: dict | None = None):
+                 headers: dict | None = None, extra: dict | None = None):
+        self.extra = extra or {}
         self.status = status
         self.code = code
         self.message = message
@@ -23,6 +26,7 @@ class APIError(Exception):
         err = {"code": self.code, "message": self.message}
         if self.field:
             err["field"] = self.field
+        err.update(self.extra)
         return {"error": err}
 
 
@@ -53,16 +57,24 @@ def from_vqs_error(exc: BaseException) -> APIError | None:
         "CorruptRecordError": (400, "corrupt_batch"),
         "InvalidAttribute": (400, "invalid_attribute"),
     }
+    qe = getattr(E, "QueueError", None)
+    if qe is not None and isinstance(exc, qe) and name not in ("QueueDoesNotExist", "QueueAlreadyExists"):
+        code = re.sub(r"(?<!^)(?=[A-Z])", "_", exc.code).lower()
+        status = exc.http_status if exc.http_status != 400 or "NotInflight" not in name else 409
+        return APIError(status, code, msg, extra={"sqs_code": name})
     for klass in type(exc).__mro__:
         hit = table.get(klass.__name__)
         if hit:
             status, code = hit
             field = None
+            extra = None
             if name == "OffsetOutOfRange":
                 field = "offset"
+                extra = {"detail": {"offset": exc.offset, "start_offset": exc.start_offset,
+                                    "end_offset": exc.end_offset}}
             elif name == "InvalidName":
                 field = "name"
-            return APIError(status, code, msg, field)
+            return APIError(status, code, msg, field, extra=extra)
     if isinstance(exc, E.VQSError):
         return APIError(400, "invalid_request", msg)
     return None

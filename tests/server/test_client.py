@@ -1,0 +1,107 @@
+"""vqs.Client: the embedded API's shapes over HTTP."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import vqs.client as vc
+from vqs.errors import OffsetOutOfRange, TopicAlreadyExists, TopicDoesNotExist
+
+
+@pytest.fixture
+def client(base_url):
+    with vc.Client(base_url) as c:
+        yield c
+
+
+def test_topics_producer_consumer(client, unique):
+    t = client.create_topic(unique, partitions=3)
+    assert t.partitions == 3 and unique in client.topics()
+    with pytest.raises(TopicAlreadyExists):
+        client.create_topic(unique)
+    with pytest.raises(TopicDoesNotExist):
+        client.topic(unique + "-missing")
+    p = client.producer()
+    md = p.send(unique, b"v0", key=b"user-1", headers=[("h", b"1")])
+    assert md.topic == unique and md.offset == 0
+    mds = p.send_batch(unique, [f"v{i}".encode() for i in range(1, 101)], keys=[f"user-{i % 7}" for i in range(1, 101)])
+    assert len(mds) == 100
+    # the same key always lands on the same partition (server-side partitioner)
+    assert {m.partition for m, i in zip(mds, range(1, 101)) if i % 7 == 1} == {md.partition}
+    c = client.consumer(unique, group=unique + "-g")
+    seen = []
+    while len(seen) < 101:
+        recs = c.poll(max_records=50, timeout=2)
+        assert recs
+        seen += recs
+    assert sorted(r.value for r in seen) == sorted([b"v0"] + [f"v{i}".encode() for i in range(1, 101)])
+    r0 = next(r for r in seen if r.value == b"v0")
+    assert r0.key == b"user-1" and r0.headers == (("h", b"1"),)
+    c.commit()
+    lag = {row.partition: row.lag for row in client.describe_group(unique + "-g")}
+    assert set(lag.values()) == {0}
+    # a new consumer of the group starts where the group committed
+    c2 = client.consumer(unique, group=unique + "-g")
+    assert c2.poll(timeout=0) == []
+    p.send(unique, b"late", partition=2)
+    assert [r.value for r in c2.poll(timeout=5)] == [b"late"]
+    assert client.delete_group(unique + "-g") is True
+
+
+def test_consumer_long_poll_over_many_partitions(client, unique):
+    client.create_topic(unique, partitions=4)
+    c = client.consumer(unique)
+    out = {}
+
+    def poll():
+        t0 = time.monotonic()
+        out["recs"] = c.poll(timeout=10)
+        out["dt"] = time.monotonic() - t0
+
+    th = threading.Thread(target=poll)
+    th.start()
+    time.sleep(0.4)
+    client.producer().send(unique, b"x", partition=3)
+    th.join(15)
+    assert [r.value for r in out["recs"]] == [b"x"] and out["dt"] < 5
+
+
+def test_seek_and_out_of_range(client, unique):
+    client.create_topic(unique)
+    client.producer().send_batch(unique, [b"a", b"b", b"c"])
+    c = client.consumer()
+    c.assign([(unique, 0)])
+    c.seek((unique, 0), 1)
+    assert [r.value for r in c.poll()] == [b"b", b"c"]
+    assert c.position((unique, 0)) == 3
+    c.seek((unique, 0), 10)
+    with pytest.raises(OffsetOutOfRange):
+        c.poll()
+    assert [r.offset for r in client.topic(unique).read(0, 2)] == [2]
+
+
+def test_queues_over_http(client, unique):
+    q = client.create_queue(unique, visibility_timeout=5)
+    assert unique in client.queues()
+    mid = q.send("hello", attributes={"a": "b"})
+    q.send_batch([b"\x00binary", "two"])
+    ms = q.receive(max_messages=10, wait_seconds=1)
+    assert {m.body for m in ms} == {b"hello", b"\x00binary", b"two"}
+    first = next(m for m in ms if m.id == mid)
+    assert first.receive_count == 1 and first.attributes["a"]["StringValue"] == "b"
+    q.change_visibility(ms[1].receipt_handle, 0)
+    q.delete(first.receipt_handle)
+    res = q.delete_batch([m.receipt_handle for m in ms[2:]])
+    assert res["deleted"] == len(ms) - 2
+    attrs = q.attributes()
+    assert attrs["VisibilityTimeout"] == "5"
+    q.set_attributes(visibility_timeout=7)
+    assert q.attributes()["VisibilityTimeout"] == "7"
+    q.tag({"x": "y"})
+    assert q.tags() == {"x": "y"}
+    q.purge()
+    client.delete_queue(unique)
+    assert unique not in client.queues()

@@ -1,0 +1,820 @@
+"""HybridQueue: a ``queue.Queue`` with a memory tier and a disk tier (a storage Log).
+
+Logical order (strictly FIFO)::
+
+    [ read cache ][ rest of the disk backlog ][ memory tail ]
+      offsets read_off .. disk_next .. end         live objects, never serialized
+
+* The disk backlog is the log range ``[read_off, end)``: older than every item
+  in the memory tail. ``read cache`` is the part of it already deserialized
+  (read ahead in chunks), ``[disk_next, end)`` is still only on disk.
+* The memory tail holds live objects (no serialization on the hot path) up to
+  ``memory_items`` / ``memory_bytes``. When a put finds it full, the *oldest*
+  tail items are serialized and appended to the log (a "spill", in chunks of
+  up to a quarter of the budget), which keeps the order: they come right after
+  everything already on disk. ``get`` takes from the disk backlog first, then
+  from the memory tail.
+* ``durable=True``: every put is written through to the log (flush
+  ``always``) before it returns; the memory tail stays empty and the memory
+  budget applies to the read cache instead (items put while nothing is
+  waiting on disk go straight into it, so a consumer that keeps up never
+  deserializes).
+* ``close()`` appends the memory tail to the log, fsyncs, and checkpoints the
+  consumed position; reopening resumes in the same order.
+
+Files in ``path``: ``.lock`` (one process owns the queue), ``hybrid.json``
+(format and serializer), ``hybrid.ckpt`` (consumed position, see
+checkpoint.py) and ``log/`` (the storage Log).
+
+What a crash can lose or redeliver, per mode (docs/hybrid.md has the table):
+
+* ``durable=False``: a process crash loses the memory tail (never written) and
+  can redeliver up to one read-ahead chunk of disk items already got (the
+  consumed position is checkpointed at each read-ahead). A clean close() loses
+  and redelivers nothing.
+* ``durable=True``: kill -9 loses no acknowledged put and redelivers no
+  acknowledged get (each get records the consumed position with one pwrite
+  before it returns). Power loss loses no acknowledged put and can redeliver
+  the gets of the last ``checkpoint_fsync_s`` (1 s) at most.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from bisect import bisect_left, bisect_right
+from itertools import accumulate, islice
+from queue import Empty, Full
+from typing import Any, Iterable
+
+from ..errors import ConfigError, LogClosedError, MessageTooLarge, SerializationError, VQSError
+from ..storage.dir_lock import DirLock
+from ..storage.durable_file import atomic_write
+from ..storage.log import Log
+from ..storage.record_batch import codec_id
+from .checkpoint import Checkpoint
+from .serializers import Serializer, resolve, wrap_error
+
+log = logging.getLogger("vqs.hybrid")
+
+FORMAT = 1
+META = "hybrid.json"
+CKPT = "hybrid.ckpt"
+LOG_DIR = "log"
+#: Read-ahead from disk: at most this many serialized bytes per chunk.
+READAHEAD_BYTES = 1 << 20
+_INF = float("inf")
+_monotonic = time.monotonic
+
+
+@dataclass(frozen=True)
+class HybridMetrics:
+    """A snapshot of a HybridQueue's counters (``queue.metrics``)."""
+
+    puts: int            #: items put since open
+    gets: int            #: items got since open
+    spilled: int         #: items moved from the memory tail to disk (budget full, or close)
+    disk_writes: int     #: items written to the log (spilled, or every put when durable)
+    disk_reads: int      #: items read back from the log (read-ahead)
+    memory_items: int    #: live objects held: memory tail + read cache
+    memory_bytes: int    #: their estimated size (see docs/hybrid.md)
+    disk_items: int      #: unconsumed items in the log (read cache included)
+    disk_bytes: int      #: their serialized size
+    log_bytes: int       #: size of the log's files
+    log_segments: int
+    durable: bool
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check_limit(name: str, value, *, allow_none: bool) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(
+            f"{name}={value!r}: must be an integer >= 0" + (" or None" if allow_none else "")
+        )
+
+
+class HybridQueue:
+    """A thread-safe FIFO queue of Python objects: memory first, overflow to disk,
+    survives restarts. ``queue.Queue``-compatible; see the module doc and
+    docs/hybrid.md.
+
+    ``memory_items`` / ``memory_bytes``: budget of the memory tier (None = no
+    limit; sizes by ``sizeof``, default ``sys.getsizeof``, which is shallow).
+    ``max_disk_bytes``: budget of the disk tier in serialized bytes waiting on
+    disk (None = no limit); when both tiers are full, ``put`` blocks or raises
+    ``queue.Full`` as ``queue.Queue`` does at ``maxsize``.
+    ``durable``: write every put through to disk (fsync) before it returns.
+    ``serializer``: "pickle" (default), "json", "msgpack", "raw", or an object
+    with ``dumps``/``loads``. ``compression``: None, "zstd" or "lz4" (log batches).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        memory_items: int | None = 100_000,
+        memory_bytes: int | None = 64 << 20,
+        max_disk_bytes: int | None = None,
+        durable: bool = False,
+        serializer: Any = "pickle",
+        compression: str | None = None,
+        *,
+        segment_bytes: int | None = None,
+        sizeof=None,
+        checkpoint_fsync_s: float = 1.0,
+    ):
+        _check_limit("memory_items", memory_items, allow_none=True)
+        _check_limit("memory_bytes", memory_bytes, allow_none=True)
+        _check_limit("max_disk_bytes", max_disk_bytes, allow_none=True)
+        if not isinstance(durable, bool):
+            raise ConfigError(f"durable={durable!r}: must be True or False")
+        codec_id(compression)  # ConfigError naming compression
+        ser: Serializer = resolve(serializer)
+        if sizeof is not None and not callable(sizeof):
+            raise ConfigError(f"sizeof={sizeof!r}: must be a callable returning a size in bytes")
+        if segment_bytes is None:
+            segment_bytes = 32 << 20 if max_disk_bytes is None else \
+                min(64 << 20, max(1 << 20, max_disk_bytes // 8))
+        _check_limit("segment_bytes", segment_bytes, allow_none=False)
+        if not isinstance(checkpoint_fsync_s, (int, float)) or checkpoint_fsync_s < 0:
+            raise ConfigError(f"checkpoint_fsync_s={checkpoint_fsync_s!r}: must be a number >= 0")
+
+        self.path = os.fspath(path)
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise ConfigError(f"path={self.path!r} exists and is not a directory")
+        self.durable = durable
+        self.serializer = ser
+        self.compression = compression
+        self.memory_items = memory_items
+        self.memory_bytes = memory_bytes
+        self.max_disk_bytes = max_disk_bytes
+        self._dumps = ser.dumps
+        self._loads = ser.loads
+        self._sizeof = sizeof or sys.getsizeof
+        self._max_items = sys.maxsize if memory_items is None else memory_items
+        self._max_bytes = _INF if memory_bytes is None else memory_bytes
+        self._max_disk = _INF if max_disk_bytes is None else max_disk_bytes
+        # Spill in chunks (a quarter of the budget, at most 1024 items / 1 MiB)
+        # so that one append_batch serves many puts.
+        self._chunk_items = max(1, min(1024, self._max_items // 4))
+        self._chunk_bytes = max(1, min(1 << 20, int(min(self._max_bytes, 1 << 60)) // 4))
+        self._ckpt_fsync_s = float(checkpoint_fsync_s)
+
+        self._lock = threading.Lock()
+        self._not_empty = threading.Condition(self._lock)
+        self._not_full = threading.Condition(self._lock)
+        self._all_done = threading.Condition(self._lock)
+        self._getters = 0     # threads waiting in get (notify only when someone waits)
+        self._putters = 0
+        self._closed = False
+
+        self._mem: deque = deque()      # memory tail (live objects, not on disk)
+        self._mem_bytes = 0
+        self._cache: deque = deque()    # read cache: objects of offsets [read_off, disk_next)
+        self._csz: deque = deque()      # their serialized sizes
+        self._cache_bytes = 0           # sum(_csz), kept in durable mode only (its budget)
+        self._unfinished = 0
+        self._puts = 0
+        self._spilled = 0
+        self._disk_writes = 0
+        self._disk_reads = 0
+        self._reserved = 0              # durable: bytes of puts being written
+        self._inflight = 0              # durable: puts between reservation and registration
+        self._plain = not durable        # get's fast path needs no checkpoint per get
+        self._last_sync = _monotonic()
+        self._reclaim_every = max(1, segment_bytes // 2)
+        self._reclaim_left = self._reclaim_every  # consumed bytes until the next reclaim
+
+        os.makedirs(self.path, exist_ok=True)
+        self._dir_lock = DirLock(self.path).acquire()
+        self._log: Log | None = None
+        self._ckpt: Checkpoint | None = None
+        try:
+            self._check_meta()
+            self._log = Log.open(
+                os.path.join(self.path, LOG_DIR),
+                flush="always" if durable else "never",
+                compression=compression,
+                segment_bytes=segment_bytes,
+                segment_ms=None,
+                lock=False,
+            )
+            self._ckpt = Checkpoint(os.path.join(self.path, CKPT))
+            self._restore()
+        except BaseException:
+            if self._log is not None:
+                self._log.close()
+            if self._ckpt is not None:
+                self._ckpt.close()
+            self._dir_lock.release()
+            raise
+
+    # ------------------------------------------------------------------ open
+
+    def _check_meta(self) -> None:
+        p = os.path.join(self.path, META)
+        if os.path.exists(p):
+            try:
+                with open(p, "rb") as f:
+                    meta = json.loads(f.read())
+                fmt, stored = meta["format"], meta["serializer"]
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise ConfigError(f"{p} is unreadable ({e}); is {self.path} a HybridQueue?") from e
+            if fmt != FORMAT:
+                raise ConfigError(f"{p}: format {fmt!r} is not supported (this VQS reads {FORMAT})")
+            ser = self.serializer
+            if ser.builtin and stored in ("pickle", "json", "msgpack", "raw") and stored != ser.name:
+                raise ConfigError(
+                    f"serializer={ser.name!r}: the queue in {self.path} was written with "
+                    f"serializer={stored!r}; open it with that serializer"
+                )
+        else:
+            atomic_write(p, json.dumps({"format": FORMAT, "serializer": self.serializer.name}).encode())
+
+    def _restore(self) -> None:
+        lg, st = self._log, self._ckpt.state
+        start, end = lg.start_offset, lg.end_offset
+        read_off = start if st is None else min(max(st.read_off, start), end)
+        if st is not None and st.clean and st.end_off == end and st.read_off == read_off:
+            disk_bytes = st.disk_bytes
+        else:
+            disk_bytes = self._scan_bytes(read_off, end)
+        self._read_off = self._disk_next = read_off
+        self._end = end
+        self._disk_bytes = disk_bytes
+        self._unfinished = end - read_off
+        self._initial = end - read_off
+
+    def _scan_bytes(self, off: int, end: int) -> int:
+        """Serialized bytes of the records in [off, end) (after a crash)."""
+        total = 0
+        while off < end:
+            batches = self._log.read_batches(off, max_bytes=8 << 20)
+            if not batches:
+                break
+            for b in batches:
+                a = max(0, off - b.base_offset)
+                e = min(b.count, end - b.base_offset)
+                if a < e:
+                    vo = b.value_offsets
+                    total += vo[e] - vo[a]
+                off = b.base_offset + e
+        return total
+
+    # ------------------------------------------------------------------- put
+
+    def put(self, item, block: bool = True, timeout: float | None = None) -> None:
+        """Put ``item`` at the tail. Blocks (or raises ``queue.Full`` when
+        ``block`` is false or ``timeout`` passes) only when the memory tier and
+        the disk tier are both full."""
+        if self.durable:
+            return self._put_durable([item], block, timeout)
+        size = self._sizeof(item)
+        with self._lock:
+            mem = self._mem
+            if len(mem) >= self._max_items or self._mem_bytes + size > self._max_bytes:
+                self._admit_locked([item], [size], block, timeout)
+            else:
+                mem.append(item)
+                self._mem_bytes += size
+            self._unfinished += 1
+            self._puts += 1
+            if self._getters:
+                self._not_empty.notify()
+
+    def put_nowait(self, item) -> None:
+        return self.put(item, False)
+
+    def put_batch(self, items: Iterable, block: bool = True, timeout: float | None = None) -> None:
+        """Put every item, in order, as one operation: all or none (``queue.Full``
+        when they do not fit in time; a batch larger than both budgets together
+        can never fit and raises at once)."""
+        items = list(items)
+        if not items:
+            return
+        if self.durable:
+            return self._put_durable(items, block, timeout)
+        sizes = list(map(self._sizeof, items))
+        with self._lock:
+            self._admit_locked(items, sizes, block, timeout)
+            n = len(items)
+            self._unfinished += n
+            self._puts += n
+            if self._getters:
+                self._not_empty.notify(n)
+
+    def _deadline(self, block: bool, timeout: float | None) -> float | None:
+        if not block or timeout is None:
+            return None
+        if timeout < 0:
+            raise ValueError("'timeout' must be a non-negative number")
+        return _monotonic() + timeout
+
+    def _serialize(self, objs, what: str) -> list[bytes]:
+        try:
+            return list(map(self._dumps, objs))
+        except Exception as e:
+            raise wrap_error(e, f"serializer={self.serializer.name!r} could not serialize {what}") from e
+
+    def _admit_locked(self, items: list, sizes: list, block: bool, timeout: float | None) -> None:
+        """Non-durable: make room in the memory tail for ``items`` by spilling its
+        oldest entries (and, if need be, the first of ``items``) to disk.
+        Holds the lock (released while waiting)."""
+        deadline = self._deadline(block, timeout)
+        n_new = len(items)
+        new_bytes = sum(sizes)
+        sizeof = self._sizeof
+        while True:
+            if self._closed:
+                raise LogClosedError(f"HybridQueue {self.path} is closed")
+            mem = self._mem
+            n_mem = len(mem)
+            max_items, max_bytes = self._max_items, self._max_bytes
+            if n_mem + n_new <= max_items and self._mem_bytes + new_bytes <= max_bytes:
+                mem.extend(items)
+                self._mem_bytes += new_bytes
+                return
+            # The fewest oldest items of (mem ++ items) to move to disk so the rest
+            # fits (s_min), and, to amortize, up to a chunk of the tail (s).
+            need_n = n_mem + n_new - max_items
+            need_b = self._mem_bytes + new_bytes - max_bytes
+            take = min(n_mem, max(need_n, self._chunk_items))
+            pre = list(accumulate(map(sizeof, islice(mem, take))))
+            if need_b > 0 and take < n_mem and (not pre or pre[-1] < need_b):
+                pre = list(accumulate(map(sizeof, mem)))
+                take = n_mem
+            nb = bisect_left(pre, need_b) + 1 if need_b > 0 else 0
+            s_min = max(need_n, nb)
+            if s_min > n_mem:
+                # the whole tail goes, then as few new items as needed
+                freed = pre[-1] if pre else 0
+                k = 0
+                while k < n_new and (n_mem + k < need_n or freed < need_b):
+                    freed += sizes[k]
+                    k += 1
+                s = s_min = n_mem + k
+            else:
+                s = max(s_min, min(take, self._chunk_items, bisect_right(pre, self._chunk_bytes)))
+            objs = list(islice(mem, min(s, n_mem)))
+            if s > n_mem:
+                objs.extend(items[: s - n_mem])
+            payloads = self._serialize(objs, "an item to spill it to disk")
+            pbytes = sum(map(len, payloads))
+            if self._disk_bytes + pbytes > self._max_disk and s > s_min:
+                payloads = payloads[:s_min]
+                pbytes = sum(map(len, payloads))
+                s = s_min
+            if self._disk_bytes + pbytes <= self._max_disk:
+                break
+            if s_min > n_mem:
+                # Would the new items overflow to disk even with an empty tail?
+                k, left_n, left_b = 0, n_new - max_items, new_bytes - max_bytes
+                while k < n_new and (k < left_n or left_b > 0):
+                    left_b -= sizes[k]
+                    k += 1
+                forced = sum(map(len, payloads[n_mem:n_mem + k]))
+                if forced > self._max_disk:
+                    raise MessageTooLarge(
+                        f"{k} item(s) of {forced} serialized bytes fit neither the "
+                        f"memory budget (memory_items={self.memory_items}, memory_bytes="
+                        f"{self.memory_bytes}) nor max_disk_bytes={self.max_disk_bytes}"
+                    )
+            self._wait_not_full(block, deadline)
+        # write, then update the state (nothing changed if the write raised)
+        first = self._log.append_batch(payloads)
+        if first != self._end:  # pragma: no cover - the log is ours alone
+            raise VQSError(f"HybridQueue {self.path}: log end {first} != expected {self._end}")
+        n_spill_mem = min(s, n_mem)
+        for _ in range(n_spill_mem):
+            mem.popleft()
+        if mem:
+            self._mem_bytes -= pre[n_spill_mem - 1] if n_spill_mem else 0
+        else:
+            self._mem_bytes = 0
+        self._end += s
+        self._disk_bytes += pbytes
+        self._spilled += s
+        self._disk_writes += s
+        if s < n_mem + n_new:
+            rest = items[max(0, s - n_mem):]
+            mem.extend(rest)
+            self._mem_bytes += sum(sizes[max(0, s - n_mem):])
+
+    def _wait_not_full(self, block: bool, deadline: float | None) -> None:
+        if not block:
+            raise Full
+        if deadline is None:
+            remaining = None
+        else:
+            remaining = deadline - _monotonic()
+            if remaining <= 0:
+                raise Full
+        self._putters += 1
+        try:
+            self._not_full.wait(remaining)
+        finally:
+            self._putters -= 1
+
+    def _put_durable(self, items: list, block: bool, timeout: float | None) -> None:
+        """Write-through: serialize, append to the log (fsync, group commit with
+        concurrent putters), then make the items visible."""
+        n = len(items)
+        payloads = self._serialize(items, "an item")
+        pbytes = sum(map(len, payloads))
+        deadline = self._deadline(block, timeout)
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise LogClosedError(f"HybridQueue {self.path} is closed")
+                if self._disk_bytes + self._reserved + pbytes <= self._max_disk:
+                    break
+                if pbytes > self._max_disk:
+                    raise MessageTooLarge(
+                        f"{n} item(s) of {pbytes} serialized bytes exceed max_disk_bytes="
+                        f"{self.max_disk_bytes}"
+                    )
+                self._wait_not_full(block, deadline)
+            self._reserved += pbytes
+            self._inflight += 1
+            # counted now, so that a consumer's task_done never runs ahead of it
+            self._unfinished += n
+        try:
+            first = self._log.append(payloads[0]) if n == 1 else self._log.append_batch(payloads)
+        except BaseException:
+            with self._lock:
+                self._reserved -= pbytes
+                self._inflight -= 1
+                self._unfinished -= n
+                if self._unfinished == 0:
+                    self._all_done.notify_all()
+                self._not_full.notify_all()
+            raise
+        with self._lock:
+            self._reserved -= pbytes
+            self._inflight -= 1
+            self._disk_bytes += pbytes
+            self._puts += n
+            self._disk_writes += n
+            if first + n > self._end:
+                # Group commit: everything below first + n is durable too, even
+                # a concurrent putter's record not registered yet.
+                self._end = first + n
+            if first == self._disk_next:
+                # contiguous with the read cache: keep the live objects
+                cache, csz = self._cache, self._csz
+                k = 0
+                while (k < n and len(cache) < self._max_items
+                       and self._cache_bytes + len(payloads[k]) <= self._max_bytes):
+                    cache.append(items[k])
+                    csz.append(len(payloads[k]))
+                    self._cache_bytes += len(payloads[k])
+                    k += 1
+                self._disk_next += k
+            if self._getters:
+                self._not_empty.notify(n)
+            if self._closed and self._inflight == 0:
+                self._not_full.notify_all()  # close() waits for in-flight puts
+
+    # ------------------------------------------------------------------- get
+
+    def get(self, block: bool = True, timeout: float | None = None):
+        """Remove and return the head item (disk backlog first, then memory tail).
+        Raises ``queue.Empty`` when ``block`` is false or ``timeout`` passes."""
+        with self._lock:
+            if self._end != self._read_off:
+                cache = self._cache
+                if cache and self._plain:
+                    # non-durable, read cache filled: the disk tier's fast path
+                    item = cache.popleft()
+                    sz = self._csz.popleft()
+                    self._read_off += 1
+                    self._disk_bytes -= sz
+                    self._reclaim_left -= sz
+                    if self._reclaim_left < 0:
+                        self._reclaim_locked()
+                    if self._putters:
+                        self._not_full.notify()
+                    return item
+                return self._take_locked(1)[0]
+            mem = self._mem
+            if mem:
+                item = mem.popleft()
+                if mem:
+                    self._mem_bytes -= self._sizeof(item)
+                else:
+                    self._mem_bytes = 0
+                if self._putters:
+                    self._not_full.notify()
+                return item
+            if not self._wait_not_empty(block, timeout):
+                raise Empty
+            return self._take_locked(1)[0]
+
+    def get_nowait(self):
+        return self.get(False)
+
+    def get_batch(self, n: int, timeout: float | None = None, block: bool = True) -> list:
+        """Up to ``n`` items from the head, in order. Waits (up to ``timeout``
+        seconds, forever if None) until at least one is there; returns ``[]``
+        if none came (never raises ``queue.Empty``)."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n={n!r}: must be an integer >= 1")
+        with self._lock:
+            if self._end == self._read_off and not self._mem:
+                if not self._wait_not_empty(block, timeout):
+                    return []
+            return self._take_locked(n)
+
+    def _wait_not_empty(self, block: bool, timeout: float | None) -> bool:
+        """Wait until an item is there; False on timeout / non-blocking."""
+        if self._closed:
+            raise LogClosedError(f"HybridQueue {self.path} is closed")
+        if not block:
+            return False
+        deadline = self._deadline(block, timeout)
+        self._getters += 1
+        try:
+            while self._end == self._read_off and not self._mem:
+                if self._closed:
+                    raise LogClosedError(f"HybridQueue {self.path} is closed")
+                if deadline is None:
+                    self._not_empty.wait()
+                else:
+                    remaining = deadline - _monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._not_empty.wait(remaining)
+        finally:
+            self._getters -= 1
+        return True
+
+    def _take_locked(self, n: int) -> list:
+        """Remove up to ``n`` items from the head (at least one must exist)."""
+        out: list = []
+        if self._end != self._read_off:
+            if self._closed:
+                raise LogClosedError(f"HybridQueue {self.path} is closed")
+            cache, csz = self._cache, self._csz
+            while len(out) < n and self._end != self._read_off:
+                if not cache and not self._refill_locked():
+                    break
+                m = min(n - len(out), len(cache))
+                if m == 1:
+                    out.append(cache.popleft())
+                    taken = csz.popleft()
+                else:
+                    taken = 0
+                    for _ in range(m):
+                        out.append(cache.popleft())
+                        taken += csz.popleft()
+                self._read_off += m
+                self._disk_bytes -= taken
+                self._cache_bytes -= taken
+                self._reclaim_left -= taken
+            if self.durable:
+                self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+                if self._ckpt_fsync_s and _monotonic() - self._last_sync >= self._ckpt_fsync_s:
+                    self._ckpt.sync()
+                    self._last_sync = _monotonic()
+            if self._reclaim_left < 0:
+                self._reclaim_locked()
+        if len(out) < n:
+            mem = self._mem
+            m = min(n - len(out), len(mem))
+            if m:
+                sizeof = self._sizeof
+                freed = 0
+                for _ in range(m):
+                    item = mem.popleft()
+                    freed += sizeof(item)
+                    out.append(item)
+                self._mem_bytes = self._mem_bytes - freed if mem else 0
+        if self._putters:
+            self._not_full.notify(len(out))
+        return out
+
+    def _refill_locked(self, want: int | None = None) -> int:
+        """Read ahead from disk_next into the read cache; return items added."""
+        off, end = self._disk_next, self._end
+        if off >= end:
+            return 0
+        if not self.durable:
+            # the consumed position so far (a crash redelivers at most this chunk)
+            self._ckpt.write(self._read_off, end, self._disk_bytes)
+        loads = self._loads
+        cache, csz = self._cache, self._csz
+        added = 0
+        while off < end and (want is None and added == 0 or want is not None and added < want):
+            batches = self._log.read_batches(off, max_bytes=READAHEAD_BYTES)
+            if not batches:
+                break
+            for b in batches:
+                a = max(0, off - b.base_offset)
+                e = min(b.count, end - b.base_offset)
+                if a >= e:
+                    continue
+                vals = b.values(a, e)
+                try:
+                    objs = list(map(loads, vals))
+                except Exception as ex:
+                    raise wrap_error(
+                        ex, f"serializer={self.serializer.name!r} could not deserialize an "
+                        f"item at log offsets {b.base_offset + a}..{b.base_offset + e - 1} "
+                        f"of {self.path}"
+                    ) from ex
+                cache.extend(objs)
+                sizes = list(map(len, vals))
+                csz.extend(sizes)
+                self._cache_bytes += sum(sizes)
+                added += e - a
+                off = b.base_offset + e
+                if off >= end:
+                    break
+        self._disk_next = off
+        self._disk_reads += added
+        return added
+
+    def _reclaim_locked(self) -> None:
+        """Drop log segments wholly consumed (disk follows the backlog)."""
+        self._reclaim_left = self._reclaim_every
+        if self._read_off > self._log.start_offset:
+            if not self.durable:
+                self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+            self._log.delete_before(self._read_off)
+
+    # ------------------------------------------------------------------ peek
+
+    def peek_batch(self, n: int) -> list:
+        """Up to ``n`` items from the head without removing them (never blocks)."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n={n!r}: must be an integer >= 1")
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"HybridQueue {self.path} is closed")
+            cache = self._cache
+            while len(cache) < n and self._disk_next < self._end:
+                if not self._refill_locked(n - len(cache)):
+                    break
+            out = list(islice(cache, n))
+            if len(out) < n and self._disk_next == self._end:
+                out.extend(islice(self._mem, n - len(out)))
+            return out
+
+    # ---------------------------------------------------------- queue.Queue API
+
+    def qsize(self) -> int:
+        """Number of items in the queue (both tiers)."""
+        with self._lock:
+            return self._end - self._read_off + len(self._mem)
+
+    def empty(self) -> bool:
+        with self._lock:
+            return self._end == self._read_off and not self._mem
+
+    def full(self) -> bool:
+        """True when a put would block: memory tier at its budget and disk tier
+        at ``max_disk_bytes`` (never, when ``max_disk_bytes`` is None)."""
+        with self._lock:
+            if self._max_disk == _INF:
+                return False
+            disk_full = self._disk_bytes + self._reserved >= self._max_disk
+            if self.durable:
+                return disk_full
+            return disk_full and (len(self._mem) >= self._max_items or self._mem_bytes >= self._max_bytes)
+
+    @property
+    def maxsize(self) -> int:
+        """Always 0, as for an unbounded ``queue.Queue``: capacity is in bytes
+        (``memory_items``/``memory_bytes`` + ``max_disk_bytes``)."""
+        return 0
+
+    @property
+    def unfinished_tasks(self) -> int:
+        return self._unfinished
+
+    def task_done(self) -> None:
+        """As ``queue.Queue.task_done``: one call per item got and processed."""
+        with self._lock:
+            unfinished = self._unfinished - 1
+            if unfinished <= 0:
+                if unfinished < 0:
+                    raise ValueError("task_done() called too many times")
+                self._all_done.notify_all()
+            self._unfinished = unfinished
+
+    def join(self) -> None:
+        """Block until every item put (or found on disk at open) was got and
+        marked done with ``task_done``."""
+        with self._lock:
+            while self._unfinished:
+                self._all_done.wait()
+
+    # -------------------------------------------------------------- metrics
+
+    @property
+    def metrics(self) -> HybridMetrics:
+        with self._lock:
+            qsize = self._end - self._read_off + len(self._mem)
+            lg = self._log
+            closed = self._closed
+            return HybridMetrics(
+                puts=self._puts,
+                gets=self._initial + self._puts - qsize,
+                spilled=self._spilled,
+                disk_writes=self._disk_writes,
+                disk_reads=self._disk_reads,
+                memory_items=len(self._mem) + len(self._cache),
+                memory_bytes=self._mem_bytes + sum(self._csz),
+                disk_items=self._end - self._read_off,
+                disk_bytes=self._disk_bytes,
+                log_bytes=0 if closed else lg.size_bytes,
+                log_segments=0 if closed else lg.segment_count,
+                durable=self.durable,
+            )
+
+    # ---------------------------------------------------------------- close
+
+    def checkpoint(self) -> None:
+        """Make the consumed position survive power loss now (fsync)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+            self._ckpt.sync()
+            self._last_sync = _monotonic()
+
+    def close(self) -> None:
+        """Spill the memory tail to disk, fsync, checkpoint the consumed position
+        and release the directory. Idempotent; threads blocked in get/put raise
+        LogClosedError."""
+        failed: list = []
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._max_items = -1  # put's fast path now always takes the slow, checking path
+            self._not_empty.notify_all()
+            self._not_full.notify_all()
+            while self._inflight:
+                self._not_full.wait()
+            try:
+                mem = self._mem
+                if mem:
+                    payloads = []
+                    dumps = self._dumps
+                    for i, obj in enumerate(mem):
+                        try:
+                            payloads.append(dumps(obj))
+                        except Exception as e:
+                            failed.append((i, e))
+                    if payloads:
+                        self._log.append_batch(payloads)
+                        self._end += len(payloads)
+                        self._disk_bytes += sum(map(len, payloads))
+                        self._spilled += len(payloads)
+                        self._disk_writes += len(payloads)
+                    mem.clear()
+                    self._mem_bytes = 0
+                if self._read_off > self._log.start_offset:
+                    self._log.delete_before(self._read_off)
+                self._log.close()
+                self._ckpt.write(self._read_off, self._end, self._disk_bytes, clean=True)
+                self._ckpt.sync()
+            finally:
+                self._ckpt.close()
+                if not self._log.closed:
+                    self._log.close()
+                self._dir_lock.release()
+                self._cache.clear()
+                self._csz.clear()
+                self._all_done.notify_all()
+        if failed:
+            i, e = failed[0]
+            raise wrap_error(
+                e, f"close(): {len(failed)} item(s) of the memory tail could not be serialized "
+                f"with serializer={self.serializer.name!r} and were dropped (first at position "
+                f"{i} of the tail)"
+            )
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "HybridQueue":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"HybridQueue({self.path!r}, durable={self.durable}, "
+                f"serializer={self.serializer.name!r}, closed={self._closed})")
