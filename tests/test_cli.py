@@ -1,0 +1,117 @@
+"""The vqs command against a server URL and against a data directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "server"))
+from vqs_server_proc import ServerProcess  # noqa: E402
+
+
+def vqs(*args, input: bytes | None = None, env=None):
+    p = subprocess.run([sys.executable, "-m", "vqs.cli", *args], input=input, capture_output=True,
+                       env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=120)
+    return p
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    s = ServerProcess(tmp_path_factory.mktemp("cli") / "data").start()
+    yield s
+    s.stop()
+
+
+def test_topic_produce_consume_group_via_url(srv):
+    u = ["--url", srv.url]
+    assert vqs("topic", "create", "clit", "--partitions", "2", *u).returncode == 0
+    p = vqs("topic", "list", "--json", *u)
+    assert "clit" in json.loads(p.stdout)
+    p = vqs("produce", "clit", "--partition", "1", "--no-progress", *u, input=b"one\ntwo\nthree\n")
+    assert p.returncode == 0 and b"sent 3" in p.stderr
+    framed = b"".join(struct.pack(">I", len(x)) + x for x in (b"bin\x00ary", b"four"))
+    assert vqs("produce", "clit", "--partition", "1", "--framing", "length", "--no-progress", *u,
+               input=framed).returncode == 0
+    p = vqs("consume", "clit", "--partition", "1", *u)
+    assert p.stdout.split(b"\n")[:3] == [b"one", b"two", b"three"]
+    p = vqs("consume", "clit", "--partition", "1", "--offset", "3", "--framing", "length", *u)
+    assert p.stdout == framed
+    p = vqs("consume", "clit", "--group", "g1", "--max", "2", "--framing", "json", *u)
+    assert [json.loads(x)["value"] for x in p.stdout.splitlines()] == ["one", "two"]
+    p = vqs("group", "describe", "g1", "--json", *u)
+    rows = json.loads(p.stdout)
+    assert {(r["partition"], r["committed"]) for r in rows} >= {(1, 2)}
+    assert "g1" in json.loads(vqs("group", "list", "--json", *u).stdout)
+    p = vqs("topic", "describe", "clit", *u)
+    assert p.returncode == 0 and b"partition" in p.stdout
+    assert vqs("topic", "delete", "clit", "-y", *u).returncode == 0
+    p = vqs("topic", "describe", "clit", *u)
+    assert p.returncode == 1 and b"does not exist" in p.stderr
+
+
+def test_queue_commands_via_url(srv):
+    u = ["--url", srv.url]
+    assert vqs("queue", "create", "cliq", "--visibility-timeout", "60", *u).returncode == 0
+    assert vqs("queue", "send", "cliq", "hello", *u).returncode == 0
+    p = vqs("queue", "receive", "cliq", "--wait", "1", *u)
+    m = json.loads(p.stdout)
+    assert m["body"] == "hello" and m["receive_count"] == 1
+    assert vqs("queue", "delete-message", "cliq", m["receipt_handle"], *u).returncode == 0
+    p = vqs("queue", "describe", "cliq", "--json", *u)
+    assert json.loads(p.stdout)["VisibilityTimeout"] == "60"
+    assert "cliq" in json.loads(vqs("queue", "list", "--json", *u).stdout)
+    assert vqs("queue", "purge", "cliq", *u).returncode == 0
+    assert vqs("queue", "delete", "cliq", *u).returncode == 0
+
+
+def test_data_dir_mode_and_inspect(tmp_path):
+    d = str(tmp_path / "data")
+    assert vqs("topic", "create", "local", "--data-dir", d).returncode == 0
+    assert vqs("produce", "local", "--data-dir", d, "--no-progress", input=b"a\nb\n").returncode == 0
+    p = vqs("consume", "local", "--data-dir", d)
+    assert p.stdout == b"a\nb\n"
+    p = vqs("inspect", d, "--json")
+    rep = json.loads(p.stdout)
+    assert p.returncode == 0 and rep["records"] == 2 and rep["corrupt"] is False
+    p = vqs("inspect", d, "--records")
+    assert b"all CRCs verified" in p.stdout and b"value=b'a'" in p.stdout
+    seg = next(os.path.join(r, f) for r, _, fs in os.walk(os.path.join(d, "topics")) for f in fs
+               if f.endswith(".log") and os.path.getsize(os.path.join(r, f)) > 0)
+    b = bytearray(open(seg, "rb").read())
+    b[-2] ^= 0xFF
+    open(seg, "wb").write(bytes(b))
+    p = vqs("inspect", d)
+    assert p.returncode == 1 and b"CRC mismatch" in p.stderr
+    p = vqs("inspect", seg, "--json")
+    assert p.returncode == 1 and json.loads(p.stdout)["corrupt"] is True
+
+
+def test_data_dir_owned_by_a_server_is_refused(srv):
+    p = vqs("topic", "list", "--data-dir", srv.data_dir)
+    assert p.returncode == 1 and b"locked by pid" in p.stderr
+
+
+def test_serve_refuses_public_address_without_credentials(tmp_path):
+    p = vqs("serve", "--data-dir", str(tmp_path / "d"), "--host", "0.0.0.0")
+    assert p.returncode == 2 and b"--insecure" in p.stderr
+
+
+def test_settings_from_env_and_toml(tmp_path):
+    from vqs.server.settings import load_settings
+
+    cfg = tmp_path / "vqs.toml"
+    cfg.write_text('[server]\nport = 9999\ntokens = ["a", "b"]\nflush = "always"\n')
+    s = load_settings({"port": None}, env={"VQS_CONFIG": str(cfg), "VQS_SIGV4_KEYS": "K1:S1,K2:S2",
+                                           "VQS_MAX_CONNECTIONS": "7"})
+    assert (s.port, s.tokens, s.flush, s.max_connections) == (9999, ["a", "b"], "always", 7)
+    assert s.sigv4_keys == {"K1": "S1", "K2": "S2"}
+    s = load_settings({"port": 1234}, env={"VQS_CONFIG": str(cfg), "VQS_PORT": "5555"})
+    assert s.port == 1234  # command line > environment > file
