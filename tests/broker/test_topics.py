@@ -245,3 +245,26 @@ def test_producer_errors(broker):
     with pytest.raises(ConfigError, match="keys"):
         p.send_batch("t", [b"x", b"y"], keys=[b"k"])
     assert broker.topic("t").end_offsets() == [0, 0]
+
+
+def test_empty_values_and_keys_round_trip(tmp_path, child_env):
+    """Empty values and keys are legal (Kafka allows both). Run in a child with a
+    timeout: a storage writer that cannot finish must fail this test, not hang it."""
+    code = (
+        "from vqs.broker import Broker\n"
+        f"with Broker({str(tmp_path / 'd')!r}, flush='never') as b:\n"
+        "    b.create_topic('t')\n"
+        "    p = b.producer()\n"
+        "    p.send('t', b'')\n"
+        "    p.send('t', b'v', key=b'')\n"
+        "    p.send_batch('t', [b'a', b''], keys=[b'', b''])\n"
+        f"with Broker({str(tmp_path / 'd')!r}) as b:\n"
+        "    recs = b.consumer('t').poll()\n"
+        "    print([(r.key, r.value) for r in recs])\n"
+    )
+    try:
+        out = subprocess.run([PYTHON, "-c", code], env=child_env, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("writing an empty value or key hung (storage write_all on a zero-length trailing buffer)")
+    assert out.returncode == 0, out.stderr
+    assert eval(out.stdout) == [(None, b""), (b"", b"v"), (b"", b"a"), (b"", b"")]
