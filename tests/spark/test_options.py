@@ -1,0 +1,99 @@
+"""Bad options fail at planning, with a message naming the option."""
+
+from __future__ import annotations
+
+import pytest
+
+from vqs.errors import ConfigError
+from vqs.spark.options import parse_read_options, parse_write_options
+from vqs.spark.stream_reader import rate_limit
+from spark_helpers import make_topic
+
+BASE = {"path": "/data", "topic": "t"}
+
+
+@pytest.mark.parametrize(
+    "opts, streaming, needle",
+    [
+        ({"topic": "t"}, False, "option 'path'"),
+        ({"path": "/d", "url": "http://h:1", "topic": "t"}, False, "'path' and 'url'"),
+        ({"url": "ftp://h", "topic": "t"}, False, "option 'url'"),
+        ({"path": "/d"}, False, "option 'topic'"),
+        ({"path": "/d", "topic": "a", "topics": "b"}, False, "'topic' and 'topics'"),
+        ({**BASE, "topic": "../etc"}, False, "option 'topic'"),
+        ({**BASE, "startingOffsets": "first"}, False, "option 'startingOffsets'"),
+        ({**BASE, "startingOffsets": '{"t": {"0": "x"}}'}, False, "option 'startingOffsets'"),
+        ({**BASE, "startingOffsets": '{"u": {"0": 1}}'}, False, "option 'startingOffsets' names topic 'u'"),
+        ({**BASE, "startingOffsets": "latest"}, False, "option 'startingOffsets' cannot be 'latest'"),
+        ({**BASE, "endingOffsets": "earliest"}, False, "option 'endingOffsets' cannot be 'earliest'"),
+        ({**BASE, "endingOffsets": "latest"}, True, "option 'endingOffsets' is for batch"),
+        ({**BASE, "maxOffsetsPerTrigger": "0"}, True, "option 'maxOffsetsPerTrigger' must be >= 1"),
+        ({**BASE, "maxOffsetsPerTrigger": "lots"}, True, "option 'maxOffsetsPerTrigger' must be an integer"),
+        ({**BASE, "minPartitions": "-3"}, False, "option 'minPartitions'"),
+        ({**BASE, "failOnDataLoss": "maybe"}, False, "option 'failOnDataLoss'"),
+        ({**BASE, "includeHeaders": "yes please"}, False, "option 'includeHeaders'"),
+        ({**BASE, "startingTimestamp": "yesterday"}, False, "option 'startingTimestamp'"),
+        ({**BASE, "startingTimestamp": "10", "endingTimestamp": "5"}, False, "option 'endingTimestamp'"),
+        ({**BASE, "startingoffset": "earliest"}, False, "did you mean 'startingOffsets'"),
+    ],
+)
+def test_bad_read_options(opts, streaming, needle):
+    lower = {k.lower(): v for k, v in opts.items()}  # Spark lower-cases option names
+    with pytest.raises(ConfigError) as e:
+        parse_read_options(lower, streaming=streaming)
+    assert needle in str(e.value)
+
+
+def test_good_read_options():
+    o = parse_read_options({"path": "/d", "topics": "a, b,a", "startingoffsets": '{"a": {"0": 5, "1": -2}}',
+                            "maxoffsetspertrigger": "100", "checkpointlocation": "/x"}, streaming=True)
+    assert o.topics == ("a", "b") and o.starting == {"a": {0: 5, 1: -2}} and o.max_offsets_per_trigger == 100
+    assert o.fail_on_data_loss and not o.include_headers
+    assert parse_read_options({"path": "/d", "topic": "a"}, streaming=True).starting == "latest"
+    assert parse_read_options({"path": "/d", "topic": "a"}, streaming=False).starting == "earliest"
+    assert parse_write_options({"path": "/d"}).topic is None
+
+
+def test_rate_limit_is_proportional_and_exact():
+    start = {"t": {"0": 0, "1": 10, "2": 5}}
+    latest = {"t": {"0": 100, "1": 60, "2": 5}}
+    assert rate_limit(start, latest, 1000) == latest
+    end = rate_limit(start, latest, 30)
+    assert end == {"t": {"0": 20, "1": 20, "2": 5}}
+    end = rate_limit(start, latest, 1)
+    assert sum(end["t"][p] - start["t"][p] for p in "012") == 1
+    # a partition new since start is read from 0
+    assert rate_limit({"t": {}}, {"t": {"0": 3}}, 2) == {"t": {"0": 2}}
+
+
+@pytest.mark.parametrize(
+    "opts, needle",
+    [
+        ({"topic": "missing"}, "option 'topic': topic 'missing' does not exist"),
+        ({"topic": "t", "startingOffsets": "[1]"}, "option 'startingOffsets'"),
+        ({"topic": "t", "startingOffsets": '{"t": {"0": 999}}'}, "option 'startingOffsets': offset 999"),
+        ({"topic": "t", "minPartitions": "0"}, "option 'minPartitions'"),
+    ],
+)
+def test_bad_options_fail_at_planning(spark, tmp_path, opts, needle):
+    path = str(tmp_path / "data")
+    make_topic(path, "t", partitions=1, records={0: [(b"x", None, None, 1)]})
+    r = spark.read.format("vqs").option("path", path)
+    for k, v in opts.items():
+        r = r.option(k, v)
+    with pytest.raises(Exception) as e:
+        r.load().collect()
+    assert needle in str(e.value)
+
+
+def test_bad_stream_option_fails_at_start(spark, tmp_path):
+    path = str(tmp_path / "data")
+    make_topic(path, "t", partitions=1)
+    q = (spark.readStream.format("vqs").option("path", path).option("topic", "t")
+         .option("endingOffsets", "latest").load()
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "c")).start())
+    # The stream reader is made when the query starts, before any micro-batch runs.
+    with pytest.raises(Exception) as e:
+        q.awaitTermination(60)
+    assert "option 'endingOffsets'" in str(e.value)
+    assert q.lastProgress is None
