@@ -10,7 +10,7 @@ import time
 import pytest
 
 from vqs.broker import Broker
-from vqs.errors import ConfigError, LogClosedError, LogLockedError, VQSError
+from vqs.errors import ConfigError, InvalidName, LogClosedError, LogLockedError, VQSError
 
 PYTHON = sys.executable
 
@@ -150,3 +150,27 @@ def test_close_stops_retention_thread(data_dir):
     b.close()
     after = {t.name for t in threading.enumerate()} - before
     assert not [n for n in after if n.startswith("vqs-")]
+
+
+def test_queue_methods_delegate_to_registry(data_dir):
+    from vqs.errors import QueueDoesNotExist
+
+    with Broker(data_dir, visibility_timeout=45, flush="always") as b:
+        q = b.create_queue("jobs")
+        assert q.attributes()["VisibilityTimeout"] == "45"  # a queue default reached it
+        b.create_queue("jobs-dlq")
+        assert b.queues() == ["jobs", "jobs-dlq"]
+        assert b.queues("jobs-") == ["jobs-dlq"]
+        assert b.queue("jobs") is q
+        q.send(b"work")
+        b.delete_queue("jobs-dlq")
+        with pytest.raises(QueueDoesNotExist):
+            b.queue("jobs-dlq")
+        with pytest.raises(InvalidName):
+            b.queue("../x")
+    assert os.path.isdir(os.path.join(data_dir, "queues", "jobs"))
+    with Broker(data_dir) as b:  # queues are recovered at open
+        assert b.queues() == ["jobs"]
+        assert [m.body for m in b.queue("jobs").receive(max_messages=10)] == [b"work"]
+    with pytest.raises(ConfigError, match="visibility_timeut"):
+        Broker(data_dir, visibility_timeut=3)

@@ -53,6 +53,27 @@ LOG_OPTIONS = frozenset(
 )
 
 
+def _check_queue_defaults(queue_defaults: dict) -> None:
+    """Settings that are not Log settings must be queue attributes (visibility_timeout, ...)."""
+    try:
+        from .queue_config import normalize
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.queue_config":
+            raise
+        normalize = None
+    if normalize is not None:
+        try:
+            normalize(queue_defaults, creating=True)
+            return
+        except Exception:
+            pass
+    raise ConfigError(
+        f"unknown Broker setting(s) {', '.join(sorted(queue_defaults))}; known: clock, "
+        f"retention_check_interval_ms, queue_maintenance_interval_ms, the Log settings "
+        f"{', '.join(sorted(LOG_OPTIONS))}, and queue attributes (visibility_timeout, ...)"
+    )
+
+
 def _open_log(path: str, **kwargs):
     from ..storage.log import Log  # imported late: storage is optional until used
 
@@ -62,16 +83,18 @@ def _open_log(path: str, **kwargs):
 class Broker:
     """A data directory's topics, consumer groups and queues, in this process.
 
-    ``defaults`` are Log settings applied to every topic partition (and passed
-    to the queue registry): ``flush``, ``flush_interval_ms``, ``segment_bytes``,
-    ``segment_ms``, ``retention_ms``, ``retention_bytes``, ``recovery``,
-    ``compression``, ``index_interval_bytes``, ``batch_max_records``,
-    ``batch_max_bytes``. A topic's own settings override them.
+    ``defaults`` are Log settings applied to every topic partition: ``flush``,
+    ``flush_interval_ms``, ``segment_bytes``, ``segment_ms``, ``retention_ms``,
+    ``retention_bytes``, ``recovery``, ``compression``, ``index_interval_bytes``,
+    ``batch_max_records``, ``batch_max_bytes`` (a topic's own settings override
+    them), plus default queue attributes (``visibility_timeout=60``, ...); all
+    of them are passed to the queue registry. Anything else is a ConfigError.
 
-    ``clock`` (seconds, like ``time.time``) is used for record timestamps and
-    retention when given, so tests can move time. Retention runs every
-    ``retention_check_interval_ms`` on a background thread (and on demand with
-    ``apply_retention()``).
+    ``clock`` (seconds, like ``time.time``) is used for record timestamps,
+    retention and queues when given, so tests can move time. A background
+    thread applies topic retention every ``retention_check_interval_ms`` (also
+    on demand: ``apply_retention()``) and queue maintenance (retention, disk
+    reclaim) every ``queue_maintenance_interval_ms``.
     """
 
     def __init__(
@@ -80,26 +103,25 @@ class Broker:
         *,
         clock: Callable[[], float] | None = None,
         retention_check_interval_ms: int = 300_000,
+        queue_maintenance_interval_ms: int = 1000,
         **defaults,
     ):
-        unknown = sorted(set(defaults) - LOG_OPTIONS)
-        if unknown:
-            raise ConfigError(
-                f"unknown Broker setting(s) {', '.join(unknown)}; known: "
-                f"clock, retention_check_interval_ms, {', '.join(sorted(LOG_OPTIONS))}"
-            )
-        if (
-            not isinstance(retention_check_interval_ms, (int, float))
-            or retention_check_interval_ms <= 0
+        queue_defaults = {k: v for k, v in defaults.items() if k not in LOG_OPTIONS}
+        if queue_defaults:
+            _check_queue_defaults(queue_defaults)
+        for name, value in (
+            ("retention_check_interval_ms", retention_check_interval_ms),
+            ("queue_maintenance_interval_ms", queue_maintenance_interval_ms),
         ):
-            raise ConfigError(
-                f"retention_check_interval_ms must be > 0, not {retention_check_interval_ms!r}"
-            )
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"{name} must be > 0, not {value!r}")
         self.path = os.path.abspath(os.fspath(path))
-        self.defaults = dict(defaults)
+        self.defaults = dict(defaults)  # all of them: the queue registry gets these
+        self.log_defaults = {k: v for k, v in defaults.items() if k in LOG_OPTIONS}
         self._clock = clock or time.time
         self._clock_ms = (lambda: int(clock() * 1000)) if clock is not None else None
         self._retention_interval_s = retention_check_interval_ms / 1000
+        self._queue_interval_s = queue_maintenance_interval_ms / 1000
         self._lock = threading.RLock()
         self._closed = False
         self._queues = None
@@ -119,12 +141,12 @@ class Broker:
                     fsync_dir(self.path)
             self._groups = GroupRegistry(os.path.join(self.path, "groups"))
             self._groups.cleanup()
-            self._catalog = TopicCatalog(os.path.join(self.path, "topics"), self.defaults, _open_log)
+            self._catalog = TopicCatalog(os.path.join(self.path, "topics"), self.log_defaults, _open_log)
             self._catalog.load()
             if os.path.isdir(os.path.join(self.path, "queues")):
                 self._queue_registry()  # recover existing queues now, not at first use
             self._retention_thread = threading.Thread(
-                target=self._retention_loop, name=f"vqs-retention:{self.path}", daemon=True
+                target=self._maintenance_loop, name=f"vqs-maintenance:{self.path}", daemon=True
             )
             self._retention_thread.start()
         except BaseException:
@@ -180,7 +202,7 @@ class Broker:
         self.close()
 
     def flush(self) -> None:
-        """Write and fsync every buffered record of every topic."""
+        """Write and fsync every buffered record of every topic and queue."""
         self._check_open()
         for topic in self._catalog.all():
             for p in range(topic.partitions):
@@ -188,6 +210,8 @@ class Broker:
                     topic.log(p).flush()
                 except LogClosedError:
                     pass  # deleted meanwhile
+        if self._queues is not None:
+            self._queues.flush()
 
     # -- retention ---------------------------------------------------------------------------
     def apply_retention(self) -> int:
@@ -203,14 +227,32 @@ class Broker:
                     deleted += topic.log(p).apply_retention(now_ms)
         return deleted
 
-    def _retention_loop(self) -> None:
-        while not self._stop.wait(self._retention_interval_s):
-            try:
-                self.apply_retention()
-            except LogClosedError:
-                return
-            except Exception:  # keep the thread alive; say what failed
-                log.exception("retention pass failed in %s", self.path)
+    def _maintenance_loop(self) -> None:
+        """Topic retention every retention_check_interval_ms; queue maintenance
+        (retention, disk reclaim) every queue_maintenance_interval_ms."""
+        now = time.monotonic()
+        next_retention = now + self._retention_interval_s
+        next_queues = now + self._queue_interval_s
+        while not self._stop.wait(max(0.0, min(next_retention, next_queues) - time.monotonic())):
+            now = time.monotonic()
+            if now >= next_retention:
+                next_retention = now + self._retention_interval_s
+                try:
+                    self.apply_retention()
+                except LogClosedError:
+                    return
+                except Exception:  # keep the thread alive; say what failed
+                    log.exception("topic retention pass failed in %s", self.path)
+            if now >= next_queues:
+                next_queues = now + self._queue_interval_s
+                registry = self._queues
+                if registry is not None and not self._closed:
+                    try:
+                        registry.maintenance()
+                    except LogClosedError:
+                        return
+                    except Exception:
+                        log.exception("queue maintenance failed in %s", self.path)
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(
@@ -347,6 +389,13 @@ class Broker:
                     )
                 registry = self._queues
         return registry
+
+    @property
+    def queue_registry(self):
+        """The QueueRegistry of DATA/queues (created on first use), for operations
+        beyond create/get/list/delete (dead-letter sources, message move tasks)."""
+        self._check_open()
+        return self._queue_registry()
 
     def create_queue(self, name: str, **attributes):
         """Create an SQS-style queue (attributes: see ``QueueRegistry.create``)."""
