@@ -135,7 +135,8 @@ def test_poll_wakes_on_send_from_another_thread(broker, partitions):
     recs = c.poll(timeout=10.0)
     returned = time.monotonic()
     assert [r.value for r in recs] == [b"wake"]
-    assert returned - sent_at[0] < 0.1, "poll did not wake promptly on the send"
+    # Woken by the append, not by the end of a wait slice (1 s) or the timeout (10 s).
+    assert returned - sent_at[0] < 0.5, "poll did not wake promptly on the send"
     assert returned - started < 2.0
 
 
@@ -144,7 +145,7 @@ def test_poll_timeout_returns_empty(broker):
     c = broker.consumer("t")
     t0 = time.monotonic()
     assert c.poll(timeout=0.2) == []
-    assert 0.19 <= time.monotonic() - t0 < 1.0
+    assert 0.19 <= time.monotonic() - t0 < 3.0
 
 
 def test_close_wakes_waiting_poll(data_dir):

@@ -12,6 +12,7 @@ batch on disk).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import threading
@@ -53,9 +54,19 @@ def murmur2(data: bytes) -> int:
     return h
 
 
-def partition_for_key(key: bytes, partitions: int) -> int:
+@functools.lru_cache(maxsize=1 << 16)
+def _positive_hash(key: bytes) -> int:
+    # Keys repeat (customer ids, ...): a cache hit costs far less than murmur2 in Python.
+    return murmur2(key) & 0x7FFFFFFF
+
+
+def partition_for_key(key, partitions: int) -> int:
     """The partition of ``key`` among ``partitions`` (Kafka's default partitioner)."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    if partitions == 1:
+        return 0
+    if key.__class__ is not bytes:
+        key = bytes(key)
+    return _positive_hash(key) % partitions
 
 
 class RoundRobin:

@@ -54,20 +54,6 @@ class Producer:
         self._broker = broker
         self._rr = RoundRobin()
 
-    def _timestamp(self, timestamp_ms):
-        if timestamp_ms is not None:
-            return timestamp_ms
-        clock = self._broker._clock_ms
-        return clock() if clock is not None else None
-
-    def _partition(self, topic, key, partition) -> int:
-        if partition is not None:
-            topic.log(partition)  # validates the number
-            return partition
-        if key is not None:
-            return partition_for_key(key, topic.partitions)
-        return self._rr.next(topic.name, topic.partitions)
-
     def send(
         self,
         topic: str,
@@ -83,14 +69,29 @@ class Producer:
         (stable across processes and restarts), else the next one round-robin.
         """
         t = self._broker.topic(topic)
-        value = to_bytes(value)
-        if key is not None:
+        if value.__class__ is not bytes:
+            value = to_bytes(value)
+        if key is not None and key.__class__ is not bytes:
             key = to_bytes(key, "key")
-        p = self._partition(t, key, partition)
-        offset = t.log(p).append(
-            value, key=key, headers=_headers(headers), timestamp_ms=self._timestamp(timestamp_ms)
+        if partition is None:
+            n = t.partitions
+            if n == 1:
+                p = 0
+            elif key is not None:
+                p = partition_for_key(key, n)
+            else:
+                p = self._rr.next(t.name, n)
+            log = t._logs[p]  # a closed (deleted) topic's log refuses the append
+        else:
+            log = t.log(partition)  # validates the number
+            p = partition
+        if timestamp_ms is None and self._broker._clock_ms is not None:
+            timestamp_ms = self._broker._clock_ms()
+        offset = log.append(
+            value, key=key, headers=_headers(headers) if headers else None, timestamp_ms=timestamp_ms
         )
-        t._notify()
+        if t._waiters:
+            t._notify()
         return RecordMetadata(t.name, p, offset)
 
     def send_batch(
