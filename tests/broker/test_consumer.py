@@ -148,9 +148,10 @@ def test_poll_timeout_returns_empty(broker):
     assert 0.19 <= time.monotonic() - t0 < 3.0
 
 
-def test_close_wakes_waiting_poll(data_dir):
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_broker_close_wakes_waiting_poll(data_dir, partitions):
     b = Broker(data_dir)
-    b.create_topic("t", partitions=2)
+    b.create_topic("t", partitions=partitions)
     c = b.consumer("t")
     errors = []
 
@@ -162,12 +163,25 @@ def test_close_wakes_waiting_poll(data_dir):
 
     th = threading.Thread(target=waiter)
     th.start()
-    time.sleep(0.1)
+    topic, log = b.topic("t"), b.topic("t").log(0)
+    deadline = time.monotonic() + 10
+    while not (log._waiters or topic._waiters) and time.monotonic() < deadline:
+        time.sleep(0.001)  # until the consumer waits
     t0 = time.monotonic()
     b.close()
     th.join(5)
     assert not th.is_alive() and time.monotonic() - t0 < 2
     assert len(errors) == 1
+
+
+def test_consumer_close_from_another_thread_wakes_poll(broker):
+    broker.create_topic("t", partitions=2)
+    c = broker.consumer("t")
+    threading.Timer(0.1, c.close).start()
+    t0 = time.monotonic()
+    with pytest.raises(LogClosedError):
+        c.poll(timeout=30)
+    assert time.monotonic() - t0 < 5
 
 
 def _truncated_topic(broker):
