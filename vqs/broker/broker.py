@@ -152,9 +152,12 @@ class Broker:
         except BaseException:
             self._closed = True
             try:
-                catalog = getattr(self, "_catalog", None)
-                if catalog is not None:
-                    catalog.close()
+                for part in (self._queues, getattr(self, "_catalog", None)):
+                    if part is not None:
+                        try:
+                            part.close()
+                        except Exception:  # the original error matters more
+                            log.exception("closing %s after a failed open", part)
             finally:
                 self._dir_lock.release()
             raise
