@@ -46,3 +46,60 @@ def log_contents(path, name):
                     out.append((name, p, r.offset, r.timestamp_ms, r.key, r.value, tuple(r.headers)))
                 off = recs[-1].offset + 1
     return out
+
+
+class Server:
+    """``python -m vqs.server`` on a data dir, for url-mode tests (stopped by pid)."""
+
+    def __init__(self, data_dir):
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.data_dir = str(data_dir)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = None
+
+    def start(self, timeout: float = 60.0) -> "Server":
+        import os
+        import subprocess
+        import sys
+        import time
+
+        import httpx
+
+        self._log = open(self.data_dir.rstrip("/") + ".server.log", "ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vqs.server", "--data-dir", self.data_dir, "--port", str(self.port),
+             "--log-format", "text"],
+            stdout=self._log, stderr=subprocess.STDOUT, env=env,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}")
+            try:
+                if httpx.get(self.url + "/health/ready", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("server not ready")
+
+    def stop(self) -> int:
+        import signal
+        import subprocess
+
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode

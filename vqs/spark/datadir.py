@@ -109,6 +109,10 @@ class PathSource:
         lg = self.log(topic, partition, refresh=refresh)
         return lg.start_offset, lg.end_offset
 
+    def partition_offsets(self, topic: str) -> list[tuple[int, int]]:
+        """(start_offset, end_offset) of every partition, as of now."""
+        return [self.offsets(topic, p) for p in range(self.partition_count(topic))]
+
     def offset_for_time(self, topic: str, partition: int, ts_ms: int) -> int | None:
         return self.log(topic, partition, refresh=True).offset_for_time(ts_ms)
 

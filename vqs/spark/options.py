@@ -26,10 +26,10 @@ LATEST = -1
 READ_OPTIONS = (
     "path", "url", "topic", "topics", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "maxOffsetsPerTrigger", "minPartitions",
-    "failOnDataLoss", "includeHeaders", "maxBytesPerRead", "timeoutMs",
+    "failOnDataLoss", "includeHeaders", "maxBytesPerRead", "timeoutMs", "token",
 )
 WRITE_OPTIONS = (
-    "path", "url", "topic", "topicPartitions", "lockTimeoutMs", "timeoutMs",
+    "path", "url", "topic", "topicPartitions", "lockTimeoutMs", "timeoutMs", "token",
 )
 # Options Spark itself or common tooling sets; never reported as unknown.
 _SPARK_OPTIONS = {"checkpointlocation", "queryname", "mergeschema", "header"}
@@ -177,7 +177,7 @@ class ReadOptions:
     max_bytes_per_read: int
     timeout_ms: int
     streaming: bool = False
-    raw: dict = field(default_factory=dict, compare=False, repr=False)
+    token: str | None = field(default=None, repr=False)
 
 
 def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) -> ReadOptions:
@@ -239,6 +239,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         max_bytes_per_read=_int(options, "maxBytesPerRead") or (4 << 20),
         timeout_ms=_int(options, "timeoutMs") or 30_000,
         streaming=streaming,
+        token=_get(options, "token") or None,
     )
 
 
@@ -250,6 +251,7 @@ class WriteOptions:
     topic_partitions: int
     lock_timeout_ms: int
     timeout_ms: int
+    token: str | None = field(default=None, repr=False)
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
@@ -268,4 +270,5 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         topic_partitions=_int(options, "topicPartitions") or 1,
         lock_timeout_ms=_int(options, "lockTimeoutMs", minimum=0) if _get(options, "lockTimeoutMs") else 60_000,
         timeout_ms=_int(options, "timeoutMs") or 30_000,
+        token=_get(options, "token") or None,
     )

@@ -51,14 +51,9 @@ def make_source(opts):
         from .datadir import PathSource
 
         return PathSource(opts.path)
-    try:
-        from .remote import UrlSource
-    except ImportError:
-        raise ConfigError(
-            "option 'url': reading through a VQS server needs the server client "
-            "(vqs.client), which is not installed; use option 'path' for a local data directory"
-        ) from None
-    return UrlSource(opts.url, timeout_ms=opts.timeout_ms)
+    from .remote import UrlSource
+
+    return UrlSource(opts.url, token=opts.token, timeout_ms=opts.timeout_ms)
 
 
 def _data_loss(opts: ReadOptions, message: str) -> None:
@@ -91,9 +86,8 @@ def plan_ranges(src, opts: ReadOptions) -> list[OffsetRange]:
     """Resolve the options into one range per topic partition (batch read)."""
     ranges = []
     for topic in opts.topics:
-        n = src.partition_count(topic, option="topics" if len(opts.topics) > 1 else "topic")
-        for p in range(n):
-            lo, hi = src.offsets(topic, p)
+        src.partition_count(topic, option="topics" if len(opts.topics) > 1 else "topic")
+        for p, (lo, hi) in enumerate(src.partition_offsets(topic)):
             start = _offset_for(opts.starting, opts.starting_timestamp, topic, p, lo, hi, src, False)
             end = _offset_for(opts.ending, opts.ending_timestamp, topic, p, lo, hi, src, True)
             if start > hi:

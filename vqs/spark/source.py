@@ -43,11 +43,11 @@ class VQSDataSource(DataSource):
         opts = parse_write_options(self.options)
         check_write_schema(schema, opts)
         if opts.url:
-            raise ConfigError(
-                "option 'url': writing through a VQS server is not available yet; "
-                "use option 'path' (a data directory no other process owns)"
-            )
-        prepare_path_write(opts)
+            from .remote import prepare_url_write
+
+            prepare_url_write(opts)
+        else:
+            prepare_path_write(opts)
         return opts
 
     def writer(self, schema, overwrite: bool):
@@ -56,6 +56,11 @@ class VQSDataSource(DataSource):
         return VQSBatchWriter(self._write_options(schema, overwrite))
 
     def streamWriter(self, schema, overwrite: bool):
+        opts = self._write_options(schema, overwrite)
+        if opts.url:
+            from .remote import UrlStreamWriter
+
+            return UrlStreamWriter(opts)
         from .writer import VQSStreamWriter
 
-        return VQSStreamWriter(self._write_options(schema, overwrite))
+        return VQSStreamWriter(opts)

@@ -99,8 +99,8 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         src = self._source()
         out = {}
         for t in self.opts.topics:
-            n = src.partition_count(t, option="topics" if len(self.opts.topics) > 1 else "topic")
-            out[t] = {_key(p): src.offsets(t, p) for p in range(n)}
+            src.partition_count(t, option="topics" if len(self.opts.topics) > 1 else "topic")
+            out[t] = {_key(p): lohi for p, lohi in enumerate(src.partition_offsets(t))}
         return out
 
     # -- offsets ---------------------------------------------------------
@@ -170,11 +170,14 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ranges = []
         for t, parts in end.items():
             sp = start.get(t, {})
+            now = None
             for p, e in parts.items():
                 s = sp.get(p, 0)
                 if e <= s:
                     continue
-                lo, _ = src.offsets(t, int(p))
+                if now is None:
+                    now = src.partition_offsets(t)
+                lo = now[int(p)][0] if int(p) < len(now) else 0
                 if s < lo:
                     _data_loss(self.opts, f"{t}/{p}: offset {s} is below the log start offset {lo}")
                     s = min(lo, e)

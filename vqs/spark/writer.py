@@ -180,11 +180,14 @@ class Rows:
         return len(self.values)
 
     def slice(self, a: int) -> "Rows":
+        return self.part(a, len(self.values))
+
+    def part(self, a: int, b: int) -> "Rows":
         return Rows(
-            self.values[a:],
-            None if self.keys is None else self.keys[a:],
-            None if self.headers is None else self.headers[a:],
-            None if self.timestamps is None else self.timestamps[a:],
+            self.values[a:b],
+            None if self.keys is None else self.keys[a:b],
+            None if self.headers is None else self.headers[a:b],
+            None if self.timestamps is None else self.timestamps[a:b],
         )
 
     def extend(self, other: "Rows") -> None:
@@ -227,23 +230,17 @@ def _headers_list(col: pa.Array) -> list:
 class Router:
     """Splits Arrow batches into per-(topic, partition) Rows."""
 
-    def __init__(self, data_dir: str, default_topic: str | None, sticky_seed: int):
-        self.data_dir = data_dir
+    def __init__(self, partitions_of, default_topic: str | None, sticky_seed: int):
+        self.partitions_of = partitions_of  # topic -> partition count (raises if it does not exist)
         self.default_topic = default_topic
         self.sticky_seed = sticky_seed
-        self._meta: dict[str, dict] = {}
+        self._parts: dict[str, int] = {}
 
-    def meta(self, topic: str) -> dict:
-        m = self._meta.get(topic)
-        if m is None:
-            m = read_topic_meta(self.data_dir, topic)
-            if m is None:
-                raise VQSError(
-                    f"topic {topic!r} (from the 'topic' column) does not exist in {self.data_dir}; "
-                    "create it first, or give it as the 'topic' option"
-                )
-            self._meta[topic] = m
-        return m
+    def partitions(self, topic: str) -> int:
+        n = self._parts.get(topic)
+        if n is None:
+            n = self._parts[topic] = int(self.partitions_of(topic))
+        return n
 
     def route(self, rb: pa.RecordBatch) -> list[tuple[str, int, Rows]]:
         n = rb.num_rows
@@ -289,7 +286,7 @@ class Router:
 
         out = []
         for topic in uniq:
-            nparts = int(self.meta(topic)["partitions"])
+            nparts = self.partitions(topic)
             idx = None if topics is None else [i for i, t in enumerate(topics) if t == topic]
             parts = self._partitions(rows, idx, explicit, nparts, topic)
             if isinstance(parts, int):
@@ -339,29 +336,54 @@ def _take(rows: Rows, idx: list) -> Rows:
     )
 
 
-class PartitionWriters:
-    """Holds at most one partition log open at a time (see datadir.py)."""
+def path_partitions_of(data_dir: str):
+    def partitions_of(topic: str) -> int:
+        m = read_topic_meta(data_dir, topic)
+        if m is None:
+            raise VQSError(
+                f"topic {topic!r} (from the 'topic' column) does not exist in {data_dir}; "
+                "create it first, or give it as the 'topic' option"
+            )
+        return int(m["partitions"])
 
-    def __init__(self, data_dir: str, router: Router, timeout_s: float):
+    return partitions_of
+
+
+class PathAppender:
+    """Appends to the partition logs of a data directory, holding at most one
+    partition log open at a time (see datadir.py). The caller holds a
+    SharedOwnership of the directory."""
+
+    def __init__(self, data_dir: str, timeout_s: float):
         self.data_dir = data_dir
-        self.router = router
         self.timeout_s = timeout_s
         self._cur: tuple[str, int] | None = None
         self._log = None
+        self._meta: dict[str, dict] = {}
 
     def log(self, topic: str, partition: int):
         if self._cur != (topic, partition):
-            self.close()
-            self._log = open_partition_writer(
-                self.data_dir, topic, partition, self.router.meta(topic), self.timeout_s
-            )
+            self.release()
+            meta = self._meta.get(topic)
+            if meta is None:
+                meta = self._meta[topic] = read_topic_meta(self.data_dir, topic) or {}
+            self._log = open_partition_writer(self.data_dir, topic, partition, meta, self.timeout_s)
             self._cur = (topic, partition)
         return self._log
 
-    def close(self) -> None:
+    def end_offset(self, topic: str, partition: int) -> int:
+        return self.log(topic, partition).end_offset
+
+    def append(self, topic: str, partition: int, rows: "Rows") -> None:
+        rows.append_to(self.log(topic, partition))
+
+    def release(self) -> None:
+        """Close (write and fsync) the open partition log, releasing its lock."""
         if self._log is not None:
             lg, self._log, self._cur = self._log, None, None
-            lg.close()  # writes and fsyncs
+            lg.close()
+
+    close = release
 
 
 # --------------------------------------------------------------- task info
@@ -399,16 +421,29 @@ class VQSBatchWriter(DataSourceArrowWriter):
     def write(self, iterator) -> VQSCommitMessage:
         info = task_info()
         counts: dict = {}
-        router = Router(self.opts.path, self.opts.topic, info["partition"])
-        with SharedOwnership(self.opts.path):
-            writers = PartitionWriters(self.opts.path, router, self.opts.lock_timeout_ms / 1000)
+        if self.opts.url:
+            from .remote import UrlAppender
+
+            app = UrlAppender(self.opts)
+            router = Router(app.partitions_of, self.opts.topic, info["partition"])
             try:
                 for rb in iterator:
                     for topic, p, rows in router.route(rb):
-                        rows.append_to(writers.log(topic, p))
+                        app.append(topic, p, rows)
                         _count(counts, topic, p, len(rows))
             finally:
-                writers.close()
+                app.close()
+            return VQSCommitMessage(counts)
+        router = Router(path_partitions_of(self.opts.path), self.opts.topic, info["partition"])
+        with SharedOwnership(self.opts.path):
+            app = PathAppender(self.opts.path, self.opts.lock_timeout_ms / 1000)
+            try:
+                for rb in iterator:
+                    for topic, p, rows in router.route(rb):
+                        app.append(topic, p, rows)
+                        _count(counts, topic, p, len(rows))
+            finally:
+                app.close()
         return VQSCommitMessage(counts)
 
     def commit(self, messages) -> None:
@@ -463,6 +498,8 @@ def _fsync_file(path: str) -> None:
 
 
 class VQSStreamWriter(DataSourceStreamArrowWriter):
+    """Path mode; url mode is :class:`vqs.spark.remote.UrlStreamWriter`."""
+
     def __init__(self, opts: WriteOptions):
         self.opts = opts
 
@@ -531,10 +568,11 @@ class VQSStreamWriter(DataSourceStreamArrowWriter):
     def _publish(self, sink: str, state: dict) -> None:
         groups: dict[tuple[str, int], Rows] = {}
         routers: dict[int, Router] = {}
+        partitions_of = path_partitions_of(self.opts.path)
         for rel, task in state["files"]:
             router = routers.get(task)
             if router is None:
-                router = routers[task] = Router(self.opts.path, self.opts.topic, task)
+                router = routers[task] = Router(partitions_of, self.opts.topic, task)
             with pa.memory_map(os.path.join(sink, rel)) as src:
                 reader = pa.ipc.open_file(src)
                 for i in range(reader.num_record_batches):
@@ -544,26 +582,23 @@ class VQSStreamWriter(DataSourceStreamArrowWriter):
                             groups[(topic, p)] = rows
                         else:
                             g.extend(rows)
-        router = next(iter(routers.values()))
-        for r in routers.values():
-            router._meta.update(r._meta)
-        writers = PartitionWriters(self.opts.path, router, self.opts.lock_timeout_ms / 1000)
+        app = PathAppender(self.opts.path, self.opts.lock_timeout_ms / 1000)
         try:
             for (topic, p), rows in sorted(groups.items()):
                 key = f"{topic}/{p}"
-                lg = writers.log(topic, p)
+                end = app.end_offset(topic, p)  # under the partition's lock from here on
                 before = state["before"].get(key)
                 if before is None:
-                    state["before"][key] = lg.end_offset
+                    state["before"][key] = end
                     save_state(sink, state)
                     done = 0
                 else:
-                    done = max(0, lg.end_offset - before)
+                    done = max(0, end - before)
                 if done < len(rows):
-                    (rows.slice(done) if done else rows).append_to(lg)
-                writers.close()
+                    app.append(topic, p, rows.slice(done) if done else rows)
+                app.release()
         finally:
-            writers.close()
+            app.close()
         save_state(sink, {"batch": state["batch"], "state": "done"})
 
     def _cleanup(self, sink: str, batch: int) -> None:

@@ -1,0 +1,147 @@
+"""Url mode: the same source and sink through a VQS server process."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+pytest.importorskip("httpx")
+
+from vqs.client import Client  # noqa: E402
+from vqs.spark import remote as R  # noqa: E402
+from vqs.spark import writer as W  # noqa: E402
+from vqs.spark.options import parse_write_options  # noqa: E402
+from spark_helpers import Server  # noqa: E402
+
+T0 = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("url") / "data").start()
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.fixture
+def client(server):
+    with Client(server.url) as c:
+        yield c
+
+
+def _contents(client, topic):
+    out = []
+    t = client.topic(topic)
+    for p in range(t.partitions):
+        off = 0
+        end = client.offsets(topic)[p]["end_offset"]
+        while off < end:
+            recs = client.read(topic, p, off, max_records=10_000)
+            out += [(topic, p, r.offset, r.timestamp_ms, r.key, r.value, tuple(r.headers)) for r in recs]
+            off = recs[-1].offset + 1
+    return out
+
+
+def test_batch_read_through_server(spark, server, client):
+    client.create_topic("u_events", partitions=2)
+    prod = client.producer()
+    for p in range(2):
+        prod.send_batch("u_events", [b"v%d-%d" % (p, i) for i in range(300)],
+                        keys=[None if i % 2 else b"k%d" % i for i in range(300)],
+                        headers=[[("h", b"%d" % i)] if i % 3 == 0 else None for i in range(300)],
+                        partition=p, timestamps_ms=[T0 + i for i in range(300)])
+    df = (spark.read.format("vqs").option("url", server.url).option("topic", "u_events")
+          .option("includeHeaders", "true").option("startingOffsets", json.dumps({"u_events": {"1": 100}})).load())
+    got = sorted(
+        (r.topic, r.partition, r.offset, int(r.timestamp.replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
+         None if r.key is None else bytes(r.key), bytes(r.value), tuple((h.key, bytes(h.value)) for h in r.headers))
+        for r in df.collect()
+    )
+    want = sorted(r for r in _contents(client, "u_events") if r[1] == 0 or r[2] >= 100)
+    assert got == want and len(got) == 500
+
+
+def test_batch_write_through_server(spark, server, client):
+    df = spark.createDataFrame([(f"w{i}", f"k{i % 3}") for i in range(100)], "value string, key string")
+    df.write.format("vqs").mode("append").option("url", server.url).option("topic", "u_out") \
+        .option("topicPartitions", "3").save()
+    got = _contents(client, "u_out")
+    assert sorted(r[5] for r in got) == sorted(f"w{i}".encode() for i in range(100))
+    from vqs.broker import partition_for_key
+
+    assert all(r[1] == partition_for_key(r[4], 3) for r in got)
+
+
+def test_streaming_through_server(spark, server, client, tmp_path):
+    client.create_topic("u_in", partitions=2)
+    prod = client.producer()
+    for p in range(2):
+        prod.send_batch("u_in", [b"s%d-%03d" % (p, i) for i in range(120)], partition=p)
+    client.create_topic("u_sink", partitions=1)
+    q = (spark.readStream.format("vqs").option("url", server.url).option("topic", "u_in")
+         .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "100").load()
+         .select("value", "key").writeStream.format("vqs").option("url", server.url).option("topic", "u_sink")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(180)
+    assert q.exception() is None
+    assert [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]] == [100, 100, 40]
+    got = sorted(r[5] for r in _contents(client, "u_sink"))
+    assert got == sorted(b"s%d-%03d" % (p, i) for p in range(2) for i in range(120))
+
+
+QUERY = "0c4a7f33-aaaa-bbbb-cccc-000011112222"
+
+
+def test_url_sink_replay_and_interrupted_commit(monkeypatch, server, client):
+    import pyarrow as pa
+
+    client.create_topic("u_once", partitions=2)
+    opts = parse_write_options({"url": server.url, "topic": "u_once"})
+
+    def batches(lo, hi):
+        yield pa.record_batch([pa.array([b"x%03d" % i for i in range(lo, hi)], pa.binary())], names=["value"])
+
+    def run(batch_id, tasks):
+        msgs = []
+        for t, (lo, hi) in enumerate(tasks):
+            monkeypatch.setattr(W, "task_info", lambda t=t: {"partition": t, "attempt": 0, "query": QUERY,
+                                                            "batch": batch_id})
+            msgs.append(R.UrlStreamWriter(opts).write(batches(lo, hi)))
+        return msgs
+
+    def values():
+        return sorted(r[5] for r in _contents(client, "u_once"))
+
+    R.UrlStreamWriter(opts).commit(run(0, [(0, 30), (30, 50)]), 0)
+    assert values() == [b"x%03d" % i for i in range(50)]
+    R.UrlStreamWriter(opts).commit(run(0, [(0, 30), (30, 50)]), 0)  # replayed
+    assert values() == [b"x%03d" % i for i in range(50)]
+
+    # Interrupted after the first group reached the server, before the state said so;
+    # meanwhile another producer writes to the same partitions.
+    msgs = run(1, [(50, 80), (80, 100)])
+    real = R.save_url_state
+    calls = {"n": 0}
+
+    def dying_save(c, q, state):
+        calls["n"] += 1
+        if state.get("published"):
+            raise KeyboardInterrupt("driver killed")
+        return real(c, q, state)
+
+    monkeypatch.setattr(R, "save_url_state", dying_save)
+    with pytest.raises(KeyboardInterrupt):
+        R.UrlStreamWriter(opts).commit(msgs, 1)
+    monkeypatch.setattr(R, "save_url_state", real)
+    client.producer().send_batch("u_once", [b"other-0", b"other-1"], partition=0)
+    client.producer().send_batch("u_once", [b"other-2"], partition=1)
+    R.UrlStreamWriter(opts).commit(run(1, [(50, 80), (80, 100)]), 1)  # the replay
+    assert values() == sorted([b"x%03d" % i for i in range(100)] + [b"other-0", b"other-1", b"other-2"])
+
+
+def test_unreachable_server_fails_at_planning(spark):
+    with pytest.raises(Exception) as e:
+        spark.read.format("vqs").option("url", "http://127.0.0.1:9").option("topic", "t").load().collect()
+    assert "option 'url'" in str(e.value)
