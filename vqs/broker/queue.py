@@ -189,6 +189,20 @@ class Message:
         return out
 
 
+class _Rec:
+    """A record-shaped tuple (offset, timestamp_ms, key, value, headers) for messages
+    that came from the in-memory tail rather than from a log read."""
+
+    __slots__ = ("offset", "timestamp_ms", "key", "value", "headers")
+
+    def __init__(self, offset, value, ts, headers):
+        self.offset = offset
+        self.timestamp_ms = ts
+        self.key = None
+        self.value = value
+        self.headers = headers or ()
+
+
 class _Prepared:
     """A validated message ready to append."""
 
@@ -865,7 +879,9 @@ class Queue:
         return recs[0]
 
     def _take(self, n: int, vis: int, now: int, dlq) -> tuple[list, list]:
-        """Standard queue: lease up to n messages (redeliveries first, oldest first)."""
+        """Standard queue: lease up to n visible messages, oldest (lowest offset)
+        first. Returns (messages, moves): moves are messages past
+        max_receive_count, marked MOVING, for the caller to move to the DLQ."""
         if self._timers and self._timers[0][0] <= now:
             self._fire_timers(now)
         if self._n_inflight >= MAX_INFLIGHT:
@@ -887,9 +903,11 @@ class Queue:
         nonce = self._nonce
         pfx = self._id_prefix
         new_msg = Message.__new__
+        cursor = self._cursor
 
+        # 1. messages received before (or delayed) and visible again, below the cursor
         avail = self._avail
-        while avail and len(out) < n:
+        while avail and len(out) < n and avail[0] < cursor:
             o = heapq.heappop(avail)
             e = live.get(o)
             if e is None or e[_STATE] != AVAILABLE:
@@ -918,9 +936,9 @@ class Queue:
             flat += (o, nonce, until, now, first, count)
             out.append(self._message(o, r.value, r.timestamp_ms, r.headers, codec_encode(o, nonce), count, first))
 
+        # 2. from the cursor on: fresh messages (and any tracked ones met on the way)
         log = self._log
         ahead = self._ahead
-        cursor = self._cursor
         nfresh = 0
         tail = self._tail
         while len(out) < n and cursor < log.end_offset:
@@ -945,11 +963,44 @@ class Queue:
                     break
             for o, value, ts, h in recs:
                 cursor = o + 1
-                if o in live:
+                e = live.get(o)
+                if e is not None:
+                    # delayed at send, or leased before a restart: deliver only if
+                    # visible now (it is also in the avail heap; that entry goes stale)
+                    if e[_STATE] != AVAILABLE:
+                        continue
+                    self._n_available -= 1
+                    sent = ts
+                    if h:
+                        for hk, hv in h:
+                            if hk == H_SENT:
+                                sent = int(hv)
+                    if sent <= expire_before:
+                        del live[o]
+                        dels.append(o)
+                        continue
+                    if mrc is not None and e[_COUNT] >= mrc:
+                        e[_STATE] = MOVING
+                        moves.append((o, _Rec(o, value, ts, h), e))
+                        continue
+                    nonce += 1
+                    count = e[_COUNT] + 1
+                    first = e[_FIRST] or now
+                    e[_NONCE] = nonce
+                    e[_UNTIL] = until
+                    e[_COUNT] = count
+                    e[_RECV] = now
+                    e[_FIRST] = first
+                    e[_STATE] = INFLIGHT
+                    self._n_inflight += 1
+                    push(timers, (until, o, nonce))
+                    flat += (o, nonce, until, now, first, count)
+                    out.append(self._message(o, value, ts, h or (), codec_encode(o, nonce), count, first))
                     continue
                 if ahead and o in ahead:
                     ahead.discard(o)
                     continue
+                sent = ts
                 if h:
                     hd = dict(h)
                     d = hd.get(H_DELAY)
@@ -961,8 +1012,8 @@ class Queue:
                         continue
                     s = hd.get(H_SENT)
                     if s is not None:
-                        ts = int(s)
-                if ts <= expire_before:
+                        sent = int(s)
+                if sent <= expire_before:
                     dels.append(o)
                     continue
                 nonce += 1
@@ -985,6 +1036,8 @@ class Queue:
                     m.offset = o
                     m._fifo = False
                     out.append(m)
+            if len(out) >= n:
+                break
         self._cursor = cursor
         self._nonce = nonce
         self._n_inflight += nfresh

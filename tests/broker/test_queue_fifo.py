@@ -1,0 +1,212 @@
+"""FIFO queues: order per message group, one group in flight, 5-minute deduplication."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from vqs.broker.queues import QueueRegistry
+from vqs.errors import InvalidParameterValue, MissingParameter, ReceiptHandleExpired
+
+
+class Clock:
+    def __init__(self, t: float = 1_700_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += s
+
+
+@pytest.fixture
+def qclock():
+    return Clock()
+
+
+@pytest.fixture
+def reg(tmp_path, qclock):
+    r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
+    yield r
+    r.close()
+
+
+def reopen(reg, tmp_path, qclock):
+    reg.close()
+    return QueueRegistry(str(tmp_path / "queues"), clock=qclock)
+
+
+def test_fifo_attributes(reg):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True)
+    a = q.attributes()
+    assert a["FifoQueue"] == "true" and a["ContentBasedDeduplication"] == "true"
+    assert a["DeduplicationScope"] == "queue" and a["FifoThroughputLimit"] == "perQueue"
+    q2 = reg.create("h.fifo", FifoQueue="true", DeduplicationScope="messageGroup",
+                    FifoThroughputLimit="perMessageGroupId")
+    assert q2.attributes()["FifoThroughputLimit"] == "perMessageGroupId"
+
+
+def test_fifo_send_requirements(reg):
+    q = reg.create("q.fifo", fifo=True)
+    with pytest.raises(MissingParameter):
+        q.send(b"x", dedup_id="d")  # no group
+    with pytest.raises(InvalidParameterValue):
+        q.send(b"x", group_id="g")  # no dedup id and no content-based dedup
+    with pytest.raises(InvalidParameterValue):
+        q.send(b"x", group_id="g", dedup_id="d", delay_seconds=5)  # no per-message delay
+    with pytest.raises(InvalidParameterValue):
+        q.send(b"x", group_id="g" * 129, dedup_id="d")
+    with pytest.raises(InvalidParameterValue):
+        q.send(b"x", group_id="g", dedup_id="bad id")  # space is not allowed
+
+
+def test_order_within_group_and_group_lock(reg, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=30)
+    for i in range(3):
+        q.send(f"a{i}", group_id="A")
+        q.send(f"b{i}", group_id="B")
+    ms = q.receive(2)
+    assert [m.text for m in ms] == ["a0", "a1"]  # the oldest group first, in order
+    assert [m.group_id for m in ms] == ["A", "A"]
+    ms2 = q.receive(10)
+    assert [m.text for m in ms2] == ["b0", "b1", "b2"]  # A is locked: a2 not delivered
+    assert q.receive(10) == []
+    q.delete(ms[0].receipt_handle)
+    assert q.receive(10) == []  # a1 still in flight
+    q.delete(ms[1].receipt_handle)
+    (m,) = q.receive(10)
+    assert m.text == "a2"
+    seqs = [x.sequence_number for x in ms + ms2 + [m]]
+    assert all(s is not None and len(s) == 20 for s in seqs)
+
+
+def test_expired_message_is_redelivered_before_later_ones(reg, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=10)
+    q.send_batch([{"body": f"m{i}", "group_id": "g"} for i in range(3)])
+    ms = q.receive(1)
+    assert ms[0].text == "m0"
+    qclock.advance(10)
+    ms = q.receive(10)
+    assert [m.text for m in ms] == ["m0", "m1", "m2"]
+    assert [m.receive_count for m in ms] == [2, 1, 1]
+
+
+def test_dedup_window(reg, qclock):
+    q = reg.create("q.fifo", fifo=True)
+    r1 = q.send_message(b"x", group_id="g", dedup_id="d1")
+    r2 = q.send_message(b"other body", group_id="g", dedup_id="d1")
+    assert r1 == r2  # accepted, not enqueued again: same id and sequence number
+    assert q.counts()["visible"] == 1
+    qclock.advance(299)
+    assert q.send(b"y", group_id="g", dedup_id="d1") == r1["message_id"]
+    qclock.advance(2)  # the 5-minute window has passed
+    assert q.send(b"y", group_id="g", dedup_id="d1") != r1["message_id"]
+    assert q.counts()["visible"] == 2
+
+
+def test_dedup_applies_after_delete_and_across_reopen(reg, tmp_path, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True)
+    mid = q.send("same", group_id="g")
+    (m,) = q.receive()
+    q.delete(m.receipt_handle)
+    assert q.send("same", group_id="g") == mid
+    reg = reopen(reg, tmp_path, qclock)
+    q = reg.get("q.fifo")
+    qclock.advance(60)
+    assert q.send("same", group_id="g") == mid
+    assert q.receive() == []
+    reg.close()
+
+
+def test_content_based_dedup_is_sha256_of_body(reg):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True)
+    q.send("body", group_id="g")
+    (m,) = q.receive()
+    assert m.dedup_id == hashlib.sha256(b"body").hexdigest()
+    assert m.system_attributes()["MessageDeduplicationId"] == m.dedup_id
+
+
+def test_dedup_inside_one_batch(reg):
+    q = reg.create("q.fifo", fifo=True)
+    res = q.send_batch_entries([
+        {"id": "1", "body": "a", "group_id": "g", "dedup_id": "same"},
+        {"id": "2", "body": "b", "group_id": "g", "dedup_id": "same"},
+    ])
+    a, b = res["successful"]
+    assert a["message_id"] == b["message_id"] and a["sequence_number"] == b["sequence_number"]
+    assert q.counts()["visible"] == 1
+
+
+def test_dedup_scope_message_group(reg):
+    q = reg.create("q.fifo", fifo=True, deduplication_scope="messageGroup")
+    a = q.send(b"x", group_id="g1", dedup_id="d")
+    b = q.send(b"x", group_id="g2", dedup_id="d")
+    assert a != b
+    assert q.send(b"x", group_id="g1", dedup_id="d") == a
+
+
+def test_fifo_expired_handle_raises(reg, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=10)
+    q.send("x", group_id="g")
+    (m,) = q.receive()
+    qclock.advance(11)
+    with pytest.raises(ReceiptHandleExpired) as ei:
+        q.delete(m.receipt_handle)
+    assert ei.value.code == "InvalidParameterValue"
+    (m2,) = q.receive()
+    with pytest.raises(ReceiptHandleExpired):
+        q.delete(m.receipt_handle)  # stale: received again since
+    q.delete(m2.receipt_handle)
+    q.delete(m2.receipt_handle)  # already deleted: success
+
+
+def test_fifo_queue_delay(reg, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, delay_seconds=5)
+    q.send("x", group_id="g")
+    assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 1}
+    assert q.receive() == []
+    qclock.advance(5)
+    assert [m.text for m in q.receive()] == ["x"]
+
+
+def test_fifo_state_survives_reopen(reg, tmp_path, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=100)
+    for i in range(4):
+        q.send(f"m{i}", group_id="g")
+    q.send("other", group_id="h")
+    ms = q.receive(2)
+    assert [m.text for m in ms] == ["m0", "m1"]
+    q.delete(ms[0].receipt_handle)
+    reg = reopen(reg, tmp_path, qclock)
+    q = reg.get("q.fifo")
+    assert [m.text for m in q.receive(10)] == ["other"]  # g is still locked by m1
+    q.delete(ms[1].receipt_handle)
+    assert [m.text for m in q.receive(10)] == ["m2", "m3"]
+    reg.close()
+
+
+def test_fifo_dlq_keeps_group_order(reg, qclock):
+    dlq = reg.create("dlq.fifo", fifo=True)
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=1,
+                   dead_letter_queue="dlq.fifo", max_receive_count=1)
+    q.send_batch([{"body": f"m{i}", "group_id": "g"} for i in range(3)])
+    (m,) = q.receive(1)
+    assert m.text == "m0"
+    qclock.advance(1)
+    ms = q.receive(10)  # m0 moves to the DLQ; m1, m2 follow in order
+    assert [x.text for x in ms] == ["m1", "m2"]
+    (d,) = dlq.receive(10)
+    assert d.text == "m0" and d.group_id == "g" and d.source_queue == "q.fifo"
+
+
+def test_fifo_purge(reg, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True)
+    q.send("a", group_id="g")
+    q.send("b", group_id="h")
+    q.receive(1)
+    q.purge()
+    assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+    q.send("c", group_id="g")
+    assert [m.text for m in q.receive(10)] == ["c"]
