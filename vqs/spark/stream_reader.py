@@ -112,7 +112,7 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             offs[t] = {}
             for p, (lo, hi) in parts.items():
                 off = _offset_for(
-                    self.opts.starting, self.opts.starting_timestamp, t, int(p), lo, hi, src, True
+                    self.opts.starting, self.opts.starting_timestamp, t, int(p), lo, hi, src, False
                 )
                 if off > hi:
                     raise ConfigError(
