@@ -100,6 +100,8 @@ def serve(
     max_header_bytes: Optional[int] = typer.Option(None, "--max-header-bytes"),
     max_connections: Optional[int] = typer.Option(None, "--max-connections"),
     max_long_poll_waiters: Optional[int] = typer.Option(None, "--max-long-poll-waiters"),
+    max_partitions_per_topic: Optional[int] = typer.Option(None, "--max-partitions-per-topic"),
+    max_total_partitions: Optional[int] = typer.Option(None, "--max-total-partitions"),
     log_level: Optional[str] = typer.Option(None, "--log-level"),
     log_format: Optional[str] = typer.Option(None, "--log-format", help="json | text"),
     access_log: Optional[bool] = typer.Option(None, "--access-log", help="log every request"),
@@ -113,6 +115,7 @@ def serve(
                      account_id=account_id, region=region, max_body_bytes=max_body_bytes,
                      max_message_bytes=max_message_bytes, max_header_bytes=max_header_bytes,
                      max_connections=max_connections, max_long_poll_waiters=max_long_poll_waiters,
+                     max_partitions_per_topic=max_partitions_per_topic, max_total_partitions=max_total_partitions,
                      log_level=log_level, log_format=log_format, access_log=access_log)
     try:
         settings = load_settings(overrides, config_file=config)

@@ -311,6 +311,19 @@ def build_router(ctx: ServerContext) -> APIRouter:
     @r.post("/topics", tags=["topics"], summary="Create a topic", status_code=201)
     async def create_topic(body: TopicCreate):
         _check_name(body.name, "topic")
+        if body.partitions > s.max_partitions_per_topic:
+            raise APIError(400, "invalid_argument", f"partitions: at most {s.max_partitions_per_topic} per topic "
+                           "(max_partitions_per_topic)", field="partitions")
+        b = broker()
+        total = 0
+        for tn in b.topics():
+            try:
+                total += b.topic(tn).partitions
+            except VQSError:
+                pass
+        if total + body.partitions > s.max_total_partitions:
+            raise APIError(409, "partition_limit", f"the server holds {total} partitions; {body.partitions} more "
+                           f"would pass max_total_partitions ({s.max_total_partitions})", field="partitions")
         t = await ctx.run(broker().create_topic, body.name, partitions=body.partitions,
                           retention_ms=body.retention_ms, retention_bytes=body.retention_bytes,
                           segment_bytes=body.segment_bytes, compression=body.compression)

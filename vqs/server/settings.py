@@ -45,6 +45,8 @@ class Settings:
     max_connections: int = 1024
     max_long_poll_waiters: int = 256
     max_wait_ms: int = 20_000                 # REST long poll cap
+    max_partitions_per_topic: int = 256
+    max_total_partitions: int = 4096          # every partition is a log (files, and a flusher thread)
     # logging
     log_level: str = "info"
     log_format: str = "json"                  # json | text

@@ -1,0 +1,428 @@
+"""Server benchmark: VQS over HTTP vs Redis Streams and NATS JetStream, one run.
+
+    python bench/server_bench.py [--quick] [--json out.json] [--update-results]
+
+Starts everything itself on 127.0.0.1 (a VQS server process, ``redis-server``,
+``nats-server -js``) in a temporary directory and stops it afterwards.
+Workloads use 100-byte messages:
+
+* produce over HTTP (vqs.Client, binary record-batch bodies), batches of 1 and
+  100, 1 and 16 concurrent clients;
+* consume by offset over HTTP (binary), batches of 100 (and 1), 1 and 16 clients;
+* SQS send → receive → delete through boto3 (batches of 1 and 10);
+* Redis Streams: XADD one at a time, XADD pipelined 100 at a time,
+  XREADGROUP COUNT 100 + XACK;
+* NATS JetStream (file storage): publish with ack one at a time and 100 in
+  flight, pull-consume 100 at a time with acks.
+
+Durability, stated: Redis runs with AOF ``appendfsync everysec``; the VQS server
+runs with ``--flush interval --flush-interval-ms 1000`` (acknowledged writes
+reach the OS at once and are fsynced within a second: the same promise as
+everysec); JetStream's file store acknowledges after writing to the OS and
+fsyncs on its own timer (``sync_interval``, 2 minutes by default in 2.9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+VALUE = b"x" * 100
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+def rate(n: int, seconds: float) -> float:
+    return n / seconds if seconds > 0 else float("inf")
+
+
+def threads(k: int, fn) -> float:
+    """Run fn(i) in k threads at once; return the wall time."""
+    barrier = threading.Barrier(k + 1)
+    errs = []
+
+    def run(i):
+        barrier.wait()
+        try:
+            fn(i)
+        except Exception as e:  # noqa: BLE001
+            errs.append(e)
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(k)]
+    for t in ts:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in ts:
+        t.join()
+    dt = time.perf_counter() - t0
+    if errs:
+        raise errs[0]
+    return dt
+
+
+# ------------------------------------------------------------------------------ VQS
+class VQSServer:
+    def __init__(self, tmp: str):
+        self.port = free_port()
+        self.dir = os.path.join(tmp, "vqs")
+        self.proc = None
+
+    def __enter__(self):
+        self.log = open(os.path.join(os.path.dirname(self.dir), "vqs-server.log"), "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vqs.server", "--data-dir", self.dir, "--port", str(self.port),
+             "--flush", "interval", "--flush-interval-ms", "1000", "--log-level", "warning"],
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
+        wait_port(self.port)
+        import httpx
+
+        for _ in range(200):
+            try:
+                if httpx.get(self.url + "/health/ready").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        return self
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(60)
+        self.log.close()
+
+
+def bench_vqs(url: str, n: int, n_single: int) -> dict:
+    from vqs.client import Client
+
+    out = {}
+    with Client(url) as c:
+        c.create_topic("b1")
+        c.create_topic("b100")
+        c.create_topic("b16", partitions=16)
+        p = c.producer()
+        # produce, batch 1, 1 client
+        t0 = time.perf_counter()
+        for _ in range(n_single):
+            p.send("b1", VALUE)
+        out["produce_b1_c1"] = rate(n_single, time.perf_counter() - t0)
+        # produce, batch 100, 1 client
+        batch = [VALUE] * 100
+        t0 = time.perf_counter()
+        for _ in range(n // 100):
+            p.send_batch("b100", batch, partition=0)
+        out["produce_b100_c1"] = rate(n, time.perf_counter() - t0)
+        # consume by offset, batch 100, 1 client
+        t0 = time.perf_counter()
+        off = got = 0
+        while got < n:
+            bs, off, _ = c.read_batches("b100", 0, off, max_records=100)
+            got += sum(b.count for b in bs)
+            for b in bs:
+                b.values()
+        out["consume_b100_c1"] = rate(got, time.perf_counter() - t0)
+        # consume, batch 1, 1 client
+        t0 = time.perf_counter()
+        off = 0
+        for _ in range(n_single):
+            bs, off, _ = c.read_batches("b1", 0, off, max_records=1)
+            bs[0].values()
+        out["consume_b1_c1"] = rate(n_single, time.perf_counter() - t0)
+
+    # 16 clients: one partition each
+    per = max(100, n // 16 // 100 * 100)
+
+    def prod(i):
+        with Client(url) as cc:
+            pp = cc.producer()
+            for _ in range(per // 100):
+                pp.send_batch("b16", batch, partition=i)
+
+    out["produce_b100_c16"] = rate(16 * per, threads(16, prod))
+
+    def prod1(i):
+        with Client(url) as cc:
+            pp = cc.producer()
+            for _ in range(n_single // 16):
+                pp.send("b1", VALUE)
+
+    out["produce_b1_c16"] = rate(16 * (n_single // 16), threads(16, prod1))
+
+    def cons(i):
+        with Client(url) as cc:
+            off = got = 0
+            while got < per:
+                bs, off, _ = cc.read_batches("b16", i, off, max_records=100)
+                got += sum(b.count for b in bs)
+                for b in bs:
+                    b.values()
+
+    out["consume_b100_c16"] = rate(16 * per, threads(16, cons))
+    return out
+
+
+def bench_sqs(url: str, n: int) -> dict:
+    import boto3
+
+    sqs = boto3.client("sqs", endpoint_url=url, region_name="us-east-1", aws_access_key_id="x",
+                       aws_secret_access_key="y")
+    out = {}
+    q = sqs.create_queue(QueueName="bench")["QueueUrl"]
+    body = "x" * 100
+    t0 = time.perf_counter()
+    for _ in range(n):
+        sqs.send_message(QueueUrl=q, MessageBody=body)
+    got = 0
+    while got < n:
+        ms = sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=1).get("Messages", [])
+        for m in ms:
+            sqs.delete_message(QueueUrl=q, ReceiptHandle=m["ReceiptHandle"])
+        got += len(ms)
+    out["sqs_cycle_b1"] = rate(n, time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    entries = [{"Id": str(i), "MessageBody": body} for i in range(10)]
+    for _ in range(n // 10):
+        sqs.send_message_batch(QueueUrl=q, Entries=entries)
+    got = 0
+    while got < n // 10 * 10:
+        ms = sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10).get("Messages", [])
+        if ms:
+            sqs.delete_message_batch(QueueUrl=q, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                          for i, m in enumerate(ms)])
+        got += len(ms)
+    out["sqs_cycle_b10"] = rate(got, time.perf_counter() - t0)
+    return out
+
+
+# ---------------------------------------------------------------------------- Redis
+def bench_redis(tmp: str, n: int, n_single: int) -> dict:
+    import redis
+
+    exe = shutil.which("redis-server")
+    if not exe:
+        return {"error": "redis-server not installed (apt-get install redis-server)"}
+    port = free_port()
+    d = os.path.join(tmp, "redis")
+    os.makedirs(d)
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--appendonly", "yes",
+                             "--appendfsync", "everysec", "--save", "", "--daemonize", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = {"version": None}
+    try:
+        wait_port(port)
+        r = redis.Redis(port=port)
+        out["version"] = r.info()["redis_version"]
+        t0 = time.perf_counter()
+        for _ in range(n_single):
+            r.xadd("s1", {"v": VALUE})
+        out["xadd_b1_c1"] = rate(n_single, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for _ in range(n // 100):
+            pipe = r.pipeline(transaction=False)
+            for _ in range(100):
+                pipe.xadd("s100", {"v": VALUE})
+            pipe.execute()
+        out["xadd_pipelined_b100_c1"] = rate(n, time.perf_counter() - t0)
+        r.xgroup_create("s100", "g", id="0")
+        t0 = time.perf_counter()
+        got = 0
+        while got < n:
+            res = r.xreadgroup("g", "c", {"s100": ">"}, count=100)
+            ids = [mid for _, msgs in res for mid, _ in msgs]
+            r.xack("s100", "g", *ids)
+            got += len(ids)
+        out["xreadgroup_b100_xack_c1"] = rate(got, time.perf_counter() - t0)
+        per = max(100, n // 16 // 100 * 100)
+
+        def prod(i):
+            rr = redis.Redis(port=port)
+            for _ in range(per // 100):
+                pipe = rr.pipeline(transaction=False)
+                for _ in range(100):
+                    pipe.xadd(f"p{i}", {"v": VALUE})
+                pipe.execute()
+
+        out["xadd_pipelined_b100_c16"] = rate(16 * per, threads(16, prod))
+
+        def cons(i):
+            rr = redis.Redis(port=port)
+            rr.xgroup_create(f"p{i}", "g", id="0")
+            got = 0
+            while got < per:
+                res = rr.xreadgroup("g", "c", {f"p{i}": ">"}, count=100)
+                ids = [mid for _, msgs in res for mid, _ in msgs]
+                rr.xack(f"p{i}", "g", *ids)
+                got += len(ids)
+
+        out["xreadgroup_b100_xack_c16"] = rate(16 * per, threads(16, cons))
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return out
+
+
+# ----------------------------------------------------------------------------- NATS
+def bench_nats(tmp: str, n: int, n_single: int) -> dict:
+    exe = shutil.which("nats-server")
+    if not exe:
+        return {"error": "nats-server not installed (apt-get install nats-server)"}
+    try:
+        import nats
+    except ImportError:
+        return {"error": "nats-py not installed"}
+    port = free_port()
+    d = os.path.join(tmp, "nats")
+    os.makedirs(d)
+    proc = subprocess.Popen([exe, "-js", "-sd", d, "-a", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = {}
+
+    async def main():
+        nc = await nats.connect(f"nats://127.0.0.1:{port}")
+        out["version"] = nc.connected_server_version.major and str(nc.connected_server_version)
+        js = nc.jetstream()
+        await js.add_stream(name="B", subjects=["b.*"], storage="file")
+        t0 = time.perf_counter()
+        for _ in range(n_single):
+            await js.publish("b.one", VALUE)
+        out["js_publish_b1_c1"] = rate(n_single, time.perf_counter() - t0)
+        nb = min(n, 20_000)
+        t0 = time.perf_counter()
+        for _ in range(nb // 100):
+            await asyncio.gather(*(js.publish("b.hundred", VALUE) for _ in range(100)))
+        out["js_publish_100_in_flight_c1"] = rate(nb, time.perf_counter() - t0)
+        sub = await js.pull_subscribe("b.hundred", durable="d")
+        t0 = time.perf_counter()
+        got = 0
+        while got < nb:
+            msgs = await sub.fetch(100, timeout=5)
+            await asyncio.gather(*(m.ack() for m in msgs))
+            got += len(msgs)
+        out["js_fetch_b100_ack_c1"] = rate(got, time.perf_counter() - t0)
+        await nc.close()
+
+    try:
+        wait_port(port)
+        asyncio.run(main())
+    except Exception as e:  # noqa: BLE001
+        out["error"] = f"{type(e).__name__}: {e}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return out
+
+
+# ------------------------------------------------------------------------------ main
+def table(res: dict) -> str:
+    v, r, ns, s = res["vqs"], res["redis"], res["nats"], res["sqs"]
+    rows = [
+        ("produce, batch 1, 1 client", v.get("produce_b1_c1"), r.get("xadd_b1_c1"), ns.get("js_publish_b1_c1")),
+        ("produce, batch 100, 1 client", v.get("produce_b100_c1"), r.get("xadd_pipelined_b100_c1"),
+         ns.get("js_publish_100_in_flight_c1")),
+        ("produce, batch 1, 16 clients", v.get("produce_b1_c16"), None, None),
+        ("produce, batch 100, 16 clients", v.get("produce_b100_c16"), r.get("xadd_pipelined_b100_c16"), None),
+        ("consume, batch 1, 1 client", v.get("consume_b1_c1"), None, None),
+        ("consume, batch 100, 1 client", v.get("consume_b100_c1"), r.get("xreadgroup_b100_xack_c1"),
+         ns.get("js_fetch_b100_ack_c1")),
+        ("consume, batch 100, 16 clients", v.get("consume_b100_c16"), r.get("xreadgroup_b100_xack_c16"), None),
+        ("SQS send+receive+delete, batch 1 (boto3)", s.get("sqs_cycle_b1"), None, None),
+        ("SQS send+receive+delete, batch 10 (boto3)", s.get("sqs_cycle_b10"), None, None),
+    ]
+
+    def f(x):
+        return "—" if x is None else f"{x:,.0f}"
+
+    def ratio(a, b):
+        return "—" if a is None or b is None else f"{a / b:.2f}×"
+
+    lines = ["| workload (100-byte messages) | VQS msg/s | Redis Streams msg/s | NATS JetStream msg/s | VQS / Redis |",
+             "|---|---:|---:|---:|---:|"]
+    for name, a, b, c in rows:
+        lines.append(f"| {name} | {f(a)} | {f(b)} | {f(c)} | {ratio(a, b)} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small counts (a smoke run)")
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--update-results", action="store_true", help="rewrite the Server section of bench/RESULTS.md")
+    args = ap.parse_args()
+    n, n_single, n_sqs = (20_000, 1_000, 200) if args.quick else (200_000, 5_000, 1_000)
+    res = {"n": n, "n_single": n_single, "n_sqs": n_sqs, "cpus": os.cpu_count(),
+           "durability": {"vqs": "flush=interval, flush_interval_ms=1000 (fsync within 1 s)",
+                          "redis": "appendonly yes, appendfsync everysec",
+                          "nats": "JetStream file storage, default sync_interval"}}
+    tmp = tempfile.mkdtemp(prefix="vqs-server-bench-")
+    try:
+        with VQSServer(tmp) as srv:
+            res["vqs"] = bench_vqs(srv.url, n, n_single)
+            res["sqs"] = bench_sqs(srv.url, n_sqs)
+        res["redis"] = bench_redis(tmp, n, n_single)
+        res["nats"] = bench_nats(tmp, n, n_single)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    t = table(res)
+    print(t)
+    print(json.dumps(res, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=2)
+    if args.update_results:
+        update_results(t, res)
+
+
+def update_results(t: str, res: dict) -> None:
+    path = os.path.join(ROOT, "bench", "RESULTS.md")
+    head = "## Server — bench/server_bench.py"
+    body = (f"{head}\n\nOne run of `python bench/server_bench.py` on this machine ({res['cpus']} cores shared by "
+            f"client and server; {res['n']:,} messages for batched workloads, {res['n_single']:,} for batch-1, "
+            f"{res['n_sqs']:,} for SQS).\nDurability: VQS {res['durability']['vqs']}; Redis "
+            f"{res['durability']['redis']}; NATS {res['durability']['nats']}.\n\n{t}\n\n"
+            "Clients: vqs.Client (httpx, binary record-batch bodies), redis-py, nats-py; 16 clients are threads "
+            "of one Python process.\n")
+    text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
+    if head in text:
+        a = text.index(head)
+        nxt = text.find("\n## ", a + len(head))
+        text = text[:a] + body + (text[nxt + 1:] if nxt >= 0 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    with open(path, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
