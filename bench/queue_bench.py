@@ -1,0 +1,407 @@
+#!/usr/bin/env python
+"""Benchmark of VQS queues and the HybridQueue against peers (issue 3, item 6).
+
+One run, one machine:
+
+(a) SQS-style queue cycle, 100-byte bodies, batches of 1 and 10: each round
+    sends a batch, receives it (``receive(k)`` until k came) and deletes it
+    (``delete``/``delete_batch``), so the queue stays near empty — a worker's
+    steady state. Throughput = messages through the whole cycle per second.
+      * VQS: ``vqs.Broker(dir).create_queue(...)`` with the default flush
+        policy (``interval``, 100 ms), and with ``flush="always"``;
+      * persist-queue ``SQLiteAckQueue`` (put, get, ack; SQLite WAL,
+        synchronous FULL: a commit per call);
+      * litequeue ``LiteQueue`` (put, pop, done; SQLite WAL, synchronous NORMAL).
+    Peers have no batch calls: a batch of 10 is 10 calls of each.
+(b) HybridQueue put/get of 100-byte ``bytes`` items: put N, then get N.
+      * memory tier (N within the memory budget) vs ``queue.Queue``;
+      * overflowing (memory_items=1000: nearly every item goes through the
+        log) vs persist-queue ``Queue`` (file-based; fsyncs every put);
+      * durable (write-through, fsync per put; and ``put_batch`` of 100)
+        vs persist-queue ``Queue``.
+    Fast in-memory rows are the median of 5 alternating repeats (the machine
+    is shared; alternating spreads the noise over both sides of a ratio).
+
+Peers are time-boxed (``--peer-seconds``): they run until N items or the time
+box, whichever comes first, and their rate is items done / time taken.
+
+Prints a table and the ratios against the bars of issue 3, and writes JSON
+(default bench/queue_bench.json).
+
+    python bench/queue_bench.py            # full run (about 2 minutes)
+    python bench/queue_bench.py --quick    # counts scaled down
+    python bench/queue_bench.py --only hybrid
+
+Bench-only peers: ``pip install persist-queue litequeue``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import queue as _stdqueue
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import vqs  # noqa: E402
+from vqs.hybrid import HybridQueue  # noqa: E402
+
+BODY = b"x" * 100
+_now = time.perf_counter
+
+
+def _machine() -> dict:
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "loadavg_at_start": load,
+    }
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.rows: list[dict] = []
+        self.base = tempfile.mkdtemp(prefix="vqs-queue-bench-", dir=args.dir)
+
+    def fresh(self, name: str) -> str:
+        p = os.path.join(self.base, name)
+        shutil.rmtree(p, ignore_errors=True)
+        return p
+
+    def record(self, group: str, name: str, items: int, seconds: float, note: str = "") -> dict:
+        row = {"group": group, "name": name, "items": items, "seconds": round(seconds, 4),
+               "per_s": items / seconds if seconds > 0 else float("inf"), "note": note}
+        self.rows.append(row)
+        print(f"  {group:8s} {name:46s} {row['per_s']:>12,.0f} /s   ({items} in {seconds:.2f} s) {note}",
+              flush=True)
+        return row
+
+    def close(self):
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+# --------------------------------------------------------------- (a) queues
+
+
+def cycle_vqs(b: Bench, k: int, n: int, flush: str | None) -> None:
+    path = b.fresh(f"vqs-{k}-{flush}")
+    opts = {} if flush is None else {"flush": flush}
+    broker = vqs.Broker(path, **opts)
+    try:
+        q = broker.create_queue("bench")
+        bodies = [BODY] * k
+        rounds = max(1, n // k)
+        deadline = _now() + b.args.peer_seconds * 4
+        gc.collect()
+        t0 = _now()
+        done = 0
+        for r in range(rounds):
+            if k == 1:
+                q.send(BODY)
+            else:
+                q.send_batch(bodies)
+            got = q.receive(k)
+            while len(got) < k:
+                got += q.receive(k - len(got))
+            if k == 1:
+                q.delete(got[0].receipt_handle)
+            else:
+                q.delete_batch([m.receipt_handle for m in got])
+            done += k
+            if not r & 63 and _now() > deadline:
+                break
+        dt = _now() - t0
+        label = f"vqs queue flush={flush or 'interval (default)'}"
+        b.record("queue", f"{label}, batch {k}", done, dt)
+    finally:
+        broker.close()
+
+
+def cycle_sqliteack(b: Bench, k: int, n: int) -> None:
+    from persistqueue import SQLiteAckQueue
+
+    path = b.fresh(f"pq-ack-{k}")
+    q = SQLiteAckQueue(path)
+    deadline = _now() + b.args.peer_seconds
+    gc.collect()
+    t0 = _now()
+    done = 0
+    while done < n and _now() < deadline:
+        for _ in range(k):
+            q.put(BODY)
+        items = [q.get(block=False) for _ in range(k)]
+        for it in items:
+            q.ack(it)
+        done += k
+    dt = _now() - t0
+    b.record("queue", f"persist-queue SQLiteAckQueue, batch {k}", done, dt)
+    q.close() if hasattr(q, "close") else None
+
+
+def cycle_litequeue(b: Bench, k: int, n: int) -> None:
+    from litequeue import LiteQueue
+
+    path = b.fresh(f"litequeue-{k}")
+    os.makedirs(path, exist_ok=True)
+    q = LiteQueue(os.path.join(path, "q.sqlite3"))
+    deadline = _now() + b.args.peer_seconds
+    gc.collect()
+    t0 = _now()
+    done = 0
+    while done < n and _now() < deadline:
+        for _ in range(k):
+            q.put(BODY)
+        msgs = [q.pop() for _ in range(k)]
+        for m in msgs:
+            q.done(m.message_id)
+        done += k
+    dt = _now() - t0
+    b.record("queue", f"litequeue, batch {k}", done, dt)
+    q.close()
+
+
+def run_queues(b: Bench) -> None:
+    print("(a) queue cycle: send -> receive -> delete, 100-byte bodies", flush=True)
+    s = b.args.scale
+    for k in (1, 10):
+        n = int((50_000 if k == 1 else 200_000) * s)
+        if hasattr(vqs, "Broker"):
+            try:
+                cycle_vqs(b, k, n, None)
+                cycle_vqs(b, k, max(k, n // 10), "always")
+            except Exception as e:  # report, keep benchmarking the rest
+                print(f"  vqs queue batch {k}: FAILED {type(e).__name__}: {e}", flush=True)
+        for fn in (cycle_sqliteack, cycle_litequeue):
+            try:
+                fn(b, k, int(20_000 * s))
+            except ImportError as e:
+                print(f"  {fn.__name__}: skipped ({e}; pip install persist-queue litequeue)")
+
+
+# ---------------------------------------------------------- (b) HybridQueue
+
+
+def _put_get(q, n: int) -> float:
+    put, get = q.put, q.get
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = _now()
+        for _ in range(n):
+            put(BODY)
+        for _ in range(n):
+            get()
+        return _now() - t0
+    finally:
+        gc.enable()
+
+
+def _interleaved(q, n: int) -> float:
+    put, get = q.put, q.get
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = _now()
+        for _ in range(n):
+            put(BODY)
+            get()
+        return _now() - t0
+    finally:
+        gc.enable()
+
+
+def run_hybrid(b: Bench) -> None:
+    print("(b) HybridQueue put N then get N, 100-byte bytes items", flush=True)
+    s = b.args.scale
+    reps = 5
+
+    # memory tier vs queue.Queue: alternating repeats, median
+    n = int(100_000 * s)
+    for label, fn in (("put N, get N", _put_get), ("put+get interleaved", _interleaved)):
+        tq, th = [], []
+        for r in range(reps):
+            tq.append(fn(_stdqueue.Queue(), n))
+            path = b.fresh(f"hq-mem-{r}")
+            hq = HybridQueue(path)  # defaults: 100k items / 64 MiB in memory
+            th.append(fn(hq, n))
+            assert hq.metrics.spilled == 0
+            hq.close()
+        b.record("hybrid", f"queue.Queue ({label})", n, statistics.median(tq), f"median of {reps}")
+        b.record("hybrid", f"HybridQueue memory tier ({label})", n, statistics.median(th),
+                 f"median of {reps}")
+
+    # overflowing: nearly everything through the log
+    n = int(300_000 * s)
+    times = []
+    for r in range(3):
+        path = b.fresh(f"hq-over-{r}")
+        hq = HybridQueue(path, memory_items=1000)
+        times.append(_put_get(hq, n))
+        spilled = hq.metrics.spilled
+        hq.close()
+    b.record("hybrid", "HybridQueue overflowing (memory_items=1000)", n, statistics.median(times),
+             f"median of 3; {spilled} of {n} spilled")
+
+    # durable: write-through, fsync per put (group commit has nobody to share with here)
+    n = int(3000 * s)
+    path = b.fresh("hq-durable")
+    hq = HybridQueue(path, durable=True)
+    b.record("hybrid", "HybridQueue durable=True (put, get)", n, _put_get(hq, n))
+    hq.close()
+    path = b.fresh("hq-durable-batch")
+    hq = HybridQueue(path, durable=True)
+    nb = int(100_000 * s)
+    gc.collect()
+    t0 = _now()
+    batch = [BODY] * 100
+    for _ in range(nb // 100):
+        hq.put_batch(batch)
+    got = 0
+    while got < nb:
+        got += len(hq.get_batch(1000))
+    b.record("hybrid", "HybridQueue durable=True (put_batch 100, get_batch)", nb, _now() - t0)
+    hq.close()
+
+    # persist-queue Queue (file based, fsync per put), time-boxed
+    try:
+        import persistqueue
+    except ImportError as e:
+        print(f"  persist-queue Queue: skipped ({e})")
+        return
+    path = b.fresh("pq-queue")
+    pq = persistqueue.Queue(path, tempdir=b.base)
+    n = int(20_000 * s)
+    deadline = _now() + b.args.peer_seconds
+    gc.collect()
+    t0 = _now()
+    done = 0
+    while done < n and _now() < deadline:
+        pq.put(BODY)
+        done += 1
+    for _ in range(done):
+        pq.get()
+        pq.task_done()
+    b.record("hybrid", "persist-queue Queue (put, get+task_done)", done, _now() - t0)
+
+
+# ------------------------------------------------------------------ report
+
+
+def _rate(rows, name_prefix: str) -> float | None:
+    for r in rows:
+        if r["name"].startswith(name_prefix):
+            return r["per_s"]
+    return None
+
+
+def ratios(rows: list[dict]) -> list[dict]:
+    out = []
+
+    def bar(name, value, target, ok):
+        out.append({"bar": name, "value": value, "target": target,
+                    "met": None if value is None else ok(value)})
+
+    v10 = _rate(rows, "vqs queue flush=interval (default), batch 10")
+    ack10 = _rate(rows, "persist-queue SQLiteAckQueue, batch 10")
+    lq10 = _rate(rows, "litequeue, batch 10")
+    peers = [x for x in (ack10, lq10) if x]
+    bar("queue cycle batch 10 (msg/s)", v10, ">= 100,000", lambda v: v >= 100_000)
+    bar("queue cycle batch 10 / faster of SQLiteAckQueue, litequeue",
+        v10 / max(peers) if v10 and peers else None, ">= 50x", lambda v: v >= 50)
+    qq = _rate(rows, "queue.Queue (put N, get N)")
+    hm = _rate(rows, "HybridQueue memory tier (put N, get N)")
+    bar("HybridQueue memory tier / queue.Queue", hm / qq if hm and qq else None, ">= 0.5x",
+        lambda v: v >= 0.5)
+    qqi = _rate(rows, "queue.Queue (put+get interleaved)")
+    hmi = _rate(rows, "HybridQueue memory tier (put+get interleaved)")
+    bar("HybridQueue memory tier / queue.Queue (interleaved)", hmi / qqi if hmi and qqi else None,
+        ">= 0.5x", lambda v: v >= 0.5)
+    ho = _rate(rows, "HybridQueue overflowing")
+    pq = _rate(rows, "persist-queue Queue")
+    bar("HybridQueue overflowing / persist-queue Queue", ho / pq if ho and pq else None, ">= 100x",
+        lambda v: v >= 100)
+    hd = _rate(rows, "HybridQueue durable=True (put, get)")
+    bar("HybridQueue durable (fsync per put) / persist-queue Queue (fsync per put)",
+        hd / pq if hd and pq else None, "(no bar; same durability)", lambda v: True)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="See the module docstring for the workloads.")
+    ap.add_argument("--quick", action="store_true", help="scale counts down (about 5x)")
+    ap.add_argument("--only", choices=("queue", "hybrid"), help="run one part only")
+    ap.add_argument("--peer-seconds", type=float, default=8.0,
+                    help="time box of each slow peer run (default 8)")
+    ap.add_argument("--dir", default=None, help="where to put the data (default: a temp dir)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "queue_bench.json"),
+                    help="JSON output (default bench/queue_bench.json)")
+    args = ap.parse_args(argv)
+    args.scale = 0.2 if args.quick else 1.0
+    if args.quick:
+        args.peer_seconds = min(args.peer_seconds, 3.0)
+
+    b = Bench(args)
+    started = _dt.datetime.now(_dt.timezone.utc)
+    machine = _machine()
+    print(f"VQS queue bench — {started:%Y-%m-%d %H:%M} UTC — {machine['cpu']} x{machine['cpus']}, "
+          f"Python {machine['python']}, load {machine['loadavg_at_start']}", flush=True)
+    try:
+        if args.only in (None, "queue"):
+            run_queues(b)
+        if args.only in (None, "hybrid"):
+            run_hybrid(b)
+    finally:
+        b.close()
+
+    rs = ratios(b.rows)
+    print("\nBars (issue 3):")
+    for r in rs:
+        v = "n/a" if r["value"] is None else (f"{r['value']:,.0f}" if r["value"] >= 1000 else f"{r['value']:.2f}")
+        met = {True: "MET", False: "NOT MET", None: "n/a"}[r["met"]]
+        print(f"  {r['bar']:75s} {v:>12s}  target {r['target']:12s} {met}")
+    report = {
+        "date": started.isoformat(timespec="seconds"),
+        "machine": machine,
+        "command": " ".join([os.path.relpath(sys.argv[0], ROOT) if sys.argv else "bench/queue_bench.py",
+                             *(argv if argv is not None else sys.argv[1:])]),
+        "rows": b.rows,
+        "bars": rs,
+    }
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"\nwrote {os.path.relpath(args.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
