@@ -46,6 +46,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections import deque
 from dataclasses import asdict, dataclass
 from bisect import bisect_left, bisect_right
@@ -211,6 +212,7 @@ class HybridQueue:
             self._ckpt = Checkpoint(os.path.join(self.path, CKPT))
             self._restore()
         except BaseException:
+            self._closed = True
             if self._log is not None:
                 self._log.close()
             if self._ckpt is not None:
@@ -808,6 +810,14 @@ class HybridQueue:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def __del__(self):
+        if not getattr(self, "_closed", True) and getattr(self, "_log", None) is not None:
+            warnings.warn(
+                f"HybridQueue {self.path} was not closed: its memory tier "
+                f"({len(self._mem)} items) is lost; use close() or a with block",
+                ResourceWarning, stacklevel=2,
+            )
 
     def __enter__(self) -> "HybridQueue":
         return self
