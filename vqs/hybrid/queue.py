@@ -51,6 +51,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from bisect import bisect_left, bisect_right
 from itertools import accumulate, islice
+from operator import sub as _sub
 from queue import Empty, Full
 from typing import Any, Iterable
 
@@ -613,6 +614,7 @@ class HybridQueue:
             # the consumed position so far (a crash redelivers at most this chunk)
             self._ckpt.write(self._read_off, end, self._disk_bytes)
         loads = self._loads
+        zero_copy = self.serializer.accepts_buffers
         cache, csz = self._cache, self._csz
         added = 0
         while off < end and (want is None and added == 0 or want is not None and added < want):
@@ -624,7 +626,13 @@ class HybridQueue:
                 e = min(b.count, end - b.base_offset)
                 if a >= e:
                     continue
-                vals = b.values(a, e)
+                o = b.value_offsets.tolist()
+                starts, stops = o[a:e], o[a + 1:e + 1]
+                if zero_copy:
+                    # loads straight from slices of the batch buffer: no copy
+                    vals = map(b.value_data.__getitem__, map(slice, starts, stops))
+                else:
+                    vals = b.values(a, e)
                 try:
                     objs = list(map(loads, vals))
                 except Exception as ex:
@@ -634,7 +642,7 @@ class HybridQueue:
                         f"of {self.path}"
                     ) from ex
                 cache.extend(objs)
-                sizes = list(map(len, vals))
+                sizes = list(map(_sub, stops, starts))
                 csz.extend(sizes)
                 self._cache_bytes += sum(sizes)
                 added += e - a

@@ -31,14 +31,16 @@ _ALIASES = {"bytes": "raw"}
 class Serializer:
     """A named pair of functions; ``dumps`` must return ``bytes``."""
 
-    __slots__ = ("name", "dumps", "loads", "builtin")
+    __slots__ = ("name", "dumps", "loads", "builtin", "accepts_buffers")
 
     def __init__(self, name: str, dumps: Callable[[Any], bytes], loads: Callable[[bytes], Any],
-                 builtin: bool):
+                 builtin: bool, accepts_buffers: bool = False):
         self.name = name
         self.dumps = dumps
         self.loads = loads
         self.builtin = builtin
+        #: loads() takes a memoryview and keeps no reference to it (read without a copy)
+        self.accepts_buffers = accepts_buffers
 
     def __repr__(self) -> str:
         return f"Serializer({self.name!r})"
@@ -89,7 +91,7 @@ def resolve(spec) -> Serializer:
     if isinstance(spec, str):
         name = _ALIASES.get(spec, spec)
         if name == "pickle":
-            return Serializer("pickle", partial(pickle.dumps, protocol=5), pickle.loads, True)
+            return Serializer("pickle", partial(pickle.dumps, protocol=5), pickle.loads, True, True)
         if name == "json":
             return Serializer("json", _json_dumps, json.loads, True)
         if name == "raw":
@@ -106,6 +108,7 @@ def resolve(spec) -> Serializer:
                 "msgpack",
                 partial(msgpack.packb, use_bin_type=True),
                 partial(msgpack.unpackb, raw=False, strict_map_key=False),
+                True,
                 True,
             )
         raise ConfigError(
