@@ -298,9 +298,9 @@ class HybridQueue:
         return self.put(item, False)
 
     def put_batch(self, items: Iterable, block: bool = True, timeout: float | None = None) -> None:
-        """Put every item, in order, as one operation: all or none (``queue.Full``
-        when they do not fit in time; a batch larger than both budgets together
-        can never fit and raises at once)."""
+        """Put every item, in order, as one operation: all or none. ``queue.Full``
+        when they do not fit in time; ``MessageTooLarge`` at once when they
+        could never fit (more than the memory budget plus ``max_disk_bytes``)."""
         items = list(items)
         if not items:
             return
