@@ -183,7 +183,10 @@ def build_stats(spark, src_opts: dict, topic: str, *, max_offsets: int, window: 
           .select("e.*", "arrived")
           .withColumn("event_time", F.timestamp_millis("ts"))
           .withWatermark("event_time", watermark)
-          .where(F.col("type") != EOS))
+          # Drop the end-of-stream markers *after* the watermark saw them. The
+          # predicate must reference the event-time column: Spark pushes any
+          # other filter below the watermark, and the markers would not count.
+          .where(F.when(F.col("event_time").isNotNull(), F.col("type")).otherwise(F.lit(EOS)) != F.lit(EOS)))
     late = (F.col("arrived").cast("double") - F.col("event_time").cast("double")) > 1.0
     agg = (ev.groupBy(F.window("event_time", window).alias("w"), "camera")
            .agg(F.count("*").alias("frames"),
