@@ -13,11 +13,18 @@ from .errors import (
     LogLockedError,
     MessageTooLarge,
     OffsetOutOfRange,
+    QueueDoesNotExist,
+    QueueAlreadyExists,
     ReadOnlyError,
+    ReceiptHandleIsInvalid,
+    TopicAlreadyExists,
+    TopicDoesNotExist,
     VQSError,
 )
 from .storage import Log, Record, RecordBatch
-from .broker import Broker, Consumer, ConsumerRecord, Producer, RecordMetadata, Topic, TopicPartition
+from .broker import (
+    Broker, Consumer, ConsumerRecord, PartitionLag, Producer, RecordMetadata, Topic, TopicPartition,
+)
 
 __version__ = "0.1.0"
 
@@ -38,7 +45,9 @@ def __getattr__(name: str):
 
 __all__ = [
     "Log", "Record", "RecordBatch", "Broker", "Consumer", "ConsumerRecord", "Producer",
-    "RecordMetadata", "Topic", "TopicPartition", "Client", "HybridQueue",
+    "RecordMetadata", "Topic", "TopicPartition", "PartitionLag", "Client", "HybridQueue",
+    "QueueDoesNotExist", "QueueAlreadyExists", "ReceiptHandleIsInvalid", "TopicAlreadyExists",
+    "TopicDoesNotExist",
     "VQSError", "ConfigError", "CorruptRecordError", "InvalidName", "LogClosedError",
     "LogLockedError", "MessageTooLarge", "OffsetOutOfRange", "ReadOnlyError",
 ]

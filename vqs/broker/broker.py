@@ -18,6 +18,7 @@ partition logs with ``Log.open(..., readonly=True)``. Layout: docs/INTERNALS.md.
 from __future__ import annotations
 
 import logging
+import functools
 import os
 import threading
 import time
@@ -75,7 +76,7 @@ def _check_queue_defaults(queue_defaults: dict) -> None:
 
 
 def _open_log(path: str, **kwargs):
-    from ..storage.log import Log  # imported late: storage is optional until used
+    from ..storage.log import Log
 
     return Log.open(path, **kwargs)
 
@@ -141,7 +142,8 @@ class Broker:
                     fsync_dir(self.path)
             self._groups = GroupRegistry(os.path.join(self.path, "groups"))
             self._groups.cleanup()
-            self._catalog = TopicCatalog(os.path.join(self.path, "topics"), self.log_defaults, _open_log)
+            open_log = _open_log if clock is None else functools.partial(_open_log, clock=clock)
+            self._catalog = TopicCatalog(os.path.join(self.path, "topics"), self.log_defaults, open_log)
             self._catalog.load()
             if os.path.isdir(os.path.join(self.path, "queues")):
                 self._queue_registry()  # recover existing queues now, not at first use

@@ -39,6 +39,9 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
 
 def write_all(fd: int, parts: list) -> int:
     """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written."""
+    # Zero-length buffers (an empty value or key) would make writev report 0
+    # written for them forever: leave them out.
+    parts = [p for p in parts if memoryview(p).nbytes]
     total = 0
     for p in parts:
         total += memoryview(p).nbytes

@@ -117,6 +117,7 @@ class Log:
         readonly: bool = False,
         lock: bool = True,
         checkpoint_interval_ms: int = 5000,
+        clock=None,
     ) -> "Log":
         """Open (creating if needed) the log in directory ``path``.
 
@@ -128,6 +129,9 @@ class Log:
         """
         self = object.__new__(cls)
         self.path = os.fspath(path)
+        # clock: seconds since the epoch, as time.time. Stamps records appended
+        # without a timestamp, ages segments and drives time retention.
+        self._now_ms = _now_ms if clock is None else (lambda: int(clock() * 1000))
         if flush not in FLUSH_POLICIES:
             raise ConfigError(f"flush={flush!r}: must be one of {', '.join(FLUSH_POLICIES)}")
         if recovery not in RECOVERY_POLICIES:
@@ -184,6 +188,7 @@ class Log:
         self._rcache = None  # (first_offset, end_offset, records): a contiguous decoded run
         self._hint = None  # (segment, offset, position): where a sequential read continues
         self.quarantined_batches = 0
+        self._gaps: dict[int, int] = {}
         self._flusher: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -219,10 +224,23 @@ class Log:
 
     def _segment(self, base: int, *, active: bool, create: bool = False) -> Segment:
         return Segment(
-            self.path, base, active=active, owner=not self.readonly, create=create,
+            self.path, base, active=active, owner=not self.readonly, create=create, gaps=self._gaps,
             index_interval_bytes=self.index_interval_bytes,
             index_capacity_bytes=self._index_capacity,
         )
+
+    def _load_gaps(self) -> None:
+        """Gaps recovery left when it quarantined batches: ``quarantine/`` file
+        names are ``{segment}-{position}-{from_offset}-{to_offset}.bad``."""
+        qdir = os.path.join(self.path, QUARANTINE_DIR)
+        try:
+            names = os.listdir(qdir)
+        except FileNotFoundError:
+            return
+        for name in names:
+            parts = name[:-4].split("-") if name.endswith(".bad") else []
+            if len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit():
+                self._gaps[int(parts[2])] = int(parts[3])
 
     def _list_bases(self) -> list[int]:
         bases = []
@@ -259,6 +277,7 @@ class Log:
         rp, lso = self._read_checkpoint()
         self._cp_rp = 0
         self._cp_time = time.monotonic()
+        self._load_gaps()
         bases = self._list_bases()
         marker = os.path.join(self.path, CLEAN_MARKER)
         clean = os.path.exists(marker)
@@ -281,7 +300,7 @@ class Log:
         self._written_end = self._next = active.next_offset
         self._durable = self._next
         self._start = min(max(self._bases[0], lso), self._next)
-        active.created_ms = _now_ms()
+        active.created_ms = self._now_ms()
         if os.path.exists(marker):
             # Remove the marker before any append: a crash from now on must recover.
             os.unlink(marker)
@@ -292,9 +311,9 @@ class Log:
         """After a clean close: find the end of the last segment from its last
         index entry (a short scan). False if anything is off (then recover)."""
         seg = self._segments[-1]
-        pos = seg.index.lookup(1 << 32) if seg.size else 0
+        pos, expected = seg.position_for(seg.base_offset + (1 << 32) - 1)
         last = None
-        for info in seg.iter_valid(pos, seg.size):
+        for info in seg.iter_valid(pos, seg.size, expected=expected):
             last = info
             if info.position + info.size == seg.size:
                 break
@@ -353,7 +372,7 @@ class Log:
             # skip: quarantine the bad bytes, keep what follows
             stop = resync if resync is not None else seg.size
             log.warning("%s; quarantined %d bytes (recovery='skip')", where, stop - bad)
-            seg.excise(bad, stop, os.path.join(self.path, QUARANTINE_DIR))
+            seg.excise(bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=next_off)
             self.quarantined_batches += 1
             # re-validate the same segment (there may be more damage)
         # the last segment becomes the active one again
@@ -367,6 +386,7 @@ class Log:
 
     def _open_readonly(self) -> None:
         self._cp_rp = 0
+        self._load_gaps()
         self._segments = []
         for b in self._list_bases():
             try:
@@ -383,15 +403,17 @@ class Log:
     def _find_readonly_tail(self) -> None:
         """The consistent prefix: every valid batch up to the first incomplete one."""
         seg = self._segments[-1]
-        pos = seg.position_for(1 << 62) if seg.size else 0
         known = self._hint_tail if getattr(self, "_hint_tail", None) and self._hint_tail[0] is seg else None
         if known:
-            pos = known[1]
-        nxt = seg.next_offset if known else seg.base_offset
-        if known:
-            nxt = known[2]
+            pos, nxt = known[1], known[2]
+        else:
+            pos, nxt = seg.position_for(seg.base_offset + (1 << 32) - 1)
+            if pos and next(seg.iter_valid(pos, expected=nxt), None) is None:
+                # the index entry names no batch: damaged; stop using it
+                seg.rebuild_indexes()
+                pos, nxt = seg.position_for(seg.base_offset + (1 << 32) - 1)
         end_pos = pos
-        for info in seg.iter_valid(pos):
+        for info in seg.iter_valid(pos, expected=nxt):
             end_pos = info.position + info.size
             nxt = info.next_offset
             seg.max_timestamp_ms = max(seg.max_timestamp_ms, info.max_timestamp_ms)
@@ -446,7 +468,7 @@ class Log:
         if value.__class__ is not bytes:
             value = _as_bytes(value, "value")
         if timestamp_ms is None:
-            timestamp_ms = _time_ns() // 1_000_000
+            timestamp_ms = self._now_ms()
         with self._lock:
             if self._blocked:
                 self._check_writable()
@@ -507,7 +529,7 @@ class Log:
         if headers is not None and len(headers) != n:
             raise ConfigError(f"headers has {len(headers)} entries for {n} values")
         if timestamps_ms is None:
-            timestamps_ms = _now_ms()
+            timestamps_ms = self._now_ms()
         elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
         with self._lock:
@@ -569,7 +591,7 @@ class Log:
         if seg.size > 0 and (
             seg.size + nbytes > self.segment_bytes
             or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
-            or (self.segment_ms is not None and _now_ms() - (seg.created_ms or 0) >= self.segment_ms)
+            or (self.segment_ms is not None and self._now_ms() - (seg.created_ms or 0) >= self.segment_ms)
         ):
             self._roll_locked()
             seg = self._active
@@ -594,7 +616,7 @@ class Log:
         old = self._active
         old.seal()  # fsync + trimmed indexes: everything in it is durable
         new = self._segment(self._written_end, active=True, create=True)
-        new.created_ms = _now_ms()
+        new.created_ms = self._now_ms()
         fsync_dir(self.path)
         self._segments.append(new)
         self._bases.append(new.base_offset)
@@ -602,7 +624,7 @@ class Log:
             self._durable = old.next_offset
         self._write_checkpoint(new.base_offset)
         if self.retention_ms is not None or self.retention_bytes is not None:
-            self._apply_retention_locked(_now_ms())
+            self._apply_retention_locked(self._now_ms())
 
     # ------------------------------------------------------------- durability
 
@@ -753,7 +775,12 @@ class Log:
                 i = bisect.bisect_right(self._bases, offset) - 1
                 seg = self._segments[max(i, 0)]
                 seg_end = self._bases[i + 1] if i + 1 < len(self._bases) else self._written_end
-            run = self._decode_run(seg, offset, seg_end, max_bytes if max_records > 1 else 256 << 10)
+            try:
+                run = self._decode_run(seg, offset, seg_end, max_bytes if max_records > 1 else 256 << 10)
+            except CorruptRecordError:
+                if out:
+                    break  # hand out the good records; the next read reports the damage
+                raise
             if run is None:
                 # nothing at or after `offset` in this segment (a gap at its end)
                 offset = seg_end
@@ -776,19 +803,11 @@ class Log:
         ``max_bytes``) into a contiguous run (first, end, records), cached for
         the next sequential read."""
         h = self._hint
-        if h is not None and h[0] is seg and h[1] == offset:
-            pos = h[2]
-        else:
-            pos = seg.find_batch_position(offset)
-            if pos is None:
-                return None
-        try:
-            batches, next_pos = seg.read_batches_from(pos, max_bytes)
-        except CorruptRecordError:
-            if self.recovery != "skip":
-                raise
-            self.quarantined_batches += 1
+        hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
+        got = self._batches_at(seg, offset, max_bytes, hint)
+        if got is None:
             return None
+        batches, next_pos = got
         recs: list[Record] = []
         first = end = None
         for b in batches:
@@ -807,6 +826,36 @@ class Log:
             self._hint = (seg, end, next_pos)
         self._rcache = (first, end, recs)
         return first, end, recs
+
+    def _batches_at(self, seg: Segment, offset: int, max_bytes: int, hint=None):
+        """(batches, next position) from the batch holding ``offset`` in ``seg``
+        (or the first after it); None if the segment has nothing there. Damage is
+        reported (CorruptRecordError), or stepped over with recovery="skip"."""
+        skip = self.recovery == "skip"
+        if hint is not None:
+            pos, expected = hint
+        else:
+            found = seg.find_batch(offset, skip=skip)
+            if found is None:
+                return None
+            pos, expected = found
+        try:
+            batches, next_pos = seg.read_batches_from(pos, max_bytes)
+        except CorruptRecordError:
+            if not skip:
+                raise
+            self.quarantined_batches += 1  # stepped over, as recovery does
+            found = seg.find_batch(offset, skip=True)
+            if found is None:
+                return None
+            pos, expected = found
+            batches, next_pos = seg.read_batches_from(pos, max_bytes)
+        if batches and not seg.continues(expected, batches[0].base_offset):
+            raise CorruptRecordError(
+                f"{seg.log_path}: batch at position {pos} has base offset "
+                f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
+            )
+        return batches, next_pos
 
     def _buffered_records(self, offset: int, n: int) -> list[Record]:
         i = offset - self._written_end
@@ -852,9 +901,9 @@ class Log:
         i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
         while i < len(segs) and total < max_bytes and offset < written_end:
             seg = segs[i][0]
-            pos = seg.find_batch_position(offset)
-            if pos is not None:
-                batches, _ = seg.read_batches_from(pos, max_bytes - total)
+            got = self._batches_at(seg, offset, max_bytes - total)
+            if got is not None:
+                batches, _ = got
                 for b in batches:
                     if b.next_offset <= offset:
                         continue
@@ -903,27 +952,29 @@ class Log:
         for seg in segs:
             if self._segment_max_ts(seg) < timestamp_ms:
                 continue
-            e = seg.timeindex.lower(timestamp_ms) if not seg._index_disabled else None
-            pos = 0 if e is None else (seg.find_batch_position(seg.base_offset + e[1]) or 0)
-            for info in seg.iter_valid(pos, seg.size):
+            ti = seg.checked_timeindex()
+            e = ti.lower(timestamp_ms) if ti is not None else None
+            found = None if e is None else seg.find_batch(seg.base_offset + e[1])
+            pos, expected = found if found is not None else (0, seg.base_offset)
+            for info in seg.iter_valid(pos, seg.size, expected=expected):
                 if info.max_timestamp_ms < timestamp_ms:
                     continue
                 b = decode_batch(seg.pread(info.position, info.size), 0, where=seg.log_path)
-                for k in range(b.count):
+                for k in range(max(0, self._start - b.base_offset), b.count):
                     if b.timestamp(k) >= timestamp_ms:
-                        return max(b.base_offset + k, self._start)
+                        return b.base_offset + k
         for off, t in buffered:
             if t >= timestamp_ms:
                 return off
         return None
 
     def _segment_max_ts(self, seg: Segment) -> int:
-        if seg.max_timestamp_ms >= 0 and seg.writable:
+        if seg.max_timestamp_ms >= 0:  # tracked while active, or found by a scan
             return seg.max_timestamp_ms
-        ti = seg.timeindex
-        m = ti.last()[0] if ti.entries else -1
+        ti = seg.checked_timeindex()
+        m = ti.last()[0] if ti is not None and ti.entries else -1
         if m < 0:
-            for info in seg.iter_valid(0, seg.size):
+            for info in seg.iter_valid(0, seg.size, expected=seg.base_offset):
                 m = max(m, info.max_timestamp_ms)
         seg.max_timestamp_ms = max(seg.max_timestamp_ms, m)
         return seg.max_timestamp_ms
@@ -964,7 +1015,7 @@ class Log:
         or beyond ``retention_bytes``; never the active segment."""
         with self._lock:
             self._check_writable()
-            return self._apply_retention_locked(_now_ms() if now_ms is None else now_ms)
+            return self._apply_retention_locked(self._now_ms() if now_ms is None else now_ms)
 
     def _apply_retention_locked(self, now_ms: int) -> int:
         n = 0

@@ -50,6 +50,7 @@ class Segment:
         *,
         active: bool,
         owner: bool = True,
+        gaps: dict[int, int] | None = None,
         index_interval_bytes: int = 4096,
         index_capacity_bytes: int = 1 << 20,
         create: bool = False,
@@ -65,6 +66,9 @@ class Segment:
         self.writable = active
         self.owner = owner
         self._index_disabled = False
+        #: {expected offset: base offset that may follow it}: gaps left by
+        #: quarantined batches (shared with the Log, loaded from quarantine/).
+        self.gaps: dict[int, int] = gaps if gaps is not None else {}
         self.index_interval_bytes = index_interval_bytes
         self.index_capacity_bytes = index_capacity_bytes
         if active:
@@ -84,6 +88,7 @@ class Segment:
         self._timeindex: TimeIndex | None = None
         self._since_index = 0
         self._ti_last = -1 << 63
+        self._ti_checked = False
 
     # -- indexes ---------------------------------------------------------------
 
@@ -95,7 +100,8 @@ class Segment:
             )
             # An entry pointing past the end of the file is damage. (Compare with the
             # file, not self.size: a readonly reader's size is a snapshot.)
-            if self._index.entries and self._index.last()[1] >= max(os.fstat(self.fd).st_size, 1):
+            if (self._index.entries and self._index.last()[1] >= max(os.fstat(self.fd).st_size, 1)) \
+                    or not self._sealed_file_ok(self._index):
                 self.rebuild_indexes()
         return self._index
 
@@ -110,6 +116,51 @@ class Segment:
             if last is not None:
                 self._ti_last = last[0]
         return self._timeindex
+
+    def _sealed_file_ok(self, idx) -> bool:
+        """A sealed segment's index file was trimmed to its entries: it must be a
+        whole number of entries, every one valid (else it is damaged)."""
+        if self.writable or idx._fd is None:
+            return True
+        size = os.fstat(idx._fd).st_size
+        return size % idx.entry_size == 0 and idx.entries == size // idx.entry_size
+
+    def timeindex_ok(self) -> bool:
+        """Sanity check of the time index before it is trusted (Kafka's
+        sanityCheck): sealed files are whole; the last entry names the segment's
+        last batch (seal() guarantees it) and its timestamp is at least that
+        batch's largest. Cached once it passed."""
+        if self._ti_checked or self._index_disabled:
+            return True
+        ti = self.timeindex
+        if self.size == 0:
+            self._ti_checked = True
+            return True
+        if not self._sealed_file_ok(ti):
+            return False
+        last = ti.last()
+        lastb = self.last_batch()
+        if last is None or lastb is None:
+            return False
+        if last[1] != lastb.base_offset - self.base_offset or last[0] < lastb.max_timestamp_ms:
+            return False
+        self._ti_checked = True
+        return True
+
+    def checked_timeindex(self):
+        """The time index, rebuilt first if it fails its sanity check."""
+        if not self.timeindex_ok():
+            self.rebuild_indexes()
+            self._ti_checked = True
+        return None if self._index_disabled else self.timeindex
+
+    def last_batch(self):
+        """BatchInfo of the last batch (from the last offset-index entry on)."""
+        pos, expected = self.position_for(self.base_offset + (1 << 32) - 1)
+        last = None
+        for info in self.iter_valid(pos, self.size, expected=expected):
+            last = info
+        return last
 
     def _index_batch(self, position: int, base_offset: int, max_ts_so_far: int) -> None:
         """Index maintenance for a batch written (or found) at ``position``."""
@@ -148,9 +199,10 @@ class Segment:
         )
         self._since_index = 0
         self._ti_last = -1 << 63
+        self._ti_checked = True
         self.max_timestamp_ms = -1
         last_batch = None
-        for info in self.iter_valid(0):
+        for info in self.iter_valid(0, expected=self.base_offset):
             self.max_timestamp_ms = max(self.max_timestamp_ms, info.max_timestamp_ms)
             self._index_batch(info.position, info.base_offset, self.max_timestamp_ms)
             self._since_index += info.size
@@ -159,6 +211,12 @@ class Segment:
                 break
         if last_batch is not None:
             self.next_offset = last_batch.next_offset
+            rel = last_batch.base_offset - self.base_offset
+            ti = self._timeindex
+            if ti.entries == 0 or rel > ti.last()[1]:
+                # the segment's final largest timestamp, as seal() records it
+                ti.append(self.max_timestamp_ms, rel)
+                self._ti_last = self.max_timestamp_ms
         if not writable:
             self._index.trim()
             self._timeindex.trim()
@@ -187,18 +245,19 @@ class Segment:
         os.fsync(self.fd)
         if self.next_offset is not None and self.next_offset > self.base_offset:
             ti = self.timeindex
-            if self.max_timestamp_ms > self._ti_last:
-                last_rel = self._last_batch_relative_offset()
-                if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
-                    ti.append(self.max_timestamp_ms, last_rel)
-                    self._ti_last = self.max_timestamp_ms
+            # The last entry always names the last batch (timeindex_ok relies on it).
+            last_rel = self._last_batch_relative_offset()
+            if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
+                ti.append(max(self.max_timestamp_ms, self._ti_last), last_rel)
+                self._ti_last = max(self.max_timestamp_ms, self._ti_last)
         self.index.trim()
         self.timeindex.trim()
         self.writable = False
 
     def _last_batch_relative_offset(self) -> int | None:
         last = None
-        for info in self.iter_valid(self.index.lookup(1 << 32)):
+        pos, expected = self.position_for(self.base_offset + (1 << 32) - 1)
+        for info in self.iter_valid(pos, expected=expected):
             last = info
         return None if last is None else last.base_offset - self.base_offset
 
@@ -216,9 +275,25 @@ class Segment:
     def pread(self, position: int, n: int) -> bytes:
         return os.pread(self.fd, n, position)
 
-    def iter_valid(self, position: int = 0, end: int | None = None):
+    def continues(self, expected: int, base: int) -> bool:
+        """Whether a batch with base offset ``base`` may follow ``expected``: offsets
+        are contiguous except across a gap recovery recorded when it quarantined
+        a batch. (The base offset lies outside the CRC: this is what protects it.)"""
+        return base == expected or self.gaps.get(expected) == base
+
+    def iter_valid(self, position: int = 0, end: int | None = None, expected: int | None = None):
         """Yield BatchInfo for consecutive valid batches from ``position`` up to the
-        first invalid or incomplete one (or ``end``). Reads in bounded chunks."""
+        first invalid or incomplete one (or ``end``). With ``expected`` (the base
+        offset the batch at ``position`` must have), a batch that does not continue
+        the offsets counts as invalid. Reads in bounded chunks."""
+        for info in self._iter_valid(position, end):
+            if expected is not None:
+                if not self.continues(expected, info.base_offset):
+                    return
+                expected = info.next_offset
+            yield info
+
+    def _iter_valid(self, position: int, end: int | None):
         end = os.fstat(self.fd).st_size if end is None else end
         pos = position
         while pos < end:
@@ -248,11 +323,13 @@ class Segment:
                 p = h[1]
             pos += p
 
-    def position_for(self, offset: int) -> int:
-        """File position from which a forward scan finds ``offset``."""
+    def position_for(self, offset: int) -> tuple[int, int]:
+        """(file position, base offset of the batch there) from which a forward
+        scan finds ``offset``."""
         if self._index_disabled:
-            return 0
-        return self.index.lookup(offset - self.base_offset)
+            return 0, self.base_offset
+        e = self.index.floor(offset - self.base_offset)
+        return (0, self.base_offset) if e is None else (e[1], self.base_offset + e[0])
 
     def read_batches_from(self, position: int, max_bytes: int, where: str | None = None):
         """Decode whole batches starting at ``position``, at least one, until
@@ -285,26 +362,65 @@ class Segment:
             try:
                 b = decode_batch(buf, p, where=where)
             except CorruptRecordError as e:
+                if out:
+                    break  # return the good prefix; whoever asks for the bad batch gets the error
                 raise CorruptRecordError(
                     f"{where}: {str(e).split(': ', 1)[-1].replace(f'position {p}', f'position {position + p}')}",
                     path=where, position=position + p,
                 ) from None
+            if out and not self.continues(out[-1].next_offset, b.base_offset):
+                break  # as above: the discontinuity is reported when it is reached
             out.append(b)
             p += h[1]
         return out, position + p
 
+    def find_batch(self, offset: int, skip: bool = False, _retry: bool = True) -> tuple[int, int] | None:
+        """(position, base offset) of the batch containing ``offset`` (or of the
+        first batch after it, across a gap); None if the segment ends first.
+
+        An invalid batch on the way is stepped over (to the next valid batch that
+        continues the offsets) when ``offset`` lies beyond it; if ``offset`` may
+        lie inside it, CorruptRecordError names the file and position, unless
+        ``skip``: then the first valid batch after the damage is returned."""
+        start, expected = self.position_for(offset)
+        pos = start
+        from_index = bool(start)
+        while True:
+            for info in self._iter_valid(pos, self.size):
+                if not self.continues(expected, info.base_offset):
+                    break
+                if info.next_offset > offset:
+                    return info.position, info.base_offset
+                expected = info.next_offset
+                pos = info.position + info.size
+                from_index = False
+            if pos >= self.size:
+                return None
+            if from_index and _retry:
+                # Scanning from an index entry met something that is not the batch it
+                # names: the index (derived data) may be damaged. Rebuild, look again.
+                self.rebuild_indexes()
+                return self.find_batch(offset, skip, _retry=False)
+            bad = pos
+            rest = self.pread(bad, min(self.size - bad, 256 << 20))
+            r = find_next_valid(rest, 1, expected + 1)
+            nxt = verify_batch(rest, r) if r is not None else None
+            if skip:
+                if nxt is None:
+                    return None
+                if nxt.base_offset > offset:
+                    return bad + r, nxt.base_offset
+            if nxt is None or nxt.base_offset > offset:
+                raise CorruptRecordError(
+                    f"{self.log_path}: invalid batch at position {bad} (expected base offset "
+                    f"{expected}); offset {offset} cannot be read",
+                    path=self.log_path, position=bad,
+                )
+            pos, expected, from_index = bad + r, nxt.base_offset, False
+
     def find_batch_position(self, offset: int) -> int | None:
-        """Position of the batch containing ``offset`` (or the first batch after it,
-        across a gap); None if the segment has no such batch."""
-        start = self.position_for(offset)
-        for info in self.iter_valid(start, self.size):
-            if info.next_offset > offset:
-                if info.base_offset > offset and start and info.position == start:
-                    # The index pointed past the target: it is damaged. Rebuild, retry.
-                    self.rebuild_indexes()
-                    return self.find_batch_position(offset)
-                return info.position
-        return None
+        found = self.find_batch(offset)
+        return None if found is None else found[0]
 
     # -- recovery --------------------------------------------------------------
 
@@ -320,16 +436,9 @@ class Segment:
         next_off = max(self.base_offset, min_base_offset)
         self.rebuild_indexes()
         valid = 0
-        last = None
-        for info in self.iter_valid(0, self.size):
-            if info.base_offset < next_off:
-                break  # offsets must increase: treat as invalid
+        for info in self.iter_valid(0, self.size, expected=next_off):
             valid = info.position + info.size
             next_off = info.next_offset
-            last = info
-        if last is not None or valid == 0:
-            # rebuild_indexes indexed every valid batch; drop entries past `valid`.
-            pass
         if valid >= self.size:
             self.next_offset = next_off
             return valid, next_off, None, None
@@ -342,7 +451,7 @@ class Segment:
         self.next_offset = next_off
         return valid, next_off, valid, resync
 
-    def excise(self, start: int, stop: int, quarantine_dir: str) -> None:
+    def excise(self, start: int, stop: int, quarantine_dir: str, gap_from: int) -> None:
         """Remove bytes [start, stop) (a corrupt batch) from the log file: they are
         copied to ``quarantine_dir`` first, then the segment is rewritten without
         them (temp file, fsync, rename, fsync dir). The offsets they held become a gap."""
@@ -350,8 +459,14 @@ class Segment:
 
         os.makedirs(quarantine_dir, exist_ok=True)
         bad = self.pread(start, stop - start)
-        qpath = os.path.join(quarantine_dir, f"{segment_name(self.base_offset)}-{start}.bad")
-        atomic_write(qpath, bad)
+        # The offsets [gap_from, gap_to) are lost; the name records the gap so that
+        # later scans accept exactly this discontinuity and no other.
+        after = verify_batch(self.pread(stop, 64 << 20), 0) if stop < self.size else None
+        gap_to = after.base_offset if after is not None else None
+        qname = f"{segment_name(self.base_offset)}-{start}-{gap_from}-{gap_to if gap_to is not None else 'end'}.bad"
+        atomic_write(os.path.join(quarantine_dir, qname), bad)
+        if gap_to is not None:
+            self.gaps[gap_from] = gap_to
         tmp = self.log_path + ".excise.tmp"
         with open(tmp, "wb") as out:
             pos = 0
