@@ -1,0 +1,759 @@
+#!/usr/bin/env python
+"""Benchmark of the VQS storage log against a plain-file baseline and peers (issue 2).
+
+One run, one machine, one workload set:
+
+* VQS ``Log``: ``append`` one at a time, ``append_batch`` (1,000 a batch),
+  ``read`` one record at a time (``log.read(off, max_records=1)``) and in bulk
+  (``read_batches`` and ``read`` with a large ``max_records``), for 100-byte and
+  64 KiB messages; flush ``never``, ``interval`` and ``always`` (1 and 8
+  threads, each appending one record per call); reopen time of a ~1 GiB log
+  after a clean close and after kill -9, and the reopening process's RSS.
+* Baseline: plain Python, length-prefixed frames written in 1 MiB chunks to
+  one file (fsynced at the end), then read back in 1 MiB chunks.
+* Peers: queuelib ``FifoDiskQueue`` push/pop; persist-queue ``Queue``
+  put/get and ``SQLiteAckQueue`` put/get+ack (time-boxed: they are slow);
+  litequeue put/pop+done when installed.
+
+Prints a table and the ratios against the bars of issue 2, and writes JSON
+(default bench/log_bench.json).
+
+    python bench/log_bench.py            # full run (several minutes, ~3 GiB of disk)
+    python bench/log_bench.py --quick    # counts scaled down (about a minute)
+
+Bench-only peers: ``pip install queuelib persist-queue litequeue``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+SIZES = {"100B": 100, "64KiB": 64 << 10}
+BATCH = 1000
+MiB = 1 << 20
+
+# Full-run counts per message size (scaled by --scale / --quick).
+COUNTS = {
+    "100B": dict(append=500_000, append_batch=2_000_000, read_single=500_000, peer=500_000,
+                 always1=3_000, always8=24_000),
+    "64KiB": dict(append=4_000, append_batch=8_000, read_single=8_000, peer=4_000,
+                  always1=1_000, always8=4_000),
+}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def payload(size: int, i: int = 0) -> bytes:
+    """A message of ``size`` bytes (not all-zero, so compression is not flattered)."""
+    head = b"%012d" % i
+    body = (b"vqs-bench-" * (size // 10 + 2))[: size - len(head)] if size > len(head) else b""
+    return (head + body)[:size]
+
+
+def make_values(size: int, n: int) -> list[bytes]:
+    if size <= 1024:
+        return [payload(size, i) for i in range(n)]
+    # Large messages: share a few distinct objects (memory), still written in full.
+    pool = [payload(size, i) for i in range(16)]
+    return [pool[i % 16] for i in range(n)]
+
+
+def result(system, workload, size_name, n, seconds, *, flush="", threads=1, note="", **extra):
+    size = SIZES.get(size_name, 0)
+    r = {
+        "system": system,
+        "workload": workload,
+        "size": size_name,
+        "flush": flush,
+        "threads": threads,
+        "n": n,
+        "seconds": round(seconds, 6),
+        "msg_s": n / seconds if seconds > 0 else float("inf"),
+        "mb_s": n * size / seconds / MiB if seconds > 0 and size else 0.0,
+        "note": note,
+    }
+    r.update(extra)
+    return r
+
+
+def fresh_dir(base: str, name: str) -> str:
+    p = os.path.join(base, name)
+    shutil.rmtree(p, ignore_errors=True)
+    os.makedirs(p)
+    return p
+
+
+def drop(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def timed(fn) -> float:
+    gc.collect()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- baseline
+
+_FRAME = struct.Struct("<I")
+
+
+def baseline_write(path: str, values: list[bytes]) -> None:
+    """Length-prefixed frames accumulated and written in 1 MiB chunks; fsync at the end."""
+    pack = _FRAME.pack
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        parts: list[bytes] = []
+        pending = 0
+        for v in values:
+            parts.append(pack(len(v)))
+            parts.append(v)
+            pending += 4 + len(v)
+            if pending >= MiB:
+                os.write(fd, b"".join(parts))
+                parts.clear()
+                pending = 0
+        if parts:
+            os.write(fd, b"".join(parts))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def baseline_read(path: str) -> int:
+    """Read the file back in 1 MiB chunks, yielding each frame as bytes; returns the count."""
+    unpack = _FRAME.unpack_from
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        buf = b""
+        while True:
+            chunk = f.read(MiB)
+            if not chunk:
+                break
+            buf = buf + chunk if buf else chunk
+            pos, end = 0, len(buf)
+            while pos + 4 <= end:
+                (ln,) = unpack(buf, pos)
+                if pos + 4 + ln > end:
+                    break
+                _msg = buf[pos + 4 : pos + 4 + ln]
+                pos += 4 + ln
+                n += 1
+            buf = buf[pos:]
+    return n
+
+
+def bench_baseline(base: str, size_name: str, n: int) -> list[dict]:
+    values = make_values(SIZES[size_name], n)
+    d = fresh_dir(base, f"baseline-{size_name}")
+    path = os.path.join(d, "frames.bin")
+    out = [result("baseline", "write", size_name, n, timed(lambda: baseline_write(path, values)),
+                  note="1 MiB chunks, fsync at end")]
+    got = []
+    out.append(result("baseline", "read", size_name, n, timed(lambda: got.append(baseline_read(path))),
+                      note="1 MiB chunks, bytes per frame"))
+    assert got[0] == n, (got, n)
+    drop(d)
+    return out
+
+
+# --------------------------------------------------------------------------- peers
+
+
+def bench_queuelib(base: str, size_name: str, n: int) -> list[dict]:
+    try:
+        from queuelib import FifoDiskQueue
+    except ImportError:
+        log("queuelib not installed: skipped (pip install queuelib)")
+        return []
+    values = make_values(SIZES[size_name], n)
+    d = fresh_dir(base, f"queuelib-{size_name}")
+    q = FifoDiskQueue(os.path.join(d, "q"))
+
+    def push():
+        p = q.push
+        for v in values:
+            p(v)
+
+    out = [result("queuelib FifoDiskQueue", "push", size_name, n, timed(push))]
+    got = [0]
+
+    def pop():
+        p = q.pop
+        c = 0
+        while p() is not None:
+            c += 1
+        got[0] = c
+
+    out.append(result("queuelib FifoDiskQueue", "pop", size_name, n, timed(pop)))
+    assert got[0] == n
+    q.close()
+    drop(d)
+    return out
+
+
+def _time_boxed_put(put, values, budget_s: float) -> tuple[int, float]:
+    t0 = time.perf_counter()
+    deadline = t0 + budget_s
+    n = 0
+    for v in values:
+        put(v)
+        n += 1
+        if (n & 63) == 0 and time.perf_counter() >= deadline:
+            break
+    return n, time.perf_counter() - t0
+
+
+def bench_persist_queue(base: str, size_name: str, budget_s: float) -> list[dict]:
+    try:
+        import persistqueue
+    except ImportError:
+        log("persist-queue not installed: skipped (pip install persist-queue)")
+        return []
+    out = []
+    values = make_values(SIZES[size_name], 200_000 if SIZES[size_name] <= 1024 else 20_000)
+    raw = persistqueue.serializers.pickle  # default serializer: values are bytes
+
+    # Queue: file based, each put fsyncs (persist-queue's default).
+    d = fresh_dir(base, f"pq-{size_name}")
+    q = persistqueue.Queue(os.path.join(d, "q"), serializer=raw)
+    n, secs = _time_boxed_put(q.put, values, budget_s)
+    out.append(result("persist-queue Queue", "put", size_name, n, secs, note=f"time-boxed {budget_s:g}s"))
+
+    def get_all():
+        g = q.get
+        for _ in range(n):
+            g(block=False)
+        q.task_done()
+
+    out.append(result("persist-queue Queue", "get", size_name, n, timed(get_all), note="task_done at end"))
+    del q
+    drop(d)
+
+    # SQLiteAckQueue: put (auto-commit), get + ack.
+    d = fresh_dir(base, f"pqack-{size_name}")
+    q = persistqueue.SQLiteAckQueue(os.path.join(d, "q"), multithreading=False)
+    n, secs = _time_boxed_put(q.put, values, budget_s)
+    out.append(result("persist-queue SQLiteAckQueue", "put", size_name, n, secs, note=f"time-boxed {budget_s:g}s"))
+
+    def get_ack(limit):
+        g, a = q.get, q.ack
+        t0 = time.perf_counter()
+        c = 0
+        while c < limit:
+            a(g(block=False))
+            c += 1
+            if (c & 63) == 0 and time.perf_counter() - t0 >= budget_s:
+                break
+        return c, time.perf_counter() - t0
+
+    c, secs = get_ack(n)
+    out.append(result("persist-queue SQLiteAckQueue", "get+ack", size_name, c, secs, note=f"time-boxed {budget_s:g}s"))
+    del q
+    drop(d)
+    return out
+
+
+def bench_litequeue(base: str, size_name: str, budget_s: float) -> list[dict]:
+    try:
+        from litequeue import LiteQueue
+    except ImportError:
+        return []
+    d = fresh_dir(base, f"litequeue-{size_name}")
+    q = LiteQueue(os.path.join(d, "q.db"))
+    # litequeue stores str messages
+    values = [v.decode("latin-1") for v in make_values(SIZES[size_name], 200_000 if SIZES[size_name] <= 1024 else 5_000)]
+    n, secs = _time_boxed_put(q.put, values, budget_s)
+    out = [result("litequeue", "put", size_name, n, secs, note=f"time-boxed {budget_s:g}s")]
+
+    def pop_done():
+        t0 = time.perf_counter()
+        c = 0
+        while c < n:
+            m = q.pop()
+            q.done(m.message_id)
+            c += 1
+            if (c & 63) == 0 and time.perf_counter() - t0 >= budget_s:
+                break
+        return c, time.perf_counter() - t0
+
+    c, secs = pop_done()
+    out.append(result("litequeue", "pop+done", size_name, c, secs, note=f"time-boxed {budget_s:g}s"))
+    q.close()
+    drop(d)
+    return out
+
+
+# --------------------------------------------------------------------------- VQS log
+
+
+def _vqs_log():
+    try:
+        from vqs.storage.log import Log
+    except ImportError as e:
+        log(f"vqs.storage.log not importable ({e}): VQS workloads skipped")
+        return None
+    return Log
+
+
+def bench_vqs(base: str, size_name: str, counts: dict) -> list[dict]:
+    Log = _vqs_log()
+    if Log is None:
+        return []
+    size = SIZES[size_name]
+    out = []
+    sysname = "vqs Log"
+
+    # append one at a time, flush never / interval
+    values = make_values(size, counts["append"])
+    for flush in ("never", "interval"):
+        d = fresh_dir(base, f"vqs-append-{flush}-{size_name}")
+        lg = Log.open(d, flush=flush)
+
+        def run():
+            a = lg.append
+            for v in values:
+                a(v)
+
+        secs = timed(run)
+        close_s = timed(lg.close)
+        # queuelib's push never fsyncs: the loop alone is the comparable figure;
+        # the final close (write the open batch, fsync) is reported beside it.
+        out.append(result(sysname, "append", size_name, len(values), secs, flush=flush,
+                          note=f"close +{close_s:.3f}s", close_seconds=round(close_s, 6)))
+        drop(d)
+
+    # append_batch, 1,000 a batch, flush never / interval / always
+    values = make_values(size, counts["append_batch"])
+    chunks = [values[i : i + BATCH] for i in range(0, len(values), BATCH)]
+    read_dir = None
+    for flush in ("never", "interval", "always"):
+        d = fresh_dir(base, f"vqs-batch-{flush}-{size_name}")
+        lg = Log.open(d, flush=flush)
+
+        def run():
+            ab = lg.append_batch
+            for c in chunks:
+                ab(c)
+            lg.close()
+
+        out.append(result(sysname, "append_batch", size_name, len(values), timed(run), flush=flush,
+                          note=f"{BATCH}/batch, incl. close"))
+        if flush == "interval":
+            read_dir = d
+        else:
+            drop(d)
+    del chunks
+
+    # reads (of the append_batch/interval log)
+    n_total = len(values)
+    del values
+    lg = Log.open(read_dir, flush="never")
+    try:
+        assert lg.end_offset - lg.start_offset == n_total, (lg.start_offset, lg.end_offset, n_total)
+        start = lg.start_offset
+        n_single = min(counts["read_single"], n_total)
+
+        def read_single():
+            r = lg.read
+            off = start
+            for _ in range(n_single):
+                recs = r(off, max_records=1)
+                off = recs[0].offset + 1
+            assert off == start + n_single
+
+        out.append(result(sysname, "read (1 record/call)", size_name, n_single, timed(read_single)))
+
+        def read_bulk():
+            r = lg.read
+            off, end, c = start, lg.end_offset, 0
+            while off < end:
+                recs = r(off, max_records=100_000, max_bytes=64 * MiB)
+                c += len(recs)
+                off = recs[-1].offset + 1
+            assert c == n_total, (c, n_total)
+
+        out.append(result(sysname, "read (max_records=100k)", size_name, n_total, timed(read_bulk)))
+
+        def read_batches():
+            rbt = lg.read_batches
+            off, end, c, nbytes = start, lg.end_offset, 0, 0
+            while off < end:
+                bs = rbt(off, max_bytes=8 * MiB)
+                for b in bs:
+                    skip = max(0, off - b.base_offset)
+                    c += b.count - skip
+                    nbytes += len(b.value_data)
+                off = bs[-1].next_offset
+            assert c == n_total, (c, n_total)
+
+        out.append(result(sysname, "read_batches", size_name, n_total, timed(read_batches),
+                          note="zero-copy batches, 8 MiB/call"))
+    finally:
+        lg.close()
+    drop(read_dir)
+
+    # flush=always, one record per call, 1 thread and 8 threads
+    v = payload(size, 1)
+    for threads, n in ((1, counts["always1"]), (8, counts["always8"])):
+        d = fresh_dir(base, f"vqs-always-{threads}-{size_name}")
+        lg = Log.open(d, flush="always")
+        per = n // threads
+        barrier = threading.Barrier(threads + 1)
+
+        def worker():
+            a = lg.append
+            barrier.wait()
+            for _ in range(per):
+                a(v)
+
+        ts = [threading.Thread(target=worker) for _ in range(threads)]
+        for t in ts:
+            t.start()
+        gc.collect()
+        barrier.wait()
+        t0 = time.perf_counter()
+        for t in ts:
+            t.join()
+        secs = time.perf_counter() - t0
+        assert lg.end_offset == per * threads
+        lg.close()
+        out.append(result(sysname, "append", size_name, per * threads, secs, flush="always", threads=threads,
+                          note="1 record/call"))
+        drop(d)
+    return out
+
+
+# --------------------------------------------------------------------------- reopen
+
+_REOPEN_CHILD = textwrap.dedent(
+    """
+    import json, os, sys, time
+    sys.path.insert(0, {root!r})
+    def rss():
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    from vqs.storage.log import Log
+    import vqs.storage.record_batch
+    before = rss()
+    t0 = time.perf_counter()
+    lg = Log.open({path!r}, flush="never")
+    secs = time.perf_counter() - t0
+    after = rss()
+    end = lg.end_offset
+    last = lg.read(end - 1, max_records=1)[0].offset if end else None
+    lg.close()
+    print(json.dumps(dict(seconds=secs, rss=after, rss_before=before, end=end, last=last)))
+    """
+)
+
+_WRITER_CHILD = textwrap.dedent(
+    """
+    import os, sys
+    sys.path.insert(0, {root!r})
+    from vqs.storage.log import Log
+    lg = Log.open({path!r}, flush="interval")
+    vals = [(b"%012d" % i) + b"k" * ({size} - 12) for i in range({batch})]
+    print("ready", lg.end_offset, flush=True)
+    while True:
+        lg.append_batch(vals)
+    """
+)
+
+
+def _reopen(path: str) -> dict:
+    code = _REOPEN_CHILD.format(root=ROOT, path=path)
+    # drop nothing from the page cache (not allowed here): timings are warm-cache
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"reopen child failed: {p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def bench_reopen(base: str, gib: float, kill_after_s: float) -> list[dict]:
+    Log = _vqs_log()
+    if Log is None:
+        return []
+    out = []
+    size = 1024
+    total = int(gib * (1 << 30))
+    n = total // size
+    vals = [payload(size, i) for i in range(BATCH)]
+
+    def build(d, n):
+        lg = Log.open(d, flush="never")
+        for _ in range(max(1, n // BATCH)):
+            lg.append_batch(vals)
+        lg.close()
+
+    # small log, for "memory independent of log size"
+    small = fresh_dir(base, "vqs-reopen-small")
+    build(small, max(BATCH, n // 16))
+    r = _reopen(small)
+    small_bytes = _du(small)
+    out.append(result("vqs Log", "reopen clean (small log)", "1KiB", 1, r["seconds"],
+                      note=f"{small_bytes / MiB:.0f} MiB log", rss_mib=r["rss"] / MiB,
+                      rss_delta_mib=(r["rss"] - r["rss_before"]) / MiB, log_mib=small_bytes / MiB))
+    drop(small)
+
+    d = fresh_dir(base, "vqs-reopen")
+    log(f"building a {gib:g} GiB log for the reopen test ...")
+    build(d, n)
+    size_b = _du(d)
+    r = _reopen(d)
+    out.append(result("vqs Log", "reopen clean", "1KiB", 1, r["seconds"],
+                      note=f"{size_b / MiB:.0f} MiB log", rss_mib=r["rss"] / MiB,
+                      rss_delta_mib=(r["rss"] - r["rss_before"]) / MiB, log_mib=size_b / MiB))
+
+    # kill -9 a writer appending to the same log, then reopen
+    code = _WRITER_CHILD.format(root=ROOT, path=d, size=size, batch=BATCH)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.startswith("ready"):
+        p.kill()
+        raise RuntimeError(f"writer child failed: {line} {p.stderr.read()[-2000:]}")
+    time.sleep(kill_after_s)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    p.stdout.close()
+    p.stderr.close()
+    size_k = _du(d)
+    r = _reopen(d)
+    out.append(result("vqs Log", "reopen after kill -9", "1KiB", 1, r["seconds"],
+                      note=f"{size_k / MiB:.0f} MiB log, writer killed after {kill_after_s:g}s",
+                      rss_mib=r["rss"] / MiB, rss_delta_mib=(r["rss"] - r["rss_before"]) / MiB,
+                      log_mib=size_k / MiB))
+    # second reopen after the recovery: clean again
+    r = _reopen(d)
+    out.append(result("vqs Log", "reopen clean (after recovery)", "1KiB", 1, r["seconds"],
+                      note=f"{size_k / MiB:.0f} MiB log", rss_mib=r["rss"] / MiB,
+                      rss_delta_mib=(r["rss"] - r["rss_before"]) / MiB, log_mib=size_k / MiB))
+    drop(d)
+    return out
+
+
+def _du(path: str) -> int:
+    total = 0
+    for dp, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(dp, f)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+# --------------------------------------------------------------------------- report
+
+
+def find(results, system, workload, size, flush=None, threads=None):
+    for r in results:
+        if (r["system"] == system and r["workload"] == workload and r["size"] == size
+                and (flush is None or r["flush"] == flush) and (threads is None or r["threads"] == threads)):
+            return r
+    return None
+
+
+def ratios(results) -> list[dict]:
+    out = []
+
+    def ratio(name, num, den, key, bar, op=">="):
+        if num is None or den is None:
+            out.append(dict(bar=name, value=None, target=f"{op} {bar}", ok=None))
+            return
+        v = num[key] / den[key] if den[key] else float("inf")
+        ok = v >= bar if op == ">=" else v < bar
+        out.append(dict(bar=name, value=round(v, 3), target=f"{op} {bar}", ok=ok))
+
+    V = "vqs Log"
+    ratio("append_batch 100B interval msg/s / baseline write msg/s",
+          find(results, V, "append_batch", "100B", "interval"), find(results, "baseline", "write", "100B"),
+          "msg_s", 0.6)
+    ratio("append_batch 64KiB interval MB/s / baseline write MB/s",
+          find(results, V, "append_batch", "64KiB", "interval"), find(results, "baseline", "write", "64KiB"),
+          "mb_s", 0.8)
+    for size in ("100B", "64KiB"):
+        ratio(f"append {size} (interval) / queuelib push",
+              find(results, V, "append", size, "interval"), find(results, "queuelib FifoDiskQueue", "push", size),
+              "msg_s", 2)
+        ratio(f"read 1 record/call {size} / queuelib pop",
+              find(results, V, "read (1 record/call)", size), find(results, "queuelib FifoDiskQueue", "pop", size),
+              "msg_s", 2)
+        ratio(f"append always {size}: 8 threads / 1 thread",
+              find(results, V, "append", size, "always", 8), find(results, V, "append", size, "always", 1),
+              "msg_s", 4)
+    for wl, bar in (("reopen clean", 0.2), ("reopen after kill -9", 2.0)):
+        r = find(results, V, wl, "1KiB")
+        out.append(dict(bar=f"{wl} seconds ({r['note'] if r else ''})", value=None if r is None else round(r["seconds"], 4),
+                        target=f"< {bar}", ok=None if r is None else r["seconds"] < bar))
+    small = find(results, V, "reopen clean (small log)", "1KiB")
+    big = find(results, V, "reopen clean", "1KiB")
+    if small and big:
+        out.append(dict(bar=f"RSS delta of reopen: {big['log_mib']:.0f} MiB log / {small['log_mib']:.0f} MiB log "
+                        f"({big['rss_delta_mib']:.1f} / {small['rss_delta_mib']:.1f} MiB)",
+                        value=round(big["rss_delta_mib"] / max(small["rss_delta_mib"], 0.1), 2),
+                        target="~1 (independent of size)", ok=big["rss_delta_mib"] < small["rss_delta_mib"] + 16))
+    return out
+
+
+def render(results, rats) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        Console = None
+    rows = []
+    for r in results:
+        extra = ""
+        if "rss_mib" in r:
+            extra = f"RSS {r['rss_mib']:.1f} MiB (+{r['rss_delta_mib']:.1f})"
+        rows.append([
+            r["system"], r["workload"], r["size"], r["flush"] or "-", str(r["threads"]), f"{r['n']:,}",
+            f"{r['seconds']:.3f}", f"{r['msg_s']:,.0f}" if r["n"] > 1 else "-",
+            f"{r['mb_s']:,.1f}" if r["mb_s"] else "-", " ".join(x for x in (r["note"], extra) if x),
+        ])
+    head = ["system", "workload", "size", "flush", "thr", "n", "s", "msg/s", "MB/s", "note"]
+    rat_rows = [[x["bar"], "-" if x["value"] is None else f"{x['value']:g}", x["target"],
+                 {True: "PASS", False: "FAIL", None: "n/a"}[x["ok"]]] for x in rats]
+    if Console is not None:
+        c = Console(width=200)
+        t = Table(title="bench/log_bench.py")
+        for h in head:
+            t.add_column(h, justify="right" if h in ("thr", "n", "s", "msg/s", "MB/s") else "left")
+        for row in rows:
+            t.add_row(*row)
+        c.print(t)
+        t = Table(title="ratios vs the bars of issue 2")
+        for h in ("bar", "value", "target", "result"):
+            t.add_column(h)
+        for row in rat_rows:
+            t.add_row(*row)
+        c.print(t)
+    else:
+        print(plain_table(head, rows))
+        print()
+        print(plain_table(["bar", "value", "target", "result"], rat_rows))
+
+
+def plain_table(head, rows) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    line = lambda r: "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths)) + " |"
+    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+def machine() -> dict:
+    m = {"python": sys.version.split()[0], "platform": platform.platform(), "nproc": os.cpu_count()}
+    try:
+        m["nproc"] = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip())
+        m["free_h"] = subprocess.run(["free", "-h"], capture_output=True, text=True).stdout.strip()
+    except (OSError, ValueError):
+        pass
+    return m
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description="Benchmark the VQS storage log against a plain-file baseline, queuelib and persist-queue.",
+    )
+    ap.add_argument("--quick", action="store_true", help="scale counts down (~1/20) and use a 128 MiB reopen log")
+    ap.add_argument("--scale", type=float, default=None, help="multiply every count by this (default 1, --quick 0.05)")
+    ap.add_argument("--reopen-gib", type=float, default=None, help="size of the reopen-test log in GiB (default 1)")
+    ap.add_argument("--peer-seconds", type=float, default=None,
+                    help="time box for persist-queue/litequeue workloads (default 3, --quick 0.5)")
+    ap.add_argument("--dir", default=None, help="scratch directory (default: a new temp dir, removed at the end)")
+    ap.add_argument("--json", default=os.path.join(HERE, "log_bench.json"), help="JSON output (default bench/log_bench.json)")
+    ap.add_argument("--only", default="baseline,peers,vqs,reopen",
+                    help="comma-separated groups to run: baseline,peers,vqs,reopen")
+    ap.add_argument("--sizes", default="100B,64KiB", help="message sizes: 100B,64KiB")
+    args = ap.parse_args(argv)
+
+    scale = args.scale if args.scale is not None else (0.05 if args.quick else 1.0)
+    gib = args.reopen_gib if args.reopen_gib is not None else (0.125 if args.quick else 1.0)
+    budget = args.peer_seconds if args.peer_seconds is not None else (0.5 if args.quick else 3.0)
+    groups = set(args.only.split(","))
+    sizes = [s for s in args.sizes.split(",") if s]
+    for s in sizes:
+        if s not in SIZES:
+            ap.error(f"unknown size {s!r}")
+
+    base = args.dir or tempfile.mkdtemp(prefix="vqs-bench-")
+    os.makedirs(base, exist_ok=True)
+    results: list[dict] = []
+    started = time.time()
+    try:
+        for size_name in sizes:
+            c = {k: max(1, int(v * scale)) for k, v in COUNTS[size_name].items()}
+            c["append_batch"] = max(BATCH, c["append_batch"] // BATCH * BATCH)
+            c["always8"] = max(8, c["always8"] // 8 * 8)
+            if "baseline" in groups:
+                log(f"baseline {size_name} ...")
+                results += bench_baseline(base, size_name, c["append_batch"])
+            if "peers" in groups:
+                log(f"queuelib {size_name} ...")
+                results += bench_queuelib(base, size_name, c["peer"])
+                log(f"persist-queue {size_name} ...")
+                results += bench_persist_queue(base, size_name, budget)
+                log(f"litequeue {size_name} ...")
+                results += bench_litequeue(base, size_name, budget)
+            if "vqs" in groups:
+                log(f"vqs {size_name} ...")
+                results += bench_vqs(base, size_name, c)
+        if "reopen" in groups:
+            log("reopen ...")
+            results += bench_reopen(base, gib, kill_after_s=1.0 if not args.quick else 0.5)
+    finally:
+        if not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+
+    rats = ratios(results)
+    render(results, rats)
+    doc = {
+        "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": " ".join([os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(ROOT) else sys.executable,
+                             os.path.relpath(os.path.abspath(__file__), ROOT), *(argv if argv is not None else sys.argv[1:])]),
+        "machine": machine(),
+        "scale": scale,
+        "reopen_gib": gib,
+        "wall_seconds": round(time.time() - started, 1),
+        "results": results,
+        "ratios": rats,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=2)
+        log(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
