@@ -70,6 +70,7 @@ from ..errors import (
     LogClosedError,
     MessageNotInflight,
     MissingParameter,
+    OffsetOutOfRange,
     OverLimit,
     PurgeQueueInProgress,
     QueueError,
@@ -870,9 +871,11 @@ class Queue:
             heapq.heapify(self._timers)
 
     def _read_one(self, o: int):
+        """The record at offset o, or None if it is gone (below the log start, or
+        a gap left by recovery="skip"); other read errors propagate."""
         try:
             recs = self._log.read(o, max_records=1)
-        except VQSError:
+        except OffsetOutOfRange:
             return None
         if not recs or recs[0].offset != o:
             return None
