@@ -24,12 +24,16 @@ Durability (the queue's ``flush`` setting, default ``interval``):
   (concurrent callers share fsyncs). A crash (kill -9, power loss) loses no
   acknowledged send or delete, and a leased message never comes back before its
   lease ends.
-* ``interval``: everything is fsynced every ``flush_interval_ms`` (100 ms) by a
-  background thread; a crash can lose the last interval: sends (lost), deletes
-  (the message is delivered again), leases (the message may come back early).
-  ``send_batch`` writes its batch to the OS at once, so it survives a process
-  crash (not a power loss) even before the flush.
-* ``never``: written when a batch fills and at close.
+* ``interval``: sends and state records are buffered in the logs and written and
+  fsynced every ``flush_interval_ms`` (100 ms) by a background thread; a crash
+  (even a process crash) can lose that last interval: sends (lost), deletes (the
+  message is delivered again), leases (the message may come back early). This
+  is what makes a send/receive/delete cycle cost microseconds, not an fsync.
+* ``never``: written when a log's batch buffer fills, and at close.
+
+Moves between queues (dead-letter moves, redrives) always fsync the target
+queue's log before the source deletes the message: a crash leaves a duplicate,
+never a loss.
 
 Receipt handles: stale-handle rules (SQS's documented behaviour):
 
@@ -78,7 +82,6 @@ from ..errors import (
     ReceiptHandleExpired,
     ReceiptHandleIsInvalid,
     TooManyEntriesInBatchRequest,
-    VQSError,
 )
 from ..storage.durable_file import atomic_write
 from ..storage.log import Log
@@ -568,7 +571,7 @@ class Queue:
         return {"message_id": mid, "sequence_number": f"{off:020d}" if self._fifo else None}
 
     def send_batch(self, entries: Iterable) -> list[str]:
-        """Send 1-10 messages in one write; return their ids (in order).
+        """Send 1-10 messages; return their ids (in order).
 
         An entry is a body (str/bytes) or a dict with ``body`` and optional
         ``delay_seconds``, ``attributes``, ``group_id``, ``dedup_id``, ``id``.
@@ -1868,6 +1871,7 @@ class Queue:
                     for r in recs:
                         o = r.offset
                         if o in self._live or o in self._ahead:
+                            self._ahead.discard(o)
                             self._cursor = o + 1
                             continue
                         if self._sent_ms(r) > expire_before:
