@@ -103,6 +103,7 @@ from .queue_config import (
     redrive_allows,
     validate_tags,
 )
+from .receipt import _BODY as _HANDLE_BODY
 from .receipt import ReceiptCodec
 
 DELAYED, INFLIGHT, AVAILABLE, MOVING = 0, 1, 2, 3
@@ -358,6 +359,9 @@ class Queue:
         self._nonce = secrets.randbits(62) << 1
         self._state_bytes = 0
         self._dels: list = []
+        # handles this process issued -> (offset, nonce): a handle found here is
+        # authentic without recomputing its MAC (cleared when it grows stale)
+        self._issued: dict[str, tuple[int, int]] = {}
         # standard queues: what this process sent, not yet received, kept in
         # memory so that receive needn't read it back from the log:
         # (offset, value, sent_ms, headers) for offsets tail_base, tail_base + 1, ...
@@ -749,6 +753,10 @@ class Queue:
                 self._tail_bytes += sum(map(len, values))
         return first
 
+    def _decode(self, handle) -> tuple[int, int]:
+        p = self._issued.get(handle) if handle.__class__ is str else None
+        return p if p is not None else self._codec.decode(handle)
+
     def _message_id_at(self, o: int) -> str:
         return f"{self._id_prefix}{o:012x}"
 
@@ -903,6 +911,11 @@ class Queue:
         until = now + vis * 1000
         expire_before = now - self._ret_ms
         codec_encode = self._codec.encode
+        mac_copy = self._codec._mac.copy
+        hpack = _HANDLE_BODY.pack
+        issued = self._issued
+        if len(issued) > 4 * self._n_inflight + 65536:
+            issued.clear()  # stale handles (leases that ended): decoded by MAC instead
         timers = self._timers
         push = heapq.heappush
         mrc = self.config.max_receive_count if dlq is not None else None
@@ -940,7 +953,9 @@ class Queue:
             self._n_inflight += 1
             push(timers, (until, o, nonce))
             flat += (o, nonce, until, now, first, count)
-            out.append(self._message(o, r.value, r.timestamp_ms, r.headers, codec_encode(o, nonce), count, first))
+            handle = codec_encode(o, nonce)
+            issued[handle] = (o, nonce)
+            out.append(self._message(o, r.value, r.timestamp_ms, r.headers, handle, count, first))
 
         # 2. from the cursor on: fresh messages (and any tracked ones met on the way)
         log = self._log
@@ -1001,7 +1016,9 @@ class Queue:
                     self._n_inflight += 1
                     push(timers, (until, o, nonce))
                     flat += (o, nonce, until, now, first, count)
-                    out.append(self._message(o, value, ts, h or (), codec_encode(o, nonce), count, first))
+                    handle = codec_encode(o, nonce)
+                    issued[handle] = (o, nonce)
+                    out.append(self._message(o, value, ts, h or (), handle, count, first))
                     continue
                 if ahead and o in ahead:
                     ahead.discard(o)
@@ -1027,13 +1044,18 @@ class Queue:
                 live[o] = [nonce, until, 1, now, now, INFLIGHT]
                 push(timers, (until, o, nonce))
                 flat += (o, nonce, until, now, now, 1)
+                hb = hpack(o, nonce)
+                hm = mac_copy()
+                hm.update(hb)
+                handle = (hb + hm.digest()).hex()
+                issued[handle] = (o, nonce)
                 if h:
-                    out.append(self._message(o, value, ts, h, codec_encode(o, nonce), 1, now))
+                    out.append(self._message(o, value, ts, h, handle, 1, now))
                 else:
                     m = new_msg(Message)
                     m.id = f"{pfx}{o:012x}"
                     m.body = value
-                    m.receipt_handle = codec_encode(o, nonce)
+                    m.receipt_handle = handle
                     m.receive_count = 1
                     m.sent_timestamp_ms = ts
                     m.first_receive_timestamp_ms = now
@@ -1146,8 +1168,10 @@ class Queue:
                 self._n_inflight += 1
                 heapq.heappush(self._timers, (until, o, nonce))
                 flat += (o, nonce, until, now, e[_FIRST], e[_COUNT])
+                handle = self._codec.encode(o, nonce)
+                self._issued[handle] = (o, nonce)
                 out.append(self._message(o, r.value, r.timestamp_ms, r.headers,
-                                         self._codec.encode(o, nonce), e[_COUNT], e[_FIRST]))
+                                         handle, e[_COUNT], e[_FIRST]))
                 took += 1
             if took:
                 gin[g] = gin.get(g, 0) + took
@@ -1175,7 +1199,7 @@ class Queue:
 
     def delete(self, receipt_handle: str) -> None:
         """Delete (acknowledge) a received message (stale-handle rules: module doc)."""
-        o, nonce = self._codec.decode(receipt_handle)
+        o, nonce = self._decode(receipt_handle)
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
@@ -1197,8 +1221,12 @@ class Queue:
             raise EmptyBatchRequest()
         if len(handles) > MAX_BATCH_ENTRIES:
             raise TooManyEntriesInBatchRequest(len(handles))
+        issued = self._issued
         dec = self._codec.decode
-        pairs = [dec(h) for h in handles]
+        pairs = []
+        for h in handles:
+            p = issued.get(h) if h.__class__ is str else None
+            pairs.append(p if p is not None else dec(h))
         errs = None
         with self._lock:
             if self._closed:
@@ -1207,7 +1235,9 @@ class Queue:
                 # hot path
                 live = self._live
                 dels = self._dels
-                for o, nonce in pairs:
+                pop = issued.pop
+                for h, (o, nonce) in zip(handles, pairs):
+                    pop(h, None)
                     e = live.get(o)
                     if e is None or e[0] != nonce or e[5] == MOVING:
                         continue
@@ -1246,7 +1276,7 @@ class Queue:
         todo = []
         for e in entries:
             try:
-                todo.append((e, *self._codec.decode(e.get("receipt_handle"))))
+                todo.append((e, *self._decode(e.get("receipt_handle"))))
             except QueueError as err:
                 failed.append(_failure(e["id"], err))
         with self._lock:
@@ -1266,6 +1296,8 @@ class Queue:
         return {"successful": ok, "failed": failed}
 
     def _delete_one_locked(self, o: int, nonce: int, handle) -> QueueError | None:
+        if handle.__class__ is str:
+            self._issued.pop(handle, None)
         e = self._live.get(o)
         if e is None:
             if self._fifo and o in self._group_of:
@@ -1356,7 +1388,7 @@ class Queue:
         """Set the lease of a message in flight to end ``visibility_timeout``
         seconds from now (0: visible now). The lease can't end more than 12 hours
         after the message was received (InvalidParameterValue)."""
-        o, nonce = self._codec.decode(receipt_handle)
+        o, nonce = self._decode(receipt_handle)
         self._check_visibility(visibility_timeout)
         with self._lock:
             if self._closed:
@@ -1380,7 +1412,7 @@ class Queue:
         todo = []
         for e in entries:
             try:
-                o, nonce = self._codec.decode(e.get("receipt_handle"))
+                o, nonce = self._decode(e.get("receipt_handle"))
                 self._check_visibility(e.get("visibility_timeout"))
                 todo.append((e, o, nonce))
             except QueueError as err:
@@ -1454,6 +1486,7 @@ class Queue:
             self._low = max(self._low, below)
             self._tail.clear()
             self._tail_bytes = 0
+            self._issued.clear()
             self._advance_low()
             self._last_purge_ms = now
         if self._sync:
