@@ -29,6 +29,9 @@ from .server.wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_bod
 from .storage.record_batch import encode_batch_parts
 
 DEFAULT_URL = "http://127.0.0.1:8642"
+_BATCH_CT = BATCH_CONTENT_TYPE.encode()
+# requests are written as headers then body: without TCP_NODELAY the body waits for an ACK
+_SOCKET_OPTIONS = [(6, 1, 1)]  # (IPPROTO_TCP, TCP_NODELAY, 1)
 
 
 def _tp(tp):
@@ -66,9 +69,44 @@ class Client:
         headers = {"user-agent": "vqs-client"}
         if token:
             headers["authorization"] = f"Bearer {token}"
+        if transport is None:
+            transport = httpx.HTTPTransport(socket_options=_SOCKET_OPTIONS)
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport,
                                   limits=httpx.Limits(max_keepalive_connections=32, max_connections=64))
         self._closed = False
+        self._timeout = timeout
+        # The produce/consume hot paths go straight to httpx's connection pool (httpcore):
+        # same keep-alive connections, without httpx's per-request machinery (~0.5 ms each).
+        self._pool = None
+        self._raw_headers = [(k.encode(), v.encode()) for k, v in headers.items()]
+        if isinstance(transport, httpx.HTTPTransport):
+            import httpcore
+
+            self._pool = httpcore.ConnectionPool(max_connections=64, max_keepalive_connections=32,
+                                                 socket_options=_SOCKET_OPTIONS)
+
+    def _hot(self, method: str, path: str, params: dict, headers: list, content: bytes | None = None,
+             timeout: float | None = None):
+        """(status, headers dict, body) of a request on the hot path."""
+        from urllib.parse import urlencode
+
+        url = f"{self.url}{path}?{urlencode(params)}" if params else f"{self.url}{path}"
+        if self._pool is None:
+            r = self._http.request(method, url, content=content, headers=dict((k.decode(), v.decode()) for k, v in headers),
+                                   timeout=timeout or self._timeout)
+            return r.status_code, r.headers, r.content, r
+        t = timeout or self._timeout
+        r = self._pool.request(method, url, headers=self._raw_headers + headers, content=content,
+                               extensions={"timeout": {"connect": t, "read": t, "write": t, "pool": t}})
+        hs = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in r.headers}
+        return r.status, hs, r.content, None
+
+    def _hot_error(self, status: int, body: bytes, r):
+        if r is not None:
+            return self._error(r)
+        import httpx
+
+        return self._error(httpx.Response(status, content=body))
 
     # ----------------------------------------------------------------------- plumbing
     def _request(self, method: str, path: str, *, expect=(200, 201, 204), **kw):
@@ -127,6 +165,8 @@ class Client:
     def close(self) -> None:
         self._closed = True
         self._http.close()
+        if self._pool is not None:
+            self._pool.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -181,16 +221,14 @@ class Client:
                      max_bytes: int = 1 << 20, timeout: float = 0.0):
         """Stateless fetch of decoded RecordBatch objects holding exactly the records from
         ``offset`` on (at most ``max_records``), and the next offset. Long polls ``timeout`` s."""
-        r = self._http.get(
-            f"/topics/{topic}/messages",
-            params={"partition": partition, "offset": offset, "limit": max_records, "max_bytes": max_bytes,
-                    "wait_ms": int(timeout * 1000)},
-            headers={"accept": BATCH_CONTENT_TYPE},
-            timeout=max(self._http.timeout.read or 0, timeout + 30),
-        )
-        if r.status_code != 200:
-            raise self._error(r)
-        return decode_body(r.content, where="server response"), int(r.headers[NEXT_OFFSET]), int(r.headers[END_OFFSET])
+        status, hs, body, r = self._hot(
+            "GET", f"/topics/{topic}/messages",
+            {"partition": partition, "offset": offset, "limit": max_records, "max_bytes": max_bytes,
+             "wait_ms": int(timeout * 1000)},
+            [(b"accept", BATCH_CONTENT_TYPE.encode())], timeout=max(self._timeout, timeout + 30))
+        if status != 200:
+            raise self._hot_error(status, body, r)
+        return decode_body(body, where="server response"), int(hs[NEXT_OFFSET]), int(hs[END_OFFSET])
 
     def read(self, topic: str, partition: int, offset: int, *, max_records: int = 500,
              max_bytes: int = 1 << 20, timeout: float = 0.0) -> list:
@@ -315,12 +353,13 @@ class RemoteProducer:
         ts = 0 if timestamps_ms is None else list(timestamps_ms)
         body = b"".join(encode_batch_parts(0, vals, keys=ks, headers=hs, timestamps=ts))
         params = {} if partition is None else {"partition": partition}
-        r = self._client._http.post(f"/topics/{topic}/messages", content=body, params=params,
-                                    headers={"content-type": BATCH_CONTENT_TYPE})
-        if r.status_code != 200:
-            raise self._client._error(r)
+        c = self._client
+        status, _, data, r = c._hot("POST", f"/topics/{topic}/messages", params,
+                                    [(b"content-type", _BATCH_CT)], content=body)
+        if status != 200:
+            raise c._hot_error(status, data, r)
         out = []
-        for rg in r.json()["ranges"]:
+        for rg in json.loads(data)["ranges"]:
             p, base = rg["partition"], rg["base_offset"]
             out.extend(RecordMetadata(topic, p, base + i) for i in range(rg["count"]))
         return out

@@ -12,6 +12,7 @@ import logging
 import re
 import time
 import uuid
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -25,6 +26,18 @@ from .settings import Settings
 log = logging.getLogger("vqs.server")
 
 _SQS_PATH = re.compile(r"^/\d{12}/[^/]+/?$")
+_MESSAGES_PATH = re.compile(r"^/topics/([A-Za-z0-9._-]{1,200})/messages$")
+_BATCH = b"application/vnd.vqs.batch"
+_CONSUME_PARAMS = {"partition", "offset", "limit", "max_bytes", "wait_ms", "group", "encoding"}
+
+
+class _Route:
+    def __init__(self, path):
+        self.path = path
+
+
+_FAST_PRODUCE = _Route("/topics/{topic}/messages")
+_FAST_CONSUME = _FAST_PRODUCE
 _OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/docs", "/openapi.json", "/redoc",
                "/docs/oauth2-redirect")
 
@@ -125,6 +138,9 @@ class VQSMiddleware:
                 if err is not None:
                     await self._reject(send_wrapper, False, *err)
                     return
+            m = _MESSAGES_PATH.match(path)
+            if m is not None and await self._fast(scope, receive, send_wrapper, method, m.group(1), raw_headers):
+                return
             await self.app(scope, receive, send_wrapper)
         except _TooLarge:
             self.ctx.metrics.rejected.labels("body_size").inc()
@@ -140,6 +156,57 @@ class VQSMiddleware:
             if self.access_log:
                 log.info("request", extra={"vqs": {"method": method, "path": path, "status": status,
                                                     "ms": round((time.perf_counter() - t0) * 1000, 3)}})
+
+    async def _fast(self, scope, receive, send, method: str, topic: str, raw_headers) -> bool:
+        """The binary produce/consume routes without the framework's routing (they carry the
+        throughput). Returns False to let the FastAPI route (same behaviour, JSON) handle it."""
+        from .rest import consume_batches, produce_batches
+
+        ctype = accept = b""
+        for k, v in raw_headers:
+            if k == b"content-type":
+                ctype = v
+            elif k == b"accept":
+                accept = v
+        qs = scope.get("query_string", b"")
+        try:
+            if method == "POST" and ctype.split(b";", 1)[0].strip().lower() == _BATCH:
+                chunks = []
+                while True:
+                    msg = await receive()
+                    if msg["type"] != "http.request":
+                        return True
+                    chunks.append(msg.get("body", b""))
+                    if not msg.get("more_body"):
+                        break
+                q = dict(parse_qsl(qs.decode("latin-1"))) if qs else {}
+                out = await produce_batches(self.ctx, topic, q.get("partition"), b"".join(chunks))
+                scope["route"] = _FAST_PRODUCE
+                await _send(send, *_json(200, out))
+                return True
+            if method == "GET" and _BATCH in accept:
+                q = dict(parse_qsl(qs.decode("latin-1"))) if qs else {}
+                extra = set(q) - _CONSUME_PARAMS
+                if extra:
+                    return False  # let the framework report the unknown parameter
+                data, headers = await consume_batches(self.ctx, topic, q)
+                scope["route"] = _FAST_CONSUME
+                hs = [(b"content-type", _BATCH), (b"content-length", str(len(data)).encode())]
+                hs += [(k.encode(), v.encode()) for k, v in headers.items()]
+                await _send(send, 200, hs, data)
+                return True
+        except APIError as e:
+            self._err.labels("rest", e.code).inc()
+            await _send(send, *_json(e.status, e.body(), e.headers))
+            return True
+        except Exception as e:  # noqa: BLE001
+            api = from_vqs_error(e)
+            if api is None:
+                raise
+            self._err.labels("rest", api.code).inc()
+            await _send(send, *_json(api.status, api.body(), api.headers))
+            return True
+        return False
 
     def _limited_receive(self, receive):
         limit = self.max_body

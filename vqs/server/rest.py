@@ -366,36 +366,7 @@ def build_router(ctx: ServerContext) -> APIRouter:
         producer = _producer(ctx)
         t = b.topic(topic)
         if ctype == BATCH_CONTENT_TYPE:
-            partition = _int_param(request, "partition", None, 0, t.partitions - 1)
-            try:
-                batches = decode_body(body)
-            except VQSError as e:
-                raise APIError(400, "corrupt_batch", str(e), field="body") from None
-            if not batches:
-                raise APIError(400, "invalid_argument", "the body holds no record batch", field="body")
-            metas = []
-            nbytes = 0
-            now = int(time.time() * 1000)
-            limit = s.max_message_bytes
-            for bt in batches:
-                values = bt.values()
-                for v in values:
-                    if len(v) > limit:
-                        raise APIError(413, "message_too_large",
-                                       f"a value of {len(v)} bytes exceeds max_message_bytes ({limit})", field="value")
-                    nbytes += len(v)
-                keys = [bt.key(i) for i in range(bt.count)] if bt.key_validity is not None else None
-                hdrs = [bt.headers(i) for i in range(bt.count)] if bt.header_offsets is not None else None
-                if bt.timestamps is not None:
-                    ts = [x if x > 0 else now for x in bt.timestamps.tolist()]
-                elif bt.first_timestamp_ms > 0:
-                    ts = [bt.first_timestamp_ms] * bt.count
-                else:
-                    ts = None
-                metas += await ctx.write(producer.send_batch, topic, values, keys=keys, headers=hdrs,
-                                         partition=partition, timestamps_ms=ts)
-            metrics.count_in("topic", topic, len(metas), nbytes)
-            return jresp({"count": len(metas), "ranges": _partition_ranges(metas)})
+            return jresp(await produce_batches(ctx, topic, request.query_params.get("partition"), body))
         if ctype not in ("application/json", ""):
             raise APIError(415, "unsupported_media_type",
                            f"Content-Type must be application/json or {BATCH_CONTENT_TYPE}, not {ctype}")
@@ -490,11 +461,8 @@ def build_router(ctx: ServerContext) -> APIRouter:
         wait_s = min(wait_ms, s.max_wait_ms) / 1000
         binary = BATCH_CONTENT_TYPE in request.headers.get("accept", "")
         if binary:
-            batches = lg.read_batches(offset, max_bytes=max_bytes)
-            if not batches and wait_s > 0:
-                await _wait(ctx, lg, offset, wait_s)
-                batches = lg.read_batches(offset, max_bytes=max_bytes)
-            return _binary_response(ctx, topic, batches, offset, limit, lg)
+            data, headers = await consume_batches(ctx, topic, request.query_params)
+            return Response(data, media_type=BATCH_CONTENT_TYPE, headers=headers)
         recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
         if not recs and wait_s > 0:
             await _wait(ctx, lg, offset, wait_s)
@@ -610,7 +578,114 @@ async def _wait(ctx: ServerContext, lg, offset: int, wait_s: float) -> None:
     await ctx.long_poll_call(waiter)
 
 
-def _binary_response(ctx, topic, batches, offset, limit, lg) -> Response:
+def _read_batches(lg, offset: int, limit: int, max_bytes: int) -> list:
+    """Whole batches covering about ``limit`` records from ``offset``: read a window sized
+    for ``limit`` small records first (the log may hold many tiny batches: decoding a whole
+    megabyte of them to return one record would cost milliseconds), growing it as needed."""
+    window = min(max_bytes, limit * 160 + 8192)
+    out: list = []
+    n = 0
+    pos = offset
+    while True:
+        got = lg.read_batches(pos, max_bytes=window)
+        if not got:
+            return out
+        for b in got:
+            if b.next_offset <= pos:
+                continue
+            out.append(b)
+            n += b.next_offset - max(pos, b.base_offset)
+        pos = out[-1].next_offset if out else pos
+        if n >= limit or window >= max_bytes or pos >= lg.end_offset:
+            return out
+        window = min(max_bytes, window * 4)
+
+
+def _qint(q, name: str, default, lo: int, hi: int):
+    v = q.get(name)
+    if v is None or v == "":
+        return default
+    try:
+        i = int(v)
+    except ValueError:
+        raise APIError(400, "invalid_argument", f"query parameter {name} must be an integer, not {v!r}", field=name) from None
+    if not (lo <= i <= hi):
+        raise APIError(400, "invalid_argument", f"query parameter {name} must be between {lo} and {hi}", field=name)
+    return i
+
+
+def _topic(ctx: ServerContext, topic: str):
+    b = ctx.broker
+    if b is None or not ctx.ready:
+        raise APIError(503, "not_ready", "the server is not ready", headers={"Retry-After": "1"})
+    return b, b.topic(_check_name(topic, "topic"))
+
+
+async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | None, body: bytes) -> dict:
+    """Binary produce (application/vnd.vqs.batch): every batch of the body appended in order."""
+    b, t = _topic(ctx, topic)
+    partition = _qint({"partition": partition_raw}, "partition", None, 0, t.partitions - 1)
+    try:
+        batches = decode_body(body)
+    except VQSError as e:
+        raise APIError(400, "corrupt_batch", str(e), field="body") from None
+    if not batches:
+        raise APIError(400, "invalid_argument", "the body holds no record batch", field="body")
+    producer = _producer(ctx)
+    metas: list = []
+    nbytes = 0
+    now = int(time.time() * 1000)
+    limit = ctx.settings.max_message_bytes
+    for bt in batches:
+        values = bt.values()
+        o = bt.value_offsets
+        nb = o[bt.count]
+        if nb > limit:  # only then can one value pass the limit
+            big = max(map(len, values))
+            if big > limit:
+                raise APIError(413, "message_too_large",
+                               f"a value of {big} bytes exceeds max_message_bytes ({limit})", field="value")
+        nbytes += nb
+        keys = [bt.key(i) for i in range(bt.count)] if bt.key_validity is not None else None
+        hdrs = [bt.headers(i) for i in range(bt.count)] if bt.header_offsets is not None else None
+        if bt.timestamps is not None:
+            ts = [x if x > 0 else now for x in bt.timestamps.tolist()]
+        elif bt.first_timestamp_ms > 0:
+            ts = [bt.first_timestamp_ms] * bt.count
+        else:
+            ts = None
+        metas += await ctx.write(producer.send_batch, t.name, values, keys=keys, headers=hdrs,
+                                 partition=partition, timestamps_ms=ts)
+    ctx.metrics.count_in("topic", t.name, len(metas), nbytes)
+    return {"count": len(metas), "ranges": _partition_ranges(metas)}
+
+
+async def consume_batches(ctx: ServerContext, topic: str, q) -> tuple[bytes, dict]:
+    """Binary consume: exactly the records asked for, as record batches, and the position headers."""
+    b, t = _topic(ctx, topic)
+    partition = _qint(q, "partition", 0, 0, 10_000)
+    if partition >= t.partitions:
+        raise APIError(400, "invalid_argument",
+                       f"topic {topic!r} has {t.partitions} partition(s); there is no partition {partition}",
+                       field="partition")
+    offset = _qint(q, "offset", None, 0, (1 << 63) - 1)
+    limit = _qint(q, "limit", 100, 1, 100_000)
+    max_bytes = _qint(q, "max_bytes", 1 << 20, 1, 64 << 20)
+    wait_ms = _qint(q, "wait_ms", 0, 0, 3_600_000)
+    lg = t.log(partition)
+    if offset is None:
+        committed = None
+        group = q.get("group")
+        if group:
+            from ..broker.names import validate_name
+
+            committed = b.group_offsets(validate_name(group, "group")).get((topic, partition))
+        offset = committed if committed is not None else lg.start_offset
+    wait_s = min(wait_ms, ctx.settings.max_wait_ms) / 1000
+    batches = _read_batches(lg, offset, limit, max_bytes)
+    if not batches and wait_s > 0:
+        await _wait(ctx, lg, offset, wait_s)
+        batches = _read_batches(lg, offset, limit, max_bytes)
     parts: list = []
     n = 0
     nbytes = 0
@@ -622,10 +697,13 @@ def _binary_response(ctx, topic, batches, offset, limit, lg) -> Response:
         stop = min(bt.count, start + (limit - n))
         if start >= stop:
             continue
-        parts.extend(batch_parts(bt, start, stop))
+        if start == 0 and stop == bt.count and getattr(bt, "raw", None) is not None:
+            parts.append(bt.raw)  # zero copy when the codec exposes the encoded batch
+        else:
+            parts.extend(batch_parts(bt, start, stop))
         n += stop - start
         nbytes += bt.value_offsets[stop] - bt.value_offsets[start]
         nxt = bt.base_offset + stop
-    ctx.metrics.count_out("topic", topic, n, nbytes)
-    return Response(b"".join(parts), media_type=BATCH_CONTENT_TYPE,
-                    headers={NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset), END_OFFSET: str(lg.end_offset)})
+    ctx.metrics.count_out("topic", t.name, n, nbytes)
+    return b"".join(parts), {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
+                             END_OFFSET: str(lg.end_offset)}
