@@ -578,29 +578,6 @@ async def _wait(ctx: ServerContext, lg, offset: int, wait_s: float) -> None:
     await ctx.long_poll_call(waiter)
 
 
-def _read_batches(lg, offset: int, limit: int, max_bytes: int) -> list:
-    """Whole batches covering about ``limit`` records from ``offset``: read a window sized
-    for ``limit`` small records first (the log may hold many tiny batches: decoding a whole
-    megabyte of them to return one record would cost milliseconds), growing it as needed."""
-    window = min(max_bytes, limit * 160 + 8192)
-    out: list = []
-    n = 0
-    pos = offset
-    while True:
-        got = lg.read_batches(pos, max_bytes=window)
-        if not got:
-            return out
-        for b in got:
-            if b.next_offset <= pos:
-                continue
-            out.append(b)
-            n += b.next_offset - max(pos, b.base_offset)
-        pos = out[-1].next_offset if out else pos
-        if n >= limit or window >= max_bytes or pos >= lg.end_offset:
-            return out
-        window = min(max_bytes, window * 4)
-
-
 def _qint(q, name: str, default, lo: int, hi: int):
     v = q.get(name)
     if v is None or v == "":
@@ -682,28 +659,37 @@ async def consume_batches(ctx: ServerContext, topic: str, q) -> tuple[bytes, dic
             committed = b.group_offsets(validate_name(group, "group")).get((topic, partition))
         offset = committed if committed is not None else lg.start_offset
     wait_s = min(wait_ms, ctx.settings.max_wait_ms) / 1000
-    batches = _read_batches(lg, offset, limit, max_bytes)
-    if not batches and wait_s > 0:
+    # Log.read finds the offset through the sparse index and decodes only what it returns;
+    # the records go back as one freshly encoded batch (offsets and timestamps preserved).
+    recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
+    if not recs and wait_s > 0:
         await _wait(ctx, lg, offset, wait_s)
-        batches = _read_batches(lg, offset, limit, max_bytes)
+        recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
+    n = len(recs)
     parts: list = []
-    n = 0
     nbytes = 0
     nxt = offset
-    for bt in batches:
-        if n >= limit:
-            break
-        start = max(0, offset - bt.base_offset)
-        stop = min(bt.count, start + (limit - n))
-        if start >= stop:
-            continue
-        if start == 0 and stop == bt.count and getattr(bt, "raw", None) is not None:
-            parts.append(bt.raw)  # zero copy when the codec exposes the encoded batch
-        else:
-            parts.extend(batch_parts(bt, start, stop))
-        n += stop - start
-        nbytes += bt.value_offsets[stop] - bt.value_offsets[start]
-        nxt = bt.base_offset + stop
+    if n:
+        from ..storage.record_batch import encode_batch_parts
+
+        values = [r.value for r in recs]
+        keys = [r.key for r in recs]
+        hdrs = [r.headers for r in recs]
+        ts = [r.timestamp_ms for r in recs]
+        first = recs[0].offset
+        if recs[-1].offset - first + 1 == n:
+            parts = encode_batch_parts(first, values, keys=keys, headers=hdrs, timestamps=ts)
+        else:  # a gap (a batch quarantined by recovery): one batch per contiguous run
+            i = 0
+            while i < n:
+                j = i + 1
+                while j < n and recs[j].offset == recs[j - 1].offset + 1:
+                    j += 1
+                parts += encode_batch_parts(recs[i].offset, values[i:j], keys=keys[i:j], headers=hdrs[i:j],
+                                            timestamps=ts[i:j])
+                i = j
+        nbytes = sum(map(len, values))
+        nxt = recs[-1].offset + 1
     ctx.metrics.count_out("topic", t.name, n, nbytes)
     return b"".join(parts), {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
                              END_OFFSET: str(lg.end_offset)}

@@ -3,8 +3,8 @@
 ``application/vnd.vqs.batch``: a body of one or more record batches in the
 log's own format (docs/FORMAT.md), back to back. Producers send it (base
 offsets are ignored; the server assigns offsets); consumers ask for it with
-``Accept`` and get whole batches (the first may begin below the requested
-offset: skip those records). Response headers ``X-VQS-Next-Offset``,
+``Accept`` and get exactly the records asked for, as batches carrying their
+offsets and timestamps. Response headers ``X-VQS-Next-Offset``,
 ``X-VQS-Start-Offset`` and ``X-VQS-End-Offset`` carry the positions.
 """
 
