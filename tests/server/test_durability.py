@@ -180,3 +180,32 @@ def test_sixteen_concurrent_clients_with_long_polls(base_url, unique):
     assert errors == []
     assert sorted(received) == sorted(f"{k}-{i}" for k in range(8) for i in range(n_msgs // 4))
     assert sum(len(s) for s in topic_seen) == total
+
+
+def test_sigterm_drains_in_flight_requests_and_exits_clean(tmp_path):
+    s = ServerProcess(tmp_path / "data").start()
+    with vc.Client(s.url) as c:
+        c.create_topic("t")
+        c.producer().send_batch("t", [b"a", b"b"])
+    out = {}
+
+    def long_poll():
+        with httpx.Client(base_url=s.url, timeout=30) as h:
+            out["r"] = h.get("/topics/t/messages", params={"offset": 2, "wait_ms": 20000})
+
+    th = threading.Thread(target=long_poll)
+    th.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    assert s.stop() == 0, s.log()
+    th.join(10)
+    assert time.monotonic() - t0 < 10
+    assert out["r"].status_code == 200 and out["r"].json()["messages"] == []
+    assert "closed" in s.log()
+    # reopened: everything acknowledged is there, no recovery needed
+    s2 = ServerProcess(tmp_path / "data").start()
+    try:
+        with vc.Client(s2.url) as c:
+            assert [r.value for r in c.read("t", 0, 0)] == [b"a", b"b"]
+    finally:
+        assert s2.stop() == 0
