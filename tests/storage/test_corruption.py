@@ -715,3 +715,67 @@ def test_damaged_indexes_readonly_changes_nothing(log_from):
     with Log.open(d, readonly=True) as ro:
         _check_with_indexes(ro, NM)
     assert digest(d) == before
+
+
+# --------------------------------------------------------------------------- batch placement
+
+
+@pytest.mark.parametrize("no_checkpoint", [False, True], ids=["lazy", "full-scan"])
+@pytest.mark.parametrize("where", ["first of a segment", "last of a segment", "two adjacent",
+                                   "first of the last segment"])
+def test_skip_drops_exactly_the_damaged_batches_wherever_they_are(log_from, where, no_checkpoint):
+    """Damage at segment boundaries. With the checkpoint deleted every segment
+    is validated (and excised) at open; otherwise older segments are checked
+    when read. Either way exactly the damaged batches go."""
+    d = log_from("multi", **MULTI)
+    if no_checkpoint:
+        os.unlink(os.path.join(d, CHECKPOINT))
+    files = seg_files(d)
+    if where == "first of a segment":
+        targets = [(files[2], 0)]
+    elif where == "last of a segment":
+        targets = [(files[2], -1)]
+    elif where == "two adjacent":
+        targets = [(files[1], 1), (files[1], 2)]
+    else:
+        targets = [(files[-1], 0)]
+    damaged = set()
+    for f, i in targets:
+        pos, base, size = batches(f)[i]
+        flip(f, pos + size // 2)
+        damaged |= set(range(base, base + BATCH))
+    expect = [o for o in range(NM) if o not in damaged]
+    with Log.open(d, recovery="skip") as lg:
+        assert lg.end_offset == NM
+        check(lg, expect)
+        check_each_offset(lg, NM, damaged, skip=True)
+        assert lg.append(val(NM), timestamp_ms=TS0 + NM) == NM
+    qdir = os.path.join(d, QUARANTINE_DIR)
+    excised = os.path.isdir(qdir) and len(os.listdir(qdir)) > 0
+    if no_checkpoint or where == "first of the last segment":
+        assert excised, "damage at or after the recovery point must be quarantined at open"
+    if excised:
+        # excised and recorded at open: the gap is part of the log from now on
+        with Log.open(d) as lg:
+            check(lg, expect + [NM])
+        with Log.open(d, readonly=True) as ro:
+            check(ro, expect + [NM])
+    else:
+        # stepped over at read time: still there for the next reader to judge
+        with Log.open(d, recovery="skip") as lg:
+            check(lg, expect + [NM])
+        with Log.open(d, readonly=True, recovery="skip") as ro:
+            check(ro, expect + [NM])
+        with Log.open(d) as lg:
+            check_each_offset(lg, NM + 1, damaged)
+
+
+def test_fail_at_open_names_the_first_damaged_batch_of_a_full_scan(log_from):
+    d = log_from("multi", **MULTI)
+    os.unlink(os.path.join(d, CHECKPOINT))
+    f = seg_files(d)[1]
+    pos, base, size = batches(f)[1]
+    flip(f, pos + 30)
+    with pytest.raises(CorruptRecordError) as ei:
+        Log.open(d)
+    assert ei.value.position == pos and os.path.samefile(ei.value.path, f)

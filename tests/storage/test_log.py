@@ -315,6 +315,22 @@ def test_offset_for_time_ignores_records_below_the_start(d):
         assert lg.offset_for_time(50) == 1
 
 
+@pytest.mark.parametrize("first_ts", [0, -5, 7])
+def test_offset_for_time_after_reopen_with_small_timestamps(d, first_ts):
+    """Timestamps are plain integers: 0 (an all-zero time-index entry for the
+    first batch) and negative values must survive a reopen like any other.
+    (Found by the state machine.)"""
+    kw = dict(segment_bytes=256, flush="never", batch_max_records=1, index_interval_bytes=64, segment_ms=None)
+    with Log.open(d, **kw) as lg:
+        lg.append(b"", timestamp_ms=first_ts)
+        lg.append_batch([b""], timestamps_ms=[first_ts + 1])
+        lg.append_batch([b""], timestamps_ms=[first_ts])
+    with Log.open(d, **kw) as lg:
+        assert lg.offset_for_time(first_ts + 1) == 1
+        assert lg.offset_for_time(first_ts) == 0
+        assert lg.offset_for_time(first_ts + 2) is None
+
+
 def test_offset_for_time_sees_buffered_records(d):
     with Log.open(d, flush="never") as lg:
         lg.append(b"a", timestamp_ms=10)
@@ -763,3 +779,89 @@ def test_wait_for_wakes_on_append_batch(d):
         th.join(5)
         assert res["ok"] is True
         assert time.monotonic() - t0 < 2
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def test_readers_race_appends_rolls_and_retention(d):
+    """Reader threads follow the log (read, read_batches, wait_for) while one
+    writer appends through many small segments and retention deletes old ones.
+    A read either returns correct records or raises OffsetOutOfRange because
+    the start moved past it; nothing else."""
+    total = 6000
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    with Log.open(d, flush="never", segment_bytes=2048, retention_bytes=8192, batch_max_records=7) as lg:
+
+        def follower(kind):
+            off = 0
+            try:
+                while not stop.is_set() or off < lg.end_offset:
+                    if off >= lg.end_offset:
+                        lg.wait_for(off, 0.05)
+                        continue
+                    try:
+                        if kind == "batches":
+                            bs = lg.read_batches(off, max_bytes=600)
+                            for b in bs:
+                                for i in range(max(0, off - b.base_offset), b.count):
+                                    assert b.value(i) == val(b.base_offset + i)
+                            off = bs[-1].next_offset if bs else off
+                        else:
+                            recs = lg.read(off, max_records=1 if kind == "one" else 50)
+                            for r in recs:
+                                assert r.offset >= off and bytes(r.value) == val(r.offset)
+                            if recs:
+                                assert recs[0].offset == off
+                                off = recs[-1].offset + 1
+                    except OffsetOutOfRange:
+                        assert lg.start_offset > off
+                        off = lg.start_offset
+            except BaseException as e:  # reported by the main thread
+                errors.append(e)
+
+        ts = [threading.Thread(target=follower, args=(k,)) for k in ("one", "many", "batches")]
+        for t in ts:
+            t.start()
+        try:
+            i = 0
+            while i < total:
+                if i % 3:
+                    lg.append(val(i))
+                    i += 1
+                else:
+                    lg.append_batch([val(j) for j in range(i, i + 5)])
+                    i += 5
+                if i % 500 < 5:
+                    lg.apply_retention()
+        finally:
+            stop.set()
+            for t in ts:
+                t.join(30)
+        assert not any(t.is_alive() for t in ts), "a reader hung"
+        assert not errors, errors[0]
+        assert lg.start_offset > 0
+        assert [bytes(r.value) for r in read_all(lg)] == [val(o) for o in range(lg.start_offset, lg.end_offset)]
+
+
+def test_close_wakes_waiters(d):
+    lg = Log.open(d)
+    res = {}
+
+    def waiter():
+        t = time.monotonic()
+        try:
+            res["ok"] = lg.wait_for(0, 30)
+        except LogClosedError:
+            res["ok"] = "closed"
+        res["after"] = time.monotonic() - t
+
+    th = threading.Thread(target=waiter)
+    th.start()
+    time.sleep(0.1)
+    lg.close()
+    th.join(5)
+    assert not th.is_alive()
+    assert res["ok"] in (False, "closed")
+    assert res["after"] < 5

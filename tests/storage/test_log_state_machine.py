@@ -48,12 +48,16 @@ class LogMachine(RuleBasedStateMachine):
         self.settings = dict(
             segment_bytes=segment_bytes, flush=flush, compression=compression,
             batch_max_records=batch_max_records, index_interval_bytes=64, segment_ms=None,
+            lock=False,  # lets crash_reopen abandon a Log without closing it
         )
+        self.durable = 0  # offsets below this were written out (survive a process crash)
+        self.zombies = []
         self.lg = Log.open(self.dir, **self.settings)
 
     def teardown(self):
         if self.lg is not None:
             self.lg.close()
+        self.zombies.clear()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     @property
@@ -75,6 +79,8 @@ class LogMachine(RuleBasedStateMachine):
         off = self.lg.append(v, key=k, headers=h, timestamp_ms=t)
         assert off == self.end
         self.model.append((v, k, h, t))
+        if self.settings["flush"] == "always":
+            self.durable = self.end
 
     @rule(vs=st.lists(st.tuples(values, keys, timestamps), min_size=1, max_size=40))
     def append_batch(self, vs):
@@ -83,6 +89,7 @@ class LogMachine(RuleBasedStateMachine):
         )
         assert first == self.end
         self.model += [(v, k, None, t) for v, k, t in vs]
+        self.durable = self.end  # append_batch writes the buffer and its batch at once
 
     @rule(n=st.integers(1, 200), size=st.integers(0, 64))
     def append_many(self, n, size):
@@ -90,10 +97,12 @@ class LogMachine(RuleBasedStateMachine):
         first = self.lg.append_batch([v] * n, timestamps_ms=5000)
         assert first == self.end
         self.model += [(v, None, None, 5000)] * n
+        self.durable = self.end
 
     @rule()
     def flush(self):
         self.lg.flush()
+        self.durable = self.end
 
     @rule(
         flush=st.sampled_from(["never", "interval", "always"]),
@@ -102,13 +111,31 @@ class LogMachine(RuleBasedStateMachine):
     )
     def reopen(self, flush, compression, segment_bytes):
         self.lg.close()
+        self.durable = self.end
         self.settings.update(flush=flush, compression=compression, segment_bytes=segment_bytes)
         self.lg = Log.open(self.dir, **self.settings)
+
+    @precondition(lambda self: self.lg is not None and self.settings["flush"] != "interval")
+    @rule(flush=st.sampled_from(["never", "always"]))
+    def crash_reopen(self, flush):
+        """The process dies: no close, no clean-shutdown marker. What was
+        written survives (a process crash keeps the page cache); records still
+        in the append buffer may be lost, and only as a suffix."""
+        self.zombies.append(self.lg)  # never closed, never used again
+        self.settings.update(flush=flush)
+        self.lg = Log.open(self.dir, **self.settings)
+        end = self.lg.end_offset
+        assert self.durable <= end <= self.end, (self.durable, end, self.end)
+        del self.model[end:]
+        self.durable = end
+        assert self.lg.start_offset == min(self.start, end)
+        self.start = self.lg.start_offset
 
     @rule(data=st.data())
     def delete_before(self, data):
         off = data.draw(st.integers(0, self.end + 3))
         self.lg.delete_before(off)
+        self.durable = max(self.durable, min(off, self.end))
         new_start = max(self.start, min(off, self.end))
         # Whole segments go; the start moves to exactly the requested offset.
         assert self.lg.start_offset == new_start
