@@ -210,3 +210,18 @@ def test_fifo_purge(reg, qclock):
     assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     q.send("c", group_id="g")
     assert [m.text for m in q.receive(10)] == ["c"]
+
+
+def test_receive_request_attempt_id(reg, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=30)
+    q.send_batch([{"body": f"m{i}", "group_id": "g"} for i in range(3)])
+    first = q.receive(2, attempt_id="try-1")
+    qclock.advance(20)
+    again = q.receive(2, attempt_id="try-1")  # a retry: same messages and handles
+    assert [m.receipt_handle for m in again] == [m.receipt_handle for m in first]
+    qclock.advance(20)  # the retry restarted the visibility timeout (30 s from it)
+    assert q.counts()["in_flight"] == 2
+    q.delete(first[0].receipt_handle)
+    assert q.receive(2, attempt_id="try-1") == []  # not all still in flight: a new receive (g locked)
+    with pytest.raises(InvalidParameterValue):
+        q.receive(1, attempt_id="bad id")

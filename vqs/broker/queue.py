@@ -376,6 +376,7 @@ class Queue:
         self._gin: dict[str, int] = {}
         self._ready: list = []
         self._dedup = DedupWindow(WINDOW_MS)
+        self._attempts: dict[str, tuple[int, list]] = {}  # FIFO ReceiveRequestAttemptId
         live = self._live
         for o, e in st.live.items():
             if o < self._low:
@@ -428,7 +429,8 @@ class Queue:
             for r in recs:
                 o = r.offset
                 h = dict(r.headers) if r.headers else {}
-                if r.timestamp_ms > win_start and H_SENT not in h and H_DEDUP in h:
+                if r.timestamp_ms > win_start and H_ID not in h and H_DEDUP in h:
+                    # (a message moved in from another queue carries H_ID: not a send)
                     g = h.get(H_GROUP, b"").decode()
                     d = h[H_DEDUP].decode()
                     self._dedup.add((g, d) if scope_group else d, r.timestamp_ms, o)
@@ -772,12 +774,17 @@ class Queue:
     # ============================================================ receiving
 
     def receive(self, max_messages: int = 1, wait_seconds: float | None = None,
-                visibility_timeout: int | None = None) -> list[Message]:
+                visibility_timeout: int | None = None, attempt_id: str | None = None) -> list[Message]:
         """Receive up to ``max_messages`` (1-10) visible messages, leasing them
         for ``visibility_timeout`` seconds (default: the queue's). With
         ``wait_seconds`` (0-20; default the queue's ReceiveMessageWaitTimeSeconds)
         waits until at least one message is available (long poll, woken by sends
-        and by leases or delays ending). Returns [] when none came."""
+        and by leases or delays ending). Returns [] when none came.
+
+        FIFO queues: ``attempt_id`` (SQS ReceiveRequestAttemptId) makes a retry
+        safe: within 5 minutes, a receive with the same id whose messages are all
+        still in flight under the leases it made returns the same messages and
+        receipt handles again, with their visibility timeout restarted."""
         if max_messages.__class__ is not int or not 1 <= max_messages <= 10:
             raise InvalidParameterValue(
                 f"Value {max_messages} for parameter MaxNumberOfMessages is invalid. "
@@ -801,6 +808,18 @@ class Queue:
                     f"Reason: Must be >= 0 and <= {MAX_VISIBILITY_S}, if provided."
                 )
             vis = visibility_timeout
+        if attempt_id is not None:
+            if not self._fifo:
+                attempt_id = None  # SQS ignores it on standard queues
+            elif not isinstance(attempt_id, str) or not _GROUP_ID.fullmatch(attempt_id):
+                raise InvalidParameterValue(
+                    f"Value {attempt_id} for parameter ReceiveRequestAttemptId is invalid. Reason: "
+                    "It can only include alphanumeric and punctuation characters. 1 to 128 in length."
+                )
+            else:
+                again = self._retry_attempt(attempt_id, vis)
+                if again is not None:
+                    return again
         dlq = None
         if self.config.dead_letter_queue is not None:
             dlq = self._resolver(self.config.dead_letter_queue)
@@ -840,7 +859,38 @@ class Queue:
                     dlq = None  # unavailable: deliver as usual for the rest of this call
                 if not msgs:
                     continue
+            if attempt_id is not None and msgs:
+                with self._lock:
+                    self._attempts[attempt_id] = (self._now_ms() + WINDOW_MS, msgs)
             return msgs
+
+    def _retry_attempt(self, attempt_id: str, vis: int) -> list | None:
+        with self._lock:
+            now = self._now_ms()
+            att = self._attempts
+            for k in [k for k, (exp, _) in att.items() if exp <= now]:
+                del att[k]
+            prev = att.get(attempt_id)
+            if prev is None:
+                return None
+            msgs = prev[1]
+            live = self._live
+            for m in msgs:
+                e = live.get(m.offset)
+                if e is None or e[_STATE] != INFLIGHT or e[_UNTIL] <= now or e[_NONCE] != self._decode(m.receipt_handle)[1]:
+                    del att[attempt_id]
+                    return None
+            flat = []
+            until = now + vis * 1000
+            for m in msgs:
+                e = live[m.offset]
+                e[_UNTIL] = until
+                heapq.heappush(self._timers, (until, m.offset, e[_NONCE]))
+                flat += (m.offset, e[_NONCE], until, e[_RECV], e[_FIRST], e[_COUNT])
+            self._log_ops(flat, [], now)
+        if self._sync:
+            self._state.flush()
+        return list(msgs)
 
     def _fire_timers(self, now: int) -> None:
         timers = self._timers
