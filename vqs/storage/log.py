@@ -722,6 +722,18 @@ class Log:
         """The next offset to be written (buffered records included)."""
         return self._next
 
+    def _check_read_offset_locked(self, offset: int) -> None:
+        """Raise OffsetOutOfRange unless start <= offset <= end; a readonly log
+        first looks for what its owner appended since (lock released meanwhile)."""
+        if self.readonly and offset > self._next:
+            self._lock.release()
+            try:
+                self.refresh()
+            finally:
+                self._lock.acquire()
+        if offset < self._start or offset > self._next:
+            raise self._out_of_range(offset)
+
     def _out_of_range(self, offset: int) -> OffsetOutOfRange:
         return OffsetOutOfRange(
             f"offset {offset} is out of range for log {self.path}: "
@@ -759,14 +771,7 @@ class Log:
                 if self._closed:
                     raise LogClosedError(f"log {self.path} is closed")
                 if not out:
-                    if self.readonly and offset > self._next:
-                        self._lock.release()
-                        try:
-                            self.refresh()
-                        finally:
-                            self._lock.acquire()
-                    if offset < self._start or offset > self._next:
-                        raise self._out_of_range(offset)
+                    self._check_read_offset_locked(offset)
                 if offset >= self._next:
                     break
                 if offset >= self._written_end:
@@ -877,14 +882,7 @@ class Log:
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"log {self.path} is closed")
-            if self.readonly and offset > self._next:
-                self._lock.release()
-                try:
-                    self.refresh()
-                finally:
-                    self._lock.acquire()
-            if offset < self._start or offset > self._next:
-                raise self._out_of_range(offset)
+            self._check_read_offset_locked(offset)
             out: list[RecordBatch] = []
             if offset >= self._written_end:
                 if offset < self._next:
