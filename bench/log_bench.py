@@ -573,6 +573,30 @@ def _du(path: str) -> int:
 # --------------------------------------------------------------------------- report
 
 
+def best_of(rows: list[dict]) -> list[dict]:
+    """Keep the fastest round of each workload (first-seen order); record all rounds."""
+    order, best, runs = [], {}, {}
+    for r in rows:
+        k = (r["system"], r["workload"], r["size"], r["flush"], r["threads"])
+        runs.setdefault(k, []).append(r["msg_s"])
+        if k not in best:
+            order.append(k)
+            best[k] = r
+        elif r["msg_s"] > best[k]["msg_s"]:
+            best[k] = r
+    out = []
+    for k in order:
+        r = dict(best[k])
+        r["rounds_msg_s"] = [round(x, 1) for x in runs[k]]
+        if len(runs[k]) > 1:
+            lo, hi = min(runs[k]), max(runs[k])
+            spread = f"best of {len(runs[k])} (worst {lo / hi:.2f}x)"
+            r["note"] = f"{r['note']}; {spread}" if r["note"] else spread
+        out.append(r)
+    return out
+
+
+
 def find(results, system, workload, size, flush=None, threads=None):
     for r in results:
         if (r["system"] == system and r["workload"] == workload and r["size"] == size
@@ -695,12 +719,18 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="baseline,peers,vqs,reopen",
                     help="comma-separated groups to run: baseline,peers,vqs,reopen")
     ap.add_argument("--sizes", default="100B,64KiB", help="message sizes: 100B,64KiB")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="rounds of the baseline/queuelib/vqs workloads, interleaved; the best round "
+                         "of each is reported (default 3, --quick 1): other load on a shared machine "
+                         "only ever slows a round down")
     args = ap.parse_args(argv)
 
     scale = args.scale if args.scale is not None else (0.05 if args.quick else 1.0)
     gib = args.reopen_gib if args.reopen_gib is not None else (0.125 if args.quick else 1.0)
     budget = args.peer_seconds if args.peer_seconds is not None else (0.5 if args.quick else 3.0)
     groups = set(args.only.split(","))
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
     sizes = [s for s in args.sizes.split(",") if s]
     for s in sizes:
         if s not in SIZES:
@@ -711,23 +741,28 @@ def main(argv=None) -> int:
     results: list[dict] = []
     started = time.time()
     try:
-        for size_name in sizes:
-            c = {k: max(1, int(v * scale)) for k, v in COUNTS[size_name].items()}
-            c["append_batch"] = max(BATCH, c["append_batch"] // BATCH * BATCH)
-            c["always8"] = max(8, c["always8"] // 8 * 8)
-            if "baseline" in groups:
-                log(f"baseline {size_name} ...")
-                results += bench_baseline(base, size_name, c["append_batch"])
-            if "peers" in groups:
-                log(f"queuelib {size_name} ...")
-                results += bench_queuelib(base, size_name, c["peer"])
-                log(f"persist-queue {size_name} ...")
-                results += bench_persist_queue(base, size_name, budget)
-                log(f"litequeue {size_name} ...")
-                results += bench_litequeue(base, size_name, budget)
-            if "vqs" in groups:
-                log(f"vqs {size_name} ...")
-                results += bench_vqs(base, size_name, c)
+        repeated: list[dict] = []
+        for rep in range(args.repeat):
+            for size_name in sizes:
+                c = {k: max(1, int(v * scale)) for k, v in COUNTS[size_name].items()}
+                c["append_batch"] = max(BATCH, c["append_batch"] // BATCH * BATCH)
+                c["always8"] = max(8, c["always8"] // 8 * 8)
+                tag = f"[{rep + 1}/{args.repeat}] {size_name}"
+                if "baseline" in groups:
+                    log(f"{tag} baseline ...")
+                    repeated += bench_baseline(base, size_name, c["append_batch"])
+                if "peers" in groups:
+                    log(f"{tag} queuelib ...")
+                    repeated += bench_queuelib(base, size_name, c["peer"])
+                    if rep == 0:  # time-boxed and slow: once
+                        log(f"{tag} persist-queue ...")
+                        results += bench_persist_queue(base, size_name, budget)
+                        log(f"{tag} litequeue ...")
+                        results += bench_litequeue(base, size_name, budget)
+                if "vqs" in groups:
+                    log(f"{tag} vqs ...")
+                    repeated += bench_vqs(base, size_name, c)
+        results = best_of(repeated) + results
         if "reopen" in groups:
             log("reopen ...")
             results += bench_reopen(base, gib, kill_after_s=1.0 if not args.quick else 0.5)
@@ -743,6 +778,7 @@ def main(argv=None) -> int:
                              os.path.relpath(os.path.abspath(__file__), ROOT), *(argv if argv is not None else sys.argv[1:])]),
         "machine": machine(),
         "scale": scale,
+        "repeat": args.repeat,
         "reopen_gib": gib,
         "wall_seconds": round(time.time() - started, 1),
         "results": results,
