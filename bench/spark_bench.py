@@ -1,0 +1,274 @@
+#!/usr/bin/env python
+"""Spark connector benchmark: the ``vqs`` source and sink vs Spark's Parquet.
+
+One local SparkSession (``local[2]`` by default). N records of S random bytes
+(default 1 M x 100 B) are appended to a VQS topic; then:
+
+* ``read count``      ``count()`` through the vqs source vs Spark's Parquet
+                      reader over the same records (the Parquet copy is written
+                      by Spark from the vqs DataFrame, all six columns);
+* ``read sum(len)``   ``sum(length(value))``, the same two ways;
+* ``write``           a cached DataFrame of the records written to a new vqs
+                      topic vs written as Parquet;
+* ``stream``          a Structured Streaming read with Trigger.AvailableNow and
+                      maxOffsetsPerTrigger (default 250 k) into the noop sink
+                      (no Parquet counterpart: reported on its own);
+* ``API floor``       ``sum(length(value))`` through a Python data source that
+                      does no work at all (it yields the same pre-built Arrow
+                      batch of the vqs schema, N rows in as many tasks): the
+                      fastest any Python data source can be here, so the
+                      vqs/Parquet ratio can be read against it.
+
+Each measurement is the best of ``--repeat`` runs after one warm-up. Prints a
+table and writes JSON (``--json``). Bars (issue 5): read >= 0.8 x Parquet,
+write >= 0.6 x Parquet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000, help="records (default 1000000)")
+    ap.add_argument("--size", type=int, default=100, help="bytes per record value (default 100)")
+    ap.add_argument("--partitions", type=int, default=2, help="topic partitions (default 2)")
+    ap.add_argument("--trigger", type=int, default=250_000, help="maxOffsetsPerTrigger of the stream run (default 250000)")
+    ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement, best kept (default 3)")
+    ap.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed after)")
+    ap.add_argument("--json", default="bench/spark_bench.json", help="where to write the results (default bench/spark_bench.json)")
+    return ap.parse_args(argv)
+
+
+def make_session(master: str):
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import vqs.spark
+
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("vqs-spark-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    vqs.spark.register(spark)
+    return spark
+
+
+def fill_topic(data_dir: str, topic: str, n: int, size: int, partitions: int) -> float:
+    """Append n random records of ``size`` bytes (round-robin over partitions)."""
+    import numpy as np
+
+    from vqs.broker import Broker
+
+    rng = np.random.default_rng(42)
+    t0 = time.perf_counter()
+    with Broker(data_dir, flush="never") as b:
+        b.create_topic(topic, partitions=partitions)
+        prod = b.producer()
+        chunk = 50_000
+        for a in range(0, n, chunk):
+            m = min(chunk, n - a)
+            raw = rng.integers(0, 256, size=m * size, dtype=np.uint8).tobytes()
+            values = [raw[i * size:(i + 1) * size] for i in range(m)]
+            prod.send_batch(topic, values, partition=(a // chunk) % partitions)
+        prod.flush()
+    return time.perf_counter() - t0
+
+
+def register_floor(spark, n: int, size: int, tasks: int) -> None:
+    """A Python data source that does nothing but yield one pre-built Arrow
+    batch (the vqs schema, 10 000 rows) until it has produced n rows."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class FloorReader(DataSourceReader):
+        def partitions(self):
+            return [InputPartition(i) for i in range(tasks)]
+
+        def read(self, partition):
+            import numpy as np
+            import pyarrow as pa
+
+            rows = 10_000
+            values = pa.Array.from_buffers(pa.binary(), rows, [
+                None, pa.py_buffer(np.arange(0, size * (rows + 1), size, dtype=np.int32)),
+                pa.py_buffer(np.zeros(size * rows, np.uint8))])
+            batch = pa.RecordBatch.from_arrays([
+                pa.nulls(rows, pa.binary()), values, pa.repeat(pa.scalar("bench"), rows),
+                pa.array(np.zeros(rows, np.int32)), pa.array(np.arange(rows, dtype=np.int64)),
+                pa.array(np.zeros(rows, np.int64)).cast(pa.timestamp("us", tz="UTC")),
+            ], names=["key", "value", "topic", "partition", "offset", "timestamp"])
+            for _ in range(n // rows // tasks):
+                yield batch
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "apifloor"
+
+        def schema(self):
+            return "key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp"
+
+        def reader(self, schema):
+            return FloorReader()
+
+    spark.dataSource.register(FloorSource)
+
+
+def best_of(fn, repeat: int) -> tuple[float, object]:
+    fn()  # warm-up (Python workers, JIT, page cache)
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    work = args.dir or tempfile.mkdtemp(prefix="vqs-spark-bench-")
+    os.makedirs(work, exist_ok=True)
+    data = os.path.join(work, "data")
+    pq = os.path.join(work, "records.parquet")
+    n, size = args.records, args.size
+    mb = n * size / 1e6
+    rows = []
+    try:
+        print(f"filling topic: {n:,} records x {size} B ...", flush=True)
+        fill_s = fill_topic(data, "bench", n, size, args.partitions)
+        t0 = time.perf_counter()
+        spark = make_session(args.master)
+        session_s = time.perf_counter() - t0
+
+        vqs_df = lambda: spark.read.format("vqs").option("path", data).option("topic", "bench").load()  # noqa: E731
+        vqs_df().write.mode("overwrite").parquet(pq)
+        pq_df = lambda: spark.read.parquet(pq)  # noqa: E731
+
+        def measure(name, vqs_fn, pq_fn, check=None):
+            tv, rv = best_of(vqs_fn, args.repeat)
+            tp, rp = best_of(pq_fn, args.repeat) if pq_fn else (None, None)
+            if check is not None:
+                check(rv, rp)
+            rows.append({
+                "op": name, "vqs_s": tv, "parquet_s": tp,
+                "vqs_records_per_s": n / tv, "vqs_mb_per_s": mb / tv,
+                "ratio_vs_parquet": None if tp is None else tp / tv,
+            })
+            ratio = "" if tp is None else f"  parquet {tp:6.2f} s  ratio {tp / tv:4.2f}x"
+            print(f"  {name:<16} vqs {tv:6.2f} s{ratio}", flush=True)
+
+        def same(a, b):
+            assert a == b, (a, b)
+
+        measure("read count()", lambda: vqs_df().count(), lambda: pq_df().count(), same)
+        expect = n * size
+
+        def sum_len(df):
+            return df.selectExpr("sum(length(value)) s").first().s
+
+        measure("read sum(len)", lambda: sum_len(vqs_df()), lambda: sum_len(pq_df()),
+                lambda a, b: (same(a, b), same(a, expect)))
+        register_floor(spark, n, size, args.partitions)
+        measure("API floor sum", lambda: sum_len(spark.read.format("apifloor").load()), lambda: sum_len(pq_df()),
+                lambda a, b: same(a, b))
+        rows[-1]["note"] = "a Python data source doing no work: the ceiling for any Python source"
+
+        # Writes: the same cached DataFrame (value only) to a new topic / to Parquet.
+        src = spark.read.parquet(pq).select("value").repartition(args.partitions).cache()
+        assert src.count() == n
+        counter = {"i": 0}
+
+        def vqs_write():
+            counter["i"] += 1
+            (src.write.format("vqs").mode("append").option("path", data)
+             .option("topic", f"copy{counter['i']}").option("topicPartitions", str(args.partitions)).save())
+
+        def pq_write():
+            counter["i"] += 1
+            src.write.mode("overwrite").parquet(os.path.join(work, f"copy{counter['i']}.parquet"))
+
+        measure("write", vqs_write, pq_write)
+        src.unpersist()
+        got = spark.read.format("vqs").option("path", data).option("topic", "copy1").load().count()
+        assert got == n, got
+
+        # Streaming: AvailableNow in batches of args.trigger records.
+        ck = {"i": 0}
+        batches = {}
+
+        def stream():
+            ck["i"] += 1
+            q = (spark.readStream.format("vqs").option("path", data).option("topic", "bench")
+                 .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(args.trigger)).load()
+                 .writeStream.format("noop").option("checkpointLocation", os.path.join(work, f"ck{ck['i']}"))
+                 .trigger(availableNow=True).start())
+            q.awaitTermination()
+            if q.exception():
+                raise q.exception()
+            sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+            batches["sizes"] = sizes
+            assert sum(sizes) == n, sizes
+            return sizes
+
+        measure(f"stream AvNow/{args.trigger // 1000}k", stream, None)
+        rows[-1]["micro_batches"] = batches["sizes"]
+        spark.stop()
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    result = {
+        "bench": "spark_bench",
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        },
+        "params": {"records": n, "size": size, "partitions": args.partitions, "master": args.master,
+                   "trigger": args.trigger, "repeat": args.repeat},
+        "fill_topic_s": fill_s,
+        "session_start_s": session_s,
+        "results": rows,
+    }
+    try:
+        import pyspark
+
+        result["machine"]["pyspark"] = pyspark.__version__
+    except Exception:  # noqa: BLE001
+        pass
+    print()
+    print(f"{'operation':<18} {'vqs s':>8} {'parquet s':>10} {'vqs/parquet':>12} {'vqs rec/s':>12} {'vqs MB/s':>9}")
+    for r in rows:
+        ps = "-" if r["parquet_s"] is None else f"{r['parquet_s']:.2f}"
+        ratio = "-" if r["ratio_vs_parquet"] is None else f"{r['ratio_vs_parquet']:.2f}x"
+        print(f"{r['op']:<18} {r['vqs_s']:>8.2f} {ps:>10} {ratio:>12} {r['vqs_records_per_s']:>12,.0f} {r['vqs_mb_per_s']:>9.1f}")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"\nJSON: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
