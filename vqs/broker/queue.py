@@ -156,10 +156,18 @@ class Message:
     """
 
     __slots__ = (
-        "id", "body", "receipt_handle", "receive_count", "sent_timestamp_ms",
+        "_id", "_pfx", "body", "receipt_handle", "receive_count", "sent_timestamp_ms",
         "first_receive_timestamp_ms", "attributes", "group_id", "dedup_id", "offset",
         "source_queue", "_fifo",
     )
+
+    @property
+    def id(self) -> str:
+        """The message id (UUID-shaped; kept when the message moves between queues)."""
+        i = self._id
+        if i is None:
+            i = self._id = f"{self._pfx}{self.offset:012x}"
+        return i
 
     def __repr__(self) -> str:
         b = self.body if len(self.body) <= 32 else self.body[:32] + b"..."
@@ -1103,7 +1111,8 @@ class Queue:
                     out.append(self._message(o, value, ts, h, handle, 1, now))
                 else:
                     m = new_msg(Message)
-                    m.id = f"{pfx}{o:012x}"
+                    m._id = None
+                    m._pfx = pfx
                     m.body = value
                     m.receipt_handle = handle
                     m.receive_count = 1
@@ -1162,7 +1171,8 @@ class Queue:
                 m.source_queue = v.decode()
         m.attributes = attrs
         m.sent_timestamp_ms = sent
-        m.id = mid if mid is not None else f"{self._id_prefix}{o:012x}"
+        m._id = mid
+        m._pfx = self._id_prefix
         return m
 
     def _take_fifo(self, n: int, vis: int, now: int, dlq) -> tuple[list, list]:
