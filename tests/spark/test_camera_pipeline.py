@@ -31,3 +31,15 @@ def test_camera_pipeline_small(spark, tmp_path):
     assert again.frames_read == 0 and again.alerts == len(alerts)
     summary = camera.summarize(spark, again, path=data)
     assert [c["camera"] for c in summary["cameras"]] == ["cam-00", "cam-01", "cam-02"]
+
+
+def test_demo_end_to_end_small(spark, tmp_path):
+    """`make demo` on a small input: server, feed over HTTP, pipeline in url mode, summary."""
+    from vqs.pipelines import demo
+
+    got = demo.main(["--dir", str(tmp_path / "demo"), "--cameras", "3", "--seconds", "20",
+                     "--max-offsets-per-trigger", "600"])
+    assert got["frames_read"] == got["frames_fed"] + 3
+    assert got["windows"] == 3 * 2  # 20 s of video, 10 s windows, all closed
+    assert [c["camera"] for c in got["summary"]["cameras"]] == ["cam-00", "cam-01", "cam-02"]
+    assert got["alerts"] >= 1 and all(a["camera"] == "cam-02" for a in got["summary"]["alerts"])

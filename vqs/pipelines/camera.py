@@ -51,7 +51,9 @@ def generate(cameras: int = 8, seconds: int = 60, *, start_ms: int | None = None
     (as StopIteration.value). Camera ``cam-02`` has a burst of heavy loss, and
     ``cam-05`` runs below its nominal rate for a while: the alerts to expect."""
     rng = random.Random(seed)
-    start = int(time.time() * 1000) - seconds * 1000 if start_ms is None else start_ms
+    if start_ms is None:  # recent, aligned to 10 s so that windows are whole
+        start_ms = (int(time.time() * 1000) - seconds * 1000) // 10_000 * 10_000
+    start = start_ms
     events = []
     dropped = late = 0
     for c in range(cameras):
