@@ -17,6 +17,7 @@ from .errors import (
     QueueAlreadyExists,
     ReadOnlyError,
     ReceiptHandleIsInvalid,
+    SerializationError,
     TopicAlreadyExists,
     TopicDoesNotExist,
     VQSError,
@@ -36,10 +37,10 @@ def __getattr__(name: str):
         from .client import Client
 
         return Client
-    if name == "HybridQueue":
-        from .hybrid import HybridQueue
+    if name in ("HybridQueue", "HybridMetrics"):
+        from . import hybrid
 
-        return HybridQueue
+        return getattr(hybrid, name)
     raise AttributeError(f"module 'vqs' has no attribute {name!r}")
 
 
@@ -47,7 +48,7 @@ __all__ = [
     "Log", "Record", "RecordBatch", "Broker", "Consumer", "ConsumerRecord", "Producer",
     "RecordMetadata", "Topic", "TopicPartition", "PartitionLag", "Client", "HybridQueue",
     "QueueDoesNotExist", "QueueAlreadyExists", "ReceiptHandleIsInvalid", "TopicAlreadyExists",
-    "TopicDoesNotExist",
+    "TopicDoesNotExist", "SerializationError", "HybridMetrics",
     "VQSError", "ConfigError", "CorruptRecordError", "InvalidName", "LogClosedError",
     "LogLockedError", "MessageTooLarge", "OffsetOutOfRange", "ReadOnlyError",
 ]

@@ -967,10 +967,8 @@ class Log:
         return None
 
     def _segment_max_ts(self, seg: Segment) -> int:
-        if seg.max_timestamp_ms >= 0:  # tracked while active, or found by a scan
-            return seg.max_timestamp_ms
-        ti = seg.checked_timeindex()
-        m = ti.last()[0] if ti is not None and ti.entries else -1
+        ti = seg.checked_timeindex()  # a rebuild (if needed) also finds the exact max
+        m = max(seg.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1)
         if m < 0:
             for info in seg.iter_valid(0, seg.size, expected=seg.base_offset):
                 m = max(m, info.max_timestamp_ms)
@@ -981,7 +979,10 @@ class Log:
 
     def delete_before(self, offset: int) -> int:
         """Make ``offset`` the new start (never past the end) and delete the
-        whole segments below it; returns the number of segments deleted."""
+        whole segments below it; returns the number of segments deleted. The
+        active segment is rolled for deletion only once it holds at least a
+        quarter of ``segment_bytes``: disk use follows the backlog to within
+        that much."""
         with self._lock:
             self._check_writable()
             offset = min(offset, self._next)
@@ -989,7 +990,10 @@ class Log:
                 return 0
             if offset > self._written_end:
                 self._write_buffer_locked()
-            if offset >= self._written_end and self._active.size > 0 and len(self._segments) >= 1:
+            # A fully consumed active segment is rolled (so it can be deleted) only
+            # once it is worth reclaiming: rolling costs fsyncs, and a queue that
+            # drains often would otherwise roll on every drain.
+            if offset >= self._written_end and self._active.size >= self.segment_bytes // 4:
                 self._roll_locked()
             n = 0
             while len(self._segments) > 1 and self._bases[1] <= offset:

@@ -139,8 +139,15 @@ class Segment:
         if not self._sealed_file_ok(ti):
             return False
         last = ti.last()
+        if last is None:
+            # Entries end at the first all-zero one, so a lone (0, 0) entry (a first
+            # batch stamped 0) is invisible: rebuild, which scans for the max.
+            return False
+        if self.writable:
+            self._ti_checked = True  # appends keep the active segment's index exact
+            return True
         lastb = self.last_batch()
-        if last is None or lastb is None:
+        if lastb is None:
             return False
         if last[1] != lastb.base_offset - self.base_offset or last[0] < lastb.max_timestamp_ms:
             return False
@@ -296,8 +303,10 @@ class Segment:
     def _iter_valid(self, position: int, end: int | None):
         end = os.fstat(self.fd).st_size if end is None else end
         pos = position
+        want = 64 << 10  # lookups usually stop within an index interval: start small
         while pos < end:
-            chunk = self.pread(pos, min(SCAN_CHUNK, end - pos))
+            chunk = self.pread(pos, min(want, end - pos))
+            want = min(want * 4, SCAN_CHUNK)
             p = 0
             while True:
                 h = peek_header(chunk, p)
