@@ -48,6 +48,7 @@ from ..errors import (
     VQSError,
 )
 from .dir_lock import DirLock
+from .flusher import Flusher
 from .durable_file import atomic_write, fsync_dir
 from .record_batch import (
     CODEC_NONE,
@@ -189,8 +190,6 @@ class Log:
         self._hint = None  # (segment, offset, position): where a sequential read continues
         self.quarantined_batches = 0
         self._gaps: dict[int, int] = {}
-        self._flusher: threading.Thread | None = None
-        self._stop = threading.Event()
 
         if readonly:
             if not os.path.isdir(self.path):
@@ -208,10 +207,7 @@ class Log:
                 self._dir_lock.release()
             raise
         if flush == "interval":
-            self._flusher = threading.Thread(
-                target=self._flush_loop, name=f"vqs-flush:{self.path}", daemon=True
-            )
-            self._flusher.start()
+            Flusher.shared().register(self, flush_interval_ms / 1000)
         return self
 
     def _reset_buffer(self) -> None:
@@ -258,10 +254,12 @@ class Log:
         except (OSError, ValueError, KeyError, TypeError):
             return 0, 0
 
-    def _write_checkpoint(self, recovery_point: int | None = None) -> None:
+    def _write_checkpoint(self, recovery_point: int | None = None, from_flusher: bool = False) -> None:
         """Persist (recovery point, log start offset) atomically. The recovery
         point only moves forward and only to offsets already fsynced."""
         with self._cp_lock:
+            if from_flusher and self._closed:
+                return  # close() wrote the last one; the directory may have a new owner
             rp = max(self._cp_rp, recovery_point if recovery_point is not None else self._durable)
             data = json.dumps(
                 {"version": 1, "recovery_point": rp, "log_start_offset": self._start}
@@ -696,19 +694,16 @@ class Log:
                 self._synced.wait()
             self._sync_locked()
 
-    def _flush_loop(self) -> None:
-        interval = self.flush_interval_ms / 1000
-        while not self._stop.wait(interval):
-            try:
-                with self._lock:
-                    if self._closed:
-                        return
-                    if not self._syncing:
-                        self._sync_locked()
-                if time.monotonic() - self._cp_time >= self._checkpoint_interval_s and self._durable > self._cp_rp:
-                    self._write_checkpoint()
-            except Exception:  # keep flushing; the error is stored in _failed
-                log.exception("background flush of %s failed", self.path)
+    def _flush_tick(self) -> bool:
+        """One round of the interval flusher; False once the log is closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            if not self._syncing and self._failed is None:
+                self._sync_locked()
+        if time.monotonic() - self._cp_time >= self._checkpoint_interval_s and self._durable > self._cp_rp:
+            self._write_checkpoint(from_flusher=True)
+        return True
 
     # ----------------------------------------------------------------- read
 
@@ -1062,9 +1057,6 @@ class Log:
         the clean-shutdown marker, release the directory lock. Idempotent."""
         if self._closed:
             return
-        self._stop.set()
-        if self._flusher is not None:
-            self._flusher.join()
         with self._lock:
             if self._closed:
                 return

@@ -1,0 +1,78 @@
+"""One background thread that flushes every log opened with ``flush="interval"``.
+
+A thread per log would cost thousands of threads for a broker with thousands
+of partitions. Here a heap orders logs by when their next flush is due; a log
+with nothing new to write costs no fsync, so idle partitions are free.
+Invariant: a registered, open log is flushed at most ``interval`` after its
+previous flush ended, unless other logs' fsyncs delay the single thread.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+import weakref
+
+log = logging.getLogger("vqs.storage")
+
+
+class Flusher:
+    """The process-wide interval flusher (see module doc); use ``Flusher.shared()``."""
+
+    _shared: "Flusher | None" = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list = []  # (due monotonic time, seq, weakref to Log, interval s)
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def shared(cls) -> "Flusher":
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def register(self, target, interval_s: float) -> None:
+        """Flush ``target`` (an object with ``_flush_tick() -> bool``) every
+        ``interval_s`` until its tick returns False (it was closed)."""
+        with self._cond:
+            heapq.heappush(
+                self._heap, (time.monotonic() + interval_s, next(self._seq), weakref.ref(target), interval_s)
+            )
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="vqs-flusher", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    due = self._heap[0][0]
+                    now = time.monotonic()
+                    if due > now:
+                        self._cond.wait(due - now)
+                        continue
+                    _, _, ref, interval = heapq.heappop(self._heap)
+                    break
+            target = ref()
+            if target is None:
+                continue
+            try:
+                again = target._flush_tick()
+            except Exception:  # the log stores the error and refuses writes; keep serving others
+                log.exception("background flush failed")
+                again = True
+            del target
+            if again:
+                with self._cond:
+                    heapq.heappush(self._heap, (time.monotonic() + interval, next(self._seq), ref, interval))
