@@ -25,9 +25,14 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m vqs.demo
 
+# Benchmarks compare against peers installed here (bench extra) and, for the
+# server, Redis and NATS from Debian (apt-get install redis-server nats-server).
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) bench/log_bench.py
+	$(PY) bench/queue_bench.py
+	$(PY) bench/server_bench.py
+	$(PY) bench/spark_bench.py
 
 clean:
 	rm -rf $(VENV) demo-data .pytest_cache .hypothesis
