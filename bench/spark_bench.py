@@ -19,7 +19,7 @@ One local SparkSession (``local[2]`` by default). N records of S random bytes
                       fastest any Python data source can be here, so the
                       vqs/Parquet ratio can be read against it.
 
-Each measurement is the best of ``--repeat`` runs after one warm-up. Prints a
+Each measurement is the best of ``--repeat`` runs after two warm-up runs. Prints a
 table and writes JSON (``--json``). Bars (issue 5): read >= 0.8 x Parquet,
 write >= 0.6 x Parquet.
 """
@@ -133,8 +133,9 @@ def register_floor(spark, n: int, size: int, tasks: int) -> None:
     spark.dataSource.register(FloorSource)
 
 
-def best_of(fn, repeat: int) -> tuple[float, object]:
-    fn()  # warm-up (Python workers, JIT, page cache)
+def best_of(fn, repeat: int, warmup: int = 2) -> tuple[float, object]:
+    for _ in range(warmup):  # Python workers, JIT, page cache
+        fn()
     best, result = float("inf"), None
     for _ in range(repeat):
         t0 = time.perf_counter()
