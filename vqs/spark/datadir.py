@@ -217,35 +217,3 @@ def open_partition_writer(data_dir: str, topic: str, partition: int, meta: dict,
                 raise LogLockedError(d, e.holder_pid) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
-
-
-def create_topic(data_dir: str, topic: str, partitions: int) -> dict:
-    """Create ``topic`` with ``partitions`` partitions if it does not exist
-    (the caller holds a SharedOwnership); returns its topic.json."""
-    from ..storage.durable_file import atomic_write, fsync_dir
-
-    meta = read_topic_meta(data_dir, topic)
-    if meta is not None:
-        return meta
-    tdir = topic_dir(data_dir, topic)
-    os.makedirs(os.path.join(data_dir, TOPICS), exist_ok=True)
-    try:
-        os.mkdir(tdir)
-        created = True
-    except FileExistsError:
-        created = False
-    if created:
-        for p in range(partitions):
-            os.makedirs(partition_dir(data_dir, topic, p), exist_ok=True)
-        meta = {"name": topic, "partitions": partitions, "config": {}}
-        atomic_write(os.path.join(tdir, TOPIC_META), json.dumps(meta).encode())
-        fsync_dir(os.path.join(data_dir, TOPICS))
-        return meta
-    # Someone else is creating it: wait for its topic.json.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        meta = read_topic_meta(data_dir, topic)
-        if meta is not None:
-            return meta
-        time.sleep(0.01)
-    raise VQSError(f"topic directory {tdir} exists without {TOPIC_META}")
