@@ -331,6 +331,22 @@ def test_offset_for_time_after_reopen_with_small_timestamps(d, first_ts):
         assert lg.offset_for_time(first_ts + 2) is None
 
 
+def test_offset_for_time_after_reopen_and_more_appends_with_timestamp_zero(d):
+    """Found by the state machine: timestamps [0, 5000, 0], reopen, one more
+    record at 0; the record at offset 1 is the first with timestamp >= 1."""
+    kw = dict(segment_bytes=256, flush="never", batch_max_records=1, index_interval_bytes=64, segment_ms=None)
+    with Log.open(d, **kw) as lg:
+        lg.append(b"", timestamp_ms=0)
+        lg.append_batch([b""], timestamps_ms=5000)
+        lg.append_batch([b""], timestamps_ms=[0])
+    with Log.open(d, **kw) as lg:
+        lg.append(b"", timestamp_ms=0)
+        assert lg.offset_for_time(1) == 1
+        assert lg.offset_for_time(5000) == 1
+        assert lg.offset_for_time(0) == 0
+        assert lg.offset_for_time(5001) is None
+
+
 def test_offset_for_time_sees_buffered_records(d):
     with Log.open(d, flush="never") as lg:
         lg.append(b"a", timestamp_ms=10)
