@@ -8,7 +8,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo bench venv clean
+.PHONY: test demo demo-log bench venv clean
 
 venv: $(STAMP)
 
@@ -22,7 +22,13 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
+# The main job: a local VQS server on embedded defaults, a camera frame-event
+# feed, and the Structured Streaming pipeline reading and writing through it.
 demo: $(STAMP)
+	$(PY) -m vqs.pipelines.demo
+
+# A tour of the bare log: a million appends, reopen, read back.
+demo-log: $(STAMP)
 	$(PY) -m vqs.demo
 
 # Benchmarks compare against peers installed here (bench extra) and, for the
