@@ -177,6 +177,7 @@ class Log:
         self._cp_lock = threading.Lock()
         self._joined = threading.Condition(self._lock)
         self._leader_waiting = False
+        self._want = 1
         self._last_group = 1
         self._fsync_s = 0.001
         self._waiters = 0
@@ -485,7 +486,7 @@ class Log:
                 self._write_buffer_locked()
             if self._waiters:
                 self._appended.notify_all()
-            if self._leader_waiting:
+            if self._leader_waiting and len(self._bv) >= self._want:
                 self._joined.notify()
         if self._always:
             self._await_durable(off + 1)
@@ -671,12 +672,14 @@ class Log:
                     continue
                 # Adaptive commit delay (PostgreSQL's commit_delay, self-tuned): the
                 # threads released by the last fsync are about to append again; give
-                # them up to half an fsync to join this group rather than leaving
-                # them for the next one. One thread alone never waits.
+                # them up to one fsync's time to join this group rather than leaving
+                # them for the next one (the last of them wakes the leader). One
+                # thread alone never waits.
                 want = self._last_group
                 if want > 1 and len(self._bv) < want and not self._leader_waiting:
                     self._leader_waiting = True
-                    deadline = time.monotonic() + self._fsync_s / 2
+                    self._want = want
+                    deadline = time.monotonic() + self._fsync_s
                     while len(self._bv) < want and not self._syncing:
                         left = deadline - time.monotonic()
                         if left <= 0 or not self._joined.wait(left):
