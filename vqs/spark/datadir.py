@@ -22,16 +22,15 @@ partition lock at a time and waits for a busy one, so writers cannot deadlock.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
 
 from ..errors import ConfigError, LogLockedError, VQSError
+from ..storage.dir_lock import DirLock
 
 TOPICS = "topics"
 TOPIC_META = "topic.json"
-LOCK_NAME = ".lock"
 
 #: topic.json "config" keys passed to Log.open when a writer opens a partition.
 _LOG_CONFIG_KEYS = (
@@ -146,37 +145,18 @@ class SharedOwnership:
 
     def __init__(self, data_dir: str):
         self.data_dir = data_dir
-        self.path = os.path.join(data_dir, LOCK_NAME)
-        self._fd: int | None = None
+        self._lock = DirLock(data_dir, shared=True)
 
     def acquire(self) -> "SharedOwnership":
         require_data_dir(self.data_dir)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                holder = int(os.pread(fd, 32, 0).split()[0])
-            except (ValueError, IndexError, OSError):
-                holder = None
-            os.close(fd)
-            raise _owned_error(LogLockedError(self.data_dir, holder)) from None
-        # Name ourselves so that a refused owner can say who holds the lock
-        # (fixed width: never leaves a longer stale pid behind).
-        try:
-            os.pwrite(fd, f"{os.getpid():<12d}\n".encode(), 0)
-        except OSError:
-            pass
-        self._fd = fd
+            self._lock.acquire()
+        except LogLockedError as e:
+            raise _owned_error(e) from None
         return self
 
     def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+        self._lock.release()
 
     def __enter__(self):
         return self.acquire()

@@ -17,17 +17,20 @@ LOCK_NAME = ".lock"
 
 
 class DirLock:
-    """An exclusive, non-blocking lock on a directory (see module doc)."""
+    """A non-blocking lock on a directory (see module doc): exclusive, or with
+    ``shared=True`` shared among cooperating processes (Spark writers) while
+    still excluding an exclusive owner (a Broker, a server)."""
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, *, shared: bool = False):
         self.directory = directory
         self.path = os.path.join(directory, LOCK_NAME)
+        self.shared = shared
         self._fd: int | None = None
 
     def acquire(self) -> "DirLock":
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             try:
                 holder = int(os.pread(fd, 32, 0).split()[0])
@@ -35,8 +38,15 @@ class DirLock:
                 holder = None
             os.close(fd)
             raise LogLockedError(self.directory, holder) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        # Name ourselves so that a refused opener can say who holds the lock.
+        # Fixed width: a shared holder never leaves a longer stale pid behind.
+        try:
+            if not self.shared:
+                os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid():<12d}\n".encode(), 0)
+        except OSError:
+            if not self.shared:
+                raise
         self._fd = fd
         return self
 
@@ -44,10 +54,17 @@ class DirLock:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             try:
-                os.ftruncate(fd, 0)
+                if not self.shared:
+                    os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)
+
+    def __enter__(self) -> "DirLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
     @property
     def held(self) -> bool:

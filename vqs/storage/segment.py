@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import threading
 
 from ..errors import CorruptRecordError
 from .durable_file import write_all
@@ -66,6 +67,7 @@ class Segment:
         self.writable = active
         self.owner = owner
         self._index_disabled = False
+        self._idx_lock = threading.RLock()  # guards creating/replacing the index objects
         #: {expected offset: base offset that may follow it}: gaps left by
         #: quarantined batches (shared with the Log, loaded from quarantine/).
         self.gaps: dict[int, int] = gaps if gaps is not None else {}
@@ -94,9 +96,15 @@ class Segment:
 
     @property
     def index(self) -> OffsetIndex:
-        if self._index is None:
+        idx = self._index
+        if idx is not None:
+            return idx
+        with self._idx_lock:  # exactly one index object per segment
+            if self._index is not None:
+                return self._index
             self._index = OffsetIndex(
-                self.index_path, writable=self.writable, capacity_bytes=self.index_capacity_bytes
+                self.index_path, writable=self.writable, capacity_bytes=self.index_capacity_bytes,
+                snapshot=not self.owner,
             )
             # An entry pointing past the end of the file is damage. (Compare with the
             # file, not self.size: a readonly reader's size is a snapshot.)
@@ -107,15 +115,20 @@ class Segment:
 
     @property
     def timeindex(self) -> TimeIndex:
-        if self._timeindex is None:
-            self._timeindex = TimeIndex(
-                self.timeindex_path, writable=self.writable,
-                capacity_bytes=self.index_capacity_bytes * 3 // 2,
-            )
-            last = self._timeindex.last()
-            if last is not None:
-                self._ti_last = last[0]
-        return self._timeindex
+        ti = self._timeindex
+        if ti is not None:
+            return ti
+        with self._idx_lock:
+            if self._timeindex is None:
+                ti = TimeIndex(
+                    self.timeindex_path, writable=self.writable,
+                    capacity_bytes=self.index_capacity_bytes * 3 // 2, snapshot=not self.owner,
+                )
+                last = ti.last()
+                if last is not None:
+                    self._ti_last = last[0]
+                self._timeindex = ti
+            return self._timeindex
 
     def _sealed_file_ok(self, idx) -> bool:
         """A sealed segment's index file was trimmed to its entries: it must be a
@@ -191,6 +204,10 @@ class Segment:
         if not self.owner:
             self._index_disabled = True
             return
+        with self._idx_lock:
+            self._rebuild_indexes_locked()
+
+    def _rebuild_indexes_locked(self) -> None:
         for idx in (self._index, self._timeindex):
             if idx is not None:
                 idx.close()
@@ -257,9 +274,10 @@ class Segment:
             if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
                 ti.append(max(self.max_timestamp_ms, self._ti_last), last_rel)
                 self._ti_last = max(self.max_timestamp_ms, self._ti_last)
-        self.index.trim()
-        self.timeindex.trim()
-        self.writable = False
+        with self._idx_lock:
+            self.index.trim()
+            self.timeindex.trim()
+            self.writable = False
 
     def _last_batch_relative_offset(self) -> int | None:
         last = None
@@ -500,18 +518,20 @@ class Segment:
     # -- lifecycle -------------------------------------------------------------
 
     def close(self) -> None:
-        for idx in (self._index, self._timeindex):
-            if idx is not None:
-                idx.close()
-        self._index = self._timeindex = None
+        with self._idx_lock:
+            for idx in (self._index, self._timeindex):
+                if idx is not None:
+                    idx.close()
+            self._index = self._timeindex = None
         self.file.close()
 
     def delete(self) -> None:
         """Unlink the files; open readers keep reading until they let go."""
-        for idx in (self._index, self._timeindex):
-            if idx is not None:
-                idx.close()
-        self._index = self._timeindex = None
+        with self._idx_lock:
+            for idx in (self._index, self._timeindex):
+                if idx is not None:
+                    idx.close()
+            self._index = self._timeindex = None
         for p in (self.log_path, self.index_path, self.timeindex_path):
             try:
                 os.unlink(p)
