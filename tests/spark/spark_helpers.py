@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vqs.broker import Broker
+from vqs.pipelines.demo import LocalServer
 
 
 def make_topic(path, name, partitions=1, records=None, **settings):
@@ -48,58 +49,12 @@ def log_contents(path, name):
     return out
 
 
-class Server:
-    """``python -m vqs.server`` on a data dir, for url-mode tests (stopped by pid)."""
+class Server(LocalServer):
+    """The demo's LocalServer (``python -m vqs.server`` on a free loopback
+    port), for url-mode tests; its log sits beside the data dir."""
 
     def __init__(self, data_dir):
-        import socket
+        data_dir = str(data_dir)
+        super().__init__(data_dir, data_dir.rstrip("/") + ".server.log")
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.data_dir = str(data_dir)
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = None
 
-    def start(self, timeout: float = 60.0) -> "Server":
-        import os
-        import subprocess
-        import sys
-        import time
-
-        import httpx
-
-        self._log = open(self.data_dir.rstrip("/") + ".server.log", "ab")
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vqs.server", "--data-dir", self.data_dir, "--port", str(self.port),
-             "--log-format", "text"],
-            stdout=self._log, stderr=subprocess.STDOUT, env=env,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}")
-            try:
-                if httpx.get(self.url + "/health/ready", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("server not ready")
-
-    def stop(self) -> int:
-        import signal
-        import subprocess
-
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        return self.proc.returncode

@@ -62,8 +62,12 @@ class LocalServer:
         self.stop()
         raise SystemExit(f"the VQS server did not become ready in {timeout:.0f} s; see {self.log_path}")
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
+    def stop(self) -> int | None:
+        """SIGTERM (the server drains, flushes and closes), then wait; returns
+        the exit code (0 after a clean shutdown), None if it never started."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(30)
@@ -72,6 +76,8 @@ class LocalServer:
                 self.proc.wait()
         if getattr(self, "_log", None):
             self._log.close()
+            self._log = None
+        return self.proc.returncode
 
 
 def main(argv=None) -> int:

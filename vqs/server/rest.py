@@ -125,11 +125,8 @@ class GroupCommit(BaseModel):
     offsets: list[OffsetCommit] = Field(..., max_length=100_000)
 
 
-class WaitPartition(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    topic: str = Field(..., pattern=NAME_PATTERN)
-    partition: int = Field(..., ge=0, le=10_000)
-    offset: int = Field(..., ge=0, le=(1 << 63) - 1)
+class WaitPartition(OffsetCommit):
+    """A (topic, partition, offset) to wait on: the same fields as a commit."""
 
 
 class WaitRequest(BaseModel):
