@@ -140,17 +140,22 @@ def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-
     out.print(f"created topic [bold]{name}[/bold] with {partitions} partition(s)")
 
 
+
+def _print_names(names: list[str], as_json: bool) -> None:
+    """A list of names: JSON, or one per line."""
+    if as_json:
+        _print_json(names)
+    else:
+        for n in names:
+            out.print(n, highlight=False)
+
 @topic_app.command("list")
 def topic_list(url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN,
                as_json: bool = JSON_OUT):
     """List topics."""
     with _target(url, data_dir, token) as t:
         names = t.topics()
-    if as_json:
-        _print_json(names)
-    else:
-        for n in names:
-            out.print(n, highlight=False)
+    _print_names(names, as_json)
 
 
 @topic_app.command("describe")
@@ -330,11 +335,7 @@ def group_list(url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: 
     """List consumer groups."""
     with _target(url, data_dir, token) as t:
         names = t.groups()
-    if as_json:
-        _print_json(names)
-    else:
-        for g in names:
-            out.print(g, highlight=False)
+    _print_names(names, as_json)
 
 
 @group_app.command("describe")
@@ -382,11 +383,7 @@ def queue_list(prefix: Optional[str] = typer.Option(None, "--prefix"), url: Opti
     """List queues."""
     with _target(url, data_dir, token) as t:
         names = t.queues(prefix)
-    if as_json:
-        _print_json(names)
-    else:
-        for n in names:
-            out.print(n, highlight=False)
+    _print_names(names, as_json)
 
 
 @queue_app.command("describe")
