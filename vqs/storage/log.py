@@ -37,6 +37,7 @@ import logging
 import os
 import threading
 import time
+from _thread import allocate_lock as _allocate_lock
 from typing import Sequence
 
 from ..errors import (
@@ -176,9 +177,14 @@ class Log:
         self._appended = threading.Condition(self._lock)
         self._cp_lock = threading.Lock()
         self._joined = threading.Condition(self._lock)
-        self._leader_waiting = False
-        self._want = 1
-        self._last_group = 1
+        # flush="always" group commit: one leader at a time fsyncs for everyone
+        # who appended before its write; the others block on a private lock
+        # the leader releases (no shared-lock convoy on wake-up).
+        self._leading = False
+        self._delaying = False
+        self._delay_lock = None
+        self._dwaiters: list = []  # held locks of appenders waiting for the next group
+        self._want = 1  # threads seen around the last group: how many to wait for
         self._fsync_s = 0.001
         self._waiters = 0
         self._syncing = False
@@ -486,10 +492,10 @@ class Log:
                 self._write_buffer_locked()
             if self._waiters:
                 self._appended.notify_all()
-            if self._leader_waiting and len(self._bv) >= self._want:
-                self._joined.notify()
+            if self._always:
+                step = self._join_group_locked()
         if self._always:
-            self._await_durable(off + 1)
+            self._await_durable(off + 1, step)
         return off
 
     def _add_extra(self, key, headers) -> None:
@@ -561,8 +567,10 @@ class Log:
             if self._waiters:
                 self._appended.notify_all()
             end = self._written_end
+            if self._always:
+                step = self._join_group_locked()
         if self._always:
-            self._await_durable(end)
+            self._await_durable(end, step)
         return first
 
     def _check_writable(self) -> None:
@@ -640,7 +648,6 @@ class Log:
             return
         self._syncing = True
         err = None
-        group = upto - self._durable
         self._lock.release()
         t0 = time.monotonic()
         try:
@@ -651,7 +658,6 @@ class Log:
             self._fsync_s = 0.8 * self._fsync_s + 0.2 * min(time.monotonic() - t0, 0.01)
             self._lock.acquire()
             self._syncing = False
-            self._last_group = group
         if err is not None:
             # An fsync failure may have dropped dirty pages: never pretend otherwise.
             self._failed = err
@@ -662,34 +668,103 @@ class Log:
             self._durable = upto
         self._synced.notify_all()
 
-    def _await_durable(self, target: int) -> None:
-        with self._lock:
-            while self._durable < target:
-                if self._failed is not None:
-                    self._check_writable()
-                if self._syncing:
-                    self._synced.wait()
-                    continue
-                # Adaptive commit delay (PostgreSQL's commit_delay, self-tuned): the
-                # threads released by the last fsync are about to append again; give
-                # them up to one fsync's time to join this group rather than leaving
-                # them for the next one (the last of them wakes the leader). One
-                # thread alone never waits.
-                want = self._last_group
-                if want > 1 and len(self._bv) < want and not self._leader_waiting:
-                    self._leader_waiting = True
-                    self._want = want
-                    deadline = time.monotonic() + self._fsync_s
-                    while len(self._bv) < want and not self._syncing:
-                        left = deadline - time.monotonic()
-                        if left <= 0 or not self._joined.wait(left):
-                            break
-                    self._leader_waiting = False
-                    if self._durable >= target:
-                        break
-                    if self._syncing:
-                        continue  # another thread led meanwhile; wait for it
-                self._sync_locked()
+    # flush="always": group commit. One thread at a time is responsible for the
+    # next fsync (``_leading``). It may wait up to one fsync's time for the
+    # threads of the last group to append again (PostgreSQL's commit_delay,
+    # self-tuned); the appender that completes the group fsyncs for everyone at
+    # once, so nobody has to be woken to start the fsync. Waiters block on a
+    # private lock the syncing thread releases: one wake-up per append.
+    #
+    # Invariant: a waiter registers in ``_dwaiters`` in the critical section of
+    # its own append, so every waiter in the list when the buffer is written has
+    # its records in that write, and the fsync after it covers them all.
+
+    def _join_group_locked(self):
+        """After buffering (lock held): what the appender does next, as
+        (``"sync"``, None), (``"delay"``, lock) or (``"wait"``, lock)."""
+        if not self._leading:
+            self._leading = True
+            return self._lead_locked()
+        if self._delaying and len(self._dwaiters) + 1 >= self._want:
+            self._delaying = False  # the group is complete: this thread syncs it
+            return "sync", None
+        w = [_allocate_lock(), None]  # [held lock, the next waiter to wake]
+        w[0].acquire()
+        self._dwaiters.append(w)
+        return "wait", w
+
+    def _lead_locked(self):
+        if self._want > 1 and len(self._dwaiters) + 1 < self._want:
+            w = [_allocate_lock(), None]
+            w[0].acquire()
+            self._dwaiters.append(w)
+            self._delaying = True
+            self._delay_lock = w
+            return "delay", w
+        return "sync", None
+
+    def _await_durable(self, target: int, step) -> None:
+        action, w = step
+        while True:
+            if action == "sync":
+                with self._lock:
+                    self._group_sync_locked()
+                return
+            if action == "delay":
+                released = w[0].acquire(True, self._fsync_s)
+            else:
+                released = w[0].acquire()
+            if released:
+                if w[1] is not None:
+                    w[1][0].release()  # pass the wake-up on (no thundering herd)
+                if self._durable >= target:
+                    return
+                with self._lock:
+                    if self._blocked:
+                        self._check_writable()
+                    # Released with our records not yet durable: we lead now.
+                    action, w = self._lead_locked()
+                continue
+            # The commit delay ran out: sync, unless a joiner already claimed it
+            # (then our lock is in its group).
+            with self._lock:
+                if self._delaying and self._delay_lock is w:
+                    self._delaying = False
+                    self._dwaiters.remove(w)
+                    self._group_sync_locked()
+                    return
+            action = "wait"
+
+    def _group_sync_locked(self) -> None:
+        group: list = []
+        try:
+            while self._syncing:  # flush() or the flusher thread is fsyncing
+                self._synced.wait()
+            if self._blocked:
+                self._check_writable()
+            group = self._dwaiters
+            self._dwaiters = []
+            self._sync_locked()
+            n = len(group)
+            if group:
+                for a, b in zip(group, group[1:]):
+                    a[1] = b
+                group[0][0].release()
+                group = []
+            # The group will append again and those who appended during the
+            # fsync already wait: together, the next group to wait for.
+            self._want = n + 1 + len(self._dwaiters)
+        except BaseException:
+            # Failure or close: wake everyone; they re-check and raise.
+            for g in group + self._dwaiters:
+                g[0].release()
+            self._dwaiters = []
+            self._leading = self._delaying = False
+            raise
+        if self._dwaiters:
+            self._dwaiters.pop(0)[0].release()  # it leads the next group
+        else:
+            self._leading = False
 
     def flush(self) -> None:
         """Write buffered records and fsync: everything appended so far survives a crash."""
@@ -1080,6 +1155,11 @@ class Log:
                 self._blocked = True
                 self._appended.notify_all()
                 self._synced.notify_all()
+                self._joined.notify_all()
+                for w in self._dwaiters:  # durable now, or they see the log closed
+                    w[0].release()
+                self._dwaiters = []
+                self._leading = self._delaying = False
                 self._close_files()
                 if self._dir_lock is not None:
                     self._dir_lock.release()

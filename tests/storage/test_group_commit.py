@@ -1,0 +1,182 @@
+"""flush="always" with many threads: group commit.
+
+Each test wraps ``os.fsync`` only to *observe* it (the real fsync still runs):
+what we check is that an append never returns before an fsync that started
+after its bytes were written, that threads really share fsyncs, and that a
+failed fsync or a close wakes every waiting thread instead of hanging it.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import threading
+
+import pytest
+
+from vqs import Log, LogClosedError, VQSError
+from vqs.storage.record_batch import HEADER
+from vqs.storage.segment import LOG_SUFFIX
+
+THREADS = 8
+PER_THREAD = 150
+
+
+class FsyncObserver:
+    """Records, for each fsync that returned, the file size when it was called."""
+
+    def __init__(self, real):
+        self.real = real
+        self.lock = threading.Lock()
+        self.synced: dict[int, int] = {}  # inode -> largest size covered by a finished fsync
+        self.calls = 0
+        self.fail_after: int | None = None
+
+    def __call__(self, fd):
+        st = os.fstat(fd)
+        with self.lock:
+            self.calls += 1
+            if self.fail_after is not None and self.calls > self.fail_after:
+                raise OSError(errno.EIO, "injected fsync failure")
+        self.real(fd)
+        with self.lock:
+            if st.st_size > self.synced.get(st.st_ino, -1):
+                self.synced[st.st_ino] = st.st_size
+
+    def covered(self, ino: int) -> int:
+        with self.lock:
+            return self.synced.get(ino, -1)
+
+
+@pytest.fixture
+def fsyncs(monkeypatch):
+    obs = FsyncObserver(os.fsync)
+    monkeypatch.setattr(os, "fsync", obs)
+    return obs
+
+
+def batch_ends(seg_path: str) -> list[tuple[int, int, int]]:
+    """(base_offset, record_count, end_position) of every batch in a segment file."""
+    out = []
+    with open(seg_path, "rb") as f:
+        data = f.read()
+    pos = 0
+    while pos + HEADER.size <= len(data):
+        h = HEADER.unpack_from(data, pos)
+        end = pos + h[1] + 12
+        out.append((h[0], h[6], end))
+        pos = end
+    return out
+
+
+def only_segment(d: str) -> str:
+    (name,) = [n for n in os.listdir(d) if n.endswith(LOG_SUFFIX)]
+    return os.path.join(d, name)
+
+
+def test_every_append_returns_after_an_fsync_that_covers_it(tmp_path, fsyncs):
+    d = str(tmp_path / "log")
+    acks: list[tuple[int, int]] = []  # (offset, bytes covered by fsync when append returned)
+    acks_lock = threading.Lock()
+    with Log.open(d, flush="always", segment_bytes=1 << 30) as lg:
+        ino = os.stat(only_segment(d)).st_ino
+        start = threading.Barrier(THREADS)
+
+        def worker(t: int) -> None:
+            start.wait()
+            for i in range(PER_THREAD):
+                if i % 10 == 9:
+                    off = lg.append_batch([b"b%d-%d" % (t, i), b"c%d-%d" % (t, i)])
+                else:
+                    off = lg.append(b"v%d-%d" % (t, i))
+                covered = fsyncs.covered(ino)
+                with acks_lock:
+                    acks.append((off, covered))
+
+        ts = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+            assert not t.is_alive(), "an appender hung"
+        end = lg.end_offset
+        calls = fsyncs.calls
+    assert end == THREADS * PER_THREAD + THREADS * (PER_THREAD // 10)
+    end_of = {}
+    for base, count, pos_end in batch_ends(only_segment(d)):
+        for o in range(base, base + count):
+            end_of[o] = pos_end
+    assert sorted(end_of) == list(range(end))
+    for off, covered in acks:
+        assert end_of[off] <= covered, f"append of offset {off} returned before an fsync covered it"
+    # Group commit: the threads shared fsyncs (one per append would be
+    # THREADS * PER_THREAD calls; on any machine some must overlap).
+    assert calls < len(acks), (calls, len(acks))
+
+
+def test_a_single_thread_never_waits_for_company(tmp_path, fsyncs):
+    d = str(tmp_path / "log")
+    with Log.open(d, flush="always") as lg:
+        before = fsyncs.calls
+        for i in range(50):
+            lg.append(b"x%d" % i)
+        # one fsync per append: nobody else could have joined its group
+        assert fsyncs.calls - before == 50
+
+
+def test_a_failed_fsync_wakes_every_waiting_thread_with_an_error(tmp_path, fsyncs):
+    d = str(tmp_path / "log")
+    lg = Log.open(d, flush="always")
+    fsyncs.fail_after = fsyncs.calls + 20
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        try:
+            for i in range(10_000):
+                lg.append(b"v%d" % i)
+        except VQSError as e:
+            with lock:
+                errors.append(e)
+
+    ts = [threading.Thread(target=worker) for _ in range(THREADS)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+        assert not t.is_alive(), "a thread waiting for the failed group hung"
+    assert len(errors) == THREADS
+    assert any("fsync" in str(e) and "injected" in str(e) for e in errors)
+    with pytest.raises(VQSError, match="failed earlier"):
+        lg.append(b"after")
+    lg.close()
+
+
+def test_close_releases_threads_waiting_for_their_group(tmp_path):
+    d = str(tmp_path / "log")
+    lg = Log.open(d, flush="always")
+    acked: list[list[int]] = [[] for _ in range(THREADS)]
+    outcome: list[str] = []
+    going = threading.Event()
+
+    def worker(t: int) -> None:
+        try:
+            while True:
+                acked[t].append(lg.append(b"t%d-%d" % (t, len(acked[t]))))
+                going.set()
+        except LogClosedError:
+            outcome.append("closed")
+
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for t in ts:
+        t.start()
+    assert going.wait(30)
+    lg.close()
+    for t in ts:
+        t.join(30)
+        assert not t.is_alive(), "an appender hung across close()"
+    assert outcome == ["closed"] * THREADS
+    with Log.open(d) as again:
+        for t in range(THREADS):
+            for i, off in enumerate(acked[t]):
+                (r,) = again.read(off, max_records=1)
+                assert bytes(r.value) == b"t%d-%d" % (t, i)
