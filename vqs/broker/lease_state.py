@@ -12,6 +12,10 @@ A record's value is one operation on one or more messages::
 
     b"L" + n * (offset u64, nonce u64, until_ms i64, received_ms i64,
                 first_received_ms i64, receive_count u32)      lease / visibility change
+    b"R" + m * (offset u64, nonce u64, n u32, until_ms i64, received_ms i64)
+                                                             first leases of runs: offset + i
+                                                             leased with nonce + i (i < n),
+                                                             first_received = received, count 1
     b"D" + n * offset u64                                    delete (ack, DLQ move, expiry)
     b"P" + below u64                                         purge: every offset < below deleted
 
@@ -41,12 +45,17 @@ from ..storage.record_batch import decode_batch, encode_batch
 ENTRY = struct.Struct("<QQqqqI")
 ENTRY_SIZE = ENTRY.size  # 44
 OP_LEASE = 0x4C  # "L"
+OP_RUN = 0x52  # "R"
+RUN = struct.Struct("<QQIqq")
+RUN_SIZE = RUN.size  # 36
 OP_DELETE = 0x44  # "D"
 OP_PURGE = 0x50  # "P"
 SNAPSHOT = "snapshot"
+PENDING_BYTES = 512 << 10  # buffered=True: push past this many bytes
 
 _lease_structs: dict[int, struct.Struct] = {}
 _delete_structs: dict[int, struct.Struct] = {}
+_run_structs: dict[int, struct.Struct] = {}
 
 
 def lease_struct(n: int) -> struct.Struct:
@@ -66,6 +75,15 @@ def delete_struct(n: int) -> struct.Struct:
 def encode_leases(flat: list, n: int) -> bytes:
     """``flat`` = n * (offset, nonce, until, received, first, count)."""
     return lease_struct(n).pack(OP_LEASE, *flat)
+
+
+def encode_runs(flat: list, m: int) -> bytes:
+    """``flat`` = m * (offset, nonce, n, until, received): first deliveries of runs
+    of n consecutive offsets with consecutive nonces (one receive's fresh messages)."""
+    s = _run_structs.get(m)
+    if s is None:
+        s = _run_structs[m] = struct.Struct("<B" + "QQIqq" * m)
+    return s.pack(OP_RUN, *flat)
 
 
 def encode_deletes(offsets) -> bytes:
@@ -88,7 +106,7 @@ class LeaseStateStore:
     """The state log and snapshot of one queue (see module doc)."""
 
     def __init__(self, path: str, *, flush: str, flush_interval_ms: int = 100,
-                 segment_bytes: int = 8 << 20, recovery: str = "fail"):
+                 segment_bytes: int = 8 << 20, recovery: str = "fail", buffered: bool = False):
         self.path = path
         os.makedirs(path, exist_ok=True)
         self.log = Log.open(
@@ -96,6 +114,12 @@ class LeaseStateStore:
             segment_bytes=segment_bytes, segment_ms=None, recovery=recovery,
         )
         self._durable_each = flush == "always"
+        # buffered=True: records are kept here and handed to the log as one
+        # append_batch by push() (the owner calls it under its lock: when this
+        # buffer fills, from its interval tick, and before flush/snapshot/close).
+        self._buffered = buffered and not self._durable_each
+        self._pending: list = []
+        self._pending_bytes = 0
         self.snapshot_offset = 0  # state-log offset the last snapshot covers
 
     # ---------------------------------------------------------------- writes
@@ -103,19 +127,43 @@ class LeaseStateStore:
     def append(self, value: bytes) -> None:
         """Append one operation record. With flush=always it is fsynced on return;
         otherwise it is buffered like any Log append (written by the flusher)."""
-        if self._durable_each:
+        if self._buffered:
+            p = self._pending
+            p.append(value)
+            self._pending_bytes += len(value)
+            if len(p) >= 1024 or self._pending_bytes >= PENDING_BYTES:
+                self.push()
+        elif self._durable_each:
             self.log.append_batch([value])
         else:
             self.log.append(value)
 
     def append_many(self, values: list) -> None:
-        if self._durable_each:
+        if self._buffered:
+            for v in values:
+                self.append(v)
+        elif self._durable_each:
             self.log.append_batch(values)
         else:
             for v in values:
                 self.log.append(v)
 
+    @property
+    def pending(self) -> bool:
+        """Records not yet handed to the log (buffered=True)."""
+        return bool(self._pending)
+
+    def push(self) -> None:
+        """Hand the buffered records to the log (written at once, fsynced as
+        the log's flush policy says)."""
+        p = self._pending
+        if p:
+            self.log.append_batch(p)
+            self._pending = []
+            self._pending_bytes = 0
+
     def flush(self) -> None:
+        """Write and fsync what is in the log (call push() first for the buffer)."""
         self.log.flush()
 
     @property
@@ -127,6 +175,7 @@ class LeaseStateStore:
     def write_snapshot(self, *, low: int, cursor: int, live: dict, deleted_ahead, now_ms: int) -> None:
         """Atomically replace the snapshot with this state, then drop the state
         log below it. The caller holds the queue lock (no op can slip between)."""
+        self.push()
         state_offset = self.log.end_offset
         meta = json.dumps({
             "version": 1, "state_offset": state_offset, "low": low, "cursor": cursor,
@@ -191,6 +240,13 @@ class LeaseStateStore:
             for o, nonce, until, received, first, count in ENTRY.iter_unpack(memoryview(v)[1:]):
                 live[o] = [nonce, until, count, received, first]
                 st.deleted_ahead.discard(o)
+        elif op == OP_RUN:
+            ahead = st.deleted_ahead
+            for o, nonce, n, until, received in RUN.iter_unpack(memoryview(v)[1:]):
+                for i in range(n):
+                    live[o + i] = [nonce + i, until, 1, received, received]
+                if ahead:
+                    ahead.difference_update(range(o, o + n))
         elif op == OP_DELETE:
             n = (len(v) - 1) // 8
             for o in struct.unpack_from("<%dQ" % n, v, 1):
@@ -208,4 +264,6 @@ class LeaseStateStore:
             raise CorruptRecordError(f"state log record with unknown operation {op:#x}")
 
     def close(self) -> None:
+        if not self.log.closed:
+            self.push()
         self.log.close()

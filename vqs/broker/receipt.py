@@ -4,13 +4,22 @@ A handle is 48 lowercase hex digits encoding 24 bytes::
 
     offset u64 LE | delivery nonce u64 LE | tag 8 bytes
 
-``tag`` is a keyed BLAKE2b-64 (a MAC) of the first 16 bytes under the queue's
-secret (32 random bytes made when the queue is created). A handle cannot be
-forged or altered (a guess succeeds with probability 2**-64), nor used on
-another queue or on a re-created queue of the same name. The nonce identifies
-one delivery: every receive of a message draws a new one, and the queue keeps
-the nonce of each message's current delivery, so a handle from an earlier
-delivery no longer matches. Clients must treat handles as opaque strings.
+``tag`` is a MAC of (offset, nonce) under the queue's secret (32 random bytes
+made when the queue is created). With ``s = nonce % 8``, it is bytes
+``8*s .. 8*s+8`` of ``BLAKE2b-512(secret || (offset - s) u64 LE || (nonce - s) u64 LE)``
+(personalization ``vqs-receipt-v2``; offset arithmetic mod 2**64): one hash
+yields the tags of 8 deliveries whose offsets and nonces advance together, as
+those of one receive do, and each (offset, nonce) owns exactly one 8-byte slice.
+(A prefix MAC is sound for BLAKE2, which has no length extension; 48 bytes are
+one compression.) Handles made with the earlier construction (keyed BLAKE2b-64
+of the 16 bytes, key = secret) are still accepted.
+
+A handle cannot be forged or altered (a guess succeeds with probability at
+most 2**-63), nor used on another queue or on a re-created queue of the same
+name. The nonce identifies one delivery: every receive of a message draws a
+new one, and the queue keeps the nonce of each message's current delivery, so
+a handle from an earlier delivery no longer matches. Clients must treat
+handles as opaque strings.
 """
 
 from __future__ import annotations
@@ -23,21 +32,32 @@ from ..errors import ReceiptHandleIsInvalid
 
 _BODY = struct.Struct("<QQ")
 HANDLE_LEN = 48
+PERSON = b"vqs-receipt-v2"
+_M64 = (1 << 64) - 1
 
 
 class ReceiptCodec:
-    __slots__ = ("_mac",)
+    __slots__ = ("_mac", "_legacy")
 
     def __init__(self, secret: bytes):
         if len(secret) < 16:
             raise ValueError("receipt secret must be at least 16 bytes")
-        self._mac = blake2b(key=secret[:64], digest_size=8)
+        self._mac = blake2b(secret[:64], digest_size=64, person=PERSON)
+        self._legacy = blake2b(key=secret[:64], digest_size=8)
+
+    def _block(self, offset: int, nonce: int) -> bytes:
+        """The 64-byte block of tags of (offset + i, nonce + i), i < 8 (nonce % 8 == 0)."""
+        h = self._mac.copy()
+        h.update(_BODY.pack(offset & _M64, nonce))
+        return h.digest()
+
+    def tag(self, offset: int, nonce: int) -> bytes:
+        s = nonce & 7
+        t = 8 * s
+        return self._block(offset - s, nonce - s)[t:t + 8]
 
     def encode(self, offset: int, nonce: int) -> str:
-        body = _BODY.pack(offset, nonce)
-        h = self._mac.copy()
-        h.update(body)
-        return (body + h.digest()).hex()
+        return (_BODY.pack(offset, nonce) + self.tag(offset, nonce)).hex()
 
     def decode(self, handle: object) -> tuple[int, int]:
         """(offset, nonce) of a handle made by this codec; else ReceiptHandleIsInvalid."""
@@ -47,8 +67,13 @@ class ReceiptCodec:
             raw = bytes.fromhex(handle)
         except ValueError:
             raise ReceiptHandleIsInvalid(handle) from None
-        h = self._mac.copy()
-        h.update(raw[:16])
-        if not compare_digest(h.digest(), raw[16:]) or not handle.islower() and not handle.isdigit():
+        if not handle.islower() and not handle.isdigit():
             raise ReceiptHandleIsInvalid(handle)
-        return _BODY.unpack_from(raw)
+        offset, nonce = _BODY.unpack_from(raw)
+        tag = raw[16:]
+        if not compare_digest(self.tag(offset, nonce), tag):
+            h = self._legacy.copy()
+            h.update(raw[:16])
+            if not compare_digest(h.digest(), tag):
+                raise ReceiptHandleIsInvalid(handle)
+        return offset, nonce
