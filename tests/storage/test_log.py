@@ -162,6 +162,47 @@ def test_large_single_value_bigger_than_batch_limit(d):
         assert [bytes(r.value) for r in read_all(lg)] == [b"small", big, b"after"]
 
 
+def test_append_batch_splits_at_batch_max_bytes_keeping_every_column(d):
+    limit = 4096
+    sizes = [100] * 30 + [5000] + [1000] * 9 + [4096, 1, 4095, 4097, 7]
+    values = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
+    keys = [None if i % 3 else b"k%d" % i for i in range(len(sizes))]
+    headers = [[("h", b"%d" % i)] if i % 4 == 0 else None for i in range(len(sizes))]
+    stamps = [1_000 + i for i in range(len(sizes))]
+    with Log.open(d, batch_max_bytes=limit) as lg:
+        lg.append(b"buffered first")
+        first = lg.append_batch(values, keys=keys, headers=headers, timestamps_ms=stamps)
+        assert first == 1
+        batches = lg.read_batches(first, max_bytes=1 << 30)
+    assert sum(b.count for b in batches) == len(sizes)
+    at = 0
+    for b in batches:
+        batch_sizes = sizes[at:at + b.count]
+        # each batch is as full as the limit allows, and only a lone value exceeds it
+        assert b.count == 1 or sum(batch_sizes) <= limit
+        nxt = sizes[at + b.count] if at + b.count < len(sizes) else None
+        assert nxt is None or sum(batch_sizes) + nxt > limit
+        at += b.count
+    with Log.open(d) as lg:
+        recs = read_all(lg)
+    assert bytes(recs[0].value) == b"buffered first"
+    for i, r in enumerate(recs[1:]):
+        assert r.offset == i + 1
+        assert bytes(r.value) == values[i]
+        assert (None if r.key is None else bytes(r.key)) == keys[i]
+        assert [(k, bytes(v)) for k, v in r.headers] == (headers[i] or [])
+        assert r.timestamp_ms == stamps[i]
+
+
+def test_append_batch_takes_bytes_like_values(d):
+    with Log.open(d) as lg:
+        lg.append_batch([b"a", bytearray(b"bc"), memoryview(b"def"), b"g"])
+        assert [bytes(r.value) for r in lg.read(0)] == [b"a", b"bc", b"def", b"g"]
+        with pytest.raises(TypeError, match="value must be bytes-like, not str"):
+            lg.append_batch([b"a", "not bytes"])
+        assert lg.end_offset == 4
+
+
 EMPTY_VALUES = textwrap.dedent(
     """
     import sys
