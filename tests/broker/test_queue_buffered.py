@@ -178,3 +178,24 @@ def test_receipt_handles_of_a_batch_and_legacy_handles(tmp_path):
     q.change_visibility(ms[0].receipt_handle, 0)
     assert [m.text for m in q.receive(10)] == ["m0"]
     reg.close()
+
+
+def test_receipt_handles_of_consecutive_receives(tmp_path):
+    # receives of fresh messages share receipt tag blocks (8 deliveries per hash)
+    reg = QueueRegistry(str(tmp_path / "d"))
+    q = reg.create("q")
+    codec = ReceiptCodec(q._secret)
+    seen = set()
+    for k in [3, 7, 10, 1, 8, 9, 2, 10, 5] * 3:
+        q.send_batch([b"x"] * k)
+        ms = q.receive(k)
+        assert len(ms) == k
+        for m in ms:
+            o, nonce = codec.decode(m.receipt_handle)
+            assert o == m.offset and codec.encode(o, nonce) == m.receipt_handle
+            assert m.receipt_handle not in seen
+            seen.add(m.receipt_handle)
+        if k % 2:
+            q.delete_batch([m.receipt_handle for m in ms])
+    assert q.counts()["in_flight"] == sum(k for k in [3, 7, 10, 1, 8, 9, 2, 10, 5] * 3 if k % 2 == 0)
+    reg.close()

@@ -180,18 +180,22 @@ class Message:
     """
 
     __slots__ = (
-        "_id", "_pfx", "body", "receipt_handle", "receive_count", "sent_timestamp_ms",
-        "first_receive_timestamp_ms", "attributes", "group_id", "dedup_id", "offset",
-        "source_queue", "_fifo",
+        "_pfx", "body", "receipt_handle", "receive_count", "sent_timestamp_ms",
+        "first_receive_timestamp_ms", "attributes", "offset", "__dict__",
     )
+    # Rarely set: class defaults, so that making a plain message writes fewer
+    # fields (a message that has one keeps it in its __dict__).
+    _id = None
+    group_id = None
+    dedup_id = None
+    source_queue = None
+    _fifo = False
 
     @property
     def id(self) -> str:
         """The message id (UUID-shaped; kept when the message moves between queues)."""
         i = self._id
-        if i is None:
-            i = self._id = f"{self._pfx}{self.offset:012x}"
-        return i
+        return f"{self._pfx}{self.offset:012x}" if i is None else i
 
     def __repr__(self) -> str:
         b = self.body if len(self.body) <= 32 else self.body[:32] + b"..."
@@ -459,6 +463,8 @@ class Queue:
         self._tail_base = 0
         self._tail_bytes = 0
         self._reclaim_low = self._low
+        self._reclaim_next = self._low + 16
+        self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
         self._bytes_per_offset = 0.0
         self._sent_n = self._sent_b = 0  # messages (and their bytes) sent by this process
         # FIFO structures
@@ -1154,8 +1160,22 @@ class Queue:
                     # Hot path: fresh plain messages, none tracked, none expired.
                     # One timer entry and one run of lease entries for all of them.
                     n0 = nonce + 1
-                    sh = n0 & 7  # receipt tags: one hash per 8 (vqs.broker.receipt)
-                    tags = b"".join([tag_block(o0 - sh + j, n0 - sh + j) for j in range(0, sh + take, 8)])
+                    # receipt tags: one hash per 8 deliveries (vqs.broker.receipt); the
+                    # last block of the previous receive often starts this one
+                    sh = n0 & 7
+                    bo, bn = o0 - sh, n0 - sh
+                    co, cn, cd = self._tag_cache
+                    if co == bo and cn == bn:
+                        blocks = [cd]
+                        j = 8
+                    else:
+                        blocks = []
+                        j = 0
+                    while j < sh + take:
+                        blocks.append(tag_block(bo + j, bn + j))
+                        j += 8
+                    self._tag_cache = (bo + j - 8, bn + j - 8, blocks[-1])
+                    tags = b"".join(blocks)
                     t = 8 * sh
                     for o, value, ts, _ in recs:
                         nonce += 1
@@ -1164,7 +1184,6 @@ class Queue:
                         t += 8
                         issued[handle] = (o, nonce)
                         m = new_msg(Message)
-                        m._id = None
                         m._pfx = pfx
                         m.body = value
                         m.receipt_handle = handle
@@ -1172,9 +1191,7 @@ class Queue:
                         m.sent_timestamp_ms = ts
                         m.first_receive_timestamp_ms = now
                         m.attributes = {}
-                        m.group_id = m.dedup_id = m.source_queue = None
                         m.offset = o
-                        m._fifo = False
                         out.append(m)
                     push(timers, (until, o0, n0, take))
                     runs += (o0, n0, take, until, now)
@@ -1256,7 +1273,6 @@ class Queue:
                     out.append(self._message(o, value, ts, h, handle, 1, now))
                 else:
                     m = new_msg(Message)
-                    m._id = None
                     m._pfx = pfx
                     m.body = value
                     m.receipt_handle = handle
@@ -1264,9 +1280,7 @@ class Queue:
                     m.sent_timestamp_ms = ts
                     m.first_receive_timestamp_ms = now
                     m.attributes = {}
-                    m.group_id = m.dedup_id = m.source_queue = None
                     m.offset = o
-                    m._fifo = False
                     out.append(m)
             if len(out) >= n:
                 break
@@ -1295,8 +1309,8 @@ class Queue:
         m.receive_count = count
         m.first_receive_timestamp_ms = first
         m.offset = o
-        m._fifo = self._fifo
-        m.group_id = m.dedup_id = m.source_queue = None
+        if self._fifo:
+            m._fifo = True
         mid = None
         sent = ts
         attrs = {}
@@ -1320,7 +1334,8 @@ class Queue:
                 m.source_queue = v.decode()
         m.attributes = attrs
         m.sent_timestamp_ms = sent
-        m._id = mid
+        if mid is not None:
+            m._id = mid
         m._pfx = self._id_prefix
         return m
 
@@ -2082,7 +2097,7 @@ class Queue:
 
     def _maybe_reclaim(self) -> None:
         low = self._low
-        if low - self._reclaim_low < 16:
+        if low < self._reclaim_next:
             return
         # bytes per offset: what this process sent (the log's size over its span
         # overstates it once the active segment holds consumed messages)
@@ -2097,8 +2112,11 @@ class Queue:
                     bpo = self._bytes_per_offset = min(65536.0, max(1.0, size / span))
                 else:
                     bpo = 1024.0
-        if (low - self._reclaim_low) * bpo >= self.config.segment_bytes:
+        need = max(16, int(self.config.segment_bytes / bpo))
+        if low - self._reclaim_low >= need:
             self.reclaim()
+        else:  # look again when a segment's worth may be consumed
+            self._reclaim_next = min(self._reclaim_low + need, low + 4096)
 
     def reclaim(self) -> int:
         """Delete the message-log segments below the lowest message not yet deleted
@@ -2113,6 +2131,7 @@ class Queue:
                 t = self._log.offset_for_time(self._now_ms() - WINDOW_MS)
                 target = min(target, self._log.end_offset if t is None else t)
             self._reclaim_low = self._low
+            self._reclaim_next = self._low + 16
         return self._log.delete_before(target) if target > self._log.start_offset else 0
 
     def expire(self) -> int:
