@@ -84,14 +84,19 @@ class ArrowConverter:
         self._const_n = 0
         self._topic_col: pa.Array | None = None
         self._part_col: pa.Array | None = None
+        self._null_keys: pa.Array | None = None
 
-    def _constants(self, n: int) -> tuple[pa.Array, pa.Array]:
+    def _constants(self, n: int) -> tuple[pa.Array, pa.Array, pa.Array]:
+        """Columns that are the same for every record of the partition (topic,
+        partition, and the key of keyless records), built once per reader and
+        sliced: a slice is a view, so a batch costs no allocation for them."""
         if n > self._const_n:
-            size = max(n, 8192)
+            size = max(n, 16384)
             self._topic_col = pa.repeat(pa.scalar(self.topic, pa.string()), size)
             self._part_col = pa.array(np.full(size, self.partition, dtype=np.int32))
+            self._null_keys = pa.nulls(size, pa.binary())
             self._const_n = size
-        return self._topic_col.slice(0, n), self._part_col.slice(0, n)
+        return self._topic_col.slice(0, n), self._part_col.slice(0, n), self._null_keys.slice(0, n)
 
     def convert(self, b, start: int, stop: int) -> pa.RecordBatch:
         """Records ``[start, stop)`` (indexes within log batch ``b``)."""
@@ -100,8 +105,9 @@ class ArrowConverter:
         values = pa.Array.from_buffers(
             pa.binary(), n_all, [None, _buf(b.value_offsets), _buf(b.value_data)]
         )
+        topic, part, null_keys = self._constants(n)
         if b.key_validity is None:
-            keys = pa.nulls(n, pa.binary())
+            keys = null_keys
         else:
             keys = pa.Array.from_buffers(
                 pa.binary(), n_all,
@@ -117,7 +123,6 @@ class ArrowConverter:
         else:
             ts = np.frombuffer(b.timestamps, dtype=np.int64, count=n, offset=8 * start) * 1000
         timestamps = pa.Array.from_buffers(TS_TYPE, n, [None, pa.py_buffer(ts)])
-        topic, part = self._constants(n)
         cols = [keys, values, topic, part, offsets, timestamps]
         if self.include_headers:
             cols.append(self._headers(b, start, stop))
