@@ -713,7 +713,8 @@ class Log:
         while True:
             if action == "sync":
                 with self._lock:
-                    self._group_sync_locked()
+                    if not (self._closed and self._durable >= target):  # close() synced it
+                        self._group_sync_locked()
                 return
             if action == "delay":
                 released = w[0].acquire(True, self._fsync_s)
