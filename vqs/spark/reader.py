@@ -16,6 +16,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ..errors import ConfigError, OffsetOutOfRange, VQSError
 from .options import EARLIEST, LATEST, ReadOptions
+from .pyworker import settle
 from .schema import ArrowConverter, concat
 
 #: read() combines log batches smaller than this into one Arrow batch.
@@ -211,6 +212,7 @@ class VQSBatchReader(DataSourceReader):
             src.close()
 
     def read(self, partition):
+        settle()
         if not isinstance(partition, OffsetRange):  # Spark's placeholder for "no partitions"
             return iter(())
         return _read_and_close(self.opts, partition)

@@ -11,6 +11,7 @@ from pyspark.sql.datasource import DataSource
 
 from ..errors import ConfigError
 from .options import parse_read_options, parse_write_options
+from .pyworker import settle
 from .schema import source_schema
 
 
@@ -22,20 +23,24 @@ class VQSDataSource(DataSource):
         return "vqs"
 
     def schema(self):
+        settle()  # these methods run in Spark's pooled Python workers (see pyworker)
         opts = parse_read_options(self.options, streaming=None)
         return source_schema(opts.include_headers)
 
     def reader(self, schema):
+        settle()
         from .reader import VQSBatchReader
 
         return VQSBatchReader(parse_read_options(self.options, streaming=False))
 
     def streamReader(self, schema):
+        settle()
         from .stream_reader import VQSStreamReader
 
         return VQSStreamReader(parse_read_options(self.options, streaming=True))
 
     def _write_options(self, schema, overwrite: bool):
+        settle()
         from .writer import check_write_schema, prepare_path_write
 
         if overwrite:

@@ -33,6 +33,7 @@ from pyspark.sql.streaming.datasource import (
 
 from ..errors import ConfigError
 from .options import ReadOptions
+from .pyworker import settle
 from .reader import OffsetRange, _data_loss, _offset_for, _read_and_close, make_source, split_ranges
 
 
@@ -186,6 +187,7 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return split_ranges(ranges, self.opts.min_partitions)
 
     def read(self, partition):
+        settle()
         if not isinstance(partition, OffsetRange):
             return iter(())
         return _read_and_close(self.opts, partition)
