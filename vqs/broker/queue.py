@@ -2256,7 +2256,7 @@ class Queue:
                 self._log.close()
 
     def __repr__(self) -> str:
-        return f"Queue({self.name!r}, fifo={self._fifo}, low={self._low}, end={self._log.end_offset})"
+        return f"Queue({self.name!r}, fifo={self._fifo}, low={self._low}, end={self._end_offset()})"
 
 
 # =================================================================== helpers
