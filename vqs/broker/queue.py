@@ -687,9 +687,15 @@ class Queue:
             raise EmptyBatchRequest()
         if n > MAX_BATCH_ENTRIES:
             raise TooManyEntriesInBatchRequest(n)
-        if (not self._fifo and not self._delay_ms and list(map(type, entries)).count(bytes) == n
-                and 0 < min(map(len, entries)) and max(map(len, entries)) <= self._max_bytes):
-            total = sum(map(len, entries))
+        if not self._fifo and not self._delay_ms and list(map(type, entries)).count(bytes) == n:
+            lens = list(map(len, entries))
+            if 0 < min(lens) and max(lens) <= self._max_bytes:
+                total = sum(lens)
+            else:
+                total = -1  # validated (and refused) one by one below
+        else:
+            total = -1
+        if total >= 0:
             if total > MAX_BATCH_BYTES:
                 raise BatchRequestTooLong(
                     f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes. "
