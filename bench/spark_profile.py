@@ -1,0 +1,195 @@
+#!/usr/bin/env python
+"""Where the time of a vqs Spark batch read goes (issue 5's read bar).
+
+Runs ``sum(length(value))`` queries in one SparkSession set up as
+``bench/spark_bench.py``'s (``local[2]``) over N records of S bytes (default
+1 M x 100 B, 2 topic partitions) and reports, per query, the wall time and the
+CPU time it cost each kind of process (read from ``/proc`` before and after):
+
+* ``jvm``      the Spark JVM (driver and executor: planning, scheduling, the
+               Arrow -> row conversion, the aggregate);
+* ``planner``  the Python workers Spark runs on the driver for a Python data
+               source (``create_data_source`` at ``load()``,
+               ``plan_data_source_read`` at planning);
+* ``tasks``    the Python workers running ``read()`` (one per task).
+
+Queries:
+
+* ``vqs``        the vqs source over the whole topic;
+* ``vqs 10 rec`` the vqs source over 10 records (5 per partition): the fixed
+                 cost of a query, whatever its size;
+* ``floor``      a Python data source yielding one pre-built Arrow batch of the
+                 vqs schema (as ``spark_bench.py``'s "API floor");
+* ``parquet``    Spark's Parquet reader over the same records (written by Spark
+                 from the vqs DataFrame, as in ``spark_bench.py``).
+
+Queries run in interleaved rounds (``--rounds`` x ``--repeat``) after two
+warm-ups each, so a change of load on a shared machine hits all alike.
+``--conf key=value`` adds a Spark conf, for experiments only: the bar is
+measured by ``spark_bench.py`` with Spark's defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import spark_bench  # noqa: E402  (fill_topic, register_floor)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each query per round (default 5)")
+    ap.add_argument("--dir", default=None, help="work directory (reused if it holds data; default: temporary)")
+    ap.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (experiments)")
+    return ap.parse_args(argv)
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_table() -> dict[int, tuple[int, float, str]]:
+    """pid -> (ppid, cpu seconds, cmdline) of every process we can read."""
+    out = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                st = f.read()
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        out[int(p)] = (int(rest[1]), (int(rest[11]) + int(rest[12])) / _TICK, cmd)
+    return out
+
+
+def _kind(cmd: str) -> str:
+    if "pyspark.worker" in cmd.split("pyspark.daemon", 1)[-1] and "sql.worker" not in cmd:
+        return "tasks"
+    if "pyspark.sql.worker" in cmd:
+        return "planner"
+    if "java" in cmd.split(" ", 1)[0]:
+        return "jvm"
+    return "other"
+
+
+def cpu_by_kind() -> dict[str, float]:
+    """CPU seconds so far of the Spark processes under this one, by kind
+    (exited processes are not counted: Spark reuses its Python workers)."""
+    table = _proc_table()
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    acc = {"jvm": 0.0, "planner": 0.0, "tasks": 0.0, "other": 0.0}
+    stack = list(kids.get(os.getpid(), []))
+    while stack:
+        pid = stack.pop()
+        _, cpu, cmd = table[pid]
+        acc[_kind(cmd)] += cpu
+        stack.extend(kids.get(pid, []))
+    return acc
+
+
+def make_session(master: str, confs: list[str]):
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import vqs.spark
+
+    b = (
+        SparkSession.builder.master(master)
+        .appName("vqs-spark-profile")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+    )
+    for kv in confs:
+        k, v = kv.split("=", 1)
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    vqs.spark.register(spark)
+    return spark
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    work = args.dir or tempfile.mkdtemp(prefix="vqs-spark-profile-")
+    data = os.path.join(work, "data")
+    pq = os.path.join(work, "records.parquet")
+    n, size = args.records, args.size
+    try:
+        if not os.path.isdir(data):
+            print(f"filling topic: {n:,} records x {size} B ...", flush=True)
+            spark_bench.fill_topic(data, "bench", n, size, args.partitions)
+        spark = make_session(args.master, args.conf)
+        vqs_df = lambda **o: spark.read.format("vqs").option("path", data).option("topic", "bench").options(**o).load()  # noqa: E731
+        if not os.path.isdir(pq):
+            vqs_df().write.mode("overwrite").parquet(pq)
+        spark_bench.register_floor(spark, n, size, args.partitions)
+
+        def sum_len(df):
+            return df.selectExpr("sum(length(value)) s").first().s
+
+        ten = "{" + ", ".join(f'"{p}": 5' for p in range(args.partitions)) + "}"
+        queries = {
+            "vqs": (lambda: sum_len(vqs_df()), n * size),
+            "vqs 10 rec": (lambda: sum_len(vqs_df(endingOffsets='{"bench": ' + ten + "}")), 5 * args.partitions * size),
+            "floor": (lambda: sum_len(spark.read.format("apifloor").load()), n // 10_000 // args.partitions * 10_000 * args.partitions * size),
+            "parquet": (lambda: sum_len(spark.read.parquet(pq)), n * size),
+        }
+        samples: dict[str, list] = {q: [] for q in queries}
+        for fn, _ in queries.values():
+            fn()
+            fn()
+        for _ in range(args.rounds):
+            for q, (fn, expect) in queries.items():
+                for _ in range(args.repeat):
+                    c0 = cpu_by_kind()
+                    t0 = time.perf_counter()
+                    got = fn()
+                    wall = time.perf_counter() - t0
+                    c1 = cpu_by_kind()
+                    assert got == expect, (q, got, expect)
+                    samples[q].append((wall, {k: c1[k] - c0[k] for k in c1}))
+        spark.stop()
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"\n{n:,} records x {size} B, {args.partitions} partitions, {args.master}, "
+          f"{args.rounds}x{args.repeat} runs per query; load average at the end {load}"
+          + (f"; extra conf {args.conf}" if args.conf else ""))
+    print(f"{'query':<12} {'wall best':>9} {'median':>7} | {'CPU per query (median), s:':<26} "
+          f"{'jvm':>5} {'planner':>7} {'tasks':>6} {'total':>6}")
+    for q, s in samples.items():
+        walls = [w for w, _ in s]
+        med = {k: statistics.median(c[k] for _, c in s) for k in ("jvm", "planner", "tasks")}
+        print(f"{q:<12} {min(walls):>9.3f} {statistics.median(walls):>7.3f} | {'':<26} "
+              f"{med['jvm']:>5.2f} {med['planner']:>7.2f} {med['tasks']:>6.2f} {sum(med.values()):>6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
