@@ -181,7 +181,7 @@ class Message:
 
     __slots__ = (
         "_pfx", "body", "receipt_handle", "receive_count", "sent_timestamp_ms",
-        "first_receive_timestamp_ms", "attributes", "offset", "__dict__",
+        "first_receive_timestamp_ms", "_attrs", "offset", "__dict__",
     )
     # Rarely set: class defaults, so that making a plain message writes fewer
     # fields (a message that has one keeps it in its __dict__).
@@ -190,6 +190,19 @@ class Message:
     dedup_id = None
     source_queue = None
     _fifo = False
+
+    @property
+    def attributes(self) -> dict:
+        """The message attributes (a dict; {} when it has none)."""
+        try:
+            return self._attrs
+        except AttributeError:  # a plain message: made on first use
+            a = self._attrs = {}
+            return a
+
+    @attributes.setter
+    def attributes(self, value: dict) -> None:
+        self._attrs = value
 
     @property
     def id(self) -> str:
@@ -1196,7 +1209,6 @@ class Queue:
                         m.receive_count = 1
                         m.sent_timestamp_ms = ts
                         m.first_receive_timestamp_ms = now
-                        m.attributes = {}
                         m.offset = o
                         out.append(m)
                     push(timers, (until, o0, n0, take))
@@ -1285,7 +1297,6 @@ class Queue:
                     m.receive_count = 1
                     m.sent_timestamp_ms = ts
                     m.first_receive_timestamp_ms = now
-                    m.attributes = {}
                     m.offset = o
                     out.append(m)
             if len(out) >= n:
@@ -1338,7 +1349,8 @@ class Queue:
                 sent = int(v)
             elif k == H_SOURCE:
                 m.source_queue = v.decode()
-        m.attributes = attrs
+        if attrs:
+            m._attrs = attrs
         m.sent_timestamp_ms = sent
         if mid is not None:
             m._id = mid
