@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 
 import pytest
 
@@ -180,3 +181,48 @@ def test_close_releases_threads_waiting_for_their_group(tmp_path):
             for i, off in enumerate(acked[t]):
                 (r,) = again.read(off, max_records=1)
                 assert bytes(r.value) == b"t%d-%d" % (t, i)
+
+
+def test_flush_between_hand_over_and_wake_up_never_strands_the_next_leader(tmp_path, monkeypatch):
+    """A flush() may make a waiter's records durable after the group's leader
+    handed it the leadership but before it woke; it must still lead, or every
+    later appender waits forever. Each waiter here runs flush() the moment it
+    wakes, so that interleaving happens on every hand-over."""
+    import vqs.storage.log as log_mod
+
+    d = str(tmp_path / "log")
+    lg = Log.open(d, flush="always")
+    real_allocate = log_mod._allocate_lock
+
+    class FlushOnWake:
+        def __init__(self):
+            self.lock = real_allocate()
+            self.held = False
+
+        def acquire(self, *args):
+            got = self.lock.acquire(*args)
+            if not self.held:
+                self.held = True  # taken at registration, under the log's lock
+            elif got and not lg.closed:
+                lg.flush()  # woken: the waiter's thread flushes first
+            return got
+
+        def release(self):
+            self.lock.release()
+
+    monkeypatch.setattr(log_mod, "_allocate_lock", FlushOnWake)
+
+    def worker(t: int) -> None:
+        for i in range(PER_THREAD):
+            lg.append(b"%d-%d" % (t, i))
+
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for t in ts:
+        t.start()
+    deadline = time.monotonic() + 30
+    for t in ts:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stranded = sum(t.is_alive() for t in ts)
+    lg.close()  # releases stranded waiters, if any, so the test ends
+    assert stranded == 0, f"{stranded} appenders stranded without a leader"
+    assert lg.end_offset == THREADS * PER_THREAD

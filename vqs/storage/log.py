@@ -78,6 +78,7 @@ _time_ns = time.time_ns
 
 
 _ONLY_BYTES = {bytes}
+_HEIR = [None, None]  # marks the waiter handed the group-commit leadership
 
 
 def _now_ms() -> int:
@@ -721,15 +722,28 @@ class Log:
             else:
                 released = w[0].acquire()
             if released:
-                if w[1] is not None:
-                    w[1][0].release()  # pass the wake-up on (no thundering herd)
+                nxt = w[1]
+                if nxt is _HEIR:
+                    # Handed the leadership: lead even if another fsync (flush(),
+                    # a roll) already covered our records, or the waiters
+                    # behind us would wait for a leader forever.
+                    with self._lock:
+                        if self._blocked:
+                            if self._closed and self._durable >= target:
+                                return
+                            self._check_writable()
+                        action, w = self._lead_locked()
+                    continue
+                if nxt is not None:
+                    nxt[0].release()  # pass the wake-up on (no thundering herd)
                 if self._durable >= target:
                     return
                 with self._lock:
                     if self._blocked:
                         self._check_writable()
-                    # Released with our records not yet durable: we lead now.
-                    action, w = self._lead_locked()
+                    # Not reached by the protocol (a group member is released
+                    # after its fsync); if it ever is, take the normal path.
+                    action, w = self._join_group_locked()
                 continue
             # The commit delay ran out: sync, unless a joiner already claimed it
             # (then our lock is in its group).
@@ -768,7 +782,9 @@ class Log:
             self._leading = self._delaying = False
             raise
         if self._dwaiters:
-            self._dwaiters.pop(0)[0].release()  # it leads the next group
+            heir = self._dwaiters.pop(0)  # it leads the next group
+            heir[1] = _HEIR
+            heir[0].release()
         else:
             self._leading = False
 
