@@ -23,12 +23,14 @@ One run, one machine:
     is shared; alternating spreads the noise over both sides of a ratio).
 
 Peers are time-boxed (``--peer-seconds``): they run until N items or the time
-box, whichever comes first, and their rate is items done / time taken.
+box, whichever comes first, and their rate is items done / time taken. The
+queue cycle runs ``--repeat`` interleaved rounds of every workload (vqs and
+peers alike) and reports each one's best round, as bench/log_bench.py does.
 
 Prints a table and the ratios against the bars of issue 3, and writes JSON
 (default bench/queue_bench.json).
 
-    python bench/queue_bench.py            # full run (about 2 minutes)
+    python bench/queue_bench.py            # full run (about 3 minutes)
     python bench/queue_bench.py --quick    # counts scaled down
     python bench/queue_bench.py --only hybrid
 
@@ -95,7 +97,25 @@ class Bench:
         shutil.rmtree(p, ignore_errors=True)
         return p
 
+    def start_rounds(self) -> None:
+        """Collect rows instead of recording them, until finish_rounds()."""
+        self._rounds: dict | None = {}
+
+    def finish_rounds(self) -> None:
+        """Record the best round of each workload (load from other users of a
+        shared machine only ever slows a round down), noting the worst."""
+        rounds, self._rounds = self._rounds, None
+        for (group, name), runs in rounds.items():
+            best = max(runs, key=lambda r: r[0] / r[1])
+            worst = min(runs, key=lambda r: r[0] / r[1])
+            note = f"best of {len(runs)} (worst {(worst[0] / worst[1]) / (best[0] / best[1]):.2f}x)"
+            self.record(group, name, best[0], best[1], note)
+
     def record(self, group: str, name: str, items: int, seconds: float, note: str = "") -> dict:
+        if getattr(self, "_rounds", None) is not None:
+            self._rounds.setdefault((group, name), []).append((items, seconds))
+            print(f"    round: {name:46s} {items / seconds:>12,.0f} /s", flush=True)
+            return {}
         row = {"group": group, "name": name, "items": items, "seconds": round(seconds, 4),
                "per_s": items / seconds if seconds > 0 else float("inf"), "note": note}
         self.rows.append(row)
@@ -190,19 +210,22 @@ def cycle_litequeue(b: Bench, k: int, n: int) -> None:
 def run_queues(b: Bench) -> None:
     print("(a) queue cycle: send -> receive -> delete, 100-byte bodies", flush=True)
     s = b.args.scale
-    for k in (1, 10):
-        n = int((50_000 if k == 1 else 200_000) * s)
-        if hasattr(vqs, "Broker"):
-            try:
-                cycle_vqs(b, k, n, None)
-                cycle_vqs(b, k, max(k, n // 10), "always")
-            except Exception as e:  # report, keep benchmarking the rest
-                print(f"  vqs queue batch {k}: FAILED {type(e).__name__}: {e}", flush=True)
-        for fn in (cycle_sqliteack, cycle_litequeue):
-            try:
-                fn(b, k, int(20_000 * s))
-            except ImportError as e:
-                print(f"  {fn.__name__}: skipped ({e}; pip install persist-queue litequeue)")
+    b.start_rounds()
+    for _ in range(b.args.repeat):  # rounds interleave every workload
+        for k in (1, 10):
+            n = int((50_000 if k == 1 else 200_000) * s)
+            if hasattr(vqs, "Broker"):
+                try:
+                    cycle_vqs(b, k, n, None)
+                    cycle_vqs(b, k, max(k, n // 10), "always")
+                except Exception as e:  # report, keep benchmarking the rest
+                    print(f"  vqs queue batch {k}: FAILED {type(e).__name__}: {e}", flush=True)
+            for fn in (cycle_sqliteack, cycle_litequeue):
+                try:
+                    fn(b, k, int(20_000 * s))
+                except ImportError as e:
+                    print(f"  {fn.__name__}: skipped ({e}; pip install persist-queue litequeue)")
+    b.finish_rounds()
 
 
 # ---------------------------------------------------------- (b) HybridQueue
@@ -359,8 +382,11 @@ def main(argv=None) -> int:
                                  epilog="See the module docstring for the workloads.")
     ap.add_argument("--quick", action="store_true", help="scale counts down (about 5x)")
     ap.add_argument("--only", choices=("queue", "hybrid"), help="run one part only")
-    ap.add_argument("--peer-seconds", type=float, default=8.0,
-                    help="time box of each slow peer run (default 8)")
+    ap.add_argument("--peer-seconds", type=float, default=4.0,
+                    help="time box of each slow peer run (default 4)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="rounds of the queue cycle, interleaved; each workload's best "
+                         "round is reported, vqs and peers alike (default 3, --quick 1)")
     ap.add_argument("--dir", default=None, help="where to put the data (default: a temp dir)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "queue_bench.json"),
                     help="JSON output (default bench/queue_bench.json)")
@@ -368,6 +394,9 @@ def main(argv=None) -> int:
     args.scale = 0.2 if args.quick else 1.0
     if args.quick:
         args.peer_seconds = min(args.peer_seconds, 3.0)
+        args.repeat = 1
+    if args.repeat < 1:
+        ap.error(f"--repeat {args.repeat}: must be >= 1")
 
     b = Bench(args)
     started = _dt.datetime.now(_dt.timezone.utc)
