@@ -50,7 +50,8 @@ def parse_args(argv=None):
     return ap.parse_args(argv)
 
 
-def make_session(master: str):
+def make_session(master: str, confs: list[str] = (), app: str = "vqs-spark-bench"):
+    """A SparkSession with vqs registered; ``confs`` are extra "key=value" settings."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -58,16 +59,19 @@ def make_session(master: str):
 
     import vqs.spark
 
-    spark = (
+    b = (
         SparkSession.builder.master(master)
-        .appName("vqs-spark-bench")
+        .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
-        .getOrCreate()
     )
+    for kv in confs:
+        k, v = kv.split("=", 1)
+        b = b.config(k, v)
+    spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     vqs.spark.register(spark)
     return spark
@@ -84,7 +88,7 @@ def fill_topic(data_dir: str, topic: str, n: int, size: int, partitions: int) ->
     with Broker(data_dir, flush="never") as b:
         b.create_topic(topic, partitions=partitions)
         prod = b.producer()
-        chunk = 50_000
+        chunk = max(1, min(50_000, -(-n // partitions)))  # every partition gets records
         for a in range(0, n, chunk):
             m = min(chunk, n - a)
             raw = rng.integers(0, 256, size=m * size, dtype=np.uint8).tobytes()

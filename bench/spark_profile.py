@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import spark_bench  # noqa: E402  (fill_topic, register_floor)
+import spark_bench  # noqa: E402  (make_session, fill_topic, register_floor)
 
 
 def parse_args(argv=None):
@@ -105,32 +105,6 @@ def cpu_by_kind() -> dict[str, float]:
     return acc
 
 
-def make_session(master: str, confs: list[str]):
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    import vqs.spark
-
-    b = (
-        SparkSession.builder.master(master)
-        .appName("vqs-spark-profile")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-    )
-    for kv in confs:
-        k, v = kv.split("=", 1)
-        b = b.config(k, v)
-    spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    vqs.spark.register(spark)
-    return spark
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     work = args.dir or tempfile.mkdtemp(prefix="vqs-spark-profile-")
@@ -141,7 +115,7 @@ def main(argv=None) -> int:
         if not os.path.isdir(data):
             print(f"filling topic: {n:,} records x {size} B ...", flush=True)
             spark_bench.fill_topic(data, "bench", n, size, args.partitions)
-        spark = make_session(args.master, args.conf)
+        spark = spark_bench.make_session(args.master, args.conf, app="vqs-spark-profile")
         vqs_df = lambda **o: spark.read.format("vqs").option("path", data).option("topic", "bench").options(**o).load()  # noqa: E731
         if not os.path.isdir(pq):
             vqs_df().write.mode("overwrite").parquet(pq)
