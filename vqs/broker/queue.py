@@ -1132,19 +1132,7 @@ class Queue:
                 moves.append((o, r, e))
                 continue
             nonce += 1
-            count = e[_COUNT] + 1
-            first = e[_FIRST] or now
-            e[_NONCE] = nonce
-            e[_UNTIL] = until
-            e[_COUNT] = count
-            e[_RECV] = now
-            e[_FIRST] = first
-            e[_STATE] = INFLIGHT
-            self._n_inflight += 1
-            push(timers, (until, o, nonce))
-            flat += (o, nonce, until, now, first, count)
-            handle = codec_encode(o, nonce)
-            issued[handle] = (o, nonce)
+            handle, count, first = self._lease_tracked(o, e, nonce, until, now, flat)
             out.append(self._message(o, r.value, r.timestamp_ms, r.headers, handle, count, first))
 
         # 2. from the cursor on: fresh messages (and any tracked ones met on the way)
@@ -1246,19 +1234,7 @@ class Queue:
                         moves.append((o, _Rec(o, value, ts, h), e))
                         continue
                     nonce += 1
-                    count = e[_COUNT] + 1
-                    first = e[_FIRST] or now
-                    e[_NONCE] = nonce
-                    e[_UNTIL] = until
-                    e[_COUNT] = count
-                    e[_RECV] = now
-                    e[_FIRST] = first
-                    e[_STATE] = INFLIGHT
-                    self._n_inflight += 1
-                    push(timers, (until, o, nonce))
-                    flat += (o, nonce, until, now, first, count)
-                    handle = codec_encode(o, nonce)
-                    issued[handle] = (o, nonce)
+                    handle, count, first = self._lease_tracked(o, e, nonce, until, now, flat)
                     out.append(self._message(o, value, ts, h or (), handle, count, first))
                     continue
                 if ahead and o in ahead:
@@ -1318,6 +1294,26 @@ class Queue:
                 if k == H_SENT:
                     return int(v)
         return r.timestamp_ms
+
+    def _lease_tracked(self, o: int, e: list, nonce: int, until: int, now: int, flat: list):
+        """Lease message ``o``, already tracked by entry ``e`` (received before,
+        or delayed), under ``nonce`` until ``until``: update the entry, the
+        timer heap, the issued handles and ``flat`` (the lease records the
+        caller writes). Returns (receipt handle, receive count, first receive ms)."""
+        count = e[_COUNT] + 1
+        first = e[_FIRST] or now
+        e[_NONCE] = nonce
+        e[_UNTIL] = until
+        e[_COUNT] = count
+        e[_RECV] = now
+        e[_FIRST] = first
+        e[_STATE] = INFLIGHT
+        self._n_inflight += 1
+        heapq.heappush(self._timers, (until, o, nonce))
+        flat += (o, nonce, until, now, first, count)
+        handle = self._codec.encode(o, nonce)
+        self._issued[handle] = (o, nonce)
+        return handle, count, first
 
     def _message(self, o: int, value, ts: int, headers, handle: str, count: int, first: int) -> Message:
         m = Message.__new__(Message)
