@@ -48,6 +48,13 @@ def clock():
 
 
 @pytest.fixture
+def qclock():
+    """A fixed-start clock for queue tests (their retention and timers never
+    meet a log's own wall-clock retention)."""
+    return FakeClock(1_700_000_000.0)
+
+
+@pytest.fixture
 def child_env() -> dict:
     """Environment for a child Python (sys.executable) that imports vqs from this checkout."""
     env = dict(os.environ)

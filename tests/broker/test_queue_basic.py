@@ -33,22 +33,6 @@ from vqs.errors import (
 )
 
 
-class Clock:
-    def __init__(self, t: float = 1_700_000_000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, s: float) -> None:
-        self.t += s
-
-
-@pytest.fixture
-def qclock():
-    return Clock()
-
-
 @pytest.fixture
 def reg(tmp_path, qclock):
     r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)

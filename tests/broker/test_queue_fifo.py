@@ -10,22 +10,6 @@ from vqs.broker.queues import QueueRegistry
 from vqs.errors import InvalidParameterValue, MissingParameter, ReceiptHandleExpired
 
 
-class Clock:
-    def __init__(self, t: float = 1_700_000_000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, s: float) -> None:
-        self.t += s
-
-
-@pytest.fixture
-def qclock():
-    return Clock()
-
-
 @pytest.fixture
 def reg(tmp_path, qclock):
     r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
