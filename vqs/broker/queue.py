@@ -191,6 +191,19 @@ class Message:
     source_queue = None
     _fifo = False
 
+    @classmethod
+    def _first_delivery(cls, pfx: str, o: int, body, ts: int, handle: str, now: int) -> "Message":
+        """A plain message (no headers) received for the first time."""
+        m = cls.__new__(cls)
+        m._pfx = pfx
+        m.body = body
+        m.receipt_handle = handle
+        m.receive_count = 1
+        m.sent_timestamp_ms = ts
+        m.first_receive_timestamp_ms = now
+        m.offset = o
+        return m
+
     @property
     def attributes(self) -> dict:
         """The message attributes (a dict; {} when it has none)."""
@@ -1111,7 +1124,7 @@ class Queue:
         mrc = self.config.max_receive_count if dlq is not None else None
         nonce = self._nonce
         pfx = self._id_prefix
-        new_msg = Message.__new__
+        first_delivery = Message._first_delivery
         cursor = self._cursor
 
         # 1. messages received before (or delayed) and visible again, below the cursor
@@ -1190,15 +1203,7 @@ class Queue:
                         handle = (hpack(o, nonce) + tags[t:t + 8]).hex()
                         t += 8
                         issued[handle] = (o, nonce)
-                        m = new_msg(Message)
-                        m._pfx = pfx
-                        m.body = value
-                        m.receipt_handle = handle
-                        m.receive_count = 1
-                        m.sent_timestamp_ms = ts
-                        m.first_receive_timestamp_ms = now
-                        m.offset = o
-                        out.append(m)
+                        out.append(first_delivery(pfx, o, value, ts, handle, now))
                     push(timers, (until, o0, n0, take))
                     runs += (o0, n0, take, until, now)
                     nfresh += take
@@ -1266,15 +1271,7 @@ class Queue:
                 if h:
                     out.append(self._message(o, value, ts, h, handle, 1, now))
                 else:
-                    m = new_msg(Message)
-                    m._pfx = pfx
-                    m.body = value
-                    m.receipt_handle = handle
-                    m.receive_count = 1
-                    m.sent_timestamp_ms = ts
-                    m.first_receive_timestamp_ms = now
-                    m.offset = o
-                    out.append(m)
+                    out.append(first_delivery(pfx, o, value, ts, handle, now))
             if len(out) >= n:
                 break
         self._cursor = cursor
