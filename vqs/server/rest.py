@@ -254,16 +254,7 @@ def _partition_ranges(metas) -> list[dict]:
 
 
 def _int_param(request: Request, name: str, default, lo: int, hi: int):
-    v = request.query_params.get(name)
-    if v is None or v == "":
-        return default
-    try:
-        i = int(v)
-    except ValueError:
-        raise APIError(400, "invalid_argument", f"query parameter {name} must be an integer, not {v!r}", field=name) from None
-    if not (lo <= i <= hi):
-        raise APIError(400, "invalid_argument", f"query parameter {name} must be between {lo} and {hi}", field=name)
-    return i
+    return _qint(request.query_params, name, default, lo, hi)
 
 
 def build_router(ctx: ServerContext) -> APIRouter:
