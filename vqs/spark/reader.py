@@ -5,7 +5,9 @@ timestamps) into one :class:`OffsetRange` per topic partition, split further
 when ``minPartitions`` asks for more tasks. ``read()`` (on an executor, on a
 fresh copy of the reader) reads its range from the log with ``read_batches``
 and yields Arrow batches built by :class:`~vqs.spark.schema.ArrowConverter`
-straight from the log's columnar buffers.
+straight from the log's columnar buffers: all the source's columns, or only
+those of a user-specified schema (``columns``, see
+:func:`~vqs.spark.schema.projected_columns`).
 """
 
 from __future__ import annotations
@@ -144,10 +146,11 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
     return out
 
 
-def read_range(src, r: OffsetRange, opts: ReadOptions) -> Iterator:
+def read_range(src, r: OffsetRange, opts: ReadOptions, columns=None) -> Iterator:
     """Yield Arrow record batches of the records in ``r`` (deterministic: the
-    same range always yields the same records)."""
-    conv = ArrowConverter(r.topic, r.partition, opts.include_headers)
+    same range always yields the same records), with ``columns`` only if given
+    (else every column of the source)."""
+    conv = ArrowConverter(r.topic, r.partition, opts.include_headers, columns)
     pos, end = r.start, r.end
     pending: list = []
     rows = 0
@@ -193,8 +196,9 @@ class VQSBatchReader(DataSourceReader):
     """Batch reader; ``partitions()`` runs on the driver, ``read()`` on
     executors, each on its own unpickled copy."""
 
-    def __init__(self, opts: ReadOptions):
+    def __init__(self, opts: ReadOptions, columns=None):
         self.opts = opts
+        self.columns = columns  # None: the whole source schema
         # Check the topics at planning, so a missing topic fails the query
         # before any task starts.
         src = make_source(opts)
@@ -215,12 +219,12 @@ class VQSBatchReader(DataSourceReader):
         settle()
         if not isinstance(partition, OffsetRange):  # Spark's placeholder for "no partitions"
             return iter(())
-        return _read_and_close(self.opts, partition)
+        return _read_and_close(self.opts, partition, self.columns)
 
 
-def _read_and_close(opts, r):
+def _read_and_close(opts, r, columns=None):
     src = make_source(opts)
     try:
-        yield from read_range(src, r, opts)
+        yield from read_range(src, r, opts, columns)
     finally:
         src.close()

@@ -3,6 +3,12 @@
 Spark creates it from the options on the driver (and pickles it to the
 workers). Options are parsed at planning, so a bad one fails ``load()``,
 ``start()`` or ``save()`` with a message naming it.
+
+A read with a user-specified schema (``.schema("value binary")``) gets that
+schema in ``reader()``/``streamReader()``: a projection of the source's
+columns, checked there (Spark calls no Python at ``load()`` when the user
+gives the schema, so a bad one fails when the query is planned: the first
+action of a batch read, the start of a stream).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from pyspark.sql.datasource import DataSource
 from ..errors import ConfigError
 from .options import parse_read_options, parse_write_options
 from .pyworker import settle
-from .schema import source_schema
+from .schema import projected_columns, source_schema
 
 
 class VQSDataSource(DataSource):
@@ -31,13 +37,15 @@ class VQSDataSource(DataSource):
         settle()
         from .reader import VQSBatchReader
 
-        return VQSBatchReader(parse_read_options(self.options, streaming=False))
+        opts = parse_read_options(self.options, streaming=False)
+        return VQSBatchReader(opts, projected_columns(schema, opts.include_headers))
 
     def streamReader(self, schema):
         settle()
         from .stream_reader import VQSStreamReader
 
-        return VQSStreamReader(parse_read_options(self.options, streaming=True))
+        opts = parse_read_options(self.options, streaming=True)
+        return VQSStreamReader(opts, projected_columns(schema, opts.include_headers))
 
     def _write_options(self, schema, overwrite: bool):
         settle()

@@ -74,8 +74,9 @@ def rate_limit(start: dict, latest: dict, max_rows: int) -> dict:
 
 
 class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, opts: ReadOptions):
+    def __init__(self, opts: ReadOptions, columns=None):
         self.opts = opts
+        self.columns = columns  # None: the whole source schema
         self._src = None
         self._target: dict | None = None
         src = make_source(opts)
@@ -190,7 +191,7 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         settle()
         if not isinstance(partition, OffsetRange):
             return iter(())
-        return _read_and_close(self.opts, partition)
+        return _read_and_close(self.opts, partition, self.columns)
 
     def commit(self, end: dict) -> None:
         pass
