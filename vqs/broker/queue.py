@@ -61,7 +61,6 @@ import threading
 import time
 from collections import deque
 from itertools import repeat
-from operator import itemgetter
 from typing import Callable, Iterable
 
 from ..errors import (
@@ -142,26 +141,26 @@ _GROUP_ID = re.compile(r"[!-~]{1,128}")  # alphanumerics and punctuation
 _BAD_CHARS = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 _EMPTY = ()
-_ts_of = itemgetter(2)  # of a tail entry (offset, value, sent_ms, headers)
-_hdrs_of = itemgetter(3)
-_value_of = itemgetter(1)
 
 
 def _message_ids(prefix: str, first: int, n: int) -> list[str]:
     """[f"{prefix}{o:012x}" for o in range(first, first + n)], formatting one
-    number per 16 offsets (the ids of a batch differ in their last digits)."""
+    number per 256 offsets (the ids of a batch differ in their last two digits)."""
+    lo = first & 255
+    if lo + n <= 256:  # the usual case: one block of 256
+        return list(map(f"{prefix}{first >> 8:010x}".__add__, _HEX2[lo:lo + n]))
     out: list = []
     o = first
     end = first + n
     while o < end:
-        lo = o & 15
-        k = min(16 - lo, end - o)
-        out += map(f"{prefix}{o >> 4:011x}".__add__, _HEX_DIGITS[lo:lo + k])
+        lo = o & 255
+        k = min(256 - lo, end - o)
+        out += map(f"{prefix}{o >> 8:010x}".__add__, _HEX2[lo:lo + k])
         o += k
     return out
 
 
-_HEX_DIGITS = "0123456789abcdef"
+_HEX2 = [f"{i:02x}" for i in range(256)]
 
 
 def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
@@ -483,10 +482,13 @@ class Queue:
         # authentic without recomputing its MAC (cleared when it grows stale)
         self._issued: dict[str, tuple[int, int]] = {}
         # standard queues: what this process sent, not yet received, kept in
-        # memory so that receive needn't read it back from the log:
-        # (offset, value, sent_ms, headers) for offsets tail_base, tail_base + 1, ...
+        # memory so that receive needn't read it back from the log: one entry
+        # per send call, (first offset, values, sent_ms, headers list or None,
+        # bytes), for consecutive offsets; the messages not yet taken are those
+        # from tail_base (in the first entry) to tail_end
         self._tail: deque = deque()
         self._tail_base = 0
+        self._tail_end = 0
         self._tail_bytes = 0
         self._reclaim_low = self._low
         self._reclaim_next = self._low + 16
@@ -811,9 +813,10 @@ class Queue:
                     ap(values[i], timestamp_ms=ts)
             tail = self._tail
             if not tail:
-                self._tail_base = first
-            if self._tail_base + len(tail) == first and self._tail_bytes < TAIL_BYTES:
-                tail.extend(zip(range(first, first + n), values, repeat(ts), repeat(None)))
+                self._tail_base = self._tail_end = first
+            if self._tail_end == first and self._tail_bytes < TAIL_BYTES:
+                tail.append((first, values, ts, None, nbytes))
+                self._tail_end = first + n
                 self._tail_bytes += nbytes
             self._sent_n += n
             self._sent_b += nbytes
@@ -879,8 +882,9 @@ class Queue:
             self._push_locked()  # keep the order of offsets
         ap = self._log.append
         n = len(values)
+        nbytes = sum(map(len, values))
         self._sent_n += n
-        self._sent_b += sum(map(len, values))
+        self._sent_b += nbytes
         if headers is None:
             first = ap(values[0], timestamp_ms=ts)
             for i in range(1, n):
@@ -892,11 +896,11 @@ class Queue:
         if not self._fifo:
             tail = self._tail
             if not tail:
-                self._tail_base = first
-            if self._tail_base + len(tail) == first and self._tail_bytes < TAIL_BYTES:
-                tail.extend(zip(range(first, first + n), values, repeat(ts),
-                                headers if headers is not None else repeat(None)))
-                self._tail_bytes += sum(map(len, values))
+                self._tail_base = self._tail_end = first
+            if self._tail_end == first and self._tail_bytes < TAIL_BYTES:
+                tail.append((first, values, ts, headers, nbytes))
+                self._tail_end = first + n
+                self._tail_bytes += nbytes
         return first
 
     def _decode(self, handle) -> tuple[int, int]:
@@ -1125,6 +1129,8 @@ class Queue:
         nonce = self._nonce
         pfx = self._id_prefix
         first_delivery = Message._first_delivery
+        new_message = Message.__new__
+        append = out.append
         cursor = self._cursor
 
         # 1. messages received before (or delayed) and visible again, below the cursor
@@ -1154,29 +1160,38 @@ class Queue:
         nfresh = 0
         runs: list = []  # (offset, nonce, n, until, received) per run of fresh messages
         tail = self._tail
-        while len(out) < n and cursor < log.end_offset + len(self._pv):
+        end = log.end_offset + len(self._pv)
+        while len(out) < n and cursor < end:
             k = n - len(out)
             tb = self._tail_base
             if tail and cursor >= tb:
-                # sent in this process: take from the in-memory tail, not the log
-                while tail and tb < cursor:
-                    self._tail_bytes -= len(tail.popleft()[1])
-                    tb += 1
-                take = min(k, len(tail))
-                if take == len(tail):
-                    recs = list(tail)
-                    tail.clear()
+                # sent in this process: take from the in-memory tail (one entry
+                # per send call), not from the log
+                if cursor > tb:  # the cursor moved past some (deleted before received)
+                    while tail and tail[0][0] + len(tail[0][1]) <= cursor:
+                        self._tail_bytes -= tail.popleft()[4]
+                    tb = self._tail_base = cursor
+                    if not tail:
+                        continue
+                f0, vals, ts, hdrs, nb = tail[0]
+                i = tb - f0
+                take = len(vals) - i
+                if take <= k:  # all that is left of this send
+                    tail.popleft()
+                    self._tail_bytes -= nb
+                    if i:
+                        vals = vals[i:]
+                        if hdrs is not None:
+                            hdrs = hdrs[i:]
                 else:
-                    recs = [tail.popleft() for _ in range(take)]
-                self._tail_base = tb + take
-                if take:
-                    self._tail_bytes -= sum(map(len, map(_value_of, recs)))
-                else:
-                    continue
-                o0 = recs[0][0]  # the tail's offsets are consecutive
-                if (not ahead and not any(map(_hdrs_of, recs))
-                        and min(map(_ts_of, recs)) > expire_before
-                        and not any(map(live.__contains__, range(o0, o0 + take)))):
+                    take = k
+                    vals = vals[i:i + k]
+                    if hdrs is not None:
+                        hdrs = hdrs[i:i + k]
+                self._tail_base = o = tb + take
+                o0 = tb
+                if (hdrs is None and not ahead and ts > expire_before
+                        and (not live or not any(map(live.__contains__, range(o0, o))))):
                     # Hot path: fresh plain messages, none tracked, none expired.
                     # One timer entry and one run of lease entries for all of them.
                     n0 = nonce + 1
@@ -1197,18 +1212,31 @@ class Queue:
                     self._tag_cache = (bo + j - 8, bn + j - 8, blocks[-1])
                     tags = b"".join(blocks)
                     t = 8 * sh
-                    for o, value, ts, _ in recs:
+                    o = o0
+                    for value in vals:
                         nonce += 1
                         live[o] = [nonce, until, 1, now, now, INFLIGHT]
                         handle = (hpack(o, nonce) + tags[t:t + 8]).hex()
                         t += 8
                         issued[handle] = (o, nonce)
-                        out.append(first_delivery(pfx, o, value, ts, handle, now))
+                        # Message._first_delivery, inline (the hottest loop)
+                        m = new_message(Message)
+                        m._pfx = pfx
+                        m.body = value
+                        m.receipt_handle = handle
+                        m.receive_count = 1
+                        m.sent_timestamp_ms = ts
+                        m.first_receive_timestamp_ms = now
+                        m.offset = o
+                        append(m)
+                        o += 1
                     push(timers, (until, o0, n0, take))
                     runs += (o0, n0, take, until, now)
                     nfresh += take
-                    cursor = o0 + take
+                    cursor = o
                     continue
+                recs = list(zip(range(o0, o0 + take), vals, repeat(ts),
+                                hdrs if hdrs is not None else repeat(None)))
             else:
                 if self._pv:
                     self._push_locked()

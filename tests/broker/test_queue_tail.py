@@ -1,0 +1,122 @@
+"""The in-memory tail of a standard queue: what this process sent and nobody has
+received yet, kept as one entry per send call so that receive needn't read it
+back from the log. Receives that take part of a send, span several sends, meet
+messages with headers, expired ones, or sends that did not fit in the tail must
+give what a log read gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from vqs.broker import queue as queue_mod
+from vqs.broker.queue import _message_ids
+from vqs.broker.queues import QueueRegistry
+
+
+@pytest.fixture
+def reg(tmp_path, qclock):
+    r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
+    yield r
+    r.close()
+
+
+def _bodies(ms):
+    return [m.body for m in ms]
+
+
+def test_receives_take_parts_of_sends_and_span_them(reg):
+    q = reg.create("q", visibility_timeout=60)
+    ids = q.send_batch([b"a%d" % i for i in range(7)]) + q.send_batch([b"b%d" % i for i in range(7)])
+    got = []
+    for k in (3, 3, 5, 10):
+        got += q.receive(k)
+    assert _bodies(got) == [b"a%d" % i for i in range(7)] + [b"b%d" % i for i in range(7)]
+    assert [m.id for m in got] == ids
+    assert [m.offset for m in got] == list(range(14))
+    assert all(m.receive_count == 1 for m in got)
+    assert q.receive(10) == []
+    q.delete_batch([m.receipt_handle for m in got[:10]])
+    q.delete_batch([m.receipt_handle for m in got[10:]])
+    assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+
+
+def test_sends_with_headers_in_the_tail(reg):
+    q = reg.create("q", visibility_timeout=60)
+    entries = [b"p0", {"body": b"h1", "attributes": {"k": {"DataType": "String", "StringValue": "v"}}},
+               b"p2", {"body": b"d3", "delay_seconds": 5}, b"p4"]
+    q.send_batch(entries)
+    q.send_batch([b"p5", b"p6"])
+    first = q.receive(2)
+    assert _bodies(first) == [b"p0", b"h1"]
+    assert first[1].attributes == {"k": {"DataType": "String", "StringValue": "v"}}
+    assert first[0].attributes == {}
+    rest = q.receive(10)
+    assert _bodies(rest) == [b"p2", b"p4", b"p5", b"p6"]  # d3 is delayed
+    assert q.counts()["delayed"] == 1
+
+
+def test_tail_messages_past_retention_are_deleted_not_delivered(reg, qclock):
+    q = reg.create("q", retention_seconds=60)
+    q.send_batch([b"old0", b"old1", b"old2"])
+    q.receive(1)
+    qclock.advance(61)
+    q.send_batch([b"new0", b"new1"])
+    ms = q.receive(10)
+    assert _bodies(ms) == [b"new0", b"new1"]
+    assert q.counts()["visible"] == 0
+
+
+def test_leases_of_tail_messages_end_and_they_come_back(reg, qclock):
+    q = reg.create("q", visibility_timeout=5)
+    q.send_batch([b"x%d" % i for i in range(10)])
+    first = q.receive(10)
+    assert q.receive(10) == []
+    qclock.advance(6)
+    again = q.receive(10)
+    assert _bodies(again) == _bodies(first)
+    assert [m.receive_count for m in again] == [2] * 10
+    q.delete_batch([m.receipt_handle for m in first])  # stale handles: no-op
+    assert q.counts()["in_flight"] == 10
+    q.delete_batch([m.receipt_handle for m in again])
+    assert q.counts()["in_flight"] == 0
+
+
+def test_sends_beyond_the_tail_budget_are_read_from_the_log(reg, monkeypatch):
+    monkeypatch.setattr(queue_mod, "TAIL_BYTES", 25)
+    q = reg.create("q", visibility_timeout=60)
+    for r in range(6):
+        q.send_batch([b"m%d-%d" % (r, i) for i in range(5)])  # 20 bytes a send
+    got = []
+    while len(got) < 30:
+        ms = q.receive(7)
+        assert ms
+        got += ms
+    assert _bodies(got) == [b"m%d-%d" % (r, i) for r in range(6) for i in range(5)]
+    assert [m.offset for m in got] == list(range(30))
+    for i in range(0, 30, 10):
+        q.delete_batch([m.receipt_handle for m in got[i:i + 10]])
+    # once drained, the tail takes new sends again
+    q.send_batch([b"z0", b"z1"])
+    assert q._tail
+    assert _bodies(q.receive(10)) == [b"z0", b"z1"]
+
+
+def test_reopen_forgets_the_tail_and_reads_the_log(tmp_path, qclock):
+    reg = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
+    q = reg.create("q", visibility_timeout=60)
+    q.send_batch([b"a", b"b", b"c"])
+    assert _bodies(q.receive(1)) == [b"a"]
+    reg.close()
+    reg = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
+    try:
+        q = reg.get("q")
+        assert _bodies(q.receive(10)) == [b"b", b"c"]
+    finally:
+        reg.close()
+
+
+@pytest.mark.parametrize("first,n", [(0, 10), (250, 10), (255, 1), (256, 10), (1000, 10),
+                                     (100, 300), (2**40 - 3, 7), (2**52 - 5, 10)])
+def test_message_ids(first, n):
+    p = "01234567-89ab-4cde-8f01-"
+    assert _message_ids(p, first, n) == [f"{p}{o:012x}" for o in range(first, first + n)]
