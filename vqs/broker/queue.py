@@ -179,11 +179,12 @@ class Message:
     """
 
     __slots__ = (
-        "_pfx", "body", "receipt_handle", "receive_count", "sent_timestamp_ms",
+        "_pfx", "body", "receipt_handle", "sent_timestamp_ms",
         "first_receive_timestamp_ms", "_attrs", "offset", "__dict__",
     )
     # Rarely set: class defaults, so that making a plain message writes fewer
     # fields (a message that has one keeps it in its __dict__).
+    receive_count = 1  # a first delivery's
     _id = None
     group_id = None
     dedup_id = None
@@ -197,7 +198,6 @@ class Message:
         m._pfx = pfx
         m.body = body
         m.receipt_handle = handle
-        m.receive_count = 1
         m.sent_timestamp_ms = ts
         m.first_receive_timestamp_ms = now
         m.offset = o
@@ -715,21 +715,13 @@ class Queue:
             raise EmptyBatchRequest()
         if n > MAX_BATCH_ENTRIES:
             raise TooManyEntriesInBatchRequest(n)
-        if not self._fifo and not self._delay_ms and list(map(type, entries)).count(bytes) == n:
-            lens = list(map(len, entries))
-            if 0 < min(lens) and max(lens) <= self._max_bytes:
-                total = sum(lens)
-            else:
-                total = -1  # validated (and refused) one by one below
-        else:
-            total = -1
-        if total >= 0:
-            if total > MAX_BATCH_BYTES:
-                raise BatchRequestTooLong(
-                    f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes. "
-                    f"You have sent {total} bytes."
-                )
-            return self._send_plain(entries, total)
+        if (not self._fifo and not self._delay_ms and list(map(type, entries)).count(bytes) == n
+                and all(entries)):
+            # plain bodies, none empty: when together they fit one message and
+            # one batch, each does (else each is validated, and refused, below)
+            total = sum(map(len, entries))
+            if total <= self._max_bytes and total <= MAX_BATCH_BYTES:
+                return self._send_plain(entries, total)
         preps = [self._prepare_entry(e) for e in entries]
         self._check_batch(preps)
         return [mid for mid, _ in self._send_prepared(preps)]
@@ -1224,7 +1216,6 @@ class Queue:
                         m._pfx = pfx
                         m.body = value
                         m.receipt_handle = handle
-                        m.receive_count = 1
                         m.sent_timestamp_ms = ts
                         m.first_receive_timestamp_ms = now
                         m.offset = o
@@ -1344,7 +1335,8 @@ class Queue:
         m = Message.__new__(Message)
         m.body = value
         m.receipt_handle = handle
-        m.receive_count = count
+        if count != 1:
+            m.receive_count = count
         m.first_receive_timestamp_ms = first
         m.offset = o
         if self._fifo:
@@ -1500,22 +1492,25 @@ class Queue:
             if not self._fifo:
                 # hot path
                 live = self._live
+                pop = live.pop
                 dels = self._dels
                 inflight = 0
                 for o, nonce in pairs:
-                    e = live.get(o)
-                    if e is None or e[0] != nonce:
+                    e = pop(o, None)
+                    if e is None:
+                        continue  # deleted before: success
+                    if e[0] == nonce and e[5] == INFLIGHT:
+                        inflight += 1
+                        dels.append(o)
                         continue
                     st = e[5]
-                    if st == INFLIGHT:
-                        inflight += 1
-                    elif st == AVAILABLE:
-                        self._n_available -= 1
-                    elif st == MOVING:
+                    if e[0] != nonce or st == MOVING:
+                        live[o] = e  # an earlier delivery's handle, or being moved: no-op
                         continue
+                    if st == AVAILABLE:
+                        self._n_available -= 1
                     else:
                         self._n_delayed -= 1
-                    del live[o]
                     dels.append(o)
                 self._n_inflight -= inflight
             else:
