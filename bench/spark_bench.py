@@ -8,6 +8,9 @@ One local SparkSession (``local[2]`` by default). N records of S random bytes
                       reader over the same records (the Parquet copy is written
                       by Spark from the vqs DataFrame, all six columns);
 * ``read sum(len)``   ``sum(length(value))``, the same two ways;
+* ``proj sum(len)``   the same through a projected read,
+                      ``spark.read.format("vqs").schema("value binary")``: the
+                      source builds (and Spark converts) only ``value``;
 * ``write``           a cached DataFrame of the records written to a new vqs
                       topic vs written as Parquet;
 * ``stream``          a Structured Streaming read with Trigger.AvailableNow and
@@ -17,7 +20,9 @@ One local SparkSession (``local[2]`` by default). N records of S random bytes
                       does no work at all (it yields the same pre-built Arrow
                       batch of the vqs schema, N rows in as many tasks): the
                       fastest any Python data source can be here, so the
-                      vqs/Parquet ratio can be read against it.
+                      vqs/Parquet ratio can be read against it;
+* ``API floor 1 col`` the same with a one-column (``value``) batch: the floor
+                      of the projected read.
 
 Each measurement is the best of ``--repeat`` runs after two warm-up runs. Prints a
 table and writes JSON (``--json``). Bars (issue 5): read >= 0.8 x Parquet,
@@ -98,9 +103,13 @@ def fill_topic(data_dir: str, topic: str, n: int, size: int, partitions: int) ->
     return time.perf_counter() - t0
 
 
-def register_floor(spark, n: int, size: int, tasks: int) -> None:
-    """A Python data source that does nothing but yield one pre-built Arrow
-    batch (the vqs schema, 10 000 rows) until it has produced n rows."""
+FLOOR_SCHEMA = "key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp"
+
+
+def register_floor(spark, n: int, size: int, tasks: int, name: str = "apifloor", value_only: bool = False) -> None:
+    """A Python data source (format ``name``) that does nothing but yield one
+    pre-built Arrow batch (the vqs schema, or only its ``value`` column with
+    ``value_only``; 10 000 rows) until it has produced n rows."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     class FloorReader(DataSourceReader):
@@ -115,21 +124,24 @@ def register_floor(spark, n: int, size: int, tasks: int) -> None:
             values = pa.Array.from_buffers(pa.binary(), rows, [
                 None, pa.py_buffer(np.arange(0, size * (rows + 1), size, dtype=np.int32)),
                 pa.py_buffer(np.zeros(size * rows, np.uint8))])
-            batch = pa.RecordBatch.from_arrays([
-                pa.nulls(rows, pa.binary()), values, pa.repeat(pa.scalar("bench"), rows),
-                pa.array(np.zeros(rows, np.int32)), pa.array(np.arange(rows, dtype=np.int64)),
-                pa.array(np.zeros(rows, np.int64)).cast(pa.timestamp("us", tz="UTC")),
-            ], names=["key", "value", "topic", "partition", "offset", "timestamp"])
+            if value_only:
+                batch = pa.RecordBatch.from_arrays([values], names=["value"])
+            else:
+                batch = pa.RecordBatch.from_arrays([
+                    pa.nulls(rows, pa.binary()), values, pa.repeat(pa.scalar("bench"), rows),
+                    pa.array(np.zeros(rows, np.int32)), pa.array(np.arange(rows, dtype=np.int64)),
+                    pa.array(np.zeros(rows, np.int64)).cast(pa.timestamp("us", tz="UTC")),
+                ], names=["key", "value", "topic", "partition", "offset", "timestamp"])
             for _ in range(n // rows // tasks):
                 yield batch
 
     class FloorSource(DataSource):
         @classmethod
         def name(cls):
-            return "apifloor"
+            return name
 
         def schema(self):
-            return "key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp"
+            return "value binary" if value_only else FLOOR_SCHEMA
 
         def reader(self, schema):
             return FloorReader()
@@ -192,10 +204,19 @@ def main(argv=None) -> int:
 
         measure("read sum(len)", lambda: sum_len(vqs_df()), lambda: sum_len(pq_df()),
                 lambda a, b: (same(a, b), same(a, expect)))
+        proj_df = lambda: (spark.read.format("vqs").schema("value binary")  # noqa: E731
+                           .option("path", data).option("topic", "bench").load())
+        measure("proj sum(len)", lambda: sum_len(proj_df()), lambda: sum_len(pq_df()),
+                lambda a, b: (same(a, b), same(a, expect)))
+        rows[-1]["note"] = 'projected read: .schema("value binary"), only the value column is built'
         register_floor(spark, n, size, args.partitions)
         measure("API floor sum", lambda: sum_len(spark.read.format("apifloor").load()), lambda: sum_len(pq_df()),
                 lambda a, b: same(a, b))
         rows[-1]["note"] = "a Python data source doing no work: the ceiling for any Python source"
+        register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
+        measure("API floor 1 col", lambda: sum_len(spark.read.format("apifloor1").load()),
+                lambda: sum_len(pq_df()), lambda a, b: same(a, b))
+        rows[-1]["note"] = "the same, yielding only a value column: the ceiling for the projected read"
 
         # Writes: the same cached DataFrame (value only) to a new topic / to Parquet.
         src = spark.read.parquet(pq).select("value").repartition(args.partitions).cache()

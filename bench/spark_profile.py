@@ -18,8 +18,11 @@ Queries:
 * ``vqs``        the vqs source over the whole topic;
 * ``vqs 10 rec`` the vqs source over 10 records (5 per partition): the fixed
                  cost of a query, whatever its size;
+* ``vqs proj``   the vqs source read with ``.schema("value binary")``: only
+                 the value column is built and converted;
 * ``floor``      a Python data source yielding one pre-built Arrow batch of the
                  vqs schema (as ``spark_bench.py``'s "API floor");
+* ``floor 1col`` the same yielding only a value column (``API floor 1 col``);
 * ``parquet``    Spark's Parquet reader over the same records (written by Spark
                  from the vqs DataFrame, as in ``spark_bench.py``).
 
@@ -120,6 +123,9 @@ def main(argv=None) -> int:
         if not os.path.isdir(pq):
             vqs_df().write.mode("overwrite").parquet(pq)
         spark_bench.register_floor(spark, n, size, args.partitions)
+        spark_bench.register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
+        proj_df = lambda: (spark.read.format("vqs").schema("value binary")  # noqa: E731
+                           .option("path", data).option("topic", "bench").load())
 
         def sum_len(df):
             return df.selectExpr("sum(length(value)) s").first().s
@@ -128,7 +134,9 @@ def main(argv=None) -> int:
         queries = {
             "vqs": (lambda: sum_len(vqs_df()), n * size),
             "vqs 10 rec": (lambda: sum_len(vqs_df(endingOffsets='{"bench": ' + ten + "}")), 5 * args.partitions * size),
+            "vqs proj": (lambda: sum_len(proj_df()), n * size),
             "floor": (lambda: sum_len(spark.read.format("apifloor").load()), n // 10_000 // args.partitions * 10_000 * args.partitions * size),
+            "floor 1col": (lambda: sum_len(spark.read.format("apifloor1").load()), n // 10_000 // args.partitions * 10_000 * args.partitions * size),
             "parquet": (lambda: sum_len(spark.read.parquet(pq)), n * size),
         }
         samples: dict[str, list] = {q: [] for q in queries}
