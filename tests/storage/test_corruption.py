@@ -566,6 +566,60 @@ def test_damage_in_an_older_segment(log_from, recovery):
             check_each_offset(lg, NM, damaged)
 
 
+def _tear_sealed_segment(d, which, recovery_point):
+    """As after a power loss during the background fsync of a rolled segment:
+    segment ``which`` (not the last) ends in a cut batch, and the checkpoint's
+    recovery point (None: no checkpoint) is ``recovery_point``. Returns the
+    segment file and the base offset of the cut batch."""
+    f = seg_files(d)[which]
+    pos, base, size = batches(f)[-1]
+    os.truncate(f, pos + size // 2)
+    cp = os.path.join(d, CHECKPOINT)
+    if recovery_point is None:
+        os.unlink(cp)
+    else:
+        with open(cp, "w") as fh:
+            json.dump({"version": 1, "recovery_point": recovery_point, "log_start_offset": 0}, fh)
+    unclean(d)
+    return f, base
+
+
+def test_torn_end_of_an_unsynced_sealed_segment_is_a_torn_tail(log_from):
+    """The recovery point is below the segment: its fsync never completed, so
+    nothing from the tear on was acknowledged as durable. The tear is cut and
+    the later segments (written after it, never durable either) are deleted."""
+    d = log_from("multi", **MULTI)
+    seg_base = int(os.path.basename(seg_files(d)[2])[:20])
+    f, base = _tear_sealed_segment(d, 2, recovery_point=seg_base)
+    with Log.open(d) as lg:
+        assert lg.end_offset == base
+        check(lg, range(base))
+        assert seg_files(d)[-1] == f
+        assert lg.append(val(base), timestamp_ms=TS0 + base) == base  # appends continue there
+        check(lg, range(base + 1))
+
+
+@pytest.mark.parametrize("rp", ["none", "past"])
+def test_torn_end_of_a_sealed_segment_is_corruption_unless_known_unsynced(log_from, rp):
+    """Without a checkpoint, or with the recovery point past the segment (it
+    was fsynced), a damaged end of a sealed segment is corruption, never a
+    torn tail: nothing after it is dropped silently."""
+    d = log_from("multi", **MULTI)
+    nxt = int(os.path.basename(seg_files(d)[3])[:20])
+    f, base = _tear_sealed_segment(d, 2, recovery_point=None if rp == "none" else nxt)
+    if rp == "past":
+        # Below the recovery point recovery does not rescan; reads find the damage.
+        with Log.open(d) as lg:
+            assert lg.end_offset == NM
+            check_each_offset(lg, NM, set(range(base, base + BATCH)))
+        return
+    with pytest.raises(CorruptRecordError) as e:
+        Log.open(d)
+    assert os.path.samefile(e.value.path, f)
+    with Log.open(d, recovery="truncate") as lg:  # the operator's explicit choice
+        check(lg, range(base))
+
+
 def test_deleted_middle_segment_file_is_detected(log_from):
     """Not silently renumbered: offsets of the remaining records never change."""
     d = log_from("multi", **MULTI)

@@ -22,39 +22,6 @@ THREADS = 8
 PER_THREAD = 150
 
 
-class FsyncObserver:
-    """Records, for each fsync that returned, the file size when it was called."""
-
-    def __init__(self, real):
-        self.real = real
-        self.lock = threading.Lock()
-        self.synced: dict[int, int] = {}  # inode -> largest size covered by a finished fsync
-        self.calls = 0
-        self.fail_after: int | None = None
-
-    def __call__(self, fd):
-        st = os.fstat(fd)
-        with self.lock:
-            self.calls += 1
-            if self.fail_after is not None and self.calls > self.fail_after:
-                raise OSError(errno.EIO, "injected fsync failure")
-        self.real(fd)
-        with self.lock:
-            if st.st_size > self.synced.get(st.st_ino, -1):
-                self.synced[st.st_ino] = st.st_size
-
-    def covered(self, ino: int) -> int:
-        with self.lock:
-            return self.synced.get(ino, -1)
-
-
-@pytest.fixture
-def fsyncs(monkeypatch):
-    obs = FsyncObserver(os.fsync)
-    monkeypatch.setattr(os, "fsync", obs)
-    return obs
-
-
 def batch_ends(seg_path: str) -> list[tuple[int, int, int]]:
     """(base_offset, record_count, end_position) of every batch in a segment file."""
     out = []

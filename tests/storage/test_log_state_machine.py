@@ -121,7 +121,14 @@ class LogMachine(RuleBasedStateMachine):
         """The process dies: no close, no clean-shutdown marker. What was
         written survives (a process crash keeps the page cache); records still
         in the append buffer may be lost, and only as a suffix."""
-        self.zombies.append(self.lg)  # never closed, never used again
+        z = self.lg
+        # A dead process runs nothing more: stop this Log's background fsync of
+        # rolled segments (it would write the checkpoint under the new owner).
+        with z._lock:
+            while z._syncing:
+                z._synced.wait()
+            z._closed = True
+        self.zombies.append(z)  # never closed properly, never used again
         self.settings.update(flush=flush)
         self.lg = Log.open(self.dir, **self.settings)
         end = self.lg.end_offset

@@ -14,6 +14,10 @@ policy        ``append`` returns when                     what a crash can lose
               fills, fsynced at ``close``                  crash), or since the OS last wrote back
 ============  ==========================================  =========================================
 
+Under every policy a segment sealed by a roll is fsynced by the background
+flusher thread, not by the appender; ``flush()`` and ``always`` appends fsync
+any sealed segment still pending first, so durability is always a prefix.
+
 Recovery at open (unless the clean-shutdown marker says the log was closed):
 
 1. list the segment files; remove temp files left by an interrupted atomic write;
@@ -21,7 +25,9 @@ Recovery at open (unless the clean-shutdown marker says the log was closed):
 3. from the segment holding the recovery point on, validate batch by batch
    (bounds, CRC, increasing offsets) and rebuild the indexes;
 4. an invalid batch with nothing valid after it, at or past the recovery point,
-   is a torn tail: truncate silently. Anything else (an invalid batch before the
+   is a torn tail: truncate silently (in a sealed segment, whose background
+   fsync after its roll a power loss interrupted, the later segments go too).
+   Anything else (an invalid batch before the
    recovery point, or followed by valid batches) is corruption, handled by the
    ``recovery`` setting: ``fail`` raises naming the file and position, ``skip``
    quarantines the batch (its offsets become a gap) and goes on, ``truncate``
@@ -37,6 +43,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from itertools import accumulate
 from _thread import allocate_lock as _allocate_lock
 from typing import Sequence
@@ -79,6 +86,22 @@ _time_ns = time.time_ns
 
 _ONLY_BYTES = {bytes}
 _HEIR = [None, None]  # marks the waiter handed the group-commit leadership
+
+
+class _SealJob:
+    """A one-shot task for the shared flusher thread: fsync the segments a roll
+    sealed. Holds the log weakly (a dropped log is not kept open by it)."""
+
+    __slots__ = ("_log", "__weakref__")
+
+    def __init__(self, owner: "Log") -> None:
+        self._log = weakref.ref(owner)
+
+    def _flush_tick(self) -> bool:
+        owner = self._log()
+        if owner is not None:
+            owner._sync_sealed()
+        return False
 
 
 def _now_ms() -> int:
@@ -193,6 +216,11 @@ class Log:
         self._fsync_s = 0.001
         self._waiters = 0
         self._syncing = False
+        # Segments sealed at a roll whose fsync has not completed yet (oldest
+        # first). Invariant: ``_durable`` never passes the first one's records,
+        # and the checkpoint's recovery point stays below them until synced.
+        self._unsynced: list[Segment] = []
+        self._seal_job = _SealJob(self)
         self._failed: BaseException | None = None
         self._closed = False
         self._blocked = readonly  # closed, readonly or failed: appends must check why
@@ -257,14 +285,14 @@ class Log:
                 bases.append(int(name[:20]))
         return sorted(bases)
 
-    def _read_checkpoint(self) -> tuple[int, int]:
-        """(recovery point, log start offset); (0, 0) if missing or unreadable."""
+    def _read_checkpoint(self) -> tuple[int | None, int]:
+        """(recovery point, log start offset); (None, 0) if missing or unreadable."""
         try:
             with open(os.path.join(self.path, CHECKPOINT), "rb") as f:
                 d = json.loads(f.read())
             return int(d["recovery_point"]), int(d["log_start_offset"])
         except (OSError, ValueError, KeyError, TypeError):
-            return 0, 0
+            return None, 0
 
     def _write_checkpoint(self, recovery_point: int | None = None, from_flusher: bool = False) -> None:
         """Persist (recovery point, log start offset) atomically. The recovery
@@ -343,7 +371,11 @@ class Log:
         seg._since_index = seg.size - pos
         return True
 
-    def _recover(self, recovery_point: int) -> None:
+    def _recover(self, recovery_point: int | None) -> None:
+        # Without a checkpoint nothing is known to be unsynced: a damaged end of
+        # a sealed segment is then corruption, never a torn tail.
+        known = recovery_point is not None
+        recovery_point = recovery_point or 0
         segs = self._segments
         i0 = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
         expected = self._bases[i0]
@@ -357,13 +389,25 @@ class Log:
                 expected = next_off
                 i += 1
                 continue
-            torn = resync is None and is_last and next_off >= recovery_point
+            # A torn tail: nothing valid follows in the file, and the recovery
+            # point is below it (it was never fsynced). A sealed segment can
+            # end torn only if a power loss came before the background fsync
+            # of its roll; nothing after it was then acknowledged as durable
+            # (that fsync comes first), so the later segments go too.
+            torn = resync is None and next_off >= recovery_point and (is_last or known)
             where = f"{seg.log_path}: invalid batch at position {bad} (offset {next_off})"
             if torn:
                 log.info("%s: torn tail of %d bytes truncated", seg.log_path, seg.size - bad)
                 seg.truncate(bad)
                 seg.sync()
                 expected = seg.next_offset
+                if not is_last:
+                    log.warning("%s: unsynced segment ended torn; deleting the %d segments after it",
+                                seg.log_path, len(segs) - i - 1)
+                    for later in segs[i + 1:]:
+                        later.delete()
+                    del segs[i + 1:]
+                    del self._bases[i + 1:]
                 i += 1
                 continue
             if self.recovery == "fail":
@@ -629,38 +673,51 @@ class Log:
 
     def _roll_locked(self) -> None:
         old = self._active
-        old.seal()  # fsync + trimmed indexes: everything in it is durable
+        # Sealed without an fsync: the appender goes on while the shared flusher
+        # thread fsyncs it (as Kafka flushes a rolled segment asynchronously).
+        # Until then the recovery point stays below it, so a power loss that
+        # tears its tail is recovered like a torn tail (see _recover).
+        old.seal(sync=False)
         new = self._segment(self._written_end, active=True, create=True)
         new.created_ms = self._now_ms()
         fsync_dir(self.path)
         self._segments.append(new)
         self._bases.append(new.base_offset)
-        if old.next_offset is not None and old.next_offset > self._durable:
-            self._durable = old.next_offset
-        self._write_checkpoint(new.base_offset)
+        self._unsynced.append(old)
+        Flusher.shared().register(self._seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
             self._apply_retention_locked(self._now_ms())
 
     # ------------------------------------------------------------- durability
 
-    def _sync_locked(self) -> None:
-        """Write the buffer and fsync the active segment; the lock is released
-        during the fsync so other threads can keep appending (group commit)."""
-        self._write_buffer_locked()
+    def _sync_locked(self, active: bool = True) -> None:
+        """Fsync the segments sealed since the last sync, then (``active``) write
+        the buffer and fsync the active segment; the lock is released during
+        the fsyncs so other threads can keep appending (group commit)."""
+        if active:
+            self._write_buffer_locked()
+        sealed = self._unsynced[:]
         seg = self._active
-        upto = self._written_end
-        if upto <= self._durable:
+        upto = self._written_end if active else sealed[-1].next_offset if sealed else 0
+        if upto <= self._durable and not sealed:
             return
         self._syncing = True
         err = None
+        failed = seg
         self._lock.release()
         t0 = time.monotonic()
         try:
-            os.fsync(seg.fd)
+            # Oldest first: ``_durable`` claims a prefix of the log.
+            for failed in sealed:
+                os.fsync(failed.fd)
+            if active:
+                failed = seg
+                os.fsync(seg.fd)
         except OSError as e:
             err = e
         finally:
-            self._fsync_s = 0.8 * self._fsync_s + 0.2 * min(time.monotonic() - t0, 0.01)
+            if not sealed:
+                self._fsync_s = 0.8 * self._fsync_s + 0.2 * min(time.monotonic() - t0, 0.01)
             self._lock.acquire()
             self._syncing = False
         if err is not None:
@@ -668,10 +725,24 @@ class Log:
             self._failed = err
             self._blocked = True
             self._synced.notify_all()
-            raise VQSError(f"fsync of {seg.log_path} failed: {err}") from err
+            raise VQSError(f"fsync of {failed.log_path} failed: {err}") from err
+        if sealed:
+            # A roll during the fsync may have appended more; only ours are done.
+            del self._unsynced[: len(sealed)]
         if upto > self._durable:
             self._durable = upto
         self._synced.notify_all()
+        if sealed:
+            self._write_checkpoint()  # the recovery point passes the sealed segments
+
+    def _sync_sealed(self) -> None:
+        """The background half of a roll: fsync the sealed segments."""
+        with self._lock:
+            while self._syncing and not self._closed:
+                self._synced.wait()
+            if self._closed or self._failed is not None or not self._unsynced:
+                return
+            self._sync_locked(active=False)
 
     # flush="always": group commit. One thread at a time is responsible for the
     # next fsync (``_leading``). It may wait up to one fsync's time for the
@@ -1168,6 +1239,9 @@ class Log:
                     while self._syncing:
                         self._synced.wait()
                     self._write_buffer_locked()
+                    for seg in self._unsynced:
+                        seg.sync()
+                    self._unsynced = []
                     self._active.seal()
                     self._durable = self._written_end
                     self._write_checkpoint(self._written_end)

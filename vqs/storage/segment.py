@@ -261,12 +261,15 @@ class Segment:
     def sync(self) -> None:
         os.fsync(self.fd)
 
-    def seal(self) -> None:
-        """Make the segment durable and read-only (at roll and close): fsync the
-        log, record the final max timestamp, trim and fsync the indexes."""
+    def seal(self, *, sync: bool = True) -> None:
+        """Make the segment read-only (at roll and close): record the final max
+        timestamp, trim the indexes; with ``sync`` also fsync the log file first.
+        A roll seals without ``sync`` and leaves the fsync to the background
+        (the log's recovery point stays below the segment until it is done)."""
         if not self.writable:
             return
-        os.fsync(self.fd)
+        if sync:
+            os.fsync(self.fd)
         if self.next_offset is not None and self.next_offset > self.base_offset:
             ti = self.timeindex
             # The last entry always names the last batch (timeindex_ok relies on it).
