@@ -182,6 +182,43 @@ def bench_baseline(base: str, size_name: str, n: int) -> list[dict]:
     return out
 
 
+def bench_floor(base: str, size_name: str, n: int) -> list[dict]:
+    """What moving the records costs the kernel alone, with no framing and no
+    Python beyond the loop: writev(2) of the values in 1 MiB groups (no
+    fsync: the cheapest way into the page cache), then one pread(2) per
+    record plus the CRC-32C every read must verify. A single-record append or
+    read can at best approach these; their ratio to queuelib is the ceiling
+    of the single-record bars at this size."""
+    import crc32c
+
+    values = make_values(SIZES[size_name], n)
+    d = fresh_dir(base, f"floor-{size_name}")
+    path = os.path.join(d, "raw.bin")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        size = SIZES[size_name]
+        group = max(1, min(MiB // size, 1024))  # IOV_MAX
+
+        def write_all():
+            w = os.writev
+            for i in range(0, n, group):
+                w(fd, values[i : i + group])
+
+        out = [result("floor", "writev(2), 1 MiB/call", size_name, n, timed(write_all), note="no framing, no fsync")]
+
+        def pread_crc_each():
+            pr, crc = os.pread, crc32c.crc32c
+            for i in range(n):
+                crc(pr(fd, size, i * size))
+
+        out.append(result("floor", "pread(2)+CRC per record", size_name, n, timed(pread_crc_each),
+                          note="page cache, CRC-32C verified"))
+    finally:
+        os.close(fd)
+    drop(d)
+    return out
+
+
 # --------------------------------------------------------------------------- peers
 
 
@@ -630,6 +667,11 @@ def ratios(results) -> list[dict]:
         ratio(f"read 1 record/call {size} / queuelib pop",
               find(results, V, "read (1 record/call)", size), find(results, "queuelib FifoDiskQueue", "pop", size),
               "msg_s", 2)
+        for wl, peer in (("writev(2), 1 MiB/call", "push"), ("pread(2)+CRC per record", "pop")):
+            num, den = find(results, "floor", wl, size), find(results, "queuelib FifoDiskQueue", peer, size)
+            if num is not None and den is not None:
+                out.append(dict(bar=f"floor {size}: {wl} / queuelib {peer} (the most any single-record {peer} can reach)",
+                                value=round(num["msg_s"] / den["msg_s"], 3), target="-", ok=None))
         ratio(f"append always {size}: 8 threads / 1 thread",
               find(results, V, "append", size, "always", 8), find(results, V, "append", size, "always", 1),
               "msg_s", 4)
@@ -751,6 +793,7 @@ def main(argv=None) -> int:
                 if "baseline" in groups:
                     log(f"{tag} baseline ...")
                     repeated += bench_baseline(base, size_name, c["append_batch"])
+                    repeated += bench_floor(base, size_name, c["peer"])
                 if "peers" in groups:
                     log(f"{tag} queuelib ...")
                     repeated += bench_queuelib(base, size_name, c["peer"])
