@@ -57,6 +57,7 @@ import json
 import os
 import re
 import secrets
+import struct
 import threading
 import time
 from collections import deque
@@ -106,7 +107,6 @@ from .queue_config import (
     redrive_allows,
     validate_tags,
 )
-from .receipt import _BODY as _HANDLE_BODY
 from .receipt import ReceiptCodec
 
 DELAYED, INFLIGHT, AVAILABLE, MOVING = 0, 1, 2, 3
@@ -141,6 +141,16 @@ _GROUP_ID = re.compile(r"[!-~]{1,128}")  # alphanumerics and punctuation
 _BAD_CHARS = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 _EMPTY = ()
+_HANDLE = struct.Struct("<QQQ")  # a receipt handle's bytes: offset, nonce, tag (vqs.broker.receipt)
+_TAG_WORDS: dict = {}
+
+
+def _tag_words(nblocks: int) -> struct.Struct:
+    """Struct reading ``nblocks`` 64-byte receipt tag blocks as u64 LE words."""
+    s = _TAG_WORDS.get(nblocks)
+    if s is None:
+        s = _TAG_WORDS[nblocks] = struct.Struct("<%dQ" % (8 * nblocks))
+    return s
 
 
 def _message_ids(prefix: str, first: int, n: int) -> list[str]:
@@ -1111,7 +1121,7 @@ class Queue:
         expire_before = now - self._ret_ms
         codec_encode = self._codec.encode
         tag_block = self._codec._block
-        hpack = _HANDLE_BODY.pack
+        hpack = _HANDLE.pack
         issued = self._issued
         if len(issued) > 4 * self._n_inflight + 65536:
             issued.clear()  # stale handles (leases that ended): decoded by MAC instead
@@ -1202,14 +1212,15 @@ class Queue:
                         blocks.append(tag_block(bo + j, bn + j))
                         j += 8
                     self._tag_cache = (bo + j - 8, bn + j - 8, blocks[-1])
-                    tags = b"".join(blocks)
-                    t = 8 * sh
+                    # the tags as u64 LE: a handle is then one pack of 3 u64 LE
+                    tags = _tag_words(len(blocks)).unpack(b"".join(blocks))
+                    t = sh
                     o = o0
                     for value in vals:
                         nonce += 1
                         live[o] = [nonce, until, 1, now, now, INFLIGHT]
-                        handle = (hpack(o, nonce) + tags[t:t + 8]).hex()
-                        t += 8
+                        handle = hpack(o, nonce, tags[t]).hex()
+                        t += 1
                         issued[handle] = (o, nonce)
                         # Message._first_delivery, inline (the hottest loop)
                         m = new_message(Message)
