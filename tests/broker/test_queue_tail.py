@@ -120,3 +120,77 @@ def test_reopen_forgets_the_tail_and_reads_the_log(tmp_path, qclock):
 def test_message_ids(first, n):
     p = "01234567-89ab-4cde-8f01-"
     assert _message_ids(p, first, n) == [f"{p}{o:012x}" for o in range(first, first + n)]
+
+
+# ------------------------------------------------ pushing pending sends to the log
+
+
+def _sent_stamps_after_reopen(path, clock, n_expected):
+    reg = QueueRegistry(path, clock=clock)
+    try:
+        q = reg.get("q")
+        got = []
+        while True:
+            ms = q.receive(10)
+            if not ms:
+                break
+            got += ms
+        assert len(got) == n_expected
+        return [(m.body, m.sent_timestamp_ms) for m in got]
+    finally:
+        reg.close()
+
+
+@pytest.mark.parametrize("per_ms", [1, 3, 40, 200])
+def test_pending_sends_keep_their_timestamps_in_the_log(tmp_path, qclock, per_ms):
+    """Sends in the same ms form a run; a push writes long runs as one batch each
+    (one timestamp, no per-record column), short ones as one batch with a
+    timestamp per record. Either way each record keeps its send time."""
+    path = str(tmp_path / "queues")
+    reg = QueueRegistry(path, clock=qclock, defaults={"flush": "never"})
+    q = reg.create("q")
+    expected = []
+    for i in range(600):
+        if i and i % per_ms == 0:
+            qclock.advance(0.001)
+        body = b"m%d" % i
+        q.send(body)
+        expected.append((body, int(qclock.now * 1000)))
+    assert q._pv  # still pending
+    reg.close()  # pushes them
+    assert _sent_stamps_after_reopen(path, qclock, 600) == expected
+
+
+def test_a_failed_run_push_keeps_the_rest_pending(tmp_path, qclock, monkeypatch):
+    path = str(tmp_path / "queues")
+    reg = QueueRegistry(path, clock=qclock, defaults={"flush": "never"})
+    q = reg.create("q")
+    expected = []
+    for i in range(400):
+        if i and i % 100 == 0:
+            qclock.advance(0.005)
+        q.send(b"m%d" % i)
+        expected.append((b"m%d" % i, int(qclock.now * 1000)))
+    log = q._log
+    real = log.append_batch
+    calls = []
+
+    def flaky(values, **kw):
+        calls.append(len(values))
+        if len(calls) == 3:
+            raise OSError("disk full (injected)")
+        return real(values, **kw)
+
+    monkeypatch.setattr(log, "append_batch", flaky)
+    with pytest.raises(OSError):
+        with q._lock:
+            q._push_locked()
+    assert calls == [100, 100, 100]
+    assert len(q._pv) == 200 and q._log.end_offset == 200  # two runs written, two pending
+    assert q._push_err is not None
+    monkeypatch.setattr(log, "append_batch", real)
+    q.send(b"late")  # retries the push first
+    assert q._push_err is None and q._log.end_offset == 400 and len(q._pv) == 1
+    expected.append((b"late", int(qclock.now * 1000)))
+    reg.close()
+    assert _sent_stamps_after_reopen(path, qclock, 401) == expected

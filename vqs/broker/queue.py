@@ -61,7 +61,7 @@ import struct
 import threading
 import time
 from collections import deque
-from itertools import repeat
+from itertools import chain, repeat, starmap
 from typing import Callable, Iterable
 
 from ..errors import (
@@ -123,6 +123,7 @@ MAX_MESSAGE_ATTRIBUTES = 10
 PURGE_INTERVAL_MS = 60_000
 COMPACT_BYTES = 8 << 20  # compact the state log (snapshot) past this many bytes
 TAIL_BYTES = 32 << 20  # in-memory copy of recently sent, not yet received messages
+PUSH_RUN_RECORDS = 32  # pushes pending sends as a batch per send-ms run when runs average this
 
 # record header names (docs/FORMAT.md, "Queue state log" / message records)
 H_GROUP = "g"  # message group id (utf-8)
@@ -326,7 +327,11 @@ class Queue:
         # messages have the offsets log.end_offset, log.end_offset + 1, ...
         self._buffered = not self._sync and not cfg.fifo
         self._pv: list = []  # pending values
-        self._pt: list = []  # their timestamps
+        # their timestamps, as runs: (ts, count) for runs before the last, and
+        # the last run in _pt_ts/_pt_n (a send in the same ms only adds to _pt_n)
+        self._pt: list = []
+        self._pt_ts = -1
+        self._pt_n = 0
         self._pbytes = 0
         self._pmax_n = max(1, min(cfg.batch_max_records, 4096))
         self._pmax_b = max(1, cfg.batch_max_bytes)
@@ -361,8 +366,16 @@ class Queue:
         pending state records to the state log."""
         pv = self._pv
         if pv:
+            runs = self._pt
             try:
-                self._log.append_batch(pv, timestamps_ms=self._pt)
+                if not runs:  # one run: one timestamp for the batch
+                    self._log.append_batch(pv, timestamps_ms=self._pt_ts)
+                elif len(pv) >= PUSH_RUN_RECORDS * (len(runs) + 1):
+                    self._push_runs_locked()
+                else:
+                    ts = list(chain.from_iterable(starmap(repeat, runs)))
+                    ts += repeat(self._pt_ts, self._pt_n)
+                    self._log.append_batch(pv, timestamps_ms=ts)
             except BaseException as e:
                 # keep them pending (retried at the next push); sends refuse
                 # until a push succeeds
@@ -370,9 +383,35 @@ class Queue:
                 raise
             self._pv = []
             self._pt = []
+            self._pt_ts = -1
+            self._pt_n = 0
             self._pbytes = 0
             self._push_err = None
         self._state.push()
+
+    def _push_runs_locked(self) -> None:
+        """Hand the pending sends to the message log as one batch per run of
+        equal send timestamps: a batch whose records share one timestamp needs
+        no per-record timestamp column, which costs the log about a microsecond
+        a record to build. (Runs are long when sends are frequent; the caller
+        takes this path only then.) If an append fails, the runs written
+        before it leave the pending list."""
+        pv = self._pv
+        runs = self._pt
+        log = self._log
+        i = done = 0
+        try:
+            for ts, c in runs:
+                log.append_batch(pv[i:i + c], timestamps_ms=ts)
+                i += c
+                done += 1
+            log.append_batch(pv[i:], timestamps_ms=self._pt_ts)
+        except BaseException:
+            if i:
+                del pv[:i]
+                del runs[:done]
+                self._pbytes = sum(map(len, pv))
+            raise
 
     def _flush_tick(self) -> bool:
         """The interval flusher's tick (flush="interval"): hand pending sends and
@@ -503,6 +542,7 @@ class Queue:
         self._reclaim_low = self._low
         self._reclaim_next = self._low + 16
         self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
+        self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
         self._bytes_per_offset = 0.0
         self._sent_n = self._sent_b = 0  # messages (and their bytes) sent by this process
         # FIFO structures
@@ -804,7 +844,13 @@ class Queue:
                 first = log.end_offset + len(pv)
                 if nbytes <= self._pmax_b:
                     pv += values
-                    self._pt += repeat(ts, n)
+                    if ts == self._pt_ts:
+                        self._pt_n += n
+                    else:
+                        if self._pt_n:
+                            self._pt.append((self._pt_ts, self._pt_n))
+                        self._pt_ts = ts
+                        self._pt_n = n
                     self._pbytes += nbytes
                 else:  # bigger than a batch: straight to the log (pending is empty)
                     log.append_batch(values, timestamps_ms=ts)
@@ -826,6 +872,14 @@ class Queue:
                 self._cond.notify(n)
         if self._sync:
             log.flush()
+        lo = first & 255
+        if lo + n <= 256:  # ids of one block of 256 offsets: its prefix is cached
+            blk, pre = self._id_block
+            if blk != first >> 8:
+                blk = first >> 8
+                pre = f"{self._id_prefix}{blk:010x}"
+                self._id_block = (blk, pre)  # one store: consistent for other threads
+            return list(map(pre.__add__, _HEX2[lo:lo + n]))
         return _message_ids(self._id_prefix, first, n)
 
     def _send_prepared(self, preps: list) -> list[tuple[str, int]]:
@@ -1119,7 +1173,6 @@ class Queue:
         live = self._live
         until = now + vis * 1000
         expire_before = now - self._ret_ms
-        codec_encode = self._codec.encode
         tag_block = self._codec._block
         hpack = _HANDLE.pack
         issued = self._issued
@@ -1130,7 +1183,6 @@ class Queue:
         mrc = self.config.max_receive_count if dlq is not None else None
         nonce = self._nonce
         pfx = self._id_prefix
-        first_delivery = Message._first_delivery
         new_message = Message.__new__
         append = out.append
         cursor = self._cursor
@@ -1213,7 +1265,7 @@ class Queue:
                         j += 8
                     self._tag_cache = (bo + j - 8, bn + j - 8, blocks[-1])
                     # the tags as u64 LE: a handle is then one pack of 3 u64 LE
-                    tags = _tag_words(len(blocks)).unpack(b"".join(blocks))
+                    tags = (_TAG_WORDS.get(len(blocks)) or _tag_words(len(blocks))).unpack(b"".join(blocks))
                     t = sh
                     o = o0
                     for value in vals:
@@ -1296,12 +1348,12 @@ class Queue:
                 live[o] = [nonce, until, 1, now, now, INFLIGHT]
                 push(timers, (until, o, nonce))
                 flat += (o, nonce, until, now, now, 1)
-                handle = codec_encode(o, nonce)
+                handle = self._codec.encode(o, nonce)
                 issued[handle] = (o, nonce)
                 if h:
                     out.append(self._message(o, value, ts, h, handle, 1, now))
                 else:
-                    out.append(first_delivery(pfx, o, value, ts, handle, now))
+                    out.append(Message._first_delivery(pfx, o, value, ts, handle, now))
             if len(out) >= n:
                 break
         self._cursor = cursor
@@ -1311,7 +1363,10 @@ class Queue:
             v = encode_runs(runs, len(runs) // 5)
             self._state.append(v)
             self._state_bytes += len(v)
-        self._log_ops(flat, dels, now)
+        if flat or dels:
+            self._log_ops(flat, dels, now)
+        elif self._state_bytes > COMPACT_BYTES:
+            self._compact_locked(now)
         return out, moves
 
     def _sent_ms(self, r) -> int:
@@ -1539,7 +1594,8 @@ class Queue:
             self._state.flush()
         if errs is not None:
             raise errs
-        self._maybe_reclaim()
+        if self._low >= self._reclaim_next:
+            self._maybe_reclaim()
 
     def delete_batch_entries(self, entries: list[dict]) -> dict:
         """SQS DeleteMessageBatch: entries ``{"id", "receipt_handle"}``; returns
@@ -1626,16 +1682,21 @@ class Queue:
     def _flush_dels_locked(self) -> None:
         dels = self._dels
         self._dels = []
-        if not self._fifo:
+        v = encode_deletes(dels)
+        self._state.append(v)
+        self._state_bytes += len(v)
+        if self._fifo:
+            self._advance_low()
+        else:
             c = self._cursor
             if max(dels) >= c:
                 for o in dels:
                     if o >= c:
                         self._ahead.add(o)
-        v = encode_deletes(dels)
-        self._state.append(v)
-        self._state_bytes += len(v)
-        self._advance_low()
+            if self._live or self._ahead:
+                self._advance_low()
+            elif self._low < c:  # _advance_low when nothing is tracked
+                self._low = c
         if self._state_bytes > COMPACT_BYTES:
             self._compact_locked(self._now_ms())
 
