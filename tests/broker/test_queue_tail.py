@@ -172,23 +172,24 @@ def test_a_failed_run_push_keeps_the_rest_pending(tmp_path, qclock, monkeypatch)
         q.send(b"m%d" % i)
         expected.append((b"m%d" % i, int(qclock.now * 1000)))
     log = q._log
-    real = log.append_batch
+    real = type(log).append_batch  # Log has __slots__: patch the class, act on this log only
     calls = []
 
-    def flaky(values, **kw):
-        calls.append(len(values))
-        if len(calls) == 3:
-            raise OSError("disk full (injected)")
-        return real(values, **kw)
+    def flaky(self, values, **kw):
+        if self is log:
+            calls.append(len(values))
+            if len(calls) == 3:
+                raise OSError("disk full (injected)")
+        return real(self, values, **kw)
 
-    monkeypatch.setattr(log, "append_batch", flaky)
+    monkeypatch.setattr(type(log), "append_batch", flaky)
     with pytest.raises(OSError):
         with q._lock:
             q._push_locked()
     assert calls == [100, 100, 100]
     assert len(q._pv) == 200 and q._log.end_offset == 200  # two runs written, two pending
     assert q._push_err is not None
-    monkeypatch.setattr(log, "append_batch", real)
+    monkeypatch.setattr(type(log), "append_batch", real)
     q.send(b"late")  # retries the push first
     assert q._push_err is None and q._log.end_offset == 400 and len(q._pv) == 1
     expected.append((b"late", int(qclock.now * 1000)))

@@ -123,6 +123,21 @@ class Log:
     (an exclusive lock); other processes may open it with ``readonly=True``.
     """
 
+    # Slots: the append path reads a dozen attributes per call, and a plain
+    # instance dict of this many keys is a hash lookup for each.
+    __slots__ = (
+        "_always", "_appended", "_bases", "_bbytes", "_bh", "_bk", "_blocked", "_bt", "_bv",
+        "_checkpoint_interval_s", "_closed", "_codec", "_cp_lock", "_cp_rp", "_cp_time",
+        "_delay_lock", "_delaying", "_dir_lock", "_durable", "_dwaiters", "_extra", "_failed",
+        "_fsync_s", "_gaps", "_hint", "_hint_tail", "_index_capacity", "_joined", "_leading",
+        "_lock", "_max_bytes", "_max_records", "_max_records_1", "_next", "_now_ms", "_rcache",
+        "_seal_job", "_segments", "_start", "_synced", "_syncing", "_sysclock", "_unsynced",
+        "_waiters", "_want", "_written_end", "compression", "flush_interval_ms",
+        "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
+        "recovery", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms",
+        "__weakref__",
+    )
+
     def __init__(self, path: str, **settings):
         raise TypeError("use Log.open(path, ...)")
 
@@ -162,6 +177,7 @@ class Log:
         # clock: seconds since the epoch, as time.time. Stamps records appended
         # without a timestamp, ages segments and drives time retention.
         self._now_ms = _now_ms if clock is None else (lambda: int(clock() * 1000))
+        self._sysclock = clock is None
         if flush not in FLUSH_POLICIES:
             raise ConfigError(f"flush={flush!r}: must be one of {', '.join(FLUSH_POLICIES)}")
         if recovery not in RECOVERY_POLICIES:
@@ -525,7 +541,7 @@ class Log:
         if value.__class__ is not bytes:
             value = _as_bytes(value, "value")
         if timestamp_ms is None:
-            timestamp_ms = self._now_ms()
+            timestamp_ms = _time_ns() // 1_000_000 if self._sysclock else self._now_ms()
         with self._lock:
             if self._blocked:
                 self._check_writable()
