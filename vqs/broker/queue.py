@@ -156,10 +156,9 @@ def _tag_words(nblocks: int) -> struct.Struct:
 
 def _message_ids(prefix: str, first: int, n: int) -> list[str]:
     """[f"{prefix}{o:012x}" for o in range(first, first + n)], formatting one
-    number per 256 offsets (the ids of a batch differ in their last two digits)."""
-    lo = first & 255
-    if lo + n <= 256:  # the usual case: one block of 256
-        return list(map(f"{prefix}{first >> 8:010x}".__add__, _HEX2[lo:lo + n]))
+    number per 256 offsets (the ids of a batch differ in their last two digits).
+    (``_send_plain`` serves a batch within one block of 256 from its cached
+    prefix and calls this for the rest.)"""
     out: list = []
     o = first
     end = first + n
