@@ -8,7 +8,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo demo-log bench venv clean
+.PHONY: test lint demo demo-log bench venv clean
 
 venv: $(STAMP)
 
@@ -19,8 +19,13 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-test: $(STAMP)
+test: lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The habits CI keeps: lint rules and the import layers (pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check vqs tests bench
+	$(VENV)/bin/lint-imports
 
 # The main job: a local VQS server on embedded defaults, a camera frame-event
 # feed, and the Structured Streaming pipeline reading and writing through it.

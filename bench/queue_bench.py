@@ -399,7 +399,7 @@ def main(argv=None) -> int:
         ap.error(f"--repeat {args.repeat}: must be >= 1")
 
     b = Bench(args)
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = _dt.datetime.now(_dt.UTC)
     machine = _machine()
     print(f"VQS queue bench — {started:%Y-%m-%d %H:%M} UTC — {machine['cpu']} x{machine['cpus']}, "
           f"Python {machine['python']}, load {machine['loadavg_at_start']}", flush=True)

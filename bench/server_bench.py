@@ -73,7 +73,7 @@ def threads(k: int, fn) -> float:
         barrier.wait()
         try:
             fn(i)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             errs.append(e)
 
     ts = [threading.Thread(target=run, args=(i,)) for i in range(k)]
@@ -336,7 +336,7 @@ def bench_nats(tmp: str, n: int, n_single: int) -> dict:
     try:
         wait_port(port)
         asyncio.run(main())
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         out["error"] = f"{type(e).__name__}: {e}"
     finally:
         proc.terminate()

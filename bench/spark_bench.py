@@ -264,7 +264,7 @@ def main(argv=None) -> int:
 
     result = {
         "bench": "spark_bench",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {
             "platform": platform.platform(),
             "python": platform.python_version(),
@@ -280,7 +280,7 @@ def main(argv=None) -> int:
         import pyspark
 
         result["machine"]["pyspark"] = pyspark.__version__
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     print()
     print(f"{'operation':<18} {'vqs s':>8} {'parquet s':>10} {'vqs/parquet':>12} {'vqs rec/s':>12} {'vqs MB/s':>9}")

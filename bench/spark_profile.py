@@ -44,7 +44,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import spark_bench  # noqa: E402  (make_session, fill_topic, register_floor)
+import spark_bench
 
 
 def parse_args(argv=None):

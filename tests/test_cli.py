@@ -14,7 +14,7 @@ pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "server"))
-from vqs_server_proc import ServerProcess  # noqa: E402
+from vqs_server_proc import ServerProcess
 
 
 def vqs(*args, input: bytes | None = None, env=None):

@@ -378,7 +378,7 @@ def test_disk_reclaimed_as_consumed(tmp_path, durable):
     q = HybridQueue(tmp_path / "q", memory_items=10, segment_bytes=16 << 10, durable=durable,
                     serializer="raw")
     if durable:
-        for i in range(0, n, 50):
+        for _i in range(0, n, 50):
             q.put_batch([payload] * 50)
     else:
         for _ in range(n):
@@ -451,14 +451,14 @@ def test_msgpack_serializer(tmp_path, monkeypatch):
     try:
         import msgpack  # noqa: F401
     except ImportError:
-        with pytest.raises(ConfigError, match="serializer='msgpack'.*pip install msgpack"):
+        with pytest.raises(ConfigError, match=r"serializer='msgpack'.*pip install msgpack"):
             HybridQueue(tmp_path / "q", serializer="msgpack")
     else:
         with HybridQueue(tmp_path / "q", memory_items=0, serializer="msgpack") as q:
             q.put({"a": b"b", 1: [2]})
             assert q.get() == {"a": b"b", 1: [2]}
         monkeypatch.setitem(sys.modules, "msgpack", None)
-        with pytest.raises(ConfigError, match="serializer='msgpack'.*pip install msgpack"):
+        with pytest.raises(ConfigError, match=r"serializer='msgpack'.*pip install msgpack"):
             HybridQueue(tmp_path / "q2", serializer="msgpack")
 
 
@@ -543,7 +543,7 @@ def test_unreadable_meta(tmp_path):
     with HybridQueue(tmp_path / "q"):
         pass
     (tmp_path / "q" / "hybrid.json").write_bytes(b"{not json")
-    with pytest.raises(ConfigError, match="hybrid.json"):
+    with pytest.raises(ConfigError, match=r"hybrid\.json"):
         HybridQueue(tmp_path / "q")
     # the failed open released the directory
     (tmp_path / "q" / "hybrid.json").write_bytes(b'{"format": 1, "serializer": "pickle"}')

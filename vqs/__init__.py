@@ -5,6 +5,16 @@ streams (topics, partitions, offsets, consumer groups), SQS-style queues
 (receive, lease, delete) and an in-process ``queue.Queue``-like HybridQueue.
 """
 
+from .broker import (
+    Broker,
+    Consumer,
+    ConsumerRecord,
+    PartitionLag,
+    Producer,
+    RecordMetadata,
+    Topic,
+    TopicPartition,
+)
 from .errors import (
     ConfigError,
     CorruptRecordError,
@@ -13,8 +23,8 @@ from .errors import (
     LogLockedError,
     MessageTooLarge,
     OffsetOutOfRange,
-    QueueDoesNotExist,
     QueueAlreadyExists,
+    QueueDoesNotExist,
     ReadOnlyError,
     ReceiptHandleIsInvalid,
     SerializationError,
@@ -23,9 +33,6 @@ from .errors import (
     VQSError,
 )
 from .storage import Log, Record, RecordBatch
-from .broker import (
-    Broker, Consumer, ConsumerRecord, PartitionLag, Producer, RecordMetadata, Topic, TopicPartition,
-)
 
 __version__ = "0.1.0"
 
@@ -45,10 +52,33 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Log", "Record", "RecordBatch", "Broker", "Consumer", "ConsumerRecord", "Producer",
-    "RecordMetadata", "Topic", "TopicPartition", "PartitionLag", "Client", "HybridQueue",
-    "QueueDoesNotExist", "QueueAlreadyExists", "ReceiptHandleIsInvalid", "TopicAlreadyExists",
-    "TopicDoesNotExist", "SerializationError", "HybridMetrics",
-    "VQSError", "ConfigError", "CorruptRecordError", "InvalidName", "LogClosedError",
-    "LogLockedError", "MessageTooLarge", "OffsetOutOfRange", "ReadOnlyError",
+    "Broker",
+    "Client",
+    "ConfigError",
+    "Consumer",
+    "ConsumerRecord",
+    "CorruptRecordError",
+    "HybridMetrics",
+    "HybridQueue",
+    "InvalidName",
+    "Log",
+    "LogClosedError",
+    "LogLockedError",
+    "MessageTooLarge",
+    "OffsetOutOfRange",
+    "PartitionLag",
+    "Producer",
+    "QueueAlreadyExists",
+    "QueueDoesNotExist",
+    "ReadOnlyError",
+    "ReceiptHandleIsInvalid",
+    "Record",
+    "RecordBatch",
+    "RecordMetadata",
+    "SerializationError",
+    "Topic",
+    "TopicAlreadyExists",
+    "TopicDoesNotExist",
+    "TopicPartition",
+    "VQSError",
 ]

@@ -14,7 +14,6 @@ import os
 import struct
 import sys
 from contextlib import contextmanager
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -84,27 +83,27 @@ def _print_json(obj) -> None:
 # ------------------------------------------------------------------------------ serve
 @app.command()
 def serve(
-    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="data directory (VQS_DATA_DIR; default ./vqs-data)"),
-    host: Optional[str] = typer.Option(None, "--host", help="address to bind (default 127.0.0.1)"),
-    port: Optional[int] = typer.Option(None, "--port", help="port (default 8642)"),
-    config: Optional[str] = typer.Option(None, "--config", help="TOML settings file (VQS_CONFIG)"),
-    token: List[str] = typer.Option([], "--token", help="bearer token accepted for REST (repeat; VQS_TOKENS=a,b)"),
-    sigv4_key: List[str] = typer.Option([], "--sigv4-key", help="AKID:SECRET accepted for SQS SigV4 (repeat; VQS_SIGV4_KEYS)"),
-    insecure: Optional[bool] = typer.Option(None, "--insecure", help="allow a non-loopback address without credentials"),
-    flush: Optional[str] = typer.Option(None, "--flush", help="always | interval | never"),
-    flush_interval_ms: Optional[int] = typer.Option(None, "--flush-interval-ms"),
-    account_id: Optional[str] = typer.Option(None, "--account-id", help="SQS account id in queue URLs (123456789012)"),
-    region: Optional[str] = typer.Option(None, "--region", help="region for unsigned SQS requests (us-east-1)"),
-    max_body_bytes: Optional[int] = typer.Option(None, "--max-body-bytes"),
-    max_message_bytes: Optional[int] = typer.Option(None, "--max-message-bytes"),
-    max_header_bytes: Optional[int] = typer.Option(None, "--max-header-bytes"),
-    max_connections: Optional[int] = typer.Option(None, "--max-connections"),
-    max_long_poll_waiters: Optional[int] = typer.Option(None, "--max-long-poll-waiters"),
-    max_partitions_per_topic: Optional[int] = typer.Option(None, "--max-partitions-per-topic"),
-    max_total_partitions: Optional[int] = typer.Option(None, "--max-total-partitions"),
-    log_level: Optional[str] = typer.Option(None, "--log-level"),
-    log_format: Optional[str] = typer.Option(None, "--log-format", help="json | text"),
-    access_log: Optional[bool] = typer.Option(None, "--access-log", help="log every request"),
+    data_dir: str | None = typer.Option(None, "--data-dir", help="data directory (VQS_DATA_DIR; default ./vqs-data)"),
+    host: str | None = typer.Option(None, "--host", help="address to bind (default 127.0.0.1)"),
+    port: int | None = typer.Option(None, "--port", help="port (default 8642)"),
+    config: str | None = typer.Option(None, "--config", help="TOML settings file (VQS_CONFIG)"),
+    token: list[str] = typer.Option([], "--token", help="bearer token accepted for REST (repeat; VQS_TOKENS=a,b)"),
+    sigv4_key: list[str] = typer.Option([], "--sigv4-key", help="AKID:SECRET accepted for SQS SigV4 (repeat; VQS_SIGV4_KEYS)"),
+    insecure: bool | None = typer.Option(None, "--insecure", help="allow a non-loopback address without credentials"),
+    flush: str | None = typer.Option(None, "--flush", help="always | interval | never"),
+    flush_interval_ms: int | None = typer.Option(None, "--flush-interval-ms"),
+    account_id: str | None = typer.Option(None, "--account-id", help="SQS account id in queue URLs (123456789012)"),
+    region: str | None = typer.Option(None, "--region", help="region for unsigned SQS requests (us-east-1)"),
+    max_body_bytes: int | None = typer.Option(None, "--max-body-bytes"),
+    max_message_bytes: int | None = typer.Option(None, "--max-message-bytes"),
+    max_header_bytes: int | None = typer.Option(None, "--max-header-bytes"),
+    max_connections: int | None = typer.Option(None, "--max-connections"),
+    max_long_poll_waiters: int | None = typer.Option(None, "--max-long-poll-waiters"),
+    max_partitions_per_topic: int | None = typer.Option(None, "--max-partitions-per-topic"),
+    max_total_partitions: int | None = typer.Option(None, "--max-total-partitions"),
+    log_level: str | None = typer.Option(None, "--log-level"),
+    log_format: str | None = typer.Option(None, "--log-format", help="json | text"),
+    access_log: bool | None = typer.Option(None, "--access-log", help="log every request"),
 ):
     """Run the server (REST, SQS-compatible API, metrics) on one data directory."""
     from .errors import ConfigError
@@ -130,9 +129,9 @@ def serve(
 # ------------------------------------------------------------------------------ topics
 @topic_app.command("create")
 def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-p"),
-                 retention_ms: Optional[int] = typer.Option(None), retention_bytes: Optional[int] = typer.Option(None),
-                 segment_bytes: Optional[int] = typer.Option(None), compression: Optional[str] = typer.Option(None),
-                 url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+                 retention_ms: int | None = typer.Option(None), retention_bytes: int | None = typer.Option(None),
+                 segment_bytes: int | None = typer.Option(None), compression: str | None = typer.Option(None),
+                 url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Create a topic."""
     with _target(url, data_dir, token) as t:
         t.create_topic(name, partitions=partitions, retention_ms=retention_ms, retention_bytes=retention_bytes,
@@ -150,7 +149,7 @@ def _print_names(names: list[str], as_json: bool) -> None:
             out.print(n, highlight=False)
 
 @topic_app.command("list")
-def topic_list(url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN,
+def topic_list(url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
                as_json: bool = JSON_OUT):
     """List topics."""
     with _target(url, data_dir, token) as t:
@@ -159,8 +158,8 @@ def topic_list(url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: 
 
 
 @topic_app.command("describe")
-def topic_describe(name: str, url: Optional[str] = URL, data_dir: Optional[str] = DATA,
-                   token: Optional[str] = TOKEN, as_json: bool = JSON_OUT):
+def topic_describe(name: str, url: str | None = URL, data_dir: str | None = DATA,
+                   token: str | None = TOKEN, as_json: bool = JSON_OUT):
     """Partitions, offsets, sizes and config of a topic."""
     with _target(url, data_dir, token) as t:
         d = t.topic(name).describe()
@@ -178,7 +177,7 @@ def topic_describe(name: str, url: Optional[str] = URL, data_dir: Optional[str] 
 
 
 @topic_app.command("delete")
-def topic_delete(name: str, url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN,
+def topic_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
                  yes: bool = typer.Option(False, "--yes", "-y", help="do not ask")):
     """Delete a topic and its data."""
     if not yes and sys.stdin.isatty():
@@ -211,13 +210,13 @@ def _frames(stream, framing: str):
 
 @app.command()
 def produce(topic: str,
-            file: Optional[str] = typer.Option(None, "--file", "-f", help="read from a file (default stdin)"),
+            file: str | None = typer.Option(None, "--file", "-f", help="read from a file (default stdin)"),
             framing: str = typer.Option("line", "--framing", help="line (one message per line) or length (4-byte big-endian length prefix)"),
-            key: Optional[str] = typer.Option(None, "--key", help="key for every message"),
-            partition: Optional[int] = typer.Option(None, "--partition"),
+            key: str | None = typer.Option(None, "--key", help="key for every message"),
+            partition: int | None = typer.Option(None, "--partition"),
             batch_size: int = typer.Option(500, "--batch-size", help="messages per request"),
             progress: bool = typer.Option(True, "--progress/--no-progress"),
-            url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+            url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Send messages read from stdin or a file."""
     from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
 
@@ -262,14 +261,14 @@ def produce(topic: str,
 # ------------------------------------------------------------------------------ consume
 @app.command()
 def consume(topic: str,
-            partition: Optional[int] = typer.Option(None, "--partition", help="only this partition"),
-            offset: Optional[int] = typer.Option(None, "--offset", help="start here (needs --partition or a 1-partition topic)"),
+            partition: int | None = typer.Option(None, "--partition", help="only this partition"),
+            offset: int | None = typer.Option(None, "--offset", help="start here (needs --partition or a 1-partition topic)"),
             from_end: bool = typer.Option(False, "--from-end", help="start at the end (new messages only)"),
-            group: Optional[str] = typer.Option(None, "--group", "-g", help="start at the group's committed offsets; commit as we go"),
+            group: str | None = typer.Option(None, "--group", "-g", help="start at the group's committed offsets; commit as we go"),
             follow: bool = typer.Option(False, "--follow", "-F", help="keep waiting for new messages"),
-            max_messages: Optional[int] = typer.Option(None, "--max", "-n", help="stop after this many"),
+            max_messages: int | None = typer.Option(None, "--max", "-n", help="stop after this many"),
             framing: str = typer.Option("line", "--framing", help="line, length, or json (one object per line)"),
-            url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+            url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Print messages of a topic (from an offset, the beginning, the end, or a group's position)."""
     import base64
 
@@ -330,7 +329,7 @@ def consume(topic: str,
 
 # ------------------------------------------------------------------------------ groups
 @group_app.command("list")
-def group_list(url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN,
+def group_list(url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
                as_json: bool = JSON_OUT):
     """List consumer groups."""
     with _target(url, data_dir, token) as t:
@@ -339,8 +338,8 @@ def group_list(url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: 
 
 
 @group_app.command("describe")
-def group_describe(group: str, url: Optional[str] = URL, data_dir: Optional[str] = DATA,
-                   token: Optional[str] = TOKEN, as_json: bool = JSON_OUT):
+def group_describe(group: str, url: str | None = URL, data_dir: str | None = DATA,
+                   token: str | None = TOKEN, as_json: bool = JSON_OUT):
     """Committed offsets and lag per partition."""
     with _target(url, data_dir, token) as t:
         rows = t.describe_group(group)
@@ -362,9 +361,9 @@ def queue_create(name: str,
                  visibility_timeout: int = typer.Option(30), delay_seconds: int = typer.Option(0),
                  receive_wait_seconds: int = typer.Option(0), retention_seconds: int = typer.Option(345600),
                  max_message_bytes: int = typer.Option(1048576),
-                 dead_letter_queue: Optional[str] = typer.Option(None), max_receive_count: Optional[int] = typer.Option(None),
+                 dead_letter_queue: str | None = typer.Option(None), max_receive_count: int | None = typer.Option(None),
                  fifo: bool = typer.Option(False), content_based_deduplication: bool = typer.Option(False),
-                 url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+                 url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Create a queue."""
     kw = dict(visibility_timeout=visibility_timeout, delay_seconds=delay_seconds,
               receive_wait_seconds=receive_wait_seconds, retention_seconds=retention_seconds,
@@ -378,8 +377,8 @@ def queue_create(name: str,
 
 
 @queue_app.command("list")
-def queue_list(prefix: Optional[str] = typer.Option(None, "--prefix"), url: Optional[str] = URL,
-               data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN, as_json: bool = JSON_OUT):
+def queue_list(prefix: str | None = typer.Option(None, "--prefix"), url: str | None = URL,
+               data_dir: str | None = DATA, token: str | None = TOKEN, as_json: bool = JSON_OUT):
     """List queues."""
     with _target(url, data_dir, token) as t:
         names = t.queues(prefix)
@@ -387,8 +386,8 @@ def queue_list(prefix: Optional[str] = typer.Option(None, "--prefix"), url: Opti
 
 
 @queue_app.command("describe")
-def queue_describe(name: str, url: Optional[str] = URL, data_dir: Optional[str] = DATA,
-                   token: Optional[str] = TOKEN, as_json: bool = JSON_OUT):
+def queue_describe(name: str, url: str | None = URL, data_dir: str | None = DATA,
+                   token: str | None = TOKEN, as_json: bool = JSON_OUT):
     """A queue's attributes and approximate counts."""
     with _target(url, data_dir, token) as t:
         attrs = t.queue(name).attributes()
@@ -404,7 +403,7 @@ def queue_describe(name: str, url: Optional[str] = URL, data_dir: Optional[str] 
 
 
 @queue_app.command("delete")
-def queue_delete(name: str, url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+def queue_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Delete a queue and its messages."""
     with _target(url, data_dir, token) as t:
         t.delete_queue(name)
@@ -412,7 +411,7 @@ def queue_delete(name: str, url: Optional[str] = URL, data_dir: Optional[str] = 
 
 
 @queue_app.command("purge")
-def queue_purge(name: str, url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+def queue_purge(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Delete every message of a queue."""
     with _target(url, data_dir, token) as t:
         t.queue(name).purge()
@@ -420,10 +419,10 @@ def queue_purge(name: str, url: Optional[str] = URL, data_dir: Optional[str] = D
 
 
 @queue_app.command("send")
-def queue_send(name: str, body: Optional[str] = typer.Argument(None, help="message body (default: one message per stdin line)"),
-               delay_seconds: Optional[int] = typer.Option(None), group_id: Optional[str] = typer.Option(None),
-               dedup_id: Optional[str] = typer.Option(None),
-               url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+def queue_send(name: str, body: str | None = typer.Argument(None, help="message body (default: one message per stdin line)"),
+               delay_seconds: int | None = typer.Option(None), group_id: str | None = typer.Option(None),
+               dedup_id: str | None = typer.Option(None),
+               url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Send a message (or one per line of stdin)."""
     bodies = [body] if body is not None else [ln.rstrip("\n") for ln in sys.stdin]
     with _target(url, data_dir, token) as t:
@@ -435,10 +434,10 @@ def queue_send(name: str, body: Optional[str] = typer.Argument(None, help="messa
 
 @queue_app.command("receive")
 def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
-                  wait_seconds: Optional[int] = typer.Option(None, "--wait"),
-                  visibility_timeout: Optional[int] = typer.Option(None),
+                  wait_seconds: int | None = typer.Option(None, "--wait"),
+                  visibility_timeout: int | None = typer.Option(None),
                   delete: bool = typer.Option(False, "--delete", help="delete what was received"),
-                  url: Optional[str] = URL, data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Receive messages (printed as JSON lines with their receipt handles)."""
     with _target(url, data_dir, token) as t:
         q = t.queue(name)
@@ -452,8 +451,8 @@ def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
 
 
 @queue_app.command("delete-message")
-def queue_delete_message(name: str, receipt_handle: str, url: Optional[str] = URL,
-                         data_dir: Optional[str] = DATA, token: Optional[str] = TOKEN):
+def queue_delete_message(name: str, receipt_handle: str, url: str | None = URL,
+                         data_dir: str | None = DATA, token: str | None = TOKEN):
     """Delete (acknowledge) a received message by its receipt handle."""
     with _target(url, data_dir, token) as t:
         t.queue(name).delete(receipt_handle)

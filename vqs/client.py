@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from . import errors as E
 from .server.wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
@@ -92,7 +92,7 @@ class Client:
 
         url = f"{self.url}{path}?{urlencode(params)}" if params else f"{self.url}{path}"
         if self._pool is None:
-            r = self._http.request(method, url, content=content, headers=dict((k.decode(), v.decode()) for k, v in headers),
+            r = self._http.request(method, url, content=content, headers={k.decode(): v.decode() for k, v in headers},
                                    timeout=timeout or self._timeout)
             return r.status_code, r.headers, r.content, r
         t = timeout or self._timeout
@@ -168,7 +168,7 @@ class Client:
         if self._pool is not None:
             self._pool.close()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -188,7 +188,7 @@ class Client:
     # ------------------------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
                      retention_bytes: int | None = None, segment_bytes: int | None = None,
-                     compression: str | None = None) -> "RemoteTopic":
+                     compression: str | None = None) -> RemoteTopic:
         body = {"name": name, "partitions": partitions}
         for k, v in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes),
                      ("segment_bytes", segment_bytes), ("compression", compression)):
@@ -196,7 +196,7 @@ class Client:
                 body[k] = v
         return RemoteTopic(self, self._json("POST", "/topics", json=body))
 
-    def topic(self, name: str) -> "RemoteTopic":
+    def topic(self, name: str) -> RemoteTopic:
         return RemoteTopic(self, self._json("GET", f"/topics/{name}"))
 
     def topics(self) -> list[str]:
@@ -205,11 +205,11 @@ class Client:
     def delete_topic(self, name: str) -> None:
         self._request("DELETE", f"/topics/{name}")
 
-    def producer(self) -> "RemoteProducer":
+    def producer(self) -> RemoteProducer:
         return RemoteProducer(self)
 
     def consumer(self, topics=None, group: str | None = None, *, auto_offset_reset: str = "earliest",
-                 max_partition_bytes: int = 1 << 20) -> "RemoteConsumer":
+                 max_partition_bytes: int = 1 << 20) -> RemoteConsumer:
         return RemoteConsumer(self, topics, group, auto_offset_reset=auto_offset_reset,
                               max_partition_bytes=max_partition_bytes)
 
@@ -274,11 +274,11 @@ class Client:
         return True
 
     # ------------------------------------------------------------------------- queues
-    def create_queue(self, name: str, **attributes) -> "RemoteQueue":
+    def create_queue(self, name: str, **attributes) -> RemoteQueue:
         body = {"name": name, **attributes}
         return RemoteQueue(self, name, self._json("POST", "/queues", json=body))
 
-    def queue(self, name: str) -> "RemoteQueue":
+    def queue(self, name: str) -> RemoteQueue:
         return RemoteQueue(self, name, self._json("GET", f"/queues/{name}"))
 
     def queues(self, prefix: str | None = None) -> list[str]:
@@ -370,7 +370,7 @@ class RemoteProducer:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> "RemoteProducer":
+    def __enter__(self) -> RemoteProducer:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -535,7 +535,7 @@ class RemoteConsumer:
     def closed(self) -> bool:
         return self._closed
 
-    def __enter__(self) -> "RemoteConsumer":
+    def __enter__(self) -> RemoteConsumer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -114,7 +114,7 @@ def test_open_failure_releases_lock(data_dir):
     # Corrupt the topic metadata: opening fails with a clear error and keeps no lock.
     with open(os.path.join(data_dir, "topics", "t", "topic.json"), "w") as f:
         f.write("{not json")
-    with pytest.raises(VQSError, match="topic.json"):
+    with pytest.raises(VQSError, match=r"topic\.json"):
         Broker(data_dir)
     os.remove(os.path.join(data_dir, "topics", "t", "topic.json"))
     Broker(data_dir).close()  # the lock was released

@@ -11,7 +11,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-from hypothesis import settings, strategies as st
+from hypothesis import settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from vqs.broker import Broker, TopicPartition

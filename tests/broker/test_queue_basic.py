@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from vqs.broker.queue_meta import MAGIC, PAGE_SIZE, decode as decode_meta
+from vqs.broker.queue_meta import MAGIC, PAGE_SIZE
+from vqs.broker.queue_meta import decode as decode_meta
 from vqs.broker.queues import QueueRegistry
 from vqs.errors import (
     BatchEntryIdsNotDistinct,
@@ -578,7 +579,7 @@ def test_dead_letter_queue(reg, qclock):
         ms = q.receive(10)
         assert {m.body for m in ms} == ({b"poison", b"fine"} if i == 0 else {b"poison"})
         if i == 0:
-            q.delete([m for m in ms if m.body == b"fine"][0].receipt_handle)
+            q.delete(next(m for m in ms if m.body == b"fine").receipt_handle)
         qclock.advance(1)
     # the third receive finds the count at 2 = max: the message moves instead
     assert q.receive(10) == []
@@ -629,7 +630,7 @@ def test_move_messages_back_from_dlq(reg, qclock):
 
 
 def test_message_move_task(reg, qclock):
-    dlq = reg.create("dlq")
+    reg.create("dlq")
     q = reg.create("q", dead_letter_queue="dlq", max_receive_count=1, visibility_timeout=1)
     other = reg.create("other")
     q.send_batch([b"a", b"b", b"c"])

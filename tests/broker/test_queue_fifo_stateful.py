@@ -93,7 +93,7 @@ class FifoMachine(RuleBasedStateMachine):
             heads.setdefault(m.group, m)
         locked = {m.group for m in pending if m.in_flight(now)}
         expect = []
-        for g, head in sorted(heads.items(), key=lambda kv: kv[1].seq):
+        for g, _head in sorted(heads.items(), key=lambda kv: kv[1].seq):
             if g in locked:
                 continue
             for m in pending:

@@ -211,7 +211,7 @@ def test_send_and_send_batch_metadata(broker):
     values = [f"v{i}".encode() for i in range(6)]
     headers = [None, [("x", b"1")], None, {"y": "2"}, None, None]
     metas = p.send_batch("t", values, keys=keys, headers=headers, timestamps_ms=list(range(6)))
-    assert [mm.partition for mm in metas][0] == metas[3].partition == partition_for_key(b"a", 3)
+    assert next(mm.partition for mm in metas) == metas[3].partition == partition_for_key(b"a", 3)
     assert metas[1].partition == metas[4].partition  # keyless ones of a call stay together
     c = broker.consumer("t")
     got = {}

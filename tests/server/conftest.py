@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 
 import pytest

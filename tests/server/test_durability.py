@@ -9,9 +9,9 @@ import time
 
 import httpx
 import pytest
+from vqs_server_proc import ServerProcess
 
 import vqs.client as vc
-from vqs_server_proc import ServerProcess
 
 boto3 = pytest.importorskip("boto3")
 
@@ -25,7 +25,7 @@ def test_kill_9_loses_no_acknowledged_message(tmp_path):
     s = ServerProcess(tmp_path / "data", "--flush", "always").start()
     with vc.Client(s.url) as c:
         c.create_topic("t", partitions=2)
-        q = c.create_queue("q")
+        c.create_queue("q")
     sqs = _sqs(s.url)
     qurl = sqs.get_queue_url(QueueName="q")["QueueUrl"]
     acked_topic: list = []
@@ -33,7 +33,6 @@ def test_kill_9_loses_no_acknowledged_message(tmp_path):
     acked_deletes: set = set()
     tried_deletes: set = set()
     stop = threading.Event()
-    errors: list = []
 
     def topic_producer(k):
         with vc.Client(s.url) as c:
@@ -127,7 +126,7 @@ def test_sixteen_concurrent_clients_with_long_polls(base_url, unique):
         def run(*a):
             try:
                 fn(*a)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(repr(e))
         return run
 

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from vqs_server_proc import ServerProcess
 
 pytest.importorskip("schemathesis")

@@ -10,7 +10,6 @@ import time
 
 import httpx
 import pytest
-
 from vqs_server_proc import ServerProcess, free_port
 
 boto3 = pytest.importorskip("boto3")

@@ -35,7 +35,7 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, wait: bool = True, timeout: float = 30.0) -> "ServerProcess":
+    def start(self, wait: bool = True, timeout: float = 30.0) -> ServerProcess:
         self._log = open(self.log_path, "ab")
         cmd = [sys.executable, "-m", "vqs.server", "--data-dir", self.data_dir, "--port", str(self.port),
                "--log-format", "text", *self.args]

@@ -6,10 +6,9 @@ import datetime as dt
 import json
 
 import pytest
+from spark_helpers import append, log_contents, make_topic
 
 from vqs.broker import Broker
-
-from spark_helpers import append, log_contents, make_topic
 
 T0 = 1_700_000_000_000
 
@@ -40,7 +39,7 @@ def _rows(df):
     out = []
     for r in df.collect():
         ts = r["timestamp"]
-        ms = None if ts is None else int(ts.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+        ms = None if ts is None else int(ts.replace(tzinfo=dt.UTC).timestamp() * 1000)
         hdrs = tuple((h["key"], bytes(h["value"])) for h in r["headers"]) if "headers" in r else ()
         out.append((r["topic"], r["partition"], r["offset"], ms,
                     None if r["key"] is None else bytes(r["key"]), bytes(r["value"]), hdrs))
@@ -89,7 +88,7 @@ def test_offset_ranges(spark, events):
     for r in rows:
         by_p.setdefault(r[1], []).append(r[2])
     assert by_p[0] == list(range(10, 510))  # crosses the batch boundary at 500
-    assert by_p[1] == list(range(0, 5))
+    assert by_p[1] == list(range(5))
     assert 2 not in by_p  # empty partition
     want = [r[:6] + ((),) for r in log_contents(events, "events")
             if (r[1] == 0 and 10 <= r[2] < 510) or (r[1] == 1 and r[2] < 5)]
@@ -105,7 +104,7 @@ def test_timestamps(spark, events):
     assert [r[2] for r in rows if r[1] == 1] == []
     assert all(T0 + 495_000 <= r[3] < T0 + 1_000_000 for r in rows)
     first = df.where("partition = 0 and offset = 495").select("timestamp").first()[0]
-    assert first.replace(tzinfo=dt.timezone.utc) == dt.datetime.fromtimestamp((T0 + 495_000) / 1000, dt.timezone.utc)
+    assert first.replace(tzinfo=dt.UTC) == dt.datetime.fromtimestamp((T0 + 495_000) / 1000, dt.UTC)
 
 
 def test_several_topics(spark, events):

@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 from pyspark.sql import functions as F
+from spark_helpers import log_contents, make_topic
 
 from vqs.broker import Broker, partition_for_key
-from spark_helpers import log_contents, make_topic
 
 
 def _write(df, path, mode="append", **opts):
@@ -21,7 +21,7 @@ def _write(df, path, mode="append", **opts):
 def test_write_then_read_back_all_columns(spark, tmp_path):
     path = str(tmp_path / "data")
     make_topic(path, "out", partitions=3)
-    ts0 = dt.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=dt.timezone.utc)
+    ts0 = dt.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=dt.UTC)
     rows = [
         (f"value-{i}", None if i % 3 == 0 else f"k{i % 5}".encode(), i % 3 if i % 4 == 0 else None,
          [("a", b"1"), ("b", f"{i}".encode())] if i % 2 else [], ts0 + dt.timedelta(milliseconds=i))
@@ -49,7 +49,7 @@ def test_write_then_read_back_all_columns(spark, tmp_path):
     assert back.count() == 200
     r = back.where("value = cast('value-1' as binary)").first()
     assert bytes(r.key) == b"k1" and [(h.key, bytes(h.value)) for h in r.headers] == [("a", b"1"), ("b", b"1")]
-    assert r.timestamp.replace(tzinfo=dt.timezone.utc) == ts0 + dt.timedelta(milliseconds=1)
+    assert r.timestamp.replace(tzinfo=dt.UTC) == ts0 + dt.timedelta(milliseconds=1)
 
 
 def test_write_creates_topic_and_copies_a_topic(spark, tmp_path):

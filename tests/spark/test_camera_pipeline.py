@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from vqs.pipelines import camera
 from spark_helpers import log_contents
+
+from vqs.pipelines import camera
 
 
 def test_camera_pipeline_small(spark, tmp_path):

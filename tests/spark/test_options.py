@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from spark_helpers import make_topic
 
 from vqs.errors import ConfigError
 from vqs.spark.options import parse_read_options, parse_write_options
 from vqs.spark.stream_reader import rate_limit
-from spark_helpers import make_topic
 
 BASE = {"path": "/data", "topic": "t"}
 

@@ -14,13 +14,12 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+from spark_helpers import append, make_topic
 
 import vqs.spark.schema as vschema
 from vqs.errors import ConfigError
 from vqs.spark.schema import HEADER_TYPE, ArrowConverter, projected_columns, source_schema
 from vqs.storage.record_batch import decode_batch, encode_batch
-
-from spark_helpers import append, make_topic
 
 T0 = 1_700_000_000_000
 FULL = ["key", "value", "topic", "partition", "offset", "timestamp"]

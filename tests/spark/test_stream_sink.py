@@ -8,10 +8,10 @@ import os
 
 import pyarrow as pa
 import pytest
+from spark_helpers import log_contents, make_topic
 
 from vqs.spark import writer as W
 from vqs.spark.options import parse_write_options
-from spark_helpers import log_contents, make_topic
 
 QUERY = "6f1c8b2e-1111-2222-3333-444455556666"
 

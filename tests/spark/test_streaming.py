@@ -9,7 +9,6 @@ import os
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
-
 from spark_helpers import append, log_contents, make_topic
 
 

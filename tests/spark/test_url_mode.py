@@ -9,11 +9,12 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from vqs.client import Client  # noqa: E402
-from vqs.spark import remote as R  # noqa: E402
-from vqs.spark import writer as W  # noqa: E402
-from vqs.spark.options import parse_write_options  # noqa: E402
-from spark_helpers import Server  # noqa: E402
+from spark_helpers import Server
+
+from vqs.client import Client
+from vqs.spark import remote as R
+from vqs.spark import writer as W
+from vqs.spark.options import parse_write_options
 
 T0 = 1_700_000_000_000
 
@@ -55,7 +56,7 @@ def test_batch_read_through_server(spark, server, client):
     df = (spark.read.format("vqs").option("url", server.url).option("topic", "u_events")
           .option("includeHeaders", "true").option("startingOffsets", json.dumps({"u_events": {"1": 100}})).load())
     got = sorted(
-        (r.topic, r.partition, r.offset, int(r.timestamp.replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
+        (r.topic, r.partition, r.offset, int(r.timestamp.replace(tzinfo=dt.UTC).timestamp() * 1000),
          None if r.key is None else bytes(r.key), bytes(r.value), tuple((h.key, bytes(h.value)) for h in r.headers))
         for r in df.collect()
     )

@@ -7,7 +7,6 @@ failed fsync or a close wakes every waiting thread instead of hanging it.
 """
 from __future__ import annotations
 
-import errno
 import os
 import threading
 import time

@@ -22,7 +22,6 @@ from vqs.storage.record_batch import (
     CODEC_NONE,
     CODEC_ZSTD,
     CRC_START,
-    HEADER,
     HEADER_SIZE,
     Record,
     codec_id,

@@ -101,7 +101,7 @@ def test_an_acknowledged_always_append_covers_the_segment_it_sealed(tmp_path, fs
             fsyncs.hold[os.stat(seg).st_ino] = gate
             acked = []
 
-            def roll():
+            def roll(seg=seg, acked=acked):
                 while segments(d)[-1] == seg:
                     lg.append_batch([VALUE] * 5)
                 st = os.stat(seg)  # the append that sealed it has returned

@@ -17,12 +17,12 @@ partition logs with ``Log.open(..., readonly=True)``. Layout: docs/INTERNALS.md.
 
 from __future__ import annotations
 
-import logging
 import functools
+import logging
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import ConfigError, LogClosedError, VQSError
 from ..storage.dir_lock import DirLock
@@ -200,7 +200,7 @@ class Broker:
         if errors:
             raise errors[0]
 
-    def __enter__(self) -> "Broker":
+    def __enter__(self) -> Broker:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, LogClosedError, OffsetOutOfRange
 from .topic import ConsumerRecord, TopicPartition, wrap_records
@@ -41,7 +42,7 @@ class Consumer:
 
     def __init__(
         self,
-        broker: "Broker",
+        broker: Broker,
         topics=None,
         group: str | None = None,
         *,
@@ -332,7 +333,7 @@ class Consumer:
         self._closed = True
         self._event.set()
 
-    def __enter__(self) -> "Consumer":
+    def __enter__(self) -> Consumer:
         return self
 
     def __exit__(self, *exc) -> None:

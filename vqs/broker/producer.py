@@ -11,7 +11,8 @@ A Producer is cheap and thread-safe; any number of threads may share one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from .partitioner import RoundRobin, partition_for_key
@@ -50,7 +51,7 @@ def _headers(headers):
 class Producer:
     """Writes records to a Broker's topics. Get one with ``broker.producer()``."""
 
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self._broker = broker
         self._rr = RoundRobin()
 
@@ -184,7 +185,7 @@ class Producer:
         """Flush. The producer owns nothing else; the Broker owns the logs."""
         self.flush()
 
-    def __enter__(self) -> "Producer":
+    def __enter__(self) -> Producer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -61,8 +61,8 @@ import struct
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from itertools import chain, repeat, starmap
-from typing import Callable, Iterable
 
 from ..errors import (
     BatchEntryIdsNotDistinct,
@@ -82,7 +82,6 @@ from ..errors import (
     QueueError,
     QueueMessageTooLarge,
     ReceiptHandleExpired,
-    ReceiptHandleIsInvalid,
     TooManyEntriesInBatchRequest,
 )
 from ..storage.durable_file import atomic_write
@@ -202,7 +201,7 @@ class Message:
     _fifo = False
 
     @classmethod
-    def _first_delivery(cls, pfx: str, o: int, body, ts: int, handle: str, now: int) -> "Message":
+    def _first_delivery(cls, pfx: str, o: int, body, ts: int, handle: str, now: int) -> Message:
         """A plain message (no headers) received for the first time."""
         m = cls.__new__(cls)
         m._pfx = pfx
@@ -295,15 +294,15 @@ class Queue:
 
     @classmethod
     def _open(cls, path: str, name: str, *, clock: Callable[[], float],
-              resolver: Callable[[str], "Queue | None"] | None = None,
-              lister: Callable[[], list] | None = None) -> "Queue":
+              resolver: Callable[[str], Queue | None] | None = None,
+              lister: Callable[[], list] | None = None) -> Queue:
         self = object.__new__(cls)
         self.name = name
         self.path = path
         self._clock = clock
         self._now_ms = _now_ms_from(clock)
         self._resolver = resolver or (lambda n: None)
-        self._lister = lister or (lambda: [])
+        self._lister = lister or (list)
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._waiting = 0
@@ -1837,7 +1836,7 @@ class Queue:
 
     # =========================================================== DLQ moves
 
-    def _finish_moves(self, moves: list, dlq: "Queue | None") -> bool:
+    def _finish_moves(self, moves: list, dlq: Queue | None) -> bool:
         """Append the moving messages to ``dlq``, then delete them here: a crash in
         between leaves a duplicate, never a loss."""
         try:
@@ -2280,7 +2279,7 @@ class Queue:
                     self._flush_dels_locked()
             else:
                 dels = []
-                for g, dq in list(self._groups.items()):
+                for _g, dq in list(self._groups.items()):
                     for o in list(dq):
                         e = self._live.get(o)
                         if e is not None and e[_STATE] != AVAILABLE:

@@ -138,11 +138,11 @@ class QueueConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_json(cls, d: dict) -> "QueueConfig":
+    def from_json(cls, d: dict) -> QueueConfig:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known})
 
-    def updated(self, changes: dict) -> "QueueConfig":
+    def updated(self, changes: dict) -> QueueConfig:
         """A copy with ``changes`` (already normalized Python names) applied and validated."""
         new = replace(self, **changes)
         new.validate()
@@ -255,9 +255,8 @@ def normalize(attrs: dict, *, creating: bool) -> dict:
             out[key] = _check_py_value(key, val)
             continue
         raise InvalidAttributeName(f"Unknown Attribute {key}.")
-    if not creating:
-        if "fifo" in out:
-            raise InvalidAttributeName("Unknown Attribute FifoQueue. (set only when creating a queue)")
+    if not creating and "fifo" in out:
+        raise InvalidAttributeName("Unknown Attribute FifoQueue. (set only when creating a queue)")
     return out
 
 

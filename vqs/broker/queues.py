@@ -19,7 +19,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import (
     ConfigError,
@@ -324,7 +324,7 @@ class QueueRegistry:
         if err is not None:
             raise err
 
-    def __enter__(self) -> "QueueRegistry":
+    def __enter__(self) -> QueueRegistry:
         return self
 
     def __exit__(self, *exc) -> None:

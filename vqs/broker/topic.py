@@ -173,9 +173,8 @@ class Topic:
         """
         log = self.log(partition)
         records = log.read(offset, max_records=max_records, max_bytes=max_bytes)
-        if not records and timeout > 0:
-            if log.wait_for(offset, timeout):
-                records = log.read(offset, max_records=max_records, max_bytes=max_bytes)
+        if not records and timeout > 0 and log.wait_for(offset, timeout):
+            records = log.read(offset, max_records=max_records, max_bytes=max_bytes)
         return wrap_records(self.name, partition, records)
 
     # -- new-data notification (consumers waiting on several partitions) -------------

@@ -9,4 +9,4 @@ from queue import Empty, Full
 from .queue import HybridMetrics, HybridQueue
 from .serializers import Serializer
 
-__all__ = ["HybridQueue", "HybridMetrics", "Serializer", "Empty", "Full"]
+__all__ = ["Empty", "Full", "HybridMetrics", "HybridQueue", "Serializer"]

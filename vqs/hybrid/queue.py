@@ -47,15 +47,16 @@ import sys
 import threading
 import time
 import warnings
-from collections import deque
-from dataclasses import asdict, dataclass
 from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from itertools import accumulate, islice
 from operator import sub as _sub
 from queue import Empty, Full
-from typing import Any, Iterable
+from typing import Any
 
-from ..errors import ConfigError, LogClosedError, MessageTooLarge, SerializationError, VQSError
+from ..errors import ConfigError, LogClosedError, MessageTooLarge, VQSError
 from ..storage.dir_lock import DirLock
 from ..storage.durable_file import atomic_write
 from ..storage.log import Log
@@ -617,7 +618,7 @@ class HybridQueue:
         zero_copy = self.serializer.accepts_buffers
         cache, csz = self._cache, self._csz
         added = 0
-        while off < end and (want is None and added == 0 or want is not None and added < want):
+        while off < end and ((want is None and added == 0) or (want is not None and added < want)):
             batches = self._log.read_batches(off, max_bytes=READAHEAD_BYTES)
             if not batches:
                 break
@@ -827,7 +828,7 @@ class HybridQueue:
                 ResourceWarning, stacklevel=2,
             )
 
-    def __enter__(self) -> "HybridQueue":
+    def __enter__(self) -> HybridQueue:
         return self
 
     def __exit__(self, *exc) -> None:

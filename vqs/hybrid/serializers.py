@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ConfigError, SerializationError
 

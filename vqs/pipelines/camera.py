@@ -88,8 +88,7 @@ def generate(cameras: int = 8, seconds: int = 60, *, start_ms: int | None = None
         cam = f"cam-{c:02d}"
         # one end-of-stream marker per camera, far enough ahead to close every window
         events.append((last_arrival + 1, cam, {"camera": cam, "frame": -1, "ts": end + 60_000, "type": EOS, "bytes": 0}))
-    for e in events:
-        yield e
+    yield from events
     return FeedStats(cameras, len(events) - cameras, dropped, late, start, end)
 
 

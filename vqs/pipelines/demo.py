@@ -40,7 +40,7 @@ class LocalServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60.0) -> "LocalServer":
+    def start(self, timeout: float = 60.0) -> LocalServer:
         import httpx
 
         self._log = open(self.log_path, "ab")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .settings import DEFAULT_PORT, Settings, load_settings
 
-__all__ = ["DEFAULT_PORT", "Settings", "load_settings", "create_app", "serve"]
+__all__ = ["DEFAULT_PORT", "Settings", "create_app", "load_settings", "serve"]
 
 
 def create_app(settings: Settings | None = None, *, broker=None):

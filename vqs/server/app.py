@@ -199,7 +199,7 @@ class VQSMiddleware:
             self._err.labels("rest", e.code).inc()
             await _send(send, *_json(e.status, e.body(), e.headers))
             return True
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             api = from_vqs_error(e)
             if api is None:
                 raise

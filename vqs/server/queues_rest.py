@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Optional
 
 from fastapi import APIRouter, Query
 
 from .context import ServerContext
 from .errors import APIError
-from .rest import (QueueCreate, QueueDelete, QueueReceive, QueueSend, QueueUpdate, Tags, VisibilityChange,
-                   _check_name, _name, jresp)
+from .rest import (
+    QueueCreate,
+    QueueDelete,
+    QueueReceive,
+    QueueSend,
+    QueueUpdate,
+    Tags,
+    VisibilityChange,
+    _check_name,
+    _name,
+    jresp,
+)
 
 
 def _message_json(m) -> dict:
@@ -55,7 +64,7 @@ def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
         return await ctx.run(fn, *a, **kw)
 
     @r.get("/queues", tags=["queues"], summary="List queues")
-    async def list_queues(prefix: Optional[str] = Query(None, max_length=200)):
+    async def list_queues(prefix: str | None = Query(None, max_length=200)):
         return jresp({"queues": broker().queues(prefix or None)})
 
     @r.post("/queues", tags=["queues"], summary="Create a queue", status_code=201)

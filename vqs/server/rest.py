@@ -10,16 +10,15 @@ import base64
 import binascii
 import json
 import time
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import VQSError
 from .context import ServerContext
 from .errors import APIError
-from .wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, START_OFFSET, batch_parts, decode_body
+from .wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, START_OFFSET, decode_body
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,200}$"
 _json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -107,10 +106,10 @@ class TopicCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(..., pattern=NAME_PATTERN)
     partitions: int = Field(1, ge=1, le=10_000)
-    retention_ms: Optional[int] = Field(None, ge=1)
-    retention_bytes: Optional[int] = Field(None, ge=1)
-    segment_bytes: Optional[int] = Field(None, ge=4096, le=1 << 31)
-    compression: Optional[Literal["zstd", "lz4"]] = None
+    retention_ms: int | None = Field(None, ge=1)
+    retention_bytes: int | None = Field(None, ge=1)
+    segment_bytes: int | None = Field(None, ge=4096, le=1 << 31)
+    compression: Literal["zstd", "lz4"] | None = None
 
 
 class OffsetCommit(BaseModel):
@@ -143,8 +142,8 @@ class QueueCreate(BaseModel):
     receive_wait_seconds: int = Field(0, ge=0, le=20)
     retention_seconds: int = Field(345600, ge=60, le=1209600)
     max_message_bytes: int = Field(1048576, ge=1024, le=1048576)
-    dead_letter_queue: Optional[str] = Field(None, pattern=NAME_PATTERN)
-    max_receive_count: Optional[int] = Field(None, ge=1, le=1000)
+    dead_letter_queue: str | None = Field(None, pattern=NAME_PATTERN)
+    max_receive_count: int | None = Field(None, ge=1, le=1000)
     fifo: bool = False
     content_based_deduplication: bool = False
     tags: dict[str, str] = Field(default_factory=dict, max_length=50)
@@ -152,24 +151,24 @@ class QueueCreate(BaseModel):
 
 class QueueUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    visibility_timeout: Optional[int] = Field(None, ge=0, le=43200)
-    delay_seconds: Optional[int] = Field(None, ge=0, le=900)
-    receive_wait_seconds: Optional[int] = Field(None, ge=0, le=20)
-    retention_seconds: Optional[int] = Field(None, ge=60, le=1209600)
-    max_message_bytes: Optional[int] = Field(None, ge=1024, le=1048576)
-    dead_letter_queue: Optional[str] = Field(None, pattern=NAME_PATTERN)
-    max_receive_count: Optional[int] = Field(None, ge=1, le=1000)
-    content_based_deduplication: Optional[bool] = None
+    visibility_timeout: int | None = Field(None, ge=0, le=43200)
+    delay_seconds: int | None = Field(None, ge=0, le=900)
+    receive_wait_seconds: int | None = Field(None, ge=0, le=20)
+    retention_seconds: int | None = Field(None, ge=60, le=1209600)
+    max_message_bytes: int | None = Field(None, ge=1024, le=1048576)
+    dead_letter_queue: str | None = Field(None, pattern=NAME_PATTERN)
+    max_receive_count: int | None = Field(None, ge=1, le=1000)
+    content_based_deduplication: bool | None = None
 
 
 class QueueMessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    body: Optional[str] = Field(None, max_length=1 << 20)
-    body_b64: Optional[str] = Field(None, max_length=(1 << 20) * 4 // 3 + 4)
-    delay_seconds: Optional[int] = Field(None, ge=0, le=900)
-    attributes: Optional[dict[str, str]] = Field(None, max_length=10)
-    group_id: Optional[str] = Field(None, max_length=128)
-    dedup_id: Optional[str] = Field(None, max_length=128)
+    body: str | None = Field(None, max_length=1 << 20)
+    body_b64: str | None = Field(None, max_length=(1 << 20) * 4 // 3 + 4)
+    delay_seconds: int | None = Field(None, ge=0, le=900)
+    attributes: dict[str, str] | None = Field(None, max_length=10)
+    group_id: str | None = Field(None, max_length=128)
+    dedup_id: str | None = Field(None, max_length=128)
 
 
 class QueueSend(BaseModel):
@@ -180,8 +179,8 @@ class QueueSend(BaseModel):
 class QueueReceive(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_messages: int = Field(1, ge=1, le=1000)
-    wait_seconds: Optional[float] = Field(None, ge=0, le=20)
-    visibility_timeout: Optional[int] = Field(None, ge=0, le=43200)
+    wait_seconds: float | None = Field(None, ge=0, le=20)
+    visibility_timeout: int | None = Field(None, ge=0, le=43200)
 
 
 class QueueDelete(BaseModel):
@@ -328,7 +327,7 @@ def build_router(ctx: ServerContext) -> APIRouter:
 
     @r.get("/topics/{topic}/offsets", tags=["topics"], summary="Start and end offset of every partition")
     async def offsets(topic: str = _name("topic"),
-                      timestamp_ms: Optional[int] = Query(None, ge=0, le=(1 << 63) - 1,
+                      timestamp_ms: int | None = Query(None, ge=0, le=(1 << 63) - 1,
                                                           description="also give the first offset at or after this time")):
         t = broker().topic(_check_name(topic, "topic"))
         parts = []
@@ -427,12 +426,12 @@ def build_router(ctx: ServerContext) -> APIRouter:
            responses=_MESSAGES_RESPONSES)
     async def consume(request: Request, topic: str = _name("topic"),
                       partition: int = Query(0, ge=0, le=10_000),
-                      offset: Optional[int] = Query(None, ge=0, le=(1 << 63) - 1,
+                      offset: int | None = Query(None, ge=0, le=(1 << 63) - 1,
                                                     description="default: the group's committed offset, else the start"),
                       limit: int = Query(100, ge=1, le=100_000),
                       max_bytes: int = Query(1 << 20, ge=1, le=64 << 20),
                       wait_ms: int = Query(0, ge=0, le=3_600_000),
-                      group: Optional[str] = Query(None, pattern=NAME_PATTERN),
+                      group: str | None = Query(None, pattern=NAME_PATTERN),
                       encoding: Literal["text", "base64"] = Query("text")):
         b = broker()
         t = b.topic(_check_name(topic, "topic"))

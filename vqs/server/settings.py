@@ -11,8 +11,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ConfigError
 

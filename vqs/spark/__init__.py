@@ -17,14 +17,14 @@ from .schema import arrow_schema, source_schema
 from .source import VQSDataSource
 
 __all__ = [
-    "VQSDataSource",
-    "register",
-    "source_schema",
-    "arrow_schema",
     "ReadOptions",
+    "VQSDataSource",
     "WriteOptions",
+    "arrow_schema",
     "parse_read_options",
     "parse_write_options",
+    "register",
+    "source_schema",
 ]
 
 

@@ -132,7 +132,7 @@ class PathSource:
         for lg in logs.values():
             try:
                 lg.close()
-            except Exception:  # noqa: BLE001 - closing readers is best effort
+            except Exception:
                 pass
 
     def __getstate__(self):  # never pickle open logs
@@ -147,7 +147,7 @@ class SharedOwnership:
         self.data_dir = data_dir
         self._lock = DirLock(data_dir, shared=True)
 
-    def acquire(self) -> "SharedOwnership":
+    def acquire(self) -> SharedOwnership:
         require_data_dir(self.data_dir)
         try:
             self._lock.acquire()

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from ..errors import ConfigError
 
@@ -100,7 +100,7 @@ def _location(options: Mapping[str, str]) -> tuple[str | None, str | None]:
         raise ConfigError(
             "option 'path' (a VQS data directory) or 'url' (a VQS server, http://host:port) is required"
         )
-    if url and not (url.startswith("http://") or url.startswith("https://")):
+    if url and not (url.startswith(("http://", "https://"))):
         raise ConfigError(f"option 'url' must start with http:// or https://, got {url!r}")
     return path, url
 

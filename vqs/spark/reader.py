@@ -12,7 +12,7 @@ those of a user-specified schema (``columns``, see
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
@@ -136,10 +136,10 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
             parts[i] += 1
             spare -= 1
     out = []
-    for r, parts in zip(ranges, parts):
-        step, extra = divmod(r.size, parts)
+    for r, n_parts in zip(ranges, parts):
+        step, extra = divmod(r.size, n_parts)
         s = r.start
-        for i in range(parts):
+        for i in range(n_parts):
             e = s + step + (1 if i < extra else 0)
             out.append(OffsetRange(r.topic, r.partition, s, e))
             s = e

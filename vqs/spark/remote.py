@@ -366,8 +366,8 @@ def _already_published(client, topic: str, partition: int, before: int, rows) ->
             continue
         k = 0
         while (k < len(want_v) and s + k < n and have_v[s + k] == want_v[k]
-               and (want_k is None and (have_k is None or have_k[s + k] is None)
-                    or want_k is not None and have_k is not None and have_k[s + k] == want_k[k])):
+               and ((want_k is None and (have_k is None or have_k[s + k] is None))
+                    or (want_k is not None and have_k is not None and have_k[s + k] == want_k[k]))):
             k += 1
         if s + k == n or k == len(want_v):  # a run reaching the end, or the whole group
             best = max(best, k)

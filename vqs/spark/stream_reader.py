@@ -68,7 +68,7 @@ def rate_limit(start: dict, latest: dict, max_rows: int) -> dict:
         if s[4] < s[3]:
             s[4] += 1
             given += 1
-    for t, p, lo, n, take, _ in shares:
+    for t, p, lo, _n, take, _ in shares:
         end[t][p] = lo + take
     return end
 
@@ -129,7 +129,7 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for t, parts in cur.items():
             latest[t] = {}
             sp = start.get(t, {})
-            for p, (lo, hi) in parts.items():
+            for p, (_lo, hi) in parts.items():
                 s = sp.get(p, 0)
                 if hi < s:
                     _data_loss(
@@ -155,7 +155,7 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self):
         try:
             return {t: {p: hi for p, (lo, hi) in parts.items()} for t, parts in self._current().items()}
-        except Exception:  # noqa: BLE001 - only for progress reporting
+        except Exception:
             return None
 
     def getDefaultReadLimit(self):

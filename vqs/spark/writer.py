@@ -54,10 +54,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    ByteType,
     IntegerType,
     LongType,
     ShortType,
-    ByteType,
     StringType,
     StructType,
     TimestampNTZType,
@@ -179,10 +179,10 @@ class Rows:
     def __len__(self) -> int:
         return len(self.values)
 
-    def slice(self, a: int) -> "Rows":
+    def slice(self, a: int) -> Rows:
         return self.part(a, len(self.values))
 
-    def part(self, a: int, b: int) -> "Rows":
+    def part(self, a: int, b: int) -> Rows:
         return Rows(
             self.values[a:b],
             None if self.keys is None else self.keys[a:b],
@@ -190,7 +190,7 @@ class Rows:
             None if self.timestamps is None else self.timestamps[a:b],
         )
 
-    def extend(self, other: "Rows") -> None:
+    def extend(self, other: Rows) -> None:
         n0 = len(self.values)
         self.values.extend(other.values)
         for name in ("keys", "headers", "timestamps"):
@@ -374,7 +374,7 @@ class PathAppender:
     def end_offset(self, topic: str, partition: int) -> int:
         return self.log(topic, partition).end_offset
 
-    def append(self, topic: str, partition: int, rows: "Rows") -> None:
+    def append(self, topic: str, partition: int, rows: Rows) -> None:
         rows.append_to(self.log(topic, partition))
 
     def release(self) -> None:

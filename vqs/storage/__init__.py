@@ -7,4 +7,4 @@ Knows nothing of brokers, servers or Spark.
 from .log import FLUSH_POLICIES, RECOVERY_POLICIES, Log
 from .record_batch import Record, RecordBatch, decode_batch, encode_batch
 
-__all__ = ["Log", "Record", "RecordBatch", "encode_batch", "decode_batch", "FLUSH_POLICIES", "RECOVERY_POLICIES"]
+__all__ = ["FLUSH_POLICIES", "RECOVERY_POLICIES", "Log", "Record", "RecordBatch", "decode_batch", "encode_batch"]

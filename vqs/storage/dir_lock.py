@@ -27,7 +27,7 @@ class DirLock:
         self.shared = shared
         self._fd: int | None = None
 
-    def acquire(self) -> "DirLock":
+    def acquire(self) -> DirLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
@@ -60,7 +60,7 @@ class DirLock:
             finally:
                 os.close(fd)
 
-    def __enter__(self) -> "DirLock":
+    def __enter__(self) -> DirLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

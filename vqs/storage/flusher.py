@@ -22,7 +22,7 @@ log = logging.getLogger("vqs.storage")
 class Flusher:
     """The process-wide interval flusher (see module doc); use ``Flusher.shared()``."""
 
-    _shared: "Flusher | None" = None
+    _shared: Flusher | None = None
     _shared_lock = threading.Lock()
 
     def __init__(self) -> None:
@@ -32,7 +32,7 @@ class Flusher:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def shared(cls) -> "Flusher":
+    def shared(cls) -> Flusher:
         with cls._shared_lock:
             if cls._shared is None:
                 cls._shared = cls()

@@ -44,9 +44,9 @@ import os
 import threading
 import time
 import weakref
-from itertools import accumulate
 from _thread import allocate_lock as _allocate_lock
-from typing import Sequence
+from collections.abc import Sequence
+from itertools import accumulate, pairwise
 
 from ..errors import (
     ConfigError,
@@ -57,10 +57,9 @@ from ..errors import (
     VQSError,
 )
 from .dir_lock import DirLock
-from .flusher import Flusher
 from .durable_file import atomic_write, fsync_dir
+from .flusher import Flusher
 from .record_batch import (
-    CODEC_NONE,
     HEADER,
     Record,
     RecordBatch,
@@ -94,7 +93,7 @@ class _SealJob:
 
     __slots__ = ("_log", "__weakref__")
 
-    def __init__(self, owner: "Log") -> None:
+    def __init__(self, owner: Log) -> None:
         self._log = weakref.ref(owner)
 
     def _flush_tick(self) -> bool:
@@ -163,7 +162,7 @@ class Log:
         lock: bool = True,
         checkpoint_interval_ms: int = 5000,
         clock=None,
-    ) -> "Log":
+    ) -> Log:
         """Open (creating if needed) the log in directory ``path``.
 
         Settings are validated here; a bad value raises ConfigError naming it.
@@ -854,7 +853,7 @@ class Log:
             self._sync_locked()
             n = len(group)
             if group:
-                for a, b in zip(group, group[1:]):
+                for a, b in pairwise(group):
                     a[1] = b
                 group[0][0].release()
                 group = []
@@ -1285,7 +1284,7 @@ class Log:
         self._rcache = None
         self._hint = None
 
-    def __enter__(self) -> "Log":
+    def __enter__(self) -> Log:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
+from collections.abc import Iterable, Sequence
 from itertools import accumulate
-from typing import Iterable, Sequence
 
 import crc32c as _crc32c
 

@@ -229,4 +229,4 @@ def render_xml_error(err: SQSError, request_id: str) -> bytes:
         f'<?xml version="1.0"?><ErrorResponse xmlns="{NAMESPACE}"><Error><Type>{err.fault}</Type>'
         f"<Code>{_x(err.query_code)}</Code><Message>{_x(err.message)}</Message><Detail/></Error>"
         f"<RequestId>{request_id}</RequestId></ErrorResponse>"
-    ).encode("utf-8")
+    ).encode()

@@ -162,7 +162,7 @@ def _select_attributes(attrs: dict, names: list) -> dict:
     out = {}
     prefixes = [n[:-2] for n in names if n.endswith(".*")]
     for k, v in attrs.items():
-        if k in names or any(k.startswith(p + ".") or k.startswith(p) and p.endswith(".") for p in prefixes):
+        if k in names or any(k.startswith(p + ".") or (k.startswith(p) and p.endswith(".")) for p in prefixes):
             out[k] = v
     return out
 
@@ -302,7 +302,7 @@ class SQSService:
             status, out, hs = self._error(e, is_json, request_id)
         except QueueError as e:
             status, out, hs = self._error(from_queue_error(e), is_json, request_id)
-        except (InvalidName,) as e:
+        except InvalidName as e:
             status, out, hs = self._error(SQSError("InvalidParameterValue", str(e)), is_json, request_id)
         except VQSError as e:
             if type(e).__name__ == "LogClosedError":
