@@ -27,104 +27,73 @@ box, whichever comes first, and their rate is items done / time taken. The
 queue cycle runs ``--repeat`` interleaved rounds of every workload (vqs and
 peers alike) and reports each one's best round, as bench/log_bench.py does.
 
-Prints a table and the ratios against the bars of issue 3, and writes JSON
-(default bench/queue_bench.json).
+Prints Markdown (the run's date, machine, command and commit; the result
+table; the ratios against the bars of issue 3) ready for bench/RESULTS.md,
+and writes JSON (default bench/queue_bench.json) whose ``figures``
+bench/ab.py compares. Progress goes to stderr.
 
     python bench/queue_bench.py            # full run (about 3 minutes)
     python bench/queue_bench.py --quick    # counts scaled down
     python bench/queue_bench.py --only hybrid
 
-Bench-only peers: ``pip install persist-queue litequeue``.
+Bench-only peers: ``pip install -e ".[bench]"`` (persist-queue, litequeue).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import gc
-import json
 import os
-import platform
 import queue as _stdqueue
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+import _common as C  # before any vqs import: it decides which vqs is measured
 
-import vqs  # noqa: E402
-from vqs.hybrid import HybridQueue  # noqa: E402
+import vqs
+from vqs.hybrid import HybridQueue
 
 BODY = b"x" * 100
 _now = time.perf_counter
 
 
-def _machine() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
-    return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "loadavg_at_start": load,
-    }
-
-
 class Bench:
-    def __init__(self, args):
+    def __init__(self, args, base: str):
         self.args = args
         self.rows: list[dict] = []
-        self.base = tempfile.mkdtemp(prefix="vqs-queue-bench-", dir=args.dir)
+        self.base = base
+        self._rounds: list[dict] | None = None
 
     def fresh(self, name: str) -> str:
         p = os.path.join(self.base, name)
-        shutil.rmtree(p, ignore_errors=True)
+        C.drop(p)  # names repeat across rounds
         return p
 
     def start_rounds(self) -> None:
         """Collect rows instead of recording them, until finish_rounds()."""
-        self._rounds: dict | None = {}
+        self._rounds = []
 
     def finish_rounds(self) -> None:
         """Record the best round of each workload (load from other users of a
         shared machine only ever slows a round down), noting the worst."""
         rounds, self._rounds = self._rounds, None
-        for (group, name), runs in rounds.items():
-            best = max(runs, key=lambda r: r[0] / r[1])
-            worst = min(runs, key=lambda r: r[0] / r[1])
-            note = f"best of {len(runs)} (worst {(worst[0] / worst[1]) / (best[0] / best[1]):.2f}x)"
-            self.record(group, name, best[0], best[1], note)
+        for row in C.best_of_rounds(rounds, lambda r: (r["group"], r["name"]), "per_s"):
+            self._add(row)
 
-    def record(self, group: str, name: str, items: int, seconds: float, note: str = "") -> dict:
-        if getattr(self, "_rounds", None) is not None:
-            self._rounds.setdefault((group, name), []).append((items, seconds))
-            print(f"    round: {name:46s} {items / seconds:>12,.0f} /s", flush=True)
-            return {}
+    def record(self, group: str, name: str, items: int, seconds: float, note: str = "") -> None:
         row = {"group": group, "name": name, "items": items, "seconds": round(seconds, 4),
-               "per_s": items / seconds if seconds > 0 else float("inf"), "note": note}
-        self.rows.append(row)
-        print(f"  {group:8s} {name:46s} {row['per_s']:>12,.0f} /s   ({items} in {seconds:.2f} s) {note}",
-              flush=True)
-        return row
+               "per_s": C.rate(items, seconds), "note": note}
+        if self._rounds is not None:
+            self._rounds.append(row)
+            C.note(f"    round: {name:46s} {row['per_s']:>12,.0f} /s")
+        else:
+            self._add(row)
 
-    def close(self):
-        shutil.rmtree(self.base, ignore_errors=True)
+    def _add(self, row: dict) -> None:
+        self.rows.append(row)
+        C.note(f"  {row['group']:8s} {row['name']:46s} {row['per_s']:>12,.0f} /s   "
+               f"({row['items']} in {row['seconds']:.2f} s) {row['note']}")
 
 
 # --------------------------------------------------------------- (a) queues
@@ -208,7 +177,7 @@ def cycle_litequeue(b: Bench, k: int, n: int) -> None:
 
 
 def run_queues(b: Bench) -> None:
-    print("(a) queue cycle: send -> receive -> delete, 100-byte bodies", flush=True)
+    C.note("(a) queue cycle: send -> receive -> delete, 100-byte bodies")
     s = b.args.scale
     b.start_rounds()
     for _ in range(b.args.repeat):  # rounds interleave every workload
@@ -219,12 +188,12 @@ def run_queues(b: Bench) -> None:
                     cycle_vqs(b, k, n, None)
                     cycle_vqs(b, k, max(k, n // 10), "always")
                 except Exception as e:  # report, keep benchmarking the rest
-                    print(f"  vqs queue batch {k}: FAILED {type(e).__name__}: {e}", flush=True)
+                    C.note(f"  vqs queue batch {k}: FAILED {type(e).__name__}: {e}")
             for fn in (cycle_sqliteack, cycle_litequeue):
                 try:
                     fn(b, k, int(20_000 * s))
                 except ImportError as e:
-                    print(f"  {fn.__name__}: skipped ({e}; pip install persist-queue litequeue)")
+                    C.note(f"  {fn.__name__}: skipped ({e}; pip install persist-queue litequeue)")
     b.finish_rounds()
 
 
@@ -261,7 +230,7 @@ def _interleaved(q, n: int) -> float:
 
 
 def run_hybrid(b: Bench) -> None:
-    print("(b) HybridQueue put N then get N, 100-byte bytes items", flush=True)
+    C.note("(b) HybridQueue put N then get N, 100-byte bytes items")
     s = b.args.scale
     reps = 5
 
@@ -316,7 +285,7 @@ def run_hybrid(b: Bench) -> None:
     try:
         import persistqueue
     except ImportError as e:
-        print(f"  persist-queue Queue: skipped ({e})")
+        C.note(f"  persist-queue Queue: skipped ({e})")
         return
     path = b.fresh("pq-queue")
     pq = persistqueue.Queue(path, tempdir=b.base)
@@ -349,7 +318,7 @@ def ratios(rows: list[dict]) -> list[dict]:
 
     def bar(name, value, target, ok):
         out.append({"bar": name, "value": value, "target": target,
-                    "met": None if value is None else ok(value)})
+                    "ok": None if value is None or ok is None else ok(value)})
 
     v10 = _rate(rows, "vqs queue flush=interval (default), batch 10")
     ack10 = _rate(rows, "persist-queue SQLiteAckQueue, batch 10")
@@ -372,24 +341,38 @@ def ratios(rows: list[dict]) -> list[dict]:
         lambda v: v >= 100)
     hd = _rate(rows, "HybridQueue durable=True (put, get)")
     bar("HybridQueue durable (fsync per put) / persist-queue Queue (fsync per put)",
-        hd / pq if hd and pq else None, "(no bar; same durability)", lambda v: True)
+        hd / pq if hd and pq else None, "no bar (same durability)", None)
     return out
+
+
+def figures(rows: list[dict]) -> list[dict]:
+    """Every row's rate (higher is better), for bench/ab.py."""
+    return [C.figure(f"{r['group']} | {r['name']}", r["per_s"], "items/s",
+                     vqs=r["name"].startswith(("vqs", "HybridQueue"))) for r in rows]
+
+
+def results_table(rows: list[dict]) -> str:
+    return C.markdown_table(
+        ["part", "workload (100-byte bodies)", "items", "seconds", "msg/s", "note"],
+        [[r["group"], r["name"], f"{r['items']:,}", f"{r['seconds']:.3f}", C.fmt_num(r["per_s"]), r["note"]]
+         for r in rows],
+        right=[2, 3, 4])
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="See the module docstring for the workloads.")
-    ap.add_argument("--quick", action="store_true", help="scale counts down (about 5x)")
+    ap.add_argument("--quick", action="store_true", help="scale counts down (about 5x), one round")
     ap.add_argument("--only", choices=("queue", "hybrid"), help="run one part only")
     ap.add_argument("--peer-seconds", type=float, default=4.0,
-                    help="time box of each slow peer run (default 4)")
+                    help="time box of each slow peer run (default 4, --quick at most 3)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="rounds of the queue cycle, interleaved; each workload's best "
                          "round is reported, vqs and peers alike (default 3, --quick 1)")
-    ap.add_argument("--dir", default=None, help="where to put the data (default: a temp dir)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "queue_bench.json"),
-                    help="JSON output (default bench/queue_bench.json)")
+    ap.add_argument("--dir", default=None, help="parent of the scratch directory (default: the system temp dir)")
+    ap.add_argument("--json", "--out", dest="json", default=os.path.join(C.HERE, "queue_bench.json"),
+                    help="JSON output (default bench/queue_bench.json; '' for none)")
     args = ap.parse_args(argv)
     args.scale = 0.2 if args.quick else 1.0
     if args.quick:
@@ -398,37 +381,21 @@ def main(argv=None) -> int:
     if args.repeat < 1:
         ap.error(f"--repeat {args.repeat}: must be >= 1")
 
-    b = Bench(args)
-    started = _dt.datetime.now(_dt.UTC)
-    machine = _machine()
-    print(f"VQS queue bench — {started:%Y-%m-%d %H:%M} UTC — {machine['cpu']} x{machine['cpus']}, "
-          f"Python {machine['python']}, load {machine['loadavg_at_start']}", flush=True)
-    try:
+    info = C.run_info("queue_bench", argv, __file__)
+    C.note(f"VQS queue bench: {C.machine_text(info['machine'])}")
+    with C.scratch_dir("vqs-queue-bench-", args.dir) as base:
+        b = Bench(args, base)
         if args.only in (None, "queue"):
             run_queues(b)
         if args.only in (None, "hybrid"):
             run_hybrid(b)
-    finally:
-        b.close()
 
-    rs = ratios(b.rows)
-    print("\nBars (issue 3):")
-    for r in rs:
-        v = "n/a" if r["value"] is None else (f"{r['value']:,.0f}" if r["value"] >= 1000 else f"{r['value']:.2f}")
-        met = {True: "MET", False: "NOT MET", None: "n/a"}[r["met"]]
-        print(f"  {r['bar']:75s} {v:>12s}  target {r['target']:12s} {met}")
-    report = {
-        "date": started.isoformat(timespec="seconds"),
-        "machine": machine,
-        "command": " ".join([os.path.relpath(sys.argv[0], ROOT) if sys.argv else "bench/queue_bench.py",
-                             *(argv if argv is not None else sys.argv[1:])]),
-        "rows": b.rows,
-        "bars": rs,
-    }
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=2)
-        print(f"\nwrote {os.path.relpath(args.out)}")
+    bars = ratios(b.rows)
+    print(f"## Queues and HybridQueue — bench/queue_bench.py\n\n{C.run_header_md(info)}\n")
+    print(results_table(b.rows))
+    print("\nRatios against the bars (issue 3):\n")
+    print(C.bars_table(bars))
+    C.write_json(args.json, {**info, "rows": b.rows, "bars": bars, "figures": figures(b.rows)})
     return 0
 
 

@@ -1,6 +1,6 @@
 """Server benchmark: VQS over HTTP vs Redis Streams and NATS JetStream, one run.
 
-    python bench/server_bench.py [--quick] [--json out.json] [--update-results]
+    python bench/server_bench.py [--quick] [--json out.json]
 
 Starts everything itself on 127.0.0.1 (a VQS server process, ``redis-server``,
 ``nats-server -js``) in a temporary directory and stops it afterwards.
@@ -20,25 +20,26 @@ runs with ``--flush interval --flush-interval-ms 1000`` (acknowledged writes
 reach the OS at once and are fsynced within a second: the same promise as
 everysec); JetStream's file store acknowledges after writing to the OS and
 fsyncs on its own timer (``sync_interval``, 2 minutes by default in 2.9).
+
+Prints Markdown (the run's date, machine, command and commit, and the table)
+ready for bench/RESULTS.md, and writes JSON (default bench/server_bench.json)
+whose ``figures`` bench/ab.py compares.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import _common as C  # before any vqs import: it decides which vqs is measured
 
 VALUE = b"x" * 100
 
@@ -60,8 +61,7 @@ def wait_port(port: int, timeout: float = 20) -> None:
     raise RuntimeError(f"nothing listens on port {port}")
 
 
-def rate(n: int, seconds: float) -> float:
-    return n / seconds if seconds > 0 else float("inf")
+rate = C.rate
 
 
 def threads(k: int, fn) -> float:
@@ -101,7 +101,7 @@ class VQSServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "vqs.server", "--data-dir", self.dir, "--port", str(self.port),
              "--flush", "interval", "--flush-interval-ms", "1000", "--log-level", "warning"],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=C.vqs_home(), env=C.child_env())
         wait_port(self.port)
         import httpx
 
@@ -345,9 +345,9 @@ def bench_nats(tmp: str, n: int, n_single: int) -> dict:
 
 
 # ------------------------------------------------------------------------------ main
-def table(res: dict) -> str:
+def table_rows(res: dict) -> list[tuple]:
     v, r, ns, s = res["vqs"], res["redis"], res["nats"], res["sqs"]
-    rows = [
+    return [
         ("produce, batch 1, 1 client", v.get("produce_b1_c1"), r.get("xadd_b1_c1"), ns.get("js_publish_b1_c1")),
         ("produce, batch 100, 1 client", v.get("produce_b100_c1"), r.get("xadd_pipelined_b100_c1"),
          ns.get("js_publish_100_in_flight_c1")),
@@ -361,68 +361,56 @@ def table(res: dict) -> str:
         ("SQS send+receive+delete, batch 10 (boto3)", s.get("sqs_cycle_b10"), None, None),
     ]
 
-    def f(x):
-        return "—" if x is None else f"{x:,.0f}"
 
-    def ratio(a, b):
-        return "—" if a is None or b is None else f"{a / b:.2f}×"
-
-    lines = ["| workload (100-byte messages) | VQS msg/s | Redis Streams msg/s | NATS JetStream msg/s | VQS / Redis |",
-             "|---|---:|---:|---:|---:|"]
-    for name, a, b, c in rows:
-        lines.append(f"| {name} | {f(a)} | {f(b)} | {f(c)} | {ratio(a, b)} |")
-    return "\n".join(lines)
+def table(res: dict) -> str:
+    return C.markdown_table(
+        ["workload (100-byte messages)", "VQS msg/s", "Redis Streams msg/s", "NATS JetStream msg/s", "VQS / Redis"],
+        [[name, C.fmt_num(a), C.fmt_num(b), C.fmt_num(c), C.fmt_ratio(None if a is None or b is None else a / b)]
+         for name, a, b, c in table_rows(res)],
+        right=[1, 2, 3, 4])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def figures(res: dict) -> list[dict]:
+    out = []
+    for name, a, b, c in table_rows(res):
+        for system, x in (("vqs", a), ("redis", b), ("nats", c)):
+            if x is not None:
+                out.append(C.figure(f"{system} | {name}", x, "msg/s", vqs=system == "vqs"))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small counts (a smoke run)")
-    ap.add_argument("--json", help="also write the results here")
-    ap.add_argument("--update-results", action="store_true", help="rewrite the Server section of bench/RESULTS.md")
-    args = ap.parse_args()
+    ap.add_argument("--json", default=os.path.join(C.HERE, "server_bench.json"),
+                    help="JSON output (default bench/server_bench.json; '' for none)")
+    args = ap.parse_args(argv)
     n, n_single, n_sqs = (20_000, 1_000, 200) if args.quick else (200_000, 5_000, 1_000)
-    res = {"n": n, "n_single": n_single, "n_sqs": n_sqs, "cpus": os.cpu_count(),
+    info = C.run_info("server_bench", argv, __file__)
+    res = {"n": n, "n_single": n_single, "n_sqs": n_sqs,
            "durability": {"vqs": "flush=interval, flush_interval_ms=1000 (fsync within 1 s)",
                           "redis": "appendonly yes, appendfsync everysec",
                           "nats": "JetStream file storage, default sync_interval"}}
-    tmp = tempfile.mkdtemp(prefix="vqs-server-bench-")
-    try:
+    with C.scratch_dir("vqs-server-bench-") as tmp:
+        C.note("VQS server ...")
         with VQSServer(tmp) as srv:
             res["vqs"] = bench_vqs(srv.url, n, n_single)
             res["sqs"] = bench_sqs(srv.url, n_sqs)
+        C.note("Redis ...")
         res["redis"] = bench_redis(tmp, n, n_single)
+        C.note("NATS ...")
         res["nats"] = bench_nats(tmp, n, n_single)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    t = table(res)
-    print(t)
-    print(json.dumps(res, indent=2))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=2)
-    if args.update_results:
-        update_results(t, res)
-
-
-def update_results(t: str, res: dict) -> None:
-    path = os.path.join(ROOT, "bench", "RESULTS.md")
-    head = "## Server — bench/server_bench.py"
-    body = (f"{head}\n\nOne run of `python bench/server_bench.py` on this machine ({res['cpus']} cores shared by "
-            f"client and server; {res['n']:,} messages for batched workloads, {res['n_single']:,} for batch-1, "
-            f"{res['n_sqs']:,} for SQS).\nDurability: VQS {res['durability']['vqs']}; Redis "
-            f"{res['durability']['redis']}; NATS {res['durability']['nats']}.\n\n{t}\n\n"
-            "Clients: vqs.Client (httpx, binary record-batch bodies), redis-py, nats-py; 16 clients are threads "
-            "of one Python process.\n")
-    text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-    if head in text:
-        a = text.index(head)
-        nxt = text.find("\n## ", a + len(head))
-        text = text[:a] + body + (text[nxt + 1:] if nxt >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + body
-    with open(path, "w") as f:
-        f.write(text)
+    for peer in ("redis", "nats"):
+        if "error" in res[peer]:
+            C.note(f"{peer}: {res[peer]['error']}")
+    print(f"## Server — bench/server_bench.py\n\n{C.run_header_md(info)}\n")
+    print(f"{n:,} messages for batched workloads, {n_single:,} for batch-1, {n_sqs:,} for SQS. "
+          f"Durability: VQS {res['durability']['vqs']}; Redis {res['durability']['redis']}; "
+          f"NATS {res['durability']['nats']}.\n")
+    print(table(res))
+    C.write_json(args.json, {**info, **res, "figures": figures(res)})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -24,22 +24,22 @@ One local SparkSession (``local[2]`` by default). N records of S random bytes
 * ``API floor 1 col`` the same with a one-column (``value``) batch: the floor
                       of the projected read.
 
-Each measurement is the best of ``--repeat`` runs after two warm-up runs. Prints a
-table and writes JSON (``--json``). Bars (issue 5): read >= 0.8 x Parquet,
-write >= 0.6 x Parquet.
+Each measurement is the best of ``--repeat`` runs after two warm-up runs.
+Prints Markdown (the run's date, machine, command and commit, and the table)
+ready for bench/RESULTS.md, and writes JSON (``--json``) whose ``figures``
+bench/ab.py compares. Bars (issue 5): read >= 0.8 x Parquet, write >= 0.6 x
+Parquet.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
+import contextlib
 import os
-import platform
-import shutil
 import sys
-import tempfile
 import time
+
+import _common as C  # before any vqs import: it decides which vqs is measured
 
 
 def parse_args(argv=None):
@@ -51,7 +51,8 @@ def parse_args(argv=None):
     ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement, best kept (default 3)")
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed after)")
-    ap.add_argument("--json", default="bench/spark_bench.json", help="where to write the results (default bench/spark_bench.json)")
+    ap.add_argument("--json", default=os.path.join(C.HERE, "spark_bench.json"),
+                    help="where to write the results (default bench/spark_bench.json; '' for none)")
     return ap.parse_args(argv)
 
 
@@ -60,6 +61,7 @@ def make_session(master: str, confs: list[str] = (), app: str = "vqs-spark-bench
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = C.child_env()["PYTHONPATH"]  # Spark's Python workers: the measured vqs
     from pyspark.sql import SparkSession
 
     import vqs.spark
@@ -162,137 +164,137 @@ def best_of(fn, repeat: int, warmup: int = 2) -> tuple[float, object]:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    work = args.dir or tempfile.mkdtemp(prefix="vqs-spark-bench-")
-    os.makedirs(work, exist_ok=True)
+    info = C.run_info("spark_bench", argv, __file__)
+    with work_dir(args.dir, "vqs-spark-bench-") as work:
+        return _main(args, info, work)
+
+
+def work_dir(path: str | None, prefix: str):
+    """``path`` (kept) if given, else a scratch directory (removed after)."""
+    if path:
+        os.makedirs(path, exist_ok=True)
+        return contextlib.nullcontext(path)
+    return C.scratch_dir(prefix)
+
+
+def _main(args, info: dict, work: str) -> int:
     data = os.path.join(work, "data")
     pq = os.path.join(work, "records.parquet")
     n, size = args.records, args.size
     mb = n * size / 1e6
     rows = []
-    try:
-        print(f"filling topic: {n:,} records x {size} B ...", flush=True)
-        fill_s = fill_topic(data, "bench", n, size, args.partitions)
-        t0 = time.perf_counter()
-        spark = make_session(args.master)
-        session_s = time.perf_counter() - t0
+    C.note(f"filling topic: {n:,} records x {size} B ...")
+    fill_s = fill_topic(data, "bench", n, size, args.partitions)
+    t0 = time.perf_counter()
+    spark = make_session(args.master)
+    session_s = time.perf_counter() - t0
 
-        vqs_df = lambda: spark.read.format("vqs").option("path", data).option("topic", "bench").load()  # noqa: E731
-        vqs_df().write.mode("overwrite").parquet(pq)
-        pq_df = lambda: spark.read.parquet(pq)  # noqa: E731
+    vqs_df = lambda: spark.read.format("vqs").option("path", data).option("topic", "bench").load()  # noqa: E731
+    vqs_df().write.mode("overwrite").parquet(pq)
+    pq_df = lambda: spark.read.parquet(pq)  # noqa: E731
 
-        def measure(name, vqs_fn, pq_fn, check=None):
-            tv, rv = best_of(vqs_fn, args.repeat)
-            tp, rp = best_of(pq_fn, args.repeat) if pq_fn else (None, None)
-            if check is not None:
-                check(rv, rp)
-            rows.append({
-                "op": name, "vqs_s": tv, "parquet_s": tp,
-                "vqs_records_per_s": n / tv, "vqs_mb_per_s": mb / tv,
-                "ratio_vs_parquet": None if tp is None else tp / tv,
-            })
-            ratio = "" if tp is None else f"  parquet {tp:6.2f} s  ratio {tp / tv:4.2f}x"
-            print(f"  {name:<16} vqs {tv:6.2f} s{ratio}", flush=True)
+    def measure(name, vqs_fn, pq_fn, check=None):
+        tv, rv = best_of(vqs_fn, args.repeat)
+        tp, rp = best_of(pq_fn, args.repeat) if pq_fn else (None, None)
+        if check is not None:
+            check(rv, rp)
+        rows.append({
+            "op": name, "vqs_s": tv, "parquet_s": tp,
+            "vqs_records_per_s": n / tv, "vqs_mb_per_s": mb / tv,
+            "ratio_vs_parquet": None if tp is None else tp / tv,
+        })
+        ratio = "" if tp is None else f"  parquet {tp:6.2f} s  ratio {tp / tv:4.2f}x"
+        C.note(f"  {name:<16} vqs {tv:6.2f} s{ratio}")
 
-        def same(a, b):
-            assert a == b, (a, b)
+    def same(a, b):
+        assert a == b, (a, b)
 
-        measure("read count()", lambda: vqs_df().count(), lambda: pq_df().count(), same)
-        expect = n * size
+    measure("read count()", lambda: vqs_df().count(), lambda: pq_df().count(), same)
+    expect = n * size
 
-        def sum_len(df):
-            return df.selectExpr("sum(length(value)) s").first().s
+    def sum_len(df):
+        return df.selectExpr("sum(length(value)) s").first().s
 
-        measure("read sum(len)", lambda: sum_len(vqs_df()), lambda: sum_len(pq_df()),
-                lambda a, b: (same(a, b), same(a, expect)))
-        proj_df = lambda: (spark.read.format("vqs").schema("value binary")  # noqa: E731
-                           .option("path", data).option("topic", "bench").load())
-        measure("proj sum(len)", lambda: sum_len(proj_df()), lambda: sum_len(pq_df()),
-                lambda a, b: (same(a, b), same(a, expect)))
-        rows[-1]["note"] = 'projected read: .schema("value binary"), only the value column is built'
-        register_floor(spark, n, size, args.partitions)
-        measure("API floor sum", lambda: sum_len(spark.read.format("apifloor").load()), lambda: sum_len(pq_df()),
-                lambda a, b: same(a, b))
-        rows[-1]["note"] = "a Python data source doing no work: the ceiling for any Python source"
-        register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
-        measure("API floor 1 col", lambda: sum_len(spark.read.format("apifloor1").load()),
-                lambda: sum_len(pq_df()), lambda a, b: same(a, b))
-        rows[-1]["note"] = "the same, yielding only a value column: the ceiling for the projected read"
+    measure("read sum(len)", lambda: sum_len(vqs_df()), lambda: sum_len(pq_df()),
+            lambda a, b: (same(a, b), same(a, expect)))
+    proj_df = lambda: (spark.read.format("vqs").schema("value binary")  # noqa: E731
+                       .option("path", data).option("topic", "bench").load())
+    measure("proj sum(len)", lambda: sum_len(proj_df()), lambda: sum_len(pq_df()),
+            lambda a, b: (same(a, b), same(a, expect)))
+    rows[-1]["note"] = 'projected read: .schema("value binary"), only the value column is built'
+    register_floor(spark, n, size, args.partitions)
+    measure("API floor sum", lambda: sum_len(spark.read.format("apifloor").load()), lambda: sum_len(pq_df()),
+            lambda a, b: same(a, b))
+    rows[-1]["note"] = "a Python data source doing no work: the ceiling for any Python source"
+    register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
+    measure("API floor 1 col", lambda: sum_len(spark.read.format("apifloor1").load()),
+            lambda: sum_len(pq_df()), lambda a, b: same(a, b))
+    rows[-1]["note"] = "the same, yielding only a value column: the ceiling for the projected read"
 
-        # Writes: the same cached DataFrame (value only) to a new topic / to Parquet.
-        src = spark.read.parquet(pq).select("value").repartition(args.partitions).cache()
-        assert src.count() == n
-        counter = {"i": 0}
+    # Writes: the same cached DataFrame (value only) to a new topic / to Parquet.
+    src = spark.read.parquet(pq).select("value").repartition(args.partitions).cache()
+    assert src.count() == n
+    counter = {"i": 0}
 
-        def vqs_write():
-            counter["i"] += 1
-            (src.write.format("vqs").mode("append").option("path", data)
-             .option("topic", f"copy{counter['i']}").option("topicPartitions", str(args.partitions)).save())
+    def vqs_write():
+        counter["i"] += 1
+        (src.write.format("vqs").mode("append").option("path", data)
+         .option("topic", f"copy{counter['i']}").option("topicPartitions", str(args.partitions)).save())
 
-        def pq_write():
-            counter["i"] += 1
-            src.write.mode("overwrite").parquet(os.path.join(work, f"copy{counter['i']}.parquet"))
+    def pq_write():
+        counter["i"] += 1
+        src.write.mode("overwrite").parquet(os.path.join(work, f"copy{counter['i']}.parquet"))
 
-        measure("write", vqs_write, pq_write)
-        src.unpersist()
-        got = spark.read.format("vqs").option("path", data).option("topic", "copy1").load().count()
-        assert got == n, got
+    measure("write", vqs_write, pq_write)
+    src.unpersist()
+    got = spark.read.format("vqs").option("path", data).option("topic", "copy1").load().count()
+    assert got == n, got
 
-        # Streaming: AvailableNow in batches of args.trigger records.
-        ck = {"i": 0}
-        batches = {}
+    # Streaming: AvailableNow in batches of args.trigger records.
+    ck = {"i": 0}
+    batches = {}
 
-        def stream():
-            ck["i"] += 1
-            q = (spark.readStream.format("vqs").option("path", data).option("topic", "bench")
-                 .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(args.trigger)).load()
-                 .writeStream.format("noop").option("checkpointLocation", os.path.join(work, f"ck{ck['i']}"))
-                 .trigger(availableNow=True).start())
-            q.awaitTermination()
-            if q.exception():
-                raise q.exception()
-            sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
-            batches["sizes"] = sizes
-            assert sum(sizes) == n, sizes
-            return sizes
+    def stream():
+        ck["i"] += 1
+        q = (spark.readStream.format("vqs").option("path", data).option("topic", "bench")
+             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(args.trigger)).load()
+             .writeStream.format("noop").option("checkpointLocation", os.path.join(work, f"ck{ck['i']}"))
+             .trigger(availableNow=True).start())
+        q.awaitTermination()
+        if q.exception():
+            raise q.exception()
+        sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+        batches["sizes"] = sizes
+        assert sum(sizes) == n, sizes
+        return sizes
 
-        measure(f"stream AvNow/{args.trigger // 1000}k", stream, None)
-        rows[-1]["micro_batches"] = batches["sizes"]
-        spark.stop()
-    finally:
-        if args.dir is None:
-            shutil.rmtree(work, ignore_errors=True)
+    measure(f"stream AvNow/{args.trigger // 1000}k", stream, None)
+    rows[-1]["micro_batches"] = batches["sizes"]
+    spark.stop()
 
+    import pyspark
+
+    info["machine"]["pyspark"] = pyspark.__version__
     result = {
-        "bench": "spark_bench",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-        },
+        **info,
         "params": {"records": n, "size": size, "partitions": args.partitions, "master": args.master,
                    "trigger": args.trigger, "repeat": args.repeat},
         "fill_topic_s": fill_s,
         "session_start_s": session_s,
         "results": rows,
+        "figures": [C.figure(f"{r['op']} | {w}", r[f"{w}_s"], "s", better="lower", vqs=w == "vqs")
+                    for r in rows for w in ("vqs", "parquet") if r[f"{w}_s"] is not None],
     }
-    try:
-        import pyspark
-
-        result["machine"]["pyspark"] = pyspark.__version__
-    except Exception:
-        pass
-    print()
-    print(f"{'operation':<18} {'vqs s':>8} {'parquet s':>10} {'vqs/parquet':>12} {'vqs rec/s':>12} {'vqs MB/s':>9}")
-    for r in rows:
-        ps = "-" if r["parquet_s"] is None else f"{r['parquet_s']:.2f}"
-        ratio = "-" if r["ratio_vs_parquet"] is None else f"{r['ratio_vs_parquet']:.2f}x"
-        print(f"{r['op']:<18} {r['vqs_s']:>8.2f} {ps:>10} {ratio:>12} {r['vqs_records_per_s']:>12,.0f} {r['vqs_mb_per_s']:>9.1f}")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-        print(f"\nJSON: {args.json}")
+    print(f"## Spark — bench/spark_bench.py\n\n{C.run_header_md(info)}\n")
+    print(f"{n:,} records x {size} B, {args.partitions} partitions, {args.master}, pyspark {pyspark.__version__}; "
+          f"best of {args.repeat} after 2 warm-ups.\n")
+    print(C.markdown_table(
+        ["operation", "vqs s", "Parquet s", "vqs / Parquet", "vqs records/s", "vqs MB/s", "note"],
+        [[r["op"], f"{r['vqs_s']:.2f}", "-" if r["parquet_s"] is None else f"{r['parquet_s']:.2f}",
+          C.fmt_ratio(r["ratio_vs_parquet"]), C.fmt_num(r["vqs_records_per_s"]), f"{r['vqs_mb_per_s']:.1f}",
+          r.get("note", "")] for r in rows],
+        right=[1, 2, 3, 4, 5]))
+    C.write_json(args.json, result)
     return 0
 
 

@@ -30,20 +30,20 @@ Queries run in interleaved rounds (``--rounds`` x ``--repeat``) after two
 warm-ups each, so a change of load on a shared machine hits all alike.
 ``--conf key=value`` adds a Spark conf, for experiments only: the bar is
 measured by ``spark_bench.py`` with Spark's defaults.
+
+Prints Markdown (the run's date, machine, command and commit, and the table)
+and writes JSON (``--json``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
+import _common as C  # before any vqs import: it decides which vqs is measured
 import spark_bench
 
 
@@ -57,6 +57,8 @@ def parse_args(argv=None):
     ap.add_argument("--repeat", type=int, default=5, help="runs of each query per round (default 5)")
     ap.add_argument("--dir", default=None, help="work directory (reused if it holds data; default: temporary)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (experiments)")
+    ap.add_argument("--json", default=os.path.join(C.HERE, "spark_profile.json"),
+                    help="JSON output (default bench/spark_profile.json; '' for none)")
     return ap.parse_args(argv)
 
 
@@ -110,67 +112,82 @@ def cpu_by_kind() -> dict[str, float]:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    work = args.dir or tempfile.mkdtemp(prefix="vqs-spark-profile-")
-    data = os.path.join(work, "data")
-    pq = os.path.join(work, "records.parquet")
-    n, size = args.records, args.size
-    try:
-        if not os.path.isdir(data):
-            print(f"filling topic: {n:,} records x {size} B ...", flush=True)
-            spark_bench.fill_topic(data, "bench", n, size, args.partitions)
-        spark = spark_bench.make_session(args.master, args.conf, app="vqs-spark-profile")
-        vqs_df = lambda **o: spark.read.format("vqs").option("path", data).option("topic", "bench").options(**o).load()  # noqa: E731
-        if not os.path.isdir(pq):
-            vqs_df().write.mode("overwrite").parquet(pq)
-        spark_bench.register_floor(spark, n, size, args.partitions)
-        spark_bench.register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
-        proj_df = lambda: (spark.read.format("vqs").schema("value binary")  # noqa: E731
-                           .option("path", data).option("topic", "bench").load())
-
-        def sum_len(df):
-            return df.selectExpr("sum(length(value)) s").first().s
-
-        ten = "{" + ", ".join(f'"{p}": 5' for p in range(args.partitions)) + "}"
-        queries = {
-            "vqs": (lambda: sum_len(vqs_df()), n * size),
-            "vqs 10 rec": (lambda: sum_len(vqs_df(endingOffsets='{"bench": ' + ten + "}")), 5 * args.partitions * size),
-            "vqs proj": (lambda: sum_len(proj_df()), n * size),
-            "floor": (lambda: sum_len(spark.read.format("apifloor").load()), n // 10_000 // args.partitions * 10_000 * args.partitions * size),
-            "floor 1col": (lambda: sum_len(spark.read.format("apifloor1").load()), n // 10_000 // args.partitions * 10_000 * args.partitions * size),
-            "parquet": (lambda: sum_len(spark.read.parquet(pq)), n * size),
-        }
-        samples: dict[str, list] = {q: [] for q in queries}
-        for fn, _ in queries.values():
-            fn()
-            fn()
-        for _ in range(args.rounds):
-            for q, (fn, expect) in queries.items():
-                for _ in range(args.repeat):
-                    c0 = cpu_by_kind()
-                    t0 = time.perf_counter()
-                    got = fn()
-                    wall = time.perf_counter() - t0
-                    c1 = cpu_by_kind()
-                    assert got == expect, (q, got, expect)
-                    samples[q].append((wall, {k: c1[k] - c0[k] for k in c1}))
-        spark.stop()
-    finally:
-        if args.dir is None:
-            shutil.rmtree(work, ignore_errors=True)
+    info = C.run_info("spark_profile", argv, __file__)
+    with spark_bench.work_dir(args.dir, "vqs-spark-profile-") as work:
+        samples = run_queries(args, work)
 
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    print(f"\n{n:,} records x {size} B, {args.partitions} partitions, {args.master}, "
+    print(f"## Spark read profile — bench/spark_profile.py\n\n{C.run_header_md(info)}\n")
+    print(f"{args.records:,} records x {args.size} B, {args.partitions} partitions, {args.master}, "
           f"{args.rounds}x{args.repeat} runs per query; load average at the end {load}"
-          + (f"; extra conf {args.conf}" if args.conf else ""))
-    print(f"{'query':<12} {'wall best':>9} {'median':>7} | {'CPU per query (median), s:':<26} "
-          f"{'jvm':>5} {'planner':>7} {'tasks':>6} {'total':>6}")
+          + (f"; extra conf {args.conf}" if args.conf else "") + "\n")
+    rows, out = [], []
     for q, s in samples.items():
         walls = [w for w, _ in s]
         med = {k: statistics.median(c[k] for _, c in s) for k in ("jvm", "planner", "tasks")}
-        print(f"{q:<12} {min(walls):>9.3f} {statistics.median(walls):>7.3f} | {'':<26} "
-              f"{med['jvm']:>5.2f} {med['planner']:>7.2f} {med['tasks']:>6.2f} {sum(med.values()):>6.2f}")
+        out.append({"query": q, "wall_best_s": min(walls), "wall_median_s": statistics.median(walls),
+                    "cpu_median_s": med, "walls_s": walls})
+        rows.append([q, f"{min(walls):.3f}", f"{statistics.median(walls):.3f}", f"{med['jvm']:.2f}",
+                     f"{med['planner']:.2f}", f"{med['tasks']:.2f}", f"{sum(med.values()):.2f}"])
+    print(C.markdown_table(["query", "wall best s", "wall median s", "JVM CPU s", "planner CPU s",
+                            "task workers CPU s", "total CPU s"], rows, right=[1, 2, 3, 4, 5, 6]))
+    C.write_json(args.json, {
+        **info, "params": {k: getattr(args, k) for k in ("records", "size", "partitions", "master", "rounds",
+                                                         "repeat", "conf")},
+        "loadavg_at_end": load, "queries": out,
+        "figures": [C.figure(f"{r['query']} | wall median", r["wall_median_s"], "s", better="lower",
+                             vqs=r["query"].startswith("vqs")) for r in out],
+    })
     return 0
+
+
+def run_queries(args, work: str) -> dict[str, list]:
+    """Every query's (wall seconds, CPU seconds by kind) samples."""
+    data = os.path.join(work, "data")
+    pq = os.path.join(work, "records.parquet")
+    n, size = args.records, args.size
+    if not os.path.isdir(data):
+        C.note(f"filling topic: {n:,} records x {size} B ...")
+        spark_bench.fill_topic(data, "bench", n, size, args.partitions)
+    spark = spark_bench.make_session(args.master, args.conf, app="vqs-spark-profile")
+    vqs_df = lambda **o: spark.read.format("vqs").option("path", data).option("topic", "bench").options(**o).load()  # noqa: E731
+    if not os.path.isdir(pq):
+        vqs_df().write.mode("overwrite").parquet(pq)
+    spark_bench.register_floor(spark, n, size, args.partitions)
+    spark_bench.register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
+    proj_df = lambda: (spark.read.format("vqs").schema("value binary")  # noqa: E731
+                       .option("path", data).option("topic", "bench").load())
+
+    def sum_len(df):
+        return df.selectExpr("sum(length(value)) s").first().s
+
+    ten = "{" + ", ".join(f'"{p}": 5' for p in range(args.partitions)) + "}"
+    floor_bytes = n // 10_000 // args.partitions * 10_000 * args.partitions * size
+    queries = {
+        "vqs": (lambda: sum_len(vqs_df()), n * size),
+        "vqs 10 rec": (lambda: sum_len(vqs_df(endingOffsets='{"bench": ' + ten + "}")), 5 * args.partitions * size),
+        "vqs proj": (lambda: sum_len(proj_df()), n * size),
+        "floor": (lambda: sum_len(spark.read.format("apifloor").load()), floor_bytes),
+        "floor 1col": (lambda: sum_len(spark.read.format("apifloor1").load()), floor_bytes),
+        "parquet": (lambda: sum_len(spark.read.parquet(pq)), n * size),
+    }
+    samples: dict[str, list] = {q: [] for q in queries}
+    for fn, _ in queries.values():
+        fn()
+        fn()
+    for _ in range(args.rounds):
+        for q, (fn, expect) in queries.items():
+            for _ in range(args.repeat):
+                c0 = cpu_by_kind()
+                t0 = time.perf_counter()
+                got = fn()
+                wall = time.perf_counter() - t0
+                c1 = cpu_by_kind()
+                assert got == expect, (q, got, expect)
+                samples[q].append((wall, {k: c1[k] - c0[k] for k in c1}))
+    spark.stop()
+    return samples
 
 
 if __name__ == "__main__":
