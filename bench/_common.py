@@ -175,7 +175,7 @@ def run_info(bench: str, argv: Sequence[str] | None, script: str) -> dict:
     return info
 
 
-def _commit_text(g: dict | None) -> str:
+def commit_text(g: dict | None) -> str:
     if g is None:
         return "not a git tree"
     return g["commit"][:10] + (" (dirty)" if g["dirty"] else "")
@@ -194,10 +194,10 @@ def run_header_md(info: dict) -> str:
         f"- date: {info['date'].replace('T', ' ').replace('+00:00', ' UTC')}",
         f"- machine: {machine_text(info['machine'])}",
         f"- command: `{info['command']}`",
-        f"- commit: {_commit_text(info['git'])} (vqs from `{os.path.relpath(info['vqs_path'])}`)",
+        f"- commit: {commit_text(info['git'])} (vqs from `{os.path.relpath(info['vqs_path'])}`)",
     ]
     if "bench_git" in info:
-        lines.append(f"- bench scripts: {_commit_text(info['bench_git'])}")
+        lines.append(f"- bench scripts: {commit_text(info['bench_git'])}")
     return "\n".join(lines)
 
 
