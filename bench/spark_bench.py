@@ -51,9 +51,14 @@ def parse_args(argv=None):
     ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement, best kept (default 3)")
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed after)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke run: 100,000 records, one timed run per measurement")
     ap.add_argument("--json", default=os.path.join(C.HERE, "spark_bench.json"),
                     help="where to write the results (default bench/spark_bench.json; '' for none)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.records, args.repeat, args.trigger = min(args.records, 100_000), 1, min(args.trigger, 25_000)
+    return args
 
 
 def make_session(master: str, confs: list[str] = (), app: str = "vqs-spark-bench"):

@@ -57,9 +57,13 @@ def parse_args(argv=None):
     ap.add_argument("--repeat", type=int, default=5, help="runs of each query per round (default 5)")
     ap.add_argument("--dir", default=None, help="work directory (reused if it holds data; default: temporary)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (experiments)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 100,000 records, 1 round of 1 run")
     ap.add_argument("--json", default=os.path.join(C.HERE, "spark_profile.json"),
                     help="JSON output (default bench/spark_profile.json; '' for none)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.records, args.rounds, args.repeat = min(args.records, 100_000), 1, 1
+    return args
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
