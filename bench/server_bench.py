@@ -370,6 +370,19 @@ def table(res: dict) -> str:
         right=[1, 2, 3, 4])
 
 
+def bars(res: dict) -> list[dict]:
+    """Issue 4's throughput bars (from one client, at comparable durability)."""
+    v, r = res["vqs"], res["redis"]
+    out = []
+    for name, a, b in (("produce, batch 100, 1 client / Redis pipelined XADD (batches of 100)",
+                        v.get("produce_b100_c1"), r.get("xadd_pipelined_b100_c1")),
+                       ("consume by offset, batch 100, 1 client / Redis XREADGROUP COUNT 100 + XACK",
+                        v.get("consume_b100_c1"), r.get("xreadgroup_b100_xack_c1"))):
+        value = None if a is None or b is None else a / b
+        out.append({"bar": name, "value": value, "target": ">= 1.0", "ok": None if value is None else value >= 1.0})
+    return out
+
+
 def figures(res: dict) -> list[dict]:
     out = []
     for name, a, b, c in table_rows(res):
@@ -408,7 +421,9 @@ def main(argv=None) -> int:
           f"Durability: VQS {res['durability']['vqs']}; Redis {res['durability']['redis']}; "
           f"NATS {res['durability']['nats']}.\n")
     print(table(res))
-    C.write_json(args.json, {**info, **res, "figures": figures(res)})
+    print("\nRatios against the bars (issue 4):\n")
+    print(C.bars_table(bars(res)))
+    C.write_json(args.json, {**info, **res, "bars": bars(res), "figures": figures(res)})
     return 0
 
 
