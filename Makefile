@@ -8,7 +8,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test lint demo demo-log bench venv clean
+.PHONY: test lint demo demo-log bench bench-ab venv clean
 
 venv: $(STAMP)
 
@@ -44,6 +44,13 @@ bench: $(STAMP)
 	$(PY) bench/queue_bench.py
 	$(PY) bench/server_bench.py
 	$(PY) bench/spark_bench.py
+
+# Issue 10's judged check: bench/log_bench.py and bench/queue_bench.py on BASE
+# (default: the merge-base with main) and on this tree, interleaved in one
+# session; flags any figure more than 5 % worse. AB_ARGS go to bench/ab.py.
+bench-ab: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[bench]"
+	$(PY) bench/ab.py --bench log,queue $(if $(BASE),--base $(BASE)) $(AB_ARGS)
 
 clean:
 	rm -rf $(VENV) demo-data .pytest_cache .hypothesis
