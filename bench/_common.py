@@ -21,8 +21,7 @@ Invariants:
   better. Rows of peers (queuelib, litequeue, ...) are kept with
   ``vqs=False``: the same code on both sides of an A/B, so their change is the
   session's noise.
-* Scratch directories are removed on exit from ``scratch_dir()``, error or not,
-  unless the caller asked to keep them.
+* Scratch directories are removed on exit from ``scratch_dir()``, error or not.
 """
 
 from __future__ import annotations
@@ -74,13 +73,11 @@ def vqs_home() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(vqs.__file__)))
 
 
-def child_env(extra: dict | None = None) -> dict:
+def child_env() -> dict:
     """os.environ with the measured tree first on PYTHONPATH (for children)."""
     env = dict(os.environ)
     rest = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = vqs_home() + (os.pathsep + rest if rest else "")
-    if extra:
-        env.update(extra)
     return env
 
 
@@ -220,16 +217,15 @@ def note(msg: str) -> None:
 
 
 @contextlib.contextmanager
-def scratch_dir(prefix: str, parent: str | None = None, keep: bool = False) -> Iterator[str]:
-    """A new temporary directory, removed on exit unless ``keep``."""
+def scratch_dir(prefix: str, parent: str | None = None) -> Iterator[str]:
+    """A new temporary directory (under ``parent`` if given), removed on exit."""
     if parent:
         os.makedirs(parent, exist_ok=True)
     path = tempfile.mkdtemp(prefix=prefix, dir=parent)
     try:
         yield path
     finally:
-        if not keep:
-            shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def fresh_dir(base: str, name: str) -> str:
