@@ -59,7 +59,9 @@ class Consumer:
         if auto_offset_reset not in RESETS:
             raise ConfigError(f"auto_offset_reset must be 'earliest' or 'latest', not {auto_offset_reset!r}")
         if group is not None and group_offsets is None:
-            raise ConfigError(f"a consumer of group {group!r} needs its offsets store: use broker.consumer(..., group=)")
+            raise ConfigError(
+                f"a consumer of group {group!r} needs the group's offsets store: use broker.consumer(..., group=)"
+            )
         self._broker = broker
         self.group = group
         self._group = group_offsets if group is not None else None

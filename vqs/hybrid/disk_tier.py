@@ -45,7 +45,7 @@ from operator import sub as _sub
 from queue import Full
 
 from ..errors import LogClosedError, MessageTooLarge, VQSError
-from ..storage.log import Log
+from ..storage import Log
 from .checkpoint import Checkpoint
 from .serializers import Serializer, wrap_error
 

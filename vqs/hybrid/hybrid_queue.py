@@ -64,8 +64,8 @@ from queue import Empty
 from typing import Any
 
 from ..errors import ConfigError, LogClosedError
+from ..storage import Log
 from ..storage.dir_lock import DirLock
-from ..storage.log import Log
 from ..storage.record_batch import codec_id
 from .checkpoint import Checkpoint
 from .directory import CKPT, LOG_DIR, check_meta
