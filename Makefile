@@ -24,7 +24,7 @@ test: lint
 
 # The habits CI keeps: lint rules and the import layers (pyproject.toml).
 lint: $(STAMP)
-	$(VENV)/bin/ruff check vqs tests bench
+	$(VENV)/bin/ruff check vqs tests bench examples
 	$(VENV)/bin/lint-imports
 
 # The main job: a local VQS server on embedded defaults, a camera frame-event
@@ -34,7 +34,7 @@ demo: $(STAMP)
 
 # A tour of the bare log: a million appends, reopen, read back.
 demo-log: $(STAMP)
-	$(PY) -m vqs.demo
+	$(PY) examples/log_tour.py
 
 # Benchmarks compare against peers installed here (bench extra) and, for the
 # server, Redis and NATS from Debian (apt-get install redis-server nats-server).

@@ -12,6 +12,7 @@ from spark_helpers import log_contents, make_topic
 
 from vqs.spark import writer as W
 from vqs.spark.options import parse_write_options
+from vqs.spark.rows import Rows
 
 QUERY = "6f1c8b2e-1111-2222-3333-444455556666"
 
@@ -68,20 +69,20 @@ def test_commit_interrupted_half_way_is_completed_by_the_replay(monkeypatch, sin
     w = W.VQSStreamWriter(opts)
     msgs = _run_batch(monkeypatch, w, 0, [(0, 60), (60, 120)])
     calls = {"n": 0}
-    real = W.Rows.append_to
+    real = Rows.append_to
 
     def dying_append(self, log):
         calls["n"] += 1
         if calls["n"] == 2:  # the driver dies after the first partition was appended
-            half = W.Rows(self.values[: len(self) // 2], self.keys[: len(self) // 2], None, None)
+            half = Rows(self.values[: len(self) // 2], self.keys[: len(self) // 2], None, None)
             real(half, log)
             raise KeyboardInterrupt("driver killed")
         return real(self, log)
 
-    monkeypatch.setattr(W.Rows, "append_to", dying_append)
+    monkeypatch.setattr(Rows, "append_to", dying_append)
     with pytest.raises(KeyboardInterrupt):
         W.VQSStreamWriter(opts).commit(msgs, 0)
-    monkeypatch.setattr(W.Rows, "append_to", real)
+    monkeypatch.setattr(Rows, "append_to", real)
     partial = _values(path)
     assert 0 < len(partial) < 120
 

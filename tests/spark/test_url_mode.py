@@ -13,7 +13,6 @@ from spark_helpers import Server
 
 from vqs.client import Client
 from vqs.spark import remote as R
-from vqs.spark import writer as W
 from vqs.spark.options import parse_write_options
 
 T0 = 1_700_000_000_000
@@ -107,7 +106,7 @@ def test_url_sink_replay_and_interrupted_commit(monkeypatch, server, client):
     def run(batch_id, tasks):
         msgs = []
         for t, (lo, hi) in enumerate(tasks):
-            monkeypatch.setattr(W, "task_info", lambda t=t: {"partition": t, "attempt": 0, "query": QUERY,
+            monkeypatch.setattr(R, "task_info", lambda t=t: {"partition": t, "attempt": 0, "query": QUERY,
                                                             "batch": batch_id})
             msgs.append(R.UrlStreamWriter(opts).write(batches(lo, hi)))
         return msgs

@@ -12,7 +12,7 @@
 
 One process owns a data directory (an exclusive lock on DATA/.lock, whose
 error names the holder's pid); other processes go through the server, or read
-partition logs with ``Log.open(..., readonly=True)``. Layout: docs/INTERNALS.md.
+partition logs with ``Log.open(..., readonly=True)``. Layout: layout.py.
 """
 
 from __future__ import annotations
@@ -27,14 +27,16 @@ from collections.abc import Callable
 from ..errors import ConfigError, LogClosedError, VQSError
 from ..storage.dir_lock import DirLock
 from ..storage.durable_file import fsync_dir
+from . import layout
 from .catalog import TopicCatalog
 from .consumer import Consumer
 from .group_offsets import GroupRegistry
 from .names import validate_name
 from .producer import Producer
+from .queue_config import normalize
 from .topic import PartitionLag, Topic, TopicPartition
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Keyword defaults a Broker passes to every Log.open (docs/INTERNALS.md).
 LOG_OPTIONS = frozenset(
@@ -57,22 +59,13 @@ LOG_OPTIONS = frozenset(
 def _check_queue_defaults(queue_defaults: dict) -> None:
     """Settings that are not Log settings must be queue attributes (visibility_timeout, ...)."""
     try:
-        from .queue_config import normalize
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.queue_config":
-            raise
-        normalize = None
-    if normalize is not None:
-        try:
-            normalize(queue_defaults, creating=True)
-            return
-        except Exception:
-            pass
-    raise ConfigError(
-        f"unknown Broker setting(s) {', '.join(sorted(queue_defaults))}; known: clock, "
-        f"retention_check_interval_ms, queue_maintenance_interval_ms, the Log settings "
-        f"{', '.join(sorted(LOG_OPTIONS))}, and queue attributes (visibility_timeout, ...)"
-    )
+        normalize(queue_defaults, creating=True)
+    except (VQSError, ValueError, TypeError) as e:
+        raise ConfigError(
+            f"unknown Broker setting(s) {', '.join(sorted(queue_defaults))} ({e}); known: clock, "
+            f"retention_check_interval_ms, queue_maintenance_interval_ms, the Log settings "
+            f"{', '.join(sorted(LOG_OPTIONS))}, and queue attributes (visibility_timeout, ...)"
+        ) from e
 
 
 def _open_log(path: str, **kwargs):
@@ -135,17 +128,16 @@ class Broker:
             fsync_dir(os.path.dirname(self.path))
         self._dir_lock = DirLock(self.path).acquire()
         try:
-            for sub in ("topics", "groups"):
-                sub_path = os.path.join(self.path, sub)
+            for sub_path in (layout.topics_dir(self.path), layout.groups_dir(self.path)):
                 if not os.path.isdir(sub_path):
                     os.mkdir(sub_path)
                     fsync_dir(self.path)
-            self._groups = GroupRegistry(os.path.join(self.path, "groups"))
+            self._groups = GroupRegistry(layout.groups_dir(self.path))
             self._groups.cleanup()
             open_log = _open_log if clock is None else functools.partial(_open_log, clock=clock)
-            self._catalog = TopicCatalog(os.path.join(self.path, "topics"), self.log_defaults, open_log)
+            self._catalog = TopicCatalog(self.path, self.log_defaults, open_log)
             self._catalog.load()
-            if os.path.isdir(os.path.join(self.path, "queues")):
+            if os.path.isdir(layout.queues_dir(self.path)):
                 self._queue_registry()  # recover existing queues now, not at first use
             self._retention_thread = threading.Thread(
                 target=self._maintenance_loop, name=f"vqs-maintenance:{self.path}", daemon=True
@@ -159,7 +151,7 @@ class Broker:
                         try:
                             part.close()
                         except Exception:  # the original error matters more
-                            log.exception("closing %s after a failed open", part)
+                            logger.exception("closing %s after a failed open", part)
             finally:
                 self._dir_lock.release()
             raise
@@ -198,6 +190,8 @@ class Broker:
                     errors.append(e)
             self._dir_lock.release()
         if errors:
+            for extra in errors[1:]:  # the first is raised; the others would be lost
+                logger.error("closing %s also failed", self.path, exc_info=extra)
             raise errors[0]
 
     def __enter__(self) -> Broker:
@@ -247,7 +241,7 @@ class Broker:
                 except LogClosedError:
                     return
                 except Exception:  # keep the thread alive; say what failed
-                    log.exception("topic retention pass failed in %s", self.path)
+                    logger.exception("topic retention pass failed in %s", self.path)
             if now >= next_queues:
                 next_queues = now + self._queue_interval_s
                 registry = self._queues
@@ -257,7 +251,7 @@ class Broker:
                     except LogClosedError:
                         return
                     except Exception:
-                        log.exception("queue maintenance failed in %s", self.path)
+                        logger.exception("queue maintenance failed in %s", self.path)
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(
@@ -307,7 +301,7 @@ class Broker:
     # -- producers and consumers -------------------------------------------------------------
     def producer(self) -> Producer:
         self._check_open()
-        return Producer(self)
+        return Producer(self, clock_ms=self._clock_ms)
 
     def consumer(
         self,
@@ -326,6 +320,7 @@ class Broker:
             self,
             topics,
             group,
+            group_offsets=None if group is None else self._groups.get(group),
             auto_offset_reset=auto_offset_reset,
             reset_out_of_range=reset_out_of_range,
             max_partition_bytes=max_partition_bytes,
@@ -381,14 +376,10 @@ class Broker:
             with self._lock:
                 self._check_open()
                 if self._queues is None:
-                    try:
-                        from .queues import QueueRegistry
-                    except ModuleNotFoundError as e:
-                        if e.name != f"{__package__}.queues":
-                            raise
-                        raise VQSError("queues are not available: vqs.broker.queues is missing") from e
+                    from .queues import QueueRegistry  # late: queue code loads on first use
+
                     self._queues = QueueRegistry(
-                        os.path.join(self.path, "queues"),
+                        layout.queues_dir(self.path),
                         clock=self._clock,
                         defaults=dict(self.defaults),
                     )

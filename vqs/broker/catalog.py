@@ -1,6 +1,6 @@
 """The catalog of topics in a data directory (DATA/topics).
 
-Layout (docs/INTERNALS.md)::
+Layout (layout.py)::
 
     DATA/topics/{topic}/topic.json   {"name", "partitions", "config": {...}}
     DATA/topics/{topic}/{p}/         partition p: a Log directory
@@ -23,12 +23,12 @@ import threading
 
 from ..errors import ConfigError, CorruptRecordError, TopicAlreadyExists, TopicDoesNotExist
 from ..storage.durable_file import atomic_write, fsync_dir
+from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
-TOPIC_FILE = "topic.json"
 MAX_PARTITIONS = 10_000
 # Per-topic settings create_topic accepts; each overrides the broker default.
 TOPIC_SETTINGS = ("retention_ms", "retention_bytes", "segment_bytes", "compression")
@@ -57,10 +57,10 @@ def validate_topic_settings(partitions, settings: dict) -> None:
 
 
 class TopicCatalog:
-    """Opens, creates and deletes the topics under ``directory`` (DATA/topics)."""
+    """Opens, creates and deletes the topics of data directory ``data_dir`` (in DATA/topics)."""
 
-    def __init__(self, directory: str, log_defaults: dict, open_log):
-        self.directory = directory
+    def __init__(self, data_dir: str, log_defaults: dict, open_log):
+        self.directory = topics_dir(data_dir)
         self._log_defaults = dict(log_defaults)
         self._open_log = open_log  # (path, **kwargs) -> Log
         self._topics: dict[str, Topic] = {}
@@ -79,9 +79,9 @@ class TopicCatalog:
                 continue
             if not os.path.isdir(path):
                 continue
-            meta_path = os.path.join(path, TOPIC_FILE)
+            meta_path = topic_file(path)
             if not os.path.exists(meta_path):
-                log.warning("ignoring %s: a directory without %s is not a topic", path, TOPIC_FILE)
+                logger.warning("ignoring %s: a directory without %s is not a topic", path, TOPIC_FILE)
                 continue
             meta = self._read_meta(meta_path, entry)
             try:
@@ -113,13 +113,13 @@ class TopicCatalog:
         logs = []
         try:
             for p in range(partitions):
-                logs.append(self._open_log(os.path.join(directory, str(p)), lock=False, **kwargs))
+                logs.append(self._open_log(partition_dir(directory, p), lock=False, **kwargs))
         except BaseException:
             for opened in logs:
                 try:
                     opened.close()
-                except Exception:  # pragma: no cover - best effort while failing
-                    pass
+                except Exception:  # pragma: no cover - best effort while failing; the original error is raised
+                    logger.exception("closing %s after a failed open of topic %s", opened, name)
             raise
         # The effective settings, as the log applies them (its defaults included).
         config = {k: getattr(logs[0], k, kwargs.get(k)) for k in TOPIC_SETTINGS}
@@ -155,10 +155,10 @@ class TopicCatalog:
             os.mkdir(tmp)
             try:
                 for p in range(partitions):
-                    os.mkdir(os.path.join(tmp, str(p)))
+                    os.mkdir(partition_dir(tmp, p))
                 meta = {"name": name, "partitions": partitions, "config": explicit}
                 atomic_write(
-                    os.path.join(tmp, TOPIC_FILE),
+                    topic_file(tmp),
                     json.dumps(meta, indent=1, sort_keys=True).encode() + b"\n",
                 )
                 os.rename(tmp, final)
@@ -198,7 +198,9 @@ class TopicCatalog:
         for topic in topics:
             try:
                 topic._close()
-            except Exception as e:
+            except Exception as e:  # close the rest anyway
                 errors.append(e)
         if errors:
+            for extra in errors[1:]:  # the first is raised; the others would be lost
+                logger.error("closing a topic of %s also failed", self.directory, exc_info=extra)
             raise errors[0]

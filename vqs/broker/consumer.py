@@ -22,6 +22,7 @@ from .topic import ConsumerRecord, TopicPartition, wrap_records
 
 if TYPE_CHECKING:  # pragma: no cover
     from .broker import Broker
+    from .group_offsets import GroupOffsets
 
 RESETS = ("earliest", "latest")
 _CLOSE_CHECK_S = 1.0
@@ -38,7 +39,11 @@ def _tp(tp) -> TopicPartition:
 
 
 class Consumer:
-    """Reads records from a Broker's topics. Get one with ``broker.consumer(...)``."""
+    """Reads records from a Broker's topics. Get one with ``broker.consumer(...)``.
+
+    ``group_offsets`` is the committed-offset store of ``group`` (the Broker
+    passes its GroupOffsets); it is required with ``group``.
+    """
 
     def __init__(
         self,
@@ -46,15 +51,20 @@ class Consumer:
         topics=None,
         group: str | None = None,
         *,
+        group_offsets: GroupOffsets | None = None,
         auto_offset_reset: str = "earliest",
         reset_out_of_range: bool = False,
         max_partition_bytes: int = 1 << 20,
     ):
         if auto_offset_reset not in RESETS:
             raise ConfigError(f"auto_offset_reset must be 'earliest' or 'latest', not {auto_offset_reset!r}")
+        if group is not None and group_offsets is None:
+            raise ConfigError(
+                f"a consumer of group {group!r} needs the group's offsets store: use broker.consumer(..., group=)"
+            )
         self._broker = broker
         self.group = group
-        self._group = broker._groups.get(group) if group is not None else None
+        self._group = group_offsets if group is not None else None
         self.auto_offset_reset = auto_offset_reset
         self.reset_out_of_range = reset_out_of_range
         self.max_partition_bytes = max_partition_bytes

@@ -18,10 +18,9 @@ import threading
 
 from ..errors import ConfigError, CorruptRecordError
 from ..storage.durable_file import atomic_write, fsync_dir
+from .layout import offsets_file
 from .names import validate_name
 from .topic import TopicPartition
-
-OFFSETS_FILE = "offsets.json"
 
 
 def _check_offset(tp, offset) -> None:
@@ -35,7 +34,7 @@ class GroupOffsets:
     def __init__(self, directory: str, name: str):
         self.name = name
         self.directory = directory
-        self.path = os.path.join(directory, OFFSETS_FILE)
+        self.path = offsets_file(directory)
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[int, int]] = self._load()
 
@@ -126,13 +125,13 @@ class GroupRegistry:
         """Groups that have committed offsets."""
         found = set()
         for entry in os.listdir(self.directory):
-            if "~" not in entry and os.path.exists(os.path.join(self.directory, entry, OFFSETS_FILE)):
+            if "~" not in entry and os.path.exists(offsets_file(os.path.join(self.directory, entry))):
                 found.add(entry)
         return sorted(found)
 
     def exists(self, name: str) -> bool:
         validate_name(name, "group")
-        return os.path.exists(os.path.join(self.directory, name, OFFSETS_FILE))
+        return os.path.exists(offsets_file(os.path.join(self.directory, name)))
 
     def delete(self, name: str) -> bool:
         """Forget a group's committed offsets; False if it had none."""

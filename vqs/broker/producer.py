@@ -11,7 +11,7 @@ A Producer is cheap and thread-safe; any number of threads may share one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
@@ -49,10 +49,15 @@ def _headers(headers):
 
 
 class Producer:
-    """Writes records to a Broker's topics. Get one with ``broker.producer()``."""
+    """Writes records to a Broker's topics. Get one with ``broker.producer()``.
 
-    def __init__(self, broker: Broker):
+    ``clock_ms`` (the Broker's test clock, in ms) stamps records that carry no
+    timestamp; None leaves that to each log (the wall clock).
+    """
+
+    def __init__(self, broker: Broker, *, clock_ms: Callable[[], int] | None = None):
         self._broker = broker
+        self._clock_ms = clock_ms
         self._rr = RoundRobin()
 
     def send(
@@ -86,8 +91,8 @@ class Producer:
         else:
             log = t.log(partition)  # validates the number
             p = partition
-        if timestamp_ms is None and self._broker._clock_ms is not None:
-            timestamp_ms = self._broker._clock_ms()
+        if timestamp_ms is None and self._clock_ms is not None:
+            timestamp_ms = self._clock_ms()
         offset = log.append(
             value, key=key, headers=_headers(headers) if headers else None, timestamp_ms=timestamp_ms
         )
@@ -128,8 +133,8 @@ class Producer:
             headers = [_headers(h) for h in headers]
             if all(h is None for h in headers):
                 headers = None
-        if timestamps_ms is None and self._broker._clock_ms is not None:
-            timestamps_ms = self._broker._clock_ms()  # one int: every record's timestamp
+        if timestamps_ms is None and self._clock_ms is not None:
+            timestamps_ms = self._clock_ms()  # one int: every record's timestamp
         name = t.name
 
         if partition is not None:

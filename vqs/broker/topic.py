@@ -5,10 +5,13 @@ Also the record and metadata types that producers and consumers hand out.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import NamedTuple
 
 from ..errors import ConfigError, LogClosedError
+
+logger = logging.getLogger(__name__)
 
 
 class TopicPartition(NamedTuple):
@@ -204,4 +207,6 @@ class Topic:
                 errors.append(e)
         self._notify()
         if errors:
+            for extra in errors[1:]:  # the first is raised; the others would be lost
+                logger.error("closing a partition of topic %s also failed", self.name, exc_info=extra)
             raise errors[0]

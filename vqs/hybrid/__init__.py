@@ -1,12 +1,13 @@
 """HybridQueue: an in-process ``queue.Queue`` with a memory tier and a disk tier.
 
-``from vqs.hybrid import HybridQueue`` (the lead exports it as ``vqs.HybridQueue``).
-See queue.py and docs/hybrid.md.
+``from vqs.hybrid import HybridQueue`` (also ``vqs.HybridQueue``). The facade
+is hybrid_queue.py, the disk tier disk_tier.py; see docs/hybrid.md.
 """
 
 from queue import Empty, Full
 
-from .queue import HybridMetrics, HybridQueue
+from .hybrid_queue import HybridQueue
+from .metrics import HybridMetrics
 from .serializers import Serializer
 
 __all__ = ["Empty", "Full", "HybridMetrics", "HybridQueue", "Serializer"]

@@ -1,6 +1,6 @@
 """Path mode: the Spark connector's access to a VQS data directory.
 
-The layout is the contract of docs/INTERNALS.md::
+The layout is the Broker's (vqs.broker.layout, the one place naming the files)::
 
     DATA/.lock                      the owner's directory lock (the Broker's)
     DATA/topics/{topic}/topic.json  {"name", "partitions", "config"}
@@ -23,14 +23,16 @@ partition lock at a time and waits for a busy one, so writers cannot deadlock.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 
+from ..broker import layout
 from ..errors import ConfigError, LogLockedError, VQSError
+from ..storage import Log
 from ..storage.dir_lock import DirLock
 
-TOPICS = "topics"
-TOPIC_META = "topic.json"
+logger = logging.getLogger(__name__)
 
 #: topic.json "config" keys passed to Log.open when a writer opens a partition.
 _LOG_CONFIG_KEYS = (
@@ -39,37 +41,28 @@ _LOG_CONFIG_KEYS = (
 )
 
 
-def topic_dir(data_dir: str, topic: str) -> str:
-    return os.path.join(data_dir, TOPICS, topic)
-
-
 def partition_dir(data_dir: str, topic: str, partition: int) -> str:
-    return os.path.join(data_dir, TOPICS, topic, str(partition))
+    return layout.partition_dir(layout.topic_dir(data_dir, topic), partition)
 
 
 def read_topic_meta(data_dir: str, topic: str) -> dict | None:
     """The topic's topic.json, or None if the topic does not exist."""
+    path = layout.topic_file(layout.topic_dir(data_dir, topic))
     try:
-        with open(os.path.join(topic_dir(data_dir, topic), TOPIC_META), "rb") as f:
+        with open(path, "rb") as f:
             meta = json.loads(f.read())
     except FileNotFoundError:
         return None
     except ValueError as e:
-        raise VQSError(f"{topic_dir(data_dir, topic)}/{TOPIC_META} is not valid JSON: {e}") from None
+        raise VQSError(f"{path} is not valid JSON: {e}") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("partitions"), int):
-        raise VQSError(f"{topic_dir(data_dir, topic)}/{TOPIC_META} has no partition count")
+        raise VQSError(f"{path} has no partition count")
     return meta
 
 
 def require_data_dir(data_dir: str) -> None:
     if not os.path.isdir(data_dir):
         raise ConfigError(f"option 'path': {data_dir!r} is not a directory (a VQS data directory)")
-
-
-def _log_cls():
-    from ..storage import Log  # imported late: storage may not be importable in every context
-
-    return Log
 
 
 class PathSource:
@@ -97,7 +90,7 @@ class PathSource:
             d = partition_dir(self.data_dir, topic, partition)
             if not os.path.isdir(d):
                 raise VQSError(f"partition directory {d} is missing (topic {topic!r}, partition {partition})")
-            lg = _log_cls().open(d, readonly=True)
+            lg = Log.open(d, readonly=True)
             self._logs[key] = lg
         elif refresh:
             lg.refresh()
@@ -132,8 +125,8 @@ class PathSource:
         for lg in logs.values():
             try:
                 lg.close()
-            except Exception:
-                pass
+            except Exception:  # a readonly log holds nothing to lose: close the others
+                logger.warning("closing %s failed", lg, exc_info=True)
 
     def __getstate__(self):  # never pickle open logs
         return {"data_dir": self.data_dir, "_logs": {}}
@@ -186,7 +179,6 @@ def open_partition_writer(data_dir: str, topic: str, partition: int, meta: dict,
     :class:`SharedOwnership` of the data directory."""
     d = partition_dir(data_dir, topic, partition)
     os.makedirs(d, exist_ok=True)
-    Log = _log_cls()
     deadline = time.monotonic() + timeout_s
     delay = 0.002
     while True:

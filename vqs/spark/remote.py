@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from ..errors import ConfigError, OffsetOutOfRange, TopicAlreadyExists, TopicDoesNotExist, VQSError
+from .rows import Router, Rows
+from .task import task_info
 
 #: A produce request carries at most this many value bytes.
 MAX_REQUEST_BYTES = 8 << 20
@@ -48,7 +50,9 @@ STAGE_RETENTION_MS = 7 * 86_400_000
 def _client(url: str, token: str | None, timeout_ms: int):
     try:
         from ..client import Client
-    except ImportError as e:  # httpx missing
+    except ModuleNotFoundError as e:
+        if e.name != "httpx":
+            raise
         raise ConfigError(f"option 'url' needs the VQS client (pip install vqs[server]): {e}") from None
     return Client(url, token=token, timeout=timeout_ms / 1000)
 
@@ -136,7 +140,8 @@ def prepare_url_write(opts) -> None:
 
 
 class UrlAppender:
-    """Appends Rows to topic partitions through the server."""
+    """Appends Rows to topic partitions through the server (the url-mode
+    appender of appenders.py)."""
 
     def __init__(self, opts):
         self.opts = opts
@@ -179,6 +184,12 @@ class UrlAppender:
 
     def close(self) -> None:
         self.client.close()
+
+    def __enter__(self) -> UrlAppender:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 @dataclass
@@ -227,8 +238,6 @@ def save_url_state(client, query: str, state: dict) -> None:
 
 def _read_rows(client, topic: str, partition: int, start: int, end: int):
     """Rows (values, keys, headers, timestamps) of records [start, end)."""
-    from .writer import Rows
-
     rows = Rows([], None, None, [])
     keys: list = []
     headers: list = []
@@ -260,8 +269,6 @@ class UrlStreamWriter(DataSourceStreamArrowWriter):
         self.opts = opts
 
     def write(self, iterator) -> UrlStaged:
-        from .writer import Router, task_info
-
         info = task_info()
         query, batch = info["query"], info["batch"]
         if query is None or batch is None:

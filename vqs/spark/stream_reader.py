@@ -24,6 +24,8 @@ planning is needed by ``read()``. ``commit()`` runs a batch late and
 
 from __future__ import annotations
 
+import logging
+
 from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -35,6 +37,8 @@ from ..errors import ConfigError
 from .options import ReadOptions
 from .pyworker import settle
 from .reader import OffsetRange, _data_loss, _offset_for, _read_and_close, make_source, split_ranges
+
+logger = logging.getLogger(__name__)
 
 
 def _key(p: int) -> str:
@@ -155,7 +159,8 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self):
         try:
             return {t: {p: hi for p, (lo, hi) in parts.items()} for t, parts in self._current().items()}
-        except Exception:
+        except Exception:  # progress reporting only: a failure must not fail the query
+            logger.debug("reportLatestOffset: cannot read the latest offsets", exc_info=True)
             return None
 
     def getDefaultReadLimit(self):

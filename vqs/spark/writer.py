@@ -1,23 +1,15 @@
 """Batch and streaming writes (Arrow writers).
 
-Input columns: ``value`` (binary or string, required) and, optionally,
-``key`` (binary/string), ``partition`` (int), ``topic`` (string; else the
-``topic`` option), ``headers`` (``array<struct<key string, value binary>>``)
-and ``timestamp`` (timestamp; else the time of the append). Other columns are
-ignored, so a DataFrame read from ``vqs`` can be written back as it is.
-
-Partition choice per record, as the Broker's producer does: the ``partition``
-column if set, else ``murmur2(key)`` (Kafka's partitioner) for a keyed record,
-else one partition per Spark task (``task partition id % partitions``), so
-that keyless records of a task stay together and tasks spread over the
-partitions.
+Input columns and the partition of each record: rows.py (the Router both
+modes share). Where the rows go: appenders.py (path or url mode, one factory).
 
 **Batch writes** append from the tasks directly (path mode: each task shares
 the data directory and holds one partition log at a time, see datadir.py).
 A task retried by Spark appends its records again: at least once, as Spark's
 Kafka sink.
 
-**Streaming writes** are exactly once per (query id, batch id). Tasks stage
+**Streaming writes** (path mode; url mode: remote.py) are exactly once per
+(query id, batch id). Tasks stage
 their rows in Arrow IPC files under ``DATA/spark/sinks/{queryId}/{batchId}/``;
 ``commit()`` (on the driver, once every task succeeded) appends them and
 records the batch in ``DATA/spark/sinks/{queryId}/state.json``:
@@ -43,9 +35,7 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -64,16 +54,16 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..broker.partitioner import partition_for_key
-from ..errors import ConfigError, VQSError
-from .datadir import (
-    SharedOwnership,
-    open_partition_writer,
-    read_topic_meta,
-)
+from ..broker import Broker, layout
+from ..broker.names import validate_name
+from ..errors import ConfigError, LogLockedError, TopicAlreadyExists, VQSError
+from ..storage.durable_file import atomic_write, fsync_dir
+from .appenders import PathAppender, open_appender, path_partitions_of
+from .datadir import SharedOwnership, read_topic_meta
 from .options import WriteOptions
+from .rows import Router, Rows
+from .task import task_info
 
-SINKS_DIR = os.path.join("spark", "sinks")
 STATE_FILE = "state.json"
 
 
@@ -127,9 +117,6 @@ def prepare_path_write(opts: WriteOptions) -> None:
     if opts.topic is not None and read_topic_meta(opts.path, opts.topic) is None:
         if not os.path.isdir(opts.path):
             os.makedirs(opts.path, exist_ok=True)
-        from ..broker import Broker
-        from ..errors import LogLockedError, TopicAlreadyExists
-
         try:
             with Broker(opts.path) as b:
                 try:
@@ -144,263 +131,6 @@ def prepare_path_write(opts: WriteOptions) -> None:
                 ) from None
     # Fails now, naming the owner's pid, if a Broker or server owns the directory.
     SharedOwnership(opts.path).acquire().release()
-
-
-# --------------------------------------------------------------- rows -> appends
-def _binary(col: pa.Array) -> pa.Array:
-    t = col.type
-    if t == pa.binary():
-        return col
-    if t in (pa.string(), pa.large_string(), pa.large_binary(), pa.binary_view(), pa.string_view()):
-        return col.cast(pa.binary())
-    raise ConfigError(f"cannot write a column of Arrow type {t} as bytes")
-
-
-def _column(rb: pa.RecordBatch, name: str):
-    i = rb.schema.get_field_index(name)
-    if i < 0:
-        # case-insensitive, as Spark's column names are
-        for j, f in enumerate(rb.schema):
-            if f.name.lower() == name:
-                return rb.column(j)
-        return None
-    return rb.column(i)
-
-
-@dataclass
-class Rows:
-    """Records ready for Log.append_batch (one topic partition)."""
-
-    values: list
-    keys: list | None
-    headers: list | None
-    timestamps: list | None
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def slice(self, a: int) -> Rows:
-        return self.part(a, len(self.values))
-
-    def part(self, a: int, b: int) -> Rows:
-        return Rows(
-            self.values[a:b],
-            None if self.keys is None else self.keys[a:b],
-            None if self.headers is None else self.headers[a:b],
-            None if self.timestamps is None else self.timestamps[a:b],
-        )
-
-    def extend(self, other: Rows) -> None:
-        n0 = len(self.values)
-        self.values.extend(other.values)
-        for name in ("keys", "headers", "timestamps"):
-            mine, theirs = getattr(self, name), getattr(other, name)
-            if mine is None and theirs is None:
-                continue
-            if mine is None:
-                mine = [None] * n0
-                setattr(self, name, mine)
-            mine.extend(theirs if theirs is not None else [None] * len(other.values))
-
-    def append_to(self, log) -> int:
-        ts = self.timestamps
-        if ts is not None and any(t is None for t in ts):
-            # a partial timestamp column: fill the gaps with now
-            import time
-
-            now = int(time.time() * 1000)
-            ts = [now if t is None else t for t in ts]
-        return log.append_batch(self.values, keys=self.keys, headers=self.headers, timestamps_ms=ts)
-
-
-def _headers_list(col: pa.Array) -> list:
-    out = []
-    for item in col.to_pylist():
-        if not item:
-            out.append(None)
-            continue
-        hs = []
-        for h in item:
-            v = h["value"]
-            hs.append((h["key"], b"" if v is None else v.encode() if isinstance(v, str) else bytes(v)))
-        out.append(tuple(hs))
-    return out
-
-
-class Router:
-    """Splits Arrow batches into per-(topic, partition) Rows."""
-
-    def __init__(self, partitions_of, default_topic: str | None, sticky_seed: int):
-        self.partitions_of = partitions_of  # topic -> partition count (raises if it does not exist)
-        self.default_topic = default_topic
-        self.sticky_seed = sticky_seed
-        self._parts: dict[str, int] = {}
-
-    def partitions(self, topic: str) -> int:
-        n = self._parts.get(topic)
-        if n is None:
-            n = self._parts[topic] = int(self.partitions_of(topic))
-        return n
-
-    def route(self, rb: pa.RecordBatch) -> list[tuple[str, int, Rows]]:
-        n = rb.num_rows
-        if n == 0:
-            return []
-        value = _column(rb, "value")
-        if value.null_count:
-            raise VQSError("column 'value' has a null; every record needs a value (use b'' for empty)")
-        values = _binary(value).to_pylist()
-        kcol = _column(rb, "key")
-        keys = None
-        if kcol is not None and kcol.null_count < n:
-            keys = _binary(kcol).to_pylist()
-        hcol = _column(rb, "headers")
-        headers = _headers_list(hcol) if hcol is not None and hcol.null_count < n else None
-        tcol = _column(rb, "timestamp")
-        timestamps = None
-        if tcol is not None and tcol.null_count < n:
-            per_ms = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[tcol.type.unit]
-            raw = pc.cast(tcol, pa.int64())
-            raw = pc.multiply(raw, 1000) if per_ms is None else pc.divide(raw, per_ms) if per_ms > 1 else raw
-            timestamps = raw.to_pylist()
-        rows = Rows(values, keys, headers, timestamps)
-
-        topic_col = _column(rb, "topic")
-        if topic_col is None or topic_col.null_count == n:
-            if self.default_topic is None:
-                raise VQSError("a record has no topic: give option 'topic' or a non-null 'topic' column")
-            topics = None
-            uniq = [self.default_topic]
-        else:
-            if topic_col.null_count and self.default_topic is None:
-                raise VQSError("a record has a null 'topic' and there is no 'topic' option")
-            if topic_col.null_count:
-                topic_col = pc.fill_null(topic_col, self.default_topic)
-            uniq = pc.unique(topic_col).to_pylist()
-            topics = None if len(uniq) == 1 else topic_col.to_pylist()
-
-        pcol = _column(rb, "partition")
-        explicit = None
-        if pcol is not None and pcol.null_count < n:
-            explicit = pcol.to_numpy(zero_copy_only=False)
-
-        out = []
-        for topic in uniq:
-            nparts = self.partitions(topic)
-            idx = None if topics is None else [i for i, t in enumerate(topics) if t == topic]
-            parts = self._partitions(rows, idx, explicit, nparts, topic)
-            if isinstance(parts, int):
-                out.append((topic, parts, rows if idx is None else _take(rows, idx)))
-                continue
-            order = np.argsort(parts, kind="stable")
-            sp = parts[order]
-            bounds = np.flatnonzero(np.diff(sp)) + 1
-            base = np.arange(n) if idx is None else np.asarray(idx)
-            for chunk in np.split(order, bounds):
-                p = int(parts[chunk[0]])
-                out.append((topic, p, _take(rows, base[chunk].tolist())))
-        return out
-
-    def _partitions(self, rows: Rows, idx, explicit, nparts: int, topic: str):
-        sticky = self.sticky_seed % nparts
-        sel = range(len(rows)) if idx is None else idx
-        if explicit is None and rows.keys is None:
-            return sticky
-        if explicit is None and nparts == 1:
-            return 0
-        out = np.empty(len(sel), dtype=np.int64)
-        keys = rows.keys
-        for j, i in enumerate(sel):
-            p = None
-            if explicit is not None:
-                e = explicit[i]
-                if e == e:  # not NaN (a null partition)
-                    p = int(e)
-                    if not 0 <= p < nparts:
-                        raise VQSError(f"column 'partition' is {p}; topic {topic!r} has partitions 0..{nparts - 1}")
-            if p is None:
-                k = None if keys is None else keys[i]
-                p = sticky if k is None else partition_for_key(k, nparts)
-            out[j] = p
-        if (out == out[0]).all():
-            return int(out[0])
-        return out
-
-
-def _take(rows: Rows, idx: list) -> Rows:
-    return Rows(
-        [rows.values[i] for i in idx],
-        None if rows.keys is None else [rows.keys[i] for i in idx],
-        None if rows.headers is None else [rows.headers[i] for i in idx],
-        None if rows.timestamps is None else [rows.timestamps[i] for i in idx],
-    )
-
-
-def path_partitions_of(data_dir: str):
-    def partitions_of(topic: str) -> int:
-        m = read_topic_meta(data_dir, topic)
-        if m is None:
-            raise VQSError(
-                f"topic {topic!r} (from the 'topic' column) does not exist in {data_dir}; "
-                "create it first, or give it as the 'topic' option"
-            )
-        return int(m["partitions"])
-
-    return partitions_of
-
-
-class PathAppender:
-    """Appends to the partition logs of a data directory, holding at most one
-    partition log open at a time (see datadir.py). The caller holds a
-    SharedOwnership of the directory."""
-
-    def __init__(self, data_dir: str, timeout_s: float):
-        self.data_dir = data_dir
-        self.timeout_s = timeout_s
-        self._cur: tuple[str, int] | None = None
-        self._log = None
-        self._meta: dict[str, dict] = {}
-
-    def log(self, topic: str, partition: int):
-        if self._cur != (topic, partition):
-            self.release()
-            meta = self._meta.get(topic)
-            if meta is None:
-                meta = self._meta[topic] = read_topic_meta(self.data_dir, topic) or {}
-            self._log = open_partition_writer(self.data_dir, topic, partition, meta, self.timeout_s)
-            self._cur = (topic, partition)
-        return self._log
-
-    def end_offset(self, topic: str, partition: int) -> int:
-        return self.log(topic, partition).end_offset
-
-    def append(self, topic: str, partition: int, rows: Rows) -> None:
-        rows.append_to(self.log(topic, partition))
-
-    def release(self) -> None:
-        """Close (write and fsync) the open partition log, releasing its lock."""
-        if self._log is not None:
-            lg, self._log, self._cur = self._log, None, None
-            lg.close()
-
-    close = release
-
-
-# --------------------------------------------------------------- task info
-def task_info() -> dict:
-    """Spark task facts the writers need (monkeypatched by unit tests)."""
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    if ctx is None:
-        return {"partition": 0, "attempt": 0, "query": None, "batch": None}
-    batch = ctx.getLocalProperty("streaming.sql.batchId")
-    return {
-        "partition": ctx.partitionId(),
-        "attempt": ctx.attemptNumber(),
-        "query": ctx.getLocalProperty("sql.streaming.queryId"),
-        "batch": None if batch is None else int(batch),
-    }
 
 
 # --------------------------------------------------------------- batch writer
@@ -421,29 +151,12 @@ class VQSBatchWriter(DataSourceArrowWriter):
     def write(self, iterator) -> VQSCommitMessage:
         info = task_info()
         counts: dict = {}
-        if self.opts.url:
-            from .remote import UrlAppender
-
-            app = UrlAppender(self.opts)
+        with open_appender(self.opts) as app:
             router = Router(app.partitions_of, self.opts.topic, info["partition"])
-            try:
-                for rb in iterator:
-                    for topic, p, rows in router.route(rb):
-                        app.append(topic, p, rows)
-                        _count(counts, topic, p, len(rows))
-            finally:
-                app.close()
-            return VQSCommitMessage(counts)
-        router = Router(path_partitions_of(self.opts.path), self.opts.topic, info["partition"])
-        with SharedOwnership(self.opts.path):
-            app = PathAppender(self.opts.path, self.opts.lock_timeout_ms / 1000)
-            try:
-                for rb in iterator:
-                    for topic, p, rows in router.route(rb):
-                        app.append(topic, p, rows)
-                        _count(counts, topic, p, len(rows))
-            finally:
-                app.close()
+            for rb in iterator:
+                for topic, p, rows in router.route(rb):
+                    app.append(topic, p, rows)
+                    _count(counts, topic, p, len(rows))
         return VQSCommitMessage(counts)
 
     def commit(self, messages) -> None:
@@ -465,10 +178,8 @@ class StagedMessage(WriterCommitMessage):
 
 
 def _sink_dir(data_dir: str, query: str) -> str:
-    from ..broker.names import validate_name
-
     validate_name(query, "streaming query id")
-    return os.path.join(data_dir, SINKS_DIR, query)
+    return layout.spark_sink_dir(data_dir, query)
 
 
 def _batch_dir(sink: str, batch: int) -> str:
@@ -484,8 +195,6 @@ def load_state(sink: str) -> dict:
 
 
 def save_state(sink: str, state: dict) -> None:
-    from ..storage.durable_file import atomic_write
-
     atomic_write(os.path.join(sink, STATE_FILE), json.dumps(state, sort_keys=True).encode())
 
 
@@ -534,8 +243,6 @@ class VQSStreamWriter(DataSourceStreamArrowWriter):
         if writer is None:
             return StagedMessage(query, batch, None, info["partition"], 0)
         _fsync_file(path)
-        from ..storage.durable_file import fsync_dir
-
         fsync_dir(bdir)
         return StagedMessage(query, batch, os.path.relpath(path, sink), info["partition"], rows)
 

@@ -1,5 +1,17 @@
 """HybridQueue: a ``queue.Queue`` with a memory tier and a disk tier (a storage Log).
 
+This module is the public facade: configuration, ``put``/``get`` and the rest
+of the ``queue.Queue`` API, metrics and close. The disk tier's operations
+(spill, write-through, read-ahead, reclaim) are in disk_tier.py, the files of
+the queue directory in directory.py. The memory tier has no module of its
+own: it is a deque and a byte count whose every operation is inlined in
+``put``/``get`` below (their fast paths, measured against ``queue.Queue``:
+keep them inline, without extra calls or attribute hops).
+
+Why over 500 lines: the whole ``queue.Queue`` API (put/get, their batch and
+nowait forms, task_done/join, qsize/empty/full) with those inlined fast paths;
+the disk tier, the directory files and the metrics are already outside.
+
 Logical order (strictly FIFO)::
 
     [ read cache ][ rest of the disk backlog ][ memory tail ]
@@ -24,7 +36,7 @@ Logical order (strictly FIFO)::
 
 Files in ``path``: ``.lock`` (one process owns the queue), ``hybrid.json``
 (format and serializer), ``hybrid.ckpt`` (consumed position, see
-checkpoint.py) and ``log/`` (the storage Log).
+checkpoint.py) and ``log/`` (the storage Log); see directory.py.
 
 What a crash can lose or redeliver, per mode (docs/hybrid.md has the table):
 
@@ -40,61 +52,31 @@ What a crash can lose or redeliver, per mode (docs/hybrid.md has the table):
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import sys
 import threading
 import time
 import warnings
-from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from itertools import accumulate, islice
-from operator import sub as _sub
-from queue import Empty, Full
+from itertools import islice
+from queue import Empty
 from typing import Any
 
-from ..errors import ConfigError, LogClosedError, MessageTooLarge, VQSError
+from ..errors import ConfigError, LogClosedError
+from ..storage import Log
 from ..storage.dir_lock import DirLock
-from ..storage.durable_file import atomic_write
-from ..storage.log import Log
 from ..storage.record_batch import codec_id
 from .checkpoint import Checkpoint
+from .directory import CKPT, LOG_DIR, check_meta
+from .disk_tier import DiskTier, deadline_for
+from .metrics import HybridMetrics
 from .serializers import Serializer, resolve, wrap_error
 
-log = logging.getLogger("vqs.hybrid")
+__all__ = ["HybridMetrics", "HybridQueue"]
 
-FORMAT = 1
-META = "hybrid.json"
-CKPT = "hybrid.ckpt"
-LOG_DIR = "log"
-#: Read-ahead from disk: at most this many serialized bytes per chunk.
-READAHEAD_BYTES = 1 << 20
 _INF = float("inf")
 _monotonic = time.monotonic
-
-
-@dataclass(frozen=True)
-class HybridMetrics:
-    """A snapshot of a HybridQueue's counters (``queue.metrics``)."""
-
-    puts: int            #: items put since open
-    gets: int            #: items got since open
-    spilled: int         #: items moved from the memory tail to disk (budget full, or close)
-    disk_writes: int     #: items written to the log (spilled, or every put when durable)
-    disk_reads: int      #: items read back from the log (read-ahead)
-    memory_items: int    #: live objects held: memory tail + read cache
-    memory_bytes: int    #: their estimated size (see docs/hybrid.md)
-    disk_items: int      #: unconsumed items in the log (read cache included)
-    disk_bytes: int      #: their serialized size
-    log_bytes: int       #: size of the log's files
-    log_segments: int
-    durable: bool
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _check_limit(name: str, value, *, allow_none: bool) -> None:
@@ -106,7 +88,7 @@ def _check_limit(name: str, value, *, allow_none: bool) -> None:
         )
 
 
-class HybridQueue:
+class HybridQueue(DiskTier):
     """A thread-safe FIFO queue of Python objects: memory first, overflow to disk,
     survives restarts. ``queue.Queue``-compatible; see the module doc and
     docs/hybrid.md.
@@ -202,7 +184,7 @@ class HybridQueue:
         self._log: Log | None = None
         self._ckpt: Checkpoint | None = None
         try:
-            self._check_meta()
+            check_meta(self.path, ser)
             self._log = Log.open(
                 os.path.join(self.path, LOG_DIR),
                 flush="always" if durable else "never",
@@ -221,58 +203,6 @@ class HybridQueue:
                 self._ckpt.close()
             self._dir_lock.release()
             raise
-
-    # ------------------------------------------------------------------ open
-
-    def _check_meta(self) -> None:
-        p = os.path.join(self.path, META)
-        if os.path.exists(p):
-            try:
-                with open(p, "rb") as f:
-                    meta = json.loads(f.read())
-                fmt, stored = meta["format"], meta["serializer"]
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                raise ConfigError(f"{p} is unreadable ({e}); is {self.path} a HybridQueue?") from e
-            if fmt != FORMAT:
-                raise ConfigError(f"{p}: format {fmt!r} is not supported (this VQS reads {FORMAT})")
-            ser = self.serializer
-            if ser.builtin and stored in ("pickle", "json", "msgpack", "raw") and stored != ser.name:
-                raise ConfigError(
-                    f"serializer={ser.name!r}: the queue in {self.path} was written with "
-                    f"serializer={stored!r}; open it with that serializer"
-                )
-        else:
-            atomic_write(p, json.dumps({"format": FORMAT, "serializer": self.serializer.name}).encode())
-
-    def _restore(self) -> None:
-        lg, st = self._log, self._ckpt.state
-        start, end = lg.start_offset, lg.end_offset
-        read_off = start if st is None else min(max(st.read_off, start), end)
-        if st is not None and st.clean and st.end_off == end and st.read_off == read_off:
-            disk_bytes = st.disk_bytes
-        else:
-            disk_bytes = self._scan_bytes(read_off, end)
-        self._read_off = self._disk_next = read_off
-        self._end = end
-        self._disk_bytes = disk_bytes
-        self._unfinished = end - read_off
-        self._initial = end - read_off
-
-    def _scan_bytes(self, off: int, end: int) -> int:
-        """Serialized bytes of the records in [off, end) (after a crash)."""
-        total = 0
-        while off < end:
-            batches = self._log.read_batches(off, max_bytes=8 << 20)
-            if not batches:
-                break
-            for b in batches:
-                a = max(0, off - b.base_offset)
-                e = min(b.count, end - b.base_offset)
-                if a < e:
-                    vo = b.value_offsets
-                    total += vo[e] - vo[a]
-                off = b.base_offset + e
-        return total
 
     # ------------------------------------------------------------------- put
 
@@ -315,178 +245,6 @@ class HybridQueue:
             self._puts += n
             if self._getters:
                 self._not_empty.notify(n)
-
-    def _deadline(self, block: bool, timeout: float | None) -> float | None:
-        if not block or timeout is None:
-            return None
-        if timeout < 0:
-            raise ValueError("'timeout' must be a non-negative number")
-        return _monotonic() + timeout
-
-    def _serialize(self, objs, what: str) -> list[bytes]:
-        try:
-            return list(map(self._dumps, objs))
-        except Exception as e:
-            raise wrap_error(e, f"serializer={self.serializer.name!r} could not serialize {what}") from e
-
-    def _admit_locked(self, items: list, sizes: list, block: bool, timeout: float | None) -> None:
-        """Non-durable: make room in the memory tail for ``items`` by spilling its
-        oldest entries (and, if need be, the first of ``items``) to disk.
-        Holds the lock (released while waiting)."""
-        deadline = self._deadline(block, timeout)
-        n_new = len(items)
-        new_bytes = sum(sizes)
-        sizeof = self._sizeof
-        while True:
-            if self._closed:
-                raise LogClosedError(f"HybridQueue {self.path} is closed")
-            mem = self._mem
-            n_mem = len(mem)
-            max_items, max_bytes = self._max_items, self._max_bytes
-            if n_mem + n_new <= max_items and self._mem_bytes + new_bytes <= max_bytes:
-                mem.extend(items)
-                self._mem_bytes += new_bytes
-                return
-            # The fewest oldest items of (mem ++ items) to move to disk so the rest
-            # fits (s_min), and, to amortize, up to a chunk of the tail (s).
-            need_n = n_mem + n_new - max_items
-            need_b = self._mem_bytes + new_bytes - max_bytes
-            take = min(n_mem, max(need_n, self._chunk_items))
-            pre = list(accumulate(map(sizeof, islice(mem, take))))
-            if need_b > 0 and take < n_mem and (not pre or pre[-1] < need_b):
-                pre = list(accumulate(map(sizeof, mem)))
-                take = n_mem
-            nb = bisect_left(pre, need_b) + 1 if need_b > 0 else 0
-            s_min = max(need_n, nb)
-            if s_min > n_mem:
-                # the whole tail goes, then as few new items as needed
-                freed = pre[-1] if pre else 0
-                k = 0
-                while k < n_new and (n_mem + k < need_n or freed < need_b):
-                    freed += sizes[k]
-                    k += 1
-                s = s_min = n_mem + k
-            else:
-                s = max(s_min, min(take, self._chunk_items, bisect_right(pre, self._chunk_bytes)))
-            objs = list(islice(mem, min(s, n_mem)))
-            if s > n_mem:
-                objs.extend(items[: s - n_mem])
-            payloads = self._serialize(objs, "an item to spill it to disk")
-            pbytes = sum(map(len, payloads))
-            if self._disk_bytes + pbytes > self._max_disk and s > s_min:
-                payloads = payloads[:s_min]
-                pbytes = sum(map(len, payloads))
-                s = s_min
-            if self._disk_bytes + pbytes <= self._max_disk:
-                break
-            if s_min > n_mem:
-                # Would the new items overflow to disk even with an empty tail?
-                k, left_n, left_b = 0, n_new - max_items, new_bytes - max_bytes
-                while k < n_new and (k < left_n or left_b > 0):
-                    left_b -= sizes[k]
-                    k += 1
-                forced = sum(map(len, payloads[n_mem:n_mem + k]))
-                if forced > self._max_disk:
-                    raise MessageTooLarge(
-                        f"{k} item(s) of {forced} serialized bytes fit neither the "
-                        f"memory budget (memory_items={self.memory_items}, memory_bytes="
-                        f"{self.memory_bytes}) nor max_disk_bytes={self.max_disk_bytes}"
-                    )
-            self._wait_not_full(block, deadline)
-        # write, then update the state (nothing changed if the write raised)
-        first = self._log.append_batch(payloads)
-        if first != self._end:  # pragma: no cover - the log is ours alone
-            raise VQSError(f"HybridQueue {self.path}: log end {first} != expected {self._end}")
-        n_spill_mem = min(s, n_mem)
-        for _ in range(n_spill_mem):
-            mem.popleft()
-        if mem:
-            self._mem_bytes -= pre[n_spill_mem - 1] if n_spill_mem else 0
-        else:
-            self._mem_bytes = 0
-        self._end += s
-        self._disk_bytes += pbytes
-        self._spilled += s
-        self._disk_writes += s
-        if s < n_mem + n_new:
-            rest = items[max(0, s - n_mem):]
-            mem.extend(rest)
-            self._mem_bytes += sum(sizes[max(0, s - n_mem):])
-
-    def _wait_not_full(self, block: bool, deadline: float | None) -> None:
-        if not block:
-            raise Full
-        if deadline is None:
-            remaining = None
-        else:
-            remaining = deadline - _monotonic()
-            if remaining <= 0:
-                raise Full
-        self._putters += 1
-        try:
-            self._not_full.wait(remaining)
-        finally:
-            self._putters -= 1
-
-    def _put_durable(self, items: list, block: bool, timeout: float | None) -> None:
-        """Write-through: serialize, append to the log (fsync, group commit with
-        concurrent putters), then make the items visible."""
-        n = len(items)
-        payloads = self._serialize(items, "an item")
-        pbytes = sum(map(len, payloads))
-        deadline = self._deadline(block, timeout)
-        with self._lock:
-            while True:
-                if self._closed:
-                    raise LogClosedError(f"HybridQueue {self.path} is closed")
-                if self._disk_bytes + self._reserved + pbytes <= self._max_disk:
-                    break
-                if pbytes > self._max_disk:
-                    raise MessageTooLarge(
-                        f"{n} item(s) of {pbytes} serialized bytes exceed max_disk_bytes="
-                        f"{self.max_disk_bytes}"
-                    )
-                self._wait_not_full(block, deadline)
-            self._reserved += pbytes
-            self._inflight += 1
-            # counted now, so that a consumer's task_done never runs ahead of it
-            self._unfinished += n
-        try:
-            first = self._log.append(payloads[0]) if n == 1 else self._log.append_batch(payloads)
-        except BaseException:
-            with self._lock:
-                self._reserved -= pbytes
-                self._inflight -= 1
-                self._unfinished -= n
-                if self._unfinished == 0:
-                    self._all_done.notify_all()
-                self._not_full.notify_all()
-            raise
-        with self._lock:
-            self._reserved -= pbytes
-            self._inflight -= 1
-            self._disk_bytes += pbytes
-            self._puts += n
-            self._disk_writes += n
-            if first + n > self._end:
-                # Group commit: everything below first + n is durable too, even
-                # a concurrent putter's record not registered yet.
-                self._end = first + n
-            if first == self._disk_next:
-                # contiguous with the read cache: keep the live objects
-                cache, csz = self._cache, self._csz
-                k = 0
-                while (k < n and len(cache) < self._max_items
-                       and self._cache_bytes + len(payloads[k]) <= self._max_bytes):
-                    cache.append(items[k])
-                    csz.append(len(payloads[k]))
-                    self._cache_bytes += len(payloads[k])
-                    k += 1
-                self._disk_next += k
-            if self._getters:
-                self._not_empty.notify(n)
-            if self._closed and self._inflight == 0:
-                self._not_full.notify_all()  # close() waits for in-flight puts
 
     # ------------------------------------------------------------------- get
 
@@ -544,7 +302,7 @@ class HybridQueue:
             raise LogClosedError(f"HybridQueue {self.path} is closed")
         if not block:
             return False
-        deadline = self._deadline(block, timeout)
+        deadline = deadline_for(block, timeout)
         self._getters += 1
         try:
             while self._end == self._read_off and not self._mem:
@@ -605,62 +363,6 @@ class HybridQueue:
         if self._putters:
             self._not_full.notify(len(out))
         return out
-
-    def _refill_locked(self, want: int | None = None) -> int:
-        """Read ahead from disk_next into the read cache; return items added."""
-        off, end = self._disk_next, self._end
-        if off >= end:
-            return 0
-        if not self.durable:
-            # the consumed position so far (a crash redelivers at most this chunk)
-            self._ckpt.write(self._read_off, end, self._disk_bytes)
-        loads = self._loads
-        zero_copy = self.serializer.accepts_buffers
-        cache, csz = self._cache, self._csz
-        added = 0
-        while off < end and ((want is None and added == 0) or (want is not None and added < want)):
-            batches = self._log.read_batches(off, max_bytes=READAHEAD_BYTES)
-            if not batches:
-                break
-            for b in batches:
-                a = max(0, off - b.base_offset)
-                e = min(b.count, end - b.base_offset)
-                if a >= e:
-                    continue
-                o = b.value_offsets.tolist()
-                starts, stops = o[a:e], o[a + 1:e + 1]
-                if zero_copy:
-                    # loads straight from slices of the batch buffer: no copy
-                    vals = map(b.value_data.__getitem__, map(slice, starts, stops))
-                else:
-                    vals = b.values(a, e)
-                try:
-                    objs = list(map(loads, vals))
-                except Exception as ex:
-                    raise wrap_error(
-                        ex, f"serializer={self.serializer.name!r} could not deserialize an "
-                        f"item at log offsets {b.base_offset + a}..{b.base_offset + e - 1} "
-                        f"of {self.path}"
-                    ) from ex
-                cache.extend(objs)
-                sizes = list(map(_sub, stops, starts))
-                csz.extend(sizes)
-                self._cache_bytes += sum(sizes)
-                added += e - a
-                off = b.base_offset + e
-                if off >= end:
-                    break
-        self._disk_next = off
-        self._disk_reads += added
-        return added
-
-    def _reclaim_locked(self) -> None:
-        """Drop log segments wholly consumed (disk follows the backlog)."""
-        self._reclaim_left = self._reclaim_every
-        if self._read_off > self._log.start_offset:
-            if not self.durable:
-                self._ckpt.write(self._read_off, self._end, self._disk_bytes)
-            self._log.delete_before(self._read_off)
 
     # ------------------------------------------------------------------ peek
 
@@ -778,23 +480,7 @@ class HybridQueue:
             while self._inflight:
                 self._not_full.wait()
             try:
-                mem = self._mem
-                if mem:
-                    payloads = []
-                    dumps = self._dumps
-                    for i, obj in enumerate(mem):
-                        try:
-                            payloads.append(dumps(obj))
-                        except Exception as e:
-                            failed.append((i, e))
-                    if payloads:
-                        self._log.append_batch(payloads)
-                        self._end += len(payloads)
-                        self._disk_bytes += sum(map(len, payloads))
-                        self._spilled += len(payloads)
-                        self._disk_writes += len(payloads)
-                    mem.clear()
-                    self._mem_bytes = 0
+                failed = self._spill_tail_locked()
                 if self._read_off > self._log.start_offset:
                     self._log.delete_before(self._read_off)
                 self._log.close()

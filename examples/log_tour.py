@@ -1,4 +1,4 @@
-"""`make demo` until the Spark pipeline takes over: a real tour of the log.
+"""A tour of the bare log (`make demo-log`): ``python examples/log_tour.py --help``.
 
 Appends a million records (with a progress bar), closes, reopens, reads them
 all back verifying every one, and prints a throughput table.
@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from .storage import Log
+from vqs.storage import Log
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,80 @@
+"""The layout of a data directory: the one place that names its files.
+
+::
+
+    DATA/
+      .lock                      the owner's directory lock (storage.dir_lock): exclusive for
+                                 a Broker or server, shared among Spark path-mode writers
+      topics/
+        {topic}/
+          topic.json             {"name", "partitions", "config": {...}} (atomic replace)
+          {p}/                   partition p: a Log directory (storage.log)
+      groups/
+        {group}/
+          offsets.json           committed offsets {"topic": {"p": next_offset}} (atomic replace)
+      queues/
+        {queue}/                 one SQS-style queue (its inside: vqs.broker.queue)
+      spark/
+        sinks/
+          {queryId}/             Spark streaming sink, path mode: state.json + staged Arrow files
+
+Invariants: every name above is fixed here; a ``~`` never occurs in a valid
+topic, group or queue name (broker.names), so the catalog's staging names
+(``{topic}~new``, ``{topic}~deleted``) never collide with them. Readers in
+other processes (the Spark connector, ``vqs inspect``) compute the same paths
+from these helpers, so the Broker and its readers cannot disagree.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..storage.dir_lock import LOCK_NAME
+
+LOCK_FILE = LOCK_NAME
+TOPICS = "topics"
+GROUPS = "groups"
+QUEUES = "queues"
+TOPIC_FILE = "topic.json"
+OFFSETS_FILE = "offsets.json"
+SPARK_SINKS = os.path.join("spark", "sinks")
+
+
+def topics_dir(data_dir: str) -> str:
+    """``DATA/topics``: the topic catalog."""
+    return os.path.join(data_dir, TOPICS)
+
+
+def groups_dir(data_dir: str) -> str:
+    """``DATA/groups``: committed offsets of consumer groups."""
+    return os.path.join(data_dir, GROUPS)
+
+
+def queues_dir(data_dir: str) -> str:
+    """``DATA/queues``: the queue registry."""
+    return os.path.join(data_dir, QUEUES)
+
+
+def topic_dir(data_dir: str, topic: str) -> str:
+    """``DATA/topics/{topic}``."""
+    return os.path.join(data_dir, TOPICS, topic)
+
+
+def topic_file(topic_directory: str) -> str:
+    """``{topic directory}/topic.json`` (also of a staged ``{topic}~new``)."""
+    return os.path.join(topic_directory, TOPIC_FILE)
+
+
+def partition_dir(topic_directory: str, partition: int) -> str:
+    """``{topic directory}/{p}``: partition ``p``'s Log directory."""
+    return os.path.join(topic_directory, str(partition))
+
+
+def offsets_file(group_directory: str) -> str:
+    """``{group directory}/offsets.json``."""
+    return os.path.join(group_directory, OFFSETS_FILE)
+
+
+def spark_sink_dir(data_dir: str, query: str) -> str:
+    """``DATA/spark/sinks/{queryId}``: a path-mode streaming sink's state and staged files."""
+    return os.path.join(data_dir, SPARK_SINKS, query)

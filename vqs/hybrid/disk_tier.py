@@ -1,0 +1,394 @@
+"""The disk tier of a HybridQueue: spill, write-through, read-ahead, reclaim.
+
+The disk backlog is the log range ``[read_off, end)``, older than every item
+of the memory tail; ``[read_off, disk_next)`` of it is already deserialized
+in the read cache (``_cache`` objects, ``_csz`` their serialized sizes)::
+
+    [ read cache ][ rest of the disk backlog ][ memory tail ]
+      read_off .. disk_next .. end               live objects, never serialized
+
+Invariants (all under the queue's one lock):
+
+* spill (``_admit_locked``, non-durable): when a put finds the memory tail
+  full, the *oldest* tail items (then, if need be, the first new items) are
+  serialized and appended as one batch, so they land right after everything
+  already on disk and FIFO order holds; at most a chunk (a quarter of the
+  budget, 1024 items / 1 MiB) at a time so one append serves many puts. The
+  log is written first and the state updated after: a failed write changes
+  nothing. ``_disk_bytes + pending <= max_disk_bytes`` always.
+* write-through (``_put_durable``): the append (fsync, group commit with
+  concurrent putters) runs outside the lock, with its bytes reserved in
+  ``_reserved`` and the put counted in ``_inflight``; its items become
+  visible only after it returns.
+* read-ahead (``_refill_locked``): reads whole batches from ``disk_next``, at
+  most READAHEAD_BYTES per read; non-durable queues checkpoint the consumed
+  position first, so a crash redelivers at most one chunk.
+* reclaim (``_reclaim_locked``): every half segment of consumed bytes, whole
+  consumed segments are deleted, so disk follows the backlog.
+
+This is a mixin of :class:`vqs.hybrid.hybrid_queue.HybridQueue`, not an object
+of its own: both tiers share one lock, one condition set and the counters, and
+``put``/``get`` read them on every call; an extra object on that path would
+cost an attribute hop per call on the measured hot paths. The attributes it
+uses are declared below and set by ``HybridQueue.__init__``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Callable
+from itertools import accumulate, islice
+from operator import sub as _sub
+from queue import Full
+
+from ..errors import LogClosedError, MessageTooLarge, VQSError
+from ..storage import Log
+from .checkpoint import Checkpoint
+from .serializers import Serializer, wrap_error
+
+#: Read-ahead from disk: at most this many serialized bytes per chunk.
+READAHEAD_BYTES = 1 << 20
+_monotonic = time.monotonic
+
+
+def deadline_for(block: bool, timeout: float | None) -> float | None:
+    """The monotonic deadline of a blocking call, None if it waits forever or not at all."""
+    if not block or timeout is None:
+        return None
+    if timeout < 0:
+        raise ValueError("'timeout' must be a non-negative number")
+    return _monotonic() + timeout
+
+
+class DiskTier:
+    """Disk-tier operations of a HybridQueue (see the module doc); the caller holds
+    ``_lock`` in every ``*_locked`` method."""
+
+    # -- state shared with HybridQueue (set by its __init__) --
+    path: str
+    durable: bool
+    serializer: Serializer
+    memory_items: int | None
+    memory_bytes: int | None
+    max_disk_bytes: int | None
+    _lock: threading.Lock
+    _not_empty: threading.Condition
+    _not_full: threading.Condition
+    _all_done: threading.Condition
+    _dumps: Callable
+    _loads: Callable
+    _sizeof: Callable
+    _max_items: int
+    _max_bytes: float
+    _max_disk: float
+    _chunk_items: int
+    _chunk_bytes: int
+    _getters: int
+    _putters: int
+    _closed: bool
+    _log: Log | None
+    _ckpt: Checkpoint | None
+    _mem: deque          # the memory tail
+    _mem_bytes: int
+    _cache: deque        # the read cache
+    _csz: deque
+    _cache_bytes: int
+    _read_off: int
+    _disk_next: int
+    _end: int
+    _disk_bytes: int
+    _reserved: int
+    _inflight: int
+    _unfinished: int
+    _initial: int
+    _puts: int
+    _spilled: int
+    _disk_writes: int
+    _disk_reads: int
+    _reclaim_every: int
+    _reclaim_left: int
+
+    # ------------------------------------------------------------------ open
+
+    def _restore(self) -> None:
+        lg, st = self._log, self._ckpt.state
+        start, end = lg.start_offset, lg.end_offset
+        read_off = start if st is None else min(max(st.read_off, start), end)
+        if st is not None and st.clean and st.end_off == end and st.read_off == read_off:
+            disk_bytes = st.disk_bytes
+        else:
+            disk_bytes = self._scan_bytes(read_off, end)
+        self._read_off = self._disk_next = read_off
+        self._end = end
+        self._disk_bytes = disk_bytes
+        self._unfinished = end - read_off
+        self._initial = end - read_off
+
+    def _scan_bytes(self, off: int, end: int) -> int:
+        """Serialized bytes of the records in [off, end) (after a crash)."""
+        total = 0
+        while off < end:
+            batches = self._log.read_batches(off, max_bytes=8 << 20)
+            if not batches:
+                break
+            for b in batches:
+                a = max(0, off - b.base_offset)
+                e = min(b.count, end - b.base_offset)
+                if a < e:
+                    vo = b.value_offsets
+                    total += vo[e] - vo[a]
+                off = b.base_offset + e
+        return total
+
+    # ----------------------------------------------------------------- write
+
+    def _serialize(self, objs, what: str) -> list[bytes]:
+        try:
+            return list(map(self._dumps, objs))
+        except Exception as e:
+            raise wrap_error(e, f"serializer={self.serializer.name!r} could not serialize {what}") from e
+
+    def _admit_locked(self, items: list, sizes: list, block: bool, timeout: float | None) -> None:
+        """Non-durable: make room in the memory tail for ``items`` by spilling its
+        oldest entries (and, if need be, the first of ``items``) to disk.
+        Holds the lock (released while waiting)."""
+        deadline = deadline_for(block, timeout)
+        n_new = len(items)
+        new_bytes = sum(sizes)
+        sizeof = self._sizeof
+        while True:
+            if self._closed:
+                raise LogClosedError(f"HybridQueue {self.path} is closed")
+            mem = self._mem
+            n_mem = len(mem)
+            max_items, max_bytes = self._max_items, self._max_bytes
+            if n_mem + n_new <= max_items and self._mem_bytes + new_bytes <= max_bytes:
+                mem.extend(items)
+                self._mem_bytes += new_bytes
+                return
+            # The fewest oldest items of (mem ++ items) to move to disk so the rest
+            # fits (s_min), and, to amortize, up to a chunk of the tail (s).
+            need_n = n_mem + n_new - max_items
+            need_b = self._mem_bytes + new_bytes - max_bytes
+            take = min(n_mem, max(need_n, self._chunk_items))
+            pre = list(accumulate(map(sizeof, islice(mem, take))))
+            if need_b > 0 and take < n_mem and (not pre or pre[-1] < need_b):
+                pre = list(accumulate(map(sizeof, mem)))
+                take = n_mem
+            nb = bisect_left(pre, need_b) + 1 if need_b > 0 else 0
+            s_min = max(need_n, nb)
+            if s_min > n_mem:
+                # the whole tail goes, then as few new items as needed
+                freed = pre[-1] if pre else 0
+                k = 0
+                while k < n_new and (n_mem + k < need_n or freed < need_b):
+                    freed += sizes[k]
+                    k += 1
+                s = s_min = n_mem + k
+            else:
+                s = max(s_min, min(take, self._chunk_items, bisect_right(pre, self._chunk_bytes)))
+            objs = list(islice(mem, min(s, n_mem)))
+            if s > n_mem:
+                objs.extend(items[: s - n_mem])
+            payloads = self._serialize(objs, "an item to spill it to disk")
+            pbytes = sum(map(len, payloads))
+            if self._disk_bytes + pbytes > self._max_disk and s > s_min:
+                payloads = payloads[:s_min]
+                pbytes = sum(map(len, payloads))
+                s = s_min
+            if self._disk_bytes + pbytes <= self._max_disk:
+                break
+            if s_min > n_mem:
+                # Would the new items overflow to disk even with an empty tail?
+                k, left_n, left_b = 0, n_new - max_items, new_bytes - max_bytes
+                while k < n_new and (k < left_n or left_b > 0):
+                    left_b -= sizes[k]
+                    k += 1
+                forced = sum(map(len, payloads[n_mem:n_mem + k]))
+                if forced > self._max_disk:
+                    raise MessageTooLarge(
+                        f"{k} item(s) of {forced} serialized bytes fit neither the "
+                        f"memory budget (memory_items={self.memory_items}, memory_bytes="
+                        f"{self.memory_bytes}) nor max_disk_bytes={self.max_disk_bytes}"
+                    )
+            self._wait_not_full(block, deadline)
+        # write, then update the state (nothing changed if the write raised)
+        first = self._log.append_batch(payloads)
+        if first != self._end:  # pragma: no cover - the log is ours alone
+            raise VQSError(f"HybridQueue {self.path}: log end {first} != expected {self._end}")
+        n_spill_mem = min(s, n_mem)
+        for _ in range(n_spill_mem):
+            mem.popleft()
+        if mem:
+            self._mem_bytes -= pre[n_spill_mem - 1] if n_spill_mem else 0
+        else:
+            self._mem_bytes = 0
+        self._end += s
+        self._disk_bytes += pbytes
+        self._spilled += s
+        self._disk_writes += s
+        if s < n_mem + n_new:
+            rest = items[max(0, s - n_mem):]
+            mem.extend(rest)
+            self._mem_bytes += sum(sizes[max(0, s - n_mem):])
+
+    def _wait_not_full(self, block: bool, deadline: float | None) -> None:
+        if not block:
+            raise Full
+        if deadline is None:
+            remaining = None
+        else:
+            remaining = deadline - _monotonic()
+            if remaining <= 0:
+                raise Full
+        self._putters += 1
+        try:
+            self._not_full.wait(remaining)
+        finally:
+            self._putters -= 1
+
+    def _put_durable(self, items: list, block: bool, timeout: float | None) -> None:
+        """Write-through: serialize, append to the log (fsync, group commit with
+        concurrent putters), then make the items visible."""
+        n = len(items)
+        payloads = self._serialize(items, "an item")
+        pbytes = sum(map(len, payloads))
+        deadline = deadline_for(block, timeout)
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise LogClosedError(f"HybridQueue {self.path} is closed")
+                if self._disk_bytes + self._reserved + pbytes <= self._max_disk:
+                    break
+                if pbytes > self._max_disk:
+                    raise MessageTooLarge(
+                        f"{n} item(s) of {pbytes} serialized bytes exceed max_disk_bytes="
+                        f"{self.max_disk_bytes}"
+                    )
+                self._wait_not_full(block, deadline)
+            self._reserved += pbytes
+            self._inflight += 1
+            # counted now, so that a consumer's task_done never runs ahead of it
+            self._unfinished += n
+        try:
+            first = self._log.append(payloads[0]) if n == 1 else self._log.append_batch(payloads)
+        except BaseException:
+            with self._lock:
+                self._reserved -= pbytes
+                self._inflight -= 1
+                self._unfinished -= n
+                if self._unfinished == 0:
+                    self._all_done.notify_all()
+                self._not_full.notify_all()
+            raise
+        with self._lock:
+            self._reserved -= pbytes
+            self._inflight -= 1
+            self._disk_bytes += pbytes
+            self._puts += n
+            self._disk_writes += n
+            if first + n > self._end:
+                # Group commit: everything below first + n is durable too, even
+                # a concurrent putter's record not registered yet.
+                self._end = first + n
+            if first == self._disk_next:
+                # contiguous with the read cache: keep the live objects
+                cache, csz = self._cache, self._csz
+                k = 0
+                while (k < n and len(cache) < self._max_items
+                       and self._cache_bytes + len(payloads[k]) <= self._max_bytes):
+                    cache.append(items[k])
+                    csz.append(len(payloads[k]))
+                    self._cache_bytes += len(payloads[k])
+                    k += 1
+                self._disk_next += k
+            if self._getters:
+                self._not_empty.notify(n)
+            if self._closed and self._inflight == 0:
+                self._not_full.notify_all()  # close() waits for in-flight puts
+
+    # ------------------------------------------------------------------ read
+
+    def _refill_locked(self, want: int | None = None) -> int:
+        """Read ahead from disk_next into the read cache; return items added."""
+        off, end = self._disk_next, self._end
+        if off >= end:
+            return 0
+        if not self.durable:
+            # the consumed position so far (a crash redelivers at most this chunk)
+            self._ckpt.write(self._read_off, end, self._disk_bytes)
+        loads = self._loads
+        zero_copy = self.serializer.accepts_buffers
+        cache, csz = self._cache, self._csz
+        added = 0
+        while off < end and ((want is None and added == 0) or (want is not None and added < want)):
+            batches = self._log.read_batches(off, max_bytes=READAHEAD_BYTES)
+            if not batches:
+                break
+            for b in batches:
+                a = max(0, off - b.base_offset)
+                e = min(b.count, end - b.base_offset)
+                if a >= e:
+                    continue
+                o = b.value_offsets.tolist()
+                starts, stops = o[a:e], o[a + 1:e + 1]
+                if zero_copy:
+                    # loads straight from slices of the batch buffer: no copy
+                    vals = map(b.value_data.__getitem__, map(slice, starts, stops))
+                else:
+                    vals = b.values(a, e)
+                try:
+                    objs = list(map(loads, vals))
+                except Exception as ex:
+                    raise wrap_error(
+                        ex, f"serializer={self.serializer.name!r} could not deserialize an "
+                        f"item at log offsets {b.base_offset + a}..{b.base_offset + e - 1} "
+                        f"of {self.path}"
+                    ) from ex
+                cache.extend(objs)
+                sizes = list(map(_sub, stops, starts))
+                csz.extend(sizes)
+                self._cache_bytes += sum(sizes)
+                added += e - a
+                off = b.base_offset + e
+                if off >= end:
+                    break
+        self._disk_next = off
+        self._disk_reads += added
+        return added
+
+    def _reclaim_locked(self) -> None:
+        """Drop log segments wholly consumed (disk follows the backlog)."""
+        self._reclaim_left = self._reclaim_every
+        if self._read_off > self._log.start_offset:
+            if not self.durable:
+                self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+            self._log.delete_before(self._read_off)
+
+    # ----------------------------------------------------------------- close
+
+    def _spill_tail_locked(self) -> list:
+        """close(): append the whole memory tail to the log, in order. Items the
+        serializer refuses are dropped; returns their (position, error) pairs."""
+        failed: list = []
+        mem = self._mem
+        if mem:
+            payloads = []
+            dumps = self._dumps
+            for i, obj in enumerate(mem):
+                try:
+                    payloads.append(dumps(obj))
+                except Exception as e:
+                    failed.append((i, e))
+            if payloads:
+                self._log.append_batch(payloads)
+                self._end += len(payloads)
+                self._disk_bytes += sum(map(len, payloads))
+                self._spilled += len(payloads)
+                self._disk_writes += len(payloads)
+            mem.clear()
+            self._mem_bytes = 0
+        return failed
