@@ -25,8 +25,8 @@ import time
 from collections.abc import Iterable, Sequence
 
 from . import errors as E
-from .server.wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
 from .storage.record_batch import encode_batch_parts
+from .wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
 
 DEFAULT_URL = "http://127.0.0.1:8642"
 _BATCH_CT = BATCH_CONTENT_TYPE.encode()

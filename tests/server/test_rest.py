@@ -6,8 +6,8 @@ import base64
 import threading
 import time
 
-from vqs.server.wire import BATCH_CONTENT_TYPE, decode_body
 from vqs.storage.record_batch import encode_batch
+from vqs.wire import BATCH_CONTENT_TYPE, decode_body
 
 
 def test_health_and_openapi(http):

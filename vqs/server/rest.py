@@ -1,7 +1,7 @@
 """REST routes: topics, messages by offset, consumer groups, queues, health, metrics.
 
 JSON for people; ``application/vnd.vqs.batch`` (the log's record-batch format)
-for speed on the produce and consume paths (see ``wire.py``).
+for speed on the produce and consume paths (see ``vqs/wire.py``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import VQSError
+from ..wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, START_OFFSET, decode_body, encode_records
 from .context import ServerContext
 from .errors import APIError
-from .wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, START_OFFSET, decode_body
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,200}$"
 _json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -653,30 +653,9 @@ async def consume_batches(ctx: ServerContext, topic: str, q) -> tuple[bytes, dic
         await _wait(ctx, lg, offset, wait_s)
         recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
     n = len(recs)
-    parts: list = []
-    nbytes = 0
-    nxt = offset
-    if n:
-        from ..storage.record_batch import encode_batch_parts
-
-        values = [r.value for r in recs]
-        keys = [r.key for r in recs]
-        hdrs = [r.headers for r in recs]
-        ts = [r.timestamp_ms for r in recs]
-        first = recs[0].offset
-        if recs[-1].offset - first + 1 == n:
-            parts = encode_batch_parts(first, values, keys=keys, headers=hdrs, timestamps=ts)
-        else:  # a gap (a batch quarantined by recovery): one batch per contiguous run
-            i = 0
-            while i < n:
-                j = i + 1
-                while j < n and recs[j].offset == recs[j - 1].offset + 1:
-                    j += 1
-                parts += encode_batch_parts(recs[i].offset, values[i:j], keys=keys[i:j], headers=hdrs[i:j],
-                                            timestamps=ts[i:j])
-                i = j
-        nbytes = sum(map(len, values))
-        nxt = recs[-1].offset + 1
+    parts = encode_records(recs)
+    nbytes = sum([len(r.value) for r in recs])
+    nxt = recs[-1].offset + 1 if n else offset
     ctx.metrics.count_out("topic", t.name, n, nbytes)
     return b"".join(parts), {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
                              END_OFFSET: str(lg.end_offset)}
