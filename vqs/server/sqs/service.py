@@ -645,7 +645,7 @@ class SQSService:
         if wait is None:
             wait = q.config.receive_wait_seconds
         if wait > 0:
-            msgs = await self.ctx.long_poll_call(self._receive_waiting, q, n, wait, vis)
+            msgs = await self.ctx.long_poll_receive(q, n, wait, vis)
         elif self.ctx.inline_writes:
             msgs = q.receive(n, 0, vis)
         else:
@@ -670,16 +670,6 @@ class SQSService:
             out.append(d)
         self.metrics.count_out("queue", q.name, len(out), nbytes)
         return {"Messages": out} if out else {}
-
-    def _receive_waiting(self, q, n, wait, vis):
-        deadline = time.monotonic() + wait
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.ctx.stopping:
-                return []
-            msgs = q.receive(n, min(left, 1.0), vis)
-            if msgs:
-                return msgs
 
     def a_DeleteMessage(self, p: dict, req: Req):
         q = self._queue(p, req)
