@@ -37,7 +37,7 @@ from .protocol import (
 )
 from .sigv4 import SigV4Error, region_from_authorization, verify
 
-log = logging.getLogger("vqs.server.sqs")
+logger = logging.getLogger("vqs.server.sqs")
 
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _FIFO_NAME = re.compile(r"[A-Za-z0-9_-]{1,75}\.fifo")
@@ -311,7 +311,7 @@ class SQSService:
                 err = SQSError("InvalidParameterValue", str(e))
             status, out, hs = self._error(err, is_json, request_id)
         except Exception:
-            log.exception("SQS %s failed", action)
+            logger.exception("SQS %s failed", action)
             status, out, hs = self._error(SQSError("InternalFailure"), is_json, request_id)
         await send({"type": "http.response.start", "status": status, "headers": hs})
         await send({"type": "http.response.body", "body": out})
