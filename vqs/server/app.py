@@ -339,13 +339,14 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def _other(request, exc: Exception):
-        api = from_vqs_error(exc)
-        if api is not None:
+        if isinstance(exc, VQSError):  # raised outside the routes (the VQSError handler's reach)
+            api = from_vqs_error(exc)
             ctx.metrics.errors.labels("rest", api.code).inc()
             return JSONResponse(api.body(), status_code=api.status, headers=api.headers)
         logger.exception("unhandled error on %s %s", request.method, request.url.path)
         ctx.metrics.errors.labels("rest", "internal").inc()
-        return JSONResponse({"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}},
+        # the exception's text may name server files: it goes to the log, not to the client
+        return JSONResponse({"error": {"code": "internal", "message": "internal error; the server log has the details"}},
                             status_code=500)
 
     from .rest import build_router

@@ -23,6 +23,7 @@ from urllib.parse import unquote
 
 from ...errors import InvalidName, QueueDoesNotExist, QueueError, VQSError
 from ..context import ServerContext
+from ..errors import client_message
 from .errors import SQSError, from_queue_error
 from .md5 import md5_hex, md5_of_attributes
 from .protocol import (
@@ -308,7 +309,7 @@ class SQSService:
             if type(e).__name__ == "LogClosedError":
                 err = SQSError("ServiceUnavailable", "the server is shutting down")
             else:
-                err = SQSError("InvalidParameterValue", str(e))
+                err = SQSError("InvalidParameterValue", client_message(e))
             status, out, hs = self._error(err, is_json, request_id)
         except Exception:
             logger.exception("SQS %s failed", action)
