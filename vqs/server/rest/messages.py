@@ -390,6 +390,7 @@ async def consume_batches(ctx: ServerContext, topic: str, q) -> tuple[bytes, dic
         await ctx.long_poll_log(lg, offset, wait_s)
         recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
     nxt = recs[-1].offset + 1 if recs else offset
-    ctx.metrics.count_out("topic", t.name, len(recs), sum([len(r.value) for r in recs]))
-    return b"".join(encode_records(recs)), {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
-                                            END_OFFSET: str(lg.end_offset)}
+    parts, nbytes = encode_records(recs)
+    ctx.metrics.count_out("topic", t.name, len(recs), nbytes)
+    return b"".join(parts), {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
+                             END_OFFSET: str(lg.end_offset)}
