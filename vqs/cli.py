@@ -19,6 +19,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from .server.run import serve_command
+
 app = typer.Typer(help="VQS: a durable message queue and log.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
 topic_app = typer.Typer(help="Create, list, describe and delete topics.", no_args_is_help=True)
@@ -81,49 +83,8 @@ def _print_json(obj) -> None:
 
 
 # ------------------------------------------------------------------------------ serve
-@app.command()
-def serve(
-    data_dir: str | None = typer.Option(None, "--data-dir", help="data directory (VQS_DATA_DIR; default ./vqs-data)"),
-    host: str | None = typer.Option(None, "--host", help="address to bind (default 127.0.0.1)"),
-    port: int | None = typer.Option(None, "--port", help="port (default 8642)"),
-    config: str | None = typer.Option(None, "--config", help="TOML settings file (VQS_CONFIG)"),
-    token: list[str] = typer.Option([], "--token", help="bearer token accepted for REST (repeat; VQS_TOKENS=a,b)"),
-    sigv4_key: list[str] = typer.Option([], "--sigv4-key", help="AKID:SECRET accepted for SQS SigV4 (repeat; VQS_SIGV4_KEYS)"),
-    insecure: bool | None = typer.Option(None, "--insecure", help="allow a non-loopback address without credentials"),
-    flush: str | None = typer.Option(None, "--flush", help="always | interval | never"),
-    flush_interval_ms: int | None = typer.Option(None, "--flush-interval-ms"),
-    account_id: str | None = typer.Option(None, "--account-id", help="SQS account id in queue URLs (123456789012)"),
-    region: str | None = typer.Option(None, "--region", help="region for unsigned SQS requests (us-east-1)"),
-    max_body_bytes: int | None = typer.Option(None, "--max-body-bytes"),
-    max_message_bytes: int | None = typer.Option(None, "--max-message-bytes"),
-    max_header_bytes: int | None = typer.Option(None, "--max-header-bytes"),
-    max_connections: int | None = typer.Option(None, "--max-connections"),
-    max_long_poll_waiters: int | None = typer.Option(None, "--max-long-poll-waiters"),
-    max_partitions_per_topic: int | None = typer.Option(None, "--max-partitions-per-topic"),
-    max_total_partitions: int | None = typer.Option(None, "--max-total-partitions"),
-    log_level: str | None = typer.Option(None, "--log-level"),
-    log_format: str | None = typer.Option(None, "--log-format", help="json | text"),
-    access_log: bool | None = typer.Option(None, "--access-log", help="log every request"),
-):
-    """Run the server (REST, SQS-compatible API, metrics) on one data directory."""
-    from .errors import ConfigError
-    from .server.settings import load_settings
-
-    overrides = dict(data_dir=data_dir or os.environ.get("VQS_DATA_DIR"), host=host, port=port, tokens=token,
-                     sigv4_keys=sigv4_key, insecure=insecure, flush=flush, flush_interval_ms=flush_interval_ms,
-                     account_id=account_id, region=region, max_body_bytes=max_body_bytes,
-                     max_message_bytes=max_message_bytes, max_header_bytes=max_header_bytes,
-                     max_connections=max_connections, max_long_poll_waiters=max_long_poll_waiters,
-                     max_partitions_per_topic=max_partitions_per_topic, max_total_partitions=max_total_partitions,
-                     log_level=log_level, log_format=log_format, access_log=access_log)
-    try:
-        settings = load_settings(overrides, config_file=config)
-        settings.check()
-    except ConfigError as e:
-        _fail(str(e), 2)
-    from .server.run import serve as run
-
-    run(settings)
+# the server owns its command line (python -m vqs.server runs the same command)
+app.command("serve")(serve_command)
 
 
 # ------------------------------------------------------------------------------ topics

@@ -25,8 +25,8 @@ import time
 from collections.abc import Iterable, Sequence
 
 from . import errors as E
-from .server.wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
 from .storage.record_batch import encode_batch_parts
+from .wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
 
 DEFAULT_URL = "http://127.0.0.1:8642"
 _BATCH_CT = BATCH_CONTENT_TYPE.encode()
@@ -122,8 +122,11 @@ class Client:
     @staticmethod
     def _error(r) -> Exception:
         try:
-            err = r.json().get("error", {})
-        except Exception:
+            doc = r.json()
+        except ValueError:  # not JSON (an empty body, a proxy's error page): keep the status and text
+            doc = None
+        err = doc.get("error") if isinstance(doc, dict) else None
+        if not isinstance(err, dict):
             err = {}
         code = err.get("code", f"http_{r.status_code}")
         msg = err.get("message") or r.text[:500] or f"HTTP {r.status_code}"
@@ -133,7 +136,7 @@ class Client:
             E.VQSError.__init__(ex, msg)
             ex.name = None
             return ex
-        if code == "queue_not_found" and hasattr(E, "QueueDoesNotExist"):
+        if code == "queue_not_found":
             ex = E.QueueDoesNotExist.__new__(E.QueueDoesNotExist)
             E.VQSError.__init__(ex, msg)
             ex.name = None
@@ -151,15 +154,11 @@ class Client:
             return E.InvalidName(msg)
         if code == "message_too_large":
             return E.MessageTooLarge(msg)
-        qerr = err.get("sqs_code")
-        if qerr and hasattr(E, qerr):
-            cls = getattr(E, qerr)
-            try:
-                ex = cls.__new__(cls)
-                E.VQSError.__init__(ex, msg)
-                return ex
-            except Exception:
-                pass
+        cls = getattr(E, err.get("sqs_code") or "", None)  # the server's name of a queue error's class
+        if isinstance(cls, type) and issubclass(cls, E.QueueError):
+            ex = cls.__new__(cls)
+            E.VQSError.__init__(ex, msg)
+            return ex
         return E.RemoteError(msg, status=r.status_code, code=code, field=field)
 
     def close(self) -> None:

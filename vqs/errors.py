@@ -81,7 +81,8 @@ class TopicAlreadyExists(VQSError):
 
 # --- queues (vqs.broker.queue*): SQS's errors. ``code`` is the AWS JSON error code,
 # ``query_code`` the query-protocol code (x-amzn-query-error), ``sender_fault`` its
-# Sender/Receiver part; the server maps these one to one.
+# Sender/Receiver part, ``http_status`` AWS's status. These class attributes are the one
+# table of the queue errors' SQS identities (one class per code); the SQS front reads it.
 
 
 class QueueError(VQSError):

@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import time
-import uuid
 from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
@@ -19,11 +18,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..errors import VQSError
 from .context import ServerContext
 from .errors import APIError, from_vqs_error
 from .settings import Settings
 
-log = logging.getLogger("vqs.server")
+logger = logging.getLogger("vqs.server")
 
 _SQS_PATH = re.compile(r"^/\d{12}/[^/]+/?$")
 _MESSAGES_PATH = re.compile(r"^/topics/([A-Za-z0-9._-]{1,200})/messages$")
@@ -154,7 +154,7 @@ class VQSMiddleware:
             self._req.labels(api, rpath, method, str(status)).inc()
             self._lat.labels(api, rpath).observe(time.perf_counter() - t0)
             if self.access_log:
-                log.info("request", extra={"vqs": {"method": method, "path": path, "status": status,
+                logger.info("request", extra={"vqs": {"method": method, "path": path, "status": status,
                                                     "ms": round((time.perf_counter() - t0) * 1000, 3)}})
 
     async def _fast(self, scope, receive, send, method: str, topic: str, raw_headers) -> bool:
@@ -199,10 +199,8 @@ class VQSMiddleware:
             self._err.labels("rest", e.code).inc()
             await _send(send, *_json(e.status, e.body(), e.headers))
             return True
-        except Exception as e:
+        except VQSError as e:
             api = from_vqs_error(e)
-            if api is None:
-                raise
             self._err.labels("rest", api.code).inc()
             await _send(send, *_json(api.status, api.body(), api.headers))
             return True
@@ -283,7 +281,7 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
 
         ctx.sqs = SQSService(ctx)
         ctx.ready = True
-        log.info("ready", extra={"vqs": {"data_dir": settings.data_dir, "flush": settings.flush}})
+        logger.info("ready", extra={"vqs": {"data_dir": settings.data_dir, "flush": settings.flush}})
         try:
             yield
         finally:
@@ -292,10 +290,10 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
             try:
                 ctx.sqs.close()
             except Exception:
-                log.exception("closing the SQS service")
+                logger.exception("closing the SQS service")
             if owns:
                 ctx.broker.close()
-                log.info("closed", extra={"vqs": {"data_dir": settings.data_dir}})
+                logger.info("closed", extra={"vqs": {"data_dir": settings.data_dir}})
 
     app = FastAPI(
         title="VQS",
@@ -333,8 +331,6 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
         return JSONResponse({"error": {"code": code, "message": str(exc.detail)}}, status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
 
-    from ..errors import VQSError
-
     @app.exception_handler(VQSError)
     async def _vqs(request, exc: VQSError):
         api = from_vqs_error(exc)
@@ -343,13 +339,14 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def _other(request, exc: Exception):
-        api = from_vqs_error(exc)
-        if api is not None:
+        if isinstance(exc, VQSError):  # raised outside the routes (the VQSError handler's reach)
+            api = from_vqs_error(exc)
             ctx.metrics.errors.labels("rest", api.code).inc()
             return JSONResponse(api.body(), status_code=api.status, headers=api.headers)
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        logger.exception("unhandled error on %s %s", request.method, request.url.path)
         ctx.metrics.errors.labels("rest", "internal").inc()
-        return JSONResponse({"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}},
+        # the exception's text may name server files: it goes to the log, not to the client
+        return JSONResponse({"error": {"code": "internal", "message": "internal error; the server log has the details"}},
                             status_code=500)
 
     from .rest import build_router
@@ -360,13 +357,9 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        from importlib.metadata import version
-
         return version("vqs")
-    except Exception:
+    except PackageNotFoundError:  # running from a source tree that was never installed
         return "0"
-
-
-def request_id() -> str:
-    return str(uuid.uuid4())

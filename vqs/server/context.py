@@ -1,4 +1,10 @@
-"""What every request handler shares: the broker, settings, metrics and limiters."""
+"""What every request handler shares: the broker, settings, metrics, limiters and long polls.
+
+Invariants: at most ``max_long_poll_waiters`` requests wait at once (the next
+gets 503 ``too_many_waiters``); a long poll waits in slices of at most 1 s and
+gives up as soon as ``stopping`` is set, so a shutdown is never held up by a
+waiting client; a write runs inline only when it cannot block on an fsync.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +34,15 @@ class ServerContext:
         # blocking calls are needed when the log fsyncs on the request path
         self.inline_writes = settings.flush != "always"
         self.sqs = None  # set by the app (vqs.server.sqs.service.SQSService)
+        self._producer = None
+        self._producer_broker = None
+
+    def producer(self):
+        """The server's one Producer on the current broker (made on first use)."""
+        if self._producer is None or self._producer_broker is not self.broker:
+            self._producer = self.broker.producer()
+            self._producer_broker = self.broker
+        return self._producer
 
     async def run(self, fn, *args, **kw):
         """Run a blocking broker call in a worker thread."""
@@ -63,3 +78,31 @@ class ServerContext:
             with self._waiters_lock:
                 self._waiters -= 1
             self.metrics.long_polls.dec()
+
+    async def long_poll_log(self, lg, offset: int, wait_s: float) -> bool:
+        """Wait up to ``wait_s`` until log ``lg`` holds ``offset`` (True) or not (False)."""
+        deadline = time.monotonic() + wait_s
+
+        def waiter():
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping:
+                    return False
+                if lg.wait_for(offset, min(left, 1.0)):
+                    return True
+
+        return await self.long_poll_call(waiter)
+
+    async def long_poll_receive(self, q, n: int, wait_s: float, visibility) -> list:
+        """``q.receive(n)`` waiting up to ``wait_s`` for a message ([] when none came)."""
+        return await self.long_poll_call(self._receive_waiting, q, n, wait_s, visibility)
+
+    def _receive_waiting(self, q, n, wait_s, visibility) -> list:
+        deadline = time.monotonic() + wait_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.stopping:
+                return []
+            msgs = q.receive(n, min(left, 1.0), visibility)
+            if msgs:
+                return msgs

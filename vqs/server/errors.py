@@ -1,14 +1,26 @@
-"""REST errors: JSON ``{"error": {"code", "message", "field"}}`` with the right status.
+"""REST errors: JSON ``{"error": {"code", "message", "field"}}`` with the right status,
+and what of an embedded error a remote client may see.
 
 Codes are stable strings (clients switch on them); messages name the
 offending field or resource.
+
+Invariant: no message sent to a remote client names a server path or carries
+a traceback. The embedded API's messages name files (``log /data/t/0 is
+closed``), which is right for a library user and wrong for a network client:
+an error that describes the request (a name, a size, a receipt handle) keeps
+its message; OffsetOutOfRange is re-worded from its fields; an error about the
+server's own state (a closed or read-only log, corruption on disk, an I/O
+failure) gets a fixed text, and its original goes to the server log.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 
 from .. import errors as E
+
+logger = logging.getLogger("vqs.server")
 
 
 class APIError(Exception):
@@ -30,51 +42,62 @@ class APIError(Exception):
         return {"error": err}
 
 
-def _cls(name: str):
-    return getattr(E, name, None)
+# errors that describe the request: (status, code); their own message goes to the client
+_REQUEST_ERRORS: dict[type, tuple[int, str]] = {
+    E.TopicDoesNotExist: (404, "topic_not_found"),
+    E.QueueDoesNotExist: (404, "queue_not_found"),
+    E.TopicAlreadyExists: (409, "topic_exists"),
+    E.QueueAlreadyExists: (409, "queue_exists"),
+    E.InvalidName: (400, "invalid_name"),
+    E.MessageTooLarge: (413, "message_too_large"),
+    E.OffsetOutOfRange: (400, "offset_out_of_range"),
+    E.ConfigError: (400, "invalid_argument"),
+}
+
+# errors about the server's own state: (status, code, the client's message)
+_SERVER_ERRORS: dict[type, tuple[int, str, str]] = {
+    E.LogClosedError: (503, "closing", "the topic or queue is closed (deleted, or the server is stopping)"),
+    E.ReadOnlyError: (409, "read_only", "the data is read-only"),
+    E.CorruptRecordError: (400, "corrupt_batch", "stored data failed validation; the server log has the details"),
+}
+_UNEXPECTED = "the server could not complete the request; the server log has the details"
 
 
-def from_vqs_error(exc: BaseException) -> APIError | None:
-    """Map an error of the embedded API to its REST form (None: not a client error)."""
-    name = type(exc).__name__
-    msg = str(exc)
-    table = {
-        "TopicDoesNotExist": (404, "topic_not_found"),
-        "QueueDoesNotExist": (404, "queue_not_found"),
-        "GroupDoesNotExist": (404, "group_not_found"),
-        "TopicAlreadyExists": (409, "topic_exists"),
-        "QueueAlreadyExists": (409, "queue_exists"),
-        "QueueNameExists": (409, "queue_exists"),
-        "InvalidName": (400, "invalid_name"),
-        "MessageTooLarge": (413, "message_too_large"),
-        "OffsetOutOfRange": (400, "offset_out_of_range"),
-        "ReceiptHandleIsInvalid": (400, "invalid_receipt_handle"),
-        "InvalidReceiptHandle": (400, "invalid_receipt_handle"),
-        "MessageNotInflight": (409, "message_not_in_flight"),
-        "ConfigError": (400, "invalid_argument"),
-        "ReadOnlyError": (409, "read_only"),
-        "LogClosedError": (503, "closing"),
-        "CorruptRecordError": (400, "corrupt_batch"),
-        "InvalidAttribute": (400, "invalid_attribute"),
-    }
-    qe = getattr(E, "QueueError", None)
-    if qe is not None and isinstance(exc, qe) and name not in ("QueueDoesNotExist", "QueueAlreadyExists"):
-        code = re.sub(r"(?<!^)(?=[A-Z])", "_", exc.code).lower()
-        status = exc.http_status if exc.http_status != 400 or "NotInflight" not in name else 409
-        return APIError(status, code, msg, extra={"sqs_code": name})
+def _lookup(table: dict, exc: BaseException):
     for klass in type(exc).__mro__:
-        hit = table.get(klass.__name__)
-        if hit:
-            status, code = hit
-            field = None
-            extra = None
-            if name == "OffsetOutOfRange":
-                field = "offset"
-                extra = {"detail": {"offset": exc.offset, "start_offset": exc.start_offset,
-                                    "end_offset": exc.end_offset}}
-            elif name == "InvalidName":
-                field = "name"
-            return APIError(status, code, msg, field, extra=extra)
-    if isinstance(exc, E.VQSError):
-        return APIError(400, "invalid_request", msg)
+        hit = table.get(klass)
+        if hit is not None:
+            return hit
     return None
+
+
+def client_message(exc: E.VQSError) -> str:
+    """The text of ``exc`` a remote client may see (never a server path)."""
+    if isinstance(exc, E.OffsetOutOfRange):
+        return (f"offset {exc.offset} is out of range: valid offsets are "
+                f"{exc.start_offset}..{exc.end_offset} (start..end)")
+    if isinstance(exc, E.QueueError) or _lookup(_REQUEST_ERRORS, exc) is not None:
+        return str(exc)
+    logger.error("%s: %s", type(exc).__name__, exc)
+    hit = _lookup(_SERVER_ERRORS, exc)
+    return hit[2] if hit is not None else _UNEXPECTED
+
+
+def from_vqs_error(exc: E.VQSError) -> APIError:
+    """The REST form of an error of the embedded API."""
+    msg = client_message(exc)
+    if isinstance(exc, E.QueueError) and not isinstance(exc, (E.QueueDoesNotExist, E.QueueAlreadyExists)):
+        code = re.sub(r"(?<!^)(?=[A-Z])", "_", exc.code).lower()
+        status = 409 if isinstance(exc, E.MessageNotInflight) else exc.http_status
+        return APIError(status, code, msg, extra={"sqs_code": type(exc).__name__})
+    hit = _lookup(_REQUEST_ERRORS, exc)
+    if hit is not None:
+        status, code = hit
+        if isinstance(exc, E.OffsetOutOfRange):
+            return APIError(status, code, msg, "offset", extra={"detail": {
+                "offset": exc.offset, "start_offset": exc.start_offset, "end_offset": exc.end_offset}})
+        return APIError(status, code, msg, "name" if isinstance(exc, E.InvalidName) else None)
+    hit = _lookup(_SERVER_ERRORS, exc)
+    if hit is not None:
+        return APIError(hit[0], hit[1], msg)
+    return APIError(400, "invalid_request", msg)

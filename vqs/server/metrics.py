@@ -18,9 +18,14 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
+from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 disable_created_metrics()
+
+# a topic or queue deleted (its logs closed) between being listed and being read by a scrape
+_GONE = (TopicDoesNotExist, QueueDoesNotExist, LogClosedError)
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25)
 
@@ -88,15 +93,15 @@ class _BrokerCollector:
                         total_segments += lg.segment_count
                     disk.add_metric(["topic", name], t.size_bytes)
                     segs.add_metric(["topic", name], total_segments)
-                except Exception:
+                except _GONE:
                     continue
             for g in broker.groups():
                 try:
                     for row in broker.describe_group(g):
                         lag.add_metric([g, row.topic, str(row.partition)], row.lag)
-                except Exception:
+                except _GONE:
                     continue
-            for qn in _queue_names(broker):
+            for qn in broker.queues():
                 try:
                     q = broker.queue(qn)
                     a = q.attributes()
@@ -109,15 +114,8 @@ class _BrokerCollector:
                         v = getattr(q, attr, None)
                         if isinstance(v, int):
                             fam.add_metric(["queue", qn], v)
-                except Exception:
+                except _GONE:
                     continue
-        except Exception:
+        except LogClosedError:  # the broker closed during the scrape: report what was gathered
             pass
         yield from (end, start, disk, segs, lag, qv)
-
-
-def _queue_names(broker) -> list[str]:
-    try:
-        return list(broker.queues())
-    except Exception:
-        return []

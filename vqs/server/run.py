@@ -1,4 +1,10 @@
-"""Run the server: ``vqs serve`` and ``python -m vqs.server``.
+"""Run the server: the ``serve`` command (``vqs serve`` and ``python -m vqs.server``) and the process.
+
+``serve_command`` is the one definition of serve's options: the ``vqs`` CLI
+registers it as ``vqs serve`` and ``python -m vqs.server`` runs it alone, so
+the server never imports the CLI. Options override ``VQS_*`` variables, which
+override the TOML file (settings.load_settings); a setting that cannot work
+exits 2 before anything is opened.
 
 uvicorn with uvloop and httptools, one worker (one process owns the data
 directory). SIGTERM/SIGINT: stop accepting connections, let in-flight requests
@@ -9,11 +15,64 @@ flushes and closes the broker. A second signal forces the exit.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
-from .settings import Settings
+import typer
 
-log = logging.getLogger("vqs.server")
+from ..errors import ConfigError
+from .settings import Settings, load_settings
+
+logger = logging.getLogger("vqs.server")
+
+
+def serve_command(
+    data_dir: str | None = typer.Option(None, "--data-dir", help="data directory (VQS_DATA_DIR; default ./vqs-data)"),
+    host: str | None = typer.Option(None, "--host", help="address to bind (default 127.0.0.1)"),
+    port: int | None = typer.Option(None, "--port", help="port (default 8642)"),
+    config: str | None = typer.Option(None, "--config", help="TOML settings file (VQS_CONFIG)"),
+    token: list[str] = typer.Option([], "--token", help="bearer token accepted for REST (repeat; VQS_TOKENS=a,b)"),
+    sigv4_key: list[str] = typer.Option([], "--sigv4-key", help="AKID:SECRET accepted for SQS SigV4 (repeat; VQS_SIGV4_KEYS)"),
+    insecure: bool | None = typer.Option(None, "--insecure", help="allow a non-loopback address without credentials"),
+    flush: str | None = typer.Option(None, "--flush", help="always | interval | never"),
+    flush_interval_ms: int | None = typer.Option(None, "--flush-interval-ms"),
+    account_id: str | None = typer.Option(None, "--account-id", help="SQS account id in queue URLs (123456789012)"),
+    region: str | None = typer.Option(None, "--region", help="region for unsigned SQS requests (us-east-1)"),
+    max_body_bytes: int | None = typer.Option(None, "--max-body-bytes"),
+    max_message_bytes: int | None = typer.Option(None, "--max-message-bytes"),
+    max_header_bytes: int | None = typer.Option(None, "--max-header-bytes"),
+    max_connections: int | None = typer.Option(None, "--max-connections"),
+    max_long_poll_waiters: int | None = typer.Option(None, "--max-long-poll-waiters"),
+    max_partitions_per_topic: int | None = typer.Option(None, "--max-partitions-per-topic"),
+    max_total_partitions: int | None = typer.Option(None, "--max-total-partitions"),
+    log_level: str | None = typer.Option(None, "--log-level"),
+    log_format: str | None = typer.Option(None, "--log-format", help="json | text"),
+    access_log: bool | None = typer.Option(None, "--access-log", help="log every request"),
+):
+    """Run the server (REST, SQS-compatible API, metrics) on one data directory."""
+    overrides = dict(data_dir=data_dir or os.environ.get("VQS_DATA_DIR"), host=host, port=port, tokens=token,
+                     sigv4_keys=sigv4_key, insecure=insecure, flush=flush, flush_interval_ms=flush_interval_ms,
+                     account_id=account_id, region=region, max_body_bytes=max_body_bytes,
+                     max_message_bytes=max_message_bytes, max_header_bytes=max_header_bytes,
+                     max_connections=max_connections, max_long_poll_waiters=max_long_poll_waiters,
+                     max_partitions_per_topic=max_partitions_per_topic, max_total_partitions=max_total_partitions,
+                     log_level=log_level, log_format=log_format, access_log=access_log)
+    try:
+        settings = load_settings(overrides, config_file=config)
+        settings.check()
+    except ConfigError as e:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(2) from None
+    serve(settings)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m vqs.server [options]``: the serve command on its own."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(serve_command)
+    app(argv, prog_name="python -m vqs.server")
 
 
 def serve(settings: Settings) -> None:
@@ -66,8 +125,8 @@ def serve(settings: Settings) -> None:
         server._captured_signals.clear()
 
     server.handle_exit = handle_exit
-    log.info("starting", extra={"vqs": {"host": settings.host, "port": settings.port,
-                                        "data_dir": settings.data_dir, "auth": settings.auth_enabled}})
+    logger.info("starting", extra={"vqs": {"host": settings.host, "port": settings.port,
+                                           "data_dir": settings.data_dir, "auth": settings.auth_enabled}})
     server.run()
     if not server.started:
         sys.exit(3)

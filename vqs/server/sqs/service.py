@@ -23,6 +23,7 @@ from urllib.parse import unquote
 
 from ...errors import InvalidName, QueueDoesNotExist, QueueError, VQSError
 from ..context import ServerContext
+from ..errors import client_message
 from .errors import SQSError, from_queue_error
 from .md5 import md5_hex, md5_of_attributes
 from .protocol import (
@@ -37,7 +38,7 @@ from .protocol import (
 )
 from .sigv4 import SigV4Error, region_from_authorization, verify
 
-log = logging.getLogger("vqs.server.sqs")
+logger = logging.getLogger("vqs.server.sqs")
 
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _FIFO_NAME = re.compile(r"[A-Za-z0-9_-]{1,75}\.fifo")
@@ -308,10 +309,10 @@ class SQSService:
             if type(e).__name__ == "LogClosedError":
                 err = SQSError("ServiceUnavailable", "the server is shutting down")
             else:
-                err = SQSError("InvalidParameterValue", str(e))
+                err = SQSError("InvalidParameterValue", client_message(e))
             status, out, hs = self._error(err, is_json, request_id)
         except Exception:
-            log.exception("SQS %s failed", action)
+            logger.exception("SQS %s failed", action)
             status, out, hs = self._error(SQSError("InternalFailure"), is_json, request_id)
         await send({"type": "http.response.start", "status": status, "headers": hs})
         await send({"type": "http.response.body", "body": out})
@@ -645,7 +646,7 @@ class SQSService:
         if wait is None:
             wait = q.config.receive_wait_seconds
         if wait > 0:
-            msgs = await self.ctx.long_poll_call(self._receive_waiting, q, n, wait, vis)
+            msgs = await self.ctx.long_poll_receive(q, n, wait, vis)
         elif self.ctx.inline_writes:
             msgs = q.receive(n, 0, vis)
         else:
@@ -670,16 +671,6 @@ class SQSService:
             out.append(d)
         self.metrics.count_out("queue", q.name, len(out), nbytes)
         return {"Messages": out} if out else {}
-
-    def _receive_waiting(self, q, n, wait, vis):
-        deadline = time.monotonic() + wait
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.ctx.stopping:
-                return []
-            msgs = q.receive(n, min(left, 1.0), vis)
-            if msgs:
-                return msgs
 
     def a_DeleteMessage(self, p: dict, req: Req):
         q = self._queue(p, req)

@@ -1,26 +1,23 @@
-"""REST routes for queues: admin, send, receive (long poll), delete, visibility, purge, tags."""
+"""REST routes for queues: admin, send, receive (long poll), delete, visibility, purge, tags.
+
+Queue semantics (leases, delays, dead letters, FIFO) are the broker's; these
+routes move whole requests onto it in SQS-sized pieces (at most 10 messages
+per broker call), so a REST batch of 1,000 behaves like 100 SQS batches.
+Invariants: a body is text when it is UTF-8, else ``body_b64``; a failed
+delete is reported per receipt handle, never dropped.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
-from .context import ServerContext
-from .errors import APIError
-from .rest import (
-    QueueCreate,
-    QueueDelete,
-    QueueReceive,
-    QueueSend,
-    QueueUpdate,
-    Tags,
-    VisibilityChange,
-    _check_name,
-    _name,
-    jresp,
-)
+from ..context import ServerContext
+from ..errors import APIError
+from .conventions import check_name, jresp, name_param, ready_broker
+from .models import QueueCreate, QueueDelete, QueueReceive, QueueSend, QueueUpdate, Tags, VisibilityChange
 
 
 def _message_json(m) -> dict:
@@ -49,27 +46,27 @@ def _message_json(m) -> dict:
     return d
 
 
-def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
+def queue_routes(ctx: ServerContext) -> APIRouter:
+    r = APIRouter(tags=["queues"])
     metrics = ctx.metrics
+    call = ctx.write  # inline when it cannot block on an fsync, else in a worker thread
+
+    def broker():
+        return ready_broker(ctx)
 
     def queue(name: str):
-        return broker().queue(_check_name(name, "queue"))
+        return broker().queue(check_name(name, "queue"))
 
     def describe(q) -> dict:
         return {"name": q.name, "attributes": q.attributes(), "tags": q.tags()}
 
-    async def call(fn, *a, **kw):
-        if ctx.inline_writes:
-            return fn(*a, **kw)
-        return await ctx.run(fn, *a, **kw)
-
-    @r.get("/queues", tags=["queues"], summary="List queues")
+    @r.get("/queues", summary="List queues")
     async def list_queues(prefix: str | None = Query(None, max_length=200)):
         return jresp({"queues": broker().queues(prefix or None)})
 
-    @r.post("/queues", tags=["queues"], summary="Create a queue", status_code=201)
+    @r.post("/queues", summary="Create a queue", status_code=201)
     async def create_queue(body: QueueCreate):
-        _check_name(body.name, "queue")
+        check_name(body.name, "queue")
         kw = body.model_dump(exclude_none=True)
         name = kw.pop("name")
         if not kw.get("tags"):
@@ -79,12 +76,12 @@ def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
         q = await ctx.run(broker().create_queue, name, **kw)
         return jresp(describe(q), 201)
 
-    @r.get("/queues/{queue_name}", tags=["queues"], summary="Attributes (SQS names, strings) and tags")
-    async def describe_queue(queue_name: str = _name("queue")):
+    @r.get("/queues/{queue_name}", summary="Attributes (SQS names, strings) and tags")
+    async def describe_queue(queue_name: str = name_param("queue")):
         return jresp(describe(queue(queue_name)))
 
-    @r.patch("/queues/{queue_name}", tags=["queues"], summary="Change queue attributes")
-    async def update_queue(body: QueueUpdate, queue_name: str = _name("queue")):
+    @r.patch("/queues/{queue_name}", summary="Change queue attributes")
+    async def update_queue(body: QueueUpdate, queue_name: str = name_param("queue")):
         q = queue(queue_name)
         changes = body.model_dump(exclude_unset=True)
         if "dead_letter_queue" in changes or "max_receive_count" in changes:
@@ -95,15 +92,13 @@ def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
             await ctx.run(q.set_attributes, changes)
         return jresp(describe(q))
 
-    @r.delete("/queues/{queue_name}", tags=["queues"], summary="Delete a queue and its messages", status_code=204)
-    async def delete_queue(queue_name: str = _name("queue")):
-        await ctx.run(broker().delete_queue, _check_name(queue_name, "queue"))
-        from fastapi import Response
-
+    @r.delete("/queues/{queue_name}", summary="Delete a queue and its messages", status_code=204)
+    async def delete_queue(queue_name: str = name_param("queue")):
+        await ctx.run(broker().delete_queue, check_name(queue_name, "queue"))
         return Response(status_code=204)
 
-    @r.post("/queues/{queue_name}/messages", tags=["queues"], summary="Send messages")
-    async def send(body: QueueSend, queue_name: str = _name("queue")):
+    @r.post("/queues/{queue_name}/messages", summary="Send messages")
+    async def send(body: QueueSend, queue_name: str = name_param("queue")):
         q = queue(queue_name)
         entries = []
         nbytes = 0
@@ -136,8 +131,8 @@ def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
         metrics.count_in("queue", q.name, len(ids), nbytes)
         return jresp({"message_ids": ids})
 
-    @r.post("/queues/{queue_name}/receive", tags=["queues"], summary="Receive messages (long poll with wait_seconds)")
-    async def receive(body: QueueReceive, queue_name: str = _name("queue")):
+    @r.post("/queues/{queue_name}/receive", summary="Receive messages (long poll with wait_seconds)")
+    async def receive(body: QueueReceive, queue_name: str = name_param("queue")):
         q = queue(queue_name)
         wait = body.wait_seconds
         if wait is None:
@@ -147,7 +142,7 @@ def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
         while len(out) < want:
             n = min(10, want - len(out))
             if not out and wait > 0:
-                got = await ctx.long_poll_call(ctx.sqs._receive_waiting, q, n, wait, body.visibility_timeout)
+                got = await ctx.long_poll_receive(q, n, wait, body.visibility_timeout)
             else:
                 got = await call(q.receive, n, 0, body.visibility_timeout)
             out += got
@@ -156,8 +151,8 @@ def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
         metrics.count_out("queue", q.name, len(out), sum(len(m.body) for m in out))
         return jresp({"messages": [_message_json(m) for m in out]})
 
-    @r.post("/queues/{queue_name}/delete", tags=["queues"], summary="Delete (acknowledge) messages by receipt handle")
-    async def delete(body: QueueDelete, queue_name: str = _name("queue")):
+    @r.post("/queues/{queue_name}/delete", summary="Delete (acknowledge) messages by receipt handle")
+    async def delete(body: QueueDelete, queue_name: str = name_param("queue")):
         q = queue(queue_name)
         ok, failed = 0, []
         hs = body.receipt_handles
@@ -169,31 +164,31 @@ def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
                 failed.append({"receipt_handle": chunk[int(f["id"][1:])], "code": f["code"], "message": f.get("message", "")})
         return jresp({"deleted": ok, "failed": failed})
 
-    @r.post("/queues/{queue_name}/visibility", tags=["queues"], summary="Change a message's visibility timeout")
-    async def visibility(body: VisibilityChange, queue_name: str = _name("queue")):
+    @r.post("/queues/{queue_name}/visibility", summary="Change a message's visibility timeout")
+    async def visibility(body: VisibilityChange, queue_name: str = name_param("queue")):
         q = queue(queue_name)
         await call(q.change_visibility, body.receipt_handle, body.visibility_timeout)
         return jresp({"receipt_handle": body.receipt_handle, "visibility_timeout": body.visibility_timeout})
 
-    @r.post("/queues/{queue_name}/purge", tags=["queues"], summary="Delete every message", status_code=204)
-    async def purge(queue_name: str = _name("queue")):
-        from fastapi import Response
-
+    @r.post("/queues/{queue_name}/purge", summary="Delete every message", status_code=204)
+    async def purge(queue_name: str = name_param("queue")):
         await ctx.run(queue(queue_name).purge)
         return Response(status_code=204)
 
-    @r.get("/queues/{queue_name}/tags", tags=["queues"], summary="Queue tags")
-    async def get_tags(queue_name: str = _name("queue")):
+    @r.get("/queues/{queue_name}/tags", summary="Queue tags")
+    async def get_tags(queue_name: str = name_param("queue")):
         return jresp({"tags": queue(queue_name).tags()})
 
-    @r.put("/queues/{queue_name}/tags", tags=["queues"], summary="Add or change tags")
-    async def put_tags(body: Tags, queue_name: str = _name("queue")):
+    @r.put("/queues/{queue_name}/tags", summary="Add or change tags")
+    async def put_tags(body: Tags, queue_name: str = name_param("queue")):
         q = queue(queue_name)
         await ctx.run(q.tag, body.tags)
         return jresp({"tags": q.tags()})
 
-    @r.delete("/queues/{queue_name}/tags", tags=["queues"], summary="Remove tags")
-    async def delete_tags(queue_name: str = _name("queue"), keys: list[str] = Query(..., max_length=50)):
+    @r.delete("/queues/{queue_name}/tags", summary="Remove tags")
+    async def delete_tags(queue_name: str = name_param("queue"), keys: list[str] = Query(..., max_length=50)):
         q = queue(queue_name)
         await ctx.run(q.untag, keys)
         return jresp({"tags": q.tags()})
+
+    return r

@@ -1,0 +1,33 @@
+"""What of an embedded error a REST client sees: the status and code, never a server path."""
+
+from __future__ import annotations
+
+import pytest
+
+from vqs import errors as E
+from vqs.server.errors import client_message, from_vqs_error
+
+PATH = "/srv/vqs-data/topics/t/0"
+
+
+@pytest.mark.parametrize("exc, status, code", [
+    (E.LogClosedError(f"log {PATH} is closed"), 503, "closing"),
+    (E.ReadOnlyError(f"log {PATH} was opened with readonly=True"), 409, "read_only"),
+    (E.CorruptRecordError(f"{PATH}/00000000000000000000.log: CRC mismatch at 4096", path=PATH), 400, "corrupt_batch"),
+    (E.VQSError(f"fsync of {PATH}/00000000000000000000.log failed: [Errno 5] EIO"), 400, "invalid_request"),
+    (E.OffsetOutOfRange(f"offset 9 is out of range for log {PATH}", offset=9, start_offset=0, end_offset=3),
+     400, "offset_out_of_range"),
+])
+def test_server_state_errors_hide_paths(exc, status, code):
+    api = from_vqs_error(exc)
+    assert (api.status, api.code) == (status, code)
+    assert "/srv" not in str(api.body()) and "/srv" not in client_message(exc)
+
+
+def test_request_errors_keep_their_message():
+    assert from_vqs_error(E.TopicDoesNotExist("t")).message == str(E.TopicDoesNotExist("t"))
+    api = from_vqs_error(E.PurgeQueueInProgress("q"))
+    assert (api.status, api.code, api.body()["error"]["sqs_code"]) == (403, "purge_queue_in_progress",
+                                                                      "PurgeQueueInProgress")
+    assert from_vqs_error(E.MessageNotInflight()).status == 409
+    assert from_vqs_error(E.InvalidName("bad name")).field == "name"

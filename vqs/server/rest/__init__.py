@@ -1,0 +1,35 @@
+"""The REST API: one router per concept, assembled by ``build_router``.
+
+    conventions.py  names, JSON responses, query integers, the ready broker
+    models.py       the JSON request bodies (pydantic) and their limits
+    ops.py          /health, /health/live, /health/ready, /metrics
+    topics.py       /topics: list, create, describe, delete, offsets
+    messages.py     /topics/{topic}/messages (produce, consume; JSON and
+                    application/vnd.vqs.batch) and /wait
+    groups.py       /groups: consumer groups' offsets and lag
+    queues.py       /queues: SQS-style queues
+
+JSON for people; ``application/vnd.vqs.batch`` (vqs/wire.py) for speed on the
+produce and consume paths. Route modules import conventions and models, never
+each other.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from ..context import ServerContext
+from .groups import group_routes
+from .messages import consume_batches, message_routes, produce_batches
+from .ops import ops_routes
+from .queues import queue_routes
+from .topics import topic_routes
+
+__all__ = ["build_router", "consume_batches", "produce_batches"]
+
+
+def build_router(ctx: ServerContext) -> APIRouter:
+    r = APIRouter()
+    for routes in (ops_routes, topic_routes, message_routes, group_routes, queue_routes):
+        r.include_router(routes(ctx))
+    return r

@@ -1,0 +1,60 @@
+"""What every REST route shares: resource names, JSON responses, integer query
+parameters, and the broker once it is open.
+
+Invariants: a name in a path or body matches ``NAME_PATTERN`` and is never
+``.`` or ``..`` (names become directory names); until the broker is open (and
+again while the server stops) every route that needs it answers 503
+``not_ready`` with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import Path, Response
+
+from ..context import ServerContext
+from ..errors import APIError
+
+NAME_PATTERN = r"^[A-Za-z0-9._-]{1,200}$"
+_json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def name_param(kind: str):
+    """A path parameter holding a ``kind`` name."""
+    return Path(..., pattern=NAME_PATTERN, description=f"{kind} name: 1-200 of [A-Za-z0-9._-]")
+
+
+def check_name(name: str, kind: str) -> str:
+    if name in (".", ".."):
+        raise APIError(400, "invalid_name", f"{kind} name may not be '.' or '..'", field="name")
+    return name
+
+
+def jresp(body: Any, status: int = 200, headers: dict | None = None) -> Response:
+    """A compact JSON response (non-ASCII text kept as UTF-8)."""
+    return Response(_json_dumps(body).encode("utf-8"), status_code=status, media_type="application/json",
+                    headers=headers)
+
+
+def ready_broker(ctx: ServerContext):
+    """The open broker, or 503 not_ready."""
+    b = ctx.broker
+    if b is None or not ctx.ready:
+        raise APIError(503, "not_ready", "the server is not ready", headers={"Retry-After": "1"})
+    return b
+
+
+def query_int(q, name: str, default, lo: int, hi: int):
+    """Integer query parameter ``name`` of mapping ``q`` in [lo, hi] (``default`` when absent)."""
+    v = q.get(name)
+    if v is None or v == "":
+        return default
+    try:
+        i = int(v)
+    except ValueError:
+        raise APIError(400, "invalid_argument", f"query parameter {name} must be an integer, not {v!r}", field=name) from None
+    if not (lo <= i <= hi):
+        raise APIError(400, "invalid_argument", f"query parameter {name} must be between {lo} and {hi}", field=name)
+    return i

@@ -1,0 +1,114 @@
+"""The JSON request bodies of the REST API (pydantic): their fields and limits.
+
+These models are the API's input contract (they also make the OpenAPI
+schema): unknown fields are refused (``extra="forbid"``), and every bound is
+the one the embedded API enforces (SQS's for queues), so a request that passes
+here fails later only on state (a missing topic, a full queue), not on shape.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .conventions import NAME_PATTERN
+
+
+# --------------------------------------------------------------------- topics, groups
+class TopicCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(..., pattern=NAME_PATTERN)
+    partitions: int = Field(1, ge=1, le=10_000)
+    retention_ms: int | None = Field(None, ge=1)
+    retention_bytes: int | None = Field(None, ge=1)
+    segment_bytes: int | None = Field(None, ge=4096, le=1 << 31)
+    compression: Literal["zstd", "lz4"] | None = None
+
+
+class OffsetCommit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    topic: str = Field(..., pattern=NAME_PATTERN)
+    partition: int = Field(..., ge=0, le=10_000)
+    offset: int = Field(..., ge=0, le=(1 << 63) - 1)
+
+
+class GroupCommit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    offsets: list[OffsetCommit] = Field(..., max_length=100_000)
+
+
+class WaitPartition(OffsetCommit):
+    """A (topic, partition, offset) to wait on: the same fields as a commit."""
+
+
+class WaitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    partitions: list[WaitPartition] = Field(..., min_length=1, max_length=10_000)
+    wait_ms: int = Field(0, ge=0, le=3_600_000)
+
+
+# ----------------------------------------------------------------------------- queues
+class QueueCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(..., pattern=NAME_PATTERN)
+    visibility_timeout: int = Field(30, ge=0, le=43200)
+    delay_seconds: int = Field(0, ge=0, le=900)
+    receive_wait_seconds: int = Field(0, ge=0, le=20)
+    retention_seconds: int = Field(345600, ge=60, le=1209600)
+    max_message_bytes: int = Field(1048576, ge=1024, le=1048576)
+    dead_letter_queue: str | None = Field(None, pattern=NAME_PATTERN)
+    max_receive_count: int | None = Field(None, ge=1, le=1000)
+    fifo: bool = False
+    content_based_deduplication: bool = False
+    tags: dict[str, str] = Field(default_factory=dict, max_length=50)
+
+
+class QueueUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    visibility_timeout: int | None = Field(None, ge=0, le=43200)
+    delay_seconds: int | None = Field(None, ge=0, le=900)
+    receive_wait_seconds: int | None = Field(None, ge=0, le=20)
+    retention_seconds: int | None = Field(None, ge=60, le=1209600)
+    max_message_bytes: int | None = Field(None, ge=1024, le=1048576)
+    dead_letter_queue: str | None = Field(None, pattern=NAME_PATTERN)
+    max_receive_count: int | None = Field(None, ge=1, le=1000)
+    content_based_deduplication: bool | None = None
+
+
+class QueueMessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    body: str | None = Field(None, max_length=1 << 20)
+    body_b64: str | None = Field(None, max_length=(1 << 20) * 4 // 3 + 4)
+    delay_seconds: int | None = Field(None, ge=0, le=900)
+    attributes: dict[str, str] | None = Field(None, max_length=10)
+    group_id: str | None = Field(None, max_length=128)
+    dedup_id: str | None = Field(None, max_length=128)
+
+
+class QueueSend(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    messages: list[QueueMessageIn] = Field(..., min_length=1, max_length=1000)
+
+
+class QueueReceive(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_messages: int = Field(1, ge=1, le=1000)
+    wait_seconds: float | None = Field(None, ge=0, le=20)
+    visibility_timeout: int | None = Field(None, ge=0, le=43200)
+
+
+class QueueDelete(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    receipt_handles: list[str] = Field(..., min_length=1, max_length=1000)
+
+
+class VisibilityChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    receipt_handle: str = Field(..., min_length=1, max_length=4096)
+    visibility_timeout: int = Field(..., ge=0, le=43200)
+
+
+class Tags(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tags: dict[str, str] = Field(..., max_length=50)

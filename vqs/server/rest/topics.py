@@ -1,0 +1,71 @@
+"""REST routes for topics as resources: list, create, describe, delete, offsets.
+
+Invariants: creating a topic never takes the server past
+``max_partitions_per_topic`` or ``max_total_partitions`` (checked before the
+broker creates anything); the messages of a topic are served by messages.py.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Response
+
+from ...errors import TopicDoesNotExist
+from ..context import ServerContext
+from ..errors import APIError
+from .conventions import check_name, jresp, name_param, ready_broker
+from .models import TopicCreate
+
+
+def topic_routes(ctx: ServerContext) -> APIRouter:
+    r = APIRouter(tags=["topics"])
+    s = ctx.settings
+
+    @r.get("/topics", summary="List topics")
+    async def list_topics():
+        return jresp({"topics": ready_broker(ctx).topics()})
+
+    @r.post("/topics", summary="Create a topic", status_code=201)
+    async def create_topic(body: TopicCreate):
+        check_name(body.name, "topic")
+        if body.partitions > s.max_partitions_per_topic:
+            raise APIError(400, "invalid_argument", f"partitions: at most {s.max_partitions_per_topic} per topic "
+                           "(max_partitions_per_topic)", field="partitions")
+        b = ready_broker(ctx)
+        total = 0
+        for tn in b.topics():
+            try:
+                total += b.topic(tn).partitions
+            except TopicDoesNotExist:  # deleted since topics() listed it: holds no partitions
+                pass
+        if total + body.partitions > s.max_total_partitions:
+            raise APIError(409, "partition_limit", f"the server holds {total} partitions; {body.partitions} more "
+                           f"would pass max_total_partitions ({s.max_total_partitions})", field="partitions")
+        t = await ctx.run(ready_broker(ctx).create_topic, body.name, partitions=body.partitions,
+                          retention_ms=body.retention_ms, retention_bytes=body.retention_bytes,
+                          segment_bytes=body.segment_bytes, compression=body.compression)
+        return jresp(t.describe(), 201)
+
+    @r.get("/topics/{topic}", summary="Describe a topic (partitions, offsets, sizes)")
+    async def describe_topic(topic: str = name_param("topic")):
+        return jresp(ready_broker(ctx).topic(check_name(topic, "topic")).describe())
+
+    @r.delete("/topics/{topic}", summary="Delete a topic and its data", status_code=204)
+    async def delete_topic(topic: str = name_param("topic")):
+        await ctx.run(ready_broker(ctx).delete_topic, check_name(topic, "topic"))
+        return Response(status_code=204)
+
+    @r.get("/topics/{topic}/offsets", summary="Start and end offset of every partition")
+    async def offsets(topic: str = name_param("topic"),
+                      timestamp_ms: int | None = Query(None, ge=0, le=(1 << 63) - 1,
+                                                          description="also give the first offset at or after this time")):
+        t = ready_broker(ctx).topic(check_name(topic, "topic"))
+        parts = []
+        for p in range(t.partitions):
+            lg = t.log(p)
+            row = {"partition": p, "start_offset": lg.start_offset, "end_offset": lg.end_offset}
+            if timestamp_ms is not None:
+                row["offset_for_time"] = lg.offset_for_time(timestamp_ms)
+            parts.append(row)
+        return jresp({"topic": t.name, "partitions": parts})
+
+    return r

@@ -1,0 +1,62 @@
+"""The batch wire format shared by the server and the remote client (below both; imports only storage).
+
+``application/vnd.vqs.batch``: a body of one or more record batches in the
+log's own format (docs/FORMAT.md), back to back. Producers send it (base
+offsets are ignored; the server assigns offsets); consumers ask for it with
+``Accept`` and get exactly the records asked for, as batches carrying their
+offsets and timestamps. Response headers ``X-VQS-Next-Offset``,
+``X-VQS-Start-Offset`` and ``X-VQS-End-Offset`` carry the positions.
+
+Invariants: every batch of a body is CRC-verified before any record of it is
+used (``decode_body``); a response batch holds only consecutive offsets, so a
+gap in the log (a batch quarantined by recovery) starts a new batch
+(``encode_records``).
+"""
+
+from __future__ import annotations
+
+from .storage.record_batch import decode_batch, encode_batch_parts
+
+BATCH_CONTENT_TYPE = "application/vnd.vqs.batch"
+NEXT_OFFSET = "x-vqs-next-offset"
+START_OFFSET = "x-vqs-start-offset"
+END_OFFSET = "x-vqs-end-offset"
+
+
+def decode_body(body: bytes, where: str = "request body") -> list:
+    """Decode (and CRC-verify) every batch of a binary body."""
+    out = []
+    pos = 0
+    n = len(body)
+    while pos < n:
+        b = decode_batch(body, pos, where=where)
+        out.append(b)
+        pos += b.size_bytes
+    return out
+
+
+def encode_records(recs: list) -> tuple[list, int]:
+    """Buffers of the batches carrying ``recs`` (storage Records, ascending offsets) with
+    their offsets and timestamps, one batch per run of consecutive offsets; and the total
+    bytes of their values (the caller's metric, counted here to spare a second pass)."""
+    n = len(recs)
+    if not n:
+        return [], 0
+    values = [r.value for r in recs]
+    keys = [r.key for r in recs]
+    hdrs = [r.headers for r in recs]
+    ts = [r.timestamp_ms for r in recs]
+    nbytes = sum(map(len, values))
+    first = recs[0].offset
+    if recs[-1].offset - first + 1 == n:
+        return encode_batch_parts(first, values, keys=keys, headers=hdrs, timestamps=ts), nbytes
+    parts: list = []
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and recs[j].offset == recs[j - 1].offset + 1:
+            j += 1
+        parts += encode_batch_parts(recs[i].offset, values[i:j], keys=keys[i:j], headers=hdrs[i:j],
+                                    timestamps=ts[i:j])
+        i = j
+    return parts, nbytes
