@@ -43,6 +43,7 @@ import time
 import weakref
 from collections.abc import Sequence
 from itertools import accumulate
+from operator import itemgetter
 
 from ..errors import (
     ConfigError,
@@ -82,6 +83,11 @@ MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 
 _time_ns = time.time_ns
 _ONLY_BYTES = {bytes}
+#: Bytes of batches a read decodes and caches at a time (a run): enough to
+#: amortise the lookup, few enough records that the cyclic GC (which visits
+#: every live record while they are young) stays cheap for bulk reads.
+_RUN_BYTES = 256 << 10
+_value_of = itemgetter(3)  # Record.value (a Record is a tuple underneath)
 
 
 class _SealJob:
@@ -616,13 +622,16 @@ class Log:
         """
         c = self._run_cache  # invalidated whenever the start offset moves up
         if c is not None:
-            lo, hi, recs = c
+            lo, hi, recs, ends = c
             if lo <= offset < hi:
-                if max_records == 1:
-                    return [recs[offset - lo]]
                 i = offset - lo
-                if i + max_records <= len(recs) and max_records * 64 <= max_bytes:
-                    return recs[i : i + max_records]
+                if max_records == 1:
+                    return [recs[i]]
+                # Served from the run when it holds all max_records and the
+                # byte limit is not reached before the last of them.
+                k = i + max_records - 1
+                if k < len(recs) and ends[k - 1] - (ends[i - 1] if i else 0) < max_bytes:
+                    return recs[i : k + 1]
         return self._read(offset, max_records, max_bytes)
 
     def _read(self, offset: int, max_records: int, max_bytes: int) -> list[Record]:
@@ -645,7 +654,7 @@ class Log:
                 seg = self._segments[max(i, 0)]
                 seg_end = self._base_offsets[i + 1] if i + 1 < len(self._base_offsets) else self._written_end
             try:
-                run = self._decode_run(seg, offset, seg_end, max_bytes if max_records > 1 else 256 << 10)
+                run = self._decode_run(seg, offset, seg_end, min(max_bytes, _RUN_BYTES))
             except CorruptRecordError:
                 if out:
                     break  # hand out the good records; the next read reports the damage
@@ -654,23 +663,26 @@ class Log:
                 # nothing at or after `offset` in this segment (a gap at its end)
                 offset = seg_end
                 continue
-            first, end, recs = run
+            first, end, recs, ends = run
             j = max(0, offset - first)
-            take = recs[j : j + max_records - len(out)]
-            for r in take:
-                total += len(r.value)
-                out.append(r)
-                if total >= max_bytes:
-                    break
-            offset = out[-1].offset + 1 if out else end
-            if j + len(take) < len(recs):
+            stop = min(len(recs), j + max_records - len(out))
+            before = ends[j - 1] if j else 0
+            # The record whose value brings the total to max_bytes is the last one.
+            k = bisect.bisect_left(ends, before + max_bytes - total, j, stop)
+            if k < stop:
+                stop = k + 1
+            out += recs[j:stop]
+            total += ends[stop - 1] - before
+            offset = recs[stop - 1].offset + 1
+            if stop < len(recs):
                 break
         return out
 
     def _decode_run(self, seg: Segment, offset: int, seg_end: int, max_bytes: int):
         """Decode the batches from the one holding ``offset`` (reading about
-        ``max_bytes``) into a contiguous run (first, end, records), cached for
-        the next sequential read."""
+        ``max_bytes``) into a contiguous run (first, end, records, value ends),
+        cached for the next sequential read. ``value ends[k]`` is the byte count
+        of the values of records[0..k]: reads cut at max_bytes by bisection."""
         h = self._read_hint
         hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
         got = self._batches_at(seg, offset, max_bytes, hint)
@@ -687,14 +699,15 @@ class Log:
             elif b.base_offset != end:
                 next_pos = None  # a gap: stop the run here
                 break
-            recs.extend(b.records())
+            recs += b.records()
             end = b.next_offset
         if first is None:
             return None
         if next_pos is not None:
             self._read_hint = (seg, end, next_pos)
-        self._run_cache = (first, end, recs)
-        return first, end, recs
+        run = first, end, recs, list(accumulate(map(len, map(_value_of, recs))))
+        self._run_cache = run
+        return run
 
     def _batches_at(self, seg: Segment, offset: int, max_bytes: int, hint=None):
         """(batches, next position) from the batch holding ``offset`` in ``seg``
