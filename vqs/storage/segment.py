@@ -448,10 +448,6 @@ class Segment:
                 )
             pos, expected, from_index = bad + r, nxt.base_offset, False
 
-    def find_batch_position(self, offset: int) -> int | None:
-        found = self.find_batch(offset)
-        return None if found is None else found[0]
-
     # -- recovery --------------------------------------------------------------
 
     def recover(self, min_base_offset: int):
