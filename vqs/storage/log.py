@@ -45,6 +45,10 @@ Invariants (under ``_lock``):
   dropped whenever the start offset moves up or a segment goes away;
 - ``_blocked`` is true when the log is closed, readonly or failed: the append
   hot path tests this one flag and only then asks why.
+
+(Over 500 lines: the facade's public methods and the append hot path -
+buffer, batch writes, roll - stay in one class body so appends read slots
+directly, with no delegation per call.)
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ re-checksummed.
 
 Decoding never trusts a length field before bounds-checking it against the
 buffer it came from, and never returns a record from a batch whose CRC fails.
+
+(Over 500 lines: the batch codec - encoder, decoder, verifier and the
+record types they produce - is one format, read side by side.)
 """
 
 from __future__ import annotations

@@ -107,14 +107,7 @@ class LogLoader:
         if last is None or last.position + last.size != seg.size:
             logger.warning("%s: clean-shutdown marker present but tail invalid; recovering", seg.log_path)
             return False
-        seg.next_offset = last.next_offset
-        # The active segment keeps appending: its largest timestamp must be exact
-        # before seal() records it, so check (or rebuild) the time index now.
-        ti = seg.checked_timeindex()
-        seg.max_timestamp_ms = max(seg.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms)
-        seg._ti_last = seg.timeindex.last()[0] if seg.timeindex.entries else -1 << 63
-        # Bytes since the last index entry, so the next entry lands on schedule.
-        seg._since_index = seg.size - pos
+        seg.resume_after(last, pos)
         return True
 
     def _drop_after(self, i: int) -> None:
