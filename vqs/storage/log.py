@@ -227,7 +227,7 @@ class Log(LogReads, LogDurability):
         self._blocked = readonly  # closed, readonly or failed: appends must check why
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
-        self._run_cache = None  # (first_offset, end_offset, records): a contiguous decoded run
+        self._run_cache = None  # (first, end, records, value ends): a contiguous decoded run (log_reads.py)
         self._read_hint = None  # (segment, offset, position): where a sequential read continues
         self._tail_hint = None  # readonly: where the last search for the tail ended
         self.quarantined_batches = 0
