@@ -89,7 +89,7 @@ class LogReads:
                 # Served from the run when it holds all max_records and the
                 # byte limit is not reached before the last of them.
                 k = i + max_records - 1
-                if k < len(recs) and ends[k - 1] - (ends[i - 1] if i else 0) < max_bytes:
+                if i < k < len(recs) and ends[k - 1] - (ends[i - 1] if i else 0) < max_bytes:
                     return recs[i : k + 1]
         return self._read(offset, max_records, max_bytes)
 
