@@ -451,80 +451,53 @@ def _segment_files(path: str) -> list[str]:
 
 
 def inspect_segment(file: str, want_batches: bool = False, want_records: bool = False) -> dict:
-    """Walk one segment file batch by batch; verify bounds and CRC of each."""
-    from .errors import CorruptRecordError
-    from .storage.record_batch import HEADER_SIZE, decode_batch, peek_header
+    """Walk one segment file batch by batch (storage's scanner verifies bounds
+    and CRC of each); report what it found."""
+    from .storage.record_batch import CODEC_NAMES
+    from .storage.segment_scan import scan_segment_file
 
     info = {"file": file, "batches": 0, "records": 0, "first_offset": None, "last_offset": None,
-            "bytes": 0, "status": "ok", "problems": [], "corrupt": False}
+            "bytes": os.path.getsize(file), "status": "ok", "problems": [], "corrupt": False}
     if want_batches:
         info["batch_list"] = []
-    size = os.path.getsize(file)
-    info["bytes"] = size
-    if size == 0:
-        return info
-    with open(file, "rb") as f:
-        buf = f.read()  # views into it outlive decode_batch; segments are bounded by segment_bytes
-        pos = 0
-        prev_next = None
-        try:
-            stem_base = int(os.path.basename(file)[:-4])
-        except ValueError:
-            stem_base = None
-        while pos < size:
-            rest = size - pos
-            h = peek_header(buf, pos)
-            if h is None or pos + h[1] > size:
-                tail = buf[pos:size]
-                if not tail.strip(b"\0"):
-                    info["problems"].append(f"{rest} zero byte(s) after the last batch at position {pos} (torn tail)")
-                    info["status"] = "torn tail"
-                elif rest < HEADER_SIZE or (h is not None and pos + h[1] > size):
-                    info["problems"].append(f"incomplete batch of {rest} byte(s) at position {pos} (torn tail: "
-                                            "recovery truncates it)")
-                    info["status"] = "torn tail"
-                else:
-                    info["problems"].append(f"impossible batch header at position {pos} ({rest} bytes unreadable)")
-                    info["status"] = "CORRUPT"
-                    info["corrupt"] = True
-                break
-            try:
-                b = decode_batch(buf, pos, where=file)
-            except CorruptRecordError as e:
-                last = pos + h[1] >= size
-                info["problems"].append(str(e) + (" (last batch of the file: a torn write if the log "
-                                                  "was not flushed)" if last else ""))
-                info["status"] = "CORRUPT"
-                info["corrupt"] = True
-                pos += h[1]  # the length was bounds-checked: try the next batch
-                continue
-            if stem_base is not None and b.base_offset < stem_base:
-                info["problems"].append(f"batch at {pos} has base offset {b.base_offset} below the segment base {stem_base}")
-                info["status"] = "CORRUPT"
-                info["corrupt"] = True
-            if prev_next is not None and b.base_offset < prev_next:
-                info["problems"].append(f"batch at {pos}: base offset {b.base_offset} goes back (expected >= {prev_next})")
-                info["status"] = "CORRUPT"
-                info["corrupt"] = True
-            elif prev_next is not None and b.base_offset > prev_next:
-                info["problems"].append(f"gap: offsets {prev_next}..{b.base_offset - 1} missing before position {pos}")
-            prev_next = b.next_offset
+    for item in scan_segment_file(file):
+        kind, pos, b = item.kind, item.position, item.batch
+        if kind == "batch":
             info["batches"] += 1
             info["records"] += b.count
             if info["first_offset"] is None:
                 info["first_offset"] = b.base_offset
             info["last_offset"] = b.last_offset
             if want_batches:
-                from .storage.record_batch import CODEC_NAMES
-
                 bd = {"position": pos, "base_offset": b.base_offset, "last_offset": b.last_offset,
                       "count": b.count, "size": b.size_bytes, "codec": CODEC_NAMES.get(b.codec) or "none",
                       "first_timestamp_ms": b.first_timestamp_ms, "max_timestamp_ms": b.max_timestamp_ms}
                 if want_records:
                     bd["records"] = [repr(r) for r in b.records()]
                 info["batch_list"].append(bd)
-            pos += b.size_bytes
+            continue
+        info["problems"].append(_SCAN_PROBLEM[kind](item))
+        if item.corrupt:
+            info["status"] = "CORRUPT"
+            info["corrupt"] = True
+        elif kind != "gap":
+            info["status"] = "torn tail"
     return info
+
+
+_SCAN_PROBLEM = {
+    "zero_tail": lambda i: f"{i.size} zero byte(s) after the last batch at position {i.position} (torn tail)",
+    "incomplete_tail": lambda i: f"incomplete batch of {i.size} byte(s) at position {i.position} (torn tail: "
+                                 "recovery truncates it)",
+    "bad_header": lambda i: f"impossible batch header at position {i.position} ({i.size} bytes unreadable)",
+    "invalid_batch": lambda i: i.detail + (" (last batch of the file: a torn write if the log "
+                                           "was not flushed)" if i.at_end else ""),
+    "below_segment_base": lambda i: f"batch at {i.position} has base offset {i.batch.base_offset} below the "
+                                    f"segment base {i.expected}",
+    "offset_goes_back": lambda i: f"batch at {i.position}: base offset {i.batch.base_offset} goes back "
+                                  f"(expected >= {i.expected})",
+    "gap": lambda i: f"gap: offsets {i.expected}..{i.batch.base_offset - 1} missing before position {i.position}",
+}
 
 
 def inspect_path(path: str, want_batches: bool = False, want_records: bool = False) -> dict:

@@ -125,7 +125,7 @@ def test_poll_wakes_on_send_from_another_thread(broker, partitions):
     def send_later():
         # Send once the consumer is blocked (on the log, or on the topic's waiters).
         deadline = time.monotonic() + 10
-        while not (log._waiters or topic._waiters) and time.monotonic() < deadline:
+        while not (log._read_waiters or topic._waiters) and time.monotonic() < deadline:
             time.sleep(0.001)
         sent_at.append(time.monotonic())
         p.send("t", b"wake", partition=partitions - 1)
@@ -165,7 +165,7 @@ def test_broker_close_wakes_waiting_poll(data_dir, partitions):
     th.start()
     topic, log = b.topic("t"), b.topic("t").log(0)
     deadline = time.monotonic() + 10
-    while not (log._waiters or topic._waiters) and time.monotonic() < deadline:
+    while not (log._read_waiters or topic._waiters) and time.monotonic() < deadline:
         time.sleep(0.001)  # until the consumer waits
     t0 = time.monotonic()
     b.close()

@@ -154,11 +154,11 @@ def test_flush_between_hand_over_and_wake_up_never_strands_the_next_leader(tmp_p
     handed it the leadership but before it woke; it must still lead, or every
     later appender waits forever. Each waiter here runs flush() the moment it
     wakes, so that interleaving happens on every hand-over."""
-    import vqs.storage.log as log_mod
+    import vqs.storage.group_commit as group_commit_mod
 
     d = str(tmp_path / "log")
     lg = Log.open(d, flush="always")
-    real_allocate = log_mod._allocate_lock
+    real_allocate = group_commit_mod._allocate_lock
 
     class FlushOnWake:
         def __init__(self):
@@ -176,7 +176,7 @@ def test_flush_between_hand_over_and_wake_up_never_strands_the_next_leader(tmp_p
         def release(self):
             self.lock.release()
 
-    monkeypatch.setattr(log_mod, "_allocate_lock", FlushOnWake)
+    monkeypatch.setattr(group_commit_mod, "_allocate_lock", FlushOnWake)
 
     def worker(t: int) -> None:
         for i in range(PER_THREAD):

@@ -922,3 +922,16 @@ def test_close_wakes_waiters(d):
     assert not th.is_alive()
     assert res["ok"] in (False, "closed")
     assert res["after"] < 5
+
+
+def test_max_bytes_holds_for_reads_served_from_the_decoded_run(d):
+    """A read the run cache can serve stops at max_bytes like any other (the
+    record that reaches it is the last one returned)."""
+    with Log.open(d, flush="never") as lg:
+        lg.append_batch([bytes(1000)] * 100)
+        assert len(lg.read(0, max_records=100)) == 100  # decodes and caches the run
+        assert [r.offset for r in lg.read(0, max_records=10, max_bytes=1000)] == [0]
+        assert [r.offset for r in lg.read(5, max_records=10, max_bytes=2500)] == [5, 6, 7]
+        assert len(lg.read(5, max_records=10, max_bytes=10_001)) == 10
+        with pytest.raises(ConfigError):
+            lg.read(5, max_records=0)

@@ -7,6 +7,7 @@ re-checksumming, and length fields that are never trusted to allocate.
 
 from __future__ import annotations
 
+import pickle
 import struct
 import tracemalloc
 
@@ -532,3 +533,21 @@ def test_decompression_bomb_is_bounded_by_body_length(codec):
 
     peak = _peak_alloc(go)
     assert peak < 8 << 20, f"decoding a batch with body_length=16 allocated {peak >> 20} MiB"
+
+
+def test_record_is_a_record_not_a_tuple():
+    r = Record(5, 7, None, b"v")
+    assert (r.offset, r.timestamp_ms, r.key, r.value, r.headers) == (5, 7, None, b"v", ())
+    assert r == Record(offset=5, timestamp_ms=7, key=None, value=b"v", headers=[])
+    assert r != Record(5, 7, None, b"v", [("h", b"x")])
+    assert r != (5, 7, None, b"v", ())
+    assert (r == (5, 7, None, b"v", ())) is False
+    assert ((5, 7, None, b"v", ()) == r) is False  # noqa: SIM300 (the reflected comparison)
+    assert repr(r) == "Record(offset=5, timestamp_ms=7, key=None, value=b'v')"
+    with pytest.raises(TypeError):
+        hash(r)
+    with pytest.raises(TypeError):
+        r < Record(6, 7, None, b"v")  # noqa: B015
+    with pytest.raises(AttributeError):
+        r.value = b"w"
+    assert pickle.loads(pickle.dumps(r)) == r

@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 
-log = logging.getLogger("vqs.storage")
+logger = logging.getLogger("vqs.storage")
 
 
 class Flusher:
@@ -70,7 +70,7 @@ class Flusher:
             try:
                 again = target._flush_tick()
             except Exception:  # the log stores the error and refuses writes; keep serving others
-                log.exception("background flush failed")
+                logger.exception("background flush failed")
                 again = True
             del target
             if again:

@@ -10,6 +10,9 @@ Invariants:
   VQS wrote beyond it was discarded by recovery.
 - batches in a segment have base offsets >= the segment's base and strictly
   increasing; gaps are allowed (a batch quarantined by recovery="skip").
+
+(Over 500 lines: one segment's file and its two derived indexes change
+together - appends, seal, rebuild and recovery must agree on them.)
 """
 
 from __future__ import annotations
@@ -289,6 +292,21 @@ class Segment:
             last = info
         return None if last is None else last.base_offset - self.base_offset
 
+    def resume_after(self, last, index_position: int) -> None:
+        """Continue appending after ``last`` (BatchInfo of the final batch, found
+        by a scan from the last index entry at ``index_position``) without a
+        full recovery: after a clean close."""
+        self.next_offset = last.next_offset
+        # The active segment keeps appending: its largest timestamp must be exact
+        # before seal() records it, so check (or rebuild) the time index now.
+        ti = self.checked_timeindex()
+        self.max_timestamp_ms = max(
+            self.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms
+        )
+        self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else -1 << 63
+        # Bytes since the last index entry, so the next entry lands on schedule.
+        self._since_index = self.size - index_position
+
     def truncate(self, position: int) -> None:
         """Discard the log file from ``position`` on (recovery), and index entries past it."""
         os.truncate(self.log_path, position)
@@ -447,10 +465,6 @@ class Segment:
                     path=self.log_path, position=bad,
                 )
             pos, expected, from_index = bad + r, nxt.base_offset, False
-
-    def find_batch_position(self, offset: int) -> int | None:
-        found = self.find_batch(offset)
-        return None if found is None else found[0]
 
     # -- recovery --------------------------------------------------------------
 

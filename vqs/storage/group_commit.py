@@ -1,0 +1,162 @@
+"""Group commit for ``flush="always"``: appenders that append at about the same
+time share one fsync.
+
+One thread at a time is responsible for the next fsync (the leader). It may
+wait up to one fsync's time for the threads of the last group to append again
+(PostgreSQL's commit_delay, self-tuned from measured fsync times); the appender
+that completes the group fsyncs for everyone at once, so nobody has to be woken
+to start the fsync. Waiters block on a private lock; the syncing thread wakes
+the first of its group and each waiter wakes the next (no thundering herd on
+the GIL, no shared-lock convoy): one wake-up per append.
+
+Invariants:
+- a waiter registers in ``waiters`` in the critical section of its own append
+  (under the log's lock), so every waiter in the list when the buffer is
+  written has its records in that write, and the fsync after it covers them all;
+- there is at most one leader; when a group's fsync ends with appenders already
+  waiting, the first of them is handed the leadership (``HEIR``) so the rest
+  never wait for a leader that does not come;
+- on failure or close every waiter is released; each re-checks the log's state
+  and raises (or returns, if ``close`` made its records durable).
+
+All state here is guarded by the owning log's lock; the methods that take the
+log as an argument use its ``_lock``, ``_durable_end``, ``_blocked``/``_closed``,
+``_syncing``/``_synced`` and ``_sync_locked`` (write the buffer and fsync).
+"""
+
+from __future__ import annotations
+
+from _thread import allocate_lock as _allocate_lock
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .log import Log
+
+#: Marks the waiter handed the group-commit leadership (a waiter is
+#: ``[held lock, the next waiter to wake]``; HEIR stands in for the next).
+HEIR = [None, None]
+
+
+class GroupCommit:
+    """The group-commit state of one log (see module doc)."""
+
+    __slots__ = ("leading", "delaying", "delay_waiter", "waiters", "expected_group", "fsync_seconds")
+
+    def __init__(self) -> None:
+        self.leading = False  # some thread is responsible for the next fsync
+        self.delaying = False  # the leader waits for its group to gather (commit delay)
+        self.delay_waiter: list | None = None  # the delaying leader's own waiter
+        self.waiters: list[list] = []  # appenders waiting for the next group's fsync
+        self.expected_group = 1  # threads seen around the last group: how many to wait for
+        self.fsync_seconds = 0.001  # moving average of fsync times: the longest commit delay
+
+    def join_locked(self):
+        """After buffering (log lock held): what the appender does next, as
+        (``"sync"``, None), (``"delay"``, waiter) or (``"wait"``, waiter)."""
+        if not self.leading:
+            self.leading = True
+            return self._lead_locked()
+        if self.delaying and len(self.waiters) + 1 >= self.expected_group:
+            self.delaying = False  # the group is complete: this thread syncs it
+            return "sync", None
+        w = [_allocate_lock(), None]  # [held lock, the next waiter to wake]
+        w[0].acquire()
+        self.waiters.append(w)
+        return "wait", w
+
+    def _lead_locked(self):
+        if self.expected_group > 1 and len(self.waiters) + 1 < self.expected_group:
+            w = [_allocate_lock(), None]
+            w[0].acquire()
+            self.waiters.append(w)
+            self.delaying = True
+            self.delay_waiter = w
+            return "delay", w
+        return "sync", None
+
+    def await_durable(self, log: Log, target: int, step) -> None:
+        """Return once offsets below ``target`` are fsynced (lock not held)."""
+        action, w = step
+        while True:
+            if action == "sync":
+                with log._lock:
+                    if not (log._closed and log._durable_end >= target):  # close() synced it
+                        self._sync_group_locked(log)
+                return
+            if action == "delay":
+                released = w[0].acquire(True, self.fsync_seconds)
+            else:
+                released = w[0].acquire()
+            if released:
+                nxt = w[1]
+                if nxt is HEIR:
+                    # Handed the leadership: lead even if another fsync (flush(),
+                    # a roll) already covered our records, or the waiters
+                    # behind us would wait for a leader forever.
+                    with log._lock:
+                        if log._blocked:
+                            if log._closed and log._durable_end >= target:
+                                return
+                            log._check_writable()
+                        action, w = self._lead_locked()
+                    continue
+                if nxt is not None:
+                    nxt[0].release()  # pass the wake-up on (no thundering herd)
+                if log._durable_end >= target:
+                    return
+                with log._lock:
+                    if log._blocked:
+                        log._check_writable()
+                    # Not reached by the protocol (a group member is released
+                    # after its fsync); if it ever is, take the normal path.
+                    action, w = self.join_locked()
+                continue
+            # The commit delay ran out: sync, unless a joiner already claimed it
+            # (then our lock is in its group).
+            with log._lock:
+                if self.delaying and self.delay_waiter is w:
+                    self.delaying = False
+                    self.waiters.remove(w)
+                    self._sync_group_locked(log)
+                    return
+            action = "wait"
+
+    def _sync_group_locked(self, log: Log) -> None:
+        group: list = []
+        try:
+            while log._syncing:  # flush() or the flusher thread is fsyncing
+                log._synced.wait()
+            if log._blocked:
+                log._check_writable()
+            group = self.waiters
+            self.waiters = []
+            log._sync_locked()
+            n = len(group)
+            if group:
+                for a, b in pairwise(group):
+                    a[1] = b
+                group[0][0].release()
+                group = []
+            # The group will append again and those who appended during the
+            # fsync already wait: together, the next group to wait for.
+            self.expected_group = n + 1 + len(self.waiters)
+        except BaseException:
+            # Failure or close: wake everyone; they re-check and raise.
+            for g in group:
+                g[0].release()
+            self.release_all()
+            raise
+        if self.waiters:
+            heir = self.waiters.pop(0)  # it leads the next group
+            heir[1] = HEIR
+            heir[0].release()
+        else:
+            self.leading = False
+
+    def release_all(self) -> None:
+        """Wake every waiter and drop the leadership (failure or close; lock held)."""
+        for w in self.waiters:
+            w[0].release()
+        self.waiters = []
+        self.leading = self.delaying = False

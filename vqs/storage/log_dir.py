@@ -1,0 +1,81 @@
+"""The files of a log directory besides the segments: checkpoint, clean-shutdown
+marker, quarantine, and how segment files are named and listed.
+
+Layout of a log directory::
+
+    {base:020d}.log / .index / .timeindex   one segment (see segment.py)
+    log.checkpoint                          {"version", "recovery_point", "log_start_offset"}
+    .clean-shutdown                         present only between a clean close and the next open
+    quarantine/{segment}-{position}-{from_offset}-{to_offset|end}.bad
+                                            bytes recovery="skip" cut out of a segment
+    *.tmp                                   an interrupted atomic write or excision (removed at open)
+
+Invariants:
+- the checkpoint is replaced atomically (durable_file.atomic_write); its
+  recovery point is an offset below which everything was fsynced;
+- the clean-shutdown marker is written last by ``close`` and removed by the
+  next writer open before any append, so it never outlives a crash;
+- a quarantine file name records the one offset gap its removal left, so later
+  scans accept exactly that discontinuity.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .durable_file import atomic_write
+from .segment import LOG_SUFFIX
+
+CHECKPOINT = "log.checkpoint"
+CLEAN_MARKER = ".clean-shutdown"
+QUARANTINE_DIR = "quarantine"
+
+
+def list_segment_bases(path: str) -> list[int]:
+    """Base offsets of the segment files in ``path``, ascending."""
+    bases = []
+    for name in os.listdir(path):
+        if name.endswith(LOG_SUFFIX) and len(name) == 20 + len(LOG_SUFFIX) and name[:20].isdigit():
+            bases.append(int(name[:20]))
+    return sorted(bases)
+
+
+def remove_temp_files(path: str) -> None:
+    """Remove what an interrupted atomic write or excision left (``*.tmp``)."""
+    for name in os.listdir(path):
+        if name.endswith(".tmp"):
+            os.unlink(os.path.join(path, name))
+
+
+def read_checkpoint(path: str) -> tuple[int | None, int]:
+    """(recovery point, log start offset); (None, 0) if missing or unreadable."""
+    try:
+        with open(os.path.join(path, CHECKPOINT), "rb") as f:
+            d = json.loads(f.read())
+        return int(d["recovery_point"]), int(d["log_start_offset"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, 0
+
+
+def write_checkpoint(path: str, recovery_point: int, log_start_offset: int) -> None:
+    """Replace the checkpoint atomically (the caller keeps the recovery point monotonic)."""
+    data = json.dumps(
+        {"version": 1, "recovery_point": recovery_point, "log_start_offset": log_start_offset}
+    ).encode()
+    atomic_write(os.path.join(path, CHECKPOINT), data)
+
+
+def load_gaps(path: str) -> dict[int, int]:
+    """{from offset: to offset}: the gaps recovery left when it quarantined
+    batches, read from the ``quarantine/`` file names."""
+    gaps: dict[int, int] = {}
+    try:
+        names = os.listdir(os.path.join(path, QUARANTINE_DIR))
+    except FileNotFoundError:
+        return gaps
+    for name in names:
+        parts = name[:-4].split("-") if name.endswith(".bad") else []
+        if len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit():
+            gaps[int(parts[2])] = int(parts[3])
+    return gaps

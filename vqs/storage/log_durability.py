@@ -1,0 +1,132 @@
+"""The durability half of the log: fsyncs, the background fsync of sealed
+segments, ``flush``, the interval flusher's tick and the checkpoint.
+
+``LogDurability`` is a part of ``Log`` (log.py), not a class of its own: it
+holds no state and works on the log's (``_lock``, ``_synced``, ``_syncing``,
+``_unsynced``, ``_durable_end``, ``_written_end``, the checkpoint fields).
+
+Invariants:
+- fsyncs run with the log's lock released (appends go on meanwhile) and at
+  most one at a time (``_syncing``; others wait on ``_synced``);
+- sealed segments are fsynced oldest first, before the active one, so
+  ``_durable_end`` always claims a prefix of the log;
+- the checkpoint's recovery point only moves forward, and only to offsets
+  already fsynced; an fsync failure fails the log for good (the kernel may
+  have dropped the dirty pages: no write after it can be trusted).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import weakref
+
+from ..errors import VQSError
+from .log_dir import write_checkpoint
+
+
+class SealJob:
+    """A one-shot task for the shared flusher thread: fsync the segments a roll
+    sealed. Holds the log weakly (a dropped log is not kept open by it)."""
+
+    __slots__ = ("_log", "__weakref__")
+
+    def __init__(self, owner: LogDurability) -> None:
+        self._log = weakref.ref(owner)
+
+    def _flush_tick(self) -> bool:
+        owner = self._log()
+        if owner is not None:
+            owner._sync_sealed()
+        return False
+
+
+class LogDurability:
+    """Fsync, flush and checkpoint methods of ``Log`` (see module doc)."""
+
+    __slots__ = ()
+
+    def _write_checkpoint(self, recovery_point: int | None = None, from_flusher: bool = False) -> None:
+        """Persist (recovery point, log start offset) atomically. The recovery
+        point only moves forward and only to offsets already fsynced."""
+        with self._checkpoint_lock:
+            if from_flusher and self._closed:
+                return  # close() wrote the last one; the directory may have a new owner
+            rp = max(self._checkpoint_recovery_point, recovery_point if recovery_point is not None else self._durable_end)
+            write_checkpoint(self.path, rp, self._start_offset)
+            self._checkpoint_recovery_point = rp
+            self._checkpoint_time = time.monotonic()
+
+    def _sync_locked(self, active: bool = True) -> None:
+        """Fsync the segments sealed since the last sync, then (``active``) write
+        the buffer and fsync the active segment; the lock is released during
+        the fsyncs so other threads can keep appending (group commit)."""
+        if active:
+            self._write_buffer_locked()
+        sealed = self._unsynced[:]
+        seg = self._active
+        upto = self._written_end if active else sealed[-1].next_offset if sealed else 0
+        if upto <= self._durable_end and not sealed:
+            return
+        self._syncing = True
+        err = None
+        failed = seg
+        self._lock.release()
+        t0 = time.monotonic()
+        try:
+            # Oldest first: ``_durable_end`` claims a prefix of the log.
+            for failed in sealed:
+                os.fsync(failed.fd)
+            if active:
+                failed = seg
+                os.fsync(seg.fd)
+        except OSError as e:
+            err = e
+        finally:
+            if not sealed:
+                self._group.fsync_seconds = 0.8 * self._group.fsync_seconds + 0.2 * min(time.monotonic() - t0, 0.01)
+            self._lock.acquire()
+            self._syncing = False
+        if err is not None:
+            # An fsync failure may have dropped dirty pages: never pretend otherwise.
+            self._failed = err
+            self._blocked = True
+            self._synced.notify_all()
+            raise VQSError(f"fsync of {failed.log_path} failed: {err}") from err
+        if sealed:
+            # A roll during the fsync may have appended more; only ours are done.
+            del self._unsynced[: len(sealed)]
+        if upto > self._durable_end:
+            self._durable_end = upto
+        self._synced.notify_all()
+        if sealed:
+            self._write_checkpoint()  # the recovery point passes the sealed segments
+
+    def _sync_sealed(self) -> None:
+        """The background half of a roll: fsync the sealed segments."""
+        with self._lock:
+            while self._syncing and not self._closed:
+                self._synced.wait()
+            if self._closed or self._failed is not None or not self._unsynced:
+                return
+            self._sync_locked(active=False)
+
+    def flush(self) -> None:
+        """Write buffered records and fsync: everything appended so far survives a crash."""
+        with self._lock:
+            if self._closed or self.readonly:
+                return
+            while self._syncing:
+                self._synced.wait()
+            self._sync_locked()
+
+    def _flush_tick(self) -> bool:
+        """One round of the interval flusher; False once the log is closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            if not self._syncing and self._failed is None:
+                self._sync_locked()
+        if time.monotonic() - self._checkpoint_time >= self._checkpoint_interval_s and self._durable_end > self._checkpoint_recovery_point:
+            self._write_checkpoint(from_flusher=True)
+        return True

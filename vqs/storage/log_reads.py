@@ -1,0 +1,265 @@
+"""The read half of the log: records and batches from an offset, waiting for
+appends, offsets by time.
+
+``LogReads`` is a part of ``Log`` (log.py), not a class of its own: it holds
+no state and works on the log's (segments, offsets, the write buffer and the
+read caches, under ``_lock``).
+
+Invariants:
+- every record returned comes from a CRC-verified batch, or from the write
+  buffer (records appended but not yet written are visible at once);
+- a run (``_run_cache``: first offset, end offset, records, cumulative value
+  bytes) is a contiguous range decoded from files; the log drops it whenever
+  the start offset moves up or a segment goes away, so a read never returns
+  a record below the start offset;
+- ``_read_hint`` (segment, offset, file position) lets a sequential reader
+  continue where the last run ended without an index lookup; it names a
+  segment object, so a deleted segment cannot be mistaken for its successor.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from itertools import accumulate
+from operator import itemgetter
+
+from ..errors import ConfigError, CorruptRecordError, LogClosedError, OffsetOutOfRange
+from .record_batch import Record, RecordBatch, decode_batch, encode_batch
+from .segment import Segment
+from .segment_reads import batches_at, first_offset_at_time
+
+#: Bytes of batches a read decodes and caches at a time (a run): enough to
+#: amortise the lookup, few enough records that the cyclic GC (which visits
+#: every live record while they are young) stays cheap for bulk reads.
+_RUN_BYTES = 256 << 10
+_value_of = itemgetter(3)  # Record.value (a Record is a tuple underneath)
+
+
+class LogReads:
+    """Read methods of ``Log`` (see module doc)."""
+
+    __slots__ = ()
+
+    @property
+    def start_offset(self) -> int:
+        """The first offset that can be read (moves up with retention)."""
+        return self._start_offset
+
+    @property
+    def end_offset(self) -> int:
+        """The next offset to be written (buffered records included)."""
+        return self._next_offset
+
+    def _check_read_offset_locked(self, offset: int) -> None:
+        """Raise OffsetOutOfRange unless start <= offset <= end; a readonly log
+        first looks for what its owner appended since (lock released meanwhile)."""
+        if self.readonly and offset > self._next_offset:
+            self._lock.release()
+            try:
+                self.refresh()
+            finally:
+                self._lock.acquire()
+        if offset < self._start_offset or offset > self._next_offset:
+            raise self._out_of_range(offset)
+
+    def _out_of_range(self, offset: int) -> OffsetOutOfRange:
+        return OffsetOutOfRange(
+            f"offset {offset} is out of range for log {self.path}: "
+            f"valid offsets are {self._start_offset}..{self._next_offset} (start..end)",
+            offset=offset, start_offset=self._start_offset, end_offset=self._next_offset,
+        )
+
+    def read(self, offset: int, *, max_records: int = 500, max_bytes: int = 1 << 20) -> list[Record]:
+        """Records from ``offset`` on: at most ``max_records``, and stopping once
+        ``max_bytes`` of values were returned (always at least one record).
+
+        Returns [] at the end of the log; raises OffsetOutOfRange below the start
+        offset or past the end. Offsets may have gaps (quarantined batches):
+        the first record returned has the smallest offset >= ``offset``.
+        Every record comes from a batch whose CRC was verified.
+        """
+        c = self._run_cache  # invalidated whenever the start offset moves up
+        if c is not None:
+            lo, hi, recs, ends = c
+            if lo <= offset < hi:
+                i = offset - lo
+                if max_records == 1:
+                    return [recs[i]]
+                # Served from the run when it holds all max_records and the
+                # byte limit is not reached before the last of them.
+                k = i + max_records - 1
+                if i < k < len(recs) and ends[k - 1] - (ends[i - 1] if i else 0) < max_bytes:
+                    return recs[i : k + 1]
+        return self._read(offset, max_records, max_bytes)
+
+    def _read(self, offset: int, max_records: int, max_bytes: int) -> list[Record]:
+        if max_records < 1:
+            raise ConfigError(f"max_records={max_records}: must be >= 1")
+        out: list[Record] = []
+        total = 0
+        while len(out) < max_records and total < max_bytes:
+            with self._lock:
+                if self._closed:
+                    raise LogClosedError(f"log {self.path} is closed")
+                if not out:
+                    self._check_read_offset_locked(offset)
+                if offset >= self._next_offset:
+                    break
+                if offset >= self._written_end:
+                    out.extend(self._buffered_records(offset, max_records - len(out)))
+                    break
+                i = bisect.bisect_right(self._base_offsets, offset) - 1
+                seg = self._segments[max(i, 0)]
+                seg_end = self._base_offsets[i + 1] if i + 1 < len(self._base_offsets) else self._written_end
+            try:
+                run = self._decode_run(seg, offset, seg_end, min(max_bytes, _RUN_BYTES))
+            except CorruptRecordError:
+                if out:
+                    break  # hand out the good records; the next read reports the damage
+                raise
+            if run is None:
+                # nothing at or after `offset` in this segment (a gap at its end)
+                offset = seg_end
+                continue
+            first, end, recs, ends = run
+            j = max(0, offset - first)
+            stop = min(len(recs), j + max_records - len(out))
+            before = ends[j - 1] if j else 0
+            # The record whose value brings the total to max_bytes is the last one.
+            k = bisect.bisect_left(ends, before + max_bytes - total, j, stop)
+            if k < stop:
+                stop = k + 1
+            out += recs[j:stop]
+            total += ends[stop - 1] - before
+            offset = recs[stop - 1].offset + 1
+            if stop < len(recs):
+                break
+        return out
+
+    def _decode_run(self, seg: Segment, offset: int, seg_end: int, max_bytes: int):
+        """Decode the batches from the one holding ``offset`` (reading about
+        ``max_bytes``) into a contiguous run (first, end, records, value ends),
+        cached for the next sequential read. ``value ends[k]`` is the byte count
+        of the values of records[0..k]: reads cut at max_bytes by bisection."""
+        h = self._read_hint
+        hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
+        batches, next_pos = self._batches_at(seg, offset, max_bytes, hint)
+        recs: list[Record] = []
+        first = end = None
+        for b in batches:
+            if b.next_offset <= offset:
+                continue
+            if first is None:
+                first = b.base_offset
+            elif b.base_offset != end:
+                next_pos = None  # a gap: stop the run here
+                break
+            recs += b.records()
+            end = b.next_offset
+        if first is None:
+            return None
+        if next_pos is not None:
+            self._read_hint = (seg, end, next_pos)
+        run = first, end, recs, list(accumulate(map(len, map(_value_of, recs))))
+        self._run_cache = run
+        return run
+
+    def _batches_at(self, seg: Segment, offset: int, max_bytes: int, hint=None):
+        batches, next_pos, stepped = batches_at(seg, offset, max_bytes, hint, skip=self.recovery == "skip")
+        if stepped:
+            self.quarantined_batches += 1
+        return batches, next_pos
+
+    def _buffered_records(self, offset: int, n: int) -> list[Record]:
+        i = offset - self._written_end
+        j = min(len(self._buf_values), i + n)
+        bk, bh, bt, bv = self._buf_keys, self._buf_headers, self._buf_timestamps, self._buf_values
+        return [
+            Record(
+                offset + (k - i), bt[k], None if bk is None else bk[k], bv[k],
+                () if bh is None or not bh[k] else tuple((hk, hv if isinstance(hv, bytes) else bytes(hv, "utf-8") if isinstance(hv, str) else bytes(hv)) for hk, hv in bh[k]),
+            )
+            for k in range(i, j)
+        ]
+
+    def read_batches(self, offset: int, *, max_bytes: int = 1 << 20) -> list[RecordBatch]:
+        """Whole, CRC-verified batches holding offsets >= ``offset`` (about
+        ``max_bytes`` of them, at least one if any exist): the zero-copy view
+        for bulk consumers. The first batch may begin below ``offset``.
+        Records still buffered come back as a freshly encoded batch."""
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"log {self.path} is closed")
+            self._check_read_offset_locked(offset)
+            out: list[RecordBatch] = []
+            if offset >= self._written_end:
+                if offset < self._next_offset:
+                    i = offset - self._written_end
+                    buf = encode_batch(
+                        offset, self._buf_values[i:], keys=None if self._buf_keys is None else self._buf_keys[i:],
+                        headers=None if self._buf_headers is None else self._buf_headers[i:], timestamps=self._buf_timestamps[i:],
+                    )
+                    out.append(decode_batch(buf))
+                return out
+            segs = list(zip(self._segments, self._base_offsets[1:] + [self._written_end]))
+            written_end = self._written_end
+        total = 0
+        i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
+        while i < len(segs) and total < max_bytes and offset < written_end:
+            seg = segs[i][0]
+            batches, _ = self._batches_at(seg, offset, max_bytes - total)
+            if batches:
+                for b in batches:
+                    if b.next_offset <= offset:
+                        continue
+                    if b.base_offset >= written_end:
+                        break
+                    out.append(b)
+                    total += b.size_bytes
+                    offset = b.next_offset
+                if batches:
+                    if total >= max_bytes:
+                        break
+                    continue
+            i += 1
+        return out
+
+    def wait_for(self, offset: int, timeout: float | None) -> bool:
+        """Block until a record at ``offset`` or later exists (end_offset > offset)
+        or ``timeout`` seconds pass; True if it exists. Woken by appends, not by
+        polling (a readonly log, fed by another process, re-reads the files)."""
+        if self.readonly:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                self.refresh()
+                if self._next_offset > offset:
+                    return True
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                time.sleep(min(0.05, left) if left is not None else 0.05)
+        with self._lock:
+            if self._next_offset > offset:
+                return True
+            self._read_waiters += 1
+            try:
+                self._appended.wait_for(lambda: self._next_offset > offset or self._closed, timeout)
+            finally:
+                self._read_waiters -= 1
+            return self._next_offset > offset
+
+    def offset_for_time(self, timestamp_ms: int) -> int | None:
+        """The first offset whose record timestamp is >= ``timestamp_ms``
+        (None if there is none yet)."""
+        with self._lock:
+            segs = list(self._segments)
+            buffered = [(self._written_end + k, t) for k, t in enumerate(self._buf_timestamps)]
+        for seg in segs:
+            found = first_offset_at_time(seg, timestamp_ms, self._start_offset)
+            if found is not None:
+                return found
+        for off, t in buffered:
+            if t >= timestamp_ms:
+                return off
+        return None

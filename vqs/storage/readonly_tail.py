@@ -1,0 +1,86 @@
+"""Following a log another process owns (``Log.open(..., readonly=True)``).
+
+A readonly log never writes a file: it opens the segments it finds, takes as
+its end the consistent prefix of the last one (every valid batch up to the
+first incomplete one: the owner may be writing it), and on ``refresh`` picks up
+segments the owner rolled to and forgets those its retention deleted.
+
+Invariants:
+- the end offset only moves forward between refreshes; a segment's ``size`` is
+  a snapshot that stops at a batch boundary, so reads never see half a batch;
+- a damaged index is not rebuilt (that would write): the segment stops using
+  it and lookups scan from its start (``Segment.rebuild_indexes`` for readers).
+"""
+
+from __future__ import annotations
+
+import os
+
+from .log_dir import list_segment_bases
+from .recovery import SegmentFactory
+from .segment import Segment
+
+#: The end of the last segment, as (segment, file position, next offset):
+#: where the next search for the tail continues.
+TailHint = tuple[Segment, int, int]
+
+
+def open_segments(path: str, make_segment: SegmentFactory) -> list[Segment]:
+    """The segments in ``path`` (all sealed, from the reader's view)."""
+    segments = []
+    for base in list_segment_bases(path):
+        try:
+            segments.append(make_segment(base, active=False))
+        except FileNotFoundError:
+            continue  # deleted by the owner's retention meanwhile
+    return segments
+
+
+def find_tail(seg: Segment, hint: TailHint | None) -> TailHint:
+    """The consistent prefix of ``seg``, the last segment, continuing from
+    ``hint`` when it names the same segment; updates ``seg.size``,
+    ``seg.next_offset`` and its largest timestamp."""
+    if hint is not None and hint[0] is seg:
+        pos, nxt = hint[1], hint[2]
+    else:
+        pos, nxt = seg.position_for(seg.base_offset + (1 << 32) - 1)
+        if pos and next(seg.iter_valid(pos, expected=nxt), None) is None:
+            # the index entry names no batch: damaged; stop using it
+            seg.rebuild_indexes()
+            pos, nxt = seg.position_for(seg.base_offset + (1 << 32) - 1)
+    end_pos = pos
+    for info in seg.iter_valid(pos, expected=nxt):
+        end_pos = info.position + info.size
+        nxt = info.next_offset
+        seg.max_timestamp_ms = max(seg.max_timestamp_ms, info.max_timestamp_ms)
+    if end_pos == 0 and pos == 0:
+        nxt = seg.base_offset
+    seg.size = end_pos
+    seg.next_offset = nxt
+    return seg, end_pos, nxt
+
+
+def follow_segments(path: str, segments: list[Segment], make_segment: SegmentFactory) -> bool:
+    """Update ``segments`` in place to the files the owner has now: close those
+    deleted from the front, open those rolled to at the end. False if the
+    directory holds no segment at all (then nothing changes)."""
+    bases = list_segment_bases(path)
+    if not bases:
+        return False
+    known = {s.base_offset for s in segments}
+    while len(segments) > 1 and segments[0].base_offset < bases[0]:
+        segments.pop(0).close()
+    new = [b for b in bases if b > segments[-1].base_offset and b not in known]
+    if new:
+        # The segment that was last is complete now (the owner rolled past
+        # it): it may have grown since our snapshot of its size.
+        was_last = segments[-1]
+        for b in new:
+            try:
+                segments.append(make_segment(b, active=False))
+            except FileNotFoundError:
+                pass
+        if segments[-1] is not was_last:
+            was_last.size = os.fstat(was_last.fd).st_size
+            was_last.next_offset = None
+    return True

@@ -1,0 +1,182 @@
+"""Opening a log directory for writing: the loader that returns the recovered
+segments (Kafka's ``LogLoader``; the ``Log`` facade only adopts its result).
+
+Recovery at open (unless the clean-shutdown marker says the log was closed):
+
+1. list the segment files; remove temp files left by an interrupted atomic write;
+2. read the checkpoint (recovery point: offsets below it were fsynced);
+3. from the segment holding the recovery point on, validate batch by batch
+   (bounds, CRC, increasing offsets) and rebuild the indexes;
+4. an invalid batch with nothing valid after it, at or past the recovery point,
+   is a torn tail: truncate silently (in a sealed segment, whose background
+   fsync after its roll a power loss interrupted, the later segments go too).
+   Anything else (an invalid batch before the
+   recovery point, or followed by valid batches) is corruption, handled by the
+   ``recovery`` setting: ``fail`` raises naming the file and position, ``skip``
+   quarantines the batch (its offsets become a gap) and goes on, ``truncate``
+   drops everything from the bad batch on;
+5. fsync what was recovered (the caller then checkpoints the new recovery point).
+
+After a clean close the marker lets the loader skip 3-4: the end of the last
+segment is found from its last index entry (a short scan), and any doubt about
+it falls back to full recovery.
+
+Invariants of the result: the last segment is active (open for appends) and
+its ``next_offset`` is the log's end; the marker is gone before the log
+accepts an append, so a crash from then on recovers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+from collections.abc import Callable
+
+from ..errors import CorruptRecordError
+from .durable_file import fsync_dir
+from .log_dir import CLEAN_MARKER, QUARANTINE_DIR, list_segment_bases, read_checkpoint, remove_temp_files
+from .segment import Segment
+
+logger = logging.getLogger("vqs.storage")
+
+#: make_segment(base_offset, active=..., create=...) -> Segment
+SegmentFactory = Callable[..., Segment]
+
+
+class LoadedLog:
+    """What the loader hands the ``Log``: its segments (the last one active)
+    and its start offset."""
+
+    __slots__ = ("segments", "start_offset", "quarantined_batches")
+
+    def __init__(self, segments: list[Segment], start_offset: int, quarantined_batches: int) -> None:
+        self.segments = segments
+        self.start_offset = start_offset
+        self.quarantined_batches = quarantined_batches
+
+
+class LogLoader:
+    """Recovers the log in ``path`` for a writer (see module doc).
+
+    ``recovery`` is the corruption policy (``fail``, ``skip``, ``truncate``);
+    ``make_segment`` opens a segment with the log's settings. On error the
+    segments opened so far are in ``segments`` for the caller to close.
+    """
+
+    def __init__(self, path: str, recovery: str, make_segment: SegmentFactory) -> None:
+        self.path = path
+        self.recovery = recovery
+        self.make_segment = make_segment
+        self.segments: list[Segment] = []
+        self.quarantined_batches = 0
+
+    def load(self) -> LoadedLog:
+        remove_temp_files(self.path)
+        recovery_point, log_start = read_checkpoint(self.path)
+        bases = list_segment_bases(self.path)
+        marker = os.path.join(self.path, CLEAN_MARKER)
+        clean = os.path.exists(marker)
+        segs = self.segments
+        if not bases:
+            segs.append(self.make_segment(log_start, active=True, create=True))
+        else:
+            segs.extend(self.make_segment(b, active=False) for b in bases[:-1])
+            segs.append(self.make_segment(bases[-1], active=True))
+            if not (clean and self._load_clean_tail()):
+                self._recover(recovery_point)
+        if clean:
+            # Remove the marker before any append: a crash from now on must recover.
+            os.unlink(marker)
+        fsync_dir(self.path)
+        return LoadedLog(segs, log_start, self.quarantined_batches)
+
+    def _load_clean_tail(self) -> bool:
+        """After a clean close: find the end of the last segment from its last
+        index entry (a short scan). False if anything is off (then recover)."""
+        seg = self.segments[-1]
+        pos, expected = seg.position_for(seg.base_offset + (1 << 32) - 1)
+        last = None
+        for info in seg.iter_valid(pos, seg.size, expected=expected):
+            last = info
+            if info.position + info.size == seg.size:
+                break
+        if seg.size == 0:
+            seg.next_offset = seg.base_offset
+            return True
+        if last is None or last.position + last.size != seg.size:
+            logger.warning("%s: clean-shutdown marker present but tail invalid; recovering", seg.log_path)
+            return False
+        seg.resume_after(last, pos)
+        return True
+
+    def _drop_after(self, i: int) -> None:
+        for later in self.segments[i + 1:]:
+            later.delete()
+        del self.segments[i + 1:]
+
+    def _recover(self, recovery_point: int | None) -> None:
+        """Passes 3-5 of the module doc over the segments from the one holding
+        the recovery point on."""
+        # Without a checkpoint nothing is known to be unsynced: a damaged end of
+        # a sealed segment is then corruption, never a torn tail.
+        known = recovery_point is not None
+        recovery_point = recovery_point or 0
+        segs = self.segments
+        bases = [s.base_offset for s in segs]
+        i = max(0, bisect.bisect_right(bases, recovery_point) - 1)
+        expected = bases[i]
+        while i < len(segs):
+            seg = segs[i]
+            valid, next_off, bad, resync = seg.recover(expected)
+            is_last = i == len(segs) - 1
+            if bad is None:
+                seg.sync()
+                expected = next_off
+                i += 1
+                continue
+            # A torn tail: nothing valid follows in the file, and the recovery
+            # point is below it (it was never fsynced). A sealed segment can
+            # end torn only if a power loss came before the background fsync
+            # of its roll; nothing after it was then acknowledged as durable
+            # (that fsync comes first), so the later segments go too.
+            torn = resync is None and next_off >= recovery_point and (is_last or known)
+            where = f"{seg.log_path}: invalid batch at position {bad} (offset {next_off})"
+            if torn:
+                logger.info("%s: torn tail of %d bytes truncated", seg.log_path, seg.size - bad)
+                seg.truncate(bad)
+                seg.sync()
+                expected = seg.next_offset
+                if not is_last:
+                    logger.warning("%s: unsynced segment ended torn; deleting the %d segments after it",
+                                   seg.log_path, len(segs) - i - 1)
+                    self._drop_after(i)
+                i += 1
+                continue
+            if self.recovery == "fail":
+                raise CorruptRecordError(
+                    f"{where} before the end of the log (recovery point {recovery_point}); "
+                    "open with recovery='skip' to quarantine it or recovery='truncate' to "
+                    "drop everything from it on",
+                    path=seg.log_path, position=bad,
+                )
+            if self.recovery == "truncate":
+                logger.warning("%s; truncating the log there (recovery='truncate')", where)
+                seg.truncate(bad)
+                seg.sync()
+                self._drop_after(i)
+                break
+            # skip: quarantine the bad bytes, keep what follows
+            stop = resync if resync is not None else seg.size
+            logger.warning("%s; quarantined %d bytes (recovery='skip')", where, stop - bad)
+            seg.excise(bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=next_off)
+            self.quarantined_batches += 1
+            # re-validate the same segment (there may be more damage)
+        # the last segment becomes the active one again
+        last = segs[-1]
+        if not last.writable:
+            base = last.base_offset
+            last.close()
+            segs[-1] = self.make_segment(base, active=True)
+            segs[-1].recover(expected if len(segs) == 1 else base)
+        fsync_dir(self.path)

@@ -1,0 +1,82 @@
+"""Lookups in one segment on behalf of the log: the batches from an offset on,
+the first offset at a time, the segment's largest timestamp.
+
+Invariants:
+- every batch returned was decoded and CRC-verified, and its base offset
+  continues the one expected before it (``Segment.continues``: contiguous, or
+  across a gap recovery recorded); a discontinuity is reported as corruption;
+- with ``skip`` (the log's ``recovery="skip"``) damage met by a read is stepped
+  over as recovery would quarantine it, and the caller is told so it can count
+  it; otherwise it raises CorruptRecordError naming the file and position.
+"""
+
+from __future__ import annotations
+
+from ..errors import CorruptRecordError
+from .record_batch import RecordBatch, decode_batch
+from .segment import Segment
+
+
+def batches_at(
+    seg: Segment, offset: int, max_bytes: int, hint: tuple[int, int] | None = None, *, skip: bool = False
+) -> tuple[list[RecordBatch], int | None, bool]:
+    """(batches, next position, stepped over damage) from the batch holding
+    ``offset`` in ``seg`` (or the first after it), reading about ``max_bytes``;
+    no batches if the segment has nothing there. ``hint`` is (position, base
+    offset) of the batch to start from, when a sequential reader knows it."""
+    stepped = False
+    if hint is not None:
+        pos, expected = hint
+    else:
+        found = seg.find_batch(offset, skip=skip)
+        if found is None:
+            return [], None, stepped
+        pos, expected = found
+    try:
+        batches, next_pos = seg.read_batches_from(pos, max_bytes)
+    except CorruptRecordError:
+        if not skip:
+            raise
+        stepped = True  # stepped over, as recovery does
+        found = seg.find_batch(offset, skip=True)
+        if found is None:
+            return [], None, stepped
+        pos, expected = found
+        batches, next_pos = seg.read_batches_from(pos, max_bytes)
+    if batches and not seg.continues(expected, batches[0].base_offset):
+        raise CorruptRecordError(
+            f"{seg.log_path}: batch at position {pos} has base offset "
+            f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
+        )
+    return batches, next_pos, stepped
+
+
+def first_offset_at_time(seg: Segment, timestamp_ms: int, start_offset: int) -> int | None:
+    """The first offset >= ``start_offset`` in ``seg`` whose record timestamp is
+    >= ``timestamp_ms`` (None if the segment has none)."""
+    if segment_max_timestamp(seg) < timestamp_ms:
+        return None
+    ti = seg.checked_timeindex()
+    e = ti.lower(timestamp_ms) if ti is not None else None
+    found = None if e is None else seg.find_batch(seg.base_offset + e[1])
+    pos, expected = found if found is not None else (0, seg.base_offset)
+    for info in seg.iter_valid(pos, seg.size, expected=expected):
+        if info.max_timestamp_ms < timestamp_ms:
+            continue
+        b = decode_batch(seg.pread(info.position, info.size), 0, where=seg.log_path)
+        for k in range(max(0, start_offset - b.base_offset), b.count):
+            if b.timestamp(k) >= timestamp_ms:
+                return b.base_offset + k
+    return None
+
+
+def segment_max_timestamp(seg: Segment) -> int:
+    """The largest record timestamp in ``seg`` (exact: from a checked time index,
+    else by a scan), remembered in ``seg.max_timestamp_ms``."""
+    ti = seg.checked_timeindex()  # a rebuild (if needed) also finds the exact max
+    m = max(seg.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1)
+    if m < 0:
+        for info in seg.iter_valid(0, seg.size, expected=seg.base_offset):
+            m = max(m, info.max_timestamp_ms)
+    seg.max_timestamp_ms = max(seg.max_timestamp_ms, m)
+    return seg.max_timestamp_ms

@@ -1,0 +1,117 @@
+"""A full scan of one segment file for inspection (``vqs inspect``): every batch
+decoded and verified, every damaged region reported, and the scan goes on past
+damage where the batch bounds allow it.
+
+Recovery (``Segment.recover``) and lookups (``Segment.iter_valid``) stop at the
+first invalid batch, because what follows it is not part of the log until
+recovery decides; this scan reports everything a human wants to know instead.
+It only reads: the file may belong to a running log.
+
+What it reports, in file order (``ScanItem.kind``):
+
+- ``batch``: a valid batch (``batch`` is the decoded RecordBatch);
+- ``gap``: a valid batch starts above the offset the previous one ended at
+  (``expected``): offsets missing, e.g. a batch quarantined by recovery;
+- ``offset_goes_back``: a valid batch starts below ``expected`` (corrupt);
+- ``below_segment_base``: a valid batch starts below the base offset in the
+  file name (corrupt);
+- ``invalid_batch``: the header's length is in bounds but the batch fails its
+  CRC or structure checks (``detail`` says how; ``at_end`` when it is the last
+  one in the file: a torn write if the log was not flushed). Corrupt; the
+  scan continues after it;
+- ``zero_tail``: only zero bytes after the last batch (a torn tail);
+- ``incomplete_tail``: an incomplete batch at the end (a torn tail: recovery
+  truncates it);
+- ``bad_header``: an impossible batch header: ``size`` bytes from there on
+  cannot be read (corrupt; the scan stops).
+
+A ``RecordBatch`` yielded holds views into the buffer the file was read into:
+it stays valid as long as the caller keeps it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from ..errors import CorruptRecordError
+from .record_batch import HEADER_SIZE, RecordBatch, decode_batch, peek_header
+from .segment import LOG_SUFFIX
+
+#: Kinds that mean the file is damaged (the others are normal or a torn tail).
+CORRUPT_KINDS = frozenset({"offset_goes_back", "below_segment_base", "invalid_batch", "bad_header"})
+#: Kinds that end the file with a torn write (recovery truncates them silently).
+TORN_TAIL_KINDS = frozenset({"zero_tail", "incomplete_tail"})
+
+
+class ScanItem:
+    """One finding of :func:`scan_segment_file` (see module doc for the kinds)."""
+
+    __slots__ = ("kind", "position", "size", "batch", "expected", "detail", "at_end")
+
+    def __init__(self, kind: str, position: int, size: int, *, batch: RecordBatch | None = None,
+                 expected: int | None = None, detail: str = "", at_end: bool = False) -> None:
+        self.kind = kind
+        self.position = position
+        self.size = size
+        self.batch = batch
+        self.expected = expected
+        self.detail = detail
+        self.at_end = at_end
+
+    @property
+    def corrupt(self) -> bool:
+        return self.kind in CORRUPT_KINDS
+
+    def __repr__(self) -> str:
+        return f"ScanItem({self.kind!r}, position={self.position}, size={self.size})"
+
+
+def segment_base_from_name(path: str) -> int | None:
+    """The base offset a segment file's name declares (None if it declares none)."""
+    try:
+        return int(os.path.basename(path)[: -len(LOG_SUFFIX)])
+    except ValueError:
+        return None
+
+
+def scan_segment_file(path: str) -> Iterator[ScanItem]:
+    """Scan the segment file at ``path`` (see module doc). The file is read
+    whole: segments are bounded by ``segment_bytes``."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    yield from scan_segment_buffer(buf, where=path, base_offset=segment_base_from_name(path))
+
+
+def scan_segment_buffer(buf: bytes, *, where: str = "buffer", base_offset: int | None = None) -> Iterator[ScanItem]:
+    """Scan a segment's bytes; ``base_offset`` is the segment's declared base
+    (None: not checked); ``where`` names the file in problem details."""
+    size = len(buf)
+    pos = 0
+    expected = None  # the offset the previous valid batch ended at
+    while pos < size:
+        rest = size - pos
+        h = peek_header(buf, pos)
+        if h is None or pos + h[1] > size:
+            if not buf[pos:size].strip(b"\0"):
+                yield ScanItem("zero_tail", pos, rest)
+            elif rest < HEADER_SIZE or (h is not None and pos + h[1] > size):
+                yield ScanItem("incomplete_tail", pos, rest)
+            else:
+                yield ScanItem("bad_header", pos, rest)
+            return
+        try:
+            b = decode_batch(buf, pos, where=where)
+        except CorruptRecordError as e:
+            yield ScanItem("invalid_batch", pos, h[1], detail=str(e), at_end=pos + h[1] >= size)
+            pos += h[1]  # the length was bounds-checked: try the next batch
+            continue
+        if base_offset is not None and b.base_offset < base_offset:
+            yield ScanItem("below_segment_base", pos, b.size_bytes, batch=b, expected=base_offset)
+        if expected is not None and b.base_offset < expected:
+            yield ScanItem("offset_goes_back", pos, b.size_bytes, batch=b, expected=expected)
+        elif expected is not None and b.base_offset > expected:
+            yield ScanItem("gap", pos, b.size_bytes, batch=b, expected=expected)
+        expected = b.next_offset
+        yield ScanItem("batch", pos, b.size_bytes, batch=b)
+        pos += b.size_bytes
