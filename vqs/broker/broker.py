@@ -374,19 +374,14 @@ class Broker:
         self._check_open()
         return self._groups.delete(group)
 
-    # -- queues (vqs.broker.queues) ----------------------------------------------------------
+    # -- queues (vqs.broker.registry) --------------------------------------------------------
     def _queue_registry(self):
         registry = self._queues
         if registry is None:
             with self._lock:
                 self._check_open()
                 if self._queues is None:
-                    try:
-                        from .queues import QueueRegistry
-                    except ModuleNotFoundError as e:
-                        if e.name != f"{__package__}.queues":
-                            raise
-                        raise VQSError("queues are not available: vqs.broker.queues is missing") from e
+                    from .registry import QueueRegistry
                     self._queues = QueueRegistry(
                         os.path.join(self.path, "queues"),
                         clock=self._clock,

@@ -99,7 +99,7 @@ class _BrokerCollector:
             for qn in _queue_names(broker):
                 try:
                     q = broker.queue(qn)
-                    a = q.attributes()
+                    a = q.get_attributes()
                     for state, key in (("visible", "ApproximateNumberOfMessages"),
                                        ("in_flight", "ApproximateNumberOfMessagesNotVisible"),
                                        ("delayed", "ApproximateNumberOfMessagesDelayed")):

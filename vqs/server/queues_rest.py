@@ -56,7 +56,7 @@ def add_queue_routes(r: APIRouter, ctx: ServerContext, broker) -> None:
         return broker().queue(_check_name(name, "queue"))
 
     def describe(q) -> dict:
-        return {"name": q.name, "attributes": q.attributes(), "tags": q.tags()}
+        return {"name": q.name, "attributes": q.get_attributes(), "tags": q.tags()}
 
     async def call(fn, *a, **kw):
         if ctx.inline_writes:

@@ -431,7 +431,7 @@ class SQSService:
         names = _str_list(p, "AttributeNames")
         if not names:
             return {}
-        attrs = q.attributes(names, arn_prefix=req.arn_prefix)
+        attrs = q.get_attributes(names, arn_prefix=req.arn_prefix)
         return {"Attributes": attrs} if attrs else {}
 
     def a_SetQueueAttributes(self, p: dict, req: Req):
@@ -485,7 +485,7 @@ class SQSService:
 
     # ------------------------------------------------------------- permissions
     def _policy(self, q) -> dict:
-        raw = q.attributes(["Policy"]).get("Policy")
+        raw = q.get_attributes(["Policy"]).get("Policy")
         if raw:
             try:
                 doc = json.loads(raw)
