@@ -16,8 +16,8 @@ from hashlib import blake2b
 
 import pytest
 
-from vqs.broker.registry import QueueRegistry
 from vqs.broker.receipt import ReceiptCodec
+from vqs.broker.registry import QueueRegistry
 from vqs.errors import ReceiptHandleIsInvalid
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -29,7 +29,8 @@ from itertools import repeat
 
 from ...errors import LogClosedError, OverLimit, QueueError
 from ...storage.record_batch import Record
-from ..lease_state import encode_runs
+from ..lease_state import encode_deletes, encode_runs
+from . import send_buffer
 from .core import Queue
 from .leases import AVAILABLE, INFLIGHT, MOVING, Lease
 from .maintenance import COMPACT_BYTES
@@ -115,7 +116,16 @@ class StandardQueue(Queue):
                     self._push_locked()
                 first = log.end_offset + len(sb.values)
                 if nbytes <= sb.max_bytes:
-                    sb.add(values, ts, nbytes)
+                    # sb.add(values, ts, nbytes), inline
+                    sb.values += values
+                    if ts == sb.last_ts:
+                        sb.last_n += n
+                    else:
+                        if sb.last_n:
+                            sb.runs.append((sb.last_ts, sb.last_n))
+                        sb.last_ts = ts
+                        sb.last_n = n
+                    sb.nbytes += nbytes
                 else:  # bigger than a batch: straight to the log (pending is empty)
                     log.append_batch(values, timestamps_ms=ts)
             else:
@@ -123,7 +133,15 @@ class StandardQueue(Queue):
                 first = ap(values[0], timestamp_ms=ts)
                 for i in range(1, n):
                     ap(values[i], timestamp_ms=ts)
-            self._tail.add(first, values, ts, None, nbytes)
+            # self._tail.add(first, values, ts, None, nbytes), inline
+            tl = self._tail
+            tail = tl.entries
+            if not tail:
+                tl.base = tl.end = first
+            if tl.end == first and tl.nbytes < send_buffer.TAIL_BYTES:
+                tail.append((first, values, ts, None, nbytes))
+                tl.end = first + n
+                tl.nbytes += nbytes
             self._sent_n += n
             self._sent_b += nbytes
             if self._waiting:
@@ -215,6 +233,7 @@ class StandardQueue(Queue):
         nonce = lt.nonce
         pfx = self._id_prefix
         new_message = Message.__new__
+        new_lease = Lease.__new__
         append = out.append
         cursor = self._cursor
 
@@ -246,7 +265,7 @@ class StandardQueue(Queue):
         runs: list = []  # (offset, nonce, n, until, received) per run of fresh messages
         tl = self._tail
         tail = tl.entries
-        end = self._end_offset()
+        end = log.end_offset + len(self._sends.values)  # self._end_offset(), inline
         while len(out) < n and cursor < end:
             k = n - len(out)
             tb = tl.base
@@ -302,7 +321,15 @@ class StandardQueue(Queue):
                     o = o0
                     for value in vals:
                         nonce += 1
-                        live[o] = Lease(nonce, until, 1, now, now, INFLIGHT)
+                        # Lease(nonce, until, 1, now, now, INFLIGHT), inline (a
+                        # constructor call costs twice as much here)
+                        e = new_lease(Lease)
+                        e.nonce = nonce
+                        e.until = until
+                        e.count = 1
+                        e.received = e.first = now
+                        e.state = INFLIGHT
+                        live[o] = e
                         handle = hpack(o, nonce, tags[t]).hex()
                         t += 1
                         issued[handle] = (o, nonce)
@@ -467,6 +494,25 @@ class StandardQueue(Queue):
         """Forget message o (its delete record is written by the caller)."""
         if e is not None:
             self._leases.forget(o, e)
+
+    def _flush_dels_locked(self) -> None:
+        """Queue._flush_dels_locked with _deleted_locked inlined (delete_batch's hot path)."""
+        dels = self._dels
+        self._dels = []
+        v = encode_deletes(dels)
+        self._state.append(v)
+        self._state_bytes += len(v)
+        c = self._cursor
+        if max(dels) >= c:
+            for o in dels:
+                if o >= c:
+                    self._ahead.add(o)
+        if self._leases.live or self._ahead:
+            self._advance_low()
+        elif self._low < c:  # _advance_low when nothing is tracked
+            self._low = c
+        if self._state_bytes > COMPACT_BYTES:
+            self._compact_locked(self._now_ms())
 
     def _deleted_locked(self, dels: list) -> None:
         c = self._cursor
