@@ -9,6 +9,7 @@ Modules (each states its invariants):
 * send_buffer.py  buffered plain sends and the in-memory tail
 * message.py      ``Message`` and the message record's headers
 * validate.py     SQS's limits, message attributes, batch entries
+* batch_entries.py  SQS's batch actions with per-entry results
 * redrive.py      dead-letter moves, redrive, message move tasks (``MoveTasks``)
 * maintenance.py  expire, reclaim, compact
 * recovery.py     the lease table rebuilt at open

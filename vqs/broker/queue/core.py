@@ -10,7 +10,11 @@ metadata in record headers: message.py) and ``state/``
 ``Queue.open`` reads the configuration and makes a ``StandardQueue``
 (standard.py) or a ``FifoQueue`` (fifo.py): the receive strategy, the delete
 rules and the FIFO bookkeeping are chosen once, by class, so no hot path asks
-which type it serves. Everything that changes queue state runs under
+which type it serves. The other concerns are mixed into ``Queue`` from their
+own modules: settings.py (attributes, tags, the config files),
+batch_entries.py (batch actions with per-entry results), redrive.py (moves
+between queues), maintenance.py (expire, reclaim, compact); each documents the
+state it relies on. Everything that changes queue state runs under
 ``self._lock``; fsyncs (``flush="always"``) run after it is released, so
 concurrent callers share them.
 
@@ -75,6 +79,7 @@ from ...storage.flusher import Flusher
 from ...storage.log import Log
 from ..lease_state import OP_PURGE, LeaseStateStore, encode_deletes, encode_leases
 from ..receipt import ReceiptCodec
+from .batch_entries import BatchEntries
 from .leases import INFLIGHT, LeaseTable
 from .maintenance import COMPACT_BYTES, Maintenance
 from .message import Message
@@ -83,14 +88,12 @@ from .redrive import Redrive
 from .send_buffer import SendBuffer
 from .settings import QueueSettings, StoredQueue, read_files
 from .validate import (
-    GROUP_ID,
     MAX_VISIBILITY_S,
-    MAX_WAIT_S,
+    check_attempt_id,
     check_batch,
     check_batch_size,
-    check_entry_ids,
+    check_receive,
     check_visibility,
-    failure,
     prepare,
     prepare_entry,
 )
@@ -105,7 +108,7 @@ def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
     return lambda: int(clock() * 1000)
 
 
-class Queue(QueueSettings, Redrive, Maintenance):
+class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
     """One SQS-style queue (see module doc). Made by ``QueueRegistry``, which
     opens it with ``Queue.open``; the constructor is that of the queue's type."""
 
@@ -259,30 +262,6 @@ class Queue(QueueSettings, Redrive, Maintenance):
         check_batch(preps)
         return [mid for mid, _ in self._send_prepared(preps)]
 
-    def send_batch_entries(self, entries: list[dict]) -> dict:
-        """SQS SendMessageBatch: each entry a dict with ``id`` and ``body`` (and the
-        optional fields of ``send_batch``). Returns ``{"successful": [{"id",
-        "message_id", "sequence_number"}], "failed": [{"id", "code",
-        "sender_fault", "message"}]}``. Whole-request problems (no entries, more
-        than 10, repeated or invalid ids, over 1 MiB) raise."""
-        entries = list(entries)
-        check_batch_size(len(entries))
-        check_entry_ids([e.get("id") if isinstance(e, dict) else None for e in entries])
-        preps, failed = [], []
-        cfg = self.config
-        for e in entries:
-            try:
-                preps.append(prepare_entry(cfg, e))
-            except QueueError as err:
-                failed.append(failure(e["id"], err))
-        check_batch(preps)
-        ok = []
-        if preps:
-            for p, (mid, off) in zip(preps, self._send_prepared(preps)):
-                ok.append({"id": p.entry_id, "message_id": mid,
-                           "sequence_number": f"{off:020d}" if self._fifo else None})
-        return {"successful": ok, "failed": failed}
-
     def _append_locked(self, values: list, headers: list | None, ts: int) -> int:
         """Append (buffered, as the log's flush policy says); return the first offset."""
         if self._sends.values:
@@ -335,38 +314,13 @@ class Queue(QueueSettings, Redrive, Maintenance):
         safe: within 5 minutes, a receive with the same id whose messages are all
         still in flight under the leases it made returns the same messages and
         receipt handles again, with their visibility timeout restarted."""
-        if max_messages.__class__ is not int or not 1 <= max_messages <= 10:
-            raise InvalidParameterValue(
-                f"Value {max_messages} for parameter MaxNumberOfMessages is invalid. "
-                "Reason: Must be between 1 and 10, if provided."
-            )
-        if wait_seconds is None:
-            wait = self.config.receive_wait_seconds
-        else:
-            if isinstance(wait_seconds, bool) or not isinstance(wait_seconds, (int, float)) or not 0 <= wait_seconds <= MAX_WAIT_S:
-                raise InvalidParameterValue(
-                    f"Value {wait_seconds} for parameter WaitTimeSeconds is invalid. "
-                    f"Reason: Must be >= 0 and <= {MAX_WAIT_S}, if provided."
-                )
-            wait = wait_seconds
-        if visibility_timeout is None:
-            vis = self._vis_default
-        else:
-            if visibility_timeout.__class__ is not int or not 0 <= visibility_timeout <= MAX_VISIBILITY_S:
-                raise InvalidParameterValue(
-                    f"Value {visibility_timeout} for parameter VisibilityTimeout is invalid. "
-                    f"Reason: Must be >= 0 and <= {MAX_VISIBILITY_S}, if provided."
-                )
-            vis = visibility_timeout
+        wait, vis = check_receive(max_messages, wait_seconds, visibility_timeout,
+                                  self.config.receive_wait_seconds, self._vis_default)
         if attempt_id is not None:
             if not self._fifo:
                 attempt_id = None  # SQS ignores it on standard queues
-            elif not isinstance(attempt_id, str) or not GROUP_ID.fullmatch(attempt_id):
-                raise InvalidParameterValue(
-                    f"Value {attempt_id} for parameter ReceiveRequestAttemptId is invalid. Reason: "
-                    "It can only include alphanumeric and punctuation characters. 1 to 128 in length."
-                )
             else:
+                check_attempt_id(attempt_id)
                 again = self._retry_attempt(attempt_id, vis)
                 if again is not None:
                     return again
@@ -454,36 +408,6 @@ class Queue(QueueSettings, Redrive, Maintenance):
             raise err
         self._maybe_reclaim()
 
-    def delete_batch_entries(self, entries: list[dict]) -> dict:
-        """SQS DeleteMessageBatch: entries ``{"id", "receipt_handle"}``; returns
-        ``{"successful": [{"id"}], "failed": [{"id", "code", "sender_fault", "message"}]}``."""
-        entries = list(entries)
-        check_batch_size(len(entries))
-        check_entry_ids([e.get("id") for e in entries])
-        ok, failed = [], []
-        todo = []
-        for e in entries:
-            try:
-                todo.append((e, *self._leases.decode(e.get("receipt_handle"))))
-            except QueueError as err:
-                failed.append(failure(e["id"], err))
-        with self._lock:
-            if self._closed:
-                raise LogClosedError(f"queue {self.name} is closed")
-            for e, o, nonce in todo:
-                err = self._delete_one_locked(o, nonce, e.get("receipt_handle"))
-                if err is None:
-                    ok.append({"id": e["id"]})
-                else:
-                    failed.append(failure(e["id"], err))
-            if self._dels:
-                self._flush_dels_locked()
-        if self._sync:
-            self._state.flush()
-        self._maybe_reclaim()
-        return {"successful": ok, "failed": failed}
-
-
     # ============================================================ visibility
 
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
@@ -500,35 +424,6 @@ class Queue(QueueSettings, Redrive, Maintenance):
             self._state.flush()
         if err is not None:
             raise err
-
-    def change_visibility_batch_entries(self, entries: list[dict]) -> dict:
-        """SQS ChangeMessageVisibilityBatch: entries ``{"id", "receipt_handle",
-        "visibility_timeout"}``; returns successful/failed like ``delete_batch_entries``."""
-        entries = list(entries)
-        check_batch_size(len(entries))
-        check_entry_ids([e.get("id") for e in entries])
-        ok, failed = [], []
-        todo = []
-        for e in entries:
-            try:
-                o, nonce = self._leases.decode(e.get("receipt_handle"))
-                check_visibility(e.get("visibility_timeout"))
-                todo.append((e, o, nonce))
-            except QueueError as err:
-                failed.append(failure(e["id"], err))
-        with self._lock:
-            if self._closed:
-                raise LogClosedError(f"queue {self.name} is closed")
-            now = self._now_ms()
-            for e, o, nonce in todo:
-                err = self._change_vis_locked(o, nonce, e["visibility_timeout"], now)
-                if err is None:
-                    ok.append({"id": e["id"]})
-                else:
-                    failed.append(failure(e["id"], err))
-        if self._sync:
-            self._state.flush()
-        return {"successful": ok, "failed": failed}
 
     def _change_vis_locked(self, o: int, nonce: int, seconds: int, now: int) -> QueueError | None:
         lt = self._leases

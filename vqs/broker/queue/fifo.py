@@ -29,9 +29,8 @@ from collections.abc import Iterable
 from ...errors import LogClosedError, QueueError, ReceiptHandleExpired
 from ..dedup import WINDOW_MS, DedupWindow
 from .core import Queue
-from .leases import AVAILABLE, INFLIGHT, MOVING, Lease
+from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease
 from .message import H_DEDUP, H_DELAY, H_GROUP, H_ID, sent_ms
-from .standard import MAX_INFLIGHT
 from .validate import check_batch_size
 
 
@@ -218,10 +217,8 @@ class FifoQueue(Queue):
                 e = live.get(o)
                 if e is not None and e.state != AVAILABLE:
                     break  # delayed or moving: the group waits
-                r = self._read_one(o)
-                if r is None or sent_ms(r) <= expire_before:
-                    self._remove_locked(o, e)
-                    dels.append(o)
+                r = self._retained_record(o, e, expire_before, dels)
+                if r is None:
                     continue
                 if mrc is not None and e is not None and e.count >= mrc:
                     lt.n_available -= 1
@@ -278,6 +275,17 @@ class FifoQueue(Queue):
             self._state.flush()
         return list(msgs)
 
+
+    def _retained_record(self, o: int, e: Lease | None, expire_before: int, dels: list):
+        """The record of message ``o`` (a group's head), or None if it is gone or
+        was sent at or before ``expire_before``: then it is forgotten and added
+        to ``dels``."""
+        r = self._read_one(o)
+        if r is None or sent_ms(r) <= expire_before:
+            self._remove_locked(o, e)
+            dels.append(o)
+            return None
+        return r
 
     def _remember_attempt(self, attempt_id: str, msgs: list) -> None:
         with self._lock:
@@ -407,10 +415,8 @@ class FifoQueue(Queue):
                 e = live.get(o)
                 if e is not None and e.state != AVAILABLE:
                     break
-                r = self._read_one(o)
-                if r is None or sent_ms(r) <= expire_before:
-                    self._remove_locked(o, e)
-                    dels.append(o)
+                r = self._retained_record(o, e, expire_before, dels)
+                if r is None:
                     continue
                 if e is None:
                     e = live[o] = Lease(0, 0, 0, 0, 0, MOVING)
@@ -434,11 +440,7 @@ class FifoQueue(Queue):
                 e = live.get(o)
                 if e is not None and e.state != AVAILABLE:
                     break
-                r = self._read_one(o)
-                if r is None or sent_ms(r) <= expire_before:
-                    self._remove_locked(o, e)
-                    dels.append(o)
-                else:
+                if self._retained_record(o, e, expire_before, dels) is not None:
                     break
         return dels
 

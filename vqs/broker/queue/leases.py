@@ -32,6 +32,7 @@ from itertools import repeat
 from ..receipt import ReceiptCodec
 
 DELAYED, INFLIGHT, AVAILABLE, MOVING = 0, 1, 2, 3
+MAX_INFLIGHT = 120_000  # SQS's in-flight limit per queue (standard and FIFO)
 
 
 class Lease:

@@ -18,6 +18,10 @@ first), then fresh ones from the cursor on. The hot paths (``_send_plain``,
 measured (bench/queue_bench.py, the send/receive/delete cycle) and a call or an
 attribute lookup per message there costs a visible share of a cycle. Keep them
 flat when changing them, and keep them in step with the general paths beside them.
+
+(Over 500 lines: ``_take`` alone is about 200, one function on purpose, see
+above; splitting the standard queue's structures across modules would make
+each path read state it does not own.)
 """
 
 from __future__ import annotations
@@ -32,13 +36,13 @@ from ...storage.record_batch import Record
 from ..lease_state import encode_deletes, encode_runs
 from . import send_buffer
 from .core import Queue
-from .leases import AVAILABLE, INFLIGHT, MOVING, Lease
+from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease
 from .maintenance import COMPACT_BYTES
 from .message import H_DELAY, H_SENT, HEX2, Message, message_ids, sent_ms
 from .send_buffer import Tail
 from .validate import MAX_BATCH_BYTES, check_batch_size
 
-MAX_INFLIGHT = 120_000  # SQS's in-flight limit per queue (standard and FIFO)
+_NO_LIMIT = 1 << 64  # above every offset
 
 _HANDLE = struct.Struct("<QQQ")  # a receipt handle's bytes: offset, nonce, tag (vqs.broker.receipt)
 _TAG_WORDS: dict = {}
@@ -238,18 +242,11 @@ class StandardQueue(Queue):
         cursor = self._cursor
 
         # 1. messages received before (or delayed) and visible again, below the cursor
-        avail = self._avail
-        while avail and len(out) < n and avail[0] < cursor:
-            o = heapq.heappop(avail)
-            e = live.get(o)
-            if e is None or e.state != AVAILABLE:
-                continue
-            r = self._read_one(o)
-            lt.n_available -= 1
-            if r is None or sent_ms(r) <= expire_before:
-                del live[o]
-                dels.append(o)
-                continue
+        while self._avail and len(out) < n:
+            t = self._pop_visible_again(cursor, expire_before, dels)
+            if t is None:
+                break
+            o, r, e = t
             if mrc is not None and e.count >= mrc:
                 e.state = MOVING
                 moves.append((o, r, e))
@@ -569,18 +566,14 @@ class StandardQueue(Queue):
 
     # ========================================================= maintenance
 
-    def _take_for_move(self, n: int, now: int) -> list:
-        """Mark up to n visible messages MOVING (no lease); return (o, record, lease)."""
-        self._push_locked()
-        lt = self._leases
-        if lt.timers and lt.timers[0][0] <= now:
-            self._fire_timers(now)
-        out = []
-        dels = []
-        expire_before = now - self._ret_ms
-        live = lt.live
+    def _pop_visible_again(self, below: int, expire_before: int, dels: list):
+        """The oldest message made visible again (below offset ``below``), out of
+        the available count: (offset, record, lease), or None. Those met sent at
+        or before ``expire_before`` are forgotten and added to ``dels``."""
         avail = self._avail
-        while avail and len(out) < n:
+        lt = self._leases
+        live = lt.live
+        while avail and avail[0] < below:
             o = heapq.heappop(avail)
             e = live.get(o)
             if e is None or e.state != AVAILABLE:
@@ -591,6 +584,24 @@ class StandardQueue(Queue):
                 del live[o]
                 dels.append(o)
                 continue
+            return o, r, e
+        return None
+
+    def _take_for_move(self, n: int, now: int) -> list:
+        """Mark up to n visible messages MOVING (no lease); return (o, record, lease)."""
+        self._push_locked()
+        lt = self._leases
+        if lt.timers and lt.timers[0][0] <= now:
+            self._fire_timers(now)
+        out = []
+        dels = []
+        expire_before = now - self._ret_ms
+        live = lt.live
+        while len(out) < n:
+            t = self._pop_visible_again(_NO_LIMIT, expire_before, dels)
+            if t is None:
+                break
+            o, r, e = t
             e.state = MOVING
             out.append((o, r, e))
         log = self._log

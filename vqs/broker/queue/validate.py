@@ -269,3 +269,43 @@ def check_visibility(v) -> None:
             f"Value {v} for parameter VisibilityTimeout is invalid. Reason: Must be >= 0 "
             f"and <= {MAX_VISIBILITY_S}."
         )
+
+
+def check_receive(max_messages, wait_seconds, visibility_timeout, default_wait: int,
+                  default_vis: int) -> tuple:
+    """ReceiveMessage's limits; returns (wait seconds, visibility timeout seconds)
+    with the queue's defaults for those not given."""
+    if max_messages.__class__ is not int or not 1 <= max_messages <= 10:
+        raise InvalidParameterValue(
+            f"Value {max_messages} for parameter MaxNumberOfMessages is invalid. "
+            "Reason: Must be between 1 and 10, if provided."
+        )
+    if wait_seconds is None:
+        wait = default_wait
+    else:
+        if (isinstance(wait_seconds, bool) or not isinstance(wait_seconds, (int, float))
+                or not 0 <= wait_seconds <= MAX_WAIT_S):
+            raise InvalidParameterValue(
+                f"Value {wait_seconds} for parameter WaitTimeSeconds is invalid. "
+                f"Reason: Must be >= 0 and <= {MAX_WAIT_S}, if provided."
+            )
+        wait = wait_seconds
+    if visibility_timeout is None:
+        vis = default_vis
+    else:
+        if visibility_timeout.__class__ is not int or not 0 <= visibility_timeout <= MAX_VISIBILITY_S:
+            raise InvalidParameterValue(
+                f"Value {visibility_timeout} for parameter VisibilityTimeout is invalid. "
+                f"Reason: Must be >= 0 and <= {MAX_VISIBILITY_S}, if provided."
+            )
+        vis = visibility_timeout
+    return wait, vis
+
+
+def check_attempt_id(attempt_id) -> None:
+    """A FIFO receive's ReceiveRequestAttemptId."""
+    if not isinstance(attempt_id, str) or not GROUP_ID.fullmatch(attempt_id):
+        raise InvalidParameterValue(
+            f"Value {attempt_id} for parameter ReceiveRequestAttemptId is invalid. Reason: "
+            "It can only include alphanumeric and punctuation characters. 1 to 128 in length."
+        )
