@@ -314,8 +314,13 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         safe: within 5 minutes, a receive with the same id whose messages are all
         still in flight under the leases it made returns the same messages and
         receipt handles again, with their visibility timeout restarted."""
-        wait, vis = check_receive(max_messages, wait_seconds, visibility_timeout,
-                                  self.config.receive_wait_seconds, self._vis_default)
+        if (max_messages.__class__ is int and 1 <= max_messages <= 10 and wait_seconds is None
+                and visibility_timeout is None):  # the common call: check_receive, inline
+            wait = self.config.receive_wait_seconds
+            vis = self._vis_default
+        else:
+            wait, vis = check_receive(max_messages, wait_seconds, visibility_timeout,
+                                      self.config.receive_wait_seconds, self._vis_default)
         if attempt_id is not None:
             if not self._fifo:
                 attempt_id = None  # SQS ignores it on standard queues

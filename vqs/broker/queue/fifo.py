@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from ...errors import LogClosedError, QueueError, ReceiptHandleExpired
 from ..dedup import WINDOW_MS, DedupWindow
 from .core import Queue
-from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease
+from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import H_DEDUP, H_DELAY, H_GROUP, H_ID, sent_ms
 from .validate import check_batch_size
 
@@ -228,7 +228,7 @@ class FifoQueue(Queue):
                 lt.nonce += 1
                 nonce = lt.nonce
                 if e is None:
-                    e = live[o] = Lease(nonce, until, 1, now, now, INFLIGHT)
+                    e = live[o] = make_lease(nonce, until, 1, now, now, INFLIGHT)
                     lt.n_inflight += 1
                     heapq.heappush(lt.timers, (until, o, nonce))
                     flat += (o, nonce, until, now, now, 1)
@@ -419,7 +419,7 @@ class FifoQueue(Queue):
                 if r is None:
                     continue
                 if e is None:
-                    e = live[o] = Lease(0, 0, 0, 0, 0, MOVING)
+                    e = live[o] = make_lease(0, 0, 0, 0, 0, MOVING)
                 else:
                     lt.n_available -= 1
                     e.state = MOVING

@@ -37,21 +37,30 @@ MAX_INFLIGHT = 120_000  # SQS's in-flight limit per queue (standard and FIFO)
 
 class Lease:
     """One tracked message's current delivery (see module doc). Field names are
-    those of the state log's lease entries (vqs.broker.lease_state)."""
+    those of the state log's lease entries (vqs.broker.lease_state). Made by
+    ``make_lease`` (``Lease()`` then six stores where that is inlined: a class
+    without ``__init__`` is the cheapest to instantiate, and the standard
+    queue's receive makes one per message)."""
 
     __slots__ = ("nonce", "until", "count", "received", "first", "state")
-
-    def __init__(self, nonce: int, until: int, count: int, received: int, first: int, state: int):
-        self.nonce = nonce
-        self.until = until  # ms: lease end (INFLIGHT) or visible from (DELAYED)
-        self.count = count  # receive count (0: never received)
-        self.received = received  # ms of the latest receive
-        self.first = first  # ms of the first receive (0: never received)
-        self.state = state
 
     def __repr__(self) -> str:
         return (f"Lease(nonce={self.nonce}, until={self.until}, count={self.count}, "
                 f"received={self.received}, first={self.first}, state={self.state})")
+
+
+def make_lease(nonce: int, until: int, count: int, received: int, first: int, state: int) -> Lease:
+    """A Lease: ``until`` is the lease end (INFLIGHT) or when it becomes visible
+    (DELAYED), ``count`` the receive count (0: never received), ``received`` and
+    ``first`` the ms of the latest and of the first receive (0: never)."""
+    e = Lease()
+    e.nonce = nonce
+    e.until = until
+    e.count = count
+    e.received = received
+    e.first = first
+    e.state = state
+    return e
 
 
 class LeaseTable:
@@ -77,7 +86,7 @@ class LeaseTable:
 
     def delay(self, o: int, visible_at: int) -> None:
         """Track message ``o`` as DELAYED until ``visible_at``."""
-        self.live[o] = Lease(0, visible_at, 0, 0, 0, DELAYED)
+        self.live[o] = make_lease(0, visible_at, 0, 0, 0, DELAYED)
         self.n_delayed += 1
         heapq.heappush(self.timers, (visible_at, o, 0))
 

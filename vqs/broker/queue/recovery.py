@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 
 from ..lease_state import RecoveredState
-from .leases import AVAILABLE, DELAYED, INFLIGHT, Lease, LeaseTable
+from .leases import AVAILABLE, DELAYED, INFLIGHT, LeaseTable, make_lease
 
 
 def recover_leases(st: RecoveredState, leases: LeaseTable, start: int, end: int,
@@ -45,7 +45,7 @@ def recover_leases(st: RecoveredState, leases: LeaseTable, start: int, end: int,
             state = DELAYED if until > now else AVAILABLE
         else:
             state = INFLIGHT if until > now else AVAILABLE
-        live[o] = Lease(nonce, until, count, received, first, state)
+        live[o] = make_lease(nonce, until, count, received, first, state)
         if state == AVAILABLE:
             leases.n_available += 1
         else:

@@ -36,11 +36,11 @@ from ...storage.record_batch import Record
 from ..lease_state import encode_deletes, encode_runs
 from . import send_buffer
 from .core import Queue
-from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease
+from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .maintenance import COMPACT_BYTES
 from .message import H_DELAY, H_SENT, HEX2, Message, message_ids, sent_ms
 from .send_buffer import Tail
-from .validate import MAX_BATCH_BYTES, check_batch_size
+from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, check_batch_size
 
 _NO_LIMIT = 1 << 64  # above every offset
 
@@ -92,7 +92,8 @@ class StandardQueue(Queue):
     def send_batch(self, entries: Iterable) -> list[str]:
         entries = list(entries)
         n = len(entries)
-        check_batch_size(n)
+        if not 0 < n <= MAX_BATCH_ENTRIES:  # check_batch_size, inline
+            check_batch_size(n)
         if not self._delay_ms and list(map(type, entries)).count(bytes) == n and all(entries):
             # plain bodies, none empty: when together they fit one message and
             # one batch, each does (else each is validated, and refused, below)
@@ -237,7 +238,6 @@ class StandardQueue(Queue):
         nonce = lt.nonce
         pfx = self._id_prefix
         new_message = Message.__new__
-        new_lease = Lease.__new__
         append = out.append
         cursor = self._cursor
 
@@ -318,9 +318,8 @@ class StandardQueue(Queue):
                     o = o0
                     for value in vals:
                         nonce += 1
-                        # Lease(nonce, until, 1, now, now, INFLIGHT), inline (a
-                        # constructor call costs twice as much here)
-                        e = new_lease(Lease)
+                        # make_lease(nonce, until, 1, now, now, INFLIGHT), inline
+                        e = Lease()
                         e.nonce = nonce
                         e.until = until
                         e.count = 1
@@ -398,7 +397,7 @@ class StandardQueue(Queue):
                     continue
                 nonce += 1
                 nfresh += 1
-                live[o] = Lease(nonce, until, 1, now, now, INFLIGHT)
+                live[o] = make_lease(nonce, until, 1, now, now, INFLIGHT)
                 push(timers, (until, o, nonce))
                 flat += (o, nonce, until, now, now, 1)
                 handle = codec.encode(o, nonce)
@@ -431,7 +430,8 @@ class StandardQueue(Queue):
         (``delete_batch_entries`` gives SQS's per-entry results instead.)
         Hot path: ``_delete_one_locked``'s rules, inlined (module doc)."""
         handles = list(receipt_handles)
-        check_batch_size(len(handles))
+        if not 0 < len(handles) <= MAX_BATCH_ENTRIES:  # check_batch_size, inline
+            check_batch_size(len(handles))
         lt = self._leases
         # Handles this process issued need no MAC check; taking them out of the
         # cache now is harmless (a handle not found is checked by its MAC).
@@ -626,7 +626,7 @@ class StandardQueue(Queue):
                     if d is not None and r.timestamp_ms + int(d) > now:
                         lt.delay(o, r.timestamp_ms + int(d))
                         continue
-                e = live[o] = Lease(0, 0, 0, 0, 0, MOVING)
+                e = live[o] = make_lease(0, 0, 0, 0, 0, MOVING)
                 out.append((o, r, e))
         if dels:
             self._dels.extend(dels)
