@@ -352,7 +352,7 @@ def queue_describe(name: str, url: str | None = URL, data_dir: str | None = DATA
                    token: str | None = TOKEN, as_json: bool = JSON_OUT):
     """A queue's attributes and approximate counts."""
     with _target(url, data_dir, token) as t:
-        attrs = t.queue(name).attributes()
+        attrs = t.queue(name).get_attributes()
     if as_json:
         _print_json(attrs)
         return

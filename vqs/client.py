@@ -644,7 +644,8 @@ class RemoteQueue:
     def purge(self) -> None:
         self._client._request("POST", self._p("/purge"))
 
-    def attributes(self) -> dict:
+    def get_attributes(self) -> dict:
+        """The queue's SQS attributes (GetQueueAttributes, every name)."""
         return self._client._json("GET", self._p())["attributes"]
 
     def set_attributes(self, **attributes) -> None:

@@ -280,3 +280,18 @@ class RemoteError(VQSError):
         self.code = code
         self.field = field
         super().__init__(message)
+
+
+class UnsupportedOperation(QueueError):
+    """The operation is not allowed now (e.g. a second message move task for a queue)."""
+
+    code = "UnsupportedOperation"
+    query_code = "AWS.SimpleQueueService.UnsupportedOperation"
+
+
+class ResourceNotFound(QueueError):
+    """A message move task (or its source) does not exist, or is not active."""
+
+    code = "ResourceNotFoundException"
+    query_code = "ResourceNotFoundException"
+    http_status = 404

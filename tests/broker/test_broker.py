@@ -157,7 +157,7 @@ def test_queue_methods_delegate_to_registry(data_dir):
 
     with Broker(data_dir, visibility_timeout=45, flush="always") as b:
         q = b.create_queue("jobs")
-        assert q.attributes()["VisibilityTimeout"] == "45"  # a queue default reached it
+        assert q.get_attributes()["VisibilityTimeout"] == "45"  # a queue default reached it
         b.create_queue("jobs-dlq")
         assert b.queues() == ["jobs", "jobs-dlq"]
         assert b.queues("jobs-") == ["jobs-dlq"]

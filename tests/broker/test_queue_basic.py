@@ -11,7 +11,7 @@ import pytest
 
 from vqs.broker.queue_meta import MAGIC, PAGE_SIZE
 from vqs.broker.queue_meta import decode as decode_meta
-from vqs.broker.queues import QueueRegistry
+from vqs.broker.registry import QueueRegistry
 from vqs.errors import (
     BatchEntryIdsNotDistinct,
     BatchRequestTooLong,
@@ -111,14 +111,14 @@ def test_unknown_attribute_names(reg):
     with pytest.raises(InvalidAttributeName):
         q.set_attributes(FifoQueue="true")
     with pytest.raises(InvalidAttributeName):
-        q.attributes(["Nope"])
+        q.get_attributes(["Nope"])
 
 
 def test_attributes_formatted_as_sqs(reg, qclock):
     reg.create("dlq")
     q = reg.create("q", RedrivePolicy=json.dumps({"deadLetterTargetArn": "arn:aws:sqs:eu-west-1:1:dlq",
                                                   "maxReceiveCount": "5"}))
-    a = q.attributes()
+    a = q.get_attributes()
     assert a["VisibilityTimeout"] == "30"
     assert a["MaximumMessageSize"] == "1048576"
     assert a["MessageRetentionPeriod"] == "345600"
@@ -128,9 +128,9 @@ def test_attributes_formatted_as_sqs(reg, qclock):
     assert a["RedrivePolicy"] == '{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:dlq","maxReceiveCount":5}'
     assert a["CreatedTimestamp"] == str(int(qclock()))
     assert "FifoQueue" not in a
-    assert q.attributes(["VisibilityTimeout"]) == {"VisibilityTimeout": "30"}
-    assert q.attributes(["All"]) == a
-    assert q.attributes(arn_prefix="arn:aws:sqs:eu-west-1:42")["QueueArn"] == "arn:aws:sqs:eu-west-1:42:q"
+    assert q.get_attributes(["VisibilityTimeout"]) == {"VisibilityTimeout": "30"}
+    assert q.get_attributes(["All"]) == a
+    assert q.get_attributes(arn_prefix="arn:aws:sqs:eu-west-1:42")["QueueArn"] == "arn:aws:sqs:eu-west-1:42:q"
 
 
 def test_set_attributes_persist(reg, tmp_path, qclock):
@@ -140,11 +140,11 @@ def test_set_attributes_persist(reg, tmp_path, qclock):
     q.set_attributes({"MessageRetentionPeriod": "600"})
     reg = reopen(reg, tmp_path, qclock)
     q = reg.get("q")
-    a = q.attributes()
+    a = q.get_attributes()
     assert (a["VisibilityTimeout"], a["DelaySeconds"], a["MessageRetentionPeriod"], a["Policy"]) == ("45", "3", "600", '{"x":1}')
     assert int(a["LastModifiedTimestamp"]) == int(qclock())
     q.set_attributes(Policy="")
-    assert "Policy" not in q.attributes()
+    assert "Policy" not in q.get_attributes()
     reg.close()
 
 
@@ -610,7 +610,7 @@ def test_redrive_policy_validation(reg):
     with pytest.raises(InvalidParameterValue):
         q.set_attributes(dead_letter_queue="q", max_receive_count=3)
     q.set_attributes(RedrivePolicy="")
-    assert "RedrivePolicy" not in q.attributes()
+    assert "RedrivePolicy" not in q.get_attributes()
 
 
 def test_move_messages_back_from_dlq(reg, qclock):
@@ -645,7 +645,7 @@ def test_message_move_task(reg, qclock):
 
 
 def test_in_flight_limit(reg, monkeypatch):
-    import vqs.broker.queue as qmod
+    import vqs.broker.queue.standard as qmod
     from vqs.errors import OverLimit
 
     monkeypatch.setattr(qmod, "MAX_INFLIGHT", 3)

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from vqs.broker.queues import QueueRegistry
+from vqs.broker.registry import QueueRegistry
 from vqs.errors import InvalidParameterValue, MissingParameter, ReceiptHandleExpired
 
 
@@ -24,12 +24,12 @@ def reopen(reg, tmp_path, qclock):
 
 def test_fifo_attributes(reg):
     q = reg.create("q.fifo", fifo=True, content_based_deduplication=True)
-    a = q.attributes()
+    a = q.get_attributes()
     assert a["FifoQueue"] == "true" and a["ContentBasedDeduplication"] == "true"
     assert a["DeduplicationScope"] == "queue" and a["FifoThroughputLimit"] == "perQueue"
     q2 = reg.create("h.fifo", FifoQueue="true", DeduplicationScope="messageGroup",
                     FifoThroughputLimit="perMessageGroupId")
-    assert q2.attributes()["FifoThroughputLimit"] == "perMessageGroupId"
+    assert q2.get_attributes()["FifoThroughputLimit"] == "perMessageGroupId"
 
 
 def test_fifo_send_requirements(reg):

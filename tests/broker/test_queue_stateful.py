@@ -15,7 +15,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from vqs.broker.queues import QueueRegistry
+from vqs.broker.registry import QueueRegistry
 from vqs.errors import InvalidParameterValue, MessageNotInflight, PurgeQueueInProgress
 
 MRC = 2

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from vqs.broker import queue as queue_mod
-from vqs.broker.queue import _message_ids
-from vqs.broker.queues import QueueRegistry
+from vqs.broker.queue import send_buffer as queue_mod
+from vqs.broker.queue.message import message_ids as _message_ids
+from vqs.broker.registry import QueueRegistry
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_sends_beyond_the_tail_budget_are_read_from_the_log(reg, monkeypatch):
         q.delete_batch([m.receipt_handle for m in got[i:i + 10]])
     # once drained, the tail takes new sends again
     q.send_batch([b"z0", b"z1"])
-    assert q._tail
+    assert q._tail.entries
     assert _bodies(q.receive(10)) == [b"z0", b"z1"]
 
 
@@ -156,7 +156,7 @@ def test_pending_sends_keep_their_timestamps_in_the_log(tmp_path, qclock, per_ms
         body = b"m%d" % i
         q.send(body)
         expected.append((body, int(qclock.now * 1000)))
-    assert q._pv  # still pending
+    assert q._sends.values  # still pending
     reg.close()  # pushes them
     assert _sent_stamps_after_reopen(path, qclock, 600) == expected
 
@@ -187,11 +187,11 @@ def test_a_failed_run_push_keeps_the_rest_pending(tmp_path, qclock, monkeypatch)
         with q._lock:
             q._push_locked()
     assert calls == [100, 100, 100]
-    assert len(q._pv) == 200 and q._log.end_offset == 200  # two runs written, two pending
-    assert q._push_err is not None
+    assert len(q._sends.values) == 200 and q._log.end_offset == 200  # two runs written, two pending
+    assert q._sends.error is not None
     monkeypatch.setattr(type(log), "append_batch", real)
     q.send(b"late")  # retries the push first
-    assert q._push_err is None and q._log.end_offset == 400 and len(q._pv) == 1
+    assert q._sends.error is None and q._log.end_offset == 400 and len(q._sends.values) == 1
     expected.append((b"late", int(qclock.now * 1000)))
     reg.close()
     assert _sent_stamps_after_reopen(path, qclock, 401) == expected

@@ -96,10 +96,10 @@ def test_queues_over_http(client, unique):
     q.delete(first.receipt_handle)
     res = q.delete_batch([m.receipt_handle for m in ms[2:]])
     assert res["deleted"] == len(ms) - 2
-    attrs = q.attributes()
+    attrs = q.get_attributes()
     assert attrs["VisibilityTimeout"] == "5"
     q.set_attributes(visibility_timeout=7)
-    assert q.attributes()["VisibilityTimeout"] == "7"
+    assert q.get_attributes()["VisibilityTimeout"] == "7"
     q.tag({"x": "y"})
     assert q.tags() == {"x": "y"}
     q.purge()

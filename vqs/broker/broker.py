@@ -369,14 +369,14 @@ class Broker:
         self._check_open()
         return self._groups.delete(group)
 
-    # -- queues (vqs.broker.queues) ----------------------------------------------------------
+    # -- queues (vqs.broker.registry) --------------------------------------------------------
     def _queue_registry(self):
         registry = self._queues
         if registry is None:
             with self._lock:
                 self._check_open()
                 if self._queues is None:
-                    from .queues import QueueRegistry  # late: queue code loads on first use
+                    from .registry import QueueRegistry  # late: queue code loads on first use
 
                     self._queues = QueueRegistry(
                         layout.queues_dir(self.path),

@@ -166,10 +166,6 @@ class LeaseStateStore:
         """Write and fsync what is in the log (call push() first for the buffer)."""
         self.log.flush()
 
-    @property
-    def bytes_since_snapshot(self) -> int:
-        return self.log.size_bytes
-
     # -------------------------------------------------------------- snapshot
 
     def write_snapshot(self, *, low: int, cursor: int, live: dict, deleted_ahead, now_ms: int) -> None:
@@ -182,8 +178,8 @@ class LeaseStateStore:
             "taken_ms": now_ms,
         }).encode()
         flat = []
-        for o, e in live.items():
-            flat += (o, e[0], e[1], e[3], e[4], e[2])
+        for o, e in live.items():  # e: a vqs.broker.queue.leases.Lease
+            flat += (o, e.nonce, e.until, e.received, e.first, e.count)
         n = len(live)
         blob = struct.pack("<" + "QQqqqI" * n, *flat) if n else b""
         ahead = array("Q", sorted(deleted_ahead))

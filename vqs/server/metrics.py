@@ -104,7 +104,7 @@ class _BrokerCollector:
             for qn in broker.queues():
                 try:
                     q = broker.queue(qn)
-                    a = q.attributes()
+                    a = q.get_attributes()
                     for state, key in (("visible", "ApproximateNumberOfMessages"),
                                        ("in_flight", "ApproximateNumberOfMessagesNotVisible"),
                                        ("delayed", "ApproximateNumberOfMessagesDelayed")):

@@ -58,7 +58,7 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
         return broker().queue(check_name(name, "queue"))
 
     def describe(q) -> dict:
-        return {"name": q.name, "attributes": q.attributes(), "tags": q.tags()}
+        return {"name": q.name, "attributes": q.get_attributes(), "tags": q.tags()}
 
     @r.get("/queues", summary="List queues")
     async def list_queues(prefix: str | None = Query(None, max_length=200)):

@@ -16,7 +16,6 @@ import binascii
 import json
 import logging
 import re
-import threading
 import time
 import uuid
 from urllib.parse import unquote
@@ -182,36 +181,20 @@ def _system_attributes(raw) -> tuple[dict | None, str | None]:
     return attrs, md5_of_attributes(attrs)
 
 
-class MoveTask:
-    def __init__(self, handle: str, source: str, source_arn: str, destination: str | None, dest_arn: str | None,
-                 rate: int | None, to_move: int):
-        self.handle = handle
-        self.source = source
-        self.source_arn = source_arn
-        self.destination = destination
-        self.dest_arn = dest_arn
-        self.rate = rate
-        self.to_move = to_move
-        self.moved = 0
-        self.status = "RUNNING"
-        self.failure = None
-        self.started_ms = int(time.time() * 1000)
-        self.cancel = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def entry(self) -> dict:
-        d = {"Status": self.status, "SourceArn": self.source_arn,
-             "ApproximateNumberOfMessagesMoved": self.moved,
-             "ApproximateNumberOfMessagesToMove": self.to_move, "StartedTimestamp": self.started_ms}
-        if self.status == "RUNNING":
-            d["TaskHandle"] = self.handle
-        if self.dest_arn:
-            d["DestinationArn"] = self.dest_arn
-        if self.rate is not None:
-            d["MaxNumberOfMessagesPerSecond"] = self.rate
-        if self.failure:
-            d["FailureReason"] = self.failure
-        return d
+def _move_task_entry(task) -> dict:
+    """A vqs.broker.queue.MoveTask as a ListMessageMoveTasks result entry."""
+    d = {"Status": task.status, "SourceArn": task.source_arn,
+         "ApproximateNumberOfMessagesMoved": task.moved,
+         "ApproximateNumberOfMessagesToMove": task.to_move, "StartedTimestamp": task.started_ms}
+    if task.status == "RUNNING":
+        d["TaskHandle"] = task.handle
+    if task.destination_arn:
+        d["DestinationArn"] = task.destination_arn
+    if task.max_per_second is not None:
+        d["MaxNumberOfMessagesPerSecond"] = task.max_per_second
+    if task.failure_reason:
+        d["FailureReason"] = task.failure_reason
+    return d
 
 
 class SQSService:
@@ -220,19 +203,15 @@ class SQSService:
         self.settings = ctx.settings
         self.broker = ctx.broker
         self.metrics = ctx.metrics
-        self._tasks: dict[str, list[MoveTask]] = {}  # source queue -> tasks, newest last
-        self._tasks_lock = threading.Lock()
+        self._tasks: list = []  # the message move tasks started here (stopped at close)
         self._keys = dict(self.settings.sigv4_keys)
         self._auth_required = self.settings.auth_enabled
 
     def close(self) -> None:
-        with self._tasks_lock:
-            tasks = [t for ts in self._tasks.values() for t in ts]
-        for t in tasks:
-            t.cancel.set()
-        for t in tasks:
-            if t.thread is not None:
-                t.thread.join(5)
+        for t in self._tasks:
+            t.stop()
+        for t in self._tasks:
+            t.stop(5)
 
     # ====================================================================== ASGI
     async def asgi(self, scope, receive, send) -> None:
@@ -418,9 +397,6 @@ class SQSService:
 
     def a_DeleteQueue(self, p: dict, req: Req):
         name = self._queue_name(p, req)
-        with self._tasks_lock:
-            for t in self._tasks.pop(name, []):
-                t.cancel.set()
         try:
             self.broker.delete_queue(name)
         except (QueueDoesNotExist, InvalidName):
@@ -432,7 +408,7 @@ class SQSService:
         names = _str_list(p, "AttributeNames")
         if not names:
             return {}
-        attrs = q.attributes(names, arn_prefix=req.arn_prefix)
+        attrs = q.get_attributes(names, arn_prefix=req.arn_prefix)
         return {"Attributes": attrs} if attrs else {}
 
     def a_SetQueueAttributes(self, p: dict, req: Req):
@@ -486,7 +462,7 @@ class SQSService:
 
     # ------------------------------------------------------------- permissions
     def _policy(self, q) -> dict:
-        raw = q.attributes(["Policy"]).get("Policy")
+        raw = q.get_attributes(["Policy"]).get("Policy")
         if raw:
             try:
                 doc = json.loads(raw)
@@ -716,15 +692,14 @@ class SQSService:
         return {"Successful": ok, "Failed": failed}
 
     # ======================================================== message move tasks
+    # (the tasks are the broker's: vqs.broker.queue.redrive.MoveTasks has the rules)
     def a_StartMessageMoveTask(self, p: dict, req: Req):
         src_arn = _str(p, "SourceArn", required=True)
         src_name = self._name_from_arn(src_arn, "SourceArn")
         try:
-            src = self.broker.queue(src_name)
+            self.broker.queue(src_name)
         except (QueueDoesNotExist, InvalidName):
             raise SQSError("ResourceNotFoundException", "The resource that you specified for the SourceArn parameter doesn't exist.") from None
-        if not src.dead_letter_source_queues():
-            raise SQSError("InvalidParameterValue", "Source queue must be configured as a Dead Letter Queue.")
         dest_arn = _str(p, "DestinationArn")
         dest = None
         if dest_arn:
@@ -734,55 +709,23 @@ class SQSService:
             except (QueueDoesNotExist, InvalidName):
                 raise SQSError("ResourceNotFoundException", "The resource that you specified for the DestinationArn parameter doesn't exist.") from None
         rate = _int(p, "MaxNumberOfMessagesPerSecond", 1, 500, "Must be between 1 and 500")
-        with self._tasks_lock:
-            running = [t for t in self._tasks.get(src_name, []) if t.status in ("RUNNING", "CANCELLING")]
-            if running:
-                raise SQSError("UnsupportedOperation",
-                               "There is already a task running. Only one active task is allowed for a source queue arn at a given time.")
-            counts = src.counts()
-            handle = base64.b64encode(json.dumps({"taskId": str(uuid.uuid4()), "sourceArn": src_arn},
-                                                 separators=(",", ":")).encode()).decode()
-            task = MoveTask(handle, src_name, src_arn, dest, dest_arn, rate, counts["visible"])
-            self._tasks.setdefault(src_name, []).append(task)
-
-        def run():
-            def progress(k):
-                task.moved += k
-
-            try:
-                src.move_messages(dest, max_messages=task.to_move, max_per_second=rate, cancel=task.cancel,
-                                  progress=progress)
-                task.status = "CANCELLED" if task.cancel.is_set() else "COMPLETED"
-            except Exception as e:  # report, as AWS does, in the task's FailureReason
-                task.status = "FAILED"
-                task.failure = f"{type(e).__name__}: {e}"
-
-        task.thread = threading.Thread(target=run, name=f"vqs-move:{src_name}", daemon=True)
-        task.thread.start()
-        return {"TaskHandle": handle}
+        task = self.broker.queue_registry.start_message_move_task(
+            src_name, dest, max_per_second=rate, arn_prefix=req.arn_prefix, source_arn=src_arn,
+            destination_arn=dest_arn or None)
+        self._tasks = [t for t in self._tasks if t.active] + [task]
+        return {"TaskHandle": task.handle}
 
     def a_CancelMessageMoveTask(self, p: dict, req: Req):
         handle = _str(p, "TaskHandle", required=True)
-        with self._tasks_lock:
-            task = next((t for ts in self._tasks.values() for t in ts if t.handle == handle), None)
-        if task is None:
-            raise SQSError("ResourceNotFoundException", "Task does not exist.")
-        if task.status != "RUNNING":
-            raise SQSError("ResourceNotFoundException", f"Only active tasks can be cancelled (task is {task.status}).")
-        task.status = "CANCELLING"
-        task.cancel.set()
-        if task.thread is not None:
-            task.thread.join(10)
+        task = self.broker.queue_registry.cancel_message_move_task(handle)
         return {"ApproximateNumberOfMessagesMoved": task.moved}
 
     def a_ListMessageMoveTasks(self, p: dict, req: Req):
         src_arn = _str(p, "SourceArn", required=True)
         src_name = self._name_from_arn(src_arn, "SourceArn")
+        limit = _int(p, "MaxResults", 1, 10) or 1
         try:
-            self.broker.queue(src_name)
+            tasks = self.broker.queue_registry.list_message_move_tasks(src_name, limit)
         except (QueueDoesNotExist, InvalidName):
             raise SQSError("ResourceNotFoundException", "The resource that you specified for the SourceArn parameter doesn't exist.") from None
-        limit = _int(p, "MaxResults", 1, 10) or 1
-        with self._tasks_lock:
-            tasks = list(reversed(self._tasks.get(src_name, [])))[:limit]
-        return {"Results": [t.entry() for t in tasks]}
+        return {"Results": [_move_task_entry(t) for t in tasks]}

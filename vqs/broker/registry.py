@@ -30,38 +30,12 @@ from ..errors import (
 )
 from ..storage.durable_file import fsync_dir
 from .names import validate_name
-from .queue import Queue
-from .queue_config import IGNORED_DEFAULTS, QueueConfig, normalize
+from .queue import MoveTask, MoveTasks, Queue
+from .queue.settings import new_identity, write_files
+from .queue_config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
 
 _TOMBSTONE = "~deleted~"  # '~' never appears in a queue name
 _CREATING = "~creating~"
-
-
-class MoveTask:
-    """A message move task (SQS StartMessageMoveTask): moves messages out of a
-    dead-letter queue on a background thread."""
-
-    def __init__(self, handle: str, source: str, destination: str | None,
-                 max_per_second: float | None, total: int):
-        self.handle = handle
-        self.source = source
-        self.destination = destination
-        self.max_per_second = max_per_second
-        self.status = "RUNNING"  # RUNNING | COMPLETED | CANCELLING | CANCELLED | FAILED
-        self.moved = 0
-        self.to_move = total
-        self.failure_reason: str | None = None
-        self.started_ms = int(time.time() * 1000)
-        self.cancel_event = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def as_dict(self) -> dict:
-        return {
-            "task_handle": self.handle, "status": self.status, "source": self.source,
-            "destination": self.destination, "max_per_second": self.max_per_second,
-            "moved": self.moved, "to_move": self.to_move,
-            "failure_reason": self.failure_reason, "started_ms": self.started_ms,
-        }
 
 
 class QueueRegistry:
@@ -74,7 +48,7 @@ class QueueRegistry:
         self._lock = threading.RLock()
         self._open: dict[str, Queue] = {}
         self._closed = False
-        self._tasks: dict[str, MoveTask] = {}
+        self._tasks = MoveTasks()
         d = {k: v for k, v in (defaults or {}).items() if k not in IGNORED_DEFAULTS}
         try:
             self._defaults = normalize(d, creating=True)
@@ -118,8 +92,8 @@ class QueueRegistry:
                 return q
             if not self._exists(name):
                 raise QueueDoesNotExist(name)
-            q = Queue._open(os.path.join(self.directory, name), name, clock=self._clock,
-                            resolver=self._resolve, lister=self._all_open)
+            q = Queue.open(os.path.join(self.directory, name), name, clock=self._clock,
+                           resolver=self._resolve, lister=self._all_open)
             self._open[name] = q
             return q
 
@@ -192,10 +166,10 @@ class QueueRegistry:
             if os.path.exists(tmp):
                 shutil.rmtree(tmp)
             os.makedirs(tmp)
-            secret, id_prefix = Queue._new_identity()
+            secret, id_prefix = new_identity()
             now = int(self._clock() * 1000)
-            Queue._write_files(tmp, name=name, config=config, created_ms=now, modified_ms=now,
-                               secret=secret, id_prefix=id_prefix)
+            write_files(tmp, name=name, config=config, created_ms=now, modified_ms=now,
+                        secret=secret, id_prefix=id_prefix)
             fsync_dir(tmp)
             os.rename(tmp, os.path.join(self.directory, name))
             fsync_dir(self.directory)
@@ -212,6 +186,7 @@ class QueueRegistry:
             if not self._exists(name):
                 raise QueueDoesNotExist(name)
             q = self._open.pop(name, None)
+        self._tasks.forget(name)
         if q is not None:
             q.close()
         with self._lock:
@@ -231,55 +206,27 @@ class QueueRegistry:
         return self.get(name).dead_letter_source_queues()
 
     def start_message_move_task(self, source: str, destination: str | None = None, *,
-                                max_per_second: float | None = None) -> MoveTask:
+                                max_per_second: float | None = None,
+                                arn_prefix: str = DEFAULT_ARN_PREFIX,
+                                source_arn: str | None = None,
+                                destination_arn: str | None = None) -> MoveTask:
         """StartMessageMoveTask: move the messages of dead-letter queue ``source``
-        back to their source queues (or to ``destination``) on a background thread."""
+        back to their source queues (or to ``destination``) on a background
+        thread (rules: vqs.broker.queue.redrive.MoveTasks). The ARNs reported by
+        the task are ``{arn_prefix}:{name}`` unless given."""
         src = self.get(source)
-        if destination is not None:
-            self.get(destination)
-        if max_per_second is not None and not (1 <= max_per_second <= 500):
-            raise InvalidParameterValue(
-                "Value for parameter MaxNumberOfMessagesPerSecond is invalid. Reason: must be 1 to 500."
-            )
-        with self._lock:
-            for t in self._tasks.values():
-                if t.source == source and t.status == "RUNNING":
-                    raise InvalidParameterValue(
-                        f"There is already a running message move task for {source}."
-                    )
-            handle = f"vqs-move-{source}-{time.time_ns()}"
-            task = MoveTask(handle, source, destination, max_per_second,
-                            int(src.attributes(["ApproximateNumberOfMessages"])["ApproximateNumberOfMessages"]))
+        dest = self.get(destination) if destination is not None else None
+        return self._tasks.start(src, dest, max_per_second=max_per_second, arn_prefix=arn_prefix,
+                                 source_arn=source_arn, destination_arn=destination_arn)
 
-            def run():
-                try:
-                    src.move_messages(destination, max_per_second=max_per_second,
-                                      cancel=task.cancel_event,
-                                      progress=lambda k: setattr(task, "moved", task.moved + k))
-                    task.status = "CANCELLED" if task.cancel_event.is_set() else "COMPLETED"
-                except Exception as e:  # reported through the task's status
-                    task.status = "FAILED"
-                    task.failure_reason = str(e)
-
-            task.thread = threading.Thread(target=run, name=f"vqs-move:{source}", daemon=True)
-            self._tasks[handle] = task
-            task.thread.start()
-            return task
-
-    def cancel_message_move_task(self, handle: str) -> MoveTask:
-        task = self._tasks.get(handle)
-        if task is None:
-            raise InvalidParameterValue(f"Value {handle} for parameter TaskHandle is invalid.")
-        if task.status != "RUNNING":
-            raise InvalidParameterValue(f"Task {handle} is not running ({task.status}).")
-        task.status = "CANCELLING"
-        task.cancel_event.set()
-        return task
+    def cancel_message_move_task(self, handle: str, *, wait: float = 10) -> MoveTask:
+        """CancelMessageMoveTask: stop a running task (waits up to ``wait`` s for it)."""
+        return self._tasks.cancel(handle, wait=wait)
 
     def list_message_move_tasks(self, source: str, max_results: int = 1) -> list[MoveTask]:
-        tasks = [t for t in self._tasks.values() if t.source == source]
-        tasks.sort(key=lambda t: t.started_ms, reverse=True)
-        return tasks[:max_results]
+        """ListMessageMoveTasks: the tasks of queue ``source``, newest first."""
+        self.get(source)
+        return self._tasks.list(source, max_results)
 
     # ------------------------------------------------------- maintenance
 
@@ -309,12 +256,7 @@ class QueueRegistry:
             self._closed = True
             queues = list(self._open.values())
             self._open.clear()
-            tasks = list(self._tasks.values())
-        for t in tasks:
-            t.cancel_event.set()
-        for t in tasks:
-            if t.thread is not None:
-                t.thread.join(timeout=5)
+        self._tasks.close(wait=5)
         err = None
         for q in queues:
             try:

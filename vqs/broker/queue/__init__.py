@@ -1,0 +1,28 @@
+"""SQS-style queues: one message log plus durable lease state per queue.
+
+Modules (each states its invariants):
+
+* core.py         the public ``Queue`` (facade, lock, shared operations) and ``Queue.open``
+* standard.py     ``StandardQueue``: the standard receive strategy and its hot paths
+* fifo.py         ``FifoQueue``: message groups, deduplication, FIFO delete rules
+* leases.py       the lease table (``Lease`` entries, timers, state counts)
+* send_buffer.py  buffered plain sends and the in-memory tail
+* message.py      ``Message`` and the message record's headers
+* validate.py     SQS's limits, message attributes, batch entries
+* batch_entries.py  SQS's batch actions with per-entry results
+* redrive.py      dead-letter moves, redrive, message move tasks (``MoveTasks``)
+* maintenance.py  expire, reclaim, compact
+* recovery.py     the lease table rebuilt at open
+* settings.py     queue.json / queue.meta, queue attributes and tags
+
+The queues of a data directory are made, opened and deleted by
+vqs.broker.registry.QueueRegistry.
+"""
+
+from .core import Queue
+from .fifo import FifoQueue
+from .message import Message
+from .redrive import MoveTask, MoveTasks
+from .standard import StandardQueue
+
+__all__ = ["FifoQueue", "Message", "MoveTask", "MoveTasks", "Queue", "StandardQueue"]

@@ -1,0 +1,522 @@
+"""The public ``Queue``: one SQS-style queue, its lock, and the operations every
+queue type shares (DESIGN.md, Broker/Queues).
+
+A queue is a message log plus durable lease state. Storage
+(``DATA/queues/{name}/``): ``queue.meta`` and ``queue.json`` (settings.py),
+``messages/`` (a vqs.storage.Log: one record per message, body = value,
+metadata in record headers: message.py) and ``state/``
+(vqs.broker.lease_state: the lease table's changes, leases.py).
+
+``Queue.open`` reads the configuration and makes a ``StandardQueue``
+(standard.py) or a ``FifoQueue`` (fifo.py): the receive strategy, the delete
+rules and the FIFO bookkeeping are chosen once, by class, so no hot path asks
+which type it serves. The other concerns are mixed into ``Queue`` from their
+own modules: settings.py (attributes, tags, the config files),
+batch_entries.py (batch actions with per-entry results), redrive.py (moves
+between queues), maintenance.py (expire, reclaim, compact); each documents the
+state it relies on. Everything that changes queue state runs under
+``self._lock``; fsyncs (``flush="always"``) run after it is released, so
+concurrent callers share them.
+
+Message states (in memory, rebuilt at open from the snapshot + state log +
+message log, recovery.py): fresh (in the log, never received; standard queues
+keep no per-message state for these: everything at or past ``cursor`` is
+fresh unless tracked or in ``ahead``), the lease states of leases.py, and
+deleted (ack, purge, DLQ move, retention); the lowest offset not deleted is
+``low``; whole segments below it are deleted from disk (maintenance.py).
+
+Durability (the queue's ``flush`` setting, default ``interval``):
+
+* ``always``: ``send`` returns after the message is fsynced; ``receive``,
+  ``delete``, ``change_visibility`` return after their state record is fsynced
+  (concurrent callers share fsyncs). A crash (kill -9, power loss) loses no
+  acknowledged send or delete, and a leased message never comes back before its
+  lease ends.
+* ``interval``: sends and state records are buffered (in the queue, handed to
+  the logs in batches; standard queues' plain sends too: send_buffer.py) and
+  written and fsynced every ``flush_interval_ms`` (100 ms) by a background
+  thread; a crash (even a process crash) can lose that last interval: sends
+  (lost), deletes (the message is delivered again), leases (the message may
+  come back early). This is what makes a send/receive/delete cycle cost
+  microseconds, not an fsync.
+* ``never``: written when a log's batch buffer fills, and at close.
+
+Moves between queues (dead-letter moves, redrives: redrive.py) always fsync the
+target queue's log before the source deletes the message: a crash leaves a
+duplicate, never a loss.
+
+Receipt handles: stale-handle rules (SQS's documented behaviour):
+
+* standard queue, ``delete``: a handle of the message's current delivery deletes
+  it, even after its lease expired (as long as nobody received it since); a
+  handle of an earlier delivery, or of a message already deleted, is a success
+  that does nothing (the newer lease is untouched);
+* FIFO queue, ``delete``: the handle must be the current delivery and its lease
+  unexpired, else ``ReceiptHandleExpired`` (SQS: InvalidParameterValue, "The
+  receipt handle has expired"); an already deleted message is a success;
+* ``change_visibility``: the handle must be the current, unexpired delivery, else
+  ``MessageNotInflight``;
+* a malformed or forged handle, or one from another queue: ``ReceiptHandleIsInvalid``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from ...errors import (
+    InvalidParameterValue,
+    LogClosedError,
+    MessageNotInflight,
+    OffsetOutOfRange,
+    PurgeQueueInProgress,
+    QueueError,
+)
+from ...storage.flusher import Flusher
+from ...storage.log import Log
+from ..lease_state import OP_PURGE, LeaseStateStore, encode_deletes, encode_leases
+from ..receipt import ReceiptCodec
+from .batch_entries import BatchEntries
+from .leases import INFLIGHT, LeaseTable
+from .maintenance import COMPACT_BYTES, Maintenance
+from .message import Message
+from .recovery import recover_leases
+from .redrive import Redrive
+from .send_buffer import SendBuffer
+from .settings import QueueSettings, StoredQueue, read_files
+from .validate import (
+    MAX_VISIBILITY_S,
+    check_attempt_id,
+    check_batch,
+    check_batch_size,
+    check_receive,
+    check_visibility,
+    prepare,
+    prepare_entry,
+)
+
+PURGE_INTERVAL_MS = 60_000
+
+
+def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
+    if clock is time.time:
+        ns = time.time_ns
+        return lambda: ns() // 1_000_000
+    return lambda: int(clock() * 1000)
+
+
+class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
+    """One SQS-style queue (see module doc). Made by ``QueueRegistry``, which
+    opens it with ``Queue.open``; the constructor is that of the queue's type."""
+
+    _fifo = False  # the class says (StandardQueue, FifoQueue)
+
+    @classmethod
+    def open(cls, path: str, name: str, *, clock: Callable[[], float] = time.time,
+             resolver: Callable[[str], Queue | None] | None = None,
+             lister: Callable[[], list] | None = None) -> Queue:
+        """Open the queue stored in ``path``: a FifoQueue or a StandardQueue, as
+        its configuration says. ``resolver`` finds other queues by name (the
+        dead-letter queue, redrive targets), ``lister`` lists the open ones."""
+        from .fifo import FifoQueue
+        from .standard import StandardQueue
+
+        stored = read_files(path)
+        kind = FifoQueue if stored.config.fifo else StandardQueue
+        return kind(path, name, stored, clock=clock, resolver=resolver, lister=lister)
+
+    def __init__(self, path: str, name: str, stored: StoredQueue, *, clock: Callable[[], float],
+                 resolver: Callable[[str], Queue | None] | None, lister: Callable[[], list] | None):
+        """Open the logs and recover (``stored`` as read by ``settings.read_files``).
+        Subclasses make their own structures first, then call this."""
+        if type(self) is Queue:
+            raise TypeError("Queue is abstract: use Queue.open (or QueueRegistry)")
+        self.name = name
+        self.path = path
+        self._clock = clock
+        self._now_ms = _now_ms_from(clock)
+        self._resolver = resolver or (lambda n: None)
+        self._lister = lister or (list)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0
+        self._closed = False
+        self._last_purge_ms = None
+        self.config = cfg = stored.config
+        self.created_ms = stored.created_ms
+        self.modified_ms = stored.modified_ms
+        self._secret = stored.secret
+        self._id_prefix = stored.id_prefix
+        self._apply_config_cache()
+        self._sync = cfg.flush == "always"
+        opts = cfg.log_options()
+        if self._sync:
+            # Appends are buffered under the queue lock; the caller fsyncs after
+            # releasing it (log.flush), so concurrent callers share fsyncs.
+            opts["flush"] = "interval"
+        self._log = Log.open(os.path.join(path, "messages"), **opts)
+        # pending plain sends (standard queues under a relaxed flush policy only
+        # add to it; it stays empty otherwise)
+        self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes)
+        self._leases = LeaseTable(ReceiptCodec(self._secret))
+        self._state_bytes = 0  # state-log bytes since the last snapshot
+        self._dels: list = []  # offsets deleted under the lock, their record not yet written
+        self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
+        self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
+        self._bytes_per_offset = 0.0
+        self._sent_n = self._sent_b = 0  # messages (and their bytes) sent by this process
+        try:
+            self._state = LeaseStateStore(
+                os.path.join(path, "state"), flush=opts["flush"],
+                flush_interval_ms=cfg.flush_interval_ms, recovery=cfg.recovery,
+                buffered=not self._sync,
+            )
+        except BaseException:
+            self._log.close()
+            raise
+        try:
+            self._recover()
+        except BaseException:
+            self._state.close()
+            self._log.close()
+            raise
+        if cfg.flush == "interval":
+            Flusher.shared().register(self, cfg.flush_interval_ms / 1000)
+
+    def _recover(self) -> None:
+        now = self._now_ms()
+        log = self._log
+        low, cursor, ahead, dirty = recover_leases(
+            self._state.recover(), self._leases, log.start_offset, log.end_offset, now)
+        self._low = low
+        self._reclaim_low = low
+        self._reclaim_next = low + 16
+        self._recovered(cursor, ahead, now)
+        if dirty:
+            self._compact_locked(now)
+
+    # ------------------------------------------------- buffered sends, flushing
+
+    def _end_offset(self) -> int:
+        """The next offset to be written (pending sends included)."""
+        return self._log.end_offset + len(self._sends.values)
+
+    def _push_locked(self) -> None:
+        """Hand the pending sends to the message log (one batch), and the
+        pending state records to the state log."""
+        if self._sends.values:
+            self._sends.push(self._log)
+        self._state.push()
+
+    def _flush_tick(self) -> bool:
+        """The interval flusher's tick (flush="interval"): hand pending sends and
+        state records to their logs and fsync them; False once closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            pushed = bool(self._sends.values) or self._state.pending
+            if pushed:
+                self._push_locked()
+        if pushed:
+            try:
+                self._log.flush()
+                self._state.flush()
+            except LogClosedError:
+                return False
+        return True
+
+    # ============================================================== sending
+
+    def send(self, body, delay_seconds: int | None = None, attributes: dict | None = None,
+             group_id: str | None = None, dedup_id: str | None = None) -> str:
+        """Send one message; return its message id (see ``send_message`` for the
+        FIFO sequence number). Raises on invalid input (SQS's errors)."""
+        p = prepare(self.config, body, delay_seconds, attributes, group_id, dedup_id)
+        return self._send_prepared([p])[0][0]
+
+    def send_message(self, body, delay_seconds: int | None = None, attributes: dict | None = None,
+                     group_id: str | None = None, dedup_id: str | None = None) -> dict:
+        """Like ``send``; returns ``{"message_id", "sequence_number"}`` (None for standard queues)."""
+        p = prepare(self.config, body, delay_seconds, attributes, group_id, dedup_id)
+        mid, off = self._send_prepared([p])[0]
+        return {"message_id": mid, "sequence_number": f"{off:020d}" if self._fifo else None}
+
+    def send_batch(self, entries: Iterable) -> list[str]:
+        """Send 1-10 messages; return their ids (in order).
+
+        An entry is a body (str/bytes) or a dict with ``body`` and optional
+        ``delay_seconds``, ``attributes``, ``group_id``, ``dedup_id``, ``id``.
+        Every entry is validated first: an invalid one raises and nothing is sent.
+        (``send_batch_entries`` gives SQS's per-entry results instead.)
+        """
+        entries = list(entries)
+        check_batch_size(len(entries))
+        return self._send_entries(entries)
+
+    def _send_entries(self, entries: list) -> list[str]:
+        cfg = self.config
+        preps = [prepare_entry(cfg, e) for e in entries]
+        check_batch(preps)
+        return [mid for mid, _ in self._send_prepared(preps)]
+
+    def _append_locked(self, values: list, headers: list | None, ts: int) -> int:
+        """Append (buffered, as the log's flush policy says); return the first offset."""
+        if self._sends.values:
+            self._push_locked()  # keep the order of offsets
+        ap = self._log.append
+        n = len(values)
+        self._sent_n += n
+        self._sent_b += sum(map(len, values))
+        if headers is None:
+            first = ap(values[0], timestamp_ms=ts)
+            for i in range(1, n):
+                ap(values[i], timestamp_ms=ts)
+        else:
+            first = ap(values[0], headers=headers[0], timestamp_ms=ts)
+            for i in range(1, n):
+                ap(values[i], headers=headers[i], timestamp_ms=ts)
+        return first
+
+    def _message_id_at(self, o: int) -> str:
+        return f"{self._id_prefix}{o:012x}"
+
+    def _read_one(self, o: int):
+        """The record at offset o, or None if it is gone (below the log start, or
+        a gap left by recovery="skip"); other read errors propagate."""
+        if self._sends.values:
+            self._push_locked()
+        try:
+            recs = self._log.read(o, max_records=1)
+        except OffsetOutOfRange:
+            return None
+        if not recs or recs[0].offset != o:
+            return None
+        return recs[0]
+
+    def _message(self, o: int, value, ts: int, headers, handle: str, count: int, first: int) -> Message:
+        return Message._from_record(self._id_prefix, self._fifo, o, value, ts, headers, handle,
+                                    count, first)
+
+    # ============================================================ receiving
+
+    def receive(self, max_messages: int = 1, wait_seconds: float | None = None,
+                visibility_timeout: int | None = None, attempt_id: str | None = None) -> list[Message]:
+        """Receive up to ``max_messages`` (1-10) visible messages, leasing them
+        for ``visibility_timeout`` seconds (default: the queue's). With
+        ``wait_seconds`` (0-20; default the queue's ReceiveMessageWaitTimeSeconds)
+        waits until at least one message is available (long poll, woken by sends
+        and by leases or delays ending). Returns [] when none came.
+
+        FIFO queues: ``attempt_id`` (SQS ReceiveRequestAttemptId) makes a retry
+        safe: within 5 minutes, a receive with the same id whose messages are all
+        still in flight under the leases it made returns the same messages and
+        receipt handles again, with their visibility timeout restarted."""
+        if (max_messages.__class__ is int and 1 <= max_messages <= 10 and wait_seconds is None
+                and visibility_timeout is None):  # the common call: check_receive, inline
+            wait = self.config.receive_wait_seconds
+            vis = self._vis_default
+        else:
+            wait, vis = check_receive(max_messages, wait_seconds, visibility_timeout,
+                                      self.config.receive_wait_seconds, self._vis_default)
+        if attempt_id is not None:
+            if not self._fifo:
+                attempt_id = None  # SQS ignores it on standard queues
+            else:
+                check_attempt_id(attempt_id)
+                again = self._retry_attempt(attempt_id, vis)
+                if again is not None:
+                    return again
+        dlq = None
+        if self.config.dead_letter_queue is not None:
+            dlq = self._resolver(self.config.dead_letter_queue)
+        deadline = None
+        while True:
+            with self._lock:
+                if self._closed:
+                    if deadline is not None:
+                        return []  # closed while we waited
+                    raise LogClosedError(f"queue {self.name} is closed")
+                now = self._now_ms()
+                msgs, moves = self._take(max_messages, vis, now, dlq)
+                if not msgs and not moves:
+                    if wait <= 0:
+                        return msgs
+                    mono = time.monotonic()
+                    if deadline is None:
+                        deadline = mono + wait
+                    left = deadline - mono
+                    if left <= 0:
+                        return msgs
+                    timers = self._leases.timers
+                    if timers:
+                        left = min(left, max(0.001, (timers[0][0] - now) / 1000))
+                    self._waiting += 1
+                    try:
+                        self._cond.wait(left)
+                    finally:
+                        self._waiting -= 1
+                    continue
+            if self._sync:
+                self._state.flush()
+            if moves:
+                if not self._finish_moves(moves, dlq):
+                    dlq = None  # unavailable: deliver as usual for the rest of this call
+                if not msgs:
+                    continue
+            if attempt_id is not None and msgs:
+                self._remember_attempt(attempt_id, msgs)
+            return msgs
+
+    def _log_ops(self, flat: list, dels: list, now: int) -> None:
+        """Write the lease records ``flat`` and the deletes ``dels`` made by a receive."""
+        st = self._state
+        if flat:
+            v = encode_leases(flat, len(flat) // 6)
+            st.append(v)
+            self._state_bytes += len(v)
+        if dels:
+            self._write_deletes_locked(dels)
+        if self._state_bytes > COMPACT_BYTES:
+            self._compact_locked(now)
+
+    def _write_deletes_locked(self, dels: list) -> None:
+        v = encode_deletes(dels)
+        self._state.append(v)
+        self._state_bytes += len(v)
+        self._deleted_locked(dels)
+
+    def _flush_dels_locked(self) -> None:
+        """Write the delete record of ``self._dels`` (offsets already forgotten)."""
+        dels = self._dels
+        self._dels = []
+        self._write_deletes_locked(dels)
+        if self._state_bytes > COMPACT_BYTES:
+            self._compact_locked(self._now_ms())
+
+    # ============================================================ deleting
+
+    def delete(self, receipt_handle: str) -> None:
+        """Delete (acknowledge) a received message (stale-handle rules: module doc)."""
+        o, nonce = self._leases.decode(receipt_handle)
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"queue {self.name} is closed")
+            err = self._delete_one_locked(o, nonce, receipt_handle)
+            if self._dels:
+                self._flush_dels_locked()
+        if self._sync:
+            self._state.flush()
+        if err is not None:
+            raise err
+        self._maybe_reclaim()
+
+    # ============================================================ visibility
+
+    def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
+        """Set the lease of a message in flight to end ``visibility_timeout``
+        seconds from now (0: visible now). The lease can't end more than 12 hours
+        after the message was received (InvalidParameterValue)."""
+        o, nonce = self._leases.decode(receipt_handle)
+        check_visibility(visibility_timeout)
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"queue {self.name} is closed")
+            err = self._change_vis_locked(o, nonce, visibility_timeout, self._now_ms())
+        if self._sync:
+            self._state.flush()
+        if err is not None:
+            raise err
+
+    def _change_vis_locked(self, o: int, nonce: int, seconds: int, now: int) -> QueueError | None:
+        lt = self._leases
+        e = lt.live.get(o)
+        if e is None or e.nonce != nonce or e.state != INFLIGHT or e.until <= now:
+            return MessageNotInflight()
+        until = now + seconds * 1000
+        if until - e.received > MAX_VISIBILITY_S * 1000:
+            return InvalidParameterValue(
+                f"Value {seconds} for parameter VisibilityTimeout is invalid. Reason: Total "
+                f"VisibilityTimeout for the message is beyond the limit [{MAX_VISIBILITY_S} seconds]"
+            )
+        e.until = until
+        heapq.heappush(lt.timers, (until, o, nonce))
+        v = encode_leases([o, nonce, until, e.received, e.first, e.count], 1)
+        self._state.append(v)
+        self._state_bytes += len(v)
+        if seconds == 0:
+            self._fire_timers(now)
+            if self._waiting:
+                self._cond.notify()
+        return None
+
+    # ============================================================== purge
+
+    def purge(self) -> None:
+        """Delete every message sent before this call (in flight ones included).
+        Only one purge per 60 seconds (PurgeQueueInProgress)."""
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"queue {self.name} is closed")
+            now = self._now_ms()
+            if self._last_purge_ms is not None and now - self._last_purge_ms < PURGE_INTERVAL_MS:
+                raise PurgeQueueInProgress(self.name)
+            self._push_locked()
+            below = self._log.end_offset
+            v = bytes([OP_PURGE]) + below.to_bytes(8, "little")
+            self._state.append(v)
+            self._state_bytes += len(v)
+            live = self._leases.live
+            for o in [o for o in live if o < below]:
+                self._remove_locked(o, live[o])
+            self._purged_locked(below)
+            self._low = max(self._low, below)
+            self._leases.issued.clear()
+            self._advance_low()
+            self._last_purge_ms = now
+        if self._sync:
+            self._state.flush()
+        self.reclaim()
+
+    # ============================================================== closing
+
+    def flush(self) -> None:
+        """fsync the message log and the state log."""
+        with self._lock:
+            if not self._closed:
+                self._push_locked()
+        self._log.flush()
+        self._state.flush()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Flush, snapshot the lease state, write queue.meta, close the logs; wakes
+        long polls (they return []). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._push_locked()
+                self._compact_locked(self._now_ms())
+                self._save_files()
+            finally:
+                self._closed = True
+                self._cond.notify_all()
+        try:
+            self._log.flush()
+            target = self._reclaim_target()
+            if target > self._log.start_offset:
+                self._log.delete_before(target)
+        finally:
+            try:
+                self._state.close()
+            finally:
+                self._log.close()
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name!r}, fifo={self._fifo}, low={self._low}, end={self._end_offset()})"

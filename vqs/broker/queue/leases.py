@@ -1,0 +1,162 @@
+"""The lease table: per-message delivery state of a queue, and its timers.
+
+A message is *tracked* (has a ``Lease`` in ``live``) once it was received, or
+when it was sent with a delay; fresh messages of a standard queue are not (the
+queue's cursor says which are fresh). States::
+
+    DELAYED    not visible before ``until`` (per-queue or per-message delay); count 0
+    INFLIGHT   received, leased until ``until`` (visibility timeout)
+    AVAILABLE  received before, lease expired or released: visible again
+    MOVING     being moved to the dead-letter queue or redriven out of it
+
+Invariants (all under the queue lock):
+* ``n_delayed``, ``n_inflight``, ``n_available`` count the entries of ``live``
+  in those states (MOVING entries are in none of them);
+* every DELAYED or INFLIGHT lease has a timer ``(until, offset, nonce)`` in the
+  ``timers`` heap, or is covered by a run timer ``(until, offset, nonce, k)``
+  (offsets ``offset..offset+k-1`` leased with nonces ``nonce..nonce+k-1``). A
+  timer whose lease changed since (other nonce or until) is stale and ignored;
+* a delivery is identified by ``(offset, nonce)``; ``nonce`` only grows, so a
+  receipt handle of an earlier delivery never matches the current one;
+* ``issued`` maps receipt handles this process issued to ``(offset, nonce)``: a
+  handle found there is authentic without recomputing its MAC. It is a cache:
+  clearing it only costs MAC checks.
+"""
+
+from __future__ import annotations
+
+import heapq
+import secrets
+from itertools import repeat
+
+from ..receipt import ReceiptCodec
+
+DELAYED, INFLIGHT, AVAILABLE, MOVING = 0, 1, 2, 3
+MAX_INFLIGHT = 120_000  # SQS's in-flight limit per queue (standard and FIFO)
+
+
+class Lease:
+    """One tracked message's current delivery (see module doc). Field names are
+    those of the state log's lease entries (vqs.broker.lease_state). Made by
+    ``make_lease`` (``Lease()`` then six stores where that is inlined: a class
+    without ``__init__`` is the cheapest to instantiate, and the standard
+    queue's receive makes one per message)."""
+
+    __slots__ = ("nonce", "until", "count", "received", "first", "state")
+
+    def __repr__(self) -> str:
+        return (f"Lease(nonce={self.nonce}, until={self.until}, count={self.count}, "
+                f"received={self.received}, first={self.first}, state={self.state})")
+
+
+def make_lease(nonce: int, until: int, count: int, received: int, first: int, state: int) -> Lease:
+    """A Lease: ``until`` is the lease end (INFLIGHT) or when it becomes visible
+    (DELAYED), ``count`` the receive count (0: never received), ``received`` and
+    ``first`` the ms of the latest and of the first receive (0: never)."""
+    e = Lease()
+    e.nonce = nonce
+    e.until = until
+    e.count = count
+    e.received = received
+    e.first = first
+    e.state = state
+    return e
+
+
+class LeaseTable:
+    """``live`` (offset -> Lease), the timer heap, the state counts, the nonce
+    counter and the receipt codec of one queue (see module doc)."""
+
+    __slots__ = ("live", "timers", "n_delayed", "n_inflight", "n_available", "nonce", "codec",
+                 "issued")
+
+    def __init__(self, codec: ReceiptCodec):
+        self.live: dict[int, Lease] = {}
+        self.timers: list = []
+        self.n_delayed = self.n_inflight = self.n_available = 0
+        # a random start: nonces of a new process never repeat an old process's
+        self.nonce = secrets.randbits(62) << 1
+        self.codec = codec
+        self.issued: dict[str, tuple[int, int]] = {}
+
+    def decode(self, handle) -> tuple[int, int]:
+        """A receipt handle's (offset, nonce); raises ReceiptHandleIsInvalid."""
+        p = self.issued.get(handle) if handle.__class__ is str else None
+        return p if p is not None else self.codec.decode(handle)
+
+    def delay(self, o: int, visible_at: int) -> None:
+        """Track message ``o`` as DELAYED until ``visible_at``."""
+        self.live[o] = make_lease(0, visible_at, 0, 0, 0, DELAYED)
+        self.n_delayed += 1
+        heapq.heappush(self.timers, (visible_at, o, 0))
+
+    def lease_again(self, o: int, e: Lease, nonce: int, until: int, now: int, flat: list) -> str:
+        """Lease tracked message ``o`` (received before, or delayed) under ``nonce``
+        until ``until``; append its lease record to ``flat`` (the caller writes
+        them) and return the receipt handle. The caller counts it out of its
+        previous state."""
+        count = e.count + 1
+        first = e.first or now
+        e.nonce = nonce
+        e.until = until
+        e.count = count
+        e.received = now
+        e.first = first
+        e.state = INFLIGHT
+        self.n_inflight += 1
+        heapq.heappush(self.timers, (until, o, nonce))
+        flat += (o, nonce, until, now, first, count)
+        handle = self.codec.encode(o, nonce)
+        self.issued[handle] = (o, nonce)
+        return handle
+
+    def forget(self, o: int, e: Lease) -> None:
+        """Drop the lease of message ``o`` (deleted), counting it out of its state."""
+        del self.live[o]
+        st = e.state
+        if st == INFLIGHT:
+            self.n_inflight -= 1
+        elif st == AVAILABLE:
+            self.n_available -= 1
+        elif st == DELAYED:
+            self.n_delayed -= 1
+
+    def fire_due(self, now: int) -> list:
+        """End the leases and delays due by ``now``: those messages become
+        AVAILABLE. Returns [(offset, previous state)] of each, for the caller to
+        make them visible."""
+        timers = self.timers
+        live = self.live
+        pop = heapq.heappop
+        due: list = []
+        while timers and timers[0][0] <= now:
+            t = pop(timers)
+            if len(t) == 3:
+                due.append(t)
+            else:  # a run timer (until, o, nonce, k)
+                until, o, nonce, k = t
+                due += zip(repeat(until, k), range(o, o + k), range(nonce, nonce + k))
+        out = []
+        for until, o, nonce in due:
+            e = live.get(o)
+            if e is None or e.nonce != nonce or e.until != until:
+                continue
+            st = e.state
+            if st == INFLIGHT:
+                self.n_inflight -= 1
+            elif st == DELAYED:
+                self.n_delayed -= 1
+            else:
+                continue
+            e.state = AVAILABLE
+            self.n_available += 1
+            out.append((o, st))
+        if len(timers) > 2 * (self.n_inflight + self.n_delayed) + 4096:
+            # drop stale entries (deleted or re-leased messages)
+            self.timers = [(e.until, o, e.nonce) for o, e in live.items()
+                           if e.state == INFLIGHT or e.state == DELAYED]
+            heapq.heapify(self.timers)
+        return out
+
+    def moving_count(self) -> int:
+        return sum(1 for e in self.live.values() if e.state == MOVING)

@@ -1,0 +1,90 @@
+"""Maintenance of a queue: retention (expire), disk reclaim, state compaction.
+
+``Maintenance`` is the part of ``Queue`` (mixed into it) that keeps a queue's
+disk use bounded; the type-specific parts (which messages are past retention,
+how far the log may be cut, what a snapshot records) are the queue type's
+``_expire_locked``, ``_reclaim_target`` and ``_snapshot_view``.
+
+Invariants:
+* a message-log segment is deleted only when every offset in it is below
+  ``low`` (deleted), and for FIFO queues also older than the deduplication
+  window (the window is rebuilt from the log at open);
+* the state log is compacted (a snapshot of the whole lease table written
+  atomically, then the older state-log segments deleted) under the queue lock,
+  once it grew past ``COMPACT_BYTES`` since the last snapshot and at close: a
+  crash between the two steps leaves records the snapshot already covers,
+  which replay skips (vqs.broker.lease_state).
+"""
+
+from __future__ import annotations
+
+COMPACT_BYTES = 8 << 20  # compact the state log (snapshot) past this many bytes
+
+
+class Maintenance:
+    """expire / reclaim / compact of a ``Queue`` (see module doc)."""
+
+    def _maybe_reclaim(self) -> None:
+        low = self._low
+        if low < self._reclaim_next:
+            return
+        # bytes per offset: what this process sent (the log's size over its span
+        # overstates it once the active segment holds consumed messages)
+        if self._sent_n >= 64:
+            bpo = self._sent_b / self._sent_n + 16
+        else:
+            bpo = self._bytes_per_offset
+            if bpo <= 0:
+                span = self._log.end_offset - self._log.start_offset
+                size = self._log.size_bytes
+                if span >= 1024 and size > 0:
+                    bpo = self._bytes_per_offset = min(65536.0, max(1.0, size / span))
+                else:
+                    bpo = 1024.0
+        need = max(16, int(self.config.segment_bytes / bpo))
+        if low - self._reclaim_low >= need:
+            self.reclaim()
+        else:  # look again when a segment's worth may be consumed
+            self._reclaim_next = min(self._reclaim_low + need, low + 4096)
+
+    def reclaim(self) -> int:
+        """Delete the message-log segments below the lowest message not yet deleted
+        (FIFO queues keep the last 5 minutes, the deduplication window). Returns
+        the number of segments deleted."""
+        with self._lock:
+            if self._closed:
+                return 0
+            self._push_locked()
+            target = self._reclaim_target()
+            self._reclaim_low = self._low
+            self._reclaim_next = self._low + 16
+        return self._log.delete_before(target) if target > self._log.start_offset else 0
+
+    def expire(self) -> int:
+        """Retention: delete visible messages older than MessageRetentionPeriod now
+        (receive does it as it meets them). Returns how many were deleted."""
+        with self._lock:
+            if self._closed:
+                return 0
+            self._push_locked()
+            now = self._now_ms()
+            dels = self._expire_locked(now - self._ret_ms)
+            if dels:
+                self._dels.extend(dels)
+                self._flush_dels_locked()
+        if self._sync and dels:
+            self._state.flush()
+        return len(dels)
+
+    def _compact_locked(self, now: int) -> None:
+        cursor, ahead = self._snapshot_view()
+        self._state.write_snapshot(low=self._low, cursor=cursor, live=self._leases.live,
+                                   deleted_ahead=ahead, now_ms=now)
+        self._state_bytes = 0
+
+    def compact(self) -> None:
+        """Write a snapshot of the lease state and drop the state log below it."""
+        with self._lock:
+            if self._closed:
+                return
+            self._compact_locked(self._now_ms())

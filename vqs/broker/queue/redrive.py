@@ -1,0 +1,316 @@
+"""Moving messages between queues: dead-letter moves, redrive, message move tasks.
+
+* A dead-letter move: a receive that meets a message past the queue's
+  ``max_receive_count`` marks it MOVING (no lease) and, after releasing the
+  lock, appends it to the dead-letter queue (``_finish_moves``).
+* A redrive (``move_messages``): visible messages of a dead-letter queue go
+  back to the queue each came from, or to a given destination.
+* A message move task (SQS StartMessageMoveTask): a redrive on a background
+  thread, with a handle, a status and a rate; ``MoveTasks`` is the one table of
+  them (QueueRegistry owns it; the SQS server calls it).
+
+Invariants:
+* a moved message is appended to the target and the target's log fsynced
+  *before* the source deletes it: a crash in between leaves a duplicate,
+  never a loss;
+* a moved message keeps its message id (``H_ID``); moved to a dead-letter
+  queue it keeps its original sent timestamp (retention counts from it, as in
+  SQS) and records its source queue and receive count; redriven out, it starts
+  a new retention period and a new receive count;
+* a MOVING message is in no state count and invisible; if the move fails it
+  becomes AVAILABLE again (delivered as usual).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+from ...errors import (
+    InvalidParameterValue,
+    LogClosedError,
+    QueueError,
+    ResourceNotFound,
+    UnsupportedOperation,
+)
+from ...storage.record_batch import Record
+from ..queue_config import DEFAULT_ARN_PREFIX
+from .leases import AVAILABLE, MOVING
+from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE
+
+
+class Redrive:
+    """Dead-letter moves and redrive of a ``Queue`` (mixed into it; see module doc)."""
+
+    def _finish_moves(self, moves: list, dlq) -> bool:
+        """Append the moving messages to ``dlq``, then delete them here: a crash in
+        between leaves a duplicate, never a loss."""
+        try:
+            if dlq is None or dlq._closed:
+                raise QueueError("dead-letter queue unavailable")
+            dlq._accept_moved([(self._with_id(r), e.count) for _, r, e in moves],
+                              source=self.name, sync=self._sync)
+        except Exception:
+            with self._lock:
+                self._moves_failed_locked(moves)
+            return False
+        with self._lock:
+            self._moves_done_locked(moves)
+        if self._sync:
+            self._state.flush()
+        return True
+
+    def _moves_done_locked(self, moves: list) -> None:
+        """Delete the messages of ``moves`` (now in their target) here."""
+        lt = self._leases
+        live = lt.live
+        for o, _, e in moves:
+            if live.get(o) is e and e.state == MOVING:
+                e.state = AVAILABLE
+                lt.n_available += 1
+                self._remove_locked(o, e)
+                self._dels.append(o)
+        if self._dels:
+            self._flush_dels_locked()
+
+    def _moves_failed_locked(self, moves: list) -> None:
+        """Make the messages of ``moves`` (not moved) visible again."""
+        live = self._leases.live
+        for o, _, e in moves:
+            if live.get(o) is e and e.state == MOVING:
+                self._make_available_locked(o, e)
+
+    def _accept_moved(self, items: list, *, source: str | None, sync: bool = False) -> None:
+        """Append messages moved from another queue (DLQ move, or redrive out of a DLQ).
+
+        items: (record, receive_count). Messages keep their id and original sent
+        timestamp (retention counts from it, as SQS does for DLQs); a redriven
+        message (source None) starts a new retention period."""
+        values, headers = [], []
+        for r, count in items:
+            h = dict(r.headers) if r.headers else {}
+            h.pop(H_DELAY, None)
+            if source is not None:
+                h.setdefault(H_SENT, str(r.timestamp_ms).encode())
+                h[H_SOURCE] = source.encode()
+                h[H_COUNT] = str(count).encode()
+            else:
+                h.pop(H_SENT, None)
+                h.pop(H_SOURCE, None)
+                h.pop(H_COUNT, None)
+            values.append(r.value)
+            headers.append(tuple(h.items()))
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"queue {self.name} is closed")
+            now = self._now_ms()
+            first = self._append_locked(values, headers, now)
+            self._accepted_locked(first, values, headers, now)
+            if self._waiting:
+                self._cond.notify(len(values))
+        # Always fsync: the caller deletes the messages from their old queue next,
+        # and that delete must never be durable before this append is.
+        self._log.flush()
+
+    def dead_letter_source_queues(self) -> list[str]:
+        """Names of the queues whose RedrivePolicy targets this queue."""
+        out = []
+        for q in self._lister():
+            if q is not self and q.config.dead_letter_queue == self.name:
+                out.append(q.name)
+        return sorted(out)
+
+    def move_messages(self, destination: str | None = None, *, max_messages: int | None = None,
+                      max_per_second: float | None = None, cancel: threading.Event | None = None,
+                      progress: Callable[[int], None] | None = None) -> int:
+        """Redrive: move visible messages out of this (dead-letter) queue to
+        ``destination``, or back to the queue each came from when None. Returns
+        how many moved. Messages with no known source (and no destination) stay."""
+        moved = 0
+        while max_messages is None or moved < max_messages:
+            if cancel is not None and cancel.is_set():
+                break
+            k = 10 if max_messages is None else min(10, max_messages - moved)
+            if max_per_second:
+                k = max(1, min(k, int(max_per_second)))
+            with self._lock:
+                if self._closed:
+                    raise LogClosedError(f"queue {self.name} is closed")
+                now = self._now_ms()
+                batch = self._take_for_move(k, now)
+            if not batch:
+                break
+            by_target: dict[str, list] = {}
+            stuck = []
+            for o, r, e in batch:
+                tgt = destination
+                if tgt is None:
+                    src = dict(r.headers).get(H_SOURCE) if r.headers else None
+                    tgt = src.decode() if src is not None else None
+                q = self._resolver(tgt) if tgt is not None else None
+                if q is None or q is self:
+                    stuck.append((o, r, e))
+                else:
+                    by_target.setdefault(tgt, []).append((o, r, e))
+            done = []
+            for tgt, items in by_target.items():
+                q = self._resolver(tgt)
+                try:
+                    q._accept_moved([(self._with_id(r), e.count) for _, r, e in items], source=None,
+                                    sync=self._sync)
+                    done += items
+                except Exception:
+                    stuck += items
+            with self._lock:
+                self._moves_done_locked(done)
+                self._moves_failed_locked(stuck)
+            if self._sync:
+                self._state.flush()
+            moved += len(done)
+            if progress is not None and done:
+                progress(len(done))
+            if not done:
+                break
+            if max_per_second:
+                time.sleep(len(done) / max_per_second)
+        self._maybe_reclaim()
+        return moved
+
+    def _with_id(self, r):
+        """A copy of record r whose headers carry its message id (for moving out)."""
+        h = tuple(r.headers) if r.headers else ()
+        if not any(k == H_ID for k, _ in h):
+            h = h + ((H_ID, f"{self._id_prefix}{r.offset:012x}".encode()),)
+        return Record(r.offset, r.timestamp_ms, r.key, r.value, h)
+
+
+
+class MoveTask:
+    """A message move task (SQS StartMessageMoveTask): a redrive out of dead-letter
+    queue ``source`` on a background thread. ``status``: RUNNING, CANCELLING,
+    CANCELLED, COMPLETED or FAILED (``failure_reason`` says why)."""
+
+    def __init__(self, handle: str, source: str, destination: str | None, *,
+                 source_arn: str, destination_arn: str | None,
+                 max_per_second: float | None, to_move: int):
+        self.handle = handle
+        self.source = source
+        self.destination = destination
+        self.source_arn = source_arn
+        self.destination_arn = destination_arn
+        self.max_per_second = max_per_second
+        self.to_move = to_move  # the source's visible messages when the task started
+        self.moved = 0
+        self.status = "RUNNING"
+        self.failure_reason: str | None = None
+        self.started_ms = int(time.time() * 1000)
+        self.cancel_event = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("RUNNING", "CANCELLING")
+
+    def stop(self, wait: float | None = None) -> None:
+        """Ask the task to stop; with ``wait``, wait that long for its thread."""
+        self.cancel_event.set()
+        if wait is not None and self.thread is not None:
+            self.thread.join(wait)
+
+    def _run(self, src) -> None:
+        def progress(k: int) -> None:
+            self.moved += k
+
+        try:
+            src.move_messages(self.destination, max_messages=self.to_move,
+                              max_per_second=self.max_per_second, cancel=self.cancel_event,
+                              progress=progress)
+            self.status = "CANCELLED" if self.cancel_event.is_set() else "COMPLETED"
+        except Exception as e:  # reported, as AWS does, in the task's FailureReason
+            self.status = "FAILED"
+            self.failure_reason = f"{type(e).__name__}: {e}"
+
+
+class MoveTasks:
+    """The message move tasks of a set of queues (QueueRegistry owns one).
+
+    SQS's rules: the source must be a dead-letter queue (some queue's
+    RedrivePolicy targets it); one active (running or cancelling) task per
+    source queue; a task moves at most the messages visible when it started;
+    only a running task can be cancelled; the handle is AWS-shaped (base64 of
+    ``{"taskId", "sourceArn"}``). Thread-safe."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._tasks: dict[str, list[MoveTask]] = {}  # source queue -> tasks, newest last
+
+    def start(self, src, dest, *, max_per_second: float | None = None,
+              arn_prefix: str = DEFAULT_ARN_PREFIX, source_arn: str | None = None,
+              destination_arn: str | None = None) -> MoveTask:
+        """Start moving the messages of queue ``src`` to queue ``dest`` (None:
+        each back to the queue it came from)."""
+        if max_per_second is not None and (
+                isinstance(max_per_second, bool) or not isinstance(max_per_second, (int, float))
+                or not 1 <= max_per_second <= 500):
+            raise InvalidParameterValue(
+                f"Value {max_per_second} for parameter MaxNumberOfMessagesPerSecond is invalid. "
+                "Reason: Must be between 1 and 500"
+            )
+        if not src.dead_letter_source_queues():
+            raise InvalidParameterValue("Source queue must be configured as a Dead Letter Queue.")
+        source_arn = source_arn or f"{arn_prefix}:{src.name}"
+        if dest is not None:
+            destination_arn = destination_arn or f"{arn_prefix}:{dest.name}"
+        with self._lock:
+            if any(t.active for t in self._tasks.get(src.name, ())):
+                raise UnsupportedOperation(
+                    "There is already a task running. Only one active task is allowed for a "
+                    "source queue arn at a given time."
+                )
+            handle = base64.b64encode(json.dumps({"taskId": str(uuid.uuid4()), "sourceArn": source_arn},
+                                                 separators=(",", ":")).encode()).decode()
+            task = MoveTask(handle, src.name, dest.name if dest is not None else None,
+                            source_arn=source_arn, destination_arn=destination_arn,
+                            max_per_second=max_per_second, to_move=src.counts()["visible"])
+            self._tasks.setdefault(src.name, []).append(task)
+        task.thread = threading.Thread(target=task._run, args=(src,), name=f"vqs-move:{src.name}",
+                                       daemon=True)
+        task.thread.start()
+        return task
+
+    def cancel(self, handle: str, *, wait: float = 10) -> MoveTask:
+        """Cancel a running task; waits up to ``wait`` seconds for it to stop."""
+        with self._lock:
+            task = next((t for ts in self._tasks.values() for t in ts if t.handle == handle), None)
+        if task is None:
+            raise ResourceNotFound("Task does not exist.")
+        if task.status != "RUNNING":
+            raise ResourceNotFound(f"Only active tasks can be cancelled (task is {task.status}).")
+        task.status = "CANCELLING"
+        task.stop(wait)
+        return task
+
+    def list(self, source: str, max_results: int = 1) -> list[MoveTask]:
+        """The tasks of source queue ``source``, newest first."""
+        with self._lock:
+            return list(reversed(self._tasks.get(source, [])))[:max_results]
+
+    def forget(self, source: str) -> None:
+        """Stop and drop the tasks of ``source`` (the queue is being deleted)."""
+        with self._lock:
+            tasks = self._tasks.pop(source, [])
+        for t in tasks:
+            t.stop()
+
+    def close(self, wait: float = 5) -> None:
+        """Stop every task, waiting up to ``wait`` seconds for each."""
+        with self._lock:
+            tasks = [t for ts in self._tasks.values() for t in ts]
+        for t in tasks:
+            t.cancel_event.set()
+        for t in tasks:
+            t.stop(wait)
