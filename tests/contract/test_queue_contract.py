@@ -34,7 +34,7 @@ def bodies(msgs) -> list[bytes]:
 
 def counts(q) -> tuple[int, int, int]:
     """(visible, in flight, delayed), from the queue's SQS attributes."""
-    a = q.attributes()
+    a = q.get_attributes()
     return (int(a["ApproximateNumberOfMessages"]), int(a["ApproximateNumberOfMessagesNotVisible"]),
             int(a["ApproximateNumberOfMessagesDelayed"]))
 

@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..storage.durable_file import fsync_dir
 from .names import validate_name
-from .queue import MoveTask, MoveTasks, Queue
+from .queue import MoveTask, MoveTasks, Queue, open_queue
 from .queue.settings import new_identity, write_files
 from .queue_config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
 
@@ -92,7 +92,7 @@ class QueueRegistry:
                 return q
             if not self._exists(name):
                 raise QueueDoesNotExist(name)
-            q = Queue.open(os.path.join(self.directory, name), name, clock=self._clock,
+            q = open_queue(os.path.join(self.directory, name), name, clock=self._clock,
                            resolver=self._resolve, lister=self._all_open)
             self._open[name] = q
             return q

@@ -2,7 +2,8 @@
 
 Modules (each states its invariants):
 
-* core.py         the public ``Queue`` (facade, lock, shared operations) and ``Queue.open``
+* core.py         the public ``Queue`` (facade, lock, shared operations)
+* opening.py      ``open_queue``: a stored queue opened as its type (standard or FIFO)
 * standard.py     ``StandardQueue``: the standard receive strategy and its hot paths
 * fifo.py         ``FifoQueue``: message groups, deduplication, FIFO delete rules
 * leases.py       the lease table (``Lease`` entries, timers, state counts)
@@ -22,7 +23,8 @@ vqs.broker.registry.QueueRegistry.
 from .core import Queue
 from .fifo import FifoQueue
 from .message import Message
+from .opening import open_queue
 from .redrive import MoveTask, MoveTasks
 from .standard import StandardQueue
 
-__all__ = ["FifoQueue", "Message", "MoveTask", "MoveTasks", "Queue", "StandardQueue"]
+__all__ = ["FifoQueue", "Message", "MoveTask", "MoveTasks", "Queue", "StandardQueue", "open_queue"]

@@ -7,7 +7,7 @@ A queue is a message log plus durable lease state. Storage
 metadata in record headers: message.py) and ``state/``
 (vqs.broker.lease_state: the lease table's changes, leases.py).
 
-``Queue.open`` reads the configuration and makes a ``StandardQueue``
+``opening.open_queue`` reads the configuration and makes a ``StandardQueue``
 (standard.py) or a ``FifoQueue`` (fifo.py): the receive strategy, the delete
 rules and the FIFO bookkeeping are chosen once, by class, so no hot path asks
 which type it serves. The other concerns are mixed into ``Queue`` from their
@@ -86,7 +86,7 @@ from .message import Message
 from .recovery import recover_leases
 from .redrive import Redrive
 from .send_buffer import SendBuffer
-from .settings import QueueSettings, StoredQueue, read_files
+from .settings import QueueSettings, StoredQueue
 from .validate import (
     MAX_VISIBILITY_S,
     check_attempt_id,
@@ -110,30 +110,16 @@ def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
 
 class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
     """One SQS-style queue (see module doc). Made by ``QueueRegistry``, which
-    opens it with ``Queue.open``; the constructor is that of the queue's type."""
+    opens it with ``opening.open_queue``; the constructor is that of the queue's type."""
 
     _fifo = False  # the class says (StandardQueue, FifoQueue)
-
-    @classmethod
-    def open(cls, path: str, name: str, *, clock: Callable[[], float] = time.time,
-             resolver: Callable[[str], Queue | None] | None = None,
-             lister: Callable[[], list] | None = None) -> Queue:
-        """Open the queue stored in ``path``: a FifoQueue or a StandardQueue, as
-        its configuration says. ``resolver`` finds other queues by name (the
-        dead-letter queue, redrive targets), ``lister`` lists the open ones."""
-        from .fifo import FifoQueue
-        from .standard import StandardQueue
-
-        stored = read_files(path)
-        kind = FifoQueue if stored.config.fifo else StandardQueue
-        return kind(path, name, stored, clock=clock, resolver=resolver, lister=lister)
 
     def __init__(self, path: str, name: str, stored: StoredQueue, *, clock: Callable[[], float],
                  resolver: Callable[[str], Queue | None] | None, lister: Callable[[], list] | None):
         """Open the logs and recover (``stored`` as read by ``settings.read_files``).
         Subclasses make their own structures first, then call this."""
         if type(self) is Queue:
-            raise TypeError("Queue is abstract: use Queue.open (or QueueRegistry)")
+            raise TypeError("Queue is abstract: use opening.open_queue (or QueueRegistry)")
         self.name = name
         self.path = path
         self._clock = clock

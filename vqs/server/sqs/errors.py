@@ -24,9 +24,7 @@ from ... import errors as E
 FRONT_ERRORS: dict[str, tuple[str, int, str]] = {
     "QueueDeletedRecently": ("AWS.SimpleQueueService.QueueDeletedRecently", 400, "Sender"),
     "InvalidIdFormat": ("InvalidIdFormat", 400, "Sender"),
-    "UnsupportedOperation": ("AWS.SimpleQueueService.UnsupportedOperation", 400, "Sender"),
     "RequestThrottled": ("RequestThrottled", 400, "Sender"),
-    "ResourceNotFoundException": ("ResourceNotFoundException", 404, "Sender"),
     "InvalidAddress": ("InvalidAddress", 404, "Sender"),
     "InvalidSecurity": ("InvalidSecurity", 403, "Sender"),
     "InvalidAction": ("InvalidAction", 400, "Sender"),
