@@ -1,0 +1,37 @@
+"""``vqs pipeline``: the Spark pipelines (need the spark extra and Java 17).
+
+The pipelines keep their own argparse front (``python -m vqs.pipelines.*``);
+these commands pass every argument through, ``--help`` included.
+"""
+
+from __future__ import annotations
+
+import typer
+
+pipeline_app = typer.Typer(help="The Spark pipelines (need the spark extra and Java 17).",
+                           no_args_is_help=True)
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+@pipeline_app.command("run", context_settings=_PASS_THROUGH, add_help_option=False)
+def pipeline_run(ctx: typer.Context) -> None:
+    """Run the camera-statistics Structured Streaming job on a topic (--path or --url)."""
+    from ..pipelines import camera
+
+    raise typer.Exit(camera.main(["run", *ctx.args]))
+
+
+@pipeline_app.command("feed", context_settings=_PASS_THROUGH, add_help_option=False)
+def pipeline_feed(ctx: typer.Context) -> None:
+    """Append generated camera frame events (late and dropped frames included) to a topic."""
+    from ..pipelines import camera
+
+    raise typer.Exit(camera.main(["feed", *ctx.args]))
+
+
+@pipeline_app.command("demo", context_settings=_PASS_THROUGH, add_help_option=False)
+def pipeline_demo(ctx: typer.Context) -> None:
+    """The end-to-end demo (`make demo`): server, feed, pipeline, summary."""
+    from ..pipelines import demo
+
+    raise typer.Exit(demo.main(list(ctx.args)))

@@ -1,0 +1,115 @@
+"""``vqs queue``: SQS-style queues (create, list, describe, send, receive, delete...)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.table import Table
+
+from .target import DATA, JSON_OUT, TOKEN, URL, out, print_json, print_names, target
+
+queue_app = typer.Typer(help="SQS-style queues: create, list, send, receive, delete...", no_args_is_help=True)
+
+
+@queue_app.command("create")
+def queue_create(name: str,
+                 visibility_timeout: int = typer.Option(30), delay_seconds: int = typer.Option(0),
+                 receive_wait_seconds: int = typer.Option(0), retention_seconds: int = typer.Option(345600),
+                 max_message_bytes: int = typer.Option(1048576),
+                 dead_letter_queue: str | None = typer.Option(None), max_receive_count: int | None = typer.Option(None),
+                 fifo: bool = typer.Option(False), content_based_deduplication: bool = typer.Option(False),
+                 url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Create a queue."""
+    kw = dict(visibility_timeout=visibility_timeout, delay_seconds=delay_seconds,
+              receive_wait_seconds=receive_wait_seconds, retention_seconds=retention_seconds,
+              max_message_bytes=max_message_bytes, fifo=fifo, content_based_deduplication=content_based_deduplication)
+    if dead_letter_queue is not None:
+        kw["dead_letter_queue"] = dead_letter_queue
+        kw["max_receive_count"] = max_receive_count
+    with target(url, data_dir, token) as t:
+        t.create_queue(name, **kw)
+    out.print(f"created queue [bold]{name}[/bold]")
+
+
+@queue_app.command("list")
+def queue_list(prefix: str | None = typer.Option(None, "--prefix"), url: str | None = URL,
+               data_dir: str | None = DATA, token: str | None = TOKEN, as_json: bool = JSON_OUT):
+    """List queues."""
+    with target(url, data_dir, token) as t:
+        names = t.queues(prefix)
+    print_names(names, as_json)
+
+
+@queue_app.command("describe")
+def queue_describe(name: str, url: str | None = URL, data_dir: str | None = DATA,
+                   token: str | None = TOKEN, as_json: bool = JSON_OUT):
+    """A queue's attributes and approximate counts."""
+    with target(url, data_dir, token) as t:
+        attrs = t.queue(name).get_attributes()
+    if as_json:
+        print_json(attrs)
+        return
+    tab = Table(title=f"queue {name}")
+    tab.add_column("attribute")
+    tab.add_column("value")
+    for k, v in sorted(attrs.items()):
+        tab.add_row(str(k), str(v))
+    out.print(tab)
+
+
+@queue_app.command("delete")
+def queue_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Delete a queue and its messages."""
+    with target(url, data_dir, token) as t:
+        t.delete_queue(name)
+    out.print(f"deleted queue [bold]{name}[/bold]")
+
+
+@queue_app.command("purge")
+def queue_purge(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Delete every message of a queue."""
+    with target(url, data_dir, token) as t:
+        t.queue(name).purge()
+    out.print(f"purged queue [bold]{name}[/bold]")
+
+
+@queue_app.command("send")
+def queue_send(name: str, body: str | None = typer.Argument(None, help="message body (default: one message per stdin line)"),
+               delay_seconds: int | None = typer.Option(None), group_id: str | None = typer.Option(None),
+               dedup_id: str | None = typer.Option(None),
+               url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Send a message (or one per line of stdin)."""
+    bodies = [body] if body is not None else [ln.rstrip("\n") for ln in sys.stdin]
+    with target(url, data_dir, token) as t:
+        q = t.queue(name)
+        for b in bodies:
+            mid = q.send(b, delay_seconds=delay_seconds, group_id=group_id, dedup_id=dedup_id)
+            out.print(mid, highlight=False)
+
+
+@queue_app.command("receive")
+def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
+                  wait_seconds: int | None = typer.Option(None, "--wait"),
+                  visibility_timeout: int | None = typer.Option(None),
+                  delete: bool = typer.Option(False, "--delete", help="delete what was received"),
+                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Receive messages (printed as JSON lines with their receipt handles)."""
+    with target(url, data_dir, token) as t:
+        q = t.queue(name)
+        msgs = q.receive(max_messages=max_messages, wait_seconds=wait_seconds, visibility_timeout=visibility_timeout)
+        for m in msgs:
+            body = m.body.decode("utf-8", "replace") if isinstance(m.body, (bytes, bytearray)) else m.body
+            sys.stdout.write(json.dumps({"id": m.id, "body": body, "receipt_handle": m.receipt_handle,
+                                         "receive_count": m.receive_count}) + "\n")
+            if delete:
+                q.delete(m.receipt_handle)
+
+
+@queue_app.command("delete-message")
+def queue_delete_message(name: str, receipt_handle: str, url: str | None = URL,
+                         data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Delete (acknowledge) a received message by its receipt handle."""
+    with target(url, data_dir, token) as t:
+        t.queue(name).delete(receipt_handle)

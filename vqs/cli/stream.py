@@ -1,0 +1,157 @@
+"""``vqs produce`` and ``vqs consume``: messages between a topic and stdin/stdout.
+
+Framing is the same both ways: ``line`` (one message per line) or ``length``
+(4-byte big-endian length prefix); ``consume`` also prints ``json`` (one
+object per line, binary keys/values as ``key_b64``/``value_b64``). A truncated
+input ends ``produce`` with an error after sending every complete message
+before it. ``consume --group`` commits as it goes and once more on the way out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+
+import typer
+
+from .target import DATA, TOKEN, URL, err, fail, target
+
+
+def _frames(stream, framing: str):
+    if framing == "line":
+        for line in stream:
+            yield line[:-1] if line.endswith(b"\n") else line
+    elif framing == "length":
+        while True:
+            head = stream.read(4)
+            if not head:
+                return
+            if len(head) < 4:
+                raise ValueError("truncated length prefix at the end of the input")
+            (n,) = struct.unpack(">I", head)
+            data = stream.read(n)
+            if len(data) < n:
+                raise ValueError(f"truncated record: expected {n} bytes, got {len(data)}")
+            yield data
+    else:
+        raise ValueError(f"framing must be line or length, not {framing!r}")
+
+
+
+def produce(topic: str,
+            file: str | None = typer.Option(None, "--file", "-f", help="read from a file (default stdin)"),
+            framing: str = typer.Option("line", "--framing", help="line (one message per line) or length (4-byte big-endian length prefix)"),
+            key: str | None = typer.Option(None, "--key", help="key for every message"),
+            partition: int | None = typer.Option(None, "--partition"),
+            batch_size: int = typer.Option(500, "--batch-size", help="messages per request"),
+            progress: bool = typer.Option(True, "--progress/--no-progress"),
+            url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Send messages read from stdin or a file."""
+    from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
+
+    stream = open(file, "rb") if file else sys.stdin.buffer
+    total = os.path.getsize(file) if file else None
+    sent = 0
+    try:
+        with target(url, data_dir, token) as t:
+            p = t.producer()
+            kb = key.encode() if key is not None else None
+            with Progress(TextColumn("[bold]{task.fields[n]}[/bold] messages"), BarColumn(), TransferSpeedColumn(),
+                          console=err, disable=not progress, transient=False) as prog:
+                task = prog.add_task("produce", total=total, n=0)
+                batch: list = []
+                nbytes = 0
+
+                def flush_batch():
+                    nonlocal sent, nbytes, batch
+                    if batch:
+                        p.send_batch(topic, batch, keys=None if kb is None else [kb] * len(batch), partition=partition)
+                        sent += len(batch)
+                        prog.update(task, advance=nbytes, n=sent)
+                        batch, nbytes = [], 0
+
+                try:
+                    for rec in _frames(stream, framing):
+                        batch.append(rec)
+                        nbytes += len(rec) + (1 if framing == "line" else 4)
+                        if len(batch) >= batch_size:
+                            flush_batch()
+                    flush_batch()
+                except ValueError as e:
+                    flush_batch()
+                    fail(f"{e} (after {sent} messages)")
+            p.flush()
+    finally:
+        if file:
+            stream.close()
+    err.print(f"sent {sent} message(s) to {topic}", highlight=False)
+
+
+def consume(topic: str,
+            partition: int | None = typer.Option(None, "--partition", help="only this partition"),
+            offset: int | None = typer.Option(None, "--offset", help="start here (needs --partition or a 1-partition topic)"),
+            from_end: bool = typer.Option(False, "--from-end", help="start at the end (new messages only)"),
+            group: str | None = typer.Option(None, "--group", "-g", help="start at the group's committed offsets; commit as we go"),
+            follow: bool = typer.Option(False, "--follow", "-F", help="keep waiting for new messages"),
+            max_messages: int | None = typer.Option(None, "--max", "-n", help="stop after this many"),
+            framing: str = typer.Option("line", "--framing", help="line, length, or json (one object per line)"),
+            url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Print messages of a topic (from an offset, the beginning, the end, or a group's position)."""
+    import base64
+
+    w = sys.stdout.buffer
+    n = 0
+    with target(url, data_dir, token) as t:
+        c = t.consumer(None, group=group, auto_offset_reset="latest" if from_end else "earliest")
+        try:
+            nparts = t.topic(topic).partitions
+            parts = [partition] if partition is not None else list(range(nparts))
+            tps = [(topic, p) for p in parts]
+            c.assign(tps)
+            if offset is not None:
+                if len(parts) != 1:
+                    fail("--offset needs --partition (the topic has several partitions)", 2)
+                c.seek(tps[0], offset)
+            elif from_end:
+                c.seek_to_end(tps)
+            while max_messages is None or n < max_messages:
+                want = 500 if max_messages is None else min(500, max_messages - n)
+                recs = c.poll(max_records=want, timeout=1.0 if follow else 0.0)
+                if not recs:
+                    if follow:
+                        continue
+                    break
+                for r in recs:
+                    if framing == "length":
+                        w.write(struct.pack(">I", len(r.value)) + r.value)
+                    elif framing == "json":
+                        d = {"topic": r.topic, "partition": r.partition, "offset": r.offset,
+                             "timestamp_ms": r.timestamp_ms}
+                        for name, v in (("key", r.key), ("value", r.value)):
+                            if v is None:
+                                d[name] = None
+                                continue
+                            try:
+                                d[name] = v.decode("utf-8")
+                            except UnicodeDecodeError:
+                                d[name + "_b64"] = base64.b64encode(v).decode()
+                        w.write(json.dumps(d).encode() + b"\n")
+                    else:
+                        w.write(r.value + b"\n")
+                n += len(recs)
+                w.flush()
+                if group is not None:
+                    c.commit()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if group is not None:
+                try:
+                    c.commit()
+                except Exception as e:  # keep the error that ended the loop; say this one
+                    err.print(f"[yellow]warning:[/yellow] the final commit of group {group!r} failed: {e}",
+                              highlight=False)
+            c.close()
+    err.print(f"read {n} message(s)", highlight=False)
