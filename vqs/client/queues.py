@@ -1,0 +1,126 @@
+"""Queues over HTTP: ``RemoteQueue`` (``vqs`` Queue's methods) and ``RemoteMessage``.
+
+Guarantees: a text body is sent as text (SQS's character rules apply on the
+server), any other body as its bytes (``body_b64``), and a received body is
+always bytes, as the embedded API gives it. A delete that the server reports
+as failed raises the embedded API's error for it; ``delete_batch`` returns the
+server's per-handle report unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .error_map import from_failed_entry
+from .values import as_bytes
+
+if TYPE_CHECKING:
+    from .transport import Transport
+
+
+class RemoteMessage:
+    """A received queue message (``.id .body .receipt_handle .receive_count
+    .sent_timestamp_ms .attributes``)."""
+
+    __slots__ = ("id", "body", "receipt_handle", "receive_count", "sent_timestamp_ms", "attributes",
+                 "group_id", "dedup_id", "sequence_number", "first_receive_timestamp_ms")
+
+    def __init__(self, d: dict):
+        self.id = d["id"]
+        self.body = base64.b64decode(d["body_b64"]) if "body_b64" in d else d["body"].encode("utf-8")
+        self.receipt_handle = d["receipt_handle"]
+        self.receive_count = d.get("receive_count", 1)
+        self.sent_timestamp_ms = d.get("sent_timestamp_ms")
+        self.attributes = d.get("attributes") or {}
+        self.group_id = d.get("group_id")
+        self.dedup_id = d.get("dedup_id")
+        self.sequence_number = d.get("sequence_number")
+        self.first_receive_timestamp_ms = d.get("first_receive_timestamp_ms")
+
+    def __repr__(self) -> str:
+        return f"RemoteMessage(id={self.id!r}, body={self.body[:40]!r}, receive_count={self.receive_count})"
+
+
+def _body_json(body) -> dict:
+    if isinstance(body, str):
+        return {"body": body}  # text: SQS's character rules apply
+    return {"body_b64": base64.b64encode(as_bytes(body, "body")).decode("ascii")}  # bytes as they are
+
+
+class RemoteQueue:
+    """A queue on the server, with ``vqs`` Queue's methods."""
+
+    def __init__(self, transport: Transport, name: str, desc: dict | None = None):
+        self._transport = transport
+        self.name = name
+        self._desc = desc or {}
+
+    def __repr__(self) -> str:
+        return f"RemoteQueue({self.name!r})"
+
+    def _p(self, suffix: str = "") -> str:
+        return f"/queues/{self.name}{suffix}"
+
+    def send(self, body, delay_seconds: int | None = None, attributes: dict | None = None,
+             group_id: str | None = None, dedup_id: str | None = None) -> str:
+        m = _body_json(body)
+        for k, v in (("delay_seconds", delay_seconds), ("attributes", attributes), ("group_id", group_id),
+                     ("dedup_id", dedup_id)):
+            if v is not None:
+                m[k] = v
+        return self._transport.json("POST", self._p("/messages"), json={"messages": [m]})["message_ids"][0]
+
+    def send_batch(self, bodies: Sequence, **kw) -> list[str]:
+        msgs = []
+        for b in bodies:
+            if isinstance(b, dict):
+                m = _body_json(b["body"])
+                m.update({k: v for k, v in b.items() if k != "body" and v is not None})
+            else:
+                m = _body_json(b)
+                m.update({k: v for k, v in kw.items() if v is not None})
+            msgs.append(m)
+        return self._transport.json("POST", self._p("/messages"), json={"messages": msgs})["message_ids"]
+
+    def receive(self, max_messages: int = 1, wait_seconds: float | None = None,
+                visibility_timeout: int | None = None) -> list[RemoteMessage]:
+        body: dict = {"max_messages": max_messages}
+        if wait_seconds is not None:
+            body["wait_seconds"] = wait_seconds
+        if visibility_timeout is not None:
+            body["visibility_timeout"] = visibility_timeout
+        d = self._transport.json("POST", self._p("/receive"), json=body, timeout=(wait_seconds or 20) + 30)
+        return [RemoteMessage(m) for m in d["messages"]]
+
+    def delete(self, receipt_handle: str) -> None:
+        d = self._transport.json("POST", self._p("/delete"), json={"receipt_handles": [receipt_handle]})
+        if d.get("failed"):
+            f = d["failed"][0]
+            raise from_failed_entry(f)
+
+    def delete_batch(self, receipt_handles: Sequence[str]) -> dict:
+        return self._transport.json("POST", self._p("/delete"), json={"receipt_handles": list(receipt_handles)})
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
+        self._transport.request("POST", self._p("/visibility"),
+                              json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+
+    def purge(self) -> None:
+        self._transport.request("POST", self._p("/purge"))
+
+    def attributes(self) -> dict:
+        return self._transport.json("GET", self._p())["attributes"]
+
+    def set_attributes(self, **attributes) -> None:
+        self._transport.request("PATCH", self._p(), json=attributes)
+
+    def tags(self) -> dict:
+        return self._transport.json("GET", self._p("/tags"))["tags"]
+
+    def tag(self, tags: dict) -> None:
+        self._transport.request("PUT", self._p("/tags"), json={"tags": tags})
+
+    def untag(self, keys: Sequence[str]) -> None:
+        self._transport.request("DELETE", self._p("/tags"), params={"keys": list(keys)})
