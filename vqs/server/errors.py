@@ -95,18 +95,18 @@ def error_type(exc: E.VQSError) -> str:
 def from_vqs_error(exc: E.VQSError) -> APIError:
     """The REST form of an error of the embedded API."""
     msg = client_message(exc)
-    name = {"type": error_type(exc)}
+    typed = {"type": error_type(exc)}
     if isinstance(exc, E.QueueError) and not isinstance(exc, (E.QueueDoesNotExist, E.QueueAlreadyExists)):
         code = re.sub(r"(?<!^)(?=[A-Z])", "_", exc.code).lower()
         status = 409 if isinstance(exc, E.MessageNotInflight) else exc.http_status
-        return APIError(status, code, msg, extra={"sqs_code": exc.code, **name})
+        return APIError(status, code, msg, extra={"sqs_code": exc.code, **typed})
     hit = _lookup(_REQUEST_ERRORS, exc)
     if hit is not None:
         status, code = hit
         if isinstance(exc, E.OffsetOutOfRange):
-            return APIError(status, code, msg, "offset", extra={**name, "detail": {
+            return APIError(status, code, msg, "offset", extra={**typed, "detail": {
                 "offset": exc.offset, "start_offset": exc.start_offset, "end_offset": exc.end_offset}})
-        return APIError(status, code, msg, "name" if isinstance(exc, E.InvalidName) else None, extra=name)
+        return APIError(status, code, msg, "name" if isinstance(exc, E.InvalidName) else None, extra=typed)
     hit = _lookup(_SERVER_ERRORS, exc)
     if hit is not None:
         return APIError(hit[0], hit[1], msg)
