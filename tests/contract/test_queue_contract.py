@@ -39,12 +39,6 @@ def counts(q) -> tuple[int, int, int]:
             int(a["ApproximateNumberOfMessagesDelayed"]))
 
 
-def xfail_on_server(request, qh, reason: str) -> None:
-    """A known drift of the server front: strict, so fixing it flags this marker."""
-    if qh.remote:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
-
 # ------------------------------------------------------------------ send / receive / delete
 
 
@@ -186,12 +180,10 @@ def test_fifo_a_stale_handle_is_refused_and_deletes_nothing(fifo_qh):
     assert [m.receive_count for m in q.receive()] == [3]  # nothing was deleted
 
 
-def test_fifo_a_stale_handle_raises_receipt_handle_expired(request, fifo_qh):
+def test_fifo_a_stale_handle_raises_receipt_handle_expired(fifo_qh):
     """The precise error class, as the embedded API raises it (a subclass of
-    InvalidParameterValue): the client is to raise the embedded API's exceptions."""
+    InvalidParameterValue): the client raises the embedded API's exceptions."""
     qh = fifo_qh
-    xfail_on_server(request, qh, "the client maps the error by its SQS code (InvalidParameterValue), "
-                    "losing the embedded class ReceiptHandleExpired")
     q = qh.queue()
     qh.send(q, b"a")
     [first] = q.receive(visibility_timeout=0)
@@ -348,9 +340,7 @@ def test_string_message_attributes_round_trip_in_sqs_shape(qh):
     assert plain.attributes == {}
 
 
-def test_typed_message_attributes_round_trip(request, qh):
-    xfail_on_server(request, qh, "REST QueueMessageIn.attributes is dict[str, str]: "
-                    "Number and Binary attributes cannot be sent through vqs.Client")
+def test_typed_message_attributes_round_trip(qh):
     q = qh.queue()
     attrs = {"n": {"DataType": "Number", "StringValue": "42"},
              "b": {"DataType": "Binary", "BinaryValue": b"\x00\xff"}}

@@ -29,5 +29,8 @@ def test_request_errors_keep_their_message():
     api = from_vqs_error(E.PurgeQueueInProgress("q"))
     assert (api.status, api.code, api.body()["error"]["sqs_code"]) == (403, "purge_queue_in_progress",
                                                                       "PurgeQueueInProgress")
+    api = from_vqs_error(E.ReceiptHandleExpired("h"))  # the code is SQS's, the type the precise class
+    assert (api.status, api.code, api.body()["error"]["sqs_code"], api.body()["error"]["type"]) == (
+        400, "invalid_parameter_value", "InvalidParameterValue", "ReceiptHandleExpired")
     assert from_vqs_error(E.MessageNotInflight()).status == 409
     assert from_vqs_error(E.InvalidName("bad name")).field == "name"

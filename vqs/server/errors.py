@@ -2,7 +2,10 @@
 and what of an embedded error a remote client may see.
 
 Codes are stable strings (clients switch on them); messages name the
-offending field or resource.
+offending field or resource. An error that describes the request (a missing
+topic, a queue error, ...) also carries ``type``, the embedded API's precise
+name for it (``ReceiptHandleExpired``, where the code says only
+``invalid_parameter_value``), and a queue error its SQS code as ``sqs_code``.
 
 Invariant: no message sent to a remote client names a server path or carries
 a traceback. The embedded API's messages name files (``log /data/t/0 is
@@ -83,20 +86,27 @@ def client_message(exc: E.VQSError) -> str:
     return hit[2] if hit is not None else _UNEXPECTED
 
 
+def error_type(exc: E.VQSError) -> str:
+    """The precise name of an embedded error a remote client may see: its class's
+    name in ``vqs.errors`` (a stable identifier; ``vqs.Client`` raises that class)."""
+    return type(exc).__name__
+
+
 def from_vqs_error(exc: E.VQSError) -> APIError:
     """The REST form of an error of the embedded API."""
     msg = client_message(exc)
+    typed = {"type": error_type(exc)}
     if isinstance(exc, E.QueueError) and not isinstance(exc, (E.QueueDoesNotExist, E.QueueAlreadyExists)):
         code = re.sub(r"(?<!^)(?=[A-Z])", "_", exc.code).lower()
         status = 409 if isinstance(exc, E.MessageNotInflight) else exc.http_status
-        return APIError(status, code, msg, extra={"sqs_code": type(exc).__name__})
+        return APIError(status, code, msg, extra={"sqs_code": exc.code, **typed})
     hit = _lookup(_REQUEST_ERRORS, exc)
     if hit is not None:
         status, code = hit
         if isinstance(exc, E.OffsetOutOfRange):
-            return APIError(status, code, msg, "offset", extra={"detail": {
+            return APIError(status, code, msg, "offset", extra={**typed, "detail": {
                 "offset": exc.offset, "start_offset": exc.start_offset, "end_offset": exc.end_offset}})
-        return APIError(status, code, msg, "name" if isinstance(exc, E.InvalidName) else None)
+        return APIError(status, code, msg, "name" if isinstance(exc, E.InvalidName) else None, extra=typed)
     hit = _lookup(_SERVER_ERRORS, exc)
     if hit is not None:
         return APIError(hit[0], hit[1], msg)

@@ -76,12 +76,24 @@ class QueueUpdate(BaseModel):
     content_based_deduplication: bool | None = None
 
 
+class MessageAttributeIn(BaseModel):
+    """A typed message attribute in SQS's shape: ``DataType`` String, Number or Binary
+    (each with an optional ``.label``), and ``StringValue``, or ``BinaryValue`` as base64.
+    The broker checks the pairing of type and value, as for the embedded API."""
+
+    model_config = ConfigDict(extra="forbid")
+    DataType: str = Field(..., min_length=1, max_length=256)
+    StringValue: str | None = Field(None, max_length=1 << 20)
+    BinaryValue: str | None = Field(None, max_length=(1 << 20) * 4 // 3 + 4)
+
+
 class QueueMessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     body: str | None = Field(None, max_length=1 << 20)
     body_b64: str | None = Field(None, max_length=(1 << 20) * 4 // 3 + 4)
     delay_seconds: int | None = Field(None, ge=0, le=900)
-    attributes: dict[str, str] | None = Field(None, max_length=10)
+    # a plain string is a String attribute
+    attributes: dict[str, str | MessageAttributeIn] | None = Field(None, max_length=10)
     group_id: str | None = Field(None, max_length=128)
     dedup_id: str | None = Field(None, max_length=128)
 

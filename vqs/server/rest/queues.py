@@ -3,8 +3,11 @@
 Queue semantics (leases, delays, dead letters, FIFO) are the broker's; these
 routes move whole requests onto it in SQS-sized pieces (at most 10 messages
 per broker call), so a REST batch of 1,000 behaves like 100 SQS batches.
-Invariants: a body is text when it is UTF-8, else ``body_b64``; a failed
-delete is reported per receipt handle, never dropped.
+Invariants: a body is text when it is UTF-8, else ``body_b64``; a message
+attribute is a plain string (a String attribute) or SQS-shaped
+``{"DataType", "StringValue" | "BinaryValue"}``, a binary value as base64 both
+ways; a failed delete is reported per receipt handle, never dropped, with its
+SQS ``code`` (and, for a one-handle delete, the embedded error's precise ``type``).
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import binascii
 
 from fastapi import APIRouter, Query, Response
 
+from ...errors import QueueError
 from ..context import ServerContext
-from ..errors import APIError
+from ..errors import APIError, client_message, error_type
 from .conventions import check_name, jresp, name_param, ready_broker
 from .models import QueueCreate, QueueDelete, QueueReceive, QueueSend, QueueUpdate, Tags, VisibilityChange
 
@@ -44,6 +48,27 @@ def _message_json(m) -> dict:
                 attrs[k] = a
         d["attributes"] = attrs
     return d
+
+
+def _attributes_in(attributes: dict, i: int) -> dict:
+    """REST message attributes -> the embedded API's: a plain string stays a String
+    attribute, a typed one keeps its fields with ``BinaryValue`` decoded from base64."""
+    out = {}
+    for name, v in attributes.items():
+        if isinstance(v, str):
+            out[name] = v
+            continue
+        a = {"DataType": v.DataType}
+        if v.StringValue is not None:
+            a["StringValue"] = v.StringValue
+        if v.BinaryValue is not None:
+            try:
+                a["BinaryValue"] = base64.b64decode(v.BinaryValue, validate=True)
+            except (binascii.Error, ValueError):
+                raise APIError(400, "invalid_argument", f"messages[{i}].attributes.{name}.BinaryValue is not base64",
+                               field="attributes") from None
+        out[name] = a
+    return out
 
 
 def queue_routes(ctx: ServerContext) -> APIRouter:
@@ -115,10 +140,12 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
                 b = m.body
             nbytes += len(b)
             e = {"body": b}
-            for k in ("delay_seconds", "attributes", "group_id", "dedup_id"):
+            for k in ("delay_seconds", "group_id", "dedup_id"):
                 v = getattr(m, k)
                 if v is not None:
                     e[k] = v
+            if m.attributes is not None:
+                e["attributes"] = _attributes_in(m.attributes, i)
             entries.append(e)
         ids = []
         for i in range(0, len(entries), 10):
@@ -156,6 +183,15 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
         q = queue(queue_name)
         ok, failed = 0, []
         hs = body.receipt_handles
+        if len(hs) == 1:
+            # one handle (vqs.Client's RemoteQueue.delete): the embedded delete, whose error is
+            # precise (a batch entry's result names only the SQS code)
+            try:
+                await call(q.delete, hs[0])
+            except QueueError as err:
+                failed.append({"receipt_handle": hs[0], "code": err.code, "type": error_type(err),
+                               "message": client_message(err)})
+            return jresp({"deleted": 1 - len(failed), "failed": failed})
         for i in range(0, len(hs), 10):
             chunk = hs[i:i + 10]
             res = await call(q.delete_batch_entries, [{"id": f"e{j}", "receipt_handle": h} for j, h in enumerate(chunk)])

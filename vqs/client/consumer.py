@@ -1,0 +1,192 @@
+"""``RemoteConsumer``: ``vqs.Consumer``'s shapes over HTTP.
+
+Guarantees: positions live in the client (a new position is taken only from
+records delivered to the caller); ``commit`` stores them on the server for
+the group and nothing else does; a partition without a position starts at the
+group's committed offset, else at ``auto_offset_reset``. ``poll`` returns
+records of the assigned partitions round robin, each partition's in offset
+order, and long-polls the server when idle (one partition: on its fetch;
+several: ``POST /wait`` on all of them, then a fetch).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .. import errors as E
+from .values import as_tp
+
+if TYPE_CHECKING:
+    from .core import Client
+    from .transport import Transport
+
+
+class RemoteConsumer:
+    """``Consumer`` over HTTP: positions live in the client; ``commit`` stores them
+    on the server for the group. ``poll`` long-polls the server when idle."""
+
+    def __init__(self, client: Client, transport: Transport, topics=None, group: str | None = None, *,
+                 auto_offset_reset: str = "earliest", max_partition_bytes: int = 1 << 20):
+        if auto_offset_reset not in ("earliest", "latest"):
+            raise E.ConfigError(f"auto_offset_reset must be earliest or latest, not {auto_offset_reset!r}")
+        self._client = client
+        self._transport = transport
+        self.group = group
+        self._reset = auto_offset_reset
+        self._max_bytes = max_partition_bytes
+        self._positions: dict = {}
+        self._assigned: list = []
+        self._next = 0
+        self._closed = False
+        self._committed_cache: dict | None = None
+        if topics is not None:
+            self.subscribe(topics)
+
+    def __repr__(self) -> str:
+        return f"RemoteConsumer(group={self.group!r}, assignment={self._assigned!r})"
+
+    def subscribe(self, topics) -> None:
+        if isinstance(topics, str):
+            topics = [topics]
+        tps = []
+        for t in topics:
+            n = self._client.topic(t).partitions
+            tps.extend(as_tp((t, p)) for p in range(n))
+        self.assign(tps)
+
+    def assign(self, partitions: Iterable) -> None:
+        self._assigned = [as_tp(tp) for tp in partitions]
+        self._positions = {tp: self._positions[tp] for tp in self._assigned if tp in self._positions}
+
+    def assignment(self) -> list:
+        return list(self._assigned)
+
+    def _offsets(self, topic: str) -> list[dict]:
+        return self._client.offsets(topic)
+
+    def _reset_offset(self, tp) -> int:
+        row = self._offsets(tp.topic)[tp.partition]
+        return row["start_offset"] if self._reset == "earliest" else row["end_offset"]
+
+    def _position(self, tp) -> int:
+        pos = self._positions.get(tp)
+        if pos is None:
+            if self.group is not None:
+                if self._committed_cache is None:
+                    self._committed_cache = self._client.group_offsets(self.group)
+                pos = self._committed_cache.get(tp)
+            if pos is None:
+                pos = self._reset_offset(tp)
+            self._positions[tp] = pos
+        return pos
+
+    def position(self, tp) -> int:
+        return self._position(as_tp(tp))
+
+    def seek(self, tp, offset: int) -> None:
+        self._positions[as_tp(tp)] = int(offset)
+
+    def seek_to_beginning(self, partitions=None) -> None:
+        for tp in self._tps(partitions):
+            self._positions[tp] = self._offsets(tp.topic)[tp.partition]["start_offset"]
+
+    def seek_to_end(self, partitions=None) -> None:
+        for tp in self._tps(partitions):
+            self._positions[tp] = self._offsets(tp.topic)[tp.partition]["end_offset"]
+
+    def seek_to_timestamp(self, timestamp_ms: int, partitions=None) -> None:
+        for tp in self._tps(partitions):
+            row = self._client.offsets(tp.topic, timestamp_ms)[tp.partition]
+            off = row.get("offset_for_time")
+            self._positions[tp] = row["end_offset"] if off is None else off
+
+    def _tps(self, partitions):
+        return self._assigned if partitions is None else [as_tp(tp) for tp in partitions]
+
+    def beginning_offsets(self, partitions=None) -> dict:
+        return {tp: self._offsets(tp.topic)[tp.partition]["start_offset"] for tp in self._tps(partitions)}
+
+    def end_offsets(self, partitions=None) -> dict:
+        return {tp: self._offsets(tp.topic)[tp.partition]["end_offset"] for tp in self._tps(partitions)}
+
+    def lag(self, partitions=None) -> dict:
+        ends = self.end_offsets(partitions)
+        return {tp: max(0, end - self._position(tp)) for tp, end in ends.items()}
+
+    def poll(self, max_records: int = 500, timeout: float = 0.0) -> list:
+        """Records from the assigned partitions (round robin), waiting up to ``timeout`` s."""
+        if self._closed:
+            raise E.LogClosedError("consumer is closed")
+        if not self._assigned:
+            return []
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self._fetch(max_records, 0.0 if len(self._assigned) > 1 else max(0.0, deadline - time.monotonic()))
+            if out:
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            if len(self._assigned) > 1:
+                # wait for any assigned partition on the server, then fetch again
+                body = {"partitions": [{"topic": tp.topic, "partition": tp.partition, "offset": self._position(tp)}
+                                       for tp in self._assigned],
+                        "wait_ms": int(left * 1000)}
+                self._transport.request("POST", "/wait", json=body, timeout=left + 30)
+
+    def _fetch(self, max_records: int, wait: float) -> list:
+        from ..broker.topic import ConsumerRecord
+
+        out: list = []
+        n = len(self._assigned)
+        for i in range(n):
+            if len(out) >= max_records:
+                break
+            tp = self._assigned[(self._next + i) % n]
+            pos = self._position(tp)
+            batches, nxt, _ = self._client.read_batches(tp.topic, tp.partition, pos,
+                                                        max_records=max_records - len(out),
+                                                        max_bytes=self._max_bytes, timeout=wait)
+            for b in batches:
+                for r in b.records():
+                    out.append(ConsumerRecord(tp.topic, tp.partition, r.offset, r.timestamp_ms, r.key, r.value,
+                                              r.headers))
+            self._positions[tp] = nxt
+        self._next = (self._next + 1) % n
+        return out
+
+    def commit(self, offsets: dict | None = None) -> None:
+        if self.group is None:
+            raise E.ConfigError("commit() needs a consumer group (consumer(..., group='name'))")
+        if offsets is None:
+            offsets = {tp: self._positions[tp] for tp in self._assigned if tp in self._positions}
+        else:
+            offsets = {as_tp(tp): int(o) for tp, o in offsets.items()}
+        if offsets:
+            self._client.commit_offsets(self.group, offsets)
+            if self._committed_cache is not None:
+                self._committed_cache.update(offsets)
+
+    def committed(self, tp):
+        if self.group is None:
+            return None
+        return self._client.group_offsets(self.group).get(as_tp(tp))
+
+    def close(self) -> None:
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> RemoteConsumer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self):
+        while not self._closed:
+            yield from self.poll(timeout=1.0)

@@ -1,0 +1,147 @@
+"""``Client``: the facade of ``vqs.Client``, with the shapes of ``vqs.Broker``.
+
+Guarantees: one Client is one ``Transport`` (one keep-alive pool), shared by
+every topic, producer, consumer and queue made from it, and closed with it;
+every method answers as the embedded ``Broker``'s does (its return types, its
+exceptions, via ``error_map``); the stateless ``read_batches`` returns exactly
+the records from ``offset`` on, with the next offset to ask for.
+"""
+
+from __future__ import annotations
+
+from ..wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
+from .consumer import RemoteConsumer
+from .queues import RemoteQueue
+from .topics import RemoteProducer, RemoteTopic
+from .transport import DEFAULT_URL, Transport
+from .values import as_tp
+
+_ACCEPT_BATCH = [(b"accept", BATCH_CONTENT_TYPE.encode())]
+
+
+class Client:
+    """A connection to a VQS server with the shapes of ``vqs.Broker``."""
+
+    def __init__(self, url: str = DEFAULT_URL, token: str | None = None, *, timeout: float = 60.0,
+                 transport=None):
+        self._transport = Transport(url, token, timeout, transport)
+        self.url = self._transport.url
+        self._closed = False
+
+    def close(self) -> None:
+        self._closed = True
+        self._transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r})"
+
+    # -------------------------------------------------------------------- operations
+    def health(self) -> dict:
+        return self._transport.http.get("/health").json()
+
+    def metrics(self) -> str:
+        return self._transport.request("GET", "/metrics").text
+
+    # ------------------------------------------------------------------------- topics
+    def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
+                     retention_bytes: int | None = None, segment_bytes: int | None = None,
+                     compression: str | None = None) -> RemoteTopic:
+        body = {"name": name, "partitions": partitions}
+        for k, v in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes),
+                     ("segment_bytes", segment_bytes), ("compression", compression)):
+            if v is not None:
+                body[k] = v
+        return RemoteTopic(self, self._transport, self._transport.json("POST", "/topics", json=body))
+
+    def topic(self, name: str) -> RemoteTopic:
+        return RemoteTopic(self, self._transport, self._transport.json("GET", f"/topics/{name}"))
+
+    def topics(self) -> list[str]:
+        return self._transport.json("GET", "/topics")["topics"]
+
+    def delete_topic(self, name: str) -> None:
+        self._transport.request("DELETE", f"/topics/{name}")
+
+    def producer(self) -> RemoteProducer:
+        return RemoteProducer(self._transport)
+
+    def consumer(self, topics=None, group: str | None = None, *, auto_offset_reset: str = "earliest",
+                 max_partition_bytes: int = 1 << 20) -> RemoteConsumer:
+        return RemoteConsumer(self, self._transport, topics, group, auto_offset_reset=auto_offset_reset,
+                              max_partition_bytes=max_partition_bytes)
+
+    def offsets(self, topic: str, timestamp_ms: int | None = None) -> list[dict]:
+        params = {} if timestamp_ms is None else {"timestamp_ms": timestamp_ms}
+        return self._transport.json("GET", f"/topics/{topic}/offsets", params=params)["partitions"]
+
+    def read_batches(self, topic: str, partition: int, offset: int, *, max_records: int = 100_000,
+                     max_bytes: int = 1 << 20, timeout: float = 0.0):
+        """Stateless fetch of decoded RecordBatch objects holding exactly the records from
+        ``offset`` on (at most ``max_records``), and the next offset. Long polls ``timeout`` s."""
+        t = self._transport
+        hs, body = t.hot(
+            "GET", f"/topics/{topic}/messages",
+            {"partition": partition, "offset": offset, "limit": max_records, "max_bytes": max_bytes,
+             "wait_ms": int(timeout * 1000)},
+            _ACCEPT_BATCH, timeout=max(t.timeout, timeout + 30))
+        return decode_body(body, where="server response"), int(hs[NEXT_OFFSET]), int(hs[END_OFFSET])
+
+    def read(self, topic: str, partition: int, offset: int, *, max_records: int = 500,
+             max_bytes: int = 1 << 20, timeout: float = 0.0) -> list:
+        """Stateless fetch, like ``Topic.read``: ConsumerRecords of one partition from ``offset``."""
+        from ..broker.topic import ConsumerRecord
+
+        batches, _, _ = self.read_batches(topic, partition, offset, max_records=max_records,
+                                          max_bytes=max_bytes, timeout=timeout)
+        out = []
+        for b in batches:
+            for r in b.records():
+                out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers))
+        return out
+
+    # ------------------------------------------------------------------------- groups
+    def groups(self) -> list[str]:
+        return self._transport.json("GET", "/groups")["groups"]
+
+    def describe_group(self, group: str) -> list:
+        from ..broker.topic import PartitionLag
+
+        rows = self._transport.json("GET", f"/groups/{group}")["partitions"]
+        return [PartitionLag(**row) for row in rows]
+
+    def group_offsets(self, group: str) -> dict:
+        """{TopicPartition: committed offset}; {} for a group the server does not know."""
+        r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
+        if r.status_code == 404:
+            return {}
+        return {as_tp((row["topic"], row["partition"])): row["committed"] for row in r.json()["partitions"]}
+
+    def commit_offsets(self, group: str, offsets: dict) -> None:
+        body = {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]}
+        self._transport.request("POST", f"/groups/{group}/offsets", json=body)
+
+    def delete_group(self, group: str) -> bool:
+        """True if the group existed."""
+        r = self._transport.request("DELETE", f"/groups/{group}", expect=(204, 404))
+        return r.status_code == 204
+
+    # ------------------------------------------------------------------------- queues
+    def create_queue(self, name: str, **attributes) -> RemoteQueue:
+        body = {"name": name, **attributes}
+        return RemoteQueue(self._transport, name, self._transport.json("POST", "/queues", json=body))
+
+    def queue(self, name: str) -> RemoteQueue:
+        return RemoteQueue(self._transport, name, self._transport.json("GET", f"/queues/{name}"))
+
+    def queues(self, prefix: str | None = None) -> list[str]:
+        params = {} if prefix is None else {"prefix": prefix}
+        return self._transport.json("GET", "/queues", params=params)["queues"]
+
+    def delete_queue(self, name: str) -> None:
+        self._transport.request("DELETE", f"/queues/{name}")

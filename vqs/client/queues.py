@@ -1,0 +1,170 @@
+"""Queues over HTTP: ``RemoteQueue`` (``vqs`` Queue's methods) and ``RemoteMessage``.
+
+Guarantees: a text body is sent as text (SQS's character rules apply on the
+server), any other body as its bytes (``body_b64``), and a received body is
+always bytes, as the embedded API gives it. Message attributes take the
+embedded API's forms (a str, an int or float, bytes, or SQS-shaped
+``{"DataType", "StringValue" | "BinaryValue"}``) and come back in SQS's shape
+with ``BinaryValue`` as bytes; base64 is only their form on the wire. A delete
+the server reports as failed raises the embedded API's error for it
+(``ReceiptHandleExpired``, ...); ``delete_batch`` returns the server's
+per-handle report unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .. import errors as E
+from .error_map import from_failed_entry
+from .values import as_bytes
+
+if TYPE_CHECKING:
+    from .transport import Transport
+
+
+class RemoteMessage:
+    """A received queue message (``.id .body .receipt_handle .receive_count
+    .sent_timestamp_ms .attributes``)."""
+
+    __slots__ = ("id", "body", "receipt_handle", "receive_count", "sent_timestamp_ms", "attributes",
+                 "group_id", "dedup_id", "sequence_number", "first_receive_timestamp_ms")
+
+    def __init__(self, d: dict):
+        self.id = d["id"]
+        self.body = base64.b64decode(d["body_b64"]) if "body_b64" in d else d["body"].encode("utf-8")
+        self.receipt_handle = d["receipt_handle"]
+        self.receive_count = d.get("receive_count", 1)
+        self.sent_timestamp_ms = d.get("sent_timestamp_ms")
+        self.attributes = _attributes_out(d.get("attributes"))
+        self.group_id = d.get("group_id")
+        self.dedup_id = d.get("dedup_id")
+        self.sequence_number = d.get("sequence_number")
+        self.first_receive_timestamp_ms = d.get("first_receive_timestamp_ms")
+
+    def __repr__(self) -> str:
+        return f"RemoteMessage(id={self.id!r}, body={self.body[:40]!r}, receive_count={self.receive_count})"
+
+
+def _attributes_out(attrs: dict | None) -> dict:
+    """Received attributes as the embedded API gives them: ``BinaryValue`` as bytes."""
+    if not attrs:
+        return {}
+    for a in attrs.values():
+        if isinstance(a, dict) and "BinaryValue" in a:
+            a["BinaryValue"] = base64.b64decode(a["BinaryValue"])
+    return attrs
+
+
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def _attributes_json(attrs):
+    """Message attributes, given as to the embedded API (str, int/float, bytes, or SQS-shaped
+    dicts), in their REST form: a str as it is, anything else typed, binary values as base64."""
+    if not isinstance(attrs, dict):
+        return attrs  # the server refuses it, as the embedded API does
+    out = {}
+    for name, v in attrs.items():
+        if isinstance(v, dict):
+            bv = v.get("BinaryValue")
+            if isinstance(bv, _BYTES):
+                v = {**v, "BinaryValue": base64.b64encode(bv).decode("ascii")}
+            elif bv is not None and str(v.get("DataType", "")).startswith("Binary"):
+                # the embedded API's refusal: REST would read a str BinaryValue as base64
+                raise E.InvalidParameterValue(f"The message attribute '{name}' with type 'Binary' must use field 'Binary'.")
+        elif isinstance(v, _BYTES):
+            v = {"DataType": "Binary", "BinaryValue": base64.b64encode(v).decode("ascii")}
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = {"DataType": "Number", "StringValue": repr(v)}  # the embedded API's rendering
+        out[name] = v
+    return out
+
+
+def _message_json(body, fields) -> dict:
+    """One message of a send request: its body and its non-None fields."""
+    m = _body_json(body)
+    for k, v in fields:
+        if v is not None:
+            m[k] = _attributes_json(v) if k == "attributes" else v
+    return m
+
+
+def _body_json(body) -> dict:
+    if isinstance(body, str):
+        return {"body": body}  # text: SQS's character rules apply
+    return {"body_b64": base64.b64encode(as_bytes(body, "body")).decode("ascii")}  # bytes as they are
+
+
+class RemoteQueue:
+    """A queue on the server, with ``vqs`` Queue's methods."""
+
+    def __init__(self, transport: Transport, name: str, desc: dict | None = None):
+        self._transport = transport
+        self.name = name
+        self._desc = desc or {}
+
+    def __repr__(self) -> str:
+        return f"RemoteQueue({self.name!r})"
+
+    def _p(self, suffix: str = "") -> str:
+        return f"/queues/{self.name}{suffix}"
+
+    def send(self, body, delay_seconds: int | None = None, attributes: dict | None = None,
+             group_id: str | None = None, dedup_id: str | None = None) -> str:
+        m = _message_json(body, (("delay_seconds", delay_seconds), ("attributes", attributes),
+                                 ("group_id", group_id), ("dedup_id", dedup_id)))
+        return self._transport.json("POST", self._p("/messages"), json={"messages": [m]})["message_ids"][0]
+
+    def send_batch(self, bodies: Sequence, **kw) -> list[str]:
+        msgs = []
+        for b in bodies:
+            if isinstance(b, dict):
+                msgs.append(_message_json(b["body"], ((k, v) for k, v in b.items() if k != "body")))
+            else:
+                msgs.append(_message_json(b, kw.items()))
+        return self._transport.json("POST", self._p("/messages"), json={"messages": msgs})["message_ids"]
+
+    def receive(self, max_messages: int = 1, wait_seconds: float | None = None,
+                visibility_timeout: int | None = None) -> list[RemoteMessage]:
+        body: dict = {"max_messages": max_messages}
+        if wait_seconds is not None:
+            body["wait_seconds"] = wait_seconds
+        if visibility_timeout is not None:
+            body["visibility_timeout"] = visibility_timeout
+        d = self._transport.json("POST", self._p("/receive"), json=body, timeout=(wait_seconds or 20) + 30)
+        return [RemoteMessage(m) for m in d["messages"]]
+
+    def delete(self, receipt_handle: str) -> None:
+        d = self._transport.json("POST", self._p("/delete"), json={"receipt_handles": [receipt_handle]})
+        if d.get("failed"):
+            f = d["failed"][0]
+            raise from_failed_entry(f)
+
+    def delete_batch(self, receipt_handles: Sequence[str]) -> dict:
+        return self._transport.json("POST", self._p("/delete"), json={"receipt_handles": list(receipt_handles)})
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
+        self._transport.request("POST", self._p("/visibility"),
+                              json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+
+    def purge(self) -> None:
+        self._transport.request("POST", self._p("/purge"))
+
+    def get_attributes(self) -> dict:
+        """The queue's SQS attributes (GetQueueAttributes, every name)."""
+        return self._transport.json("GET", self._p())["attributes"]
+
+    def set_attributes(self, **attributes) -> None:
+        self._transport.request("PATCH", self._p(), json=attributes)
+
+    def tags(self) -> dict:
+        return self._transport.json("GET", self._p("/tags"))["tags"]
+
+    def tag(self, tags: dict) -> None:
+        self._transport.request("PUT", self._p("/tags"), json={"tags": tags})
+
+    def untag(self, keys: Sequence[str]) -> None:
+        self._transport.request("DELETE", self._p("/tags"), params={"keys": list(keys)})
