@@ -72,12 +72,11 @@ from ...errors import (
     LogClosedError,
     MessageNotInflight,
     OffsetOutOfRange,
-    PurgeQueueInProgress,
     QueueError,
 )
 from ...storage.flusher import Flusher
 from ...storage.log import Log
-from ..lease_state import OP_PURGE, LeaseStateStore, encode_deletes, encode_leases
+from ..lease_state import LeaseStateStore, encode_deletes, encode_leases
 from ..receipt import ReceiptCodec
 from .batch_entries import BatchEntries
 from .leases import INFLIGHT, LeaseTable
@@ -97,8 +96,6 @@ from .validate import (
     prepare,
     prepare_entry,
 )
-
-PURGE_INTERVAL_MS = 60_000
 
 
 def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
@@ -437,34 +434,6 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
             if self._waiting:
                 self._cond.notify()
         return None
-
-    # ============================================================== purge
-
-    def purge(self) -> None:
-        """Delete every message sent before this call (in flight ones included).
-        Only one purge per 60 seconds (PurgeQueueInProgress)."""
-        with self._lock:
-            if self._closed:
-                raise LogClosedError(f"queue {self.name} is closed")
-            now = self._now_ms()
-            if self._last_purge_ms is not None and now - self._last_purge_ms < PURGE_INTERVAL_MS:
-                raise PurgeQueueInProgress(self.name)
-            self._push_locked()
-            below = self._log.end_offset
-            v = bytes([OP_PURGE]) + below.to_bytes(8, "little")
-            self._state.append(v)
-            self._state_bytes += len(v)
-            live = self._leases.live
-            for o in [o for o in live if o < below]:
-                self._remove_locked(o, live[o])
-            self._purged_locked(below)
-            self._low = max(self._low, below)
-            self._leases.issued.clear()
-            self._advance_low()
-            self._last_purge_ms = now
-        if self._sync:
-            self._state.flush()
-        self.reclaim()
 
     # ============================================================== closing
 

@@ -1,4 +1,4 @@
-"""Maintenance of a queue: retention (expire), disk reclaim, state compaction.
+"""Maintenance of a queue: purge, retention (expire), disk reclaim, state compaction.
 
 ``Maintenance`` is the part of ``Queue`` (mixed into it) that keeps a queue's
 disk use bounded; the type-specific parts (which messages are past retention,
@@ -6,6 +6,8 @@ how far the log may be cut, what a snapshot records) are the queue type's
 ``_expire_locked``, ``_reclaim_target`` and ``_snapshot_view``.
 
 Invariants:
+* a purge deletes every message sent before it (in flight ones included) with
+  one ``P`` state record, at most once per ``PURGE_INTERVAL_MS`` (SQS's rule);
 * a message-log segment is deleted only when every offset in it is below
   ``low`` (deleted), and for FIFO queues also older than the deduplication
   window (the window is rebuilt from the log at open);
@@ -18,11 +20,42 @@ Invariants:
 
 from __future__ import annotations
 
+from ...errors import LogClosedError, PurgeQueueInProgress
+from ..lease_state import OP_PURGE
+
 COMPACT_BYTES = 8 << 20  # compact the state log (snapshot) past this many bytes
+PURGE_INTERVAL_MS = 60_000  # one PurgeQueue per 60 seconds, as SQS
 
 
 class Maintenance:
-    """expire / reclaim / compact of a ``Queue`` (see module doc)."""
+    """purge / expire / reclaim / compact of a ``Queue`` (see module doc)."""
+
+    def purge(self) -> None:
+        """Delete every message sent before this call (in flight ones included).
+        Only one purge per 60 seconds (PurgeQueueInProgress)."""
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"queue {self.name} is closed")
+            now = self._now_ms()
+            if self._last_purge_ms is not None and now - self._last_purge_ms < PURGE_INTERVAL_MS:
+                raise PurgeQueueInProgress(self.name)
+            self._push_locked()
+            below = self._log.end_offset
+            v = bytes([OP_PURGE]) + below.to_bytes(8, "little")
+            self._state.append(v)
+            self._state_bytes += len(v)
+            live = self._leases.live
+            for o in [o for o in live if o < below]:
+                self._remove_locked(o, live[o])
+            self._purged_locked(below)
+            self._low = max(self._low, below)
+            self._leases.issued.clear()
+            self._advance_low()
+            self._last_purge_ms = now
+        if self._sync:
+            self._state.flush()
+        self.reclaim()
+
 
     def _maybe_reclaim(self) -> None:
         low = self._low
