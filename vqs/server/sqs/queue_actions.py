@@ -1,0 +1,270 @@
+"""SQS queue administration actions, as a mixin of SQSService.
+
+CreateQueue, GetQueueUrl, ListQueues, DeleteQueue, Get/SetQueueAttributes,
+PurgeQueue, Tag/Untag/ListQueueTags, ListDeadLetterSourceQueues,
+Add/RemovePermission and the message-move-task actions.
+
+Invariants:
+* Each ``a_<Action>(params, req)`` checks SQS's request rules and returns the
+  JSON-shape result (None for an empty one); the queue semantics (attribute
+  validation, idempotent create, redrive) are the broker's, whose errors the
+  service maps (errors.py).
+* Pagination tokens are the url-safe base64 of the last name returned; a
+  page holds the names sorted and strictly after the token.
+* A queue's permissions are its Policy attribute (a JSON document): labels
+  are statement Sids, unique within it; removing the last one clears Policy.
+* Move tasks started here are recorded in ``self._tasks`` so the service
+  stops them at close; the tasks and their rules are the broker's
+  (vqs.broker.queue.redrive).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+
+from ...errors import InvalidName, QueueDoesNotExist
+from .errors import SQSError
+from .params import ActionBase, Req, _int, _str, _str_list, _str_map
+
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_FIFO_NAME = re.compile(r"[A-Za-z0-9_-]{1,75}\.fifo")
+_LABEL = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_TAG_KEYS_MAX = 50
+
+
+def _move_task_entry(task) -> dict:
+    """A vqs.broker.queue.MoveTask as a ListMessageMoveTasks result entry."""
+    d = {"Status": task.status, "SourceArn": task.source_arn,
+         "ApproximateNumberOfMessagesMoved": task.moved,
+         "ApproximateNumberOfMessagesToMove": task.to_move, "StartedTimestamp": task.started_ms}
+    if task.status == "RUNNING":
+        d["TaskHandle"] = task.handle
+    if task.destination_arn:
+        d["DestinationArn"] = task.destination_arn
+    if task.max_per_second is not None:
+        d["MaxNumberOfMessagesPerSecond"] = task.max_per_second
+    if task.failure_reason:
+        d["FailureReason"] = task.failure_reason
+    return d
+
+
+
+class QueueActions(ActionBase):
+    def a_CreateQueue(self, p: dict, req: Req):
+        name = _str(p, "QueueName", required=True)
+        attrs = dict(_str_map(p, "Attributes"))
+        tags = _str_map(p, "tags") or _str_map(p, "Tags")  # JSON says "tags", query Tag.N
+        fifo = str(attrs.get("FifoQueue", "false")).lower() == "true"
+        if fifo:
+            if not _FIFO_NAME.fullmatch(name):
+                raise SQSError("InvalidParameterValue",
+                               "The name of a FIFO queue can only include alphanumeric characters, hyphens, or "
+                               "underscores, must end with .fifo suffix and be 1 to 80 in length.")
+        elif not _QUEUE_NAME.fullmatch(name):
+            raise SQSError("InvalidParameterValue",
+                           "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length")
+        if "FifoQueue" in attrs and not fifo:
+            if str(attrs["FifoQueue"]).lower() != "false":
+                raise SQSError("InvalidAttributeValue", "Invalid value for the parameter FifoQueue.")
+            del attrs["FifoQueue"]
+        kw = dict(attrs)
+        if tags:
+            kw["tags"] = tags
+        self.broker.create_queue(name, **kw)  # idempotent with the same attributes, else QueueNameExists
+        return {"QueueUrl": req.url(name)}
+
+    def a_GetQueueUrl(self, p: dict, req: Req):
+        name = _str(p, "QueueName", required=True)
+        try:
+            self.broker.queue(name)
+        except (QueueDoesNotExist, InvalidName):
+            raise SQSError("QueueDoesNotExist") from None
+        return {"QueueUrl": req.url(name)}
+
+    def a_ListQueues(self, p: dict, req: Req):
+        prefix = _str(p, "QueueNamePrefix") or ""
+        limit = _int(p, "MaxResults", 1, 1000)
+        token = _str(p, "NextToken")
+        names = sorted(self.broker.queues(prefix or None))
+        if token:
+            try:
+                after = base64.urlsafe_b64decode(token.encode()).decode()
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                raise SQSError("InvalidParameterValue", "Invalid NextToken value.") from None
+            names = [n for n in names if n > after]
+        out: dict = {}
+        if limit is None:
+            page = names[:1000]
+        else:
+            page = names[:limit]
+            if len(names) > limit:
+                out["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+        if page:
+            out["QueueUrls"] = [req.url(n) for n in page]
+        return out
+
+    def a_DeleteQueue(self, p: dict, req: Req):
+        name = self._queue_name(p, req)
+        try:
+            self.broker.delete_queue(name)
+        except (QueueDoesNotExist, InvalidName):
+            raise SQSError("QueueDoesNotExist") from None
+        return None
+
+    def a_GetQueueAttributes(self, p: dict, req: Req):
+        q = self._queue(p, req)
+        names = _str_list(p, "AttributeNames")
+        if not names:
+            return {}
+        attrs = q.get_attributes(names, arn_prefix=req.arn_prefix)
+        return {"Attributes": attrs} if attrs else {}
+
+    def a_SetQueueAttributes(self, p: dict, req: Req):
+        q = self._queue(p, req)
+        attrs = _str_map(p, "Attributes")
+        if attrs:
+            q.set_attributes(dict(attrs))
+        return None
+
+    def a_PurgeQueue(self, p: dict, req: Req):
+        self._queue(p, req).purge()
+        return None
+
+    def a_TagQueue(self, p: dict, req: Req):
+        q = self._queue(p, req)
+        tags = _str_map(p, "Tags")
+        if not tags:
+            raise SQSError("MissingParameter", "The request must contain the parameter Tags.")
+        q.tag(dict(tags))
+        return None
+
+    def a_UntagQueue(self, p: dict, req: Req):
+        q = self._queue(p, req)
+        keys = _str_list(p, "TagKeys")
+        if not keys:
+            raise SQSError("MissingParameter", "The request must contain the parameter TagKeys.")
+        q.untag(keys)
+        return None
+
+    def a_ListQueueTags(self, p: dict, req: Req):
+        tags = self._queue(p, req).tags()
+        return {"Tags": tags} if tags else {}
+
+    def a_ListDeadLetterSourceQueues(self, p: dict, req: Req):
+        q = self._queue(p, req)
+        limit = _int(p, "MaxResults", 1, 1000)
+        token = _str(p, "NextToken")
+        names = sorted(q.dead_letter_source_queues())
+        if token:
+            try:
+                after = base64.urlsafe_b64decode(token.encode()).decode()
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                raise SQSError("InvalidParameterValue", "Invalid NextToken value.") from None
+            names = [n for n in names if n > after]
+        out: dict = {}
+        page = names if limit is None else names[:limit]
+        if limit is not None and len(names) > limit:
+            out["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+        out["queueUrls"] = [req.url(n) for n in page]
+        return out
+
+    # ------------------------------------------------------------- permissions
+    def _policy(self, q) -> dict:
+        raw = q.get_attributes(["Policy"]).get("Policy")
+        if raw:
+            try:
+                doc = json.loads(raw)
+                if isinstance(doc, dict):
+                    return doc
+            except ValueError:
+                pass
+        return {"Version": "2012-10-17", "Id": "", "Statement": []}
+
+    def a_AddPermission(self, p: dict, req: Req):
+        q = self._queue(p, req)
+        label = _str(p, "Label", required=True)
+        if not _LABEL.fullmatch(label):
+            raise SQSError("InvalidParameterValue", f"Value {label} for parameter Label is invalid. Reason: "
+                                                    "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length.")
+        accounts = _str_list(p, "AWSAccountIds")
+        actions = _str_list(p, "Actions")
+        if not accounts:
+            raise SQSError("MissingParameter", "The request must contain the parameter AWSAccountIds.")
+        if not actions:
+            raise SQSError("MissingParameter", "The request must contain the parameter Actions.")
+        valid = {"*", "SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility",
+                 "GetQueueAttributes", "GetQueueUrl", "ListDeadLetterSourceQueues", "PurgeQueue",
+                 "ListQueueTags"}
+        for a in actions:
+            if a not in valid:
+                raise SQSError("InvalidParameterValue", f"Value SQS:{a} for parameter ActionName is invalid. "
+                                                        "Reason: Only the queue owner is allowed to invoke this action.")
+        doc = self._policy(q)
+        arn = f"{req.arn_prefix}:{q.name}"
+        doc["Id"] = doc.get("Id") or f"{arn}/SQSDefaultPolicy"
+        if any(s.get("Sid") == label for s in doc.get("Statement", [])):
+            raise SQSError("InvalidParameterValue",
+                           f"Value {label} for parameter Label is invalid. Reason: Already exists.")
+        principals = [f"arn:aws:iam::{a}:root" for a in accounts]
+        doc.setdefault("Statement", []).append({
+            "Sid": label, "Effect": "Allow",
+            "Principal": {"AWS": principals[0] if len(principals) == 1 else principals},
+            "Action": [f"SQS:{a}" for a in actions] if len(actions) > 1 else f"SQS:{actions[0]}",
+            "Resource": arn,
+        })
+        q.set_attributes({"Policy": json.dumps(doc, separators=(",", ":"))})
+        return None
+
+    def a_RemovePermission(self, p: dict, req: Req):
+        q = self._queue(p, req)
+        label = _str(p, "Label", required=True)
+        doc = self._policy(q)
+        stmts = [s for s in doc.get("Statement", []) if s.get("Sid") != label]
+        if len(stmts) == len(doc.get("Statement", [])):
+            raise SQSError("InvalidParameterValue",
+                           f"Value {label} for parameter Label is invalid. Reason: can't find label on existing policy.")
+        doc["Statement"] = stmts
+        q.set_attributes({"Policy": json.dumps(doc, separators=(",", ":")) if stmts else ""})
+        return None
+
+    # ======================================================== message move tasks
+    # (the tasks are the broker's: vqs.broker.queue.redrive.MoveTasks has the rules)
+    def a_StartMessageMoveTask(self, p: dict, req: Req):
+        src_arn = _str(p, "SourceArn", required=True)
+        src_name = self._name_from_arn(src_arn, "SourceArn")
+        try:
+            self.broker.queue(src_name)
+        except (QueueDoesNotExist, InvalidName):
+            raise SQSError("ResourceNotFoundException", "The resource that you specified for the SourceArn parameter doesn't exist.") from None
+        dest_arn = _str(p, "DestinationArn")
+        dest = None
+        if dest_arn:
+            dest = self._name_from_arn(dest_arn, "DestinationArn")
+            try:
+                self.broker.queue(dest)
+            except (QueueDoesNotExist, InvalidName):
+                raise SQSError("ResourceNotFoundException", "The resource that you specified for the DestinationArn parameter doesn't exist.") from None
+        rate = _int(p, "MaxNumberOfMessagesPerSecond", 1, 500, "Must be between 1 and 500")
+        task = self.broker.queue_registry.start_message_move_task(
+            src_name, dest, max_per_second=rate, arn_prefix=req.arn_prefix, source_arn=src_arn,
+            destination_arn=dest_arn or None)
+        self._tasks = [t for t in self._tasks if t.active] + [task]
+        return {"TaskHandle": task.handle}
+
+    def a_CancelMessageMoveTask(self, p: dict, req: Req):
+        handle = _str(p, "TaskHandle", required=True)
+        task = self.broker.queue_registry.cancel_message_move_task(handle)
+        return {"ApproximateNumberOfMessagesMoved": task.moved}
+
+    def a_ListMessageMoveTasks(self, p: dict, req: Req):
+        src_arn = _str(p, "SourceArn", required=True)
+        src_name = self._name_from_arn(src_arn, "SourceArn")
+        limit = _int(p, "MaxResults", 1, 10) or 1
+        try:
+            tasks = self.broker.queue_registry.list_message_move_tasks(src_name, limit)
+        except (QueueDoesNotExist, InvalidName):
+            raise SQSError("ResourceNotFoundException", "The resource that you specified for the SourceArn parameter doesn't exist.") from None
+        return {"Results": [_move_task_entry(t) for t in tasks]}
