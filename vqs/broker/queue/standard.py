@@ -33,7 +33,7 @@ from itertools import repeat
 
 from ...errors import LogClosedError, OverLimit, QueueError
 from ...storage.record_batch import Record
-from ..lease_state import encode_deletes, encode_runs
+from ..lease_state import encode_runs
 from . import send_buffer
 from .core import Queue
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
@@ -491,25 +491,6 @@ class StandardQueue(Queue):
         """Forget message o (its delete record is written by the caller)."""
         if e is not None:
             self._leases.forget(o, e)
-
-    def _flush_dels_locked(self) -> None:
-        """Queue._flush_dels_locked with _deleted_locked inlined (delete_batch's hot path)."""
-        dels = self._dels
-        self._dels = []
-        v = encode_deletes(dels)
-        self._state.append(v)
-        self._state_bytes += len(v)
-        c = self._cursor
-        if max(dels) >= c:
-            for o in dels:
-                if o >= c:
-                    self._ahead.add(o)
-        if self._leases.live or self._ahead:
-            self._advance_low()
-        elif self._low < c:  # _advance_low when nothing is tracked
-            self._low = c
-        if self._state_bytes > COMPACT_BYTES:
-            self._compact_locked(self._now_ms())
 
     def _deleted_locked(self, dels: list) -> None:
         c = self._cursor
