@@ -117,9 +117,27 @@ def test_reopen_forgets_the_tail_and_reads_the_log(tmp_path, qclock):
 
 @pytest.mark.parametrize("first,n", [(0, 10), (250, 10), (255, 1), (256, 10), (1000, 10),
                                      (100, 300), (2**40 - 3, 7), (2**52 - 5, 10)])
-def test_message_ids(first, n):
+@pytest.mark.parametrize("base", [0, 0x5A3C_1F2E_7700])
+def test_message_ids(first, n, base):
     p = "01234567-89ab-4cde-8f01-"
-    assert _message_ids(p, first, n) == [f"{p}{o:012x}" for o in range(first, first + n)]
+    assert _message_ids(p, base, first, n) == [f"{p}{o + base:012x}" for o in range(first, first + n)]
+
+
+def test_message_ids_are_not_a_counter_from_zero_and_stay_stable(tmp_path, qclock):
+    """A new queue's first message id does not end in ...000000000000 (ids look
+    random, like SQS's), ids of a batch are distinct, and a message keeps its id
+    across receives and a reopen."""
+    reg = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
+    q = reg.create("q", visibility_timeout=0)
+    ids = q.send_batch([b"a", b"b", b"c"])
+    assert len(set(ids)) == 3 and not ids[0].endswith("000000000000")
+    assert [m.id for m in q.receive(10)] == ids
+    reg.close()
+    reg = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
+    try:
+        assert [m.id for m in reg.get("q").receive(10)] == ids
+    finally:
+        reg.close()
 
 
 # ------------------------------------------------ pushing pending sends to the log

@@ -166,10 +166,10 @@ class QueueRegistry:
             if os.path.exists(tmp):
                 shutil.rmtree(tmp)
             os.makedirs(tmp)
-            secret, id_prefix = new_identity()
+            secret, id_prefix, id_base = new_identity()
             now = int(self._clock() * 1000)
             write_files(tmp, name=name, config=config, created_ms=now, modified_ms=now,
-                        secret=secret, id_prefix=id_prefix)
+                        secret=secret, id_prefix=id_prefix, id_base=id_base)
             fsync_dir(tmp)
             os.rename(tmp, os.path.join(self.directory, name))
             fsync_dir(self.directory)

@@ -133,6 +133,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         self.modified_ms = stored.modified_ms
         self._secret = stored.secret
         self._id_prefix = stored.id_prefix
+        self._id_base = stored.id_base
+        self._id_key = (stored.id_prefix, stored.id_base)  # what a Message needs to name itself
         self._apply_config_cache()
         self._sync = cfg.flush == "always"
         opts = cfg.log_options()
@@ -264,7 +266,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         return first
 
     def _message_id_at(self, o: int) -> str:
-        return f"{self._id_prefix}{o:012x}"
+        return f"{self._id_prefix}{o + self._id_base:012x}"
 
     def _read_one(self, o: int):
         """The record at offset o, or None if it is gone (below the log start, or
@@ -280,7 +282,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         return recs[0]
 
     def _message(self, o: int, value, ts: int, headers, handle: str, count: int, first: int) -> Message:
-        return Message._from_record(self._id_prefix, self._fifo, o, value, ts, headers, handle,
+        return Message._from_record(self._id_key, self._fifo, o, value, ts, headers, handle,
                                     count, first)
 
     # ============================================================ receiving

@@ -132,10 +132,11 @@ class FifoQueue(Queue):
                 headers = [preps[i].headers for i in todo] if any(preps[i].headers for i in todo) else None
                 first = self._append_locked(values, headers, now)
                 pfx = self._id_prefix
+                base = self._id_base
                 for k, i in enumerate(todo):
                     o = first + k
                     p = preps[i]
-                    out[i] = (f"{pfx}{o:012x}", o)
+                    out[i] = (f"{pfx}{o + base:012x}", o)
                     if p.delay_ms:
                         self._leases.delay(o, now + p.delay_ms)
                     dd.add(p.dedup_key, now, o)

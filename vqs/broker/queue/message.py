@@ -6,8 +6,8 @@ everything else, under the one-letter names ``H_*`` below. A plain message (a
 standard queue's send without attributes or delay) has no headers at all.
 
 Invariants:
-* a message id is ``{id_prefix}{offset:012x}`` (UUID-shaped; ``id_prefix`` is
-  the queue's) unless the record carries ``H_ID`` (it was moved in from another
+* a message id is ``{id_prefix}{offset + id_base:012x}`` (UUID-shaped;
+  ``id_prefix`` and ``id_base`` are the queue's, see ``settings.new_identity``) unless the record carries ``H_ID`` (it was moved in from another
   queue and keeps the id it had there);
 * the sent timestamp is the record's timestamp unless the record carries
   ``H_SENT`` (moved to a dead-letter queue: retention counts from the original send).
@@ -30,14 +30,15 @@ H_ATTR = "m:"  # prefix: message attribute; value = DataType NUL value
 HEX2 = [f"{i:02x}" for i in range(256)]
 
 
-def message_ids(prefix: str, first: int, n: int) -> list[str]:
-    """[f"{prefix}{o:012x}" for o in range(first, first + n)], formatting one
-    number per 256 offsets (the ids of a batch differ in their last two digits).
+def message_ids(prefix: str, base: int, first: int, n: int) -> list[str]:
+    """[f"{prefix}{o + base:012x}" for o in range(first, first + n)], formatting one
+    number per 256 offsets (the ids of a batch differ in their last two digits;
+    ``base``'s low byte is zero).
     (The standard queue's plain send serves a batch within one block of 256 from
     its cached prefix and calls this for the rest.)"""
     out: list = []
-    o = first
-    end = first + n
+    o = first + base
+    end = o + n
     while o < end:
         lo = o & 255
         k = min(256 - lo, end - o)
@@ -78,7 +79,7 @@ class Message:
     _fifo = False
 
     @classmethod
-    def _first_delivery(cls, pfx: str, o: int, body, ts: int, handle: str, now: int) -> Message:
+    def _first_delivery(cls, pfx: tuple[str, int], o: int, body, ts: int, handle: str, now: int) -> Message:
         """A plain message (no headers) received for the first time. (The standard
         queue's hottest loop inlines this body: keep the two in step.)"""
         m = cls.__new__(cls)
@@ -91,7 +92,7 @@ class Message:
         return m
 
     @classmethod
-    def _from_record(cls, pfx: str, fifo: bool, o: int, value, ts: int, headers, handle: str,
+    def _from_record(cls, pfx: tuple[str, int], fifo: bool, o: int, value, ts: int, headers, handle: str,
                      count: int, first: int) -> Message:
         """A message whose record has headers (or a redelivery): decodes them."""
         m = cls.__new__(cls)
@@ -149,7 +150,10 @@ class Message:
     def id(self) -> str:
         """The message id (UUID-shaped; kept when the message moves between queues)."""
         i = self._id
-        return f"{self._pfx}{self.offset:012x}" if i is None else i
+        if i is None:
+            prefix, base = self._pfx  # the queue's (id_prefix, id_base)
+            return f"{prefix}{self.offset + base:012x}"
+        return i
 
     def __repr__(self) -> str:
         b = self.body if len(self.body) <= 32 else self.body[:32] + b"..."

@@ -184,7 +184,7 @@ class Redrive:
         """A copy of record r whose headers carry its message id (for moving out)."""
         h = tuple(r.headers) if r.headers else ()
         if not any(k == H_ID for k, _ in h):
-            h = h + ((H_ID, f"{self._id_prefix}{r.offset:012x}".encode()),)
+            h = h + ((H_ID, self._message_id_at(r.offset).encode()),)
         return Record(r.offset, r.timestamp_ms, r.key, r.value, h)
 
 

@@ -37,27 +37,37 @@ from ..queue_config import (
 class StoredQueue:
     """What ``queue.json`` + ``queue.meta`` hold."""
 
-    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix")
+    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix", "id_base")
 
     def __init__(self, config: QueueConfig, created_ms: int, modified_ms: int, secret: bytes,
-                 id_prefix: str):
+                 id_prefix: str, id_base: int = 0):
         self.config = config
         self.created_ms = created_ms
         self.modified_ms = modified_ms
         self.secret = secret
         self.id_prefix = id_prefix
+        self.id_base = id_base
 
 
-def new_identity() -> tuple[bytes, str]:
-    """A new queue's receipt-handle secret and message-id prefix (UUID v4 shaped)."""
-    r = secrets.token_bytes(40)
-    h = r[32:].hex()
+def new_identity() -> tuple[bytes, str, int]:
+    """A new queue's receipt-handle secret, message-id prefix (UUID v4 shaped) and
+    message-id base.
+
+    A message id is ``{id_prefix}{offset + id_base:012x}``. The base is random in
+    [2**46, 2**47) with its low byte zero: ids look random, like SQS's, rather than
+    counting up from ``...000000000000``; the low byte still equals the offset's
+    (the 256-id block cache in ``standard.py`` relies on it); and 2**47 offsets
+    fit before the 12 hex digits overflow. Queues made before the base existed
+    have base 0 (their ids are unchanged)."""
+    r = secrets.token_bytes(45)
+    h = r[32:40].hex()
     id_prefix = f"{h[0:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[r[31] & 3]}{r[30]:02x}{h[0]}-"
-    return r[:32], id_prefix
+    id_base = ((int.from_bytes(r[40:45], "big") >> 2) | (1 << 38)) << 8
+    return r[:32], id_prefix, id_base
 
 
 def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
-                modified_ms: int, secret: bytes, id_prefix: str,
+                modified_ms: int, secret: bytes, id_prefix: str, id_base: int = 0,
                 counters: tuple[int, int, int] = (0, 0, 0)) -> None:
     """Write queue.json and queue.meta (each replaced atomically)."""
     meta = queue_meta.QueueMeta(
@@ -73,7 +83,8 @@ def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
         del cfgd[k]  # the header page is their home
     info = {
         "version": 1, "name": name, "created_ms": created_ms, "modified_ms": modified_ms,
-        "secret": secret.hex(), "id_prefix": id_prefix, "config": cfgd,
+        "secret": secret.hex(), "id_prefix": id_prefix, "id_base": id_base,
+        "config": cfgd,
         "tags_overflow": overflow,
     }
     atomic_write(os.path.join(path, "queue.json"), json.dumps(info, indent=1).encode())
@@ -97,7 +108,8 @@ def read_files(path: str) -> StoredQueue:
     )
     created = info["created_ms"]
     return StoredQueue(QueueConfig.from_json(cfgd), created, info.get("modified_ms", created),
-                       bytes.fromhex(info["secret"]), info["id_prefix"])
+                       bytes.fromhex(info["secret"]), info["id_prefix"],
+                       info.get("id_base", 0))
 
 
 class QueueSettings:
@@ -115,6 +127,7 @@ class QueueSettings:
         write_files(
             self.path, name=self.name, config=self.config, created_ms=self.created_ms,
             modified_ms=self.modified_ms, secret=self._secret, id_prefix=self._id_prefix,
+            id_base=self._id_base,
             counters=(self._backlog_locked(), self._low, self._log.end_offset),
         )
 

@@ -158,10 +158,10 @@ class StandardQueue(Queue):
             blk, pre = self._id_block
             if blk != first >> 8:
                 blk = first >> 8
-                pre = f"{self._id_prefix}{blk:010x}"
+                pre = f"{self._id_prefix}{blk + (self._id_base >> 8):010x}"
                 self._id_block = (blk, pre)  # one store: consistent for other threads
             return list(map(pre.__add__, HEX2[lo:lo + n]))
-        return message_ids(self._id_prefix, first, n)
+        return message_ids(self._id_prefix, self._id_base, first, n)
 
     def _send_prepared(self, preps: list) -> list[tuple[str, int]]:
         log = self._log
@@ -173,11 +173,12 @@ class StandardQueue(Queue):
             headers = [p.headers for p in preps] if any(p.headers for p in preps) else None
             first = self._append_locked(values, headers, now)
             pfx = self._id_prefix
+            base = self._id_base
             out = []
             lt = self._leases
             for k, p in enumerate(preps):
                 o = first + k
-                out.append((f"{pfx}{o:012x}", o))
+                out.append((f"{pfx}{o + base:012x}", o))
                 if p.delay_ms:
                     lt.delay(o, now + p.delay_ms)
             if self._waiting:
@@ -236,7 +237,7 @@ class StandardQueue(Queue):
         push = heapq.heappush
         mrc = self.config.max_receive_count if dlq is not None else None
         nonce = lt.nonce
-        pfx = self._id_prefix
+        pfx = self._id_key
         new_message = Message.__new__
         append = out.append
         cursor = self._cursor
