@@ -282,3 +282,19 @@ def test_errors(sqs, unique):
     with pytest.raises(sqs.exceptions.ClientError) as ei:
         sqs.create_queue(QueueName="bad name!")
     assert ei.value.response["Error"]["Code"] == "InvalidParameterValue"
+
+
+def test_json_protocol_error_shapes_are_awss(sqs, unique):
+    """AWS's JSON protocol answers InvalidParameterValue with __type
+    ...#InvalidParameterValueException and MissingParameter with
+    ...#MissingRequiredParameterException; botocore shows that as
+    Error.QueryErrorCode and takes Error.Code from x-amzn-query-error."""
+    url = _q(sqs, unique)
+    with pytest.raises(sqs.exceptions.ClientError) as ei:
+        sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=11)
+    err = ei.value.response["Error"]
+    assert (err["Code"], err["QueryErrorCode"]) == ("InvalidParameterValue", "InvalidParameterValueException")
+    with pytest.raises(sqs.exceptions.ClientError) as ei:
+        sqs.send_message(QueueUrl=url, MessageBody="")
+    err = ei.value.response["Error"]
+    assert (err["Code"], err["QueryErrorCode"]) == ("MissingParameter", "MissingRequiredParameterException")

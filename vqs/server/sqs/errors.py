@@ -101,6 +101,14 @@ def _queue_errors() -> dict[str, tuple[str, int, str]]:
 
 QUEUE_ERRORS: dict[str, tuple[str, int, str]] = _queue_errors()
 
+# The JSON protocol's shape name where it is not the error's code: AWS answers these two
+# with ``__type`` ...#InvalidParameterValueException / ...#MissingRequiredParameterException
+# (botocore shows it as Error.QueryErrorCode; Error.Code comes from x-amzn-query-error).
+JSON_TYPE_NAMES: dict[str, str] = {
+    "InvalidParameterValue": "InvalidParameterValueException",
+    "MissingParameter": "MissingRequiredParameterException",
+}
+
 
 class SQSError(Exception):
     def __init__(self, name: str, message: str | None = None, *, status: int | None = None,
@@ -116,7 +124,7 @@ class SQSError(Exception):
 
     @property
     def json_type(self) -> str:
-        return "com.amazonaws.sqs#" + self.name
+        return "com.amazonaws.sqs#" + JSON_TYPE_NAMES.get(self.name, self.name)
 
     @property
     def query_error_header(self) -> str:
