@@ -19,6 +19,14 @@ measured (bench/queue_bench.py, the send/receive/delete cycle) and a call or an
 attribute lookup per message there costs a visible share of a cycle. Keep them
 flat when changing them, and keep them in step with the general paths beside them.
 
+Fair queues (fair.py): once a message with a group id was sent, ``_fair``
+holds the tenants' in-flight counts; ``_take`` hands a receive to
+``_take_fair`` while a tenant is or may turn noisy, and the paths where
+messages leave flight (``_fire_timers``, ``_deleted_locked``, purge, moves)
+tell it. With ``_fair`` None (a queue never sent a group id) each of those
+costs one test per call, nothing per message (a send with record headers
+looks for a group id among them; plain sends do not).
+
 (Over 500 lines: ``_take`` alone is about 200, one function on purpose, see
 above; splitting the standard queue's structures across modules would make
 each path read state it does not own.)
