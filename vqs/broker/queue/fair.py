@@ -308,8 +308,9 @@ class FairReceive:
                 lt.n_available -= 1
                 r = self._read_one(h)
                 g = group_id(r.headers) if r is not None and r.headers else None
-                if g is not None and g in noisy and r is not None and sent_ms(r) > expire_before:
-                    fair.park(h, g)
+                if (g is not None and g in noisy and (mrc is None or e.count < mrc)
+                        and sent_ms(r) > expire_before):
+                    fair.park(h, g)  # (past max_receive_count: moved by ``again``)
                     lt.n_available += 1
                     continue
                 again(h, r, e, g)
@@ -330,7 +331,8 @@ class FairReceive:
                         continue
                     lt.n_available -= 1
                     g = group_id(hd) if hd else None
-                    if g is not None and g in noisy and sent_ms(r) > expire_before:
+                    if (g is not None and g in noisy and (mrc is None or e.count < mrc)
+                            and sent_ms(r) > expire_before):
                         fair.park(o, g)
                         lt.n_available += 1
                         continue
