@@ -25,9 +25,11 @@ per group.
   messages can make noisy;
 * ``parked``: group -> heap of offsets, and ``parked_of``: offset -> group: the
   visible messages of a tenant that was noisy when a receive met them, set
-  aside (their lease is AVAILABLE and counted in ``n_available``; they are in
-  no ``_avail`` heap). A heap entry is stale unless ``parked_of`` maps it to that
-  group and its lease is AVAILABLE. Fresh messages met past the cursor are
+  aside (their lease is AVAILABLE and counted in ``n_available``; they were
+  taken off the ``_avail`` heap, where a stale copy is checked like any other
+  entry). A ``parked`` entry is stale unless ``parked_of`` maps it to that
+  group and its lease is AVAILABLE. While anything is parked, every receive
+  takes the fair path, which merges parked and other visible messages by offset. Fresh messages met past the cursor are
   parked as AVAILABLE leases with count 0 (what a delayed message whose delay
   ended is); at most ``MAX_PARKED`` are parked, so a receive looks at most that
   far ahead for a quiet tenant's message.
