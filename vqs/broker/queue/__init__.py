@@ -6,6 +6,7 @@ Modules (each states its invariants):
 * opening.py      ``open_queue``: a stored queue opened as its type (standard or FIFO)
 * standard.py     ``StandardQueue``: the standard receive strategy and its hot paths
 * fifo.py         ``FifoQueue``: message groups, deduplication, FIFO delete rules
+* fair.py         fair queues: a standard queue's tenants and the noisy-tenant rule
 * leases.py       the lease table (``Lease`` entries, timers, state counts)
 * send_buffer.py  buffered plain sends and the in-memory tail
 * message.py      ``Message`` and the message record's headers

@@ -110,6 +110,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
     opens it with ``opening.open_queue``; the constructor is that of the queue's type."""
 
     _fifo = False  # the class says (StandardQueue, FifoQueue)
+    _fair = None  # a standard queue's tenants once it saw a message group id (fair.py)
 
     def __init__(self, path: str, name: str, stored: StoredQueue, *, clock: Callable[[], float],
                  resolver: Callable[[str], Queue | None] | None, lister: Callable[[], list] | None):

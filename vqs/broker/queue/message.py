@@ -57,6 +57,14 @@ def sent_ms(r) -> int:
     return r.timestamp_ms
 
 
+def group_id(headers) -> str | None:
+    """The message group id in a message record's headers, or None."""
+    for k, v in headers:
+        if k == H_GROUP:
+            return v.decode()
+    return None
+
+
 class Message:
     """A received message.
 

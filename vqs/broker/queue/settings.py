@@ -37,16 +37,17 @@ from ..queue_config import (
 class StoredQueue:
     """What ``queue.json`` + ``queue.meta`` hold."""
 
-    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix", "id_base")
+    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix", "id_base", "fair")
 
     def __init__(self, config: QueueConfig, created_ms: int, modified_ms: int, secret: bytes,
-                 id_prefix: str, id_base: int = 0):
+                 id_prefix: str, id_base: int = 0, fair: bool = False):
         self.config = config
         self.created_ms = created_ms
         self.modified_ms = modified_ms
         self.secret = secret
         self.id_prefix = id_prefix
         self.id_base = id_base
+        self.fair = fair  # a standard queue that was sent a message group id (fair.py)
 
 
 def new_identity() -> tuple[bytes, str, int]:
@@ -68,8 +69,9 @@ def new_identity() -> tuple[bytes, str, int]:
 
 def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
                 modified_ms: int, secret: bytes, id_prefix: str, id_base: int = 0,
-                counters: tuple[int, int, int] = (0, 0, 0)) -> None:
-    """Write queue.json and queue.meta (each replaced atomically)."""
+                counters: tuple[int, int, int] = (0, 0, 0), fair: bool = False) -> None:
+    """Write queue.json and queue.meta (each replaced atomically). ``fair``: the
+    queue was sent a message group id (written only when true)."""
     meta = queue_meta.QueueMeta(
         item_count=counters[0], next_read_offset=counters[1], next_write_offset=counters[2],
         max_message_size=config.max_message_bytes, retention_period=config.retention_seconds,
@@ -87,6 +89,8 @@ def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
         "config": cfgd,
         "tags_overflow": overflow,
     }
+    if fair:
+        info["fair"] = True
     atomic_write(os.path.join(path, "queue.json"), json.dumps(info, indent=1).encode())
     atomic_write(os.path.join(path, "queue.meta"), page)
 
@@ -109,7 +113,7 @@ def read_files(path: str) -> StoredQueue:
     created = info["created_ms"]
     return StoredQueue(QueueConfig.from_json(cfgd), created, info.get("modified_ms", created),
                        bytes.fromhex(info["secret"]), info["id_prefix"],
-                       info.get("id_base", 0))
+                       info.get("id_base", 0), bool(info.get("fair")))
 
 
 class QueueSettings:
@@ -129,6 +133,7 @@ class QueueSettings:
             modified_ms=self.modified_ms, secret=self._secret, id_prefix=self._id_prefix,
             id_base=self._id_base,
             counters=(self._backlog_locked(), self._low, self._log.end_offset),
+            fair=self._fair is not None,
         )
 
     def counts(self) -> dict:

@@ -19,6 +19,14 @@ measured (bench/queue_bench.py, the send/receive/delete cycle) and a call or an
 attribute lookup per message there costs a visible share of a cycle. Keep them
 flat when changing them, and keep them in step with the general paths beside them.
 
+Fair queues (fair.py): once a message with a group id was sent, ``_fair``
+holds the tenants' in-flight counts; ``_take`` hands a receive to
+``_take_fair`` while a tenant is or may turn noisy, and the paths where
+messages leave flight (``_fire_timers``, ``_deleted_locked``, purge, moves)
+tell it. With ``_fair`` None (a queue never sent a group id) each of those
+costs one test per call, nothing per message (a send with record headers
+looks for a group id among them; plain sends do not).
+
 (Over 500 lines: ``_take`` alone is about 200, one function on purpose, see
 above; splitting the standard queue's structures across modules would make
 each path read state it does not own.)
@@ -36,9 +44,10 @@ from ...storage.record_batch import Record
 from ..lease_state import encode_runs
 from . import send_buffer
 from .core import Queue
+from .fair import FairReceive, FairShare
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .maintenance import COMPACT_BYTES
-from .message import H_DELAY, H_SENT, HEX2, Message, message_ids, sent_ms
+from .message import H_DELAY, H_SENT, HEX2, Message, group_id, message_ids, sent_ms
 from .send_buffer import Tail
 from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, check_batch_size
 
@@ -56,8 +65,9 @@ def _tag_words(nblocks: int) -> struct.Struct:
     return s
 
 
-class StandardQueue(Queue):
-    """A standard (not FIFO) queue (see module doc)."""
+class StandardQueue(FairReceive, Queue):
+    """A standard (not FIFO) queue (see module doc); a fair queue once a message
+    group id was sent to it (fair.py)."""
 
     _fifo = False
 
@@ -68,6 +78,7 @@ class StandardQueue(Queue):
         self._tail = Tail()
         # plain sends are buffered unless every send must be fsynced before it returns
         self._buffered = stored.config.flush != "always"
+        self._fair = FairShare() if stored.fair else None
         super().__init__(path, name, stored, **kw)
 
     def _recovered(self, cursor: int, ahead: set, now: int) -> None:
@@ -76,6 +87,8 @@ class StandardQueue(Queue):
         self._avail = [o for o, e in self._leases.live.items() if e.state == AVAILABLE]
         heapq.heapify(self._avail)
         self._advance_low()
+        if self._fair is not None:
+            self._rebuild_fair_locked()
 
     # ============================================================== sending
 
@@ -188,6 +201,9 @@ class StandardQueue(Queue):
         return out
 
     def _append_locked(self, values: list, headers: list | None, ts: int) -> int:
+        if (headers is not None and self._fair is None
+                and any(group_id(h) is not None for h in headers if h)):
+            self._turn_fair_locked()  # the first message group id: a fair queue from now on
         first = Queue._append_locked(self, values, headers, ts)
         self._tail.add(first, values, ts, headers, sum(map(len, values)))
         return first
@@ -200,8 +216,11 @@ class StandardQueue(Queue):
     def _fire_timers(self, now: int) -> None:
         push = heapq.heappush
         avail = self._avail
-        for o, _ in self._leases.fire_due(now):
+        due = self._leases.fire_due(now)
+        for o, _ in due:
             push(avail, o)
+        if self._fair is not None:
+            self._fair.released([o for o, st in due if st == INFLIGHT])
 
     def _make_available_locked(self, o: int, e: Lease) -> None:
         e.state = AVAILABLE
@@ -220,6 +239,9 @@ class StandardQueue(Queue):
                 f"Too many messages in flight on queue {self.name} (limit {MAX_INFLIGHT}); "
                 "delete messages or let their visibility timeout end."
             )
+        fair = self._fair
+        if fair is not None and (fair.near or fair.parked_of):
+            return self._take_fair(n, vis, now, dlq)  # a tenant is or may turn noisy (fair.py)
         out: list = []
         moves: list = []
         flat: list = []
@@ -420,6 +442,10 @@ class StandardQueue(Queue):
             self._log_ops(flat, dels, now)
         elif self._state_bytes > COMPACT_BYTES:
             self._compact_locked(now)
+        if fair is not None:  # a fair queue, no tenant near noisy: count tenants in flight
+            for m in out:
+                if m.group_id is not None:
+                    fair.leased(m.offset, m.group_id)
         return out, moves
 
 
@@ -494,6 +520,8 @@ class StandardQueue(Queue):
             self._leases.forget(o, e)
 
     def _deleted_locked(self, dels: list) -> None:
+        if self._fair is not None:
+            self._fair.released(dels)
         c = self._cursor
         if max(dels) >= c:
             for o in dels:
@@ -526,6 +554,8 @@ class StandardQueue(Queue):
         self._ahead = {o for o in self._ahead if o >= below}
         self._cursor = max(self._cursor, below)
         self._tail.clear()
+        if self._fair is not None:
+            self._fair.purged()
 
     # ============================================================== counts
 
@@ -572,6 +602,8 @@ class StandardQueue(Queue):
     def _take_for_move(self, n: int, now: int) -> list:
         """Mark up to n visible messages MOVING (no lease); return (o, record, lease)."""
         self._push_locked()
+        if self._fair is not None:
+            self._fair.unpark_all(self._avail)  # moved oldest first, whatever their tenant
         lt = self._leases
         if lt.timers and lt.timers[0][0] <= now:
             self._fire_timers(now)

@@ -12,8 +12,9 @@ Invariants:
   while the others proceed; a send batch over 1 MiB of bodies fails whole.
 * ReceiveMessage is the one async action: a long poll waits on the event
   loop (ctx.long_poll_receive), never holding a worker thread.
-* Standard queues accept MessageGroupId and ignore it; FIFO rules
-  (group, dedup) are the broker's.
+* MessageGroupId is passed to the broker on both queue types: a standard
+  queue stores and returns it and uses it as the tenant of a fair queue
+  (vqs.broker.queue.fair); FIFO rules (group, dedup) are the broker's.
 """
 
 from __future__ import annotations
@@ -53,8 +54,6 @@ class MessageActions(ActionBase):
     def a_SendMessage(self, p: dict, req: Req):
         q = self._queue(p, req)
         body, delay, attrs, group, dedup, sys_md5 = self._send_args(p, q)
-        if group is not None and not q.config.fifo:
-            group = None  # standard queues accept MessageGroupId (fair queues) and ignore it here
         r = q.send_message(body, delay_seconds=delay, attributes=attrs, group_id=group, dedup_id=dedup)
         out = {"MD5OfMessageBody": md5_hex(body), "MessageId": r["message_id"]}
         am = md5_of_attributes(attrs) if attrs else None
@@ -93,8 +92,6 @@ class MessageActions(ActionBase):
         for e in entries:
             try:
                 body, delay, attrs, group, dedup, sys_md5 = self._send_args(e, q)
-                if group is not None and not q.config.fifo:
-                    group = None
                 total += len(body.encode("utf-8"))
                 todo.append({"id": e["Id"], "body": body, "delay_seconds": delay, "attributes": attrs,
                              "group_id": group, "dedup_id": dedup})
