@@ -89,9 +89,9 @@ def test_data_dir_mode_and_inspect(tmp_path):
     b[-2] ^= 0xFF
     open(seg, "wb").write(bytes(b))
     p = vqs("inspect", d)
-    assert p.returncode == 1 and b"CRC mismatch" in p.stderr
+    assert p.returncode == 4 and b"CRC mismatch" in p.stderr
     p = vqs("inspect", seg, "--json")
-    assert p.returncode == 1 and json.loads(p.stdout)["corrupt"] is True
+    assert p.returncode == 4 and json.loads(p.stdout)["corrupt"] is True
 
 
 def test_data_dir_owned_by_a_server_is_refused(srv):

@@ -49,7 +49,10 @@ def serve_command(
     log_format: str | None = typer.Option(None, "--log-format", help="json | text"),
     access_log: bool | None = typer.Option(None, "--access-log", help="log every request"),
 ):
-    """Run the server (REST, SQS-compatible API, metrics) on one data directory."""
+    """Run the server on a data directory.
+
+    REST API, SQS-compatible API, OpenAPI docs and Prometheus metrics on one port.
+    """
     overrides = dict(data_dir=data_dir or os.environ.get("VQS_DATA_DIR"), host=host, port=port, tokens=token,
                      sigv4_keys=sigv4_key, insecure=insecure, flush=flush, flush_interval_ms=flush_interval_ms,
                      account_id=account_id, region=region, max_body_bytes=max_body_bytes,
