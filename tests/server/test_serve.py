@@ -76,7 +76,7 @@ def test_ready_line_once_listening_json_logs_and_refused_requests(tmp_path):
         assert s.stop() == 0
     recs = [json.loads(line) for line in s.log().splitlines()]
     msgs = [r["msg"] for r in recs]
-    assert msgs == ["ready", "rejected", "rejected", "stopping", "stopped"], msgs
+    assert msgs == ["ready", "rejected", "rejected", "stopping", "closed"], msgs
     ready = recs[0]
     assert (ready["url"], ready["docs"], ready["metrics"]) == (s.url, s.url + "/docs", s.url + "/metrics")
     assert ready["data_dir"] == str(tmp_path / "d") and ready["pid"] == s.proc.pid

@@ -9,7 +9,7 @@ form in ``extra={"text": ...}`` (the start-up line).
 
 uvicorn's own info lines (process started, waiting for start-up, ...) are
 left out below ``debug``: the server says what matters itself (``ready``
-with its URLs, ``stopping``, ``stopped``, one line per rejected request).
+with its URLs, ``stopping``, ``closed``, one line per rejected request).
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def serve(settings: Settings) -> None:
         _run(settings, sock, broker)
     finally:
         broker.close()
-        logger.info("stopped", extra={"vqs": {"data_dir": broker.path}})
+        logger.info("closed", extra={"vqs": {"data_dir": broker.path}})
 
 
 def _cannot_start(fmt: str, message: str, code: int) -> NoReturn:
