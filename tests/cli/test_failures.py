@@ -65,6 +65,12 @@ def test_missing_things_are_named_with_the_command_that_makes_them(srv, tmp_path
     assert "`vqs queue create nosuchqueue`" in line
     line = one_error_line(vqs("topic", "create", "x", "--data-dir", d), 1)
     assert "already exists" in line
+    line = one_error_line(vqs("consume", "x", "--offset", "5", "--data-dir", d), 1)
+    assert line == ("error: offset 5 of x[0] is out of range: valid offsets are 0..0 (start..end; give --offset in "
+                    "that range, or use --from-end)")
+    assert vqs("topic", "create", "x", *u).returncode == 0
+    line = one_error_line(vqs("consume", "x", "--offset", "5", *u), 1)
+    assert "offset 5 is out of range: valid offsets are 0..0" in line
 
 
 def test_a_mistyped_data_dir_is_refused_and_not_created(tmp_path):

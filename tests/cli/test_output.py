@@ -91,3 +91,40 @@ def test_progress_is_only_for_a_terminal(tmp_path):
     assert p.returncode == 0 and p.stderr == b"sent 5000 message(s) to t\n"  # no bar, no escape codes
     p = vqs("inspect", d)
     assert p.returncode == 0 and p.stderr == b""
+
+
+def test_progress_on_a_terminal(tmp_path):
+    """stderr a terminal (a pty): produce from a file draws its bar there, then clears it."""
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    d = tmp_path / "d"
+    assert vqs("topic", "create", "t", "--data-dir", d).returncode == 0
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"".join(b"message %d\n" % i for i in range(20000)))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "vqs.cli", "produce", "t", "--file", str(src), "--data-dir",
+                             str(d)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    seen = b""
+    try:
+        while True:
+            if select.select([master], [], [], 1.0)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the child closed the pty
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
+                break
+    finally:
+        assert proc.wait(60) == 0
+        os.close(master)
+    raw = seen.decode(errors="replace")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
+    assert "20000 messages" in text and "sent 20000 message(s) to t" in text
+    assert "\x1b[" in raw  # drawn with terminal control codes, which a pipe never gets

@@ -86,6 +86,12 @@ def explain(exc: BaseException, url: str | None = None, names: dict | None = Non
         if name is None:
             return EXIT_ERROR, "the queue does not exist (create it with `vqs queue create NAME`)"
         return EXIT_ERROR, f"queue {name!r} does not exist (create it with `vqs queue create {name}`)"
+    if isinstance(exc, E.OffsetOutOfRange) and exc.offset >= 0 and exc.start_offset >= 0:
+        m = re.match(r"(\S+\[\d+\]): ", str(exc))
+        where = f" of {m.group(1)}" if m else ""
+        return EXIT_ERROR, (f"offset {exc.offset}{where} is out of range: valid offsets are "
+                            f"{exc.start_offset}..{exc.end_offset} (start..end; give --offset in that range, "
+                            "or use --from-end)")
     if isinstance(exc, E.CorruptRecordError):
         return EXIT_CORRUPT, f"{exc} (check the data with `vqs inspect`)"
     if isinstance(exc, E.RemoteError):
