@@ -128,3 +128,19 @@ def test_progress_on_a_terminal(tmp_path):
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
     assert "20000 messages" in text and "sent 20000 message(s) to t" in text
     assert "\x1b[" in raw  # drawn with terminal control codes, which a pipe never gets
+
+
+def test_a_reader_that_leaves_is_not_an_error(tmp_path):
+    """`vqs consume t | head -2`: the consumer stops quietly, exit status 0."""
+    import subprocess
+    import sys
+
+    d = tmp_path / "d"
+    assert vqs("topic", "create", "t", "--data-dir", d).returncode == 0
+    assert vqs("produce", "t", "--data-dir", d, input=b"".join(b"%d\n" % i for i in range(100000))).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "vqs.cli", "consume", "t", "--data-dir", str(d)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"0\n"
+    proc.stdout.close()  # the reader leaves
+    assert proc.wait(60) == 0
+    assert proc.stderr.read() == b""

@@ -153,7 +153,8 @@ def _print_report(report: dict, show_batches: bool, show_records: bool, utc: boo
     for s in report["segments"]:
         status = s["status"]
         style = {"ok": "green", "torn tail": "yellow"}.get(status, "red")
-        tab.add_row(s["file"], str(s["batches"]), str(s["records"]), str(s["first_offset"]), str(s["last_offset"]),
+        first, last = ("-" if o is None else str(o) for o in (s["first_offset"], s["last_offset"]))
+        tab.add_row(s["file"], str(s["batches"]), str(s["records"]), first, last,
                     str(s["bytes"]), f"[{style}]{status}[/{style}]")
     print_table(tab)
     for s in report["segments"]:

@@ -66,6 +66,8 @@ def target(url: str | None, data_dir: str | None, token: str | None, *, creates:
         fail(*_explained(e, where, names))
     try:
         yield t
+    except BrokenPipeError:  # stdout's reader left (`| head`): not an error of the request
+        raise
     except (VQSError, OSError) as e:
         fail(*_explained(e, where, names))
     except Exception as e:
