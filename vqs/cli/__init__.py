@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import typer
 
+from ..server.run import EXIT_CODES_HELP as SERVE_EXIT_CODES_HELP
 from ..server.run import serve_command
 from . import inspect as inspect_cmd
 from . import stream
@@ -58,7 +59,7 @@ app.add_typer(queue_app, name="queue")
 app.add_typer(group_app, name="group")
 
 # the server owns its command line (python -m vqs.server runs the same command)
-app.command("serve", epilog=EXIT_CODES_HELP)(serve_command)
+app.command("serve", epilog=SERVE_EXIT_CODES_HELP)(serve_command)
 app.command("produce")(stream.produce)
 app.command("consume")(stream.consume)
 app.command("inspect")(inspect_cmd.inspect_command)

@@ -44,6 +44,9 @@ EXIT_ERROR = 1        # the data directory cannot be opened (permissions, not a 
 EXIT_SETTINGS = 2     # settings that cannot work: refused before anything is opened
 EXIT_UNAVAILABLE = 3  # the port or the data directory is held by another process
 EXIT_CORRUPT = 4      # recovery found corruption in the data directory
+EXIT_CODES_HELP = ("Exit status: 0 after a clean stop (SIGTERM, Ctrl-C); 1 the data directory cannot be "
+                   "opened; 2 settings refused; 3 the port is in use or the data directory is locked by "
+                   "another process; 4 recovery found corruption.")
 
 
 def serve_command(
@@ -96,7 +99,7 @@ def serve_command(
 def main(argv: list[str] | None = None) -> None:
     """``python -m vqs.server [options]``: the serve command on its own."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command()(serve_command)
+    app.command(epilog=EXIT_CODES_HELP)(serve_command)
     app(argv, prog_name="python -m vqs.server")
 
 
