@@ -71,6 +71,20 @@ class TopicDoesNotExist(VQSError):
         super().__init__(f"topic {name!r} does not exist (create it with create_topic)")
 
 
+class PartitionDoesNotExist(ConfigError):
+    """A partition number outside a topic's partitions (a ConfigError, as before it had
+    its own class): ``topic``, ``partition`` and ``partitions`` (the topic's count)."""
+
+    def __init__(self, topic: str, partition: object, partitions: int):
+        self.topic = topic
+        self.partition = partition
+        self.partitions = partitions
+        super().__init__(
+            f"topic {topic!r} has {partitions} partition(s) (0..{partitions - 1}); "
+            f"there is no partition {partition!r}"
+        )
+
+
 class TopicAlreadyExists(VQSError):
     """create_topic was given the name of an existing topic."""
 

@@ -7,8 +7,15 @@ import time
 
 import pytest
 
+import vqs
 import vqs.client as vc
-from vqs.errors import OffsetOutOfRange, TopicAlreadyExists, TopicDoesNotExist
+from vqs.errors import (
+    ConfigError,
+    OffsetOutOfRange,
+    PartitionDoesNotExist,
+    TopicAlreadyExists,
+    TopicDoesNotExist,
+)
 
 
 @pytest.fixture
@@ -81,6 +88,26 @@ def test_seek_and_out_of_range(client, unique):
     with pytest.raises(OffsetOutOfRange):
         c.poll()
     assert [r.offset for r in client.topic(unique).read(0, 2)] == [2]
+
+
+def test_a_partition_that_does_not_exist(client, unique, tmp_path):
+    """The remote consumer refuses it as the embedded one does: PartitionDoesNotExist (a
+    ConfigError) naming the topic and its partition count, before changing its assignment."""
+    client.create_topic(unique, partitions=2)
+    c = client.consumer()
+    c.assign([(unique, 1)])
+    with pytest.raises(PartitionDoesNotExist) as remote:
+        c.assign([(unique, 0), (unique, 9)])
+    assert isinstance(remote.value, ConfigError) and c.assignment() == [(unique, 1)]
+    assert str(remote.value) == f"topic {unique!r} has 2 partition(s) (0..1); there is no partition 9"
+    assert (remote.value.topic, remote.value.partition, remote.value.partitions) == (unique, 9, 2)
+    with pytest.raises(TopicDoesNotExist):
+        c.assign([(unique + "-missing", 0)])
+    with vqs.Broker(tmp_path / "d") as b:
+        b.create_topic(unique, partitions=2)
+        with pytest.raises(PartitionDoesNotExist) as embedded:
+            b.consumer().assign([(unique, 9)])
+    assert str(embedded.value) == str(remote.value)
 
 
 def test_queues_over_http(client, unique):

@@ -9,7 +9,7 @@ import logging
 import threading
 from typing import NamedTuple
 
-from ..errors import ConfigError, LogClosedError
+from ..errors import LogClosedError, PartitionDoesNotExist
 
 logger = logging.getLogger(__name__)
 
@@ -114,10 +114,7 @@ class Topic:
         if not isinstance(partition, int) or isinstance(partition, bool) or not (
             0 <= partition < self.partitions
         ):
-            raise ConfigError(
-                f"topic {self.name!r} has {self.partitions} partition(s) "
-                f"(0..{self.partitions - 1}); there is no partition {partition!r}"
-            )
+            raise PartitionDoesNotExist(self.name, partition, self.partitions)
         return self._logs[partition]
 
     def start_offset(self, partition: int) -> int:

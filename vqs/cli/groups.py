@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
-from .target import DATA, JSON_OUT, TOKEN, URL, out, print_json, print_names, target
+from .output import DATA, JSON_OUT, TOKEN, URL, new_table, print_json, print_line, print_names, print_table
+from .target import target
 
 group_app = typer.Typer(help="Consumer groups and their lag.", no_args_is_help=True)
 
@@ -28,10 +28,9 @@ def group_describe(group: str, url: str | None = URL, data_dir: str | None = DAT
     if as_json:
         print_json([r._asdict() for r in rows])
         return
-    tab = Table(title=f"group {group}")
-    for c in ("topic", "partition", "committed", "start_offset", "end_offset", "lag"):
-        tab.add_column(c, justify="right" if c != "topic" else "left")
+    print_line(f"group {group}")
+    tab = new_table("topic", *(f"{c}:num" for c in ("partition", "committed", "start_offset", "end_offset", "lag")))
     for r in rows:
         tab.add_row(r.topic, str(r.partition), str(r.committed), str(r.start_offset), str(r.end_offset), str(r.lag))
-    out.print(tab)
-    out.print(f"total lag: {sum(r.lag for r in rows)}", highlight=False)
+    print_table(tab)
+    print_line(f"total lag: {sum(r.lag for r in rows)}")

@@ -2,39 +2,73 @@
 
 The scanning (bounds, CRC, offset order of every batch) is storage's
 ``segment_scan``; this module only finds the ``<digits>.log`` files under a
-path, turns the scanner's findings into a report and prints it. Exit status 1
-if any segment is corrupt (a torn tail is not corruption: recovery truncates it).
+path, turns the scanner's findings into a report and prints it (a progress
+bar on a terminal while it scans). Exit status 4 (EXIT_CORRUPT) if any
+segment is corrupt (a torn tail is not corruption: recovery truncates it).
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 import typer
-from rich.table import Table
 
-from .target import JSON_OUT, err, fail, out, print_json
+from .failures import EXIT_CORRUPT, fail
+from .output import (
+    JSON_OUT,
+    UTC_OUT,
+    err,
+    iso_time,
+    new_table,
+    out,
+    print_json,
+    print_line,
+    print_table,
+    progress,
+)
 
 
 def inspect_command(path: str = typer.Argument(..., help="a data directory, a partition/log directory, or a .log segment"),
             batches: bool = typer.Option(False, "--batches", help="list every batch"),
             records: bool = typer.Option(False, "--records", help="print every record"),
-            as_json: bool = JSON_OUT):
-    """Dump segment files, verify every batch's CRC, report corruption (exit 1 if any)."""
-    report = inspect_path(path, want_batches=batches or records, want_records=records)
+            as_json: bool = JSON_OUT, utc: bool = UTC_OUT):
+    """Verify segment files (every batch's CRC).
+
+    Reads without any lock; reports torn tails and corruption (exit status 4 if any).
+    """
+    from rich.progress import BarColumn, DownloadColumn, TextColumn
+
+    files = _segment_files(path)
+    total = sum(_size(f) for f in files)
+    with progress(TextColumn("{task.completed:,.0f}"), DownloadColumn(), BarColumn(), TextColumn("{task.description}"),
+                  ) as prog:
+        task = prog.add_task("", total=total)
+
+        def scanned(file: str, size: int) -> None:
+            prog.update(task, advance=size, description=os.path.basename(file))
+
+        report = inspect_path(path, want_batches=batches or records, want_records=records, on_segment=scanned)
     if as_json:
         print_json(report)
     else:
-        _print_report(report, batches or records, records)
+        _print_report(report, batches or records, records, utc)
     if report["corrupt"]:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CORRUPT)
+
+
+def _size(file: str) -> int:
+    try:
+        return os.path.getsize(file)
+    except OSError:
+        return 0
 
 
 def _segment_files(path: str) -> list[str]:
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
-        fail(f"{path}: no such file or directory", 2)
+        fail(f"{path}: no such file or directory")
     found = []
     for root, dirs, files in os.walk(path):
         dirs.sort()
@@ -94,9 +128,14 @@ _SCAN_PROBLEM = {
 }
 
 
-def inspect_path(path: str, want_batches: bool = False, want_records: bool = False) -> dict:
+def inspect_path(path: str, want_batches: bool = False, want_records: bool = False, on_segment=None) -> dict:
+    """The report of every segment under ``path``; ``on_segment(file, size)`` after each one."""
     files = _segment_files(path)
-    segs = [inspect_segment(f, want_batches, want_records) for f in files]
+    segs = []
+    for f in files:
+        segs.append(inspect_segment(f, want_batches, want_records))
+        if on_segment is not None:
+            on_segment(f, segs[-1]["bytes"])
     if os.path.isdir(path):
         for sg in segs:
             sg["file"] = os.path.relpath(sg["file"], path)
@@ -105,25 +144,29 @@ def inspect_path(path: str, want_batches: bool = False, want_records: bool = Fal
             "corrupt": any(s["corrupt"] for s in segs)}
 
 
-def _print_report(report: dict, show_batches: bool, show_records: bool) -> None:
-    tab = Table(title=f"segments under {report['path']}")
-    for c in ("segment", "batches", "records", "first", "last", "bytes", "status"):
-        tab.add_column(c, justify="left" if c in ("segment", "status") else "right")
+_TIMESTAMP = re.compile(r"timestamp_ms=(\d+)")  # in a Record's repr
+
+
+def _print_report(report: dict, show_batches: bool, show_records: bool, utc: bool = False) -> None:
+    print_line(f"segments under {report['path']}")
+    tab = new_table("segment", *(f"{c}:num" for c in ("batches", "records", "first", "last", "bytes")), "status")
     for s in report["segments"]:
         status = s["status"]
         style = {"ok": "green", "torn tail": "yellow"}.get(status, "red")
-        tab.add_row(s["file"], str(s["batches"]), str(s["records"]), str(s["first_offset"]), str(s["last_offset"]),
+        first, last = ("-" if o is None else str(o) for o in (s["first_offset"], s["last_offset"]))
+        tab.add_row(s["file"], str(s["batches"]), str(s["records"]), first, last,
                     str(s["bytes"]), f"[{style}]{status}[/{style}]")
-    out.print(tab)
+    print_table(tab)
     for s in report["segments"]:
         for p in s["problems"]:
-            err.print(f"[red]{s['file']}[/red]: {p}", highlight=False)
+            print_line(f"{s['file']}: {p}", err)
         if show_batches:
             for b in s.get("batch_list", []):
-                out.print(f"  {s['file']} @{b['position']}: offsets {b['base_offset']}..{b['last_offset']} "
-                          f"({b['count']} records, {b['size']} bytes, codec {b['codec']}, ts {b['first_timestamp_ms']}"
-                          f"..{b['max_timestamp_ms']})", highlight=False)
+                print_line(f"  {s['file']} @{b['position']}: offsets {b['base_offset']}..{b['last_offset']} "
+                           f"({b['count']} records, {b['size']} bytes, codec {b['codec']}, "
+                           f"{iso_time(b['first_timestamp_ms'], utc)} .. {iso_time(b['max_timestamp_ms'], utc)})")
                 for r in b.get("records", []):
-                    out.print(f"    {r}", highlight=False)
+                    print_line("    " + _TIMESTAMP.sub(lambda m: "time=" + iso_time(int(m.group(1)), utc), r))
     verdict = "[red]CORRUPT[/red]" if report["corrupt"] else "[green]all CRCs verified[/green]"
-    out.print(f"{report['files']} segment file(s), {report['batches']} batches, {report['records']} records: {verdict}")
+    out.print(f"{report['files']} segment file(s), {report['batches']} batches, {report['records']} records: {verdict}",
+              soft_wrap=True)

@@ -15,7 +15,10 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 @pipeline_app.command("run", context_settings=_PASS_THROUGH, add_help_option=False)
 def pipeline_run(ctx: typer.Context) -> None:
-    """Run the camera-statistics Structured Streaming job on a topic (--path or --url)."""
+    """Run the camera-statistics Spark job on a topic.
+
+    Reads with --path or --url; --help lists its options.
+    """
     from ..pipelines import camera
 
     raise typer.Exit(camera.main(["run", *ctx.args]))
@@ -23,7 +26,10 @@ def pipeline_run(ctx: typer.Context) -> None:
 
 @pipeline_app.command("feed", context_settings=_PASS_THROUGH, add_help_option=False)
 def pipeline_feed(ctx: typer.Context) -> None:
-    """Append generated camera frame events (late and dropped frames included) to a topic."""
+    """Append generated camera frame events to a topic.
+
+    Late and dropped frames included; --help lists its options.
+    """
     from ..pipelines import camera
 
     raise typer.Exit(camera.main(["feed", *ctx.args]))

@@ -6,11 +6,23 @@ import json
 import sys
 
 import typer
-from rich.table import Table
 
-from .target import DATA, JSON_OUT, TOKEN, URL, out, print_json, print_names, target
+from .output import (
+    DATA,
+    JSON_OUT,
+    TOKEN,
+    URL,
+    UTC_OUT,
+    iso_time,
+    new_table,
+    print_json,
+    print_line,
+    print_names,
+    print_table,
+)
+from .target import target
 
-queue_app = typer.Typer(help="SQS-style queues: create, list, send, receive, delete...", no_args_is_help=True)
+queue_app = typer.Typer(help="SQS-style queues: create, send, receive, delete.", no_args_is_help=True)
 
 
 @queue_app.command("create")
@@ -28,9 +40,9 @@ def queue_create(name: str,
     if dead_letter_queue is not None:
         kw["dead_letter_queue"] = dead_letter_queue
         kw["max_receive_count"] = max_receive_count
-    with target(url, data_dir, token) as t:
+    with target(url, data_dir, token, creates=True, queue=dead_letter_queue) as t:  # the one that may be missing
         t.create_queue(name, **kw)
-    out.print(f"created queue [bold]{name}[/bold]")
+    print_line(f"created queue {name}")
 
 
 @queue_app.command("list")
@@ -44,35 +56,39 @@ def queue_list(prefix: str | None = typer.Option(None, "--prefix"), url: str | N
 
 @queue_app.command("describe")
 def queue_describe(name: str, url: str | None = URL, data_dir: str | None = DATA,
-                   token: str | None = TOKEN, as_json: bool = JSON_OUT):
+                   token: str | None = TOKEN, as_json: bool = JSON_OUT, utc: bool = UTC_OUT):
     """A queue's attributes and approximate counts."""
-    with target(url, data_dir, token) as t:
+    with target(url, data_dir, token, queue=name) as t:
         attrs = t.queue(name).get_attributes()
     if as_json:
         print_json(attrs)
         return
-    tab = Table(title=f"queue {name}")
-    tab.add_column("attribute")
-    tab.add_column("value")
+    print_line(f"queue {name}")
+    tab = new_table("attribute", "value:text")
     for k, v in sorted(attrs.items()):
+        if k in _TIME_ATTRIBUTES and str(v).isdigit():
+            v = iso_time(int(v) * 1000, utc)
         tab.add_row(str(k), str(v))
-    out.print(tab)
+    print_table(tab)
+
+
+_TIME_ATTRIBUTES = ("CreatedTimestamp", "LastModifiedTimestamp")  # SQS: epoch seconds
 
 
 @queue_app.command("delete")
 def queue_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Delete a queue and its messages."""
-    with target(url, data_dir, token) as t:
+    with target(url, data_dir, token, queue=name) as t:
         t.delete_queue(name)
-    out.print(f"deleted queue [bold]{name}[/bold]")
+    print_line(f"deleted queue {name}")
 
 
 @queue_app.command("purge")
 def queue_purge(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Delete every message of a queue."""
-    with target(url, data_dir, token) as t:
+    with target(url, data_dir, token, queue=name) as t:
         t.queue(name).purge()
-    out.print(f"purged queue [bold]{name}[/bold]")
+    print_line(f"purged queue {name}")
 
 
 @queue_app.command("send")
@@ -82,11 +98,11 @@ def queue_send(name: str, body: str | None = typer.Argument(None, help="message 
                url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Send a message (or one per line of stdin)."""
     bodies = [body] if body is not None else [ln.rstrip("\n") for ln in sys.stdin]
-    with target(url, data_dir, token) as t:
+    with target(url, data_dir, token, queue=name) as t:
         q = t.queue(name)
         for b in bodies:
             mid = q.send(b, delay_seconds=delay_seconds, group_id=group_id, dedup_id=dedup_id)
-            out.print(mid, highlight=False)
+            print_line(str(mid))
 
 
 @queue_app.command("receive")
@@ -95,8 +111,11 @@ def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
                   visibility_timeout: int | None = typer.Option(None),
                   delete: bool = typer.Option(False, "--delete", help="delete what was received"),
                   url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Receive messages (printed as JSON lines with their receipt handles)."""
-    with target(url, data_dir, token) as t:
+    """Receive messages.
+
+    Printed as JSON lines, each with its receipt handle.
+    """
+    with target(url, data_dir, token, queue=name) as t:
         q = t.queue(name)
         msgs = q.receive(max_messages=max_messages, wait_seconds=wait_seconds, visibility_timeout=visibility_timeout)
         for m in msgs:
@@ -110,6 +129,9 @@ def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
 @queue_app.command("delete-message")
 def queue_delete_message(name: str, receipt_handle: str, url: str | None = URL,
                          data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Delete (acknowledge) a received message by its receipt handle."""
-    with target(url, data_dir, token) as t:
+    """Delete (acknowledge) a received message.
+
+    By the receipt handle `vqs queue receive` printed.
+    """
+    with target(url, data_dir, token, queue=name) as t:
         t.queue(name).delete(receipt_handle)

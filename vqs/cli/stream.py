@@ -16,7 +16,9 @@ import sys
 
 import typer
 
-from .target import DATA, TOKEN, URL, err, fail, target
+from .failures import EXIT_USAGE, fail
+from .output import DATA, TOKEN, URL, err, print_line, progress
+from .target import target
 
 
 def _frames(stream, framing: str):
@@ -46,20 +48,31 @@ def produce(topic: str,
             key: str | None = typer.Option(None, "--key", help="key for every message"),
             partition: int | None = typer.Option(None, "--partition"),
             batch_size: int = typer.Option(500, "--batch-size", help="messages per request"),
-            progress: bool = typer.Option(True, "--progress/--no-progress"),
+            show_progress: bool = typer.Option(True, "--progress/--no-progress",
+                                               help="a progress bar on stderr (only on a terminal)"),
             url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Send messages read from stdin or a file."""
-    from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
+    from rich.progress import BarColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-    stream = open(file, "rb") if file else sys.stdin.buffer
-    total = os.path.getsize(file) if file else None
+    if framing not in ("line", "length"):
+        fail(f"--framing must be line or length, not {framing!r}", EXIT_USAGE)
+    if file:
+        try:
+            stream = open(file, "rb")
+        except OSError as e:
+            fail(f"cannot read {file}: {e.strerror}")
+    else:
+        stream = sys.stdin.buffer
+    total = os.fstat(stream.fileno()).st_size if file and os.path.isfile(file) else None
     sent = 0
     try:
-        with target(url, data_dir, token) as t:
+        with target(url, data_dir, token, topic=topic) as t:
             p = t.producer()
             kb = key.encode() if key is not None else None
-            with Progress(TextColumn("[bold]{task.fields[n]}[/bold] messages"), BarColumn(), TransferSpeedColumn(),
-                          console=err, disable=not progress, transient=False) as prog:
+            columns = [TextColumn("[bold]{task.fields[n]}[/bold] messages"), BarColumn(), TransferSpeedColumn()]
+            if total is not None:
+                columns.append(TimeRemainingColumn())
+            with progress(*columns, enabled=show_progress) as prog:
                 task = prog.add_task("produce", total=total, n=0)
                 batch: list = []
                 nbytes = 0
@@ -86,7 +99,7 @@ def produce(topic: str,
     finally:
         if file:
             stream.close()
-    err.print(f"sent {sent} message(s) to {topic}", highlight=False)
+    print_line(f"sent {sent} message(s) to {topic}", err)
 
 
 def consume(topic: str,
@@ -98,12 +111,17 @@ def consume(topic: str,
             max_messages: int | None = typer.Option(None, "--max", "-n", help="stop after this many"),
             framing: str = typer.Option("line", "--framing", help="line, length, or json (one object per line)"),
             url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Print messages of a topic (from an offset, the beginning, the end, or a group's position)."""
+    """Print messages of a topic.
+
+    From the beginning (default), an offset, the end, or a group's committed position.
+    """
     import base64
 
     w = sys.stdout.buffer
     n = 0
-    with target(url, data_dir, token) as t:
+    if framing not in ("line", "length", "json"):
+        fail(f"--framing must be line, length or json, not {framing!r}", EXIT_USAGE)
+    with target(url, data_dir, token, topic=topic) as t:
         c = t.consumer(None, group=group, auto_offset_reset="latest" if from_end else "earliest")
         try:
             nparts = t.topic(topic).partitions
@@ -112,7 +130,7 @@ def consume(topic: str,
             c.assign(tps)
             if offset is not None:
                 if len(parts) != 1:
-                    fail("--offset needs --partition (the topic has several partitions)", 2)
+                    fail("--offset needs --partition (the topic has several partitions)", EXIT_USAGE)
                 c.seek(tps[0], offset)
             elif from_end:
                 c.seek_to_end(tps)
@@ -151,7 +169,6 @@ def consume(topic: str,
                 try:
                     c.commit()
                 except Exception as e:  # keep the error that ended the loop; say this one
-                    err.print(f"[yellow]warning:[/yellow] the final commit of group {group!r} failed: {e}",
-                              highlight=False)
+                    print_line(f"warning: the final commit of group {group!r} failed: {e}", err)
             c.close()
-    err.print(f"read {n} message(s)", highlight=False)
+    print_line(f"read {n} message(s)", err)

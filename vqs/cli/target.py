@@ -1,78 +1,83 @@
-"""What every data command shares: where it works, how it fails, how it prints.
+"""Where a data command works: a server (``vqs.Client``) or a data directory (``vqs.Broker``).
 
 A command works on a server (``--url``, ``VQS_URL``; default
 ``http://127.0.0.1:8642``) or on a data directory (``--data-dir``,
 ``VQS_DATA_DIR``; this takes the directory's lock, so not while a server owns
-it). ``target()`` yields a ``vqs.Client`` or a ``vqs.Broker`` (same shapes) and
-turns every VQSError, OSError and unreachable server into ``fail()``: a red
-message on stderr and a non-zero exit, never a traceback.
+it). ``target()`` yields a ``vqs.Client`` or a ``vqs.Broker`` (same shapes)
+and turns every VQSError, OSError and unreachable server into ``fail()`` with
+the command's context (the URL, the topic or queue named): one line on stderr
+and the exit code of failures.py, never a traceback.
+
+Invariant: only a command that creates data (``topic create``, ``queue
+create``) may create a data directory. Every other command refuses a missing
+directory, and a non-empty one that holds no VQS data, before opening
+anything: a mistyped ``--data-dir`` is an error, not a new empty directory.
 """
 
 from __future__ import annotations
 
-import json
+import os
 from contextlib import contextmanager
 
-import typer
-from rich.console import Console
+from .failures import EXIT_UNAVAILABLE, EXIT_USAGE, explain, fail, http_error, unreachable
 
-out = Console()
-err = Console(stderr=True)
-
-URL = typer.Option(None, "--url", envvar="VQS_URL", help="server URL (default http://127.0.0.1:8642)")
-DATA = typer.Option(None, "--data-dir", envvar="VQS_DATA_DIR", help="work on a data directory instead of a server")
-TOKEN = typer.Option(None, "--token", envvar="VQS_TOKEN", help="bearer token for the server")
-JSON_OUT = typer.Option(False, "--json", help="print JSON")
+# what a data directory holds (vqs/broker/layout.py names them); any one makes it VQS's
+_DATA_DIR_ENTRIES = (".lock", "topics", "groups", "queues")
 
 
-def fail(msg: str, code: int = 1):
-    """Say what went wrong on stderr and exit with ``code`` (no traceback)."""
-    err.print(f"[red]error:[/red] {msg}", highlight=False)
-    raise typer.Exit(code)
+def check_data_dir(data_dir: str) -> None:
+    """Refuse a data directory that does not exist, or that holds files but no VQS data."""
+    if not os.path.exists(data_dir):
+        fail(f"data dir {data_dir} does not exist (check the path; `vqs topic create NAME --data-dir "
+             f"{data_dir}` or `vqs serve --data-dir {data_dir}` makes a new one)")
+    if not os.path.isdir(data_dir):
+        fail(f"data dir {data_dir} is not a directory")
+    entries = os.listdir(data_dir)
+    if entries and not any(e in entries for e in _DATA_DIR_ENTRIES):
+        fail(f"{data_dir} is not a VQS data dir (it has files, but no topics/, queues/ or groups/)")
 
 
 @contextmanager
-def target(url: str | None, data_dir: str | None, token: str | None):
-    """A vqs.Client for a URL, or a vqs.Broker for a data directory (same shapes)."""
+def target(url: str | None, data_dir: str | None, token: str | None, *, creates: bool = False,
+           topic: str | None = None, queue: str | None = None):
+    """A vqs.Client for a URL, or a vqs.Broker for a data directory (same shapes).
+
+    ``creates``: the command makes data, so it may create the data directory.
+    ``topic``/``queue``: the names the command works on (for its error messages)."""
     from ..errors import VQSError
 
     if url and data_dir:
-        fail("give --url or --data-dir, not both", 2)
+        fail("give --url or --data-dir, not both", EXIT_USAGE)
+    names = {"topic": topic, "queue": queue}
+    where = None
     try:
         if data_dir:
             from ..broker import Broker
 
+            if not creates:
+                check_data_dir(data_dir)
             t = Broker(data_dir)
         else:
             from ..client import DEFAULT_URL, Client
 
-            t = Client(url or DEFAULT_URL, token=token)
-    except VQSError as e:
-        fail(str(e))
+            where = url or DEFAULT_URL
+            t = Client(where, token=token)
+    except (VQSError, OSError) as e:
+        fail(*_explained(e, where, names))
     try:
         yield t
-    except VQSError as e:
-        fail(str(e))
-    except OSError as e:
-        fail(f"{e}")
+    except BrokenPipeError:  # stdout's reader left (`| head`): not an error of the request
+        raise
+    except (VQSError, OSError) as e:
+        fail(*_explained(e, where, names))
     except Exception as e:
-        import httpx
-
-        if isinstance(e, httpx.HTTPError):
-            fail(f"cannot reach the server at {getattr(t, 'url', url)}: {e}")
+        if http_error(e):
+            fail(unreachable(where, e), EXIT_UNAVAILABLE)
         raise
     finally:
         t.close()
 
 
-def print_json(obj) -> None:
-    out.print_json(json.dumps(obj, default=str))
-
-
-def print_names(names: list[str], as_json: bool) -> None:
-    """A list of names: JSON, or one per line."""
-    if as_json:
-        print_json(names)
-    else:
-        for n in names:
-            out.print(n, highlight=False)
+def _explained(e: BaseException, url: str | None, names: dict) -> tuple[str, int]:
+    code, msg = explain(e, url, names)
+    return msg, code

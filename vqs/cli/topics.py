@@ -6,9 +6,20 @@ import json
 import sys
 
 import typer
-from rich.table import Table
 
-from .target import DATA, JSON_OUT, TOKEN, URL, out, print_json, print_names, target
+from .output import (
+    DATA,
+    JSON_OUT,
+    TOKEN,
+    URL,
+    new_table,
+    out,
+    print_json,
+    print_line,
+    print_names,
+    print_table,
+)
+from .target import target
 
 topic_app = typer.Typer(help="Create, list, describe and delete topics.", no_args_is_help=True)
 
@@ -19,12 +30,10 @@ def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-
                  segment_bytes: int | None = typer.Option(None), compression: str | None = typer.Option(None),
                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Create a topic."""
-    with target(url, data_dir, token) as t:
+    with target(url, data_dir, token, creates=True, topic=name) as t:
         t.create_topic(name, partitions=partitions, retention_ms=retention_ms, retention_bytes=retention_bytes,
                        segment_bytes=segment_bytes, compression=compression)
-    out.print(f"created topic [bold]{name}[/bold] with {partitions} partition(s)")
-
-
+    print_line(f"created topic {name} with {partitions} partition(s)")
 
 @topic_app.command("list")
 def topic_list(url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
@@ -39,19 +48,19 @@ def topic_list(url: str | None = URL, data_dir: str | None = DATA, token: str | 
 def topic_describe(name: str, url: str | None = URL, data_dir: str | None = DATA,
                    token: str | None = TOKEN, as_json: bool = JSON_OUT):
     """Partitions, offsets, sizes and config of a topic."""
-    with target(url, data_dir, token) as t:
+    with target(url, data_dir, token, topic=name) as t:
         d = t.topic(name).describe()
     if as_json:
         print_json(d)
         return
-    tab = Table(title=f"topic {name}")
-    for c in ("partition", "start_offset", "end_offset", "messages", "size_bytes", "segments"):
-        tab.add_column(c, justify="right")
+    print_line(f"topic {name}")
+    tab = new_table(*(f"{c}:num" for c in ("partition", "start_offset", "end_offset", "messages", "size_bytes",
+                                            "segments")))
     for p in d["partition_info"]:
         tab.add_row(str(p["partition"]), str(p["start_offset"]), str(p["end_offset"]),
                     str(p["end_offset"] - p["start_offset"]), str(p["size_bytes"]), str(p["segments"]))
-    out.print(tab)
-    out.print("config: " + json.dumps(d.get("config", {})), highlight=False)
+    print_table(tab)
+    out.print("config: " + json.dumps(d.get("config", {})), highlight=False, markup=False)
 
 
 @topic_app.command("delete")
@@ -60,6 +69,6 @@ def topic_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, 
     """Delete a topic and its data."""
     if not yes and sys.stdin.isatty():
         typer.confirm(f"delete topic {name} and all its messages?", abort=True)
-    with target(url, data_dir, token) as t:
+    with target(url, data_dir, token, topic=name) as t:
         t.delete_topic(name)
-    out.print(f"deleted topic [bold]{name}[/bold]")
+    print_line(f"deleted topic {name}")

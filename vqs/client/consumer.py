@@ -54,20 +54,34 @@ class RemoteConsumer:
         for t in topics:
             n = self._client.topic(t).partitions
             tps.extend(as_tp((t, p)) for p in range(n))
-        self.assign(tps)
+        self._set_assignment(tps)
 
     def assign(self, partitions: Iterable) -> None:
-        self._assigned = [as_tp(tp) for tp in partitions]
+        """Read exactly these (topic, partition) pairs; raises TopicDoesNotExist or
+        PartitionDoesNotExist (as the embedded consumer does) before changing anything."""
+        tps = [as_tp(tp) for tp in partitions]
+        counts: dict[str, int] = {}
+        for tp in tps:
+            if tp.topic not in counts:
+                counts[tp.topic] = self._client.topic(tp.topic).partitions
+            _check_partition(tp, counts[tp.topic])
+        self._set_assignment(tps)
+
+    def _set_assignment(self, tps: list) -> None:
+        self._assigned = tps
         self._positions = {tp: self._positions[tp] for tp in self._assigned if tp in self._positions}
 
     def assignment(self) -> list:
         return list(self._assigned)
 
-    def _offsets(self, topic: str) -> list[dict]:
-        return self._client.offsets(topic)
+    def _offset_row(self, tp, timestamp_ms: int | None = None) -> dict:
+        """The server's offsets of one partition (the topic may have been re-made smaller)."""
+        rows = self._client.offsets(tp.topic, timestamp_ms)
+        _check_partition(tp, len(rows))
+        return rows[tp.partition]
 
     def _reset_offset(self, tp) -> int:
-        row = self._offsets(tp.topic)[tp.partition]
+        row = self._offset_row(tp)
         return row["start_offset"] if self._reset == "earliest" else row["end_offset"]
 
     def _position(self, tp) -> int:
@@ -90,15 +104,15 @@ class RemoteConsumer:
 
     def seek_to_beginning(self, partitions=None) -> None:
         for tp in self._tps(partitions):
-            self._positions[tp] = self._offsets(tp.topic)[tp.partition]["start_offset"]
+            self._positions[tp] = self._offset_row(tp)["start_offset"]
 
     def seek_to_end(self, partitions=None) -> None:
         for tp in self._tps(partitions):
-            self._positions[tp] = self._offsets(tp.topic)[tp.partition]["end_offset"]
+            self._positions[tp] = self._offset_row(tp)["end_offset"]
 
     def seek_to_timestamp(self, timestamp_ms: int, partitions=None) -> None:
         for tp in self._tps(partitions):
-            row = self._client.offsets(tp.topic, timestamp_ms)[tp.partition]
+            row = self._offset_row(tp, timestamp_ms)
             off = row.get("offset_for_time")
             self._positions[tp] = row["end_offset"] if off is None else off
 
@@ -106,10 +120,10 @@ class RemoteConsumer:
         return self._assigned if partitions is None else [as_tp(tp) for tp in partitions]
 
     def beginning_offsets(self, partitions=None) -> dict:
-        return {tp: self._offsets(tp.topic)[tp.partition]["start_offset"] for tp in self._tps(partitions)}
+        return {tp: self._offset_row(tp)["start_offset"] for tp in self._tps(partitions)}
 
     def end_offsets(self, partitions=None) -> dict:
-        return {tp: self._offsets(tp.topic)[tp.partition]["end_offset"] for tp in self._tps(partitions)}
+        return {tp: self._offset_row(tp)["end_offset"] for tp in self._tps(partitions)}
 
     def lag(self, partitions=None) -> dict:
         ends = self.end_offsets(partitions)
@@ -190,3 +204,8 @@ class RemoteConsumer:
     def __iter__(self):
         while not self._closed:
             yield from self.poll(timeout=1.0)
+
+
+def _check_partition(tp, count: int) -> None:
+    if not isinstance(tp.partition, int) or isinstance(tp.partition, bool) or not 0 <= tp.partition < count:
+        raise E.PartitionDoesNotExist(tp.topic, tp.partition, count)

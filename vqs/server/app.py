@@ -59,6 +59,24 @@ class _TooLarge(Exception):
     pass
 
 
+def _log_request(method: str, path: str, status: int, seconds: float, error_body: list) -> None:
+    """One line per request (``access_log``) or per refused one (any 4xx/5xx): the method,
+    path (never the query string, which may carry SQS parameters), status and, for an
+    error, its code and message. 401/403/5xx at warning, other refusals at info."""
+    fields = {"method": method, "path": path, "status": status, "ms": round(seconds * 1000, 3)}
+    if status < 400:
+        logger.info("request", extra={"vqs": fields})
+        return
+    from .logs import error_summary
+
+    summary = error_summary(error_body[0]) if error_body else ""
+    if summary:
+        fields["error"] = summary
+    level = logging.WARNING if status in (401, 403) or status >= 500 else logging.INFO
+    logger.log(level, "rejected", extra={"vqs": fields,
+                                         "text": f"rejected {status} {method} {path}" + (f" {summary}" if summary else "")})
+
+
 class VQSMiddleware:
     """Outermost layer: header/body limits, bearer auth, SQS dispatch, metrics, access log."""
 
@@ -94,10 +112,13 @@ class VQSMiddleware:
         for k, v in raw_headers:
             size += len(k) + len(v) + 4
         status_box = [0]
+        error_body: list = []
 
         async def send_wrapper(message):
             if message["type"] == "http.response.start":
                 status_box[0] = message["status"]
+            elif status_box[0] >= 400 and not error_body:  # an error answer: kept for its log line
+                error_body.append(message.get("body", b"")[:4096])
             await send(message)
 
         sqs = self.is_sqs(method, path, raw_headers)
@@ -153,9 +174,8 @@ class VQSMiddleware:
             status = status_box[0] or 500
             self._req.labels(api, rpath, method, str(status)).inc()
             self._lat.labels(api, rpath).observe(time.perf_counter() - t0)
-            if self.access_log:
-                logger.info("request", extra={"vqs": {"method": method, "path": path, "status": status,
-                                                    "ms": round((time.perf_counter() - t0) * 1000, 3)}})
+            if self.access_log or status_box[0] >= 400:  # 0: no answer sent (the client left)
+                _log_request(method, path, status, time.perf_counter() - t0, error_body)
 
     async def _fast(self, scope, receive, send, method: str, topic: str, raw_headers) -> bool:
         """The binary produce/consume routes without the framework's routing (they carry the
@@ -281,7 +301,8 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
 
         ctx.sqs = SQSService(ctx)
         ctx.ready = True
-        logger.info("ready", extra={"vqs": {"data_dir": settings.data_dir, "flush": settings.flush}})
+        # `vqs serve` says "ready" once its socket listens; this is the app's own start
+        logger.debug("application started", extra={"vqs": {"data_dir": settings.data_dir, "flush": settings.flush}})
         try:
             yield
         finally:

@@ -6,17 +6,31 @@ the server never imports the CLI. Options override ``VQS_*`` variables, which
 override the TOML file (settings.load_settings); a setting that cannot work
 exits 2 before anything is opened.
 
+Start-up, in this order, each failure one line (``error: ...`` on a terminal,
+a JSON record otherwise) and an exit code of the ``vqs`` scheme: settings
+checked (2); the port bound (3 if another process has it; nothing else was
+touched); the data directory opened and locked (3 if another process holds
+it, naming its pid; 1 if it cannot be opened; 4 if recovery finds
+corruption); then uvicorn serves on the bound socket and, once it listens,
+one ``ready`` line gives the URLs (API, docs, metrics). No "ready" is ever
+logged before the socket listens.
+
 uvicorn with uvloop and httptools, one worker (one process owns the data
 directory). SIGTERM/SIGINT: stop accepting connections, let in-flight requests
-finish (long polls are woken within a second), then the app's lifespan
-flushes and closes the broker. A second signal forces the exit.
+finish (long polls are woken within a second), the app's lifespan closes the
+SQS service, then the broker is flushed and closed and the process exits 0.
+A second signal forces the exit.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import signal
+import socket
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -24,6 +38,15 @@ from ..errors import ConfigError
 from .settings import Settings, load_settings
 
 logger = logging.getLogger("vqs.server")
+
+# The exit codes of `vqs serve`: the vqs command's scheme (vqs/cli/failures.py, docs/cli.md).
+EXIT_ERROR = 1        # the data directory cannot be opened (permissions, not a directory, ...)
+EXIT_SETTINGS = 2     # settings that cannot work: refused before anything is opened
+EXIT_UNAVAILABLE = 3  # the port or the data directory is held by another process
+EXIT_CORRUPT = 4      # recovery found corruption in the data directory
+EXIT_CODES_HELP = ("Exit status: 0 after a clean stop (SIGTERM, Ctrl-C); 1 the data directory cannot be "
+                   "opened; 2 settings refused; 3 the port is in use or the data directory is locked by "
+                   "another process; 4 recovery found corruption.")
 
 
 def serve_command(
@@ -46,10 +69,14 @@ def serve_command(
     max_partitions_per_topic: int | None = typer.Option(None, "--max-partitions-per-topic"),
     max_total_partitions: int | None = typer.Option(None, "--max-total-partitions"),
     log_level: str | None = typer.Option(None, "--log-level"),
-    log_format: str | None = typer.Option(None, "--log-format", help="json | text"),
+    log_format: str | None = typer.Option(None, "--log-format",
+                                          help="auto (text on a terminal, else json) | json | text"),
     access_log: bool | None = typer.Option(None, "--access-log", help="log every request"),
 ):
-    """Run the server (REST, SQS-compatible API, metrics) on one data directory."""
+    """Run the server on a data directory.
+
+    REST API, SQS-compatible API, OpenAPI docs and Prometheus metrics on one port.
+    """
     overrides = dict(data_dir=data_dir or os.environ.get("VQS_DATA_DIR"), host=host, port=port, tokens=token,
                      sigv4_keys=sigv4_key, insecure=insecure, flush=flush, flush_interval_ms=flush_interval_ms,
                      account_id=account_id, region=region, max_body_bytes=max_body_bytes,
@@ -62,27 +89,95 @@ def serve_command(
         settings.check()
     except ConfigError as e:
         from rich.console import Console
+        from rich.markup import escape
 
-        Console(stderr=True).print(f"[red]error:[/red] {e}", highlight=False)
-        raise typer.Exit(2) from None
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_SETTINGS) from None
     serve(settings)
 
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m vqs.server [options]``: the serve command on its own."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command()(serve_command)
+    app.command(epilog=EXIT_CODES_HELP)(serve_command)
     app(argv, prog_name="python -m vqs.server")
 
 
 def serve(settings: Settings) -> None:
+    """Run the server until SIGTERM/SIGINT; exits the process with EXIT_* when it cannot start."""
     settings.check()
+    from . import logs
+
+    fmt = logs.configure(settings.log_level, settings.log_format)
+    sock = _listen(settings, fmt)
+    try:
+        broker = _open_broker(settings, fmt)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        _run(settings, sock, broker)
+    finally:
+        broker.close()
+        logger.info("closed", extra={"vqs": {"data_dir": broker.path}})
+
+
+def _cannot_start(fmt: str, message: str, code: int) -> NoReturn:
+    """One line and the exit: ``error: ...`` on a terminal, a JSON error record otherwise."""
+    if fmt == "json":
+        logger.error(message, extra={"vqs": {"exit_code": code}})
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+
+        Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def _listen(settings: Settings, fmt: str) -> socket.socket:
+    """The bound listening socket, before anything else is opened (a busy port changes nothing)."""
+    host, port = settings.host, settings.port
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            _cannot_start(fmt, f"port {port} on {host} is in use (another server? choose a free one with --port)",
+                          EXIT_UNAVAILABLE)
+        if e.errno == errno.EACCES:
+            _cannot_start(fmt, f"cannot listen on port {port} of {host}: permission denied (ports below 1024 "
+                               "need privileges)", EXIT_SETTINGS)
+        _cannot_start(fmt, f"cannot listen on {host} port {port}: {e.strerror or e}", EXIT_SETTINGS)
+    return sock
+
+
+def _open_broker(settings: Settings, fmt: str):
+    """The data directory's Broker (its lock taken), or the exit with one line saying why not."""
+    from .. import errors as E
+    from ..broker import Broker
+
+    try:
+        return Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms)
+    except E.LogLockedError as e:
+        who = f"pid {e.holder_pid}" if e.holder_pid else "another process"
+        _cannot_start(fmt, f"data dir {settings.data_dir} is locked by {who} (another server? one process "
+                           "owns a data dir)", EXIT_UNAVAILABLE)
+    except E.CorruptRecordError as e:
+        _cannot_start(fmt, f"data dir {settings.data_dir}: {e} (check it with `vqs inspect`)", EXIT_CORRUPT)
+    except E.VQSError as e:
+        _cannot_start(fmt, f"data dir {settings.data_dir}: {e}", EXIT_ERROR)
+    except OSError as e:
+        _cannot_start(fmt, f"cannot open data dir {settings.data_dir}: {e.strerror or e}", EXIT_ERROR)
+
+
+def _run(settings: Settings, sock: socket.socket, broker) -> None:
     import uvicorn
 
     from .app import create_app
-    from .logs import uvicorn_log_config
 
-    app = create_app(settings)
+    app = create_app(settings, broker=broker)
     ctx = app.state.ctx
     try:
         import uvloop  # noqa: F401
@@ -107,26 +202,46 @@ def serve(settings: Settings) -> None:
         limit_concurrency=settings.max_connections,
         timeout_graceful_shutdown=settings.graceful_timeout_s,
         timeout_keep_alive=30,
-        log_config=uvicorn_log_config(settings.log_level, settings.log_format),
+        log_config=None,  # logs.configure did it
         access_log=False,
         server_header=False,
         date_header=True,
         h11_max_incomplete_event_size=settings.max_header_bytes,
     )
-    server = uvicorn.Server(config)
 
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if self.started:  # the socket listens: say so, with where to go
+                _announce(settings, sock, broker.path)
+
+    server = Server(config)
     original = server.handle_exit
 
     def handle_exit(sig, frame):
         # wake long polls so draining takes at most ~1 s, then let uvicorn drain
+        if not ctx.stopping:
+            logger.info("stopping", extra={"vqs": {"signal": signal.Signals(sig).name}})
         ctx.stopping = True
         original(sig, frame)
         # a drained, flushed, closed server exits 0 (uvicorn would re-raise the signal)
         server._captured_signals.clear()
 
     server.handle_exit = handle_exit
-    logger.info("starting", extra={"vqs": {"host": settings.host, "port": settings.port,
-                                           "data_dir": settings.data_dir, "auth": settings.auth_enabled}})
-    server.run()
+    server.run(sockets=[sock])
     if not server.started:
-        sys.exit(3)
+        sys.exit(EXIT_UNAVAILABLE)
+
+
+def _announce(settings: Settings, sock: socket.socket, data_dir: str) -> None:
+    """The start-up line: the URLs of the API, its docs and metrics (the SQS endpoint is the API's)."""
+    from .app import _version
+
+    host = settings.host
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}"
+    fields = {"url": url, "docs": url + "/docs", "metrics": url + "/metrics", "data_dir": data_dir,
+              "flush": settings.flush, "auth": settings.auth_enabled, "pid": os.getpid(), "version": _version()}
+    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics  "
+            f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}; Ctrl-C stops)")
+    logger.info("ready", extra={"vqs": fields, "text": text})

@@ -50,7 +50,7 @@ class Settings:
     max_total_partitions: int = 4096          # every partition is a log (files, and a flusher thread)
     # logging
     log_level: str = "info"
-    log_format: str = "json"                  # json | text
+    log_format: str = "auto"                  # auto (text on a terminal, else json) | json | text
     access_log: bool = False
     # runtime
     graceful_timeout_s: float = 25.0
@@ -77,6 +77,8 @@ class Settings:
                 "credentials: give bearer tokens (--token / VQS_TOKENS) and SigV4 keys "
                 "(--sigv4-key AKID:SECRET / VQS_SIGV4_KEYS), or pass --insecure"
             )
+        if self.log_format not in ("auto", "json", "text"):
+            raise ConfigError(f"log_format must be auto, json or text, not {self.log_format!r}")
         if not (self.account_id.isdigit() and len(self.account_id) == 12):
             raise ConfigError(f"account_id must be 12 digits, not {self.account_id!r}")
 

@@ -1,0 +1,126 @@
+"""``vqs serve`` as a process: start-up failures as one line with their exit code, the start-up
+line with the URLs once the socket listens, text logs on a terminal and JSON otherwise, one log
+line per refused request. Real processes, a really busy port, a really locked data directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+from vqs_server_proc import ServerProcess, free_port
+
+from vqs.broker import Broker
+
+
+def serve(*args, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vqs.cli", "serve", *map(str, args)], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, **(env or {})})
+
+
+def only_line(p: subprocess.CompletedProcess) -> dict:
+    """The one line a failed start wrote (a JSON record: stderr is not a terminal)."""
+    lines = (p.stdout + p.stderr).splitlines()
+    assert len(lines) == 1, p.stdout + p.stderr
+    rec = json.loads(lines[0])
+    assert rec["level"] == "error" and rec["exit_code"] == p.returncode and "Traceback" not in lines[0]
+    return rec
+
+
+def test_a_busy_port_is_one_line_exit_3_and_touches_nothing(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        p = serve("--data-dir", tmp_path / "d", "--port", port)
+    assert p.returncode == 3
+    assert only_line(p)["msg"].startswith(f"port {port} on 127.0.0.1 is in use")
+    assert not (tmp_path / "d").exists()  # failed before opening the data directory
+
+
+def test_a_locked_data_dir_is_one_line_naming_the_pid_exit_3(tmp_path):
+    d = tmp_path / "d"
+    with Broker(d):  # this test process holds the data directory's lock
+        p = serve("--data-dir", d, "--port", free_port())
+        assert p.returncode == 3
+        assert only_line(p)["msg"].startswith(f"data dir {d} is locked by pid {os.getpid()}")
+        p = serve("--data-dir", d, "--port", free_port(), "--log-format", "text")
+        assert p.returncode == 3
+        assert p.stderr.splitlines() == [f"error: data dir {d} is locked by pid {os.getpid()} (another server? "
+                                         "one process owns a data dir)"]
+
+
+def test_refused_settings_exit_2(tmp_path):
+    p = serve("--data-dir", tmp_path / "d", "--host", "0.0.0.0")
+    assert p.returncode == 2 and "--insecure" in p.stderr and len(p.stderr.splitlines()) == 1
+    p = serve("--data-dir", tmp_path / "d", "--log-format", "yaml")
+    assert p.returncode == 2 and "log_format must be auto, json or text" in p.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_ready_line_once_listening_json_logs_and_refused_requests(tmp_path):
+    s = ServerProcess(tmp_path / "d", "--log-format", "json").start()
+    try:
+        r = httpx.get(s.url + "/topics/nope")
+        assert r.status_code == 404
+        r = httpx.post(s.url + "/", data={"Action": "GetQueueUrl", "QueueName": "nope"})
+        assert r.status_code == 400
+        assert httpx.get(s.url + "/health").status_code == 200
+    finally:
+        assert s.stop() == 0
+    recs = [json.loads(line) for line in s.log().splitlines()]
+    msgs = [r["msg"] for r in recs]
+    assert msgs == ["ready", "rejected", "rejected", "stopping", "closed"], msgs
+    ready = recs[0]
+    assert (ready["url"], ready["docs"], ready["metrics"]) == (s.url, s.url + "/docs", s.url + "/metrics")
+    assert ready["data_dir"] == str(tmp_path / "d") and ready["pid"] == s.proc.pid
+    rest, sqs = recs[1], recs[2]
+    assert (rest["level"], rest["status"], rest["path"]) == ("info", 404, "/topics/nope")
+    assert rest["error"].startswith("topic_not_found: topic 'nope' does not exist")
+    assert sqs["status"] == 400 and "NonExistentQueue" in sqs["error"]
+
+
+def test_text_logs_on_a_terminal(tmp_path):
+    """No --log-format: a terminal gets human lines, starting with the URLs."""
+    port = free_port()
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "vqs.cli", "serve", "--data-dir", str(tmp_path / "d"),
+                             "--port", str(port)], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    out = b""
+    try:
+        deadline = time.monotonic() + 30
+        while b"ready" not in out and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                out += os.read(master, 4096)
+        url = f"http://127.0.0.1:{port}"
+        assert httpx.get(url + "/topics/nope").status_code == 404  # the socket listened before "ready"
+        while b"rejected" not in out and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                out += os.read(master, 4096)
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+        os.close(master)
+    lines = out.decode().splitlines()
+    assert f"ready: API {url}  docs {url}/docs  metrics {url}/metrics" in lines[0] and not lines[0].startswith("{")
+    assert any("rejected 404 GET /topics/nope topic_not_found" in line for line in lines[1:]), lines
+
+
+def test_settings_from_env_and_toml(tmp_path):
+    from vqs.server.settings import load_settings
+
+    cfg = tmp_path / "vqs.toml"
+    cfg.write_text('[server]\nport = 9999\ntokens = ["a", "b"]\nflush = "always"\n')
+    s = load_settings({"port": None}, env={"VQS_CONFIG": str(cfg), "VQS_SIGV4_KEYS": "K1:S1,K2:S2",
+                                           "VQS_MAX_CONNECTIONS": "7"})
+    assert (s.port, s.tokens, s.flush, s.max_connections) == (9999, ["a", "b"], "always", 7)
+    assert s.sigv4_keys == {"K1": "S1", "K2": "S2"}
+    s = load_settings({"port": 1234}, env={"VQS_CONFIG": str(cfg), "VQS_PORT": "5555"})
+    assert s.port == 1234  # command line > environment > file
