@@ -45,17 +45,23 @@ Moves between queues (dead-letter moves, redrives: redrive.py) always fsync the
 target queue's log before the source deletes the message: a crash leaves a
 duplicate, never a loss.
 
-Receipt handles: stale-handle rules (SQS's documented behaviour):
+Receipt handles (SQS's documented behaviour). A handle names a message and
+one of its deliveries; its MAC proves this queue issued it (receipt.py), and
+the receipt epochs (leases.py) tell a handle of a message lost in a crash:
 
-* standard queue, ``delete``: a handle of the message's current delivery deletes
-  it, even after its lease expired (as long as nobody received it since); a
-  handle of an earlier delivery, or of a message already deleted, is a success
-  that does nothing (the newer lease is untouched);
+* standard queue: every handle ever issued for a message stays usable.
+  ``delete`` with any of them deletes the message (in flight under a newer
+  delivery, or visible again); a message already deleted is a success.
+  ``change_visibility`` with any of them changes the lease of a message in
+  flight (under whichever delivery); on a message not in flight (visible
+  again, lease over) it is a success that changes nothing; on a deleted message
+  ``MessageNotAvailable`` (SQS: InvalidParameterValue, "Message does not exist
+  or is not available for visibility timeout change");
 * FIFO queue, ``delete``: the handle must be the current delivery and its lease
   unexpired, else ``ReceiptHandleExpired`` (SQS: InvalidParameterValue, "The
   receipt handle has expired"); an already deleted message is a success;
-* ``change_visibility``: the handle must be the current, unexpired delivery, else
-  ``MessageNotInflight``;
+  ``change_visibility``: the handle must be the current, unexpired delivery,
+  else ``MessageNotInflight``; a deleted message: ``MessageNotAvailable``;
 * a malformed or forged handle, or one from another queue: ``ReceiptHandleIsInvalid``.
 """
 
@@ -70,12 +76,14 @@ from collections.abc import Callable, Iterable
 from ...errors import (
     InvalidParameterValue,
     LogClosedError,
+    MessageNotAvailable,
     MessageNotInflight,
     OffsetOutOfRange,
     QueueError,
 )
 from ...storage.flusher import Flusher
 from ...storage.log import Log
+from ...storage.log_dir import CLEAN_MARKER
 from ..lease_state import LeaseStateStore, encode_deletes, encode_leases
 from ..receipt import ReceiptCodec
 from .batch_entries import BatchEntries
@@ -136,11 +144,16 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         self._apply_config_cache()
         self._sync = cfg.flush == "always"
         opts = cfg.log_options()
+        messages = os.path.join(path, "messages")
+        # Closed cleanly (or new): no message that was ever received can be lost.
+        # Else a receipt epoch begins (leases.py) before any handle is issued.
+        clean = (not os.path.isdir(messages)
+                 or os.path.exists(os.path.join(messages, CLEAN_MARKER)))
         if self._sync:
             # Appends are buffered under the queue lock; the caller fsyncs after
             # releasing it (log.flush), so concurrent callers share fsyncs.
             opts["flush"] = "interval"
-        self._log = Log.open(os.path.join(path, "messages"), **opts)
+        self._log = Log.open(messages, **opts)
         # pending plain sends (standard queues under a relaxed flush policy only
         # add to it; it stays empty otherwise)
         self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes)
@@ -161,7 +174,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
             self._log.close()
             raise
         try:
-            self._recover()
+            self._recover(clean)
         except BaseException:
             self._state.close()
             self._log.close()
@@ -169,11 +182,26 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         if cfg.flush == "interval":
             Flusher.shared().register(self, cfg.flush_interval_ms / 1000)
 
-    def _recover(self) -> None:
+    def _recover(self, clean: bool) -> None:
         now = self._now_ms()
         log = self._log
-        low, cursor, ahead, dirty = recover_leases(
-            self._state.recover(), self._leases, log.start_offset, log.end_offset, now)
+        state = self._state
+        st = state.recover()
+        low, cursor, ahead, dirty = recover_leases(st, self._leases, log.start_offset,
+                                                   log.end_offset, now)
+        lt = self._leases
+        lt.nonce = max(lt.nonce, st.max_nonce + 1)
+        if not clean:
+            # a new receipt epoch from the log's end on (leases.py), made durable
+            # by the snapshot below before any handle is issued
+            end = log.end_offset
+            eps = [e for e in state.epochs if e[0] < end]
+            while len(eps) > 1 and eps[1][0] <= low:
+                del eps[0]  # no message left below the next entry's first offset
+            eps.append((end, lt.nonce))
+            state.epochs = eps
+            dirty = True
+        lt.start(st.max_nonce, state.epochs)
         self._low = low
         self._reclaim_low = low
         self._reclaim_next = low + 16
@@ -401,23 +429,34 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
         """Set the lease of a message in flight to end ``visibility_timeout``
         seconds from now (0: visible now). The lease can't end more than 12 hours
-        after the message was received (InvalidParameterValue)."""
+        after the message was received (InvalidParameterValue). Stale-handle
+        rules: module doc."""
         o, nonce = self._leases.decode(receipt_handle)
         check_visibility(visibility_timeout)
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
-            err = self._change_vis_locked(o, nonce, visibility_timeout, self._now_ms())
+            err = self._change_vis_locked(o, nonce, visibility_timeout, self._now_ms(),
+                                          receipt_handle)
         if self._sync:
             self._state.flush()
         if err is not None:
             raise err
 
-    def _change_vis_locked(self, o: int, nonce: int, seconds: int, now: int) -> QueueError | None:
+    def _change_vis_locked(self, o: int, nonce: int, seconds: int, now: int,
+                           handle: str | None = None) -> QueueError | None:
+        """The rules of the module doc; the error to answer, or None."""
         lt = self._leases
         e = lt.live.get(o)
-        if e is None or e.nonce != nonce or e.state != INFLIGHT or e.until <= now:
-            return MessageNotInflight()
+        if e is None or e.count == 0:
+            # deleted (or never received: the handle is of a message lost in a crash)
+            return MessageNotAvailable(handle)
+        if self._fifo:
+            if e.nonce != nonce or e.state != INFLIGHT or e.until <= now:
+                return MessageNotInflight()
+        elif e.state != INFLIGHT or e.until <= now:
+            return None  # standard: not in flight, nothing to change
+        nonce = e.nonce  # standard: any handle of the message changes its current lease
         until = now + seconds * 1000
         if until - e.received > MAX_VISIBILITY_S * 1000:
             return InvalidParameterValue(

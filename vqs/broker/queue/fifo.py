@@ -307,7 +307,7 @@ class FifoQueue(Queue):
         except TypeError:  # an unhashable "handle"
             pairs = [None] * len(handles)
         if None in pairs:
-            dec = lt.codec.decode
+            dec = lt.decode_mac
             pairs = [dec(h) if p is None else p for h, p in zip(handles, pairs)]
         errs = None
         with self._lock:

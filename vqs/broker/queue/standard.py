@@ -440,7 +440,7 @@ class StandardQueue(Queue):
         except TypeError:  # an unhashable "handle"
             pairs = [None] * len(handles)
         if None in pairs:
-            dec = lt.codec.decode
+            dec = lt.decode_mac
             pairs = [dec(h) if p is None else p for h, p in zip(handles, pairs)]
         with self._lock:
             if self._closed:
@@ -454,17 +454,14 @@ class StandardQueue(Queue):
                 if e is None:
                     continue  # deleted before: success
                 st = e.state
-                if e.nonce == nonce and st == INFLIGHT:
+                if st == INFLIGHT:  # under this delivery or a later one
                     inflight += 1
                     dels.append(o)
                     continue
-                if e.nonce != nonce or st == MOVING:
-                    live[o] = e  # an earlier delivery's handle, or being moved: no-op
+                if st == MOVING or e.count == 0:
+                    live[o] = e  # being moved, or never received: no-op
                     continue
-                if st == AVAILABLE:
-                    lt.n_available -= 1
-                else:
-                    lt.n_delayed -= 1
+                lt.n_available -= 1  # AVAILABLE: received before, visible again
                 dels.append(o)
             lt.n_inflight -= inflight
             if self._dels:
@@ -481,9 +478,9 @@ class StandardQueue(Queue):
         e = lt.live.get(o)
         if e is None:
             return None  # already deleted: success
-        if e.nonce != nonce or e.state == MOVING:
-            return None  # an earlier delivery's handle, or being moved: no-op
-        lt.forget(o, e)
+        if e.state == MOVING or e.count == 0:
+            return None  # being moved, or never received (a lost message's handle): no-op
+        lt.forget(o, e)  # any delivery's handle deletes the message
         self._dels.append(o)
         return None
 
