@@ -56,7 +56,9 @@ the receipt epochs (leases.py) tell a handle of a message lost in a crash:
   flight (under whichever delivery); on a message not in flight (visible
   again, lease over) it is a success that changes nothing; on a deleted message
   ``MessageNotAvailable`` (SQS: InvalidParameterValue, "Message does not exist
-  or is not available for visibility timeout change");
+  or is not available for visibility timeout change"). A message whose lease
+  record a crash lost (flush ``interval``/``never``) is visible: its handles
+  still delete it;
 * FIFO queue, ``delete``: the handle must be the current delivery and its lease
   unexpired, else ``ReceiptHandleExpired`` (SQS: InvalidParameterValue, "The
   receipt handle has expired"); an already deleted message is a success;
@@ -448,9 +450,11 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         """The rules of the module doc; the error to answer, or None."""
         lt = self._leases
         e = lt.live.get(o)
-        if e is None or e.count == 0:
-            # deleted (or never received: the handle is of a message lost in a crash)
-            return MessageNotAvailable(handle)
+        if e is None:
+            if self._untracked_locked(o):
+                # there, never received since a restart that lost its lease record
+                return None if not self._fifo else MessageNotInflight()
+            return MessageNotAvailable(handle)  # deleted (or a lost message's handle)
         if self._fifo:
             if e.nonce != nonce or e.state != INFLIGHT or e.until <= now:
                 return MessageNotInflight()

@@ -452,16 +452,21 @@ class StandardQueue(Queue):
             for o, nonce in pairs:
                 e = pop(o, None)
                 if e is None:
+                    if o >= self._cursor and self._untracked_locked(o):
+                        dels.append(o)  # its lease record lost in a crash: still deleted
                     continue  # deleted before: success
                 st = e.state
                 if st == INFLIGHT:  # under this delivery or a later one
                     inflight += 1
                     dels.append(o)
                     continue
-                if st == MOVING or e.count == 0:
-                    live[o] = e  # being moved, or never received: no-op
+                if st == MOVING:
+                    live[o] = e  # being moved: no-op
                     continue
-                lt.n_available -= 1  # AVAILABLE: received before, visible again
+                if st == AVAILABLE:
+                    lt.n_available -= 1
+                else:
+                    lt.n_delayed -= 1
                 dels.append(o)
             lt.n_inflight -= inflight
             if self._dels:
@@ -477,9 +482,11 @@ class StandardQueue(Queue):
             lt.issued.pop(handle, None)
         e = lt.live.get(o)
         if e is None:
+            if self._untracked_locked(o):
+                self._dels.append(o)  # its lease record lost in a crash: still deleted
             return None  # already deleted: success
-        if e.state == MOVING or e.count == 0:
-            return None  # being moved, or never received (a lost message's handle): no-op
+        if e.state == MOVING:
+            return None  # being moved: no-op
         lt.forget(o, e)  # any delivery's handle deletes the message
         self._dels.append(o)
         return None
@@ -488,6 +495,11 @@ class StandardQueue(Queue):
         """Forget message o (its delete record is written by the caller)."""
         if e is not None:
             self._leases.forget(o, e)
+
+    def _untracked_locked(self, o: int) -> bool:
+        """Message o exists and has no lease: fresh (never received, or its lease
+        record was lost in a crash; a valid handle for it is then of the latter)."""
+        return self._cursor <= o < self._end_offset() and o not in self._ahead
 
     def _deleted_locked(self, dels: list) -> None:
         c = self._cursor
