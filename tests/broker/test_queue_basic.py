@@ -23,7 +23,6 @@ from vqs.errors import (
     InvalidName,
     InvalidParameterValue,
     LogClosedError,
-    MessageNotInflight,
     MessageTooLarge,
     MissingParameter,
     PurgeQueueInProgress,

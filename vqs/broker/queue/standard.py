@@ -449,7 +449,7 @@ class StandardQueue(Queue):
             pop = live.pop
             dels = self._dels
             inflight = 0
-            for o, nonce in pairs:
+            for o, _nonce in pairs:
                 e = pop(o, None)
                 if e is None:
                     if o >= self._cursor and self._untracked_locked(o):
