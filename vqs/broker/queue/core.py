@@ -204,6 +204,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
             state.epochs = eps
             dirty = True
         lt.start(st.max_nonce, state.epochs)
+        self._opened_clean = clean
         self._low = low
         self._reclaim_low = low
         self._reclaim_next = low + 16

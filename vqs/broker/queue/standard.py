@@ -40,7 +40,7 @@ from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .maintenance import COMPACT_BYTES
 from .message import H_DELAY, H_SENT, HEX2, Message, message_ids, sent_ms
 from .send_buffer import Tail
-from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, check_batch_size
+from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, MAX_DELAY_S, check_batch_size
 
 _NO_LIMIT = 1 << 64  # above every offset
 
@@ -75,7 +75,35 @@ class StandardQueue(Queue):
         self._ahead = ahead
         self._avail = [o for o, e in self._leases.live.items() if e.state == AVAILABLE]
         heapq.heapify(self._avail)
+        if not self._opened_clean:
+            self._recover_delays(now)
         self._advance_low()
+
+    def _recover_delays(self, now: int) -> None:
+        """After a crash: track the fresh messages still delayed (a delay has no
+        state record; a clean close leaves them in the snapshot), so the counts
+        are right at once. Only the last MAX_DELAY_S of sends can still be delayed."""
+        log = self._log
+        if log.end_offset <= max(self._cursor, log.start_offset):
+            return
+        t = log.offset_for_time(now - MAX_DELAY_S * 1000)
+        if t is None:
+            return
+        off = max(t, self._cursor, log.start_offset)
+        lt = self._leases
+        live = lt.live
+        ahead = self._ahead
+        while off < log.end_offset:
+            recs = log.read(off, max_records=4096)
+            if not recs:
+                break
+            for r in recs:
+                h = r.headers
+                if h and r.offset not in live and r.offset not in ahead:
+                    d = dict(h).get(H_DELAY)
+                    if d is not None and r.timestamp_ms + int(d) > now:
+                        lt.delay(r.offset, r.timestamp_ms + int(d))
+            off = recs[-1].offset + 1
 
     # ============================================================== sending
 
