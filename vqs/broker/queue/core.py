@@ -192,7 +192,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         low, cursor, ahead, dirty = recover_leases(st, self._leases, log.start_offset,
                                                    log.end_offset, now)
         lt = self._leases
-        lt.nonce = max(lt.nonce, st.max_nonce + 1)
+        lt.start(st.max_nonce, state.epochs)  # the nonce this process starts from
         if not clean:
             # a new receipt epoch from the log's end on (leases.py), made durable
             # by the snapshot below before any handle is issued

@@ -17,8 +17,9 @@ Invariants (all under the queue lock):
   (offsets ``offset..offset+k-1`` leased with nonces ``nonce..nonce+k-1``). A
   timer whose lease changed since (other nonce or until) is stale and ignored;
 * a delivery is identified by ``(offset, nonce)``; ``nonce`` only grows, also
-  across restarts (a process starts at ``now_ms << 21``, or past the largest
-  nonce it recovered): every delivery has a nonce of its own;
+  across restarts: a process starts at ``2**63 + (now_ms << 20)`` (above the
+  random starts of VQS before 2026-11-24, below 2**64 until the year 2248), or
+  past the largest nonce it recovered or an epoch began with, if higher;
 * receipt epochs: ``epochs`` is a list of (first offset, first nonce), both
   increasing; an entry is made when the queue opens after a crash, at the
   message log's end then and the nonce the process starts from. A crash may
@@ -46,7 +47,8 @@ from ..receipt import ReceiptCodec
 
 DELAYED, INFLIGHT, AVAILABLE, MOVING = 0, 1, 2, 3
 MAX_INFLIGHT = 120_000  # SQS's in-flight limit per queue (standard and FIFO)
-NONCE_SHIFT = 21  # a process's first nonce is now_ms << 21 (2**21 receives per ms)
+NONCE_BASE = 1 << 63  # a process's first nonce: NONCE_BASE + (now_ms << NONCE_SHIFT)
+NONCE_SHIFT = 20  # 2**20 deliveries per ms before a later process could start below
 GONE = -1  # the offset decode answers for a handle of a message lost in a crash
 
 
@@ -90,15 +92,16 @@ class LeaseTable:
         self.timers: list = []
         self.n_delayed = self.n_inflight = self.n_available = 0
         # past every nonce of an earlier process (module doc; start() may raise it)
-        self.nonce = time.time_ns() // 1_000_000 << NONCE_SHIFT
+        self.nonce = NONCE_BASE + (time.time_ns() // 1_000_000 << NONCE_SHIFT)
         self.codec = codec
         self.issued: dict[str, tuple[int, int]] = {}
         self._ep_offsets: list[int] = []
         self._ep_nonces: list[int] = []
 
     def start(self, max_recovered_nonce: int, epochs: list) -> None:
-        """After recovery: nonces go on past every recovered one; ``epochs`` (module doc)."""
-        self.nonce = max(self.nonce, max_recovered_nonce + 1)
+        """After recovery: nonces go on past every recovered one and every epoch's
+        first nonce (even if the clock went back); ``epochs`` (module doc)."""
+        self.nonce = max(self.nonce, max_recovered_nonce + 1, *(n + 1 for _, n in epochs))
         self._ep_offsets = [o for o, _ in epochs]
         self._ep_nonces = [n for _, n in epochs]
 
