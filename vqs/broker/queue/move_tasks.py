@@ -31,7 +31,8 @@ to its target and the target fsynced before the source deletes it
 moves it again (with the source's flush ``always``, at most the batch in
 flight: 10 messages, or MaxNumberOfMessagesPerSecond if lower). After a crash
 ``moved`` can lag by up to ``SAVE_EVERY_S`` of progress (SQS calls it
-approximate).
+approximate), and the resumed task may then move that many messages more, if
+that many reached the dead-letter queue since it started.
 """
 
 from __future__ import annotations
