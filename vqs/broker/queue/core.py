@@ -45,26 +45,20 @@ Moves between queues (dead-letter moves, redrives: redrive.py) always fsync the
 target queue's log before the source deletes the message: a crash leaves a
 duplicate, never a loss.
 
-Receipt handles (SQS's documented behaviour). A handle names a message and
-one of its deliveries; its MAC proves this queue issued it (receipt.py), and
-the receipt epochs (leases.py) tell a handle of a message lost in a crash:
-
-* standard queue: every handle ever issued for a message stays usable.
-  ``delete`` with any of them deletes the message (in flight under a newer
-  delivery, or visible again); a message already deleted is a success.
-  ``change_visibility`` with any of them changes the lease of a message in
-  flight (under whichever delivery); on a message not in flight (visible
-  again, lease over) it is a success that changes nothing; on a deleted message
-  ``MessageNotAvailable`` (SQS: InvalidParameterValue, "Message does not exist
-  or is not available for visibility timeout change"). A message whose lease
-  record a crash lost (flush ``interval``/``never``) is visible: its handles
-  still delete it;
-* FIFO queue, ``delete``: the handle must be the current delivery and its lease
-  unexpired, else ``ReceiptHandleExpired`` (SQS: InvalidParameterValue, "The
-  receipt handle has expired"); an already deleted message is a success;
-  ``change_visibility``: the handle must be the current, unexpired delivery,
-  else ``MessageNotInflight``; a deleted message: ``MessageNotAvailable``;
-* a malformed or forged handle, or one from another queue: ``ReceiptHandleIsInvalid``.
+Receipt handles (SQS's rules). A handle names a message and one of its
+deliveries; its MAC proves this queue issued it (receipt.py); the receipt
+epochs (leases.py) tell a handle of a message lost in a crash (as deleted).
+Standard queues: every handle ever issued for a message stays usable:
+``delete`` deletes it (already deleted: success); ``change_visibility``
+changes the lease of a message in flight (under any delivery), is a no-op
+success on one not in flight (visible again, or its lease record lost in a
+crash), and on a deleted one raises ``MessageNotAvailable`` (SQS:
+InvalidParameterValue, "Message does not exist or is not available for
+visibility timeout change"). FIFO queues take only the current, unexpired
+delivery's handle: else ``delete`` raises ``ReceiptHandleExpired`` ("The
+receipt handle has expired"; already deleted: success), ``change_visibility``
+``MessageNotInflight`` (deleted: ``MessageNotAvailable``). A malformed or
+forged handle, or one of another queue: ``ReceiptHandleIsInvalid``.
 """
 
 from __future__ import annotations
@@ -85,14 +79,13 @@ from ...errors import (
 )
 from ...storage.flusher import Flusher
 from ...storage.log import Log
-from ...storage.log_dir import CLEAN_MARKER
 from ..lease_state import LeaseStateStore, encode_deletes, encode_leases
 from ..receipt import ReceiptCodec
 from .batch_entries import BatchEntries
 from .leases import INFLIGHT, LeaseTable
 from .maintenance import COMPACT_BYTES, Maintenance
 from .message import Message
-from .recovery import recover_leases
+from .recovery import recover_leases, start_nonces, was_closed_cleanly
 from .redrive import Redrive
 from .send_buffer import SendBuffer
 from .settings import QueueSettings, StoredQueue
@@ -147,10 +140,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         self._sync = cfg.flush == "always"
         opts = cfg.log_options()
         messages = os.path.join(path, "messages")
-        # Closed cleanly (or new): no message that was ever received can be lost.
-        # Else a receipt epoch begins (leases.py) before any handle is issued.
-        clean = (not os.path.isdir(messages)
-                 or os.path.exists(os.path.join(messages, CLEAN_MARKER)))
+        clean = was_closed_cleanly(messages)
         if self._sync:
             # Appends are buffered under the queue lock; the caller fsyncs after
             # releasing it (log.flush), so concurrent callers share fsyncs.
@@ -191,19 +181,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         st = state.recover()
         low, cursor, ahead, dirty = recover_leases(st, self._leases, log.start_offset,
                                                    log.end_offset, now)
-        lt = self._leases
-        lt.start(st.max_nonce, state.epochs)  # the nonce this process starts from
-        if not clean:
-            # a new receipt epoch from the log's end on (leases.py), made durable
-            # by the snapshot below before any handle is issued
-            end = log.end_offset
-            eps = [e for e in state.epochs if e[0] < end]
-            while len(eps) > 1 and eps[1][0] <= low:
-                del eps[0]  # no message left below the next entry's first offset
-            eps.append((end, lt.nonce))
-            state.epochs = eps
-            dirty = True
-        lt.start(st.max_nonce, state.epochs)
+        if start_nonces(st, state, self._leases, log.end_offset, low, clean):
+            dirty = True  # a new receipt epoch: durable (the snapshot below) before any handle
         self._opened_clean = clean
         self._low = low
         self._reclaim_low = low
