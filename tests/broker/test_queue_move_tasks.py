@@ -14,7 +14,7 @@ import pytest
 
 from vqs.broker.queue_config import DEFAULT_ARN_PREFIX
 from vqs.broker.registry import QueueRegistry
-from vqs.errors import CorruptRecordError, InvalidParameterValue, ResourceNotFound, UnsupportedOperation
+from vqs.errors import CorruptRecordError, InvalidParameterValue, ResourceNotFound
 
 
 @pytest.fixture
@@ -60,15 +60,22 @@ def test_one_active_task_per_source_then_cancel(reg, qclock):
     dlq, q = _dead_letters(reg, qclock, 4)
     task = reg.start_message_move_task("dlq", max_per_second=1)  # one message a second
     assert task.status == "RUNNING" and task.to_move == 4
-    with pytest.raises(UnsupportedOperation):
-        reg.start_message_move_task("dlq")
+    with pytest.raises(InvalidParameterValue, match="There is already a task running"):
+        reg.start_message_move_task("dlq")  # SQS: InvalidParameterValue
     assert reg.cancel_message_move_task(task.handle) is task
     assert task.status == "CANCELLED" and task.moved < 4
     assert dlq.counts()["visible"] == 4 - task.moved
     with pytest.raises(ResourceNotFound):  # only a running task can be cancelled
         reg.cancel_message_move_task(task.handle)
-    with pytest.raises(ResourceNotFound):
-        reg.cancel_message_move_task("no-such-task")
+    with pytest.raises(InvalidParameterValue, match=r"^Value for parameter TaskHandle is invalid\.$"):
+        reg.cancel_message_move_task("no-such-task")  # not a task handle
+    other = json.loads(base64.b64decode(task.handle))
+    other["taskId"] = "10f57157-fc38-4da9-a113-4de7e12d05aa"
+    with pytest.raises(ResourceNotFound, match=r"^Task does not exist\.$"):
+        reg.cancel_message_move_task(base64.b64encode(json.dumps(other).encode()).decode())
+    other["sourceArn"] = other["sourceArn"] + "-gone"
+    with pytest.raises(ResourceNotFound, match="SourceArn parameter doesn't exist"):
+        reg.cancel_message_move_task(base64.b64encode(json.dumps(other).encode()).decode())
     again = reg.start_message_move_task("dlq")  # the first is no longer active
     assert _wait(again) == "COMPLETED" and again.moved == 4 - task.moved
     assert reg.list_message_move_tasks("dlq", 10) == [again, task]  # newest first

@@ -226,7 +226,7 @@ class QueueRegistry:
 
     def cancel_message_move_task(self, handle: str, *, wait: float = 10) -> MoveTask:
         """CancelMessageMoveTask: stop a running task (waits up to ``wait`` s for it)."""
-        return self._tasks.cancel(handle, wait=wait)
+        return self._tasks.cancel(handle, wait=wait, queue_exists=self._exists)
 
     def list_message_move_tasks(self, source: str, max_results: int = 1) -> list[MoveTask]:
         """ListMessageMoveTasks: the tasks of queue ``source``, newest first."""

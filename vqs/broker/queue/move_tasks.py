@@ -6,7 +6,8 @@ SQS's rules: the source must be a dead-letter queue (some queue's
 RedrivePolicy targets it); one active (RUNNING or CANCELLING) task per source
 queue; a task moves at most the messages visible when it started; only a
 running task can be cancelled; the handle is AWS-shaped (base64 of
-``{"taskId", "sourceArn"}``); ListMessageMoveTasks shows the most recent
+``{"taskId", "sourceArn"}``), and one that is not is refused; a second task
+while one is active is InvalidParameterValue; ListMessageMoveTasks shows the most recent
 tasks of a source, newest first, finished ones included: the table keeps the
 last ``HISTORY`` (10, ListMessageMoveTasks' largest MaxResults) per source.
 
@@ -51,7 +52,6 @@ from ...errors import (
     InvalidParameterValue,
     QueueDoesNotExist,
     ResourceNotFound,
-    UnsupportedOperation,
 )
 from ...storage.durable_file import atomic_write
 from ..queue_config import DEFAULT_ARN_PREFIX
@@ -234,7 +234,7 @@ class MoveTasks:
         with self._lock:
             tasks = self._tasks.setdefault(src.name, [])
             if any(t.active for t in tasks):
-                raise UnsupportedOperation(
+                raise InvalidParameterValue(
                     "There is already a task running. Only one active task is allowed for a "
                     "source queue arn at a given time."
                 )
@@ -249,11 +249,19 @@ class MoveTasks:
         self._launch(task, src)
         return task
 
-    def cancel(self, handle: str, *, wait: float = 10) -> MoveTask:
-        """Cancel a running task; waits up to ``wait`` seconds for it to stop."""
+    def cancel(self, handle: str, *, wait: float = 10,
+               queue_exists: Callable[[str], bool] | None = None) -> MoveTask:
+        """Cancel a running task; waits up to ``wait`` seconds for it to stop.
+        SQS's errors: a handle that is not one (base64 of ``{"taskId",
+        "sourceArn"}``): InvalidParameterValue; no such task: ResourceNotFound,
+        naming the SourceArn when its queue does not exist (``queue_exists``)."""
+        source_arn = _handle_source_arn(handle)
         with self._lock:
             task = next((t for ts in self._tasks.values() for t in ts if t.handle == handle), None)
         if task is None:
+            if queue_exists is not None and not queue_exists(source_arn.rsplit(":", 1)[-1]):
+                raise ResourceNotFound(
+                    "The resource that you specified for the SourceArn parameter doesn't exist.")
             raise ResourceNotFound("Task does not exist.")
         if task.status != "RUNNING":
             raise ResourceNotFound(f"Only active tasks can be cancelled (task is {task.status}).")
@@ -288,3 +296,15 @@ class MoveTasks:
             t.stop(wait)
         if any(t.active for t in tasks):
             self._save()
+
+
+def _handle_source_arn(handle) -> str:
+    """The sourceArn of a task handle; InvalidParameterValue if it is not one."""
+    try:
+        doc = json.loads(base64.b64decode(handle, validate=True))
+        arn = doc["sourceArn"]
+        if not isinstance(doc["taskId"], str) or not isinstance(arn, str):
+            raise TypeError
+        return arn
+    except (ValueError, TypeError, KeyError):  # binascii.Error and JSON errors are ValueErrors
+        raise InvalidParameterValue("Value for parameter TaskHandle is invalid.") from None
