@@ -191,6 +191,18 @@ class ReceiptHandleExpired(InvalidParameterValue):
         )
 
 
+class MessageNotAvailable(InvalidParameterValue):
+    """change_visibility with a receipt handle whose message no longer exists (deleted)."""
+
+    def __init__(self, handle: object = None):
+        self.handle = handle
+        h = handle if isinstance(handle, str) and len(handle) <= 200 else "..."
+        super().__init__(
+            f"Value {h} for parameter ReceiptHandle is invalid. Reason: Message does not exist "
+            "or is not available for visibility timeout change."
+        )
+
+
 class MessageNotInflight(QueueError):
     """change_visibility on a message that is not in flight under that receipt handle."""
 

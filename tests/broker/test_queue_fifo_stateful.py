@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from vqs.broker.registry import QueueRegistry
-from vqs.errors import MessageNotInflight, ReceiptHandleExpired
+from vqs.errors import MessageNotAvailable, MessageNotInflight, ReceiptHandleExpired
 
 VIS = 30
 WINDOW = 300_000
@@ -142,8 +142,11 @@ class FifoMachine(RuleBasedStateMachine):
         ok = m.handles[-1] == h and m.in_flight(now)
         try:
             self.q.change_visibility(h, secs)
+        except MessageNotAvailable:  # SQS: InvalidParameterValue, the message does not exist
+            assert m.deleted
+            return
         except MessageNotInflight:
-            assert not ok
+            assert not ok and not m.deleted
             return
         assert ok
         m.until = now + secs * 1000

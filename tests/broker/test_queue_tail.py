@@ -75,8 +75,8 @@ def test_leases_of_tail_messages_end_and_they_come_back(reg, qclock):
     again = q.receive(10)
     assert _bodies(again) == _bodies(first)
     assert [m.receive_count for m in again] == [2] * 10
-    q.delete_batch([m.receipt_handle for m in first])  # stale handles: no-op
-    assert q.counts()["in_flight"] == 10
+    q.delete_batch([m.receipt_handle for m in first[:5]])  # earlier handles delete too (SQS)
+    assert q.counts()["in_flight"] == 5
     q.delete_batch([m.receipt_handle for m in again])
     assert q.counts()["in_flight"] == 0
 

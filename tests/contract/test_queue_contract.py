@@ -20,6 +20,7 @@ import pytest
 from vqs.errors import (
     InvalidMessageContents,
     InvalidParameterValue,
+    MessageNotAvailable,
     MessageNotInflight,
     MissingParameter,
     PurgeQueueInProgress,
@@ -74,7 +75,7 @@ def test_a_deleted_message_never_comes_back_and_a_second_delete_is_a_no_op(qh):
     q.delete(m.receipt_handle)
     q.delete(m.receipt_handle)  # already deleted: success, nothing happens
     assert counts(q) == (0, 1, 0)
-    with pytest.raises(MessageNotInflight):  # no lease left to end: it cannot come back
+    with pytest.raises(MessageNotAvailable):  # no lease left to end: it cannot come back
         q.change_visibility(m.receipt_handle, 0)
     for other in msgs:
         if other is not m:
@@ -135,7 +136,8 @@ def test_change_visibility_0_releases_the_message_at_once_with_receive_count_plu
     assert (again.id, again.body, again.receive_count) == (m.id, b"a", 2)
 
 
-def test_a_handle_of_an_earlier_delivery_cannot_change_the_current_lease(qh):
+def test_fifo_a_handle_of_an_earlier_delivery_cannot_change_the_current_lease(fifo_qh):
+    qh = fifo_qh
     q = qh.queue()
     qh.send(q, b"a")
     [first] = q.receive(visibility_timeout=0)
@@ -148,24 +150,60 @@ def test_a_handle_of_an_earlier_delivery_cannot_change_the_current_lease(qh):
 
 
 def test_a_handle_of_a_deleted_message_cannot_change_visibility(qh):
+    """SQS: InvalidParameterValue, "Message does not exist or is not available
+    for visibility timeout change" (MessageNotAvailable, a subclass)."""
     q = qh.queue()
     qh.send(q, b"a")
     [m] = q.receive()
     q.delete(m.receipt_handle)
-    with pytest.raises(MessageNotInflight):
+    with pytest.raises(MessageNotAvailable) as e:
         q.change_visibility(m.receipt_handle, 0)
+    assert isinstance(e.value, InvalidParameterValue)
+    assert str(e.value) == (f"Value {m.receipt_handle} for parameter ReceiptHandle is invalid. "
+                            "Reason: Message does not exist or is not available for visibility "
+                            "timeout change.")
 
 
-def test_standard_a_stale_handle_deletes_nothing_and_succeeds(standard_qh):
+def test_standard_an_earlier_handle_changes_the_lease_of_the_message_in_flight(standard_qh):
+    """SQS (standard queues): every receipt handle ever issued for a message
+    stays usable; an older one changes the lease of the current delivery."""
     qh = standard_qh
     q = qh.queue()
     qh.send(q, b"a")
     [first] = q.receive(visibility_timeout=0)
     [second] = q.receive(visibility_timeout=30)
-    q.delete(first.receipt_handle)  # SQS: success, and the newer lease is untouched
-    q.change_visibility(second.receipt_handle, 0)
-    [third] = q.receive()
+    q.change_visibility(first.receipt_handle, 0)  # ends the current lease
+    [third] = q.receive(visibility_timeout=30)
     assert (third.id, third.receive_count) == (first.id, 3)
+    assert second.receipt_handle != third.receipt_handle
+
+
+def test_standard_an_earlier_handle_deletes_the_message(standard_qh):
+    """SQS (standard queues): DeleteMessage with any handle ever issued for a
+    message deletes it, even while it is in flight under a newer one."""
+    qh = standard_qh
+    q = qh.queue()
+    qh.send(q, b"a")
+    [first] = q.receive(visibility_timeout=0)
+    [second] = q.receive(visibility_timeout=30)
+    q.delete(first.receipt_handle)
+    assert counts(q) == (0, 0, 0)
+    q.delete(second.receipt_handle)  # already deleted: success
+    with pytest.raises(MessageNotAvailable):
+        q.change_visibility(second.receipt_handle, 0)
+
+
+def test_standard_a_handle_of_a_message_not_in_flight_changes_nothing(standard_qh):
+    """SQS (standard queues): ChangeMessageVisibility on a message that is no
+    longer in flight (visible again) succeeds and changes nothing."""
+    qh = standard_qh
+    q = qh.queue()
+    qh.send(q, b"a")
+    [m] = q.receive(visibility_timeout=0)
+    q.change_visibility(m.receipt_handle, 30)  # visible again: not leased by this
+    assert counts(q) == (1, 0, 0)
+    [again] = q.receive()
+    assert again.receive_count == 2
 
 
 def test_fifo_a_stale_handle_is_refused_and_deletes_nothing(fifo_qh):
@@ -225,7 +263,7 @@ def test_delete_batch_reports_each_entry_and_deletes_the_valid_ones(qh):
     assert failed == {"junk-handle": "ReceiptHandleIsInvalid"}
     assert counts(q) == (0, 1, 0)
     for h in gone:
-        with pytest.raises(MessageNotInflight):
+        with pytest.raises(MessageNotAvailable):
             q.change_visibility(h, 0)
     q.change_visibility(keep.receipt_handle, 0)
     [back] = qh.drain(q)
@@ -275,7 +313,7 @@ def test_purge_deletes_every_message_sent_before_it_in_flight_ones_included(qh):
     q.purge()
     assert counts(q) == (0, 0, 0)
     assert q.receive(max_messages=10) == []
-    with pytest.raises(MessageNotInflight):  # the purged lease is gone: it cannot come back
+    with pytest.raises(MessageNotAvailable):  # the purged lease is gone: it cannot come back
         q.change_visibility(m.receipt_handle, 0)
     assert q.receive(max_messages=10) == []
     with pytest.raises(PurgeQueueInProgress):  # one purge per 60 s

@@ -14,6 +14,7 @@
           offsets.json           committed offsets {"topic": {"p": next_offset}} (atomic replace)
       queues/
         {queue}/                 one SQS-style queue (its inside: vqs.broker.queue)
+        ~move-tasks.json         the message move tasks (vqs.broker.queue.move_tasks; atomic replace)
       spark/
         sinks/
           {queryId}/             Spark streaming sink, path mode: state.json + staged Arrow files
@@ -37,6 +38,7 @@ GROUPS = "groups"
 QUEUES = "queues"
 TOPIC_FILE = "topic.json"
 OFFSETS_FILE = "offsets.json"
+MOVE_TASKS_FILE = "~move-tasks.json"  # in the queue registry's directory; "~": never a queue name
 SPARK_SINKS = os.path.join("spark", "sinks")
 
 

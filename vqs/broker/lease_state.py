@@ -25,9 +25,15 @@ log offset ``state_offset`` (records below it are already folded in); after a
 snapshot is written the state log's older segments are deleted (compaction).
 
 Snapshot batch records: [0] JSON ``{"version", "state_offset", "low", "cursor",
-"taken_ms"}``, [1] the live entries packed as in "L" (count 0 = a delayed
+"taken_ms", "epochs"}``, [1] the live entries packed as in "L" (count 0 = a delayed
 message never received, ``until_ms`` = when it becomes visible), [2] the
 offsets >= cursor already deleted (u64 each).
+
+``epochs`` (absent in snapshots written before it existed: ``[]``) is the
+receipt-handle epoch list of vqs.broker.queue.leases (``[[first offset, first
+nonce], ...]``): the queue appends an entry when it opens after a crash and
+writes a snapshot before it issues a handle, so the list is durable before it
+is relied on.
 """
 
 from __future__ import annotations
@@ -100,6 +106,7 @@ class RecoveredState:
         self.live: dict[int, list] = {}
         self.deleted_ahead: set[int] = set()
         self.replayed_records = 0
+        self.max_nonce = 0  # the largest nonce of a recovered lease
 
 
 class LeaseStateStore:
@@ -121,6 +128,9 @@ class LeaseStateStore:
         self._pending: list = []
         self._pending_bytes = 0
         self.snapshot_offset = 0  # state-log offset the last snapshot covers
+        # receipt-handle epochs (first offset, first nonce): kept by the queue,
+        # carried by every snapshot (module doc)
+        self.epochs: list[tuple[int, int]] = []
 
     # ---------------------------------------------------------------- writes
 
@@ -175,7 +185,7 @@ class LeaseStateStore:
         state_offset = self.log.end_offset
         meta = json.dumps({
             "version": 1, "state_offset": state_offset, "low": low, "cursor": cursor,
-            "taken_ms": now_ms,
+            "taken_ms": now_ms, "epochs": [list(e) for e in self.epochs],
         }).encode()
         flat = []
         for o, e in live.items():  # e: a vqs.broker.queue.leases.Lease
@@ -207,6 +217,7 @@ class LeaseStateStore:
                 raise CorruptRecordError(f"{snap}: unknown snapshot version {meta.get('version')!r}", path=snap)
             st.low = meta["low"]
             st.cursor = meta["cursor"]
+            self.epochs = [(int(o), int(n)) for o, n in meta.get("epochs", ())]
             self.snapshot_offset = start = meta["state_offset"]
             blob = b.value(1)
             live = st.live
@@ -226,6 +237,8 @@ class LeaseStateStore:
                 self._apply(st, r.value)
             st.replayed_records += len(recs)
             off = recs[-1].offset + 1
+        if st.live:
+            st.max_nonce = max(e[0] for e in st.live.values())
         return st
 
     @staticmethod

@@ -17,9 +17,11 @@ of the 16 bytes, key = secret) are still accepted.
 A handle cannot be forged or altered (a guess succeeds with probability at
 most 2**-63), nor used on another queue or on a re-created queue of the same
 name. The nonce identifies one delivery: every receive of a message draws a
-new one, and the queue keeps the nonce of each message's current delivery, so
-a handle from an earlier delivery no longer matches. Clients must treat
-handles as opaque strings.
+new one. What a valid handle may still do (on a standard queue, every handle
+ever issued for a message acts on it; FIFO queues take only the current
+delivery's) is the queue's rule (vqs.broker.queue.core), and which handles
+are of messages lost in a crash is told by the receipt epochs
+(vqs.broker.queue.leases). Clients must treat handles as opaque strings.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ one (``DATA/queues``) and delegates its queue methods to it. Each queue lives
 in ``directory/{name}/`` (see vqs.broker.queue). Creation is atomic (the queue
 is built in a temporary directory, then renamed into place); deletion renames
 the directory to a tombstone first, so the name can be reused at once.
+The registry owns the message move tasks of its queues
+(vqs.broker.queue.move_tasks), kept in ``directory/~move-tasks.json``; the
+tasks that were running when it last closed (or crashed) resume when it opens.
 
 ``defaults`` are applied to queues created from now on; they may be queue
 attributes (``visibility_timeout=60``) or storage settings (``flush``,
@@ -29,6 +32,7 @@ from ..errors import (
     QueueDoesNotExist,
 )
 from ..storage.durable_file import fsync_dir
+from .layout import MOVE_TASKS_FILE
 from .names import validate_name
 from .queue import MoveTask, MoveTasks, Queue, open_queue
 from .queue.settings import new_identity, write_files
@@ -48,7 +52,6 @@ class QueueRegistry:
         self._lock = threading.RLock()
         self._open: dict[str, Queue] = {}
         self._closed = False
-        self._tasks = MoveTasks()
         d = {k: v for k, v in (defaults or {}).items() if k not in IGNORED_DEFAULTS}
         try:
             self._defaults = normalize(d, creating=True)
@@ -60,6 +63,8 @@ class QueueRegistry:
         if created:
             fsync_dir(os.path.dirname(self.directory))
         self._cleanup()
+        self._tasks = MoveTasks(os.path.join(self.directory, MOVE_TASKS_FILE))
+        self._tasks.resume(self.get)
 
     def _cleanup(self) -> None:
         removed = False
@@ -212,7 +217,7 @@ class QueueRegistry:
                                 destination_arn: str | None = None) -> MoveTask:
         """StartMessageMoveTask: move the messages of dead-letter queue ``source``
         back to their source queues (or to ``destination``) on a background
-        thread (rules: vqs.broker.queue.redrive.MoveTasks). The ARNs reported by
+        thread (rules: vqs.broker.queue.move_tasks). The ARNs reported by
         the task are ``{arn_prefix}:{name}`` unless given."""
         src = self.get(source)
         dest = self.get(destination) if destination is not None else None
@@ -221,7 +226,7 @@ class QueueRegistry:
 
     def cancel_message_move_task(self, handle: str, *, wait: float = 10) -> MoveTask:
         """CancelMessageMoveTask: stop a running task (waits up to ``wait`` s for it)."""
-        return self._tasks.cancel(handle, wait=wait)
+        return self._tasks.cancel(handle, wait=wait, queue_exists=self._exists)
 
     def list_message_move_tasks(self, source: str, max_results: int = 1) -> list[MoveTask]:
         """ListMessageMoveTasks: the tasks of queue ``source``, newest first."""

@@ -12,7 +12,8 @@ Modules (each states its invariants):
 * message.py      ``Message`` and the message record's headers
 * validate.py     SQS's limits, message attributes, batch entries
 * batch_entries.py  SQS's batch actions with per-entry results
-* redrive.py      dead-letter moves, redrive, message move tasks (``MoveTasks``)
+* redrive.py      dead-letter moves, redrive
+* move_tasks.py   message move tasks (``MoveTasks``), kept across restarts
 * maintenance.py  expire, reclaim, compact
 * recovery.py     the lease table rebuilt at open
 * settings.py     queue.json / queue.meta, queue attributes and tags
@@ -24,8 +25,8 @@ vqs.broker.registry.QueueRegistry.
 from .core import Queue
 from .fifo import FifoQueue
 from .message import Message
+from .move_tasks import MoveTask, MoveTasks
 from .opening import open_queue
-from .redrive import MoveTask, MoveTasks
 from .standard import StandardQueue
 
 __all__ = ["FifoQueue", "Message", "MoveTask", "MoveTasks", "Queue", "StandardQueue", "open_queue"]

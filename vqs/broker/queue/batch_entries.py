@@ -91,7 +91,8 @@ class BatchEntries:
                 raise LogClosedError(f"queue {self.name} is closed")
             now = self._now_ms()
             for e, o, nonce in todo:
-                err = self._change_vis_locked(o, nonce, e["visibility_timeout"], now)
+                err = self._change_vis_locked(o, nonce, e["visibility_timeout"], now,
+                                              e.get("receipt_handle"))
                 if err is None:
                     ok.append({"id": e["id"]})
                 else:

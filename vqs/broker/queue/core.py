@@ -45,18 +45,20 @@ Moves between queues (dead-letter moves, redrives: redrive.py) always fsync the
 target queue's log before the source deletes the message: a crash leaves a
 duplicate, never a loss.
 
-Receipt handles: stale-handle rules (SQS's documented behaviour):
-
-* standard queue, ``delete``: a handle of the message's current delivery deletes
-  it, even after its lease expired (as long as nobody received it since); a
-  handle of an earlier delivery, or of a message already deleted, is a success
-  that does nothing (the newer lease is untouched);
-* FIFO queue, ``delete``: the handle must be the current delivery and its lease
-  unexpired, else ``ReceiptHandleExpired`` (SQS: InvalidParameterValue, "The
-  receipt handle has expired"); an already deleted message is a success;
-* ``change_visibility``: the handle must be the current, unexpired delivery, else
-  ``MessageNotInflight``;
-* a malformed or forged handle, or one from another queue: ``ReceiptHandleIsInvalid``.
+Receipt handles (SQS's rules). A handle names a message and one of its
+deliveries; its MAC proves this queue issued it (receipt.py); the receipt
+epochs (leases.py) tell a handle of a message lost in a crash (as deleted).
+Standard queues: every handle ever issued for a message stays usable:
+``delete`` deletes it (already deleted: success); ``change_visibility``
+changes the lease of a message in flight (under any delivery), is a no-op
+success on one not in flight (visible again, or its lease record lost in a
+crash), and on a deleted one raises ``MessageNotAvailable`` (SQS:
+InvalidParameterValue, "Message does not exist or is not available for
+visibility timeout change"). FIFO queues take only the current, unexpired
+delivery's handle: else ``delete`` raises ``ReceiptHandleExpired`` ("The
+receipt handle has expired"; already deleted: success), ``change_visibility``
+``MessageNotInflight`` (deleted: ``MessageNotAvailable``). A malformed or
+forged handle, or one of another queue: ``ReceiptHandleIsInvalid``.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from collections.abc import Callable, Iterable
 from ...errors import (
     InvalidParameterValue,
     LogClosedError,
+    MessageNotAvailable,
     MessageNotInflight,
     OffsetOutOfRange,
     QueueError,
@@ -82,7 +85,7 @@ from .batch_entries import BatchEntries
 from .leases import INFLIGHT, LeaseTable
 from .maintenance import COMPACT_BYTES, Maintenance
 from .message import Message
-from .recovery import recover_leases
+from .recovery import recover_leases, start_nonces, was_closed_cleanly
 from .redrive import Redrive
 from .send_buffer import SendBuffer
 from .settings import QueueSettings, StoredQueue
@@ -139,11 +142,13 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         self._apply_config_cache()
         self._sync = cfg.flush == "always"
         opts = cfg.log_options()
+        messages = os.path.join(path, "messages")
+        clean = was_closed_cleanly(messages)
         if self._sync:
             # Appends are buffered under the queue lock; the caller fsyncs after
             # releasing it (log.flush), so concurrent callers share fsyncs.
             opts["flush"] = "interval"
-        self._log = Log.open(os.path.join(path, "messages"), **opts)
+        self._log = Log.open(messages, **opts)
         # pending plain sends (standard queues under a relaxed flush policy only
         # add to it; it stays empty otherwise)
         self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes)
@@ -164,7 +169,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
             self._log.close()
             raise
         try:
-            self._recover()
+            self._recover(clean)
         except BaseException:
             self._state.close()
             self._log.close()
@@ -172,11 +177,16 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         if cfg.flush == "interval":
             Flusher.shared().register(self, cfg.flush_interval_ms / 1000)
 
-    def _recover(self) -> None:
+    def _recover(self, clean: bool) -> None:
         now = self._now_ms()
         log = self._log
-        low, cursor, ahead, dirty = recover_leases(
-            self._state.recover(), self._leases, log.start_offset, log.end_offset, now)
+        state = self._state
+        st = state.recover()
+        low, cursor, ahead, dirty = recover_leases(st, self._leases, log.start_offset,
+                                                   log.end_offset, now)
+        if start_nonces(st, state, self._leases, log.end_offset, low, clean):
+            dirty = True  # a new receipt epoch: durable (the snapshot below) before any handle
+        self._opened_clean = clean
         self._low = low
         self._reclaim_low = low
         self._reclaim_next = low + 16
@@ -404,23 +414,36 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
         """Set the lease of a message in flight to end ``visibility_timeout``
         seconds from now (0: visible now). The lease can't end more than 12 hours
-        after the message was received (InvalidParameterValue)."""
+        after the message was received (InvalidParameterValue). Stale-handle
+        rules: module doc."""
         o, nonce = self._leases.decode(receipt_handle)
         check_visibility(visibility_timeout)
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
-            err = self._change_vis_locked(o, nonce, visibility_timeout, self._now_ms())
+            err = self._change_vis_locked(o, nonce, visibility_timeout, self._now_ms(),
+                                          receipt_handle)
         if self._sync:
             self._state.flush()
         if err is not None:
             raise err
 
-    def _change_vis_locked(self, o: int, nonce: int, seconds: int, now: int) -> QueueError | None:
+    def _change_vis_locked(self, o: int, nonce: int, seconds: int, now: int,
+                           handle: str | None = None) -> QueueError | None:
+        """The rules of the module doc; the error to answer, or None."""
         lt = self._leases
         e = lt.live.get(o)
-        if e is None or e.nonce != nonce or e.state != INFLIGHT or e.until <= now:
-            return MessageNotInflight()
+        if e is None:
+            if self._untracked_locked(o):
+                # there, never received since a restart that lost its lease record
+                return None if not self._fifo else MessageNotInflight()
+            return MessageNotAvailable(handle)  # deleted (or a lost message's handle)
+        if self._fifo:
+            if e.nonce != nonce or e.state != INFLIGHT or e.until <= now:
+                return MessageNotInflight()
+        elif e.state != INFLIGHT or e.until <= now:
+            return None  # standard: not in flight, nothing to change
+        nonce = e.nonce  # standard: any handle of the message changes its current lease
         until = now + seconds * 1000
         if until - e.received > MAX_VISIBILITY_S * 1000:
             return InvalidParameterValue(

@@ -308,7 +308,7 @@ class FifoQueue(Queue):
         except TypeError:  # an unhashable "handle"
             pairs = [None] * len(handles)
         if None in pairs:
-            dec = lt.codec.decode
+            dec = lt.decode_mac
             pairs = [dec(h) if p is None else p for h, p in zip(handles, pairs)]
         errs = None
         with self._lock:
@@ -342,6 +342,10 @@ class FifoQueue(Queue):
         self._remove_locked(o, e)
         self._dels.append(o)
         return None
+
+    def _untracked_locked(self, o: int) -> bool:
+        """Message o exists and has no lease (never received, or its lease lost in a crash)."""
+        return o in self._group_of and o not in self._leases.live
 
     def _remove_locked(self, o: int, e: Lease | None) -> None:
         """Forget message o (its delete record is written by the caller)."""

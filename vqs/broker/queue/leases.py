@@ -16,8 +16,21 @@ Invariants (all under the queue lock):
   ``timers`` heap, or is covered by a run timer ``(until, offset, nonce, k)``
   (offsets ``offset..offset+k-1`` leased with nonces ``nonce..nonce+k-1``). A
   timer whose lease changed since (other nonce or until) is stale and ignored;
-* a delivery is identified by ``(offset, nonce)``; ``nonce`` only grows, so a
-  receipt handle of an earlier delivery never matches the current one;
+* a delivery is identified by ``(offset, nonce)``; ``nonce`` only grows, also
+  across restarts: a process starts at ``2**63 + (now_ms << 20)`` (above the
+  random starts of VQS before 2026-11-24, below 2**64 until the year 2248), or
+  past the largest nonce it recovered or an epoch began with, if higher;
+* receipt epochs: ``epochs`` is a list of (first offset, first nonce), both
+  increasing; an entry is made when the queue opens after a crash, at the
+  message log's end then and the nonce the process starts from. A crash may
+  lose messages that were already received (sends not yet written or fsynced);
+  their offsets are then reused by new messages, and a handle of a lost message
+  must not act on the new one. A message at offset o was written by a process
+  that started at or after the last entry with first offset <= o, so each of
+  its deliveries has a nonce >= that entry's first nonce: a handle with a
+  smaller nonce is of a lost message (``decode`` answers offset -1, which no
+  message has). The list is durable before a handle is issued (the queue
+  writes a snapshot at such an open, vqs.broker.lease_state);
 * ``issued`` maps receipt handles this process issued to ``(offset, nonce)``: a
   handle found there is authentic without recomputing its MAC. It is a cache:
   clearing it only costs MAC checks.
@@ -26,13 +39,17 @@ Invariants (all under the queue lock):
 from __future__ import annotations
 
 import heapq
-import secrets
+import time
+from bisect import bisect_right
 from itertools import repeat
 
 from ..receipt import ReceiptCodec
 
 DELAYED, INFLIGHT, AVAILABLE, MOVING = 0, 1, 2, 3
 MAX_INFLIGHT = 120_000  # SQS's in-flight limit per queue (standard and FIFO)
+NONCE_BASE = 1 << 63  # a process's first nonce: NONCE_BASE + (now_ms << NONCE_SHIFT)
+NONCE_SHIFT = 20  # 2**20 deliveries per ms before a later process could start below
+GONE = -1  # the offset decode answers for a handle of a message lost in a crash
 
 
 class Lease:
@@ -68,21 +85,41 @@ class LeaseTable:
     counter and the receipt codec of one queue (see module doc)."""
 
     __slots__ = ("live", "timers", "n_delayed", "n_inflight", "n_available", "nonce", "codec",
-                 "issued")
+                 "issued", "_ep_offsets", "_ep_nonces")
 
     def __init__(self, codec: ReceiptCodec):
         self.live: dict[int, Lease] = {}
         self.timers: list = []
         self.n_delayed = self.n_inflight = self.n_available = 0
-        # a random start: nonces of a new process never repeat an old process's
-        self.nonce = secrets.randbits(62) << 1
+        # past every nonce of an earlier process (module doc; start() may raise it)
+        self.nonce = NONCE_BASE + (time.time_ns() // 1_000_000 << NONCE_SHIFT)
         self.codec = codec
         self.issued: dict[str, tuple[int, int]] = {}
+        self._ep_offsets: list[int] = []
+        self._ep_nonces: list[int] = []
+
+    def start(self, max_recovered_nonce: int, epochs: list) -> None:
+        """After recovery: nonces go on past every recovered one and every epoch's
+        first nonce (even if the clock went back); ``epochs`` (module doc)."""
+        self.nonce = max(self.nonce, max_recovered_nonce + 1, *(n + 1 for _, n in epochs))
+        self._ep_offsets = [o for o, _ in epochs]
+        self._ep_nonces = [n for _, n in epochs]
 
     def decode(self, handle) -> tuple[int, int]:
-        """A receipt handle's (offset, nonce); raises ReceiptHandleIsInvalid."""
+        """A receipt handle's (offset, nonce); offset ``GONE`` for a handle of a
+        message lost in a crash (module doc); raises ReceiptHandleIsInvalid."""
         p = self.issued.get(handle) if handle.__class__ is str else None
-        return p if p is not None else self.codec.decode(handle)
+        return p if p is not None else self.decode_mac(handle)
+
+    def decode_mac(self, handle) -> tuple[int, int]:
+        """``decode`` for a handle not in ``issued``: its MAC is checked."""
+        o, nonce = self.codec.decode(handle)
+        eo = self._ep_offsets
+        if eo:
+            i = bisect_right(eo, o) - 1
+            if i >= 0 and nonce < self._ep_nonces[i]:
+                return GONE, nonce
+        return o, nonce
 
     def delay(self, o: int, visible_at: int) -> None:
         """Track message ``o`` as DELAYED until ``visible_at``."""

@@ -13,13 +13,19 @@ disk while the messages it names did not (a crash loses the message log's
 last interval). Offsets at or past the log's end, or below its start, were
 lost: their state is forgotten and the caller compacts at once (``dirty``), so
 the state log can never apply it to the new messages that will reuse them.
+Received messages can be lost the same way, and their receipt handles must
+not act on those new messages: an open after a crash begins a receipt epoch
+(``start_nonces``; vqs.broker.queue.leases), written by that same compaction
+before the queue issues a handle.
 """
 
 from __future__ import annotations
 
 import heapq
+import os
 
-from ..lease_state import RecoveredState
+from ...storage.log_dir import CLEAN_MARKER
+from ..lease_state import LeaseStateStore, RecoveredState
 from .leases import AVAILABLE, DELAYED, INFLIGHT, LeaseTable, make_lease
 
 
@@ -56,3 +62,27 @@ def recover_leases(st: RecoveredState, leases: LeaseTable, start: int, end: int,
             timers.append((until, o, nonce))
     heapq.heapify(timers)
     return low, cursor, ahead, dirty
+
+
+def was_closed_cleanly(messages_dir: str) -> bool:
+    """The message log was closed cleanly, or is new: no message that was ever
+    received can have been lost (call before opening the log)."""
+    return (not os.path.isdir(messages_dir)
+            or os.path.exists(os.path.join(messages_dir, CLEAN_MARKER)))
+
+
+def start_nonces(st: RecoveredState, store: LeaseStateStore, leases: LeaseTable, end: int,
+                 low: int, clean: bool) -> bool:
+    """Set the nonce this process starts from and the receipt epochs (leases.py);
+    after a crash (not ``clean``) begin a new epoch at the log's ``end``: True
+    then, and the caller must write a snapshot before it issues a handle."""
+    leases.start(st.max_nonce, store.epochs)
+    if clean:
+        return False
+    eps = [e for e in store.epochs if e[0] < end]  # an entry at or past end is superseded
+    while len(eps) > 1 and eps[1][0] <= low:
+        del eps[0]  # no message left below the next entry's first offset
+    eps.append((end, leases.nonce))
+    store.epochs = eps
+    leases.start(st.max_nonce, eps)
+    return True

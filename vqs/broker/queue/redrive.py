@@ -6,8 +6,7 @@
 * A redrive (``move_messages``): visible messages of a dead-letter queue go
   back to the queue each came from, or to a given destination.
 * A message move task (SQS StartMessageMoveTask): a redrive on a background
-  thread, with a handle, a status and a rate; ``MoveTasks`` is the one table of
-  them (QueueRegistry owns it; the SQS server calls it).
+  thread, with a handle, a status and a rate (move_tasks.py).
 
 Invariants:
 * a moved message is appended to the target and the target's log fsynced
@@ -23,22 +22,12 @@ Invariants:
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
-from ...errors import (
-    InvalidParameterValue,
-    LogClosedError,
-    QueueError,
-    ResourceNotFound,
-    UnsupportedOperation,
-)
+from ...errors import LogClosedError, QueueError
 from ...storage.record_batch import Record
-from ..queue_config import DEFAULT_ARN_PREFIX
 from .leases import AVAILABLE, MOVING
 from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE
 
@@ -176,7 +165,10 @@ class Redrive:
             if not done:
                 break
             if max_per_second:
-                time.sleep(len(done) / max_per_second)
+                if cancel is not None:
+                    cancel.wait(len(done) / max_per_second)  # a stop does not wait the pause out
+                else:
+                    time.sleep(len(done) / max_per_second)
         self._maybe_reclaim()
         return moved
 
@@ -186,131 +178,3 @@ class Redrive:
         if not any(k == H_ID for k, _ in h):
             h = h + ((H_ID, self._message_id_at(r.offset).encode()),)
         return Record(r.offset, r.timestamp_ms, r.key, r.value, h)
-
-
-
-class MoveTask:
-    """A message move task (SQS StartMessageMoveTask): a redrive out of dead-letter
-    queue ``source`` on a background thread. ``status``: RUNNING, CANCELLING,
-    CANCELLED, COMPLETED or FAILED (``failure_reason`` says why)."""
-
-    def __init__(self, handle: str, source: str, destination: str | None, *,
-                 source_arn: str, destination_arn: str | None,
-                 max_per_second: float | None, to_move: int):
-        self.handle = handle
-        self.source = source
-        self.destination = destination
-        self.source_arn = source_arn
-        self.destination_arn = destination_arn
-        self.max_per_second = max_per_second
-        self.to_move = to_move  # the source's visible messages when the task started
-        self.moved = 0
-        self.status = "RUNNING"
-        self.failure_reason: str | None = None
-        self.started_ms = int(time.time() * 1000)
-        self.cancel_event = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.status in ("RUNNING", "CANCELLING")
-
-    def stop(self, wait: float | None = None) -> None:
-        """Ask the task to stop; with ``wait``, wait that long for its thread."""
-        self.cancel_event.set()
-        if wait is not None and self.thread is not None:
-            self.thread.join(wait)
-
-    def _run(self, src) -> None:
-        def progress(k: int) -> None:
-            self.moved += k
-
-        try:
-            src.move_messages(self.destination, max_messages=self.to_move,
-                              max_per_second=self.max_per_second, cancel=self.cancel_event,
-                              progress=progress)
-            self.status = "CANCELLED" if self.cancel_event.is_set() else "COMPLETED"
-        except Exception as e:  # reported, as AWS does, in the task's FailureReason
-            self.status = "FAILED"
-            self.failure_reason = f"{type(e).__name__}: {e}"
-
-
-class MoveTasks:
-    """The message move tasks of a set of queues (QueueRegistry owns one).
-
-    SQS's rules: the source must be a dead-letter queue (some queue's
-    RedrivePolicy targets it); one active (running or cancelling) task per
-    source queue; a task moves at most the messages visible when it started;
-    only a running task can be cancelled; the handle is AWS-shaped (base64 of
-    ``{"taskId", "sourceArn"}``). Thread-safe."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._tasks: dict[str, list[MoveTask]] = {}  # source queue -> tasks, newest last
-
-    def start(self, src, dest, *, max_per_second: float | None = None,
-              arn_prefix: str = DEFAULT_ARN_PREFIX, source_arn: str | None = None,
-              destination_arn: str | None = None) -> MoveTask:
-        """Start moving the messages of queue ``src`` to queue ``dest`` (None:
-        each back to the queue it came from)."""
-        if max_per_second is not None and (
-                isinstance(max_per_second, bool) or not isinstance(max_per_second, (int, float))
-                or not 1 <= max_per_second <= 500):
-            raise InvalidParameterValue(
-                f"Value {max_per_second} for parameter MaxNumberOfMessagesPerSecond is invalid. "
-                "Reason: Must be between 1 and 500"
-            )
-        if not src.dead_letter_source_queues():
-            raise InvalidParameterValue("Source queue must be configured as a Dead Letter Queue.")
-        source_arn = source_arn or f"{arn_prefix}:{src.name}"
-        if dest is not None:
-            destination_arn = destination_arn or f"{arn_prefix}:{dest.name}"
-        with self._lock:
-            if any(t.active for t in self._tasks.get(src.name, ())):
-                raise UnsupportedOperation(
-                    "There is already a task running. Only one active task is allowed for a "
-                    "source queue arn at a given time."
-                )
-            handle = base64.b64encode(json.dumps({"taskId": str(uuid.uuid4()), "sourceArn": source_arn},
-                                                 separators=(",", ":")).encode()).decode()
-            task = MoveTask(handle, src.name, dest.name if dest is not None else None,
-                            source_arn=source_arn, destination_arn=destination_arn,
-                            max_per_second=max_per_second, to_move=src.counts()["visible"])
-            self._tasks.setdefault(src.name, []).append(task)
-        task.thread = threading.Thread(target=task._run, args=(src,), name=f"vqs-move:{src.name}",
-                                       daemon=True)
-        task.thread.start()
-        return task
-
-    def cancel(self, handle: str, *, wait: float = 10) -> MoveTask:
-        """Cancel a running task; waits up to ``wait`` seconds for it to stop."""
-        with self._lock:
-            task = next((t for ts in self._tasks.values() for t in ts if t.handle == handle), None)
-        if task is None:
-            raise ResourceNotFound("Task does not exist.")
-        if task.status != "RUNNING":
-            raise ResourceNotFound(f"Only active tasks can be cancelled (task is {task.status}).")
-        task.status = "CANCELLING"
-        task.stop(wait)
-        return task
-
-    def list(self, source: str, max_results: int = 1) -> list[MoveTask]:
-        """The tasks of source queue ``source``, newest first."""
-        with self._lock:
-            return list(reversed(self._tasks.get(source, [])))[:max_results]
-
-    def forget(self, source: str) -> None:
-        """Stop and drop the tasks of ``source`` (the queue is being deleted)."""
-        with self._lock:
-            tasks = self._tasks.pop(source, [])
-        for t in tasks:
-            t.stop()
-
-    def close(self, wait: float = 5) -> None:
-        """Stop every task, waiting up to ``wait`` seconds for each."""
-        with self._lock:
-            tasks = [t for ts in self._tasks.values() for t in ts]
-        for t in tasks:
-            t.cancel_event.set()
-        for t in tasks:
-            t.stop(wait)

@@ -49,7 +49,7 @@ from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .maintenance import COMPACT_BYTES
 from .message import H_DELAY, H_SENT, HEX2, Message, group_id, message_ids, sent_ms
 from .send_buffer import Tail
-from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, check_batch_size
+from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, MAX_DELAY_S, check_batch_size
 
 _NO_LIMIT = 1 << 64  # above every offset
 
@@ -86,9 +86,37 @@ class StandardQueue(FairReceive, Queue):
         self._ahead = ahead
         self._avail = [o for o, e in self._leases.live.items() if e.state == AVAILABLE]
         heapq.heapify(self._avail)
+        if not self._opened_clean:
+            self._recover_delays(now)
         self._advance_low()
         if self._fair is not None:
             self._rebuild_fair_locked()
+
+    def _recover_delays(self, now: int) -> None:
+        """After a crash: track the fresh messages still delayed (a delay has no
+        state record; a clean close leaves them in the snapshot), so the counts
+        are right at once. Only the last MAX_DELAY_S of sends can still be delayed."""
+        log = self._log
+        if log.end_offset <= max(self._cursor, log.start_offset):
+            return
+        t = log.offset_for_time(now - MAX_DELAY_S * 1000)
+        if t is None:
+            return
+        off = max(t, self._cursor, log.start_offset)
+        lt = self._leases
+        live = lt.live
+        ahead = self._ahead
+        while off < log.end_offset:
+            recs = log.read(off, max_records=4096)
+            if not recs:
+                break
+            for r in recs:
+                h = r.headers
+                if h and r.offset not in live and r.offset not in ahead:
+                    d = dict(h).get(H_DELAY)
+                    if d is not None and r.timestamp_ms + int(d) > now:
+                        lt.delay(r.offset, r.timestamp_ms + int(d))
+            off = recs[-1].offset + 1
 
     # ============================================================== sending
 
@@ -467,7 +495,7 @@ class StandardQueue(FairReceive, Queue):
         except TypeError:  # an unhashable "handle"
             pairs = [None] * len(handles)
         if None in pairs:
-            dec = lt.codec.decode
+            dec = lt.decode_mac
             pairs = [dec(h) if p is None else p for h, p in zip(handles, pairs)]
         with self._lock:
             if self._closed:
@@ -476,17 +504,19 @@ class StandardQueue(FairReceive, Queue):
             pop = live.pop
             dels = self._dels
             inflight = 0
-            for o, nonce in pairs:
+            for o, _nonce in pairs:
                 e = pop(o, None)
                 if e is None:
+                    if o >= self._cursor and self._untracked_locked(o):
+                        dels.append(o)  # its lease record lost in a crash: still deleted
                     continue  # deleted before: success
                 st = e.state
-                if e.nonce == nonce and st == INFLIGHT:
+                if st == INFLIGHT:  # under this delivery or a later one
                     inflight += 1
                     dels.append(o)
                     continue
-                if e.nonce != nonce or st == MOVING:
-                    live[o] = e  # an earlier delivery's handle, or being moved: no-op
+                if st == MOVING:
+                    live[o] = e  # being moved: no-op
                     continue
                 if st == AVAILABLE:
                     lt.n_available -= 1
@@ -507,10 +537,12 @@ class StandardQueue(FairReceive, Queue):
             lt.issued.pop(handle, None)
         e = lt.live.get(o)
         if e is None:
+            if self._untracked_locked(o):
+                self._dels.append(o)  # its lease record lost in a crash: still deleted
             return None  # already deleted: success
-        if e.nonce != nonce or e.state == MOVING:
-            return None  # an earlier delivery's handle, or being moved: no-op
-        lt.forget(o, e)
+        if e.state == MOVING:
+            return None  # being moved: no-op
+        lt.forget(o, e)  # any delivery's handle deletes the message
         self._dels.append(o)
         return None
 
@@ -518,6 +550,11 @@ class StandardQueue(FairReceive, Queue):
         """Forget message o (its delete record is written by the caller)."""
         if e is not None:
             self._leases.forget(o, e)
+
+    def _untracked_locked(self, o: int) -> bool:
+        """Message o exists and has no lease: fresh (never received, or its lease
+        record was lost in a crash; a valid handle for it is then of the latter)."""
+        return self._cursor <= o < self._end_offset() and o not in self._ahead
 
     def _deleted_locked(self, dels: list) -> None:
         if self._fair is not None:

@@ -14,8 +14,8 @@ Invariants:
 * A queue's permissions are its Policy attribute (a JSON document): labels
   are statement Sids, unique within it; removing the last one clears Policy.
 * Move tasks started here are recorded in ``self._tasks`` so the service
-  stops them at close; the tasks and their rules are the broker's
-  (vqs.broker.queue.redrive).
+  stops them at close (they resume when the server starts again); the tasks
+  and their rules are the broker's (vqs.broker.queue.move_tasks).
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ class QueueActions(ActionBase):
         return None
 
     # ======================================================== message move tasks
-    # (the tasks are the broker's: vqs.broker.queue.redrive.MoveTasks has the rules)
+    # (the tasks are the broker's: vqs.broker.queue.move_tasks has the rules)
     def a_StartMessageMoveTask(self, p: dict, req: Req):
         src_arn = _str(p, "SourceArn", required=True)
         src_name = self._name_from_arn(src_arn, "SourceArn")
