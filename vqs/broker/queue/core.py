@@ -1,11 +1,10 @@
 """The public ``Queue``: one SQS-style queue, its lock, and the operations every
 queue type shares (DESIGN.md, Broker/Queues).
 
-A queue is a message log plus durable lease state. Storage
-(``DATA/queues/{name}/``): ``queue.meta`` and ``queue.json`` (settings.py),
-``messages/`` (a vqs.storage.Log: one record per message, body = value,
-metadata in record headers: message.py) and ``state/``
-(vqs.broker.lease_state: the lease table's changes, leases.py).
+A queue is a message log plus durable lease state. Storage (``DATA/queues/{name}/``):
+``queue.meta`` and ``queue.json`` (settings.py), ``messages/`` (a vqs.storage.Log: one
+record per message, body = value, metadata in record headers: message.py) and
+``state/`` (vqs.broker.lease_state: the lease table's changes, leases.py).
 
 ``opening.open_queue`` reads the configuration and makes a ``StandardQueue``
 (standard.py) or a ``FifoQueue`` (fifo.py): the receive strategy, the delete
@@ -14,9 +13,8 @@ which type it serves. The other concerns are mixed into ``Queue`` from their
 own modules: settings.py (attributes, tags, the config files),
 batch_entries.py (batch actions with per-entry results), redrive.py (moves
 between queues), maintenance.py (expire, reclaim, compact); each documents the
-state it relies on. Everything that changes queue state runs under
-``self._lock``; fsyncs (``flush="always"``) run after it is released, so
-concurrent callers share them.
+state it relies on. Everything that changes queue state runs under ``self._lock``;
+fsyncs (``flush="always"``) run after it is released: concurrent callers share them.
 
 Message states (in memory, rebuilt at open from the snapshot + state log +
 message log, recovery.py): fresh (in the log, never received; standard queues
@@ -136,8 +134,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         self.created_ms = stored.created_ms
         self.modified_ms = stored.modified_ms
         self._secret = stored.secret
-        self._id_prefix = stored.id_prefix
-        self._id_base = stored.id_base
+        self._id_prefix, self._id_base = stored.id_prefix, stored.id_base
         self._id_key = (stored.id_prefix, stored.id_base)  # what a Message needs to name itself
         self._apply_config_cache()
         self._sync = cfg.flush == "always"
