@@ -124,7 +124,7 @@ def main(argv=None) -> int:
         from pyspark.sql import SparkSession
 
         had_session = SparkSession.getActiveSession() is not None
-        console.print(f"  spark   starting Spark ({args.master}, about 15 s) ...", highlight=False)
+        console.print(f"  spark   starting Spark ({args.master}; usually 15-40 s) ...", highlight=False)
         t_spark = time.perf_counter()
         spark = camera.make_session(args.master, "vqs-pipeline-demo")
         console.print(f"  spark   ready in {time.perf_counter() - t_spark:.0f} s; running the streaming job",
