@@ -101,7 +101,7 @@ def main(argv=None) -> int:
 
     from . import camera
 
-    console = Console()
+    console = Console(soft_wrap=True)  # lines are never wrapped to the width: they stay copyable
     root = os.path.abspath(args.dir)
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
