@@ -42,7 +42,7 @@ def test_demo_end_to_end_small(spark, tmp_path, capsys):
 
     from vqs.pipelines import demo
 
-    got = demo.main(["--dir", str(tmp_path / "demo"), "--cameras", "3", "--seconds", "20",
+    got = demo.run(["--dir", str(tmp_path / "demo"), "--cameras", "3", "--seconds", "20",
                      "--max-offsets-per-trigger", "600"])
     printed = capsys.readouterr().out
     assert got["frames_read"] == got["frames_fed"] + 3

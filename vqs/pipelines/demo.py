@@ -86,6 +86,14 @@ class LocalServer:
 
 
 def main(argv=None) -> int:
+    """``python -m vqs.pipelines.demo`` and ``vqs pipeline demo``: run it; 0 when done."""
+    run(argv)
+    return 0
+
+
+def run(argv=None) -> dict:
+    """The demo; returns what it measured and wrote (for tests): frames fed and read,
+    windows, alerts, the summary, the demo directory and the chart's path."""
     ap = argparse.ArgumentParser(prog="python -m vqs.pipelines.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=os.path.join("demo-data", "pipeline"), help="demo directory (recreated)")
@@ -185,5 +193,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    main()
-    sys.exit(0)
+    sys.exit(main())
