@@ -4,9 +4,10 @@ A page's blocks run in order, in a fresh temporary directory, the way a reader
 pastes them after ``source .venv/bin/activate`` (this interpreter's bin directory
 first on PATH):
 
-* ``python`` blocks run in this process, in one namespace per page (a block may use
-  what an earlier block of the page defined, as a reader's session would); so every
-  Spark snippet shares the one local SparkSession ``getOrCreate`` gives.
+* ``python`` blocks run in a fresh Python process per page (tests/docs_kernel.py),
+  in one namespace (a block may use what an earlier block of the page defined, as a
+  reader's Python session would). The pages that use Spark share one directory and
+  one process, hence one SparkSession.
 * ``sh`` blocks run in ``bash -e``. A block that is only a ``vqs serve ...`` command
   starts that server in the background (a reader leaves it running in a terminal):
   the next blocks run once it answers ``/health/ready``, and it is stopped at the
@@ -23,9 +24,10 @@ run. The test fails on the first block that fails, naming the page and line.
 
 from __future__ import annotations
 
-import gc
+import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -90,6 +92,7 @@ class Server:
     def __init__(self):
         self.proc: subprocess.Popen | None = None
         self.log = None
+        self.auto = False  # started by the test, not by the page
 
     def start(self, command: str, cwd: str, env: dict, where: str) -> None:
         assert self.proc is None, f"{where}: a second server on port {PORT}"
@@ -118,6 +121,7 @@ class Server:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                     self.proc.wait()
             self.proc = None
+        self.auto = False
         if self.log is not None:
             self.log.close()
             self.log = None
@@ -136,67 +140,104 @@ def _missing_tool(code: str) -> str | None:
     return None
 
 
+class Kernel:
+    """A Python process (tests/docs_kernel.py) running snippets in a directory."""
+
+    def __init__(self, cwd: str, env: dict):
+        self.log_path = os.path.join(cwd, ".python.log")
+        self.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "docs_kernel.py"), self.log_path],
+                                     cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def run(self, page: str, where: str, code: str, timeout: float = 600) -> None:
+        self.proc.stdin.write(json.dumps({"page": page, "where": where, "code": code}) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            raise AssertionError(f"{where}: no answer in {timeout:.0f} s (or the process died)\n{code}\n"
+                                 f"{self.tail()}")
+        reply = json.loads(line)
+        assert reply["ok"], f"{where} failed:\n{code}\n{reply['error']}\nits output:\n{self.tail()}"
+
+    def tail(self, n: int = 4000) -> str:
+        with open(self.log_path, errors="replace") as f:
+            return f.read()[-n:]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def _env() -> dict:
+    """The environment after `source .venv/bin/activate`, without VQS_ or PYSPARK_ settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VQS_", "PYSPARK_"))}
+    env.update(PATH=BIN + os.pathsep + env.get("PATH", ""), VIRTUAL_ENV=os.path.dirname(BIN))
+    env.pop("PYTHONHOME", None)
+    return env
+
+
+def _uses_spark(page: str) -> bool:
+    return any(lang == "python" and "pyspark" in code for lang, _, code, skip in blocks(page) if not skip)
+
+
 @pytest.fixture(scope="module")
-def spark_after():
-    """Stop a SparkSession the snippets started (one the Spark tests made is theirs to stop)."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        yield
-        return
-    had = SparkSession.getActiveSession() is not None
-    yield
-    s = SparkSession.getActiveSession()
-    if s is not None and not had:
-        s.stop()
+def spark_kernel(tmp_path_factory):
+    """The pages that use Spark share one directory and one Python process: one
+    SparkSession (started by the first, got again by ``getOrCreate`` in the next;
+    its Python workers keep the directory they started in)."""
+    made = {}
+
+    def get():
+        if "k" not in made:
+            work = tmp_path_factory.mktemp("spark-pages")
+            made["k"] = (str(work), Kernel(str(work), _env()))
+        return made["k"]
+
+    yield get
+    if "k" in made:
+        made["k"][1].close()
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_page_snippets_run(page, tmp_path, monkeypatch, spark_after):
+def test_page_snippets_run(page, tmp_path, spark_kernel):
     todo = [b for b in blocks(page) if b[0] in RUN and not b[3]]
     if not todo:
         pytest.skip(f"{page} has no runnable snippet")
-    if any(b[0] == "python" and "spark" in b[2] for b in todo):
+    env = _env()
+    if _uses_spark(page):
         pytest.importorskip("pyspark")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VQS_", "PYSPARK_"))}
-    env.update(PATH=BIN + os.pathsep + env.get("PATH", ""), VIRTUAL_ENV=os.path.dirname(BIN))
-    for k in list(os.environ):
-        if k.startswith(("VQS_", "PYSPARK_")):
-            monkeypatch.delenv(k)
-    ns: dict = {"__name__": "__main__"}
+        work, kernel = spark_kernel()
+    else:
+        work = str(tmp_path)
+        kernel = Kernel(work, env)
     server = Server()
     try:
         for lang, line, code, _ in todo:
             where = f"{page}:{line}"
             if f":{PORT}" in code and not server.running and not _is_serve(code):
-                server.start(f"vqs serve --data-dir server-data --port {PORT}", str(work), env, where)
+                server.start(f"vqs serve --data-dir server-data --port {PORT}", work, env, where)
+                server.auto = True
             if lang == "sh" and _is_serve(code):
-                server.start(code.strip().split("#")[0].strip(), str(work), env, where)
+                if server.auto:  # the page starts its own now
+                    server.stop()
+                server.start(code.strip().split("#")[0].strip(), work, env, where)
             elif lang == "sh" and (tool := _missing_tool(code)):
                 warnings.warn(f"{where}: skipped, {tool!r} is not installed here", stacklevel=1)
             elif lang == "sh":
                 p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=work, env=env,
-                                   capture_output=True, timeout=300)
+                                   capture_output=True, timeout=600)
                 assert p.returncode == 0, (f"{where}: exit {p.returncode}\n{code}\nstdout:\n{p.stdout.decode()}"
                                            f"\nstderr:\n{p.stderr.decode()}")
             else:
-                try:
-                    exec(compile(code, where, "exec"), ns)
-                except Exception as e:
-                    raise AssertionError(f"{where}: {type(e).__name__}: {e}\n{code}") from e
+                kernel.run(page, where, code)
     finally:
-        import vqs
-
-        closable = (vqs.Broker, vqs.HybridQueue, vqs.Log)
-        for v in list(ns.values()):
-            if isinstance(v, closable) or type(v).__name__ in ("Client", "Consumer", "RemoteConsumer"):
-                try:
-                    v.close()
-                except Exception:
-                    pass
-        ns.clear()
-        gc.collect()
+        if not _uses_spark(page):
+            kernel.close()
         server.stop()

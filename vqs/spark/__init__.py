@@ -50,7 +50,7 @@ def _local_workers_use_this_python(spark) -> None:
         return
     try:
         local = sc.master.startswith("local")
-    except Exception:  # noqa: BLE001 - a context without a master: leave it alone
+    except Exception:
         return
     if local and getattr(sc, "pythonExec", None) == "python3":
         sc.pythonExec = sys.executable
