@@ -15,6 +15,7 @@ first on PATH):
   gets one (``vqs serve`` on the page's ``server-data``).
 * ``<!-- not-run: reason -->`` on the line before a block skips it (signatures,
   installs, commands that would recurse into the test suite, Docker).
+* README.md's blocks run twice over (its tours can be run again as they are).
 * A shell block using the AWS CLI is skipped, with a warning, where ``aws`` is
   not installed (it is not a dependency of VQS).
 
@@ -50,6 +51,7 @@ KNOWN = RUN | {"text", "toml", "json", "http", "ini"}
 FENCE = re.compile(r"^```")
 NOT_RUN = re.compile(r"^<!--\s*not-run:\s*\S.*-->\s*$")
 PORT = 8642
+RUN_TWICE = {"README.md"}  # its tours can be run again in the same directory
 OPTIONAL_TOOLS = ("aws",)  # blocks using them are skipped (with a warning) where they are not installed
 BIN = os.path.dirname(sys.executable)
 
@@ -218,9 +220,12 @@ def test_page_snippets_run(page, tmp_path, spark_kernel):
         work = str(tmp_path)
         kernel = Kernel(work, env)
     server = Server()
+    first = len(todo)
+    if page in RUN_TWICE:  # a second pass, as a reader trying the tours again (the server still running)
+        todo = todo + [(lang, line, code, skip) for lang, line, code, skip in todo if not _is_serve(code)]
     try:
-        for lang, line, code, _ in todo:
-            where = f"{page}:{line}"
+        for n, (lang, line, code, _) in enumerate(todo):
+            where = f"{page}:{line}" + (" (second run)" if n >= first else "")
             if f":{PORT}" in code and not server.running and not _is_serve(code):
                 server.start(f"vqs serve --data-dir server-data --port {PORT}", work, env, where)
                 server.auto = True
