@@ -4,9 +4,9 @@
 #   make install  - the library and the `vqs` command only, into .venv
 # Each creates .venv if it is missing and installs what it needs into it (one
 # stamp per extra, all keyed by pyproject.toml: targets share the one .venv).
-# Spark needs Java 17+: if `java` is missing, `make demo`/`make test` run as root
-# with apt-get install it (openjdk-17-jre-headless, else -21-); otherwise they
-# stop and say what to install.
+# Run as root with apt-get, they install the system packages that are missing:
+# Java for Spark (openjdk-17-jre-headless, else -21-) and python3-venv where
+# Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -25,7 +25,14 @@ install: $(call STAMP,core)
 
 $(VENV)/.created:
 	@echo "==> creating $(VENV) (python: $$($(PYTHON) -c 'import sys; print(sys.executable)'))"
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing python3-venv (Debian's python3 comes without venv's pip)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv \
+	      && $(PYTHON) -m venv $(VENV); \
+	  else \
+	    echo "'$(PYTHON) -m venv' failed: on Debian and Ubuntu, sudo apt-get install python3-venv"; exit 1; \
+	  fi; }
 	@echo "==> upgrading pip"
 	@$(PIP) --upgrade pip
 	@touch $@
@@ -66,7 +73,7 @@ java:
 	    exit 1; \
 	  fi; }
 
-test: lint java $(call STAMP,server) $(call STAMP,spark)
+test: java lint $(call STAMP,server) $(call STAMP,spark)
 	@echo "==> running the tests (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
