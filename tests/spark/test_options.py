@@ -112,8 +112,9 @@ def test_register_points_local_workers_at_this_python(spark, monkeypatch):
     monkeypatch.setattr(sc, "pythonExec", "python3")
     vqs.spark.register(spark)
     assert sc.pythonExec == sys.executable
-    # an explicit choice is left alone
+    # an explicit choice is left alone (checked without registering: a registration
+    # keeps the interpreter it was made with, and the session is shared)
     monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python3")
     monkeypatch.setattr(sc, "pythonExec", "/opt/other/python3")
-    vqs.spark.register(spark)
+    vqs.spark._local_workers_use_this_python(spark)
     assert sc.pythonExec == "/opt/other/python3"
