@@ -1,45 +1,100 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
-#   make demo   - runs the main job on embedded defaults
-#   make test   - runs the test suite
-# Both create .venv if it is missing and install what they need into it.
+#   make demo     - runs the main job on embedded defaults (installs the server and Spark extras)
+#   make test     - runs the test suite (installs every extra the tests use)
+#   make install  - the library and the `vqs` command only, into .venv
+# Each creates .venv if it is missing and installs what it needs into it (one
+# stamp per extra, all keyed by pyproject.toml: targets share the one .venv).
+# Run as root with apt-get, they install the system packages that are missing:
+# Java for Spark (openjdk-17-jre-headless, else -21-) and python3-venv where
+# Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
+STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
+PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: test lint demo demo-log bench bench-ab venv clean
+.PHONY: test lint demo demo-log bench bench-ab venv install java clean
+.NOTPARALLEL:  # the installs share one .venv
 
-venv: $(STAMP)
+# Everything (what a developer wants): the library, server, Spark and the dev tools.
+venv: $(call STAMP,server) $(call STAMP,spark) $(call STAMP,dev)
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[server,spark,dev]"
-	rm -f $(VENV)/.installed-*
-	touch $@
+install: $(call STAMP,core)
 
-test: lint
+$(VENV)/.created:
+	@echo "==> creating $(VENV) (python: $$($(PYTHON) -c 'import sys; print(sys.executable)'))"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing python3-venv (Debian's python3 comes without venv's pip)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv \
+	      && $(PYTHON) -m venv $(VENV); \
+	  else \
+	    echo "'$(PYTHON) -m venv' failed: on Debian and Ubuntu, sudo apt-get install python3-venv"; exit 1; \
+	  fi; }
+	@echo "==> upgrading pip"
+	@$(PIP) --upgrade pip
+	@touch $@
+
+# The library itself (an editable install: edits to vqs/ take effect at once).
+$(call STAMP,core): pyproject.toml $(VENV)/.created
+	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '.installed-$(CKSUM)-*' -delete
+	@echo "==> installing VQS (the library and the vqs command)"
+	@$(PIP) -e .
+	@touch $@
+
+$(call STAMP,server): $(call STAMP,core)
+	@echo "==> installing the server extra (FastAPI, uvicorn)"
+	@$(PIP) -e ".[server]"
+	@touch $@
+
+$(call STAMP,spark): $(call STAMP,core)
+	@echo "==> installing the Spark extra (pyspark is about 500 MB: usually 30-60 s)"
+	@$(PIP) -e ".[spark]"
+	@touch $@
+
+$(call STAMP,dev): $(call STAMP,core)
+	@echo "==> installing the test and lint tools (dev extra)"
+	@$(PIP) -e ".[dev]"
+	@touch $@
+
+# Spark runs on the JVM: Java 17 or later.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing Java for Spark (apt-get install openjdk-17-jre-headless)"; \
+	    apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless \
+	      || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-21-jre-headless; }; \
+	  else \
+	    echo "Spark needs Java 17 or later and 'java' is not on PATH. Install it, e.g."; \
+	    echo "  sudo apt-get install openjdk-17-jre-headless    (Debian, Ubuntu)"; \
+	    echo "  brew install openjdk@17                          (macOS)"; \
+	    exit 1; \
+	  fi; }
+
+test: java lint $(call STAMP,server) $(call STAMP,spark)
+	@echo "==> running the tests (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The habits CI keeps: lint rules and the import layers (pyproject.toml).
-lint: $(STAMP)
+lint: $(call STAMP,dev)
 	$(VENV)/bin/ruff check vqs tests bench examples
 	$(VENV)/bin/lint-imports
 
 # The main job: a local VQS server on embedded defaults, a camera frame-event
 # feed, and the Structured Streaming pipeline reading and writing through it.
-demo: $(STAMP)
+demo: java $(call STAMP,server) $(call STAMP,spark)
 	$(PY) -m vqs.pipelines.demo
 
 # A tour of the bare log: a million appends, reopen, read back.
-demo-log: $(STAMP)
+demo-log: $(call STAMP,core)
 	$(PY) examples/log_tour.py
 
 # Benchmarks compare against peers installed here (bench extra) and, for the
 # server, Redis and NATS from Debian (apt-get install redis-server nats-server).
-bench: $(STAMP)
-	$(PY) -m pip install --quiet -e ".[bench]"
+bench: venv
+	$(PIP) -e ".[bench]"
 	$(PY) bench/log_bench.py
 	$(PY) bench/queue_bench.py
 	$(PY) bench/server_bench.py
@@ -48,8 +103,8 @@ bench: $(STAMP)
 # Issue 10's judged check: bench/log_bench.py and bench/queue_bench.py on BASE
 # (default: the merge-base with main) and on this tree, interleaved in one
 # session; flags any figure more than 5 % worse. AB_ARGS go to bench/ab.py.
-bench-ab: $(STAMP)
-	$(PY) -m pip install --quiet -e ".[bench]"
+bench-ab: venv
+	$(PIP) -e ".[bench]"
 	$(PY) bench/ab.py --bench log,queue $(if $(BASE),--base $(BASE)) $(AB_ARGS)
 
 clean:

@@ -270,6 +270,28 @@ def test_commit_and_committed(broker):
     assert broker.delete_group("g") is False
 
 
+def test_group_lag_counts_never_committed_partitions_from_the_start(broker):
+    """A group that committed on 2 of 3 partitions lags by everything in the third: its
+    consumers start there at the start offset (auto_offset_reset="earliest")."""
+    broker.create_topic("t", partitions=3)
+    p = broker.producer()
+    for part in range(3):
+        p.send_batch("t", [b"x"] * 33_000, partition=part)
+    broker.commit_offsets("g", {("t", 0): 33_000, ("t", 1): 10_000})
+    rows = broker.describe_group("g")
+    assert [(r.partition, r.committed, r.start_offset, r.end_offset, r.lag) for r in rows] == [
+        (0, 33_000, 0, 33_000, 0),
+        (1, 10_000, 0, 33_000, 23_000),
+        (2, None, 0, 33_000, 33_000),
+    ]
+    assert sum(r.lag for r in rows) == 56_000
+    # ...and that is what a consumer of the group would read.
+    c = broker.consumer("t", group="g")
+    assert len(drain(c)) == 56_000
+    # group_offsets still lists only what was committed
+    assert broker.group_offsets("g") == {("t", 0): 33_000, ("t", 1): 10_000}
+
+
 def test_group_commit_survives_reopen(data_dir):
     with Broker(data_dir) as b:
         b.create_topic("t", partitions=3)

@@ -71,3 +71,33 @@ def test_data_dir_mode_and_inspect(tmp_path):
     assert p.returncode == 4 and b"CRC mismatch" in p.stderr
     p = vqs("inspect", seg, "--json")
     assert p.returncode == 4 and json.loads(p.stdout)["corrupt"] is True
+
+
+def test_topic_list_hides_internal_topics_unless_all(tmp_path):
+    d = str(tmp_path / "data")
+    assert vqs("topic", "create", "frames", "--data-dir", d).returncode == 0
+    assert vqs("topic", "create", "__spark_state.q1", "--data-dir", d).returncode == 0
+    assert vqs("topic", "list", "--data-dir", d).stdout.split() == [b"frames"]
+    assert json.loads(vqs("topic", "list", "--json", "--data-dir", d).stdout) == ["frames"]
+    assert vqs("topic", "list", "--all", "--data-dir", d).stdout.split() == [b"__spark_state.q1", b"frames"]
+
+
+def test_group_describe_counts_never_committed_partitions(tmp_path):
+    from vqs import Broker
+
+    d = str(tmp_path / "data")
+    with Broker(d) as b:
+        b.create_topic("t", partitions=3)
+        for part in range(3):
+            b.producer().send_batch("t", [b"x"] * 33_000, partition=part)
+        b.commit_offsets("g", {("t", 0): 33_000, ("t", 1): 33_000})
+    p = vqs("group", "describe", "g", "--data-dir", d)
+    assert p.returncode == 0, p.stderr
+    rows = [line.split() for line in p.stdout.decode().splitlines() if line.strip(" │|").startswith("t ")
+            or " t " in line]
+    cells = [[c for c in row if c not in ("│", "|", "┃")] for row in rows]
+    assert ["t", "2", "-", "0", "33000", "33000"] in cells
+    assert b"total lag: 33000" in p.stdout
+    rows = json.loads(vqs("group", "describe", "g", "--json", "--data-dir", d).stdout)
+    assert [(r["partition"], r["committed"], r["lag"]) for r in rows] == [(0, 33000, 0), (1, 33000, 0),
+                                                                          (2, None, 33000)]

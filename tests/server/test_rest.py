@@ -38,6 +38,16 @@ def test_topic_lifecycle(http, unique):
     assert r.status_code == 404 and r.json()["error"]["code"] == "topic_not_found"
 
 
+def test_internal_topics_are_listed_only_with_all(http, unique):
+    internal = f"__spark_state.{unique}"
+    assert http.post("/topics", json={"name": internal}).status_code == 201
+    assert http.post("/topics", json={"name": unique}).status_code == 201
+    listed = http.get("/topics").json()["topics"]
+    assert unique in listed and not any(n.startswith("__") for n in listed)
+    assert {unique, internal} <= set(http.get("/topics", params={"all": "true"}).json()["topics"])
+    assert http.get(f"/topics/{internal}").status_code == 200   # hidden from the list, not from use
+
+
 def test_json_produce_consume_round_trip(http, unique):
     http.post("/topics", json={"name": unique})
     msgs = [{"value": "hello"}, {"value_b64": base64.b64encode(b"\x00\xff").decode(), "key": "k1",
@@ -174,8 +184,12 @@ def test_groups(http, unique):
     assert r.status_code == 200, r.text
     assert g in http.get("/groups").json()["groups"]
     d = http.get(f"/groups/{g}").json()
-    assert d["partitions"] == [{"topic": unique, "partition": 1, "committed": 1, "start_offset": 0,
+    # partition 0 was never committed: the group would read it from the start (lag 1, committed null)
+    assert d["partitions"] == [{"topic": unique, "partition": 0, "committed": None, "start_offset": 0,
+                                "end_offset": 1, "lag": 1},
+                               {"topic": unique, "partition": 1, "committed": 1, "start_offset": 0,
                                 "end_offset": 2, "lag": 1}]
+    assert d["total_lag"] == 2
     # consuming with the group starts at the committed offset
     d = http.get(f"/topics/{unique}/messages", params={"partition": 1, "group": g}).json()
     assert [m["value"] for m in d["messages"]] == ["c"]

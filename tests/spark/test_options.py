@@ -97,3 +97,24 @@ def test_bad_stream_option_fails_at_start(spark, tmp_path):
         q.awaitTermination(60)
     assert "option 'endingOffsets'" in str(e.value)
     assert q.lastProgress is None
+
+
+def test_register_points_local_workers_at_this_python(spark, monkeypatch):
+    """A session built without PYSPARK_PYTHON would start its workers with the
+    `python3` on PATH (which may lack vqs: a virtualenv not activated); register()
+    makes a local session's workers run this interpreter."""
+    import sys
+
+    import vqs.spark
+
+    sc = spark.sparkContext
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.setattr(sc, "pythonExec", "python3")
+    vqs.spark.register(spark)
+    assert sc.pythonExec == sys.executable
+    # an explicit choice is left alone (checked without registering: a registration
+    # keeps the interpreter it was made with, and the session is shared)
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python3")
+    monkeypatch.setattr(sc, "pythonExec", "/opt/other/python3")
+    vqs.spark._local_workers_use_this_python(spark)
+    assert sc.pythonExec == "/opt/other/python3"

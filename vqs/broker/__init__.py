@@ -2,7 +2,7 @@
 
 from .broker import Broker
 from .consumer import Consumer
-from .names import validate_name
+from .names import is_internal, validate_name
 from .partitioner import murmur2, partition_for_key
 from .producer import Producer
 from .topic import ConsumerRecord, PartitionLag, RecordMetadata, Topic, TopicPartition
@@ -16,6 +16,7 @@ __all__ = [
     "RecordMetadata",
     "Topic",
     "TopicPartition",
+    "is_internal",
     "murmur2",
     "partition_for_key",
     "validate_name",

@@ -348,20 +348,33 @@ class Broker:
         self._groups.get(group).commit(checked)
 
     def describe_group(self, group: str) -> list[PartitionLag]:
-        """Per partition the group has committed: committed, start and end offsets, and lag.
+        """Every partition of every topic the group has committed on: committed, start and
+        end offsets, and lag, sorted by topic and partition.
 
-        ``lag = max(0, end_offset - committed)``. Partitions of topics that no
-        longer exist are left out (``group_offsets`` still lists them).
+        ``lag = max(0, end_offset - committed)``. A partition of such a topic that the
+        group never committed has ``committed=None`` and ``lag = end_offset - start_offset``:
+        a consumer of the group starts there at the start offset (``auto_offset_reset``
+        ``"earliest"``, the default), so all of it is unread — what Kafka's
+        ``kafka-consumer-groups --describe`` counts with ``auto.offset.reset=earliest``.
+        Topics that no longer exist are left out (``group_offsets`` still lists them).
         """
         self._check_open()
-        rows = []
+        committed_by_topic: dict[str, dict[int, int]] = {}
         for (topic, p), committed in self._groups.get(group).all().items():
+            committed_by_topic.setdefault(topic, {})[p] = committed
+        rows = []
+        for topic in sorted(committed_by_topic):
+            committed = committed_by_topic[topic]
             try:
-                log_ = self._catalog.get(topic).log(p)
+                t = self._catalog.get(topic)
+                logs = [(p, t.log(p)) for p in range(t.partitions)]
             except (VQSError, ValueError):
                 continue
-            end = log_.end_offset
-            rows.append(PartitionLag(topic, p, committed, log_.start_offset, end, max(0, end - committed)))
+            for p, log_ in logs:
+                start, end = log_.start_offset, log_.end_offset
+                c = committed.get(p)
+                lag = end - start if c is None else max(0, end - c)
+                rows.append(PartitionLag(topic, p, c, start, end, lag))
         return rows
 
     def delete_group(self, group: str) -> bool:

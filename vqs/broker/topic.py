@@ -34,10 +34,10 @@ class PartitionLag(NamedTuple):
 
     topic: str
     partition: int
-    committed: int
+    committed: int | None  # None: never committed (the group's consumers start at start_offset)
     start_offset: int
     end_offset: int
-    lag: int  # end_offset - committed, never below 0
+    lag: int  # end_offset - committed, never below 0; end_offset - start_offset if never committed
 
 
 class ConsumerRecord:

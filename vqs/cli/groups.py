@@ -22,7 +22,8 @@ def group_list(url: str | None = URL, data_dir: str | None = DATA, token: str | 
 @group_app.command("describe")
 def group_describe(group: str, url: str | None = URL, data_dir: str | None = DATA,
                    token: str | None = TOKEN, as_json: bool = JSON_OUT):
-    """Committed offsets and lag per partition."""
+    """Committed offsets and lag per partition (every partition of the group's topics; "-": never
+    committed, its lag counted from the start offset, where the group's consumers start)."""
     with target(url, data_dir, token) as t:
         rows = t.describe_group(group)
     if as_json:
@@ -31,6 +32,7 @@ def group_describe(group: str, url: str | None = URL, data_dir: str | None = DAT
     print_line(f"group {group}")
     tab = new_table("topic", *(f"{c}:num" for c in ("partition", "committed", "start_offset", "end_offset", "lag")))
     for r in rows:
-        tab.add_row(r.topic, str(r.partition), str(r.committed), str(r.start_offset), str(r.end_offset), str(r.lag))
+        committed = "-" if r.committed is None else str(r.committed)
+        tab.add_row(r.topic, str(r.partition), committed, str(r.start_offset), str(r.end_offset), str(r.lag))
     print_table(tab)
     print_line(f"total lag: {sum(r.lag for r in rows)}")

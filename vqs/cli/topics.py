@@ -37,11 +37,15 @@ def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-
 
 @topic_app.command("list")
 def topic_list(url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
-               as_json: bool = JSON_OUT):
-    """List topics."""
+               as_json: bool = JSON_OUT,
+               show_all: bool = typer.Option(False, "--all", "-a",
+                                             help="include internal topics (names starting with '__')")):
+    """List topics (internal ones, named '__...', only with --all)."""
+    from ..broker.names import is_internal
+
     with target(url, data_dir, token) as t:
         names = t.topics()
-    print_names(names, as_json)
+    print_names(names if show_all else [n for n in names if not is_internal(n)], as_json)
 
 
 @topic_app.command("describe")

@@ -63,7 +63,8 @@ class Client:
         return RemoteTopic(self, self._transport, self._transport.json("GET", f"/topics/{name}"))
 
     def topics(self) -> list[str]:
-        return self._transport.json("GET", "/topics")["topics"]
+        """Every topic, internal ones (``__`` prefix) included, as ``Broker.topics()``."""
+        return self._transport.json("GET", "/topics?all=true")["topics"]
 
     def delete_topic(self, name: str) -> None:
         self._transport.request("DELETE", f"/topics/{name}")
@@ -120,7 +121,8 @@ class Client:
         r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
         if r.status_code == 404:
             return {}
-        return {as_tp((row["topic"], row["partition"])): row["committed"] for row in r.json()["partitions"]}
+        return {as_tp((row["topic"], row["partition"])): row["committed"] for row in r.json()["partitions"]
+                if row["committed"] is not None}
 
     def commit_offsets(self, group: str, offsets: dict) -> None:
         body = {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]}

@@ -318,10 +318,13 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
 
 
 def summarize(spark, result: RunResult, *, path=None, url=None, token=None, limit: int = 8) -> dict:
-    """Per-camera totals from the Parquet windows, and the latest alerts."""
+    """Per-camera totals (``cameras``) and every window (``windows``: camera,
+    window_start/window_end in epoch ms, fps, dropped) from the Parquet output, and
+    the alerts of the alert topic (``all_alerts``), latest window first (then by
+    camera); ``alerts`` is the first ``limit`` of them."""
     from pyspark.sql import functions as F
 
-    per_cam = []
+    per_cam, windows = [], []
     if result.windows:
         df = spark.read.parquet(result.stats_path)
         per_cam = [r.asDict() for r in df.groupBy("camera").agg(
@@ -331,12 +334,30 @@ def summarize(spark, result: RunResult, *, path=None, url=None, token=None, limi
             F.sum("dropped").alias("dropped"),
             F.sum("late_frames").alias("late"),
         ).orderBy("camera").collect()]
+        windows = [r.asDict() for r in df.select(
+            "camera", F.unix_millis("window_start").alias("window_start"),
+            F.unix_millis("window_end").alias("window_end"), "fps", "dropped",
+        ).orderBy("camera", "window_start").collect()]
     alerts = []
     if result.alerts:
         src = source_options(path, url, token)
-        a = spark.read.format("vqs").options(**src).option("topic", result.alerts_topic).load()
-        alerts = [json.loads(bytes(r.value)) for r in a.orderBy(F.col("offset").desc()).limit(limit).collect()]
-    return {"cameras": per_cam, "alerts": alerts}
+        a = spark.read.format("vqs").schema("value binary").options(**src).option("topic", result.alerts_topic).load()
+        alerts = [json.loads(bytes(r.value)) for r in a.collect()]
+        # Published in micro-batch order, several windows per batch in no set order:
+        # sort by the window itself. window_start is ISO-8601 in the session's time
+        # zone, the same for every alert, so strings sort as times.
+        alerts.sort(key=lambda x: x["camera"])
+        alerts.sort(key=lambda x: x["window_start"], reverse=True)
+    return {"cameras": per_cam, "windows": windows, "all_alerts": alerts, "alerts": alerts[:limit]}
+
+
+def write_chart(summary: dict, out: str, *, subtitle: str = "") -> str:
+    """The summary's picture (vqs.pipelines.chart): ``OUT/camera-stats.html``, next to
+    the Parquet windows (``OUT/stats``); returns its path."""
+    from .chart import write_report
+
+    return write_report(os.path.join(out, "camera-stats.html"), summary["windows"], summary["all_alerts"],
+                        title="VQS camera pipeline: per-camera statistics", subtitle=subtitle)
 
 
 # ------------------------------------------------------------------ CLI
@@ -402,6 +423,7 @@ def main(argv=None) -> int:
               f"{c['dropped']} dropped, {c['late']} late")
     for a in summary["alerts"]:
         print(f"  alert {a['camera']} {a['window_start']}: {a['reason']} (fps {a['fps']:.1f}, dropped {a['dropped']})")
+    print(f"chart: {write_chart(summary, args.out)}")
     return 0
 
 

@@ -7,7 +7,12 @@
 3. runs the Structured Streaming job through the server (``url`` mode):
    ``maxOffsetsPerTrigger`` micro-batches, per-camera windowed statistics with a
    watermark -> Parquet, alerts -> the VQS topic ``camera-alerts``;
-4. prints a summary and where the outputs are, and stops the server.
+4. prints a summary and where the outputs are, writes a chart of the windows
+   and alerts (``out/camera-stats.html``, a self-contained page), and stops the
+   server.
+
+Paths and commands are printed with plain ``print``, one per line, never
+wrapped to the terminal's width, so they can be copied.
 
     python -m vqs.pipelines.demo [--cameras 8] [--seconds 120]
 """
@@ -81,6 +86,14 @@ class LocalServer:
 
 
 def main(argv=None) -> int:
+    """``python -m vqs.pipelines.demo`` and ``vqs pipeline demo``: run it; 0 when done."""
+    run(argv)
+    return 0
+
+
+def run(argv=None) -> dict:
+    """The demo; returns what it measured and wrote (for tests): frames fed and read,
+    windows, alerts, the summary, the demo directory and the chart's path."""
     ap = argparse.ArgumentParser(prog="python -m vqs.pipelines.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=os.path.join("demo-data", "pipeline"), help="demo directory (recreated)")
@@ -96,7 +109,7 @@ def main(argv=None) -> int:
 
     from . import camera
 
-    console = Console()
+    console = Console(soft_wrap=True)  # lines are never wrapped to the width: they stay copyable
     root = os.path.abspath(args.dir)
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
@@ -119,8 +132,11 @@ def main(argv=None) -> int:
         from pyspark.sql import SparkSession
 
         had_session = SparkSession.getActiveSession() is not None
-        console.print(f"  spark   starting a local session ({args.master}) ...")
+        console.print(f"  spark   starting Spark ({args.master}; usually 15-40 s) ...", highlight=False)
+        t_spark = time.perf_counter()
         spark = camera.make_session(args.master, "vqs-pipeline-demo")
+        console.print(f"  spark   ready in {time.perf_counter() - t_spark:.0f} s; running the streaming job",
+                      highlight=False)
         try:
             def progress(name, p):
                 if p["numInputRows"] or name == "camera_stats":
@@ -147,23 +163,34 @@ def main(argv=None) -> int:
                       str(c["dropped"]), str(c["late"]))
     console.print(table)
     if summary["alerts"]:
-        console.print(f"[bold]alerts[/bold] ({res.alerts} in topic '{res.alerts_topic}', latest first):")
+        shown = len(summary["alerts"])
+        more = f", the latest {shown}" if shown < res.alerts else ""
+        console.print(f"[bold]alerts[/bold] ({res.alerts} in topic '{res.alerts_topic}'{more}, latest first):")
         for a in summary["alerts"]:
             console.print(f"  {a['camera']}  {a['window_start']}  {a['reason']:<15} fps {a['fps']:.1f}  "
-                          f"dropped {a['dropped']}")
+                          f"dropped {a['dropped']}", highlight=False)
+    chart = camera.write_chart(summary, out, subtitle=f"{st.cameras} cameras, {st.frames_sent:,} frames fed, "
+                               f"{res.windows} windows, {res.alerts} alerts")
     console.print(
         f"\n[bold]done[/bold] in {time.perf_counter() - t_start:.0f} s: {res.frames_read:,} frames in "
-        f"{res.batches} micro-batches; {res.windows} windows, {res.alerts} alerts.\n"
-        f"  windows (Parquet)   {res.stats_path}\n"
-        f"  alerts (VQS topic)  '{res.alerts_topic}' in {data}\n"
-        f"  checkpoints         {os.path.join(out, 'checkpoints')}\n"
-        f"  server log          {os.path.join(root, 'server.log')}\n"
-        f"Read the alerts again: .venv/bin/vqs consume camera-alerts --data-dir {data}"
-    )
+        f"{res.batches} micro-batches; {res.windows} windows, {res.alerts} alerts.", highlight=False)
+    # Plain print: one line each, whatever the terminal's width (rich would wrap them).
+    vqs_cmd = os.path.join(os.path.dirname(sys.executable), "vqs")
+    if not os.path.exists(vqs_cmd):
+        vqs_cmd = "vqs"
+    elif vqs_cmd.startswith(os.getcwd() + os.sep):
+        vqs_cmd = os.path.relpath(vqs_cmd)
+    print(f"  chart (open in a browser)  {chart}")
+    print(f"  windows (Parquet)          {res.stats_path}")
+    print(f"  alerts (VQS topic)         '{res.alerts_topic}' in {data}")
+    print(f"  checkpoints                {os.path.join(out, 'checkpoints')}")
+    print(f"  server log                 {os.path.join(root, 'server.log')}")
+    print("Read the alerts again:")
+    print(f"  {vqs_cmd} consume {res.alerts_topic} --data-dir {data}")
+    sys.stdout.flush()
     return {"frames_fed": st.frames_sent, "frames_read": res.frames_read, "windows": res.windows,
-            "alerts": res.alerts, "summary": summary, "root": root}
+            "alerts": res.alerts, "summary": summary, "root": root, "chart": chart}
 
 
 if __name__ == "__main__":
-    main()
-    sys.exit(0)
+    sys.exit(main())

@@ -29,5 +29,28 @@ __all__ = [
 
 
 def register(spark) -> None:
-    """Register the ``vqs`` format with ``spark`` (a SparkSession)."""
+    """Register the ``vqs`` format with ``spark`` (a SparkSession).
+
+    Spark runs the source in Python worker processes started with the session's
+    Python (``PYSPARK_PYTHON``, else ``python3`` from PATH), which may lack vqs and
+    its dependencies (a virtualenv not activated). In local mode, with no
+    ``PYSPARK_PYTHON`` set, the workers run this interpreter (``sys.executable``)
+    instead: they are on this machine, and it is the one that imported vqs.
+    """
+    _local_workers_use_this_python(spark)
     spark.dataSource.register(VQSDataSource)
+
+
+def _local_workers_use_this_python(spark) -> None:
+    import os
+    import sys
+
+    sc = getattr(spark, "sparkContext", None)  # None on Spark Connect: its server runs the workers
+    if sc is None or os.environ.get("PYSPARK_PYTHON") or not sys.executable:
+        return
+    try:
+        local = sc.master.startswith("local")
+    except Exception:
+        return
+    if local and getattr(sc, "pythonExec", None) == "python3":
+        sc.pythonExec = sys.executable

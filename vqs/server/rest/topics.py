@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Response
 
+from ...broker.names import is_internal
 from ...errors import TopicDoesNotExist
 from ..context import ServerContext
 from ..errors import APIError
@@ -21,8 +22,10 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
     s = ctx.settings
 
     @r.get("/topics", summary="List topics")
-    async def list_topics():
-        return jresp({"topics": ready_broker(ctx).topics()})
+    async def list_topics(include_all: bool = Query(False, alias="all", description="include internal topics "
+                                                    "(names starting with '__', e.g. the Spark sink's staging topics)")):
+        names = ready_broker(ctx).topics()
+        return jresp({"topics": names if include_all else [n for n in names if not is_internal(n)]})
 
     @r.post("/topics", summary="Create a topic", status_code=201)
     async def create_topic(body: TopicCreate):

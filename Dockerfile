@@ -1,0 +1,35 @@
+# The VQS server in a container: REST, the SQS-compatible API and metrics on port 8642.
+#
+#   docker build -t vqs .
+#   docker run -p 8642:8642 -v vqs-data:/data -e VQS_TOKENS=secret -e VQS_SIGV4_KEYS=AKID:SECRET vqs
+#
+# Listening on 0.0.0.0 (needed inside a container), the server refuses to start
+# without credentials (VQS_TOKENS for REST, VQS_SIGV4_KEYS for SQS) unless
+# VQS_INSECURE=1. The data directory is the volume /data: one container owns it.
+# Settings: docs/server.md (every one has a VQS_<NAME> variable).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY vqs ./vqs
+RUN pip install ".[server]" && rm -rf /src
+
+RUN useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin vqs \
+    && mkdir -p /data && chown vqs:vqs /data
+USER vqs
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 8642
+
+# /health/ready answers 200 once the data directory is open (503 while starting or stopping).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+    CMD python -c "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8642/health/ready', timeout=2).status != 200)"
+
+# SIGTERM (docker stop) drains in-flight requests, flushes and closes every log.
+STOPSIGNAL SIGTERM
+CMD ["vqs", "serve", "--host", "0.0.0.0", "--port", "8642", "--data-dir", "/data"]
