@@ -44,6 +44,13 @@ FRONT_ERRORS: dict[str, tuple[str, int, str]] = {
     "RequestEntityTooLarge": ("RequestEntityTooLarge", 413, "Sender"),
 }
 
+# The JSON protocol's shape name where AWS's differs from the error's name (its ``__type``;
+# boto3 shows it as ``QueryErrorCode`` and takes ``Code`` from x-amzn-query-error as usual).
+JSON_TYPES: dict[str, str] = {
+    "InvalidParameterValue": "InvalidParameterValueException",
+    "MissingParameter": "MissingRequiredParameterException",
+}
+
 # AWS's default message per error name, for an error raised without a message of its own.
 DEFAULT_MESSAGES: dict[str, str] = {
     "QueueDoesNotExist": 'The specified queue does not exist.',
@@ -116,7 +123,7 @@ class SQSError(Exception):
 
     @property
     def json_type(self) -> str:
-        return "com.amazonaws.sqs#" + self.name
+        return "com.amazonaws.sqs#" + JSON_TYPES.get(self.name, self.name)
 
     @property
     def query_error_header(self) -> str:

@@ -33,6 +33,7 @@ _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _FIFO_NAME = re.compile(r"[A-Za-z0-9_-]{1,75}\.fifo")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _TAG_KEYS_MAX = 50
+_ACTIONS_MAX = 7  # AddPermission: actions per statement
 
 
 def _move_task_entry(task) -> dict:
@@ -181,7 +182,7 @@ class QueueActions(ActionBase):
                     return doc
             except ValueError:
                 pass
-        return {"Version": "2012-10-17", "Id": "", "Statement": []}
+        return {"Version": "2008-10-17", "Id": "", "Statement": []}
 
     def a_AddPermission(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -195,6 +196,8 @@ class QueueActions(ActionBase):
             raise SQSError("MissingParameter", "The request must contain the parameter AWSAccountIds.")
         if not actions:
             raise SQSError("MissingParameter", "The request must contain the parameter Actions.")
+        if len(actions) > _ACTIONS_MAX:
+            raise SQSError("OverLimit", f"{len(actions)} Actions were found, maximum allowed is {_ACTIONS_MAX}.")
         valid = {"*", "SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility",
                  "GetQueueAttributes", "GetQueueUrl", "ListDeadLetterSourceQueues", "PurgeQueue",
                  "ListQueueTags"}
@@ -225,7 +228,7 @@ class QueueActions(ActionBase):
         stmts = [s for s in doc.get("Statement", []) if s.get("Sid") != label]
         if len(stmts) == len(doc.get("Statement", [])):
             raise SQSError("InvalidParameterValue",
-                           f"Value {label} for parameter Label is invalid. Reason: can't find label on existing policy.")
+                           f"Value {label} for parameter Label is invalid. Reason: can't find label.")
         doc["Statement"] = stmts
         q.set_attributes({"Policy": json.dumps(doc, separators=(",", ":")) if stmts else ""})
         return None

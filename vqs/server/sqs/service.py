@@ -115,7 +115,7 @@ class SQSService(QueueActions, MessageActions):
                 action, params = parse_query(pairs)
             host = headers.get("host") or f"127.0.0.1:{self.settings.port}"
             scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
-            req = Req(host, scheme, region, self.settings.account_id, path_queue)
+            req = Req(host, scheme, region, self.settings.account_id, path_queue, headers.get("x-amzn-trace-id"))
             if path_queue and "QueueUrl" not in params and action not in ("CreateQueue", "GetQueueUrl", "ListQueues"):
                 params["QueueUrl"] = req.url(path_queue)
             output = await self.dispatch(action, params, req)
