@@ -16,7 +16,6 @@ import subprocess
 import sys
 
 import pytest
-
 from sqs_query_model import write_query_model
 
 AWS = os.path.join(os.path.dirname(sys.executable), "aws")

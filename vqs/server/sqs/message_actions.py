@@ -8,8 +8,13 @@ Invariants:
   attributes) are computed over exactly what was stored/returned, so SDKs'
   checksum validation passes.
 * A batch has 1..10 entries with distinct Ids matching [A-Za-z0-9_-]{1,80}
-  (else the whole request fails); a bad entry fails alone, in ``Failed``,
-  while the others proceed; a send batch over 1 MiB of bodies fails whole.
+  (else the whole request fails, naming the action's entry type or the first
+  repeated id); a bad entry fails alone, in ``Failed``, while the others
+  proceed; a send batch over 1 MiB (bodies and message attributes) fails
+  whole, and so does a FIFO send batch with an entry lacking its group id (or
+  its dedup id without content-based deduplication).
+* AWSTraceHeader comes from MessageSystemAttributes, else from the request's
+  X-Amzn-Trace-Id header, and is stored with the message (vqs.broker.queue).
 * ReceiveMessage is the one async action: a long poll waits on the event
   loop (ctx.long_poll_receive), never holding a worker thread.
 * Standard queues accept MessageGroupId and ignore it; FIFO rules
@@ -35,7 +40,6 @@ from .params import (
     _str_list,
     _system_attributes,
 )
-
 
 _ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
 
