@@ -34,8 +34,6 @@ _LIST_MEMBERS = {
     "BatchResultErrorEntryList": "BatchResultErrorEntry",
     "QueueUrlList": "QueueUrl",
     "MessageList": "Message",
-    "StringList": "StringListValue",
-    "BinaryList": "BinaryListValue",
     "ListMessageMoveTasksResultEntryList": "ListMessageMoveTasksResultEntry",
 }
 # structure member holding a map -> (its wire name, key name, value name)
@@ -86,6 +84,10 @@ def query_model() -> dict:
         if name in shapes:
             shapes[name]["member"]["locationName"] = wire
             shapes[name]["flattened"] = True
+    for name in ("MessageAttributeValue", "MessageSystemAttributeValue"):
+        for member, wire in (("StringListValues", "StringListValue"), ("BinaryListValues", "BinaryListValue")):
+            shapes[name]["members"][member].update(locationName=wire, flattened=True)
+            shapes[shapes[name]["members"][member]["shape"]]["member"]["locationName"] = wire
     for shape in shapes.values():
         if shape.get("type") != "structure":
             continue

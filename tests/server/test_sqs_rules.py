@@ -276,3 +276,24 @@ def test_query_protocol_trace_header_selection_and_batch_errors(base_url, unique
     assert "at least one DeleteMessageBatchRequestEntry" in r.text
     r = call(Action="SendMessage", MessageBody="x", DelaySeconds="-1")
     assert r.status_code == 400 and "<Code>InvalidParameterValue</Code>" in r.text
+
+
+def test_query_protocol_takes_json_member_names_too(base_url, unique):
+    """A query request serialized from a model without the query names (AttributeNames.1,
+    Attributes.1.key, Entries.1.Id) means what its query-named twin means."""
+    httpx = pytest.importorskip("httpx")
+
+    def call(**params):
+        return httpx.post(base_url, data={"Version": "2012-11-05", **params}, timeout=30)
+
+    r = call(Action="CreateQueue", QueueName=unique, **{"Attributes.1.key": "VisibilityTimeout",
+                                                         "Attributes.1.value": "7"})
+    assert r.status_code == 200, r.text
+    url = f"{base_url}/123456789012/{unique}"
+    r = call(Action="GetQueueAttributes", QueueUrl=url, **{"AttributeNames.1": "VisibilityTimeout"})
+    assert "<Attribute><Name>VisibilityTimeout</Name><Value>7</Value></Attribute>" in r.text
+    r = call(Action="SendMessageBatch", QueueUrl=url, **{"Entries.1.Id": "a", "Entries.1.MessageBody": "x"})
+    assert "<SendMessageBatchResultEntry><Id>a</Id>" in r.text
+    r = call(Action="TagQueue", QueueUrl=url, **{"Tags.1.Key": "k", "Tags.1.Value": "v"})
+    assert r.status_code == 200, r.text
+    assert "<Tag><Key>k</Key><Value>v</Value></Tag>" in call(Action="ListQueueTags", QueueUrl=url).text

@@ -43,12 +43,18 @@ _QUERY_LISTS = {
     "StringListValue": "StringListValues",
     "BinaryListValue": "BinaryListValues",
 }
+# The member names of the JSON model (AttributeNames.1, Entries.1.Id, Attributes.1.Name or
+# .key, ...) are taken too: what a query serializer sends from a model without the
+# query names (botocore's current SQS model with its protocol set to query).
+_QUERY_LISTS.update({v: v for v in set(_QUERY_LISTS.values())})
 _QUERY_MAPS = {  # flattened maps: Name/Value or Key/Value entries
     "Attribute": ("Attributes", "Name", "Value"),
     "MessageAttribute": ("MessageAttributes", "Name", "Value"),
     "MessageSystemAttribute": ("MessageSystemAttributes", "Name", "Value"),
     "Tag": ("Tags", "Key", "Value"),
 }
+_QUERY_MAPS.update({v[0]: v for v in list(_QUERY_MAPS.values())})
+_MAP_KEYS = {"Name": ("Name", "key"), "Key": ("Key", "key"), "Value": ("Value", "value")}
 
 
 # ------------------------------------------------------------------------- JSON 1.0
@@ -112,10 +118,11 @@ def _convert(node: dict) -> dict:
             name, kk, vk = _QUERY_MAPS[k]
             m = out.setdefault(name, {})
             for entry in _indexed(v):
-                if not isinstance(entry, dict) or kk not in entry:
+                key = next((entry[n] for n in _MAP_KEYS[kk] if n in entry), None) if isinstance(entry, dict) else None
+                if key is None:
                     raise SQSError("MissingParameter", f"{k}.N.{kk} is required")
-                val = entry.get(vk)
-                m[entry[kk]] = _convert(val) if isinstance(val, dict) else val
+                val = next((entry[n] for n in _MAP_KEYS[vk] if n in entry), None)
+                m[key] = _convert(val) if isinstance(val, dict) else val
         elif k in _QUERY_LISTS:
             out[_QUERY_LISTS[k]] = [_convert(e) if isinstance(e, dict) else e for e in _indexed(v)]
         elif isinstance(v, dict):
