@@ -297,3 +297,29 @@ def test_query_protocol_takes_json_member_names_too(base_url, unique):
     r = call(Action="TagQueue", QueueUrl=url, **{"Tags.1.Key": "k", "Tags.1.Value": "v"})
     assert r.status_code == 200, r.text
     assert "<Tag><Key>k</Key><Value>v</Value></Tag>" in call(Action="ListQueueTags", QueueUrl=url).text
+
+
+def test_query_protocol_endpoint_rules(base_url, unique):
+    """On a queue URL: no Action is an unknown operation (404); CreateQueue and ListQueues are
+    not actions of that endpoint; a missing queue is worded as the query protocol words it."""
+    httpx = pytest.importorskip("httpx")
+    url = f"{base_url}/123456789012/{unique}"
+    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}).status_code == 200
+    for headers in ({}, {"Accept": "application/json"}):
+        r = httpx.get(url, headers=headers)
+        assert r.status_code == 404 and "<UnknownOperationException" in r.text
+    for action in ("CreateQueue", "ListQueues"):
+        r = httpx.get(url, params={"Action": action, "QueueName": unique + "-2"})
+        assert r.status_code == 400 and "<Code>InvalidAction</Code>" in r.text
+        assert f"<Message>The action {action} is not valid for this endpoint." in r.text
+    r = httpx.get(url + "-missing", params={"Action": "GetQueueAttributes", "AttributeName.1": "QueueArn"})
+    assert r.status_code == 400 and "<Code>AWS.SimpleQueueService.NonExistentQueue</Code>" in r.text
+    assert "<Message>The specified queue does not exist for this wsdl version.</Message>" in r.text
+
+
+def test_batch_results_leave_out_empty_lists(sqs, unique):
+    url = sqs.create_queue(QueueName=unique)["QueueUrl"]
+    r = sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "a", "MessageBody": "x"}])
+    assert "Failed" not in r and [s["Id"] for s in r["Successful"]] == ["a"]
+    r = sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": "a", "ReceiptHandle": "nope"}])
+    assert "Successful" not in r and r["Failed"][0]["Id"] == "a"

@@ -256,7 +256,7 @@ def normalize(attrs: dict, *, creating: bool) -> dict:
             continue
         raise InvalidAttributeName(f"Unknown Attribute {key}.")
     if not creating and "fifo" in out:
-        raise InvalidAttributeName("Unknown Attribute FifoQueue. (set only when creating a queue)")
+        raise InvalidAttributeName("Unknown Attribute FifoQueue.")  # SQS: set only when creating a queue
     return out
 
 

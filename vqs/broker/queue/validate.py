@@ -271,7 +271,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
         else:
             raise InvalidParameterValue(f"message attribute {name!r}: use a str, number or bytes value")
         if not raw and not dt.startswith("Binary"):
-            raise InvalidParameterValue(f"Message attribute '{name}' must contain a non-empty value of type '{dt}'.")
+            raise InvalidParameterValue(f"Message (user) attribute '{name}' must contain a non-empty value of type '{dt}'.")
         size += len(name.encode()) + len(dt.encode()) + len(raw)
         out.append((H_ATTR + name, dt.encode() + b"\0" + raw))
     return tuple(out), size

@@ -66,6 +66,16 @@ def _entry_size(e: dict) -> int:
     return n
 
 
+def _batch_result(ok: list, failed: list) -> dict:
+    """A batch action's result: AWS leaves out an empty ``Successful`` or ``Failed``."""
+    out = {}
+    if ok:
+        out["Successful"] = ok
+    if failed:
+        out["Failed"] = failed
+    return out
+
+
 class MessageActions(ActionBase):
     def _send_args(self, p: dict, q, req: Req):
         body = p.get("MessageBody")
@@ -157,7 +167,7 @@ class MessageActions(ActionBase):
                 failed.append({"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
                                "Message": f.get("message", "")})
             self.metrics.count_in("queue", q.name, len(res["successful"]), total)
-        return {"Successful": ok, "Failed": failed}
+        return _batch_result(ok, failed)
 
     async def a_ReceiveMessage(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -210,9 +220,9 @@ class MessageActions(ActionBase):
         q = self._queue(p, req)
         entries = self._entries(p, "DeleteMessageBatch")
         res = q.delete_batch_entries([{"id": e["Id"], "receipt_handle": e.get("ReceiptHandle")} for e in entries])
-        return {"Successful": [{"Id": s["id"]} for s in res["successful"]],
-                "Failed": [{"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
-                            "Message": f.get("message", "")} for f in res["failed"]]}
+        return _batch_result([{"Id": s["id"]} for s in res["successful"]],
+                             [{"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
+                               "Message": f.get("message", "")} for f in res["failed"]])
 
     def a_ChangeMessageVisibility(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -241,4 +251,4 @@ class MessageActions(ActionBase):
             ok = [{"Id": s["id"]} for s in res["successful"]]
             failed += [{"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
                         "Message": f.get("message", "")} for f in res["failed"]]
-        return {"Successful": ok, "Failed": failed}
+        return _batch_result(ok, failed)

@@ -231,9 +231,14 @@ _NO_RESULT = {"AddPermission", "ChangeMessageVisibility", "DeleteMessage", "Dele
               "RemovePermission", "SetQueueAttributes", "TagQueue", "UntagQueue"}
 
 
+# the query protocol words some errors its own way
+_QUERY_MESSAGES = {"The specified queue does not exist.": "The specified queue does not exist for this wsdl version."}
+
+
 def render_xml_error(err: SQSError, request_id: str) -> bytes:
+    message = _QUERY_MESSAGES.get(err.message, err.message)
     return (
         f'<?xml version="1.0"?><ErrorResponse xmlns="{NAMESPACE}"><Error><Type>{err.fault}</Type>'
-        f"<Code>{_x(err.query_code)}</Code><Message>{_x(err.message)}</Message><Detail/></Error>"
+        f"<Code>{_x(err.query_code)}</Code><Message>{_x(message)}</Message><Detail/></Error>"
         f"<RequestId>{request_id}</RequestId></ErrorResponse>"
     ).encode()

@@ -112,7 +112,17 @@ class SQSService(QueueActions, MessageActions):
                 pairs = parse_form(raw_query.encode()) if raw_query else []
                 if scope["method"] == "POST" and body:
                     pairs += parse_form(body)
+                if path_queue and not any(k == "Action" for k, _ in pairs):
+                    # SQS: a request to a queue URL without an Action is an unknown operation (404)
+                    out = b'<?xml version="1.0"?><UnknownOperationException/>'
+                    await send({"type": "http.response.start", "status": 404, "headers": [
+                        (b"content-type", b"text/xml"), (b"content-length", str(len(out)).encode()),
+                        (b"x-amzn-requestid", request_id.encode())]})
+                    await send({"type": "http.response.body", "body": out})
+                    return
                 action, params = parse_query(pairs)
+                if path_queue and action in ("CreateQueue", "ListQueues"):
+                    raise SQSError("InvalidAction", f"The action {action} is not valid for this endpoint.")
             host = headers.get("host") or f"127.0.0.1:{self.settings.port}"
             scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
             req = Req(host, scheme, region, self.settings.account_id, path_queue, headers.get("x-amzn-trace-id"))
