@@ -323,3 +323,33 @@ def test_batch_results_leave_out_empty_lists(sqs, unique):
     assert "Failed" not in r and [s["Id"] for s in r["Successful"]] == ["a"]
     r = sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": "a", "ReceiptHandle": "nope"}])
     assert "Successful" not in r and r["Failed"][0]["Id"] == "a"
+
+
+def test_standard_queue_refuses_fifo_attributes(sqs, unique):
+    for attrs, message in (({"FifoQueue": "false"}, "Unknown Attribute FifoQueue."),
+                           ({"ContentBasedDeduplication": "false"}, "Unknown Attribute ContentBasedDeduplication."),
+                           ({"DeduplicationScope": "queue"},
+                            "You can specify the DeduplicationScope only when FifoQueue is set to true."),
+                           ({"FifoThroughputLimit": "perQueue"},
+                            "You can specify the FifoThroughputLimit only when FifoQueue is set to true.")):
+        e = _err(sqs.create_queue, QueueName=unique, Attributes=attrs)
+        assert (e["Code"], e["Status"], e["Message"]) == ("InvalidAttributeName", 400, message)
+    url = sqs.create_queue(QueueName=unique)["QueueUrl"]
+    e = _err(sqs.set_queue_attributes, QueueUrl=url, Attributes={"FifoQueue": "false"})
+    assert (e["Code"], e["Message"]) == ("InvalidAttributeName", "Unknown Attribute FifoQueue.")
+
+
+def test_message_attribute_names_and_values(sqs, unique):
+    url = sqs.create_queue(QueueName=unique)["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="t", MessageAttributes={
+        "attr.1øßä": {"StringValue": "Valida", "DataType": "String"}})  # letters of any script
+    e = _err(sqs.send_message, QueueUrl=url, MessageBody="t", MessageAttributes={
+        "attr1": {"StringValue": f"Invalid-{chr(8)},{chr(11)}", "DataType": "String"}})
+    assert (e["Code"], e["Status"]) == ("InvalidParameterValue", 400) and "Invalid" in e["Message"]
+    for prefix in ("aWs.", "AMAZON.", "."):
+        e = _err(sqs.send_message, QueueUrl=url, MessageBody="t", MessageAttributes={
+            f"{prefix}-Invalid-attr": {"StringValue": "Valid", "DataType": "String"}})
+        assert e["Code"] == "InvalidParameterValue" and "invalid" in e["Message"].lower()
+    e = _err(sqs.send_message, QueueUrl=url, MessageBody="t", MessageAttributes={
+        "ErrorDetails": {"StringValue": "", "DataType": "String"}})
+    assert e["Message"] == "Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'."

@@ -34,7 +34,7 @@ MAX_DELAY_S = 900
 MAX_MESSAGE_ATTRIBUTES = 10
 
 _ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
-_ATTR_NAME = re.compile(r"[A-Za-z0-9_.-]{1,256}")
+_ATTR_NAME = re.compile(r"[\w.-]{1,256}")  # letters (any script), digits, _ . - (SQS takes "attr.1øßä")
 GROUP_ID = re.compile(r"[!-~]{1,128}")  # alphanumerics and punctuation
 # Characters SQS refuses in bodies and attribute strings (outside XML 1.0 Char).
 _BAD_CHARS = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -227,8 +227,8 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
         if (not isinstance(name, str) or not _ATTR_NAME.fullmatch(name) or name.startswith(".")
                 or name.endswith(".") or ".." in name or name.lower().startswith(("aws.", "amazon."))):
             raise InvalidParameterValue(
-                f"Message ({name}) contains invalid attribute name: names are 1-256 characters "
-                "from [A-Za-z0-9_.-], without leading, trailing or doubled periods, and not "
+                f"Message ({name}) contains invalid attribute name: names are 1-256 letters, "
+                "digits and _.- characters, without leading, trailing or doubled periods, and not "
                 "starting with AWS. or Amazon."
             )
         if isinstance(v, dict):
@@ -253,7 +253,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
                 if not isinstance(val, str):
                     raise InvalidParameterValue(f"The message attribute '{name}' with type '{base}' must use field 'String'.")
                 if _BAD_CHARS.search(val):
-                    raise InvalidMessageContents(f"Invalid characters in message attribute '{name}'.")
+                    raise InvalidParameterValue(f"Invalid characters found in the value of message attribute '{name}'.")
                 if base == "Number":
                     check_number(name, val)
                 raw = val.encode("utf-8")
@@ -262,7 +262,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
         elif isinstance(v, str):
             dt, raw = "String", v.encode("utf-8")
             if _BAD_CHARS.search(v):
-                raise InvalidMessageContents(f"Invalid characters in message attribute '{name}'.")
+                raise InvalidParameterValue(f"Invalid characters found in the value of message attribute '{name}'.")
         elif isinstance(v, (int, float)):
             dt, raw = "Number", repr(v).encode()
             check_number(name, raw.decode())

@@ -67,10 +67,14 @@ class QueueActions(ActionBase):
         elif not _QUEUE_NAME.fullmatch(name):
             raise SQSError("InvalidParameterValue",
                            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length")
-        if "FifoQueue" in attrs and not fifo:
-            if str(attrs["FifoQueue"]).lower() != "false":
-                raise SQSError("InvalidAttributeValue", "Invalid value for the parameter FifoQueue.")
-            del attrs["FifoQueue"]
+        if not fifo:  # SQS: a standard queue is made without FifoQueue and the FIFO-only attributes
+            for a in ("FifoQueue", "ContentBasedDeduplication"):
+                if a in attrs:
+                    raise SQSError("InvalidAttributeName", f"Unknown Attribute {a}.")
+            for a in ("DeduplicationScope", "FifoThroughputLimit"):
+                if a in attrs:
+                    raise SQSError("InvalidAttributeName",
+                                   f"You can specify the {a} only when FifoQueue is set to true.")
         kw = dict(attrs)
         if tags:
             kw["tags"] = tags
