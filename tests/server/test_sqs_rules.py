@@ -353,3 +353,9 @@ def test_message_attribute_names_and_values(sqs, unique):
     e = _err(sqs.send_message, QueueUrl=url, MessageBody="t", MessageAttributes={
         "ErrorDetails": {"StringValue": "", "DataType": "String"}})
     assert e["Message"] == "Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'."
+
+
+def test_new_queues_report_sse_sqs_as_aws_does(sqs, unique):
+    url = sqs.create_queue(QueueName=unique)["QueueUrl"]
+    a = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["SqsManagedSseEnabled"])["Attributes"]
+    assert a == {"SqsManagedSseEnabled": "true"}
