@@ -359,3 +359,17 @@ def test_new_queues_report_sse_sqs_as_aws_does(sqs, unique):
     url = sqs.create_queue(QueueName=unique)["QueueUrl"]
     a = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["SqsManagedSseEnabled"])["Attributes"]
     assert a == {"SqsManagedSseEnabled": "true"}
+
+
+def test_query_protocol_empty_lists(base_url, unique):
+    """The query protocol sends an empty list as ``Name=``: an empty batch, an empty selection."""
+    httpx = pytest.importorskip("httpx")
+    url = f"{base_url}/123456789012/{unique}"
+    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}).status_code == 200
+    r = httpx.post(url, data={"Action": "SendMessageBatch", "Entries": ""})
+    assert r.status_code == 400 and "EmptyBatchRequest" in r.text
+    assert httpx.post(url, data={"Action": "SendMessage", "MessageBody": "b", "MessageAttribute.1.Name": "A",
+                                 "MessageAttribute.1.Value.DataType": "String",
+                                 "MessageAttribute.1.Value.StringValue": "v"}).status_code == 200
+    r = httpx.post(url, data={"Action": "ReceiveMessage", "MessageAttributeNames": "", "AttributeNames": ""})
+    assert r.status_code == 200 and "<Body>b</Body>" in r.text and "<MessageAttribute>" not in r.text

@@ -117,6 +117,8 @@ def _convert(node: dict) -> dict:
         if k in _QUERY_MAPS:
             name, kk, vk = _QUERY_MAPS[k]
             m = out.setdefault(name, {})
+            if v == "":  # an empty map
+                continue
             for entry in _indexed(v):
                 key = next((entry[n] for n in _MAP_KEYS[kk] if n in entry), None) if isinstance(entry, dict) else None
                 if key is None:
@@ -124,6 +126,9 @@ def _convert(node: dict) -> dict:
                 val = next((entry[n] for n in _MAP_KEYS[vk] if n in entry), None)
                 m[key] = _convert(val) if isinstance(val, dict) else val
         elif k in _QUERY_LISTS:
+            if v == "":  # "Entries=": how the query protocol sends an empty list
+                out.setdefault(_QUERY_LISTS[k], [])
+                continue
             out[_QUERY_LISTS[k]] = [_convert(e) if isinstance(e, dict) else e for e in _indexed(v)]
         elif isinstance(v, dict):
             out[k] = _convert(v)
