@@ -373,3 +373,31 @@ def test_query_protocol_empty_lists(base_url, unique):
                                  "MessageAttribute.1.Value.StringValue": "v"}).status_code == 200
     r = httpx.post(url, data={"Action": "ReceiveMessage", "MessageAttributeNames": "", "AttributeNames": ""})
     assert r.status_code == 200 and "<Body>b</Body>" in r.text and "<MessageAttribute>" not in r.text
+
+
+def test_query_protocol_answers_json_when_asked(base_url, unique):
+    httpx = pytest.importorskip("httpx")
+    url = f"{base_url}/123456789012/{unique}"
+    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}).status_code == 200
+    httpx.post(url, data={"Action": "SendMessage", "MessageBody": '{"foo": "ba\\rr"}'})
+    accept = {"Accept": "application/json"}
+    r = httpx.get(base_url, params={"Action": "ListQueues", "Version": "2012-11-05"}, headers=accept)
+    assert r.status_code == 200 and url in r.json()["ListQueuesResponse"]["ListQueuesResult"]["QueueUrls"]
+    r = httpx.get(base_url, params={"Action": "ReceiveMessage", "QueueUrl": url, "VisibilityTimeout": "0"},
+                  headers=accept)
+    assert r.json()["ReceiveMessageResponse"]["ReceiveMessageResult"]["messages"][0]["Body"] == '{"foo": "ba\\rr"}'
+    r = httpx.get(url, params={"Action": "GetQueueAttributes", "AttributeName.1": "All"}, headers=accept)
+    attrs = r.json()["GetQueueAttributesResponse"]["GetQueueAttributesResult"]["Attributes"]
+    assert {"Name": "VisibilityTimeout", "Value": "30"} in attrs
+    r = httpx.get(url, params={"Action": "ListQueues"}, headers=accept)
+    assert r.status_code == 400 and r.json()["Error"]["Code"] == "InvalidAction"
+    assert r.json()["Error"]["Message"] == "The action ListQueues is not valid for this endpoint."
+    assert httpx.get(base_url, params={"Action": "ListQueues"}).text.startswith("<?xml")  # XML unless asked
+
+
+def test_set_fifo_queue_attribute_on_a_fifo_queue(sqs, unique):
+    url = _fifo(sqs, unique)
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"FifoQueue": "true"})
+    e = _err(sqs.set_queue_attributes, QueueUrl=url, Attributes={"FifoQueue": "false"})
+    assert (e["Code"], e["Message"]) == (
+        "InvalidAttributeValue", "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.")

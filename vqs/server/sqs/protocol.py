@@ -247,3 +247,28 @@ def render_xml_error(err: SQSError, request_id: str) -> bytes:
         f"<Code>{_x(err.query_code)}</Code><Message>{_x(message)}</Message><Detail/></Error>"
         f"<RequestId>{request_id}</RequestId></ErrorResponse>"
     ).encode()
+
+
+# The query protocol's JSON form (a query request with ``Accept: application/json``): the
+# XML document's structure as JSON, maps as lists of {Name, Value} (or {Key, Value}).
+def _query_jsonish(key: str, value):
+    if isinstance(value, dict):
+        if key in _MAP_ELEMENT:
+            _, kn, vn = _MAP_ELEMENT[key]
+            return [{kn: k, vn: _query_jsonish(vn, v)} for k, v in value.items()]
+        return {k: _query_jsonish(k, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_query_jsonish(key, v) for v in value]
+    return value
+
+
+def render_query_json(action: str, output: dict | None, request_id: str) -> bytes:
+    result = {("messages" if k == "Messages" else k): _query_jsonish(k, v) for k, v in (output or {}).items()}
+    doc = {f"{action}Response": {f"{action}Result": result, "ResponseMetadata": {"RequestId": request_id}}}
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def render_query_json_error(err: SQSError, request_id: str) -> bytes:
+    doc = {"Error": {"Type": err.fault, "Code": err.query_code, "Message": _QUERY_MESSAGES.get(err.message, err.message),
+                     "Detail": None}, "RequestId": request_id}
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

@@ -129,9 +129,13 @@ class QueueActions(ActionBase):
 
     def a_SetQueueAttributes(self, p: dict, req: Req):
         q = self._queue(p, req)
-        attrs = _str_map(p, "Attributes")
+        attrs = dict(_str_map(p, "Attributes"))
+        if q.config.fifo and "FifoQueue" in attrs:  # SQS: FifoQueue=true on a FIFO queue changes nothing
+            if attrs.pop("FifoQueue").lower() != "true":
+                raise SQSError("InvalidAttributeValue", "Invalid value for the parameter FifoQueue. "
+                                                        "Reason: Modifying queue type is not supported.")
         if attrs:
-            q.set_attributes(dict(attrs))
+            q.set_attributes(attrs)
         return None
 
     def a_PurgeQueue(self, p: dict, req: Req):
