@@ -155,6 +155,43 @@ def test_fifo_queue_delay(reg, qclock):
     assert [m.text for m in q.receive()] == ["x"]
 
 
+def test_fifo_delay_zero_is_the_queues_delay(reg, qclock):
+    """SQS: a FIFO send with DelaySeconds=0 is as if it had none (the queue's delay applies)."""
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, delay_seconds=5)
+    q.send_message("x", group_id="g", delay_seconds=0)
+    r = q.send_batch_entries([{"id": "a", "body": "y", "group_id": "g", "delay_seconds": 0},
+                              {"id": "b", "body": "z", "group_id": "g", "delay_seconds": 1}])
+    assert [s["id"] for s in r["successful"]] == ["a"] and [f["id"] for f in r["failed"]] == ["b"]
+    assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 2}
+    qclock.advance(5)
+    assert [m.text for m in q.receive(10)] == ["x", "y"]
+
+
+def test_fifo_send_batch_entries_fail_whole_without_group_or_dedup(reg):
+    q = reg.create("q.fifo", fifo=True)
+    ok = {"id": "a", "body": "x", "group_id": "g", "dedup_id": "d"}
+    with pytest.raises(InvalidParameterValue, match="must contain the parameter MessageGroupId"):
+        q.send_batch_entries([ok, {"id": "b", "body": "y", "dedup_id": "e"}])
+    with pytest.raises(InvalidParameterValue, match="ContentBasedDeduplication"):
+        q.send_batch_entries([ok, {"id": "b", "body": "y", "group_id": "g"}])
+    assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+
+
+def test_trace_header_is_stored_with_the_message(reg, tmp_path, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True)
+    q.send_message("x", group_id="g", trace_header="Root=1-a")
+    q.send_batch_entries([{"id": "b", "body": "y", "group_id": "h", "trace_header": "Root=1-b"}])
+    q.send_message("z", group_id="i")
+    reg = reopen(reg, tmp_path, qclock)
+    try:
+        ms = reg.get("q.fifo").receive(10)
+        assert [(m.text, m.trace_header) for m in ms] == [("x", "Root=1-a"), ("y", "Root=1-b"), ("z", None)]
+        assert ms[0].system_attributes()["AWSTraceHeader"] == "Root=1-a"
+        assert "AWSTraceHeader" not in ms[2].system_attributes()
+    finally:
+        reg.close()
+
+
 def test_fifo_state_survives_reopen(reg, tmp_path, qclock):
     q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=100)
     for i in range(4):

@@ -23,7 +23,7 @@ redrive_allow_policy         RedriveAllowPolicy                 JSON            
 policy                       Policy                             JSON (stored)     None
 kms_master_key_id            KmsMasterKeyId                     stored            None
 kms_data_key_reuse_period_seconds  KmsDataKeyReusePeriodSeconds  60..86400      None
-sqs_managed_sse_enabled      SqsManagedSseEnabled               stored            False
+sqs_managed_sse_enabled      SqsManagedSseEnabled               stored            True
 ===========================  =================================  ================  =========
 
 VQS settings (not SQS attributes): ``flush`` (``always`` | ``interval`` |
@@ -105,7 +105,7 @@ class QueueConfig:
     policy: str | None = None
     kms_master_key_id: str | None = None
     kms_data_key_reuse_period_seconds: int | None = None
-    sqs_managed_sse_enabled: bool = False
+    sqs_managed_sse_enabled: bool = True  # SQS: new queues get SSE-SQS unless told otherwise
     tags: dict = field(default_factory=dict)
     # storage (VQS)
     flush: str = "interval"
@@ -256,7 +256,7 @@ def normalize(attrs: dict, *, creating: bool) -> dict:
             continue
         raise InvalidAttributeName(f"Unknown Attribute {key}.")
     if not creating and "fifo" in out:
-        raise InvalidAttributeName("Unknown Attribute FifoQueue. (set only when creating a queue)")
+        raise InvalidAttributeName("Unknown Attribute FifoQueue.")  # SQS: set only when creating a queue
     return out
 
 

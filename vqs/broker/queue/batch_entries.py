@@ -3,7 +3,9 @@ DeleteMessageBatch, ChangeMessageVisibilityBatch.
 
 ``BatchEntries`` is the part of ``Queue`` (mixed into it) that runs them: a
 whole-request problem (no entries, more than 10, repeated or malformed entry
-ids; a send batch over 1 MiB) raises and nothing is done; otherwise each entry
+ids; a send batch over 1 MiB; on a FIFO queue, an entry without a group id,
+or without a deduplication id when the queue does not deduplicate by
+content) raises and nothing is done; otherwise each entry
 succeeds or fails on its own, and the result says which, SQS-shaped
 (``{"successful": [...], "failed": [{"id", "code", "sender_fault", "message"}]}``).
 Entries are applied in order, under one hold of the queue lock.
@@ -11,8 +13,16 @@ Entries are applied in order, under one hold of the queue lock.
 
 from __future__ import annotations
 
-from ...errors import LogClosedError, QueueError
-from .validate import check_batch, check_batch_size, check_entry_ids, check_visibility, failure, prepare_entry
+from ...errors import InvalidParameterValue, LogClosedError, QueueError, QueueMessageTooLarge
+from .validate import (
+    check_batch,
+    check_batch_size,
+    check_entry_ids,
+    check_fifo_batch,
+    check_visibility,
+    failure,
+    prepare_entry,
+)
 
 
 class BatchEntries:
@@ -29,9 +39,16 @@ class BatchEntries:
         check_entry_ids([e.get("id") if isinstance(e, dict) else None for e in entries])
         preps, failed = [], []
         cfg = self.config
+        if self._fifo:
+            check_fifo_batch(cfg, [(e.get("group_id"), e.get("dedup_id")) if isinstance(e, dict) else (None, None)
+                                   for e in entries])
         for e in entries:
             try:
                 preps.append(prepare_entry(cfg, e))
+            except QueueMessageTooLarge:  # SQS words it so in a batch entry
+                failed.append({"id": e["id"], "code": InvalidParameterValue.code, "sender_fault": True,
+                               "message": "One or more parameters cannot be validated. Reason: Message must be "
+                                          f"shorter than {cfg.max_message_bytes} bytes."})
             except QueueError as err:
                 failed.append(failure(e["id"], err))
         check_batch(preps)

@@ -231,9 +231,11 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         return self._send_prepared([p])[0][0]
 
     def send_message(self, body, delay_seconds: int | None = None, attributes: dict | None = None,
-                     group_id: str | None = None, dedup_id: str | None = None) -> dict:
-        """Like ``send``; returns ``{"message_id", "sequence_number"}`` (None for standard queues)."""
-        p = prepare(self.config, body, delay_seconds, attributes, group_id, dedup_id)
+                     group_id: str | None = None, dedup_id: str | None = None, *,
+                     trace_header: str | None = None) -> dict:
+        """Like ``send``; returns ``{"message_id", "sequence_number"}`` (None for standard queues).
+        ``trace_header``: SQS's AWSTraceHeader, stored with the message (``Message.trace_header``)."""
+        p = prepare(self.config, body, delay_seconds, attributes, group_id, dedup_id, trace_header=trace_header)
         mid, off = self._send_prepared([p])[0]
         return {"message_id": mid, "sequence_number": f"{off:020d}" if self._fifo else None}
 

@@ -26,6 +26,7 @@ H_SENT = "o"  # original sent timestamp ms (ascii), when moved
 H_SOURCE = "s"  # source queue name (messages moved to a dead-letter queue)
 H_COUNT = "n"  # receive count at the source when moved to the DLQ (ascii)
 H_ATTR = "m:"  # prefix: message attribute; value = DataType NUL value
+H_TRACE = "x"  # AWSTraceHeader system attribute (utf-8)
 
 HEX2 = [f"{i:02x}" for i in range(256)]
 
@@ -84,6 +85,7 @@ class Message:
     group_id = None
     dedup_id = None
     source_queue = None
+    trace_header = None  # SQS's AWSTraceHeader (H_TRACE)
     _fifo = False
 
     @classmethod
@@ -133,6 +135,8 @@ class Message:
                 sent = int(v)
             elif k == H_SOURCE:
                 m.source_queue = v.decode()
+            elif k == H_TRACE:
+                m.trace_header = v.decode("utf-8")
         if attrs:
             m._attrs = attrs
         m.sent_timestamp_ms = sent
@@ -191,6 +195,8 @@ class Message:
             if self.dedup_id is not None:
                 out["MessageDeduplicationId"] = self.dedup_id
             out["SequenceNumber"] = f"{self.offset:020d}"
+        if self.trace_header is not None:
+            out["AWSTraceHeader"] = self.trace_header
         if self.source_queue is not None:
             out["DeadLetterQueueSourceArn"] = f"{arn_prefix}:{self.source_queue}"
         return out

@@ -24,7 +24,7 @@ from ...errors import (
 )
 from ..dedup import content_dedup_id
 from ..queue_config import QueueConfig
-from .message import H_ATTR, H_DEDUP, H_DELAY, H_GROUP
+from .message import H_ATTR, H_DEDUP, H_DELAY, H_GROUP, H_TRACE
 
 MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 1048576  # SQS: a send batch's messages together
@@ -34,7 +34,7 @@ MAX_DELAY_S = 900
 MAX_MESSAGE_ATTRIBUTES = 10
 
 _ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
-_ATTR_NAME = re.compile(r"[A-Za-z0-9_.-]{1,256}")
+_ATTR_NAME = re.compile(r"[\w.-]{1,256}")  # letters (any script), digits, _ . - (SQS takes "attr.1øßä")
 GROUP_ID = re.compile(r"[!-~]{1,128}")  # alphanumerics and punctuation
 # Characters SQS refuses in bodies and attribute strings (outside XML 1.0 Char).
 _BAD_CHARS = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -45,12 +45,17 @@ class Prepared:
     """A validated message ready to append: its record value and headers, and
     what the queue needs to know beyond them (delay, FIFO group and dedup key)."""
 
-    __slots__ = ("value", "headers", "delay_ms", "group", "dedup_key", "dedup_id", "entry_id")
+    __slots__ = ("value", "headers", "delay_ms", "group", "dedup_key", "dedup_id", "entry_id", "size")
 
 
 def prepare(config: QueueConfig, body, delay_seconds, attributes, group_id, dedup_id, *,
-            entry_id=None) -> Prepared:
-    """Validate one message of a send for a queue with ``config``."""
+            entry_id=None, trace_header=None) -> Prepared:
+    """Validate one message of a send for a queue with ``config``.
+
+    ``trace_header`` is SQS's AWSTraceHeader system attribute (an X-Ray trace
+    header): stored with the message (header ``H_TRACE``), not counted in its size.
+    On a FIFO queue a ``delay_seconds`` of 0 is as if absent (the queue's delay
+    applies); any other per-message delay is refused there."""
     fifo = config.fifo
     max_bytes = config.max_message_bytes
     p = Prepared()
@@ -82,7 +87,7 @@ def prepare(config: QueueConfig, body, delay_seconds, attributes, group_id, dedu
             f"One or more parameters are invalid. Reason: Message must be shorter than "
             f"{max_bytes} bytes."
         )
-    if delay_seconds is None:
+    if delay_seconds is None or (fifo and delay_seconds == 0 and delay_seconds.__class__ is int):
         delay_ms = config.delay_seconds * 1000
     else:
         if fifo:
@@ -139,26 +144,51 @@ def prepare(config: QueueConfig, body, delay_seconds, attributes, group_id, dedu
         extra.append((H_DEDUP, p.dedup_id.encode()))
     if delay_ms:
         extra.append((H_DELAY, str(delay_ms).encode()))
+    if trace_header is not None:
+        if not isinstance(trace_header, str) or not trace_header or _BAD_CHARS.search(trace_header):
+            raise InvalidParameterValue(
+                "Value for message system attribute AWSTraceHeader is invalid: a non-empty string is required."
+            )
+        extra.append((H_TRACE, trace_header.encode("utf-8")))
     if extra:
         headers = tuple(extra) + (headers or ())
     p.value = value
     p.headers = headers
+    p.size = size
     return p
+
+
 def prepare_entry(config: QueueConfig, e) -> Prepared:
     """Validate one entry of ``send_batch`` (a body, or a dict of the send's fields)."""
     if isinstance(e, dict):
-        unknown = set(e) - {"body", "delay_seconds", "attributes", "group_id", "dedup_id", "id"}
+        unknown = set(e) - {"body", "delay_seconds", "attributes", "group_id", "dedup_id", "id", "trace_header"}
         if unknown:
             raise InvalidParameterValue(f"unknown batch entry field(s): {', '.join(sorted(unknown))}")
         return prepare(config, e.get("body"), e.get("delay_seconds"), e.get("attributes"),
-                       e.get("group_id"), e.get("dedup_id"), entry_id=e.get("id"))
+                       e.get("group_id"), e.get("dedup_id"), entry_id=e.get("id"),
+                       trace_header=e.get("trace_header"))
     return prepare(config, e, None, None, None, None)
 
+
+def check_fifo_batch(config: QueueConfig, keys: list) -> None:
+    """SQS: a FIFO SendMessageBatch fails as a whole (nothing is sent) when an
+    entry has no MessageGroupId, or no MessageDeduplicationId while the queue
+    does not deduplicate by content. ``keys``: (group id, dedup id) per entry."""
+    for group, dedup in keys:
+        if group is None:
+            raise InvalidParameterValue("The request must contain the parameter MessageGroupId.")
+        if dedup is None and not config.content_based_deduplication:
+            raise InvalidParameterValue(
+                "The queue should either have ContentBasedDeduplication enabled or "
+                "MessageDeduplicationId provided explicitly"
+            )
+
 def check_batch(preps: list) -> None:
-    """Entry ids distinct and well formed; the bodies together within 1 MiB."""
+    """Entry ids distinct and well formed; the messages (bodies and message
+    attributes, as SQS counts them) together within 1 MiB."""
     ids = [p.entry_id for p in preps if p.entry_id is not None]
     check_entry_ids(ids)
-    total = sum(len(p.value) for p in preps)
+    total = sum(p.size for p in preps)
     if total > MAX_BATCH_BYTES:
         raise BatchRequestTooLong(
             f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes. You have sent {total} bytes."
@@ -197,8 +227,8 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
         if (not isinstance(name, str) or not _ATTR_NAME.fullmatch(name) or name.startswith(".")
                 or name.endswith(".") or ".." in name or name.lower().startswith(("aws.", "amazon."))):
             raise InvalidParameterValue(
-                f"Message ({name}) contains invalid attribute name: names are 1-256 characters "
-                "from [A-Za-z0-9_.-], without leading, trailing or doubled periods, and not "
+                f"Message ({name}) contains invalid attribute name: names are 1-256 letters, "
+                "digits and _.- characters, without leading, trailing or doubled periods, and not "
                 "starting with AWS. or Amazon."
             )
         if isinstance(v, dict):
@@ -223,7 +253,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
                 if not isinstance(val, str):
                     raise InvalidParameterValue(f"The message attribute '{name}' with type '{base}' must use field 'String'.")
                 if _BAD_CHARS.search(val):
-                    raise InvalidMessageContents(f"Invalid characters in message attribute '{name}'.")
+                    raise InvalidParameterValue(f"Invalid characters found in the value of message attribute '{name}'.")
                 if base == "Number":
                     check_number(name, val)
                 raw = val.encode("utf-8")
@@ -232,7 +262,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
         elif isinstance(v, str):
             dt, raw = "String", v.encode("utf-8")
             if _BAD_CHARS.search(v):
-                raise InvalidMessageContents(f"Invalid characters in message attribute '{name}'.")
+                raise InvalidParameterValue(f"Invalid characters found in the value of message attribute '{name}'.")
         elif isinstance(v, (int, float)):
             dt, raw = "Number", repr(v).encode()
             check_number(name, raw.decode())
@@ -241,7 +271,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
         else:
             raise InvalidParameterValue(f"message attribute {name!r}: use a str, number or bytes value")
         if not raw and not dt.startswith("Binary"):
-            raise InvalidParameterValue(f"Message attribute '{name}' must contain a non-empty value of type '{dt}'.")
+            raise InvalidParameterValue(f"Message (user) attribute '{name}' must contain a non-empty value of type '{dt}'.")
         size += len(name.encode()) + len(dt.encode()) + len(raw)
         out.append((H_ATTR + name, dt.encode() + b"\0" + raw))
     return tuple(out), size

@@ -44,6 +44,13 @@ FRONT_ERRORS: dict[str, tuple[str, int, str]] = {
     "RequestEntityTooLarge": ("RequestEntityTooLarge", 413, "Sender"),
 }
 
+# The JSON protocol's shape name where AWS's differs from the error's name (its ``__type``;
+# boto3 shows it as ``QueryErrorCode`` and takes ``Code`` from x-amzn-query-error as usual).
+JSON_TYPES: dict[str, str] = {
+    "InvalidParameterValue": "InvalidParameterValueException",
+    "MissingParameter": "MissingRequiredParameterException",
+}
+
 # AWS's default message per error name, for an error raised without a message of its own.
 DEFAULT_MESSAGES: dict[str, str] = {
     "QueueDoesNotExist": 'The specified queue does not exist.',
@@ -101,15 +108,6 @@ def _queue_errors() -> dict[str, tuple[str, int, str]]:
 
 QUEUE_ERRORS: dict[str, tuple[str, int, str]] = _queue_errors()
 
-# The JSON protocol's shape name where it is not the error's code: AWS answers these two
-# with ``__type`` ...#InvalidParameterValueException / ...#MissingRequiredParameterException
-# (botocore shows it as Error.QueryErrorCode; Error.Code comes from x-amzn-query-error).
-JSON_TYPE_NAMES: dict[str, str] = {
-    "InvalidParameterValue": "InvalidParameterValueException",
-    "MissingParameter": "MissingRequiredParameterException",
-}
-
-
 class SQSError(Exception):
     def __init__(self, name: str, message: str | None = None, *, status: int | None = None,
                  query_code: str | None = None, fault: str | None = None):
@@ -124,7 +122,7 @@ class SQSError(Exception):
 
     @property
     def json_type(self) -> str:
-        return "com.amazonaws.sqs#" + JSON_TYPE_NAMES.get(self.name, self.name)
+        return "com.amazonaws.sqs#" + JSON_TYPES.get(self.name, self.name)
 
     @property
     def query_error_header(self) -> str:

@@ -8,8 +8,13 @@ Invariants:
   attributes) are computed over exactly what was stored/returned, so SDKs'
   checksum validation passes.
 * A batch has 1..10 entries with distinct Ids matching [A-Za-z0-9_-]{1,80}
-  (else the whole request fails); a bad entry fails alone, in ``Failed``,
-  while the others proceed; a send batch over 1 MiB of bodies fails whole.
+  (else the whole request fails, naming the action's entry type or the first
+  repeated id); a bad entry fails alone, in ``Failed``, while the others
+  proceed; a send batch over 1 MiB (bodies and message attributes) fails
+  whole, and so does a FIFO send batch with an entry lacking its group id (or
+  its dedup id without content-based deduplication).
+* AWSTraceHeader comes from MessageSystemAttributes, else from the request's
+  X-Amzn-Trace-Id header, and is stored with the message (vqs.broker.queue).
 * ReceiveMessage is the one async action: a long poll waits on the event
   loop (ctx.long_poll_receive), never holding a worker thread.
 * MessageGroupId is passed to the broker on both queue types: a standard
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import re
 
+from ...broker.queue.validate import MAX_BATCH_BYTES, check_fifo_batch
 from .errors import SQSError
 from .md5 import md5_hex, md5_of_attributes
 from .params import (
@@ -36,9 +42,43 @@ from .params import (
     _system_attributes,
 )
 
+_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
+
+
+def _entry_size(e: dict) -> int:
+    """A send batch entry's size as SQS counts it toward the batch's 1 MiB: the
+    body and each message attribute's name, type and value (UTF-8 bytes; a
+    binary value as sent, base64 decoded). Malformed parts count as 0 (the
+    entry then fails on its own)."""
+    body = e.get("MessageBody")
+    n = len(body.encode("utf-8")) if isinstance(body, str) else 0
+    attrs = e.get("MessageAttributes")
+    if isinstance(attrs, dict):
+        for name, a in attrs.items():
+            if not isinstance(a, dict):
+                continue
+            n += len(str(name).encode("utf-8")) + len(str(a.get("DataType", "")).encode("utf-8"))
+            v = a.get("StringValue")
+            if isinstance(v, str):
+                n += len(v.encode("utf-8"))
+            b = a.get("BinaryValue")
+            if isinstance(b, str):
+                n += len(b) * 3 // 4 - b.endswith("=") - b.endswith("==")
+    return n
+
+
+def _batch_result(ok: list, failed: list) -> dict:
+    """A batch action's result: AWS leaves out an empty ``Successful`` or ``Failed``."""
+    out = {}
+    if ok:
+        out["Successful"] = ok
+    if failed:
+        out["Failed"] = failed
+    return out
+
 
 class MessageActions(ActionBase):
-    def _send_args(self, p: dict, q, where: str = ""):
+    def _send_args(self, p: dict, q, req: Req):
         body = p.get("MessageBody")
         if body is None or body == "":
             raise SQSError("MissingParameter", "The request must contain the parameter MessageBody.")
@@ -46,15 +86,18 @@ class MessageActions(ActionBase):
             raise SQSError("InvalidParameterValue", "MessageBody must be a string.")
         delay = _int(p, "DelaySeconds", 0, 900, "DelaySeconds must be >= 0 and <= 900")
         attrs = _decode_message_attributes(p.get("MessageAttributes"))
-        _, sys_md5 = _system_attributes(p.get("MessageSystemAttributes"))
+        sys_attrs, sys_md5 = _system_attributes(p.get("MessageSystemAttributes"))
+        # AWSTraceHeader: the system attribute, else the request's X-Amzn-Trace-Id header
+        trace = sys_attrs["AWSTraceHeader"]["StringValue"] if sys_attrs else req.trace_id
         group = _str(p, "MessageGroupId")
         dedup = _str(p, "MessageDeduplicationId")
-        return body, delay, attrs or None, group, dedup, sys_md5
+        return body, delay, attrs or None, group, dedup, sys_md5, trace
 
     def a_SendMessage(self, p: dict, req: Req):
         q = self._queue(p, req)
-        body, delay, attrs, group, dedup, sys_md5 = self._send_args(p, q)
-        r = q.send_message(body, delay_seconds=delay, attributes=attrs, group_id=group, dedup_id=dedup)
+        body, delay, attrs, group, dedup, sys_md5, trace = self._send_args(p, q, req)
+        r = q.send_message(body, delay_seconds=delay, attributes=attrs, group_id=group, dedup_id=dedup,
+                           trace_header=trace)
         out = {"MD5OfMessageBody": md5_hex(body), "MessageId": r["message_id"]}
         am = md5_of_attributes(attrs) if attrs else None
         if am:
@@ -66,42 +109,44 @@ class MessageActions(ActionBase):
         self.metrics.count_in("queue", q.name, 1, len(body))
         return out
 
-    def _entries(self, p: dict) -> list:
+    def _entries(self, p: dict, action: str) -> list:
+        """A batch request's entries, checked as a whole (AWS's order: none, too many, ids)."""
         entries = p.get("Entries")
         if not entries:
-            raise SQSError("EmptyBatchRequest")
+            raise SQSError("EmptyBatchRequest", f"There should be at least one {action}RequestEntry in the request.")
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             raise SQSError("InvalidParameterValue", "Entries must be a list of structures.")
         if len(entries) > 10:
             raise SQSError("TooManyEntriesInBatchRequest", f"Maximum number of entries per request are 10. You have sent {len(entries)}.")
-        ids = []
+        seen = set()
         for e in entries:
             i = e.get("Id")
-            if not isinstance(i, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,80}", i):
+            if not isinstance(i, str) or not _ENTRY_ID.fullmatch(i):
                 raise SQSError("InvalidBatchEntryId")
-            ids.append(i)
-        if len(set(ids)) != len(ids):
-            raise SQSError("BatchEntryIdsNotDistinct", f"Id {next(i for i in ids if ids.count(i) > 1)} repeated.")
+            if i in seen:  # the first id that repeats ("Id id_2 repeated." for id_1, id_2, id_2, id_1)
+                raise SQSError("BatchEntryIdsNotDistinct", f"Id {i} repeated.")
+            seen.add(i)
         return entries
 
     def a_SendMessageBatch(self, p: dict, req: Req):
         q = self._queue(p, req)
-        entries = self._entries(p)
+        entries = self._entries(p, "SendMessageBatch")
+        total = sum(map(_entry_size, entries))
+        if total > MAX_BATCH_BYTES:
+            raise SQSError("BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes. "
+                                                  f"You have sent {total} bytes.")
+        if q.config.fifo:
+            check_fifo_batch(q.config, [(e.get("MessageGroupId"), e.get("MessageDeduplicationId")) for e in entries])
         failed, todo, extra = [], [], {}
-        total = 0
         for e in entries:
             try:
-                body, delay, attrs, group, dedup, sys_md5 = self._send_args(e, q)
-                total += len(body.encode("utf-8"))
+                body, delay, attrs, group, dedup, sys_md5, trace = self._send_args(e, q, req)
                 todo.append({"id": e["Id"], "body": body, "delay_seconds": delay, "attributes": attrs,
-                             "group_id": group, "dedup_id": dedup})
+                             "group_id": group, "dedup_id": dedup, "trace_header": trace})
                 extra[e["Id"]] = (md5_hex(body), md5_of_attributes(attrs) if attrs else None, sys_md5)
             except SQSError as err:
                 failed.append({"Id": e["Id"], "SenderFault": err.fault == "Sender", "Code": err.name,
                                "Message": err.message})
-        if total > 1048576:
-            raise SQSError("BatchRequestTooLong",
-                           f"Batch requests cannot be longer than 1048576 bytes. You have sent {total} bytes.")
         ok = []
         if todo:
             res = q.send_batch_entries([{k: v for k, v in t.items() if v is not None} for t in todo])
@@ -119,7 +164,7 @@ class MessageActions(ActionBase):
                 failed.append({"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
                                "Message": f.get("message", "")})
             self.metrics.count_in("queue", q.name, len(res["successful"]), total)
-        return {"Successful": ok, "Failed": failed}
+        return _batch_result(ok, failed)
 
     async def a_ReceiveMessage(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -170,11 +215,11 @@ class MessageActions(ActionBase):
 
     def a_DeleteMessageBatch(self, p: dict, req: Req):
         q = self._queue(p, req)
-        entries = self._entries(p)
+        entries = self._entries(p, "DeleteMessageBatch")
         res = q.delete_batch_entries([{"id": e["Id"], "receipt_handle": e.get("ReceiptHandle")} for e in entries])
-        return {"Successful": [{"Id": s["id"]} for s in res["successful"]],
-                "Failed": [{"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
-                            "Message": f.get("message", "")} for f in res["failed"]]}
+        return _batch_result([{"Id": s["id"]} for s in res["successful"]],
+                             [{"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
+                               "Message": f.get("message", "")} for f in res["failed"]])
 
     def a_ChangeMessageVisibility(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -187,7 +232,7 @@ class MessageActions(ActionBase):
 
     def a_ChangeMessageVisibilityBatch(self, p: dict, req: Req):
         q = self._queue(p, req)
-        entries = self._entries(p)
+        entries = self._entries(p, "ChangeMessageVisibilityBatch")
         todo, failed = [], []
         for e in entries:
             try:
@@ -203,4 +248,4 @@ class MessageActions(ActionBase):
             ok = [{"Id": s["id"]} for s in res["successful"]]
             failed += [{"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
                         "Message": f.get("message", "")} for f in res["failed"]]
-        return {"Successful": ok, "Failed": failed}
+        return _batch_result(ok, failed)

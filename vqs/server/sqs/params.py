@@ -37,14 +37,15 @@ _SYSTEM_ATTRS = ("SenderId", "SentTimestamp", "ApproximateReceiveCount", "Approx
 class Req:
     """Per-request facts the actions need."""
 
-    __slots__ = ("host", "scheme", "region", "account", "path_queue")
+    __slots__ = ("host", "scheme", "region", "account", "path_queue", "trace_id")
 
-    def __init__(self, host, scheme, region, account, path_queue):
+    def __init__(self, host, scheme, region, account, path_queue, trace_id=None):
         self.host = host
         self.scheme = scheme
         self.region = region
         self.account = account
         self.path_queue = path_queue
+        self.trace_id = trace_id  # the X-Amzn-Trace-Id request header (AWSTraceHeader of messages sent)
 
     @property
     def arn_prefix(self) -> str:
@@ -141,16 +142,15 @@ def _encode_message_attributes(attrs: dict) -> dict:
 
 
 def _select_attributes(attrs: dict, names: list) -> dict:
+    """The message attributes ReceiveMessage's MessageAttributeNames select: ``All``,
+    ``*`` and ``.*`` every one; ``Prefix.*`` those whose name starts with ``Prefix``
+    (so ``Hel.*`` selects ``Hello`` and ``Help.Me``); any other entry, that name."""
     if not names or not attrs:
         return {}
-    if "All" in names or ".*" in names:
+    if "All" in names or ".*" in names or "*" in names:
         return attrs
-    out = {}
-    prefixes = [n[:-2] for n in names if n.endswith(".*")]
-    for k, v in attrs.items():
-        if k in names or any(k.startswith(p + ".") or (k.startswith(p) and p.endswith(".")) for p in prefixes):
-            out[k] = v
-    return out
+    prefixes = tuple(n[:-2] for n in names if n.endswith(".*"))
+    return {k: v for k, v in attrs.items() if k in names or (prefixes and k.startswith(prefixes))}
 
 
 def _system_attributes(raw) -> tuple[dict | None, str | None]:

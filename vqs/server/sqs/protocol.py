@@ -43,12 +43,18 @@ _QUERY_LISTS = {
     "StringListValue": "StringListValues",
     "BinaryListValue": "BinaryListValues",
 }
+# The member names of the JSON model (AttributeNames.1, Entries.1.Id, Attributes.1.Name or
+# .key, ...) are taken too: what a query serializer sends from a model without the
+# query names (botocore's current SQS model with its protocol set to query).
+_QUERY_LISTS.update({v: v for v in set(_QUERY_LISTS.values())})
 _QUERY_MAPS = {  # flattened maps: Name/Value or Key/Value entries
     "Attribute": ("Attributes", "Name", "Value"),
     "MessageAttribute": ("MessageAttributes", "Name", "Value"),
     "MessageSystemAttribute": ("MessageSystemAttributes", "Name", "Value"),
     "Tag": ("Tags", "Key", "Value"),
 }
+_QUERY_MAPS.update({v[0]: v for v in list(_QUERY_MAPS.values())})
+_MAP_KEYS = {"Name": ("Name", "key"), "Key": ("Key", "key"), "Value": ("Value", "value")}
 
 
 # ------------------------------------------------------------------------- JSON 1.0
@@ -111,12 +117,18 @@ def _convert(node: dict) -> dict:
         if k in _QUERY_MAPS:
             name, kk, vk = _QUERY_MAPS[k]
             m = out.setdefault(name, {})
+            if v == "":  # an empty map
+                continue
             for entry in _indexed(v):
-                if not isinstance(entry, dict) or kk not in entry:
+                key = next((entry[n] for n in _MAP_KEYS[kk] if n in entry), None) if isinstance(entry, dict) else None
+                if key is None:
                     raise SQSError("MissingParameter", f"{k}.N.{kk} is required")
-                val = entry.get(vk)
-                m[entry[kk]] = _convert(val) if isinstance(val, dict) else val
+                val = next((entry[n] for n in _MAP_KEYS[vk] if n in entry), None)
+                m[key] = _convert(val) if isinstance(val, dict) else val
         elif k in _QUERY_LISTS:
+            if v == "":  # "Entries=": how the query protocol sends an empty list
+                out.setdefault(_QUERY_LISTS[k], [])
+                continue
             out[_QUERY_LISTS[k]] = [_convert(e) if isinstance(e, dict) else e for e in _indexed(v)]
         elif isinstance(v, dict):
             out[k] = _convert(v)
@@ -224,9 +236,39 @@ _NO_RESULT = {"AddPermission", "ChangeMessageVisibility", "DeleteMessage", "Dele
               "RemovePermission", "SetQueueAttributes", "TagQueue", "UntagQueue"}
 
 
+# the query protocol words some errors its own way
+_QUERY_MESSAGES = {"The specified queue does not exist.": "The specified queue does not exist for this wsdl version."}
+
+
 def render_xml_error(err: SQSError, request_id: str) -> bytes:
+    message = _QUERY_MESSAGES.get(err.message, err.message)
     return (
         f'<?xml version="1.0"?><ErrorResponse xmlns="{NAMESPACE}"><Error><Type>{err.fault}</Type>'
-        f"<Code>{_x(err.query_code)}</Code><Message>{_x(err.message)}</Message><Detail/></Error>"
+        f"<Code>{_x(err.query_code)}</Code><Message>{_x(message)}</Message><Detail/></Error>"
         f"<RequestId>{request_id}</RequestId></ErrorResponse>"
     ).encode()
+
+
+# The query protocol's JSON form (a query request with ``Accept: application/json``): the
+# XML document's structure as JSON, maps as lists of {Name, Value} (or {Key, Value}).
+def _query_jsonish(key: str, value):
+    if isinstance(value, dict):
+        if key in _MAP_ELEMENT:
+            _, kn, vn = _MAP_ELEMENT[key]
+            return [{kn: k, vn: _query_jsonish(vn, v)} for k, v in value.items()]
+        return {k: _query_jsonish(k, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_query_jsonish(key, v) for v in value]
+    return value
+
+
+def render_query_json(action: str, output: dict | None, request_id: str) -> bytes:
+    result = {("messages" if k == "Messages" else k): _query_jsonish(k, v) for k, v in (output or {}).items()}
+    doc = {f"{action}Response": {f"{action}Result": result, "ResponseMetadata": {"RequestId": request_id}}}
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def render_query_json_error(err: SQSError, request_id: str) -> bytes:
+    doc = {"Error": {"Type": err.fault, "Code": err.query_code, "Message": _QUERY_MESSAGES.get(err.message, err.message),
+                     "Detail": None}, "RequestId": request_id}
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

@@ -33,6 +33,7 @@ _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _FIFO_NAME = re.compile(r"[A-Za-z0-9_-]{1,75}\.fifo")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _TAG_KEYS_MAX = 50
+_ACTIONS_MAX = 7  # AddPermission: actions per statement
 
 
 def _move_task_entry(task) -> dict:
@@ -66,10 +67,14 @@ class QueueActions(ActionBase):
         elif not _QUEUE_NAME.fullmatch(name):
             raise SQSError("InvalidParameterValue",
                            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length")
-        if "FifoQueue" in attrs and not fifo:
-            if str(attrs["FifoQueue"]).lower() != "false":
-                raise SQSError("InvalidAttributeValue", "Invalid value for the parameter FifoQueue.")
-            del attrs["FifoQueue"]
+        if not fifo:  # SQS: a standard queue is made without FifoQueue and the FIFO-only attributes
+            for a in ("FifoQueue", "ContentBasedDeduplication"):
+                if a in attrs:
+                    raise SQSError("InvalidAttributeName", f"Unknown Attribute {a}.")
+            for a in ("DeduplicationScope", "FifoThroughputLimit"):
+                if a in attrs:
+                    raise SQSError("InvalidAttributeName",
+                                   f"You can specify the {a} only when FifoQueue is set to true.")
         kw = dict(attrs)
         if tags:
             kw["tags"] = tags
@@ -124,9 +129,13 @@ class QueueActions(ActionBase):
 
     def a_SetQueueAttributes(self, p: dict, req: Req):
         q = self._queue(p, req)
-        attrs = _str_map(p, "Attributes")
+        attrs = dict(_str_map(p, "Attributes"))
+        if q.config.fifo and "FifoQueue" in attrs:  # SQS: FifoQueue=true on a FIFO queue changes nothing
+            if attrs.pop("FifoQueue").lower() != "true":
+                raise SQSError("InvalidAttributeValue", "Invalid value for the parameter FifoQueue. "
+                                                        "Reason: Modifying queue type is not supported.")
         if attrs:
-            q.set_attributes(dict(attrs))
+            q.set_attributes(attrs)
         return None
 
     def a_PurgeQueue(self, p: dict, req: Req):
@@ -181,7 +190,7 @@ class QueueActions(ActionBase):
                     return doc
             except ValueError:
                 pass
-        return {"Version": "2012-10-17", "Id": "", "Statement": []}
+        return {"Version": "2008-10-17", "Id": "", "Statement": []}
 
     def a_AddPermission(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -195,6 +204,8 @@ class QueueActions(ActionBase):
             raise SQSError("MissingParameter", "The request must contain the parameter AWSAccountIds.")
         if not actions:
             raise SQSError("MissingParameter", "The request must contain the parameter Actions.")
+        if len(actions) > _ACTIONS_MAX:
+            raise SQSError("OverLimit", f"{len(actions)} Actions were found, maximum allowed is {_ACTIONS_MAX}.")
         valid = {"*", "SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility",
                  "GetQueueAttributes", "GetQueueUrl", "ListDeadLetterSourceQueues", "PurgeQueue",
                  "ListQueueTags"}
@@ -225,7 +236,7 @@ class QueueActions(ActionBase):
         stmts = [s for s in doc.get("Statement", []) if s.get("Sid") != label]
         if len(stmts) == len(doc.get("Statement", [])):
             raise SQSError("InvalidParameterValue",
-                           f"Value {label} for parameter Label is invalid. Reason: can't find label on existing policy.")
+                           f"Value {label} for parameter Label is invalid. Reason: can't find label.")
         doc["Statement"] = stmts
         q.set_attributes({"Policy": json.dumps(doc, separators=(",", ":")) if stmts else ""})
         return None

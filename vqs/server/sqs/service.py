@@ -38,6 +38,8 @@ from .protocol import (
     parse_query,
     render_json,
     render_json_error,
+    render_query_json,
+    render_query_json_error,
     render_xml,
     render_xml_error,
 )
@@ -84,6 +86,8 @@ class SQSService(QueueActions, MessageActions):
         raw_query = scope.get("query_string", b"").decode("latin-1")
         target = headers.get("x-amz-target")
         is_json = target is not None or headers.get("content-type", "").startswith("application/x-amz-json")
+        # a query request asking for JSON gets the query response's JSON form (AWS negotiates it)
+        query_json = not is_json and headers.get("accept", "").startswith("application/json")
         action = "unknown"
         try:
             region = region_from_authorization(headers) or self.settings.region
@@ -112,10 +116,20 @@ class SQSService(QueueActions, MessageActions):
                 pairs = parse_form(raw_query.encode()) if raw_query else []
                 if scope["method"] == "POST" and body:
                     pairs += parse_form(body)
+                if path_queue and not any(k == "Action" for k, _ in pairs):
+                    # SQS: a request to a queue URL without an Action is an unknown operation (404)
+                    out = b'<?xml version="1.0"?><UnknownOperationException/>'
+                    await send({"type": "http.response.start", "status": 404, "headers": [
+                        (b"content-type", b"text/xml"), (b"content-length", str(len(out)).encode()),
+                        (b"x-amzn-requestid", request_id.encode())]})
+                    await send({"type": "http.response.body", "body": out})
+                    return
                 action, params = parse_query(pairs)
+                if path_queue and action in ("CreateQueue", "ListQueues"):
+                    raise SQSError("InvalidAction", f"The action {action} is not valid for this endpoint.")
             host = headers.get("host") or f"127.0.0.1:{self.settings.port}"
             scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
-            req = Req(host, scheme, region, self.settings.account_id, path_queue)
+            req = Req(host, scheme, region, self.settings.account_id, path_queue, headers.get("x-amzn-trace-id"))
             if path_queue and "QueueUrl" not in params and action not in ("CreateQueue", "GetQueueUrl", "ListQueues"):
                 params["QueueUrl"] = req.url(path_queue)
             output = await self.dispatch(action, params, req)
@@ -123,35 +137,41 @@ class SQSService(QueueActions, MessageActions):
             if is_json:
                 out = render_json(output)
                 ctype = JSON_CONTENT_TYPE
+            elif query_json:
+                out = render_query_json(action, output, request_id)
+                ctype = "application/json"
             else:
                 out = render_xml(action, output, request_id)
                 ctype = "text/xml"
             hs = [(b"content-type", ctype.encode()), (b"content-length", str(len(out)).encode()),
                   (b"x-amzn-requestid", request_id.encode())]
         except SQSError as e:
-            status, out, hs = self._error(e, is_json, request_id)
+            status, out, hs = self._error(e, is_json, request_id, query_json)
         except QueueError as e:
-            status, out, hs = self._error(from_queue_error(e), is_json, request_id)
+            status, out, hs = self._error(from_queue_error(e), is_json, request_id, query_json)
         except InvalidName as e:
-            status, out, hs = self._error(SQSError("InvalidParameterValue", str(e)), is_json, request_id)
+            status, out, hs = self._error(SQSError("InvalidParameterValue", str(e)), is_json, request_id, query_json)
         except VQSError as e:
             if type(e).__name__ == "LogClosedError":
                 err = SQSError("ServiceUnavailable", "the server is shutting down")
             else:
                 err = SQSError("InvalidParameterValue", client_message(e))
-            status, out, hs = self._error(err, is_json, request_id)
+            status, out, hs = self._error(err, is_json, request_id, query_json)
         except Exception:
             logger.exception("SQS %s failed", action)
-            status, out, hs = self._error(SQSError("InternalFailure"), is_json, request_id)
+            status, out, hs = self._error(SQSError("InternalFailure"), is_json, request_id, query_json)
         await send({"type": "http.response.start", "status": status, "headers": hs})
         await send({"type": "http.response.body", "body": out})
         self.metrics.latency.labels("sqs", action).observe(time.perf_counter() - t0)
 
-    def _error(self, e: SQSError, is_json: bool, request_id: str):
+    def _error(self, e: SQSError, is_json: bool, request_id: str, query_json: bool = False):
         self.metrics.errors.labels("sqs", e.name).inc()
         if is_json:
             out = render_json_error(e)
             ctype = JSON_CONTENT_TYPE
+        elif query_json:
+            out = render_query_json_error(e, request_id)
+            ctype = "application/json"
         else:
             out = render_xml_error(e, request_id)
             ctype = "text/xml"
