@@ -40,7 +40,7 @@ def topic_list(url: str | None = URL, data_dir: str | None = DATA, token: str | 
                as_json: bool = JSON_OUT,
                show_all: bool = typer.Option(False, "--all", "-a",
                                              help="include internal topics (names starting with '__')")):
-    """List topics (internal ones, whose names start with '__', only with --all)."""
+    """List topics (--all: internal ones too)."""
     from ..broker.names import is_internal
 
     with target(url, data_dir, token) as t:
