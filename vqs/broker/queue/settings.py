@@ -28,6 +28,7 @@ from ..queue_config import (
     SQS_TO_PY,
     STORAGE_SETTINGS,
     QueueConfig,
+    check_fifo_change,
     normalize,
     redrive_allows,
     validate_tags,
@@ -37,16 +38,23 @@ from ..queue_config import (
 class StoredQueue:
     """What ``queue.json`` + ``queue.meta`` hold."""
 
-    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix", "id_base")
+    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix", "id_base",
+                 "dedup_scope", "dedup_from")
 
     def __init__(self, config: QueueConfig, created_ms: int, modified_ms: int, secret: bytes,
-                 id_prefix: str, id_base: int = 0):
+                 id_prefix: str, id_base: int = 0, dedup_scope: str | None = None,
+                 dedup_from: int = 0):
         self.config = config
         self.created_ms = created_ms
         self.modified_ms = modified_ms
         self.secret = secret
         self.id_prefix = id_prefix
         self.id_base = id_base
+        # FIFO: the deduplication scope in force (SQS keeps the one the queue was
+        # created with; a later DeduplicationScope change is reported, not applied)
+        # and the offset the window starts at (a purge clears the window).
+        self.dedup_scope = dedup_scope or config.deduplication_scope
+        self.dedup_from = dedup_from
 
 
 def new_identity() -> tuple[bytes, str, int]:
@@ -68,7 +76,8 @@ def new_identity() -> tuple[bytes, str, int]:
 
 def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
                 modified_ms: int, secret: bytes, id_prefix: str, id_base: int = 0,
-                counters: tuple[int, int, int] = (0, 0, 0)) -> None:
+                counters: tuple[int, int, int] = (0, 0, 0), dedup_scope: str | None = None,
+                dedup_from: int = 0) -> None:
     """Write queue.json and queue.meta (each replaced atomically)."""
     meta = queue_meta.QueueMeta(
         item_count=counters[0], next_read_offset=counters[1], next_write_offset=counters[2],
@@ -87,6 +96,9 @@ def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
         "config": cfgd,
         "tags_overflow": overflow,
     }
+    if config.fifo:
+        info["dedup_scope"] = dedup_scope or config.deduplication_scope
+        info["dedup_from"] = dedup_from
     atomic_write(os.path.join(path, "queue.json"), json.dumps(info, indent=1).encode())
     atomic_write(os.path.join(path, "queue.meta"), page)
 
@@ -109,7 +121,7 @@ def read_files(path: str) -> StoredQueue:
     created = info["created_ms"]
     return StoredQueue(QueueConfig.from_json(cfgd), created, info.get("modified_ms", created),
                        bytes.fromhex(info["secret"]), info["id_prefix"],
-                       info.get("id_base", 0))
+                       info.get("id_base", 0), info.get("dedup_scope"), info.get("dedup_from", 0))
 
 
 class QueueSettings:
@@ -129,6 +141,7 @@ class QueueSettings:
             modified_ms=self.modified_ms, secret=self._secret, id_prefix=self._id_prefix,
             id_base=self._id_base,
             counters=(self._backlog_locked(), self._low, self._log.end_offset),
+            dedup_scope=self._dedup_scope, dedup_from=self._dedup_from,
         )
 
     def counts(self) -> dict:
@@ -175,6 +188,8 @@ class QueueSettings:
     def set_attributes(self, attrs: dict | None = None, **kw) -> None:
         """SetQueueAttributes: Python or SQS names (module queue_config)."""
         changes = normalize({**(attrs or {}), **kw}, creating=False)
+        check_fifo_change(changes, self.config.fifo)
+        changes.pop("fifo", None)
         if "tags" in changes:
             raise InvalidAttributeValue("use tag()/untag() to change tags")
         self._apply_changes(changes)
@@ -188,6 +203,8 @@ class QueueSettings:
         for k in STORAGE_SETTINGS:
             if k in changes and changes[k] != getattr(cfg, k):
                 raise InvalidAttributeName(f"{k} can only be set when the queue is created")
+        if changes.get("kms_master_key_id") and "sqs_managed_sse_enabled" not in changes:
+            changes = {**changes, "sqs_managed_sse_enabled": False}  # SSE-KMS replaces SSE-SQS
         new = cfg.updated(changes)
         with self._lock:
             self.config = new
@@ -198,11 +215,6 @@ class QueueSettings:
                 self._cond.notify_all()
 
     def _check_dlq(self, dlq_name: str, fifo: bool) -> None:
-        if dlq_name == self.name:
-            raise InvalidParameterValue(
-                "Value for parameter RedrivePolicy is invalid. Reason: a queue cannot be its own "
-                "dead-letter queue."
-            )
         dlq = self._resolver(dlq_name)
         if dlq is None:
             raise InvalidParameterValue(

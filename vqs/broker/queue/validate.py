@@ -34,7 +34,7 @@ MAX_DELAY_S = 900
 MAX_MESSAGE_ATTRIBUTES = 10
 
 _ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
-_ATTR_NAME = re.compile(r"[A-Za-z0-9_.-]{1,256}")
+_ATTR_NAME = re.compile(r"[\w.-]{1,256}")  # \w: Unicode letters and digits too, as SQS
 GROUP_ID = re.compile(r"[!-~]{1,128}")  # alphanumerics and punctuation
 # Characters SQS refuses in bodies and attribute strings (outside XML 1.0 Char).
 _BAD_CHARS = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -45,7 +45,7 @@ class Prepared:
     """A validated message ready to append: its record value and headers, and
     what the queue needs to know beyond them (delay, FIFO group and dedup key)."""
 
-    __slots__ = ("value", "headers", "delay_ms", "group", "dedup_key", "dedup_id", "entry_id")
+    __slots__ = ("value", "headers", "delay_ms", "group", "dedup_id", "entry_id")
 
 
 def prepare(config: QueueConfig, body, delay_seconds, attributes, group_id, dedup_id, *,
@@ -107,7 +107,6 @@ def prepare(config: QueueConfig, body, delay_seconds, attributes, group_id, dedu
             )
         group = group_id
     p.dedup_id = None
-    p.dedup_key = None
     if fifo:
         if group is None:
             raise MissingParameter("The request must contain the parameter MessageGroupId.")
@@ -125,7 +124,6 @@ def prepare(config: QueueConfig, body, delay_seconds, attributes, group_id, dedu
                 "characters. 1 to 128 in length."
             )
         p.dedup_id = dedup_id
-        p.dedup_key = (group, dedup_id) if config.deduplication_scope == "messageGroup" else dedup_id
     elif dedup_id is not None:
         raise InvalidParameterValue(
             f"Value {dedup_id} for parameter MessageDeduplicationId is invalid. Reason: The "
@@ -198,7 +196,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
                 or name.endswith(".") or ".." in name or name.lower().startswith(("aws.", "amazon."))):
             raise InvalidParameterValue(
                 f"Message ({name}) contains invalid attribute name: names are 1-256 characters "
-                "from [A-Za-z0-9_.-], without leading, trailing or doubled periods, and not "
+                "of letters, digits, _, - and ., without leading, trailing or doubled periods, and not "
                 "starting with AWS. or Amazon."
             )
         if isinstance(v, dict):
@@ -223,7 +221,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
                 if not isinstance(val, str):
                     raise InvalidParameterValue(f"The message attribute '{name}' with type '{base}' must use field 'String'.")
                 if _BAD_CHARS.search(val):
-                    raise InvalidMessageContents(f"Invalid characters in message attribute '{name}'.")
+                    raise InvalidParameterValue(f"Invalid characters in message attribute '{name}'.")
                 if base == "Number":
                     check_number(name, val)
                 raw = val.encode("utf-8")
@@ -232,7 +230,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
         elif isinstance(v, str):
             dt, raw = "String", v.encode("utf-8")
             if _BAD_CHARS.search(v):
-                raise InvalidMessageContents(f"Invalid characters in message attribute '{name}'.")
+                raise InvalidParameterValue(f"Invalid characters in message attribute '{name}'.")
         elif isinstance(v, (int, float)):
             dt, raw = "Number", repr(v).encode()
             check_number(name, raw.decode())
@@ -241,7 +239,7 @@ def encode_attributes(attributes: dict) -> tuple[tuple, int]:
         else:
             raise InvalidParameterValue(f"message attribute {name!r}: use a str, number or bytes value")
         if not raw and not dt.startswith("Binary"):
-            raise InvalidParameterValue(f"Message attribute '{name}' must contain a non-empty value of type '{dt}'.")
+            raise InvalidParameterValue(f"Message (user) attribute '{name}' must contain a non-empty value of type '{dt}'.")
         size += len(name.encode()) + len(dt.encode()) + len(raw)
         out.append((H_ATTR + name, dt.encode() + b"\0" + raw))
     return tuple(out), size
