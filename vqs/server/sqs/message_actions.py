@@ -95,7 +95,7 @@ class MessageActions(ActionBase):
                 body, delay, attrs, group, dedup, sys_md5 = self._send_args(e, q)
                 if group is not None and not q.config.fifo:
                     group = None
-                total += len(body.encode("utf-8"))
+                total += len(body.encode("utf-8")) + (_attributes_size(attrs) if attrs else 0)
                 todo.append({"id": e["Id"], "body": body, "delay_seconds": delay, "attributes": attrs,
                              "group_id": group, "dedup_id": dedup})
                 extra[e["Id"]] = (md5_hex(body), md5_of_attributes(attrs) if attrs else None, sys_md5)
@@ -122,7 +122,10 @@ class MessageActions(ActionBase):
                 failed.append({"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
                                "Message": f.get("message", "")})
             self.metrics.count_in("queue", q.name, len(res["successful"]), total)
-        return {"Successful": ok, "Failed": failed}
+        out = {"Successful": ok}
+        if failed:
+            out["Failed"] = failed  # SQS leaves out an empty Failed list
+        return out
 
     async def a_ReceiveMessage(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -207,3 +210,14 @@ class MessageActions(ActionBase):
             failed += [{"Id": f["id"], "SenderFault": bool(f.get("sender_fault", True)), "Code": f["code"],
                         "Message": f.get("message", "")} for f in res["failed"]]
         return {"Successful": ok, "Failed": failed}
+
+
+def _attributes_size(attrs: dict) -> int:
+    """SQS counts message attributes in a message's size: name + type + value."""
+    n = 0
+    for name, a in attrs.items():
+        v = a.get("BinaryValue")
+        if v is None:
+            v = a.get("StringValue", "").encode("utf-8")
+        n += len(name.encode("utf-8")) + len(a["DataType"].encode("utf-8")) + len(v)
+    return n

@@ -220,6 +220,16 @@ def render_xml(action: str, output: dict | None, request_id: str) -> bytes:
     return "".join(out).encode("utf-8")
 
 
+def render_query_json(action: str, output: dict | None, request_id: str) -> bytes:
+    """A query-protocol answer as JSON (a request with ``Accept: application/json``),
+    in SQS's shape: ``{"<Action>Response": {"<Action>Result": ..., "ResponseMetadata":
+    {"RequestId": ...}}}``, list members named in lower camel case (``queueUrls``,
+    ``messages``)."""
+    result = {(k[:1].lower() + k[1:] if isinstance(v, list) else k): v for k, v in (output or {}).items()}
+    doc = {f"{action}Response": {f"{action}Result": result, "ResponseMetadata": {"RequestId": request_id}}}
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
 _NO_RESULT = {"AddPermission", "ChangeMessageVisibility", "DeleteMessage", "DeleteQueue", "PurgeQueue",
               "RemovePermission", "SetQueueAttributes", "TagQueue", "UntagQueue"}
 

@@ -24,6 +24,7 @@ import base64
 import binascii
 import json
 import re
+import time
 
 from ...errors import InvalidName, QueueDoesNotExist
 from .errors import SQSError
@@ -69,10 +70,11 @@ class QueueActions(ActionBase):
         if "FifoQueue" in attrs and not fifo:
             if str(attrs["FifoQueue"]).lower() != "false":
                 raise SQSError("InvalidAttributeValue", "Invalid value for the parameter FifoQueue.")
-            del attrs["FifoQueue"]
+            # FifoQueue=false: SQS refuses it as unknown on a standard queue (queue_config)
         kw = dict(attrs)
         if tags:
             kw["tags"] = tags
+        self._check_recently_deleted(name)
         self.broker.create_queue(name, **kw)  # idempotent with the same attributes, else QueueNameExists
         return {"QueueUrl": req.url(name)}
 
@@ -112,7 +114,22 @@ class QueueActions(ActionBase):
             self.broker.delete_queue(name)
         except (QueueDoesNotExist, InvalidName):
             raise SQSError("QueueDoesNotExist") from None
+        if self.settings.sqs_recreate_wait_s > 0:
+            self._deleted_at[name] = time.monotonic()
         return None
+
+    def _check_recently_deleted(self, name: str) -> None:
+        """SQS refuses to create a queue under a name deleted less than 60 s ago
+        (setting ``sqs_recreate_wait_s``; remembered by this server process only)."""
+        deleted = self._deleted_at
+        if not deleted:
+            return
+        wait = self.settings.sqs_recreate_wait_s
+        now = time.monotonic()
+        for k in [k for k, t in deleted.items() if now - t >= wait]:
+            del deleted[k]
+        if name in deleted:
+            raise SQSError("QueueDeletedRecently")
 
     def a_GetQueueAttributes(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -181,7 +198,7 @@ class QueueActions(ActionBase):
                     return doc
             except ValueError:
                 pass
-        return {"Version": "2012-10-17", "Id": "", "Statement": []}
+        return {"Version": "2008-10-17", "Id": "", "Statement": []}
 
     def a_AddPermission(self, p: dict, req: Req):
         q = self._queue(p, req)
@@ -225,7 +242,7 @@ class QueueActions(ActionBase):
         stmts = [s for s in doc.get("Statement", []) if s.get("Sid") != label]
         if len(stmts) == len(doc.get("Statement", [])):
             raise SQSError("InvalidParameterValue",
-                           f"Value {label} for parameter Label is invalid. Reason: can't find label on existing policy.")
+                           f"Value {label} for parameter Label is invalid. Reason: can't find label.")
         doc["Statement"] = stmts
         q.set_attributes({"Policy": json.dumps(doc, separators=(",", ":")) if stmts else ""})
         return None

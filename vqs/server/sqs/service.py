@@ -38,6 +38,7 @@ from .protocol import (
     parse_query,
     render_json,
     render_json_error,
+    render_query_json,
     render_xml,
     render_xml_error,
 )
@@ -45,6 +46,9 @@ from .queue_actions import QueueActions
 from .sigv4 import SigV4Error, region_from_authorization, verify
 
 logger = logging.getLogger("vqs.server.sqs")
+
+_NO_QUEUE = "The specified queue does not exist."
+_NO_QUEUE_QUERY = "The specified queue does not exist for this wsdl version."
 
 
 class SQSService(QueueActions, MessageActions):
@@ -56,6 +60,7 @@ class SQSService(QueueActions, MessageActions):
         self._tasks: list = []  # the message move tasks started here (stopped at close)
         self._keys = dict(self.settings.sigv4_keys)
         self._auth_required = self.settings.auth_enabled
+        self._deleted_at: dict[str, float] = {}  # queue name -> monotonic time of its DeleteQueue
 
     def close(self) -> None:
         for t in self._tasks:
@@ -112,7 +117,12 @@ class SQSService(QueueActions, MessageActions):
                 pairs = parse_form(raw_query.encode()) if raw_query else []
                 if scope["method"] == "POST" and body:
                     pairs += parse_form(body)
+                if not any(k == "Action" for k, _ in pairs):
+                    raise SQSError("UnknownOperationException", status=404)  # as SQS: no Action at all
                 action, params = parse_query(pairs)
+                if path_queue and action in ("CreateQueue", "ListQueues"):
+                    # SQS: a queue's URL is no endpoint for the account-level actions
+                    raise SQSError("InvalidAction", f"The action {action} is not valid for this endpoint.")
             host = headers.get("host") or f"127.0.0.1:{self.settings.port}"
             scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
             req = Req(host, scheme, region, self.settings.account_id, path_queue)
@@ -123,6 +133,9 @@ class SQSService(QueueActions, MessageActions):
             if is_json:
                 out = render_json(output)
                 ctype = JSON_CONTENT_TYPE
+            elif "application/json" in headers.get("accept", ""):
+                out = render_query_json(action, output, request_id)  # SQS's content negotiation
+                ctype = "application/json"
             else:
                 out = render_xml(action, output, request_id)
                 ctype = "text/xml"
@@ -152,7 +165,12 @@ class SQSService(QueueActions, MessageActions):
         if is_json:
             out = render_json_error(e)
             ctype = JSON_CONTENT_TYPE
+        elif e.name == "UnknownOperationException":
+            out = b'<?xml version="1.0"?><UnknownOperationException/>'
+            ctype = "text/xml"
         else:
+            if e.message == _NO_QUEUE:
+                e.message = _NO_QUEUE_QUERY  # the query protocol's words (SQS)
             out = render_xml_error(e, request_id)
             ctype = "text/xml"
         hs = [(b"content-type", ctype.encode()), (b"content-length", str(len(out)).encode()),
