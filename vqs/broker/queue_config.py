@@ -265,9 +265,13 @@ def _check_fifo_only(attrs: dict) -> None:
     fifo = attrs.get("FifoQueue", attrs.get("fifo"))
     if fifo is True or (isinstance(fifo, str) and fifo.lower() == "true"):
         return
-    for key in ("FifoQueue", "ContentBasedDeduplication"):
-        if key in attrs:
-            raise InvalidAttributeName(f"Unknown Attribute {key}.")
+    if fifo is False or (isinstance(fifo, str) and fifo.lower() == "false"):
+        if "FifoQueue" in attrs:
+            raise InvalidAttributeName("Unknown Attribute FifoQueue.")
+    elif fifo is not None:
+        return  # not a boolean: InvalidAttributeValue from the parse
+    if "ContentBasedDeduplication" in attrs:
+        raise InvalidAttributeName("Unknown Attribute ContentBasedDeduplication.")
     for key in ("DeduplicationScope", "FifoThroughputLimit"):
         if key in attrs:
             raise InvalidAttributeName(f"You can specify the {key} only when FifoQueue is set to true.")
