@@ -1,4 +1,4 @@
-"""FIFO queues: order per message group, one group in flight, 5-minute deduplication."""
+"""FIFO queues: order per message group (a message in flight holds back the rest of its group), 5-minute deduplication."""
 
 from __future__ import annotations
 
