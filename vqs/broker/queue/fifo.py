@@ -395,9 +395,12 @@ class FifoQueue(Queue):
 
     def _purged_locked(self, below: int) -> None:
         """A purge also empties the deduplication window (SQS), for good: the
-        window's rebuild at open starts at ``_dedup_from`` (queue.json, written
-        here before the purge returns; a crash before that write can only
-        resurrect entries the purge meant to drop, never lose a message)."""
+        window's rebuild at open starts at ``_dedup_from`` (queue.json, replaced
+        atomically here, before the purge returns). Crash reasoning: before that
+        write, the window comes back whole (as if the purge had not cleared it);
+        after it but before the purge record reached the state log, the purge
+        is undone but its window stays cleared (a send may then be accepted
+        again): neither loses a message, and the purge was not acknowledged."""
         for o in [o for o in self._group_of if o < below]:
             self._remove_locked(o, None)
         self._dedup.clear()
