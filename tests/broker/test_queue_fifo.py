@@ -1,4 +1,4 @@
-"""FIFO queues: order per message group, one group in flight, 5-minute deduplication."""
+"""FIFO queues: order per message group (a message in flight holds back the rest of its group), 5-minute deduplication."""
 
 from __future__ import annotations
 
@@ -246,3 +246,80 @@ def test_receive_request_attempt_id(reg, qclock):
     assert q.receive(2, attempt_id="try-1") == []  # not all still in flight: a new receive (g locked)
     with pytest.raises(InvalidParameterValue):
         q.receive(1, attempt_id="bad id")
+
+
+def test_in_flight_message_hides_only_the_rest_of_its_group(reg, qclock):
+    # SQS: a group delivers from its head up to its first message in flight
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=1)
+    q.send_batch([{"body": b, "group_id": "g"} for b in ("foo", "bar", "baz")])
+    ms = q.receive(5)
+    assert [m.text for m in ms] == ["foo", "bar", "baz"]
+    q.change_visibility(ms[1].receipt_handle, 4)
+    qclock.advance(2)
+    (foo,) = q.receive(5)  # bar (and baz behind it) stay hidden
+    assert foo.text == "foo"
+    q.delete(foo.receipt_handle)
+    qclock.advance(3)
+    assert [m.text for m in q.receive(5)] == ["bar", "baz"]
+
+
+def test_group_visible_again_queues_behind_waiting_groups(reg, qclock):
+    # SQS: a group whose head is visible again comes after the groups already waiting
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=1)
+    for b, g in [("g1-m1", "1"), ("g1-m2", "1"), ("g1-m3", "1"), ("g2-m1", "2"), ("g3-m1", "3")]:
+        q.send(b, group_id=g)
+    assert [m.text for m in q.receive(2)] == ["g1-m1", "g1-m2"]
+    assert [m.text for m in q.receive(1)] == ["g2-m1"]  # group 1 is hidden behind g1-m1
+    qclock.advance(2)
+    assert [m.text for m in q.receive(10, visibility_timeout=0)] == [
+        "g3-m1", "g1-m1", "g1-m2", "g1-m3", "g2-m1"]
+
+
+def test_zero_visibility_receive_sends_groups_to_the_back(reg, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True)
+    for b, g in [("g1-m1", "1"), ("g2-m1", "2"), ("g2-m2", "2"), ("g3-m1", "3"), ("g1-m2", "1")]:
+        q.send(b, group_id=g)
+    assert [m.text for m in q.receive(3, visibility_timeout=0)] == ["g1-m1", "g1-m2", "g2-m1"]
+    assert [m.text for m in q.receive(10, visibility_timeout=0)] == [
+        "g3-m1", "g1-m1", "g1-m2", "g2-m1", "g2-m2"]
+
+
+def test_head_made_visible_delivers_without_the_in_flight_rest(reg, qclock):
+    q = reg.create("q.fifo", fifo=True, content_based_deduplication=True, visibility_timeout=30)
+    for b, g in [("g1-m1", "1"), ("g1-m2", "1"), ("g2-m1", "2")]:
+        q.send(b, group_id=g)
+    ms = q.receive(2)
+    q.change_visibility(ms[0].receipt_handle, 0)
+    assert [m.text for m in q.receive(3)] == ["g2-m1", "g1-m1"]
+
+
+def test_purge_clears_the_dedup_window_across_reopen(reg, tmp_path, qclock):
+    q = reg.create("q.fifo", fifo=True)
+    q.send("a", group_id="g", dedup_id="d")
+    q.purge()
+    q.send("b", group_id="g", dedup_id="d")  # not a duplicate after the purge
+    assert [m.text for m in q.receive(10, visibility_timeout=0)] == ["b"]
+    reg = reopen(reg, tmp_path, qclock)
+    q = reg.get("q.fifo")
+    q.send("c", group_id="g", dedup_id="d")  # a duplicate of b (sent after the purge)
+    assert [m.text for m in q.receive(10)] == ["b"]
+    reg.close()
+
+
+@pytest.mark.parametrize("created, changed", [("queue", "messageGroup"), ("messageGroup", "queue")])
+def test_dedup_scope_stays_the_one_the_queue_was_created_with(reg, tmp_path, qclock, created, changed):
+    # SQS reports a changed DeduplicationScope but keeps deduplicating as created
+    extra = {"fifo_throughput_limit": "perMessageGroupId"} if created == "messageGroup" else {}
+    q = reg.create("q.fifo", fifo=True, deduplication_scope=created, **extra)
+    q.send("a", group_id="g1", dedup_id="d")
+    if changed == "messageGroup":
+        q.set_attributes(DeduplicationScope=changed, FifoThroughputLimit="perMessageGroupId")
+    else:
+        q.set_attributes(DeduplicationScope=changed, FifoThroughputLimit="perQueue")
+    assert q.get_attributes()["DeduplicationScope"] == changed
+    reg = reopen(reg, tmp_path, qclock)
+    q = reg.get("q.fifo")
+    q.send("b", group_id="g2", dedup_id="d")
+    got = [m.text for m in q.receive(10)]
+    assert got == (["a"] if created == "queue" else ["a", "b"])
+    reg.close()

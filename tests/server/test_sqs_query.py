@@ -70,7 +70,7 @@ def test_query_errors(base_url, unique):
     assert r.headers["x-amzn-query-error"] == "AWS.SimpleQueueService.NonExistentQueue;Sender"
     r = q(base_url, Action="NoSuchAction")
     assert r.status_code == 400 and b"InvalidAction" in r.content
-    r = httpx.get(base_url + "/")
+    r = httpx.get(base_url + "/")  # no Action at all (not a queue URL: those answer UnknownOperationException)
     assert r.status_code == 400 and b"MissingParameter" in r.content
 
 

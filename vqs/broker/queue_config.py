@@ -165,9 +165,7 @@ class QueueConfig:
         if self.max_receive_count is not None:
             _int_range("RedrivePolicy.maxReceiveCount", self.max_receive_count, 1, 1000)
         if not self.fifo and self.content_based_deduplication:
-            raise InvalidAttributeName(
-                "Unknown Attribute ContentBasedDeduplication. (only FIFO queues have it)"
-            )
+            raise InvalidAttributeName("Unknown Attribute ContentBasedDeduplication.")
         if self.deduplication_scope not in ("queue", "messageGroup"):
             raise InvalidAttributeValue(
                 f"Invalid value for the parameter DeduplicationScope: {self.deduplication_scope!r}"
@@ -224,8 +222,9 @@ class QueueConfig:
             out["Policy"] = self.policy
         if self.kms_master_key_id is not None:
             out["KmsMasterKeyId"] = self.kms_master_key_id
-        if self.kms_data_key_reuse_period_seconds is not None:
-            out["KmsDataKeyReusePeriodSeconds"] = str(self.kms_data_key_reuse_period_seconds)
+            # SQS shows the reuse period only with a KMS key (default 300 s)
+            rp = self.kms_data_key_reuse_period_seconds
+            out["KmsDataKeyReusePeriodSeconds"] = str(300 if rp is None else rp)
         return out
 
 
@@ -241,6 +240,8 @@ def normalize(attrs: dict, *, creating: bool) -> dict:
     """
     out: dict = {}
     py_names = {f.name for f in fields(QueueConfig)}
+    if creating:
+        _check_fifo_only(attrs)
     for key, val in attrs.items():
         if key == "RedrivePolicy" or key == "redrive_policy":
             out.update(parse_redrive_policy(val))
@@ -258,6 +259,38 @@ def normalize(attrs: dict, *, creating: bool) -> dict:
     if not creating and "fifo" in out:
         raise InvalidAttributeName("Unknown Attribute FifoQueue.")  # SQS: set only when creating a queue
     return out
+
+
+def _check_fifo_only(attrs: dict) -> None:
+    """CreateQueue of a standard queue refuses the FIFO-only attributes, in
+    SQS's words (a FifoQueue=false is refused too)."""
+    fifo = attrs.get("FifoQueue", attrs.get("fifo"))
+    if fifo is True or (isinstance(fifo, str) and fifo.lower() == "true"):
+        return
+    if fifo is False or (isinstance(fifo, str) and fifo.lower() == "false"):
+        if "FifoQueue" in attrs:
+            raise InvalidAttributeName("Unknown Attribute FifoQueue.")
+    elif fifo is not None:
+        return  # not a boolean: InvalidAttributeValue from the parse
+    if "ContentBasedDeduplication" in attrs:
+        raise InvalidAttributeName("Unknown Attribute ContentBasedDeduplication.")
+    for key in ("DeduplicationScope", "FifoThroughputLimit"):
+        if key in attrs:
+            raise InvalidAttributeName(f"You can specify the {key} only when FifoQueue is set to true.")
+
+
+def check_fifo_change(changes: dict, fifo: bool) -> None:
+    """SetQueueAttributes: FifoQueue may be given only as the queue's type on a
+    FIFO queue; a standard queue knows no FIFO attributes (SQS's errors)."""
+    if fifo:
+        if changes.get("fifo", True) is not True:
+            raise InvalidAttributeValue(
+                "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported."
+            )
+        return
+    for name in ("fifo", "content_based_deduplication", "deduplication_scope", "fifo_throughput_limit"):
+        if name in changes:
+            raise InvalidAttributeName(f"Unknown Attribute {PY_TO_SQS[name]}.")
 
 
 def parse_redrive_policy(val) -> dict:

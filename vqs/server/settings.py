@@ -36,6 +36,8 @@ class Settings:
     account_id: str = DEFAULT_ACCOUNT
     region: str = "us-east-1"                                  # used when a request carries no signature
     sigv4_max_skew_s: int = 900
+    sqs_recreate_wait_s: int = 60                              # CreateQueue of a name deleted this recently:
+                                                               # QueueDeletedRecently, as SQS (0: off)
     # durability (broker defaults)
     flush: str = "interval"                                    # always | interval | never
     flush_interval_ms: int = 100

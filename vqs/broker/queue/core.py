@@ -136,6 +136,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         self._secret = stored.secret
         self._id_prefix, self._id_base = stored.id_prefix, stored.id_base
         self._id_key = (stored.id_prefix, stored.id_base)  # what a Message needs to name itself
+        self._dedup_scope = stored.dedup_scope
+        self._dedup_from = stored.dedup_from
         self._apply_config_cache()
         self._sync = cfg.flush == "always"
         opts = cfg.log_options()
@@ -327,6 +329,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         dlq = None
         if self.config.dead_letter_queue is not None:
             dlq = self._resolver(self.config.dead_letter_queue)
+            if dlq is self:
+                dlq = None  # SQS accepts a queue as its own DLQ; moving to itself is a no-op
         deadline = None
         while True:
             with self._lock:

@@ -6,18 +6,22 @@ Structures (under the queue lock), besides the lease table (leases.py):
 * ``_groups``: group id -> deque of the offsets of its messages not deleted,
   in order; ``_group_of``: offset -> group id, for every message not deleted
   (FIFO keeps no cursor: every pending message is in a group);
-* ``_gin``: group -> how many of its messages are in flight; a group with one
-  in flight delivers nothing more until it is deleted or visible again;
-* ``_ready``: a heap of ``(head offset, group)`` of groups that may deliver
-  (entries that no longer match the group's head, or whose group is in
-  flight, are stale and skipped);
+* ``_ready``: the groups whose head (oldest message not deleted) is visible,
+  in the order they became so: a deque of ``(seq, group)``, with
+  ``_ready_at``: group -> the seq of its one valid entry (other entries of the
+  group are stale and skipped). A group leaves it when receive takes its head;
+  it joins again at the back when its head is visible again (lease over,
+  ChangeMessageVisibility to 0, or the head deleted and the next one visible).
 * ``_dedup``: the 5-minute deduplication window (vqs.broker.dedup), rebuilt
   from the message log at open (the log keeps the window's segments:
   ``_reclaim_target``);
 * ``_attempts``: ReceiveRequestAttemptId -> (expiry, messages) for safe retries.
 
-Receive takes groups by their head's offset (oldest first), as many messages
-of a group as asked, in order, never skipping one that is delayed or moving.
+Receive takes groups in ``_ready`` order and from each as many messages as
+asked, in order from its head, up to the first one that is not visible (in
+flight, delayed or moving): as SQS, a message in flight hides the messages of
+its group behind it, not those before it, and a group whose head became
+visible again queues behind the groups already waiting.
 """
 
 from __future__ import annotations
@@ -42,8 +46,9 @@ class FifoQueue(Queue):
     def __init__(self, path, name, stored, **kw):
         self._groups: dict[str, deque] = {}
         self._group_of: dict[int, str] = {}
-        self._gin: dict[str, int] = {}
-        self._ready: list = []
+        self._ready: deque = deque()
+        self._ready_at: dict[str, int] = {}
+        self._ready_seq = 0
         self._dedup = DedupWindow(WINDOW_MS)
         self._attempts: dict[str, tuple[int, list]] = {}
         super().__init__(path, name, stored, **kw)
@@ -58,7 +63,8 @@ class FifoQueue(Queue):
         lt = self._leases
         live = lt.live
         win_start = now - WINDOW_MS
-        scope_group = self.config.deduplication_scope == "messageGroup"
+        scope_group = self._dedup_scope == "messageGroup"
+        dedup_from = self._dedup_from
         scan_from = low
         t = log.offset_for_time(win_start) if log.end_offset > log.start_offset else None
         if t is not None:
@@ -72,7 +78,7 @@ class FifoQueue(Queue):
             for r in recs:
                 o = r.offset
                 h = dict(r.headers) if r.headers else {}
-                if r.timestamp_ms > win_start and H_ID not in h and H_DEDUP in h:
+                if r.timestamp_ms > win_start and H_ID not in h and H_DEDUP in h and o >= dedup_from:
                     # (a message moved in from another queue carries H_ID: not a send)
                     g = h.get(H_GROUP, b"").decode()
                     d = h[H_DEDUP].decode()
@@ -93,13 +99,10 @@ class FifoQueue(Queue):
                     vis = r.timestamp_ms + int(h[H_DELAY])
                     if vis > now:
                         lt.delay(o, vis)
-                elif e is not None and e.state == INFLIGHT:
-                    self._gin[g] = self._gin.get(g, 0) + 1
             off = recs[-1].offset + 1
         # FIFO keeps no cursor: every pending message is in a group.
-        for g, dq in self._groups.items():
-            if not self._gin.get(g):
-                heapq.heappush(self._ready, (dq[0], g))
+        for _, g in sorted((dq[0], g) for g, dq in self._groups.items()):
+            self._ready_if_head_visible(g)
         self._advance_low()
 
 
@@ -116,16 +119,18 @@ class FifoQueue(Queue):
             todo = []
             dd = self._dedup
             first_in_batch: dict = {}
-            for i, p in enumerate(preps):
-                prev = dd.lookup(p.dedup_key, now)
+            scope_group = self._dedup_scope == "messageGroup"
+            keys = [(p.group, p.dedup_id) if scope_group else p.dedup_id for p in preps]
+            for i, key in enumerate(keys):
+                prev = dd.lookup(key, now)
                 if prev is not None:
                     out[i] = (self._message_id_at(prev), prev)
                     continue
-                j = first_in_batch.get(p.dedup_key)
+                j = first_in_batch.get(key)
                 if j is not None:
                     dup_of[i] = j
                     continue
-                first_in_batch[p.dedup_key] = i
+                first_in_batch[key] = i
                 todo.append(i)
             if todo:
                 values = [preps[i].value for i in todo]
@@ -139,7 +144,7 @@ class FifoQueue(Queue):
                     out[i] = (f"{pfx}{o + base:012x}", o)
                     if p.delay_ms:
                         self._leases.delay(o, now + p.delay_ms)
-                    dd.add(p.dedup_key, now, o)
+                    dd.add(keys[i], now, o)
                     self._fifo_add(o, p.group)
                 if self._waiting:
                     self._cond.notify(len(todo))
@@ -155,8 +160,22 @@ class FifoQueue(Queue):
             dq = self._groups[g] = deque()
         dq.append(o)
         self._group_of[o] = g
-        if len(dq) == 1 and not self._gin.get(g):
-            heapq.heappush(self._ready, (o, g))
+        if len(dq) == 1:
+            self._ready_if_head_visible(g)
+
+    def _ready_if_head_visible(self, g: str) -> None:
+        """Queue group g at the back of ``_ready`` if its head is visible and
+        it is not queued already."""
+        if g in self._ready_at:
+            return
+        dq = self._groups.get(g)
+        if not dq:
+            return
+        e = self._leases.live.get(dq[0])
+        if e is None or e.state == AVAILABLE:
+            self._ready_seq = seq = self._ready_seq + 1
+            self._ready_at[g] = seq
+            self._ready.append((seq, g))
 
     def _accepted_locked(self, first: int, values: list, headers: list, now: int) -> None:
         """Messages moved in join their groups (they are not deduplicated: a move
@@ -168,30 +187,23 @@ class FifoQueue(Queue):
     # ============================================================ receiving
 
     def _fire_timers(self, now: int) -> None:
-        gin, groups, ready = self._gin, self._groups, self._ready
-        for o, st in self._leases.fire_due(now):
-            g = self._group_of.get(o)
-            if g is not None:
-                if st == INFLIGHT:
-                    c = gin.get(g, 0) - 1
-                    if c > 0:
-                        gin[g] = c
-                    else:
-                        gin.pop(g, None)
-                if not gin.get(g):
-                    heapq.heappush(ready, (groups[g][0], g))
+        group_of, groups = self._group_of, self._groups
+        for o, _ in self._leases.fire_due(now):
+            g = group_of.get(o)
+            if g is not None and groups[g][0] == o:
+                self._ready_if_head_visible(g)
 
     def _make_available_locked(self, o: int, e: Lease) -> None:
         e.state = AVAILABLE
         self._leases.n_available += 1
         g = self._group_of.get(o)
-        if g is not None and not self._gin.get(g):
-            heapq.heappush(self._ready, (self._groups[g][0], g))
+        if g is not None and self._groups[g][0] == o:
+            self._ready_if_head_visible(g)
 
     def _take(self, n: int, vis: int, now: int, dlq) -> tuple[list, list]:
-        """Lease up to n messages, in order within a group; a group with a message
-        in flight delivers nothing more until that message is deleted or visible.
-        Returns (messages, moves) like StandardQueue._take."""
+        """Lease up to n messages: groups in ``_ready`` order, from each the
+        visible messages from its head on, in order, up to the first one that
+        is not visible. Returns (messages, moves) like StandardQueue._take."""
         lt = self._leases
         if lt.timers and lt.timers[0][0] <= now:
             self._fire_timers(now)
@@ -205,12 +217,15 @@ class FifoQueue(Queue):
         until = now + vis * 1000
         expire_before = now - self._ret_ms
         mrc = self.config.max_receive_count if dlq is not None else None
-        ready = self._ready
-        groups, gin = self._groups, self._gin
+        ready, ready_at = self._ready, self._ready_at
+        groups = self._groups
         while ready and len(out) < n:
-            head, g = heapq.heappop(ready)
+            seq, g = ready.popleft()
+            if ready_at.get(g) != seq:
+                continue  # stale
+            del ready_at[g]
             dq = groups.get(g)
-            if not dq or dq[0] != head or gin.get(g):
+            if not dq:
                 continue
             took = 0
             while len(out) < n and took < len(dq):
@@ -241,8 +256,12 @@ class FifoQueue(Queue):
                 out.append(self._message(o, r.value, r.timestamp_ms, r.headers,
                                          handle, e.count, e.first))
                 took += 1
-            if took:
-                gin[g] = gin.get(g, 0) + took
+            if g in ready_at:
+                # re-queued while we took from it (an expired head was dropped):
+                # keep it only if its head is still visible
+                e = live.get(dq[0]) if dq else None
+                if e is not None and e.state != AVAILABLE:
+                    del ready_at[g]
         self._log_ops(flat, dels, now)
         return out, moves
 
@@ -361,16 +380,11 @@ class FifoQueue(Queue):
                     dq.remove(o)
                 except ValueError:
                     pass
-            if e is not None and e.state == INFLIGHT:
-                c = self._gin.get(g, 0) - 1
-                if c > 0:
-                    self._gin[g] = c
-                else:
-                    self._gin.pop(g, None)
             if not dq:
                 del self._groups[g]
-            elif not self._gin.get(g):
-                heapq.heappush(self._ready, (dq[0], g))
+                self._ready_at.pop(g, None)
+            else:
+                self._ready_if_head_visible(g)
 
     def _deleted_locked(self, dels: list) -> None:
         self._advance_low()
@@ -384,8 +398,18 @@ class FifoQueue(Queue):
         self._low = low
 
     def _purged_locked(self, below: int) -> None:
+        """A purge also empties the deduplication window (SQS), for good: the
+        window's rebuild at open starts at ``_dedup_from`` (queue.json, replaced
+        atomically here, before the purge returns). Crash reasoning: before that
+        write, the window comes back whole (as if the purge had not cleared it);
+        after it but before the purge record reached the state log, the purge
+        is undone but its window stays cleared (a send may then be accepted
+        again): neither loses a message, and the purge was not acknowledged."""
         for o in [o for o in self._group_of if o < below]:
             self._remove_locked(o, None)
+        self._dedup.clear()
+        self._dedup_from = below
+        self._save_files()
 
     # ============================================================== counts
 
@@ -409,11 +433,9 @@ class FifoQueue(Queue):
         dels = []
         expire_before = now - self._ret_ms
         live = lt.live
-        for g, dq in list(self._groups.items()):
+        for _g, dq in list(self._groups.items()):
             if len(out) >= n:
                 break
-            if self._gin.get(g):
-                continue
             for o in list(dq):
                 if len(out) >= n:
                     break

@@ -28,6 +28,7 @@ from ..queue_config import (
     SQS_TO_PY,
     STORAGE_SETTINGS,
     QueueConfig,
+    check_fifo_change,
     normalize,
     redrive_allows,
     validate_tags,
@@ -37,10 +38,12 @@ from ..queue_config import (
 class StoredQueue:
     """What ``queue.json`` + ``queue.meta`` hold."""
 
-    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix", "id_base", "fair")
+    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix", "id_base", "fair",
+                 "dedup_scope", "dedup_from")
 
     def __init__(self, config: QueueConfig, created_ms: int, modified_ms: int, secret: bytes,
-                 id_prefix: str, id_base: int = 0, fair: bool = False):
+                 id_prefix: str, id_base: int = 0, fair: bool = False, dedup_scope: str | None = None,
+                 dedup_from: int = 0):
         self.config = config
         self.created_ms = created_ms
         self.modified_ms = modified_ms
@@ -48,6 +51,11 @@ class StoredQueue:
         self.id_prefix = id_prefix
         self.id_base = id_base
         self.fair = fair  # a standard queue that was sent a message group id (fair.py)
+        # FIFO: the deduplication scope in force (SQS keeps the one the queue was
+        # created with; a later DeduplicationScope change is reported, not applied)
+        # and the offset the window starts at (a purge clears the window).
+        self.dedup_scope = dedup_scope or config.deduplication_scope
+        self.dedup_from = dedup_from
 
 
 def new_identity() -> tuple[bytes, str, int]:
@@ -69,7 +77,8 @@ def new_identity() -> tuple[bytes, str, int]:
 
 def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
                 modified_ms: int, secret: bytes, id_prefix: str, id_base: int = 0,
-                counters: tuple[int, int, int] = (0, 0, 0), fair: bool = False) -> None:
+                counters: tuple[int, int, int] = (0, 0, 0), fair: bool = False,
+                dedup_scope: str | None = None, dedup_from: int = 0) -> None:
     """Write queue.json and queue.meta (each replaced atomically). ``fair``: the
     queue was sent a message group id (written only when true)."""
     meta = queue_meta.QueueMeta(
@@ -91,6 +100,9 @@ def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
     }
     if fair:
         info["fair"] = True
+    if config.fifo:
+        info["dedup_scope"] = dedup_scope or config.deduplication_scope
+        info["dedup_from"] = dedup_from
     atomic_write(os.path.join(path, "queue.json"), json.dumps(info, indent=1).encode())
     atomic_write(os.path.join(path, "queue.meta"), page)
 
@@ -113,7 +125,8 @@ def read_files(path: str) -> StoredQueue:
     created = info["created_ms"]
     return StoredQueue(QueueConfig.from_json(cfgd), created, info.get("modified_ms", created),
                        bytes.fromhex(info["secret"]), info["id_prefix"],
-                       info.get("id_base", 0), bool(info.get("fair")))
+                       info.get("id_base", 0), bool(info.get("fair")), info.get("dedup_scope"),
+                       info.get("dedup_from", 0))
 
 
 class QueueSettings:
@@ -134,6 +147,7 @@ class QueueSettings:
             id_base=self._id_base,
             counters=(self._backlog_locked(), self._low, self._log.end_offset),
             fair=self._fair is not None,
+            dedup_scope=self._dedup_scope, dedup_from=self._dedup_from,
         )
 
     def counts(self) -> dict:
@@ -180,6 +194,8 @@ class QueueSettings:
     def set_attributes(self, attrs: dict | None = None, **kw) -> None:
         """SetQueueAttributes: Python or SQS names (module queue_config)."""
         changes = normalize({**(attrs or {}), **kw}, creating=False)
+        check_fifo_change(changes, self.config.fifo)
+        changes.pop("fifo", None)
         if "tags" in changes:
             raise InvalidAttributeValue("use tag()/untag() to change tags")
         self._apply_changes(changes)
@@ -193,6 +209,8 @@ class QueueSettings:
         for k in STORAGE_SETTINGS:
             if k in changes and changes[k] != getattr(cfg, k):
                 raise InvalidAttributeName(f"{k} can only be set when the queue is created")
+        if changes.get("kms_master_key_id") and "sqs_managed_sse_enabled" not in changes:
+            changes = {**changes, "sqs_managed_sse_enabled": False}  # SSE-KMS replaces SSE-SQS
         new = cfg.updated(changes)
         with self._lock:
             self.config = new
@@ -203,11 +221,6 @@ class QueueSettings:
                 self._cond.notify_all()
 
     def _check_dlq(self, dlq_name: str, fifo: bool) -> None:
-        if dlq_name == self.name:
-            raise InvalidParameterValue(
-                "Value for parameter RedrivePolicy is invalid. Reason: a queue cannot be its own "
-                "dead-letter queue."
-            )
         dlq = self._resolver(dlq_name)
         if dlq is None:
             raise InvalidParameterValue(

@@ -112,7 +112,6 @@ def prepare(config: QueueConfig, body, delay_seconds, attributes, group_id, dedu
             )
         group = group_id
     p.dedup_id = None
-    p.dedup_key = None
     if fifo:
         if group is None:
             raise MissingParameter("The request must contain the parameter MessageGroupId.")
@@ -130,7 +129,6 @@ def prepare(config: QueueConfig, body, delay_seconds, attributes, group_id, dedu
                 "characters. 1 to 128 in length."
             )
         p.dedup_id = dedup_id
-        p.dedup_key = (group, dedup_id) if config.deduplication_scope == "messageGroup" else dedup_id
     elif dedup_id is not None:
         raise InvalidParameterValue(
             f"Value {dedup_id} for parameter MessageDeduplicationId is invalid. Reason: The "

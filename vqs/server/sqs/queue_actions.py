@@ -24,6 +24,7 @@ import base64
 import binascii
 import json
 import re
+import time
 
 from ...errors import InvalidName, QueueDoesNotExist
 from .errors import SQSError
@@ -78,6 +79,7 @@ class QueueActions(ActionBase):
         kw = dict(attrs)
         if tags:
             kw["tags"] = tags
+        self._check_recently_deleted(name)
         self.broker.create_queue(name, **kw)  # idempotent with the same attributes, else QueueNameExists
         return {"QueueUrl": req.url(name)}
 
@@ -117,7 +119,22 @@ class QueueActions(ActionBase):
             self.broker.delete_queue(name)
         except (QueueDoesNotExist, InvalidName):
             raise SQSError("QueueDoesNotExist") from None
+        if self.settings.sqs_recreate_wait_s > 0:
+            self._deleted_at[name] = time.monotonic()
         return None
+
+    def _check_recently_deleted(self, name: str) -> None:
+        """SQS refuses to create a queue under a name deleted less than 60 s ago
+        (setting ``sqs_recreate_wait_s``; remembered by this server process only)."""
+        deleted = self._deleted_at
+        if not deleted:
+            return
+        wait = self.settings.sqs_recreate_wait_s
+        now = time.monotonic()
+        for k in [k for k, t in deleted.items() if now - t >= wait]:
+            del deleted[k]
+        if name in deleted:
+            raise SQSError("QueueDeletedRecently")
 
     def a_GetQueueAttributes(self, p: dict, req: Req):
         q = self._queue(p, req)

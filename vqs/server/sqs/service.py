@@ -58,6 +58,7 @@ class SQSService(QueueActions, MessageActions):
         self._tasks: list = []  # the message move tasks started here (stopped at close)
         self._keys = dict(self.settings.sigv4_keys)
         self._auth_required = self.settings.auth_enabled
+        self._deleted_at: dict[str, float] = {}  # queue name -> monotonic time of its DeleteQueue
 
     def close(self) -> None:
         for t in self._tasks:
