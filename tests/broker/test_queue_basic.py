@@ -571,6 +571,7 @@ def test_dead_letter_queue(reg, qclock):
     assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     (d,) = dlq.receive(10)
     assert d.body == b"poison" and d.id == mid
+    assert d.receive_count == 3  # SQS: the count goes on from the source's 2 receives
     assert d.attributes == {"k": {"DataType": "String", "StringValue": "v"}}
     assert d.source_queue == "q"
     assert d.system_attributes()["DeadLetterQueueSourceArn"].endswith(":q")

@@ -135,6 +135,8 @@ class Message:
                 sent = int(v)
             elif k == H_SOURCE:
                 m.source_queue = v.decode()
+            elif k == H_COUNT:  # moved to a DLQ: SQS's receive count goes on from the source's
+                m.receive_count = count + int(v)
             elif k == H_TRACE:
                 m.trace_header = v.decode("utf-8")
         if attrs:
