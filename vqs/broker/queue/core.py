@@ -43,20 +43,13 @@ Moves between queues (dead-letter moves, redrives: redrive.py) always fsync the
 target queue's log before the source deletes the message: a crash leaves a
 duplicate, never a loss.
 
-Receipt handles (SQS's rules). A handle names a message and one of its
-deliveries; its MAC proves this queue issued it (receipt.py); the receipt
-epochs (leases.py) tell a handle of a message lost in a crash (as deleted).
-Standard queues: every handle ever issued for a message stays usable:
-``delete`` deletes it (already deleted: success); ``change_visibility``
-changes the lease of a message in flight (under any delivery), is a no-op
-success on one not in flight (visible again, or its lease record lost in a
-crash), and on a deleted one raises ``MessageNotAvailable`` (SQS:
-InvalidParameterValue, "Message does not exist or is not available for
-visibility timeout change"). FIFO queues take only the current, unexpired
-delivery's handle: else ``delete`` raises ``ReceiptHandleExpired`` ("The
-receipt handle has expired"; already deleted: success), ``change_visibility``
-``MessageNotInflight`` (deleted: ``MessageNotAvailable``). A malformed or
-forged handle, or one of another queue: ``ReceiptHandleIsInvalid``.
+Receipt handles (SQS's rules; docs/sqs.md states them in full). A handle names a
+message and one delivery; its MAC proves this queue issued it (receipt.py); receipt
+epochs (leases.py) mark a crash-lost message's handles as a deleted message's.
+Standard queues: any handle ever issued deletes the message, or changes its lease
+while in flight (no-op when not; deleted: ``MessageNotAvailable``). FIFO queues take
+only the current unexpired delivery's (else ``ReceiptHandleExpired`` on delete,
+``MessageNotInflight`` on change). Forged or foreign: ``ReceiptHandleIsInvalid``.
 """
 
 from __future__ import annotations
