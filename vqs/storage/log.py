@@ -54,6 +54,7 @@ directly, with no delegation per call.)
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 import threading
 import time
@@ -62,6 +63,7 @@ from itertools import accumulate
 
 from ..errors import (
     ConfigError,
+    DiskFullError,
     LogClosedError,
     ReadOnlyError,
     VQSError,
@@ -94,6 +96,8 @@ RECOVERY_POLICIES = ("fail", "skip", "truncate")
 MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 
 _time_ns = time.time_ns
+#: errnos that mean "no space": the filesystem is full, or the quota is spent
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _ONLY_BYTES = {bytes}
 
 
@@ -280,7 +284,9 @@ class Log(LogReads, LogDurability):
         self._written_end = self._next_offset = self._durable_end = active.next_offset
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
-        self._write_checkpoint(self._next_offset)
+        # On a full disk the checkpoint waits (the old one stays valid): a full
+        # log must open so that it can be drained.
+        self._try_checkpoint(self._next_offset)
 
     def _open_readonly(self) -> None:
         self._checkpoint_recovery_point = 0
@@ -462,6 +468,11 @@ class Log(LogReads, LogDurability):
             except OSError:
                 self._failed = e
                 self._blocked = True
+            if e.errno in DISK_FULL and self._failed is None:
+                # Not latched: the file ends at a batch boundary again, and the
+                # next write succeeds once space is freed.
+                raise DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
+                                    f"the disk is full ({e.strerror})", path=seg.log_path) from e
             raise VQSError(f"write to {seg.log_path} at position {seg.size} failed: {e}") from e
         self._written_end = next_offset
 
@@ -512,7 +523,7 @@ class Log(LogReads, LogDurability):
                 n += 1
             self._start_offset = offset
             self._run_cache = None
-            self._write_checkpoint()
+            self._try_checkpoint()  # deleting frees space: never refused for the lack of it
             return n
 
     def _delete_first_locked(self) -> None:
@@ -537,7 +548,7 @@ class Log(LogReads, LogDurability):
         if n:
             self._start_offset = max(self._start_offset, self._base_offsets[0])
             fsync_dir(self.path)
-            self._write_checkpoint()
+            self._try_checkpoint()
         return n
 
     # ------------------------------------------------------------------ info
@@ -568,18 +579,24 @@ class Log(LogReads, LogDurability):
         with self._lock:
             if self._closed:
                 return
+            full = None
             try:
                 if not self.readonly and self._failed is None:
                     while self._syncing:
                         self._synced.wait()
-                    self._write_buffer_locked()
+                    try:
+                        self._write_buffer_locked()
+                    except DiskFullError as e:
+                        full = e  # make what was written durable, then raise it
                     for seg in self._unsynced:
                         seg.sync()
                     self._unsynced = []
                     self._active.seal()
                     self._durable_end = self._written_end
-                    self._write_checkpoint(self._written_end)
-                    atomic_write(os.path.join(self.path, CLEAN_MARKER), b"")
+                    # A clean marker only with a checkpoint that matches it (on a
+                    # full disk neither is written: the next open recovers).
+                    if self._try_checkpoint(self._written_end):
+                        atomic_write(os.path.join(self.path, CLEAN_MARKER), b"")
             finally:
                 self._closed = True
                 self._blocked = True
@@ -589,6 +606,8 @@ class Log(LogReads, LogDurability):
                 self._close_files()
                 if self._dir_lock is not None:
                     self._dir_lock.release()
+        if full is not None:
+            raise full
 
     def _close_files(self) -> None:
         for s in getattr(self, "_segments", []):

@@ -481,6 +481,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
     def close(self) -> None:
         """Flush, snapshot the lease state, write queue.meta, close the logs; wakes
         long polls (they return []). Idempotent."""
+        # Whatever fails (a full disk), both logs are closed (their directory
+        # locks released) and the first error is raised.
         with self._lock:
             if self._closed:
                 return
@@ -488,6 +490,10 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
                 self._push_locked()
                 self._compact_locked(self._now_ms())
                 self._save_files()
+            except BaseException as e:
+                err = e
+            else:
+                err = None
             finally:
                 self._closed = True
                 self._cond.notify_all()
@@ -496,11 +502,20 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
             target = self._reclaim_target()
             if target > self._log.start_offset:
                 self._log.delete_before(target)
+        except BaseException as e:
+            err = err or e
         finally:
             try:
                 self._state.close()
+            except BaseException as e:
+                err = err or e
             finally:
-                self._log.close()
+                try:
+                    self._log.close()
+                except BaseException as e:
+                    err = err or e
+        if err is not None:
+            raise err
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, fifo={self._fifo}, low={self._low}, end={self._end_offset()})"
