@@ -69,8 +69,9 @@ def test_full_log_reopens_drains_and_resumes(small_disk, flush):
         got = _read_all(log)
         assert len(got) >= acked and got[:acked] == [value] * acked
         with pytest.raises(DiskFullError):
-            log.append(value)
-            log.flush()
+            for _ in range(100):  # a few may fit in the file's last page
+                log.append(value)
+                log.flush()
 
         small_disk.free()
         off = log.append(b"after")
@@ -85,3 +86,31 @@ def test_full_log_reopens_drains_and_resumes(small_disk, flush):
         assert log.read(log.end_offset - 1, max_records=1)[0].value == b"after"
     finally:
         log.close()
+
+
+def test_reserved_space_takes_appends_on_a_full_disk_across_a_reopen(small_disk):
+    path = os.path.join(small_disk.path, "log")
+    log = Log.open(path, flush="always", reserve_bytes=64 << 10)
+    small_disk.fill_rest()
+    assert small_disk.is_full()
+    for i in range(20):  # 20 KB of the 64 KiB reserved
+        log.append(b"%04d" % i + b"r" * 1000)
+    log.close()
+    log = Log.open(path, flush="always", reserve_bytes=64 << 10)  # the reserve is still there
+    try:
+        for i in range(20, 40):
+            log.append(b"%04d" % i + b"r" * 1000)
+        with pytest.raises(DiskFullError):
+            for i in range(40, 200):  # until the reserve is used up
+                log.append(b"%04d" % i + b"r" * 1000)
+        got = _read_all(log)
+        assert got[:40] == [b"%04d" % i + b"r" * 1000 for i in range(40)]
+    finally:
+        try:
+            log.close()
+        except DiskFullError:
+            pass
+    small_disk.free()
+    with Log.open(path, flush="always", reserve_bytes=64 << 10) as log:
+        log.append(b"after")
+        assert _read_all(log)[-1] == b"after"

@@ -141,6 +141,8 @@ class LogDurability:
                 return False
             if not self._syncing and self._failed is None:
                 self._sync_locked()
+                if self._reserve_bytes:
+                    self.top_up_reserve_locked()
         if time.monotonic() - self._checkpoint_time >= self._checkpoint_interval_s and self._durable_end > self._checkpoint_recovery_point:
             self._try_checkpoint(from_flusher=True)
         return True

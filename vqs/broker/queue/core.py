@@ -57,6 +57,9 @@ delivery's handle: else ``delete`` raises ``ReceiptHandleExpired`` ("The
 receipt handle has expired"; already deleted: success), ``change_visibility``
 ``MessageNotInflight`` (deleted: ``MessageNotAvailable``). A malformed or
 forged handle, or one of another queue: ``ReceiptHandleIsInvalid``.
+
+(Over 500 lines: the operations every queue type shares hold the one queue
+lock and its invariants; close must release both logs whatever fails.)
 """
 
 from __future__ import annotations
@@ -379,7 +382,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         if dels:
             self._write_deletes_locked(dels)
         if self._state_bytes > COMPACT_BYTES:
-            self._compact_locked(now)
+            self._compact_locked(now, required=False)
 
     def _write_deletes_locked(self, dels: list) -> None:
         v = encode_deletes(dels)
@@ -393,7 +396,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         self._dels = []
         self._write_deletes_locked(dels)
         if self._state_bytes > COMPACT_BYTES:
-            self._compact_locked(self._now_ms())
+            self._compact_locked(self._now_ms(), required=False)
 
     # ============================================================ deleting
 
@@ -480,9 +483,9 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
 
     def close(self) -> None:
         """Flush, snapshot the lease state, write queue.meta, close the logs; wakes
-        long polls (they return []). Idempotent."""
-        # Whatever fails (a full disk), both logs are closed (their directory
-        # locks released) and the first error is raised.
+        long polls (they return []). Idempotent. Whatever fails (a full disk),
+        both logs are closed (their locks released); the first error is raised."""
+        errors = []
         with self._lock:
             if self._closed:
                 return
@@ -491,31 +494,21 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
                 self._compact_locked(self._now_ms())
                 self._save_files()
             except BaseException as e:
-                err = e
-            else:
-                err = None
-            finally:
-                self._closed = True
-                self._cond.notify_all()
-        try:
-            self._log.flush()
-            target = self._reclaim_target()
-            if target > self._log.start_offset:
-                self._log.delete_before(target)
-        except BaseException as e:
-            err = err or e
-        finally:
+                errors.append(e)
+            self._closed = True
+            self._cond.notify_all()
+        for step in (self._log.flush, self._reclaim_at_close, self._state.close, self._log.close):
             try:
-                self._state.close()
+                step()
             except BaseException as e:
-                err = err or e
-            finally:
-                try:
-                    self._log.close()
-                except BaseException as e:
-                    err = err or e
-        if err is not None:
-            raise err
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+    def _reclaim_at_close(self) -> None:
+        target = self._reclaim_target()
+        if target > self._log.start_offset:
+            self._log.delete_before(target)
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, fifo={self._fifo}, low={self._low}, end={self._end_offset()})"
