@@ -18,6 +18,7 @@ from .broker import (
 from .errors import (
     ConfigError,
     CorruptRecordError,
+    DiskFullError,
     InvalidName,
     LogClosedError,
     LogLockedError,
@@ -59,6 +60,7 @@ __all__ = [
     "Consumer",
     "ConsumerRecord",
     "CorruptRecordError",
+    "DiskFullError",
     "HybridMetrics",
     "HybridQueue",
     "InvalidName",

@@ -31,6 +31,19 @@ class LogClosedError(VQSError):
     """The log (or broker, queue) was closed."""
 
 
+class DiskFullError(VQSError):
+    """A write found the filesystem full (ENOSPC) or the quota spent (EDQUOT).
+
+    ``path`` names the file. Nothing acknowledged before it is lost; reads,
+    receives and deletes that need no new space go on, and writes resume on
+    their own once space is freed. A write that raised it was not
+    acknowledged (a buffered one may still be written once space is free)."""
+
+    def __init__(self, message: str, *, path: str | None = None):
+        self.path = path
+        super().__init__(message)
+
+
 class ReadOnlyError(VQSError):
     """A write was attempted on a log opened with readonly=True."""
 

@@ -96,6 +96,11 @@ def encode_deletes(offsets) -> bytes:
     return delete_struct(len(offsets)).pack(OP_DELETE, *offsets)
 
 
+#: Disk kept allocated ahead of the state log (storage/reserve.py): on a full
+#: disk, receives and deletes (a few dozen bytes each) go on for thousands of
+#: operations, so a full queue can be drained.
+STATE_RESERVE_BYTES = 256 << 10
+
 class RecoveredState:
     """What a queue restarts from."""
 
@@ -119,6 +124,7 @@ class LeaseStateStore:
         self.log = Log.open(
             os.path.join(path, "log"), flush=flush, flush_interval_ms=flush_interval_ms,
             segment_bytes=segment_bytes, segment_ms=None, recovery=recovery,
+            reserve_bytes=STATE_RESERVE_BYTES,
         )
         self._durable_each = flush == "always"
         # buffered=True: records are kept here and handed to the log as one

@@ -51,6 +51,7 @@ class QueueRegistry:
         self._clock = clock
         self._lock = threading.RLock()
         self._open: dict[str, Queue] = {}
+        self._deleting: set[str] = set()  # names delete() is removing: they do not exist for get()
         self._closed = False
         d = {k: v for k, v in (defaults or {}).items() if k not in IGNORED_DEFAULTS}
         try:
@@ -95,7 +96,7 @@ class QueueRegistry:
             q = self._open.get(name)
             if q is not None and not q.closed:
                 return q
-            if not self._exists(name):
+            if name in self._deleting or not self._exists(name):
                 raise QueueDoesNotExist(name)
             q = open_queue(os.path.join(self.directory, name), name, clock=self._clock,
                            resolver=self._resolve, lister=self._all_open)
@@ -188,19 +189,26 @@ class QueueRegistry:
         validate_name(name, "queue")
         with self._lock:
             self._check_open()
-            if not self._exists(name):
+            if name in self._deleting or not self._exists(name):
                 raise QueueDoesNotExist(name)
             q = self._open.pop(name, None)
-        self._tasks.forget(name)
-        if q is not None:
-            q.close()
-        with self._lock:
-            path = os.path.join(self.directory, name)
-            if not os.path.isdir(path):
-                return
-            tomb = os.path.join(self.directory, f"{name}{_TOMBSTONE}{time.time_ns()}")
-            os.rename(path, tomb)
-            fsync_dir(self.directory)
+            # From here on the queue does not exist for get(): closing it wakes its
+            # long polls, and one that looks it up again must not reopen it.
+            self._deleting.add(name)
+        try:
+            self._tasks.forget(name)
+            if q is not None:
+                q.close()
+            with self._lock:
+                path = os.path.join(self.directory, name)
+                if not os.path.isdir(path):
+                    return
+                tomb = os.path.join(self.directory, f"{name}{_TOMBSTONE}{time.time_ns()}")
+                os.rename(path, tomb)
+                fsync_dir(self.directory)
+        finally:
+            with self._lock:
+                self._deleting.discard(name)
         shutil.rmtree(tomb, ignore_errors=True)
 
     # --------------------------------------------------- DLQ / move tasks

@@ -3,7 +3,8 @@
 Invariants: at most ``max_long_poll_waiters`` requests wait at once (the next
 gets 503 ``too_many_waiters``); a long poll waits in slices of at most 1 s and
 gives up as soon as ``stopping`` is set, so a shutdown is never held up by a
-waiting client; a write runs inline only when it cannot block on an fsync.
+waiting client; a queue deleted under a waiting receive answers as a queue
+that does not exist (``QueueDoesNotExist``), never as a closing server; a write runs inline only when it cannot block on an fsync.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 
 import anyio
 
+from ..errors import LogClosedError
 from .errors import APIError
 from .metrics import Metrics
 from .settings import Settings
@@ -103,6 +105,15 @@ class ServerContext:
             left = deadline - time.monotonic()
             if left <= 0 or self.stopping:
                 return []
-            msgs = q.receive(n, min(left, 1.0), visibility)
+            try:
+                msgs = q.receive(n, min(left, 1.0), visibility)
+            except LogClosedError:
+                if self.stopping or self.broker is None:
+                    raise
+                # Deleted while we waited: answer as for a queue that does not
+                # exist (the broker's own QueueDoesNotExist). If the name was
+                # created again meanwhile, the poll goes on on the new queue.
+                q = self.broker.queue(q.name)
+                continue
             if msgs:
                 return msgs

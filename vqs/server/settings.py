@@ -47,7 +47,7 @@ class Settings:
     max_header_bytes: int = 16 << 10
     max_connections: int = 1024
     max_long_poll_waiters: int = 256
-    max_wait_ms: int = 20_000                 # REST long poll cap
+    max_wait_ms: int = 20_000                 # REST long poll cap (1-20000: SQS's 20 s at most)
     max_partitions_per_topic: int = 256
     max_total_partitions: int = 4096          # every partition is a log (files, and a flusher thread)
     # logging
@@ -73,6 +73,8 @@ class Settings:
                      "max_connections", "max_long_poll_waiters"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
+        if not (0 < self.max_wait_ms <= 20_000):
+            raise ConfigError(f"max_wait_ms must be 1-20000 (SQS's 20 s long-poll cap), not {self.max_wait_ms}")
         if not is_loopback(self.host) and not self.auth_enabled and not self.insecure:
             raise ConfigError(
                 f"refusing to listen on {self.host}, which is not a loopback address, without "

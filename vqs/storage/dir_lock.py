@@ -8,6 +8,7 @@ blocks a restart.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 
@@ -44,8 +45,11 @@ class DirLock:
             if not self.shared:
                 os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid():<12d}\n".encode(), 0)
-        except OSError:
-            if not self.shared:
+        except OSError as e:
+            # On a full disk the lock is still ours; a refused opener then
+            # names "another process" (a full disk must not stop an open).
+            if not self.shared and e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                os.close(fd)
                 raise
         self._fd = fd
         return self

@@ -2,12 +2,16 @@
 
 Invariant: after ``atomic_write(path, data)`` returns, a crash leaves either the
 old content or the new content at ``path``, never a mix, and the rename itself
-is durable (the directory was fsynced).
+is durable (the directory was fsynced); a failed write leaves no temp file
+behind, and on a full disk raises ``DiskFullError`` naming ``path``.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+
+from ..errors import DiskFullError
 
 
 def fsync_dir(path: str) -> None:
@@ -30,8 +34,13 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
             view = view[n:]
         if fsync:
             os.fsync(fd)
-    finally:
+    except BaseException as e:
         os.close(fd)
+        os.unlink(tmp)  # a failed write (a full disk) leaves no temp file holding space
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise
+    os.close(fd)
     os.replace(tmp, path)
     if fsync:
         fsync_dir(os.path.dirname(os.path.abspath(path)))

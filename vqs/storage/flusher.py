@@ -16,6 +16,8 @@ import threading
 import time
 import weakref
 
+from ..errors import DiskFullError
+
 logger = logging.getLogger("vqs.storage")
 
 
@@ -69,6 +71,9 @@ class Flusher:
                 continue
             try:
                 again = target._flush_tick()
+            except DiskFullError as e:  # not a failure: the buffered writes wait for space
+                logger.warning("background flush waits for disk space: %s", e)
+                again = True
             except Exception:  # the log stores the error and refuses writes; keep serving others
                 logger.exception("background flush failed")
                 again = True

@@ -54,6 +54,7 @@ directly, with no delegation per call.)
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 import threading
 import time
@@ -62,6 +63,7 @@ from itertools import accumulate
 
 from ..errors import (
     ConfigError,
+    DiskFullError,
     LogClosedError,
     ReadOnlyError,
     VQSError,
@@ -80,6 +82,7 @@ from .record_batch import (
     encode_batch_parts,
 )
 from .recovery import LogLoader
+from .reserve import allocated_end, release, reserve
 from .retention import segments_past_retention
 from .segment import Segment
 
@@ -94,6 +97,8 @@ RECOVERY_POLICIES = ("fail", "skip", "truncate")
 MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 
 _time_ns = time.time_ns
+#: errnos that mean "no space": the filesystem is full, or the quota is spent
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _ONLY_BYTES = {bytes}
 
 
@@ -124,7 +129,8 @@ class Log(LogReads, LogDurability):
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_gaps", "_group", "_index_capacity_bytes",
-        "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_run_cache",
+        "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
+        "_reserved_end", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
         "_tail_hint", "_unsynced", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
@@ -156,6 +162,7 @@ class Log(LogReads, LogDurability):
         readonly: bool = False,
         lock: bool = True,
         checkpoint_interval_ms: int = 5000,
+        reserve_bytes: int = 0,
         clock=None,
     ) -> Log:
         """Open (creating if needed) the log in directory ``path``.
@@ -165,6 +172,8 @@ class Log(LogReads, LogDurability):
         append survives a process crash once the next flush ran, and at most
         ``flush_interval_ms`` of appends can be lost. Use ``flush="always"``
         for appends that survive anything once acknowledged.
+        ``reserve_bytes`` keeps that much disk allocated past the end of the
+        active segment, so that appends go on for a while on a full disk.
         """
         self = object.__new__(cls)
         self.path = os.fspath(path)
@@ -183,6 +192,7 @@ class Log(LogReads, LogDurability):
             ("batch_max_records", batch_max_records, 1),
             ("batch_max_bytes", batch_max_bytes, 1),
             ("checkpoint_interval_ms", checkpoint_interval_ms, 1),
+            ("reserve_bytes", reserve_bytes, 0),
         ):
             if not isinstance(val, int) or isinstance(val, bool) or val < lo:
                 raise ConfigError(f"{name}={val!r}: must be an integer >= {lo}")
@@ -206,6 +216,10 @@ class Log(LogReads, LogDurability):
         self._batch_max_records_less_1 = batch_max_records - 1
         self._batch_max_bytes = batch_max_bytes
         self._checkpoint_interval_s = checkpoint_interval_ms / 1000
+        # reserve_bytes: kept allocated past the end of the active segment
+        # (reserve.py), so appends go on for that long on a full disk
+        self._reserve_bytes = reserve_bytes
+        self._reserved_end = 0
         self._index_capacity_bytes = min(
             64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
         )
@@ -280,7 +294,12 @@ class Log(LogReads, LogDurability):
         self._written_end = self._next_offset = self._durable_end = active.next_offset
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
-        self._write_checkpoint(self._next_offset)
+        if self._reserve_bytes:
+            self._reserved_end = allocated_end(active.fd)  # a reserve kept since the last run
+            self.top_up_reserve_locked()
+        # On a full disk the checkpoint waits (the old one stays valid): a full
+        # log must open so that it can be drained.
+        self._try_checkpoint(self._next_offset)
 
     def _open_readonly(self) -> None:
         self._checkpoint_recovery_point = 0
@@ -462,8 +481,21 @@ class Log(LogReads, LogDurability):
             except OSError:
                 self._failed = e
                 self._blocked = True
+            if e.errno in DISK_FULL and self._failed is None:
+                # Not latched: the file ends at a batch boundary again, and the
+                # next write succeeds once space is freed.
+                raise DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
+                                    f"the disk is full ({e.strerror})", path=seg.log_path) from e
             raise VQSError(f"write to {seg.log_path} at position {seg.size} failed: {e}") from e
         self._written_end = next_offset
+
+    def top_up_reserve_locked(self) -> None:
+        """Keep ``reserve_bytes`` allocated past the end of the active segment
+        (topped up once half is used; on a full disk it waits for space)."""
+        seg = self._active
+        if seg.size + (self._reserve_bytes >> 1) > self._reserved_end:
+            if reserve(seg.fd, seg.size, self._reserve_bytes):
+                self._reserved_end = seg.size + self._reserve_bytes
 
     @property
     def _active(self) -> Segment:
@@ -476,12 +508,17 @@ class Log(LogReads, LogDurability):
         # Until then the recovery point stays below it, so a power loss that
         # tears its tail is recovered like a torn tail (see recovery.py).
         old.seal(sync=False)
+        if self._reserve_bytes:
+            release(old.fd, old.size, max(self._reserved_end - old.size, 0))
+            self._reserved_end = 0
         new = self._segment(self._written_end, active=True, create=True)
         new.created_ms = self._now_ms()
         fsync_dir(self.path)
         self._segments.append(new)
         self._base_offsets.append(new.base_offset)
         self._unsynced.append(old)
+        if self._reserve_bytes:
+            self.top_up_reserve_locked()
         Flusher.shared().register(self._seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
             self._apply_retention_locked(self._now_ms())
@@ -512,7 +549,7 @@ class Log(LogReads, LogDurability):
                 n += 1
             self._start_offset = offset
             self._run_cache = None
-            self._write_checkpoint()
+            self._try_checkpoint()  # deleting frees space: never refused for the lack of it
             return n
 
     def _delete_first_locked(self) -> None:
@@ -537,7 +574,7 @@ class Log(LogReads, LogDurability):
         if n:
             self._start_offset = max(self._start_offset, self._base_offsets[0])
             fsync_dir(self.path)
-            self._write_checkpoint()
+            self._try_checkpoint()
         return n
 
     # ------------------------------------------------------------------ info
@@ -568,18 +605,24 @@ class Log(LogReads, LogDurability):
         with self._lock:
             if self._closed:
                 return
+            full = None
             try:
                 if not self.readonly and self._failed is None:
                     while self._syncing:
                         self._synced.wait()
-                    self._write_buffer_locked()
+                    try:
+                        self._write_buffer_locked()
+                    except DiskFullError as e:
+                        full = e  # make what was written durable, then raise it
                     for seg in self._unsynced:
                         seg.sync()
                     self._unsynced = []
                     self._active.seal()
                     self._durable_end = self._written_end
-                    self._write_checkpoint(self._written_end)
-                    atomic_write(os.path.join(self.path, CLEAN_MARKER), b"")
+                    # A clean marker only with a checkpoint that matches it (on a
+                    # full disk neither is written: the next open recovers).
+                    if self._try_checkpoint(self._written_end):
+                        atomic_write(os.path.join(self.path, CLEAN_MARKER), b"")
             finally:
                 self._closed = True
                 self._blocked = True
@@ -589,6 +632,8 @@ class Log(LogReads, LogDurability):
                 self._close_files()
                 if self._dir_lock is not None:
                     self._dir_lock.release()
+        if full is not None:
+            raise full
 
     def _close_files(self) -> None:
         for s in getattr(self, "_segments", []):

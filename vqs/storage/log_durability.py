@@ -17,12 +17,15 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import weakref
 
-from ..errors import VQSError
+from ..errors import DiskFullError, VQSError
 from .log_dir import write_checkpoint
+
+logger = logging.getLogger("vqs.storage")
 
 
 class SealJob:
@@ -56,6 +59,17 @@ class LogDurability:
             write_checkpoint(self.path, rp, self._start_offset)
             self._checkpoint_recovery_point = rp
             self._checkpoint_time = time.monotonic()
+
+    def _try_checkpoint(self, recovery_point: int | None = None, from_flusher: bool = False) -> bool:
+        """``_write_checkpoint`` where a missing space may wait: on a full disk
+        the previous checkpoint stays (a valid, older recovery point: recovery
+        then validates more) and False is returned."""
+        try:
+            self._write_checkpoint(recovery_point, from_flusher)
+            return True
+        except DiskFullError:
+            logger.warning("%s: checkpoint not written, the disk is full", self.path)
+            return False
 
     def _sync_locked(self, active: bool = True) -> None:
         """Fsync the segments sealed since the last sync, then (``active``) write
@@ -100,7 +114,7 @@ class LogDurability:
             self._durable_end = upto
         self._synced.notify_all()
         if sealed:
-            self._write_checkpoint()  # the recovery point passes the sealed segments
+            self._try_checkpoint()  # the recovery point passes the sealed segments
 
     def _sync_sealed(self) -> None:
         """The background half of a roll: fsync the sealed segments."""
@@ -127,6 +141,8 @@ class LogDurability:
                 return False
             if not self._syncing and self._failed is None:
                 self._sync_locked()
+                if self._reserve_bytes:
+                    self.top_up_reserve_locked()
         if time.monotonic() - self._checkpoint_time >= self._checkpoint_interval_s and self._durable_end > self._checkpoint_recovery_point:
-            self._write_checkpoint(from_flusher=True)
+            self._try_checkpoint(from_flusher=True)
         return True

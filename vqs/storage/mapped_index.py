@@ -2,14 +2,17 @@
 
 The base of the offset index and the time index. While a segment is active its
 index file is preallocated (zero-filled) and mapped; entries are appended in
-place. When the segment rolls or the log closes, the file is trimmed to its
-entries. Indexes carry no checksum: the log is the truth, and recovery rebuilds
+place. The preallocation is real (``posix_fallocate``, not a sparse file), so
+that a store into the mapping never needs new space; on a full disk the index
+is not grown (it stops taking entries: derived data, lookups scan further).
+When the segment rolls or the log closes, the file is trimmed to its entries. Indexes carry no checksum: the log is the truth, and recovery rebuilds
 an index whenever it is in doubt. An all-zero entry, or one out of order,
 ends the entries (a preallocated tail is zeros).
 """
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import struct
@@ -45,8 +48,16 @@ class MappedIndex:
             cap = max(size, capacity_bytes)
             cap -= cap % self.entry_size
             if cap > size:
-                os.ftruncate(self._fd, cap)
-            size = cap
+                # Allocated, not sparse: a store into a hole of a mapping on a full
+                # disk is SIGBUS. No space: the index keeps the entries it has and
+                # stops growing (lookups scan further; never a failed open).
+                try:
+                    os.posix_fallocate(self._fd, size, cap - size)
+                    size = cap
+                except OSError as e:
+                    if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                        raise
+                    size -= size % self.entry_size
         if size >= self.entry_size:
             if snapshot and not writable:
                 self._mm = os.pread(self._fd, size - size % self.entry_size, 0)

@@ -50,6 +50,9 @@ Standard queues: any handle ever issued deletes the message, or changes its leas
 while in flight (no-op when not; deleted: ``MessageNotAvailable``). FIFO queues take
 only the current unexpired delivery's (else ``ReceiptHandleExpired`` on delete,
 ``MessageNotInflight`` on change). Forged or foreign: ``ReceiptHandleIsInvalid``.
+
+This module is over 500 lines: the operations every queue type shares hold the
+one queue lock and its invariants, and ``close`` must release both logs whatever fails.
 """
 
 from __future__ import annotations
@@ -372,7 +375,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         if dels:
             self._write_deletes_locked(dels)
         if self._state_bytes > COMPACT_BYTES:
-            self._compact_locked(now)
+            self._compact_locked(now, required=False)
 
     def _write_deletes_locked(self, dels: list) -> None:
         v = encode_deletes(dels)
@@ -386,7 +389,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
         self._dels = []
         self._write_deletes_locked(dels)
         if self._state_bytes > COMPACT_BYTES:
-            self._compact_locked(self._now_ms())
+            self._compact_locked(self._now_ms(), required=False)
 
     # ============================================================ deleting
 
@@ -473,7 +476,9 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
 
     def close(self) -> None:
         """Flush, snapshot the lease state, write queue.meta, close the logs; wakes
-        long polls (they return []). Idempotent."""
+        long polls (they return []). Idempotent. Whatever fails (a full disk),
+        both logs are closed (their locks released); the first error is raised."""
+        errors = []
         with self._lock:
             if self._closed:
                 return
@@ -481,19 +486,22 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
                 self._push_locked()
                 self._compact_locked(self._now_ms())
                 self._save_files()
-            finally:
-                self._closed = True
-                self._cond.notify_all()
-        try:
-            self._log.flush()
-            target = self._reclaim_target()
-            if target > self._log.start_offset:
-                self._log.delete_before(target)
-        finally:
+            except BaseException as e:
+                errors.append(e)
+            self._closed = True
+            self._cond.notify_all()
+        for step in (self._log.flush, self._reclaim_at_close, self._state.close, self._log.close):
             try:
-                self._state.close()
-            finally:
-                self._log.close()
+                step()
+            except BaseException as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+    def _reclaim_at_close(self) -> None:
+        target = self._reclaim_target()
+        if target > self._log.start_offset:
+            self._log.delete_before(target)
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, fifo={self._fifo}, low={self._low}, end={self._end_offset()})"

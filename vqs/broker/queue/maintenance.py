@@ -20,8 +20,12 @@ Invariants:
 
 from __future__ import annotations
 
-from ...errors import LogClosedError, PurgeQueueInProgress
+import logging
+
+from ...errors import DiskFullError, LogClosedError, PurgeQueueInProgress
 from ..lease_state import OP_PURGE
+
+logger = logging.getLogger("vqs.broker")
 
 COMPACT_BYTES = 8 << 20  # compact the state log (snapshot) past this many bytes
 PURGE_INTERVAL_MS = 60_000  # one PurgeQueue per 60 seconds, as SQS
@@ -109,10 +113,20 @@ class Maintenance:
             self._state.flush()
         return len(dels)
 
-    def _compact_locked(self, now: int) -> None:
+    def _compact_locked(self, now: int, *, required: bool = True) -> None:
+        """Snapshot the lease state. ``required=False`` (the periodic compaction
+        of a growing state log): on a full disk it waits (the state log, which
+        has space reserved, stays the truth) and is tried again later."""
         cursor, ahead = self._snapshot_view()
-        self._state.write_snapshot(low=self._low, cursor=cursor, live=self._leases.live,
-                                   deleted_ahead=ahead, now_ms=now)
+        try:
+            self._state.write_snapshot(low=self._low, cursor=cursor, live=self._leases.live,
+                                       deleted_ahead=ahead, now_ms=now)
+        except DiskFullError:
+            if required:
+                raise
+            logger.warning("queue %s: lease-state snapshot waits, the disk is full", self.name)
+            self._state_bytes = COMPACT_BYTES // 2  # try again after as much again
+            return
         self._state_bytes = 0
 
     def compact(self) -> None:

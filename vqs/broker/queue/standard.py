@@ -469,7 +469,7 @@ class StandardQueue(FairReceive, Queue):
         if flat or dels:
             self._log_ops(flat, dels, now)
         elif self._state_bytes > COMPACT_BYTES:
-            self._compact_locked(now)
+            self._compact_locked(now, required=False)
         if fair is not None:  # a fair queue, no tenant near noisy: count tenants in flight
             for m in out:
                 if m.group_id is not None:

@@ -18,6 +18,9 @@ from ..context import ServerContext
 from ..errors import APIError
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,200}$"
+#: The longest a REST long poll waits (``wait_ms``), as SQS caps WaitTimeSeconds at 20 s:
+#: the schema refuses more (400); the setting max_wait_ms may only lower it.
+MAX_WAIT_MS = 20_000
 _json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 

@@ -26,7 +26,7 @@ from ...errors import VQSError
 from ...wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, START_OFFSET, decode_body, encode_records
 from ..context import ServerContext
 from ..errors import APIError
-from .conventions import NAME_PATTERN, check_name, jresp, name_param, query_int, ready_broker
+from .conventions import MAX_WAIT_MS, NAME_PATTERN, check_name, jresp, name_param, query_int, ready_broker
 from .models import WaitRequest
 
 _JSON_FIELDS = {"value", "value_b64", "key", "key_b64", "headers", "partition", "timestamp_ms"}
@@ -258,7 +258,8 @@ def message_routes(ctx: ServerContext) -> APIRouter:
                                                     description="default: the group's committed offset, else the start"),
                       limit: int = Query(100, ge=1, le=100_000),
                       max_bytes: int = Query(1 << 20, ge=1, le=64 << 20),
-                      wait_ms: int = Query(0, ge=0, le=3_600_000),
+                      wait_ms: int = Query(0, ge=0, le=MAX_WAIT_MS,
+                                           description="long poll, at most 20000 ms (20 s, as SQS)"),
                       group: str | None = Query(None, pattern=NAME_PATTERN),
                       encoding: Literal["text", "base64"] = Query("text")):
         b = ready_broker(ctx)
@@ -374,7 +375,7 @@ async def consume_batches(ctx: ServerContext, topic: str, q) -> tuple[bytes, dic
     offset = query_int(q, "offset", None, 0, (1 << 63) - 1)
     limit = query_int(q, "limit", 100, 1, 100_000)
     max_bytes = query_int(q, "max_bytes", 1 << 20, 1, 64 << 20)
-    wait_ms = query_int(q, "wait_ms", 0, 0, 3_600_000)
+    wait_ms = query_int(q, "wait_ms", 0, 0, MAX_WAIT_MS)
     if offset is None:
         group = q.get("group")
         if group:

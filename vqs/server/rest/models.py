@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .conventions import NAME_PATTERN
+from .conventions import MAX_WAIT_MS, NAME_PATTERN
 
 
 # --------------------------------------------------------------------- topics, groups
@@ -45,7 +45,8 @@ class WaitPartition(OffsetCommit):
 class WaitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     partitions: list[WaitPartition] = Field(..., min_length=1, max_length=10_000)
-    wait_ms: int = Field(0, ge=0, le=3_600_000)
+    wait_ms: int = Field(0, ge=0, le=MAX_WAIT_MS,
+                         description="how long to wait, at most 20000 ms (20 s, SQS's long-poll cap)")
 
 
 # ----------------------------------------------------------------------------- queues
@@ -106,7 +107,8 @@ class QueueSend(BaseModel):
 class QueueReceive(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_messages: int = Field(1, ge=1, le=1000)
-    wait_seconds: float | None = Field(None, ge=0, le=20)
+    wait_seconds: float | None = Field(None, ge=0, le=20,
+                                       description="long poll, at most 20 s (as SQS); default: the queue's")
     visibility_timeout: int | None = Field(None, ge=0, le=43200)
 
 

@@ -155,6 +155,9 @@ class SQSService(QueueActions, MessageActions):
         except VQSError as e:
             if type(e).__name__ == "LogClosedError":
                 err = SQSError("ServiceUnavailable", "the server is shutting down")
+            elif type(e).__name__ == "DiskFullError":
+                client_message(e)  # the details (the file) go to the server log only
+                err = SQSError("ServiceUnavailable", "the server's disk is full; retry later")
             else:
                 err = SQSError("InvalidParameterValue", client_message(e))
             status, out, hs = self._error(err, is_json, request_id, query_json)

@@ -1,0 +1,61 @@
+"""A real server on a real full filesystem (a 3 MiB tmpfs, tests/conftest.py):
+a REST write answers 507 ``disk_full`` (no server path in it), the SQS front
+ServiceUnavailable (HTTP 503); receives and deletes go on, so the queue drains;
+once space is freed, sends work again without a restart."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+boto3 = pytest.importorskip("boto3")
+from botocore.config import Config  # noqa: E402
+from botocore.exceptions import ClientError  # noqa: E402
+from vqs_server_proc import ServerProcess  # noqa: E402
+
+
+def test_full_disk_answers_507_and_503_and_drains(small_disk):
+    srv = ServerProcess(os.path.join(small_disk.path, "data")).start()
+    try:
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            assert http.post("/queues", json={"name": "q"}).status_code == 201
+            small_disk.fill(1 << 20)
+            sent = 0
+            body = "m" * 1000
+            while True:
+                r = http.post("/queues/q/messages", json={"messages": [{"body": body}] * 10})
+                if r.status_code != 200:
+                    break
+                sent += 10
+                assert sent < 10_000
+            assert r.status_code == 507, r.text
+            err = r.json()["error"]
+            assert err["code"] == "disk_full" and small_disk.path not in r.text
+            sqs = boto3.client("sqs", endpoint_url=srv.url, region_name="eu-west-1", aws_access_key_id="x",
+                               aws_secret_access_key="y", config=Config(retries={"max_attempts": 1}))
+            url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
+            small_disk.fill_rest()
+            with pytest.raises(ClientError) as ei:
+                for _ in range(100):  # a few may fit in the last page
+                    sqs.send_message(QueueUrl=url, MessageBody=body)
+            assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+            assert ei.value.response["Error"]["Code"] == "ServiceUnavailable"
+
+            got = 0
+            while True:
+                ms = http.post("/queues/q/receive", json={"max_messages": 10}).json()["messages"]
+                if not ms:
+                    break
+                d = http.post("/queues/q/delete", json={"receipt_handles": [m["receipt_handle"] for m in ms]})
+                assert d.status_code == 200 and d.json()["failed"] == [], d.text
+                got += len(ms)
+            assert got >= sent
+
+            small_disk.free()
+            r = http.post("/queues/q/messages", json={"messages": [{"body": "after"}]})
+            assert r.status_code == 200, r.text
+    finally:
+        rc = srv.stop()
+    assert rc == 0, srv.log()[-3000:]
