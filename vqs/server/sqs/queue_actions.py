@@ -93,22 +93,7 @@ class QueueActions(ActionBase):
 
     def a_ListQueues(self, p: dict, req: Req):
         prefix = _str(p, "QueueNamePrefix") or ""
-        limit = _int(p, "MaxResults", 1, 1000)
-        token = _str(p, "NextToken")
-        names = sorted(self.broker.queues(prefix or None))
-        if token:
-            try:
-                after = base64.urlsafe_b64decode(token.encode()).decode()
-            except (binascii.Error, UnicodeDecodeError, ValueError):
-                raise SQSError("InvalidParameterValue", "Invalid NextToken value.") from None
-            names = [n for n in names if n > after]
-        out: dict = {}
-        if limit is None:
-            page = names[:1000]
-        else:
-            page = names[:limit]
-            if len(names) > limit:
-                out["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+        page, out = _page(p, sorted(self.broker.queues(prefix or None)), default_limit=1000)
         if page:
             out["QueueUrls"] = [req.url(n) for n in page]
         return out
@@ -181,19 +166,7 @@ class QueueActions(ActionBase):
 
     def a_ListDeadLetterSourceQueues(self, p: dict, req: Req):
         q = self._queue(p, req)
-        limit = _int(p, "MaxResults", 1, 1000)
-        token = _str(p, "NextToken")
-        names = sorted(q.dead_letter_source_queues())
-        if token:
-            try:
-                after = base64.urlsafe_b64decode(token.encode()).decode()
-            except (binascii.Error, UnicodeDecodeError, ValueError):
-                raise SQSError("InvalidParameterValue", "Invalid NextToken value.") from None
-            names = [n for n in names if n > after]
-        out: dict = {}
-        page = names if limit is None else names[:limit]
-        if limit is not None and len(names) > limit:
-            out["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+        page, out = _page(p, sorted(q.dead_letter_source_queues()), default_limit=None)
         out["queueUrls"] = [req.url(n) for n in page]
         return out
 
@@ -296,3 +269,23 @@ class QueueActions(ActionBase):
         except (QueueDoesNotExist, InvalidName):
             raise SQSError("ResourceNotFoundException", "The resource that you specified for the SourceArn parameter doesn't exist.") from None
         return {"Results": [_move_task_entry(t) for t in tasks]}
+
+
+def _page(p: dict, names: list, *, default_limit: int | None) -> tuple[list, dict]:
+    """One page of sorted queue names (MaxResults 1-1000, NextToken = the last name
+    of the previous page, base64), and the output holding the next token if any."""
+    limit = _int(p, "MaxResults", 1, 1000)
+    token = _str(p, "NextToken")
+    if token:
+        try:
+            after = base64.urlsafe_b64decode(token.encode()).decode()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise SQSError("InvalidParameterValue", "Invalid NextToken value.") from None
+        names = [n for n in names if n > after]
+    out: dict = {}
+    if limit is None:
+        return (names if default_limit is None else names[:default_limit]), out
+    page = names[:limit]
+    if len(names) > limit:
+        out["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+    return page, out
