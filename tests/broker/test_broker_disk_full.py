@@ -75,3 +75,20 @@ def test_full_broker_closes_reopens_drains_and_resumes(small_disk):
 
     with vqs.Broker(path) as b:
         assert b.queue("q").receive(10) == []
+
+
+def test_closing_a_queue_on_a_full_disk_is_clean(small_disk):
+    """Close refreshes queue.json/queue.meta; on a full disk it keeps the old
+    pair (replaced atomically, as a crash would leave it) and closes cleanly:
+    nothing it was asked to keep is lost, and the queue reopens with its
+    messages and settings."""
+    path = os.path.join(small_disk.path, "broker")
+    with vqs.Broker(path) as b:
+        q = b.create_queue("q", flush="always", visibility_timeout=7)
+        q.send_batch([b"a", b"b"])
+        small_disk.fill_rest()
+        assert small_disk.is_full()
+    with vqs.Broker(path) as b:
+        q = b.queue("q")
+        assert q.config.visibility_timeout == 7
+        assert sorted(m.body for m in q.receive(10)) == [b"a", b"b"]

@@ -58,12 +58,14 @@ one queue lock and its invariants, and ``close`` must release both logs whatever
 from __future__ import annotations
 
 import heapq
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 
 from ...errors import (
+    DiskFullError,
     InvalidParameterValue,
     LogClosedError,
     MessageNotAvailable,
@@ -101,6 +103,8 @@ def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
         return lambda: ns() // 1_000_000
     return lambda: int(clock() * 1000)
 
+
+logger = logging.getLogger("vqs.broker.queue")
 
 class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
     """One SQS-style queue (see module doc). Made by ``QueueRegistry``, which
@@ -483,11 +487,21 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
             if self._closed:
                 return
             try:
-                self._push_locked()
-                self._compact_locked(self._now_ms())
-                self._save_files()
+                self._push_locked()  # acknowledged sends: failing to write them is an error
             except BaseException as e:
                 errors.append(e)
+            # The snapshot and queue.json/queue.meta are replaced atomically: on a full disk
+            # the old ones stay, as after a crash (the state log replays onto the old
+            # snapshot; opening reads only the settings files' settings, which every change
+            # already wrote), so closing on a full disk is not an error.
+            for step in (lambda: self._compact_locked(self._now_ms()), self._save_files):
+                try:
+                    step()
+                except DiskFullError as e:
+                    logger.warning("queue %s: closed without refreshing its snapshot or settings "
+                                   "files: %s", self.name, e)
+                except BaseException as e:
+                    errors.append(e)
             self._closed = True
             self._cond.notify_all()
         for step in (self._log.flush, self._reclaim_at_close, self._state.close, self._log.close):
