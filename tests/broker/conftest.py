@@ -9,6 +9,7 @@ import time
 import pytest
 
 from vqs.broker import Broker
+from vqs.broker.registry import QueueRegistry
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -52,6 +53,14 @@ def qclock():
     """A fixed-start clock for queue tests (their retention and timers never
     meet a log's own wall-clock retention)."""
     return FakeClock(1_700_000_000.0)
+
+
+@pytest.fixture
+def reg(tmp_path, qclock):
+    """A queue registry under tmp_path on the queue test clock (closed after the test)."""
+    r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
+    yield r
+    r.close()
 
 
 @pytest.fixture

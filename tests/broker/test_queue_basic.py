@@ -33,13 +33,6 @@ from vqs.errors import (
 )
 
 
-@pytest.fixture
-def reg(tmp_path, qclock):
-    r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
-    yield r
-    r.close()
-
-
 def reopen(reg, tmp_path, qclock):
     reg.close()
     return QueueRegistry(str(tmp_path / "queues"), clock=qclock)

@@ -20,13 +20,6 @@ GROUP_ERROR = ("Value {} for parameter MessageGroupId is invalid. Reason: Messag
                "include alphanumeric and punctuation characters. 1 to 128 in length.")
 
 
-@pytest.fixture
-def reg(tmp_path, qclock):
-    r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
-    yield r
-    r.close()
-
-
 def reopen(reg, tmp_path, qclock):
     reg.close()
     return QueueRegistry(str(tmp_path / "queues"), clock=qclock)

@@ -10,13 +10,6 @@ from vqs.broker.registry import QueueRegistry
 from vqs.errors import InvalidParameterValue, MissingParameter, ReceiptHandleExpired
 
 
-@pytest.fixture
-def reg(tmp_path, qclock):
-    r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
-    yield r
-    r.close()
-
-
 def reopen(reg, tmp_path, qclock):
     reg.close()
     return QueueRegistry(str(tmp_path / "queues"), clock=qclock)

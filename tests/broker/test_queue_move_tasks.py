@@ -17,13 +17,6 @@ from vqs.broker.registry import QueueRegistry
 from vqs.errors import CorruptRecordError, InvalidParameterValue, ResourceNotFound
 
 
-@pytest.fixture
-def reg(tmp_path, qclock):
-    r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
-    yield r
-    r.close()
-
-
 def _dead_letters(reg, qclock, n):
     """n messages moved to dead-letter queue "dlq" from "q"."""
     dlq = reg.create("dlq")

@@ -13,13 +13,6 @@ from vqs.broker.queue.message import message_ids as _message_ids
 from vqs.broker.registry import QueueRegistry
 
 
-@pytest.fixture
-def reg(tmp_path, qclock):
-    r = QueueRegistry(str(tmp_path / "queues"), clock=qclock)
-    yield r
-    r.close()
-
-
 def _bodies(ms):
     return [m.body for m in ms]
 
