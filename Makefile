@@ -15,11 +15,11 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: test lint demo demo-log bench bench-ab venv install java clean
+.PHONY: grpc-proto test lint demo demo-log bench bench-ab venv install java clean
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
-venv: $(call STAMP,server) $(call STAMP,spark) $(call STAMP,dev)
+venv: $(call STAMP,server) $(call STAMP,spark) $(call STAMP,dev) $(call STAMP,grpc)
 
 install: $(call STAMP,core)
 
@@ -54,10 +54,20 @@ $(call STAMP,spark): $(call STAMP,core)
 	@$(PIP) -e ".[spark]"
 	@touch $@
 
+$(call STAMP,grpc): $(call STAMP,core)
+	@echo "==> installing the gRPC extra (grpcio, protobuf)"
+	@$(PIP) -e ".[grpc]"
+	@touch $@
+
 $(call STAMP,dev): $(call STAMP,core)
 	@echo "==> installing the test and lint tools (dev extra)"
 	@$(PIP) -e ".[dev]"
 	@touch $@
+
+# The gRPC front's generated code, from vqs/server/grpc/proto/vqs/v1/vqs.proto (committed;
+# tests/server/grpc/test_codegen.py fails when it is stale).
+grpc-proto: $(call STAMP,dev) $(call STAMP,grpc)
+	$(PY) -m vqs.server.grpc.codegen
 
 # Spark runs on the JVM: Java 17 or later.
 java:
@@ -73,7 +83,7 @@ java:
 	    exit 1; \
 	  fi; }
 
-test: java lint $(call STAMP,server) $(call STAMP,spark)
+test: java lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc)
 	@echo "==> running the tests (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 

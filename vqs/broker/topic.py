@@ -178,6 +178,16 @@ class Topic:
         return wrap_records(self.name, partition, records)
 
     # -- new-data notification (consumers waiting on several partitions) -------------
+    def add_waiter(self, event) -> None:
+        """Have ``event.set()`` called after every append to any partition of this topic
+        (from the appending thread; without a lock held), and when the topic closes.
+        Anything with a ``set()`` will do: the gRPC front wakes an asyncio task with it."""
+        self._add_waiter(event)
+
+    def remove_waiter(self, event) -> None:
+        """Undo ``add_waiter`` (a waiter not added is ignored)."""
+        self._remove_waiter(event)
+
     def _add_waiter(self, event: threading.Event) -> None:
         with self._waiters_lock:
             self._waiters = self._waiters + (event,)

@@ -72,6 +72,10 @@ def serve_command(
     log_format: str | None = typer.Option(None, "--log-format",
                                           help="auto (text on a terminal, else json) | json | text"),
     access_log: bool | None = typer.Option(None, "--access-log", help="log every request"),
+    grpc_port: int | None = typer.Option(None, "--grpc-port",
+                                         help="also serve gRPC (vqs.v1) on this port (the grpc extra; default off)"),
+    tls_cert: str | None = typer.Option(None, "--tls-cert", help="PEM certificate: HTTPS and gRPC over TLS"),
+    tls_key: str | None = typer.Option(None, "--tls-key", help="PEM private key of --tls-cert"),
 ):
     """Run the server on a data directory.
 
@@ -83,7 +87,8 @@ def serve_command(
                      max_message_bytes=max_message_bytes, max_header_bytes=max_header_bytes,
                      max_connections=max_connections, max_long_poll_waiters=max_long_poll_waiters,
                      max_partitions_per_topic=max_partitions_per_topic, max_total_partitions=max_total_partitions,
-                     log_level=log_level, log_format=log_format, access_log=access_log)
+                     log_level=log_level, log_format=log_format, access_log=access_log,
+                     grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
     try:
         settings = load_settings(overrides, config_file=config)
         settings.check()
@@ -110,14 +115,20 @@ def serve(settings: Settings) -> None:
 
     fmt = logs.configure(settings.log_level, settings.log_format)
     sock = _listen(settings, fmt)
+    grpc_front = None
     try:
+        grpc_front = _listen_grpc(settings, fmt) if settings.grpc_port else None
         broker = _open_broker(settings, fmt)
     except BaseException:
         sock.close()
+        if grpc_front is not None:
+            grpc_front.join()
         raise
     try:
-        _run(settings, sock, broker)
+        _run(settings, sock, broker, grpc_front)
     finally:
+        if grpc_front is not None:  # its calls end before the broker closes
+            grpc_front.join()
         broker.close()
         logger.info("closed", extra={"vqs": {"data_dir": broker.path}})
 
@@ -153,6 +164,24 @@ def _listen(settings: Settings, fmt: str) -> socket.socket:
     return sock
 
 
+def _listen_grpc(settings: Settings, fmt: str):
+    """The gRPC front with its port bound (vqs/server/grpc/front.py), or the exit saying why not."""
+    try:
+        from .grpc import require_grpc
+
+        require_grpc()
+    except ImportError as e:
+        _cannot_start(fmt, str(e), EXIT_SETTINGS)
+    from .grpc.front import GrpcBindError, GrpcFront
+
+    front = GrpcFront(settings)
+    try:
+        front.bind()
+    except GrpcBindError as e:
+        _cannot_start(fmt, str(e), EXIT_UNAVAILABLE)
+    return front
+
+
 def _open_broker(settings: Settings, fmt: str):
     """The data directory's Broker (its lock taken), or the exit with one line saying why not."""
     from .. import errors as E
@@ -172,7 +201,7 @@ def _open_broker(settings: Settings, fmt: str):
         _cannot_start(fmt, f"cannot open data dir {settings.data_dir}: {e.strerror or e}", EXIT_ERROR)
 
 
-def _run(settings: Settings, sock: socket.socket, broker) -> None:
+def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> None:
     import uvicorn
 
     from .app import create_app
@@ -207,13 +236,17 @@ def _run(settings: Settings, sock: socket.socket, broker) -> None:
         server_header=False,
         date_header=True,
         h11_max_incomplete_event_size=settings.max_header_bytes,
+        ssl_certfile=settings.tls_cert or None,
+        ssl_keyfile=settings.tls_key or None,
     )
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None):
             await super().startup(sockets=sockets)
             if self.started:  # the socket listens: say so, with where to go
-                _announce(settings, sock, broker.path)
+                if grpc_front is not None:
+                    grpc_front.start(ctx)
+                _announce(settings, sock, broker.path, grpc_front)
 
     server = Server(config)
     original = server.handle_exit
@@ -223,6 +256,8 @@ def _run(settings: Settings, sock: socket.socket, broker) -> None:
         if not ctx.stopping:
             logger.info("stopping", extra={"vqs": {"signal": signal.Signals(sig).name}})
         ctx.stopping = True
+        if grpc_front is not None:
+            grpc_front.stop_soon()
         original(sig, frame)
         # a drained, flushed, closed server exits 0 (uvicorn would re-raise the signal)
         server._captured_signals.clear()
@@ -233,15 +268,19 @@ def _run(settings: Settings, sock: socket.socket, broker) -> None:
         sys.exit(EXIT_UNAVAILABLE)
 
 
-def _announce(settings: Settings, sock: socket.socket, data_dir: str) -> None:
+def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front=None) -> None:
     """The start-up line: the URLs of the API, its docs and metrics (the SQS endpoint is the API's)."""
     from .app import _version
 
     host = settings.host
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    url = f"http://{shown}:{sock.getsockname()[1]}"
+    url = f"{'https' if settings.tls_cert else 'http'}://{shown}:{sock.getsockname()[1]}"
     fields = {"url": url, "docs": url + "/docs", "metrics": url + "/metrics", "data_dir": data_dir,
               "flush": settings.flush, "auth": settings.auth_enabled, "pid": os.getpid(), "version": _version()}
-    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics  "
+    grpc_text = ""
+    if grpc_front is not None:
+        fields["grpc"] = grpc_front.address
+        grpc_text = f"  gRPC {grpc_front.address}{' (TLS)' if settings.tls_cert else ''}"
+    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics{grpc_text}  "
             f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})

@@ -32,6 +32,10 @@ class Settings:
     tokens: list[str] = field(default_factory=list)          # bearer tokens for REST
     sigv4_keys: dict[str, str] = field(default_factory=dict)  # access key id -> secret (SQS)
     insecure: bool = False                                     # allow non-loopback without credentials
+    tls_cert: str = ""                                         # PEM certificate (chain): HTTPS and gRPC over TLS
+    tls_key: str = ""                                          # its PEM private key
+    # gRPC front (vqs/server/grpc, the grpc extra)
+    grpc_port: int = 0                                         # 0: off
     # SQS
     account_id: str = DEFAULT_ACCOUNT
     region: str = "us-east-1"                                  # used when a request carries no signature
@@ -81,6 +85,20 @@ class Settings:
                 "credentials: give bearer tokens (--token / VQS_TOKENS) and SigV4 keys "
                 "(--sigv4-key AKID:SECRET / VQS_SIGV4_KEYS), or pass --insecure"
             )
+        if not (0 <= self.grpc_port < 65536) or (self.grpc_port and self.grpc_port == self.port):
+            raise ConfigError(f"grpc_port must be 1-65535 and not the HTTP port {self.port} (0: off), "
+                              f"not {self.grpc_port}")
+        if self.grpc_port and not is_loopback(self.host) and not self.tokens and not self.insecure:
+            raise ConfigError(
+                f"refusing to serve gRPC on {self.host}, which is not a loopback address, without bearer "
+                "tokens (--token / VQS_TOKENS; gRPC takes no SigV4 keys), or pass --insecure"
+            )
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("tls_cert and tls_key go together: give both (--tls-cert FILE --tls-key FILE) or neither")
+        for name in ("tls_cert", "tls_key"):
+            path = getattr(self, name)
+            if path and not os.access(path, os.R_OK):
+                raise ConfigError(f"{name}: cannot read {path}")
         if self.log_format not in ("auto", "json", "text"):
             raise ConfigError(f"log_format must be auto, json or text, not {self.log_format!r}")
         if not (self.account_id.isdigit() and len(self.account_id) == 12):

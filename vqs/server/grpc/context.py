@@ -1,0 +1,130 @@
+"""What the gRPC handlers share: the server's broker and settings, thread pools, waits.
+
+The gRPC front runs on its own asyncio loop in its own thread (front.py); the
+broker, the stopping flag and the metrics are the HTTP server's
+(``ServerContext``), so both fronts see the same topics, groups and queues.
+
+Invariants: a call that may block on an fsync (``flush="always"``, commits,
+admin) runs in a worker thread (``workers_threads`` of them), never on the
+loop; under ``interval``/``never`` an append only fills the write buffer and
+runs inline (as REST's ``ServerContext.write``). At most
+``max_long_poll_waiters`` queue receives wait at once on this front (the next
+is refused with RESOURCE_EXHAUSTED); a wait on a topic (Fetch, Subscribe)
+holds no thread: the topic wakes the loop (``Topic.add_waiter``). Every wait
+is cut to the call's deadline and ends within a second of ``stopping``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from .errors import RpcError
+
+STOP_CHECK_S = 1.0  # a waiting call looks at `stopping` at least this often
+
+
+class _Wake:
+    """A topic waiter that sets an asyncio.Event from whichever thread appended."""
+
+    __slots__ = ("event", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.event = asyncio.Event()
+
+    def set(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:  # the loop closed (the server is stopping): nobody waits
+            pass
+
+
+class GrpcContext:
+    def __init__(self, server_ctx):
+        self.server = server_ctx
+        self.settings = s = server_ctx.settings
+        self.metrics = server_ctx.metrics
+        self.pool = ThreadPoolExecutor(s.workers_threads, thread_name_prefix="vqs-grpc")
+        self.wait_pool = ThreadPoolExecutor(s.max_long_poll_waiters, thread_name_prefix="vqs-grpc-wait")
+        self.waiters = 0  # touched on the loop thread only
+        self.inline_writes = s.flush != "always"
+        self._producer = None
+        self._producer_broker = None
+
+    @property
+    def stopping(self) -> bool:
+        return self.server.stopping
+
+    @property
+    def broker(self):
+        b = self.server.broker
+        if b is None or self.server.stopping:
+            raise RpcError(grpc.StatusCode.UNAVAILABLE, "the server is stopping")
+        return b
+
+    def producer(self):
+        """This front's one Producer on the current broker."""
+        b = self.broker
+        if self._producer is None or self._producer_broker is not b:
+            self._producer = b.producer()
+            self._producer_broker = b
+        return self._producer
+
+    async def run(self, fn, *args, **kw):
+        """A blocking broker call, in a worker thread."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(fn, *args, **kw))
+
+    async def write(self, fn, *args, **kw):
+        """A write: inline when it cannot block on an fsync, else in a worker thread."""
+        if self.inline_writes:
+            return fn(*args, **kw)
+        return await self.run(fn, *args, **kw)
+
+    async def long_poll(self, fn, *args):
+        """A call that may wait (a queue receive), in a waiting thread; refused past the limit."""
+        if self.waiters >= self.settings.max_long_poll_waiters:
+            self.metrics.rejected.labels("long_poll_waiters").inc()
+            raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                           f"{self.waiters} long polls are already waiting (max_long_poll_waiters); retry later")
+        self.waiters += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.wait_pool, functools.partial(fn, *args))
+        finally:
+            self.waiters -= 1
+
+    def wait_seconds(self, context, wanted_s: float) -> float:
+        """``wanted_s`` cut to the server's long-poll cap and the call's deadline."""
+        wait = min(wanted_s, self.settings.max_wait_ms / 1000)
+        left = context.time_remaining()
+        if left is not None:
+            wait = min(wait, max(0.0, left - 0.05))  # answer (empty) just before the deadline
+        return max(0.0, wait)
+
+    async def wait_topic(self, topic, ready, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until ``ready()`` (checked after every append to ``topic``)."""
+        wake = _Wake(asyncio.get_running_loop())
+        topic.add_waiter(wake)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                wake.event.clear()
+                if ready():
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping:
+                    return False
+                try:
+                    await asyncio.wait_for(wake.event.wait(), min(left, STOP_CHECK_S))
+                except TimeoutError:
+                    pass
+        finally:
+            topic.remove_waiter(wake)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.wait_pool.shutdown(wait=False, cancel_futures=True)

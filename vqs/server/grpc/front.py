@@ -1,0 +1,166 @@
+"""The gRPC server of ``vqs serve --grpc-port``: grpc.aio on its own loop, in its own thread.
+
+Why a thread of its own rather than uvicorn's loop: a gRPC handler that runs
+long between awaits (encoding a large response, appending a large batch) then
+holds up only gRPC calls; HTTP requests on uvicorn's loop wait at most one
+GIL switch interval (5 ms) for it, not the handler's whole run
+(bench/grpc_bench.py measures HTTP latency while gRPC streams run). It also
+keeps grpc.aio off uvloop.
+
+Life, in run.py's order: ``bind()`` (before the data directory is opened, as
+the HTTP port: a port in use changes nothing) starts the thread and binds the
+port, with SO_REUSEPORT off so a port another process serves is refused, not
+shared; ``start(ctx)`` registers the services on the HTTP server's context
+(its broker) and serves, the health service saying SERVING; ``stop_soon()``
+(on SIGTERM) turns health to NOT_SERVING and stops taking calls, in-flight
+calls get ``graceful_timeout_s`` (subscriptions and long polls end within a
+second, as they watch ``stopping``); ``join()`` waits for the thread, before
+the broker closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+logger = logging.getLogger("vqs.server")
+
+SERVICES = ("vqs.v1.Topics", "vqs.v1.Records", "vqs.v1.Groups", "vqs.v1.Queues")
+
+
+class GrpcBindError(Exception):
+    """The gRPC port could not be bound (the message says why)."""
+
+
+class GrpcFront:
+    def __init__(self, settings):
+        self.settings = settings
+        self.port: int | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._bound = threading.Event()
+        self._started = threading.Event()
+        self._bind_error: str | None = None
+        self._ctx = None
+        self._go: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+
+    @property
+    def address(self) -> str:
+        host = self.settings.host.strip("[]")
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+
+    def bind(self) -> int:
+        """Start the thread and bind the port; raises GrpcBindError."""
+        self._thread = threading.Thread(target=self._main, name="vqs-grpc", daemon=True)
+        self._thread.start()
+        self._bound.wait()
+        if self._bind_error is not None:
+            self._thread.join()
+            raise GrpcBindError(self._bind_error)
+        return self.port
+
+    def start(self, server_ctx, timeout: float = 30.0) -> None:
+        """Serve the services on ``server_ctx``'s broker; returns once the server takes calls."""
+        self._ctx = server_ctx
+        self._loop.call_soon_threadsafe(self._go.set)
+        if not self._started.wait(timeout):
+            raise RuntimeError("the gRPC server did not start")
+
+    def stop_soon(self) -> None:
+        """Stop taking calls and drain (returns at once; ``join`` waits)."""
+        loop = self._loop
+        if loop is not None and self._stop is not None:
+            try:
+                loop.call_soon_threadsafe(self._stop.set)
+                loop.call_soon_threadsafe(self._go.set)  # never started: stop all the same
+            except RuntimeError:  # already stopped
+                pass
+
+    def join(self, timeout: float | None = None) -> None:
+        self.stop_soon()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    # ------------------------------------------------------------------ the thread
+    def _main(self) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._serve())
+        except Exception:
+            logger.exception("the gRPC server failed")
+        finally:
+            self._bound.set()
+            loop.close()
+
+    async def _serve(self) -> None:
+        import grpc
+
+        s = self.settings
+        self._go, self._stop = asyncio.Event(), asyncio.Event()
+        interceptors = []
+        if s.tokens:
+            from .auth import BearerAuth
+
+            interceptors.append(BearerAuth(s.tokens))
+        options = [("grpc.so_reuseport", 0),
+                   ("grpc.max_receive_message_length", s.max_body_bytes),
+                   ("grpc.max_send_message_length", s.max_body_bytes)]
+        server = grpc.aio.server(interceptors=interceptors, options=options)
+        addr = f"{'[' + s.host.strip('[]') + ']' if ':' in s.host else s.host}:{s.grpc_port}"
+        try:
+            if s.tls_cert:
+                with open(s.tls_key, "rb") as f:
+                    key = f.read()
+                with open(s.tls_cert, "rb") as f:
+                    cert = f.read()
+                self.port = server.add_secure_port(addr, grpc.ssl_server_credentials([(key, cert)]))
+            else:
+                self.port = server.add_insecure_port(addr)
+        except (RuntimeError, OSError) as e:
+            self._bind_error = (f"gRPC port {s.grpc_port} on {s.host} is in use (another server? choose a free "
+                                f"one with --grpc-port)" if "bind" in str(e).lower() or "in use" in str(e).lower()
+                                else f"cannot listen for gRPC on {addr}: {e}")
+            self._bound.set()
+            return
+        self._bound.set()
+        await self._go.wait()
+        if self._stop.is_set():  # stopped before it served (HTTP could not start)
+            await server.stop(None)
+            return
+        gctx = self._register(server)
+        health = self._health
+        await server.start()
+        from grpc_health.v1 import health_pb2
+
+        for name in ("", *SERVICES):
+            await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._started.set()
+        await self._stop.wait()
+        await health.enter_graceful_shutdown()
+        await server.stop(s.graceful_timeout_s)
+        gctx.close()
+
+    def _register(self, server):
+        from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+        from grpc_reflection.v1alpha import reflection
+
+        from .admin import GroupsService, TopicsService
+        from .context import GrpcContext
+        from .gen import vqs_pb2, vqs_pb2_grpc
+        from .queues import QueuesService
+        from .records import RecordsService
+
+        gctx = GrpcContext(self._ctx)
+        vqs_pb2_grpc.add_TopicsServicer_to_server(TopicsService(gctx), server)
+        vqs_pb2_grpc.add_RecordsServicer_to_server(RecordsService(gctx), server)
+        vqs_pb2_grpc.add_GroupsServicer_to_server(GroupsService(gctx), server)
+        vqs_pb2_grpc.add_QueuesServicer_to_server(QueuesService(gctx), server)
+        h = self._health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(h, server)
+        names = [vqs_pb2.DESCRIPTOR.services_by_name[n.split(".")[-1]].full_name for n in SERVICES]
+        reflection.enable_server_reflection(
+            [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server)
+        return gctx
