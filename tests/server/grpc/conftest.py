@@ -1,0 +1,57 @@
+"""gRPC front fixtures: a real ``vqs serve --grpc-port`` process and grpcio stubs on it."""
+
+from __future__ import annotations
+
+import pytest
+
+grpc = pytest.importorskip("grpc", reason="the grpc extra (pip install 'vqs[grpc]') is not installed")
+
+from vqs_server_proc import ServerProcess, free_port  # noqa: E402
+
+
+class GrpcServer(ServerProcess):
+    """``python -m vqs.server`` with ``--grpc-port`` on a free port."""
+
+    def __init__(self, data_dir, *args: str, grpc_port: int | None = None, **kw):
+        self.grpc_port = grpc_port or free_port()
+        super().__init__(data_dir, "--grpc-port", str(self.grpc_port), *args, **kw)
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+
+class Stubs:
+    def __init__(self, channel):
+        from vqs.server.grpc.gen import vqs_pb2_grpc as pbg
+
+        self.channel = channel
+        self.topics = pbg.TopicsStub(channel)
+        self.records = pbg.RecordsStub(channel)
+        self.groups = pbg.GroupsStub(channel)
+        self.queues = pbg.QueuesStub(channel)
+
+
+@pytest.fixture(scope="session")
+def grpc_server(tmp_path_factory):
+    s = GrpcServer(tmp_path_factory.mktemp("vqs-grpc") / "data").start()
+    yield s
+    rc = s.stop()
+    assert rc == 0, s.log()
+
+
+@pytest.fixture(scope="session")
+def stubs(grpc_server):
+    ch = grpc.insecure_channel(grpc_server.target)
+    grpc.channel_ready_future(ch).result(timeout=10)
+    st = Stubs(ch)
+    st.port = grpc_server.port  # the HTTP port of the same server
+    yield st
+    ch.close()
+
+
+@pytest.fixture
+def pb():
+    from vqs.server.grpc.gen import vqs_pb2
+
+    return vqs_pb2
