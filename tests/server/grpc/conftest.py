@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+
+import httpx
 import pytest
 
 grpc = pytest.importorskip("grpc", reason="the grpc extra (pip install 'vqs[grpc]') is not installed")
@@ -19,6 +22,19 @@ class GrpcServer(ServerProcess):
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
+
+
+def wait_http(url: str, timeout: float = 30, **kw) -> None:
+    """Wait until ``url``'s /health/ready answers 200 (``kw``: httpx options, e.g. ``verify``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/health/ready", timeout=1, **kw).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{url} not ready after {timeout} s")
 
 
 class Stubs:

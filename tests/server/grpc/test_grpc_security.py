@@ -9,12 +9,10 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 
 import grpc
-import httpx
 import pytest
-from conftest import GrpcServer, Stubs
+from conftest import GrpcServer, Stubs, wait_http
 
 from vqs.errors import ConfigError
 from vqs.server.settings import Settings
@@ -26,7 +24,7 @@ def test_tokens_unauthenticated_permission_denied_and_open_health(tmp_path, pb):
     s = GrpcServer(tmp_path / "data", "--token", "s3cret", "--token", "other",
                    env={"VQS_TOKENS": ""}).start(wait=False)
     try:
-        _wait_http(s.url, headers={})
+        wait_http(s.url, headers={})
         ch = grpc.insecure_channel(s.target)
         st = Stubs(ch)
         req = pb.ListTopicsRequest()
@@ -75,7 +73,7 @@ def test_tls_serves_https_and_grpc_with_one_certificate(tmp_path, pb):
     try:
         with open(cert, "rb") as f:
             root = f.read()
-        _wait_http(s.url.replace("http://", "https://"), verify=ssl.create_default_context(cafile=cert))
+        wait_http(s.url.replace("http://", "https://"), verify=ssl.create_default_context(cafile=cert))
         ch = grpc.secure_channel(s.target, grpc.ssl_channel_credentials(root_certificates=root))
         st = Stubs(ch)
         st.topics.CreateTopic(pb.CreateTopicRequest(name="tls"))
@@ -118,15 +116,3 @@ def _free() -> int:
     with socket.socket() as so:
         so.bind(("127.0.0.1", 0))
         return so.getsockname()[1]
-
-
-def _wait_http(url: str, timeout: float = 30, **kw) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/health/ready", timeout=1, **kw).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"{url} not ready")
