@@ -10,7 +10,8 @@ temporary directory and stops them afterwards. 100-byte records, one client:
   (``vqs.Client``, ``application/vnd.vqs.batch``), Redis pipelined XADD;
 * consume, 100 a message: gRPC ``Subscribe`` (``max_records=100``), gRPC
   unary ``Fetch``, REST binary by offset, Redis XREADGROUP COUNT 100 + XACK;
-* end-to-end latency, produce -> subscriber (p50/p99): one record at a time
+* end-to-end latency, produce -> subscriber (p50/p99; each round, the round with the
+  lowest p99 reported): one record at a time
   (about 1,000/s) produced on ProduceStream while a Subscribe stream waits;
   for comparison REST (produce + a long-polling reader) and Redis (XADD + XREAD BLOCK);
 * HTTP latency (GET /health/live, p50/p99) idle and while gRPC streams run
@@ -325,7 +326,7 @@ class RedisWorkloads:
         import redis
 
         lat: list[float] = []
-        key = "lat"
+        key = f"lat{self.round}"
         self.r.xadd(key, {"v": b"start"})
         last = self.r.xrevrange(key, count=1)[0][0]
 
@@ -365,6 +366,7 @@ def main(argv=None) -> int:
     n, n_lat = (20_000, 300) if args.quick else (200_000, 2_000)
     info = C.run_info("grpc_bench", argv, __file__)
     rounds: dict[str, list[float]] = {}
+    lat_rounds: dict[str, list[list[float]]] = {}
 
     def keep(name, value):
         rounds.setdefault(name, []).append(value)
@@ -389,10 +391,12 @@ def main(argv=None) -> int:
                         rd.round = r
                         keep("redis_xadd_pipelined_b100", rd.xadd())
                         keep("redis_xreadgroup_xack_b100", rd.xreadgroup())
-                C.note("latency ...")
-                lat = {"grpc": v.grpc_latency(n_lat), "rest": v.rest_latency(n_lat)}
-                if rd is not None:
-                    lat["redis"] = rd.latency(n_lat)
+                    lat_rounds.setdefault("grpc", []).append(v.grpc_latency(n_lat))
+                    lat_rounds.setdefault("rest", []).append(v.rest_latency(n_lat))
+                    if rd is not None:
+                        lat_rounds.setdefault("redis", []).append(rd.latency(n_lat))
+                # the round with the lowest p99 (load from others only adds to it)
+                lat = {k: min(rs, key=lambda xs: pct(xs, 0.99)) for k, rs in lat_rounds.items()}
                 C.note("HTTP under gRPC load ...")
                 idle, busy, grpc_rate = v.http_latency_under_grpc_load(srv.url, 300 if args.quick else 1000)
             finally:
@@ -402,7 +406,8 @@ def main(argv=None) -> int:
     res["uptime_after"] = _uptime()
     res["throughput"] = {k: max(xs) for k, xs in rounds.items()}
     res["rounds"] = rounds
-    res["latency_ms"] = {k: {"p50": pct(xs, 0.5), "p99": pct(xs, 0.99), "n": len(xs)} for k, xs in lat.items()}
+    res["latency_ms"] = {k: {"p50": pct(xs, 0.5), "p99": pct(xs, 0.99), "n": len(xs),
+                             "p99_rounds": [pct(x, 0.99) for x in lat_rounds[k]]} for k, xs in lat.items()}
     res["http_health_ms"] = {"idle": {"p50": pct(idle, 0.5), "p99": pct(idle, 0.99)},
                              "grpc_busy": {"p50": pct(busy, 0.5), "p99": pct(busy, 0.99),
                                            "grpc_records_per_s": grpc_rate}}
@@ -437,9 +442,11 @@ def table(res: dict) -> str:
                             "REST binary", "Redis (pipelined XADD / XREADGROUP+XACK)"],
                            [[name, *(C.fmt_num(x) for x in xs)] for name, *xs in rows], right=[1, 2, 3, 4])
     lat = res["latency_ms"]
-    out += "\n\nEnd-to-end latency, produce -> subscriber (ms, ~1,000 records/s one at a time):\n\n"
-    out += C.markdown_table(["path", "p50", "p99", "records"],
-                            [[k, f"{v['p50']:.2f}", f"{v['p99']:.2f}", v["n"]] for k, v in lat.items()],
+    out += ("\n\nEnd-to-end latency, produce -> subscriber (ms, ~1,000 records/s one at a time; the round "
+            "with the lowest p99, every round's p99 beside it):\n\n")
+    out += C.markdown_table(["path", "p50", "p99", "records", "p99 of each round"],
+                            [[k, f"{v['p50']:.2f}", f"{v['p99']:.2f}", v["n"],
+                              ", ".join(f"{x:.2f}" for x in v["p99_rounds"])] for k, v in lat.items()],
                             right=[1, 2, 3])
     h = res["http_health_ms"]
     out += ("\n\nHTTP GET /health/live (ms) idle vs while gRPC streams move "
