@@ -270,3 +270,13 @@ def test_health_and_reflection(stubs, pb):
     fd = next(r.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(
         file_containing_symbol="vqs.v1.Records")])))
     assert fd.file_descriptor_response.file_descriptor_proto  # a client can be built from it
+
+
+def test_calls_are_counted_in_the_server_metrics(stubs, pb, unique):
+    stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique))
+    with pytest.raises(grpc.RpcError):
+        stubs.topics.DescribeTopic(pb.DescribeTopicRequest(name=unique + "-none"))
+    text = httpx.get(f"http://127.0.0.1:{stubs.port}/metrics").text
+    assert 'vqs_http_requests_total{api="grpc",method="RPC",route="CreateTopic",status="OK"}' in text
+    assert 'vqs_http_requests_total{api="grpc",method="RPC",route="DescribeTopic",status="NOT_FOUND"}' in text
+    assert 'vqs_errors_total{api="grpc",code="not_found"}' in text
