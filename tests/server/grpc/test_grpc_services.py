@@ -280,3 +280,14 @@ def test_calls_are_counted_in_the_server_metrics(stubs, pb, unique):
     assert 'vqs_http_requests_total{api="grpc",method="RPC",route="CreateTopic",status="OK"}' in text
     assert 'vqs_http_requests_total{api="grpc",method="RPC",route="DescribeTopic",status="NOT_FOUND"}' in text
     assert 'vqs_errors_total{api="grpc",code="not_found"}' in text
+
+
+def test_a_subscription_to_a_deleted_topic_ends_not_found(stubs, pb, unique):
+    stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique))
+    stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"x"]))
+    stream = stubs.records.Subscribe(pb.SubscribeRequest(topic=unique), timeout=20)
+    assert list(next(stream).values) == [b"x"]  # now waiting for more
+    t0 = time.monotonic()
+    stubs.topics.DeleteTopic(pb.DeleteTopicRequest(name=unique))
+    e = _err(next, stream)
+    assert e.code() == grpc.StatusCode.NOT_FOUND and time.monotonic() - t0 < 5

@@ -107,7 +107,8 @@ class GrpcFront:
             interceptors.append(BearerAuth(s.tokens))
         options = [("grpc.so_reuseport", 0),
                    ("grpc.max_receive_message_length", s.max_body_bytes),
-                   ("grpc.max_send_message_length", s.max_body_bytes)]
+                   # responses are bounded by the handlers (records.MAX_BYTES plus one record)
+                   ("grpc.max_send_message_length", -1)]
         server = grpc.aio.server(interceptors=interceptors, options=options)
         addr = f"{'[' + s.host.strip('[]') + ']' if ':' in s.host else s.host}:{s.grpc_port}"
         try:

@@ -19,7 +19,8 @@ Invariants:
   to the transport (``yield`` waits for HTTP/2 flow control): a slow subscriber
   costs the server at most about one response (``max_records``/``max_bytes``)
   beyond what the transport window holds. It waits for new records without a
-  thread (``Topic.add_waiter``), and ends within a second of the server stopping.
+  thread (``Topic.add_waiter``), ends within a second of the server stopping
+  (UNAVAILABLE) and at once when its topic is deleted (NOT_FOUND).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .gen import vqs_pb2_grpc as pbg
 DEFAULT_MAX_RECORDS = 500
 MAX_RECORDS = 100_000
 DEFAULT_MAX_BYTES = 1 << 20
+MAX_BYTES = 32 << 20  # a response holds at most this plus one record
 
 
 def _ranges(metas) -> list:
@@ -74,7 +76,7 @@ def record_batch(topic: str, partition: int, recs, next_offset: int, lg) -> pb.R
 def _limits(max_records: int, max_bytes: int) -> tuple[int, int]:
     if max_records < 0 or max_bytes < 0:
         raise invalid("max_records and max_bytes must not be negative")
-    return min(max_records or DEFAULT_MAX_RECORDS, MAX_RECORDS), min(max_bytes or DEFAULT_MAX_BYTES, 64 << 20)
+    return min(max_records or DEFAULT_MAX_RECORDS, MAX_RECORDS), min(max_bytes or DEFAULT_MAX_BYTES, MAX_BYTES)
 
 
 class RecordsService(pbg.RecordsServicer):
@@ -138,8 +140,13 @@ class RecordsService(pbg.RecordsServicer):
         recs = lg.read(offset, max_records=max_records, max_bytes=max_bytes)
         wait = ctx.wait_seconds(context, request.wait_ms / 1000) if request.wait_ms > 0 else 0
         if not recs and wait > 0:
-            await ctx.wait_topic(t, lambda: lg.end_offset > offset, wait)
-            recs = lg.read(offset, max_records=max_records, max_bytes=max_bytes)
+            try:  # t.log: LogClosedError once the topic is deleted (which wakes the wait)
+                await ctx.wait_topic(t, lambda: t.log(request.partition).end_offset > offset, wait)
+                recs = lg.read(offset, max_records=max_records, max_bytes=max_bytes)
+            except LogClosedError:
+                if not ctx.stopping:
+                    b.topic(request.topic)  # deleted under the call: NOT_FOUND
+                raise
         nxt = recs[-1].offset + 1 if recs else offset
         ctx.metrics.count_out("topic", t.name, len(recs), sum(len(r.value) for r in recs))
         return record_batch(t.name, request.partition, recs, nxt, lg)
@@ -170,8 +177,8 @@ class RecordsService(pbg.RecordsServicer):
                     metrics.count_out("topic", t.name, len(recs), sum(len(r.value) for r in recs))
                     yield record_batch(t.name, p, recs, nxt, lg)  # waits for flow control
                     sent = True
-                if not sent:
-                    await ctx.wait_topic(t, lambda: any(logs[p].end_offset > pos[p] for p in parts), STOP_CHECK_S)
+                if not sent:  # t.log: LogClosedError once the topic is deleted (which wakes the wait)
+                    await ctx.wait_topic(t, lambda: any(t.log(p).end_offset > pos[p] for p in parts), STOP_CHECK_S)
             # not an end of the records: the client should subscribe again elsewhere or later
             raise RpcError(grpc.StatusCode.UNAVAILABLE, "the server is stopping")
         except LogClosedError:
