@@ -7,6 +7,7 @@ import threading
 import time
 
 import grpc
+import pytest
 from conftest import GrpcServer
 
 
@@ -123,3 +124,34 @@ def test_kill_9_during_produce_stream_keeps_every_acknowledged_batch(tmp_path, p
         ch.close()
     finally:
         assert s2.stop() == 0, s2.log()
+
+
+def test_sigterm_ends_idle_streams_and_exits_promptly(tmp_path, pb):
+    import queue
+
+    from conftest import Stubs
+
+    s = GrpcServer(tmp_path / "data").start()
+    ch = grpc.insecure_channel(s.target)
+    st = Stubs(ch)
+    st.topics.CreateTopic(pb.CreateTopicRequest(name="t"))
+    todo: queue.Queue = queue.Queue()
+
+    def reqs():
+        while (r := todo.get()) is not None:
+            yield r
+
+    produce = st.records.ProduceStream(reqs())
+    todo.put(pb.ProduceRequest(topic="t", values=[b"x"]))
+    assert next(produce).count == 1  # now idle: the client sends nothing more
+    sub = st.records.Subscribe(pb.SubscribeRequest(topic="t"))
+    assert list(next(sub).values) == [b"x"]  # now waiting for records
+    t0 = time.monotonic()
+    rc = s.stop()
+    assert rc == 0 and time.monotonic() - t0 < 10, s.log()  # not the 25 s grace period
+    for stream in (produce, sub):
+        with pytest.raises(grpc.RpcError) as ei:
+            next(stream)
+        assert ei.value.code() == grpc.StatusCode.UNAVAILABLE
+    todo.put(None)
+    ch.close()

@@ -52,6 +52,8 @@ class GrpcContext:
         self.pool = ThreadPoolExecutor(s.workers_threads, thread_name_prefix="vqs-grpc")
         self.wait_pool = ThreadPoolExecutor(s.max_long_poll_waiters, thread_name_prefix="vqs-grpc-wait")
         self.waiters = 0  # touched on the loop thread only
+        self.idle_streams: set[asyncio.Task] = set()  # ProduceStream calls waiting for the client
+        self.ending_idle = False  # cancel_idle was called: a cancelled idle stream answers UNAVAILABLE
         self.inline_writes = s.flush != "always"
         self._producer = None
         self._producer_broker = None
@@ -124,6 +126,14 @@ class GrpcContext:
                     pass
         finally:
             topic.remove_waiter(wake)
+
+    def cancel_idle(self) -> None:
+        """Stopping: end with UNAVAILABLE the ProduceStream calls that wait for their client's
+        next batch (an idle stream would hold the shutdown for the whole grace period, as an
+        idle HTTP keep-alive connection does not); those in the middle of a batch finish it."""
+        self.ending_idle = True
+        for task in list(self.idle_streams):
+            task.cancel()
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

@@ -141,7 +141,10 @@ class GrpcFront:
         self._started.set()
         await self._stop.wait()
         await health.enter_graceful_shutdown()
-        await server.stop(s.graceful_timeout_s)
+        stopped = asyncio.ensure_future(server.stop(s.graceful_timeout_s))  # no new calls from here on
+        await asyncio.sleep(0)
+        gctx.cancel_idle()
+        await stopped
         gctx.close()
 
     def _register(self, server):

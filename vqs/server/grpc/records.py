@@ -25,6 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import grpc
@@ -122,7 +123,25 @@ class RecordsService(pbg.RecordsServicer):
 
     @streaming
     async def ProduceStream(self, request_iterator, context):
-        async for req in request_iterator:
+        # While it waits for the client's next batch the stream is idle: a stopping server
+        # cancels it then (GrpcContext.cancel_idle), never in the middle of a batch.
+        idle = self.ctx.idle_streams
+        task = asyncio.current_task()
+        it = request_iterator.__aiter__()
+        while True:
+            idle.add(task)
+            try:
+                req = await it.__anext__()
+            except StopAsyncIteration:
+                return
+            except asyncio.CancelledError:
+                if not self.ctx.ending_idle:
+                    raise  # the client left
+                # cancelled by cancel_idle: end the call with a status (a cancelled handler
+                # would leave it open to the end of the grace period)
+                raise RpcError(grpc.StatusCode.UNAVAILABLE, "the server is stopping") from None
+            finally:
+                idle.discard(task)
             yield await self._produce(req)
 
     @unary
