@@ -9,11 +9,12 @@ exits 2 before anything is opened.
 Start-up, in this order, each failure one line (``error: ...`` on a terminal,
 a JSON record otherwise) and an exit code of the ``vqs`` scheme: settings
 checked (2); the port bound (3 if another process has it; nothing else was
-touched); the data directory opened and locked (3 if another process holds
+touched); with ``--grpc-port``, the gRPC port bound too (2 without the grpc
+extra, 3 if in use; vqs/server/grpc/front.py); the data directory opened and locked (3 if another process holds
 it, naming its pid; 1 if it cannot be opened; 4 if recovery finds
 corruption); then uvicorn serves on the bound socket and, once it listens,
-one ``ready`` line gives the URLs (API, docs, metrics). No "ready" is ever
-logged before the socket listens.
+one ``ready`` line gives the URLs (API, docs, metrics; gRPC's address once it
+serves). No "ready" is ever logged before the sockets listen.
 
 uvicorn with uvloop and httptools, one worker (one process owns the data
 directory). SIGTERM/SIGINT: stop accepting connections, let in-flight requests
