@@ -72,6 +72,8 @@ def serve_command(
     log_format: str | None = typer.Option(None, "--log-format",
                                           help="auto (text on a terminal, else json) | json | text"),
     access_log: bool | None = typer.Option(None, "--access-log", help="log every request"),
+    kafka_port: int | None = typer.Option(None, "--kafka-port",
+                                          help="also serve the Kafka protocol on this port (off unless given)"),
 ):
     """Run the server on a data directory.
 
@@ -84,6 +86,7 @@ def serve_command(
                      max_connections=max_connections, max_long_poll_waiters=max_long_poll_waiters,
                      max_partitions_per_topic=max_partitions_per_topic, max_total_partitions=max_total_partitions,
                      log_level=log_level, log_format=log_format, access_log=access_log)
+    overrides["kafka_port"] = kafka_port
     try:
         settings = load_settings(overrides, config_file=config)
         settings.check()
@@ -110,14 +113,27 @@ def serve(settings: Settings) -> None:
 
     fmt = logs.configure(settings.log_level, settings.log_format)
     sock = _listen(settings, fmt)
+    kafka_sock = None
     try:
+        if settings.kafka_port:
+            kafka_sock = _listen(settings, fmt, settings.kafka_port)
         broker = _open_broker(settings, fmt)
     except BaseException:
         sock.close()
+        if kafka_sock is not None:
+            kafka_sock.close()
         raise
+    kafka = None
     try:
+        if kafka_sock is not None:
+            from .kafka import KafkaListener
+
+            kafka = KafkaListener(broker, settings, kafka_sock)
+            kafka.start()
         _run(settings, sock, broker)
     finally:
+        if kafka is not None:
+            kafka.stop()
         broker.close()
         logger.info("closed", extra={"vqs": {"data_dir": broker.path}})
 
@@ -134,9 +150,9 @@ def _cannot_start(fmt: str, message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
-def _listen(settings: Settings, fmt: str) -> socket.socket:
+def _listen(settings: Settings, fmt: str, port: int | None = None) -> socket.socket:
     """The bound listening socket, before anything else is opened (a busy port changes nothing)."""
-    host, port = settings.host, settings.port
+    host, port = settings.host, port or settings.port
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -242,6 +258,9 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str) -> None:
     url = f"http://{shown}:{sock.getsockname()[1]}"
     fields = {"url": url, "docs": url + "/docs", "metrics": url + "/metrics", "data_dir": data_dir,
               "flush": settings.flush, "auth": settings.auth_enabled, "pid": os.getpid(), "version": _version()}
-    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics  "
+    kafka = f"  kafka {shown}:{settings.kafka_port}" if settings.kafka_port else ""
+    if kafka:
+        fields["kafka"] = f"{shown}:{settings.kafka_port}"
+    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics{kafka}  "
             f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})
