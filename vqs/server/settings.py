@@ -54,6 +54,7 @@ class Settings:
     kafka_port: int = 0
     kafka_max_frame_bytes: int = 100 << 20    # a larger request frame closes its connection
     kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it (1 partition)
+    kafka_advertised_listener: str = ""       # host:port clients are told to connect to (default: the bound one)
     # logging
     log_level: str = "info"
     log_format: str = "auto"                  # auto (text on a terminal, else json) | json | text

@@ -149,7 +149,11 @@ class KafkaListener:
     def __init__(self, broker, settings, sock):
         self.sock = sock
         host, port = sock.getsockname()[:2]
-        self.ctx = KafkaContext(broker, settings, settings.host if settings.host != "0.0.0.0" else host, port)
+        host = settings.host if settings.host not in ("0.0.0.0", "::") else host
+        if settings.kafka_advertised_listener:  # e.g. behind a proxy or NAT
+            host, _, adv_port = settings.kafka_advertised_listener.rpartition(":")
+            port = int(adv_port)
+        self.ctx = KafkaContext(broker, settings, host, port)
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
@@ -158,7 +162,7 @@ class KafkaListener:
 
     @property
     def port(self) -> int:
-        return self.ctx.port
+        return self.sock.getsockname()[1]
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="vqs-kafka", daemon=True)
