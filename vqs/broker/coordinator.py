@@ -5,7 +5,9 @@ back to PreparingRebalance whenever a member joins, leaves or expires.
 ``join`` blocks until every current member has (re)joined or the rebalance
 timeout passes (stragglers are removed); then the generation goes up by one,
 the first joined member (the old leader when it rejoins) leads, and every join
-returns. ``sync`` from the leader stores the assignment bytes it computed
+returns. A group's first rebalance (from Empty) waits ``initial_delay_ms``
+for more members (Kafka's group.initial.rebalance.delay.ms), so members that
+start together share one generation. ``sync`` from the leader stores the assignment bytes it computed
 (passed through untouched: range, round-robin, cooperative-sticky all work);
 the followers' ``sync`` waits for it. The protocol (e.g. "range") is the first
 one that every member lists, in the leader's order.
@@ -74,13 +76,15 @@ class Group:
     leader: str | None = None
     members: dict = field(default_factory=dict)
     deadline: float = 0.0  # end of the rebalance under way
+    not_before: float = 0.0  # a new group's first rebalance waits this long for more members
 
 
 class GroupCoordinator:
     """All groups of one Broker; thread-safe, blocking calls (run them off an event loop)."""
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock=time.monotonic, initial_delay_ms: int = 100):
         self._clock = clock
+        self._initial_delay_s = initial_delay_ms / 1000
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._groups: dict[str, Group] = {}
@@ -104,7 +108,8 @@ class GroupCoordinator:
         for m in list(g.members.values()):
             if not m.busy and now - m.last_seen > m.session_timeout_ms / 1000:
                 self._remove_locked(g, m.member_id)
-        if g.state == PREPARING and (now >= g.deadline or all(m.joined for m in g.members.values())):
+        if g.state == PREPARING and (now >= g.deadline or (
+                now >= g.not_before and all(m.joined for m in g.members.values()))):
             self._complete_join_locked(g)
 
     def _remove_locked(self, g: Group, member_id: str) -> None:
@@ -120,6 +125,8 @@ class GroupCoordinator:
 
     def _start_rebalance_locked(self, g: Group) -> None:
         if g.state != PREPARING:
+            if g.state == EMPTY:
+                g.not_before = self._clock() + self._initial_delay_s
             g.state = PREPARING
             for m in g.members.values():
                 m.joined = False
