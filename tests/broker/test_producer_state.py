@@ -7,7 +7,7 @@ import os
 import pytest
 
 from vqs.broker import Broker
-from vqs.broker.producer_state import SNAPSHOT
+from vqs.broker.layout import producer_snapshot_file
 
 
 def _send(broker, pid, epoch, seq, n):
@@ -26,7 +26,7 @@ def test_duplicates_are_recognised_after_reopen(tmp_path, snapshot):
         assert _send(b, pid, epoch, 0, 2) == ("duplicate", 0)
         assert _send(b, pid, epoch, 9, 1)[0] == "out_of_order"
         log_path = b.topic("t").log(0).path
-    snap = os.path.join(log_path, SNAPSHOT)
+    snap = producer_snapshot_file(log_path)
     assert os.path.exists(snap)  # written at close, after the log was flushed
     if snapshot == "corrupt":
         with open(snap, "wb") as f:

@@ -26,16 +26,15 @@ unknown producer must start at sequence 0; anything else is ``out_of_order``.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import deque
 
 from ..errors import CorruptRecordError
 from ..storage.durable_file import atomic_write
+from .layout import producer_ids_file, producer_snapshot_file
 
 BLOCK = 1000
 KEEP = 5
-SNAPSHOT = "producers.json"
 
 
 class PartitionProducers:
@@ -48,7 +47,7 @@ class PartitionProducers:
         self.valid_to = 0
 
     def load(self) -> None:
-        path = os.path.join(self.log.path, SNAPSHOT)
+        path = producer_snapshot_file(self.log.path)
         start = self.log.start_offset
         try:
             with open(path, "rb") as f:
@@ -104,14 +103,14 @@ class PartitionProducers:
         self.log.flush()
         data = {"offset": self.log.end_offset,
                 "producers": {str(p): [e, [list(b) for b in bs]] for p, (e, bs) in self.state.items()}}
-        atomic_write(os.path.join(self.log.path, SNAPSHOT), json.dumps(data).encode())
+        atomic_write(producer_snapshot_file(self.log.path), json.dumps(data).encode())
 
 
 class ProducerStates:
     """Producer ids of a data directory and the per-partition sequence state."""
 
     def __init__(self, path: str):
-        self.ids_path = os.path.join(path, "producer_ids")
+        self.ids_path = producer_ids_file(path)
         self._lock = threading.Lock()
         self._next = self._block_end = self._read_ids()
         self._parts: dict[tuple[str, int], PartitionProducers] = {}
