@@ -1,4 +1,4 @@
-"""A real ``vqs serve --kafka-port`` for the Kafka tests (one per module)."""
+"""A real ``vqs serve --kafka-port`` for the Kafka tests (one for the session; tests use unique topic names)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from kafka_server_proc import KafkaServer
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kafka_server(tmp_path_factory):
     s = KafkaServer(tmp_path_factory.mktemp("vqs-kafka") / "data", "--flush", "always").start()
     yield s

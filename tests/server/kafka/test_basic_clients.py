@@ -163,3 +163,16 @@ def test_kcat_metadata_and_consume(kafka_server):
                          capture_output=True, text=True, timeout=20)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["k=m0", "k=m1", "k=m2"]
+
+
+def test_describe_configs_of_a_topic(kafka_server):
+    from confluent_kafka.admin import ConfigResource
+
+    topic = _name("cfg")
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1,
+                                  config={"retention.ms": "60000"})])[topic].result(10)
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([res])[res].result(10)
+    assert configs["retention.ms"].value == "60000" and configs["retention.bytes"].value == "-1"
+    assert configs["cleanup.policy"].value == "delete"

@@ -111,6 +111,7 @@ async def metadata(ctx, conn, v, r):
     return bytes(w.b)
 
 
+_UNSET = {"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": None, "compression.type": "producer"}
 _TOPIC_CONFIGS = {"retention.ms": "retention_ms", "retention.bytes": "retention_bytes",
                   "segment.bytes": "segment_bytes", "compression.type": "compression"}
 
@@ -127,7 +128,8 @@ async def create_topics(ctx, conn, v, r):
                 r.int32()
         configs = {}
         for _ in range(r.array_len(4)):
-            configs[r.string()] = r.nullable_string()
+            key = r.string()
+            configs[key] = r.nullable_string()
         topics.append((name, parts, rf, configs))
     r.int32()  # timeout
     validate_only = r.boolean() if v >= 1 else False
@@ -212,7 +214,7 @@ async def describe_configs(ctx, conn, v, r):
         if rtype == 2:  # topic
             try:
                 cfg = ctx.broker.topic(name).config
-                configs = {k: (None if cfg.get(a) is None else str(cfg.get(a))) for k, a in _TOPIC_CONFIGS.items()}
+                configs = {k: str(cfg[a]) if cfg.get(a) is not None else _UNSET[k] for k, a in _TOPIC_CONFIGS.items()}
                 configs["cleanup.policy"] = "delete"
             except E.VQSError as e:
                 err, msg = K.code_for(e), str(e)
