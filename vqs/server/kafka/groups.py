@@ -32,7 +32,7 @@ async def join_group(ctx, conn, v, r):
     protocols = [(r.string(), r.bytes_()) for _ in range(r.array_len(6))]
     host = str(conn.peer[0]) if conn.peer else ""
     try:
-        res = await ctx.blocking(lambda: _coordinator(ctx).join(
+        res = await ctx.group_call(lambda: _coordinator(ctx).join(
             group, member, client_id=conn.client_id or "", client_host=host, protocol_type=ptype,
             protocols=protocols, session_timeout_ms=session, rebalance_timeout_ms=rebalance,
             group_instance_id=instance))
@@ -63,7 +63,7 @@ async def sync_group(ctx, conn, v, r):
         r.nullable_string()
     assignments = {r.string(): r.bytes_() for _ in range(r.array_len(6))}
     try:
-        status, data = await ctx.blocking(_coordinator(ctx).sync, group, gen, member, assignments)
+        status, data = await ctx.group_call(_coordinator(ctx).sync, group, gen, member, assignments)
         err = ST[status]
     except E.InvalidName:
         err, data = K.INVALID_GROUP_ID, b""
@@ -80,7 +80,7 @@ async def heartbeat(ctx, conn, v, r):
     if v >= 3:
         r.nullable_string()
     try:
-        err = ST[await ctx.blocking(_coordinator(ctx).heartbeat, group, gen, member)]
+        err = ST[await ctx.group_call(_coordinator(ctx).heartbeat, group, gen, member)]
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     w = Writer()
@@ -100,7 +100,7 @@ async def leave_group(ctx, conn, v, r):
     errs = []
     for mid, _ in members:
         try:
-            errs.append(ST[await ctx.blocking(_coordinator(ctx).leave, group, mid)])
+            errs.append(ST[await ctx.group_call(_coordinator(ctx).leave, group, mid)])
         except E.InvalidName:
             errs.append(K.INVALID_GROUP_ID)
     w = Writer()
@@ -137,7 +137,7 @@ async def offset_commit(ctx, conn, v, r):
         topics.append((name, parts))
     broker = ctx.broker
     try:
-        err = ST[await ctx.blocking(_coordinator(ctx).check_commit, group, gen, member)]
+        err = ST[await ctx.group_call(_coordinator(ctx).check_commit, group, gen, member)]
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     codes = {}

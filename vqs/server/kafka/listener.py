@@ -51,6 +51,9 @@ class KafkaContext:
         self.node_id = 0
         self.cluster_id = "vqs-" + broker.path.rsplit("/", 1)[-1][:16]
         self.pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="vqs-kafka")
+        # JoinGroup/SyncGroup wait for the other members: their own pool, so waiting members
+        # never starve the calls (a leader's SyncGroup, appends) that would end the wait
+        self.group_pool = ThreadPoolExecutor(max_workers=512, thread_name_prefix="vqs-kafka-group")
         self.cache = EncodedCache()
         self.inline_writes = settings.flush != "always"
         self.tokens = list(settings.tokens)
@@ -59,6 +62,10 @@ class KafkaContext:
 
     async def blocking(self, fn, *args):
         return await self.loop.run_in_executor(self.pool, fn, *args)
+
+    async def group_call(self, fn, *args):
+        """A group coordinator call (it may wait for other members)."""
+        return await self.loop.run_in_executor(self.group_pool, fn, *args)
 
 
 class Connection:
@@ -225,5 +232,6 @@ class KafkaListener:
             ctx.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=10)
         ctx.pool.shutdown(wait=False, cancel_futures=True)
+        ctx.group_pool.shutdown(wait=False, cancel_futures=True)
         self._thread = None
 
