@@ -5,7 +5,7 @@
 # Each creates .venv if it is missing and installs what it needs into it (one
 # stamp per extra, all keyed by pyproject.toml: targets share the one .venv).
 # Run as root with apt-get, they install the system packages that are missing:
-# Java for Spark (openjdk-17-jre-headless, else -21-) and python3-venv where
+# Java for Spark (openjdk-17-jre-headless, else -21-), kcat, and python3-venv where
 # Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
@@ -15,7 +15,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-log bench bench-ab venv install java clean
+.PHONY: grpc-proto test lint demo demo-log bench bench-ab venv install java kcat clean
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -83,7 +83,18 @@ java:
 	    exit 1; \
 	  fi; }
 
-test: java lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc)
+# kcat (a Kafka command-line client) for the Kafka listener's tests and docs/kafka.md.
+kcat:
+	@command -v kcat >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing kcat (apt-get install kcat)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; \
+	  else \
+	    echo "The Kafka tests use kcat, which is not on PATH: sudo apt-get install kcat (brew install kcat)"; \
+	    exit 1; \
+	  fi; }
+
+test: java kcat lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc)
 	@echo "==> running the tests (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 

@@ -119,6 +119,8 @@ class Broker:
         self._lock = threading.RLock()
         self._closed = False
         self._queues = None
+        self._coordinator = None
+        self._producer_states = None
         self._retention_thread: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -176,6 +178,13 @@ class Broker:
                 return
             self._closed = True
         self._stop.set()
+        if self._coordinator is not None:
+            self._coordinator.close()
+        if self._producer_states is not None:
+            try:
+                self._producer_states.snapshot()  # bounds the next open's scan; the log is the truth
+            except Exception:
+                logger.exception("snapshot of producer sequences in %s failed", self.path)
         thread = self._retention_thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
@@ -326,7 +335,31 @@ class Broker:
             max_partition_bytes=max_partition_bytes,
         )
 
+    @property
+    def producer_states(self):
+        """Idempotent producers' ids and sequences (producer_state.py), made on first use."""
+        self._check_open()
+        if self._producer_states is None:
+            from .producer_state import ProducerStates
+
+            with self._lock:
+                if self._producer_states is None:
+                    self._producer_states = ProducerStates(self.path)
+        return self._producer_states
+
     # -- consumer groups ---------------------------------------------------------------------
+    @property
+    def coordinator(self):
+        """The group coordinator (membership and rebalances; coordinator.py), made on first use."""
+        self._check_open()
+        if self._coordinator is None:
+            from .coordinator import GroupCoordinator
+
+            with self._lock:
+                if self._coordinator is None:
+                    self._coordinator = GroupCoordinator()
+        return self._coordinator
+
     def groups(self) -> list[str]:
         """Names of the groups that have committed offsets, sorted."""
         self._check_open()

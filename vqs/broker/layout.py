@@ -9,12 +9,15 @@
         {topic}/
           topic.json             {"name", "partitions", "config": {...}} (atomic replace)
           {p}/                   partition p: a Log directory (storage.log)
+            producers.json       idempotent producers' sequences up to an offset (producer_state;
+                                 atomic replace; written at close after a flush, only bounds a scan)
       groups/
         {group}/
           offsets.json           committed offsets {"topic": {"p": next_offset}} (atomic replace)
       queues/
         {queue}/                 one SQS-style queue (its inside: vqs.broker.queue)
         ~move-tasks.json         the message move tasks (vqs.broker.queue.move_tasks; atomic replace)
+      producer_ids               the next block of idempotent producer ids (producer_state; atomic replace)
       spark/
         sinks/
           {queryId}/             Spark streaming sink, path mode: state.json + staged Arrow files
@@ -38,6 +41,8 @@ GROUPS = "groups"
 QUEUES = "queues"
 TOPIC_FILE = "topic.json"
 OFFSETS_FILE = "offsets.json"
+PRODUCER_IDS_FILE = "producer_ids"
+PRODUCER_SNAPSHOT_FILE = "producers.json"  # in a partition's log directory
 MOVE_TASKS_FILE = "~move-tasks.json"  # in the queue registry's directory; "~": never a queue name
 SPARK_SINKS = os.path.join("spark", "sinks")
 
@@ -80,3 +85,13 @@ def offsets_file(group_directory: str) -> str:
 def spark_sink_dir(data_dir: str, query: str) -> str:
     """``DATA/spark/sinks/{queryId}``: a path-mode streaming sink's state and staged files."""
     return os.path.join(data_dir, SPARK_SINKS, query)
+
+
+def producer_ids_file(data_dir: str) -> str:
+    """DATA/producer_ids"""
+    return os.path.join(data_dir, PRODUCER_IDS_FILE)
+
+
+def producer_snapshot_file(partition_directory: str) -> str:
+    """DATA/topics/{topic}/{p}/producers.json"""
+    return os.path.join(partition_directory, PRODUCER_SNAPSHOT_FILE)

@@ -77,6 +77,8 @@ def serve_command(
                                          help="also serve gRPC (vqs.v1) on this port (the grpc extra; default off)"),
     tls_cert: str | None = typer.Option(None, "--tls-cert", help="PEM certificate: HTTPS and gRPC over TLS"),
     tls_key: str | None = typer.Option(None, "--tls-key", help="PEM private key of --tls-cert"),
+    kafka_port: int | None = typer.Option(None, "--kafka-port",
+                                          help="also serve the Kafka protocol on this port (off unless given)"),
 ):
     """Run the server on a data directory.
 
@@ -90,6 +92,7 @@ def serve_command(
                      max_partitions_per_topic=max_partitions_per_topic, max_total_partitions=max_total_partitions,
                      log_level=log_level, log_format=log_format, access_log=access_log,
                      grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
+    overrides["kafka_port"] = kafka_port
     try:
         settings = load_settings(overrides, config_file=config)
         settings.check()
@@ -117,17 +120,30 @@ def serve(settings: Settings) -> None:
     fmt = logs.configure(settings.log_level, settings.log_format)
     sock = _listen(settings, fmt)
     grpc_front = None
+    kafka_sock = None
     try:
+        if settings.kafka_port:
+            kafka_sock = _listen(settings, fmt, settings.kafka_port)
         grpc_front = _listen_grpc(settings, fmt) if settings.grpc_port else None
         broker = _open_broker(settings, fmt)
     except BaseException:
         sock.close()
+        if kafka_sock is not None:
+            kafka_sock.close()
         if grpc_front is not None:
             grpc_front.join()
         raise
+    kafka = None
     try:
+        if kafka_sock is not None:
+            from .kafka import KafkaListener
+
+            kafka = KafkaListener(broker, settings, kafka_sock)
+            kafka.start()
         _run(settings, sock, broker, grpc_front)
     finally:
+        if kafka is not None:
+            kafka.stop()
         if grpc_front is not None:  # its calls end before the broker closes
             grpc_front.join()
         broker.close()
@@ -146,9 +162,9 @@ def _cannot_start(fmt: str, message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
-def _listen(settings: Settings, fmt: str) -> socket.socket:
+def _listen(settings: Settings, fmt: str, port: int | None = None) -> socket.socket:
     """The bound listening socket, before anything else is opened (a busy port changes nothing)."""
-    host, port = settings.host, settings.port
+    host, port = settings.host, port or settings.port
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -282,6 +298,9 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     if grpc_front is not None:
         fields["grpc"] = grpc_front.address
         grpc_text = f"  gRPC {grpc_front.address}{' (TLS)' if settings.tls_cert else ''}"
-    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics{grpc_text}  "
+    kafka = f"  kafka {shown}:{settings.kafka_port}" if settings.kafka_port else ""
+    if kafka:
+        fields["kafka"] = f"{shown}:{settings.kafka_port}"
+    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics{grpc_text}{kafka}  "
             f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})

@@ -54,6 +54,11 @@ class Settings:
     max_wait_ms: int = 20_000                 # REST long poll cap (1-20000: SQS's 20 s at most)
     max_partitions_per_topic: int = 256
     max_total_partitions: int = 4096          # every partition is a log (files, and a flusher thread)
+    # Kafka listener (vqs/server/kafka): off unless a port is given
+    kafka_port: int = 0
+    kafka_max_frame_bytes: int = 100 << 20    # a larger request frame closes its connection
+    kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it (1 partition)
+    kafka_advertised_listener: str = ""       # host:port clients are told to connect to (default: the bound one)
     # logging
     log_level: str = "info"
     log_format: str = "auto"                  # auto (text on a terminal, else json) | json | text
@@ -99,6 +104,14 @@ class Settings:
             path = getattr(self, name)
             if path and not os.access(path, os.R_OK):
                 raise ConfigError(f"{name}: cannot read {path}")
+        if not (0 <= self.kafka_port < 65536):
+            raise ConfigError(f"kafka_port must be 1-65535 (0: no Kafka listener), not {self.kafka_port}")
+        if self.kafka_port and not is_loopback(self.host) and not self.tokens and not self.insecure:
+            raise ConfigError(
+                f"refusing a Kafka listener on {self.host}, which is not a loopback address, without "
+                "credentials: give tokens (--token / VQS_TOKENS; Kafka clients use SASL/PLAIN with a "
+                "token as the password), or pass --insecure"
+            )
         if self.log_format not in ("auto", "json", "text"):
             raise ConfigError(f"log_format must be auto, json or text, not {self.log_format!r}")
         if not (self.account_id.isdigit() and len(self.account_id) == 12):

@@ -388,10 +388,13 @@ class Log(LogReads, LogDurability):
         keys: Sequence | None = None,
         headers: Sequence | None = None,
         timestamps_ms: Sequence[int] | int | None = None,
+        producer: tuple[int, int, int] | None = None,
     ) -> int:
         """Append many records as one write (split into batches of at most
         ``batch_max_bytes``); return the first offset. Records buffered by
-        ``append`` are written first, so order is kept."""
+        ``append`` are written first, so order is kept. ``producer`` is
+        (producer id, epoch, base sequence) of an idempotent producer, kept in
+        the batch headers (a split batch's pieces get consecutive sequences)."""
         n = len(values)
         if n == 0:
             raise ConfigError("append_batch needs at least one value")
@@ -426,7 +429,12 @@ class Log(LogReads, LogDurability):
                     hs = headers[i:j] if headers is not None else None
                     ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
                 base = self._written_end
-                parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id)
+                if producer is None:
+                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id)
+                else:
+                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
+                                               producer_id=producer[0], producer_epoch=producer[1],
+                                               base_sequence=(producer[2] + i) & 0x7FFFFFFF)
                 self._write_parts_locked(parts, base, base + (j - i))
                 i = j
             self._next_offset = self._written_end

@@ -1,0 +1,95 @@
+"""The group coordinator: generations, leaders, assignment pass-through, fencing, expiry."""
+
+from __future__ import annotations
+
+import threading
+
+from vqs.broker.coordinator import (
+    ILLEGAL_GENERATION,
+    INCONSISTENT_PROTOCOL,
+    OK,
+    REBALANCING,
+    UNKNOWN_MEMBER,
+    GroupCoordinator,
+)
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def _join_all(co, group, members, clock=None, **kw):
+    """Join several members at once (each join blocks until the rebalance completes); with a
+    test ``clock``, time moves past the initial delay once all of them are in."""
+    out = {}
+
+    def run(name, mid):
+        out[name] = co.join(group, mid, client_id=name, protocols=[("range", name.encode())], **kw)
+
+    threads = [threading.Thread(target=run, args=m) for m in members]
+    for t in threads:
+        t.start()
+    if clock is not None:
+        while len(co.describe(group)["members"]) < len(members):
+            threading.Event().wait(0.01)
+        clock.t += 1
+    for t in threads:
+        t.join(10)
+    return out
+
+
+def test_join_sync_generation_and_assignment_bytes_passed_through():
+    co = GroupCoordinator(initial_delay_ms=500)  # both joins land in the first generation
+    res = _join_all(co, "g", [("a", ""), ("b", "")], session_timeout_ms=10_000)
+    a, b = res["a"], res["b"]
+    assert a.status == b.status == OK and a.generation == b.generation == 1
+    leader = a if a.leader == a.member_id else b
+    follower = b if leader is a else a
+    assert sorted(m[2] for m in leader.members) == [b"a", b"b"] and follower.members == []
+    got = {}
+    t = threading.Thread(target=lambda: got.update(f=co.sync("g", 1, follower.member_id, {})))
+    t.start()
+    assert co.sync("g", 1, leader.member_id, {leader.member_id: b"L", follower.member_id: b"F"}) == (OK, b"L")
+    t.join(5)
+    assert got["f"] == (OK, b"F")
+    assert co.heartbeat("g", 1, follower.member_id) == OK
+    assert co.check_commit("g", 1, leader.member_id) == OK
+
+
+def test_stale_generation_and_unknown_members_are_fenced():
+    co = GroupCoordinator()
+    a = co.join("g", "", client_id="a", protocols=[("range", b"")])
+    assert co.sync("g", a.generation, a.member_id, {a.member_id: b"x"}) == (OK, b"x")
+    assert co.heartbeat("g", a.generation - 1, a.member_id) == ILLEGAL_GENERATION
+    assert co.check_commit("g", a.generation - 1, a.member_id) == ILLEGAL_GENERATION
+    assert co.heartbeat("g", a.generation, "nobody") == UNKNOWN_MEMBER
+    assert co.check_commit("g", a.generation, "nobody") == UNKNOWN_MEMBER
+    assert co.check_commit("g", -1, "") == ILLEGAL_GENERATION  # a group with members: no outside commits
+    assert co.join("g", "", client_id="b", protocols=[("other", b"")]).status == INCONSISTENT_PROTOCOL
+    assert co.leave("g", a.member_id) == OK
+    assert co.check_commit("g", -1, "") == OK  # empty again: a simple consumer may commit
+
+
+def test_a_silent_member_expires_and_the_others_must_rejoin():
+    clock = Clock()
+    co = GroupCoordinator(clock=clock, initial_delay_ms=500)
+    res = _join_all(co, "g", [("a", ""), ("b", "")], clock=clock, session_timeout_ms=3000)
+    a, b = res["a"], res["b"]
+    leader = a if a.leader == a.member_id else b
+    follower = b if leader is a else a
+    t = threading.Thread(target=co.sync, args=("g", 1, follower.member_id, {}))
+    t.start()
+    co.sync("g", 1, leader.member_id, {})
+    t.join(5)
+    clock.t += 2
+    assert co.heartbeat("g", 1, leader.member_id) == OK
+    clock.t += 2  # the follower has been silent for 4 s > 3 s
+    assert co.heartbeat("g", 1, leader.member_id) == REBALANCING
+    assert co.check_commit("g", 1, leader.member_id) == REBALANCING
+    again = co.join("g", leader.member_id, client_id="a", protocols=[("range", b"")], session_timeout_ms=3000)
+    assert again.status == OK and again.generation == 2 and [m[0] for m in again.members] == [leader.member_id]
+    assert co.heartbeat("g", 2, follower.member_id) == UNKNOWN_MEMBER

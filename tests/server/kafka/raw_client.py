@@ -1,0 +1,63 @@
+"""A few raw Kafka requests for tests that need exact control (sequence numbers, bad frames)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from vqs.server.kafka.codec import Reader, Writer
+
+
+class RawKafka:
+    def __init__(self, port: int):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.corr = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send_frame(self, frame: bytes) -> None:
+        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
+
+    def recv_frame(self) -> bytes | None:
+        head = self._recv(4)
+        if head is None:
+            return None
+        return self._recv(struct.unpack(">i", head)[0])
+
+    def _recv(self, n: int) -> bytes | None:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+
+    def request(self, api_key: int, version: int, body: bytes) -> Reader:
+        self.corr += 1
+        w = Writer().int16(api_key).int16(version).int32(self.corr).string("raw-test")
+        self.send_frame(bytes(w.b) + body)
+        resp = self.recv_frame()
+        assert resp is not None, "connection closed"
+        r = Reader(resp)
+        assert r.int32() == self.corr
+        return r
+
+    def produce(self, topic: str, partition: int, records: bytes, acks: int = -1) -> tuple[int, int]:
+        """Produce v7; returns (error code, base offset)."""
+        body = (Writer().string(None).int16(acks).int32(10_000).array(1).string(topic).array(1)
+                .int32(partition).bytes_(records))
+        r = self.request(0, 7, bytes(body.b))
+        assert r.int32() == 1
+        r.string()
+        assert r.int32() == 1
+        r.int32()
+        err = r.int16()
+        return err, r.int64()
+
+    def init_producer_id(self) -> tuple[int, int]:
+        r = self.request(22, 1, bytes(Writer().string(None).int32(60_000).b))
+        r.int32()
+        assert r.int16() == 0
+        return r.int64(), r.int16()

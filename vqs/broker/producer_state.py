@@ -1,0 +1,171 @@
+"""Idempotent producers: producer ids, and per partition the last sequences of each producer.
+
+``new_producer`` hands out ids from DATA/producer_ids: the file holds the
+first id not yet handed out in blocks of ``BLOCK``, replaced atomically
+before any id of a new block is used, so an id is never handed out twice,
+even after a crash (a crash skips the rest of the block).
+
+Sequences: an idempotent batch is appended with its (producer id, epoch,
+base sequence) in the VQS batch header (Log.append_batch(producer=...)), so
+the log itself is the durable record of every producer's sequences, as in
+Kafka. A partition's state is built on first use by scanning its batches
+from the snapshot's offset (DATA/topics/T/P/producers.json, written by
+``snapshot`` after the log is flushed, so it never covers a record a crash
+could lose) or from the start. What a crash loses from the log's tail is
+lost from the state with it: a retry of such a batch is appended again, and
+a retry of a batch that survived is a duplicate. Check, append and state
+update happen under the partition's lock.
+
+Rules (Kafka's): a batch whose (sequence, count) matches one of the
+producer's last ``KEEP`` batches is a duplicate (answered with the first
+append's offset, appended nothing); the next sequence (last + 1, wrapping at
+2^31) is appended; an older epoch is fenced (``fenced``); a new epoch or an
+unknown producer must start at sequence 0; anything else is ``out_of_order``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+
+from ..errors import CorruptRecordError
+from ..storage.durable_file import atomic_write
+from .layout import producer_ids_file, producer_snapshot_file
+
+BLOCK = 1000
+KEEP = 5
+
+
+class PartitionProducers:
+    """The producers of one partition log: pid -> (epoch, deque of (seq, count, first offset))."""
+
+    def __init__(self, log):
+        self.log = log
+        self.lock = threading.Lock()
+        self.state: dict[int, tuple[int, deque]] = {}
+        self.valid_to = 0
+
+    def load(self) -> None:
+        path = producer_snapshot_file(self.log.path)
+        start = self.log.start_offset
+        try:
+            with open(path, "rb") as f:
+                snap = json.loads(f.read())
+            if start <= snap["offset"] <= self.log.end_offset:
+                self.state = {int(p): (e, deque((tuple(b) for b in bs), KEEP)) for p, (e, bs) in snap["producers"].items()}
+                start = snap["offset"]
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError):
+            self.state = {}  # a bad snapshot only costs a full scan: the log is the truth
+        off = start
+        end = self.log.end_offset
+        while off < end:
+            batches = self.log.read_batches(off, max_bytes=8 << 20)
+            if not batches:
+                break
+            for b in batches:
+                if b.next_offset <= off:
+                    continue
+                if b.producer_id >= 0:
+                    self._record(b.producer_id, b.producer_epoch, b.base_sequence, b.count, b.base_offset)
+                off = b.next_offset
+        self.valid_to = off
+
+    def _record(self, pid: int, epoch: int, seq: int, count: int, first: int) -> None:
+        cur = self.state.get(pid)
+        if cur is None or cur[0] != epoch:
+            cur = (epoch, deque(maxlen=KEEP))
+            self.state[pid] = cur
+        cur[1].append((seq, count, first))
+
+    def check(self, pid: int, epoch: int, seq: int, count: int) -> tuple[str, int]:
+        """("append", -1), ("duplicate", first offset), ("fenced", -1) or ("out_of_order", -1)."""
+        cur = self.state.get(pid)
+        if cur is None or epoch > cur[0]:
+            return ("append", -1) if seq == 0 else ("out_of_order", -1)
+        if epoch < cur[0]:
+            return "fenced", -1
+        batches = cur[1]
+        for s, c, first in batches:
+            if s == seq and c == count:
+                return "duplicate", first
+        if not batches:
+            return ("append", -1) if seq == 0 else ("out_of_order", -1)
+        s, c, _ = batches[-1]
+        if seq == (s + c) & 0x7FFFFFFF:
+            return "append", -1
+        return "out_of_order", -1
+
+    def snapshot(self) -> None:
+        """Flush the log, then record the state up to its end (bounds the next scan)."""
+        self.log.flush()
+        data = {"offset": self.log.end_offset,
+                "producers": {str(p): [e, [list(b) for b in bs]] for p, (e, bs) in self.state.items()}}
+        atomic_write(producer_snapshot_file(self.log.path), json.dumps(data).encode())
+
+
+class ProducerStates:
+    """Producer ids of a data directory and the per-partition sequence state."""
+
+    def __init__(self, path: str):
+        self.ids_path = producer_ids_file(path)
+        self._lock = threading.Lock()
+        self._next = self._block_end = self._read_ids()
+        self._parts: dict[tuple[str, int], PartitionProducers] = {}
+
+    def _read_ids(self) -> int:
+        try:
+            with open(self.ids_path, "rb") as f:
+                return int(f.read().strip() or b"0")
+        except FileNotFoundError:
+            return 0
+        except (OSError, ValueError) as e:
+            raise CorruptRecordError(f"unreadable producer id file {self.ids_path}: {e}",
+                                     path=self.ids_path) from e
+
+    def new_producer(self) -> tuple[int, int]:
+        """A fresh (producer id, epoch 0), never handed out before in this data directory."""
+        with self._lock:
+            if self._next >= self._block_end:
+                atomic_write(self.ids_path, b"%d\n" % (self._block_end + BLOCK))
+                self._block_end += BLOCK
+            pid = self._next
+            self._next += 1
+            return pid, 0
+
+    def partition(self, topic, p: int) -> PartitionProducers:
+        """The state of ``topic``'s partition ``p`` (a Topic), loaded on first use."""
+        log = topic.log(p)
+        key = (topic.name, p)
+        with self._lock:
+            st = self._parts.get(key)
+            if st is None or st.log is not log:  # first use, or the topic was recreated
+                st = self._parts[key] = PartitionProducers(log)
+                with st.lock:
+                    st.load()
+            return st
+
+    def append(self, topic, p: int, pid: int, epoch: int, seq: int, values, keys, headers,
+               timestamps) -> tuple[str, int]:
+        """Check and append one idempotent batch; (status, first offset) as ``check`` plus "append"."""
+        st = self.partition(topic, p)
+        with st.lock:
+            status, first = st.check(pid, epoch, seq, len(values))
+            if status != "append":
+                return status, first
+            first = st.log.append_batch(values, keys=keys, headers=headers, timestamps_ms=timestamps,
+                                        producer=(pid, epoch, seq))
+            st._record(pid, epoch, seq, len(values), first)
+            return "append", first
+
+    def snapshot(self) -> None:
+        """Snapshot every loaded partition whose log is still open (at shutdown)."""
+        with self._lock:
+            parts = list(self._parts.values())
+        for st in parts:
+            if st.log.closed:
+                continue
+            with st.lock:
+                st.snapshot()

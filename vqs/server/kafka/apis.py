@@ -1,0 +1,314 @@
+"""The API table and the cluster-level APIs: ApiVersions, Metadata, CreateTopics, DeleteTopics,
+DescribeConfigs, FindCoordinator, InitProducerId, SASL.
+
+``API_TABLE`` maps an API key to (min version, max version, first flexible
+version, handler); ApiVersions advertises exactly this table, so a client
+never negotiates a version that has no handler. This is one Kafka node
+(node id 0) that leads every partition and coordinates every group; topics
+are created with replication factor 1 (any other is refused).
+"""
+
+from __future__ import annotations
+
+from ... import errors as E
+from . import data, groups
+from . import errors as K
+from .codec import ProtocolError, Writer
+
+NO_FLEX = 1 << 15
+DEFAULT_PARTITIONS = 1
+
+
+async def api_versions(ctx, conn, v, r):
+    if v >= 3:
+        r.compact_string()  # client software name
+        r.compact_string()
+        r.tagged_fields()
+    w = Writer().int16(0)
+    if v >= 3:
+        w.compact_array(len(API_TABLE))
+        for key, (lo, hi, _, _) in sorted(API_TABLE.items()):
+            w.int16(key).int16(lo).int16(hi).tags()
+        w.int32(0).tags()
+        return bytes(w.b)
+    w.array(len(API_TABLE))
+    for key, (lo, hi, _, _) in sorted(API_TABLE.items()):
+        w.int16(key).int16(lo).int16(hi)
+    if v >= 1:
+        w.int32(0)
+    return bytes(w.b)
+
+
+def api_versions_error() -> bytes:
+    """The v0 ApiVersions response with UNSUPPORTED_VERSION, as Kafka answers an unknown version."""
+    w = Writer().int16(K.UNSUPPORTED_VERSION).array(len(API_TABLE))
+    for key, (lo, hi, _, _) in sorted(API_TABLE.items()):
+        w.int16(key).int16(lo).int16(hi)
+    return bytes(w.b)
+
+
+def _topic_names(r, v) -> list[str] | None:
+    n = r.int32()
+    if n == -1 or (n == 0 and v == 0):
+        return None
+    if n < 0 or n * 2 > r.remaining:
+        raise E.VQSError("bad topic array")
+    return [r.string() for _ in range(n)]
+
+
+async def metadata(ctx, conn, v, r):
+    try:
+        names = _topic_names(r, v)
+    except E.VQSError as e:
+        raise ProtocolError(str(e)) from None
+    auto_create = r.boolean() if v >= 4 else True
+    broker = ctx.broker
+    if names is None:
+        names = broker.topics()
+    w = Writer()
+    if v >= 3:
+        w.int32(0)
+    w.array(1).int32(ctx.node_id).string(ctx.host).int32(ctx.port)
+    if v >= 1:
+        w.string(None)
+    if v >= 2:
+        w.string(ctx.cluster_id)
+    if v >= 1:
+        w.int32(ctx.node_id)
+    w.array(len(names))
+    for name in names:
+        err, parts = K.NONE, 0
+        try:
+            parts = broker.topic(name).partitions
+        except E.TopicDoesNotExist:
+            err = K.UNKNOWN_TOPIC_OR_PARTITION
+            if auto_create and ctx.settings.kafka_auto_create_topics:
+                try:
+                    parts = broker.create_topic(name, DEFAULT_PARTITIONS).partitions
+                    err = K.NONE
+                except E.TopicAlreadyExists:
+                    parts = broker.topic(name).partitions
+                    err = K.NONE
+                except E.VQSError as e:
+                    err = K.code_for(e)
+        except E.VQSError as e:
+            err = K.code_for(e)
+        w.int16(err).string(name)
+        if v >= 1:
+            w.boolean(False)
+        w.array(parts)
+        for p in range(parts):
+            w.int16(0).int32(p).int32(ctx.node_id)
+            if v >= 7:
+                w.int32(0)
+            w.array(1).int32(ctx.node_id).array(1).int32(ctx.node_id)
+            if v >= 5:
+                w.array(0)
+        if v >= 8:
+            w.int32(-2147483648)
+    if v >= 8:
+        w.int32(-2147483648)
+    return bytes(w.b)
+
+
+_UNSET = {"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": None, "compression.type": "producer"}
+_TOPIC_CONFIGS = {"retention.ms": "retention_ms", "retention.bytes": "retention_bytes",
+                  "segment.bytes": "segment_bytes", "compression.type": "compression"}
+
+
+async def create_topics(ctx, conn, v, r):
+    topics = []
+    for _ in range(r.array_len(8)):
+        name = r.string()
+        parts = r.int32()
+        rf = r.int16()
+        for _ in range(r.array_len(8)):  # manual assignments: one node, ignored
+            r.int32()
+            for _ in range(r.array_len(4)):
+                r.int32()
+        configs = {}
+        for _ in range(r.array_len(4)):
+            key = r.string()
+            configs[key] = r.nullable_string()
+        topics.append((name, parts, rf, configs))
+    r.int32()  # timeout
+    validate_only = r.boolean() if v >= 1 else False
+    w = Writer()
+    if v >= 2:
+        w.int32(0)
+    w.array(len(topics))
+    for name, parts, rf, configs in topics:
+        err, msg = K.NONE, None
+        kwargs = {}
+        for key, value in configs.items():
+            if key in _TOPIC_CONFIGS and value is not None:
+                arg = _TOPIC_CONFIGS[key]
+                kwargs[arg] = value if arg == "compression" else int(value) if value.lstrip("-").isdigit() else None
+                if kwargs[arg] is None:
+                    err, msg = K.INVALID_CONFIG, f"config {key}={value!r} is not an integer"
+            elif key == "compression.type":
+                continue
+        if kwargs.get("compression") in ("producer", "uncompressed"):
+            kwargs.pop("compression")
+        if err:
+            pass
+        elif rf not in (-1, 1):
+            err, msg = K.INVALID_REPLICATION_FACTOR, "this broker is one node: replication factor must be 1"
+        elif parts == 0 or parts < -1:
+            err, msg = K.INVALID_PARTITIONS, f"number of partitions must be positive, not {parts}"
+        else:
+            n = DEFAULT_PARTITIONS if parts == -1 else parts
+            limit = ctx.settings.max_partitions_per_topic
+            if n > limit:
+                err, msg = K.INVALID_PARTITIONS, f"{n} partitions exceed max_partitions_per_topic ({limit})"
+            elif validate_only:
+                try:
+                    ctx.broker.topic(name)
+                    err, msg = K.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists"
+                except E.TopicDoesNotExist:
+                    pass
+                except E.VQSError as e:
+                    err, msg = K.code_for(e), str(e)
+            else:
+                try:
+                    await ctx.blocking(lambda n=n, name=name, kw=kwargs: ctx.broker.create_topic(name, n, **kw))
+                except E.VQSError as e:
+                    err, msg = K.code_for(e), str(e)
+        w.string(name).int16(err)
+        if v >= 1:
+            w.string(msg)
+    return bytes(w.b)
+
+
+async def delete_topics(ctx, conn, v, r):
+    names = [r.string() for _ in range(r.array_len(2))]
+    r.int32()
+    w = Writer()
+    if v >= 1:
+        w.int32(0)
+    w.array(len(names))
+    for name in names:
+        err = K.NONE
+        try:
+            await ctx.blocking(ctx.broker.delete_topic, name)
+        except E.VQSError as e:
+            err = K.code_for(e)
+        w.string(name).int16(err)
+    return bytes(w.b)
+
+
+async def describe_configs(ctx, conn, v, r):
+    resources = []
+    for _ in range(r.array_len(3)):
+        rtype = r.int8()
+        name = r.string()
+        n = r.int32()
+        keys = None if n == -1 else [r.string() for _ in range(max(0, min(n, r.remaining)))]
+        resources.append((rtype, name, keys))
+    if v >= 1:
+        r.boolean()
+    w = Writer().int32(0).array(len(resources))
+    for rtype, name, keys in resources:
+        configs: dict[str, str | None] = {}
+        err, msg = K.NONE, None
+        if rtype == 2:  # topic
+            try:
+                cfg = ctx.broker.topic(name).config
+                configs = {k: str(cfg[a]) if cfg.get(a) is not None else _UNSET[k] for k, a in _TOPIC_CONFIGS.items()}
+                configs["cleanup.policy"] = "delete"
+            except E.VQSError as e:
+                err, msg = K.code_for(e), str(e)
+        elif rtype == 4:  # broker
+            configs = {"broker.id": str(ctx.node_id), "auto.create.topics.enable":
+                       str(ctx.settings.kafka_auto_create_topics).lower(), "log.flush.policy": ctx.settings.flush}
+        else:
+            err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics and brokers only)"
+        if keys is not None:
+            configs = {k: configs[k] for k in keys if k in configs}
+        w.int16(err).string(msg).int8(rtype).string(name).array(len(configs))
+        for k, val in configs.items():
+            w.string(k).string(val).boolean(True)
+            if v == 0:
+                w.boolean(False)
+            else:
+                w.int8(5)  # DEFAULT_CONFIG (reported read-only)
+            w.boolean(False)
+            if v >= 1:
+                w.array(0)
+    return bytes(w.b)
+
+
+async def find_coordinator(ctx, conn, v, r):
+    r.string()
+    if v >= 1:
+        r.int8()
+    w = Writer()
+    if v >= 1:
+        w.int32(0)
+    w.int16(K.NONE)
+    if v >= 1:
+        w.string(None)
+    w.int32(ctx.node_id).string(ctx.host).int32(ctx.port)
+    return bytes(w.b)
+
+
+async def init_producer_id(ctx, conn, v, r):
+    txn = r.nullable_string()
+    r.int32()
+    w = Writer().int32(0)
+    if txn is not None:
+        return bytes(w.int16(K.INVALID_REQUEST).int64(-1).int16(-1).b)  # no transactions
+    pid, epoch = await ctx.blocking(ctx.broker.producer_states.new_producer)
+    return bytes(w.int16(K.NONE).int64(pid).int16(epoch).b)
+
+
+async def sasl_handshake(ctx, conn, v, r):
+    mech = r.string()
+    ok = mech == "PLAIN" and bool(ctx.tokens)
+    if ok:
+        conn.mechanism = "PLAIN" if v >= 1 else "PLAIN-v0"
+    w = Writer().int16(K.NONE if ok else K.UNSUPPORTED_SASL_MECHANISM).array(1 if ctx.tokens else 0)
+    if ctx.tokens:
+        w.string("PLAIN")
+    return bytes(w.b)
+
+
+async def sasl_authenticate(ctx, conn, v, r):
+    auth = r.bytes_()
+    w = Writer()
+    if conn.mechanism != "PLAIN":
+        w.int16(K.ILLEGAL_SASL_STATE).string("SaslHandshake first (mechanism PLAIN)")
+    elif conn.check_plain(auth):
+        w.int16(K.NONE).string(None)
+    else:
+        w.int16(K.SASL_AUTHENTICATION_FAILED).string("authentication failed: the password must be a token")
+    w.bytes_(b"")
+    if v >= 1:
+        w.int64(0)
+    if not conn.authenticated:
+        conn.mechanism = None
+    return bytes(w.b)
+
+
+API_TABLE: dict = {
+    0: (3, 7, NO_FLEX, data.produce),
+    1: (4, 11, NO_FLEX, data.fetch),
+    2: (1, 5, NO_FLEX, data.list_offsets),
+    3: (0, 8, NO_FLEX, metadata),
+    8: (2, 7, NO_FLEX, groups.offset_commit),
+    9: (1, 5, NO_FLEX, groups.offset_fetch),
+    10: (0, 2, NO_FLEX, find_coordinator),
+    11: (0, 5, NO_FLEX, groups.join_group),
+    12: (0, 3, NO_FLEX, groups.heartbeat),
+    13: (0, 3, NO_FLEX, groups.leave_group),
+    14: (0, 3, NO_FLEX, groups.sync_group),
+    15: (0, 4, NO_FLEX, groups.describe_groups),
+    16: (0, 2, NO_FLEX, groups.list_groups),
+    17: (0, 1, NO_FLEX, sasl_handshake),
+    18: (0, 3, 3, api_versions),
+    19: (0, 4, NO_FLEX, create_topics),
+    20: (0, 3, NO_FLEX, delete_topics),
+    22: (0, 1, NO_FLEX, init_producer_id),
+    32: (0, 2, NO_FLEX, describe_configs),
+    36: (0, 1, NO_FLEX, sasl_authenticate),
+}

@@ -1,0 +1,261 @@
+"""Produce, Fetch and ListOffsets.
+
+Produce: each partition's record batches are decoded (records.py) and
+appended as one VQS batch per Kafka batch, keys, headers and timestamps
+intact; an idempotent batch (producer id >= 0) goes through the broker's
+producer state (duplicates answered with the first append's offset, gaps
+OUT_OF_ORDER_SEQUENCE_NUMBER, old epochs INVALID_PRODUCER_EPOCH). The
+response is sent after the append returns, i.e. once the batch is durable
+under the topic's flush policy (fsynced for ``always``); acks=0 gets no
+response at all. Writes that can fsync run in the pool, others inline.
+
+Fetch: per partition, whole VQS batches from the fetch offset (the first
+may begin below it; clients skip those records, as with Kafka's batches),
+encoded once and cached (records.EncodedCache), up to the partition's
+max_bytes and the response's max_bytes (at least one batch, so a large
+batch is never stuck). With less than min_bytes the fetch waits up to
+max_wait_ms on the topics' new-data notification (on the loop: no thread).
+Errors are per partition (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ... import errors as E
+from . import errors as K
+from .codec import Writer
+from .records import CorruptBatch, decode_batches
+
+_MAX_WAIT_S = 30.0
+
+
+def _append(ctx, topic, p: int, batches) -> tuple[int, int]:
+    """Append decoded batches to partition ``p``; (error code, first offset)."""
+    log = topic.log(p)
+    first = -1
+    for b in batches:
+        if b.producer_id >= 0:
+            status, off = ctx.broker.producer_states.append(
+                topic, p, b.producer_id, b.producer_epoch, b.base_sequence, b.values, b.keys, b.headers,
+                b.timestamps)
+            if status == "fenced":
+                return K.INVALID_PRODUCER_EPOCH, -1
+            if status == "out_of_order":
+                return K.OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+        else:
+            off = log.append_batch(b.values, keys=b.keys, headers=b.headers, timestamps_ms=b.timestamps)
+        if first < 0:
+            first = off
+    topic._notify()
+    return K.NONE, first
+
+
+async def produce(ctx, conn, v, r):
+    txn = r.nullable_string()
+    acks = r.int16()
+    r.int32()  # timeout
+    now_ms = int(time.time() * 1000)
+    results = []
+    for _ in range(r.array_len(6)):
+        name = r.string()
+        parts = []
+        for _ in range(r.array_len(8)):
+            p = r.int32()
+            data = r.nullable_bytes() or b""
+            err, base = K.NONE, -1
+            start = -1
+            try:
+                if txn is not None:
+                    raise CorruptBatch("transactions are not supported", code=K.INVALID_REQUEST)
+                topic = ctx.broker.topic(name)
+                batches = decode_batches(data, now_ms)
+                if batches:
+                    if ctx.inline_writes:
+                        err, base = _append(ctx, topic, p, batches)
+                    else:
+                        err, base = await ctx.blocking(_append, ctx, topic, p, batches)
+                start = topic.log(p).start_offset
+            except CorruptBatch as e:
+                err = e.code
+            except E.VQSError as e:
+                err = K.code_for(e)
+            parts.append((p, err, base, start))
+        results.append((name, parts))
+    if acks == 0:
+        return None
+    w = Writer().array(len(results))
+    for name, parts in results:
+        w.string(name).array(len(parts))
+        for p, err, base, start in parts:
+            w.int32(p).int16(err).int64(base).int64(-1)
+            if v >= 5:
+                w.int64(start)
+    w.int32(0)
+    return bytes(w.b)
+
+
+class _Wake:
+    """A Topic waiter (it calls ``set`` from any thread) that wakes an asyncio future."""
+
+    __slots__ = ("loop", "fut")
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.fut = loop.create_future()
+
+    def set(self) -> None:
+        self.loop.call_soon_threadsafe(self._done)
+
+    def _done(self) -> None:
+        if not self.fut.done():
+            self.fut.set_result(None)
+
+
+def _read_partition(ctx, topic, p: int, offset: int, max_bytes: int):
+    """(error, high watermark, start offset, records bytes) of one partition."""
+    log = topic.log(p)
+    end = log.end_offset
+    start = log.start_offset
+    if offset < start or offset > end:
+        return K.OFFSET_OUT_OF_RANGE, end, start, b""
+    if offset == end:
+        return K.NONE, end, start, b""
+    out = []
+    total = 0
+    for b in log.read_batches(offset, max_bytes=max_bytes):
+        enc = ctx.cache.get(log, b)
+        if out and total + len(enc) > max_bytes:
+            break
+        out.append(enc)
+        total += len(enc)
+    return K.NONE, end, start, b"".join(out)
+
+
+async def fetch(ctx, conn, v, r):
+    r.int32()  # replica id
+    max_wait = r.int32()
+    min_bytes = r.int32()
+    max_bytes = r.int32()
+    r.int8()  # isolation level: no transactions, so read_committed reads the same
+    if v >= 7:
+        r.int32()  # session id: sessions are not kept (answered with 0, so every fetch is full)
+        r.int32()
+    wanted = []
+    for _ in range(r.array_len(6)):
+        name = r.string()
+        parts = []
+        for _ in range(r.array_len(16)):
+            p = r.int32()
+            if v >= 9:
+                r.int32()
+            off = r.int64()
+            if v >= 5:
+                r.int64()
+            parts.append((p, off, r.int32()))
+        wanted.append((name, parts))
+    # forgotten topics (v7+) and rack id (v11) are not needed without sessions
+    deadline = time.monotonic() + min(max(max_wait, 0) / 1000, _MAX_WAIT_S)
+    broker = ctx.broker
+    while True:
+        results = []
+        total = 0
+        topics = []
+        watch = []
+        for name, parts in wanted:
+            rows = []
+            try:
+                topic = broker.topic(name)
+                topics.append(topic)
+            except E.VQSError as e:
+                topic = None
+                code = K.code_for(e)
+            for p, off, pmax in parts:
+                if topic is None:
+                    rows.append((p, code, -1, -1, b""))
+                    continue
+                budget = max(min(pmax, max_bytes - total), 1)
+                try:
+                    err, hw, start, data = _read_partition(ctx, topic, p, off, budget)
+                except E.VQSError as e:
+                    err, hw, start, data = K.code_for(e), -1, -1, b""
+                total += len(data)
+                rows.append((p, err, hw, start, data))
+                if not err and not data:
+                    watch.append((topic, p, off))
+            results.append((name, rows))
+        left = deadline - time.monotonic()
+        if total >= max(min_bytes, 1) or left <= 0 or ctx.stopping or any(
+                row[1] for _, rows in results for row in rows):
+            break
+        wake = _Wake(ctx.loop)
+        for t in topics:
+            t._add_waiter(wake)
+        try:
+            # re-check after registering: an append between the read and here must not be missed
+            if any(t.log(p).end_offset > off for t, p, off in watch):
+                continue
+            await asyncio.wait_for(wake.fut, left)
+        except (TimeoutError, E.VQSError):
+            pass
+        finally:
+            for t in topics:
+                t._remove_waiter(wake)
+    w = Writer().int32(0)
+    if v >= 7:
+        w.int16(K.NONE).int32(0)
+    w.array(len(results))
+    for name, rows in results:
+        w.string(name).array(len(rows))
+        for p, err, hw, start, data in rows:
+            w.int32(p).int16(err).int64(hw).int64(hw)
+            if v >= 5:
+                w.int64(start)
+            w.array(0)  # aborted transactions: none
+            if v >= 11:
+                w.int32(-1)
+            w.bytes_(data)
+    return bytes(w.b)
+
+
+async def list_offsets(ctx, conn, v, r):
+    r.int32()
+    if v >= 2:
+        r.int8()
+    out = []
+    for _ in range(r.array_len(6)):
+        name = r.string()
+        parts = []
+        for _ in range(r.array_len(12)):
+            p = r.int32()
+            if v >= 4:
+                r.int32()
+            parts.append((p, r.int64()))
+        out.append((name, parts))
+    w = Writer()
+    if v >= 2:
+        w.int32(0)
+    w.array(len(out))
+    for name, parts in out:
+        w.string(name).array(len(parts))
+        for p, ts in parts:
+            err, off, found_ts = K.NONE, -1, -1
+            try:
+                log = ctx.broker.topic(name).log(p)
+                if ts == -1:
+                    off = log.end_offset
+                elif ts == -2:
+                    off = log.start_offset
+                else:
+                    found = await ctx.blocking(log.offset_for_time, ts)
+                    if found is not None:
+                        off = found
+                        rec = log.read(found, max_records=1)
+                        found_ts = rec[0].timestamp_ms if rec else ts
+            except E.VQSError as e:
+                err = K.code_for(e)
+            w.int32(p).int16(err).int64(found_ts).int64(off)
+            if v >= 4:
+                w.int32(0 if err == K.NONE else -1)
+    return bytes(w.b)

@@ -1,0 +1,251 @@
+"""Group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
+DescribeGroups.
+
+Membership is the broker's group coordinator (vqs/broker/coordinator.py;
+its blocking calls run in the pool). Offsets are the broker's group offsets
+(DATA/groups/G/offsets.json), the ones ``vqs group`` and REST show; a commit
+is checked against the member's generation first (a fenced member commits
+nothing) and is durable when answered. Commit metadata strings are not kept
+(OffsetFetch answers an empty string).
+"""
+
+from __future__ import annotations
+
+from ... import errors as E
+from . import errors as K
+from .codec import Writer
+
+ST = K.COORDINATOR_STATUS
+
+
+def _coordinator(ctx):
+    return ctx.broker.coordinator
+
+
+async def join_group(ctx, conn, v, r):
+    group = r.string()
+    session = r.int32()
+    rebalance = r.int32() if v >= 1 else session
+    member = r.string()
+    instance = r.nullable_string() if v >= 5 else None
+    ptype = r.string()
+    protocols = [(r.string(), r.bytes_()) for _ in range(r.array_len(6))]
+    host = str(conn.peer[0]) if conn.peer else ""
+    try:
+        res = await ctx.group_call(lambda: _coordinator(ctx).join(
+            group, member, client_id=conn.client_id or "", client_host=host, protocol_type=ptype,
+            protocols=protocols, session_timeout_ms=session, rebalance_timeout_ms=rebalance,
+            group_instance_id=instance))
+        err = ST[res.status]
+    except E.InvalidName:
+        res, err = None, K.INVALID_GROUP_ID
+    w = Writer()
+    if v >= 2:
+        w.int32(0)
+    if res is None or err:
+        w.int16(err).int32(-1).string("").string("").string(member).array(0)
+        return bytes(w.b)
+    w.int16(K.NONE).int32(res.generation).string(res.protocol).string(res.leader).string(res.member_id)
+    w.array(len(res.members))
+    for mid, inst, meta in res.members:
+        w.string(mid)
+        if v >= 5:
+            w.string(inst)
+        w.bytes_(meta)
+    return bytes(w.b)
+
+
+async def sync_group(ctx, conn, v, r):
+    group = r.string()
+    gen = r.int32()
+    member = r.string()
+    if v >= 3:
+        r.nullable_string()
+    assignments = {r.string(): r.bytes_() for _ in range(r.array_len(6))}
+    try:
+        status, data = await ctx.group_call(_coordinator(ctx).sync, group, gen, member, assignments)
+        err = ST[status]
+    except E.InvalidName:
+        err, data = K.INVALID_GROUP_ID, b""
+    w = Writer()
+    if v >= 1:
+        w.int32(0)
+    return bytes(w.int16(err).bytes_(data).b)
+
+
+async def heartbeat(ctx, conn, v, r):
+    group = r.string()
+    gen = r.int32()
+    member = r.string()
+    if v >= 3:
+        r.nullable_string()
+    try:
+        err = ST[await ctx.group_call(_coordinator(ctx).heartbeat, group, gen, member)]
+    except E.InvalidName:
+        err = K.INVALID_GROUP_ID
+    w = Writer()
+    if v >= 1:
+        w.int32(0)
+    return bytes(w.int16(err).b)
+
+
+async def leave_group(ctx, conn, v, r):
+    group = r.string()
+    if v >= 3:
+        members = []
+        for _ in range(r.array_len(4)):
+            members.append((r.string(), r.nullable_string()))
+    else:
+        members = [(r.string(), None)]
+    errs = []
+    for mid, _ in members:
+        try:
+            errs.append(ST[await ctx.group_call(_coordinator(ctx).leave, group, mid)])
+        except E.InvalidName:
+            errs.append(K.INVALID_GROUP_ID)
+    w = Writer()
+    if v >= 1:
+        w.int32(0)
+    if v >= 3:
+        w.int16(K.NONE).array(len(members))
+        for (mid, inst), err in zip(members, errs):
+            w.string(mid).string(inst).int16(err)
+    else:
+        w.int16(errs[0])
+    return bytes(w.b)
+
+
+async def offset_commit(ctx, conn, v, r):
+    group = r.string()
+    gen = r.int32()
+    member = r.string()
+    if v <= 4:
+        r.int64()  # retention time
+    if v >= 7:
+        r.nullable_string()
+    topics = []
+    for _ in range(r.array_len(6)):
+        name = r.string()
+        parts = []
+        for _ in range(r.array_len(14)):
+            p = r.int32()
+            off = r.int64()
+            if v >= 6:
+                r.int32()
+            r.nullable_string()  # metadata: not kept
+            parts.append((p, off))
+        topics.append((name, parts))
+    broker = ctx.broker
+    try:
+        err = ST[await ctx.group_call(_coordinator(ctx).check_commit, group, gen, member)]
+    except E.InvalidName:
+        err = K.INVALID_GROUP_ID
+    codes = {}
+    good = {}
+    for name, parts in topics:
+        for p, off in parts:
+            code = err
+            if not code:
+                try:
+                    broker.topic(name).log(p)
+                    if off < 0:
+                        raise E.ConfigError("negative offset")
+                    good[(name, p)] = off
+                except E.VQSError as e:
+                    code = K.code_for(e)
+            codes[(name, p)] = code
+    if good:
+        try:
+            await ctx.blocking(broker.commit_offsets, group, good)
+        except E.VQSError as e:
+            for k in good:
+                codes[k] = K.code_for(e)
+    w = Writer()
+    if v >= 3:
+        w.int32(0)
+    w.array(len(topics))
+    for name, parts in topics:
+        w.string(name).array(len(parts))
+        for p, _ in parts:
+            w.int32(p).int16(codes[(name, p)])
+    return bytes(w.b)
+
+
+async def offset_fetch(ctx, conn, v, r):
+    group = r.string()
+    n = r.int32()
+    wanted = None
+    if n >= 0:
+        if n * 6 > r.remaining:
+            wanted = []
+        else:
+            wanted = []
+            for _ in range(n):
+                name = r.string()
+                wanted.append((name, [r.int32() for _ in range(r.array_len(4))]))
+    err = K.NONE
+    committed = {}
+    try:
+        committed = ctx.broker.group_offsets(group)
+    except E.InvalidName:
+        err = K.INVALID_GROUP_ID
+    if wanted is None:
+        by_topic: dict = {}
+        for (t, p) in committed:
+            by_topic.setdefault(t, []).append(p)
+        wanted = sorted(by_topic.items())
+    w = Writer()
+    if v >= 3:
+        w.int32(0)
+    w.array(len(wanted))
+    for name, parts in wanted:
+        w.string(name).array(len(parts))
+        for p in parts:
+            w.int32(p).int64(committed.get((name, p), -1))
+            if v >= 5:
+                w.int32(-1)
+            w.string("").int16(err if v < 2 else K.NONE)
+    if v >= 2:
+        w.int16(err)
+    return bytes(w.b)
+
+
+async def list_groups(ctx, conn, v, r):
+    active = dict(_coordinator(ctx).groups())
+    for name in ctx.broker.groups():
+        active.setdefault(name, "consumer")
+    w = Writer()
+    if v >= 1:
+        w.int32(0)
+    w.int16(K.NONE).array(len(active))
+    for name, ptype in sorted(active.items()):
+        w.string(name).string(ptype)
+    return bytes(w.b)
+
+
+async def describe_groups(ctx, conn, v, r):
+    names = [r.string() for _ in range(r.array_len(2))]
+    if v >= 3:
+        r.boolean()
+    w = Writer()
+    if v >= 1:
+        w.int32(0)
+    w.array(len(names))
+    for name in names:
+        try:
+            d = _coordinator(ctx).describe(name)
+            err = K.NONE
+        except E.InvalidName:
+            d, err = {"state": "Dead", "protocol_type": "", "protocol": "", "members": []}, K.INVALID_GROUP_ID
+        if d["state"] == "Dead" and not err and name in ctx.broker.groups():
+            d["state"] = "Empty"
+        w.int16(err).string(name).string(d["state"]).string(d["protocol_type"]).string(d["protocol"])
+        w.array(len(d["members"]))
+        for mid, inst, client, host, meta, assignment in d["members"]:
+            w.string(mid)
+            if v >= 4:
+                w.string(inst)
+            w.string(client).string(host).bytes_(meta).bytes_(assignment)
+        if v >= 3:
+            w.int32(-2147483648)
+    return bytes(w.b)

@@ -1,0 +1,237 @@
+"""The Kafka listener: an asyncio TCP server on its own thread, sharing the server's Broker.
+
+Why its own thread and loop: the REST app runs on uvicorn's loop, and the two
+share nothing but the Broker (thread-safe); a separate loop keeps a slow
+Kafka handler from delaying HTTP and the other way round, and it starts and
+stops with the process without touching uvicorn's lifecycle. Blocking broker
+calls (fsync under flush=always, the group coordinator's waits) run in a
+thread pool; fetch long polls wait on the loop (no thread per waiter).
+
+Framing: a request is an int32 size and that many bytes; a size below 8 or
+above ``max_frame_bytes`` closes the connection (logged with the peer), as
+does a frame that does not parse (``ProtocolError``): never the server.
+Requests of one connection are answered one at a time, in order (as Kafka
+does). An ApiVersions request of an unsupported version gets error 35
+(UNSUPPORTED_VERSION) and the supported list in a v0 response, as Kafka
+does; another API or version not listed by ApiVersions closes the
+connection (the response could not be encoded in a version the client
+parses).
+
+Auth: with tokens configured, a connection must complete SASL/PLAIN
+(SaslHandshake then SaslAuthenticate, or the v0 raw exchange) with a token as
+the password before anything but ApiVersions and SaslHandshake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from .apis import API_TABLE, api_versions_error
+from .codec import ProtocolError, Writer, read_header
+from .records import EncodedCache
+
+logger = logging.getLogger("vqs.server.kafka")
+_SIZE = struct.Struct(">i")
+SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
+
+
+class KafkaContext:
+    """What the handlers share: the broker, settings, the advertised address, pools, caches."""
+
+    def __init__(self, broker, settings, host: str, port: int):
+        self.broker = broker
+        self.settings = settings
+        self.host = host
+        self.port = port
+        self.node_id = 0
+        self.cluster_id = "vqs-" + broker.path.rsplit("/", 1)[-1][:16]
+        self.pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="vqs-kafka")
+        # JoinGroup/SyncGroup wait for the other members: their own pool, so waiting members
+        # never starve the calls (a leader's SyncGroup, appends) that would end the wait
+        self.group_pool = ThreadPoolExecutor(max_workers=512, thread_name_prefix="vqs-kafka-group")
+        self.cache = EncodedCache()
+        self.inline_writes = settings.flush != "always"
+        self.tokens = list(settings.tokens)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stopping = False
+
+    async def blocking(self, fn, *args):
+        return await self.loop.run_in_executor(self.pool, fn, *args)
+
+    async def group_call(self, fn, *args):
+        """A group coordinator call (it may wait for other members)."""
+        return await self.loop.run_in_executor(self.group_pool, fn, *args)
+
+
+class Connection:
+    __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id")
+
+    def __init__(self, ctx, reader, writer, peer):
+        self.ctx = ctx
+        self.reader = reader
+        self.writer = writer
+        self.peer = peer
+        self.authenticated = not ctx.tokens
+        self.mechanism = None
+        self.client_id = None
+
+    def check_plain(self, auth: bytes) -> bool:
+        """SASL/PLAIN: ``authzid NUL user NUL password``; any user, a configured token as password."""
+        parts = auth.split(b"\x00")
+        if len(parts) != 3:
+            return False
+        password = parts[2]
+        ok = False
+        for t in self.ctx.tokens:
+            ok |= hmac.compare_digest(password, t.encode())
+        self.authenticated = ok
+        return ok
+
+    async def serve(self) -> None:
+        ctx = self.ctx
+        max_frame = ctx.settings.kafka_max_frame_bytes
+        try:
+            while not ctx.stopping:
+                try:
+                    head = await self.reader.readexactly(4)
+                except asyncio.IncompleteReadError:
+                    return
+                size = _SIZE.unpack(head)[0]
+                if size < 0 or size > max_frame:
+                    logger.warning("kafka: closing %s: frame of %d bytes (max %d, kafka_max_frame_bytes)",
+                                   self.peer, size, max_frame)
+                    return
+                frame = await self.reader.readexactly(size)
+                if self.mechanism == "PLAIN-v0":  # the v0 handshake: raw SASL bytes, no header
+                    self.mechanism = "PLAIN"
+                    if not self.check_plain(frame):
+                        logger.warning("kafka: closing %s: SASL/PLAIN authentication failed", self.peer)
+                        return
+                    self.writer.write(_SIZE.pack(0))
+                    continue
+                out = await self.handle(frame)
+                if out is not None:
+                    self.writer.write(_SIZE.pack(len(out)) + out)
+                    await self.writer.drain()
+        except ProtocolError as e:
+            logger.warning("kafka: closing %s: malformed request: %s", self.peer, e)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception:
+            logger.exception("kafka: closing %s after an unexpected error", self.peer)
+        finally:
+            self.writer.close()
+
+    async def handle(self, frame: bytes) -> bytes | None:
+        api_key, version, corr, client_id, r = read_header(frame)
+        self.client_id = client_id
+        entry = API_TABLE.get(api_key)
+        if api_key == API_VERSIONS and (entry is None or not entry[0] <= version <= entry[1]):
+            return _SIZE.pack(corr) + api_versions_error()
+        if entry is None or not entry[0] <= version <= entry[1]:
+            raise ProtocolError(f"API key {api_key} version {version} is not supported (see ApiVersions)")
+        lo, hi, flex_from, handler = entry
+        flexible = version >= flex_from
+        if flexible:
+            r.tagged_fields()
+        if not self.authenticated and api_key not in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            raise ProtocolError(f"API key {api_key} before SASL authentication")
+        body = await handler(self.ctx, self, version, r)
+        if body is None:
+            return None
+        head = Writer().int32(corr)
+        if flexible and api_key != API_VERSIONS:  # ApiVersions answers with header v0 always
+            head.tags()
+        return bytes(head.b) + body
+
+
+class KafkaListener:
+    """Serves the Kafka protocol on ``sock`` (already bound) until ``stop``."""
+
+    def __init__(self, broker, settings, sock):
+        self.sock = sock
+        host, port = sock.getsockname()[:2]
+        host = settings.host if settings.host not in ("0.0.0.0", "::") else host
+        if settings.kafka_advertised_listener:  # e.g. behind a proxy or NAT
+            host, _, adv_port = settings.kafka_advertised_listener.rpartition(":")
+            port = int(adv_port)
+        self.ctx = KafkaContext(broker, settings, host, port)
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._conns: set = set()
+
+    @property
+    def port(self) -> int:
+        return self.sock.getsockname()[1]
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="vqs-kafka", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        try:
+            import uvloop
+
+            loop = uvloop.new_event_loop()
+        except ImportError:
+            loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._main())
+        finally:
+            loop.close()
+
+    async def _main(self) -> None:
+        self.ctx.loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        try:
+            server = await asyncio.start_server(self._accept, sock=self.sock)
+        except BaseException as e:
+            self._error = e
+            self._ready.set()
+            return
+        self._ready.set()
+        async with server:
+            await self._stop.wait()
+            server.close()
+            for task in list(self._conns):
+                task.cancel()
+            if self._conns:
+                await asyncio.wait(list(self._conns), timeout=2)
+
+    async def _accept(self, reader, writer) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            import socket
+
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        task = asyncio.current_task()
+        self._conns.add(task)
+        try:
+            await Connection(self.ctx, reader, writer, writer.get_extra_info("peername")).serve()
+        finally:
+            self._conns.discard(task)
+
+    def stop(self) -> None:
+        """Stop accepting, close connections, join the thread (idempotent)."""
+        ctx = self.ctx
+        ctx.stopping = True
+        if self._thread is None or ctx.loop is None:
+            return
+        if self._stop is not None and not ctx.loop.is_closed():
+            ctx.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)
+        ctx.pool.shutdown(wait=False, cancel_futures=True)
+        ctx.group_pool.shutdown(wait=False, cancel_futures=True)
+        self._thread = None
+

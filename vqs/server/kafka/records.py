@@ -1,0 +1,300 @@
+"""Kafka v2 record batches (magic 2) to and from VQS's columns.
+
+Decoding (Produce): every batch is bounds-checked, its CRC-32C (over the
+attributes to the end) verified, decompressed (gzip, snappy raw or xerial
+framing, lz4 frame, zstd: cramjam), and its records turned into the columns
+``Log.append_batch`` takes: values, keys, headers ``(str, bytes)``,
+timestamps. Anything that does not parse raises ``CorruptBatch``, which the
+Produce handler answers with CORRUPT_MESSAGE for that partition only.
+Transactional and control batches are refused (no transactions here).
+
+Encoding (Fetch): one VQS batch becomes one uncompressed Kafka batch with the
+same base offset. Encoded batches are kept in a small LRU keyed by (log,
+base offset, record count), so the hot tail that many consumers fetch is
+encoded once. The varint walk is a Python loop per record (no native code).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+
+import crc32c
+
+from ...errors import VQSError
+
+_HEAD = struct.Struct(">qiibIhiqqqhii")  # 61 bytes: base_offset .. record count
+HEAD_SIZE = _HEAD.size
+assert HEAD_SIZE == 61
+CRC_FROM = 21  # the CRC covers the attributes onwards
+_CRC_AT = struct.Struct(">I")
+XERIAL = b"\x82SNAPPY\x00"
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+class CorruptBatch(VQSError):
+    """A produced batch that cannot be decoded (CRC, length, codec, record layout)."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code  # CORRUPT_MESSAGE unless said otherwise
+
+
+class KafkaBatch:
+    """One decoded produced batch: its idempotence fields and its records' columns."""
+
+    __slots__ = ("producer_id", "producer_epoch", "base_sequence", "count", "values", "keys", "headers",
+                 "timestamps")
+
+    def __init__(self, producer_id, producer_epoch, base_sequence, values, keys, headers, timestamps):
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.count = len(values)
+        self.values = values
+        self.keys = keys
+        self.headers = headers
+        self.timestamps = timestamps
+
+
+def _decompress(codec: int, data: bytes) -> bytes:
+    import cramjam
+
+    try:
+        if codec == 1:
+            return bytes(cramjam.gzip.decompress(data))
+        if codec == 2:
+            if data[:8] == XERIAL:
+                out = bytearray()
+                p = 16
+                while p + 4 <= len(data):
+                    n = int.from_bytes(data[p : p + 4], "big")
+                    out += bytes(cramjam.snappy.decompress_raw(data[p + 4 : p + 4 + n]))
+                    p += 4 + n
+                return bytes(out)
+            return bytes(cramjam.snappy.decompress_raw(data))
+        if codec == 3:
+            return bytes(cramjam.lz4.decompress(data))
+        if codec == 4:
+            return bytes(cramjam.zstd.decompress(data))
+    except Exception as e:  # cramjam raises its own DecompressionError
+        raise CorruptBatch(f"{CODEC_NAMES[codec]} data does not decompress: {e}") from e
+    raise CorruptBatch(f"unknown compression codec {codec}", code=76)  # UNSUPPORTED_COMPRESSION_TYPE
+
+
+def _uvarint(buf, p: int, end: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        if p >= end:
+            raise CorruptBatch("record runs past its batch")
+        b = buf[p]
+        p += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, p
+        shift += 7
+        if shift > 63:
+            raise CorruptBatch("varint longer than 10 bytes")
+
+
+def _varint(buf, p: int, end: int) -> tuple[int, int]:
+    v, p = _uvarint(buf, p, end)
+    return (v >> 1) ^ -(v & 1), p
+
+
+def decode_batches(data: bytes, now_ms: int) -> list[KafkaBatch]:
+    """Every batch of a Produce partition's ``records`` field (checked; see module doc)."""
+    out = []
+    p = 0
+    n = len(data)
+    while p < n:
+        if n - p < HEAD_SIZE:
+            raise CorruptBatch(f"{n - p} trailing bytes are shorter than a batch header")
+        (_base, length, _epoch, magic, crc, attrs, _last_delta, base_ts, _max_ts, pid, pepoch, bseq,
+         count) = _HEAD.unpack_from(data, p)
+        end = p + 12 + length
+        if length < HEAD_SIZE - 12 or end > n:
+            raise CorruptBatch(f"batch length {length} at byte {p} runs past the {n}-byte records field")
+        if magic != 2:
+            raise CorruptBatch(f"message format v{magic} is not supported (v2 only)", code=43)
+        if crc32c.crc32c(memoryview(data)[p + CRC_FROM : end]) != crc:
+            raise CorruptBatch(f"batch at byte {p}: CRC-32C mismatch")
+        if attrs & 0x30:
+            raise CorruptBatch("transactional and control batches are not supported", code=48)
+        codec = attrs & 7
+        body = data[p + HEAD_SIZE : end]
+        if codec:
+            body = _decompress(codec, body)
+        if count < 0 or count > len(body):
+            raise CorruptBatch(f"batch claims {count} records in {len(body)} bytes")
+        values, keys, headers, stamps = _records(body, count, base_ts if base_ts >= 0 else now_ms)
+        out.append(KafkaBatch(pid, pepoch, bseq, values, keys, headers, stamps))
+        p = end
+    return out
+
+
+def _records(body: bytes, count: int, base_ts: int):
+    values: list = []
+    keys: list = []
+    headers: list = []
+    stamps: list = []
+    p = 0
+    end = len(body)
+    any_key = any_hdr = False
+    for _ in range(count):
+        length, p = _varint(body, p, end)
+        rend = p + length
+        if length < 0 or rend > end:
+            raise CorruptBatch("record length runs past its batch")
+        p += 1  # attributes
+        delta, p = _varint(body, p, rend)
+        _, p = _varint(body, p, rend)  # offset delta: offsets are assigned here
+        kl, p = _varint(body, p, rend)
+        if kl >= 0:
+            if p + kl > rend:
+                raise CorruptBatch("record key runs past its record")
+            keys.append(body[p : p + kl])
+            p += kl
+            any_key = True
+        else:
+            keys.append(None)
+        vl, p = _varint(body, p, rend)
+        if vl > 0 and p + vl > rend:
+            raise CorruptBatch("record value runs past its record")
+        values.append(body[p : p + vl] if vl > 0 else b"")
+        p += max(vl, 0)
+        nh, p = _varint(body, p, rend)
+        if nh:
+            if nh < 0 or nh > rend - p:
+                raise CorruptBatch("record header count is impossible")
+            hs = []
+            for _ in range(nh):
+                hk, p = _varint(body, p, rend)
+                if hk < 0 or p + hk > rend:
+                    raise CorruptBatch("header key runs past its record")
+                try:
+                    name = body[p : p + hk].decode()
+                except UnicodeDecodeError:
+                    raise CorruptBatch("header key is not UTF-8", code=87) from None
+                p += hk
+                hv, p = _varint(body, p, rend)
+                if hv > 0 and p + hv > rend:
+                    raise CorruptBatch("header value runs past its record")
+                hs.append((name, body[p : p + hv] if hv > 0 else b""))
+                p += max(hv, 0)
+            headers.append(tuple(hs))
+            any_hdr = True
+        else:
+            headers.append(None)
+        if p != rend:
+            raise CorruptBatch("record length does not match its fields")
+        stamps.append(base_ts + delta)
+    if p != end:
+        raise CorruptBatch(f"{end - p} bytes after the last of {count} records")
+    return values, keys if any_key else None, headers if any_hdr else None, stamps
+
+
+# ------------------------------------------------------------------ encoding (Fetch)
+
+
+
+def _zz(v: int) -> bytes:
+    z = (v << 1) ^ (v >> 63)
+    if z < 0x80:
+        return bytes((z,))
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _compress(codec: int, raw: bytes) -> bytes:
+    import cramjam
+
+    if codec == 1:
+        return bytes(cramjam.gzip.compress(raw))
+    if codec == 2:
+        return bytes(cramjam.snappy.compress_raw(raw))
+    if codec == 3:
+        return bytes(cramjam.lz4.compress(raw))
+    if codec == 4:
+        return bytes(cramjam.zstd.compress(raw))
+    raise CorruptBatch(f"unknown compression codec {codec}", code=76)
+
+
+def encode_records(base_offset: int, values, keys=None, headers=None, timestamps=None, *, codec: int = 0,
+                   producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+    """One Kafka v2 batch of these columns (``keys``/``headers``/``timestamps`` None or one entry
+    per record; ``timestamps`` None or an int means every record's)."""
+    count = len(values)
+    if timestamps is None or isinstance(timestamps, int):
+        base_ts = max_ts = timestamps or 0
+        deltas = None
+    else:
+        base_ts = timestamps[0]
+        max_ts = max(timestamps)
+        deltas = timestamps
+    zz = _zz
+    null = b"\x01"  # zigzag(-1)
+    parts = []
+    for i in range(count):
+        key = None if keys is None else keys[i]
+        hdrs = () if headers is None else (headers[i] or ())
+        v = values[i]
+        rec = [b"\x00", zz(0 if deltas is None else deltas[i] - base_ts), zz(i)]
+        if key is None:
+            rec.append(null)
+        else:
+            rec += (zz(len(key)), key)
+        rec += (zz(len(v)), v, zz(len(hdrs)))
+        for name, hv in hdrs:
+            nb = name.encode()
+            rec += (zz(len(nb)), nb, zz(len(hv)), hv)
+        body = b"".join(rec)
+        parts.append(zz(len(body)))
+        parts.append(body)
+    records = b"".join(parts)
+    if codec:
+        records = _compress(codec, records)
+    head = bytearray(_HEAD.pack(base_offset, HEAD_SIZE - 12 + len(records), 0, 2, 0, codec, count - 1,
+                                base_ts, max_ts, producer[0], producer[1], producer[2], count))
+    crc = crc32c.crc32c(records, crc32c.crc32c(memoryview(head)[CRC_FROM:]))
+    _CRC_AT.pack_into(head, 17, crc)
+    return bytes(head) + records
+
+
+def encode_vqs_batch(batch) -> bytes:
+    """A VQS ``RecordBatch`` as one uncompressed Kafka v2 batch (same offsets, timestamps,
+    keys and headers)."""
+    n = batch.count
+    keys = [batch.key(i) for i in range(n)] if batch.key_validity is not None else None
+    headers = [batch.headers(i) for i in range(n)] if batch.header_offsets is not None else None
+    ts = batch.timestamps
+    stamps = batch.first_timestamp_ms if ts is None else ts.tolist()
+    return encode_records(batch.base_offset, batch.values(), keys, headers, stamps)
+
+
+class EncodedCache:
+    """LRU of encoded Kafka batches by (log, base offset, count), bounded in bytes."""
+
+    def __init__(self, max_bytes: int = 64 << 20):
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._d: OrderedDict = OrderedDict()
+
+    def get(self, log, batch) -> bytes:
+        k = (log, batch.base_offset, batch.count)  # the log itself: an id could be reused
+        d = self._d
+        hit = d.get(k)
+        if hit is not None:
+            d.move_to_end(k)
+            return hit
+        enc = encode_vqs_batch(batch)
+        d[k] = enc
+        self.size += len(enc)
+        while self.size > self.max_bytes and d:
+            _, old = d.popitem(last=False)
+            self.size -= len(old)
+        return enc
