@@ -537,7 +537,14 @@ class Log(LogReads, LogDurability):
             if offset <= self._start_offset:
                 return 0
             if offset > self._written_end:
-                self._write_buffer_locked()
+                try:
+                    self._write_buffer_locked()
+                except DiskFullError:
+                    # A full disk: delete what is written (that frees space); the
+                    # buffered records stay for the next write.
+                    offset = self._written_end
+                    if offset <= self._start_offset:
+                        return 0
             # A fully consumed active segment is rolled (so it can be deleted) only
             # once it is worth reclaiming: rolling costs fsyncs, and a queue that
             # drains often would otherwise roll on every drain.
