@@ -99,6 +99,8 @@ MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 _time_ns = time.time_ns
 #: errnos that mean "no space": the filesystem is full, or the quota is spent
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+#: min_free_bytes: free space is read (statvfs) at least this often while writing
+MIN_FREE_CHECK_S = 0.1
 _ONLY_BYTES = {bytes}
 
 
@@ -129,6 +131,7 @@ class Log(LogReads, LogDurability):
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_gaps", "_group", "_index_capacity_bytes",
+        "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
         "_reserved_end", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
@@ -163,6 +166,7 @@ class Log(LogReads, LogDurability):
         lock: bool = True,
         checkpoint_interval_ms: int = 5000,
         reserve_bytes: int = 0,
+        min_free_bytes: int = 0,
         clock=None,
     ) -> Log:
         """Open (creating if needed) the log in directory ``path``.
@@ -174,6 +178,12 @@ class Log(LogReads, LogDurability):
         for appends that survive anything once acknowledged.
         ``reserve_bytes`` keeps that much disk allocated past the end of the
         active segment, so that appends go on for a while on a full disk.
+        ``min_free_bytes`` (0 = off): appends are refused with DiskFullError
+        (naming the setting) once the filesystem has less free space than that,
+        so deletes, checkpoints and ``close`` always have room; they resume on
+        their own once space is freed (free space is read with ``statvfs`` at
+        most every MIN_FREE_CHECK_S, or sooner once that many bytes could have
+        been written since).
         """
         self = object.__new__(cls)
         self.path = os.fspath(path)
@@ -193,6 +203,7 @@ class Log(LogReads, LogDurability):
             ("batch_max_bytes", batch_max_bytes, 1),
             ("checkpoint_interval_ms", checkpoint_interval_ms, 1),
             ("reserve_bytes", reserve_bytes, 0),
+            ("min_free_bytes", min_free_bytes, 0),
         ):
             if not isinstance(val, int) or isinstance(val, bool) or val < lo:
                 raise ConfigError(f"{name}={val!r}: must be an integer >= {lo}")
@@ -220,6 +231,10 @@ class Log(LogReads, LogDurability):
         # (reserve.py), so appends go on for that long on a full disk
         self._reserve_bytes = reserve_bytes
         self._reserved_end = 0
+        self._min_free_bytes = min_free_bytes
+        self._free_budget = 0       # bytes that may be written before free space is read again
+        self._free_check_at = 0.0   # monotonic time of the next statvfs, at the latest
+        self._low_space = False     # refusing appends: under min_free_bytes (sets _blocked)
         self._index_capacity_bytes = min(
             64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
         )
@@ -345,7 +360,7 @@ class Log(LogReads, LogDurability):
             timestamp_ms = _time_ns() // 1_000_000 if self._system_clock else self._now_ms()
         with self._lock:
             if self._blocked:
-                self._check_writable()
+                self._check_appendable()
             off = self._next_offset
             self._next_offset = off + 1
             self._buf_values.append(value)
@@ -408,7 +423,7 @@ class Log(LogReads, LogDurability):
         elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
         with self._lock:
-            self._check_writable()
+            self._check_appendable()
             self._write_buffer_locked()
             first = self._written_end
             # Split so that no batch exceeds batch_max_bytes (a single huge value
@@ -439,6 +454,16 @@ class Log(LogReads, LogDurability):
             self._group.await_durable(self, end, step)
         return first
 
+    def _check_appendable(self) -> None:
+        """Appends only: ``_check_writable``, and min_free_bytes (a refusal
+        holds until free space is back over it)."""
+        if self._low_space and not (self._closed or self.readonly or self._failed is not None):
+            self._check_free_space(0, self._active.log_path)
+            self._low_space = False
+            self._blocked = False
+            return
+        self._check_writable()
+
     def _check_writable(self) -> None:
         if self._closed:
             raise LogClosedError(f"log {self.path} is closed")
@@ -460,10 +485,36 @@ class Log(LogReads, LogDurability):
         self._write_parts_locked(parts, base, base + len(bv))
         self._reset_buffer()
 
+    def _check_free_space(self, nbytes: int, path: str) -> None:
+        """min_free_bytes: raise DiskFullError if writing ``nbytes`` more could
+        take the filesystem under it. statvfs runs only when the bytes written
+        since the last one could have used up the margin it found, or every
+        MIN_FREE_CHECK_S: a subtraction and a clock read per batch write."""
+        now = time.monotonic()
+        if nbytes < self._free_budget and now < self._free_check_at:
+            self._free_budget -= nbytes
+            return
+        st = os.statvfs(self.path)
+        free = st.f_bavail * st.f_frsize
+        self._free_check_at = now + MIN_FREE_CHECK_S
+        self._free_budget = free - self._min_free_bytes
+        if nbytes >= self._free_budget:
+            self._free_check_at = now  # read it again at the next try
+            self._low_space = True
+            self._blocked = True
+            raise DiskFullError(
+                f"write to {path} refused: {free} bytes free on its filesystem, under "
+                f"min_free_bytes={self._min_free_bytes} (room kept for deletes and checkpoints)",
+                path=path,
+            )
+        self._free_budget -= nbytes
+
     def _write_parts_locked(self, parts: list, base: int, next_offset: int) -> None:
         hdr = HEADER.unpack_from(parts[0], 0)
         nbytes = hdr[1] + 12  # batch_length counts everything after its own field
         seg = self._active
+        if self._min_free_bytes:
+            self._check_free_space(nbytes, seg.log_path)
         if seg.size > 0 and (
             seg.size + nbytes > self.segment_bytes
             or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
@@ -591,6 +642,23 @@ class Log(LogReads, LogDurability):
         return sum(s.size for s in self._segments) + self._buf_bytes
 
     @property
+    def min_free_bytes(self) -> int:
+        """Appends are refused under this much free space (0 = off); settable."""
+        return self._min_free_bytes
+
+    @min_free_bytes.setter
+    def min_free_bytes(self, value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"min_free_bytes={value!r}: must be an integer >= 0")
+        with self._lock:
+            self._min_free_bytes = value
+            self._free_budget = 0
+            self._free_check_at = 0.0
+            if self._low_space:
+                self._low_space = False
+                self._blocked = self._closed or self.readonly or self._failed is not None
+
+    @property
     def segment_count(self) -> int:
         return len(self._segments)
 
@@ -613,6 +681,7 @@ class Log(LogReads, LogDurability):
             if self._closed:
                 return
             full = None
+            self._min_free_bytes = 0  # closing writes what is buffered: the headroom is for this
             try:
                 if not self.readonly and self._failed is None:
                     while self._syncing:
