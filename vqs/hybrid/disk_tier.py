@@ -421,12 +421,10 @@ class DiskTier:
         return added
 
     def _skip_hole_locked(self, off: int, to: int) -> None:
-        """Move the head past the offsets [off, to) that hold no items."""
-        n = to - off
+        """Move the head past the offsets [off, to) that hold no items (never
+        counted as items: qsize and the counters do not change)."""
         self._read_off = self._disk_next = to
-        self._hole_items -= n
-        self._unfinished -= n
-        self._initial -= n
+        self._hole_items -= to - off
         self._holes = [h for h in self._holes if h[1] > to]
 
     def _reclaim_locked(self) -> None:

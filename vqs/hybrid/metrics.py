@@ -185,7 +185,7 @@ class HybridMetrics:
 def _prometheus():
     try:
         import prometheus_client
-        import prometheus_client.core  # noqa: F401
+        import prometheus_client.core
     except ImportError as e:
         raise ConfigError(
             "HybridQueue metrics for Prometheus need prometheus-client: "
