@@ -108,7 +108,7 @@ def test_metrics_as_a_registered_prometheus_collector(tmp_path):
     reg = prom.CollectorRegistry()
     with HybridQueue(tmp_path / "q", memory_items=10, max_disk_bytes=4000, latency_histograms=True) as q:
         reg.register(q.metrics.labelled("jobs"))
-        for i in range(30):
+        for _ in range(30):
             q.put(b"x" * 100)
         with pytest.raises(queue.Full):
             for _ in range(100):

@@ -65,8 +65,8 @@ from ..errors import (
     ConfigError,
     DiskFullError,
     LogClosedError,
+    LogFailedError,
     ReadOnlyError,
-    VQSError,
 )
 from .dir_lock import DirLock
 from .durable_file import atomic_write, fsync_dir
@@ -131,7 +131,7 @@ class Log(LogReads, LogDurability):
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_gaps", "_group", "_index_capacity_bytes",
-        "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes",
+        "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
         "_reserved_end", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
@@ -235,6 +235,7 @@ class Log(LogReads, LogDurability):
         self._free_budget = 0       # bytes that may be written before free space is read again
         self._free_check_at = 0.0   # monotonic time of the next statvfs, at the latest
         self._low_space = False     # refusing appends: under min_free_bytes (sets _blocked)
+        self._space_short = False   # the last batch write found no space (cleared by the next one)
         self._index_capacity_bytes = min(
             64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
         )
@@ -470,8 +471,9 @@ class Log(LogReads, LogDurability):
         if self.readonly:
             raise ReadOnlyError(f"log {self.path} was opened with readonly=True")
         if self._failed is not None:
-            raise VQSError(
-                f"log {self.path} failed earlier and accepts no writes: {self._failed!r}"
+            raise LogFailedError(
+                f"log {self.path} failed earlier and accepts no writes: {self._failed!r}",
+                path=self.path,
             ) from self._failed
 
     def _write_buffer_locked(self) -> None:
@@ -500,7 +502,7 @@ class Log(LogReads, LogDurability):
         self._free_budget = free - self._min_free_bytes
         if nbytes >= self._free_budget:
             self._free_check_at = now  # read it again at the next try
-            self._low_space = True
+            self._low_space = self._space_short = True
             self._blocked = True
             raise DiskFullError(
                 f"write to {path} refused: {free} bytes free on its filesystem, under "
@@ -535,9 +537,17 @@ class Log(LogReads, LogDurability):
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed.
+                self._space_short = True
                 raise DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
                                     f"the disk is full ({e.strerror})", path=seg.log_path) from e
-            raise VQSError(f"write to {seg.log_path} at position {seg.size} failed: {e}") from e
+            # Any other error (EIO: a failing device) latches, as a failed fsync
+            # does: what the kernel kept of the write cannot be trusted.
+            self._failed = e
+            self._blocked = True
+            raise LogFailedError(f"write to {seg.log_path} at position {seg.size} failed: {e}",
+                                 path=seg.log_path) from e
+        if self._space_short:
+            self._space_short = False
         self._written_end = next_offset
 
     def top_up_reserve_locked(self) -> None:
@@ -640,6 +650,17 @@ class Log(LogReads, LogDurability):
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self._segments) + self._buf_bytes
+
+    @property
+    def failed(self) -> BaseException | None:
+        """The I/O error that failed this log (it accepts no writes), or None."""
+        return self._failed
+
+    @property
+    def disk_full(self) -> bool:
+        """True while writes find no space: the last batch write failed with
+        ENOSPC/EDQUOT or was refused under ``min_free_bytes`` (until one succeeds)."""
+        return self._space_short
 
     @property
     def min_free_bytes(self) -> int:
