@@ -181,9 +181,10 @@ class Log(LogReads, LogDurability):
         ``min_free_bytes`` (0 = off): appends are refused with DiskFullError
         (naming the setting) once the filesystem has less free space than that,
         so deletes, checkpoints and ``close`` always have room; they resume on
-        their own once space is freed (free space is read with ``statvfs`` at
-        most every MIN_FREE_CHECK_S, or sooner once that many bytes could have
-        been written since).
+        their own once space is freed. Appends already accepted (buffered) are
+        still written. Free space is read with ``statvfs`` only when the bytes
+        appended since could have used up the margin it found last, or once
+        MIN_FREE_CHECK_S passed.
         """
         self = object.__new__(cls)
         self.path = os.fspath(path)
@@ -362,6 +363,8 @@ class Log(LogReads, LogDurability):
         with self._lock:
             if self._blocked:
                 self._check_appendable()
+            if self._min_free_bytes:
+                self._admit_bytes(len(value))
             off = self._next_offset
             self._next_offset = off + 1
             self._buf_values.append(value)
@@ -425,6 +428,8 @@ class Log(LogReads, LogDurability):
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
         with self._lock:
             self._check_appendable()
+            if self._min_free_bytes:
+                self._admit_bytes(sum(map(len, values)))
             self._write_buffer_locked()
             first = self._written_end
             # Split so that no batch exceeds batch_max_bytes (a single huge value
@@ -487,15 +492,22 @@ class Log(LogReads, LogDurability):
         self._write_parts_locked(parts, base, base + len(bv))
         self._reset_buffer()
 
+    def _admit_bytes(self, nbytes: int) -> None:
+        """min_free_bytes, when an append is accepted: what was accepted is
+        written even under the limit (it is the room kept for that, and for
+        deletes). A subtraction per append; statvfs only when the margin found
+        last time is used up, or once MIN_FREE_CHECK_S passed (a batch write
+        then zeroes the margin)."""
+        b = self._free_budget - nbytes
+        if b > 0:
+            self._free_budget = b
+        else:
+            self._check_free_space(nbytes, self._active.log_path)
+
     def _check_free_space(self, nbytes: int, path: str) -> None:
-        """min_free_bytes: raise DiskFullError if writing ``nbytes`` more could
-        take the filesystem under it. statvfs runs only when the bytes written
-        since the last one could have used up the margin it found, or every
-        MIN_FREE_CHECK_S: a subtraction and a clock read per batch write."""
+        """min_free_bytes: raise DiskFullError if ``nbytes`` more could take the
+        filesystem under it (reads free space with statvfs)."""
         now = time.monotonic()
-        if nbytes < self._free_budget and now < self._free_check_at:
-            self._free_budget -= nbytes
-            return
         st = os.statvfs(self.path)
         free = st.f_bavail * st.f_frsize
         self._free_check_at = now + MIN_FREE_CHECK_S
@@ -515,8 +527,8 @@ class Log(LogReads, LogDurability):
         hdr = HEADER.unpack_from(parts[0], 0)
         nbytes = hdr[1] + 12  # batch_length counts everything after its own field
         seg = self._active
-        if self._min_free_bytes:
-            self._check_free_space(nbytes, seg.log_path)
+        if self._min_free_bytes and time.monotonic() >= self._free_check_at:
+            self._free_budget = 0  # the next append reads free space again
         if seg.size > 0 and (
             seg.size + nbytes > self.segment_bytes
             or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
@@ -546,7 +558,7 @@ class Log(LogReads, LogDurability):
             self._blocked = True
             raise LogFailedError(f"write to {seg.log_path} at position {seg.size} failed: {e}",
                                  path=seg.log_path) from e
-        if self._space_short:
+        if self._space_short and not self._low_space:
             self._space_short = False
         self._written_end = next_offset
 
@@ -658,9 +670,19 @@ class Log(LogReads, LogDurability):
 
     @property
     def disk_full(self) -> bool:
-        """True while writes find no space: the last batch write failed with
-        ENOSPC/EDQUOT or was refused under ``min_free_bytes`` (until one succeeds)."""
-        return self._space_short
+        """True while writes find no space: appends are being refused under
+        ``min_free_bytes``, or the last batch write failed with ENOSPC/EDQUOT
+        and the filesystem still has less than 64 KiB (over ``min_free_bytes``)
+        free (``statvfs``, read only in that case)."""
+        if self._low_space:
+            return True
+        if not self._space_short:
+            return False
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return True
+        return st.f_bavail * st.f_frsize < self._min_free_bytes + (64 << 10)
 
     @property
     def min_free_bytes(self) -> int:
