@@ -421,10 +421,16 @@ class DiskTier:
         return added
 
     def _skip_hole_locked(self, off: int, to: int) -> None:
-        """Move the head past the offsets [off, to) that hold no items (never
-        counted as items: qsize and the counters do not change)."""
+        """Move the head past the offsets [off, to) that hold no items. Gaps
+        known at open (``_holes``) were never counted as items; one that was
+        not recorded (a gap at a segment's end) was, and is uncounted now."""
+        counted = sum(min(b, to) - max(a, off) for a, b in self._holes if a < to and b > off)
         self._read_off = self._disk_next = to
-        self._hole_items -= to - off
+        self._hole_items -= counted
+        extra = to - off - counted
+        if extra:
+            self._unfinished -= extra
+            self._initial -= extra
         self._holes = [h for h in self._holes if h[1] > to]
 
     def _reclaim_locked(self) -> None:

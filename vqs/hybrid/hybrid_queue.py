@@ -104,6 +104,13 @@ class HybridQueue(DiskTier):
     ``durable``: write every put through to disk (fsync) before it returns.
     ``serializer``: "pickle" (default), "json", "msgpack", "raw", or an object
     with ``dumps``/``loads``. ``compression``: None, "zstd" or "lz4" (log batches).
+    ``recovery``: "fail" (default), "skip" or "truncate", as ``Log.open``'s:
+    what opening after a crash does with a damaged batch in the disk tier.
+    A full filesystem (or less free than ``min_free_bytes``) is a full disk
+    tier: ``put`` raises ``queue.Full`` (cause: the DiskFullError) or waits,
+    and goes on once space is freed; ``close()`` ignores ``min_free_bytes``
+    (that headroom is what lets it write the memory tier).
+    ``latency_histograms``: time every put/get for ``metrics`` (Prometheus).
     """
 
     def __init__(

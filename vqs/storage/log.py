@@ -27,6 +27,7 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
   ``offset_for_time``); segment_reads.py: lookups within one segment;
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
+- log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``;
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
   quarantine); readonly_tail.py: following a log another process owns.
@@ -75,6 +76,7 @@ from .group_commit import GroupCommit
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
+from .log_space import LogSpace
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -99,8 +101,6 @@ MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 _time_ns = time.time_ns
 #: errnos that mean "no space": the filesystem is full, or the quota is spent
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
-#: min_free_bytes: free space is read (statvfs) at least this often while writing
-MIN_FREE_CHECK_S = 0.1
 _ONLY_BYTES = {bytes}
 
 
@@ -116,7 +116,7 @@ def _as_bytes(v, what: str) -> bytes:
     raise TypeError(f"{what} must be bytes-like, not {type(v).__name__}")
 
 
-class Log(LogReads, LogDurability):
+class Log(LogReads, LogDurability, LogSpace):
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
@@ -460,16 +460,6 @@ class Log(LogReads, LogDurability):
             self._group.await_durable(self, end, step)
         return first
 
-    def _check_appendable(self) -> None:
-        """Appends only: ``_check_writable``, and min_free_bytes (a refusal
-        holds until free space is back over it)."""
-        if self._low_space and not (self._closed or self.readonly or self._failed is not None):
-            self._check_free_space(0, self._active.log_path)
-            self._low_space = False
-            self._blocked = False
-            return
-        self._check_writable()
-
     def _check_writable(self) -> None:
         if self._closed:
             raise LogClosedError(f"log {self.path} is closed")
@@ -491,37 +481,6 @@ class Log(LogReads, LogDurability):
         )
         self._write_parts_locked(parts, base, base + len(bv))
         self._reset_buffer()
-
-    def _admit_bytes(self, nbytes: int) -> None:
-        """min_free_bytes, when an append is accepted: what was accepted is
-        written even under the limit (it is the room kept for that, and for
-        deletes). A subtraction per append; statvfs only when the margin found
-        last time is used up, or once MIN_FREE_CHECK_S passed (a batch write
-        then zeroes the margin)."""
-        b = self._free_budget - nbytes
-        if b > 0:
-            self._free_budget = b
-        else:
-            self._check_free_space(nbytes, self._active.log_path)
-
-    def _check_free_space(self, nbytes: int, path: str) -> None:
-        """min_free_bytes: raise DiskFullError if ``nbytes`` more could take the
-        filesystem under it (reads free space with statvfs)."""
-        now = time.monotonic()
-        st = os.statvfs(self.path)
-        free = st.f_bavail * st.f_frsize
-        self._free_check_at = now + MIN_FREE_CHECK_S
-        self._free_budget = free - self._min_free_bytes
-        if nbytes >= self._free_budget:
-            self._free_check_at = now  # read it again at the next try
-            self._low_space = self._space_short = True
-            self._blocked = True
-            raise DiskFullError(
-                f"write to {path} refused: {free} bytes free on its filesystem, under "
-                f"min_free_bytes={self._min_free_bytes} (room kept for deletes and checkpoints)",
-                path=path,
-            )
-        self._free_budget -= nbytes
 
     def _write_parts_locked(self, parts: list, base: int, next_offset: int) -> None:
         hdr = HEADER.unpack_from(parts[0], 0)
@@ -662,44 +621,6 @@ class Log(LogReads, LogDurability):
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self._segments) + self._buf_bytes
-
-    @property
-    def failed(self) -> BaseException | None:
-        """The I/O error that failed this log (it accepts no writes), or None."""
-        return self._failed
-
-    @property
-    def disk_full(self) -> bool:
-        """True while writes find no space: appends are being refused under
-        ``min_free_bytes``, or the last batch write failed with ENOSPC/EDQUOT
-        and the filesystem still has less than 64 KiB (over ``min_free_bytes``)
-        free (``statvfs``, read only in that case)."""
-        if self._low_space:
-            return True
-        if not self._space_short:
-            return False
-        try:
-            st = os.statvfs(self.path)
-        except OSError:
-            return True
-        return st.f_bavail * st.f_frsize < self._min_free_bytes + (64 << 10)
-
-    @property
-    def min_free_bytes(self) -> int:
-        """Appends are refused under this much free space (0 = off); settable."""
-        return self._min_free_bytes
-
-    @min_free_bytes.setter
-    def min_free_bytes(self, value: int) -> None:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ConfigError(f"min_free_bytes={value!r}: must be an integer >= 0")
-        with self._lock:
-            self._min_free_bytes = value
-            self._free_budget = 0
-            self._free_check_at = 0.0
-            if self._low_space:
-                self._low_space = False
-                self._blocked = self._closed or self.readonly or self._failed is not None
 
     @property
     def segment_count(self) -> int:
