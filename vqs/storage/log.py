@@ -44,8 +44,9 @@ Invariants (under ``_lock``):
   passes ``_durable_end``: durability is always a prefix;
 - ``_run_cache`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
-- ``_blocked`` is true when the log is closed, readonly or failed: the append
-  hot path tests this one flag and only then asks why.
+- ``_blocked`` is true when the log is closed, readonly or failed, or has a
+  ``min_free_bytes`` to check: the append hot path tests this one flag and
+  only then asks why.
 
 (Over 500 lines: the facade's public methods and the append hot path -
 buffer, batch writes, roll - stay in one class body so appends read slots
@@ -235,7 +236,7 @@ class Log(LogReads, LogDurability, LogSpace):
         self._min_free_bytes = min_free_bytes
         self._free_budget = 0       # bytes that may be written before free space is read again
         self._free_check_at = 0.0   # monotonic time of the next statvfs, at the latest
-        self._low_space = False     # refusing appends: under min_free_bytes (sets _blocked)
+        self._low_space = False     # refusing appends: under min_free_bytes
         self._space_short = False   # the last batch write found no space (cleared by the next one)
         self._index_capacity_bytes = min(
             64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
@@ -255,7 +256,8 @@ class Log(LogReads, LogDurability, LogSpace):
         self._seal_job = SealJob(self)
         self._failed: BaseException | None = None
         self._closed = False
-        self._blocked = readonly  # closed, readonly or failed: appends must check why
+        # closed, readonly, failed or min_free_bytes set: appends must check why
+        self._blocked = readonly or min_free_bytes > 0
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
         self._run_cache = None  # (first, end, records, value ends): a contiguous decoded run (log_reads.py)
@@ -362,9 +364,7 @@ class Log(LogReads, LogDurability, LogSpace):
             timestamp_ms = _time_ns() // 1_000_000 if self._system_clock else self._now_ms()
         with self._lock:
             if self._blocked:
-                self._check_appendable()
-            if self._min_free_bytes:
-                self._admit_bytes(len(value))
+                self._check_appendable(len(value))
             off = self._next_offset
             self._next_offset = off + 1
             self._buf_values.append(value)
@@ -427,9 +427,8 @@ class Log(LogReads, LogDurability, LogSpace):
         elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
         with self._lock:
-            self._check_appendable()
-            if self._min_free_bytes:
-                self._admit_bytes(sum(map(len, values)))
+            if self._blocked:
+                self._check_appendable(sum(map(len, values)))
             self._write_buffer_locked()
             first = self._written_end
             # Split so that no batch exceeds batch_max_bytes (a single huge value

@@ -12,9 +12,10 @@ Invariants:
   reading could have used up the margin it found (``_free_budget``), or once
   MIN_FREE_CHECK_S passed (the batch write zeroes the margin then): one
   subtraction per append;
-- a refusal sets ``_low_space`` and ``_blocked`` (the append hot path tests
-  only ``_blocked``); the next append reads free space again and clears both
-  once it is back over the setting.
+- a log with ``min_free_bytes`` keeps ``_blocked`` set, so the append hot
+  path (which tests only ``_blocked``) costs nothing more without it; a
+  refusal sets ``_low_space``, and the next append reads free space again and
+  clears it once it is back over the setting.
 """
 
 from __future__ import annotations
@@ -33,15 +34,17 @@ class LogSpace:
 
     __slots__ = ()
 
-    def _check_appendable(self) -> None:
-        """Appends only: ``_check_writable``, and min_free_bytes (a refusal
-        holds until free space is back over it)."""
-        if self._low_space and not (self._closed or self.readonly or self._failed is not None):
-            self._check_free_space(0, self._active.log_path)
-            self._low_space = False
-            self._blocked = False
-            return
-        self._check_writable()
+    def _check_appendable(self, nbytes: int) -> None:
+        """Appends, when ``_blocked``: closed, readonly or failed raise; with
+        min_free_bytes, ``nbytes`` more are admitted or refused (a refusal holds
+        until free space is back over the setting)."""
+        if self._closed or self.readonly or self._failed is not None:
+            self._check_writable()
+        if self._min_free_bytes:
+            if self._low_space:
+                self._check_free_space(0, self._active.log_path)
+                self._low_space = False
+            self._admit_bytes(nbytes)
 
     def _admit_bytes(self, nbytes: int) -> None:
         """min_free_bytes, when an append is accepted: what was accepted is
@@ -66,7 +69,6 @@ class LogSpace:
         if nbytes >= self._free_budget:
             self._free_check_at = now  # read it again at the next try
             self._low_space = self._space_short = True
-            self._blocked = True
             raise DiskFullError(
                 f"write to {path} refused: {free} bytes free on its filesystem, under "
                 f"min_free_bytes={self._min_free_bytes} (room kept for deletes and checkpoints)",
@@ -108,6 +110,5 @@ class LogSpace:
             self._min_free_bytes = value
             self._free_budget = 0
             self._free_check_at = 0.0
-            if self._low_space:
-                self._low_space = False
-                self._blocked = self._closed or self.readonly or self._failed is not None
+            self._low_space = False
+            self._blocked = self._closed or self.readonly or self._failed is not None or value > 0
