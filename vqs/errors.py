@@ -44,6 +44,17 @@ class DiskFullError(VQSError):
         super().__init__(message)
 
 
+class LogFailedError(VQSError):
+    """A write or fsync of this log failed with an I/O error (EIO, ...): the
+    kernel may have dropped its dirty pages, so the log accepts no more writes
+    until it is reopened (a restart recovers it from what is on disk). ``path``
+    names the file. Reads of what was written go on; other logs are unaffected."""
+
+    def __init__(self, message: str, *, path: str | None = None):
+        self.path = path
+        super().__init__(message)
+
+
 class ReadOnlyError(VQSError):
     """A write was attempted on a log opened with readonly=True."""
 

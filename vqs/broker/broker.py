@@ -52,6 +52,7 @@ LOG_OPTIONS = frozenset(
         "index_interval_bytes",
         "batch_max_records",
         "batch_max_bytes",
+        "min_free_bytes",
     }
 )
 
@@ -80,8 +81,10 @@ class Broker:
     ``defaults`` are Log settings applied to every topic partition: ``flush``,
     ``flush_interval_ms``, ``segment_bytes``, ``segment_ms``, ``retention_ms``,
     ``retention_bytes``, ``recovery``, ``compression``, ``index_interval_bytes``,
-    ``batch_max_records``, ``batch_max_bytes`` (a topic's own settings override
-    them), plus default queue attributes (``visibility_timeout=60``, ...); all
+    ``batch_max_records``, ``batch_max_bytes``, ``min_free_bytes`` (a topic's own
+    settings override them; ``min_free_bytes`` applies to topic partitions and
+    queue message logs, never to queue state logs, so receives and deletes
+    always have room), plus default queue attributes (``visibility_timeout=60``, ...); all
     of them are passed to the queue registry. Anything else is a ConfigError.
 
     ``clock`` (seconds, like ``time.time``) is used for record timestamps,

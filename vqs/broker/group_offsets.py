@@ -5,6 +5,11 @@ atomically (temp file, fsync, rename, fsync dir) on every commit: when
 ``commit`` returns, the offsets survive a crash or a power loss, and a crash
 during a commit leaves the previous offsets.
 
+Commits work on a full disk: the file is replaced through a spare file that
+keeps its space allocated between commits (``offsets.json.spare``, see
+vqs.storage.durable_file.atomic_write_reserved). Should that fail too, commit
+raises DiskFullError and the previous offsets stay, in memory and on disk.
+
 A group here is a named set of committed offsets. It does not divide
 partitions among its members: each consumer reads what it is assigned.
 """
@@ -17,7 +22,7 @@ import shutil
 import threading
 
 from ..errors import ConfigError, CorruptRecordError
-from ..storage.durable_file import atomic_write, fsync_dir
+from ..storage.durable_file import atomic_write_reserved, fsync_dir
 from .layout import offsets_file
 from .names import validate_name
 from .topic import TopicPartition
@@ -98,7 +103,7 @@ class GroupOffsets:
             os.makedirs(self.directory, exist_ok=True)
             fsync_dir(os.path.dirname(self.directory))
         data = {t: {str(p): off for p, off in sorted(parts.items())} for t, parts in sorted(offsets.items())}
-        atomic_write(self.path, json.dumps(data, sort_keys=True).encode() + b"\n")
+        atomic_write_reserved(self.path, json.dumps(data, sort_keys=True).encode() + b"\n")
 
 
 class GroupRegistry:

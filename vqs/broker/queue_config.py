@@ -30,7 +30,9 @@ VQS settings (not SQS attributes): ``flush`` (``always`` | ``interval`` |
 ``never``, default ``interval``), ``flush_interval_ms`` (100), ``segment_bytes``
 (the message log's segment size, 32 MiB), plus the Log settings ``segment_ms``,
 ``recovery``, ``compression``, ``index_interval_bytes``, ``batch_max_records``,
-``batch_max_bytes``.
+``batch_max_bytes``, ``min_free_bytes`` (0: sends are refused with DiskFullError
+once the filesystem has less free space; the state log, where receives and
+deletes go, is exempt).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ READ_ONLY_SQS = frozenset({
 STORAGE_SETTINGS = frozenset({
     "flush", "flush_interval_ms", "segment_bytes", "segment_ms", "recovery",
     "compression", "index_interval_bytes", "batch_max_records", "batch_max_bytes",
+    "min_free_bytes",
 })
 #: Log settings that make no sense for a queue (its retention is MessageRetentionPeriod);
 #: accepted in registry defaults (the Broker passes its topic defaults) and ignored.
@@ -117,6 +120,7 @@ class QueueConfig:
     index_interval_bytes: int = 4096
     batch_max_records: int = 4096
     batch_max_bytes: int = 1 << 20
+    min_free_bytes: int = 0  # sends refused under this much free disk (the state log never is)
 
     # -------------------------------------------------------------- building
 
@@ -132,6 +136,7 @@ class QueueConfig:
             "index_interval_bytes": self.index_interval_bytes,
             "batch_max_records": self.batch_max_records,
             "batch_max_bytes": self.batch_max_bytes,
+            "min_free_bytes": self.min_free_bytes,
         }
 
     def to_json(self) -> dict:

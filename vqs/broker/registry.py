@@ -172,12 +172,18 @@ class QueueRegistry:
             if os.path.exists(tmp):
                 shutil.rmtree(tmp)
             os.makedirs(tmp)
-            secret, id_prefix, id_base = new_identity()
-            now = int(self._clock() * 1000)
-            write_files(tmp, name=name, config=config, created_ms=now, modified_ms=now,
-                        secret=secret, id_prefix=id_prefix, id_base=id_base)
-            fsync_dir(tmp)
-            os.rename(tmp, os.path.join(self.directory, name))
+            try:
+                secret, id_prefix, id_base = new_identity()
+                now = int(self._clock() * 1000)
+                write_files(tmp, name=name, config=config, created_ms=now, modified_ms=now,
+                            secret=secret, id_prefix=id_prefix, id_base=id_base)
+                fsync_dir(tmp)
+                os.rename(tmp, os.path.join(self.directory, name))
+            except BaseException:
+                # a full disk (DiskFullError) or any failure: no staging directory
+                # is left holding space (a crash's leftover is removed at open)
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
             fsync_dir(self.directory)
             return self.get(name)
 

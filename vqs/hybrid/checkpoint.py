@@ -20,16 +20,22 @@ Slot layout, little-endian::
 
 A ``pwrite`` survives a process crash (kill -9) as soon as it returns (it is in
 the page cache); :meth:`Checkpoint.sync` (fsync) makes it survive power loss.
+
+A new file is written with both slots zeroed (invalid) at creation, so later
+writes overwrite space the file already has: checkpoints go on on a full disk
+(a queue that cannot be created for want of space raises DiskFullError then).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from typing import NamedTuple
 
 import crc32c as _crc32c
 
+from ..errors import DiskFullError
 from ..storage.durable_file import fsync_dir
 
 MAGIC = b"VQHC"
@@ -69,6 +75,18 @@ class Checkpoint:
         self.path = path
         created = not os.path.exists(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(self._fd).st_size < 2 * SLOT_SIZE:
+                # allocate the two slots now (zeros: no valid slot), never at a write
+                size = os.fstat(self._fd).st_size
+                os.pwrite(self._fd, bytes(2 * SLOT_SIZE - size), size)
+                os.fsync(self._fd)
+        except OSError as e:
+            os.close(self._fd)
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError(f"creating {path} failed: the disk is full ({e.strerror})",
+                                    path=path) from e
+            raise
         if created:
             fsync_dir(os.path.dirname(os.path.abspath(path)))
         raw = os.pread(self._fd, 2 * SLOT_SIZE, 0)

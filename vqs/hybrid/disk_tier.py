@@ -15,7 +15,12 @@ Invariants (all under the queue's one lock):
   already on disk and FIFO order holds; at most a chunk (a quarter of the
   budget, 1024 items / 1 MiB) at a time so one append serves many puts. The
   log is written first and the state updated after: a failed write changes
-  nothing. ``_disk_bytes + pending <= max_disk_bytes`` always.
+  nothing (a spill is one record batch, so one write: all or none).
+  ``_disk_bytes + pending <= max_disk_bytes`` always.
+* a full filesystem (DiskFullError from the log) is the disk tier being full:
+  the put raises ``queue.Full`` (``block=False``, or at its timeout) or waits,
+  trying the write again every DISK_FULL_RETRY_S and whenever a get frees
+  room; the memory tier keeps serving gets meanwhile.
 * write-through (``_put_durable``): the append (fsync, group commit with
   concurrent putters) runs outside the lock, with its bytes reserved in
   ``_reserved`` and the put counted in ``_inflight``; its items become
@@ -44,13 +49,16 @@ from itertools import accumulate, islice
 from operator import sub as _sub
 from queue import Full
 
-from ..errors import LogClosedError, MessageTooLarge, VQSError
+from ..errors import DiskFullError, LogClosedError, MessageTooLarge, VQSError
 from ..storage import Log
+from ..storage.log_dir import load_gaps
 from .checkpoint import Checkpoint
 from .serializers import Serializer, wrap_error
 
 #: Read-ahead from disk: at most this many serialized bytes per chunk.
 READAHEAD_BYTES = 1 << 20
+#: A put waiting because the filesystem is full tries its write again this often.
+DISK_FULL_RETRY_S = 0.05
 _monotonic = time.monotonic
 
 
@@ -110,6 +118,11 @@ class DiskTier:
     _disk_reads: int
     _reclaim_every: int
     _reclaim_left: int
+    _disk_full_errors: int
+    _full_refusals: int
+    _serialization_errors: int
+    _holes: list
+    _hole_items: int
 
     # ------------------------------------------------------------------ open
 
@@ -117,15 +130,20 @@ class DiskTier:
         lg, st = self._log, self._ckpt.state
         start, end = lg.start_offset, lg.end_offset
         read_off = start if st is None else min(max(st.read_off, start), end)
-        if st is not None and st.clean and st.end_off == end and st.read_off == read_off:
+        # offsets recovery="skip" removed (quarantined batches): not items
+        holes = sorted((a, b) for a, b in load_gaps(lg.path).items() if read_off <= a and b <= end)
+        if (st is not None and st.clean and st.end_off == end and st.read_off == read_off
+                and not lg.quarantined_batches):
             disk_bytes = st.disk_bytes
         else:
             disk_bytes = self._scan_bytes(read_off, end)
+        self._holes = holes
+        self._hole_items = sum(b - a for a, b in holes)
         self._read_off = self._disk_next = read_off
         self._end = end
         self._disk_bytes = disk_bytes
-        self._unfinished = end - read_off
-        self._initial = end - read_off
+        self._unfinished = end - read_off - self._hole_items
+        self._initial = self._unfinished
 
     def _scan_bytes(self, off: int, end: int) -> int:
         """Serialized bytes of the records in [off, end) (after a crash)."""
@@ -149,6 +167,7 @@ class DiskTier:
         try:
             return list(map(self._dumps, objs))
         except Exception as e:
+            self._serialization_errors += 1
             raise wrap_error(e, f"serializer={self.serializer.name!r} could not serialize {what}") from e
 
     def _admit_locked(self, items: list, sizes: list, block: bool, timeout: float | None) -> None:
@@ -200,7 +219,15 @@ class DiskTier:
                 pbytes = sum(map(len, payloads))
                 s = s_min
             if self._disk_bytes + pbytes <= self._max_disk:
-                break
+                try:
+                    first = self._log.append_batch(payloads)
+                    break
+                except DiskFullError as e:
+                    # nothing was written (one batch: all or none); the memory
+                    # tier and the state are as before
+                    self._disk_full_errors += 1
+                    self._wait_disk_space(block, deadline, e)
+                    continue
             if s_min > n_mem:
                 # Would the new items overflow to disk even with an empty tail?
                 k, left_n, left_b = 0, n_new - max_items, new_bytes - max_bytes
@@ -215,8 +242,7 @@ class DiskTier:
                         f"{self.memory_bytes}) nor max_disk_bytes={self.max_disk_bytes}"
                     )
             self._wait_not_full(block, deadline)
-        # write, then update the state (nothing changed if the write raised)
-        first = self._log.append_batch(payloads)
+        # written above, then the state updated (nothing changed if the write raised)
         if first != self._end:  # pragma: no cover - the log is ours alone
             raise VQSError(f"HybridQueue {self.path}: log end {first} != expected {self._end}")
         n_spill_mem = min(s, n_mem)
@@ -235,20 +261,33 @@ class DiskTier:
             mem.extend(rest)
             self._mem_bytes += sum(sizes[max(0, s - n_mem):])
 
-    def _wait_not_full(self, block: bool, deadline: float | None) -> None:
+    def _wait_not_full(self, block: bool, deadline: float | None, poll: float | None = None) -> None:
         if not block:
+            self._full_refusals += 1
             raise Full
         if deadline is None:
-            remaining = None
+            remaining = poll
         else:
             remaining = deadline - _monotonic()
             if remaining <= 0:
+                self._full_refusals += 1
                 raise Full
+            if poll is not None:
+                remaining = min(remaining, poll)
         self._putters += 1
         try:
             self._not_full.wait(remaining)
         finally:
             self._putters -= 1
+
+    def _wait_disk_space(self, block: bool, deadline: float | None, err: DiskFullError) -> None:
+        """A write found the filesystem full: ``queue.Full`` (naming why) if the
+        put may not wait, else wait until a get frees room or DISK_FULL_RETRY_S
+        passes (nothing signals freed disk space: the write is simply tried again)."""
+        try:
+            self._wait_not_full(block, deadline, DISK_FULL_RETRY_S)
+        except Full:
+            raise Full(f"HybridQueue {self.path}: the disk tier is full ({err})") from err
 
     def _put_durable(self, items: list, block: bool, timeout: float | None) -> None:
         """Write-through: serialize, append to the log (fsync, group commit with
@@ -257,33 +296,45 @@ class DiskTier:
         payloads = self._serialize(items, "an item")
         pbytes = sum(map(len, payloads))
         deadline = deadline_for(block, timeout)
-        with self._lock:
-            while True:
-                if self._closed:
-                    raise LogClosedError(f"HybridQueue {self.path} is closed")
-                if self._disk_bytes + self._reserved + pbytes <= self._max_disk:
-                    break
-                if pbytes > self._max_disk:
-                    raise MessageTooLarge(
-                        f"{n} item(s) of {pbytes} serialized bytes exceed max_disk_bytes="
-                        f"{self.max_disk_bytes}"
-                    )
-                self._wait_not_full(block, deadline)
-            self._reserved += pbytes
-            self._inflight += 1
-            # counted now, so that a consumer's task_done never runs ahead of it
-            self._unfinished += n
-        try:
-            first = self._log.append(payloads[0]) if n == 1 else self._log.append_batch(payloads)
-        except BaseException:
+        full: DiskFullError | None = None
+        while True:
             with self._lock:
-                self._reserved -= pbytes
-                self._inflight -= 1
-                self._unfinished -= n
-                if self._unfinished == 0:
-                    self._all_done.notify_all()
-                self._not_full.notify_all()
-            raise
+                if full is not None:
+                    # the last try found the filesystem full: Full, or wait and retry
+                    self._wait_disk_space(block, deadline, full)
+                while True:
+                    if self._closed:
+                        raise LogClosedError(f"HybridQueue {self.path} is closed")
+                    if self._disk_bytes + self._reserved + pbytes <= self._max_disk:
+                        break
+                    if pbytes > self._max_disk:
+                        raise MessageTooLarge(
+                            f"{n} item(s) of {pbytes} serialized bytes exceed max_disk_bytes="
+                            f"{self.max_disk_bytes}"
+                        )
+                    self._wait_not_full(block, deadline)
+                self._reserved += pbytes
+                self._inflight += 1
+                # counted now, so that a consumer's task_done never runs ahead of it
+                self._unfinished += n
+            try:
+                # append_batch even for one item: a write that fails leaves nothing
+                # buffered in the log (``append`` would keep it, to be written later)
+                first = self._log.append_batch(payloads)
+                break
+            except BaseException as e:
+                with self._lock:
+                    self._reserved -= pbytes
+                    self._inflight -= 1
+                    self._unfinished -= n
+                    if self._unfinished == 0:
+                        self._all_done.notify_all()
+                    self._not_full.notify_all()
+                    if isinstance(e, DiskFullError):
+                        self._disk_full_errors += 1
+                if not isinstance(e, DiskFullError):
+                    raise
+                full = e
         with self._lock:
             self._reserved -= pbytes
             self._inflight -= 1
@@ -329,6 +380,15 @@ class DiskTier:
             if not batches:
                 break
             for b in batches:
+                if b.base_offset > off:
+                    # a hole left by recovery="skip": passed only with an empty
+                    # read cache (the cache holds the offsets [read_off, disk_next))
+                    if added or cache:
+                        self._disk_next = off
+                        self._disk_reads += added
+                        return added
+                    self._skip_hole_locked(off, b.base_offset)
+                    off = b.base_offset
                 a = max(0, off - b.base_offset)
                 e = min(b.count, end - b.base_offset)
                 if a >= e:
@@ -359,6 +419,19 @@ class DiskTier:
         self._disk_next = off
         self._disk_reads += added
         return added
+
+    def _skip_hole_locked(self, off: int, to: int) -> None:
+        """Move the head past the offsets [off, to) that hold no items. Gaps
+        known at open (``_holes``) were never counted as items; one that was
+        not recorded (a gap at a segment's end) was, and is uncounted now."""
+        counted = sum(min(b, to) - max(a, off) for a, b in self._holes if a < to and b > off)
+        self._read_off = self._disk_next = to
+        self._hole_items -= counted
+        extra = to - off - counted
+        if extra:
+            self._unfinished -= extra
+            self._initial -= extra
+        self._holes = [h for h in self._holes if h[1] > to]
 
     def _reclaim_locked(self) -> None:
         """Drop log segments wholly consumed (disk follows the backlog)."""

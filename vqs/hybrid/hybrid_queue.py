@@ -57,25 +57,28 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections import deque
 from collections.abc import Iterable
 from itertools import islice
 from queue import Empty
 from typing import Any
 
-from ..errors import ConfigError, LogClosedError
-from ..storage import Log
+from ..errors import ConfigError, DiskFullError, LogClosedError
+from ..storage import RECOVERY_POLICIES, Log
 from ..storage.dir_lock import DirLock
 from ..storage.record_batch import codec_id
 from .checkpoint import Checkpoint
 from .directory import CKPT, LOG_DIR, check_meta
 from .disk_tier import DiskTier, deadline_for
-from .metrics import HybridMetrics
+from .metrics import HybridMetrics, LatencyHistograms
 from .serializers import Serializer, resolve, wrap_error
 
 __all__ = ["HybridMetrics", "HybridQueue"]
 
 _INF = float("inf")
+#: A log batch may hold this many bytes of values (record_batch allows 1 GiB).
+SPILL_BATCH_MAX_BYTES = 512 << 20
 _monotonic = time.monotonic
 
 
@@ -101,6 +104,13 @@ class HybridQueue(DiskTier):
     ``durable``: write every put through to disk (fsync) before it returns.
     ``serializer``: "pickle" (default), "json", "msgpack", "raw", or an object
     with ``dumps``/``loads``. ``compression``: None, "zstd" or "lz4" (log batches).
+    ``recovery``: "fail" (default), "skip" or "truncate", as ``Log.open``'s:
+    what opening after a crash does with a damaged batch in the disk tier.
+    A full filesystem (or less free than ``min_free_bytes``) is a full disk
+    tier: ``put`` raises ``queue.Full`` (cause: the DiskFullError) or waits,
+    and goes on once space is freed; ``close()`` ignores ``min_free_bytes``
+    (that headroom is what lets it write the memory tier).
+    ``latency_histograms``: time every put/get for ``metrics`` (Prometheus).
     """
 
     def __init__(
@@ -116,6 +126,9 @@ class HybridQueue(DiskTier):
         segment_bytes: int | None = None,
         sizeof=None,
         checkpoint_fsync_s: float = 1.0,
+        recovery: str = "fail",
+        latency_histograms: bool = False,
+        min_free_bytes: int = 0,
     ):
         _check_limit("memory_items", memory_items, allow_none=True)
         _check_limit("memory_bytes", memory_bytes, allow_none=True)
@@ -130,8 +143,13 @@ class HybridQueue(DiskTier):
             segment_bytes = 32 << 20 if max_disk_bytes is None else \
                 min(64 << 20, max(1 << 20, max_disk_bytes // 8))
         _check_limit("segment_bytes", segment_bytes, allow_none=False)
+        _check_limit("min_free_bytes", min_free_bytes, allow_none=False)
         if not isinstance(checkpoint_fsync_s, (int, float)) or checkpoint_fsync_s < 0:
             raise ConfigError(f"checkpoint_fsync_s={checkpoint_fsync_s!r}: must be a number >= 0")
+        if recovery not in RECOVERY_POLICIES:
+            raise ConfigError(f"recovery={recovery!r}: must be one of {', '.join(RECOVERY_POLICIES)}")
+        if not isinstance(latency_histograms, bool):
+            raise ConfigError(f"latency_histograms={latency_histograms!r}: must be True or False")
 
         self.path = os.fspath(path)
         if os.path.exists(self.path) and not os.path.isdir(self.path):
@@ -178,6 +196,19 @@ class HybridQueue(DiskTier):
         self._last_sync = _monotonic()
         self._reclaim_every = max(1, segment_bytes // 2)
         self._reclaim_left = self._reclaim_every  # consumed bytes until the next reclaim
+        self._disk_full_errors = 0      # disk writes that found the filesystem full
+        self._full_refusals = 0         # puts that raised queue.Full
+        self._serialization_errors = 0
+        self._holes: list = []          # [from, to): offsets recovery="skip" removed (ahead of read_off)
+        self._hole_items = 0            # their total
+        self.recovery = recovery
+        self._latency = LatencyHistograms() if latency_histograms else None
+        if self._latency is not None:
+            # timed wrappers as instance attributes: no cost when not asked for
+            self.put = self._latency.timed_put(self.put)
+            self.get = self._latency.timed_get(self.get)
+            self.put_batch = self._latency.timed_put(self.put_batch)
+            self.get_batch = self._latency.timed_get(self.get_batch)
 
         os.makedirs(self.path, exist_ok=True)
         self._dir_lock = DirLock(self.path).acquire()
@@ -192,6 +223,11 @@ class HybridQueue(DiskTier):
                 segment_bytes=segment_bytes,
                 segment_ms=None,
                 lock=False,
+                recovery=recovery,
+                # one spill or put_batch is one record batch, so one write: a
+                # write that fails (a full disk) leaves none of it in the log
+                batch_max_bytes=SPILL_BATCH_MAX_BYTES,
+                min_free_bytes=min_free_bytes,
             )
             self._ckpt = Checkpoint(os.path.join(self.path, CKPT))
             self._restore()
@@ -387,7 +423,7 @@ class HybridQueue(DiskTier):
     def qsize(self) -> int:
         """Number of items in the queue (both tiers)."""
         with self._lock:
-            return self._end - self._read_off + len(self._mem)
+            return self._end - self._read_off - self._hole_items + len(self._mem)
 
     def empty(self) -> bool:
         with self._lock:
@@ -435,8 +471,10 @@ class HybridQueue(DiskTier):
 
     @property
     def metrics(self) -> HybridMetrics:
+        """A snapshot of the counters; also a Prometheus collector of this queue
+        (``registry.register(q.metrics)``, see vqs/hybrid/metrics.py)."""
         with self._lock:
-            qsize = self._end - self._read_off + len(self._mem)
+            qsize = self._end - self._read_off - self._hole_items + len(self._mem)
             lg = self._log
             closed = self._closed
             return HybridMetrics(
@@ -447,11 +485,16 @@ class HybridQueue(DiskTier):
                 disk_reads=self._disk_reads,
                 memory_items=len(self._mem) + len(self._cache),
                 memory_bytes=self._mem_bytes + sum(self._csz),
-                disk_items=self._end - self._read_off,
+                disk_items=self._end - self._read_off - self._hole_items,
                 disk_bytes=self._disk_bytes,
                 log_bytes=0 if closed else lg.size_bytes,
                 log_segments=0 if closed else lg.segment_count,
                 durable=self.durable,
+                disk_full_errors=self._disk_full_errors,
+                full_refusals=self._full_refusals,
+                serialization_errors=self._serialization_errors,
+                items=qsize,
+                source=weakref.ref(self),
             )
 
     # ---------------------------------------------------------------- close
@@ -470,6 +513,8 @@ class HybridQueue(DiskTier):
         and release the directory. Idempotent; threads blocked in get/put raise
         LogClosedError."""
         failed: list = []
+        full: DiskFullError | None = None
+        lost = 0
         with self._lock:
             if self._closed:
                 return
@@ -480,7 +525,16 @@ class HybridQueue(DiskTier):
             while self._inflight:
                 self._not_full.wait()
             try:
-                failed = self._spill_tail_locked()
+                self._log.min_free_bytes = 0  # the headroom is there for this write
+                try:
+                    failed = self._spill_tail_locked()
+                except DiskFullError as e:
+                    # the memory tier cannot be written: the rest of close (the
+                    # consumed position, the lock) still happens
+                    full, lost = e, len(self._mem)
+                    self._disk_full_errors += 1
+                    self._mem.clear()
+                    self._mem_bytes = 0
                 if self._read_off > self._log.start_offset:
                     self._log.delete_before(self._read_off)
                 self._log.close()
@@ -494,6 +548,12 @@ class HybridQueue(DiskTier):
                 self._cache.clear()
                 self._csz.clear()
                 self._all_done.notify_all()
+        if full is not None:
+            raise DiskFullError(
+                f"close(): {lost} item(s) of the memory tier of HybridQueue {self.path} could not "
+                f"be written, the disk is full ({full}); they are lost, as a crash would lose them "
+                "(durable=True keeps none in memory)", path=full.path
+            ) from full
         if failed:
             i, e = failed[0]
             raise wrap_error(

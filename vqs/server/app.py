@@ -296,7 +296,8 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
             from ..broker import Broker
 
             ctx.broker = Broker(settings.data_dir, flush=settings.flush,
-                                flush_interval_ms=settings.flush_interval_ms)
+                                flush_interval_ms=settings.flush_interval_ms,
+                                min_free_bytes=settings.min_free_bytes)
         from .sqs.service import SQSService
 
         ctx.sqs = SQSService(ctx)

@@ -62,6 +62,8 @@ _SERVER_ERRORS: dict[type, tuple[int, str, str]] = {
     E.LogClosedError: (503, "closing", "the topic or queue is closed (deleted, or the server is stopping)"),
     E.DiskFullError: (507, "disk_full", "the server's disk is full: writes wait for space; reads, receives "
                                         "and deletes go on"),
+    E.LogFailedError: (503, "log_failed", "this topic or queue had a disk I/O error and accepts no writes "
+                                          "until the server restarts; other topics and queues are served"),
     E.ReadOnlyError: (409, "read_only", "the data is read-only"),
     E.CorruptRecordError: (400, "corrupt_batch", "stored data failed validation; the server log has the details"),
 }

@@ -1,7 +1,11 @@
 """Prometheus metrics of the server (``GET /metrics``).
 
 Counters are updated on the request path (cheap: a lock and an add); gauges
-of backlog, disk bytes and segments are computed when /metrics is scraped.
+of backlog, disk bytes and segments are computed when /metrics is scraped:
+``vqs_disk_bytes`` / ``vqs_segments`` per topic and per queue (message log
+plus lease-state log), ``vqs_disk_free_bytes`` / ``vqs_disk_total_bytes`` of
+the data directory's filesystem, and ``vqs_log_failed`` / ``vqs_log_disk_full``
+(0 or 1) per topic and queue (vqs/server/health.py says what they mean).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 
 from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
+from .health import disk_space, named_logs
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -81,6 +86,29 @@ class _BrokerCollector:
         lag = GaugeMetricFamily("vqs_group_lag", "Messages a consumer group has not committed",
                                 labels=["group", "topic", "partition"])
         qv = GaugeMetricFamily("vqs_queue_messages", "Queue messages by state", labels=["queue", "state"])
+        free = GaugeMetricFamily("vqs_disk_free_bytes", "Free bytes of the data directory's filesystem")
+        total = GaugeMetricFamily("vqs_disk_total_bytes", "Size of the data directory's filesystem")
+        failed = GaugeMetricFamily("vqs_log_failed", "1 if a log of the topic or queue failed a disk "
+                                   "write or fsync (I/O error: no writes until a restart)", labels=["kind", "name"])
+        full = GaugeMetricFamily("vqs_log_disk_full", "1 while writes to the topic or queue find no space "
+                                 "(or are refused under min_free_bytes)", labels=["kind", "name"])
+        try:
+            f, t = disk_space(broker.path)
+            free.add_metric([], f)
+            total.add_metric([], t)
+        except OSError:
+            pass
+        try:
+            flags: dict[tuple[str, str], list[int]] = {}
+            for kind, name, _part, lg in named_logs(broker):
+                fl = flags.setdefault((kind, name), [0, 0])
+                fl[0] |= lg.failed is not None
+                fl[1] |= lg.disk_full
+            for (kind, name), (fa, fu) in flags.items():
+                failed.add_metric([kind, name], fa)
+                full.add_metric([kind, name], fu)
+        except LogClosedError:
+            pass
         try:
             for name in broker.topics():
                 try:
@@ -118,4 +146,4 @@ class _BrokerCollector:
                     continue
         except LogClosedError:  # the broker closed during the scrape: report what was gathered
             pass
-        yield from (end, start, disk, segs, lag, qv)
+        yield from (end, start, disk, segs, lag, qv, free, total, failed, full)

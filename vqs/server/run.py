@@ -60,6 +60,10 @@ def serve_command(
     insecure: bool | None = typer.Option(None, "--insecure", help="allow a non-loopback address without credentials"),
     flush: str | None = typer.Option(None, "--flush", help="always | interval | never"),
     flush_interval_ms: int | None = typer.Option(None, "--flush-interval-ms"),
+    min_free_bytes: int | None = typer.Option(
+        None, "--min-free-bytes",
+        help="refuse topic and queue writes (507) once the data dir's filesystem has less free space "
+             "(receives, deletes and checkpoints go on); 0 = off"),
     account_id: str | None = typer.Option(None, "--account-id", help="SQS account id in queue URLs (123456789012)"),
     region: str | None = typer.Option(None, "--region", help="region for unsigned SQS requests (us-east-1)"),
     max_body_bytes: int | None = typer.Option(None, "--max-body-bytes"),
@@ -86,6 +90,7 @@ def serve_command(
     """
     overrides = dict(data_dir=data_dir or os.environ.get("VQS_DATA_DIR"), host=host, port=port, tokens=token,
                      sigv4_keys=sigv4_key, insecure=insecure, flush=flush, flush_interval_ms=flush_interval_ms,
+                     min_free_bytes=min_free_bytes,
                      account_id=account_id, region=region, max_body_bytes=max_body_bytes,
                      max_message_bytes=max_message_bytes, max_header_bytes=max_header_bytes,
                      max_connections=max_connections, max_long_poll_waiters=max_long_poll_waiters,
@@ -205,7 +210,8 @@ def _open_broker(settings: Settings, fmt: str):
     from ..broker import Broker
 
     try:
-        return Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms)
+        return Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms,
+                      min_free_bytes=settings.min_free_bytes)
     except E.LogLockedError as e:
         who = f"pid {e.holder_pid}" if e.holder_pid else "another process"
         _cannot_start(fmt, f"data dir {settings.data_dir} is locked by {who} (another server? one process "

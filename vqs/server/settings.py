@@ -45,6 +45,7 @@ class Settings:
     # durability (broker defaults)
     flush: str = "interval"                                    # always | interval | never
     flush_interval_ms: int = 100
+    min_free_bytes: int = 0                   # refuse topic/queue writes under this much free disk (0: off)
     # limits
     max_body_bytes: int = 64 << 20
     max_message_bytes: int = 1 << 20          # REST topic messages (SQS uses the queue's MaximumMessageSize)
@@ -82,6 +83,8 @@ class Settings:
                      "max_connections", "max_long_poll_waiters"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
+        if self.min_free_bytes < 0:
+            raise ConfigError(f"min_free_bytes must be >= 0 (0: off), not {self.min_free_bytes}")
         if not (0 < self.max_wait_ms <= 20_000):
             raise ConfigError(f"max_wait_ms must be 1-20000 (SQS's 20 s long-poll cap), not {self.max_wait_ms}")
         if not is_loopback(self.host) and not self.auth_enabled and not self.insecure:

@@ -27,6 +27,7 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
   ``offset_for_time``); segment_reads.py: lookups within one segment;
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
+- log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``;
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
   quarantine); readonly_tail.py: following a log another process owns.
@@ -43,8 +44,9 @@ Invariants (under ``_lock``):
   passes ``_durable_end``: durability is always a prefix;
 - ``_run_cache`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
-- ``_blocked`` is true when the log is closed, readonly or failed: the append
-  hot path tests this one flag and only then asks why.
+- ``_blocked`` is true when the log is closed, readonly or failed, or has a
+  ``min_free_bytes`` to check: the append hot path tests this one flag and
+  only then asks why.
 
 (Over 500 lines: the facade's public methods and the append hot path -
 buffer, batch writes, roll - stay in one class body so appends read slots
@@ -65,8 +67,8 @@ from ..errors import (
     ConfigError,
     DiskFullError,
     LogClosedError,
+    LogFailedError,
     ReadOnlyError,
-    VQSError,
 )
 from .dir_lock import DirLock
 from .durable_file import atomic_write, fsync_dir
@@ -75,6 +77,7 @@ from .group_commit import GroupCommit
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
+from .log_space import LogSpace
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -114,7 +117,7 @@ def _as_bytes(v, what: str) -> bytes:
     raise TypeError(f"{what} must be bytes-like, not {type(v).__name__}")
 
 
-class Log(LogReads, LogDurability):
+class Log(LogReads, LogDurability, LogSpace):
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
@@ -129,6 +132,7 @@ class Log(LogReads, LogDurability):
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_gaps", "_group", "_index_capacity_bytes",
+        "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
         "_reserved_end", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
@@ -163,6 +167,7 @@ class Log(LogReads, LogDurability):
         lock: bool = True,
         checkpoint_interval_ms: int = 5000,
         reserve_bytes: int = 0,
+        min_free_bytes: int = 0,
         clock=None,
     ) -> Log:
         """Open (creating if needed) the log in directory ``path``.
@@ -174,6 +179,13 @@ class Log(LogReads, LogDurability):
         for appends that survive anything once acknowledged.
         ``reserve_bytes`` keeps that much disk allocated past the end of the
         active segment, so that appends go on for a while on a full disk.
+        ``min_free_bytes`` (0 = off): appends are refused with DiskFullError
+        (naming the setting) once the filesystem has less free space than that,
+        so deletes, checkpoints and ``close`` always have room; they resume on
+        their own once space is freed. Appends already accepted (buffered) are
+        still written. Free space is read with ``statvfs`` only when the bytes
+        appended since could have used up the margin it found last, or once
+        MIN_FREE_CHECK_S passed.
         """
         self = object.__new__(cls)
         self.path = os.fspath(path)
@@ -193,6 +205,7 @@ class Log(LogReads, LogDurability):
             ("batch_max_bytes", batch_max_bytes, 1),
             ("checkpoint_interval_ms", checkpoint_interval_ms, 1),
             ("reserve_bytes", reserve_bytes, 0),
+            ("min_free_bytes", min_free_bytes, 0),
         ):
             if not isinstance(val, int) or isinstance(val, bool) or val < lo:
                 raise ConfigError(f"{name}={val!r}: must be an integer >= {lo}")
@@ -220,6 +233,11 @@ class Log(LogReads, LogDurability):
         # (reserve.py), so appends go on for that long on a full disk
         self._reserve_bytes = reserve_bytes
         self._reserved_end = 0
+        self._min_free_bytes = min_free_bytes
+        self._free_budget = 0       # bytes that may be written before free space is read again
+        self._free_check_at = 0.0   # monotonic time of the next statvfs, at the latest
+        self._low_space = False     # refusing appends: under min_free_bytes
+        self._space_short = False   # the last batch write found no space (cleared by the next one)
         self._index_capacity_bytes = min(
             64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
         )
@@ -238,7 +256,8 @@ class Log(LogReads, LogDurability):
         self._seal_job = SealJob(self)
         self._failed: BaseException | None = None
         self._closed = False
-        self._blocked = readonly  # closed, readonly or failed: appends must check why
+        # closed, readonly, failed or min_free_bytes set: appends must check why
+        self._blocked = readonly or min_free_bytes > 0
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
         self._run_cache = None  # (first, end, records, value ends): a contiguous decoded run (log_reads.py)
@@ -345,7 +364,7 @@ class Log(LogReads, LogDurability):
             timestamp_ms = _time_ns() // 1_000_000 if self._system_clock else self._now_ms()
         with self._lock:
             if self._blocked:
-                self._check_writable()
+                self._check_appendable(len(value))
             off = self._next_offset
             self._next_offset = off + 1
             self._buf_values.append(value)
@@ -411,7 +430,8 @@ class Log(LogReads, LogDurability):
         elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
         with self._lock:
-            self._check_writable()
+            if self._blocked:
+                self._check_appendable(sum(map(len, values)))
             self._write_buffer_locked()
             first = self._written_end
             # Split so that no batch exceeds batch_max_bytes (a single huge value
@@ -453,8 +473,9 @@ class Log(LogReads, LogDurability):
         if self.readonly:
             raise ReadOnlyError(f"log {self.path} was opened with readonly=True")
         if self._failed is not None:
-            raise VQSError(
-                f"log {self.path} failed earlier and accepts no writes: {self._failed!r}"
+            raise LogFailedError(
+                f"log {self.path} failed earlier and accepts no writes: {self._failed!r}",
+                path=self.path,
             ) from self._failed
 
     def _write_buffer_locked(self) -> None:
@@ -472,6 +493,8 @@ class Log(LogReads, LogDurability):
         hdr = HEADER.unpack_from(parts[0], 0)
         nbytes = hdr[1] + 12  # batch_length counts everything after its own field
         seg = self._active
+        if self._min_free_bytes and time.monotonic() >= self._free_check_at:
+            self._free_budget = 0  # the next append reads free space again
         if seg.size > 0 and (
             seg.size + nbytes > self.segment_bytes
             or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
@@ -492,9 +515,17 @@ class Log(LogReads, LogDurability):
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed.
+                self._space_short = True
                 raise DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
                                     f"the disk is full ({e.strerror})", path=seg.log_path) from e
-            raise VQSError(f"write to {seg.log_path} at position {seg.size} failed: {e}") from e
+            # Any other error (EIO: a failing device) latches, as a failed fsync
+            # does: what the kernel kept of the write cannot be trusted.
+            self._failed = e
+            self._blocked = True
+            raise LogFailedError(f"write to {seg.log_path} at position {seg.size} failed: {e}",
+                                 path=seg.log_path) from e
+        if self._space_short and not self._low_space:
+            self._space_short = False
         self._written_end = next_offset
 
     def top_up_reserve_locked(self) -> None:
@@ -545,7 +576,14 @@ class Log(LogReads, LogDurability):
             if offset <= self._start_offset:
                 return 0
             if offset > self._written_end:
-                self._write_buffer_locked()
+                try:
+                    self._write_buffer_locked()
+                except DiskFullError:
+                    # A full disk: delete what is written (that frees space); the
+                    # buffered records stay for the next write.
+                    offset = self._written_end
+                    if offset <= self._start_offset:
+                        return 0
             # A fully consumed active segment is rolled (so it can be deleted) only
             # once it is worth reclaiming: rolling costs fsyncs, and a queue that
             # drains often would otherwise roll on every drain.
@@ -614,6 +652,7 @@ class Log(LogReads, LogDurability):
             if self._closed:
                 return
             full = None
+            self._min_free_bytes = 0  # closing writes what is buffered: the headroom is for this
             try:
                 if not self.readonly and self._failed is None:
                     while self._syncing:

@@ -22,7 +22,7 @@ import os
 import time
 import weakref
 
-from ..errors import DiskFullError, VQSError
+from ..errors import DiskFullError, LogFailedError
 from .log_dir import write_checkpoint
 
 logger = logging.getLogger("vqs.storage")
@@ -106,7 +106,7 @@ class LogDurability:
             self._failed = err
             self._blocked = True
             self._synced.notify_all()
-            raise VQSError(f"fsync of {failed.log_path} failed: {err}") from err
+            raise LogFailedError(f"fsync of {failed.log_path} failed: {err}", path=failed.log_path) from err
         if sealed:
             # A roll during the fsync may have appended more; only ours are done.
             del self._unsynced[: len(sealed)]

@@ -478,6 +478,20 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def logs(self) -> tuple:
+        """The queue's two storage logs: (message log, lease-state log)."""
+        return self._log, self._state.log
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of both logs' segment files."""
+        return self._log.size_bytes + self._state.log.size_bytes
+
+    @property
+    def segment_count(self) -> int:
+        return self._log.segment_count + self._state.log.segment_count
+
     def close(self) -> None:
         """Flush, snapshot the lease state, write queue.meta, close the logs; wakes
         long polls (they return []). Idempotent. Whatever fails (a full disk),

@@ -3,6 +3,14 @@
 Invariants: these routes never need the broker (they answer while the server
 starts and stops) and are open without a bearer token (app.py); ``ready`` is
 true only between the broker opening and the first stop signal.
+
+``/health`` answers 200 while the server is ready, also when storage is
+degraded (``status: "degraded"``, ``storage.reasons``: ``disk_full`` and/or
+``log_failed``, ``storage.problems`` per topic partition or queue log; see
+vqs/server/health.py): the process is alive and serves what it can, so a
+liveness probe must not restart it (a restart would not free the disk);
+alert on ``status`` or on the ``vqs_log_*`` gauges instead. 503 still means
+not ready (starting or stopping).
 """
 
 from __future__ import annotations
@@ -12,17 +20,30 @@ import time
 from fastapi import APIRouter, Response
 
 from ..context import ServerContext
+from ..health import storage_health
 from .conventions import jresp
 
 
 def ops_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["ops"])
 
-    @r.get("/health", summary="Liveness and readiness")
+    @r.get("/health", summary="Liveness, readiness and storage health")
     async def health():
         ready = ctx.ready and not ctx.stopping
         body = {"status": "ok" if ready else "unavailable", "live": True, "ready": ready,
                 "uptime_s": round(time.time() - ctx.started, 3), "flush": ctx.settings.flush}
+        broker = ctx.broker
+        if ready and broker is not None:
+            # Degraded is still 200: the server answers and serves every topic
+            # and queue it can (reads, receives, deletes; writes elsewhere).
+            storage = storage_health(broker, ctx.settings.data_dir, ctx.settings.min_free_bytes)
+            if storage["reasons"]:
+                body["status"] = "degraded"
+            if ctx.settings.tokens:
+                # /health is open without a token: no topic or queue names then
+                # (GET /metrics, behind the token, has them per topic and queue)
+                storage["problem_count"] = len(storage.pop("problems"))
+            body["storage"] = storage
         return jresp(body, 200 if ready else 503)
 
     @r.get("/health/live", summary="Liveness: the process answers")

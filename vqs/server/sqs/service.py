@@ -158,6 +158,10 @@ class SQSService(QueueActions, MessageActions):
             elif type(e).__name__ == "DiskFullError":
                 client_message(e)  # the details (the file) go to the server log only
                 err = SQSError("ServiceUnavailable", "the server's disk is full; retry later")
+            elif type(e).__name__ == "LogFailedError":
+                client_message(e)  # the details (the file, the errno) go to the server log only
+                err = SQSError("ServiceUnavailable", "this queue had a disk I/O error and accepts no "
+                                                     "writes until the server restarts")
             else:
                 err = SQSError("InvalidParameterValue", client_message(e))
             status, out, hs = self._error(err, is_json, request_id, query_json)

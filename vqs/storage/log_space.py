@@ -1,0 +1,114 @@
+"""Free space and write health of the log: ``min_free_bytes``, ``disk_full``, ``failed``.
+
+``LogSpace`` is a part of ``Log`` (log.py), like ``LogDurability``: it holds no
+state and works on the log's slots (``_min_free_bytes``, ``_free_budget``,
+``_free_check_at``, ``_low_space``, ``_space_short``, ``_failed``).
+
+Invariants:
+- ``min_free_bytes`` is checked when an append is *accepted* (``_admit_bytes``,
+  under the log's lock): what was accepted (buffered) is still written, so
+  the room the setting keeps serves checkpoints, deletes and close;
+- free space is read (``statvfs``) only when the bytes accepted since the last
+  reading could have used up the margin it found (``_free_budget``), or once
+  MIN_FREE_CHECK_S passed (the batch write zeroes the margin then): one
+  subtraction per append;
+- a log with ``min_free_bytes`` keeps ``_blocked`` set, so the append hot
+  path (which tests only ``_blocked``) costs nothing more without it; a
+  refusal sets ``_low_space``, and the next append reads free space again and
+  clears it once it is back over the setting.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..errors import ConfigError, DiskFullError
+
+#: min_free_bytes: free space is read (statvfs) at least this often while writing
+MIN_FREE_CHECK_S = 0.1
+
+
+class LogSpace:
+    """min_free_bytes and write-health methods of ``Log`` (see module doc)."""
+
+    __slots__ = ()
+
+    def _check_appendable(self, nbytes: int) -> None:
+        """Appends, when ``_blocked``: closed, readonly or failed raise; with
+        min_free_bytes, ``nbytes`` more are admitted or refused (a refusal holds
+        until free space is back over the setting)."""
+        if self._closed or self.readonly or self._failed is not None:
+            self._check_writable()
+        if self._min_free_bytes:
+            if self._low_space:
+                self._check_free_space(0, self._active.log_path)
+                self._low_space = False
+            self._admit_bytes(nbytes)
+
+    def _admit_bytes(self, nbytes: int) -> None:
+        """min_free_bytes, when an append is accepted: what was accepted is
+        written even under the limit (it is the room kept for that, and for
+        deletes). A subtraction per append; statvfs only when the margin found
+        last time is used up, or once MIN_FREE_CHECK_S passed (a batch write
+        then zeroes the margin)."""
+        b = self._free_budget - nbytes
+        if b > 0:
+            self._free_budget = b
+        else:
+            self._check_free_space(nbytes, self._active.log_path)
+
+    def _check_free_space(self, nbytes: int, path: str) -> None:
+        """min_free_bytes: raise DiskFullError if ``nbytes`` more could take the
+        filesystem under it (reads free space with statvfs)."""
+        now = time.monotonic()
+        st = os.statvfs(self.path)
+        free = st.f_bavail * st.f_frsize
+        self._free_check_at = now + MIN_FREE_CHECK_S
+        self._free_budget = free - self._min_free_bytes
+        if nbytes >= self._free_budget:
+            self._free_check_at = now  # read it again at the next try
+            self._low_space = self._space_short = True
+            raise DiskFullError(
+                f"write to {path} refused: {free} bytes free on its filesystem, under "
+                f"min_free_bytes={self._min_free_bytes} (room kept for deletes and checkpoints)",
+                path=path,
+            )
+        self._free_budget -= nbytes
+
+    @property
+    def failed(self) -> BaseException | None:
+        """The I/O error that failed this log (it accepts no writes), or None."""
+        return self._failed
+
+    @property
+    def disk_full(self) -> bool:
+        """True while writes find no space: appends are being refused under
+        ``min_free_bytes``, or the last batch write failed with ENOSPC/EDQUOT
+        and the filesystem still has less than 64 KiB (over ``min_free_bytes``)
+        free (``statvfs``, read only in that case)."""
+        if self._low_space:
+            return True
+        if not self._space_short:
+            return False
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return True
+        return st.f_bavail * st.f_frsize < self._min_free_bytes + (64 << 10)
+
+    @property
+    def min_free_bytes(self) -> int:
+        """Appends are refused under this much free space (0 = off); settable."""
+        return self._min_free_bytes
+
+    @min_free_bytes.setter
+    def min_free_bytes(self, value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"min_free_bytes={value!r}: must be an integer >= 0")
+        with self._lock:
+            self._min_free_bytes = value
+            self._free_budget = 0
+            self._free_check_at = 0.0
+            self._low_space = False
+            self._blocked = self._closed or self.readonly or self._failed is not None or value > 0
