@@ -146,3 +146,26 @@ def test_long_polls_past_max_long_poll_waiters_are_503_on_both_fronts(tmp_path):
     finally:
         assert s.stop() == 0
     assert "Traceback" not in s.log()
+
+
+def test_max_wait_ms_shortens_every_rest_long_poll(tmp_path):
+    """The setting lowers the cap of all three REST long polls (the queue receive included)."""
+    import httpx
+    from vqs_server_proc import ServerProcess
+
+    s = ServerProcess(tmp_path / "data", env={"VQS_MAX_WAIT_MS": "300"}).start()
+    try:
+        with httpx.Client(base_url=s.url, timeout=30) as h:
+            assert h.post("/queues", json={"name": "q"}).status_code == 201
+            assert h.post("/topics", json={"name": "t"}).status_code == 201
+            for method, path, kw in (
+                    ("post", "/queues/q/receive", {"json": {"wait_seconds": 20}}),
+                    ("get", "/topics/t/messages", {"params": {"wait_ms": 20_000}}),
+                    ("post", "/wait", {"json": {"partitions": [{"topic": "t", "partition": 0, "offset": 0}],
+                                                "wait_ms": 20_000}})):
+                t0 = time.monotonic()
+                r = getattr(h, method)(path, **kw)
+                assert r.status_code == 200, r.text
+                assert 0.25 < time.monotonic() - t0 < 5, path
+    finally:
+        assert s.stop() == 0
