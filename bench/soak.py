@@ -109,9 +109,13 @@ def proc_sample(pid: int) -> dict | None:
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return None
-    rss = int(re.search(r"^VmRSS:\s+(\d+)", st, re.M).group(1)) / 1024
-    threads = int(re.search(r"^Threads:\s+(\d+)", st, re.M).group(1))
-    return {"rss_mib": round(rss, 2), "fds": fds, "threads": threads}
+    def kib(field):
+        m = re.search(rf"^{field}:\s+(\d+)", st, re.M)
+        return int(m.group(1)) if m else 0
+
+    # RssAnon is the heap (a leak shows there); RssFile is mapped files (indexes), which grows with the data
+    return {"rss_mib": round(kib("VmRSS") / 1024, 2), "rss_anon_mib": round(kib("RssAnon") / 1024, 2),
+            "rss_file_mib": round(kib("RssFile") / 1024, 2), "fds": fds, "threads": kib("Threads")}
 
 
 # ------------------------------------------------------------------ the server
@@ -666,9 +670,10 @@ def evaluate(args, srv, info, server_args, st, sq, acked, seen, errors, wrk_rows
     # resources over the steady state
     steady = [s for s in samples if args.duration * 0.5 <= s["t"] <= args.duration]
     res = {}
-    for key, unit in (("rss_mib", "MiB"), ("fds", "fds"), ("threads", "threads")):
-        pts = [(s["t"], s[key]) for s in steady]
-        allv = [s[key] for s in samples]
+    for key, unit in (("rss_mib", "MiB"), ("rss_anon_mib", "MiB"), ("rss_file_mib", "MiB"), ("fds", "fds"),
+                      ("threads", "threads")):
+        pts = [(s["t"], s[key]) for s in steady if key in s]
+        allv = [s[key] for s in samples if key in s]
         res[key] = {"start": allv[0] if allv else None, "steady_start": pts[0][1] if pts else None,
                     "end": allv[-1] if allv else None, "max": max(allv) if allv else None,
                     "steady_slope_per_min": round(slope_per_min(pts), 3), "unit": unit}
@@ -747,9 +752,9 @@ def chart(doc: dict, png: str) -> None:
     except ImportError:
         C.note("matplotlib is not installed (pip install -e '.[bench]'): no chart")
         return
-    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True)
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
     for k, v in doc["kinds"].items():
-        if k.endswith("_unexpected") or not v["ops"]:
+        if k.endswith("_unexpected") or not v["ops"] or k.startswith("idle"):
             continue
         ps = v["per_second"]
         a1.plot([x["t"] for x in ps], [x["n"] for x in ps], label=k, lw=0.9)
@@ -778,7 +783,7 @@ def chart(doc: dict, png: str) -> None:
     a3.set_xlabel("seconds")
     fig.suptitle(f"vqs soak: {doc['params']['idle']} idle long polls + REST, SQS, wrk; {doc['date']}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(png, dpi=72)
+    fig.savefig(png, dpi=60)
     plt.close(fig)
     C.note(f"wrote {os.path.relpath(png)} ({os.path.getsize(png) // 1024} KiB)")
 
