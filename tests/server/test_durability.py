@@ -196,7 +196,10 @@ def test_sigterm_drains_in_flight_requests_and_exits_clean(tmp_path):
 
     th = threading.Thread(target=long_poll)
     th.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 20
+    while "vqs_long_poll_waiters 1.0" not in httpx.get(s.url + "/metrics").text:  # waiting, not just sent
+        assert th.is_alive() and time.monotonic() < deadline
+        time.sleep(0.02)
     t0 = time.monotonic()
     assert s.stop() == 0, s.log()
     th.join(10)

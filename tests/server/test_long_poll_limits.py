@@ -118,3 +118,54 @@ def test_wait_at_the_cap_is_accepted(http, unique):
     r = http.post("/wait", json={"partitions": [{"topic": unique, "partition": 0, "offset": 0}],
                                  "wait_ms": 1})
     assert r.status_code == 200, r.text
+
+
+def test_long_polls_past_max_long_poll_waiters_are_503_on_both_fronts(tmp_path):
+    """Past ``max_long_poll_waiters`` a long poll is refused: REST 503 ``too_many_waiters``, the SQS
+    front 503 ``ServiceUnavailable`` (found by bench/soak.py: it was a 500 InternalFailure)."""
+    import httpx
+    from vqs_server_proc import ServerProcess
+
+    s = ServerProcess(tmp_path / "data", "--max-long-poll-waiters", "1").start()
+    try:
+        with httpx.Client(base_url=s.url, timeout=30) as http:
+            assert http.post("/queues", json={"name": "q"}).status_code == 201
+            th, done, out = _in_thread(lambda: httpx.post(f"{s.url}/queues/q/receive", json={"wait_seconds": 3},
+                                                          timeout=30))
+            _wait_until_polling(http, done)
+            r = http.post("/queues/q/receive", json={"wait_seconds": 1})
+            assert r.status_code == 503 and r.json()["error"]["code"] == "too_many_waiters", r.text
+            sqs = boto3.client("sqs", endpoint_url=s.url, region_name="us-east-1", aws_access_key_id="x",
+                               aws_secret_access_key="y", config=Config(retries={"total_max_attempts": 1}))
+            with pytest.raises(ClientError) as e:
+                sqs.receive_message(QueueUrl=f"{s.url}/123456789012/q", WaitTimeSeconds=1)
+            assert e.value.response["Error"]["Code"] == "ServiceUnavailable"
+            assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+            th.join(10)
+            assert out["r"].status_code == 200
+    finally:
+        assert s.stop() == 0
+    assert "Traceback" not in s.log()
+
+
+def test_max_wait_ms_shortens_every_rest_long_poll(tmp_path):
+    """The setting lowers the cap of all three REST long polls (the queue receive included)."""
+    import httpx
+    from vqs_server_proc import ServerProcess
+
+    s = ServerProcess(tmp_path / "data", env={"VQS_MAX_WAIT_MS": "300"}).start()
+    try:
+        with httpx.Client(base_url=s.url, timeout=30) as h:
+            assert h.post("/queues", json={"name": "q"}).status_code == 201
+            assert h.post("/topics", json={"name": "t"}).status_code == 201
+            for method, path, kw in (
+                    ("post", "/queues/q/receive", {"json": {"wait_seconds": 20}}),
+                    ("get", "/topics/t/messages", {"params": {"wait_ms": 20_000}}),
+                    ("post", "/wait", {"json": {"partitions": [{"topic": "t", "partition": 0, "offset": 0}],
+                                                "wait_ms": 20_000}})):
+                t0 = time.monotonic()
+                r = getattr(h, method)(path, **kw)
+                assert r.status_code == 200, r.text
+                assert 0.25 < time.monotonic() - t0 < 5, path
+    finally:
+        assert s.stop() == 0

@@ -3,8 +3,11 @@
 Invariants: at most ``max_long_poll_waiters`` requests wait at once (the next
 gets 503 ``too_many_waiters``); a long poll waits in slices of at most 1 s and
 gives up as soon as ``stopping`` is set, so a shutdown is never held up by a
-waiting client; a queue deleted under a waiting receive answers as a queue
-that does not exist (``QueueDoesNotExist``), never as a closing server; a write runs inline only when it cannot block on an fsync.
+waiting client; a long poll on a log or a queue holds no thread while it waits
+(long_poll.py: one watcher thread per log or queue with waiters); a queue
+deleted under a waiting receive answers as a queue that does not exist
+(``QueueDoesNotExist``), never as a closing server; a write runs inline only
+when it cannot block on an fsync.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import anyio
 
 from ..errors import LogClosedError
 from .errors import APIError
+from .long_poll import LongPolls
 from .metrics import Metrics
 from .settings import Settings
 
@@ -38,6 +42,7 @@ class ServerContext:
         self.sqs = None  # set by the app (vqs.server.sqs.service.SQSService)
         self._producer = None
         self._producer_broker = None
+        self.long_polls = LongPolls(lambda: self.stopping)
 
     def producer(self):
         """The server's one Producer on the current broker (made on first use)."""
@@ -59,8 +64,8 @@ class ServerContext:
             return fn(*args, **kw)
         return await self.run(fn, *args, **kw)
 
-    async def long_poll_call(self, fn, *args, **kw):
-        """Run a call that may wait (long poll); refuse with 503 past the waiter limit."""
+    def _enter_long_poll(self) -> None:
+        """Count a waiting long poll; 503 ``too_many_waiters`` past ``max_long_poll_waiters``."""
         with self._waiters_lock:
             if self._waiters >= self.settings.max_long_poll_waiters:
                 self.metrics.rejected.labels("long_poll_waiters").inc()
@@ -71,49 +76,56 @@ class ServerContext:
                 )
             self._waiters += 1
         self.metrics.long_polls.inc()
+
+    def _leave_long_poll(self) -> None:
+        with self._waiters_lock:
+            self._waiters -= 1
+        self.metrics.long_polls.dec()
+
+    async def long_poll_call(self, fn, *args, **kw):
+        """Run a call that may wait (long poll) in a worker thread; refuse with 503 past the waiter limit."""
+        self._enter_long_poll()
         try:
             if kw:
                 fn = functools.partial(fn, *args, **kw)
                 args = ()
             return await anyio.to_thread.run_sync(fn, *args, limiter=self.long_poll)
         finally:
-            with self._waiters_lock:
-                self._waiters -= 1
-            self.metrics.long_polls.dec()
+            self._leave_long_poll()
 
     async def long_poll_log(self, lg, offset: int, wait_s: float) -> bool:
-        """Wait up to ``wait_s`` until log ``lg`` holds ``offset`` (True) or not (False)."""
-        deadline = time.monotonic() + wait_s
-
-        def waiter():
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0 or self.stopping:
-                    return False
-                if lg.wait_for(offset, min(left, 1.0)):
-                    return True
-
-        return await self.long_poll_call(waiter)
+        """Wait up to ``wait_s`` until log ``lg`` holds ``offset`` (True) or not (False).
+        No thread per waiting request: the log's watcher (long_poll.py) resolves it."""
+        self._enter_long_poll()
+        try:
+            return await self.long_polls.wait_log(lg, offset, wait_s)
+        finally:
+            self._leave_long_poll()
 
     async def long_poll_receive(self, q, n: int, wait_s: float, visibility) -> list:
-        """``q.receive(n)`` waiting up to ``wait_s`` for a message ([] when none came)."""
-        return await self.long_poll_call(self._receive_waiting, q, n, wait_s, visibility)
-
-    def _receive_waiting(self, q, n, wait_s, visibility) -> list:
-        deadline = time.monotonic() + wait_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.stopping:
-                return []
-            try:
-                msgs = q.receive(n, min(left, 1.0), visibility)
-            except LogClosedError:
-                if self.stopping or self.broker is None:
-                    raise
-                # Deleted while we waited: answer as for a queue that does not
-                # exist (the broker's own QueueDoesNotExist). If the name was
-                # created again meanwhile, the poll goes on on the new queue.
-                q = self.broker.queue(q.name)
-                continue
-            if msgs:
-                return msgs
+        """``q.receive(n)`` waiting up to ``wait_s`` for a message ([] when none came). A message
+        already visible is taken at once; a wait holds no thread (the queue's watcher serves it)."""
+        self._enter_long_poll()
+        try:
+            deadline = time.monotonic() + wait_s
+            first = True
+            while True:
+                try:
+                    if first:  # what is visible now, taken at once (no watcher involved)
+                        first = False
+                        msgs = await self.write(q.receive, n, 0, visibility)
+                        if msgs:
+                            return msgs
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self.stopping:
+                        return []
+                    return await self.long_polls.receive(q, n, left, visibility)
+                except LogClosedError:
+                    if self.stopping or self.broker is None:
+                        raise
+                    # Deleted while we waited: answer as for a queue that does not
+                    # exist (the broker's own QueueDoesNotExist). If the name was
+                    # created again meanwhile, the poll goes on on the new queue.
+                    q = self.broker.queue(q.name)
+        finally:
+            self._leave_long_poll()

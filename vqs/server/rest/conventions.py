@@ -24,6 +24,22 @@ MAX_WAIT_MS = 20_000
 _json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+def links(status: int, description: str, **targets: tuple) -> dict:
+    """OpenAPI ``links`` of one response (``responses=`` of a route): how its answer feeds the
+    next call (what a client, or a stateful fuzzer, chains: create-topic -> produce -> consume).
+    Each target is ``(method, path, parameters[, request_body])`` with runtime expressions
+    (``$request.body#/name``, ``$response.body#/ranges/0/base_offset``)."""
+    out = {}
+    for name, (method, path, params, *body) in targets.items():
+        link = {"operationRef": "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method}
+        if params:
+            link["parameters"] = params
+        if body:
+            link["requestBody"] = body[0]
+        out[name] = link
+    return {status: {"description": description, "links": out}}
+
+
 def name_param(kind: str):
     """A path parameter holding a ``kind`` name."""
     return Path(..., pattern=NAME_PATTERN, description=f"{kind} name: 1-200 of [A-Za-z0-9._-]")

@@ -26,7 +26,16 @@ from ...errors import VQSError
 from ...wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, START_OFFSET, decode_body, encode_records
 from ..context import ServerContext
 from ..errors import APIError
-from .conventions import MAX_WAIT_MS, NAME_PATTERN, check_name, jresp, name_param, query_int, ready_broker
+from .conventions import (
+    MAX_WAIT_MS,
+    NAME_PATTERN,
+    check_name,
+    jresp,
+    links,
+    name_param,
+    query_int,
+    ready_broker,
+)
 from .models import WaitRequest
 
 _JSON_FIELDS = {"value", "value_b64", "key", "key_b64", "headers", "partition", "timestamp_ms"}
@@ -168,8 +177,16 @@ def message_routes(ctx: ServerContext) -> APIRouter:
     s = ctx.settings
     metrics = ctx.metrics
 
+    produced = {"topic": "$request.path.topic", "partition": "$response.body#/ranges/0/partition",
+                "offset": "$response.body#/ranges/0/base_offset"}
+
     @r.post("/topics/{topic}/messages", summary="Produce messages",
             openapi_extra={"requestBody": _PRODUCE_BODY},
+            responses=links(200, "The offsets given, as ranges", Consume=("get", "/topics/{topic}/messages", produced),
+                            Commit=("post", "/groups/{group}/offsets", {}, {"offsets": [{
+                                "topic": "$request.path.topic", "partition": "$response.body#/ranges/0/partition",
+                                "offset": "$response.body#/ranges/0/base_offset"}]}),
+                            Delete=("delete", "/topics/{topic}", {"topic": "$request.path.topic"})),
             description="JSON `{\"messages\": [{\"value\"|\"value_b64\", \"key\"|\"key_b64\", \"headers\", "
                         "\"partition\", \"timestamp_ms\"}]}`, or a binary body of record batches "
                         f"(`Content-Type: {BATCH_CONTENT_TYPE}`, optional `?partition=`). Returns the offsets "

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Query, Response
 from ...errors import QueueError
 from ..context import ServerContext
 from ..errors import APIError, client_message, error_type
-from .conventions import check_name, jresp, name_param, ready_broker
+from .conventions import check_name, jresp, links, name_param, ready_broker
 from .models import QueueCreate, QueueDelete, QueueReceive, QueueSend, QueueUpdate, Tags, VisibilityChange
 
 
@@ -89,7 +89,16 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
     async def list_queues(prefix: str | None = Query(None, max_length=200)):
         return jresp({"queues": broker().queues(prefix or None)})
 
-    @r.post("/queues", summary="Create a queue", status_code=201)
+    named = {"queue_name": "$request.body#/name"}
+    same = {"queue_name": "$request.path.queue_name"}
+    handle = "$response.body#/messages/0/receipt_handle"
+
+    @r.post("/queues", summary="Create a queue", status_code=201, responses=links(
+        201, "The queue, created",
+        Send=("post", "/queues/{queue_name}/messages", named), Receive=("post", "/queues/{queue_name}/receive", named),
+        Describe=("get", "/queues/{queue_name}", named), Update=("patch", "/queues/{queue_name}", named),
+        Purge=("post", "/queues/{queue_name}/purge", named), Tag=("put", "/queues/{queue_name}/tags", named),
+        Delete=("delete", "/queues/{queue_name}", named)))
     async def create_queue(body: QueueCreate):
         check_name(body.name, "queue")
         kw = body.model_dump(exclude_none=True)
@@ -122,7 +131,9 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
         await ctx.run(broker().delete_queue, check_name(queue_name, "queue"))
         return Response(status_code=204)
 
-    @r.post("/queues/{queue_name}/messages", summary="Send messages")
+    @r.post("/queues/{queue_name}/messages", summary="Send messages", responses=links(
+        200, "The ids of the messages sent", Receive=("post", "/queues/{queue_name}/receive", same),
+        DeleteQueue=("delete", "/queues/{queue_name}", same)))
     async def send(body: QueueSend, queue_name: str = name_param("queue")):
         q = queue(queue_name)
         entries = []
@@ -158,12 +169,18 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
         metrics.count_in("queue", q.name, len(ids), nbytes)
         return jresp({"message_ids": ids})
 
-    @r.post("/queues/{queue_name}/receive", summary="Receive messages (long poll with wait_seconds)")
+    @r.post("/queues/{queue_name}/receive", summary="Receive messages (long poll with wait_seconds)",
+            responses=links(200, "The messages received (leased until their visibility timeout)",
+                            Delete=("post", "/queues/{queue_name}/delete", same, {"receipt_handles": [handle]}),
+                            Visibility=("post", "/queues/{queue_name}/visibility", same,
+                                        {"receipt_handle": handle, "visibility_timeout": 0}),
+                            DeleteQueue=("delete", "/queues/{queue_name}", same)))
     async def receive(body: QueueReceive, queue_name: str = name_param("queue")):
         q = queue(queue_name)
         wait = body.wait_seconds
         if wait is None:
             wait = q.config.receive_wait_seconds
+        wait = min(wait, ctx.settings.max_wait_ms / 1000)  # the REST long-poll cap (docs/server.md)
         out = []
         want = body.max_messages
         while len(out) < want:

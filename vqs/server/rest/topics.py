@@ -13,7 +13,7 @@ from ...broker.names import is_internal
 from ...errors import TopicDoesNotExist
 from ..context import ServerContext
 from ..errors import APIError
-from .conventions import check_name, jresp, name_param, ready_broker
+from .conventions import check_name, jresp, links, name_param, ready_broker
 from .models import TopicCreate
 
 
@@ -27,7 +27,13 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
         names = ready_broker(ctx).topics()
         return jresp({"topics": names if include_all else [n for n in names if not is_internal(n)]})
 
-    @r.post("/topics", summary="Create a topic", status_code=201)
+    topic = {"topic": "$request.body#/name"}
+
+    @r.post("/topics", summary="Create a topic", status_code=201, responses=links(
+        201, "The topic, created",
+        Produce=("post", "/topics/{topic}/messages", topic), Consume=("get", "/topics/{topic}/messages", topic),
+        Describe=("get", "/topics/{topic}", topic), Offsets=("get", "/topics/{topic}/offsets", topic),
+        Delete=("delete", "/topics/{topic}", topic)))
     async def create_topic(body: TopicCreate):
         check_name(body.name, "topic")
         if body.partitions > s.max_partitions_per_topic:

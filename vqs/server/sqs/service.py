@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 from ...errors import InvalidName, QueueError, VQSError
 from ..context import ServerContext
-from ..errors import client_message
+from ..errors import APIError, client_message
 from .errors import SQSError, from_queue_error
 from .message_actions import MessageActions
 from .params import Req
@@ -152,6 +152,10 @@ class SQSService(QueueActions, MessageActions):
             status, out, hs = self._error(from_queue_error(e), is_json, request_id, query_json)
         except InvalidName as e:
             status, out, hs = self._error(SQSError("InvalidParameterValue", str(e)), is_json, request_id, query_json)
+        except APIError as e:  # a server limit (max_long_poll_waiters): 503 ServiceUnavailable, not a failure
+            err = SQSError("ServiceUnavailable" if e.status >= 500 else "InvalidParameterValue", e.message,
+                           status=e.status)
+            status, out, hs = self._error(err, is_json, request_id, query_json)
         except VQSError as e:
             if type(e).__name__ == "LogClosedError":
                 err = SQSError("ServiceUnavailable", "the server is shutting down")
