@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from conftest import GrpcServer, wait_http
+from grpc_server_proc import GrpcServer, wait_http
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "grpc_client.py")
 

@@ -8,7 +8,7 @@ import time
 
 import grpc
 import pytest
-from conftest import GrpcServer
+from grpc_server_proc import GrpcServer, Stubs
 
 
 def _rss_anon_kib(pid: int) -> int:
@@ -21,8 +21,6 @@ def _rss_anon_kib(pid: int) -> int:
 
 
 def test_a_slow_subscriber_keeps_the_server_memory_bounded(tmp_path, pb):
-    from conftest import Stubs
-
     s = GrpcServer(tmp_path / "data").start()
     try:
         ch = grpc.insecure_channel(s.target)
@@ -72,8 +70,6 @@ def test_a_slow_subscriber_keeps_the_server_memory_bounded(tmp_path, pb):
 
 
 def test_kill_9_during_produce_stream_keeps_every_acknowledged_batch(tmp_path, pb):
-    from conftest import Stubs
-
     s = GrpcServer(tmp_path / "data", "--flush", "always").start()
     ch = grpc.insecure_channel(s.target)
     st = Stubs(ch)
@@ -128,8 +124,6 @@ def test_kill_9_during_produce_stream_keeps_every_acknowledged_batch(tmp_path, p
 
 def test_sigterm_ends_idle_streams_and_exits_promptly(tmp_path, pb):
     import queue
-
-    from conftest import Stubs
 
     s = GrpcServer(tmp_path / "data").start()
     ch = grpc.insecure_channel(s.target)

@@ -12,7 +12,7 @@ import sys
 
 import grpc
 import pytest
-from conftest import GrpcServer, Stubs, wait_http
+from grpc_server_proc import GrpcServer, Stubs, wait_http
 
 from vqs.errors import ConfigError
 from vqs.server.settings import Settings
