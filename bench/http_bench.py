@@ -191,6 +191,13 @@ def run_wrk(url: str, w: dict, connections: int, seconds: float, tmp: str) -> di
     raise RuntimeError(f"wrk gave no result ({p.returncode}): {p.stdout[-2000:]} {p.stderr[-2000:]}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, all its threads (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_profile(pid: int, name: str, args) -> subprocess.Popen:
     """py-spy sampling the server for the measured window (collapsed stacks)."""
     exe = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
@@ -236,7 +243,9 @@ def bench_tree(label: str, tree: str | None, names: list[str] | None, args) -> l
             C.note(f"{label}: {w['name']} ...")
             run_wrk(srv.url, w, args.connections, 1, tmp)  # warm-up
             spy = start_profile(srv.proc.pid, w["name"], args) if w["name"] in args.profile else None
+            cpu0 = cpu_seconds(srv.proc.pid)
             r = run_wrk(srv.url, w, args.connections, args.duration, tmp)
+            cpu = cpu_seconds(srv.proc.pid) - cpu0
             if spy is not None:
                 finish_profile(spy, label, w["name"], args)
             secs = r["duration_us"] / 1e6
@@ -245,12 +254,13 @@ def bench_tree(label: str, tree: str | None, names: list[str] | None, args) -> l
                          "requests": r["requests"], "seconds": round(secs, 3),
                          "rps": r["requests"] / secs, "msg_per_s": r["requests"] * w.get("messages", 1) / secs,
                          "p50_ms": r["p50_us"] / 1000, "p99_ms": r["p99_us"] / 1000, "max_ms": r["max_us"] / 1000,
-                         "errors": errors, "wrk": r})
+                         "cpu_us_per_req": cpu / max(r["requests"], 1) * 1e6, "errors": errors, "wrk": r})
         if srv.proc.poll() is not None:
             raise RuntimeError(f"the server died during the run: {srv.tail()}")
-    noop = next(r["rps"] for r in rows if r["workload"] == "noop")
+    noop = next(r for r in rows if r["workload"] == "noop")
     for r in rows:
-        r["vs_noop"] = r["rps"] / noop
+        r["vs_noop"] = r["rps"] / noop["rps"]
+        r["cpu_vs_noop"] = noop["cpu_us_per_req"] / r["cpu_us_per_req"] if r["cpu_us_per_req"] else None
     return rows
 
 
@@ -304,10 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- uptime at end: `{uptime_end}`")
     print()
     print(C.markdown_table(
-        ["tree", "workload", "req/s", "x noop", "msg/s", "p50 ms", "p99 ms", "max ms", "errors"],
+        ["tree", "workload", "req/s", "x noop", "msg/s", "p50 ms", "p99 ms", "max ms", "server CPU us/req",
+         "x noop (CPU)", "errors"],
         [[r["tree"], r["workload"], C.fmt_num(r["rps"]), C.fmt_ratio(r["vs_noop"]), C.fmt_num(r["msg_per_s"]),
-          f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}", f"{r['max_ms']:.1f}", r["errors"]] for r in rows],
-        right=[2, 3, 4, 5, 6, 7, 8]))
+          f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}", f"{r['max_ms']:.1f}", C.fmt_num(r["cpu_us_per_req"]),
+          C.fmt_ratio(r["cpu_vs_noop"]), r["errors"]] for r in rows],
+        right=[2, 3, 4, 5, 6, 7, 8, 9, 10]))
     if bars:
         print()
         print(C.bars_table(bars))

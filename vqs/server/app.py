@@ -71,10 +71,15 @@ def _log_request(method: str, path: str, status: int, seconds: float, error_body
 
 
 class VQSMiddleware:
-    """Outermost layer: header/body limits, bearer auth, SQS dispatch, metrics, access log."""
+    """The server's ASGI app, in front of FastAPI: header/body limits, bearer auth, SQS
+    dispatch, the lean dispatch, metrics, access log; FastAPI answers the rest. (In front
+    of, not inside, FastAPI's middleware stack: the SQS endpoint and the lean routes pay
+    nothing of the framework.)"""
 
     def __init__(self, app, ctx: ServerContext):
         self.app = app
+        self.fastapi = app
+        self.state = app.state  # vqs.server.run reads state.ctx
         self.ctx = ctx
         s = ctx.settings
         self.tokens = [t.encode() for t in s.tokens]
@@ -162,6 +167,14 @@ class VQSMiddleware:
             if not status_box[0]:
                 await self._reject(send_wrapper, sqs, 413, "body_too_large",
                                    f"request body exceeds {self.max_body} bytes (max_body_bytes)", field="body")
+        except Exception as exc:
+            # This layer is in front of FastAPI's own error handling: what escapes both (a bug)
+            # is answered as the app's handlers answer it, once, if nothing was sent yet.
+            if status_box[0]:
+                raise
+            api_error = rest_error(exc, self.ctx.metrics, f"{method} {path}")
+            await JSONResponse(api_error.body(), status_code=api_error.status,
+                               headers=api_error.headers)(scope, receive, send_wrapper)
         finally:
             route = scope.get("route")
             rpath = getattr(route, "path", None) or ("/" if sqs else "unmatched")
@@ -238,8 +251,9 @@ class VQSMiddleware:
         await _send(send, *_json(status, body, headers))
 
 
-def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
-    """The ASGI app. Opens a Broker on ``settings.data_dir`` at startup unless one is given."""
+def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddleware:
+    """The ASGI app (its FastAPI app is ``.fastapi``). Opens a Broker on ``settings.data_dir``
+    at startup unless one is given."""
     from contextlib import asynccontextmanager
 
     settings = settings or Settings()
@@ -324,8 +338,7 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
     from .rest import build_router
 
     app.include_router(build_router(ctx))
-    app.add_middleware(VQSMiddleware, ctx=ctx)
-    return app
+    return VQSMiddleware(app, ctx)
 
 
 def _version() -> str:
