@@ -26,9 +26,18 @@ own noop. Prints Markdown for bench/RESULTS.md (date, machine, command,
 commit, ``uptime``, the table, the bars) and writes JSON (default
 bench/http_bench.json) with ``figures`` for bench/ab.py.
 
+Besides wrk's requests per second and latency, each row has the server's CPU
+time per request (user + system of the server process, all threads, over the
+measured window, from /proc): on a machine shared with other work, req/s
+ratios move with whatever else runs at that moment (wrk and the server share
+the cores), while CPU per request is the server's own cost; "x noop (CPU)" is
+the req/s ratio the server would reach if it were the only bottleneck.
+
 Bars (issue 13, item 4): one-message JSON produce at least 0.7x the noop's
 requests per second, and its p99 at most 20 ms, at 32 connections. Any
 response other than 2xx, and any socket error, is counted and shown.
+``--profile NAME`` samples the server with py-spy (``pip install py-spy``)
+while NAME is measured and prints where the time went.
 """
 
 from __future__ import annotations

@@ -208,3 +208,12 @@ def test_lean_route_is_counted_under_its_template(servers):
         text = c.get("/metrics").text
     assert re.search(r'vqs_http_requests_total\{api="rest",method="POST",route="/topics/\{topic\}/messages",'
                      r'status="200"\} [1-9]', text), text
+
+
+def test_sqs_request_ids_are_distinct_and_uuid_shaped(base_url):
+    with httpx.Client(base_url=base_url, timeout=30) as c:
+        ids = [c.post("/", content=b"{}", headers={"Content-Type": "application/x-amz-json-1.0",
+                                                    "X-Amz-Target": "AmazonSQS.ListQueues"}).headers["x-amzn-requestid"]
+               for _ in range(3)]
+    assert len(set(ids)) == 3
+    assert all(re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", i) for i in ids), ids
