@@ -2,6 +2,11 @@
 
 One process owns the data directory: the app opens the Broker in its
 lifespan and closes it (flushing every log) when the server stops.
+
+``VQSMiddleware`` is the outermost layer: every request passes its limits,
+auth, metrics and error logging; then the SQS endpoint, the lean dispatch of
+the hot REST routes (lean.py: same answers, no framework per request) or the
+FastAPI routes answer it.
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ import json
 import logging
 import re
 import time
-from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -20,24 +24,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
 from .context import ServerContext
-from .errors import APIError, from_vqs_error
+from .errors import APIError, rest_error
+from .lean import LeanRoutes
 from .settings import Settings
 
 logger = logging.getLogger("vqs.server")
 
 _SQS_PATH = re.compile(r"^/\d{12}/[^/]+/?$")
-_MESSAGES_PATH = re.compile(r"^/topics/([A-Za-z0-9._-]{1,200})/messages$")
-_BATCH = b"application/vnd.vqs.batch"
-_CONSUME_PARAMS = {"partition", "offset", "limit", "max_bytes", "wait_ms", "group", "encoding"}
-
-
-class _Route:
-    def __init__(self, path):
-        self.path = path
-
-
-_FAST_PRODUCE = _Route("/topics/{topic}/messages")
-_FAST_CONSUME = _FAST_PRODUCE
 _OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/docs", "/openapi.json", "/redoc",
                "/docs/oauth2-redirect")
 
@@ -78,10 +71,15 @@ def _log_request(method: str, path: str, status: int, seconds: float, error_body
 
 
 class VQSMiddleware:
-    """Outermost layer: header/body limits, bearer auth, SQS dispatch, metrics, access log."""
+    """The server's ASGI app, in front of FastAPI: header/body limits, bearer auth, SQS
+    dispatch, the lean dispatch, metrics, access log; FastAPI answers the rest. (In front
+    of, not inside, FastAPI's middleware stack: the SQS endpoint and the lean routes pay
+    nothing of the framework.)"""
 
     def __init__(self, app, ctx: ServerContext):
         self.app = app
+        self.fastapi = app
+        self.state = app.state  # vqs.server.run reads state.ctx
         self.ctx = ctx
         s = ctx.settings
         self.tokens = [t.encode() for t in s.tokens]
@@ -92,6 +90,8 @@ class VQSMiddleware:
         self._req = m.requests
         self._err = m.errors
         self.access_log = s.access_log
+        self._children: dict = {}
+        self.lean = LeanRoutes(ctx, app) if s.lean_dispatch else None
 
     @staticmethod
     def is_sqs(method: str, path: str, headers: dict) -> bool:
@@ -109,8 +109,14 @@ class VQSMiddleware:
         method = scope["method"]
         raw_headers = scope["headers"]
         size = 0
+        clen = None
         for k, v in raw_headers:
             size += len(k) + len(v) + 4
+            if k == b"content-length" and clen is None:
+                try:
+                    clen = int(v)
+                except ValueError:
+                    clen = -1
         status_box = [0]
         error_body: list = []
 
@@ -129,14 +135,6 @@ class VQSMiddleware:
                 await self._reject(send_wrapper, sqs, 431, "headers_too_large",
                                    f"request headers are {size} bytes; the limit is {self.max_header} (max_header_bytes)")
                 return
-            clen = None
-            for k, v in raw_headers:
-                if k == b"content-length":
-                    try:
-                        clen = int(v)
-                    except ValueError:
-                        clen = -1
-                    break
             if clen is not None and clen > self.max_body:
                 self.ctx.metrics.rejected.labels("body_size").inc()
                 await self._reject(send_wrapper, sqs, 413, "body_too_large",
@@ -159,8 +157,9 @@ class VQSMiddleware:
                 if err is not None:
                     await self._reject(send_wrapper, False, *err)
                     return
-            m = _MESSAGES_PATH.match(path)
-            if m is not None and await self._fast(scope, receive, send_wrapper, method, m.group(1), raw_headers):
+            hit = self.lean.match(method, path) if self.lean is not None else None
+            if hit is not None:  # a hot route: answered without the framework unless unusual
+                await self.lean.handle(hit, scope, receive, send_wrapper)
                 return
             await self.app(scope, receive, send_wrapper)
         except _TooLarge:
@@ -168,63 +167,33 @@ class VQSMiddleware:
             if not status_box[0]:
                 await self._reject(send_wrapper, sqs, 413, "body_too_large",
                                    f"request body exceeds {self.max_body} bytes (max_body_bytes)", field="body")
+        except Exception as exc:
+            # This layer is in front of FastAPI's own error handling: what escapes both (a bug)
+            # is answered as the app's handlers answer it, once, if nothing was sent yet.
+            if status_box[0]:
+                raise
+            api_error = rest_error(exc, self.ctx.metrics, f"{method} {path}")
+            await JSONResponse(api_error.body(), status_code=api_error.status,
+                               headers=api_error.headers)(scope, receive, send_wrapper)
         finally:
             route = scope.get("route")
             rpath = getattr(route, "path", None) or ("/" if sqs else "unmatched")
             status = status_box[0] or 500
-            self._req.labels(api, rpath, method, str(status)).inc()
-            self._lat.labels(api, rpath).observe(time.perf_counter() - t0)
+            self._count(api, rpath, method, status, time.perf_counter() - t0)
             if self.access_log or status_box[0] >= 400:  # 0: no answer sent (the client left)
                 _log_request(method, path, status, time.perf_counter() - t0, error_body)
 
-    async def _fast(self, scope, receive, send, method: str, topic: str, raw_headers) -> bool:
-        """The binary produce/consume routes without the framework's routing (they carry the
-        throughput). Returns False to let the FastAPI route (same behaviour, JSON) handle it."""
-        from .rest import consume_batches, produce_batches
-
-        ctype = accept = b""
-        for k, v in raw_headers:
-            if k == b"content-type":
-                ctype = v
-            elif k == b"accept":
-                accept = v
-        qs = scope.get("query_string", b"")
-        try:
-            if method == "POST" and ctype.split(b";", 1)[0].strip().lower() == _BATCH:
-                chunks = []
-                while True:
-                    msg = await receive()
-                    if msg["type"] != "http.request":
-                        return True
-                    chunks.append(msg.get("body", b""))
-                    if not msg.get("more_body"):
-                        break
-                q = dict(parse_qsl(qs.decode("latin-1"))) if qs else {}
-                out = await produce_batches(self.ctx, topic, q.get("partition"), b"".join(chunks))
-                scope["route"] = _FAST_PRODUCE
-                await _send(send, *_json(200, out))
-                return True
-            if method == "GET" and _BATCH in accept:
-                q = dict(parse_qsl(qs.decode("latin-1"))) if qs else {}
-                extra = set(q) - _CONSUME_PARAMS
-                if extra:
-                    return False  # let the framework report the unknown parameter
-                data, headers = await consume_batches(self.ctx, topic, q)
-                scope["route"] = _FAST_CONSUME
-                hs = [(b"content-type", _BATCH), (b"content-length", str(len(data)).encode())]
-                hs += [(k.encode(), v.encode()) for k, v in headers.items()]
-                await _send(send, 200, hs, data)
-                return True
-        except APIError as e:
-            self._err.labels("rest", e.code).inc()
-            await _send(send, *_json(e.status, e.body(), e.headers))
-            return True
-        except VQSError as e:
-            api = from_vqs_error(e)
-            self._err.labels("rest", api.code).inc()
-            await _send(send, *_json(api.status, api.body(), api.headers))
-            return True
-        return False
+    def _count(self, api: str, rpath: str, method: str, status: int, seconds: float) -> None:
+        """vqs_http_requests and the latency histogram; their labelled children are kept
+        (``labels()`` costs more than the increment)."""
+        key = (api, rpath, method, status)
+        pair = self._children.get(key)
+        if pair is None:
+            pair = (self._req.labels(api, rpath, method, str(status)), self._lat.labels(api, rpath))
+            if len(self._children) < 10_000:  # the label values come from clients (method)
+                self._children[key] = pair
+        pair[0].inc()
+        pair[1].observe(seconds)
 
     def _limited_receive(self, receive):
         limit = self.max_body
@@ -282,8 +251,9 @@ class VQSMiddleware:
         await _send(send, *_json(status, body, headers))
 
 
-def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
-    """The ASGI app. Opens a Broker on ``settings.data_dir`` at startup unless one is given."""
+def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddleware:
+    """The ASGI app (its FastAPI app is ``.fastapi``). Opens a Broker on ``settings.data_dir``
+    at startup unless one is given."""
     from contextlib import asynccontextmanager
 
     settings = settings or Settings()
@@ -329,10 +299,13 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
     )
     app.state.ctx = ctx
 
+    def _answer(request, exc: Exception) -> JSONResponse:
+        api = rest_error(exc, ctx.metrics, f"{request.method} {request.url.path}")
+        return JSONResponse(api.body(), status_code=api.status, headers=api.headers)
+
     @app.exception_handler(APIError)
     async def _api_error(request, exc: APIError):
-        ctx.metrics.errors.labels("rest", exc.code).inc()
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        return _answer(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request, exc: RequestValidationError):
@@ -355,27 +328,18 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
 
     @app.exception_handler(VQSError)
     async def _vqs(request, exc: VQSError):
-        api = from_vqs_error(exc)
-        ctx.metrics.errors.labels("rest", api.code).inc()
-        return JSONResponse(api.body(), status_code=api.status, headers=api.headers)
+        return _answer(request, exc)
 
     @app.exception_handler(Exception)
     async def _other(request, exc: Exception):
-        if isinstance(exc, VQSError):  # raised outside the routes (the VQSError handler's reach)
-            api = from_vqs_error(exc)
-            ctx.metrics.errors.labels("rest", api.code).inc()
-            return JSONResponse(api.body(), status_code=api.status, headers=api.headers)
-        logger.exception("unhandled error on %s %s", request.method, request.url.path)
-        ctx.metrics.errors.labels("rest", "internal").inc()
-        # the exception's text may name server files: it goes to the log, not to the client
-        return JSONResponse({"error": {"code": "internal", "message": "internal error; the server log has the details"}},
-                            status_code=500)
+        # a VQSError raised outside the routes (the VQSError handler's reach) is mapped as in
+        # them; anything else is a 500 whose text (it may name server files) goes to the log
+        return _answer(request, exc)
 
     from .rest import build_router
 
     app.include_router(build_router(ctx))
-    app.add_middleware(VQSMiddleware, ctx=ctx)
-    return app
+    return VQSMiddleware(app, ctx)
 
 
 def _version() -> str:

@@ -115,3 +115,22 @@ def from_vqs_error(exc: E.VQSError) -> APIError:
     if hit is not None:
         return APIError(hit[0], hit[1], msg)
     return APIError(400, "invalid_request", msg)
+
+
+_INTERNAL = "internal error; the server log has the details"
+
+
+def rest_error(exc: Exception, metrics, where: str) -> APIError:
+    """The REST answer to ``exc`` raised while answering ``where`` (``"POST /path"``), counted
+    in ``vqs_errors``: an APIError as it is, an embedded error as ``from_vqs_error`` maps it,
+    anything else a 500 ``internal`` whose details (which may name server files) go to the
+    server log only. The app's exception handlers and the lean dispatch both answer with it."""
+    if isinstance(exc, APIError):
+        api = exc
+    elif isinstance(exc, E.VQSError):
+        api = from_vqs_error(exc)
+    else:
+        logger.error("unhandled error on %s", where, exc_info=exc)
+        api = APIError(500, "internal", _INTERNAL)
+    metrics.errors.labels("rest", api.code).inc()
+    return api

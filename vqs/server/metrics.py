@@ -50,6 +50,8 @@ class Metrics:
         self.long_polls = Gauge("vqs_long_poll_waiters", "Requests waiting in a long poll", registry=r)
         self.rejected = Counter("vqs_rejected_requests", "Requests refused by a limit", ["reason"], registry=r)
         self.started = time.time()
+        self._in: dict = {}  # (kind, name) -> the labelled children of messages_in, bytes_in
+        self._out: dict = {}
         self._broker_ref = broker_ref
         r.register(_BrokerCollector(lambda: self._broker_ref() if self._broker_ref else None))
 
@@ -57,13 +59,20 @@ class Metrics:
         return generate_latest(self.registry)
 
     def count_in(self, kind: str, name: str, n: int, nbytes: int) -> None:
-        self.messages_in.labels(kind, name).inc(n)
-        self.bytes_in.labels(kind, name).inc(nbytes)
+        pair = self._in.get((kind, name))
+        if pair is None:  # labels() costs more than the increments: its children are kept
+            pair = self._in[(kind, name)] = (self.messages_in.labels(kind, name), self.bytes_in.labels(kind, name))
+        pair[0].inc(n)
+        pair[1].inc(nbytes)
 
     def count_out(self, kind: str, name: str, n: int, nbytes: int) -> None:
         if n:
-            self.messages_out.labels(kind, name).inc(n)
-            self.bytes_out.labels(kind, name).inc(nbytes)
+            pair = self._out.get((kind, name))
+            if pair is None:
+                pair = self._out[(kind, name)] = (self.messages_out.labels(kind, name),
+                                                  self.bytes_out.labels(kind, name))
+            pair[0].inc(n)
+            pair[1].inc(nbytes)
 
 
 class _BrokerCollector:

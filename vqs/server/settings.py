@@ -64,6 +64,9 @@ class Settings:
     log_level: str = "info"
     log_format: str = "auto"                  # auto (text on a terminal, else json) | json | text
     access_log: bool = False
+    # runtime: answer the hot REST routes without the framework (vqs/server/lean.py; the same
+    # answers). Off: every request goes through FastAPI (to compare the two).
+    lean_dispatch: bool = True
     # runtime
     graceful_timeout_s: float = 25.0
     workers_threads: int = 32                 # threads for blocking broker calls (fsync, etc.)

@@ -20,12 +20,12 @@ from fastapi import APIRouter
 
 from ..context import ServerContext
 from .groups import group_routes
-from .messages import consume_batches, message_routes, produce_batches
+from .messages import consume_messages, message_routes, produce_messages
 from .ops import ops_routes
 from .queues import queue_routes
 from .topics import topic_routes
 
-__all__ = ["build_router", "consume_batches", "produce_batches"]
+__all__ = ["build_router", "consume_messages", "produce_messages"]
 
 
 def build_router(ctx: ServerContext) -> APIRouter:

@@ -51,6 +51,11 @@ def check_name(name: str, kind: str) -> str:
     return name
 
 
+def json_bytes(body: Any) -> bytes:
+    """``body`` as compact JSON (non-ASCII text kept as UTF-8): every REST answer's encoding."""
+    return _json_dumps(body).encode("utf-8")
+
+
 def jresp(body: Any, status: int = 200, headers: dict | None = None) -> Response:
     """A compact JSON response (non-ASCII text kept as UTF-8)."""
     return Response(_json_dumps(body).encode("utf-8"), status_code=status, media_type="application/json",

@@ -2,9 +2,11 @@
 
 Two bodies per route: JSON for people (values as text, or ``*_b64`` when they
 are not UTF-8) and ``application/vnd.vqs.batch`` (vqs/wire.py) for speed.
-``produce_batches`` and ``consume_batches`` are the binary paths; the app's
-middleware calls them directly, without the framework's routing, because they
-carry the throughput.
+The routes' work is in ``produce_messages`` and ``consume_messages`` (and
+``produce_batches``, the binary body), called with checked values both by the
+FastAPI routes here and by the lean dispatch (vqs/server/lean.py), which
+answers the common requests without the framework because they carry the
+throughput.
 
 Invariants: a produce returns its offsets as ranges in input order; a
 consume returns records from ``offset`` on (never one before it), with the
@@ -31,6 +33,7 @@ from .conventions import (
     NAME_PATTERN,
     check_name,
     jresp,
+    json_bytes,
     links,
     name_param,
     query_int,
@@ -171,11 +174,26 @@ def _start_offset(b, lg, topic: str, partition: int, group: str | None) -> int:
     return committed if committed is not None else lg.start_offset
 
 
+#: The integer query parameters of a consume: name -> (default, least, greatest). The
+#: route's declarations (its schema and validation) and the lean dispatch both read it.
+CONSUME_INTS = {
+    "partition": (0, 0, 10_000),
+    "offset": (None, 0, (1 << 63) - 1),
+    "limit": (100, 1, 100_000),
+    "max_bytes": (1 << 20, 1, 64 << 20),
+    "wait_ms": (0, 0, MAX_WAIT_MS),
+}
+
+
+def _int_query(name: str, description: str | None = None):
+    default, lo, hi = CONSUME_INTS[name]
+    return Query(default, ge=lo, le=hi, description=description)
+
+
 # ---------------------------------------------------------------------------- routes
 def message_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["topics"])
     s = ctx.settings
-    metrics = ctx.metrics
 
     produced = {"topic": "$request.path.topic", "partition": "$response.body#/ranges/0/partition",
                 "offset": "$response.body#/ranges/0/base_offset"}
@@ -192,111 +210,25 @@ def message_routes(ctx: ServerContext) -> APIRouter:
                         f"(`Content-Type: {BATCH_CONTENT_TYPE}`, optional `?partition=`). Returns the offsets "
                         "as ranges `{partition, base_offset, count}` in input order.")
     async def produce(request: Request, topic: str = name_param("topic")):
-        b = ready_broker(ctx)
-        check_name(topic, "topic")
-        ctype = request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
         body = await request.body()
-        producer = ctx.producer()
-        t = b.topic(topic)
-        if ctype == BATCH_CONTENT_TYPE:
-            return jresp(await produce_batches(ctx, topic, request.query_params.get("partition"), body))
-        if ctype not in ("application/json", ""):
-            raise APIError(415, "unsupported_media_type",
-                           f"Content-Type must be application/json or {BATCH_CONTENT_TYPE}, not {ctype}")
-        try:
-            doc = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise APIError(400, "invalid_json", "the body is not valid JSON", field="body") from None
-        if not isinstance(doc, dict):
-            raise APIError(400, "invalid_argument", "the body must be an object {\"messages\": [...]}", field="body")
-        msgs = doc.get("messages")
-        extra = set(doc) - {"messages"}
-        if extra:
-            raise APIError(400, "invalid_argument", f"unknown field(s) {sorted(extra)}", field=sorted(extra)[0])
-        if not isinstance(msgs, list) or not msgs:
-            raise APIError(400, "invalid_argument", "messages must be a non-empty list", field="messages")
-        values, keys, headers, parts, tss = [], [], [], [], []
-        nbytes = 0
-        limit = s.max_message_bytes
-        for i, m in enumerate(msgs):
-            where = f"messages[{i}]"
-            if not isinstance(m, dict):
-                raise APIError(400, "invalid_argument", f"{where} must be an object", field="messages")
-            bad = set(m) - _JSON_FIELDS
-            if bad:
-                raise APIError(400, "invalid_argument", f"{where}: unknown field(s) {sorted(bad)}", field=sorted(bad)[0])
-            v = _bytes_of(m, "value", where, True)
-            if len(v) > limit:
-                raise APIError(413, "message_too_large",
-                               f"{where}.value is {len(v)} bytes; max_message_bytes is {limit}", field="value")
-            nbytes += len(v)
-            values.append(v)
-            keys.append(_bytes_of(m, "key", where, False))
-            headers.append(_headers_in(m.get("headers"), where))
-            p = m.get("partition")
-            if p is not None and (not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < t.partitions):
-                raise APIError(400, "invalid_argument",
-                               f"{where}.partition must be an integer 0..{t.partitions - 1}", field="partition")
-            parts.append(p)
-            ts = m.get("timestamp_ms")
-            if ts is not None and (not isinstance(ts, int) or isinstance(ts, bool) or not 0 <= ts < (1 << 62)):
-                raise APIError(400, "invalid_argument", f"{where}.timestamp_ms must be a non-negative integer",
-                               field="timestamp_ms")
-            tss.append(ts)
-        now = int(time.time() * 1000)
-        tss_final = [now if x is None else x for x in tss] if any(x is not None for x in tss) else None
-        anykey = any(k is not None for k in keys)
-        anyhdr = any(h for h in headers)
-        if len(set(parts)) == 1:
-            metas = await ctx.write(producer.send_batch, topic, values, keys=keys if anykey else None,
-                                    headers=headers if anyhdr else None, partition=parts[0],
-                                    timestamps_ms=tss_final)
-        else:  # mixed explicit partitions: one call per partition, results back in input order
-            metas = [None] * len(values)
-            groups: dict = {}
-            for i, p in enumerate(parts):
-                groups.setdefault(p, []).append(i)
-            for p, idx in groups.items():
-                got = await ctx.write(
-                    producer.send_batch, topic, [values[i] for i in idx],
-                    keys=[keys[i] for i in idx] if anykey else None,
-                    headers=[headers[i] for i in idx] if anyhdr else None, partition=p,
-                    timestamps_ms=None if tss_final is None else [tss_final[i] for i in idx])
-                for i, md in zip(idx, got):
-                    metas[i] = md
-        metrics.count_in("topic", topic, len(metas), nbytes)
-        return jresp({"count": len(metas), "ranges": _partition_ranges(metas)})
+        out = await produce_messages(ctx, topic, request.headers.get("content-type"),
+                                     request.query_params.get("partition"), body)
+        return jresp(out)
 
     @r.get("/topics/{topic}/messages", summary="Consume by offset (long poll with wait_ms)",
            responses=_MESSAGES_RESPONSES)
     async def consume(request: Request, topic: str = name_param("topic"),
-                      partition: int = Query(0, ge=0, le=10_000),
-                      offset: int | None = Query(None, ge=0, le=(1 << 63) - 1,
-                                                    description="default: the group's committed offset, else the start"),
-                      limit: int = Query(100, ge=1, le=100_000),
-                      max_bytes: int = Query(1 << 20, ge=1, le=64 << 20),
-                      wait_ms: int = Query(0, ge=0, le=MAX_WAIT_MS,
-                                           description="long poll, at most 20000 ms (20 s, as SQS)"),
+                      partition: int = _int_query("partition"),
+                      offset: int | None = _int_query("offset", "default: the group's committed offset, else the start"),
+                      limit: int = _int_query("limit"),
+                      max_bytes: int = _int_query("max_bytes"),
+                      wait_ms: int = _int_query("wait_ms", "long poll, at most 20000 ms (20 s, as SQS)"),
                       group: str | None = Query(None, pattern=NAME_PATTERN),
                       encoding: Literal["text", "base64"] = Query("text")):
-        b = ready_broker(ctx)
-        t = b.topic(check_name(topic, "topic"))
-        lg = _partition_log(t, partition)
-        if offset is None:
-            offset = _start_offset(b, lg, topic, partition, None if group is None else check_name(group, "group"))
-        wait_s = min(wait_ms, s.max_wait_ms) / 1000
-        if BATCH_CONTENT_TYPE in request.headers.get("accept", ""):
-            data, headers = await consume_batches(ctx, topic, request.query_params)
-            return Response(data, media_type=BATCH_CONTENT_TYPE, headers=headers)
-        recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
-        if not recs and wait_s > 0:
-            await ctx.long_poll_log(lg, offset, wait_s)
-            recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
-        out = [_record_json(x, encoding) for x in recs]
-        nxt = recs[-1].offset + 1 if recs else offset
-        metrics.count_out("topic", topic, len(recs), sum(len(x.value) for x in recs))
-        return jresp({"topic": topic, "partition": partition, "messages": out, "next_offset": nxt,
-                      "start_offset": lg.start_offset, "end_offset": lg.end_offset})
+        data, media, headers = await consume_messages(
+            ctx, topic, partition, offset, limit, max_bytes, wait_ms, group, encoding,
+            BATCH_CONTENT_TYPE in request.headers.get("accept", ""))
+        return Response(data, media_type=media, headers=headers)
 
     @r.post("/wait", summary="Wait until any of several partitions has data past an offset",
             description="Long poll for consumers of several partitions: returns as soon as one of them has a "
@@ -343,6 +275,94 @@ def message_routes(ctx: ServerContext) -> APIRouter:
     return r
 
 
+# ------------------------------------------------------------ the routes' cores
+# The FastAPI routes above and the lean dispatch (vqs/server/lean.py) both call these
+# with checked values, so the two answer alike by construction.
+def media_type(content_type: str | None) -> str:
+    """The media type of a Content-Type header (lower case, no parameters); JSON when absent."""
+    return ("application/json" if content_type is None else content_type).split(";", 1)[0].strip().lower()
+
+
+async def produce_messages(ctx: ServerContext, topic: str, content_type: str | None, partition_raw: str | None,
+                           body: bytes) -> dict:
+    """``POST /topics/{topic}/messages``: a JSON or binary body (by ``content_type``) appended."""
+    b = ready_broker(ctx)
+    check_name(topic, "topic")
+    ctype = media_type(content_type)
+    producer = ctx.producer()
+    t = b.topic(topic)
+    if ctype == BATCH_CONTENT_TYPE:
+        return await produce_batches(ctx, topic, partition_raw, body)
+    if ctype not in ("application/json", ""):
+        raise APIError(415, "unsupported_media_type",
+                       f"Content-Type must be application/json or {BATCH_CONTENT_TYPE}, not {ctype}")
+    s = ctx.settings
+    metrics = ctx.metrics
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise APIError(400, "invalid_json", "the body is not valid JSON", field="body") from None
+    if not isinstance(doc, dict):
+        raise APIError(400, "invalid_argument", "the body must be an object {\"messages\": [...]}", field="body")
+    msgs = doc.get("messages")
+    extra = set(doc) - {"messages"}
+    if extra:
+        raise APIError(400, "invalid_argument", f"unknown field(s) {sorted(extra)}", field=sorted(extra)[0])
+    if not isinstance(msgs, list) or not msgs:
+        raise APIError(400, "invalid_argument", "messages must be a non-empty list", field="messages")
+    values, keys, headers, parts, tss = [], [], [], [], []
+    nbytes = 0
+    limit = s.max_message_bytes
+    for i, m in enumerate(msgs):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise APIError(400, "invalid_argument", f"{where} must be an object", field="messages")
+        bad = set(m) - _JSON_FIELDS
+        if bad:
+            raise APIError(400, "invalid_argument", f"{where}: unknown field(s) {sorted(bad)}", field=sorted(bad)[0])
+        v = _bytes_of(m, "value", where, True)
+        if len(v) > limit:
+            raise APIError(413, "message_too_large",
+                           f"{where}.value is {len(v)} bytes; max_message_bytes is {limit}", field="value")
+        nbytes += len(v)
+        values.append(v)
+        keys.append(_bytes_of(m, "key", where, False))
+        headers.append(_headers_in(m.get("headers"), where))
+        p = m.get("partition")
+        if p is not None and (not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < t.partitions):
+            raise APIError(400, "invalid_argument",
+                           f"{where}.partition must be an integer 0..{t.partitions - 1}", field="partition")
+        parts.append(p)
+        ts = m.get("timestamp_ms")
+        if ts is not None and (not isinstance(ts, int) or isinstance(ts, bool) or not 0 <= ts < (1 << 62)):
+            raise APIError(400, "invalid_argument", f"{where}.timestamp_ms must be a non-negative integer",
+                           field="timestamp_ms")
+        tss.append(ts)
+    now = int(time.time() * 1000)
+    tss_final = [now if x is None else x for x in tss] if any(x is not None for x in tss) else None
+    anykey = any(k is not None for k in keys)
+    anyhdr = any(h for h in headers)
+    if len(set(parts)) == 1:
+        metas = await ctx.write(producer.send_batch, topic, values, keys=keys if anykey else None,
+                                headers=headers if anyhdr else None, partition=parts[0],
+                                timestamps_ms=tss_final)
+    else:  # mixed explicit partitions: one call per partition, results back in input order
+        metas = [None] * len(values)
+        groups: dict = {}
+        for i, p in enumerate(parts):
+            groups.setdefault(p, []).append(i)
+        for p, idx in groups.items():
+            got = await ctx.write(
+                producer.send_batch, topic, [values[i] for i in idx],
+                keys=[keys[i] for i in idx] if anykey else None,
+                headers=[headers[i] for i in idx] if anyhdr else None, partition=p,
+                timestamps_ms=None if tss_final is None else [tss_final[i] for i in idx])
+            for i, md in zip(idx, got):
+                metas[i] = md
+    metrics.count_in("topic", topic, len(metas), nbytes)
+    return {"count": len(metas), "ranges": _partition_ranges(metas)}
+
+
 # ------------------------------------------------------------------- binary (hot) paths
 async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | None, body: bytes) -> dict:
     """Binary produce (application/vnd.vqs.batch): every batch of the body appended in order."""
@@ -383,32 +403,29 @@ async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | N
     return {"count": len(metas), "ranges": _partition_ranges(metas)}
 
 
-async def consume_batches(ctx: ServerContext, topic: str, q) -> tuple[bytes, dict]:
-    """Binary consume: exactly the records asked for, as record batches, and the position headers."""
+async def consume_messages(ctx: ServerContext, topic: str, partition: int, offset: int | None, limit: int,
+                           max_bytes: int, wait_ms: int, group: str | None, encoding: str,
+                           binary: bool) -> tuple[bytes, str, dict]:
+    """``GET /topics/{topic}/messages`` with checked parameters: (body, media type, headers).
+    JSON, or exactly the records asked for as record batches with the position headers."""
     b = ready_broker(ctx)
     t = b.topic(check_name(topic, "topic"))
-    partition = query_int(q, "partition", 0, 0, 10_000)
     lg = _partition_log(t, partition)
-    offset = query_int(q, "offset", None, 0, (1 << 63) - 1)
-    limit = query_int(q, "limit", 100, 1, 100_000)
-    max_bytes = query_int(q, "max_bytes", 1 << 20, 1, 64 << 20)
-    wait_ms = query_int(q, "wait_ms", 0, 0, MAX_WAIT_MS)
     if offset is None:
-        group = q.get("group")
-        if group:
-            from ...broker.names import validate_name
-
-            group = validate_name(group, "group")
-        offset = _start_offset(b, lg, topic, partition, group)
+        offset = _start_offset(b, lg, topic, partition, None if group is None else check_name(group, "group"))
     wait_s = min(wait_ms, ctx.settings.max_wait_ms) / 1000
-    # Log.read finds the offset through the sparse index and decodes only what it returns;
-    # the records go back as freshly encoded batches (offsets and timestamps preserved).
+    # Log.read finds the offset through the sparse index and decodes only what it returns
     recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
     if not recs and wait_s > 0:
         await ctx.long_poll_log(lg, offset, wait_s)
         recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
     nxt = recs[-1].offset + 1 if recs else offset
-    parts, nbytes = encode_records(recs)
-    ctx.metrics.count_out("topic", t.name, len(recs), nbytes)
-    return b"".join(parts), {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
-                             END_OFFSET: str(lg.end_offset)}
+    if binary:  # the records as freshly encoded batches (offsets and timestamps preserved)
+        parts, nbytes = encode_records(recs)
+        ctx.metrics.count_out("topic", t.name, len(recs), nbytes)
+        return b"".join(parts), BATCH_CONTENT_TYPE, {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
+                                                     END_OFFSET: str(lg.end_offset)}
+    out = [_record_json(x, encoding) for x in recs]
+    ctx.metrics.count_out("topic", topic, len(recs), sum(len(x.value) for x in recs))
+    return json_bytes({"topic": topic, "partition": partition, "messages": out, "next_offset": nxt,
+                       "start_offset": lg.start_offset, "end_offset": lg.end_offset}), "application/json", {}

@@ -52,18 +52,19 @@ def _message_json(m) -> dict:
 
 def _attributes_in(attributes: dict, i: int) -> dict:
     """REST message attributes -> the embedded API's: a plain string stays a String
-    attribute, a typed one keeps its fields with ``BinaryValue`` decoded from base64."""
+    attribute, a typed one (a checked ``MessageAttributeIn`` as a dict) keeps its fields
+    with ``BinaryValue`` decoded from base64."""
     out = {}
     for name, v in attributes.items():
         if isinstance(v, str):
             out[name] = v
             continue
-        a = {"DataType": v.DataType}
-        if v.StringValue is not None:
-            a["StringValue"] = v.StringValue
-        if v.BinaryValue is not None:
+        a = {"DataType": v["DataType"]}
+        if v.get("StringValue") is not None:
+            a["StringValue"] = v["StringValue"]
+        if v.get("BinaryValue") is not None:
             try:
-                a["BinaryValue"] = base64.b64decode(v.BinaryValue, validate=True)
+                a["BinaryValue"] = base64.b64decode(v["BinaryValue"], validate=True)
             except (binascii.Error, ValueError):
                 raise APIError(400, "invalid_argument", f"messages[{i}].attributes.{name}.BinaryValue is not base64",
                                field="attributes") from None
@@ -73,7 +74,6 @@ def _attributes_in(attributes: dict, i: int) -> dict:
 
 def queue_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["queues"])
-    metrics = ctx.metrics
     call = ctx.write  # inline when it cannot block on an fsync, else in a worker thread
 
     def broker():
@@ -135,39 +135,7 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
         200, "The ids of the messages sent", Receive=("post", "/queues/{queue_name}/receive", same),
         DeleteQueue=("delete", "/queues/{queue_name}", same)))
     async def send(body: QueueSend, queue_name: str = name_param("queue")):
-        q = queue(queue_name)
-        entries = []
-        nbytes = 0
-        for i, m in enumerate(body.messages):
-            if (m.body is None) == (m.body_b64 is None):
-                raise APIError(400, "invalid_argument", f"messages[{i}]: give body or body_b64", field="body")
-            if m.body_b64 is not None:
-                try:
-                    b = base64.b64decode(m.body_b64, validate=True)
-                except (binascii.Error, ValueError):
-                    raise APIError(400, "invalid_argument", f"messages[{i}].body_b64 is not base64",
-                                   field="body_b64") from None
-            else:
-                b = m.body
-            nbytes += len(b)
-            e = {"body": b}
-            for k in ("delay_seconds", "group_id", "dedup_id"):
-                v = getattr(m, k)
-                if v is not None:
-                    e[k] = v
-            if m.attributes is not None:
-                e["attributes"] = _attributes_in(m.attributes, i)
-            entries.append(e)
-        ids = []
-        for i in range(0, len(entries), 10):
-            chunk = entries[i:i + 10]
-            if len(chunk) == 1:
-                e = chunk[0]
-                ids.append(await call(q.send, e.pop("body"), **e))
-            else:
-                ids += await call(q.send_batch, chunk)
-        metrics.count_in("queue", q.name, len(ids), nbytes)
-        return jresp({"message_ids": ids})
+        return jresp(await send_messages(ctx, queue_name, [m.model_dump() for m in body.messages]))
 
     @r.post("/queues/{queue_name}/receive", summary="Receive messages (long poll with wait_seconds)",
             responses=links(200, "The messages received (leased until their visibility timeout)",
@@ -176,46 +144,12 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
                                         {"receipt_handle": handle, "visibility_timeout": 0}),
                             DeleteQueue=("delete", "/queues/{queue_name}", same)))
     async def receive(body: QueueReceive, queue_name: str = name_param("queue")):
-        q = queue(queue_name)
-        wait = body.wait_seconds
-        if wait is None:
-            wait = q.config.receive_wait_seconds
-        wait = min(wait, ctx.settings.max_wait_ms / 1000)  # the REST long-poll cap (docs/server.md)
-        out = []
-        want = body.max_messages
-        while len(out) < want:
-            n = min(10, want - len(out))
-            if not out and wait > 0:
-                got = await ctx.long_poll_receive(q, n, wait, body.visibility_timeout)
-            else:
-                got = await call(q.receive, n, 0, body.visibility_timeout)
-            out += got
-            if len(got) < n:
-                break
-        metrics.count_out("queue", q.name, len(out), sum(len(m.body) for m in out))
-        return jresp({"messages": [_message_json(m) for m in out]})
+        return jresp(await receive_messages(ctx, queue_name, body.max_messages, body.wait_seconds,
+                                            body.visibility_timeout))
 
     @r.post("/queues/{queue_name}/delete", summary="Delete (acknowledge) messages by receipt handle")
     async def delete(body: QueueDelete, queue_name: str = name_param("queue")):
-        q = queue(queue_name)
-        ok, failed = 0, []
-        hs = body.receipt_handles
-        if len(hs) == 1:
-            # one handle (vqs.Client's RemoteQueue.delete): the embedded delete, whose error is
-            # precise (a batch entry's result names only the SQS code)
-            try:
-                await call(q.delete, hs[0])
-            except QueueError as err:
-                failed.append({"receipt_handle": hs[0], "code": err.code, "type": error_type(err),
-                               "message": client_message(err)})
-            return jresp({"deleted": 1 - len(failed), "failed": failed})
-        for i in range(0, len(hs), 10):
-            chunk = hs[i:i + 10]
-            res = await call(q.delete_batch_entries, [{"id": f"e{j}", "receipt_handle": h} for j, h in enumerate(chunk)])
-            ok += len(res["successful"])
-            for f in res["failed"]:
-                failed.append({"receipt_handle": chunk[int(f["id"][1:])], "code": f["code"], "message": f.get("message", "")})
-        return jresp({"deleted": ok, "failed": failed})
+        return jresp(await delete_messages(ctx, queue_name, body.receipt_handles))
 
     @r.post("/queues/{queue_name}/visibility", summary="Change a message's visibility timeout")
     async def visibility(body: VisibilityChange, queue_name: str = name_param("queue")):
@@ -245,3 +179,95 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
         return jresp({"tags": q.tags()})
 
     return r
+
+
+# ------------------------------------------------------------ the routes' cores
+# The FastAPI routes above and the lean dispatch (vqs/server/lean.py) both call these
+# with checked values (a message as QueueMessageIn's fields in a dict), so the two
+# answer alike by construction.
+def _queue(ctx: ServerContext, name: str):
+    return ready_broker(ctx).queue(check_name(name, "queue"))
+
+
+async def send_messages(ctx: ServerContext, queue_name: str, messages: list[dict]) -> dict:
+    """``POST /queues/{q}/messages``: sent to the broker at most 10 per call."""
+    q = _queue(ctx, queue_name)
+    entries = []
+    nbytes = 0
+    for i, m in enumerate(messages):
+        body, body_b64 = m.get("body"), m.get("body_b64")
+        if (body is None) == (body_b64 is None):
+            raise APIError(400, "invalid_argument", f"messages[{i}]: give body or body_b64", field="body")
+        if body_b64 is not None:
+            try:
+                b = base64.b64decode(body_b64, validate=True)
+            except (binascii.Error, ValueError):
+                raise APIError(400, "invalid_argument", f"messages[{i}].body_b64 is not base64",
+                               field="body_b64") from None
+        else:
+            b = body
+        nbytes += len(b)
+        e = {"body": b}
+        for k in ("delay_seconds", "group_id", "dedup_id"):
+            v = m.get(k)
+            if v is not None:
+                e[k] = v
+        attributes = m.get("attributes")
+        if attributes is not None:
+            e["attributes"] = _attributes_in(attributes, i)
+        entries.append(e)
+    ids = []
+    for i in range(0, len(entries), 10):
+        chunk = entries[i:i + 10]
+        if len(chunk) == 1:
+            e = chunk[0]
+            ids.append(await ctx.write(q.send, e.pop("body"), **e))
+        else:
+            ids += await ctx.write(q.send_batch, chunk)
+    ctx.metrics.count_in("queue", q.name, len(ids), nbytes)
+    return {"message_ids": ids}
+
+
+async def receive_messages(ctx: ServerContext, queue_name: str, max_messages: int, wait_seconds: float | None,
+                           visibility_timeout: int | None) -> dict:
+    """``POST /queues/{q}/receive``: up to ``max_messages``, 10 per broker call; only the first waits."""
+    q = _queue(ctx, queue_name)
+    wait = wait_seconds
+    if wait is None:
+        wait = q.config.receive_wait_seconds
+    wait = min(wait, ctx.settings.max_wait_ms / 1000)  # the REST long-poll cap (docs/server.md)
+    out = []
+    while len(out) < max_messages:
+        n = min(10, max_messages - len(out))
+        if not out and wait > 0:
+            got = await ctx.long_poll_receive(q, n, wait, visibility_timeout)
+        else:
+            got = await ctx.write(q.receive, n, 0, visibility_timeout)
+        out += got
+        if len(got) < n:
+            break
+    ctx.metrics.count_out("queue", q.name, len(out), sum(len(m.body) for m in out))
+    return {"messages": [_message_json(m) for m in out]}
+
+
+async def delete_messages(ctx: ServerContext, queue_name: str, handles: list[str]) -> dict:
+    """``POST /queues/{q}/delete``: every handle deleted or reported in ``failed``."""
+    q = _queue(ctx, queue_name)
+    ok, failed = 0, []
+    if len(handles) == 1:
+        # one handle (vqs.Client's RemoteQueue.delete): the embedded delete, whose error is
+        # precise (a batch entry's result names only the SQS code)
+        try:
+            await ctx.write(q.delete, handles[0])
+        except QueueError as err:
+            failed.append({"receipt_handle": handles[0], "code": err.code, "type": error_type(err),
+                           "message": client_message(err)})
+        return {"deleted": 1 - len(failed), "failed": failed}
+    for i in range(0, len(handles), 10):
+        chunk = handles[i:i + 10]
+        res = await ctx.write(q.delete_batch_entries,
+                              [{"id": f"e{j}", "receipt_handle": h} for j, h in enumerate(chunk)])
+        ok += len(res["successful"])
+        for f in res["failed"]:
+            failed.append({"receipt_handle": chunk[int(f["id"][1:])], "code": f["code"], "message": f.get("message", "")})
+    return {"deleted": ok, "failed": failed}

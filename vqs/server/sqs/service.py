@@ -20,9 +20,10 @@ Invariants:
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import time
-import uuid
 from urllib.parse import unquote
 
 from ...errors import InvalidName, QueueError, VQSError
@@ -48,6 +49,16 @@ from .sigv4 import SigV4Error, region_from_authorization, verify
 
 logger = logging.getLogger("vqs.server.sqs")
 
+_ID_BASE = int.from_bytes(os.urandom(16), "big")
+_ID_COUNT = itertools.count()
+
+
+def _request_id() -> str:
+    """A request id in a UUID's form, unique to a request: a random 128-bit start per process,
+    then counted (a request id is an identifier, not a secret; a uuid4 costs ~3 us more)."""
+    h = f"{(_ID_BASE + next(_ID_COUNT)) & ((1 << 128) - 1):032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
 
 class SQSService(QueueActions, MessageActions):
     def __init__(self, ctx: ServerContext):
@@ -59,6 +70,7 @@ class SQSService(QueueActions, MessageActions):
         self._keys = dict(self.settings.sigv4_keys)
         self._auth_required = self.settings.auth_enabled
         self._deleted_at: dict[str, float] = {}  # queue name -> monotonic time of its DeleteQueue
+        self._latency: dict = {}  # action -> its child of the latency histogram
 
     def close(self) -> None:
         for t in self._tasks:
@@ -83,7 +95,7 @@ class SQSService(QueueActions, MessageActions):
             k = k.decode("latin-1")
             v = v.decode("latin-1")
             headers[k] = headers[k] + "," + v if k in headers else v
-        request_id = str(uuid.uuid4())
+        request_id = _request_id()
         raw_query = scope.get("query_string", b"").decode("latin-1")
         target = headers.get("x-amz-target")
         is_json = target is not None or headers.get("content-type", "").startswith("application/x-amz-json")
@@ -174,7 +186,10 @@ class SQSService(QueueActions, MessageActions):
             status, out, hs = self._error(SQSError("InternalFailure"), is_json, request_id, query_json)
         await send({"type": "http.response.start", "status": status, "headers": hs})
         await send({"type": "http.response.body", "body": out})
-        self.metrics.latency.labels("sqs", action).observe(time.perf_counter() - t0)
+        lat = self._latency.get(action)
+        if lat is None:  # labels() costs more than the observation; action is one of ACTIONS or "unknown"
+            lat = self._latency[action] = self.metrics.latency.labels("sqs", action)
+        lat.observe(time.perf_counter() - t0)
 
     def _error(self, e: SQSError, is_json: bool, request_id: str, query_json: bool = False):
         self.metrics.errors.labels("sqs", e.name).inc()
