@@ -39,7 +39,8 @@ class _Route:
 _FAST_PRODUCE = _Route("/topics/{topic}/messages")
 _FAST_CONSUME = _FAST_PRODUCE
 _OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/docs", "/openapi.json", "/redoc",
-               "/docs/oauth2-redirect")
+               "/docs/oauth2-redirect",
+               "/console")  # the console checks the same tokens itself (login form, session cookie)
 
 
 def _json(status: int, body: dict, headers: dict | None = None) -> tuple[int, list, bytes]:
@@ -325,6 +326,8 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
             "Errors are JSON `{\"error\": {\"code\", \"message\", \"field\"}}`."
         ),
         lifespan=lifespan,
+        docs_url=None,  # /docs: the console's, with Swagger UI served from the wheel (offline)
+        redoc_url=None,
     )
     app.state.ctx = ctx
 
@@ -373,6 +376,9 @@ def create_app(settings: Settings | None = None, *, broker=None) -> FastAPI:
     from .rest import build_router
 
     app.include_router(build_router(ctx))
+    from .console import mount_console
+
+    mount_console(app, ctx)
     app.add_middleware(VQSMiddleware, ctx=ctx)
     return app
 
