@@ -132,7 +132,7 @@ class Sessions:
         try:
             return ipaddress.ip_address(host.split("%")[0]).is_loopback
         except ValueError:
-            return host in ("localhost", "testclient")  # an in-process test client has no address
+            return host == "localhost"
 
     def session(self, request: Request) -> tuple[Session | None, bool]:
         """(the request's session or None, whether a new cookie must be set).
