@@ -240,3 +240,59 @@ def test_markup_in_data_stays_text(logged_in, console_server, seeded, path):
     if "format=hex" not in path and path != "/console/queues":
         shown = [x for x in XSS if x in body]
         assert shown, f"neither XSS value is visible as text on {path}"
+
+
+SHOTS = [("overview", "/console"), ("topics", "/console/topics"),
+         ("topic", "/console/topics/orders?partition=0&offset=0&limit=8&format=json"),
+         ("group", "/console/groups/billing"), ("queues", "/console/queues"), ("queue", "/console/queues/jobs")]
+
+
+def test_screenshots_for_the_docs(logged_in, console_server, seeded, tmp_path):
+    """The pictures of docs/console.md, taken here: written to docs/console/ when
+    VQS_UPDATE_SCREENSHOTS=1 (then commit them), else to a temporary directory."""
+    import os
+
+    d = logged_in
+    out = tmp_path
+    if os.environ.get("VQS_UPDATE_SCREENSHOTS") == "1":
+        out = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "console")
+        os.makedirs(out, exist_ok=True)
+    d.set_window_size(1000, 1150)
+    try:
+        for name, path in SHOTS:
+            open_page(d, console_server.url + path)
+            if name == "overview":
+                wait(d, lambda d: int(d.find_element(By.ID, "chart-produce").get_attribute("data-points") or 0) >= 2)
+            png = recompress_png(d.get_screenshot_as_png())
+            assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) < 150_000, (name, len(png))
+            with open(os.path.join(out, f"{name}.png"), "wb") as f:
+                f.write(png)
+    finally:
+        d.set_window_size(1000, 900)
+
+
+def recompress_png(data: bytes) -> bytes:
+    """The same PNG with its image data deflated at level 9 (Chromium writes it fast, not small)."""
+    import struct
+    import zlib
+
+    pos, chunks, idat = 8, [], b""
+    while pos < len(data):
+        n, = struct.unpack(">I", data[pos:pos + 4])
+        kind = data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+        if kind == b"IDAT":
+            idat += body
+        else:
+            chunks.append((kind, body))
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    out = [data[:8]]
+    for kind, body in chunks:
+        if kind == b"IEND":
+            out.append(chunk(b"IDAT", zlib.compress(zlib.decompress(idat), 9)))
+        out.append(chunk(kind, body))
+    return b"".join(out)
