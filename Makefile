@@ -15,7 +15,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: test lint demo demo-log bench bench-ab venv install java clean
+.PHONY: test lint demo demo-log bench bench-ab venv install java browser clean
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -73,7 +73,19 @@ java:
 	    exit 1; \
 	  fi; }
 
-test: java lint $(call STAMP,server) $(call STAMP,spark)
+# The console's tests drive Debian's headless Chromium (tests/server/console). Not
+# root: they skip saying why (CI sets VQS_REQUIRE_BROWSER=1: a skip fails there).
+browser:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing Chromium for the console tests (apt-get install chromium chromium-driver)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	  else \
+	    echo "note: chromium/chromedriver missing: the console's browser tests will skip"; \
+	    echo "  (sudo apt-get install chromium chromium-driver)"; \
+	  fi; }
+
+test: java browser lint $(call STAMP,server) $(call STAMP,spark)
 	@echo "==> running the tests (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 

@@ -17,9 +17,9 @@ import time
 import httpx
 import pytest
 from conftest import console_problems
+from vqs_server_proc import ServerProcess
 
 from vqs import Broker
-from vqs_server_proc import ServerProcess
 
 N = 1000
 
