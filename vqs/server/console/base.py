@@ -109,7 +109,14 @@ def broker(request: Request):
 
 
 def error_page(request: Request, status: int, message: str) -> Response:
-    from fastapi.responses import HTMLResponse
+    """The error as a page, or as the API's JSON error for the charts' data (/console/api)."""
+    from fastapi.responses import HTMLResponse, JSONResponse
+
+    if request.url.path.startswith("/console/api/"):
+        code = {401: "unauthorized", 403: "forbidden", 404: "not_found"}.get(status, "invalid_request")
+        r = JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+        add_headers(r)
+        return r
 
     html = env.get_template("error.html").render(request_path=request.url.path, status=status, message=message,
                                                  csrf="", flash=[], login_required=False)
