@@ -15,8 +15,9 @@ Invariants:
   restart logs everyone out. A session ends after ``SESSION_TTL_S`` or at logout.
 * Every mutating request is a POST whose form carries the session's CSRF
   token (compared in constant time); any other is refused with 403 before
-  anything changes. A bearer-authenticated request (a script, no cookie) still
-  needs the token of a session, so a POST never acts on ambient credentials.
+  anything changes. A bearer-authenticated request (a script, no cookie) may
+  read pages but gets a session for that request only, whose CSRF token it
+  never sees, so a POST never acts on ambient credentials.
 * Every console response carries a Content-Security-Policy without
   ``unsafe-inline`` or ``unsafe-eval`` (scripts and styles from the console's
   own static files only), ``X-Content-Type-Options: nosniff``, no framing, no
@@ -142,8 +143,10 @@ class Sessions:
         s = self.get(request.cookies.get(COOKIE))
         if s is not None and (s.authenticated or not self._tokens):
             return s, False
-        if not self._tokens or self._bearer_ok(request):
-            return self.new(authenticated=bool(self._tokens)), True
+        if not self._tokens:
+            return self.new(authenticated=False), True
+        if self._bearer_ok(request):  # a script: a session for this request only (no cookie, so no POST)
+            return Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.time(), True), False
         raise Refused(401, "log in with an API token")
 
     def check_csrf(self, session: Session | None, given: str | None) -> None:
