@@ -14,7 +14,6 @@ import shutil
 import tempfile
 
 import pytest
-from conftest import FakeClock
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -62,6 +61,19 @@ def test_peek_of_an_empty_queue(reg):
     assert q.peek(10) == [] and q.oldest_sent_ms() is None
 
 
+class Clock:
+    """The model's clock (seconds, like time.time): it moves only when told."""
+
+    def __init__(self, now: float):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class PeekModel(RuleBasedStateMachine):
     """Peek against a model: the bodies of the messages sent and not deleted or purged."""
 
@@ -73,7 +85,7 @@ class PeekModel(RuleBasedStateMachine):
     def open(self, fifo):
         # tmpfs when there is one: the model checks peek's logic, not fsync speed
         self.dir = tempfile.mkdtemp(prefix="vqs-peek-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-        self.clock = FakeClock(1_700_000_000.0)
+        self.clock = Clock(1_700_000_000.0)
         self.fifo = fifo
         self.reg = QueueRegistry(self.dir, clock=self.clock)
         kw = {"fifo": True, "content_based_deduplication": True} if fifo else {}

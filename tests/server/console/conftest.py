@@ -10,39 +10,14 @@ One browser serves the whole session (starting Chromium costs seconds).
 from __future__ import annotations
 
 import os
-import re
-import shutil
 
 import httpx
 import pytest
 
 pytest.importorskip("jinja2")
 
+from console_helpers import AUTH, TOKEN, XSS, browser_missing, chromedriver, chromium
 from vqs_server_proc import ServerProcess
-
-TOKEN = "console-test-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-XSS = ["<img src=x onerror=alert(1)>", "</script><script>alert(1)</script>"]
-
-
-def _browser_missing() -> str | None:
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[dev]')"
-    for name, path in (("chromium", _chromium()), ("chromedriver", _chromedriver())):
-        if not path or not os.access(path, os.X_OK):
-            return (f"{name} not found: apt-get install chromium chromium-driver "
-                    "(`make test` installs them when run as root)")
-    return None
-
-
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _chromedriver() -> str | None:
-    return shutil.which("chromedriver")
 
 
 @pytest.fixture(scope="session")
@@ -85,7 +60,7 @@ def seeded(api):
 
 @pytest.fixture(scope="session")
 def browser():
-    why = _browser_missing()
+    why = browser_missing()
     if why:
         if os.environ.get("VQS_REQUIRE_BROWSER") == "1":
             pytest.fail(f"VQS_REQUIRE_BROWSER=1 but {why}")
@@ -95,13 +70,13 @@ def browser():
     from selenium.webdriver.chrome.service import Service
 
     opts = Options()
-    opts.binary_location = _chromium()
+    opts.binary_location = chromium()
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
               "--window-size=1000,900", "--hide-scrollbars", "--force-device-scale-factor=1",
               "--no-first-run", "--disable-extensions", "--disable-background-networking"):
         opts.add_argument(a)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(_chromedriver()), options=opts)
+    driver = webdriver.Chrome(service=Service(chromedriver()), options=opts)
     driver.set_page_load_timeout(30)
     yield driver
     driver.quit()
@@ -118,15 +93,3 @@ def logged_in(browser, console_server, seeded):
     browser.find_element(By.CSS_SELECTOR, "form.login button").click()
     assert browser.find_element(By.ID, "health").text == "ready"
     return browser
-
-
-def console_problems(driver) -> list[str]:
-    """Browser console messages that mean a broken page: CSP violations, script errors, 404s."""
-    bad = []
-    for entry in driver.get_log("browser"):
-        msg = entry.get("message", "")
-        if entry.get("level") == "SEVERE" or re.search(r"Content Security Policy|Refused to", msg):
-            if "favicon.ico" in msg or "/topics/%3Cimg" in msg:
-                continue
-            bad.append(msg)
-    return bad

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import XSS, console_problems
+from console_helpers import XSS, console_problems
 
 pytest.importorskip("selenium")
 

@@ -9,7 +9,7 @@ import re
 
 import httpx
 import pytest
-from conftest import AUTH, TOKEN
+from console_helpers import AUTH, TOKEN
 
 
 @pytest.fixture
