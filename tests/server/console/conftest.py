@@ -86,10 +86,12 @@ def browser():
 def logged_in(browser, console_server, seeded):
     """The session's browser, logged in to the console through its login form."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(console_server.url + "/console")
     assert browser.current_url.endswith("/console/login")
     browser.find_element(By.NAME, "token").send_keys(TOKEN)
     browser.find_element(By.CSS_SELECTOR, "form.login button").click()
+    WebDriverWait(browser, 15, poll_frequency=0.1).until(lambda d: d.find_elements(By.ID, "health"))
     assert browser.find_element(By.ID, "health").text == "ready"
     return browser

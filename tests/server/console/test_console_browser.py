@@ -175,6 +175,7 @@ def test_reset_offsets_through_the_confirmation_page(logged_in, console_server, 
     Select(d.find_element(By.NAME, "topic")).select_by_visible_text("orders")
     Select(d.find_element(By.NAME, "to")).select_by_value("earliest")
     d.find_element(By.ID, "reset").click()
+    wait(d, lambda d: d.find_elements(By.ID, "confirm-button"))  # the click navigates: wait for the new page
     preview = cell_text(d, "#preview tbody td")
     assert preview[:4] == ["orders", "0", "5", "0"]
     assert api.get("/groups/billing").json()["partitions"][0]["committed"] == 5  # not yet
@@ -186,6 +187,7 @@ def test_reset_offsets_through_the_confirmation_page(logged_in, console_server, 
     Select(d.find_element(By.NAME, "to")).select_by_value("exact")
     d.find_element(By.NAME, "value").send_keys("2")
     d.find_element(By.ID, "reset").click()
+    wait(d, lambda d: d.find_elements(By.ID, "confirm-button"))
     d.find_element(By.ID, "confirm-button").click()
     wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".flash"))
     assert [p["committed"] for p in api.get("/groups/billing").json()["partitions"]] == [2, 2]
@@ -201,6 +203,7 @@ def test_send_peek_and_purge_a_queue(logged_in, console_server, api, seeded):
     assert "sent from the console" in d.find_element(By.ID, "peeked").text
     assert api.get("/queues/purge-me").json()["attributes"]["ApproximateNumberOfMessages"] == "1"
     d.find_element(By.ID, "purge").click()
+    wait(d, lambda d: d.find_elements(By.ID, "confirm-button"))
     assert "Purge queue purge-me" in d.find_element(By.TAG_NAME, "h1").text
     assert api.get("/queues/purge-me").json()["attributes"]["ApproximateNumberOfMessages"] == "1"
     d.find_element(By.ID, "confirm-button").click()
@@ -218,6 +221,7 @@ def test_redrive_from_a_dead_letter_queue_shows_progress(logged_in, console_serv
     wait(d, lambda d: api.get("/queues/rd-dlq").json()["attributes"]["ApproximateNumberOfMessages"] == "3")
     open_page(d, console_server.url + "/console/queues/rd-dlq")
     d.find_element(By.ID, "redrive").click()
+    wait(d, lambda d: d.find_elements(By.ID, "confirm-button"))
     d.find_element(By.ID, "confirm-button").click()
     wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#move-tasks tr.task"))
     wait(d, lambda d: "COMPLETED" in d.find_element(By.CSS_SELECTOR, "#move-tasks .status").text
