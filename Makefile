@@ -15,7 +15,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-log bench bench-ab venv install java kcat clean
+.PHONY: grpc-proto test lint demo demo-log bench bench-ab venv install java kcat browser clean
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -83,6 +83,18 @@ java:
 	    exit 1; \
 	  fi; }
 
+# The console's tests drive Debian's headless Chromium (tests/server/console). Not
+# root: they skip saying why (CI sets VQS_REQUIRE_BROWSER=1: a skip fails there).
+browser:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing Chromium for the console tests (apt-get install chromium chromium-driver)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	  else \
+	    echo "note: chromium/chromedriver missing: the console's browser tests will skip"; \
+	    echo "  (sudo apt-get install chromium chromium-driver)"; \
+	  fi; }
+
 # kcat (a Kafka command-line client) for the Kafka listener's tests and docs/kafka.md.
 kcat:
 	@command -v kcat >/dev/null 2>&1 || { \
@@ -94,7 +106,7 @@ kcat:
 	    exit 1; \
 	  fi; }
 
-test: java kcat lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc)
+test: java kcat browser lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc)
 	@echo "==> running the tests (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 

@@ -32,7 +32,8 @@ logger = logging.getLogger("vqs.server")
 
 _SQS_PATH = re.compile(r"^/\d{12}/[^/]+/?$")
 _OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/docs", "/openapi.json", "/redoc",
-               "/docs/oauth2-redirect")
+               "/docs/oauth2-redirect",
+               "/console")  # the console checks the same tokens itself (login form, session cookie)
 
 
 def _json(status: int, body: dict, headers: dict | None = None) -> tuple[int, list, bytes]:
@@ -296,6 +297,8 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
             "Errors are JSON `{\"error\": {\"code\", \"message\", \"field\"}}`."
         ),
         lifespan=lifespan,
+        docs_url=None,  # /docs: the console's, with Swagger UI served from the wheel (offline)
+        redoc_url=None,
     )
     app.state.ctx = ctx
 
@@ -339,6 +342,9 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
     from .rest import build_router
 
     app.include_router(build_router(ctx))
+    from .console import mount_console
+
+    mount_console(app, ctx)
     return VQSMiddleware(app, ctx)
 
 

@@ -15,6 +15,7 @@ Modules (each states its invariants):
 * redrive.py      dead-letter moves, redrive
 * move_tasks.py   message move tasks (``MoveTasks``), kept across restarts
 * maintenance.py  expire, reclaim, compact
+* peek.py         pending messages read without receiving them
 * recovery.py     the lease table rebuilt at open
 * settings.py     queue.json / queue.meta, queue attributes and tags
 
@@ -27,6 +28,7 @@ from .fifo import FifoQueue
 from .message import Message
 from .move_tasks import MoveTask, MoveTasks
 from .opening import open_queue
+from .peek import PeekedMessage
 from .standard import StandardQueue
 
-__all__ = ["FifoQueue", "Message", "MoveTask", "MoveTasks", "Queue", "StandardQueue", "open_queue"]
+__all__ = ["FifoQueue", "Message", "MoveTask", "MoveTasks", "PeekedMessage", "Queue", "StandardQueue", "open_queue"]

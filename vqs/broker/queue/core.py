@@ -81,6 +81,7 @@ from .batch_entries import BatchEntries
 from .leases import INFLIGHT, LeaseTable
 from .maintenance import COMPACT_BYTES, Maintenance
 from .message import Message
+from .peek import Peek
 from .recovery import recover_leases, start_nonces, was_closed_cleanly
 from .redrive import Redrive
 from .send_buffer import SendBuffer
@@ -106,7 +107,7 @@ def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
 
 logger = logging.getLogger("vqs.broker.queue")
 
-class Queue(QueueSettings, BatchEntries, Redrive, Maintenance):
+class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
     """One SQS-style queue (see module doc). Made by ``QueueRegistry``, which
     opens it with ``opening.open_queue``; the constructor is that of the queue's type."""
 

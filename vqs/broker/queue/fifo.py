@@ -35,6 +35,7 @@ from ..dedup import WINDOW_MS, DedupWindow
 from .core import Queue
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import H_DEDUP, H_DELAY, H_GROUP, H_ID, sent_ms
+from .peek import smallest
 from .validate import check_batch_size
 
 
@@ -470,6 +471,10 @@ class FifoQueue(Queue):
                 if self._retained_record(o, e, expire_before, dels) is not None:
                     break
         return dels
+
+    def _pending_offsets_locked(self, start: int, n: int) -> list[int]:
+        """Peek (peek.py): every pending message of a FIFO queue is in a group."""
+        return smallest(self._group_of, start, n)
 
     def _reclaim_target(self) -> int:
         """``low``, but never into the deduplication window (rebuilt from the log)."""

@@ -48,6 +48,7 @@ from .fair import FairReceive, FairShare
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .maintenance import COMPACT_BYTES
 from .message import H_DELAY, H_SENT, HEX2, Message, group_id, message_ids, sent_ms
+from .peek import smallest
 from .send_buffer import Tail
 from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, MAX_DELAY_S, check_batch_size
 
@@ -714,6 +715,21 @@ class StandardQueue(FairReceive, Queue):
                     self._remove_locked(o, e)
                     dels.append(o)
         return dels
+
+    def _pending_offsets_locked(self, start: int, n: int) -> list[int]:
+        """Peek (peek.py): the n lowest pending offsets at or after ``start``: the
+        tracked ones below the cursor, then those from the cursor on not deleted ahead."""
+        c = self._cursor
+        live = self._leases.live
+        out = smallest((o for o in live if o < c), start, n)
+        ahead = self._ahead
+        o = max(c, start, self._log.start_offset)
+        end = self._end_offset()
+        while o < end and len(out) < 2 * n:
+            if o not in ahead:
+                out.append(o)
+            o += 1
+        return sorted(out)[:n]
 
     def _reclaim_target(self) -> int:
         return self._low

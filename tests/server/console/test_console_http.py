@@ -1,0 +1,138 @@
+"""The console's safety over plain HTTP (httpx against a real `vqs serve`): login and
+its cookie, CSRF on every mutation, the response headers, no paths on pages,
+/docs without a CDN. The browser tests (test_console_browser.py) cover the same
+pages as a user sees them."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from console_helpers import AUTH, TOKEN
+
+
+@pytest.fixture
+def session(console_server, seeded):
+    """A logged-in console session (cookie) and its CSRF token."""
+    with httpx.Client(base_url=console_server.url, timeout=30) as c:
+        r = c.post("/console/login", data={"token": TOKEN})
+        assert r.status_code == 303 and r.headers["location"] == "/console"
+        page = c.get("/console/queues/jobs").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        yield c, csrf
+
+
+def test_the_console_needs_the_apis_token(console_server, seeded):
+    with httpx.Client(base_url=console_server.url, timeout=30) as c:
+        r = c.get("/console/topics")
+        assert r.status_code == 303 and r.headers["location"] == "/console/login"
+        r = c.get("/console/api/overview")
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        r = c.post("/console/login", data={"token": "not-the-token"})
+        assert r.status_code == 401 and "vqs_console" not in r.headers.get("set-cookie", "")
+        assert c.get("/console/topics", headers=AUTH).status_code == 200  # a script with the bearer token
+        r = c.post("/console/login", data={"token": TOKEN})
+        cookie = r.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/console" in cookie
+        assert c.get("/console/topics").status_code == 200
+        # the cookie is not a credential for the API
+        assert c.get("/topics").status_code == 401
+        csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/console").text).group(1)
+        assert c.post("/console/logout", data={"csrf": csrf}).status_code == 303
+        assert c.get("/console/topics").status_code == 303  # the session ended
+
+
+def test_pages_carry_a_strict_content_security_policy(session, console_server):
+    c, _ = session
+    for path in ("/console", "/console/topics/orders", "/console/queues/jobs", "/console/about"):
+        r = c.get(path)
+        assert r.status_code == 200, path
+        csp = r.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "unsafe-eval" not in csp
+        assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
+        assert "<script>" not in r.text  # every script is a file of /console/static
+        assert console_server.data_dir not in r.text and "Traceback" not in r.text
+
+
+def test_reset_offsets_needs_the_csrf_token_and_a_confirmation(session, api):
+    c, csrf = session
+    api.post("/groups/csrf-group/offsets", json={"offsets": [{"topic": "orders", "partition": 0, "offset": 4}]})
+    form = {"topic": "orders", "to": "earliest", "value": "", "offsets": "0:0,1:0", "confirm": "yes"}
+    for bad in ({}, {"csrf": "forged"}, {"csrf": ""}):
+        r = c.post("/console/groups/csrf-group/reset", data={**form, **bad})
+        assert r.status_code == 403 and "CSRF" in r.text
+    # from another client (no session cookie) with a token it copied
+    r = httpx.post(str(c.base_url) + "/console/groups/csrf-group/reset", data={**form, "csrf": csrf}, headers=AUTH)
+    assert r.status_code == 403
+    assert api.get("/groups/csrf-group").json()["partitions"][0]["committed"] == 4
+    r = c.post("/console/groups/csrf-group/reset", data={**form, "csrf": csrf, "confirm": ""})
+    assert r.status_code == 200 and "confirm-button" in r.text  # the preview: nothing committed yet
+    assert api.get("/groups/csrf-group").json()["partitions"][0]["committed"] == 4
+    r = c.post("/console/groups/csrf-group/reset", data={**form, "csrf": csrf})
+    assert r.status_code == 303
+    assert [p["committed"] for p in api.get("/groups/csrf-group").json()["partitions"]] == [0, 0]
+
+
+def test_purge_delete_and_send_need_the_csrf_token(session, api):
+    c, csrf = session
+    api.post("/queues", json={"name": "csrf-q"}).raise_for_status()
+    api.post("/queues/csrf-q/messages", json={"messages": [{"body": "keep me"}]}).raise_for_status()
+    api.post("/topics", json={"name": "csrf-t"}).raise_for_status()
+    for path, data in (("/console/queues/csrf-q/purge", {"confirm": "yes"}),
+                       ("/console/queues/csrf-q/send", {"body": "forged"}),
+                       ("/console/topics/csrf-t/delete", {"confirm": "yes"}),
+                       ("/console/topics", {"name": "forged-topic"})):
+        assert c.post(path, data=data).status_code == 403, path
+        assert c.post(path, data={**data, "csrf": csrf[:-1]}).status_code == 403, path
+    assert api.get("/queues/csrf-q").json()["attributes"]["ApproximateNumberOfMessages"] == "1"
+    assert "csrf-t" in api.get("/topics").json()["topics"]
+    assert "forged-topic" not in api.get("/topics").json()["topics"]
+    assert c.post("/console/queues/csrf-q/purge", data={"csrf": csrf, "confirm": "yes"}).status_code == 303
+    assert api.get("/queues/csrf-q").json()["attributes"]["ApproximateNumberOfMessages"] == "0"
+    assert c.post("/console/topics/csrf-t/delete", data={"csrf": csrf, "confirm": "yes"}).status_code == 303
+    assert "csrf-t" not in api.get("/topics").json()["topics"]
+
+
+def test_errors_are_pages_without_paths(session, console_server):
+    c, _ = session
+    for path in ("/console/topics/no-such-topic", "/console/queues/no-such-queue", "/console/groups/nobody",
+                 "/console/topics/orders?partition=99", "/console/topics/orders?offset=x"):
+        r = c.get(path)
+        assert 400 <= r.status_code < 500, path
+        assert r.headers["content-type"].startswith("text/html")
+        assert console_server.data_dir not in r.text and "Traceback" not in r.text
+
+
+def test_docs_work_offline(console_server):
+    r = httpx.get(console_server.url + "/docs")
+    assert r.status_code == 200
+    srcs = re.findall(r'(?:src|href)="([^"]+)"', r.text)
+    assert srcs and all(s.startswith("/") for s in srcs), srcs  # nothing from another host
+    for s in srcs:
+        assert httpx.get(console_server.url + s).status_code == 200, s
+
+
+def test_console_refused_off_loopback_without_credentials():
+    """Without tokens the console (like the API) is for loopback; a peer elsewhere
+    (possible only behind a proxy: the server refuses to listen off loopback
+    without credentials unless --insecure) is refused."""
+    from starlette.requests import Request
+
+    from vqs.server.console.security import Refused, Sessions
+    from vqs.server.settings import Settings
+
+    def request(host):
+        return Request({"type": "http", "method": "GET", "path": "/console", "query_string": b"",
+                        "headers": [], "client": (host, 5000)})
+
+    open_ = Sessions(Settings())
+    with pytest.raises(Refused) as e:
+        open_.session(request("192.0.2.7"))
+    assert e.value.status == 403
+    for host in ("127.0.0.1", "::1"):
+        assert open_.session(request(host))[0] is not None
+    assert Sessions(Settings(insecure=True)).session(request("192.0.2.7"))[0] is not None
+    with pytest.raises(Refused) as e:  # with tokens: anyone may try, with the token
+        Sessions(Settings(tokens=["t"])).session(request("192.0.2.7"))
+    assert e.value.status == 401
