@@ -34,7 +34,7 @@ def spark_jars_dir() -> str | None:
     """The directory of Spark's jars: the pyspark package's, else $SPARK_HOME/jars."""
     spec = importlib.util.find_spec("pyspark")
     if spec is not None and spec.submodule_search_locations:
-        d = os.path.join(list(spec.submodule_search_locations)[0], "jars")
+        d = os.path.join(next(iter(spec.submodule_search_locations)), "jars")
         if os.path.isdir(d):
             return d
     home = os.environ.get("SPARK_HOME")

@@ -16,9 +16,9 @@ does not import this package. See docs/spark.md for the options.
 
 from __future__ import annotations
 
+from .jvm import jar_path, jvm_reader_loaded, session
 from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
 from .schema import arrow_schema, source_schema
-from .jvm import jar_path, jvm_reader_loaded, session
 from .source import VQSDataSource, VQSPythonDataSource
 
 __all__ = [

@@ -53,7 +53,8 @@ def session(master: str = "local[*]", app: str = "vqs", conf: dict | None = None
     settings. A session that already exists is reused as it is (its classpath
     can no longer change): check :func:`jvm_reader_loaded`.
     """
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if master.startswith("local") else None
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     from . import register
