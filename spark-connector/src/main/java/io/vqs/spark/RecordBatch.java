@@ -1,7 +1,5 @@
 package io.vqs.spark;
 
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
@@ -123,7 +121,7 @@ final class RecordBatch {
             try {
                 b.body = codec == 1 ? Codecs.zstd(buf, pos + HEADER_SIZE, stored, (int) bodyLen)
                                     : Codecs.lz4(buf, pos + HEADER_SIZE, stored, (int) bodyLen);
-            } catch (IOException | RuntimeException e) {
+            } catch (RuntimeException e) {
                 throw new CorruptBatchException(where + ": batch at " + filePos + " does not decompress: " + e.getMessage(), filePos);
             }
             b.bodyStart = 0;
@@ -220,18 +218,88 @@ final class RecordBatch {
             return out;
         }
 
-        static byte[] lz4(byte[] src, int off, int len, int size) throws IOException {
-            // Frame descriptor: magic (4), FLG, BD, [content size u64 if FLG bit 3], ...
+        /**
+         * One LZ4 frame (lz4.org frame format) whose descriptor declares the content
+         * size. Blocks may be linked (a match may reach back into earlier blocks: the
+         * Python lz4 package's default), so the blocks are decoded here into one
+         * output array rather than by lz4-java's frame stream, which refuses them.
+         * Checksums are not verified: the batch CRC already covers these bytes.
+         */
+        static byte[] lz4(byte[] src, int off, int len, int size) {
+            int end = off + len;
             if (len < 7 || i32(src, off) != 0x184D2204) throw new IllegalStateException("not an lz4 frame");
             int flg = src[off + 4] & 0xFF;
-            if ((flg & 0x08) == 0 || len < 14) throw new IllegalStateException("lz4 frame declares no content size");
+            if ((flg >> 6) != 1) throw new IllegalStateException("lz4 frame version " + (flg >> 6));
+            if ((flg & 0x08) == 0 || len < 15) throw new IllegalStateException("lz4 frame declares no content size");
             long declared = i64(src, off + 6);
             if (declared != size) throw new IllegalStateException("lz4 frame declares " + declared + " bytes, header says " + size);
-            try (var in = new net.jpountz.lz4.LZ4FrameInputStream(new ByteArrayInputStream(src, off, len))) {
-                byte[] out = in.readNBytes(size);
-                if (out.length != size || in.read() != -1) throw new IllegalStateException("lz4 frame size differs from its declaration");
-                return out;
+            boolean blockChecksum = (flg & 0x10) != 0;
+            int p = off + 6 + 8 + ((flg & 0x01) != 0 ? 4 : 0) + 1; // descriptor, content size, dict id, HC
+            byte[] out = new byte[size];
+            int o = 0;
+            while (true) {
+                if (p + 4 > end) throw new IllegalStateException("lz4 frame is truncated");
+                int bs = i32(src, p);
+                p += 4;
+                if (bs == 0) break; // end mark
+                int n = bs & 0x7FFFFFFF;
+                if (n > end - p) throw new IllegalStateException("lz4 block runs past the frame");
+                if (bs < 0) { // stored uncompressed
+                    if (n > size - o) throw new IllegalStateException("lz4 frame holds more than it declares");
+                    System.arraycopy(src, p, out, o, n);
+                    o += n;
+                } else {
+                    o = lz4Block(src, p, p + n, out, o);
+                }
+                p += n + (blockChecksum ? 4 : 0);
             }
+            if (o != size) throw new IllegalStateException("lz4 frame holds " + o + " bytes, header says " + size);
+            return out;
+        }
+
+        /** Decode one LZ4 block from src[p, end) into out at o; matches may reach into earlier output. */
+        private static int lz4Block(byte[] src, int p, int end, byte[] out, int o) {
+            int cap = out.length;
+            while (p < end) {
+                int token = src[p++] & 0xFF;
+                int lit = token >>> 4;
+                if (lit == 15) {
+                    int b;
+                    do {
+                        if (p >= end) throw new IllegalStateException("lz4 block is truncated");
+                        b = src[p++] & 0xFF;
+                        lit += b;
+                    } while (b == 255);
+                }
+                if (lit > end - p || lit > cap - o) throw new IllegalStateException("lz4 literals run past the block");
+                System.arraycopy(src, p, out, o, lit);
+                p += lit;
+                o += lit;
+                if (p >= end) break; // the last sequence has literals only
+                if (p + 2 > end) throw new IllegalStateException("lz4 block is truncated");
+                int dist = (src[p] & 0xFF) | (src[p + 1] & 0xFF) << 8;
+                p += 2;
+                if (dist == 0 || dist > o) throw new IllegalStateException("lz4 match reaches before the frame");
+                int ml = token & 15;
+                if (ml == 15) {
+                    int b;
+                    do {
+                        if (p >= end) throw new IllegalStateException("lz4 block is truncated");
+                        b = src[p++] & 0xFF;
+                        ml += b;
+                    } while (b == 255);
+                }
+                ml += 4;
+                if (ml > cap - o) throw new IllegalStateException("lz4 frame holds more than it declares");
+                int from = o - dist;
+                if (dist >= ml) {
+                    System.arraycopy(out, from, out, o, ml);
+                } else {
+                    for (int k = 0; k < ml; k++) out[o + k] = out[from + k]; // overlapping: byte by byte
+                }
+                o += ml;
+            }
+            return o;
         }
     }
 }
