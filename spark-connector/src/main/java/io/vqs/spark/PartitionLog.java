@@ -228,7 +228,17 @@ final class PartitionLog implements AutoCloseable {
 
     /** A sequential reader of the batches holding offsets from {@code offset} on. */
     Cursor cursor(long offset) {
-        return new Cursor(offset);
+        return new Cursor(offset, false);
+    }
+
+    /**
+     * A cursor that reads only batch headers (for a query that needs no column,
+     * count()): bounds, magic, record count and the continuity of base offsets are
+     * checked, the body (and so its CRC) is not read. The batch holding the first
+     * offset is still fully verified when the cursor locates it.
+     */
+    Cursor headerCursor(long offset) {
+        return new Cursor(offset, true);
     }
 
     /** Reads whole verified batches in order; the first may begin below the offset asked for. */
@@ -241,10 +251,12 @@ final class PartitionLog implements AutoCloseable {
         private long bufPos = -1; // file position of buf[0]
         private int bufLen;
         private boolean located;
+        private final boolean headersOnly;
 
-        Cursor(long offset) {
+        Cursor(long offset, boolean headersOnly) {
             this.want = offset;
             this.seg = segmentOf(offset);
+            this.headersOnly = headersOnly;
         }
 
         private String where() { return segmentPath(seg).toString(); }
@@ -257,7 +269,7 @@ final class PartitionLog implements AutoCloseable {
                     if (!locate()) { advanceSegment(); continue; }
                 }
                 if (pos >= sizes[seg]) { advanceSegment(); continue; }
-                RecordBatch b = decodeAt(readAhead);
+                RecordBatch b = headersOnly ? headerAt() : decodeAt(readAhead);
                 if (!continues(expected, b.baseOffset))
                     throw new CorruptBatchException(where() + ": batch at position " + pos + " has base offset "
                         + b.baseOffset + ", expected " + expected, pos);
@@ -275,6 +287,20 @@ final class PartitionLog implements AutoCloseable {
             buf = new byte[0];
             bufPos = -1;
             bufLen = 0;
+        }
+
+        private RecordBatch headerAt() throws IOException {
+            byte[] h = pread(seg, pos, (int) Math.min(RecordBatch.HEADER_SIZE, sizes[seg] - pos));
+            long[] hd = RecordBatch.peek(h, 0, h.length);
+            long n = hd == null ? 0 : RecordBatch.u32(h, 20);
+            if (hd == null || pos + hd[1] > sizes[seg] || (h[16] & 0xFF) != RecordBatch.MAGIC || n == 0)
+                throw new CorruptBatchException(where() + ": invalid batch at position " + pos + " (expected base offset "
+                    + expected + "); offset " + want + " cannot be read", pos);
+            RecordBatch b = new RecordBatch();
+            b.baseOffset = hd[0];
+            b.count = (int) n;
+            b.sizeBytes = (int) hd[1];
+            return b;
         }
 
         private RecordBatch decodeAt(int readAhead) throws IOException {

@@ -75,7 +75,9 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         src = Source.of(opts);
         while (true) {
             try {
-                batches = src.batches(range.topic, range.partition, pos, opts.maxBytesPerRead);
+                batches = columns.length == 0
+                    ? src.headers(range.topic, range.partition, pos, opts.maxBytesPerRead)
+                    : src.batches(range.topic, range.partition, pos, opts.maxBytesPerRead);
                 return;
             } catch (Source.OutOfRange e) {
                 opts.dataLoss(range.topic + "/" + range.partition + ": offset " + pos + " is below the log start offset " + e.start);

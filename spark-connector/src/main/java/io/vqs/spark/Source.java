@@ -39,6 +39,11 @@ abstract class Source implements AutoCloseable {
     /** Verified batches of a partition from offset on (the first may begin below it). */
     abstract Batches batches(String topic, int partition, long offset, int maxBytes);
 
+    /** Batches whose bodies the caller will not look at (count()); a source may skip decoding them. */
+    Batches headers(String topic, int partition, long offset, int maxBytes) {
+        return batches(topic, partition, offset, maxBytes);
+    }
+
     @Override
     public void close() {}
 
@@ -107,13 +112,22 @@ abstract class Source implements AutoCloseable {
 
         @Override
         Batches batches(String topic, int partition, long offset, int maxBytes) {
+            return open(topic, partition, offset, maxBytes, false);
+        }
+
+        @Override
+        Batches headers(String topic, int partition, long offset, int maxBytes) {
+            return open(topic, partition, offset, maxBytes, true);
+        }
+
+        private Batches open(String topic, int partition, long offset, int maxBytes, boolean headersOnly) {
             PartitionLog lg = log(topic, partition);
             if (offset < lg.startOffset) {
                 long s = lg.startOffset;
                 lg.close();
                 throw new OutOfRange(s);
             }
-            PartitionLog.Cursor c = lg.cursor(offset);
+            PartitionLog.Cursor c = headersOnly ? lg.headerCursor(offset) : lg.cursor(offset);
             return new Batches() {
                 public long startOffset() { return lg.startOffset; }
                 public RecordBatch next() throws IOException { return c.next(maxBytes); }
