@@ -96,8 +96,14 @@ public final class VqsProvider implements TableProvider, DataSourceRegister {
 
         @Override
         public Set<TableCapability> capabilities() {
-            return EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ,
+            Set<TableCapability> caps = EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ,
                 TableCapability.BATCH_WRITE, TableCapability.STREAMING_WRITE);
+            try { // the Python source's own (e.g. TRUNCATE: it refuses overwrite itself, with its message)
+                caps.addAll(pythonTable().capabilities());
+            } catch (RuntimeException e) {
+                // not registered in this session: reads only through the JVM; writes fail when asked for
+            }
+            return caps;
         }
 
         @Override
