@@ -16,7 +16,8 @@ does not import this package. See docs/spark.md for the options.
 
 from __future__ import annotations
 
-from .jvm import jar_path, jvm_reader_loaded, session
+from .jvm import _local_workers_use_this_python as _local_workers_use_this_python  # tests use it
+from .jvm import jar_path, jvm_reader_loaded, register, session
 from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
 from .schema import arrow_schema, source_schema
 from .source import VQSDataSource, VQSPythonDataSource
@@ -24,6 +25,7 @@ from .source import VQSDataSource, VQSPythonDataSource
 __all__ = [
     "ReadOptions",
     "VQSDataSource",
+    "VQSPythonDataSource",
     "WriteOptions",
     "arrow_schema",
     "jar_path",
@@ -34,40 +36,3 @@ __all__ = [
     "session",
     "source_schema",
 ]
-
-
-def register(spark) -> None:
-    """Register the ``vqs`` format with ``spark`` (a SparkSession).
-
-    When the session loaded the JVM reader (:func:`session` puts its jar on
-    ``spark.jars``), that reader owns the name ``vqs`` and the Python source is
-    registered as ``vqs_python``, which the JVM provider hands writes to (and
-    reads with option ``reader`` = ``python``); otherwise the Python source is
-    ``vqs``. Either way exactly one source claims ``vqs``.
-
-    Spark runs the source in Python worker processes started with the session's
-    Python (``PYSPARK_PYTHON``, else ``python3`` from PATH), which may lack vqs and
-    its dependencies (a virtualenv not activated). In local mode, with no
-    ``PYSPARK_PYTHON`` set, the workers run this interpreter (``sys.executable``)
-    instead: they are on this machine, and it is the one that imported vqs.
-    """
-    _local_workers_use_this_python(spark)
-    if jvm_reader_loaded(spark):
-        spark.dataSource.register(VQSPythonDataSource)
-    else:
-        spark.dataSource.register(VQSDataSource)
-
-
-def _local_workers_use_this_python(spark) -> None:
-    import os
-    import sys
-
-    sc = getattr(spark, "sparkContext", None)  # None on Spark Connect: its server runs the workers
-    if sc is None or os.environ.get("PYSPARK_PYTHON") or not sys.executable:
-        return
-    try:
-        local = sc.master.startswith("local")
-    except Exception:
-        return
-    if local and getattr(sc, "pythonExec", None) == "python3":
-        sc.pythonExec = sys.executable

@@ -1,4 +1,5 @@
-"""The JVM reader: where its jar is, whether a session loaded it, a session built with it.
+"""The JVM reader: where its jar is, whether a session loaded it, a session built with it,
+and the registration of format ``vqs`` that follows from it (:func:`register`).
 
 ``format("vqs")`` has two readers. The JVM one (spark-connector/, Java: a
 DataSource V2 with columnar, pruned scans) runs when its jar is on the
@@ -57,8 +58,6 @@ def session(master: str = "local[*]", app: str = "vqs", conf: dict | None = None
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    from . import register
-
     b = SparkSession.builder.master(master).appName(app)
     b = b.config("spark.pyspark.python", sys.executable)
     extra = dict(conf or {})
@@ -71,3 +70,44 @@ def session(master: str = "local[*]", app: str = "vqs", conf: dict | None = None
     spark = b.getOrCreate()
     register(spark)
     return spark
+
+
+def register(spark) -> None:
+    """Register the ``vqs`` format with ``spark`` (a SparkSession).
+
+    When the session loaded the JVM reader (:func:`session` puts its jar on
+    ``spark.jars``), that reader owns the name ``vqs`` and the Python source is
+    registered as ``vqs_python``, which the JVM provider hands writes to (and
+    reads with option ``reader`` = ``python``); otherwise the Python source is
+    ``vqs``. Either way exactly one source claims ``vqs``.
+
+    Spark runs the source in Python worker processes started with the session's
+    Python (``PYSPARK_PYTHON``, else ``python3`` from PATH), which may lack vqs and
+    its dependencies (a virtualenv not activated). In local mode, with no
+    ``PYSPARK_PYTHON`` set, the workers run this interpreter (``sys.executable``)
+    instead: they are on this machine, and it is the one that imported vqs.
+    """
+    _local_workers_use_this_python(spark)
+    if jvm_reader_loaded(spark):
+        from .source import VQSPythonDataSource
+
+        spark.dataSource.register(VQSPythonDataSource)
+    else:
+        from .source import VQSDataSource
+
+        spark.dataSource.register(VQSDataSource)
+
+
+def _local_workers_use_this_python(spark) -> None:
+    import os
+    import sys
+
+    sc = getattr(spark, "sparkContext", None)  # None on Spark Connect: its server runs the workers
+    if sc is None or os.environ.get("PYSPARK_PYTHON") or not sys.executable:
+        return
+    try:
+        local = sc.master.startswith("local")
+    except Exception:
+        return
+    if local and getattr(sc, "pythonExec", None) == "python3":
+        sc.pythonExec = sys.executable
