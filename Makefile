@@ -5,7 +5,7 @@
 # Each creates .venv if it is missing and installs what it needs into it (one
 # stamp per extra, all keyed by pyproject.toml: targets share the one .venv).
 # Run as root with apt-get, they install the system packages that are missing:
-# Java for Spark (openjdk-17-jre-headless, else -21-), kcat, and python3-venv where
+# Java for Spark (openjdk-17-jdk-headless, else -21-), kcat, Chromium and python3-venv where
 # Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
@@ -15,7 +15,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-log bench bench-ab venv install java kcat browser clean
+.PHONY: grpc-proto test lint demo demo-log bench bench-ab venv install java kcat browser clean spark-jar
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -69,19 +69,25 @@ $(call STAMP,dev): $(call STAMP,core)
 grpc-proto: $(call STAMP,dev) $(call STAMP,grpc)
 	$(PY) -m vqs.server.grpc.codegen
 
-# Spark runs on the JVM: Java 17 or later.
+# Spark runs on the JVM: Java 17 or later; the JDK (javac) builds the JVM reader.
 java:
-	@command -v java >/dev/null 2>&1 || { \
+	@command -v javac >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "==> installing Java for Spark (apt-get install openjdk-17-jre-headless)"; \
-	    apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless \
-	      || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-21-jre-headless; }; \
+	    echo "==> installing Java for Spark (apt-get install openjdk-17-jdk-headless)"; \
+	    apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless \
+	      || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-21-jdk-headless; }; \
 	  else \
+	    command -v java >/dev/null 2>&1 && { echo "javac not found: format('vqs') will use the Python source"; exit 0; }; \
 	    echo "Spark needs Java 17 or later and 'java' is not on PATH. Install it, e.g."; \
-	    echo "  sudo apt-get install openjdk-17-jre-headless    (Debian, Ubuntu)"; \
+	    echo "  sudo apt-get install openjdk-17-jdk-headless    (Debian, Ubuntu)"; \
 	    echo "  brew install openjdk@17                          (macOS)"; \
 	    exit 1; \
 	  fi; }
+
+# The JVM reader for format("vqs") (spark-connector/): javac against the pyspark
+# wheel's jars, no Maven; without javac it says so and the Python source serves.
+spark-jar: $(call STAMP,spark)
+	@$(PY) spark-connector/build.py
 
 # The console's tests drive Debian's headless Chromium (tests/server/console). Not
 # root: they skip saying why (CI sets VQS_REQUIRE_BROWSER=1: a skip fails there).
@@ -106,7 +112,7 @@ kcat:
 	    exit 1; \
 	  fi; }
 
-test: java kcat browser lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc)
+test: java kcat browser lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
 	@echo "==> running the tests (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
@@ -117,7 +123,7 @@ lint: $(call STAMP,dev)
 
 # The main job: a local VQS server on embedded defaults, a camera frame-event
 # feed, and the Structured Streaming pipeline reading and writing through it.
-demo: java $(call STAMP,server) $(call STAMP,spark)
+demo: java $(call STAMP,server) $(call STAMP,spark) spark-jar
 	$(PY) -m vqs.pipelines.demo
 
 # A tour of the bare log: a million appends, reopen, read back.

@@ -1,16 +1,21 @@
 #!/usr/bin/env python
 """Spark connector benchmark: the ``vqs`` source and sink vs Spark's Parquet.
 
-One local SparkSession (``local[2]`` by default). N records of S random bytes
-(default 1 M x 100 B) are appended to a VQS topic; then:
+One local SparkSession (``local[2]`` by default) with the JVM reader's jar
+loaded. N records of S random bytes (default 1 M x 100 B) are appended to a
+VQS topic; then:
 
-* ``read count``      ``count()`` through the vqs source vs Spark's Parquet
-                      reader over the same records (the Parquet copy is written
-                      by Spark from the vqs DataFrame, all six columns);
-* ``read sum(len)``   ``sum(length(value))``, the same two ways;
-* ``proj sum(len)``   the same through a projected read,
-                      ``spark.read.format("vqs").schema("value binary")``: the
-                      source builds (and Spark converts) only ``value``;
+* ``read count``      ``count()`` through the vqs source (the JVM reader) vs
+                      Spark's Parquet reader over the same records (the
+                      Parquet copy is written by Spark from the vqs
+                      DataFrame, all six columns);
+* ``read sum(len)``   ``sum(length(value))``, the same two ways (the JVM
+                      reader prunes to the value column by itself);
+* ``url sum(len)``    the same through a VQS server (option ``url``: the
+                      binary batch fetch), JVM reader;
+* ``py proj sum(len)`` the Python source (option ``reader=python``) with a
+                      projected read, ``.schema("value binary")``: it builds
+                      (and Spark converts) only ``value``;
 * ``write``           a cached DataFrame of the records written to a new vqs
                       topic vs written as Parquet;
 * ``stream``          a Structured Streaming read with Trigger.AvailableNow and
@@ -27,8 +32,10 @@ One local SparkSession (``local[2]`` by default). N records of S random bytes
 Each measurement is the best of ``--repeat`` runs after two warm-up runs.
 Prints Markdown (the run's date, machine, command and commit, and the table)
 ready for bench/RESULTS.md, and writes JSON (``--json``) whose ``figures``
-bench/ab.py compares. Bars (issue 5): read >= 0.8 x Parquet, write >= 0.6 x
-Parquet.
+bench/ab.py compares. Bars (issue 14): JVM read sum(len) >= 1.5 x Parquet at
+4 M records and >= 1.2 x at 1 M, count() >= 2 x; the Python source's projected
+read >= 0.9 x the one-column API floor; streaming AvailableNow >= 844 k rec/s
+(2 x 422 k). Issue 5's write bar: >= 0.6 x Parquet.
 """
 
 from __future__ import annotations
@@ -74,6 +81,7 @@ def make_session(master: str, confs: list[str] = (), app: str = "vqs-spark-bench
     b = (
         SparkSession.builder.master(master)
         .appName(app)
+        .config("spark.jars", vqs.spark.jar_path() or "")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -214,7 +222,11 @@ def _main(args, info: dict, work: str) -> int:
     def same(a, b):
         assert a == b, (a, b)
 
+    import vqs.spark
+
+    jvm = "JVM" if vqs.spark.jvm_reader_loaded(spark) else "Python (no JVM reader here)"
     measure("read count()", lambda: vqs_df().count(), lambda: pq_df().count(), same)
+    rows[-1]["note"] = f"{jvm} reader"
     expect = n * size
 
     def sum_len(df):
@@ -222,19 +234,30 @@ def _main(args, info: dict, work: str) -> int:
 
     measure("read sum(len)", lambda: sum_len(vqs_df()), lambda: sum_len(pq_df()),
             lambda a, b: (same(a, b), same(a, expect)))
-    proj_df = lambda: (spark.read.format("vqs").schema("value binary")  # noqa: E731
+    rows[-1]["note"] = f"{jvm} reader, path mode, no user schema"
+    from vqs.pipelines.demo import LocalServer
+
+    server = LocalServer(data, os.path.join(work, "server.log")).start()
+    try:
+        url_df = lambda: spark.read.format("vqs").option("url", server.url).option("topic", "bench").load()  # noqa: E731
+        measure("url sum(len)", lambda: sum_len(url_df()), lambda: sum_len(pq_df()),
+                lambda a, b: (same(a, b), same(a, expect)))
+        rows[-1]["note"] = f"{jvm} reader, url mode (the server's binary batch fetch)"
+    finally:
+        server.stop()
+    proj_df = lambda: (spark.read.format("vqs").schema("value binary").option("reader", "python")  # noqa: E731
                        .option("path", data).option("topic", "bench").load())
-    measure("proj sum(len)", lambda: sum_len(proj_df()), lambda: sum_len(pq_df()),
+    measure("py proj sum(len)", lambda: sum_len(proj_df()), lambda: sum_len(pq_df()),
             lambda a, b: (same(a, b), same(a, expect)))
-    rows[-1]["note"] = 'projected read: .schema("value binary"), only the value column is built'
+    rows[-1]["note"] = 'Python source (reader=python), .schema("value binary"): only the value column is built'
+    py_row = rows[-1]
     register_floor(spark, n, size, args.partitions)
-    measure("API floor sum", lambda: sum_len(spark.read.format("apifloor").load()), lambda: sum_len(pq_df()),
-            lambda a, b: same(a, b))
-    rows[-1]["note"] = "a Python data source doing no work: the ceiling for any Python source"
     register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
     measure("API floor 1 col", lambda: sum_len(spark.read.format("apifloor1").load()),
             lambda: sum_len(pq_df()), lambda a, b: same(a, b))
-    rows[-1]["note"] = "the same, yielding only a value column: the ceiling for the projected read"
+    rows[-1]["note"] = "a Python data source doing no work, yielding a value column: the ceiling for the projected read"
+    py_row["ratio_vs_floor"] = rows[-1]["vqs_s"] / py_row["vqs_s"]
+    py_row["note"] += f"; {py_row['ratio_vs_floor']:.2f} x the API floor"
 
     # Writes: the same cached DataFrame (value only) to a new topic / to Parquet.
     src = spark.read.parquet(pq).select("value").repartition(args.partitions).cache()
@@ -275,6 +298,7 @@ def _main(args, info: dict, work: str) -> int:
 
     measure(f"stream AvNow/{args.trigger // 1000}k", stream, None)
     rows[-1]["micro_batches"] = batches["sizes"]
+    rows[-1]["note"] = f"{jvm} reader into the noop sink"
     spark.stop()
 
     import pyspark

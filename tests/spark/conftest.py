@@ -1,4 +1,10 @@
-"""One local SparkSession for the whole test session (a cold start costs ~10 s)."""
+"""One local SparkSession for the whole test session (a cold start costs ~10 s).
+
+The session loads the JVM reader's jar (built here if it is missing and javac
+exists), so ``format("vqs")`` reads run in the JVM; modules that use the
+``reader`` fixture run each test over both readers (the session conf
+``spark.vqs.reader``: ``jvm`` or ``python``).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ def spark(tmp_path_factory):
 
     import vqs.spark
 
+    jar = _jar()
     session = (
         SparkSession.builder.master("local[2]")
         .appName("vqs-spark-tests")
@@ -32,9 +39,37 @@ def spark(tmp_path_factory):
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
         .config("spark.driver.extraJavaOptions", "-Dderby.system.home=" + str(tmp_path_factory.mktemp("derby")))
         .config("spark.python.worker.reuse", "true")
+        .config("spark.jars", jar or "")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     vqs.spark.register(session)
     yield session
     session.stop()
+
+
+def _jar():
+    import importlib.util
+
+    import vqs.spark
+
+    if vqs.spark.jar_path() is None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        spec = importlib.util.spec_from_file_location("vqs_connector_build", os.path.join(root, "spark-connector", "build.py"))
+        if spec is not None and os.path.exists(spec.origin):
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            mod.build(quiet=True)
+    return vqs.spark.jar_path()
+
+
+@pytest.fixture(params=["jvm", "python"])
+def reader(request, spark):
+    """Run the test over both readers of format("vqs")."""
+    import vqs.spark
+
+    if request.param == "jvm" and not vqs.spark.jvm_reader_loaded(spark):
+        pytest.skip("the JVM reader is not built here (javac missing): only the Python source runs")
+    spark.conf.set("spark.vqs.reader", request.param)
+    yield request.param
+    spark.conf.unset("spark.vqs.reader")

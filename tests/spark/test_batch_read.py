@@ -11,6 +11,7 @@ from spark_helpers import append, log_contents, make_topic
 from vqs.broker import Broker
 
 T0 = 1_700_000_000_000
+pytestmark = pytest.mark.usefixtures("reader")  # every test over both readers (conftest)
 
 
 def _records(p, n):

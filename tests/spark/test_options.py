@@ -66,6 +66,7 @@ def test_rate_limit_is_proportional_and_exact():
     assert rate_limit({"t": {}}, {"t": {"0": 3}}, 2) == {"t": {"0": 2}}
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 @pytest.mark.parametrize(
     "opts, needle",
     [

@@ -128,6 +128,7 @@ def test_converter_builds_only_the_projected_columns(monkeypatch):
 # -- through Spark ----------------------------------------------------------
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 def test_projection_equals_the_full_read(spark, data):
     full = _read(spark, data)
     assert full.columns == FULL
@@ -142,6 +143,7 @@ def test_projection_equals_the_full_read(spark, data):
     assert (got.c, got.s) == (want.c, want.s) == (400, want.s)
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 def test_reordered_columns(spark, data):
     df = _read(spark, data, "timestamp timestamp, offset bigint, partition int, topic string",
                minPartitions="3")
@@ -156,6 +158,7 @@ def test_reordered_columns(spark, data):
         ["offset", "value"])
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 def test_headers_column(spark, data):
     cols = ["partition", "offset", "headers"]
     full = _read(spark, data, includeHeaders="true")
@@ -174,6 +177,7 @@ def test_headers_column(spark, data):
     assert _read(spark, data, "value binary", includeHeaders="true").count() == 400
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 @pytest.mark.parametrize(
     "schema, opts, needles",
     [
@@ -196,6 +200,7 @@ def test_bad_schema_fails_at_planning(spark, data, schema, opts, needles):
         assert needle in msg
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 def test_streaming_with_a_projected_schema(spark, data, tmp_path):
     q = (spark.readStream.format("vqs").option("path", data).option("topic", "events")
          .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "150")

@@ -23,6 +23,7 @@ def _batch_sizes(q):
     return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 def test_available_now_with_per_trigger_limit(spark, tmp_path):
     path = str(tmp_path / "data")
     make_topic(path, "in", partitions=3, records={
@@ -109,6 +110,7 @@ def test_restart_from_checkpoint_after_failed_sink_write_is_exactly_once(spark, 
     assert sorted(r[4] for r in out) == sorted(v.upper() for recs_p in recs.values() for v, *_ in recs_p)
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 def test_data_loss(spark, tmp_path):
     from vqs.broker import Broker
 

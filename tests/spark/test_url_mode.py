@@ -44,10 +44,12 @@ def _contents(client, topic):
     return out
 
 
-def test_batch_read_through_server(spark, server, client):
-    client.create_topic("u_events", partitions=2)
+def test_batch_read_through_server(spark, server, client, reader):  # over both readers (conftest)
+    fresh = "u_events" not in client.topics()  # the first run writes, both read
+    if fresh:
+        client.create_topic("u_events", partitions=2)
     prod = client.producer()
-    for p in range(2):
+    for p in range(2 if fresh else 0):
         prod.send_batch("u_events", [b"v%d-%d" % (p, i) for i in range(300)],
                         keys=[None if i % 2 else b"k%d" % i for i in range(300)],
                         headers=[[("h", b"%d" % i)] if i % 3 == 0 else None for i in range(300)],
@@ -141,6 +143,7 @@ def test_url_sink_replay_and_interrupted_commit(monkeypatch, server, client):
     assert values() == sorted([b"x%03d" % i for i in range(100)] + [b"other-0", b"other-1", b"other-2"])
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 def test_unreachable_server_fails_at_planning(spark):
     with pytest.raises(Exception) as e:
         spark.read.format("vqs").option("url", "http://127.0.0.1:9").option("topic", "t").load().collect()

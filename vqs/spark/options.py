@@ -26,10 +26,10 @@ LATEST = -1
 READ_OPTIONS = (
     "path", "url", "topic", "topics", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "maxOffsetsPerTrigger", "minPartitions",
-    "failOnDataLoss", "includeHeaders", "maxBytesPerRead", "timeoutMs", "token",
+    "failOnDataLoss", "includeHeaders", "maxBytesPerRead", "timeoutMs", "token", "reader",
 )
 WRITE_OPTIONS = (
-    "path", "url", "topic", "topicPartitions", "lockTimeoutMs", "timeoutMs", "token",
+    "path", "url", "topic", "topicPartitions", "lockTimeoutMs", "timeoutMs", "token", "reader",
 )
 # Options Spark itself or common tooling sets; never reported as unknown.
 _SPARK_OPTIONS = {"checkpointlocation", "queryname", "mergeschema", "header"}
@@ -178,6 +178,7 @@ class ReadOptions:
     timeout_ms: int
     streaming: bool = False
     token: str | None = field(default=None, repr=False)
+    reader: str = "auto"  # "jvm" | "python" | "auto": which reader serves format("vqs") (vqs/spark/jvm.py)
 
 
 def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) -> ReadOptions:
@@ -240,7 +241,15 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         timeout_ms=_int(options, "timeoutMs") or 30_000,
         streaming=streaming,
         token=_get(options, "token") or None,
+        reader=_reader(options),
     )
+
+
+def _reader(options: Mapping[str, str]) -> str:
+    v = (_get(options, "reader") or "auto").lower()
+    if v not in ("jvm", "python", "auto"):
+        raise ConfigError(f"option 'reader' must be 'jvm' or 'python', got {v!r}")
+    return v
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class VQSDataSource(DataSource):
         from .reader import VQSBatchReader
 
         opts = parse_read_options(self.options, streaming=False)
+        _python_reader_wanted(opts)
         return VQSBatchReader(opts, projected_columns(schema, opts.include_headers))
 
     def streamReader(self, schema):
@@ -45,6 +46,7 @@ class VQSDataSource(DataSource):
         from .stream_reader import VQSStreamReader
 
         opts = parse_read_options(self.options, streaming=True)
+        _python_reader_wanted(opts)
         return VQSStreamReader(opts, projected_columns(schema, opts.include_headers))
 
     def _write_options(self, schema, overwrite: bool):
@@ -77,3 +79,21 @@ class VQSDataSource(DataSource):
         from .writer import VQSStreamWriter
 
         return VQSStreamWriter(opts)
+
+
+class VQSPythonDataSource(VQSDataSource):
+    """The Python source under the name ``vqs_python``: registered so while the
+    JVM reader owns ``vqs`` (vqs/spark/jvm.py), which hands it writes and
+    ``reader=python`` reads."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "vqs_python"
+
+
+def _python_reader_wanted(opts) -> None:
+    if opts.reader == "jvm":
+        raise ConfigError(
+            "option 'reader' is 'jvm' but this session has not loaded the JVM reader: create the session "
+            "with vqs.spark.session() (it puts vqs.spark.jar_path() on spark.jars), or drop the option"
+        )

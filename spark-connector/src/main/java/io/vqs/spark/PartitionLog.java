@@ -1,0 +1,410 @@
+package io.vqs.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * One partition's log directory, read without a lock while its owner may be
+ * appending (docs/FORMAT.md, "Log directory"; the Python twin is
+ * vqs/storage/readonly_tail.py with segment.py and segment_reads.py).
+ *
+ * <p>Invariants: it never writes a file; its end offset is the consistent prefix
+ * of the last segment (CRC-valid batches that continue the offsets, scanned from
+ * the last entry of the segment's offset index); every record handed out comes
+ * from a batch that was CRC-verified and continues the offsets (contiguous, or
+ * across a gap a {@code quarantine/} file name records, or at a segment's base).
+ * Damage met while reading is reported by {@link CorruptBatchException} naming
+ * the file and position, as the Python reader's CorruptRecordError does.
+ */
+final class PartitionLog implements AutoCloseable {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final int SCAN_CHUNK = 8 << 20;
+
+    final Path dir;
+    final long[] bases;
+    final Map<Long, Long> gaps;
+    private final FileChannel[] files;
+    private final long[] sizes; // per segment: the bytes readable (the last one: its consistent prefix)
+    final long startOffset;
+    final long endOffset;
+
+    PartitionLog(Path dir) {
+        this.dir = dir;
+        if (!Files.isDirectory(dir)) throw new IllegalStateException("partition directory " + dir + " is missing");
+        this.bases = listBases(dir);
+        if (bases.length == 0) throw new IllegalStateException(dir + " holds no log segments");
+        this.gaps = loadGaps(dir);
+        files = new FileChannel[bases.length];
+        sizes = new long[bases.length];
+        long lso = checkpointStart(dir);
+        long end = bases[0];
+        try {
+            for (int i = 0; i < bases.length; i++) {
+                try {
+                    files[i] = FileChannel.open(segmentPath(i), StandardOpenOption.READ);
+                    sizes[i] = files[i].size();
+                } catch (NoSuchFileException e) { // deleted by the owner's retention meanwhile
+                    files[i] = null;
+                    sizes[i] = 0;
+                }
+            }
+            int last = bases.length - 1;
+            long[] tail = tail(last);
+            sizes[last] = tail[0];
+            end = tail[1];
+        } catch (IOException e) {
+            close();
+            throw new UncheckedIOException("reading " + dir + ": " + e.getMessage(), e);
+        }
+        this.endOffset = end;
+        this.startOffset = Math.min(Math.max(bases[0], lso), end);
+    }
+
+    Path segmentPath(int i) { return dir.resolve(String.format("%020d.log", bases[i])); }
+
+    static long[] listBases(Path dir) {
+        List<Long> out = new ArrayList<>();
+        try (Stream<Path> s = Files.list(dir)) {
+            s.forEach(p -> {
+                String n = p.getFileName().toString();
+                if (n.length() == 24 && n.endsWith(".log") && n.substring(0, 20).chars().allMatch(Character::isDigit))
+                    out.add(Long.parseLong(n.substring(0, 20)));
+            });
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return out.stream().mapToLong(Long::longValue).sorted().toArray();
+    }
+
+    /** {from: to}: offset gaps recorded by quarantine/{base}-{position}-{from}-{to}.bad names. */
+    static Map<Long, Long> loadGaps(Path dir) {
+        Map<Long, Long> gaps = new HashMap<>();
+        Path q = dir.resolve("quarantine");
+        if (!Files.isDirectory(q)) return gaps;
+        try (Stream<Path> s = Files.list(q)) {
+            s.forEach(p -> {
+                String n = p.getFileName().toString();
+                if (!n.endsWith(".bad")) return;
+                String[] parts = n.substring(0, n.length() - 4).split("-");
+                if (parts.length == 4 && digits(parts[2]) && digits(parts[3]))
+                    gaps.put(Long.parseLong(parts[2]), Long.parseLong(parts[3]));
+            });
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return gaps;
+    }
+
+    private static boolean digits(String s) { return !s.isEmpty() && s.chars().allMatch(Character::isDigit); }
+
+    /** log.checkpoint's log_start_offset; 0 if missing or unreadable. */
+    static long checkpointStart(Path dir) {
+        try {
+            JsonNode n = JSON.readTree(Files.readAllBytes(dir.resolve("log.checkpoint")));
+            JsonNode v = n.get("log_start_offset");
+            return v != null && v.canConvertToLong() ? v.asLong() : 0;
+        } catch (IOException | RuntimeException e) {
+            return 0;
+        }
+    }
+
+    boolean continues(long expected, long base) {
+        if (base == expected) return true;
+        Long to = gaps.get(expected);
+        return to != null && to == base;
+    }
+
+    /** Offset-index entries {relative offset, position} of segment i, up to the first zero or out-of-order one. */
+    private List<long[]> indexEntries(int i) {
+        List<long[]> out = new ArrayList<>();
+        Path p = dir.resolve(String.format("%020d.index", bases[i]));
+        byte[] b;
+        try {
+            b = Files.readAllBytes(p);
+        } catch (IOException e) {
+            return out;
+        }
+        long pr = -1, pp = -1;
+        for (int k = 0; k + 8 <= b.length; k += 8) {
+            long r = RecordBatch.u32(b, k), pos = RecordBatch.u32(b, k + 4);
+            if ((r == 0 && pos == 0) || r <= pr || pos <= pp) break;
+            out.add(new long[] {r, pos});
+            pr = r;
+            pp = pos;
+        }
+        return out;
+    }
+
+    /** {position, base offset} from which a forward scan of segment i finds offset (index floor). */
+    private long[] positionFor(int i, long offset, List<long[]> entries) {
+        long rel = offset - bases[i];
+        long[] best = null;
+        int lo = 0, hi = entries.size() - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (entries.get(mid)[0] <= rel) { best = entries.get(mid); lo = mid + 1; } else hi = mid - 1;
+        }
+        if (best == null || best[1] >= sizes[i]) return new long[] {0, bases[i]};
+        return new long[] {best[1], bases[i] + best[0]};
+    }
+
+    byte[] pread(int i, long pos, int n) throws IOException {
+        byte[] out = new byte[n];
+        ByteBuffer bb = ByteBuffer.wrap(out);
+        while (bb.hasRemaining()) {
+            int r = files[i].read(bb, pos + bb.position());
+            if (r < 0) break;
+        }
+        return bb.position() == n ? out : java.util.Arrays.copyOf(out, bb.position());
+    }
+
+    /**
+     * The consistent prefix of segment i scanned from {position, expected}:
+     * {end position, next offset, count of valid batches}. CRC-verified, continuity-checked.
+     */
+    private long[] scanValid(int i, long pos, long expected, long limit) throws IOException {
+        long batches = 0;
+        while (pos < limit) {
+            byte[] chunk = pread(i, pos, (int) Math.min(SCAN_CHUNK, limit - pos));
+            int p = 0;
+            boolean stop = false;
+            while (true) {
+                long[] h = RecordBatch.peek(chunk, p, chunk.length);
+                if (h == null || p + h[1] > chunk.length) break;
+                long[] v = RecordBatch.verify(chunk, p, chunk.length);
+                if (v == null || !continues(expected, v[0])) { stop = true; break; }
+                expected = v[0] + v[2];
+                p += (int) h[1];
+                batches++;
+            }
+            if (p == 0 && !stop) {
+                long[] h = RecordBatch.peek(chunk, 0, chunk.length);
+                if (h == null || pos + h[1] > limit) return new long[] {pos, expected, batches};
+                byte[] big = pread(i, pos, (int) h[1]);
+                long[] v = RecordBatch.verify(big, 0, big.length);
+                if (v == null || !continues(expected, v[0])) return new long[] {pos, expected, batches};
+                expected = v[0] + v[2];
+                p = (int) h[1];
+                batches++;
+            }
+            pos += p;
+            if (stop) break;
+        }
+        return new long[] {pos, expected, batches};
+    }
+
+    /** {consistent size, next offset} of the last segment (readonly_tail.find_tail). */
+    private long[] tail(int i) throws IOException {
+        if (files[i] == null) return new long[] {0, bases[i]};
+        long[] start = positionFor(i, bases[i] + (1L << 32) - 1, indexEntries(i));
+        long[] r = scanValid(i, start[0], start[1], sizes[i]);
+        if (start[0] != 0 && r[2] == 0) { // the index entry names no batch: damaged; scan from the start
+            r = scanValid(i, 0, bases[i], sizes[i]);
+        }
+        return new long[] {r[0], r[1]};
+    }
+
+    private int segmentOf(long offset) {
+        int lo = 0, hi = bases.length - 1, best = 0;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (bases[mid] <= offset) { best = mid; lo = mid + 1; } else hi = mid - 1;
+        }
+        return best;
+    }
+
+    /** A sequential reader of the batches holding offsets from {@code offset} on. */
+    Cursor cursor(long offset) {
+        return new Cursor(offset, false);
+    }
+
+    /**
+     * A cursor that reads only batch headers (for a query that needs no column,
+     * count()): bounds, magic, record count and the continuity of base offsets are
+     * checked, the body (and so its CRC) is not read. The batch holding the first
+     * offset is still fully verified when the cursor locates it.
+     */
+    Cursor headerCursor(long offset) {
+        return new Cursor(offset, true);
+    }
+
+    /** Reads whole verified batches in order; the first may begin below the offset asked for. */
+    final class Cursor {
+        private int seg;
+        private long pos;       // file position of the next batch in segment seg
+        private long expected;  // base offset the next batch must continue from
+        private long want;      // the smallest offset still wanted
+        private byte[] buf = new byte[0];
+        private long bufPos = -1; // file position of buf[0]
+        private int bufLen;
+        private boolean located;
+        private final boolean headersOnly;
+
+        Cursor(long offset, boolean headersOnly) {
+            this.want = offset;
+            this.seg = segmentOf(offset);
+            this.headersOnly = headersOnly;
+        }
+
+        private String where() { return segmentPath(seg).toString(); }
+
+        /** The next batch with records >= the wanted offset, or null at the end of the log. */
+        RecordBatch next(int readAhead) throws IOException {
+            while (true) {
+                if (seg >= bases.length) return null;
+                if (!located) {
+                    if (!locate()) { advanceSegment(); continue; }
+                }
+                if (pos >= sizes[seg]) { advanceSegment(); continue; }
+                RecordBatch b = headersOnly ? headerAt() : decodeAt(readAhead);
+                if (!continues(expected, b.baseOffset))
+                    throw new CorruptBatchException(where() + ": batch at position " + pos + " has base offset "
+                        + b.baseOffset + ", expected " + expected, pos);
+                pos += b.sizeBytes;
+                expected = b.nextOffset();
+                if (b.nextOffset() <= want) continue;
+                want = b.nextOffset();
+                return b;
+            }
+        }
+
+        private void advanceSegment() {
+            seg++;
+            located = false;
+            buf = new byte[0];
+            bufPos = -1;
+            bufLen = 0;
+        }
+
+        private RecordBatch headerAt() throws IOException {
+            byte[] h = pread(seg, pos, (int) Math.min(RecordBatch.HEADER_SIZE, sizes[seg] - pos));
+            long[] hd = RecordBatch.peek(h, 0, h.length);
+            long n = hd == null ? 0 : RecordBatch.u32(h, 20);
+            if (hd == null || pos + hd[1] > sizes[seg] || (h[16] & 0xFF) != RecordBatch.MAGIC || n == 0)
+                throw new CorruptBatchException(where() + ": invalid batch at position " + pos + " (expected base offset "
+                    + expected + "); offset " + want + " cannot be read", pos);
+            RecordBatch b = new RecordBatch();
+            b.baseOffset = hd[0];
+            b.count = (int) n;
+            b.sizeBytes = (int) hd[1];
+            return b;
+        }
+
+        private RecordBatch decodeAt(int readAhead) throws IOException {
+            int off = (int) (pos - bufPos);
+            if (bufPos < 0 || pos < bufPos || off + RecordBatch.HEADER_SIZE > bufLen
+                    || off + RecordBatch.peekSize(buf, off, bufLen) > bufLen) {
+                fill(readAhead);
+                off = 0;
+            }
+            try {
+                return RecordBatch.decode(buf, off, bufLen, where(), pos);
+            } catch (CorruptBatchException e) {
+                throw new CorruptBatchException(where() + ": invalid batch at position " + pos + " (expected base offset "
+                    + expected + "); offset " + want + " cannot be read: " + e.getMessage(), pos);
+            }
+        }
+
+        private void fill(int readAhead) throws IOException {
+            long left = sizes[seg] - pos;
+            int n = (int) Math.min(Math.max(readAhead, 1 << 16), left);
+            byte[] b = pread(seg, pos, n);
+            long[] h = RecordBatch.peek(b, 0, b.length);
+            if (h != null && h[1] > b.length && h[1] <= left) b = pread(seg, pos, (int) h[1]);
+            buf = b;
+            bufPos = pos;
+            bufLen = b.length;
+        }
+
+        /** Position this cursor at the batch holding {@code want} in segment seg (segment.find_batch). */
+        private boolean locate() throws IOException {
+            if (files[seg] == null) return false;
+            long[] start = positionFor(seg, want, indexEntries(seg));
+            long p = start[0], exp = start[1];
+            boolean fromIndex = p != 0;
+            while (true) {
+                long[] found = scanTo(p, exp);
+                if (found[2] == 1) { pos = found[0]; expected = found[1]; located = true; return true; }
+                p = found[0];
+                exp = found[1];
+                if (p >= sizes[seg]) return false;
+                if (fromIndex) { p = 0; exp = bases[seg]; fromIndex = false; continue; }
+                // an invalid batch at p: step over it only if the wanted offset lies beyond what follows
+                long[] nxt = nextValid(p, exp + 1);
+                if (nxt == null || nxt[1] > want)
+                    throw new CorruptBatchException(where() + ": invalid batch at position " + p + " (expected base offset "
+                        + exp + "); offset " + want + " cannot be read", p);
+                p = nxt[0];
+                exp = nxt[1];
+            }
+        }
+
+        /** Scan valid batches from p: {pos, base, 1} of the one holding want, or {stop pos, expected, 0}. */
+        private long[] scanTo(long p, long exp) throws IOException {
+            long limit = sizes[seg];
+            while (p < limit) {
+                byte[] h = pread(seg, p, (int) Math.min(RecordBatch.HEADER_SIZE, limit - p));
+                long[] hd = RecordBatch.peek(h, 0, h.length);
+                if (hd == null || p + hd[1] > limit) return new long[] {p, exp, 0};
+                long n = RecordBatch.u32(h, 20);
+                if (!continues(exp, hd[0])) return new long[] {p, exp, 0};
+                if (hd[0] + n > want) {
+                    byte[] whole = pread(seg, p, (int) hd[1]);
+                    if (RecordBatch.verify(whole, 0, whole.length) == null) return new long[] {p, exp, 0};
+                    return new long[] {p, hd[0], 1};
+                }
+                // skipped batches are checked by their headers only (a batch we return is fully verified)
+                if ((h[16] & 0xFF) != RecordBatch.MAGIC || n == 0) return new long[] {p, exp, 0};
+                exp = hd[0] + n;
+                p += hd[1];
+            }
+            return new long[] {p, exp, 0};
+        }
+
+        /** {position, base} of the first valid batch after bad position p with base >= minBase. */
+        private long[] nextValid(long p, long minBase) throws IOException {
+            long limit = sizes[seg];
+            byte[] rest = pread(seg, p, (int) Math.min(limit - p, 256L << 20));
+            for (int i = 1 + 16; i < rest.length; i++) {
+                if (rest[i] != RecordBatch.MAGIC) continue;
+                int cand = i - 16;
+                long[] v = RecordBatch.verify(rest, cand, rest.length);
+                if (v != null && v[0] >= minBase) return new long[] {p + cand, v[0]};
+            }
+            return null;
+        }
+    }
+
+    /** The first offset >= startOffset whose record timestamp is >= ts, or -1 if there is none. */
+    long offsetForTime(long ts) throws IOException {
+        Cursor c = cursor(startOffset);
+        RecordBatch b;
+        while ((b = c.next(1 << 20)) != null) {
+            if (b.maxTimestamp < ts) continue;
+            for (int k = (int) Math.max(0, startOffset - b.baseOffset); k < b.count; k++)
+                if (b.timestamp(k) >= ts) return b.baseOffset + k;
+        }
+        return -1;
+    }
+
+    @Override
+    public void close() {
+        for (FileChannel f : files) {
+            if (f == null) continue;
+            try { f.close(); } catch (IOException ignored) { /* read-only: nothing to lose */ }
+        }
+    }
+}

@@ -1,0 +1,207 @@
+package io.vqs.spark;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * Reads one OffsetRange as ColumnarBatches of the required columns only
+ * (vqs/spark/reader.read_range): a column Spark pruned is never built, and
+ * with no column at all (count()) no batch body is decoded.
+ *
+ * <p>Invariants: deterministic (the same range always yields the same records:
+ * a replayed micro-batch sees what the first attempt saw, unless retention
+ * deleted it: failOnDataLoss); every record comes from a verified batch; the
+ * vectors are reused from one next() to the next, as Spark's Parquet reader
+ * does (Spark consumes a batch before asking for the next). Binary columns copy
+ * a log batch's data region once and set offsets per row: the log's values
+ * column is already offsets + data.
+ */
+final class RangeReader implements PartitionReader<ColumnarBatch> {
+    static final int TARGET_ROWS = 4096;
+
+    private final ReadOptions opts;
+    private final OffsetRange range;
+    private final String[] columns;
+    private final ColumnVector[] vectors;
+    private final ColumnarBatch batch;
+    private Source src;
+    private Source.Batches batches;
+    private long pos;
+    private RecordBatch cur;  // the log batch being consumed
+    private int curIndex;     // next record of cur to hand out
+    private boolean done;
+
+    RangeReader(ReadOptions opts, OffsetRange range, StructType required) {
+        this.opts = opts;
+        this.range = range;
+        this.pos = range.start;
+        this.columns = required.fieldNames();
+        this.vectors = new ColumnVector[columns.length];
+        for (int i = 0; i < columns.length; i++) {
+            StructField f = required.fields()[i];
+            switch (f.name()) {
+                case "topic": {
+                    ConstantColumnVector v = new ConstantColumnVector(TARGET_ROWS, DataTypes.StringType);
+                    v.setUtf8String(UTF8String.fromString(range.topic));
+                    vectors[i] = v;
+                    break;
+                }
+                case "partition": {
+                    ConstantColumnVector v = new ConstantColumnVector(TARGET_ROWS, DataTypes.IntegerType);
+                    v.setInt(range.partition);
+                    vectors[i] = v;
+                    break;
+                }
+                default:
+                    vectors[i] = new OnHeapColumnVector(TARGET_ROWS, f.dataType());
+            }
+        }
+        this.batch = new ColumnarBatch(vectors);
+    }
+
+    private void open() {
+        src = Source.of(opts);
+        while (true) {
+            try {
+                batches = columns.length == 0
+                    ? src.headers(range.topic, range.partition, pos, opts.maxBytesPerRead)
+                    : src.batches(range.topic, range.partition, pos, opts.maxBytesPerRead);
+                return;
+            } catch (Source.OutOfRange e) {
+                opts.dataLoss(range.topic + "/" + range.partition + ": offset " + pos + " is below the log start offset " + e.start);
+                pos = e.start;
+                if (pos >= range.end) { done = true; return; }
+            }
+        }
+    }
+
+    /** The next log batch with records in [pos, end), or null at the end of the range. */
+    private RecordBatch nextLogBatch() throws IOException {
+        if (batches == null) open();
+        if (done) return null;
+        RecordBatch b = batches.next();
+        if (b == null) {
+            opts.dataLoss(range.topic + "/" + range.partition + ": offsets [" + pos + ", " + range.end
+                + ") were planned but the log ends before them");
+            return null;
+        }
+        if (b.baseOffset >= range.end) return null;
+        return b;
+    }
+
+    @Override
+    public boolean next() throws IOException {
+        if (done) return false;
+        for (ColumnVector v : vectors) if (v instanceof WritableColumnVector) ((WritableColumnVector) v).reset();
+        int rows = 0;
+        while (rows < TARGET_ROWS && !done) {
+            if (cur == null || curIndex >= cur.count) {
+                cur = nextLogBatch();
+                if (cur == null) { done = true; break; }
+                curIndex = (int) Math.max(0, pos - cur.baseOffset);
+            }
+            int stop = (int) Math.min(cur.count, range.end - cur.baseOffset);
+            int take = Math.min(stop - curIndex, TARGET_ROWS - rows);
+            if (take > 0) {
+                fill(cur, curIndex, curIndex + take, rows);
+                rows += take;
+                curIndex += take;
+            }
+            pos = cur.baseOffset + curIndex;
+            if (curIndex >= stop) {
+                if (stop < cur.count || pos >= range.end) done = true;
+            }
+        }
+        batch.setNumRows(rows);
+        return rows > 0;
+    }
+
+    private void fill(RecordBatch b, int s, int e, int row) {
+        for (int c = 0; c < columns.length; c++) {
+            ColumnVector cv = vectors[c];
+            if (!(cv instanceof WritableColumnVector)) continue;
+            WritableColumnVector v = (WritableColumnVector) cv;
+            switch (columns[c]) {
+                case "value": binary(v, b, b.valueOffsets, b.valueData, s, e, row, false); break;
+                case "key":
+                    if (b.keyValidity < 0) v.putNulls(row, e - s);
+                    else binary(v, b, b.keyOffsets, b.keyData, s, e, row, true);
+                    break;
+                case "offset":
+                    for (int i = s; i < e; i++) v.putLong(row + i - s, b.baseOffset + i);
+                    break;
+                case "timestamp":
+                    if (b.timestamps < 0) v.putLongs(row, e - s, b.firstTimestamp * 1000);
+                    else for (int i = s; i < e; i++) v.putLong(row + i - s, b.timestamp(i) * 1000);
+                    break;
+                case "headers": headers(v, b, s, e, row); break;
+                default: throw new IllegalStateException("unknown column " + columns[c]);
+            }
+        }
+    }
+
+    private static void binary(WritableColumnVector v, RecordBatch b, int offs, int data, int s, int e, int row, boolean nullable) {
+        byte[] body = b.body;
+        int first = RecordBatch.i32(body, offs + 4 * s);
+        int last = RecordBatch.i32(body, offs + 4 * e);
+        int at = v.arrayData().appendBytes(last - first, body, data + first) - first;
+        int prev = first;
+        for (int i = s; i < e; i++) {
+            int nxt = RecordBatch.i32(body, offs + 4 * (i + 1));
+            int r = row + i - s;
+            if (nullable && !b.hasKey(i)) v.putNull(r);
+            else v.putArray(r, at + prev, nxt - prev);
+            prev = nxt;
+        }
+    }
+
+    private static void headers(WritableColumnVector v, RecordBatch b, int s, int e, int row) {
+        WritableColumnVector items = v.arrayData();
+        WritableColumnVector keys = items.getChild(0), values = items.getChild(1);
+        List<String> names = new ArrayList<>();
+        List<byte[]> vals = new ArrayList<>();
+        for (int i = s; i < e; i++) {
+            names.clear();
+            vals.clear();
+            b.headers(i, names, vals);
+            int at = items.getElementsAppended();
+            for (int k = 0; k < names.size(); k++) {
+                byte[] kb = names.get(k).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                keys.appendByteArray(kb, 0, kb.length);
+                byte[] vb = vals.get(k);
+                values.appendByteArray(vb, 0, vb.length);
+                items.appendStruct(false);
+            }
+            v.putArray(row + i - s, at, names.size());
+        }
+    }
+
+    @Override
+    public ColumnarBatch get() { return batch; }
+
+    @Override
+    public void close() {
+        try {
+            if (batches != null) batches.close();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        } finally {
+            if (src != null) src.close();
+            batch.close();
+        }
+    }
+
+    static UncheckedIOException unchecked(IOException e) { return new UncheckedIOException(e); }
+}

@@ -1,0 +1,264 @@
+package io.vqs.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * Where a read gets its topics: a data directory (path mode, the layout of
+ * vqs/broker/layout.py: DATA/topics/{topic}/topic.json and DATA/topics/{topic}/{p}/,
+ * a log directory) or a VQS server (url mode: the JSON offsets route and the
+ * binary batch fetch, GET /topics/{t}/messages with Accept: application/vnd.vqs.batch).
+ * The same interface as vqs/spark/datadir.PathSource and vqs/spark/remote.UrlSource.
+ */
+abstract class Source implements AutoCloseable {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    static Source of(ReadOptions o) {
+        return o.path != null ? new PathSource(o.path) : new UrlSource(o.url, o.token, o.timeoutMs);
+    }
+
+    abstract int partitionCount(String topic, String option);
+
+    /** {start offset, end offset} of every partition, as of now. */
+    abstract long[][] partitionOffsets(String topic);
+
+    /** The first offset whose record timestamp is >= ts, or -1. */
+    abstract long offsetForTime(String topic, int partition, long ts);
+
+    /** Verified batches of a partition from offset on (the first may begin below it). */
+    abstract Batches batches(String topic, int partition, long offset, int maxBytes);
+
+    /** Batches whose bodies the caller will not look at (count()); a source may skip decoding them. */
+    Batches headers(String topic, int partition, long offset, int maxBytes) {
+        return batches(topic, partition, offset, maxBytes);
+    }
+
+    @Override
+    public void close() {}
+
+    /** A sequence of batches; startOffset is the partition's log start offset as the source saw it. */
+    interface Batches extends AutoCloseable {
+        long startOffset();
+        RecordBatch next() throws IOException;
+        @Override default void close() {}
+    }
+
+    static final class OutOfRange extends RuntimeException {
+        final long start;
+        OutOfRange(long start) { super("offset out of range"); this.start = start; }
+    }
+
+    // ------------------------------------------------------------ path mode
+    static final class PathSource extends Source {
+        final Path dataDir;
+
+        PathSource(String dir) { this.dataDir = Path.of(dir); }
+
+        Path topicDir(String topic) { return dataDir.resolve("topics").resolve(topic); }
+
+        @Override
+        int partitionCount(String topic, String option) {
+            if (!Files.isDirectory(dataDir))
+                throw new ConfigError("option 'path': '" + dataDir + "' is not a directory (a VQS data directory)");
+            Path meta = topicDir(topic).resolve("topic.json");
+            JsonNode n;
+            try {
+                n = JSON.readTree(Files.readAllBytes(meta));
+            } catch (java.nio.file.NoSuchFileException e) {
+                throw new ConfigError("option '" + option + "': topic '" + topic + "' does not exist in " + dataDir);
+            } catch (IOException e) {
+                throw new IllegalStateException(meta + " is not valid JSON: " + e.getMessage());
+            }
+            JsonNode p = n == null ? null : n.get("partitions");
+            if (p == null || !p.isInt()) throw new IllegalStateException(meta + " has no partition count");
+            return p.asInt();
+        }
+
+        PartitionLog log(String topic, int p) {
+            return new PartitionLog(topicDir(topic).resolve(Integer.toString(p)));
+        }
+
+        @Override
+        long[][] partitionOffsets(String topic) {
+            int n = partitionCount(topic, "topic");
+            long[][] out = new long[n][];
+            for (int p = 0; p < n; p++) {
+                try (PartitionLog lg = log(topic, p)) {
+                    out[p] = new long[] {lg.startOffset, lg.endOffset};
+                }
+            }
+            return out;
+        }
+
+        @Override
+        long offsetForTime(String topic, int partition, long ts) {
+            try (PartitionLog lg = log(topic, partition)) {
+                return lg.offsetForTime(ts);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        @Override
+        Batches batches(String topic, int partition, long offset, int maxBytes) {
+            return open(topic, partition, offset, maxBytes, false);
+        }
+
+        @Override
+        Batches headers(String topic, int partition, long offset, int maxBytes) {
+            return open(topic, partition, offset, maxBytes, true);
+        }
+
+        private Batches open(String topic, int partition, long offset, int maxBytes, boolean headersOnly) {
+            PartitionLog lg = log(topic, partition);
+            if (offset < lg.startOffset) {
+                long s = lg.startOffset;
+                lg.close();
+                throw new OutOfRange(s);
+            }
+            PartitionLog.Cursor c = headersOnly ? lg.headerCursor(offset) : lg.cursor(offset);
+            return new Batches() {
+                public long startOffset() { return lg.startOffset; }
+                public RecordBatch next() throws IOException { return c.next(maxBytes); }
+                public void close() { lg.close(); }
+            };
+        }
+    }
+
+    // ------------------------------------------------------------- url mode
+    static final class UrlSource extends Source {
+        final String url, token;
+        final int timeoutMs;
+        private transient HttpClient http;
+
+        UrlSource(String url, String token, int timeoutMs) {
+            this.url = url.replaceAll("/+$", "");
+            this.token = token;
+            this.timeoutMs = timeoutMs;
+        }
+
+        private HttpClient http() {
+            if (http == null) http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(timeoutMs)).build();
+            return http;
+        }
+
+        private HttpResponse<byte[]> get(String pathAndQuery, boolean binary) {
+            HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url + pathAndQuery))
+                .timeout(Duration.ofMillis(timeoutMs)).GET();
+            if (binary) b.header("Accept", "application/vnd.vqs.batch");
+            if (token != null) b.header("Authorization", "Bearer " + token);
+            try {
+                return http().send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
+            } catch (IOException e) {
+                throw new ConfigError("option 'url': cannot reach a VQS server at " + url + ": " + e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }
+
+        private static String enc(String s) { return URLEncoder.encode(s, StandardCharsets.UTF_8); }
+
+        private JsonNode json(HttpResponse<byte[]> r) {
+            try {
+                return JSON.readTree(r.body());
+            } catch (IOException e) {
+                throw new IllegalStateException(url + " answered " + r.statusCode() + " with no JSON");
+            }
+        }
+
+        private JsonNode ok(HttpResponse<byte[]> r, String what) {
+            JsonNode n = json(r);
+            if (r.statusCode() >= 300) {
+                JsonNode m = n == null ? null : n.findValue("message");
+                throw new IllegalStateException(what + ": " + url + " answered " + r.statusCode()
+                    + (m == null ? "" : ": " + m.asText()));
+            }
+            return n;
+        }
+
+        @Override
+        int partitionCount(String topic, String option) {
+            HttpResponse<byte[]> r = get("/topics/" + enc(topic), false);
+            if (r.statusCode() == 404)
+                throw new ConfigError("option '" + option + "': topic '" + topic + "' does not exist on " + url);
+            return ok(r, "topic " + topic).get("partitions").asInt();
+        }
+
+        private JsonNode offsets(String topic, Long ts) {
+            return ok(get("/topics/" + enc(topic) + "/offsets" + (ts == null ? "" : "?timestamp_ms=" + ts), false),
+                "offsets of " + topic).get("partitions");
+        }
+
+        @Override
+        long[][] partitionOffsets(String topic) {
+            JsonNode rows = offsets(topic, null);
+            long[][] out = new long[rows.size()][];
+            for (JsonNode row : rows)
+                out[row.get("partition").asInt()] = new long[] {row.get("start_offset").asLong(), row.get("end_offset").asLong()};
+            return out;
+        }
+
+        @Override
+        long offsetForTime(String topic, int partition, long ts) {
+            for (JsonNode row : offsets(topic, ts)) {
+                if (row.get("partition").asInt() != partition) continue;
+                JsonNode o = row.get("offset_for_time");
+                return o == null || o.isNull() ? -1 : o.asLong();
+            }
+            return -1;
+        }
+
+        @Override
+        Batches batches(String topic, int partition, long offset, int maxBytes) {
+            UrlSource self = this;
+            return new Batches() {
+                long pos = offset;
+                long start = -1;
+                byte[] body;
+                int p, end;
+                boolean first = true;
+
+                public long startOffset() { return start; }
+
+                public RecordBatch next() {
+                    while (body == null || p >= end) {
+                        if (!first && body != null && end == 0) return null;
+                        HttpResponse<byte[]> r = get("/topics/" + enc(topic) + "/messages?partition=" + partition
+                            + "&offset=" + pos + "&limit=100000&max_bytes=" + maxBytes, true);
+                        if (r.statusCode() == 400 || r.statusCode() == 416) {
+                            JsonNode n = json(r);
+                            JsonNode s = n == null ? null : n.findValue("start_offset");
+                            if (s != null && s.asLong() > pos) throw new OutOfRange(s.asLong());
+                            if (s != null) return null; // past the end
+                        }
+                        if (r.statusCode() >= 300) self.ok(r, "reading " + topic + "/" + partition);
+                        String so = r.headers().firstValue("x-vqs-start-offset").orElse("0");
+                        start = Long.parseLong(so);
+                        first = false;
+                        body = r.body();
+                        p = 0;
+                        end = body.length;
+                        if (end == 0) return null;
+                    }
+                    RecordBatch b = RecordBatch.decode(body, p, end, "server response", p);
+                    p += b.sizeBytes;
+                    pos = b.nextOffset();
+                    return b;
+                }
+            };
+        }
+    }
+
+}

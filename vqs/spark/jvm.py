@@ -1,0 +1,113 @@
+"""The JVM reader: where its jar is, whether a session loaded it, a session built with it,
+and the registration of format ``vqs`` that follows from it (:func:`register`).
+
+``format("vqs")`` has two readers. The JVM one (spark-connector/, Java: a
+DataSource V2 with columnar, pruned scans) runs when its jar is on the
+session's classpath; its provider (``io.vqs.spark.VqsProvider``) then claims the
+short name ``vqs`` and hands writes (and reads with option ``reader=python``)
+to the Python source, which :func:`vqs.spark.register` registers as
+``vqs_python``. Without the jar the Python source is ``vqs`` itself. Exactly
+one source claims ``vqs`` either way: Spark refuses a short name that a
+``DataSourceRegister`` and a Python data source both claim.
+
+The jar must be on ``spark.jars`` before the JVM starts (:func:`session` does
+that); it is built by ``spark-connector/build.py`` (``make spark-jar``, or the
+wheel's build hook) and ships as ``vqs/spark/jars/vqs-spark.jar``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+PROVIDER = "io.vqs.spark.VqsProvider"
+PYTHON_NAME = "vqs_python"  # VqsProvider.PYTHON_NAME
+JAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", "vqs-spark.jar")
+
+
+def jar_path() -> str | None:
+    """The JVM reader's jar, or None when this install has none (built without a JDK)."""
+    return JAR if os.path.isfile(JAR) else None
+
+
+def jvm_reader_loaded(spark) -> bool:
+    """True if ``spark`` (a classic SparkSession) can load the JVM reader's provider."""
+    sc = getattr(spark, "sparkContext", None)
+    if sc is None:  # Spark Connect: the server decides what it loads
+        return False
+    try:
+        jvm = sc._jvm
+        loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        jvm.java.lang.Class.forName(PROVIDER, False, loader)
+        return True
+    except Exception:
+        return False
+
+
+def session(master: str = "local[*]", app: str = "vqs", conf: dict | None = None, *, jvm_reader: bool = True):
+    """A SparkSession (``getOrCreate``) with ``format("vqs")`` registered.
+
+    Before the JVM starts it puts the JVM reader's jar on ``spark.jars`` (when
+    this install has it and ``jvm_reader`` is true) and sets
+    ``spark.pyspark.python`` to this interpreter, so Python workers, on this
+    machine or a cluster's, run the Python that has VQS. ``conf`` adds Spark
+    settings. A session that already exists is reused as it is (its classpath
+    can no longer change): check :func:`jvm_reader_loaded`.
+    """
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    b = SparkSession.builder.master(master).appName(app)
+    b = b.config("spark.pyspark.python", sys.executable)
+    extra = dict(conf or {})
+    jar = jar_path() if jvm_reader else None
+    if jar:
+        jars = [j for j in str(extra.pop("spark.jars", "")).split(",") if j]
+        extra["spark.jars"] = ",".join([*jars, jar])
+    for k, v in extra.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    register(spark)
+    return spark
+
+
+def register(spark) -> None:
+    """Register the ``vqs`` format with ``spark`` (a SparkSession).
+
+    When the session loaded the JVM reader (:func:`session` puts its jar on
+    ``spark.jars``), that reader owns the name ``vqs`` and the Python source is
+    registered as ``vqs_python``, which the JVM provider hands writes to (and
+    reads with option ``reader`` = ``python``); otherwise the Python source is
+    ``vqs``. Either way exactly one source claims ``vqs``.
+
+    Spark runs the source in Python worker processes started with the session's
+    Python (``PYSPARK_PYTHON``, else ``python3`` from PATH), which may lack vqs and
+    its dependencies (a virtualenv not activated). In local mode, with no
+    ``PYSPARK_PYTHON`` set, the workers run this interpreter (``sys.executable``)
+    instead: they are on this machine, and it is the one that imported vqs.
+    """
+    _local_workers_use_this_python(spark)
+    if jvm_reader_loaded(spark):
+        from .source import VQSPythonDataSource
+
+        spark.dataSource.register(VQSPythonDataSource)
+    else:
+        from .source import VQSDataSource
+
+        spark.dataSource.register(VQSDataSource)
+
+
+def _local_workers_use_this_python(spark) -> None:
+    import os
+    import sys
+
+    sc = getattr(spark, "sparkContext", None)  # None on Spark Connect: its server runs the workers
+    if sc is None or os.environ.get("PYSPARK_PYTHON") or not sys.executable:
+        return
+    try:
+        local = sc.master.startswith("local")
+    except Exception:
+        return
+    if local and getattr(sc, "pythonExec", None) == "python3":
+        sc.pythonExec = sys.executable
