@@ -18,7 +18,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import os
 import time
 import weakref
 
@@ -90,10 +89,10 @@ class LogDurability:
         try:
             # Oldest first: ``_durable_end`` claims a prefix of the log.
             for failed in sealed:
-                os.fsync(failed.fd)
+                failed.sync()
             if active:
                 failed = seg
-                os.fsync(seg.fd)
+                seg.sync()
         except OSError as e:
             err = e
         finally:
