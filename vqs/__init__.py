@@ -31,10 +31,12 @@ from .errors import (
     ReceiptHandleIsInvalid,
     SerializationError,
     TopicAlreadyExists,
+    TooManyOpenFiles,
     TopicDoesNotExist,
     VQSError,
 )
 from .storage import Log, Record, RecordBatch
+from .storage.file_cache import set_max_open_files
 
 __version__ = "0.1.0"
 
@@ -78,6 +80,8 @@ __all__ = [
     "ReceiptHandleIsInvalid",
     "Record",
     "RecordBatch",
+    "TooManyOpenFiles",
+    "set_max_open_files",
     "RecordMetadata",
     "SerializationError",
     "Topic",

@@ -186,6 +186,22 @@ class FileCache:
                 raise too_many_open_files(path, e, held=self._open, cap=self.max_open_files) from e
             raise
 
+    def retry(self, fn, path: str, exclude=None):
+        """``fn()`` (which opens or maps ``path``), once more after closing every
+        file not in use if the process was out of descriptors."""
+        try:
+            return fn()
+        except OSError as e:
+            if e.errno not in FD_EXHAUSTED:
+                raise
+        self.shed(exclude)
+        try:
+            return fn()
+        except OSError as e:
+            if e.errno in FD_EXHAUSTED:
+                raise too_many_open_files(path, e, held=self._open, cap=self.max_open_files) from e
+            raise
+
     def shed(self, exclude=None) -> int:
         """Close every file not in use (the process ran out of descriptors)."""
         with self._lock:

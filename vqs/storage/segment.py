@@ -188,8 +188,9 @@ class Segment:
 
     def _open_index(self, kind, path: str, capacity: int, hint: int = 0):
         writable = self.writable and self.appending
-        return kind(path, writable=writable, capacity_bytes=capacity, snapshot=not self.owner,
-                    entries_hint=hint if writable else 0, opener=self._opener)
+        # (a mapping takes a descriptor of its own: out of them, retried once)
+        return CACHE.retry(lambda: kind(path, writable=writable, capacity_bytes=capacity, snapshot=not self.owner,
+                                        entries_hint=hint if writable else 0, opener=self._opener), path, self)
 
     @property
     def timeindex(self) -> TimeIndex:
