@@ -68,6 +68,10 @@ def serve_command(
     max_long_poll_waiters: int | None = typer.Option(None, "--max-long-poll-waiters"),
     max_partitions_per_topic: int | None = typer.Option(None, "--max-partitions-per-topic"),
     max_total_partitions: int | None = typer.Option(None, "--max-total-partitions"),
+    max_open_files: int | None = typer.Option(
+        None, "--max-open-files",
+        help="segment files kept open, least recently used closed first (VQS_MAX_OPEN_FILES; "
+             "default 0: half the open-file limit, which the server raises to its hard limit)"),
     log_level: str | None = typer.Option(None, "--log-level"),
     log_format: str | None = typer.Option(None, "--log-format",
                                           help="auto (text on a terminal, else json) | json | text"),
@@ -83,7 +87,7 @@ def serve_command(
                      max_message_bytes=max_message_bytes, max_header_bytes=max_header_bytes,
                      max_connections=max_connections, max_long_poll_waiters=max_long_poll_waiters,
                      max_partitions_per_topic=max_partitions_per_topic, max_total_partitions=max_total_partitions,
-                     log_level=log_level, log_format=log_format, access_log=access_log)
+                     max_open_files=max_open_files, log_level=log_level, log_format=log_format, access_log=access_log)
     try:
         settings = load_settings(overrides, config_file=config)
         settings.check()
@@ -109,6 +113,7 @@ def serve(settings: Settings) -> None:
     from . import logs
 
     fmt = logs.configure(settings.log_level, settings.log_format)
+    _open_file_limit(settings, fmt)
     sock = _listen(settings, fmt)
     try:
         broker = _open_broker(settings, fmt)
@@ -132,6 +137,21 @@ def _cannot_start(fmt: str, message: str, code: int) -> NoReturn:
 
         Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+def _open_file_limit(settings: Settings, fmt: str) -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (logged), as servers do, and
+    cap the segment files kept open (storage/file_cache.py)."""
+    from ..storage.fd_limit import raise_open_file_limit
+    from ..storage.file_cache import CACHE, set_max_open_files
+
+    raise_open_file_limit()
+    CACHE.limits_changed()
+    try:
+        cap = set_max_open_files(settings.max_open_files or None)
+    except ConfigError as e:
+        _cannot_start(fmt, str(e), EXIT_SETTINGS)
+    logger.info("at most %d segment files open (max_open_files)", cap)
 
 
 def _listen(settings: Settings, fmt: str) -> socket.socket:

@@ -50,6 +50,7 @@ class Settings:
     max_wait_ms: int = 20_000                 # REST long poll cap (1-20000: SQS's 20 s at most)
     max_partitions_per_topic: int = 256
     max_total_partitions: int = 4096          # every partition is a log (files, and a flusher thread)
+    max_open_files: int = 0                   # segment files kept open (LRU); 0: half the open-file limit
     # logging
     log_level: str = "info"
     log_format: str = "auto"                  # auto (text on a terminal, else json) | json | text
@@ -73,6 +74,8 @@ class Settings:
                      "max_connections", "max_long_poll_waiters"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
+        if self.max_open_files != 0 and self.max_open_files < 4:
+            raise ConfigError(f"max_open_files must be 0 (automatic) or >= 4, not {self.max_open_files}")
         if not (0 < self.max_wait_ms <= 20_000):
             raise ConfigError(f"max_wait_ms must be 1-20000 (SQS's 20 s long-poll cap), not {self.max_wait_ms}")
         if not is_loopback(self.host) and not self.auth_enabled and not self.insecure:
