@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -142,3 +143,22 @@ def test_max_open_files_is_validated():
         set_max_open_files(2)
     with pytest.raises(ConfigError, match="RLIMIT_NOFILE"):
         set_max_open_files(1 << 40)
+
+
+def test_an_idle_interval_log_leaves_the_flusher_and_its_next_append_is_flushed(tmp_path):
+    """10,000 idle partitions must cost the flusher thread nothing: a log with
+    nothing to write for an interval leaves it; its next write rejoins."""
+    with Log.open(str(tmp_path / "l"), flush="interval", flush_interval_ms=20, checkpoint_interval_ms=50) as lg:
+        deadline = time.monotonic() + 10
+        while not lg._flush_idle:  # the first tick finds nothing to do
+            assert time.monotonic() < deadline, "the log never went idle"
+            time.sleep(0.01)
+        off = lg.append(b"after idle")
+        assert not lg._flush_idle
+        while lg._durable_end <= off:  # fsynced by the flusher within an interval or so
+            assert time.monotonic() < deadline, "the append after idle was never flushed"
+            time.sleep(0.01)
+        while not lg._flush_idle:  # and, once the checkpoint caught up, idle again
+            assert time.monotonic() < deadline + 10, "the log never went idle again"
+            time.sleep(0.01)
+        assert lg.read(off)[0].value == b"after idle"

@@ -44,8 +44,9 @@ Invariants (under ``_lock``):
 - ``_run_cache`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
 - ``_blocked`` is true when the log is closed, readonly or failed, or still
-  carries the clean-shutdown marker (``defer_clean_marker``): the append hot
-  path tests this one flag and only then asks why;
+  carries the clean-shutdown marker (``defer_clean_marker``), or is off the
+  interval flusher while idle (``_flush_idle``): the append hot path tests
+  this one flag and only then asks why;
 - ``_clean_marker``: the marker of the last clean close is still on disk and
   no file changed since; the first write removes it (``_check_writable``)
   before it changes anything, and ``close`` then has nothing to write.
@@ -137,7 +138,7 @@ class Log(LogReads, LogDurability):
         "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
-        "_durable_end", "_failed", "_flush_always", "_gaps", "_group", "_index_capacity_bytes",
+        "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
         "_reserved_end", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
@@ -254,6 +255,7 @@ class Log(LogReads, LogDurability):
         self._failed: BaseException | None = None
         self._closed = False
         self._clean_marker = False
+        self._flush_idle = False  # off the interval flusher until the next write (log_durability.py)
         self._blocked = readonly  # closed, readonly, failed or marked clean: appends must check why
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
@@ -491,7 +493,12 @@ class Log(LogReads, LogDurability):
             except FileNotFoundError:
                 pass
             fsync_dir(self.path)
-            self._clean_marker = self._blocked = False
+            self._clean_marker = False
+        if self._flush_idle:
+            # Idle for a whole interval, the flusher let go of it: back on at the first write.
+            self._flush_idle = False
+            Flusher.shared().register(self, self.flush_interval_ms / 1000)
+        self._blocked = False
 
     def _write_buffer_locked(self) -> None:
         bv = self._buf_values
