@@ -80,6 +80,27 @@ class MappedIndex:
             os.close(fd)  # a mapping keeps its own descriptor
         self.entries = self._count_valid(min(entries_hint, self.capacity))
 
+    @classmethod
+    def peek_last(cls, path: str, opener=None):
+        """The last entry of the file at ``path``, read from its end without
+        loading the index (a clean reopen: close trimmed the file to its
+        entries). None if the file is missing or holds no entry; False if it
+        ends in an all-zero entry (not trimmed: the caller loads the index)."""
+        try:
+            fd = opener(path, os.O_RDONLY) if opener is not None else os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            es = cls.ENTRY.size
+            size = os.fstat(fd).st_size
+            size -= size % es
+            if size < es:
+                return None
+            e = cls.ENTRY.unpack(os.pread(fd, es, size - es))
+        finally:
+            os.close(fd)
+        return e if any(e) else False
+
     @property
     def capacity(self) -> int:
         return 0 if self._mm is None else len(self._mm) // self.entry_size

@@ -125,15 +125,27 @@ class LogLoader:
         """After a clean close: find the end of the last segment from its last
         index entry (a short scan). False if anything is off (then recover)."""
         seg = self.segments[-1]
-        pos, expected = seg.position_for(seg.base_offset + (1 << 32) - 1)
+        if seg.size == 0:
+            seg.next_offset = seg.base_offset
+            return True
+        # The last index entry, read from the end of the trimmed index file: the
+        # index itself (O(entries) to load and check) is loaded when a read needs it.
+        e = seg.peek_index_tail()
+        if e is None:
+            pos, expected = 0, seg.base_offset
+        elif e is False:
+            pos, expected = seg.position_for(seg.base_offset + (1 << 32) - 1)
+        elif e[1] >= seg.size:
+            logger.warning("%s: clean-shutdown marker present but its index points past the end; recovering",
+                           seg.log_path)
+            return False
+        else:
+            pos, expected = e[1], seg.base_offset + e[0]
         last = None
         for info in seg.iter_valid(pos, seg.size, expected=expected):
             last = info
             if info.position + info.size == seg.size:
                 break
-        if seg.size == 0:
-            seg.next_offset = seg.base_offset
-            return True
         if last is None or last.position + last.size != seg.size:
             logger.warning("%s: clean-shutdown marker present but tail invalid; recovering", seg.log_path)
             return False

@@ -402,18 +402,30 @@ class Segment:
             last = info
         return None if last is None else last.base_offset - self.base_offset
 
+    def peek_index_tail(self):
+        """The offset index's last entry from the end of its file (see
+        ``MappedIndex.peek_last``), without loading the index."""
+        return OffsetIndex.peek_last(self.index_path, self._opener)
+
     def resume_after(self, last, index_position: int) -> None:
         """Continue appending after ``last`` (BatchInfo of the final batch, found
         by a scan from the last index entry at ``index_position``) without a
         full recovery: after a clean close."""
         self.next_offset = last.next_offset
         # The active segment keeps appending: its largest timestamp must be exact
-        # before seal() records it, so check (or rebuild) the time index now.
-        ti = self.checked_timeindex()
-        self.max_timestamp_ms = max(
-            self.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms
-        )
-        self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else -1 << 63
+        # before seal() records it. Close trimmed the time index and made its
+        # last entry the segment's largest timestamp: read that one entry. Any
+        # doubt (no entry, not trimmed), and the index is checked (or rebuilt).
+        tl = TimeIndex.peek_last(self.timeindex_path, self._opener)
+        if tl:
+            self.max_timestamp_ms = max(self.max_timestamp_ms, tl[0], last.max_timestamp_ms)
+            self._ti_last = tl[0]
+        else:
+            ti = self.checked_timeindex()
+            self.max_timestamp_ms = max(
+                self.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms
+            )
+            self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else -1 << 63
         # Bytes since the last index entry, so the next entry lands on schedule.
         self._since_index = self.size - index_position
 
