@@ -145,13 +145,12 @@ def _open_file_limit(settings: Settings, fmt: str) -> None:
     from ..storage.fd_limit import raise_open_file_limit
     from ..storage.file_cache import CACHE, set_max_open_files
 
-    raise_open_file_limit()
+    raise_open_file_limit(quiet=True)  # said in the ready line (a failed start writes one line)
     CACHE.limits_changed()
     try:
-        cap = set_max_open_files(settings.max_open_files or None)
+        set_max_open_files(settings.max_open_files or None)
     except ConfigError as e:
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
-    logger.info("at most %d segment files open (max_open_files)", cap)
 
 
 def _listen(settings: Settings, fmt: str) -> socket.socket:
@@ -255,6 +254,8 @@ def _run(settings: Settings, sock: socket.socket, broker) -> None:
 
 def _announce(settings: Settings, sock: socket.socket, data_dir: str) -> None:
     """The start-up line: the URLs of the API, its docs and metrics (the SQS endpoint is the API's)."""
+    from ..storage import fd_limit
+    from ..storage.file_cache import CACHE
     from .app import _version
 
     host = settings.host
@@ -262,6 +263,11 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str) -> None:
     url = f"http://{shown}:{sock.getsockname()[1]}"
     fields = {"url": url, "docs": url + "/docs", "metrics": url + "/metrics", "data_dir": data_dir,
               "flush": settings.flush, "auth": settings.auth_enabled, "pid": os.getpid(), "version": _version()}
+    soft, _ = fd_limit.open_file_limits()
+    fields.update(open_file_limit=soft, open_file_limit_raised_from=fd_limit.raised_from,
+                  max_open_files=CACHE.max_open_files)
+    raised = f" (raised from {fd_limit.raised_from})" if fd_limit.raised_from is not None else ""
     text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics  "
-            f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}; Ctrl-C stops)")
+            f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}, open-file limit {soft}{raised}, "
+            f"max_open_files {CACHE.max_open_files}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})

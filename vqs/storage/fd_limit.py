@@ -35,6 +35,8 @@ FD_EXHAUSTED = (errno.EMFILE, errno.ENFILE)
 RAISE_CEILING = 1 << 20
 
 _raised = False
+#: The soft limit before start-up raised it (None: not raised), for the server's ready line.
+raised_from: int | None = None
 
 
 def open_file_limits() -> tuple[int, int]:
@@ -46,12 +48,13 @@ def open_file_limits() -> tuple[int, int]:
     return (RAISE_CEILING if soft == inf else soft), (RAISE_CEILING if hard == inf else hard)
 
 
-def raise_open_file_limit(target: int | None = None) -> int:
+def raise_open_file_limit(target: int | None = None, *, quiet: bool = False) -> int:
     """Raise the soft ``RLIMIT_NOFILE`` to ``target`` (default: the hard limit,
     at most ``RAISE_CEILING``); never lowers it. Returns the soft limit now.
     Without a target it runs once per process (the server and every Broker
-    call it)."""
-    global _raised
+    call it). Logged at INFO unless ``quiet`` (the server says it in its ready
+    line: a failed start writes one line only)."""
+    global _raised, raised_from
     if resource is None:
         return -1
     soft, hard = open_file_limits()
@@ -69,8 +72,10 @@ def raise_open_file_limit(target: int | None = None) -> int:
         logger.warning("could not raise the open-file soft limit (RLIMIT_NOFILE) from %d to %d: %s",
                        soft, target, e)
         return soft
-    logger.info("raised the open-file soft limit (RLIMIT_NOFILE) from %d to %d (hard limit %d)",
-                soft, target, hard)
+    raised_from = soft if raised_from is None else raised_from
+    if not quiet:
+        logger.info("raised the open-file soft limit (RLIMIT_NOFILE) from %d to %d (hard limit %d)",
+                    soft, target, hard)
     return target
 
 
