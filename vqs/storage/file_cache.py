@@ -41,12 +41,11 @@ from collections import OrderedDict
 from ..errors import ConfigError
 from .fd_limit import FD_EXHAUSTED, open_file_limits, too_many_open_files
 
-#: Environment variable that sets ``max_open_files`` (read at first use).
+#: Environment variable that sets ``max_open_files`` (read at import).
 ENV_MAX_OPEN_FILES = "VQS_MAX_OPEN_FILES"
-#: Descriptors left to everything else (sockets, checkpoints, queue locks)
-#: when ``max_open_files`` is derived from the soft limit: half of it.
-#: At most this many by default: every writable index is a memory mapping,
-#: and vm.max_map_count is 65,530 by default.
+#: The derived default is half the soft limit (the other half is left to
+#: sockets, checkpoints, queue locks), and at most this many: every writable
+#: index is a memory mapping, and vm.max_map_count is 65,530 by default.
 DEFAULT_CEILING = 32_768
 #: A file not used for this long is closed by the idle sweep.
 IDLE_CLOSE_MS = 60_000
@@ -99,7 +98,9 @@ class FileCache:
             try:
                 self._configured = int(env)
             except ValueError:
-                raise ConfigError(f"{ENV_MAX_OPEN_FILES}={env!r}: must be an integer >= 4") from None
+                self._configured = 0
+            if self._configured < 4:
+                raise ConfigError(f"{ENV_MAX_OPEN_FILES}={env!r}: must be an integer >= 4")
         self.max_open_files = self._configured or default_max_open_files()
         self._idle_registered = False
         self.idle_close_ms = IDLE_CLOSE_MS
