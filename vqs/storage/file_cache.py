@@ -96,11 +96,12 @@ class FileCache:
         env = os.environ.get(ENV_MAX_OPEN_FILES)
         if env:
             try:
-                self._configured = int(env)
+                n = int(env)
             except ValueError:
-                self._configured = 0
-            if self._configured < 4:
-                raise ConfigError(f"{ENV_MAX_OPEN_FILES}={env!r}: must be an integer >= 4")
+                n = -1
+            if n != 0 and n < 4:
+                raise ConfigError(f"{ENV_MAX_OPEN_FILES}={env!r}: must be 0 (automatic) or an integer >= 4")
+            self._configured = n or None
         self.max_open_files = self._configured or default_max_open_files()
         self._idle_registered = False
         self.idle_close_ms = IDLE_CLOSE_MS
