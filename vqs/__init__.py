@@ -31,11 +31,13 @@ from .errors import (
     ReadOnlyError,
     ReceiptHandleIsInvalid,
     SerializationError,
+    TooManyOpenFiles,
     TopicAlreadyExists,
     TopicDoesNotExist,
     VQSError,
 )
 from .storage import Log, Record, RecordBatch
+from .storage.file_cache import set_max_open_files
 
 __version__ = "0.1.0"
 
@@ -82,9 +84,11 @@ __all__ = [
     "RecordBatch",
     "RecordMetadata",
     "SerializationError",
+    "TooManyOpenFiles",
     "Topic",
     "TopicAlreadyExists",
     "TopicDoesNotExist",
     "TopicPartition",
     "VQSError",
+    "set_max_open_files",
 ]

@@ -55,6 +55,23 @@ class LogFailedError(VQSError):
         super().__init__(message)
 
 
+class TooManyOpenFiles(VQSError):
+    """Opening a file failed: the process's open-file limit (``RLIMIT_NOFILE``),
+    or the system's, is reached even after VQS closed the files it could.
+
+    The message names the file, the limit (``soft_limit``, ``hard_limit``) and
+    the settings to change: the limit (``ulimit -n``) or VQS's cap on the
+    segment files it keeps open (``max_open_files``)."""
+
+    def __init__(self, message: str, *, path: str | None = None, soft_limit: int = -1,
+                 hard_limit: int = -1, max_open_files: int = -1):
+        self.path = path
+        self.soft_limit = soft_limit
+        self.hard_limit = hard_limit
+        self.max_open_files = max_open_files
+        super().__init__(message)
+
+
 class ReadOnlyError(VQSError):
     """A write was attempted on a log opened with readonly=True."""
 

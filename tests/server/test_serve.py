@@ -124,3 +124,10 @@ def test_settings_from_env_and_toml(tmp_path):
     assert s.sigv4_keys == {"K1": "S1", "K2": "S2"}
     s = load_settings({"port": 1234}, env={"VQS_CONFIG": str(cfg), "VQS_PORT": "5555"})
     assert s.port == 1234  # command line > environment > file
+
+
+def test_a_max_open_files_the_limit_cannot_meet_exits_2_naming_the_limit(tmp_path):
+    p = serve("--data-dir", tmp_path / "d", "--max-open-files", str(1 << 40))
+    assert p.returncode == 2
+    assert "RLIMIT_NOFILE" in only_line(p)["msg"]
+    assert not (tmp_path / "d").exists()

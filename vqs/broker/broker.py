@@ -27,6 +27,8 @@ from collections.abc import Callable
 from ..errors import ConfigError, LogClosedError, VQSError
 from ..storage.dir_lock import DirLock
 from ..storage.durable_file import fsync_dir
+from ..storage.fd_limit import raise_open_file_limit
+from ..storage.file_cache import CACHE
 from . import layout
 from .catalog import TopicCatalog
 from .consumer import Consumer
@@ -127,6 +129,11 @@ class Broker:
         self._retention_thread: threading.Thread | None = None
         self._stop = threading.Event()
 
+        # Many partitions need many files: raise the soft open-file limit to the
+        # hard limit as servers do (once per process; logged), and let the file
+        # cache's derived cap follow (file_cache.py bounds what stays open).
+        raise_open_file_limit()
+        CACHE.limits_changed()
         created = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if created:

@@ -80,10 +80,11 @@ class TopicCatalog:
             if not os.path.isdir(path):
                 continue
             meta_path = topic_file(path)
-            if not os.path.exists(meta_path):
+            try:
+                meta = self._read_meta(meta_path, entry)
+            except FileNotFoundError:
                 logger.warning("ignoring %s: a directory without %s is not a topic", path, TOPIC_FILE)
                 continue
-            meta = self._read_meta(meta_path, entry)
             try:
                 self._topics[entry] = self._open_topic(entry, meta["partitions"], meta["config"])
             except BaseException:
@@ -102,6 +103,8 @@ class TopicCatalog:
                 raise ValueError(f"name {name!r} does not match its directory {dirname!r}")
             validate_name(name, "topic")
             validate_topic_settings(partitions, config)
+        except FileNotFoundError:
+            raise
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise CorruptRecordError(f"unreadable topic metadata {path}: {e}", path=path) from e
         return {"name": name, "partitions": partitions, "config": config}
@@ -113,7 +116,10 @@ class TopicCatalog:
         logs = []
         try:
             for p in range(partitions):
-                logs.append(self._open_log(partition_dir(directory, p), lock=False, **kwargs))
+                # defer_clean_marker: reopening an idle partition writes nothing
+                # (no marker removal, checkpoint or fsync until its first write).
+                logs.append(self._open_log(partition_dir(directory, p), lock=False,
+                                           defer_clean_marker=True, **kwargs))
         except BaseException:
             for opened in logs:
                 try:

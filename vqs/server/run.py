@@ -73,6 +73,10 @@ def serve_command(
     max_long_poll_waiters: int | None = typer.Option(None, "--max-long-poll-waiters"),
     max_partitions_per_topic: int | None = typer.Option(None, "--max-partitions-per-topic"),
     max_total_partitions: int | None = typer.Option(None, "--max-total-partitions"),
+    max_open_files: int | None = typer.Option(
+        None, "--max-open-files",
+        help="segment files kept open, least recently used closed first (VQS_MAX_OPEN_FILES; "
+             "default 0: half the open-file limit, which the server raises to its hard limit)"),
     log_level: str | None = typer.Option(None, "--log-level"),
     log_format: str | None = typer.Option(None, "--log-format",
                                           help="auto (text on a terminal, else json) | json | text"),
@@ -95,7 +99,7 @@ def serve_command(
                      max_message_bytes=max_message_bytes, max_header_bytes=max_header_bytes,
                      max_connections=max_connections, max_long_poll_waiters=max_long_poll_waiters,
                      max_partitions_per_topic=max_partitions_per_topic, max_total_partitions=max_total_partitions,
-                     log_level=log_level, log_format=log_format, access_log=access_log,
+                     max_open_files=max_open_files, log_level=log_level, log_format=log_format, access_log=access_log,
                      grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
     overrides["kafka_port"] = kafka_port
     try:
@@ -123,6 +127,7 @@ def serve(settings: Settings) -> None:
     from . import logs
 
     fmt = logs.configure(settings.log_level, settings.log_format)
+    _open_file_limit(settings, fmt)
     sock = _listen(settings, fmt)
     grpc_front = None
     kafka_sock = None
@@ -165,6 +170,20 @@ def _cannot_start(fmt: str, message: str, code: int) -> NoReturn:
 
         Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+def _open_file_limit(settings: Settings, fmt: str) -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (logged), as servers do, and
+    cap the segment files kept open (storage/file_cache.py)."""
+    from ..storage.fd_limit import raise_open_file_limit
+    from ..storage.file_cache import CACHE, set_max_open_files
+
+    raise_open_file_limit(quiet=True)  # said in the ready line (a failed start writes one line)
+    CACHE.limits_changed()
+    try:
+        set_max_open_files(settings.max_open_files or None)
+    except ConfigError as e:
+        _cannot_start(fmt, str(e), EXIT_SETTINGS)
 
 
 def _listen(settings: Settings, fmt: str, port: int | None = None) -> socket.socket:
@@ -293,6 +312,8 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> No
 
 def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front=None) -> None:
     """The start-up line: the URLs of the API, its docs and metrics (the SQS endpoint is the API's)."""
+    from ..storage import fd_limit
+    from ..storage.file_cache import CACHE
     from .app import _version
 
     host = settings.host
@@ -307,6 +328,11 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     kafka = f"  kafka {shown}:{settings.kafka_port}" if settings.kafka_port else ""
     if kafka:
         fields["kafka"] = f"{shown}:{settings.kafka_port}"
+    soft, _ = fd_limit.open_file_limits()
+    fields.update(open_file_limit=soft, open_file_limit_raised_from=fd_limit.raised_from,
+                  max_open_files=CACHE.max_open_files)
+    raised = f" (raised from {fd_limit.raised_from})" if fd_limit.raised_from is not None else ""
     text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics{grpc_text}{kafka}  "
-            f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}; Ctrl-C stops)")
+            f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}, open-file limit {soft}{raised}, "
+            f"max_open_files {CACHE.max_open_files}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})

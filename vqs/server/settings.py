@@ -60,6 +60,7 @@ class Settings:
     kafka_max_frame_bytes: int = 100 << 20    # a larger request frame closes its connection
     kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it (1 partition)
     kafka_advertised_listener: str = ""       # host:port clients are told to connect to (default: the bound one)
+    max_open_files: int = 0                   # segment files kept open (LRU); 0: half the open-file limit
     # logging
     log_level: str = "info"
     log_format: str = "auto"                  # auto (text on a terminal, else json) | json | text
@@ -88,6 +89,8 @@ class Settings:
                 raise ConfigError(f"{name} must be positive")
         if self.min_free_bytes < 0:
             raise ConfigError(f"min_free_bytes must be >= 0 (0: off), not {self.min_free_bytes}")
+        if self.max_open_files != 0 and self.max_open_files < 4:
+            raise ConfigError(f"max_open_files must be 0 (automatic) or >= 4, not {self.max_open_files}")
         if not (0 < self.max_wait_ms <= 20_000):
             raise ConfigError(f"max_wait_ms must be 1-20000 (SQS's 20 s long-poll cap), not {self.max_wait_ms}")
         if not is_loopback(self.host) and not self.auth_enabled and not self.insecure:

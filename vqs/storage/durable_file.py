@@ -21,6 +21,7 @@ import errno
 import os
 
 from ..errors import DiskFullError
+from .file_cache import CACHE
 from .reserve import release, reserve
 
 SPARE_SUFFIX = ".spare"
@@ -29,7 +30,7 @@ _PAGE = 4096
 
 def fsync_dir(path: str) -> None:
     """Make creations, renames and deletions in directory ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fd = CACHE.open_fd(path, os.O_RDONLY | os.O_DIRECTORY)  # out of descriptors: TooManyOpenFiles
     try:
         os.fsync(fd)
     finally:
@@ -39,7 +40,7 @@ def fsync_dir(path: str) -> None:
 def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = CACHE.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         view = memoryview(data)
         while view:

@@ -45,8 +45,16 @@ Invariants (under ``_lock``):
 - ``_run_cache`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
 - ``_blocked`` is true when the log is closed, readonly or failed, or has a
-  ``min_free_bytes`` to check: the append hot path tests this one flag and
-  only then asks why.
+  ``min_free_bytes`` to check, or still carries the clean-shutdown marker
+  (``defer_clean_marker``), or is off the interval flusher while idle
+  (``_flush_idle``): the append hot path tests this one flag and only then
+  asks why;
+- ``_clean_marker``: the marker of the last clean close is still on disk and
+  no file changed since; the first write removes it (``_check_writable``)
+  before it changes anything, and ``close`` then has nothing to write.
+
+Files: segments open their files on demand through the process's file cache
+(file_cache.py, bounded by ``max_open_files``); an idle log holds none.
 
 (Over 500 lines: the facade's public methods and the append hot path -
 buffer, batch writes, roll - stay in one class body so appends read slots
@@ -72,6 +80,8 @@ from ..errors import (
 )
 from .dir_lock import DirLock
 from .durable_file import atomic_write, fsync_dir
+from .fd_limit import FD_EXHAUSTED, too_many_open_files
+from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
@@ -130,8 +140,8 @@ class Log(LogReads, LogDurability, LogSpace):
         "_base_offsets", "_blocked", "_buf_bytes", "_buf_has_extra", "_buf_headers", "_buf_keys",
         "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
-        "_checkpoint_recovery_point", "_checkpoint_time", "_closed", "_codec_id", "_dir_lock",
-        "_durable_end", "_failed", "_flush_always", "_gaps", "_group", "_index_capacity_bytes",
+        "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
+        "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
         "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
         "_reserved_end", "_run_cache",
@@ -168,6 +178,7 @@ class Log(LogReads, LogDurability, LogSpace):
         checkpoint_interval_ms: int = 5000,
         reserve_bytes: int = 0,
         min_free_bytes: int = 0,
+        defer_clean_marker: bool = False,
         clock=None,
     ) -> Log:
         """Open (creating if needed) the log in directory ``path``.
@@ -186,6 +197,11 @@ class Log(LogReads, LogDurability, LogSpace):
         still written. Free space is read with ``statvfs`` only when the bytes
         appended since could have used up the margin it found last, or once
         MIN_FREE_CHECK_S passed.
+        ``defer_clean_marker``: after a clean close, change no file at open
+        (the clean-shutdown marker and the checkpoint stay until the first
+        write), so reopening an idle log costs no fsync; for callers that do
+        not read the marker as "the previous owner closed cleanly" after
+        opening (a broker's partitions; queues do read it).
         """
         self = object.__new__(cls)
         self.path = os.fspath(path)
@@ -256,7 +272,9 @@ class Log(LogReads, LogDurability, LogSpace):
         self._seal_job = SealJob(self)
         self._failed: BaseException | None = None
         self._closed = False
-        # closed, readonly, failed or min_free_bytes set: appends must check why
+        self._clean_marker = False
+        self._flush_idle = False  # off the interval flusher until the next write (log_durability.py)
+        # closed, readonly, failed, min_free_bytes set or marked clean: appends must check why
         self._blocked = readonly or min_free_bytes > 0
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
@@ -265,18 +283,27 @@ class Log(LogReads, LogDurability, LogSpace):
         self._tail_hint = None  # readonly: where the last search for the tail ended
         self.quarantined_batches = 0
         # {expected offset: base offset that may follow it}, shared with the segments
-        self._gaps: dict[int, int] = load_gaps(self.path)
+        # (a writer's loader fills it from its one listing of the directory)
+        self._gaps: dict[int, int] = {}
 
         if readonly:
             if not os.path.isdir(self.path):
                 raise ConfigError(f"readonly log {self.path} does not exist")
+            self._gaps.update(load_gaps(self.path))
             self._open_readonly()
             return self
-        os.makedirs(self.path, exist_ok=True)
-        if lock:
+        if lock:  # (otherwise the loader makes the directory if it is missing)
+            os.makedirs(self.path, exist_ok=True)
             self._dir_lock = DirLock(self.path).acquire()
         try:
-            self._open_writer()
+            self._open_writer(defer_clean_marker)
+        except OSError as e:
+            self._close_files()
+            if self._dir_lock:
+                self._dir_lock.release()
+            if e.errno in FD_EXHAUSTED:
+                raise too_many_open_files(self.path, e, held=CACHE.open_files, cap=CACHE.max_open_files) from e
+            raise
         except BaseException:
             self._close_files()
             if self._dir_lock:
@@ -301,10 +328,11 @@ class Log(LogReads, LogDurability, LogSpace):
             index_capacity_bytes=self._index_capacity_bytes,
         )
 
-    def _open_writer(self) -> None:
+    def _open_writer(self, defer_clean_marker: bool = False) -> None:
         self._checkpoint_recovery_point = 0
         self._checkpoint_time = time.monotonic()
-        loader = LogLoader(self.path, self.recovery, self._segment)
+        loader = LogLoader(self.path, self.recovery, self._segment, defer_marker=defer_clean_marker,
+                           gaps=self._gaps)
         self._segments = loader.segments  # closed by open() if loading fails
         loaded = loader.load()
         self.quarantined_batches += loaded.quarantined_batches
@@ -314,11 +342,19 @@ class Log(LogReads, LogDurability, LogSpace):
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
         if self._reserve_bytes:
-            self._reserved_end = allocated_end(active.fd)  # a reserve kept since the last run
+            h = active.handle()
+            self._reserved_end = allocated_end(h.fd)  # a reserve kept since the last run
             self.top_up_reserve_locked()
-        # On a full disk the checkpoint waits (the old one stays valid): a full
-        # log must open so that it can be drained.
-        self._try_checkpoint(self._next_offset)
+        if loaded.marker_kept:
+            # Nothing changed: the checkpoint on disk is the clean close's.
+            self._checkpoint_recovery_point = loaded.recovery_point
+            self._clean_marker = self._blocked = True
+        else:
+            # On a full disk the checkpoint waits (the old one stays valid): a full
+            # log must open so that it can be drained.
+            self._try_checkpoint(self._next_offset)
+        for seg in self._segments:
+            seg.release_files()  # an idle log holds no descriptor (reopened on use)
 
     def _open_readonly(self) -> None:
         self._checkpoint_recovery_point = 0
@@ -477,6 +513,21 @@ class Log(LogReads, LogDurability, LogSpace):
                 f"log {self.path} failed earlier and accepts no writes: {self._failed!r}",
                 path=self.path,
             ) from self._failed
+        if self._clean_marker:
+            # The first write after a clean open (defer_clean_marker): the marker
+            # goes, durably, before any file changes (a crash from now on recovers).
+            marker = os.path.join(self.path, CLEAN_MARKER)
+            try:
+                os.unlink(marker)
+            except FileNotFoundError:
+                pass
+            fsync_dir(self.path)
+            self._clean_marker = False
+        if self._flush_idle:
+            # Idle for a whole interval, the flusher let go of it: back on at the first write.
+            self._flush_idle = False
+            Flusher.shared().register(self, self.flush_interval_ms / 1000)
+        self._blocked = self._min_free_bytes > 0  # still checked per append (log_space.py)
 
     def _write_buffer_locked(self) -> None:
         bv = self._buf_values
@@ -508,7 +559,8 @@ class Log(LogReads, LogDurability, LogSpace):
         except OSError as e:
             # Cut any partial write so the file ends at a batch boundary again.
             try:
-                os.ftruncate(seg.fd, seg.size)
+                h = seg.handle()
+                os.ftruncate(h.fd, seg.size)
             except OSError:
                 self._failed = e
                 self._blocked = True
@@ -533,7 +585,8 @@ class Log(LogReads, LogDurability, LogSpace):
         (topped up once half is used; on a full disk it waits for space)."""
         seg = self._active
         if seg.size + (self._reserve_bytes >> 1) > self._reserved_end:
-            if reserve(seg.fd, seg.size, self._reserve_bytes):
+            h = seg.handle()
+            if reserve(h.fd, seg.size, self._reserve_bytes):
                 self._reserved_end = seg.size + self._reserve_bytes
 
     @property
@@ -548,7 +601,8 @@ class Log(LogReads, LogDurability, LogSpace):
         # tears its tail is recovered like a torn tail (see recovery.py).
         old.seal(sync=False)
         if self._reserve_bytes:
-            release(old.fd, old.size, max(self._reserved_end - old.size, 0))
+            h = old.handle()
+            release(h.fd, old.size, max(self._reserved_end - old.size, 0))
             self._reserved_end = 0
         new = self._segment(self._written_end, active=True, create=True)
         new.created_ms = self._now_ms()
@@ -571,6 +625,8 @@ class Log(LogReads, LogDurability, LogSpace):
         quarter of ``segment_bytes``: disk use follows the backlog to within
         that much."""
         with self._lock:
+            if self._clean_marker and min(offset, self._next_offset) <= self._start_offset:
+                return 0  # nothing to do: the clean-shutdown marker may stay
             self._check_writable()
             offset = min(offset, self._next_offset)
             if offset <= self._start_offset:
@@ -610,8 +666,12 @@ class Log(LogReads, LogDurability, LogSpace):
         """Delete whole segments past ``retention_ms`` (by their newest record)
         or beyond ``retention_bytes``; never the active segment."""
         with self._lock:
+            now_ms = self._now_ms() if now_ms is None else now_ms
+            if self._clean_marker and not segments_past_retention(
+                    self._segments, self.retention_ms, self.retention_bytes, now_ms):
+                return 0  # nothing to delete: the clean-shutdown marker may stay
             self._check_writable()
-            return self._apply_retention_locked(self._now_ms() if now_ms is None else now_ms)
+            return self._apply_retention_locked(now_ms)
 
     def _apply_retention_locked(self, now_ms: int) -> int:
         n = segments_past_retention(self._segments, self.retention_ms, self.retention_bytes, now_ms)
@@ -654,7 +714,7 @@ class Log(LogReads, LogDurability, LogSpace):
             full = None
             self._min_free_bytes = 0  # closing writes what is buffered: the headroom is for this
             try:
-                if not self.readonly and self._failed is None:
+                if not self.readonly and self._failed is None and not self._clean_marker:
                     while self._syncing:
                         self._synced.wait()
                     try:

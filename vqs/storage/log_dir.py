@@ -14,7 +14,9 @@ Invariants:
 - the checkpoint is replaced atomically (durable_file.atomic_write); its
   recovery point is an offset below which everything was fsynced;
 - the clean-shutdown marker is written last by ``close`` and removed by the
-  next writer open before any append, so it never outlives a crash;
+  next writer before it changes any file (at open, or with
+  ``defer_clean_marker`` before its first write), so it never outlives a
+  crash that followed a change;
 - a quarantine file name records the one offset gap its removal left, so later
   scans accept exactly that discontinuity.
 """
@@ -32,18 +34,19 @@ CLEAN_MARKER = ".clean-shutdown"
 QUARANTINE_DIR = "quarantine"
 
 
-def list_segment_bases(path: str) -> list[int]:
-    """Base offsets of the segment files in ``path``, ascending."""
+def list_segment_bases(path: str, names: list[str] | None = None) -> list[int]:
+    """Base offsets of the segment files in ``path`` (or among ``names``, its
+    listing), ascending."""
     bases = []
-    for name in os.listdir(path):
+    for name in os.listdir(path) if names is None else names:
         if name.endswith(LOG_SUFFIX) and len(name) == 20 + len(LOG_SUFFIX) and name[:20].isdigit():
             bases.append(int(name[:20]))
     return sorted(bases)
 
 
-def remove_temp_files(path: str) -> None:
+def remove_temp_files(path: str, names: list[str] | None = None) -> None:
     """Remove what an interrupted atomic write or excision left (``*.tmp``)."""
-    for name in os.listdir(path):
+    for name in os.listdir(path) if names is None else names:
         if name.endswith(".tmp"):
             os.unlink(os.path.join(path, name))
 

@@ -18,7 +18,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import os
 import time
 import weakref
 
@@ -90,10 +89,10 @@ class LogDurability:
         try:
             # Oldest first: ``_durable_end`` claims a prefix of the log.
             for failed in sealed:
-                os.fsync(failed.fd)
+                failed.sync()
             if active:
                 failed = seg
-                os.fsync(seg.fd)
+                seg.sync()
         except OSError as e:
             err = e
         finally:
@@ -135,9 +134,16 @@ class LogDurability:
             self._sync_locked()
 
     def _flush_tick(self) -> bool:
-        """One round of the interval flusher; False once the log is closed."""
+        """One round of the interval flusher; False once the log is closed, or
+        idle: nothing was written for a whole interval and the checkpoint is
+        current (then the next write registers it again, see ``_check_writable``:
+        10,000 idle partitions cost the flusher thread nothing)."""
         with self._lock:
             if self._closed:
+                return False
+            if self._failed is None and not self._syncing and not self._buf_values and not self._unsynced \
+                    and self._written_end <= self._durable_end <= self._checkpoint_recovery_point:
+                self._flush_idle = self._blocked = True
                 return False
             if not self._syncing and self._failed is None:
                 self._sync_locked()

@@ -63,6 +63,16 @@ class LogReads:
         if offset < self._start_offset or offset > self._next_offset:
             raise self._out_of_range(offset)
 
+    def _segment_gone(self, offset: int) -> Exception:
+        """The error for a read whose segment file was deleted (retention, or the
+        owner's, for a readonly log) after the read chose it and before it
+        (re)opened the file (the file cache may have closed it meanwhile)."""
+        if self.readonly:
+            self.refresh()
+        if offset < self._start_offset:
+            return self._out_of_range(offset)
+        return LogClosedError(f"log {self.path}: a segment was deleted under a read at offset {offset}")
+
     def _out_of_range(self, offset: int) -> OffsetOutOfRange:
         return OffsetOutOfRange(
             f"offset {offset} is out of range for log {self.path}: "
@@ -118,6 +128,10 @@ class LogReads:
                 if out:
                     break  # hand out the good records; the next read reports the damage
                 raise
+            except FileNotFoundError:
+                if out:
+                    break
+                raise self._segment_gone(offset) from None
             if run is None:
                 # nothing at or after `offset` in this segment (a gap at its end)
                 offset = seg_end
@@ -208,7 +222,12 @@ class LogReads:
         i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
         while i < len(segs) and total < max_bytes and offset < written_end:
             seg = segs[i][0]
-            batches, _ = self._batches_at(seg, offset, max_bytes - total)
+            try:
+                batches, _ = self._batches_at(seg, offset, max_bytes - total)
+            except FileNotFoundError:
+                if out:
+                    break
+                raise self._segment_gone(offset) from None
             if batches:
                 for b in batches:
                     if b.next_offset <= offset:

@@ -38,8 +38,8 @@ class LogSpace:
         """Appends, when ``_blocked``: closed, readonly or failed raise; with
         min_free_bytes, ``nbytes`` more are admitted or refused (a refusal holds
         until free space is back over the setting)."""
-        if self._closed or self.readonly or self._failed is not None:
-            self._check_writable()
+        if self._closed or self.readonly or self._failed is not None or self._clean_marker or self._flush_idle:
+            self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
         if self._min_free_bytes:
             if self._low_space:
                 self._check_free_space(0, self._active.log_path)
@@ -111,4 +111,5 @@ class LogSpace:
             self._free_budget = 0
             self._free_check_at = 0.0
             self._low_space = False
-            self._blocked = self._closed or self.readonly or self._failed is not None or value > 0
+            self._blocked = (self._closed or self.readonly or self._failed is not None or value > 0
+                             or self._clean_marker or self._flush_idle)

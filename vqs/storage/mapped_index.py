@@ -8,6 +8,11 @@ is not grown (it stops taking entries: derived data, lookups scan further).
 When the segment rolls or the log closes, the file is trimmed to its entries. Indexes carry no checksum: the log is the truth, and recovery rebuilds
 an index whenever it is in doubt. An all-zero entry, or one out of order,
 ends the entries (a preallocated tail is zeros).
+
+Descriptors (see file_cache.py): a writable index holds one, the mapping's
+own (the mapping keeps the file open; ours is closed once it is mapped). A
+read-only index (a sealed segment's, or a reader's) holds none: its entries
+are read into memory and the file is closed.
 """
 
 from __future__ import annotations
@@ -24,47 +29,77 @@ class MappedIndex:
     KEY_FIELD: int  # which field of an entry is the search key
     REL_FIELD: int  # which field holds the relative offset (> 0 in real entries)
 
-    def __init__(self, path: str, *, writable: bool, capacity_bytes: int = 0, snapshot: bool = False):
-        """``snapshot``: read the entries into memory instead of mapping the file
-        (readonly readers in another process: the owner may trim the file, and a
-        mapping past the end of its file faults)."""
+    def __init__(self, path: str, *, writable: bool, capacity_bytes: int = 0, snapshot: bool = False,
+                 entries_hint: int = 0, opener=None):
+        """A writable index is preallocated to ``capacity_bytes`` and mapped; a
+        read-only one (``snapshot`` is implied) is read into memory: a mapping
+        of a file another process may trim would fault past its end.
+        ``entries_hint``: entries known valid (this process wrote them), so
+        only those after them are checked. ``opener(path, flags) -> fd``."""
         self.path = path
         self.writable = writable
         self.entry_size = self.ENTRY.size
-        self._mm: mmap.mmap | None = None
-        self._fd: int | None = None
+        self._mm: mmap.mmap | bytes | None = None
         # Every use of the mapping holds this lock: trim() shrinks the file and
         # remaps it, and touching a mapping past the end of its file is SIGBUS.
         self._lock = threading.RLock()
         self.entries = 0
+        self._opener = opener
+        self.exists = True
+        self.file_size = 0
         flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
         try:
-            self._fd = os.open(path, flags, 0o644)
+            fd = opener(path, flags) if opener is not None else os.open(path, flags, 0o644)
         except FileNotFoundError:
-            self._fd = None
+            self.exists = False
             return
-        size = os.fstat(self._fd).st_size
-        if writable:
-            cap = max(size, capacity_bytes)
-            cap -= cap % self.entry_size
-            if cap > size:
-                # Allocated, not sparse: a store into a hole of a mapping on a full
-                # disk is SIGBUS. No space: the index keeps the entries it has and
-                # stops growing (lookups scan further; never a failed open).
-                try:
-                    os.posix_fallocate(self._fd, size, cap - size)
-                    size = cap
-                except OSError as e:
-                    if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-                        raise
-                    size -= size % self.entry_size
-        if size >= self.entry_size:
-            if snapshot and not writable:
-                self._mm = os.pread(self._fd, size - size % self.entry_size, 0)
-            else:
-                prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
-                self._mm = mmap.mmap(self._fd, size - size % self.entry_size, mmap.MAP_SHARED, prot)
-        self.entries = self._count_valid()
+        try:
+            size = os.fstat(fd).st_size
+            self.file_size = size
+            if writable:
+                cap = max(size, capacity_bytes)
+                cap -= cap % self.entry_size
+                if cap > size:
+                    # Allocated, not sparse: a store into a hole of a mapping on a full
+                    # disk is SIGBUS. No space: the index keeps the entries it has and
+                    # stops growing (lookups scan further; never a failed open).
+                    try:
+                        os.posix_fallocate(fd, size, cap - size)
+                        size = cap
+                    except OSError as e:
+                        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                            raise
+                        size -= size % self.entry_size
+            if size >= self.entry_size:
+                if not writable:
+                    self._mm = os.pread(fd, size - size % self.entry_size, 0)
+                else:
+                    prot = mmap.PROT_READ | mmap.PROT_WRITE
+                    self._mm = mmap.mmap(fd, size - size % self.entry_size, mmap.MAP_SHARED, prot)
+        finally:
+            os.close(fd)  # a mapping keeps its own descriptor
+        self.entries = self._count_valid(min(entries_hint, self.capacity))
+
+    @classmethod
+    def peek_last(cls, path: str, opener=None):
+        """The last entry of the file at ``path``, read from its end without
+        loading the index (a clean reopen: close trimmed the file to its
+        entries). None if the file is missing or holds no entry; False if it
+        ends in an all-zero entry (not trimmed: the caller loads the index)."""
+        try:
+            fd = opener(path, os.O_RDONLY) if opener is not None else os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            es = cls.ENTRY.size
+            size = os.fstat(fd).st_size
+            size -= size % es
+            if size < es:
+                return None
+            e = cls.ENTRY.unpack(os.pread(fd, es, size - es))
+        finally:
+            os.close(fd)
+        return e if any(e) else False
 
     @property
     def capacity(self) -> int:
@@ -74,17 +109,18 @@ class MappedIndex:
     def full(self) -> bool:
         return self.entries >= self.capacity
 
-    def _count_valid(self) -> int:
+    def _count_valid(self, start: int = 0) -> int:
         """Entries before the first that is all-zero or out of order (keys
-        non-decreasing, relative offsets strictly increasing)."""
+        non-decreasing, relative offsets strictly increasing); the first
+        ``start`` are taken as valid."""
         mm = self._mm
         if mm is None:
             return 0
         unpack = self.ENTRY.unpack_from
         es, kf, rf = self.entry_size, self.KEY_FIELD, self.REL_FIELD
         n = len(mm) // es
-        prev = None
-        for i in range(n):
+        prev = unpack(mm, (start - 1) * es) if start else None
+        for i in range(start, n):
             e = unpack(mm, i * es)
             if not any(e):
                 return i
@@ -148,31 +184,34 @@ class MappedIndex:
                 self._mm.flush()
 
     def trim(self) -> None:
-        """Shrink the file to its entries (at roll and close); keeps it mapped read-only."""
+        """Shrink the file to its entries (at roll and close), fsync it, and keep
+        the entries in memory (read-only from now on: no descriptor held)."""
         with self._lock:
-            if not self.writable or self._fd is None:
+            if not self.writable or not self.exists:
                 return
             n = self.entries * self.entry_size
-            if self._mm is not None:
+            data = b""
+            if isinstance(self._mm, mmap.mmap):
                 self._mm.flush()
+                data = self._mm[:n]
                 self._mm.close()
-                self._mm = None
-            os.ftruncate(self._fd, n)
-            os.fsync(self._fd)
-            if n:
-                self._mm = mmap.mmap(self._fd, n, mmap.MAP_SHARED, mmap.PROT_READ)
+            self._mm = data or None
+            opener = self._opener
+            fd = opener(self.path, os.O_RDWR) if opener is not None else os.open(self.path, os.O_RDWR)
+            try:
+                os.ftruncate(fd, n)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.file_size = n
             self.writable = False
 
     def close(self) -> None:
         with self._lock:
-            if self._mm is not None:
-                if isinstance(self._mm, mmap.mmap):
-                    try:
-                        self._mm.close()
-                    except BufferError:
-                        pass
-                self._mm = None
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            if isinstance(self._mm, mmap.mmap):
+                try:
+                    self._mm.close()
+                except BufferError:
+                    pass
+            self._mm = None
             self.entries = 0

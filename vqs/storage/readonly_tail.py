@@ -14,8 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import os
-
 from .log_dir import list_segment_bases
 from .recovery import SegmentFactory
 from .segment import Segment
@@ -81,6 +79,6 @@ def follow_segments(path: str, segments: list[Segment], make_segment: SegmentFac
             except FileNotFoundError:
                 pass
         if segments[-1] is not was_last:
-            was_last.size = os.fstat(was_last.fd).st_size
+            was_last.size = was_last.file_size()
             was_last.next_offset = None
     return True

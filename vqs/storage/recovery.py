@@ -19,7 +19,11 @@ Recovery at open (unless the clean-shutdown marker says the log was closed):
 
 After a clean close the marker lets the loader skip 3-4: the end of the last
 segment is found from its last index entry (a short scan), and any doubt about
-it falls back to full recovery.
+it falls back to full recovery. With ``defer_marker`` a clean load changes no
+file at all (the marker stays, nothing is fsynced): the ``Log`` removes the
+marker before its first write, so reopening thousands of idle partitions
+costs no fsync. Until then the files are exactly as the clean close left
+them, so the marker still tells the truth if the process dies.
 
 Invariants of the result: the last segment is active (open for appends) and
 its ``next_offset`` is the log's end; the marker is gone before the log
@@ -35,7 +39,14 @@ from collections.abc import Callable
 
 from ..errors import CorruptRecordError
 from .durable_file import fsync_dir
-from .log_dir import CLEAN_MARKER, QUARANTINE_DIR, list_segment_bases, read_checkpoint, remove_temp_files
+from .log_dir import (
+    CLEAN_MARKER,
+    QUARANTINE_DIR,
+    list_segment_bases,
+    load_gaps,
+    read_checkpoint,
+    remove_temp_files,
+)
 from .segment import Segment
 
 logger = logging.getLogger("vqs.storage")
@@ -48,12 +59,16 @@ class LoadedLog:
     """What the loader hands the ``Log``: its segments (the last one active)
     and its start offset."""
 
-    __slots__ = ("segments", "start_offset", "quarantined_batches")
+    __slots__ = ("segments", "start_offset", "quarantined_batches", "marker_kept", "recovery_point")
 
-    def __init__(self, segments: list[Segment], start_offset: int, quarantined_batches: int) -> None:
+    def __init__(self, segments: list[Segment], start_offset: int, quarantined_batches: int,
+                 marker_kept: bool = False, recovery_point: int | None = None) -> None:
         self.segments = segments
         self.start_offset = start_offset
         self.quarantined_batches = quarantined_batches
+        #: the clean-shutdown marker is still there (``defer_marker``): nothing changed
+        self.marker_kept = marker_kept
+        self.recovery_point = recovery_point
 
 
 class LogLoader:
@@ -64,26 +79,41 @@ class LogLoader:
     segments opened so far are in ``segments`` for the caller to close.
     """
 
-    def __init__(self, path: str, recovery: str, make_segment: SegmentFactory) -> None:
+    def __init__(self, path: str, recovery: str, make_segment: SegmentFactory,
+                 defer_marker: bool = False, gaps: dict[int, int] | None = None) -> None:
         self.path = path
+        self.gaps = gaps  # filled from quarantine/ (shared with the segments)
+        self.defer_marker = defer_marker
         self.recovery = recovery
         self.make_segment = make_segment
         self.segments: list[Segment] = []
         self.quarantined_batches = 0
 
     def load(self) -> LoadedLog:
-        remove_temp_files(self.path)
+        try:
+            names = os.listdir(self.path)  # one listing: segments, temp files, the marker
+        except FileNotFoundError:
+            os.makedirs(self.path)
+            names = []
+        if QUARANTINE_DIR in names and self.gaps is not None:
+            self.gaps.update(load_gaps(self.path))
+        clean = CLEAN_MARKER in names
+        if not clean:
+            remove_temp_files(self.path, names)  # a clean close leaves none
         recovery_point, log_start = read_checkpoint(self.path)
-        bases = list_segment_bases(self.path)
+        bases = list_segment_bases(self.path, names)
         marker = os.path.join(self.path, CLEAN_MARKER)
-        clean = os.path.exists(marker)
         segs = self.segments
         if not bases:
             segs.append(self.make_segment(log_start, active=True, create=True))
         else:
             segs.extend(self.make_segment(b, active=False) for b in bases[:-1])
             segs.append(self.make_segment(bases[-1], active=True))
-            if not (clean and self._load_clean_tail()):
+            tail_ok = clean and self._load_clean_tail()
+            if tail_ok and self.defer_marker and recovery_point == segs[-1].next_offset:
+                # Nothing to change: the files are as the clean close left them.
+                return LoadedLog(segs, log_start, 0, marker_kept=True, recovery_point=recovery_point)
+            if not tail_ok:
                 self._recover(recovery_point)
         if clean:
             # Remove the marker before any append: a crash from now on must recover.
@@ -95,15 +125,27 @@ class LogLoader:
         """After a clean close: find the end of the last segment from its last
         index entry (a short scan). False if anything is off (then recover)."""
         seg = self.segments[-1]
-        pos, expected = seg.position_for(seg.base_offset + (1 << 32) - 1)
+        if seg.size == 0:
+            seg.next_offset = seg.base_offset
+            return True
+        # The last index entry, read from the end of the trimmed index file: the
+        # index itself (O(entries) to load and check) is loaded when a read needs it.
+        e = seg.peek_index_tail()
+        if e is None:
+            pos, expected = 0, seg.base_offset
+        elif e is False:
+            pos, expected = seg.position_for(seg.base_offset + (1 << 32) - 1)
+        elif e[1] >= seg.size:
+            logger.warning("%s: clean-shutdown marker present but its index points past the end; recovering",
+                           seg.log_path)
+            return False
+        else:
+            pos, expected = e[1], seg.base_offset + e[0]
         last = None
         for info in seg.iter_valid(pos, seg.size, expected=expected):
             last = info
             if info.position + info.size == seg.size:
                 break
-        if seg.size == 0:
-            seg.next_offset = seg.base_offset
-            return True
         if last is None or last.position + last.size != seg.size:
             logger.warning("%s: clean-shutdown marker present but tail invalid; recovering", seg.log_path)
             return False

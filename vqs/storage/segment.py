@@ -5,6 +5,14 @@ order. The indexes are derived data (see offset_index.py, time_index.py): they
 are opened lazily, so opening a log costs O(segments), not O(bytes), and
 memory does not grow with the size of the log.
 
+Files are opened on demand and held through the process's file cache
+(file_cache.py): the cache may close a segment's files whenever it is not
+using them (its ``_idx_lock`` free), and they are reopened on next use. Code
+that uses the log file holds its ``FileHandle`` (``handle()``) for the length
+of the syscall, never a bare descriptor number. An active segment maps its
+indexes for appends only once an append needs them (``appending``); until
+then (a log reopened after a clean close) they are read-only, in memory.
+
 Invariants:
 - ``size`` is the byte length of the valid prefix of the log file; everything
   VQS wrote beyond it was discarded by recovery.
@@ -22,6 +30,7 @@ import threading
 
 from ..errors import CorruptRecordError
 from .durable_file import write_all
+from .file_cache import CACHE, FileHandle
 from .offset_index import OffsetIndex
 from .record_batch import (
     RecordBatch,
@@ -69,6 +78,14 @@ class Segment:
         # mapped writable. owner: this process may change files (not a readonly Log).
         self.writable = active
         self.owner = owner
+        # appending: the indexes are mapped writable (a new segment, or once an
+        # append needed them); otherwise they are opened read-only, in memory.
+        self.appending = create
+        self._gone = False  # closed or deleted: holds nothing in the file cache
+        self._hot = True  # used since the file cache's hand last passed (file_cache.py)
+        self._index_hint = self._ti_hint = 0  # entries of an evicted writable index
+        self._index: OffsetIndex | None = None
+        self._timeindex: TimeIndex | None = None
         self._index_disabled = False
         self._idx_lock = threading.RLock()  # guards creating/replacing the index objects
         #: {expected offset: base offset that may follow it}: gaps left by
@@ -76,24 +93,79 @@ class Segment:
         self.gaps: dict[int, int] = gaps if gaps is not None else {}
         self.index_interval_bytes = index_interval_bytes
         self.index_capacity_bytes = index_capacity_bytes
-        if active:
-            flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        # A FileHandle owns the descriptor: readers hold it while they pread, so
+        # a segment deleted by retention or evicted by the file cache meanwhile
+        # closes its descriptor only after the last reader lets go (no fd reuse race).
+        self._fh: FileHandle | None = None
+        if create:
+            fd = CACHE.open_fd(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, self)
+            self._fh = FileHandle(fd)
+            self.size = os.fstat(fd).st_size
+            CACHE.set_weight(self, 1)
         else:
-            flags = os.O_RDONLY
-        # A FileIO owns the descriptor: readers keep a reference to the segment
-        # while they pread, so a segment deleted by retention meanwhile closes
-        # its descriptor only after the last reader lets go (no fd reuse race).
-        self.file = open(os.open(self.log_path, flags, 0o644), "rb", buffering=0, closefd=True)
-        self.fd = self.file.fileno()
-        self.size = os.fstat(self.fd).st_size
+            self.size = os.stat(self.log_path).st_size
         self.next_offset: int | None = base_offset if self.size == 0 else None
         self.max_timestamp_ms = -1
         self.created_ms: int | None = None
-        self._index: OffsetIndex | None = None
-        self._timeindex: TimeIndex | None = None
         self._since_index = 0
         self._ti_last = -1 << 63
         self._ti_checked = False
+
+    # -- files (file_cache.py) -----------------------------------------------------
+
+    def handle(self) -> FileHandle:
+        """The log file's handle (opened if the file cache closed it). Hold it
+        while its descriptor is in use."""
+        h = self._fh
+        if h is None:
+            h = self._open_handle()
+        self._hot = True
+        return h
+
+    def _open_handle(self) -> FileHandle:
+        with self._idx_lock:
+            h = self._fh
+            if h is None:
+                flags = os.O_RDWR | os.O_APPEND if self.writable else os.O_RDONLY
+                h = self._fh = FileHandle(CACHE.open_fd(self.log_path, flags, self))
+                self._recount()
+            return h
+
+    def _opener(self, path: str, flags: int) -> int:
+        return CACHE.open_fd(path, flags, self)
+
+    def _recount(self) -> None:
+        """Tell the file cache what this segment holds (under ``_idx_lock``)."""
+        n = 0 if self._gone else (
+            (self._fh is not None) + (self._index is not None) + (self._timeindex is not None))
+        CACHE.set_weight(self, n)
+
+    def _try_evict(self) -> bool:
+        """Drop the open files unless busy (called by the file cache, under its lock)."""
+        if not self._idx_lock.acquire(blocking=False):
+            return False
+        try:
+            idx, ti = self._index, self._timeindex
+            if idx is not None and idx.writable:
+                self._index_hint = idx.entries
+            if ti is not None and ti.writable:
+                self._ti_hint = ti.entries
+            # Dropped, not closed: a thread still using one keeps it until done.
+            self._fh = self._index = self._timeindex = None
+            return True
+        finally:
+            self._idx_lock.release()
+
+    def release_files(self) -> None:
+        """Close the files now (reopened on next use): an idle segment holds none."""
+        with self._idx_lock:
+            if self._try_evict():
+                self._recount()
+
+    def file_size(self) -> int:
+        """The log file's size now (``size`` is the valid prefix)."""
+        h = self.handle()
+        return os.fstat(h.fd).st_size
 
     # -- indexes ---------------------------------------------------------------
 
@@ -105,16 +177,20 @@ class Segment:
         with self._idx_lock:  # exactly one index object per segment
             if self._index is not None:
                 return self._index
-            self._index = OffsetIndex(
-                self.index_path, writable=self.writable, capacity_bytes=self.index_capacity_bytes,
-                snapshot=not self.owner,
-            )
+            self._index = self._open_index(OffsetIndex, self.index_path, self.index_capacity_bytes)
+            self._recount()
             # An entry pointing past the end of the file is damage. (Compare with the
             # file, not self.size: a readonly reader's size is a snapshot.)
-            if (self._index.entries and self._index.last()[1] >= max(os.fstat(self.fd).st_size, 1)) \
+            if (self._index.entries and self._index.last()[1] >= max(self.file_size(), 1)) \
                     or not self._sealed_file_ok(self._index):
                 self.rebuild_indexes()
         return self._index
+
+    def _open_index(self, kind, path: str, capacity: int, hint: int = 0):
+        writable = self.writable and self.appending
+        # (a mapping takes a descriptor of its own: out of them, retried once)
+        return CACHE.retry(lambda: kind(path, writable=writable, capacity_bytes=capacity, snapshot=not self.owner,
+                                        entries_hint=hint if writable else 0, opener=self._opener), path, self)
 
     @property
     def timeindex(self) -> TimeIndex:
@@ -123,22 +199,38 @@ class Segment:
             return ti
         with self._idx_lock:
             if self._timeindex is None:
-                ti = TimeIndex(
-                    self.timeindex_path, writable=self.writable,
-                    capacity_bytes=self.index_capacity_bytes * 3 // 2, snapshot=not self.owner,
-                )
+                ti = self._open_index(TimeIndex, self.timeindex_path, self.index_capacity_bytes * 3 // 2)
                 last = ti.last()
                 if last is not None:
                     self._ti_last = last[0]
                 self._timeindex = ti
+                self._recount()
             return self._timeindex
+
+    def _map_for_append(self) -> tuple[OffsetIndex, TimeIndex]:
+        """Both indexes, mapped writable: appends add entries (see module doc)."""
+        with self._idx_lock:
+            self.appending = True
+            idx, ti = self._index, self._timeindex
+            if idx is None or not idx.writable:
+                hint = idx.entries if idx is not None else self._index_hint
+                self._index = self._open_index(OffsetIndex, self.index_path, self.index_capacity_bytes, hint)
+            if ti is None or not ti.writable:
+                hint = ti.entries if ti is not None else self._ti_hint
+                ti = self._open_index(TimeIndex, self.timeindex_path, self.index_capacity_bytes * 3 // 2, hint)
+                last = ti.last()
+                if last is not None:
+                    self._ti_last = max(self._ti_last, last[0])
+                self._timeindex = ti
+            self._recount()
+            return self._index, self._timeindex
 
     def _sealed_file_ok(self, idx) -> bool:
         """A sealed segment's index file was trimmed to its entries: it must be a
         whole number of entries, every one valid (else it is damaged)."""
-        if self.writable or idx._fd is None:
+        if self.writable or not idx.exists:
             return True
-        size = os.fstat(idx._fd).st_size
+        size = idx.file_size
         return size % idx.entry_size == 0 and idx.entries == size // idx.entry_size
 
     def timeindex_ok(self) -> bool:
@@ -190,12 +282,18 @@ class Segment:
         rel = base_offset - self.base_offset
         if position == 0:
             if max_ts_so_far > self._ti_last:
-                self.timeindex.append(max_ts_so_far, rel)
+                ti = self._timeindex
+                if ti is None or not ti.writable:
+                    ti = self._map_for_append()[1]
+                ti.append(max_ts_so_far, rel)
                 self._ti_last = max_ts_so_far
         elif self._since_index >= self.index_interval_bytes:
-            self.index.append(rel, position)
+            idx, ti = self._index, self._timeindex
+            if idx is None or not idx.writable or ti is None or not ti.writable:
+                idx, ti = self._map_for_append()
+            idx.append(rel, position)
             if max_ts_so_far > self._ti_last:
-                self.timeindex.append(max_ts_so_far, rel)
+                ti.append(max_ts_so_far, rel)
                 self._ti_last = max_ts_so_far
             self._since_index = 0
 
@@ -220,10 +318,15 @@ class Segment:
             except FileNotFoundError:
                 pass
         writable = self.writable
-        self._index = OffsetIndex(self.index_path, writable=True, capacity_bytes=self.index_capacity_bytes)
+        self.appending = writable
+        self._index_hint = self._ti_hint = 0
+        self._index = OffsetIndex(self.index_path, writable=True, capacity_bytes=self.index_capacity_bytes,
+                                  opener=self._opener)
         self._timeindex = TimeIndex(
-            self.timeindex_path, writable=True, capacity_bytes=self.index_capacity_bytes * 3 // 2
+            self.timeindex_path, writable=True, capacity_bytes=self.index_capacity_bytes * 3 // 2,
+            opener=self._opener,
         )
+        self._recount()
         self._since_index = 0
         self._ti_last = -1 << 63
         self._ti_checked = True
@@ -255,14 +358,19 @@ class Segment:
         pos = self.size
         self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
         self._index_batch(pos, base_offset, self.max_timestamp_ms)
-        write_all(self.fd, parts)
+        h = self._fh
+        if h is None:
+            h = self._open_handle()
+        self._hot = True
+        write_all(h.fd, parts)
         self.size = pos + nbytes
         self._since_index += nbytes
         self.next_offset = next_offset
         return pos
 
     def sync(self) -> None:
-        os.fsync(self.fd)
+        h = self.handle()
+        os.fsync(h.fd)
 
     def seal(self, *, sync: bool = True) -> None:
         """Make the segment read-only (at roll and close): record the final max
@@ -272,12 +380,14 @@ class Segment:
         if not self.writable:
             return
         if sync:
-            os.fsync(self.fd)
+            self.sync()
         if self.next_offset is not None and self.next_offset > self.base_offset:
             ti = self.timeindex
             # The last entry always names the last batch (timeindex_ok relies on it).
             last_rel = self._last_batch_relative_offset()
             if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
+                if not ti.writable:
+                    ti = self._map_for_append()[1]
                 ti.append(max(self.max_timestamp_ms, self._ti_last), last_rel)
                 self._ti_last = max(self.max_timestamp_ms, self._ti_last)
         with self._idx_lock:
@@ -292,25 +402,37 @@ class Segment:
             last = info
         return None if last is None else last.base_offset - self.base_offset
 
+    def peek_index_tail(self):
+        """The offset index's last entry from the end of its file (see
+        ``MappedIndex.peek_last``), without loading the index."""
+        return OffsetIndex.peek_last(self.index_path, self._opener)
+
     def resume_after(self, last, index_position: int) -> None:
         """Continue appending after ``last`` (BatchInfo of the final batch, found
         by a scan from the last index entry at ``index_position``) without a
         full recovery: after a clean close."""
         self.next_offset = last.next_offset
         # The active segment keeps appending: its largest timestamp must be exact
-        # before seal() records it, so check (or rebuild) the time index now.
-        ti = self.checked_timeindex()
-        self.max_timestamp_ms = max(
-            self.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms
-        )
-        self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else -1 << 63
+        # before seal() records it. Close trimmed the time index and made its
+        # last entry the segment's largest timestamp: read that one entry. Any
+        # doubt (no entry, not trimmed), and the index is checked (or rebuilt).
+        tl = TimeIndex.peek_last(self.timeindex_path, self._opener)
+        if tl:
+            self.max_timestamp_ms = max(self.max_timestamp_ms, tl[0], last.max_timestamp_ms)
+            self._ti_last = tl[0]
+        else:
+            ti = self.checked_timeindex()
+            self.max_timestamp_ms = max(
+                self.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms
+            )
+            self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else -1 << 63
         # Bytes since the last index entry, so the next entry lands on schedule.
         self._since_index = self.size - index_position
 
     def truncate(self, position: int) -> None:
         """Discard the log file from ``position`` on (recovery), and index entries past it."""
         os.truncate(self.log_path, position)
-        os.fsync(self.fd)
+        self.sync()
         self.size = position
         self.rebuild_indexes()
         if position == 0:
@@ -319,7 +441,11 @@ class Segment:
     # -- reading ---------------------------------------------------------------
 
     def pread(self, position: int, n: int) -> bytes:
-        return os.pread(self.fd, n, position)
+        h = self._fh
+        if h is None:
+            h = self._open_handle()
+        self._hot = True
+        return os.pread(h.fd, n, position)
 
     def continues(self, expected: int, base: int) -> bool:
         """Whether a batch with base offset ``base`` may follow ``expected``: offsets
@@ -340,7 +466,7 @@ class Segment:
             yield info
 
     def _iter_valid(self, position: int, end: int | None):
-        end = os.fstat(self.fd).st_size if end is None else end
+        end = self.file_size() if end is None else end
         pos = position
         want = 64 << 10  # lookups usually stop within an index interval: start small
         while pos < end:
@@ -476,7 +602,7 @@ class Segment:
         ``resync_position`` is the first valid batch after it (None = nothing
         valid follows: a torn tail).
         """
-        self.size = os.fstat(self.fd).st_size
+        self.size = self.file_size()
         next_off = max(self.base_offset, min_base_offset)
         self.rebuild_indexes()
         valid = 0
@@ -526,11 +652,10 @@ class Segment:
             os.fsync(out.fileno())
         os.replace(tmp, self.log_path)
         fsync_dir(self.directory)
-        flags = os.O_RDWR | os.O_APPEND if self.writable else os.O_RDONLY
-        self.file.close()
-        self.file = open(os.open(self.log_path, flags), "rb", buffering=0, closefd=True)
-        self.fd = self.file.fileno()
-        self.size = os.fstat(self.fd).st_size
+        with self._idx_lock:
+            self._fh = None  # the old file: reopened on next use
+            self._recount()
+        self.size = self.file_size()
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -540,7 +665,11 @@ class Segment:
                 if idx is not None:
                     idx.close()
             self._index = self._timeindex = None
-        self.file.close()
+            if self._fh is not None:
+                self._fh.close()  # as the log closes: a read racing it fails
+                self._fh = None
+            self._gone = True
+            self._recount()
 
     def delete(self) -> None:
         """Unlink the files; open readers keep reading until they let go."""
@@ -549,6 +678,10 @@ class Segment:
                 if idx is not None:
                     idx.close()
             self._index = self._timeindex = None
+            # The log file's handle stays with the segment object (readers that
+            # hold the segment can finish); it is no longer the cache's to close.
+            self._gone = True
+            self._recount()
         for p in (self.log_path, self.index_path, self.timeindex_path):
             try:
                 os.unlink(p)

@@ -1,0 +1,97 @@
+"""The process's open-file limit (``RLIMIT_NOFILE``): raising it, naming it.
+
+A broker with thousands of partitions, and a server with many connections,
+need more descriptors than the common default soft limit of 1,024. Servers
+raise their soft limit to the hard limit at start-up (the hard limit is the
+administrator's choice; an unprivileged process may raise its soft limit up
+to it): ``raise_open_file_limit`` does that, once per process, and logs what
+it did. ``Broker`` and ``vqs serve`` call it.
+
+When the limit is still hit (``EMFILE``, or ``ENFILE`` for the whole system),
+``too_many_open_files`` builds the ``TooManyOpenFiles`` error that names the
+file, the limit and the settings to change, instead of a raw ``OSError``.
+
+Invariant: the soft limit is only ever raised here, never lowered.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on POSIX
+    resource = None
+
+from ..errors import TooManyOpenFiles
+
+logger = logging.getLogger("vqs.storage")
+
+#: errnos that mean "no descriptor left": for this process, or for the system
+FD_EXHAUSTED = (errno.EMFILE, errno.ENFILE)
+#: A soft limit raised "to the hard limit" stops here when the hard limit is
+#: unlimited or huge (some kernels refuse more than fs.nr_open anyway).
+RAISE_CEILING = 1 << 20
+
+_raised = False
+#: The soft limit before start-up raised it (None: not raised), for the server's ready line.
+raised_from: int | None = None
+
+
+def open_file_limits() -> tuple[int, int]:
+    """(soft, hard) ``RLIMIT_NOFILE`` of this process; (-1, -1) where unknown."""
+    if resource is None:
+        return -1, -1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    inf = resource.RLIM_INFINITY
+    return (RAISE_CEILING if soft == inf else soft), (RAISE_CEILING if hard == inf else hard)
+
+
+def raise_open_file_limit(target: int | None = None, *, quiet: bool = False) -> int:
+    """Raise the soft ``RLIMIT_NOFILE`` to ``target`` (default: the hard limit,
+    at most ``RAISE_CEILING``); never lowers it. Returns the soft limit now.
+    Without a target it runs once per process (the server and every Broker
+    call it). Logged at INFO unless ``quiet`` (the server says it in its ready
+    line: a failed start writes one line only)."""
+    global _raised, raised_from
+    if resource is None:
+        return -1
+    soft, hard = open_file_limits()
+    if target is None:
+        if _raised:
+            return soft
+        _raised = True
+        target = hard
+    target = min(target, hard, RAISE_CEILING)
+    if target <= soft:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    except (ValueError, OSError) as e:
+        logger.warning("could not raise the open-file soft limit (RLIMIT_NOFILE) from %d to %d: %s",
+                       soft, target, e)
+        return soft
+    raised_from = soft if raised_from is None else raised_from
+    if not quiet:
+        logger.info("raised the open-file soft limit (RLIMIT_NOFILE) from %d to %d (hard limit %d)",
+                    soft, target, hard)
+    return target
+
+
+def too_many_open_files(path: str, err: OSError, *, held: int, cap: int) -> TooManyOpenFiles:
+    """The error for ``err`` (EMFILE/ENFILE) while opening ``path``; ``held``
+    files were open in VQS's file cache, whose cap is ``cap``."""
+    soft, hard = open_file_limits()
+    if err.errno == errno.ENFILE:
+        what = "the system-wide open-file limit (fs.file-max) is reached"
+        fix = "raise fs.file-max (sysctl) or close other processes' files"
+    else:
+        what = f"this process reached its open-file limit (RLIMIT_NOFILE: soft {soft}, hard {hard})"
+        fix = (f"raise the limit (ulimit -n, LimitNOFILE= in a systemd unit) or lower "
+               f"max_open_files (now {cap}; VQS_MAX_OPEN_FILES, vqs serve --max-open-files, "
+               f"vqs.set_max_open_files)")
+    return TooManyOpenFiles(
+        f"opening {path} failed: {what}, with {held} segment files open in VQS's file cache; {fix}",
+        path=path, soft_limit=soft, hard_limit=hard, max_open_files=cap,
+    )
