@@ -7,6 +7,7 @@ reorders nothing; a full queue reopens on the full disk and drains."""
 
 from __future__ import annotations
 
+import gc
 import os
 import queue
 import threading
@@ -75,6 +76,10 @@ def test_full_disk_tier_refuses_waits_serves_and_resumes(small_disk, durable):
         assert [r[0] for r in rest] == list(range(3, n + 1))
     finally:
         q.close()
+        # A deleted segment keeps its file open until its last reader lets go,
+        # which for a reference cycle is the next GC (vqs/storage/segment.py):
+        # collect now, or the tmpfs may still be busy at unmount.
+        gc.collect()
 
 
 def test_min_free_bytes_keeps_room_for_close_and_a_full_queue_drains_on_a_full_disk(small_disk):
