@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
+from ...errors import LogClosedError
 from .errors import RpcError
 
 STOP_CHECK_S = 1.0  # a waiting call looks at `stopping` at least this often
@@ -98,6 +99,25 @@ class GrpcContext:
             return await asyncio.get_running_loop().run_in_executor(self.wait_pool, functools.partial(fn, *args))
         finally:
             self.waiters -= 1
+
+    def receive_waiting(self, q, n: int, wait_s: float, visibility) -> list:
+        """``q.receive`` waiting up to ``wait_s`` in slices of <= 1 s (run in ``wait_pool`` by
+        ``long_poll``): stops with the server, and follows a queue deleted and created again
+        (a deleted queue that is not back answers as missing, as on the other fronts)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.server.stopping:
+                return []
+            try:
+                msgs = q.receive(n, min(left, 1.0), visibility)
+            except LogClosedError:
+                if self.server.stopping or self.server.broker is None:
+                    raise
+                q = self.server.broker.queue(q.name)
+                continue
+            if msgs:
+                return msgs
 
     def wait_seconds(self, context, wanted_s: float) -> float:
         """``wanted_s`` cut to the server's long-poll cap and the call's deadline."""

@@ -106,9 +106,7 @@ class QueuesService(pbg.QueuesServicer):
             raise invalid(f"wait_seconds must be 0-20, not {wanted}")
         wait = ctx.wait_seconds(context, wanted)
         if wait > 0:
-            # the server's own waiting loop (slices of <= 1 s, stops with the server,
-            # follows a queue deleted and created again)
-            msgs = await ctx.long_poll(ctx.server._receive_waiting, q, n, wait, vis)
+            msgs = await ctx.long_poll(ctx.receive_waiting, q, n, wait, vis)
         else:
             msgs = await ctx.write(q.receive, n, 0, vis)
         ctx.metrics.count_out("queue", q.name, len(msgs), sum(len(m.body) for m in msgs))
