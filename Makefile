@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
 #   make demo     - runs the main job on embedded defaults (installs the server and Spark extras)
+#   make demo-cluster - the same job on a two-worker Spark standalone cluster on loopback
 #   make test     - runs the test suite (installs every extra the tests use)
 #   make install  - the library and the `vqs` command only, into .venv
 # Each creates .venv if it is missing and installs what it needs into it (one
@@ -15,7 +16,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-log bench bench-ab venv install java kcat browser clean spark-jar
+.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab venv install java kcat browser clean spark-jar
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -125,6 +126,11 @@ lint: $(call STAMP,dev)
 # feed, and the Structured Streaming pipeline reading and writing through it.
 demo: java $(call STAMP,server) $(call STAMP,spark) spark-jar
 	$(PY) -m vqs.pipelines.demo
+
+# The same job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
+# one master and two workers from the pyspark wheel, executors reading by url.
+demo-cluster: java $(call STAMP,server) $(call STAMP,spark)
+	$(PY) -m vqs.pipelines.cluster
 
 # A tour of the bare log: a million appends, reopen, read back.
 demo-log: $(call STAMP,core)

@@ -17,7 +17,8 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 def pipeline_run(ctx: typer.Context) -> None:
     """Run the camera-statistics Spark job on a topic.
 
-    Reads with --path or --url; --help lists its options.
+    Reads with --path or --url; --master spark://HOST:PORT runs it on a
+    standalone cluster (read with --url there); --help lists its options.
     """
     from ..pipelines import camera
 

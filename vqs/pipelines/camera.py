@@ -239,7 +239,13 @@ def make_session(master: str = "local[2]", app: str = "vqs-camera-pipeline"):
 
     from .. import spark as vqs_spark
 
-    spark = (SparkSession.builder.master(master).appName(app)
+    builder = SparkSession.builder.master(master).appName(app)
+    if master.startswith("spark://"):
+        # A standalone cluster (vqs.pipelines.cluster): executors start their Python
+        # workers with this interpreter, so they find vqs without an activated venv.
+        builder = (builder.config("spark.pyspark.python", sys.executable)
+                   .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"]))
+    spark = (builder
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
@@ -267,6 +273,7 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
     """Run the two streaming queries (stats -> Parquet, alerts -> VQS topic)
     until they finish (``trigger="availableNow"``) or ``timeout_s`` passes."""
     src = source_options(path, url, token)
+    out = os.path.abspath(out)  # executors on a cluster write here, and their working dir is not ours
     stats_path = os.path.join(out, "stats")
     ck = os.path.join(out, "checkpoints")
     stats = build_stats(spark, src, topic, max_offsets=max_offsets, window=window, watermark=watermark)
@@ -396,7 +403,8 @@ def main(argv=None) -> int:
     r.add_argument("--trigger", default="availableNow",
                    help="'availableNow' (process what is there, then stop) or an interval like '5 seconds'")
     r.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
-    r.add_argument("--master", default="local[2]")
+    r.add_argument("--master", default="local[2]", help="local[N], or spark://HOST:PORT for a standalone cluster "
+                   "(read with --url there: workers need not share the data dir)")
     args = ap.parse_args(argv)
 
     if args.cmd == "feed":
