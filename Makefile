@@ -129,7 +129,7 @@ demo: java $(call STAMP,server) $(call STAMP,spark) spark-jar
 
 # The same job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
 # one master and two workers from the pyspark wheel, executors reading by url.
-demo-cluster: java $(call STAMP,server) $(call STAMP,spark)
+demo-cluster: java $(call STAMP,server) $(call STAMP,spark) spark-jar
 	$(PY) -m vqs.pipelines.cluster
 
 # A tour of the bare log: a million appends, reopen, read back.
