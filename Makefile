@@ -114,7 +114,7 @@ kcat:
 	  fi; }
 
 test: java kcat browser lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
-	@echo "==> running the tests (about 10 minutes on 2 cores)"
+	@echo "==> running the tests (about 13 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The habits CI keeps: lint rules and the import layers (pyproject.toml).
