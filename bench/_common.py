@@ -34,6 +34,7 @@ import os
 import platform
 import shlex
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -328,3 +329,22 @@ def bars_table(bars: Sequence[dict]) -> str:
          for b in bars],
         right=[1],
     )
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the benches' servers bind it next)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 30) -> None:
+    """Return once something accepts connections on 127.0.0.1:``port``; RuntimeError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")

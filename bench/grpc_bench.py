@@ -32,7 +32,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -41,25 +40,13 @@ import time
 
 import _common as C  # before any vqs import: it decides which vqs is measured
 
+free_port = C.free_port
+wait_port = C.wait_port
+
 VALUE = b"x" * 100
 BATCH = [VALUE] * 100
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port}")
 
 
 def pct(xs: list[float], q: float) -> float:

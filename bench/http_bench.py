@@ -48,13 +48,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import _common as C  # before any vqs import: it decides which vqs is measured
+
+free_port = C.free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VALUE = "x" * 100
@@ -81,11 +82,6 @@ done = function(summary, latency, requests)
 end
 """
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def one_batch_body() -> bytes:

@@ -33,7 +33,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -41,24 +40,12 @@ import time
 
 import _common as C  # before any vqs import: it decides which vqs is measured
 
+free_port = C.free_port
+wait_port = C.wait_port
+
 VALUE = b"x" * 100
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port}")
 
 
 rate = C.rate

@@ -55,6 +55,8 @@ from collections import defaultdict
 
 import _common as C  # before any vqs import: it decides which vqs is measured
 
+_free_port = C.free_port
+
 TOPIC, WRK_TOPIC, IDLE_TOPIC = "soak", "soak-wrk", "soak-idle"
 QUEUE, IDLE_QUEUE, GROUP = "soak-q", "soak-idle-q", "soak-g"
 
@@ -160,13 +162,6 @@ class Server:
         self.log.close()
         return self.proc.returncode
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ------------------------------------------------------------------ REST (asyncio)
