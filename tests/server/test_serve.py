@@ -64,6 +64,17 @@ def test_refused_settings_exit_2(tmp_path):
     assert not (tmp_path / "d").exists()
 
 
+def test_without_the_server_extra_one_line_exit_2_naming_the_extra(tmp_path):
+    # fastapi made unimportable in the child, as when only the core library is installed
+    code = ("import sys; sys.modules['fastapi'] = None; from vqs.cli import app; "
+            f"app(['serve', '--data-dir', {str(tmp_path / 'd')!r}, '--port', '{free_port()}'])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    msg = only_line(p)["msg"]
+    assert "missing: fastapi" in msg and "pip install 'vqs[server]'" in msg
+    assert not (tmp_path / "d").exists()
+
+
 def test_ready_line_once_listening_json_logs_and_refused_requests(tmp_path):
     s = ServerProcess(tmp_path / "d", "--log-format", "json").start()
     try:

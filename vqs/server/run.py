@@ -127,6 +127,7 @@ def serve(settings: Settings) -> None:
     from . import logs
 
     fmt = logs.configure(settings.log_level, settings.log_format)
+    _require_server_extra(fmt)
     _open_file_limit(settings, fmt)
     sock = _listen(settings, fmt)
     grpc_front = None
@@ -170,6 +171,25 @@ def _cannot_start(fmt: str, message: str, code: int) -> NoReturn:
 
         Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+# The modules `vqs serve` needs beyond the core library: the server extra (pyproject.toml).
+SERVER_MODULES = ("fastapi", "uvicorn", "prometheus_client", "jinja2", "cramjam")
+
+
+def _require_server_extra(fmt: str) -> None:
+    """Exit 2 with what to install when the server extra is missing (never an ImportError traceback)."""
+    import importlib
+
+    missing = []
+    for m in SERVER_MODULES:
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            missing.append(m)
+    if missing:
+        _cannot_start(fmt, f"the server needs the server extra (missing: {', '.join(missing)}): "
+                           "pip install 'vqs[server]'", EXIT_SETTINGS)
 
 
 def _open_file_limit(settings: Settings, fmt: str) -> None:
