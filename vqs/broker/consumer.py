@@ -448,7 +448,6 @@ class Consumer:
         """
         self._check_open()
         self._group_store()
-        self._heartbeat()
         if offsets is None:
             offsets = {tp: self._position(tp) for tp in self._assignment}
         else:
