@@ -115,8 +115,10 @@ class AssignedGroups:
     """The VQS-protocol groups of one GroupCoordinator (it makes this; same lock)."""
 
     def __init__(self, changed: threading.Condition, clock: Callable[[], float],
-                 partitions: Callable[[str], int], classic_members: Callable[[str], bool]):
+                 partitions: Callable[[str], int], classic_members: Callable[[str], bool],
+                 closed: Callable[[], bool] = lambda: False):
         self._changed = changed
+        self._closed = closed  # the coordinator closed: waits end
         self._clock = clock
         self._partitions = partitions  # topic -> partition count; raises TopicDoesNotExist
         self._classic = classic_members  # group -> has Kafka-protocol members (lock held)
@@ -228,7 +230,7 @@ class AssignedGroups:
             deadline = self._clock() + min(wait_s, m.session_timeout_ms / 2000)
             while reported is not None and set(answer.partitions) == reported:
                 left = deadline - self._clock()
-                if left <= 0:
+                if left <= 0 or self._closed():
                     break
                 self._changed.wait(left)
                 g, m = self._member_locked(group, member_id)

@@ -98,7 +98,8 @@ class GroupCoordinator:
         self._groups: dict[str, Group] = {}
         self._closed = False
         #: VQS consumers' groups (server-side assignment); ``partitions(topic)`` -> partition count
-        self.assigned = AssignedGroups(self._changed, clock, partitions or _no_topics, self._has_classic_locked)
+        self.assigned = AssignedGroups(self._changed, clock, partitions or _no_topics, self._has_classic_locked,
+                                       lambda: self._closed)
 
     def _has_classic_locked(self, group: str) -> bool:
         g = self._groups.get(group)

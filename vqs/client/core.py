@@ -73,9 +73,11 @@ class Client:
         return RemoteProducer(self._transport)
 
     def consumer(self, topics=None, group: str | None = None, *, auto_offset_reset: str = "earliest",
-                 max_partition_bytes: int = 1 << 20) -> RemoteConsumer:
+                 max_partition_bytes: int = 1 << 20, session_timeout_ms: int = 30_000) -> RemoteConsumer:
+        """As ``Broker.consumer``: with ``topics`` and ``group``, a member of the group (the
+        server assigns its partitions and moves them as members come and go)."""
         return RemoteConsumer(self, self._transport, topics, group, auto_offset_reset=auto_offset_reset,
-                              max_partition_bytes=max_partition_bytes)
+                              max_partition_bytes=max_partition_bytes, session_timeout_ms=session_timeout_ms)
 
     def offsets(self, topic: str, timestamp_ms: int | None = None) -> list[dict]:
         params = {} if timestamp_ms is None else {"timestamp_ms": timestamp_ms}
