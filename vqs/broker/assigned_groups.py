@@ -229,10 +229,13 @@ class AssignedGroups:
             answer = self._answer_locked(g, m)
             deadline = self._clock() + min(wait_s, m.session_timeout_ms / 2000)
             while reported is not None and set(answer.partitions) == reported:
-                left = deadline - self._clock()
+                now = self._clock()
+                left = deadline - now
                 if left <= 0 or self._closed():
                     break
-                self._changed.wait(left)
+                # no one is told when a session lapses: wake when the next one does
+                lapse = min(x.last_seen + x.session_timeout_ms / 1000 for x in g.members.values()) - now
+                self._changed.wait(max(0.001, min(left, lapse + 0.001)))
                 g, m = self._member_locked(group, member_id)
                 m.last_seen = self._clock()
                 answer = self._answer_locked(g, m)
