@@ -197,5 +197,10 @@ def test_leave_moves_partitions_at_once_and_a_stale_members_commit_is_fenced(bas
         assert client.group_offsets(group + "2")[(topic, 1)] == 6
         slow.poll()
         assert slow.member_id is not None  # rejoined (with nothing: other holds both)
+        cli = subprocess.run([sys.executable, "-m", "vqs.cli", "group", "describe", group + "2", "--url", base_url],
+                             capture_output=True, text=True, env={**os.environ, "COLUMNS": "300"}, timeout=60)
+        assert cli.returncode == 0, cli.stderr
+        assert other.member_id in cli.stdout and f"{topic}[0], {topic}[1]" in cli.stdout
+        assert "vqs protocol" in cli.stdout
         slow.close()
         other.close()

@@ -374,6 +374,12 @@ class Broker:
                     self._coordinator = GroupCoordinator(partitions=lambda t: self.topic(t).partitions)
         return self._coordinator
 
+    def group_members(self, group: str) -> dict:
+        """The group's live members, state and generation (``GroupCoordinator.membership``)."""
+        self._check_open()
+        validate_name(group, "group")
+        return self.coordinator.membership(group)
+
     def groups(self) -> list[str]:
         """Names of the groups that have committed offsets, sorted."""
         self._check_open()

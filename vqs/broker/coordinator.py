@@ -306,6 +306,18 @@ class GroupCoordinator:
                             for m in g.members.values()],
             }
 
+    def membership(self, group: str) -> dict:
+        """The live members of ``group`` (either protocol) as JSON-able values: ``state``,
+        ``generation``, ``protocol_type`` ("vqs", Kafka's "consumer", "" with none) and
+        ``members`` (member_id, client_id, client_host; a VQS member's topics and assignment)."""
+        vqs = self.assigned.describe(group)
+        if vqs is not None:
+            return vqs
+        d = self.describe(group)
+        return {"state": d["state"] if d["members"] else "Empty", "generation": d.get("generation", 0),
+                "protocol_type": d["protocol_type"], "protocol": d["protocol"],
+                "members": [{"member_id": m[0], "client_id": m[2], "client_host": m[3]} for m in d["members"]]}
+
     def groups(self) -> list[tuple[str, str]]:
         """(name, protocol type) of every group that has members now."""
         with self._lock:

@@ -126,6 +126,14 @@ class Client:
         return {as_tp((row["topic"], row["partition"])): row["committed"] for row in r.json()["partitions"]
                 if row["committed"] is not None}
 
+    def group_members(self, group: str) -> dict:
+        """As ``Broker.group_members``: the group's live members, state and generation."""
+        r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
+        if r.status_code == 404:
+            return {"state": "Empty", "generation": 0, "protocol_type": "", "protocol": "", "members": []}
+        doc = r.json()
+        return {k: doc.get(k) for k in ("state", "generation", "protocol_type", "protocol", "members")}
+
     def commit_offsets(self, group: str, offsets: dict) -> None:
         body = {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]}
         self._transport.request("POST", f"/groups/{group}/offsets", json=body)

@@ -25,17 +25,6 @@ def _member_param():
     return Path(..., pattern=MEMBER_PATTERN, description="the member id its join answered")
 
 
-def membership(b, group: str) -> dict:
-    """The group's live members (VQS or Kafka protocol), its state and generation."""
-    vqs = b.coordinator.assigned.describe(group)
-    if vqs is not None:
-        return vqs
-    d = b.coordinator.describe(group)
-    return {"state": d["state"] if d["members"] else "Empty", "generation": d.get("generation", 0),
-            "protocol_type": d["protocol_type"], "protocol": d["protocol"],
-            "members": [{"member_id": m[0], "client_id": m[2], "client_host": m[3]} for m in d["members"]]}
-
-
 def group_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["groups"])
 
@@ -47,7 +36,7 @@ def group_routes(ctx: ServerContext) -> APIRouter:
     async def describe_group(group: str = name_param("group")):
         b = ready_broker(ctx)
         check_name(group, "group")
-        members = await ctx.run(membership, b, group)
+        members = await ctx.run(b.group_members, group)
         if group not in b.groups() and not members["members"]:
             raise APIError(404, "group_not_found", f"group {group!r} has no committed offsets or members",
                            field="group")
