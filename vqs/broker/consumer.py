@@ -202,11 +202,11 @@ class Consumer:
         self._heartbeat_due = time.monotonic() + (min(interval, 0.05) if a.pending else interval)
 
     def _commit_checked(self, offsets: dict, a: Assignment | None) -> None:
-        assigned = self._broker.coordinator.assigned
+        coordinator = self._broker.coordinator
         if a is None:
-            assigned.check_commit(self.group, None, -1, offsets)
+            coordinator.check_outside_commit(self.group)
         else:
-            assigned.check_commit(self.group, a.member_id, a.generation, offsets)
+            coordinator.assigned.check_commit(self.group, a.member_id, a.generation, offsets)
         self._group.commit(offsets)
 
     def _assigned(self, tp) -> TopicPartition:

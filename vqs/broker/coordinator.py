@@ -36,7 +36,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..errors import ConfigError, FencedMember
 from .assigned_groups import AssignedGroups
 from .names import validate_name
 
@@ -305,6 +305,18 @@ class GroupCoordinator:
                              dict(m.protocols).get(g.protocol or "", b""), m.assignment)
                             for m in g.members.values()],
             }
+
+    def check_outside_commit(self, group: str) -> None:
+        """Raise FencedMember while ``group`` has members of either protocol: a consumer outside
+        the group (no member id) may commit only when it has none, as Kafka rules."""
+        with self._lock:
+            g = self._groups.get(group)
+            if g is not None:
+                self._expire_locked(g)
+                if g.members:
+                    raise FencedMember(f"group {group!r} has {len(g.members)} Kafka-protocol member(s): a "
+                                       "consumer outside the group may not commit while it has")
+        self.assigned.check_commit(group, None, -1, ())
 
     def membership(self, group: str) -> dict:
         """The live members of ``group`` (either protocol) as JSON-able values: ``state``,

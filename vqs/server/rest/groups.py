@@ -13,12 +13,18 @@ now, ``pending`` and the heartbeat interval.
 
 from __future__ import annotations
 
+import functools
+
+import anyio
 from fastapi import APIRouter, Path, Request, Response
 
 from ..context import ServerContext
 from ..errors import APIError
 from .conventions import MEMBER_PATTERN, check_name, jresp, name_param, ready_broker
 from .models import GroupCommit, MemberHeartbeat, MemberJoin
+
+#: heartbeats that may wait (``wait_ms``) at once, each in a thread; more answer at once
+_WAITING_HEARTBEATS = 64
 
 
 def _member_param():
@@ -27,6 +33,7 @@ def _member_param():
 
 def group_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["groups"])
+    waiting = anyio.CapacityLimiter(_WAITING_HEARTBEATS)
 
     @r.get("/groups", summary="List consumer groups")
     async def list_groups():
@@ -54,8 +61,11 @@ def group_routes(ctx: ServerContext) -> APIRouter:
                 raise APIError(400, "invalid_argument", f"topic {tn!r} has no partition {p}", field="partition")
 
         def checked_commit():
-            gen = -1 if body.generation is None else body.generation
-            b.coordinator.assigned.check_commit(group, body.member_id, gen, offs)
+            if body.member_id is None:
+                b.coordinator.check_outside_commit(group)
+            else:
+                gen = -1 if body.generation is None else body.generation
+                b.coordinator.assigned.check_commit(group, body.member_id, gen, offs)
             b.commit_offsets(group, offs)
 
         await ctx.run(checked_commit)
@@ -76,8 +86,12 @@ def group_routes(ctx: ServerContext) -> APIRouter:
         b = ready_broker(ctx)
         check_name(group, "group")
         wait_s = min(body.wait_ms, ctx.settings.max_wait_ms) / 1000
-        a = await ctx.run(b.coordinator.assigned.heartbeat, group, member_id, body.generation,
-                          [(o.topic, o.partition) for o in body.owned], wait_s)
+        owned = [(o.topic, o.partition) for o in body.owned]
+        if wait_s <= 0 or not waiting.available_tokens:  # all waiting threads taken: answer now
+            a = await ctx.run(b.coordinator.assigned.heartbeat, group, member_id, body.generation, owned)
+        else:  # a waiting heartbeat holds a thread of its own pool, never one of ctx.run's
+            a = await anyio.to_thread.run_sync(functools.partial(
+                b.coordinator.assigned.heartbeat, group, member_id, body.generation, owned, wait_s), limiter=waiting)
         return jresp(a.to_json())
 
     @r.delete("/groups/{group}/members/{member_id}", summary="Leave a group (partitions move at once)",
