@@ -90,6 +90,7 @@ class Consumer:
         self._topics: list[str] = []  # a member's subscription
         self._member: Assignment | None = None
         self._heartbeat_due = 0.0
+        self._woken = False  # set by the coordinator (another thread): heartbeat now
         if topics is not None:
             self.subscribe(topics)
 
@@ -146,7 +147,7 @@ class Consumer:
         return self._member.generation if self._member is not None else -1
 
     def _wake(self) -> None:  # the coordinator, under its lock: heartbeat at the next chance
-        self._heartbeat_due = 0.0
+        self._woken = True
         self._event.set()
 
     def _join(self) -> None:
@@ -169,8 +170,9 @@ class Consumer:
         """Heartbeat if due (or ``force``); act on the answer: give up revoked partitions
         (commit, drop, report), take new ones. Rejoins if the member was removed."""
         a = self._member
-        if a is None or (not force and time.monotonic() < self._heartbeat_due):
+        if a is None or (not force and not self._woken and time.monotonic() < self._heartbeat_due):
             return
+        self._woken = False  # before asking: a wake during the call is kept for the next
         try:
             a = self._broker.coordinator.assigned.heartbeat(self.group, a.member_id, a.generation,
                                                             self._assignment)
@@ -359,7 +361,8 @@ class Consumer:
                 now = time.monotonic()
                 if now >= deadline:
                     return []
-                event.wait(max(0.001, min(deadline, self._heartbeat_due) - now))
+                if not self._woken:
+                    event.wait(max(0.001, min(deadline, self._heartbeat_due) - now))
                 self._check_open()
         finally:
             for t in topics:
