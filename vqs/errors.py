@@ -126,6 +126,20 @@ class PartitionDoesNotExist(ConfigError):
         )
 
 
+class FencedMember(VQSError):
+    """A consumer-group member was refused: it is no longer in the group (its session
+    expired, or it left), its generation is stale, or it named partitions it does not
+    own; or a consumer outside the group committed while the group has members. The
+    partitions have moved on: nothing was committed. A VQS consumer rejoins on its next
+    ``poll`` (records it read but did not commit are read again by their next owner)."""
+
+
+class InconsistentGroupProtocol(VQSError):
+    """A consumer tried to join a group whose members speak the other membership protocol:
+    Kafka clients (JoinGroup/SyncGroup, client-side assignment) and VQS consumers
+    (server-side assignment) cannot share one group id. The message names the group."""
+
+
 class TopicAlreadyExists(VQSError):
     """create_topic was given the name of an existing topic."""
 

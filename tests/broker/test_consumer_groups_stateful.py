@@ -21,6 +21,13 @@ PARTITIONS = 3
 TPS = [TopicPartition("t", p) for p in range(PARTITIONS)]
 
 
+def _assigned(broker):
+    """A consumer of the group given every partition (no membership: two of them read the same)."""
+    c = broker.consumer(group="g")
+    c.assign(TPS)
+    return c
+
+
 class ConsumerGroupMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
@@ -29,7 +36,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         self.broker = Broker(self.data, flush="never", segment_bytes=512)
         self.broker.create_topic("t", partitions=PARTITIONS)
         self.producer = self.broker.producer()
-        self.consumer = self.broker.consumer("t", group="g")
+        self.consumer = _assigned(self.broker)
         self.log = [[] for _ in range(PARTITIONS)]  # values per partition
         self.position = [0] * PARTITIONS
         self.committed: dict[int, int] = {}
@@ -100,13 +107,13 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         self.broker.close()
         self.broker = Broker(self.data, flush="never", segment_bytes=512)
         self.producer = self.broker.producer()
-        self.consumer = self.broker.consumer("t", group="g")
+        self.consumer = _assigned(self.broker)
         self.position = [self.committed.get(p, 0) for p in range(PARTITIONS)]
 
     @precondition(lambda self: self.committed)
     @rule()
     def second_consumer_sees_committed(self):
-        other = self.broker.consumer("t", group="g")
+        other = _assigned(self.broker)
         for p in range(PARTITIONS):
             assert other.position(("t", p)) == self.committed.get(p, 0)
         other.close()

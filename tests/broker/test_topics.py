@@ -129,6 +129,7 @@ def test_delete_topic_forgets_group_offsets(broker):
     c = broker.consumer(["t", "u"], group="g")
     assert len(c.poll()) == 2
     c.commit()
+    c.close()
     broker.delete_topic("t")
     assert broker.group_offsets("g") == {("u", 0): 1}
     broker.create_topic("t")

@@ -330,9 +330,12 @@ class Broker:
         auto_offset_reset: str = "earliest",
         reset_out_of_range: bool = False,
         max_partition_bytes: int = 1 << 20,
+        session_timeout_ms: int = 30_000,
     ) -> Consumer:
-        """A consumer of every partition of ``topics`` (a name or a list), or of nothing
-        until ``assign``. With ``group``, positions start at the group's committed
+        """A consumer of ``topics`` (a name or a list), or of nothing until ``assign``.
+        With ``group`` and ``topics`` it is a member of the group: the broker divides the
+        partitions among the members (consumer.py); a member that does not poll for
+        ``session_timeout_ms`` is removed. Positions start at the group's committed
         offsets and ``commit()`` stores them."""
         self._check_open()
         return Consumer(
@@ -343,6 +346,7 @@ class Broker:
             auto_offset_reset=auto_offset_reset,
             reset_out_of_range=reset_out_of_range,
             max_partition_bytes=max_partition_bytes,
+            session_timeout_ms=session_timeout_ms,
         )
 
     @property
@@ -367,8 +371,14 @@ class Broker:
 
             with self._lock:
                 if self._coordinator is None:
-                    self._coordinator = GroupCoordinator()
+                    self._coordinator = GroupCoordinator(partitions=lambda t: self.topic(t).partitions)
         return self._coordinator
+
+    def group_members(self, group: str) -> dict:
+        """The group's live members, state and generation (``GroupCoordinator.membership``)."""
+        self._check_open()
+        validate_name(group, "group")
+        return self.coordinator.membership(group)
 
     def groups(self) -> list[str]:
         """Names of the groups that have committed offsets, sorted."""

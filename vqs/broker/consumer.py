@@ -6,6 +6,17 @@ group's committed offset, else at ``auto_offset_reset`` ("earliest": the start
 offset, "latest": the end offset). ``poll`` advances positions past what it
 returns; ``commit`` stores them for the group.
 
+A consumer made with ``topics`` and ``group`` is a member of the group
+(assigned_groups.py): the broker divides the topics' partitions among the
+group's members and moves them as members come and go. Its assignment
+changes only inside ``poll`` and ``commit`` (on the consumer's thread), where
+it also heartbeats: a member that calls neither for ``session_timeout_ms`` is
+removed and its partitions move. Before it gives a partition up it commits
+its position there (what ``poll`` returned: the records a poll loop has
+handled by the time it polls again), so the next owner goes on from there.
+A consumer given partitions (``assign``) is no member: it reads exactly
+those, as before.
+
 A Consumer belongs to one thread at a time (like Kafka's); ``close`` may be
 called from another thread and wakes a waiting ``poll``.
 """
@@ -17,10 +28,11 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError, LogClosedError, OffsetOutOfRange
+from ..errors import ConfigError, FencedMember, LogClosedError, OffsetOutOfRange
 from .topic import ConsumerRecord, TopicPartition, wrap_records
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .assigned_groups import Assignment
     from .broker import Broker
     from .group_offsets import GroupOffsets
 
@@ -55,6 +67,7 @@ class Consumer:
         auto_offset_reset: str = "earliest",
         reset_out_of_range: bool = False,
         max_partition_bytes: int = 1 << 20,
+        session_timeout_ms: int = 30_000,
     ):
         if auto_offset_reset not in RESETS:
             raise ConfigError(f"auto_offset_reset must be 'earliest' or 'latest', not {auto_offset_reset!r}")
@@ -73,6 +86,11 @@ class Consumer:
         self._rotation = 0
         self._event = threading.Event()
         self._closed = False
+        self.session_timeout_ms = session_timeout_ms
+        self._topics: list[str] = []  # a member's subscription
+        self._member: Assignment | None = None
+        self._heartbeat_due = 0.0
+        self._woken = False  # set by the coordinator (another thread): heartbeat now
         if topics is not None:
             self.subscribe(topics)
 
@@ -81,9 +99,16 @@ class Consumer:
 
     # -- assignment ------------------------------------------------------------------------
     def subscribe(self, topics) -> None:
-        """Assign every partition of ``topics`` (a name or a list of names)."""
+        """Read ``topics`` (a name or a list of names): with a group, as a member of it (the
+        broker assigns the partitions; module doc); without one, every partition of them."""
         if isinstance(topics, str):
             topics = [topics]
+        self._check_open()
+        if self.group is not None:
+            self._leave()
+            self._topics = list(topics)
+            self._join()
+            return
         tps = []
         for name in topics:
             t = self._broker.topic(name)
@@ -91,11 +116,13 @@ class Consumer:
         self.assign(tps)
 
     def assign(self, partitions: Iterable) -> None:
-        """Read exactly these (topic, partition) pairs; replaces the assignment.
+        """Read exactly these (topic, partition) pairs; replaces the assignment (and leaves
+        the group, for a member: an assigned consumer is no member).
 
         Positions of partitions kept from the previous assignment are kept.
         """
         self._check_open()
+        self._leave()
         tps = []
         for tp in partitions:
             tp = _tp(tp)
@@ -107,6 +134,82 @@ class Consumer:
 
     def assignment(self) -> list[TopicPartition]:
         return list(self._assignment)
+
+    # -- membership ------------------------------------------------------------------------
+    @property
+    def member_id(self) -> str | None:
+        """This consumer's member id in its group, or None (not a member)."""
+        return self._member.member_id if self._member is not None else None
+
+    @property
+    def generation(self) -> int:
+        """The group generation of this member's latest assignment (-1: not a member)."""
+        return self._member.generation if self._member is not None else -1
+
+    def _wake(self) -> None:  # the coordinator, under its lock: heartbeat at the next chance
+        self._woken = True
+        self._event.set()
+
+    def _join(self) -> None:
+        self._check_open()
+        a = self._broker.coordinator.assigned.join(self.group, self._topics, client_id="vqs-embedded",
+                                                   session_timeout_ms=self.session_timeout_ms, wake=self._wake)
+        self._member = a
+        self._apply(a)
+
+    def _leave(self) -> None:
+        a, self._member = self._member, None
+        if a is not None and not self._broker.closed:
+            try:
+                self._broker.coordinator.assigned.leave(self.group, a.member_id)
+            except FencedMember:
+                pass  # already removed: nothing to give up
+        self._topics = []
+
+    def _heartbeat(self, force: bool = False) -> None:
+        """Heartbeat if due (or ``force``); act on the answer: give up revoked partitions
+        (commit, drop, report), take new ones. Rejoins if the member was removed."""
+        a = self._member
+        if a is None or (not force and not self._woken and time.monotonic() < self._heartbeat_due):
+            return
+        self._woken = False  # before asking: a wake during the call is kept for the next
+        try:
+            a = self._broker.coordinator.assigned.heartbeat(self.group, a.member_id, a.generation,
+                                                            self._assignment)
+            self._member = a
+            self._apply(a)
+        except FencedMember:  # removed (session expired): what it read uncommitted is read again
+            self._check_open()
+            self._member, self._assignment, self._positions = None, [], {}
+            self._join()
+
+    def _apply(self, a: Assignment) -> None:
+        for attempt in range(10):  # a revocation is reported at once; the answer may change again
+            new = list(a.partitions)
+            keep = set(new)
+            revoked = [tp for tp in self._assignment if tp not in keep]
+            done = {tp: self._positions[tp] for tp in revoked if tp in self._positions}
+            if done:  # commit what was consumed before letting go
+                try:
+                    self._commit_checked(done, a)
+                except FencedMember:
+                    pass  # moved on already: the next owner re-reads from the last commit
+            self._assignment = new
+            self._positions = {tp: off for tp, off in self._positions.items() if tp in keep}
+            if not revoked or attempt == 9:
+                break
+            a = self._member = self._broker.coordinator.assigned.heartbeat(self.group, a.member_id, a.generation,
+                                                                           new)
+        interval = a.heartbeat_interval_ms / 1000
+        self._heartbeat_due = time.monotonic() + (min(interval, 0.05) if a.pending else interval)
+
+    def _commit_checked(self, offsets: dict, a: Assignment | None) -> None:
+        coordinator = self._broker.coordinator
+        if a is None:
+            coordinator.check_outside_commit(self.group)
+        else:
+            coordinator.assigned.check_commit(self.group, a.member_id, a.generation, offsets)
+        self._group.commit(offsets)
 
     def _assigned(self, tp) -> TopicPartition:
         tp = _tp(tp)
@@ -197,6 +300,8 @@ class Consumer:
         self._check_open()
         if not isinstance(max_records, int) or max_records < 1:
             raise ConfigError(f"max_records must be an integer >= 1, not {max_records!r}")
+        if self._member is not None:
+            return self._poll_member(max_records, timeout)
         records = self._fetch(max_records)
         if records or not timeout or timeout <= 0 or not self._assignment:
             return records
@@ -229,6 +334,35 @@ class Consumer:
                 if remaining <= 0:
                     return []
                 event.wait(remaining)
+                self._check_open()
+        finally:
+            for t in topics:
+                t._remove_waiter(event)
+
+    def _poll_member(self, max_records: int, timeout: float) -> list[ConsumerRecord]:
+        """``poll`` of a member: heartbeats when due or woken by the coordinator, waits on
+        its topics' appends and on the coordinator at once (the consumer's event)."""
+        self._heartbeat()
+        records = self._fetch(max_records)
+        if records or not timeout or timeout <= 0:
+            return records
+        deadline = time.monotonic() + timeout
+        topics = [self._broker.topic(name) for name in self._topics]
+        event = self._event
+        for t in topics:
+            t._add_waiter(event)
+        try:
+            while True:
+                event.clear()
+                self._heartbeat()
+                records = self._fetch(max_records)  # after clear(): no append is missed
+                if records:
+                    return records
+                now = time.monotonic()
+                if now >= deadline:
+                    return []
+                if not self._woken:
+                    event.wait(max(0.001, min(deadline, self._heartbeat_due) - now))
                 self._check_open()
         finally:
             for t in topics:
@@ -310,17 +444,20 @@ class Consumer:
         """Durably store offsets for the group (fsynced before returning).
 
         ``offsets`` maps (topic, partition) to the next offset to read; the
-        default is the current position of every assigned partition.
+        default is the current position of every assigned partition. Raises
+        FencedMember (nothing committed) if this member was removed from the
+        group or does not own a partition named, or, for a consumer outside the
+        group, while the group has members.
         """
         self._check_open()
-        group = self._group_store()
+        self._group_store()
         if offsets is None:
             offsets = {tp: self._position(tp) for tp in self._assignment}
         else:
             offsets = {_tp(tp): off for tp, off in offsets.items()}
             for tp in offsets:
                 self._broker.topic(tp.topic).log(tp.partition)  # validates both
-        group.commit(offsets)
+        self._commit_checked(offsets, self._member)
 
     def committed(self, tp) -> int | None:
         """The group's committed offset for ``tp``, or None if it has none."""
@@ -339,9 +476,11 @@ class Consumer:
         return self._closed
 
     def close(self) -> None:
-        """Stop using the consumer (does not commit); wakes a waiting poll."""
+        """Stop using the consumer (does not commit); wakes a waiting poll. A member leaves
+        its group: its partitions move to the other members at once."""
         self._closed = True
         self._event.set()
+        self._leave()
 
     def __enter__(self) -> Consumer:
         return self

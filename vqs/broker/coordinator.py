@@ -21,6 +21,12 @@ and can never commit over the new owner of a partition. Membership lives in
 memory only (as in Kafka, clients rejoin after a broker restart); committed
 offsets are the Broker's group offsets (group_offsets.py), the same ones
 ``vqs group`` and REST show.
+
+VQS's own consumers use the other protocol, with the assignment computed here
+(``assigned``: assigned_groups.py), under the same lock: a group has members
+of one protocol or the other, never both (a Kafka join into a group of VQS
+members is ``inconsistent_protocol``, and the other way round), and a
+commit from outside a group is refused while it has members of either kind.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from ..errors import ConfigError, FencedMember
+from .assigned_groups import AssignedGroups
 from .names import validate_name
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
@@ -82,13 +90,20 @@ class Group:
 class GroupCoordinator:
     """All groups of one Broker; thread-safe, blocking calls (run them off an event loop)."""
 
-    def __init__(self, clock=time.monotonic, initial_delay_ms: int = 100):
+    def __init__(self, clock=time.monotonic, initial_delay_ms: int = 100, partitions=None):
         self._clock = clock
         self._initial_delay_s = initial_delay_ms / 1000
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._groups: dict[str, Group] = {}
         self._closed = False
+        #: VQS consumers' groups (server-side assignment); ``partitions(topic)`` -> partition count
+        self.assigned = AssignedGroups(self._changed, clock, partitions or _no_topics, self._has_classic_locked,
+                                       lambda: self._closed)
+
+    def _has_classic_locked(self, group: str) -> bool:
+        g = self._groups.get(group)
+        return g is not None and bool(g.members)
 
     def close(self) -> None:
         with self._lock:
@@ -174,6 +189,8 @@ class GroupCoordinator:
             self._expire_locked(g)
             if member_id and member_id not in g.members:
                 return JoinResult(UNKNOWN_MEMBER, member_id=member_id)
+            if self.assigned.has_members_locked(group):
+                return JoinResult(INCONSISTENT_PROTOCOL, member_id=member_id)
             names = {name for name, _ in protocols}
             others = [{n for n, _ in m.protocols} for m in g.members.values() if m.member_id != member_id]
             if not names or (others and (g.protocol_type != protocol_type
@@ -258,7 +275,7 @@ class GroupCoordinator:
             g = self._group(group)
             self._expire_locked(g)
             if generation < 0 and not member_id:
-                return OK if not g.members else ILLEGAL_GENERATION
+                return OK if not g.members and not self.assigned.has_members_locked(group) else ILLEGAL_GENERATION
             m = g.members.get(member_id)
             if m is None:
                 return UNKNOWN_MEMBER
@@ -271,6 +288,11 @@ class GroupCoordinator:
 
     def describe(self, group: str) -> dict:
         """State, protocol and members (with their metadata and assignment bytes)."""
+        vqs = self.assigned.describe(group)
+        if vqs is not None:  # VQS members: no Kafka metadata or assignment bytes
+            vqs["members"] = [(m["member_id"], None, m["client_id"], m["client_host"], b"", b"")
+                              for m in vqs["members"]]
+            return vqs
         with self._lock:
             g = self._groups.get(group)
             if g is None:
@@ -284,7 +306,36 @@ class GroupCoordinator:
                             for m in g.members.values()],
             }
 
+    def check_outside_commit(self, group: str) -> None:
+        """Raise FencedMember while ``group`` has members of either protocol: a consumer outside
+        the group (no member id) may commit only when it has none, as Kafka rules."""
+        with self._lock:
+            g = self._groups.get(group)
+            if g is not None:
+                self._expire_locked(g)
+                if g.members:
+                    raise FencedMember(f"group {group!r} has {len(g.members)} Kafka-protocol member(s): a "
+                                       "consumer outside the group may not commit while it has")
+        self.assigned.check_commit(group, None, -1, ())
+
+    def membership(self, group: str) -> dict:
+        """The live members of ``group`` (either protocol) as JSON-able values: ``state``,
+        ``generation``, ``protocol_type`` ("vqs", Kafka's "consumer", "" with none) and
+        ``members`` (member_id, client_id, client_host; a VQS member's topics and assignment)."""
+        vqs = self.assigned.describe(group)
+        if vqs is not None:
+            return vqs
+        d = self.describe(group)
+        return {"state": d["state"] if d["members"] else "Empty", "generation": d.get("generation", 0),
+                "protocol_type": d["protocol_type"], "protocol": d["protocol"],
+                "members": [{"member_id": m[0], "client_id": m[2], "client_host": m[3]} for m in d["members"]]}
+
     def groups(self) -> list[tuple[str, str]]:
         """(name, protocol type) of every group that has members now."""
         with self._lock:
-            return [(g.name, g.protocol_type or "") for g in self._groups.values() if g.members]
+            return ([(g.name, g.protocol_type or "") for g in self._groups.values() if g.members]
+                    + [(name, "vqs") for name in self.assigned.groups_locked()])
+
+
+def _no_topics(topic: str) -> int:
+    raise ConfigError(f"this group coordinator has no broker: it cannot look up topic {topic!r}")

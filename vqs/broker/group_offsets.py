@@ -10,8 +10,10 @@ keeps its space allocated between commits (``offsets.json.spare``, see
 vqs.storage.durable_file.atomic_write_reserved). Should that fail too, commit
 raises DiskFullError and the previous offsets stay, in memory and on disk.
 
-A group here is a named set of committed offsets. It does not divide
-partitions among its members: each consumer reads what it is assigned.
+A group here is a named set of committed offsets. Who reads which
+partition is the group coordinator's business (coordinator.py for Kafka
+clients, assigned_groups.py for VQS consumers), which checks a commit before
+it gets here.
 """
 
 from __future__ import annotations

@@ -22,14 +22,24 @@ def group_list(url: str | None = URL, data_dir: str | None = DATA, token: str | 
 @group_app.command("describe")
 def group_describe(group: str, url: str | None = URL, data_dir: str | None = DATA,
                    token: str | None = TOKEN, as_json: bool = JSON_OUT):
-    """Committed offsets and lag per partition (every partition of the group's topics; "-": never
-    committed, its lag counted from the start offset, where the group's consumers start)."""
+    """Live members and their partitions (if any), then committed offsets and lag per partition
+    (every partition of the group's topics; "-": never committed, its lag counted from the start
+    offset, where the group's consumers start)."""
     with target(url, data_dir, token) as t:
         rows = t.describe_group(group)
+        members = t.group_members(group)
     if as_json:
         print_json([r._asdict() for r in rows])
         return
     print_line(f"group {group}")
+    if members["members"]:
+        print_line(f"{members['state']}, generation {members['generation']}, {len(members['members'])} member(s)"
+                   f" ({members['protocol_type']} protocol)")
+        mtab = new_table("member", "client", "host", "partitions")
+        for m in members["members"]:
+            parts = ", ".join(f"{a['topic']}[{a['partition']}]" for a in m.get("assignment", [])) or "-"
+            mtab.add_row(m["member_id"], m["client_id"], m["client_host"], parts)
+        print_table(mtab)
     tab = new_table("topic", *(f"{c}:num" for c in ("partition", "committed", "start_offset", "end_offset", "lag")))
     for r in rows:
         committed = "-" if r.committed is None else str(r.committed)

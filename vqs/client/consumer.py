@@ -7,6 +7,16 @@ group's committed offset, else at ``auto_offset_reset``. ``poll`` returns
 records of the assigned partitions round robin, each partition's in offset
 order, and long-polls the server when idle (one partition: on its fetch;
 several: ``POST /wait`` on all of them, then a fetch).
+
+Made with ``topics`` and ``group`` it is a member of the group, as the
+embedded consumer (vqs/broker/consumer.py): it joins over ``POST
+/groups/{g}/members``, heartbeats in ``poll`` (``.../heartbeat``, reporting
+the partitions it holds), commits what it consumed of a revoked partition
+before reporting it gone, and leaves on ``close`` (``DELETE``). With nothing
+assigned, ``poll`` long-polls the heartbeat for an assignment; otherwise its
+waits end by the next heartbeat. Commits carry its member id and generation,
+so a removed member's commit is refused (FencedMember); it then rejoins on its
+next ``poll``. A consumer given partitions (``assign``) is no member.
 """
 
 from __future__ import annotations
@@ -28,7 +38,8 @@ class RemoteConsumer:
     on the server for the group. ``poll`` long-polls the server when idle."""
 
     def __init__(self, client: Client, transport: Transport, topics=None, group: str | None = None, *,
-                 auto_offset_reset: str = "earliest", max_partition_bytes: int = 1 << 20):
+                 auto_offset_reset: str = "earliest", max_partition_bytes: int = 1 << 20,
+                 session_timeout_ms: int = 30_000):
         if auto_offset_reset not in ("earliest", "latest"):
             raise E.ConfigError(f"auto_offset_reset must be earliest or latest, not {auto_offset_reset!r}")
         self._client = client
@@ -41,6 +52,10 @@ class RemoteConsumer:
         self._next = 0
         self._closed = False
         self._committed_cache: dict | None = None
+        self.session_timeout_ms = session_timeout_ms
+        self._topics: list = []
+        self._member: dict | None = None  # the latest membership answer
+        self._heartbeat_due = 0.0
         if topics is not None:
             self.subscribe(topics)
 
@@ -48,8 +63,15 @@ class RemoteConsumer:
         return f"RemoteConsumer(group={self.group!r}, assignment={self._assigned!r})"
 
     def subscribe(self, topics) -> None:
+        """Read ``topics``: with a group, as a member (the server assigns partitions); without
+        one, every partition of them."""
         if isinstance(topics, str):
             topics = [topics]
+        if self.group is not None:
+            self._leave()
+            self._topics = list(topics)
+            self._join()
+            return
         tps = []
         for t in topics:
             n = self._client.topic(t).partitions
@@ -59,6 +81,7 @@ class RemoteConsumer:
     def assign(self, partitions: Iterable) -> None:
         """Read exactly these (topic, partition) pairs; raises TopicDoesNotExist or
         PartitionDoesNotExist (as the embedded consumer does) before changing anything."""
+        self._leave()
         tps = [as_tp(tp) for tp in partitions]
         counts: dict[str, int] = {}
         for tp in tps:
@@ -73,6 +96,73 @@ class RemoteConsumer:
 
     def assignment(self) -> list:
         return list(self._assigned)
+
+    # -- membership ------------------------------------------------------------------------
+    @property
+    def member_id(self) -> str | None:
+        return self._member["member_id"] if self._member is not None else None
+
+    @property
+    def generation(self) -> int:
+        return self._member["generation"] if self._member is not None else -1
+
+    def _members_path(self) -> str:
+        return f"/groups/{self.group}/members"
+
+    def _join(self) -> None:
+        a = self._transport.json("POST", self._members_path(),
+                                 json={"topics": self._topics, "session_timeout_ms": self.session_timeout_ms})
+        self._apply(a)
+
+    def _leave(self) -> None:
+        a, self._member = self._member, None
+        self._topics = []
+        if a is not None:
+            try:
+                self._transport.request("DELETE", f"{self._members_path()}/{a['member_id']}")
+            except E.FencedMember:
+                pass  # already removed
+
+    def _beat(self, owned: list, wait: float = 0.0) -> dict:
+        a = self._member
+        body = {"generation": a["generation"], "owned": [{"topic": t, "partition": p} for t, p in owned],
+                "wait_ms": min(20_000, int(wait * 1000))}
+        return self._transport.json("POST", f"{self._members_path()}/{a['member_id']}/heartbeat", json=body,
+                                    timeout=wait + self._transport.timeout)
+
+    def _heartbeat(self, force: bool = False, wait: float = 0.0) -> None:
+        """Heartbeat if due (or ``force``), waiting up to ``wait`` s for a change; act on the
+        answer. Rejoins if the member was removed."""
+        if self._member is None or (not force and time.monotonic() < self._heartbeat_due):
+            return
+        try:
+            self._apply(self._beat(self._assigned, wait))
+        except E.FencedMember:  # removed: what it read uncommitted is read again by the next owner
+            if self._closed:
+                raise E.LogClosedError("consumer is closed") from None
+            self._member, self._assigned, self._positions = None, [], {}
+            self._join()
+
+    def _apply(self, a: dict) -> None:
+        for attempt in range(10):  # a revocation is reported at once; the answer may change again
+            self._member = a
+            new = [as_tp((x["topic"], x["partition"])) for x in a["assignment"]]
+            keep = set(new)
+            revoked = [tp for tp in self._assigned if tp not in keep]
+            done = {tp: self._positions[tp] for tp in revoked if tp in self._positions}
+            if done:  # commit what was consumed before letting go
+                try:
+                    self._commit(done)
+                except E.FencedMember:
+                    pass  # moved on already: the next owner re-reads from the last commit
+            if any(tp not in self._assigned for tp in new):
+                self._committed_cache = None  # a previous owner may have committed just now
+            self._set_assignment(new)
+            if not revoked or attempt == 9:
+                break
+            a = self._beat(new)
+        interval = a["heartbeat_interval_ms"] / 1000
+        self._heartbeat_due = time.monotonic() + (min(interval, 0.1) if a["pending"] else interval)
 
     def _offset_row(self, tp, timestamp_ms: int | None = None) -> dict:
         """The server's offsets of one partition (the topic may have been re-made smaller)."""
@@ -133,22 +223,29 @@ class RemoteConsumer:
         """Records from the assigned partitions (round robin), waiting up to ``timeout`` s."""
         if self._closed:
             raise E.LogClosedError("consumer is closed")
-        if not self._assigned:
+        if not self._assigned and self._member is None:
             return []
         deadline = time.monotonic() + timeout
         while True:
-            out = self._fetch(max_records, 0.0 if len(self._assigned) > 1 else max(0.0, deadline - time.monotonic()))
-            if out:
-                return out
+            self._heartbeat()
+            # a member's waits end by its next heartbeat
+            until = deadline if self._member is None else min(deadline, self._heartbeat_due)
+            if self._assigned:
+                out = self._fetch(max_records, 0.0 if len(self._assigned) > 1 else max(0.0, until - time.monotonic()))
+                if out:
+                    return out
             left = deadline - time.monotonic()
             if left <= 0:
                 return []
-            if len(self._assigned) > 1:
+            if not self._assigned:  # a member with nothing to read: wait for an assignment
+                self._heartbeat(force=True, wait=left)
+            elif len(self._assigned) > 1 and until > time.monotonic():
                 # wait for any assigned partition on the server, then fetch again
+                wait = min(until - time.monotonic(), 20.0)
                 body = {"partitions": [{"topic": tp.topic, "partition": tp.partition, "offset": self._position(tp)}
                                        for tp in self._assigned],
-                        "wait_ms": int(left * 1000)}
-                self._transport.request("POST", "/wait", json=body, timeout=left + 30)
+                        "wait_ms": max(0, int(wait * 1000))}
+                self._transport.request("POST", "/wait", json=body, timeout=wait + 30)
 
     def _fetch(self, max_records: int, wait: float) -> list:
         from ..broker.topic import ConsumerRecord
@@ -179,9 +276,15 @@ class RemoteConsumer:
         else:
             offsets = {as_tp(tp): int(o) for tp, o in offsets.items()}
         if offsets:
-            self._client.commit_offsets(self.group, offsets)
-            if self._committed_cache is not None:
-                self._committed_cache.update(offsets)
+            self._commit(offsets)
+
+    def _commit(self, offsets: dict) -> None:
+        body: dict = {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]}
+        if self._member is not None:
+            body.update(member_id=self._member["member_id"], generation=self._member["generation"])
+        self._transport.request("POST", f"/groups/{self.group}/offsets", json=body)
+        if self._committed_cache is not None:
+            self._committed_cache.update(offsets)
 
     def committed(self, tp):
         if self.group is None:
@@ -189,7 +292,9 @@ class RemoteConsumer:
         return self._client.group_offsets(self.group).get(as_tp(tp))
 
     def close(self) -> None:
+        """Stop (does not commit); a member leaves its group: its partitions move at once."""
         self._closed = True
+        self._leave()
 
     @property
     def closed(self) -> bool:

@@ -73,9 +73,11 @@ class Client:
         return RemoteProducer(self._transport)
 
     def consumer(self, topics=None, group: str | None = None, *, auto_offset_reset: str = "earliest",
-                 max_partition_bytes: int = 1 << 20) -> RemoteConsumer:
+                 max_partition_bytes: int = 1 << 20, session_timeout_ms: int = 30_000) -> RemoteConsumer:
+        """As ``Broker.consumer``: with ``topics`` and ``group``, a member of the group (the
+        server assigns its partitions and moves them as members come and go)."""
         return RemoteConsumer(self, self._transport, topics, group, auto_offset_reset=auto_offset_reset,
-                              max_partition_bytes=max_partition_bytes)
+                              max_partition_bytes=max_partition_bytes, session_timeout_ms=session_timeout_ms)
 
     def offsets(self, topic: str, timestamp_ms: int | None = None) -> list[dict]:
         params = {} if timestamp_ms is None else {"timestamp_ms": timestamp_ms}
@@ -123,6 +125,14 @@ class Client:
             return {}
         return {as_tp((row["topic"], row["partition"])): row["committed"] for row in r.json()["partitions"]
                 if row["committed"] is not None}
+
+    def group_members(self, group: str) -> dict:
+        """As ``Broker.group_members``: the group's live members, state and generation."""
+        r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
+        if r.status_code == 404:
+            return {"state": "Empty", "generation": 0, "protocol_type": "", "protocol": "", "members": []}
+        doc = r.json()
+        return {k: doc.get(k) for k in ("state", "generation", "protocol_type", "protocol", "members")}
 
     def commit_offsets(self, group: str, offsets: dict) -> None:
         body = {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]}

@@ -54,6 +54,8 @@ _REQUEST_ERRORS: dict[type, tuple[int, str]] = {
     E.InvalidName: (400, "invalid_name"),
     E.MessageTooLarge: (413, "message_too_large"),
     E.OffsetOutOfRange: (400, "offset_out_of_range"),
+    E.FencedMember: (409, "fenced_member"),
+    E.InconsistentGroupProtocol: (409, "inconsistent_group_protocol"),
     E.ConfigError: (400, "invalid_argument"),
 }
 

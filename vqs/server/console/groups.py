@@ -1,8 +1,8 @@
 """The Consumer groups pages: the list with total lag, a group's committed, end
 offset and lag per partition with a lag chart, and resetting its offsets.
 
-Groups in this version are committed offsets only (no members, no
-assignment): the page says so and shows membership once the broker has it.
+A group's page also shows its live members and their partitions (the
+broker's group coordinator, ``Broker.group_members``).
 
 Invariants: a reset computes the new offsets from the partitions as they are
 when the confirmation page is shown and commits exactly those (the
@@ -83,7 +83,7 @@ def group_routes() -> APIRouter:
         parts = b.describe_group(group)
         topics = sorted({p.topic for p in parts})
         return page(request, session, new, "group.html", group=group, parts=parts, topics=topics,
-                    all_topics=b.topics(), total_lag=sum(p.lag for p in parts))
+                    all_topics=b.topics(), total_lag=sum(p.lag for p in parts), members=b.group_members(group))
 
     @r.get("/console/api/groups/{group}/lag")
     async def lag(request: Request, group: str):

@@ -18,6 +18,8 @@ from ..context import ServerContext
 from ..errors import APIError
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,200}$"
+#: a group member's id: its client id, a dash, a UUID (assigned_groups.py)
+MEMBER_PATTERN = r"^[A-Za-z0-9._-]{1,300}$"
 #: The longest a REST long poll waits (``wait_ms``), as SQS caps WaitTimeSeconds at 20 s:
 #: the schema refuses more (400); the setting max_wait_ms may only lower it.
 MAX_WAIT_MS = 20_000

@@ -1,35 +1,54 @@
-"""REST routes for consumer groups: list, describe (committed offsets and lag), commit, delete.
+"""REST routes for consumer groups: list, describe (committed offsets, lag, members), commit,
+delete; and membership of VQS consumers (join, heartbeat, leave: vqs/broker/assigned_groups.py).
 
-Invariants: a group exists while it has committed offsets (describe and
-delete answer 404 ``group_not_found`` otherwise); a commit names only
-partitions that exist, and is checked in full before any offset is written.
+Invariants: a group exists while it has committed offsets or members
+(describe answers 404 ``group_not_found`` otherwise; delete forgets offsets
+only); a commit names only partitions that exist, and is checked in full
+before any offset is written: a member's against its generation and its
+partitions, anyone else's against the group having no members (409
+``fenced_member`` otherwise). Membership answers are JSON
+(``Assignment.to_json``): member id, generation, the partitions it may read
+now, ``pending`` and the heartbeat interval.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+import functools
+
+import anyio
+from fastapi import APIRouter, Path, Request, Response
 
 from ..context import ServerContext
 from ..errors import APIError
-from .conventions import check_name, jresp, name_param, ready_broker
-from .models import GroupCommit
+from .conventions import MEMBER_PATTERN, check_name, jresp, name_param, ready_broker
+from .models import GroupCommit, MemberHeartbeat, MemberJoin
+
+#: heartbeats that may wait (``wait_ms``) at once, each in a thread; more answer at once
+_WAITING_HEARTBEATS = 64
+
+
+def _member_param():
+    return Path(..., pattern=MEMBER_PATTERN, description="the member id its join answered")
 
 
 def group_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["groups"])
+    waiting = anyio.CapacityLimiter(_WAITING_HEARTBEATS)
 
     @r.get("/groups", summary="List consumer groups")
     async def list_groups():
         return jresp({"groups": ready_broker(ctx).groups()})
 
-    @r.get("/groups/{group}", summary="Committed offsets and lag per partition")
+    @r.get("/groups/{group}", summary="Committed offsets and lag per partition; members")
     async def describe_group(group: str = name_param("group")):
         b = ready_broker(ctx)
         check_name(group, "group")
-        if group not in b.groups():
-            raise APIError(404, "group_not_found", f"group {group!r} has no committed offsets", field="group")
+        members = await ctx.run(b.group_members, group)
+        if group not in b.groups() and not members["members"]:
+            raise APIError(404, "group_not_found", f"group {group!r} has no committed offsets or members",
+                           field="group")
         rows = [row._asdict() for row in b.describe_group(group)]
-        return jresp({"group": group, "partitions": rows, "total_lag": sum(x["lag"] for x in rows)})
+        return jresp({"group": group, "partitions": rows, "total_lag": sum(x["lag"] for x in rows), **members})
 
     @r.post("/groups/{group}/offsets", summary="Commit offsets for a group")
     async def commit(body: GroupCommit, group: str = name_param("group")):
@@ -40,8 +59,48 @@ def group_routes(ctx: ServerContext) -> APIRouter:
             t = b.topic(tn)
             if p >= t.partitions:
                 raise APIError(400, "invalid_argument", f"topic {tn!r} has no partition {p}", field="partition")
-        await ctx.run(b.commit_offsets, group, offs)
+
+        def checked_commit():
+            if body.member_id is None:
+                b.coordinator.check_outside_commit(group)
+            else:
+                gen = -1 if body.generation is None else body.generation
+                b.coordinator.assigned.check_commit(group, body.member_id, gen, offs)
+            b.commit_offsets(group, offs)
+
+        await ctx.run(checked_commit)
         return jresp({"group": group, "committed": len(offs)})
+
+    @r.post("/groups/{group}/members", summary="Join a group as a VQS consumer", status_code=201)
+    async def join(body: MemberJoin, request: Request, group: str = name_param("group")):
+        b = ready_broker(ctx)
+        check_name(group, "group")
+        host = request.client.host if request.client else ""
+        a = await ctx.run(b.coordinator.assigned.join, group, body.topics, client_id=body.client_id,
+                          client_host=host, session_timeout_ms=body.session_timeout_ms)
+        return jresp(a.to_json(), status=201)
+
+    @r.post("/groups/{group}/members/{member_id}/heartbeat", summary="A member's heartbeat: its assignment now")
+    async def heartbeat(body: MemberHeartbeat, group: str = name_param("group"),
+                        member_id: str = _member_param()):
+        b = ready_broker(ctx)
+        check_name(group, "group")
+        wait_s = min(body.wait_ms, ctx.settings.max_wait_ms) / 1000
+        owned = [(o.topic, o.partition) for o in body.owned]
+        if wait_s <= 0 or not waiting.available_tokens:  # all waiting threads taken: answer now
+            a = await ctx.run(b.coordinator.assigned.heartbeat, group, member_id, body.generation, owned)
+        else:  # a waiting heartbeat holds a thread of its own pool, never one of ctx.run's
+            a = await anyio.to_thread.run_sync(functools.partial(
+                b.coordinator.assigned.heartbeat, group, member_id, body.generation, owned, wait_s), limiter=waiting)
+        return jresp(a.to_json())
+
+    @r.delete("/groups/{group}/members/{member_id}", summary="Leave a group (partitions move at once)",
+              status_code=204)
+    async def leave(group: str = name_param("group"), member_id: str = _member_param()):
+        b = ready_broker(ctx)
+        check_name(group, "group")
+        await ctx.run(b.coordinator.assigned.leave, group, member_id)
+        return Response(status_code=204)
 
     @r.delete("/groups/{group}", summary="Forget a group's offsets", status_code=204)
     async def delete_group(group: str = name_param("group")):

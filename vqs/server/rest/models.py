@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .conventions import MAX_WAIT_MS, NAME_PATTERN
+from .conventions import MAX_WAIT_MS, MEMBER_PATTERN, NAME_PATTERN
 
 
 # --------------------------------------------------------------------- topics, groups
@@ -36,6 +36,34 @@ class OffsetCommit(BaseModel):
 class GroupCommit(BaseModel):
     model_config = ConfigDict(extra="forbid")
     offsets: list[OffsetCommit] = Field(..., max_length=100_000)
+    member_id: str | None = Field(None, pattern=MEMBER_PATTERN,
+                                  description="a member's commit: checked against its generation and partitions")
+    generation: int | None = Field(None, ge=-1, le=(1 << 31) - 1)
+
+
+class PartitionRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    topic: str = Field(..., pattern=NAME_PATTERN)
+    partition: int = Field(..., ge=0, le=10_000)
+
+
+class MemberJoin(BaseModel):
+    """A VQS consumer joins a group: the server assigns it partitions of ``topics``."""
+
+    model_config = ConfigDict(extra="forbid")
+    topics: list[str] = Field(..., min_length=1, max_length=1000)
+    session_timeout_ms: int = Field(30_000, ge=100, le=3_600_000)
+    client_id: str = Field("vqs-client", pattern=NAME_PATTERN, max_length=100)
+
+
+class MemberHeartbeat(BaseModel):
+    """What the member holds after acting on the answer of ``generation``."""
+
+    model_config = ConfigDict(extra="forbid")
+    generation: int = Field(..., ge=-1, le=(1 << 31) - 1)
+    owned: list[PartitionRef] = Field(default_factory=list, max_length=100_000)
+    wait_ms: int = Field(0, ge=0, le=MAX_WAIT_MS,
+                         description="wait up to this long (and half the session) for a different assignment")
 
 
 class WaitPartition(OffsetCommit):
