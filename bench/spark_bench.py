@@ -27,7 +27,8 @@ VQS topic; then:
                       fastest any Python data source can be here, so the
                       vqs/Parquet ratio can be read against it;
 * ``API floor 1 col`` the same with a one-column (``value``) batch: the floor
-                      of the projected read.
+                      of the projected read; ``API floor 1 col/4k`` the same
+                      in 4096-row batches (the log batches' size).
 
 Each measurement is the best of ``--repeat`` runs after two warm-up runs.
 Prints Markdown (the run's date, machine, command and commit, and the table)
@@ -121,10 +122,12 @@ def fill_topic(data_dir: str, topic: str, n: int, size: int, partitions: int) ->
 FLOOR_SCHEMA = "key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp"
 
 
-def register_floor(spark, n: int, size: int, tasks: int, name: str = "apifloor", value_only: bool = False) -> None:
+def register_floor(spark, n: int, size: int, tasks: int, name: str = "apifloor", value_only: bool = False,
+                   rows: int = 10_000) -> None:
     """A Python data source (format ``name``) that does nothing but yield one
     pre-built Arrow batch (the vqs schema, or only its ``value`` column with
-    ``value_only``; 10 000 rows) until it has produced n rows."""
+    ``value_only``; ``rows`` rows, default 10 000: Spark's
+    ``spark.sql.execution.arrow.maxRecordsPerBatch``) until it has produced n rows."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     class FloorReader(DataSourceReader):
@@ -135,7 +138,6 @@ def register_floor(spark, n: int, size: int, tasks: int, name: str = "apifloor",
             import numpy as np
             import pyarrow as pa
 
-            rows = 10_000
             values = pa.Array.from_buffers(pa.binary(), rows, [
                 None, pa.py_buffer(np.arange(0, size * (rows + 1), size, dtype=np.int32)),
                 pa.py_buffer(np.zeros(size * rows, np.uint8))])
@@ -258,6 +260,13 @@ def _main(args, info: dict, work: str) -> int:
     rows[-1]["note"] = "a Python data source doing no work, yielding a value column: the ceiling for the projected read"
     py_row["ratio_vs_floor"] = rows[-1]["vqs_s"] / py_row["vqs_s"]
     py_row["note"] += f"; {py_row['ratio_vs_floor']:.2f} x the API floor"
+    # The source yields one Arrow batch per log batch (4096 records as the
+    # bench writes them): the floor at that batch size shows what it costs.
+    register_floor(spark, n, size, args.partitions, name="apifloor1s", value_only=True, rows=4096)
+    measure("API floor 1 col/4k", lambda: sum_len(spark.read.format("apifloor1s").load()),
+            lambda: sum_len(pq_df()))
+    rows[-1]["note"] = ("the same in 4096-row batches (the log's batches, which the Python source passes on); "
+                        f"{n // 4096 // args.partitions * 4096 * args.partitions:,} rows")
 
     # Writes: the same cached DataFrame (value only) to a new topic / to Parquet.
     src = spark.read.parquet(pq).select("value").repartition(args.partitions).cache()

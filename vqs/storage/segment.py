@@ -19,6 +19,25 @@ Invariants:
 - batches in a segment have base offsets >= the segment's base and strictly
   increasing; gaps are allowed (a batch quarantined by recovery="skip").
 
+Mapped reads (``map``; ``Log.read_batches(mapped=True)``, used by bulk
+scans such as the Spark source): the batches are views of a read-only
+``MAP_SHARED`` mapping of ``[position, position + n)`` within ``size``, so no
+copy is made and no fresh memory is faulted in; the mapping is unmapped when
+the last view goes. A mapping only stays readable while the file does not
+shrink below it: a file that is deleted (retention) keeps its mapped pages,
+but touching a page wholly cut off by a truncation raises SIGBUS. VQS
+truncates a segment only (a) after a failed append, back to ``size`` (beyond
+every batch a reader knows), and (b) in the owner's recovery at open, at the
+first invalid batch (a torn tail after a crash, or damage with
+recovery="truncate"). Readers decode in order and stop at an invalid batch,
+so (b) can hit a reader only in a narrow window: it reads up to that batch of
+a crashed owner's segment at the moment the restarting owner cuts it (or
+damage appears in data it already verified, under recovery="truncate"). The
+reading process then dies of SIGBUS instead of getting an error; what is on
+disk is untouched. Each live mapping also holds a duplicate of the file
+descriptor (Python's mmap keeps one), outside the file cache's count: a bulk
+scan holds one or two.
+
 (Over 500 lines: one segment's file and its two derived indexes change
 together - appends, seal, rebuild and recovery must agree on them.)
 """
