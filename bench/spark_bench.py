@@ -32,7 +32,8 @@ VQS topic; then:
 
 Each measurement is the best of ``--repeat`` runs after two warm-up runs.
 Prints Markdown (the run's date, machine, command and commit, and the table)
-ready for bench/RESULTS.md, and writes JSON (``--json``) whose ``figures``
+ready for bench/RESULTS.md (with the Python source and its floor timed again
+in alternation, which a change of load hits alike), and writes JSON (``--json``) whose ``figures``
 bench/ab.py compares. Bars (issue 14): JVM read sum(len) >= 1.5 x Parquet at
 4 M records and >= 1.2 x at 1 M, count() >= 2 x; the Python source's projected
 read >= 0.9 x the one-column API floor; streaming AvailableNow >= 844 k rec/s
@@ -268,6 +269,25 @@ def _main(args, info: dict, work: str) -> int:
     rows[-1]["note"] = ("the same in 4096-row batches (the log's batches, which the Python source passes on); "
                         f"{n // 4096 // args.partitions * 4096 * args.partitions:,} rows")
 
+    # The bar is a ratio of the two rows above, timed minutes apart: on a
+    # shared machine a change of load between them moves it. The same queries
+    # again in alternation (one run of each in turn, --repeat rounds), so a
+    # change of load hits them alike.
+    pair = {"py proj": lambda: sum_len(proj_df()), "API floor 1 col": lambda: sum_len(spark.read.format("apifloor1").load()),
+            "API floor 1 col/4k": lambda: sum_len(spark.read.format("apifloor1s").load())}
+    alt: dict[str, list[float]] = {q: [] for q in pair}
+    for _ in range(max(args.repeat, 3)):
+        for q, fn in pair.items():
+            t0 = time.perf_counter()
+            fn()
+            alt[q].append(time.perf_counter() - t0)
+    inter = {q: {"best_s": min(ts), "median_s": sorted(ts)[len(ts) // 2], "runs_s": ts} for q, ts in alt.items()}
+    py_row["interleaved"] = inter
+    py_row["ratio_vs_floor_interleaved_best"] = inter["API floor 1 col"]["best_s"] / inter["py proj"]["best_s"]
+    py_row["ratio_vs_floor_interleaved_median"] = inter["API floor 1 col"]["median_s"] / inter["py proj"]["median_s"]
+    C.note(f"  interleaved: py proj / floor best {py_row['ratio_vs_floor_interleaved_best']:.2f}x, "
+           f"median {py_row['ratio_vs_floor_interleaved_median']:.2f}x")
+
     # Writes: the same cached DataFrame (value only) to a new topic / to Parquet.
     src = spark.read.parquet(pq).select("value").repartition(args.partitions).cache()
     assert src.count() == n
@@ -332,6 +352,15 @@ def _main(args, info: dict, work: str) -> int:
           C.fmt_ratio(r["ratio_vs_parquet"]), C.fmt_num(r["vqs_records_per_s"]), f"{r['vqs_mb_per_s']:.1f}",
           r.get("note", "")] for r in rows],
         right=[1, 2, 3, 4, 5]))
+    inter = py_row["interleaved"]
+    print(f"\nThe Python source and the one-column floor timed in alternation ({len(inter['py proj']['runs_s'])} "
+          "rounds, one run of each per round):\n")
+    print(C.markdown_table(
+        ["query", "best s", "median s", "floor / query, best", "floor / query, median"],
+        [[q, f"{v['best_s']:.2f}", f"{v['median_s']:.2f}",
+          C.fmt_ratio(inter["API floor 1 col"]["best_s"] / v["best_s"]),
+          C.fmt_ratio(inter["API floor 1 col"]["median_s"] / v["median_s"])] for q, v in inter.items()],
+        right=[1, 2, 3, 4]))
     C.write_json(args.json, result)
     return 0
 
