@@ -19,7 +19,12 @@ Queries:
 * ``vqs 10 rec`` the vqs source over 10 records (5 per partition): the fixed
                  cost of a query, whatever its size;
 * ``vqs proj``   the vqs source read with ``.schema("value binary")``: only
-                 the value column is built and converted;
+                 the value column is built and converted (the JVM reader when
+                 its jar is loaded);
+* ``py proj``    the same through the Python source (option
+                 ``reader=python``, handed over by the JVM provider);
+* ``vqs_python proj`` the same with the Python source named directly
+                 (``format("vqs_python")``): shows what the hand-over costs;
 * ``floor``      a Python data source yielding one pre-built Arrow batch of the
                  vqs schema (as ``spark_bench.py``'s "API floor");
 * ``floor 1col`` the same yielding only a value column (``API floor 1 col``);
@@ -27,7 +32,8 @@ Queries:
                  from the vqs DataFrame, as in ``spark_bench.py``).
 
 Queries run in interleaved rounds (``--rounds`` x ``--repeat``) after two
-warm-ups each, so a change of load on a shared machine hits all alike.
+warm-ups each, so a change of load on a shared machine hits all alike;
+``--only`` runs the queries named (comma-separated).
 ``--conf key=value`` adds a Spark conf, for experiments only: the bar is
 measured by ``spark_bench.py`` with Spark's defaults.
 
