@@ -27,11 +27,13 @@ VQS topic; then:
                       fastest any Python data source can be here, so the
                       vqs/Parquet ratio can be read against it;
 * ``API floor 1 col`` the same with a one-column (``value``) batch: the floor
-                      of the projected read.
+                      of the projected read; ``API floor 1 col/4k`` the same
+                      in 4096-row batches (the log batches' size).
 
 Each measurement is the best of ``--repeat`` runs after two warm-up runs.
 Prints Markdown (the run's date, machine, command and commit, and the table)
-ready for bench/RESULTS.md, and writes JSON (``--json``) whose ``figures``
+ready for bench/RESULTS.md (with the Python source and its floor timed again
+in alternation, which a change of load hits alike), and writes JSON (``--json``) whose ``figures``
 bench/ab.py compares. Bars (issue 14): JVM read sum(len) >= 1.5 x Parquet at
 4 M records and >= 1.2 x at 1 M, count() >= 2 x; the Python source's projected
 read >= 0.9 x the one-column API floor; streaming AvailableNow >= 844 k rec/s
@@ -121,10 +123,12 @@ def fill_topic(data_dir: str, topic: str, n: int, size: int, partitions: int) ->
 FLOOR_SCHEMA = "key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp"
 
 
-def register_floor(spark, n: int, size: int, tasks: int, name: str = "apifloor", value_only: bool = False) -> None:
+def register_floor(spark, n: int, size: int, tasks: int, name: str = "apifloor", value_only: bool = False,
+                   rows: int = 10_000) -> None:
     """A Python data source (format ``name``) that does nothing but yield one
     pre-built Arrow batch (the vqs schema, or only its ``value`` column with
-    ``value_only``; 10 000 rows) until it has produced n rows."""
+    ``value_only``; ``rows`` rows, default 10 000: Spark's
+    ``spark.sql.execution.arrow.maxRecordsPerBatch``) until it has produced n rows."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     class FloorReader(DataSourceReader):
@@ -135,7 +139,6 @@ def register_floor(spark, n: int, size: int, tasks: int, name: str = "apifloor",
             import numpy as np
             import pyarrow as pa
 
-            rows = 10_000
             values = pa.Array.from_buffers(pa.binary(), rows, [
                 None, pa.py_buffer(np.arange(0, size * (rows + 1), size, dtype=np.int32)),
                 pa.py_buffer(np.zeros(size * rows, np.uint8))])
@@ -258,6 +261,32 @@ def _main(args, info: dict, work: str) -> int:
     rows[-1]["note"] = "a Python data source doing no work, yielding a value column: the ceiling for the projected read"
     py_row["ratio_vs_floor"] = rows[-1]["vqs_s"] / py_row["vqs_s"]
     py_row["note"] += f"; {py_row['ratio_vs_floor']:.2f} x the API floor"
+    # The source yields one Arrow batch per log batch (4096 records as the
+    # bench writes them): the floor at that batch size shows what it costs.
+    register_floor(spark, n, size, args.partitions, name="apifloor1s", value_only=True, rows=4096)
+    measure("API floor 1 col/4k", lambda: sum_len(spark.read.format("apifloor1s").load()),
+            lambda: sum_len(pq_df()))
+    rows[-1]["note"] = ("the same in 4096-row batches (the log's batches, which the Python source passes on); "
+                        f"{n // 4096 // args.partitions * 4096 * args.partitions:,} rows")
+
+    # The bar is a ratio of the two rows above, timed minutes apart: on a
+    # shared machine a change of load between them moves it. The same queries
+    # again in alternation (one run of each in turn, --repeat rounds), so a
+    # change of load hits them alike.
+    pair = {"py proj": lambda: sum_len(proj_df()), "API floor 1 col": lambda: sum_len(spark.read.format("apifloor1").load()),
+            "API floor 1 col/4k": lambda: sum_len(spark.read.format("apifloor1s").load())}
+    alt: dict[str, list[float]] = {q: [] for q in pair}
+    for _ in range(max(args.repeat, 3)):
+        for q, fn in pair.items():
+            t0 = time.perf_counter()
+            fn()
+            alt[q].append(time.perf_counter() - t0)
+    inter = {q: {"best_s": min(ts), "median_s": sorted(ts)[len(ts) // 2], "runs_s": ts} for q, ts in alt.items()}
+    py_row["interleaved"] = inter
+    py_row["ratio_vs_floor_interleaved_best"] = inter["API floor 1 col"]["best_s"] / inter["py proj"]["best_s"]
+    py_row["ratio_vs_floor_interleaved_median"] = inter["API floor 1 col"]["median_s"] / inter["py proj"]["median_s"]
+    C.note(f"  interleaved: py proj / floor best {py_row['ratio_vs_floor_interleaved_best']:.2f}x, "
+           f"median {py_row['ratio_vs_floor_interleaved_median']:.2f}x")
 
     # Writes: the same cached DataFrame (value only) to a new topic / to Parquet.
     src = spark.read.parquet(pq).select("value").repartition(args.partitions).cache()
@@ -323,6 +352,15 @@ def _main(args, info: dict, work: str) -> int:
           C.fmt_ratio(r["ratio_vs_parquet"]), C.fmt_num(r["vqs_records_per_s"]), f"{r['vqs_mb_per_s']:.1f}",
           r.get("note", "")] for r in rows],
         right=[1, 2, 3, 4, 5]))
+    inter = py_row["interleaved"]
+    print(f"\nThe Python source and the one-column floor timed in alternation ({len(inter['py proj']['runs_s'])} "
+          "rounds, one run of each per round):\n")
+    print(C.markdown_table(
+        ["query", "best s", "median s", "floor / query, best", "floor / query, median"],
+        [[q, f"{v['best_s']:.2f}", f"{v['median_s']:.2f}",
+          C.fmt_ratio(inter["API floor 1 col"]["best_s"] / v["best_s"]),
+          C.fmt_ratio(inter["API floor 1 col"]["median_s"] / v["median_s"])] for q, v in inter.items()],
+        right=[1, 2, 3, 4]))
     C.write_json(args.json, result)
     return 0
 

@@ -19,7 +19,12 @@ Queries:
 * ``vqs 10 rec`` the vqs source over 10 records (5 per partition): the fixed
                  cost of a query, whatever its size;
 * ``vqs proj``   the vqs source read with ``.schema("value binary")``: only
-                 the value column is built and converted;
+                 the value column is built and converted (the JVM reader when
+                 its jar is loaded);
+* ``py proj``    the same through the Python source (option
+                 ``reader=python``, handed over by the JVM provider);
+* ``vqs_python proj`` the same with the Python source named directly
+                 (``format("vqs_python")``): shows what the hand-over costs;
 * ``floor``      a Python data source yielding one pre-built Arrow batch of the
                  vqs schema (as ``spark_bench.py``'s "API floor");
 * ``floor 1col`` the same yielding only a value column (``API floor 1 col``);
@@ -27,7 +32,8 @@ Queries:
                  from the vqs DataFrame, as in ``spark_bench.py``).
 
 Queries run in interleaved rounds (``--rounds`` x ``--repeat``) after two
-warm-ups each, so a change of load on a shared machine hits all alike.
+warm-ups each, so a change of load on a shared machine hits all alike;
+``--only`` runs the queries named (comma-separated).
 ``--conf key=value`` adds a Spark conf, for experiments only: the bar is
 measured by ``spark_bench.py`` with Spark's defaults.
 
@@ -57,6 +63,7 @@ def parse_args(argv=None):
     ap.add_argument("--repeat", type=int, default=5, help="runs of each query per round (default 5)")
     ap.add_argument("--dir", default=None, help="work directory (reused if it holds data; default: temporary)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (experiments)")
+    ap.add_argument("--only", default="", help="comma-separated queries to run (default: all)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 100,000 records, 1 round of 1 run")
     ap.add_argument("--json", default=os.path.join(C.HERE, "spark_profile.json"),
                     help="JSON output (default bench/spark_profile.json; '' for none)")
@@ -160,8 +167,8 @@ def run_queries(args, work: str) -> dict[str, list]:
         vqs_df().write.mode("overwrite").parquet(pq)
     spark_bench.register_floor(spark, n, size, args.partitions)
     spark_bench.register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
-    proj_df = lambda: (spark.read.format("vqs").schema("value binary")  # noqa: E731
-                       .option("path", data).option("topic", "bench").load())
+    proj_df = lambda fmt="vqs", **o: (spark.read.format(fmt).schema("value binary")  # noqa: E731
+                                      .option("path", data).option("topic", "bench").options(**o).load())
 
     def sum_len(df):
         return df.selectExpr("sum(length(value)) s").first().s
@@ -172,10 +179,14 @@ def run_queries(args, work: str) -> dict[str, list]:
         "vqs": (lambda: sum_len(vqs_df()), n * size),
         "vqs 10 rec": (lambda: sum_len(vqs_df(endingOffsets='{"bench": ' + ten + "}")), 5 * args.partitions * size),
         "vqs proj": (lambda: sum_len(proj_df()), n * size),
+        "py proj": (lambda: sum_len(proj_df(reader="python")), n * size),
+        "vqs_python proj": (lambda: sum_len(proj_df("vqs_python")), n * size),
         "floor": (lambda: sum_len(spark.read.format("apifloor").load()), floor_bytes),
         "floor 1col": (lambda: sum_len(spark.read.format("apifloor1").load()), floor_bytes),
         "parquet": (lambda: sum_len(spark.read.parquet(pq)), n * size),
     }
+    if args.only:
+        queries = {q: queries[q] for q in args.only.split(",")}
     samples: dict[str, list] = {q: [] for q in queries}
     for fn, _ in queries.values():
         fn()

@@ -154,18 +154,24 @@ def read_everything(lg):
 
 
 def read_everything_batches(lg):
-    out = {}
-    off = lg.start_offset
-    while off < lg.end_offset:
-        bs = lg.read_batches(off, max_bytes=4096)
-        assert bs
-        for b in bs:
-            for i in range(b.count):
-                o = b.base_offset + i
-                if o >= off:
-                    out[o] = b.value(i)
-        off = bs[-1].next_offset
-    return out
+    """Every record by consecutive read_batches calls, copied (pread) and
+    mapped (mmap, continuing from the read hint): both must agree."""
+    outs = []
+    for mapped in (False, True):
+        out = {}
+        off = lg.start_offset
+        while off < lg.end_offset:
+            bs = lg.read_batches(off, max_bytes=4096, mapped=mapped)
+            assert bs
+            for b in bs:
+                for i in range(b.count):
+                    o = b.base_offset + i
+                    if o >= off:
+                        out[o] = bytes(b.value(i))
+            off = bs[-1].next_offset
+        outs.append(out)
+    assert outs[0] == outs[1]
+    return outs[0]
 
 
 def check(lg, expected_offsets):
@@ -822,6 +828,25 @@ def test_skip_drops_exactly_the_damaged_batches_wherever_they_are(log_from, wher
             check(ro, expect + [NM])
         with Log.open(d) as lg:
             check_each_offset(lg, NM + 1, damaged)
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_readonly_read_batches_of_a_damaged_middle_batch_names_it(log_from, mapped):
+    """A reader that finds damage the owner did not (a readonly log checks
+    batches only as it reads them) gets CorruptRecordError naming the file and
+    position, mapped or not, after the intact batches before it."""
+    d = log_from("one", **ONE_SEG)
+    f, pos, base, size = _middle(d, "committed")
+    flip(f, pos + 40)
+    with Log.open(d, readonly=True) as ro:
+        off, got = 0, []
+        with pytest.raises(CorruptRecordError) as ei:
+            while True:
+                bs = ro.read_batches(off, max_bytes=size, mapped=mapped)
+                got += [bytes(b.value(i)) for b in bs for i in range(b.count)]
+                off = bs[-1].next_offset
+        assert ei.value.position == pos and os.path.samefile(ei.value.path, f)
+        assert got == [val(o) for o in range(base)]
 
 
 def test_fail_at_open_names_the_first_damaged_batch_of_a_full_scan(log_from):

@@ -1,7 +1,8 @@
 """A hypothesis state machine: vqs.storage.Log against a plain Python list.
 
 Operations: single appends (with keys, headers, explicit timestamps), batch
-appends, reads (read, read_batches, one record at a time), flushes, forced
+appends, reads (read, read_batches copied or mapped, scans by consecutive
+read_batches calls, one record at a time), flushes, forced
 rolls through a tiny segment_bytes, close + reopen (with other settings),
 delete_before and retention by bytes. After every step the log's offsets
 match the model, and every read returns exactly the model's records.
@@ -178,7 +179,8 @@ class LogMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def read_batches(self, data):
         off = data.draw(st.integers(self.start, self.end))
-        bs = self.lg.read_batches(off, max_bytes=data.draw(st.sampled_from([1, 300, 1 << 20])))
+        bs = self.lg.read_batches(off, max_bytes=data.draw(st.sampled_from([1, 300, 1 << 20])),
+                                  mapped=data.draw(st.booleans()))
         if off == self.end:
             assert bs == []
             return
@@ -193,6 +195,24 @@ class LogMachine(RuleBasedStateMachine):
                     r = b.records(i, i + 1)[0]
                     assert self.got(r) == self.expect(o)
             prev = b.next_offset
+
+    @rule(data=st.data())
+    def scan_batches(self, data):
+        """Consecutive read_batches calls from an offset to the end (each
+        continuing from the read hint the last one left): every record once,
+        in order."""
+        off = data.draw(st.integers(self.start, self.end))
+        mapped = data.draw(st.booleans())
+        max_bytes = data.draw(st.sampled_from([1, 300, 1 << 20]))
+        pos = off
+        while pos < self.end:
+            bs = self.lg.read_batches(pos, max_bytes=max_bytes, mapped=mapped)
+            assert bs and bs[0].base_offset <= pos < bs[0].next_offset
+            for b in bs:
+                for i in range(max(0, pos - b.base_offset), b.count):
+                    assert self.got(b.records(i, i + 1)[0]) == self.expect(b.base_offset + i)
+                pos = b.next_offset
+        assert pos == self.end
 
     @rule(data=st.data())
     def read_out_of_range(self, data):

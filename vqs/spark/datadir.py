@@ -112,12 +112,12 @@ class PathSource:
         """Whole CRC-checked RecordBatches holding records >= offset (the first
         may begin below it). Raises OffsetOutOfRange below the start offset."""
         lg = self.log(topic, partition)
-        batches = lg.read_batches(offset, max_bytes=max_bytes)
+        batches = lg.read_batches(offset, max_bytes=max_bytes, mapped=True)
         if not batches:
             # A readonly log sees what was written when it was opened or last
             # refreshed; a planned range may end beyond that.
             lg.refresh()
-            batches = lg.read_batches(offset, max_bytes=max_bytes)
+            batches = lg.read_batches(offset, max_bytes=max_bytes, mapped=True)
         return batches
 
     def close(self) -> None:

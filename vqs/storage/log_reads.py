@@ -179,8 +179,9 @@ class LogReads:
         self._run_cache = run
         return run
 
-    def _batches_at(self, seg: Segment, offset: int, max_bytes: int, hint=None):
-        batches, next_pos, stepped = batches_at(seg, offset, max_bytes, hint, skip=self.recovery == "skip")
+    def _batches_at(self, seg: Segment, offset: int, max_bytes: int, hint=None, mapped: bool = False):
+        batches, next_pos, stepped = batches_at(seg, offset, max_bytes, hint, skip=self.recovery == "skip",
+                                                mapped=mapped)
         if stepped:
             self.quarantined_batches += 1
         return batches, next_pos
@@ -197,11 +198,17 @@ class LogReads:
             for k in range(i, j)
         ]
 
-    def read_batches(self, offset: int, *, max_bytes: int = 1 << 20) -> list[RecordBatch]:
+    def read_batches(self, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False) -> list[RecordBatch]:
         """Whole, CRC-verified batches holding offsets >= ``offset`` (about
         ``max_bytes`` of them, at least one if any exist): the zero-copy view
         for bulk consumers. The first batch may begin below ``offset``.
-        Records still buffered come back as a freshly encoded batch."""
+        Records still buffered come back as a freshly encoded batch.
+
+        With ``mapped`` the batches are views of a read-only mapping of the
+        segment file instead of a copy (``Segment.map``: no copy, no fresh
+        memory to fault in; for bulk scans such as Spark's). A read that
+        continues where the previous one ended starts from the file position
+        it left (``_read_hint``), with no index lookup."""
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"log {self.path} is closed")
@@ -222,8 +229,10 @@ class LogReads:
         i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
         while i < len(segs) and total < max_bytes and offset < written_end:
             seg = segs[i][0]
+            h = self._read_hint
+            hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
             try:
-                batches, _ = self._batches_at(seg, offset, max_bytes - total)
+                batches, next_pos = self._batches_at(seg, offset, max_bytes - total, hint, mapped)
             except FileNotFoundError:
                 if out:
                     break
@@ -233,10 +242,13 @@ class LogReads:
                     if b.next_offset <= offset:
                         continue
                     if b.base_offset >= written_end:
+                        next_pos = None
                         break
                     out.append(b)
                     total += b.size_bytes
                     offset = b.next_offset
+                if next_pos is not None and offset == batches[-1].next_offset:
+                    self._read_hint = (seg, offset, next_pos)
                 if batches:
                     if total >= max_bytes:
                         break

@@ -19,12 +19,32 @@ Invariants:
 - batches in a segment have base offsets >= the segment's base and strictly
   increasing; gaps are allowed (a batch quarantined by recovery="skip").
 
+Mapped reads (``map``; ``Log.read_batches(mapped=True)``, used by bulk
+scans such as the Spark source): the batches are views of a read-only
+``MAP_SHARED`` mapping of ``[position, position + n)`` within ``size``, so no
+copy is made and no fresh memory is faulted in; the mapping is unmapped when
+the last view goes. A mapping only stays readable while the file does not
+shrink below it: a file that is deleted (retention) keeps its mapped pages,
+but touching a page wholly cut off by a truncation raises SIGBUS. VQS
+truncates a segment only (a) after a failed append, back to ``size`` (beyond
+every batch a reader knows), and (b) in the owner's recovery at open, at the
+first invalid batch (a torn tail after a crash, or damage with
+recovery="truncate"). Readers decode in order and stop at an invalid batch,
+so (b) can hit a reader only in a narrow window: it reads up to that batch of
+a crashed owner's segment at the moment the restarting owner cuts it (or
+damage appears in data it already verified, under recovery="truncate"). The
+reading process then dies of SIGBUS instead of getting an error; what is on
+disk is untouched. Each live mapping also holds a duplicate of the file
+descriptor (Python's mmap keeps one), outside the file cache's count: a bulk
+scan holds one or two.
+
 (Over 500 lines: one segment's file and its two derived indexes change
 together - appends, seal, rebuild and recovery must agree on them.)
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 
@@ -447,6 +467,19 @@ class Segment:
         self._hot = True
         return os.pread(h.fd, n, position)
 
+    def map(self, position: int, n: int) -> memoryview:
+        """Bytes ``[position, position + n)`` of the log file as a read-only
+        memoryview of a read-only mapping (no copy); the mapping lives as long as
+        a view of it does. ``position + n`` must lie within ``size`` (see the
+        module doc: mapped reads)."""
+        h = self._fh
+        if h is None:
+            h = self._open_handle()
+        self._hot = True
+        start = position - position % mmap.ALLOCATIONGRANULARITY
+        m = mmap.mmap(h.fd, position - start + n, mmap.MAP_SHARED, mmap.PROT_READ, offset=start)
+        return memoryview(m)[position - start:]
+
     def continues(self, expected: int, base: int) -> bool:
         """Whether a batch with base offset ``base`` may follow ``expected``: offsets
         are contiguous except across a gap recovery recorded when it quarantined
@@ -505,15 +538,17 @@ class Segment:
         e = self.index.floor(offset - self.base_offset)
         return (0, self.base_offset) if e is None else (e[1], self.base_offset + e[0])
 
-    def read_batches_from(self, position: int, max_bytes: int, where: str | None = None):
+    def read_batches_from(self, position: int, max_bytes: int, where: str | None = None, *, mapped: bool = False):
         """Decode whole batches starting at ``position``, at least one, until
-        ``max_bytes`` is reached; returns (batches, next_position)."""
+        ``max_bytes`` is reached; returns (batches, next_position). With
+        ``mapped`` the batches are views of a mapping of the file (``map``),
+        else of a copy read with ``pread``."""
         where = where or self.log_path
         size = self.size
         if position >= size:
             return [], position
         want = min(max(max_bytes, 4096), size - position)
-        buf = self.pread(position, want)
+        buf = self.map(position, want) if mapped else self.pread(position, want)
         h = peek_header(buf, 0)
         if h is None:
             raise CorruptRecordError(
@@ -525,7 +560,7 @@ class Segment:
                     f"{where}: batch at position {position} runs past the segment end",
                     path=where, position=position,
                 )
-            buf = self.pread(position, h[1])
+            buf = self.map(position, h[1]) if mapped else self.pread(position, h[1])
         out: list[RecordBatch] = []
         p = 0
         n = len(buf)

@@ -18,7 +18,8 @@ from .segment import Segment
 
 
 def batches_at(
-    seg: Segment, offset: int, max_bytes: int, hint: tuple[int, int] | None = None, *, skip: bool = False
+    seg: Segment, offset: int, max_bytes: int, hint: tuple[int, int] | None = None, *, skip: bool = False,
+    mapped: bool = False,
 ) -> tuple[list[RecordBatch], int | None, bool]:
     """(batches, next position, stepped over damage) from the batch holding
     ``offset`` in ``seg`` (or the first after it), reading about ``max_bytes``;
@@ -33,7 +34,7 @@ def batches_at(
             return [], None, stepped
         pos, expected = found
     try:
-        batches, next_pos = seg.read_batches_from(pos, max_bytes)
+        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
     except CorruptRecordError:
         if not skip:
             raise
@@ -42,7 +43,7 @@ def batches_at(
         if found is None:
             return [], None, stepped
         pos, expected = found
-        batches, next_pos = seg.read_batches_from(pos, max_bytes)
+        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
     if batches and not seg.continues(expected, batches[0].base_offset):
         raise CorruptRecordError(
             f"{seg.log_path}: batch at position {pos} has base offset "
