@@ -122,13 +122,15 @@ def proc_sample(pid: int) -> dict | None:
 
 # ------------------------------------------------------------------ the server
 class Server:
-    def __init__(self, data: str, args: list[str]):
+    def __init__(self, data: str, args: list[str], trace: str | None = None):
         self.port = _free_port()
         self.data = data
         self.log_path = data + ".log"
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "vqs.server", "--data-dir", data, "--port", str(self.port),
                "--log-format", "json", *args]
+        if trace:  # tracemalloc inside the server (bench/traced_server.py): where memory grows
+            cmd[1:3] = [os.path.join(C.HERE, "traced_server.py"), "--trace-out", trace, "--"]
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=C.child_env(),
                                      cwd=C.vqs_home())
@@ -494,6 +496,9 @@ def main(argv=None) -> int:
     ap.add_argument("--flush", default="interval", help="the server's --flush (default interval)")
     ap.add_argument("--server-arg", action="append", default=[], help="more `vqs serve` options (repeat)")
     ap.add_argument("--dir", default=None, help="parent of the scratch data directory")
+    ap.add_argument("--trace", default=None,
+                    help="run the server under tracemalloc, growth reports in this directory "
+                         "(bench/traced_server.py; slows the server: not for figures)")
     args = ap.parse_args(argv)
 
     import resource
@@ -511,7 +516,7 @@ def main(argv=None) -> int:
         # operator would (a waiting long poll holds one thread)
         server_args = ["--flush", args.flush, "--max-long-poll-waiters", str(args.idle + 256),
                        "--max-connections", str(args.idle + 1024), *args.server_arg]
-        srv = Server(data, server_args)
+        srv = Server(data, server_args, args.trace)
         C.note(f"server pid {srv.proc.pid} on {srv.url}; load for {args.duration:g} s")
         try:
             doc = run(args, srv, scratch, info, server_args)
