@@ -265,7 +265,8 @@ async def idle_poller(k: int, port: int, stop: asyncio.Event, stats: Stats) -> N
 
 
 # ------------------------------------------------------------------ SQS (boto3, a child process)
-def sqs_worker_main(url: str, t0: float, n_send: int, n_recv: int, stop_ev, out_path: str) -> None:
+def sqs_worker_main(url: str, t0: float, n_send: int, n_recv: int, stop_ev, out_path: str,
+                    visibility: int = 300) -> None:
     import boto3
     from botocore.config import Config
     from botocore.exceptions import ClientError
@@ -318,7 +319,7 @@ def sqs_worker_main(url: str, t0: float, n_send: int, n_recv: int, stop_ev, out_
             if draining.is_set() and (empty >= 2 or time.time() > drain_deadline[0]):
                 return
             out = call("sqs_receive", c.receive_message, QueueUrl=qurl, MaxNumberOfMessages=10,
-                       WaitTimeSeconds=1 if draining.is_set() else 5, VisibilityTimeout=300)
+                       WaitTimeSeconds=1 if draining.is_set() else 5, VisibilityTimeout=visibility)
             if out is None:  # an error answer (counted): try again
                 time.sleep(0.05)
                 continue
@@ -496,6 +497,8 @@ def main(argv=None) -> int:
     ap.add_argument("--flush", default="interval", help="the server's --flush (default interval)")
     ap.add_argument("--server-arg", action="append", default=[], help="more `vqs serve` options (repeat)")
     ap.add_argument("--dir", default=None, help="parent of the scratch data directory")
+    ap.add_argument("--visibility", type=int, default=300,
+                    help="the SQS receivers' VisibilityTimeout (s); under --duration, leases end within the run")
     ap.add_argument("--trace", default=None,
                     help="run the server under tracemalloc, growth reports in this directory "
                          "(bench/traced_server.py; slows the server: not for figures)")
@@ -563,7 +566,8 @@ def run(args, srv: Server, scratch: str, info: dict, server_args: list) -> dict:
     mp = multiprocessing.get_context("spawn")
     sqs_stop = mp.Event()
     sqs_proc = mp.Process(target=sqs_worker_main,
-                          args=(srv.url, t0, args.sqs_senders, args.sqs_receivers, sqs_stop, sqs_out))
+                          args=(srv.url, t0, args.sqs_senders, args.sqs_receivers, sqs_stop, sqs_out,
+                                args.visibility))
     sqs_proc.start()
     # wrk
     lua = os.path.join(scratch, "soak.lua")
@@ -663,7 +667,7 @@ def evaluate(args, srv, info, server_args, st, sq, acked, seen, errors, wrk_rows
     check("SQS sends acknowledged", len(sent), "> 0", len(sent) > 0)
     check("acknowledged SQS sends never delivered", len(undelivered), "0", not undelivered)
     check("SQS messages delivered again after an acknowledged delete", after_delete, "0", after_delete == 0)
-    check("SQS messages delivered twice (visibility 300 s)", redelivered, "0", redelivered == 0)
+    check(f"SQS messages delivered twice (visibility {args.visibility} s)", redelivered, "0", redelivered == 0)
     a = sq.get("attributes", {})
     left = int(a.get("ApproximateNumberOfMessages", -1)) + int(a.get("ApproximateNumberOfMessagesNotVisible", -1))
     check("SQS queue empty after the drain (visible + in flight)", left, "0", left == 0)
