@@ -146,6 +146,8 @@ class Server:
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
+                self.proc.kill()  # not left running behind the failed run
+                self.proc.wait()
                 raise SystemExit("the server did not get ready in 60 s:\n" + self.tail())
             time.sleep(0.1)
 
