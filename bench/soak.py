@@ -30,6 +30,10 @@ the log; the server stops cleanly (exit 0) and ``vqs inspect`` finds the data
 directory clean; RSS and fds flat over the steady state (after the first
 half of the run): a least-squares slope per minute and the growth.
 
+``--visibility`` sets the SQS receivers' visibility timeout (300 s by default;
+under ``--duration`` the leases' end is exercised within the run). ``--trace DIR``
+runs the server under tracemalloc (bench/traced_server.py) to find what grows.
+
 Prints Markdown (run header, throughput/latency table, resources, checks)
 and writes JSON (default bench/soak.json) and a PNG chart next to it
 (throughput, p99 and RSS over time; matplotlib from the ``bench`` extra).
