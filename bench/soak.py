@@ -30,6 +30,10 @@ the log; the server stops cleanly (exit 0) and ``vqs inspect`` finds the data
 directory clean; RSS and fds flat over the steady state (after the first
 half of the run): a least-squares slope per minute and the growth.
 
+``--visibility`` sets the SQS receivers' visibility timeout (300 s by default;
+under ``--duration`` the leases' end is exercised within the run). ``--trace DIR``
+runs the server under tracemalloc (bench/traced_server.py) to find what grows.
+
 Prints Markdown (run header, throughput/latency table, resources, checks)
 and writes JSON (default bench/soak.json) and a PNG chart next to it
 (throughput, p99 and RSS over time; matplotlib from the ``bench`` extra).
@@ -122,13 +126,15 @@ def proc_sample(pid: int) -> dict | None:
 
 # ------------------------------------------------------------------ the server
 class Server:
-    def __init__(self, data: str, args: list[str]):
+    def __init__(self, data: str, args: list[str], trace: str | None = None):
         self.port = _free_port()
         self.data = data
         self.log_path = data + ".log"
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "vqs.server", "--data-dir", data, "--port", str(self.port),
                "--log-format", "json", *args]
+        if trace:  # tracemalloc inside the server (bench/traced_server.py): where memory grows
+            cmd[1:3] = [os.path.join(C.HERE, "traced_server.py"), "--trace-out", trace, "--"]
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=C.child_env(),
                                      cwd=C.vqs_home())
@@ -144,6 +150,8 @@ class Server:
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
+                self.proc.kill()  # not left running behind the failed run
+                self.proc.wait()
                 raise SystemExit("the server did not get ready in 60 s:\n" + self.tail())
             time.sleep(0.1)
 
@@ -263,7 +271,8 @@ async def idle_poller(k: int, port: int, stop: asyncio.Event, stats: Stats) -> N
 
 
 # ------------------------------------------------------------------ SQS (boto3, a child process)
-def sqs_worker_main(url: str, t0: float, n_send: int, n_recv: int, stop_ev, out_path: str) -> None:
+def sqs_worker_main(url: str, t0: float, n_send: int, n_recv: int, stop_ev, out_path: str,
+                    visibility: int = 300) -> None:
     import boto3
     from botocore.config import Config
     from botocore.exceptions import ClientError
@@ -316,7 +325,7 @@ def sqs_worker_main(url: str, t0: float, n_send: int, n_recv: int, stop_ev, out_
             if draining.is_set() and (empty >= 2 or time.time() > drain_deadline[0]):
                 return
             out = call("sqs_receive", c.receive_message, QueueUrl=qurl, MaxNumberOfMessages=10,
-                       WaitTimeSeconds=1 if draining.is_set() else 5, VisibilityTimeout=300)
+                       WaitTimeSeconds=1 if draining.is_set() else 5, VisibilityTimeout=visibility)
             if out is None:  # an error answer (counted): try again
                 time.sleep(0.05)
                 continue
@@ -494,6 +503,11 @@ def main(argv=None) -> int:
     ap.add_argument("--flush", default="interval", help="the server's --flush (default interval)")
     ap.add_argument("--server-arg", action="append", default=[], help="more `vqs serve` options (repeat)")
     ap.add_argument("--dir", default=None, help="parent of the scratch data directory")
+    ap.add_argument("--visibility", type=int, default=300,
+                    help="the SQS receivers' VisibilityTimeout (s); under --duration, leases end within the run")
+    ap.add_argument("--trace", default=None,
+                    help="run the server under tracemalloc, growth reports in this directory "
+                         "(bench/traced_server.py; slows the server: not for figures)")
     args = ap.parse_args(argv)
 
     import resource
@@ -511,7 +525,7 @@ def main(argv=None) -> int:
         # operator would (a waiting long poll holds one thread)
         server_args = ["--flush", args.flush, "--max-long-poll-waiters", str(args.idle + 256),
                        "--max-connections", str(args.idle + 1024), *args.server_arg]
-        srv = Server(data, server_args)
+        srv = Server(data, server_args, args.trace)
         C.note(f"server pid {srv.proc.pid} on {srv.url}; load for {args.duration:g} s")
         try:
             doc = run(args, srv, scratch, info, server_args)
@@ -558,7 +572,8 @@ def run(args, srv: Server, scratch: str, info: dict, server_args: list) -> dict:
     mp = multiprocessing.get_context("spawn")
     sqs_stop = mp.Event()
     sqs_proc = mp.Process(target=sqs_worker_main,
-                          args=(srv.url, t0, args.sqs_senders, args.sqs_receivers, sqs_stop, sqs_out))
+                          args=(srv.url, t0, args.sqs_senders, args.sqs_receivers, sqs_stop, sqs_out,
+                                args.visibility))
     sqs_proc.start()
     # wrk
     lua = os.path.join(scratch, "soak.lua")
@@ -658,7 +673,7 @@ def evaluate(args, srv, info, server_args, st, sq, acked, seen, errors, wrk_rows
     check("SQS sends acknowledged", len(sent), "> 0", len(sent) > 0)
     check("acknowledged SQS sends never delivered", len(undelivered), "0", not undelivered)
     check("SQS messages delivered again after an acknowledged delete", after_delete, "0", after_delete == 0)
-    check("SQS messages delivered twice (visibility 300 s)", redelivered, "0", redelivered == 0)
+    check(f"SQS messages delivered twice (visibility {args.visibility} s)", redelivered, "0", redelivered == 0)
     a = sq.get("attributes", {})
     left = int(a.get("ApproximateNumberOfMessages", -1)) + int(a.get("ApproximateNumberOfMessagesNotVisible", -1))
     check("SQS queue empty after the drain (visible + in flight)", left, "0", left == 0)

@@ -46,6 +46,8 @@ class Settings:
     flush: str = "interval"                                    # always | interval | never
     flush_interval_ms: int = 100
     min_free_bytes: int = 0                   # refuse topic/queue writes under this much free disk (0: off)
+    health_cache_ms: int = 1000               # /health keeps its list of logs and a healthy free space
+                                              # this long (0: off); failed or full logs show at once
     # limits
     max_body_bytes: int = 64 << 20
     max_message_bytes: int = 1 << 20          # REST topic messages (SQS uses the queue's MaximumMessageSize)
@@ -87,6 +89,8 @@ class Settings:
                      "max_connections", "max_long_poll_waiters"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
+        if self.health_cache_ms < 0:
+            raise ConfigError(f"health_cache_ms must be >= 0 (0: off), not {self.health_cache_ms}")
         if self.min_free_bytes < 0:
             raise ConfigError(f"min_free_bytes must be >= 0 (0: off), not {self.min_free_bytes}")
         if self.max_open_files != 0 and self.max_open_files < 4:

@@ -84,7 +84,7 @@ from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
+from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, clean_marker_bytes, load_gaps, read_checkpoint
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
 from .log_space import LogSpace
@@ -310,7 +310,10 @@ class Log(LogReads, LogDurability, LogSpace):
                 self._dir_lock.release()
             raise
         if flush == "interval":
-            Flusher.shared().register(self, flush_interval_ms / 1000)
+            if self._clean_marker:  # nothing to flush until the first write registers it
+                self._flush_idle = True
+            else:
+                Flusher.shared().register(self, flush_interval_ms / 1000)
         return self
 
     def _reset_buffer(self) -> None:
@@ -729,7 +732,8 @@ class Log(LogReads, LogDurability, LogSpace):
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
                     if self._try_checkpoint(self._written_end):
-                        atomic_write(os.path.join(self.path, CLEAN_MARKER), b"")
+                        atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
+                            self._active, self._checkpoint_recovery_point, self._start_offset))
             finally:
                 self._closed = True
                 self._blocked = True

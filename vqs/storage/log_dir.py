@@ -5,7 +5,9 @@ Layout of a log directory::
 
     {base:020d}.log / .index / .timeindex   one segment (see segment.py)
     log.checkpoint                          {"version", "recovery_point", "log_start_offset"}
-    .clean-shutdown                         present only between a clean close and the next open
+    .clean-shutdown                         present only between a clean close and the next open:
+                                            JSON, the active segment's tail and the checkpoint
+                                            (empty before 2026-11-24: the tail is then scanned)
     quarantine/{segment}-{position}-{from_offset}-{to_offset|end}.bad
                                             bytes recovery="skip" cut out of a segment
     *.tmp                                   an interrupted atomic write or excision (removed at open)
@@ -13,10 +15,15 @@ Layout of a log directory::
 Invariants:
 - the checkpoint is replaced atomically (durable_file.atomic_write); its
   recovery point is an offset below which everything was fsynced;
-- the clean-shutdown marker is written last by ``close`` and removed by the
-  next writer before it changes any file (at open, or with
-  ``defer_clean_marker`` before its first write), so it never outlives a
-  crash that followed a change;
+- the clean-shutdown marker is written last by ``close`` (atomically, after
+  the checkpoint) and removed by the next writer before it changes any file
+  (at open, or with ``defer_clean_marker`` before its first write), so it
+  never outlives a crash that followed a change; while it is there the files
+  are as that close left them, so what it records of the active segment (its
+  size, end offset, largest timestamp, index schedule) and of the checkpoint
+  still holds, and a reopen needs to read neither the segment nor its indexes
+  nor the checkpoint (``read_clean_marker``; a marker that does not match the
+  segment's size is ignored and the tail is scanned as before);
 - a quarantine file name records the one offset gap its removal left, so later
   scans accept exactly that discontinuity.
 """
@@ -67,6 +74,33 @@ def write_checkpoint(path: str, recovery_point: int, log_start_offset: int) -> N
         {"version": 1, "recovery_point": recovery_point, "log_start_offset": log_start_offset}
     ).encode()
     atomic_write(os.path.join(path, CHECKPOINT), data)
+
+
+_MARKER_FIELDS = ("segment", "size", "next_offset", "max_timestamp_ms", "ti_last", "since_index",
+                  "recovery_point", "log_start_offset")
+
+
+def clean_marker_bytes(seg, recovery_point: int, log_start_offset: int) -> bytes:
+    """The clean-shutdown marker's content: the sealed active segment's tail
+    state (what ``Segment.adopt_tail`` takes) and the checkpoint just written."""
+    return json.dumps({
+        "version": 1, "segment": seg.base_offset, "size": seg.size, "next_offset": seg.next_offset,
+        "max_timestamp_ms": seg.max_timestamp_ms, "ti_last": seg._ti_last, "since_index": seg._since_index,
+        "recovery_point": recovery_point, "log_start_offset": log_start_offset,
+    }).encode()
+
+
+def read_clean_marker(path: str) -> dict | None:
+    """The clean-shutdown marker's fields (``clean_marker_bytes``), or None when
+    it is empty (written before 2026-11-24), unreadable or not as expected."""
+    try:
+        with open(os.path.join(path, CLEAN_MARKER), "rb") as f:
+            d = json.loads(f.read())
+        if d.get("version") != 1 or not all(type(d[k]) is int for k in _MARKER_FIELDS):
+            return None
+        return d
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def load_gaps(path: str) -> dict[int, int]:

@@ -17,9 +17,16 @@ Recovery at open (unless the clean-shutdown marker says the log was closed):
    drops everything from the bad batch on;
 5. fsync what was recovered (the caller then checkpoints the new recovery point).
 
-After a clean close the marker lets the loader skip 3-4: the end of the last
-segment is found from its last index entry (a short scan), and any doubt about
-it falls back to full recovery. With ``defer_marker`` a clean load changes no
+After a clean close the marker lets the loader skip 3-4. With
+``defer_marker`` (a broker's partitions: thousands reopened at once) the
+marker's record of the last segment's size, end offset, largest timestamp and
+index schedule (and of the checkpoint) is adopted when the file's size
+matches, so that a reopen reads no segment, index or checkpoint file
+(log_dir.py); the last batch's CRC is then checked when it is read, not at
+open. Otherwise, or with a marker without that record (written before
+2026-11-24) or one that does not match: the end of the last segment is found
+from its last index entry (a short scan that checks the last batch), and any
+doubt about it falls back to full recovery. With ``defer_marker`` a clean load changes no
 file at all (the marker stays, nothing is fsynced): the ``Log`` removes the
 marker before its first write, so reopening thousands of idle partitions
 costs no fsync. Until then the files are exactly as the clean close left
@@ -45,6 +52,7 @@ from .log_dir import (
     list_segment_bases,
     load_gaps,
     read_checkpoint,
+    read_clean_marker,
     remove_temp_files,
 )
 from .segment import Segment
@@ -100,16 +108,25 @@ class LogLoader:
         clean = CLEAN_MARKER in names
         if not clean:
             remove_temp_files(self.path, names)  # a clean close leaves none
-        recovery_point, log_start = read_checkpoint(self.path)
+        # defer_marker (a broker's partitions): the marker's record of the tail
+        # (module doc); otherwise the last batch is read and its CRC checked
+        tail = read_clean_marker(self.path) if clean and self.defer_marker else None
         bases = list_segment_bases(self.path, names)
         marker = os.path.join(self.path, CLEAN_MARKER)
         segs = self.segments
         if not bases:
+            recovery_point, log_start = read_checkpoint(self.path)
             segs.append(self.make_segment(log_start, active=True, create=True))
         else:
             segs.extend(self.make_segment(b, active=False) for b in bases[:-1])
             segs.append(self.make_segment(bases[-1], active=True))
-            tail_ok = clean and self._load_clean_tail()
+            if tail is not None and segs[-1].adopt_tail(tail):
+                # the marker's record of the tail and the checkpoint (log_dir.py)
+                tail_ok = True
+                recovery_point, log_start = tail["recovery_point"], tail["log_start_offset"]
+            else:
+                recovery_point, log_start = read_checkpoint(self.path)
+                tail_ok = clean and self._load_clean_tail()
             if tail_ok and self.defer_marker and recovery_point == segs[-1].next_offset:
                 # Nothing to change: the files are as the clean close left them.
                 return LoadedLog(segs, log_start, 0, marker_kept=True, recovery_point=recovery_point)

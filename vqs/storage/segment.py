@@ -178,6 +178,8 @@ class Segment:
 
     def release_files(self) -> None:
         """Close the files now (reopened on next use): an idle segment holds none."""
+        if self._fh is None and self._index is None and self._timeindex is None:
+            return  # none open (a clean reopen opens none)
         with self._idx_lock:
             if self._try_evict():
                 self._recount()
@@ -426,6 +428,19 @@ class Segment:
         """The offset index's last entry from the end of its file (see
         ``MappedIndex.peek_last``), without loading the index."""
         return OffsetIndex.peek_last(self.index_path, self._opener)
+
+    def adopt_tail(self, t: dict) -> bool:
+        """Continue appending from the state a clean close recorded in the
+        marker (``log_dir.clean_marker_bytes``): True if it is this segment's and
+        matches its size (else nothing changes and the tail is scanned)."""
+        if (t["segment"] != self.base_offset or t["size"] != self.size or self.size == 0
+                or t["next_offset"] <= self.base_offset or not 0 <= t["since_index"] <= self.size):
+            return False
+        self.next_offset = t["next_offset"]
+        self.max_timestamp_ms = t["max_timestamp_ms"]
+        self._ti_last = t["ti_last"]
+        self._since_index = t["since_index"]
+        return True
 
     def resume_after(self, last, index_position: int) -> None:
         """Continue appending after ``last`` (BatchInfo of the final batch, found

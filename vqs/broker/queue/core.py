@@ -341,6 +341,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
                     raise LogClosedError(f"queue {self.name} is closed")
                 now = self._now_ms()
                 msgs, moves = self._take(max_messages, vis, now, dlq)
+                if msgs:
+                    self._leases.tidy()  # the timers of deleted messages (leases.py)
                 if not msgs and not moves:
                     if wait <= 0:
                         return msgs
@@ -456,6 +458,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             )
         e.until = until
         heapq.heappush(lt.timers, (until, o, nonce))
+        lt.tidy()
         v = encode_leases([o, nonce, until, e.received, e.first, e.count], 1)
         self._state.append(v)
         self._state_bytes += len(v)

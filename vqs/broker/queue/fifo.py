@@ -291,6 +291,7 @@ class FifoQueue(Queue):
                 e.until = until
                 heapq.heappush(lt.timers, (until, m.offset, e.nonce))
                 flat += (m.offset, e.nonce, until, e.received, e.first, e.count)
+            lt.tidy()
             self._log_ops(flat, [], now)
         if self._sync:
             self._state.flush()

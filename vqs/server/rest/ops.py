@@ -10,7 +10,9 @@ degraded (``status: "degraded"``, ``storage.reasons``: ``disk_full`` and/or
 vqs/server/health.py): the process is alive and serves what it can, so a
 liveness probe must not restart it (a restart would not free the disk);
 alert on ``status`` or on the ``vqs_log_*`` gauges instead. 503 still means
-not ready (starting or stopping).
+not ready (starting or stopping). A failed or full log shows at once; a new
+topic or queue and a filling filesystem within ``health_cache_ms``
+(``StorageHealth``).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import time
 from fastapi import APIRouter, Response
 
 from ..context import ServerContext
-from ..health import storage_health
+from ..health import StorageHealth
 from .conventions import jresp
 
 
 def ops_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["ops"])
+    cached: list[StorageHealth | None] = [None]  # made once the broker is open (vqs/server/health.py)
 
     @r.get("/health", summary="Liveness, readiness and storage health")
     async def health():
@@ -36,7 +39,10 @@ def ops_routes(ctx: ServerContext) -> APIRouter:
         if ready and broker is not None:
             # Degraded is still 200: the server answers and serves every topic
             # and queue it can (reads, receives, deletes; writes elsewhere).
-            storage = storage_health(broker, ctx.settings.data_dir, ctx.settings.min_free_bytes)
+            if cached[0] is None or cached[0].broker is not broker:
+                cached[0] = StorageHealth(broker, ctx.settings.data_dir, ctx.settings.min_free_bytes,
+                                          ctx.settings.health_cache_ms / 1000)
+            storage = cached[0].answer()
             if storage["reasons"]:
                 body["status"] = "degraded"
             if ctx.settings.tokens:
