@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -32,6 +33,7 @@ import java.util.stream.Stream;
 final class PartitionLog implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int SCAN_CHUNK = 8 << 20;
+    private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
 
     final Path dir;
     final long[] bases;
@@ -247,8 +249,11 @@ final class PartitionLog implements AutoCloseable {
         private long pos;       // file position of the next batch in segment seg
         private long expected;  // base offset the next batch must continue from
         private long want;      // the smallest offset still wanted
-        private byte[] buf = new byte[0];
-        private long bufPos = -1; // file position of buf[0]
+        // The read buffer: direct (the file's bytes are copied once, by the kernel, and the
+        // CRC and the column vectors read them in place), reused from one read to the next,
+        // so a RecordBatch it returned is valid only until the next call of next()
+        private ByteBuffer buf = EMPTY;
+        private long bufPos = -1; // file position of buf's index 0
         private int bufLen;
         private boolean located;
         private final boolean headersOnly;
@@ -284,7 +289,6 @@ final class PartitionLog implements AutoCloseable {
         private void advanceSegment() {
             seg++;
             located = false;
-            buf = new byte[0];
             bufPos = -1;
             bufLen = 0;
         }
@@ -307,7 +311,8 @@ final class PartitionLog implements AutoCloseable {
             int off = (int) (pos - bufPos);
             if (bufPos < 0 || pos < bufPos || off + RecordBatch.HEADER_SIZE > bufLen
                     || off + RecordBatch.peekSize(buf, off, bufLen) > bufLen) {
-                fill(readAhead);
+                fill(readAhead, bufPos >= 0 && pos >= bufPos && off + RecordBatch.HEADER_SIZE <= bufLen
+                    ? RecordBatch.peekSize(buf, off, bufLen) : -1);
                 off = 0;
             }
             try {
@@ -318,15 +323,24 @@ final class PartitionLog implements AutoCloseable {
             }
         }
 
-        private void fill(int readAhead) throws IOException {
+        /** Read from pos: readAhead bytes, or the whole batch there if it is larger (one read, not two). */
+        private void fill(int readAhead, long known) throws IOException {
             long left = sizes[seg] - pos;
-            int n = (int) Math.min(Math.max(readAhead, 1 << 16), left);
-            byte[] b = pread(seg, pos, n);
-            long[] h = RecordBatch.peek(b, 0, b.length);
-            if (h != null && h[1] > b.length && h[1] <= left) b = pread(seg, pos, (int) h[1]);
-            buf = b;
+            long first = known;
+            if (first < 0 || first == Integer.MAX_VALUE) { // the header is not in the buffer: look at it
+                byte[] h = pread(seg, pos, (int) Math.min(RecordBatch.HEADER_SIZE, left));
+                first = RecordBatch.peekSize(h, 0, h.length);
+            }
+            long want = Math.max(readAhead, 1 << 16);
+            if (first != Integer.MAX_VALUE) want = Math.max(want, first);
+            int n = (int) Math.min(want, left);
+            if (buf.capacity() < n) buf = ByteBuffer.allocateDirect(Math.max(n, readAhead)).order(ByteOrder.LITTLE_ENDIAN);
+            buf.clear().limit(n);
+            while (buf.hasRemaining()) {
+                if (files[seg].read(buf, pos + buf.position()) < 0) break;
+            }
             bufPos = pos;
-            bufLen = b.length;
+            bufLen = buf.position();
         }
 
         /** Position this cursor at the batch holding {@code want} in segment seg (segment.find_batch). */
