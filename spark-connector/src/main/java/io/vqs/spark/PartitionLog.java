@@ -110,6 +110,55 @@ final class PartitionLog implements AutoCloseable {
         return gaps;
     }
 
+    /** {segment base: from}: quarantine/{base}-{position}-{from}-end.bad names, a segment's quarantined tail. */
+    static Map<Long, Long> loadTailGaps(Path dir) {
+        Map<Long, Long> out = new HashMap<>();
+        Path q = dir.resolve("quarantine");
+        if (!Files.isDirectory(q)) return out;
+        try (Stream<Path> s = Files.list(q)) {
+            s.forEach(p -> {
+                String n = p.getFileName().toString();
+                if (!n.endsWith(".bad")) return;
+                String[] parts = n.substring(0, n.length() - 4).split("-");
+                if (parts.length == 4 && digits(parts[0]) && digits(parts[2]) && parts[3].equals("end"))
+                    out.merge(Long.parseLong(parts[0]), Long.parseLong(parts[2]), Math::min);
+            });
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return out;
+    }
+
+    /**
+     * The number of records with offsets in [s, e), from the offsets alone (no batch is
+     * read, so no CRC is checked: count() answers as a header-only scan would).
+     * docs/FORMAT.md: offsets are contiguous but for the gaps quarantine/ names record
+     * and segment boundaries after a quarantined segment tail; such a segment's end is
+     * found by scanning its valid prefix (rare: only where a tail was quarantined).
+     * A missing segment file (retention deleted it meanwhile) holds nothing.
+     */
+    long count(long s, long e) throws IOException {
+        s = Math.max(s, startOffset);
+        e = Math.min(e, endOffset);
+        if (e <= s) return 0;
+        Map<Long, Long> tails = loadTailGaps(dir);
+        long n = 0;
+        for (int i = 0; i < bases.length; i++) {
+            if (files[i] == null) continue;
+            long lo = bases[i];
+            long hi = i == bases.length - 1 ? endOffset : bases[i + 1];
+            if (i < bases.length - 1 && tails.containsKey(lo)) hi = Math.min(hi, scanValid(i, 0, lo, sizes[i])[1]);
+            long a = Math.max(s, lo), b = Math.min(e, hi);
+            if (b <= a) continue;
+            n += b - a;
+            for (var g : gaps.entrySet()) {
+                long ga = Math.max(a, g.getKey()), gb = Math.min(b, g.getValue());
+                if (gb > ga) n -= gb - ga;
+            }
+        }
+        return n;
+    }
+
     private static boolean digits(String s) { return !s.isEmpty() && s.chars().allMatch(Character::isDigit); }
 
     /** log.checkpoint's log_start_offset; 0 if missing or unreadable. */
