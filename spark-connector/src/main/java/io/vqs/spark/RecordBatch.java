@@ -92,7 +92,7 @@ final class RecordBatch {
         return decode(ByteBuffer.wrap(buf).order(ByteOrder.LITTLE_ENDIAN), pos, end, where, filePos);
     }
 
-    /** (base offset, total size) of the header at pos of a little-endian buffer, or null (see peek). */
+    /** Total size of the batch at pos of a little-endian buffer per its header, or Integer.MAX_VALUE when unknown. */
     static long peekSize(ByteBuffer buf, int pos, int end) {
         if (pos + HEADER_SIZE > end) return Integer.MAX_VALUE;
         long length = buf.getInt(pos + 8) & 0xFFFFFFFFL;
