@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -32,6 +33,7 @@ import java.util.stream.Stream;
 final class PartitionLog implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int SCAN_CHUNK = 8 << 20;
+    private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
 
     final Path dir;
     final long[] bases;
@@ -106,6 +108,55 @@ final class PartitionLog implements AutoCloseable {
             throw new UncheckedIOException(e);
         }
         return gaps;
+    }
+
+    /** {segment base: from}: quarantine/{base}-{position}-{from}-end.bad names, a segment's quarantined tail. */
+    static Map<Long, Long> loadTailGaps(Path dir) {
+        Map<Long, Long> out = new HashMap<>();
+        Path q = dir.resolve("quarantine");
+        if (!Files.isDirectory(q)) return out;
+        try (Stream<Path> s = Files.list(q)) {
+            s.forEach(p -> {
+                String n = p.getFileName().toString();
+                if (!n.endsWith(".bad")) return;
+                String[] parts = n.substring(0, n.length() - 4).split("-");
+                if (parts.length == 4 && digits(parts[0]) && digits(parts[2]) && parts[3].equals("end"))
+                    out.merge(Long.parseLong(parts[0]), Long.parseLong(parts[2]), Math::min);
+            });
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return out;
+    }
+
+    /**
+     * The number of records with offsets in [s, e), from the offsets alone (no batch is
+     * read, so no CRC is checked: count() answers as a header-only scan would).
+     * docs/FORMAT.md: offsets are contiguous but for the gaps quarantine/ names record
+     * and segment boundaries after a quarantined segment tail; such a segment's end is
+     * found by scanning its valid prefix (rare: only where a tail was quarantined).
+     * A missing segment file (retention deleted it meanwhile) holds nothing.
+     */
+    long count(long s, long e) throws IOException {
+        s = Math.max(s, startOffset);
+        e = Math.min(e, endOffset);
+        if (e <= s) return 0;
+        Map<Long, Long> tails = loadTailGaps(dir);
+        long n = 0;
+        for (int i = 0; i < bases.length; i++) {
+            if (files[i] == null) continue;
+            long lo = bases[i];
+            long hi = i == bases.length - 1 ? endOffset : bases[i + 1];
+            if (i < bases.length - 1 && tails.containsKey(lo)) hi = Math.min(hi, scanValid(i, 0, lo, sizes[i])[1]);
+            long a = Math.max(s, lo), b = Math.min(e, hi);
+            if (b <= a) continue;
+            n += b - a;
+            for (var g : gaps.entrySet()) {
+                long ga = Math.max(a, g.getKey()), gb = Math.min(b, g.getValue());
+                if (gb > ga) n -= gb - ga;
+            }
+        }
+        return n;
     }
 
     private static boolean digits(String s) { return !s.isEmpty() && s.chars().allMatch(Character::isDigit); }
@@ -247,8 +298,11 @@ final class PartitionLog implements AutoCloseable {
         private long pos;       // file position of the next batch in segment seg
         private long expected;  // base offset the next batch must continue from
         private long want;      // the smallest offset still wanted
-        private byte[] buf = new byte[0];
-        private long bufPos = -1; // file position of buf[0]
+        // The read buffer: direct (the file's bytes are copied once, by the kernel, and the
+        // CRC and the column vectors read them in place), reused from one read to the next,
+        // so a RecordBatch it returned is valid only until the next call of next()
+        private ByteBuffer buf = EMPTY;
+        private long bufPos = -1; // file position of buf's index 0
         private int bufLen;
         private boolean located;
         private final boolean headersOnly;
@@ -284,7 +338,6 @@ final class PartitionLog implements AutoCloseable {
         private void advanceSegment() {
             seg++;
             located = false;
-            buf = new byte[0];
             bufPos = -1;
             bufLen = 0;
         }
@@ -307,7 +360,8 @@ final class PartitionLog implements AutoCloseable {
             int off = (int) (pos - bufPos);
             if (bufPos < 0 || pos < bufPos || off + RecordBatch.HEADER_SIZE > bufLen
                     || off + RecordBatch.peekSize(buf, off, bufLen) > bufLen) {
-                fill(readAhead);
+                fill(readAhead, bufPos >= 0 && pos >= bufPos && off + RecordBatch.HEADER_SIZE <= bufLen
+                    ? RecordBatch.peekSize(buf, off, bufLen) : -1);
                 off = 0;
             }
             try {
@@ -318,15 +372,24 @@ final class PartitionLog implements AutoCloseable {
             }
         }
 
-        private void fill(int readAhead) throws IOException {
+        /** Read from pos: readAhead bytes, or the whole batch there if it is larger (one read, not two). */
+        private void fill(int readAhead, long known) throws IOException {
             long left = sizes[seg] - pos;
-            int n = (int) Math.min(Math.max(readAhead, 1 << 16), left);
-            byte[] b = pread(seg, pos, n);
-            long[] h = RecordBatch.peek(b, 0, b.length);
-            if (h != null && h[1] > b.length && h[1] <= left) b = pread(seg, pos, (int) h[1]);
-            buf = b;
+            long first = known;
+            if (first < 0 || first == Integer.MAX_VALUE) { // the header is not in the buffer: look at it
+                byte[] h = pread(seg, pos, (int) Math.min(RecordBatch.HEADER_SIZE, left));
+                first = RecordBatch.peekSize(h, 0, h.length);
+            }
+            long want = Math.max(readAhead, 1 << 16);
+            if (first != Integer.MAX_VALUE) want = Math.max(want, first);
+            int n = (int) Math.min(want, left);
+            if (buf.capacity() < n) buf = ByteBuffer.allocateDirect(Math.max(n, readAhead)).order(ByteOrder.LITTLE_ENDIAN);
+            buf.clear().limit(n);
+            while (buf.hasRemaining()) {
+                if (files[seg].read(buf, pos + buf.position()) < 0) break;
+            }
             bufPos = pos;
-            bufLen = b.length;
+            bufLen = buf.position();
         }
 
         /** Position this cursor at the batch holding {@code want} in segment seg (segment.find_batch). */

@@ -30,12 +30,14 @@ final class Planner {
         return off;
     }
 
-    static List<OffsetRange> planBatch(Source src, ReadOptions o) {
+    /** The ranges of a batch read, narrowed by pushed filters (bounds), before splitting. */
+    static List<OffsetRange> planRanges(Source src, ReadOptions o, Bounds bounds) {
         List<OffsetRange> ranges = new ArrayList<>();
         for (String topic : o.topics) {
             src.partitionCount(topic, o.topicOption());
             long[][] offs = src.partitionOffsets(topic);
             for (int p = 0; p < offs.length; p++) {
+                if (!bounds.partition(p)) continue;
                 long lo = offs[p][0], hi = offs[p][1];
                 long start = offsetFor(o.starting, o.startingTimestamp, topic, p, lo, hi, src, false);
                 long end = offsetFor(o.ending, o.endingTimestamp, topic, p, lo, hi, src, true);
@@ -47,10 +49,12 @@ final class Planner {
                     o.dataLoss(topic + "/" + p + ": starting offset " + start + " is below the log start offset " + lo);
                     start = lo;
                 }
+                start = Math.max(start, bounds.lo);
+                end = Math.min(end, bounds.hi);
                 if (end > start) ranges.add(new OffsetRange(topic, p, start, end));
             }
         }
-        return split(ranges, o.minPartitions);
+        return ranges;
     }
 
     /** About minPartitions tasks, in proportion to the ranges' sizes (largest remainders). */

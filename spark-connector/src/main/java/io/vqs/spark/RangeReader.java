@@ -24,12 +24,15 @@ import org.apache.spark.unsafe.types.UTF8String;
  * a replayed micro-batch sees what the first attempt saw, unless retention
  * deleted it: failOnDataLoss); every record comes from a verified batch; the
  * vectors are reused from one next() to the next, as Spark's Parquet reader
- * does (Spark consumes a batch before asking for the next). Binary columns copy
- * a log batch's data region once and set offsets per row: the log's values
- * column is already offsets + data.
+ * does (Spark consumes a batch before asking for the next). The key, value,
+ * offset and timestamp columns are LogVectors that read the log batch where it
+ * lies (in the cursor's read buffer: no copy), so a ColumnarBatch never spans
+ * two log batches; only the headers column is built (OnHeapColumnVector). With
+ * no column a ColumnarBatch is a row count over any number of log batches.
  */
 final class RangeReader implements PartitionReader<ColumnarBatch> {
     static final int TARGET_ROWS = 4096;
+    static final int COUNT_ROWS = 1 << 24;
 
     private final ReadOptions opts;
     private final OffsetRange range;
@@ -64,6 +67,10 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
                     vectors[i] = v;
                     break;
                 }
+                case "value": vectors[i] = new LogVectors.Binary(false); break;
+                case "key": vectors[i] = new LogVectors.Binary(true); break;
+                case "offset": vectors[i] = new LogVectors.Offsets(); break;
+                case "timestamp": vectors[i] = new LogVectors.Timestamps(); break;
                 default:
                     vectors[i] = new OnHeapColumnVector(TARGET_ROWS, f.dataType());
             }
@@ -106,16 +113,18 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         if (done) return false;
         for (ColumnVector v : vectors) if (v instanceof WritableColumnVector) ((WritableColumnVector) v).reset();
         int rows = 0;
-        while (rows < TARGET_ROWS && !done) {
+        // with columns: one slice of one log batch (the vectors point into it); without: a count
+        int limit = columns.length == 0 ? COUNT_ROWS : TARGET_ROWS;
+        while (rows < limit && !done) {
             if (cur == null || curIndex >= cur.count) {
                 cur = nextLogBatch();
                 if (cur == null) { done = true; break; }
                 curIndex = (int) Math.max(0, pos - cur.baseOffset);
             }
             int stop = (int) Math.min(cur.count, range.end - cur.baseOffset);
-            int take = Math.min(stop - curIndex, TARGET_ROWS - rows);
+            int take = Math.min(stop - curIndex, limit - rows);
             if (take > 0) {
-                fill(cur, curIndex, curIndex + take, rows);
+                if (columns.length > 0) fill(cur, curIndex, take);
                 rows += take;
                 curIndex += take;
             }
@@ -123,47 +132,18 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             if (curIndex >= stop) {
                 if (stop < cur.count || pos >= range.end) done = true;
             }
+            if (columns.length > 0 && rows > 0) break;
         }
         batch.setNumRows(rows);
         return rows > 0;
     }
 
-    private void fill(RecordBatch b, int s, int e, int row) {
+    private void fill(RecordBatch b, int s, int rows) {
         for (int c = 0; c < columns.length; c++) {
             ColumnVector cv = vectors[c];
-            if (!(cv instanceof WritableColumnVector)) continue;
-            WritableColumnVector v = (WritableColumnVector) cv;
-            switch (columns[c]) {
-                case "value": binary(v, b, b.valueOffsets, b.valueData, s, e, row, false); break;
-                case "key":
-                    if (b.keyValidity < 0) v.putNulls(row, e - s);
-                    else binary(v, b, b.keyOffsets, b.keyData, s, e, row, true);
-                    break;
-                case "offset":
-                    for (int i = s; i < e; i++) v.putLong(row + i - s, b.baseOffset + i);
-                    break;
-                case "timestamp":
-                    if (b.timestamps < 0) v.putLongs(row, e - s, b.firstTimestamp * 1000);
-                    else for (int i = s; i < e; i++) v.putLong(row + i - s, b.timestamp(i) * 1000);
-                    break;
-                case "headers": headers(v, b, s, e, row); break;
-                default: throw new IllegalStateException("unknown column " + columns[c]);
-            }
-        }
-    }
-
-    private static void binary(WritableColumnVector v, RecordBatch b, int offs, int data, int s, int e, int row, boolean nullable) {
-        byte[] body = b.body;
-        int first = RecordBatch.i32(body, offs + 4 * s);
-        int last = RecordBatch.i32(body, offs + 4 * e);
-        int at = v.arrayData().appendBytes(last - first, body, data + first) - first;
-        int prev = first;
-        for (int i = s; i < e; i++) {
-            int nxt = RecordBatch.i32(body, offs + 4 * (i + 1));
-            int r = row + i - s;
-            if (nullable && !b.hasKey(i)) v.putNull(r);
-            else v.putArray(r, at + prev, nxt - prev);
-            prev = nxt;
+            if (cv instanceof LogVectors.Binary) ((LogVectors.Binary) cv).point(b, s, rows);
+            else if (cv instanceof LogVectors) ((LogVectors) cv).point(b, s);
+            else if (columns[c].equals("headers")) headers((WritableColumnVector) cv, b, s, s + rows, 0);
         }
     }
 

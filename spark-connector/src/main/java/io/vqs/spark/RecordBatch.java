@@ -2,6 +2,7 @@ package io.vqs.spark;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.zip.CRC32C;
 
@@ -14,6 +15,9 @@ import java.util.zip.CRC32C;
  * the spec's "Validity" section except continuity (the caller's, as it knows the
  * expected base offset); lengths are bounds-checked before anything is
  * allocated from them. The body is uncompressed; column positions index it.
+ * The body is a little-endian ByteBuffer: for an uncompressed batch read from a
+ * file it is the reader's (direct) read buffer itself, so a batch is valid only
+ * until its cursor reads again (see PartitionLog.Cursor).
  */
 final class RecordBatch {
     static final int HEADER_SIZE = 64;
@@ -34,7 +38,7 @@ final class RecordBatch {
     long maxTimestamp;
     int attributes;
     int sizeBytes; // header + stored body, in the file
-    byte[] body;
+    ByteBuffer body; // little-endian; absolute indexes only (never its position)
     int bodyStart;
     int bodyLength;
     int valueOffsets, valueData;
@@ -50,11 +54,11 @@ final class RecordBatch {
     long nextOffset() { return baseOffset + count; }
 
     /** Offset i (0..count) of the values column: value i is data[off(i), off(i+1)). */
-    int valueOffset(int i) { return i32(body, valueOffsets + 4 * i); }
-    int keyOffset(int i) { return i32(body, keyOffsets + 4 * i); }
-    int headerOffset(int i) { return i32(body, headerOffsets + 4 * i); }
-    boolean hasKey(int i) { return keyValidity >= 0 && ((body[keyValidity + (i >> 3)] >> (i & 7)) & 1) != 0; }
-    long timestamp(int i) { return timestamps < 0 ? firstTimestamp : i64(body, timestamps + 8 * i); }
+    int valueOffset(int i) { return body.getInt(valueOffsets + 4 * i); }
+    int keyOffset(int i) { return body.getInt(keyOffsets + 4 * i); }
+    int headerOffset(int i) { return body.getInt(headerOffsets + 4 * i); }
+    boolean hasKey(int i) { return keyValidity >= 0 && ((body.get(keyValidity + (i >> 3)) >> (i & 7)) & 1) != 0; }
+    long timestamp(int i) { return timestamps < 0 ? firstTimestamp : body.getLong(timestamps + 8 * i); }
 
     /** (base offset, total size) of the header at pos, or null when incomplete or out of bounds; no CRC. */
     static long[] peek(byte[] buf, int pos, int end) {
@@ -85,29 +89,42 @@ final class RecordBatch {
 
     /** Decode and verify the batch at pos of buf[..end); CorruptBatchException names where and the position. */
     static RecordBatch decode(byte[] buf, int pos, int end, String where, long filePos) {
+        return decode(ByteBuffer.wrap(buf).order(ByteOrder.LITTLE_ENDIAN), pos, end, where, filePos);
+    }
+
+    /** Total size of the batch at pos of a little-endian buffer per its header, or Integer.MAX_VALUE when unknown. */
+    static long peekSize(ByteBuffer buf, int pos, int end) {
+        if (pos + HEADER_SIZE > end) return Integer.MAX_VALUE;
+        long length = buf.getInt(pos + 8) & 0xFFFFFFFFL;
+        if (length < MIN_BATCH_LENGTH || length > MAX_BATCH_BYTES) return Integer.MAX_VALUE;
+        return length + LENGTH_OVERHEAD;
+    }
+
+    /** The same over a little-endian buffer (heap or direct); an uncompressed body stays in buf. */
+    static RecordBatch decode(ByteBuffer buf, int pos, int end, String where, long filePos) {
         if (pos + HEADER_SIZE > end) throw new CorruptBatchException(where + ": truncated batch header at position " + filePos, filePos);
-        long length = u32(buf, pos + 8);
+        long length = buf.getInt(pos + 8) & 0xFFFFFFFFL;
         if (length < MIN_BATCH_LENGTH || length > MAX_BATCH_BYTES)
             throw new CorruptBatchException(where + ": batch at position " + filePos + " has impossible length " + length, filePos);
         int stop = (int) (pos + LENGTH_OVERHEAD + length);
         if (pos + LENGTH_OVERHEAD + length > end)
             throw new CorruptBatchException(where + ": batch at position " + filePos + " (length " + length + ") runs past the end", filePos);
-        long base = i64(buf, pos);
+        long base = buf.getLong(pos);
         CRC32C crc = new CRC32C();
-        crc.update(buf, pos + CRC_START, stop - pos - CRC_START);
-        if ((int) crc.getValue() != i32(buf, pos + 12))
+        crc.update(buf.duplicate().limit(stop).position(pos + CRC_START)); // intrinsic on heap and direct buffers
+        if ((int) crc.getValue() != buf.getInt(pos + 12))
             throw new CorruptBatchException(where + ": CRC mismatch in batch at position " + filePos + " (base offset " + base + ")", filePos);
-        int magic = buf[pos + 16] & 0xFF, codec = buf[pos + 17] & 0xFF, attrs = u16(buf, pos + 18);
-        long n = u32(buf, pos + 20);
+        int magic = buf.get(pos + 16) & 0xFF, codec = buf.get(pos + 17) & 0xFF, attrs = buf.getShort(pos + 18) & 0xFFFF;
+        long n = buf.getInt(pos + 20) & 0xFFFFFFFFL;
         if (magic != MAGIC || n == 0 || (attrs & ~ATTR_KNOWN) != 0 || codec > 2)
             throw new CorruptBatchException(where + ": batch at position " + filePos + " has unsupported magic " + magic
                 + ", codec " + codec + ", attributes " + attrs + " or count " + n, filePos);
-        long bodyLen = u32(buf, pos + 54);
+        long bodyLen = buf.getInt(pos + 54) & 0xFFFFFFFFL;
         RecordBatch b = new RecordBatch();
         b.baseOffset = base;
         b.count = (int) n;
-        b.firstTimestamp = i64(buf, pos + 24);
-        b.maxTimestamp = i64(buf, pos + 32);
+        b.firstTimestamp = buf.getLong(pos + 24);
+        b.maxTimestamp = buf.getLong(pos + 32);
         b.attributes = attrs;
         b.sizeBytes = stop - pos;
         int stored = stop - pos - HEADER_SIZE;
@@ -118,14 +135,26 @@ final class RecordBatch {
         } else {
             if (bodyLen > MAX_BATCH_BYTES)
                 throw new CorruptBatchException(where + ": batch at " + filePos + " claims body of " + bodyLen + " bytes", filePos);
+            byte[] src;
+            int srcOff;
+            if (buf.hasArray()) {
+                src = buf.array();
+                srcOff = buf.arrayOffset() + pos + HEADER_SIZE;
+            } else {
+                src = new byte[stored];
+                buf.get(pos + HEADER_SIZE, src, 0, stored);
+                srcOff = 0;
+            }
+            byte[] out;
             try {
-                b.body = codec == 1 ? Codecs.zstd(buf, pos + HEADER_SIZE, stored, (int) bodyLen)
-                                    : Codecs.lz4(buf, pos + HEADER_SIZE, stored, (int) bodyLen);
+                out = codec == 1 ? Codecs.zstd(src, srcOff, stored, (int) bodyLen)
+                                 : Codecs.lz4(src, srcOff, stored, (int) bodyLen);
             } catch (RuntimeException e) {
                 throw new CorruptBatchException(where + ": batch at " + filePos + " does not decompress: " + e.getMessage(), filePos);
             }
+            b.body = ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN);
             b.bodyStart = 0;
-            b.bodyLength = b.body.length;
+            b.bodyLength = out.length;
         }
         if (b.bodyLength != bodyLen)
             throw new CorruptBatchException(where + ": batch at position " + filePos + " body is " + b.bodyLength
@@ -170,12 +199,12 @@ final class RecordBatch {
         long olen = 4L * (n + 1);
         if (p + olen > end) return null;
         int data = (int) (p + olen);
-        long size = u32(body, p + 4 * n);
-        if (i32(body, p) != 0 || data + size > end) return null;
+        long size = body.getInt(p + 4 * n) & 0xFFFFFFFFL;
+        if (body.getInt(p) != 0 || data + size > end) return null;
         // offsets must not decrease, or a slice would run backwards
         int prev = 0;
         for (int i = 1; i <= n; i++) {
-            int o = i32(body, p + 4 * i);
+            int o = body.getInt(p + 4 * i);
             if (Integer.compareUnsigned(o, prev) < 0) return null;
             prev = o;
         }
@@ -188,17 +217,21 @@ final class RecordBatch {
         int a = headerData + headerOffset(i), z = headerData + headerOffset(i + 1);
         if (z == a) return;
         try {
-            int cnt = u16(body, a);
+            int cnt = body.getShort(a) & 0xFFFF;
             int p = a + 2;
             for (int k = 0; k < cnt; k++) {
-                int kl = u16(body, p); p += 2;
+                int kl = body.getShort(p) & 0xFFFF; p += 2;
                 if (p + kl > z) throw new IllegalStateException();
-                String name = new String(body, p, kl, java.nio.charset.StandardCharsets.UTF_8);
+                byte[] kb = new byte[kl];
+                body.get(p, kb);
+                String name = new String(kb, java.nio.charset.StandardCharsets.UTF_8);
                 p += kl;
-                long vl = u32(body, p); p += 4;
+                long vl = body.getInt(p) & 0xFFFFFFFFL; p += 4;
                 if (p + vl > z) throw new IllegalStateException();
                 names.add(name);
-                values.add(java.util.Arrays.copyOfRange(body, p, (int) (p + vl)));
+                byte[] vb = new byte[(int) vl];
+                body.get(p, vb);
+                values.add(vb);
                 p += (int) vl;
             }
         } catch (RuntimeException e) {

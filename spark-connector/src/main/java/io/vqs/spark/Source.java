@@ -101,6 +101,15 @@ abstract class Source implements AutoCloseable {
             return out;
         }
 
+        /** Records in [s, e) of a partition, from its offsets (PartitionLog.count). */
+        long count(String topic, int partition, long s, long e) {
+            try (PartitionLog lg = log(topic, partition)) {
+                return lg.count(s, e);
+            } catch (IOException ex) {
+                throw new UncheckedIOException(ex);
+            }
+        }
+
         @Override
         long offsetForTime(String topic, int partition, long ts) {
             try (PartitionLog lg = log(topic, partition)) {
