@@ -15,6 +15,7 @@ from .broker import (
     Topic,
     TopicPartition,
 )
+from .broker.idempotent import IdempotentProducer
 from .errors import (
     ConfigError,
     CorruptRecordError,
@@ -25,7 +26,10 @@ from .errors import (
     LogLockedError,
     MessageTooLarge,
     OffsetOutOfRange,
+    OutOfOrderSequence,
     PartitionDoesNotExist,
+    ProducerError,
+    ProducerFenced,
     QueueAlreadyExists,
     QueueDoesNotExist,
     ReadOnlyError,
@@ -34,6 +38,7 @@ from .errors import (
     TooManyOpenFiles,
     TopicAlreadyExists,
     TopicDoesNotExist,
+    UnknownProducerId,
     VQSError,
 )
 from .storage import Log, Record, RecordBatch
@@ -66,6 +71,7 @@ __all__ = [
     "DiskFullError",
     "HybridMetrics",
     "HybridQueue",
+    "IdempotentProducer",
     "InvalidName",
     "Log",
     "LogClosedError",
@@ -73,9 +79,12 @@ __all__ = [
     "LogLockedError",
     "MessageTooLarge",
     "OffsetOutOfRange",
+    "OutOfOrderSequence",
     "PartitionDoesNotExist",
     "PartitionLag",
     "Producer",
+    "ProducerError",
+    "ProducerFenced",
     "QueueAlreadyExists",
     "QueueDoesNotExist",
     "ReadOnlyError",
@@ -89,6 +98,7 @@ __all__ = [
     "TopicAlreadyExists",
     "TopicDoesNotExist",
     "TopicPartition",
+    "UnknownProducerId",
     "VQSError",
     "set_max_open_files",
 ]

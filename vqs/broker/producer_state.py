@@ -37,7 +37,7 @@ import json
 import threading
 from collections import deque
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, OutOfOrderSequence, ProducerFenced, UnknownProducerId
 from ..storage.durable_file import atomic_write
 from .layout import producer_ids_file, producer_snapshot_file
 
@@ -188,6 +188,30 @@ class ProducerStates:
                                         producer=(pid, epoch, seq))
             st._record(pid, epoch, seq, len(values), first)
             return "append", first
+
+    def check_known(self, pid: int) -> None:
+        """Raise UnknownProducerId unless ``pid`` was handed out by ``new_producer`` (ever)."""
+        with self._lock:
+            if not 0 <= pid < self._next:
+                raise UnknownProducerId(f"producer id {pid} was never handed out by this server")
+
+    def send(self, topic, p: int, pid: int, epoch: int, seq: int, values, keys, headers,
+             timestamps) -> tuple[int, bool]:
+        """``append`` for VQS's own producers: (first offset, True if it was a duplicate whose
+        first append had that offset); a gap raises OutOfOrderSequence, an old epoch ProducerFenced."""
+        status, first = self.append(topic, p, pid, epoch, seq, values, keys, headers, timestamps)
+        if status == "append" or status == "duplicate":
+            return first, status == "duplicate"
+        where = f"topic {topic.name!r} partition {p}"
+        st = self.partition(topic, p)
+        with st.lock:
+            cur = st.state.get(pid)
+        if status == "fenced":
+            raise ProducerFenced(f"producer {pid} epoch {epoch} is fenced on {where}: epoch {cur[0]} wrote there")
+        last = cur[1][-1] if cur and cur[1] else None
+        nxt = 0 if last is None or epoch != cur[0] else (last[0] + last[1]) & 0x7FFFFFFF
+        raise OutOfOrderSequence(f"producer {pid} epoch {epoch}: a batch of {len(values)} at sequence {seq} on "
+                                 f"{where}, but the next sequence there is {nxt}")
 
     def snapshot(self) -> None:
         """Snapshot every loaded partition whose log is still open (at shutdown)."""
