@@ -210,8 +210,11 @@ class ProducerStates:
             raise ProducerFenced(f"producer {pid} epoch {epoch} is fenced on {where}: epoch {cur[0]} wrote there")
         last = cur[1][-1] if cur and cur[1] else None
         nxt = 0 if last is None or epoch != cur[0] else (last[0] + last[1]) & 0x7FFFFFFF
-        raise OutOfOrderSequence(f"producer {pid} epoch {epoch}: a batch of {len(values)} at sequence {seq} on "
-                                 f"{where}, but the next sequence there is {nxt}")
+        msg = (f"producer {pid} epoch {epoch}: a batch of {len(values)} at sequence {seq} on {where}, but the "
+               f"next sequence there is {nxt}")
+        if last is not None and 0 < (nxt - seq) & 0x7FFFFFFF < 1 << 30:
+            msg += f" (the batch is older than the producer's last {KEEP} there: appended long ago, or lost)"
+        raise OutOfOrderSequence(msg)
 
     def snapshot(self) -> None:
         """Snapshot every loaded partition whose log is still open (at shutdown)."""

@@ -55,6 +55,9 @@ _REQUEST_ERRORS: dict[type, tuple[int, str]] = {
     E.MessageTooLarge: (413, "message_too_large"),
     E.OffsetOutOfRange: (400, "offset_out_of_range"),
     E.ConfigError: (400, "invalid_argument"),
+    E.OutOfOrderSequence: (409, "out_of_order_sequence"),
+    E.ProducerFenced: (409, "producer_fenced"),
+    E.UnknownProducerId: (400, "unknown_producer_id"),
 }
 
 # errors about the server's own state: (status, code, the client's message)
