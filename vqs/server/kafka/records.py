@@ -292,7 +292,12 @@ def _records(body: bytes, count: int, base_ts: int):
                 if headers is not None:
                     headers.append(None)
             else:
-                nh, p = _varint(body, p, rend)
+                b = body[p]
+                if b < 0x80 and p < rend:
+                    nh = zz[b]
+                    p += 1
+                else:
+                    nh, p = _varint(body, p, rend)
                 if nh:
                     if headers is None:
                         headers = [None] * i
@@ -315,8 +320,14 @@ def _headers_at(body, nh: int, p: int, rend: int):
     if nh < 0 or nh > rend - p:
         raise CorruptBatch("record header count is impossible")
     hs = []
+    zz = _ZZ
     for _ in range(nh):
-        hk, p = _varint(body, p, rend)
+        b = body[p]  # one-byte lengths inline; a read past the record fails the bound below
+        if b < 0x80 and p < rend:
+            hk = zz[b]
+            p += 1
+        else:
+            hk, p = _varint(body, p, rend)
         if hk < 0 or p + hk > rend:
             raise CorruptBatch("header key runs past its record")
         try:
@@ -324,7 +335,12 @@ def _headers_at(body, nh: int, p: int, rend: int):
         except UnicodeDecodeError:
             raise CorruptBatch("header key is not UTF-8", code=87) from None
         p += hk
-        hv, p = _varint(body, p, rend)
+        b = body[p] if p < rend else 0x80
+        if b < 0x80:
+            hv = zz[b]
+            p += 1
+        else:
+            hv, p = _varint(body, p, rend)
         if hv > 0 and p + hv > rend:
             raise CorruptBatch("header value runs past its record")
         hs.append((name, body[p : p + hv] if hv > 0 else b""))
