@@ -17,6 +17,11 @@ server lost records it had acknowledged, a crash under flush="interval" or
 over with a new id. Sends of one producer are serialized (one lock), so its
 batches reach each partition in order.
 
+A ``send_batch`` whose records go to several partitions is one request per
+partition; if it raises, the exception's ``appended`` lists the metadata of
+the records already appended (the partitions before the failing one): resend
+only the others.
+
 Partitions are chosen as the embedded Producer does (key hash with Kafka's
 murmur2, else round-robin per call), from the topic's partition count read
 once per topic.
@@ -104,14 +109,18 @@ class IdempotentRemoteProducer:
         groups = self._partition(topic, n, ks, partition)
         out: list = [None] * n
         with self._lock:
-            for p, idx in groups.items():
-                whole = len(groups) == 1
-                body = b"".join(encode_batch_parts(0, _pick(vals, idx, whole), keys=_pick(ks, idx, whole),
-                                                   headers=_pick(hs, idx, whole),
-                                                   timestamps=0 if ts is None else _pick(ts, idx, whole)))
-                first = self._send_numbered(topic, p, body, len(idx))
-                for j, i in enumerate(idx):
-                    out[i] = RecordMetadata(topic, p, first + j)
+            try:
+                for p, idx in groups.items():
+                    whole = len(groups) == 1
+                    body = b"".join(encode_batch_parts(0, _pick(vals, idx, whole), keys=_pick(ks, idx, whole),
+                                                       headers=_pick(hs, idx, whole),
+                                                       timestamps=0 if ts is None else _pick(ts, idx, whole)))
+                    first = self._send_numbered(topic, p, body, len(idx))
+                    for j, i in enumerate(idx):
+                        out[i] = RecordMetadata(topic, p, first + j)
+            except Exception as e:
+                e.appended = [m for m in out if m is not None]  # the partitions sent before it failed
+                raise
         return out
 
     def _partition(self, topic: str, n: int, keys, partition) -> dict[int, list[int]]:
