@@ -15,6 +15,7 @@ from .broker import (
     Topic,
     TopicPartition,
 )
+from .broker.idempotent import IdempotentProducer
 from .errors import (
     ConfigError,
     CorruptRecordError,
@@ -27,7 +28,10 @@ from .errors import (
     LogLockedError,
     MessageTooLarge,
     OffsetOutOfRange,
+    OutOfOrderSequence,
     PartitionDoesNotExist,
+    ProducerError,
+    ProducerFenced,
     QueueAlreadyExists,
     QueueDoesNotExist,
     ReadOnlyError,
@@ -36,6 +40,7 @@ from .errors import (
     TooManyOpenFiles,
     TopicAlreadyExists,
     TopicDoesNotExist,
+    UnknownProducerId,
     VQSError,
 )
 from .storage import Log, Record, RecordBatch
@@ -69,6 +74,7 @@ __all__ = [
     "FencedMember",
     "HybridMetrics",
     "HybridQueue",
+    "IdempotentProducer",
     "InconsistentGroupProtocol",
     "InvalidName",
     "Log",
@@ -77,9 +83,12 @@ __all__ = [
     "LogLockedError",
     "MessageTooLarge",
     "OffsetOutOfRange",
+    "OutOfOrderSequence",
     "PartitionDoesNotExist",
     "PartitionLag",
     "Producer",
+    "ProducerError",
+    "ProducerFenced",
     "QueueAlreadyExists",
     "QueueDoesNotExist",
     "ReadOnlyError",
@@ -93,6 +102,7 @@ __all__ = [
     "TopicAlreadyExists",
     "TopicDoesNotExist",
     "TopicPartition",
+    "UnknownProducerId",
     "VQSError",
     "set_max_open_files",
 ]

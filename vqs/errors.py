@@ -347,6 +347,25 @@ class QueueMessageTooLarge(MessageTooLarge, InvalidParameterValue):
     SQS reports it as InvalidParameterValue."""
 
 
+class ProducerError(VQSError):
+    """Base of the idempotent producer's refusals (``producer(idempotent=True)``): the batch
+    was not appended."""
+
+
+class OutOfOrderSequence(ProducerError):
+    """An idempotent producer's batch does not follow its last one on that partition (a gap:
+    the server lost acknowledged records in a crash under ``flush="interval"``/``"never"``, or
+    the topic was recreated). The message names the producer, the partition and the sequences."""
+
+
+class ProducerFenced(ProducerError):
+    """An idempotent producer's epoch is older than one that already wrote to the partition."""
+
+
+class UnknownProducerId(ProducerError):
+    """A producer id this data directory never handed out."""
+
+
 class SerializationError(VQSError, TypeError):
     """An item could not be serialized (or deserialized) by the configured
     serializer (HybridQueue's ``serializer=`` setting)."""

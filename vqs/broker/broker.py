@@ -318,8 +318,15 @@ class Broker:
             self._groups.remove_topic(name)
 
     # -- producers and consumers -------------------------------------------------------------
-    def producer(self) -> Producer:
+    def producer(self, *, idempotent: bool = False) -> Producer:
+        """A Producer. ``idempotent=True``: an IdempotentProducer (idempotent.py), whose
+        batches carry a producer id and per-partition sequences so that each is appended
+        once however often it is retried; a gap raises OutOfOrderSequence."""
         self._check_open()
+        if idempotent:
+            from .idempotent import IdempotentProducer
+
+            return IdempotentProducer(self, clock_ms=self._clock_ms)
         return Producer(self, clock_ms=self._clock_ms)
 
     def consumer(

@@ -147,9 +147,7 @@ class Producer:
         else:
             p = None
         if p is not None:
-            first = t.log(p).append_batch(
-                values, keys=keys, headers=headers, timestamps_ms=timestamps_ms
-            )
+            first = self._append(t, p, values, keys, headers, timestamps_ms)
             t._notify()
             return [RecordMetadata(name, p, first + i) for i in range(n)]
 
@@ -168,11 +166,12 @@ class Producer:
         out: list = [None] * n
         try:
             for p, idx in groups.items():
-                first = t.log(p).append_batch(
+                first = self._append(
+                    t, p,
                     [values[i] for i in idx],
-                    keys=[keys[i] for i in idx],
-                    headers=None if headers is None else [headers[i] for i in idx],
-                    timestamps_ms=timestamps_ms
+                    [keys[i] for i in idx],
+                    None if headers is None else [headers[i] for i in idx],
+                    timestamps_ms
                     if timestamps_ms is None or isinstance(timestamps_ms, int)
                     else [timestamps_ms[i] for i in idx],
                 )
@@ -181,6 +180,11 @@ class Producer:
         finally:
             t._notify()
         return out
+
+    def _append(self, t, p: int, values, keys, headers, timestamps_ms) -> int:
+        """One batch to partition ``p`` of topic ``t``; its first offset (IdempotentProducer
+        numbers it)."""
+        return t.log(p).append_batch(values, keys=keys, headers=headers, timestamps_ms=timestamps_ms)
 
     def flush(self) -> None:
         """Write and fsync every buffered record of every topic (whatever the flush policy)."""

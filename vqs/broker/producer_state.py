@@ -16,6 +16,14 @@ lost from the state with it: a retry of such a batch is appended again, and
 a retry of a batch that survived is a duplicate. Check, append and state
 update happen under the partition's lock.
 
+A batch larger than the log's ``batch_max_bytes`` is stored as several
+pieces (Log.append_batch splits it) that all carry the batch's base sequence;
+the scan merges pieces that follow one another with the same (producer,
+epoch, base sequence) back into the one batch the producer sent, so a retry
+of it after a crash is still a duplicate. (Logs written before that carry
+consecutive sequences in the pieces; ``check`` also takes a run of kept
+batches that covers exactly the retried range as that batch.)
+
 Rules (Kafka's): a batch whose (sequence, count) matches one of the
 producer's last ``KEEP`` batches is a duplicate (answered with the first
 append's offset, appended nothing); the next sequence (last + 1, wrapping at
@@ -29,7 +37,7 @@ import json
 import threading
 from collections import deque
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, OutOfOrderSequence, ProducerFenced, UnknownProducerId
 from ..storage.durable_file import atomic_write
 from .layout import producer_ids_file, producer_snapshot_file
 
@@ -61,6 +69,7 @@ class PartitionProducers:
             self.state = {}  # a bad snapshot only costs a full scan: the log is the truth
         off = start
         end = self.log.end_offset
+        prev = None  # (pid, epoch, seq, next offset) of the last batch scanned
         while off < end:
             batches = self.log.read_batches(off, max_bytes=8 << 20)
             if not batches:
@@ -68,10 +77,23 @@ class PartitionProducers:
             for b in batches:
                 if b.next_offset <= off:
                     continue
-                if b.producer_id >= 0:
-                    self._record(b.producer_id, b.producer_epoch, b.base_sequence, b.count, b.base_offset)
+                pid = b.producer_id
+                if pid >= 0:
+                    key = (pid, b.producer_epoch, b.base_sequence, b.base_offset)
+                    if prev == key:
+                        self._extend(pid, b.count)  # a further piece of a batch split on append
+                    else:
+                        self._record(pid, b.producer_epoch, b.base_sequence, b.count, b.base_offset)
+                    prev = (pid, b.producer_epoch, b.base_sequence, b.next_offset)
+                else:
+                    prev = None
                 off = b.next_offset
         self.valid_to = off
+
+    def _extend(self, pid: int, count: int) -> None:
+        batches = self.state[pid][1]
+        s, c, first = batches[-1]
+        batches[-1] = (s, c + count, first)
 
     def _record(self, pid: int, epoch: int, seq: int, count: int, first: int) -> None:
         cur = self.state.get(pid)
@@ -88,9 +110,16 @@ class PartitionProducers:
         if epoch < cur[0]:
             return "fenced", -1
         batches = cur[1]
-        for s, c, first in batches:
-            if s == seq and c == count:
-                return "duplicate", first
+        for i, (s, c, first) in enumerate(batches):
+            if s == seq:
+                # Logs written before pieces shared their batch's base sequence hold a split
+                # batch as pieces with consecutive sequences: a run of them is one batch.
+                j = i + 1
+                while c < count and j < len(batches) and batches[j][0] == (seq + c) & 0x7FFFFFFF:
+                    c += batches[j][1]
+                    j += 1
+                if c == count:
+                    return "duplicate", first
         if not batches:
             return ("append", -1) if seq == 0 else ("out_of_order", -1)
         s, c, _ = batches[-1]
@@ -159,6 +188,33 @@ class ProducerStates:
                                         producer=(pid, epoch, seq))
             st._record(pid, epoch, seq, len(values), first)
             return "append", first
+
+    def check_known(self, pid: int) -> None:
+        """Raise UnknownProducerId unless ``pid`` was handed out by ``new_producer`` (ever)."""
+        with self._lock:
+            if not 0 <= pid < self._next:
+                raise UnknownProducerId(f"producer id {pid} was never handed out by this server")
+
+    def send(self, topic, p: int, pid: int, epoch: int, seq: int, values, keys, headers,
+             timestamps) -> tuple[int, bool]:
+        """``append`` for VQS's own producers: (first offset, True if it was a duplicate whose
+        first append had that offset); a gap raises OutOfOrderSequence, an old epoch ProducerFenced."""
+        status, first = self.append(topic, p, pid, epoch, seq, values, keys, headers, timestamps)
+        if status == "append" or status == "duplicate":
+            return first, status == "duplicate"
+        where = f"topic {topic.name!r} partition {p}"
+        st = self.partition(topic, p)
+        with st.lock:
+            cur = st.state.get(pid)
+        if status == "fenced":
+            raise ProducerFenced(f"producer {pid} epoch {epoch} is fenced on {where}: epoch {cur[0]} wrote there")
+        last = cur[1][-1] if cur and cur[1] else None
+        nxt = 0 if last is None or epoch != cur[0] else (last[0] + last[1]) & 0x7FFFFFFF
+        msg = (f"producer {pid} epoch {epoch}: a batch of {len(values)} at sequence {seq} on {where}, but the "
+               f"next sequence there is {nxt}")
+        if last is not None and 0 < (nxt - seq) & 0x7FFFFFFF < 1 << 30:
+            msg += f" (the batch is older than the producer's last {KEEP} there: appended long ago, or lost)"
+        raise OutOfOrderSequence(msg)
 
     def snapshot(self) -> None:
         """Snapshot every loaded partition whose log is still open (at shutdown)."""

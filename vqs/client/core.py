@@ -69,7 +69,14 @@ class Client:
     def delete_topic(self, name: str) -> None:
         self._transport.request("DELETE", f"/topics/{name}")
 
-    def producer(self) -> RemoteProducer:
+    def producer(self, *, idempotent: bool = False, retry_timeout: float = 30.0):
+        """A producer. ``idempotent=True``: an IdempotentRemoteProducer (client/idempotent.py),
+        whose every send is appended exactly once, retried by itself on connection errors
+        and 503s for up to ``retry_timeout`` seconds."""
+        if idempotent:
+            from .idempotent import IdempotentRemoteProducer
+
+            return IdempotentRemoteProducer(self._transport, retry_timeout=retry_timeout)
         return RemoteProducer(self._transport)
 
     def consumer(self, topics=None, group: str | None = None, *, auto_offset_reset: str = "earliest",

@@ -57,6 +57,9 @@ _REQUEST_ERRORS: dict[type, tuple[int, str]] = {
     E.FencedMember: (409, "fenced_member"),
     E.InconsistentGroupProtocol: (409, "inconsistent_group_protocol"),
     E.ConfigError: (400, "invalid_argument"),
+    E.OutOfOrderSequence: (409, "out_of_order_sequence"),
+    E.ProducerFenced: (409, "producer_fenced"),
+    E.UnknownProducerId: (400, "unknown_producer_id"),
 }
 
 # errors about the server's own state: (status, code, the client's message)

@@ -292,6 +292,8 @@ class LeanRoutes:
     # ------------------------------------------------------------------ handlers
     async def _produce(self, scope, topic: str, body: bytes):
         qs = scope["query_string"]
+        if qs and b"producer_id" in qs:
+            raise _Fallback  # an idempotent request: the route (rest/producers.py)
         partition = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)).get("partition") if qs else None
         ctype = _header(scope["headers"], b"content-type")
         scope["route"] = _MESSAGES

@@ -452,7 +452,9 @@ class Log(LogReads, LogDurability, LogSpace):
         ``batch_max_bytes``); return the first offset. Records buffered by
         ``append`` are written first, so order is kept. ``producer`` is
         (producer id, epoch, base sequence) of an idempotent producer, kept in
-        the batch headers (a split batch's pieces get consecutive sequences)."""
+        the batch headers; a split batch's pieces all carry its base sequence,
+        which tells them apart from separate batches when the producer state
+        is rebuilt from the log (broker/producer_state.py)."""
         n = len(values)
         if n == 0:
             raise ConfigError("append_batch needs at least one value")
@@ -493,7 +495,7 @@ class Log(LogReads, LogDurability, LogSpace):
                 else:
                     parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
                                                producer_id=producer[0], producer_epoch=producer[1],
-                                               base_sequence=(producer[2] + i) & 0x7FFFFFFF)
+                                               base_sequence=producer[2])
                 self._write_parts_locked(parts, base, base + (j - i))
                 i = j
             self._next_offset = self._written_end

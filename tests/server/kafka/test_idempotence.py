@@ -148,3 +148,28 @@ def test_retry_after_a_dropped_connection_does_not_duplicate(tmp_path):
     finally:
         proxy.close()
         server.stop()
+
+
+def test_a_batch_split_on_append_is_a_duplicate_when_retried_after_a_crash(tmp_path):
+    """A Kafka batch larger than batch_max_bytes (1 MiB) is stored as several VQS batches; after
+    SIGKILL the producer state is rebuilt from those pieces, and a retry of the whole batch must
+    still be recognised (it was refused as out of order)."""
+    server = KafkaServer(tmp_path / "data", "--flush", "always").start()
+    try:
+        import httpx
+
+        assert httpx.post(server.url + "/topics", json={"name": "split"}).status_code == 201
+        k = RawKafka(server.kafka_port)
+        pid, epoch = k.init_producer_id()
+        big = encode_records(0, [bytes([65 + i]) * (600 << 10) for i in range(3)], timestamps=1_000,
+                             producer=(pid, epoch, 0))
+        assert k.produce("split", 0, big) == (0, 0)
+        k.close()
+        server.kill9()  # no snapshot: the state comes from the pieces' batch headers
+        server.start()
+        k = RawKafka(server.kafka_port)
+        assert k.produce("split", 0, big) == (0, 0)  # the retry: a duplicate, answered with its offset
+        assert k.produce("split", 0, _batch(pid, epoch, 3, 1)) == (0, 3)  # the next sequence follows it
+        k.close()
+    finally:
+        server.stop()

@@ -7,14 +7,19 @@
     messages.py     /topics/{topic}/messages (produce, consume; JSON and
                     application/vnd.vqs.batch) and /wait
     groups.py       /groups: consumer groups' offsets and lag
+    producers.py    /producers (ids for idempotent produce requests) and the
+                    query parameters of an idempotent produce
     queues.py       /queues: SQS-style queues
 
 JSON for people; ``application/vnd.vqs.batch`` (vqs/wire.py) for speed on the
 produce and consume paths. Route modules import conventions and models, never
-each other.
+each other (messages.py takes ``idempotent_producer`` from producers.py as a
+parameter of ``message_routes``, handed over here).
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from fastapi import APIRouter
 
@@ -22,6 +27,7 @@ from ..context import ServerContext
 from .groups import group_routes
 from .messages import consume_messages, message_routes, produce_messages
 from .ops import ops_routes
+from .producers import idempotent_producer, producer_routes
 from .queues import queue_routes
 from .topics import topic_routes
 
@@ -30,6 +36,7 @@ __all__ = ["build_router", "consume_messages", "produce_messages"]
 
 def build_router(ctx: ServerContext) -> APIRouter:
     r = APIRouter()
-    for routes in (ops_routes, topic_routes, message_routes, group_routes, queue_routes):
+    messages = partial(message_routes, idempotent=idempotent_producer)
+    for routes in (ops_routes, topic_routes, messages, group_routes, queue_routes, producer_routes):
         r.include_router(routes(ctx))
     return r

@@ -191,7 +191,9 @@ def _int_query(name: str, description: str | None = None):
 
 
 # ---------------------------------------------------------------------------- routes
-def message_routes(ctx: ServerContext) -> APIRouter:
+def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
+    """``idempotent(ctx, topic, query)``: the producer of an idempotent produce request, or None
+    (rest/producers.py; lean.py hands such requests to these routes)."""
     r = APIRouter(tags=["topics"])
     s = ctx.settings
 
@@ -211,8 +213,10 @@ def message_routes(ctx: ServerContext) -> APIRouter:
                         "as ranges `{partition, base_offset, count}` in input order.")
     async def produce(request: Request, topic: str = name_param("topic")):
         body = await request.body()
-        out = await produce_messages(ctx, topic, request.headers.get("content-type"),
-                                     request.query_params.get("partition"), body)
+        q = request.query_params
+        producer = None if idempotent is None else idempotent(ctx, topic, q)
+        out = await produce_messages(ctx, topic, request.headers.get("content-type"), q.get("partition"), body,
+                                     producer=producer)
         return jresp(out)
 
     @r.get("/topics/{topic}/messages", summary="Consume by offset (long poll with wait_ms)",
@@ -284,15 +288,16 @@ def media_type(content_type: str | None) -> str:
 
 
 async def produce_messages(ctx: ServerContext, topic: str, content_type: str | None, partition_raw: str | None,
-                           body: bytes) -> dict:
-    """``POST /topics/{topic}/messages``: a JSON or binary body (by ``content_type``) appended."""
+                           body: bytes, producer=None) -> dict:
+    """``POST /topics/{topic}/messages``: a JSON or binary body (by ``content_type``) appended
+    (by ``producer``, an idempotent request's, else the server's)."""
     b = ready_broker(ctx)
     check_name(topic, "topic")
     ctype = media_type(content_type)
-    producer = ctx.producer()
+    producer = producer or ctx.producer()
     t = b.topic(topic)
     if ctype == BATCH_CONTENT_TYPE:
-        return await produce_batches(ctx, topic, partition_raw, body)
+        return await produce_batches(ctx, topic, partition_raw, body, producer)
     if ctype not in ("application/json", ""):
         raise APIError(415, "unsupported_media_type",
                        f"Content-Type must be application/json or {BATCH_CONTENT_TYPE}, not {ctype}")
@@ -364,7 +369,8 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
 
 
 # ------------------------------------------------------------------- binary (hot) paths
-async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | None, body: bytes) -> dict:
+async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | None, body: bytes,
+                          producer=None) -> dict:
     """Binary produce (application/vnd.vqs.batch): every batch of the body appended in order."""
     t = ready_broker(ctx).topic(check_name(topic, "topic"))
     partition = query_int({"partition": partition_raw}, "partition", None, 0, t.partitions - 1)
@@ -374,7 +380,7 @@ async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | N
         raise APIError(400, "corrupt_batch", str(e), field="body") from None
     if not batches:
         raise APIError(400, "invalid_argument", "the body holds no record batch", field="body")
-    producer = ctx.producer()
+    producer = producer or ctx.producer()
     metas: list = []
     nbytes = 0
     now = int(time.time() * 1000)

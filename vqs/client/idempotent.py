@@ -1,0 +1,200 @@
+"""``IdempotentRemoteProducer``: ``vqs.Client(...).producer(idempotent=True)``.
+
+It asks the server for a producer id (``POST /producers``), numbers its
+records per partition, and sends each partition's records of a send as one
+request carrying ``partition``, ``producer_id``, ``producer_epoch`` and
+``sequence`` (server/rest/producers.py). Such a request may be sent again and
+is appended once: so the producer retries it by itself when the connection
+fails (refused, dropped, timed out: a server restart) or the server answers
+503 (starting, stopping), with backoff up to ``retry_timeout`` seconds.
+
+Guarantees: a send that returned was appended exactly once, at the offsets it
+returned, however many attempts it took. A send that raised after its
+retries may or may not have been appended (at most once); the producer then
+takes a new producer id, so no later batch is mistaken for it. A gap (the
+server lost records it had acknowledged, a crash under flush="interval" or
+"never") raises ``OutOfOrderSequence``, and the producer likewise starts
+over with a new id. Sends of one producer are serialized (one lock), so its
+batches reach each partition in order.
+
+A ``send_batch`` whose records go to several partitions is one request per
+partition; if it raises, the exception's ``appended`` lists the metadata of
+the records already appended (the partitions before the failing one): resend
+only the others.
+
+Partitions are chosen as the embedded Producer does (key hash with Kafka's
+murmur2, else round-robin per call), from the topic's partition count read
+once per topic.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .. import errors as E
+from ..broker.partitioner import RoundRobin, partition_for_key
+from ..storage.record_batch import encode_batch_parts
+from ..wire import BATCH_CONTENT_TYPE
+from .values import as_bytes, as_headers
+
+if TYPE_CHECKING:
+    from .transport import Transport
+
+_HEADERS = [(b"content-type", BATCH_CONTENT_TYPE.encode())]
+_SEQ_MASK = 0x7FFFFFFF
+
+
+def _retryable() -> tuple:
+    import httpcore
+    import httpx
+
+    return (httpx.TransportError, httpcore.NetworkError, httpcore.TimeoutException, httpcore.RemoteProtocolError)
+
+
+def _pick(col, idx: list[int], whole: bool):
+    return col if whole or col is None else [col[i] for i in idx]
+
+
+class IdempotentRemoteProducer:
+    """``Producer`` over HTTP whose sends are appended once, retried on connection errors."""
+
+    def __init__(self, transport: Transport, *, retry_timeout: float = 30.0):
+        self._transport = transport
+        self.retry_timeout = retry_timeout
+        self._lock = threading.Lock()
+        self._rr = RoundRobin()
+        self._partitions: dict[str, int] = {}
+        self._retryable = _retryable()
+        self.producer_id = -1
+        self.epoch = -1
+        self._seq: dict[tuple[str, int], int] = {}
+        self.retries = 0  # requests sent again (a dropped connection, a restart)
+
+    def _new_id(self) -> None:
+        doc = self._call(lambda: self._transport.json("POST", "/producers"))
+        self.producer_id, self.epoch = doc["producer_id"], doc["epoch"]
+        self._seq = {}
+
+    def sequence(self, topic: str, partition: int) -> int:
+        """The sequence the next batch to ``topic``/``partition`` will carry."""
+        return self._seq.get((topic, partition), 0)
+
+    def send(self, topic: str, value, key=None, headers=None, partition: int | None = None,
+             timestamp_ms: int | None = None):
+        return self.send_batch(topic, [value], keys=None if key is None else [key],
+                               headers=None if headers is None else [headers], partition=partition,
+                               timestamps_ms=None if timestamp_ms is None else [timestamp_ms])[0]
+
+    def send_batch(self, topic: str, values: Sequence, keys: Sequence | None = None,
+                   headers: Sequence | None = None, partition: int | None = None,
+                   timestamps_ms: Sequence[int] | None = None) -> list:
+        """Append ``values`` (each partition's share one numbered request); their metadata in
+        input order. See the module doc for what a return and a raise promise."""
+        from ..broker.topic import RecordMetadata
+
+        n = len(values)
+        if n == 0:
+            return []
+        for name, col in (("keys", keys), ("headers", headers), ("timestamps_ms", timestamps_ms)):
+            if col is not None and len(col) != n:
+                raise E.ConfigError(f"send_batch: {name} has {len(col)} items, values has {n}")
+        vals = [v if v.__class__ is bytes else as_bytes(v) for v in values]
+        ks = None if keys is None or all(k is None for k in keys) else [None if k is None else as_bytes(k, "key") for k in keys]
+        hs = None if headers is None or not any(headers) else [as_headers(h) for h in headers]
+        ts = None if timestamps_ms is None else list(timestamps_ms)
+        groups = self._partition(topic, n, ks, partition)
+        out: list = [None] * n
+        with self._lock:
+            try:
+                for p, idx in groups.items():
+                    whole = len(groups) == 1
+                    body = b"".join(encode_batch_parts(0, _pick(vals, idx, whole), keys=_pick(ks, idx, whole),
+                                                       headers=_pick(hs, idx, whole),
+                                                       timestamps=0 if ts is None else _pick(ts, idx, whole)))
+                    first = self._send_numbered(topic, p, body, len(idx))
+                    for j, i in enumerate(idx):
+                        out[i] = RecordMetadata(topic, p, first + j)
+            except Exception as e:
+                e.appended = [m for m in out if m is not None]  # the partitions sent before it failed
+                raise
+        return out
+
+    def _partition(self, topic: str, n: int, keys, partition) -> dict[int, list[int]]:
+        if partition is not None:
+            return {partition: list(range(n))}
+        parts = self._partitions.get(topic)
+        if parts is None:
+            parts = self._partitions[topic] = self._call(
+                lambda: self._transport.json("GET", f"/topics/{topic}"))["partitions"]
+        if keys is None or parts == 1:
+            return {self._rr.next(topic, parts) if parts > 1 else 0: list(range(n))}
+        groups: dict[int, list[int]] = {}
+        sticky = None
+        for i, k in enumerate(keys):
+            if k is None:
+                if sticky is None:
+                    sticky = self._rr.next(topic, parts)
+                p = sticky
+            else:
+                p = partition_for_key(k, parts)
+            groups.setdefault(p, []).append(i)
+        return groups
+
+    def _send_numbered(self, topic: str, p: int, body: bytes, count: int) -> int:
+        if self.producer_id < 0:
+            self._new_id()
+        seq = self._seq.get((topic, p), 0)
+        params = {"partition": p, "producer_id": self.producer_id, "producer_epoch": self.epoch, "sequence": seq}
+        try:
+            _, data = self._call(lambda: self._transport.hot("POST", f"/topics/{topic}/messages", params,
+                                                             _HEADERS, content=body))
+        except E.ProducerError:
+            self.producer_id = -1  # start over with a new id: the server's state and ours differ
+            raise
+        except E.RemoteError as e:
+            if e.status >= 500:
+                self.producer_id = -1  # the outcome is unknown
+            raise
+        except E.VQSError:
+            raise  # refused as it stands (a bad partition, a value too large): nothing appended
+        except Exception:
+            self.producer_id = -1  # the outcome is unknown: no later batch may reuse this sequence
+            raise
+        self._seq[(topic, p)] = (seq + count) & _SEQ_MASK
+        return json.loads(data)["ranges"][0]["base_offset"]
+
+    def _call(self, fn):
+        """``fn()``, again on a connection error or a 503 until ``retry_timeout`` has passed."""
+        deadline = time.monotonic() + self.retry_timeout
+        delay = 0.02
+        while True:
+            try:
+                return fn()
+            except self._retryable:
+                pass
+            except E.RemoteError as e:
+                if e.status != 503:
+                    raise
+            except E.LogClosedError:
+                pass
+            if time.monotonic() + delay > deadline:
+                return fn()  # the last attempt: its error is the caller's
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+            self.retries += 1
+
+    def flush(self) -> None:
+        """Nothing is buffered client-side: every send was acknowledged."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> IdempotentRemoteProducer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
