@@ -39,7 +39,7 @@ from ..wire import BATCH_CONTENT_TYPE
 from .context import ServerContext
 from .errors import rest_error
 from .rest.conventions import json_bytes
-from .rest.messages import CONSUME_INTS, consume_messages, produce_messages
+from .rest.messages import CONSUME_INTS, consume_messages, produce_answer_bytes, produce_messages
 from .rest.models import MessageAttributeIn, QueueDelete, QueueMessageIn, QueueReceive, QueueSend
 from .rest.queues import delete_messages, receive_messages, send_messages
 
@@ -295,8 +295,9 @@ class LeanRoutes:
         partition = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)).get("partition") if qs else None
         ctype = _header(scope["headers"], b"content-type")
         scope["route"] = _MESSAGES
-        return await produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"),
-                                      partition, body)
+        out = await produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"),
+                                     partition, body)
+        return produce_answer_bytes(out), "application/json", {}
 
     async def _consume(self, scope, topic: str, body: bytes):
         q = _consume_args(scope["query_string"])
