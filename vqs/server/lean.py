@@ -23,13 +23,15 @@ Invariants:
   another content type, an empty body) goes to FastAPI with the body already
   read, so every validation error is the framework's.
 * Limits (header and body size), bearer auth, metrics and the access log are
-  the middleware's, around either path: the body is read through the
-  middleware's size-limited ``receive``.
+  the middleware's, around either path: a request comes here only once the
+  middleware's checks of its headers and token passed; the body is read here
+  with the same ``max_body_bytes`` limit (``BodyTooLarge``: the middleware's
+  413), and the status sent is reported back through ``state`` (no wrapper
+  around ``send`` on the way of a plain answer).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from urllib.parse import parse_qsl
 
@@ -38,7 +40,7 @@ from starlette.responses import JSONResponse
 from ..wire import BATCH_CONTENT_TYPE
 from .context import ServerContext
 from .errors import rest_error
-from .rest.conventions import json_bytes
+from .rest.conventions import json_bytes, json_loads
 from .rest.messages import CONSUME_INTS, consume_messages, produce_answer_bytes, produce_messages
 from .rest.models import MessageAttributeIn, QueueDelete, QueueMessageIn, QueueReceive, QueueSend
 from .rest.queues import delete_messages, receive_messages, send_messages
@@ -223,7 +225,7 @@ def _json_doc(raw_headers, body: bytes):
     if not body:
         return None
     try:
-        return json.loads(body)
+        return json_loads(body)
     except (ValueError, UnicodeDecodeError):
         return None
 
@@ -231,6 +233,24 @@ def _json_doc(raw_headers, body: bytes):
 # ----------------------------------------------------------------------- dispatch
 class _Fallback(Exception):
     """Raised by a handler: the request is FastAPI's."""
+
+
+class BodyTooLarge(Exception):
+    """The request body passed ``max_body_bytes`` (the middleware answers 413)."""
+
+
+def capturing(send, state: list):
+    """``send`` that records the answer's status in ``state[0]`` and, for an error, the start
+    of its body in ``state[1]`` (for the log line)."""
+
+    async def wrapper(message):
+        if message["type"] == "http.response.start":
+            state[0] = message["status"]
+        elif state[0] >= 400 and not state[1]:
+            state[1] = message.get("body", b"")[:4096]
+        await send(message)
+
+    return wrapper
 
 
 class LeanRoutes:
@@ -257,35 +277,52 @@ class LeanRoutes:
             return None
         return {"messages": self._send, "receive": self._receive, "delete": self._delete}[action], name
 
-    async def handle(self, hit, scope, receive, send) -> None:
+    async def handle(self, hit, scope, receive, send, state: list, max_body: int) -> None:
+        """Answer a matched request (or hand it to the framework). ``state`` is the middleware's
+        [status sent (0: none yet), error body]: set before the answer's start is sent, so the
+        middleware counts and logs it as it does any other (and knows whether anything went out)."""
         fn, name = hit
         body = b""
         if scope["method"] == "POST":
-            chunks = []
-            while True:
-                msg = await receive()
-                if msg["type"] != "http.request":
-                    return  # the client left
-                chunks.append(msg.get("body", b""))
-                if not msg.get("more_body"):
-                    break
-            body = b"".join(chunks)
+            msg = await receive()
+            if msg["type"] != "http.request":
+                return  # the client left
+            body = msg.get("body", b"")
+            if msg.get("more_body"):
+                chunks = [body]
+                seen = len(body)
+                while True:
+                    msg = await receive()
+                    if msg["type"] != "http.request":
+                        return
+                    chunk = msg.get("body", b"")
+                    seen += len(chunk)
+                    if seen > max_body:
+                        raise BodyTooLarge
+                    chunks.append(chunk)
+                    if not msg.get("more_body"):
+                        break
+                body = b"".join(chunks)
+            if len(body) > max_body:
+                raise BodyTooLarge
         try:
             out = await fn(scope, name, body)
         except _Fallback:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, _replay(body, receive), capturing(send, state))
             return
         except Exception as exc:
             api = rest_error(exc, self.metrics, f"{scope['method']} {scope['path']}")
-            await JSONResponse(api.body(), status_code=api.status, headers=api.headers)(scope, receive, send)
+            await JSONResponse(api.body(), status_code=api.status, headers=api.headers)(
+                scope, receive, capturing(send, state))
             return
         if out.__class__ is dict:
             data = json_bytes(out)
             headers = [(b"content-length", str(len(data)).encode()), (b"content-type", _JSON_HEADERS)]
         else:  # (body, media type, headers): as Starlette's Response lays them out
             data, media, extra = out
-            headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+            headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()] if extra else []
             headers += [(b"content-length", str(len(data)).encode()), (b"content-type", media.encode())]
+        state[0] = 200
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": data})
 

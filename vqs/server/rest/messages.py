@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import time
 from typing import Literal
 
@@ -34,6 +33,7 @@ from .conventions import (
     check_name,
     jresp,
     json_bytes,
+    json_loads,
     links,
     name_param,
     query_int,
@@ -299,7 +299,7 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
     s = ctx.settings
     metrics = ctx.metrics
     try:
-        doc = json.loads(body)
+        doc = json_loads(body)
     except (ValueError, UnicodeDecodeError):
         raise APIError(400, "invalid_json", "the body is not valid JSON", field="body") from None
     if not isinstance(doc, dict):
@@ -310,7 +310,8 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
         raise APIError(400, "invalid_argument", f"unknown field(s) {sorted(extra)}", field=sorted(extra)[0])
     if not isinstance(msgs, list) or not msgs:
         raise APIError(400, "invalid_argument", "messages must be a non-empty list", field="messages")
-    values, keys, headers, parts, tss = [], [], [], [], []
+    values: list = []
+    keys = headers = parts = tss = None  # made at the first message that is more than a text value
     nbytes = 0
     limit = s.max_message_bytes
     for i, m in enumerate(msgs):
@@ -324,11 +325,14 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
                                    field="value")
                 nbytes += len(v)
                 values.append(v)
-                keys.append(None)
-                headers.append(None)
-                parts.append(None)
-                tss.append(None)
+                if keys is not None:
+                    keys.append(None)
+                    headers.append(None)
+                    parts.append(None)
+                    tss.append(None)
                 continue
+        if keys is None:
+            keys, headers, parts, tss = [None] * i, [None] * i, [None] * i, [None] * i
         where = f"messages[{i}]"
         if not isinstance(m, dict):
             raise APIError(400, "invalid_argument", f"{where} must be an object", field="messages")
@@ -353,6 +357,10 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
             raise APIError(400, "invalid_argument", f"{where}.timestamp_ms must be a non-negative integer",
                            field="timestamp_ms")
         tss.append(ts)
+    if keys is None:  # text values only: one append (to the partition the producer picks)
+        metas = await ctx.appends.send(t, None, values, None, None, None)
+        metrics.count_in("topic", topic, len(metas), nbytes)
+        return {"count": len(metas), "ranges": _partition_ranges(metas)}
     now = int(time.time() * 1000)
     tss_final = [now if x is None else x for x in tss] if any(x is not None for x in tss) else None
     anykey = any(k is not None for k in keys)
