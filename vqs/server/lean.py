@@ -40,7 +40,7 @@ from starlette.responses import JSONResponse
 from ..wire import BATCH_CONTENT_TYPE
 from .context import ServerContext
 from .errors import rest_error
-from .rest.conventions import json_bytes, json_loads
+from .rest.conventions import json_loads
 from .rest.messages import CONSUME_INTS, consume_messages, produce_answer_bytes, produce_messages
 from .rest.models import MessageAttributeIn, QueueDelete, QueueMessageIn, QueueReceive, QueueSend
 from .rest.queues import delete_messages, receive_messages, send_messages
@@ -49,6 +49,10 @@ _PATH = re.compile(r"/(topics|queues)/([A-Za-z0-9._-]{1,200})/(messages|receive|
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")  # NAME_PATTERN, matched whole (no "$" before a newline)
 _BATCH = BATCH_CONTENT_TYPE.encode()
 _JSON_HEADERS = b"application/json"
+
+
+_UNSEEN = object()
+_MAX_HITS = 4096
 
 
 class _Route:
@@ -260,9 +264,21 @@ class LeanRoutes:
         self.ctx = ctx
         self.app = app
         self.metrics = ctx.metrics
+        self._hits: dict = {}  # (method, path) -> match()'s answer
 
     def match(self, method: str, path: str):
-        """The handler for a request and the name in its path, or None."""
+        """The handler for a request and the name in its path, or None (remembered for the
+        paths seen last: a server's clients ask for the same few again and again)."""
+        key = (method, path)
+        hit = self._hits.get(key, _UNSEEN)
+        if hit is _UNSEEN:
+            hit = self._match(method, path)
+            if len(self._hits) >= _MAX_HITS:  # the paths come from clients: bounded
+                self._hits.clear()
+            self._hits[key] = hit
+        return hit
+
+    def _match(self, method: str, path: str):
         m = _PATH.fullmatch(path)
         if m is None:
             return None
@@ -316,7 +332,7 @@ class LeanRoutes:
                 scope, receive, capturing(send, state))
             return
         if out.__class__ is dict:
-            data = json_bytes(out)
+            data = produce_answer_bytes(out)  # json_bytes(out); a produce's formatted directly
             headers = [(b"content-length", str(len(data)).encode()), (b"content-type", _JSON_HEADERS)]
         else:  # (body, media type, headers): as Starlette's Response lays them out
             data, media, extra = out
@@ -327,14 +343,13 @@ class LeanRoutes:
         await send({"type": "http.response.body", "body": data})
 
     # ------------------------------------------------------------------ handlers
-    async def _produce(self, scope, topic: str, body: bytes):
+    def _produce(self, scope, topic: str, body: bytes):
+        """(The core's coroutine itself, awaited by ``handle``: one frame less per request.)"""
         qs = scope["query_string"]
         partition = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)).get("partition") if qs else None
         ctype = _header(scope["headers"], b"content-type")
         scope["route"] = _MESSAGES
-        out = await produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"),
-                                     partition, body)
-        return produce_answer_bytes(out), "application/json", {}
+        return produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"), partition, body)
 
     async def _consume(self, scope, topic: str, body: bytes):
         q = _consume_args(scope["query_string"])
