@@ -4,8 +4,11 @@
 
 Runs the real server (``vqs.server.run.main``: the same settings, uvicorn
 config, lifespan, broker and middleware) with the app it builds wrapped in one
-outermost ASGI layer that answers ``GET /bench/noop`` with a fixed 12-byte JSON
-body and passes every other request through untouched. The noop is the floor
+outermost ASGI layer that answers ``/bench/noop`` with a fixed 12-byte JSON
+body and passes every other request through untouched. A ``POST`` to it reads
+the whole request body first (``receive`` until ``more_body`` is false), as
+any route that takes a body must: the floor for a request that carries one
+(``noop-post`` in the bench sends it the produce's own body). The noop is the floor
 of this server: the same process, event loop, HTTP parser and uvicorn settings
 as the routes it is compared with, and none of the app's work. Wrapping from
 here (rather than a route inside vqs) keeps a bench-only route out of the
@@ -31,6 +34,9 @@ class NoopFront:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["path"] == "/bench/noop":
+            if scope["method"] == "POST":
+                while (await receive()).get("more_body"):
+                    pass
             await send(_START)
             await send(_END)
             return

@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import VQSError
 from .context import ServerContext
 from .errors import APIError, rest_error
-from .lean import LeanRoutes
+from .lean import BodyTooLarge, LeanRoutes, capturing
 from .settings import Settings
 
 logger = logging.getLogger("vqs.server")
@@ -49,8 +49,7 @@ async def _send(send, status: int, headers: list, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class _TooLarge(Exception):
-    pass
+_TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the lean routes)
 
 
 def _log_request(method: str, path: str, status: int, seconds: float, error_body: list) -> None:
@@ -118,6 +117,12 @@ class VQSMiddleware:
                     clen = int(v)
                 except ValueError:
                     clen = -1
+        lean = self.lean
+        if lean is not None and size <= self.max_header and (clen is None or clen <= self.max_body) \
+                and not self.ctx.stopping:
+            hit = lean.match(method, path)  # a hot route whose checks all pass: no framework, no wrappers
+            if hit is not None and (not self.tokens or self._check_bearer(raw_headers) is None):
+                return await self._lean(hit, scope, receive, send, t0)
         status_box = [0]
         error_body: list = []
 
@@ -158,10 +163,6 @@ class VQSMiddleware:
                 if err is not None:
                     await self._reject(send_wrapper, False, *err)
                     return
-            hit = self.lean.match(method, path) if self.lean is not None else None
-            if hit is not None:  # a hot route: answered without the framework unless unusual
-                await self.lean.handle(hit, scope, receive, send_wrapper)
-                return
             await self.app(scope, receive, send_wrapper)
         except _TooLarge:
             self.ctx.metrics.rejected.labels("body_size").inc()
@@ -183,6 +184,32 @@ class VQSMiddleware:
             self._count(api, rpath, method, status, time.perf_counter() - t0)
             if self.access_log or status_box[0] >= 400:  # 0: no answer sent (the client left)
                 _log_request(method, path, status, time.perf_counter() - t0, error_body)
+
+    async def _lean(self, hit, scope, receive, send, t0: float) -> None:
+        """A hot route (lean.py) whose header, limit and token checks passed: the same 413, error
+        answer, metrics and log line as ``__call__`` gives any request."""
+        state = [0, b""]  # the status sent (0: none), an error answer's body
+        try:
+            await self.lean.handle(hit, scope, receive, send, state, self.max_body)
+        except _TooLarge:
+            self.ctx.metrics.rejected.labels("body_size").inc()
+            if not state[0]:
+                await self._reject(capturing(send, state), False, 413, "body_too_large",
+                                   f"request body exceeds {self.max_body} bytes (max_body_bytes)", field="body")
+        except Exception as exc:
+            if state[0]:
+                raise
+            api_error = rest_error(exc, self.ctx.metrics, f"{scope['method']} {scope['path']}")
+            await JSONResponse(api_error.body(), status_code=api_error.status,
+                               headers=api_error.headers)(scope, receive, capturing(send, state))
+        finally:
+            route = scope.get("route")
+            rpath = getattr(route, "path", None) or "unmatched"
+            status = state[0] or 500
+            self._count("rest", rpath, scope["method"], status, time.perf_counter() - t0)
+            if self.access_log or state[0] >= 400:
+                _log_request(scope["method"], scope["path"], status, time.perf_counter() - t0,
+                             [state[1]] if state[1] else [])
 
     def _count(self, api: str, rpath: str, method: str, status: int, seconds: float) -> None:
         """vqs_http_requests and the latency histogram; their labelled children are kept

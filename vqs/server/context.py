@@ -19,6 +19,7 @@ import time
 import anyio
 
 from ..errors import LogClosedError
+from .append_coalescer import AppendCoalescer
 from .errors import APIError
 from .long_poll import LongPolls
 from .metrics import Metrics
@@ -43,6 +44,7 @@ class ServerContext:
         self._producer = None
         self._producer_broker = None
         self.long_polls = LongPolls(lambda: self.stopping)
+        self.appends = AppendCoalescer(self)  # produce requests' appends, coalesced per partition
 
     def producer(self):
         """The server's one Producer on the current broker (made on first use)."""

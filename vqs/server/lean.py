@@ -23,13 +23,15 @@ Invariants:
   another content type, an empty body) goes to FastAPI with the body already
   read, so every validation error is the framework's.
 * Limits (header and body size), bearer auth, metrics and the access log are
-  the middleware's, around either path: the body is read through the
-  middleware's size-limited ``receive``.
+  the middleware's, around either path: a request comes here only once the
+  middleware's checks of its headers and token passed; the body is read here
+  with the same ``max_body_bytes`` limit (``BodyTooLarge``: the middleware's
+  413), and the status sent is reported back through ``state`` (no wrapper
+  around ``send`` on the way of a plain answer).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from urllib.parse import parse_qsl
 
@@ -38,8 +40,8 @@ from starlette.responses import JSONResponse
 from ..wire import BATCH_CONTENT_TYPE
 from .context import ServerContext
 from .errors import rest_error
-from .rest.conventions import json_bytes
-from .rest.messages import CONSUME_INTS, consume_messages, produce_messages
+from .rest.conventions import json_loads
+from .rest.messages import CONSUME_INTS, consume_messages, produce_answer_bytes, produce_messages
 from .rest.models import MessageAttributeIn, QueueDelete, QueueMessageIn, QueueReceive, QueueSend
 from .rest.queues import delete_messages, receive_messages, send_messages
 
@@ -47,6 +49,10 @@ _PATH = re.compile(r"/(topics|queues)/([A-Za-z0-9._-]{1,200})/(messages|receive|
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")  # NAME_PATTERN, matched whole (no "$" before a newline)
 _BATCH = BATCH_CONTENT_TYPE.encode()
 _JSON_HEADERS = b"application/json"
+
+
+_UNSEEN = object()
+_MAX_HITS = 4096
 
 
 class _Route:
@@ -223,7 +229,7 @@ def _json_doc(raw_headers, body: bytes):
     if not body:
         return None
     try:
-        return json.loads(body)
+        return json_loads(body)
     except (ValueError, UnicodeDecodeError):
         return None
 
@@ -233,6 +239,24 @@ class _Fallback(Exception):
     """Raised by a handler: the request is FastAPI's."""
 
 
+class BodyTooLarge(Exception):
+    """The request body passed ``max_body_bytes`` (the middleware answers 413)."""
+
+
+def capturing(send, state: list):
+    """``send`` that records the answer's status in ``state[0]`` and, for an error, the start
+    of its body in ``state[1]`` (for the log line)."""
+
+    async def wrapper(message):
+        if message["type"] == "http.response.start":
+            state[0] = message["status"]
+        elif state[0] >= 400 and not state[1]:
+            state[1] = message.get("body", b"")[:4096]
+        await send(message)
+
+    return wrapper
+
+
 class LeanRoutes:
     """The hot routes' handlers; ``app`` (the framework) answers what they hand back."""
 
@@ -240,9 +264,21 @@ class LeanRoutes:
         self.ctx = ctx
         self.app = app
         self.metrics = ctx.metrics
+        self._hits: dict = {}  # (method, path) -> match()'s answer
 
     def match(self, method: str, path: str):
-        """The handler for a request and the name in its path, or None."""
+        """The handler for a request and the name in its path, or None (remembered for the
+        paths seen last: a server's clients ask for the same few again and again)."""
+        key = (method, path)
+        hit = self._hits.get(key, _UNSEEN)
+        if hit is _UNSEEN:
+            hit = self._match(method, path)
+            if len(self._hits) >= _MAX_HITS:  # the paths come from clients: bounded
+                self._hits.clear()
+            self._hits[key] = hit
+        return hit
+
+    def _match(self, method: str, path: str):
         m = _PATH.fullmatch(path)
         if m is None:
             return None
@@ -257,48 +293,65 @@ class LeanRoutes:
             return None
         return {"messages": self._send, "receive": self._receive, "delete": self._delete}[action], name
 
-    async def handle(self, hit, scope, receive, send) -> None:
+    async def handle(self, hit, scope, receive, send, state: list, max_body: int) -> None:
+        """Answer a matched request (or hand it to the framework). ``state`` is the middleware's
+        [status sent (0: none yet), error body]: set before the answer's start is sent, so the
+        middleware counts and logs it as it does any other (and knows whether anything went out)."""
         fn, name = hit
         body = b""
         if scope["method"] == "POST":
-            chunks = []
-            while True:
-                msg = await receive()
-                if msg["type"] != "http.request":
-                    return  # the client left
-                chunks.append(msg.get("body", b""))
-                if not msg.get("more_body"):
-                    break
-            body = b"".join(chunks)
+            msg = await receive()
+            if msg["type"] != "http.request":
+                return  # the client left
+            body = msg.get("body", b"")
+            if msg.get("more_body"):
+                chunks = [body]
+                seen = len(body)
+                while True:
+                    msg = await receive()
+                    if msg["type"] != "http.request":
+                        return
+                    chunk = msg.get("body", b"")
+                    seen += len(chunk)
+                    if seen > max_body:
+                        raise BodyTooLarge
+                    chunks.append(chunk)
+                    if not msg.get("more_body"):
+                        break
+                body = b"".join(chunks)
+            if len(body) > max_body:
+                raise BodyTooLarge
         try:
             out = await fn(scope, name, body)
         except _Fallback:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, _replay(body, receive), capturing(send, state))
             return
         except Exception as exc:
             api = rest_error(exc, self.metrics, f"{scope['method']} {scope['path']}")
-            await JSONResponse(api.body(), status_code=api.status, headers=api.headers)(scope, receive, send)
+            await JSONResponse(api.body(), status_code=api.status, headers=api.headers)(
+                scope, receive, capturing(send, state))
             return
         if out.__class__ is dict:
-            data = json_bytes(out)
+            data = produce_answer_bytes(out)  # json_bytes(out); a produce's formatted directly
             headers = [(b"content-length", str(len(data)).encode()), (b"content-type", _JSON_HEADERS)]
         else:  # (body, media type, headers): as Starlette's Response lays them out
             data, media, extra = out
-            headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+            headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()] if extra else []
             headers += [(b"content-length", str(len(data)).encode()), (b"content-type", media.encode())]
+        state[0] = 200
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": data})
 
     # ------------------------------------------------------------------ handlers
-    async def _produce(self, scope, topic: str, body: bytes):
+    def _produce(self, scope, topic: str, body: bytes):
+        """(The core's coroutine itself, awaited by ``handle``: one frame less per request.)"""
         qs = scope["query_string"]
         if qs and b"producer_id" in qs:
             raise _Fallback  # an idempotent request: the route (rest/producers.py)
         partition = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)).get("partition") if qs else None
         ctype = _header(scope["headers"], b"content-type")
         scope["route"] = _MESSAGES
-        return await produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"),
-                                      partition, body)
+        return produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"), partition, body)
 
     async def _consume(self, scope, topic: str, body: bytes):
         q = _consume_args(scope["query_string"])

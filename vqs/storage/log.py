@@ -695,6 +695,11 @@ class Log(LogReads, LogDurability, LogSpace):
         return sum(s.size for s in self._segments) + self._buf_bytes
 
     @property
+    def batch_max_bytes(self) -> int:
+        """The most value bytes one record batch of ``append_batch`` holds (more are split)."""
+        return self._batch_max_bytes
+
+    @property
     def segment_count(self) -> int:
         return len(self._segments)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 from fastapi import Path, Response
 
 from ..context import ServerContext
@@ -24,6 +25,18 @@ MEMBER_PATTERN = r"^[A-Za-z0-9._-]{1,300}$"
 #: the schema refuses more (400); the setting max_wait_ms may only lower it.
 MAX_WAIT_MS = 20_000
 _json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_msgspec_decode = msgspec.json.Decoder().decode
+
+
+def json_loads(body: bytes):
+    """``json.loads(body)``, the same value, parsed by msgspec when it can (~10x faster on the
+    hot routes). What msgspec refuses (NaN, a lone surrogate escape, a BOM, a UTF-16 body,
+    a number too large for a float, invalid JSON) is parsed, or refused, by ``json.loads``,
+    so every body gets ``json.loads``'s answer."""
+    try:
+        return _msgspec_decode(body)
+    except Exception:
+        return json.loads(body)
 
 
 def links(status: int, description: str, **targets: tuple) -> dict:
