@@ -203,6 +203,14 @@ def test_groups_commit_committed_lag(stubs, pb, unique):
         pb.PartitionOffset(topic=unique, partition=9, offset=1)]))
     assert e.code() == grpc.StatusCode.NOT_FOUND
     assert not stubs.groups.Committed(pb.CommittedRequest(group=unique + "-none")).offsets
+    # while a VQS member is in the group, a commit from outside it is refused (as Kafka does)
+    url = f"http://127.0.0.1:{stubs.port}"
+    m = httpx.post(f"{url}/groups/{unique}/members", json={"topics": [unique]}).json()
+    e = _err(stubs.groups.Commit, pb.CommitRequest(group=unique, offsets=[pb.PartitionOffset(topic=unique, offset=8)]))
+    assert e.code() == grpc.StatusCode.FAILED_PRECONDITION and _md(e)["vqs-error-type"] == "FencedMember"
+    httpx.delete(f"{url}/groups/{unique}/members/{m['member_id']}").raise_for_status()
+    assert stubs.groups.Commit(pb.CommitRequest(group=unique, offsets=[
+        pb.PartitionOffset(topic=unique, offset=8)])).committed == 1
 
 
 # ---------------------------------------------------------------------------------- queues

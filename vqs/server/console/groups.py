@@ -117,7 +117,11 @@ def group_routes() -> APIRouter:
             offsets[(topic, int_arg(p, "partition"))] = int_arg(o, "offset")
         if not offsets:
             raise ValueError("no offsets to commit")
-        await state(request).ctx.run(b.commit_offsets, group, offsets)
+        def outside_commit():  # as Kafka's offset reset: refused while the group has members
+            b.coordinator.check_outside_commit(group)
+            b.commit_offsets(group, offsets)
+
+        await state(request).ctx.run(outside_commit)
         return redirect(request, session, new, back,
                         ("ok", f"Offsets of {group} on {topic} reset ({len(offsets)} partition(s))."))
 

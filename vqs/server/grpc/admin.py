@@ -88,7 +88,12 @@ class GroupsService(pbg.GroupsServicer):
                 raise invalid(f"offset {o.offset} of {o.topic}[{o.partition}] is negative")
             offs[(o.topic, o.partition)] = o.offset
         b = self.ctx.broker
-        await self.ctx.run(b.commit_offsets, request.group, offs)
+
+        def outside_commit():  # a gRPC commit names no member: refused while the group has members
+            b.coordinator.check_outside_commit(request.group)
+            b.commit_offsets(request.group, offs)
+
+        await self.ctx.run(outside_commit)
         return pb.CommitResponse(committed=len(offs))
 
     @unary

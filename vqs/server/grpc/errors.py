@@ -13,7 +13,9 @@ InvalidName, ConfigError, a queue error     INVALID_ARGUMENT
 that is a ValueError (bad parameter,
 receipt handle, attribute, batch)
 any other queue error (MessageNotInflight,  FAILED_PRECONDITION
-PurgeQueueInProgress, ...), ReadOnlyError
+PurgeQueueInProgress, ...), ReadOnlyError,
+FencedMember (a commit from outside a group
+that has members), InconsistentGroupProtocol
 LogClosedError                              UNAVAILABLE (deleted under the call, or stopping)
 CorruptRecordError                          DATA_LOSS
 anything else                               INTERNAL, a fixed text
@@ -57,6 +59,8 @@ _CODES: tuple[tuple[type, grpc.StatusCode], ...] = (
     (E.ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
     (ValueError, grpc.StatusCode.INVALID_ARGUMENT),  # the queue errors about a request's values
     (E.QueueError, grpc.StatusCode.FAILED_PRECONDITION),
+    (E.FencedMember, grpc.StatusCode.FAILED_PRECONDITION),
+    (E.InconsistentGroupProtocol, grpc.StatusCode.FAILED_PRECONDITION),
     (E.ReadOnlyError, grpc.StatusCode.FAILED_PRECONDITION),
     (E.LogClosedError, grpc.StatusCode.UNAVAILABLE),
     (E.CorruptRecordError, grpc.StatusCode.DATA_LOSS),
