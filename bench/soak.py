@@ -272,7 +272,7 @@ async def idle_poller(k: int, port: int, stop: asyncio.Event, stats: Stats) -> N
 
 # ------------------------------------------------------------------ SQS (boto3, a child process)
 def sqs_worker_main(url: str, t0: float, n_send: int, n_recv: int, stop_ev, out_path: str,
-                    visibility: int = 300) -> None:
+                    visibility: int = 300, backlog: int = 5000) -> None:
     import boto3
     from botocore.config import Config
     from botocore.exceptions import ClientError
@@ -309,6 +309,11 @@ def sqs_worker_main(url: str, t0: float, n_send: int, n_recv: int, stop_ev, out_
         c = client()
         i = 0
         while not stop_ev.is_set():
+            with lock:  # a closed loop: a steady state, not a queue growing for the whole run
+                ahead = len(sent) - len(deleted)
+            if ahead >= backlog:
+                stop_ev.wait(0.02)
+                continue
             bodies = [f"s{k}-{i}-{j}" for j in range(10)]
             out = call("sqs_send", c.send_message_batch, QueueUrl=qurl,
                        Entries=[{"Id": str(j), "MessageBody": b} for j, b in enumerate(bodies)])
@@ -498,6 +503,10 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=4, help="partitions of the REST topic (one consumer each)")
     ap.add_argument("--sqs-senders", type=int, default=4)
     ap.add_argument("--sqs-receivers", type=int, default=4)
+    ap.add_argument("--sqs-backlog", type=int, default=5000,
+                    help="senders wait while this many acknowledged sends are not yet deleted (a steady "
+                         "state: receive+delete is two calls to send's one, so open-loop senders outrun "
+                         "the receivers and the queue, and the server's memory with it, grows all run)")
     ap.add_argument("--wrk-connections", type=int, default=4, help="connections of each wrk (produce, health)")
     ap.add_argument("--wrk-window", type=int, default=10, help="seconds per wrk run (one latency sample)")
     ap.add_argument("--flush", default="interval", help="the server's --flush (default interval)")
@@ -573,7 +582,7 @@ def run(args, srv: Server, scratch: str, info: dict, server_args: list) -> dict:
     sqs_stop = mp.Event()
     sqs_proc = mp.Process(target=sqs_worker_main,
                           args=(srv.url, t0, args.sqs_senders, args.sqs_receivers, sqs_stop, sqs_out,
-                                args.visibility))
+                                args.visibility, args.sqs_backlog))
     sqs_proc.start()
     # wrk
     lua = os.path.join(scratch, "soak.lua")
