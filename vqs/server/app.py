@@ -49,6 +49,20 @@ async def _send(send, status: int, headers: list, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _measure(raw_headers) -> tuple[int, int | None]:
+    """(the headers' size as the limit counts it, the first Content-Length: None absent, -1 bad)."""
+    size = 0
+    clen = None
+    for k, v in raw_headers:
+        size += len(k) + len(v) + 4
+        if k == b"content-length" and clen is None:
+            try:
+                clen = int(v)
+            except ValueError:
+                clen = -1
+    return size, clen
+
+
 _TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the lean routes)
 
 
@@ -108,15 +122,7 @@ class VQSMiddleware:
         path = scope["path"]
         method = scope["method"]
         raw_headers = scope["headers"]
-        size = 0
-        clen = None
-        for k, v in raw_headers:
-            size += len(k) + len(v) + 4
-            if k == b"content-length" and clen is None:
-                try:
-                    clen = int(v)
-                except ValueError:
-                    clen = -1
+        size, clen = _measure(raw_headers)
         lean = self.lean
         if lean is not None and size <= self.max_header and (clen is None or clen <= self.max_body) \
                 and not self.ctx.stopping:
@@ -184,6 +190,24 @@ class VQSMiddleware:
             self._count(api, rpath, method, status, time.perf_counter() - t0)
             if self.access_log or status_box[0] >= 400:  # 0: no answer sent (the client left)
                 _log_request(method, path, status, time.perf_counter() - t0, error_body)
+
+    def fast_hit(self, method: str, path: str, raw_headers):
+        """For the HTTP-protocol fast path (fast_http.py): ``(lean hit, Content-Length)`` of a
+        request ``__call__`` would hand to the lean routes (the same checks: header size, body
+        size, not stopping, the token), with a Content-Length and no Transfer-Encoding; else None."""
+        lean = self.lean
+        if lean is None or self.ctx.stopping:
+            return None
+        size, clen = _measure(raw_headers)
+        if clen is None or clen < 0 or clen > self.max_body or size > self.max_header:
+            return None
+        hit = lean.match(method, path)
+        if hit is None or (self.tokens and self._check_bearer(raw_headers) is not None):
+            return None
+        for k, _ in raw_headers:
+            if k == b"transfer-encoding":
+                return None
+        return hit, clen
 
     async def _lean(self, hit, scope, receive, send, t0: float) -> None:
         """A hot route (lean.py) whose header, limit and token checks passed: the same 413, error
@@ -372,7 +396,9 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
     from .console import mount_console
 
     mount_console(app, ctx)
-    return VQSMiddleware(app, ctx)
+    front = VQSMiddleware(app, ctx)
+    app.state.front = front  # vqs.server.run gives it to the HTTP protocol's fast path (fast_http.py)
+    return front
 
 
 def _version() -> str:

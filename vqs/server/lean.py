@@ -331,13 +331,7 @@ class LeanRoutes:
             await JSONResponse(api.body(), status_code=api.status, headers=api.headers)(
                 scope, receive, capturing(send, state))
             return
-        if out.__class__ is dict:
-            data = produce_answer_bytes(out)  # json_bytes(out); a produce's formatted directly
-            headers = [(b"content-length", str(len(data)).encode()), (b"content-type", _JSON_HEADERS)]
-        else:  # (body, media type, headers): as Starlette's Response lays them out
-            data, media, extra = out
-            headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()] if extra else []
-            headers += [(b"content-length", str(len(data)).encode()), (b"content-type", media.encode())]
+        data, headers = answer(out)
         state[0] = 200
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": data})
@@ -346,7 +340,7 @@ class LeanRoutes:
     def _produce(self, scope, topic: str, body: bytes):
         """(The core's coroutine itself, awaited by ``handle``: one frame less per request.)"""
         qs = scope["query_string"]
-        if qs and b"producer_id" in qs:
+        if idempotent_produce(qs):
             raise _Fallback  # an idempotent request: the route (rest/producers.py)
         partition = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)).get("partition") if qs else None
         ctype = _header(scope["headers"], b"content-type")
@@ -385,6 +379,23 @@ class LeanRoutes:
             raise _Fallback
         scope["route"] = _DELETE
         return await delete_messages(self.ctx, queue, hs)
+
+
+def answer(out) -> tuple[bytes, list]:
+    """(body, headers) of a handler's result: a dict (JSON) or (body, media type, headers),
+    laid out as Starlette's Response does (the HTTP fast path, fast_http.py, sends the same)."""
+    if out.__class__ is dict:
+        data = produce_answer_bytes(out)  # json_bytes(out); a produce's formatted directly
+        return data, [(b"content-length", str(len(data)).encode()), (b"content-type", _JSON_HEADERS)]
+    data, media, extra = out
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()] if extra else []
+    headers += [(b"content-length", str(len(data)).encode()), (b"content-type", media.encode())]
+    return data, headers
+
+
+def idempotent_produce(query_string: bytes) -> bool:
+    """A produce that names a producer: answered by its FastAPI route (rest/producers.py)."""
+    return bool(query_string) and b"producer_id" in query_string
 
 
 def _replay(body: bytes, receive):

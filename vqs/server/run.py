@@ -302,6 +302,13 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> No
         ssl_keyfile=settings.tls_key or None,
     )
 
+    if http == "httptools":  # plain produce requests answered below ASGI (fast_http.py), if uvicorn allows
+        from .fast_http import fast_protocol
+
+        fast = fast_protocol(getattr(app.state, "front", None), config)
+        if fast is not None:
+            config.http = fast
+
     class Server(uvicorn.Server):
         async def startup(self, sockets=None):
             await super().startup(sockets=sockets)

@@ -1,0 +1,303 @@
+"""The HTTP fast path: a plain produce request answered in uvicorn's HTTP protocol, below ASGI.
+
+uvicorn's own per-request machinery (the ASGI scope, a ``RequestResponseCycle``,
+a task, the receive/send message dicts, two writes) costs about as much as a
+whole one-message produce; ``FastHttpProtocol`` (a subclass of uvicorn's
+``HttpToolsProtocol``, given to ``uvicorn.Config(http=...)`` by
+vqs/server/run.py) answers ``POST /topics/{topic}/messages`` without it: it
+calls the same core the lean dispatch calls (lean.py: ``LeanRoutes._produce``,
+i.e. ``produce_messages``), drives its coroutine from the parser's callbacks
+(no task) and writes the whole answer (status line, uvicorn's default headers,
+the lean route's headers, body) in one ``transport.write``. Every other request
+is uvicorn's and the ASGI app's, unchanged.
+
+Invariants:
+
+* **Only a request the ASGI path would hand to the lean produce route, and only
+  a plain one**, is taken: ``VQSMiddleware.fast_hit`` makes the middleware's
+  own checks (header size, a Content-Length within ``max_body_bytes``, the
+  server not stopping, the lean route match, the bearer token) and asks for a
+  Content-Length and no Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no
+  ``Expect: 100-continue``, an ASCII path without escapes, not an idempotent
+  produce, uvicorn's ``limit_concurrency`` not reached, no other request of the
+  connection in progress or queued (a pipelined request behind a fast one is
+  queued by uvicorn as usual and started when the fast one is answered), the
+  connection's writes not paused (flow control). Anything else, decided before
+  the body is read, goes down the normal path.
+* **The same answer.** Status, JSON body and headers are those of the lean
+  route through ASGI (``lean.answer`` lays out both), errors are mapped by the
+  same ``rest_error`` and rendered by the same ``JSONResponse`` (never a server
+  path or traceback), and the bytes on the wire are those uvicorn would write
+  (``STATUS_LINE``, ``server_state.default_headers``, ``connection: close``
+  when the connection does not stay open). tests/server/test_fast_http.py
+  compares raw answers with the fast path on and off.
+* **The same bookkeeping.** The request is counted (``vqs_http_requests``,
+  the latency histogram) and logged as the middleware does; it stands in the
+  connection's ``cycle`` and in uvicorn's ``server_state.tasks`` while it runs,
+  so keep-alive, pipelining, ``limit_concurrency``, graceful shutdown
+  (``keep_alive`` cleared: the connection closes after the answer; the server
+  waits for it) and a forced stop (``cancel``) behave as for an ASGI request.
+  A client that leaves mid-body is counted as the ASGI path counts it (500,
+  ``unmatched``, no answer); one that leaves during the append gets nothing
+  written and the request counts as answered, as there.
+* **Acknowledged means appended.** The answer is written only after the core
+  returned, which is after the coalesced append (append_coalescer.py).
+
+It depends on uvicorn internals, so ``fast_protocol`` checks them at start-up
+(the version range pinned in pyproject.toml, the attributes and methods used
+here) and returns None, with a log line, when they differ: the server then
+runs with uvicorn's plain protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+logger = logging.getLogger("vqs.server")
+
+#: uvicorn versions whose httptools protocol this module was written against (pyproject.toml pins them).
+SUPPORTED_UVICORN = ((0, 30), (0, 55))
+
+# what is used of HttpToolsProtocol: methods, and attributes its __init__ or on_message_begin sets
+_METHODS = ("on_message_begin", "on_url", "on_header", "on_headers_complete", "on_body", "on_message_complete",
+            "on_response_complete", "connection_lost", "shutdown", "data_received")
+_ATTRS = ("cycle", "pipeline", "tasks", "connections", "server_state", "flow", "limit_concurrency", "url",
+          "scope", "headers", "expect_100_continue", "parser", "transport", "loop", "root_path", "access_log")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    out = []
+    for part in text.split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit())
+        out.append(int(digits or 0))
+    return tuple(out)
+
+
+def unsupported_reason(config) -> str | None:
+    """Why the fast path cannot run with this uvicorn and config (None: it can)."""
+    try:
+        import httptools  # noqa: F401
+        import uvicorn
+        from uvicorn.protocols.http import httptools_impl as impl
+    except ImportError as e:
+        return f"httptools is not importable ({e})"
+    v = _version(uvicorn.__version__)
+    if not SUPPORTED_UVICORN[0] <= v < SUPPORTED_UVICORN[1]:
+        return f"uvicorn {uvicorn.__version__} is outside the supported range"
+    base = getattr(impl, "HttpToolsProtocol", None)
+    if base is None or not isinstance(getattr(impl, "STATUS_LINE", None), dict):
+        return "uvicorn's httptools protocol has changed"
+    missing = [m for m in _METHODS if not callable(getattr(base, m, None))]
+    names = set(base.__init__.__code__.co_names) | set(base.on_message_begin.__code__.co_names)
+    missing += [a for a in _ATTRS if a not in names]
+    if missing:
+        return f"uvicorn's httptools protocol has changed (no {', '.join(missing)})"
+    if getattr(config, "root_path", ""):
+        return "a root_path is set"
+    return None
+
+
+def fast_protocol(front, config):
+    """The protocol class for ``uvicorn.Config(http=...)`` answering ``front``'s (a
+    ``VQSMiddleware``) plain produce requests, or None (logged) when it cannot run here."""
+    if front is None or front.lean is None or not front.ctx.settings.fast_http:
+        return None
+    why = unsupported_reason(config)
+    if why is not None:
+        logger.warning("the HTTP fast path is off: %s; every request goes through ASGI", why,
+                       extra={"vqs": {"fast_http": False, "reason": why}})
+        return None
+    return _make_protocol(front)
+
+
+class _FastRequest:
+    """One fast request: uvicorn's ``cycle`` for its connection while it runs (what the
+    protocol and the server read of a cycle: ``response_complete``, ``keep_alive``,
+    ``disconnected``, ``message_event.set()``, ``cancel()``)."""
+
+    __slots__ = ("proto", "front", "scope", "name", "body", "keep_alive", "disconnected", "response_complete",
+                 "t0", "coro", "waiting", "started", "message_event")
+
+    def __init__(self, proto, front, scope: dict, name: str, keep_alive: bool):
+        self.proto = proto
+        self.front = front
+        self.scope = scope
+        self.name = name
+        self.body = b""
+        self.keep_alive = keep_alive
+        self.disconnected = False
+        self.response_complete = False
+        self.t0 = time.perf_counter()
+        self.coro = None
+        self.waiting = None
+        self.started = False
+        self.message_event = self  # connection_lost calls cycle.message_event.set()
+
+    # ------------------------------------------------------------ the request's run
+    def start(self) -> None:
+        """The body is complete: run the core (synchronously up to its first wait)."""
+        self.started = True
+        try:
+            self.coro = self.front.lean._produce(self.scope, self.name, self.body)
+        except Exception as exc:
+            self._error(exc)
+            return
+        self._step()
+
+    def _step(self, _fut=None) -> None:
+        """Resume the core's coroutine (as a task's step does: the future it waits on is done)."""
+        self.waiting = None
+        try:
+            y = self.coro.send(None)
+        except StopIteration as stop:
+            from .lean import answer
+
+            data, headers = answer(stop.value)
+            self._finish(200, headers, data)
+        except Exception as exc:
+            self._error(exc)
+        except BaseException as exc:  # cancelled by a forced stop (or worse): uvicorn's 500
+            self._finish(500, _UVICORN_500_HEADERS, b"Internal Server Error", log_body=b"")
+            if not isinstance(exc, asyncio.CancelledError):
+                raise
+        else:
+            if getattr(y, "_asyncio_future_blocking", None):
+                y._asyncio_future_blocking = False
+                self.waiting = y
+                y.add_done_callback(self._step)
+            else:  # a bare yield (sleep(0)): resume in the next round
+                self.proto.loop.call_soon(self._step)
+
+    def _error(self, exc: Exception) -> None:
+        from starlette.responses import JSONResponse
+
+        from .errors import rest_error
+
+        scope = self.scope
+        api = rest_error(exc, self.front.ctx.metrics, f"{scope['method']} {scope['path']}")
+        r = JSONResponse(api.body(), status_code=api.status, headers=api.headers)
+        self._finish(r.status_code, r.raw_headers, r.body, log_body=r.body[:4096])
+
+    def _finish(self, status: int, headers: list, body: bytes, log_body: bytes = b"") -> None:
+        """Write the answer (unless the client left), then count and log the request, then
+        let the connection go on (uvicorn's ``on_response_complete``)."""
+        if self.response_complete:
+            return
+        self.response_complete = True
+        proto = self.proto
+        proto.tasks.discard(self)
+        transport = proto.transport
+        written = False
+        if not self.disconnected and not transport.is_closing():
+            content = [_STATUS_LINE[status]]
+            close = False
+            for name, value in proto.server_state.default_headers:
+                content += (name, b": ", value, b"\r\n")
+            for name, value in headers:
+                if name == b"connection" and b"close" in [t.lower().strip() for t in value.split(b",")]:
+                    close = True
+                content += (name, b": ", value, b"\r\n")
+            if not self.keep_alive and not close:
+                content.append(b"connection: close\r\n")
+            content += (b"\r\n", body)
+            transport.write(b"".join(content))
+            written = True
+            if close or not self.keep_alive:
+                transport.close()
+        self._account(status, log_body)
+        if written:
+            proto.on_response_complete()
+
+    def _account(self, status: int, log_body: bytes) -> None:
+        from .app import _log_request
+
+        scope = self.scope
+        front = self.front
+        seconds = time.perf_counter() - self.t0
+        route = scope.get("route")
+        front._count("rest", getattr(route, "path", None) or "unmatched", "POST", status, seconds)
+        if front.access_log or status >= 400:
+            _log_request("POST", scope["path"], status, seconds, [log_body] if log_body else [])
+
+    # -------------------------------------------------- what uvicorn calls on a cycle
+    def set(self) -> None:
+        """``message_event.set()``: the connection was lost (or the request is complete)."""
+        if self.disconnected and not self.started and not self.response_complete:
+            # left mid-body: no answer; counted as the ASGI path counts it (no status sent: 500)
+            self.response_complete = True
+            self.proto.tasks.discard(self)
+            self._account(500, b"")
+
+    def cancel(self, msg=None) -> bool:
+        """A forced stop (uvicorn's graceful timeout passed): as a task's cancel."""
+        if self.waiting is not None:
+            return self.waiting.cancel(msg)  # the core sees CancelledError; the answer is a 500
+        if not self.started and not self.response_complete:
+            self.disconnected = True
+            self.set()
+            self.proto.transport.close()
+        return True
+
+
+_STATUS_LINE: dict = {}
+_UVICORN_500_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"21"),
+                        (b"connection", b"close")]
+
+
+def _make_protocol(front):
+    import httptools
+    from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+    from .lean import idempotent_produce
+
+    _STATUS_LINE.update(STATUS_LINE)
+    lean = front.lean
+    produce = lean._produce
+    parse_url = httptools.parse_url
+
+    class FastHttpProtocol(HttpToolsProtocol):
+        """uvicorn's httptools protocol, answering plain produce requests itself (module docstring)."""
+
+        def on_headers_complete(self) -> None:
+            parser = self.parser
+            if parser.get_method() == b"POST" and not self.expect_100_continue and not parser.should_upgrade() \
+                    and parser.get_http_version() == "1.1":
+                c = self.cycle
+                lc = self.limit_concurrency
+                if (c is None or c.response_complete) and not self.pipeline and not self.flow.write_paused \
+                        and (lc is None or (len(self.connections) < lc and len(self.tasks) < lc)):
+                    url = parse_url(self.url)
+                    raw = url.path
+                    qs = url.query or b""
+                    if b"%" not in raw and raw.isascii() and not idempotent_produce(qs):
+                        path = raw.decode("ascii")
+                        target = front.fast_hit("POST", path, self.headers)
+                        if target is not None and target[0][0] == produce:
+                            scope = self.scope
+                            scope["method"] = "POST"
+                            scope["path"] = path
+                            scope["raw_path"] = raw
+                            scope["query_string"] = qs
+                            req = _FastRequest(self, front, scope, target[0][1], parser.should_keep_alive())
+                            self.cycle = req
+                            self.tasks.add(req)
+                            return
+            super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            c = self.cycle
+            if c.__class__ is _FastRequest:
+                c.body += body  # at most Content-Length <= max_body_bytes (the parser holds it to that)
+                return
+            super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            c = self.cycle
+            if c.__class__ is _FastRequest:
+                c.start()
+                return
+            super().on_message_complete()
+
+    return FastHttpProtocol
