@@ -302,6 +302,7 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> No
         ssl_keyfile=settings.tls_key or None,
     )
 
+    fast = None
     if http == "httptools":  # plain produce requests answered below ASGI (fast_http.py), if uvicorn allows
         from .fast_http import fast_protocol
 
@@ -315,7 +316,7 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> No
             if self.started:  # the socket listens: say so, with where to go
                 if grpc_front is not None:
                     grpc_front.start(ctx)
-                _announce(settings, sock, broker.path, grpc_front)
+                _announce(settings, sock, broker.path, grpc_front, fast_http=fast is not None)
 
     server = Server(config)
     original = server.handle_exit
@@ -337,7 +338,7 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> No
         sys.exit(EXIT_UNAVAILABLE)
 
 
-def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front=None) -> None:
+def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front=None, fast_http: bool = False) -> None:
     """The start-up line: the URLs of the API, its docs and metrics (the SQS endpoint is the API's)."""
     from ..storage import fd_limit
     from ..storage.file_cache import CACHE
@@ -347,7 +348,8 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     url = f"{'https' if settings.tls_cert else 'http'}://{shown}:{sock.getsockname()[1]}"
     fields = {"url": url, "docs": url + "/docs", "metrics": url + "/metrics", "data_dir": data_dir,
-              "flush": settings.flush, "auth": settings.auth_enabled, "pid": os.getpid(), "version": _version()}
+              "flush": settings.flush, "auth": settings.auth_enabled, "pid": os.getpid(), "version": _version(),
+              "fast_http": fast_http}
     grpc_text = ""
     if grpc_front is not None:
         fields["grpc"] = grpc_front.address

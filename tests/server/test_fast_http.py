@@ -1,0 +1,190 @@
+"""The HTTP fast path (vqs/server/fast_http.py) answers byte for byte as the ASGI path does.
+
+Two real servers with the same settings (a bearer token, ``max_connections``,
+a small ``max_body_bytes``), one with the fast path (the default) and one with
+it off (``VQS_FAST_HTTP=0``: the same requests through ASGI and the lean
+dispatch), get the same raw HTTP/1.1 bytes over plain sockets: produces that
+succeed and fail (unknown topic, bad JSON, an unsupported media type, a value
+over ``max_message_bytes``, a body over ``max_body_bytes``, no or a wrong
+token), several requests on one keep-alive connection, pipelined requests,
+``Connection: close``, HTTP/1.0, ``Expect: 100-continue``, a chunked body, a
+client that leaves mid-body, the concurrency limit. Every answer must be the
+same bytes but for the Date header; then both servers' request counters must
+match, and both stop cleanly (exit 0) with an idle keep-alive connection open.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+
+import pytest
+from vqs_server_proc import ServerProcess
+
+TOKEN = "s3cret"
+AUTH = f"Authorization: Bearer {TOKEN}\r\n"
+_DATE = re.compile(rb"\r\ndate: [^\r]*\r\n", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """(fast, through ASGI): the same settings, the fast path on and off."""
+    args = ("--token", TOKEN, "--max-connections", "6", "--max-body-bytes", "4096",
+            "--max-message-bytes", "600", "--log-format", "json")
+    fast = ServerProcess(tmp_path_factory.mktemp("fast") / "data", *args)
+    slow = ServerProcess(tmp_path_factory.mktemp("asgi") / "data", *args, env={"VQS_FAST_HTTP": "0"})
+    fast.start(wait=False)
+    slow.start(wait=False)
+    try:
+        fast.wait_ready()
+        slow.wait_ready()
+        yield fast, slow
+    finally:
+        rcs = (fast.stop(), slow.stop())
+    assert rcs == (0, 0), fast.log() + slow.log()
+
+
+def _post(path: str, body: bytes, extra: str = "", auth: str = AUTH, ctype: str = "application/json") -> bytes:
+    head = f"POST {path} HTTP/1.1\r\nHost: t\r\n{auth}"
+    if ctype:
+        head += f"Content-Type: {ctype}\r\n"
+    return (head + f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+
+
+def _one(value: str = "v") -> bytes:
+    return json.dumps({"messages": [{"value": value}]}).encode()
+
+
+def _read_answers(sock: socket.socket, n: int) -> list[bytes]:
+    """``n`` whole answers (Content-Length framed; the Date header removed), then any rest."""
+    buf = b""
+    out = []
+    sock.settimeout(10)
+    while len(out) < n:
+        end = buf.find(b"\r\n\r\n")
+        if end >= 0:
+            head = buf[:end + 4]
+            m = re.search(rb"\r\ncontent-length: (\d+)\r\n", head, re.IGNORECASE)
+            size = int(m.group(1)) if m else 0
+            if len(buf) >= end + 4 + size:
+                out.append(_DATE.sub(b"\r\n", head) + buf[end + 4:end + 4 + size])
+                buf = buf[end + 4 + size:]
+                continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            out.append(b"<closed>" + buf)
+            break
+        buf += chunk
+    return out
+
+
+def _exchange(port: int, data: bytes, n: int, then_closed: bool = False) -> list[bytes]:
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(data)
+        out = _read_answers(s, n)
+        if then_closed:  # the server closes the connection after its answer(s)
+            s.settimeout(10)
+            out.append(b"closed" if s.recv(1) == b"" else b"open")
+    return out
+
+
+def _metrics(port: int) -> list[str]:
+    data = _exchange(port, f"GET /metrics HTTP/1.1\r\nHost: t\r\n{AUTH}Connection: close\r\n\r\n".encode(), 1)[0]
+    return sorted(line for line in data.decode().splitlines()
+                  if line.startswith("vqs_http_requests_total{") and "/metrics" not in line
+                  and "/health" not in line)
+
+
+def _scenario(port: int) -> list:
+    out = []
+    ex = _exchange
+    ex(port, _post("/topics", b'{"name":"t"}'), 1)
+    p = "/topics/t/messages"
+    out += ex(port, _post(p, _one("first")), 1)  # the fast path
+    out += ex(port, _post("/topics/nope/messages", _one()), 1)  # unknown topic
+    out += ex(port, _post(p, b'{"messages":'), 1)  # bad JSON
+    out += ex(port, _post(p, b'{"messages":[]}'), 1)
+    out += ex(port, _post(p, b"x", ctype="text/plain"), 1)  # 415
+    out += ex(port, _post(p, _one("y" * 700)), 1)  # over max_message_bytes: the core's 413
+    out += ex(port, _post(p, _one("z" * 5000)), 1)  # over max_body_bytes: the middleware's 413
+    out += ex(port, _post(p, _one(), auth=""), 1)  # no token: 401
+    out += ex(port, _post(p, _one(), auth="Authorization: Bearer wrong\r\n"), 1)  # 403
+    out += ex(port, _post(p, _one(), ctype=""), 1)  # no Content-Type: JSON
+    out += ex(port, _post(p + "?partition=0", _one("q")), 1)
+    # several requests, one keep-alive connection, each sent after the answer before
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        for i in range(3):
+            s.sendall(_post(p, _one(f"ka{i}")))
+            out += _read_answers(s, 1)
+        s.sendall(_post("/topics/nope/messages", _one()))
+        out += _read_answers(s, 1)
+        s.sendall(_post(p, _one("after-error")))
+        out += _read_answers(s, 1)
+    # pipelined: four requests in one write (a produce, an error, a framework route, a produce)
+    out += ex(port, _post(p, _one("pipe0")) + _post(p, b"{") + f"GET /topics/t HTTP/1.1\r\nHost: t\r\n{AUTH}\r\n".encode()
+              + _post(p, _one("pipe1")), 4)
+    out += ex(port, _post(p, _one("close"), extra="Connection: close\r\n"), 1, then_closed=True)
+    http10 = _post(p, _one("http10")).replace(b"HTTP/1.1", b"HTTP/1.0", 1)
+    out += ex(port, http10, 1, then_closed=True)
+    out += ex(port, _post(p, _one("expect"), extra="Expect: 100-continue\r\n"), 2)  # 100 Continue, then 200
+    chunked = _one("chunked")
+    out += ex(port, (f"POST {p} HTTP/1.1\r\nHost: t\r\n{AUTH}Content-Type: application/json\r\n"
+                     f"Transfer-Encoding: chunked\r\n\r\n{len(chunked):x}\r\n").encode() + chunked + b"\r\n0\r\n\r\n", 1)
+    # a client that leaves mid-body: no answer; the next request is served
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(_post(p, _one("never"))[:-5])
+    time.sleep(0.2)  # the server sees the close (nothing to wait on from outside)
+    # the concurrency limit (--max-connections 6): with 6 connections open, uvicorn's 503
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+    try:
+        out += ex(port, _post(p, _one("limited")), 1)
+    finally:
+        for s in held:
+            s.close()
+    time.sleep(0.2)
+    out += ex(port, f"GET {p}?offset=0&limit=100 HTTP/1.1\r\nHost: t\r\n{AUTH}\r\n".encode(), 1)  # all that was kept
+    return out
+
+
+def test_fast_path_answers_as_the_asgi_path(pair):
+    fast, slow = pair
+    a = _scenario(fast.port)
+    b = _scenario(slow.port)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        x = re.sub(rb'"timestamp_ms":\d+', b"", x)
+        y = re.sub(rb'"timestamp_ms":\d+', b"", y)
+        assert x == y
+    joined = b"\n".join(a)
+    assert joined.count(b"HTTP/1.1 200 OK") >= 12 and b"503 Service Unavailable" in joined
+    assert b'"value":"never"' not in a[-1] and b'"value":"pipe1"' in a[-1]
+    assert _metrics(fast.port) == _metrics(slow.port)
+    assert 'route="unmatched",status="500"' in "\n".join(_metrics(fast.port))  # the client that left
+
+
+def test_fast_path_engaged_with_the_pinned_uvicorn(pair, tmp_path):
+    """The pinned uvicorn passes the start-up check, and the server says it runs the fast path."""
+    import uvicorn
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from vqs.server.app import create_app
+    from vqs.server.fast_http import fast_protocol, unsupported_reason
+    from vqs.server.settings import Settings
+
+    app = create_app(Settings(data_dir=str(tmp_path / "d")))
+    config = uvicorn.Config(app, http="httptools")
+    assert unsupported_reason(config) is None, uvicorn.__version__
+    assert issubclass(fast_protocol(app, config), HttpToolsProtocol)
+    assert fast_protocol(app, uvicorn.Config(app, root_path="/x")) is None  # the check refuses what it can't do
+    fast, slow = pair
+
+    def ready(srv) -> dict:
+        for line in srv.log().splitlines():
+            if '"ready"' in line:
+                return json.loads(line)
+        raise AssertionError(srv.log())
+
+    assert ready(fast)["fast_http"] is True
+    assert ready(slow)["fast_http"] is False
