@@ -192,14 +192,15 @@ class VQSMiddleware:
                 _log_request(method, path, status, time.perf_counter() - t0, error_body)
 
     def fast_hit(self, method: str, path: str, raw_headers):
-        """For the HTTP-protocol fast path (fast_http.py): ``(lean hit, Content-Length)`` of a
-        request ``__call__`` would hand to the lean routes (the same checks: header size, body
-        size, not stopping, the token), with a Content-Length and no Transfer-Encoding; else None."""
+        """For the HTTP-protocol fast path (fast_http.py): the lean hit of a request ``__call__``
+        would hand to the lean routes (the same checks: header size, body size, not stopping, the
+        token), with a Content-Length (a GET may have none) and no Transfer-Encoding; else None."""
         lean = self.lean
         if lean is None or self.ctx.stopping:
             return None
         size, clen = _measure(raw_headers)
-        if clen is None or clen < 0 or clen > self.max_body or size > self.max_header:
+        if (clen is None and method != "GET") or (clen is not None and not 0 <= clen <= self.max_body) \
+                or size > self.max_header:
             return None
         hit = lean.match(method, path)
         if hit is None or (self.tokens and self._check_bearer(raw_headers) is not None):
@@ -207,7 +208,7 @@ class VQSMiddleware:
         for k, _ in raw_headers:
             if k == b"transfer-encoding":
                 return None
-        return hit, clen
+        return hit
 
     async def _lean(self, hit, scope, receive, send, t0: float) -> None:
         """A hot route (lean.py) whose header, limit and token checks passed: the same 413, error

@@ -1,29 +1,32 @@
-"""The HTTP fast path: a plain produce request answered in uvicorn's HTTP protocol, below ASGI.
+"""The HTTP fast path: plain produce and consume requests answered in uvicorn's HTTP protocol, below ASGI.
 
 uvicorn's own per-request machinery (the ASGI scope, a ``RequestResponseCycle``,
 a task, the receive/send message dicts, two writes) costs about as much as a
 whole one-message produce; ``FastHttpProtocol`` (a subclass of uvicorn's
 ``HttpToolsProtocol``, given to ``uvicorn.Config(http=...)`` by
-vqs/server/run.py) answers ``POST /topics/{topic}/messages`` without it: it
-calls the same core the lean dispatch calls (lean.py: ``LeanRoutes._produce``,
-i.e. ``produce_messages``), drives its coroutine from the parser's callbacks
+vqs/server/run.py) answers ``POST`` and ``GET /topics/{topic}/messages``
+without it: it calls the same handlers the lean dispatch calls (lean.py:
+``LeanRoutes._produce`` and ``_consume``, i.e. ``produce_messages`` and
+``consume_messages``), drives their coroutine from the parser's callbacks
 (no task) and writes the whole answer (status line, uvicorn's default headers,
 the lean route's headers, body) in one ``transport.write``. Every other request
 is uvicorn's and the ASGI app's, unchanged.
 
 Invariants:
 
-* **Only a request the ASGI path would hand to the lean produce route, and only
-  a plain one**, is taken: ``VQSMiddleware.fast_hit`` makes the middleware's
-  own checks (header size, a Content-Length within ``max_body_bytes``, the
-  server not stopping, the lean route match, the bearer token) and asks for a
-  Content-Length and no Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no
-  ``Expect: 100-continue``, an ASCII path without escapes, not an idempotent
-  produce, uvicorn's ``limit_concurrency`` not reached, no other request of the
-  connection in progress or queued (a pipelined request behind a fast one is
-  queued by uvicorn as usual and started when the fast one is answered), the
-  connection's writes not paused (flow control). Anything else, decided before
-  the body is read, goes down the normal path.
+* **Only a request the ASGI path would hand to the lean produce or consume
+  route, and only a plain one**, is taken: ``VQSMiddleware.fast_hit`` makes
+  the middleware's own checks (header size, a Content-Length within
+  ``max_body_bytes``, the server not stopping, the lean route match, the
+  bearer token) and asks for a Content-Length (a GET may have none) and no
+  Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no ``Expect:
+  100-continue``, an ASCII path without escapes, not an idempotent produce,
+  consume parameters the lean route takes (so neither handler hands the
+  request to the framework), uvicorn's ``limit_concurrency`` not reached, no
+  other request of the connection in progress or queued (a pipelined request
+  behind a fast one is queued by uvicorn as usual and started when the fast
+  one is answered), the connection's writes not paused (flow control).
+  Anything else, decided before the body is read, goes down the normal path.
 * **The same answer.** Status, JSON body and headers are those of the lean
   route through ASGI (``lean.answer`` lays out both), errors are mapped by the
   same ``rest_error`` and rendered by the same ``JSONResponse`` (never a server
@@ -36,7 +39,8 @@ Invariants:
   connection's ``cycle`` and in uvicorn's ``server_state.tasks`` while it runs,
   so keep-alive, pipelining, ``limit_concurrency``, graceful shutdown
   (``keep_alive`` cleared: the connection closes after the answer; the server
-  waits for it) and a forced stop (``cancel``) behave as for an ASGI request.
+  waits for it) and a forced stop (``cancel``) behave as for an ASGI request
+  (a consume's long poll is woken by ``ctx.stopping`` as before).
   A client that leaves mid-body is counted as the ASGI path counts it (500,
   ``unmatched``, no answer); one that leaves during the append gets nothing
   written and the request counts as answered, as there.
@@ -101,7 +105,7 @@ def unsupported_reason(config) -> str | None:
 
 def fast_protocol(front, config):
     """The protocol class for ``uvicorn.Config(http=...)`` answering ``front``'s (a
-    ``VQSMiddleware``) plain produce requests, or None (logged) when it cannot run here."""
+    ``VQSMiddleware``) plain produce and consume requests, or None (logged) when it cannot run here."""
     if front is None or front.lean is None or not front.ctx.settings.fast_http:
         return None
     why = unsupported_reason(config)
@@ -117,14 +121,14 @@ class _FastRequest:
     protocol and the server read of a cycle: ``response_complete``, ``keep_alive``,
     ``disconnected``, ``message_event.set()``, ``cancel()``)."""
 
-    __slots__ = ("proto", "front", "scope", "name", "body", "keep_alive", "disconnected", "response_complete",
-                 "t0", "coro", "waiting", "started", "message_event")
+    __slots__ = ("proto", "front", "scope", "fn", "name", "body", "keep_alive", "disconnected",
+                 "response_complete", "t0", "coro", "waiting", "started", "message_event")
 
-    def __init__(self, proto, front, scope: dict, name: str, keep_alive: bool):
+    def __init__(self, proto, front, scope: dict, hit: tuple, keep_alive: bool):
         self.proto = proto
         self.front = front
         self.scope = scope
-        self.name = name
+        self.fn, self.name = hit  # the lean route's handler (its core's coroutine) and the name in the path
         self.body = b""
         self.keep_alive = keep_alive
         self.disconnected = False
@@ -140,7 +144,7 @@ class _FastRequest:
         """The body is complete: run the core (synchronously up to its first wait)."""
         self.started = True
         try:
-            self.coro = self.front.lean._produce(self.scope, self.name, self.body)
+            self.coro = self.fn(self.scope, self.name, self.body)
         except Exception as exc:
             self._error(exc)
             return
@@ -217,9 +221,10 @@ class _FastRequest:
         front = self.front
         seconds = time.perf_counter() - self.t0
         route = scope.get("route")
-        front._count("rest", getattr(route, "path", None) or "unmatched", "POST", status, seconds)
+        method = scope["method"]
+        front._count("rest", getattr(route, "path", None) or "unmatched", method, status, seconds)
         if front.access_log or status >= 400:
-            _log_request("POST", scope["path"], status, seconds, [log_body] if log_body else [])
+            _log_request(method, scope["path"], status, seconds, [log_body] if log_body else [])
 
     # -------------------------------------------------- what uvicorn calls on a cycle
     def set(self) -> None:
@@ -250,19 +255,22 @@ def _make_protocol(front):
     import httptools
     from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-    from .lean import idempotent_produce
+    from .lean import _consume_args, idempotent_produce
 
     _STATUS_LINE.update(STATUS_LINE)
     lean = front.lean
     produce = lean._produce
+    consume = lean._consume
     parse_url = httptools.parse_url
+    methods = {b"POST": "POST", b"GET": "GET"}
 
     class FastHttpProtocol(HttpToolsProtocol):
-        """uvicorn's httptools protocol, answering plain produce requests itself (module docstring)."""
+        """uvicorn's httptools protocol, answering plain produce and consume requests itself (module docstring)."""
 
         def on_headers_complete(self) -> None:
             parser = self.parser
-            if parser.get_method() == b"POST" and not self.expect_100_continue and not parser.should_upgrade() \
+            method = methods.get(parser.get_method())
+            if method is not None and not self.expect_100_continue and not parser.should_upgrade() \
                     and parser.get_http_version() == "1.1":
                 c = self.cycle
                 lc = self.limit_concurrency
@@ -271,16 +279,18 @@ def _make_protocol(front):
                     url = parse_url(self.url)
                     raw = url.path
                     qs = url.query or b""
-                    if b"%" not in raw and raw.isascii() and not idempotent_produce(qs):
+                    if b"%" not in raw and raw.isascii():
                         path = raw.decode("ascii")
-                        target = front.fast_hit("POST", path, self.headers)
-                        if target is not None and target[0][0] == produce:
+                        hit = front.fast_hit(method, path, self.headers)
+                        # the routes whose handler never hands the request to the framework for these
+                        if hit is not None and ((hit[0] == produce and not idempotent_produce(qs))
+                                                or (hit[0] == consume and _consume_args(qs) is not None)):
                             scope = self.scope
-                            scope["method"] = "POST"
+                            scope["method"] = method
                             scope["path"] = path
                             scope["raw_path"] = raw
                             scope["query_string"] = qs
-                            req = _FastRequest(self, front, scope, target[0][1], parser.should_keep_alive())
+                            req = _FastRequest(self, front, scope, hit, parser.should_keep_alive())
                             self.cycle = req
                             self.tasks.add(req)
                             return
