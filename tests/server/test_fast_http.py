@@ -10,8 +10,8 @@ token), several requests on one keep-alive connection, pipelined requests,
 ``Connection: close``, HTTP/1.0, ``Expect: 100-continue``, a chunked body, a
 client that leaves mid-body, the concurrency limit; and consumes (JSON,
 base64, binary, a long poll, errors, parameters the framework answers). Every answer must be the
-same bytes but for the Date header; then both servers' request counters must
-match, and both stop cleanly (exit 0) with an idle keep-alive connection open.
+same bytes but for the Date header; then both servers' request counters and
+log lines must match, and both stop cleanly (exit 0) with an idle keep-alive connection open.
 """
 
 from __future__ import annotations
@@ -158,6 +158,19 @@ def _scenario(port: int) -> list:
     return out
 
 
+def _log_lines(srv) -> list:
+    """The server's request log lines, without their time."""
+    out = []
+    with open(srv.log_path) as f:
+        for line in f:
+            if line.startswith("{"):
+                rec = json.loads(line)
+                if rec.get("logger") == "vqs.server" and rec.get("msg") in ("request", "rejected"):
+                    out.append({k: v for k, v in rec.items() if k not in ("ts", "ms")})
+    assert out
+    return out
+
+
 def _masked(answer: bytes) -> bytes:
     """An answer without what differs between two servers: the records' timestamps."""
     head, sep, body = answer.partition(b"\r\n\r\n")
@@ -177,6 +190,7 @@ def test_fast_path_answers_as_the_asgi_path(pair):
     assert joined.count(b"HTTP/1.1 200 OK") >= 12 and b"503 Service Unavailable" in joined
     assert b'"value":"never"' not in a[-1] and b'"value":"pipe1"' in a[-1]
     assert _metrics(fast.port) == _metrics(slow.port)
+    assert _log_lines(fast) == _log_lines(slow)  # the same "rejected" lines (level, status, error)
     assert 'route="unmatched",status="500"' in "\n".join(_metrics(fast.port))  # the client that left
 
 

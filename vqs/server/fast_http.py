@@ -59,6 +59,12 @@ import asyncio
 import logging
 import time
 
+from starlette.responses import JSONResponse
+
+from .app import _log_request
+from .errors import rest_error
+from .lean import _consume_args, answer, idempotent_produce
+
 logger = logging.getLogger("vqs.server")
 
 #: uvicorn versions whose httptools protocol this module was written against (pyproject.toml pins them).
@@ -156,14 +162,13 @@ class _FastRequest:
         try:
             y = self.coro.send(None)
         except StopIteration as stop:
-            from .lean import answer
-
             data, headers = answer(stop.value)
             self._finish(200, headers, data)
         except Exception as exc:
             self._error(exc)
         except BaseException as exc:  # cancelled by a forced stop (or worse): uvicorn's 500
-            self._finish(500, _UVICORN_500_HEADERS, b"Internal Server Error", log_body=b"")
+            # (the middleware counts it as 500 and logs no line of its own: no status was sent)
+            self._finish(500, _UVICORN_500_HEADERS, b"Internal Server Error", sent=False)
             if not isinstance(exc, asyncio.CancelledError):
                 raise
         else:
@@ -175,16 +180,12 @@ class _FastRequest:
                 self.proto.loop.call_soon(self._step)
 
     def _error(self, exc: Exception) -> None:
-        from starlette.responses import JSONResponse
-
-        from .errors import rest_error
-
         scope = self.scope
         api = rest_error(exc, self.front.ctx.metrics, f"{scope['method']} {scope['path']}")
         r = JSONResponse(api.body(), status_code=api.status, headers=api.headers)
         self._finish(r.status_code, r.raw_headers, r.body, log_body=r.body[:4096])
 
-    def _finish(self, status: int, headers: list, body: bytes, log_body: bytes = b"") -> None:
+    def _finish(self, status: int, headers: list, body: bytes, log_body: bytes = b"", sent: bool = True) -> None:
         """Write the answer (unless the client left), then count and log the request, then
         let the connection go on (uvicorn's ``on_response_complete``)."""
         if self.response_complete:
@@ -210,20 +211,20 @@ class _FastRequest:
             written = True
             if close or not self.keep_alive:
                 transport.close()
-        self._account(status, log_body)
+        self._account(status, log_body, sent)
         if written:
             proto.on_response_complete()
 
-    def _account(self, status: int, log_body: bytes) -> None:
-        from .app import _log_request
-
+    def _account(self, status: int, log_body: bytes, sent: bool) -> None:
+        """As the middleware's ``finally``: counted with the status (500 if none was ``sent``),
+        logged when ``access_log`` or a 4xx/5xx was sent."""
         scope = self.scope
         front = self.front
         seconds = time.perf_counter() - self.t0
         route = scope.get("route")
         method = scope["method"]
         front._count("rest", getattr(route, "path", None) or "unmatched", method, status, seconds)
-        if front.access_log or status >= 400:
+        if front.access_log or (sent and status >= 400):
             _log_request(method, scope["path"], status, seconds, [log_body] if log_body else [])
 
     # -------------------------------------------------- what uvicorn calls on a cycle
@@ -233,7 +234,7 @@ class _FastRequest:
             # left mid-body: no answer; counted as the ASGI path counts it (no status sent: 500)
             self.response_complete = True
             self.proto.tasks.discard(self)
-            self._account(500, b"")
+            self._account(500, b"", False)
 
     def cancel(self, msg=None) -> bool:
         """A forced stop (uvicorn's graceful timeout passed): as a task's cancel."""
@@ -254,8 +255,6 @@ _UVICORN_500_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"cont
 def _make_protocol(front):
     import httptools
     from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
-
-    from .lean import _consume_args, idempotent_produce
 
     _STATUS_LINE.update(STATUS_LINE)
     lean = front.lean
