@@ -63,7 +63,7 @@ from starlette.responses import JSONResponse
 
 from .app import _log_request
 from .errors import rest_error
-from .lean import _consume_args, answer, idempotent_produce
+from .lean import _consume_args, _Fallback, answer, idempotent_produce
 
 logger = logging.getLogger("vqs.server")
 
@@ -164,6 +164,8 @@ class _FastRequest:
         except StopIteration as stop:
             data, headers = answer(stop.value)
             self._finish(200, headers, data)
+        except _Fallback:  # the handler's checks hand the request to the framework
+            self._replay()
         except Exception as exc:
             self._error(exc)
         except BaseException as exc:  # cancelled by a forced stop (or worse): uvicorn's 500
@@ -178,6 +180,20 @@ class _FastRequest:
                 y.add_done_callback(self._step)
             else:  # a bare yield (sleep(0)): resume in the next round
                 self.proto.loop.call_soon(self._step)
+
+    def _replay(self) -> None:
+        """Hand the request, body read, to the ASGI path as uvicorn would have from the start
+        (its checks run before any wait, so this is still inside ``on_message_complete``:
+        the parser's request and ``scope`` are this one's)."""
+        proto = self.proto
+        assert proto.cycle is self and not self.waiting
+        self.response_complete = True  # this stand-in is done; uvicorn's cycle takes over
+        proto.tasks.discard(self)
+        proto.cycle = None
+        _BASE.on_headers_complete(proto)
+        if self.body:
+            _BASE.on_body(proto, self.body)
+        _BASE.on_message_complete(proto)
 
     def _error(self, exc: Exception) -> None:
         scope = self.scope
@@ -248,6 +264,7 @@ class _FastRequest:
 
 
 _STATUS_LINE: dict = {}
+_BASE = None  # uvicorn's HttpToolsProtocol (set by _make_protocol)
 _UVICORN_500_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"21"),
                         (b"connection", b"close")]
 
@@ -256,10 +273,13 @@ def _make_protocol(front):
     import httptools
     from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+    global _BASE
+    _BASE = HttpToolsProtocol
     _STATUS_LINE.update(STATUS_LINE)
     lean = front.lean
     produce = lean._produce
     consume = lean._consume
+    queue_routes = (lean._send, lean._receive, lean._delete)  # their checks read the body: may replay
     parse_url = httptools.parse_url
     methods = {b"POST": "POST", b"GET": "GET"}
 
@@ -283,7 +303,8 @@ def _make_protocol(front):
                         hit = front.fast_hit(method, path, self.headers)
                         # the routes whose handler never hands the request to the framework for these
                         if hit is not None and ((hit[0] == produce and not idempotent_produce(qs))
-                                                or (hit[0] == consume and _consume_args(qs) is not None)):
+                                                or (hit[0] == consume and _consume_args(qs) is not None)
+                                                or hit[0] in queue_routes):
                             scope = self.scope
                             scope["method"] = method
                             scope["path"] = path
