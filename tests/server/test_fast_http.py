@@ -1,7 +1,7 @@
 """The HTTP fast path (vqs/server/fast_http.py) answers byte for byte as the ASGI path does.
 
 Two real servers with the same settings (a bearer token, ``max_connections``,
-a small ``max_body_bytes``), one with the fast path (the default) and one with
+a small ``max_body_bytes``, ``flush = always``: writes in worker threads), one with the fast path (the default) and one with
 it off (``VQS_FAST_HTTP=0``: the same requests through ASGI and the lean
 dispatch), get the same raw HTTP/1.1 bytes over plain sockets: produces that
 succeed and fail (unknown topic, bad JSON, an unsupported media type, a value
@@ -34,7 +34,7 @@ _DATE = re.compile(rb"\r\ndate: [^\r]*\r\n", re.IGNORECASE)
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     """(fast, through ASGI): the same settings, the fast path on and off."""
-    args = ("--token", TOKEN, "--max-connections", "6", "--max-body-bytes", "4096",
+    args = ("--token", TOKEN, "--max-connections", "6", "--max-body-bytes", "4096", "--flush", "always",
             "--max-message-bytes", "600", "--log-format", "json")
     fast = ServerProcess(tmp_path_factory.mktemp("fast") / "data", *args)
     slow = ServerProcess(tmp_path_factory.mktemp("asgi") / "data", *args, env={"VQS_FAST_HTTP": "0"})

@@ -1,22 +1,24 @@
-"""The HTTP fast path: plain produce and consume requests answered in uvicorn's HTTP protocol, below ASGI.
+"""The HTTP fast path: the hot REST routes answered in uvicorn's HTTP protocol, below ASGI.
 
-uvicorn's own per-request machinery (the ASGI scope, a ``RequestResponseCycle``,
-a task, the receive/send message dicts, two writes) costs about as much as a
-whole one-message produce; ``FastHttpProtocol`` (a subclass of uvicorn's
-``HttpToolsProtocol``, given to ``uvicorn.Config(http=...)`` by
-vqs/server/run.py) answers ``POST`` and ``GET /topics/{topic}/messages``
-without it: it calls the same handlers the lean dispatch calls (lean.py:
-``LeanRoutes._produce`` and ``_consume``, i.e. ``produce_messages`` and
-``consume_messages``), drives their coroutine from the parser's callbacks
-(no task) and writes the whole answer (status line, uvicorn's default headers,
-the lean route's headers, body) in one ``transport.write``. Every other request
-is uvicorn's and the ASGI app's, unchanged.
+uvicorn's own per-request machinery (the ASGI scope's travel through the
+middleware, a ``RequestResponseCycle``, the receive/send message dicts, two
+writes) costs about as much as a whole one-message produce.
+``FastHttpProtocol`` (a subclass of uvicorn's ``HttpToolsProtocol``, given to
+``uvicorn.Config(http=...)`` by vqs/server/run.py) answers the lean routes
+(lean.py) without it: produce and consume (``POST``/``GET
+/topics/{topic}/messages``) and the queues' send, receive and delete. From the
+parser's callbacks it starts a task that calls the same handler the lean
+dispatch calls (``LeanRoutes._produce`` etc., i.e. ``produce_messages``,
+``consume_messages``, ``send_messages``, ...) and writes the whole answer
+(status line, uvicorn's default headers, the route's headers, body) in one
+``transport.write``. Every other request is uvicorn's and the ASGI app's,
+unchanged.
 
 Invariants:
 
-* **Only a request the ASGI path would hand to the lean produce or consume
-  route, and only a plain one**, is taken: ``VQSMiddleware.fast_hit`` makes
-  the middleware's own checks (header size, a Content-Length within
+* **Only a request the ASGI path would hand to a lean route, and only a
+  plain one**, is taken: ``VQSMiddleware.fast_hit`` makes the middleware's
+  own checks (header size, a Content-Length within
   ``max_body_bytes``, the server not stopping, the lean route match, the
   bearer token) and asks for a Content-Length (a GET may have none) and no
   Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no ``Expect:
@@ -26,7 +28,10 @@ Invariants:
   other request of the connection in progress or queued (a pipelined request
   behind a fast one is queued by uvicorn as usual and started when the fast
   one is answered), the connection's writes not paused (flow control).
-  Anything else, decided before the body is read, goes down the normal path.
+  Anything else, decided before the body is read, goes down the normal path;
+  a queue request whose body the lean checks refuse (they hand it to the
+  framework) is handed, body read, to a ``RequestResponseCycle`` and the ASGI
+  app, as uvicorn would have from the start.
 * **The same answer.** Status, JSON body and headers are those of the lean
   route through ASGI (``lean.answer`` lays out both), errors are mapped by the
   same ``rest_error`` and rendered by the same ``JSONResponse`` (never a server
@@ -72,9 +77,13 @@ SUPPORTED_UVICORN = ((0, 30), (0, 55))
 
 # what is used of HttpToolsProtocol: methods, and attributes its __init__ or on_message_begin sets
 _METHODS = ("on_message_begin", "on_url", "on_header", "on_headers_complete", "on_body", "on_message_complete",
-            "on_response_complete", "connection_lost", "shutdown", "data_received")
+            "on_response_complete", "connection_lost", "shutdown", "data_received", "_start_asgi_task")
 _ATTRS = ("cycle", "pipeline", "tasks", "connections", "server_state", "flow", "limit_concurrency", "url",
-          "scope", "headers", "expect_100_continue", "parser", "transport", "loop", "root_path", "access_log")
+          "scope", "headers", "expect_100_continue", "parser", "transport", "loop", "root_path", "access_log",
+          "app", "logger", "access_logger")
+# RequestResponseCycle's parameters (a request the lean checks refuse is handed to one)
+_CYCLE_PARAMS = ("scope", "transport", "flow", "logger", "access_logger", "access_log", "default_headers",
+                 "message_event", "expect_100_continue", "keep_alive", "on_response")
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -102,6 +111,15 @@ def unsupported_reason(config) -> str | None:
     missing = [m for m in _METHODS if not callable(getattr(base, m, None))]
     names = set(base.__init__.__code__.co_names) | set(base.on_message_begin.__code__.co_names)
     missing += [a for a in _ATTRS if a not in names]
+    cycle = getattr(impl, "RequestResponseCycle", None)
+    if cycle is None:
+        missing.append("RequestResponseCycle")
+    else:
+        import inspect
+
+        params = inspect.signature(cycle).parameters
+        missing += [f"RequestResponseCycle({p})" for p in _CYCLE_PARAMS if p not in params]
+        missing += [f"RequestResponseCycle({p})" for p in params if p not in _CYCLE_PARAMS]
     if missing:
         return f"uvicorn's httptools protocol has changed (no {', '.join(missing)})"
     if getattr(config, "root_path", ""):
@@ -128,7 +146,7 @@ class _FastRequest:
     ``disconnected``, ``message_event.set()``, ``cancel()``)."""
 
     __slots__ = ("proto", "front", "scope", "fn", "name", "body", "keep_alive", "disconnected",
-                 "response_complete", "t0", "coro", "waiting", "started", "message_event")
+                 "response_complete", "t0", "task", "started", "message_event")
 
     def __init__(self, proto, front, scope: dict, hit: tuple, keep_alive: bool):
         self.proto = proto
@@ -140,60 +158,54 @@ class _FastRequest:
         self.disconnected = False
         self.response_complete = False
         self.t0 = time.perf_counter()
-        self.coro = None
-        self.waiting = None
+        self.task = None
         self.started = False
         self.message_event = self  # connection_lost calls cycle.message_event.set()
 
     # ------------------------------------------------------------ the request's run
     def start(self) -> None:
-        """The body is complete: run the core (synchronously up to its first wait)."""
+        """The body is complete: run the handler in a task (as uvicorn runs an ASGI app: the
+        core may need a current task, e.g. anyio's worker threads)."""
         self.started = True
+        self.task = self.proto.loop.create_task(self._run())
+
+    async def _run(self) -> None:
         try:
-            self.coro = self.fn(self.scope, self.name, self.body)
+            out = await self.fn(self.scope, self.name, self.body)
+        except _Fallback:  # the handler's checks hand the request to the framework
+            self._replay()
+            return
         except Exception as exc:
             self._error(exc)
             return
-        self._step()
-
-    def _step(self, _fut=None) -> None:
-        """Resume the core's coroutine (as a task's step does: the future it waits on is done)."""
-        self.waiting = None
-        try:
-            y = self.coro.send(None)
-        except StopIteration as stop:
-            data, headers = answer(stop.value)
-            self._finish(200, headers, data)
-        except _Fallback:  # the handler's checks hand the request to the framework
-            self._replay()
-        except Exception as exc:
-            self._error(exc)
-        except BaseException as exc:  # cancelled by a forced stop (or worse): uvicorn's 500
-            # (the middleware counts it as 500 and logs no line of its own: no status was sent)
+        except BaseException:  # cancelled by a forced stop: uvicorn's 500 (the middleware
+            # counts it as 500 and logs no line of its own: no status was sent)
             self._finish(500, _UVICORN_500_HEADERS, b"Internal Server Error", sent=False)
-            if not isinstance(exc, asyncio.CancelledError):
-                raise
-        else:
-            if getattr(y, "_asyncio_future_blocking", None):
-                y._asyncio_future_blocking = False
-                self.waiting = y
-                y.add_done_callback(self._step)
-            else:  # a bare yield (sleep(0)): resume in the next round
-                self.proto.loop.call_soon(self._step)
+            raise
+        data, headers = answer(out)
+        self._finish(200, headers, data)
 
     def _replay(self) -> None:
-        """Hand the request, body read, to the ASGI path as uvicorn would have from the start
-        (its checks run before any wait, so this is still inside ``on_message_complete``:
-        the parser's request and ``scope`` are this one's)."""
+        """Hand the request, body read, to uvicorn's ASGI cycle, as its ``on_headers_complete``
+        would have (the concurrency limit was checked then); it goes first on the connection
+        (a pipelined request behind it waits in uvicorn's queue, as behind any cycle)."""
         proto = self.proto
-        assert proto.cycle is self and not self.waiting
         self.response_complete = True  # this stand-in is done; uvicorn's cycle takes over
         proto.tasks.discard(self)
-        proto.cycle = None
-        _BASE.on_headers_complete(proto)
-        if self.body:
-            _BASE.on_body(proto, self.body)
-        _BASE.on_message_complete(proto)
+        if self.disconnected or proto.transport.is_closing():
+            self._account(500, b"", False)  # as the ASGI path counts a request whose client left
+            return
+        cycle = _CYCLE(
+            scope=self.scope, transport=proto.transport, flow=proto.flow, logger=proto.logger,
+            access_logger=proto.access_logger, access_log=proto.access_log,
+            default_headers=proto.server_state.default_headers, message_event=asyncio.Event(),
+            expect_100_continue=False, keep_alive=self.keep_alive, on_response=proto.on_response_complete)
+        cycle.body += self.body
+        cycle.more_body = False
+        cycle.message_event.set()  # the whole body is there (as on_message_complete says)
+        if proto.cycle is self:
+            proto.cycle = cycle
+        proto._start_asgi_task(cycle, proto.app)
 
     def _error(self, exc: Exception) -> None:
         scope = self.scope
@@ -254,8 +266,8 @@ class _FastRequest:
 
     def cancel(self, msg=None) -> bool:
         """A forced stop (uvicorn's graceful timeout passed): as a task's cancel."""
-        if self.waiting is not None:
-            return self.waiting.cancel(msg)  # the core sees CancelledError; the answer is a 500
+        if self.task is not None:
+            return self.task.cancel(msg)  # the core sees CancelledError; the answer is uvicorn's 500
         if not self.started and not self.response_complete:
             self.disconnected = True
             self.set()
@@ -264,17 +276,17 @@ class _FastRequest:
 
 
 _STATUS_LINE: dict = {}
-_BASE = None  # uvicorn's HttpToolsProtocol (set by _make_protocol)
+_CYCLE = None  # uvicorn's RequestResponseCycle (set by _make_protocol)
 _UVICORN_500_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"21"),
                         (b"connection", b"close")]
 
 
 def _make_protocol(front):
     import httptools
-    from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+    from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
-    global _BASE
-    _BASE = HttpToolsProtocol
+    global _CYCLE
+    _CYCLE = RequestResponseCycle
     _STATUS_LINE.update(STATUS_LINE)
     lean = front.lean
     produce = lean._produce
