@@ -70,8 +70,8 @@ class Settings:
     # runtime: answer the hot REST routes without the framework (vqs/server/lean.py; the same
     # answers). Off: every request goes through FastAPI (to compare the two).
     lean_dispatch: bool = True
-    # runtime: answer a plain one-request produce in uvicorn's HTTP protocol, below ASGI
-    # (vqs/server/fast_http.py; the same answers). Off: through the ASGI app (to compare).
+    # runtime: answer plain requests to the hot REST routes in uvicorn's HTTP protocol, below
+    # ASGI (vqs/server/fast_http.py; the same answers). Off: through the ASGI app (to compare).
     fast_http: bool = True
     # runtime
     graceful_timeout_s: float = 25.0
