@@ -227,7 +227,7 @@ def test_fast_path_answers_as_the_asgi_path(pair):
     assert 'route="unmatched",status="500"' in "\n".join(_metrics(fast.port))  # the client that left
 
 
-def test_fast_path_engaged_with_the_pinned_uvicorn(pair, tmp_path):
+def test_fast_path_engaged_with_the_pinned_uvicorn(pair, tmp_path, monkeypatch, caplog):
     """The pinned uvicorn passes the start-up check, and the server says it runs the fast path."""
     import uvicorn
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -241,6 +241,10 @@ def test_fast_path_engaged_with_the_pinned_uvicorn(pair, tmp_path):
     assert unsupported_reason(config) is None, uvicorn.__version__
     assert issubclass(fast_protocol(app, config), HttpToolsProtocol)
     assert fast_protocol(app, uvicorn.Config(app, root_path="/x")) is None  # the check refuses what it can't do
+    monkeypatch.setattr(uvicorn, "__version__", "0.99.0")  # internals it was not written against: off, said
+    assert fast_protocol(app, config) is None
+    assert "the HTTP fast path is off: uvicorn 0.99.0 is outside the supported range" in caplog.text
+    monkeypatch.undo()
     fast, slow = pair
 
     def ready(srv) -> dict:
