@@ -296,7 +296,7 @@ def _make_protocol(front):
     methods = {b"POST": "POST", b"GET": "GET"}
 
     class FastHttpProtocol(HttpToolsProtocol):
-        """uvicorn's httptools protocol, answering plain produce and consume requests itself (module docstring)."""
+        """uvicorn's httptools protocol, answering plain requests to the lean routes itself (module docstring)."""
 
         def on_headers_complete(self) -> None:
             parser = self.parser
