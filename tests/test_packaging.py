@@ -66,6 +66,9 @@ def test_wheel_installs_the_library_and_cli_without_extras(tmp_path):
     assert all(n.startswith(("vqs/", "vqs-")) for n in names), [n for n in names if not n.startswith("vqs")]
     assert {"vqs/__init__.py", "vqs/cli/__init__.py", "vqs/server/app.py", "vqs/spark/__init__.py"} <= set(names)
     assert not any(n.startswith(("tests/", "bench/", "examples/")) for n in names)
+    # the JVM reader's sources and build script: an install without the jar builds it (tests/spark/test_jar_build.py)
+    assert {"vqs/spark/connector/build.py",
+            "vqs/spark/connector/src/main/java/io/vqs/spark/VqsProvider.java"} <= set(names)
     for extra in ("server", "spark", "dev"):
         assert f"Provides-Extra: {extra}" in meta
     requires = [Requirement(line.split(":", 1)[1].strip()) for line in meta.splitlines()

@@ -15,6 +15,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import vqs.spark
 from vqs.pipelines import camera
 from vqs.pipelines.cluster import StandaloneCluster
 from vqs.pipelines.demo import LocalServer
@@ -82,6 +83,8 @@ def test_lost_worker_mid_stream_keeps_exactly_once(spark, tmp_path, child_env):
         log.close()
         driver = (tmp_path / "driver.log").read_text()
         assert rc == 0, driver
+        if vqs.spark.jvm_reader_loaded(spark):  # the jar is built here: the job reads with it, on the executors
+            assert "with the JVM reader on spark://" in driver, driver
         after = _commits(out)
         assert max(after) > max(before), f"the query ended before the kill: {sorted(before)}"
         assert len(cluster.alive_workers()) == 1  # the query went on with the other worker

@@ -232,27 +232,24 @@ def _seconds(spec: str) -> float:
 
 
 def make_session(master: str = "local[2]", app: str = "vqs-camera-pipeline"):
+    """The job's session, built with :func:`vqs.spark.session`: the JVM reader's
+    jar on ``spark.jars`` (Spark ships it to a cluster's executors), so the frames
+    are read in the JVM and no Python process runs the stream's source on the
+    driver (Spark gives such a process 10 s to connect back, which a loaded machine
+    can miss), and ``spark.pyspark.python`` set to this interpreter, so executors
+    on a standalone cluster (vqs.pipelines.cluster) start their Python workers
+    (the ``vqs`` sink's) with it and find vqs without an activated venv."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     from .. import spark as vqs_spark
 
-    builder = SparkSession.builder.master(master).appName(app)
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"}
     if master.startswith("spark://"):
-        # A standalone cluster (vqs.pipelines.cluster): executors start their Python
-        # workers with this interpreter, so they find vqs without an activated venv.
-        builder = (builder.config("spark.pyspark.python", sys.executable)
-                   .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"]))
-    spark = (builder
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+        conf["spark.driver.host"] = os.environ["SPARK_LOCAL_IP"]
+    spark = vqs_spark.session(master, app, conf)
     spark.sparkContext.setLogLevel("ERROR")
-    vqs_spark.register(spark)
     return spark
 
 
@@ -416,6 +413,10 @@ def main(argv=None) -> int:
         return 0
 
     spark = make_session(args.master)
+    from ..spark import jvm_reader_loaded
+
+    print(f"reading {args.topic!r} with the {'JVM reader' if jvm_reader_loaded(spark) else 'Python source'} "
+          f"on {args.master}", flush=True)
     try:
         res = run(spark, path=args.path, url=args.url, token=args.token, topic=args.topic,
                   alerts_topic=args.alerts_topic, out=args.out, max_offsets=args.max_offsets_per_trigger,

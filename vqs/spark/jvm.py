@@ -12,12 +12,19 @@ one source claims ``vqs`` either way: Spark refuses a short name that a
 
 The jar must be on ``spark.jars`` before the JVM starts (:func:`session` does
 that); it is built by ``spark-connector/build.py`` (``make spark-jar``, or the
-wheel's build hook) and ships as ``vqs/spark/jars/vqs-spark.jar``.
+wheel's build hook) and ships as ``vqs/spark/jars/vqs-spark.jar``. Where it
+was not built (a wheel built in an isolated environment without pyspark, as
+``pip install ".[spark]"`` does; a checkout before ``make spark-jar``; sources
+newer than the jar), :func:`ensure_jar` builds it with the same script from
+the sources of the checkout or of the wheel (``vqs/spark/connector/``), into
+the package, else into the user's cache dir. Without javac it builds nothing,
+says so once on stderr, and the Python source serves.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 PROVIDER = "io.vqs.spark.VqsProvider"
@@ -28,6 +35,68 @@ JAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", "vqs-spar
 def jar_path() -> str | None:
     """The JVM reader's jar, or None when this install has none (built without a JDK)."""
     return JAR if os.path.isfile(JAR) else None
+
+
+def _connector_build_script() -> tuple[str, bool] | None:
+    """(build.py, is_checkout): spark-connector/build.py of a checkout (an editable
+    install), else the copy the wheel carries (vqs/spark/connector/)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    checkout = os.path.join(os.path.dirname(os.path.dirname(here)), "spark-connector", "build.py")
+    if os.path.isfile(checkout):
+        return checkout, True
+    shipped = os.path.join(here, "connector", "build.py")
+    return (shipped, False) if os.path.isfile(shipped) else None
+
+
+def _cache_jar() -> str:
+    from .. import __version__
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "vqs", f"vqs-spark-{__version__}.jar")
+
+
+def ensure_jar() -> str | None:
+    """The JVM reader's jar, built first where this install has none.
+
+    In a checkout (an editable install) it is rebuilt when a source is newer,
+    as ``make spark-jar`` does. An installed wheel's jar is used as it is; a
+    wheel built without one (no pyspark in its build environment) builds it from
+    the sources it carries, into ``vqs/spark/jars/`` when that is writable, else
+    into ``~/.cache/vqs/`` (``XDG_CACHE_HOME``). Building needs javac (JDK 17+)
+    and pyspark; without them it says why on stderr and returns None (format
+    ``vqs`` is then the Python source).
+    """
+    found = _connector_build_script()
+    if found is None:
+        return jar_path()
+    script, checkout = found
+    if not checkout:
+        for target in (JAR, _cache_jar()):
+            if os.path.isfile(target):
+                return target
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vqs_spark_connector_build", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if checkout and mod.up_to_date(JAR):
+        return JAR
+    target = JAR
+    try:
+        os.makedirs(os.path.dirname(JAR), exist_ok=True)
+    except OSError:
+        pass
+    if not os.access(os.path.dirname(JAR), os.W_OK):
+        target = _cache_jar()
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+    if shutil.which("javac"):
+        print(f"vqs: building the JVM reader's jar {target} (once, about 10 s)", file=sys.stderr)
+    try:
+        return mod.build(target, quiet=True) or jar_path()
+    except Exception as e:  # javac failed: the Python source still serves
+        print(f"vqs: could not build the JVM reader's jar ({e}); format('vqs') uses the Python source",
+              file=sys.stderr)
+        return jar_path()
 
 
 def jvm_reader_loaded(spark) -> bool:
@@ -48,7 +117,8 @@ def session(master: str = "local[*]", app: str = "vqs", conf: dict | None = None
     """A SparkSession (``getOrCreate``) with ``format("vqs")`` registered.
 
     Before the JVM starts it puts the JVM reader's jar on ``spark.jars`` (when
-    this install has it and ``jvm_reader`` is true) and sets
+    ``jvm_reader`` is true; built first by :func:`ensure_jar` if this install
+    has none yet and javac exists) and sets
     ``spark.pyspark.python`` to this interpreter, so Python workers, on this
     machine or a cluster's, run the Python that has VQS. ``conf`` adds Spark
     settings. A session that already exists is reused as it is (its classpath
@@ -61,7 +131,7 @@ def session(master: str = "local[*]", app: str = "vqs", conf: dict | None = None
     b = SparkSession.builder.master(master).appName(app)
     b = b.config("spark.pyspark.python", sys.executable)
     extra = dict(conf or {})
-    jar = jar_path() if jvm_reader else None
+    jar = ensure_jar() if jvm_reader else None
     if jar:
         jars = [j for j in str(extra.pop("spark.jars", "")).split(",") if j]
         extra["spark.jars"] = ",".join([*jars, jar])
