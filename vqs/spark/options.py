@@ -174,7 +174,7 @@ class ReadOptions:
     min_partitions: int | None
     fail_on_data_loss: bool
     include_headers: bool
-    max_bytes_per_read: int
+    max_bytes_per_read: int | None  # None: the source's default (read_bytes_default)
     timeout_ms: int
     streaming: bool = False
     token: str | None = field(default=None, repr=False)
@@ -237,7 +237,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         min_partitions=_int(options, "minPartitions"),
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         include_headers=_bool(options, "includeHeaders", False),
-        max_bytes_per_read=_int(options, "maxBytesPerRead") or (4 << 20),
+        max_bytes_per_read=_int(options, "maxBytesPerRead") or None,
         timeout_ms=_int(options, "timeoutMs") or 30_000,
         streaming=streaming,
         token=_get(options, "token") or None,

@@ -154,9 +154,10 @@ def read_range(src, r: OffsetRange, opts: ReadOptions, columns=None) -> Iterator
     pos, end = r.start, r.end
     pending: list = []
     rows = 0
+    max_bytes = opts.max_bytes_per_read or src.read_bytes_default
     while pos < end:
         try:
-            batches = src.read_batches(r.topic, r.partition, pos, opts.max_bytes_per_read)
+            batches = src.read_batches(r.topic, r.partition, pos, max_bytes)
         except OffsetOutOfRange as e:
             if e.start_offset > pos:
                 _data_loss(opts, f"{r.topic}/{r.partition}: offset {pos} is below the log start offset {e.start_offset}")

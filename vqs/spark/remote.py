@@ -64,6 +64,10 @@ def _unreachable(url: str, e: Exception) -> ConfigError:
 class UrlSource:
     """Read access to the topics of a VQS server (same interface as PathSource)."""
 
+    #: Bytes per fetch when option ``maxBytesPerRead`` is not set: each fetch's
+    #: response is held in memory while its batches are converted.
+    read_bytes_default = 4 << 20
+
     def __init__(self, url: str, token: str | None = None, timeout_ms: int = 30_000):
         self.url = url
         self.token = token
