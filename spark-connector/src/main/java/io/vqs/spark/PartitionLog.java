@@ -1,3 +1,5 @@
+// over 500 lines: one log directory's reads (tail scan, count, cursor with its time-range skipping)
+// share its open segment files, gaps and offsets
 package io.vqs.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -199,33 +201,16 @@ final class PartitionLog implements AutoCloseable {
         return out;
     }
 
-    /**
-     * The first offset of segment i that may hold a record with timestamp >= ts, by its
-     * time index (docs/FORMAT.md, "Time index"): an entry (T, r) says every record up to
-     * and including batch r has a timestamp <= T, so with T < ts the records before batch
-     * r all fail and the scan may start at r (it must read batch r itself: its records
-     * after the largest may still pass). Entries are read up to the first all-zero or
-     * out-of-order one; a missing or empty index gives the segment's base (no skip).
-     */
+    /** The first offset of segment i that may hold a record with timestamp >= ts (TimeIndex.floor). */
     long timeFloor(int i, long ts) {
-        Path p = dir.resolve(String.format("%020d.timeindex", bases[i]));
         byte[] b;
         try {
-            b = Files.readAllBytes(p);
+            b = Files.readAllBytes(dir.resolve(String.format("%020d.timeindex", bases[i])));
         } catch (IOException e) {
-            return bases[i];
+            return bases[i]; // no index: no skip
         }
         bytesRead += b.length;
-        long best = 0, pt = Long.MIN_VALUE, pr = -1;
-        for (int k = 0; k + 12 <= b.length; k += 12) {
-            long t = RecordBatch.i64(b, k), r = RecordBatch.u32(b, k + 8);
-            if ((t == 0 && r == 0 && k > 0) || t < pt || r <= pr) break;
-            if (t >= ts) break;
-            best = r;
-            pt = t;
-            pr = r;
-        }
-        return bases[i] + best;
+        return bases[i] + TimeIndex.floor(b, ts);
     }
 
     /** {position, base offset} from which a forward scan of segment i finds offset (index floor). */
