@@ -72,6 +72,11 @@ def parse_args(argv=None):
                     help="a smoke run: 100,000 records, one timed run per measurement")
     ap.add_argument("--json", default=os.path.join(C.HERE, "spark_bench.json"),
                     help="where to write the results (default bench/spark_bench.json; '' for none)")
+    ap.add_argument("--vectors", action="store_true",
+                    help="also time the JVM reader with .option('vectors', 'arrow') against the default, "
+                         "plainly and through a pandas_udf (Spark 4.3's columnar Arrow UDF input)")
+    ap.add_argument("--jvm-only", action="store_true",
+                    help="only the JVM reader's rows and the stream (no Python source, API floor or write)")
     args = ap.parse_args(argv)
     if args.quick:
         args.records, args.repeat, args.trigger = min(args.records, 100_000), 1, min(args.trigger, 25_000)
@@ -189,6 +194,38 @@ def count_source_batches(data_dir: str, topic: str) -> int:
         src.close()
 
 
+def measure_vectors(spark, data, pq_df, measure, rows, expect, sum_len, same):
+    """The JVM reader's two kinds of vectors: sum(length(value)) (Spark converts the
+    batches to rows either way), then a pandas_udf over value (with vectors=arrow
+    Spark 4.3 passes the batches to the Python worker as they are), each against
+    the same query over Parquet."""
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+
+    def vqs_df(vectors):
+        return (spark.read.format("vqs").option("path", data).option("topic", "bench")
+                .option("vectors", vectors).load())
+
+    measure("read sum(len) arrow", lambda: sum_len(vqs_df("arrow")), lambda: sum_len(pq_df()),
+            lambda a, b: (same(a, b), same(a, expect)))
+    rows[-1]["note"] = "JVM reader, path mode, option vectors=arrow (ArrowColumnVector batches)"
+
+    def lengths(v):
+        return v.str.len()
+
+    lengths.__annotations__ = {"v": pd.Series, "return": pd.Series}  # real types, not this module's strings
+    vlen = pandas_udf(lengths, "long")
+
+    def udf_sum(df):
+        return df.select(vlen("value").alias("n")).selectExpr("sum(n) s").first().s
+
+    for vectors in ("direct", "arrow"):
+        measure(f"udf sum(len) {vectors}", lambda v=vectors: udf_sum(vqs_df(v)), lambda: udf_sum(pq_df()),
+                lambda a, b: (same(a, b), same(a, expect)))
+        rows[-1]["note"] = (f"JVM reader, vectors={vectors}: a pandas_udf over value, then sum; "
+                            + ("columnar into the UDF" if vectors == "arrow" else "ColumnarToRow, then ArrowWriter"))
+
+
 def best_of(fn, repeat: int, warmup: int = 2) -> tuple[float, object]:
     for _ in range(warmup):  # Python workers, JIT, page cache
         fn()
@@ -261,6 +298,8 @@ def _main(args, info: dict, work: str) -> int:
         measure("read sum(len)", lambda: sum_len(vqs_df()), lambda: sum_len(pq_df()),
                 lambda a, b: (same(a, b), same(a, expect)))
         rows[-1]["note"] = f"{jvm} reader, path mode, no user schema"
+        if args.vectors:
+            measure_vectors(spark, data, pq_df, measure, rows, expect, sum_len, same)
         from vqs.pipelines.demo import LocalServer
 
         server = LocalServer(data, os.path.join(work, "server.log")).start()
@@ -271,6 +310,10 @@ def _main(args, info: dict, work: str) -> int:
             rows[-1]["note"] = f"{jvm} reader, url mode (the server's binary batch fetch)"
         finally:
             server.stop()
+        if args.jvm_only:
+            stream_row(spark, data, work, args, n, measure, rows, jvm)
+            spark.stop()
+            return report(args, info, rows, n, size, fill_s, session_s, None)
     proj_df = lambda: (spark.read.format("vqs").schema("value binary").option("reader", "python")  # noqa: E731
                        .option("path", data).option("topic", "bench").load())
     measure("py proj sum(len)", lambda: sum_len(proj_df()), lambda: sum_len(pq_df()),
@@ -343,28 +386,36 @@ def _main(args, info: dict, work: str) -> int:
         got = spark.read.format("vqs").option("path", data).option("topic", "copy1").load().count()
         assert got == n, got
 
-        # Streaming: AvailableNow in batches of args.trigger records.
-        ck = {"i": 0}
-        batches = {}
-
-        def stream():
-            ck["i"] += 1
-            q = (spark.readStream.format("vqs").option("path", data).option("topic", "bench")
-                 .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(args.trigger)).load()
-                 .writeStream.format("noop").option("checkpointLocation", os.path.join(work, f"ck{ck['i']}"))
-                 .trigger(availableNow=True).start())
-            q.awaitTermination()
-            if q.exception():
-                raise q.exception()
-            sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
-            batches["sizes"] = sizes
-            assert sum(sizes) == n, sizes
-            return sizes
-
-        measure(f"stream AvNow/{args.trigger // 1000}k", stream, None)
-        rows[-1]["micro_batches"] = batches["sizes"]
-        rows[-1]["note"] = f"{jvm} reader into the noop sink"
+        stream_row(spark, data, work, args, n, measure, rows, jvm)
     spark.stop()
+    return report(args, info, rows, n, size, fill_s, session_s, py_row)
+
+
+def stream_row(spark, data, work, args, n, measure, rows, jvm):
+    # Streaming: AvailableNow in batches of args.trigger records.
+    ck = {"i": 0}
+    batches = {}
+
+    def stream():
+        ck["i"] += 1
+        q = (spark.readStream.format("vqs").option("path", data).option("topic", "bench")
+             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(args.trigger)).load()
+             .writeStream.format("noop").option("checkpointLocation", os.path.join(work, f"ck{ck['i']}"))
+             .trigger(availableNow=True).start())
+        q.awaitTermination()
+        if q.exception():
+            raise q.exception()
+        sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+        batches["sizes"] = sizes
+        assert sum(sizes) == n, sizes
+        return sizes
+
+    measure(f"stream AvNow/{args.trigger // 1000}k", stream, None)
+    rows[-1]["micro_batches"] = batches["sizes"]
+    rows[-1]["note"] = f"{jvm} reader into the noop sink"
+
+
+def report(args, info, rows, n, size, fill_s, session_s, py_row) -> int:
 
     import pyspark
 
@@ -388,6 +439,9 @@ def _main(args, info: dict, work: str) -> int:
           C.fmt_ratio(r["ratio_vs_parquet"]), C.fmt_num(r["vqs_records_per_s"]), f"{r['vqs_mb_per_s']:.1f}",
           r.get("note", "")] for r in rows],
         right=[1, 2, 3, 4, 5]))
+    if py_row is None:
+        C.write_json(args.json, result)
+        return 0
     inter = py_row["interleaved"]
     nb = py_row["arrow_batches"]
     print(f"\nThe Python source and the one-column floor timed in alternation ({len(inter['py proj']['runs_s'])} "

@@ -26,7 +26,7 @@ LATEST = -1
 READ_OPTIONS = (
     "path", "url", "topic", "topics", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "maxOffsetsPerTrigger", "minPartitions",
-    "failOnDataLoss", "includeHeaders", "maxBytesPerRead", "timeoutMs", "token", "reader",
+    "failOnDataLoss", "includeHeaders", "maxBytesPerRead", "timeoutMs", "token", "reader", "vectors",
 )
 WRITE_OPTIONS = (
     "path", "url", "topic", "topicPartitions", "lockTimeoutMs", "timeoutMs", "token", "reader",

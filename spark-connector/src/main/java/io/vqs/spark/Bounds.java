@@ -22,8 +22,15 @@ import org.apache.spark.sql.sources.LessThanOrEqual;
  * not evaluate it again; anything else (other columns, OR, NOT, non-integer
  * literals) is left to Spark.
  *
+ * <p>Comparisons of {@code timestamp} with a timestamp literal (and so BETWEEN)
+ * narrow the time range [tsLo, tsHi] (ms, inclusive) that the readers use to
+ * skip log batches and segment prefixes none of whose records can pass
+ * (RangeReader, PartitionLog.Cursor). Skipping is by batch, not by record, so
+ * such a filter is inexact: Spark evaluates it again after the scan.
+ *
  * <p>Invariants: immutable once planning starts; {@code ALL} narrows nothing;
- * offsets [lo, hi), partitions [pLo, pHi] and, when not null, the set {@code in}.
+ * offsets [lo, hi), partitions [pLo, pHi] and, when not null, the set {@code in};
+ * a record whose timestamp lies outside [tsLo, tsHi] fails some pushed filter.
  */
 final class Bounds implements Serializable {
     static final Bounds ALL = new Bounds();
@@ -32,6 +39,59 @@ final class Bounds implements Serializable {
     long lo = 0, hi = Long.MAX_VALUE;
     long pLo = 0, pHi = Long.MAX_VALUE;
     List<Long> in; // partitions an IN or = left, or null for any
+    long tsLo = Long.MIN_VALUE, tsHi = Long.MAX_VALUE; // record timestamps (ms) that may pass
+
+    boolean hasTime() { return tsLo != Long.MIN_VALUE || tsHi != Long.MAX_VALUE; }
+
+    /** May a batch whose records' timestamps lie in [min, max] (ms) hold a record that passes? */
+    boolean timeMayMatch(long min, long max) { return max >= tsLo && min <= tsHi; }
+
+    /** Microseconds since the epoch of a timestamp literal (java.sql.Timestamp or Instant), or null. */
+    static Long micros(Object v) {
+        if (v instanceof java.sql.Timestamp) {
+            java.sql.Timestamp t = (java.sql.Timestamp) v;
+            return Math.floorDiv(t.getTime(), 1000L) * 1_000_000L + t.getNanos() / 1000;
+        }
+        if (v instanceof java.time.Instant) {
+            java.time.Instant i = (java.time.Instant) v;
+            return i.getEpochSecond() * 1_000_000L + i.getNano() / 1000;
+        }
+        return null;
+    }
+
+    private static long ceilDiv(long a, long b) { return -Math.floorDiv(-a, b); }
+
+    /**
+     * Narrow the time range by f if it compares timestamp with a timestamp literal
+     * (Spark's microseconds against the log's milliseconds); false if it does not.
+     * Inexact: the caller still has Spark evaluate f.
+     */
+    boolean addTime(Filter f) {
+        String col;
+        Object val;
+        int op;
+        if (f instanceof EqualTo) { col = ((EqualTo) f).attribute(); val = ((EqualTo) f).value(); op = 0; }
+        else if (f instanceof EqualNullSafe) { col = ((EqualNullSafe) f).attribute(); val = ((EqualNullSafe) f).value(); op = 0; }
+        else if (f instanceof GreaterThan) { col = ((GreaterThan) f).attribute(); val = ((GreaterThan) f).value(); op = 1; }
+        else if (f instanceof GreaterThanOrEqual) { col = ((GreaterThanOrEqual) f).attribute(); val = ((GreaterThanOrEqual) f).value(); op = 2; }
+        else if (f instanceof LessThan) { col = ((LessThan) f).attribute(); val = ((LessThan) f).value(); op = 3; }
+        else if (f instanceof LessThanOrEqual) { col = ((LessThanOrEqual) f).attribute(); val = ((LessThanOrEqual) f).value(); op = 4; }
+        else return false;
+        Long us = col.equals("timestamp") ? micros(val) : null;
+        if (us == null) return false;
+        // a record of ts ms is ts * 1000 µs: the ms bounds that keep exactly the records that pass
+        long lo = Long.MIN_VALUE, hi = Long.MAX_VALUE;
+        switch (op) {
+            case 0: lo = ceilDiv(us, 1000); hi = Math.floorDiv(us, 1000L); break;
+            case 1: lo = Math.floorDiv(us, 1000L) + 1; break;
+            case 2: lo = ceilDiv(us, 1000); break;
+            case 3: hi = ceilDiv(us, 1000) - 1; break;
+            default: hi = Math.floorDiv(us, 1000L);
+        }
+        tsLo = Math.max(tsLo, lo);
+        tsHi = Math.min(tsHi, hi);
+        return true;
+    }
 
     boolean partition(int p) { return p >= pLo && p <= pHi && (in == null || in.contains((long) p)); }
 
@@ -97,6 +157,8 @@ final class Bounds implements Serializable {
         if (pLo > 0) out.add("partition >= " + pLo);
         if (pHi < Long.MAX_VALUE) out.add("partition <= " + pHi);
         if (in != null) out.add("partition in " + in);
+        if (tsLo != Long.MIN_VALUE) out.add("timestamp >= " + java.time.Instant.ofEpochMilli(tsLo) + " (skipping batches)");
+        if (tsHi != Long.MAX_VALUE) out.add("timestamp <= " + java.time.Instant.ofEpochMilli(tsHi) + " (skipping batches)");
         return String.join(" and ", out);
     }
 

@@ -1,3 +1,5 @@
+// over 500 lines: one log directory's reads (tail scan, count, cursor with its time-range skipping)
+// share its open segment files, gaps and offsets
 package io.vqs.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -199,6 +201,18 @@ final class PartitionLog implements AutoCloseable {
         return out;
     }
 
+    /** The first offset of segment i that may hold a record with timestamp >= ts (TimeIndex.floor). */
+    long timeFloor(int i, long ts) {
+        byte[] b;
+        try {
+            b = Files.readAllBytes(dir.resolve(String.format("%020d.timeindex", bases[i])));
+        } catch (IOException e) {
+            return bases[i]; // no index: no skip
+        }
+        bytesRead += b.length;
+        return bases[i] + TimeIndex.floor(b, ts);
+    }
+
     /** {position, base offset} from which a forward scan of segment i finds offset (index floor). */
     private long[] positionFor(int i, long offset, List<long[]> entries) {
         long rel = offset - bases[i];
@@ -212,7 +226,10 @@ final class PartitionLog implements AutoCloseable {
         return new long[] {best[1], bases[i] + best[0]};
     }
 
+    long bytesRead; // bytes this log read from its segment files (a scan's metric)
+
     byte[] pread(int i, long pos, int n) throws IOException {
+        bytesRead += n;
         byte[] out = new byte[n];
         ByteBuffer bb = ByteBuffer.wrap(out);
         while (bb.hasRemaining()) {
@@ -306,6 +323,22 @@ final class PartitionLog implements AutoCloseable {
         private int bufLen;
         private boolean located;
         private final boolean headersOnly;
+        // the pushed timestamp range (Bounds): batches none of whose records lie in
+        // [tsLo, tsHi] are stepped over by their headers, below stopAt (the range's end)
+        private long tsLo = Long.MIN_VALUE, tsHi = Long.MAX_VALUE, stopAt = Long.MAX_VALUE;
+        long skipped; // batches stepped over by the time range
+
+        /** Step over batches that hold no record with a timestamp in [lo, hi] (ms), below offset stop. */
+        void skipOutside(long lo, long hi, long stop) {
+            tsLo = lo;
+            tsHi = hi;
+            stopAt = stop;
+        }
+
+        private boolean filtering() { return !headersOnly && (tsLo != Long.MIN_VALUE || tsHi != Long.MAX_VALUE); }
+
+        /** The offset this cursor has read up to (records below it were returned or skipped). */
+        long reached() { return Math.max(expected, want); }
 
         Cursor(long offset, boolean headersOnly) {
             this.want = offset;
@@ -320,9 +353,12 @@ final class PartitionLog implements AutoCloseable {
             while (true) {
                 if (seg >= bases.length) return null;
                 if (!located) {
+                    if (tsLo != Long.MIN_VALUE && !headersOnly && want < stopAt)
+                        want = Math.min(Math.max(want, timeFloor(seg, tsLo)), stopAt);
                     if (!locate()) { advanceSegment(); continue; }
                 }
                 if (pos >= sizes[seg]) { advanceSegment(); continue; }
+                if (filtering() && skipByHeader(readAhead)) continue;
                 RecordBatch b = headersOnly ? headerAt() : decodeAt(readAhead);
                 if (!continues(expected, b.baseOffset))
                     throw new CorruptBatchException(where() + ": batch at position " + pos + " has base offset "
@@ -340,6 +376,40 @@ final class PartitionLog implements AutoCloseable {
             located = false;
             bufPos = -1;
             bufLen = 0;
+        }
+
+        /**
+         * Step over the batch at pos when its header shows no record in the time range:
+         * its largest timestamp is below tsLo, or (no timestamps column: every record has
+         * the first timestamp) that timestamp is outside. Only the header is looked at
+         * (its base offset must continue the offsets; its body, and so its CRC, is not
+         * read: a pruned batch is never returned, as with Parquet's row-group statistics).
+         */
+        private boolean skipByHeader(int readAhead) throws IOException {
+            int off = (int) (pos - bufPos);
+            ByteBuffer h = buf;
+            if (bufPos < 0 || pos < bufPos || off + RecordBatch.HEADER_SIZE > bufLen) {
+                // not buffered: read the header alone, so a skipped body is not read at all
+                byte[] hb = pread(seg, pos, (int) Math.min(RecordBatch.HEADER_SIZE, sizes[seg] - pos));
+                if (hb.length < RecordBatch.HEADER_SIZE) return false; // decodeAt reports the truncated header
+                h = ByteBuffer.wrap(hb).order(ByteOrder.LITTLE_ENDIAN);
+                off = 0;
+            }
+            long base = h.getLong(off);
+            long size = (h.getInt(off + 8) & 0xFFFFFFFFL) + RecordBatch.LENGTH_OVERHEAD;
+            int magic = h.get(off + 16) & 0xFF, attrs = h.getShort(off + 18) & 0xFFFF;
+            long n = h.getInt(off + 20) & 0xFFFFFFFFL;
+            long first = h.getLong(off + 24), max = h.getLong(off + 32);
+            if (magic != RecordBatch.MAGIC || n == 0 || size < RecordBatch.HEADER_SIZE || pos + size > sizes[seg]
+                    || base >= stopAt || !continues(expected, base))
+                return false; // decodeAt reports what is wrong, or the reader stops at stopAt
+            long min = (attrs & RecordBatch.ATTR_TIMESTAMPS) != 0 ? Long.MIN_VALUE : first;
+            if (max >= tsLo && min <= tsHi) return false;
+            pos += size;
+            expected = base + n;
+            if (expected > want) want = expected;
+            skipped++;
+            return true;
         }
 
         private RecordBatch headerAt() throws IOException {
@@ -390,6 +460,7 @@ final class PartitionLog implements AutoCloseable {
             }
             bufPos = pos;
             bufLen = buf.position();
+            bytesRead += bufLen;
         }
 
         /** Position this cursor at the batch holding {@code want} in segment seg (segment.find_batch). */

@@ -51,6 +51,12 @@ final class Planner {
                 }
                 start = Math.max(start, bounds.lo);
                 end = Math.min(end, bounds.hi);
+                if (bounds.tsLo != Long.MIN_VALUE && src instanceof Source.UrlSource && end > start) {
+                    // every record below the first with timestamp >= tsLo fails the pushed range
+                    // (one request; in path mode the readers use the time indexes instead)
+                    long t = src.offsetForTime(topic, p, bounds.tsLo);
+                    start = Math.max(start, t < 0 ? end : t);
+                }
                 if (end > start) ranges.add(new OffsetRange(topic, p, start, end));
             }
         }

@@ -36,9 +36,13 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
 
     private final ReadOptions opts;
     private final OffsetRange range;
+    private final Bounds bounds;
     private final String[] columns;
+    private final StructField[] fields;
     private final ColumnVector[] vectors;
-    private final ColumnarBatch batch;
+    private ColumnarBatch batch;
+    private final ArrowVectors arrow; // null: LogVectors (the default)
+    private long decoded, skipped; // metrics
     private Source src;
     private Source.Batches batches;
     private long pos;
@@ -46,11 +50,15 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     private int curIndex;     // next record of cur to hand out
     private boolean done;
 
-    RangeReader(ReadOptions opts, OffsetRange range, StructType required) {
+    RangeReader(ReadOptions opts, OffsetRange range, StructType required, Bounds bounds) {
         this.opts = opts;
         this.range = range;
+        this.bounds = bounds == null ? Bounds.ALL : bounds;
         this.pos = range.start;
         this.columns = required.fieldNames();
+        this.fields = required.fields();
+        this.arrow = opts.arrowVectors && columns.length > 0
+            ? new ArrowVectors(range.topic + "/" + range.partition + "@" + range.start) : null;
         this.vectors = new ColumnVector[columns.length];
         for (int i = 0; i < columns.length; i++) {
             StructField f = required.fields()[i];
@@ -84,7 +92,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             try {
                 batches = columns.length == 0
                     ? src.headers(range.topic, range.partition, pos, opts.maxBytesPerRead)
-                    : src.batches(range.topic, range.partition, pos, opts.maxBytesPerRead);
+                    : src.batches(range.topic, range.partition, pos, opts.maxBytesPerRead, bounds.tsLo, bounds.tsHi, range.end);
                 return;
             } catch (Source.OutOfRange e) {
                 opts.dataLoss(range.topic + "/" + range.partition + ": offset " + pos + " is below the log start offset " + e.start);
@@ -98,20 +106,33 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     private RecordBatch nextLogBatch() throws IOException {
         if (batches == null) open();
         if (done) return null;
-        RecordBatch b = batches.next();
-        if (b == null) {
-            opts.dataLoss(range.topic + "/" + range.partition + ": offsets [" + pos + ", " + range.end
-                + ") were planned but the log ends before them");
-            return null;
+        while (true) {
+            RecordBatch b = batches.next();
+            if (b == null) {
+                if (batches.reached() < range.end) // not where the time range stepped over the rest
+                    opts.dataLoss(range.topic + "/" + range.partition + ": offsets [" + pos + ", " + range.end
+                        + ") were planned but the log ends before them");
+                return null;
+            }
+            if (b.baseOffset >= range.end) return null;
+            if (columns.length > 0) decoded++;
+            // a source that could not step over it (url mode): the batch is decoded but not shown
+            long min = (b.attributes & RecordBatch.ATTR_TIMESTAMPS) != 0 ? Long.MIN_VALUE : b.firstTimestamp;
+            if (columns.length > 0 && bounds.hasTime() && !bounds.timeMayMatch(min, b.maxTimestamp)) {
+                skipped++;
+                pos = Math.max(pos, b.nextOffset());
+                if (pos >= range.end) return null;
+                continue;
+            }
+            return b;
         }
-        if (b.baseOffset >= range.end) return null;
-        return b;
     }
 
     @Override
     public boolean next() throws IOException {
         if (done) return false;
-        for (ColumnVector v : vectors) if (v instanceof WritableColumnVector) ((WritableColumnVector) v).reset();
+        if (arrow == null)
+            for (ColumnVector v : vectors) if (v instanceof WritableColumnVector) ((WritableColumnVector) v).reset();
         int rows = 0;
         // with columns: one slice of one log batch (the vectors point into it); without: a count
         int limit = columns.length == 0 ? COUNT_ROWS : TARGET_ROWS;
@@ -134,11 +155,12 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             }
             if (columns.length > 0 && rows > 0) break;
         }
-        batch.setNumRows(rows);
+        if (arrow == null) batch.setNumRows(rows);
         return rows > 0;
     }
 
     private void fill(RecordBatch b, int s, int rows) {
+        if (arrow != null) { fillArrow(b, s, rows); return; }
         for (int c = 0; c < columns.length; c++) {
             ColumnVector cv = vectors[c];
             if (cv instanceof LogVectors.Binary) ((LogVectors.Binary) cv).point(b, s, rows);
@@ -168,8 +190,41 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         }
     }
 
+    /**
+     * A new ColumnarBatch of new vectors (ArrowVectors: a consumer may keep it past
+     * next()); topic and partition stay the reader's constants, headers a new on-heap vector.
+     */
+    private void fillArrow(RecordBatch b, int s, int rows) {
+        ColumnVector[] cols = new ColumnVector[columns.length];
+        for (int c = 0; c < columns.length; c++) {
+            switch (columns[c]) {
+                case "value": cols[c] = arrow.binary(b, s, rows, false); break;
+                case "key": cols[c] = arrow.binary(b, s, rows, true); break;
+                case "offset": cols[c] = arrow.offsets(b, s, rows); break;
+                case "timestamp": cols[c] = arrow.timestamps(b, s, rows); break;
+                case "headers": {
+                    OnHeapColumnVector h = new OnHeapColumnVector(rows, fields[c].dataType());
+                    headers(h, b, s, s + rows, 0);
+                    cols[c] = h;
+                    break;
+                }
+                default: cols[c] = vectors[c]; // topic, partition: constants
+            }
+        }
+        batch = new ColumnarBatch(cols, rows);
+    }
+
     @Override
     public ColumnarBatch get() { return batch; }
+
+    @Override
+    public org.apache.spark.sql.connector.metric.CustomTaskMetric[] currentMetricsValues() {
+        long bytes = batches == null ? 0 : batches.bytesRead();
+        long skip = skipped + (batches == null ? 0 : batches.skipped());
+        return new org.apache.spark.sql.connector.metric.CustomTaskMetric[] {
+            ReadMetrics.value(ReadMetrics.DECODED, decoded), ReadMetrics.value(ReadMetrics.SKIPPED, skip),
+            ReadMetrics.value(ReadMetrics.BYTES, bytes)};
+    }
 
     @Override
     public void close() {
@@ -179,7 +234,15 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             throw new IllegalStateException(e);
         } finally {
             if (src != null) src.close();
-            batch.close();
+            if (arrow != null) {
+                for (ColumnVector v : vectors) if (v != null && !(v instanceof LogVectors)) v.close();
+                // Spark closes a reader as soon as it is exhausted (PartitionIterator.hasNext), but a
+                // columnar Arrow UDF may still hold its last batches as pass-through columns: free the
+                // vectors when the task ends (once, whichever comes first), or now outside a task
+                org.apache.spark.TaskContext tc = org.apache.spark.TaskContext.get();
+                if (tc != null) tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> arrow.close());
+                else arrow.close();
+            } else batch.close();
         }
     }
 

@@ -21,7 +21,7 @@ final class ReadOptions implements Serializable {
     static final long EARLIEST = -2, LATEST = -1;
     static final String[] NAMES = {"path", "url", "topic", "topics", "startingOffsets", "endingOffsets",
         "startingTimestamp", "endingTimestamp", "maxOffsetsPerTrigger", "minPartitions", "failOnDataLoss",
-        "includeHeaders", "maxBytesPerRead", "timeoutMs", "token", "reader"};
+        "includeHeaders", "maxBytesPerRead", "timeoutMs", "token", "reader", "vectors"};
 
     String path, url, token;
     List<String> topics;
@@ -30,6 +30,7 @@ final class ReadOptions implements Serializable {
     Long maxOffsetsPerTrigger;
     Integer minPartitions;
     boolean failOnDataLoss = true, includeHeaders;
+    boolean arrowVectors; // option 'vectors': "direct" (LogVectors, the default) or "arrow" (ArrowVectors)
     int maxBytesPerRead = 4 << 20;
     int timeoutMs = 30_000;
 
@@ -169,6 +170,13 @@ final class ReadOptions implements Serializable {
         r.minPartitions = mp == null ? null : (int) Math.min(mp, 1 << 20);
         r.failOnDataLoss = bool(o, "failOnDataLoss", true);
         r.includeHeaders = bool(o, "includeHeaders", false);
+        String vec = get(o, "vectors");
+        if (vec != null && !vec.isEmpty()) {
+            String lv = vec.toLowerCase(Locale.ROOT);
+            if (!lv.equals("direct") && !lv.equals("arrow"))
+                throw new ConfigError("option 'vectors' must be 'direct' or 'arrow', got '" + vec + "'");
+            r.arrowVectors = lv.equals("arrow");
+        }
         Long mb = integer(o, "maxBytesPerRead", 1);
         if (mb != null) r.maxBytesPerRead = (int) Math.min(mb, 1 << 30);
         Long to = integer(o, "timeoutMs", 1);

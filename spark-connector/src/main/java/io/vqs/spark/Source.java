@@ -39,6 +39,15 @@ abstract class Source implements AutoCloseable {
     /** Verified batches of a partition from offset on (the first may begin below it). */
     abstract Batches batches(String topic, int partition, long offset, int maxBytes);
 
+    /**
+     * The same, but a source may step over batches that hold no record with a timestamp
+     * in [tsLo, tsHi] (ms) below offset stopAt, without decoding them (path mode: by the
+     * time index and batch headers, PartitionLog.Cursor); the caller filters the rest.
+     */
+    Batches batches(String topic, int partition, long offset, int maxBytes, long tsLo, long tsHi, long stopAt) {
+        return batches(topic, partition, offset, maxBytes);
+    }
+
     /** Batches whose bodies the caller will not look at (count()); a source may skip decoding them. */
     Batches headers(String topic, int partition, long offset, int maxBytes) {
         return batches(topic, partition, offset, maxBytes);
@@ -51,6 +60,12 @@ abstract class Source implements AutoCloseable {
     interface Batches extends AutoCloseable {
         long startOffset();
         RecordBatch next() throws IOException;
+        /** The offset read up to (every record below it was returned or skipped), or -1 if unknown. */
+        default long reached() { return -1; }
+        /** Batches stepped over by the time range without decoding. */
+        default long skipped() { return 0; }
+        /** Bytes read from files or the server so far. */
+        default long bytesRead() { return 0; }
         @Override default void close() {}
     }
 
@@ -121,15 +136,21 @@ abstract class Source implements AutoCloseable {
 
         @Override
         Batches batches(String topic, int partition, long offset, int maxBytes) {
-            return open(topic, partition, offset, maxBytes, false);
+            return open(topic, partition, offset, maxBytes, false, Long.MIN_VALUE, Long.MAX_VALUE, Long.MAX_VALUE);
+        }
+
+        @Override
+        Batches batches(String topic, int partition, long offset, int maxBytes, long tsLo, long tsHi, long stopAt) {
+            return open(topic, partition, offset, maxBytes, false, tsLo, tsHi, stopAt);
         }
 
         @Override
         Batches headers(String topic, int partition, long offset, int maxBytes) {
-            return open(topic, partition, offset, maxBytes, true);
+            return open(topic, partition, offset, maxBytes, true, Long.MIN_VALUE, Long.MAX_VALUE, Long.MAX_VALUE);
         }
 
-        private Batches open(String topic, int partition, long offset, int maxBytes, boolean headersOnly) {
+        private Batches open(String topic, int partition, long offset, int maxBytes, boolean headersOnly,
+                             long tsLo, long tsHi, long stopAt) {
             PartitionLog lg = log(topic, partition);
             if (offset < lg.startOffset) {
                 long s = lg.startOffset;
@@ -137,9 +158,13 @@ abstract class Source implements AutoCloseable {
                 throw new OutOfRange(s);
             }
             PartitionLog.Cursor c = headersOnly ? lg.headerCursor(offset) : lg.cursor(offset);
+            if (tsLo != Long.MIN_VALUE || tsHi != Long.MAX_VALUE) c.skipOutside(tsLo, tsHi, stopAt);
             return new Batches() {
                 public long startOffset() { return lg.startOffset; }
                 public RecordBatch next() throws IOException { return c.next(maxBytes); }
+                public long reached() { return c.reached(); }
+                public long skipped() { return c.skipped; }
+                public long bytesRead() { return lg.bytesRead; }
                 public void close() { lg.close(); }
             };
         }
@@ -238,8 +263,10 @@ abstract class Source implements AutoCloseable {
                 byte[] body;
                 int p, end;
                 boolean first = true;
+                long bytes;
 
                 public long startOffset() { return start; }
+                public long bytesRead() { return bytes; }
 
                 public RecordBatch next() {
                     while (body == null || p >= end) {
@@ -257,6 +284,7 @@ abstract class Source implements AutoCloseable {
                         start = Long.parseLong(so);
                         first = false;
                         body = r.body();
+                        bytes += body.length;
                         p = 0;
                         end = body.length;
                         if (end == 0) return null;

@@ -166,7 +166,7 @@ final class VqsMicroBatchStream implements MicroBatchStream, SupportsTriggerAvai
     }
 
     @Override
-    public PartitionReaderFactory createReaderFactory() { return new VqsScan.Factory(opts, required); }
+    public PartitionReaderFactory createReaderFactory() { return new VqsScan.Factory(opts, required, Bounds.ALL); }
 
     @Override
     public Offset deserializeOffset(String json) { return VqsOffset.parse(json); }

@@ -62,7 +62,10 @@ final class VqsScan implements Scan, Batch {
         @Override
         public Filter[] pushFilters(Filter[] filters) {
             List<Filter> done = new ArrayList<>(), rest = new ArrayList<>();
-            for (Filter f : filters) (bounds.add(f) ? done : rest).add(f);
+            for (Filter f : filters) {
+                if (bounds.addTime(f)) { done.add(f); rest.add(f); } // used to skip batches, evaluated again by Spark
+                else (bounds.add(f) ? done : rest).add(f);
+            }
             pushed = done.toArray(new Filter[0]);
             return rest.toArray(new Filter[0]);
         }
@@ -159,6 +162,9 @@ final class VqsScan implements Scan, Batch {
     public Batch toBatch() { return this; }
 
     @Override
+    public org.apache.spark.sql.connector.metric.CustomMetric[] supportedCustomMetrics() { return ReadMetrics.supported(); }
+
+    @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
         return new VqsMicroBatchStream(ReadOptions.parse(options, true), required);
     }
@@ -174,16 +180,18 @@ final class VqsScan implements Scan, Batch {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Factory(ReadOptions.parse(options, false), required);
+        return new Factory(ReadOptions.parse(options, false), required, bounds);
     }
 
     static final class Factory implements PartitionReaderFactory {
         final ReadOptions opts;
         final StructType required;
+        final Bounds bounds;
 
-        Factory(ReadOptions opts, StructType required) {
+        Factory(ReadOptions opts, StructType required, Bounds bounds) {
             this.opts = opts;
             this.required = required;
+            this.bounds = bounds;
         }
 
         @Override
@@ -191,7 +199,7 @@ final class VqsScan implements Scan, Batch {
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-            return new RangeReader(opts, (OffsetRange) partition, required);
+            return new RangeReader(opts, (OffsetRange) partition, required, bounds);
         }
 
         @Override
