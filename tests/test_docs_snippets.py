@@ -13,6 +13,12 @@ first on PATH):
   the next blocks run once it answers ``/health/ready``, and it is stopped at the
   end of the page. A block that talks to ``127.0.0.1:8642`` with no server running
   gets one (``vqs serve`` on the page's ``server-data``).
+* The pages show the documented ports (8642 HTTP, 8643 gRPC, 9092 Kafka) so that
+  they paste as they are; the test runs them on free ports instead (a page's own
+  set), substituting each where the code names it (``host:port``, ``--port N``,
+  ``--grpc-port N``, ``--kafka-port N``), and sets ``VQS_PORT`` (a ``vqs serve``
+  without ``--port``) and, for a shell block without ``--data-dir``, ``VQS_URL`` (a
+  command without ``--url``), so that nothing runs on the documented ports.
 * ``<!-- not-run: reason -->`` on the line before a block skips it (signatures,
   installs, commands that would recurse into the test suite, Docker).
 * README.md's blocks run twice over (its tours can be run again as they are).
@@ -31,6 +37,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -50,7 +57,8 @@ RUN = {"python", "sh"}
 KNOWN = RUN | {"text", "toml", "json", "http", "ini"}
 FENCE = re.compile(r"^```")
 NOT_RUN = re.compile(r"^<!--\s*not-run:\s*\S.*-->\s*$")
-PORT = 8642
+PORT = 8642  # the documented HTTP port; 8643 (gRPC) and 9092 (Kafka) below
+DOC_PORTS = (PORT, 8643, 9092)
 RUN_TWICE = {"README.md"}  # its tours can be run again in the same directory
 OPTIONAL_TOOLS = ("aws",)  # blocks using them are skipped (with a warning) where they are not installed
 BIN = os.path.dirname(sys.executable)
@@ -80,9 +88,28 @@ def test_every_block_names_its_language():
     assert not bad, "blocks with no or an unknown language (use text for output and diagrams): " + ", ".join(bad)
 
 
-def _ready(timeout: float = 0.5) -> bool:
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health/ready", timeout=timeout) as r:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _on_ports(code: str, ports: dict[int, int]) -> str:
+    """``code`` with each documented port where it names one (after ``:``, ``port `` or
+    ``port=``) replaced by the page's free port."""
+    for doc, real in ports.items():
+        code = re.sub(rf"(?:(?<=:)|(?<=port )|(?<=port=)){doc}(?!\d)", str(real), code)
+    return code
+
+
+def _ready(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/ready", timeout=timeout) as r:
             return r.status == 200
     except (urllib.error.URLError, OSError):
         return False
@@ -91,19 +118,20 @@ def _ready(timeout: float = 0.5) -> bool:
 class Server:
     """A `vqs serve` a page started (or one the test started for the page)."""
 
-    def __init__(self):
+    def __init__(self, port: int):
+        self.port = port  # where it listens (the page's free port for the documented 8642)
         self.proc: subprocess.Popen | None = None
         self.log = None
         self.auto = False  # started by the test, not by the page
 
     def start(self, command: str, cwd: str, env: dict, where: str) -> None:
-        assert self.proc is None, f"{where}: a second server on port {PORT}"
-        assert not _ready(), f"port {PORT} is taken by another server: the snippets use the documented port"
+        assert self.proc is None, f"{where}: a second server on port {self.port}"
+        assert not _ready(self.port), f"port {self.port} is taken by another server"
         self.log = open(os.path.join(cwd, ".server.log"), "w+b")
         self.proc = subprocess.Popen(["bash", "-c", "exec " + command], cwd=cwd, env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
-        while not _ready():
+        while not _ready(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.log.seek(0)
                 raise AssertionError(f"{where}: `{command}` did not start:\n{self.log.read().decode()}")
@@ -212,22 +240,25 @@ def test_page_snippets_run(page, tmp_path, spark_kernel):
     todo = [b for b in blocks(page) if b[0] in RUN and not b[3]]
     if not todo:
         pytest.skip(f"{page} has no runnable snippet")
-    env = _env()
+    ports = dict(zip(DOC_PORTS, _free_ports(len(DOC_PORTS))))
+    env = {**_env(), "VQS_PORT": str(ports[PORT])}
     if _uses_spark(page):
         pytest.importorskip("pyspark")
         work, kernel = spark_kernel()
     else:
         work = str(tmp_path)
         kernel = Kernel(work, env)
-    server = Server()
+    server = Server(ports[PORT])
     first = len(todo)
     if page in RUN_TWICE:  # a second pass, as a reader trying the tours again (the server still running)
         todo = todo + [(lang, line, code, skip) for lang, line, code, skip in todo if not _is_serve(code)]
     try:
         for n, (lang, line, code, _) in enumerate(todo):
             where = f"{page}:{line}" + (" (second run)" if n >= first else "")
-            if f":{PORT}" in code and not server.running and not _is_serve(code):
-                server.start(f"vqs serve --data-dir server-data --port {PORT}", work, env, where)
+            talks_to_server = f":{PORT}" in code
+            code = _on_ports(code, ports)
+            if talks_to_server and not server.running and not _is_serve(code):
+                server.start(f"vqs serve --data-dir server-data --port {server.port}", work, env, where)
                 server.auto = True
             if lang == "sh" and _is_serve(code):
                 if server.auto:  # the page starts its own now
@@ -236,7 +267,10 @@ def test_page_snippets_run(page, tmp_path, spark_kernel):
             elif lang == "sh" and (tool := _missing_tool(code)):
                 warnings.warn(f"{where}: skipped, {tool!r} is not installed here", stacklevel=1)
             elif lang == "sh":
-                p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=work, env=env,
+                # VQS_URL: a command without --url reaches the page's server (not with --data-dir:
+                # the CLI refuses both)
+                sh_env = env if "--data-dir" in code else {**env, "VQS_URL": f"http://127.0.0.1:{server.port}"}
+                p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=work, env=sh_env,
                                    capture_output=True, timeout=600)
                 assert p.returncode == 0, (f"{where}: exit {p.returncode}\n{code}\nstdout:\n{p.stdout.decode()}"
                                            f"\nstderr:\n{p.stderr.decode()}")
@@ -246,3 +280,12 @@ def test_page_snippets_run(page, tmp_path, spark_kernel):
         if not _uses_spark(page):
             kernel.close()
         server.stop()
+
+
+def test_documented_ports_are_substituted_where_code_names_them():
+    ports = {PORT: 40001, 8643: 40002, 9092: 40003}
+    code = ("curl -s localhost:8642/topics http://127.0.0.1:8642/x\nvqs serve --port 8642 --grpc-port 8643 "
+            "--kafka-port=9092\nkcat -b 127.0.0.1:9092 -o 86420 -c 8642\n")
+    assert _on_ports(code, ports) == (
+        "curl -s localhost:40001/topics http://127.0.0.1:40001/x\nvqs serve --port 40001 --grpc-port 40002 "
+        "--kafka-port=40003\nkcat -b 127.0.0.1:40003 -o 86420 -c 8642\n")

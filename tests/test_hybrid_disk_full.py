@@ -76,9 +76,10 @@ def test_full_disk_tier_refuses_waits_serves_and_resumes(small_disk, durable):
         assert [r[0] for r in rest] == list(range(3, n + 1))
     finally:
         q.close()
-        # A deleted segment keeps its file open until its last reader lets go,
-        # which for a reference cycle is the next GC (vqs/storage/segment.py):
-        # collect now, or the tmpfs may still be busy at unmount.
+        # A deleted segment's file stays open while a handle to it is referenced
+        # (vqs/storage/segment.py, Segment.delete): the failed writes' tracebacks
+        # hold theirs until the next GC: collect now, or the tmpfs may still be
+        # busy at unmount.
         gc.collect()
 
 

@@ -26,7 +26,7 @@ def test_topic_produce_consume_group_via_url(srv):
     p = vqs("consume", "clit", "--group", "g1", "--max", "2", "--framing", "json", *u)
     assert [json.loads(x)["value"] for x in p.stdout.splitlines()] == ["one", "two"]
     p = vqs("group", "describe", "g1", "--json", *u)
-    rows = json.loads(p.stdout)
+    rows = json.loads(p.stdout)["partitions"]
     assert {(r["partition"], r["committed"]) for r in rows} >= {(1, 2)}
     assert "g1" in json.loads(vqs("group", "list", "--json", *u).stdout)
     p = vqs("topic", "describe", "clit", *u)
@@ -98,6 +98,33 @@ def test_group_describe_counts_never_committed_partitions(tmp_path):
     cells = [[c for c in row if c not in ("│", "|", "┃")] for row in rows]
     assert ["t", "2", "-", "0", "33000", "33000"] in cells
     assert b"total lag: 33000" in p.stdout
-    rows = json.loads(vqs("group", "describe", "g", "--json", "--data-dir", d).stdout)
+    doc = json.loads(vqs("group", "describe", "g", "--json", "--data-dir", d).stdout)
+    assert (doc["total_lag"], doc["members"], doc["state"]) == (33000, [], "Empty")
+    rows = doc["partitions"]
     assert [(r["partition"], r["committed"], r["lag"]) for r in rows] == [(0, 33000, 0), (1, 33000, 0),
                                                                           (2, None, 33000)]
+
+
+def test_group_describe_json_has_the_rest_documents_members(srv):
+    import httpx
+
+    import vqs as vqs_api
+
+    u = ["--url", srv.url]
+    with vqs_api.Client(srv.url) as client:
+        client.create_topic("climem", partitions=2)
+        client.producer().send_batch("climem", [b"a", b"b"], partition=0)
+        member = client.consumer("climem", group="gmem", session_timeout_ms=30_000)
+        try:
+            assert len(member.poll(timeout=5)) == 2
+            member.commit()
+            doc = json.loads(vqs("group", "describe", "gmem", "--json", *u).stdout)
+            rest = httpx.get(f"{srv.url}/groups/gmem").json()
+            member_id = member.member_id
+        finally:
+            member.close()
+    assert doc == rest  # the same document, field for field
+    assert [m["member_id"] for m in doc["members"]] == [member_id]
+    assert doc["members"][0]["assignment"] == [{"topic": "climem", "partition": 0},
+                                               {"topic": "climem", "partition": 1}]
+    assert (doc["protocol_type"], doc["total_lag"]) == ("vqs", 0)

@@ -140,3 +140,20 @@ def test_client_retries_a_dropped_answer_and_a_server_restart_without_duplicates
         proxy.close()
         server.stop()
 
+
+
+def test_openapi_documents_the_produce_query_parameters_as_enforced(server, http, unique):
+    op = http.get("/openapi.json").json()["paths"]["/topics/{topic}/messages"]["post"]
+    params = {p["name"]: p for p in op["parameters"] if p["in"] == "query"}
+    assert set(params) == {"partition", "producer_id", "producer_epoch", "sequence"}
+    assert http.post("/topics", json={"name": unique, "partitions": 1}).status_code == 201
+    pid = http.post("/producers").json()["producer_id"]
+    ok = _params(pid, 0, partition=0)
+    for name, p in params.items():
+        assert p["schema"]["type"] == "integer" and p["description"]
+        if name == "partition":
+            continue  # its bound is the topic's partition count, under the schema's maximum
+        over = http.post(f"/topics/{unique}/messages", params={**ok, name: p["schema"]["maximum"] + 1},
+                         json={"messages": [{"value": "x"}]})
+        assert over.status_code == 400 and over.json()["error"]["field"] == name, over.text
+        assert f"between {p['schema']['minimum']} and {p['schema']['maximum']}" in over.json()["error"]["message"]

@@ -83,3 +83,20 @@ class RoundRobin:
                 counter = self._counters.setdefault(topic, itertools.count())
         # next() on itertools.count is atomic under the GIL.
         return next(counter) % partitions
+
+
+def group_by_key(keys, partitions: int, rr: RoundRobin, topic: str) -> dict[int, list[int]]:
+    """The indexes of ``keys`` (one ``send_batch``'s) grouped by partition, in input order
+    within each: a key goes to its hash partition; the keyless records of the call all go
+    to one partition chosen round-robin (so they stay one batch)."""
+    groups: dict[int, list[int]] = {}
+    sticky = None
+    for i, k in enumerate(keys):
+        if k is None:
+            if sticky is None:
+                sticky = rr.next(topic, partitions)
+            p = sticky
+        else:
+            p = partition_for_key(k, partitions)
+        groups.setdefault(p, []).append(i)
+    return groups

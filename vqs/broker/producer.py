@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from .partitioner import RoundRobin, partition_for_key
+from .partitioner import RoundRobin, group_by_key, partition_for_key
 from .topic import RecordMetadata
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -152,17 +152,7 @@ class Producer:
             return [RecordMetadata(name, p, first + i) for i in range(n)]
 
         # Keyed records spread over partitions: one batch per partition.
-        nparts = t.partitions
-        sticky = None
-        groups: dict[int, list[int]] = {}
-        for i, k in enumerate(keys):
-            if k is None:
-                if sticky is None:
-                    sticky = self._rr.next(name, nparts)
-                p = sticky
-            else:
-                p = partition_for_key(k, nparts)
-            groups.setdefault(p, []).append(i)
+        groups = group_by_key(keys, t.partitions, self._rr, name)
         out: list = [None] * n
         try:
             for p, idx in groups.items():

@@ -24,12 +24,13 @@ def group_describe(group: str, url: str | None = URL, data_dir: str | None = DAT
                    token: str | None = TOKEN, as_json: bool = JSON_OUT):
     """Live members and their partitions (if any), then committed offsets and lag per partition
     (every partition of the group's topics; "-": never committed, its lag counted from the start
-    offset, where the group's consumers start)."""
+    offset, where the group's consumers start). --json prints what REST's GET /groups/{group} returns."""
     with target(url, data_dir, token) as t:
         rows = t.describe_group(group)
         members = t.group_members(group)
-    if as_json:
-        print_json([r._asdict() for r in rows])
+    if as_json:  # the document of REST's GET /groups/{group}, field for field
+        parts = [r._asdict() for r in rows]
+        print_json({"group": group, "partitions": parts, "total_lag": sum(r["lag"] for r in parts), **members})
         return
     print_line(f"group {group}")
     if members["members"]:

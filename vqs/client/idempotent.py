@@ -36,15 +36,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import errors as E
-from ..broker.partitioner import RoundRobin, partition_for_key
-from ..storage.record_batch import encode_batch_parts
-from ..wire import BATCH_CONTENT_TYPE
-from .values import as_bytes, as_headers
+from ..broker.partitioner import RoundRobin, group_by_key
+from .topics import PRODUCE_HEADERS, RemoteProducer, batch_body, produce_columns
 
 if TYPE_CHECKING:
     from .transport import Transport
 
-_HEADERS = [(b"content-type", BATCH_CONTENT_TYPE.encode())]
 _SEQ_MASK = 0x7FFFFFFF
 
 
@@ -55,15 +52,12 @@ def _retryable() -> tuple:
     return (httpx.TransportError, httpcore.NetworkError, httpcore.TimeoutException, httpcore.RemoteProtocolError)
 
 
-def _pick(col, idx: list[int], whole: bool):
-    return col if whole or col is None else [col[i] for i in idx]
-
-
-class IdempotentRemoteProducer:
-    """``Producer`` over HTTP whose sends are appended once, retried on connection errors."""
+class IdempotentRemoteProducer(RemoteProducer):
+    """``Producer`` over HTTP whose sends are appended once, retried on connection errors
+    (``send``, ``flush``, ``close`` as ``RemoteProducer``'s)."""
 
     def __init__(self, transport: Transport, *, retry_timeout: float = 30.0):
-        self._transport = transport
+        super().__init__(transport)
         self.retry_timeout = retry_timeout
         self._lock = threading.Lock()
         self._rr = RoundRobin()
@@ -83,12 +77,6 @@ class IdempotentRemoteProducer:
         """The sequence the next batch to ``topic``/``partition`` will carry."""
         return self._seq.get((topic, partition), 0)
 
-    def send(self, topic: str, value, key=None, headers=None, partition: int | None = None,
-             timestamp_ms: int | None = None):
-        return self.send_batch(topic, [value], keys=None if key is None else [key],
-                               headers=None if headers is None else [headers], partition=partition,
-                               timestamps_ms=None if timestamp_ms is None else [timestamp_ms])[0]
-
     def send_batch(self, topic: str, values: Sequence, keys: Sequence | None = None,
                    headers: Sequence | None = None, partition: int | None = None,
                    timestamps_ms: Sequence[int] | None = None) -> list:
@@ -99,22 +87,14 @@ class IdempotentRemoteProducer:
         n = len(values)
         if n == 0:
             return []
-        for name, col in (("keys", keys), ("headers", headers), ("timestamps_ms", timestamps_ms)):
-            if col is not None and len(col) != n:
-                raise E.ConfigError(f"send_batch: {name} has {len(col)} items, values has {n}")
-        vals = [v if v.__class__ is bytes else as_bytes(v) for v in values]
-        ks = None if keys is None or all(k is None for k in keys) else [None if k is None else as_bytes(k, "key") for k in keys]
-        hs = None if headers is None or not any(headers) else [as_headers(h) for h in headers]
-        ts = None if timestamps_ms is None else list(timestamps_ms)
-        groups = self._partition(topic, n, ks, partition)
+        cols = produce_columns(values, keys, headers, timestamps_ms)
+        groups = self._partition(topic, n, cols[1], partition)
         out: list = [None] * n
         with self._lock:
             try:
                 for p, idx in groups.items():
                     whole = len(groups) == 1
-                    body = b"".join(encode_batch_parts(0, _pick(vals, idx, whole), keys=_pick(ks, idx, whole),
-                                                       headers=_pick(hs, idx, whole),
-                                                       timestamps=0 if ts is None else _pick(ts, idx, whole)))
+                    body = batch_body(*(c if whole or c is None else [c[i] for i in idx] for c in cols))
                     first = self._send_numbered(topic, p, body, len(idx))
                     for j, i in enumerate(idx):
                         out[i] = RecordMetadata(topic, p, first + j)
@@ -132,17 +112,7 @@ class IdempotentRemoteProducer:
                 lambda: self._transport.json("GET", f"/topics/{topic}"))["partitions"]
         if keys is None or parts == 1:
             return {self._rr.next(topic, parts) if parts > 1 else 0: list(range(n))}
-        groups: dict[int, list[int]] = {}
-        sticky = None
-        for i, k in enumerate(keys):
-            if k is None:
-                if sticky is None:
-                    sticky = self._rr.next(topic, parts)
-                p = sticky
-            else:
-                p = partition_for_key(k, parts)
-            groups.setdefault(p, []).append(i)
-        return groups
+        return group_by_key(keys, parts, self._rr, topic)
 
     def _send_numbered(self, topic: str, p: int, body: bytes, count: int) -> int:
         if self.producer_id < 0:
@@ -151,7 +121,7 @@ class IdempotentRemoteProducer:
         params = {"partition": p, "producer_id": self.producer_id, "producer_epoch": self.epoch, "sequence": seq}
         try:
             _, data = self._call(lambda: self._transport.hot("POST", f"/topics/{topic}/messages", params,
-                                                             _HEADERS, content=body))
+                                                             PRODUCE_HEADERS, content=body))
         except E.ProducerError:
             self.producer_id = -1  # start over with a new id: the server's state and ours differ
             raise
@@ -186,15 +156,3 @@ class IdempotentRemoteProducer:
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
             self.retries += 1
-
-    def flush(self) -> None:
-        """Nothing is buffered client-side: every send was acknowledged."""
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> IdempotentRemoteProducer:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -23,7 +23,29 @@ if TYPE_CHECKING:
     from .core import Client
     from .transport import Transport
 
-_BATCH_CT = BATCH_CONTENT_TYPE.encode()
+PRODUCE_HEADERS = [(b"content-type", BATCH_CONTENT_TYPE.encode())]
+
+
+def produce_columns(values: Sequence, keys: Sequence | None, headers: Sequence | None,
+                    timestamps_ms: Sequence[int] | None) -> tuple:
+    """``send_batch``'s columns checked (each as long as ``values``, else ``ConfigError``) and
+    normalised for ``batch_body``: (values as bytes, keys or None when none is set, headers
+    or None when no record has any, timestamps as a list or None)."""
+    n = len(values)
+    for name, col in (("keys", keys), ("headers", headers), ("timestamps_ms", timestamps_ms)):
+        if col is not None and len(col) != n:
+            raise E.ConfigError(f"send_batch: {name} has {len(col)} items, values has {n}")
+    # the class test first: values are nearly always bytes already
+    vals = [v if v.__class__ is bytes else as_bytes(v) for v in values]
+    ks = None if keys is None or all(k is None for k in keys) else [None if k is None else as_bytes(k, "key") for k in keys]
+    hs = None if headers is None or not any(headers) else [as_headers(h) for h in headers]
+    ts = None if timestamps_ms is None else list(timestamps_ms)
+    return vals, ks, hs, ts
+
+
+def batch_body(vals: list, ks: list | None, hs: list | None, ts: list | None) -> bytes:
+    """A produce request's binary body: the columns as one record batch (the log's format)."""
+    return b"".join(encode_batch_parts(0, vals, keys=ks, headers=hs, timestamps=0 if ts is None else ts))
 
 
 class RemoteTopic:
@@ -79,21 +101,12 @@ class RemoteProducer:
                    timestamps_ms: Sequence[int] | None = None) -> list:
         from ..broker.topic import RecordMetadata
 
-        n = len(values)
-        if n == 0:
+        if len(values) == 0:
             return []
-        for name, seq in (("keys", keys), ("headers", headers), ("timestamps_ms", timestamps_ms)):
-            if seq is not None and len(seq) != n:
-                raise E.ConfigError(f"send_batch: {name} has {len(seq)} items, values has {n}")
-        # the class test first: values are nearly always bytes already
-        vals = [v if v.__class__ is bytes else as_bytes(v) for v in values]
-        ks = None if keys is None or all(k is None for k in keys) else [None if k is None else as_bytes(k, "key") for k in keys]
-        hs = None if headers is None or not any(headers) else [as_headers(h) for h in headers]
-        ts = 0 if timestamps_ms is None else list(timestamps_ms)
-        body = b"".join(encode_batch_parts(0, vals, keys=ks, headers=hs, timestamps=ts))
+        body = batch_body(*produce_columns(values, keys, headers, timestamps_ms))
         params = {} if partition is None else {"partition": partition}
         _, data = self._transport.hot("POST", f"/topics/{topic}/messages", params,
-                                      [(b"content-type", _BATCH_CT)], content=body)
+                                      PRODUCE_HEADERS, content=body)
         out = []
         for rg in json.loads(data)["ranges"]:
             p, base = rg["partition"], rg["base_offset"]

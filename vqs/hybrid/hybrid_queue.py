@@ -566,9 +566,9 @@ class HybridQueue(DiskTier):
     def closed(self) -> bool:
         return self._closed
 
-    def __del__(self):
+    def __del__(self, _warn=warnings.warn):  # bound now: at interpreter exit the module's globals may be gone
         if not getattr(self, "_closed", True) and getattr(self, "_log", None) is not None:
-            warnings.warn(
+            _warn(
                 f"HybridQueue {self.path} was not closed: its memory tier "
                 f"({len(self._mem)} items) is lost; use close() or a with block",
                 ResourceWarning, stacklevel=2,

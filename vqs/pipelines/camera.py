@@ -287,18 +287,8 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
                     .option("checkpointLocation", os.path.join(ck, "alerts"))).queryName("camera_alerts").start()
     queries = [q_stats, q_alerts]
     seen = set()
-    try:
-        while any(q.isActive for q in queries):
-            for q in queries:
-                for p in q.recentProgress:
-                    k = (q.name, p["batchId"])
-                    if k not in seen:
-                        seen.add(k)
-                        if on_progress:
-                            on_progress(q.name, p)
-            if timeout_s is not None and time.perf_counter() - t0 > timeout_s:
-                break
-            time.sleep(0.5)
+
+    def report_new_progress() -> None:
         for q in queries:
             for p in q.recentProgress:
                 k = (q.name, p["batchId"])
@@ -306,6 +296,14 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
                     seen.add(k)
                     if on_progress:
                         on_progress(q.name, p)
+
+    try:
+        while any(q.isActive for q in queries):
+            report_new_progress()
+            if timeout_s is not None and time.perf_counter() - t0 > timeout_s:
+                break
+            time.sleep(0.5)
+        report_new_progress()
     finally:
         for q in queries:
             if q.isActive:

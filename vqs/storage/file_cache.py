@@ -67,14 +67,18 @@ class FileHandle:
     def __init__(self, fd: int) -> None:
         self.fd = fd
 
-    def close(self) -> None:
+    def close(self, _os_close=os.close) -> None:
         """Close now (``Log.close``: the files go with the log, even if an
         exception's traceback still refers to the handle)."""
         fd, self.fd = self.fd, -1
         if fd >= 0:
-            os.close(fd)
+            _os_close(fd)
 
     def __del__(self) -> None:
+        # A handle abandoned until interpreter exit (its log never closed, held from another
+        # module or a cycle the exit's collection leaves) can be freed after this module's
+        # globals were cleared to None: ``close`` therefore binds ``os.close`` when it is
+        # defined and looks up no global here.
         try:
             self.close()
         except OSError:  # pragma: no cover - nothing sensible to do at collection

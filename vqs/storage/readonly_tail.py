@@ -59,7 +59,7 @@ def find_tail(seg: Segment, hint: TailHint | None) -> TailHint:
 
 
 def follow_segments(path: str, segments: list[Segment], make_segment: SegmentFactory) -> bool:
-    """Update ``segments`` in place to the files the owner has now: close those
+    """Update ``segments`` in place to the files the owner has now: forget those
     deleted from the front, open those rolled to at the end. False if the
     directory holds no segment at all (then nothing changes)."""
     bases = list_segment_bases(path)
@@ -67,7 +67,7 @@ def follow_segments(path: str, segments: list[Segment], make_segment: SegmentFac
         return False
     known = {s.base_offset for s in segments}
     while len(segments) > 1 and segments[0].base_offset < bases[0]:
-        segments.pop(0).close()
+        segments.pop(0).forget()  # not close(): a read of ours may be in flight on it
     new = [b for b in bases if b > segments[-1].base_offset and b not in known]
     if new:
         # The segment that was last is complete now (the owner rolled past

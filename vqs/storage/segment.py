@@ -44,6 +44,7 @@ together - appends, seal, rebuild and recovery must agree on them.)
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import threading
@@ -102,6 +103,7 @@ class Segment:
         # append needed them); otherwise they are opened read-only, in memory.
         self.appending = create
         self._gone = False  # closed or deleted: holds nothing in the file cache
+        self._deleted = False  # deleted: its files are unlinked and never reopened
         self._hot = True  # used since the file cache's hand last passed (file_cache.py)
         self._index_hint = self._ti_hint = 0  # entries of an evicted writable index
         self._index: OffsetIndex | None = None
@@ -146,6 +148,8 @@ class Segment:
         with self._idx_lock:
             h = self._fh
             if h is None:
+                if self._deleted:  # never reopened: the log reports the read's records as gone
+                    raise FileNotFoundError(errno.ENOENT, "segment deleted", self.log_path)
                 flags = os.O_RDWR | os.O_APPEND if self.writable else os.O_RDONLY
                 h = self._fh = FileHandle(CACHE.open_fd(self.log_path, flags, self))
                 self._recount()
@@ -391,7 +395,11 @@ class Segment:
         return pos
 
     def sync(self) -> None:
-        h = self.handle()
+        h = self._fh
+        if h is None:
+            if self._deleted:
+                return  # deleted (retention) before its background fsync: nothing left to make durable
+            h = self._open_handle()
         os.fsync(h.fd)
 
     def seal(self, *, sync: bool = True) -> None:
@@ -721,17 +729,32 @@ class Segment:
             self._gone = True
             self._recount()
 
-    def delete(self) -> None:
-        """Unlink the files; open readers keep reading until they let go."""
+    def forget(self) -> None:
+        """Let go of the files of a segment being deleted (by this log, or by a readonly
+        log's owner), the log file's descriptor included.
+
+        The rule for the descriptor: the segment drops its handle here, and the
+        descriptor is closed when the last holder of the handle lets go. A reader
+        holds the handle only for the length of a syscall (``pread``, ``fsync``),
+        so the descriptor closes as soon as the reads in flight return, never
+        under one (its number cannot be reused under a read), and not whenever
+        the segment object itself is collected (a reference cycle, a traceback,
+        a pending background fsync may keep that for long). A reader that comes
+        to the segment afterwards finds it deleted (``FileNotFoundError``: the
+        log reports the offsets as below its start), as it would if the file
+        cache had closed the file just before the unlink."""
         with self._idx_lock:
             for idx in (self._index, self._timeindex):
                 if idx is not None:
                     idx.close()
             self._index = self._timeindex = None
-            # The log file's handle stays with the segment object (readers that
-            # hold the segment can finish); it is no longer the cache's to close.
-            self._gone = True
+            self._fh = None  # dropped, not closed: see the rule above
+            self._gone = self._deleted = True
             self._recount()
+
+    def delete(self) -> None:
+        """Unlink the files and let go of them (``forget``)."""
+        self.forget()
         for p in (self.log_path, self.index_path, self.timeindex_path):
             try:
                 os.unlink(p)

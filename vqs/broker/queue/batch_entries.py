@@ -62,16 +62,8 @@ class BatchEntries:
     def delete_batch_entries(self, entries: list[dict]) -> dict:
         """SQS DeleteMessageBatch: entries ``{"id", "receipt_handle"}``; returns
         ``{"successful": [{"id"}], "failed": [{"id", "code", "sender_fault", "message"}]}``."""
-        entries = list(entries)
-        check_batch_size(len(entries))
-        check_entry_ids([e.get("id") for e in entries])
-        ok, failed = [], []
-        todo = []
-        for e in entries:
-            try:
-                todo.append((e, *self._leases.decode(e.get("receipt_handle"))))
-            except QueueError as err:
-                failed.append(failure(e["id"], err))
+        todo, failed = self._handle_entries(entries)
+        ok = []
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
@@ -91,18 +83,8 @@ class BatchEntries:
     def change_visibility_batch_entries(self, entries: list[dict]) -> dict:
         """SQS ChangeMessageVisibilityBatch: entries ``{"id", "receipt_handle",
         "visibility_timeout"}``; returns successful/failed like ``delete_batch_entries``."""
-        entries = list(entries)
-        check_batch_size(len(entries))
-        check_entry_ids([e.get("id") for e in entries])
-        ok, failed = [], []
-        todo = []
-        for e in entries:
-            try:
-                o, nonce = self._leases.decode(e.get("receipt_handle"))
-                check_visibility(e.get("visibility_timeout"))
-                todo.append((e, o, nonce))
-            except QueueError as err:
-                failed.append(failure(e["id"], err))
+        todo, failed = self._handle_entries(entries, lambda e: check_visibility(e.get("visibility_timeout")))
+        ok = []
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
@@ -117,3 +99,21 @@ class BatchEntries:
         if self._sync:
             self._state.flush()
         return {"successful": ok, "failed": failed}
+
+    def _handle_entries(self, entries: list[dict], check=None) -> tuple[list, list]:
+        """The receipt-handle entries of a Delete/ChangeMessageVisibility batch: the batch's
+        size and ids are checked (raising), then each entry's handle and ``check(entry)``
+        (failing that entry alone). Returns ([(entry, offset, nonce)], [failure])."""
+        entries = list(entries)
+        check_batch_size(len(entries))
+        check_entry_ids([e.get("id") for e in entries])
+        todo, failed = [], []
+        for e in entries:
+            try:
+                o, nonce = self._leases.decode(e.get("receipt_handle"))
+                if check is not None:
+                    check(e)
+                todo.append((e, o, nonce))
+            except QueueError as err:
+                failed.append(failure(e["id"], err))
+        return todo, failed

@@ -39,7 +39,7 @@ from .conventions import (
     query_int,
     ready_broker,
 )
-from .models import WaitRequest
+from .models import PRODUCE_QUERY, WaitRequest, query_parameters
 
 _JSON_FIELDS = {"value", "value_b64", "key", "key_b64", "headers", "partition", "timestamp_ms"}
 
@@ -201,7 +201,7 @@ def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
                 "offset": "$response.body#/ranges/0/base_offset"}
 
     @r.post("/topics/{topic}/messages", summary="Produce messages",
-            openapi_extra={"requestBody": _PRODUCE_BODY},
+            openapi_extra={"requestBody": _PRODUCE_BODY, "parameters": query_parameters(PRODUCE_QUERY)},
             responses=links(200, "The offsets given, as ranges", Consume=("get", "/topics/{topic}/messages", produced),
                             Commit=("post", "/groups/{group}/offsets", {}, {"offsets": [{
                                 "topic": "$request.path.topic", "partition": "$response.body#/ranges/0/partition",
@@ -210,7 +210,9 @@ def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
             description="JSON `{\"messages\": [{\"value\"|\"value_b64\", \"key\"|\"key_b64\", \"headers\", "
                         "\"partition\", \"timestamp_ms\"}]}`, or a binary body of record batches "
                         f"(`Content-Type: {BATCH_CONTENT_TYPE}`, optional `?partition=`). Returns the offsets "
-                        "as ranges `{partition, base_offset, count}` in input order.")
+                        "as ranges `{partition, base_offset, count}` in input order. With `producer_id`, "
+                        "`producer_epoch`, `sequence` and `partition` (see POST /producers) the request is "
+                        "idempotent: a retry of one already appended is answered with its first offsets.")
     async def produce(request: Request, topic: str = name_param("topic")):
         body = await request.body()
         q = request.query_params

@@ -14,6 +14,29 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .conventions import MAX_WAIT_MS, MEMBER_PATTERN, NAME_PATTERN
 
+# ---------------------------------------------------------- produce query parameters
+#: The query parameters of ``POST /topics/{topic}/messages``: name -> (min, max, description).
+#: The route reads them from the raw query (the lean dispatch answers plain produces before
+#: FastAPI parses anything), so this table is what checks them (rest/producers.py) and what
+#: the OpenAPI schema says of them (``query_parameters``).
+PRODUCE_QUERY: dict[str, tuple[int, int, str]] = {
+    "partition": (0, 10_000, "the partition of a binary body's records (JSON messages name their own); "
+                             "required with producer_id"),
+    "producer_id": (0, (1 << 63) - 1, "an id from POST /producers: makes the request idempotent (appended "
+                                       "once however often it is retried); needs producer_epoch, sequence "
+                                       "and partition"),
+    "producer_epoch": (0, (1 << 15) - 1, "the epoch POST /producers returned with the id"),
+    "sequence": (0, (1 << 31) - 1, "the sequence of the request's first record in this partition: the "
+                                   "previous request's sequence plus its record count (wraps at 2^31)"),
+}
+
+
+def query_parameters(table: dict[str, tuple[int, int, str]]) -> list[dict]:
+    """OpenAPI parameter objects (optional integer query parameters) for a table like PRODUCE_QUERY."""
+    return [{"name": name, "in": "query", "required": False, "description": desc,
+             "schema": {"type": "integer", "minimum": lo, "maximum": hi}}
+            for name, (lo, hi, desc) in table.items()]
+
 
 # --------------------------------------------------------------------- topics, groups
 class TopicCreate(BaseModel):

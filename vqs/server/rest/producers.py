@@ -26,6 +26,7 @@ from fastapi import APIRouter
 from ..context import ServerContext
 from ..errors import APIError
 from .conventions import jresp, query_int, ready_broker
+from .models import PRODUCE_QUERY
 
 #: The query parameters of an idempotent produce request (besides ``partition``).
 PARAMS = ("producer_id", "producer_epoch", "sequence")
@@ -43,10 +44,8 @@ def idempotent_producer(ctx: ServerContext, topic: str, query):
             raise APIError(400, "invalid_argument",
                            f"an idempotent produce needs query parameters {', '.join(PARAMS)} and partition; "
                            f"{name} is missing", field=name)
-    pid = query_int(query, "producer_id", None, 0, (1 << 63) - 1)
-    epoch = query_int(query, "producer_epoch", None, 0, (1 << 15) - 1)
-    seq = query_int(query, "sequence", None, 0, (1 << 31) - 1)
-    partition = query_int(query, "partition", None, 0, 10_000)
+    pid, epoch, seq, partition = (query_int(query, name, None, *PRODUCE_QUERY[name][:2])
+                                  for name in (*PARAMS, "partition"))
     return IdempotentProducer.resume(ready_broker(ctx), pid, epoch, topic, partition, seq)
 
 
