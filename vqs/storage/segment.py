@@ -468,7 +468,8 @@ class Segment:
             self.max_timestamp_ms = max(
                 self.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms
             )
-            self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else -1 << 63
+            # no entry in a segment with batches: only the implied (0, 0) one (time_index.py)
+            self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else (0 if self.size else -1 << 63)
         # Bytes since the last index entry, so the next entry lands on schedule.
         self._since_index = self.size - index_position
 

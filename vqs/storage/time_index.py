@@ -18,3 +18,13 @@ class TimeIndex(MappedIndex):
     ENTRY = struct.Struct("<qI")
     KEY_FIELD = 0
     REL_FIELD = 1
+
+    def append(self, *fields) -> bool:
+        """As MappedIndex.append, except that ``(0, 0)`` (timestamp 0 for the batch at the segment
+        start) is never written: it is all zeros, which a preallocated file reads as the end of
+        its entries, so writing it would only make the next entry overwrite it on a reopen. It is
+        implied, as the offset index's entry for position 0 is: a lookup that finds no entry
+        scans from the segment start, which is where it points."""
+        if fields[0] == 0 and fields[1] == 0:
+            return True
+        return super().append(*fields)
