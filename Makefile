@@ -3,6 +3,7 @@
 #   make demo-cluster - the same job on a two-worker Spark standalone cluster on loopback
 #   make test     - runs the test suite (installs every extra the tests use)
 #   make install  - the library and the `vqs` command only, into .venv
+#   make soak     - bench/soak.py (SOAK_ARGS="--duration 120"): JSON and a PNG chart in bench/
 # Each creates .venv if it is missing and installs what it needs into it (one
 # stamp per extra, all keyed by pyproject.toml: targets share the one .venv).
 # Run as root with apt-get, they install the system packages that are missing:
@@ -16,7 +17,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab venv install java kcat browser clean spark-jar
+.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser clean spark-jar
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -58,6 +59,11 @@ $(call STAMP,spark): $(call STAMP,core)
 $(call STAMP,grpc): $(call STAMP,core)
 	@echo "==> installing the gRPC extra (grpcio, protobuf)"
 	@$(PIP) -e ".[grpc]"
+	@touch $@
+
+$(call STAMP,bench): $(call STAMP,core)
+	@echo "==> installing the bench extra (peers for the benchmarks, matplotlib for the soak's chart)"
+	@$(PIP) -e ".[bench]"
 	@touch $@
 
 $(call STAMP,dev): $(call STAMP,core)
@@ -151,6 +157,23 @@ bench: venv
 bench-ab: venv
 	$(PIP) -e ".[bench]"
 	$(PY) bench/ab.py --bench log,queue $(if $(BASE),--base $(BASE)) $(AB_ARGS)
+
+# Issue 13's soak (bench/soak.py): the server under many clients and wrk for
+# SOAK_ARGS (default --duration 150); writes bench/soak.json and the chart
+# bench/soak.png next to it (matplotlib: the bench extra), exits 1 if a check fails.
+soak: wrk $(call STAMP,server) $(call STAMP,bench)
+	$(PY) bench/soak.py $(SOAK_ARGS)
+
+# wrk (an HTTP load generator) for bench/soak.py and bench/http_bench.py.
+wrk:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing wrk (apt-get install wrk)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; \
+	  else \
+	    echo "The soak drives the server with wrk, which is not on PATH: sudo apt-get install wrk (brew install wrk)"; \
+	    exit 1; \
+	  fi; }
 
 clean:
 	rm -rf $(VENV) demo-data .pytest_cache .hypothesis

@@ -3,6 +3,7 @@
 Over 500 lines: one script a reviewer runs alone; its five client kinds, its checks and its
 chart are one story and share one result document.
 
+    make soak SOAK_ARGS="--duration 120"     # installs wrk and the bench extra (matplotlib) first
     python bench/soak.py [--duration 150] [--json bench/soak.json] [--idle 1000] ...
 
 Starts ``python -m vqs.server`` from this tree on a scratch data directory and
@@ -769,7 +770,8 @@ def chart(doc: dict, png: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        C.note("matplotlib is not installed (pip install -e '.[bench]'): no chart")
+        C.note("matplotlib is not installed: no chart (`make soak` installs it with the bench extra, "
+               "or: pip install -e '.[bench]')")
         return
     fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
     for k, v in doc["kinds"].items():

@@ -126,3 +126,28 @@ def test_close_on_a_full_disk_releases_the_queue_and_says_what_was_lost(small_di
         assert q.qsize() == 0
         q.put("x")
         assert q.get_nowait() == "x"
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_full_reports_a_full_disk_tier_and_a_drained_queue_gives_its_space_back(small_disk, durable):
+    """With the default segment size (far larger than this filesystem):
+    ``full()`` is True while a put would block on the full disk, and a queue
+    drained to empty gives its space back, so puts go on with nothing deleted
+    by hand (the log rolls and deletes its small active segment)."""
+    q = HybridQueue(os.path.join(small_disk.path, "hq"), memory_items=20, durable=durable)
+    try:
+        assert not q.full()
+        n = _fill_with_puts(q)
+        assert q.full()
+        got = _drain(q)
+        assert [g[0] for g in got] == list(range(n))
+        for i in range(200):  # over 200 KB: needs the drained segment's space
+            q.put_nowait((i, ITEM))
+        assert not q.full()
+        assert [g[0] for g in _drain(q)] == list(range(200))
+    finally:
+        try:
+            q.close()
+        except DiskFullError:
+            pass
+        gc.collect()

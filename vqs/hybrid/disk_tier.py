@@ -29,7 +29,10 @@ Invariants (all under the queue's one lock):
   most READAHEAD_BYTES per read; non-durable queues checkpoint the consumed
   position first, so a crash redelivers at most one chunk.
 * reclaim (``_reclaim_locked``): every half segment of consumed bytes, whole
-  consumed segments are deleted, so disk follows the backlog.
+  consumed segments are deleted, so disk follows the backlog; and when a put
+  finds the filesystem full while the disk tier is wholly consumed, at once
+  (the log then deletes even its small active segment: a drained queue gives
+  its space back on a filesystem smaller than a segment).
 
 This is a mixin of :class:`vqs.hybrid.hybrid_queue.HybridQueue`, not an object
 of its own: both tiers share one lock, one condition set and the counters, and
@@ -283,7 +286,13 @@ class DiskTier:
     def _wait_disk_space(self, block: bool, deadline: float | None, err: DiskFullError) -> None:
         """A write found the filesystem full: ``queue.Full`` (naming why) if the
         put may not wait, else wait until a get frees room or DISK_FULL_RETRY_S
-        passes (nothing signals freed disk space: the write is simply tried again)."""
+        passes (nothing signals freed disk space: the write is simply tried again).
+        A disk tier wholly consumed gives its space back first (the log rolls
+        and deletes its active segment, whatever its size), and the write is
+        then tried again at once."""
+        if self._read_off >= self._end and self._read_off > self._log.start_offset:
+            if self._reclaim_locked():
+                return
         try:
             self._wait_not_full(block, deadline, DISK_FULL_RETRY_S)
         except Full:
@@ -433,13 +442,15 @@ class DiskTier:
             self._initial -= extra
         self._holes = [h for h in self._holes if h[1] > to]
 
-    def _reclaim_locked(self) -> None:
-        """Drop log segments wholly consumed (disk follows the backlog)."""
+    def _reclaim_locked(self) -> int:
+        """Drop log segments wholly consumed (disk follows the backlog); returns
+        how many were deleted."""
         self._reclaim_left = self._reclaim_every
         if self._read_off > self._log.start_offset:
             if not self.durable:
                 self._ckpt.write(self._read_off, self._end, self._disk_bytes)
-            self._log.delete_before(self._read_off)
+            return self._log.delete_before(self._read_off)
+        return 0
 
     # ----------------------------------------------------------------- close
 

@@ -431,11 +431,11 @@ class HybridQueue(DiskTier):
 
     def full(self) -> bool:
         """True when a put would block: memory tier at its budget and disk tier
-        at ``max_disk_bytes`` (never, when ``max_disk_bytes`` is None)."""
+        full: at ``max_disk_bytes``, or its filesystem without space for it
+        (``Log.disk_full``: a write found none, or under ``min_free_bytes``)."""
         with self._lock:
-            if self._max_disk == _INF:
-                return False
-            disk_full = self._disk_bytes + self._reserved >= self._max_disk
+            disk_full = self._log.disk_full or (
+                self._max_disk != _INF and self._disk_bytes + self._reserved >= self._max_disk)
             if self.durable:
                 return disk_full
             return disk_full and (len(self._mem) >= self._max_items or self._mem_bytes >= self._max_bytes)

@@ -47,8 +47,14 @@ Invariants (under ``_lock``):
 - ``_blocked`` is true when the log is closed, readonly or failed, or has a
   ``min_free_bytes`` to check, or still carries the clean-shutdown marker
   (``defer_clean_marker``), or is off the interval flusher while idle
-  (``_flush_idle``): the append hot path tests this one flag and only then
-  asks why;
+  (``_flush_idle``), or its last write found no space (``_space_short``):
+  the append hot path tests this one flag and only then asks why;
+- a full disk: once a write found no space, appends are refused *before*
+  they are buffered (log_space.py) until a write succeeds again, so a
+  refused record is never written later and the buffer does not grow while
+  the disk is full; only the records already buffered when the write failed
+  (acknowledged under ``interval``; the failing call's under ``always``)
+  wait in the buffer for space;
 - ``_clean_marker``: the marker of the last clean close is still on disk and
   no file changed since; the first write removes it (``_check_writable``)
   before it changes anything, and ``close`` then has nothing to write.
@@ -142,7 +148,7 @@ class Log(LogReads, LogDurability, LogSpace):
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
-        "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short",
+        "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
         "_reserved_end", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
@@ -254,6 +260,9 @@ class Log(LogReads, LogDurability, LogSpace):
         self._free_check_at = 0.0   # monotonic time of the next statvfs, at the latest
         self._low_space = False     # refusing appends: under min_free_bytes
         self._space_short = False   # the last batch write found no space (cleared by the next one)
+        #: called (under the lock; must not block or raise) when a write finds no
+        #: space or is refused under min_free_bytes (broker/queue/maintenance.py)
+        self.on_disk_short = None
         self._index_capacity_bytes = min(
             64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
         )
@@ -532,7 +541,8 @@ class Log(LogReads, LogDurability, LogSpace):
             # Idle for a whole interval, the flusher let go of it: back on at the first write.
             self._flush_idle = False
             Flusher.shared().register(self, self.flush_interval_ms / 1000)
-        self._blocked = self._min_free_bytes > 0  # still checked per append (log_space.py)
+        # still checked per append (log_space.py): min_free_bytes, or no space found
+        self._blocked = self._min_free_bytes > 0 or self._space_short
 
     def _write_buffer_locked(self) -> None:
         bv = self._buf_values
@@ -572,9 +582,16 @@ class Log(LogReads, LogDurability, LogSpace):
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed.
-                self._space_short = True
-                raise DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
-                                    f"the disk is full ({e.strerror})", path=seg.log_path) from e
+                self._space_short = self._blocked = True
+                if self.on_disk_short is not None:
+                    self.on_disk_short()
+                err = DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
+                                    f"the disk is full ({e.strerror})", path=seg.log_path)
+                # The error may be kept (queue.Full's cause): its traceback must
+                # not pin the segment, whose space a later reclaim frees.
+                e.__traceback__ = None
+                seg = h = None
+                raise err from e
             # Any other error (EIO: a failing device) latches, as a failed fsync
             # does: what the kernel kept of the write cannot be trusted.
             self._failed = e
@@ -583,6 +600,7 @@ class Log(LogReads, LogDurability, LogSpace):
                                  path=seg.log_path) from e
         if self._space_short and not self._low_space:
             self._space_short = False
+            self._unblock()
         self._written_end = next_offset
 
     def top_up_reserve_locked(self) -> None:
@@ -628,7 +646,10 @@ class Log(LogReads, LogDurability, LogSpace):
         whole segments below it; returns the number of segments deleted. The
         active segment is rolled for deletion only once it holds at least a
         quarter of ``segment_bytes``: disk use follows the backlog to within
-        that much."""
+        that much. While writes find no space (``disk_full``), a wholly
+        consumed active segment is rolled and deleted whatever its size, so a
+        drained log gives its space back on a filesystem smaller than a
+        segment."""
         with self._lock:
             if self._clean_marker and min(offset, self._next_offset) <= self._start_offset:
                 return 0  # nothing to do: the clean-shutdown marker may stay
@@ -647,13 +668,20 @@ class Log(LogReads, LogDurability, LogSpace):
                         return 0
             # A fully consumed active segment is rolled (so it can be deleted) only
             # once it is worth reclaiming: rolling costs fsyncs, and a queue that
-            # drains often would otherwise roll on every drain.
-            if offset >= self._written_end and self._active.size >= self.segment_bytes // 4:
+            # drains often would otherwise roll on every drain. Writes that find
+            # no space make it worth it at any size: the space is what they need.
+            if offset >= self._written_end and self._active.size > 0 and (
+                    self._active.size >= self.segment_bytes // 4 or self._space_short or self._low_space):
                 self._roll_locked()
             n = 0
             while len(self._segments) > 1 and self._base_offsets[1] <= offset:
                 self._delete_first_locked()
                 n += 1
+            if n and self._unsynced and not self._syncing:
+                # A deleted segment needs no fsync: its file (and space) goes as
+                # soon as the last reader lets go, not at the flusher's next round.
+                first = self._base_offsets[0]
+                self._unsynced = [s for s in self._unsynced if s.base_offset >= first]
             self._start_offset = offset
             self._run_cache = None
             self._try_checkpoint()  # deleting frees space: never refused for the lack of it

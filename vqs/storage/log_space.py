@@ -15,7 +15,13 @@ Invariants:
 - a log with ``min_free_bytes`` keeps ``_blocked`` set, so the append hot
   path (which tests only ``_blocked``) costs nothing more without it; a
   refusal sets ``_low_space``, and the next append reads free space again and
-  clears it once it is back over the setting.
+  clears it once it is back over the setting;
+- after a write found no space (``_space_short``, which sets ``_blocked``) an
+  append is refused before it is buffered (``_check_space_back``): the
+  buffered records are written first, and with nothing buffered free space is
+  read (``statvfs``); so a refused record is never written later (a client's
+  retries leave no copies behind) and the buffer does not grow while the
+  disk is full. The first successful write clears it (``_unblock``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ from ..errors import ConfigError, DiskFullError
 
 #: min_free_bytes: free space is read (statvfs) at least this often while writing
 MIN_FREE_CHECK_S = 0.1
+#: after a write found no space: free space wanted beyond an append's bytes
+#: before appends are taken again (and what ``disk_full`` calls no space)
+SHORT_MARGIN = 64 << 10
 
 
 class LogSpace:
@@ -40,11 +49,37 @@ class LogSpace:
         until free space is back over the setting)."""
         if self._closed or self.readonly or self._failed is not None or self._clean_marker or self._flush_idle:
             self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
+        if self._space_short and not self._low_space:
+            self._check_space_back(nbytes)
         if self._min_free_bytes:
             if self._low_space:
                 self._check_free_space(0, self._active.log_path)
                 self._low_space = False
             self._admit_bytes(nbytes)
+
+    def _check_space_back(self, nbytes: int) -> None:
+        """The last write found no space: refuse ``nbytes`` more (DiskFullError,
+        nothing buffered) unless there is space again. What is buffered is
+        written first (its failure is the refusal; its success clears the
+        state); with nothing buffered, free space must hold ``nbytes`` plus
+        SHORT_MARGIN (``_space_short`` then clears at the next write)."""
+        if self._buf_values:
+            self._write_buffer_locked()
+            return
+        path = self._active.log_path
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return  # let the write tell
+        free = st.f_bavail * st.f_frsize
+        if free < nbytes + SHORT_MARGIN:
+            raise DiskFullError(f"write to {path} refused: the disk is full ({free} bytes free on its "
+                                f"filesystem; appends resume once there is room)", path=path)
+
+    def _unblock(self) -> None:
+        """Recompute ``_blocked`` after a reason for it went away."""
+        self._blocked = (self._closed or self.readonly or self._failed is not None or self._min_free_bytes > 0
+                         or self._clean_marker or self._flush_idle or self._space_short)
 
     def _admit_bytes(self, nbytes: int) -> None:
         """min_free_bytes, when an append is accepted: what was accepted is
@@ -69,6 +104,8 @@ class LogSpace:
         if nbytes >= self._free_budget:
             self._free_check_at = now  # read it again at the next try
             self._low_space = self._space_short = True
+            if self.on_disk_short is not None:
+                self.on_disk_short()
             raise DiskFullError(
                 f"write to {path} refused: {free} bytes free on its filesystem, under "
                 f"min_free_bytes={self._min_free_bytes} (room kept for deletes and checkpoints)",
@@ -95,7 +132,7 @@ class LogSpace:
             st = os.statvfs(self.path)
         except OSError:
             return True
-        return st.f_bavail * st.f_frsize < self._min_free_bytes + (64 << 10)
+        return st.f_bavail * st.f_frsize < self._min_free_bytes + SHORT_MARGIN
 
     @property
     def min_free_bytes(self) -> int:
@@ -111,5 +148,4 @@ class LogSpace:
             self._free_budget = 0
             self._free_check_at = 0.0
             self._low_space = False
-            self._blocked = (self._closed or self.readonly or self._failed is not None or value > 0
-                             or self._clean_marker or self._flush_idle)
+            self._unblock()

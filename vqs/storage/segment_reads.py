@@ -5,9 +5,11 @@ Invariants:
 - every batch returned was decoded and CRC-verified, and its base offset
   continues the one expected before it (``Segment.continues``: contiguous, or
   across a gap recovery recorded); a discontinuity is reported as corruption;
-- with ``skip`` (the log's ``recovery="skip"``) damage met by a read is stepped
-  over as recovery would quarantine it, and the caller is told so it can count
-  it; otherwise it raises CorruptRecordError naming the file and position.
+- with ``skip`` (the log's ``recovery="skip"``) damage met by a read (a bad
+  CRC, or a base offset that does not continue the offsets: it lies outside
+  the CRC) is stepped over as recovery would quarantine it, and the caller is
+  told so it can count it; otherwise it raises CorruptRecordError naming the
+  file and position.
 """
 
 from __future__ import annotations
@@ -39,6 +41,15 @@ def batches_at(
         if not skip:
             raise
         stepped = True  # stepped over, as recovery does
+        found = seg.find_batch(offset, skip=True)
+        if found is None:
+            return [], None, stepped
+        pos, expected = found
+        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
+    if batches and not seg.continues(expected, batches[0].base_offset) and skip and not stepped:
+        # A damaged base offset (outside the CRC): the batch does not continue
+        # the offsets; with skip it is stepped over like any other damage.
+        stepped = True
         found = seg.find_batch(offset, skip=True)
         if found is None:
             return [], None, stepped

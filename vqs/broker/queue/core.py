@@ -148,7 +148,9 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             # Appends are buffered under the queue lock; the caller fsyncs after
             # releasing it (log.flush), so concurrent callers share fsyncs.
             opts["flush"] = "interval"
+        self._drain_reclaim = False  # maintenance.py: reclaim once drained (a write found no space)
         self._log = Log.open(messages, **opts)
+        self._log.on_disk_short = self._disk_short  # maintenance.py: reclaim once drained
         # pending plain sends (standard queues under a relaxed flush policy only
         # add to it; it stays empty otherwise)
         self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes)

@@ -11,6 +11,12 @@ Invariants:
 * a message-log segment is deleted only when every offset in it is below
   ``low`` (deleted), and for FIFO queues also older than the deduplication
   window (the window is rebuilt from the log at open);
+* reclaim runs once a segment's worth was consumed, and also as soon as the
+  queue is drained after its message log's writes found no space (the log's
+  ``on_disk_short`` sets ``_drain_reclaim`` and arms the check at the next
+  delete, so the delete hot paths test only ``_reclaim_next`` as before): the
+  log then rolls and deletes even a small active segment, so a queue on a
+  filesystem smaller than a segment drains its way out of a full disk;
 * the state log is compacted (a snapshot of the whole lease table written
   atomically, then the older state-log segments deleted) under the queue lock,
   once it grew past ``COMPACT_BYTES`` since the last snapshot and at close: a
@@ -61,6 +67,12 @@ class Maintenance:
         self.reclaim()
 
 
+    def _disk_short(self) -> None:
+        """The message log's writes found no space (``Log.on_disk_short``, under
+        the log's lock): reclaim once drained; look again at the next delete."""
+        self._drain_reclaim = True
+        self._reclaim_next = 0
+
     def _maybe_reclaim(self) -> None:
         low = self._low
         if low < self._reclaim_next:
@@ -81,8 +93,20 @@ class Maintenance:
         need = max(16, int(self.config.segment_bytes / bpo))
         if low - self._reclaim_low >= need:
             self.reclaim()
-        else:  # look again when a segment's worth may be consumed
-            self._reclaim_next = min(self._reclaim_low + need, low + 4096)
+            return
+        nxt = min(self._reclaim_low + need, low + 4096)
+        if self._drain_reclaim:
+            # Writes found no space: reclaim as soon as the queue is drained,
+            # whatever was consumed (the log then deletes even a small active
+            # segment, so a queue on a filesystem smaller than a segment drains
+            # its way out); until then, look again when the current end is reached.
+            end = self._log.end_offset
+            if low >= end and low > self._reclaim_low:
+                self._drain_reclaim = False
+                self.reclaim()
+                return
+            nxt = min(nxt, max(end, low + 1))
+        self._reclaim_next = nxt
 
     def reclaim(self) -> int:
         """Delete the message-log segments below the lowest message not yet deleted
@@ -91,7 +115,13 @@ class Maintenance:
         with self._lock:
             if self._closed:
                 return 0
-            self._push_locked()
+            try:
+                self._push_locked()
+            except DiskFullError:
+                # Pending sends find no space: they stay pending (the next push
+                # writes them). What the log holds is reclaimed all the same:
+                # that is what frees the space (a delete never fails for it).
+                pass
             target = self._reclaim_target()
             self._reclaim_low = self._low
             self._reclaim_next = self._low + 16
