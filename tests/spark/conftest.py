@@ -63,13 +63,24 @@ def _jar():
     return vqs.spark.jar_path()
 
 
+def _use_reader(spark, name: str):
+    """Force ``format("vqs")`` to one reader for a test (skipped where the JVM one is not built)."""
+    import vqs.spark
+
+    if name == "jvm" and not vqs.spark.jvm_reader_loaded(spark):
+        pytest.skip("the JVM reader is not built here (javac missing): only the Python source runs")
+    spark.conf.set("spark.vqs.reader", name)
+    yield name
+    spark.conf.unset("spark.vqs.reader")
+
+
 @pytest.fixture(params=["jvm", "python"])
 def reader(request, spark):
     """Run the test over both readers of format("vqs")."""
-    import vqs.spark
+    yield from _use_reader(spark, request.param)
 
-    if request.param == "jvm" and not vqs.spark.jvm_reader_loaded(spark):
-        pytest.skip("the JVM reader is not built here (javac missing): only the Python source runs")
-    spark.conf.set("spark.vqs.reader", request.param)
-    yield request.param
-    spark.conf.unset("spark.vqs.reader")
+
+@pytest.fixture
+def jvm(spark):
+    """Run the test over the JVM reader only (what only it does: vectors=arrow, timestamp pushdown)."""
+    yield from _use_reader(spark, "jvm")

@@ -38,17 +38,6 @@ def data(tmp_path_factory):
     return path
 
 
-@pytest.fixture
-def jvm(spark):
-    import vqs.spark
-
-    if not vqs.spark.jvm_reader_loaded(spark):
-        pytest.skip("the JVM reader is not built here (javac missing)")
-    spark.conf.set("spark.vqs.reader", "jvm")
-    yield
-    spark.conf.unset("spark.vqs.reader")
-
-
 def _read(spark, path, vectors, **opts):
     r = spark.read.format("vqs").option("path", path).option("topic", "av").option("vectors", vectors)
     for k, v in opts.items():

@@ -89,17 +89,6 @@ def _predicates():
     ]
 
 
-@pytest.fixture
-def jvm(spark):
-    import vqs.spark
-
-    if not vqs.spark.jvm_reader_loaded(spark):
-        pytest.skip("the JVM reader is not built here (javac missing)")
-    spark.conf.set("spark.vqs.reader", "jvm")
-    yield
-    spark.conf.unset("spark.vqs.reader")
-
-
 def test_time_filters_equal_spark_filtering(spark, data, jvm):
     from pyspark.sql import functions as F
 
