@@ -76,6 +76,19 @@ $(call STAMP,dev): $(call STAMP,core)
 grpc-proto: $(call STAMP,dev) $(call STAMP,grpc)
 	$(PY) -m vqs.server.grpc.codegen
 
+# $(call apt_tool,CHECK,PACKAGES,WHAT,ELSE): when the shell test CHECK fails, install the
+# Debian PACKAGES as root with apt-get (WHAT says what for); as another user run ELSE
+# (it says what to install, and exits 1 where the tool is required). No commas in arguments.
+define apt_tool
+@$(1) || { \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    echo "==> installing $(3) (apt-get install $(2))"; \
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2); \
+  else \
+    $(4); \
+  fi; }
+endef
+
 # Spark runs on the JVM: Java 17 or later; the JDK (javac) builds the JVM reader.
 java:
 	@command -v javac >/dev/null 2>&1 || { \
@@ -99,25 +112,13 @@ spark-jar: $(call STAMP,spark)
 # The console's tests drive Debian's headless Chromium (tests/server/console). Not
 # root: they skip saying why (CI sets VQS_REQUIRE_BROWSER=1: a skip fails there).
 browser:
-	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "==> installing Chromium for the console tests (apt-get install chromium chromium-driver)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
-	  else \
-	    echo "note: chromium/chromedriver missing: the console's browser tests will skip"; \
-	    echo "  (sudo apt-get install chromium chromium-driver)"; \
-	  fi; }
+	$(call apt_tool,command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1,chromium chromium-driver,Chromium for the console tests,\
+	  echo "note: chromium/chromedriver missing: the console's browser tests will skip (sudo apt-get install chromium chromium-driver)")
 
 # kcat (a Kafka command-line client) for the Kafka listener's tests and docs/kafka.md.
 kcat:
-	@command -v kcat >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "==> installing kcat (apt-get install kcat)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; \
-	  else \
-	    echo "The Kafka tests use kcat, which is not on PATH: sudo apt-get install kcat (brew install kcat)"; \
-	    exit 1; \
-	  fi; }
+	$(call apt_tool,command -v kcat >/dev/null 2>&1,kcat,kcat,\
+	  echo "The Kafka tests use kcat and it is not on PATH: sudo apt-get install kcat (brew install kcat)"; exit 1)
 
 test: java kcat browser lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
 	@echo "==> running the tests (about 13 minutes on 2 cores)"
@@ -166,14 +167,8 @@ soak: wrk $(call STAMP,server) $(call STAMP,bench)
 
 # wrk (an HTTP load generator) for bench/soak.py and bench/http_bench.py.
 wrk:
-	@command -v wrk >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "==> installing wrk (apt-get install wrk)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; \
-	  else \
-	    echo "The soak drives the server with wrk, which is not on PATH: sudo apt-get install wrk (brew install wrk)"; \
-	    exit 1; \
-	  fi; }
+	$(call apt_tool,command -v wrk >/dev/null 2>&1,wrk,wrk,\
+	  echo "The soak drives the server with wrk and it is not on PATH: sudo apt-get install wrk (brew install wrk)"; exit 1)
 
 clean:
 	rm -rf $(VENV) demo-data .pytest_cache .hypothesis
