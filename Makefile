@@ -46,30 +46,18 @@ $(call STAMP,core): pyproject.toml $(VENV)/.created
 	@$(PIP) -e .
 	@touch $@
 
-$(call STAMP,server): $(call STAMP,core)
-	@echo "==> installing the server extra (FastAPI, uvicorn)"
-	@$(PIP) -e ".[server]"
-	@touch $@
-
-$(call STAMP,spark): $(call STAMP,core)
-	@echo "==> installing the Spark extra (pyspark is about 500 MB: usually 30-60 s)"
-	@$(PIP) -e ".[spark]"
-	@touch $@
-
-$(call STAMP,grpc): $(call STAMP,core)
-	@echo "==> installing the gRPC extra (grpcio, protobuf)"
-	@$(PIP) -e ".[grpc]"
-	@touch $@
-
-$(call STAMP,bench): $(call STAMP,core)
-	@echo "==> installing the bench extra (peers for the benchmarks, matplotlib for the soak's chart)"
-	@$(PIP) -e ".[bench]"
-	@touch $@
-
-$(call STAMP,dev): $(call STAMP,core)
-	@echo "==> installing the test and lint tools (dev extra)"
-	@$(PIP) -e ".[dev]"
-	@touch $@
+# $(call extra,NAME,WHAT): the stamp rule that installs the extra NAME of pyproject.toml.
+define extra
+$(call STAMP,$(1)): $(call STAMP,core)
+	@echo "==> installing $(2)"
+	@$(PIP) -e ".[$(1)]"
+	@touch $$@
+endef
+$(eval $(call extra,server,the server extra (FastAPI and uvicorn)))
+$(eval $(call extra,spark,the Spark extra (pyspark is about 500 MB: usually 30-60 s)))
+$(eval $(call extra,grpc,the gRPC extra (grpcio and protobuf)))
+$(eval $(call extra,bench,the bench extra (peers for the benchmarks; matplotlib for the soak's chart)))
+$(eval $(call extra,dev,the test and lint tools (dev extra)))
 
 # The gRPC front's generated code, from vqs/server/grpc/proto/vqs/v1/vqs.proto (committed;
 # tests/server/grpc/test_codegen.py fails when it is stale).
