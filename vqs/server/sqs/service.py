@@ -49,15 +49,18 @@ from .sigv4 import SigV4Error, region_from_authorization, verify
 
 logger = logging.getLogger("vqs.server.sqs")
 
-_ID_BASE = int.from_bytes(os.urandom(16), "big")
-_ID_COUNT = itertools.count()
+_ID_HIGH = os.urandom(8).hex()
+_ID_PREFIX = f"{_ID_HIGH[:8]}-{_ID_HIGH[8:12]}-{_ID_HIGH[12:]}-"
+_ID_COUNT = itertools.count(int.from_bytes(os.urandom(8), "big"))
+_LOW_48 = (1 << 48) - 1
 
 
 def _request_id() -> str:
-    """A request id in a UUID's form, unique to a request: a random 128-bit start per process,
-    then counted (a request id is an identifier, not a secret; a uuid4 costs ~3 us more)."""
-    h = f"{(_ID_BASE + next(_ID_COUNT)) & ((1 << 128) - 1):032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """A request id in a UUID's form, unique to a request: a random 64-bit high half per process,
+    a low half counted from a random start (a request id is an identifier, not a secret; a uuid4
+    costs ~3 us more; 2**64 requests before the low half repeats)."""
+    n = next(_ID_COUNT)
+    return f"{_ID_PREFIX}{(n >> 48) & 0xFFFF:04x}-{n & _LOW_48:012x}"
 
 
 class SQSService(QueueActions, MessageActions):
