@@ -9,6 +9,10 @@ encoded back. Queue semantics (leases, delays, DLQ, FIFO, dedup) live in
 vqs.broker.queue; the action layer checks SQS's request rules, computes the
 MD5s and formats attributes the way AWS does.
 
+``answer`` is the endpoint: the ASGI app (``asgi``, behind VQSMiddleware)
+and the HTTP fast path (vqs/server/fast_http.py) both call it with a scope
+and the whole body and write what it returns, so both give the same answer.
+
 Invariants:
 * Every request gets exactly one response: any error becomes an SQS error
   document in the request's protocol (SQSError as is, queue errors mapped by
