@@ -20,7 +20,7 @@ protocol's SendMessage (with attributes, too large for the queue), SendMessageBa
 failing alone), ReceiveMessage (a long poll woken by a send on another connection, one that
 times out), DeleteMessage(Batch) (a good and a forged receipt handle), and its errors
 (malformed JSON, an unknown queue, no or an unknown X-Amz-Target, an unsigned request, a bad
-signature), keep-alive and pipelining; the query protocol (form body, XML answers). Masked
+signature), keep-alive, pipelining, a chunked body; the query protocol (form body, XML answers). Masked
 are only the ids, receipt handles and timestamps each server makes its own; and the fast
 server's ``vqs_fast_http_requests_total`` says it answered them itself.
 """
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import time
 
@@ -314,6 +315,10 @@ def _sqs_scenario(port: int) -> list:
     out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "m"}, secret="wrong"), 1)
     out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "m"}).replace(b"Authorization", b"X-No"), 1)
     out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "y" * 5000}), 1)  # over max_body_bytes
+    head, _, body = _sqs("SendMessage", {"QueueUrl": url + "x", "MessageBody": "chunked"}).partition(b"\r\n\r\n")
+    head = re.sub(rb"Content-Length: \d+\r\n$", b"", head + b"\r\n")  # chunked: through ASGI
+    out += ex(port, head + b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}\r\n".encode() + body
+              + b"\r\n0\r\n\r\n", 1)
     got = ex(port, _sqs("ReceiveMessage", {"QueueUrl": url, "MaxNumberOfMessages": 10, "AttributeNames": ["All"],
                                            "MessageAttributeNames": ["All"], "VisibilityTimeout": 60}), 1)
     out += got
@@ -373,6 +378,25 @@ def test_fast_path_answers_sqs_as_the_asgi_path(pair):
     assert _metrics(fast.port) == _metrics(slow.port)
     assert _log_lines(fast) == _log_lines(slow)
     after = fast_served(fast.port), fast_served(slow.port)
-    # every SQS request was the fast path's but the one over max_body_bytes (the middleware's 413) and
-    # the two pipelined behind a fast one (uvicorn queues them as ASGI cycles)
-    assert (after[0] - before[0], after[1] - before[1]) == (len(a) - 3, 0)
+    # every SQS request was the fast path's but the one over max_body_bytes (the middleware's 413), the
+    # chunked one and the two pipelined behind a fast one (uvicorn queues them as ASGI cycles)
+    assert (after[0] - before[0], after[1] - before[1]) == (len(a) - 4, 0)
+
+
+def test_sqs_long_poll_waiting_at_stop_is_answered(pair):
+    """A ReceiveMessage long poll waiting when the server is told to stop is answered (no
+    messages; the connection then closes) within about a second, the same on both paths, and
+    the server exits 0 (the pair's teardown checks it). Runs last: it stops the pair."""
+    answers = []
+    for srv in pair:
+        _exchange(srv.port, _sqs("CreateQueue", {"QueueName": "lp"}), 1)
+        with socket.create_connection(("127.0.0.1", srv.port)) as s:
+            s.sendall(_sqs("ReceiveMessage", {"QueueUrl": "http://t/123456789012/lp", "WaitTimeSeconds": 20}))
+            time.sleep(0.3)  # the receive is waiting (nothing to wait on from outside)
+            t0 = time.monotonic()
+            srv.proc.send_signal(signal.SIGTERM)
+            answers += _read_answers(s, 1)
+            assert time.monotonic() - t0 < 5, answers
+        srv.proc.wait(30)
+    assert answers[0].startswith(b"HTTP/1.1 200 OK") and answers[0].endswith(b"\r\n\r\n{}"), answers[0]
+    assert _SQS_RANDOM.sub(b"*", answers[0]) == _SQS_RANDOM.sub(b"*", answers[1])
