@@ -27,8 +27,9 @@ Invariants:
   plain one**, is taken: ``VQSMiddleware.fast_hit`` makes the middleware's
   own checks (header size, a Content-Length within
   ``max_body_bytes``, the server not stopping, the lean route match, the
-  bearer token; for the SQS endpoint, its path and the endpoint started) and asks for a Content-Length (a GET may have none) and no
-  Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no ``Expect:
+  bearer token; for the SQS endpoint, its path and the endpoint started:
+  its SigV4 check is its own, in ``answer``) and asks for a Content-Length
+  (a GET may have none) and no Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no ``Expect:
   100-continue``, an ASCII path without escapes, not an idempotent produce,
   consume parameters the lean route takes (so neither handler hands the
   request to the framework), uvicorn's ``limit_concurrency`` not reached, no
