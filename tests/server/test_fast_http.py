@@ -347,6 +347,7 @@ def _sqs_scenario(port: int) -> list:
     form = f"Action=SendMessage&QueueUrl={url}&MessageBody=q&Version=2012-11-05".encode()
     out += ex(port, _signed(None, form, ctype="application/x-www-form-urlencoded"), 1)
     out += ex(port, _signed(None, form.replace(b"&MessageBody=q", b""), ctype="application/x-www-form-urlencoded"), 1)
+    out += ex(port, b"GET /123456789012/sq?Action=GetQueueAttributes HTTP/1.1\r\nHost: t\r\n\r\n", 1)  # unsigned
     return out
 
 
