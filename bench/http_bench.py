@@ -22,7 +22,11 @@ second, then ``--duration`` seconds measured. Workloads (100-byte values):
 * ``consume-json-1``: ``GET /topics/{t}/messages?offset=0&limit=1``;
 * ``queue-send-1``: REST ``POST /queues/{q}/messages`` with one message;
 * ``queue-receive-empty``: REST receive on an empty queue (no wait);
-* ``sqs-send-json`` / ``sqs-send-query``: SQS SendMessage, AWS JSON 1.0 / query protocol.
+* ``sqs-send-json`` / ``sqs-send-query``: SQS SendMessage, AWS JSON 1.0 / query protocol;
+* ``sqs-receive-json``: SQS ReceiveMessage (JSON) of one message with ``VisibilityTimeout: 0`` from a
+  queue holding ten (the message is visible again at once: every request receives one);
+* ``sqs-delete-json``: SQS DeleteMessage (JSON), each request with a receipt handle of its own
+  (messages sent and received before the warm-up; the Lua script takes the next handle).
 
 With ``--base-tree PATH`` (e.g. a git worktree of main) the same workloads
 then run against a server whose ``vqs`` comes from PATH, in the same session,
@@ -70,6 +74,9 @@ VALUE = "x" * 100
 TOPIC = "bench"
 QUEUE = "benchq"
 EMPTY_QUEUE = "benchq-empty"
+RECV_QUEUE = "benchq-recv"
+DEL_QUEUE = "benchq-del"
+HANDLES_PER_SECOND = 15_000  # receipt handles made ready per second of sqs-delete-json (warm-up included)
 ACCOUNT = "123456789012"
 
 _LUA = r"""
@@ -79,6 +86,7 @@ local f = io.open("%(body_path)s", "rb")
 local body = f:read("*a")
 f:close()
 if #body > 0 then wrk.body = body end
+%(dynamic)s
 
 done = function(summary, latency, requests)
   io.write(string.format(
@@ -91,6 +99,18 @@ end
 """
 
 
+# sqs-delete-json: each request's body is the template with the next receipt handle in it
+_LUA_HANDLES = r"""
+local handles = {}
+for line in io.lines("%(handles_path)s") do handles[#handles + 1] = line end
+local head, tail = body:match("^(.*)@HANDLE@(.*)$")
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format(nil, nil, nil, head .. handles[(i - 1) %% #handles + 1] .. tail)
+end
+"""
+
 
 def one_batch_body() -> bytes:
     from vqs.storage.record_batch import encode_batch
@@ -101,6 +121,7 @@ def one_batch_body() -> bytes:
 def workloads(port: int) -> list[dict]:
     """(name, method, path, headers, body) of every workload, in run order."""
     qurl = f"http://127.0.0.1:{port}/{ACCOUNT}/{QUEUE}"
+    sqs_json = {"Content-Type": "application/x-amz-json-1.0"}
     one = json.dumps({"messages": [{"value": VALUE}]}).encode()
     hundred = json.dumps({"messages": [{"value": VALUE}] * 100}).encode()
     js = {"Content-Type": "application/json"}
@@ -125,6 +146,14 @@ def workloads(port: int) -> list[dict]:
         {"name": "sqs-send-json", "method": "POST", "path": "/",
          "headers": {"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.SendMessage"},
          "body": json.dumps({"QueueUrl": qurl, "MessageBody": VALUE}).encode()},
+        {"name": "sqs-receive-json", "method": "POST", "path": "/",
+         "headers": {**sqs_json, "X-Amz-Target": "AmazonSQS.ReceiveMessage"},
+         "body": json.dumps({"QueueUrl": qurl.replace(QUEUE, RECV_QUEUE), "MaxNumberOfMessages": 1,
+                             "VisibilityTimeout": 0, "WaitTimeSeconds": 0}).encode()},
+        {"name": "sqs-delete-json", "method": "POST", "path": "/",
+         "headers": {**sqs_json, "X-Amz-Target": "AmazonSQS.DeleteMessage"},
+         "body": json.dumps({"QueueUrl": qurl.replace(QUEUE, DEL_QUEUE), "ReceiptHandle": "@HANDLE@"}).encode(),
+         "handles": DEL_QUEUE},
         {"name": "sqs-send-query", "method": "POST", "path": "/",
          "headers": {"Content-Type": "application/x-www-form-urlencoded"},
          "body": urlencode({"Action": "SendMessage", "QueueUrl": qurl, "MessageBody": VALUE}).encode()},
@@ -168,11 +197,28 @@ class Server:
         with httpx.Client(base_url=self.url, timeout=30) as c:
             c.post("/topics", json={"name": TOPIC}).raise_for_status()
             c.post(f"/topics/{TOPIC}/messages", json={"messages": [{"value": VALUE}]}).raise_for_status()
-            for q in (QUEUE, EMPTY_QUEUE):
+            for q in (QUEUE, EMPTY_QUEUE, RECV_QUEUE, DEL_QUEUE):
                 c.post("/queues", json={"name": q}).raise_for_status()
+            c.post(f"/queues/{RECV_QUEUE}/messages",
+                   json={"messages": [{"body": VALUE}] * 10}).raise_for_status()
             self.pid = self.proc.pid
             assert c.get("/bench/noop").status_code == 200
         return self
+
+    def receipt_handles(self, queue: str, n: int) -> list[str]:
+        """``n`` receipt handles of messages sent to ``queue`` and received (leased for 12 hours)."""
+        import httpx
+
+        out: list[str] = []
+        with httpx.Client(base_url=self.url, timeout=60) as c:
+            while len(out) < n:
+                k = min(1000, n - len(out))
+                c.post(f"/queues/{queue}/messages", json={"messages": [{"body": VALUE}] * k}).raise_for_status()
+                r = c.post(f"/queues/{queue}/receive",
+                           json={"max_messages": k, "wait_seconds": 0, "visibility_timeout": 43200})
+                r.raise_for_status()
+                out += [m["receipt_handle"] for m in r.json()["messages"]]
+        return out
 
     def tail(self) -> str:
         with open(self.log_path, "rb") as f:
@@ -194,9 +240,12 @@ def run_wrk(url: str, w: dict, connections: int, seconds: float, tmp: str) -> di
     with open(body_path, "wb") as f:
         f.write(w["body"])
     headers = "\n".join(f'wrk.headers["{k}"] = "{v}"' for k, v in w["headers"].items())
+    dynamic = ""
+    if w.get("handles_path"):
+        dynamic = _LUA_HANDLES % {"handles_path": w["handles_path"]}
     script = os.path.join(tmp, w["name"] + ".lua")
     with open(script, "w") as f:
-        f.write(_LUA % {"method": w["method"], "headers": headers, "body_path": body_path})
+        f.write(_LUA % {"method": w["method"], "headers": headers, "body_path": body_path, "dynamic": dynamic})
     cmd = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "10s", "-s", script, url + w["path"]]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
     for line in p.stdout.splitlines():
@@ -255,6 +304,11 @@ def bench_tree(label: str, tree: str | None, names: list[str] | None, args) -> l
             if names and w["name"] not in names and w["name"] not in ("noop", "noop-post"):
                 continue
             C.note(f"{label}: {w['name']} ...")
+            if w.get("handles"):  # one receipt handle per request, warm-up and measured window
+                w["handles_path"] = os.path.join(tmp, w["name"] + ".handles")
+                hs = srv.receipt_handles(w["handles"], int(HANDLES_PER_SECOND * (args.duration + 1)))
+                with open(w["handles_path"], "w") as f:
+                    f.write("\n".join(hs) + "\n")
             run_wrk(srv.url, w, args.connections, 1, tmp)  # warm-up
             spy = start_profile(srv.proc.pid, w["name"], args) if w["name"] in args.profile else None
             cpu0 = cpu_seconds(srv.proc.pid)

@@ -14,12 +14,22 @@ sends, receives and deletes (bodies the framework answers are handed to it
 after the fast path read them, also pipelined between fast requests). Every answer must be the
 same bytes but for the Date header; then both servers' request counters and
 log lines must match, and both stop cleanly (exit 0) with an idle keep-alive connection open.
+
+The SQS endpoint likewise (SigV4-signed requests, the same bytes sent to both): the JSON
+protocol's SendMessage (with attributes, too large for the queue), SendMessageBatch (an entry
+failing alone), ReceiveMessage (a long poll woken by a send on another connection, one that
+times out), DeleteMessage(Batch) (a good and a forged receipt handle), and its errors
+(malformed JSON, an unknown queue, no or an unknown X-Amz-Target, an unsigned request, a bad
+signature), keep-alive, pipelining, a chunked body; the query protocol (form body, XML answers). Masked
+are only the ids, receipt handles and timestamps each server makes its own; and the fast
+server's ``vqs_fast_http_requests_total`` says it answered them itself.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import time
 
@@ -27,6 +37,7 @@ import pytest
 from vqs_server_proc import ServerProcess
 
 TOKEN = "s3cret"
+AKID, SECRET = "AKIDFAST", "fast-secret"
 AUTH = f"Authorization: Bearer {TOKEN}\r\n"
 _DATE = re.compile(rb"\r\ndate: [^\r]*\r\n", re.IGNORECASE)
 
@@ -35,7 +46,7 @@ _DATE = re.compile(rb"\r\ndate: [^\r]*\r\n", re.IGNORECASE)
 def pair(tmp_path_factory):
     """(fast, through ASGI): the same settings, the fast path on and off."""
     args = ("--token", TOKEN, "--max-connections", "6", "--max-body-bytes", "4096", "--flush", "always",
-            "--max-message-bytes", "600", "--log-format", "json")
+            "--max-message-bytes", "600", "--log-format", "json", "--sigv4-key", f"{AKID}:{SECRET}")
     fast = ServerProcess(tmp_path_factory.mktemp("fast") / "data", *args)
     slow = ServerProcess(tmp_path_factory.mktemp("asgi") / "data", *args, env={"VQS_FAST_HTTP": "0"})
     fast.start(wait=False)
@@ -256,3 +267,137 @@ def test_fast_path_engaged_with_the_pinned_uvicorn(pair, tmp_path, monkeypatch, 
 
     assert ready(fast)["fast_http"] is True
     assert ready(slow)["fast_http"] is False
+
+
+# ------------------------------------------------------------------------------------------- SQS
+def _signed(target: str | None, doc, ctype: str = "application/x-amz-json-1.0", secret: str = SECRET,
+            extra: str = "") -> bytes:
+    """A raw SQS request (JSON protocol: ``target`` and ``doc``; query protocol: ``target`` None and
+    ``doc`` the form body), SigV4-signed for Host ``t`` as boto3 signs (the same bytes go to both servers)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+    headers = {"Host": "t", "Content-Type": ctype}
+    if target is not None:
+        headers["X-Amz-Target"] = target
+    req = AWSRequest(method="POST", url="http://t/", data=body, headers=headers)
+    SigV4Auth(Credentials(AKID, secret), "sqs", "eu-west-1").add_auth(req)
+    head = "POST / HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in req.headers.items())
+    return (head + f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+
+
+def _sqs(action: str, doc, **kw) -> bytes:
+    return _signed(f"AmazonSQS.{action}", doc, **kw)
+
+
+def _sqs_body(answer: bytes) -> dict:
+    return json.loads(answer.partition(b"\r\n\r\n")[2])
+
+
+def _sqs_scenario(port: int) -> list:
+    out = []
+    ex = _exchange
+    url = "http://t/123456789012/sq"
+    out += ex(port, _sqs("CreateQueue", {"QueueName": "sq"}), 1)
+    out += ex(port, _sqs("CreateQueue", {"QueueName": "small", "Attributes": {"MaximumMessageSize": "1024"}}), 1)
+    out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "one"}), 1)
+    out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "two", "MessageAttributes": {
+        "a": {"DataType": "String", "StringValue": "x"}, "b": {"DataType": "Binary", "BinaryValue": "AAE="}}}), 1)
+    out += ex(port, _sqs("SendMessage", {"QueueUrl": url.replace("sq", "small"), "MessageBody": "z" * 2000}), 1)
+    out += ex(port, _sqs("SendMessageBatch", {"QueueUrl": url, "Entries": [
+        {"Id": "ok", "MessageBody": "three"}, {"Id": "bad", "MessageBody": ""}]}), 1)
+    out += ex(port, _sqs("SendMessage", {"QueueUrl": url.replace("sq", "nope"), "MessageBody": "m"}), 1)
+    out += ex(port, _signed("AmazonSQS.SendMessage", b'{"QueueUrl":'), 1)  # malformed JSON
+    out += ex(port, _signed(None, {"QueueUrl": url, "MessageBody": "m"}), 1)  # no X-Amz-Target
+    out += ex(port, _sqs("Nope", {}), 1)  # an unknown action
+    out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "m"}, secret="wrong"), 1)
+    out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "m"}).replace(b"Authorization", b"X-No"), 1)
+    out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "y" * 5000}), 1)  # over max_body_bytes
+    head, _, body = _sqs("SendMessage", {"QueueUrl": url + "x", "MessageBody": "chunked"}).partition(b"\r\n\r\n")
+    head = re.sub(rb"Content-Length: \d+\r\n$", b"", head + b"\r\n")  # chunked: through ASGI
+    out += ex(port, head + b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}\r\n".encode() + body
+              + b"\r\n0\r\n\r\n", 1)
+    got = ex(port, _sqs("ReceiveMessage", {"QueueUrl": url, "MaxNumberOfMessages": 10, "AttributeNames": ["All"],
+                                           "MessageAttributeNames": ["All"], "VisibilityTimeout": 60}), 1)
+    out += got
+    handles = [m["ReceiptHandle"] for m in _sqs_body(got[0])["Messages"]]
+    assert len(handles) == 3, got
+    out += ex(port, _sqs("DeleteMessage", {"QueueUrl": url, "ReceiptHandle": handles[0]}), 1)
+    out += ex(port, _sqs("DeleteMessage", {"QueueUrl": url, "ReceiptHandle": "forged"}), 1)
+    out += ex(port, _sqs("DeleteMessage", {"QueueUrl": url}), 1)
+    out += ex(port, _sqs("DeleteMessageBatch", {"QueueUrl": url, "Entries": [
+        {"Id": "a", "ReceiptHandle": handles[1]}, {"Id": "b", "ReceiptHandle": "forged"}]}), 1)
+    # keep-alive and pipelined: a delete, an error, a send, in one write
+    out += ex(port, _sqs("DeleteMessage", {"QueueUrl": url, "ReceiptHandle": handles[2]}) + _signed(
+        "AmazonSQS.SendMessage", b"[") + _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "piped"}), 3)
+    out += ex(port, _sqs("ReceiveMessage", {"QueueUrl": url, "VisibilityTimeout": 0}), 1)
+    out += ex(port, _sqs("PurgeQueue", {"QueueUrl": url}), 1)
+    # a long poll that times out, and one woken by a send on another connection while it waits
+    out += ex(port, _sqs("ReceiveMessage", {"QueueUrl": url, "WaitTimeSeconds": 1}), 1)
+    with socket.create_connection(("127.0.0.1", port)) as waiting:
+        waiting.sendall(_sqs("ReceiveMessage", {"QueueUrl": url, "WaitTimeSeconds": 10}))
+        time.sleep(0.3)  # the receive is waiting (nothing to wait on from outside)
+        t0 = time.monotonic()
+        out += ex(port, _sqs("SendMessage", {"QueueUrl": url, "MessageBody": "wake"}), 1)  # served meanwhile
+        out += _read_answers(waiting, 1)
+        assert time.monotonic() - t0 < 5 and b'"Body":"wake"' in out[-1], out[-1]
+    # the query protocol: a send and an error (XML)
+    form = f"Action=SendMessage&QueueUrl={url}&MessageBody=q&Version=2012-11-05".encode()
+    out += ex(port, _signed(None, form, ctype="application/x-www-form-urlencoded"), 1)
+    out += ex(port, _signed(None, form.replace(b"&MessageBody=q", b""), ctype="application/x-www-form-urlencoded"), 1)
+    out += ex(port, b"GET /123456789012/sq?Action=GetQueueAttributes HTTP/1.1\r\nHost: t\r\n\r\n", 1)  # unsigned
+    return out
+
+
+_SQS_RANDOM = re.compile(rb'("(MessageId|ReceiptHandle|SentTimestamp|ApproximateFirstReceiveTimestamp)":"[^"]*"'
+                         rb"|x-amzn-requestid: [^\r]*|<(MessageId|RequestId)>[^<]*</(MessageId|RequestId)>"
+                         rb"|content-length: \d+)")
+
+
+def test_fast_path_answers_sqs_as_the_asgi_path(pair):
+    fast, slow = pair
+
+    def fast_served(port: int) -> float:
+        for line in _exchange(port, f"GET /metrics HTTP/1.1\r\nHost: t\r\n{AUTH}\r\n".encode(), 1)[0].splitlines():
+            if line.startswith(b'vqs_fast_http_requests_total{api="sqs"}'):
+                return float(line.split()[-1])
+        raise AssertionError("no vqs_fast_http_requests_total")
+
+    before = fast_served(fast.port), fast_served(slow.port)
+    a = _sqs_scenario(fast.port)
+    b = _sqs_scenario(slow.port)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert _SQS_RANDOM.sub(b"*", x) == _SQS_RANDOM.sub(b"*", y)
+    joined = b"\n".join(a)
+    for code in (b"MD5OfMessageAttributes", b"InvalidParameterValue", b"QueueDoesNotExist", b"SerializationException",
+                 b"InvalidAction", b"SignatureDoesNotMatch", b"ReceiptHandleIsInvalid", b"<SendMessageResponse",
+                 b"MissingParameter", b'"Failed"'):
+        assert code in joined, code
+    assert _metrics(fast.port) == _metrics(slow.port)
+    assert _log_lines(fast) == _log_lines(slow)
+    after = fast_served(fast.port), fast_served(slow.port)
+    # every SQS request was the fast path's but the one over max_body_bytes (the middleware's 413), the
+    # chunked one and the two pipelined behind a fast one (uvicorn queues them as ASGI cycles)
+    assert (after[0] - before[0], after[1] - before[1]) == (len(a) - 4, 0)
+
+
+def test_sqs_long_poll_waiting_at_stop_is_answered(pair):
+    """A ReceiveMessage long poll waiting when the server is told to stop is answered (no
+    messages; the connection then closes) within about a second, the same on both paths, and
+    the server exits 0 (the pair's teardown checks it). Runs last: it stops the pair."""
+    answers = []
+    for srv in pair:
+        _exchange(srv.port, _sqs("CreateQueue", {"QueueName": "lp"}), 1)
+        with socket.create_connection(("127.0.0.1", srv.port)) as s:
+            s.sendall(_sqs("ReceiveMessage", {"QueueUrl": "http://t/123456789012/lp", "WaitTimeSeconds": 20}))
+            time.sleep(0.3)  # the receive is waiting (nothing to wait on from outside)
+            t0 = time.monotonic()
+            srv.proc.send_signal(signal.SIGTERM)
+            answers += _read_answers(s, 1)
+            assert time.monotonic() - t0 < 5, answers
+        srv.proc.wait(30)
+    assert answers[0].startswith(b"HTTP/1.1 200 OK") and answers[0].endswith(b"\r\n\r\n{}"), answers[0]
+    assert _SQS_RANDOM.sub(b"*", answers[0]) == _SQS_RANDOM.sub(b"*", answers[1])

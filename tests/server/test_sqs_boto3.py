@@ -1,4 +1,9 @@
-"""Every SQS action through real boto3 (AWS JSON 1.0) against a real server process."""
+"""Every SQS action through real boto3 (AWS JSON 1.0) against a real server process.
+
+The session's server runs the HTTP fast path (vqs/server/fast_http.py, the default): boto3's
+requests are answered there, below ASGI (``test_boto3_is_served_by_the_fast_path`` checks
+``vqs_fast_http_requests_total``); tests/server/test_fast_http.py compares its answers with
+the ASGI path's byte for byte."""
 
 from __future__ import annotations
 
@@ -300,3 +305,33 @@ def test_json_protocol_error_shapes_are_awss(sqs, unique):
         sqs.send_message(QueueUrl=url, MessageBody="")
     err = ei.value.response["Error"]
     assert (err["Code"], err["QueryErrorCode"]) == ("MissingParameter", "MissingRequiredParameterException")
+
+
+def test_boto3_is_served_by_the_fast_path(sqs, unique, http):
+    """boto3's send, receive (a long poll woken by the send), delete and batches are counted by
+    the fast path's own counter, one each (keep-alive connections, one request at a time)."""
+    import threading
+
+    def served() -> float:
+        for line in http.get("/metrics").text.splitlines():
+            if line.startswith('vqs_fast_http_requests_total{api="sqs"}'):
+                return float(line.split()[-1])
+        raise AssertionError("no vqs_fast_http_requests_total")
+
+    url = _q(sqs, unique)
+    before = served()
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(sqs.receive_message(QueueUrl=url, WaitTimeSeconds=10)))
+    waiter.start()
+    time.sleep(0.3)  # the receive is waiting (nothing to wait on from outside)
+    sent = sqs.send_message(QueueUrl=url, MessageBody="fast")
+    waiter.join(15)
+    msg = got[0]["Messages"][0]
+    assert (msg["MessageId"], msg["Body"]) == (sent["MessageId"], "fast")
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
+    sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "a", "MessageBody": "1"}, {"Id": "b", "MessageBody": "2"}])
+    msgs = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    r = sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                        for i, m in enumerate(msgs)])
+    assert len(r["Successful"]) == len(msgs) >= 1
+    assert served() - before == 6

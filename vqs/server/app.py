@@ -63,6 +63,10 @@ def _measure(raw_headers) -> tuple[int, int | None]:
     return size, clen
 
 
+#: ``VQSMiddleware.fast_hit``'s answer for a request to the SQS endpoint (the endpoint's
+#: ``answer`` runs it; no name in the path is taken from here)
+SQS_HIT = ("sqs", None)
+
 _TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the lean routes)
 
 
@@ -194,7 +198,9 @@ class VQSMiddleware:
     def fast_hit(self, method: str, path: str, raw_headers):
         """For the HTTP-protocol fast path (fast_http.py): the lean hit of a request ``__call__``
         would hand to the lean routes (the same checks: header size, body size, not stopping, the
-        token), with a Content-Length (a GET may have none) and no Transfer-Encoding; else None."""
+        token), or ``SQS_HIT`` for one it would hand to the SQS endpoint (header size, body size,
+        not stopping, the endpoint started; its auth is the endpoint's own), with a Content-Length
+        (a GET may have none) and no Transfer-Encoding; else None."""
         lean = self.lean
         if lean is None or self.ctx.stopping:
             return None
@@ -202,8 +208,13 @@ class VQSMiddleware:
         if (clen is None and method != "GET") or (clen is not None and not 0 <= clen <= self.max_body) \
                 or size > self.max_header:
             return None
-        hit = lean.match(method, path)
-        if hit is None or (self.tokens and self._check_bearer(raw_headers) is not None):
+        if self.is_sqs(method, path, raw_headers):
+            hit = SQS_HIT if self.ctx.sqs is not None else None
+        else:
+            hit = lean.match(method, path)
+            if hit is not None and self.tokens and self._check_bearer(raw_headers) is not None:
+                return None
+        if hit is None:
             return None
         for k, _ in raw_headers:
             if k == b"transfer-encoding":

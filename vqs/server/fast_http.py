@@ -6,13 +6,20 @@ writes) costs about as much as a whole one-message produce.
 ``FastHttpProtocol`` (a subclass of uvicorn's ``HttpToolsProtocol``, given to
 ``uvicorn.Config(http=...)`` by vqs/server/run.py) answers the lean routes
 (lean.py) without it: produce and consume (``POST``/``GET
-/topics/{topic}/messages``) and the queues' send, receive and delete. From the
+/topics/{topic}/messages``) and the queues' send, receive and delete; and every
+request to the SQS endpoint (both protocols, every action: boto3's SendMessage,
+ReceiveMessage, DeleteMessage and their batches are the hot ones). From the
 parser's callbacks it starts a task that calls the same handler the lean
 dispatch calls (``LeanRoutes._produce`` etc., i.e. ``produce_messages``,
-``consume_messages``, ``send_messages``, ...) and writes the whole answer
-(status line, uvicorn's default headers, the route's headers, body) in one
-``transport.write``. Every other request is uvicorn's and the ASGI app's,
-unchanged.
+``consume_messages``, ``send_messages``, ...) or the one the SQS endpoint's
+ASGI app calls (``SQSService.answer``: decoding, SigV4, the action, errors,
+MD5s, its latency metric), and writes the whole answer (status line,
+uvicorn's default headers, the route's headers, body) in one
+``transport.write``. A long poll (a consume's ``wait_ms``, a receive's wait,
+SQS's WaitTimeSeconds) waits in that task on an asyncio future
+(long_poll.py), never blocking the event loop. Every other request is
+uvicorn's and the ASGI app's, unchanged. ``vqs_fast_http_requests_total{api}``
+counts what was answered here.
 
 Invariants:
 
@@ -20,8 +27,9 @@ Invariants:
   plain one**, is taken: ``VQSMiddleware.fast_hit`` makes the middleware's
   own checks (header size, a Content-Length within
   ``max_body_bytes``, the server not stopping, the lean route match, the
-  bearer token) and asks for a Content-Length (a GET may have none) and no
-  Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no ``Expect:
+  bearer token; for the SQS endpoint, its path and the endpoint started:
+  its SigV4 check is its own, in ``answer``) and asks for a Content-Length
+  (a GET may have none) and no Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no ``Expect:
   100-continue``, an ASCII path without escapes, not an idempotent produce,
   consume parameters the lean route takes (so neither handler hands the
   request to the framework), uvicorn's ``limit_concurrency`` not reached, no
@@ -66,7 +74,7 @@ import time
 
 from starlette.responses import JSONResponse
 
-from .app import _log_request
+from .app import SQS_HIT, _log_request
 from .errors import rest_error
 from .lean import _consume_args, _Fallback, answer, idempotent_produce
 
@@ -146,13 +154,14 @@ class _FastRequest:
     ``disconnected``, ``message_event.set()``, ``cancel()``)."""
 
     __slots__ = ("proto", "front", "scope", "fn", "name", "body", "keep_alive", "disconnected",
-                 "response_complete", "t0", "task", "started", "message_event")
+                 "response_complete", "t0", "task", "started", "message_event", "api")
 
     def __init__(self, proto, front, scope: dict, hit: tuple, keep_alive: bool):
         self.proto = proto
         self.front = front
         self.scope = scope
         self.fn, self.name = hit  # the lean route's handler (its core's coroutine) and the name in the path
+        self.api = "sqs" if hit is SQS_HIT else "rest"  # the SQS endpoint's request (its answer is whole)
         self.body = b""
         self.keep_alive = keep_alive
         self.disconnected = False
@@ -171,6 +180,10 @@ class _FastRequest:
 
     async def _run(self) -> None:
         try:
+            if self.api == "sqs":  # the endpoint's answer, as its ASGI app sends it (never a Fallback)
+                status, headers, data = await self.front.ctx.sqs.answer(self.scope, self.body, self.t0)
+                self._finish(status, headers, data, log_body=data[:4096] if status >= 400 else b"")
+                return
             out = await self.fn(self.scope, self.name, self.body)
         except _Fallback:  # the handler's checks hand the request to the framework
             self._replay()
@@ -251,7 +264,10 @@ class _FastRequest:
         seconds = time.perf_counter() - self.t0
         route = scope.get("route")
         method = scope["method"]
-        front._count("rest", getattr(route, "path", None) or "unmatched", method, status, seconds)
+        api = self.api
+        front.ctx.metrics.fast_http[api] += 1
+        front._count(api, getattr(route, "path", None) or ("/" if api == "sqs" else "unmatched"), method, status,
+                     seconds)
         if front.access_log or (sent and status >= 400):
             _log_request(method, scope["path"], status, seconds, [log_body] if log_body else [])
 
@@ -314,7 +330,7 @@ def _make_protocol(front):
                         path = raw.decode("ascii")
                         hit = front.fast_hit(method, path, self.headers)
                         # the routes whose handler never hands the request to the framework for these
-                        if hit is not None and ((hit[0] == produce and not idempotent_produce(qs))
+                        if hit is not None and (hit is SQS_HIT or (hit[0] == produce and not idempotent_produce(qs))
                                                 or (hit[0] == consume and _consume_args(qs) is not None)
                                                 or hit[0] in queue_routes):
                             scope = self.scope

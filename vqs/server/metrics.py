@@ -19,7 +19,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
 from .counters import CounterFamily, HistogramFamily
@@ -58,6 +58,10 @@ class Metrics:
         self._out: dict = {}
         self._broker_ref = broker_ref
         r.register(_BrokerCollector(lambda: self._broker_ref() if self._broker_ref else None))
+        #: requests answered by the HTTP fast path (fast_http.py), by api ("rest", "sqs"): plain ints,
+        #: added to on the event loop's thread only (no lock), exported as vqs_fast_http_requests_total
+        self.fast_http = {"rest": 0, "sqs": 0}
+        r.register(_FastHttpCollector(self.fast_http))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -77,6 +81,24 @@ class Metrics:
                                                   self.bytes_out.labels(kind, name))
             pair[0].inc(n)
             pair[1].inc(nbytes)
+
+
+class _FastHttpCollector:
+    """``vqs_fast_http_requests_total{api}``: which requests the HTTP fast path answered (the
+    others went through ASGI; vqs_http_requests counts both)."""
+
+    def __init__(self, counts: dict):
+        self._counts = counts
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        fam = CounterMetricFamily("vqs_fast_http_requests", "HTTP requests answered by the fast path "
+                                  "(below ASGI), by API", labels=["api"])
+        for api, n in list(self._counts.items()):
+            fam.add_metric([api], n)
+        yield fam
 
 
 class _BrokerCollector:

@@ -13,6 +13,7 @@ import re
 from urllib.parse import parse_qsl
 from xml.sax.saxutils import escape
 
+from ..rest.conventions import json_bytes, json_loads
 from .errors import SQSError
 
 NAMESPACE = "http://queue.amazonaws.com/doc/2012-11-05/"
@@ -65,7 +66,7 @@ def parse_json(target: str, body: bytes) -> tuple[str, dict]:
     if not body.strip():
         return action, {}
     try:
-        params = json.loads(body)
+        params = json_loads(body)  # json.loads's value (msgspec parses what it can, ~8x faster)
     except (ValueError, UnicodeDecodeError):
         raise SQSError("SerializationException", "The request body is not valid JSON.") from None
     if not isinstance(params, dict):
@@ -74,7 +75,9 @@ def parse_json(target: str, body: bytes) -> tuple[str, dict]:
 
 
 def render_json(output: dict | None) -> bytes:
-    return json.dumps(output or {}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Compact JSON, non-ASCII kept as UTF-8 (``json_bytes``: json.dumps's bytes, with one encoder
+    made once rather than one per call)."""
+    return json_bytes(output or {})
 
 
 def render_json_error(err: SQSError) -> bytes:

@@ -9,6 +9,10 @@ encoded back. Queue semantics (leases, delays, DLQ, FIFO, dedup) live in
 vqs.broker.queue; the action layer checks SQS's request rules, computes the
 MD5s and formats attributes the way AWS does.
 
+``answer`` is the endpoint: the ASGI app (``asgi``, behind VQSMiddleware)
+and the HTTP fast path (vqs/server/fast_http.py) both call it with a scope
+and the whole body and write what it returns, so both give the same answer.
+
 Invariants:
 * Every request gets exactly one response: any error becomes an SQS error
   document in the request's protocol (SQSError as is, queue errors mapped by
@@ -49,15 +53,18 @@ from .sigv4 import SigV4Error, region_from_authorization, verify
 
 logger = logging.getLogger("vqs.server.sqs")
 
-_ID_BASE = int.from_bytes(os.urandom(16), "big")
-_ID_COUNT = itertools.count()
+_ID_HIGH = os.urandom(8).hex()
+_ID_PREFIX = f"{_ID_HIGH[:8]}-{_ID_HIGH[8:12]}-{_ID_HIGH[12:]}-"
+_ID_COUNT = itertools.count(int.from_bytes(os.urandom(8), "big"))
+_LOW_48 = (1 << 48) - 1
 
 
 def _request_id() -> str:
-    """A request id in a UUID's form, unique to a request: a random 128-bit start per process,
-    then counted (a request id is an identifier, not a secret; a uuid4 costs ~3 us more)."""
-    h = f"{(_ID_BASE + next(_ID_COUNT)) & ((1 << 128) - 1):032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """A request id in a UUID's form, unique to a request: a random 64-bit high half per process,
+    a low half counted from a random start (a request id is an identifier, not a secret; a uuid4
+    costs ~3 us more; 2**64 requests before the low half repeats)."""
+    n = next(_ID_COUNT)
+    return f"{_ID_PREFIX}{(n >> 48) & 0xFFFF:04x}-{n & _LOW_48:012x}"
 
 
 class SQSService(QueueActions, MessageActions):
@@ -80,6 +87,7 @@ class SQSService(QueueActions, MessageActions):
 
     # ====================================================================== ASGI
     async def asgi(self, scope, receive, send) -> None:
+        """The endpoint as an ASGI app: read the body, ``answer``, send the answer."""
         t0 = time.perf_counter()
         chunks = []
         while True:
@@ -89,7 +97,16 @@ class SQSService(QueueActions, MessageActions):
             chunks.append(m.get("body", b""))
             if not m.get("more_body"):
                 break
-        body = b"".join(chunks)
+        status, hs, out = await self.answer(scope, b"".join(chunks), t0)
+        await send({"type": "http.response.start", "status": status, "headers": hs})
+        await send({"type": "http.response.body", "body": out})
+
+    async def answer(self, scope, body: bytes, t0: float) -> tuple[int, list, bytes]:
+        """(status, headers, body) of the answer to a request (an ASGI ``scope``: method, path,
+        raw_path, query_string, headers, scheme) whose whole body is ``body``, received from
+        ``t0`` (``perf_counter``; the action's latency is observed from it). Never raises an
+        ``Exception``: every error is an answer. The ASGI app above and the HTTP fast path
+        (vqs/server/fast_http.py) both answer with this, so their answers are the same."""
         headers: dict[str, str] = {}
         for k, v in scope["headers"]:
             k = k.decode("latin-1")
@@ -132,11 +149,8 @@ class SQSService(QueueActions, MessageActions):
                 if path_queue and not any(k == "Action" for k, _ in pairs):
                     # SQS: a request to a queue URL without an Action is an unknown operation (404)
                     out = b'<?xml version="1.0"?><UnknownOperationException/>'
-                    await send({"type": "http.response.start", "status": 404, "headers": [
-                        (b"content-type", b"text/xml"), (b"content-length", str(len(out)).encode()),
-                        (b"x-amzn-requestid", request_id.encode())]})
-                    await send({"type": "http.response.body", "body": out})
-                    return
+                    return 404, [(b"content-type", b"text/xml"), (b"content-length", str(len(out)).encode()),
+                                 (b"x-amzn-requestid", request_id.encode())], out
                 action, params = parse_query(pairs)
                 if path_queue and action in ("CreateQueue", "ListQueues"):
                     raise SQSError("InvalidAction", f"The action {action} is not valid for this endpoint.")
@@ -184,12 +198,11 @@ class SQSService(QueueActions, MessageActions):
         except Exception:
             logger.exception("SQS %s failed", action)
             status, out, hs = self._error(SQSError("InternalFailure"), is_json, request_id, query_json)
-        await send({"type": "http.response.start", "status": status, "headers": hs})
-        await send({"type": "http.response.body", "body": out})
         lat = self._latency.get(action)
         if lat is None:  # labels() costs more than the observation; action is one of ACTIONS or "unknown"
             lat = self._latency[action] = self.metrics.latency.labels("sqs", action)
         lat.observe(time.perf_counter() - t0)
+        return status, hs, out
 
     def _error(self, e: SQSError, is_json: bool, request_id: str, query_json: bool = False):
         self.metrics.errors.labels("sqs", e.name).inc()
