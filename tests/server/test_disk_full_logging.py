@@ -3,7 +3,8 @@ tests/conftest.py; text log format): clients retrying a refused produce or
 send hundreds of times leave a line per path a minute (the next one says how
 many it left out), and no error-level line per request; the flush ticks and
 checkpoints that meet the full disk are logged once per file. Every refusal
-is still counted in vqs_http_requests_total."""
+is still counted in vqs_http_requests_total. A stop on the still-full disk
+ends with one line, not a traceback."""
 
 from __future__ import annotations
 
@@ -31,11 +32,14 @@ def test_refusals_for_a_full_disk_are_logged_once_a_minute_per_path(small_disk, 
                 codes.append(http.post("/queues/q/messages", json={"messages": [{"body": "b" * 2000}]}).status_code)
             assert codes.count(507) >= 250, codes  # a few fit in the last pages or a send buffer
             metrics = http.get("/metrics").text
-            small_disk.free()  # what the send buffer took before its first write failed is written at stop
     finally:
-        rc = srv.stop()
+        rc = srv.stop()  # on the still-full disk
     log = srv.log()
-    assert rc == 0, log[-3000:]
+    # Sends the queue's buffer took before its first write failed cannot be written at stop
+    # (a known limit of flush="interval", docs/library.md): exit 1 with one line saying so,
+    # not a traceback.
+    assert rc in (0, 1) and "Traceback" not in log, log[-3000:]
+    assert rc == 0 or "found the disk full" in log, log[-3000:]
     lines = log.splitlines()
     rejected = [x for x in lines if "rejected 507" in x]
     assert 1 <= len([x for x in rejected if "/topics/t/messages" in x]) <= 2, rejected
