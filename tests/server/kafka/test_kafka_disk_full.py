@@ -2,7 +2,8 @@
 default server settings: a produce answers KAFKA_STORAGE_ERROR (retriable) for its
 partition; InitProducerId, which has to write a new block of producer ids, answers
 COORDINATOR_LOAD_IN_PROGRESS (what Kafka answers while it has no id block: every
-client retries it), never a closed connection; once space is freed both work, and
+client retries it), never a closed connection, and so does a group's first
+OffsetCommit (it has no spare offsets file yet); once space is freed both work, and
 an idempotent confluent-kafka producer created on the full disk delivers."""
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ def _init_producer_id_error(k: RawKafka) -> int:
     return r.int16()
 
 
+def _offset_commit_error(k: RawKafka, group: str, topic: str) -> int:
+    """OffsetCommit v2 of offset 1 of ``topic``'s partition 0 by ``group`` (no member)."""
+    body = (Writer().string(group).int32(-1).string("").int64(-1).array(1).string(topic).array(1)
+            .int32(0).int64(1).string(None))
+    r = k.request(8, 2, bytes(body.b))
+    assert r.int32() == 1
+    r.string()
+    assert r.int32() == 1
+    r.int32()
+    return r.int16()
+
+
 def test_kafka_produce_and_init_producer_id_on_a_full_disk(small_disk):
     server = KafkaServer(os.path.join(small_disk.path, "data")).start()
     try:
@@ -41,6 +54,8 @@ def test_kafka_produce_and_init_producer_id_on_a_full_disk(small_disk):
         assert KAFKA_STORAGE_ERROR in errors and errors <= {0, KAFKA_STORAGE_ERROR}
         assert _init_producer_id_error(k) == COORDINATOR_LOAD_IN_PROGRESS  # and the connection stays
         assert _init_producer_id_error(k) == COORDINATOR_LOAD_IN_PROGRESS
+        # a group's first commit has no spare offsets file yet: retriable, not KAFKA_STORAGE_ERROR
+        assert _offset_commit_error(k, "new-group", "full") == COORDINATOR_LOAD_IN_PROGRESS
 
         delivered = []
         p = ck.Producer({"bootstrap.servers": server.bootstrap, "enable.idempotence": True,
@@ -53,6 +68,7 @@ def test_kafka_produce_and_init_producer_id_on_a_full_disk(small_disk):
         pid, _ = k.init_producer_id()
         assert pid >= 0
         assert k.produce("full", 0, encode_records(0, [b"after"], timestamps=1_000))[0] == 0
+        assert _offset_commit_error(k, "new-group", "full") == 0
         assert p.flush(20) == 0 and delivered == [None]
         k.close()
     finally:
