@@ -307,6 +307,11 @@ class LeaseStateStore:
             raise CorruptRecordError(f"state log record with unknown operation {op:#x}")
 
     def close(self) -> None:
-        if not self.log.closed:
-            self.push()
-        self.log.close()
+        """Hand the buffered records to the log and close it; the log is closed (its
+        files and lock released) even when the push fails (a full disk), whose
+        error is raised then."""
+        try:
+            if not self.log.closed:
+                self.push()
+        finally:
+            self.log.close()
