@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import ConfigError, LogClosedError, VQSError
+from ..errors import ConfigError, DiskFullError, LogClosedError, VQSError
 from ..storage.dir_lock import DirLock
 from ..storage.durable_file import fsync_dir
 from ..storage.fd_limit import raise_open_file_limit
@@ -193,6 +193,8 @@ class Broker:
         if self._producer_states is not None:
             try:
                 self._producer_states.snapshot()  # bounds the next open's scan; the log is the truth
+            except DiskFullError as e:  # expected on a full disk: the next open scans further
+                logger.warning("snapshot of producer sequences not written: %s", e)
             except Exception:
                 logger.exception("snapshot of producer sequences in %s failed", self.path)
         thread = self._retention_thread

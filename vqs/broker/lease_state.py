@@ -18,6 +18,8 @@ A record's value is one operation on one or more messages::
                                                              first_received = received, count 1
     b"D" + n * offset u64                                    delete (ack, DLQ move, expiry)
     b"P" + below u64                                         purge: every offset < below deleted
+    b"E" + end u64 + nonce u64                               receipt epoch (below), written only
+                                                             when its snapshot finds the disk full
 
 An "L" entry is the whole state of that message's current delivery, so replay
 just keeps the last one. The snapshot is the whole in-memory state at state
@@ -33,7 +35,11 @@ offsets >= cursor already deleted (u64 each).
 receipt-handle epoch list of vqs.broker.queue.leases (``[[first offset, first
 nonce], ...]``): the queue appends an entry when it opens after a crash and
 writes a snapshot before it issues a handle, so the list is durable before it
-is relied on.
+is relied on. Where that snapshot finds the disk full (an open after a crash
+on a full disk), the queue writes the epoch as an "E" record to the state log
+instead, which has space reserved: replay forgets every state at offsets >=
+``end`` (as the snapshot would have), lowers ``low`` and ``cursor`` to ``end``
+and appends the epoch; the next snapshot folds it in.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ RUN = struct.Struct("<QQIqq")
 RUN_SIZE = RUN.size  # 36
 OP_DELETE = 0x44  # "D"
 OP_PURGE = 0x50  # "P"
+OP_EPOCH = 0x45  # "E"
+EPOCH = struct.Struct("<QQ")
 SNAPSHOT = "snapshot"
 PENDING_BYTES = 512 << 10  # buffered=True: push past this many bytes
 
@@ -112,6 +120,7 @@ class RecoveredState:
         self.deleted_ahead: set[int] = set()
         self.replayed_records = 0
         self.max_nonce = 0  # the largest nonce of a recovered lease
+        self.epochs: list[tuple[int, int]] = []  # the snapshot's, then "E" records'
 
 
 class LeaseStateStore:
@@ -182,6 +191,15 @@ class LeaseStateStore:
         """Write and fsync what is in the log (call push() first for the buffer)."""
         self.log.flush()
 
+    def write_epoch(self, end: int, nonce: int) -> None:
+        """Make the receipt epoch (``end``, ``nonce``) durable without a snapshot
+        (module doc): an "E" record, fsynced before this returns whatever the
+        flush policy. It needs no new space: the state log keeps
+        ``STATE_RESERVE_BYTES`` allocated ahead of its end."""
+        self.push()
+        self.log.append_batch([bytes([OP_EPOCH]) + EPOCH.pack(end, nonce)])
+        self.log.flush()
+
     # -------------------------------------------------------------- snapshot
 
     def write_snapshot(self, *, low: int, cursor: int, live: dict, deleted_ahead, now_ms: int) -> None:
@@ -224,6 +242,7 @@ class LeaseStateStore:
             st.low = meta["low"]
             st.cursor = meta["cursor"]
             self.epochs = [(int(o), int(n)) for o, n in meta.get("epochs", ())]
+            st.epochs = list(self.epochs)
             self.snapshot_offset = start = meta["state_offset"]
             blob = b.value(1)
             live = st.live
@@ -243,6 +262,7 @@ class LeaseStateStore:
                 self._apply(st, r.value)
             st.replayed_records += len(recs)
             off = recs[-1].offset + 1
+        self.epochs = st.epochs
         if st.live:
             st.max_nonce = max(e[0] for e in st.live.values())
         return st
@@ -275,10 +295,23 @@ class LeaseStateStore:
             st.deleted_ahead = {o for o in st.deleted_ahead if o >= below}
             st.low = max(st.low, below)
             st.cursor = max(st.cursor, below)
+        elif op == OP_EPOCH:
+            end, nonce = EPOCH.unpack_from(v, 1)
+            for o in [o for o in live if o >= end]:
+                del live[o]
+            st.deleted_ahead = {o for o in st.deleted_ahead if o < end}
+            st.low = min(st.low, end)
+            st.cursor = min(st.cursor, end)
+            st.epochs = [e for e in st.epochs if e[0] < end] + [(end, nonce)]
         else:
             raise CorruptRecordError(f"state log record with unknown operation {op:#x}")
 
     def close(self) -> None:
-        if not self.log.closed:
-            self.push()
-        self.log.close()
+        """Hand the buffered records to the log and close it; the log is closed (its
+        files and lock released) even when the push fails (a full disk), whose
+        error is raised then."""
+        try:
+            if not self.log.closed:
+                self.push()
+        finally:
+            self.log.close()

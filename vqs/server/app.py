@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
+from ..storage.log_throttle import Throttle
 from .context import ServerContext
 from .errors import APIError, rest_error
 from .lean import BodyTooLarge, LeanRoutes, capturing
@@ -70,10 +71,14 @@ SQS_HIT = ("sqs", None)
 _TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the lean routes)
 
 
+_disk_full_lines = Throttle(logger)
+
+
 def _log_request(method: str, path: str, status: int, seconds: float, error_body: list) -> None:
     """One line per request (``access_log``) or per refused one (any 4xx/5xx): the method,
     path (never the query string, which may carry SQS parameters), status and, for an
-    error, its code and message. 401/403/5xx at warning, other refusals at info."""
+    error, its code and message. 401/403/5xx at warning, other refusals at info. A refusal
+    for a full disk is logged once per path a minute (``left_out``: how many were not)."""
     fields = {"method": method, "path": path, "status": status, "ms": round(seconds * 1000, 3)}
     if status < 400:
         logger.info("request", extra={"vqs": fields})
@@ -81,11 +86,20 @@ def _log_request(method: str, path: str, status: int, seconds: float, error_body
     from .logs import error_summary
 
     summary = error_summary(error_body[0]) if error_body else ""
+    if status == 507 or (status == 503 and "disk is full" in summary):
+        # A full disk lasts while clients retry: a line per path a minute, with the count.
+        left_out = _disk_full_lines.due(path)
+        if left_out is None:
+            return
+        if left_out:
+            fields["left_out"] = left_out
     if summary:
         fields["error"] = summary
     level = logging.WARNING if status in (401, 403) or status >= 500 else logging.INFO
-    logger.log(level, "rejected", extra={"vqs": fields,
-                                         "text": f"rejected {status} {method} {path}" + (f" {summary}" if summary else "")})
+    text = f"rejected {status} {method} {path}" + (f" {summary}" if summary else "")
+    if "left_out" in fields:
+        text += f" ({fields['left_out']} more like it since the last such line)"
+    logger.log(level, "rejected", extra={"vqs": fields, "text": text})
 
 
 class VQSMiddleware:

@@ -22,8 +22,10 @@ import logging
 import re
 
 from .. import errors as E
+from ..storage.log_throttle import Throttle
 
 logger = logging.getLogger("vqs.server")
+_lasting = Throttle(logger)  # a full disk or a failed log: a line a minute per file, not per request
 
 
 class APIError(Exception):
@@ -90,7 +92,10 @@ def client_message(exc: E.VQSError) -> str:
                 f"{exc.start_offset}..{exc.end_offset} (start..end)")
     if isinstance(exc, E.QueueError) or _lookup(_REQUEST_ERRORS, exc) is not None:
         return str(exc)
-    logger.error("%s: %s", type(exc).__name__, exc)
+    if isinstance(exc, (E.DiskFullError, E.LogFailedError)):  # lasting: every write meets it
+        _lasting.warn(f"{type(exc).__name__}:{exc.path}", "%s: %s", type(exc).__name__, exc)
+    else:
+        logger.error("%s: %s", type(exc).__name__, exc)
     hit = _lookup(_SERVER_ERRORS, exc)
     return hit[2] if hit is not None else _UNEXPECTED
 

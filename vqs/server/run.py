@@ -36,7 +36,7 @@ from typing import NoReturn
 
 import typer
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DiskFullError
 from .settings import Settings, load_settings
 
 logger = logging.getLogger("vqs.server")
@@ -146,6 +146,7 @@ def serve(settings: Settings) -> None:
             grpc_front.join()
         raise
     kafka = None
+    close_failed = False
     try:
         if kafka_sock is not None:
             from .kafka import KafkaListener
@@ -158,8 +159,16 @@ def serve(settings: Settings) -> None:
             kafka.stop()
         if grpc_front is not None:  # its calls end before the broker closes
             grpc_front.join()
-        broker.close()
-        logger.info("closed", extra={"vqs": {"data_dir": broker.path}})
+        try:
+            broker.close()  # always releases the data directory, then raises what it could not write
+        except DiskFullError as e:
+            logger.error("closed %s, but writes it had accepted found the disk full: %s", broker.path, e,
+                         extra={"vqs": {"data_dir": broker.path, "exit_code": 1}})
+            close_failed = True
+        else:
+            logger.info("closed", extra={"vqs": {"data_dir": broker.path}})
+    if close_failed:
+        raise SystemExit(1)  # one line above, not a traceback
 
 
 def _cannot_start(fmt: str, message: str, code: int) -> NoReturn:

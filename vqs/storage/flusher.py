@@ -17,8 +17,10 @@ import time
 import weakref
 
 from ..errors import DiskFullError
+from .log_throttle import Throttle
 
 logger = logging.getLogger("vqs.storage")
+_full = Throttle(logger)  # a full disk meets every tick of every log: a line a minute per file
 
 
 class Flusher:
@@ -74,7 +76,7 @@ class Flusher:
             try:
                 again = target._flush_tick()
             except DiskFullError as e:  # not a failure: the buffered writes wait for space
-                logger.warning("background flush waits for disk space: %s", e)
+                _full.warn(e.path or "", "background flush waits for disk space: %s", e)
                 again = True
             except Exception:  # the log stores the error and refuses writes; keep serving others
                 logger.exception("background flush failed")

@@ -23,8 +23,10 @@ import weakref
 
 from ..errors import DiskFullError, LogFailedError
 from .log_dir import write_checkpoint
+from .log_throttle import Throttle
 
 logger = logging.getLogger("vqs.storage")
+_full = Throttle(logger)  # a checkpoint that waits for space is retried every flush tick
 
 
 class SealJob:
@@ -65,10 +67,11 @@ class LogDurability:
         then validates more) and False is returned."""
         try:
             self._write_checkpoint(recovery_point, from_flusher)
-            return True
         except DiskFullError:
-            logger.warning("%s: checkpoint not written, the disk is full", self.path)
+            _full.warn(self.path, "%s: checkpoint not written, the disk is full", self.path)
             return False
+        _full.clear(self.path, "%s: checkpoint written again", self.path)
+        return True
 
     def _sync_locked(self, active: bool = True) -> None:
         """Fsync the segments sealed since the last sync, then (``active``) write

@@ -10,8 +10,8 @@ Invariants:
   the room the setting keeps serves checkpoints, deletes and close;
 - free space is read (``statvfs``) only when the bytes accepted since the last
   reading could have used up the margin it found (``_free_budget``), or once
-  MIN_FREE_CHECK_S passed (the batch write zeroes the margin then): one
-  subtraction per append;
+  MIN_FREE_CHECK_S passed (other logs on the filesystem use the margin too):
+  a subtraction and a clock read per append;
 - a log with ``min_free_bytes`` keeps ``_blocked`` set, so the append hot
   path (which tests only ``_blocked``) costs nothing more without it; a
   refusal sets ``_low_space``, and the next append reads free space again and
@@ -84,11 +84,13 @@ class LogSpace:
     def _admit_bytes(self, nbytes: int) -> None:
         """min_free_bytes, when an append is accepted: what was accepted is
         written even under the limit (it is the room kept for that, and for
-        deletes). A subtraction per append; statvfs only when the margin found
-        last time is used up, or once MIN_FREE_CHECK_S passed (a batch write
-        then zeroes the margin)."""
+        deletes). A subtraction and a clock read per append; statvfs only when
+        the margin found last time is used up, or once MIN_FREE_CHECK_S passed."""
         b = self._free_budget - nbytes
-        if b > 0:
+        # The clock too: the margin is this log's view of a filesystem that other
+        # logs fill meanwhile; an idle log's old margin would let it write into the
+        # room the setting keeps.
+        if b > 0 and time.monotonic() < self._free_check_at:
             self._free_budget = b
         else:
             self._check_free_space(nbytes, self._active.log_path)

@@ -82,7 +82,7 @@ from .leases import INFLIGHT, LeaseTable
 from .maintenance import COMPACT_BYTES, Maintenance
 from .message import Message
 from .peek import Peek
-from .recovery import recover_leases, start_nonces, was_closed_cleanly
+from .recovery import recover_leases, start_nonces, was_closed_cleanly, write_epoch_record
 from .redrive import Redrive
 from .send_buffer import SendBuffer
 from .settings import QueueSettings, StoredQueue
@@ -194,7 +194,13 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._reclaim_next = low + 16
         self._recovered(cursor, ahead, now)
         if dirty:
-            self._compact_locked(now)
+            try:
+                self._compact_locked(now)
+            except DiskFullError:
+                # An open after a crash on a full disk: the state log (space reserved)
+                # takes the epoch instead, durable before any handle; the snapshot waits.
+                write_epoch_record(state, self._leases, log.end_offset, st.max_nonce)
+                self._state_bytes = COMPACT_BYTES // 2  # the periodic snapshot tries again
 
     # ------------------------------------------------- buffered sends, flushing
 

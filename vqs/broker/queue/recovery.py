@@ -16,7 +16,10 @@ the state log can never apply it to the new messages that will reuse them.
 Received messages can be lost the same way, and their receipt handles must
 not act on those new messages: an open after a crash begins a receipt epoch
 (``start_nonces``; vqs.broker.queue.leases), written by that same compaction
-before the queue issues a handle.
+before the queue issues a handle. On a full disk that snapshot cannot be
+written: the epoch goes to the state log as an "E" record instead
+(``write_epoch_record``), which also forgets, at replay, the state of the
+offsets the crash lost, as the snapshot would have.
 """
 
 from __future__ import annotations
@@ -86,3 +89,17 @@ def start_nonces(st: RecoveredState, store: LeaseStateStore, leases: LeaseTable,
     store.epochs = eps
     leases.start(st.max_nonce, eps)
     return True
+
+
+def write_epoch_record(store: LeaseStateStore, leases: LeaseTable, end: int, max_nonce: int) -> None:
+    """The open's snapshot found the disk full: make its receipt epoch durable as
+    an "E" record of the state log (vqs.broker.lease_state), which also drops at
+    replay every state at offsets >= ``end``. A clean open whose state was dirty
+    (no epoch of its own) begins one at ``end`` here: harmless, no handle of an
+    offset >= ``end`` was issued by a live message."""
+    eps = store.epochs
+    if not eps or eps[-1][0] != end:
+        eps = [e for e in eps if e[0] < end] + [(end, leases.nonce)]
+        store.epochs = eps
+        leases.start(max_nonce, eps)
+    store.write_epoch(*eps[-1])

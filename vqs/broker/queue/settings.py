@@ -19,7 +19,7 @@ import os
 import secrets
 from collections.abc import Iterable
 
-from ...errors import InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue
+from ...errors import DiskFullError, InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue
 from ...storage.durable_file import atomic_write
 from .. import queue_meta
 from ..queue_config import (
@@ -213,10 +213,22 @@ class QueueSettings:
             changes = {**changes, "sqs_managed_sse_enabled": False}  # SSE-KMS replaces SSE-SQS
         new = cfg.updated(changes)
         with self._lock:
+            old = (self.config, self.modified_ms)
             self.config = new
             self.modified_ms = self._now_ms()
+            try:
+                self._save_files()
+            except DiskFullError:
+                # Refused (a full disk): the queue keeps its settings, in memory as on disk
+                # (queue.json may have been replaced before queue.meta failed: put it back,
+                # in the page the replaced file gave back).
+                self.config, self.modified_ms = old
+                try:
+                    self._save_files()
+                except DiskFullError:
+                    pass
+                raise
             self._apply_config_cache()
-            self._save_files()
             if self._waiting:
                 self._cond.notify_all()
 

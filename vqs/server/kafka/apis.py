@@ -258,7 +258,12 @@ async def init_producer_id(ctx, conn, v, r):
     w = Writer().int32(0)
     if txn is not None:
         return bytes(w.int16(K.INVALID_REQUEST).int64(-1).int16(-1).b)  # no transactions
-    pid, epoch = await ctx.blocking(ctx.broker.producer_states.new_producer)
+    try:
+        pid, epoch = await ctx.blocking(ctx.broker.producer_states.new_producer)
+    except E.DiskFullError:
+        # A new block of producer ids could not be written: what Kafka answers while no
+        # id block is available (KIP-730); every client retries it (librdkafka, Java).
+        return bytes(w.int16(K.COORDINATOR_LOAD_IN_PROGRESS).int64(-1).int16(-1).b)
     return bytes(w.int16(K.NONE).int64(pid).int16(epoch).b)
 
 

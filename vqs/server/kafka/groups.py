@@ -158,8 +158,12 @@ async def offset_commit(ctx, conn, v, r):
         try:
             await ctx.blocking(broker.commit_offsets, group, good)
         except E.VQSError as e:
+            # A full disk (a group's first commit has no spare offsets file yet): retriable
+            # for every client, as Kafka's own storage errors on commit are (KAFKA_STORAGE_ERROR
+            # on OffsetCommit fails a librdkafka or Java commit for good).
+            code = K.COORDINATOR_LOAD_IN_PROGRESS if isinstance(e, E.DiskFullError) else K.code_for(e)
             for k in good:
-                codes[k] = K.code_for(e)
+                codes[k] = code
     w = Writer()
     if v >= 3:
         w.int32(0)

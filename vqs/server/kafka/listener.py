@@ -219,6 +219,10 @@ class KafkaListener:
         self._conns.add(task)
         try:
             await Connection(self.ctx, reader, writer, writer.get_extra_info("peername")).serve()
+        except asyncio.CancelledError:
+            # Shutdown cancels open connections. Ending normally: Python 3.11's stream
+            # callback calls task.exception() on a cancelled task and logs a traceback.
+            pass
         finally:
             self._conns.discard(task)
 
