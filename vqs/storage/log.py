@@ -28,6 +28,8 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
 - log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``;
+- log_repair.py: damage a read finds after open (``repair``; ``skip``
+  quarantines it at once);
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
   quarantine); readonly_tail.py: following a log another process owns.
@@ -93,6 +95,7 @@ from .group_commit import GroupCommit
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, clean_marker_bytes, load_gaps, read_checkpoint
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
+from .log_repair import LogRepair
 from .log_space import LogSpace
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
@@ -133,7 +136,7 @@ def _as_bytes(v, what: str) -> bytes:
     raise TypeError(f"{what} must be bytes-like, not {type(v).__name__}")
 
 
-class Log(LogReads, LogDurability, LogSpace):
+class Log(LogReads, LogDurability, LogSpace, LogRepair):
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory

@@ -180,8 +180,18 @@ class LogReads:
         return run
 
     def _batches_at(self, seg: Segment, offset: int, max_bytes: int, hint=None, mapped: bool = False):
-        batches, next_pos, stepped = batches_at(seg, offset, max_bytes, hint, skip=self.recovery == "skip",
-                                                mapped=mapped)
+        skip = self.recovery == "skip"
+        if skip and not self.readonly:
+            # The owner quarantines damage a read meets (log_repair.py), once,
+            # and reads on; only if that cannot be done is it stepped over below.
+            for _ in range(3):
+                try:
+                    return batches_at(seg, offset, max_bytes, hint, mapped=mapped)[:2]
+                except CorruptRecordError:
+                    if not self._quarantine_found(seg):
+                        break
+                    hint = None
+        batches, next_pos, stepped = batches_at(seg, offset, max_bytes, hint, skip=skip, mapped=mapped)
         if stepped:
             self.quarantined_batches += 1
         return batches, next_pos

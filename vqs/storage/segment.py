@@ -680,10 +680,12 @@ class Segment:
         self.next_offset = next_off
         return valid, next_off, valid, resync
 
-    def excise(self, start: int, stop: int, quarantine_dir: str, gap_from: int) -> None:
+    def excise(self, start: int, stop: int, quarantine_dir: str, gap_from: int, gap_to: int | None = None) -> None:
         """Remove bytes [start, stop) (a corrupt batch) from the log file: they are
         copied to ``quarantine_dir`` first, then the segment is rewritten without
-        them (temp file, fsync, rename, fsync dir). The offsets they held become a gap."""
+        them (temp file, fsync, rename, fsync dir). The offsets they held become a
+        gap, up to the batch at ``stop`` (or ``gap_to``: the next segment's base,
+        when the damage runs to the end of a sealed segment)."""
         from .durable_file import atomic_write, fsync_dir
 
         os.makedirs(quarantine_dir, exist_ok=True)
@@ -691,7 +693,8 @@ class Segment:
         # The offsets [gap_from, gap_to) are lost; the name records the gap so that
         # later scans accept exactly this discontinuity and no other.
         after = verify_batch(self.pread(stop, 64 << 20), 0) if stop < self.size else None
-        gap_to = after.base_offset if after is not None else None
+        if after is not None:
+            gap_to = after.base_offset
         qname = f"{segment_name(self.base_offset)}-{start}-{gap_from}-{gap_to if gap_to is not None else 'end'}.bad"
         atomic_write(os.path.join(quarantine_dir, qname), bad)
         if gap_to is not None:
