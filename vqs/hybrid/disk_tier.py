@@ -409,7 +409,7 @@ class DiskTier:
             return 0
         if not self.durable:
             # the consumed position so far (a crash redelivers at most this chunk)
-            self._ckpt.write(self._read_off, end, self._disk_bytes)
+            self._ckpt_write_if_room()
         loads = self._loads
         zero_copy = self.serializer.accepts_buffers
         cache, csz = self._cache, self._csz
@@ -503,7 +503,7 @@ class DiskTier:
         self._truncated_items += lost
         self._disk_bytes = sum(self._csz) + self._scan_bytes(self._disk_next, cut)
         if not self.durable:
-            self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+            self._ckpt_write_if_room()
         if self._unfinished == 0:
             self._all_done.notify_all()
 
@@ -526,9 +526,18 @@ class DiskTier:
         self._reclaim_left = self._reclaim_every
         if self._read_off > self._log.start_offset:
             if not self.durable:
-                self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+                self._ckpt_write_if_room()
             return self._log.delete_before(self._read_off)
         return 0
+
+    def _ckpt_write_if_room(self) -> None:
+        """Non-durable: checkpoint the consumed position, unless the disk is full
+        (copy-on-write: checkpoint.py); the older checkpoint stays valid, a
+        crash then redelivers more, as at-least-once allows."""
+        try:
+            self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+        except DiskFullError:
+            self._disk_full_errors += 1
 
     # ----------------------------------------------------------------- close
 

@@ -359,6 +359,8 @@ class HybridQueue(DiskTier):
 
     def _take_locked(self, n: int) -> list:
         """Remove up to ``n`` items from the head (at least one must exist)."""
+        if self.durable and self._end != self._read_off:
+            return self._take_durable_locked(n)
         out: list = []
         if self._end != self._read_off:
             if self._closed:
@@ -380,11 +382,6 @@ class HybridQueue(DiskTier):
                 self._disk_bytes -= taken
                 self._cache_bytes -= taken
                 self._reclaim_left -= taken
-            if self.durable:
-                self._ckpt.write(self._read_off, self._end, self._disk_bytes)
-                if self._ckpt_fsync_s and _monotonic() - self._last_sync >= self._ckpt_fsync_s:
-                    self._ckpt.sync()
-                    self._last_sync = _monotonic()
             if self._reclaim_left < 0:
                 self._reclaim_locked()
         if len(out) < n:
@@ -398,6 +395,36 @@ class HybridQueue(DiskTier):
                     freed += sizeof(item)
                     out.append(item)
                 self._mem_bytes = self._mem_bytes - freed if mem else 0
+        if self._putters:
+            self._not_full.notify(len(out))
+        return out
+
+    def _take_durable_locked(self, n: int) -> list:
+        """durable=True: the consumed position is recorded (one pwrite) before
+        the items leave the queue; where that finds no space (a copy-on-write
+        filesystem under a spent quota: checkpoint.py) DiskFullError is raised
+        and nothing is taken."""
+        if self._closed:
+            raise LogClosedError(f"HybridQueue {self.path} is closed")
+        cache, csz = self._cache, self._csz
+        while len(cache) < n and self._disk_next < self._end:
+            if not self._refill_locked(n - len(cache)):
+                break
+        m = min(n, len(cache))
+        taken = sum(islice(csz, m))
+        self._ckpt.write(self._read_off + m, self._end, self._disk_bytes - taken)
+        out = [cache.popleft() for _ in range(m)]
+        for _ in range(m):
+            csz.popleft()
+        self._read_off += m
+        self._disk_bytes -= taken
+        self._cache_bytes -= taken
+        self._reclaim_left -= taken
+        if self._ckpt_fsync_s and _monotonic() - self._last_sync >= self._ckpt_fsync_s:
+            self._ckpt.sync()
+            self._last_sync = _monotonic()
+        if self._reclaim_left < 0:
+            self._reclaim_locked()
         if self._putters:
             self._not_full.notify(len(out))
         return out

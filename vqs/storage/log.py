@@ -577,15 +577,18 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
         except OSError as e:
             # Cut any partial write so the file ends at a batch boundary again.
             try:
-                h = seg.handle()
-                os.ftruncate(h.fd, seg.size)
-            except OSError:
-                self._failed = e
-                self._blocked = True
+                seg.cut_pending = True
+                seg.cut_tail()
+            except OSError as cut:
+                if cut.errno not in DISK_FULL:
+                    self._failed = e
+                    self._blocked = True
+                # else (btrfs under a quota refuses even this): cut before the next write
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed.
-                self._space_short = self._blocked = True
+                self._space_short = e.errno  # (truthy) EDQUOT: statvfs cannot see it (log_space.py)
+                self._blocked = True
                 if self.on_disk_short is not None:
                     self.on_disk_short()
                 err = DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
@@ -593,7 +596,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
                 # The error may be kept (queue.Full's cause): its traceback must
                 # not pin the segment, whose space a later reclaim frees.
                 e.__traceback__ = None
-                seg = h = None
+                seg = None
                 raise err from e
             # Any other error (EIO: a failing device) latches, as a failed fsync
             # does: what the kernel kept of the write cannot be trusted.
@@ -673,8 +676,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
             # once it is worth reclaiming: rolling costs fsyncs, and a queue that
             # drains often would otherwise roll on every drain. Writes that find
             # no space make it worth it at any size: the space is what they need.
-            if offset >= self._written_end and self._active.size > 0 and (
+            if offset >= self._written_end and self._active.size > 0 and not self._active.cut_pending and (
                     self._active.size >= self.segment_bytes // 4 or self._space_short or self._low_space):
+                # (cut_pending: a failed write's bytes the full disk does not let
+                # us cut yet; sealing would need that cut, segment.py)
                 self._roll_locked()
             n = 0
             while len(self._segments) > 1 and self._base_offsets[1] <= offset:
@@ -765,11 +770,21 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
                     for seg in self._unsynced:
                         seg.sync()
                     self._unsynced = []
-                    self._active.seal()
+                    sealed = True
+                    try:
+                        self._active.seal()
+                    except OSError as e:
+                        # no space for a cut a failed write left pending (segment.py,
+                        # cut_pending): no clean marker, the next open recovers (a torn tail)
+                        if e.errno not in DISK_FULL:
+                            raise
+                        sealed = False
+                        full = full or DiskFullError(f"closing {self._active.log_path}: the disk is full "
+                                                     f"({e.strerror})", path=self._active.log_path)
                     self._durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
-                    if self._try_checkpoint(self._written_end):
+                    if self._try_checkpoint(self._written_end) and sealed:
                         atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
                             self._active, self._checkpoint_recovery_point, self._start_offset))
             finally:

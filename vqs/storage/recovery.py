@@ -213,8 +213,7 @@ class LogLoader:
                     logger.warning("%s: unsynced segment ended torn; deleting the %d segments after it",
                                    seg.log_path, len(segs) - i - 1)
                     self._drop_after(i)
-                seg.truncate(bad)
-                seg.sync()
+                seg.truncate(bad, may_defer=True)  # on a full disk: cut before the next append
                 expected = seg.next_offset
                 i += 1
                 continue
@@ -243,5 +242,7 @@ class LogLoader:
             base = last.base_offset
             last.close()
             segs[-1] = self.make_segment(base, active=True)
-            segs[-1].recover(expected if len(segs) == 1 else base)
+            bad = segs[-1].recover(expected if len(segs) == 1 else base)[2]
+            if bad is not None:  # a cut the full disk deferred (Segment.truncate)
+                segs[-1].truncate(bad, may_defer=True)
         fsync_dir(self.path)
