@@ -136,7 +136,6 @@ class DiskTier:
     _holes: list
     _hole_items: int
     _repairing: int
-    _truncated_items: int
     recovery: str
 
     # ------------------------------------------------------------------ open
@@ -500,7 +499,6 @@ class DiskTier:
         self._disk_next = min(self._disk_next, cut)
         self._end = cut
         self._unfinished -= lost
-        self._truncated_items += lost
         self._disk_bytes = sum(self._csz) + self._scan_bytes(self._disk_next, cut)
         if not self.durable:
             self._ckpt_write_if_room()

@@ -202,7 +202,6 @@ class HybridQueue(DiskTier):
         self._holes: list = []          # [from, to): offsets recovery="skip" removed (ahead of read_off)
         self._hole_items = 0            # their total
         self._repairing = 0             # recovery="truncate" cutting the log: durable puts wait
-        self._truncated_items = 0       # items recovery="truncate" dropped after open
         self.recovery = recovery
         self._latency = LatencyHistograms() if latency_histograms else None
         if self._latency is not None:

@@ -27,9 +27,7 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
   ``offset_for_time``); segment_reads.py: lookups within one segment;
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
-- log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``;
-- log_repair.py: damage a read finds after open (``repair``; ``skip``
-  quarantines it at once);
+- log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
   quarantine); readonly_tail.py: following a log another process owns.
@@ -580,15 +578,13 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
                 seg.cut_pending = True
                 seg.cut_tail()
             except OSError as cut:
-                if cut.errno not in DISK_FULL:
+                if cut.errno not in DISK_FULL:  # (no space even to cut: before the next write)
                     self._failed = e
                     self._blocked = True
-                # else (btrfs under a quota refuses even this): cut before the next write
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed.
-                self._space_short = e.errno  # (truthy) EDQUOT: statvfs cannot see it (log_space.py)
-                self._blocked = True
+                self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
                 if self.on_disk_short is not None:
                     self.on_disk_short()
                 err = DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
@@ -678,9 +674,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
             # no space make it worth it at any size: the space is what they need.
             if offset >= self._written_end and self._active.size > 0 and not self._active.cut_pending and (
                     self._active.size >= self.segment_bytes // 4 or self._space_short or self._low_space):
-                # (cut_pending: a failed write's bytes the full disk does not let
-                # us cut yet; sealing would need that cut, segment.py)
-                self._roll_locked()
+                self._roll_locked()  # (not with a cut pending: sealing needs it, segment.py)
             n = 0
             while len(self._segments) > 1 and self._base_offsets[1] <= offset:
                 self._delete_first_locked()
@@ -770,21 +764,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
                     for seg in self._unsynced:
                         seg.sync()
                     self._unsynced = []
-                    sealed = True
-                    try:
-                        self._active.seal()
-                    except OSError as e:
-                        # no space for a cut a failed write left pending (segment.py,
-                        # cut_pending): no clean marker, the next open recovers (a torn tail)
-                        if e.errno not in DISK_FULL:
-                            raise
-                        sealed = False
-                        full = full or DiskFullError(f"closing {self._active.log_path}: the disk is full "
-                                                     f"({e.strerror})", path=self._active.log_path)
+                    unsealed = self._seal_for_close()
+                    full = full or unsealed
                     self._durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
-                    if self._try_checkpoint(self._written_end) and sealed:
+                    if self._try_checkpoint(self._written_end) and unsealed is None:
                         atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
                             self._active, self._checkpoint_recovery_point, self._start_offset))
             finally:

@@ -41,27 +41,24 @@ import threading
 #: statfs f_type of filesystems where a store into a preallocated mapping
 #: rewrites the block in place (needs no new space): tmpfs, ext2/3/4, XFS, overlayfs.
 _IN_PLACE_FS = frozenset({0x01021994, 0xEF53, 0x58465342, 0x794C7630})
-_fs_in_place: dict[int, bool] = {}  # st_dev -> answer
 _libc = None
 
 
-def stores_in_place(path: str, st_dev: int) -> bool:
+def stores_in_place(path: str) -> bool:
     """Whether stores into a preallocated mapping of a file in ``path``'s
-    filesystem need no new space (module doc). False when unknown."""
-    found = _fs_in_place.get(st_dev)
-    if found is None:
-        global _libc
-        found = False
-        try:
-            if _libc is None:
-                _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-            buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
-            if _libc.statfs(os.fsencode(path), buf) == 0:
-                found = ctypes.c_long.from_buffer(buf).value in _IN_PLACE_FS
-        except (OSError, AttributeError, TypeError):
-            pass
-        _fs_in_place[st_dev] = found
-    return found
+    filesystem need no new space (module doc). False when unknown. One
+    ``statfs`` per writable index opened (not cached: a device number is
+    reused by the next mount once a filesystem is unmounted)."""
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
+        if _libc.statfs(os.fsencode(path), buf) == 0:
+            return ctypes.c_long.from_buffer(buf).value in _IN_PLACE_FS
+    except (OSError, AttributeError, TypeError):
+        pass
+    return False
 
 
 class MappedIndex:
@@ -121,7 +118,7 @@ class MappedIndex:
             if size >= self.entry_size:
                 if not writable:
                     self._mm = os.pread(fd, size - size % self.entry_size, 0)
-                elif stores_in_place(os.path.dirname(path) or ".", os.fstat(fd).st_dev):
+                elif stores_in_place(os.path.dirname(path) or "."):
                     prot = mmap.PROT_READ | mmap.PROT_WRITE
                     self._mm = mmap.mmap(fd, size - size % self.entry_size, mmap.MAP_SHARED, prot)
                 else:
