@@ -417,8 +417,10 @@ class DiskTier:
             try:
                 batches = self._log.read_batches(off, max_bytes=READAHEAD_BYTES)
             except CorruptRecordError as e:
-                if self.recovery != "truncate" or added:
-                    raise  # (a refill that read some: those are handed out, the next one repairs)
+                if added:
+                    break  # hand out what was read; the next refill meets the damage
+                if self.recovery != "truncate":
+                    raise
                 self._truncate_at_locked(e)
                 off, end = self._disk_next, self._end
                 continue
