@@ -7,7 +7,7 @@
 # Each creates .venv if it is missing and installs what it needs into it (one
 # stamp per extra, all keyed by pyproject.toml: targets share the one .venv).
 # Run as root with apt-get, they install the system packages that are missing:
-# Java for Spark (openjdk-17-jdk-headless, else -21-), kcat, Chromium and python3-venv where
+# Java for Spark (openjdk-17-jdk-headless, else -21-), kcat, Chromium, btrfs-progs and python3-venv where
 # Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
@@ -17,7 +17,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser clean spark-jar
+.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs clean spark-jar
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -103,12 +103,23 @@ browser:
 	$(call apt_tool,command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1,chromium chromium-driver,Chromium for the console tests,\
 	  echo "note: chromium/chromedriver missing: the console's browser tests will skip (sudo apt-get install chromium chromium-driver)")
 
+# btrfs-progs for the disk-quota tests (a btrfs subvolume under a quota group: a real
+# EDQUOT; tests/conftest.py). Without it (not root) those tests skip, saying why.
+btrfs:
+	@command -v mkfs.btrfs >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing btrfs-progs for the disk-quota tests (apt-get install btrfs-progs)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq btrfs-progs; \
+	  else \
+	    echo "note: mkfs.btrfs missing: the disk-quota (EDQUOT) tests will skip (sudo apt-get install btrfs-progs)"; \
+	  fi; }
+
 # kcat (a Kafka command-line client) for the Kafka listener's tests and docs/kafka.md.
 kcat:
 	$(call apt_tool,command -v kcat >/dev/null 2>&1,kcat,kcat,\
 	  echo "The Kafka tests use kcat and it is not on PATH: sudo apt-get install kcat (brew install kcat)"; exit 1)
 
-test: java kcat browser lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
+test: java kcat browser btrfs lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
 	@echo "==> running the tests (about 13 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import itertools
 import os
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -40,7 +44,10 @@ class SmallDisk:
 
     def fill_rest(self) -> None:
         """Use up whatever space is left (a second filler file)."""
-        fd = os.open(self.filler + "2", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fd = os.open(self.filler + "2", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError:
+            return  # not even a new file fits (btrfs under a quota): full already
         try:
             while os.write(fd, b"\0" * 4096):
                 pass
@@ -57,7 +64,10 @@ class SmallDisk:
     def is_full(self) -> bool:
         """Whether 64 KiB more cannot be written (the probe file is removed)."""
         probe = os.path.join(self.path, "probe")
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError:
+            return True
         try:
             os.write(fd, b"\0" * (64 << 10))
             return False
@@ -68,12 +78,9 @@ class SmallDisk:
             os.unlink(probe)
 
 
-@pytest.fixture
-def small_disk(tmp_path):
+def _tmpfs(tmp_path):
     """A 3 MiB tmpfs at ``tmp_path/disk`` (root only: skipped with the reason
-    otherwise); always unmounted afterwards."""
-    import subprocess
-
+    otherwise); always unmounted afterwards. Full means ENOSPC."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
     mnt = tmp_path / "disk"
@@ -89,3 +96,116 @@ def small_disk(tmp_path):
         if r.returncode != 0:  # something kept a file open: lazy unmount, and fail the test
             subprocess.run(["umount", "-l", str(mnt)])
             pytest.fail(f"{mnt} was busy at unmount (a file left open): {r.stderr.strip()}")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MiB tmpfs (``_tmpfs``): a real full filesystem, ENOSPC."""
+    yield from _tmpfs(tmp_path)
+
+
+class QuotaDisk(SmallDisk):
+    """A btrfs subvolume limited to 3 MiB by a quota group (``btrfs qgroup
+    limit``): writes past the limit fail with EDQUOT, a real one, at write().
+    ``free()`` deletes the fillers and raises the limit to 4 MiB more (the
+    quota is what a user would raise)."""
+
+    errno = errno.EDQUOT
+
+    def __init__(self, path: str, mnt: str):
+        super().__init__(path)
+        self.mnt = mnt
+
+    def free(self) -> None:
+        super().free()
+        # the fillers' space comes back at the transaction commit; changing the
+        # limit itself needs a little of it (it can fail with EDQUOT before)
+        for attempt in range(5):
+            _run_ok(["btrfs", "filesystem", "sync", self.mnt])
+            try:
+                _run_ok(["btrfs", "qgroup", "limit", "7M", self.path])
+                return
+            except RuntimeError:
+                if attempt == 4:
+                    raise
+
+
+class _TmpfsDisk(SmallDisk):
+    errno = errno.ENOSPC
+
+
+def _run_ok(cmd: list[str]) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip() or r.returncode}")
+
+
+def _unavailable(reason: str):
+    """Skip with the reason; in CI (root, CI=true) these tests must run: fail."""
+    if os.environ.get("CI") == "true" and os.geteuid() == 0:
+        pytest.fail(f"CI runs the quota tests: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def btrfs_quota_fs(tmp_path_factory):
+    """One 200 MiB btrfs filesystem (a loop-mounted image, quotas enabled) for
+    the whole run; tests get a fresh limited subvolume each (``quota_disk``).
+    Unmounting frees the loop device (``mount -o loop`` sets autoclear)."""
+    if os.geteuid() != 0:
+        _unavailable("a btrfs loop mount needs root")
+    for tool in ("mkfs.btrfs", "btrfs", "losetup"):
+        if shutil.which(tool) is None:
+            _unavailable(f"{tool} is missing (make test installs btrfs-progs as root)")
+    d = tmp_path_factory.mktemp("btrfs")
+    img, mnt = d / "fs.img", d / "mnt"
+    mnt.mkdir()
+    with open(img, "wb") as f:
+        f.truncate(200 << 20)
+    try:
+        _run_ok(["mkfs.btrfs", "-q", str(img)])
+        _run_ok(["mount", "-o", "loop", str(img), str(mnt)])
+    except RuntimeError as e:
+        _unavailable(f"cannot mount a btrfs image here: {e}")
+    try:
+        _run_ok(["btrfs", "quota", "enable", str(mnt)])
+        yield str(mnt)
+    finally:
+        r = subprocess.run(["umount", str(mnt)], capture_output=True, text=True)
+        if r.returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)])
+        loops = subprocess.run(["losetup", "-j", str(img)], capture_output=True, text=True).stdout.strip()
+        img.unlink()
+        assert r.returncode == 0 and not loops, f"{mnt}: umount {r.stderr.strip()!r}, loop left: {loops!r}"
+
+
+_subvolumes = itertools.count()
+
+
+@pytest.fixture
+def quota_disk(btrfs_quota_fs):
+    """A btrfs subvolume limited to 3 MiB (``QuotaDisk``): full means EDQUOT.
+    Deleted afterwards; a file left open under it fails the test."""
+    sv = os.path.join(btrfs_quota_fs, f"sv{next(_subvolumes)}")
+    _run_ok(["btrfs", "subvolume", "create", sv])
+    _run_ok(["btrfs", "qgroup", "limit", "3M", sv])
+    try:
+        yield QuotaDisk(sv, btrfs_quota_fs)
+    finally:
+        held = [p for p in (os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd"))
+                if p.startswith(sv + os.sep)]
+        _run_ok(["btrfs", "subvolume", "delete", sv])
+        assert not held, f"files left open under {sv}: {held}"
+
+
+@pytest.fixture(params=["tmpfs-ENOSPC", "btrfs-EDQUOT"])
+def full_disk(request, tmp_path):
+    """A small real filesystem that fills up, once per way a disk is full: a
+    3 MiB tmpfs (ENOSPC) and a btrfs subvolume under a 3 MiB quota (EDQUOT).
+    Same interface as ``small_disk``; ``errno`` is the error a write meets."""
+    if request.param.startswith("btrfs"):
+        yield request.getfixturevalue("quota_disk")
+        return
+    for disk in _tmpfs(tmp_path):
+        disk.__class__ = _TmpfsDisk
+        yield disk

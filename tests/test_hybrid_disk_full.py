@@ -1,4 +1,5 @@
-"""HybridQueue on a real full filesystem (a 3 MiB tmpfs, tests/conftest.py):
+"""HybridQueue on a real full filesystem (a 3 MiB tmpfs, tests/conftest.py;
+the first test also under a 3 MiB btrfs quota, EDQUOT):
 when the disk tier finds no space, ``put(block=False)`` raises ``queue.Full``
 (its cause the DiskFullError naming the file) and ``put(block=True,
 timeout=...)`` waits, going on once space is freed or raising ``queue.Full`` at
@@ -7,6 +8,7 @@ reorders nothing; a full queue reopens on the full disk and drains."""
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import queue
@@ -20,8 +22,9 @@ from vqs.hybrid import HybridQueue
 ITEM = b"i" * 1000
 
 
-def _fill_with_puts(q, start=0) -> int:
-    """put_nowait until the disk tier is full; return the next item number."""
+def _fill_with_puts(q, start=0, errors: list | None = None) -> int:
+    """put_nowait until the disk tier is full; return the next item number
+    (``errors`` gets the OSError the write met)."""
     i = start
     with pytest.raises(queue.Full) as ei:
         while True:
@@ -29,6 +32,8 @@ def _fill_with_puts(q, start=0) -> int:
             i += 1
     assert isinstance(ei.value.__cause__, DiskFullError)
     assert ei.value.__cause__.path.startswith(q.path)
+    if errors is not None:
+        errors.append(ei.value.__cause__.__cause__)
     return i
 
 
@@ -42,14 +47,18 @@ def _drain(q) -> list:
 
 
 @pytest.mark.parametrize("durable", [False, True])
-def test_full_disk_tier_refuses_waits_serves_and_resumes(small_disk, durable):
-    small_disk.fill(1 << 20)
-    path = os.path.join(small_disk.path, "hq")
+def test_full_disk_tier_refuses_waits_serves_and_resumes(full_disk, durable):
+    if durable and full_disk.errno == errno.EDQUOT:
+        pytest.skip("durable gets under a spent btrfs quota refuse: test_durable_get_under_a_spent_quota")
+    full_disk.fill(1 << 20)
+    path = os.path.join(full_disk.path, "hq")
     q = HybridQueue(path, memory_items=50, durable=durable, segment_bytes=256 << 10)
     try:
-        n = _fill_with_puts(q)
+        errors: list = []
+        n = _fill_with_puts(q, errors=errors)
         assert n > 500 and q.qsize() == n
         assert q.metrics.disk_full_errors >= 1 and q.metrics.full_refusals >= 1
+        assert errors[0].errno == full_disk.errno  # ENOSPC, or EDQUOT under a quota
 
         # a put with a timeout waits, then raises Full
         with pytest.raises(queue.Full):
@@ -69,7 +78,7 @@ def test_full_disk_tier_refuses_waits_serves_and_resumes(small_disk, durable):
         t = threading.Thread(target=putter)
         t.start()
         assert not done.wait(0.3)
-        small_disk.free()
+        full_disk.free()
         assert done.wait(10)
         t.join()
         rest = _drain(q)
@@ -80,6 +89,27 @@ def test_full_disk_tier_refuses_waits_serves_and_resumes(small_disk, durable):
         # (vqs/storage/segment.py, Segment.delete): the failed writes' tracebacks
         # hold theirs until the next GC: collect now, or the tmpfs may still be
         # busy at unmount.
+        gc.collect()
+
+
+def test_durable_get_under_a_spent_quota_takes_nothing(quota_disk):
+    """durable=True records the consumed position before a get returns. On
+    btrfs (copy-on-write) even that overwrite needs new space: under a spent
+    quota the get raises DiskFullError and takes nothing; once the limit is
+    raised the same items come out, in order."""
+    q = HybridQueue(os.path.join(quota_disk.path, "hq"), memory_items=50, durable=True,
+                    segment_bytes=256 << 10)
+    try:
+        n = _fill_with_puts(q)
+        with pytest.raises(DiskFullError) as ei:
+            q.get_nowait()
+        assert ei.value.path.startswith(q.path)
+        assert q.qsize() == n
+        quota_disk.free()
+        assert [q.get_nowait()[0] for _ in range(3)] == [0, 1, 2]
+        assert [r[0] for r in _drain(q)] == list(range(3, n))
+    finally:
+        q.close()
         gc.collect()
 
 

@@ -1,4 +1,5 @@
-"""A real server on a real full filesystem (a 3 MiB tmpfs, tests/conftest.py):
+"""A real server on a real full filesystem (a 3 MiB tmpfs, and a btrfs
+subvolume under a 3 MiB quota: ENOSPC and EDQUOT; tests/conftest.py):
 a REST write answers 507 ``disk_full`` (no server path in it), the SQS front
 ServiceUnavailable (HTTP 503); receives and deletes go on, so the queue drains;
 once space is freed, sends work again without a restart."""
@@ -6,6 +7,7 @@ once space is freed, sends work again without a restart."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -16,12 +18,12 @@ from botocore.exceptions import ClientError  # noqa: E402
 from vqs_server_proc import ServerProcess  # noqa: E402
 
 
-def test_full_disk_answers_507_and_503_and_drains(small_disk):
-    srv = ServerProcess(os.path.join(small_disk.path, "data")).start()
+def test_full_disk_answers_507_and_503_and_drains(full_disk):
+    srv = ServerProcess(os.path.join(full_disk.path, "data")).start()
     try:
         with httpx.Client(base_url=srv.url, timeout=30) as http:
             assert http.post("/queues", json={"name": "q"}).status_code == 201
-            small_disk.fill(1 << 20)
+            full_disk.fill(1 << 20)
             sent = 0
             body = "m" * 1000
             while True:
@@ -32,16 +34,19 @@ def test_full_disk_answers_507_and_503_and_drains(small_disk):
                 assert sent < 10_000
             assert r.status_code == 507, r.text
             err = r.json()["error"]
-            assert err["code"] == "disk_full" and small_disk.path not in r.text
+            assert err["code"] == "disk_full" and full_disk.path not in r.text
             sqs = boto3.client("sqs", endpoint_url=srv.url, region_name="eu-west-1", aws_access_key_id="x",
                                aws_secret_access_key="y", config=Config(retries={"max_attempts": 1}))
             url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
-            small_disk.fill_rest()
+            full_disk.fill_rest()
             with pytest.raises(ClientError) as ei:
                 for _ in range(100):  # a few may fit in the last page
                     sqs.send_message(QueueUrl=url, MessageBody=body)
             assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
             assert ei.value.response["Error"]["Code"] == "ServiceUnavailable"
+            h = http.get("/health")
+            assert h.status_code == 200 and h.json()["status"] == "degraded", h.text
+            assert "disk_full" in h.json()["storage"]["reasons"] and full_disk.path not in h.text
 
             got = 0
             while True:
@@ -49,13 +54,19 @@ def test_full_disk_answers_507_and_503_and_drains(small_disk):
                 if not ms:
                     break
                 d = http.post("/queues/q/delete", json={"receipt_handles": [m["receipt_handle"] for m in ms]})
-                assert d.status_code == 200 and d.json()["failed"] == [], d.text
+                assert d.status_code == 200 and d.json()["failed"] == [], srv.log()[-4000:]
                 got += len(ms)
             assert got >= sent
 
-            small_disk.free()
+            full_disk.free()
             r = http.post("/queues/q/messages", json={"messages": [{"body": "after"}]})
             assert r.status_code == 200, r.text
+            # ok again once the queue's logs wrote (the send is flushed within
+            # flush_interval_ms; under a quota only a write can tell, health.py)
+            deadline = time.monotonic() + 10
+            while (h := http.get("/health").json())["status"] != "ok" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert h["status"] == "ok", h["storage"]
     finally:
         rc = srv.stop()
     assert rc == 0, srv.log()[-3000:]

@@ -137,3 +137,31 @@ def test_gap_left_by_quarantine(spark, tmp_path):
     offsets = [r[1] for r in rows]
     assert offsets == [o for o in range(120) if not base <= o < base + 10]
     assert rows == _log_rows(path, "gap")
+
+
+@pytest.mark.parametrize("which", [1, -1])
+def test_gap_left_by_a_quarantine_at_read_time(spark, tmp_path, which):
+    """Damage below the recovery point (a clean close checkpointed the end, so
+    recovery never scans it) quarantined by the owner's read under
+    recovery="skip" (vqs/storage/log_repair.py): a batch inside a sealed
+    segment, and a sealed segment's last batch (its gap runs to the next
+    segment's base). Both readers see the same gap as the log."""
+    path = str(tmp_path / "data")
+    _several_segments(path, "rgap")
+    d, segs = _segments(path, "rgap")
+    assert len(segs) > 2
+    seg = os.path.join(d, segs[0])
+    pos, base, size = _batches(seg)[which]
+    with open(seg, "r+b") as f:
+        f.seek(pos + 64 + 3)
+        f.write(b"\xff")
+    with Log.open(d, recovery="skip") as log:
+        offs, off = [], 0
+        while recs := log.read(off, max_records=1000):
+            offs += [r.offset for r in recs]
+            off = recs[-1].offset + 1
+    assert len(os.listdir(os.path.join(d, "quarantine"))) == 1
+    assert offs == [o for o in range(120) if not base <= o < base + 10]
+    rows = _rows(_read(spark, path, "rgap"))
+    assert [r[1] for r in rows] == offs
+    assert rows == _log_rows(path, "rgap")

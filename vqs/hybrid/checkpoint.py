@@ -24,6 +24,9 @@ the page cache); :meth:`Checkpoint.sync` (fsync) makes it survive power loss.
 A new file is written with both slots zeroed (invalid) at creation, so later
 writes overwrite space the file already has: checkpoints go on on a full disk
 (a queue that cannot be created for want of space raises DiskFullError then).
+Not on a copy-on-write filesystem (btrfs): an overwrite takes new space there,
+so under a spent quota ``write`` raises DiskFullError (the previous slot stays
+valid); hybrid_queue.py then takes nothing (durable get) or skips it.
 """
 
 from __future__ import annotations
@@ -100,7 +103,15 @@ class Checkpoint:
         seq = self._seq + 1
         body = _BODY.pack(MAGIC, VERSION, FLAG_CLEAN if clean else 0, seq,
                           read_off, end_off, max(0, disk_bytes))
-        os.pwrite(self._fd, body + _CRC.pack(_crc(body)), (seq & 1) * SLOT_SIZE)
+        try:
+            os.pwrite(self._fd, body + _CRC.pack(_crc(body)), (seq & 1) * SLOT_SIZE)
+        except OSError as e:
+            # a copy-on-write filesystem (btrfs) needs new space even to
+            # overwrite a slot: under a spent quota the write is refused
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError(f"writing {self.path} failed: the disk is full ({e.strerror})",
+                                    path=self.path) from e
+            raise
         self._seq = seq
 
     def sync(self) -> None:

@@ -33,12 +33,21 @@ Invariants (all under the queue's one lock):
   finds the filesystem full while the disk tier is wholly consumed, at once
   (the log then deletes even its small active segment: a drained queue gives
   its space back on a filesystem smaller than a segment).
+* damage a read meets (below the log's recovery point, so recovery at open
+  did not see it), by ``recovery``: ``fail`` raises CorruptRecordError,
+  ``skip`` - the log quarantines the batch as it reads and its offsets are a
+  hole, ``truncate`` - the log is cut there (``_truncate_at_locked``) and the
+  items from it on are dropped; the same at open (the backlog scan after a
+  crash) and at any later read-ahead.
 
 This is a mixin of :class:`vqs.hybrid.hybrid_queue.HybridQueue`, not an object
 of its own: both tiers share one lock, one condition set and the counters, and
 ``put``/``get`` read them on every call; an extra object on that path would
 cost an attribute hop per call on the measured hot paths. The attributes it
 uses are declared below and set by ``HybridQueue.__init__``.
+
+Why over 500 lines: the tier's operations share the queue's state and lock
+(above); a damaged disk tier (truncate) must adjust the same counters.
 """
 
 from __future__ import annotations
@@ -52,7 +61,7 @@ from itertools import accumulate, islice
 from operator import sub as _sub
 from queue import Full
 
-from ..errors import DiskFullError, LogClosedError, MessageTooLarge, VQSError
+from ..errors import CorruptRecordError, DiskFullError, LogClosedError, MessageTooLarge, VQSError
 from ..storage import Log
 from ..storage.log_dir import load_gaps
 from .checkpoint import Checkpoint
@@ -126,6 +135,8 @@ class DiskTier:
     _serialization_errors: int
     _holes: list
     _hole_items: int
+    _repairing: int
+    recovery: str
 
     # ------------------------------------------------------------------ open
 
@@ -133,13 +144,19 @@ class DiskTier:
         lg, st = self._log, self._ckpt.state
         start, end = lg.start_offset, lg.end_offset
         read_off = start if st is None else min(max(st.read_off, start), end)
-        # offsets recovery="skip" removed (quarantined batches): not items
-        holes = sorted((a, b) for a, b in load_gaps(lg.path).items() if read_off <= a and b <= end)
         if (st is not None and st.clean and st.end_off == end and st.read_off == read_off
                 and not lg.quarantined_batches):
             disk_bytes = st.disk_bytes
         else:
+            # After a crash the backlog is read whole. Damage below the log's
+            # recovery point (which the log's own recovery did not validate)
+            # is met here and handled by the recovery policy (``_scan_bytes``);
+            # a truncate moves the end back, so it is read again after.
             disk_bytes = self._scan_bytes(read_off, end)
+            end = lg.end_offset
+            read_off = min(read_off, end)
+        # offsets recovery="skip" removed (quarantined batches): not items
+        holes = sorted((a, b) for a, b in load_gaps(lg.path).items() if read_off <= a and b <= end)
         self._holes = holes
         self._hole_items = sum(b - a for a, b in holes)
         self._read_off = self._disk_next = read_off
@@ -149,10 +166,19 @@ class DiskTier:
         self._initial = self._unfinished
 
     def _scan_bytes(self, off: int, end: int) -> int:
-        """Serialized bytes of the records in [off, end) (after a crash)."""
+        """Serialized bytes of the records in [off, end) (after a crash). Damage
+        met on the way: ``skip`` - the log quarantines it as it reads (a gap);
+        ``truncate`` - the log is cut there (``Log.repair``) and the count
+        stops at the new end; ``fail`` - CorruptRecordError naming the file."""
         total = 0
         while off < end:
-            batches = self._log.read_batches(off, max_bytes=8 << 20)
+            try:
+                batches = self._log.read_batches(off, max_bytes=8 << 20)
+            except CorruptRecordError as e:
+                if self.recovery != "truncate" or not self._log.repair(e):
+                    raise
+                end = min(end, self._log.end_offset)
+                continue
             if not batches:
                 break
             for b in batches:
@@ -314,6 +340,9 @@ class DiskTier:
                 while True:
                     if self._closed:
                         raise LogClosedError(f"HybridQueue {self.path} is closed")
+                    if self._repairing:
+                        self._not_full.wait()  # a truncate waits for the puts in flight
+                        continue
                     if self._disk_bytes + self._reserved + pbytes <= self._max_disk:
                         break
                     if pbytes > self._max_disk:
@@ -379,13 +408,22 @@ class DiskTier:
             return 0
         if not self.durable:
             # the consumed position so far (a crash redelivers at most this chunk)
-            self._ckpt.write(self._read_off, end, self._disk_bytes)
+            self._ckpt_write_if_room()
         loads = self._loads
         zero_copy = self.serializer.accepts_buffers
         cache, csz = self._cache, self._csz
         added = 0
         while off < end and ((want is None and added == 0) or (want is not None and added < want)):
-            batches = self._log.read_batches(off, max_bytes=READAHEAD_BYTES)
+            try:
+                batches = self._log.read_batches(off, max_bytes=READAHEAD_BYTES)
+            except CorruptRecordError as e:
+                if added:
+                    break  # hand out what was read; the next refill meets the damage
+                if self.recovery != "truncate":
+                    raise
+                self._truncate_at_locked(e)
+                off, end = self._disk_next, self._end
+                continue
             if not batches:
                 break
             for b in batches:
@@ -429,6 +467,46 @@ class DiskTier:
         self._disk_reads += added
         return added
 
+    def _truncate_at_locked(self, err: CorruptRecordError) -> None:
+        """recovery="truncate" and a read met damage (below the log's recovery
+        point, so recovery at open did not see it): the log is cut at the
+        damaged batch (``Log.repair``) and the items from it on are gone from
+        the queue. Durable puts in flight register first (their appends may
+        come before the cut) and new ones wait meanwhile, so the counts are
+        read back from the log with nothing moving."""
+        self._repairing += 1
+        try:
+            while self._inflight:
+                self._not_full.wait(0.01)
+            if self._closed:
+                raise LogClosedError(f"HybridQueue {self.path} is closed")
+            if not self._log.repair(err):
+                raise err
+        finally:
+            self._repairing -= 1
+            self._not_full.notify_all()
+        cut = self._log.end_offset
+        if cut >= self._end:
+            return  # another reader already did it
+        lo = max(cut, self._read_off)
+        lost = self._end - lo - sum(min(b, self._end) - max(a, lo) for a, b in self._holes
+                                    if b > lo and a < self._end)
+        self._holes = [h for h in self._holes if h[1] <= cut]
+        self._hole_items = sum(b - a for a, b in self._holes)
+        keep = max(0, cut - self._read_off)  # the read cache holds [read_off, disk_next)
+        while len(self._cache) > keep:
+            self._cache.pop()
+            self._cache_bytes -= self._csz.pop()
+        self._read_off = min(self._read_off, cut)
+        self._disk_next = min(self._disk_next, cut)
+        self._end = cut
+        self._unfinished -= lost
+        self._disk_bytes = sum(self._csz) + self._scan_bytes(self._disk_next, cut)
+        if not self.durable:
+            self._ckpt_write_if_room()
+        if self._unfinished == 0:
+            self._all_done.notify_all()
+
     def _skip_hole_locked(self, off: int, to: int) -> None:
         """Move the head past the offsets [off, to) that hold no items. Gaps
         known at open (``_holes``) were never counted as items; one that was
@@ -448,9 +526,18 @@ class DiskTier:
         self._reclaim_left = self._reclaim_every
         if self._read_off > self._log.start_offset:
             if not self.durable:
-                self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+                self._ckpt_write_if_room()
             return self._log.delete_before(self._read_off)
         return 0
+
+    def _ckpt_write_if_room(self) -> None:
+        """Non-durable: checkpoint the consumed position, unless the disk is full
+        (copy-on-write: checkpoint.py); the older checkpoint stays valid, a
+        crash then redelivers more, as at-least-once allows."""
+        try:
+            self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+        except DiskFullError:
+            self._disk_full_errors += 1
 
     # ----------------------------------------------------------------- close
 

@@ -201,6 +201,7 @@ class HybridQueue(DiskTier):
         self._serialization_errors = 0
         self._holes: list = []          # [from, to): offsets recovery="skip" removed (ahead of read_off)
         self._hole_items = 0            # their total
+        self._repairing = 0             # recovery="truncate" cutting the log: durable puts wait
         self.recovery = recovery
         self._latency = LatencyHistograms() if latency_histograms else None
         if self._latency is not None:
@@ -357,6 +358,8 @@ class HybridQueue(DiskTier):
 
     def _take_locked(self, n: int) -> list:
         """Remove up to ``n`` items from the head (at least one must exist)."""
+        if self.durable and self._end != self._read_off:
+            return self._take_durable_locked(n)
         out: list = []
         if self._end != self._read_off:
             if self._closed:
@@ -378,11 +381,6 @@ class HybridQueue(DiskTier):
                 self._disk_bytes -= taken
                 self._cache_bytes -= taken
                 self._reclaim_left -= taken
-            if self.durable:
-                self._ckpt.write(self._read_off, self._end, self._disk_bytes)
-                if self._ckpt_fsync_s and _monotonic() - self._last_sync >= self._ckpt_fsync_s:
-                    self._ckpt.sync()
-                    self._last_sync = _monotonic()
             if self._reclaim_left < 0:
                 self._reclaim_locked()
         if len(out) < n:
@@ -396,6 +394,36 @@ class HybridQueue(DiskTier):
                     freed += sizeof(item)
                     out.append(item)
                 self._mem_bytes = self._mem_bytes - freed if mem else 0
+        if self._putters:
+            self._not_full.notify(len(out))
+        return out
+
+    def _take_durable_locked(self, n: int) -> list:
+        """durable=True: the consumed position is recorded (one pwrite) before
+        the items leave the queue; where that finds no space (a copy-on-write
+        filesystem under a spent quota: checkpoint.py) DiskFullError is raised
+        and nothing is taken."""
+        if self._closed:
+            raise LogClosedError(f"HybridQueue {self.path} is closed")
+        cache, csz = self._cache, self._csz
+        while len(cache) < n and self._disk_next < self._end:
+            if not self._refill_locked(n - len(cache)):
+                break
+        m = min(n, len(cache))
+        taken = sum(islice(csz, m))
+        self._ckpt.write(self._read_off + m, self._end, self._disk_bytes - taken)
+        out = [cache.popleft() for _ in range(m)]
+        for _ in range(m):
+            csz.popleft()
+        self._read_off += m
+        self._disk_bytes -= taken
+        self._cache_bytes -= taken
+        self._reclaim_left -= taken
+        if self._ckpt_fsync_s and _monotonic() - self._last_sync >= self._ckpt_fsync_s:
+            self._ckpt.sync()
+            self._last_sync = _monotonic()
+        if self._reclaim_left < 0:
+            self._reclaim_locked()
         if self._putters:
             self._not_full.notify(len(out))
         return out

@@ -59,7 +59,13 @@ class DirLock:
             fd, self._fd = self._fd, None
             try:
                 if not self.shared:
-                    os.ftruncate(fd, 0)
+                    try:
+                        os.ftruncate(fd, 0)
+                    except OSError as e:
+                        # btrfs under a quota refuses even this; a stale pid is
+                        # harmless (the next holder writes its own)
+                        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                            raise
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)

@@ -40,7 +40,12 @@ def fsync_dir(path: str) -> None:
 def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"
-    fd = CACHE.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        fd = CACHE.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    except OSError as e:  # under a quota even a new inode may not fit (btrfs)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise
     try:
         view = memoryview(data)
         while view:
@@ -55,7 +60,13 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
             raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
         raise
     os.close(fd)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError as e:  # btrfs under a quota: even a rename may find no space
+        os.unlink(tmp)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise
     if fsync:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
 

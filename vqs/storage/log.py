@@ -27,7 +27,7 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
   ``offset_for_time``); segment_reads.py: lookups within one segment;
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
-- log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``;
+- log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
   quarantine); readonly_tail.py: following a log another process owns.
@@ -93,6 +93,7 @@ from .group_commit import GroupCommit
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, clean_marker_bytes, load_gaps, read_checkpoint
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
+from .log_repair import LogRepair
 from .log_space import LogSpace
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
@@ -133,7 +134,7 @@ def _as_bytes(v, what: str) -> bytes:
     raise TypeError(f"{what} must be bytes-like, not {type(v).__name__}")
 
 
-class Log(LogReads, LogDurability, LogSpace):
+class Log(LogReads, LogDurability, LogSpace, LogRepair):
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
@@ -574,15 +575,16 @@ class Log(LogReads, LogDurability, LogSpace):
         except OSError as e:
             # Cut any partial write so the file ends at a batch boundary again.
             try:
-                h = seg.handle()
-                os.ftruncate(h.fd, seg.size)
-            except OSError:
-                self._failed = e
-                self._blocked = True
+                seg.cut_pending = True
+                seg.cut_tail()
+            except OSError as cut:
+                if cut.errno not in DISK_FULL:  # (no space even to cut: before the next write)
+                    self._failed = e
+                    self._blocked = True
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed.
-                self._space_short = self._blocked = True
+                self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
                 if self.on_disk_short is not None:
                     self.on_disk_short()
                 err = DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
@@ -590,7 +592,7 @@ class Log(LogReads, LogDurability, LogSpace):
                 # The error may be kept (queue.Full's cause): its traceback must
                 # not pin the segment, whose space a later reclaim frees.
                 e.__traceback__ = None
-                seg = h = None
+                seg = None
                 raise err from e
             # Any other error (EIO: a failing device) latches, as a failed fsync
             # does: what the kernel kept of the write cannot be trusted.
@@ -670,9 +672,9 @@ class Log(LogReads, LogDurability, LogSpace):
             # once it is worth reclaiming: rolling costs fsyncs, and a queue that
             # drains often would otherwise roll on every drain. Writes that find
             # no space make it worth it at any size: the space is what they need.
-            if offset >= self._written_end and self._active.size > 0 and (
+            if offset >= self._written_end and self._active.size > 0 and not self._active.cut_pending and (
                     self._active.size >= self.segment_bytes // 4 or self._space_short or self._low_space):
-                self._roll_locked()
+                self._roll_locked()  # (not with a cut pending: sealing needs it, segment.py)
             n = 0
             while len(self._segments) > 1 and self._base_offsets[1] <= offset:
                 self._delete_first_locked()
@@ -762,11 +764,12 @@ class Log(LogReads, LogDurability, LogSpace):
                     for seg in self._unsynced:
                         seg.sync()
                     self._unsynced = []
-                    self._active.seal()
+                    unsealed = self._seal_for_close()
+                    full = full or unsealed
                     self._durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
-                    if self._try_checkpoint(self._written_end):
+                    if self._try_checkpoint(self._written_end) and unsealed is None:
                         atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
                             self._active, self._checkpoint_recovery_point, self._start_offset))
             finally:

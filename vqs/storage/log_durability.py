@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 import weakref
@@ -117,6 +118,19 @@ class LogDurability:
         self._synced.notify_all()
         if sealed:
             self._try_checkpoint()  # the recovery point passes the sealed segments
+
+    def _seal_for_close(self) -> DiskFullError | None:
+        """Seal the active segment at close; on a full disk that refuses the
+        cut a failed write left pending (segment.py, ``cut_pending``) the error
+        is returned: then no clean marker, the next open recovers (a torn tail)."""
+        try:
+            self._active.seal()
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            path = self._active.log_path
+            return DiskFullError(f"closing {path}: the disk is full ({e.strerror})", path=path)
+        return None
 
     def _sync_sealed(self) -> None:
         """The background half of a roll: fsync the sealed segments."""

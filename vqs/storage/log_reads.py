@@ -25,6 +25,7 @@ from itertools import accumulate
 from operator import itemgetter
 
 from ..errors import ConfigError, CorruptRecordError, LogClosedError, OffsetOutOfRange
+from .log_dir import load_gaps
 from .record_batch import Record, RecordBatch, decode_batch, encode_batch
 from .segment import Segment
 from .segment_reads import batches_at, first_offset_at_time
@@ -180,11 +181,42 @@ class LogReads:
         return run
 
     def _batches_at(self, seg: Segment, offset: int, max_bytes: int, hint=None, mapped: bool = False):
-        batches, next_pos, stepped = batches_at(seg, offset, max_bytes, hint, skip=self.recovery == "skip",
-                                                mapped=mapped)
+        skip = self.recovery == "skip"
+        if skip and not self.readonly:
+            # The owner quarantines damage a read meets (log_repair.py), once,
+            # and reads on; only if that cannot be done is it stepped over below.
+            for _ in range(3):
+                try:
+                    return batches_at(seg, offset, max_bytes, hint, mapped=mapped)[:2]
+                except CorruptRecordError:
+                    if not self._quarantine_found(seg):
+                        break
+                    hint = None
+        try:
+            batches, next_pos, stepped = batches_at(seg, offset, max_bytes, hint, skip=skip, mapped=mapped)
+        except CorruptRecordError:
+            if not (self.readonly and self._follow_quarantine(seg)):
+                raise
+            batches, next_pos, stepped = batches_at(seg, offset, max_bytes, None, skip=skip, mapped=mapped)
         if stepped:
             self.quarantined_batches += 1
         return batches, next_pos
+
+    def _follow_quarantine(self, seg: Segment) -> bool:
+        """A readonly log met damage or a discontinuity: its owner may have
+        quarantined that batch since this log opened (log_repair.py: the
+        segment file replaced, a gap recorded). Pick both up; True if a gap
+        was new (then read again)."""
+        gaps = load_gaps(self.path)
+        if gaps.items() <= self._gaps.items():
+            return False
+        with self._lock:
+            self._gaps.update(gaps)
+            seg.release_files()  # the replaced file is opened anew
+            seg.size = seg.file_size() if seg is not self._segments[-1] else min(seg.size, seg.file_size())
+            seg.rebuild_indexes()  # readonly: stops using the index (positions moved)
+            self._run_cache = self._read_hint = None
+        return True
 
     def _buffered_records(self, offset: int, n: int) -> list[Record]:
         i = offset - self._written_end
@@ -233,6 +265,10 @@ class LogReads:
             hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
             try:
                 batches, next_pos = self._batches_at(seg, offset, max_bytes - total, hint, mapped)
+            except CorruptRecordError:
+                if out:
+                    break  # hand out the good batches; the next read reports the damage
+                raise
             except FileNotFoundError:
                 if out:
                     break

@@ -26,6 +26,7 @@ Invariants:
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 
@@ -130,6 +131,8 @@ class LogSpace:
             return True
         if not self._space_short:
             return False
+        if self._space_short == errno.EDQUOT:
+            return True  # a quota: the filesystem's free space does not show it
         try:
             st = os.statvfs(self.path)
         except OSError:

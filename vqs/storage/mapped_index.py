@@ -5,7 +5,20 @@ index file is preallocated (zero-filled) and mapped; entries are appended in
 place. The preallocation is real (``posix_fallocate``, not a sparse file), so
 that a store into the mapping never needs new space; on a full disk the index
 is not grown (it stops taking entries: derived data, lookups scan further).
-When the segment rolls or the log closes, the file is trimmed to its entries. Indexes carry no checksum: the log is the truth, and recovery rebuilds
+When the segment rolls or the log closes, the file is trimmed to its entries.
+
+A store into a mapping that needs space the filesystem cannot give is not an
+error but SIGBUS, which kills the process. Preallocation rules that out only
+where a preallocated block is rewritten in place: tmpfs, ext2/3/4, XFS (and
+overlayfs, whose upper layer is one of them in practice). On a copy-on-write
+filesystem (btrfs, ZFS, bcachefs) every rewrite of a block takes new space,
+so under a quota or on a full disk a store into the mapping faults (seen:
+btrfs, ``qgroup limit``). There the entries are kept in memory and written
+with ``pwrite`` instead (``_pwrite`` mode): a write that finds no space makes
+the index stop taking entries, as above. Chosen once per index by the
+filesystem's magic number (``statfs``); unknown filesystems get ``pwrite``.
+
+Indexes carry no checksum: the log is the truth, and recovery rebuilds
 an index whenever it is in doubt. An all-zero entry, or one out of order,
 ends the entries (a preallocated tail is zeros).
 
@@ -17,11 +30,35 @@ are read into memory and the file is closed.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import errno
 import mmap
 import os
 import struct
 import threading
+
+#: statfs f_type of filesystems where a store into a preallocated mapping
+#: rewrites the block in place (needs no new space): tmpfs, ext2/3/4, XFS, overlayfs.
+_IN_PLACE_FS = frozenset({0x01021994, 0xEF53, 0x58465342, 0x794C7630})
+_libc = None
+
+
+def stores_in_place(path: str) -> bool:
+    """Whether stores into a preallocated mapping of a file in ``path``'s
+    filesystem need no new space (module doc). False when unknown. One
+    ``statfs`` per writable index opened (not cached: a device number is
+    reused by the next mount once a filesystem is unmounted)."""
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
+        if _libc.statfs(os.fsencode(path), buf) == 0:
+            return ctypes.c_long.from_buffer(buf).value in _IN_PLACE_FS
+    except (OSError, AttributeError, TypeError):
+        pass
+    return False
 
 
 class MappedIndex:
@@ -39,7 +76,7 @@ class MappedIndex:
         self.path = path
         self.writable = writable
         self.entry_size = self.ENTRY.size
-        self._mm: mmap.mmap | bytes | None = None
+        self._mm: mmap.mmap | bytearray | bytes | None = None
         # Every use of the mapping holds this lock: trim() shrinks the file and
         # remaps it, and touching a mapping past the end of its file is SIGBUS.
         self._lock = threading.RLock()
@@ -47,10 +84,18 @@ class MappedIndex:
         self._opener = opener
         self.exists = True
         self.file_size = 0
+        self._fd: int | None = None  # _pwrite mode: the file's descriptor, kept open
         flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
         try:
             fd = opener(path, flags) if opener is not None else os.open(path, flags, 0o644)
         except FileNotFoundError:
+            self.exists = False
+            return
+        except OSError as e:
+            # no space even for the new file (btrfs under a quota): no index
+            # (derived data: lookups scan), never a failed open
+            if not writable or e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
             self.exists = False
             return
         try:
@@ -73,11 +118,18 @@ class MappedIndex:
             if size >= self.entry_size:
                 if not writable:
                     self._mm = os.pread(fd, size - size % self.entry_size, 0)
-                else:
+                elif stores_in_place(os.path.dirname(path) or "."):
                     prot = mmap.PROT_READ | mmap.PROT_WRITE
                     self._mm = mmap.mmap(fd, size - size % self.entry_size, mmap.MAP_SHARED, prot)
+                else:
+                    # copy-on-write: entries in memory, written with pwrite (module doc)
+                    n = size - size % self.entry_size
+                    data = os.pread(fd, n, 0)
+                    self._mm = bytearray(data) + bytearray(n - len(data))
+                    self._fd, fd = fd, None
         finally:
-            os.close(fd)  # a mapping keeps its own descriptor
+            if fd is not None:
+                os.close(fd)  # a mapping keeps its own descriptor
         self.entries = self._count_valid(min(entries_hint, self.capacity))
 
     @classmethod
@@ -142,7 +194,17 @@ class MappedIndex:
         with self._lock:
             if self.entries >= self.capacity or not self.writable:
                 return False
-            self.ENTRY.pack_into(self._mm, self.entries * self.entry_size, *fields)
+            pos = self.entries * self.entry_size
+            self.ENTRY.pack_into(self._mm, pos, *fields)
+            if self._fd is not None:
+                try:
+                    os.pwrite(self._fd, self._mm[pos:pos + self.entry_size], pos)
+                except OSError as e:
+                    self._mm[pos:pos + self.entry_size] = bytes(self.entry_size)
+                    if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                        raise
+                    del self._mm[pos:]  # no space: the index stops growing (derived data)
+                    return False
             self.entries += 1
             return True
 
@@ -172,7 +234,10 @@ class MappedIndex:
         with self._lock:
             if keep < self.entries:
                 es = self.entry_size
-                self._mm[keep * es : self.entries * es] = bytes((self.entries - keep) * es)
+                zeros = bytes((self.entries - keep) * es)
+                self._mm[keep * es : self.entries * es] = zeros
+                if self._fd is not None:
+                    os.pwrite(self._fd, zeros, keep * es)
                 self.entries = keep
 
     def reset(self) -> None:
@@ -180,8 +245,10 @@ class MappedIndex:
 
     def flush(self) -> None:
         with self._lock:
-            if self._mm is not None and self.writable:
+            if isinstance(self._mm, mmap.mmap) and self.writable:
                 self._mm.flush()
+            elif self._fd is not None:
+                os.fsync(self._fd)
 
     def trim(self) -> None:
         """Shrink the file to its entries (at roll and close), fsync it, and keep
@@ -195,6 +262,9 @@ class MappedIndex:
                 self._mm.flush()
                 data = self._mm[:n]
                 self._mm.close()
+            elif isinstance(self._mm, bytearray):
+                data = bytes(self._mm[:n])
+                self._close_fd()
             self._mm = data or None
             opener = self._opener
             fd = opener(self.path, os.O_RDWR) if opener is not None else os.open(self.path, os.O_RDWR)
@@ -213,5 +283,19 @@ class MappedIndex:
                     self._mm.close()
                 except BufferError:
                     pass
+            self._close_fd()
             self._mm = None
             self.entries = 0
+
+    def _close_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        # _pwrite mode: an index the file cache dropped (not closed, see
+        # file_cache.py) lets go of its descriptor when it goes, as a mapping does
+        try:
+            self._close_fd()
+        except (OSError, AttributeError):
+            pass

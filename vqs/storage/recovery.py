@@ -170,9 +170,15 @@ class LogLoader:
         return True
 
     def _drop_after(self, i: int) -> None:
-        for later in self.segments[i + 1:]:
+        """Delete the segments after the i-th, newest first, before the i-th is
+        cut: a crash between leaves a prefix of the log whose last segment
+        still holds the damage, which the next open meets again (deleting
+        them after the cut could leave a cut segment followed by later ones,
+        whose offsets would then seem to follow it)."""
+        for later in reversed(self.segments[i + 1:]):
             later.delete()
         del self.segments[i + 1:]
+        fsync_dir(self.path)
 
     def _recover(self, recovery_point: int | None) -> None:
         """Passes 3-5 of the module doc over the segments from the one holding
@@ -203,13 +209,12 @@ class LogLoader:
             where = f"{seg.log_path}: invalid batch at position {bad} (offset {next_off})"
             if torn:
                 logger.info("%s: torn tail of %d bytes truncated", seg.log_path, seg.size - bad)
-                seg.truncate(bad)
-                seg.sync()
-                expected = seg.next_offset
                 if not is_last:
                     logger.warning("%s: unsynced segment ended torn; deleting the %d segments after it",
                                    seg.log_path, len(segs) - i - 1)
                     self._drop_after(i)
+                seg.truncate(bad, may_defer=True)  # on a full disk: cut before the next append
+                expected = seg.next_offset
                 i += 1
                 continue
             if self.recovery == "fail":
@@ -221,9 +226,9 @@ class LogLoader:
                 )
             if self.recovery == "truncate":
                 logger.warning("%s; truncating the log there (recovery='truncate')", where)
+                self._drop_after(i)
                 seg.truncate(bad)
                 seg.sync()
-                self._drop_after(i)
                 break
             # skip: quarantine the bad bytes, keep what follows
             stop = resync if resync is not None else seg.size
@@ -237,5 +242,7 @@ class LogLoader:
             base = last.base_offset
             last.close()
             segs[-1] = self.make_segment(base, active=True)
-            segs[-1].recover(expected if len(segs) == 1 else base)
+            bad = segs[-1].recover(expected if len(segs) == 1 else base)[2]
+            if bad is not None:  # a cut the full disk deferred (Segment.truncate)
+                segs[-1].truncate(bad, may_defer=True)
         fsync_dir(self.path)

@@ -132,6 +132,10 @@ class Segment:
         self._since_index = 0
         self._ti_last = -1 << 63
         self._ti_checked = False
+        #: the file holds bytes past ``size`` that could not be cut yet (a write
+        #: that found no space, on a filesystem that refuses even a shrinking
+        #: truncate then: btrfs under a quota): cut before the next append or seal
+        self.cut_pending = False
 
     # -- files (file_cache.py) -----------------------------------------------------
 
@@ -382,11 +386,13 @@ class Segment:
     def append(self, parts: list, base_offset: int, next_offset: int, max_ts: int, nbytes: int) -> int:
         """Append one encoded batch (as buffers); return its position."""
         pos = self.size
-        self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
-        self._index_batch(pos, base_offset, self.max_timestamp_ms)
         h = self._fh
         if h is None:
             h = self._open_handle()
+        if self.cut_pending:
+            self.cut_tail()  # still no space: raises ENOSPC/EDQUOT, nothing written
+        self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
+        self._index_batch(pos, base_offset, self.max_timestamp_ms)
         self._hot = True
         write_all(h.fd, parts)
         self.size = pos + nbytes
@@ -409,6 +415,8 @@ class Segment:
         (the log's recovery point stays below the segment until it is done)."""
         if not self.writable:
             return
+        if self.cut_pending:
+            self.cut_tail()  # a sealed file ends at its last batch (else: corruption at open)
         if sync:
             self.sync()
         if self.next_offset is not None and self.next_offset > self.base_offset:
@@ -473,10 +481,27 @@ class Segment:
         # Bytes since the last index entry, so the next entry lands on schedule.
         self._since_index = self.size - index_position
 
-    def truncate(self, position: int) -> None:
-        """Discard the log file from ``position`` on (recovery), and index entries past it."""
-        os.truncate(self.log_path, position)
-        self.sync()
+    def cut_tail(self) -> None:
+        """Cut the file back to ``size`` (``cut_pending``); raises OSError
+        (ENOSPC/EDQUOT) while the filesystem still refuses it."""
+        h = self.handle()
+        os.ftruncate(h.fd, self.size)
+        self.cut_pending = False
+
+    def truncate(self, position: int, *, may_defer: bool = False) -> None:
+        """Discard the log file from ``position`` on (recovery), and index
+        entries past it. ``may_defer`` (a torn tail at open): where the
+        filesystem has no space even for that (btrfs under a quota refuses a
+        shrinking truncate), the bytes stay past ``size`` and are cut before
+        the next append (``cut_pending``), so that a full log still opens."""
+        try:
+            os.truncate(self.log_path, position)
+        except OSError as e:
+            if not may_defer or e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self.cut_pending = True
+        else:
+            self.sync()
         self.size = position
         self.rebuild_indexes()
         if position == 0:
@@ -680,10 +705,12 @@ class Segment:
         self.next_offset = next_off
         return valid, next_off, valid, resync
 
-    def excise(self, start: int, stop: int, quarantine_dir: str, gap_from: int) -> None:
+    def excise(self, start: int, stop: int, quarantine_dir: str, gap_from: int, gap_to: int | None = None) -> None:
         """Remove bytes [start, stop) (a corrupt batch) from the log file: they are
         copied to ``quarantine_dir`` first, then the segment is rewritten without
-        them (temp file, fsync, rename, fsync dir). The offsets they held become a gap."""
+        them (temp file, fsync, rename, fsync dir). The offsets they held become a
+        gap, up to the batch at ``stop`` (or ``gap_to``: the next segment's base,
+        when the damage runs to the end of a sealed segment)."""
         from .durable_file import atomic_write, fsync_dir
 
         os.makedirs(quarantine_dir, exist_ok=True)
@@ -691,7 +718,8 @@ class Segment:
         # The offsets [gap_from, gap_to) are lost; the name records the gap so that
         # later scans accept exactly this discontinuity and no other.
         after = verify_batch(self.pread(stop, 64 << 20), 0) if stop < self.size else None
-        gap_to = after.base_offset if after is not None else None
+        if after is not None:
+            gap_to = after.base_offset
         qname = f"{segment_name(self.base_offset)}-{start}-{gap_from}-{gap_to if gap_to is not None else 'end'}.bad"
         atomic_write(os.path.join(quarantine_dir, qname), bad)
         if gap_to is not None:
