@@ -106,13 +106,8 @@ browser:
 # btrfs-progs for the disk-quota tests (a btrfs subvolume under a quota group: a real
 # EDQUOT; tests/conftest.py). Without it (not root) those tests skip, saying why.
 btrfs:
-	@command -v mkfs.btrfs >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "==> installing btrfs-progs for the disk-quota tests (apt-get install btrfs-progs)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq btrfs-progs; \
-	  else \
-	    echo "note: mkfs.btrfs missing: the disk-quota (EDQUOT) tests will skip (sudo apt-get install btrfs-progs)"; \
-	  fi; }
+	$(call apt_tool,command -v mkfs.btrfs >/dev/null 2>&1,btrfs-progs,btrfs-progs for the disk-quota tests,\
+	  echo "note: mkfs.btrfs missing: the disk-quota (EDQUOT) tests will skip (sudo apt-get install btrfs-progs)")
 
 # kcat (a Kafka command-line client) for the Kafka listener's tests and docs/kafka.md.
 kcat:
