@@ -127,6 +127,18 @@ class PathSource:
             batches = lg.read_batches(offset, max_bytes=max_bytes, mapped=True)
         return batches
 
+    def scan_batches(self, topic: str, partition: int, offset: int, end: int):
+        """Whole CRC-checked RecordBatches holding records in [offset, end),
+        lazily (``Log.scan_batches``: each segment mapped once, each batch's
+        CRC checked when it is asked for, right before the reader converts and
+        sends it). Raises OffsetOutOfRange below the start offset."""
+        lg = self.log(topic, partition)
+        if lg.end_offset < end:
+            # A readonly log sees what was written when it was opened or last
+            # refreshed; a planned range may end beyond that.
+            lg.refresh()
+        return lg.scan_batches(offset, end)
+
     def close(self) -> None:
         logs, self._logs = self._logs, {}
         for lg in logs.values():
