@@ -257,7 +257,7 @@ class LogReads:
             i += 1
         return out
 
-    def scan_batches(self, offset: int, end_offset: int | None = None) -> Iterator[RecordBatch]:
+    def scan_batches(self, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
         """Whole, CRC-verified batches holding offsets >= ``offset`` and below
         ``end_offset`` (default: the end of the log), lazily: for bulk scans
         (Spark's source). The first batch may begin below ``offset``, the last
@@ -272,7 +272,9 @@ class LogReads:
         ``read_batches`` takes over for that offset: it raises, or with
         ``recovery="skip"`` steps over damage, exactly as it does for any
         reader. Raises OffsetOutOfRange (on the first ``next()``) as
-        ``read_batches`` does; a log past its end yields nothing."""
+        ``read_batches`` does; a log past its end yields nothing. ``maps``
+        (a ``map_cache.MapCache``) keeps the segments' mappings for later
+        scans by the same process (see map_cache.py)."""
         skip = self.recovery == "skip"
         while end_offset is None or offset < end_offset:
             with self._lock:
@@ -290,7 +292,7 @@ class LogReads:
             if seg is not None:
                 try:
                     found = seg.find_batch(offset, skip=skip)
-                    batches = mapped_batches(seg, *found) if found is not None else ()
+                    batches = mapped_batches(seg, *found, maps) if found is not None else ()
                 except (CorruptRecordError, FileNotFoundError):
                     batches = ()  # the regular read below reports it
                 for b in batches:

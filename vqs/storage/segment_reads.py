@@ -66,7 +66,7 @@ def batches_at(
     return batches, next_pos, stepped
 
 
-def mapped_batches(seg: Segment, position: int, expected: int):
+def mapped_batches(seg: Segment, position: int, expected: int, maps=None):
     """The batches of ``seg`` from ``position`` (whose batch must have base
     offset ``expected``) to the segment's end, from one read-only mapping of
     ``[position, size)`` (``Segment.map``; raises FileNotFoundError at once if
@@ -79,11 +79,12 @@ def mapped_batches(seg: Segment, position: int, expected: int):
     The generator stops quietly at the segment's valid end and at the first
     batch that is damaged or does not continue the offsets: the caller reads
     that offset the regular way (``batches_at``), which reports the damage or,
-    with ``skip``, steps over it."""
+    with ``skip``, steps over it. ``maps`` (a map_cache.MapCache) keeps the
+    mapping for later scans."""
     size = seg.size
     if position >= size:
         return iter(())
-    buf = seg.map(position, size - position)
+    buf = seg.map(position, size - position, maps)
     return _decode_lazily(buf, seg, expected)
 
 
