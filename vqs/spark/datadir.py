@@ -78,11 +78,9 @@ def require_data_dir(data_dir: str) -> None:
 class PathSource:
     """Read access to the topics of a data directory (no lock; readonly logs)."""
 
-    #: Bytes per log read when option ``maxBytesPerRead`` is not set. Reads are
-    #: mapped (views of the segment file: no copy, no memory allocated for the
-    #: data), so a larger read costs no memory and saves a mapping and its
-    #: system calls per 4 MiB: the Python task CPU of bench/spark_bench.py's
-    #: projected read over 1 M records went from 0.079 s to 0.071 s (4 -> 16 MiB).
+    #: Bytes per ``read_batches`` when option ``maxBytesPerRead`` is not set
+    #: (mapped reads: a larger one costs no memory). The reader itself scans
+    #: (``scan_batches``: a segment at a time), which no byte count bounds.
     read_bytes_default = 16 << 20
 
     def __init__(self, data_dir: str):
