@@ -43,14 +43,21 @@ assert j.__file__.startswith(%r), j.__file__
 assert j.jar_path() is None
 first = j.ensure_jar()
 print(first)
-assert j.ensure_jar() == first == j.jar_path()
+assert j.ensure_jar() == first == j.jar_path() == j.cache_jar_path()
 """ % str(site)
+    before = sorted(str(p) for p in site.rglob("*"))
     env = dict(os.environ, PYTHONPATH=str(site), XDG_CACHE_HOME=str(tmp_path / "cache"))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
                        timeout=240)
     assert p.returncode == 0, p.stderr
     jar = p.stdout.strip()
-    assert jar == str(site / "vqs" / "spark" / "jars" / "vqs-spark.jar")
+    from vqs import __version__
+
+    # Into the user's versioned cache, never into the installed package: pip
+    # uninstall removes what it installed and nothing of ours is left there.
+    assert jar == str(tmp_path / "cache" / "vqs" / f"vqs-spark-{__version__}.jar")
+    assert sorted(str(p) for p in site.rglob("*") if "__pycache__" not in str(p)) == [
+        p for p in before if "__pycache__" not in p]
     assert p.stderr.count("building the JVM reader's jar") == 1  # the second call found it
     with zipfile.ZipFile(jar) as z:
         names = set(z.namelist())

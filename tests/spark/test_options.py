@@ -35,6 +35,7 @@ BASE = {"path": "/data", "topic": "t"}
         ({**BASE, "startingTimestamp": "yesterday"}, False, "option 'startingTimestamp'"),
         ({**BASE, "startingTimestamp": "10", "endingTimestamp": "5"}, False, "option 'endingTimestamp'"),
         ({**BASE, "startingoffset": "earliest"}, False, "did you mean 'startingOffsets'"),
+        ({**BASE, "vectors": "columnar"}, False, "option 'vectors' must be 'direct' or 'arrow', got 'columnar'"),
     ],
 )
 def test_bad_read_options(opts, streaming, needle):
@@ -85,6 +86,34 @@ def test_bad_options_fail_at_planning(spark, tmp_path, opts, needle):
     with pytest.raises(Exception) as e:
         r.load().collect()
     assert needle in str(e.value)
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+@pytest.mark.parametrize(
+    "opts, needles",
+    [
+        ({"startingOffsets": "bogus"}, ["option 'startingOffsets' must be", "got 'bogus'"]),
+        ({"vectors": "bogus"}, ["option 'vectors' must be 'direct' or 'arrow', got 'bogus'"]),
+        ({"path": ""}, ["option 'path' (a VQS data directory) or 'url'", "is required"]),
+        ({"failOnDataLoss": "perhaps"}, ["option 'failOnDataLoss' must be true or false, got 'perhaps'"]),
+    ],
+)
+def test_a_bad_option_is_named_on_the_first_line_of_the_error(spark, tmp_path, opts, needles):
+    """Not "An error occurred while calling o44.load" (a Py4JJavaError) nor
+    "[PYTHON_DATA_SOURCE_ERROR] ... Traceback": the JVM provider checks the
+    options for both readers and raises an IllegalArgumentException, which
+    PySpark raises as its own, with the message first."""
+    from pyspark.errors import IllegalArgumentException
+
+    path = str(tmp_path / "data")
+    make_topic(path, "t", partitions=1, records={0: [(b"x", None, None, 1)]})
+    r = spark.read.format("vqs").option("path", path).option("topic", "t")
+    for k, v in opts.items():
+        r = r.option(k, v)
+    with pytest.raises(IllegalArgumentException) as e:
+        r.load().collect()
+    line = str(e.value).splitlines()[0]
+    assert line.startswith(needles[0]) and all(n in line for n in needles), line
 
 
 def test_bad_stream_option_fails_at_start(spark, tmp_path):

@@ -195,7 +195,6 @@ def test_bad_schema_fails_at_planning(spark, data, schema, opts, needles):
     with pytest.raises(Exception) as e:
         df.collect()
     msg = str(e.value)
-    assert "ConfigError" in msg
     for needle in needles + ["the source's columns: key binary, value binary, topic string"]:
         assert needle in msg
 

@@ -17,7 +17,7 @@ does not import this package. See docs/spark.md for the options.
 from __future__ import annotations
 
 from .jvm import _local_workers_use_this_python as _local_workers_use_this_python  # tests use it
-from .jvm import ensure_jar, jar_path, jvm_reader_loaded, register, session
+from .jvm import cache_jar_path, ensure_jar, jar_path, jvm_reader_loaded, register, session
 from .options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
 from .schema import arrow_schema, source_schema
 from .source import VQSDataSource, VQSPythonDataSource
@@ -28,6 +28,7 @@ __all__ = [
     "VQSPythonDataSource",
     "WriteOptions",
     "arrow_schema",
+    "cache_jar_path",
     "ensure_jar",
     "jar_path",
     "jvm_reader_loaded",

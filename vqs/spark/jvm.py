@@ -16,9 +16,14 @@ wheel's build hook) and ships as ``vqs/spark/jars/vqs-spark.jar``. Where it
 was not built (a wheel built in an isolated environment without pyspark, as
 ``pip install ".[spark]"`` does; a checkout before ``make spark-jar``; sources
 newer than the jar), :func:`ensure_jar` builds it with the same script from
-the sources of the checkout or of the wheel (``vqs/spark/connector/``), into
-the package, else into the user's cache dir. Without javac it builds nothing,
-says so once on stderr, and the Python source serves.
+the sources of the checkout or of the wheel (``vqs/spark/connector/``): a
+checkout's into ``vqs/spark/jars/`` (its build output, as ``make spark-jar``),
+an installed wheel's into the user's cache, ``~/.cache/vqs/vqs-spark-VERSION.jar``
+(``XDG_CACHE_HOME``; :func:`cache_jar_path`), never into the installed package:
+``pip uninstall`` removes exactly what it installed, and the cached jar (a
+file of the user's, named by version, so an upgrade builds its own) stays
+until removed by hand (docs/spark.md). Without javac it builds nothing, says
+so once on stderr, and the Python source serves.
 """
 
 from __future__ import annotations
@@ -33,8 +38,17 @@ JAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", "vqs-spar
 
 
 def jar_path() -> str | None:
-    """The JVM reader's jar, or None when this install has none (built without a JDK)."""
-    return JAR if os.path.isfile(JAR) else None
+    """The JVM reader's jar: the one this install ships (or a checkout built),
+    else the one :func:`ensure_jar` built into the user's cache for this
+    version; None when there is neither."""
+    if os.path.isfile(JAR):
+        return JAR
+    found = _connector_build_script()
+    if found is not None and not found[1]:
+        cached = cache_jar_path()
+        if os.path.isfile(cached):
+            return cached
+    return None
 
 
 def _connector_build_script() -> tuple[str, bool] | None:
@@ -48,7 +62,10 @@ def _connector_build_script() -> tuple[str, bool] | None:
     return (shipped, False) if os.path.isfile(shipped) else None
 
 
-def _cache_jar() -> str:
+def cache_jar_path() -> str:
+    """Where :func:`ensure_jar` builds the jar for an installed wheel that has
+    none: ``$XDG_CACHE_HOME/vqs/vqs-spark-VERSION.jar`` (default
+    ``~/.cache/vqs/``). Not part of the install: ``pip uninstall`` leaves it."""
     from .. import __version__
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -61,17 +78,18 @@ def ensure_jar() -> str | None:
     In a checkout (an editable install) it is rebuilt when a source is newer,
     as ``make spark-jar`` does. An installed wheel's jar is used as it is; a
     wheel built without one (no pyspark in its build environment) builds it from
-    the sources it carries, into ``vqs/spark/jars/`` when that is writable, else
-    into ``~/.cache/vqs/`` (``XDG_CACHE_HOME``). Building needs javac (JDK 17+)
-    and pyspark; without them it says why on stderr and returns None (format
-    ``vqs`` is then the Python source).
+    the sources it carries into :func:`cache_jar_path` (never into the
+    installed package, so ``pip uninstall`` leaves nothing of its own behind
+    there; the cached jar is the user's to remove). Building needs javac
+    (JDK 17+) and pyspark; without them it says why on stderr and returns None
+    (format ``vqs`` is then the Python source).
     """
     found = _connector_build_script()
     if found is None:
         return jar_path()
     script, checkout = found
     if not checkout:
-        for target in (JAR, _cache_jar()):
+        for target in (JAR, cache_jar_path()):
             if os.path.isfile(target):
                 return target
     import importlib.util
@@ -81,14 +99,8 @@ def ensure_jar() -> str | None:
     spec.loader.exec_module(mod)
     if checkout and mod.up_to_date(JAR):
         return JAR
-    target = JAR
-    try:
-        os.makedirs(os.path.dirname(JAR), exist_ok=True)
-    except OSError:
-        pass
-    if not os.access(os.path.dirname(JAR), os.W_OK):
-        target = _cache_jar()
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+    target = JAR if checkout else cache_jar_path()
+    os.makedirs(os.path.dirname(target), exist_ok=True)
     if shutil.which("javac"):
         print(f"vqs: building the JVM reader's jar {target} (once, about 10 s)", file=sys.stderr)
     try:

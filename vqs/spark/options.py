@@ -225,6 +225,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         raise ConfigError("option 'endingTimestamp' is for batch reads only; a stream has no end")
     if st is not None and et is not None and et < st:
         raise ConfigError(f"option 'endingTimestamp' ({et}) is before 'startingTimestamp' ({st})")
+    _vectors(options)
     return ReadOptions(
         path=path,
         url=url,
@@ -243,6 +244,14 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         token=_get(options, "token") or None,
         reader=_reader(options),
     )
+
+
+def _vectors(options: Mapping[str, str]) -> None:
+    """Option ``vectors`` serves the JVM reader only, but a bad value fails
+    here too, as it does there: both readers refuse what either would."""
+    v = (_get(options, "vectors") or "direct").lower()
+    if v not in ("direct", "arrow"):
+        raise ConfigError(f"option 'vectors' must be 'direct' or 'arrow', got {_get(options, 'vectors')!r}")
 
 
 def _reader(options: Mapping[str, str]) -> str:

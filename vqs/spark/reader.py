@@ -3,8 +3,9 @@
 Planning (on the driver) turns ``startingOffsets``/``endingOffsets`` (or
 timestamps) into one :class:`OffsetRange` per topic partition, split further
 when ``minPartitions`` asks for more tasks. ``read()`` (on an executor, on a
-fresh copy of the reader) reads its range from the log with ``read_batches``
-and yields Arrow batches built by :class:`~vqs.spark.schema.ArrowConverter`
+fresh copy of the reader) reads its range from the log (path mode: a lazy
+``Log.scan_batches``, each batch CRC-checked right before it is converted and
+sent; url mode: ``read_batches`` from the server) and yields Arrow batches built by :class:`~vqs.spark.schema.ArrowConverter`
 straight from the log's columnar buffers: all the source's columns, or only
 those of a user-specified schema (``columns``, see
 :func:`~vqs.spark.schema.projected_columns`).
@@ -146,6 +147,22 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
     return out
 
 
+def _batches(src, r: OffsetRange, pos: int, max_bytes: int) -> Iterator:
+    """The CRC-checked log batches holding records of ``r`` from ``pos`` on:
+    a lazy scan where the source has one (path mode: each batch checked right
+    before it is used), else reads of ``max_bytes`` (url mode)."""
+    scan = getattr(src, "scan_batches", None)
+    if scan is not None:
+        yield from scan(r.topic, r.partition, pos, r.end)
+        return
+    while pos < r.end:
+        batches = src.read_batches(r.topic, r.partition, pos, max_bytes)
+        if not batches:
+            return
+        yield from batches
+        pos = batches[-1].next_offset
+
+
 def read_range(src, r: OffsetRange, opts: ReadOptions, columns=None) -> Iterator:
     """Yield Arrow record batches of the records in ``r`` (deterministic: the
     same range always yields the same records), with ``columns`` only if given
@@ -156,39 +173,37 @@ def read_range(src, r: OffsetRange, opts: ReadOptions, columns=None) -> Iterator
     rows = 0
     max_bytes = opts.max_bytes_per_read or src.read_bytes_default
     while pos < end:
+        advanced = False
         try:
-            batches = src.read_batches(r.topic, r.partition, pos, max_bytes)
+            for b in _batches(src, r, pos, max_bytes):
+                if b.base_offset >= end:
+                    pos = end
+                    break
+                s = pos - b.base_offset if pos > b.base_offset else 0
+                e = min(b.count, end - b.base_offset)
+                if e > s:
+                    pending.append(conv.convert(b, s, e))
+                    rows += e - s
+                    if rows >= MIN_ARROW_ROWS:
+                        yield concat(pending)
+                        pending, rows = [], 0
+                nxt = b.base_offset + e
+                if nxt > pos:
+                    pos = nxt
+                    advanced = True
+                if pos >= end:
+                    break
         except OffsetOutOfRange as e:
             if e.start_offset > pos:
                 _data_loss(opts, f"{r.topic}/{r.partition}: offset {pos} is below the log start offset {e.start_offset}")
                 pos = e.start_offset
                 continue
-            batches = []
-        if not batches:
+        if pos < end and not advanced:
             _data_loss(
                 opts,
                 f"{r.topic}/{r.partition}: offsets [{pos}, {end}) were planned but the log ends before them",
             )
             break
-        advanced = False
-        for b in batches:
-            if b.base_offset >= end:
-                pos = end
-                break
-            s = pos - b.base_offset if pos > b.base_offset else 0
-            e = min(b.count, end - b.base_offset)
-            if e > s:
-                pending.append(conv.convert(b, s, e))
-                rows += e - s
-                if rows >= MIN_ARROW_ROWS:
-                    yield concat(pending)
-                    pending, rows = [], 0
-            nxt = b.base_offset + e
-            if nxt > pos:
-                pos = nxt
-                advanced = True
-        if not advanced and pos < end:
-            raise VQSError(f"{r.topic}/{r.partition}: the log did not advance past offset {pos}")
     if pending:
         yield concat(pending)
 

@@ -23,8 +23,8 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
 
 - recovery.py: opening for writing, the numbered recovery passes, torn tail
   versus corruption (``LogLoader``);
-- log_reads.py: reads (the decoded-run cache, ``read_batches``, ``wait_for``,
-  ``offset_for_time``); segment_reads.py: lookups within one segment;
+- log_reads.py: reads (the run cache, ``read_batches``, ``scan_batches``,
+  ``wait_for``, ``offset_for_time``); segment_reads.py: one segment's lookups;
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
 - log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Iterator
 from itertools import accumulate
 from operator import itemgetter
 
@@ -28,7 +29,7 @@ from ..errors import ConfigError, CorruptRecordError, LogClosedError, OffsetOutO
 from .log_dir import load_gaps
 from .record_batch import Record, RecordBatch, decode_batch, encode_batch
 from .segment import Segment
-from .segment_reads import batches_at, first_offset_at_time
+from .segment_reads import batches_at, first_offset_at_time, mapped_batches
 
 #: Bytes of batches a read decodes and caches at a time (a run): enough to
 #: amortise the lookup, few enough records that the cyclic GC (which visits
@@ -291,6 +292,62 @@ class LogReads:
                     continue
             i += 1
         return out
+
+    def scan_batches(self, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
+        """Whole, CRC-verified batches holding offsets >= ``offset`` and below
+        ``end_offset`` (default: the end of the log), lazily: for bulk scans
+        (Spark's source). The first batch may begin below ``offset``, the last
+        may end past ``end_offset``.
+
+        The same batches, errors and damage handling as ``read_batches(...,
+        mapped=True)`` called in a loop, but each segment is mapped once
+        (``segment_reads.mapped_batches``) and each batch's CRC is checked
+        when the consumer asks for it, not a read ahead: the consumer then
+        uses bytes still in the CPU cache. Wherever that fast path stops (the
+        write buffer, a gap, damage, a deleted segment), one regular
+        ``read_batches`` takes over for that offset: it raises, or with
+        ``recovery="skip"`` steps over damage, exactly as it does for any
+        reader. Raises OffsetOutOfRange (on the first ``next()``) as
+        ``read_batches`` does; a log past its end yields nothing. ``maps``
+        (a ``map_cache.MapCache``) keeps the segments' mappings for later
+        scans by the same process (see map_cache.py)."""
+        skip = self.recovery == "skip"
+        while end_offset is None or offset < end_offset:
+            with self._lock:
+                if self._closed:
+                    raise LogClosedError(f"log {self.path} is closed")
+                self._check_read_offset_locked(offset)
+                if offset >= self._next_offset:
+                    return
+                seg = None
+                if offset < self._written_end:
+                    i = bisect.bisect_right(self._base_offsets, offset) - 1
+                    seg = self._segments[max(i, 0)]
+                    seg_end = self._base_offsets[i + 1] if i + 1 < len(self._base_offsets) else self._written_end
+                    written_end = self._written_end
+            if seg is not None:
+                try:
+                    found = seg.find_batch(offset, skip=skip)
+                    batches = mapped_batches(seg, *found, maps) if found is not None else ()
+                except (CorruptRecordError, FileNotFoundError):
+                    batches = ()  # the regular read below reports it
+                for b in batches:
+                    if b.next_offset <= offset:
+                        continue
+                    if b.base_offset >= written_end:
+                        break
+                    yield b
+                    offset = b.next_offset
+                    if end_offset is not None and offset >= end_offset:
+                        return
+                if offset >= seg_end:
+                    continue  # this segment is done: the next one
+            batches = self.read_batches(offset, max_bytes=1, mapped=True)
+            if not batches:
+                return
+            for b in batches:
+                yield b
+            offset = batches[-1].next_offset
 
     def wait_for(self, offset: int, timeout: float | None) -> bool:
         """Block until a record at ``offset`` or later exists (end_offset > offset)

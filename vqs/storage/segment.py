@@ -516,15 +516,18 @@ class Segment:
         self._hot = True
         return os.pread(h.fd, n, position)
 
-    def map(self, position: int, n: int) -> memoryview:
+    def map(self, position: int, n: int, maps=None) -> memoryview:
         """Bytes ``[position, position + n)`` of the log file as a read-only
         memoryview of a read-only mapping (no copy); the mapping lives as long as
-        a view of it does. ``position + n`` must lie within ``size`` (see the
-        module doc: mapped reads)."""
+        a view of it does, or is kept by ``maps`` (a map_cache.MapCache) for
+        later reads. ``position + n`` must lie within ``size`` (see the module
+        doc: mapped reads)."""
         h = self._fh
         if h is None:
             h = self._open_handle()
         self._hot = True
+        if maps is not None:
+            return maps.view(h.fd, position, n, self.size)
         start = position - position % mmap.ALLOCATIONGRANULARITY
         m = mmap.mmap(h.fd, position - start + n, mmap.MAP_SHARED, mmap.PROT_READ, offset=start)
         return memoryview(m)[position - start:]

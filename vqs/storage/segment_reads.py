@@ -1,5 +1,6 @@
-"""Lookups in one segment on behalf of the log: the batches from an offset on,
-the first offset at a time, the segment's largest timestamp.
+"""Lookups in one segment on behalf of the log: the batches from an offset on
+(read at once, or lazily from one mapping), the first offset at a time, the
+segment's largest timestamp.
 
 Invariants:
 - every batch returned was decoded and CRC-verified, and its base offset
@@ -10,12 +11,14 @@ Invariants:
   the CRC) is stepped over as recovery would quarantine it, and the caller is
   told so it can count it; otherwise it raises CorruptRecordError naming the
   file and position.
+- ``mapped_batches`` verifies each batch's CRC when the consumer asks for that
+  batch, never later: a batch is handed out only once it was verified.
 """
 
 from __future__ import annotations
 
 from ..errors import CorruptRecordError
-from .record_batch import RecordBatch, decode_batch
+from .record_batch import RecordBatch, decode_batch, peek_header
 from .segment import Segment
 
 
@@ -61,6 +64,46 @@ def batches_at(
             f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
         )
     return batches, next_pos, stepped
+
+
+def mapped_batches(seg: Segment, position: int, expected: int, maps=None):
+    """The batches of ``seg`` from ``position`` (whose batch must have base
+    offset ``expected``) to the segment's end, from one read-only mapping of
+    ``[position, size)`` (``Segment.map``; raises FileNotFoundError at once if
+    the file is gone). Returns a generator that decodes and CRC-verifies each
+    batch only when the consumer asks for it: a bulk reader that uses a batch
+    right away (Spark's source copies it into a socket) finds its bytes still
+    in the CPU cache from the check, so the data crosses the memory bus once,
+    not twice (once for a check of many batches ahead, once for the copy).
+
+    The generator stops quietly at the segment's valid end and at the first
+    batch that is damaged or does not continue the offsets: the caller reads
+    that offset the regular way (``batches_at``), which reports the damage or,
+    with ``skip``, steps over it. ``maps`` (a map_cache.MapCache) keeps the
+    mapping for later scans."""
+    size = seg.size
+    if position >= size:
+        return iter(())
+    buf = seg.map(position, size - position, maps)
+    return _decode_lazily(buf, seg, expected)
+
+
+def _decode_lazily(buf, seg: Segment, expected: int):
+    n = len(buf)
+    p = 0
+    while p < n:
+        h = peek_header(buf, p)
+        if h is None or p + h[1] > n:
+            return
+        try:
+            b = decode_batch(buf, p, where=seg.log_path)
+        except CorruptRecordError:
+            return
+        if not seg.continues(expected, b.base_offset):
+            return
+        yield b
+        expected = b.next_offset
+        p += h[1]
 
 
 def first_offset_at_time(seg: Segment, timestamp_ms: int, start_offset: int) -> int | None:

@@ -58,7 +58,10 @@ public final class VqsProvider implements TableProvider, DataSourceRegister {
 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        if (pythonReads(options)) return python().inferSchema(options);
+        if (pythonReads(options)) {
+            ReadOptions.parse(options, null); // the same checks and messages, raised here as ConfigError (see newScanBuilder)
+            return python().inferSchema(options);
+        }
         ReadOptions o = ReadOptions.parse(options, null);
         return SourceSchema.of(o.includeHeaders);
     }
@@ -108,7 +111,13 @@ public final class VqsProvider implements TableProvider, DataSourceRegister {
 
         @Override
         public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-            if (pythonReads(options)) return ((SupportsRead) pythonTable()).newScanBuilder(options);
+            if (pythonReads(options)) {
+                // The Python source checks the options too, but Spark reports an error raised in a
+                // Python worker as "[PYTHON_DATA_SOURCE_ERROR] Failed to ...: Traceback": parsed here
+                // first, a bad option fails with a first line that names it (ConfigError).
+                ReadOptions.parse(options, null);
+                return ((SupportsRead) pythonTable()).newScanBuilder(options);
+            }
             ReadOptions o = ReadOptions.parse(options, null);
             SourceSchema.check(schema, o.includeHeaders);
             try (Source src = Source.of(o)) { // a missing topic fails the query before any task starts
