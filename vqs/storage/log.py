@@ -142,7 +142,7 @@ class Log(LogReads, LogDurability, LogSpace, LogReserve):
         "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
         "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
-        "_reserved_end", "_reserve_mode", "_reserve_step", "_flush_bytes", "_flush_records", "_run_cache",
+        "_reserved_end", "_held", "_reserve_mode", "_reserve_step", "_flush_bytes", "_flush_records", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
         "_tail_hint", "_unsynced", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
@@ -251,6 +251,7 @@ class Log(LogReads, LogDurability, LogSpace, LogReserve):
         # segment's end (log_reserve.py); the hot path's thresholds follow it
         self._reserve_mode = OFF if flush == "always" or readonly else RESERVING
         self._reserve_step = MIN_STEP
+        self._held = 0  # bytes reserved for a caller's own pending records (hold)
         self._flush_bytes = batch_max_bytes
         self._flush_records = batch_max_records - 1
         self._min_free_bytes = min_free_bytes
@@ -561,8 +562,8 @@ class Log(LogReads, LogDurability, LogSpace, LogReserve):
             self._blocked = True
             raise LogFailedError(f"write to {seg.log_path} at position {seg.size} failed: {e}",
                                  path=seg.log_path) from e
-        if self._space_short and not self._low_space:
-            self._space_short = False
+        if self._space_short and not self._low_space and (not self._reserve_mode or seg.size > self._reserved_end):
+            self._space_short = False  # (a write into reserved blocks does not show space is back)
             self._unblock()
         self._written_end = next_offset
 

@@ -21,6 +21,10 @@ Invariants (``_reserve_mode == RESERVING``, under the log's lock):
   (``BATCH_FIXED + RECORD_FIXED`` per record + value, key and header bytes;
   with compression, plus the codecs' worst-case growth). Writing the buffer
   therefore never needs new space;
+- ``hold``: a caller that keeps records of its own before handing them over
+  (a queue's pending sends, send_buffer.py; its pending state records,
+  lease_state.py) has them covered too: ``_held`` bytes count in
+  ``_buffer_bound`` beside the buffer;
 - the append hot path stays one flag test and one pair of integer
   comparisons, as before: ``_flush_bytes`` and ``_flush_records`` are the
   buffer's value bytes and records at which the slow path
@@ -150,13 +154,42 @@ class LogReserve:
             if reserve(h.fd, seg.size, self._reserve_bytes):
                 self._reserved_end = seg.size + self._reserve_bytes
 
+    def hold(self, nbytes: int) -> bool:
+        """Back records a caller keeps and hands over later with ``append_batch``
+        (a queue's pending sends and state records): ``nbytes`` is a bound of
+        what they encode to (``BATCH_FIXED`` per batch, ``RECORD_FIXED`` per
+        record, plus their bytes). Under ``interval``/``never`` space for them
+        is reserved past the active segment, beside the log's own buffer, so
+        handing them over cannot fail for space; a call replaces the previous
+        hold (one holder per log; ``hold(0)`` after handing them over).
+        Raises DiskFullError (and holds what it held before) when there is no
+        space: the caller refuses the records it was about to keep. Returns
+        False when the log cannot back them (``flush="always"``, or no
+        ``fallocate`` here): the caller must hand records over at once."""
+        with self._lock:
+            if self._reserve_mode != RESERVING:
+                return False
+            if nbytes > self._held:
+                seg = self._active
+                need = self._buffer_bound() - self._held + nbytes
+                if seg.size + need > self._reserved_end:
+                    err = self._cover_locked(need)
+                    if err:
+                        self._refuse_no_room(need, err)
+                    if self._reserve_mode != RESERVING:
+                        return False
+            self._held = nbytes
+            self._set_thresholds()
+            return True
+
     def _buffer_bound(self) -> int:
-        """Upper bound of the bytes the write buffer encodes to (0 if empty)."""
+        """Upper bound of the bytes the write buffer encodes to (0 if empty),
+        plus what is held for a caller (``hold``)."""
         n = len(self._buf_values)
-        if not n:
-            return 0
-        b = BATCH_FIXED + RECORD_FIXED * n + self._buf_bytes + self._buf_extra
-        if self._codec_id:
+        b = self._held
+        if n:
+            b += BATCH_FIXED + RECORD_FIXED * n + self._buf_bytes + self._buf_extra
+        if self._codec_id and b:
             b += (b >> 7) + 128  # zstd and lz4 grow incompressible input by less
         return b
 
@@ -176,7 +209,7 @@ class LogReserve:
         room = self._reserved_end - self._active.size
         if self._codec_id:
             room = (room - 128) * 128 // 129
-        free = room - (BATCH_FIXED + RECORD_FIXED * n + self._buf_bytes + self._buf_extra)
+        free = room - self._held - (BATCH_FIXED + RECORD_FIXED * n + self._buf_bytes + self._buf_extra)
         dn = max(0, min(self._batch_max_records_less_1 - n, free // (2 * RECORD_FIXED)))
         self._flush_records = n + dn
         self._flush_bytes = min(self._batch_max_bytes, self._buf_bytes + free - RECORD_FIXED * dn + 1)
@@ -227,11 +260,13 @@ class LogReserve:
         if not err:
             self._reserved_end = target + step
             self._reserve_step = min(step * 2, MAX_STEP)
+            self._space_back()
             return 0
         if err in NO_SPACE:
             err = reserve_errno(h.fd, start, target - start)
             if not err:
                 self._reserved_end = target
+                self._space_back()
                 return 0
             if err in NO_SPACE:
                 return err
@@ -239,6 +274,12 @@ class LogReserve:
                        seg.log_path, os.strerror(err), self.flush_policy)
         self._reserve_mode = WRITE_THROUGH
         return 0
+
+    def _space_back(self) -> None:
+        """A reservation got new blocks: appends are no longer refused for space."""
+        if self._space_short and not self._low_space:
+            self._space_short = False
+            self._unblock()
 
     def _unbuffer_last_locked(self) -> None:
         """Take the last appended record back out of the buffer (refused)."""
@@ -305,7 +346,7 @@ class LogReserve:
         if self._reserve_mode != RESERVING or self._buf_values:
             return
         seg = self._active
-        keep = seg.size + self._reserve_bytes if self._reserve_bytes else seg.size
+        keep = seg.size + self._reserve_bytes + self._held
         self._reserve_step = MIN_STEP
         if self._reserved_end > keep:
             try:

@@ -81,7 +81,8 @@ class LogSpace:
         until free space is back over the setting)."""
         if self._closed or self.readonly or self._failed is not None or self._clean_marker or self._flush_idle:
             self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
-        if self._space_short and not self._low_space:
+        if self._space_short and not self._low_space and not self._reserve_mode:
+            # (interval/never: the reservation refuses what it cannot cover, log_reserve.py)
             self._check_space_back(nbytes)
         if self._min_free_bytes:
             if self._low_space:
