@@ -8,10 +8,13 @@ policy        ``append`` returns when                     what a crash can lose
 ``always``    its batch is written and fsynced; threads    nothing acknowledged (process crash or
               appending at once share one fsync            power loss)
               (group commit)
-``interval``  it is in the log's buffer; a background      at most ``flush_interval_ms`` of appends
-              thread writes and fsyncs every interval
-``never``     it is in the buffer; written when a batch    since the last batch write (process
-              fills, fsynced at ``close``                  crash), or since the OS last wrote back
+``interval``  it is in the log's buffer, whose disk space   at most ``flush_interval_ms`` of appends
+              is allocated (a full disk cannot stop its   (a full disk loses nothing: the buffer
+              write); a background thread writes and      is written into space already allocated)
+              fsyncs every interval
+``never``     it is in the buffer (space allocated, as    since the last batch write (process
+              above); written when a batch fills,         crash), or since the OS last wrote back
+              fsynced at ``close``
 ============  ==========================================  =========================================
 
 Under every policy a segment sealed by a roll is fsynced by the background
@@ -28,6 +31,8 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
 - log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``;
+- log_reserve.py: the disk space behind the write buffer (``interval``,
+  ``never``) and ``hold``;
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
   quarantine); readonly_tail.py: following a log another process owns.
@@ -49,12 +54,16 @@ Invariants (under ``_lock``):
   (``defer_clean_marker``), or is off the interval flusher while idle
   (``_flush_idle``), or its last write found no space (``_space_short``):
   the append hot path tests this one flag and only then asks why;
-- a full disk: once a write found no space, appends are refused *before*
-  they are buffered (log_space.py) until a write succeeds again, so a
-  refused record is never written later and the buffer does not grow while
-  the disk is full; only the records already buffered when the write failed
-  (acknowledged under ``interval``; the failing call's under ``always``)
-  wait in the buffer for space;
+- a full disk: under ``interval``/``never`` every buffered byte has blocks
+  allocated past the active segment's end (log_reserve.py), and an append
+  they cannot cover is refused *before* it is buffered: an acknowledged
+  record is never left waiting for space, ``close`` on a full disk writes it;
+  the hot path's two thresholds (``_flush_bytes``, ``_flush_records``) mark
+  where a batch is full or the reservation ends. Under ``always`` (no
+  reservation), once a write found no space appends are refused before they
+  are buffered (log_space.py) until a write succeeds again; only the failing
+  call's records wait for space. Either way a refused record is never
+  written later and the buffer does not grow while the disk is full;
 - ``_clean_marker``: the marker of the last clean close is still on disk and
   no file changed since; the first write removes it (``_check_writable``)
   before it changes anything, and ``close`` then has nothing to write.
