@@ -547,8 +547,9 @@ class Log(LogReads, LogDurability, LogSpace, LogReserve):
             # Cut any partial write so the file ends at a batch boundary again.
             try:
                 h = seg.handle()
-                os.ftruncate(h.fd, seg.size)
-                self._reserved_end = seg.size  # a truncation frees blocks past the end too
+                if os.fstat(h.fd).st_size != seg.size:
+                    os.ftruncate(h.fd, seg.size)
+                    self._keep_reserve_after_truncate(h.fd)  # (a truncation frees blocks past the end too)
             except OSError:
                 self._failed = e
                 self._blocked = True

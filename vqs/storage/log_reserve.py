@@ -170,6 +170,8 @@ class LogReserve:
             if self._reserve_mode != RESERVING:
                 return False
             if nbytes > self._held:
+                if self._blocked:
+                    self._check_writable()  # closed, readonly or failed: raises
                 seg = self._active
                 need = self._buffer_bound() - self._held + nbytes
                 if seg.size + need > self._reserved_end:
@@ -179,7 +181,8 @@ class LogReserve:
                     if self._reserve_mode != RESERVING:
                         return False
             self._held = nbytes
-            self._set_thresholds()
+            if not self._closed:
+                self._set_thresholds()
             return True
 
     def _buffer_bound(self) -> int:
@@ -274,6 +277,15 @@ class LogReserve:
                        seg.log_path, os.strerror(err), self.flush_policy)
         self._reserve_mode = WRITE_THROUGH
         return 0
+
+    def _keep_reserve_after_truncate(self, fd: int) -> None:
+        """A failed write was cut back (``ftruncate``), which frees the blocks
+        past the end, the reservation's too: take them back (they were just
+        freed), else nothing is reserved any more."""
+        seg = self._active
+        if self._reserved_end > seg.size and reserve_errno(fd, seg.size, self._reserved_end - seg.size):
+            self._reserved_end = seg.size
+        self._set_thresholds()
 
     def _space_back(self) -> None:
         """A reservation got new blocks: appends are no longer refused for space."""
