@@ -147,3 +147,36 @@ def test_random_appends_on_a_filling_disk_match_the_model(small_disk, seed, flus
             off = recs[-1].offset + 1
     assert [got.get(o) for o, _, _ in model] == [(v, k) for _, v, k in model]
     assert len(got) == len(model)  # nothing refused was written
+
+
+@pytest.fixture
+def no_fallocate_fs(tmp_path):
+    """A ramfs (no ``fallocate``: EOPNOTSUPP) at ``tmp_path/ram``; root only."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a ramfs needs root")
+    mnt = tmp_path / "ram"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "ramfs", "ramfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a ramfs here: {r.stderr.strip() or r.returncode}")
+    try:
+        yield str(mnt)
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("flush", ["interval", "never"])
+def test_without_fallocate_appends_are_written_at_once(no_fallocate_fs, flush, caplog):
+    path = os.path.join(no_fallocate_fs, "log")
+    seg = os.path.join(path, "00000000000000000000.log")
+    with Log.open(path, flush=flush) as log:
+        sizes = []
+        for i in range(20):
+            log.append(b"%04d" % i + b"w" * 96)
+            sizes.append(os.path.getsize(seg))  # in the file before the next append, unflushed
+        assert sizes == sorted(set(sizes)) and sizes[0] > 0
+    assert "cannot reserve disk space" in caplog.text
+    with Log.open(path) as log:
+        assert [r.value for r in log.read(0, max_records=100)] == [b"%04d" % i + b"w" * 96 for i in range(20)]
