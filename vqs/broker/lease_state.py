@@ -49,9 +49,10 @@ import os
 import struct
 from array import array
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, DiskFullError
 from ..storage.durable_file import atomic_write
 from ..storage.log import Log
+from ..storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 from ..storage.record_batch import decode_batch, encode_batch
 
 ENTRY = struct.Struct("<QQqqqI")
@@ -66,6 +67,8 @@ OP_EPOCH = 0x45  # "E"
 EPOCH = struct.Struct("<QQ")
 SNAPSHOT = "snapshot"
 PENDING_BYTES = 512 << 10  # buffered=True: push past this many bytes
+#: bound of the batch headers of one push of the pending records (append_batch may split it)
+PUSH_FIXED = 4 * BATCH_FIXED
 
 _lease_structs: dict[int, struct.Struct] = {}
 _delete_structs: dict[int, struct.Struct] = {}
@@ -142,6 +145,7 @@ class LeaseStateStore:
         self._buffered = buffered and not self._durable_each
         self._pending: list = []
         self._pending_bytes = 0
+        self._held = 0  # bytes the log holds for the pending records (Log.hold)
         self.snapshot_offset = 0  # state-log offset the last snapshot covers
         # receipt-handle epochs (first offset, first nonce): kept by the queue,
         # carried by every snapshot (module doc)
@@ -154,6 +158,12 @@ class LeaseStateStore:
         otherwise it is buffered like any Log append (written by the flusher)."""
         if self._buffered:
             p = self._pending
+            # acknowledged once pending: covered by space the log reserved (Log.hold), or refused here
+            if self._pending_bytes + len(value) + RECORD_FIXED * (len(p) + 1) + PUSH_FIXED > self._held:
+                if not self._hold(self._pending_bytes + len(value) + RECORD_FIXED * (len(p) + 1) + PUSH_FIXED):
+                    self.push()  # the log cannot reserve here: written at once
+                    self.log.append(value)
+                    return
             p.append(value)
             self._pending_bytes += len(value)
             if len(p) >= 1024 or self._pending_bytes >= PENDING_BYTES:
@@ -173,6 +183,16 @@ class LeaseStateStore:
             for v in values:
                 self.log.append(v)
 
+    def _hold(self, bound: int) -> bool:
+        ask = bound + min(bound, 64 << 10)
+        try:
+            ok = self.log.hold(ask)
+        except DiskFullError:
+            ok = self.log.hold(bound)  # just this much, or DiskFullError: the record is refused
+            ask = bound
+        self._held = ask if ok else 0
+        return ok
+
     @property
     def pending(self) -> bool:
         """Records not yet handed to the log (buffered=True)."""
@@ -186,6 +206,9 @@ class LeaseStateStore:
             self.log.append_batch(p)
             self._pending = []
             self._pending_bytes = 0
+            if self._held:
+                self._held = 0
+                self.log.hold(0)
 
     def flush(self) -> None:
         """Write and fsync what is in the log (call push() first for the buffer)."""

@@ -8,10 +8,13 @@ policy        ``append`` returns when                     what a crash can lose
 ``always``    its batch is written and fsynced; threads    nothing acknowledged (process crash or
               appending at once share one fsync            power loss)
               (group commit)
-``interval``  it is in the log's buffer; a background      at most ``flush_interval_ms`` of appends
-              thread writes and fsyncs every interval
-``never``     it is in the buffer; written when a batch    since the last batch write (process
-              fills, fsynced at ``close``                  crash), or since the OS last wrote back
+``interval``  it is in the log's buffer, whose disk space   at most ``flush_interval_ms`` of appends
+              is allocated (a full disk cannot stop its   (a full disk loses nothing: the buffer
+              write); a background thread writes and      is written into space already allocated)
+              fsyncs every interval
+``never``     it is in the buffer (space allocated, as    since the last batch write (process
+              above); written when a batch fills,         crash), or since the OS last wrote back
+              fsynced at ``close``
 ============  ==========================================  =========================================
 
 Under every policy a segment sealed by a roll is fsynced by the background
@@ -28,6 +31,8 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
 - log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
+- log_reserve.py: the disk space behind the write buffer (``interval``,
+  ``never``) and ``hold``;
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
   quarantine); readonly_tail.py: following a log another process owns.
@@ -49,12 +54,16 @@ Invariants (under ``_lock``):
   (``defer_clean_marker``), or is off the interval flusher while idle
   (``_flush_idle``), or its last write found no space (``_space_short``):
   the append hot path tests this one flag and only then asks why;
-- a full disk: once a write found no space, appends are refused *before*
-  they are buffered (log_space.py) until a write succeeds again, so a
-  refused record is never written later and the buffer does not grow while
-  the disk is full; only the records already buffered when the write failed
-  (acknowledged under ``interval``; the failing call's under ``always``)
-  wait in the buffer for space;
+- a full disk: under ``interval``/``never`` every buffered byte has blocks
+  allocated past the active segment's end (log_reserve.py), and an append
+  they cannot cover is refused *before* it is buffered: an acknowledged
+  record is never left waiting for space, ``close`` on a full disk writes it;
+  the hot path's two thresholds (``_flush_bytes``, ``_flush_records``) mark
+  where a batch is full or the reservation ends. Under ``always`` (no
+  reservation), once a write found no space appends are refused before they
+  are buffered (log_space.py) until a write succeeds again; only the failing
+  call's records wait for space. Either way a refused record is never
+  written later and the buffer does not grow while the disk is full;
 - ``_clean_marker``: the marker of the last clean close is still on disk and
   no file changed since; the first write removes it (``_check_writable``)
   before it changes anything, and ``close`` then has nothing to write.
@@ -80,9 +89,7 @@ from itertools import accumulate
 from ..errors import (
     ConfigError,
     DiskFullError,
-    LogClosedError,
     LogFailedError,
-    ReadOnlyError,
 )
 from .dir_lock import DirLock
 from .durable_file import atomic_write, fsync_dir
@@ -94,6 +101,8 @@ from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, clean_marker_byte
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
 from .log_repair import LogRepair
+from .log_reserve import MIN_STEP, OFF, RESERVING, LogReserve
+from .log_reserve import as_bytes as _as_bytes
 from .log_space import LogSpace
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
@@ -102,7 +111,7 @@ from .record_batch import (
     encode_batch_parts,
 )
 from .recovery import LogLoader
-from .reserve import allocated_end, release, reserve
+from .reserve import allocated_end, release
 from .retention import segments_past_retention
 from .segment import Segment
 
@@ -126,15 +135,7 @@ def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
 
-def _as_bytes(v, what: str) -> bytes:
-    if isinstance(v, (bytearray, memoryview)):
-        return bytes(v)
-    if isinstance(v, bytes):
-        return v
-    raise TypeError(f"{what} must be bytes-like, not {type(v).__name__}")
-
-
-class Log(LogReads, LogDurability, LogSpace, LogRepair):
+class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
@@ -144,14 +145,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
     # Slots: the append path reads a dozen attributes per call, and a plain
     # instance dict of this many keys is a hash lookup for each.
     __slots__ = (
-        "_base_offsets", "_blocked", "_buf_bytes", "_buf_has_extra", "_buf_headers", "_buf_keys",
+        "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_has_extra", "_buf_headers", "_buf_keys",
         "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
         "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
-        "_reserved_end", "_run_cache",
+        "_reserved_end", "_held", "_reserve_mode", "_reserve_step", "_flush_bytes", "_flush_records", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
         "_tail_hint", "_unsynced", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
@@ -256,6 +257,13 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
         # (reserve.py), so appends go on for that long on a full disk
         self._reserve_bytes = reserve_bytes
         self._reserved_end = 0
+        # interval/never: the buffer is backed by space reserved past the active
+        # segment's end (log_reserve.py); the hot path's thresholds follow it
+        self._reserve_mode = OFF if flush == "always" or readonly else RESERVING
+        self._reserve_step = MIN_STEP
+        self._held = 0  # bytes reserved for a caller's own pending records (hold)
+        self._flush_bytes = batch_max_bytes
+        self._flush_records = batch_max_records - 1
         self._min_free_bytes = min_free_bytes
         self._free_budget = 0       # bytes that may be written before free space is read again
         self._free_check_at = 0.0   # monotonic time of the next statvfs, at the latest
@@ -319,6 +327,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
             if self._dir_lock:
                 self._dir_lock.release()
             raise
+        self._set_thresholds()
         if flush == "interval":
             if self._clean_marker:  # nothing to flush until the first write registers it
                 self._flush_idle = True
@@ -333,6 +342,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
         self._buf_headers: list | None = None
         self._buf_has_extra = False  # some buffered record has a key or headers
         self._buf_bytes = 0
+        self._buf_extra = 0  # bound of the buffered keys' and headers' bytes (log_reserve.py)
 
     def _segment(self, base: int, *, active: bool, create: bool = False) -> Segment:
         return Segment(
@@ -354,9 +364,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
         self._written_end = self._next_offset = self._durable_end = active.next_offset
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
+        if self._reserve_mode == RESERVING:
+            self._reserved_end = active.size  # covered from here on: only what this run reserves
         if self._reserve_bytes:
             h = active.handle()
-            self._reserved_end = allocated_end(h.fd)  # a reserve kept since the last run
+            if self._reserve_mode == OFF:
+                self._reserved_end = allocated_end(h.fd)  # a reserve kept since the last run
             self.top_up_reserve_locked()
         if loaded.marker_kept:
             # Nothing changed: the checkpoint on disk is the clean close's.
@@ -422,8 +435,9 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
                 self._add_extra(key, headers)
             nbytes = self._buf_bytes + len(value)
             self._buf_bytes = nbytes
-            if nbytes >= self._batch_max_bytes or off - self._written_end >= self._batch_max_records_less_1:
-                self._write_buffer_locked()
+            # a full batch, or (interval/never) the end of the reserved space (log_reserve.py)
+            if nbytes >= self._flush_bytes or off - self._written_end >= self._flush_records:
+                self._buffer_full_locked()
             if self._read_waiters:
                 self._appended.notify_all()
             if self._flush_always:
@@ -431,23 +445,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
         if self._flush_always:
             self._group.await_durable(self, off + 1, step)
         return off
-
-    def _add_extra(self, key, headers) -> None:
-        self._buf_has_extra = True
-        if key is not None or self._buf_keys is not None:
-            self._add_key(key)
-        if headers or self._buf_headers is not None:
-            self._add_headers(headers)
-
-    def _add_key(self, key) -> None:
-        if self._buf_keys is None:
-            self._buf_keys = [None] * (len(self._buf_values) - 1)
-        self._buf_keys.append(None if key is None else _as_bytes(key, "key") if key.__class__ is not bytes else key)
-
-    def _add_headers(self, headers) -> None:
-        if self._buf_headers is None:
-            self._buf_headers = [None] * (len(self._buf_values) - 1)
-        self._buf_headers.append(tuple(headers) if headers else None)
 
     def append_batch(
         self,
@@ -509,6 +506,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
                 self._write_parts_locked(parts, base, base + (j - i))
                 i = j
             self._next_offset = self._written_end
+            self._set_thresholds()
             if self._read_waiters:
                 self._appended.notify_all()
             end = self._written_end
@@ -517,33 +515,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
         if self._flush_always:
             self._group.await_durable(self, end, step)
         return first
-
-    def _check_writable(self) -> None:
-        if self._closed:
-            raise LogClosedError(f"log {self.path} is closed")
-        if self.readonly:
-            raise ReadOnlyError(f"log {self.path} was opened with readonly=True")
-        if self._failed is not None:
-            raise LogFailedError(
-                f"log {self.path} failed earlier and accepts no writes: {self._failed!r}",
-                path=self.path,
-            ) from self._failed
-        if self._clean_marker:
-            # The first write after a clean open (defer_clean_marker): the marker
-            # goes, durably, before any file changes (a crash from now on recovers).
-            marker = os.path.join(self.path, CLEAN_MARKER)
-            try:
-                os.unlink(marker)
-            except FileNotFoundError:
-                pass
-            fsync_dir(self.path)
-            self._clean_marker = False
-        if self._flush_idle:
-            # Idle for a whole interval, the flusher let go of it: back on at the first write.
-            self._flush_idle = False
-            Flusher.shared().register(self, self.flush_interval_ms / 1000)
-        # still checked per append (log_space.py): min_free_bytes, or no space found
-        self._blocked = self._min_free_bytes > 0 or self._space_short
 
     def _write_buffer_locked(self) -> None:
         bv = self._buf_values
@@ -555,6 +526,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
         )
         self._write_parts_locked(parts, base, base + len(bv))
         self._reset_buffer()
+        self._set_thresholds()
 
     def _write_parts_locked(self, parts: list, base: int, next_offset: int) -> None:
         hdr = HEADER.unpack_from(parts[0], 0)
@@ -567,7 +539,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
             or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
             or (self.segment_ms is not None and self._now_ms() - (seg.created_ms or 0) >= self.segment_ms)
         ):
-            self._roll_locked()
+            self._roll_locked()  # (RESERVING, no space for the next segment: this one grows past segment_bytes)
             seg = self._active
         max_ts = hdr[8]
         try:
@@ -577,6 +549,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
             try:
                 seg.cut_pending = True
                 seg.cut_tail()
+                self._keep_reserve_after_truncate(seg.handle().fd)  # (a truncation frees blocks past the end too)
             except OSError as cut:
                 if cut.errno not in DISK_FULL:  # (no space even to cut: before the next write)
                     self._failed = e
@@ -600,35 +573,35 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
             self._blocked = True
             raise LogFailedError(f"write to {seg.log_path} at position {seg.size} failed: {e}",
                                  path=seg.log_path) from e
-        if self._space_short and not self._low_space:
-            self._space_short = False
+        if self._space_short and not self._low_space and (not self._reserve_mode or seg.size > self._reserved_end):
+            self._space_short = False  # (a write into reserved blocks does not show space is back)
             self._unblock()
         self._written_end = next_offset
-
-    def top_up_reserve_locked(self) -> None:
-        """Keep ``reserve_bytes`` allocated past the end of the active segment
-        (topped up once half is used; on a full disk it waits for space)."""
-        seg = self._active
-        if seg.size + (self._reserve_bytes >> 1) > self._reserved_end:
-            h = seg.handle()
-            if reserve(h.fd, seg.size, self._reserve_bytes):
-                self._reserved_end = seg.size + self._reserve_bytes
 
     @property
     def _active(self) -> Segment:
         return self._segments[-1]
 
-    def _roll_locked(self) -> None:
+    def _roll_locked(self) -> bool:
+        """Seal the active segment and start the next; False (nothing changed)
+        when, RESERVING, the next one cannot get space for the buffer."""
         old = self._active
+        reserved = self._reserved_end
+        if self._reserve_mode == RESERVING and not self._new_segment_file(self._written_end):
+            return False
+        if reserved > old.size:  # the sealed segment's reserve goes (size and content unchanged)
+            try:
+                h = old.handle()
+                release(h.fd, old.size, reserved - old.size)
+            except OSError:
+                pass  # best effort: the blocks go with the file
+        if self._reserve_mode == OFF:
+            self._reserved_end = 0
         # Sealed without an fsync: the appender goes on while the shared flusher
         # thread fsyncs it (as Kafka flushes a rolled segment asynchronously).
         # Until then the recovery point stays below it, so a power loss that
         # tears its tail is recovered like a torn tail (see recovery.py).
         old.seal(sync=False)
-        if self._reserve_bytes:
-            h = old.handle()
-            release(h.fd, old.size, max(self._reserved_end - old.size, 0))
-            self._reserved_end = 0
         new = self._segment(self._written_end, active=True, create=True)
         new.created_ms = self._now_ms()
         fsync_dir(self.path)
@@ -640,6 +613,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
         Flusher.shared().register(self._seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
             self._apply_retention_locked(self._now_ms())
+        return True
 
     # -------------------------------------------------------------- retention
 
@@ -761,6 +735,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair):
                         self._write_buffer_locked()
                     except DiskFullError as e:
                         full = e  # make what was written durable, then raise it
+                    self._release_reserve_locked()  # (down to reserve_bytes; size and content unchanged)
                     for seg in self._unsynced:
                         seg.sync()
                     self._unsynced = []

@@ -161,6 +161,7 @@ class LogDurability:
             if self._failed is None and not self._syncing and not self._buf_values and not self._unsynced \
                     and self._written_end <= self._durable_end <= self._checkpoint_recovery_point:
                 self._flush_idle = self._blocked = True
+                self._release_reserve_locked()  # an idle log holds no reserve beyond reserve_bytes
                 return False
             if not self._syncing and self._failed is None:
                 self._sync_locked()

@@ -30,7 +30,10 @@ import errno
 import os
 import time
 
-from ..errors import ConfigError, DiskFullError
+from ..errors import ConfigError, DiskFullError, LogClosedError, LogFailedError, ReadOnlyError
+from .durable_file import fsync_dir
+from .flusher import Flusher
+from .log_dir import CLEAN_MARKER
 
 #: min_free_bytes: free space is read (statvfs) at least this often while writing
 MIN_FREE_CHECK_S = 0.1
@@ -44,13 +47,43 @@ class LogSpace:
 
     __slots__ = ()
 
+    def _check_writable(self) -> None:
+        """Raise unless the log takes writes; the first write after a clean open
+        removes the clean-shutdown marker, after an idle spell rejoins the flusher."""
+        if self._closed:
+            raise LogClosedError(f"log {self.path} is closed")
+        if self.readonly:
+            raise ReadOnlyError(f"log {self.path} was opened with readonly=True")
+        if self._failed is not None:
+            raise LogFailedError(
+                f"log {self.path} failed earlier and accepts no writes: {self._failed!r}",
+                path=self.path,
+            ) from self._failed
+        if self._clean_marker:
+            # The first write after a clean open (defer_clean_marker): the marker
+            # goes, durably, before any file changes (a crash from now on recovers).
+            marker = os.path.join(self.path, CLEAN_MARKER)
+            try:
+                os.unlink(marker)
+            except FileNotFoundError:
+                pass
+            fsync_dir(self.path)
+            self._clean_marker = False
+        if self._flush_idle:
+            # Idle for a whole interval, the flusher let go of it: back on at the first write.
+            self._flush_idle = False
+            Flusher.shared().register(self, self.flush_interval_ms / 1000)
+        # still checked per append (log_space.py): min_free_bytes, or no space found
+        self._blocked = self._min_free_bytes > 0 or self._space_short
+
     def _check_appendable(self, nbytes: int) -> None:
         """Appends, when ``_blocked``: closed, readonly or failed raise; with
         min_free_bytes, ``nbytes`` more are admitted or refused (a refusal holds
         until free space is back over the setting)."""
         if self._closed or self.readonly or self._failed is not None or self._clean_marker or self._flush_idle:
             self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
-        if self._space_short and not self._low_space:
+        if self._space_short and not self._low_space and not self._reserve_mode:
+            # (interval/never: the reservation refuses what it cannot cover, log_reserve.py)
             self._check_space_back(nbytes)
         if self._min_free_bytes:
             if self._low_space:

@@ -51,6 +51,20 @@ def _call(fd: int, mode: int, offset: int, length: int) -> bool:
     raise OSError(err, os.strerror(err))
 
 
+def reserve_errno(fd: int, offset: int, length: int) -> int:
+    """``reserve``, telling why it failed: 0 when ``[offset, offset + length)``
+    is allocated, else the errno (ENOSPC/EDQUOT: no space; anything else, or
+    ENOTSUP when the platform has no ``fallocate``: it cannot be done here)."""
+    fn = _fallocate()
+    if not fn:
+        return errno.ENOTSUP
+    if length <= 0:
+        return 0
+    if fn(fd, FALLOC_FL_KEEP_SIZE, offset, length) == 0:
+        return 0
+    return ctypes.get_errno() or errno.EIO
+
+
 def reserve(fd: int, offset: int, length: int) -> bool:
     """Allocate ``length`` bytes at ``offset`` past the end, keeping the size."""
     return _call(fd, FALLOC_FL_KEEP_SIZE, offset, length)

@@ -100,7 +100,7 @@ class Maintenance:
             # whatever was consumed (the log then deletes even a small active
             # segment, so a queue on a filesystem smaller than a segment drains
             # its way out); until then, look again when the current end is reached.
-            end = self._log.end_offset
+            end = self._end_offset()  # (pending sends included: drained means those too)
             if low >= end and low > self._reclaim_low:
                 self._drain_reclaim = False
                 self.reclaim()

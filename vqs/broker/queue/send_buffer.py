@@ -12,7 +12,13 @@ Invariants:
   for the runs before the last, the last in ``last_ts``/``last_n`` (a send in
   the same ms only adds to ``last_n``);
 * a failed push keeps what was not written pending and records the error in
-  ``error``; sends push (retry) before adding to a buffer with an error.
+  ``error``; sends push (retry) before adding to a buffer with an error;
+* acknowledged pending sends have their disk space already: ``bound`` (an
+  upper bound of what they encode to: a batch header per send, as a push may
+  write one batch per send-ms run) never exceeds ``held``, the space the
+  message log reserved for them (``Log.hold``, storage/log_reserve.py); a send
+  that cannot be covered is refused (DiskFullError) before it is added, and
+  where the log cannot reserve (``hold`` returns False) sends are written at once.
 
 ``Tail``: what this process sent and nobody has received yet, kept in memory
 so that receive needn't read it back from the log: one entry per send call,
@@ -27,7 +33,9 @@ from __future__ import annotations
 from collections import deque
 from itertools import chain, repeat, starmap
 
+from ...errors import DiskFullError
 from ...storage.log import Log
+from ...storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 
 TAIL_BYTES = 32 << 20  # in-memory copy of recently sent, not yet received messages
 PUSH_RUN_RECORDS = 32  # pushes pending sends as a batch per send-ms run when runs average this
@@ -36,7 +44,8 @@ PUSH_RUN_RECORDS = 32  # pushes pending sends as a batch per send-ms run when ru
 class SendBuffer:
     """Pending plain sends of a standard queue (see module doc)."""
 
-    __slots__ = ("values", "runs", "last_ts", "last_n", "nbytes", "max_records", "max_bytes", "error")
+    __slots__ = ("values", "runs", "last_ts", "last_n", "nbytes", "max_records", "max_bytes", "error",
+                 "bound", "held")
 
     def __init__(self, max_records: int, max_bytes: int):
         self.values: list = []
@@ -47,6 +56,26 @@ class SendBuffer:
         self.max_records = max(1, min(max_records, 4096))
         self.max_bytes = max(1, max_bytes)
         self.error: BaseException | None = None
+        self.bound = 0  # what the pending sends encode to, at most (module doc)
+        self.held = 0  # what the log holds for them (Log.hold)
+
+    @staticmethod
+    def send_bound(bound: int, n: int, nbytes: int) -> int:
+        """``bound`` after a send of ``n`` values of ``nbytes`` bytes is added."""
+        return bound + BATCH_FIXED + RECORD_FIXED * n + nbytes
+
+    def hold(self, log: Log, bound: int) -> bool:
+        """Have ``log`` back ``bound`` bytes of pending sends (with room to grow);
+        raises DiskFullError when it cannot; False: the log cannot reserve
+        (send at once)."""
+        ask = bound + min(bound, 256 << 10)
+        try:
+            ok = log.hold(ask)
+        except DiskFullError:
+            ok = log.hold(bound)  # just this much, or DiskFullError
+            ask = bound
+        self.held = ask if ok else 0
+        return ok
 
     def __len__(self) -> int:
         return len(self.values)
@@ -54,6 +83,7 @@ class SendBuffer:
     def add(self, values: list, ts: int, nbytes: int) -> None:
         """Add a send's values (the caller checked they fit: ``fits``)."""
         self.values += values
+        self.bound = self.send_bound(self.bound, len(values), nbytes)
         if ts == self.last_ts:
             self.last_n += len(values)
         else:
@@ -88,6 +118,10 @@ class SendBuffer:
         self.last_n = 0
         self.nbytes = 0
         self.error = None
+        self.bound = 0
+        if self.held:
+            self.held = 0
+            log.hold(0)
 
     def _push_runs(self, log: Log) -> None:
         """One batch per run of equal send timestamps: a batch whose records share
