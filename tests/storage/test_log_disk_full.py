@@ -42,23 +42,28 @@ def test_full_log_reopens_drains_and_resumes(full_disk, flush):
     path = os.path.join(full_disk.path, "log")
     value = b"v" * 1000
     log = Log.open(path, segment_bytes=256 << 10, flush=flush)
-    if flush == "always":
-        acked = _fill(log, value)
-    else:
-        # interval: an append is acknowledged into the buffer; flush() is where
-        # the write meets the full disk
-        acked = 0
-        with pytest.raises(DiskFullError):
-            while True:
-                log.append(value)
-                log.flush()
-                acked += 1
-    assert acked > 1000
-    # close writes what it can and raises the disk-full error, but releases the lock
     try:
-        log.close()
-    except DiskFullError:
-        pass
+        if flush == "always":
+            acked = _fill(log, value)
+        else:
+            # interval: an append is acknowledged into the buffer; flush() (or the
+            # append itself, when the space reserved behind the buffer cannot be
+            # topped up, log_reserve.py) is where it meets the full disk
+            acked = 0
+            with pytest.raises(DiskFullError) as ei:
+                while True:
+                    log.append(value)
+                    log.flush()
+                    acked += 1
+            assert ei.value.__cause__.errno == full_disk.errno
+        assert acked > 1000
+    finally:
+        # close writes what it can and raises the disk-full error, but releases the lock
+        # (in a finally: a failed assertion must not leave the files open)
+        try:
+            log.close()
+        except DiskFullError:
+            pass
     assert log.closed
 
     # reopen on the still-full disk (checkpoint and index preallocation wait)

@@ -313,7 +313,7 @@ class LogReserve:
         raise DiskFullError(
             f"append to {seg.log_path} refused: the disk is full (no space to reserve {need} bytes "
             f"past position {seg.size} for the write buffer: {os.strerror(err)}); appends resume once "
-            f"there is room", path=seg.log_path)
+            f"there is room", path=seg.log_path) from OSError(err, os.strerror(err), seg.log_path)
 
     def _new_segment_file(self, base: int) -> bool:
         """RESERVING roll: create the next segment's file with the buffer's
@@ -340,7 +340,14 @@ class LogReserve:
                 return False
             if err and err not in NO_SPACE:
                 self._reserve_mode = WRITE_THROUGH  # as _cover_locked: fallocate cannot be used here
-            os.rename(tmp, final)
+            try:
+                os.rename(tmp, final)
+            except OSError as e:
+                # btrfs under a quota group: the rename's metadata needs space too (EDQUOT)
+                if e.errno not in NO_SPACE:
+                    raise
+                os.unlink(tmp)
+                return False
         except BaseException:
             try:
                 os.unlink(tmp)
