@@ -287,6 +287,20 @@ class LogReserve:
             self._reserved_end = seg.size
         self._set_thresholds()
 
+    def _retry_reserve_locked(self, nbytes: int) -> None:
+        """An append while refused for space (``_space_short``, the slow path
+        only): try to reserve past what is reserved, enough for this record and
+        MIN_STEP more. Success clears ``_space_short`` (``_space_back``), so
+        ``disk_full`` and /health show space is back even where only a write
+        can tell (a quota); no space changes nothing (the thresholds still
+        refuse what the reservation cannot cover)."""
+        seg = self._active
+        need = self._buffer_bound() + BATCH_FIXED + RECORD_FIXED + nbytes
+        need = max(need, self._reserved_end - seg.size) + MIN_STEP  # past _reserved_end
+        self._cover_locked(need)
+        if self._reserve_mode == RESERVING:
+            self._set_thresholds()
+
     def _space_back(self) -> None:
         """A reservation got new blocks: appends are no longer refused for space."""
         if self._space_short and not self._low_space:
@@ -307,7 +321,9 @@ class LogReserve:
 
     def _refuse_no_room(self, need: int, err: int) -> None:
         seg = self._active
-        self._space_short = self._blocked = True  # refused until space is back (log_space.py)
+        # refused until space is back (log_space.py); the errno, as a failed write
+        # stores it: ``disk_full`` trusts EDQUOT (a quota statvfs does not show)
+        self._space_short, self._blocked = err, True
         if self.on_disk_short is not None:
             self.on_disk_short()
         raise DiskFullError(

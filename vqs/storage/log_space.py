@@ -34,6 +34,7 @@ from ..errors import ConfigError, DiskFullError, LogClosedError, LogFailedError,
 from .durable_file import fsync_dir
 from .flusher import Flusher
 from .log_dir import CLEAN_MARKER
+from .log_reserve import RESERVING
 
 #: min_free_bytes: free space is read (statvfs) at least this often while writing
 MIN_FREE_CHECK_S = 0.1
@@ -82,9 +83,13 @@ class LogSpace:
         until free space is back over the setting)."""
         if self._closed or self.readonly or self._failed is not None or self._clean_marker or self._flush_idle:
             self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
-        if self._space_short and not self._low_space and not self._reserve_mode:
-            # (interval/never: the reservation refuses what it cannot cover, log_reserve.py)
-            self._check_space_back(nbytes)
+        if self._space_short and not self._low_space:
+            if not self._reserve_mode:
+                self._check_space_back(nbytes)
+            elif self._reserve_mode == RESERVING:
+                # interval/never: the reservation refuses what it cannot cover; a
+                # top-up that succeeds shows space is back (log_reserve.py)
+                self._retry_reserve_locked(nbytes)
         if self._min_free_bytes:
             if self._low_space:
                 self._check_free_space(0, self._active.log_path)
