@@ -115,7 +115,12 @@ def test_queue_send_and_delete_under_a_quota(quota_disk):
     while not isinstance(e, OSError):
         e = e.__cause__
     assert e.errno == quota_disk.errno  # a real EDQUOT
-    assert len(sent) > 200
+    # > 100, not > 200 as before the write buffer was backed by a reservation: the
+    # queue's messages log (flush="always" buffers under the lock, core.py) keeps
+    # up to 1 MiB (log_reserve.MAX_STEP) allocated past its end, which on btrfs
+    # counts against the 3 MiB quota and does not spare copy-on-write its new
+    # blocks; 100 sends (800 KB acknowledged) still show the quota is the limit
+    assert len(sent) > 100
     quota_disk.free()  # raises the quota group's limit
     with vqs.Broker(path) as b:
         q = b.queue("q")
