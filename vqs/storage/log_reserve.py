@@ -33,7 +33,8 @@ Invariants (``_reserve_mode == RESERVING``, under the log's lock):
   ``batch_max_records`` (where the batch is written, as before). A record
   with a key or headers lowers ``_flush_bytes`` by their size;
 - the slow path tops the reservation up (``_reserve_step``, doubling from
-  MIN_STEP to MAX_STEP, or just what is needed when that does not fit); when
+  MIN_STEP to MAX_STEP and never past ``segment_bytes``, or just what is
+  needed when that does not fit); when
   even that finds no space the record is taken back out of the buffer and
   the append raises DiskFullError: nothing refused is ever written, nothing
   acknowledged lacks its blocks;
@@ -253,7 +254,10 @@ class LogReserve:
             return errno.EFBIG
         start = max(self._reserved_end, seg.size)
         h = seg.handle()
-        step = self._reserve_step
+        # the step stops at segment_bytes: blocks past it are released unused at the
+        # roll (the next segment reserves its own), and a btrfs quota credits
+        # released blocks back only at its next transaction commit
+        step = min(self._reserve_step, max(0, self.segment_bytes - target))
         if self._min_free_bytes:
             # the step's blocks come out of the margin min_free_bytes admits (log_space.py);
             # ``need`` was admitted already, append by append
