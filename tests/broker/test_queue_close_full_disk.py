@@ -4,13 +4,15 @@ it buffered, writes them into the space the log holds for them (Log.hold,
 log_reserve.py), so it neither fails nor loses one; only the snapshot and
 settings refresh fail (logged). Every file and lock is released, so the same
 process opens the broker again at once (no LogLockedError naming itself), with
-every lease as it was in memory at close, and once space is freed the queue is
+every acknowledged delete and lease, and once space is freed the queue is
 served.
 
 Before the reservation (s13-reserve) the state log buffered records on a full
 disk and close() failed to push them; 4bed527 made close() release the log
 even then. That case no longer arises from a full disk: a record the log cannot
-cover is refused when appended (the churn below), never at close."""
+cover is refused when appended (the churn below), never at close, so this
+test no longer exercises that try/finally (it fails instead if the held space
+does not back the buffered records: close() raises, or a delete is lost)."""
 
 from __future__ import annotations
 
