@@ -1,8 +1,18 @@
 """A queue closed on a real full filesystem (a 3 MiB tmpfs, tests/conftest.py)
-whose lease-state log has spent its reserved space: close() raises the
-DiskFullError but still releases every file and lock, so the same process
-opens the broker again at once (no LogLockedError naming itself) and, once
-space is freed, the queue is served with nothing lost."""
+after its lease churn was refused: close() hands the lease-state log the records
+it buffered, writes them into the space the log holds for them (Log.hold,
+log_reserve.py), so it neither fails nor loses one; only the snapshot and
+settings refresh fail (logged). Every file and lock is released, so the same
+process opens the broker again at once (no LogLockedError naming itself), with
+every acknowledged delete and lease, and once space is freed the queue is
+served.
+
+Before the reservation (s13-reserve) the state log buffered records on a full
+disk and close() failed to push them; 4bed527 made close() release the log
+even then. That case no longer arises from a full disk: a record the log cannot
+cover is refused when appended (the churn below), never at close, so this
+test no longer exercises that try/finally (it fails instead if the held space
+does not back the buffered records: close() raises, or a delete is lost)."""
 
 from __future__ import annotations
 
@@ -14,26 +24,79 @@ import vqs
 from vqs import DiskFullError
 
 
-def test_close_releases_the_state_log_when_its_records_find_no_space(small_disk):
+def _churn_until_refused(q) -> set:
+    """Lease churn until the state log cannot hold another record; returns the
+    handles whose lease was acknowledged (receive returned) and not released."""
+    leased: set = set()
+    with pytest.raises(DiskFullError):
+        for _ in range(100_000):
+            ms = q.receive(10, visibility_timeout=30)
+            leased.update(m.receipt_handle for m in ms)
+            for m in ms:
+                q.change_visibility(m.receipt_handle, 0)
+                leased.discard(m.receipt_handle)
+    return leased
+
+
+def test_close_on_a_full_disk_writes_the_held_state_records_and_releases_the_state_log(small_disk):
+    n = 1000
     path = os.path.join(small_disk.path, "b")
     b = vqs.Broker(path)
     q = b.create_queue("q")
-    for i in range(100):
-        q.send(b"m%03d" % i)
+    for i in range(n):
+        q.send(b"m%03d" % (i % 1000))
     b.flush()
     small_disk.fill(1 << 20)
     small_disk.fill_rest()
+    # Lease churn until the state log cannot hold another record: its space
+    # ahead is spent, and the last records wait in its buffer, in space it holds
+    # for them. One delete per receive, so a lost record shows (a message back).
+    leased: set = set()
+    deleted = 0
     with pytest.raises(DiskFullError):
-        for _ in range(100_000):  # lease churn until the state log's reserve is spent
-            for m in q.receive(10, visibility_timeout=30):
-                q.change_visibility(m.receipt_handle, 0)
-    with pytest.raises(DiskFullError):
-        b.close()
-    small_disk.free()
+        for _ in range(n):
+            ms = q.receive(10, visibility_timeout=30)
+            leased.update(m.receipt_handle for m in ms)
+            for i, m in enumerate(ms):
+                if i == 0:
+                    q.delete(m.receipt_handle)
+                    deleted += 1
+                else:
+                    q.change_visibility(m.receipt_handle, 0)
+                leased.discard(m.receipt_handle)
+    assert 0 < deleted < n
+    b.close()  # the held records are written; the snapshot refresh fails (a warning)
     with vqs.Broker(path) as b:  # the same process: every lock was released
         q = b.queue("q")
-        c = q.counts()  # the last leases may still be in flight: nothing lost either way
-        assert c["visible"] + c["in_flight"] == 100 and c["visible"] > 0, c
+        c = q.counts()
+        # every acknowledged delete is on disk (a lost one brings its message back)
+        assert c["visible"] + c["in_flight"] == n - deleted, (c, deleted)
+        # Not asserted: in_flight == len(leased). About 1 run in 4 one message is in
+        # flight after the reopen though every lease acknowledged here was released
+        # (the churn ends with a refused receive): an open defect, reported, with
+        # test_a_refused_receive_leases_nothing below.
+        assert c["in_flight"] >= len(leased), (c, leased)
+    small_disk.free()
+    with vqs.Broker(path) as b:
+        q = b.queue("q")
         ms = q.receive(10)
         q.delete(ms[0].receipt_handle)
         q.send(b"after")
+
+
+@pytest.mark.xfail(strict=True, reason="known defect: a receive refused by the state log's hold "
+                   "(DiskFullError) keeps its leases in memory (standard.py _take leases before "
+                   "lease_state.append holds): its messages stay hidden for the visibility timeout, "
+                   "in memory only")
+def test_a_refused_receive_leases_nothing(small_disk):
+    path = os.path.join(small_disk.path, "b")
+    with vqs.Broker(path) as b:
+        q = b.create_queue("q")
+        for i in range(100):
+            q.send(b"m%03d" % i)
+        b.flush()
+        small_disk.fill(1 << 20)
+        small_disk.fill_rest()
+        leased = _churn_until_refused(q)
+        c = q.counts()
+        assert c["in_flight"] == len(leased), (c, len(leased))
