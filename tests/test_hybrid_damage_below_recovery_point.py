@@ -15,11 +15,11 @@ import subprocess
 import textwrap
 
 import pytest
+from batch_damage import flip_batch_byte
 
 from vqs.errors import CorruptRecordError
 from vqs.hybrid import HybridQueue
 from vqs.storage.log_dir import QUARANTINE_DIR, read_checkpoint
-from vqs.storage.record_batch import scan_batches
 
 N = 400
 GOT = 20  # consumed before the crash
@@ -42,13 +42,7 @@ def _flip(logdir: str, seg_index: int = 2, batch_index: int = 3) -> tuple[str, i
     """Flip a byte of one batch; (segment path, position, base offset = the item)."""
     segs = sorted(f for f in os.listdir(logdir) if f.endswith(".log"))
     seg = os.path.join(logdir, segs[seg_index])
-    with open(seg, "rb") as f:
-        pos, base, size = list(scan_batches(f.read()))[batch_index]
-    with open(seg, "r+b") as f:
-        f.seek(pos + size - 1)
-        b = f.read(1)
-        f.seek(pos + size - 1)
-        f.write(bytes([b[0] ^ 0xFF]))
+    pos, base, _, _ = flip_batch_byte(seg, batch_index)
     return seg, pos, base
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from batch_damage import flip_batch_byte
 
 from vqs.errors import CorruptRecordError
 from vqs.storage import Log
 from vqs.storage.log_dir import QUARANTINE_DIR, load_gaps, read_checkpoint
-from vqs.storage.record_batch import scan_batches
 from vqs.storage.segment import Segment
 
 PER_BATCH = 3
@@ -33,15 +33,7 @@ def _log_with_damage(d, *, segment_bytes=1024, seg_index=1, batch_index=2):
     assert read_checkpoint(d)[0] == end
     segs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
     seg = os.path.join(d, segs[seg_index])
-    with open(seg, "rb") as f:
-        pos, base, size = list(scan_batches(f.read()))[batch_index]
-    with open(seg, "r+b") as f:
-        f.seek(pos + size - 1)
-        b = f.read(1)
-        f.seek(pos + size - 1)
-        f.write(bytes([b[0] ^ 0xFF]))
-        f.seek(pos)
-        bad = f.read(size)
+    pos, base, _, bad = flip_batch_byte(seg, batch_index)
     assert base < end
     return seg, pos, base, bad
 
