@@ -84,10 +84,6 @@ def test_close_on_a_full_disk_writes_the_held_state_records_and_releases_the_sta
         q.send(b"after")
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: a receive refused by the state log's hold "
-                   "(DiskFullError) keeps its leases in memory (standard.py _take leases before "
-                   "lease_state.append holds): its messages stay hidden for the visibility timeout, "
-                   "in memory only")
 def test_a_refused_receive_leases_nothing(small_disk):
     path = os.path.join(small_disk.path, "b")
     with vqs.Broker(path) as b:

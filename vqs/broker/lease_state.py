@@ -183,6 +183,15 @@ class LeaseStateStore:
             for v in values:
                 self.log.append(v)
 
+    def room_for(self, nbytes: int) -> None:
+        """Before an operation that appends up to ``nbytes`` of records: hold
+        the space now, so a full disk refuses it (DiskFullError) before it
+        changes anything in memory, not after (a receive's leases)."""
+        if self._buffered:
+            need = self._pending_bytes + nbytes + RECORD_FIXED * (len(self._pending) + 2) + PUSH_FIXED
+            if need > self._held:
+                self._hold(need)
+
     def _hold(self, bound: int) -> bool:
         ask = bound + min(bound, 64 << 10)
         try:

@@ -97,6 +97,10 @@ from .validate import (
     prepare_entry,
 )
 
+#: state-log bytes a receive may append per message asked for: a lease record
+#: (45 bytes) or a run's share, and room for deletes of expired messages met
+RECEIVE_ROOM = 96
+
 
 def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
     if clock is time.time:
@@ -347,6 +351,9 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
                     if deadline is not None:
                         return []  # closed while we waited
                     raise LogClosedError(f"queue {self.name} is closed")
+                # the lease records this take appends have space before it leases
+                # (a full disk refuses the receive with nothing leased)
+                self._state.room_for(RECEIVE_ROOM * max_messages)
                 now = self._now_ms()
                 msgs, moves = self._take(max_messages, vis, now, dlq)
                 if msgs:
