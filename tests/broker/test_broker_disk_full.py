@@ -16,6 +16,17 @@ import vqs
 from vqs import DiskFullError
 
 
+def _drain(q) -> list[bytes]:
+    """Receive and delete until the queue is empty; the bodies, in order."""
+    got = []
+    while True:
+        ms = q.receive(10)
+        if not ms:
+            return got
+        for m in ms:
+            got.append(m.body)
+            q.delete(m.receipt_handle)
+
 def test_full_broker_closes_reopens_drains_and_resumes(small_disk):
     small_disk.fill(1 << 20)
     path = os.path.join(small_disk.path, "broker")
@@ -41,14 +52,7 @@ def test_full_broker_closes_reopens_drains_and_resumes(small_disk):
         assert int(q.get_attributes()["ApproximateNumberOfMessages"]) in (len(sent), len(sent) + 1)
         # receives and deletes write lease records into space the state log
         # keeps reserved: they drain the queue on the full disk
-        got = []
-        while True:
-            ms = q.receive(10)
-            if not ms:
-                break
-            for m in ms:
-                got.append(m.body)
-                q.delete(m.receipt_handle)
+        got = _drain(q)
         assert len(got) == len(set(got))
         assert set(got) - sent <= {unacked} and sent <= set(got)
         assert small_disk.is_full()
@@ -63,14 +67,7 @@ def test_full_broker_closes_reopens_drains_and_resumes(small_disk):
 
         small_disk.free()
         q.send(b"after")
-        got = []
-        while True:
-            ms = q.receive(10)
-            if not ms:
-                break
-            for m in ms:
-                got.append(m.body)
-                q.delete(m.receipt_handle)
+        got = _drain(q)
         assert got[-1] == b"after" and extra <= set(got) <= maybe | {b"after"}
 
     with vqs.Broker(path) as b:
@@ -124,14 +121,7 @@ def test_queue_send_and_delete_under_a_quota(quota_disk):
     quota_disk.free()  # raises the quota group's limit
     with vqs.Broker(path) as b:
         q = b.queue("q")
-        got = []
-        while True:
-            ms = q.receive(10)
-            if not ms:
-                break
-            for m in ms:
-                got.append(m.body)
-                q.delete(m.receipt_handle)
+        got = _drain(q)
         assert sent <= set(got) and len(got) == len(set(got))
         assert set(got) - sent <= {b"%08d" % len(sent) + body}  # the refused send may have been written
         q.send(b"after")
