@@ -21,6 +21,19 @@ A record's value is one operation on one or more messages::
     b"E" + end u64 + nonce u64                               receipt epoch (below), written only
                                                              when its snapshot finds the disk full
 
+Space on a full disk (the queue's drain path must outlive its lease churn):
+the state log keeps ``STATE_RESERVE_BYTES`` allocated ahead of its end
+(storage/log_reserve.py), and the last ``DELETE_FLOOR`` of it is for deletes
+and purges only: a receive or a visibility change that would leave less than
+that is refused (``room_for(..., floor=True)`` raises DiskFullError before
+anything changes), so a consumer can always acknowledge what it holds. Deletes
+do not grow the state without bound either: on a full disk (``short``) the
+queue snapshots after every ``SHORT_COMPACT_BYTES`` of records, the snapshot
+goes through ``snapshot.spare`` (durable_file.atomic_write_reserved: a scratch
+file that keeps its space allocated, so replacing the snapshot needs no new
+space), and the state log's older segments, its active one included (rolled),
+are deleted: their space, the reserve refilled and a new spare come out of it.
+
 An "L" entry is the whole state of that message's current delivery, so replay
 just keeps the last one. The snapshot is the whole in-memory state at state
 log offset ``state_offset`` (records below it are already folded in); after a
@@ -50,7 +63,7 @@ import struct
 from array import array
 
 from ..errors import CorruptRecordError, DiskFullError
-from ..storage.durable_file import atomic_write
+from ..storage.durable_file import SPARE_SUFFIX, atomic_write, atomic_write_reserved, keep_spare
 from ..storage.log import Log
 from ..storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 from ..storage.record_batch import decode_batch, encode_batch
@@ -111,6 +124,13 @@ def encode_deletes(offsets) -> bytes:
 #: disk, receives and deletes (a few dozen bytes each) go on for thousands of
 #: operations, so a full queue can be drained.
 STATE_RESERVE_BYTES = 256 << 10
+#: of that, what only deletes and purges may use on a full disk (module doc):
+#: about 3,000 delete records, between two snapshots at most SHORT_COMPACT_BYTES apart
+DELETE_FLOOR = 128 << 10
+#: on a full disk, snapshot (compact) after this many bytes of records
+SHORT_COMPACT_BYTES = 32 << 10
+#: space ``snapshot.spare`` keeps allocated (twice the last snapshot, if more)
+SPARE_BYTES = 64 << 10
 
 class RecoveredState:
     """What a queue restarts from."""
@@ -138,6 +158,13 @@ class LeaseStateStore:
             segment_bytes=segment_bytes, segment_ms=None, recovery=recovery,
             reserve_bytes=STATE_RESERVE_BYTES,
         )
+        # no space: a hold or write of the state log was refused, or the last
+        # snapshot could not refill the reserve (module doc); the queue compacts often then
+        # the spare of full-disk snapshots (module doc), from the start: best effort
+        keep_spare(os.path.join(path, SNAPSHOT + SPARE_SUFFIX), SPARE_BYTES)
+        self.short = False
+        self.on_short = None  # called (no arguments) when ``short`` is set
+        self.log.on_disk_short = self._short  # (under the log's lock: it only sets flags)
         self._durable_each = flush == "always"
         # buffered=True: records are kept here and handed to the log as one
         # append_batch by push() (the owner calls it under its lock: when this
@@ -183,24 +210,40 @@ class LeaseStateStore:
             for v in values:
                 self.log.append(v)
 
-    def room_for(self, nbytes: int) -> None:
+    def room_for(self, nbytes: int, floor: bool = True) -> None:
         """Before an operation that appends up to ``nbytes`` of records: hold
         the space now, so a full disk refuses it (DiskFullError) before it
-        changes anything in memory, not after (a receive's leases)."""
+        changes anything in memory, not after (a receive's leases). ``floor``
+        (receives, visibility changes): keep ``DELETE_FLOOR`` more for deletes
+        (module doc). Buffered, the common case is one comparison."""
         if self._buffered:
             need = self._pending_bytes + nbytes + RECORD_FIXED * (len(self._pending) + 2) + PUSH_FIXED
+            if floor:
+                need += DELETE_FLOOR
             if need > self._held:
                 self._hold(need)
+        else:
+            # appended through the log's own buffer: a hold of this much shows the
+            # reservation covers it (extending it if it can), then is let go
+            log = self.log
+            if log.hold(nbytes + RECORD_FIXED * 2 + PUSH_FIXED + (DELETE_FLOOR if floor else 0)):
+                log.hold(0)
 
     def _hold(self, bound: int) -> bool:
         ask = bound + min(bound, 64 << 10)
         try:
             ok = self.log.hold(ask)
         except DiskFullError:
+            self._short()
             ok = self.log.hold(bound)  # just this much, or DiskFullError: the record is refused
             ask = bound
         self._held = ask if ok else 0
         return ok
+
+    def _short(self) -> None:
+        self.short = True
+        if self.on_short is not None:
+            self.on_short()
 
     @property
     def pending(self) -> bool:
@@ -252,9 +295,41 @@ class LeaseStateStore:
         if ahead.itemsize != 8:  # pragma: no cover
             raise RuntimeError("array('Q') is not 8 bytes here")
         data = encode_batch(0, [meta, blob, ahead.tobytes()], timestamps=now_ms)
-        atomic_write(os.path.join(self.path, SNAPSHOT), data)
+        # Through the spare (module doc). A SIGKILL at any step leaves a state that
+        # opens with every acknowledged record: until the rename the old snapshot
+        # and the whole state log after it are there (the spare is scratch, never
+        # read); the rename is atomic and made durable (directory fsync) before any
+        # state-log segment is deleted, and the new snapshot covers every record
+        # below state_offset; deleting segments below it (a rolled active one too,
+        # the log keeps its next offset) loses nothing replay reads.
+        snap = os.path.join(self.path, SNAPSHOT)
+        if not self.short:
+            atomic_write(snap, data)
+            self.snapshot_offset = state_offset
+            self.log.delete_before(state_offset)
+            keep_spare(snap + SPARE_SUFFIX, SPARE_BYTES)  # best effort: for a full disk later
+            return
+        atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES)
         self.snapshot_offset = state_offset
-        self.log.delete_before(state_offset)
+        log = self.log
+        try:
+            log.flush()  # (flush="always" queues: records in the log's own buffer)
+            self._held = 0
+            log.hold(0)  # the next segment needs no space for a hold (the roll)
+            log.roll_consumed(state_offset)
+        except DiskFullError:
+            pass  # the buffered records wait: the written segments are still deleted
+        log.delete_before(state_offset)
+        # The space the deleted segments gave back: the spare first (the next
+        # snapshot, which gives back what deletes use meanwhile), then the state
+        # log's reserve; ``short`` stays set while either fails.
+        spare = keep_spare(snap + SPARE_SUFFIX, max(SPARE_BYTES, 2 * len(data)))
+        try:
+            if log.hold(STATE_RESERVE_BYTES):
+                log.hold(0)
+            self.short = not spare
+        except DiskFullError:
+            self.short = True
 
     # -------------------------------------------------------------- recovery
 

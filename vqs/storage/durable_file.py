@@ -109,6 +109,22 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
         os.close(fd)
 
 
+def keep_spare(spare: str, nbytes: int) -> bool:
+    """Keep ``nbytes`` allocated in the scratch file ``spare`` (made if missing),
+    so the next ``atomic_write_reserved`` of up to that much needs no new space.
+    False when there is no space for it, or ``fallocate`` is not supported here."""
+    try:
+        fd = os.open(spare, os.O_WRONLY | os.O_CREAT, 0o644)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return False
+        raise
+    try:
+        return reserve(fd, 0, nbytes)
+    finally:
+        os.close(fd)
+
+
 def write_all(fd: int, parts: list) -> int:
     """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written."""
     # Zero-length buffers (an empty value or key) would make writev report 0

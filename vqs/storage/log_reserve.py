@@ -186,6 +186,19 @@ class LogReserve:
                 self._set_thresholds()
             return True
 
+    def roll_consumed(self, offset: int) -> bool:
+        """Roll the active segment when it holds records and every one is below
+        ``offset`` (written, none buffered), so ``delete_before(offset)`` deletes
+        it whatever its size: a full disk's compaction (vqs.broker.lease_state).
+        False when nothing was rolled (or the next segment finds no space)."""
+        with self._lock:
+            self._check_writable()
+            seg = self._active
+            if (offset < self._next_offset or self._buf_values or self._written_end < self._next_offset
+                    or seg.size == 0 or seg.cut_pending):
+                return False
+            return self._roll_locked()
+
     def _buffer_bound(self) -> int:
         """Upper bound of the bytes the write buffer encodes to (0 if empty),
         plus what is held for a caller (``hold``)."""

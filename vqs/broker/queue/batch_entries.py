@@ -67,6 +67,7 @@ class BatchEntries:
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
+            self._state.room_for(16 * len(todo), False)  # (the floor is for deletes: lease_state.py)
             for e, o, nonce in todo:
                 err = self._delete_one_locked(o, nonce, e.get("receipt_handle"))
                 if err is None:

@@ -100,6 +100,10 @@ from .validate import (
 #: state-log bytes a receive may append per message asked for: a lease record
 #: (45 bytes) or a run's share, and room for deletes of expired messages met
 RECEIVE_ROOM = 96
+#: state-log bytes of one visibility change (a lease record) and of one delete
+#: (its share of a delete record); room_for adds the records' fixed parts
+VISIBILITY_ROOM = 48
+DELETE_ROOM = 16
 
 
 def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
@@ -160,6 +164,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes)
         self._leases = LeaseTable(ReceiptCodec(self._secret))
         self._state_bytes = 0  # state-log bytes since the last snapshot
+        self._compact_at = COMPACT_BYTES  # snapshot past this (less on a full disk: maintenance.py)
+        self._epoch_due = False  # a receipt epoch not yet durable (an open on a full disk)
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
         self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
@@ -174,6 +180,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         except BaseException:
             self._log.close()
             raise
+        self._state.on_short = self._state_short  # maintenance.py
         try:
             self._recover(clean)
         except BaseException:
@@ -203,8 +210,28 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             except DiskFullError:
                 # An open after a crash on a full disk: the state log (space reserved)
                 # takes the epoch instead, durable before any handle; the snapshot waits.
-                write_epoch_record(state, self._leases, log.end_offset, st.max_nonce)
-                self._state_bytes = COMPACT_BYTES // 2  # the periodic snapshot tries again
+                try:
+                    write_epoch_record(state, self._leases, log.end_offset, st.max_nonce)
+                except DiskFullError as e:
+                    # Not even that (a spent btrfs quota, a state log whose reserve a
+                    # copy lost): open all the same. The epoch holds in memory; it must be
+                    # durable before a message reuses an offset at or past log.end_offset
+                    # (a later crash would otherwise forget it), so sends wait for it
+                    # (_write_epoch_locked). Handles of the messages below are safe.
+                    logger.warning("queue %s: opened after a crash without writing its lease-state "
+                                   "snapshot or receipt epoch (%s); sends wait until it is written",
+                                   self.name, e)
+                    self._epoch_due = True
+                self._state_bytes = self._compact_at // 2  # the periodic snapshot tries again
+
+    def _write_epoch_locked(self) -> None:
+        """Sends while the receipt epoch is not durable (``_epoch_due``): write it
+        now (a snapshot, else an "E" record), or refuse with DiskFullError."""
+        try:
+            self._compact_locked(self._now_ms())
+        except DiskFullError:
+            self._state.write_epoch(*self._state.epochs[-1])  # (the open put it last)
+        self._epoch_due = False
 
     # ------------------------------------------------- buffered sends, flushing
 
@@ -226,6 +253,11 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             if self._closed:
                 return False
             pushed = bool(self._sends.values) or self._state.pending
+            if self._epoch_due:
+                try:
+                    self._write_epoch_locked()
+                except DiskFullError:
+                    pass  # still no space: the next tick tries again
             if pushed:
                 self._push_locked()
         if pushed:
@@ -274,6 +306,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
 
     def _append_locked(self, values: list, headers: list | None, ts: int) -> int:
         """Append (buffered, as the log's flush policy says); return the first offset."""
+        if self._epoch_due:
+            self._write_epoch_locked()
         if self._sends.values:
             self._push_locked()  # keep the order of offsets
         ap = self._log.append
@@ -353,7 +387,10 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
                     raise LogClosedError(f"queue {self.name} is closed")
                 # the lease records this take appends have space before it leases
                 # (a full disk refuses the receive with nothing leased)
-                self._state.room_for(RECEIVE_ROOM * max_messages)
+                try:
+                    self._state.room_for(RECEIVE_ROOM * max_messages)
+                except DiskFullError:
+                    self._room_after_compact_locked(RECEIVE_ROOM * max_messages)
                 now = self._now_ms()
                 msgs, moves = self._take(max_messages, vis, now, dlq)
                 if msgs:
@@ -396,8 +433,19 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             self._state_bytes += len(v)
         if dels:
             self._write_deletes_locked(dels)
-        if self._state_bytes > COMPACT_BYTES:
+        if self._state_bytes > self._compact_at:
             self._compact_locked(now, required=False)
+
+    def _room_after_compact_locked(self, nbytes: int) -> None:
+        """A receive or visibility change found only the deletes' floor left (a
+        full disk): compact, which on a full disk gives the state log's space
+        back (maintenance.py), and ask again; DiskFullError if still refused.
+        Only when records were written since the last snapshot, or since the
+        last one failed (which left ``_state_bytes`` at half the threshold): a
+        refusal with nothing new to reclaim costs no snapshot attempt."""
+        if self._state_bytes >= (self._compact_at >> 1) + 1024:
+            self._compact_locked(self._now_ms(), required=False)
+        self._state.room_for(nbytes)
 
     def _write_deletes_locked(self, dels: list) -> None:
         v = encode_deletes(dels)
@@ -410,7 +458,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         dels = self._dels
         self._dels = []
         self._write_deletes_locked(dels)
-        if self._state_bytes > COMPACT_BYTES:
+        if self._state_bytes > self._compact_at:
             self._compact_locked(self._now_ms(), required=False)
 
     # ============================================================ deleting
@@ -421,6 +469,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
+            self._state.room_for(DELETE_ROOM, False)  # (the floor is for deletes: lease_state.py)
             err = self._delete_one_locked(o, nonce, receipt_handle)
             if self._dels:
                 self._flush_dels_locked()
@@ -471,6 +520,11 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
                 f"Value {seconds} for parameter VisibilityTimeout is invalid. Reason: Total "
                 f"VisibilityTimeout for the message is beyond the limit [{MAX_VISIBILITY_S} seconds]"
             )
+        # a full disk refuses it here, with nothing changed (deletes keep a floor: lease_state.py)
+        try:
+            self._state.room_for(VISIBILITY_ROOM)
+        except DiskFullError:
+            self._room_after_compact_locked(VISIBILITY_ROOM)
         e.until = until
         heapq.heappush(lt.timers, (until, o, nonce))
         lt.tidy()

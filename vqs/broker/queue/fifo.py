@@ -32,7 +32,7 @@ from collections.abc import Iterable
 
 from ...errors import LogClosedError, QueueError, ReceiptHandleExpired
 from ..dedup import WINDOW_MS, DedupWindow
-from .core import Queue
+from .core import DELETE_ROOM, Queue
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import H_DEDUP, H_DELAY, H_GROUP, H_ID, sent_ms
 from .peek import smallest
@@ -335,6 +335,7 @@ class FifoQueue(Queue):
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
+            self._state.room_for(DELETE_ROOM * len(pairs), False)  # (the floor: lease_state.py)
             for (o, nonce), h in zip(pairs, handles):
                 err = self._delete_one_locked(o, nonce, h)
                 if err is not None and errs is None:

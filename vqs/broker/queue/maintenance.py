@@ -21,7 +21,12 @@ Invariants:
   atomically, then the older state-log segments deleted) under the queue lock,
   once it grew past ``COMPACT_BYTES`` since the last snapshot and at close: a
   crash between the two steps leaves records the snapshot already covers,
-  which replay skips (vqs.broker.lease_state).
+  which replay skips (vqs.broker.lease_state). On a full disk (the state
+  store found no space: ``_state_short``) the threshold is
+  ``SHORT_COMPACT_BYTES`` until a snapshot refills the state log's reserve:
+  the snapshot goes through a spare file and the state log's segments, its
+  active one too, are deleted, so deletes and purges, which keep a floor of
+  that reserve for themselves, always find room (vqs.broker.lease_state).
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ from ..lease_state import OP_PURGE
 logger = logging.getLogger("vqs.broker")
 
 COMPACT_BYTES = 8 << 20  # compact the state log (snapshot) past this many bytes
+#: on a full disk (the state store is ``short``): compact after this much, so the
+#: space of delete records comes back (vqs.broker.lease_state)
+SHORT_COMPACT_BYTES = 32 << 10
 PURGE_INTERVAL_MS = 60_000  # one PurgeQueue per 60 seconds, as SQS
 
 
@@ -154,10 +162,19 @@ class Maintenance:
         except DiskFullError:
             if required:
                 raise
-            logger.warning("queue %s: lease-state snapshot waits, the disk is full", self.name)
-            self._state_bytes = COMPACT_BYTES // 2  # try again after as much again
+            # (once per full spell: on a full disk it is tried often, maintenance doc)
+            (logger.debug if self._compact_at == SHORT_COMPACT_BYTES else logger.warning)(
+                "queue %s: lease-state snapshot waits, the disk is full", self.name)
+            self._state_bytes = self._compact_at // 2  # try again after half as much again
             return
         self._state_bytes = 0
+        self._compact_at = SHORT_COMPACT_BYTES if self._state.short else COMPACT_BYTES
+
+    def _state_short(self) -> None:
+        """The state store found no space (``LeaseStateStore.on_short``, maybe
+        under the state log's lock): compact often until space is back, so
+        deletes keep their room (module doc)."""
+        self._compact_at = SHORT_COMPACT_BYTES
 
     def compact(self) -> None:
         """Write a snapshot of the lease state and drop the state log below it."""

@@ -44,10 +44,9 @@ from ...storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 from ...storage.record_batch import Record
 from ..lease_state import encode_runs
 from . import send_buffer
-from .core import Queue
+from .core import DELETE_ROOM, Queue
 from .fair import FairReceive, FairShare
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
-from .maintenance import COMPACT_BYTES
 from .message import H_DELAY, H_SENT, HEX2, Message, group_id, message_ids, sent_ms
 from .peek import smallest
 from .send_buffer import Tail
@@ -153,6 +152,8 @@ class StandardQueue(FairReceive, Queue):
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
+            if self._epoch_due:
+                self._write_epoch_locked()
             ts = self._now_ms()
             n = len(values)
             if nbytes is None:
@@ -476,7 +477,7 @@ class StandardQueue(FairReceive, Queue):
             self._state_bytes += len(v)
         if flat or dels:
             self._log_ops(flat, dels, now)
-        elif self._state_bytes > COMPACT_BYTES:
+        elif self._state_bytes > self._compact_at:
             self._compact_locked(now, required=False)
         if fair is not None:  # a fair queue, no tenant near noisy: count tenants in flight
             for m in out:
@@ -508,6 +509,7 @@ class StandardQueue(FairReceive, Queue):
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
+            self._state.room_for(DELETE_ROOM * len(pairs), False)  # (the floor: lease_state.py)
             live = lt.live
             pop = live.pop
             dels = self._dels
