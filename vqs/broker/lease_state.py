@@ -304,11 +304,15 @@ class LeaseStateStore:
         # the log keeps its next offset) loses nothing replay reads.
         snap = os.path.join(self.path, SNAPSHOT)
         if not self.short:
-            atomic_write(snap, data)
-            self.snapshot_offset = state_offset
-            self.log.delete_before(state_offset)
-            keep_spare(snap + SPARE_SUFFIX, SPARE_BYTES)  # best effort: for a full disk later
-            return
+            try:
+                atomic_write(snap, data)
+            except DiskFullError:
+                self._short()  # the disk is full: through the spare, below
+            else:
+                self.snapshot_offset = state_offset
+                self.log.delete_before(state_offset)
+                keep_spare(snap + SPARE_SUFFIX, SPARE_BYTES)  # best effort: for a full disk later
+                return
         atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES)
         self.snapshot_offset = state_offset
         log = self.log

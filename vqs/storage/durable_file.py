@@ -93,7 +93,12 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
             raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
         raise
     os.close(fd)
-    os.replace(spare, path)
+    try:
+        os.replace(spare, path)
+    except OSError as e:  # btrfs under a quota: even a rename may find no space
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise
     fsync_dir(os.path.dirname(os.path.abspath(path)))
     # The next spare, from the space the old file gave back (best effort).
     reserve_bytes = max(reserve_bytes, used * 2)
