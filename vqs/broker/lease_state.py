@@ -125,8 +125,8 @@ def encode_deletes(offsets) -> bytes:
 #: operations, so a full queue can be drained.
 STATE_RESERVE_BYTES = 256 << 10
 #: of that, what only deletes and purges may use on a full disk (module doc):
-#: about 3,000 delete records, between two snapshots at most SHORT_COMPACT_BYTES apart
-DELETE_FLOOR = 128 << 10
+#: about 1,000 delete records; on a full disk snapshots come every SHORT_COMPACT_BYTES
+DELETE_FLOOR = 32 << 10
 #: on a full disk, snapshot (compact) after this many bytes of records
 SHORT_COMPACT_BYTES = 32 << 10
 #: space ``snapshot.spare`` keeps allocated (twice the last snapshot, if more)
@@ -304,15 +304,12 @@ class LeaseStateStore:
         # the log keeps its next offset) loses nothing replay reads.
         snap = os.path.join(self.path, SNAPSHOT)
         if not self.short:
-            try:
-                atomic_write(snap, data)
-            except DiskFullError:
-                self._short()  # the disk is full: through the spare, below
-            else:
-                self.snapshot_offset = state_offset
-                self.log.delete_before(state_offset)
-                keep_spare(snap + SPARE_SUFFIX, SPARE_BYTES)  # best effort: for a full disk later
-                return
+            # (a full disk found here raises: the spare is kept for the deletes' compaction)
+            atomic_write(snap, data)
+            self.snapshot_offset = state_offset
+            self.log.delete_before(state_offset)
+            keep_spare(snap + SPARE_SUFFIX, SPARE_BYTES)  # best effort: for a full disk later
+            return
         atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES)
         self.snapshot_offset = state_offset
         log = self.log

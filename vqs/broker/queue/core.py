@@ -166,6 +166,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._state_bytes = 0  # state-log bytes since the last snapshot
         self._compact_at = COMPACT_BYTES  # snapshot past this (less on a full disk: maintenance.py)
         self._epoch_due = False  # a receipt epoch not yet durable (an open on a full disk)
+        self._compact_tried_end = -1  # state-log end at the last refusal's compaction
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
         self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
@@ -440,10 +441,11 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         """A receive or visibility change found only the deletes' floor left (a
         full disk): compact, which on a full disk gives the state log's space
         back (maintenance.py), and ask again; DiskFullError if still refused.
-        Only when records were written since the last snapshot, or since the
-        last one failed (which left ``_state_bytes`` at half the threshold): a
-        refusal with nothing new to reclaim costs no snapshot attempt."""
-        if self._state_bytes >= (self._compact_at >> 1) + 1024:
+        Once per state-log end: a refusal with nothing new to reclaim costs no
+        snapshot attempt."""
+        end = self._state.log.end_offset
+        if end != self._compact_tried_end:
+            self._compact_tried_end = end
             self._compact_locked(self._now_ms(), required=False)
         self._state.room_for(nbytes)
 
