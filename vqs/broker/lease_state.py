@@ -126,7 +126,7 @@ def encode_deletes(offsets) -> bytes:
 STATE_RESERVE_BYTES = 256 << 10
 #: of that, what only deletes and purges may use on a full disk (module doc):
 #: about 1,000 delete records; on a full disk snapshots come every SHORT_COMPACT_BYTES
-DELETE_FLOOR = 32 << 10
+DELETE_FLOOR = 128 << 10
 #: on a full disk, snapshot (compact) after this many bytes of records
 SHORT_COMPACT_BYTES = 32 << 10
 #: space ``snapshot.spare`` keeps allocated (twice the last snapshot, if more)
