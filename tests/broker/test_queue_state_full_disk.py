@@ -7,6 +7,7 @@ snapshot nor its receipt-epoch record fits (it warns, naming the file)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -16,6 +17,7 @@ import pytest
 
 import vqs
 from vqs import DiskFullError
+from vqs.storage.record_batch import decode_batch
 
 
 def _fill_with_messages(q, b, body: bytes) -> int:
@@ -107,11 +109,18 @@ q = b.create_queue("q")
 q.send_batch([b"m%02d" % i for i in range(10)])
 q.send_batch([b"m%02d" % i for i in range(10, 20)])
 b.flush()
-ms = q.receive(5, visibility_timeout=600)
+ms = q.receive(int(sys.argv[2]), visibility_timeout=600) if sys.argv[2] != "0" else []
 q.flush()
 print(len(ms), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
+
+
+def _crash(python, env, path: str, receives: int) -> None:
+    """A child makes the queue (20 messages, ``receives`` of them leased), then SIGKILLs itself."""
+    p = subprocess.run([python, "-c", CRASH, path, str(receives)], env=env, capture_output=True, timeout=60)
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode(errors="replace")[-2000:]
+    assert p.stdout.strip() == str(receives).encode()
 
 
 def _without_preallocation(state: str) -> None:
@@ -134,9 +143,7 @@ def _without_preallocation(state: str) -> None:
 
 def test_a_crashed_queue_opens_when_neither_snapshot_nor_epoch_fits(full_disk, child_env, python, caplog):
     path = os.path.join(full_disk.path, "b")
-    p = subprocess.run([python, "-c", CRASH, path], env=child_env, capture_output=True, timeout=60)
-    assert p.returncode == -signal.SIGKILL, p.stderr.decode(errors="replace")[-2000:]
-    assert p.stdout.strip() == b"5"
+    _crash(python, child_env, path, 5)
     state = os.path.join(path, "queues", "q", "state")
     _without_preallocation(state)
     full_disk.fill(1 << 20)
@@ -168,3 +175,48 @@ def test_a_crashed_queue_opens_when_neither_snapshot_nor_epoch_fits(full_disk, c
     with vqs.Broker(path) as b:
         q = b.queue("q")
         assert q.counts() == {"visible": 0, "in_flight": 5, "delayed": 0}
+
+
+def test_sends_wait_for_the_epoch_an_open_on_a_full_disk_could_not_write(small_disk, child_env, python, caplog):
+    """Deterministic on tmpfs: the crashed queue's state log is empty (no
+    receive), so its epoch record needs a page the full disk does not have, and
+    without a spare the snapshot cannot be written either. The queue opens
+    (a warning names the file), refuses sends until the epoch is durable (a
+    message must not reuse a lost offset before it is) and receives (no room
+    for their leases: nothing is leased); once space is freed the epoch is
+    written before the first send, and everything drains."""
+    path = os.path.join(small_disk.path, "b")
+    _crash(python, child_env, path, 0)
+    state = os.path.join(path, "queues", "q", "state")
+    _without_preallocation(state)
+    small_disk.fill(1 << 20)
+    small_disk.fill_rest()
+    with caplog.at_level(logging.WARNING, logger="vqs.broker.queue"):
+        b = vqs.Broker(path)
+    try:
+        q = b.queue("q")
+        waited = [r.getMessage() for r in caplog.records if "receipt epoch" in r.getMessage()]
+        assert len(waited) == 1 and state in waited[0], caplog.text
+        assert q.counts() == {"visible": 20, "in_flight": 0, "delayed": 0}
+        with pytest.raises(DiskFullError):
+            q.send(b"new")
+        with pytest.raises(DiskFullError):
+            q.receive(10)
+        assert q.counts() == {"visible": 20, "in_flight": 0, "delayed": 0}
+        small_disk.free()
+        q.send(b"new")
+        got = []
+        while True:
+            ms = q.receive(10)
+            if not ms:
+                break
+            got += [m.body for m in ms]
+            q.delete_batch([m.receipt_handle for m in ms])
+        assert sorted(got) == sorted([b"m%02d" % i for i in range(20)] + [b"new"])
+    finally:
+        b.close()
+    with open(os.path.join(state, "snapshot"), "rb") as f:
+        meta = json.loads(decode_batch(f.read(), 0).value(0))
+    assert meta["epochs"], meta  # the epoch is durable
+    with vqs.Broker(path) as b:
+        assert b.queue("q").counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
