@@ -76,7 +76,12 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
     a file of up to ``reserve_bytes`` (or twice the last content, if more) works
     on a full disk."""
     spare = path + SPARE_SUFFIX
-    fd = os.open(spare, os.O_WRONLY | os.O_CREAT, 0o644)  # no O_TRUNC: that would free the reserve
+    try:
+        fd = os.open(spare, os.O_WRONLY | os.O_CREAT, 0o644)  # no O_TRUNC: that would free the reserve
+    except OSError as e:  # under a quota even a new inode may not fit (btrfs)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise
     try:
         view = memoryview(data)
         pos = 0

@@ -141,7 +141,10 @@ class Maintenance:
         with self._lock:
             if self._closed:
                 return 0
-            self._push_locked()
+            try:
+                self._push_locked()
+            except DiskFullError:
+                pass  # (as in reclaim: the pending records stay pending; expiry goes on)
             now = self._now_ms()
             dels = self._expire_locked(now - self._ret_ms)
             if dels:
