@@ -225,3 +225,69 @@ def test_sends_wait_for_the_epoch_an_open_on_a_full_disk_could_not_write(small_d
     assert meta["epochs"], meta  # the epoch is durable
     with vqs.Broker(path) as b:
         assert b.queue("q").counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+
+
+CHURN_KILL = r"""
+import os, random, signal, sys, threading
+import vqs
+path, filler, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
+b = vqs.Broker(path)
+q = b.create_queue("q", flush="always")
+for i in range(150):
+    q.send_batch([b"m%04d" % (i * 10 + k) for k in range(10)])
+try:
+    with open(filler, "wb") as f:
+        while True:
+            f.write(b"\0" * 4096)
+            f.flush()
+except OSError:
+    pass
+print("full", flush=True)
+threading.Timer(delay, os.kill, (os.getpid(), signal.SIGKILL)).start()
+while True:
+    ms = q.receive(10, visibility_timeout=600)
+    if not ms:
+        break
+    for m in ms[:5]:
+        for _ in range(20):
+            try:
+                q.change_visibility(m.receipt_handle, 600)
+            except vqs.DiskFullError:
+                break
+    for m in ms:
+        q.delete(m.receipt_handle)  # flush="always": fsynced when it returns
+        print(m.body.decode(), flush=True)
+print("drained", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.0])
+def test_a_sigkill_amid_full_disk_compactions_keeps_every_acknowledged_delete(small_disk, child_env, python,
+                                                                              delay):
+    """A child churns leases and deletes (flush="always") on a full disk, where
+    the state log is compacted through the spare again and again, and is
+    SIGKILLed at some point of it; reopened, every delete it acknowledged holds
+    and every other message is there once."""
+    path = os.path.join(small_disk.path, "b")
+    p = subprocess.run([python, "-c", CHURN_KILL, path, small_disk.filler, str(delay)], env=child_env,
+                       capture_output=True, timeout=120)
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode(errors="replace")[-2000:]
+    lines = p.stdout.decode().split()
+    assert lines[0] == "full"
+    acked = {x.encode() for x in lines[1:] if x.startswith("m")}
+    with vqs.Broker(path) as b:  # on the still-full disk
+        q = b.queue("q")
+        got = []
+        while True:
+            ms = q.receive(10)
+            if not ms:
+                break
+            got += [m.body for m in ms]
+            for m in ms:
+                q.delete(m.receipt_handle)
+        inflight = q.counts()["in_flight"]  # leased by the child, not deleted: 600 s leases
+    assert not acked & set(got) and len(got) == len(set(got))
+    assert set(got) <= {b"m%04d" % i for i in range(1500)}
+    assert len(got) + inflight == 1500 - len(acked), (len(got), inflight, len(acked))
+    assert inflight <= 10

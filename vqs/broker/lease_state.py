@@ -125,7 +125,7 @@ def encode_deletes(offsets) -> bytes:
 #: operations, so a full queue can be drained.
 STATE_RESERVE_BYTES = 256 << 10
 #: of that, what only deletes and purges may use on a full disk (module doc):
-#: about 1,000 delete records; on a full disk snapshots come every SHORT_COMPACT_BYTES
+#: about 3,000 one-message delete records (snapshots on a full disk come every SHORT_COMPACT_BYTES)
 DELETE_FLOOR = 128 << 10
 #: on a full disk, snapshot (compact) after this many bytes of records
 SHORT_COMPACT_BYTES = 32 << 10
@@ -158,10 +158,10 @@ class LeaseStateStore:
             segment_bytes=segment_bytes, segment_ms=None, recovery=recovery,
             reserve_bytes=STATE_RESERVE_BYTES,
         )
-        # no space: a hold or write of the state log was refused, or the last
-        # snapshot could not refill the reserve (module doc); the queue compacts often then
         # the spare of full-disk snapshots (module doc), from the start: best effort
         keep_spare(os.path.join(path, SNAPSHOT + SPARE_SUFFIX), SPARE_BYTES)
+        # no space: a hold or write of the state log was refused, or the last
+        # snapshot could not refill the reserve (module doc); the queue compacts often then
         self.short = False
         self.on_short = None  # called (no arguments) when ``short`` is set
         self.log.on_disk_short = self._short  # (under the log's lock: it only sets flags)
@@ -270,7 +270,10 @@ class LeaseStateStore:
         """Make the receipt epoch (``end``, ``nonce``) durable without a snapshot
         (module doc): an "E" record, fsynced before this returns whatever the
         flush policy. It needs no new space: the state log keeps
-        ``STATE_RESERVE_BYTES`` allocated ahead of its end."""
+        ``STATE_RESERVE_BYTES`` allocated ahead of its end (where that is gone,
+        a copy that kept no preallocation, or copy-on-write under a spent quota,
+        it raises DiskFullError: the queue opens all the same and its sends wait
+        for the epoch, vqs.broker.queue.core)."""
         self.push()
         self.log.append_batch([bytes([OP_EPOCH]) + EPOCH.pack(end, nonce)])
         self.log.flush()

@@ -122,15 +122,16 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
 def keep_spare(spare: str, nbytes: int) -> bool:
     """Keep ``nbytes`` allocated in the scratch file ``spare`` (made if missing),
     so the next ``atomic_write_reserved`` of up to that much needs no new space.
-    False when there is no space for it, or ``fallocate`` is not supported here."""
+    False when there is no space for it, or ``fallocate`` is not supported here,
+    or the file cannot be made (a read-only directory): it is only ever a help."""
     try:
         fd = os.open(spare, os.O_WRONLY | os.O_CREAT, 0o644)
-    except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            return False
-        raise
+    except OSError:
+        return False
     try:
         return reserve(fd, 0, nbytes)
+    except OSError:
+        return False
     finally:
         os.close(fd)
 

@@ -19,7 +19,11 @@ not act on those new messages: an open after a crash begins a receipt epoch
 before the queue issues a handle. On a full disk that snapshot cannot be
 written: the epoch goes to the state log as an "E" record instead
 (``write_epoch_record``), which also forgets, at replay, the state of the
-offsets the crash lost, as the snapshot would have.
+offsets the crash lost, as the snapshot would have. Where not even that
+fits, the queue opens with the epoch in memory only (a warning names the
+file) and refuses sends until it is durable (core.py ``_epoch_due``): handles
+of messages below the log's end are safe without it; a message that reuses a
+lost offset is not, so none is written before the epoch is.
 """
 
 from __future__ import annotations
