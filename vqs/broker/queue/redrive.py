@@ -22,36 +22,85 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 
-from ...errors import LogClosedError, QueueError
+from ...errors import DiskFullError, LogClosedError, QueueError, VQSError
+from ...storage.log_throttle import Throttle
 from ...storage.record_batch import Record
 from .leases import AVAILABLE, MOVING
 from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE
+
+logger = logging.getLogger(__name__)
+_refused = Throttle(logger)  # a full disk refuses every move: a line a minute per queue
+
+#: state-log bytes a move's delete record may take per message (8), with room to spare
+DELETE_ROOM = 16
 
 
 class Redrive:
     """Dead-letter moves and redrive of a ``Queue`` (mixed into it; see module doc)."""
 
-    def _finish_moves(self, moves: list, dlq) -> bool:
-        """Append the moving messages to ``dlq``, then delete them here: a crash in
-        between leaves a duplicate, never a loss."""
+    def _finish_moves(self, moves: list, dlq) -> list:
+        """Move ``moves`` (MOVING here) to ``dlq``, each message once or not at
+        all (module doc); return the ones not moved, still MOVING: the caller
+        makes them visible again (``_moves_failed_locked``) once its receive ends."""
+        self._settle_moves()
         try:
             if dlq is None or dlq._closed:
                 raise QueueError("dead-letter queue unavailable")
-            dlq._accept_moved([(self._with_id(r), e.count) for _, r, e in moves],
-                              source=self.name, sync=self._sync)
-        except Exception:
+            with self._lock:  # the delete record below has its space before the DLQ is touched
+                self._state.room_for(DELETE_ROOM * len(moves))
+            k, synced = dlq._accept_moved([(self._with_id(r), e.count) for _, r, e in moves],
+                                          source=self.name)
+        except VQSError as e:
+            _refused.warn(f"{self.name}>", "queue %s: messages past maxReceiveCount stay here, "
+                          "visible again (dead-letter queue %s refused them: %s)",
+                          self.name, getattr(dlq, "name", None), e)
+            return moves
+        self._moved(dlq, moves[:k], synced)
+        return moves[k:]
+
+    def _moved(self, target, done: list, synced: bool) -> None:
+        """``done`` are in ``target`` now: delete them here, the delete record
+        fsynced at once whatever the flush policy (the crash window of a
+        duplicate, module doc). ``synced`` False: ``target`` could not fsync
+        them yet: they stay MOVING (invisible, not deleted) until it has."""
+        if not done:
+            return
+        if not synced:
             with self._lock:
-                self._moves_failed_locked(moves)
-            return False
+                self._unsynced_moves.append((target, done))
+            return
         with self._lock:
-            self._moves_done_locked(moves)
-        if self._sync:
+            self._moves_done_locked(done)
+            try:
+                self._state.push()
+            except DiskFullError:
+                return  # pending: written by the interval tick (space held by room_for)
+        try:
             self._state.flush()
-        return True
+        except DiskFullError:
+            pass  # what was written is fsynced at the next flush
+
+    def _settle_moves(self) -> None:
+        """Delete the parked moves (``_moved``) whose target has fsynced them
+        since. A target closed meanwhile cannot say: they stay here, MOVING,
+        until this queue closes (module doc)."""
+        if not self._unsynced_moves:
+            return
+        with self._lock:
+            parked, self._unsynced_moves = self._unsynced_moves, []
+        for target, done in parked:
+            try:
+                target._log.flush()
+            except VQSError:
+                with self._lock:
+                    self._unsynced_moves.append((target, done))
+                continue
+            self._moved(target, done, True)
 
     def _moves_done_locked(self, moves: list) -> None:
         """Delete the messages of ``moves`` (now in their target) here."""
@@ -73,12 +122,19 @@ class Redrive:
             if live.get(o) is e and e.state == MOVING:
                 self._make_available_locked(o, e)
 
-    def _accept_moved(self, items: list, *, source: str | None, sync: bool = False) -> None:
+    def _accept_moved(self, items: list, *, source: str | None) -> tuple[int, bool]:
         """Append messages moved from another queue (DLQ move, or redrive out of a DLQ).
 
         items: (record, receive_count). Messages keep their id and original sent
         timestamp (retention counts from it, as SQS does for DLQs); a redriven
-        message (source None) starts a new retention period."""
+        message (source None) starts a new retention period.
+
+        One append per message: the log refuses a record it cannot cover before
+        buffering it (storage/log_reserve.py), so on a full disk the first k
+        are taken and the rest not, never a part of one. Returns (k, synced):
+        synced is whether the k are fsynced (always tried: the caller deletes
+        them from their old queue next, and that delete must never be durable
+        before this append is). Raises only when none was taken."""
         values, headers = [], []
         for r, count in items:
             h = dict(r.headers) if r.headers else {}
@@ -93,17 +149,26 @@ class Redrive:
                 h.pop(H_COUNT, None)
             values.append(r.value)
             headers.append(tuple(h.items()))
+        k = 0
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
             now = self._now_ms()
-            first = self._append_locked(values, headers, now)
-            self._accepted_locked(first, values, headers, now)
+            try:
+                for v, h in zip(values, headers):
+                    first = self._append_locked([v], [h], now)
+                    self._accepted_locked(first, [v], [h], now)
+                    k += 1
+            except VQSError:
+                if k == 0:
+                    raise
             if self._waiting:
-                self._cond.notify(len(values))
-        # Always fsync: the caller deletes the messages from their old queue next,
-        # and that delete must never be durable before this append is.
-        self._log.flush()
+                self._cond.notify(k)
+        try:
+            self._log.flush()
+        except VQSError:
+            return k, False
+        return k, True
 
     def dead_letter_source_queues(self) -> list[str]:
         """Names of the queues whose RedrivePolicy targets this queue."""
@@ -129,6 +194,8 @@ class Redrive:
             with self._lock:
                 if self._closed:
                     raise LogClosedError(f"queue {self.name} is closed")
+                # the delete record has its space before anything moves (a full disk refuses here)
+                self._state.room_for(DELETE_ROOM * k)
                 now = self._now_ms()
                 batch = self._take_for_move(k, now)
             if not batch:
@@ -149,16 +216,16 @@ class Redrive:
             for tgt, items in by_target.items():
                 q = self._resolver(tgt)
                 try:
-                    q._accept_moved([(self._with_id(r), e.count) for _, r, e in items], source=None,
-                                    sync=self._sync)
-                    done += items
-                except Exception:
+                    n, synced = q._accept_moved([(self._with_id(r), e.count) for _, r, e in items],
+                                                source=None)
+                except VQSError:
                     stuck += items
+                    continue
+                self._moved(q, items[:n], synced)  # each message moved once or not at all
+                done += items[:n]
+                stuck += items[n:]
             with self._lock:
-                self._moves_done_locked(done)
                 self._moves_failed_locked(stuck)
-            if self._sync:
-                self._state.flush()
             moved += len(done)
             if progress is not None and done:
                 progress(len(done))
