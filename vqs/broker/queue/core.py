@@ -162,6 +162,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._state_bytes = 0  # state-log bytes since the last snapshot
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
         self._unsynced_moves: list = []  # (target queue, moves) it took but could not fsync (redrive.py)
+        self._maybe_moved: dict = {}  # offset -> (target, target_end): move intents (redrive.py)
         self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
         self._bytes_per_offset = 0.0
@@ -191,6 +192,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         st = state.recover()
         low, cursor, ahead, dirty = recover_leases(st, self._leases, log.start_offset,
                                                    log.end_offset, now)
+        live = self._leases.live
+        self._maybe_moved = {o: m for o, m in st.moving.items() if o in live}
         if start_nonces(st, state, self._leases, log.end_offset, low, clean):
             dirty = True  # a new receipt epoch: durable (the snapshot below) before any handle
         self._opened_clean = clean

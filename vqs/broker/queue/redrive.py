@@ -27,9 +27,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from ...errors import DiskFullError, LogClosedError, QueueError, VQSError
+from ...errors import LogClosedError, VQSError
 from ...storage.log_throttle import Throttle
 from ...storage.record_batch import Record
+from ..lease_state import encode_move
 from .leases import AVAILABLE, MOVING
 from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE
 
@@ -48,47 +49,115 @@ class Redrive:
         all (module doc); return the ones not moved, still MOVING: the caller
         makes them visible again (``_moves_failed_locked``) once its receive ends."""
         self._settle_moves()
-        try:
-            if dlq is None or dlq._closed:
-                raise QueueError("dead-letter queue unavailable")
-            with self._lock:  # the delete record below has its space before the DLQ is touched
-                self._state.room_for(DELETE_ROOM * len(moves))
-            k, synced = dlq._accept_moved([(self._with_id(r), e.count) for _, r, e in moves],
-                                          source=self.name)
-        except VQSError as e:
-            _refused.warn(f"{self.name}>", "queue %s: messages past maxReceiveCount stay here, "
-                          "visible again (dead-letter queue %s refused them: %s)",
-                          self.name, getattr(dlq, "name", None), e)
+        if dlq is None or dlq._closed:
+            _refused.warn(f"{self.name}>", "queue %s: messages past maxReceiveCount stay here "
+                          "(dead-letter queue %s unavailable)", self.name, self.config.dead_letter_queue)
             return moves
-        self._moved(dlq, moves[:k], synced)
-        return moves[k:]
+        return self._move_to(dlq, moves, self.name)[1]
+
+    def _move_to(self, target, items: list, source: str | None) -> tuple[int, list]:
+        """Move ``items`` (MOVING here) to queue ``target`` (``source``: this
+        queue's name for a dead-letter move, None for a redrive), each once or
+        not at all; return (how many are in ``target`` now, the ones that are
+        not: still MOVING). The order that makes a move exactly once (module doc):
+        the move intent fsynced here, the append to ``target`` and its fsync,
+        then the delete record here."""
+        written = False
+        offsets: list = []
+        try:
+            found, items = self._resolve_moves(items)
+            self._moved(target, found, True)  # an interrupted move that reached its target
+            if not items:
+                return len(found), []
+            offsets = [o for o, _, _ in items]
+            end = target._log.end_offset  # its records for these land at or past it
+            rec = encode_move(target.name, end, offsets)
+            with self._lock:
+                # the intent and the delete record have their space before anything moves
+                self._state.room_for(len(rec) + DELETE_ROOM * len(items))
+                self._state.append(rec)
+                written = True
+                mm = self._maybe_moved
+                for o in offsets:
+                    mm[o] = (target.name, end)
+                self._state.push()
+            self._state.flush()  # durable before the target can hold any of them
+            k, synced = target._accept_moved([(self._with_id(r), e.count) for _, r, e in items],
+                                             source=source)
+        except VQSError as e:
+            _refused.warn(f"{self.name}>", "queue %s: messages stay here, visible again (moving them "
+                          "to queue %s failed: %s)", self.name, target.name, e)
+            if written:  # not in the target (a refused intent may still be replayed: looked up, not found)
+                with self._lock:
+                    for o in offsets:
+                        self._maybe_moved.pop(o, None)
+            return len(found), items
+        done, stay = items[:k], items[k:]
+        if stay:
+            with self._lock:
+                for o, _, _ in stay:
+                    self._maybe_moved.pop(o, None)
+        self._moved(target, done, synced)
+        return len(found) + k, stay
+
+    def _resolve_moves(self, items: list) -> tuple[list, list]:
+        """Split ``items`` into (already in their target, not): the ones with a
+        move intent left from before a crash or a close (``_maybe_moved``) are
+        looked up by message id in their target's log from where it ended then.
+        Raises (nothing resolved) when a target cannot be read."""
+        mm = self._maybe_moved
+        if not mm:
+            return [], items
+        by: dict = {}
+        rest = []
+        for it in items:
+            m = mm.get(it[0])
+            if m is None:
+                rest.append(it)
+            else:
+                by.setdefault(m, []).append(it)
+        if not by:
+            return [], items
+        found = []
+        for (name, end), its in by.items():
+            want = {dict(self._with_id(r).headers)[H_ID]: (o, r, e) for o, r, e in its}
+            tgt = self._resolver(name)
+            if tgt is not None and tgt is not self:
+                log = tgt._log
+                off = max(end, log.start_offset)
+                while want and off < log.end_offset:
+                    recs = log.read(off, max_records=1024)
+                    if not recs:
+                        break
+                    for r in recs:
+                        it = want.pop(dict(r.headers).get(H_ID) if r.headers else None, None)
+                        if it is not None:
+                            found.append(it)
+                    off = recs[-1].offset + 1
+            rest += want.values()  # not there (or its queue is gone): moved again
+            with self._lock:
+                for o, _, _ in its:
+                    mm.pop(o, None)
+        return found, rest
 
     def _moved(self, target, done: list, synced: bool) -> None:
-        """``done`` are in ``target`` now: delete them here, the delete record
-        fsynced at once whatever the flush policy (the crash window of a
-        duplicate, module doc). ``synced`` False: ``target`` could not fsync
-        them yet: they stay MOVING (invisible, not deleted) until it has."""
+        """``done`` are in ``target`` now: delete them here. ``synced`` False:
+        ``target`` could not fsync them yet: they stay MOVING (invisible, not
+        deleted, their intent kept) until it has (``_settle_moves``)."""
         if not done:
             return
-        if not synced:
-            with self._lock:
-                self._unsynced_moves.append((target, done))
-            return
         with self._lock:
+            if not synced:
+                self._unsynced_moves.append((target, done))
+                return
             self._moves_done_locked(done)
-            try:
-                self._state.push()
-            except DiskFullError:
-                return  # pending: written by the interval tick (space held by room_for)
-        try:
+        if self._sync:
             self._state.flush()
-        except DiskFullError:
-            pass  # what was written is fsynced at the next flush
 
     def _settle_moves(self) -> None:
         """Delete the parked moves (``_moved``) whose target has fsynced them
         since. A target closed meanwhile cannot say: they stay here, MOVING,
-        until this queue closes (module doc)."""
+        until this queue closes; their intents are looked up at the next move."""
         if not self._unsynced_moves:
             return
         with self._lock:
@@ -106,12 +175,14 @@ class Redrive:
         """Delete the messages of ``moves`` (now in their target) here."""
         lt = self._leases
         live = lt.live
+        mm = self._maybe_moved
         for o, _, e in moves:
             if live.get(o) is e and e.state == MOVING:
                 e.state = AVAILABLE
                 lt.n_available += 1
                 self._remove_locked(o, e)
                 self._dels.append(o)
+                mm.pop(o, None)
         if self._dels:
             self._flush_dels_locked()
 
@@ -194,8 +265,6 @@ class Redrive:
             with self._lock:
                 if self._closed:
                     raise LogClosedError(f"queue {self.name} is closed")
-                # the delete record has its space before anything moves (a full disk refuses here)
-                self._state.room_for(DELETE_ROOM * k)
                 now = self._now_ms()
                 batch = self._take_for_move(k, now)
             if not batch:
@@ -212,30 +281,24 @@ class Redrive:
                     stuck.append((o, r, e))
                 else:
                     by_target.setdefault(tgt, []).append((o, r, e))
-            done = []
+            done = 0
             for tgt, items in by_target.items():
                 q = self._resolver(tgt)
-                try:
-                    n, synced = q._accept_moved([(self._with_id(r), e.count) for _, r, e in items],
-                                                source=None)
-                except VQSError:
-                    stuck += items
-                    continue
-                self._moved(q, items[:n], synced)  # each message moved once or not at all
-                done += items[:n]
-                stuck += items[n:]
+                n, stay = self._move_to(q, items, None)  # each message moved once or not at all
+                done += n
+                stuck += stay
             with self._lock:
                 self._moves_failed_locked(stuck)
-            moved += len(done)
+            moved += done
             if progress is not None and done:
-                progress(len(done))
+                progress(done)
             if not done:
                 break
             if max_per_second:
                 if cancel is not None:
-                    cancel.wait(len(done) / max_per_second)  # a stop does not wait the pause out
+                    cancel.wait(done / max_per_second)  # a stop does not wait the pause out
                 else:
-                    time.sleep(len(done) / max_per_second)
+                    time.sleep(done / max_per_second)
         self._maybe_reclaim()
         return moved
 
