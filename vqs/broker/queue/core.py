@@ -39,9 +39,9 @@ Durability (the queue's ``flush`` setting, default ``interval``):
   microseconds, not an fsync.
 * ``never``: written when a log's batch buffer fills, and at close.
 
-Moves between queues (dead-letter moves, redrives: redrive.py) always fsync the
-target queue's log before the source deletes the message: a crash leaves a
-duplicate, never a loss.
+Moves between queues (dead-letter moves, redrives: redrive.py) are exactly
+once: the source fsyncs a move intent, the target appends and fsyncs, the
+source deletes; an interrupted move is found in the target and finished.
 
 Receipt handles (SQS's rules; docs/sqs.md states them in full). A handle names a
 message and one delivery; its MAC proves this queue issued it (receipt.py); receipt

@@ -9,15 +9,42 @@
   thread, with a handle, a status and a rate (move_tasks.py).
 
 Invariants:
-* a moved message is appended to the target and the target's log fsynced
-  *before* the source deletes it: a crash in between leaves a duplicate,
-  never a loss;
+* a move is exactly once: each message ends up in the target once and gone
+  from the source, or stays in the source, whatever fails and wherever a
+  crash comes. The order (``_move_to``):
+  1. the source appends a move intent (state record "M": target, the
+     target's log end, the offsets) and fsyncs its state log; a full disk
+     refuses the move here, nothing changed;
+  2. the target appends the messages one record each (``_accept_moved``):
+     its log refuses a record it cannot cover before buffering it
+     (storage/log_reserve.py), so a full disk takes the first k and not the
+     rest, never a part of one; then it fsyncs them;
+  3. the source deletes the k ("D" record, with its flush policy) and makes
+     the rest visible again (not in the target: nothing to undo).
+  Crash reasoning: before 1 is durable, the target holds none of them (its
+  append comes after): they stay in the source. After 1, the intent replays
+  at the next open (``_maybe_moved``); before moving such a message again the
+  source reads the target's log from the recorded end for its message id
+  (``_resolve_moves``): found (2 reached the disk, 3 did not), the move is
+  finished by the delete alone; not found, it is moved again. A refused or
+  failed move leaves an intent that resolves to "not found". Where step 2's
+  fsync fails (btrfs: copy-on-write needs space even in reserved blocks) the
+  target holds the messages in memory: they stay MOVING here, not deleted
+  (``_unsynced_moves``), until it has fsynced them (``_settle_moves``: the
+  next move, the interval tick, close); if the process stops first, the
+  intent resolves it at the next open. Cost: one state-log fsync per move
+  batch besides the target's, and a scan of the target's log records
+  appended since the intent, once per interrupted move;
+* a receive does not return a message past max_receive_count that could not
+  be moved (a full disk, no DLQ): it stays, visible again when that receive
+  ends (core.py ``receive``);
 * a moved message keeps its message id (``H_ID``); moved to a dead-letter
   queue it keeps its original sent timestamp (retention counts from it, as in
   SQS) and records its source queue and receive count; redriven out, it starts
   a new retention period and a new receive count;
-* a MOVING message is in no state count and invisible; if the move fails it
-  becomes AVAILABLE again (delivered as usual).
+* a MOVING message is invisible and counted as not visible; if the move
+  fails it becomes AVAILABLE again. Until an interrupted move is resolved the
+  message shows in both queues' counts (it is delivered from the target only).
 """
 
 from __future__ import annotations
