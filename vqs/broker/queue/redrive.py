@@ -89,19 +89,22 @@ class Redrive:
         not: still MOVING). The order that makes a move exactly once (module doc):
         the move intent fsynced here, the append to ``target`` and its fsync,
         then the delete record here."""
-        written = False
+        written = finished = False
+        found: list = []
         offsets: list = []
         try:
             found, items = self._resolve_moves(items)
-            self._moved(target, found, True)  # an interrupted move that reached its target
-            if not items:
-                return len(found), []
             offsets = [o for o, _, _ in items]
             end = target._log.end_offset  # its records for these land at or past it
-            rec = encode_move(target.name, end, offsets)
+            rec = encode_move(target.name, end, offsets) if items else b""
             with self._lock:
-                # the intent and the delete record have their space before anything moves
-                self._state.room_for(len(rec) + DELETE_ROOM * len(items))
+                # the intent and the delete records have their space before anything moves
+                self._state.room_for(len(rec) + DELETE_ROOM * (len(found) + len(items)))
+            self._moved(target, found, True)  # interrupted moves that reached their target
+            finished = True
+            if not items:
+                return len(found), []
+            with self._lock:
                 self._state.append(rec)
                 written = True
                 mm = self._maybe_moved
@@ -118,6 +121,8 @@ class Redrive:
                 with self._lock:
                     for o in offsets:
                         self._maybe_moved.pop(o, None)
+            if not finished:  # (no room: their intents stay, resolved again next time)
+                return 0, found + items
             return len(found), items
         done, stay = items[:k], items[k:]
         if stay:
@@ -131,7 +136,8 @@ class Redrive:
         """Split ``items`` into (already in their target, not): the ones with a
         move intent left from before a crash or a close (``_maybe_moved``) are
         looked up by message id in their target's log from where it ended then.
-        Raises (nothing resolved) when a target cannot be read."""
+        Raises when a target cannot be read. The intents stay (``_maybe_moved``)
+        until the message is deleted here or a new intent replaces its own."""
         mm = self._maybe_moved
         if not mm:
             return [], items
@@ -162,9 +168,6 @@ class Redrive:
                             found.append(it)
                     off = recs[-1].offset + 1
             rest += want.values()  # not there (or its queue is gone): moved again
-            with self._lock:
-                for o, _, _ in its:
-                    mm.pop(o, None)
         return found, rest
 
     def _moved(self, target, done: list, synced: bool) -> None:
