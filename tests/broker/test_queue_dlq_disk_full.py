@@ -168,4 +168,44 @@ def test_a_move_interrupted_by_sigkill_is_finished_not_repeated(tmp_path, python
     with vqs.Broker(path) as b:
         held, moving = _held(b)  # the last batch in both queues now, until the next move
         assert not moving and set(held) == ids and set(held.values()) == {1, 2}
+        twice = {int(k) for k, v in held.items() if v == 2}  # (offset = number: sent in order)
+        assert twice <= set(b.queue("q")._maybe_moved)  # their intents replayed (white box)
+    _finish(path, ids)
+
+
+_REFUSED_THEN_KILLED = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[2])
+import vqs
+from conftest import SmallDisk
+b = vqs.Broker(sys.argv[1])
+dlq = b.create_queue("dlq")
+q = b.create_queue("q", max_receive_count=1, dead_letter_queue="dlq")
+for i in range(%d):
+    q.send(b"%%04d" %% i + b"p" * 2000)
+handles = []
+while len(handles) < %d:
+    handles += [m.receipt_handle for m in q.receive(10, visibility_timeout=600)]
+b.flush()
+SmallDisk(os.path.dirname(sys.argv[1])).fill_rest()
+for h in handles:
+    q.change_visibility(h, 0)
+assert q.receive(10) == []  # every move refused by the DLQ, after its intent was written
+assert q.counts()["visible"] == %d and dlq.counts()["visible"] == 0, (q.counts(), dlq.counts())
+os.kill(os.getpid(), signal.SIGKILL)
+""" % (N, N, N)
+
+
+def test_an_intent_whose_move_was_refused_moves_again_after_sigkill(small_disk, python, child_env):
+    # The intents replay; the DLQ does not hold the messages (it refused them):
+    # the lookup finds nothing and they move, once (a wrong "found" would lose them)
+    path = os.path.join(small_disk.path, "b")
+    r = subprocess.run([python, "-c", _REFUSED_THEN_KILLED, path, os.path.dirname(os.path.dirname(__file__))],
+                       env=child_env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    small_disk.free()
+    ids = {b"%04d" % i for i in range(N)}
+    with vqs.Broker(path) as b:
+        assert b.queue("q").counts()["visible"] == N and b.queue("dlq").counts()["visible"] == 0
+        assert len(b.queue("q")._maybe_moved) == N  # the intents replayed (white box: the path taken)
     _finish(path, ids)
