@@ -289,5 +289,7 @@ def test_a_sigkill_amid_full_disk_compactions_keeps_every_acknowledged_delete(sm
         inflight = q.counts()["in_flight"]  # leased by the child, not deleted: 600 s leases
     assert not acked & set(got) and len(got) == len(set(got))
     assert set(got) <= {b"m%04d" % i for i in range(1500)}
-    assert len(got) + inflight == 1500 - len(acked), (len(got), inflight, len(acked))
+    # At most one message more may be gone: the delete the SIGKILL caught between
+    # its fsync and the child's print is durable but was never reported.
+    assert 0 <= 1500 - len(acked) - (len(got) + inflight) <= 1, (len(got), inflight, len(acked))
     assert inflight <= 10

@@ -124,3 +124,28 @@ def test_reserved_space_takes_appends_on_a_full_disk_across_a_reopen(small_disk)
     with Log.open(path, flush="always", reserve_bytes=64 << 10) as log:
         log.append(b"after")
         assert _read_all(log)[-1] == b"after"
+
+
+def test_close_after_a_refused_write_leaves_a_marker_that_matches(full_disk, caplog):
+    # flush="always": the append that meets the full disk is refused; its batch
+    # was never written, so nothing of it (an index entry, its timestamp) may
+    # stay in the segment's state that close records in the clean-shutdown
+    # marker: the reopen trusts the marker, with no mismatch to recover from
+    full_disk.fill(1 << 20)
+    path = os.path.join(full_disk.path, "log")
+    value = b"x" * 3000  # a batch per append: index entries every few appends
+    log = Log.open(path, flush="always")
+    try:
+        acked = _fill(log, value)
+    finally:
+        try:
+            log.close()  # retries the refused record (not acknowledged): may raise again
+        except DiskFullError:
+            pass
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="vqs.storage"), Log.open(path, flush="always") as log:
+        assert not [r for r in caplog.records if "marker" in r.getMessage()]
+        got = _read_all(log)
+        assert got[:acked] == [value] * acked and len(got) <= acked + 1
+        for off in range(0, acked, 37):  # lookups through the offset index
+            assert log.read(off, max_records=1)[0].value == value

@@ -20,6 +20,10 @@ A record's value is one operation on one or more messages::
     b"P" + below u64                                         purge: every offset < below deleted
     b"E" + end u64 + nonce u64                               receipt epoch (below), written only
                                                              when its snapshot finds the disk full
+    b"M" + target_end u64 + len u16 + target + n * offset u64
+                                                             move intent: these messages are being
+                                                             moved to queue ``target`` (utf-8), whose
+                                                             log then ended at ``target_end``
 
 Space on a full disk (the queue's drain path must outlive its lease churn):
 the state log keeps ``STATE_RESERVE_BYTES`` allocated ahead of its end
@@ -43,6 +47,15 @@ Snapshot batch records: [0] JSON ``{"version", "state_offset", "low", "cursor",
 "taken_ms", "epochs"}``, [1] the live entries packed as in "L" (count 0 = a delayed
 message never received, ``until_ms`` = when it becomes visible), [2] the
 offsets >= cursor already deleted (u64 each).
+
+A move intent ("M", vqs/broker/queue/redrive.py) is fsynced before the
+target's log can hold any of the messages; the source's "D" record for them
+follows (or, when the target refused them, nothing). Replay keeps the intents
+no "D" followed (``RecoveredState.moving``: offset -> (target, target_end));
+the snapshot meta carries them as ``"moving": [[offset, target, target_end],
+...]`` (absent: none). The queue looks a message up in its target's log from
+``target_end`` on (by message id) before moving it again: a move that a crash
+or a full disk interrupted after the target took it is finished, not repeated.
 
 ``epochs`` (absent in snapshots written before it existed: ``[]``) is the
 receipt-handle epoch list of vqs.broker.queue.leases (``[[first offset, first
@@ -77,6 +90,8 @@ RUN_SIZE = RUN.size  # 36
 OP_DELETE = 0x44  # "D"
 OP_PURGE = 0x50  # "P"
 OP_EPOCH = 0x45  # "E"
+OP_MOVE = 0x4D  # "M"
+MOVE = struct.Struct("<QH")  # target_end, len(target)
 EPOCH = struct.Struct("<QQ")
 SNAPSHOT = "snapshot"
 PENDING_BYTES = 512 << 10  # buffered=True: push past this many bytes
@@ -120,6 +135,13 @@ def encode_deletes(offsets) -> bytes:
     return delete_struct(len(offsets)).pack(OP_DELETE, *offsets)
 
 
+def encode_move(target: str, target_end: int, offsets) -> bytes:
+    """A move intent (module doc): ``offsets`` are being moved to ``target``."""
+    name = target.encode()
+    return bytes([OP_MOVE]) + MOVE.pack(target_end, len(name)) + name + struct.pack(
+        "<%dQ" % len(offsets), *offsets)
+
+
 #: Disk kept allocated ahead of the state log (storage/reserve.py): on a full
 #: disk, receives and deletes (a few dozen bytes each) go on for thousands of
 #: operations, so a full queue can be drained.
@@ -144,6 +166,7 @@ class RecoveredState:
         self.replayed_records = 0
         self.max_nonce = 0  # the largest nonce of a recovered lease
         self.epochs: list[tuple[int, int]] = []  # the snapshot's, then "E" records'
+        self.moving: dict[int, tuple[str, int]] = {}  # move intents no delete followed
 
 
 class LeaseStateStore:
@@ -280,7 +303,8 @@ class LeaseStateStore:
 
     # -------------------------------------------------------------- snapshot
 
-    def write_snapshot(self, *, low: int, cursor: int, live: dict, deleted_ahead, now_ms: int) -> None:
+    def write_snapshot(self, *, low: int, cursor: int, live: dict, deleted_ahead, now_ms: int,
+                       moving: dict | None = None) -> None:
         """Atomically replace the snapshot with this state, then drop the state
         log below it. The caller holds the queue lock (no op can slip between)."""
         self.push()
@@ -288,6 +312,7 @@ class LeaseStateStore:
         meta = json.dumps({
             "version": 1, "state_offset": state_offset, "low": low, "cursor": cursor,
             "taken_ms": now_ms, "epochs": [list(e) for e in self.epochs],
+            **({"moving": [[o, t, e] for o, (t, e) in moving.items() if o in live]} if moving else {}),
         }).encode()
         flat = []
         for o, e in live.items():  # e: a vqs.broker.queue.leases.Lease
@@ -354,6 +379,7 @@ class LeaseStateStore:
             st.cursor = meta["cursor"]
             self.epochs = [(int(o), int(n)) for o, n in meta.get("epochs", ())]
             st.epochs = list(self.epochs)
+            st.moving = {int(o): (str(t), int(e)) for o, t, e in meta.get("moving", ())}
             self.snapshot_offset = start = meta["state_offset"]
             blob = b.value(1)
             live = st.live
@@ -395,8 +421,11 @@ class LeaseStateStore:
                     ahead.difference_update(range(o, o + n))
         elif op == OP_DELETE:
             n = (len(v) - 1) // 8
+            moving = st.moving
             for o in struct.unpack_from("<%dQ" % n, v, 1):
                 live.pop(o, None)
+                if moving:
+                    moving.pop(o, None)
                 if o >= st.cursor:
                     st.deleted_ahead.add(o)
         elif op == OP_PURGE:
@@ -406,6 +435,7 @@ class LeaseStateStore:
             st.deleted_ahead = {o for o in st.deleted_ahead if o >= below}
             st.low = max(st.low, below)
             st.cursor = max(st.cursor, below)
+            st.moving = {o: m for o, m in st.moving.items() if o >= below}
         elif op == OP_EPOCH:
             end, nonce = EPOCH.unpack_from(v, 1)
             for o in [o for o in live if o >= end]:
@@ -414,6 +444,14 @@ class LeaseStateStore:
             st.low = min(st.low, end)
             st.cursor = min(st.cursor, end)
             st.epochs = [e for e in st.epochs if e[0] < end] + [(end, nonce)]
+            st.moving = {o: m for o, m in st.moving.items() if o < end}
+        elif op == OP_MOVE:
+            target_end, k = MOVE.unpack_from(v, 1)
+            at = 1 + MOVE.size
+            target = bytes(v[at:at + k]).decode()
+            at += k
+            for o in struct.unpack_from("<%dQ" % ((len(v) - at) // 8), v, at):
+                st.moving[o] = (target, target_end)
         else:
             raise CorruptRecordError(f"state log record with unknown operation {op:#x}")
 

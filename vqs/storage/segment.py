@@ -391,10 +391,10 @@ class Segment:
             h = self._open_handle()
         if self.cut_pending:
             self.cut_tail()  # still no space: raises ENOSPC/EDQUOT, nothing written
+        self._hot = True
+        write_all(h.fd, parts)  # first: a write that fails (a full disk) leaves no trace in the state
         self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
         self._index_batch(pos, base_offset, self.max_timestamp_ms)
-        self._hot = True
-        write_all(h.fd, parts)
         self.size = pos + nbytes
         self._since_index += nbytes
         self.next_offset = next_offset

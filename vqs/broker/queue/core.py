@@ -39,9 +39,9 @@ Durability (the queue's ``flush`` setting, default ``interval``):
   microseconds, not an fsync.
 * ``never``: written when a log's batch buffer fills, and at close.
 
-Moves between queues (dead-letter moves, redrives: redrive.py) always fsync the
-target queue's log before the source deletes the message: a crash leaves a
-duplicate, never a loss.
+Moves between queues (dead-letter moves, redrives: redrive.py) are exactly
+once: the source fsyncs a move intent, the target appends and fsyncs, the
+source deletes; an interrupted move is found in the target and finished.
 
 Receipt handles (SQS's rules; docs/sqs.md states them in full). A handle names a
 message and one delivery; its MAC proves this queue issued it (receipt.py); receipt
@@ -168,6 +168,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._epoch_due = False  # a receipt epoch not yet durable (an open on a full disk)
         self._compact_tried_end = -1  # state-log end at the last refusal's compaction
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
+        self._unsynced_moves: list = []  # (target queue, moves) it took but could not fsync (redrive.py)
+        self._maybe_moved: dict = {}  # offset -> (target, target_end): move intents (redrive.py)
         self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
         self._bytes_per_offset = 0.0
@@ -198,6 +200,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         st = state.recover()
         low, cursor, ahead, dirty = recover_leases(st, self._leases, log.start_offset,
                                                    log.end_offset, now)
+        live = self._leases.live
+        self._maybe_moved = {o: m for o, m in st.moving.items() if o in live}
         if start_nonces(st, state, self._leases, log.end_offset, low, clean):
             dirty = True  # a new receipt epoch: durable (the snapshot below) before any handle
         self._opened_clean = clean
@@ -250,6 +254,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
     def _flush_tick(self) -> bool:
         """The interval flusher's tick (flush="interval"): hand pending sends and
         state records to their logs and fsync them; False once closed."""
+        if self._unsynced_moves:
+            self._settle_moves()  # moves whose target has fsynced them since (redrive.py)
         with self._lock:
             if self._closed:
                 return False
@@ -380,50 +386,63 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             if dlq is self:
                 dlq = None  # SQS accepts a queue as its own DLQ; moving to itself is a no-op
         deadline = None
-        while True:
-            with self._lock:
-                if self._closed:
-                    if deadline is not None:
-                        return []  # closed while we waited
-                    raise LogClosedError(f"queue {self.name} is closed")
-                # the lease records this take appends have space before it leases
-                # (a full disk refuses the receive with nothing leased)
-                try:
-                    self._state.room_for(RECEIVE_ROOM * max_messages)
-                except DiskFullError:
-                    self._room_after_compact_locked(RECEIVE_ROOM * max_messages)
-                now = self._now_ms()
-                msgs, moves = self._take(max_messages, vis, now, dlq)
-                if msgs:
-                    self._leases.tidy()  # the timers of deleted messages (leases.py)
-                if not msgs and not moves:
-                    if wait <= 0:
-                        return msgs
-                    mono = time.monotonic()
-                    if deadline is None:
-                        deadline = mono + wait
-                    left = deadline - mono
-                    if left <= 0:
-                        return msgs
-                    timers = self._leases.timers
-                    if timers:
-                        left = min(left, max(0.001, (timers[0][0] - now) / 1000))
-                    self._waiting += 1
+        # Messages past max_receive_count that the DLQ refused (a full disk): they
+        # stay here, and this receive does not return them (SQS never delivers a
+        # message past its maxReceiveCount: a poison message must not reach a
+        # consumer again) nor raises (the rest of the queue drains on a full disk,
+        # issue 13); they turn visible again, counted, when the call ends, so the
+        # next receive tries the move again.
+        refused = None
+        try:
+            while True:
+                with self._lock:
+                    if self._closed:
+                        if deadline is not None:
+                            return []  # closed while we waited
+                        raise LogClosedError(f"queue {self.name} is closed")
+                    # the lease records this take appends have space before it leases
+                    # (a full disk refuses the receive with nothing leased)
                     try:
-                        self._cond.wait(left)
-                    finally:
-                        self._waiting -= 1
-                    continue
-            if self._sync:
-                self._state.flush()
-            if moves:
-                if not self._finish_moves(moves, dlq):
-                    dlq = None  # unavailable: deliver as usual for the rest of this call
-                if not msgs:
-                    continue
-            if attempt_id is not None and msgs:
-                self._remember_attempt(attempt_id, msgs)
-            return msgs
+                        self._state.room_for(RECEIVE_ROOM * max_messages)
+                    except DiskFullError:
+                        self._room_after_compact_locked(RECEIVE_ROOM * max_messages)
+                    now = self._now_ms()
+                    msgs, moves = self._take(max_messages, vis, now, dlq)
+                    if msgs:
+                        self._leases.tidy()  # the timers of deleted messages (leases.py)
+                    if not msgs and not moves:
+                        if wait <= 0:
+                            return msgs
+                        mono = time.monotonic()
+                        if deadline is None:
+                            deadline = mono + wait
+                        left = deadline - mono
+                        if left <= 0:
+                            return msgs
+                        timers = self._leases.timers
+                        if timers:
+                            left = min(left, max(0.001, (timers[0][0] - now) / 1000))
+                        self._waiting += 1
+                        try:
+                            self._cond.wait(left)
+                        finally:
+                            self._waiting -= 1
+                        continue
+                if self._sync:
+                    self._state.flush()
+                if moves:
+                    stay = self._finish_moves(moves, dlq)
+                    if stay:
+                        refused = stay if refused is None else refused + stay
+                    if not msgs:
+                        continue
+                if attempt_id is not None and msgs:
+                    self._remember_attempt(attempt_id, msgs)
+                return msgs
+        finally:
+            if refused:
+                with self._lock:
+                    self._moves_failed_locked(refused)
 
     def _log_ops(self, flat: list, dels: list, now: int) -> None:
         """Write the lease records ``flat`` and the deletes ``dels`` made by a receive."""
@@ -572,6 +591,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         long polls (they return []). Idempotent. Whatever fails (a full disk),
         both logs are closed (their locks released); the first error is raised."""
         errors = []
+        self._settle_moves()  # moves whose target has fsynced them since: delete them here
         with self._lock:
             if self._closed:
                 return

@@ -161,7 +161,7 @@ class Maintenance:
         cursor, ahead = self._snapshot_view()
         try:
             self._state.write_snapshot(low=self._low, cursor=cursor, live=self._leases.live,
-                                       deleted_ahead=ahead, now_ms=now)
+                                       deleted_ahead=ahead, now_ms=now, moving=self._maybe_moved)
         except DiskFullError:
             if required:
                 raise

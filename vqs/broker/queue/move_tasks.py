@@ -26,11 +26,9 @@ deleted while its task runs). A task stopped without being cancelled
 (``MoveTask.stop``: its registry or server closes) stays RUNNING in the file,
 to resume next time.
 
-Delivery is at least once, as SQS documents for redrive: a message is appended
-to its target and the target fsynced before the source deletes it
-(redrive.py); a crash between the two leaves it in both and the resumed task
-moves it again (with the source's flush ``always``, at most the batch in
-flight: 10 messages, or MaxNumberOfMessagesPerSecond if lower). After a crash
+Each message moves exactly once (redrive.py: a move intent fsynced before the
+target takes it; a move a crash interrupted is found in the target and
+finished, not repeated). After a crash
 ``moved`` can lag by up to ``SAVE_EVERY_S`` of progress (SQS calls it
 approximate), and the resumed task may then move that many messages more, if
 that many reached the dead-letter queue since it started.

@@ -9,60 +9,210 @@
   thread, with a handle, a status and a rate (move_tasks.py).
 
 Invariants:
-* a moved message is appended to the target and the target's log fsynced
-  *before* the source deletes it: a crash in between leaves a duplicate,
-  never a loss;
+* a move is exactly once: each message ends up in the target once and gone
+  from the source, or stays in the source, whatever fails and wherever a
+  crash comes. The order (``_move_to``):
+  1. the source appends a move intent (state record "M": target, the
+     target's log end, the offsets) and fsyncs its state log; a full disk
+     refuses the move here, nothing changed;
+  2. the target appends the messages one record each (``_accept_moved``):
+     its log refuses a record it cannot cover before buffering it
+     (storage/log_reserve.py), so a full disk takes the first k and not the
+     rest, never a part of one; then it fsyncs them;
+  3. the source deletes the k ("D" record, with its flush policy) and makes
+     the rest visible again (not in the target: nothing to undo).
+  Crash reasoning: before 1 is durable, the target holds none of them (its
+  append comes after): they stay in the source. After 1, the intent replays
+  at the next open (``_maybe_moved``); before moving such a message again the
+  source reads the target's log from the recorded end for its message id
+  (``_resolve_moves``): found (2 reached the disk, 3 did not), the move is
+  finished by the delete alone; not found, it is moved again. A refused or
+  failed move leaves an intent that resolves to "not found". Where step 2's
+  fsync fails (btrfs: copy-on-write needs space even in reserved blocks) the
+  target holds the messages in memory: they stay MOVING here, not deleted
+  (``_unsynced_moves``), until it has fsynced them (``_settle_moves``: the
+  next move, the interval tick, close); if the process stops first, the
+  intent resolves it at the next open. Cost: one state-log fsync per move
+  batch besides the target's, and a scan of the target's log records
+  appended since the intent, once per interrupted move;
+* a receive does not return a message past max_receive_count that could not
+  be moved (a full disk, no DLQ): it stays, visible again when that receive
+  ends (core.py ``receive``);
 * a moved message keeps its message id (``H_ID``); moved to a dead-letter
   queue it keeps its original sent timestamp (retention counts from it, as in
   SQS) and records its source queue and receive count; redriven out, it starts
   a new retention period and a new receive count;
-* a MOVING message is in no state count and invisible; if the move fails it
-  becomes AVAILABLE again (delivered as usual).
+* a MOVING message is invisible and counted as not visible; if the move
+  fails it becomes AVAILABLE again. Until an interrupted move is resolved the
+  message shows in both queues' counts (it is delivered from the target only).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 
-from ...errors import LogClosedError, QueueError
+from ...errors import LogClosedError, VQSError
+from ...storage.log_throttle import Throttle
 from ...storage.record_batch import Record
+from ..lease_state import encode_move
 from .leases import AVAILABLE, MOVING
 from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE
+
+logger = logging.getLogger(__name__)
+_refused = Throttle(logger)  # a full disk refuses every move: a line a minute per queue
+
+#: state-log bytes a move's delete record may take per message (8), with room to spare
+DELETE_ROOM = 16
 
 
 class Redrive:
     """Dead-letter moves and redrive of a ``Queue`` (mixed into it; see module doc)."""
 
-    def _finish_moves(self, moves: list, dlq) -> bool:
-        """Append the moving messages to ``dlq``, then delete them here: a crash in
-        between leaves a duplicate, never a loss."""
+    def _finish_moves(self, moves: list, dlq) -> list:
+        """Move ``moves`` (MOVING here) to ``dlq``, each message once or not at
+        all (module doc); return the ones not moved, still MOVING: the caller
+        makes them visible again (``_moves_failed_locked``) once its receive ends."""
+        self._settle_moves()
+        if dlq is None or dlq._closed:
+            _refused.warn(f"{self.name}>", "queue %s: messages past maxReceiveCount stay here "
+                          "(dead-letter queue %s unavailable)", self.name, self.config.dead_letter_queue)
+            return moves
+        return self._move_to(dlq, moves, self.name)[1]
+
+    def _move_to(self, target, items: list, source: str | None) -> tuple[int, list]:
+        """Move ``items`` (MOVING here) to queue ``target`` (``source``: this
+        queue's name for a dead-letter move, None for a redrive), each once or
+        not at all; return (how many are in ``target`` now, the ones that are
+        not: still MOVING). The order that makes a move exactly once (module doc):
+        the move intent fsynced here, the append to ``target`` and its fsync,
+        then the delete record here."""
+        written = finished = False
+        found: list = []
+        offsets: list = []
         try:
-            if dlq is None or dlq._closed:
-                raise QueueError("dead-letter queue unavailable")
-            dlq._accept_moved([(self._with_id(r), e.count) for _, r, e in moves],
-                              source=self.name, sync=self._sync)
-        except Exception:
+            found, items = self._resolve_moves(items)
+            offsets = [o for o, _, _ in items]
+            end = target._log.end_offset  # its records for these land at or past it
+            rec = encode_move(target.name, end, offsets) if items else b""
             with self._lock:
-                self._moves_failed_locked(moves)
-            return False
+                # the intent and the delete records have their space before anything moves
+                self._state.room_for(len(rec) + DELETE_ROOM * (len(found) + len(items)))
+            self._moved(target, found, True)  # interrupted moves that reached their target
+            finished = True
+            if not items:
+                return len(found), []
+            with self._lock:
+                self._state.append(rec)
+                written = True
+                mm = self._maybe_moved
+                for o in offsets:
+                    mm[o] = (target.name, end)
+                self._state.push()
+            self._state.flush()  # durable before the target can hold any of them
+            k, synced = target._accept_moved([(self._with_id(r), e.count) for _, r, e in items],
+                                             source=source)
+        except VQSError as e:
+            _refused.warn(f"{self.name}>", "queue %s: messages stay here, visible again (moving them "
+                          "to queue %s failed: %s)", self.name, target.name, e)
+            if written:  # not in the target (a refused intent may still be replayed: looked up, not found)
+                with self._lock:
+                    for o in offsets:
+                        self._maybe_moved.pop(o, None)
+            if not finished:  # (no room: their intents stay, resolved again next time)
+                return 0, found + items
+            return len(found), items
+        done, stay = items[:k], items[k:]
+        if stay:
+            with self._lock:
+                for o, _, _ in stay:
+                    self._maybe_moved.pop(o, None)
+        self._moved(target, done, synced)
+        return len(found) + k, stay
+
+    def _resolve_moves(self, items: list) -> tuple[list, list]:
+        """Split ``items`` into (already in their target, not): the ones with a
+        move intent left from before a crash or a close (``_maybe_moved``) are
+        looked up by message id in their target's log from where it ended then.
+        Raises when a target cannot be read. The intents stay (``_maybe_moved``)
+        until the message is deleted here or a new intent replaces its own."""
+        mm = self._maybe_moved
+        if not mm:
+            return [], items
+        by: dict = {}
+        rest = []
+        for it in items:
+            m = mm.get(it[0])
+            if m is None:
+                rest.append(it)
+            else:
+                by.setdefault(m, []).append(it)
+        if not by:
+            return [], items
+        found = []
+        for (name, end), its in by.items():
+            want = {dict(self._with_id(r).headers)[H_ID]: (o, r, e) for o, r, e in its}
+            tgt = self._resolver(name)
+            if tgt is not None and tgt is not self:
+                log = tgt._log
+                off = max(end, log.start_offset)
+                while want and off < log.end_offset:
+                    recs = log.read(off, max_records=1024)
+                    if not recs:
+                        break
+                    for r in recs:
+                        it = want.pop(dict(r.headers).get(H_ID) if r.headers else None, None)
+                        if it is not None:
+                            found.append(it)
+                    off = recs[-1].offset + 1
+            rest += want.values()  # not there (or its queue is gone): moved again
+        return found, rest
+
+    def _moved(self, target, done: list, synced: bool) -> None:
+        """``done`` are in ``target`` now: delete them here. ``synced`` False:
+        ``target`` could not fsync them yet: they stay MOVING (invisible, not
+        deleted, their intent kept) until it has (``_settle_moves``)."""
+        if not done:
+            return
         with self._lock:
-            self._moves_done_locked(moves)
+            if not synced:
+                self._unsynced_moves.append((target, done))
+                return
+            self._moves_done_locked(done)
         if self._sync:
             self._state.flush()
-        return True
+
+    def _settle_moves(self) -> None:
+        """Delete the parked moves (``_moved``) whose target has fsynced them
+        since. A target closed meanwhile cannot say: they stay here, MOVING,
+        until this queue closes; their intents are looked up at the next move."""
+        if not self._unsynced_moves:
+            return
+        with self._lock:
+            parked, self._unsynced_moves = self._unsynced_moves, []
+        for target, done in parked:
+            try:
+                target._log.flush()
+            except VQSError:
+                with self._lock:
+                    self._unsynced_moves.append((target, done))
+                continue
+            self._moved(target, done, True)
 
     def _moves_done_locked(self, moves: list) -> None:
         """Delete the messages of ``moves`` (now in their target) here."""
         lt = self._leases
         live = lt.live
+        mm = self._maybe_moved
         for o, _, e in moves:
             if live.get(o) is e and e.state == MOVING:
                 e.state = AVAILABLE
                 lt.n_available += 1
                 self._remove_locked(o, e)
                 self._dels.append(o)
+                mm.pop(o, None)
         if self._dels:
             self._flush_dels_locked()
 
@@ -73,12 +223,19 @@ class Redrive:
             if live.get(o) is e and e.state == MOVING:
                 self._make_available_locked(o, e)
 
-    def _accept_moved(self, items: list, *, source: str | None, sync: bool = False) -> None:
+    def _accept_moved(self, items: list, *, source: str | None) -> tuple[int, bool]:
         """Append messages moved from another queue (DLQ move, or redrive out of a DLQ).
 
         items: (record, receive_count). Messages keep their id and original sent
         timestamp (retention counts from it, as SQS does for DLQs); a redriven
-        message (source None) starts a new retention period."""
+        message (source None) starts a new retention period.
+
+        One append per message: the log refuses a record it cannot cover before
+        buffering it (storage/log_reserve.py), so on a full disk the first k
+        are taken and the rest not, never a part of one. Returns (k, synced):
+        synced is whether the k are fsynced (always tried: the caller deletes
+        them from their old queue next, and that delete must never be durable
+        before this append is). Raises only when none was taken."""
         values, headers = [], []
         for r, count in items:
             h = dict(r.headers) if r.headers else {}
@@ -93,17 +250,26 @@ class Redrive:
                 h.pop(H_COUNT, None)
             values.append(r.value)
             headers.append(tuple(h.items()))
+        k = 0
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"queue {self.name} is closed")
             now = self._now_ms()
-            first = self._append_locked(values, headers, now)
-            self._accepted_locked(first, values, headers, now)
+            try:
+                for v, h in zip(values, headers):
+                    first = self._append_locked([v], [h], now)
+                    self._accepted_locked(first, [v], [h], now)
+                    k += 1
+            except VQSError:
+                if k == 0:
+                    raise
             if self._waiting:
-                self._cond.notify(len(values))
-        # Always fsync: the caller deletes the messages from their old queue next,
-        # and that delete must never be durable before this append is.
-        self._log.flush()
+                self._cond.notify(k)
+        try:
+            self._log.flush()
+        except VQSError:
+            return k, False
+        return k, True
 
     def dead_letter_source_queues(self) -> list[str]:
         """Names of the queues whose RedrivePolicy targets this queue."""
@@ -145,30 +311,24 @@ class Redrive:
                     stuck.append((o, r, e))
                 else:
                     by_target.setdefault(tgt, []).append((o, r, e))
-            done = []
+            done = 0
             for tgt, items in by_target.items():
                 q = self._resolver(tgt)
-                try:
-                    q._accept_moved([(self._with_id(r), e.count) for _, r, e in items], source=None,
-                                    sync=self._sync)
-                    done += items
-                except Exception:
-                    stuck += items
+                n, stay = self._move_to(q, items, None)  # each message moved once or not at all
+                done += n
+                stuck += stay
             with self._lock:
-                self._moves_done_locked(done)
                 self._moves_failed_locked(stuck)
-            if self._sync:
-                self._state.flush()
-            moved += len(done)
+            moved += done
             if progress is not None and done:
-                progress(len(done))
+                progress(done)
             if not done:
                 break
             if max_per_second:
                 if cancel is not None:
-                    cancel.wait(len(done) / max_per_second)  # a stop does not wait the pause out
+                    cancel.wait(done / max_per_second)  # a stop does not wait the pause out
                 else:
-                    time.sleep(len(done) / max_per_second)
+                    time.sleep(done / max_per_second)
         self._maybe_reclaim()
         return moved
 
