@@ -72,6 +72,7 @@ import logging
 import os
 
 from ..errors import DiskFullError
+from .quota_headroom import ready
 from .record_batch import HEADER_SIZE
 from .reserve import release, reserve, reserve_errno
 from .segment import LOG_SUFFIX, segment_name
@@ -152,7 +153,7 @@ class LogReserve:
         seg = self._active
         if seg.size + (self._reserve_bytes >> 1) > self._reserved_end:
             h = seg.handle()
-            if reserve(h.fd, seg.size, self._reserve_bytes):
+            if ready(self.path, h.fd) and reserve(h.fd, seg.size, self._reserve_bytes):
                 self._reserved_end = seg.size + self._reserve_bytes
 
     def hold(self, nbytes: int) -> bool:
@@ -258,6 +259,8 @@ class LogReserve:
         # roll (the next segment reserves its own), and a btrfs quota credits
         # released blocks back only at its next transaction commit
         step = min(self._reserve_step, max(0, self.segment_bytes - target))
+        if not ready(self.path, h.fd):  # btrfs: the quota headroom's ballast first (quota_headroom.py)
+            return errno.EDQUOT
         if self._min_free_bytes:
             # the step's blocks come out of the margin min_free_bytes admits (log_space.py);
             # ``need`` was admitted already, append by append
@@ -350,6 +353,9 @@ class LogReserve:
                 return False
             raise
         try:
+            if not ready(self.path, fd):  # btrfs: the quota headroom's ballast first
+                os.unlink(tmp)
+                return False
             err = reserve_errno(fd, 0, need + self._reserve_step)
             got = need + self._reserve_step
             if err in NO_SPACE:
