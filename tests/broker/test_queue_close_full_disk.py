@@ -1,4 +1,4 @@
-"""A queue closed on a real full filesystem (a 3 MiB tmpfs, tests/conftest.py)
+"""A queue closed on a real full filesystem (tests/conftest.py ``full_disk``)
 after its lease churn was refused: close() hands the lease-state log the records
 it buffered, writes them into the space the log holds for them (Log.hold,
 log_reserve.py), so it neither fails nor loses one; only the snapshot and
@@ -13,7 +13,10 @@ even then. That case no longer arises from a full disk: a record the log cannot
 cover is refused when appended (the churn below), never at close, so this
 test no longer exercises that try/finally (it fails instead if the held space
 does not back the buffered records: close() raises, or a delete is lost).
-It also checks the lease invariant across the reopen: in flight are exactly
+Under a spent btrfs quota too: there the writes into the state log's
+reserved blocks (the churn's receives and deletes, close's held records)
+need the quota headroom (vqs/storage/quota_headroom.py), else close() raises
+EDQUOT. It also checks the lease invariant across the reopen: in flight are exactly
 the leases acknowledged and not released (a refused receive leases nothing)."""
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ def _churn_until_refused(q) -> set:
     return leased
 
 
-def test_close_on_a_full_disk_writes_the_held_state_records_and_releases_the_state_log(small_disk):
+def test_close_on_a_full_disk_writes_the_held_state_records_and_releases_the_state_log(full_disk):
+    small_disk = full_disk  # a 3 MiB tmpfs (ENOSPC), and btrfs under a spent 3 MiB quota (EDQUOT)
     n = 1000
     path = os.path.join(small_disk.path, "b")
     b = vqs.Broker(path)
