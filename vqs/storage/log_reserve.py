@@ -60,9 +60,12 @@ DiskFullError and its record is not buffered); fsyncs stay on the interval.
 write and fsync, and a write that fails reaches the appender.
 
 What the guarantee rests on: a write into blocks ``fallocate`` allocated
-needs no new data blocks. ext4, xfs and tmpfs keep that promise; on
-copy-on-write filesystems (btrfs, zfs) a write may still need space, and
-then the old behaviour applies (the buffered records wait for space).
+needs no new data blocks. ext4, xfs and tmpfs keep that promise; btrfs too
+(a preallocated extent is written in place), but each write reserves
+metadata against a quota group's limit, which a spent quota refuses: the
+quota headroom (quota_headroom.py) gives it room, and new allocations here
+first make sure a ballast stands (``ready``). Elsewhere (zfs: not measured)
+a refused write makes the buffered records wait for space.
 """
 
 from __future__ import annotations
