@@ -56,7 +56,7 @@ def test_acknowledged_records_are_written_under_a_spent_quota(quota_disk):
 def test_without_the_headroom_the_write_is_refused(quota_disk, monkeypatch):
     """The measurement the headroom rests on: the same writes into reserved
     blocks meet EDQUOT when no ballast may be deleted."""
-    monkeypatch.setattr(durable_file, "release_for", lambda fd: False)
+    monkeypatch.setattr(durable_file, "release_for", lambda fd, nbytes: False)
     path = os.path.join(quota_disk.path, "log")
     log = _fill_log_then_quota(quota_disk, path)
     try:

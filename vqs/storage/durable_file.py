@@ -126,7 +126,7 @@ def write_all(fd: int, parts: list) -> int:
         except OSError as e:
             # btrfs, quota spent: a write into reserved blocks needs headroom for
             # its metadata reservation (quota_headroom.py); nothing was written
-            if e.errno != errno.EDQUOT or not release_for(fd):
+            if e.errno != errno.EDQUOT or not release_for(fd, remaining):
                 raise
             continue
         remaining -= n

@@ -75,7 +75,7 @@ import logging
 import os
 
 from ..errors import DiskFullError
-from .quota_headroom import ready
+from .quota_headroom import ready, set_nocow
 from .record_batch import HEADER_SIZE
 from .reserve import release, reserve, reserve_errno
 from .segment import LOG_SUFFIX, segment_name
@@ -342,13 +342,15 @@ class LogReserve:
             f"there is room", path=seg.log_path) from OSError(err, os.strerror(err), seg.log_path)
 
     def _new_segment_file(self, base: int) -> bool:
-        """RESERVING roll: create the next segment's file with the buffer's
-        bound (plus a step, when it fits) allocated in it; False, and nothing
-        left behind, when there is no space for that (the roll then waits).
-        Sets ``_reserved_end`` for the new file."""
+        """A roll: create the next segment's file (RESERVING: with the buffer's
+        bound, plus a step when it fits, allocated in it); False, and nothing
+        left behind, when there is no space for that (the roll then waits; under
+        a btrfs quota even a new empty file can be refused). Sets
+        ``_reserved_end`` for the new file."""
         final = os.path.join(self.path, segment_name(base) + LOG_SUFFIX)
         tmp = final + ".tmp"  # removed at open if a crash leaves it (log_dir.py)
-        need = self._buffer_bound()
+        reserving = self._reserve_mode == RESERVING
+        need = self._buffer_bound() if reserving else 0
         try:
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as e:
@@ -356,11 +358,12 @@ class LogReserve:
                 return False
             raise
         try:
+            set_nocow(fd, self.path)  # btrfs: written in place (quota_headroom.py)
             if not ready(self.path, fd):  # btrfs: the quota headroom's ballast first
                 os.unlink(tmp)
                 return False
-            err = reserve_errno(fd, 0, need + self._reserve_step)
-            got = need + self._reserve_step
+            err = reserve_errno(fd, 0, need + self._reserve_step) if reserving else 0
+            got = need + self._reserve_step if reserving else 0
             if err in NO_SPACE:
                 err = reserve_errno(fd, 0, need)
                 got = need
