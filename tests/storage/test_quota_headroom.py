@@ -8,6 +8,7 @@ raised the ballast is made again. On tmpfs no ballast is made."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -72,3 +73,47 @@ def test_no_ballast_off_btrfs(small_disk):
     with vqs.Log.open(path, flush="interval") as log:
         log.append_batch([b"x" * 1000] * 100)
     assert not os.path.exists(os.path.join(path, BALLAST_NAME))
+
+
+def _fsynced_appends_under_a_spent_quota(disk, path: str) -> tuple[int, bool]:
+    """Append 300-byte records, each flushed (fsynced), into a 512 KiB
+    reservation after the quota is spent: how many were written, and whether
+    close() then wrote everything."""
+    log = vqs.Log.open(path, flush="interval", flush_interval_ms=600_000, reserve_bytes=512 << 10)
+    n = 0
+    try:
+        log.append(b"first")
+        log.flush()
+        disk.fill(1 << 20)
+        disk.fill_rest()
+        for _ in range(600):
+            log.append(b"r" * 300)
+            log.flush()
+            n += 1
+    except vqs.DiskFullError:
+        pass
+    try:
+        log.close()
+    except vqs.DiskFullError:
+        return n, False  # (the refused flush's record still waits: it raises again)
+    return n, True
+
+
+def test_segments_are_nocow_so_fsynced_appends_take_no_quota(quota_disk, monkeypatch):
+    """An append that ends mid-block makes the next one rewrite that block:
+    copy-on-write takes a new block each time (the headroom is gone after
+    some 190 such appends, measured); a NOCOW segment is written in place."""
+    path = os.path.join(quota_disk.path, "log")
+    assert _fsynced_appends_under_a_spent_quota(quota_disk, path) == (600, True)
+    flags = subprocess.run(["lsattr", "-l", os.path.join(path, "00000000000000000000.log")],
+                           capture_output=True, text=True).stdout
+    assert "No_COW" in flags, flags
+    assert not os.path.exists(os.path.join(path, BALLAST_NAME))  # (the writes' metadata took it)
+
+
+def test_copy_on_write_segments_use_the_headroom_up(quota_disk, monkeypatch):
+    """The control: the same appends into a segment made without NOCOW."""
+    from vqs.storage import recovery
+    monkeypatch.setattr(recovery, "create_nocow", lambda p: None)
+    n, closed = _fsynced_appends_under_a_spent_quota(quota_disk, os.path.join(quota_disk.path, "log"))
+    assert n < 400 and not closed, n
