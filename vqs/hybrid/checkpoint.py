@@ -95,7 +95,7 @@ class Checkpoint:
             raise
         if created:
             fsync_dir(os.path.dirname(os.path.abspath(path)))
-        ready(os.path.dirname(os.path.abspath(path)), self._fd)  # btrfs: the quota headroom (best effort)
+        ready(os.path.dirname(os.path.abspath(path)), self._fd)  # btrfs: the quota headroom (best effort: 0 or an errno)
         raw = os.pread(self._fd, 2 * SLOT_SIZE, 0)
         slots = [_decode(raw[i * SLOT_SIZE:(i + 1) * SLOT_SIZE]) for i in (0, 1)]
         valid = [s for s in slots if s is not None]

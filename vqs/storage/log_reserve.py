@@ -64,7 +64,7 @@ needs no new data blocks. ext4, xfs and tmpfs keep that promise; btrfs too
 (a preallocated extent is written in place), but each write reserves
 metadata against a quota group's limit, which a spent quota refuses: the
 quota headroom (quota_headroom.py) gives it room, and new allocations here
-first make sure a ballast stands (``ready``). Elsewhere (zfs: not measured)
+first make sure a ballast stands (``ready`` returns 0). Elsewhere (zfs: not measured)
 a refused write makes the buffered records wait for space.
 """
 
@@ -156,7 +156,7 @@ class LogReserve:
         seg = self._active
         if seg.size + (self._reserve_bytes >> 1) > self._reserved_end:
             h = seg.handle()
-            if ready(self.path, h.fd) and reserve(h.fd, seg.size, self._reserve_bytes):
+            if ready(self.path, h.fd) == 0 and reserve(h.fd, seg.size, self._reserve_bytes):
                 self._reserved_end = seg.size + self._reserve_bytes
 
     def hold(self, nbytes: int) -> bool:
@@ -262,8 +262,9 @@ class LogReserve:
         # roll (the next segment reserves its own), and a btrfs quota credits
         # released blocks back only at its next transaction commit
         step = min(self._reserve_step, max(0, self.segment_bytes - target))
-        if not ready(self.path, h.fd):  # btrfs: the quota headroom's ballast first (quota_headroom.py)
-            return errno.EDQUOT
+        err = ready(self.path, h.fd)  # btrfs: the quota headroom's ballast first (quota_headroom.py)
+        if err:
+            return err
         if self._min_free_bytes:
             # the step's blocks come out of the margin min_free_bytes admits (log_space.py);
             # ``need`` was admitted already, append by append
@@ -359,7 +360,7 @@ class LogReserve:
             raise
         try:
             set_nocow(fd, self.path)  # btrfs: written in place (quota_headroom.py)
-            if not ready(self.path, fd):  # btrfs: the quota headroom's ballast first
+            if ready(self.path, fd):  # btrfs, no space for the quota headroom's ballast (it comes first)
                 os.unlink(tmp)
                 return False
             err = reserve_errno(fd, 0, need + self._reserve_step) if reserving else 0

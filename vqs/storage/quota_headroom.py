@@ -188,37 +188,38 @@ def _unlink(p: str) -> None:
         pass
 
 
-def ready(path: str, fd: int) -> bool:
+def ready(path: str, fd: int) -> int:
     """Before the log in directory ``path`` (``fd``: a file of it) allocates
     new space: on btrfs, make sure a ballast stands on its filesystem (made
-    here when none does). False when one is needed and there is no space for
-    it: the caller allocates nothing (it has no space either, module doc)."""
+    here when none does). 0 when it does (or none is needed); the errno
+    (ENOSPC, EDQUOT) when there is no space for one: the caller allocates
+    nothing (it has no space either, module doc)."""
     with _lock:
         dev = _dev_of(path, fd)
         if dev is None:
-            return True
+            return 0
         have = _ballasts.setdefault(dev, set())
         for p in list(have):
             if os.path.exists(p):
-                return True
+                return 0
             have.discard(p)  # its log was deleted
         own = os.path.join(path, BALLAST_NAME)
         try:
             bfd = os.open(own, os.O_WRONLY | os.O_CREAT, 0o644)
         except OSError as e:
-            return e.errno not in (errno.ENOSPC, errno.EDQUOT)
+            return e.errno if e.errno in (errno.ENOSPC, errno.EDQUOT) else 0
         try:
             os.posix_fallocate(bfd, 0, BALLAST_BYTES)
         except OSError as e:
             os.close(bfd)
-            os.unlink(own)  # (allowed under a spent quota)
-            return e.errno not in (errno.ENOSPC, errno.EDQUOT)
+            _unlink(own)  # (allowed under a spent quota)
+            return e.errno if e.errno in (errno.ENOSPC, errno.EDQUOT) else 0
         os.close(bfd)
         have.add(own)
         if dev in _spent:
             _spent.discard(dev)
             logger.info("%s: quota headroom made again (%d bytes)", own, BALLAST_BYTES)
-        return True
+        return 0
 
 
 def release_for(fd: int, nbytes: int, pos: int | None = None) -> bool:
