@@ -76,7 +76,7 @@ def test_no_ballast_off_btrfs(small_disk):
 
 
 def _fsynced_appends_under_a_spent_quota(disk, path: str) -> tuple[int, bool]:
-    """Append 300-byte records, each flushed (fsynced), into a 512 KiB
+    """Append 450 300-byte records, each flushed (fsynced), into a 512 KiB
     reservation after the quota is spent: how many were written, and whether
     close() then wrote everything."""
     log = vqs.Log.open(path, flush="interval", flush_interval_ms=600_000, reserve_bytes=512 << 10)
@@ -86,7 +86,7 @@ def _fsynced_appends_under_a_spent_quota(disk, path: str) -> tuple[int, bool]:
         log.flush()
         disk.fill(1 << 20)
         disk.fill_rest()
-        for _ in range(600):
+        for _ in range(450):
             log.append(b"r" * 300)
             log.flush()
             n += 1
@@ -104,7 +104,7 @@ def test_segments_are_nocow_so_fsynced_appends_take_no_quota(quota_disk, monkeyp
     copy-on-write takes a new block each time (the headroom is gone after
     some 190 such appends, measured); a NOCOW segment is written in place."""
     path = os.path.join(quota_disk.path, "log")
-    assert _fsynced_appends_under_a_spent_quota(quota_disk, path) == (600, True)
+    assert _fsynced_appends_under_a_spent_quota(quota_disk, path) == (450, True)
     flags = subprocess.run(["lsattr", "-l", os.path.join(path, "00000000000000000000.log")],
                            capture_output=True, text=True).stdout
     assert "No_COW" in flags, flags
