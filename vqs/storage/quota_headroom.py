@@ -3,7 +3,8 @@ ballast file whose deletion lets writes into reserved blocks go on once the
 quota group's limit is spent.
 
 Why (measured, kernel 6.18, btrfs under ``btrfs qgroup limit 3M``, the limit
-spent by another file; scripts in the s13-flaky report):
+spent by another file; tests/storage/test_quota_headroom.py checks the
+findings the design rests on):
 - a ``write()`` into blocks that ``fallocate`` reserved (log_reserve.py)
   needs no new *data* space when it covers whole blocks: a preallocated
   extent is written in place (the inode's PREALLOC flag sends its writeback
