@@ -26,7 +26,9 @@ writes overwrite space the file already has: checkpoints go on on a full disk
 (a queue that cannot be created for want of space raises DiskFullError then).
 Not on a copy-on-write filesystem (btrfs): an overwrite takes new space there,
 so under a spent quota ``write`` raises DiskFullError (the previous slot stays
-valid); hybrid_queue.py then takes nothing (durable get) or skips it.
+valid); hybrid_queue.py then takes nothing (durable get) or skips it. Unless
+the quota headroom (vqs/storage/quota_headroom.py) still stands: the write
+that meets EDQUOT deletes it and is tried once more.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import crc32c as _crc32c
 
 from ..errors import DiskFullError
 from ..storage.durable_file import fsync_dir
+from ..storage.quota_headroom import ready, release_for
 
 MAGIC = b"VQHC"
 VERSION = 1
@@ -92,6 +95,7 @@ class Checkpoint:
             raise
         if created:
             fsync_dir(os.path.dirname(os.path.abspath(path)))
+        ready(os.path.dirname(os.path.abspath(path)), self._fd)  # btrfs: the quota headroom (best effort: 0 or an errno)
         raw = os.pread(self._fd, 2 * SLOT_SIZE, 0)
         slots = [_decode(raw[i * SLOT_SIZE:(i + 1) * SLOT_SIZE]) for i in (0, 1)]
         valid = [s for s in slots if s is not None]
@@ -103,11 +107,17 @@ class Checkpoint:
         seq = self._seq + 1
         body = _BODY.pack(MAGIC, VERSION, FLAG_CLEAN if clean else 0, seq,
                           read_off, end_off, max(0, disk_bytes))
+        data, pos = body + _CRC.pack(_crc(body)), (seq & 1) * SLOT_SIZE
         try:
-            os.pwrite(self._fd, body + _CRC.pack(_crc(body)), (seq & 1) * SLOT_SIZE)
+            try:
+                os.pwrite(self._fd, data, pos)
+            except OSError as e:
+                # btrfs under a spent quota: the write's metadata reservation
+                # (vqs/storage/quota_headroom.py): once more with the headroom
+                if e.errno != errno.EDQUOT or not release_for(self._fd, len(data), pos):
+                    raise
+                os.pwrite(self._fd, data, pos)
         except OSError as e:
-            # a copy-on-write filesystem (btrfs) needs new space even to
-            # overwrite a slot: under a spent quota the write is refused
             if e.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise DiskFullError(f"writing {self.path} failed: the disk is full ({e.strerror})",
                                     path=self.path) from e

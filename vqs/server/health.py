@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
+from ..storage.free_space import free_bytes
 
 _GONE = (TopicDoesNotExist, QueueDoesNotExist, LogClosedError)
 
@@ -92,9 +93,10 @@ def log_problems(broker) -> list[LogProblem]:
 
 
 def disk_space(path: str) -> tuple[int, int]:
-    """(free bytes for an unprivileged writer, total bytes) of ``path``'s filesystem."""
+    """(free bytes for an unprivileged writer, total bytes) of ``path``'s filesystem;
+    free is less under a btrfs quota group's limit (vqs/storage/free_space.py)."""
     st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+    return free_bytes(path), st.f_blocks * st.f_frsize
 
 
 def storage_health(broker, data_dir: str, min_free_bytes: int) -> dict:

@@ -22,6 +22,7 @@ import os
 
 from ..errors import DiskFullError
 from .file_cache import CACHE
+from .quota_headroom import release_for
 from .reserve import release, reserve
 
 SPARE_SUFFIX = ".spare"
@@ -147,7 +148,14 @@ def write_all(fd: int, parts: list) -> int:
     remaining = total
     while parts:
         chunk = parts[:1024]  # IOV_MAX
-        n = os.writev(fd, chunk)
+        try:
+            n = os.writev(fd, chunk)
+        except OSError as e:
+            # btrfs, quota spent: a write into reserved blocks needs headroom for
+            # its metadata reservation (quota_headroom.py); nothing was written
+            if e.errno != errno.EDQUOT or not release_for(fd, remaining):
+                raise
+            continue
         remaining -= n
         # Advance past what was written (short writes are rare but legal).
         while n and parts:

@@ -587,7 +587,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         when, RESERVING, the next one cannot get space for the buffer."""
         old = self._active
         reserved = self._reserved_end
-        if self._reserve_mode == RESERVING and not self._new_segment_file(self._written_end):
+        if not self._new_segment_file(self._written_end):  # (no space even for the file: the roll waits)
             return False
         if reserved > old.size:  # the sealed segment's reserve goes (size and content unchanged)
             try:

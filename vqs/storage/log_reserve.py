@@ -60,9 +60,12 @@ DiskFullError and its record is not buffered); fsyncs stay on the interval.
 write and fsync, and a write that fails reaches the appender.
 
 What the guarantee rests on: a write into blocks ``fallocate`` allocated
-needs no new data blocks. ext4, xfs and tmpfs keep that promise; on
-copy-on-write filesystems (btrfs, zfs) a write may still need space, and
-then the old behaviour applies (the buffered records wait for space).
+needs no new data blocks. ext4, xfs and tmpfs keep that promise; btrfs too
+(a preallocated extent is written in place), but each write reserves
+metadata against a quota group's limit, which a spent quota refuses: the
+quota headroom (quota_headroom.py) gives it room, and new allocations here
+first make sure a ballast stands (``ready`` returns 0). Elsewhere (zfs: not measured)
+a refused write makes the buffered records wait for space.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ import logging
 import os
 
 from ..errors import DiskFullError
+from .quota_headroom import ready, set_nocow
 from .record_batch import HEADER_SIZE
 from .reserve import release, reserve, reserve_errno
 from .segment import LOG_SUFFIX, segment_name
@@ -152,7 +156,7 @@ class LogReserve:
         seg = self._active
         if seg.size + (self._reserve_bytes >> 1) > self._reserved_end:
             h = seg.handle()
-            if reserve(h.fd, seg.size, self._reserve_bytes):
+            if ready(self.path, h.fd) == 0 and reserve(h.fd, seg.size, self._reserve_bytes):
                 self._reserved_end = seg.size + self._reserve_bytes
 
     def hold(self, nbytes: int) -> bool:
@@ -271,6 +275,9 @@ class LogReserve:
         # roll (the next segment reserves its own), and a btrfs quota credits
         # released blocks back only at its next transaction commit
         step = min(self._reserve_step, max(0, self.segment_bytes - target))
+        err = ready(self.path, h.fd)  # btrfs: the quota headroom's ballast first (quota_headroom.py)
+        if err:
+            return err
         if self._min_free_bytes:
             # the step's blocks come out of the margin min_free_bytes admits (log_space.py);
             # ``need`` was admitted already, append by append
@@ -349,13 +356,15 @@ class LogReserve:
             f"there is room", path=seg.log_path) from OSError(err, os.strerror(err), seg.log_path)
 
     def _new_segment_file(self, base: int) -> bool:
-        """RESERVING roll: create the next segment's file with the buffer's
-        bound (plus a step, when it fits) allocated in it; False, and nothing
-        left behind, when there is no space for that (the roll then waits).
-        Sets ``_reserved_end`` for the new file."""
+        """A roll: create the next segment's file (RESERVING: with the buffer's
+        bound, plus a step when it fits, allocated in it); False, and nothing
+        left behind, when there is no space for that (the roll then waits; under
+        a btrfs quota even a new empty file can be refused). Sets
+        ``_reserved_end`` for the new file."""
         final = os.path.join(self.path, segment_name(base) + LOG_SUFFIX)
         tmp = final + ".tmp"  # removed at open if a crash leaves it (log_dir.py)
-        need = self._buffer_bound()
+        reserving = self._reserve_mode == RESERVING
+        need = self._buffer_bound() if reserving else 0
         try:
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as e:
@@ -363,8 +372,12 @@ class LogReserve:
                 return False
             raise
         try:
-            err = reserve_errno(fd, 0, need + self._reserve_step)
-            got = need + self._reserve_step
+            set_nocow(fd, self.path)  # btrfs: written in place (quota_headroom.py)
+            if ready(self.path, fd):  # btrfs, no space for the quota headroom's ballast (it comes first)
+                os.unlink(tmp)
+                return False
+            err = reserve_errno(fd, 0, need + self._reserve_step) if reserving else 0
+            got = need + self._reserve_step if reserving else 0
             if err in NO_SPACE:
                 err = reserve_errno(fd, 0, need)
                 got = need

@@ -8,7 +8,8 @@ Invariants:
 - ``min_free_bytes`` is checked when an append is *accepted* (``_admit_bytes``,
   under the log's lock): what was accepted (buffered) is still written, so
   the room the setting keeps serves checkpoints, deletes and close;
-- free space is read (``statvfs``) only when the bytes accepted since the last
+- free space is read (``statvfs``; under a btrfs quota, its room: free_space.py)
+  only when the bytes accepted since the last
   reading could have used up the margin it found (``_free_budget``), or once
   MIN_FREE_CHECK_S passed (other logs on the filesystem use the margin too):
   a subtraction and a clock read per append;
@@ -33,6 +34,7 @@ import time
 from ..errors import ConfigError, DiskFullError, LogClosedError, LogFailedError, ReadOnlyError
 from .durable_file import fsync_dir
 from .flusher import Flusher
+from .free_space import free_bytes
 from .log_dir import CLEAN_MARKER
 from .log_reserve import RESERVING
 
@@ -107,10 +109,9 @@ class LogSpace:
             return
         path = self._active.log_path
         try:
-            st = os.statvfs(self.path)
+            free = free_bytes(self.path)  # (a btrfs quota's room too: free_space.py)
         except OSError:
             return  # let the write tell
-        free = st.f_bavail * st.f_frsize
         if free < nbytes + SHORT_MARGIN:
             raise DiskFullError(f"write to {path} refused: the disk is full ({free} bytes free on its "
                                 f"filesystem; appends resume once there is room)", path=path)
@@ -138,8 +139,7 @@ class LogSpace:
         """min_free_bytes: raise DiskFullError if ``nbytes`` more could take the
         filesystem under it (reads free space with statvfs)."""
         now = time.monotonic()
-        st = os.statvfs(self.path)
-        free = st.f_bavail * st.f_frsize
+        free = free_bytes(self.path)  # (a btrfs quota's room too: free_space.py)
         self._free_check_at = now + MIN_FREE_CHECK_S
         self._free_budget = free - self._min_free_bytes
         if nbytes >= self._free_budget:
@@ -172,10 +172,9 @@ class LogSpace:
         if self._space_short == errno.EDQUOT:
             return True  # a quota: the filesystem's free space does not show it
         try:
-            st = os.statvfs(self.path)
+            return free_bytes(self.path) < self._min_free_bytes + SHORT_MARGIN
         except OSError:
             return True
-        return st.f_bavail * st.f_frsize < self._min_free_bytes + SHORT_MARGIN
 
     @property
     def min_free_bytes(self) -> int:

@@ -55,7 +55,8 @@ from .log_dir import (
     read_clean_marker,
     remove_temp_files,
 )
-from .segment import Segment
+from .quota_headroom import create_nocow
+from .segment import LOG_SUFFIX, Segment, segment_name
 
 logger = logging.getLogger("vqs.storage")
 
@@ -116,6 +117,8 @@ class LogLoader:
         segs = self.segments
         if not bases:
             recovery_point, log_start = read_checkpoint(self.path)
+            # btrfs: created empty and NOCOW, so it is written in place (quota_headroom.py)
+            create_nocow(os.path.join(self.path, segment_name(log_start) + LOG_SUFFIX))
             segs.append(self.make_segment(log_start, active=True, create=True))
         else:
             segs.extend(self.make_segment(b, active=False) for b in bases[:-1])

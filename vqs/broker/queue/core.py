@@ -546,12 +546,12 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             self._state.room_for(VISIBILITY_ROOM)
         except DiskFullError:
             self._room_after_compact_locked(VISIBILITY_ROOM)
+        v = encode_leases([o, nonce, until, e.received, e.first, e.count], 1)
+        self._state.append(v)  # first: refused for space (DiskFullError), the lease is unchanged
+        self._state_bytes += len(v)
         e.until = until
         heapq.heappush(lt.timers, (until, o, nonce))
         lt.tidy()
-        v = encode_leases([o, nonce, until, e.received, e.first, e.count], 1)
-        self._state.append(v)
-        self._state_bytes += len(v)
         if seconds == 0:
             self._fire_timers(now)
             if self._waiting:

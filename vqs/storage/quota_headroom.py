@@ -1,0 +1,260 @@
+"""Headroom under a btrfs quota: log directories marked NOCOW, and a small
+ballast file whose deletion lets writes into reserved blocks go on once the
+quota group's limit is spent.
+
+Why (measured, kernel 6.18, btrfs under ``btrfs qgroup limit 3M``, the limit
+spent by another file; tests/storage/test_quota_headroom.py checks the
+findings the design rests on):
+- a ``write()`` into blocks that ``fallocate`` reserved (log_reserve.py)
+  needs no new *data* space when it covers whole blocks: a preallocated
+  extent is written in place (the inode's PREALLOC flag sends its writeback
+  down the no-copy-on-write path; the group's ``referenced`` bytes do not
+  change over 1 MiB written in 4 KiB writes);
+- but a log appends batches that end mid-block, and once that block was
+  written back, the next append rewrites it: copy-on-write takes a new
+  block (4 KiB of quota per fsynced append; 64 KiB of headroom lasted 186
+  fsynced 333-byte appends). In a NOCOW file (FS_NOCOW_FL, ``chattr +C``;
+  it can only be set while the file is empty) the same 2,768 appends
+  (900 KB) took no quota at all. So on btrfs a log's segment files are made
+  NOCOW when created (``set_nocow``, ``create_nocow``: new logs and rolls;
+  an existing segment stays as it was, the next one is NOCOW). That turns
+  off btrfs's data checksums and compression for them, which the log's own
+  CRC-32C per batch (checked on read and at recovery) makes up for; the
+  other files of a log (indexes, checkpoint, marker) keep btrfs's;
+- and every buffered write first reserves *metadata* (about one 16 KiB tree
+  node per outstanding extent) against the group's limit, NOCOW or not: with
+  16 KiB or less left under the limit, ``write()`` raises EDQUOT though its
+  data blocks are ours; with 20 KiB left it goes on. ``ftruncate`` and
+  punching a hole are refused too (they start a transaction under the
+  quota); ``unlink`` is not (btrfs lets its transaction fall back on the
+  global reserve, quotas not enforced).
+
+So where a log reserves space on btrfs (statfs magic ``BTRFS_SUPER_MAGIC``),
+a ballast of ``BALLAST_BYTES`` (``posix_fallocate``) is kept on that
+filesystem, as ``quota-headroom`` in the directory of the log that made it
+(segment listings ignore the name). A write into allocated blocks that
+meets EDQUOT (``write_all``, durable_file.py; the HybridQueue's checkpoint
+slots) deletes a ballast of its filesystem and retries (a write that needs
+new blocks does not: it raises as before, the headroom is not for it): the
+ballast's bytes return to the quota group at the next transaction commit
+(``syncfs`` here; newer kernels also commit on their own before they return
+EDQUOT), and each write's metadata reservation is given back at a commit, so
+writing into reserved blocks of NOCOW files does not use the headroom up.
+
+Invariants:
+- **ballast first**: once a ballast of a filesystem was deleted, the log
+  allocates nothing new there (a reservation top-up, a new segment file)
+  until a ballast stands again (``ready``): the headroom is kept for writes
+  into blocks already reserved, and a new ballast is the first thing made
+  when space is back;
+- a ballast holds nothing anyone reads: a crash at any point leaves none, an
+  empty one or a whole one, each harmless; a process keeps one per
+  filesystem (an earlier run's is adopted when its log is first seen, or
+  deleted when another already stands), and a directory never holds two;
+- the write path pays nothing until a write fails with EDQUOT; a top-up pays
+  a dict lookup (a ``stat`` on btrfs).
+
+What it does not cover: another writer that takes the freed headroom first
+(another program, or a ``flush="always"`` log's appends, which allocate as
+they write and are not held back by ``ready``): then the write fails as
+before, and the records wait in their reserved blocks;
+a filesystem full to the last block without a quota (ENOSPC), and ZFS or
+bcachefs (not measured).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import logging
+import os
+import struct
+import threading
+
+logger = logging.getLogger("vqs.storage")
+
+BTRFS_SUPER_MAGIC = 0x9123683E
+BALLAST_NAME = "quota-headroom"
+#: 64 KiB: the metadata reservations of a few writes in one transaction (about
+#: 16 KiB each); 24 KiB was measured to do, slowly (a commit per write)
+BALLAST_BYTES = 64 << 10
+
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602  # (the kernel reads an int)
+FS_NOCOW_FL = 0x00800000
+_FLAGS = struct.Struct("i")
+
+_lock = threading.Lock()
+_btrfs: dict[str, bool] = {}  # directory -> on btrfs
+_dirs: dict[str, int | None] = {}  # log directory -> st_dev if on btrfs, else None
+_ballasts: dict[int, set[str]] = {}  # st_dev -> ballast paths made or adopted here
+_spent: set[int] = set()  # st_dev whose ballast was deleted and not made again yet
+_libc = None
+
+
+def _c():
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        except OSError:
+            _libc = False
+    return _libc
+
+
+def fs_magic(path: str) -> int | None:
+    """The ``statfs`` f_type of ``path``'s filesystem; None where unknown."""
+    lib = _c()
+    if not lib:
+        return None
+    buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
+    try:
+        if lib.statfs(os.fsencode(path), buf) == 0:
+            return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+    except (AttributeError, TypeError):
+        pass
+    return None
+
+
+def on_btrfs(path: str) -> bool:
+    """Whether directory ``path`` is on btrfs (one ``statfs`` per directory)."""
+    b = _btrfs.get(path)
+    if b is None:
+        if len(_btrfs) >= 65536:
+            _btrfs.clear()  # (directories of logs long deleted; each is looked at again)
+        b = _btrfs[path] = fs_magic(path) == BTRFS_SUPER_MAGIC
+    return b
+
+
+def set_nocow(fd: int, path: str) -> None:
+    """On btrfs (``path``: the file's directory), mark the *empty* file ``fd``
+    NOCOW (FS_NOCOW_FL, as ``chattr +C``): it is written in place from now on
+    (module doc). Best effort: elsewhere, or where it cannot be set, nothing."""
+    if not on_btrfs(path):
+        return
+    try:
+        buf = bytearray(_FLAGS.size)
+        fcntl.ioctl(fd, FS_IOC_GETFLAGS, buf)
+        (flags,) = _FLAGS.unpack(buf)
+        if not flags & FS_NOCOW_FL:
+            fcntl.ioctl(fd, FS_IOC_SETFLAGS, _FLAGS.pack(flags | FS_NOCOW_FL))
+    except OSError:
+        pass
+
+
+def create_nocow(file_path: str) -> None:
+    """Create the empty file ``file_path`` NOCOW on btrfs (``set_nocow``);
+    nothing when it exists or elsewhere (the caller creates it as before)."""
+    d = os.path.dirname(file_path)
+    if not on_btrfs(d):
+        return
+    try:
+        fd = os.open(file_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError:
+        return
+    try:
+        set_nocow(fd, d)
+    finally:
+        os.close(fd)
+
+
+def _dev_of(path: str, fd: int) -> int | None:
+    """st_dev of the log directory ``path`` when it is on btrfs (cached per
+    directory; on first sight an earlier run's ballast there is adopted)."""
+    try:
+        return _dirs[path]
+    except KeyError:
+        pass
+    dev = None
+    if on_btrfs(path):
+        dev = os.fstat(fd).st_dev  # a btrfs subvolume has its own: one per quota group 0/<id>
+        own = os.path.join(path, BALLAST_NAME)
+        if os.path.exists(own):
+            have = _ballasts.setdefault(dev, set())
+            if any(map(os.path.exists, have)):
+                _unlink(own)  # one is enough (another run's, made before this log was seen)
+            else:
+                have.add(own)
+    if len(_dirs) >= 65536:
+        _dirs.clear()  # (directories of logs long deleted; each is looked at again)
+    _dirs[path] = dev
+    return dev
+
+
+def _unlink(p: str) -> None:
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+
+
+def ready(path: str, fd: int) -> int:
+    """Before the log in directory ``path`` (``fd``: a file of it) allocates
+    new space: on btrfs, make sure a ballast stands on its filesystem (made
+    here when none does). 0 when it does (or none is needed); the errno
+    (ENOSPC, EDQUOT) when there is no space for one: the caller allocates
+    nothing (it has no space either, module doc)."""
+    with _lock:
+        dev = _dev_of(path, fd)
+        if dev is None:
+            return 0
+        have = _ballasts.setdefault(dev, set())
+        for p in list(have):
+            if os.path.exists(p):
+                return 0
+            have.discard(p)  # its log was deleted
+        own = os.path.join(path, BALLAST_NAME)
+        try:
+            bfd = os.open(own, os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError as e:
+            return e.errno if e.errno in (errno.ENOSPC, errno.EDQUOT) else 0
+        try:
+            os.posix_fallocate(bfd, 0, BALLAST_BYTES)
+        except OSError as e:
+            os.close(bfd)
+            _unlink(own)  # (allowed under a spent quota)
+            return e.errno if e.errno in (errno.ENOSPC, errno.EDQUOT) else 0
+        os.close(bfd)
+        have.add(own)
+        if dev in _spent:
+            _spent.discard(dev)
+            logger.info("%s: quota headroom made again (%d bytes)", own, BALLAST_BYTES)
+        return 0
+
+
+def release_for(fd: int, nbytes: int, pos: int | None = None) -> bool:
+    """A write of ``nbytes`` to ``fd`` (at ``pos``; None: where a write goes,
+    the end under O_APPEND) failed with EDQUOT: if it lies within the file's
+    allocated blocks, delete one ballast of its filesystem (a registered one,
+    else one beside the file: a log opened on a spent quota) and commit, so a
+    retry has the headroom. False when the write needs new blocks (the
+    headroom is not for those) or there was no ballast: the caller raises."""
+    try:
+        st = os.fstat(fd)
+        if pos is None:
+            pos = st.st_size if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND else os.lseek(fd, 0, os.SEEK_CUR)
+        if pos + nbytes > max(st.st_size, st.st_blocks * 512):
+            return False
+        dev = st.st_dev
+        beside = os.path.join(os.path.dirname(os.readlink(f"/proc/self/fd/{fd}")), BALLAST_NAME)
+    except OSError:
+        return False
+    with _lock:
+        have = _ballasts.get(dev, set())
+        for p in [*have, beside]:
+            have.discard(p)
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return False
+            _spent.add(dev)
+            lib = _c()
+            if lib:
+                lib.syncfs(fd)  # the freed blocks count at the commit (errors: the retry tells)
+            logger.warning("%s: the quota is spent; deleted its %d-byte headroom so that writes into "
+                           "reserved blocks go on (made again when space is back)", p, BALLAST_BYTES)
+            return True
+    return False
