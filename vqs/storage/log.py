@@ -622,10 +622,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         whole segments below it; returns the number of segments deleted. The
         active segment is rolled for deletion only once it holds at least a
         quarter of ``segment_bytes``: disk use follows the backlog to within
-        that much. While writes find no space (``disk_full``), a wholly
-        consumed active segment is rolled and deleted whatever its size, so a
-        drained log gives its space back on a filesystem smaller than a
-        segment."""
+        that much. While writes find no space (``disk_full``), or the
+        filesystem is short of it, a wholly consumed active segment is rolled
+        and deleted whatever its size, so a drained log gives its space back
+        on a filesystem smaller than a segment."""
         with self._lock:
             if self._clean_marker and min(offset, self._next_offset) <= self._start_offset:
                 return 0  # nothing to do: the clean-shutdown marker may stay
@@ -642,13 +642,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                     offset = self._written_end
                     if offset <= self._start_offset:
                         return 0
-            # A fully consumed active segment is rolled (so it can be deleted) only
-            # once it is worth reclaiming: rolling costs fsyncs, and a queue that
-            # drains often would otherwise roll on every drain. Writes that find
-            # no space make it worth it at any size: the space is what they need.
-            if offset >= self._written_end and self._active.size > 0 and not self._active.cut_pending and (
-                    self._active.size >= self.segment_bytes // 4 or self._space_short or self._low_space):
-                self._roll_locked()  # (not with a cut pending: sealing needs it, segment.py)
+            self._roll_consumed_locked(offset)  # (log_space.py: only when worth it)
             n = 0
             while len(self._segments) > 1 and self._base_offsets[1] <= offset:
                 self._delete_first_locked()

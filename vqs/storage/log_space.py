@@ -154,6 +154,28 @@ class LogSpace:
             )
         self._free_budget -= nbytes
 
+    def _roll_consumed_locked(self, offset: int) -> None:
+        """delete_before(offset): roll a wholly consumed active segment (so it
+        can be deleted) only once it is worth reclaiming: rolling costs fsyncs,
+        and a queue that drains often would otherwise roll on every drain. A
+        full disk makes it worth it at any size, the space is what writes need:
+        writes found no space (or are refused under min_free_bytes), or the
+        filesystem has less than SHORT_MARGIN over min_free_bytes free (read
+        with statvfs, on this path only: a small write taken into space the
+        log kept allocated clears the first, the disk being no less full)."""
+        seg = self._active
+        if offset < self._written_end or seg.size == 0 or seg.cut_pending:
+            return  # (not with a cut pending: sealing needs it, segment.py)
+        if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
+            self._roll_locked()
+            return
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return
+        if st.f_bavail * st.f_frsize < self._min_free_bytes + SHORT_MARGIN:
+            self._roll_locked()
+
     @property
     def failed(self) -> BaseException | None:
         """The I/O error that failed this log (it accepts no writes), or None."""
