@@ -10,8 +10,10 @@ Invariants:
   the room the setting keeps serves checkpoints, deletes and close;
 - free space is read (``statvfs``) only when the bytes accepted since the last
   reading could have used up the margin it found (``_free_budget``), or once
-  MIN_FREE_CHECK_S passed (other logs on the filesystem use the margin too):
-  a subtraction and a clock read per append;
+  MIN_FREE_CHECK_S passed (other logs on the filesystem use the margin too),
+  or when the next write preallocates a segment's indexes (its first write,
+  or a roll), whose size is then counted too: a subtraction, a clock read and
+  two comparisons per append;
 - a log with ``min_free_bytes`` keeps ``_blocked`` set, so the append hot
   path (which tests only ``_blocked``) costs nothing more without it; a
   refusal sets ``_low_space``, and the next append reads free space again and
@@ -126,13 +128,16 @@ class LogSpace:
         deletes). A subtraction and a clock read per append; statvfs only when
         the margin found last time is used up, or once MIN_FREE_CHECK_S passed."""
         b = self._free_budget - nbytes
+        seg = self._active
         # The clock too: the margin is this log's view of a filesystem that other
         # logs fill meanwhile; an idle log's old margin would let it write into the
-        # room the setting keeps.
-        if b > 0 and time.monotonic() < self._free_check_at:
+        # room the setting keeps. And the indexes: the first write into a segment
+        # (a new one after a roll) preallocates them, space the budget must count.
+        if b > 0 and time.monotonic() < self._free_check_at and seg.indexes_allocated \
+                and seg.size + self._buf_bytes + nbytes <= self.segment_bytes:
             self._free_budget = b
         else:
-            self._check_free_space(nbytes, self._active.log_path)
+            self._check_free_space(nbytes, seg.log_path)
 
     def _check_free_space(self, nbytes: int, path: str) -> None:
         """min_free_bytes: raise DiskFullError if ``nbytes`` more could take the
@@ -142,6 +147,11 @@ class LogSpace:
         free = st.f_bavail * st.f_frsize
         self._free_check_at = now + MIN_FREE_CHECK_S
         self._free_budget = free - self._min_free_bytes
+        seg = self._active
+        if not seg.indexes_allocated or seg.size + self._buf_bytes + nbytes > self.segment_bytes:
+            # the write preallocates the indexes of this segment or of the next
+            # (offset index + time index at 1.5x): they come out of the margin too
+            nbytes += self._index_capacity_bytes * 5 // 2
         if nbytes >= self._free_budget:
             self._free_check_at = now  # read it again at the next try
             self._low_space = self._space_short = True
