@@ -124,3 +124,14 @@ def test_reserved_space_takes_appends_on_a_full_disk_across_a_reopen(small_disk)
     with Log.open(path, flush="always", reserve_bytes=64 << 10) as log:
         log.append(b"after")
         assert _read_all(log)[-1] == b"after"
+
+
+def test_a_new_log_under_a_spent_quota_raises_disk_full(quota_disk):
+    """btrfs needs space even for a new directory: opening a new log under a
+    spent quota raised a raw OSError (EDQUOT) from makedirs; it is a
+    DiskFullError naming the path, and leaves nothing half-made behind."""
+    quota_disk.fill_rest()
+    path = os.path.join(quota_disk.path, "new-log")
+    with pytest.raises(DiskFullError) as ei:
+        Log.open(path).close()
+    assert ei.value.path.startswith(path)

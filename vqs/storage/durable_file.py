@@ -37,6 +37,18 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def make_dirs(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``; a full disk (ENOSPC) or a spent
+    quota (EDQUOT: btrfs needs space even for a directory) raises DiskFullError
+    naming ``path``, not a raw OSError."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"creating {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise
+
+
 def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"

@@ -92,7 +92,7 @@ from ..errors import (
     LogFailedError,
 )
 from .dir_lock import DirLock
-from .durable_file import atomic_write, fsync_dir
+from .durable_file import atomic_write, fsync_dir, make_dirs
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
@@ -311,7 +311,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._open_readonly()
             return self
         if lock:  # (otherwise the loader makes the directory if it is missing)
-            os.makedirs(self.path, exist_ok=True)
+            make_dirs(self.path)  # (a spent quota: DiskFullError)
             self._dir_lock = DirLock(self.path).acquire()
         try:
             self._open_writer(defer_clean_marker)
@@ -321,6 +321,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                 self._dir_lock.release()
             if e.errno in FD_EXHAUSTED:
                 raise too_many_open_files(self.path, e, held=CACHE.open_files, cap=CACHE.max_open_files) from e
+            if e.errno in DISK_FULL:  # a new log's first files (btrfs under a spent quota)
+                raise DiskFullError(f"opening {self.path} failed: the disk is full ({e.strerror})", path=self.path) from e
             raise
         except BaseException:
             self._close_files()
