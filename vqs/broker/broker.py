@@ -483,6 +483,8 @@ class Broker:
     def queues(self, prefix: str | None = None) -> list[str]:
         """Names of the queues (starting with ``prefix``, if given)."""
         self._check_open()
+        if self._queues is None and not os.path.isdir(layout.queues_dir(self.path)):
+            return []  # none yet: no need to make DATA/queues (a full disk may refuse it)
         return self._queue_registry().list(prefix)
 
     def delete_queue(self, name: str) -> None:

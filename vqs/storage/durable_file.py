@@ -44,9 +44,15 @@ def make_dirs(path: str) -> None:
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFullError(f"creating {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise_if_disk_full(e, path)
         raise
+
+
+def raise_if_disk_full(e: BaseException, path: str) -> None:
+    """Raise DiskFullError naming ``path`` (from ``e``) if ``e`` is an OSError
+    for a full disk or a spent quota (ENOSPC, EDQUOT); else return."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        raise DiskFullError(f"creating {path} failed: the disk is full ({e.strerror})", path=path) from e
 
 
 def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
