@@ -158,8 +158,9 @@ class LogSpace:
             if self.on_disk_short is not None:
                 self.on_disk_short()
             raise DiskFullError(
-                f"write to {path} refused: {free} bytes free on its filesystem, under "
-                f"min_free_bytes={self._min_free_bytes} (room kept for deletes and checkpoints)",
+                f"write to {path} refused: {free} bytes free on its filesystem, and it needs {nbytes} "
+                f"(its segment's indexes included) over min_free_bytes={self._min_free_bytes} (room kept "
+                f"for deletes and checkpoints)",
                 path=path,
             )
         self._free_budget -= nbytes
