@@ -184,3 +184,14 @@ def test_full_reports_a_full_disk_tier_and_a_drained_queue_gives_its_space_back(
         except DiskFullError:
             pass
         gc.collect()
+
+
+def test_a_new_queue_under_a_spent_quota_raises_disk_full(quota_disk):
+    """As the docs say (only creating a new one on a full disk fails, with
+    DiskFullError): under a spent btrfs quota the directory itself needs space,
+    and makedirs raised a raw OSError (EDQUOT) instead."""
+    quota_disk.fill_rest()
+    path = os.path.join(quota_disk.path, "new-hq")
+    with pytest.raises(DiskFullError) as ei:
+        HybridQueue(path).close()
+    assert ei.value.path.startswith(path)

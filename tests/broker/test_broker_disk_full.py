@@ -137,3 +137,13 @@ def test_queue_send_and_delete_under_a_quota(quota_disk):
         q.delete(m.receipt_handle)
     with vqs.Broker(path) as b:
         assert b.queue("q").receive(10) == []
+
+
+def test_a_new_broker_under_a_spent_quota_raises_disk_full(quota_disk):
+    """A Broker on a new data directory under a spent btrfs quota: DiskFullError
+    (a VQSError) naming it, not a raw OSError (EDQUOT) from makedirs."""
+    quota_disk.fill_rest()
+    path = os.path.join(quota_disk.path, "new-broker")
+    with pytest.raises(DiskFullError) as ei:
+        vqs.Broker(path).close()
+    assert ei.value.path.startswith(path)

@@ -51,3 +51,22 @@ def test_drained_queue_gives_space_back_and_sends_resume(small_disk, flush, batc
         for i in range(100):
             q.send(b"again %d" % i + b"x" * 2000)
         assert len(_drain(q, batch)) == 100
+
+
+def test_a_small_send_taken_after_the_refusal_does_not_keep_the_space(small_disk):
+    """Sends of varied sizes: after a large one is refused a small one still
+    fits the space the log kept allocated, and is taken. Draining the queue
+    must still give the space back (the filesystem is full whether or not the
+    last write found room), and keep giving it back when later sends are
+    refused on the drained queue: before, the consumed segment stayed and
+    every large send was refused until a restart."""
+    with vqs.Broker(os.path.join(small_disk.path, "b"), flush="always") as b:
+        q = b.create_queue("q")
+        n = _fill(q)
+        q.send(b"small")  # fits what the log kept allocated
+        got = _drain(q, batch=True)
+        assert b"small" in got and len(got) >= n + 1  # (the refused one may be written too)
+        for i in range(100):
+            q.send(b"again %d" % i + b"x" * 2000)
+        assert len(_drain(q, batch=True)) == 100
+

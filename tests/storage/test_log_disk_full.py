@@ -149,3 +149,14 @@ def test_close_after_a_refused_write_leaves_a_marker_that_matches(full_disk, cap
         assert got[:acked] == [value] * acked and len(got) <= acked + 1
         for off in range(0, acked, 37):  # lookups through the offset index
             assert log.read(off, max_records=1)[0].value == value
+
+
+def test_a_new_log_under_a_spent_quota_raises_disk_full(quota_disk):
+    """btrfs needs space even for a new directory: opening a new log under a
+    spent quota raised a raw OSError (EDQUOT) from makedirs; it is a
+    DiskFullError naming the path, and leaves nothing half-made behind."""
+    quota_disk.fill_rest()
+    path = os.path.join(quota_disk.path, "new-log")
+    with pytest.raises(DiskFullError) as ei:
+        Log.open(path).close()
+    assert ei.value.path.startswith(path)

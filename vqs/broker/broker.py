@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, DiskFullError, LogClosedError, VQSError
 from ..storage.dir_lock import DirLock
-from ..storage.durable_file import fsync_dir
+from ..storage.durable_file import fsync_dir, make_dirs
 from ..storage.fd_limit import raise_open_file_limit
 from ..storage.file_cache import CACHE
 from . import layout
@@ -135,14 +135,14 @@ class Broker:
         raise_open_file_limit()
         CACHE.limits_changed()
         created = not os.path.isdir(self.path)
-        os.makedirs(self.path, exist_ok=True)
+        make_dirs(self.path)  # (a spent quota: DiskFullError)
         if created:
             fsync_dir(os.path.dirname(self.path))
         self._dir_lock = DirLock(self.path).acquire()
         try:
             for sub_path in (layout.topics_dir(self.path), layout.groups_dir(self.path)):
                 if not os.path.isdir(sub_path):
-                    os.mkdir(sub_path)
+                    make_dirs(sub_path)
                     fsync_dir(self.path)
             self._groups = GroupRegistry(layout.groups_dir(self.path))
             self._groups.cleanup()
@@ -483,6 +483,8 @@ class Broker:
     def queues(self, prefix: str | None = None) -> list[str]:
         """Names of the queues (starting with ``prefix``, if given)."""
         self._check_open()
+        if self._queues is None and not os.path.isdir(layout.queues_dir(self.path)):
+            return []  # none yet: no need to make DATA/queues (a full disk may refuse it)
         return self._queue_registry().list(prefix)
 
     def delete_queue(self, name: str) -> None:

@@ -22,7 +22,7 @@ import shutil
 import threading
 
 from ..errors import ConfigError, CorruptRecordError, TopicAlreadyExists, TopicDoesNotExist
-from ..storage.durable_file import atomic_write, fsync_dir
+from ..storage.durable_file import atomic_write, fsync_dir, make_dirs, raise_if_disk_full
 from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic
@@ -69,7 +69,7 @@ class TopicCatalog:
     # -- open ----------------------------------------------------------------------------
     def load(self) -> None:
         """Open every topic on disk; remove leftovers of interrupted creates/deletes."""
-        os.makedirs(self.directory, exist_ok=True)
+        make_dirs(self.directory)
         removed = False
         for entry in sorted(os.listdir(self.directory)):
             path = os.path.join(self.directory, entry)
@@ -158,7 +158,7 @@ class TopicCatalog:
                 raise TopicAlreadyExists(name)  # a stray directory we did not load: keep it
             tmp = final + "~new"
             shutil.rmtree(tmp, ignore_errors=True)
-            os.mkdir(tmp)
+            make_dirs(tmp)  # (btrfs under a spent quota: even a directory needs space)
             try:
                 for p in range(partitions):
                     os.mkdir(partition_dir(tmp, p))
@@ -168,8 +168,9 @@ class TopicCatalog:
                     json.dumps(meta, indent=1, sort_keys=True).encode() + b"\n",
                 )
                 os.rename(tmp, final)
-            except BaseException:
+            except BaseException as e:
                 shutil.rmtree(tmp, ignore_errors=True)
+                raise_if_disk_full(e, tmp)  # (a full disk: DiskFullError, not a raw OSError)
                 raise
             fsync_dir(self.directory)
             try:

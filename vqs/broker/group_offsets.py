@@ -24,7 +24,7 @@ import shutil
 import threading
 
 from ..errors import ConfigError, CorruptRecordError
-from ..storage.durable_file import atomic_write_reserved, fsync_dir
+from ..storage.durable_file import atomic_write_reserved, fsync_dir, make_dirs
 from .layout import offsets_file
 from .names import validate_name
 from .topic import TopicPartition
@@ -102,7 +102,7 @@ class GroupOffsets:
 
     def _write(self, offsets: dict) -> None:
         if not os.path.isdir(self.directory):
-            os.makedirs(self.directory, exist_ok=True)
+            make_dirs(self.directory)
             fsync_dir(os.path.dirname(self.directory))
         data = {t: {str(p): off for p, off in sorted(parts.items())} for t, parts in sorted(offsets.items())}
         atomic_write_reserved(self.path, json.dumps(data, sort_keys=True).encode() + b"\n")
@@ -113,7 +113,7 @@ class GroupRegistry:
 
     def __init__(self, directory: str):
         self.directory = directory
-        os.makedirs(directory, exist_ok=True)
+        make_dirs(directory)
         self._groups: dict[str, GroupOffsets] = {}
         self._lock = threading.Lock()
 

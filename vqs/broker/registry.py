@@ -31,7 +31,7 @@ from ..errors import (
     QueueAlreadyExists,
     QueueDoesNotExist,
 )
-from ..storage.durable_file import fsync_dir
+from ..storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full
 from .layout import MOVE_TASKS_FILE
 from .names import validate_name
 from .queue import MoveTask, MoveTasks, Queue, open_queue
@@ -60,7 +60,7 @@ class QueueRegistry:
         except Exception as e:
             raise ConfigError(f"invalid queue defaults: {e}") from e
         created = not os.path.isdir(self.directory)
-        os.makedirs(self.directory, exist_ok=True)
+        make_dirs(self.directory)
         if created:
             fsync_dir(os.path.dirname(self.directory))
         self._cleanup()
@@ -171,7 +171,7 @@ class QueueRegistry:
             tmp = os.path.join(self.directory, f"{name}{_CREATING}{os.getpid()}-{threading.get_ident()}")
             if os.path.exists(tmp):
                 shutil.rmtree(tmp)
-            os.makedirs(tmp)
+            make_dirs(tmp)  # (btrfs under a spent quota: even a directory needs space)
             try:
                 secret, id_prefix, id_base = new_identity()
                 now = int(self._clock() * 1000)
@@ -179,10 +179,11 @@ class QueueRegistry:
                             secret=secret, id_prefix=id_prefix, id_base=id_base)
                 fsync_dir(tmp)
                 os.rename(tmp, os.path.join(self.directory, name))
-            except BaseException:
+            except BaseException as e:
                 # a full disk (DiskFullError) or any failure: no staging directory
                 # is left holding space (a crash's leftover is removed at open)
                 shutil.rmtree(tmp, ignore_errors=True)
+                raise_if_disk_full(e, tmp)  # (a raw ENOSPC/EDQUOT: DiskFullError)
                 raise
             fsync_dir(self.directory)
             return self.get(name)

@@ -67,6 +67,7 @@ from typing import Any
 from ..errors import ConfigError, DiskFullError, LogClosedError
 from ..storage import RECOVERY_POLICIES, Log
 from ..storage.dir_lock import DirLock
+from ..storage.durable_file import make_dirs
 from ..storage.record_batch import codec_id
 from .checkpoint import Checkpoint
 from .directory import CKPT, LOG_DIR, check_meta
@@ -211,7 +212,7 @@ class HybridQueue(DiskTier):
             self.put_batch = self._latency.timed_put(self.put_batch)
             self.get_batch = self._latency.timed_get(self.get_batch)
 
-        os.makedirs(self.path, exist_ok=True)
+        make_dirs(self.path)  # (a spent quota: DiskFullError)
         self._dir_lock = DirLock(self.path).acquire()
         self._log: Log | None = None
         self._ckpt: Checkpoint | None = None

@@ -12,7 +12,7 @@ import errno
 import fcntl
 import os
 
-from ..errors import LogLockedError
+from ..errors import DiskFullError, LogLockedError
 
 LOCK_NAME = ".lock"
 
@@ -29,7 +29,13 @@ class DirLock:
         self._fd: int | None = None
 
     def acquire(self) -> DirLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:  # a new directory's lock file: under a spent quota even an inode needs space
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError(f"creating {self.path} failed: the disk is full ({e.strerror})",
+                                    path=self.path) from e
+            raise
         try:
             fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -38,6 +38,24 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def make_dirs(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``; a full disk (ENOSPC) or a spent
+    quota (EDQUOT: btrfs needs space even for a directory) raises DiskFullError
+    naming ``path``, not a raw OSError."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise_if_disk_full(e, path)
+        raise
+
+
+def raise_if_disk_full(e: BaseException, path: str) -> None:
+    """Raise DiskFullError naming ``path`` (from ``e``) if ``e`` is an OSError
+    for a full disk or a spent quota (ENOSPC, EDQUOT); else return."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        raise DiskFullError(f"creating {path} failed: the disk is full ({e.strerror})", path=path) from e
+
+
 def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"

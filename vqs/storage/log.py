@@ -92,7 +92,7 @@ from ..errors import (
     LogFailedError,
 )
 from .dir_lock import DirLock
-from .durable_file import atomic_write, fsync_dir
+from .durable_file import atomic_write, fsync_dir, make_dirs
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
@@ -311,7 +311,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._open_readonly()
             return self
         if lock:  # (otherwise the loader makes the directory if it is missing)
-            os.makedirs(self.path, exist_ok=True)
+            make_dirs(self.path)  # (a spent quota: DiskFullError)
             self._dir_lock = DirLock(self.path).acquire()
         try:
             self._open_writer(defer_clean_marker)
@@ -321,6 +321,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                 self._dir_lock.release()
             if e.errno in FD_EXHAUSTED:
                 raise too_many_open_files(self.path, e, held=CACHE.open_files, cap=CACHE.max_open_files) from e
+            if e.errno in DISK_FULL:  # a new log's first files (btrfs under a spent quota)
+                raise DiskFullError(f"opening {self.path} failed: the disk is full ({e.strerror})", path=self.path) from e
             raise
         except BaseException:
             self._close_files()
@@ -622,10 +624,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         whole segments below it; returns the number of segments deleted. The
         active segment is rolled for deletion only once it holds at least a
         quarter of ``segment_bytes``: disk use follows the backlog to within
-        that much. While writes find no space (``disk_full``), a wholly
-        consumed active segment is rolled and deleted whatever its size, so a
-        drained log gives its space back on a filesystem smaller than a
-        segment."""
+        that much. While writes find no space (``disk_full``), or the
+        filesystem is short of it, a wholly consumed active segment is rolled
+        and deleted whatever its size, so a drained log gives its space back
+        on a filesystem smaller than a segment."""
         with self._lock:
             if self._clean_marker and min(offset, self._next_offset) <= self._start_offset:
                 return 0  # nothing to do: the clean-shutdown marker may stay
@@ -642,13 +644,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                     offset = self._written_end
                     if offset <= self._start_offset:
                         return 0
-            # A fully consumed active segment is rolled (so it can be deleted) only
-            # once it is worth reclaiming: rolling costs fsyncs, and a queue that
-            # drains often would otherwise roll on every drain. Writes that find
-            # no space make it worth it at any size: the space is what they need.
-            if offset >= self._written_end and self._active.size > 0 and not self._active.cut_pending and (
-                    self._active.size >= self.segment_bytes // 4 or self._space_short or self._low_space):
-                self._roll_locked()  # (not with a cut pending: sealing needs it, segment.py)
+            self._roll_consumed_locked(offset)  # (log_space.py: only when worth it)
             n = 0
             while len(self._segments) > 1 and self._base_offsets[1] <= offset:
                 self._delete_first_locked()

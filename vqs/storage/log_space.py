@@ -11,8 +11,10 @@ Invariants:
 - free space is read (``statvfs``; under a btrfs quota, its room: free_space.py)
   only when the bytes accepted since the last
   reading could have used up the margin it found (``_free_budget``), or once
-  MIN_FREE_CHECK_S passed (other logs on the filesystem use the margin too):
-  a subtraction and a clock read per append;
+  MIN_FREE_CHECK_S passed (other logs on the filesystem use the margin too),
+  or when the next write preallocates a segment's indexes (its first write,
+  or a roll), whose size is then counted too: a subtraction, a clock read and
+  two comparisons per append;
 - a log with ``min_free_bytes`` keeps ``_blocked`` set, so the append hot
   path (which tests only ``_blocked``) costs nothing more without it; a
   refusal sets ``_low_space``, and the next append reads free space again and
@@ -127,13 +129,16 @@ class LogSpace:
         deletes). A subtraction and a clock read per append; statvfs only when
         the margin found last time is used up, or once MIN_FREE_CHECK_S passed."""
         b = self._free_budget - nbytes
+        seg = self._active
         # The clock too: the margin is this log's view of a filesystem that other
         # logs fill meanwhile; an idle log's old margin would let it write into the
-        # room the setting keeps.
-        if b > 0 and time.monotonic() < self._free_check_at:
+        # room the setting keeps. And the indexes: the first write into a segment
+        # (a new one after a roll) preallocates them, space the budget must count.
+        if b > 0 and time.monotonic() < self._free_check_at and seg.indexes_allocated \
+                and seg.size + self._buf_bytes + nbytes <= self.segment_bytes:
             self._free_budget = b
         else:
-            self._check_free_space(nbytes, self._active.log_path)
+            self._check_free_space(nbytes, seg.log_path)
 
     def _check_free_space(self, nbytes: int, path: str) -> None:
         """min_free_bytes: raise DiskFullError if ``nbytes`` more could take the
@@ -142,17 +147,45 @@ class LogSpace:
         free = free_bytes(self.path)  # (a btrfs quota's room too: free_space.py)
         self._free_check_at = now + MIN_FREE_CHECK_S
         self._free_budget = free - self._min_free_bytes
+        seg = self._active
+        if not seg.indexes_allocated or seg.size + self._buf_bytes + nbytes > self.segment_bytes:
+            # the write preallocates the indexes of this segment or of the next
+            # (offset index + time index at 1.5x): they come out of the margin too
+            nbytes += self._index_capacity_bytes * 5 // 2
         if nbytes >= self._free_budget:
             self._free_check_at = now  # read it again at the next try
             self._low_space = self._space_short = True
             if self.on_disk_short is not None:
                 self.on_disk_short()
             raise DiskFullError(
-                f"write to {path} refused: {free} bytes free on its filesystem, under "
-                f"min_free_bytes={self._min_free_bytes} (room kept for deletes and checkpoints)",
+                f"write to {path} refused: {free} bytes free on its filesystem, and it needs {nbytes} "
+                f"(its segment's indexes included) over min_free_bytes={self._min_free_bytes} (room kept "
+                f"for deletes and checkpoints)",
                 path=path,
             )
         self._free_budget -= nbytes
+
+    def _roll_consumed_locked(self, offset: int) -> None:
+        """delete_before(offset): roll a wholly consumed active segment (so it
+        can be deleted) only once it is worth reclaiming: rolling costs fsyncs,
+        and a queue that drains often would otherwise roll on every drain. A
+        full disk makes it worth it at any size, the space is what writes need:
+        writes found no space (or are refused under min_free_bytes), or the
+        filesystem has less than SHORT_MARGIN over min_free_bytes free (read
+        with statvfs, on this path only: a small write taken into space the
+        log kept allocated clears the first, the disk being no less full)."""
+        seg = self._active
+        if offset < self._written_end or seg.size == 0 or seg.cut_pending:
+            return  # (not with a cut pending: sealing needs it, segment.py)
+        if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
+            self._roll_locked()
+            return
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return
+        if st.f_bavail * st.f_frsize < self._min_free_bytes + SHORT_MARGIN:
+            self._roll_locked()
 
     @property
     def failed(self) -> BaseException | None:

@@ -192,6 +192,10 @@ class Segment:
             if self._try_evict():
                 self._recount()
 
+    @property
+    def indexes_allocated(self) -> bool:  # both open for appends: their preallocation is done
+        return all(i is not None and i.writable for i in (self._index, self._timeindex))
+
     def file_size(self) -> int:
         """The log file's size now (``size`` is the valid prefix)."""
         h = self.handle()
