@@ -16,9 +16,10 @@ import glob
 import os
 
 import pytest
-
 from batch_damage import flip_batch_byte
+
 from vqs.broker import Broker
+from vqs.storage.record_batch import scan_batches
 
 T0 = 1_700_000_000_000  # ms
 BATCHES, PER_BATCH = 40, 25
@@ -53,8 +54,6 @@ def test_starting_timestamp_seeks_past_damaged_earlier_segments(spark, seek_log)
     path, segs = seek_log
     # a timestamp inside a batch of the second-to-last segment, past its first batch
     with open(segs[-2], "rb") as f:
-        from vqs.storage.record_batch import scan_batches
-
         batches = list(scan_batches(f.read()))
     assert len(batches) >= 3
     k = batches[2][1] // PER_BATCH  # the third batch of that segment: batch k of the writes
@@ -67,5 +66,5 @@ def test_starting_timestamp_seeks_past_damaged_earlier_segments(spark, seek_log)
     assert _rows(spark, path, "jvm", ts) == want
     assert _rows(spark, path, "python", ts) == want
     # the damage is real: a read that has to pass it is refused
-    with pytest.raises(Exception, match="(?i)corrupt|invalid|crc"):
+    with pytest.raises(Exception, match=r"(?i)corrupt|invalid|crc"):
         _rows(spark, path, "jvm", T0)
