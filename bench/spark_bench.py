@@ -316,17 +316,28 @@ def _main(args, info: dict, work: str) -> int:
             return report(args, info, rows, n, size, fill_s, session_s, None)
     proj_df = lambda: (spark.read.format("vqs").schema("value binary").option("reader", "python")  # noqa: E731
                        .option("path", data).option("topic", "bench").load())
+    register_floor(spark, n, size, args.partitions)
+    register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
+    # The floor is read as the source is, with the schema given (.schema(...)):
+    # then Spark calls no Python at load(), for either.
+    floor_df = lambda: spark.read.format("apifloor1").schema("value binary").load()  # noqa: E731
+    # Warm up both Python paths before either is timed: the first Python data
+    # source query of a session starts its Python workers and JIT-compiles the
+    # JVM's Arrow-to-rows path (in an all-bars run, after a minute of JVM-only
+    # queries, Spark has also stopped idle Python workers); timed first, the
+    # source paid for that and the floor, timed after it, did not.
+    for _ in range(2):
+        sum_len(floor_df())
+        sum_len(proj_df())
     measure("py proj sum(len)", lambda: sum_len(proj_df()), lambda: sum_len(pq_df()),
             lambda a, b: (same(a, b), same(a, expect)))
     rows[-1]["note"] = 'Python source (reader=python), .schema("value binary"): only the value column is built'
     py_row = rows[-1]
-    register_floor(spark, n, size, args.partitions)
-    register_floor(spark, n, size, args.partitions, name="apifloor1", value_only=True)
     # Fairness: both run args.partitions tasks of n / args.partitions rows, and
     # yield about as many Arrow batches (the source one per log batch, <= 1 MiB
     # of records; the floor one per 10,000 rows, Spark's maxRecordsPerBatch).
     source_batches, floor_batches = count_source_batches(data, "bench"), n // 10_000 // args.partitions * args.partitions
-    measure("API floor 1 col", lambda: sum_len(spark.read.format("apifloor1").load()),
+    measure("API floor 1 col", lambda: sum_len(floor_df()),
             lambda: sum_len(pq_df()), lambda a, b: same(a, b))
     rows[-1]["note"] = "a Python data source doing no work, yielding a value column: the ceiling for the projected read"
     py_row["ratio_vs_floor"] = rows[-1]["vqs_s"] / py_row["vqs_s"]
@@ -334,21 +345,22 @@ def _main(args, info: dict, work: str) -> int:
     # The floor in smaller batches (the log's default batch_max_records, 4096):
     # what batch size alone moves.
     register_floor(spark, n, size, args.partitions, name="apifloor1s", value_only=True, rows=4096)
-    measure("API floor 1 col/4k", lambda: sum_len(spark.read.format("apifloor1s").load()),
+    measure("API floor 1 col/4k", lambda: sum_len(spark.read.format("apifloor1s").schema("value binary").load()),
             lambda: sum_len(pq_df()))
     rows[-1]["note"] = ("the same in 4096-row batches (2.4x as many as the source yields); "
                         f"{n // 4096 // args.partitions * 4096 * args.partitions:,} rows")
 
     # The bar is a ratio of the two rows above, timed minutes apart: on a
     # shared machine a change of load between them moves it. The same queries
-    # again in alternation, so a change of load hits them alike: 2 x --repeat
-    # rounds (at least 6), one run of each per round, the order reversed every
-    # other round (A B, B A, ...) so that neither always runs first, or always
-    # right after the other (which leaves its garbage to the JVM's collector).
-    pair = {"py proj": lambda: sum_len(proj_df()),
-            "API floor 1 col": lambda: sum_len(spark.read.format("apifloor1").load())}
+    # again in alternation, so a change of load hits them alike: 4 x --repeat
+    # rounds (at least 10: a query takes under a second, and on this shared
+    # machine the median of 6 rounds still moved by +-10 %), one run of each
+    # per round, the order reversed every other round (A B, B A, ...) so that
+    # neither always runs first, or always right after the other (which leaves
+    # its garbage to the JVM's collector).
+    pair = {"py proj": lambda: sum_len(proj_df()), "API floor 1 col": lambda: sum_len(floor_df())}
     alt: dict[str, list[float]] = {q: [] for q in pair}
-    for i in range(max(2 * args.repeat, 6)):
+    for i in range(max(4 * args.repeat, 10)):
         for q in (list(pair) if i % 2 == 0 else list(pair)[::-1]):
             t0 = time.perf_counter()
             got = pair[q]()

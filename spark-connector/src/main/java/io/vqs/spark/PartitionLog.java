@@ -522,9 +522,17 @@ final class PartitionLog implements AutoCloseable {
         }
     }
 
-    /** The first offset >= startOffset whose record timestamp is >= ts, or -1 if there is none. */
+    /**
+     * The first offset >= startOffset whose record timestamp is >= ts, or -1 if there is none.
+     * A seek, as docs/FORMAT.md ("Time index") specifies: in each segment the scan starts at
+     * the batch of the time index's last entry with T < ts (TimeIndex.floor), and batches whose
+     * headers show no record at or after ts are stepped over unread (Cursor.skipOutside); so a
+     * segment wholly before ts costs its index files and one batch, not a scan of its data.
+     * The batch the answer comes from is fully verified, as any batch a cursor returns.
+     */
     long offsetForTime(long ts) throws IOException {
         Cursor c = cursor(startOffset);
+        c.skipOutside(ts, Long.MAX_VALUE, Long.MAX_VALUE);
         RecordBatch b;
         while ((b = c.next(1 << 20)) != null) {
             if (b.maxTimestamp < ts) continue;
