@@ -374,8 +374,8 @@ class LogReserve:
         try:
             set_nocow(fd, self.path)  # btrfs: written in place (quota_headroom.py)
             # btrfs, no space for the quota headroom's ballast (it comes first), except
-            # for ``roll_consumed`` (a full disk's compaction: the roll is what lets the
-            # consumed segment go, its space then makes the ballast again; an empty
+            # for ``roll_consumed`` and a drained log's reclaim (log_space.py): a full
+            # disk's compaction, where the roll is what lets the consumed segment go, its space then makes the ballast again; an empty
             # file and a rename need only metadata, which the spent headroom covers)
             if not consumed and ready(self.path, fd):
                 os.unlink(tmp)
