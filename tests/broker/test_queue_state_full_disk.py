@@ -293,3 +293,32 @@ def test_a_sigkill_amid_full_disk_compactions_keeps_every_acknowledged_delete(sm
     # its fsync and the child's print is durable but was never reported.
     assert 0 <= 1500 - len(acked) - (len(got) + inflight) <= 1, (len(got), inflight, len(acked))
     assert inflight <= 10
+
+
+def test_a_flush_always_queue_drains_under_a_spent_quota(full_disk):
+    """flush="always" writes each receive's and each delete's state record as
+    a batch of its own, so draining a full queue outgrows the state log's
+    reserve and needs the full-disk compaction; under a spent btrfs quota its
+    snapshot rename and the roll of the consumed state segment need metadata
+    the quota refuses (the quota headroom covers them, quota_headroom.py).
+    Every message is received and deleted, and once freed the queue takes sends."""
+    path = os.path.join(full_disk.path, "b")
+    with vqs.Broker(path, flush="always") as b:
+        q = b.create_queue("q")
+        sent = _fill_with_messages(q, b, b"x" * 400)
+        assert sent > 1500, sent
+        deleted = 0
+        while True:
+            ms = q.receive(10)
+            if not ms:
+                break
+            for m in ms:
+                q.delete(m.receipt_handle)
+            deleted += len(ms)
+        assert deleted == sent
+        assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
+        full_disk.free()
+        q.send(b"after")
+        (m,) = q.receive(10)
+        assert m.body == b"after"
+        q.delete(m.receipt_handle)

@@ -79,6 +79,7 @@ from ..errors import CorruptRecordError, DiskFullError
 from ..storage.durable_file import SPARE_SUFFIX, atomic_write, atomic_write_reserved, keep_spare
 from ..storage.log import Log
 from ..storage.log_reserve import BATCH_FIXED, RECORD_FIXED
+from ..storage.quota_headroom import commit
 from ..storage.record_batch import decode_batch, encode_batch
 
 ENTRY = struct.Struct("<QQqqqI")
@@ -348,7 +349,8 @@ class LeaseStateStore:
             log.roll_consumed(state_offset)
         except DiskFullError:
             pass  # the buffered records wait: the written segments are still deleted
-        log.delete_before(state_offset)
+        if log.delete_before(state_offset):
+            commit(log.path)  # btrfs: a quota group gets the deleted blocks back at a commit
         # The space the deleted segments gave back: the spare first (the next
         # snapshot, which gives back what deletes use meanwhile), then the state
         # log's reserve; ``short`` stays set while either fails.

@@ -111,18 +111,22 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
         used = -(-len(data) // _PAGE) * _PAGE
         release(fd, used, reserve_bytes + _PAGE)
         os.fsync(fd)
-    except OSError as e:
+        try:
+            os.replace(spare, path)
+        except OSError as e:
+            # btrfs under a spent quota: the rename's metadata reservation is refused
+            # (EDQUOT) though it needs no data blocks; the quota headroom is for such
+            # writes (quota_headroom.py: the ballast goes, a commit, the same rename
+            # again). Nothing else changes: a crash leaves the old file or the new one.
+            if e.errno != errno.EDQUOT or not release_for(fd, 0, 0):
+                raise
+            os.replace(spare, path)
+    except OSError as e:  # (btrfs under a quota: even a rename may find no space)
         os.close(fd)
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
         raise
     os.close(fd)
-    try:
-        os.replace(spare, path)
-    except OSError as e:  # btrfs under a quota: even a rename may find no space
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
-        raise
     fsync_dir(os.path.dirname(os.path.abspath(path)))
     # The next spare, from the space the old file gave back (best effort).
     reserve_bytes = max(reserve_bytes, used * 2)

@@ -584,12 +584,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
     def _active(self) -> Segment:
         return self._segments[-1]
 
-    def _roll_locked(self) -> bool:
+    def _roll_locked(self, consumed: bool = False) -> bool:
         """Seal the active segment and start the next; False (nothing changed)
-        when, RESERVING, the next one cannot get space for the buffer."""
+        when, RESERVING, the next one cannot get space for the buffer (``consumed``: log_reserve.py)."""
         old = self._active
         reserved = self._reserved_end
-        if not self._new_segment_file(self._written_end):  # (no space even for the file: the roll waits)
+        if not self._new_segment_file(self._written_end, consumed):  # (no space even for the file: waits)
             return False
         if reserved > old.size:  # the sealed segment's reserve goes (size and content unchanged)
             try:

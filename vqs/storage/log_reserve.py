@@ -201,7 +201,7 @@ class LogReserve:
             if (offset < self._next_offset or self._buf_values or self._written_end < self._next_offset
                     or seg.size == 0 or seg.cut_pending):
                 return False
-            return self._roll_locked()
+            return self._roll_locked(consumed=True)
 
     def _buffer_bound(self) -> int:
         """Upper bound of the bytes the write buffer encodes to (0 if empty),
@@ -355,7 +355,7 @@ class LogReserve:
             f"past position {seg.size} for the write buffer: {os.strerror(err)}); appends resume once "
             f"there is room", path=seg.log_path) from OSError(err, os.strerror(err), seg.log_path)
 
-    def _new_segment_file(self, base: int) -> bool:
+    def _new_segment_file(self, base: int, consumed: bool = False) -> bool:
         """A roll: create the next segment's file (RESERVING: with the buffer's
         bound, plus a step when it fits, allocated in it); False, and nothing
         left behind, when there is no space for that (the roll then waits; under
@@ -373,7 +373,11 @@ class LogReserve:
             raise
         try:
             set_nocow(fd, self.path)  # btrfs: written in place (quota_headroom.py)
-            if ready(self.path, fd):  # btrfs, no space for the quota headroom's ballast (it comes first)
+            # btrfs, no space for the quota headroom's ballast (it comes first), except
+            # for ``roll_consumed`` and a drained log's reclaim (log_space.py): a full
+            # disk's compaction, where the roll is what lets the consumed segment go, its space then makes the ballast again; an empty
+            # file and a rename need only metadata, which the spent headroom covers)
+            if not consumed and ready(self.path, fd):
                 os.unlink(tmp)
                 return False
             err = reserve_errno(fd, 0, need + self._reserve_step) if reserving else 0

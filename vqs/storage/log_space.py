@@ -177,15 +177,16 @@ class LogSpace:
         seg = self._active
         if offset < self._written_end or seg.size == 0 or seg.cut_pending:
             return  # (not with a cut pending: sealing needs it, segment.py)
+        # (consumed: on a spent btrfs quota the roll goes before the ballast, log_reserve.py)
         if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
-            self._roll_locked()
+            self._roll_locked(consumed=True)
             return
         try:
             st = os.statvfs(self.path)
         except OSError:
             return
         if st.f_bavail * st.f_frsize < self._min_free_bytes + SHORT_MARGIN:
-            self._roll_locked()
+            self._roll_locked(consumed=True)
 
     @property
     def failed(self) -> BaseException | None:

@@ -40,6 +40,10 @@ ballast's bytes return to the quota group at the next transaction commit
 (``syncfs`` here; newer kernels also commit on their own before they return
 EDQUOT), and each write's metadata reservation is given back at a commit, so
 writing into reserved blocks of NOCOW files does not use the headroom up.
+The same holds for metadata-only steps that give space back on a spent quota:
+the rename of a snapshot written through its spare (``atomic_write_reserved``)
+and the roll of a wholly consumed segment (``Log.roll_consumed``, which skips
+the ballast-first rule: its deletion is what makes the ballast again).
 
 Invariants:
 - **ballast first**: once a ballast of a filesystem was deleted, the log
@@ -77,9 +81,13 @@ logger = logging.getLogger("vqs.storage")
 
 BTRFS_SUPER_MAGIC = 0x9123683E
 BALLAST_NAME = "quota-headroom"
-#: 64 KiB: the metadata reservations of a few writes in one transaction (about
-#: 16 KiB each); 24 KiB was measured to do, slowly (a commit per write)
-BALLAST_BYTES = 64 << 10
+#: 256 KiB: the metadata reservations of a few writes in one transaction (about
+#: 16 KiB each; 24 KiB was measured to do, slowly: a commit per write), and of a
+#: full disk's state-log compaction (vqs.broker.lease_state): a rename of the
+#: snapshot and the roll of the consumed segment (a new file and a rename) reserve
+#: about 16 KiB per tree item they may touch; 64 and 128 KiB were measured too
+#: little for them (tests/broker/test_queue_state_full_disk.py, flush="always")
+BALLAST_BYTES = 256 << 10
 
 FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602  # (the kernel reads an int)
 FS_NOCOW_FL = 0x00800000
@@ -221,6 +229,24 @@ def ready(path: str, fd: int) -> int:
             _spent.discard(dev)
             logger.info("%s: quota headroom made again (%d bytes)", own, BALLAST_BYTES)
         return 0
+
+
+def commit(path: str) -> None:
+    """On btrfs, commit the transaction of directory ``path``'s filesystem
+    (``syncfs``), so the blocks of files just deleted count against the quota
+    group again (a full disk's compaction, vqs.broker.lease_state); nothing
+    elsewhere. Best effort."""
+    lib = _c()
+    if not lib or not on_btrfs(path):
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        lib.syncfs(fd)
+    finally:
+        os.close(fd)
 
 
 def release_for(fd: int, nbytes: int, pos: int | None = None) -> bool:
