@@ -36,6 +36,20 @@ def _fill_with_messages(q, b, body: bytes) -> int:
     return n
 
 
+def _drain(q, **receive_kw) -> list:
+    """Receive until the queue answers empty, deleting each message one by one
+    (single deletes: each one's room on a full disk is what is checked); the
+    bodies, in the order received."""
+    got: list = []
+    while True:
+        ms = q.receive(10, **receive_kw)
+        if not ms:
+            return got
+        for m in ms:
+            got.append(m.body)
+            q.delete(m.receipt_handle)
+
+
 def test_lease_churn_then_every_delete_on_a_full_disk(small_disk):
     """10,000 visibility changes on a full disk (each acknowledged one, or a
     DiskFullError that changed nothing), then every message is received and
@@ -58,14 +72,7 @@ def test_lease_churn_then_every_delete_on_a_full_disk(small_disk):
         assert q.counts()["in_flight"] == len(held)
         for m in held:
             q.delete(m.receipt_handle)
-        deleted = len(held)
-        while True:
-            ms = q.receive(10)
-            if not ms:
-                break
-            for m in ms:
-                q.delete(m.receipt_handle)
-            deleted += len(ms)
+        deleted = len(held) + len(_drain(q))
         assert deleted == sent
         assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     with vqs.Broker(path) as b:
@@ -166,14 +173,7 @@ def test_a_crashed_queue_opens_when_neither_snapshot_nor_epoch_fits(full_disk, c
         assert all(state in r.getMessage() for r in waited)
         full_disk.free()
         q.send(b"new")  # the epoch is written first (if it waited), then the message
-        got = set()
-        while True:
-            ms = q.receive(10, visibility_timeout=30)
-            if not ms:
-                break
-            for m in ms:
-                got.add(m.body)
-                q.delete(m.receipt_handle)
+        got = set(_drain(q, visibility_timeout=30))
         assert got == {b"m%02d" % i for i in range(5, 20)} | {b"new"}
     finally:
         b.close()
@@ -278,14 +278,7 @@ def test_a_sigkill_amid_full_disk_compactions_keeps_every_acknowledged_delete(sm
     acked = {x.encode() for x in lines[1:] if x.startswith("m")}
     with vqs.Broker(path) as b:  # on the still-full disk
         q = b.queue("q")
-        got = []
-        while True:
-            ms = q.receive(10)
-            if not ms:
-                break
-            got += [m.body for m in ms]
-            for m in ms:
-                q.delete(m.receipt_handle)
+        got = _drain(q)
         inflight = q.counts()["in_flight"]  # leased by the child, not deleted: 600 s leases
     assert not acked & set(got) and len(got) == len(set(got))
     assert set(got) <= {b"m%04d" % i for i in range(1500)}
@@ -307,14 +300,7 @@ def test_a_flush_always_queue_drains_under_a_spent_quota(full_disk):
         q = b.create_queue("q")
         sent = _fill_with_messages(q, b, b"x" * 400)
         assert sent > 1500, sent
-        deleted = 0
-        while True:
-            ms = q.receive(10)
-            if not ms:
-                break
-            for m in ms:
-                q.delete(m.receipt_handle)
-            deleted += len(ms)
+        deleted = len(_drain(q))
         assert deleted == sent
         assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
         full_disk.free()
