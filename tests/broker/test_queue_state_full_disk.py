@@ -36,18 +36,30 @@ def _fill_with_messages(q, b, body: bytes) -> int:
     return n
 
 
-def _drain(q, **receive_kw) -> list:
+def _drain(q, batch: bool = False, **receive_kw) -> list:
     """Receive until the queue answers empty, deleting each message one by one
-    (single deletes: each one's room on a full disk is what is checked); the
-    bodies, in the order received."""
+    (single deletes: each one's room on a full disk is what is checked), or
+    each receive's messages in one ``delete_batch``; the bodies, in the order
+    received."""
     got: list = []
     while True:
         ms = q.receive(10, **receive_kw)
         if not ms:
             return got
-        for m in ms:
-            got.append(m.body)
-            q.delete(m.receipt_handle)
+        got += [m.body for m in ms]
+        if batch:
+            q.delete_batch([m.receipt_handle for m in ms])
+        else:
+            for m in ms:
+                q.delete(m.receipt_handle)
+
+
+def _sends_resume(q) -> None:
+    """After space is freed: a send, its receive and its delete all work."""
+    q.send(b"after")
+    (m,) = q.receive(10)
+    assert m.body == b"after"
+    q.delete(m.receipt_handle)
 
 
 def test_lease_churn_then_every_delete_on_a_full_disk(small_disk):
@@ -79,10 +91,7 @@ def test_lease_churn_then_every_delete_on_a_full_disk(small_disk):
         q = b.queue("q")
         assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
         small_disk.free()
-        q.send(b"after")
-        (m,) = q.receive(10)
-        assert m.body == b"after"
-        q.delete(m.receipt_handle)
+        _sends_resume(q)
 
 
 def test_deletes_keep_their_floor_when_compaction_cannot_help(small_disk):
@@ -210,13 +219,7 @@ def test_sends_wait_for_the_epoch_an_open_on_a_full_disk_could_not_write(small_d
         assert q.counts() == {"visible": 20, "in_flight": 0, "delayed": 0}
         small_disk.free()
         q.send(b"new")
-        got = []
-        while True:
-            ms = q.receive(10)
-            if not ms:
-                break
-            got += [m.body for m in ms]
-            q.delete_batch([m.receipt_handle for m in ms])
+        got = _drain(q, batch=True)
         assert sorted(got) == sorted([b"m%02d" % i for i in range(20)] + [b"new"])
     finally:
         b.close()
@@ -304,7 +307,4 @@ def test_a_flush_always_queue_drains_under_a_spent_quota(full_disk):
         assert deleted == sent
         assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
         full_disk.free()
-        q.send(b"after")
-        (m,) = q.receive(10)
-        assert m.body == b"after"
-        q.delete(m.receipt_handle)
+        _sends_resume(q)
