@@ -36,6 +36,8 @@ final class Planner {
         for (String topic : o.topics) {
             src.partitionCount(topic, o.topicOption());
             long[][] offs = src.partitionOffsets(topic);
+            ReadOptions.checkPartitions(o.starting, "startingOffsets", topic, offs.length);
+            ReadOptions.checkPartitions(o.ending, "endingOffsets", topic, offs.length);
             for (int p = 0; p < offs.length; p++) {
                 if (!bounds.partition(p)) continue;
                 long lo = offs[p][0], hi = offs[p][1];
