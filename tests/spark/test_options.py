@@ -80,6 +80,9 @@ def test_rate_limit_is_proportional_and_exact():
          "option 'startingOffsets' names partition 3 of topic 't', which has 1 partition (0-0)"),
         ({"topic": "t", "endingOffsets": '{"t": {"0": 1, "1": 1}}'},
          "option 'endingOffsets' names partition 1 of topic 't', which has 1 partition (0-0)"),
+        # an inverted range is refused (as Spark's Kafka source does), not read as empty
+        ({"topic": "t", "startingOffsets": '{"t": {"0": 1}}', "endingOffsets": '{"t": {"0": 0}}'},
+         "option 'endingOffsets': end offset 0 of t/0 is before its starting offset 1"),
         # both readers refuse a misspelled option (the JVM reader checks for both)
         ({"topic": "t", "startingOffset": "earliest"}, "did you mean 'startingOffsets'?"),
         ({"topic": "t", "maxBytesPerRaed": "10"}, "did you mean 'maxBytesPerRead'?"),

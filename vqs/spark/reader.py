@@ -119,6 +119,11 @@ def plan_ranges(src, opts: ReadOptions) -> list[OffsetRange]:
                 raise ConfigError(
                     f"option 'endingOffsets': offset {end} of {topic}/{p} is past its end offset {hi}"
                 )
+            if end < start:  # as Spark's Kafka source: an inverted range is a mistake, not an empty read
+                option = "endingTimestamp" if opts.ending_timestamp is not None else "endingOffsets"
+                raise ConfigError(
+                    f"option '{option}': end offset {end} of {topic}/{p} is before its starting offset {start}"
+                )
             if start < lo:
                 _data_loss(opts, f"{topic}/{p}: starting offset {start} is below the log start offset {lo}")
                 start = lo

@@ -47,6 +47,9 @@ final class Planner {
                     throw new ConfigError("option 'startingOffsets': offset " + start + " of " + topic + "/" + p + " is past its end offset " + hi);
                 if (end > hi)
                     throw new ConfigError("option 'endingOffsets': offset " + end + " of " + topic + "/" + p + " is past its end offset " + hi);
+                if (end < start) // as Spark's Kafka source: an inverted range is a mistake, not an empty read
+                    throw new ConfigError("option '" + (o.endingTimestamp != null ? "endingTimestamp" : "endingOffsets")
+                        + "': end offset " + end + " of " + topic + "/" + p + " is before its starting offset " + start);
                 if (start < lo) {
                     o.dataLoss(topic + "/" + p + ": starting offset " + start + " is below the log start offset " + lo);
                     start = lo;
