@@ -108,6 +108,11 @@ def test_bad_options_fail_at_planning(spark, tmp_path, opts, needle):
         ({"path": ""}, ["option 'path' (a VQS data directory) or 'url'", "is required"]),
         ({"failOnDataLoss": "perhaps"}, ["option 'failOnDataLoss' must be true or false, got 'perhaps'"]),
         ({"includeHeader": "true"}, ["unknown read option 'includeheader': did you mean 'includeHeaders'?"]),
+        # what needs the data: checked by the JVM provider for both readers too
+        ({"topic": "missing"}, ["option 'topic': topic 'missing' does not exist in"]),
+        ({"path": "/nonexistent/vqs-data"}, ["option 'path': '/nonexistent/vqs-data' is not a directory"]),
+        ({"path": "", "url": "http://127.0.0.1:9", "timeoutMs": "2000"},
+         ["option 'url': cannot reach a VQS server at http://127.0.0.1:9"]),
     ],
 )
 def test_a_bad_option_is_named_on_the_first_line_of_the_error(spark, tmp_path, opts, needles):
