@@ -75,6 +75,17 @@ def test_rate_limit_is_proportional_and_exact():
         ({"topic": "t", "startingOffsets": "[1]"}, "option 'startingOffsets'"),
         ({"topic": "t", "startingOffsets": '{"t": {"0": 999}}'}, "option 'startingOffsets': offset 999"),
         ({"topic": "t", "minPartitions": "0"}, "option 'minPartitions'"),
+        # a partition the topic lacks is refused, not silently read from the default
+        ({"topic": "t", "startingOffsets": '{"t": {"3": 0}}'},
+         "option 'startingOffsets' names partition 3 of topic 't', which has 1 partition (0-0)"),
+        ({"topic": "t", "endingOffsets": '{"t": {"0": 1, "1": 1}}'},
+         "option 'endingOffsets' names partition 1 of topic 't', which has 1 partition (0-0)"),
+        # an inverted range is refused (as Spark's Kafka source does), not read as empty
+        ({"topic": "t", "startingOffsets": '{"t": {"0": 1}}', "endingOffsets": '{"t": {"0": 0}}'},
+         "option 'endingOffsets': end offset 0 of t/0 is before its starting offset 1"),
+        # both readers refuse a misspelled option (the JVM reader checks for both)
+        ({"topic": "t", "startingOffset": "earliest"}, "did you mean 'startingOffsets'?"),
+        ({"topic": "t", "maxBytesPerRaed": "10"}, "did you mean 'maxBytesPerRead'?"),
     ],
 )
 def test_bad_options_fail_at_planning(spark, tmp_path, opts, needle):
@@ -96,6 +107,12 @@ def test_bad_options_fail_at_planning(spark, tmp_path, opts, needle):
         ({"vectors": "bogus"}, ["option 'vectors' must be 'direct' or 'arrow', got 'bogus'"]),
         ({"path": ""}, ["option 'path' (a VQS data directory) or 'url'", "is required"]),
         ({"failOnDataLoss": "perhaps"}, ["option 'failOnDataLoss' must be true or false, got 'perhaps'"]),
+        ({"includeHeader": "true"}, ["unknown read option 'includeheader': did you mean 'includeHeaders'?"]),
+        # what needs the data: checked by the JVM provider for both readers too
+        ({"topic": "missing"}, ["option 'topic': topic 'missing' does not exist in"]),
+        ({"path": "/nonexistent/vqs-data"}, ["option 'path': '/nonexistent/vqs-data' is not a directory"]),
+        ({"path": "", "url": "http://127.0.0.1:9", "timeoutMs": "2000"},
+         ["option 'url': cannot reach a VQS server at http://127.0.0.1:9"]),
     ],
 )
 def test_a_bad_option_is_named_on_the_first_line_of_the_error(spark, tmp_path, opts, needles):
@@ -114,6 +131,28 @@ def test_a_bad_option_is_named_on_the_first_line_of_the_error(spark, tmp_path, o
         r.load().collect()
     line = str(e.value).splitlines()[0]
     assert line.startswith(needles[0]) and all(n in line for n in needles), line
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+def test_an_unknown_option_unlike_ours_is_let_through(spark, tmp_path):
+    """Only a near miss of one of our names is refused: Spark and tools pass options of their own."""
+    path = str(tmp_path / "data")
+    make_topic(path, "t", partitions=1, records={0: [(b"x", None, None, 1)]})
+    df = (spark.read.format("vqs").option("path", path).option("topic", "t")
+          .option("someToolsOwnSetting", "1").option("checkpointLocation", "/x").load())
+    assert df.count() == 1
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+def test_a_stream_refuses_starting_offsets_naming_a_missing_partition(spark, tmp_path):
+    path = str(tmp_path / "data")
+    make_topic(path, "t", partitions=2, records={0: [(b"x", None, None, 1)]})
+    q = (spark.readStream.format("vqs").option("path", path).option("topic", "t")
+         .option("startingOffsets", '{"t": {"0": 0, "2": 0}}').load()
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "c")).start())
+    with pytest.raises(Exception) as e:
+        q.awaitTermination(60)
+    assert "option 'startingOffsets' names partition 2 of topic 't', which has 2 partitions (0-1)" in str(e.value)
 
 
 def test_bad_stream_option_fails_at_start(spark, tmp_path):

@@ -86,12 +86,29 @@ def _offset_for(spec, ts, topic: str, p: int, lo: int, hi: int, src, default_lat
     return off
 
 
+def check_partitions(spec, option: str, topic: str, partitions: int) -> None:
+    """A JSON offsets spec may leave partitions out (they take the default) but
+    must not name one the topic lacks: a typo would otherwise read every
+    partition from the default, silently."""
+    if not isinstance(spec, dict):
+        return
+    for p in spec.get(topic, {}):
+        if p >= partitions:
+            raise ConfigError(
+                f"option '{option}' names partition {p} of topic '{topic}', which has {partitions} "
+                f"partition{'' if partitions == 1 else 's'} (0-{partitions - 1})"
+            )
+
+
 def plan_ranges(src, opts: ReadOptions) -> list[OffsetRange]:
     """Resolve the options into one range per topic partition (batch read)."""
     ranges = []
     for topic in opts.topics:
         src.partition_count(topic, option="topics" if len(opts.topics) > 1 else "topic")
-        for p, (lo, hi) in enumerate(src.partition_offsets(topic)):
+        offsets = src.partition_offsets(topic)
+        check_partitions(opts.starting, "startingOffsets", topic, len(offsets))
+        check_partitions(opts.ending, "endingOffsets", topic, len(offsets))
+        for p, (lo, hi) in enumerate(offsets):
             start = _offset_for(opts.starting, opts.starting_timestamp, topic, p, lo, hi, src, False)
             end = _offset_for(opts.ending, opts.ending_timestamp, topic, p, lo, hi, src, True)
             if start > hi:
@@ -101,6 +118,11 @@ def plan_ranges(src, opts: ReadOptions) -> list[OffsetRange]:
             if end > hi:
                 raise ConfigError(
                     f"option 'endingOffsets': offset {end} of {topic}/{p} is past its end offset {hi}"
+                )
+            if end < start:  # as Spark's Kafka source: an inverted range is a mistake, not an empty read
+                option = "endingTimestamp" if opts.ending_timestamp is not None else "endingOffsets"
+                raise ConfigError(
+                    f"option '{option}': end offset {end} of {topic}/{p} is before its starting offset {start}"
                 )
             if start < lo:
                 _data_loss(opts, f"{topic}/{p}: starting offset {start} is below the log start offset {lo}")

@@ -36,7 +36,15 @@ from pyspark.sql.streaming.datasource import (
 from ..errors import ConfigError
 from .options import ReadOptions
 from .pyworker import settle
-from .reader import OffsetRange, _data_loss, _offset_for, _read_and_close, make_source, split_ranges
+from .reader import (
+    OffsetRange,
+    _data_loss,
+    _offset_for,
+    _read_and_close,
+    check_partitions,
+    make_source,
+    split_ranges,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +123,7 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         cur = self._current()
         offs = {}
         for t, parts in cur.items():
+            check_partitions(self.opts.starting, "startingOffsets", t, len(parts))
             offs[t] = {}
             for p, (lo, hi) in parts.items():
                 off = _offset_for(

@@ -36,6 +36,8 @@ final class Planner {
         for (String topic : o.topics) {
             src.partitionCount(topic, o.topicOption());
             long[][] offs = src.partitionOffsets(topic);
+            ReadOptions.checkPartitions(o.starting, "startingOffsets", topic, offs.length);
+            ReadOptions.checkPartitions(o.ending, "endingOffsets", topic, offs.length);
             for (int p = 0; p < offs.length; p++) {
                 if (!bounds.partition(p)) continue;
                 long lo = offs[p][0], hi = offs[p][1];
@@ -45,6 +47,9 @@ final class Planner {
                     throw new ConfigError("option 'startingOffsets': offset " + start + " of " + topic + "/" + p + " is past its end offset " + hi);
                 if (end > hi)
                     throw new ConfigError("option 'endingOffsets': offset " + end + " of " + topic + "/" + p + " is past its end offset " + hi);
+                if (end < start) // as Spark's Kafka source: an inverted range is a mistake, not an empty read
+                    throw new ConfigError("option '" + (o.endingTimestamp != null ? "endingTimestamp" : "endingOffsets")
+                        + "': end offset " + end + " of " + topic + "/" + p + " is before its starting offset " + start);
                 if (start < lo) {
                     o.dataLoss(topic + "/" + p + ": starting offset " + start + " is below the log start offset " + lo);
                     start = lo;

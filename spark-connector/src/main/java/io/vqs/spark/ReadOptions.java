@@ -34,6 +34,60 @@ final class ReadOptions implements Serializable {
     int maxBytesPerRead = 4 << 20;
     int timeoutMs = 30_000;
 
+    /** Options Spark itself or common tooling sets; never reported as unknown (as options.py). */
+    private static final java.util.Set<String> SPARK_OPTIONS =
+        java.util.Set.of("checkpointlocation", "queryname", "mergeschema", "header");
+
+    /**
+     * Refuse an unknown option that looks like a misspelling of one of ours
+     * ("startingOffset"), with options.py's message: Spark may pass options of
+     * its own, so other unknown names pass. "Looks like" is difflib's
+     * get_close_matches(cutoff=0.8): a SequenceMatcher ratio >= 0.8.
+     */
+    static void checkUnknown(Map<String, String> o) {
+        for (String key : o.keySet()) {
+            String k = key.toLowerCase(Locale.ROOT);
+            boolean known = SPARK_OPTIONS.contains(k);
+            for (String n : NAMES) known |= n.toLowerCase(Locale.ROOT).equals(k);
+            if (known) continue;
+            String best = null;
+            double bestRatio = 0.8;
+            for (String n : NAMES) {
+                double r = ratio(n.toLowerCase(Locale.ROOT), k);
+                if (r >= bestRatio && (best == null || r > bestRatio
+                        || (r == bestRatio && n.compareToIgnoreCase(best) > 0))) { // difflib: the larger name on a tie
+                    best = n;
+                    bestRatio = r;
+                }
+            }
+            if (best != null)
+                throw new ConfigError("unknown read option '" + key + "': did you mean '" + best + "'?");
+        }
+    }
+
+    /** difflib.SequenceMatcher(None, a, b).ratio(): 2 * matched / (len(a) + len(b)). */
+    static double ratio(String a, String b) {
+        int total = a.length() + b.length();
+        return total == 0 ? 1.0 : 2.0 * matched(a, 0, a.length(), b, 0, b.length()) / total;
+    }
+
+    /** Characters in the recursive longest common blocks of a[alo:ahi] and b[blo:bhi] (Ratcliff/Obershelp). */
+    private static int matched(String a, int alo, int ahi, String b, int blo, int bhi) {
+        int bi = alo, bj = blo, size = 0;
+        for (int i = alo; i < ahi; i++)
+            for (int j = blo; j < bhi; j++) {
+                int k = 0;
+                while (i + k < ahi && j + k < bhi && a.charAt(i + k) == b.charAt(j + k)) k++;
+                if (k > size) {
+                    bi = i;
+                    bj = j;
+                    size = k;
+                }
+            }
+        if (size == 0) return 0;
+        return size + matched(a, alo, bi, b, blo, bj) + matched(a, bi + size, ahi, b, bj + size, bhi);
+    }
+
     private static String get(Map<String, String> o, String name) {
         String v = o.get(name.toLowerCase(Locale.ROOT));
         if (v == null) v = o.get(name);
@@ -121,6 +175,7 @@ final class ReadOptions implements Serializable {
 
     /** Check and parse; streaming null = the schema, before Spark says which kind of read. */
     static ReadOptions parse(Map<String, String> o, Boolean streaming) {
+        checkUnknown(o);
         ReadOptions r = new ReadOptions();
         r.path = get(o, "path");
         r.url = get(o, "url");
@@ -184,6 +239,22 @@ final class ReadOptions implements Serializable {
         r.token = get(o, "token");
         if (r.token != null && r.token.isEmpty()) r.token = null;
         return r;
+    }
+
+    /**
+     * A JSON offsets spec may leave partitions out (they take the default) but
+     * must not name one the topic does not have: a typo would otherwise read
+     * every partition from the default, silently.
+     */
+    static void checkPartitions(Object spec, String option, String topic, int partitions) {
+        if (!(spec instanceof Map)) return;
+        Map<?, ?> pm = (Map<?, ?>) ((Map<?, ?>) spec).get(topic);
+        if (pm == null) return;
+        for (Object p : pm.keySet())
+            if ((Integer) p >= partitions)
+                throw new ConfigError("option '" + option + "' names partition " + p + " of topic '" + topic
+                    + "', which has " + partitions + " partition" + (partitions == 1 ? "" : "s")
+                    + " (0-" + (partitions - 1) + ")");
     }
 
     String topicOption() { return topics.size() > 1 ? "topics" : "topic"; }

@@ -53,6 +53,7 @@ final class VqsMicroBatchStream implements MicroBatchStream, SupportsTriggerAvai
         try (Source src = Source.of(opts)) {
             Map<String, Map<String, Long>> offs = new LinkedHashMap<>();
             for (var t : current(src).entrySet()) {
+                ReadOptions.checkPartitions(opts.starting, "startingOffsets", t.getKey(), t.getValue().size());
                 Map<String, Long> m = new LinkedHashMap<>();
                 for (var p : t.getValue().entrySet()) {
                     long lo = p.getValue()[0], hi = p.getValue()[1];

@@ -115,15 +115,21 @@ public final class VqsProvider implements TableProvider, DataSourceRegister {
                 // The Python source checks the options too, but Spark reports an error raised in a
                 // Python worker as "[PYTHON_DATA_SOURCE_ERROR] Failed to ...: Traceback": parsed here
                 // first, a bad option fails with a first line that names it (ConfigError).
-                ReadOptions.parse(options, null);
+                // So are a missing topic, a bad path and an unreachable server (checkTopics).
+                checkTopics(ReadOptions.parse(options, null));
                 return ((SupportsRead) pythonTable()).newScanBuilder(options);
             }
             ReadOptions o = ReadOptions.parse(options, null);
             SourceSchema.check(schema, o.includeHeaders);
-            try (Source src = Source.of(o)) { // a missing topic fails the query before any task starts
+            checkTopics(o);
+            return new VqsScan.Builder(options, schema);
+        }
+
+        /** A missing topic (or data dir, or server) fails the query here, before any task starts. */
+        private static void checkTopics(ReadOptions o) {
+            try (Source src = Source.of(o)) {
                 for (String t : o.topics) src.partitionCount(t, o.topicOption());
             }
-            return new VqsScan.Builder(options, schema);
         }
 
         @Override
