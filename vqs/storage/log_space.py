@@ -171,9 +171,13 @@ class LogSpace:
         and a queue that drains often would otherwise roll on every drain. A
         full disk makes it worth it at any size, the space is what writes need:
         writes found no space (or are refused under min_free_bytes), or the
-        filesystem has less than SHORT_MARGIN over min_free_bytes free (read
-        with statvfs, on this path only: a small write taken into space the
-        log kept allocated clears the first, the disk being no less full)."""
+        filesystem has less than SHORT_MARGIN over min_free_bytes free, or
+        less than the consumed segment holds (reclaiming it would more than
+        double the room: a log reopened on a full disk has no refusal to go
+        by, and its next reservation step may need more than SHORT_MARGIN).
+        Free space is read (statvfs, or a btrfs quota's room) on this path
+        only: a small write taken into space the log kept allocated clears
+        the first, the disk being no less full."""
         seg = self._active
         if offset < self._written_end or seg.size == 0 or seg.cut_pending:
             return  # (not with a cut pending: sealing needs it, segment.py)
@@ -182,10 +186,10 @@ class LogSpace:
             self._roll_locked(consumed=True)
             return
         try:
-            st = os.statvfs(self.path)
+            room = free_bytes(self.path)
         except OSError:
             return
-        if st.f_bavail * st.f_frsize < self._min_free_bytes + SHORT_MARGIN:
+        if room < self._min_free_bytes + max(SHORT_MARGIN, seg.size):
             self._roll_locked(consumed=True)
 
     @property
