@@ -72,7 +72,7 @@ def test_reopened_full_log_gives_its_space_back(small_disk, flush):
         before = _free(small_disk.path)
         log.delete_before(log.end_offset)
         assert _free(small_disk.path) > before + (1 << 20)
-        for i in range(n // 2):
+        for _ in range(n // 2):
             log.append(b"again" + b"v" * 1000)
     finally:
         log.close()
