@@ -177,9 +177,9 @@ class LogSpace:
         less than the consumed segment holds (reclaiming it would more than
         double the room: a log reopened on a full disk has no refusal to go
         by, and its next reservation step may need more than SHORT_MARGIN).
-        Free space is read (statvfs, or a btrfs quota's room) on this path
-        only: a small write taken into space the log kept allocated clears
-        the first, the disk being no less full."""
+        Free space is read (statvfs) on this path only: a small write taken
+        into space the log kept allocated clears the first, the disk being no
+        less full."""
         seg = self._active
         if offset < self._written_end or seg.size == 0 or seg.cut_pending:
             return  # (not with a cut pending: sealing needs it, segment.py)
@@ -187,11 +187,11 @@ class LogSpace:
         if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
             self._roll_locked(consumed=True)
             return
-        try:
-            room = free_bytes(self.path)
+        try:  # (statvfs, not a btrfs quota's room: a roll there takes the quota headroom)
+            st = os.statvfs(self.path)
         except OSError:
             return
-        if room < self._min_free_bytes + max(SHORT_MARGIN, seg.size):
+        if st.f_bavail * st.f_frsize < self._min_free_bytes + max(SHORT_MARGIN, seg.size):
             self._roll_locked(consumed=True)
 
     def _active_expired_short(self, now_ms: int) -> bool:
@@ -209,10 +209,11 @@ class LogSpace:
             return False
         if self._space_short or self._low_space:
             return True
-        try:
-            return free_bytes(self.path) < self._min_free_bytes + max(SHORT_MARGIN, seg.size)
+        try:  # (as there: statvfs)
+            st = os.statvfs(self.path)
         except OSError:
             return False
+        return st.f_bavail * st.f_frsize < self._min_free_bytes + max(SHORT_MARGIN, seg.size)
 
     def _retention_due(self, now_ms: int) -> bool:
         return bool(segments_past_retention(self._segments, self.retention_ms, self.retention_bytes,
