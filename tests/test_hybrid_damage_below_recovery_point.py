@@ -197,3 +197,22 @@ def test_truncate_while_durable_puts_are_in_flight(tmp_path):
         hq.put("last")
     with HybridQueue(q) as hq:
         assert _drain(hq) == ["last"]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_truncate_met_by_get_one_at_a_time(tmp_path, durable):
+    """``get()`` (not ``get_batch``) meets the damage under ``truncate``: it
+    cuts the disk tier, and the queue goes on as it then stands, empty here:
+    ``queue.Empty`` at the timeout (before: IndexError from the empty take)."""
+    import queue
+
+    q = str(tmp_path / "q")
+    item = _closed_damaged(q, durable)
+    with HybridQueue(q, recovery="truncate", memory_items=10, durable=durable) as hq:
+        got = []
+        with pytest.raises(queue.Empty):
+            while True:
+                got.append(hq.get(timeout=0.05))
+        assert got == list(range(item))
+        hq.put("after")
+        assert hq.get(timeout=1) == "after"

@@ -70,3 +70,22 @@ def test_a_small_send_taken_after_the_refusal_does_not_keep_the_space(small_disk
             q.send(b"again %d" % i + b"x" * 2000)
         assert len(_drain(q, batch=True)) == 100
 
+
+
+@pytest.mark.parametrize("flush", ["interval", "always"])
+def test_a_queue_reopened_on_the_full_disk_gives_the_space_back_once_drained(small_disk, flush):
+    """Sends fill the disk, the broker is closed and opened again on the full
+    disk, and the queue is drained there: the reopened queue has no refused
+    send to go by, so before, the consumed segment stayed (the filesystem
+    still ~70 KiB short of the next send's reservation) and sends were refused
+    again after a few dozen, until the next drain."""
+    path = os.path.join(small_disk.path, "b")
+    with vqs.Broker(path, flush=flush) as b:
+        n = _fill(b.create_queue("q"))
+    with vqs.Broker(path, flush=flush) as b:
+        q = b.queue("q")
+        got = _drain(q, batch=True)
+        assert {b"%08d" % i for i in range(n)} <= {g[:8] for g in got}
+        for i in range(n // 2):  # half the disk's worth: only the consumed segment's space fits it
+            q.send(b"again %d" % i + b"x" * 2000)
+        assert len(_drain(q, batch=True)) == n // 2

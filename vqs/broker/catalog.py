@@ -21,8 +21,8 @@ import os
 import shutil
 import threading
 
-from ..errors import ConfigError, CorruptRecordError, TopicAlreadyExists, TopicDoesNotExist
-from ..storage.durable_file import atomic_write, fsync_dir, make_dirs, raise_if_disk_full
+from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
+from ..storage.durable_file import atomic_write, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
 from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic
@@ -188,13 +188,19 @@ class TopicCatalog:
             try:
                 topic._close()
             finally:
-                self._remove_dir(name)
+                try:
+                    self._remove_dir(name)
+                except DiskFullError:  # (btrfs under a spent quota: not even the rename)
+                    path = os.path.join(self.directory, name)
+                    meta = self._read_meta(topic_file(path), name)
+                    self._topics[name] = self._open_topic(name, meta["partitions"], meta["config"])
+                    raise
 
     def _remove_dir(self, name: str) -> None:
         final = os.path.join(self.directory, name)
         doomed = final + "~deleted"
         shutil.rmtree(doomed, ignore_errors=True)
-        os.rename(final, doomed)
+        rename_aside(final, doomed)
         fsync_dir(self.directory)
         shutil.rmtree(doomed, ignore_errors=True)
 

@@ -31,7 +31,7 @@ from ..errors import (
     QueueAlreadyExists,
     QueueDoesNotExist,
 )
-from ..storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full
+from ..storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full, rename_aside
 from .layout import MOVE_TASKS_FILE
 from .names import validate_name
 from .queue import MoveTask, MoveTasks, Queue, open_queue
@@ -211,7 +211,7 @@ class QueueRegistry:
                 if not os.path.isdir(path):
                     return
                 tomb = os.path.join(self.directory, f"{name}{_TOMBSTONE}{time.time_ns()}")
-                os.rename(path, tomb)
+                rename_aside(path, tomb)  # (DiskFullError under a spent btrfs quota: nothing deleted)
                 fsync_dir(self.directory)
         finally:
             with self._lock:

@@ -304,7 +304,11 @@ class HybridQueue(DiskTier):
                     if self._putters:
                         self._not_full.notify()
                     return item
-                return self._take_locked(1)[0]
+                out = self._take_locked(1)
+                if out:
+                    return out[0]
+                # [] only when recovery="truncate" cut the disk tier at damage the
+                # read met (disk_tier.py): the queue goes on as it now stands
             mem = self._mem
             if mem:
                 item = mem.popleft()
@@ -315,9 +319,12 @@ class HybridQueue(DiskTier):
                 if self._putters:
                     self._not_full.notify()
                 return item
-            if not self._wait_not_empty(block, timeout):
-                raise Empty
-            return self._take_locked(1)[0]
+            while True:
+                if not self._wait_not_empty(block, timeout):
+                    raise Empty
+                out = self._take_locked(1)
+                if out:  # (as above: a truncate may leave nothing)
+                    return out[0]
 
     def get_nowait(self):
         return self.get(False)

@@ -56,6 +56,37 @@ def raise_if_disk_full(e: BaseException, path: str) -> None:
         raise DiskFullError(f"creating {path} failed: the disk is full ({e.strerror})", path=path) from e
 
 
+def rename_aside(src: str, dst: str) -> None:
+    """``os.rename(src, dst)`` for a deletion (a directory renamed aside before
+    it is removed): btrfs under a spent quota refuses the rename's metadata
+    reservation (EDQUOT), the quota headroom is for such writes
+    (quota_headroom.py: the ballast goes, a commit, the rename again); still
+    no space: DiskFullError naming ``src``, nothing changed."""
+    try:
+        os.rename(src, dst)
+        return
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        err = e
+    if err.errno == errno.EDQUOT:
+        fd = os.open(src, os.O_RDONLY)
+        try:
+            freed = release_for(fd, 0, 0)
+        finally:
+            os.close(fd)
+        if freed:
+            try:
+                os.rename(src, dst)
+                return
+            except OSError as e:
+                if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                err = e
+    raise DiskFullError(f"deleting {src} failed: the disk is full ({err.strerror}); "
+                        "nothing was deleted, try again once there is room", path=src) from err
+
+
 def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"

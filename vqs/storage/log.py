@@ -669,16 +669,16 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
 
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete whole segments past ``retention_ms`` (by their newest record)
-        or beyond ``retention_bytes``; never the active segment."""
+        or beyond ``retention_bytes``; the active segment only on a full disk."""
         with self._lock:
             now_ms = self._now_ms() if now_ms is None else now_ms
-            if self._clean_marker and not segments_past_retention(
-                    self._segments, self.retention_ms, self.retention_bytes, now_ms):
+            if self._clean_marker and not self._retention_due(now_ms):  # (log_space.py)
                 return 0  # nothing to delete: the clean-shutdown marker may stay
             self._check_writable()
             return self._apply_retention_locked(now_ms)
 
     def _apply_retention_locked(self, now_ms: int) -> int:
+        rolled = self._roll_expired_locked(now_ms)  # log_space.py: a full disk's expired active segment
         n = segments_past_retention(self._segments, self.retention_ms, self.retention_bytes, now_ms)
         for _ in range(n):
             self._delete_first_locked()
@@ -686,7 +686,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._start_offset = max(self._start_offset, self._base_offsets[0])
             fsync_dir(self.path)
             self._try_checkpoint()
-        return n
+        return n + rolled
 
     # ------------------------------------------------------------------ info
 

@@ -39,6 +39,8 @@ from .flusher import Flusher
 from .free_space import free_bytes
 from .log_dir import CLEAN_MARKER
 from .log_reserve import RESERVING
+from .retention import segments_past_retention
+from .segment_reads import segment_max_timestamp
 
 #: min_free_bytes: free space is read (statvfs) at least this often while writing
 MIN_FREE_CHECK_S = 0.1
@@ -171,9 +173,13 @@ class LogSpace:
         and a queue that drains often would otherwise roll on every drain. A
         full disk makes it worth it at any size, the space is what writes need:
         writes found no space (or are refused under min_free_bytes), or the
-        filesystem has less than SHORT_MARGIN over min_free_bytes free (read
-        with statvfs, on this path only: a small write taken into space the
-        log kept allocated clears the first, the disk being no less full)."""
+        filesystem has less than SHORT_MARGIN over min_free_bytes free, or
+        less than the consumed segment holds (reclaiming it would more than
+        double the room: a log reopened on a full disk has no refusal to go
+        by, and its next reservation step may need more than SHORT_MARGIN).
+        Free space is read (statvfs) on this path only: a small write taken
+        into space the log kept allocated clears the first, the disk being no
+        less full."""
         seg = self._active
         if offset < self._written_end or seg.size == 0 or seg.cut_pending:
             return  # (not with a cut pending: sealing needs it, segment.py)
@@ -181,12 +187,54 @@ class LogSpace:
         if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
             self._roll_locked(consumed=True)
             return
-        try:
+        try:  # (statvfs, not a btrfs quota's room: a roll there takes the quota headroom)
             st = os.statvfs(self.path)
         except OSError:
             return
-        if st.f_bavail * st.f_frsize < self._min_free_bytes + SHORT_MARGIN:
+        if st.f_bavail * st.f_frsize < self._min_free_bytes + max(SHORT_MARGIN, seg.size):
             self._roll_locked(consumed=True)
+
+    def _active_expired_short(self, now_ms: int) -> bool:
+        """Retention on a full disk: whether the active segment, which
+        ``segments_past_retention`` never takes, is to be rolled so retention
+        can delete it: its written records are all past ``retention_ms``
+        (buffered ones go to the next segment, as in delete_before's roll on a
+        full disk), and space is short (as in _roll_consumed_locked).
+        Otherwise a topic whose data sits in its active segment (a filesystem
+        smaller than a segment, or rolls skipped for want of space) stays full
+        for good."""
+        seg = self._active
+        if self.retention_ms is None or seg.size == 0 or seg.cut_pending \
+                or segment_max_timestamp(seg) >= now_ms - self.retention_ms:
+            return False
+        if self._space_short or self._low_space:
+            return True
+        try:  # (as there: statvfs)
+            st = os.statvfs(self.path)
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize < self._min_free_bytes + max(SHORT_MARGIN, seg.size)
+
+    def _retention_due(self, now_ms: int) -> bool:
+        return bool(segments_past_retention(self._segments, self.retention_ms, self.retention_bytes,
+                                            now_ms)) or self._active_expired_short(now_ms)
+
+    def _roll_expired_locked(self, now_ms: int) -> int:
+        """Roll an expired active segment on a full disk (``_active_expired_short``);
+        returns the segments the roll's own retention pass deleted."""
+        if not self._active_expired_short(now_ms):
+            return 0
+        if self._written_end < self._next_offset:
+            try:  # buffered records first (space reserved for them), as delete_before
+                self._write_buffer_locked()
+            except DiskFullError:
+                pass  # (flush="always": the refused write waits; the roll takes it along)
+            if not self._active_expired_short(now_ms):
+                return 0  # they are within retention: the segment stays
+        before = len(self._segments)
+        if not self._roll_locked(consumed=True):
+            return 0
+        return before + 1 - len(self._segments)
 
     @property
     def failed(self) -> BaseException | None:

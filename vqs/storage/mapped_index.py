@@ -114,6 +114,13 @@ class MappedIndex:
                     except OSError as e:
                         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
                             raise
+                        # ext4 keeps what a failed posix_fallocate got (and the
+                        # size it reached): give it back, or the index holds the
+                        # last free blocks the log's own writes need.
+                        try:
+                            os.ftruncate(fd, size)
+                        except OSError:
+                            pass  # (btrfs under a spent quota: the zeros read as the end)
                         size -= size % self.entry_size
             if size >= self.entry_size:
                 if not writable:

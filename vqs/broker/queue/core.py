@@ -190,6 +190,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             self._state.close()
             self._log.close()
             raise
+        self._short_at_open()  # maintenance.py: restarted on a full disk
         if cfg.flush == "interval":
             Flusher.shared().register(self, cfg.flush_interval_ms / 1000)
 

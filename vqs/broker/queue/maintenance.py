@@ -16,7 +16,9 @@ Invariants:
   ``on_disk_short`` sets ``_drain_reclaim`` and arms the check at the next
   delete, so the delete hot paths test only ``_reclaim_next`` as before): the
   log then rolls and deletes even a small active segment, so a queue on a
-  filesystem smaller than a segment drains its way out of a full disk;
+  filesystem smaller than a segment drains its way out of a full disk; a
+  queue opened on a filesystem with less room than its message log holds
+  is armed the same way (``_short_at_open``: a restart has no refusal to go by);
 * the state log is compacted (a snapshot of the whole lease table written
   atomically, then the older state-log segments deleted) under the queue lock,
   once it grew past ``COMPACT_BYTES`` since the last snapshot and at close: a
@@ -34,6 +36,8 @@ from __future__ import annotations
 import logging
 
 from ...errors import DiskFullError, LogClosedError, PurgeQueueInProgress
+from ...storage.free_space import free_bytes
+from ...storage.log_space import SHORT_MARGIN
 from ..lease_state import OP_PURGE
 
 logger = logging.getLogger("vqs.broker")
@@ -80,6 +84,17 @@ class Maintenance:
         the log's lock): reclaim once drained; look again at the next delete."""
         self._drain_reclaim = True
         self._reclaim_next = 0
+
+    def _short_at_open(self) -> None:
+        """At open: a filesystem with less room than the message log holds (a
+        restart on a full disk has no refused write to go by) arms the same
+        reclaim-once-drained as a refusal. One free-space read per open."""
+        try:
+            room = free_bytes(self._log.path)
+        except OSError:
+            return
+        if room < max(SHORT_MARGIN, self._log.size_bytes):
+            self._disk_short()
 
     def _maybe_reclaim(self) -> None:
         low = self._low
