@@ -309,10 +309,6 @@ class LeaseStateStore:
         """Atomically replace the snapshot with this state, then drop the state
         log below it. The caller holds the queue lock (no op can slip between)."""
         self.push()
-        # The records the snapshot covers are durable before it is: after a power
-        # loss the state log never ends below ``state_offset``, where new records
-        # would take offsets that the next replay skips (one fsync per snapshot).
-        self.log.flush()
         state_offset = self.log.end_offset
         meta = json.dumps({
             "version": 1, "state_offset": state_offset, "low": low, "cursor": cursor,
