@@ -73,6 +73,7 @@ and appends the epoch; the next snapshot folds it in.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import struct
 from array import array
@@ -83,6 +84,8 @@ from ..storage.log import Log
 from ..storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 from ..storage.quota_headroom import commit
 from ..storage.record_batch import decode_batch, encode_batch
+
+logger = logging.getLogger("vqs.broker")
 
 ENTRY = struct.Struct("<QQqqqI")
 ENTRY_SIZE = ENTRY.size  # 44
@@ -412,7 +415,23 @@ class LeaseStateStore:
         self.epochs = st.epochs
         if st.live:
             st.max_nonce = max(e[0] for e in st.live.values())
+        self._fill_below_snapshot()
         return st
+
+    def _fill_below_snapshot(self) -> None:
+        """A snapshot past the log's end (written before 2026-11-25, when a snapshot
+        could name records still in the log's buffer, then a crash): fill the gap
+        with empty "D" records, so that nothing appended from now on lands below
+        ``snapshot_offset``, where the next replay would skip it."""
+        gap = self.snapshot_offset - self.log.end_offset
+        if gap > 0:
+            logger.warning("%s: the state log ends %d records before its snapshot's offset %d "
+                           "(a crash after that snapshot); filling the gap", self.path, gap, self.snapshot_offset)
+            try:
+                self.log.append_batch([bytes([OP_DELETE])] * gap)
+                self.log.flush()
+            except DiskFullError as e:  # (opens all the same: records appended meanwhile may not replay)
+                logger.warning("%s: gap not filled: %s", self.path, e)
 
     @staticmethod
     def _apply(st: RecoveredState, v: bytes) -> None:
