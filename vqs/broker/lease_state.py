@@ -40,7 +40,9 @@ are deleted: their space, the reserve refilled and a new spare come out of it.
 
 An "L" entry is the whole state of that message's current delivery, so replay
 just keeps the last one. The snapshot is the whole in-memory state at state
-log offset ``state_offset`` (records below it are already folded in); after a
+log offset ``state_offset`` (records below it are already folded in, and are
+in the log's file, fsynced, before the snapshot is: the log's end never falls
+below it, so no record appended later can land where replay skips it); after a
 snapshot is written the state log's older segments are deleted (compaction).
 
 Snapshot batch records: [0] JSON ``{"version", "state_offset", "low", "cursor",
@@ -71,6 +73,7 @@ and appends the epoch; the next snapshot folds it in.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import struct
 from array import array
@@ -81,6 +84,8 @@ from ..storage.log import Log
 from ..storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 from ..storage.quota_headroom import commit
 from ..storage.record_batch import decode_batch, encode_batch
+
+logger = logging.getLogger("vqs.broker")
 
 ENTRY = struct.Struct("<QQqqqI")
 ENTRY_SIZE = ENTRY.size  # 44
@@ -309,6 +314,13 @@ class LeaseStateStore:
         """Atomically replace the snapshot with this state, then drop the state
         log below it. The caller holds the queue lock (no op can slip between)."""
         self.push()
+        # Every record below state_offset is in the log's file, fsynced, before a
+        # snapshot names it (flush="always" queues append to the log's own buffer,
+        # fsynced after the queue lock): else a crash after the rename leaves the
+        # log's end below state_offset, and the records the next run appends there
+        # (an "E" record, leases, deletes) are skipped by the replay after it.
+        # A buffer that finds no space raises here: no snapshot, the log stays the truth.
+        self.log.flush()
         state_offset = self.log.end_offset
         meta = json.dumps({
             "version": 1, "state_offset": state_offset, "low": low, "cursor": cursor,
@@ -343,12 +355,11 @@ class LeaseStateStore:
         self.snapshot_offset = state_offset
         log = self.log
         try:
-            log.flush()  # (flush="always" queues: records in the log's own buffer)
             self._held = 0
             log.hold(0)  # the next segment needs no space for a hold (the roll)
             log.roll_consumed(state_offset)
         except DiskFullError:
-            pass  # the buffered records wait: the written segments are still deleted
+            pass  # no space for the next segment: the sealed ones below are still deleted
         if log.delete_before(state_offset):
             commit(log.path)  # btrfs: a quota group gets the deleted blocks back at a commit
         # The space the deleted segments gave back: the spare first (the next
@@ -404,7 +415,23 @@ class LeaseStateStore:
         self.epochs = st.epochs
         if st.live:
             st.max_nonce = max(e[0] for e in st.live.values())
+        self._fill_below_snapshot()
         return st
+
+    def _fill_below_snapshot(self) -> None:
+        """A snapshot past the log's end (written before 2026-11-25, when a snapshot
+        could name records still in the log's buffer, then a crash): fill the gap
+        with empty "D" records, so that nothing appended from now on lands below
+        ``snapshot_offset``, where the next replay would skip it."""
+        gap = self.snapshot_offset - self.log.end_offset
+        if gap > 0:
+            logger.warning("%s: the state log ends %d records before its snapshot's offset %d "
+                           "(a crash after that snapshot); filling the gap", self.path, gap, self.snapshot_offset)
+            try:
+                self.log.append_batch([bytes([OP_DELETE])] * gap)
+                self.log.flush()
+            except DiskFullError as e:  # (opens all the same: records appended meanwhile may not replay)
+                logger.warning("%s: gap not filled: %s", self.path, e)
 
     @staticmethod
     def _apply(st: RecoveredState, v: bytes) -> None:

@@ -3,7 +3,8 @@
 Invariant: after ``atomic_write(path, data)`` returns, a crash leaves either the
 old content or the new content at ``path``, never a mix, and the rename itself
 is durable (the directory was fsynced); a failed write leaves no temp file
-behind, and on a full disk raises ``DiskFullError`` naming ``path``.
+behind, and on a full disk raises ``DiskFullError`` naming ``path``; removing
+the temp file on a failure never replaces the error that caused it.
 
 ``atomic_write_reserved`` gives the same guarantee and also works on a full
 disk: the new content goes into ``{path}.spare``, a scratch file that keeps
@@ -105,7 +106,7 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
             os.fsync(fd)
     except BaseException as e:
         os.close(fd)
-        os.unlink(tmp)  # a failed write (a full disk) leaves no temp file holding space
+        _discard(tmp)  # a failed write (a full disk) leaves no temp file holding space
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
         raise
@@ -113,12 +114,24 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
     try:
         os.replace(tmp, path)
     except OSError as e:  # btrfs under a quota: even a rename may find no space
-        os.unlink(tmp)
+        _discard(tmp)
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
         raise
     if fsync:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def _discard(tmp: str) -> None:
+    """Remove ``tmp`` on an error path of ``atomic_write``: the error being
+    handled is the one to raise, so a failure here is not. The temp file may
+    already be gone: its directory removed or unmounted under a live owner (a
+    lazy ``umount -l`` of a busy filesystem: issue 13's checkpoint "race");
+    one that stays is removed when its log directory next opens (log_dir.py)."""
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 10) -> None:

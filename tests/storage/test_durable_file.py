@@ -1,0 +1,74 @@
+"""durable_file.atomic_write's error paths: the error that made it give up is
+the one raised, even when the temp file it cleans up is already gone.
+
+Issue 13 saw a background checkpoint fail with ``FileNotFoundError`` from the
+cleanup's ``os.unlink(tmp)``: a judge script's filesystem was lazily unmounted
+(``umount -l``, busy) under a live broker, so the log directory vanished
+between the temp file's creation and the rename. The other party here is a
+thread-free stand-in at the same point: ``os.fsync`` (the real one runs) with
+the directory or the temp file removed first, as that unmount did."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+
+import pytest
+
+from vqs import DiskFullError
+from vqs.storage import durable_file
+from vqs.storage.durable_file import atomic_write
+
+
+def _fsync_then(monkeypatch, action):
+    """os.fsync of files (not directories) runs ``action(fd)`` after the real fsync."""
+    real = os.fsync
+
+    def fsync(fd):
+        real(fd)
+        if not os.path.isdir(f"/proc/self/fd/{fd}"):
+            action(fd)
+
+    monkeypatch.setattr(durable_file.os, "fsync", fsync)
+
+
+def test_rename_into_a_vanished_directory_raises_the_renames_error(tmp_path, monkeypatch):
+    d = tmp_path / "log"
+    d.mkdir()
+    path = str(d / "log.checkpoint")
+    _fsync_then(monkeypatch, lambda fd: shutil.rmtree(d))  # the directory goes before the rename
+    with pytest.raises(FileNotFoundError) as ei:
+        atomic_write(path, b"{}")
+    # os.replace's error (it names both paths), not the cleanup unlink's
+    assert ei.value.filename == path + ".tmp" and ei.value.filename2 == path
+
+
+def test_a_full_disk_is_reported_though_the_temp_file_is_gone(tmp_path, monkeypatch):
+    path = str(tmp_path / "log.checkpoint")
+
+    def gone_then_full(fd):
+        os.unlink(path + ".tmp")  # another party removed it
+        raise OSError(errno.ENOSPC, "No space left on device")  # fsync reports the full disk
+
+    _fsync_then(monkeypatch, gone_then_full)
+    with pytest.raises(DiskFullError) as ei:
+        atomic_write(path, b"{}")
+    assert ei.value.path == path
+    assert not os.path.exists(path) and not os.path.exists(path + ".tmp")
+
+
+def test_a_failed_write_leaves_no_temp_file(tmp_path, monkeypatch):
+    path = str(tmp_path / "queue.json")
+    with open(path, "wb") as f:
+        f.write(b"old")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    _fsync_then(monkeypatch, full)
+    with pytest.raises(DiskFullError):
+        atomic_write(path, b"new")
+    assert sorted(os.listdir(tmp_path)) == ["queue.json"]
+    with open(path, "rb") as f:
+        assert f.read() == b"old"
