@@ -98,3 +98,37 @@ def test_starting_timestamp_reads_from_the_time_index_lookup_not_the_log_start(t
     # only its last batch (the index's sanity check), then the target segment
     # from its index entry: a scan from the log start would read all of it.
     assert lookup_bytes < log_bytes / 2, (lookup_bytes, log_bytes)
+
+
+def test_a_corrupt_batch_read_ahead_fails_the_read_after_every_record_before_it(tmp_path):
+    """Path-mode scans verify batches on a read-ahead thread (read_ahead.py),
+    several batches before the reader converts them. A batch whose CRC fails
+    still fails the read where it sits: every record before it is returned
+    first, none from it or after it, and the error names the file and position
+    (the same error as without read-ahead: the regular read reports it)."""
+    import threading
+
+    import pytest
+    from batch_damage import flip_batch_byte
+
+    from vqs.errors import CorruptRecordError
+
+    make_topic(tmp_path, "t", partitions=1)
+    for i in range(12):  # 12 log batches of 4096 records: each is its own Arrow batch
+        append(tmp_path, "t", 0, [b"%02d-%04d" % (i, j) for j in range(4096)])
+    seg = os.path.join(str(tmp_path), "topics", "t", "0", "00000000000000000000.log")
+    pos, base, _size, _ = flip_batch_byte(seg, 7)
+    assert base == 7 * 4096
+    opts = parse_read_options({"path": str(tmp_path), "topic": "t"}, streaming=False)
+    src = PathSource(str(tmp_path))
+    got = []
+    try:
+        (r,) = plan_ranges(src, opts)
+        with pytest.raises(CorruptRecordError) as e:
+            for b in read_range(src, r, opts, ("offset", "value")):
+                got.extend(b.column(0).to_pylist())
+    finally:
+        src.close()
+    assert got == list(range(base))
+    assert "00000000000000000000.log" in str(e.value) and f"position {pos}" in str(e.value)
+    assert not [t for t in threading.enumerate() if t.name == "vqs-read-ahead"]

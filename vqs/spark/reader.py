@@ -4,8 +4,8 @@ Planning (on the driver) turns ``startingOffsets``/``endingOffsets`` (or
 timestamps) into one :class:`OffsetRange` per topic partition, split further
 when ``minPartitions`` asks for more tasks. ``read()`` (on an executor, on a
 fresh copy of the reader) reads its range from the log (path mode: a lazy
-``Log.scan_batches``, each batch CRC-checked right before it is converted and
-sent; url mode: ``read_batches`` from the server) and yields Arrow batches built by :class:`~vqs.spark.schema.ArrowConverter`
+``Log.scan_batches`` on a read-ahead thread, each batch CRC-checked there a
+few batches before it is converted and sent; url mode: ``read_batches`` from the server) and yields Arrow batches built by :class:`~vqs.spark.schema.ArrowConverter`
 straight from the log's columnar buffers: all the source's columns, or only
 those of a user-specified schema (``columns``, see
 :func:`~vqs.spark.schema.projected_columns`).
@@ -14,12 +14,14 @@ those of a user-specified schema (``columns``, see
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import closing
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ..errors import ConfigError, OffsetOutOfRange, VQSError
 from .options import EARLIEST, LATEST, ReadOptions
 from .pyworker import settle
+from .read_ahead import ReadAhead
 from .schema import ArrowConverter, concat
 
 #: read() combines log batches smaller than this into one Arrow batch.
@@ -171,11 +173,13 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
 
 def _batches(src, r: OffsetRange, pos: int, max_bytes: int) -> Iterator:
     """The CRC-checked log batches holding records of ``r`` from ``pos`` on:
-    a lazy scan where the source has one (path mode: each batch checked right
-    before it is used), else reads of ``max_bytes`` (url mode)."""
+    a lazy scan where the source has one (path mode: each batch checked a few
+    batches before it is used, on a read-ahead thread, read_ahead.py), else
+    reads of ``max_bytes`` (url mode)."""
     scan = getattr(src, "scan_batches", None)
     if scan is not None:
-        yield from scan(r.topic, r.partition, pos, r.end)
+        with ReadAhead(scan(r.topic, r.partition, pos, r.end)) as batches:
+            yield from batches
         return
     while pos < r.end:
         batches = src.read_batches(r.topic, r.partition, pos, max_bytes)
@@ -197,24 +201,25 @@ def read_range(src, r: OffsetRange, opts: ReadOptions, columns=None) -> Iterator
     while pos < end:
         advanced = False
         try:
-            for b in _batches(src, r, pos, max_bytes):
-                if b.base_offset >= end:
-                    pos = end
-                    break
-                s = pos - b.base_offset if pos > b.base_offset else 0
-                e = min(b.count, end - b.base_offset)
-                if e > s:
-                    pending.append(conv.convert(b, s, e))
-                    rows += e - s
-                    if rows >= MIN_ARROW_ROWS:
-                        yield concat(pending)
-                        pending, rows = [], 0
-                nxt = b.base_offset + e
-                if nxt > pos:
-                    pos = nxt
-                    advanced = True
-                if pos >= end:
-                    break
+            with closing(_batches(src, r, pos, max_bytes)) as batches:
+                for b in batches:
+                    if b.base_offset >= end:
+                        pos = end
+                        break
+                    s = pos - b.base_offset if pos > b.base_offset else 0
+                    e = min(b.count, end - b.base_offset)
+                    if e > s:
+                        pending.append(conv.convert(b, s, e))
+                        rows += e - s
+                        if rows >= MIN_ARROW_ROWS:
+                            yield concat(pending)
+                            pending, rows = [], 0
+                    nxt = b.base_offset + e
+                    if nxt > pos:
+                        pos = nxt
+                        advanced = True
+                    if pos >= end:
+                        break
         except OffsetOutOfRange as e:
             if e.start_offset > pos:
                 _data_loss(opts, f"{r.topic}/{r.partition}: offset {pos} is below the log start offset {e.start_offset}")
