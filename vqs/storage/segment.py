@@ -342,18 +342,36 @@ class Segment:
         with self._idx_lock:
             self._rebuild_indexes_locked()
 
-    def _rebuild_indexes_locked(self) -> None:
+    def drop_indexes(self) -> int:
+        """Close both indexes and unlink their files; returns how many files went.
+        Derived data: lookups scan from the segment start until appends add
+        entries again (entries missing at the start only make scans longer), a
+        crash rebuilds them at open. A full disk's consumed roll frees their
+        blocks this way (log_space.py)."""
+        with self._idx_lock:
+            n = self._drop_index_files_locked()
+            self._index = self._timeindex = None
+            self._recount()
+        return n
+
+    def _drop_index_files_locked(self) -> int:
+        n = 0
         for idx in (self._index, self._timeindex):
             if idx is not None:
                 idx.close()
         for p in (self.index_path, self.timeindex_path):
             try:
                 os.unlink(p)
+                n += 1
             except FileNotFoundError:
                 pass
+        self._index_hint = self._ti_hint = 0
+        return n
+
+    def _rebuild_indexes_locked(self) -> None:
+        self._drop_index_files_locked()
         writable = self.writable
         self.appending = writable
-        self._index_hint = self._ti_hint = 0
         self._index = OffsetIndex(self.index_path, writable=True, capacity_bytes=self.index_capacity_bytes,
                                   opener=self._opener)
         self._timeindex = TimeIndex(
