@@ -87,6 +87,35 @@ def test_a_drained_log_gives_its_space_back_and_appends_resume(full_disk, flush,
         log.close()
 
 
+def test_a_log_reopened_on_a_spent_quota_gives_its_space_back_when_drained(quota_disk):
+    """Closed full and reopened on the still-spent quota: the active segment's
+    indexes were trimmed to their entries at close (little to free), but the
+    reopen made the quota headroom's ballast again; the consumed roll spends it
+    (quota_headroom.spend), so the drained log still gives its space back."""
+    path = os.path.join(quota_disk.path, "log")
+    log = Log.open(path, flush="interval")
+    try:
+        acked = _fill(log, b"v" * 4000, "interval")
+    finally:
+        try:
+            log.close()
+        except DiskFullError:
+            pass
+    quota_disk.fill_rest()  # (close gave back the reservation and the indexes' tails)
+    assert quota_disk.is_full()
+    log = Log.open(path, flush="interval")
+    try:
+        end = log.end_offset
+        assert end >= acked
+        log.delete_before(end)
+        assert list_segment_bases(path) == [end], os.listdir(path)
+        for i in range(200):  # 800 KB
+            assert log.append(b"w" * 4000) == end + i
+        log.flush()
+    finally:
+        log.close()
+
+
 FILL_DRAIN = r"""
 import sys
 from vqs import DiskFullError, Log

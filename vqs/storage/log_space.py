@@ -39,7 +39,7 @@ from .flusher import Flusher
 from .free_space import free_bytes
 from .log_dir import CLEAN_MARKER
 from .log_reserve import RESERVING
-from .quota_headroom import commit
+from .quota_headroom import commit, spend
 
 #: min_free_bytes: free space is read (statvfs) at least this often while writing
 MIN_FREE_CHECK_S = 0.1
@@ -227,7 +227,10 @@ class LogSpace:
         the sealed segments (all consumed; oldest first) and the active
         segment's two indexes (derived data), commits (a quota group gets freed
         blocks back at its transaction's commit) and tries again; its new file
-        then needs only metadata, which the freed blocks cover.
+        then needs only metadata, which the freed blocks cover. Still refused
+        (little to free: indexes trimmed by a close), it spends the quota
+        headroom's ballast where one stands (quota_headroom.py ``spend``) and
+        tries once more.
         Crash reasoning: the consumed segment's log file stays until the new
         segment's file is in place (renamed from ``*.log.tmp``), so at every
         point the directory names the log's end: a crash before leaves the
@@ -245,17 +248,25 @@ class LogSpace:
         n = self._delete_below_locked(seg.base_offset)
         if n + seg.drop_indexes():
             commit(self.path)
-        elif not seg.cut_pending:
-            return False, 0  # nothing more to free (dropped at an earlier try)
+        if self._cut_and_roll_locked():
+            return True, n
+        # still refused: the quota headroom's ballast, where one stands (it is for
+        # such steps, and made again from the consumed segment's space); it commits
+        if spend(self.path, seg.handle().fd) and self._cut_and_roll_locked():
+            return True, n
+        return False, n
+
+    def _cut_and_roll_locked(self) -> bool:
+        seg = self._active
         if seg.cut_pending:
             try:
                 seg.cut_tail()
             except OSError as e:
                 if e.errno not in (errno.ENOSPC, errno.EDQUOT):
                     raise
-                return False, n
+                return False
             self._keep_reserve_after_truncate(seg.handle().fd)  # (the cut freed the blocks past the end too)
-        return self._roll_locked(consumed=True), n
+        return self._roll_locked(consumed=True)
 
     @property
     def failed(self) -> BaseException | None:

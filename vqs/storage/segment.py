@@ -351,6 +351,7 @@ class Segment:
         with self._idx_lock:
             n = self._drop_index_files_locked()
             self._index = self._timeindex = None
+            self.appending = False  # (a read opens none; an append or the seal makes them again)
             self._recount()
         return n
 
