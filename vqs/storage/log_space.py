@@ -39,7 +39,7 @@ from .flusher import Flusher
 from .free_space import free_bytes
 from .log_dir import CLEAN_MARKER
 from .log_reserve import RESERVING
-from .quota_headroom import commit, spend
+from .quota_headroom import BALLAST_BYTES, commit, spend
 
 #: min_free_bytes: free space is read (statvfs) at least this often while writing
 MIN_FREE_CHECK_S = 0.1
@@ -230,7 +230,12 @@ class LogSpace:
         then needs only metadata, which the freed blocks cover. Still refused
         (little to free: indexes trimmed by a close), it spends the quota
         headroom's ballast where one stands (quota_headroom.py ``spend``) and
-        tries once more.
+        tries once more. Only where the segments (all consumed) hold
+        BALLAST_BYTES or more: the new segment must find room for the ballast
+        (ballast first) and its own reservation, which a small log does not
+        give back; it then keeps
+        taking appends into the reservation it has (a queue's lease-state log
+        between its full-disk compactions, vqs.broker.lease_state), as before.
         Crash reasoning: the consumed segment's log file stays until the new
         segment's file is in place (renamed from ``*.log.tmp``), so at every
         point the directory names the log's end: a crash before leaves the
@@ -245,13 +250,15 @@ class LogSpace:
         seg = self._active
         if not seg.cut_pending and self._roll_locked(consumed=True):
             return True, 0
+        if sum(s.size for s in self._segments) < BALLAST_BYTES:
+            return False, 0  # (little to give back: it keeps taking appends into its reservation)
         n = self._delete_below_locked(seg.base_offset)
         if n + seg.drop_indexes():
             commit(self.path)
         if self._cut_and_roll_locked():
             return True, n
         # still refused: the quota headroom's ballast, where one stands (it is for
-        # such steps, and made again from the consumed segment's space); it commits
+        # such steps; it commits, and is made again from the consumed segment's space)
         if spend(self.path, seg.handle().fd) and self._cut_and_roll_locked():
             return True, n
         return False, n
