@@ -3,7 +3,11 @@ its own: no restart, no space freed by hand, no quota raised (a 3 MiB tmpfs,
 and a btrfs subvolume under a spent 3 MiB quota: tests/conftest.py). The
 queue's reclaim deletes the consumed messages log through ``delete_before``,
 whose roll of the wholly consumed active segment first frees what it lets go
-when even an empty new file is refused (vqs.storage.log_space)."""
+when even an empty new file is refused (vqs.storage.log_space). Deletes go in
+batches here: one lease-state record per receive. (Not covered: one delete at
+a time under ``interval`` on btrfs, where the lease-state log's full-disk
+compaction can leave receives refused, its new segment finding no room for
+the quota headroom's ballast and its reserve both; a separate defect.)"""
 
 from __future__ import annotations
 
