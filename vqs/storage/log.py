@@ -644,16 +644,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                     offset = self._written_end
                     if offset <= self._start_offset:
                         return 0
-            self._roll_consumed_locked(offset)  # (log_space.py: only when worth it)
-            n = 0
-            while len(self._segments) > 1 and self._base_offsets[1] <= offset:
-                self._delete_first_locked()
-                n += 1
-            if n and self._unsynced and not self._syncing:
-                # A deleted segment needs no fsync: its file (and space) goes as
-                # soon as the last reader lets go, not at the flusher's next round.
-                first = self._base_offsets[0]
-                self._unsynced = [s for s in self._unsynced if s.base_offset >= first]
+            # a consumed active segment rolled when worth it, the segments below go (log_space.py)
+            n = self._delete_consumed_locked(offset)
             self._start_offset = offset
             self._run_cache = None
             self._try_checkpoint()  # deleting frees space: never refused for the lack of it

@@ -9,7 +9,7 @@ Then, in the process that owns the log (a readonly log changes no file):
 - ``skip``: the read quarantines the damaged batch itself and reads on
   (``_quarantine_found``, called by log_reads.py): its bytes are copied to
   ``quarantine/``, the gap is recorded in that file's name and the segment is
-  rewritten without them (``Segment.excise``, the same path recovery at open
+  rewritten without them (``segment_excise.excise``, the same path recovery at open
   takes). Once only: the next read, the next open, and readers in other
   processes (a readonly log, the Java reader) then see the same log, the gap
   and never the damage. A damaged batch in the active segment is first sealed
@@ -51,6 +51,7 @@ from .durable_file import fsync_dir
 from .log_dir import QUARANTINE_DIR, write_checkpoint
 from .record_batch import find_next_valid
 from .segment import Segment
+from .segment_excise import excise
 
 logger = logging.getLogger("vqs.storage")
 
@@ -140,7 +141,7 @@ class LogRepair:
         gap_to = None if resync is not None else self._base_offsets[i + 1]
         logger.warning("%s: invalid batch at position %d (offset %d) found by a read; quarantined %d bytes "
                        "(recovery='skip')", seg.log_path, bad, gap_from, stop - bad)
-        seg.excise(bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=gap_from, gap_to=gap_to)
+        excise(seg, bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=gap_from, gap_to=gap_to)
         seg.rebuild_indexes()  # positions after the cut moved
         self._run_cache = None
         self._read_hint = None

@@ -201,7 +201,7 @@ class LogReserve:
             if (offset < self._next_offset or self._buf_values or self._written_end < self._next_offset
                     or seg.size == 0 or seg.cut_pending):
                 return False
-            return self._roll_locked(consumed=True)
+            return self._roll_consumed_now_locked()[0]  # (freeing room first if need be: log_space.py)
 
     def _buffer_bound(self) -> int:
         """Upper bound of the bytes the write buffer encodes to (0 if empty),

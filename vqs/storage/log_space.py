@@ -39,6 +39,7 @@ from .flusher import Flusher
 from .free_space import free_bytes
 from .log_dir import CLEAN_MARKER
 from .log_reserve import RESERVING
+from .quota_headroom import BALLAST_BYTES, commit, spend
 from .retention import segments_past_retention
 from .segment_reads import segment_max_timestamp
 
@@ -167,39 +168,130 @@ class LogSpace:
             )
         self._free_budget -= nbytes
 
-    def _roll_consumed_locked(self, offset: int) -> None:
-        """delete_before(offset): roll a wholly consumed active segment (so it
-        can be deleted) only once it is worth reclaiming: rolling costs fsyncs,
-        and a queue that drains often would otherwise roll on every drain. A
-        full disk makes it worth it at any size, the space is what writes need:
-        writes found no space (or are refused under min_free_bytes), or the
-        filesystem has less than SHORT_MARGIN over min_free_bytes free, or
-        less than the consumed segment holds (reclaiming it would more than
-        double the room: a log reopened on a full disk has no refusal to go
-        by, and its next reservation step may need more than SHORT_MARGIN).
-        Free space is read (statvfs) on this path only: a small write taken
-        into space the log kept allocated clears the first, the disk being no
-        less full."""
+    def _delete_consumed_locked(self, offset: int) -> int:
+        """delete_before(offset), ``offset <= _next_offset``: roll a wholly consumed
+        active segment when worth it (``_roll_worth_it``), then delete the whole
+        segments below ``offset``; returns how many went. On a full disk whose
+        space comes back only at a commit (btrfs under a quota) the deletion is
+        committed (``syncfs``) so that the appends waiting for space find it."""
         seg = self._active
-        if offset < self._written_end or seg.size == 0 or seg.cut_pending:
-            return  # (not with a cut pending: sealing needs it, segment.py)
-        # (consumed: on a spent btrfs quota the roll goes before the ballast, log_reserve.py)
+        n = 0
+        if offset >= self._written_end and seg.size and self._roll_worth_it():
+            n = self._roll_consumed_now_locked()[1]
+        n += self._delete_below_locked(offset)
+        if n and (self._space_short or self._low_space):
+            commit(self.path)
+        return n
+
+    def _delete_below_locked(self, offset: int) -> int:
+        """Delete the whole segments below ``offset`` (never the active one),
+        oldest first: a crash between leaves a suffix of the log (its start
+        moves up to the first segment left; no offset is reused)."""
+        n = 0
+        while len(self._segments) > 1 and self._base_offsets[1] <= offset:
+            self._delete_first_locked()
+            n += 1
+        if n:
+            self._start_offset = max(self._start_offset, self._base_offsets[0])
+            if self._unsynced and not self._syncing:
+                # A deleted segment needs no fsync: its file (and space) goes as
+                # soon as the last reader lets go, not at the flusher's next round.
+                first = self._base_offsets[0]
+                self._unsynced = [s for s in self._unsynced if s.base_offset >= first]
+        return n
+
+    def _roll_worth_it(self) -> bool:
+        """Whether a wholly consumed active segment is worth rolling to delete
+        it: rolling costs fsyncs, and a queue that drains often would otherwise
+        roll on every drain. It is at a quarter of ``segment_bytes``, or the
+        disk is full, whatever its size (the space is what writes need): writes
+        found no space (or are refused under min_free_bytes), or free space
+        (``free_bytes``: under a btrfs quota, its room) is under SHORT_MARGIN
+        over min_free_bytes (read on this path only: a small write taken into
+        space the log kept allocated clears the first, the disk being no less full),
+        or the filesystem (statvfs) has less free than the consumed segment
+        holds (reclaiming it would more than double the room: a log reopened
+        on a full disk has no refusal to go by, and its next reservation step
+        may need more than SHORT_MARGIN; statvfs, not a btrfs quota's room,
+        so a small lease-state log does not roll away the quota headroom)."""
+        seg = self._active
         if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
-            self._roll_locked(consumed=True)
-            return
-        try:  # (statvfs, not a btrfs quota's room: a roll there takes the quota headroom)
+            return True
+        try:
+            if free_bytes(self.path) < self._min_free_bytes + SHORT_MARGIN:
+                return True
             st = os.statvfs(self.path)
         except OSError:
-            return
-        if st.f_bavail * st.f_frsize < self._min_free_bytes + max(SHORT_MARGIN, seg.size):
-            self._roll_locked(consumed=True)
+            return False
+        return st.f_bavail * st.f_frsize < self._min_free_bytes + max(SHORT_MARGIN, seg.size)
+
+    def _roll_consumed_now_locked(self) -> tuple[bool, int]:
+        """Roll the wholly consumed active segment (every record is written and
+        below the caller's offset, so every segment is consumed); returns
+        (rolled, segments deleted to make room for it).
+
+        The roll makes the next segment's file before the consumed one goes
+        (log.py ``_roll_locked``); its name then records the log's end. When
+        that file finds no space (btrfs under a spent quota refuses even an
+        empty file and a rename; only ``unlink`` gets through, quota_headroom.py)
+        the roll first deletes what it lets go anyway and no crash can miss:
+        the sealed segments (all consumed; oldest first) and the active
+        segment's two indexes (derived data), commits (a quota group gets freed
+        blocks back at its transaction's commit) and tries again; its new file
+        then needs only metadata, which the freed blocks cover. Still refused
+        (little to free: indexes trimmed by a close), it spends the quota
+        headroom's ballast where one stands (quota_headroom.py ``spend``) and
+        tries once more. Only where the segments (all consumed) hold
+        BALLAST_BYTES or more: the new segment must find room for the ballast
+        (ballast first) and its own reservation, which a small log does not
+        give back; it then keeps
+        taking appends into the reservation it has (a queue's lease-state log
+        between its full-disk compactions, vqs.broker.lease_state), as before.
+        Crash reasoning: the consumed segment's log file stays until the new
+        segment's file is in place (renamed from ``*.log.tmp``), so at every
+        point the directory names the log's end: a crash before leaves the
+        consumed segment (indexes rebuilt at open, temp file removed), after,
+        the new empty segment too (the consumed one is deleted by the next
+        ``delete_before``). Deleting the consumed segment first instead would
+        need the end recorded elsewhere first (the checkpoint's log start),
+        a write that needs the same metadata room.
+        A failed write's bytes past the end that the full disk would not let
+        be cut (``cut_pending``: sealing needs the cut, segment.py) are cut once
+        that room is back, before the roll."""
+        seg = self._active
+        if not seg.cut_pending and self._roll_locked(consumed=True):
+            return True, 0
+        if sum(s.size for s in self._segments) < BALLAST_BYTES:
+            return False, 0  # (little to give back: it keeps taking appends into its reservation)
+        n = self._delete_below_locked(seg.base_offset)
+        if n + seg.drop_indexes():
+            commit(self.path)
+        if self._cut_and_roll_locked():
+            return True, n
+        # still refused: the quota headroom's ballast, where one stands (it is for
+        # such steps; it commits, and is made again from the consumed segment's space)
+        if spend(self.path, seg.handle().fd) and self._cut_and_roll_locked():
+            return True, n
+        return False, n
+
+    def _cut_and_roll_locked(self) -> bool:
+        seg = self._active
+        if seg.cut_pending:
+            try:
+                seg.cut_tail()
+            except OSError as e:
+                if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                return False
+            self._keep_reserve_after_truncate(seg.handle().fd)  # (the cut freed the blocks past the end too)
+        return self._roll_locked(consumed=True)
 
     def _active_expired_short(self, now_ms: int) -> bool:
         """Retention on a full disk: whether the active segment, which
         ``segments_past_retention`` never takes, is to be rolled so retention
         can delete it: its written records are all past ``retention_ms``
         (buffered ones go to the next segment, as in delete_before's roll on a
-        full disk), and space is short (as in _roll_consumed_locked).
+        full disk), and space is short (as in _roll_worth_it).
         Otherwise a topic whose data sits in its active segment (a filesystem
         smaller than a segment, or rolls skipped for want of space) stays full
         for good."""

@@ -42,8 +42,10 @@ EDQUOT), and each write's metadata reservation is given back at a commit, so
 writing into reserved blocks of NOCOW files does not use the headroom up.
 The same holds for metadata-only steps that give space back on a spent quota:
 the rename of a snapshot written through its spare (``atomic_write_reserved``)
-and the roll of a wholly consumed segment (``Log.roll_consumed``, which skips
-the ballast-first rule: its deletion is what makes the ballast again).
+and the roll of a wholly consumed segment (``Log.roll_consumed``,
+``delete_before``: it skips the ballast-first rule, its deletion is what makes
+the ballast again; when even its new, empty file is refused, it deletes a
+standing ballast, ``spend``, with what else it lets go, log_space.py).
 
 Invariants:
 - **ballast first**: once a ballast of a filesystem was deleted, the log
@@ -266,6 +268,22 @@ def release_for(fd: int, nbytes: int, pos: int | None = None) -> bool:
         beside = os.path.join(os.path.dirname(os.readlink(f"/proc/self/fd/{fd}")), BALLAST_NAME)
     except OSError:
         return False
+    return _spend(dev, beside, fd, "writes into reserved blocks go on")
+
+
+def spend(path: str, fd: int) -> bool:
+    """A step that gives space back (the roll of a wholly consumed segment,
+    log_space.py) found the quota of the log in directory ``path`` (``fd``: a
+    file of it) spent: delete one ballast of its filesystem and commit, so the
+    step has the headroom (module doc). False where there was none (or not btrfs)."""
+    try:
+        dev = os.fstat(fd).st_dev
+    except OSError:
+        return False
+    return on_btrfs(path) and _spend(dev, os.path.join(path, BALLAST_NAME), fd, "a consumed segment goes")
+
+
+def _spend(dev: int, beside: str, fd: int, why: str) -> bool:
     with _lock:
         have = _ballasts.get(dev, set())
         for p in [*have, beside]:
@@ -280,7 +298,7 @@ def release_for(fd: int, nbytes: int, pos: int | None = None) -> bool:
             lib = _c()
             if lib:
                 lib.syncfs(fd)  # the freed blocks count at the commit (errors: the retry tells)
-            logger.warning("%s: the quota is spent; deleted its %d-byte headroom so that writes into "
-                           "reserved blocks go on (made again when space is back)", p, BALLAST_BYTES)
+            logger.warning("%s: the quota is spent; deleted its %d-byte headroom so that %s (made again "
+                           "when space is back)", p, BALLAST_BYTES, why)
             return True
     return False

@@ -57,6 +57,7 @@ from .log_dir import (
 )
 from .quota_headroom import create_nocow
 from .segment import LOG_SUFFIX, Segment, segment_name
+from .segment_excise import excise
 
 logger = logging.getLogger("vqs.storage")
 
@@ -236,7 +237,7 @@ class LogLoader:
             # skip: quarantine the bad bytes, keep what follows
             stop = resync if resync is not None else seg.size
             logger.warning("%s; quarantined %d bytes (recovery='skip')", where, stop - bad)
-            seg.excise(bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=next_off)
+            excise(seg, bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=next_off)
             self.quarantined_batches += 1
             # re-validate the same segment (there may be more damage)
         # the last segment becomes the active one again

@@ -342,18 +342,37 @@ class Segment:
         with self._idx_lock:
             self._rebuild_indexes_locked()
 
-    def _rebuild_indexes_locked(self) -> None:
+    def drop_indexes(self) -> int:
+        """Close both indexes and unlink their files; returns how many files went.
+        Derived data: lookups scan from the segment start until appends add
+        entries again (entries missing at the start only make scans longer), a
+        crash rebuilds them at open. A full disk's consumed roll frees their
+        blocks this way (log_space.py)."""
+        with self._idx_lock:
+            n = self._drop_index_files_locked()
+            self._index = self._timeindex = None
+            self.appending = False  # (a read opens none; an append or the seal makes them again)
+            self._recount()
+        return n
+
+    def _drop_index_files_locked(self) -> int:
+        n = 0
         for idx in (self._index, self._timeindex):
             if idx is not None:
                 idx.close()
         for p in (self.index_path, self.timeindex_path):
             try:
                 os.unlink(p)
+                n += 1
             except FileNotFoundError:
                 pass
+        self._index_hint = self._ti_hint = 0
+        return n
+
+    def _rebuild_indexes_locked(self) -> None:
+        self._drop_index_files_locked()
         writable = self.writable
         self.appending = writable
-        self._index_hint = self._ti_hint = 0
         self._index = OffsetIndex(self.index_path, writable=True, capacity_bytes=self.index_capacity_bytes,
                                   opener=self._opener)
         self._timeindex = TimeIndex(
@@ -712,42 +731,10 @@ class Segment:
         self.next_offset = next_off
         return valid, next_off, valid, resync
 
-    def excise(self, start: int, stop: int, quarantine_dir: str, gap_from: int, gap_to: int | None = None) -> None:
-        """Remove bytes [start, stop) (a corrupt batch) from the log file: they are
-        copied to ``quarantine_dir`` first, then the segment is rewritten without
-        them (temp file, fsync, rename, fsync dir). The offsets they held become a
-        gap, up to the batch at ``stop`` (or ``gap_to``: the next segment's base,
-        when the damage runs to the end of a sealed segment)."""
-        from .durable_file import atomic_write, fsync_dir
-
-        os.makedirs(quarantine_dir, exist_ok=True)
-        bad = self.pread(start, stop - start)
-        # The offsets [gap_from, gap_to) are lost; the name records the gap so that
-        # later scans accept exactly this discontinuity and no other.
-        after = verify_batch(self.pread(stop, 64 << 20), 0) if stop < self.size else None
-        if after is not None:
-            gap_to = after.base_offset
-        qname = f"{segment_name(self.base_offset)}-{start}-{gap_from}-{gap_to if gap_to is not None else 'end'}.bad"
-        atomic_write(os.path.join(quarantine_dir, qname), bad)
-        if gap_to is not None:
-            self.gaps[gap_from] = gap_to
-        tmp = self.log_path + ".excise.tmp"
-        with open(tmp, "wb") as out:
-            pos = 0
-            for a, b in ((0, start), (stop, self.size)):
-                pos = a
-                while pos < b:
-                    chunk = self.pread(pos, min(SCAN_CHUNK, b - pos))
-                    if not chunk:
-                        break
-                    out.write(chunk)
-                    pos += len(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.log_path)
-        fsync_dir(self.directory)
+    def file_replaced(self) -> None:
+        """The log file was replaced under its name (segment_excise.py): reopened on next use."""
         with self._idx_lock:
-            self._fh = None  # the old file: reopened on next use
+            self._fh = None
             self._recount()
         self.size = self.file_size()
 
