@@ -63,27 +63,23 @@ def rename_aside(src: str, dst: str) -> None:
     reservation (EDQUOT), the quota headroom is for such writes
     (quota_headroom.py: the ballast goes, a commit, the rename again); still
     no space: DiskFullError naming ``src``, nothing changed."""
-    try:
-        os.rename(src, dst)
-        return
-    except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        err = e
-    if err.errno == errno.EDQUOT:
+    for attempt in (1, 2):
+        try:
+            os.rename(src, dst)
+            return
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            err = e
+        if attempt == 2 or err.errno != errno.EDQUOT:
+            break
         fd = os.open(src, os.O_RDONLY)
         try:
             freed = release_for(fd, 0, 0)
         finally:
             os.close(fd)
-        if freed:
-            try:
-                os.rename(src, dst)
-                return
-            except OSError as e:
-                if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-                    raise
-                err = e
+        if not freed:
+            break
     raise DiskFullError(f"deleting {src} failed: the disk is full ({err.strerror}); "
                         "nothing was deleted, try again once there is room", path=src) from err
 
