@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from disk_fill import drain_queue
 
 import vqs
 from vqs import DiskFullError
@@ -24,19 +25,6 @@ def _fill(q) -> int:
     return n
 
 
-def _drain(q, batch: bool) -> list[bytes]:
-    got = []
-    while True:
-        ms = q.receive(max_messages=10)
-        if not ms:
-            return got
-        got += [m.body for m in ms]
-        if batch:
-            q.delete_batch([m.receipt_handle for m in ms])
-        else:
-            for m in ms:
-                q.delete(m.receipt_handle)
-
 
 @pytest.mark.parametrize("flush,batch,min_free", [
     ("always", True, 0), ("interval", False, 0), ("always", False, 1 << 20)])
@@ -45,12 +33,12 @@ def test_drained_queue_gives_space_back_and_sends_resume(small_disk, flush, batc
         q = b.create_queue("q")
         n = _fill(q)
         assert n > 300
-        got = _drain(q, batch)
+        got = drain_queue(q, batch)
         # every acknowledged send (the one that raised may have been written too)
         assert {b"%08d" % i for i in range(n)} <= {g[:8] for g in got}
         for i in range(100):
             q.send(b"again %d" % i + b"x" * 2000)
-        assert len(_drain(q, batch)) == 100
+        assert len(drain_queue(q, batch)) == 100
 
 
 def test_a_small_send_taken_after_the_refusal_does_not_keep_the_space(small_disk):
@@ -64,11 +52,11 @@ def test_a_small_send_taken_after_the_refusal_does_not_keep_the_space(small_disk
         q = b.create_queue("q")
         n = _fill(q)
         q.send(b"small")  # fits what the log kept allocated
-        got = _drain(q, batch=True)
+        got = drain_queue(q, batch=True)
         assert b"small" in got and len(got) >= n + 1  # (the refused one may be written too)
         for i in range(100):
             q.send(b"again %d" % i + b"x" * 2000)
-        assert len(_drain(q, batch=True)) == 100
+        assert len(drain_queue(q, batch=True)) == 100
 
 
 
@@ -84,8 +72,8 @@ def test_a_queue_reopened_on_the_full_disk_gives_the_space_back_once_drained(sma
         n = _fill(b.create_queue("q"))
     with vqs.Broker(path, flush=flush) as b:
         q = b.queue("q")
-        got = _drain(q, batch=True)
+        got = drain_queue(q, batch=True)
         assert {b"%08d" % i for i in range(n)} <= {g[:8] for g in got}
         for i in range(n // 2):  # half the disk's worth: only the consumed segment's space fits it
             q.send(b"again %d" % i + b"x" * 2000)
-        assert len(_drain(q, batch=True)) == n // 2
+        assert len(drain_queue(q, batch=True)) == n // 2

@@ -14,36 +14,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from disk_fill import drain_queue, fill_queue
 
 import vqs
-from vqs import DiskFullError
 from vqs.storage.log_dir import list_segment_bases
-
-
-def _fill(q, b, body: bytes) -> int:
-    """Send until the disk refuses, flush; return how many were acknowledged."""
-    n = 0
-    try:
-        while True:
-            q.send(body + b"%06d" % n)
-            n += 1
-    except DiskFullError:
-        pass
-    try:
-        b.flush()
-    except DiskFullError:
-        pass  # (btrfs: held sends wait in the buffer, acknowledged)
-    return n
-
-
-def _drain(q) -> list[bytes]:
-    got: list[bytes] = []
-    while True:
-        ms = q.receive(10)
-        if not ms:
-            return got
-        got += [m.body for m in ms]
-        q.delete_batch([m.receipt_handle for m in ms])
 
 
 @pytest.mark.parametrize("flush", ["always", "interval"])
@@ -52,9 +26,9 @@ def test_a_drained_queue_takes_sends_again_with_no_space_freed_by_hand(full_disk
     body = b"x" * (2000 if flush == "always" else 400)  # (always: an fsync per send, fewer)
     with vqs.Broker(path, flush=flush) as b:
         q = b.create_queue("q")
-        sent = _fill(q, b, body)
+        sent = fill_queue(q, b, body)
         assert sent * len(body) > 1 << 20, sent
-        got = _drain(q)
+        got = drain_queue(q, batch=True)
         assert sorted(got) == [body + b"%06d" % i for i in range(sent)]
         assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
         # the consumed messages log went (the reclaim rolled its active segment)
@@ -65,6 +39,6 @@ def test_a_drained_queue_takes_sends_again_with_no_space_freed_by_hand(full_disk
         after = [b"%04d" % i + b"y" * 2000 for i in range(500)]
         for v in after:
             q.send(v)
-        assert sorted(_drain(q)) == after
+        assert sorted(drain_queue(q, batch=True)) == after
     with vqs.Broker(path, flush=flush) as b:  # and it reopens with nothing left to receive
         assert b.queue("q").receive(10) == []

@@ -14,44 +14,11 @@ import signal
 import subprocess
 
 import pytest
+from disk_fill import drain_queue, fill_queue
 
 import vqs
 from vqs import DiskFullError
 from vqs.storage.record_batch import decode_batch
-
-
-def _fill_with_messages(q, b, body: bytes) -> int:
-    """Send until the disk refuses, flush; return how many were acknowledged."""
-    n = 0
-    try:
-        while True:
-            q.send(body + b"%06d" % n)
-            n += 1
-    except DiskFullError:
-        pass
-    try:
-        b.flush()
-    except DiskFullError:
-        pass  # (btrfs: the held sends take new blocks; they wait in the buffer, acknowledged)
-    return n
-
-
-def _drain(q, batch: bool = False, **receive_kw) -> list:
-    """Receive until the queue answers empty, deleting each message one by one
-    (single deletes: each one's room on a full disk is what is checked), or
-    each receive's messages in one ``delete_batch``; the bodies, in the order
-    received."""
-    got: list = []
-    while True:
-        ms = q.receive(10, **receive_kw)
-        if not ms:
-            return got
-        got += [m.body for m in ms]
-        if batch:
-            q.delete_batch([m.receipt_handle for m in ms])
-        else:
-            for m in ms:
-                q.delete(m.receipt_handle)
 
 
 def _sends_resume(q) -> None:
@@ -71,7 +38,7 @@ def test_lease_churn_then_every_delete_on_a_full_disk(small_disk):
     path = os.path.join(small_disk.path, "b")
     with vqs.Broker(path) as b:
         q = b.create_queue("q")
-        sent = _fill_with_messages(q, b, b"m" * 400)
+        sent = fill_queue(q, b, b"m" * 400)
         small_disk.fill_rest()
         assert small_disk.is_full() and sent > 1000, sent
         held = q.receive(10, visibility_timeout=600)
@@ -84,7 +51,7 @@ def test_lease_churn_then_every_delete_on_a_full_disk(small_disk):
         assert q.counts()["in_flight"] == len(held)
         for m in held:
             q.delete(m.receipt_handle)
-        deleted = len(held) + len(_drain(q))
+        deleted = len(held) + len(drain_queue(q))
         assert deleted == sent
         assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
     with vqs.Broker(path) as b:
@@ -182,7 +149,7 @@ def test_a_crashed_queue_opens_when_neither_snapshot_nor_epoch_fits(full_disk, c
         assert all(state in r.getMessage() for r in waited)
         full_disk.free()
         q.send(b"new")  # the epoch is written first (if it waited), then the message
-        got = set(_drain(q, visibility_timeout=30))
+        got = set(drain_queue(q, visibility_timeout=30))
         assert got == {b"m%02d" % i for i in range(5, 20)} | {b"new"}
     finally:
         b.close()
@@ -219,7 +186,7 @@ def test_sends_wait_for_the_epoch_an_open_on_a_full_disk_could_not_write(small_d
         assert q.counts() == {"visible": 20, "in_flight": 0, "delayed": 0}
         small_disk.free()
         q.send(b"new")
-        got = _drain(q, batch=True)
+        got = drain_queue(q, batch=True)
         assert sorted(got) == sorted([b"m%02d" % i for i in range(20)] + [b"new"])
     finally:
         b.close()
@@ -281,7 +248,7 @@ def test_a_sigkill_amid_full_disk_compactions_keeps_every_acknowledged_delete(sm
     acked = {x.encode() for x in lines[1:] if x.startswith("m")}
     with vqs.Broker(path) as b:  # on the still-full disk
         q = b.queue("q")
-        got = _drain(q)
+        got = drain_queue(q)
         inflight = q.counts()["in_flight"]  # leased by the child, not deleted: 600 s leases
     assert not acked & set(got) and len(got) == len(set(got))
     assert set(got) <= {b"m%04d" % i for i in range(1500)}
@@ -301,9 +268,9 @@ def test_a_flush_always_queue_drains_under_a_spent_quota(full_disk):
     path = os.path.join(full_disk.path, "b")
     with vqs.Broker(path, flush="always") as b:
         q = b.create_queue("q")
-        sent = _fill_with_messages(q, b, b"x" * 400)
+        sent = fill_queue(q, b, b"x" * 400)
         assert sent > 1500, sent
-        deleted = len(_drain(q))
+        deleted = len(drain_queue(q))
         assert deleted == sent
         assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
         full_disk.free()

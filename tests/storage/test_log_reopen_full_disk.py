@@ -12,18 +12,10 @@ import shutil
 import subprocess
 
 import pytest
+from disk_fill import fill_log
 
 import vqs
 from vqs import DiskFullError
-
-
-def _fill(log) -> int:
-    n = 0
-    with pytest.raises(DiskFullError):
-        while n < 100_000:
-            log.append(b"%08d" % n + b"v" * 1000)
-            n += 1
-    return n
 
 
 def _free(path: str) -> int:
@@ -58,7 +50,7 @@ def ext4_disk(tmp_path):
 def test_reopened_full_log_gives_its_space_back(small_disk, flush):
     path = os.path.join(small_disk.path, "log")
     log = vqs.Log.open(path, flush=flush)
-    n = _fill(log)
+    n = fill_log(log)
     try:
         log.close()
     except DiskFullError:
@@ -81,9 +73,9 @@ def test_reopened_full_log_gives_its_space_back(small_disk, flush):
 def test_a_failed_index_preallocation_keeps_no_space_on_ext4(ext4_disk):
     path = os.path.join(ext4_disk, "log")
     log = vqs.Log.open(path, flush="always")
-    _fill(log)
+    fill_log(log)
     log.delete_before(log.end_offset)  # a refusal came first: the segment is rolled and deleted
-    n = _fill(log)
+    n = fill_log(log)
     try:
         log.close()
     except DiskFullError:

@@ -10,18 +10,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from disk_fill import fill_log
 
 import vqs
 from vqs import DiskFullError
-
-
-def _fill(log) -> int:
-    n = 0
-    with pytest.raises(DiskFullError):
-        while n < 100_000:
-            log.append(b"%08d" % n + b"v" * 1000)
-            n += 1
-    return n
 
 
 @pytest.mark.parametrize("flush", ["interval", "always"])
@@ -30,7 +22,7 @@ def test_an_expired_active_segment_goes_on_a_full_disk(small_disk, flush):
     log = vqs.Log.open(os.path.join(small_disk.path, "log"), flush=flush, retention_ms=60_000,
                        clock=lambda: now[0])
     try:
-        n = _fill(log)
+        n = fill_log(log)
         assert log.apply_retention() == 0  # nothing past retention yet
         now[0] += 120
         assert log.apply_retention() >= 1
