@@ -264,6 +264,7 @@ def cpu_seconds(pid: int) -> float:
 def start_profile(pid: int, name: str, args) -> subprocess.Popen:
     """py-spy sampling the server for the measured window (collapsed stacks)."""
     exe = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    os.makedirs(args.profile_dir, exist_ok=True)
     out = os.path.join(args.profile_dir, f"http_bench.{name}.collapsed")
     return subprocess.Popen([exe, "record", "-p", str(pid), "-d", str(max(1, int(args.duration) - 1)), "-r", "250",
                              "-f", "raw", "-o", out, "--nonblocking"],

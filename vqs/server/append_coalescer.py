@@ -92,11 +92,16 @@ class AppendCoalescer:
         self._open: dict = {}  # (topic object, partition or None, stamped) -> the group taking requests
         self._tasks: set = set()  # appends running in worker threads (the loop keeps only weak references)
 
-    def send(self, topic, partition, values: list, keys, headers, timestamps, nbytes: int):
+    def send(self, topic, partition, values: list, keys, headers, timestamps, nbytes: int, sink=None):
         """Append one request's records (``keys``, ``headers``, ``timestamps``: None or one per
         value, as ``Producer.send_batch``; ``nbytes``: the values' bytes) and count them in
         ``vqs_messages_in`` / ``vqs_bytes_in``; await the answer for their RecordMetadata in
-        input order. (A future, not a coroutine: one frame less on the request's way.)"""
+        input order. (A future, not a coroutine: one frame less on the request's way.)
+
+        ``sink``: instead of a new future, an object with a future's ``done``, ``set_result``,
+        ``set_exception`` and ``cancel``, called on the loop's thread exactly as a future's
+        would be (the HTTP fast path's request answers from them, with no task of its own);
+        it is returned. Only a request for one partition may pass one (it is never ``_direct``)."""
         n = topic.partitions
         if partition is None:
             if n == 1:
@@ -105,6 +110,7 @@ class AppendCoalescer:
                 parts = {None if k is None else partition_for_key(k, n) for k in keys}
                 partition = parts.pop() if len(parts) == 1 else None
                 if partition is None:  # records for several partitions (or keyless among keyed)
+                    assert sink is None
                     return self._direct(topic, values, keys, headers, timestamps, nbytes)
         # requests with their own timestamps group apart: a group is stamped by the log, or not at all
         key = (topic, partition, timestamps is not None)
@@ -117,7 +123,7 @@ class AppendCoalescer:
             lg = topic.log(0 if partition is None else partition)  # validates the number
             g = self._open[key] = _Group(topic, partition, lg.batch_max_bytes)
             loop.call_soon(self._write, key, g)
-        fut = loop.create_future()
+        fut = loop.create_future() if sink is None else sink
         g.entries.append((values, keys, headers, timestamps, nbytes, fut))
         g.nbytes += nbytes
         g.nrecords += len(values)

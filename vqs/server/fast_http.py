@@ -74,9 +74,11 @@ import time
 
 from starlette.responses import JSONResponse
 
+from ..wire import BATCH_CONTENT_TYPE
 from .app import SQS_HIT, _log_request
 from .errors import rest_error
-from .lean import _consume_args, _Fallback, answer, idempotent_produce
+from .lean import _MESSAGES, _consume_args, _Fallback, _header, answer, idempotent_produce
+from .rest.messages import json_records, produce_target, text_produce_answer
 
 logger = logging.getLogger("vqs.server")
 
@@ -154,9 +156,9 @@ class _FastRequest:
     ``disconnected``, ``message_event.set()``, ``cancel()``)."""
 
     __slots__ = ("proto", "front", "scope", "fn", "name", "body", "keep_alive", "disconnected",
-                 "response_complete", "t0", "task", "started", "message_event", "api")
+                 "response_complete", "t0", "task", "started", "message_event", "api", "direct")
 
-    def __init__(self, proto, front, scope: dict, hit: tuple, keep_alive: bool):
+    def __init__(self, proto, front, scope: dict, hit: tuple, keep_alive: bool, direct: bool = False):
         self.proto = proto
         self.front = front
         self.scope = scope
@@ -170,13 +172,55 @@ class _FastRequest:
         self.task = None
         self.started = False
         self.message_event = self  # connection_lost calls cycle.message_event.set()
+        self.direct = direct  # a produce with no query string: may be answered with no task (start)
 
     # ------------------------------------------------------------ the request's run
     def start(self) -> None:
         """The body is complete: run the handler in a task (as uvicorn runs an ASGI app: the
-        core may need a current task, e.g. anyio's worker threads)."""
+        core may need a current task, e.g. anyio's worker threads), or start a direct produce."""
         self.started = True
+        if self.direct and self._produce_direct():
+            return
         self.task = self.proto.loop.create_task(self._run())
+
+    # ------------------------------------------- a produce of text values, with no task
+    # The common produce ({"messages": [{"value": "text"}, ...]}, no query string) is checked
+    # here, synchronously, by the route's own functions (produce_target, json_records: the same
+    # errors), and joins the coalescer with this request as its "future" (set_result etc.
+    # below): the answer is written from the coalescer's callback, after the group's append
+    # returned (acknowledged means appended, as for the task). No task, coroutine or future is
+    # made for it: at one message a request they cost about as much as the append itself.
+    def _produce_direct(self) -> bool:
+        """True: taken (answered now or from the coalescer); False: the task path's request
+        (a binary body, or messages that are more than text values)."""
+        scope = self.scope
+        ctx = self.front.ctx
+        ctype = _header(scope["headers"], b"content-type")
+        scope["route"] = _MESSAGES
+        try:
+            t, media = produce_target(ctx, self.name, None if ctype is None else ctype.decode("latin-1"))
+            if media == BATCH_CONTENT_TYPE:
+                return False
+            values, keys, _, _, _, nbytes = json_records(ctx, t, self.body)
+            if keys is not None:
+                return False
+            ctx.appends.send(t, None, values, None, None, None, nbytes, sink=self)
+        except Exception as exc:  # checked before anything was appended: the route's error
+            # answered from the loop, not from inside the parser's callback (uvicorn's
+            # on_response_complete must not run while the parser still holds a pipelined request)
+            self.proto.loop.call_soon(self.set_exception, exc)
+        return True
+
+    def done(self) -> bool:
+        return self.response_complete
+
+    def set_result(self, metas: list) -> None:
+        data, headers = answer(text_produce_answer(metas))
+        self._finish(200, headers, data)
+
+    def set_exception(self, exc: Exception) -> None:
+        if not self.response_complete:
+            self._error(exc)
 
     async def _run(self) -> None:
         try:
@@ -284,7 +328,9 @@ class _FastRequest:
         """A forced stop (uvicorn's graceful timeout passed): as a task's cancel."""
         if self.task is not None:
             return self.task.cancel(msg)  # the core sees CancelledError; the answer is uvicorn's 500
-        if not self.started and not self.response_complete:
+        if self.started and not self.response_complete:  # a direct produce, its append not returned:
+            self._finish(500, _UVICORN_500_HEADERS, b"Internal Server Error", sent=False)  # as a task's
+        elif not self.started and not self.response_complete:
             self.disconnected = True
             self.set()
             self.proto.transport.close()
@@ -338,7 +384,8 @@ def _make_protocol(front):
                             scope["path"] = path
                             scope["raw_path"] = raw
                             scope["query_string"] = qs
-                            req = _FastRequest(self, front, scope, hit, parser.should_keep_alive())
+                            req = _FastRequest(self, front, scope, hit, parser.should_keep_alive(),
+                                               direct=not qs and hit[0] == produce)
                             self.cycle = req
                             self.tasks.add(req)
                             return

@@ -289,21 +289,25 @@ def media_type(content_type: str | None) -> str:
     return ("application/json" if content_type is None else content_type).split(";", 1)[0].strip().lower()
 
 
-async def produce_messages(ctx: ServerContext, topic: str, content_type: str | None, partition_raw: str | None,
-                           body: bytes, producer=None) -> dict:
-    """``POST /topics/{topic}/messages``: a JSON or binary body (by ``content_type``) appended
-    (by ``producer``, an idempotent request's, else the server's)."""
+def produce_target(ctx: ServerContext, topic: str, content_type: str | None):
+    """The topic a produce goes to and its body's media type, checked (APIError: 503 not ready,
+    400 bad name, 404 no such topic, 415 another media type). Raises before anything is written."""
     b = ready_broker(ctx)
     check_name(topic, "topic")
     ctype = media_type(content_type)
     t = b.topic(topic)
-    if ctype == BATCH_CONTENT_TYPE:
-        return await produce_batches(ctx, topic, partition_raw, body, producer)
-    if ctype not in ("application/json", ""):
+    if ctype != BATCH_CONTENT_TYPE and ctype not in ("application/json", ""):
         raise APIError(415, "unsupported_media_type",
                        f"Content-Type must be application/json or {BATCH_CONTENT_TYPE}, not {ctype}")
-    s = ctx.settings
-    metrics = ctx.metrics
+    return t, ctype
+
+
+def json_records(ctx: ServerContext, t, body: bytes) -> tuple:
+    """A JSON produce body checked and decoded: ``(values, keys, headers, partitions,
+    timestamps, nbytes)``, one entry per message in input order; ``keys`` (and the three after it)
+    is None when every message is a plain ``{"value": "text"}`` (the common request). Raises
+    ``APIError`` (400/413) naming the message and field; nothing is written before it returns."""
+    limit = ctx.settings.max_message_bytes
     try:
         doc = json_loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -319,7 +323,6 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
     values: list = []
     keys = headers = parts = tss = None  # made at the first message that is more than a text value
     nbytes = 0
-    limit = s.max_message_bytes
     for i, m in enumerate(msgs):
         if m.__class__ is dict and len(m) == 1:  # the common {"value": "text"}: the checks below, short
             v = m.get("value")
@@ -363,10 +366,27 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
             raise APIError(400, "invalid_argument", f"{where}.timestamp_ms must be a non-negative integer",
                            field="timestamp_ms")
         tss.append(ts)
+    return values, keys, headers, parts, tss, nbytes
+
+
+def text_produce_answer(metas: list) -> dict:
+    """The answer to a produce of text values only (one append, so one range)."""
+    m0 = metas[0]
+    n = len(metas)
+    return {"count": n, "ranges": [{"partition": m0.partition, "base_offset": m0.offset, "count": n}]}
+
+
+async def produce_messages(ctx: ServerContext, topic: str, content_type: str | None, partition_raw: str | None,
+                           body: bytes, producer=None) -> dict:
+    """``POST /topics/{topic}/messages``: a JSON or binary body (by ``content_type``) appended
+    (by ``producer``, an idempotent request's, else the server's)."""
+    t, ctype = produce_target(ctx, topic, content_type)
+    if ctype == BATCH_CONTENT_TYPE:
+        return await produce_batches(ctx, topic, partition_raw, body, producer)
+    metrics = ctx.metrics
+    values, keys, headers, parts, tss, nbytes = json_records(ctx, t, body)
     if keys is None:  # text values only: one append (to the partition the producer picks), counted there
-        m0 = (await _append(ctx, t, producer, None, values, None, None, None, nbytes))[0]
-        return {"count": len(values), "ranges": [{"partition": m0.partition, "base_offset": m0.offset,
-                                                  "count": len(values)}]}
+        return text_produce_answer(await _append(ctx, t, producer, None, values, None, None, None, nbytes))
     now = int(time.time() * 1000)
     tss_final = [now if x is None else x for x in tss] if any(x is not None for x in tss) else None
     anykey = any(k is not None for k in keys)
