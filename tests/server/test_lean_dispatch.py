@@ -89,7 +89,18 @@ def _scenario(c: httpx.Client, prefix: str) -> list[dict]:
     go("POST", f"/topics/{t3}/messages?partition=1", content=bytes(encode_batch(0, [b"x"])), headers={"Content-Type": BATCH})
     go("POST", f"/topics/{t3}/messages?partition=", content=bytes(encode_batch(0, [b"y"])), headers={"Content-Type": BATCH})
     go("POST", p, json={"messages": [{"value": "q"}]}, params={"ignored": "1"})
+    # keyed records with no partition: spread over t3's partitions by key (appended apart), or all one key
+    keyed = [b"k%d" % i for i in range(6)]
+    go("POST", f"/topics/{t3}/messages", content=bytes(encode_batch(0, [b"s"] * 6, keys=keyed)),
+       headers={"Content-Type": BATCH})
+    go("POST", f"/topics/{t3}/messages", content=bytes(encode_batch(0, [b"u", b"v"], keys=[b"same", b"same"])),
+       headers={"Content-Type": BATCH})
+    two = bytes(encode_batch(0, [b"first"])) + bytes(encode_batch(0, [b"second", b"third"]))
+    go("POST", p, content=two, headers={"Content-Type": BATCH})  # two batches: one answer, both appended
     # --- produce: invalid
+    # two batches, the second's value over max_message_bytes: refused whole (the first not appended)
+    go("POST", p, content=bytes(encode_batch(0, [b"kept?"])) + bytes(encode_batch(0, [b"x" * ((1 << 20) + 1)])),
+       headers={"Content-Type": BATCH})
     for body in (b"{", b"[]", b'{"messages":[]}', b'{"messages":[{"value":1}]}', b'{"messages":[{"value":"a","x":1}]}',
                  b'{"messages":[{"value":"a"}],"more":1}', b'{"messages":[{"value":"a","partition":7}]}',
                  b'{"messages":[{"value":"a","partition":true}]}', b'{"messages":[{"value_b64":"%%"}]}',
@@ -217,3 +228,20 @@ def test_sqs_request_ids_are_distinct_and_uuid_shaped(base_url):
                for _ in range(3)]
     assert len(set(ids)) == 3
     assert all(re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", i) for i in ids), ids
+
+
+def test_a_binary_body_with_a_refused_batch_appends_none_of_it(servers):
+    """Every batch of a binary produce is checked before any is appended: a body whose second
+    batch holds a value over max_message_bytes is answered 413 and its first batch is not in
+    the log (the client's retry of the fixed body cannot duplicate it)."""
+    for srv in servers:
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            name = f"refused-{os.getpid()}-{time.monotonic_ns() % 10**6}"
+            c.post("/topics", json={"name": name}).raise_for_status()
+            p = f"/topics/{name}/messages"
+            body = bytes(encode_batch(0, [b"first"])) + bytes(encode_batch(0, [b"x" * ((1 << 20) + 1)]))
+            r = c.post(p, content=body, headers={"Content-Type": BATCH})
+            assert r.status_code == 413, r.text
+            assert c.post(p, content=bytes(encode_batch(0, [b"after"])),
+                          headers={"Content-Type": BATCH}).json()["ranges"][0]["base_offset"] == 0
+            assert [m["value"] for m in c.get(p, params={"offset": 0}).json()["messages"]] == ["after"]

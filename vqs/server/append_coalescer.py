@@ -101,7 +101,8 @@ class AppendCoalescer:
         ``sink``: instead of a new future, an object with a future's ``done``, ``set_result``,
         ``set_exception`` and ``cancel``, called on the loop's thread exactly as a future's
         would be (the HTTP fast path's request answers from them, with no task of its own);
-        it is returned. Only a request for one partition may pass one (it is never ``_direct``)."""
+        it is returned; or None, with nothing done, for a request whose records go to several
+        partitions (those are appended apart, by ``_direct``: a coroutine)."""
         n = topic.partitions
         if partition is None:
             if n == 1:
@@ -110,7 +111,8 @@ class AppendCoalescer:
                 parts = {None if k is None else partition_for_key(k, n) for k in keys}
                 partition = parts.pop() if len(parts) == 1 else None
                 if partition is None:  # records for several partitions (or keyless among keyed)
-                    assert sink is None
+                    if sink is not None:
+                        return None
                     return self._direct(topic, values, keys, headers, timestamps, nbytes)
         # requests with their own timestamps group apart: a group is stamped by the log, or not at all
         key = (topic, partition, timestamps is not None)

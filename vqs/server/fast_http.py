@@ -77,8 +77,8 @@ from starlette.responses import JSONResponse
 from ..wire import BATCH_CONTENT_TYPE
 from .app import SQS_HIT, _log_request
 from .errors import rest_error
-from .lean import _MESSAGES, _consume_args, _Fallback, _header, answer, idempotent_produce
-from .rest.messages import json_records, produce_target, text_produce_answer
+from .lean import _MESSAGES, _consume_args, _Fallback, _header, answer, idempotent_produce, produce_partition
+from .rest.messages import batch_records, json_records, produce_answer, produce_target, text_produce_answer
 
 logger = logging.getLogger("vqs.server")
 
@@ -156,7 +156,7 @@ class _FastRequest:
     ``disconnected``, ``message_event.set()``, ``cancel()``)."""
 
     __slots__ = ("proto", "front", "scope", "fn", "name", "body", "keep_alive", "disconnected",
-                 "response_complete", "t0", "task", "started", "message_event", "api", "direct")
+                 "response_complete", "t0", "task", "started", "message_event", "api", "direct", "text")
 
     def __init__(self, proto, front, scope: dict, hit: tuple, keep_alive: bool, direct: bool = False):
         self.proto = proto
@@ -172,7 +172,8 @@ class _FastRequest:
         self.task = None
         self.started = False
         self.message_event = self  # connection_lost calls cycle.message_event.set()
-        self.direct = direct  # a produce with no query string: may be answered with no task (start)
+        self.direct = direct  # a produce: may be answered with no task (start)
+        self.text = False  # a direct produce of JSON text values (its answer's one range)
 
     # ------------------------------------------------------------ the request's run
     def start(self) -> None:
@@ -183,16 +184,18 @@ class _FastRequest:
             return
         self.task = self.proto.loop.create_task(self._run())
 
-    # ------------------------------------------- a produce of text values, with no task
-    # The common produce ({"messages": [{"value": "text"}, ...]}, no query string) is checked
-    # here, synchronously, by the route's own functions (produce_target, json_records: the same
-    # errors), and joins the coalescer with this request as its "future" (set_result etc.
-    # below): the answer is written from the coalescer's callback, after the group's append
-    # returned (acknowledged means appended, as for the task). No task, coroutine or future is
-    # made for it: at one message a request they cost about as much as the append itself.
+    # ------------------------------------------------------ a produce, with no task
+    # A plain produce (a JSON body, or a binary one of a single record batch, whose records go
+    # to one partition) is checked here, synchronously, by the route's own functions
+    # (produce_target, json_records, batch_records: the same errors), and joins the coalescer
+    # with this request as its "future" (set_result etc. below): the answer is written from the
+    # coalescer's callback, after the group's append returned (acknowledged means appended, as
+    # for the task). No task, coroutine or future is made for it: at one message a request
+    # they cost about as much as the append itself.
     def _produce_direct(self) -> bool:
         """True: taken (answered now or from the coalescer); False: the task path's request
-        (a binary body, or messages that are more than text values)."""
+        (JSON messages that are more than text values, several record batches, records for
+        several partitions)."""
         scope = self.scope
         ctx = self.front.ctx
         ctype = _header(scope["headers"], b"content-type")
@@ -200,10 +203,16 @@ class _FastRequest:
         try:
             t, media = produce_target(ctx, self.name, None if ctype is None else ctype.decode("latin-1"))
             if media == BATCH_CONTENT_TYPE:
-                return False
+                partition, appends = batch_records(ctx, t, produce_partition(scope["query_string"]), self.body)
+                if len(appends) != 1:
+                    return False
+                values, keys, hdrs, ts, nbytes = appends[0]
+                self.text = False
+                return ctx.appends.send(t, partition, values, keys, hdrs, ts, nbytes, sink=self) is not None
             values, keys, _, _, _, nbytes = json_records(ctx, t, self.body)
             if keys is not None:
                 return False
+            self.text = True
             ctx.appends.send(t, None, values, None, None, None, nbytes, sink=self)
         except Exception as exc:  # checked before anything was appended: the route's error
             # answered from the loop, not from inside the parser's callback (uvicorn's
@@ -215,7 +224,7 @@ class _FastRequest:
         return self.response_complete
 
     def set_result(self, metas: list) -> None:
-        data, headers = answer(text_produce_answer(metas))
+        data, headers = answer(text_produce_answer(metas) if self.text else produce_answer(metas))
         self._finish(200, headers, data)
 
     def set_exception(self, exc: Exception) -> None:
@@ -385,7 +394,7 @@ def _make_protocol(front):
                             scope["raw_path"] = raw
                             scope["query_string"] = qs
                             req = _FastRequest(self, front, scope, hit, parser.should_keep_alive(),
-                                               direct=not qs and hit[0] == produce)
+                                               direct=hit[0] == produce)
                             self.cycle = req
                             self.tasks.add(req)
                             return

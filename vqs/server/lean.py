@@ -342,10 +342,10 @@ class LeanRoutes:
         qs = scope["query_string"]
         if idempotent_produce(qs):
             raise _Fallback  # an idempotent request: the route (rest/producers.py)
-        partition = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)).get("partition") if qs else None
         ctype = _header(scope["headers"], b"content-type")
         scope["route"] = _MESSAGES
-        return produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"), partition, body)
+        return produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"),
+                                produce_partition(qs), body)
 
     async def _consume(self, scope, topic: str, body: bytes):
         q = _consume_args(scope["query_string"])
@@ -391,6 +391,13 @@ def answer(out) -> tuple[bytes, list]:
     headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()] if extra else []
     headers += [(b"content-length", str(len(data)).encode()), (b"content-type", media.encode())]
     return data, headers
+
+
+def produce_partition(query_string: bytes) -> str | None:
+    """The ``partition`` query parameter of a produce, as given (checked by the route's core)."""
+    if not query_string:
+        return None
+    return dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)).get("partition")
 
 
 def idempotent_produce(query_string: bytes) -> bool:

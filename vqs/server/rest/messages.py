@@ -409,7 +409,7 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
             for i, md in zip(idx, got):
                 metas[i] = md
         metrics.count_in("topic", topic, len(metas), nbytes)
-    return {"count": len(metas), "ranges": _partition_ranges(metas)}
+    return produce_answer(metas)
 
 
 def _append(ctx: ServerContext, t, producer, partition, values: list, keys, headers, timestamps,
@@ -446,10 +446,11 @@ def produce_answer_bytes(out: dict) -> bytes:
 
 
 # ------------------------------------------------------------------- binary (hot) paths
-async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | None, body: bytes,
-                          producer=None) -> dict:
-    """Binary produce (application/vnd.vqs.batch): every batch of the body appended in order."""
-    t = ready_broker(ctx).topic(check_name(topic, "topic"))
+def batch_records(ctx: ServerContext, t, partition_raw: str | None, body: bytes) -> tuple:
+    """A binary produce body checked and decoded: ``(partition, appends)``, one append
+    ``(values, keys, headers, timestamps, nbytes)`` per record batch of the body, in order.
+    Raises ``APIError`` (400/413) before anything is written: a batch that is refused refuses
+    the whole body (no batch of it appended)."""
     partition = query_int({"partition": partition_raw}, "partition", None, 0, t.partitions - 1)
     try:
         batches = decode_body(body)
@@ -457,8 +458,7 @@ async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | N
         raise APIError(400, "corrupt_batch", str(e), field="body") from None
     if not batches:
         raise APIError(400, "invalid_argument", "the body holds no record batch", field="body")
-    metas: list = []
-    nbytes = 0
+    appends = []
     now = int(time.time() * 1000)
     limit = ctx.settings.max_message_bytes
     for bt in batches:
@@ -470,7 +470,6 @@ async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | N
             if big > limit:
                 raise APIError(413, "message_too_large",
                                f"a value of {big} bytes exceeds max_message_bytes ({limit})", field="value")
-        nbytes += nb
         keys = [bt.key(i) for i in range(bt.count)] if bt.key_validity is not None else None
         hdrs = [bt.headers(i) for i in range(bt.count)] if bt.header_offsets is not None else None
         if bt.timestamps is not None:
@@ -479,9 +478,26 @@ async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | N
             ts = [bt.first_timestamp_ms] * bt.count
         else:
             ts = None
+        appends.append((values, keys, hdrs, ts, nb))
+    return partition, appends
+
+
+def produce_answer(metas: list) -> dict:
+    """A produce's answer: its count and offsets as ranges (one per run of consecutive offsets
+    of one partition), in input order."""
+    return {"count": len(metas), "ranges": _partition_ranges(metas)}
+
+
+async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | None, body: bytes,
+                          producer=None) -> dict:
+    """Binary produce (application/vnd.vqs.batch): every batch of the body appended in order."""
+    t = ready_broker(ctx).topic(check_name(topic, "topic"))
+    partition, appends = batch_records(ctx, t, partition_raw, body)
+    metas: list = []
+    for values, keys, hdrs, ts, nb in appends:
         # one append per batch, coalesced with concurrent requests' and counted there (append_coalescer.py)
         metas += await _append(ctx, t, producer, partition, values, keys, hdrs, ts, nb)
-    return {"count": len(metas), "ranges": _partition_ranges(metas)}
+    return produce_answer(metas)
 
 
 async def consume_messages(ctx: ServerContext, topic: str, partition: int, offset: int | None, limit: int,
