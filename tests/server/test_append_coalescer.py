@@ -222,7 +222,7 @@ def test_many_connections_producing_at_once(base_url, unique):
 @pytest.mark.parametrize("n", [1, 2])
 def test_produce_answer_bytes_are_json_bytes(n):
     from vqs.server.rest.conventions import json_bytes
-    from vqs.server.rest.messages import produce_answer_bytes
+    from vqs.server.rest.produce import produce_answer_bytes
 
     ranges = [{"partition": p, "base_offset": 10**p, "count": 2 + p} for p in range(n)]
     for out in ({"count": 3, "ranges": ranges}, {"count": 3, "ranges": ranges, "extra": True}, {"ready": []}):

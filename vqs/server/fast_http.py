@@ -78,7 +78,7 @@ from ..wire import BATCH_CONTENT_TYPE
 from .app import SQS_HIT, _log_request
 from .errors import rest_error
 from .lean import _MESSAGES, _consume_args, _Fallback, _header, answer, idempotent_produce, produce_partition
-from .rest.messages import batch_records, json_records, produce_answer, produce_target, text_produce_answer
+from .rest.produce import batch_records, json_records, produce_answer, produce_target, text_produce_answer
 
 logger = logging.getLogger("vqs.server")
 

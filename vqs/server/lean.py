@@ -10,7 +10,7 @@ or hands it to FastAPI.
 Invariants:
 
 * **The same answers as the FastAPI routes.** Both call the same cores
-  (``produce_messages``, ``consume_messages`` in rest/messages.py;
+  (``produce_messages`` in rest/produce.py, ``consume_messages`` in rest/messages.py;
   ``send_messages``, ``receive_messages``, ``delete_messages`` in
   rest/queues.py) with the same checked values, and errors raised there are
   answered by the app's one mapping (``errors.rest_error``, rendered by
@@ -41,8 +41,9 @@ from ..wire import BATCH_CONTENT_TYPE
 from .context import ServerContext
 from .errors import rest_error
 from .rest.conventions import json_loads
-from .rest.messages import CONSUME_INTS, consume_messages, produce_answer_bytes, produce_messages
+from .rest.messages import CONSUME_INTS, consume_messages
 from .rest.models import MessageAttributeIn, QueueDelete, QueueMessageIn, QueueReceive, QueueSend
+from .rest.produce import produce_answer_bytes, produce_messages
 from .rest.queues import delete_messages, receive_messages, send_messages
 
 _PATH = re.compile(r"/(topics|queues)/([A-Za-z0-9._-]{1,200})/(messages|receive|delete)")

@@ -6,6 +6,8 @@
     topics.py       /topics: list, create, describe, delete, offsets
     messages.py     /topics/{topic}/messages (produce, consume; JSON and
                     application/vnd.vqs.batch) and /wait
+    produce.py      the produce route's core: the body's checks and the append
+                    (shared with the lean dispatch and the HTTP fast path)
     groups.py       /groups: consumer groups' offsets and lag
     producers.py    /producers (ids for idempotent produce requests) and the
                     query parameters of an idempotent produce
@@ -25,8 +27,9 @@ from fastapi import APIRouter
 
 from ..context import ServerContext
 from .groups import group_routes
-from .messages import consume_messages, message_routes, produce_messages
+from .messages import consume_messages, message_routes
 from .ops import ops_routes
+from .produce import produce_messages
 from .producers import idempotent_producer, producer_routes
 from .queues import queue_routes
 from .topics import topic_routes
