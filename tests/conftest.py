@@ -198,6 +198,84 @@ def quota_disk(btrfs_quota_fs):
         assert not held, f"files left open under {sv}: {held}"
 
 
+@pytest.fixture(scope="session")
+def xfs_fs(tmp_path_factory):
+    """One 300 MiB xfs filesystem (a loop-mounted sparse image; xfs has no
+    smaller size) for the whole run; ``xfs_disk`` makes it look 3 MiB large."""
+    if os.geteuid() != 0:
+        _unavailable("an xfs loop mount needs root")
+    for tool in ("mkfs.xfs", "losetup"):
+        if shutil.which(tool) is None:
+            _unavailable(f"{tool} is missing (make test installs xfsprogs as root)")
+    d = tmp_path_factory.mktemp("xfs")
+    img, mnt = d / "fs.img", d / "mnt"
+    mnt.mkdir()
+    with open(img, "wb") as f:
+        f.truncate(300 << 20)
+    try:
+        _run_ok(["mkfs.xfs", "-q", "-f", str(img)])
+        _run_ok(["mount", "-o", "loop", str(img), str(mnt)])
+    except RuntimeError as e:
+        _unavailable(f"cannot mount an xfs image here: {e}")
+    try:
+        yield str(mnt)
+    finally:
+        r = subprocess.run(["umount", str(mnt)], capture_output=True, text=True)
+        if r.returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)])
+        loops = subprocess.run(["losetup", "-j", str(img)], capture_output=True, text=True).stdout.strip()
+        img.unlink()
+        assert r.returncode == 0 and not loops, f"{mnt}: umount {r.stderr.strip()!r}, loop left: {loops!r}"
+
+
+class _XfsDisk(SmallDisk):
+    errno = errno.ENOSPC
+
+
+_xfs_dirs = itertools.count()
+
+
+@pytest.fixture
+def xfs_disk(xfs_fs):
+    """A directory on the shared xfs with 3 MiB left free on the filesystem (a
+    ballast file, fallocated, takes the rest): full means ENOSPC, as on xfs.
+    Unlike tmpfs and ext4, xfs refuses ``fallocate`` of blocks a file already
+    holds when the filesystem has less free space than the range (it reserves
+    the whole range's blocks before looking). Removed afterwards; a file left
+    open under it fails the test."""
+    d = os.path.join(xfs_fs, f"d{next(_xfs_dirs)}")
+    os.mkdir(d)
+    ballast = os.path.join(xfs_fs, "ballast")
+    os.sync()  # (the last test's deleted files: xfs frees their blocks in the background)
+    st = os.statvfs(xfs_fs)
+    assert st.f_bavail * st.f_frsize > 4 << 20, f"{xfs_fs}: a previous test left files behind"
+    fd = os.open(ballast, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, st.f_bavail * st.f_frsize - (3 << 20))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        yield _XfsDisk(d)
+    finally:
+        os.unlink(ballast)
+        held = [p for p in (os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd"))
+                if p.startswith(d + os.sep)]
+        shutil.rmtree(d)
+        assert not held, f"files left open under {d}: {held}"
+
+
+@pytest.fixture(params=["tmpfs", "xfs"])
+def enospc_disk(request, tmp_path):
+    """``small_disk`` (a 3 MiB tmpfs) and ``xfs_disk`` in turn: the two ways
+    ENOSPC is met (xfs also refuses to reserve blocks a file holds, and to
+    make any file, while it is full)."""
+    if request.param == "xfs":
+        yield request.getfixturevalue("xfs_disk")
+        return
+    yield from _tmpfs(tmp_path)
+
+
 @pytest.fixture(params=["tmpfs-ENOSPC", "btrfs-EDQUOT"])
 def full_disk(request, tmp_path):
     """A small real filesystem that fills up, once per way a disk is full: a
