@@ -79,11 +79,12 @@ def test_full_broker_closes_reopens_drains_and_resumes(enospc_disk):
         assert b.queue("q").receive(10) == []
 
 
-def test_closing_a_queue_on_a_full_disk_is_clean(small_disk):
+def test_closing_a_queue_on_a_full_disk_is_clean(enospc_disk):
     """Close refreshes queue.json/queue.meta; on a full disk it keeps the old
     pair (replaced atomically, as a crash would leave it) and closes cleanly:
     nothing it was asked to keep is lost, and the queue reopens with its
     messages and settings."""
+    small_disk = enospc_disk
     path = os.path.join(small_disk.path, "broker")
     with vqs.Broker(path) as b:
         q = b.create_queue("q", flush="always", visibility_timeout=7)

@@ -92,12 +92,12 @@ from ..errors import (
     LogFailedError,
 )
 from .dir_lock import DirLock
-from .durable_file import atomic_write, fsync_dir, make_dirs
+from .durable_file import fsync_dir, make_dirs
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, clean_marker_bytes, load_gaps, read_checkpoint
+from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
 from .log_repair import LogRepair
@@ -733,8 +733,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
                     if self._try_checkpoint(self._written_end) and unsealed is None:
-                        atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
-                            self._active, self._checkpoint_recovery_point, self._start_offset))
+                        self._try_clean_marker()
             finally:
                 self._closed = True
                 self._blocked = True

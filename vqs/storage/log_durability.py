@@ -11,7 +11,9 @@ Invariants:
 - sealed segments are fsynced oldest first, before the active one, so
   ``_durable_end`` always claims a prefix of the log;
 - the checkpoint's recovery point only moves forward, and only to offsets
-  already fsynced; an fsync failure fails the log for good (the kernel may
+  already fsynced; on a full disk it (and the clean-shutdown marker) waits:
+  the older checkpoint stays valid, and a missing marker only makes the next
+  open validate the tail, as after a crash; an fsync failure fails the log for good (the kernel may
   have dropped the dirty pages: no write after it can be trusted).
 """
 
@@ -19,11 +21,13 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import time
 import weakref
 
 from ..errors import DiskFullError, LogFailedError
-from .log_dir import write_checkpoint
+from .durable_file import atomic_write
+from .log_dir import CLEAN_MARKER, clean_marker_bytes, write_checkpoint
 from .log_throttle import Throttle
 
 logger = logging.getLogger("vqs.storage")
@@ -73,6 +77,18 @@ class LogDurability:
             return False
         _full.clear(self.path, "%s: checkpoint written again", self.path)
         return True
+
+    def _try_clean_marker(self) -> None:
+        """Write the clean-shutdown marker (``close``, after a checkpoint that
+        matches it). On a full disk it is left out (module doc): a full xfs
+        refuses the marker's new directory entry even where the checkpoint,
+        which replaces a file that exists, fitted."""
+        try:
+            atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
+                self._active, self._checkpoint_recovery_point, self._start_offset))
+        except DiskFullError:
+            _full.warn(self.path, "%s: clean-shutdown marker not written, the disk is full "
+                       "(the next open validates the tail)", self.path)
 
     def _sync_locked(self, active: bool = True) -> None:
         """Fsync the segments sealed since the last sync, then (``active``) write
