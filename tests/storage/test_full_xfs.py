@@ -1,11 +1,15 @@
 """A full xfs (``xfs_disk``, tests/conftest.py: a loop-mounted xfs with 3 MiB
-free) refuses what tmpfs and ext4 allow, and it stopped a full queue from
-draining there (found by filling an xfs through the library, the broker and
-the server): ``fallocate`` of blocks a file already holds, when the
-filesystem has less free space than the range (xfs reserves the whole
-range's blocks before it looks), so a log reopened on the full disk could
-not count the reserve it kept (a queue's receives answered 507 after a
-restart), nor a spare its room.
+free) refuses two things tmpfs and ext4 allow, and each one stopped a full
+queue from draining there (found by filling an xfs through the library, the
+broker and the server):
+
+* ``fallocate`` of blocks a file already holds, when the filesystem has less
+  free space than the range (xfs reserves the whole range's blocks before it
+  looks): a log reopened on the full disk could not count the reserve it kept
+  (a queue's receives answered 507 after a restart), nor a spare its room;
+* creating any file, even an empty one, while it has less than a few hundred
+  KiB free (renames and unlinks go through): the lease-state compaction's
+  snapshot spare needed a new file after each snapshot.
 
 Root only (a loop mount); skipped with the reason elsewhere, and in CI a
 missing mkfs.xfs fails instead."""
@@ -15,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 
+from vqs.storage.durable_file import atomic_write_reserved
 from vqs.storage.reserve import allocated_through, reserve, reserve_errno
 
 
@@ -36,3 +41,18 @@ def test_reserving_blocks_a_file_holds_works_on_a_full_xfs(xfs_disk):
         assert not reserve(fd, 0, 4 << 20)
     finally:
         os.close(fd)
+
+
+def test_reserved_replacements_go_on_on_a_full_xfs(xfs_disk):
+    """atomic_write_reserved swaps the new content with the old file, which
+    becomes the next spare: no file is made, so it goes on however often."""
+    path = os.path.join(xfs_disk.path, "snapshot")
+    atomic_write_reserved(path, b"a" * 1000, reserve_bytes=64 << 10)
+    xfs_disk.fill_rest()
+    assert xfs_disk.is_full()
+    for i in range(20):
+        data = bytes([65 + i]) * (1000 + 100 * i)
+        atomic_write_reserved(path, data, reserve_bytes=64 << 10)
+        with open(path, "rb") as f:
+            assert f.read() == data
+    assert sorted(os.listdir(xfs_disk.path)) == ["filler2", "snapshot", "snapshot.spare"]
