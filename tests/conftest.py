@@ -276,13 +276,17 @@ def enospc_disk(request, tmp_path):
     yield from _tmpfs(tmp_path)
 
 
-@pytest.fixture(params=["tmpfs-ENOSPC", "btrfs-EDQUOT"])
+@pytest.fixture(params=["tmpfs-ENOSPC", "btrfs-EDQUOT", "xfs-ENOSPC"])
 def full_disk(request, tmp_path):
     """A small real filesystem that fills up, once per way a disk is full: a
-    3 MiB tmpfs (ENOSPC) and a btrfs subvolume under a 3 MiB quota (EDQUOT).
-    Same interface as ``small_disk``; ``errno`` is the error a write meets."""
+    3 MiB tmpfs (ENOSPC), a btrfs subvolume under a 3 MiB quota (EDQUOT) and
+    an xfs with 3 MiB free (ENOSPC; ``xfs_disk``). Same interface as
+    ``small_disk``; ``errno`` is the error a write meets."""
     if request.param.startswith("btrfs"):
         yield request.getfixturevalue("quota_disk")
+        return
+    if request.param.startswith("xfs"):
+        yield request.getfixturevalue("xfs_disk")
         return
     for disk in _tmpfs(tmp_path):
         disk.__class__ = _TmpfsDisk

@@ -9,7 +9,8 @@ broker and the server):
   (a queue's receives answered 507 after a restart), nor a spare its room;
 * creating any file, even an empty one, while it has less than a few hundred
   KiB free (renames and unlinks go through): the lease-state compaction's
-  snapshot spare needed a new file after each snapshot.
+  snapshot spare and the roll of its consumed segment each needed a new file,
+  so a queue's state log filled its reserve and receives were refused.
 
 Root only (a loop mount); skipped with the reason elsewhere, and in CI a
 missing mkfs.xfs fails instead."""
@@ -19,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 
+from vqs import Log
 from vqs.storage.durable_file import atomic_write_reserved
 from vqs.storage.reserve import allocated_through, reserve, reserve_errno
 
@@ -56,3 +58,38 @@ def test_reserved_replacements_go_on_on_a_full_xfs(xfs_disk):
         with open(path, "rb") as f:
             assert f.read() == data
     assert sorted(os.listdir(xfs_disk.path)) == ["filler2", "snapshot", "snapshot.spare"]
+
+
+def test_a_reserve_log_rolls_its_consumed_segment_away_on_a_full_xfs(xfs_disk):
+    """What a queue's lease-state compaction does on a full disk, round after
+    round: write into the reserve, roll the consumed segment, delete it. Each
+    round uses ~100 KiB of the 256 KiB reserve, so without the rolls the third
+    would find no room; each roll's new segment file is renamed from the
+    segment spare (log_dir.py), made again from the space the roll gives back."""
+    path = os.path.join(xfs_disk.path, "log")
+    log = Log.open(path, reserve_bytes=256 << 10, segment_ms=None)
+    try:
+        log.append(b"first")
+        log.flush()
+        for _ in range(6):
+            xfs_disk.fill_rest()  # (the first roll drops the preallocated indexes: 640 KiB)
+            assert xfs_disk.is_full()
+            for _ in range(200):
+                log.append(b"x" * 500)
+            log.flush()
+            end = log.end_offset
+            assert log.roll_consumed(end)
+            log.delete_before(end)
+            assert log.segment_count == 1 and log.start_offset == end
+            assert log.hold(256 << 10)  # the reserve, refilled from the deleted segment's space
+            log.hold(0)
+        assert log.read(log.start_offset) == []
+    finally:
+        log.close()
+    log = Log.open(path, reserve_bytes=256 << 10, segment_ms=None)  # reopens on the full disk
+    try:
+        assert log.start_offset == log.end_offset == 1 + 6 * 200
+        log.append(b"again")
+        log.flush()
+    finally:
+        log.close()
