@@ -134,6 +134,93 @@ class _TmpfsDisk(SmallDisk):
     errno = errno.ENOSPC
 
 
+def _run_rc(*cmd):
+    try:
+        return subprocess.run(list(cmd), capture_output=True, text=True)
+    except FileNotFoundError:  # the tool is not installed: the caller skips with this reason
+        return subprocess.CompletedProcess(cmd, 127, "", f"{cmd[0]} is not installed")
+
+
+CUT_SIZE = 16 << 20  # a cuttable disk; ext2 picks 1 KiB blocks and two 8 MiB groups at this size
+CUT_KEEP = 4 << 20  # what the cut device keeps: the first group's metadata and the filler below
+
+
+class CuttableDisk:
+    """A failing disk with a real EIO: ext2 (no journal, ``errors=continue``) on
+    a loop device whose capacity ``cut()`` shrinks under the mounted filesystem
+    (the backing file truncated, ``losetup -c``): every write the kernel sends
+    past the new end fails ("attempt to access beyond end of device"), so
+    writeback fails and fsync returns EIO. ``repair()`` puts the backing file's
+    tail back (a disk that failed and came back holds what it held), unmounts,
+    checks and remounts. ``mnt`` is the mount point."""
+
+    def __init__(self, tmp_path):
+        self.img, self.mnt, self.tail = tmp_path / "disk.img", tmp_path / "mnt", tmp_path / "tail"
+        self.mnt.mkdir()
+        self.loop = None
+        self.mounted = False
+
+    def setup(self) -> None:
+        with open(self.img, "wb") as f:
+            f.truncate(CUT_SIZE)
+        r = _run_rc("losetup", "-f", "--show", str(self.img))
+        if r.returncode:
+            pytest.skip(f"no loop device here: {r.stderr.strip()}")
+        self.loop = r.stdout.strip()
+        r = _run_rc("mkfs.ext2", "-q", "-F", self.loop)
+        if r.returncode:
+            pytest.skip(f"mkfs.ext2 failed: {r.stderr.strip()}")
+        self.mount()
+        # the low blocks in use, so that what the logs write later lands past the cut
+        with open(self.mnt / "low-filler", "wb") as f:
+            f.write(b"\0" * (6 << 20))
+        os.sync()  # (ext2 writes its metadata back lazily: all of it on the device before a cut)
+
+    def mount(self) -> None:
+        r = _run_rc("mount", "-o", "errors=continue", self.loop, str(self.mnt))
+        if r.returncode:
+            pytest.skip(f"cannot mount {self.loop}: {r.stderr.strip()}")
+        self.mounted = True
+
+    def cut(self) -> None:
+        with open(self.img, "rb") as src, open(self.tail, "wb") as dst:
+            src.seek(CUT_KEEP)
+            shutil.copyfileobj(src, dst)
+        os.truncate(self.img, CUT_KEEP)
+        assert _run_rc("losetup", "-c", self.loop).returncode == 0
+
+    def repair(self) -> None:
+        assert _run_rc("umount", str(self.mnt)).returncode == 0
+        self.mounted = False
+        with open(self.tail, "rb") as src, open(self.img, "r+b") as dst:
+            dst.seek(CUT_KEEP)
+            shutil.copyfileobj(src, dst)
+        os.truncate(self.img, CUT_SIZE)
+        assert _run_rc("losetup", "-c", self.loop).returncode == 0
+        r = _run_rc("fsck.ext2", "-f", "-y", self.loop)
+        assert r.returncode in (0, 1), r.stdout + r.stderr  # 1: errors corrected (the lost writes)
+        self.mount()
+
+    def teardown(self) -> None:
+        if self.mounted and _run_rc("umount", str(self.mnt)).returncode:
+            _run_rc("umount", "-l", str(self.mnt))
+        if self.loop:
+            _run_rc("losetup", "-d", self.loop)
+
+
+@pytest.fixture
+def cuttable_disk(tmp_path):
+    """A ``CuttableDisk`` at ``tmp_path/mnt`` (root only; skipped with the reason elsewhere)."""
+    if os.geteuid() != 0:
+        pytest.skip("loop devices and mounts need root")
+    disk = CuttableDisk(tmp_path)
+    try:
+        disk.setup()
+        yield disk
+    finally:
+        disk.teardown()
+
+
 def _run_ok(cmd: list[str]) -> None:
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:

@@ -731,10 +731,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                     except DiskFullError as e:
                         full = e  # make what was written durable, then raise it
                     self._release_reserve_locked()  # (down to reserve_bytes; size and content unchanged)
-                    for seg in self._unsynced:
-                        seg.sync()
-                    self._unsynced = []
-                    unsealed = self._seal_for_close()
+                    unsealed = self._seal_for_close()  # (the sealed segments' fsyncs first; EIO: LogFailedError)
                     full = full or unsealed
                     self._durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a

@@ -136,16 +136,26 @@ class LogDurability:
             self._try_checkpoint()  # the recovery point passes the sealed segments
 
     def _seal_for_close(self) -> DiskFullError | None:
-        """Seal the active segment at close; on a full disk that refuses the
-        cut a failed write left pending (segment.py, ``cut_pending``) the error
-        is returned: then no clean marker, the next open recovers (a torn tail)."""
+        """Fsync the segments sealed since the last sync, then seal (fsync) the
+        active segment, at close. On a full disk that refuses the cut a failed
+        write left pending (segment.py, ``cut_pending``) the error is returned:
+        then no clean marker, the next open recovers (a torn tail). Any other
+        error (an fsync's EIO) fails the log as anywhere else (module doc):
+        ``LogFailedError`` naming the file, never a raw OSError (the caller,
+        ``close``, still releases every file and the lock)."""
+        seg = self._active
         try:
-            self._active.seal()
+            for seg in self._unsynced:
+                seg.sync()
+            self._unsynced = []
+            seg = self._active
+            seg.seal()
         except OSError as e:
-            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-                raise
-            path = self._active.log_path
-            return DiskFullError(f"closing {path}: the disk is full ({e.strerror})", path=path)
+            if e.errno in (errno.ENOSPC, errno.EDQUOT) and seg is self._active:
+                return DiskFullError(f"closing {seg.log_path}: the disk is full ({e.strerror})", path=seg.log_path)
+            self._failed = e
+            self._blocked = True
+            raise LogFailedError(f"fsync of {seg.log_path} at close failed: {e}", path=seg.log_path) from e
         return None
 
     def _sync_sealed(self) -> None:

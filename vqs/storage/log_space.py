@@ -72,10 +72,17 @@ class LogSpace:
             # goes, durably, before any file changes (a crash from now on recovers).
             marker = os.path.join(self.path, CLEAN_MARKER)
             try:
-                os.unlink(marker)
-            except FileNotFoundError:
-                pass
-            fsync_dir(self.path)
+                try:
+                    os.unlink(marker)
+                except FileNotFoundError:
+                    pass
+                fsync_dir(self.path)
+            except OSError as e:
+                # (EIO) the marker may still be on disk: a write now could leave a stale
+                # marker for the next open to trust, so the log fails, as at any fsync error
+                self._failed = e
+                self._blocked = True
+                raise LogFailedError(f"removing {marker} failed: {e}", path=self.path) from e
             self._clean_marker = False
         if self._flush_idle:
             # Idle for a whole interval, the flusher let go of it: back on at the first write.
