@@ -7,7 +7,7 @@
 # Each creates .venv if it is missing and installs what it needs into it (one
 # stamp per extra, all keyed by pyproject.toml: targets share the one .venv).
 # Run as root with apt-get, they install the system packages that are missing:
-# Java for Spark (openjdk-17-jdk-headless, else -21-), kcat, Chromium, btrfs-progs and python3-venv where
+# Java for Spark (openjdk-17-jdk-headless, else -21-), kcat, Chromium, btrfs-progs, xfsprogs and python3-venv where
 # Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
@@ -17,7 +17,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs clean spark-jar
+.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs xfs clean spark-jar
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -109,12 +109,18 @@ btrfs:
 	$(call apt_tool,command -v mkfs.btrfs >/dev/null 2>&1,btrfs-progs,btrfs-progs for the disk-quota tests,\
 	  echo "note: mkfs.btrfs missing: the disk-quota (EDQUOT) tests will skip (sudo apt-get install btrfs-progs)")
 
+# xfsprogs for the full-xfs tests (a loop-mounted xfs: xfs refuses to reserve blocks a file
+# holds, and to make any file, while it is full; tests/conftest.py). Not root: they skip.
+xfs:
+	$(call apt_tool,command -v mkfs.xfs >/dev/null 2>&1,xfsprogs,xfsprogs for the full-xfs tests,\
+	  echo "note: mkfs.xfs missing: the full-xfs tests will skip (sudo apt-get install xfsprogs)")
+
 # kcat (a Kafka command-line client) for the Kafka listener's tests and docs/kafka.md.
 kcat:
 	$(call apt_tool,command -v kcat >/dev/null 2>&1,kcat,kcat,\
 	  echo "The Kafka tests use kcat and it is not on PATH: sudo apt-get install kcat (brew install kcat)"; exit 1)
 
-test: java kcat browser btrfs lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
+test: java kcat browser btrfs xfs lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
 	@echo "==> running the tests (about 13 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 

@@ -134,6 +134,93 @@ class _TmpfsDisk(SmallDisk):
     errno = errno.ENOSPC
 
 
+def _run_rc(*cmd):
+    try:
+        return subprocess.run(list(cmd), capture_output=True, text=True)
+    except FileNotFoundError:  # the tool is not installed: the caller skips with this reason
+        return subprocess.CompletedProcess(cmd, 127, "", f"{cmd[0]} is not installed")
+
+
+CUT_SIZE = 16 << 20  # a cuttable disk; ext2 picks 1 KiB blocks and two 8 MiB groups at this size
+CUT_KEEP = 4 << 20  # what the cut device keeps: the first group's metadata and the filler below
+
+
+class CuttableDisk:
+    """A failing disk with a real EIO: ext2 (no journal, ``errors=continue``) on
+    a loop device whose capacity ``cut()`` shrinks under the mounted filesystem
+    (the backing file truncated, ``losetup -c``): every write the kernel sends
+    past the new end fails ("attempt to access beyond end of device"), so
+    writeback fails and fsync returns EIO. ``repair()`` puts the backing file's
+    tail back (a disk that failed and came back holds what it held), unmounts,
+    checks and remounts. ``mnt`` is the mount point."""
+
+    def __init__(self, tmp_path):
+        self.img, self.mnt, self.tail = tmp_path / "disk.img", tmp_path / "mnt", tmp_path / "tail"
+        self.mnt.mkdir()
+        self.loop = None
+        self.mounted = False
+
+    def setup(self) -> None:
+        with open(self.img, "wb") as f:
+            f.truncate(CUT_SIZE)
+        r = _run_rc("losetup", "-f", "--show", str(self.img))
+        if r.returncode:
+            pytest.skip(f"no loop device here: {r.stderr.strip()}")
+        self.loop = r.stdout.strip()
+        r = _run_rc("mkfs.ext2", "-q", "-F", self.loop)
+        if r.returncode:
+            pytest.skip(f"mkfs.ext2 failed: {r.stderr.strip()}")
+        self.mount()
+        # the low blocks in use, so that what the logs write later lands past the cut
+        with open(self.mnt / "low-filler", "wb") as f:
+            f.write(b"\0" * (6 << 20))
+        os.sync()  # (ext2 writes its metadata back lazily: all of it on the device before a cut)
+
+    def mount(self) -> None:
+        r = _run_rc("mount", "-o", "errors=continue", self.loop, str(self.mnt))
+        if r.returncode:
+            pytest.skip(f"cannot mount {self.loop}: {r.stderr.strip()}")
+        self.mounted = True
+
+    def cut(self) -> None:
+        with open(self.img, "rb") as src, open(self.tail, "wb") as dst:
+            src.seek(CUT_KEEP)
+            shutil.copyfileobj(src, dst)
+        os.truncate(self.img, CUT_KEEP)
+        assert _run_rc("losetup", "-c", self.loop).returncode == 0
+
+    def repair(self) -> None:
+        assert _run_rc("umount", str(self.mnt)).returncode == 0
+        self.mounted = False
+        with open(self.tail, "rb") as src, open(self.img, "r+b") as dst:
+            dst.seek(CUT_KEEP)
+            shutil.copyfileobj(src, dst)
+        os.truncate(self.img, CUT_SIZE)
+        assert _run_rc("losetup", "-c", self.loop).returncode == 0
+        r = _run_rc("fsck.ext2", "-f", "-y", self.loop)
+        assert r.returncode in (0, 1), r.stdout + r.stderr  # 1: errors corrected (the lost writes)
+        self.mount()
+
+    def teardown(self) -> None:
+        if self.mounted and _run_rc("umount", str(self.mnt)).returncode:
+            _run_rc("umount", "-l", str(self.mnt))
+        if self.loop:
+            _run_rc("losetup", "-d", self.loop)
+
+
+@pytest.fixture
+def cuttable_disk(tmp_path):
+    """A ``CuttableDisk`` at ``tmp_path/mnt`` (root only; skipped with the reason elsewhere)."""
+    if os.geteuid() != 0:
+        pytest.skip("loop devices and mounts need root")
+    disk = CuttableDisk(tmp_path)
+    try:
+        disk.setup()
+        yield disk
+    finally:
+        disk.teardown()
+
+
 def _run_ok(cmd: list[str]) -> None:
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -198,13 +285,95 @@ def quota_disk(btrfs_quota_fs):
         assert not held, f"files left open under {sv}: {held}"
 
 
-@pytest.fixture(params=["tmpfs-ENOSPC", "btrfs-EDQUOT"])
+@pytest.fixture(scope="session")
+def xfs_fs(tmp_path_factory):
+    """One 300 MiB xfs filesystem (a loop-mounted sparse image; xfs has no
+    smaller size) for the whole run; ``xfs_disk`` makes it look 3 MiB large."""
+    if os.geteuid() != 0:
+        _unavailable("an xfs loop mount needs root")
+    for tool in ("mkfs.xfs", "losetup"):
+        if shutil.which(tool) is None:
+            _unavailable(f"{tool} is missing (make test installs xfsprogs as root)")
+    d = tmp_path_factory.mktemp("xfs")
+    img, mnt = d / "fs.img", d / "mnt"
+    mnt.mkdir()
+    with open(img, "wb") as f:
+        f.truncate(300 << 20)
+    try:
+        _run_ok(["mkfs.xfs", "-q", "-f", str(img)])
+        _run_ok(["mount", "-o", "loop", str(img), str(mnt)])
+    except RuntimeError as e:
+        _unavailable(f"cannot mount an xfs image here: {e}")
+    try:
+        yield str(mnt)
+    finally:
+        r = subprocess.run(["umount", str(mnt)], capture_output=True, text=True)
+        if r.returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)])
+        loops = subprocess.run(["losetup", "-j", str(img)], capture_output=True, text=True).stdout.strip()
+        img.unlink()
+        assert r.returncode == 0 and not loops, f"{mnt}: umount {r.stderr.strip()!r}, loop left: {loops!r}"
+
+
+class _XfsDisk(SmallDisk):
+    errno = errno.ENOSPC
+
+
+_xfs_dirs = itertools.count()
+
+
+@pytest.fixture
+def xfs_disk(xfs_fs):
+    """A directory on the shared xfs with 3 MiB left free on the filesystem (a
+    ballast file, fallocated, takes the rest): full means ENOSPC, as on xfs.
+    Unlike tmpfs and ext4, xfs refuses ``fallocate`` of blocks a file already
+    holds when the filesystem has less free space than the range (it reserves
+    the whole range's blocks before looking). Removed afterwards; a file left
+    open under it fails the test."""
+    d = os.path.join(xfs_fs, f"d{next(_xfs_dirs)}")
+    os.mkdir(d)
+    ballast = os.path.join(xfs_fs, "ballast")
+    os.sync()  # (the last test's deleted files: xfs frees their blocks in the background)
+    st = os.statvfs(xfs_fs)
+    assert st.f_bavail * st.f_frsize > 4 << 20, f"{xfs_fs}: a previous test left files behind"
+    fd = os.open(ballast, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, st.f_bavail * st.f_frsize - (3 << 20))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        yield _XfsDisk(d)
+    finally:
+        os.unlink(ballast)
+        held = [p for p in (os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd"))
+                if p.startswith(d + os.sep)]
+        shutil.rmtree(d)
+        assert not held, f"files left open under {d}: {held}"
+
+
+@pytest.fixture(params=["tmpfs", "xfs"])
+def enospc_disk(request, tmp_path):
+    """``small_disk`` (a 3 MiB tmpfs) and ``xfs_disk`` in turn: the two ways
+    ENOSPC is met (xfs also refuses to reserve blocks a file holds, and to
+    make any file, while it is full)."""
+    if request.param == "xfs":
+        yield request.getfixturevalue("xfs_disk")
+        return
+    yield from _tmpfs(tmp_path)
+
+
+@pytest.fixture(params=["tmpfs-ENOSPC", "btrfs-EDQUOT", "xfs-ENOSPC"])
 def full_disk(request, tmp_path):
     """A small real filesystem that fills up, once per way a disk is full: a
-    3 MiB tmpfs (ENOSPC) and a btrfs subvolume under a 3 MiB quota (EDQUOT).
-    Same interface as ``small_disk``; ``errno`` is the error a write meets."""
+    3 MiB tmpfs (ENOSPC), a btrfs subvolume under a 3 MiB quota (EDQUOT) and
+    an xfs with 3 MiB free (ENOSPC; ``xfs_disk``). Same interface as
+    ``small_disk``; ``errno`` is the error a write meets."""
     if request.param.startswith("btrfs"):
         yield request.getfixturevalue("quota_disk")
+        return
+    if request.param.startswith("xfs"):
+        yield request.getfixturevalue("xfs_disk")
         return
     for disk in _tmpfs(tmp_path):
         disk.__class__ = _TmpfsDisk

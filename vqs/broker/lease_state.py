@@ -76,6 +76,7 @@ import json
 import logging
 import os
 import struct
+import time
 from array import array
 
 from ..errors import CorruptRecordError, DiskFullError
@@ -206,6 +207,15 @@ class LeaseStateStore:
         # receipt-handle epochs (first offset, first nonce): kept by the queue,
         # carried by every snapshot (module doc)
         self.epochs: list[tuple[int, int]] = []
+        if self.log.end_offset == 0 and not os.path.exists(os.path.join(path, SNAPSHOT)):
+            # A new queue's snapshot from the start (the empty state: what no
+            # snapshot means), so that every full-disk snapshot swaps it with the
+            # spare (durable_file.atomic_write_reserved): a first one would use the
+            # spare up, and a full xfs makes no new file. Best effort.
+            try:
+                self.write_snapshot(low=0, cursor=0, live={}, deleted_ahead=(), now_ms=int(time.time() * 1000))
+            except DiskFullError:
+                pass
 
     # ---------------------------------------------------------------- writes
 

@@ -36,7 +36,7 @@ from typing import NoReturn
 
 import typer
 
-from ..errors import ConfigError, DiskFullError
+from ..errors import ConfigError, DiskFullError, LogFailedError
 from .settings import Settings, load_settings
 
 logger = logging.getLogger("vqs.server")
@@ -161,8 +161,13 @@ def serve(settings: Settings) -> None:
             grpc_front.join()
         try:
             broker.close()  # always releases the data directory, then raises what it could not write
-        except DiskFullError as e:
-            logger.error("closed %s, but writes it had accepted found the disk full: %s", broker.path, e,
+        except (DiskFullError, LogFailedError) as e:
+            # (a log whose last write or fsync failed at close, EIO: what it had
+            # accepted since its last fsync may be lost; said like the full disk,
+            # one line in the log's format, not the command's generic error)
+            what = ("writes it had accepted found the disk full" if isinstance(e, DiskFullError)
+                    else "a log's last writes failed (a disk I/O error)")
+            logger.error("closed %s, but %s: %s", broker.path, what, e,
                          extra={"vqs": {"data_dir": broker.path, "exit_code": 1}})
             close_failed = True
         else:

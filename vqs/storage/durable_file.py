@@ -9,15 +9,24 @@ the temp file on a failure never replaces the error that caused it.
 ``atomic_write_reserved`` gives the same guarantee and also works on a full
 disk: the new content goes into ``{path}.spare``, a scratch file that keeps
 ``reserve_bytes`` allocated past its end (reserve.py) between writes, so a
-replacement of up to that size needs no new space. After the rename a new
-spare is allocated from the space the old file gave back (best effort: where
-that fails, the next write on a full disk raises ``DiskFullError``, cleanly).
-A crash at any point leaves the old or the new content at ``path``; the spare
-holds nothing anyone reads.
+replacement of up to that size needs no new space. Where ``path`` exists the
+two names are swapped (``renameat2`` with ``RENAME_EXCHANGE``), so the old
+file, blocks and inode, becomes the next spare: a full xfs creates no file
+at all (not even an empty one) while it has less than a few hundred KiB
+free, and a replacement that unlinked the old file and made a new spare
+would leave no spare after the first. Elsewhere (no ``renameat2``, a
+filesystem without the flag) the spare is renamed over ``path`` and a new
+spare is allocated from the space the old file gave back. Either way the
+spare's room is topped up best effort: where that fails, the next write on a
+full disk raises ``DiskFullError``, cleanly. A crash at any point leaves the
+old or the new content at ``path`` (the exchange is atomic, as the rename);
+the spare holds nothing anyone reads.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import errno
 import os
 
@@ -28,6 +37,27 @@ from .reserve import release, reserve
 
 SPARE_SUFFIX = ".spare"
 _PAGE = 4096
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_renameat2 = None
+
+
+def exchange(a: str, b: str) -> bool:
+    """Swap the names ``a`` and ``b`` atomically (both exist); False where it
+    cannot be done here (no ``renameat2``, a filesystem without the flag, or
+    any refusal), and nothing changed."""
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            fn = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).renameat2
+            fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+            fn.restype = ctypes.c_int
+            _renameat2 = fn
+        except (OSError, AttributeError):
+            _renameat2 = False
+    if not _renameat2:
+        return False
+    return _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
 
 
 def fsync_dir(path: str) -> None:
@@ -151,16 +181,18 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
         used = -(-len(data) // _PAGE) * _PAGE
         release(fd, used, reserve_bytes + _PAGE)
         os.fsync(fd)
-        try:
-            os.replace(spare, path)
-        except OSError as e:
-            # btrfs under a spent quota: the rename's metadata reservation is refused
-            # (EDQUOT) though it needs no data blocks; the quota headroom is for such
-            # writes (quota_headroom.py: the ballast goes, a commit, the same rename
-            # again). Nothing else changes: a crash leaves the old file or the new one.
-            if e.errno != errno.EDQUOT or not release_for(fd, 0, 0):
-                raise
-            os.replace(spare, path)
+        swapped = os.path.exists(path) and exchange(spare, path)
+        if not swapped:
+            try:
+                os.replace(spare, path)
+            except OSError as e:
+                # btrfs under a spent quota: the rename's metadata reservation is refused
+                # (EDQUOT) though it needs no data blocks; the quota headroom is for such
+                # writes (quota_headroom.py: the ballast goes, a commit, the same rename
+                # again). Nothing else changes: a crash leaves the old file or the new one.
+                if e.errno != errno.EDQUOT or not release_for(fd, 0, 0):
+                    raise
+                os.replace(spare, path)
     except OSError as e:  # (btrfs under a quota: even a rename may find no space)
         os.close(fd)
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -168,8 +200,13 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
         raise
     os.close(fd)
     fsync_dir(os.path.dirname(os.path.abspath(path)))
-    # The next spare, from the space the old file gave back (best effort).
     reserve_bytes = max(reserve_bytes, used * 2)
+    if swapped:
+        # the old file is the spare now: its blocks stay (the next write goes over
+        # them), topped up to the reserve where there is room (best effort)
+        keep_spare(spare, reserve_bytes)
+        return
+    # The next spare, from the space the old file gave back (best effort).
     try:
         fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     except OSError as e:

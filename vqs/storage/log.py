@@ -92,12 +92,12 @@ from ..errors import (
     LogFailedError,
 )
 from .dir_lock import DirLock
-from .durable_file import atomic_write, fsync_dir, make_dirs
+from .durable_file import fsync_dir, make_dirs
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, clean_marker_bytes, load_gaps, read_checkpoint
+from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, make_segment_spare, read_checkpoint
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
 from .log_repair import LogRepair
@@ -373,6 +373,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             if self._reserve_mode == OFF:
                 self._reserved_end = allocated_end(h.fd)  # a reserve kept since the last run
             self.top_up_reserve_locked()
+            if not self.readonly:
+                make_segment_spare(self.path)  # a roll on a full xfs renames it (log_dir.py)
         if loaded.marker_kept:
             # Nothing changed: the checkpoint on disk is the clean close's.
             self._checkpoint_recovery_point = loaded.recovery_point
@@ -611,6 +613,9 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._base_offsets.append(new.base_offset)
         self._unsynced.append(old)
         if self._reserve_bytes:
+            # the spare first (a full xfs: this roll may have used it, log_dir.py),
+            # from what the sealed segment's reserve gave back, then the reserve
+            make_segment_spare(self.path)
             self.top_up_reserve_locked()
         Flusher.shared().register(self._seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
@@ -646,6 +651,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                         return 0
             # a consumed active segment rolled when worth it, the segments below go (log_space.py)
             n = self._delete_consumed_locked(offset)
+            if n and self._reserve_bytes:
+                make_segment_spare(self.path)  # (used by a roll on a full disk: the space is back)
             self._start_offset = offset
             self._run_cache = None
             self._try_checkpoint()  # deleting frees space: never refused for the lack of it
@@ -724,17 +731,13 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                     except DiskFullError as e:
                         full = e  # make what was written durable, then raise it
                     self._release_reserve_locked()  # (down to reserve_bytes; size and content unchanged)
-                    for seg in self._unsynced:
-                        seg.sync()
-                    self._unsynced = []
-                    unsealed = self._seal_for_close()
+                    unsealed = self._seal_for_close()  # (the sealed segments' fsyncs first; EIO: LogFailedError)
                     full = full or unsealed
                     self._durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
                     if self._try_checkpoint(self._written_end) and unsealed is None:
-                        atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
-                            self._active, self._checkpoint_recovery_point, self._start_offset))
+                        self._try_clean_marker()
             finally:
                 self._closed = True
                 self._blocked = True

@@ -10,6 +10,12 @@ Layout of a log directory::
                                             (empty before 2026-11-24: the tail is then scanned)
     quarantine/{segment}-{position}-{from_offset}-{to_offset|end}.bad
                                             bytes recovery="skip" cut out of a segment
+    .segment-spare                          a file the next segment's file is renamed from (and
+                                            emptied) when creating one finds no space; never
+                                            read. Logs with ``reserve_bytes`` keep one (made
+                                            at open, again once segments are deleted); a
+                                            full disk's consumed roll makes one of the
+                                            segment's offset index
     *.tmp                                   an interrupted atomic write or excision (removed at open)
 
 Invariants:
@@ -25,7 +31,14 @@ Invariants:
   nor the checkpoint (``read_clean_marker``; a marker that does not match the
   segment's size is ignored and the tail is scanned as before);
 - a quarantine file name records the one offset gap its removal left, so later
-  scans accept exactly that discontinuity.
+  scans accept exactly that discontinuity;
+- the segment spare is why a log that keeps a reserve can roll on a full xfs:
+  xfs refuses to create any file while it has less than a few hundred KiB
+  free, but renames one (``take_segment_spare``), so the roll that lets a
+  consumed segment's space go (a queue's lease-state compaction, a drained
+  log's reclaim) needs no new inode. It is never read: a crash leaves either
+  it or the new segment's temp file (``*.log.tmp``, removed at open), and a
+  consumed segment whose index became the spare rebuilds the index at open.
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ from .segment import LOG_SUFFIX
 CHECKPOINT = "log.checkpoint"
 CLEAN_MARKER = ".clean-shutdown"
 QUARANTINE_DIR = "quarantine"
+SEGMENT_SPARE = ".segment-spare"
 
 
 def list_segment_bases(path: str, names: list[str] | None = None) -> list[int]:
@@ -56,6 +70,37 @@ def remove_temp_files(path: str, names: list[str] | None = None) -> None:
     for name in os.listdir(path) if names is None else names:
         if name.endswith(".tmp"):
             os.unlink(os.path.join(path, name))
+
+
+def make_segment_spare(path: str) -> None:
+    """Make the segment spare (module doc) if it is missing; best effort: on a
+    full disk it waits for the next call."""
+    try:
+        os.close(os.open(os.path.join(path, SEGMENT_SPARE), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except OSError:
+        pass  # there already, or no room for it yet
+
+
+def spare_from_index(path: str, index_path: str) -> None:
+    """Make a consumed segment's index file (derived data, about to be
+    dropped) the segment spare where there is none: a full xfs can then roll
+    that segment away (log_space.py) with no new inode. Best effort."""
+    spare = os.path.join(path, SEGMENT_SPARE)
+    if not os.path.exists(spare):
+        try:
+            os.rename(index_path, spare)
+        except OSError:
+            pass
+
+
+def take_segment_spare(path: str, dest: str) -> bool:
+    """Rename the segment spare to ``dest`` (a new segment's temp file, which
+    could not be created); False when there is none or the rename is refused."""
+    try:
+        os.rename(os.path.join(path, SEGMENT_SPARE), dest)
+    except OSError:
+        return False
+    return True
 
 
 def read_checkpoint(path: str) -> tuple[int | None, int]:

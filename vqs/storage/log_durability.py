@@ -11,7 +11,9 @@ Invariants:
 - sealed segments are fsynced oldest first, before the active one, so
   ``_durable_end`` always claims a prefix of the log;
 - the checkpoint's recovery point only moves forward, and only to offsets
-  already fsynced; an fsync failure fails the log for good (the kernel may
+  already fsynced; on a full disk it (and the clean-shutdown marker) waits:
+  the older checkpoint stays valid, and a missing marker only makes the next
+  open validate the tail, as after a crash; an fsync failure fails the log for good (the kernel may
   have dropped the dirty pages: no write after it can be trusted).
 """
 
@@ -19,11 +21,13 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import time
 import weakref
 
 from ..errors import DiskFullError, LogFailedError
-from .log_dir import write_checkpoint
+from .durable_file import atomic_write
+from .log_dir import CLEAN_MARKER, clean_marker_bytes, write_checkpoint
 from .log_throttle import Throttle
 
 logger = logging.getLogger("vqs.storage")
@@ -74,6 +78,18 @@ class LogDurability:
         _full.clear(self.path, "%s: checkpoint written again", self.path)
         return True
 
+    def _try_clean_marker(self) -> None:
+        """Write the clean-shutdown marker (``close``, after a checkpoint that
+        matches it). On a full disk it is left out (module doc): a full xfs
+        refuses the marker's new directory entry even where the checkpoint,
+        which replaces a file that exists, fitted."""
+        try:
+            atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
+                self._active, self._checkpoint_recovery_point, self._start_offset))
+        except DiskFullError:
+            _full.warn(self.path, "%s: clean-shutdown marker not written, the disk is full "
+                       "(the next open validates the tail)", self.path)
+
     def _sync_locked(self, active: bool = True) -> None:
         """Fsync the segments sealed since the last sync, then (``active``) write
         the buffer and fsync the active segment; the lock is released during
@@ -120,16 +136,26 @@ class LogDurability:
             self._try_checkpoint()  # the recovery point passes the sealed segments
 
     def _seal_for_close(self) -> DiskFullError | None:
-        """Seal the active segment at close; on a full disk that refuses the
-        cut a failed write left pending (segment.py, ``cut_pending``) the error
-        is returned: then no clean marker, the next open recovers (a torn tail)."""
+        """Fsync the segments sealed since the last sync, then seal (fsync) the
+        active segment, at close. On a full disk that refuses the cut a failed
+        write left pending (segment.py, ``cut_pending``) the error is returned:
+        then no clean marker, the next open recovers (a torn tail). Any other
+        error (an fsync's EIO) fails the log as anywhere else (module doc):
+        ``LogFailedError`` naming the file, never a raw OSError (the caller,
+        ``close``, still releases every file and the lock)."""
+        seg = self._active
         try:
-            self._active.seal()
+            for seg in self._unsynced:
+                seg.sync()
+            self._unsynced = []
+            seg = self._active
+            seg.seal()
         except OSError as e:
-            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-                raise
-            path = self._active.log_path
-            return DiskFullError(f"closing {path}: the disk is full ({e.strerror})", path=path)
+            if e.errno in (errno.ENOSPC, errno.EDQUOT) and seg is self._active:
+                return DiskFullError(f"closing {seg.log_path}: the disk is full ({e.strerror})", path=seg.log_path)
+            self._failed = e
+            self._blocked = True
+            raise LogFailedError(f"fsync of {seg.log_path} at close failed: {e}", path=seg.log_path) from e
         return None
 
     def _sync_sealed(self) -> None:

@@ -75,6 +75,7 @@ import logging
 import os
 
 from ..errors import DiskFullError
+from .log_dir import take_segment_spare
 from .quota_headroom import ready, set_nocow
 from .record_batch import HEADER_SIZE
 from .reserve import release, reserve, reserve_errno
@@ -368,9 +369,12 @@ class LogReserve:
         try:
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as e:
-            if e.errno in NO_SPACE:
+            if e.errno not in NO_SPACE:
+                raise
+            # a full xfs makes no new file, but renames one (log_dir.py SEGMENT_SPARE)
+            if not take_segment_spare(self.path, tmp):
                 return False
-            raise
+            fd = os.open(tmp, os.O_RDWR | os.O_TRUNC)
         try:
             set_nocow(fd, self.path)  # btrfs: written in place (quota_headroom.py)
             # btrfs, no space for the quota headroom's ballast (it comes first), except

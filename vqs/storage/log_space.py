@@ -37,7 +37,7 @@ from ..errors import ConfigError, DiskFullError, LogClosedError, LogFailedError,
 from .durable_file import fsync_dir
 from .flusher import Flusher
 from .free_space import free_bytes
-from .log_dir import CLEAN_MARKER
+from .log_dir import CLEAN_MARKER, spare_from_index
 from .log_reserve import RESERVING
 from .quota_headroom import BALLAST_BYTES, commit, spend
 from .retention import segments_past_retention
@@ -72,10 +72,17 @@ class LogSpace:
             # goes, durably, before any file changes (a crash from now on recovers).
             marker = os.path.join(self.path, CLEAN_MARKER)
             try:
-                os.unlink(marker)
-            except FileNotFoundError:
-                pass
-            fsync_dir(self.path)
+                try:
+                    os.unlink(marker)
+                except FileNotFoundError:
+                    pass
+                fsync_dir(self.path)
+            except OSError as e:
+                # (EIO) the marker may still be on disk: a write now could leave a stale
+                # marker for the next open to trust, so the log fails, as at any fsync error
+                self._failed = e
+                self._blocked = True
+                raise LogFailedError(f"removing {marker} failed: {e}", path=self.path) from e
             self._clean_marker = False
         if self._flush_idle:
             # Idle for a whole interval, the flusher let go of it: back on at the first write.
@@ -238,7 +245,12 @@ class LogSpace:
         the sealed segments (all consumed; oldest first) and the active
         segment's two indexes (derived data), commits (a quota group gets freed
         blocks back at its transaction's commit) and tries again; its new file
-        then needs only metadata, which the freed blocks cover. Still refused
+        then needs only metadata, which the freed blocks cover. (A full xfs
+        creates no file at all below a few hundred KiB free, and a rename into
+        a new name needs a directory entry: so first, before anything else, the
+        active segment's indexes go, the offset index becoming the segment
+        spare, log_dir.py, where there is none, and the new segment's file is
+        renamed from the spare into the room their entries left.) Still refused
         (little to free: indexes trimmed by a close), it spends the quota
         headroom's ballast where one stands (quota_headroom.py ``spend``) and
         tries once more. Only where the segments (all consumed) hold
@@ -261,6 +273,15 @@ class LogSpace:
         seg = self._active
         if not seg.cut_pending and self._roll_locked(consumed=True):
             return True, 0
+        if not seg.cut_pending and (os.path.exists(seg.index_path) or os.path.exists(seg.timeindex_path)):
+            # A full xfs makes no file but renames one (log_dir.py SEGMENT_SPARE), and
+            # the rename into a new name needs a directory entry: the consumed
+            # segment's indexes (derived data) give theirs, the offset index becoming
+            # the spare where there is none.
+            spare_from_index(self.path, seg.index_path)
+            seg.drop_indexes()
+            if self._roll_locked(consumed=True):
+                return True, 0
         if sum(s.size for s in self._segments) < BALLAST_BYTES:
             return False, 0  # (little to give back: it keeps taking appends into its reservation)
         n = self._delete_below_locked(seg.base_offset)

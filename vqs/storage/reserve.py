@@ -10,6 +10,17 @@ recovery, see the same bytes); both are best effort: where the filesystem or
 platform cannot do it they return False and nothing changed. The blocks stay
 allocated across a close and a crash (the reserve of a log survives a restart
 on a full disk), and go with the file.
+
+Reserving blocks the file already holds succeeds on a full disk: xfs refuses
+such a ``fallocate`` (ENOSPC) when the filesystem has less free space than the
+range, though it would allocate nothing (it reserves the whole range's blocks
+for its transaction before it looks at the extents), while ext4, tmpfs and
+btrfs allocate only what is missing. So a refusal is checked against the
+file's extent map (``FS_IOC_FIEMAP``): a range wholly allocated already is
+reserved; one allocated up to some point is asked again for the rest only.
+Extents the map marks delayed or unknown do not count (they are not blocks
+yet). Without the check a log reopened on a full xfs could not use the
+reserve it kept (a queue's receives and deletes), nor a spare file its space.
 """
 
 from __future__ import annotations
@@ -17,10 +28,22 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import os
+import struct
 
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+#: linux/fiemap.h: _IOWR('f', 11, struct fiemap); the request head and one extent
+FS_IOC_FIEMAP = 0xC020660B
+_FIEMAP_HEAD = struct.Struct("=QQIIII")  # start, length, flags, mapped extents, extent count, reserved
+_FIEMAP_EXTENT = struct.Struct("=QQQ16xI12x")  # logical, physical, length, (reserved), flags, (reserved)
+_FIEMAP_BATCH = 32
+FIEMAP_EXTENT_LAST = 0x1
+#: not blocks on disk yet: unknown location, delayed allocation
+_NOT_ALLOCATED = 0x2 | 0x4
 
 _libc = None
 
@@ -51,6 +74,32 @@ def _call(fd: int, mode: int, offset: int, length: int) -> bool:
     raise OSError(err, os.strerror(err))
 
 
+def allocated_through(fd: int, offset: int, length: int) -> int:
+    """How far from ``offset`` (at most ``offset + length``) the file's blocks
+    are allocated without a gap, per its extent map; ``offset`` when nothing
+    is, or the map cannot be read here (tmpfs has none)."""
+    end = offset + length
+    pos = offset
+    while pos < end:
+        req = bytearray(_FIEMAP_HEAD.size + _FIEMAP_EXTENT.size * _FIEMAP_BATCH)
+        _FIEMAP_HEAD.pack_into(req, 0, pos, end - pos, 0, 0, _FIEMAP_BATCH, 0)
+        try:
+            fcntl.ioctl(fd, FS_IOC_FIEMAP, req)
+        except OSError:
+            return pos
+        mapped = _FIEMAP_HEAD.unpack_from(req, 0)[3]
+        if not mapped:
+            return pos
+        for i in range(mapped):
+            logical, _, ext_len, flags = _FIEMAP_EXTENT.unpack_from(req, _FIEMAP_HEAD.size + i * _FIEMAP_EXTENT.size)
+            if logical > pos or flags & _NOT_ALLOCATED:
+                return pos  # a hole, or not on disk yet
+            pos = max(pos, logical + ext_len)
+            if pos >= end or flags & FIEMAP_EXTENT_LAST:
+                return min(pos, end)
+    return min(pos, end)
+
+
 def reserve_errno(fd: int, offset: int, length: int) -> int:
     """``reserve``, telling why it failed: 0 when ``[offset, offset + length)``
     is allocated, else the errno (ENOSPC/EDQUOT: no space; anything else, or
@@ -62,12 +111,27 @@ def reserve_errno(fd: int, offset: int, length: int) -> int:
         return 0
     if fn(fd, FALLOC_FL_KEEP_SIZE, offset, length) == 0:
         return 0
-    return ctypes.get_errno() or errno.EIO
+    err = ctypes.get_errno() or errno.EIO
+    if err in NO_SPACE:
+        # xfs refuses blocks the file holds already (module doc): ask for the rest only
+        have = allocated_through(fd, offset, length)
+        if have >= offset + length:
+            return 0
+        if have > offset:
+            if fn(fd, FALLOC_FL_KEEP_SIZE, have, offset + length - have) == 0:
+                return 0
+            err = ctypes.get_errno() or errno.EIO
+    return err
 
 
 def reserve(fd: int, offset: int, length: int) -> bool:
     """Allocate ``length`` bytes at ``offset`` past the end, keeping the size."""
-    return _call(fd, FALLOC_FL_KEEP_SIZE, offset, length)
+    if length <= 0 or not _fallocate():
+        return False
+    err = reserve_errno(fd, offset, length)
+    if err in (0, errno.ENOSPC, errno.EDQUOT, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+        return not err
+    raise OSError(err, os.strerror(err))
 
 
 def release(fd: int, offset: int, length: int) -> bool:

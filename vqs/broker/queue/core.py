@@ -68,6 +68,7 @@ from ...errors import (
     DiskFullError,
     InvalidParameterValue,
     LogClosedError,
+    LogFailedError,
     MessageNotAvailable,
     MessageNotInflight,
     OffsetOutOfRange,
@@ -610,6 +611,12 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
                 except DiskFullError as e:
                     logger.warning("queue %s: closed without refreshing its snapshot or settings "
                                    "files: %s", self.name, e)
+                except OSError as e:
+                    # An I/O error (EIO): the old files stay too (replaced atomically), but
+                    # the disk is failing; said as a failed log says it, never a raw OSError
+                    errors.append(LogFailedError(
+                        f"queue {self.name}: writing its snapshot or settings files at close failed: {e}",
+                        path=e.filename or self._state.path))
                 except BaseException as e:
                     errors.append(e)
             self._closed = True

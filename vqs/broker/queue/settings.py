@@ -19,7 +19,13 @@ import os
 import secrets
 from collections.abc import Iterable
 
-from ...errors import DiskFullError, InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue
+from ...errors import (
+    CorruptRecordError,
+    DiskFullError,
+    InvalidAttributeName,
+    InvalidAttributeValue,
+    InvalidParameterValue,
+)
 from ...storage.durable_file import atomic_write
 from .. import queue_meta
 from ..queue_config import (
@@ -108,9 +114,13 @@ def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
 
 
 def read_files(path: str) -> StoredQueue:
-    """Read queue.json and queue.meta."""
-    with open(os.path.join(path, "queue.json"), "rb") as f:
-        info = json.loads(f.read())
+    """Read queue.json and queue.meta (damaged: CorruptRecordError naming the file)."""
+    p = os.path.join(path, "queue.json")
+    with open(p, "rb") as f:
+        try:
+            info = json.loads(f.read())
+        except ValueError as e:  # (a failed disk's leftovers: not JSON, not UTF-8)
+            raise CorruptRecordError(f"{p}: not a queue settings file ({e})", path=p) from e
     with open(os.path.join(path, "queue.meta"), "rb") as f:
         meta = queue_meta.decode(f.read(), os.path.join(path, "queue.meta"))
     cfgd = dict(info["config"])
