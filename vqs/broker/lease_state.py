@@ -50,18 +50,16 @@ Snapshot batch records: [0] JSON ``{"version", "state_offset", "low", "cursor",
 message never received, ``until_ms`` = when it becomes visible), [2] the
 offsets >= cursor already deleted (u64 each).
 
-A move intent ("M", vqs/broker/queue/redrive.py) is fsynced before the
-target's log can hold any of the messages; the source's "D" record for them
-follows (or, when the target refused them, nothing). Replay keeps the intents
-no "D" followed (``RecoveredState.moving``: offset -> (target, target_end));
-the snapshot meta carries them as ``"moving": [[offset, target, target_end],
-...]`` (absent: none). The queue looks a message up in its target's log from
-``target_end`` on (by message id) before moving it again: a move that a crash
-or a full disk interrupted after the target took it is finished, not repeated.
+A move intent ("M", vqs/broker/queue/redrive.py) is fsynced before the target's log can hold
+any of the messages; the source's "D" record for them follows (or, when the target refused
+them, nothing). Replay keeps the intents no "D" followed (``RecoveredState.moving``: offset ->
+(target, target_end)); the snapshot meta carries them as ``"moving": [[offset, target,
+target_end], ...]`` (absent: none). The queue looks a message up in its target's log from
+``target_end`` on (by message id) before moving it again: a move that a crash or a full disk
+interrupted after the target took it is finished, not repeated.
 
-``epochs`` (absent in snapshots written before it existed: ``[]``) is the
-receipt-handle epoch list of vqs.broker.queue.leases (``[[first offset, first
-nonce], ...]``): the queue appends an entry when it opens after a crash and
+``epochs`` (absent in older snapshots: ``[]``) is the receipt-handle epoch list of
+vqs.broker.queue.leases (``[[first offset, first nonce], ...]``): the queue appends an entry when it opens after a crash and
 writes a snapshot before it issues a handle, so the list is durable before it
 is relied on. Where that snapshot finds the disk full (an open after a crash
 on a full disk), the queue writes the epoch as an "E" record to the state log
@@ -72,6 +70,7 @@ and appends the epoch; the next snapshot folds it in.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -208,14 +207,10 @@ class LeaseStateStore:
         # carried by every snapshot (module doc)
         self.epochs: list[tuple[int, int]] = []
         if self.log.end_offset == 0 and not os.path.exists(os.path.join(path, SNAPSHOT)):
-            # A new queue's snapshot from the start (the empty state: what no
-            # snapshot means), so that every full-disk snapshot swaps it with the
-            # spare (durable_file.atomic_write_reserved): a first one would use the
-            # spare up, and a full xfs makes no new file. Best effort.
-            try:
+            # A new queue's (empty) snapshot, best effort: every full-disk snapshot then swaps with
+            # the spare (atomic_write_reserved; a first one would use it up, a full xfs makes no file).
+            with contextlib.suppress(DiskFullError):
                 self.write_snapshot(low=0, cursor=0, live={}, deleted_ahead=(), now_ms=int(time.time() * 1000))
-            except DiskFullError:
-                pass
 
     # ---------------------------------------------------------------- writes
 
