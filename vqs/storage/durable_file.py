@@ -199,8 +199,11 @@ def keep_spare(spare: str, nbytes: int) -> bool:
         os.close(fd)
 
 
-def write_all(fd: int, parts: list) -> int:
-    """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written."""
+def write_all(fd: int, parts: list, headroom: bool = True) -> int:
+    """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written.
+    ``headroom``: the write goes into blocks reserved for it, and may use the
+    quota headroom (quota_headroom.py); False for a write that allocates as it
+    goes (a ``flush="always"`` log's append), which a spent quota just refuses."""
     # Zero-length buffers (an empty value or key) would make writev report 0
     # written for them forever: leave them out.
     parts = [p for p in parts if memoryview(p).nbytes]
@@ -215,7 +218,7 @@ def write_all(fd: int, parts: list) -> int:
         except OSError as e:
             # btrfs, quota spent: a write into reserved blocks needs headroom for
             # its metadata reservation (quota_headroom.py); nothing was written
-            if e.errno != errno.EDQUOT or not release_for(fd, remaining):
+            if e.errno != errno.EDQUOT or not headroom or not release_for(fd, remaining):
                 raise
             continue
         remaining -= n

@@ -104,6 +104,7 @@ from .log_repair import LogRepair
 from .log_reserve import MIN_STEP, OFF, RESERVING, LogReserve
 from .log_reserve import as_bytes as _as_bytes
 from .log_space import LogSpace
+from .quota_headroom import allocating, any_spent
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -544,8 +545,18 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._roll_locked()  # (RESERVING, no space for the next segment: this one grows past segment_bytes)
             seg = self._active
         max_ts = hdr[8]
+        headroom = self._reserve_mode == RESERVING  # (written into reserved blocks: log_reserve.py)
+        if not headroom and any_spent():
+            # btrfs, its quota headroom spent: an append that allocates as it goes
+            # waits for the ballast to stand again (quota_headroom.py, ballast first)
+            no = allocating(self.path, seg.handle().fd)
+            if no:
+                e = OSError(no, os.strerror(no), seg.log_path)
+                err = self._short_error_locked(seg, e)
+                seg = None  # (as below)
+                raise err from e
         try:
-            seg.append(parts, base, next_offset, max_ts, nbytes)
+            seg.append(parts, base, next_offset, max_ts, nbytes, headroom)
         except OSError as e:
             # Cut any partial write so the file ends at a batch boundary again.
             try:
@@ -559,11 +570,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed.
-                self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
-                if self.on_disk_short is not None:
-                    self.on_disk_short()
-                err = DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
-                                    f"the disk is full ({e.strerror})", path=seg.log_path)
+                err = self._short_error_locked(seg, e)
                 # The error may be kept (queue.Full's cause): its traceback must
                 # not pin the segment, whose space a later reclaim frees.
                 e.__traceback__ = None
@@ -579,6 +586,15 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._space_short = False  # (a write into reserved blocks does not show space is back)
             self._unblock()
         self._written_end = next_offset
+
+    def _short_error_locked(self, seg: Segment, e: OSError) -> DiskFullError:
+        """A write found no space (``e``: ENOSPC/EDQUOT), nothing of it is in the
+        file: refused until space is back (log_space.py); the error to raise."""
+        self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
+        if self.on_disk_short is not None:
+            self.on_disk_short()
+        return DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
+                             f"the disk is full ({e.strerror})", path=seg.log_path)
 
     @property
     def _active(self) -> Segment:
