@@ -212,13 +212,20 @@ class LogSpace:
         or the filesystem (statvfs) has less free than the consumed segment
         holds (reclaiming it would more than double the room: a log reopened
         on a full disk has no refusal to go by, and its next reservation step
-        may need more than SHORT_MARGIN; statvfs, not a btrfs quota's room,
-        so a small lease-state log does not roll away the quota headroom)."""
+        may need more than SHORT_MARGIN), or a btrfs quota's room is less than
+        a consumed segment of BALLAST_BYTES or more holds (the same, under a
+        quota: a log reopened on a nearly spent quota gives its space back as
+        soon as it is drained, not at the first refused write; only such a
+        segment, as in ``_roll_consumed_now_locked``: a small lease-state log
+        does not roll away the quota headroom)."""
         seg = self._active
         if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
             return True
         try:
-            if free_bytes(self.path) < self._min_free_bytes + SHORT_MARGIN:
+            room = free_bytes(self.path)
+            if room < self._min_free_bytes + SHORT_MARGIN:
+                return True
+            if seg.size >= BALLAST_BYTES and room < self._min_free_bytes + seg.size:
                 return True
             st = os.statvfs(self.path)
         except OSError:
