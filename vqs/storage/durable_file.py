@@ -23,7 +23,7 @@ import os
 
 from ..errors import DiskFullError
 from .file_cache import CACHE
-from .quota_headroom import release_for
+from .quota_headroom import release_for, spend
 from .reserve import release, reserve
 
 SPARE_SUFFIX = ".spare"
@@ -130,44 +130,39 @@ def _discard(tmp: str) -> None:
         pass
 
 
-def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 10) -> None:
+def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 10,
+                          gives_back: bool = False) -> None:
     """``atomic_write`` through a preallocated spare file (module doc): replacing
     a file of up to ``reserve_bytes`` (or twice the last content, if more) works
-    on a full disk."""
+    on a full disk. btrfs under a spent quota refuses the writes' metadata (and
+    the spare, not NOCOW, copies a block written before; the cut and the hole
+    need a transaction): EDQUOT. The quota headroom is for such writes
+    (quota_headroom.py: the ballast goes, a commit, the step again; the spare
+    is scratch, so writing it twice changes nothing): where the spare's blocks
+    are allocated, or, ``gives_back`` (a full disk's lease-state snapshot, which
+    lets the state log's segments go), whatever the spare holds."""
     spare = path + SPARE_SUFFIX
+    d = os.path.dirname(os.path.abspath(path))
+    fd = -1
     try:
-        fd = os.open(spare, os.O_WRONLY | os.O_CREAT, 0o644)  # no O_TRUNC: that would free the reserve
-    except OSError as e:  # under a quota even a new inode may not fit (btrfs)
+        for attempt in (1, 2):
+            try:
+                if fd < 0:
+                    fd = os.open(spare, os.O_WRONLY | os.O_CREAT, 0o644)  # no O_TRUNC: that would free the reserve
+                    used = -(-len(data) // _PAGE) * _PAGE
+                _replace_through(fd, spare, path, data, used, reserve_bytes)
+                break
+            except OSError as e:  # (btrfs under a quota: even a new inode, a rename may find no space)
+                if attempt == 2 or e.errno != errno.EDQUOT or not _headroom(fd, d, len(data), gives_back):
+                    raise
+    except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
         raise
-    try:
-        view = memoryview(data)
-        pos = 0
-        while pos < len(view):
-            pos += os.pwrite(fd, view[pos:], pos)
-        os.ftruncate(fd, len(data))
-        # give the reserve past the data back (it would stay allocated past the end of path)
-        used = -(-len(data) // _PAGE) * _PAGE
-        release(fd, used, reserve_bytes + _PAGE)
-        os.fsync(fd)
-        try:
-            os.replace(spare, path)
-        except OSError as e:
-            # btrfs under a spent quota: the rename's metadata reservation is refused
-            # (EDQUOT) though it needs no data blocks; the quota headroom is for such
-            # writes (quota_headroom.py: the ballast goes, a commit, the same rename
-            # again). Nothing else changes: a crash leaves the old file or the new one.
-            if e.errno != errno.EDQUOT or not release_for(fd, 0, 0):
-                raise
-            os.replace(spare, path)
-    except OSError as e:  # (btrfs under a quota: even a rename may find no space)
-        os.close(fd)
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
-        raise
-    os.close(fd)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    fsync_dir(d)
     # The next spare, from the space the old file gave back (best effort).
     reserve_bytes = max(reserve_bytes, used * 2)
     try:
@@ -180,6 +175,31 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
         reserve(fd, 0, reserve_bytes)
     finally:
         os.close(fd)
+
+
+def _replace_through(fd: int, spare: str, path: str, data: bytes, used: int, reserve_bytes: int) -> None:
+    view = memoryview(data)
+    pos = 0
+    while pos < len(view):
+        pos += os.pwrite(fd, view[pos:], pos)
+    os.ftruncate(fd, len(data))
+    # give the reserve past the data back (it would stay allocated past the end of path)
+    release(fd, used, reserve_bytes + _PAGE)
+    os.fsync(fd)
+    os.replace(spare, path)
+
+
+def _headroom(fd: int, d: str, nbytes: int, gives_back: bool) -> bool:
+    """``atomic_write_reserved`` met EDQUOT: spend the quota headroom (its doc)."""
+    if fd >= 0 and release_for(fd, nbytes, 0):
+        return True
+    if not gives_back:
+        return False
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return spend(d, dfd, "a full disk's lease-state snapshot lets the state log go")
+    finally:
+        os.close(dfd)
 
 
 def keep_spare(spare: str, nbytes: int) -> bool:

@@ -104,7 +104,7 @@ from .log_repair import LogRepair
 from .log_reserve import MIN_STEP, OFF, RESERVING, LogReserve
 from .log_reserve import as_bytes as _as_bytes
 from .log_space import LogSpace
-from .quota_headroom import allocating, any_spent
+from .quota_headroom import adopt, allocating, any_spent
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -112,7 +112,7 @@ from .record_batch import (
     encode_batch_parts,
 )
 from .recovery import LogLoader
-from .reserve import allocated_end, release
+from .reserve import allocated_end, release, reserve_errno
 from .retention import segments_past_retention
 from .segment import Segment
 
@@ -367,12 +367,20 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._written_end = self._next_offset = self._durable_end = active.next_offset
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
+        if not self.readonly:
+            adopt(self.path)  # btrfs: an earlier run's quota headroom here (quota_headroom.py)
         if self._reserve_mode == RESERVING:
             self._reserved_end = active.size  # covered from here on: only what this run reserves
         if self._reserve_bytes:
             h = active.handle()
+            kept = allocated_end(h.fd)  # a reserve kept since the last run (a crash: not released)
             if self._reserve_mode == OFF:
-                self._reserved_end = allocated_end(h.fd)  # a reserve kept since the last run
+                self._reserved_end = kept
+            elif kept > active.size and not reserve_errno(h.fd, active.size, kept - active.size):
+                # RESERVING: taken as covered once fallocate says it is allocated (it is
+                # not made first: under a spent btrfs quota there may be no room for the
+                # quota headroom's ballast, and these blocks are already this log's)
+                self._reserved_end = kept
             self.top_up_reserve_locked()
         if loaded.marker_kept:
             # Nothing changed: the checkpoint on disk is the clean close's.

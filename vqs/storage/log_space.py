@@ -268,13 +268,13 @@ class LogSpace:
         seg = self._active
         if not seg.cut_pending and self._roll_locked(consumed=True):
             return True, 0
-        if sum(s.size for s in self._segments) < BALLAST_BYTES:
-            return False, 0  # (little to give back: it keeps taking appends into its reservation)
         n = self._delete_below_locked(seg.base_offset)
         if n + seg.drop_indexes():
             commit(self.path)
         if self._cut_and_roll_locked():
             return True, n
+        if sum(s.size for s in self._segments) < BALLAST_BYTES:
+            return False, n  # (little to give back: it keeps taking appends into its reservation)
         # still refused: the quota headroom's ballast, where one stands (it is for
         # such steps; it commits, and is made again from the consumed segment's space)
         if spend(self.path, seg.handle().fd) and self._cut_and_roll_locked():

@@ -58,8 +58,15 @@ Invariants:
   ballast is the first thing made when space is back;
 - a ballast holds nothing anyone reads: a crash at any point leaves none, an
   empty one or a whole one, each harmless; a process keeps one per
-  filesystem (an earlier run's is adopted when its log is first seen, or
+  filesystem (an earlier run's is adopted when its log opens, ``adopt``, or
   deleted when another already stands), and a directory never holds two;
+- a queue's lease-state log refills the deletes' floor of its reserve from
+  what its full-disk compaction gave back *before* the ballast is made again
+  (``Log.hold(..., reserve_first=True)``, vqs.broker.lease_state): made first,
+  the ballast could take it all and leave the next delete no room; and that
+  compaction's snapshot may spend the ballast whatever its spare holds
+  (durable_file ``atomic_write_reserved(gives_back=True)``): it lets the state
+  log's segments go;
 - the write path pays nothing until a write fails with EDQUOT (a
   ``flush="always"`` append: one set test, ``any_spent``, until a ballast
   was spent); a top-up pays a dict lookup (a ``stat`` on btrfs).
@@ -172,16 +179,27 @@ def create_nocow(file_path: str) -> None:
         os.close(fd)
 
 
-def _dev_of(path: str, fd: int) -> int | None:
-    """st_dev of the log directory ``path`` when it is on btrfs (cached per
-    directory; on first sight an earlier run's ballast there is adopted)."""
+def adopt(path: str) -> None:
+    """At a log's open (directory ``path``): on btrfs, an earlier run's ballast
+    there is adopted (``_dev_of``), so it is spent where its filesystem's quota
+    is, whichever log meets EDQUOT; a ``statfs`` per directory, and a ``stat``."""
+    if path not in _dirs and on_btrfs(path):
+        with _lock:
+            _dev_of(path, None)
+
+
+def _dev_of(path: str, fd: int | None) -> int | None:
+    """st_dev of the log directory ``path`` (``fd``: a file of it, or None) when
+    it is on btrfs (cached per directory; on first sight an earlier run's
+    ballast there is adopted)."""
     try:
         return _dirs[path]
     except KeyError:
         pass
     dev = None
     if on_btrfs(path):
-        dev = os.fstat(fd).st_dev  # a btrfs subvolume has its own: one per quota group 0/<id>
+        # a btrfs subvolume has its own: one per quota group 0/<id>
+        dev = os.fstat(fd).st_dev if fd is not None else os.stat(path).st_dev
         own = os.path.join(path, BALLAST_NAME)
         if os.path.exists(own):
             have = _ballasts.setdefault(dev, set())
@@ -305,16 +323,17 @@ def release_for(fd: int, nbytes: int, pos: int | None = None) -> bool:
     return _spend(dev, beside, fd, "writes into reserved blocks go on")
 
 
-def spend(path: str, fd: int) -> bool:
+def spend(path: str, fd: int, why: str = "a consumed segment goes") -> bool:
     """A step that gives space back (the roll of a wholly consumed segment,
-    log_space.py) found the quota of the log in directory ``path`` (``fd``: a
+    log_space.py; a log's own ``reserve_bytes``, what a queue's deletes write,
+    log_reserve.py) found the quota of the log in directory ``path`` (``fd``: a
     file of it) spent: delete one ballast of its filesystem and commit, so the
     step has the headroom (module doc). False where there was none (or not btrfs)."""
     try:
         dev = os.fstat(fd).st_dev
     except OSError:
         return False
-    return on_btrfs(path) and _spend(dev, os.path.join(path, BALLAST_NAME), fd, "a consumed segment goes")
+    return on_btrfs(path) and _spend(dev, os.path.join(path, BALLAST_NAME), fd, why)
 
 
 def _spend(dev: int, beside: str, fd: int, why: str) -> bool:
