@@ -49,7 +49,12 @@ Invariants (``_reserve_mode == RESERVING``, under the log's lock):
 - the reservation is released (a hole punched past the end, size and content
   unchanged) for a sealed segment at the roll, down to ``reserve_bytes``
   when the log goes idle on the flusher and at ``close``; ``ftruncate`` drops
-  it (a failed write), so ``_reserved_end`` is reset there.
+  it (a failed write), so ``_reserved_end`` is reset there; at open only
+  what this run reserves counts, except for a log with ``reserve_bytes`` (a
+  queue's lease-state log), which takes the blocks past its end that an
+  earlier run kept (a SIGKILL releases nothing) once ``fallocate`` over them
+  succeeds (log.py: a spent btrfs quota has no room for a new ballast, which
+  a new reservation would want first).
 
 Where ``fallocate`` cannot be used (another errno than ENOSPC/EDQUOT, e.g.
 EOPNOTSUPP on some filesystems, or no ``fallocate`` in the C library) the log
