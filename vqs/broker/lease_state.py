@@ -353,7 +353,14 @@ class LeaseStateStore:
             return
         # (under a spent btrfs quota the quota headroom's ballast is for it: it lets
         # the state log's segments go, durable_file.py)
-        atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES, gives_back=True)
+        try:
+            atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES, gives_back=True)
+        except DiskFullError:
+            # not even that (no ballast left, a restart on a spent quota): the state
+            # log's indexes are what it can let go (it is replayed from its start)
+            if not self.log.drop_active_indexes():
+                raise
+            atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES, gives_back=True)
         self.snapshot_offset = state_offset
         log = self.log
         try:

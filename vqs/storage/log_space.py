@@ -281,6 +281,18 @@ class LogSpace:
             return True, n
         return False, n
 
+    def drop_active_indexes(self) -> bool:
+        """A full disk: delete the active segment's two indexes (derived data:
+        lookups scan from the segment's start, a crash rebuilds them) and
+        commit, so a step that gives space back finds room for its metadata
+        under a spent btrfs quota (a queue's lease-state snapshot, whose log is
+        only ever read from its start: vqs.broker.lease_state). True when any went."""
+        with self._lock:
+            n = self._active.drop_indexes()
+        if n:
+            commit(self.path)
+        return bool(n)
+
     def _cut_and_roll_locked(self) -> bool:
         seg = self._active
         if seg.cut_pending:
