@@ -49,7 +49,7 @@ def _drain(q) -> list:
 @pytest.mark.parametrize("durable", [False, True])
 def test_full_disk_tier_refuses_waits_serves_and_resumes(full_disk, durable):
     if durable and full_disk.errno == errno.EDQUOT:
-        pytest.skip("durable gets under a spent btrfs quota refuse: test_durable_get_under_a_spent_quota")
+        pytest.skip("durable gets under a spent btrfs quota: test_durable_gets_drain_a_full_queue_under_a_spent_quota")
     full_disk.fill(1 << 20)
     path = os.path.join(full_disk.path, "hq")
     q = HybridQueue(path, memory_items=50, durable=durable, segment_bytes=256 << 10)
@@ -95,22 +95,24 @@ def test_full_disk_tier_refuses_waits_serves_and_resumes(full_disk, durable):
         gc.collect()
 
 
-def test_durable_get_under_a_spent_quota_takes_nothing(quota_disk):
+def test_durable_gets_drain_a_full_queue_under_a_spent_quota(quota_disk):
     """durable=True records the consumed position before a get returns. On
-    btrfs (copy-on-write) even that overwrite needs new space: under a spent
-    quota the get raises DiskFullError and takes nothing; once the limit is
-    raised the same items come out, in order."""
+    btrfs (copy-on-write) even that overwrite needs new space, which a spent
+    quota refuses: the quota headroom gives it room (vqs/storage/quota_headroom.py;
+    the puts that filled the disk, flush="always", allocate as they write and
+    leave it alone), and the consumed segments' deletion gives the space back,
+    so the whole queue drains, in order, on the spent quota; once the limit is
+    raised it takes puts again. (Before, the last put spent the headroom and
+    the first get raised DiskFullError.)"""
     q = HybridQueue(os.path.join(quota_disk.path, "hq"), memory_items=50, durable=True,
                     segment_bytes=256 << 10)
     try:
         n = _fill_with_puts(q)
-        with pytest.raises(DiskFullError) as ei:
-            q.get_nowait()
-        assert ei.value.path.startswith(q.path)
-        assert q.qsize() == n
+        assert [q.get_nowait()[0] for _ in range(n)] == list(range(n))
+        assert q.qsize() == 0
         quota_disk.free()
-        assert [q.get_nowait()[0] for _ in range(3)] == [0, 1, 2]
-        assert [r[0] for r in _drain(q)] == list(range(3, n))
+        q.put_nowait((n, ITEM))
+        assert q.get_nowait()[0] == n
     finally:
         q.close()
         gc.collect()

@@ -123,6 +123,37 @@ def test_a_log_reopened_on_a_spent_quota_gives_its_space_back_when_drained(quota
         log.close()
 
 
+@pytest.mark.parametrize("flush", ["always", "interval"])
+def test_a_log_reopened_on_a_nearly_spent_quota_gives_its_space_back_when_drained(quota_disk, flush):
+    """Filled to the quota, closed and reopened with no write refused since:
+    the quota's room (what close gave back, the indexes' tails, the
+    reservation: 200 to 420 KiB measured here) is more than SHORT_MARGIN but less than
+    the consumed segment holds, and the filesystem (statvfs) has plenty. The
+    drained log rolls and deletes its consumed segment at once, as without the
+    reopen (where the refusal shows the disk is full); before, it kept it
+    until a write was refused (vqs.storage.log_space ``_roll_worth_it``)."""
+    path = os.path.join(quota_disk.path, "log")
+    log = Log.open(path, flush=flush)
+    try:
+        acked = _fill(log, b"v" * 4000, flush)
+    finally:
+        try:
+            log.close()
+        except DiskFullError:
+            pass
+    log = Log.open(path, flush=flush)
+    try:
+        end = log.end_offset
+        assert end >= acked
+        log.delete_before(end)
+        assert list_segment_bases(path) == [end], os.listdir(path)
+        for i in range(200):  # 800 KB
+            assert log.append(b"w" * 4000) == end + i
+        log.flush()
+    finally:
+        log.close()
+
+
 FILL_DRAIN = r"""
 import sys
 from vqs import DiskFullError, Log

@@ -187,6 +187,8 @@ class TopicCatalog:
             del self._topics[name]
             try:
                 topic._close()
+            except DiskFullError:
+                pass  # (a full disk: what its logs could not write goes with the topic)
             finally:
                 try:
                     self._remove_dir(name)

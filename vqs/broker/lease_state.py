@@ -356,7 +356,16 @@ class LeaseStateStore:
             self.log.delete_before(state_offset)
             keep_spare(snap + SPARE_SUFFIX, SPARE_BYTES)  # best effort: for a full disk later
             return
-        atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES)
+        # (under a spent btrfs quota the quota headroom's ballast is for it: it lets
+        # the state log's segments go, durable_file.py)
+        try:
+            atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES, gives_back=True)
+        except DiskFullError:
+            # not even that (no ballast left, a restart on a spent quota): the state
+            # log's indexes are what it can let go (it is replayed from its start)
+            if not self.log.drop_active_indexes():
+                raise
+            atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES, gives_back=True)
         self.snapshot_offset = state_offset
         log = self.log
         try:
@@ -368,10 +377,16 @@ class LeaseStateStore:
         if log.delete_before(state_offset):
             commit(log.path)  # btrfs: a quota group gets the deleted blocks back at a commit
         # The space the deleted segments gave back: the spare first (the next
-        # snapshot, which gives back what deletes use meanwhile), then the state
-        # log's reserve; ``short`` stays set while either fails.
+        # snapshot, which gives back what deletes use meanwhile), then the deletes'
+        # floor of the state log's reserve, then (btrfs) the quota headroom's
+        # ballast (made first, it could take what the next delete needs:
+        # reserve_first, log_reserve.py; made, it is the next compaction's
+        # headroom), then the rest of the reserve; ``short`` stays set while the
+        # spare or the reserve fails.
         spare = keep_spare(snap + SPARE_SUFFIX, max(SPARE_BYTES, 2 * len(data)))
         try:
+            if log.hold(DELETE_FLOOR, reserve_first=True):
+                log.hold(0)
             if log.hold(STATE_RESERVE_BYTES):
                 log.hold(0)
             self.short = not spare

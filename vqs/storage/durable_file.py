@@ -32,7 +32,7 @@ import os
 
 from ..errors import DiskFullError
 from .file_cache import CACHE
-from .quota_headroom import release_for
+from .quota_headroom import release_for, spend
 from .reserve import release, reserve
 
 SPARE_SUFFIX = ".spare"
@@ -160,46 +160,40 @@ def _discard(tmp: str) -> None:
         pass
 
 
-def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 10) -> None:
+def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 10,
+                          gives_back: bool = False) -> None:
     """``atomic_write`` through a preallocated spare file (module doc): replacing
     a file of up to ``reserve_bytes`` (or twice the last content, if more) works
-    on a full disk."""
+    on a full disk. btrfs under a spent quota refuses the writes' metadata (and
+    the spare, not NOCOW, copies a block written before; the cut and the hole
+    need a transaction): EDQUOT. The quota headroom is for such writes
+    (quota_headroom.py: the ballast goes, a commit, the step again; the spare
+    is scratch, so writing it twice changes nothing): where the spare's blocks
+    are allocated, or, ``gives_back`` (a full disk's lease-state snapshot, which
+    lets the state log's segments go), whatever the spare holds."""
     spare = path + SPARE_SUFFIX
+    d = os.path.dirname(os.path.abspath(path))
+    fd = -1
+    swapped = False
     try:
-        fd = os.open(spare, os.O_WRONLY | os.O_CREAT, 0o644)  # no O_TRUNC: that would free the reserve
-    except OSError as e:  # under a quota even a new inode may not fit (btrfs)
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
-        raise
-    try:
-        view = memoryview(data)
-        pos = 0
-        while pos < len(view):
-            pos += os.pwrite(fd, view[pos:], pos)
-        os.ftruncate(fd, len(data))
-        # give the reserve past the data back (it would stay allocated past the end of path)
-        used = -(-len(data) // _PAGE) * _PAGE
-        release(fd, used, reserve_bytes + _PAGE)
-        os.fsync(fd)
-        swapped = os.path.exists(path) and exchange(spare, path)
-        if not swapped:
+        for attempt in (1, 2):
             try:
-                os.replace(spare, path)
-            except OSError as e:
-                # btrfs under a spent quota: the rename's metadata reservation is refused
-                # (EDQUOT) though it needs no data blocks; the quota headroom is for such
-                # writes (quota_headroom.py: the ballast goes, a commit, the same rename
-                # again). Nothing else changes: a crash leaves the old file or the new one.
-                if e.errno != errno.EDQUOT or not release_for(fd, 0, 0):
+                if fd < 0:
+                    fd = os.open(spare, os.O_WRONLY | os.O_CREAT, 0o644)  # no O_TRUNC: that would free the reserve
+                    used = -(-len(data) // _PAGE) * _PAGE
+                swapped = _replace_through(fd, spare, path, data, used, reserve_bytes)
+                break
+            except OSError as e:  # (btrfs under a quota: even a new inode, a rename may find no space)
+                if attempt == 2 or e.errno != errno.EDQUOT or not _headroom(fd, d, len(data), gives_back):
                     raise
-                os.replace(spare, path)
-    except OSError as e:  # (btrfs under a quota: even a rename may find no space)
-        os.close(fd)
+    except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
         raise
-    os.close(fd)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    fsync_dir(d)
     reserve_bytes = max(reserve_bytes, used * 2)
     if swapped:
         # the old file is the spare now: its blocks stay (the next write goes over
@@ -219,6 +213,38 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
         os.close(fd)
 
 
+def _replace_through(fd: int, spare: str, path: str, data: bytes, used: int, reserve_bytes: int) -> bool:
+    """Write ``data`` into the spare and put it at ``path``: exchanged with the old file (True:
+    the old file is the spare now; module doc) or, where there is none or no exchange here,
+    renamed over it (False). Raises OSError; the caller may spend the quota headroom and call
+    again (the spare is scratch: writing it twice changes nothing)."""
+    view = memoryview(data)
+    pos = 0
+    while pos < len(view):
+        pos += os.pwrite(fd, view[pos:], pos)
+    os.ftruncate(fd, len(data))
+    # give the reserve past the data back (it would stay allocated past the end of path)
+    release(fd, used, reserve_bytes + _PAGE)
+    os.fsync(fd)
+    if os.path.exists(path) and exchange(spare, path):
+        return True
+    os.replace(spare, path)
+    return False
+
+
+def _headroom(fd: int, d: str, nbytes: int, gives_back: bool) -> bool:
+    """``atomic_write_reserved`` met EDQUOT: spend the quota headroom (its doc)."""
+    if fd >= 0 and release_for(fd, nbytes, 0):
+        return True
+    if not gives_back:
+        return False
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return spend(d, dfd, "a full disk's lease-state snapshot lets the state log go")
+    finally:
+        os.close(dfd)
+
+
 def keep_spare(spare: str, nbytes: int) -> bool:
     """Keep ``nbytes`` allocated in the scratch file ``spare`` (made if missing),
     so the next ``atomic_write_reserved`` of up to that much needs no new space.
@@ -236,8 +262,11 @@ def keep_spare(spare: str, nbytes: int) -> bool:
         os.close(fd)
 
 
-def write_all(fd: int, parts: list) -> int:
-    """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written."""
+def write_all(fd: int, parts: list, headroom: bool = True) -> int:
+    """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written.
+    ``headroom``: the write goes into blocks reserved for it, and may use the
+    quota headroom (quota_headroom.py); False for a write that allocates as it
+    goes (a ``flush="always"`` log's append), which a spent quota just refuses."""
     # Zero-length buffers (an empty value or key) would make writev report 0
     # written for them forever: leave them out.
     parts = [p for p in parts if memoryview(p).nbytes]
@@ -252,7 +281,7 @@ def write_all(fd: int, parts: list) -> int:
         except OSError as e:
             # btrfs, quota spent: a write into reserved blocks needs headroom for
             # its metadata reservation (quota_headroom.py); nothing was written
-            if e.errno != errno.EDQUOT or not release_for(fd, remaining):
+            if e.errno != errno.EDQUOT or not headroom or not release_for(fd, remaining):
                 raise
             continue
         remaining -= n

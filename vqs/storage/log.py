@@ -104,6 +104,7 @@ from .log_repair import LogRepair
 from .log_reserve import MIN_STEP, OFF, RESERVING, LogReserve
 from .log_reserve import as_bytes as _as_bytes
 from .log_space import LogSpace
+from .quota_headroom import adopt, allocating, any_spent
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -111,7 +112,7 @@ from .record_batch import (
     encode_batch_parts,
 )
 from .recovery import LogLoader
-from .reserve import allocated_end, release
+from .reserve import allocated_end, release, reserve_errno
 from .retention import segments_past_retention
 from .segment import Segment
 
@@ -366,12 +367,20 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._written_end = self._next_offset = self._durable_end = active.next_offset
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
+        if not self.readonly:
+            adopt(self.path)  # btrfs: an earlier run's quota headroom here (quota_headroom.py)
         if self._reserve_mode == RESERVING:
             self._reserved_end = active.size  # covered from here on: only what this run reserves
         if self._reserve_bytes:
             h = active.handle()
+            kept = allocated_end(h.fd)  # a reserve kept since the last run (a crash: not released)
             if self._reserve_mode == OFF:
-                self._reserved_end = allocated_end(h.fd)  # a reserve kept since the last run
+                self._reserved_end = kept
+            elif kept > active.size and not reserve_errno(h.fd, active.size, kept - active.size):
+                # RESERVING: taken as covered once fallocate says it is allocated (it is
+                # not made first: under a spent btrfs quota there may be no room for the
+                # quota headroom's ballast, and these blocks are already this log's)
+                self._reserved_end = kept
             self.top_up_reserve_locked()
             if not self.readonly:
                 make_segment_spare(self.path)  # a roll on a full xfs renames it (log_dir.py)
@@ -546,8 +555,18 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._roll_locked()  # (RESERVING, no space for the next segment: this one grows past segment_bytes)
             seg = self._active
         max_ts = hdr[8]
+        headroom = self._reserve_mode == RESERVING  # (written into reserved blocks: log_reserve.py)
+        if not headroom and any_spent():
+            # btrfs, its quota headroom spent: an append that allocates as it goes
+            # waits for the ballast to stand again (quota_headroom.py, ballast first)
+            no = allocating(self.path, seg.handle().fd)
+            if no:
+                e = OSError(no, os.strerror(no), seg.log_path)
+                err = self._short_error_locked(seg, e)
+                seg = None  # (as below)
+                raise err from e
         try:
-            seg.append(parts, base, next_offset, max_ts, nbytes)
+            seg.append(parts, base, next_offset, max_ts, nbytes, headroom)
         except OSError as e:
             # Cut any partial write so the file ends at a batch boundary again.
             try:
@@ -561,11 +580,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed.
-                self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
-                if self.on_disk_short is not None:
-                    self.on_disk_short()
-                err = DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
-                                    f"the disk is full ({e.strerror})", path=seg.log_path)
+                err = self._short_error_locked(seg, e)
                 # The error may be kept (queue.Full's cause): its traceback must
                 # not pin the segment, whose space a later reclaim frees.
                 e.__traceback__ = None
@@ -581,6 +596,15 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._space_short = False  # (a write into reserved blocks does not show space is back)
             self._unblock()
         self._written_end = next_offset
+
+    def _short_error_locked(self, seg: Segment, e: OSError) -> DiskFullError:
+        """A write found no space (``e``: ENOSPC/EDQUOT), nothing of it is in the
+        file: refused until space is back (log_space.py); the error to raise."""
+        self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
+        if self.on_disk_short is not None:
+            self.on_disk_short()
+        return DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
+                             f"the disk is full ({e.strerror})", path=seg.log_path)
 
     @property
     def _active(self) -> Segment:

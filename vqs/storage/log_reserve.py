@@ -49,7 +49,12 @@ Invariants (``_reserve_mode == RESERVING``, under the log's lock):
 - the reservation is released (a hole punched past the end, size and content
   unchanged) for a sealed segment at the roll, down to ``reserve_bytes``
   when the log goes idle on the flusher and at ``close``; ``ftruncate`` drops
-  it (a failed write), so ``_reserved_end`` is reset there.
+  it (a failed write), so ``_reserved_end`` is reset there; at open only
+  what this run reserves counts, except for a log with ``reserve_bytes`` (a
+  queue's lease-state log), which takes the blocks past its end that an
+  earlier run kept (a SIGKILL releases nothing) once ``fallocate`` over them
+  succeeds (log.py: a spent btrfs quota has no room for a new ballast, which
+  a new reservation would want first).
 
 Where ``fallocate`` cannot be used (another errno than ENOSPC/EDQUOT, e.g.
 EOPNOTSUPP on some filesystems, or no ``fallocate`` in the C library) the log
@@ -160,7 +165,7 @@ class LogReserve:
             if ready(self.path, h.fd) == 0 and reserve(h.fd, seg.size, self._reserve_bytes):
                 self._reserved_end = seg.size + self._reserve_bytes
 
-    def hold(self, nbytes: int) -> bool:
+    def hold(self, nbytes: int, reserve_first: bool = False) -> bool:
         """Back records a caller keeps and hands over later with ``append_batch``
         (a queue's pending sends and state records): ``nbytes`` is a bound of
         what they encode to (``BATCH_FIXED`` per batch, ``RECORD_FIXED`` per
@@ -171,7 +176,9 @@ class LogReserve:
         Raises DiskFullError (and holds what it held before) when there is no
         space: the caller refuses the records it was about to keep. Returns
         False when the log cannot back them (``flush="always"``, or no
-        ``fallocate`` here): the caller must hand records over at once."""
+        ``fallocate`` here): the caller must hand records over at once.
+        ``reserve_first``: within ``reserve_bytes`` the space is reserved before
+        the btrfs quota headroom's ballast is made again (``_cover_locked``)."""
         with self._lock:
             if self._reserve_mode != RESERVING:
                 return False
@@ -181,7 +188,7 @@ class LogReserve:
                 seg = self._active
                 need = self._buffer_bound() - self._held + nbytes
                 if seg.size + need > self._reserved_end:
-                    err = self._cover_locked(need)
+                    err = self._cover_locked(need, reserve_first)
                     if err:
                         self._refuse_no_room(need, err)
                     if self._reserve_mode != RESERVING:
@@ -262,10 +269,12 @@ class LogReserve:
         else:
             self._set_thresholds()
 
-    def _cover_locked(self, need: int) -> int:
+    def _cover_locked(self, need: int, reserve_first: bool = False) -> int:
         """Allocate past the active segment's end so that ``need`` bytes fit
         (plus a step, when that fits); 0 when done, else the errno of no space.
-        Switches to WRITE_THROUGH (and returns 0) where fallocate is unsupported."""
+        Switches to WRITE_THROUGH (and returns 0) where fallocate is unsupported.
+        The btrfs quota headroom's ballast comes first (``ready``), except with
+        ``reserve_first`` within ``reserve_bytes``: after (``hold``)."""
         seg = self._active
         target = seg.size + need
         if target > MAX_POSITION:
@@ -276,9 +285,17 @@ class LogReserve:
         # roll (the next segment reserves its own), and a btrfs quota credits
         # released blocks back only at its next transaction commit
         step = min(self._reserve_step, max(0, self.segment_bytes - target))
-        err = ready(self.path, h.fd)  # btrfs: the quota headroom's ballast first (quota_headroom.py)
-        if err:
-            return err
+        after = reserve_first and target <= seg.size + self._reserve_bytes
+        if after:
+            # a queue's lease-state log refilling what its deletes and receives write
+            # on a full disk, from what its full-disk compaction just gave back
+            # (lease_state.py): before the ballast, which would otherwise take it and
+            # leave the next delete no room; the step stays within reserve_bytes
+            step = min(step, seg.size + self._reserve_bytes - target)
+        else:
+            err = ready(self.path, h.fd)  # btrfs: the quota headroom's ballast first (quota_headroom.py)
+            if err:
+                return err
         if self._min_free_bytes:
             # the step's blocks come out of the margin min_free_bytes admits (log_space.py);
             # ``need`` was admitted already, append by append
@@ -287,17 +304,18 @@ class LogReserve:
         err = reserve_errno(h.fd, start, target + step - start)
         if not err:
             self._reserved_end = target + step
-            self._reserve_step = min(step * 2, MAX_STEP)
+            if not after:
+                self._reserve_step = min(step * 2, MAX_STEP)
             self._space_back()
-            return 0
-        if err in NO_SPACE:
+        elif err in NO_SPACE:
             err = reserve_errno(h.fd, start, target - start)
             if not err:
                 self._reserved_end = target
                 self._space_back()
-                return 0
-            if err in NO_SPACE:
-                return err
+        if after:
+            ready(self.path, h.fd)  # (the ballast next, from what is left: best effort)
+        if not err or err in NO_SPACE:
+            return err
         logger.warning("%s: cannot reserve disk space (%s): appends under flush=%s are written at once",
                        seg.log_path, os.strerror(err), self.flush_policy)
         self._reserve_mode = WRITE_THROUGH

@@ -219,13 +219,20 @@ class LogSpace:
         or the filesystem (statvfs) has less free than the consumed segment
         holds (reclaiming it would more than double the room: a log reopened
         on a full disk has no refusal to go by, and its next reservation step
-        may need more than SHORT_MARGIN; statvfs, not a btrfs quota's room,
-        so a small lease-state log does not roll away the quota headroom)."""
+        may need more than SHORT_MARGIN), or a btrfs quota's room is less than
+        a consumed segment of BALLAST_BYTES or more holds (the same, under a
+        quota: a log reopened on a nearly spent quota gives its space back as
+        soon as it is drained, not at the first refused write; only such a
+        segment, as in ``_roll_consumed_now_locked``: a small lease-state log
+        does not roll away the quota headroom)."""
         seg = self._active
         if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
             return True
         try:
-            if free_bytes(self.path) < self._min_free_bytes + SHORT_MARGIN:
+            room = free_bytes(self.path)
+            if room < self._min_free_bytes + SHORT_MARGIN:
+                return True
+            if seg.size >= BALLAST_BYTES and room < self._min_free_bytes + seg.size:
                 return True
             st = os.statvfs(self.path)
         except OSError:
@@ -273,27 +280,40 @@ class LogSpace:
         seg = self._active
         if not seg.cut_pending and self._roll_locked(consumed=True):
             return True, 0
+        dropped = 0
         if not seg.cut_pending and (os.path.exists(seg.index_path) or os.path.exists(seg.timeindex_path)):
             # A full xfs makes no file but renames one (log_dir.py SEGMENT_SPARE), and
             # the rename into a new name needs a directory entry: the consumed
             # segment's indexes (derived data) give theirs, the offset index becoming
             # the spare where there is none.
             spare_from_index(self.path, seg.index_path)
-            seg.drop_indexes()
+            dropped = seg.drop_indexes()
             if self._roll_locked(consumed=True):
                 return True, 0
-        if sum(s.size for s in self._segments) < BALLAST_BYTES:
-            return False, 0  # (little to give back: it keeps taking appends into its reservation)
         n = self._delete_below_locked(seg.base_offset)
-        if n + seg.drop_indexes():
+        if n + dropped + seg.drop_indexes():
             commit(self.path)
         if self._cut_and_roll_locked():
             return True, n
+        if sum(s.size for s in self._segments) < BALLAST_BYTES:
+            return False, n  # (little to give back: it keeps taking appends into its reservation)
         # still refused: the quota headroom's ballast, where one stands (it is for
         # such steps; it commits, and is made again from the consumed segment's space)
         if spend(self.path, seg.handle().fd) and self._cut_and_roll_locked():
             return True, n
         return False, n
+
+    def drop_active_indexes(self) -> bool:
+        """A full disk: delete the active segment's two indexes (derived data:
+        lookups scan from the segment's start, a crash rebuilds them) and
+        commit, so a step that gives space back finds room for its metadata
+        under a spent btrfs quota (a queue's lease-state snapshot, whose log is
+        only ever read from its start: vqs.broker.lease_state). True when any went."""
+        with self._lock:
+            n = self._active.drop_indexes()
+        if n:
+            commit(self.path)
+        return bool(n)
 
     def _cut_and_roll_locked(self) -> bool:
         seg = self._active

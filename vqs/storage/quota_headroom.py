@@ -35,7 +35,9 @@ filesystem, as ``quota-headroom`` in the directory of the log that made it
 (segment listings ignore the name). A write into allocated blocks that
 meets EDQUOT (``write_all``, durable_file.py; the HybridQueue's checkpoint
 slots) deletes a ballast of its filesystem and retries (a write that needs
-new blocks does not: it raises as before, the headroom is not for it): the
+new blocks does not: it raises as before, the headroom is not for it; nor
+does a ``flush="always"`` log's append, which reserves nothing ahead, even
+where it fits in its file's last, partly written block): the
 ballast's bytes return to the quota group at the next transaction commit
 (``syncfs`` here; newer kernels also commit on their own before they return
 EDQUOT), and each write's metadata reservation is given back at a commit, so
@@ -48,22 +50,30 @@ the ballast again; when even its new, empty file is refused, it deletes a
 standing ballast, ``spend``, with what else it lets go, log_space.py).
 
 Invariants:
-- **ballast first**: once a ballast of a filesystem was deleted, the log
-  allocates nothing new there (a reservation top-up, a new segment file)
-  until a ballast stands again (``ready``): the headroom is kept for writes
-  into blocks already reserved, and a new ballast is the first thing made
-  when space is back;
+- **ballast first**: once a ballast of a filesystem was deleted (or none
+  could be made: a restart on a spent quota), the log allocates nothing new
+  there (a reservation top-up, a new segment file, a ``flush="always"``
+  append: ``allocating``) until a ballast stands again (``ready``): the
+  headroom is kept for writes into blocks already reserved, and a new
+  ballast is the first thing made when space is back;
 - a ballast holds nothing anyone reads: a crash at any point leaves none, an
   empty one or a whole one, each harmless; a process keeps one per
-  filesystem (an earlier run's is adopted when its log is first seen, or
+  filesystem (an earlier run's is adopted when its log opens, ``adopt``, or
   deleted when another already stands), and a directory never holds two;
-- the write path pays nothing until a write fails with EDQUOT; a top-up pays
-  a dict lookup (a ``stat`` on btrfs).
+- a queue's lease-state log refills the deletes' floor of its reserve from
+  what its full-disk compaction gave back *before* the ballast is made again
+  (``Log.hold(..., reserve_first=True)``, vqs.broker.lease_state): made first,
+  the ballast could take it all and leave the next delete no room; and that
+  compaction's snapshot may spend the ballast whatever its spare holds
+  (durable_file ``atomic_write_reserved(gives_back=True)``): it lets the state
+  log's segments go;
+- the write path pays nothing until a write fails with EDQUOT (a
+  ``flush="always"`` append: one set test, ``any_spent``, until a ballast
+  was spent); a top-up pays a dict lookup (a ``stat`` on btrfs).
 
-What it does not cover: another writer that takes the freed headroom first
-(another program, or a ``flush="always"`` log's appends, which allocate as
-they write and are not held back by ``ready``): then the write fails as
-before, and the records wait in their reserved blocks;
+What it does not cover: another program that takes the freed headroom
+first: then the write fails as before, and the records wait in their
+reserved blocks;
 a filesystem full to the last block without a quota (ENOSPC), and ZFS or
 bcachefs (not measured).
 """
@@ -169,16 +179,27 @@ def create_nocow(file_path: str) -> None:
         os.close(fd)
 
 
-def _dev_of(path: str, fd: int) -> int | None:
-    """st_dev of the log directory ``path`` when it is on btrfs (cached per
-    directory; on first sight an earlier run's ballast there is adopted)."""
+def adopt(path: str) -> None:
+    """At a log's open (directory ``path``): on btrfs, an earlier run's ballast
+    there is adopted (``_dev_of``), so it is spent where its filesystem's quota
+    is, whichever log meets EDQUOT; a ``statfs`` per directory, and a ``stat``."""
+    if path not in _dirs and on_btrfs(path):
+        with _lock:
+            _dev_of(path, None)
+
+
+def _dev_of(path: str, fd: int | None) -> int | None:
+    """st_dev of the log directory ``path`` (``fd``: a file of it, or None) when
+    it is on btrfs (cached per directory; on first sight an earlier run's
+    ballast there is adopted)."""
     try:
         return _dirs[path]
     except KeyError:
         pass
     dev = None
     if on_btrfs(path):
-        dev = os.fstat(fd).st_dev  # a btrfs subvolume has its own: one per quota group 0/<id>
+        # a btrfs subvolume has its own: one per quota group 0/<id>
+        dev = os.fstat(fd).st_dev if fd is not None else os.stat(path).st_dev
         own = os.path.join(path, BALLAST_NAME)
         if os.path.exists(own):
             have = _ballasts.setdefault(dev, set())
@@ -212,25 +233,56 @@ def ready(path: str, fd: int) -> int:
         have = _ballasts.setdefault(dev, set())
         for p in list(have):
             if os.path.exists(p):
+                _spent.discard(dev)  # (one stands: made by another log here)
                 return 0
             have.discard(p)  # its log was deleted
         own = os.path.join(path, BALLAST_NAME)
         try:
             bfd = os.open(own, os.O_WRONLY | os.O_CREAT, 0o644)
         except OSError as e:
-            return e.errno if e.errno in (errno.ENOSPC, errno.EDQUOT) else 0
+            return _none_made(dev, e.errno)
         try:
             os.posix_fallocate(bfd, 0, BALLAST_BYTES)
         except OSError as e:
             os.close(bfd)
             _unlink(own)  # (allowed under a spent quota)
-            return e.errno if e.errno in (errno.ENOSPC, errno.EDQUOT) else 0
+            return _none_made(dev, e.errno)
         os.close(bfd)
         have.add(own)
         if dev in _spent:
             _spent.discard(dev)
             logger.info("%s: quota headroom made again (%d bytes)", own, BALLAST_BYTES)
         return 0
+
+
+def _none_made(dev: int, err: int) -> int:
+    """No ballast stands on ``dev`` and none could be made: as good as spent
+    (a restart on a spent quota finds none either): allocating writes wait
+    for one (``allocating``). The errno for ``ready``: ENOSPC/EDQUOT, else 0."""
+    if err in (errno.ENOSPC, errno.EDQUOT):
+        _spent.add(dev)
+        return err
+    return 0
+
+
+def any_spent() -> bool:
+    """Whether a ballast is spent (or could not be made) on any filesystem."""
+    return bool(_spent)
+
+
+def allocating(path: str, fd: int) -> int:
+    """Before a write that allocates as it goes (a ``flush="always"`` log's
+    append, which reserves nothing ahead) in log directory ``path`` (``fd``: a
+    file of it): where no ballast stands on its filesystem (spent, or none
+    could be made), make one first (``ready``). 0: go on; else the errno of no
+    space, and the write is refused: ballast first (module doc), so such
+    appends do not take the headroom that writes into reserved blocks (a
+    queue's lease-state records) were given (callers test ``any_spent`` first)."""
+    with _lock:
+        dev = _dev_of(path, fd)
+    if dev is None or dev not in _spent:
+        return 0
+    return ready(path, fd)
 
 
 def commit(path: str) -> None:
@@ -271,16 +323,17 @@ def release_for(fd: int, nbytes: int, pos: int | None = None) -> bool:
     return _spend(dev, beside, fd, "writes into reserved blocks go on")
 
 
-def spend(path: str, fd: int) -> bool:
+def spend(path: str, fd: int, why: str = "a consumed segment goes") -> bool:
     """A step that gives space back (the roll of a wholly consumed segment,
-    log_space.py) found the quota of the log in directory ``path`` (``fd``: a
+    log_space.py; a log's own ``reserve_bytes``, what a queue's deletes write,
+    log_reserve.py) found the quota of the log in directory ``path`` (``fd``: a
     file of it) spent: delete one ballast of its filesystem and commit, so the
     step has the headroom (module doc). False where there was none (or not btrfs)."""
     try:
         dev = os.fstat(fd).st_dev
     except OSError:
         return False
-    return on_btrfs(path) and _spend(dev, os.path.join(path, BALLAST_NAME), fd, "a consumed segment goes")
+    return on_btrfs(path) and _spend(dev, os.path.join(path, BALLAST_NAME), fd, why)
 
 
 def _spend(dev: int, beside: str, fd: int, why: str) -> bool:

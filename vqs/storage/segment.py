@@ -406,8 +406,10 @@ class Segment:
 
     # -- writing ---------------------------------------------------------------
 
-    def append(self, parts: list, base_offset: int, next_offset: int, max_ts: int, nbytes: int) -> int:
-        """Append one encoded batch (as buffers); return its position."""
+    def append(self, parts: list, base_offset: int, next_offset: int, max_ts: int, nbytes: int,
+               headroom: bool = True) -> int:
+        """Append one encoded batch (as buffers); return its position. ``headroom``:
+        it is written into reserved blocks (durable_file.write_all)."""
         pos = self.size
         h = self._fh
         if h is None:
@@ -415,7 +417,7 @@ class Segment:
         if self.cut_pending:
             self.cut_tail()  # still no space: raises ENOSPC/EDQUOT, nothing written
         self._hot = True
-        write_all(h.fd, parts)  # first: a write that fails (a full disk) leaves no trace in the state
+        write_all(h.fd, parts, headroom)  # first: a write that fails (a full disk) leaves no trace in the state
         self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
         self._index_batch(pos, base_offset, self.max_timestamp_ms)
         self.size = pos + nbytes
