@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 
-from vqs.broker import lease_state
+from vqs.broker import lease_records, lease_state
 from vqs.storage.durable_file import atomic_write
 from vqs.storage.record_batch import decode_batch, encode_batch
 
 
 def _lease(o: int, nonce: int) -> bytes:
-    return lease_state.encode_leases([o, nonce, 10**13, 1, 1, 1], 1)
+    return lease_records.encode_leases([o, nonce, 10**13, 1, 1, 1], 1)
 
 
 def _move_snapshot_offset(path: str, by: int) -> int:

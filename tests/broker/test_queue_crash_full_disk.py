@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from vqs.broker import lease_state
+from vqs.broker import lease_records, lease_state
 from vqs.broker.registry import QueueRegistry
 from vqs.errors import MessageNotAvailable
 
@@ -94,7 +94,7 @@ def test_an_epoch_record_forgets_the_lost_offsets_at_replay(tmp_path):
     store.epochs = []
 
     def lease(o: int, nonce: int) -> bytes:
-        return lease_state.encode_leases([o, nonce, 10**13, 1, 1, 1], 1)
+        return lease_records.encode_leases([o, nonce, 10**13, 1, 1, 1], 1)
 
     store.log.append_batch([lease(1, 5), lease(3, 6), lease(4, 7)])
     store.write_epoch(3, 100)
@@ -108,6 +108,6 @@ def test_an_epoch_record_forgets_the_lost_offsets_at_replay(tmp_path):
         assert store.epochs == [(3, 100)]
         assert st.max_nonce == 101
         rec = store.log.read(3, max_records=1)[0].value
-        assert rec[0] == ord("E") and lease_state.EPOCH.unpack_from(rec, 1) == (3, 100)
+        assert rec[0] == ord("E") and lease_records.EPOCH.unpack_from(rec, 1) == (3, 100)
     finally:
         store.close()

@@ -84,69 +84,14 @@ from ..storage.log import Log
 from ..storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 from ..storage.quota_headroom import commit
 from ..storage.record_batch import decode_batch, encode_batch
+from .lease_records import ENTRY, EPOCH, MOVE, OP_DELETE, OP_EPOCH, OP_LEASE, OP_MOVE, OP_PURGE, OP_RUN, RUN
 
 logger = logging.getLogger("vqs.broker")
 
-ENTRY = struct.Struct("<QQqqqI")
-ENTRY_SIZE = ENTRY.size  # 44
-OP_LEASE = 0x4C  # "L"
-OP_RUN = 0x52  # "R"
-RUN = struct.Struct("<QQIqq")
-RUN_SIZE = RUN.size  # 36
-OP_DELETE = 0x44  # "D"
-OP_PURGE = 0x50  # "P"
-OP_EPOCH = 0x45  # "E"
-OP_MOVE = 0x4D  # "M"
-MOVE = struct.Struct("<QH")  # target_end, len(target)
-EPOCH = struct.Struct("<QQ")
 SNAPSHOT = "snapshot"
 PENDING_BYTES = 512 << 10  # buffered=True: push past this many bytes
 #: bound of the batch headers of one push of the pending records (append_batch may split it)
 PUSH_FIXED = 4 * BATCH_FIXED
-
-_lease_structs: dict[int, struct.Struct] = {}
-_delete_structs: dict[int, struct.Struct] = {}
-_run_structs: dict[int, struct.Struct] = {}
-
-
-def lease_struct(n: int) -> struct.Struct:
-    s = _lease_structs.get(n)
-    if s is None:
-        s = _lease_structs[n] = struct.Struct("<B" + "QQqqqI" * n)
-    return s
-
-
-def delete_struct(n: int) -> struct.Struct:
-    s = _delete_structs.get(n)
-    if s is None:
-        s = _delete_structs[n] = struct.Struct("<B%dQ" % n)
-    return s
-
-
-def encode_leases(flat: list, n: int) -> bytes:
-    """``flat`` = n * (offset, nonce, until, received, first, count)."""
-    return lease_struct(n).pack(OP_LEASE, *flat)
-
-
-def encode_runs(flat: list, m: int) -> bytes:
-    """``flat`` = m * (offset, nonce, n, until, received): first deliveries of runs
-    of n consecutive offsets with consecutive nonces (one receive's fresh messages)."""
-    s = _run_structs.get(m)
-    if s is None:
-        s = _run_structs[m] = struct.Struct("<B" + "QQIqq" * m)
-    return s.pack(OP_RUN, *flat)
-
-
-def encode_deletes(offsets) -> bytes:
-    return delete_struct(len(offsets)).pack(OP_DELETE, *offsets)
-
-
-def encode_move(target: str, target_end: int, offsets) -> bytes:
-    """A move intent (module doc): ``offsets`` are being moved to ``target``."""
-    name = target.encode()
-    return bytes([OP_MOVE]) + MOVE.pack(target_end, len(name)) + name + struct.pack(
-        "<%dQ" % len(offsets), *offsets)
-
 
 #: Disk kept allocated ahead of the state log (storage/reserve.py): on a full
 #: disk, receives and deletes (a few dozen bytes each) go on for thousands of

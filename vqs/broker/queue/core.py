@@ -76,7 +76,8 @@ from ...errors import (
 )
 from ...storage.flusher import Flusher
 from ...storage.log import Log
-from ..lease_state import LeaseStateStore, encode_deletes, encode_leases
+from ..lease_records import encode_deletes, encode_leases
+from ..lease_state import LeaseStateStore
 from ..receipt import ReceiptCodec
 from .batch_entries import BatchEntries
 from .leases import INFLIGHT, LeaseTable

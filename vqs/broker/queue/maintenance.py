@@ -38,7 +38,7 @@ import logging
 from ...errors import DiskFullError, LogClosedError, PurgeQueueInProgress
 from ...storage.free_space import free_bytes
 from ...storage.log_space import SHORT_MARGIN
-from ..lease_state import OP_PURGE
+from ..lease_records import OP_PURGE
 
 logger = logging.getLogger("vqs.broker")
 

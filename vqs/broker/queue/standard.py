@@ -42,7 +42,7 @@ from itertools import repeat
 from ...errors import LogClosedError, OverLimit, QueueError
 from ...storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 from ...storage.record_batch import Record
-from ..lease_state import encode_runs
+from ..lease_records import encode_runs
 from . import send_buffer
 from .core import DELETE_ROOM, Queue
 from .fair import FairReceive, FairShare
