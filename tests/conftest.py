@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -244,18 +245,27 @@ def btrfs_quota_fs(tmp_path_factory):
     for tool in ("mkfs.btrfs", "btrfs", "losetup"):
         if shutil.which(tool) is None:
             _unavailable(f"{tool} is missing (make test installs btrfs-progs as root)")
-    d = tmp_path_factory.mktemp("btrfs")
+    with _loop_mounted(tmp_path_factory, "btrfs", 200 << 20, ["mkfs.btrfs", "-q"]) as mnt:
+        _run_ok(["btrfs", "quota", "enable", mnt])
+        yield mnt
+
+
+@contextlib.contextmanager
+def _loop_mounted(tmp_path_factory, kind: str, size: int, mkfs: list):
+    """A sparse image of ``size`` bytes made by ``mkfs`` and loop-mounted (the
+    mount point, a str); unmounted after, its loop device and image gone (a
+    failed unmount fails the test). Skips (or, in CI, fails) where it cannot mount."""
+    d = tmp_path_factory.mktemp(kind)
     img, mnt = d / "fs.img", d / "mnt"
     mnt.mkdir()
     with open(img, "wb") as f:
-        f.truncate(200 << 20)
+        f.truncate(size)
     try:
-        _run_ok(["mkfs.btrfs", "-q", str(img)])
+        _run_ok([*mkfs, str(img)])
         _run_ok(["mount", "-o", "loop", str(img), str(mnt)])
     except RuntimeError as e:
-        _unavailable(f"cannot mount a btrfs image here: {e}")
+        _unavailable(f"cannot mount a {kind} image here: {e}")
     try:
-        _run_ok(["btrfs", "quota", "enable", str(mnt)])
         yield str(mnt)
     finally:
         r = subprocess.run(["umount", str(mnt)], capture_output=True, text=True)
@@ -294,25 +304,8 @@ def xfs_fs(tmp_path_factory):
     for tool in ("mkfs.xfs", "losetup"):
         if shutil.which(tool) is None:
             _unavailable(f"{tool} is missing (make test installs xfsprogs as root)")
-    d = tmp_path_factory.mktemp("xfs")
-    img, mnt = d / "fs.img", d / "mnt"
-    mnt.mkdir()
-    with open(img, "wb") as f:
-        f.truncate(300 << 20)
-    try:
-        _run_ok(["mkfs.xfs", "-q", "-f", str(img)])
-        _run_ok(["mount", "-o", "loop", str(img), str(mnt)])
-    except RuntimeError as e:
-        _unavailable(f"cannot mount an xfs image here: {e}")
-    try:
-        yield str(mnt)
-    finally:
-        r = subprocess.run(["umount", str(mnt)], capture_output=True, text=True)
-        if r.returncode != 0:
-            subprocess.run(["umount", "-l", str(mnt)])
-        loops = subprocess.run(["losetup", "-j", str(img)], capture_output=True, text=True).stdout.strip()
-        img.unlink()
-        assert r.returncode == 0 and not loops, f"{mnt}: umount {r.stderr.strip()!r}, loop left: {loops!r}"
+    with _loop_mounted(tmp_path_factory, "xfs", 300 << 20, ["mkfs.xfs", "-q", "-f"]) as mnt:
+        yield mnt
 
 
 class _XfsDisk(SmallDisk):
