@@ -107,9 +107,19 @@ _FLAGS = struct.Struct("i")
 
 _lock = threading.Lock()
 _btrfs: dict[str, bool] = {}  # directory -> on btrfs
-_dirs: dict[str, int | None] = {}  # log directory -> st_dev if on btrfs, else None
-_ballasts: dict[int, set[str]] = {}  # st_dev -> ballast paths made or adopted here
-_spent: set[int] = set()  # st_dev whose ballast was deleted and not made again yet
+# A filesystem is keyed by (st_dev, statfs f_fsid), not st_dev alone: a btrfs subvolume
+# made after another was deleted may get its st_dev, and must not inherit its state
+# (btrfs's f_fsid mixes in the subvolume's root id, which is never reused).
+_dirs: dict[str, tuple | None] = {}  # log directory -> its filesystem's key if on btrfs, else None
+_ballasts: dict[tuple, set[str]] = {}  # filesystem -> ballast paths made or adopted here
+_spent: set[tuple] = set()  # filesystems whose ballast was deleted and not made again yet
+
+
+def _fs_key(fd: int | None, path: str | None = None) -> tuple:
+    """The key of the filesystem holding ``fd`` (else ``path``): (st_dev, f_fsid). Raises OSError."""
+    if fd is not None:
+        return os.fstat(fd).st_dev, os.fstatvfs(fd).f_fsid
+    return os.stat(path).st_dev, os.statvfs(path).f_fsid
 _libc = None
 
 
@@ -188,8 +198,8 @@ def adopt(path: str) -> None:
             _dev_of(path, None)
 
 
-def _dev_of(path: str, fd: int | None) -> int | None:
-    """st_dev of the log directory ``path`` (``fd``: a file of it, or None) when
+def _dev_of(path: str, fd: int | None) -> tuple | None:
+    """The filesystem key (``_fs_key``) of the log directory ``path`` (``fd``: a file of it, or None) when
     it is on btrfs (cached per directory; on first sight an earlier run's
     ballast there is adopted)."""
     try:
@@ -199,7 +209,7 @@ def _dev_of(path: str, fd: int | None) -> int | None:
     dev = None
     if on_btrfs(path):
         # a btrfs subvolume has its own: one per quota group 0/<id>
-        dev = os.fstat(fd).st_dev if fd is not None else os.stat(path).st_dev
+        dev = _fs_key(fd, path)
         own = os.path.join(path, BALLAST_NAME)
         if os.path.exists(own):
             have = _ballasts.setdefault(dev, set())
@@ -255,7 +265,7 @@ def ready(path: str, fd: int) -> int:
         return 0
 
 
-def _none_made(dev: int, err: int) -> int:
+def _none_made(dev: tuple, err: int) -> int:
     """No ballast stands on ``dev`` and none could be made: as good as spent
     (a restart on a spent quota finds none either): allocating writes wait
     for one (``allocating``). The errno for ``ready``: ENOSPC/EDQUOT, else 0."""
@@ -316,7 +326,7 @@ def release_for(fd: int, nbytes: int, pos: int | None = None) -> bool:
             pos = st.st_size if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND else os.lseek(fd, 0, os.SEEK_CUR)
         if pos + nbytes > max(st.st_size, st.st_blocks * 512):
             return False
-        dev = st.st_dev
+        dev = _fs_key(fd)
         beside = os.path.join(os.path.dirname(os.readlink(f"/proc/self/fd/{fd}")), BALLAST_NAME)
     except OSError:
         return False
@@ -330,13 +340,13 @@ def spend(path: str, fd: int, why: str = "a consumed segment goes") -> bool:
     file of it) spent: delete one ballast of its filesystem and commit, so the
     step has the headroom (module doc). False where there was none (or not btrfs)."""
     try:
-        dev = os.fstat(fd).st_dev
+        dev = _fs_key(fd)
     except OSError:
         return False
     return on_btrfs(path) and _spend(dev, os.path.join(path, BALLAST_NAME), fd, why)
 
 
-def _spend(dev: int, beside: str, fd: int, why: str) -> bool:
+def _spend(dev: tuple, beside: str, fd: int, why: str) -> bool:
     with _lock:
         have = _ballasts.get(dev, set())
         for p in [*have, beside]:
