@@ -110,7 +110,13 @@ def test_a_log_reopened_on_a_spent_quota_gives_its_space_back_when_drained(quota
             pass
     quota_disk.fill_rest()  # (close gave back the reservation and the indexes' tails)
     assert quota_disk.is_full()
-    log = Log.open(path, flush="interval")
+    _reopen_drain_and_append(path, "interval", acked)
+
+
+def _reopen_drain_and_append(path: str, flush: str, acked: int) -> None:
+    """Reopen the filled log, drain it (``delete_before`` its end): its consumed segment
+    goes at once, and 800 KB more are appended at the next offsets."""
+    log = Log.open(path, flush=flush)
     try:
         end = log.end_offset
         assert end >= acked
@@ -141,17 +147,7 @@ def test_a_log_reopened_on_a_nearly_spent_quota_gives_its_space_back_when_draine
             log.close()
         except DiskFullError:
             pass
-    log = Log.open(path, flush=flush)
-    try:
-        end = log.end_offset
-        assert end >= acked
-        log.delete_before(end)
-        assert list_segment_bases(path) == [end], os.listdir(path)
-        for i in range(200):  # 800 KB
-            assert log.append(b"w" * 4000) == end + i
-        log.flush()
-    finally:
-        log.close()
+    _reopen_drain_and_append(path, flush, acked)
 
 
 FILL_DRAIN = r"""
