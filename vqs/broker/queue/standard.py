@@ -183,11 +183,10 @@ class StandardQueue(FairReceive, Queue):
                     sb.nbytes += nbytes
                 else:  # bigger than a batch: straight to the log (pending is empty)
                     log.append_batch(values, timestamps_ms=ts)
-            else:
-                ap = log.append
-                first = ap(values[0], timestamp_ms=ts)
-                for i in range(1, n):
-                    ap(values[i], timestamp_ms=ts)
+            elif n == 1:
+                first = log.append(values[0], timestamp_ms=ts)
+            else:  # flush="always": one batch, one write: a full disk refuses the whole send, none of it kept
+                first = log.append_batch(values, timestamps_ms=ts)
             # self._tail.add(first, values, ts, None, nbytes), inline
             tl = self._tail
             tail = tl.entries
