@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from disk_fill import drain_queue
 
 import vqs
 from vqs import DiskFullError
@@ -37,11 +38,5 @@ def test_a_refused_batch_leaves_none_of_its_messages(full_disk, flush, attribute
             except DiskFullError:
                 refused += bodies
         assert len(refused) == 30 and len(acked) > 500
-        got: list = []
-        while True:
-            ms = q.receive(10)
-            if not ms:
-                break
-            got += [m.body for m in ms]
-            q.delete_batch([m.receipt_handle for m in ms])
+        got = drain_queue(q, batch=True)
         assert sorted(got) == sorted(acked)  # none refused, each acknowledged one once
