@@ -78,7 +78,15 @@ from ..wire import BATCH_CONTENT_TYPE
 from .app import SQS_HIT, _log_request
 from .errors import rest_error
 from .lean import _MESSAGES, _consume_args, _Fallback, _header, answer, idempotent_produce, produce_partition
-from .rest.produce import batch_records, json_records, produce_answer, produce_target, text_produce_answer
+from .rest.produce import (
+    append_batches,
+    append_json_records,
+    batch_records,
+    json_records,
+    produce_answer,
+    produce_target,
+    text_produce_answer,
+)
 
 logger = logging.getLogger("vqs.server")
 
@@ -180,9 +188,12 @@ class _FastRequest:
         """The body is complete: run the handler in a task (as uvicorn runs an ASGI app: the
         core may need a current task, e.g. anyio's worker threads), or start a direct produce."""
         self.started = True
-        if self.direct and self._produce_direct():
-            return
-        self.task = self.proto.loop.create_task(self._run())
+        core = None
+        if self.direct:
+            core = self._produce_direct()
+            if core is None:
+                return
+        self.task = self.proto.loop.create_task(self._run(core))
 
     # ------------------------------------------------------ a produce, with no task
     # A plain produce (a JSON body, or a binary one of a single record batch, whose records go
@@ -192,10 +203,10 @@ class _FastRequest:
     # coalescer's callback, after the group's append returned (acknowledged means appended, as
     # for the task). No task, coroutine or future is made for it: at one message a request
     # they cost about as much as the append itself.
-    def _produce_direct(self) -> bool:
-        """True: taken (answered now or from the coalescer); False: the task path's request
-        (JSON messages that are more than text values, several record batches, records for
-        several partitions)."""
+    def _produce_direct(self):
+        """None: taken (answered now or from the coalescer); else the coroutine that appends the
+        records already checked, for the task (JSON messages that are more than text values,
+        several record batches, records for several partitions: the route's own appends)."""
         scope = self.scope
         ctx = self.front.ctx
         ctype = _header(scope["headers"], b"content-type")
@@ -204,21 +215,22 @@ class _FastRequest:
             t, media = produce_target(ctx, self.name, None if ctype is None else ctype.decode("latin-1"))
             if media == BATCH_CONTENT_TYPE:
                 partition, appends = batch_records(ctx, t, produce_partition(scope["query_string"]), self.body)
-                if len(appends) != 1:
-                    return False
-                values, keys, hdrs, ts, nbytes = appends[0]
-                self.text = False
-                return ctx.appends.send(t, partition, values, keys, hdrs, ts, nbytes, sink=self) is not None
-            values, keys, _, _, _, nbytes = json_records(ctx, t, self.body)
+                if len(appends) == 1:
+                    values, keys, hdrs, ts, nbytes = appends[0]
+                    if ctx.appends.send(t, partition, values, keys, hdrs, ts, nbytes, sink=self) is not None:
+                        return None
+                return append_batches(ctx, t, partition, appends)
+            records = json_records(ctx, t, self.body)
+            values, keys, _, _, _, nbytes = records
             if keys is not None:
-                return False
+                return append_json_records(ctx, t, records)
             self.text = True
             ctx.appends.send(t, None, values, None, None, None, nbytes, sink=self)
         except Exception as exc:  # checked before anything was appended: the route's error
             # answered from the loop, not from inside the parser's callback (uvicorn's
             # on_response_complete must not run while the parser still holds a pipelined request)
             self.proto.loop.call_soon(self.set_exception, exc)
-        return True
+        return None
 
     def done(self) -> bool:
         return self.response_complete
@@ -231,13 +243,14 @@ class _FastRequest:
         if not self.response_complete:
             self._error(exc)
 
-    async def _run(self) -> None:
+    async def _run(self, core=None) -> None:
+        """``core``: the coroutine of a produce checked already (``_produce_direct``), else the handler's."""
         try:
             if self.api == "sqs":  # the endpoint's answer, as its ASGI app sends it (never a Fallback)
                 status, headers, data = await self.front.ctx.sqs.answer(self.scope, self.body, self.t0)
                 self._finish(status, headers, data, log_body=data[:4096] if status >= 400 else b"")
                 return
-            out = await self.fn(self.scope, self.name, self.body)
+            out = await (core if core is not None else self.fn(self.scope, self.name, self.body))
         except _Fallback:  # the handler's checks hand the request to the framework
             self._replay()
             return

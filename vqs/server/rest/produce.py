@@ -177,8 +177,14 @@ async def produce_messages(ctx: ServerContext, topic: str, content_type: str | N
     t, ctype = produce_target(ctx, topic, content_type)
     if ctype == BATCH_CONTENT_TYPE:
         return await produce_batches(ctx, topic, partition_raw, body, producer)
+    return await append_json_records(ctx, t, json_records(ctx, t, body), producer)
+
+
+async def append_json_records(ctx: ServerContext, t, records: tuple, producer=None) -> dict:
+    """``json_records``' result appended to topic ``t`` (by ``producer``, else the server's); the answer."""
+    topic = t.name
     metrics = ctx.metrics
-    values, keys, headers, parts, tss, nbytes = json_records(ctx, t, body)
+    values, keys, headers, parts, tss, nbytes = records
     if keys is None:  # text values only: one append (to the partition the producer picks), counted there
         return text_produce_answer(await _append(ctx, t, producer, None, values, None, None, None, nbytes))
     now = int(time.time() * 1000)
@@ -289,6 +295,11 @@ async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | N
     """Binary produce (application/vnd.vqs.batch): every batch of the body appended in order."""
     t = ready_broker(ctx).topic(check_name(topic, "topic"))
     partition, appends = batch_records(ctx, t, partition_raw, body)
+    return await append_batches(ctx, t, partition, appends, producer)
+
+
+async def append_batches(ctx: ServerContext, t, partition: int | None, appends: list, producer=None) -> dict:
+    """``batch_records``' result appended to topic ``t``, batch after batch; the answer."""
     metas: list = []
     for values, keys, hdrs, ts, nb in appends:
         # one append per batch, coalesced with concurrent requests' and counted there (append_coalescer.py)
