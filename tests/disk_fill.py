@@ -20,6 +20,19 @@ def fill_log(log, limit: int = 100_000) -> int:
     return n
 
 
+def fill_topic(producer, topic: str = "t", limit: int = 20_000) -> int:
+    """Send 1 KB records to ``topic`` through ``producer`` until the disk
+    refuses one (DiskFullError, which must come before ``limit``); return how
+    many were acknowledged."""
+    p = producer
+    n = 0
+    with pytest.raises(DiskFullError):
+        while n < limit:
+            p.send(topic, b"%08d" % n + b"v" * 1000)
+            n += 1
+    return n
+
+
 def fill_queue(q, broker, body: bytes) -> int:
     """Send ``body + b"%06d" % n`` until the disk refuses, then flush the broker;
     return how many sends were acknowledged."""

@@ -10,20 +10,10 @@ from __future__ import annotations
 
 import os
 
-import pytest
+from disk_fill import fill_topic
 
 import vqs
 from vqs import DiskFullError
-
-
-def _fill(b) -> int:
-    p = b.producer()
-    n = 0
-    with pytest.raises(DiskFullError):
-        while n < 20_000:
-            p.send("t", b"%08d" % n + b"v" * 1000)
-            n += 1
-    return n
 
 
 def test_delete_topic_under_a_spent_quota(quota_disk):
@@ -31,7 +21,7 @@ def test_delete_topic_under_a_spent_quota(quota_disk):
     with vqs.Broker(path, flush="always") as b:
         b.create_topic("t")
         b.create_queue("q").send(b"x")
-        n = _fill(b)
+        n = fill_topic(b.producer())
         quota_disk.fill_rest()  # whatever the quota still had
         outcomes = []
         for name, delete in (("t", b.delete_topic), ("q", b.delete_queue)):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from disk_fill import drain_queue
+from disk_fill import drain_queue, fill_topic
 
 import vqs
 from vqs import DiskFullError
@@ -32,11 +32,7 @@ def test_a_queue_drains_beside_a_topic_that_filled_the_disk(full_disk):
             q.send(body)
         full_disk.fill(512 << 10)  # (freed at the end: the space given back)
         p = b.producer()
-        n = 0
-        with pytest.raises(DiskFullError):
-            while n < 20_000:
-                p.send("t", b"%08d" % n + b"v" * 1000)
-                n += 1
+        n = fill_topic(p)
         assert n > 500, n
         for _ in range(50):  # the producer retries: each one refused, none taking the headroom
             with pytest.raises(DiskFullError):
