@@ -193,7 +193,7 @@ class StandardQueue(FairReceive, Queue):
             if not tail:
                 tl.base = tl.end = first
             if tl.end == first and tl.nbytes < send_buffer.TAIL_BYTES:
-                tail.append((first, values, ts, None, nbytes))
+                tail.append((first, tuple(values), ts, None, nbytes))  # tuples: see Tail
                 tl.end = first + n
                 tl.nbytes += nbytes
             self._sent_n += n
