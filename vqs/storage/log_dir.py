@@ -12,8 +12,9 @@ Layout of a log directory::
                                             bytes recovery="skip" cut out of a segment
     .segment-spare                          a file the next segment's file is renamed from (and
                                             emptied) when creating one finds no space; never
-                                            read. Logs with ``reserve_bytes`` keep one (made
-                                            at open, again once segments are deleted); a
+                                            read. Every log makes one when created, and
+                                            again after a roll or a deletion (logs with
+                                            ``reserve_bytes`` also at open); a
                                             full disk's consumed roll makes one of the
                                             segment's offset index, an index rebuild
                                             that cannot make the new one (a full xfs)
