@@ -197,6 +197,7 @@ class HybridQueue(DiskTier):
         self._last_sync = _monotonic()
         self._reclaim_every = max(1, segment_bytes // 2)
         self._reclaim_left = self._reclaim_every  # consumed bytes until the next reclaim
+        self._drain_reclaim = True      # reclaim at the get that empties the disk tier (disk_tier.py)
         self._disk_full_errors = 0      # disk writes that found the filesystem full
         self._full_refusals = 0         # puts that raised queue.Full
         self._serialization_errors = 0
@@ -299,7 +300,7 @@ class HybridQueue(DiskTier):
                     self._read_off += 1
                     self._disk_bytes -= sz
                     self._reclaim_left -= sz
-                    if self._reclaim_left < 0:
+                    if self._reclaim_left < 0 or (self._drain_reclaim and self._read_off >= self._end):
                         self._reclaim_locked()
                     if self._putters:
                         self._not_full.notify()
@@ -389,7 +390,7 @@ class HybridQueue(DiskTier):
                 self._disk_bytes -= taken
                 self._cache_bytes -= taken
                 self._reclaim_left -= taken
-            if self._reclaim_left < 0:
+            if self._reclaim_left < 0 or (self._drain_reclaim and self._read_off >= self._end):
                 self._reclaim_locked()
         if len(out) < n:
             mem = self._mem
@@ -430,7 +431,7 @@ class HybridQueue(DiskTier):
         if self._ckpt_fsync_s and _monotonic() - self._last_sync >= self._ckpt_fsync_s:
             self._ckpt.sync()
             self._last_sync = _monotonic()
-        if self._reclaim_left < 0:
+        if self._reclaim_left < 0 or (self._drain_reclaim and self._read_off >= self._end):
             self._reclaim_locked()
         if self._putters:
             self._not_full.notify(len(out))
