@@ -574,9 +574,22 @@ class HybridQueue(DiskTier):
                     self._mem_bytes = 0
                 if self._read_off > self._log.start_offset:
                     self._log.delete_before(self._read_off)
-                self._log.close()
-                self._ckpt.write(self._read_off, self._end, self._disk_bytes, clean=True)
-                self._ckpt.sync()
+                clean = True
+                try:
+                    self._log.close()
+                    # (a spent btrfs quota: a failed write's bytes could not be cut, or the
+                    # position's overwrite finds no room; the next open recovers, and
+                    # redelivers what was got since the last position that fitted)
+                    self._ckpt.write(self._read_off, self._end, self._disk_bytes, clean=True)
+                    self._ckpt.sync()
+                except DiskFullError as e:
+                    full, clean = full or e, False
+                    self._disk_full_errors += 1
+                if not clean and self._log.closed:
+                    try:  # not clean: the next open counts the backlog again
+                        self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+                    except DiskFullError:
+                        pass
             finally:
                 self._ckpt.close()
                 if not self._log.closed:
@@ -585,6 +598,8 @@ class HybridQueue(DiskTier):
                 self._cache.clear()
                 self._csz.clear()
                 self._all_done.notify_all()
+        if full is not None and not lost:
+            raise full  # nothing of the memory tier lost (the log's close, or the checkpoint)
         if full is not None:
             raise DiskFullError(
                 f"close(): {lost} item(s) of the memory tier of HybridQueue {self.path} could not "
