@@ -45,3 +45,35 @@ def test_an_expired_active_segment_stays_with_room_to_spare(tmp_path):
         now[0] += 120
         assert log.apply_retention() == 0
         assert log.start_offset == 0 and len(log.read(0)) == 10
+
+
+@pytest.mark.parametrize("reopen", [False, True])
+@pytest.mark.parametrize("flush", ["interval", "always"])
+def test_an_expired_active_segment_goes_on_every_kind_of_full_disk(full_disk, flush, reopen):
+    """Found by the issue-13 judge: on a full xfs (the roll's new file cannot be
+    made) and under a spent btrfs quota (not even an empty file; under
+    ``always`` the refused write's bytes cannot be cut either), retention rolled
+    nothing and deleted nothing, so a topic stayed full for good. It now rolls
+    the expired segment as a drained log's consumed one (log_space.py)."""
+    now = [1_800_000_000.0]
+    path = os.path.join(full_disk.path, "log")
+    log = vqs.Log.open(path, flush=flush, retention_ms=60_000, clock=lambda: now[0])
+    try:
+        n = fill_log(log)
+        if reopen:  # the same on a log reopened on the still-full disk
+            try:
+                log.close()
+            except DiskFullError:
+                pass
+            full_disk.fill_rest()
+            log = vqs.Log.open(path, flush=flush, retention_ms=60_000, clock=lambda: now[0])
+        now[0] += 120
+        assert log.apply_retention() >= 1
+        assert log.start_offset >= n - 1 and len(log.read(log.start_offset)) <= 1
+        for i in range(n // 2):
+            log.append(b"again %d" % i + b"v" * 1000)
+    finally:
+        try:
+            log.close()
+        except DiskFullError:
+            pass

@@ -7,8 +7,11 @@ during a commit leaves the previous offsets.
 
 Commits work on a full disk: the file is replaced through a spare file that
 keeps its space allocated between commits (``offsets.json.spare``, see
-vqs.storage.durable_file.atomic_write_reserved). Should that fail too, commit
-raises DiskFullError and the previous offsets stay, in memory and on disk.
+vqs.storage.durable_file.atomic_write_reserved); on btrfs a commit also makes
+sure a quota-headroom ballast stands on the filesystem (none does where every
+log is ``flush="always"``), which a commit on a spent quota spends for its
+rename. Should that fail too, commit raises DiskFullError and the previous
+offsets stay, in memory and on disk.
 
 A group here is a named set of committed offsets. Who reads which
 partition is the group coordinator's business (coordinator.py for Kafka
@@ -25,6 +28,7 @@ import threading
 
 from ..errors import ConfigError, CorruptRecordError
 from ..storage.durable_file import atomic_write_reserved, fsync_dir, make_dirs
+from ..storage.quota_headroom import stand
 from .layout import offsets_file
 from .names import validate_name
 from .topic import TopicPartition
@@ -106,6 +110,10 @@ class GroupOffsets:
             fsync_dir(os.path.dirname(self.directory))
         data = {t: {str(p): off for p, off in sorted(parts.items())} for t, parts in sorted(offsets.items())}
         atomic_write_reserved(self.path, json.dumps(data, sort_keys=True).encode() + b"\n")
+        # btrfs: a ballast stands on the filesystem (made here where no log keeps one:
+        # a flush="always" broker), so a commit on a spent quota has its headroom
+        # (its rename needs metadata room: durable_file.atomic_write_reserved)
+        stand(self.directory)
 
 
 class GroupRegistry:

@@ -130,6 +130,7 @@ class DiskTier:
     _disk_reads: int
     _reclaim_every: int
     _reclaim_left: int
+    _drain_reclaim: bool
     _disk_full_errors: int
     _full_refusals: int
     _serialization_errors: int
@@ -315,7 +316,11 @@ class DiskTier:
         passes (nothing signals freed disk space: the write is simply tried again).
         A disk tier wholly consumed gives its space back first (the log rolls
         and deletes its active segment, whatever its size), and the write is
-        then tried again at once."""
+        then tried again at once; and the get that empties the disk tier reclaims
+        (``_drain_reclaim``), as after an open: a durable put written into the
+        slack after a drain would otherwise keep the consumed segment until the
+        next put that finds no room, which a put-only spell never brings."""
+        self._drain_reclaim = True
         if self._read_off >= self._end and self._read_off > self._log.start_offset:
             if self._reclaim_locked():
                 return
@@ -524,6 +529,8 @@ class DiskTier:
         """Drop log segments wholly consumed (disk follows the backlog); returns
         how many were deleted."""
         self._reclaim_left = self._reclaim_every
+        if self._read_off >= self._end:
+            self._drain_reclaim = False
         if self._read_off > self._log.start_offset:
             if not self.durable:
                 self._ckpt_write_if_room()

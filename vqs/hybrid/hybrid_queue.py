@@ -197,6 +197,7 @@ class HybridQueue(DiskTier):
         self._last_sync = _monotonic()
         self._reclaim_every = max(1, segment_bytes // 2)
         self._reclaim_left = self._reclaim_every  # consumed bytes until the next reclaim
+        self._drain_reclaim = True      # reclaim at the get that empties the disk tier (disk_tier.py)
         self._disk_full_errors = 0      # disk writes that found the filesystem full
         self._full_refusals = 0         # puts that raised queue.Full
         self._serialization_errors = 0
@@ -299,7 +300,7 @@ class HybridQueue(DiskTier):
                     self._read_off += 1
                     self._disk_bytes -= sz
                     self._reclaim_left -= sz
-                    if self._reclaim_left < 0:
+                    if self._reclaim_left < 0 or (self._drain_reclaim and self._read_off >= self._end):
                         self._reclaim_locked()
                     if self._putters:
                         self._not_full.notify()
@@ -389,7 +390,7 @@ class HybridQueue(DiskTier):
                 self._disk_bytes -= taken
                 self._cache_bytes -= taken
                 self._reclaim_left -= taken
-            if self._reclaim_left < 0:
+            if self._reclaim_left < 0 or (self._drain_reclaim and self._read_off >= self._end):
                 self._reclaim_locked()
         if len(out) < n:
             mem = self._mem
@@ -430,7 +431,7 @@ class HybridQueue(DiskTier):
         if self._ckpt_fsync_s and _monotonic() - self._last_sync >= self._ckpt_fsync_s:
             self._ckpt.sync()
             self._last_sync = _monotonic()
-        if self._reclaim_left < 0:
+        if self._reclaim_left < 0 or (self._drain_reclaim and self._read_off >= self._end):
             self._reclaim_locked()
         if self._putters:
             self._not_full.notify(len(out))
@@ -573,9 +574,22 @@ class HybridQueue(DiskTier):
                     self._mem_bytes = 0
                 if self._read_off > self._log.start_offset:
                     self._log.delete_before(self._read_off)
-                self._log.close()
-                self._ckpt.write(self._read_off, self._end, self._disk_bytes, clean=True)
-                self._ckpt.sync()
+                clean = True
+                try:
+                    self._log.close()
+                    # (a spent btrfs quota: a failed write's bytes could not be cut, or the
+                    # position's overwrite finds no room; the next open recovers, and
+                    # redelivers what was got since the last position that fitted)
+                    self._ckpt.write(self._read_off, self._end, self._disk_bytes, clean=True)
+                    self._ckpt.sync()
+                except DiskFullError as e:
+                    full, clean = full or e, False
+                    self._disk_full_errors += 1
+                if not clean and self._log.closed:
+                    try:  # not clean: the next open counts the backlog again
+                        self._ckpt.write(self._read_off, self._end, self._disk_bytes)
+                    except DiskFullError:
+                        pass
             finally:
                 self._ckpt.close()
                 if not self._log.closed:
@@ -584,6 +598,8 @@ class HybridQueue(DiskTier):
                 self._cache.clear()
                 self._csz.clear()
                 self._all_done.notify_all()
+        if full is not None and not lost:
+            raise full  # nothing of the memory tier lost (the log's close, or the checkpoint)
         if full is not None:
             raise DiskFullError(
                 f"close(): {lost} item(s) of the memory tier of HybridQueue {self.path} could not "

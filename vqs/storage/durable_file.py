@@ -114,6 +114,26 @@ def rename_aside(src: str, dst: str) -> None:
                         "nothing was deleted, try again once there is room", path=src) from err
 
 
+def moved(src: str, dst: str) -> bool:
+    """Rename ``src`` to ``dst``; False (nothing changed) if that fails."""
+    try:
+        os.rename(src, dst)
+    except OSError:
+        return False
+    return True
+
+
+def settle(path: str, keep: bool) -> None:
+    """Best effort: unlink ``path``, or (``keep``) empty it: its blocks go, its inode stays."""
+    try:
+        if keep:
+            os.truncate(path, 0)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"

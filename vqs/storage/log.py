@@ -636,10 +636,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._segments.append(new)
         self._base_offsets.append(new.base_offset)
         self._unsynced.append(old)
+        # the spare first (a full xfs: this roll may have used it, log_dir.py),
+        # from what the sealed segment's reserve gave back, then the reserve
+        make_segment_spare(self.path)
         if self._reserve_bytes:
-            # the spare first (a full xfs: this roll may have used it, log_dir.py),
-            # from what the sealed segment's reserve gave back, then the reserve
-            make_segment_spare(self.path)
             self.top_up_reserve_locked()
         Flusher.shared().register(self._seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
@@ -675,7 +675,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                         return 0
             # a consumed active segment rolled when worth it, the segments below go (log_space.py)
             n = self._delete_consumed_locked(offset)
-            if n and self._reserve_bytes:
+            if n:
                 make_segment_spare(self.path)  # (used by a roll on a full disk: the space is back)
             self._start_offset = offset
             self._run_cache = None
@@ -707,6 +707,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._delete_first_locked()
         if n:
             self._start_offset = max(self._start_offset, self._base_offsets[0])
+            make_segment_spare(self.path)  # (as delete_before)
             fsync_dir(self.path)
             self._try_checkpoint()
         return n + rolled

@@ -12,10 +12,13 @@ Layout of a log directory::
                                             bytes recovery="skip" cut out of a segment
     .segment-spare                          a file the next segment's file is renamed from (and
                                             emptied) when creating one finds no space; never
-                                            read. Logs with ``reserve_bytes`` keep one (made
-                                            at open, again once segments are deleted); a
+                                            read. Every log makes one when created, and
+                                            again after a roll or a deletion (logs with
+                                            ``reserve_bytes`` also at open); a
                                             full disk's consumed roll makes one of the
-                                            segment's offset index
+                                            segment's offset index, an index rebuild
+                                            that cannot make the new one (a full xfs)
+                                            keeps the old index's inode, emptied
     *.tmp                                   an interrupted atomic write or excision (removed at open)
 
 Invariants:
@@ -47,12 +50,11 @@ import json
 import os
 
 from .durable_file import atomic_write
-from .segment import LOG_SUFFIX
+from .segment import LOG_SUFFIX, SEGMENT_SPARE
 
 CHECKPOINT = "log.checkpoint"
 CLEAN_MARKER = ".clean-shutdown"
 QUARANTINE_DIR = "quarantine"
-SEGMENT_SPARE = ".segment-spare"
 
 
 def list_segment_bases(path: str, names: list[str] | None = None) -> list[int]:

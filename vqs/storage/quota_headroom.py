@@ -265,6 +265,21 @@ def ready(path: str, fd: int) -> int:
         return 0
 
 
+def stand(path: str) -> None:
+    """Best effort, for a directory that no log allocates in (a consumer group's,
+    whose commits replace a file: durable_file.atomic_write_reserved): on btrfs,
+    make a ballast where none was made on its filesystem yet (none is where
+    every log is ``flush="always"``), so a commit on a spent quota has its
+    headroom. One that was spent is made again by what allocates next there
+    (``ready``, ``allocating``), not here: a commit would take back at once
+    the headroom it was just given."""
+    with _lock:
+        dev = _dev_of(path, None)
+        if dev is None or dev in _spent:
+            return
+    ready(path, None)
+
+
 def _none_made(dev: tuple, err: int) -> int:
     """No ballast stands on ``dev`` and none could be made: as good as spent
     (a restart on a spent quota finds none either): allocating writes wait

@@ -51,6 +51,7 @@ from .log_dir import (
     QUARANTINE_DIR,
     list_segment_bases,
     load_gaps,
+    make_segment_spare,
     read_checkpoint,
     read_clean_marker,
     remove_temp_files,
@@ -121,6 +122,7 @@ class LogLoader:
             # btrfs: created empty and NOCOW, so it is written in place (quota_headroom.py)
             create_nocow(os.path.join(self.path, segment_name(log_start) + LOG_SUFFIX))
             segs.append(self.make_segment(log_start, active=True, create=True))
+            make_segment_spare(self.path)  # a full xfs makes no new file: a roll renames it (log_dir.py)
         else:
             segs.extend(self.make_segment(b, active=False) for b in bases[:-1])
             segs.append(self.make_segment(bases[-1], active=True))

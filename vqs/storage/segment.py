@@ -50,7 +50,7 @@ import os
 import threading
 
 from ..errors import CorruptRecordError
-from .durable_file import write_all
+from .durable_file import moved, settle, write_all
 from .file_cache import CACHE, FileHandle
 from .offset_index import OffsetIndex
 from .record_batch import (
@@ -63,6 +63,7 @@ from .record_batch import (
 from .time_index import TimeIndex
 
 LOG_SUFFIX = ".log"
+SEGMENT_SPARE = ".segment-spare"  # log_dir.py
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
 
@@ -370,6 +371,10 @@ class Segment:
         return n
 
     def _rebuild_indexes_locked(self) -> None:
+        # a full xfs makes no new file: where the new index cannot be made, the old
+        # one's inode stays, emptied, as the segment spare a drained log rolls with (log_dir.py)
+        spare = os.path.join(os.path.dirname(self.log_path), SEGMENT_SPARE)
+        kept = self.writable and not os.path.exists(spare) and moved(self.index_path, spare)
         self._drop_index_files_locked()
         writable = self.writable
         self.appending = writable
@@ -379,6 +384,8 @@ class Segment:
             self.timeindex_path, writable=True, capacity_bytes=self.index_capacity_bytes * 3 // 2,
             opener=self._opener,
         )
+        if kept:
+            settle(spare, keep=not self._index.exists)
         self._recount()
         self._since_index = 0
         self._ti_last = -1 << 63
