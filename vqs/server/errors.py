@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+from urllib.parse import unquote
 
 from .. import errors as E
 from ..storage.log_throttle import Throttle
@@ -130,11 +131,35 @@ def from_vqs_error(exc: E.VQSError) -> APIError:
 _INTERNAL = "internal error; the server log has the details"
 
 
-def rest_error(exc: Exception, metrics, where: str) -> APIError:
+def deleted_under(exc: BaseException, ctx, path: str) -> E.VQSError | None:
+    """The broker's own ``TopicDoesNotExist`` / ``QueueDoesNotExist`` when ``exc`` is the
+    ``LogClosedError`` of the topic or queue a request to ``path`` names, deleted while the
+    request ran (not the server stopping): such a request answers as one made a moment later
+    would, 404, never 503 ``closing``. None otherwise (a name created again meanwhile too)."""
+    if not isinstance(exc, E.LogClosedError) or ctx is None or ctx.stopping or ctx.broker is None:
+        return None
+    parts = path.split("/")
+    if len(parts) < 3 or parts[1] not in ("topics", "queues") or not parts[2]:
+        return None
+    broker = ctx.broker
+    try:
+        (broker.topic if parts[1] == "topics" else broker.queue)(unquote(parts[2]))
+    except (E.TopicDoesNotExist, E.QueueDoesNotExist) as gone:
+        return gone
+    except E.VQSError:  # the broker closing, a bad name: the original error stands
+        return None
+    return None
+
+
+def rest_error(exc: Exception, metrics, where: str, ctx=None) -> APIError:
     """The REST answer to ``exc`` raised while answering ``where`` (``"POST /path"``), counted
     in ``vqs_errors``: an APIError as it is, an embedded error as ``from_vqs_error`` maps it,
     anything else a 500 ``internal`` whose details (which may name server files) go to the
-    server log only. The app's exception handlers and the lean dispatch both answer with it."""
+    server log only. The app's exception handlers and the lean dispatch both answer with it.
+    Given the server's ``ctx``, a topic or queue deleted under the request answers as a
+    missing one (``deleted_under``)."""
+    if ctx is not None:
+        exc = deleted_under(exc, ctx, where.partition(" ")[2]) or exc
     if isinstance(exc, APIError):
         api = exc
     elif isinstance(exc, E.VQSError):
