@@ -72,6 +72,9 @@ _SERVER_ERRORS: dict[type, tuple[int, str, str]] = {
                                         "and deletes go on"),
     E.LogFailedError: (503, "log_failed", "this topic or queue had a disk I/O error and accepts no writes "
                                           "until the server restarts; other topics and queues are served"),
+    E.TooManyOpenFiles: (503, "too_many_open_files", "the server has no file descriptor left (its open-file limit, "
+                                                     "RLIMIT_NOFILE, is reached): retry later; the server log names "
+                                                     "the limit and the settings to change"),
     E.ReadOnlyError: (409, "read_only", "the data is read-only"),
     E.CorruptRecordError: (400, "corrupt_batch", "stored data failed validation; the server log has the details"),
 }
@@ -95,6 +98,8 @@ def client_message(exc: E.VQSError) -> str:
         return str(exc)
     if isinstance(exc, (E.DiskFullError, E.LogFailedError)):  # lasting: every write meets it
         _lasting.warn(f"{type(exc).__name__}:{exc.path}", "%s: %s", type(exc).__name__, exc)
+    elif isinstance(exc, E.TooManyOpenFiles):  # every request that opens a file meets it: a line a minute
+        _lasting.warn("TooManyOpenFiles", "%s: %s", type(exc).__name__, exc)
     else:
         logger.error("%s: %s", type(exc).__name__, exc)
     hit = _lookup(_SERVER_ERRORS, exc)
@@ -123,8 +128,9 @@ def from_vqs_error(exc: E.VQSError) -> APIError:
                 "offset": exc.offset, "start_offset": exc.start_offset, "end_offset": exc.end_offset}})
         return APIError(status, code, msg, "name" if isinstance(exc, E.InvalidName) else None, extra=typed)
     hit = _lookup(_SERVER_ERRORS, exc)
-    if hit is not None:
-        return APIError(hit[0], hit[1], msg)
+    if hit is not None:  # out of descriptors passes (connections close): the client may retry
+        return APIError(hit[0], hit[1], msg,
+                        headers={"Retry-After": "1"} if isinstance(exc, E.TooManyOpenFiles) else None)
     return APIError(400, "invalid_request", msg)
 
 

@@ -192,6 +192,9 @@ class SQSService(QueueActions, MessageActions):
             elif type(e).__name__ == "DiskFullError":
                 client_message(e)  # the details (the file) go to the server log only
                 err = SQSError("ServiceUnavailable", "the server's disk is full; retry later")
+            elif type(e).__name__ == "TooManyOpenFiles":
+                client_message(e)  # the details (the file, the limit, the settings) go to the server log only
+                err = SQSError("ServiceUnavailable", "the server has no file descriptor left; retry later")
             elif type(e).__name__ == "LogFailedError":
                 client_message(e)  # the details (the file, the errno) go to the server log only
                 err = SQSError("ServiceUnavailable", "this queue had a disk I/O error and accepts no "
