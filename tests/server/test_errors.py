@@ -12,6 +12,8 @@ PATH = "/srv/vqs-data/topics/t/0"
 
 @pytest.mark.parametrize("exc, status, code", [
     (E.LogClosedError(f"log {PATH} is closed"), 503, "closing"),
+    (E.TooManyOpenFiles(f"opening {PATH}/00000000000000000000.log failed: this process reached its open-file "
+                        "limit (RLIMIT_NOFILE: soft 256, hard 256)", path=PATH), 503, "too_many_open_files"),
     (E.ReadOnlyError(f"log {PATH} was opened with readonly=True"), 409, "read_only"),
     (E.CorruptRecordError(f"{PATH}/00000000000000000000.log: CRC mismatch at 4096", path=PATH), 400, "corrupt_batch"),
     (E.VQSError(f"fsync of {PATH}/00000000000000000000.log failed: [Errno 5] EIO"), 400, "invalid_request"),
@@ -34,3 +36,10 @@ def test_request_errors_keep_their_message():
         400, "invalid_parameter_value", "InvalidParameterValue", "ReceiptHandleExpired")
     assert from_vqs_error(E.MessageNotInflight()).status == 409
     assert from_vqs_error(E.InvalidName("bad name")).field == "name"
+
+
+def test_out_of_descriptors_is_a_503_to_retry_naming_the_limit():
+    """Before: 400 invalid_request "could not complete the request" (a client error, not retried)."""
+    api = from_vqs_error(E.TooManyOpenFiles(f"opening {PATH}/x.log failed", path=PATH, soft_limit=256))
+    assert api.status == 503 and api.headers.get("Retry-After") == "1"
+    assert "RLIMIT_NOFILE" in api.message and "/srv" not in api.message

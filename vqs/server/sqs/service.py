@@ -32,7 +32,7 @@ from urllib.parse import unquote
 
 from ...errors import InvalidName, QueueError, VQSError
 from ..context import ServerContext
-from ..errors import APIError, client_message
+from ..errors import APIError, client_message, deleted_under
 from .errors import SQSError, from_queue_error
 from .message_actions import MessageActions
 from .params import Req
@@ -119,6 +119,7 @@ class SQSService(QueueActions, MessageActions):
         # a query request asking for JSON gets the query response's JSON form (AWS negotiates it)
         query_json = not is_json and headers.get("accept", "").startswith("application/json")
         action = "unknown"
+        params: dict = {}
         try:
             region = region_from_authorization(headers) or self.settings.region
             if self._auth_required:
@@ -184,10 +185,16 @@ class SQSService(QueueActions, MessageActions):
             status, out, hs = self._error(err, is_json, request_id, query_json)
         except VQSError as e:
             if type(e).__name__ == "LogClosedError":
-                err = SQSError("ServiceUnavailable", "the server is shutting down")
+                # the queue deleted under the request answers as a missing one, as a moment later
+                gone = deleted_under(e, self.ctx, "/queues/" + self._gone_name(params))
+                err = SQSError("QueueDoesNotExist") if gone is not None else \
+                    SQSError("ServiceUnavailable", "the server is shutting down")
             elif type(e).__name__ == "DiskFullError":
                 client_message(e)  # the details (the file) go to the server log only
                 err = SQSError("ServiceUnavailable", "the server's disk is full; retry later")
+            elif type(e).__name__ == "TooManyOpenFiles":
+                client_message(e)  # the details (the file, the limit, the settings) go to the server log only
+                err = SQSError("ServiceUnavailable", "the server has no file descriptor left; retry later")
             elif type(e).__name__ == "LogFailedError":
                 client_message(e)  # the details (the file, the errno) go to the server log only
                 err = SQSError("ServiceUnavailable", "this queue had a disk I/O error and accepts no "
@@ -203,6 +210,12 @@ class SQSService(QueueActions, MessageActions):
             lat = self._latency[action] = self.metrics.latency.labels("sqs", action)
         lat.observe(time.perf_counter() - t0)
         return status, hs, out
+
+    @staticmethod
+    def _gone_name(params) -> str:
+        """The queue name of a request's ``QueueUrl`` ("" without one)."""
+        url = params.get("QueueUrl") if isinstance(params, dict) else None
+        return url.rstrip("/").rsplit("/", 1)[-1] if isinstance(url, str) else ""
 
     def _error(self, e: SQSError, is_json: bool, request_id: str, query_json: bool = False):
         self.metrics.errors.labels("sqs", e.name).inc()
