@@ -295,11 +295,12 @@ class LogSpace:
             commit(self.path)
         if self._cut_and_roll_locked():
             return True, n
-        if sum(s.size for s in self._segments) < BALLAST_BYTES:
-            return False, n  # (little to give back: it keeps taking appends into its reservation)
         # still refused: the quota headroom's ballast, where one stands (it is for
-        # such steps; it commits, and is made again from the consumed segment's space)
-        if spend(self.path, seg.handle().fd) and self._cut_and_roll_locked():
+        # such steps; it commits, and is made again from the consumed segment's space);
+        # a log smaller than a ballast only the reclaim one (quota_headroom.py), which
+        # writes into reserved blocks never take: the writes' one would not come back
+        small = sum(s.size for s in self._segments) < BALLAST_BYTES
+        if spend(self.path, seg.handle().fd, reclaim_only=small) and self._cut_and_roll_locked():
             return True, n
         return False, n
 
