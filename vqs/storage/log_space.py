@@ -302,6 +302,9 @@ class LogSpace:
         small = sum(s.size for s in self._segments) < BALLAST_BYTES
         if spend(self.path, seg.handle().fd, reclaim_only=small) and self._cut_and_roll_locked():
             return True, n
+        # the writes' one was not enough (others took its room first): the reclaim one too
+        if not small and spend(self.path, seg.handle().fd, reclaim_only=True) and self._cut_and_roll_locked():
+            return True, n
         return False, n
 
     def drop_active_indexes(self) -> bool:
