@@ -32,7 +32,7 @@ import os
 
 from ..errors import DiskFullError
 from .file_cache import CACHE
-from .quota_headroom import release_for, spend
+from .quota_headroom import release_for, spend, spends
 from .reserve import release, reserve
 
 SPARE_SUFFIX = ".spare"
@@ -195,6 +195,7 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
     d = os.path.dirname(os.path.abspath(path))
     fd = -1
     swapped = False
+    spent = spends()
     try:
         for attempt in (1, 2):
             try:
@@ -204,7 +205,7 @@ def atomic_write_reserved(path: str, data: bytes, *, reserve_bytes: int = 16 << 
                 swapped = _replace_through(fd, spare, path, data, used, reserve_bytes)
                 break
             except OSError as e:  # (btrfs under a quota: even a new inode, a rename may find no space)
-                if attempt == 2 or e.errno != errno.EDQUOT or not _headroom(fd, d, len(data), gives_back):
+                if attempt == 2 or e.errno != errno.EDQUOT or not _headroom(fd, d, len(data), gives_back, spent):
                     raise
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -252,9 +253,15 @@ def _replace_through(fd: int, spare: str, path: str, data: bytes, used: int, res
     return False
 
 
-def _headroom(fd: int, d: str, nbytes: int, gives_back: bool) -> bool:
-    """``atomic_write_reserved`` met EDQUOT: spend the quota headroom (its doc)."""
+def _headroom(fd: int, d: str, nbytes: int, gives_back: bool, spent: int) -> bool:
+    """``atomic_write_reserved`` met EDQUOT: spend the quota headroom (its doc).
+    ``spent``: ``spends()`` before the step; changed, a concurrent step spent a
+    ballast meanwhile (found by the issue-13 judge, D8: a group commit's 507
+    87 ms after a lease-state write had deleted the only ballast while the
+    commit waited for the lock): its room is there, so the step is tried again."""
     if fd >= 0 and release_for(fd, nbytes, 0):
+        return True
+    if spends() != spent:
         return True
     if not gives_back:
         return False
@@ -294,6 +301,7 @@ def write_all(fd: int, parts: list, headroom: bool = True) -> int:
     for p in parts:
         total += memoryview(p).nbytes
     remaining = total
+    spent = spends()
     while parts:
         chunk = parts[:1024]  # IOV_MAX
         try:
@@ -301,8 +309,13 @@ def write_all(fd: int, parts: list, headroom: bool = True) -> int:
         except OSError as e:
             # btrfs, quota spent: a write into reserved blocks needs headroom for
             # its metadata reservation (quota_headroom.py); nothing was written
-            if e.errno != errno.EDQUOT or not headroom or not release_for(fd, remaining):
+            if e.errno != errno.EDQUOT or not headroom:
                 raise
+            if not release_for(fd, remaining):
+                if spends() == spent:
+                    raise
+                # (a concurrent step spent a ballast meanwhile: its room is there, _headroom)
+            spent = spends()
             continue
         remaining -= n
         # Advance past what was written (short writes are rare but legal).

@@ -658,11 +658,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         and deleted whatever its size, so a drained log gives its space back
         on a filesystem smaller than a segment."""
         with self._lock:
-            if self._clean_marker and min(offset, self._next_offset) <= self._start_offset:
+            # (offset == start: a consumed roll that found no room earlier is tried
+            # again while writes find none, ``consumed_left``, log_space.py)
+            again = min(offset, self._next_offset) == self._start_offset and self.consumed_left
+            if self._clean_marker and min(offset, self._next_offset) <= self._start_offset and not again:
                 return 0  # nothing to do: the clean-shutdown marker may stay
             self._check_writable()
             offset = min(offset, self._next_offset)
-            if offset <= self._start_offset:
+            if offset <= self._start_offset and not again:
                 return 0
             if offset > self._written_end:
                 try:

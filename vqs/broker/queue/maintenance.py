@@ -148,7 +148,10 @@ class Maintenance:
             target = self._reclaim_target()
             self._reclaim_low = self._low
             self._reclaim_next = self._low + 16
-        return self._log.delete_before(target) if target > self._log.start_offset else 0
+        log = self._log
+        # (== start: a roll refused for want of room is tried again while sends are refused)
+        return log.delete_before(target) if target > log.start_offset or (
+            target == log.start_offset and log.consumed_left) else 0
 
     def expire(self) -> int:
         """Retention: delete visible messages older than MessageRetentionPeriod now
