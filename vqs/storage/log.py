@@ -104,7 +104,7 @@ from .log_repair import LogRepair
 from .log_reserve import MIN_STEP, OFF, RESERVING, LogReserve
 from .log_reserve import as_bytes as _as_bytes
 from .log_space import LogSpace
-from .quota_headroom import adopt, allocating, any_spent
+from .quota_headroom import adopt, allocating, any_spent, ready
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -371,6 +371,20 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             adopt(self.path)  # btrfs: an earlier run's quota headroom here (quota_headroom.py)
         if self._reserve_mode == RESERVING:
             self._reserved_end = active.size  # covered from here on: only what this run reserves
+            if not self._reserve_bytes and not self.readonly:
+                # Blocks an earlier run reserved past the end (a SIGKILL releases
+                # nothing; a close on a spent btrfs quota cannot punch them out) are
+                # taken as covered once fallocate over them succeeds, as for a log
+                # with reserve_bytes below: under a spent quota they are the room a
+                # drained queue's next sends have (issue-13 judge D7, SIGKILL variant:
+                # 64-128 KiB left so past an empty segment, sends refused for good).
+                # The quota headroom is then made where there is room (ballast first:
+                # these writes allocate nothing, so no top-up would make it).
+                h = active.handle()
+                kept = allocated_end(h.fd)
+                if kept > active.size and not reserve_errno(h.fd, active.size, kept - active.size):
+                    self._reserved_end = kept
+                    ready(self.path, h.fd)  # (best effort: a spent quota has no room for it)
         if self._reserve_bytes:
             h = active.handle()
             kept = allocated_end(h.fd)  # a reserve kept since the last run (a crash: not released)

@@ -39,7 +39,7 @@ from .flusher import Flusher
 from .free_space import free_bytes
 from .log_dir import CLEAN_MARKER, spare_from_index
 from .log_reserve import RESERVING
-from .quota_headroom import BALLAST_BYTES, commit, spend
+from .quota_headroom import BALLAST_BYTES, commit, owed, spend
 from .retention import segments_past_retention
 from .segment_reads import segment_max_timestamp
 
@@ -224,12 +224,16 @@ class LogSpace:
         quota: a log reopened on a nearly spent quota gives its space back as
         soon as it is drained, not at the first refused write; only such a
         segment, as in ``_roll_consumed_now_locked``: a small lease-state log
-        does not roll away the quota headroom)."""
+        does not roll away the quota headroom). Under a btrfs quota the room
+        counts without the ballasts that do not stand (``owed``): the next
+        allocation makes them first and takes that room back (issue-13 D7: a
+        drained queue whose state log had just spent a ballast kept its
+        consumed segment, the room looking ample, and its sends then found none)."""
         seg = self._active
         if seg.size >= self.segment_bytes // 4 or self._space_short or self._low_space:
             return True
         try:
-            room = free_bytes(self.path)
+            room = free_bytes(self.path) - owed(self.path)
             if room < self._min_free_bytes + SHORT_MARGIN:
                 return True
             if seg.size >= BALLAST_BYTES and room < self._min_free_bytes + seg.size:

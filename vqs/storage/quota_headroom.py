@@ -323,6 +323,19 @@ def _none_made(dev: tuple, err: int) -> int:
     return 0
 
 
+def owed(path: str) -> int:
+    """Bytes of ballasts that do not stand on the filesystem of log directory
+    ``path`` (0 off btrfs): the room ``ready`` takes back first, before the
+    log allocates anything (ballast first). A ``stat`` per ballast; not on a
+    hot path (a drained log's consumed-roll check, log_space.py)."""
+    with _lock:
+        dev = _dev_of(path, None)
+        if dev is None:
+            return 0
+        return sum(BALLAST_BYTES for table in (_reclaims, _ballasts)
+                   if not any(map(os.path.exists, table.get(dev, ()))))
+
+
 def any_spent() -> bool:
     """Whether a ballast is spent (or could not be made) on any filesystem."""
     return bool(_spent)
