@@ -23,6 +23,26 @@ from vqs.storage.durable_file import atomic_write_reserved
 from vqs.storage.quota_headroom import spend
 
 
+def _spend_first(monkeypatch, logdir: str) -> list:
+    """Force the race: the first time a step under test meets EDQUOT and asks for
+    the headroom (``release_for``), a concurrent write of the log in ``logdir``
+    spends the ballast just before. The list gets that spend's result."""
+    real = durable_file.release_for
+    raced: list = []
+
+    def other_step_first(fd, nbytes, pos=None):
+        if not raced:
+            sfd = os.open(os.path.join(logdir, "00000000000000000000.log"), os.O_RDONLY)
+            try:
+                raced.append(spend(logdir, sfd, "a concurrent write goes on"))
+            finally:
+                os.close(sfd)
+        return real(fd, nbytes, pos)
+
+    monkeypatch.setattr(durable_file, "release_for", other_step_first)
+    return raced
+
+
 def test_a_commit_goes_on_when_a_concurrent_step_spent_the_ballast(quota_disk, monkeypatch):
     logdir = os.path.join(quota_disk.path, "log")
     log = vqs.Log.open(logdir, flush="interval")
@@ -36,19 +56,8 @@ def test_a_commit_goes_on_when_a_concurrent_step_spent_the_ballast(quota_disk, m
         quota_disk.fill_rest()
         assert quota_disk.is_full()
 
-        real = durable_file.release_for
-        raced = []
-
-        def other_step_first(fd, nbytes, pos=None):
-            if not raced:  # the commit met EDQUOT; meanwhile another thread's write spends the ballast
-                sfd = os.open(os.path.join(logdir, "00000000000000000000.log"), os.O_RDONLY)
-                try:
-                    raced.append(spend(logdir, sfd, "a concurrent write goes on"))
-                finally:
-                    os.close(sfd)
-            return real(fd, nbytes, pos)
-
-        monkeypatch.setattr(durable_file, "release_for", other_step_first)
+        # the commit meets EDQUOT; meanwhile another thread's write spends the ballast
+        raced = _spend_first(monkeypatch, logdir)
         atomic_write_reserved(target, b'{"t": {"0": 5}}\n')  # before: DiskFullError (no ballast left)
         assert raced == [True]
         with open(target, "rb") as f:
@@ -73,19 +82,7 @@ def test_a_log_write_goes_on_when_a_concurrent_step_spent_the_ballast(quota_disk
         for i in range(200):  # acknowledged: buffered, into blocks reserved before
             la.append(b"a%03d" % i + b"a" * 200)
 
-        real = durable_file.release_for
-        raced = []
-
-        def other_step_first(fd, nbytes, pos=None):
-            if not raced:  # la's write met EDQUOT; meanwhile lb's spends the ballast
-                sfd = os.open(os.path.join(b, "00000000000000000000.log"), os.O_RDONLY)
-                try:
-                    raced.append(spend(b, sfd, "a concurrent write goes on"))
-                finally:
-                    os.close(sfd)
-            return real(fd, nbytes, pos)
-
-        monkeypatch.setattr(durable_file, "release_for", other_step_first)
+        raced = _spend_first(monkeypatch, b)  # la's write meets EDQUOT; meanwhile lb's spends the ballast
         la.flush()  # before: DiskFullError, the write found no ballast left
         assert raced == [True]
     finally:

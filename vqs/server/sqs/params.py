@@ -34,6 +34,11 @@ _SYSTEM_ATTRS = ("SenderId", "SentTimestamp", "ApproximateReceiveCount", "Approx
                  "DeadLetterQueueSourceArn")
 
 
+
+def queue_name_of(url: str) -> str:
+    """The queue name a ``QueueUrl`` names: its last path segment ("" for none)."""
+    return url.rstrip("/").rsplit("/", 1)[-1] if "/" in url else url
+
 class Req:
     """Per-request facts the actions need."""
 
@@ -177,8 +182,7 @@ class ActionBase:
     _tasks: list
 
     def _queue_name(self, params: dict, req: Req, key: str = "QueueUrl") -> str:
-        url = _str(params, key, required=True)
-        name = url.rstrip("/").rsplit("/", 1)[-1] if "/" in url else url
+        name = queue_name_of(_str(params, key, required=True))
         if not name:
             raise SQSError("QueueDoesNotExist")
         return name

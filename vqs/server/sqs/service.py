@@ -35,7 +35,7 @@ from ..context import ServerContext
 from ..errors import APIError, client_message, deleted_under
 from .errors import SQSError, from_queue_error
 from .message_actions import MessageActions
-from .params import Req
+from .params import Req, queue_name_of
 from .protocol import (
     JSON_CONTENT_TYPE,
     parse_form,
@@ -215,7 +215,7 @@ class SQSService(QueueActions, MessageActions):
     def _gone_name(params) -> str:
         """The queue name of a request's ``QueueUrl`` ("" without one)."""
         url = params.get("QueueUrl") if isinstance(params, dict) else None
-        return url.rstrip("/").rsplit("/", 1)[-1] if isinstance(url, str) else ""
+        return queue_name_of(url) if isinstance(url, str) else ""
 
     def _error(self, e: SQSError, is_json: bool, request_id: str, query_json: bool = False):
         self.metrics.errors.labels("sqs", e.name).inc()
