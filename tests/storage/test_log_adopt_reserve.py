@@ -16,8 +16,6 @@ import os
 import signal
 import subprocess
 
-import pytest
-
 import vqs
 from vqs.storage.quota_headroom import BALLAST_NAME, RECLAIM_NAME
 
