@@ -1,7 +1,7 @@
 """A log whose every record was below its start when it opened (a queue
 drained before a restart) rolls its consumed active segment away at the next
 ``delete_before(start)`` when the disk is short (vqs/storage/log_space.py
-``consumed_left``, ``_drained_at_open``), on a real spent btrfs quota
+``consumed_left``, ``_roll_due``), on a real spent btrfs quota
 (tests/conftest.py ``quota_disk``).
 
 Found by the issue-13 judge (D7, SIGKILL variant; traced 2026-11-28): a queue

@@ -97,7 +97,15 @@ from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, make_segment_spare, read_checkpoint
+from .log_dir import (
+    CHECKPOINT,
+    CLEAN_MARKER,
+    QUARANTINE_DIR,
+    load_gaps,
+    make_segment_spare,
+    read_checkpoint,
+    spare_from_segment,
+)
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
 from .log_repair import LogRepair
@@ -152,7 +160,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
         "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short", "on_disk_short",
-        "_drained_at_open",
+        "_roll_due",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
         "_reserved_end", "_held", "_reserve_mode", "_reserve_step", "_flush_bytes", "_flush_records", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
@@ -271,7 +279,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._free_check_at = 0.0   # monotonic time of the next statvfs, at the latest
         self._low_space = False     # refusing appends: under min_free_bytes
         self._space_short = False   # the last batch write found no space (cleared by the next one)
-        self._drained_at_open = False  # opened with a wholly consumed active segment (``consumed_left``)
+        self._roll_due = False  # a wholly consumed active segment's roll is to be tried (``consumed_left``)
         #: called (under the lock; must not block or raise) when a write finds no
         #: space or is refused under min_free_bytes (broker/queue/maintenance.py)
         self.on_disk_short = None
@@ -373,7 +381,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             adopt(self.path)  # btrfs: an earlier run's quota headroom here (quota_headroom.py)
         # every record below the start (a queue drained before a restart) and the roll
         # worth it (a short disk): tried at the next delete_before(start) (``consumed_left``)
-        self._drained_at_open = (bool(active.size) and self._written_end <= self._start_offset
+        self._roll_due = (bool(active.size) and self._written_end <= self._start_offset
                                  and not self.readonly and self._roll_worth_it())
         if self._reserve_mode == RESERVING:
             self._reserved_end = active.size  # covered from here on: only what this run reserves
@@ -708,6 +716,9 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
     def _delete_first_locked(self) -> None:
         seg = self._segments.pop(0)
         self._base_offsets.pop(0)
+        if not self.readonly:
+            seg.forget()
+            spare_from_segment(self.path, seg.log_path)  # (none left: a full disk's roll used it)
         seg.delete()
         self._run_cache = None
         if self._read_hint is not None and self._read_hint[0] is seg:

@@ -185,9 +185,10 @@ class LogSpace:
         n = 0
         if offset >= self._written_end and seg.size:
             if self._roll_worth_it():
-                n = self._roll_consumed_now_locked()[1]
+                rolled, n = self._roll_consumed_now_locked()
+                self._roll_due = not rolled  # refused: tried again at the next delete_before (``consumed_left``)
             else:
-                self._drained_at_open = False  # (ample room: a small drained segment stays, as ever)
+                self._roll_due = False  # (ample room: a small drained segment stays, as ever)
         n += self._delete_below_locked(offset)
         if n and (self._space_short or self._low_space):
             commit(self.path)
@@ -422,12 +423,12 @@ class LogSpace:
         checkpoint), and a call with the same offset returned at once: a queue
         drained on a spent btrfs quota, or reopened there after a kill, kept
         its consumed segment and refused sends for good (issue-13 judge D7,
-        its SIGKILL variant). Also once after an open that found every record
-        below the start (``_drained_at_open``: a queue drained before a kill,
-        reopened on a full disk, has no refused write to go by, and no delete
-        moves its start; its consumed segment stayed, and its sends found no
-        room). Attribute reads only."""
-        return bool((self._space_short or self._low_space or self._drained_at_open) and (
+        its SIGKILL variant). Also while such a roll is due (``_roll_due``): one
+        worth it was refused, or an open found every record below the start on
+        a short disk (a queue drained before a kill, reopened on a full disk,
+        has no refused write to go by, and no delete moves its start: its
+        consumed segment stayed, and its sends found no room). Attribute reads only."""
+        return bool((self._space_short or self._low_space or self._roll_due) and (
             (self._active.size and self._written_end <= self._start_offset)
             or (len(self._segments) > 1 and self._base_offsets[1] <= self._start_offset)))
 
