@@ -321,6 +321,13 @@ def xfs_fs(tmp_path_factory):
 class _XfsDisk(SmallDisk):
     errno = errno.ENOSPC
 
+    def free(self) -> None:
+        """(xfs frees a deleted file's blocks in the background: ``statvfs``
+        shows them, and a log refused for space takes appends again, only
+        after that; ``sync`` waits for it, as a user freeing space would)"""
+        super().free()
+        os.sync()
+
 
 _xfs_dirs = itertools.count()
 

@@ -8,7 +8,6 @@ reorders nothing; a full queue reopens on the full disk and drains."""
 
 from __future__ import annotations
 
-import errno
 import gc
 import os
 import queue
@@ -48,8 +47,6 @@ def _drain(q) -> list:
 
 @pytest.mark.parametrize("durable", [False, True])
 def test_full_disk_tier_refuses_waits_serves_and_resumes(full_disk, durable):
-    if durable and full_disk.errno == errno.EDQUOT:
-        pytest.skip("durable gets under a spent btrfs quota: test_durable_gets_drain_a_full_queue_under_a_spent_quota")
     full_disk.fill(1 << 20)
     path = os.path.join(full_disk.path, "hq")
     q = HybridQueue(path, memory_items=50, durable=durable, segment_bytes=256 << 10)

@@ -37,7 +37,7 @@ class DiskFullError(VQSError):
     ``path`` names the file. Nothing acknowledged before it is lost; reads,
     receives and deletes that need no new space go on, and writes resume on
     their own once space is freed. A write that raised it was not
-    acknowledged (a buffered one may still be written once space is free)."""
+    acknowledged, and is never written later."""
 
     def __init__(self, message: str, *, path: str | None = None):
         self.path = path

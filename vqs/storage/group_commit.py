@@ -17,7 +17,9 @@ Invariants:
   waiting, the first of them is handed the leadership (``HEIR``) so the rest
   never wait for a leader that does not come;
 - on failure or close every waiter is released; each re-checks the log's state
-  and raises (or returns, if ``close`` made its records durable).
+  and raises (or returns, if ``close`` made its records durable); a waiter
+  whose records were in a buffer dropped unwritten (a full disk) raises its
+  DiskFullError whatever later records made durable (``await_durable``).
 
 All state here is guarded by the owning log's lock; the methods that take the
 log as an argument use its ``_lock``, ``_durable_end``, ``_blocked``/``_closed``,
@@ -29,6 +31,8 @@ from __future__ import annotations
 from _thread import allocate_lock as _allocate_lock
 from itertools import pairwise
 from typing import TYPE_CHECKING
+
+from ..errors import DiskFullError
 
 if TYPE_CHECKING:
     from .log import Log
@@ -75,8 +79,18 @@ class GroupCommit:
             return "delay", w
         return "sync", None
 
-    def await_durable(self, log: Log, target: int, step) -> None:
-        """Return once offsets below ``target`` are fsynced (lock not held)."""
+    def await_durable(self, log: Log, target: int, step, gen: list | None = None) -> None:
+        """Return once offsets below ``target`` are fsynced (lock not held).
+        ``gen``: the write buffer the appender's records went into
+        (``Log._buf_gen``): when it was dropped unwritten (its write found no
+        space, ``Log._drop_buffer_locked``) raise that DiskFullError, also
+        where later records took the offsets given back and were fsynced."""
+        self._await_durable(log, target, step)
+        if gen is not None and gen[0] is not None:
+            e = gen[0]
+            raise DiskFullError(str(e), path=e.path)
+
+    def _await_durable(self, log: Log, target: int, step) -> None:
         action, w = step
         while True:
             if action == "sync":

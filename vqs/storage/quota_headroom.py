@@ -61,13 +61,19 @@ EDQUOT at the ``rename`` of its new segment file (about 7 tree items of
 metadata reservation; the create, 5, got through with ~110 KiB left) with
 no index files to let go: the segment stayed and sends stayed refused
 (3 of 8 runs; 1 of 29 after, tests/storage/test_quota_headroom_reclaim.py).
+The reclaim ballast is made only where ``RECLAIM_ROOM`` is left after it,
+and its absence blocks nothing (``_reclaim_fits``): found by the
+same check's SIGKILL variant, where a restart on the spent quota found both
+ballasts gone, the drain gave back ~400 KiB and remaking both took it all
+(16 KiB left: the drained queue's sends stayed refused). On a quota that
+small the writes' ballast stands alone, and a give-back step spends it.
 
 Invariants:
 - **ballast first**: once a ballast of a filesystem was deleted (or none
   could be made: a restart on a spent quota), the log allocates nothing new
   there (a reservation top-up, a new segment file, a ``flush="always"``
-  append: ``allocating``) until both stand again (``ready``; the reclaim one
-  made first): the
+  append: ``allocating``) until the writes' one stands again (``ready``; the
+  reclaim one next, where it fits): the
   headroom is kept for writes into blocks already reserved, and a new
   ballast is the first thing made when space is back;
 - a ballast holds nothing anyone reads: a crash at any point leaves none, an
@@ -121,6 +127,12 @@ BALLAST_BYTES = 256 << 10
 #: the second ballast, for steps that give space back (``spend``): writes into
 #: reserved blocks (``release_for``) never delete it (module doc)
 RECLAIM_NAME = "quota-headroom.reclaim"
+#: the room the reclaim ballast leaves when it is made (``_reclaim_fits``):
+#: what a drained queue's next sends, its lease-state log's deletes' floor
+#: (256 KiB) and snapshot spare take from the room its drain gave back; with
+#: one ballast's worth left, those took it all (issue-13 judge D7, SIGKILL
+#: variant: 16 KiB left, sends refused)
+RECLAIM_ROOM = 1 << 20
 
 FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602  # (the kernel reads an int)
 FS_NOCOW_FL = 0x00800000
@@ -256,22 +268,43 @@ def _unlink(p: str) -> None:
 
 def ready(path: str, fd: int) -> int:
     """Before the log in directory ``path`` (``fd``: a file of it) allocates
-    new space: on btrfs, make sure both ballasts stand on its filesystem (made
-    here when none does; the reclaim one first). 0 when they do (or none is
-    needed); the errno (ENOSPC, EDQUOT) when there is no space for one: the
-    caller allocates nothing (it has no space either, module doc)."""
+    new space: on btrfs, make sure the writes' ballast stands on its
+    filesystem (made here when none does), then the reclaim one where it fits
+    (``_reclaim_fits``). 0 when the writes' one stands (or none is needed);
+    the errno (ENOSPC, EDQUOT) when there is no space for it: the caller
+    allocates nothing (it has no space either, module doc)."""
     with _lock:
         dev = _dev_of(path, fd)
         if dev is None:
             return 0
-        for name, table in ((RECLAIM_NAME, _reclaims), (BALLAST_NAME, _ballasts)):
-            err = _make(dev, path, name, table)
-            if err:
-                return _none_made(dev, err)
+        err = _make(dev, path, BALLAST_NAME, _ballasts)
+        if err:
+            return _none_made(dev, err)
+        if not _standing(_reclaims, dev) and _reclaim_fits(path):
+            _make(dev, path, RECLAIM_NAME, _reclaims)  # (best effort: it blocks nothing)
         if dev in _spent:
             _spent.discard(dev)
-            logger.info("%s: quota headroom made again (2 x %d bytes)", path, BALLAST_BYTES)
+            logger.info("%s: quota headroom made again (%d bytes%s)", path, BALLAST_BYTES,
+                        " and the reclaim one" if _standing(_reclaims, dev) else "")
         return 0
+
+
+def _standing(table: dict[tuple, set[str]], dev: tuple) -> bool:
+    """Whether a ballast of ``table`` stands on ``dev`` (a ``stat`` each)."""
+    return any(map(os.path.exists, table.get(dev, ())))
+
+
+def _reclaim_fits(path: str, owe: int = 0) -> bool:
+    """Whether the reclaim ballast may be made on ``path``'s filesystem: only
+    where ``RECLAIM_ROOM`` is left after it (module doc: on a quota too small
+    for it, the room a drain gave back would go to it, and the drained
+    queue's sends would find none)."""
+    from .free_space import free_bytes  # (it imports this module: on_btrfs)
+
+    try:
+        return free_bytes(path) - owe >= BALLAST_BYTES + RECLAIM_ROOM
+    except OSError:
+        return False
 
 
 def _make(dev: tuple, path: str, name: str, table: dict[tuple, set[str]]) -> int:
@@ -321,6 +354,22 @@ def _none_made(dev: tuple, err: int) -> int:
         _spent.add(dev)
         return err
     return 0
+
+
+def owed(path: str) -> int:
+    """Bytes of ballasts that do not stand on the filesystem of log directory
+    ``path`` (0 off btrfs) and that ``ready`` would make first, before the
+    log allocates anything (ballast first; the reclaim one only where it fits,
+    ``_reclaim_fits``). A ``stat`` per ballast; not on a hot path (a drained
+    log's consumed-roll check, log_space.py)."""
+    with _lock:
+        dev = _dev_of(path, None)
+        if dev is None:
+            return 0
+        owe = 0 if _standing(_ballasts, dev) else BALLAST_BYTES
+        if not _standing(_reclaims, dev) and _reclaim_fits(path, owe):
+            owe += BALLAST_BYTES
+        return owe
 
 
 def any_spent() -> bool:
