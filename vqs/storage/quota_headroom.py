@@ -29,7 +29,7 @@ findings the design rests on):
   quota); ``unlink`` is not (btrfs lets its transaction fall back on the
   global reserve, quotas not enforced).
 
-So where a log reserves space on btrfs (statfs magic ``BTRFS_SUPER_MAGIC``),
+So where a log reserves space on btrfs (statfs magic, free_space.py ``on_btrfs``),
 a ballast of ``BALLAST_BYTES`` (``posix_fallocate``) is kept on that
 filesystem, as ``quota-headroom`` in the directory of the log that made it
 (segment listings ignore the name). A write into allocated blocks that
@@ -104,8 +104,6 @@ bcachefs (not measured).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import fcntl
 import logging
@@ -113,9 +111,11 @@ import os
 import struct
 import threading
 
+from .free_space import free_bytes, on_btrfs
+from .free_space import libc as _c
+
 logger = logging.getLogger("vqs.storage")
 
-BTRFS_SUPER_MAGIC = 0x9123683E
 BALLAST_NAME = "quota-headroom"
 #: 256 KiB: the metadata reservations of a few writes in one transaction (about
 #: 16 KiB each; 24 KiB was measured to do, slowly: a commit per write), and of a
@@ -139,7 +139,6 @@ FS_NOCOW_FL = 0x00800000
 _FLAGS = struct.Struct("i")
 
 _lock = threading.Lock()
-_btrfs: dict[str, bool] = {}  # directory -> on btrfs
 # A filesystem is keyed by (st_dev, statfs f_fsid), not st_dev alone: a btrfs subvolume
 # made after another was deleted may get its st_dev, and must not inherit its state
 # (btrfs's f_fsid mixes in the subvolume's root id, which is never reused).
@@ -155,41 +154,6 @@ def _fs_key(fd: int | None, path: str | None = None) -> tuple:
     if fd is not None:
         return os.fstat(fd).st_dev, os.fstatvfs(fd).f_fsid
     return os.stat(path).st_dev, os.statvfs(path).f_fsid
-_libc = None
-
-
-def _c():
-    global _libc
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        except OSError:
-            _libc = False
-    return _libc
-
-
-def fs_magic(path: str) -> int | None:
-    """The ``statfs`` f_type of ``path``'s filesystem; None where unknown."""
-    lib = _c()
-    if not lib:
-        return None
-    buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
-    try:
-        if lib.statfs(os.fsencode(path), buf) == 0:
-            return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
-    except (AttributeError, TypeError):
-        pass
-    return None
-
-
-def on_btrfs(path: str) -> bool:
-    """Whether directory ``path`` is on btrfs (one ``statfs`` per directory)."""
-    b = _btrfs.get(path)
-    if b is None:
-        if len(_btrfs) >= 65536:
-            _btrfs.clear()  # (directories of logs long deleted; each is looked at again)
-        b = _btrfs[path] = fs_magic(path) == BTRFS_SUPER_MAGIC
-    return b
 
 
 def set_nocow(fd: int, path: str) -> None:
@@ -299,8 +263,6 @@ def _reclaim_fits(path: str, owe: int = 0) -> bool:
     where ``RECLAIM_ROOM`` is left after it (module doc: on a quota too small
     for it, the room a drain gave back would go to it, and the drained
     queue's sends would find none)."""
-    from .free_space import free_bytes  # (it imports this module: on_btrfs)
-
     try:
         return free_bytes(path) - owe >= BALLAST_BYTES + RECLAIM_ROOM
     except OSError:
