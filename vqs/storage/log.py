@@ -112,7 +112,7 @@ from .record_batch import (
     encode_batch_parts,
 )
 from .recovery import LogLoader
-from .reserve import allocated_end, release, reserve_errno
+from .reserve import allocated_end, release
 from .retention import segments_past_retention
 from .segment import Segment
 
@@ -379,15 +379,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             if not self._reserve_bytes and not self.readonly and not loaded.marker_kept:
                 self._adopt_killed_reserve_locked(active)  # (log_reserve.py)
         if self._reserve_bytes:
-            h = active.handle()
-            kept = allocated_end(h.fd)  # a reserve kept since the last run (a crash: not released)
-            if self._reserve_mode == OFF:
-                self._reserved_end = kept
-            elif kept > active.size and not reserve_errno(h.fd, active.size, kept - active.size):
-                # RESERVING: taken as covered once fallocate says it is allocated (it is
-                # not made first: under a spent btrfs quota there may be no room for the
-                # quota headroom's ballast, and these blocks are already this log's)
-                self._reserved_end = kept
+            if self._reserve_mode == OFF:  # a reserve kept since the last run (a crash: not released)
+                self._reserved_end = allocated_end(active.handle().fd)
+            else:
+                self._take_kept_locked(active)  # (log_reserve.py)
             self.top_up_reserve_locked()
             if not self.readonly:
                 make_segment_spare(self.path)  # a roll on a full xfs renames it (log_dir.py)
