@@ -316,8 +316,9 @@ def write_all(fd: int, parts: list, headroom: bool = True) -> int:
                 if spends() == spent:
                     if commits >= 2 or not spent:
                         raise
-                    # the room a ballast spent here gave back is credited at a commit;
-                    # on a busy machine not always at the first (measured: 3 of 15 runs
+                    # a ballast was spent in this process (by this write or an earlier
+                    # one): the room it gave back is credited at a commit, on a busy
+                    # machine not always at the first (measured: 3 of 15 runs
                     # of tests/broker/test_queue_beside_full_topic.py under CPU load, a
                     # drain's delete refused with 4 KiB of room after the spend)
                     commits += 1
