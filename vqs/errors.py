@@ -382,6 +382,19 @@ class RemoteError(VQSError):
         super().__init__(message)
 
 
+class ServerUnreachable(VQSError, ConnectionError):
+    """A ``vqs.Client`` request did not complete: the server could not be reached,
+    the connection broke before the answer, or the answer did not come within the
+    client's ``timeout``. ``url`` names the server; ``__cause__`` is the transport's
+    own exception. Whether the request took effect is unknown: an idempotent
+    producer (``client.producer(idempotent=True)``) retries it safely; another
+    caller decides."""
+
+    def __init__(self, message: str, *, url: str | None = None):
+        self.url = url
+        super().__init__(message)
+
+
 class UnsupportedOperation(QueueError):
     """The operation is not allowed now (e.g. a second message move task for a queue)."""
 

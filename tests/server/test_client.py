@@ -134,3 +134,77 @@ def test_queues_over_http(client, unique):
     q.purge()
     client.delete_queue(unique)
     assert unique not in client.queues()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dropping_server(answer: bytes | None):
+    """A TCP server on 127.0.0.1 that reads a request, then sends ``answer`` (or nothing) and
+    closes: a server that died mid-request. Returns (url, stop)."""
+    import socket
+
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(16)
+    ls.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = ls.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.recv(65536)
+                if answer:
+                    conn.sendall(answer)
+        ls.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{ls.getsockname()[1]}", stop.set
+
+
+@pytest.mark.parametrize("answer", [None, b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial"],
+                         ids=["closed", "truncated"])
+def test_a_lost_connection_is_a_vqs_error_never_an_httpx_one(answer):
+    url, stop = _dropping_server(answer)
+    try:
+        with vc.Client(url, timeout=5) as c:
+            for call in (c.topics, lambda: c.producer().send("t", b"v", partition=0), c.health,
+                         lambda: c.queue("q").send("m")):
+                with pytest.raises(vqs.ServerUnreachable) as ei:
+                    call()
+                assert isinstance(ei.value, vqs.VQSError) and isinstance(ei.value, ConnectionError)
+                assert ei.value.url == url and url in str(ei.value)
+                assert ei.value.__cause__ is not None  # the transport's own exception, chained
+    finally:
+        stop()
+
+
+def test_a_refused_connection_and_a_timeout_are_vqs_errors():
+    url = f"http://127.0.0.1:{_free_port()}"
+    with vc.Client(url, timeout=2) as c:
+        with pytest.raises(vqs.ServerUnreachable):
+            c.topics()
+        with pytest.raises(vqs.ServerUnreachable):
+            c.producer().send("t", b"v", partition=0)
+    import socket
+
+    silent = socket.socket()  # accepts (the backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)
+    try:
+        with vc.Client(f"http://127.0.0.1:{silent.getsockname()[1]}", timeout=0.3) as c:
+            with pytest.raises(vqs.ServerUnreachable, match="timed out"):
+                c.topics()
+            with pytest.raises(vqs.ServerUnreachable, match="timed out"):
+                c.producer().send("t", b"v", partition=0)
+    finally:
+        silent.close()

@@ -71,6 +71,8 @@ def explain(exc: BaseException, url: str | None = None, names: dict | None = Non
     from .. import errors as E
 
     names = names or {}
+    if isinstance(exc, E.ServerUnreachable):
+        return EXIT_UNAVAILABLE, unreachable(exc.url or url, exc.__cause__ or exc)
     if isinstance(exc, E.LogLockedError):
         who = f"pid {exc.holder_pid}" if exc.holder_pid else "another process"
         return EXIT_UNAVAILABLE, (f"data dir {exc.path} is locked by {who} (one process owns a data dir; "

@@ -43,7 +43,7 @@ class Client:
 
     # -------------------------------------------------------------------- operations
     def health(self) -> dict:
-        return self._transport.http.get("/health").json()
+        return self._transport.json("GET", "/health", expect=(200, 503))
 
     def metrics(self) -> str:
         return self._transport.request("GET", "/metrics").text

@@ -46,10 +46,7 @@ _SEQ_MASK = 0x7FFFFFFF
 
 
 def _retryable() -> tuple:
-    import httpcore
-    import httpx
-
-    return (httpx.TransportError, httpcore.NetworkError, httpcore.TimeoutException, httpcore.RemoteProtocolError)
+    return (E.ServerUnreachable,)
 
 
 class IdempotentRemoteProducer(RemoteProducer):

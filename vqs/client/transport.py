@@ -10,6 +10,10 @@ Guarantees:
   pool (httpcore) when the default transport is in use: the same keep-alive
   connections without httpx's per-request machinery (~0.5 ms a request).
   A caller-given transport (tests' ``httpx.MockTransport``, ASGI) is used as is;
+- a request that does not complete (no connection, a connection broken before
+  the answer, a timeout) raises ``vqs.errors.ServerUnreachable`` naming the
+  server, with the transport's exception as its ``__cause__``: no ``httpx`` or
+  ``httpcore`` exception reaches a caller;
 - sockets set TCP_NODELAY: a request is written as headers then body, and
   without it the body waits for the peer's delayed ACK.
 """
@@ -18,10 +22,20 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from .. import errors as E
 from .error_map import from_response
 
 DEFAULT_URL = "http://127.0.0.1:8642"
 _SOCKET_OPTIONS = [(6, 1, 1)]  # (IPPROTO_TCP, TCP_NODELAY, 1)
+
+
+def _transport_errors() -> tuple:
+    import httpcore
+    import httpx
+
+    # httpx.TransportError covers the httpx API; the pooled hot path raises httpcore's own.
+    return (httpx.TransportError, httpcore.NetworkError, httpcore.TimeoutException,
+            httpcore.ProtocolError, httpcore.UnsupportedProtocol)
 
 
 class Transport:
@@ -39,6 +53,7 @@ class Transport:
         self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport,
                                  limits=httpx.Limits(max_keepalive_connections=32, max_connections=64))
         self.timeout = timeout
+        self._failures = _transport_errors()
         self._pool = None
         self._raw_headers = [(k.encode(), v.encode()) for k, v in headers.items()]
         if isinstance(transport, httpx.HTTPTransport):
@@ -49,7 +64,10 @@ class Transport:
 
     def request(self, method: str, path: str, *, expect=(200, 201, 204), **kw):
         """The ``httpx.Response``; raises the mapped error unless its status is in ``expect``."""
-        r = self.http.request(method, path, **kw)
+        try:
+            r = self.http.request(method, path, **kw)
+        except self._failures as e:
+            raise self._unreachable(method, path, e) from e
         if r.status_code not in expect:
             raise from_response(r)
         return r
@@ -65,6 +83,12 @@ class Transport:
         ``headers`` are (bytes, bytes) pairs."""
         url = f"{self.url}{path}?{urlencode(params)}" if params else f"{self.url}{path}"
         t = timeout or self.timeout
+        try:
+            return self._hot(method, url, headers, content, t)
+        except self._failures as e:
+            raise self._unreachable(method, path, e) from e
+
+    def _hot(self, method: str, url: str, headers: list, content: bytes | None, t: float) -> tuple[dict, bytes]:
         if self._pool is None:
             r = self.http.request(method, url, content=content, headers={k.decode(): v.decode() for k, v in headers},
                                   timeout=t)
@@ -78,6 +102,10 @@ class Transport:
 
             raise from_response(httpx.Response(r.status, content=r.content))
         return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in r.headers}, r.content
+
+    def _unreachable(self, method: str, path: str, e: BaseException) -> E.ServerUnreachable:
+        what = "timed out" if "Timeout" in type(e).__name__ else str(e) or type(e).__name__
+        return E.ServerUnreachable(f"{method} {path} on {self.url}: {what}", url=self.url)
 
     def close(self) -> None:
         self.http.close()

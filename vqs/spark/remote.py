@@ -38,7 +38,14 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from ..errors import ConfigError, OffsetOutOfRange, TopicAlreadyExists, TopicDoesNotExist, VQSError
+from ..errors import (
+    ConfigError,
+    OffsetOutOfRange,
+    ServerUnreachable,
+    TopicAlreadyExists,
+    TopicDoesNotExist,
+    VQSError,
+)
 from .rows import Router, Rows
 from .task import task_info
 
@@ -84,13 +91,11 @@ class UrlSource:
         return self._c
 
     def partition_count(self, topic: str, *, option: str = "topic") -> int:
-        import httpx
-
         try:
             return int(self.client.topic(topic).partitions)
         except TopicDoesNotExist:
             raise ConfigError(f"option '{option}': topic {topic!r} does not exist on {self.url}") from None
-        except httpx.HTTPError as e:
+        except ServerUnreachable as e:
             raise _unreachable(self.url, e) from None
 
     def partition_offsets(self, topic: str) -> list[tuple[int, int]]:
@@ -123,8 +128,6 @@ class UrlSource:
 def prepare_url_write(opts) -> None:
     """Driver-side checks of a url-mode write: the server answers, and the
     ``topic`` option's topic exists (created with ``topicPartitions`` if not)."""
-    import httpx
-
     c = _client(opts.url, opts.token, opts.timeout_ms)
     try:
         if opts.topic is not None:
@@ -137,7 +140,7 @@ def prepare_url_write(opts) -> None:
                     pass
         else:
             c.topics()
-    except httpx.HTTPError as e:
+    except ServerUnreachable as e:
         raise _unreachable(opts.url, e) from None
     finally:
         c.close()
