@@ -15,16 +15,18 @@ class ConfigError(VQSError, ValueError):
 
 
 class LogLockedError(VQSError):
-    """Another process (or another open Log in this one) owns the directory."""
+    """Another process (or another open Log, Broker or HybridQueue in this one)
+    owns the directory. The message says what works instead for what was being
+    opened (``hint``)."""
 
-    def __init__(self, path: str, holder_pid: int | None):
+    #: What a refused ``Log.open`` can do instead.
+    LOG_HINT = "follow it with Log.open(path, readonly=True), or go through the VQS server that owns it"
+
+    def __init__(self, path: str, holder_pid: int | None, hint: str | None = None):
         self.path = path
         self.holder_pid = holder_pid
         who = f"pid {holder_pid}" if holder_pid else "another process"
-        super().__init__(
-            f"{path} is locked by {who}; one process owns a data directory "
-            "(open it with readonly=True, or go through the VQS server)"
-        )
+        super().__init__(f"{path} is locked by {who}; one process owns a data directory ({hint or self.LOG_HINT})")
 
 
 class LogClosedError(VQSError):

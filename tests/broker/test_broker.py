@@ -174,3 +174,31 @@ def test_queue_methods_delegate_to_registry(data_dir):
         assert [m.body for m in b.queue("jobs").receive(max_messages=10)] == [b"work"]
     with pytest.raises(ConfigError, match="visibility_timeut"):
         Broker(data_dir, visibility_timeut=3)
+
+
+def test_a_locked_data_dir_advises_what_works_for_what_was_opened(tmp_path):
+    from vqs import HybridQueue, Log
+
+    with Broker(str(tmp_path / "data")):
+        with pytest.raises(LogLockedError) as ei:
+            Broker(str(tmp_path / "data"))
+        msg = str(ei.value)
+        assert "readonly=True" not in msg.split("without the lock")[0]  # Broker takes no readonly flag
+        assert "vqs.Client" in msg and "--url" in msg
+    q = HybridQueue(str(tmp_path / "hq"))
+    try:
+        with pytest.raises(LogLockedError) as ei:
+            HybridQueue(str(tmp_path / "hq"))
+        assert "readonly" not in str(ei.value) and "one owner process" in str(ei.value)
+    finally:
+        q.close()
+    log = Log.open(str(tmp_path / "log"))
+    try:
+        with pytest.raises(LogLockedError, match=r"Log.open\(path, readonly=True\)"):
+            Log.open(str(tmp_path / "log"))
+        log.append(b"x")
+        log.flush()
+        with Log.open(str(tmp_path / "log"), readonly=True) as ro:  # the advice works
+            assert [r.value for r in ro.read(0)] == [b"x"]
+    finally:
+        log.close()

@@ -138,7 +138,9 @@ class Broker:
         make_dirs(self.path)  # (a spent quota: DiskFullError)
         if created:
             fsync_dir(os.path.dirname(self.path))
-        self._dir_lock = DirLock(self.path).acquire()
+        self._dir_lock = DirLock(self.path, hint=(
+            "reach it through the server that owns it: vqs.Client(url) or `vqs --url`; read its topics "
+            "without the lock with Spark's path mode or Log.open(DIR/topics/T/P, readonly=True)")).acquire()
         try:
             for sub_path in (layout.topics_dir(self.path), layout.groups_dir(self.path)):
                 if not os.path.isdir(sub_path):

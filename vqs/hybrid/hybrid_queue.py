@@ -214,7 +214,9 @@ class HybridQueue(DiskTier):
             self.get_batch = self._latency.timed_get(self.get_batch)
 
         make_dirs(self.path)  # (a spent quota: DiskFullError)
-        self._dir_lock = DirLock(self.path).acquire()
+        self._dir_lock = DirLock(self.path, hint=(
+            "a HybridQueue directory has one owner process: share the queue through that process, "
+            "or give this one a directory of its own")).acquire()
         self._log: Log | None = None
         self._ckpt: Checkpoint | None = None
         try:

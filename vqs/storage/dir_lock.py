@@ -22,8 +22,9 @@ class DirLock:
     ``shared=True`` shared among cooperating processes (Spark writers) while
     still excluding an exclusive owner (a Broker, a server)."""
 
-    def __init__(self, directory: str, *, shared: bool = False):
+    def __init__(self, directory: str, *, shared: bool = False, hint: str | None = None):
         self.directory = directory
+        self.hint = hint  # what the refused opener can do instead (LogLockedError's message)
         self.path = os.path.join(directory, LOCK_NAME)
         self.shared = shared
         self._fd: int | None = None
@@ -44,7 +45,7 @@ class DirLock:
             except (ValueError, IndexError, OSError):
                 holder = None
             os.close(fd)
-            raise LogLockedError(self.directory, holder) from None
+            raise LogLockedError(self.directory, holder, self.hint) from None
         # Name ourselves so that a refused opener can say who holds the lock.
         # Fixed width: a shared holder never leaves a longer stale pid behind.
         try:
