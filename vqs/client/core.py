@@ -9,6 +9,7 @@ the records from ``offset`` on, with the next offset to ask for.
 
 from __future__ import annotations
 
+from ..broker.names import validate_name
 from ..wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
 from .consumer import RemoteConsumer
 from .queues import RemoteQueue
@@ -52,7 +53,7 @@ class Client:
     def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
                      retention_bytes: int | None = None, segment_bytes: int | None = None,
                      compression: str | None = None) -> RemoteTopic:
-        body = {"name": name, "partitions": partitions}
+        body = {"name": validate_name(name, "topic name"), "partitions": partitions}
         for k, v in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes),
                      ("segment_bytes", segment_bytes), ("compression", compression)):
             if v is not None:
@@ -152,7 +153,7 @@ class Client:
 
     # ------------------------------------------------------------------------- queues
     def create_queue(self, name: str, **attributes) -> RemoteQueue:
-        body = {"name": name, **attributes}
+        body = {"name": validate_name(name, "queue name"), **attributes}
         return RemoteQueue(self._transport, name, self._transport.json("POST", "/queues", json=body))
 
     def queue(self, name: str) -> RemoteQueue:
