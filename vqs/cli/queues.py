@@ -13,6 +13,8 @@ from .output import (
     TOKEN,
     URL,
     UTC_OUT,
+    YES,
+    confirm_destructive,
     iso_time,
     new_table,
     print_json,
@@ -76,16 +78,28 @@ _TIME_ATTRIBUTES = ("CreatedTimestamp", "LastModifiedTimestamp")  # SQS: epoch s
 
 
 @queue_app.command("delete")
-def queue_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Delete a queue and its messages."""
+def queue_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
+                 yes: bool = YES):
+    """Delete a queue and its messages.
+
+    Asks first on a terminal; with --yes, or when stdin is not a terminal (a script), it does
+    not ask.
+    """
+    confirm_destructive(f"delete queue {name} and all its messages?", yes)
     with target(url, data_dir, token, queue=name) as t:
         t.delete_queue(name)
     print_line(f"deleted queue {name}")
 
 
 @queue_app.command("purge")
-def queue_purge(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Delete every message of a queue."""
+def queue_purge(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
+                yes: bool = YES):
+    """Delete every message of a queue.
+
+    Asks first on a terminal; with --yes, or when stdin is not a terminal (a script), it does
+    not ask.
+    """
+    confirm_destructive(f"delete every message of queue {name}?", yes)
     with target(url, data_dir, token, queue=name) as t:
         t.queue(name).purge()
     print_line(f"purged queue {name}")
