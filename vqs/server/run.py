@@ -135,7 +135,7 @@ def serve(settings: Settings) -> None:
     kafka_sock = None
     try:
         if settings.kafka_port:
-            kafka_sock = _listen(settings, fmt, settings.kafka_port)
+            kafka_sock = _listen(settings, fmt, settings.kafka_port, option="--kafka-port")
         grpc_front = _listen_grpc(settings, fmt) if settings.grpc_port else None
         broker = _open_broker(settings, fmt)
     except BaseException:
@@ -241,8 +241,9 @@ def _open_file_limit(settings: Settings, fmt: str) -> None:
                        max(room, 0))
 
 
-def _listen(settings: Settings, fmt: str, port: int | None = None) -> socket.socket:
-    """The bound listening socket, before anything else is opened (a busy port changes nothing)."""
+def _listen(settings: Settings, fmt: str, port: int | None = None, option: str = "--port") -> socket.socket:
+    """The bound listening socket, before anything else is opened (a busy port changes nothing);
+    ``option`` names the setting of that port in the error."""
     host, port = settings.host, port or settings.port
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -251,7 +252,7 @@ def _listen(settings: Settings, fmt: str, port: int | None = None) -> socket.soc
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
-            _cannot_start(fmt, f"port {port} on {host} is in use (another server? choose a free one with --port)",
+            _cannot_start(fmt, f"port {port} on {host} is in use (another server? choose a free one with {option})",
                           EXIT_UNAVAILABLE)
         if e.errno == errno.EACCES:
             _cannot_start(fmt, f"cannot listen on port {port} of {host}: permission denied (ports below 1024 "
