@@ -132,7 +132,7 @@ def test_text_logs_on_a_terminal(tmp_path):
         assert proc.wait(30) == 0
         os.close(master)
     lines = out.decode().splitlines()
-    assert f"ready: API {url}  docs {url}/docs  metrics {url}/metrics" in lines[0] and not lines[0].startswith("{")
+    assert f"ready: API {url}  console {url}/console  docs {url}/docs  metrics {url}/metrics" in lines[0] and not lines[0].startswith("{")
     assert any("rejected 404 GET /topics/nope topic_not_found" in line for line in lines[1:]), lines
 
 

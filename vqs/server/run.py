@@ -13,7 +13,7 @@ touched); with ``--grpc-port``, the gRPC port bound too (2 without the grpc
 extra, 3 if in use; vqs/server/grpc/front.py); the data directory opened and locked (3 if another process holds
 it, naming its pid; 1 if it cannot be opened; 4 if recovery finds
 corruption); then uvicorn serves on the bound socket and, once it listens,
-one ``ready`` line gives the URLs (API, docs, metrics; gRPC's address once it
+one ``ready`` line gives the URLs (API, console, docs, metrics; gRPC's address once it
 serves). No "ready" is ever logged before the sockets listen.
 
 uvicorn with uvloop and httptools, one worker (one process owns the data
@@ -389,7 +389,8 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     host = settings.host
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     url = f"{'https' if settings.tls_cert else 'http'}://{shown}:{sock.getsockname()[1]}"
-    fields = {"url": url, "docs": url + "/docs", "metrics": url + "/metrics", "data_dir": data_dir,
+    fields = {"url": url, "console": url + "/console", "docs": url + "/docs", "metrics": url + "/metrics",
+              "data_dir": data_dir,
               "flush": settings.flush, "auth": settings.auth_enabled, "pid": os.getpid(), "version": _version(),
               "fast_http": fast_http}
     grpc_text = ""
@@ -403,7 +404,8 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     fields.update(open_file_limit=soft, open_file_limit_raised_from=fd_limit.raised_from,
                   max_open_files=CACHE.max_open_files)
     raised = f" (raised from {fd_limit.raised_from})" if fd_limit.raised_from is not None else ""
-    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics{grpc_text}{kafka}  "
+    text = (f"VQS {fields['version']} ready: API {url}  console {url}/console  docs {url}/docs  metrics {url}/metrics"
+            f"{grpc_text}{kafka}  "
             f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}, open-file limit {soft}{raised}, "
             f"max_open_files {CACHE.max_open_files}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})
