@@ -132,3 +132,8 @@ def test_version_and_completion():
     p = vqs("--show-completion", "bash", env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert p.returncode == 0 and b"_VQS_COMPLETE=complete_bash" in p.stdout
     assert p.stdout.rstrip().endswith(b" vqs")  # `complete ... vqs`: completes the vqs command
+
+
+def test_a_url_without_a_scheme_is_taken_as_http(srv):
+    p = vqs("topic", "list", "--url", srv.url.removeprefix("http://"))
+    assert p.returncode == 0, p.stderr

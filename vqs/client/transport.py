@@ -62,6 +62,8 @@ class Transport:
     def __init__(self, url: str, token: str | None, timeout: float, transport=None):
         import httpx
 
+        if "://" not in url:  # host:port, as curl takes it
+            url = "http://" + url
         self.url = url.rstrip("/")
         headers = {"user-agent": "vqs-client"}
         if token:
