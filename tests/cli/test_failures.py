@@ -137,3 +137,25 @@ def test_version_and_completion():
 def test_a_url_without_a_scheme_is_taken_as_http(srv):
     p = vqs("topic", "list", "--url", srv.url.removeprefix("http://"))
     assert p.returncode == 0, p.stderr
+
+
+def test_wording_of_bounds_and_paths(srv, tmp_path):
+    p = vqs("queue", "receive", "q", "--wait", "60", "--url", srv.url)
+    assert p.returncode == 2 and b"Invalid value for '--wait'" in p.stderr and b"20" in p.stderr
+    assert b"wait_seconds" not in p.stderr and b"Traceback" not in p.stderr
+    f = tmp_path / "afile"
+    f.write_text("x")
+    line = one_error_line(vqs("topic", "create", "t", "--data-dir", f), 1)
+    assert line == f"error: data dir {f} is a file, not a directory"
+    line = one_error_line(vqs("queue", "create", "q.x y"), 1)
+    assert "not a valid name" in line or "invalid queue name" in line
+
+
+def test_the_rest_api_words_validation_errors_as_its_own_checks(srv):
+    import httpx
+
+    r = httpx.post(srv.url + "/topics", json={"name": "a b"})
+    assert r.status_code == 400
+    assert r.json()["error"]["message"] == "name 'a b' is not a valid name: use 1-200 characters from [A-Za-z0-9._-]"
+    r = httpx.post(srv.url + "/topics", json={"name": "t-bounds", "partitions": 100_000})
+    assert r.status_code == 400 and "must be at most" in r.json()["error"]["message"], r.text

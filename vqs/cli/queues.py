@@ -121,8 +121,10 @@ def queue_send(name: str, body: str | None = typer.Argument(None, help="message 
 
 @queue_app.command("receive")
 def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
-                  wait_seconds: int | None = typer.Option(None, "--wait"),
-                  visibility_timeout: int | None = typer.Option(None),
+                  wait_seconds: int | None = typer.Option(None, "--wait", min=0, max=20,
+                                                          help="long poll up to this many seconds (0-20, as SQS)"),
+                  visibility_timeout: int | None = typer.Option(None, min=0, max=43_200,
+                                                                help="seconds (0-43200, as SQS)"),
                   delete: bool = typer.Option(False, "--delete", help="delete what was received"),
                   url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Receive messages.

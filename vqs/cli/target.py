@@ -62,6 +62,8 @@ def target(url: str | None, data_dir: str | None, token: str | None, *, creates:
 
             if not creates:
                 check_data_dir(data_dir)
+            elif os.path.exists(data_dir) and not os.path.isdir(data_dir):
+                fail(f"data dir {data_dir} is a file, not a directory")
             t = Broker(data_dir)
         else:
             from ..client import DEFAULT_URL, Client
