@@ -441,6 +441,20 @@ class Broker:
                 rows.append(PartitionLag(topic, p, c, start, end, lag))
         return rows
 
+    def offsets(self, topic: str, timestamp_ms: int | None = None) -> list[dict]:
+        """Every partition's ``start_offset`` and ``end_offset`` (and, given ``timestamp_ms``, its
+        ``offset_for_time``: the first offset at or after that time, None past the end), as
+        REST's ``GET /topics/{t}/offsets`` and ``vqs.Client.offsets`` give them."""
+        t = self.topic(topic)
+        rows = []
+        for p in range(t.partitions):
+            lg = t.log(p)
+            row = {"partition": p, "start_offset": lg.start_offset, "end_offset": lg.end_offset}
+            if timestamp_ms is not None:
+                row["offset_for_time"] = lg.offset_for_time(timestamp_ms)
+            rows.append(row)
+        return rows
+
     def delete_group(self, group: str) -> bool:
         """Forget a group's committed offsets; False if it had none."""
         self._check_open()

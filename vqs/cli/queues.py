@@ -142,6 +142,26 @@ def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
                 q.delete(m.receipt_handle)
 
 
+@queue_app.command("peek")
+def queue_peek(name: str, max_messages: int = typer.Option(10, "--max", "-n", min=1, max=100,
+                                                          help="at most this many (1-100)"),
+               from_offset: int = typer.Option(0, "--from", min=0, help="from this position (a row's offset + 1)"),
+               url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Show pending messages without receiving them.
+
+    Nothing changes: no lease, no receive count. JSON lines: id, offset, state (visible, in_flight,
+    delayed, moving), receive_count, body.
+    """
+    with target(url, data_dir, token, queue=name) as t:
+        rows = t.queue(name).peek(max_messages, from_offset)
+    for p in rows:
+        m = p.message
+        body = m.body.decode("utf-8", "replace") if isinstance(m.body, (bytes, bytearray)) else m.body
+        sys.stdout.write(json.dumps({"id": m.id, "offset": m.offset, "state": p.state,
+                                     "receive_count": p.receive_count, "visible_at_ms": p.visible_at_ms,
+                                     "body": body}) + "\n")
+
+
 @queue_app.command("delete-message")
 def queue_delete_message(name: str, receipt_handle: str, url: str | None = URL,
                          data_dir: str | None = DATA, token: str | None = TOKEN):

@@ -123,8 +123,10 @@ class Client:
     def describe_group(self, group: str) -> list:
         from ..broker.topic import PartitionLag
 
-        rows = self._transport.json("GET", f"/groups/{group}")["partitions"]
-        return [PartitionLag(**row) for row in rows]
+        r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
+        if r.status_code == 404:  # a group the server does not know: no rows, as Broker.describe_group
+            return []
+        return [PartitionLag(**row) for row in r.json()["partitions"]]
 
     def group_offsets(self, group: str) -> dict:
         """{TopicPartition: committed offset}; {} for a group the server does not know."""

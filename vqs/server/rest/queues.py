@@ -157,6 +157,23 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
         await call(q.change_visibility, body.receipt_handle, body.visibility_timeout)
         return jresp({"receipt_handle": body.receipt_handle, "visibility_timeout": body.visibility_timeout})
 
+    @r.get("/queues/{queue_name}/peek", summary="Pending messages, read without receiving them")
+    async def peek(queue_name: str = name_param("queue"),
+                   max_messages: int = Query(10, ge=1, le=100, description="at most this many (1-100)"),
+                   from_offset: int = Query(0, ge=0, le=(1 << 63) - 1,
+                                            description="from this position on (a peeked message's next_offset)")):
+        q = queue(queue_name)
+        rows = await ctx.run(q.peek, max_messages, from_offset)
+        out = []
+        for p in rows:
+            d = _message_json(p.message)
+            del d["receipt_handle"]  # a peek leases nothing
+            d.update(offset=p.message.offset, state=p.state, receive_count=p.receive_count,
+                     visible_at_ms=p.visible_at_ms)
+            out.append(d)
+        nxt = out[-1]["offset"] + 1 if out else from_offset
+        return jresp({"messages": out, "next_offset": nxt})
+
     @r.post("/queues/{queue_name}/purge", summary="Delete every message", status_code=204)
     async def purge(queue_name: str = name_param("queue")):
         await ctx.run(queue(queue_name).purge)
