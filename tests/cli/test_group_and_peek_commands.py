@@ -97,3 +97,21 @@ def test_the_embedded_and_remote_peek_have_one_shape(srv, tmp_path):
     assert type(p) is type(e) and p._fields == e._fields
     assert (p.message.body, p.state, p.receive_count, p.message.offset, p.message.receipt_handle) == \
         (e.message.body, e.state, e.receive_count, e.message.offset, e.message.receipt_handle)
+
+
+def test_redrive_moves_a_dead_letter_queue_back(where, unique):
+    src, dlq = f"src-{unique}", f"dlq-{unique}"
+    assert _vqs("queue", "create", dlq, where=where).returncode == 0
+    p = _vqs("queue", "create", src, "--dead-letter-queue", dlq, "--max-receive-count", 1, where=where)
+    assert p.returncode == 0, p.stderr
+    for body in ("x", "y"):
+        assert _vqs("queue", "send", src, body, where=where).returncode == 0
+    for _ in range(2):  # received once, released: the next receive moves them to the DLQ
+        _vqs("queue", "receive", src, "--max", 10, "--visibility-timeout", 0, where=where)
+    peek = [json.loads(ln)["body"] for ln in _vqs("queue", "peek", dlq, where=where).stdout.splitlines()]
+    assert sorted(peek) == ["x", "y"]
+    p = _vqs("queue", "redrive", dlq, where=where)
+    assert p.returncode == 0 and b"moved 2 message(s)" in p.stderr, p.stderr
+    assert _vqs("queue", "peek", dlq, where=where).stdout == b""
+    back = [json.loads(ln)["body"] for ln in _vqs("queue", "peek", src, where=where).stdout.splitlines()]
+    assert sorted(back) == ["x", "y"]

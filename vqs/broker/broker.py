@@ -484,6 +484,22 @@ class Broker:
         self._check_open()
         return self._queue_registry()
 
+    def redrive(self, source: str, destination: str | None = None, *, max_per_second: float | None = None):
+        """Move the messages of dead-letter queue ``source`` back to the queues they came from
+        (or to ``destination``) on a background thread: SQS's StartMessageMoveTask. Returns the
+        ``MoveTask`` (``status``, ``moved``, ``to_move``); one runs per source at a time."""
+        self._check_open()
+        validate_name(source, "queue")
+        if destination is not None:
+            validate_name(destination, "queue")
+        return self._queue_registry().start_message_move_task(source, destination, max_per_second=max_per_second)
+
+    def redrive_tasks(self, source: str, max_results: int = 10) -> list:
+        """The message move tasks of queue ``source``, newest first (``MoveTask``)."""
+        self._check_open()
+        validate_name(source, "queue")
+        return self._queue_registry().list_message_move_tasks(source, max_results)
+
     def create_queue(self, name: str, **attributes):
         """Create an SQS-style queue (attributes: see ``QueueRegistry.create``)."""
         self._check_open()

@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from .failures import fail
 from .output import (
     DATA,
     JSON_OUT,
@@ -15,6 +16,7 @@ from .output import (
     UTC_OUT,
     YES,
     confirm_destructive,
+    err,
     iso_time,
     new_table,
     print_json,
@@ -160,6 +162,33 @@ def queue_peek(name: str, max_messages: int = typer.Option(10, "--max", "-n", mi
         sys.stdout.write(json.dumps({"id": m.id, "offset": m.offset, "state": p.state,
                                      "receive_count": p.receive_count, "visible_at_ms": p.visible_at_ms,
                                      "body": body}) + "\n")
+
+
+@queue_app.command("redrive")
+def queue_redrive(name: str = typer.Argument(..., help="the dead-letter queue"),
+                  to: str | None = typer.Option(None, "--to", help="move into this queue (default: where each came from)"),
+                  max_per_second: int | None = typer.Option(None, "--max-per-second", min=1, max=500),
+                  wait: bool = typer.Option(True, "--wait/--no-wait",
+                                            help="wait until the move ends (--no-wait: a server keeps moving)"),
+                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Move a dead-letter queue's messages back (SQS's StartMessageMoveTask).
+
+    With --data-dir the command always waits: the move runs in this process.
+    """
+    import time
+
+    with target(url, data_dir, token, queue=name) as t:
+        task = t.redrive(name, to, max_per_second=max_per_second)
+        print_line(f"moving {task.to_move} message(s) out of {name} (task {task.handle})", err)
+        if not wait and not data_dir:
+            return
+        while task.active:
+            time.sleep(0.2)
+            [task] = [x for x in t.redrive_tasks(name) if x.handle == task.handle] or [task]
+    if task.status != "COMPLETED":
+        fail(f"the move out of {name} ended {task.status}: {task.failure_reason or 'no reason given'} "
+             f"({task.moved} moved)")
+    print_line(f"moved {task.moved} message(s) out of {name}", err)
 
 
 @queue_app.command("delete-message")

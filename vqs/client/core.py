@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..broker.names import validate_name
 from ..wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
 from .consumer import RemoteConsumer
-from .queues import RemoteQueue
+from .queues import RemoteMoveTask, RemoteQueue
 from .topics import RemoteProducer, RemoteTopic
 from .transport import DEFAULT_URL, Transport
 from .values import as_tp
@@ -160,6 +160,17 @@ class Client:
 
     def queue(self, name: str) -> RemoteQueue:
         return RemoteQueue(self._transport, name, self._transport.json("GET", f"/queues/{name}"))
+
+    def redrive(self, source: str, destination: str | None = None, *,
+                max_per_second: int | None = None) -> RemoteMoveTask:
+        """As ``Broker.redrive``: start moving dead-letter queue ``source``'s messages back."""
+        body = {k: v for k, v in (("destination", destination), ("max_per_second", max_per_second)) if v is not None}
+        return RemoteMoveTask(self._transport.json("POST", f"/queues/{source}/redrive", json=body, expect=(202,)))
+
+    def redrive_tasks(self, source: str, max_results: int = 10) -> list[RemoteMoveTask]:
+        """As ``Broker.redrive_tasks``: the move tasks of queue ``source``, newest first."""
+        doc = self._transport.json("GET", f"/queues/{source}/redrive", params={"max_results": max_results})
+        return [RemoteMoveTask(d) for d in doc["tasks"]]
 
     def queues(self, prefix: str | None = None) -> list[str]:
         params = {} if prefix is None else {"prefix": prefix}

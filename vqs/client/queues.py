@@ -99,6 +99,26 @@ def _body_json(body) -> dict:
     return {"body_b64": base64.b64encode(as_bytes(body, "body")).decode("ascii")}  # bytes as they are
 
 
+class RemoteMoveTask:
+    """A message move task as the server reported it (``MoveTask``'s fields: ``handle``,
+    ``source``, ``destination``, ``status``, ``moved``, ``to_move``, ``failure_reason``);
+    ``active`` while RUNNING or CANCELLING."""
+
+    __slots__ = ("handle", "source", "destination", "status", "moved", "to_move", "max_per_second",
+                 "failure_reason", "started_ms")
+
+    def __init__(self, d: dict):
+        for k in self.__slots__:
+            setattr(self, k, d.get(k))
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("RUNNING", "CANCELLING")
+
+    def __repr__(self) -> str:
+        return f"RemoteMoveTask({self.source!r}, status={self.status!r}, moved={self.moved}/{self.to_move})"
+
+
 class RemoteQueue:
     """A queue on the server, with ``vqs`` Queue's methods."""
 
