@@ -141,6 +141,10 @@ def test_url_sink_replay_and_interrupted_commit(monkeypatch, server, client):
     client.producer().send_batch("u_once", [b"other-2"], partition=1)
     R.UrlStreamWriter(opts).commit(run(1, [(50, 80), (80, 100)]), 1)  # the replay
     assert values() == sorted([b"x%03d" % i for i in range(100)] + [b"other-0", b"other-1", b"other-2"])
+    # the sink's own topics are looked up, not asked for: no refused request on the server
+    with open(server.log_path) as f:
+        log = f.read()
+    assert "__spark_" not in log, log
 
 
 @pytest.mark.usefixtures("reader")  # over both readers (conftest)
