@@ -159,3 +159,9 @@ def test_the_about_page_shows_settings_in_words(console_server):
     page = httpx.get(console_server.url + "/console/about", headers=AUTH, timeout=30).text
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
     assert cells and not {"None", "False", "True"} & {c.strip() for c in cells}
+
+
+def test_queue_times_are_shown_as_dates(console_server, seeded):
+    page = httpx.get(console_server.url + "/console/queues/jobs", headers=AUTH, timeout=30).text
+    row = re.search(r"<th>CreatedTimestamp</th><td>([^<]*)</td>", page)
+    assert row and re.match(r"\d{4}-\d\d-\d\d", row.group(1)), row
