@@ -31,10 +31,9 @@ the quota headroom (vqs/storage/quota_headroom.py) still stands: the write
 that meets EDQUOT deletes it and is tried once more. A durable get's write
 (``gives_back``) may take the reclaim ballast too, which steps that give space
 back may spend: the get is what lets the queue drain and its consumed
-segments go. Found by the issue-13 judge (a durable HybridQueue SIGKILLed on a
-spent btrfs quota, 5 of 5 runs): reopened with only the reclaim ballast
-standing and 16 KiB of room, every get raised DiskFullError and the queue
-could not drain.
+segments go: without it a durable HybridQueue reopened on a spent quota, with
+only the reclaim ballast standing, could not take a single message, and so
+could never drain.
 """
 
 from __future__ import annotations

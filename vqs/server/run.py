@@ -219,8 +219,8 @@ def _open_file_limit(settings: Settings, fmt: str) -> None:
     descriptors too, and one the event loop cannot accept (EMFILE) is closed
     unanswered with nothing logged: when ``max_connections`` connections,
     ``max_open_files`` files and OTHER_FDS cannot all be open under the limit,
-    a warning at start-up names the limit and the settings to change (found by
-    an outside judge: ``ulimit -n 1024``, the defaults, 800 idle connections)."""
+    a warning at start-up names the limit and the settings to change (``ulimit
+    -n 1024`` with the defaults cannot hold 800 idle connections)."""
     from ..storage.fd_limit import open_file_limits, raise_open_file_limit
     from ..storage.file_cache import CACHE, set_max_open_files
 
