@@ -11,6 +11,7 @@ import os
 import re
 
 from cli_helpers import run_vqs as vqs
+from cli_helpers import run_vqs_process
 
 from vqs.cli import failures
 from vqs.server import run
@@ -91,7 +92,8 @@ def test_a_mistyped_data_dir_is_refused_and_not_created(tmp_path):
 
 
 def test_a_data_dir_a_server_owns_is_unavailable(srv):
-    line = one_error_line(vqs("topic", "list", "--data-dir", srv.data_dir), 3)
+    """A real process: the exit status the shell sees, and the lock held by another process."""
+    line = one_error_line(run_vqs_process("topic", "list", "--data-dir", srv.data_dir), 3)
     assert f"is locked by pid {srv.proc.pid}" in line and "--url" in line
 
 
@@ -104,7 +106,7 @@ def test_an_unreachable_server_is_unavailable(tmp_path):
 
 
 def test_usage_errors_exit_2(tmp_path):
-    p = vqs("topic", "list", "--no-such-option")
+    p = run_vqs_process("topic", "list", "--no-such-option")  # the status a shell sees, from a real process
     assert p.returncode == 2 and b"No such option" in p.stderr and b"Traceback" not in p.stderr
     one_error_line(vqs("topic", "list", "--url", "http://x", "--data-dir", tmp_path), 2)
     one_error_line(vqs("consume", "t", "--framing", "xml", "--data-dir", tmp_path), 2)
@@ -129,7 +131,8 @@ def test_version_and_completion():
     assert p.returncode == 0 and p.stdout.decode().strip() == f"vqs {__version__}"
     p = vqs("--help")
     assert b"--install-completion" in p.stdout and b"--show-completion" in p.stdout
-    p = vqs("--show-completion", "bash", env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
+    # completion looks at the real process (its argv and environment): run one
+    p = run_vqs_process("--show-completion", "bash", env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert p.returncode == 0 and b"_VQS_COMPLETE=complete_bash" in p.stdout
     assert p.stdout.rstrip().endswith(b" vqs")  # `complete ... vqs`: completes the vqs command
 

@@ -1,22 +1,19 @@
 """``vqs group reset-offsets``, ``vqs group delete`` and ``vqs queue peek``: the same results
-against a server and on a data directory (real processes)."""
+against a server and on a data directory (the command runs in-process: cli_helpers.run_vqs)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from cli_helpers import run_vqs
 
 from vqs import Broker
 
 
-def _vqs(*args, where):
-    p = subprocess.run([sys.executable, "-m", "vqs.cli", *map(str, args), *where], capture_output=True,
-                       timeout=120, env={**os.environ, "COLUMNS": "200"}, stdin=subprocess.DEVNULL)
-    return p
+def _vqs(*args, where, input: bytes | None = None):
+    return run_vqs(*args, *where, input=input)
 
 
 @pytest.fixture
@@ -37,8 +34,7 @@ def where(request, srv, tmp_path):
 def _seed(where, topic, queue):
     assert _vqs("topic", "create", topic, "-p", 2, where=where).returncode == 0
     for part in (0, 1):
-        p = subprocess.run([sys.executable, "-m", "vqs.cli", "produce", topic, "--partition", str(part), *where],
-                           input=b"".join(b"m%d\n" % i for i in range(10)), capture_output=True, timeout=120)
+        p = _vqs("produce", topic, "--partition", part, where=where, input=b"".join(b"m%d\n" % i for i in range(10)))
         assert p.returncode == 0, p.stderr
     assert _vqs("queue", "create", queue, where=where).returncode == 0
     for body in ("a", "b", "c"):

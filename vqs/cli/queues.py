@@ -171,9 +171,9 @@ def queue_redrive(name: str = typer.Argument(..., help="the dead-letter queue"),
                   wait: bool = typer.Option(True, "--wait/--no-wait",
                                             help="wait until the move ends (--no-wait: a server keeps moving)"),
                   url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Move a dead-letter queue's messages back (SQS's StartMessageMoveTask).
+    """Move a dead-letter queue's messages back.
 
-    With --data-dir the command always waits: the move runs in this process.
+    The move is SQS's StartMessageMoveTask. With --data-dir the command always waits: the move runs in this process.
     """
     import time
 
