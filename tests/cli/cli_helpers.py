@@ -23,8 +23,7 @@ def run_vqs(*args, input: bytes | None = None, env: dict | None = None, columns:
     real process would print a traceback and exit 1: either way the test fails)."""
     from typer.testing import CliRunner
 
-    from vqs.cli import app
-    from vqs.cli import output
+    from vqs.cli import app, output
 
     runner = CliRunner()
     widths = output.out._width, output.err._width
