@@ -13,6 +13,10 @@
 One process owns a data directory (an exclusive lock on DATA/.lock, whose
 error names the holder's pid); other processes go through the server, or read
 partition logs with ``Log.open(..., readonly=True)``. Layout: layout.py.
+
+Why over 500 lines: this is the embedded API's one facade (topics, producers,
+consumers, groups, queues, redrive), each method a short delegation to the part
+that owns the state (catalog, group offsets, coordinator, queue registry).
 """
 
 from __future__ import annotations
