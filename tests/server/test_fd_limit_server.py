@@ -6,7 +6,10 @@ request": a client error, so not retried), and nothing said at start-up that the
 limit could not hold ``max_connections`` plus ``max_open_files``. Now such a
 request is 503 ``too_many_open_files`` with ``Retry-After`` (the server log names
 the limit and the settings, a line a minute), it succeeds once descriptors are
-free again, and start-up warns when the settings do not fit under the limit."""
+free again, and start-up warns when the settings do not fit under the limit.
+Since the HTTP connections are capped (vqs/server/http_bounds.py) below what the
+limit leaves for them, the connections cannot use the files' descriptors up:
+the ones past the cap get 503 when accepted."""
 
 from __future__ import annotations
 
@@ -60,7 +63,7 @@ def _produce(c: httpx.Client, topic: str):
     return None
 
 
-def test_a_request_that_finds_no_descriptor_is_503_to_retry_and_start_up_names_the_limit(tmp_path):
+def test_connections_past_what_the_open_file_limit_leaves_are_refused_and_start_up_names_the_limit(tmp_path):
     s = ServerProcess(tmp_path / "data", "--log-format", "json", "--max-long-poll-waiters", "1000",
                       preexec_fn=_small_limit).start()
     try:
@@ -83,13 +86,11 @@ def test_a_request_that_finds_no_descriptor_is_503_to_retry_and_start_up_names_t
     finally:
         rc = s.stop()
     assert rc == 0, s.log()
-    answered = [r for r in full if r is not None]
-    assert all(r.status_code in (200, 503) for r in answered), [(r.status_code, r.text) for r in answered][:3]
-    refused = [r for r in answered if r.status_code == 503]
-    assert refused, "the connections did not use up the descriptors"
-    for r in refused:
-        err = r.json()["error"]
-        assert err["code"] == "too_many_open_files" and "RLIMIT_NOFILE" in err["message"]
-        assert r.headers["retry-after"] == "1" and str(tmp_path) not in r.text
+    # the HTTP connection cap is held below what the limit leaves (here 256 - 128 files - 64
+    # others): the connections past it are answered 503 when accepted (or reset, when the
+    # client's request crossed the close), and the descriptors never run out for the files
+    assert polls.count(200) <= LIMIT - 128 - 64 and 503 in polls, polls
+    assert [r.status_code if r is not None else None for r in full] == [200] * 40, \
+        [(r.status_code, r.text) for r in full if r is not None and r.status_code != 200][:3]
     assert [r.status_code if r is not None else None for r in after] == [200] * 40
-    assert sum("TooManyOpenFiles" in line for line in s.log().splitlines()) <= 2  # a line a minute, not one each
+    assert "TooManyOpenFiles" not in s.log()

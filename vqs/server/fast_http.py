@@ -145,7 +145,7 @@ def unsupported_reason(config) -> str | None:
     return None
 
 
-def fast_protocol(front, config):
+def fast_protocol(front, config, base=None):
     """The protocol class for ``uvicorn.Config(http=...)`` answering ``front``'s (a
     ``VQSMiddleware``) plain produce and consume requests, or None (logged) when it cannot run here."""
     if front is None or front.lean is None or not front.ctx.settings.fast_http:
@@ -155,7 +155,7 @@ def fast_protocol(front, config):
         logger.warning("the HTTP fast path is off: %s; every request goes through ASGI", why,
                        extra={"vqs": {"fast_http": False, "reason": why}})
         return None
-    return _make_protocol(front)
+    return _make_protocol(front, base)
 
 
 class _FastRequest:
@@ -365,7 +365,8 @@ _UVICORN_500_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"cont
                         (b"connection", b"close")]
 
 
-def _make_protocol(front):
+def _make_protocol(front, base=None):
+    """``base``: uvicorn's ``HttpToolsProtocol`` or a subclass of it (http_bounds.py's)."""
     import httptools
     from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
@@ -379,7 +380,7 @@ def _make_protocol(front):
     parse_url = httptools.parse_url
     methods = {b"POST": "POST", b"GET": "GET"}
 
-    class FastHttpProtocol(HttpToolsProtocol):
+    class FastHttpProtocol(base or HttpToolsProtocol):
         """uvicorn's httptools protocol, answering plain requests to the lean routes itself (module docstring)."""
 
         def on_headers_complete(self) -> None:

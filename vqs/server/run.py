@@ -70,7 +70,12 @@ def serve_command(
     max_body_bytes: int | None = typer.Option(None, "--max-body-bytes"),
     max_message_bytes: int | None = typer.Option(None, "--max-message-bytes"),
     max_header_bytes: int | None = typer.Option(None, "--max-header-bytes"),
-    max_connections: int | None = typer.Option(None, "--max-connections"),
+    max_connections: int | None = typer.Option(None, "--max-connections",
+                                               help="HTTP connections open at once; more get 503 (1024)"),
+    max_connections_per_client: int | None = typer.Option(
+        None, "--max-connections-per-client", help="HTTP connections open at once from one address (256)"),
+    http_header_timeout_s: float | None = typer.Option(
+        None, "--http-header-timeout-s", help="seconds to finish a request's headers, else 408 and closed (10)"),
     max_long_poll_waiters: int | None = typer.Option(None, "--max-long-poll-waiters"),
     max_partitions_per_topic: int | None = typer.Option(None, "--max-partitions-per-topic"),
     max_total_partitions: int | None = typer.Option(None, "--max-total-partitions"),
@@ -103,6 +108,8 @@ def serve_command(
                      max_open_files=max_open_files, log_level=log_level, log_format=log_format, access_log=access_log,
                      grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
     overrides["kafka_port"] = kafka_port
+    overrides.update(max_connections_per_client=max_connections_per_client,
+                     http_header_timeout_s=http_header_timeout_s)
     try:
         settings = load_settings(overrides, config_file=config)
         settings.check()
@@ -129,7 +136,7 @@ def serve(settings: Settings) -> None:
 
     fmt = logs.configure(settings.log_level, settings.log_format)
     _require_server_extra(fmt)
-    _open_file_limit(settings, fmt)
+    conn_cap = _open_file_limit(settings, fmt)
     sock = _listen(settings, fmt)
     grpc_front = None
     kafka_sock = None
@@ -153,7 +160,7 @@ def serve(settings: Settings) -> None:
 
             kafka = KafkaListener(broker, settings, kafka_sock)
             kafka.start()
-        _run(settings, sock, broker, grpc_front)
+        _run(settings, sock, broker, grpc_front, conn_cap)
     finally:
         if kafka is not None:
             kafka.stop()
@@ -213,14 +220,16 @@ def _require_server_extra(fmt: str) -> None:
 OTHER_FDS = 64
 
 
-def _open_file_limit(settings: Settings, fmt: str) -> None:
+def _open_file_limit(settings: Settings, fmt: str) -> int:
     """Raise the soft RLIMIT_NOFILE to the hard limit (logged), as servers do, and
     cap the segment files kept open (storage/file_cache.py). Connections need
     descriptors too, and one the event loop cannot accept (EMFILE) is closed
     unanswered with nothing logged: when ``max_connections`` connections,
     ``max_open_files`` files and OTHER_FDS cannot all be open under the limit,
     a warning at start-up names the limit and the settings to change (``ulimit
-    -n 1024`` with the defaults cannot hold 800 idle connections)."""
+    -n 1024`` with the defaults cannot hold 800 idle connections), and the HTTP
+    connection cap returned is held to what the limit leaves (at least 16), so
+    a connection past it gets 503 rather than being closed unanswered."""
     from ..storage.fd_limit import open_file_limits, raise_open_file_limit
     from ..storage.file_cache import CACHE, set_max_open_files
 
@@ -237,8 +246,10 @@ def _open_file_limit(settings: Settings, fmt: str) -> None:
                        "max_open_files (%d) segment files and %d other descriptors: while the files are open, "
                        "connections past about %d may be closed unanswered and requests that open a file get 503 "
                        "too_many_open_files; raise the limit (ulimit -n, LimitNOFILE=) or lower max_connections or "
-                       "max_open_files", soft, settings.max_connections, CACHE.max_open_files, OTHER_FDS,
-                       max(room, 0))
+                       "max_open_files; HTTP connections are capped at %d", soft, settings.max_connections,
+                       CACHE.max_open_files, OTHER_FDS, max(room, 0), max(room, 16))
+        return max(room, 16)
+    return settings.max_connections
 
 
 def _listen(settings: Settings, fmt: str, port: int | None = None, option: str = "--port") -> socket.socket:
@@ -299,7 +310,7 @@ def _open_broker(settings: Settings, fmt: str):
         _cannot_start(fmt, f"cannot open data dir {settings.data_dir}: {e.strerror or e}", EXIT_ERROR)
 
 
-def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> None:
+def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_cap: int | None = None) -> None:
     import uvicorn
 
     from .app import create_app
@@ -326,7 +337,9 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> No
         http=http,
         lifespan="on",
         workers=1,
-        limit_concurrency=settings.max_connections,
+        # connections are capped when accepted (http_bounds.py): idle ones never make uvicorn
+        # refuse a request; requests in progress (also those whose client left) stop one above
+        limit_concurrency=(conn_cap or settings.max_connections) + 1,
         timeout_graceful_shutdown=settings.graceful_timeout_s,
         timeout_keep_alive=30,
         log_config=None,  # logs.configure did it
@@ -340,9 +353,14 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None) -> No
 
     fast = None
     if http == "httptools":  # plain produce requests answered below ASGI (fast_http.py), if uvicorn allows
-        from .fast_http import fast_protocol
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-        fast = fast_protocol(getattr(app.state, "front", None), config)
+        from .fast_http import fast_protocol
+        from .http_bounds import bounded_protocol
+
+        bounded = bounded_protocol(HttpToolsProtocol, settings, conn_cap or settings.max_connections, ctx.metrics)
+        config.http = bounded
+        fast = fast_protocol(getattr(app.state, "front", None), config, bounded)
         if fast is not None:
             config.http = fast
 

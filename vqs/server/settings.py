@@ -52,7 +52,9 @@ class Settings:
     max_body_bytes: int = 64 << 20
     max_message_bytes: int = 1 << 20          # REST topic messages (SQS uses the queue's MaximumMessageSize)
     max_header_bytes: int = 16 << 10
-    max_connections: int = 1024
+    max_connections: int = 1024               # HTTP connections open at once (also held under the open-file limit)
+    max_connections_per_client: int = 256     # HTTP connections open at once from one remote address
+    http_header_timeout_s: float = 10.0       # a request's headers must be complete within this (408, closed)
     max_long_poll_waiters: int = 256
     max_wait_ms: int = 20_000                 # REST long poll cap (1-20000: SQS's 20 s at most)
     max_partitions_per_topic: int = 256
@@ -89,7 +91,8 @@ class Settings:
         if not (0 < self.port < 65536):
             raise ConfigError(f"port must be 1-65535, not {self.port}")
         for name in ("max_body_bytes", "max_message_bytes", "max_header_bytes",
-                     "max_connections", "max_long_poll_waiters"):
+                     "max_connections", "max_long_poll_waiters", "max_connections_per_client",
+                     "http_header_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
         if self.health_cache_ms < 0:

@@ -1,0 +1,111 @@
+"""HTTP connection bounds (vqs/server/http_bounds.py), attacked with raw sockets on a real server.
+
+Before: nothing timed out a request that never finished its headers, and
+uvicorn's ``limit_concurrency`` counted idle connections, so ``max_connections``
+idle or half-sent connections made every other client get 503, indefinitely.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import httpx
+import pytest
+from vqs_server_proc import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory):
+    d = tmp_path_factory.mktemp("vqs-bounds") / "data"
+    s = ServerProcess(d, "--http-header-timeout-s", "1", "--max-connections", "30",
+                      "--max-connections-per-client", "20").start()
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:
+    c = socket.socket()
+    c.bind((source, 0))
+    c.connect(("127.0.0.1", port))
+    c.settimeout(10)
+    return c
+
+
+def _read_all(c: socket.socket) -> bytes:
+    out = b""
+    while True:
+        try:
+            chunk = c.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def test_half_sent_headers_get_408_and_are_closed(bounded):
+    c = _connect(bounded.port)
+    c.sendall(b"GET /topics HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
+    t0 = time.monotonic()
+    data = _read_all(c)  # the server closes it
+    assert time.monotonic() - t0 < 5
+    assert data.startswith(b"HTTP/1.1 408 "), data
+    c.close()
+
+
+def test_a_silent_connection_is_closed(bounded):
+    c = _connect(bounded.port)
+    t0 = time.monotonic()
+    assert _read_all(c) == b""
+    assert time.monotonic() - t0 < 5
+    c.close()
+
+
+def test_idle_connections_do_not_refuse_other_clients(bounded):
+    idle = []
+    try:
+        for _ in range(40):  # 20 are held, the rest answered 503 with Retry-After and closed
+            idle.append(_connect(bounded.port))
+        refused = idle[20:]
+        for c in refused:
+            data = _read_all(c)
+            assert data.startswith(b"HTTP/1.1 503 "), data
+            assert b"retry-after: 1" in data.lower()
+        # another address is served at once, while this one's connections are held
+        c = _connect(bounded.port, "127.0.0.2")
+        c.sendall(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        assert _read_all(c).startswith(b"HTTP/1.1 200 ")
+        c.close()
+        # and so is this address, once the silent ones pass the header deadline
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                r = httpx.get(bounded.url + "/health", timeout=5)
+                if r.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "never served again"
+            time.sleep(0.2)
+    finally:
+        for c in idle:
+            c.close()
+
+
+def test_a_complete_request_is_not_cut_by_the_deadline(bounded):
+    """A keep-alive connection that sends whole requests is served past the header deadline."""
+    c = _connect(bounded.port)
+    for _ in range(3):
+        c.sendall(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += c.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 "), data
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        while len(body) < length:
+            body += c.recv(65536)
+        time.sleep(0.6)
+    c.close()

@@ -1,0 +1,124 @@
+"""Bounds on HTTP connections, below ASGI: a header deadline and connection caps.
+
+``bounded_protocol(base, settings)`` subclasses uvicorn's httptools protocol
+(the fast path, fast_http.py, subclasses the result). uvicorn alone times out
+only an idle keep-alive connection *after* a response: a connection that never
+sends a byte, or sends half its headers, would be held for ever, and
+uvicorn's ``limit_concurrency`` counted those connections, so 1,024 of them
+made every other client get 503. Here:
+
+* **Header deadline** (``http_header_timeout_s``): a request's headers must be
+  complete within that many seconds of the connection opening or of the
+  request's first byte. Past it, a connection that sent part of a request gets
+  ``408`` and is closed; one that sent nothing is closed. One timer per
+  request, armed when it begins and cancelled when its headers are complete.
+* **Caps at accept** (``max_connections`` in total,
+  ``max_connections_per_client`` per remote address): a connection over a cap
+  is answered ``503`` with ``Retry-After`` and closed before anything is read.
+  The total cap is also held below what the open-file limit leaves for
+  connections (run.py computes it at start-up).
+* uvicorn's ``limit_concurrency`` is then set above the total cap, so idle
+  connections never turn other clients' requests into 503s.
+
+Invariant: a refused connection holds its descriptor only until the 503 is
+written; the per-address count is decremented exactly once, in
+``connection_lost``, for every connection counted in ``connection_made``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+logger = logging.getLogger("vqs.server")
+
+_WAITING, _BEGUN = 0, 1
+
+
+def _answer(status: bytes, text: str, extra: bytes = b"") -> bytes:
+    body = text.encode("ascii")
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: "
+            + str(len(body)).encode() + b"\r\nconnection: close\r\n" + extra + b"\r\n" + body)
+
+
+def bounded_protocol(base, settings, total_cap: int, metrics=None):
+    """A subclass of uvicorn's ``base`` protocol class enforcing ``settings``' HTTP bounds, at most
+    ``total_cap`` connections open at once (``max_connections``, or less if the open-file limit says so)."""
+    header_timeout = float(settings.http_header_timeout_s)
+    per_client = int(settings.max_connections_per_client)
+    per_addr: dict = {}
+    busy = _answer(b"503 Service Unavailable", "too many connections: retry later\n", b"retry-after: 1\r\n")
+    too_many = _answer(b"503 Service Unavailable",
+                       f"too many connections from this address (max_connections_per_client {per_client}): "
+                       "retry later\n", b"retry-after: 1\r\n")
+    timed_out = _answer(b"408 Request Timeout",
+                        f"the request's headers were not complete within {header_timeout:g} s\n")
+
+    def rejected(reason: str) -> None:
+        if metrics is not None:
+            metrics.rejected.labels(reason).inc()
+
+    class BoundedHttpProtocol(base):
+        """uvicorn's protocol with a header deadline and connection caps (module docstring)."""
+
+        _vqs_addr = None
+        _vqs_timer = None
+        _vqs_state = _WAITING
+
+        def connection_made(self, transport) -> None:
+            peer = transport.get_extra_info("peername")
+            addr = peer[0] if isinstance(peer, tuple) and peer else None
+            n = per_addr.get(addr, 0)
+            if len(self.connections) >= total_cap or n >= per_client:
+                # not counted: written and closed before anything is read
+                self.transport = transport
+                transport.write(busy if len(self.connections) >= total_cap else too_many)
+                transport.close()
+                rejected("connections" if len(self.connections) >= total_cap else "connections_per_client")
+                return
+            per_addr[addr] = n + 1
+            self._vqs_addr = addr
+            super().connection_made(transport)
+            self._vqs_timer = self.loop.call_later(header_timeout, self._vqs_header_timeout)
+
+        def connection_lost(self, exc) -> None:
+            addr = self._vqs_addr
+            if addr is None and self.flow is None:  # refused in connection_made
+                self.parser = None
+                return
+            self._vqs_addr = None
+            n = per_addr.get(addr, 0) - 1
+            if n > 0:
+                per_addr[addr] = n
+            else:
+                per_addr.pop(addr, None)
+            t = self._vqs_timer
+            if t is not None:
+                t.cancel()
+                self._vqs_timer = None
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._vqs_state = _BEGUN
+            if self._vqs_timer is None:
+                self._vqs_timer = self.loop.call_later(header_timeout, self._vqs_header_timeout)
+
+        def on_headers_complete(self) -> None:
+            t = self._vqs_timer
+            if t is not None:
+                t.cancel()
+                self._vqs_timer = None
+            self._vqs_state = _WAITING
+            super().on_headers_complete()
+
+        def _vqs_header_timeout(self) -> None:
+            self._vqs_timer = None
+            transport = self.transport
+            if transport is None or transport.is_closing():
+                return
+            rejected("header_timeout")
+            if self._vqs_state == _BEGUN:
+                transport.write(timed_out)
+            transport.close()
+
+    return BoundedHttpProtocol
