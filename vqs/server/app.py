@@ -67,6 +67,11 @@ def _measure(raw_headers) -> tuple[int, int | None]:
 #: ``VQSMiddleware.fast_hit``'s answer for a request to the SQS endpoint (the endpoint's
 #: ``answer`` runs it; no name in the path is taken from here)
 SQS_HIT = ("sqs", None)
+#: The largest body an SQS request may have, checked before it is read and before its
+#: signature is: SQS takes at most 1 MiB of message content per request (one message, or a
+#: batch's together, attributes included), which its encodings make at most 4 bytes a byte
+#: (a binary attribute's base64, URL-encoded), plus 256 KiB of names, ids and parameters.
+SQS_MAX_BODY_BYTES = 4 * (1 << 20) + (256 << 10)
 
 _TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the lean routes)
 
@@ -116,6 +121,7 @@ class VQSMiddleware:
         s = ctx.settings
         self.tokens = [t.encode() for t in s.tokens]
         self.max_body = s.max_body_bytes
+        self.max_sqs_body = min(s.max_body_bytes, SQS_MAX_BODY_BYTES)
         self.max_header = s.max_header_bytes
         m = ctx.metrics
         self._lat = m.latency
@@ -159,23 +165,25 @@ class VQSMiddleware:
 
         sqs = self.is_sqs(method, path, raw_headers)
         api = "sqs" if sqs else "rest"
+        limit, limit_name = ((self.max_sqs_body, "an SQS request's largest") if sqs and self.max_sqs_body < self.max_body
+                             else (self.max_body, "max_body_bytes"))
         try:
             if size > self.max_header:
                 self.ctx.metrics.rejected.labels("header_size").inc()
                 await self._reject(send_wrapper, sqs, 431, "headers_too_large",
                                    f"request headers are {size} bytes; the limit is {self.max_header} (max_header_bytes)")
                 return
-            if clen is not None and clen > self.max_body:
+            if clen is not None and clen > limit:
                 self.ctx.metrics.rejected.labels("body_size").inc()
                 await self._reject(send_wrapper, sqs, 413, "body_too_large",
-                                   f"request body is {clen} bytes; the limit is {self.max_body} (max_body_bytes)",
+                                   f"request body is {clen} bytes; the limit is {limit} ({limit_name})",
                                    field="body")
                 return
             if self.ctx.stopping and path not in ("/health", "/health/live", "/health/ready"):
                 await self._reject(send_wrapper, sqs, 503, "shutting_down", "the server is shutting down",
                                    headers={"Retry-After": "1", "Connection": "close"})
                 return
-            receive = self._limited_receive(receive)
+            receive = self._limited_receive(receive, limit)
             if sqs:
                 if self.ctx.sqs is None:
                     await self._reject(send_wrapper, True, 503, "not_ready", "the server is starting")
@@ -192,7 +200,7 @@ class VQSMiddleware:
             self.ctx.metrics.rejected.labels("body_size").inc()
             if not status_box[0]:
                 await self._reject(send_wrapper, sqs, 413, "body_too_large",
-                                   f"request body exceeds {self.max_body} bytes (max_body_bytes)", field="body")
+                                   f"request body exceeds {limit} bytes ({limit_name})", field="body")
         except Exception as exc:
             # This layer is in front of FastAPI's own error handling: what escapes both (a bug)
             # is answered as the app's handlers answer it, once, if nothing was sent yet.
@@ -223,7 +231,7 @@ class VQSMiddleware:
                 or size > self.max_header:
             return None
         if self.is_sqs(method, path, raw_headers):
-            hit = SQS_HIT if self.ctx.sqs is not None else None
+            hit = SQS_HIT if self.ctx.sqs is not None and (clen is None or clen <= self.max_sqs_body) else None
         else:
             hit = lean.match(method, path)
             if hit is not None and self.tokens and self._check_bearer(raw_headers) is not None:
@@ -273,8 +281,7 @@ class VQSMiddleware:
         pair[0].inc()
         pair[1].observe(seconds)
 
-    def _limited_receive(self, receive):
-        limit = self.max_body
+    def _limited_receive(self, receive, limit: int):
         seen = [0]
 
         async def wrapped():
