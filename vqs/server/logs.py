@@ -40,6 +40,15 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(d, default=str)
 
 
+#: Control characters (C0, DEL, C1): escaped in a text line (JSON escapes them itself), so
+#: no text from a client (a path, a header, gRPC's debug text) adds a line or an escape code.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _escape(m: re.Match) -> str:
+    return repr(m.group())[1:-1]  # \n, \t, \x1b
+
+
 class TextFormatter(logging.Formatter):
     """``2026-11-24 05:02:22 INFO    message key=value ...`` in local time."""
 
@@ -51,6 +60,8 @@ class TextFormatter(logging.Formatter):
             extra = getattr(record, "vqs", None)
             if isinstance(extra, dict) and extra:
                 text += " " + " ".join(f"{k}={v}" for k, v in extra.items())
+        if _CONTROL.search(text):  # a client's text never starts a line or drives the terminal
+            text = _CONTROL.sub(_escape, text)
         line = f"{when} {record.levelname:<7} {text}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)

@@ -274,6 +274,11 @@ def _listen(settings: Settings, fmt: str, port: int | None = None, option: str =
 
 def _listen_grpc(settings: Settings, fmt: str):
     """The gRPC front with its port bound (vqs/server/grpc/front.py), or the exit saying why not."""
+    # The gRPC C core logs at INFO what a peer sends in a GOAWAY frame's debug data, raw, on
+    # stderr (a forged log line, terminal escape codes): it logs errors at most (read at its
+    # start), whatever the environment asked for.
+    if os.environ.get("GRPC_VERBOSITY", "").upper() not in ("ERROR", "NONE"):
+        os.environ["GRPC_VERBOSITY"] = "ERROR"
     try:
         from .grpc import require_grpc
 
