@@ -39,3 +39,46 @@ def test_a_peers_goaway_text_never_reaches_the_log(tmp_path):
         assert s.stop() == 0, s.log()
     log = s.log()
     assert "INJECTED" not in log and "forged" not in log and "\x1b" not in log, log
+
+
+def _peak_mib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory):
+    s = GrpcServer(tmp_path_factory.mktemp("vqs-grpc-bounds") / "data", "--token", "sekrit").start()
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+def test_an_unauthenticated_request_is_refused_before_it_is_read(guarded):
+    """Before: a 50 MB request without a token was received and decoded (~+140 MiB peak)
+    before the token was checked."""
+    with grpc.insecure_channel(guarded.target, options=[("grpc.max_send_message_length", -1)]) as ch:
+        call = ch.unary_unary("/vqs.v1.Records/Produce")
+        before = _peak_mib(guarded.proc.pid)
+        with pytest.raises(grpc.RpcError) as e:
+            call(b"\x0a" + b"\xff" * 50_000_000, timeout=30)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert _peak_mib(guarded.proc.pid) - before < 20
+
+
+@pytest.mark.parametrize("method,streaming", [("/vqs.v1.Records/Produce", False),
+                                              ("/vqs.v1.Records/ProduceStream", True)])
+def test_a_malformed_request_is_invalid_argument_in_plain_words(guarded, method, streaming):
+    """Before: UNKNOWN, "Unexpected <class 'google.protobuf.message.DecodeError'>: Error parsing
+    message with type 'vqs.v1.ProduceRequest'"."""
+    md = [("authorization", "Bearer sekrit")]
+    with grpc.insecure_channel(guarded.target) as ch:
+        with pytest.raises(grpc.RpcError) as e:
+            if streaming:
+                list(ch.stream_stream(method)(iter([b"\xff\xff\xff"]), metadata=md, timeout=10))
+            else:
+                ch.unary_unary(method)(b"\xff\xff\xff", metadata=md, timeout=10)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value
+    assert "DecodeError" not in e.value.details() and "vqs.v1" not in e.value.details()

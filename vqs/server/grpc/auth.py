@@ -41,35 +41,108 @@ def check_bearer(tokens: list[bytes], metadata) -> tuple[grpc.StatusCode, str] |
 
 
 class BearerAuth(grpc.aio.ServerInterceptor):
+    """Every call: the token checked before a byte of the request is read (``tokens``
+    empty: no check), and the request decoded by ``_decoding`` (a malformed one is
+    INVALID_ARGUMENT with a plain message, not protobuf's error naming our classes)."""
+
     def __init__(self, tokens: list[str]):
         self.tokens = [t.encode() for t in tokens]
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
-        if handler is None or details.method.startswith(_OPEN):
+        if handler is None:
             return handler
-        refused = check_bearer(self.tokens, details.invocation_metadata)
-        if refused is None:
-            return handler
-        code, message = refused
-        return _refusing(handler, code, message)
+        if self.tokens and not details.method.startswith(_OPEN):
+            refused = check_bearer(self.tokens, details.invocation_metadata)
+            if refused is not None:
+                return _refusing(handler, *refused)
+        return _decoding(handler)
+
+
+#: What a client is told of a request that is not a valid message of its method.
+MALFORMED = "the request is not a valid protobuf message of this method"
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _decoding(handler):
+    """``handler`` taking the request's raw bytes and decoding them itself: a malformed
+    request is answered INVALID_ARGUMENT, ``MALFORMED``."""
+    decode = handler.request_deserializer
+    if decode is None:
+        return handler
+
+    def parse(raw):
+        try:
+            return decode(raw)
+        except Exception:
+            raise _Malformed() from None
+
+    if not handler.request_streaming:
+        behavior = handler.unary_unary or handler.unary_stream
+
+        if handler.response_streaming:
+            async def unary_stream(raw, context):
+                try:
+                    request = parse(raw)
+                except _Malformed:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, MALFORMED)
+                async for item in behavior(request, context):
+                    yield item
+
+            return handler._replace(request_deserializer=None, unary_stream=unary_stream)
+
+        async def unary_unary(raw, context):
+            try:
+                request = parse(raw)
+            except _Malformed:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, MALFORMED)
+            return await behavior(request, context)
+
+        return handler._replace(request_deserializer=None, unary_unary=unary_unary)
+
+    # a request stream: each message decoded as the handler reads it; a malformed one ends
+    # the call with INVALID_ARGUMENT (the handler's own error mapping sees an RpcError)
+    from .errors import RpcError
+
+    async def messages(raw_iterator):
+        async for raw in raw_iterator:
+            try:
+                yield parse(raw)
+            except _Malformed:
+                raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, MALFORMED) from None
+
+    if handler.response_streaming:
+        behavior = handler.stream_stream
+
+        async def stream_stream(raw_iterator, context):
+            async for item in behavior(messages(raw_iterator), context):
+                yield item
+
+        return handler._replace(request_deserializer=None, stream_stream=stream_stream)
+    behavior = handler.stream_unary
+
+    async def stream_unary(raw_iterator, context):
+        return await behavior(messages(raw_iterator), context)
+
+    return handler._replace(request_deserializer=None, stream_unary=stream_unary)
 
 
 def _refusing(handler, code: grpc.StatusCode, message: str):
-    """A handler of the same shape as ``handler`` that answers ``code`` without reading the request."""
+    """A handler that answers ``code`` without reading the request: of a request-streaming
+    shape whatever the method's (the server then reads no message; only what HTTP/2's flow
+    control window lets the client send arrives) and with no deserializer."""
 
-    async def unary_response(request, context):
+    async def unary_response(requests, context):
         await context.abort(code, message)
 
-    async def stream_response(request, context):
+    async def stream_response(requests, context):
         await context.abort(code, message)
         yield  # an async generator, as a streaming handler must be
 
-    kw = dict(request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
-    if handler.request_streaming and handler.response_streaming:
-        return grpc.stream_stream_rpc_method_handler(stream_response, **kw)
-    if handler.request_streaming:
-        return grpc.stream_unary_rpc_method_handler(unary_response, **kw)
+    kw = dict(request_deserializer=None, response_serializer=handler.response_serializer)
     if handler.response_streaming:
-        return grpc.unary_stream_rpc_method_handler(stream_response, **kw)
-    return grpc.unary_unary_rpc_method_handler(unary_response, **kw)
+        return grpc.stream_stream_rpc_method_handler(stream_response, **kw)
+    return grpc.stream_unary_rpc_method_handler(unary_response, **kw)

@@ -29,6 +29,19 @@ logger = logging.getLogger("vqs.server")
 SERVICES = ("vqs.v1.Topics", "vqs.v1.Records", "vqs.v1.Groups", "vqs.v1.Queues")
 
 
+#: The bounds on a gRPC connection (docs/security.md): the HTTP/2 (and TLS) handshake done
+#: within 10 s; a connection with no call for 5 minutes closed (GOAWAY: clients reconnect when
+#: they next call); at most 100 calls at once on one connection (more wait, the client's
+#: choice); a client's keepalive pings no more often than every 5 minutes without a call
+#: (more: GOAWAY too_many_pings, as grpc's default). Calls in progress on the whole server are
+#: capped by ``maximum_concurrent_rpcs`` (``max_connections``; past it RESOURCE_EXHAUSTED).
+CONNECTION_OPTIONS = (("grpc.server_handshake_timeout_ms", 10_000),
+                      ("grpc.max_connection_idle_ms", 300_000),
+                      ("grpc.max_concurrent_streams", 100),
+                      ("grpc.http2.min_ping_interval_without_data_ms", 300_000),
+                      ("grpc.keepalive_permit_without_calls", 0))
+
+
 class GrpcBindError(Exception):
     """The gRPC port could not be bound (the message says why)."""
 
@@ -100,16 +113,16 @@ class GrpcFront:
 
         s = self.settings
         self._go, self._stop = asyncio.Event(), asyncio.Event()
-        interceptors = []
-        if s.tokens:
-            from .auth import BearerAuth
+        from .auth import BearerAuth
 
-            interceptors.append(BearerAuth(s.tokens))
+        interceptors = [BearerAuth(s.tokens)]  # the token before the request is read; decoding
         options = [("grpc.so_reuseport", 0),
                    ("grpc.max_receive_message_length", s.max_body_bytes),
                    # responses are bounded by the handlers (records.MAX_BYTES plus one record)
-                   ("grpc.max_send_message_length", -1)]
-        server = grpc.aio.server(interceptors=interceptors, options=options)
+                   ("grpc.max_send_message_length", -1),
+                   *CONNECTION_OPTIONS]
+        server = grpc.aio.server(interceptors=interceptors, options=options,
+                                 maximum_concurrent_rpcs=s.max_connections)
         addr = f"{'[' + s.host.strip('[]') + ']' if ':' in s.host else s.host}:{s.grpc_port}"
         try:
             if s.tls_cert:
