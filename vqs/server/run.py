@@ -371,6 +371,13 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None):
+            if settings.tls_cert:  # the TLS handshake within the header deadline (asyncio's default: 60 s)
+                import asyncio
+                import functools
+
+                loop = asyncio.get_running_loop()
+                loop.create_server = functools.partial(loop.create_server,
+                                                       ssl_handshake_timeout=settings.http_header_timeout_s)
             await super().startup(sockets=sockets)
             if self.started:  # the socket listens: say so, with where to go
                 # Everything made so far (modules, the app, the open broker) lives as long as the
