@@ -186,3 +186,28 @@ def test_a_tls_handshake_that_never_ends_is_closed(tmp_path):
         c.close()
     finally:
         assert s.stop() == 0, s.log()
+
+
+@pytest.mark.parametrize("path", [b"/topics/t/messages", b"/topics"])  # the fast path, the ASGI path
+def test_a_body_that_stops_arriving_gets_408_and_is_closed(bounded, path):
+    c = _connect(bounded.port)
+    c.sendall(b"POST " + path + b" HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+              b"content-length: 100\r\n\r\n{\"mess")
+    t0 = time.monotonic()
+    data = _read_all(c)
+    assert time.monotonic() - t0 < 6
+    assert data.startswith(b"HTTP/1.1 408 "), data
+    c.close()
+
+
+def test_a_slow_body_that_keeps_arriving_is_served(bounded):
+    c = _connect(bounded.port)
+    body = b'{"name": "slow-body-topic"}'
+    c.sendall(b"POST /topics HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+              b"content-length: %d\r\n\r\n" % len(body))
+    for i in range(0, len(body), 9):  # 2.1 s in all, more than the 1 s deadline
+        time.sleep(0.7)
+        c.sendall(body[i:i + 9])
+    head, _ = _head_and_body(c)
+    assert head.startswith(b"HTTP/1.1 201 "), head
+    c.close()

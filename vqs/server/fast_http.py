@@ -380,7 +380,10 @@ def _make_protocol(front, base=None):
     parse_url = httptools.parse_url
     methods = {b"POST": "POST", b"GET": "GET"}
 
-    class FastHttpProtocol(base or HttpToolsProtocol):
+    base = base or HttpToolsProtocol
+    request_read = getattr(base, "_vqs_request_read", None)  # http_bounds.py's deadline, if any
+
+    class FastHttpProtocol(base):
         """uvicorn's httptools protocol, answering plain requests to the lean routes itself (module docstring)."""
 
         def on_headers_complete(self) -> None:
@@ -418,12 +421,15 @@ def _make_protocol(front, base=None):
             c = self.cycle
             if c.__class__ is _FastRequest:
                 c.body += body  # at most Content-Length <= max_body_bytes (the parser holds it to that)
+                self._vqs_progress = True
                 return
             super().on_body(body)
 
         def on_message_complete(self) -> None:
             c = self.cycle
             if c.__class__ is _FastRequest:
+                if request_read is not None:
+                    request_read(self)
                 c.start()
                 return
             super().on_message_complete()

@@ -10,8 +10,11 @@ made every other client get 503. Here:
 * **Header deadline** (``http_header_timeout_s``): a request's headers must be
   complete within that many seconds of the connection opening or of the
   request's first byte. Past it, a connection that sent part of a request gets
-  ``408`` and is closed; one that sent nothing is closed. One timer per
-  request, armed when it begins and cancelled when its headers are complete.
+  ``408`` and is closed; one that sent nothing is closed. Then its body must
+  make progress: no part of it for that long (while the app is not behind:
+  reads not paused) is ``408`` and closed. One timer per request, armed when
+  it begins and cancelled when its body is read (re-armed only when it fires
+  on a body that is still arriving).
 * **Caps at accept** (``max_connections`` in total,
   ``max_connections_per_client`` per remote address): a connection over a cap
   is answered ``503`` with ``Retry-After`` and closed before anything is read.
@@ -31,7 +34,7 @@ import logging
 
 logger = logging.getLogger("vqs.server")
 
-_WAITING, _BEGUN = 0, 1
+_WAITING, _BEGUN, _BODY = 0, 1, 2
 
 
 def _answer(status: bytes, text: str, extra: bytes = b"") -> bytes:
@@ -52,6 +55,8 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
                        "retry later\n", b"retry-after: 1\r\n")
     timed_out = _answer(b"408 Request Timeout",
                         f"the request's headers were not complete within {header_timeout:g} s\n")
+    body_timed_out = _answer(b"408 Request Timeout",
+                             f"no part of the request's body arrived for {header_timeout:g} s\n")
 
     def rejected(reason: str) -> None:
         if metrics is not None:
@@ -63,6 +68,7 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
         _vqs_addr = None
         _vqs_timer = None
         _vqs_state = _WAITING
+        _vqs_progress = False
 
         def connection_made(self, transport) -> None:
             peer = transport.get_extra_info("peername")
@@ -104,17 +110,42 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
                 self._vqs_timer = self.loop.call_later(header_timeout, self._vqs_header_timeout)
 
         def on_headers_complete(self) -> None:
+            # the same timer goes on watching the body (cancelled when it is read)
+            self._vqs_state = _BODY
+            self._vqs_progress = True
+            super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            self._vqs_progress = True
+            super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            self._vqs_request_read()
+            super().on_message_complete()
+
+        def _vqs_request_read(self) -> None:
+            """The whole request is read: no deadline until the next one begins."""
             t = self._vqs_timer
             if t is not None:
                 t.cancel()
                 self._vqs_timer = None
             self._vqs_state = _WAITING
-            super().on_headers_complete()
 
         def _vqs_header_timeout(self) -> None:
             self._vqs_timer = None
             transport = self.transport
             if transport is None or transport.is_closing():
+                return
+            if self._vqs_state == _BODY:
+                if self._vqs_progress or self.flow.read_paused:  # a part arrived, or the app is behind
+                    self._vqs_progress = False
+                    self._vqs_timer = self.loop.call_later(header_timeout, self._vqs_header_timeout)
+                    return
+                rejected("body_timeout")
+                c = self.cycle
+                if c is not None and not getattr(c, "response_started", False) and not c.response_complete:
+                    transport.write(body_timed_out)
+                transport.close()
                 return
             rejected("header_timeout")
             if self._vqs_state == _BEGUN:
