@@ -531,10 +531,11 @@ def main(argv=None) -> int:
     info = C.run_info("soak", argv, __file__)
     with C.scratch_dir("vqs-soak-", args.dir) as scratch:
         data = os.path.join(scratch, "data")
-        # the defaults (256 waiters, 1,024 connections) are below the idle polls asked for: raised as an
-        # operator would (a waiting long poll holds one thread)
+        # the defaults (256 waiters, 1,024 connections, 256 from one address: every client here is
+        # 127.0.0.1) are below the idle polls asked for: raised as an operator would
         server_args = ["--flush", args.flush, "--max-long-poll-waiters", str(args.idle + 256),
-                       "--max-connections", str(args.idle + 1024), *args.server_arg]
+                       "--max-connections", str(args.idle + 1024),
+                       "--max-connections-per-client", str(args.idle + 1024), *args.server_arg]
         srv = Server(data, server_args, args.trace)
         C.note(f"server pid {srv.proc.pid} on {srv.url}; load for {args.duration:g} s")
         try:

@@ -137,7 +137,8 @@ async def _raw(port: int, request: bytes) -> tuple[float, int, dict]:
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="counts threads in /proc")
 def test_a_server_holding_300_long_polls_runs_a_handful_of_threads(tmp_path):
-    s = ServerProcess(tmp_path / "data", "--max-long-poll-waiters", "400").start()
+    s = ServerProcess(tmp_path / "data", "--max-long-poll-waiters", "400",
+                      "--max-connections-per-client", "400").start()  # 300 from 127.0.0.1
     body = b'{"wait_seconds":20}'
     receive = (b"POST /queues/q/receive HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
