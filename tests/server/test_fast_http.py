@@ -150,8 +150,8 @@ def _scenario(port: int) -> list:
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(_post(p, _one("never"))[:-5])
     time.sleep(0.2)  # the server sees the close (nothing to wait on from outside)
-    # the connection cap (--max-connections 6): with 6 connections open, the next one is
-    # answered 503 when accepted (vqs/server/http_bounds.py)
+    # the connection cap (--max-connections 6): with 6 connections just opened, the next one
+    # is answered 503 when accepted (vqs/server/http_bounds.py)
     held = [socket.create_connection(("127.0.0.1", port)) for _ in range(6)]
     try:
         out += ex(port, _post(p, _one("limited")), 1)

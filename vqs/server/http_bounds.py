@@ -17,15 +17,21 @@ made every other client get 503. Here:
   on a body that is still arriving).
 * **Caps at accept** (``max_connections`` in total,
   ``max_connections_per_client`` per remote address): a connection over a cap
-  is answered ``503`` with ``Retry-After`` and closed before anything is read.
+  takes the place of the oldest connection (of that address, or of all) with
+  no request in progress (idle, or its headers not complete) opened at least
+  ``EVICT_AFTER_S`` (1 s) ago, which is closed; when every one has a request in progress, the new connection is
+  answered ``503`` with ``Retry-After`` and closed before anything is read.
+  So idle or half-sent connections can delay no one, and a client reaches
+  the cap only with requests in progress.
   The total cap is also held below what the open-file limit leaves for
   connections (run.py computes it at start-up).
 * uvicorn's ``limit_concurrency`` is then set above the total cap, so idle
   connections never turn other clients' requests into 503s.
 
 Invariant: a refused connection holds its descriptor only until the 503 is
-written; the per-address count is decremented exactly once, in
-``connection_lost``, for every connection counted in ``connection_made``.
+written; a connection is counted (``every``, ``per_addr``) from
+``connection_made`` until it is closed to make room or lost, whichever is
+first (``_vqs_forget`` is idempotent).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import logging
 logger = logging.getLogger("vqs.server")
 
 _WAITING, _BEGUN, _BODY = 0, 1, 2
+#: A connection may be closed to make room for a new one once it is this old (seconds).
+EVICT_AFTER_S = 1.0
 
 
 def _answer(status: bytes, text: str, extra: bytes = b"") -> bytes:
@@ -48,7 +56,6 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
     ``total_cap`` connections open at once (``max_connections``, or less if the open-file limit says so)."""
     header_timeout = float(settings.http_header_timeout_s)
     per_client = int(settings.max_connections_per_client)
-    per_addr: dict = {}
     busy = _answer(b"503 Service Unavailable", "too many connections: retry later\n", b"retry-after: 1\r\n")
     too_many = _answer(b"503 Service Unavailable",
                        f"too many connections from this address (max_connections_per_client {per_client}): "
@@ -62,6 +69,26 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
         if metrics is not None:
             metrics.rejected.labels(reason).inc()
 
+    every: dict = {}     # the connections counted, oldest first
+    per_addr: dict = {}  # remote address -> its connections counted, oldest first
+
+    def _evict(conns: dict, now: float) -> bool:
+        """Make room: close the oldest of ``conns`` that has no request in progress (waiting for
+        one, idle or with its headers half sent) and was opened at least ``EVICT_AFTER_S`` ago
+        (a burst of new connections does not close its own before their requests are read);
+        False when there is none."""
+        old = now - EVICT_AFTER_S
+        for p in conns:
+            if p._vqs_opened > old:
+                return False  # oldest first: the rest are younger
+            c = p.cycle
+            if p._vqs_state != _BODY and (c is None or c.response_complete) and not p.pipeline:
+                p._vqs_forget()
+                p.transport.close()
+                rejected("connection_evicted")
+                return True
+        return False
+
     class BoundedHttpProtocol(base):
         """uvicorn's protocol with a header deadline and connection caps (module docstring)."""
 
@@ -69,34 +96,48 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
         _vqs_timer = None
         _vqs_state = _WAITING
         _vqs_progress = False
+        _vqs_opened = 0.0
 
         def connection_made(self, transport) -> None:
             peer = transport.get_extra_info("peername")
             addr = peer[0] if isinstance(peer, tuple) and peer else None
-            n = per_addr.get(addr, 0)
-            if len(self.connections) >= total_cap or n >= per_client:
-                # not counted: written and closed before anything is read
+            mine = per_addr.get(addr)
+            now = self.loop.time()
+            if mine is not None and len(mine) >= per_client and not _evict(mine, now):
+                refuse, reason = too_many, "connections_per_client"
+            elif len(every) >= total_cap and not _evict(every, now):
+                refuse, reason = busy, "connections"
+            else:
+                refuse = None
+            if refuse is not None:  # not counted: written and closed before anything is read
                 self.transport = transport
-                transport.write(busy if len(self.connections) >= total_cap else too_many)
+                transport.write(refuse)
                 transport.close()
-                rejected("connections" if len(self.connections) >= total_cap else "connections_per_client")
+                rejected(reason)
                 return
-            per_addr[addr] = n + 1
+            if mine is None:
+                mine = per_addr[addr] = {}
+            mine[self] = None
+            every[self] = None
+            self._vqs_opened = now
             self._vqs_addr = addr
             super().connection_made(transport)
             self._vqs_timer = self.loop.call_later(header_timeout, self._vqs_header_timeout)
 
+        def _vqs_forget(self) -> None:
+            """No longer counted (closed, or being closed to make room)."""
+            every.pop(self, None)
+            mine = per_addr.get(self._vqs_addr)
+            if mine is not None:
+                mine.pop(self, None)
+                if not mine:
+                    del per_addr[self._vqs_addr]
+
         def connection_lost(self, exc) -> None:
-            addr = self._vqs_addr
-            if addr is None and self.flow is None:  # refused in connection_made
+            if self.flow is None:  # refused in connection_made
                 self.parser = None
                 return
-            self._vqs_addr = None
-            n = per_addr.get(addr, 0) - 1
-            if n > 0:
-                per_addr[addr] = n
-            else:
-                per_addr.pop(addr, None)
+            self._vqs_forget()
             t = self._vqs_timer
             if t is not None:
                 t.cancel()

@@ -342,9 +342,10 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_
         http=http,
         lifespan="on",
         workers=1,
-        # connections are capped when accepted (http_bounds.py): idle ones never make uvicorn
-        # refuse a request; requests in progress (also those whose client left) stop one above
-        limit_concurrency=(conn_cap or settings.max_connections) + 1,
+        # connections are capped when accepted (http_bounds.py; one closed to make room is
+        # counted here until it is lost): idle ones never make uvicorn refuse a request; this
+        # bounds requests in progress, also those whose client left
+        limit_concurrency=2 * (conn_cap or settings.max_connections),
         timeout_graceful_shutdown=settings.graceful_timeout_s,
         timeout_keep_alive=30,
         log_config=None,  # logs.configure did it
