@@ -214,14 +214,16 @@ def test_a_body_that_stops_arriving_gets_408_and_is_closed(bounded, path):
     c.close()
 
 
-def test_a_slow_body_that_keeps_arriving_is_served(bounded):
+@pytest.mark.parametrize("path,body,status", [
+    (b"/topics", b'{"name": "slow-body-topic"}', b"201"),  # the ASGI path
+    (b"/topics/slow-body-topic/messages", b'{"messages": [{"value": "v"}]}', b"200")])  # the fast path
+def test_a_slow_body_that_keeps_arriving_is_served(bounded, path, body, status):
     c = _connect(bounded.port)
-    body = b'{"name": "slow-body-topic"}'
-    c.sendall(b"POST /topics HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+    c.sendall(b"POST " + path + b" HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
               b"content-length: %d\r\n\r\n" % len(body))
-    for i in range(0, len(body), 9):  # 2.1 s in all, more than the 1 s deadline
+    for i in range(0, len(body), 9):  # 0.7 s a part: more than the 1 s deadline in all
         time.sleep(0.7)
         c.sendall(body[i:i + 9])
     head, _ = _head_and_body(c)
-    assert head.startswith(b"HTTP/1.1 201 "), head
+    assert head.startswith(b"HTTP/1.1 " + status), head
     c.close()

@@ -77,6 +77,7 @@ from starlette.responses import JSONResponse
 from ..wire import BATCH_CONTENT_TYPE
 from .app import SQS_HIT, _log_request
 from .errors import rest_error
+from .http_bounds import _BODY
 from .lean import _MESSAGES, _consume_args, _Fallback, _header, answer, idempotent_produce, produce_partition
 from .rest.produce import (
     append_batches,
@@ -414,6 +415,8 @@ def _make_protocol(front, base=None):
                                                direct=hit[0] == produce)
                             self.cycle = req
                             self.tasks.add(req)
+                            self._vqs_state = _BODY  # http_bounds.py's deadline: now the body's
+                            self._vqs_progress = True
                             return
             super().on_headers_complete()
 
