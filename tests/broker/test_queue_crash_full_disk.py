@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from vqs.broker import lease_records, lease_state
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue import lease_records, lease_state
+from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import MessageNotAvailable
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,7 +24,7 @@ OPTS = {"flush": "interval", "flush_interval_ms": 600000}
 
 CRASH = r"""
 import os, signal, sys
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults={"flush": "interval", "flush_interval_ms": 600000})
 q = reg.create("q")
 q.send(b"a")
@@ -39,7 +39,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 # Reopen on the full disk: it must open, receive and delete (drain), then crash again.
 REOPEN_FULL = r"""
 import os, signal, sys
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults={"flush": "interval", "flush_interval_ms": 600000})
 q = reg.get("q")
 assert q.counts() == {"visible": 1, "in_flight": 0, "delayed": 0}, q.counts()

@@ -6,7 +6,7 @@ take writes again; nothing acknowledged is lost. Before, the restarted queue
 refused every receive (DiskFullError, for good): the state log's reserve
 was not counted after the SIGKILL, the quota headroom's ballast sat unadopted
 in the topic's directory or was gone, and the full-disk compaction had no
-room for its snapshot (vqs.storage.quota_headroom, vqs.broker.lease_state).
+room for its snapshot (vqs.storage.quota_headroom, vqs.broker.queue.lease_state).
 Measured (2026-11-25): before, 4 of 4 runs failed under each flush policy;
 now 0 of 21 under ``always``. Under ``interval`` about 1 run in 9 still ends
 with receives refused (the state log's reserve short of the deletes' floor,

@@ -1,6 +1,6 @@
 """A queue's lease-state log on a real full filesystem (a 3 MiB tmpfs, and a
 btrfs subvolume under a spent quota: tests/conftest.py): deletes always have
-room, whatever lease churn came first (vqs.broker.lease_state: the deletes'
+room, whatever lease churn came first (vqs.broker.queue.lease_state: the deletes'
 floor of the state log's reserve, and a full disk's compaction through
 ``snapshot.spare``), and a queue that crashed opens on a disk where neither its
 snapshot nor its receipt-epoch record fits (it warns, naming the file)."""

@@ -20,7 +20,7 @@ Modules (each states its invariants):
 * settings.py     queue.json / queue.meta, queue attributes and tags
 
 The queues of a data directory are made, opened and deleted by
-vqs.broker.registry.QueueRegistry.
+vqs.broker.queue.registry.QueueRegistry.
 """
 
 from .core import Queue

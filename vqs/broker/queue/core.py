@@ -4,7 +4,7 @@ queue type shares (docs/sqs.md, docs/ARCHITECTURE.md).
 A queue is a message log plus durable lease state. Storage (``DATA/queues/{name}/``):
 ``queue.meta`` and ``queue.json`` (settings.py), ``messages/`` (a vqs.storage.Log: one
 record per message, body = value, metadata in record headers: message.py) and
-``state/`` (vqs.broker.lease_state: the lease table's changes, leases.py).
+``state/`` (vqs.broker.queue.lease_state: the lease table's changes, leases.py).
 
 ``opening.open_queue`` reads the configuration and makes a ``StandardQueue``
 (standard.py) or a ``FifoQueue`` (fifo.py): the receive strategy, the delete
@@ -76,14 +76,14 @@ from ...errors import (
 )
 from ...storage.flusher import Flusher
 from ...storage.log import Log
-from ..lease_records import encode_deletes, encode_leases
-from ..lease_state import LeaseStateStore
-from ..receipt import ReceiptCodec
 from .batch_entries import BatchEntries
+from .lease_records import encode_deletes, encode_leases
+from .lease_state import LeaseStateStore
 from .leases import INFLIGHT, LeaseTable
 from .maintenance import COMPACT_BYTES, Maintenance
 from .message import Message
 from .peek import Peek
+from .receipt import ReceiptCodec
 from .recovery import recover_leases, start_nonces, was_closed_cleanly, write_epoch_record
 from .redrive import Redrive
 from .send_buffer import SendBuffer

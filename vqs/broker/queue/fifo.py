@@ -12,7 +12,7 @@ Structures (under the queue lock), besides the lease table (leases.py):
   group are stale and skipped). A group leaves it when receive takes its head;
   it joins again at the back when its head is visible again (lease over,
   ChangeMessageVisibility to 0, or the head deleted and the next one visible).
-* ``_dedup``: the 5-minute deduplication window (vqs.broker.dedup), rebuilt
+* ``_dedup``: the 5-minute deduplication window (vqs.broker.queue.dedup), rebuilt
   from the message log at open (the log keeps the window's segments:
   ``_reclaim_target``);
 * ``_attempts``: ReceiveRequestAttemptId -> (expiry, messages) for safe retries.
@@ -31,8 +31,8 @@ from collections import deque
 from collections.abc import Iterable
 
 from ...errors import LogClosedError, QueueError, ReceiptHandleExpired
-from ..dedup import WINDOW_MS, DedupWindow
 from .core import DELETE_ROOM, Queue
+from .dedup import WINDOW_MS, DedupWindow
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import H_DEDUP, H_DELAY, H_GROUP, H_ID, sent_ms
 from .peek import smallest

@@ -39,7 +39,7 @@ from ...errors import DiskFullError, LogClosedError, PurgeQueueInProgress
 from ...storage.free_space import free_bytes
 from ...storage.log_space import SHORT_MARGIN
 from ...storage.quota_headroom import BALLAST_BYTES
-from ..lease_records import OP_PURGE
+from .lease_records import OP_PURGE
 
 logger = logging.getLogger("vqs.broker")
 

@@ -15,7 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
-from ..queue_config import DEFAULT_ARN_PREFIX
+from .config import DEFAULT_ARN_PREFIX
 
 # record header names
 H_GROUP = "g"  # message group id (utf-8)

@@ -1,7 +1,7 @@
 """A queue's configuration on disk and as SQS attributes and tags.
 
 Files (``DATA/queues/{name}/``): ``queue.meta`` (the VQS v1 header page,
-vqs.broker.queue_meta: the SQS limits, tags and counters) and ``queue.json``
+vqs.broker.queue.meta: the SQS limits, tags and counters) and ``queue.json``
 (the rest of the configuration, creation/modification times, the
 receipt-handle secret and the message-id prefix). Each is replaced atomically;
 the secret and id prefix never change after creation (receipt handles and
@@ -27,8 +27,8 @@ from ...errors import (
     InvalidParameterValue,
 )
 from ...storage.durable_file import atomic_write
-from .. import queue_meta
-from ..queue_config import (
+from . import meta as queue_meta
+from .config import (
     DEFAULT_ARN_PREFIX,
     READ_ONLY_SQS,
     SQS_TO_PY,

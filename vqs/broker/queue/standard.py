@@ -42,10 +42,10 @@ from itertools import repeat
 from ...errors import LogClosedError, OverLimit, QueueError
 from ...storage.log_reserve import BATCH_FIXED, RECORD_FIXED
 from ...storage.record_batch import Record
-from ..lease_records import encode_runs
 from . import send_buffer
 from .core import DELETE_ROOM, Queue
 from .fair import FairReceive, FairShare
+from .lease_records import encode_runs
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import H_DELAY, H_SENT, HEX2, Message, group_id, message_ids, sent_ms
 from .peek import smallest
@@ -54,7 +54,7 @@ from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, MAX_DELAY_S, check_bat
 
 _NO_LIMIT = 1 << 64  # above every offset
 
-_HANDLE = struct.Struct("<QQQ")  # a receipt handle's bytes: offset, nonce, tag (vqs.broker.receipt)
+_HANDLE = struct.Struct("<QQQ")  # a receipt handle's bytes: offset, nonce, tag (vqs.broker.queue.receipt)
 _TAG_WORDS: dict = {}
 
 
@@ -356,7 +356,7 @@ class StandardQueue(FairReceive, Queue):
                     # Hot path: fresh plain messages, none tracked, none expired.
                     # One timer entry and one run of lease entries for all of them.
                     n0 = nonce + 1
-                    # receipt tags: one hash per 8 deliveries (vqs.broker.receipt); the
+                    # receipt tags: one hash per 8 deliveries (vqs.broker.queue.receipt); the
                     # last block of the previous receive often starts this one
                     sh = n0 & 7
                     bo, bn = o0 - sh, n0 - sh

@@ -78,12 +78,12 @@ import struct
 import time
 from array import array
 
-from ..errors import CorruptRecordError, DiskFullError
-from ..storage.durable_file import SPARE_SUFFIX, atomic_write, atomic_write_reserved, keep_spare
-from ..storage.log import Log
-from ..storage.log_reserve import BATCH_FIXED, RECORD_FIXED
-from ..storage.quota_headroom import commit
-from ..storage.record_batch import decode_batch, encode_batch
+from ...errors import CorruptRecordError, DiskFullError
+from ...storage.durable_file import SPARE_SUFFIX, atomic_write, atomic_write_reserved, keep_spare
+from ...storage.log import Log
+from ...storage.log_reserve import BATCH_FIXED, RECORD_FIXED
+from ...storage.quota_headroom import commit
+from ...storage.record_batch import decode_batch, encode_batch
 from .lease_records import ENTRY, EPOCH, MOVE, OP_DELETE, OP_EPOCH, OP_LEASE, OP_MOVE, OP_PURGE, OP_RUN, RUN
 
 logger = logging.getLogger("vqs.broker")

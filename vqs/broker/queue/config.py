@@ -41,7 +41,7 @@ import json
 import re
 from dataclasses import dataclass, field, fields, replace
 
-from ..errors import ConfigError, InvalidAttributeName, InvalidAttributeValue
+from ...errors import ConfigError, InvalidAttributeName, InvalidAttributeValue
 
 DEFAULT_ARN_PREFIX = "arn:aws:sqs:us-east-1:123456789012"
 

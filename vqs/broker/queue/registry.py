@@ -24,19 +24,21 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import (
+from ...errors import (
     ConfigError,
     InvalidParameterValue,
     LogClosedError,
     QueueAlreadyExists,
     QueueDoesNotExist,
 )
-from ..storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full, rename_aside
-from .layout import MOVE_TASKS_FILE
-from .names import validate_name
-from .queue import MoveTask, MoveTasks, Queue, open_queue
-from .queue.settings import new_identity, write_files
-from .queue_config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
+from ...storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from ..layout import MOVE_TASKS_FILE
+from ..names import validate_name
+from .config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
+from .core import Queue
+from .move_tasks import MoveTask, MoveTasks
+from .opening import open_queue
+from .settings import new_identity, write_files
 
 _TOMBSTONE = "~deleted~"  # '~' never appears in a queue name
 _CREATING = "~creating~"
@@ -131,7 +133,7 @@ class QueueRegistry:
     # ------------------------------------------------------------- create
 
     def create(self, name: str, **attrs) -> Queue:
-        """Create queue ``name`` (attributes: vqs.broker.queue_config); if it exists
+        """Create queue ``name`` (attributes: vqs.broker.queue.config); if it exists
         with the same values for the attributes given, return it (SQS's
         idempotent CreateQueue), else raise QueueAlreadyExists. ``tags`` are
         applied only when the queue is created."""
@@ -294,7 +296,7 @@ class QueueRegistry:
 
 
 def _sqs_name(py_name: str) -> str:
-    from .queue_config import PY_TO_SQS
+    from .config import PY_TO_SQS
 
     if py_name in ("dead_letter_queue", "max_receive_count"):
         return "RedrivePolicy"

@@ -30,7 +30,7 @@ import struct
 from hashlib import blake2b
 from hmac import compare_digest
 
-from ..errors import ReceiptHandleIsInvalid
+from ...errors import ReceiptHandleIsInvalid
 
 _BODY = struct.Struct("<QQ")
 HANDLE_LEN = 48

@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ..errors import CorruptRecordError
+from ...errors import CorruptRecordError
 
 MAGIC = 0x01535156
 PAGE_SIZE = 16384
