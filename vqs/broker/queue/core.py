@@ -172,7 +172,6 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
         self._unsynced_moves: list = []  # (target queue, moves) it took but could not fsync (redrive.py)
         self._maybe_moved: dict = {}  # offset -> (target, target_end): move intents (redrive.py)
-        self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
         self._bytes_per_offset = 0.0
         self._sent_n = self._sent_b = 0  # messages (and their bytes) sent by this process

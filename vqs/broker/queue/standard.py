@@ -35,7 +35,6 @@ each path read state it does not own.)
 from __future__ import annotations
 
 import heapq
-import struct
 from collections.abc import Iterable
 from itertools import repeat
 
@@ -49,21 +48,11 @@ from .lease_records import encode_runs
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import H_DELAY, H_SENT, HEX2, Message, group_id, message_ids, sent_ms
 from .peek import smallest
+from .receipt import HANDLE_WORDS
 from .send_buffer import Tail
 from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, MAX_DELAY_S, check_batch_size
 
 _NO_LIMIT = 1 << 64  # above every offset
-
-_HANDLE = struct.Struct("<QQQ")  # a receipt handle's bytes: offset, nonce, tag (vqs.broker.queue.receipt)
-_TAG_WORDS: dict = {}
-
-
-def _tag_words(nblocks: int) -> struct.Struct:
-    """Struct reading ``nblocks`` 64-byte receipt tag blocks as u64 LE words."""
-    s = _TAG_WORDS.get(nblocks)
-    if s is None:
-        s = _TAG_WORDS[nblocks] = struct.Struct("<%dQ" % (8 * nblocks))
-    return s
 
 
 class StandardQueue(FairReceive, Queue):
@@ -286,8 +275,8 @@ class StandardQueue(FairReceive, Queue):
         until = now + vis * 1000
         expire_before = now - self._ret_ms
         codec = lt.codec
-        tag_block = codec._block
-        hpack = _HANDLE.pack
+        run_tags = codec.run_tags
+        hpack = HANDLE_WORDS.pack
         issued = lt.issued
         if len(issued) > 4 * lt.n_inflight + 65536:
             issued.clear()  # stale handles (leases that ended): decoded by MAC instead
@@ -356,24 +345,8 @@ class StandardQueue(FairReceive, Queue):
                     # Hot path: fresh plain messages, none tracked, none expired.
                     # One timer entry and one run of lease entries for all of them.
                     n0 = nonce + 1
-                    # receipt tags: one hash per 8 deliveries (vqs.broker.queue.receipt); the
-                    # last block of the previous receive often starts this one
-                    sh = n0 & 7
-                    bo, bn = o0 - sh, n0 - sh
-                    co, cn, cd = self._tag_cache
-                    if co == bo and cn == bn:
-                        blocks = [cd]
-                        j = 8
-                    else:
-                        blocks = []
-                        j = 0
-                    while j < sh + take:
-                        blocks.append(tag_block(bo + j, bn + j))
-                        j += 8
-                    self._tag_cache = (bo + j - 8, bn + j - 8, blocks[-1])
-                    # the tags as u64 LE: a handle is then one pack of 3 u64 LE
-                    tags = (_TAG_WORDS.get(len(blocks)) or _tag_words(len(blocks))).unpack(b"".join(blocks))
-                    t = sh
+                    # the run's receipt tags in one call; a handle is then one pack
+                    tags, t = run_tags(o0, n0, take)
                     o = o0
                     for value in vals:
                         nonce += 1
