@@ -34,7 +34,7 @@ from ...errors import LogClosedError, QueueError, ReceiptHandleExpired
 from .core import DELETE_ROOM, Queue
 from .dedup import WINDOW_MS, DedupWindow
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
-from .message import H_DEDUP, H_DELAY, H_GROUP, H_ID, sent_ms
+from .message import H_DEDUP, H_GROUP, H_ID, receive_state, sent_ms
 from .peek import smallest
 from .validate import check_batch_size
 
@@ -96,10 +96,10 @@ class FifoQueue(Queue):
                 dq.append(o)
                 self._group_of[o] = g
                 e = live.get(o)
-                if e is None and H_DELAY in h:
-                    vis = r.timestamp_ms + int(h[H_DELAY])
-                    if vis > now:
-                        lt.delay(o, vis)
+                if e is None and h:
+                    until = receive_state(r.timestamp_ms, r.headers, now, -1)
+                    if until > 0:
+                        lt.delay(o, until)
             off = recs[-1].offset + 1
         # FIFO keeps no cursor: every pending message is in a group.
         for _, g in sorted((dq[0], g) for g, dq in self._groups.items()):

@@ -46,7 +46,7 @@ from .core import DELETE_ROOM, Queue
 from .fair import FairReceive, FairShare
 from .lease_records import encode_runs
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
-from .message import H_DELAY, H_SENT, HEX2, Message, group_id, message_ids, sent_ms
+from .message import H_SENT, HEX2, Message, group_id, message_ids, receive_state, sent_ms
 from .peek import smallest
 from .receipt import HANDLE_WORDS
 from .send_buffer import Tail
@@ -103,9 +103,9 @@ class StandardQueue(FairReceive, Queue):
             for r in recs:
                 h = r.headers
                 if h and r.offset not in live and r.offset not in ahead:
-                    d = dict(h).get(H_DELAY)
-                    if d is not None and r.timestamp_ms + int(d) > now:
-                        lt.delay(r.offset, r.timestamp_ms + int(d))
+                    until = receive_state(r.timestamp_ms, h, now, -1)
+                    if until > 0:
+                        lt.delay(r.offset, until)
             off = recs[-1].offset + 1
 
     # ============================================================== sending
@@ -414,17 +414,15 @@ class StandardQueue(FairReceive, Queue):
                 if ahead and o in ahead:
                     ahead.discard(o)
                     continue
-                sent = ts
                 if h:
-                    hd = dict(h)
-                    d = hd.get(H_DELAY)
-                    if d is not None and ts + int(d) > now:
-                        lt.delay(o, ts + int(d))
+                    st = receive_state(ts, h, now, expire_before)
+                    if st:
+                        if st > 0:
+                            lt.delay(o, st)
+                        else:
+                            dels.append(o)
                         continue
-                    s = hd.get(H_SENT)
-                    if s is not None:
-                        sent = int(s)
-                if sent <= expire_before:
+                elif ts <= expire_before:  # receive_state of a plain record, inline
                     dels.append(o)
                     continue
                 nonce += 1
@@ -651,14 +649,13 @@ class StandardQueue(FairReceive, Queue):
                 if o in ahead:
                     ahead.discard(o)
                     continue
-                if sent_ms(r) <= expire_before:
+                if sent_ms(r) <= expire_before:  # a move forgets an expired message even if delayed
                     dels.append(o)
                     continue
-                if r.headers:
-                    d = dict(r.headers).get(H_DELAY)
-                    if d is not None and r.timestamp_ms + int(d) > now:
-                        lt.delay(o, r.timestamp_ms + int(d))
-                        continue
+                until = receive_state(r.timestamp_ms, r.headers, now, -1) if r.headers else 0
+                if until > 0:
+                    lt.delay(o, until)
+                    continue
                 e = live[o] = make_lease(0, 0, 0, 0, 0, MOVING)
                 out.append((o, r, e))
         if dels:
