@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from vqs.broker.queue.meta import MAGIC, PAGE_SIZE
-from vqs.broker.queue.meta import decode as decode_meta
+from vqs.broker.queue.config_files import MAGIC, PAGE_SIZE
+from vqs.broker.queue.config_files import decode as decode_meta
 from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import (
     BatchEntryIdsNotDistinct,

@@ -2,7 +2,7 @@
 queue type shares (docs/sqs.md, docs/ARCHITECTURE.md).
 
 A queue is a message log plus durable lease state. Storage (``DATA/queues/{name}/``):
-``queue.meta`` and ``queue.json`` (settings.py), ``messages/`` (a vqs.storage.Log: one
+``queue.meta`` and ``queue.json`` (config_files.py), ``messages/`` (a vqs.storage.Log: one
 record per message, body = value, metadata in record headers: message.py) and
 ``state/`` (vqs.broker.queue.lease_state: the lease table's changes, leases.py).
 
@@ -10,7 +10,7 @@ record per message, body = value, metadata in record headers: message.py) and
 (standard.py) or a ``FifoQueue`` (fifo.py): the receive strategy, the delete
 rules and the FIFO bookkeeping are chosen once, by class, so no hot path asks
 which type it serves. The other concerns are mixed into ``Queue`` from their
-own modules: settings.py (attributes, tags, the config files),
+own modules: settings.py (attributes, tags),
 batch_entries.py (batch actions with per-entry results), redrive.py (moves
 between queues), maintenance.py (expire, reclaim, compact); each documents the
 state it relies on. Everything that changes queue state runs under ``self._lock``;
@@ -77,6 +77,7 @@ from ...errors import (
 from ...storage.flusher import Flusher
 from ...storage.log import Log
 from .batch_entries import BatchEntries
+from .config_files import StoredQueue
 from .lease_records import encode_deletes, encode_leases
 from .lease_state import LeaseStateStore
 from .leases import INFLIGHT, LeaseTable
@@ -87,7 +88,7 @@ from .receipt import ReceiptCodec
 from .recovery import recover_leases, start_nonces, was_closed_cleanly, write_epoch_record
 from .redrive import Redrive
 from .send_buffer import SendBuffer
-from .settings import QueueSettings, StoredQueue
+from .settings import QueueSettings
 from .validate import (
     MAX_VISIBILITY_S,
     check_attempt_id,
@@ -126,7 +127,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
 
     def __init__(self, path: str, name: str, stored: StoredQueue, *, clock: Callable[[], float],
                  resolver: Callable[[str], Queue | None] | None, lister: Callable[[], list] | None):
-        """Open the logs and recover (``stored`` as read by ``settings.read_files``).
+        """Open the logs and recover (``stored`` as read by ``config_files.read_files``).
         Subclasses make their own structures first, then call this."""
         if type(self) is Queue:
             raise TypeError("Queue is abstract: use opening.open_queue (or QueueRegistry)")

@@ -7,7 +7,7 @@ standard queue's send without attributes or delay) has no headers at all.
 
 Invariants:
 * a message id is ``{id_prefix}{offset + id_base:012x}`` (UUID-shaped;
-  ``id_prefix`` and ``id_base`` are the queue's, see ``settings.new_identity``) unless the record carries ``H_ID`` (it was moved in from another
+  ``id_prefix`` and ``id_base`` are the queue's, see ``config_files.new_identity``) unless the record carries ``H_ID`` (it was moved in from another
   queue and keeps the id it had there);
 * the sent timestamp is the record's timestamp unless the record carries
   ``H_SENT`` (moved to a dead-letter queue: retention counts from the original send).

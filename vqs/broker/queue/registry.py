@@ -35,10 +35,10 @@ from ...storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full, re
 from ..layout import MOVE_TASKS_FILE
 from ..names import validate_name
 from .config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
+from .config_files import new_identity, write_files
 from .core import Queue
 from .move_tasks import MoveTask, MoveTasks
 from .opening import open_queue
-from .settings import new_identity, write_files
 
 _TOMBSTONE = "~deleted~"  # '~' never appears in a queue name
 _CREATING = "~creating~"
