@@ -399,9 +399,9 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         # Messages past max_receive_count that the DLQ refused (a full disk): they
         # stay here, and this receive does not return them (SQS never delivers a
         # message past its maxReceiveCount: a poison message must not reach a
-        # consumer again) nor raises (the rest of the queue drains on a full disk,
-        # issue 13); they turn visible again, counted, when the call ends, so the
-        # next receive tries the move again.
+        # consumer again) nor raises (a full queue drains on a full disk); they
+        # turn visible again, counted, when the call ends, so the next receive
+        # tries the move again.
         refused = None
         try:
             while True:
