@@ -21,7 +21,7 @@ as before. Cost: one ``statvfs`` and, under a quota, a few small sysfs reads
 per call; callers read free space only now and then (log_space.py).
 
 It also tells which directories are on btrfs (``on_btrfs``: one ``statfs``
-per directory, cached), for itself and quota_headroom.py.
+per directory, cached).
 """
 
 from __future__ import annotations
