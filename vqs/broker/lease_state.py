@@ -92,8 +92,8 @@ PENDING_BYTES = 512 << 10  # buffered=True: push past this many bytes
 PUSH_FIXED = 4 * BATCH_FIXED
 
 #: what only deletes and purges may use on a full disk (module doc): about
-#: 3,000 one-message delete records (snapshots on a full disk come every SHORT_COMPACT_BYTES)
-DELETE_FLOOR = 128 << 10
+#: 500 one-message delete records (snapshots on a full disk come every SHORT_COMPACT_BYTES)
+DELETE_FLOOR = 16 << 10
 #: on a full disk, snapshot (compact) after this many bytes of records
 SHORT_COMPACT_BYTES = 32 << 10
 #: an earlier version's scratch file (removed at open)
@@ -118,12 +118,14 @@ class LeaseStateStore:
     """The state log and snapshot of one queue (see module doc)."""
 
     def __init__(self, path: str, *, flush: str, flush_interval_ms: int = 100,
-                 segment_bytes: int = 8 << 20, recovery: str = "fail", buffered: bool = False):
+                 segment_bytes: int = 8 << 20, recovery: str = "fail", buffered: bool = False,
+                 min_free_bytes: int | None = None):
         self.path = path
         os.makedirs(path, exist_ok=True)
         self.log = Log.open(
             os.path.join(path, "log"), flush=flush, flush_interval_ms=flush_interval_ms,
             segment_bytes=segment_bytes, segment_ms=None, recovery=recovery, control=True,
+            min_free_bytes=min_free_bytes,
         )
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(path, _OLD_SPARE))
@@ -139,7 +141,7 @@ class LeaseStateStore:
         self._buffered = buffered and not self._durable_each
         self._pending: list = []
         self._pending_bytes = 0
-        self._claim = Claim(self.log.path, None, control=True)  # the pending records' room (module doc)
+        self._claim = Claim(self.log.path, min_free_bytes, control=True)  # the pending records' room (module doc)
         self.snapshot_offset = 0  # state-log offset the last snapshot covers
         # receipt-handle epochs (first offset, first nonce): kept by the queue,
         # carried by every snapshot (module doc)
@@ -211,10 +213,15 @@ class LeaseStateStore:
         the log's flush policy says)."""
         p = self._pending
         if p:
-            self.log.append_batch(p)
+            claimed = self._claim.held
+            self._claim.release()  # (the log takes its own room for them)
+            try:
+                self.log.append_batch(p)
+            except BaseException:
+                self._claim.force(claimed)  # acknowledged: still counted, still pending
+                raise
             self._pending = []
             self._pending_bytes = 0
-            self._claim.release()
 
     def flush(self) -> None:
         """Write and fsync what is in the log (call push() first for the buffer)."""

@@ -22,6 +22,8 @@ Invariants (under the log's lock):
 
 from __future__ import annotations
 
+import os
+
 from ..errors import DiskFullError
 from .record_batch import HEADER_SIZE
 
@@ -118,8 +120,9 @@ class LogBuffer:
         more = need - self._grant
         if more <= 0:
             return
-        if not self._idx_pending and not self._active.indexes_allocated:
-            self._count_indexes_locked()  # (log.py)
+        seg = self._active
+        if not self._idx_pending and not seg.indexes_allocated and not os.path.exists(seg.index_path):
+            self._count_indexes_locked()  # (log.py; a reopened segment's are allocated already)
         step = min(MAX_STEP, self._batch_max_bytes + RECORD_FIXED * self._batch_max_records + BATCH_FIXED)
         space = self._space
         try:

@@ -44,6 +44,7 @@ import time
 from ..errors import DiskFullError
 from . import fs
 from .free_space import free_bytes as _fs_free_bytes
+from .free_space import libc, quota_room
 
 #: the default data floor: min(DEFAULT_MAX, size // DEFAULT_DIVISOR)
 DEFAULT_MAX = 64 << 20
@@ -73,7 +74,7 @@ class Space:
     """The governor of one filesystem (module doc). Thread-safe."""
 
     __slots__ = ("path", "total", "default_floor", "avail", "unwritten", "low", "_read_at",
-                 "_lock")
+                 "_lock", "quota")
 
     def __init__(self, path: str):
         st = fs.statvfs(path)
@@ -84,6 +85,7 @@ class Space:
         self.unwritten = 0      # taken and not yet written or given back
         self.low = False        # the last take was refused, or a write found no space
         self._read_at = 0.0     # monotonic time of the next reading, at the latest
+        self.quota = quota_room(path) is not None  # a btrfs quota group's limit applies
         self._lock = threading.Lock()
 
     def _read(self, now: float, where: str) -> None:
@@ -147,13 +149,34 @@ class Space:
             self.avail -= nbytes
 
     def freed(self) -> None:
-        """An unlink gave space back (or a write found none): read again at the next take."""
+        """An unlink gave space back: read again at the next take. Under a
+        btrfs quota the group's usage drops only at the transaction's commit:
+        committed now (``syncfs``), so writes resume at once."""
+        self._read_at = 0.0
+        if self.quota:
+            _syncfs(self.path)
+
+    def _note_short(self) -> None:
         self._read_at = 0.0
 
     def short(self) -> None:
         """A write found no space (ENOSPC/EDQUOT): soft, read again next time."""
         self.low = True
-        self.freed()
+        self._note_short()
+
+
+def _syncfs(path: str) -> None:
+    lib = libc()
+    if not lib:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        lib.syncfs(fd)
+    finally:
+        os.close(fd)
 
 
 _registry: dict[int, Space] = {}
@@ -178,7 +201,8 @@ def for_path(path: str) -> Space:
                 s.path = path
                 s.total = st.f_blocks * st.f_frsize
                 s.default_floor = default_min_free(s.total)
-                s.freed()
+                s.quota = quota_room(path) is not None
+                s._note_short()
         else:
             s = _registry[dev] = Space(path)
     return s
@@ -226,6 +250,13 @@ class Claim:
             self.held = nbytes + min(nbytes, 256 << 10)
         except DiskFullError:
             self.space.take(more, self.floor, self.path)  # (the directory it buffers for)
+            self.held = nbytes
+
+    def force(self, nbytes: int) -> None:
+        """Count ``nbytes`` again whatever the floor (records already
+        acknowledged, handed back by a refused write)."""
+        if nbytes > self.held:
+            self.space.take(nbytes - self.held, 0, self.path)
             self.held = nbytes
 
     def release(self) -> None:

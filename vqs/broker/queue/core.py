@@ -182,7 +182,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             self._state = LeaseStateStore(
                 os.path.join(path, "state"), flush=opts["flush"],
                 flush_interval_ms=cfg.flush_interval_ms, recovery=cfg.recovery,
-                buffered=not self._sync,
+                buffered=not self._sync, min_free_bytes=cfg.min_free_bytes,
             )
         except BaseException:
             self._log.close()

@@ -90,6 +90,10 @@ class SendBuffer:
         if not pv:
             return
         runs = self.runs
+        # the log takes its own room for them: what the claim counted is handed over
+        # (counted again at once if the log refuses them: they stay pending)
+        claimed = self.claim.held
+        self.claim.release()
         try:
             if not runs:  # one run: one timestamp for the batch
                 log.append_batch(pv, timestamps_ms=self.last_ts)
@@ -102,6 +106,7 @@ class SendBuffer:
         except BaseException as e:
             # kept pending (retried at the next push); sends refuse until a push succeeds
             self.error = e
+            self.claim.force(claimed)
             raise
         self.values = []
         self.runs = []
@@ -110,7 +115,6 @@ class SendBuffer:
         self.nbytes = 0
         self.error = None
         self.bound = 0
-        self.claim.release()
 
     def _push_runs(self, log: Log) -> None:
         """One batch per run of equal send timestamps: a batch whose records share
