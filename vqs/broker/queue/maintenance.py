@@ -166,8 +166,8 @@ class Maintenance:
 
     def _compact_locked(self, now: int, *, required: bool = True) -> None:
         """Snapshot the lease state. ``required=False`` (the periodic compaction
-        of a growing state log): on a full disk it waits (the state log, which
-        has space reserved, stays the truth) and is tried again later."""
+        of a growing state log): on a full disk it waits (the state log, whose
+        appends are control writes, stays the truth) and is tried again later."""
         cursor, ahead = self._snapshot_view()
         try:
             self._state.write_snapshot(low=self._low, cursor=cursor, live=self._leases.live,
