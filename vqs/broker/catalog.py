@@ -158,7 +158,8 @@ class TopicCatalog:
             if os.path.exists(final):
                 raise TopicAlreadyExists(name)  # a stray directory we did not load: keep it
             # a data write (space.py): refused under the floor, as appends are
-            check_room(self.directory, settings.get("min_free_bytes"), "creating topic")
+            check_room(self.directory, settings.get("min_free_bytes", self._log_defaults.get("min_free_bytes")),
+                       "creating topic")
             tmp = final + "~new"
             shutil.rmtree(tmp, ignore_errors=True)
             make_dirs(tmp)  # (btrfs under a spent quota: even a directory needs space)

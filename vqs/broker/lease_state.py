@@ -214,14 +214,14 @@ class LeaseStateStore:
         p = self._pending
         if p:
             claimed = self._claim.held
-            self._claim.release()  # (the log takes its own room for them)
             try:
-                self.log.append_batch(p)
+                self.log.append_batch(p, claim=self._claim)  # (its bytes become the log's grant)
             except BaseException:
                 self._claim.force(claimed)  # acknowledged: still counted, still pending
                 raise
             self._pending = []
             self._pending_bytes = 0
+            self._claim.release()
 
     def flush(self) -> None:
         """Write and fsync what is in the log (call push() first for the buffer)."""

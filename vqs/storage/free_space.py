@@ -138,6 +138,18 @@ def quota_room(path: str) -> int | None:
     return None if room is None else max(0, room)
 
 
+def quota_limit(path: str) -> int | None:
+    """The smallest limit of ``path``'s btrfs quota group; None where none is seen."""
+    d = _qgroup_dir(path)
+    if d is None:
+        return None
+    try:
+        limits = [m for m in (_read(d, "max_referenced"), _read(d, "max_exclusive")) if m]
+    except (OSError, ValueError):
+        return None
+    return min(limits) if limits else None
+
+
 def free_bytes(path: str) -> int:
     """Free bytes for an unprivileged writer at ``path``: the filesystem's
     (``statvfs``), or the room under its btrfs quota group's limit where that

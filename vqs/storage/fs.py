@@ -14,7 +14,8 @@ chosen write, as a filesystem would:
 - ``Fault.fail(at, errno)``: the ``at``-th write from now (1 = the next) and
   every one after it fail with ``errno`` (EIO: a failing device).
 
-Only writes under ``Fault.under`` (a directory) are counted or failed.
+Only writes under ``Fault.under`` (a directory) are counted or failed; the
+free space the governor reads is the fault's anywhere on that filesystem.
 ``uninstall`` restores the ``os`` functions. This is a seam, not a mock:
 production code calls exactly these functions, and nothing else changes.
 """
@@ -51,6 +52,10 @@ class Fault:
     def __init__(self, under: str, *, free: int | None = None, at: int | None = None,
                  errno: int = _errno.ENOSPC):
         self.under = os.path.abspath(under)
+        try:
+            self.dev = os.stat(self.under).st_dev  # (the governor sees the whole filesystem so)
+        except OSError:
+            self.dev = None
         self.free = free        # space(): bytes left for writes under ``under``
         self.at = at            # fail(): writes left before the failing one
         self.errno = errno
@@ -168,8 +173,13 @@ def uninstall() -> None:
 
 
 def free_bytes_limit(path: str) -> int | None:
-    """What an installed space fault leaves under ``path`` (None: no such fault)."""
+    """What an installed space fault leaves on ``path``'s filesystem (None: no such fault)."""
     f = _fault
-    if f is None or f.free is None or not f._mine(path):
+    if f is None or f.free is None:
+        return None
+    try:
+        if os.stat(path).st_dev != f.dev and not f._mine(path):
+            return None
+    except OSError:
         return None
     return f.free

@@ -81,6 +81,7 @@ import errno
 import os
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -129,6 +130,12 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _ONLY_BYTES = {bytes}
 
 
+def _give_back(space, held: list, control: bool) -> None:
+    """A log collected without ``close``: what the governor counted for it goes back."""
+    space.give(held[0] + held[1], control)
+    held[0] = held[1] = 0
+
+
 def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
@@ -148,7 +155,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
-        "_space", "_floor", "_control", "_grant", "_idx_pending", "_low_space", "_space_short", "on_disk_short",
+        "_space", "_floor", "_control", "_held", "_low_space", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters",
         "_flush_bytes", "_flush_records", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
@@ -251,8 +258,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._space = None  # the space governor of the log's filesystem (space.py), at open
         self._floor = 0
         self._control = control
-        self._grant = 0  # bytes the governor counts as this log's, covering the buffer (log_buffer.py)
-        self._idx_pending = 0  # counted for the active segment's indexes, preallocated at its first write
+        # [grant, indexes]: bytes the governor counts as this log's, covering the buffer
+        # (log_buffer.py), and for the active segment's indexes, preallocated at its
+        # first write; given back at close, or (a log dropped unclosed) when collected
+        self._held = [0, 0]
         self._flush_bytes = self._flush_records = 0
         self._low_space = False     # refusing appends: the governor refused
         self._space_short = False   # the last batch write found no space (cleared by the next one)
@@ -304,6 +313,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             make_dirs(self.path)
         self._space = _space.for_path(self.path)
         self._floor = _space.floor_of(self._space, min_free_bytes, control)
+        weakref.finalize(self, _give_back, self._space, self._held, control)
         try:
             self._open_writer(defer_clean_marker)
         except OSError as e:
@@ -442,6 +452,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         headers: Sequence | None = None,
         timestamps_ms: Sequence[int] | int | None = None,
         producer: tuple[int, int, int] | None = None,
+        claim=None,
     ) -> int:
         """Append many records as one write (split into batches of at most
         ``batch_max_bytes``); return the first offset. Records buffered by
@@ -449,7 +460,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         (producer id, epoch, base sequence) of an idempotent producer, kept in
         the batch headers; a split batch's pieces all carry its base sequence,
         which tells them apart from separate batches when the producer state
-        is rebuilt from the log (broker/producer_state.py)."""
+        is rebuilt from the log (broker/producer_state.py). ``claim``: the
+        space.Claim that counted these records while the caller buffered them
+        (acknowledged): its bytes become the batch's grant, so the governor
+        cannot refuse what was already admitted."""
         n = len(values)
         if n == 0:
             raise ConfigError("append_batch needs at least one value")
@@ -465,13 +479,15 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             timestamps_ms = self._now_ms()
         elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
+        bound = values_bound(values, keys, headers) + BATCH_FIXED * (1 + sum(map(len, values)) // self._batch_max_bytes)
+        if self._codec_id:
+            bound += (bound >> 7) + 128 * (1 + bound // self._batch_max_bytes)
         with self._lock:
+            if claim is not None and claim.held:
+                self._held[0] += claim.hand_over(self._control, bound + self._buffer_bound() - self._held[0])
             if self._blocked:
                 self._check_appendable(sum(map(len, values)))
             self._write_buffer_locked()
-            bound = values_bound(values, keys, headers) + BATCH_FIXED * (1 + sum(map(len, values)) // self._batch_max_bytes)
-            if self._codec_id:
-                bound += (bound >> 7) + 128 * (1 + bound // self._batch_max_bytes)
             try:
                 self._take_locked(bound)
             except DiskFullError:
@@ -575,15 +591,15 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         if self._space_short:
             self._space_short = False
             self._unblock()
-        if self._idx_pending and seg.indexes_allocated:
-            self._space.wrote(self._idx_pending)  # (allocated now: the next reading shows them)
-            self._idx_pending = 0
-        g = self._grant - nbytes
-        self._space.wrote(nbytes if g >= 0 else self._grant)
+        if self._held[1] and seg.indexes_allocated:
+            self._space.wrote(self._held[1], self._control)  # (allocated now: the next reading shows them)
+            self._held[1] = 0
+        g = self._held[0] - nbytes
+        self._space.wrote(nbytes if g >= 0 else self._held[0], self._control)
         if g < 0:
             self._space.spend(-g)  # (the bound covers every batch: never, but counted if so)
             g = 0
-        self._grant = g
+        self._held[0] = g
         self._written_end = next_offset
 
     def _short_error_locked(self, seg: Segment, e: OSError) -> DiskFullError:
@@ -633,8 +649,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         preallocated at its first write: counted as this log's from its first
         take until then (never refused: a roll is a control write)."""
         n = self._index_capacity_bytes * 5 // 2
-        self._space.take(n - self._idx_pending, 0, self.path)
-        self._idx_pending = n
+        self._space.take(n - self._held[1], 0, self.path, control=self._control)
+        self._held[1] = n
 
     # -------------------------------------------------------------- retention
 
@@ -750,9 +766,9 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 self._appended.notify_all()
                 self._synced.notify_all()
                 self._group.release_all()  # durable now, or they see the log closed
-                if self._space is not None and (self._grant or self._idx_pending):
-                    self._space.give(self._grant + self._idx_pending)
-                    self._grant = self._idx_pending = 0
+                if self._space is not None and (self._held[0] or self._held[1]):
+                    self._space.give(self._held[0] + self._held[1], self._control)
+                    self._held[0] = self._held[1] = 0
                 self._close_files()
                 if self._dir_lock is not None:
                     self._dir_lock.release()

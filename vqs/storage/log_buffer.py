@@ -106,7 +106,7 @@ class LogBuffer:
         """Where the append hot path must call ``_buffer_full_locked`` next: a
         buffer below both thresholds is covered by the grant."""
         n = len(self._buf_values)
-        room = self._grant
+        room = self._held[0]
         if self._codec_id:
             room = (room - 128) * 128 // 129
         free = room - (BATCH_FIXED + RECORD_FIXED * n + self._buf_bytes + self._buf_extra)
@@ -117,28 +117,26 @@ class LogBuffer:
     def _take_locked(self, need: int) -> None:
         """Make the grant cover ``need`` bytes (plus a full batch when the
         governor allows); DiskFullError when it refuses even ``need``."""
-        more = need - self._grant
+        more = need - self._held[0]
         if more <= 0:
             return
         seg = self._active
-        if not self._idx_pending and not seg.indexes_allocated and not os.path.exists(seg.index_path):
+        if not self._held[1] and not seg.indexes_allocated and not os.path.exists(seg.index_path):
             self._count_indexes_locked()  # (log.py; a reopened segment's are allocated already)
         step = min(MAX_STEP, self._batch_max_bytes + RECORD_FIXED * self._batch_max_records + BATCH_FIXED)
-        space = self._space
         try:
-            space.take(more + step, self._floor, self.path, self._active.log_path)
-            self._grant += more + step
+            self._held[0] += self._space.take_upto(more, step, self._floor, self.path, self._active.log_path,
+                                                 self._control)
         except DiskFullError:
             if self.on_disk_short is not None:
                 self.on_disk_short()
-            space.take(more, self._floor, self.path, self._active.log_path)  # or DiskFullError: refused
-            self._grant += more
+            raise
 
     def _settle_grant(self) -> None:
         """The buffer is written: give the grant's rest back."""
-        if self._grant:
-            self._space.give(self._grant)
-            self._grant = 0
+        if self._held[0]:
+            self._space.give(self._held[0], self._control)
+            self._held[0] = 0
         self._set_thresholds()
 
     def _buffer_full_locked(self) -> None:
@@ -147,7 +145,7 @@ class LogBuffer:
         raises DiskFullError: it was never acknowledged); write the batch when
         it is full."""
         need = self._buffer_bound()
-        if need > self._grant:
+        if need > self._held[0]:
             try:
                 self._take_locked(need)
             except DiskFullError:

@@ -94,9 +94,9 @@ class LogSpace:
             self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
         if self._space_short:
             self._check_space_back(nbytes)
-        if self._low_space:
+        if self._low_space and self._held[0] < self._buffer_bound() + nbytes:  # (a grant covers it: admitted)
             path = self._active.log_path
-            if not self._space.room(self._floor + self._buffer_bound() + nbytes, self.path):
+            if not self._space.room(self._floor + self._buffer_bound() + nbytes, self.path, self._control):
                 raise DiskFullError(f"write to {path} refused: less than {self._floor + nbytes} bytes free on its "
                                     f"filesystem over min_free_bytes={self._floor} (room kept for deletes, "
                                     f"checkpoints and buffered records); appends resume once there is room",

@@ -16,18 +16,23 @@ Two tiers of writes (Redpanda's ``storage_min_free_bytes``, made per tier):
   keep is theirs); deletes need no space at all (``unlink``).
 
 Bytes this process holds buffered and not yet written (a log's write buffer,
-a queue's pending sends and lease records: ``Grant`` / ``Claim``) are
-counted as used: the governor's ``avail`` is the free space it last read
+a queue's pending sends and lease records: a log's grant, log_buffer.py,
+and ``Claim``, handed to the log as its grant when the records are written)
+are counted as used, a control writer's too: the governor's ``avail`` is the free space it last read
 minus every byte taken since (``take``) and not given back, so a record
 acknowledged from a buffer always has room to be written, whatever else this
 process writes meanwhile.
 
 Free space is read (``statvfs``; under a btrfs quota the room under its
 limit, free_space.py; a test's space fault, fs.py) at least every CHECK_S,
-before any refusal (a refused write costs a ``statvfs``), and after an
-``unlink`` gave space back (``freed``). A take is a lock, a clock
-read, a subtraction and a comparison; logs take once per batch, not per
-append (log_buffer.py).
+once the takes since could have used a quarter of the room it found (so
+another program filling the disk is seen before it matters), before any
+refusal (a refused write costs a ``statvfs``), and after an ``unlink`` gave
+space back (``freed``; under a btrfs quota after a commit, ``syncfs``, as
+the group's usage drops only then). A take is a lock, a clock read, a
+subtraction and a comparison; logs take once per batch, not per append
+(log_buffer.py). What a log or claim dropped without being closed held goes
+back when it is collected.
 
 ENOSPC or EDQUOT from the kernel (another program took the room) is a soft
 error: the write raises DiskFullError, nothing is latched, ``short`` makes
@@ -40,11 +45,12 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 
 from ..errors import DiskFullError
 from . import fs
 from .free_space import free_bytes as _fs_free_bytes
-from .free_space import libc, quota_room
+from .free_space import libc, quota_limit, quota_room
 
 #: the default data floor: min(DEFAULT_MAX, size // DEFAULT_DIVISOR)
 DEFAULT_MAX = 64 << 20
@@ -73,16 +79,18 @@ def free_bytes(path: str) -> int:
 class Space:
     """The governor of one filesystem (module doc). Thread-safe."""
 
-    __slots__ = ("path", "total", "default_floor", "avail", "unwritten", "low", "_read_at",
+    __slots__ = ("path", "total", "default_floor", "avail", "unwritten", "unwritten_data", "low", "_read_at", "_since", "_quarter",
                  "_lock", "quota")
 
     def __init__(self, path: str):
-        st = fs.statvfs(path)
         self.path = path
-        self.total = st.f_blocks * st.f_frsize
+        self.total = _size(path)
         self.default_floor = default_min_free(self.total)
         self.avail = 0          # free at the last reading, less what was taken since
         self.unwritten = 0      # taken and not yet written or given back
+        self.unwritten_data = 0  # of which by data writes
+        self._since = 0          # bytes taken since the last reading
+        self._quarter = 0        # a quarter of what the last reading found: read again past it
         self.low = False        # the last take was refused, or a write found no space
         self._read_at = 0.0     # monotonic time of the next reading, at the latest
         self.quota = quota_room(path) is not None  # a btrfs quota group's limit applies
@@ -95,17 +103,24 @@ class Space:
             free = self.avail + self.unwritten  # (unreadable: keep the estimate)
         self.avail = free - self.unwritten
         self._read_at = now + CHECK_S
+        self._since = 0
+        self._quarter = max(0, self.avail) // 4
 
-    def take(self, nbytes: int, floor: int, where: str, path: str | None = None) -> None:
+    def take(self, nbytes: int, floor: int, where: str, path: str | None = None, control: bool = False) -> None:
         """Count ``nbytes`` about to be buffered or written in directory
         ``where`` (on this filesystem) as used; raise DiskFullError naming
         ``path`` (else ``where``), nothing counted, when that would leave less
-        than ``floor`` (0: never refused)."""
+        than ``floor`` (0: never refused). What every writer holds buffered
+        counts, a control take's too: acknowledged records keep their room.
+        Free space is read again once the takes since the last reading could
+        have used a quarter of what it found (another program fills the disk
+        too), or CHECK_S passed."""
         path = path or where
         with self._lock:
             now = _monotonic()
             left = self.avail - nbytes
-            if now >= self._read_at or (floor and left < floor):
+            self._since += nbytes
+            if now >= self._read_at or self._since > self._quarter or (floor and left < floor):
                 self._read(now, where)
                 left = self.avail - nbytes
             if floor and left < floor:
@@ -115,32 +130,58 @@ class Space:
                     f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
                     f"for deletes, checkpoints and buffered records); writes resume once there is room",
                     path=path)
-            if left >= floor:
+            if left >= floor and not control:
                 self.low = False
-            self.avail = left
+            self.avail -= nbytes
             self.unwritten += nbytes
+            if not control:
+                self.unwritten_data += nbytes
 
-    def room(self, floor: int, where: str) -> bool:
-        """Whether a data write over ``floor`` has room now in directory
-        ``where`` (reads free space when due); sets ``low`` when not."""
+    def take_upto(self, nbytes: int, extra: int, floor: int, where: str, path: str | None = None,
+                  control: bool = False) -> int:
+        """``take(nbytes)`` plus up to ``extra`` more (room to grow, so the
+        next takes are fewer), at most an eighth of the room left over the
+        floor: a grant never holds what other writers need. Returns what was
+        taken; DiskFullError as ``take``."""
+        with self._lock:
+            room = self.avail - nbytes - floor
+        extra = max(0, min(extra, room // 8))
+        if extra:
+            try:
+                self.take(nbytes + extra, floor, where, path, control)
+                return nbytes + extra
+            except DiskFullError:
+                pass  # (the reading was older than the room it showed)
+        self.take(nbytes, floor, where, path, control)
+        return nbytes
+
+    def room(self, floor: int, where: str, control: bool = False) -> bool:
+        """Whether a write over ``floor`` has room now in directory ``where``
+        (reads free space when due; ``control``: as ``take``); a data write's
+        answer sets ``low``."""
         with self._lock:
             now = _monotonic()
             if now >= self._read_at or self.avail < floor:
                 self._read(now, where)
             ok = self.avail >= floor
-            self.low = not ok
+            if not control:
+                self.low = not ok
             return ok
 
-    def wrote(self, nbytes: int) -> None:
+    def wrote(self, nbytes: int, control: bool = False) -> None:
         """Taken bytes reached a file (they show in the next reading)."""
         with self._lock:
             self.unwritten -= nbytes
+            if not control:
+                self.unwritten_data -= nbytes
 
-    def give(self, nbytes: int) -> None:
+    def give(self, nbytes: int, control: bool = False) -> None:
         """Taken bytes that will not be written (a buffer dropped, a grant's rest)."""
         if nbytes:
             with self._lock:
                 self.unwritten -= nbytes
+                if not control:
+                    self.unwritten_data -= nbytes
                 self.avail += nbytes
 
     def spend(self, nbytes: int) -> None:
@@ -165,6 +206,14 @@ class Space:
         self._note_short()
 
 
+def _size(path: str) -> int:
+    """The filesystem's size, or its btrfs quota group's limit where smaller."""
+    st = fs.statvfs(path)
+    total = st.f_blocks * st.f_frsize
+    limit = quota_limit(path)
+    return total if limit is None else min(total, limit)
+
+
 def _syncfs(path: str) -> None:
     lib = libc()
     if not lib:
@@ -183,6 +232,11 @@ _registry: dict[int, Space] = {}
 _registry_lock = threading.Lock()
 
 
+def _give_cell(space: Space, cell: list, control: bool) -> None:
+    space.give(cell[0], control)
+    cell[0] = 0
+
+
 def for_path(path: str) -> Space:
     """The governor of the filesystem holding the existing directory ``path``
     (keyed by ``st_dev``). Raises OSError as ``stat`` does."""
@@ -197,9 +251,8 @@ def for_path(path: str) -> Space:
             if not same:
                 # the directory it was made for went (and, maybe, its filesystem:
                 # a device number is reused after an unmount): measured afresh
-                st = fs.statvfs(path)
                 s.path = path
-                s.total = st.f_blocks * st.f_frsize
+                s.total = _size(path)
                 s.default_floor = default_min_free(s.total)
                 s.quota = quota_room(path) is not None
                 s._note_short()
@@ -231,36 +284,48 @@ class Claim:
     pending sends, its pending lease records): counted as used, like a log's
     own buffer, so what the caller acknowledged from it has room."""
 
-    __slots__ = ("space", "floor", "held", "path")
+    __slots__ = ("space", "floor", "held", "path", "control", "_cell", "__weakref__")
 
     def __init__(self, path: str, min_free_bytes: int | None, control: bool = False):
         self.space = for_path(path)
         self.floor = floor_of(self.space, min_free_bytes, control)
         self.held = 0
         self.path = path
+        self.control = control
+        # ``held`` again, for a claim dropped without ``release`` (its queue not
+        # closed): given back when it is collected
+        self._cell = [0]
+        weakref.finalize(self, _give_cell, self.space, self._cell, control)
 
     def ensure(self, nbytes: int) -> None:
         """Hold at least ``nbytes`` (with room to grow); DiskFullError when
         the governor refuses even ``nbytes``: the caller refuses the record."""
         if nbytes <= self.held:
             return
-        more = nbytes - self.held
-        try:
-            self.space.take(more + min(nbytes, 256 << 10), self.floor, self.path)
-            self.held = nbytes + min(nbytes, 256 << 10)
-        except DiskFullError:
-            self.space.take(more, self.floor, self.path)  # (the directory it buffers for)
-            self.held = nbytes
+        self.held += self.space.take_upto(nbytes - self.held, min(nbytes, 256 << 10), self.floor, self.path,
+                                          control=self.control)
+        self._cell[0] = self.held
 
     def force(self, nbytes: int) -> None:
         """Count ``nbytes`` again whatever the floor (records already
         acknowledged, handed back by a refused write)."""
         if nbytes > self.held:
-            self.space.take(nbytes - self.held, 0, self.path)
-            self.held = nbytes
+            self.space.take(nbytes - self.held, 0, self.path, control=self.control)
+            self.held = self._cell[0] = nbytes
+
+    def hand_over(self, control: bool, upto: int) -> int:
+        """Give up to ``upto`` of what is held to a log of the same tier, as its
+        grant for a batch (its ``append_batch(claim=)``); returns the bytes,
+        now the log's."""
+        if control != self.control or upto <= 0:
+            return 0
+        n = min(self.held, upto)
+        self.held -= n
+        self._cell[0] = self.held
+        return n
 
     def release(self) -> None:
         """The records were handed over (the log took its own grant for them)."""
         if self.held:
-            self.space.give(self.held)
-            self.held = 0
+            self.space.give(self.held, self.control)
+            self.held = self._cell[0] = 0

@@ -90,23 +90,24 @@ class SendBuffer:
         if not pv:
             return
         runs = self.runs
-        # the log takes its own room for them: what the claim counted is handed over
-        # (counted again at once if the log refuses them: they stay pending)
-        claimed = self.claim.held
-        self.claim.release()
+        # what the claim counted becomes the log's grant for them (append_batch(claim=));
+        # counted again if the write fails: they stay pending
         try:
             if not runs:  # one run: one timestamp for the batch
-                log.append_batch(pv, timestamps_ms=self.last_ts)
+                log.append_batch(pv, timestamps_ms=self.last_ts, claim=self.claim)
             elif len(pv) >= PUSH_RUN_RECORDS * (len(runs) + 1):
                 self._push_runs(log)
             else:
                 ts = list(chain.from_iterable(starmap(repeat, runs)))
                 ts += repeat(self.last_ts, self.last_n)
-                log.append_batch(pv, timestamps_ms=ts)
+                log.append_batch(pv, timestamps_ms=ts, claim=self.claim)
         except BaseException as e:
             # kept pending (retried at the next push); sends refuse until a push succeeds
             self.error = e
-            self.claim.force(claimed)
+            # what is still pending (the runs written before a failure left it) is counted again
+            self.bound = (BATCH_FIXED * (len(self.runs) + 1) + RECORD_FIXED * len(self.values)
+                          + sum(map(len, self.values)))
+            self.claim.force(self.bound)
             raise
         self.values = []
         self.runs = []
@@ -115,6 +116,7 @@ class SendBuffer:
         self.nbytes = 0
         self.error = None
         self.bound = 0
+        self.claim.release()  # (what the batches' grants did not need)
 
     def _push_runs(self, log: Log) -> None:
         """One batch per run of equal send timestamps: a batch whose records share
@@ -127,10 +129,10 @@ class SendBuffer:
         i = done = 0
         try:
             for ts, c in runs:
-                log.append_batch(pv[i:i + c], timestamps_ms=ts)
+                log.append_batch(pv[i:i + c], timestamps_ms=ts, claim=self.claim)
                 i += c
                 done += 1
-            log.append_batch(pv[i:], timestamps_ms=self.last_ts)
+            log.append_batch(pv[i:], timestamps_ms=self.last_ts, claim=self.claim)
         except BaseException:
             if i:
                 del pv[:i]
