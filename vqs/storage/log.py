@@ -130,9 +130,9 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _ONLY_BYTES = {bytes}
 
 
-def _give_back(space, held: list, control: bool) -> None:
+def _give_back(space, held: list) -> None:
     """A log collected without ``close``: what the governor counted for it goes back."""
-    space.give(held[0] + held[1], control)
+    space.dropped(held[0] + held[1])
     held[0] = held[1] = 0
 
 
@@ -313,7 +313,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             make_dirs(self.path)
         self._space = _space.for_path(self.path)
         self._floor = _space.floor_of(self._space, min_free_bytes, control)
-        weakref.finalize(self, _give_back, self._space, self._held, control)
+        weakref.finalize(self, _give_back, self._space, self._held)
         try:
             self._open_writer(defer_clean_marker)
         except OSError as e:
@@ -592,10 +592,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._space_short = False
             self._unblock()
         if self._held[1] and seg.indexes_allocated:
-            self._space.wrote(self._held[1], self._control)  # (allocated now: the next reading shows them)
+            self._space.wrote(self._held[1])  # (allocated now: the next reading shows them)
             self._held[1] = 0
         g = self._held[0] - nbytes
-        self._space.wrote(nbytes if g >= 0 else self._held[0], self._control)
+        self._space.wrote(nbytes if g >= 0 else self._held[0])
         if g < 0:
             self._space.spend(-g)  # (the bound covers every batch: never, but counted if so)
             g = 0
@@ -767,7 +767,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 self._synced.notify_all()
                 self._group.release_all()  # durable now, or they see the log closed
                 if self._space is not None and (self._held[0] or self._held[1]):
-                    self._space.give(self._held[0] + self._held[1], self._control)
+                    self._space.give(self._held[0] + self._held[1])
                     self._held[0] = self._held[1] = 0
                 self._close_files()
                 if self._dir_lock is not None:

@@ -135,7 +135,7 @@ class LogBuffer:
     def _settle_grant(self) -> None:
         """The buffer is written: give the grant's rest back."""
         if self._held[0]:
-            self._space.give(self._held[0], self._control)
+            self._space.give(self._held[0])
             self._held[0] = 0
         self._set_thresholds()
 

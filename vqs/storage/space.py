@@ -79,7 +79,7 @@ def free_bytes(path: str) -> int:
 class Space:
     """The governor of one filesystem (module doc). Thread-safe."""
 
-    __slots__ = ("path", "total", "default_floor", "avail", "unwritten", "unwritten_data", "low", "_read_at", "_since", "_quarter",
+    __slots__ = ("path", "total", "default_floor", "avail", "unwritten", "returned", "low", "_read_at", "_since", "_quarter",
                  "_lock", "quota")
 
     def __init__(self, path: str):
@@ -88,7 +88,9 @@ class Space:
         self.default_floor = default_min_free(self.total)
         self.avail = 0          # free at the last reading, less what was taken since
         self.unwritten = 0      # taken and not yet written or given back
-        self.unwritten_data = 0  # of which by data writes
+        #: what finalizers gave back (``dropped``): appended without the lock (a
+        #: finalizer may run inside a take of this thread), counted at the next take
+        self.returned: list[int] = []
         self._since = 0          # bytes taken since the last reading
         self._quarter = 0        # a quarter of what the last reading found: read again past it
         self.low = False        # the last take was refused, or a write found no space
@@ -96,7 +98,15 @@ class Space:
         self.quota = quota_room(path) is not None  # a btrfs quota group's limit applies
         self._lock = threading.Lock()
 
+    def _settle_returned(self) -> None:
+        r = self.returned
+        while r:
+            n = r.pop()
+            self.unwritten -= n
+            self.avail += n
+
     def _read(self, now: float, where: str) -> None:
+        self._settle_returned()
         try:
             free = free_bytes(where)
         except OSError:
@@ -117,6 +127,8 @@ class Space:
         too), or CHECK_S passed."""
         path = path or where
         with self._lock:
+            if self.returned:
+                self._settle_returned()
             now = _monotonic()
             left = self.avail - nbytes
             self._since += nbytes
@@ -134,8 +146,6 @@ class Space:
                 self.low = False
             self.avail -= nbytes
             self.unwritten += nbytes
-            if not control:
-                self.unwritten_data += nbytes
 
     def take_upto(self, nbytes: int, extra: int, floor: int, where: str, path: str | None = None,
                   control: bool = False) -> int:
@@ -168,20 +178,22 @@ class Space:
                 self.low = not ok
             return ok
 
-    def wrote(self, nbytes: int, control: bool = False) -> None:
+    def wrote(self, nbytes: int) -> None:
         """Taken bytes reached a file (they show in the next reading)."""
         with self._lock:
             self.unwritten -= nbytes
-            if not control:
-                self.unwritten_data -= nbytes
 
-    def give(self, nbytes: int, control: bool = False) -> None:
+    def dropped(self, nbytes: int) -> None:
+        """``give`` for a finalizer (a log or claim collected unclosed): no lock
+        taken, as a collection may run inside a take on this thread."""
+        if nbytes:
+            self.returned.append(nbytes)
+
+    def give(self, nbytes: int) -> None:
         """Taken bytes that will not be written (a buffer dropped, a grant's rest)."""
         if nbytes:
             with self._lock:
                 self.unwritten -= nbytes
-                if not control:
-                    self.unwritten_data -= nbytes
                 self.avail += nbytes
 
     def spend(self, nbytes: int) -> None:
@@ -232,8 +244,8 @@ _registry: dict[int, Space] = {}
 _registry_lock = threading.Lock()
 
 
-def _give_cell(space: Space, cell: list, control: bool) -> None:
-    space.give(cell[0], control)
+def _give_cell(space: Space, cell: list) -> None:
+    space.dropped(cell[0])
     cell[0] = 0
 
 
@@ -295,7 +307,7 @@ class Claim:
         # ``held`` again, for a claim dropped without ``release`` (its queue not
         # closed): given back when it is collected
         self._cell = [0]
-        weakref.finalize(self, _give_cell, self.space, self._cell, control)
+        weakref.finalize(self, _give_cell, self.space, self._cell)
 
     def ensure(self, nbytes: int) -> None:
         """Hold at least ``nbytes`` (with room to grow); DiskFullError when
@@ -327,5 +339,5 @@ class Claim:
     def release(self) -> None:
         """The records were handed over (the log took its own grant for them)."""
         if self.held:
-            self.space.give(self.held, self.control)
+            self.space.give(self.held)
             self.held = self._cell[0] = 0
