@@ -15,9 +15,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# What the wheel's build needs: the package, the build hook and what it packs (the JVM
+# reader's sources and their build script; no JDK here, so no jar: Spark is not served).
+COPY pyproject.toml README.md hatch_build.py ./
+COPY spark-connector/build.py ./spark-connector/build.py
+COPY spark-connector/src ./spark-connector/src
 COPY vqs ./vqs
-RUN pip install ".[server]" && rm -rf /src
+RUN pip install ".[server,grpc]" && rm -rf /src
 
 RUN useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin vqs \
     && mkdir -p /data && chown vqs:vqs /data

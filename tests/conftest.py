@@ -24,6 +24,19 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # (and its line per fork, "ski
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# Hypothesis: the "ci" profile (loaded when CI=true) runs fewer examples with no
+# deadline (a shared CI runner's timing says nothing about the code); local runs keep
+# hypothesis's defaults. Tests that set their own max_examples take
+# ``min(N, settings().max_examples)``, so CI's budget bounds them too.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - hypothesis is a test dependency
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("ci", max_examples=20, deadline=None)
+    if os.environ.get("CI") == "true":
+        _hypothesis_settings.load_profile("ci")
+
 
 @pytest.fixture
 def child_env():

@@ -123,7 +123,7 @@ class HybridMachine(RuleBasedStateMachine):
 
 
 HybridMachine.TestCase.settings = settings(
-    max_examples=60,
+    max_examples=min(60, settings().max_examples),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

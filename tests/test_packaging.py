@@ -113,3 +113,49 @@ with vqs.HybridQueue("hq") as q:
     run(vqs_cmd, "produce", "lines", "--data-dir", "d2", "--no-progress", cwd=str(work), input=b"x\ny\n")
     assert run(vqs_cmd, "consume", "lines", "--data-dir", "d2", cwd=str(work)) == "x\ny\n"
     assert run(vqs_cmd, "topic", "list", "--data-dir", "d2", cwd=str(work)).split() == ["lines"]
+
+
+def _dockerignored(rel: str, patterns: list[str]) -> bool:
+    import fnmatch
+
+    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p + "/*") or rel.startswith(p.rstrip("/") + "/")
+               for p in patterns)
+
+
+def test_the_dockerfile_copies_everything_its_build_needs(tmp_path):
+    """Replays the Dockerfile's COPY steps (what the build context, less .dockerignore, gives
+    them) into an empty directory and builds the wheel there as its pip install does: a file
+    the build needs and the Dockerfile does not copy fails here, without a Docker engine."""
+    import shutil
+
+    with open(os.path.join(ROOT, ".dockerignore")) as f:
+        ignored = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+    ignored = [p[3:] if p.startswith("**/") else p for p in ignored]
+    src = tmp_path / "src"
+    src.mkdir()
+    copies = 0
+    with open(os.path.join(ROOT, "Dockerfile")) as f:
+        for line in f:
+            parts = line.split()
+            if not parts or parts[0] != "COPY":
+                continue
+            *sources, dest = parts[1:]
+            assert not any(s.startswith("--") for s in sources), line  # only plain context copies
+            for s in sources:
+                assert not _dockerignored(s, ignored), f"{s} is copied but .dockerignore leaves it out"
+                target = src / dest / os.path.basename(s) if dest.endswith("/") or len(sources) > 1 else src / dest
+                origin = os.path.join(ROOT, s)
+                if os.path.isdir(origin):
+                    shutil.copytree(origin, target, ignore=shutil.ignore_patterns("__pycache__", "*.jar"))
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(origin, target)
+                copies += 1
+    assert copies >= 2
+    dist = tmp_path / "dist"
+    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+        "-w", str(dist), str(src))
+    [whl] = os.listdir(dist)
+    with zipfile.ZipFile(dist / whl) as z:
+        names = set(z.namelist())
+    assert "vqs/__init__.py" in names and "vqs/spark/connector/build.py" in names

@@ -117,7 +117,7 @@ class TopicDoesNotExist(VQSError):
 
     def __init__(self, name: str):
         self.name = name
-        super().__init__(f"topic {name!r} does not exist (create it with create_topic)")
+        super().__init__(f"topic {name!r} does not exist")
 
 
 class PartitionDoesNotExist(ConfigError):

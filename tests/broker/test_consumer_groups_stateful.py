@@ -136,5 +136,5 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         assert self.broker.topic("t").end_offsets() == [len(v) for v in self.log]
 
 
-ConsumerGroupMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+ConsumerGroupMachine.TestCase.settings = settings(max_examples=min(60, settings().max_examples), stateful_step_count=30, deadline=None)
 TestConsumerGroups = ConsumerGroupMachine.TestCase

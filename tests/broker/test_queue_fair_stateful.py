@@ -190,7 +190,7 @@ class FairQueueMachine(RuleBasedStateMachine):
 
 
 FairQueueMachine.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=50, deadline=None,
+    max_examples=min(40, settings().max_examples), stateful_step_count=50, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_fair_queue_against_model = FairQueueMachine.TestCase

@@ -237,7 +237,7 @@ class QueueMachine(RuleBasedStateMachine):
 
 
 QueueMachine.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=40, deadline=None,
+    max_examples=min(40, settings().max_examples), stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestQueueStateMachine = QueueMachine.TestCase

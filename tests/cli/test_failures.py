@@ -11,6 +11,7 @@ import os
 import re
 
 from cli_helpers import run_vqs as vqs
+from cli_helpers import run_vqs_process
 
 from vqs.cli import failures
 from vqs.server import run
@@ -91,7 +92,8 @@ def test_a_mistyped_data_dir_is_refused_and_not_created(tmp_path):
 
 
 def test_a_data_dir_a_server_owns_is_unavailable(srv):
-    line = one_error_line(vqs("topic", "list", "--data-dir", srv.data_dir), 3)
+    """A real process: the exit status the shell sees, and the lock held by another process."""
+    line = one_error_line(run_vqs_process("topic", "list", "--data-dir", srv.data_dir), 3)
     assert f"is locked by pid {srv.proc.pid}" in line and "--url" in line
 
 
@@ -104,7 +106,7 @@ def test_an_unreachable_server_is_unavailable(tmp_path):
 
 
 def test_usage_errors_exit_2(tmp_path):
-    p = vqs("topic", "list", "--no-such-option")
+    p = run_vqs_process("topic", "list", "--no-such-option")  # the status a shell sees, from a real process
     assert p.returncode == 2 and b"No such option" in p.stderr and b"Traceback" not in p.stderr
     one_error_line(vqs("topic", "list", "--url", "http://x", "--data-dir", tmp_path), 2)
     one_error_line(vqs("consume", "t", "--framing", "xml", "--data-dir", tmp_path), 2)
@@ -129,6 +131,34 @@ def test_version_and_completion():
     assert p.returncode == 0 and p.stdout.decode().strip() == f"vqs {__version__}"
     p = vqs("--help")
     assert b"--install-completion" in p.stdout and b"--show-completion" in p.stdout
-    p = vqs("--show-completion", "bash", env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
+    # completion looks at the real process (its argv and environment): run one
+    p = run_vqs_process("--show-completion", "bash", env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert p.returncode == 0 and b"_VQS_COMPLETE=complete_bash" in p.stdout
     assert p.stdout.rstrip().endswith(b" vqs")  # `complete ... vqs`: completes the vqs command
+
+
+def test_a_url_without_a_scheme_is_taken_as_http(srv):
+    p = vqs("topic", "list", "--url", srv.url.removeprefix("http://"))
+    assert p.returncode == 0, p.stderr
+
+
+def test_wording_of_bounds_and_paths(srv, tmp_path):
+    p = vqs("queue", "receive", "q", "--wait", "60", "--url", srv.url)
+    assert p.returncode == 2 and b"Invalid value for '--wait'" in p.stderr and b"20" in p.stderr
+    assert b"wait_seconds" not in p.stderr and b"Traceback" not in p.stderr
+    f = tmp_path / "afile"
+    f.write_text("x")
+    line = one_error_line(vqs("topic", "create", "t", "--data-dir", f), 1)
+    assert line == f"error: data dir {f} is a file, not a directory"
+    line = one_error_line(vqs("queue", "create", "q.x y"), 1)
+    assert "not a valid name" in line or "invalid queue name" in line
+
+
+def test_the_rest_api_words_validation_errors_as_its_own_checks(srv):
+    import httpx
+
+    r = httpx.post(srv.url + "/topics", json={"name": "a b"})
+    assert r.status_code == 400
+    assert r.json()["error"]["message"] == "name 'a b' is not a valid name: use 1-200 characters from [A-Za-z0-9._-]"
+    r = httpx.post(srv.url + "/topics", json={"name": "t-bounds", "partitions": 100_000})
+    assert r.status_code == 400 and "must be at most" in r.json()["error"]["message"], r.text

@@ -9,6 +9,7 @@ import re
 from datetime import datetime
 
 from cli_helpers import run_vqs as vqs
+from cli_helpers import run_vqs_process
 
 LONG = "camera-feeds.north-entrance.building-7.frames-per-second-statistics-v2"  # 71 characters
 
@@ -63,8 +64,9 @@ def test_times_are_iso_8601_local_or_utc_and_epoch_only_in_json(tmp_path):
     assert vqs("topic", "create", "t", "--data-dir", d).returncode == 0
     assert vqs("produce", "t", "--data-dir", d, "--no-progress", input=b"a\n").returncode == 0
     env = {"TZ": "America/New_York"}
-    local = vqs("inspect", d, "--batches", env=env).stdout.decode()
-    utc = vqs("inspect", d, "--batches", "--utc", env=env).stdout.decode()
+    # a process reads TZ when it starts: run real ones
+    local = run_vqs_process("inspect", d, "--batches", env=env).stdout.decode()
+    utc = run_vqs_process("inspect", d, "--batches", "--utc", env=env).stdout.decode()
     iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}"
     (lt,) = set(re.findall(iso + r"[-+]\d\d:\d\d", local))
     (ut,) = set(re.findall(iso + "Z", utc))

@@ -41,7 +41,19 @@ def test_a_busy_port_is_one_line_exit_3_and_touches_nothing(tmp_path):
         p = serve("--data-dir", tmp_path / "d", "--port", port)
     assert p.returncode == 3
     assert only_line(p)["msg"].startswith(f"port {port} on 127.0.0.1 is in use")
+    assert only_line(p)["msg"].endswith("--port)")
     assert not (tmp_path / "d").exists()  # failed before opening the data directory
+
+
+def test_a_busy_kafka_port_names_its_own_option(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        p = serve("--data-dir", tmp_path / "d", "--port", free_port(), "--kafka-port", port)
+    assert p.returncode == 3
+    msg = only_line(p)["msg"]
+    assert msg.startswith(f"port {port} on 127.0.0.1 is in use") and msg.endswith("--kafka-port)")
 
 
 def test_a_locked_data_dir_is_one_line_naming_the_pid_exit_3(tmp_path):
@@ -120,7 +132,7 @@ def test_text_logs_on_a_terminal(tmp_path):
         assert proc.wait(30) == 0
         os.close(master)
     lines = out.decode().splitlines()
-    assert f"ready: API {url}  docs {url}/docs  metrics {url}/metrics" in lines[0] and not lines[0].startswith("{")
+    assert f"ready: API {url}  console {url}/console  docs {url}/docs  metrics {url}/metrics" in lines[0] and not lines[0].startswith("{")
     assert any("rejected 404 GET /topics/nope topic_not_found" in line for line in lines[1:]), lines
 
 

@@ -13,6 +13,10 @@
 One process owns a data directory (an exclusive lock on DATA/.lock, whose
 error names the holder's pid); other processes go through the server, or read
 partition logs with ``Log.open(..., readonly=True)``. Layout: layout.py.
+
+Why over 500 lines: this is the embedded API's one facade (topics, producers,
+consumers, groups, queues, redrive), each method a short delegation to the part
+that owns the state (catalog, group offsets, coordinator, queue registry).
 """
 
 from __future__ import annotations
@@ -441,6 +445,20 @@ class Broker:
                 rows.append(PartitionLag(topic, p, c, start, end, lag))
         return rows
 
+    def offsets(self, topic: str, timestamp_ms: int | None = None) -> list[dict]:
+        """Every partition's ``start_offset`` and ``end_offset`` (and, given ``timestamp_ms``, its
+        ``offset_for_time``: the first offset at or after that time, None past the end), as
+        REST's ``GET /topics/{t}/offsets`` and ``vqs.Client.offsets`` give them."""
+        t = self.topic(topic)
+        rows = []
+        for p in range(t.partitions):
+            lg = t.log(p)
+            row = {"partition": p, "start_offset": lg.start_offset, "end_offset": lg.end_offset}
+            if timestamp_ms is not None:
+                row["offset_for_time"] = lg.offset_for_time(timestamp_ms)
+            rows.append(row)
+        return rows
+
     def delete_group(self, group: str) -> bool:
         """Forget a group's committed offsets; False if it had none."""
         self._check_open()
@@ -469,6 +487,22 @@ class Broker:
         beyond create/get/list/delete (dead-letter sources, message move tasks)."""
         self._check_open()
         return self._queue_registry()
+
+    def redrive(self, source: str, destination: str | None = None, *, max_per_second: float | None = None):
+        """Move the messages of dead-letter queue ``source`` back to the queues they came from
+        (or to ``destination``) on a background thread: SQS's StartMessageMoveTask. Returns the
+        ``MoveTask`` (``status``, ``moved``, ``to_move``); one runs per source at a time."""
+        self._check_open()
+        validate_name(source, "queue")
+        if destination is not None:
+            validate_name(destination, "queue")
+        return self._queue_registry().start_message_move_task(source, destination, max_per_second=max_per_second)
+
+    def redrive_tasks(self, source: str, max_results: int = 10) -> list:
+        """The message move tasks of queue ``source``, newest first (``MoveTask``)."""
+        self._check_open()
+        validate_name(source, "queue")
+        return self._queue_registry().list_message_move_tasks(source, max_results)
 
     def create_queue(self, name: str, **attributes):
         """Create an SQS-style queue (attributes: see ``QueueRegistry.create``)."""

@@ -19,8 +19,8 @@ Invariant: a user error never shows a traceback. ``CLIGroup`` (the root
 command's class) turns every VQSError, OSError, unreachable server and Ctrl-C
 raised by any command into ``fail()``: ``error: <one line>`` on stderr (never
 wrapped, whatever the terminal width) and its exit code. ``explain`` words the
-embedded API's messages for a shell user: no Python names ("create it with
-create_topic", "readonly=True") but the command to type. A bug (any other
+embedded API's messages for a shell user: no Python names but the command to
+type ("create it with `vqs topic create NAME`"). A bug (any other
 exception) keeps its traceback: it is ours to fix, and the traceback says where.
 """
 
@@ -60,9 +60,8 @@ def fail(msg: str, code: int = EXIT_ERROR):
 
 # Python hints in the embedded API's messages, and what a shell user types instead
 _HINTS = [
-    (re.compile(r"topic '([^']+)' does not exist \(create it with create_topic\)"),
+    (re.compile(r"topic '([^']+)' does not exist$"),
      r"topic '\1' does not exist (create it with `vqs topic create \1`)"),
-    (re.compile(r"\s*\(open it with readonly=True, or go through the VQS server\)"), ""),
 ]
 
 

@@ -27,6 +27,19 @@ from rich.text import Text
 out = Console()
 err = Console(stderr=True)
 
+YES = typer.Option(False, "--yes", "-y", help="do not ask (without a terminal on stdin it never asks)")
+
+
+def confirm_destructive(question: str, yes: bool) -> None:
+    """Ask ``question`` before a command destroys data, on a terminal only: with ``--yes``, or
+    when stdin is not a terminal (a script, a pipe), the command acts without asking, as
+    ``rm`` does. A "no" aborts with exit code 1."""
+    import sys
+
+    if not yes and sys.stdin.isatty():
+        typer.confirm(question, abort=True)
+
+
 URL = typer.Option(None, "--url", envvar="VQS_URL", help="server URL (default http://127.0.0.1:8642)")
 DATA = typer.Option(None, "--data-dir", envvar="VQS_DATA_DIR", help="work on a data directory instead of a server")
 TOKEN = typer.Option(None, "--token", envvar="VQS_TOKEN", help="bearer token for the server")

@@ -7,12 +7,16 @@ import sys
 
 import typer
 
+from .failures import fail
 from .output import (
     DATA,
     JSON_OUT,
     TOKEN,
     URL,
     UTC_OUT,
+    YES,
+    confirm_destructive,
+    err,
     iso_time,
     new_table,
     print_json,
@@ -76,16 +80,28 @@ _TIME_ATTRIBUTES = ("CreatedTimestamp", "LastModifiedTimestamp")  # SQS: epoch s
 
 
 @queue_app.command("delete")
-def queue_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Delete a queue and its messages."""
+def queue_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
+                 yes: bool = YES):
+    """Delete a queue and its messages.
+
+    Asks first on a terminal; with --yes, or when stdin is not a terminal (a script), it does
+    not ask.
+    """
+    confirm_destructive(f"delete queue {name} and all its messages?", yes)
     with target(url, data_dir, token, queue=name) as t:
         t.delete_queue(name)
     print_line(f"deleted queue {name}")
 
 
 @queue_app.command("purge")
-def queue_purge(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Delete every message of a queue."""
+def queue_purge(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
+                yes: bool = YES):
+    """Delete every message of a queue.
+
+    Asks first on a terminal; with --yes, or when stdin is not a terminal (a script), it does
+    not ask.
+    """
+    confirm_destructive(f"delete every message of queue {name}?", yes)
     with target(url, data_dir, token, queue=name) as t:
         t.queue(name).purge()
     print_line(f"purged queue {name}")
@@ -107,8 +123,10 @@ def queue_send(name: str, body: str | None = typer.Argument(None, help="message 
 
 @queue_app.command("receive")
 def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
-                  wait_seconds: int | None = typer.Option(None, "--wait"),
-                  visibility_timeout: int | None = typer.Option(None),
+                  wait_seconds: int | None = typer.Option(None, "--wait", min=0, max=20,
+                                                          help="long poll up to this many seconds (0-20, as SQS)"),
+                  visibility_timeout: int | None = typer.Option(None, min=0, max=43_200,
+                                                                help="seconds (0-43200, as SQS)"),
                   delete: bool = typer.Option(False, "--delete", help="delete what was received"),
                   url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Receive messages.
@@ -124,6 +142,53 @@ def queue_receive(name: str, max_messages: int = typer.Option(1, "--max", "-n"),
                                          "receive_count": m.receive_count}) + "\n")
             if delete:
                 q.delete(m.receipt_handle)
+
+
+@queue_app.command("peek")
+def queue_peek(name: str, max_messages: int = typer.Option(10, "--max", "-n", min=1, max=100,
+                                                          help="at most this many (1-100)"),
+               from_offset: int = typer.Option(0, "--from", min=0, help="from this position (a row's offset + 1)"),
+               url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Show pending messages without receiving them.
+
+    Nothing changes: no lease, no receive count. JSON lines: id, offset, state (visible, in_flight,
+    delayed, moving), receive_count, body.
+    """
+    with target(url, data_dir, token, queue=name) as t:
+        rows = t.queue(name).peek(max_messages, from_offset)
+    for p in rows:
+        m = p.message
+        body = m.body.decode("utf-8", "replace") if isinstance(m.body, (bytes, bytearray)) else m.body
+        sys.stdout.write(json.dumps({"id": m.id, "offset": m.offset, "state": p.state,
+                                     "receive_count": p.receive_count, "visible_at_ms": p.visible_at_ms,
+                                     "body": body}) + "\n")
+
+
+@queue_app.command("redrive")
+def queue_redrive(name: str = typer.Argument(..., help="the dead-letter queue"),
+                  to: str | None = typer.Option(None, "--to", help="move into this queue (default: where each came from)"),
+                  max_per_second: int | None = typer.Option(None, "--max-per-second", min=1, max=500),
+                  wait: bool = typer.Option(True, "--wait/--no-wait",
+                                            help="wait until the move ends (--no-wait: a server keeps moving)"),
+                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Move a dead-letter queue's messages back.
+
+    The move is SQS's StartMessageMoveTask. With --data-dir the command always waits: the move runs in this process.
+    """
+    import time
+
+    with target(url, data_dir, token, queue=name) as t:
+        task = t.redrive(name, to, max_per_second=max_per_second)
+        print_line(f"moving {task.to_move} message(s) out of {name} (task {task.handle})", err)
+        if not wait and not data_dir:
+            return
+        while task.active:
+            time.sleep(0.2)
+            [task] = [x for x in t.redrive_tasks(name) if x.handle == task.handle] or [task]
+    if task.status != "COMPLETED":
+        fail(f"the move out of {name} ended {task.status}: {task.failure_reason or 'no reason given'} "
+             f"({task.moved} moved)")
+    print_line(f"moved {task.moved} message(s) out of {name}", err)
 
 
 @queue_app.command("delete-message")

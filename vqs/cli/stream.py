@@ -16,7 +16,8 @@ import sys
 
 import typer
 
-from .failures import EXIT_USAGE, fail
+from ..errors import VQSError
+from .failures import EXIT_INTERRUPTED, EXIT_USAGE, explain, fail
 from .output import DATA, TOKEN, URL, err, print_line, progress
 from .target import target
 
@@ -42,20 +43,66 @@ def _frames(stream, framing: str):
 
 
 
+class _Interrupt:
+    """SIGINT during ``produce``: raised at once while input is awaited, deferred while a request
+    is in flight (a batch is sent whole or not at all, and the count said is exact)."""
+
+    def __init__(self):
+        self.sending = False
+        self.pending = False
+        self._old = None
+
+    def __enter__(self):
+        import signal
+
+        self._old = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        signal.signal(signal.SIGINT, self._old)
+
+    def _on_sigint(self, signum, frame):
+        if self.sending:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    def send(self, fn):
+        """``fn()`` with SIGINT deferred; a SIGINT that came meanwhile is raised after it."""
+        self.sending = True
+        try:
+            return fn()
+        finally:
+            self.sending = False
+            if self.pending:
+                self.pending = False
+                raise KeyboardInterrupt
+
+
 def produce(topic: str,
             file: str | None = typer.Option(None, "--file", "-f", help="read from a file (default stdin)"),
             framing: str = typer.Option("line", "--framing", help="line (one message per line) or length (4-byte big-endian length prefix)"),
             key: str | None = typer.Option(None, "--key", help="key for every message"),
             partition: int | None = typer.Option(None, "--partition"),
-            batch_size: int = typer.Option(500, "--batch-size", help="messages per request"),
+            batch_size: int = typer.Option(500, "--batch-size", help="messages per request (on a terminal each line is sent as typed)"),
+            skip: int = typer.Option(0, "--skip", min=0, help="skip the first N messages of the input (resume a run that stopped after N)"),
             show_progress: bool = typer.Option(True, "--progress/--no-progress",
                                                help="a progress bar on stderr (only on a terminal)"),
             url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Send messages read from stdin or a file."""
+    """Send messages read from stdin or a file.
+
+    On a terminal each line is sent as it is typed; from a file or a pipe, in batches. A batch is
+    sent whole or not at all: on an error or Ctrl-C the command says how many messages were sent
+    and how many were read but not sent, and --skip N resumes after the N sent.
+    """
     from rich.progress import BarColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     if framing not in ("line", "length"):
         fail(f"--framing must be line or length, not {framing!r}", EXIT_USAGE)
+    if batch_size < 1:
+        fail(f"--batch-size must be at least 1, not {batch_size}", EXIT_USAGE)
     if file:
         try:
             stream = open(file, "rb")
@@ -63,10 +110,15 @@ def produce(topic: str,
             fail(f"cannot read {file}: {e.strerror}")
     else:
         stream = sys.stdin.buffer
+        if stream.isatty():
+            batch_size = 1  # typed lines go out as they are typed
     total = os.fstat(stream.fileno()).st_size if file and os.path.isfile(file) else None
-    sent = 0
+    unit = "line" if framing == "line" else "message"
+    sent = 0       # messages of the input sent (after the skipped ones)
+    batch: list = []
+    first = skip + 1  # the input's number (1-based) of batch[0]
     try:
-        with target(url, data_dir, token, topic=topic) as t:
+        with _Interrupt() as intr, target(url, data_dir, token, topic=topic) as t:
             p = t.producer()
             kb = key.encode() if key is not None else None
             columns = [TextColumn("[bold]{task.fields[n]}[/bold] messages"), BarColumn(), TransferSpeedColumn()]
@@ -74,19 +126,38 @@ def produce(topic: str,
                 columns.append(TimeRemainingColumn())
             with progress(*columns, enabled=show_progress) as prog:
                 task = prog.add_task("produce", total=total, n=0)
-                batch: list = []
                 nbytes = 0
 
+                def send(recs):
+                    intr.send(lambda: p.send_batch(topic, recs, keys=None if kb is None else [kb] * len(recs),
+                                                   partition=partition))
+
                 def flush_batch():
-                    nonlocal sent, nbytes, batch
-                    if batch:
-                        p.send_batch(topic, batch, keys=None if kb is None else [kb] * len(batch), partition=partition)
-                        sent += len(batch)
-                        prog.update(task, advance=nbytes, n=sent)
-                        batch, nbytes = [], 0
+                    nonlocal sent, nbytes, batch, first
+                    if not batch:
+                        return
+                    try:
+                        send(batch)
+                    except VQSError as e:
+                        if len(batch) == 1 or not _refused_whole(e):
+                            raise _Failed(first, first + len(batch) - 1, e) from e
+                        for rec in batch:  # nothing of it was appended: find the message it refused
+                            try:
+                                send([rec])
+                            except VQSError as e1:
+                                raise _Failed(first, first, e1) from e1
+                            sent += 1
+                            first += 1
+                            batch = batch[1:]
+                    sent += len(batch)
+                    first += len(batch)
+                    prog.update(task, advance=nbytes, n=sent)
+                    batch, nbytes = [], 0
 
                 try:
-                    for rec in _frames(stream, framing):
+                    for i, rec in enumerate(_frames(stream, framing)):
+                        if i < skip:
+                            continue
                         batch.append(rec)
                         nbytes += len(rec) + (1 if framing == "line" else 4)
                         if len(batch) >= batch_size:
@@ -95,11 +166,34 @@ def produce(topic: str,
                 except ValueError as e:
                     flush_batch()
                     fail(f"{e} (after {sent} messages)")
-            p.flush()
+            intr.send(p.flush)
+    except KeyboardInterrupt:
+        print_line(f"interrupted: sent {sent} message(s) to {topic}; {len(batch)} read but not sent"
+                   + (f" (resume with --skip {skip + sent})" if file else ""), err)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except _Failed as f:
+        where = f"{unit} {f.first}" if f.first == f.last else f"{unit}s {f.first}-{f.last}"
+        fail(f"{where}: {explain(f.error)[1]}; sent {sent} message(s) to {topic} before it"
+             + (f" (fix the input and resume with --skip {skip + sent})" if file else ""))
     finally:
         if file:
             stream.close()
     print_line(f"sent {sent} message(s) to {topic}", err)
+
+
+class _Failed(Exception):
+    """A batch (input numbers ``first``..``last``) the target refused."""
+
+    def __init__(self, first: int, last: int, error: Exception):
+        self.first, self.last, self.error = first, last, error
+
+
+def _refused_whole(e: Exception) -> bool:
+    """True when the error refuses a request before anything of it is appended (a message too
+    large, an invalid request), so each message of the batch can be tried alone."""
+    from ..errors import MessageTooLarge, RemoteError
+
+    return isinstance(e, MessageTooLarge) or (isinstance(e, RemoteError) and e.status in (400, 413, 422))
 
 
 def consume(topic: str,

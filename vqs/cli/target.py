@@ -17,8 +17,10 @@ anything: a mistyped ``--data-dir`` is an error, not a new empty directory.
 from __future__ import annotations
 
 import os
+import shutil
 from contextlib import contextmanager
 
+from ..broker.names import validate_name
 from .failures import EXIT_UNAVAILABLE, EXIT_USAGE, explain, fail, http_error, unreachable
 
 # what a data directory holds (vqs/broker/layout.py names them); any one makes it VQS's
@@ -50,12 +52,18 @@ def target(url: str | None, data_dir: str | None, token: str | None, *, creates:
         fail("give --url or --data-dir, not both", EXIT_USAGE)
     names = {"topic": topic, "queue": queue}
     where = None
+    made = bool(data_dir) and creates and not os.path.exists(data_dir)
     try:
+        for kind, name in names.items():  # before anything is opened or made for it
+            if name is not None:
+                validate_name(name, f"{kind} name")
         if data_dir:
             from ..broker import Broker
 
             if not creates:
                 check_data_dir(data_dir)
+            elif os.path.exists(data_dir) and not os.path.isdir(data_dir):
+                fail(f"data dir {data_dir} is a file, not a directory")
             t = Broker(data_dir)
         else:
             from ..client import DEFAULT_URL, Client
@@ -64,8 +72,10 @@ def target(url: str | None, data_dir: str | None, token: str | None, *, creates:
             t = Client(where, token=token)
     except (VQSError, OSError) as e:
         fail(*_explained(e, where, names))
+    ok = False
     try:
         yield t
+        ok = True
     except BrokenPipeError:  # stdout's reader left (`| head`): not an error of the request
         raise
     except (VQSError, OSError) as e:
@@ -76,6 +86,17 @@ def target(url: str | None, data_dir: str | None, token: str | None, *, creates:
         raise
     finally:
         t.close()
+        if made and not ok:
+            _remove_if_empty(data_dir)
+
+
+def _remove_if_empty(data_dir: str) -> None:
+    """Remove a data directory this command made, when its failure left nothing in it but the
+    empty skeleton a Broker opens with (the lock file, empty subdirectories)."""
+    for root, _dirs, files in os.walk(data_dir):
+        if any(not (root == data_dir and f == ".lock") for f in files):
+            return
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _explained(e: BaseException, url: str | None, names: dict) -> tuple[str, int]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import typer
 
@@ -12,6 +11,8 @@ from .output import (
     JSON_OUT,
     TOKEN,
     URL,
+    YES,
+    confirm_destructive,
     new_table,
     out,
     print_json,
@@ -69,10 +70,13 @@ def topic_describe(name: str, url: str | None = URL, data_dir: str | None = DATA
 
 @topic_app.command("delete")
 def topic_delete(name: str, url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
-                 yes: bool = typer.Option(False, "--yes", "-y", help="do not ask")):
-    """Delete a topic and its data."""
-    if not yes and sys.stdin.isatty():
-        typer.confirm(f"delete topic {name} and all its messages?", abort=True)
+                 yes: bool = YES):
+    """Delete a topic and its data.
+
+    Asks first on a terminal; with --yes, or when stdin is not a terminal (a script), it does
+    not ask.
+    """
+    confirm_destructive(f"delete topic {name} and all its messages?", yes)
     with target(url, data_dir, token, topic=name) as t:
         t.delete_topic(name)
     print_line(f"deleted topic {name}")

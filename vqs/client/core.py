@@ -9,9 +9,10 @@ the records from ``offset`` on, with the next offset to ask for.
 
 from __future__ import annotations
 
+from ..broker.names import validate_name
 from ..wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
 from .consumer import RemoteConsumer
-from .queues import RemoteQueue
+from .queues import RemoteMoveTask, RemoteQueue
 from .topics import RemoteProducer, RemoteTopic
 from .transport import DEFAULT_URL, Transport
 from .values import as_tp
@@ -52,7 +53,7 @@ class Client:
     def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
                      retention_bytes: int | None = None, segment_bytes: int | None = None,
                      compression: str | None = None) -> RemoteTopic:
-        body = {"name": name, "partitions": partitions}
+        body = {"name": validate_name(name, "topic name"), "partitions": partitions}
         for k, v in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes),
                      ("segment_bytes", segment_bytes), ("compression", compression)):
             if v is not None:
@@ -122,8 +123,10 @@ class Client:
     def describe_group(self, group: str) -> list:
         from ..broker.topic import PartitionLag
 
-        rows = self._transport.json("GET", f"/groups/{group}")["partitions"]
-        return [PartitionLag(**row) for row in rows]
+        r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
+        if r.status_code == 404:  # a group the server does not know: no rows, as Broker.describe_group
+            return []
+        return [PartitionLag(**row) for row in r.json()["partitions"]]
 
     def group_offsets(self, group: str) -> dict:
         """{TopicPartition: committed offset}; {} for a group the server does not know."""
@@ -152,11 +155,22 @@ class Client:
 
     # ------------------------------------------------------------------------- queues
     def create_queue(self, name: str, **attributes) -> RemoteQueue:
-        body = {"name": name, **attributes}
+        body = {"name": validate_name(name, "queue name"), **attributes}
         return RemoteQueue(self._transport, name, self._transport.json("POST", "/queues", json=body))
 
     def queue(self, name: str) -> RemoteQueue:
         return RemoteQueue(self._transport, name, self._transport.json("GET", f"/queues/{name}"))
+
+    def redrive(self, source: str, destination: str | None = None, *,
+                max_per_second: int | None = None) -> RemoteMoveTask:
+        """As ``Broker.redrive``: start moving dead-letter queue ``source``'s messages back."""
+        body = {k: v for k, v in (("destination", destination), ("max_per_second", max_per_second)) if v is not None}
+        return RemoteMoveTask(self._transport.json("POST", f"/queues/{source}/redrive", json=body, expect=(202,)))
+
+    def redrive_tasks(self, source: str, max_results: int = 10) -> list[RemoteMoveTask]:
+        """As ``Broker.redrive_tasks``: the move tasks of queue ``source``, newest first."""
+        doc = self._transport.json("GET", f"/queues/{source}/redrive", params={"max_results": max_results})
+        return [RemoteMoveTask(d) for d in doc["tasks"]]
 
     def queues(self, prefix: str | None = None) -> list[str]:
         params = {} if prefix is None else {"prefix": prefix}

@@ -30,12 +30,13 @@ class RemoteMessage:
     .sent_timestamp_ms .attributes``)."""
 
     __slots__ = ("id", "body", "receipt_handle", "receive_count", "sent_timestamp_ms", "attributes",
-                 "group_id", "dedup_id", "sequence_number", "first_receive_timestamp_ms")
+                 "group_id", "dedup_id", "sequence_number", "first_receive_timestamp_ms", "offset")
 
     def __init__(self, d: dict):
         self.id = d["id"]
         self.body = base64.b64decode(d["body_b64"]) if "body_b64" in d else d["body"].encode("utf-8")
-        self.receipt_handle = d["receipt_handle"]
+        self.receipt_handle = d.get("receipt_handle", "")  # "" for a peeked message, as embedded
+        self.offset = d.get("offset")
         self.receive_count = d.get("receive_count", 1)
         self.sent_timestamp_ms = d.get("sent_timestamp_ms")
         self.attributes = _attributes_out(d.get("attributes"))
@@ -98,6 +99,26 @@ def _body_json(body) -> dict:
     return {"body_b64": base64.b64encode(as_bytes(body, "body")).decode("ascii")}  # bytes as they are
 
 
+class RemoteMoveTask:
+    """A message move task as the server reported it (``MoveTask``'s fields: ``handle``,
+    ``source``, ``destination``, ``status``, ``moved``, ``to_move``, ``failure_reason``);
+    ``active`` while RUNNING or CANCELLING."""
+
+    __slots__ = ("handle", "source", "destination", "status", "moved", "to_move", "max_per_second",
+                 "failure_reason", "started_ms")
+
+    def __init__(self, d: dict):
+        for k in self.__slots__:
+            setattr(self, k, d.get(k))
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("RUNNING", "CANCELLING")
+
+    def __repr__(self) -> str:
+        return f"RemoteMoveTask({self.source!r}, status={self.status!r}, moved={self.moved}/{self.to_move})"
+
+
 class RemoteQueue:
     """A queue on the server, with ``vqs`` Queue's methods."""
 
@@ -149,6 +170,18 @@ class RemoteQueue:
     def change_visibility(self, receipt_handle: str, seconds: int) -> None:
         self._transport.request("POST", self._p("/visibility"),
                               json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+
+    def peek(self, max_messages: int = 10, from_offset: int = 0) -> list:
+        """Up to ``max_messages`` (1-100) pending messages from ``from_offset`` on, oldest first,
+        without receiving them, as ``Queue.peek`` gives them: ``PeekedMessage(message, state,
+        receive_count, visible_at_ms)``, the message without a receipt handle. The next page
+        starts at the last one's ``message.offset + 1``."""
+        from ..broker.queue import PeekedMessage
+
+        doc = self._transport.json("GET", self._p("/peek"), params={"max_messages": max_messages,
+                                                                     "from_offset": from_offset})
+        return [PeekedMessage(RemoteMessage(d), d["state"], d["receive_count"], d.get("visible_at_ms"))
+                for d in doc["messages"]]
 
     def purge(self) -> None:
         self._transport.request("POST", self._p("/purge"))

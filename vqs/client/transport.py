@@ -14,19 +14,37 @@ Guarantees:
   the answer, a timeout) raises ``vqs.errors.ServerUnreachable`` naming the
   server, with the transport's exception as its ``__cause__``: no ``httpx`` or
   ``httpcore`` exception reaches a caller;
+- a request's path is made only of valid names (``vqs.broker.names``): a
+  topic, queue or group name that is not one (``../x``, a lone surrogate from
+  a non-UTF-8 command line) raises ``InvalidName`` before anything is sent,
+  so no name can reach another route;
 - sockets set TCP_NODELAY: a request is written as headers then body, and
   without it the body waits for the peer's delayed ACK.
 """
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 from .. import errors as E
+from ..broker.names import validate_name
 from .error_map import from_response
 
 DEFAULT_URL = "http://127.0.0.1:8642"
 _SOCKET_OPTIONS = [(6, 1, 1)]  # (IPPROTO_TCP, TCP_NODELAY, 1)
+_PATH = re.compile(r"(?:/[A-Za-z0-9._-]{1,200})*")
+
+
+def _check_path(path: str) -> None:
+    """Raise InvalidName unless every part of ``path`` (before its query) is a valid name (one
+    regex on the common path)."""
+    path = path.partition("?")[0]
+    if _PATH.fullmatch(path) and "/./" not in path + "/" and "/../" not in path + "/":
+        return
+    for part in path.split("/")[1:]:
+        validate_name(part)
+    raise E.InvalidName(f"invalid request path {path!r}")
 
 
 def _transport_errors() -> tuple:
@@ -44,6 +62,8 @@ class Transport:
     def __init__(self, url: str, token: str | None, timeout: float, transport=None):
         import httpx
 
+        if "://" not in url:  # host:port, as curl takes it
+            url = "http://" + url
         self.url = url.rstrip("/")
         headers = {"user-agent": "vqs-client"}
         if token:
@@ -64,6 +84,7 @@ class Transport:
 
     def request(self, method: str, path: str, *, expect=(200, 201, 204), **kw):
         """The ``httpx.Response``; raises the mapped error unless its status is in ``expect``."""
+        _check_path(path)
         try:
             r = self.http.request(method, path, **kw)
         except self._failures as e:
@@ -81,6 +102,7 @@ class Transport:
             timeout: float | None = None) -> tuple[dict, bytes]:
         """(lower-cased headers, body) of a 200 answer on the hot path; any other status raises.
         ``headers`` are (bytes, bytes) pairs."""
+        _check_path(path)
         url = f"{self.url}{path}?{urlencode(params)}" if params else f"{self.url}{path}"
         t = timeout or self.timeout
         try:

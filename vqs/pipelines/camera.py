@@ -35,6 +35,16 @@ EOS = "EOS"  # end-of-stream marker: advances the watermark so the last windows 
 
 
 # ------------------------------------------------------------------ the feed
+_EVENT_KEYS = {"camera", "frame", "ts", "type", "bytes"}
+
+
+def _is_frame_event(value: bytes | None) -> bool:
+    try:
+        doc = json.loads(value)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.keys() >= _EVENT_KEYS
+
 @dataclass
 class FeedStats:
     cameras: int
@@ -107,15 +117,27 @@ class _Producer:
         self._p = self._owner.producer()
 
     def ensure_topic(self, name: str, partitions: int) -> None:
-        from ..errors import TopicAlreadyExists, TopicDoesNotExist
+        """Create ``name``, or check that the topic there holds camera frame events: the last
+        record of each partition is one (frames appended to an unrelated topic would be
+        counted as frames by the job)."""
+        from ..errors import ConfigError, TopicAlreadyExists, TopicDoesNotExist
 
         try:
-            self._owner.topic(name)
+            t = self._owner.topic(name)
         except TopicDoesNotExist:
             try:
                 self._owner.create_topic(name, partitions=partitions)
             except TopicAlreadyExists:
                 pass
+            return
+        for row in self._owner.offsets(name):
+            p, end = row["partition"], row["end_offset"]
+            if end <= row["start_offset"]:
+                continue
+            recs = t.read(p, end - 1, max_records=1)
+            if recs and not _is_frame_event(recs[-1].value):
+                raise ConfigError(f"topic {name!r} holds records that are not camera frame events (partition {p}, "
+                                  f"offset {end - 1}); give the feed a topic of its own (--topic)")
 
     def send(self, topic, values, keys, timestamps):
         self._p.send_batch(topic, values, keys=keys, timestamps_ms=timestamps)

@@ -142,7 +142,7 @@ def run(argv=None) -> dict:
                 if p["numInputRows"] or name == "camera_stats":
                     wm = p.get("eventTime", {}).get("watermark", "-")
                     label = "stats " if name == "camera_stats" else "alerts"
-                    console.print(f"  {label}  batch {p['batchId']:>2}: {p['numInputRows']:>6,} frames "
+                    console.print(f"  {label}  batch {p['batchId']:>2}: {p['numInputRows']:>6,} records "
                                   f"({p.get('processedRowsPerSecond') or 0:>8,.0f}/s)  watermark {wm}",
                                   markup=False, highlight=False)
 
@@ -172,8 +172,9 @@ def run(argv=None) -> dict:
     chart = camera.write_chart(summary, out, subtitle=f"{st.cameras} cameras, {st.frames_sent:,} frames fed, "
                                f"{res.windows} windows, {res.alerts} alerts")
     console.print(
-        f"\n[bold]done[/bold] in {time.perf_counter() - t_start:.0f} s: {res.frames_read:,} frames in "
-        f"{res.batches} micro-batches; {res.windows} windows, {res.alerts} alerts.", highlight=False)
+        f"\n[bold]done[/bold] in {time.perf_counter() - t_start:.0f} s: {res.frames_read:,} records read in "
+        f"{res.batches} micro-batches (the {st.frames_sent:,} frames fed and {st.cameras} end-of-stream markers, "
+        f"one per camera); {res.windows} windows, {res.alerts} alerts.", highlight=False)
     # Plain print: one line each, whatever the terminal's width (rich would wrap them).
     vqs_cmd = os.path.join(os.path.dirname(sys.executable), "vqs")
     if not os.path.exists(vqs_cmd):

@@ -393,10 +393,11 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
         first = errs[0] if errs else {}
         loc = [str(x) for x in first.get("loc", ()) if x not in ("body", "query", "path")]
         field = ".".join(loc) or None
-        msg = first.get("msg", "invalid request")
+        from .rest.conventions import validation_text
+
         ctx.metrics.errors.labels("rest", "invalid_argument").inc()
         return JSONResponse(
-            {"error": {"code": "invalid_argument", "message": f"{field or 'request'}: {msg}", "field": field}},
+            {"error": {"code": "invalid_argument", "message": validation_text(field, first), "field": field}},
             status_code=400,
         )
 

@@ -2,8 +2,8 @@
 
 Every request updates four of the server's metrics (its count and latency,
 messages and bytes in or out). prometheus_client's labelled children cost
-about 1.5 us per ``inc`` and 4 us per ``observe`` (bench/RESULTS.md, issue 13
-item 4: a check, a lock per value and a Python loop over the buckets), as much
+about 1.5 us per ``inc`` and 4 us per ``observe`` (bench/RESULTS.md: a check,
+a lock per value and a Python loop over the buckets), as much
 as the rest of a lean produce's own work; these keep the same numbers as a
 plain list per label set under one lock, and build the exposition families
 only when ``/metrics`` is scraped.

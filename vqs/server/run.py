@@ -13,7 +13,7 @@ touched); with ``--grpc-port``, the gRPC port bound too (2 without the grpc
 extra, 3 if in use; vqs/server/grpc/front.py); the data directory opened and locked (3 if another process holds
 it, naming its pid; 1 if it cannot be opened; 4 if recovery finds
 corruption); then uvicorn serves on the bound socket and, once it listens,
-one ``ready`` line gives the URLs (API, docs, metrics; gRPC's address once it
+one ``ready`` line gives the URLs (API, console, docs, metrics; gRPC's address once it
 serves). No "ready" is ever logged before the sockets listen.
 
 uvicorn with uvloop and httptools, one worker (one process owns the data
@@ -135,7 +135,7 @@ def serve(settings: Settings) -> None:
     kafka_sock = None
     try:
         if settings.kafka_port:
-            kafka_sock = _listen(settings, fmt, settings.kafka_port)
+            kafka_sock = _listen(settings, fmt, settings.kafka_port, option="--kafka-port")
         grpc_front = _listen_grpc(settings, fmt) if settings.grpc_port else None
         broker = _open_broker(settings, fmt)
     except BaseException:
@@ -219,8 +219,8 @@ def _open_file_limit(settings: Settings, fmt: str) -> None:
     descriptors too, and one the event loop cannot accept (EMFILE) is closed
     unanswered with nothing logged: when ``max_connections`` connections,
     ``max_open_files`` files and OTHER_FDS cannot all be open under the limit,
-    a warning at start-up names the limit and the settings to change (found by
-    an outside judge: ``ulimit -n 1024``, the defaults, 800 idle connections)."""
+    a warning at start-up names the limit and the settings to change (``ulimit
+    -n 1024`` with the defaults cannot hold 800 idle connections)."""
     from ..storage.fd_limit import open_file_limits, raise_open_file_limit
     from ..storage.file_cache import CACHE, set_max_open_files
 
@@ -241,8 +241,9 @@ def _open_file_limit(settings: Settings, fmt: str) -> None:
                        max(room, 0))
 
 
-def _listen(settings: Settings, fmt: str, port: int | None = None) -> socket.socket:
-    """The bound listening socket, before anything else is opened (a busy port changes nothing)."""
+def _listen(settings: Settings, fmt: str, port: int | None = None, option: str = "--port") -> socket.socket:
+    """The bound listening socket, before anything else is opened (a busy port changes nothing);
+    ``option`` names the setting of that port in the error."""
     host, port = settings.host, port or settings.port
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -251,7 +252,7 @@ def _listen(settings: Settings, fmt: str, port: int | None = None) -> socket.soc
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
-            _cannot_start(fmt, f"port {port} on {host} is in use (another server? choose a free one with --port)",
+            _cannot_start(fmt, f"port {port} on {host} is in use (another server? choose a free one with {option})",
                           EXIT_UNAVAILABLE)
         if e.errno == errno.EACCES:
             _cannot_start(fmt, f"cannot listen on port {port} of {host}: permission denied (ports below 1024 "
@@ -388,7 +389,8 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     host = settings.host
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     url = f"{'https' if settings.tls_cert else 'http'}://{shown}:{sock.getsockname()[1]}"
-    fields = {"url": url, "docs": url + "/docs", "metrics": url + "/metrics", "data_dir": data_dir,
+    fields = {"url": url, "console": url + "/console", "docs": url + "/docs", "metrics": url + "/metrics",
+              "data_dir": data_dir,
               "flush": settings.flush, "auth": settings.auth_enabled, "pid": os.getpid(), "version": _version(),
               "fast_http": fast_http}
     grpc_text = ""
@@ -402,7 +404,8 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     fields.update(open_file_limit=soft, open_file_limit_raised_from=fd_limit.raised_from,
                   max_open_files=CACHE.max_open_files)
     raised = f" (raised from {fd_limit.raised_from})" if fd_limit.raised_from is not None else ""
-    text = (f"VQS {fields['version']} ready: API {url}  docs {url}/docs  metrics {url}/metrics{grpc_text}{kafka}  "
+    text = (f"VQS {fields['version']} ready: API {url}  console {url}/console  docs {url}/docs  metrics {url}/metrics"
+            f"{grpc_text}{kafka}  "
             f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}, open-file limit {soft}{raised}, "
             f"max_open_files {CACHE.max_open_files}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})

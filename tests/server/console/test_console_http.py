@@ -136,3 +136,32 @@ def test_console_refused_off_loopback_without_credentials():
     with pytest.raises(Refused) as e:  # with tokens: anyone may try, with the token
         Sessions(Settings(tokens=["t"])).session(request("192.0.2.7"))
     assert e.value.status == 401
+
+
+def test_the_overview_lists_the_listeners_that_serve(tmp_path, console_server):
+    from vqs_server_proc import ServerProcess, free_port
+
+    pytest.importorskip("grpc")
+    kafka, grpc_port = free_port(), free_port()
+    s = ServerProcess(tmp_path / "data", "--kafka-port", str(kafka), "--grpc-port", str(grpc_port)).start()
+    try:
+        page = httpx.get(s.url + "/console", timeout=30).text
+        assert "not in this version" not in page
+        assert f"127.0.0.1:{kafka}" in page and f"127.0.0.1:{grpc_port}" in page and "gRPC" in page
+    finally:
+        assert s.stop() == 0, s.log()
+    page = httpx.get(console_server.url + "/console", headers=AUTH, timeout=30).text
+    assert "off (start the server with --kafka-port PORT)" in page
+    assert "off (start the server with --grpc-port PORT)" in page
+
+
+def test_the_about_page_shows_settings_in_words(console_server):
+    page = httpx.get(console_server.url + "/console/about", headers=AUTH, timeout=30).text
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    assert cells and not {"None", "False", "True"} & {c.strip() for c in cells}
+
+
+def test_queue_times_are_shown_as_dates(console_server, seeded):
+    page = httpx.get(console_server.url + "/console/queues/jobs", headers=AUTH, timeout=30).text
+    row = re.search(r"<th>CreatedTimestamp</th><td>([^<]*)</td>", page)
+    assert row and re.match(r"\d{4}-\d\d-\d\d", row.group(1)), row

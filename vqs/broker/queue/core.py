@@ -1,5 +1,5 @@
 """The public ``Queue``: one SQS-style queue, its lock, and the operations every
-queue type shares (DESIGN.md, Broker/Queues).
+queue type shares (docs/sqs.md, docs/ARCHITECTURE.md).
 
 A queue is a message log plus durable lease state. Storage (``DATA/queues/{name}/``):
 ``queue.meta`` and ``queue.json`` (settings.py), ``messages/`` (a vqs.storage.Log: one

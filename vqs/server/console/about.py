@@ -29,6 +29,14 @@ def settings_rows(settings) -> list[tuple[str, str]]:
             v = (f"{len(v)} access key(s): " + ", ".join(sorted(v)) + " (secrets hidden)") if v else "none"
         elif f.name == "data_dir":
             v = os.path.basename(str(v).rstrip(os.sep)) + " (name only)"
+        elif f.name.endswith("_port") and v == 0:
+            v = "off"
+        elif isinstance(v, bool):
+            v = "yes" if v else "no"
+        elif v is None or v == "" or v == () or v == []:
+            v = "-"
+        elif isinstance(v, (list, tuple)):
+            v = ", ".join(map(str, v))
         rows.append((f.name, str(v)))
     return rows
 

@@ -57,12 +57,20 @@ def listeners(request: Request) -> list[dict]:
     host = request.url.hostname or s.host
     port = request.url.port or s.port
     base = f"{request.url.scheme}://{host}:{port}"
-    return [
+    rows = [
         {"name": "HTTP REST API", "address": base + "/", "note": "topics, groups, queues; OpenAPI at /docs"},
         {"name": "SQS API", "address": base + "/", "note": "AWS JSON 1.0 and query protocol (POST /)"},
         {"name": "Prometheus", "address": base + "/metrics", "note": ""},
-        {"name": "Kafka protocol", "address": "-", "note": "not in this version"},
     ]
+    # The other listeners as configured (a front that is off is said to be off, with its option).
+    for name, port, option, note in (
+            ("Kafka protocol", s.kafka_port, "--kafka-port", "Kafka clients: bootstrap.servers"),
+            ("gRPC", s.grpc_port, "--grpc-port", "vqs.v1 services; TLS as HTTP" if s.tls_cert else "vqs.v1 services")):
+        if port:
+            rows.append({"name": name, "address": f"{host}:{port}", "note": note})
+        else:
+            rows.append({"name": name, "address": "-", "note": f"off (start the server with {option} PORT)"})
+    return rows
 
 
 def overview_routes() -> APIRouter:

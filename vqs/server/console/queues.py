@@ -16,7 +16,7 @@ import time
 from fastapi import APIRouter, Request
 
 from .base import ConsoleRoute, broker, enter, int_arg, posted, state
-from .views import page, redirect, safe, show_value
+from .views import iso_ms, page, redirect, safe, show_value
 
 MAX_PEEK = 100
 
@@ -45,6 +45,19 @@ def _row(b, sampler, name: str, now_ms: int) -> dict | None:
 def queue_table(b, sampler) -> list[dict]:
     now_ms = int(time.time() * 1000)
     return [row for row in (_row(b, sampler, n, now_ms) for n in b.queues()) if row is not None]
+
+
+_TIME_ATTRIBUTES = ("CreatedTimestamp", "LastModifiedTimestamp")  # SQS: epoch seconds
+
+
+def _shown_attributes(attrs: dict) -> list[tuple[str, str]]:
+    """A queue's SQS attributes for people: times as ISO-8601 (SQS gives epoch seconds)."""
+    out = []
+    for k, v in sorted(attrs.items()):
+        if k in _TIME_ATTRIBUTES and str(v).isdigit():
+            v = f"{iso_ms(int(v) * 1000)} ({v})"
+        out.append((k, v))
+    return out
 
 
 def _peeked(q, n: int, start: int, fmt: str) -> list[dict]:
@@ -101,7 +114,7 @@ def queue_routes() -> APIRouter:
             return page(request, session, new, "move_tasks.html", queue=name, tasks=tasks)
         _, rin, rout = st.sampler.rates("queue", name)
         return page(request, session, new, "queue.html", queue=name, fifo=q.config.fifo,
-                    attributes=sorted(q.get_attributes().items()), tags=sorted(q.tags().items()),
+                    attributes=_shown_attributes(q.get_attributes()), tags=sorted(q.tags().items()),
                     counts=q.counts(), msgs=msgs, fmt=fmt, peek=n, start=start,
                     next_from=(msgs[-1]["offset"] + 1) if len(msgs) == n else None, sources=sources,
                     tasks=tasks, rate_in=rin, rate_out=rout, now_ms=int(time.time() * 1000))

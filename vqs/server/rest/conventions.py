@@ -55,6 +55,20 @@ def links(status: int, description: str, **targets: tuple) -> dict:
     return {status: {"description": description, "links": out}}
 
 
+def validation_text(field: str | None, err: dict) -> str:
+    """One pydantic validation error in the words of the API's own checks: a name's rule
+    rather than its regex, a bound as "at most N" (the value given is named)."""
+    what = field or "request"
+    kind, ctx, given = err.get("type", ""), err.get("ctx") or {}, err.get("input")
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") in (NAME_PATTERN, MEMBER_PATTERN):
+        longest = 200 if ctx["pattern"] == NAME_PATTERN else 300
+        return f"{what} {given!r} is not a valid name: use 1-{longest} characters from [A-Za-z0-9._-]"
+    for key, words in (("le", "at most"), ("lt", "less than"), ("ge", "at least"), ("gt", "more than")):
+        if key in ctx and kind in ("less_than_equal", "less_than", "greater_than_equal", "greater_than"):
+            return f"{what} must be {words} {ctx[key]}, not {given!r}"
+    return f"{what}: {err.get('msg', 'invalid')}"
+
+
 def name_param(kind: str):
     """A path parameter holding a ``kind`` name."""
     return Path(..., pattern=NAME_PATTERN, description=f"{kind} name: 1-200 of [A-Za-z0-9._-]")

@@ -101,6 +101,12 @@ class WaitRequest(BaseModel):
 
 
 # ----------------------------------------------------------------------------- queues
+class Redrive(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    destination: str | None = Field(None, pattern=NAME_PATTERN)
+    max_per_second: int | None = Field(None, ge=1, le=500)  # SQS's MaxNumberOfMessagesPerSecond
+
+
 class QueueCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(..., pattern=NAME_PATTERN)

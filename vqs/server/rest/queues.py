@@ -21,7 +21,16 @@ from ...errors import QueueError
 from ..context import ServerContext
 from ..errors import APIError, client_message, error_type
 from .conventions import check_name, jresp, links, name_param, ready_broker
-from .models import QueueCreate, QueueDelete, QueueReceive, QueueSend, QueueUpdate, Tags, VisibilityChange
+from .models import (
+    QueueCreate,
+    QueueDelete,
+    QueueReceive,
+    QueueSend,
+    QueueUpdate,
+    Redrive,
+    Tags,
+    VisibilityChange,
+)
 
 
 def _message_json(m) -> dict:
@@ -48,6 +57,13 @@ def _message_json(m) -> dict:
                 attrs[k] = a
         d["attributes"] = attrs
     return d
+
+
+def move_task_json(t) -> dict:
+    """A ``MoveTask`` as REST shows it (the client's ``RemoteMoveTask`` reads the same fields)."""
+    return {"handle": t.handle, "source": t.source, "destination": t.destination, "status": t.status,
+            "moved": t.moved, "to_move": t.to_move, "max_per_second": t.max_per_second,
+            "failure_reason": t.failure_reason, "started_ms": t.started_ms}
 
 
 def _attributes_in(attributes: dict, i: int) -> dict:
@@ -156,6 +172,35 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
         q = queue(queue_name)
         await call(q.change_visibility, body.receipt_handle, body.visibility_timeout)
         return jresp({"receipt_handle": body.receipt_handle, "visibility_timeout": body.visibility_timeout})
+
+    @r.get("/queues/{queue_name}/peek", summary="Pending messages, read without receiving them")
+    async def peek(queue_name: str = name_param("queue"),
+                   max_messages: int = Query(10, ge=1, le=100, description="at most this many (1-100)"),
+                   from_offset: int = Query(0, ge=0, le=(1 << 63) - 1,
+                                            description="from this position on (a peeked message's next_offset)")):
+        q = queue(queue_name)
+        rows = await ctx.run(q.peek, max_messages, from_offset)
+        out = []
+        for p in rows:
+            d = _message_json(p.message)
+            del d["receipt_handle"]  # a peek leases nothing
+            d.update(offset=p.message.offset, state=p.state, receive_count=p.receive_count,
+                     visible_at_ms=p.visible_at_ms)
+            out.append(d)
+        nxt = out[-1]["offset"] + 1 if out else from_offset
+        return jresp({"messages": out, "next_offset": nxt})
+
+    @r.post("/queues/{queue_name}/redrive", summary="Move a dead-letter queue's messages back (a move task)",
+            status_code=202)
+    async def redrive(body: Redrive, queue_name: str = name_param("queue")):
+        task = await ctx.run(broker().redrive, check_name(queue_name, "queue"), body.destination,
+                             max_per_second=body.max_per_second)
+        return jresp(move_task_json(task), 202)
+
+    @r.get("/queues/{queue_name}/redrive", summary="The queue's message move tasks, newest first")
+    async def redrive_tasks(queue_name: str = name_param("queue"), max_results: int = Query(10, ge=1, le=10)):
+        tasks = await ctx.run(broker().redrive_tasks, check_name(queue_name, "queue"), max_results)
+        return jresp({"tasks": [move_task_json(t) for t in tasks]})
 
     @r.post("/queues/{queue_name}/purge", summary="Delete every message", status_code=204)
     async def purge(queue_name: str = name_param("queue")):

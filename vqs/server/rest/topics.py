@@ -67,14 +67,7 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
     async def offsets(topic: str = name_param("topic"),
                       timestamp_ms: int | None = Query(None, ge=0, le=(1 << 63) - 1,
                                                           description="also give the first offset at or after this time")):
-        t = ready_broker(ctx).topic(check_name(topic, "topic"))
-        parts = []
-        for p in range(t.partitions):
-            lg = t.log(p)
-            row = {"partition": p, "start_offset": lg.start_offset, "end_offset": lg.end_offset}
-            if timestamp_ms is not None:
-                row["offset_for_time"] = lg.offset_for_time(timestamp_ms)
-            parts.append(row)
-        return jresp({"topic": t.name, "partitions": parts})
+        name = check_name(topic, "topic")
+        return jresp({"topic": name, "partitions": ready_broker(ctx).offsets(name, timestamp_ms)})
 
     return r

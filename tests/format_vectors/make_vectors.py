@@ -1,0 +1,190 @@
+"""Write the golden format vectors of docs/FORMAT.md with the current writer.
+
+    PYTHONPATH=. python tests/format_vectors/make_vectors.py
+
+Each vector is a log directory ``tests/format_vectors/<name>/`` holding only what
+the format requires a reader to use (segment ``.log`` files and ``quarantine/``;
+the indexes, checkpoint and markers are derived data or optional and are removed,
+so a reader must cope without them), and ``<name>.json``: what a reader must
+report for it, as :func:`expected` describes. Deterministic: fixed timestamps
+and values; zstd and lz4 output depends on the library versions, so a new run
+may change compressed bytes but never the expected JSON. The files are checked
+in: tests read them, they do not regenerate them (test_format_vectors.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+
+from vqs.storage import Log, encode_batch  # noqa: E402
+from vqs.storage.record_batch import CODEC_NONE, HEADER_SIZE  # noqa: E402
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, ms
+#: values longer than this are given in the JSON by length and SHA-256, not in base64
+INLINE_MAX = 256
+
+
+def record_json(offset: int, ts: int, key, value: bytes, headers) -> dict:
+    """One record as readers report it (the Java reader prints the same shape)."""
+    out = {"offset": offset, "timestamp": ts, "key": None if key is None else base64.b64encode(key).decode()}
+    if len(value) <= INLINE_MAX:
+        out["value"] = base64.b64encode(value).decode()
+    else:
+        out["value_len"] = len(value)
+        out["value_sha256"] = hashlib.sha256(value).hexdigest()
+    out["headers"] = [[k, base64.b64encode(v).decode()] for k, v in (headers or ())]
+    return out
+
+
+def seg(base: int) -> str:
+    return f"{base:020d}.log"
+
+
+def fresh(name: str) -> str:
+    d = os.path.join(HERE, name)
+    shutil.rmtree(d, ignore_errors=True)
+    return d
+
+
+def strip(d: str) -> None:
+    """Keep only the segments and quarantine/: everything else is derived or optional."""
+    for f in os.listdir(d):
+        if f == "quarantine" or f.endswith(".log"):
+            continue
+        p = os.path.join(d, f)
+        shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+
+
+def write_log(name: str, batches: list[dict], *, compression: str | None = None) -> str:
+    """Append each batch (kwargs of Log.append_batch) through a real Log, flush="always"."""
+    d = fresh(name)
+    log = Log.open(d, flush="always", compression=compression)
+    for b in batches:
+        log.append_batch(**b)
+    log.close()
+    strip(d)
+    return d
+
+
+def records_of(batches: list[dict], base: int = 0) -> list[dict]:
+    out, o = [], base
+    for b in batches:
+        n = len(b["values"])
+        ts = b.get("timestamps_ms")
+        for i in range(n):
+            t = ts if isinstance(ts, int) else ts[i]
+            key = b["keys"][i] if b.get("keys") else None
+            hdrs = b["headers"][i] if b.get("headers") else ()
+            out.append(record_json(o, t, key, b["values"][i], hdrs))
+            o += 1
+    return out
+
+
+def save(name: str, about: str, records: list[dict], *, start: int = 0, end: int, unreadable=(), missing=(),
+         **extra) -> None:
+    """``<name>.json``: ``start_offset``/``end_offset`` (a readonly reader's bounds), ``records``
+    (every record a read returns, in offset order), ``unreadable`` (offsets whose read must fail
+    with a corruption error naming the segment and position), ``missing`` (offsets in the bounds
+    that no read returns and no read fails on: a recorded gap), plus vector-specific facts."""
+    doc = {"about": about, "start_offset": start, "end_offset": end, "records": records,
+           "unreadable": list(unreadable), "missing": list(missing), **extra}
+    with open(os.path.join(HERE, f"{name}.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def flip(path: str, pos: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(pos)
+        b = f.read(1)
+        f.seek(pos)
+        f.write(bytes([b[0] ^ 0xFF]))
+
+
+def batch_sizes(path: str) -> list[int]:
+    """Byte positions of the batches in a segment, and its size last."""
+    data = open(path, "rb").read()
+    pos, out = 0, []
+    while pos < len(data):
+        out.append(pos)
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "little")
+    return out + [len(data)]
+
+
+def main() -> None:
+    # plain: one batch whose records share the timestamp (no timestamps column), one with a column
+    plain = [{"values": [b"a", b"bb", b"ccc"], "timestamps_ms": T0},
+             {"values": [b"d", b"e", b"f"], "timestamps_ms": [T0 + 1, T0 + 5, T0 + 3]}]
+    write_log("plain", plain)
+    save("plain", "two uncompressed batches, the second with a timestamps column", records_of(plain), end=6)
+
+    # zstd and lz4: a small batch and one of 150 KB, larger than lz4's 64 KiB blocks (linked blocks)
+    big = b"".join(b"record %03d of the vector; " % (i % 1000) for i in range(5400))
+    for codec in ("zstd", "lz4"):
+        bs = [{"values": [b"x" * 40, b"y" * 40, b""], "timestamps_ms": T0},
+              {"values": [big, b"tail"], "timestamps_ms": [T0 + 10, T0 + 20]}]
+        write_log(codec, bs, compression=codec)
+        save(codec, f"{codec}-compressed batches, one body larger than 64 KiB", records_of(bs), end=5)
+
+    # keys and headers: null and empty keys, no / several headers, UTF-8 names, binary values
+    kh = [{"values": [b"v0", b"v1", b"v2", b"v3"],
+           "keys": [b"k0", None, b"", b"\x00\xff"],
+           "headers": [[("trace", b"abc")], [], [("a", b""), ("\u00e9t\u00e9", b"\x00\x01\x02")], None],
+           "timestamps_ms": [T0, T0, T0 + 7, T0 + 2]}]
+    write_log("keys_headers", kh)
+    save("keys_headers", "keys (null and empty among them) and headers columns", records_of(kh), end=4)
+
+    # empty values: every value empty, keys empty
+    ev = [{"values": [b"", b"", b""], "keys": [b"", b"", b""], "timestamps_ms": T0}]
+    write_log("empty_values", ev)
+    save("empty_values", "empty values and empty (non-null) keys", records_of(ev), end=3)
+
+    # torn tail: the last batch of the last segment cut short (an append a crash interrupted)
+    tt = [{"values": [b"one", b"two"], "timestamps_ms": T0}, {"values": [b"three", b"four"], "timestamps_ms": T0 + 1}]
+    d = write_log("torn_tail", tt)
+    p = os.path.join(d, seg(0))
+    cut = batch_sizes(p)[1]
+    with open(p, "r+b") as f:
+        f.truncate(os.path.getsize(p) - 7)
+    save("torn_tail", "the last segment's last batch lacks its final 7 bytes: a torn tail", records_of(tt[:1]),
+         end=2, torn_tail={"segment": seg(0), "valid_size": cut})
+
+    # corrupt batch: a sealed segment whose middle batch fails its CRC, then a second segment
+    cb = [{"values": [b"a0", b"a1"], "timestamps_ms": T0}, {"values": [b"b0", b"b1"], "timestamps_ms": T0 + 1},
+          {"values": [b"c0", b"c1"], "timestamps_ms": T0 + 2}, {"values": [b"d0", b"d1"], "timestamps_ms": T0 + 3}]
+    d = fresh("corrupt_batch")
+    os.makedirs(d)
+    with open(os.path.join(d, seg(0)), "wb") as f:
+        for i, b in enumerate(cb[:3]):
+            f.write(encode_batch(2 * i, b["values"], timestamps=b["timestamps_ms"], codec=CODEC_NONE))
+    with open(os.path.join(d, seg(6)), "wb") as f:
+        f.write(encode_batch(6, cb[3]["values"], timestamps=cb[3]["timestamps_ms"]))
+    bad = batch_sizes(os.path.join(d, seg(0)))[1]
+    flip(os.path.join(d, seg(0)), bad + HEADER_SIZE + 9)  # a value byte: the CRC no longer matches
+    recs = records_of(cb)
+    save("corrupt_batch", "segment 0's second batch (offsets 2-3) has a flipped body byte: CRC mismatch",
+         recs[:2] + recs[4:], end=8, unreadable=[2, 3], corrupt={"segment": seg(0), "position": bad})
+
+    # quarantine gap: the same damage, quarantined by recovery="skip" (the writer records the gap)
+    qg = cb[:3]
+    d = write_log("quarantine_gap", qg)
+    p = os.path.join(d, seg(0))
+    bad = batch_sizes(p)[1]
+    flip(p, bad + HEADER_SIZE + 9)
+    Log.open(d, flush="always", recovery="skip").close()
+    strip(d)
+    recs = records_of(qg)
+    save("quarantine_gap", "offsets 2-3 were quarantined by recovery=\"skip\" (quarantine/ names the gap)",
+         recs[:2] + recs[4:], end=6, missing=[2, 3], quarantine=sorted(os.listdir(os.path.join(d, "quarantine"))))
+
+
+if __name__ == "__main__":
+    main()
