@@ -55,6 +55,9 @@ q.compact()
 RESTART_FULL = r"""
 import os, signal, sys
 from vqs.broker.queue.registry import QueueRegistry
+from vqs.storage import fs
+# the disk found full by the snapshot's write (the filesystem seam), not by the state log's
+fs.install(fs.Fault.space(os.path.join(sys.argv[1], "q", "state", "snapshot.tmp"), 0))
 reg = QueueRegistry(sys.argv[1], defaults=%r)
 q = reg.get("q")
 for i in range(3):
@@ -72,17 +75,13 @@ def _run(code: str, *args: str) -> str:
     return p.stdout.decode()
 
 
-def test_sends_after_a_restart_on_a_full_disk_survive_the_next_restart(small_disk):
-    data = os.path.join(small_disk.path, "data")
+def test_sends_after_a_restart_on_a_full_disk_survive_the_next_restart(tmp_path):
+    data = str(tmp_path / "data")
     _run(CRASH, data)
     snap = os.path.join(data, "q", "state", "snapshot")
     before = os.stat(snap).st_mtime_ns
-    small_disk.fill(1 << 20)
-    small_disk.fill_rest()
-    assert small_disk.is_full()
     assert _run(RESTART_FULL, data).strip() == "sent"
     assert os.stat(snap).st_mtime_ns == before  # the restart's snapshot found no space (the "E" path)
-    small_disk.free()
     reg = QueueRegistry(data, defaults=OPTS)
     try:
         q = reg.get("q")

@@ -45,7 +45,8 @@ class Settings:
     # durability (broker defaults)
     flush: str = "interval"                                    # always | interval | never
     flush_interval_ms: int = 100
-    min_free_bytes: int = 0                   # refuse topic/queue writes under this much free disk (0: off)
+    min_free_bytes: int | None = None         # refuse topic/queue writes under this much free disk
+                                              # (None: min(64 MiB, 5 % of the filesystem); 0: off)
     health_cache_ms: int = 1000               # /health keeps its list of logs and a healthy free space
                                               # this long (0: off); failed or full logs show at once
     # limits
@@ -94,7 +95,7 @@ class Settings:
                 raise ConfigError(f"{name} must be positive")
         if self.health_cache_ms < 0:
             raise ConfigError(f"health_cache_ms must be >= 0 (0: off), not {self.health_cache_ms}")
-        if self.min_free_bytes < 0:
+        if self.min_free_bytes is not None and self.min_free_bytes < 0:
             raise ConfigError(f"min_free_bytes must be >= 0 (0: off), not {self.min_free_bytes}")
         if self.max_open_files != 0 and self.max_open_files < 4:
             raise ConfigError(f"max_open_files must be 0 (automatic) or >= 4, not {self.max_open_files}")
@@ -152,6 +153,8 @@ def _coerce(name: str, kind: Any, value: Any) -> Any:
     try:
         if kind in (int, "int"):
             return int(value)
+        if kind == "int | None":
+            return None if value is None or str(value).strip().lower() in ("", "none", "default") else int(value)
         if kind in (float, "float"):
             return float(value)
         if kind in (bool, "bool"):

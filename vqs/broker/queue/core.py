@@ -76,6 +76,7 @@ from ...errors import (
 )
 from ...storage.flusher import Flusher
 from ...storage.log import Log
+from ...storage.space import Claim
 from .batch_entries import BatchEntries
 from .config_files import StoredQueue
 from .lease_records import encode_deletes, encode_leases
@@ -164,7 +165,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._log.on_disk_short = self._disk_short  # maintenance.py: reclaim once drained
         # pending plain sends (standard queues under a relaxed flush policy only
         # add to it; it stays empty otherwise)
-        self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes)
+        self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes,
+                                 Claim(messages, cfg.min_free_bytes))
         self._leases = LeaseTable(ReceiptCodec(self._secret))
         self._state_bytes = 0  # state-log bytes since the last snapshot
         self._compact_at = COMPACT_BYTES  # snapshot past this (less on a full disk: maintenance.py)
@@ -180,7 +182,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             self._state = LeaseStateStore(
                 os.path.join(path, "state"), flush=opts["flush"],
                 flush_interval_ms=cfg.flush_interval_ms, recovery=cfg.recovery,
-                buffered=not self._sync,
+                buffered=not self._sync, min_free_bytes=cfg.min_free_bytes,
             )
         except BaseException:
             self._log.close()
@@ -192,7 +194,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             self._state.close()
             self._log.close()
             raise
-        self._short_at_open()  # maintenance.py: restarted on a full disk
+        self.reclaim()  # maintenance.py: restarted drained on a full disk, the consumed segment goes
         if cfg.flush == "interval":
             Flusher.shared().register(self, cfg.flush_interval_ms / 1000)
 
@@ -216,13 +218,12 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             try:
                 self._compact_locked(now)
             except DiskFullError:
-                # An open after a crash on a full disk: the state log (space reserved)
+                # An open after a crash on a full disk: the state log (a control write)
                 # takes the epoch instead, durable before any handle; the snapshot waits.
                 try:
                     write_epoch_record(state, self._leases, log.end_offset, st.max_nonce)
                 except DiskFullError as e:
-                    # Not even that (a spent btrfs quota, a state log whose reserve a
-                    # copy lost): open all the same. The epoch holds in memory; it must be
+                    # Not even that (the disk full to the last block): open all the same. The epoch holds in memory; it must be
                     # durable before a message reuses an offset at or past log.end_offset
                     # (a later crash would otherwise forget it), so sends wait for it
                     # (_write_epoch_locked). Handles of the messages below are safe.

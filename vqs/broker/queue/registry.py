@@ -32,6 +32,7 @@ from ...errors import (
     QueueDoesNotExist,
 )
 from ...storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from ...storage.space import check_room
 from ..layout import MOVE_TASKS_FILE
 from ..names import validate_name
 from .config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
@@ -170,6 +171,7 @@ class QueueRegistry:
                         "Value for parameter RedrivePolicy is invalid. Reason: Dead-letter "
                         "target does not exist or is not of the same type (standard or FIFO)."
                     )
+            check_room(self.directory, config.min_free_bytes, "creating queue")  # a data write (space.py)
             tmp = os.path.join(self.directory, f"{name}{_CREATING}{os.getpid()}-{threading.get_ident()}")
             if os.path.exists(tmp):
                 shutil.rmtree(tmp)

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from itertools import repeat
 
 from ...errors import LogClosedError, OverLimit, QueueError
-from ...storage.log_reserve import BATCH_FIXED, RECORD_FIXED
+from ...storage.log_buffer import BATCH_FIXED, RECORD_FIXED
 from ...storage.record_batch import Record
 from . import send_buffer
 from .core import DELETE_ROOM, Queue
@@ -153,12 +153,11 @@ class StandardQueue(FairReceive, Queue):
                         or sb.nbytes + nbytes > sb.max_bytes):
                     self._push_locked()
                 first = log.end_offset + len(sb.values)
-                # covered by space the log reserved, or refused here (send_buffer.py)
+                # counted by the space governor, or refused here (send_buffer.py)
                 bound = sb.bound + nbytes + (BATCH_FIXED + RECORD_FIXED * n)
-                if bound > sb.held and nbytes <= sb.max_bytes and not sb.hold(log, bound):
-                    self._push_locked()  # the log cannot reserve here: sends are written at once
-                    log.append_batch(values, timestamps_ms=ts)
-                elif nbytes <= sb.max_bytes:
+                if bound > sb.claim.held and nbytes <= sb.max_bytes:
+                    sb.claim.ensure(bound)  # (DiskFullError: refused, nothing added)
+                if nbytes <= sb.max_bytes:
                     # sb.add(values, ts, nbytes), inline
                     sb.bound = bound
                     sb.values += values
