@@ -64,6 +64,39 @@ def _measure(raw_headers) -> tuple[int, int | None]:
     return size, clen
 
 
+#: Host names always answered (any port): a DNS-rebound page names the attacker's domain,
+#: never these.
+_LOOPBACK_HOSTS = frozenset((b"localhost", b"127.0.0.1", b"[::1]"))
+#: The content types a web page can POST cross-site without a CORS preflight (the
+#: Fetch standard's CORS-safelisted ones); any other needs the server's consent.
+_SIMPLE_TYPES = frozenset((b"application/x-www-form-urlencoded", b"multipart/form-data", b"text/plain"))
+
+
+def _host_name(raw_headers) -> bytes | None:
+    """The Host header's name, lower-cased, without its port or a trailing dot (None: no Host)."""
+    for k, v in raw_headers:
+        if k == b"host":
+            v = v.strip().lower()
+            if v.startswith(b"["):
+                return v[:v.find(b"]") + 1]
+            return v.rpartition(b":")[0].rstrip(b".") if b":" in v else v.rstrip(b".")
+    return None
+
+
+def _preflighted(raw_headers) -> bool:
+    """Whether a request carries what a web page cannot send to another site without a CORS
+    preflight (which this server never grants): a content type other than the form and
+    text ones (JSON, the binary batch type), an ``Authorization`` header, or an
+    ``X-VQS-*`` / ``X-Requested-With`` header."""
+    for k, v in raw_headers:
+        if k == b"content-type":
+            if v.split(b";", 1)[0].strip().lower() not in _SIMPLE_TYPES:
+                return True
+        elif k == b"authorization" or k.startswith(b"x-vqs-") or k == b"x-requested-with":
+            return True
+    return False
+
+
 #: ``VQSMiddleware.fast_hit``'s answer for a request to the SQS endpoint (the endpoint's
 #: ``answer`` runs it; no name in the path is taken from here)
 SQS_HIT = ("sqs", None)
@@ -115,6 +148,17 @@ class VQSMiddleware:
         self.ctx = ctx
         s = ctx.settings
         self.tokens = [t.encode() for t in s.tokens]
+        # Any credential configured: REST needs a bearer token (SigV4 keys grant SQS only).
+        self.rest_auth = s.auth_enabled
+        # No credential: a web page's requests are what must be kept out (see ``_refused_here``).
+        self.open_mode = not s.auth_enabled
+        self.host_check = (self.open_mode or bool(s.allowed_hosts)) and "*" not in s.allowed_hosts
+        allowed = set(_LOOPBACK_HOSTS)
+        allowed.update(h.strip().lower().rstrip(".").encode("idna") for h in s.allowed_hosts)
+        if _ip_literal(s.host):  # the bound address itself (an address cannot be DNS-rebound)
+            h = s.host.strip("[]").lower()
+            allowed.add(f"[{h}]".encode() if ":" in h else h.encode())
+        self.allowed_hosts = frozenset(allowed)
         self.max_body = s.max_body_bytes
         self.max_header = s.max_header_bytes
         m = ctx.metrics
@@ -145,7 +189,8 @@ class VQSMiddleware:
         if lean is not None and size <= self.max_header and (clen is None or clen <= self.max_body) \
                 and not self.ctx.stopping:
             hit = lean.match(method, path)  # a hot route whose checks all pass: no framework, no wrappers
-            if hit is not None and (not self.tokens or self._check_bearer(raw_headers) is None):
+            if hit is not None and (not self.rest_auth or self._check_bearer(raw_headers) is None) \
+                    and self._refused_here(method, path, raw_headers, False) is None:
                 return await self._lean(hit, scope, receive, send, t0)
         status_box = [0]
         error_body: list = []
@@ -175,6 +220,11 @@ class VQSMiddleware:
                 await self._reject(send_wrapper, sqs, 503, "shutting_down", "the server is shutting down",
                                    headers={"Retry-After": "1", "Connection": "close"})
                 return
+            refused = self._refused_here(method, path, raw_headers, sqs)
+            if refused is not None:
+                self.ctx.metrics.rejected.labels(refused[0]).inc()
+                await self._reject(send_wrapper, sqs, 403, *refused)
+                return
             receive = self._limited_receive(receive)
             if sqs:
                 if self.ctx.sqs is None:
@@ -182,7 +232,7 @@ class VQSMiddleware:
                     return
                 await self.ctx.sqs.asgi(scope, receive, send_wrapper)
                 return
-            if self.tokens and not path.startswith(_OPEN_PATHS):
+            if self.rest_auth and not path.startswith(_OPEN_PATHS):
                 err = self._check_bearer(raw_headers)
                 if err is not None:
                     await self._reject(send_wrapper, False, *err)
@@ -226,8 +276,10 @@ class VQSMiddleware:
             hit = SQS_HIT if self.ctx.sqs is not None else None
         else:
             hit = lean.match(method, path)
-            if hit is not None and self.tokens and self._check_bearer(raw_headers) is not None:
+            if hit is not None and self.rest_auth and self._check_bearer(raw_headers) is not None:
                 return None
+        if hit is not None and self._refused_here(method, path, raw_headers, hit is SQS_HIT) is not None:
+            return None
         if hit is None:
             return None
         for k, _ in raw_headers:
@@ -287,7 +339,37 @@ class VQSMiddleware:
 
         return wrapped
 
+    def _refused_here(self, method: str, path: str, raw_headers, sqs: bool) -> tuple[str, str] | None:
+        """(code, message) of a request refused for where it comes from, else None:
+
+        * a Host name other than loopback's, the bound address's and ``allowed_hosts``
+          (without credentials, or with ``allowed_hosts`` given): a page on a DNS-rebound
+          name must not read or change anything;
+        * without credentials, a REST ``POST`` a web page could send cross-site (no
+          preflight): the console's POSTs carry its own CSRF token, and the SQS endpoint
+          makes its own check (service.py: it knows the action).
+
+        A ``PUT``/``DELETE``/``PATCH`` always needs a preflight, and a GET changes nothing."""
+        if self.host_check:
+            name = _host_name(raw_headers)
+            if name is not None and name not in self.allowed_hosts and not _ip_literal(name.decode("latin-1"), True):
+                shown = name.decode("latin-1")[:100]
+                return ("host_not_allowed",
+                        f"this server answers Host names 127.0.0.1, localhost, [::1] and those of "
+                        f"--allowed-host (VQS_ALLOWED_HOSTS), not {shown!r}")
+        if self.open_mode and method == "POST" and not sqs and not path.startswith("/console") \
+                and not _preflighted(raw_headers):
+            return ("cross_site",
+                    "a POST to this server (no credentials configured) needs a JSON content type "
+                    "(Content-Type: application/json, or the binary batch type) or an X-VQS-Client "
+                    "header, which a web page cannot send to another site")
+        return None
+
     def _check_bearer(self, raw_headers):
+        if not self.tokens:
+            return (401, "unauthorized", "this server has SigV4 keys (the SQS API) but no bearer token: REST, "
+                    "/metrics and the console need one (start it with --token / VQS_TOKENS)",
+                    None, {"WWW-Authenticate": 'Bearer realm="vqs"'})
         auth = None
         for k, v in raw_headers:
             if k == b"authorization":
@@ -313,7 +395,8 @@ class VQSMiddleware:
             from .sqs.errors import SQSError
             from .sqs.protocol import render_json_error
 
-            name = {413: "RequestEntityTooLarge", 431: "InvalidParameterValue", 503: "ServiceUnavailable"}.get(
+            name = {413: "RequestEntityTooLarge", 431: "InvalidParameterValue", 503: "ServiceUnavailable",
+                    403: "AccessDenied"}.get(
                 status, "InvalidParameterValue")
             err = SQSError(name, message, status=status)
             body = render_json_error(err)
@@ -327,6 +410,18 @@ class VQSMiddleware:
         if field:
             body["error"]["field"] = field
         await _send(send, *_json(status, body, headers))
+
+
+def _ip_literal(host: str, loopback_only: bool = False) -> bool:
+    """Whether ``host`` is an IP address (``[...]`` for IPv6), other than 0.0.0.0/::, or only a
+    loopback one."""
+    import ipaddress
+
+    try:
+        a = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return a.is_loopback if loopback_only else not a.is_unspecified
 
 
 def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddleware:
@@ -404,11 +499,21 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
     @app.exception_handler(StarletteHTTPException)
     async def _http(request, exc: StarletteHTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse({"error": {"code": code, "message": str(exc.detail)}}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        body = {"code": code, "message": str(exc.detail)}
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # the framework's answer to a body json_loads refused (rest/conventions.py)
+            body = {"code": "invalid_json", "message": "the body is not valid JSON (or nests too deep, or holds "
+                    "a lone surrogate escape)", "field": "body"}
+        return JSONResponse({"error": body}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(VQSError)
     async def _vqs(request, exc: VQSError):
+        return _answer(request, exc)
+
+    @app.exception_handler(UnicodeEncodeError)
+    async def _unencodable(request, exc: UnicodeEncodeError):
+        # a lone surrogate of a request's JSON: a 400 (rest_error), handled here so that the
+        # framework does not log it as a failure as it does what only the Exception handler catches
         return _answer(request, exc)
 
     @app.exception_handler(Exception)
