@@ -106,9 +106,9 @@ class Settings:
         if not is_loopback(self.host) and not self.tokens and not self.insecure:
             # SigV4 keys grant the SQS API only: REST, /metrics and the console need a token
             raise ConfigError(
-                f"refusing to listen on {self.host}, which is not a loopback address, without "
-                "bearer tokens: give --token / VQS_TOKENS (REST, metrics, console; add SigV4 keys "
-                "with --sigv4-key AKID:SECRET for the SQS API), or pass --insecure"
+                f"refusing to listen on {self.host} (not a loopback address) for REST, /metrics, the "
+                "console, gRPC and Kafka without bearer tokens: give --token / VQS_TOKENS (SigV4 keys, "
+                "--sigv4-key AKID:SECRET, grant the SQS API only), or pass --insecure"
             )
         for h in self.allowed_hosts:
             if not h or any(c in h for c in " /\\@"):
