@@ -264,3 +264,17 @@ def test_query_parameters_are_bounded_before_parsing(open_server):
     r = httpx.get(u + "/?Action=ListQueues&" + "&".join(f"a{i}=1" for i in range(5000)))
     assert r.status_code == 400, r.text
     _no_traceback(open_server)
+
+
+def test_failed_authentications_are_logged_with_client_and_front_without_secrets(sigv4_only):
+    u = sigv4_only.url
+    with pytest.raises(Exception):
+        _sqs(u, secret="guessed-secret-1").list_queues()
+    assert httpx.get(u + "/topics", headers={"authorization": "Bearer guessed-token-2"}).status_code == 401
+    assert httpx.get(u + "/console/topics", headers={"authorization": "Bearer guessed-token-3"}).status_code == 403
+    log = sigv4_only.log()
+    assert "authentication failed: SQS SignatureDoesNotMatch from 127.0.0.1:" in log, log
+    assert "rejected 401 GET /topics" in log and "(client 127.0.0.1:" in log and ", rest)" in log, log
+    assert ", console)" in log, log
+    for secret in ("guessed-secret-1", "guessed-token-2", "guessed-token-3", SECRET):
+        assert secret not in log

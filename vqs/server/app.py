@@ -107,12 +107,20 @@ _TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the 
 _disk_full_lines = Throttle(logger)
 
 
-def _log_request(method: str, path: str, status: int, seconds: float, error_body: list) -> None:
+def _log_request(method: str, path: str, status: int, seconds: float, error_body: list,
+                 client=None, front: str | None = None) -> None:
     """One line per request (``access_log``) or per refused one (any 4xx/5xx): the method,
     path (never the query string, which may carry SQS parameters), status and, for an
-    error, its code and message. 401/403/5xx at warning, other refusals at info. A refusal
-    for a full disk is logged once per path a minute (``left_out``: how many were not)."""
+    error, its code and message; the client's address and the front (rest, sqs) when
+    known (the ASGI path: every failed bearer check and console login passes there).
+    Never a header's value (no token, no signature). 401/403/5xx at warning, other
+    refusals at info. A refusal for a full disk is logged once per path a minute
+    (``left_out``: how many were not)."""
     fields = {"method": method, "path": path, "status": status, "ms": round(seconds * 1000, 3)}
+    if client:
+        fields["client"] = f"{client[0]}:{client[1]}" if isinstance(client, (tuple, list)) else str(client)
+    if front:
+        fields["front"] = front
     if status < 400:
         logger.info("request", extra={"vqs": fields})
         return
@@ -130,6 +138,8 @@ def _log_request(method: str, path: str, status: int, seconds: float, error_body
         fields["error"] = summary
     level = logging.WARNING if status in (401, 403) or status >= 500 else logging.INFO
     text = f"rejected {status} {method} {path}" + (f" {summary}" if summary else "")
+    if "client" in fields:
+        text += f" (client {fields['client']}, {front})"
     if "left_out" in fields:
         text += f" ({fields['left_out']} more like it since the last such line)"
     logger.log(level, "rejected", extra={"vqs": fields, "text": text})
@@ -257,7 +267,8 @@ class VQSMiddleware:
             status = status_box[0] or 500
             self._count(api, rpath, method, status, time.perf_counter() - t0)
             if self.access_log or status_box[0] >= 400:  # 0: no answer sent (the client left)
-                _log_request(method, path, status, time.perf_counter() - t0, error_body)
+                _log_request(method, path, status, time.perf_counter() - t0, error_body, scope.get("client"),
+                             "console" if path.startswith("/console") else api)
 
     def fast_hit(self, method: str, path: str, raw_headers):
         """For the HTTP-protocol fast path (fast_http.py): the lean hit of a request ``__call__``

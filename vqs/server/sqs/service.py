@@ -62,6 +62,19 @@ _CROSS_SITE = ("this server has no credentials, so an action that changes someth
                "Authorization header (any AWS SigV4 signature: boto3 and the AWS CLI always send one) or "
                "X-Amz-Target, which a web page cannot send to another site; a GET changes nothing")
 
+
+
+def _log_auth_failure(scope, code: str) -> None:
+    """A failed SigV4 check, at warning: the client's address, the front and AWS's code (never
+    the Authorization header, a signature or a secret). Both HTTP paths (the ASGI app, the
+    fast path) answer through ``answer``, so every failure is logged here."""
+    client = scope.get("client")
+    addr = f"{client[0]}:{client[1]}" if client else "unknown"
+    logger.warning("authentication failed", extra={
+        "vqs": {"front": "sqs", "client": addr, "code": code, "path": scope.get("path")},
+        "text": f"authentication failed: SQS {code} from {addr}"})
+
+
 _ID_HIGH = os.urandom(8).hex()
 _ID_PREFIX = f"{_ID_HIGH[:8]}-{_ID_HIGH[8:12]}-{_ID_HIGH[12:]}-"
 _ID_COUNT = itertools.count(int.from_bytes(os.urandom(8), "big"))
@@ -133,6 +146,7 @@ class SQSService(QueueActions, MessageActions):
             region = region_from_authorization(headers) or self.settings.region
             if self._auth_required:
                 if not self._keys:
+                    _log_auth_failure(scope, "InvalidClientTokenId")
                     raise SQSError("InvalidClientTokenId",
                                    "This server accepts no SQS credentials (start it with --sigv4-key AKID:SECRET).")
                 raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -142,6 +156,7 @@ class SQSService(QueueActions, MessageActions):
                                    max_skew_s=self.settings.sigv4_max_skew_s)
                 except SigV4Error as e:
                     self.metrics.rejected.labels("sigv4").inc()
+                    _log_auth_failure(scope, e.code)
                     raise SQSError(e.code, str(e), status=e.status) from None
                 region = ident.region
             path_queue = None
