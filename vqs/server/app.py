@@ -83,6 +83,19 @@ def _host_name(raw_headers) -> bytes | None:
     return None
 
 
+def _host_key(name: str) -> bytes:
+    """A configured Host name as ``_host_name`` reads one from a request (a port given with
+    it is dropped; a non-ASCII name in its IDNA form, as browsers send it)."""
+    name = name.strip().lower()
+    if ":" in name and not name.startswith("["):
+        name = name.rpartition(":")[0]
+    name = name.rstrip(".")
+    try:
+        return name.encode("idna")
+    except UnicodeError:
+        return name.encode("utf-8")
+
+
 def _preflighted(raw_headers) -> bool:
     """Whether a request carries what a web page cannot send to another site without a CORS
     preflight (which this server never grants): a content type other than the form and
@@ -164,7 +177,7 @@ class VQSMiddleware:
         self.open_mode = not s.auth_enabled
         self.host_check = (self.open_mode or bool(s.allowed_hosts)) and "*" not in s.allowed_hosts
         allowed = set(_LOOPBACK_HOSTS)
-        allowed.update(h.strip().lower().rstrip(".").encode("idna") for h in s.allowed_hosts)
+        allowed.update(_host_key(h) for h in s.allowed_hosts)
         if _ip_literal(s.host):  # the bound address itself (an address cannot be DNS-rebound)
             h = s.host.strip("[]").lower()
             allowed.add(f"[{h}]".encode() if ":" in h else h.encode())
