@@ -103,13 +103,6 @@ class Settings:
             raise ConfigError(f"max_open_files must be 0 (automatic) or >= 4, not {self.max_open_files}")
         if not (0 < self.max_wait_ms <= 20_000):
             raise ConfigError(f"max_wait_ms must be 1-20000 (SQS's 20 s long-poll cap), not {self.max_wait_ms}")
-        if not is_loopback(self.host) and not self.tokens and not self.insecure:
-            # SigV4 keys grant the SQS API only: REST, /metrics and the console need a token
-            raise ConfigError(
-                f"refusing to listen on {self.host} (not a loopback address) for REST, /metrics, the "
-                "console, gRPC and Kafka without bearer tokens: give --token / VQS_TOKENS (SigV4 keys, "
-                "--sigv4-key AKID:SECRET, grant the SQS API only), or pass --insecure"
-            )
         for h in self.allowed_hosts:
             if not h or any(c in h for c in " /\\@"):
                 raise ConfigError(f"allowed_hosts: {h!r} is not a host name (give names like vqs.example.com)")
@@ -134,6 +127,14 @@ class Settings:
                 f"refusing a Kafka listener on {self.host}, which is not a loopback address, without "
                 "credentials: give tokens (--token / VQS_TOKENS; Kafka clients use SASL/PLAIN with a "
                 "token as the password), or pass --insecure"
+            )
+        # (after the gRPC and Kafka checks, which name their front)
+        if not is_loopback(self.host) and not self.tokens and not self.insecure:
+            # SigV4 keys grant the SQS API only: REST, /metrics and the console need a token
+            raise ConfigError(
+                f"refusing to listen on {self.host} (not a loopback address) for REST, /metrics, the "
+                "console, gRPC and Kafka without bearer tokens: give --token / VQS_TOKENS (SigV4 keys, "
+                "--sigv4-key AKID:SECRET, grant the SQS API only), or pass --insecure"
             )
         if self.log_format not in ("auto", "json", "text"):
             raise ConfigError(f"log_format must be auto, json or text, not {self.log_format!r}")
