@@ -120,8 +120,12 @@ def test_a_cross_site_form_post_changes_nothing_over_rest(open_server):
             assert r.json()["error"]["code"] == "cross_site"
     attrs = httpx.get(u + "/queues/csrf-q").json()["attributes"]
     assert attrs["ApproximateNumberOfMessages"] == "1"
-    # what a script sends: JSON, or a custom header
+    # a page from another site, as the browser marks it (Sec-Fetch-Site is the browser's, not the page's)
+    r = httpx.post(u + "/queues/csrf-q/purge", headers={"sec-fetch-site": "cross-site", "origin": "http://a.example"})
+    assert r.status_code == 403
+    # what a script sends: JSON, or a custom header; the server's own pages (the docs' "Try it out")
     assert httpx.post(u + "/queues/csrf-q/purge", headers={"x-vqs-client": "curl"}).status_code == 204
+    assert httpx.post(u + "/queues/csrf-q/purge", headers={"sec-fetch-site": "same-origin"}).status_code == 204
     assert httpx.post(u + "/queues/csrf-q/messages", json={"messages": [{"body": "again"}]}).status_code == 200
 
 

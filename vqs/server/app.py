@@ -100,12 +100,16 @@ def _preflighted(raw_headers) -> bool:
     """Whether a request carries what a web page cannot send to another site without a CORS
     preflight (which this server never grants): a content type other than the form and
     text ones (JSON, the binary batch type), an ``Authorization`` header, or an
-    ``X-VQS-*`` / ``X-Requested-With`` header."""
+    ``X-VQS-*`` / ``X-Requested-With`` header; or a browser's own word that the page is
+    this server's (``Sec-Fetch-Site: same-origin``, which no page can set: the docs'
+    "Try it out")."""
     for k, v in raw_headers:
         if k == b"content-type":
             if v.split(b";", 1)[0].strip().lower() not in _SIMPLE_TYPES:
                 return True
         elif k == b"authorization" or k.startswith(b"x-vqs-") or k == b"x-requested-with":
+            return True
+        elif k == b"sec-fetch-site" and v.strip().lower() == b"same-origin":
             return True
     return False
 
