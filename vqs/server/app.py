@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
 from ..storage.log_throttle import Throttle
+from .browser_guard import BrowserGuard
 from .context import ServerContext
 from .errors import APIError, rest_error
 from .lean import BodyTooLarge, LeanRoutes, capturing
@@ -62,56 +63,6 @@ def _measure(raw_headers) -> tuple[int, int | None]:
             except ValueError:
                 clen = -1
     return size, clen
-
-
-#: Host names always answered (any port): a DNS-rebound page names the attacker's domain,
-#: never these.
-_LOOPBACK_HOSTS = frozenset((b"localhost", b"127.0.0.1", b"[::1]"))
-#: The content types a web page can POST cross-site without a CORS preflight (the
-#: Fetch standard's CORS-safelisted ones); any other needs the server's consent.
-_SIMPLE_TYPES = frozenset((b"application/x-www-form-urlencoded", b"multipart/form-data", b"text/plain"))
-
-
-def _host_name(raw_headers) -> bytes | None:
-    """The Host header's name, lower-cased, without its port or a trailing dot (None: no Host)."""
-    for k, v in raw_headers:
-        if k == b"host":
-            v = v.strip().lower()
-            if v.startswith(b"["):
-                return v[:v.find(b"]") + 1]
-            return v.rpartition(b":")[0].rstrip(b".") if b":" in v else v.rstrip(b".")
-    return None
-
-
-def _host_key(name: str) -> bytes:
-    """A configured Host name as ``_host_name`` reads one from a request (a port given with
-    it is dropped; a non-ASCII name in its IDNA form, as browsers send it)."""
-    name = name.strip().lower()
-    if ":" in name and not name.startswith("["):
-        name = name.rpartition(":")[0]
-    name = name.rstrip(".")
-    try:
-        return name.encode("idna")
-    except UnicodeError:
-        return name.encode("utf-8")
-
-
-def _preflighted(raw_headers) -> bool:
-    """Whether a request carries what a web page cannot send to another site without a CORS
-    preflight (which this server never grants): a content type other than the form and
-    text ones (JSON, the binary batch type), an ``Authorization`` header, or an
-    ``X-VQS-*`` / ``X-Requested-With`` header; or a browser's own word that the page is
-    this server's (``Sec-Fetch-Site: same-origin``, which no page can set: the docs'
-    "Try it out")."""
-    for k, v in raw_headers:
-        if k == b"content-type":
-            if v.split(b";", 1)[0].strip().lower() not in _SIMPLE_TYPES:
-                return True
-        elif k == b"authorization" or k.startswith(b"x-vqs-") or k == b"x-requested-with":
-            return True
-        elif k == b"sec-fetch-site" and v.strip().lower() == b"same-origin":
-            return True
-    return False
 
 
 #: ``VQSMiddleware.fast_hit``'s answer for a request to the SQS endpoint (the endpoint's
@@ -177,15 +128,7 @@ class VQSMiddleware:
         self.tokens = [t.encode() for t in s.tokens]
         # Any credential configured: REST needs a bearer token (SigV4 keys grant SQS only).
         self.rest_auth = s.auth_enabled
-        # No credential: a web page's requests are what must be kept out (see ``_refused_here``).
-        self.open_mode = not s.auth_enabled
-        self.host_check = (self.open_mode or bool(s.allowed_hosts)) and "*" not in s.allowed_hosts
-        allowed = set(_LOOPBACK_HOSTS)
-        allowed.update(_host_key(h) for h in s.allowed_hosts)
-        if _ip_literal(s.host):  # the bound address itself (an address cannot be DNS-rebound)
-            h = s.host.strip("[]").lower()
-            allowed.add(f"[{h}]".encode() if ":" in h else h.encode())
-        self.allowed_hosts = frozenset(allowed)
+        self.guard = BrowserGuard(s)  # the Host and cross-site checks (browser_guard.py)
         self.max_body = s.max_body_bytes
         self.max_header = s.max_header_bytes
         m = ctx.metrics
@@ -217,7 +160,7 @@ class VQSMiddleware:
                 and not self.ctx.stopping:
             hit = lean.match(method, path)  # a hot route whose checks all pass: no framework, no wrappers
             if hit is not None and (not self.rest_auth or self._check_bearer(raw_headers) is None) \
-                    and self._refused_here(method, path, raw_headers, False) is None:
+                    and self.guard.refused(method, path, raw_headers, False) is None:
                 return await self._lean(hit, scope, receive, send, t0)
         status_box = [0]
         error_body: list = []
@@ -247,7 +190,7 @@ class VQSMiddleware:
                 await self._reject(send_wrapper, sqs, 503, "shutting_down", "the server is shutting down",
                                    headers={"Retry-After": "1", "Connection": "close"})
                 return
-            refused = self._refused_here(method, path, raw_headers, sqs)
+            refused = self.guard.refused(method, path, raw_headers, sqs)
             if refused is not None:
                 self.ctx.metrics.rejected.labels(refused[0]).inc()
                 await self._reject(send_wrapper, sqs, 403, *refused)
@@ -306,7 +249,7 @@ class VQSMiddleware:
             hit = lean.match(method, path)
             if hit is not None and self.rest_auth and self._check_bearer(raw_headers) is not None:
                 return None
-        if hit is not None and self._refused_here(method, path, raw_headers, hit is SQS_HIT) is not None:
+        if hit is not None and self.guard.refused(method, path, raw_headers, hit is SQS_HIT) is not None:
             return None
         if hit is None:
             return None
@@ -367,32 +310,6 @@ class VQSMiddleware:
 
         return wrapped
 
-    def _refused_here(self, method: str, path: str, raw_headers, sqs: bool) -> tuple[str, str] | None:
-        """(code, message) of a request refused for where it comes from, else None:
-
-        * a Host name other than loopback's, the bound address's and ``allowed_hosts``
-          (without credentials, or with ``allowed_hosts`` given): a page on a DNS-rebound
-          name must not read or change anything;
-        * without credentials, a REST ``POST`` a web page could send cross-site (no
-          preflight): the console's POSTs carry its own CSRF token, and the SQS endpoint
-          makes its own check (service.py: it knows the action).
-
-        A ``PUT``/``DELETE``/``PATCH`` always needs a preflight, and a GET changes nothing."""
-        if self.host_check:
-            name = _host_name(raw_headers)
-            if name is not None and name not in self.allowed_hosts and not _ip_literal(name.decode("latin-1"), True):
-                shown = name.decode("latin-1")[:100]
-                return ("host_not_allowed",
-                        f"this server answers Host names 127.0.0.1, localhost, [::1] and those of "
-                        f"--allowed-host (VQS_ALLOWED_HOSTS), not {shown!r}")
-        if self.open_mode and method == "POST" and not sqs and not path.startswith("/console") \
-                and not _preflighted(raw_headers):
-            return ("cross_site",
-                    "a POST to this server (no credentials configured) needs a JSON content type "
-                    "(Content-Type: application/json, or the binary batch type) or an X-VQS-Client "
-                    "header, which a web page cannot send to another site")
-        return None
-
     def _check_bearer(self, raw_headers):
         if not self.tokens:
             return (401, "unauthorized", "this server has SigV4 keys (the SQS API) but no bearer token: REST, "
@@ -438,18 +355,6 @@ class VQSMiddleware:
         if field:
             body["error"]["field"] = field
         await _send(send, *_json(status, body, headers))
-
-
-def _ip_literal(host: str, loopback_only: bool = False) -> bool:
-    """Whether ``host`` is an IP address (``[...]`` for IPv6), other than 0.0.0.0/::, or only a
-    loopback one."""
-    import ipaddress
-
-    try:
-        a = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return a.is_loopback if loopback_only else not a.is_unspecified
 
 
 def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddleware:
