@@ -180,10 +180,12 @@ def _signed_json(url, action, body, *, service="sqs", sign_target=True):
     return httpx.post(url + "/", content=body, headers=hs)
 
 
-def _presign(url: str, query: str, expires: int = 300) -> str:
-    """A presigned query-protocol URL, made by botocore's presigner (SigV4QueryAuth)."""
+def _presign(url: str, query: str, expires: int = 300, unsigned_payload: bool = False) -> str:
+    """A presigned query-protocol URL, made by botocore's presigner (SigV4QueryAuth; its S3
+    variant signs ``UNSIGNED-PAYLOAD``, as S3-style presigners do)."""
     req = AWSRequest(method="GET", url=f"{url}/?{query}")
-    botocore.auth.SigV4QueryAuth(Credentials(AKID, SECRET), "sqs", "us-east-1", expires=expires).add_auth(req)
+    signer = botocore.auth.S3SigV4QueryAuth if unsigned_payload else botocore.auth.SigV4QueryAuth
+    signer(Credentials(AKID, SECRET), "sqs", "us-east-1", expires=expires).add_auth(req)
     return req.url
 
 
@@ -195,6 +197,12 @@ def test_presigned_url_parameters_are_the_signed_ones(sigv4_only):
     r = httpx.get(url)
     assert r.status_code == 200 and "presigned" in r.text, r.text
     # the same URL with a body naming another action: the body is not signed
+    r = httpx.post(url, data={"Action": "DeleteQueue", "QueueUrl": q})
+    assert r.status_code == 403, r.text
+    assert sqs.get_queue_url(QueueName="presigned")["QueueUrl"] == q
+    # signed with UNSIGNED-PAYLOAD: good without a body, and a body never counts
+    url = _presign(u, "Action=GetQueueUrl&QueueName=presigned", unsigned_payload=True)
+    assert httpx.get(url).status_code == 200
     r = httpx.post(url, data={"Action": "DeleteQueue", "QueueUrl": q})
     assert r.status_code == 403, r.text
     assert sqs.get_queue_url(QueueName="presigned")["QueueUrl"] == q
