@@ -5,8 +5,8 @@
 #
 # Listening on 0.0.0.0 (needed inside a container), the server refuses to start
 # without bearer tokens (VQS_TOKENS: REST, metrics, console; VQS_SIGV4_KEYS adds
-# SQS) unless VQS_INSECURE=1; without credentials it answers only loopback Host
-# names and VQS_ALLOWED_HOSTS (docs/security.md). The data directory is the
+# SQS) unless VQS_INSECURE=1; without credentials it answers only the Host names
+# localhost, IP addresses and VQS_ALLOWED_HOSTS (docs/security.md). The data directory is the
 # volume /data: one container owns it.
 # Settings: docs/server.md (every one has a VQS_<NAME> variable).
 FROM python:3.11-slim

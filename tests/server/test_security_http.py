@@ -81,8 +81,9 @@ def test_sigv4_keys_alone_do_not_start_off_loopback(tmp_path):
 def test_only_loopback_and_allowed_host_names_are_answered(open_server):
     u = open_server.url
     port = open_server.port
+    # (an IP address cannot be DNS-rebound: a container's or pod's address is answered)
     for host in (f"127.0.0.1:{port}", "localhost", f"localhost:{port}", f"[::1]:{port}", "vqs.internal:80",
-                 "VQS.Internal"):
+                 "VQS.Internal", "10.1.2.3:8642", "[fd00::1]"):
         assert httpx.get(u + "/topics", headers={"host": host}).status_code == 200, host
     for host in (f"attacker.example:{port}", "localhost.attacker.example", "127.0.0.1.nip.io"):
         r = httpx.get(u + "/topics", headers={"host": host})

@@ -5,8 +5,10 @@ credentials the server must tell a web page's requests from a program's, with
 what a page cannot forge:
 
 * **The Host header.** A DNS-rebound page (a name of the attacker's resolved to
-  127.0.0.1) names the attacker's domain; only loopback names, the bound address
-  and ``allowed_hosts`` are answered. An IP address cannot be rebound.
+  127.0.0.1) names the attacker's domain: only ``localhost``, IP addresses (an
+  address cannot be rebound: a page can name this server's address only from
+  another origin, whose reads the browser blocks) and ``allowed_hosts`` are
+  answered.
 * **A preflight.** A page may send another site only ``GET``/``HEAD`` and a
   ``POST`` with a form, multipart or ``text/plain`` body and no custom header
   without a CORS preflight, which this server never grants. A REST ``POST``
@@ -67,19 +69,19 @@ def _preflighted(raw_headers) -> bool:
         if k == b"content-type":
             if v.split(b";", 1)[0].strip().lower() not in _SIMPLE_TYPES:
                 return True
-        elif k == b"authorization" or k.startswith(b"x-vqs-") or k == b"x-requested-with" or (k == b"sec-fetch-site" and v.strip().lower() == b"same-origin"):
+        elif k == b"authorization" or k.startswith(b"x-vqs-") or k == b"x-requested-with" or (
+                k == b"sec-fetch-site" and v.strip().lower() == b"same-origin"):
             return True
     return False
 
 
-def _ip_literal(host: str, loopback_only: bool = False) -> bool:
-    """Whether ``host`` is an IP address (``[...]`` for IPv6), other than 0.0.0.0/::, or only a
-    loopback one."""
+def _ip_literal(host: str) -> bool:
+    """Whether ``host`` is an IP address (``[...]`` for IPv6)."""
     try:
-        a = ipaddress.ip_address(host.strip("[]"))
+        ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
-    return a.is_loopback if loopback_only else not a.is_unspecified
+    return True
 
 
 class BrowserGuard:
@@ -90,15 +92,12 @@ class BrowserGuard:
         self.host_check = (self.open_mode or bool(s.allowed_hosts)) and "*" not in s.allowed_hosts
         allowed = set(_LOOPBACK_HOSTS)
         allowed.update(_host_key(h) for h in s.allowed_hosts)
-        if _ip_literal(s.host):  # the bound address itself (an address cannot be DNS-rebound)
-            h = s.host.strip("[]").lower()
-            allowed.add(f"[{h}]".encode() if ":" in h else h.encode())
         self.allowed_hosts = frozenset(allowed)
 
     def refused(self, method: str, path: str, raw_headers, sqs: bool) -> tuple[str, str] | None:
         """(code, message) of a request refused for where it comes from, else None:
 
-        * a Host name other than loopback's, the bound address's and ``allowed_hosts``
+        * a Host name other than ``localhost``, an IP address and ``allowed_hosts``
           (without credentials, or with ``allowed_hosts`` given): a page on a DNS-rebound
           name must not read or change anything;
         * without credentials, a REST ``POST`` a web page could send cross-site (no
@@ -108,10 +107,10 @@ class BrowserGuard:
         A ``PUT``/``DELETE``/``PATCH`` always needs a preflight, and a GET changes nothing."""
         if self.host_check:
             name = _host_name(raw_headers)
-            if name is not None and name not in self.allowed_hosts and not _ip_literal(name.decode("latin-1"), True):
+            if name is not None and name not in self.allowed_hosts and not _ip_literal(name.decode("latin-1")):
                 shown = name.decode("latin-1")[:100]
                 return ("host_not_allowed",
-                        f"this server answers Host names 127.0.0.1, localhost, [::1] and those of "
+                        f"this server answers the Host names localhost, IP addresses and those of "
                         f"--allowed-host (VQS_ALLOWED_HOSTS), not {shown!r}")
         if self.open_mode and method == "POST" and not sqs and not path.startswith("/console") \
                 and not _preflighted(raw_headers):

@@ -60,7 +60,7 @@ def serve_command(
     sigv4_key: list[str] = typer.Option([], "--sigv4-key", help="AKID:SECRET accepted for SQS SigV4 (repeat; VQS_SIGV4_KEYS)"),
     insecure: bool | None = typer.Option(None, "--insecure", help="allow a non-loopback address without credentials"),
     allowed_host: list[str] = typer.Option([], "--allowed-host",
-                                           help="a Host name answered besides 127.0.0.1, localhost and [::1] "
+                                           help="a Host name answered besides localhost and IP addresses "
                                                 "(repeat; VQS_ALLOWED_HOSTS=a,b; see docs/security.md)"),
     flush: str | None = typer.Option(None, "--flush", help="always | interval | never"),
     flush_interval_ms: int | None = typer.Option(None, "--flush-interval-ms"),

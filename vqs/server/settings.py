@@ -32,7 +32,7 @@ class Settings:
     tokens: list[str] = field(default_factory=list)          # bearer tokens for REST
     sigv4_keys: dict[str, str] = field(default_factory=dict)  # access key id -> secret (SQS)
     insecure: bool = False                                     # allow non-loopback without credentials
-    allowed_hosts: list[str] = field(default_factory=list)     # Host names answered besides loopback ones
+    allowed_hosts: list[str] = field(default_factory=list)     # Host names answered besides localhost, IP addresses
     tls_cert: str = ""                                         # PEM certificate (chain): HTTPS and gRPC over TLS
     tls_key: str = ""                                          # its PEM private key
     # gRPC front (vqs/server/grpc, the grpc extra)
