@@ -6,6 +6,7 @@ import hashlib
 import xml.etree.ElementTree as ET
 
 import httpx
+from vqs_server_proc import SIGV4_ANY
 
 NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 
@@ -13,7 +14,7 @@ NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 def q(base_url, path="/", method="POST", **params):
     if method == "GET":
         return httpx.get(base_url + path, params=params)
-    return httpx.post(base_url + path, data=params)
+    return httpx.post(base_url + path, data=params, headers=SIGV4_ANY)
 
 
 def xml(r):

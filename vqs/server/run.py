@@ -59,6 +59,9 @@ def serve_command(
     token: list[str] = typer.Option([], "--token", help="bearer token accepted for REST (repeat; VQS_TOKENS=a,b)"),
     sigv4_key: list[str] = typer.Option([], "--sigv4-key", help="AKID:SECRET accepted for SQS SigV4 (repeat; VQS_SIGV4_KEYS)"),
     insecure: bool | None = typer.Option(None, "--insecure", help="allow a non-loopback address without credentials"),
+    allowed_host: list[str] = typer.Option([], "--allowed-host",
+                                           help="a Host name answered besides localhost and IP addresses "
+                                                "(repeat; VQS_ALLOWED_HOSTS=a,b; see docs/security.md)"),
     flush: str | None = typer.Option(None, "--flush", help="always | interval | never"),
     flush_interval_ms: int | None = typer.Option(None, "--flush-interval-ms"),
     min_free_bytes: int | None = typer.Option(
@@ -103,6 +106,7 @@ def serve_command(
                      max_open_files=max_open_files, log_level=log_level, log_format=log_format, access_log=access_log,
                      grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
     overrides["kafka_port"] = kafka_port
+    overrides["allowed_hosts"] = allowed_host
     try:
         settings = load_settings(overrides, config_file=config)
         settings.check()

@@ -101,7 +101,7 @@ class GrpcFront:
         s = self.settings
         self._go, self._stop = asyncio.Event(), asyncio.Event()
         interceptors = []
-        if s.tokens:
+        if s.auth_enabled:  # any credential: a token is needed (SigV4 keys grant the SQS API only)
             from .auth import BearerAuth
 
             interceptors.append(BearerAuth(s.tokens))
