@@ -19,7 +19,7 @@ import time
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
@@ -172,6 +172,10 @@ class VQSMiddleware:
                 error_body.append(message.get("body", b"")[:4096])
             await send(message)
 
+        if method == "GET" and path == "/" and not scope.get("query_string"):
+            # No SQS request has neither a body nor a query (Action is required): a person or a
+            # probe at the server's root is shown the way, a browser the console.
+            return await self._landing(scope, receive, send, raw_headers, t0)
         sqs = self.is_sqs(method, path, raw_headers)
         api = "sqs" if sqs else "rest"
         try:
@@ -229,6 +233,24 @@ class VQSMiddleware:
             if self.access_log or status_box[0] >= 400:  # 0: no answer sent (the client left)
                 _log_request(method, path, status, time.perf_counter() - t0, error_body, scope.get("client"),
                              "console" if path.startswith("/console") else api)
+
+    async def _landing(self, scope, receive, send, raw_headers, t0) -> None:
+        accept = next((v for k, v in raw_headers if k == b"accept"), b"")
+        refused = self.guard.refused("GET", "/", raw_headers, False)
+        if refused is not None:
+            status = 403
+            resp = JSONResponse({"error": {"code": refused[0], "message": refused[1]}}, status_code=403)
+        elif b"text/html" in accept:
+            status = 303
+            resp = Response(status_code=303, headers={"Location": "/console"})
+        else:
+            status = 200
+            resp = JSONResponse({"service": "vqs", "version": self.app.version, "links": {
+                "console": "/console", "docs": "/docs", "openapi": "/openapi.json", "health": "/health",
+                "metrics": "/metrics", "topics": "/topics", "queues": "/queues",
+                "sqs": "POST / (AWS JSON 1.0 or query protocol)"}})
+        await resp(scope, receive, send)
+        self._count("rest", "/", "GET", status, time.perf_counter() - t0)
 
     def fast_hit(self, method: str, path: str, raw_headers):
         """For the HTTP-protocol fast path (fast_http.py): the lean hit of a request ``__call__``
