@@ -4,8 +4,10 @@
 #   docker run -p 8642:8642 -v vqs-data:/data -e VQS_TOKENS=secret -e VQS_SIGV4_KEYS=AKID:SECRET vqs
 #
 # Listening on 0.0.0.0 (needed inside a container), the server refuses to start
-# without credentials (VQS_TOKENS for REST, VQS_SIGV4_KEYS for SQS) unless
-# VQS_INSECURE=1. The data directory is the volume /data: one container owns it.
+# without bearer tokens (VQS_TOKENS: REST, metrics, console; VQS_SIGV4_KEYS adds
+# SQS) unless VQS_INSECURE=1; without credentials it answers only the Host names
+# localhost, IP addresses and VQS_ALLOWED_HOSTS (docs/security.md). The data directory is the
+# volume /data: one container owns it.
 # Settings: docs/server.md (every one has a VQS_<NAME> variable).
 FROM python:3.11-slim
 

@@ -155,7 +155,11 @@ def workloads(port: int) -> list[dict]:
          "body": json.dumps({"QueueUrl": qurl.replace(QUEUE, DEL_QUEUE), "ReceiptHandle": "@HANDLE@"}).encode(),
          "handles": DEL_QUEUE},
         {"name": "sqs-send-query", "method": "POST", "path": "/",
-         "headers": {"Content-Type": "application/x-www-form-urlencoded"},
+         # (an Authorization header, as SDKs send even with made-up keys: a credential-less server
+         # runs a state-changing SQS action only with one or X-Amz-Target)
+         "headers": {"Content-Type": "application/x-www-form-urlencoded",
+                     "Authorization": "AWS4-HMAC-SHA256 Credential=bench/20240101/us-east-1/sqs/aws4_request, "
+                                      "SignedHeaders=host, Signature=00"},
          "body": urlencode({"Action": "SendMessage", "QueueUrl": qurl, "MessageBody": VALUE}).encode()},
     ]
 

@@ -32,7 +32,7 @@ LABELS = {
 
 
 def run_cycles(n: int, mode: str) -> None:
-    from vqs.broker.registry import QueueRegistry
+    from vqs.broker.queue.registry import QueueRegistry
 
     reg = QueueRegistry(tempfile.mkdtemp())
     if mode == "fifo10":

@@ -239,11 +239,11 @@ async def idle_poller(k: int, port: int, stop: asyncio.Event, stats: Stats) -> N
     """One keep-alive connection doing 20 s long polls that find nothing, over and over."""
     if k % 2:
         body = b'{"wait_seconds":20}'
-        req = (f"POST /queues/{IDLE_QUEUE}/receive HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        req = (f"POST /queues/{IDLE_QUEUE}/receive HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                f"Content-Length: {len(body)}\r\n\r\n").encode() + body
         kind = "idle_receive"
     else:
-        req = (f"GET /topics/{IDLE_TOPIC}/messages?offset=0&wait_ms=20000 HTTP/1.1\r\nHost: x\r\n\r\n").encode()
+        req = (f"GET /topics/{IDLE_TOPIC}/messages?offset=0&wait_ms=20000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").encode()
         kind = "idle_consume"
     await asyncio.sleep(random.random() * 5)  # connect over 5 s, not in one burst
     writer = None

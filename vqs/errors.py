@@ -34,12 +34,18 @@ class LogClosedError(VQSError):
 
 
 class DiskFullError(VQSError):
-    """A write found the filesystem full (ENOSPC) or the quota spent (EDQUOT).
+    """A write was refused for space: the space governor keeps ``min_free_bytes``
+    free for control writes (vqs/storage/space.py), or the kernel found the
+    filesystem full (ENOSPC) or the quota spent (EDQUOT). Soft: nothing is
+    latched, reads, receives, deletes and commits go on, and writes resume on
+    their own once space is freed (by deleting). ``path`` names the file.
 
-    ``path`` names the file. Nothing acknowledged before it is lost; reads,
-    receives and deletes that need no new space go on, and writes resume on
-    their own once space is freed. A write that raised it was not
-    acknowledged, and is never written later."""
+    What was acknowledged before it, per flush policy:
+    ``always``: written and fsynced, never lost; ``interval``: in the write
+    buffer, whose room the governor counted, written by the next flush or
+    ``close``; ``never``: as ``interval``, written when a batch fills or at
+    ``close``. A Log append that raised it was not acknowledged and is never
+    written later (a topic or queue send that raised may be: at least once)."""
 
     def __init__(self, message: str, *, path: str | None = None):
         self.path = path

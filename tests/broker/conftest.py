@@ -9,7 +9,7 @@ import time
 import pytest
 
 from vqs.broker import Broker
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from vqs.broker import lease_records, lease_state
+from vqs.broker.queue import lease_records, lease_state
 from vqs.storage.durable_file import atomic_write
 from vqs.storage.record_batch import decode_batch, encode_batch
 

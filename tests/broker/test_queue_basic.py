@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from vqs.broker.queue_meta import MAGIC, PAGE_SIZE
-from vqs.broker.queue_meta import decode as decode_meta
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.config_files import MAGIC, PAGE_SIZE
+from vqs.broker.queue.config_files import decode as decode_meta
+from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import (
     BatchEntryIdsNotDistinct,
     BatchRequestTooLong,

@@ -1,5 +1,5 @@
 """A queue's ``send_batch`` is all or nothing on a full disk (a 3 MiB tmpfs, a
-spent btrfs quota, a full xfs: tests/conftest.py ``full_disk``) under
+spent btrfs quota, a full xfs: tests/conftest.py ``small_disk``) under
 ``flush="always"``, and for plain bodies under ``interval`` (the send buffer):
 a batch refused with DiskFullError leaves none of its messages to be delivered
 later, so a client that retries it gets no duplicates; every acknowledged one is
@@ -22,8 +22,8 @@ from vqs import DiskFullError
 
 @pytest.mark.parametrize(("flush", "attributes"), [("always", False), ("always", True), ("interval", False)],
                          ids=["always-plain", "always-attributes", "interval-plain"])
-def test_a_refused_batch_leaves_none_of_its_messages(full_disk, flush, attributes):
-    with vqs.Broker(os.path.join(full_disk.path, "b"), flush=flush) as b:
+def test_a_refused_batch_leaves_none_of_its_messages(small_disk, flush, attributes):
+    with vqs.Broker(os.path.join(small_disk.path, "b"), flush=flush) as b:
         q = b.create_queue("q")
         acked: list = []
         refused: list = []

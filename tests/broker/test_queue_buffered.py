@@ -16,15 +16,15 @@ from hashlib import blake2b
 
 import pytest
 
-from vqs.broker.receipt import ReceiptCodec
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.receipt import ReceiptCodec
+from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import ReceiptHandleIsInvalid
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = r"""
 import sys, time
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults={"flush": "interval", "flush_interval_ms": 50})
 q = reg.create("q")
 out = sys.stdout

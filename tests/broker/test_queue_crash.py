@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = r"""
 import os, random, sys, time
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults={"flush": "always"})
 if sys.argv[2] == "fifo":
     q = reg.create("q.fifo", fifo=True, content_based_deduplication=True)

@@ -13,18 +13,14 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
-from vqs.broker import lease_records, lease_state
-from vqs.broker.registry import QueueRegistry
-from vqs.errors import MessageNotAvailable
+from vqs.broker.queue import lease_records, lease_state
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OPTS = {"flush": "interval", "flush_interval_ms": 600000}
 
 CRASH = r"""
 import os, signal, sys
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults={"flush": "interval", "flush_interval_ms": 600000})
 q = reg.create("q")
 q.send(b"a")
@@ -39,7 +35,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 # Reopen on the full disk: it must open, receive and delete (drain), then crash again.
 REOPEN_FULL = r"""
 import os, signal, sys
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults={"flush": "interval", "flush_interval_ms": 600000})
 q = reg.get("q")
 assert q.counts() == {"visible": 1, "in_flight": 0, "delayed": 0}, q.counts()
@@ -58,31 +54,6 @@ def _run(code: str, *args: str) -> str:
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, env=env, timeout=60)
     assert p.returncode == -signal.SIGKILL, p.stderr.decode(errors="replace")[-2000:]
     return p.stdout.decode()
-
-
-def test_a_crashed_queue_reopens_and_drains_on_a_full_disk(small_disk):
-    data = os.path.join(small_disk.path, "data")
-    ha, hb = _run(CRASH, data).split()
-    small_disk.fill(1 << 20)
-    small_disk.fill_rest()
-    assert small_disk.is_full()
-    assert _run(REOPEN_FULL, data, ha).strip() == "served"
-    small_disk.free()
-    reg = QueueRegistry(data, defaults=OPTS)
-    try:
-        q = reg.get("q")
-        assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}  # "a" deleted, "b" lost
-        q.send(b"c")  # takes the offset "b" had
-        (c,) = q.receive(10, visibility_timeout=60)
-        assert (c.body, c.offset) == (b"c", 1)
-        q.delete(hb)  # a lost message's handle: success, nothing happens
-        with pytest.raises(MessageNotAvailable):
-            q.change_visibility(hb, 0)
-        assert q.counts()["in_flight"] == 1
-        q.delete(c.receipt_handle)
-        assert q.counts() == {"visible": 0, "in_flight": 0, "delayed": 0}
-    finally:
-        reg.close()
 
 
 def test_an_epoch_record_forgets_the_lost_offsets_at_replay(tmp_path):

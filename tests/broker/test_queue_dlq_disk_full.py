@@ -12,15 +12,10 @@ memory and after a reopen (on the full disk, and after freeing it)."""
 from __future__ import annotations
 
 import collections
-import contextlib
-import os
 import signal
 import subprocess
 
-import pytest
-
 import vqs
-from vqs.errors import QueueError
 
 N = 120
 BODY = b"p" * 2000
@@ -82,62 +77,6 @@ def _finish(path: str, ids: set) -> None:
         assert {m.source_queue for m in b.queue("dlq").receive(10)} == {"q"}
 
 
-@pytest.mark.parametrize("flush", ["interval", "always"])
-def test_dead_letter_moves_on_a_full_disk_move_each_message_once(small_disk, flush):
-    path = os.path.join(small_disk.path, "b")
-    ids = {b"%04d" % i for i in range(N)}
-    b, q, dlq, handles = _setup(path, flush)
-    try:
-        for h in handles[:20]:  # the first 20 moved while there is space
-            q.change_visibility(h, 0)
-        assert q.receive(10) == []
-        assert dlq.counts()["visible"] == 20
-
-        small_disk.fill_rest()
-        for h in handles[20:]:  # visible again (a lease change needs no new space)
-            q.change_visibility(h, 0)
-        for _ in range(N // 10 + 2):
-            # past the limit: moved or staying, never delivered; no error (the rest drains)
-            assert q.receive(10, visibility_timeout=0) == []
-        assert q.counts()["visible"] > 0, "the full disk refused no move: fill more"
-        assert _once(b, ids) == set()
-    finally:
-        b.close()
-    with vqs.Broker(path) as b:  # reopened on the full disk
-        assert _once(b, ids) == set()
-    small_disk.free()
-    _finish(path, ids)
-
-
-def test_dead_letter_moves_under_a_full_quota_end_with_each_message_once(quota_disk):
-    # btrfs (copy-on-write): a write into space a log reserved needs new space
-    # too (log_reserve.py), so on the full quota the queues' own records can be
-    # refused: what holds is that after freeing, each message is held once
-    path = os.path.join(quota_disk.path, "b")
-    ids = {b"%04d" % i for i in range(N)}
-    b, q, dlq, handles = _setup(path)
-    try:
-        for h in handles[:20]:
-            q.change_visibility(h, 0)
-        assert q.receive(10) == []
-        quota_disk.fill_rest()
-        with contextlib.suppress(vqs.DiskFullError):
-            for h in handles[20:]:
-                q.change_visibility(h, 0)
-            for _ in range(N // 10 + 2):
-                assert q.receive(10, visibility_timeout=0) == []
-    finally:
-        with contextlib.suppress(vqs.DiskFullError):
-            b.close()
-    quota_disk.free()
-    with vqs.Broker(path) as b:
-        q = b.queue("q")
-        for h in handles[20:]:  # the visibility changes the full quota refused
-            with contextlib.suppress(QueueError):  # (moved: MessageNotAvailable)
-                q.change_visibility(h, 0)
-    _finish(path, ids)
-
-
 _CRASH = """
 import os, signal, sys
 import vqs
@@ -196,16 +135,3 @@ os.kill(os.getpid(), signal.SIGKILL)
 """ % (N, N, N)
 
 
-def test_an_intent_whose_move_was_refused_moves_again_after_sigkill(small_disk, python, child_env):
-    # The intents replay; the DLQ does not hold the messages (it refused them):
-    # the lookup finds nothing and they move, once (a wrong "found" would lose them)
-    path = os.path.join(small_disk.path, "b")
-    r = subprocess.run([python, "-c", _REFUSED_THEN_KILLED, path, os.path.dirname(os.path.dirname(__file__))],
-                       env=child_env, capture_output=True, text=True, timeout=60)
-    assert r.returncode == -signal.SIGKILL, r.stderr
-    small_disk.free()
-    ids = {b"%04d" % i for i in range(N)}
-    with vqs.Broker(path) as b:
-        assert b.queue("q").counts()["visible"] == N and b.queue("dlq").counts()["visible"] == 0
-        assert len(b.queue("q")._maybe_moved) == N  # the intents replayed (white box: the path taken)
-    _finish(path, ids)

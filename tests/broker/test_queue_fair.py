@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import InvalidParameterValue
 
 GROUP_ERROR = ("Value {} for parameter MessageGroupId is invalid. Reason: MessageGroupId can only "

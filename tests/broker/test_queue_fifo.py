@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import InvalidParameterValue, MissingParameter, ReceiptHandleExpired
 
 

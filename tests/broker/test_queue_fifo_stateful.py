@@ -11,7 +11,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import MessageNotAvailable, MessageNotInflight, ReceiptHandleExpired
 
 VIS = 30

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from vqs.broker.queue_config import DEFAULT_ARN_PREFIX
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.config import DEFAULT_ARN_PREFIX
+from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import CorruptRecordError, InvalidParameterValue, ResourceNotFound
 
 

@@ -17,14 +17,14 @@ import sys
 
 import pytest
 
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 from vqs.errors import MessageNotAvailable
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = r"""
 import os, signal, sys
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults={"flush": "interval", "flush_interval_ms": 600000})
 q = reg.create("q")
 q.send(b"a")

@@ -11,13 +11,13 @@ import sys
 
 import pytest
 
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SETUP = r"""
 import os, signal, sys
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults={"flush": "always"})
 q = reg.create("q")
 q.send_batch([b"v0", b"v1", b"v2", b"v3"])

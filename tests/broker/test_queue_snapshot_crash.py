@@ -1,5 +1,5 @@
 """A flush="always" queue's lease-state snapshot covers only records already
-in the state log's file (vqs.broker.lease_state.write_snapshot writes and
+in the state log's file (vqs.broker.queue.lease_state.write_snapshot writes and
 fsyncs the log's buffer first).
 
 Under flush="always" a queue's state records wait in the state log's own
@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # no background flush tick in the test's window: what is buffered stays buffered until the kill
@@ -28,7 +28,7 @@ OPTS = {"flush": "always", "flush_interval_ms": 600000}
 
 CRASH = r"""
 import os, signal, sys
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 reg = QueueRegistry(sys.argv[1], defaults=%r)
 q = reg.create("q")
 for i in range(3):
@@ -41,7 +41,7 @@ for i in range(3):
     q.send(b"u%%d" %% i)            # not acknowledged (lost by the kill)
 ms = q.receive(10, visibility_timeout=0)
 q.delete_batch([m.receipt_handle for m in ms if m.body.startswith(b"u")])
-from vqs.broker import lease_state
+from vqs.broker.queue import lease_state
 write = lease_state.atomic_write
 def write_then_die(*a, **k):   # SIGKILL right after the snapshot's rename
     write(*a, **k)
@@ -54,7 +54,10 @@ q.compact()
 # the state log as an "E" record; new sends take the offsets the crash lost.
 RESTART_FULL = r"""
 import os, signal, sys
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
+from vqs.storage import fs
+# the disk found full by the snapshot's write (the filesystem seam), not by the state log's
+fs.install(fs.Fault.space(os.path.join(sys.argv[1], "q", "state", "snapshot.tmp"), 0))
 reg = QueueRegistry(sys.argv[1], defaults=%r)
 q = reg.get("q")
 for i in range(3):
@@ -72,17 +75,13 @@ def _run(code: str, *args: str) -> str:
     return p.stdout.decode()
 
 
-def test_sends_after_a_restart_on_a_full_disk_survive_the_next_restart(small_disk):
-    data = os.path.join(small_disk.path, "data")
+def test_sends_after_a_restart_on_a_full_disk_survive_the_next_restart(tmp_path):
+    data = str(tmp_path / "data")
     _run(CRASH, data)
     snap = os.path.join(data, "q", "state", "snapshot")
     before = os.stat(snap).st_mtime_ns
-    small_disk.fill(1 << 20)
-    small_disk.fill_rest()
-    assert small_disk.is_full()
     assert _run(RESTART_FULL, data).strip() == "sent"
     assert os.stat(snap).st_mtime_ns == before  # the restart's snapshot found no space (the "E" path)
-    small_disk.free()
     reg = QueueRegistry(data, defaults=OPTS)
     try:
         q = reg.get("q")

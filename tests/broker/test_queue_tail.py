@@ -10,7 +10,7 @@ import pytest
 
 from vqs.broker.queue import send_buffer as queue_mod
 from vqs.broker.queue.message import message_ids as _message_ids
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 
 
 def _bodies(ms):

@@ -8,7 +8,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 
-from vqs.broker.registry import QueueRegistry
+from vqs.broker.queue.registry import QueueRegistry
 
 PRODUCERS = 4
 CONSUMERS = 4

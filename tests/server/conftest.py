@@ -31,7 +31,9 @@ def base_url(server) -> str:
 
 @pytest.fixture
 def http(base_url):
-    with httpx.Client(base_url=base_url, timeout=30) as c:
+    # X-VQS-Client: what a script sends (vqs.Client does); a credential-less server refuses a POST
+    # a web page could send cross-site (docs/security.md; tests/server/test_security_http.py)
+    with httpx.Client(base_url=base_url, timeout=30, headers={"x-vqs-client": "test"}) as c:
         yield c
 
 

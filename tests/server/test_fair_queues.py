@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 import httpx
 import pytest
-from vqs_server_proc import ServerProcess
+from vqs_server_proc import SIGV4_ANY, ServerProcess
 
 import vqs.client as vc
 
@@ -130,7 +130,7 @@ def test_quiet_tenants_first_while_one_is_noisy(sqs, unique):
 
 def test_query_protocol_group_ids(base_url, unique):
     def call(**params):
-        r = httpx.post(base_url + "/", data=params)
+        r = httpx.post(base_url + "/", data=params, headers=SIGV4_ANY)
         assert r.status_code == 200, r.text
         return ET.fromstring(r.content)
 
@@ -148,7 +148,7 @@ def test_query_protocol_group_ids(base_url, unique):
         got.append((m.find(f"{NS}Body").text, attrs))
     assert got == [("one", {"MessageGroupId": "g1"}), ("two", {"MessageGroupId": "g2"})]
     r = httpx.post(base_url + "/", data={"Action": "SendMessage", "QueueUrl": url, "MessageBody": "m",
-                                        "MessageGroupId": "a b"})
+                                        "MessageGroupId": "a b"}, headers=SIGV4_ANY)
     assert r.status_code == 400
     assert ET.fromstring(r.content).find(f"{NS}Error/{NS}Message").text == GROUP_ERROR.format("a b")
 

@@ -42,7 +42,7 @@ async def _long_polls(port: int, n: int, out: list) -> None:
             out.append("connect:" + type(e).__name__)
             return
         try:
-            w.write(b"GET /topics/idle/messages?partition=0&offset=0&wait_ms=4000 HTTP/1.1\r\nHost: t\r\n\r\n")
+            w.write(b"GET /topics/idle/messages?partition=0&offset=0&wait_ms=4000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             await w.drain()
             head = await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), 30)
             out.append(int(head.split(b" ", 2)[1]))

@@ -133,7 +133,7 @@ def test_client_retries_a_dropped_answer_and_a_server_restart_without_duplicates
             old = httpx.post(server.url + "/topics/t/messages", params=_params(p.producer_id, 0, 0),
                              json={"messages": [{"value": "m0"}]})
             assert old.status_code == 409 and "older than" in old.text
-            assert httpx.post(server.url + "/producers").json()["producer_id"] > p.producer_id
+            assert httpx.post(server.url + "/producers", headers={"x-vqs-client": "test"}).json()["producer_id"] > p.producer_id
             values = [r.value for r in c.read("t", 0, 0, max_records=100)]
             assert values == [b"m%d" % i for i in range(8)]  # each once, in order
     finally:

@@ -140,9 +140,9 @@ def test_a_server_holding_300_long_polls_runs_a_handful_of_threads(tmp_path):
     s = ServerProcess(tmp_path / "data", "--max-long-poll-waiters", "400",
                       "--max-connections-per-client", "400").start()  # 300 from 127.0.0.1
     body = b'{"wait_seconds":20}'
-    receive = (b"POST /queues/q/receive HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    receive = (b"POST /queues/q/receive HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-    consume = b"GET /topics/t/messages?wait_ms=20000 HTTP/1.1\r\nHost: x\r\n\r\n"
+    consume = b"GET /topics/t/messages?wait_ms=20000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     try:
         with httpx.Client(base_url=s.url, timeout=30) as h:
             assert h.post("/topics", json={"name": "t"}).status_code == 201

@@ -6,6 +6,7 @@ import hashlib
 import xml.etree.ElementTree as ET
 
 import httpx
+from vqs_server_proc import SIGV4_ANY
 
 NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 
@@ -13,7 +14,7 @@ NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 def q(base_url, path="/", method="POST", **params):
     if method == "GET":
         return httpx.get(base_url + path, params=params)
-    return httpx.post(base_url + path, data=params)
+    return httpx.post(base_url + path, data=params, headers=SIGV4_ANY)
 
 
 def xml(r):
@@ -70,8 +71,17 @@ def test_query_errors(base_url, unique):
     assert r.headers["x-amzn-query-error"] == "AWS.SimpleQueueService.NonExistentQueue;Sender"
     r = q(base_url, Action="NoSuchAction")
     assert r.status_code == 400 and b"InvalidAction" in r.content
-    r = httpx.get(base_url + "/")  # no Action at all (not a queue URL: those answer UnknownOperationException)
+    r = q(base_url)  # no Action at all (not a queue URL: those answer UnknownOperationException)
     assert r.status_code == 400 and b"MissingParameter" in r.content
+
+
+def test_the_root_without_a_query_is_a_page_of_links_and_a_browser_lands_on_the_console(base_url):
+    r = httpx.get(base_url + "/", headers={"accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+    assert r.status_code == 303 and r.headers["location"] == "/console"
+    r = httpx.get(base_url + "/")
+    assert r.status_code == 200 and r.json()["links"]["console"] == "/console"
+    r = q(base_url, method="GET", Action="ListQueues")  # a query-protocol GET is still SQS
+    assert r.status_code == 200 and b"ListQueuesResponse" in r.content
 
 
 def test_json_protocol_raw(base_url, unique):

@@ -11,7 +11,7 @@ import pytest
 boto3 = pytest.importorskip("boto3")
 from botocore.config import Config  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
-from vqs_server_proc import ServerProcess  # noqa: E402
+from vqs_server_proc import SIGV4_ANY, ServerProcess  # noqa: E402
 
 TRACE = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 TRACE_ATTR = {"AWSTraceHeader": {"DataType": "String", "StringValue": TRACE}}
@@ -260,7 +260,7 @@ def test_query_protocol_trace_header_selection_and_batch_errors(base_url, unique
 
     def call(**params):
         return httpx.post(url if params.get("Action") != "CreateQueue" else base_url,
-                          data={"Version": "2012-11-05", **params}, headers={"X-Amzn-Trace-Id": "Root=1-q"}, timeout=30)
+                          data={"Version": "2012-11-05", **params}, headers={"X-Amzn-Trace-Id": "Root=1-q", **SIGV4_ANY}, timeout=30)
 
     assert call(Action="CreateQueue", QueueName=unique).status_code == 200
     r = call(Action="SendMessage", MessageBody="b", **{
@@ -284,7 +284,7 @@ def test_query_protocol_takes_json_member_names_too(base_url, unique):
     httpx = pytest.importorskip("httpx")
 
     def call(**params):
-        return httpx.post(base_url, data={"Version": "2012-11-05", **params}, timeout=30)
+        return httpx.post(base_url, data={"Version": "2012-11-05", **params}, headers=SIGV4_ANY, timeout=30)
 
     r = call(Action="CreateQueue", QueueName=unique, **{"Attributes.1.key": "VisibilityTimeout",
                                                          "Attributes.1.value": "7"})
@@ -304,7 +304,7 @@ def test_query_protocol_endpoint_rules(base_url, unique):
     not actions of that endpoint; a missing queue is worded as the query protocol words it."""
     httpx = pytest.importorskip("httpx")
     url = f"{base_url}/123456789012/{unique}"
-    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}).status_code == 200
+    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}, headers=SIGV4_ANY).status_code == 200
     for headers in ({}, {"Accept": "application/json"}):
         r = httpx.get(url, headers=headers)
         assert r.status_code == 404 and "<UnknownOperationException" in r.text
@@ -365,26 +365,27 @@ def test_query_protocol_empty_lists(base_url, unique):
     """The query protocol sends an empty list as ``Name=``: an empty batch, an empty selection."""
     httpx = pytest.importorskip("httpx")
     url = f"{base_url}/123456789012/{unique}"
-    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}).status_code == 200
-    r = httpx.post(url, data={"Action": "SendMessageBatch", "Entries": ""})
+    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}, headers=SIGV4_ANY).status_code == 200
+    r = httpx.post(url, data={"Action": "SendMessageBatch", "Entries": ""}, headers=SIGV4_ANY)
     assert r.status_code == 400 and "EmptyBatchRequest" in r.text
     assert httpx.post(url, data={"Action": "SendMessage", "MessageBody": "b", "MessageAttribute.1.Name": "A",
                                  "MessageAttribute.1.Value.DataType": "String",
-                                 "MessageAttribute.1.Value.StringValue": "v"}).status_code == 200
-    r = httpx.post(url, data={"Action": "ReceiveMessage", "MessageAttributeNames": "", "AttributeNames": ""})
+                                 "MessageAttribute.1.Value.StringValue": "v"}, headers=SIGV4_ANY).status_code == 200
+    r = httpx.post(url, data={"Action": "ReceiveMessage", "MessageAttributeNames": "", "AttributeNames": ""},
+                   headers=SIGV4_ANY)
     assert r.status_code == 200 and "<Body>b</Body>" in r.text and "<MessageAttribute>" not in r.text
 
 
 def test_query_protocol_answers_json_when_asked(base_url, unique):
     httpx = pytest.importorskip("httpx")
     url = f"{base_url}/123456789012/{unique}"
-    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}).status_code == 200
-    httpx.post(url, data={"Action": "SendMessage", "MessageBody": '{"foo": "ba\\rr"}'})
+    assert httpx.post(base_url, data={"Action": "CreateQueue", "QueueName": unique}, headers=SIGV4_ANY).status_code == 200
+    httpx.post(url, data={"Action": "SendMessage", "MessageBody": '{"foo": "ba\\rr"}'}, headers=SIGV4_ANY)
     accept = {"Accept": "application/json"}
     r = httpx.get(base_url, params={"Action": "ListQueues", "Version": "2012-11-05"}, headers=accept)
     assert r.status_code == 200 and url in r.json()["ListQueuesResponse"]["ListQueuesResult"]["QueueUrls"]
-    r = httpx.get(base_url, params={"Action": "ReceiveMessage", "QueueUrl": url, "VisibilityTimeout": "0"},
-                  headers=accept)
+    r = httpx.post(base_url, data={"Action": "ReceiveMessage", "QueueUrl": url, "VisibilityTimeout": "0"},
+                   headers={**accept, **SIGV4_ANY})
     assert r.json()["ReceiveMessageResponse"]["ReceiveMessageResult"]["messages"][0]["Body"] == '{"foo": "ba\\rr"}'
     r = httpx.get(url, params={"Action": "GetQueueAttributes", "AttributeName.1": "All"}, headers=accept)
     attrs = r.json()["GetQueueAttributesResponse"]["GetQueueAttributesResult"]["Attributes"]

@@ -7,6 +7,8 @@ import threading
 
 import pytest
 
+from vqs.storage import fs
+
 
 class FsyncObserver:
     """Wraps ``os.fsync`` to observe it (the real fsync still runs): records,
@@ -57,6 +59,7 @@ class FsyncObserver:
 def fsyncs(monkeypatch):
     obs = FsyncObserver(os.fsync)
     monkeypatch.setattr(os, "fsync", obs)
+    monkeypatch.setattr(fs, "fsync", obs)  # (storage calls it through its filesystem seam)
     return obs
 
 

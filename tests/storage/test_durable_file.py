@@ -30,7 +30,7 @@ def _fsync_then(monkeypatch, action):
         if not os.path.isdir(f"/proc/self/fd/{fd}"):
             action(fd)
 
-    monkeypatch.setattr(durable_file.os, "fsync", fsync)
+    monkeypatch.setattr(durable_file.fs, "fsync", fsync)
 
 
 def test_rename_into_a_vanished_directory_raises_the_renames_error(tmp_path, monkeypatch):

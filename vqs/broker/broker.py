@@ -39,7 +39,6 @@ from .consumer import Consumer
 from .group_offsets import GroupRegistry
 from .names import validate_name
 from .producer import Producer
-from .queue_config import normalize
 from .topic import PartitionLag, Topic, TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -65,6 +64,8 @@ LOG_OPTIONS = frozenset(
 
 def _check_queue_defaults(queue_defaults: dict) -> None:
     """Settings that are not Log settings must be queue attributes (visibility_timeout, ...)."""
+    from .queue.config import normalize  # late: queue code loads on first use
+
     try:
         normalize(queue_defaults, creating=True)
     except (VQSError, ValueError, TypeError) as e:
@@ -464,14 +465,14 @@ class Broker:
         self._check_open()
         return self._groups.delete(group)
 
-    # -- queues (vqs.broker.registry) --------------------------------------------------------
+    # -- queues (vqs.broker.queue.registry) --------------------------------------------------------
     def _queue_registry(self):
         registry = self._queues
         if registry is None:
             with self._lock:
                 self._check_open()
                 if self._queues is None:
-                    from .registry import QueueRegistry  # late: queue code loads on first use
+                    from .queue.registry import QueueRegistry  # late: queue code loads on first use
 
                     self._queues = QueueRegistry(
                         layout.queues_dir(self.path),

@@ -23,6 +23,7 @@ import threading
 
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
 from ..storage.durable_file import atomic_write, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from ..storage.space import check_room
 from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic
@@ -156,6 +157,9 @@ class TopicCatalog:
             final = os.path.join(self.directory, name)
             if os.path.exists(final):
                 raise TopicAlreadyExists(name)  # a stray directory we did not load: keep it
+            # a data write (space.py): refused under the floor, as appends are
+            check_room(self.directory, settings.get("min_free_bytes", self._log_defaults.get("min_free_bytes")),
+                       "creating topic")
             tmp = final + "~new"
             shutil.rmtree(tmp, ignore_errors=True)
             make_dirs(tmp)  # (btrfs under a spent quota: even a directory needs space)

@@ -5,13 +5,11 @@ atomically (temp file, fsync, rename, fsync dir) on every commit: when
 ``commit`` returns, the offsets survive a crash or a power loss, and a crash
 during a commit leaves the previous offsets.
 
-Commits work on a full disk: the file is replaced through a spare file that
-keeps its space allocated between commits (``offsets.json.spare``, see
-vqs.storage.durable_file.atomic_write_reserved); on btrfs a commit also makes
-sure a quota-headroom ballast stands on the filesystem (none does where every
-log is ``flush="always"``), which a commit on a spent quota spends for its
-rename. Should that fail too, commit raises DiskFullError and the previous
-offsets stay, in memory and on disk.
+Commits work on a full disk: a commit is a control write, and the space
+governor (vqs.storage.space) keeps data writes off the room it needs. Should
+the kernel still find no space, commit raises DiskFullError and the previous
+offsets stay, in memory and on disk. (``offsets.json.spare``, a scratch file
+of earlier versions, is removed when the group is opened.)
 
 A group here is a named set of committed offsets. Who reads which
 partition is the group coordinator's business (coordinator.py for Kafka
@@ -21,14 +19,14 @@ it gets here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import threading
 
 from ..errors import ConfigError, CorruptRecordError
-from ..storage.durable_file import atomic_write_reserved, fsync_dir, make_dirs
-from ..storage.quota_headroom import stand
+from ..storage.durable_file import atomic_write, fsync_dir, make_dirs
 from .layout import offsets_file
 from .names import validate_name
 from .topic import TopicPartition
@@ -48,6 +46,8 @@ class GroupOffsets:
         self.path = offsets_file(directory)
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[int, int]] = self._load()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path + ".spare")  # an earlier version's scratch file (module doc)
 
     def _load(self) -> dict[str, dict[int, int]]:
         try:
@@ -109,11 +109,7 @@ class GroupOffsets:
             make_dirs(self.directory)
             fsync_dir(os.path.dirname(self.directory))
         data = {t: {str(p): off for p, off in sorted(parts.items())} for t, parts in sorted(offsets.items())}
-        atomic_write_reserved(self.path, json.dumps(data, sort_keys=True).encode() + b"\n")
-        # btrfs: a ballast stands on the filesystem (made here where no log keeps one:
-        # a flush="always" broker), so a commit on a spent quota has its headroom
-        # (its rename needs metadata room: durable_file.atomic_write_reserved)
-        stand(self.directory)
+        atomic_write(self.path, json.dumps(data, sort_keys=True).encode() + b"\n")
 
 
 class GroupRegistry:

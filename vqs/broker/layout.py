@@ -14,7 +14,6 @@
       groups/
         {group}/
           offsets.json           committed offsets {"topic": {"p": next_offset}} (atomic replace)
-          offsets.json.spare     scratch space of the next commit (kept allocated: commits work on a full disk)
       queues/
         {queue}/                 one SQS-style queue (its inside: vqs.broker.queue)
         ~move-tasks.json         the message move tasks (vqs.broker.queue.move_tasks; atomic replace)

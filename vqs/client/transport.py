@@ -65,7 +65,9 @@ class Transport:
         if "://" not in url:  # host:port, as curl takes it
             url = "http://" + url
         self.url = url.rstrip("/")
-        headers = {"user-agent": "vqs-client"}
+        # x-vqs-client: a header no web page can send to another site without a CORS preflight,
+        # which a server without credentials asks of every POST (docs/security.md)
+        headers = {"user-agent": "vqs-client", "x-vqs-client": "python"}
         if token:
             headers["authorization"] = f"Bearer {token}"
         if transport is None:

@@ -24,16 +24,11 @@ the page cache); :meth:`Checkpoint.sync` (fsync) makes it survive power loss.
 A new file is written with both slots zeroed (invalid) at creation, so later
 writes overwrite space the file already has: checkpoints go on on a full disk
 (a queue that cannot be created for want of space raises DiskFullError then).
-Not on a copy-on-write filesystem (btrfs): an overwrite takes new space there,
-so under a spent quota ``write`` raises DiskFullError (the previous slot stays
-valid); hybrid_queue.py then takes nothing (durable get) or skips it. Unless
-the quota headroom (vqs/storage/quota_headroom.py) still stands: the write
-that meets EDQUOT deletes it and is tried once more. A durable get's write
-(``gives_back``) may take the reclaim ballast too, which steps that give space
-back may spend: the get is what lets the queue drain and its consumed
-segments go: without it a durable HybridQueue reopened on a spent quota, with
-only the reclaim ballast standing, could not take a single message, and so
-could never drain.
+On a copy-on-write filesystem (btrfs) an overwrite takes new space: there a
+checkpoint is a control write, which the space governor (vqs.storage.space)
+keeps room for; a write the kernel still refuses raises DiskFullError (the
+previous slot stays valid) and hybrid_queue.py takes nothing (durable get)
+or skips it.
 """
 
 from __future__ import annotations
@@ -46,8 +41,8 @@ from typing import NamedTuple
 import crc32c as _crc32c
 
 from ..errors import DiskFullError
+from ..storage import fs
 from ..storage.durable_file import fsync_dir
-from ..storage.quota_headroom import ready, release_for, spend
 
 MAGIC = b"VQHC"
 VERSION = 1
@@ -100,32 +95,20 @@ class Checkpoint:
             raise
         if created:
             fsync_dir(os.path.dirname(os.path.abspath(path)))
-        ready(os.path.dirname(os.path.abspath(path)), self._fd)  # btrfs: the quota headroom (best effort: 0 or an errno)
         raw = os.pread(self._fd, 2 * SLOT_SIZE, 0)
         slots = [_decode(raw[i * SLOT_SIZE:(i + 1) * SLOT_SIZE]) for i in (0, 1)]
         valid = [s for s in slots if s is not None]
         self.state: State | None = max(valid, key=lambda s: s.seq) if valid else None
         self._seq = self.state.seq if self.state else 0
 
-    def write(self, read_off: int, end_off: int, disk_bytes: int, *, clean: bool = False,
-              gives_back: bool = False) -> None:
-        """Record the consumed position (one pwrite; see module doc).
-        ``gives_back``: a durable get's (it may spend the reclaim ballast)."""
+    def write(self, read_off: int, end_off: int, disk_bytes: int, *, clean: bool = False) -> None:
+        """Record the consumed position (one pwrite; see module doc)."""
         seq = self._seq + 1
         body = _BODY.pack(MAGIC, VERSION, FLAG_CLEAN if clean else 0, seq,
                           read_off, end_off, max(0, disk_bytes))
         data, pos = body + _CRC.pack(_crc(body)), (seq & 1) * SLOT_SIZE
         try:
-            try:
-                os.pwrite(self._fd, data, pos)
-            except OSError as e:
-                # btrfs under a spent quota: the write's metadata reservation
-                # (vqs/storage/quota_headroom.py): once more with the headroom
-                if e.errno != errno.EDQUOT or not (release_for(self._fd, len(data), pos) or (
-                        gives_back and spend(os.path.dirname(os.path.abspath(self.path)), self._fd,
-                                             "a durable get records its position", reclaim_only=True))):
-                    raise
-                os.pwrite(self._fd, data, pos)
+            fs.pwrite(self._fd, data, pos)
         except OSError as e:
             if e.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise DiskFullError(f"writing {self.path} failed: the disk is full ({e.strerror})",
@@ -134,7 +117,7 @@ class Checkpoint:
         self._seq = seq
 
     def sync(self) -> None:
-        os.fsync(self._fd)
+        fs.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:

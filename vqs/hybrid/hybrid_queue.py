@@ -107,10 +107,11 @@ class HybridQueue(DiskTier):
     with ``dumps``/``loads``. ``compression``: None, "zstd" or "lz4" (log batches).
     ``recovery``: "fail" (default), "skip" or "truncate", as ``Log.open``'s:
     what opening after a crash does with a damaged batch in the disk tier.
-    A full filesystem (or less free than ``min_free_bytes``) is a full disk
-    tier: ``put`` raises ``queue.Full`` (cause: the DiskFullError) or waits,
-    and goes on once space is freed; ``close()`` ignores ``min_free_bytes``
-    (that headroom is what lets it write the memory tier).
+    A full filesystem (less free than ``min_free_bytes``; None, the default:
+    the smaller of 64 MiB and 5 % of the filesystem, vqs.storage.space) is a
+    full disk tier: ``put`` raises ``queue.Full`` (cause: the DiskFullError)
+    or waits, and goes on once space is freed; ``close()`` ignores
+    ``min_free_bytes`` (that room is what lets it write the memory tier).
     ``latency_histograms``: time every put/get for ``metrics`` (Prometheus).
     """
 
@@ -129,7 +130,7 @@ class HybridQueue(DiskTier):
         checkpoint_fsync_s: float = 1.0,
         recovery: str = "fail",
         latency_histograms: bool = False,
-        min_free_bytes: int = 0,
+        min_free_bytes: int | None = None,
     ):
         _check_limit("memory_items", memory_items, allow_none=True)
         _check_limit("memory_bytes", memory_bytes, allow_none=True)
@@ -144,7 +145,7 @@ class HybridQueue(DiskTier):
             segment_bytes = 32 << 20 if max_disk_bytes is None else \
                 min(64 << 20, max(1 << 20, max_disk_bytes // 8))
         _check_limit("segment_bytes", segment_bytes, allow_none=False)
-        _check_limit("min_free_bytes", min_free_bytes, allow_none=False)
+        _check_limit("min_free_bytes", min_free_bytes, allow_none=True)
         if not isinstance(checkpoint_fsync_s, (int, float)) or checkpoint_fsync_s < 0:
             raise ConfigError(f"checkpoint_fsync_s={checkpoint_fsync_s!r}: must be a number >= 0")
         if recovery not in RECOVERY_POLICIES:
@@ -422,7 +423,7 @@ class HybridQueue(DiskTier):
                 break
         m = min(n, len(cache))
         taken = sum(islice(csz, m))
-        self._ckpt.write(self._read_off + m, self._end, self._disk_bytes - taken, gives_back=True)
+        self._ckpt.write(self._read_off + m, self._end, self._disk_bytes - taken)
         out = [cache.popleft() for _ in range(m)]
         for _ in range(m):
             csz.popleft()
@@ -564,7 +565,7 @@ class HybridQueue(DiskTier):
             while self._inflight:
                 self._not_full.wait()
             try:
-                self._log.min_free_bytes = 0  # the headroom is there for this write
+                self._log.min_free_bytes = 0  # the room kept is there for this write
                 try:
                     failed = self._spill_tail_locked()
                 except DiskFullError as e:
@@ -579,9 +580,8 @@ class HybridQueue(DiskTier):
                 clean = True
                 try:
                     self._log.close()
-                    # (a spent btrfs quota: a failed write's bytes could not be cut, or the
-                    # position's overwrite finds no room; the next open recovers, and
-                    # redelivers what was got since the last position that fitted)
+                    # (no space even for the position's overwrite, copy-on-write: the next
+                    # open recovers, and redelivers what was got since the last position)
                     self._ckpt.write(self._read_off, self._end, self._disk_bytes, clean=True)
                     self._ckpt.sync()
                 except DiskFullError as e:

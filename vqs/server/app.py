@@ -19,13 +19,15 @@ import time
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
 from ..storage.log_throttle import Throttle
+from .browser_guard import BrowserGuard
 from .context import ServerContext
 from .errors import APIError, rest_error
+from .http_bounds import SQS_MAX_BODY_BYTES
 from .lean import BodyTooLarge, LeanRoutes, capturing
 from .settings import Settings
 
@@ -67,11 +69,6 @@ def _measure(raw_headers) -> tuple[int, int | None]:
 #: ``VQSMiddleware.fast_hit``'s answer for a request to the SQS endpoint (the endpoint's
 #: ``answer`` runs it; no name in the path is taken from here)
 SQS_HIT = ("sqs", None)
-#: The largest body an SQS request may have, checked before it is read and before its
-#: signature is: SQS takes at most 1 MiB of message content per request (one message, or a
-#: batch's together, attributes included), which its encodings make at most 4 bytes a byte
-#: (a binary attribute's base64, URL-encoded), plus 256 KiB of names, ids and parameters.
-SQS_MAX_BODY_BYTES = 4 * (1 << 20) + (256 << 10)
 
 _TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the lean routes)
 
@@ -79,12 +76,20 @@ _TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the 
 _disk_full_lines = Throttle(logger)
 
 
-def _log_request(method: str, path: str, status: int, seconds: float, error_body: list) -> None:
+def _log_request(method: str, path: str, status: int, seconds: float, error_body: list,
+                 client=None, front: str | None = None) -> None:
     """One line per request (``access_log``) or per refused one (any 4xx/5xx): the method,
     path (never the query string, which may carry SQS parameters), status and, for an
-    error, its code and message. 401/403/5xx at warning, other refusals at info. A refusal
-    for a full disk is logged once per path a minute (``left_out``: how many were not)."""
+    error, its code and message; the client's address and the front (rest, sqs) when
+    known (the ASGI path: every failed bearer check and console login passes there).
+    Never a header's value (no token, no signature). 401/403/5xx at warning, other
+    refusals at info. A refusal for a full disk is logged once per path a minute
+    (``left_out``: how many were not)."""
     fields = {"method": method, "path": path, "status": status, "ms": round(seconds * 1000, 3)}
+    if client:
+        fields["client"] = f"{client[0]}:{client[1]}" if isinstance(client, (tuple, list)) else str(client)
+    if front:
+        fields["front"] = front
     if status < 400:
         logger.info("request", extra={"vqs": fields})
         return
@@ -102,6 +107,8 @@ def _log_request(method: str, path: str, status: int, seconds: float, error_body
         fields["error"] = summary
     level = logging.WARNING if status in (401, 403) or status >= 500 else logging.INFO
     text = f"rejected {status} {method} {path}" + (f" {summary}" if summary else "")
+    if "client" in fields:
+        text += f" (client {fields['client']}, {front})"
     if "left_out" in fields:
         text += f" ({fields['left_out']} more like it since the last such line)"
     logger.log(level, "rejected", extra={"vqs": fields, "text": text})
@@ -120,6 +127,9 @@ class VQSMiddleware:
         self.ctx = ctx
         s = ctx.settings
         self.tokens = [t.encode() for t in s.tokens]
+        # Any credential configured: REST needs a bearer token (SigV4 keys grant SQS only).
+        self.rest_auth = s.auth_enabled
+        self.guard = BrowserGuard(s)  # the Host and cross-site checks (browser_guard.py)
         self.max_body = s.max_body_bytes
         self.max_sqs_body = min(s.max_body_bytes, SQS_MAX_BODY_BYTES)
         self.max_header = s.max_header_bytes
@@ -151,7 +161,8 @@ class VQSMiddleware:
         if lean is not None and size <= self.max_header and (clen is None or clen <= self.max_body) \
                 and not self.ctx.stopping:
             hit = lean.match(method, path)  # a hot route whose checks all pass: no framework, no wrappers
-            if hit is not None and (not self.tokens or self._check_bearer(raw_headers) is None):
+            if hit is not None and (not self.rest_auth or self._check_bearer(raw_headers) is None) \
+                    and self.guard.refused(method, path, raw_headers, False) is None:
                 return await self._lean(hit, scope, receive, send, t0)
         status_box = [0]
         error_body: list = []
@@ -163,6 +174,10 @@ class VQSMiddleware:
                 error_body.append(message.get("body", b"")[:4096])
             await send(message)
 
+        if method == "GET" and path == "/" and not scope.get("query_string"):
+            # No SQS request has neither a body nor a query (Action is required): a person or a
+            # probe at the server's root is shown the way, a browser the console.
+            return await self._landing(scope, receive, send, raw_headers, t0)
         sqs = self.is_sqs(method, path, raw_headers)
         api = "sqs" if sqs else "rest"
         limit, limit_name = ((self.max_sqs_body, "an SQS request's largest") if sqs and self.max_sqs_body < self.max_body
@@ -183,6 +198,11 @@ class VQSMiddleware:
                 await self._reject(send_wrapper, sqs, 503, "shutting_down", "the server is shutting down",
                                    headers={"Retry-After": "1", "Connection": "close"})
                 return
+            refused = self.guard.refused(method, path, raw_headers, sqs)
+            if refused is not None:
+                self.ctx.metrics.rejected.labels(refused[0]).inc()
+                await self._reject(send_wrapper, sqs, 403, *refused)
+                return
             receive = self._limited_receive(receive, limit)
             if sqs:
                 if self.ctx.sqs is None:
@@ -190,7 +210,7 @@ class VQSMiddleware:
                     return
                 await self.ctx.sqs.asgi(scope, receive, send_wrapper)
                 return
-            if self.tokens and not path.startswith(_OPEN_PATHS):
+            if self.rest_auth and not path.startswith(_OPEN_PATHS):
                 err = self._check_bearer(raw_headers)
                 if err is not None:
                     await self._reject(send_wrapper, False, *err)
@@ -215,7 +235,26 @@ class VQSMiddleware:
             status = status_box[0] or 500
             self._count(api, rpath, method, status, time.perf_counter() - t0)
             if self.access_log or status_box[0] >= 400:  # 0: no answer sent (the client left)
-                _log_request(method, path, status, time.perf_counter() - t0, error_body)
+                _log_request(method, path, status, time.perf_counter() - t0, error_body, scope.get("client"),
+                             "console" if path.startswith("/console") else api)
+
+    async def _landing(self, scope, receive, send, raw_headers, t0) -> None:
+        accept = next((v for k, v in raw_headers if k == b"accept"), b"")
+        refused = self.guard.refused("GET", "/", raw_headers, False)
+        if refused is not None:
+            status = 403
+            resp = JSONResponse({"error": {"code": refused[0], "message": refused[1]}}, status_code=403)
+        elif b"text/html" in accept:
+            status = 303
+            resp = Response(status_code=303, headers={"Location": "/console"})
+        else:
+            status = 200
+            resp = JSONResponse({"service": "vqs", "version": self.app.version, "links": {
+                "console": "/console", "docs": "/docs", "openapi": "/openapi.json", "health": "/health",
+                "metrics": "/metrics", "topics": "/topics", "queues": "/queues",
+                "sqs": "POST / (AWS JSON 1.0 or query protocol)"}})
+        await resp(scope, receive, send)
+        self._count("rest", "/", "GET", status, time.perf_counter() - t0)
 
     def fast_hit(self, method: str, path: str, raw_headers):
         """For the HTTP-protocol fast path (fast_http.py): the lean hit of a request ``__call__``
@@ -234,8 +273,10 @@ class VQSMiddleware:
             hit = SQS_HIT if self.ctx.sqs is not None and (clen is None or clen <= self.max_sqs_body) else None
         else:
             hit = lean.match(method, path)
-            if hit is not None and self.tokens and self._check_bearer(raw_headers) is not None:
+            if hit is not None and self.rest_auth and self._check_bearer(raw_headers) is not None:
                 return None
+        if hit is not None and self.guard.refused(method, path, raw_headers, hit is SQS_HIT) is not None:
+            return None
         if hit is None:
             return None
         for k, _ in raw_headers:
@@ -295,6 +336,10 @@ class VQSMiddleware:
         return wrapped
 
     def _check_bearer(self, raw_headers):
+        if not self.tokens:
+            return (401, "unauthorized", "this server has SigV4 keys (the SQS API) but no bearer token: REST, "
+                    "/metrics and the console need one (start it with --token / VQS_TOKENS)",
+                    None, {"WWW-Authenticate": 'Bearer realm="vqs"'})
         auth = None
         for k, v in raw_headers:
             if k == b"authorization":
@@ -320,7 +365,8 @@ class VQSMiddleware:
             from .sqs.errors import SQSError
             from .sqs.protocol import render_json_error
 
-            name = {413: "RequestEntityTooLarge", 431: "InvalidParameterValue", 503: "ServiceUnavailable"}.get(
+            name = {413: "RequestEntityTooLarge", 431: "InvalidParameterValue", 503: "ServiceUnavailable",
+                    403: "AccessDenied"}.get(
                 status, "InvalidParameterValue")
             err = SQSError(name, message, status=status)
             body = render_json_error(err)
@@ -411,11 +457,21 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
     @app.exception_handler(StarletteHTTPException)
     async def _http(request, exc: StarletteHTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse({"error": {"code": code, "message": str(exc.detail)}}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        body = {"code": code, "message": str(exc.detail)}
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # the framework's answer to a body json_loads refused (rest/conventions.py)
+            body = {"code": "invalid_json", "message": "the body is not valid JSON (or nests too deep, or holds "
+                    "a lone surrogate escape)", "field": "body"}
+        return JSONResponse({"error": body}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(VQSError)
     async def _vqs(request, exc: VQSError):
+        return _answer(request, exc)
+
+    @app.exception_handler(UnicodeEncodeError)
+    async def _unencodable(request, exc: UnicodeEncodeError):
+        # a lone surrogate of a request's JSON: a 400 (rest_error), handled here so that the
+        # framework does not log it as a failure as it does what only the Exception handler catches
         return _answer(request, exc)
 
     @app.exception_handler(Exception)

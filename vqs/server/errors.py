@@ -170,6 +170,10 @@ def rest_error(exc: Exception, metrics, where: str, ctx=None) -> APIError:
         api = exc
     elif isinstance(exc, E.VQSError):
         api = from_vqs_error(exc)
+    elif isinstance(exc, UnicodeEncodeError) and exc.reason == "surrogates not allowed":
+        # a request's string (JSON "\ud800", parsed by the framework) no UTF-8 text can hold
+        api = APIError(400, "invalid_argument", "a string in the request holds a lone surrogate "
+                       "(U+D800-U+DFFF), which is not a character")
     else:
         logger.error("unhandled error on %s", where, exc_info=exc)
         api = APIError(500, "internal", _INTERNAL)

@@ -403,9 +403,11 @@ def _make_protocol(front, base=None):
                         path = raw.decode("ascii")
                         hit = front.fast_hit(method, path, self.headers)
                         # the routes whose handler never hands the request to the framework for these
-                        if hit is not None and (hit is SQS_HIT or (hit[0] == produce and not idempotent_produce(qs))
-                                                or (hit[0] == consume and _consume_args(qs) is not None)
-                                                or hit[0] in queue_routes):
+                        # (a GET of the SQS endpoint without a query is not an SQS request: the root page)
+                        if hit is not None and (bool(qs or method != "GET") if hit is SQS_HIT else (
+                                (hit[0] == produce and not idempotent_produce(qs))
+                                or (hit[0] == consume and _consume_args(qs) is not None)
+                                or hit[0] in queue_routes)):
                             scope = self.scope
                             scope["method"] = method
                             scope["path"] = path

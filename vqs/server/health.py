@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
 from ..storage.free_space import free_bytes
+from ..storage.space import for_path
 
 _GONE = (TopicDoesNotExist, QueueDoesNotExist, LogClosedError)
 
@@ -99,9 +100,29 @@ def disk_space(path: str) -> tuple[int, int]:
     return free_bytes(path), st.f_blocks * st.f_frsize
 
 
-def storage_health(broker, data_dir: str, min_free_bytes: int) -> dict:
+def _floor(data_dir: str, min_free_bytes: int | None) -> int:
+    """The setting, or (None) the space governor's default for the filesystem."""
+    if min_free_bytes is not None:
+        return min_free_bytes
+    try:
+        return for_path(data_dir).default_floor
+    except OSError:
+        return 0
+
+
+def _refusing(data_dir: str) -> bool:
+    """Whether the space governor of the data dir's filesystem is refusing data
+    writes (a queue's pending sends may be what it counts: no log shows it)."""
+    try:
+        return for_path(data_dir).low
+    except OSError:
+        return False
+
+
+def storage_health(broker, data_dir: str, min_free_bytes: int | None) -> dict:
     """The ``storage`` part of /health and the reasons it is degraded (empty: ok)."""
-    return _answer(disk_space(data_dir), log_problems(broker), min_free_bytes)
+    return _answer(disk_space(data_dir), log_problems(broker), _floor(data_dir, min_free_bytes),
+                   _refusing(data_dir))
 
 
 class StorageHealth:
@@ -109,11 +130,11 @@ class StorageHealth:
     space kept for ``ttl_s`` seconds (module doc). Used from one thread (the
     event loop) at a time."""
 
-    def __init__(self, broker, data_dir: str, min_free_bytes: int, ttl_s: float,
+    def __init__(self, broker, data_dir: str, min_free_bytes: int | None, ttl_s: float,
                  clock=time.monotonic):
         self.broker = broker
         self._dir = data_dir
-        self._min_free = min_free_bytes
+        self._min_free = _floor(data_dir, min_free_bytes)
         self._ttl = ttl_s
         self._clock = clock
         self._logs: list = []
@@ -141,13 +162,14 @@ class StorageHealth:
             self._space = free, _ = disk_space(self._dir)
             # a short disk is read again at every answer (it shows ok once space is back)
             self._space_until = now + self._ttl if free > self._min_free and free > 0 else now
-        return _answer(self._space, problems, self._min_free)
+        return _answer(self._space, problems, self._min_free, _refusing(self._dir))
 
 
-def _answer(space: tuple[int, int], problems: list[LogProblem], min_free_bytes: int) -> dict:
+def _answer(space: tuple[int, int], problems: list[LogProblem], min_free_bytes: int,
+            refusing: bool = False) -> dict:
     free, total = space
     reasons = []
-    if free <= min_free_bytes or free == 0:
+    if free <= min_free_bytes or free == 0 or refusing:
         reasons.append("disk_full")
     if any(p.problem == "disk_full" for p in problems) and "disk_full" not in reasons:
         reasons.append("disk_full")

@@ -40,6 +40,12 @@ import logging
 
 logger = logging.getLogger("vqs.server")
 
+#: The largest body an SQS request may have, checked (app.py) before it is read and before its
+#: signature is: SQS takes at most 1 MiB of message content per request (one message, or a
+#: batch's together, attributes included), which its encodings make at most 4 bytes a byte
+#: (a binary attribute's base64, URL-encoded), plus 256 KiB of names, ids and parameters.
+SQS_MAX_BODY_BYTES = 4 * (1 << 20) + (256 << 10)
+
 _WAITING, _BEGUN, _BODY = 0, 1, 2
 #: A connection may be closed to make room for a new one once it is this old (seconds).
 EVICT_AFTER_S = 1.0

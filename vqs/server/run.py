@@ -59,6 +59,9 @@ def serve_command(
     token: list[str] = typer.Option([], "--token", help="bearer token accepted for REST (repeat; VQS_TOKENS=a,b)"),
     sigv4_key: list[str] = typer.Option([], "--sigv4-key", help="AKID:SECRET accepted for SQS SigV4 (repeat; VQS_SIGV4_KEYS)"),
     insecure: bool | None = typer.Option(None, "--insecure", help="allow a non-loopback address without credentials"),
+    allowed_host: list[str] = typer.Option([], "--allowed-host",
+                                           help="a Host name answered besides localhost and IP addresses "
+                                                "(repeat; VQS_ALLOWED_HOSTS=a,b; see docs/security.md)"),
     flush: str | None = typer.Option(None, "--flush", help="always | interval | never"),
     flush_interval_ms: int | None = typer.Option(None, "--flush-interval-ms"),
     min_free_bytes: int | None = typer.Option(
@@ -110,6 +113,7 @@ def serve_command(
     overrides["kafka_port"] = kafka_port
     overrides.update(max_connections_per_client=max_connections_per_client,
                      http_header_timeout_s=http_header_timeout_s)
+    overrides["allowed_hosts"] = allowed_host
     try:
         settings = load_settings(overrides, config_file=config)
         settings.check()

@@ -32,6 +32,7 @@ class Settings:
     tokens: list[str] = field(default_factory=list)          # bearer tokens for REST
     sigv4_keys: dict[str, str] = field(default_factory=dict)  # access key id -> secret (SQS)
     insecure: bool = False                                     # allow non-loopback without credentials
+    allowed_hosts: list[str] = field(default_factory=list)     # Host names answered besides localhost, IP addresses
     tls_cert: str = ""                                         # PEM certificate (chain): HTTPS and gRPC over TLS
     tls_key: str = ""                                          # its PEM private key
     # gRPC front (vqs/server/grpc, the grpc extra)
@@ -45,7 +46,8 @@ class Settings:
     # durability (broker defaults)
     flush: str = "interval"                                    # always | interval | never
     flush_interval_ms: int = 100
-    min_free_bytes: int = 0                   # refuse topic/queue writes under this much free disk (0: off)
+    min_free_bytes: int | None = None         # refuse topic/queue writes under this much free disk
+                                              # (None: min(64 MiB, 5 % of the filesystem); 0: off)
     health_cache_ms: int = 1000               # /health keeps its list of logs and a healthy free space
                                               # this long (0: off); failed or full logs show at once
     # limits
@@ -82,6 +84,8 @@ class Settings:
     # ---------------------------------------------------------------- checks
     @property
     def auth_enabled(self) -> bool:
+        """Any credential configured: then REST, /metrics and the console need a bearer token
+        (SigV4 keys grant the SQS API only) and SQS needs a signature."""
         return bool(self.tokens or self.sigv4_keys)
 
     def check(self) -> None:
@@ -97,18 +101,15 @@ class Settings:
                 raise ConfigError(f"{name} must be positive")
         if self.health_cache_ms < 0:
             raise ConfigError(f"health_cache_ms must be >= 0 (0: off), not {self.health_cache_ms}")
-        if self.min_free_bytes < 0:
+        if self.min_free_bytes is not None and self.min_free_bytes < 0:
             raise ConfigError(f"min_free_bytes must be >= 0 (0: off), not {self.min_free_bytes}")
         if self.max_open_files != 0 and self.max_open_files < 4:
             raise ConfigError(f"max_open_files must be 0 (automatic) or >= 4, not {self.max_open_files}")
         if not (0 < self.max_wait_ms <= 20_000):
             raise ConfigError(f"max_wait_ms must be 1-20000 (SQS's 20 s long-poll cap), not {self.max_wait_ms}")
-        if not is_loopback(self.host) and not self.auth_enabled and not self.insecure:
-            raise ConfigError(
-                f"refusing to listen on {self.host}, which is not a loopback address, without "
-                "credentials: give bearer tokens (--token / VQS_TOKENS) and SigV4 keys "
-                "(--sigv4-key AKID:SECRET / VQS_SIGV4_KEYS), or pass --insecure"
-            )
+        for h in self.allowed_hosts:
+            if not h or any(c in h for c in " /\\@"):
+                raise ConfigError(f"allowed_hosts: {h!r} is not a host name (give names like vqs.example.com)")
         if not (0 <= self.grpc_port < 65536) or (self.grpc_port and self.grpc_port == self.port):
             raise ConfigError(f"grpc_port must be 1-65535 and not the HTTP port {self.port} (0: off), "
                               f"not {self.grpc_port}")
@@ -130,6 +131,14 @@ class Settings:
                 f"refusing a Kafka listener on {self.host}, which is not a loopback address, without "
                 "credentials: give tokens (--token / VQS_TOKENS; Kafka clients use SASL/PLAIN with a "
                 "token as the password), or pass --insecure"
+            )
+        # (after the gRPC and Kafka checks, which name their front)
+        if not is_loopback(self.host) and not self.tokens and not self.insecure:
+            # SigV4 keys grant the SQS API only: REST, /metrics and the console need a token
+            raise ConfigError(
+                f"refusing to listen on {self.host} (not a loopback address) for REST, /metrics, the "
+                "console, gRPC and Kafka without bearer tokens: give --token / VQS_TOKENS (SigV4 keys, "
+                "--sigv4-key AKID:SECRET, grant the SQS API only), or pass --insecure"
             )
         if self.log_format not in ("auto", "json", "text"):
             raise ConfigError(f"log_format must be auto, json or text, not {self.log_format!r}")
@@ -155,6 +164,8 @@ def _coerce(name: str, kind: Any, value: Any) -> Any:
     try:
         if kind in (int, "int"):
             return int(value)
+        if kind == "int | None":
+            return None if value is None or str(value).strip().lower() in ("", "none", "default") else int(value)
         if kind in (float, "float"):
             return float(value)
         if kind in (bool, "bool"):

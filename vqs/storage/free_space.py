@@ -21,7 +21,7 @@ as before. Cost: one ``statvfs`` and, under a quota, a few small sysfs reads
 per call; callers read free space only now and then (log_space.py).
 
 It also tells which directories are on btrfs (``on_btrfs``: one ``statfs``
-per directory, cached), for itself and quota_headroom.py.
+per directory, cached).
 """
 
 from __future__ import annotations
@@ -136,6 +136,18 @@ def quota_room(path: str) -> int | None:
     except (OSError, ValueError):
         return None  # quotas turned off (the directory went), or an older kernel
     return None if room is None else max(0, room)
+
+
+def quota_limit(path: str) -> int | None:
+    """The smallest limit of ``path``'s btrfs quota group; None where none is seen."""
+    d = _qgroup_dir(path)
+    if d is None:
+        return None
+    try:
+        limits = [m for m in (_read(d, "max_referenced"), _read(d, "max_exclusive")) if m]
+    except (OSError, ValueError):
+        return None
+    return min(limits) if limits else None
 
 
 def free_bytes(path: str) -> int:

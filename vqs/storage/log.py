@@ -3,18 +3,19 @@
 What an acknowledged append survives (the ``flush`` setting):
 
 ============  ==========================================  =========================================
-policy        ``append`` returns when                     what a crash can lose
+policy        ``append`` returns when                     what a crash can lose; a full disk
 ============  ==========================================  =========================================
 ``always``    its batch is written and fsynced; threads    nothing acknowledged (process crash or
-              appending at once share one fsync            power loss)
-              (group commit)
-``interval``  it is in the log's buffer, whose disk space   at most ``flush_interval_ms`` of appends
-              is allocated (a full disk cannot stop its   (a full disk loses nothing: the buffer
-              write); a background thread writes and      is written into space already allocated)
-              fsyncs every interval
-``never``     it is in the buffer (space allocated, as    since the last batch write (process
-              above); written when a batch fills,         crash), or since the OS last wrote back
-              fsynced at ``close``
+              appending at once share one fsync            power loss); a full disk refuses the
+              (group commit)                               append (DiskFullError), never after
+``interval``  it is in the log's buffer, whose bytes the   at most ``flush_interval_ms`` of appends;
+              space governor counts as used; a            a full disk loses nothing acknowledged:
+              background thread writes and fsyncs every   the governor kept room for the buffer
+              interval                                    (space.py; another program that takes
+                                                          it: the buffer waits for space)
+``never``     it is in the buffer (counted as above);     since the last batch write (process
+              written when a batch fills, fsynced at      crash), or since the OS last wrote
+              ``close``                                   back; a full disk: as ``interval``
 ============  ==========================================  =========================================
 
 Under every policy a segment sealed by a roll is fsynced by the background
@@ -31,8 +32,7 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
 - log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
-- log_reserve.py: the disk space behind the write buffer (``interval``,
-  ``never``) and ``hold``;
+- log_buffer.py: the write buffer and its grant from the space governor (space.py);
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
   quarantine); readonly_tail.py: following a log another process owns.
@@ -49,21 +49,19 @@ Invariants (under ``_lock``):
   passes ``_durable_end``: durability is always a prefix;
 - ``_run_cache`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
-- ``_blocked`` is true when the log is closed, readonly or failed, or has a
-  ``min_free_bytes`` to check, or still carries the clean-shutdown marker
-  (``defer_clean_marker``), or is off the interval flusher while idle
-  (``_flush_idle``), or its last write found no space (``_space_short``):
-  the append hot path tests this one flag and only then asks why;
-- a full disk: under ``interval``/``never`` every buffered byte has blocks
-  allocated past the active segment's end (log_reserve.py), and an append
-  they cannot cover is refused *before* it is buffered: an acknowledged
-  record is never left waiting for space, ``close`` on a full disk writes it;
-  the hot path's two thresholds (``_flush_bytes``, ``_flush_records``) mark
-  where a batch is full or the reservation ends. Under ``always`` (no
-  reservation), once a write found no space appends are refused before they
-  are buffered (log_space.py) until a write succeeds again; a write that found no space drops its
-  records, their appenders raise (``_drop_buffer_locked``). Either way a refused
-  record is never written later and the buffer does not grow while the disk is full;
+- ``_blocked`` is true when the log is closed, readonly or failed, or
+  still carries the clean-shutdown marker (``defer_clean_marker``), or is off
+  the interval flusher while idle (``_flush_idle``), or appends are refused
+  for space (``_low_space``: the governor refused; ``_space_short``: a write
+  found none): the append hot path tests this one flag and only then asks why;
+- a full disk: every buffered byte is covered by the log's grant from the
+  space governor (log_buffer.py), and an append it cannot cover is refused
+  *before* it is buffered: an acknowledged record is never refused later.
+  A write that finds no space anyway (ENOSPC/EDQUOT: soft, space.py) keeps
+  the buffer under ``interval``/``never`` (written once space is back), and
+  under ``always`` drops its records, whose appenders raise
+  (``_drop_buffer_locked``). Either way a refused record is never written
+  later and the buffer does not grow while the disk is full;
 - ``_clean_marker``: the marker of the last clean close is still on disk and
   no file changed since; the first write removes it (``_check_writable``)
   before it changes anything, and ``close`` then has nothing to write.
@@ -83,6 +81,7 @@ import errno
 import os
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -91,20 +90,20 @@ from ..errors import (
     DiskFullError,
     LogFailedError,
 )
+from . import space as _space
 from .dir_lock import DirLock
 from .durable_file import fsync_dir, make_dirs
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, make_segment_spare, read_checkpoint
+from .log_buffer import BATCH_FIXED, LogBuffer, values_bound
+from .log_buffer import as_bytes as _as_bytes
+from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import LogDurability, SealJob
 from .log_reads import LogReads
 from .log_repair import LogRepair
-from .log_reserve import MIN_STEP, OFF, RESERVING, LogReserve
-from .log_reserve import as_bytes as _as_bytes
 from .log_space import LogSpace
-from .quota_headroom import adopt, allocating, any_spent
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -112,7 +111,6 @@ from .record_batch import (
     encode_batch_parts,
 )
 from .recovery import LogLoader
-from .reserve import allocated_end, release
 from .retention import segments_past_retention
 from .segment import Segment
 
@@ -132,11 +130,17 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _ONLY_BYTES = {bytes}
 
 
+def _give_back(space, held: list) -> None:
+    """A log collected without ``close``: what the governor counted for it goes back."""
+    space.dropped(held[0] + held[1])
+    held[0] = held[1] = 0
+
+
 def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
 
-class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
+class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
@@ -147,13 +151,13 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
     # instance dict of this many keys is a hash lookup for each.
     __slots__ = (
         "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers",
-        "_buf_keys", "_roll_due", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
+        "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
         "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
         "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
-        "_free_budget", "_free_check_at", "_low_space", "_min_free_bytes", "_space_short", "on_disk_short",
-        "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters", "_reserve_bytes",
-        "_reserved_end", "_held", "_reserve_mode", "_reserve_step", "_flush_bytes", "_flush_records", "_run_cache",
+        "_space", "_floor", "_control", "_held", "_low_space", "_space_short", "on_disk_short",
+        "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters",
+        "_flush_bytes", "_flush_records", "_run_cache",
         "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
         "_tail_hint", "_unsynced", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
@@ -185,8 +189,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         readonly: bool = False,
         lock: bool = True,
         checkpoint_interval_ms: int = 5000,
-        reserve_bytes: int = 0,
-        min_free_bytes: int = 0,
+        min_free_bytes: int | None = None,
+        control: bool = False,
         defer_clean_marker: bool = False,
         clock=None,
     ) -> Log:
@@ -197,15 +201,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         append survives a process crash once the next flush ran, and at most
         ``flush_interval_ms`` of appends can be lost. Use ``flush="always"``
         for appends that survive anything once acknowledged.
-        ``reserve_bytes`` keeps that much disk allocated past the end of the
-        active segment, so that appends go on for a while on a full disk.
-        ``min_free_bytes`` (0 = off): appends are refused with DiskFullError
-        (naming the setting) once the filesystem has less free space than that,
-        so deletes, checkpoints and ``close`` always have room; they resume on
-        their own once space is freed. Appends already accepted (buffered) are
-        still written. Free space is read with ``statvfs`` only when the bytes
-        appended since could have used up the margin it found last, or once
-        MIN_FREE_CHECK_S passed.
+        ``min_free_bytes`` (None: the filesystem's default, the smaller of
+        64 MiB and 5 % of its size; 0: off): appends are refused with
+        DiskFullError (naming the setting) once they would leave less free
+        space than that (space.py), so deletes, checkpoints, rolls and
+        ``close`` always have room; they resume on their own once space is
+        freed. Appends already accepted (buffered) are still written.
+        ``control``: the appends are control writes (a queue's lease records),
+        refused only under a quarter of the floor, so a full queue drains.
         ``defer_clean_marker``: after a clean close, change no file at open
         (the clean-shutdown marker and the checkpoint stay until the first
         write), so reopening an idle log costs no fsync; for callers that do
@@ -229,13 +232,11 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             ("batch_max_records", batch_max_records, 1),
             ("batch_max_bytes", batch_max_bytes, 1),
             ("checkpoint_interval_ms", checkpoint_interval_ms, 1),
-            ("reserve_bytes", reserve_bytes, 0),
-            ("min_free_bytes", min_free_bytes, 0),
         ):
             if not isinstance(val, int) or isinstance(val, bool) or val < lo:
                 raise ConfigError(f"{name}={val!r}: must be an integer >= {lo}")
         for name, val in (("segment_ms", segment_ms), ("retention_ms", retention_ms),
-                          ("retention_bytes", retention_bytes)):
+                          ("retention_bytes", retention_bytes), ("min_free_bytes", min_free_bytes)):
             if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
                 raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
         self._codec_id = codec_id(compression)
@@ -254,23 +255,16 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._batch_max_records_less_1 = batch_max_records - 1
         self._batch_max_bytes = batch_max_bytes
         self._checkpoint_interval_s = checkpoint_interval_ms / 1000
-        # reserve_bytes: kept allocated past the end of the active segment
-        # (reserve.py), so appends go on for that long on a full disk
-        self._reserve_bytes = reserve_bytes
-        self._reserved_end = 0
-        # interval/never: the buffer is backed by space reserved past the active
-        # segment's end (log_reserve.py); the hot path's thresholds follow it
-        self._reserve_mode = OFF if flush == "always" or readonly else RESERVING
-        self._reserve_step = MIN_STEP
-        self._held = 0  # bytes reserved for a caller's own pending records (hold)
-        self._flush_bytes = batch_max_bytes
-        self._flush_records = batch_max_records - 1
-        self._min_free_bytes = min_free_bytes
-        self._free_budget = 0       # bytes that may be written before free space is read again
-        self._free_check_at = 0.0   # monotonic time of the next statvfs, at the latest
-        self._low_space = False     # refusing appends: under min_free_bytes
+        self._space = None  # the space governor of the log's filesystem (space.py), at open
+        self._floor = 0
+        self._control = control
+        # [grant, indexes]: bytes the governor counts as this log's, covering the buffer
+        # (log_buffer.py), and for the active segment's indexes, preallocated at its
+        # first write; given back at close, or (a log dropped unclosed) when collected
+        self._held = [0, 0]
+        self._flush_bytes = self._flush_records = 0
+        self._low_space = False     # refusing appends: the governor refused
         self._space_short = False   # the last batch write found no space (cleared by the next one)
-        self._roll_due = False  # a wholly consumed active segment's roll is to be tried (``consumed_left``)
         #: called (under the lock; must not block or raise) when a write finds no
         #: space or is refused under min_free_bytes (broker/queue/maintenance.py)
         self.on_disk_short = None
@@ -294,8 +288,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._closed = False
         self._clean_marker = False
         self._flush_idle = False  # off the interval flusher until the next write (log_durability.py)
-        # closed, readonly, failed, min_free_bytes set or marked clean: appends must check why
-        self._blocked = readonly or min_free_bytes > 0
+        # closed, readonly, failed, refused for space or marked clean: appends must check why
+        self._blocked = readonly
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
         self._run_cache = None  # (first, end, records, value ends): a contiguous decoded run (log_reads.py)
@@ -315,6 +309,11 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         if lock:  # (otherwise the loader makes the directory if it is missing)
             make_dirs(self.path)  # (a spent quota: DiskFullError)
             self._dir_lock = DirLock(self.path).acquire()
+        else:
+            make_dirs(self.path)
+        self._space = _space.for_path(self.path)
+        self._floor = _space.floor_of(self._space, min_free_bytes, control)
+        weakref.finalize(self, _give_back, self._space, self._held)
         try:
             self._open_writer(defer_clean_marker)
         except OSError as e:
@@ -346,7 +345,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._buf_headers: list | None = None
         self._buf_has_extra = False  # some buffered record has a key or headers
         self._buf_bytes = 0
-        self._buf_extra = 0  # bound of the buffered keys' and headers' bytes (log_reserve.py)
+        self._buf_extra = 0  # bound of the buffered keys' and headers' bytes (log_buffer.py)
         self._buf_gen: list = [None]  # always: [the error] once dropped unwritten (_drop_buffer_locked)
 
     def _segment(self, base: int, *, active: bool, create: bool = False) -> Segment:
@@ -369,23 +368,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         self._written_end = self._next_offset = self._durable_end = active.next_offset
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
-        if not self.readonly:
-            adopt(self.path)  # btrfs: an earlier run's quota headroom here (quota_headroom.py)
-        # a queue drained before a restart, on a short disk (``consumed_left``)
-        self._roll_due = (bool(active.size) and self._written_end <= self._start_offset
-                          and not self.readonly and self._roll_worth_it())
-        if self._reserve_mode == RESERVING:
-            self._reserved_end = active.size  # covered from here on: only what this run reserves
-            if not self._reserve_bytes and not self.readonly and not loaded.marker_kept:
-                self._adopt_killed_reserve_locked(active)  # (log_reserve.py)
-        if self._reserve_bytes:
-            if self._reserve_mode == OFF:  # a reserve kept since the last run (a crash: not released)
-                self._reserved_end = allocated_end(active.handle().fd)
-            else:
-                self._take_kept_locked(active)  # (log_reserve.py)
-            self.top_up_reserve_locked()
-            if not self.readonly:
-                make_segment_spare(self.path)  # a roll on a full xfs renames it (log_dir.py)
         if loaded.marker_kept:
             # Nothing changed: the checkpoint on disk is the clean close's.
             self._checkpoint_recovery_point = loaded.recovery_point
@@ -450,7 +432,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                 self._add_extra(key, headers)
             nbytes = self._buf_bytes + len(value)
             self._buf_bytes = nbytes
-            # a full batch, or (interval/never) the end of the reserved space (log_reserve.py)
+            # a full batch, or the end of the grant (log_buffer.py)
             if nbytes >= self._flush_bytes or off - self._written_end >= self._flush_records:
                 self._buffer_full_locked()
             if self._read_waiters:
@@ -470,6 +452,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         headers: Sequence | None = None,
         timestamps_ms: Sequence[int] | int | None = None,
         producer: tuple[int, int, int] | None = None,
+        claim=None,
     ) -> int:
         """Append many records as one write (split into batches of at most
         ``batch_max_bytes``); return the first offset. Records buffered by
@@ -477,7 +460,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         (producer id, epoch, base sequence) of an idempotent producer, kept in
         the batch headers; a split batch's pieces all carry its base sequence,
         which tells them apart from separate batches when the producer state
-        is rebuilt from the log (broker/producer_state.py)."""
+        is rebuilt from the log (broker/producer_state.py). ``claim``: the
+        space.Claim that counted these records while the caller buffered them
+        (acknowledged): its bytes become the batch's grant, so the governor
+        cannot refuse what was already admitted."""
         n = len(values)
         if n == 0:
             raise ConfigError("append_batch needs at least one value")
@@ -493,10 +479,20 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             timestamps_ms = self._now_ms()
         elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
+        bound = values_bound(values, keys, headers) + BATCH_FIXED * (1 + sum(map(len, values)) // self._batch_max_bytes)
+        if self._codec_id:
+            bound += (bound >> 7) + 128 * (1 + bound // self._batch_max_bytes)
         with self._lock:
+            if claim is not None and claim.held:
+                self._held[0] += claim.hand_over(self._control, bound + self._buffer_bound() - self._held[0])
             if self._blocked:
                 self._check_appendable(sum(map(len, values)))
             self._write_buffer_locked()
+            try:
+                self._take_locked(bound)
+            except DiskFullError:
+                self._low_space = self._blocked = True
+                raise
             first = self._written_end
             # Split so that no batch exceeds batch_max_bytes (a single huge value
             # still makes a batch of its own).
@@ -519,10 +515,15 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                     parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
                                                producer_id=producer[0], producer_epoch=producer[1],
                                                base_sequence=producer[2])
-                self._write_parts_locked(parts, base, base + (j - i))
+                try:
+                    self._write_parts_locked(parts, base, base + (j - i))
+                except BaseException:
+                    self._next_offset = self._written_end
+                    self._settle_grant()
+                    raise
                 i = j
             self._next_offset = self._written_end
-            self._set_thresholds()
+            self._settle_grant()
             if self._read_waiters:
                 self._appended.notify_all()
             end = self._written_end
@@ -547,40 +548,27 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                 self._drop_buffer_locked(e)
             raise
         self._reset_buffer()
-        self._set_thresholds()
+        self._settle_grant()
 
     def _write_parts_locked(self, parts: list, base: int, next_offset: int) -> None:
         hdr = HEADER.unpack_from(parts[0], 0)
         nbytes = hdr[1] + 12  # batch_length counts everything after its own field
         seg = self._active
-        if self._min_free_bytes and time.monotonic() >= self._free_check_at:
-            self._free_budget = 0  # the next append reads free space again
         if seg.size > 0 and (
             seg.size + nbytes > self.segment_bytes
             or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
             or (self.segment_ms is not None and self._now_ms() - (seg.created_ms or 0) >= self.segment_ms)
         ):
-            self._roll_locked()  # (RESERVING, no space for the next segment: this one grows past segment_bytes)
+            self._roll_locked()  # (no space for the next segment's file: this one grows past segment_bytes)
             seg = self._active
         max_ts = hdr[8]
-        headroom = self._reserve_mode == RESERVING  # (written into reserved blocks: log_reserve.py)
-        if not headroom and any_spent():
-            # btrfs, its quota headroom spent: an append that allocates as it goes
-            # waits for the ballast to stand again (quota_headroom.py, ballast first)
-            no = allocating(self.path, seg.handle().fd)
-            if no:
-                e = OSError(no, os.strerror(no), seg.log_path)
-                err = self._short_error_locked(seg, e)
-                seg = None  # (as below)
-                raise err from e
         try:
-            seg.append(parts, base, next_offset, max_ts, nbytes, headroom)
+            seg.append(parts, base, next_offset, max_ts, nbytes)
         except OSError as e:
             # Cut any partial write so the file ends at a batch boundary again.
             try:
                 seg.cut_pending = True
                 seg.cut_tail()
-                self._keep_reserve_after_truncate(seg.handle().fd)  # (a truncation frees blocks past the end too)
             except OSError as cut:
                 if cut.errno not in DISK_FULL:  # (no space even to cut: before the next write)
                     self._failed = e
@@ -600,15 +588,25 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._blocked = True
             raise LogFailedError(f"write to {seg.log_path} at position {seg.size} failed: {e}",
                                  path=seg.log_path) from e
-        if self._space_short and not self._low_space and (not self._reserve_mode or seg.size > self._reserved_end):
-            self._space_short = False  # (a write into reserved blocks does not show space is back)
+        if self._space_short:
+            self._space_short = False
             self._unblock()
+        if self._held[1] and seg.indexes_allocated:
+            self._space.wrote(self._held[1])  # (allocated now: the next reading shows them)
+            self._held[1] = 0
+        g = self._held[0] - nbytes
+        self._space.wrote(nbytes if g >= 0 else self._held[0])
+        if g < 0:
+            self._space.spend(-g)  # (the bound covers every batch: never, but counted if so)
+            g = 0
+        self._held[0] = g
         self._written_end = next_offset
 
     def _short_error_locked(self, seg: Segment, e: OSError) -> DiskFullError:
         """A write found no space (``e``: ENOSPC/EDQUOT), nothing of it is in the
         file: refused until space is back (log_space.py); the error to raise."""
         self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
+        self._space.short()
         if self.on_disk_short is not None:
             self.on_disk_short()
         return DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
@@ -618,41 +616,41 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
     def _active(self) -> Segment:
         return self._segments[-1]
 
-    def _roll_locked(self, consumed: bool = False) -> bool:
-        """Seal the active segment and start the next; False (nothing changed)
-        when, RESERVING, the next one cannot get space for the buffer (``consumed``: log_reserve.py)."""
+    def _roll_locked(self) -> bool:
+        """Seal the active segment and start the next (a control write: never
+        refused by the governor); False (nothing changed) when the next
+        segment's file finds no space (the active one grows past
+        ``segment_bytes`` meanwhile; the next write tries again)."""
         old = self._active
-        reserved = self._reserved_end
-        if not self._new_segment_file(self._written_end, consumed):  # (no space even for the file: waits)
+        try:
+            new = self._segment(self._written_end, active=True, create=True)
+        except OSError as e:
+            if e.errno not in DISK_FULL:
+                raise
+            self._space.short()
             return False
-        if reserved > old.size:  # the sealed segment's reserve goes (size and content unchanged)
-            try:
-                h = old.handle()
-                release(h.fd, old.size, reserved - old.size)
-            except OSError:
-                pass  # best effort: the blocks go with the file
-        if self._reserve_mode == OFF:
-            self._reserved_end = 0
         # Sealed without an fsync: the appender goes on while the shared flusher
         # thread fsyncs it (as Kafka flushes a rolled segment asynchronously).
         # Until then the recovery point stays below it, so a power loss that
         # tears its tail is recovered like a torn tail (see recovery.py).
         old.seal(sync=False)
-        new = self._segment(self._written_end, active=True, create=True)
         new.created_ms = self._now_ms()
         fsync_dir(self.path)
         self._segments.append(new)
         self._base_offsets.append(new.base_offset)
         self._unsynced.append(old)
-        # the spare first (a full xfs: this roll may have used it, log_dir.py),
-        # from what the sealed segment's reserve gave back, then the reserve
-        make_segment_spare(self.path)
-        if self._reserve_bytes:
-            self.top_up_reserve_locked()
         Flusher.shared().register(self._seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
             self._apply_retention_locked(self._now_ms())
         return True
+
+    def _count_indexes_locked(self) -> None:
+        """The active segment's indexes (offset index + time index at 1.5x) are
+        preallocated at its first write: counted as this log's from its first
+        take until then (never refused: a roll is a control write)."""
+        n = self._index_capacity_bytes * 5 // 2
+        self._space.take(n - self._held[1], 0, self.path, control=self._control)
+        self._held[1] = n
 
     # -------------------------------------------------------------- retention
 
@@ -661,14 +659,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
         whole segments below it; returns the number of segments deleted. The
         active segment is rolled for deletion only once it holds at least a
         quarter of ``segment_bytes``: disk use follows the backlog to within
-        that much. While writes find no space (``disk_full``), or the
-        filesystem is short of it, a wholly consumed active segment is rolled
-        and deleted whatever its size, so a drained log gives its space back
-        on a filesystem smaller than a segment."""
+        that much. While space is short (log_space.py ``_roll_worth_it``), a
+        wholly consumed active segment is rolled and deleted whatever its size,
+        so a drained log gives its space back on a filesystem smaller than a
+        segment."""
         with self._lock:
             # (offset == start: a consumed roll that found no room earlier is tried
-            # again while writes find none, ``consumed_left``, log_space.py)
-            again = min(offset, self._next_offset) == self._start_offset and self.consumed_left
+            # again while space is short, log_space.py)
+            again = min(offset, self._next_offset) == self._start_offset and self._consumed_left()
             if self._clean_marker and min(offset, self._next_offset) <= self._start_offset and not again:
                 return 0  # nothing to do: the clean-shutdown marker may stay
             self._check_writable()
@@ -686,8 +684,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                         return 0
             # a consumed active segment rolled when worth it, the segments below go (log_space.py)
             n = self._delete_consumed_locked(offset)
-            if n:
-                make_segment_spare(self.path)  # (used by a roll on a full disk: the space is back)
             self._start_offset = offset
             self._run_cache = None
             self._try_checkpoint()  # deleting frees space: never refused for the lack of it
@@ -710,7 +706,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             self._delete_first_locked()
         if n:
             self._start_offset = max(self._start_offset, self._base_offsets[0])
-            make_segment_spare(self.path)  # (as delete_before)
             fsync_dir(self.path)
             self._try_checkpoint()
         return n + rolled
@@ -749,7 +744,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
             if self._closed:
                 return
             full = None
-            self._min_free_bytes = 0  # closing writes what is buffered: the headroom is for this
+            self._floor = 0  # closing writes what is buffered: the room kept is for this
             try:
                 if not self.readonly and self._failed is None and not self._clean_marker:
                     while self._syncing:
@@ -758,7 +753,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                         self._write_buffer_locked()
                     except DiskFullError as e:
                         full = e  # make what was written durable, then raise it
-                    self._release_reserve_locked()  # (down to reserve_bytes; size and content unchanged)
                     unsealed = self._seal_for_close()  # (the sealed segments' fsyncs first; EIO: LogFailedError)
                     full = full or unsealed
                     self._durable_end = self._written_end
@@ -772,6 +766,9 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogReserve):
                 self._appended.notify_all()
                 self._synced.notify_all()
                 self._group.release_all()  # durable now, or they see the log closed
+                if self._space is not None and (self._held[0] or self._held[1]):
+                    self._space.give(self._held[0] + self._held[1])
+                    self._held[0] = self._held[1] = 0
                 self._close_files()
                 if self._dir_lock is not None:
                     self._dir_lock.release()

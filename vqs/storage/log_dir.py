@@ -10,17 +10,6 @@ Layout of a log directory::
                                             (empty before 2026-11-24: the tail is then scanned)
     quarantine/{segment}-{position}-{from_offset}-{to_offset|end}.bad
                                             bytes recovery="skip" cut out of a segment
-    .segment-spare                          a file the next segment's file is renamed from (and
-                                            emptied) when creating one finds no space; never
-                                            read. Every log makes one when created, and
-                                            again after a roll or a deletion (logs with
-                                            ``reserve_bytes`` also at open); a
-                                            full disk's consumed roll makes one of the
-                                            segment's offset index, an index rebuild
-                                            that cannot make the new one (a full xfs)
-                                            keeps the old index's inode, emptied, and a
-                                            segment deleted while there is none becomes
-                                            it, emptied (``spare_from_segment``)
     *.tmp                                   an interrupted atomic write or excision (removed at open)
 
 Invariants:
@@ -37,13 +26,8 @@ Invariants:
   segment's size is ignored and the tail is scanned as before);
 - a quarantine file name records the one offset gap its removal left, so later
   scans accept exactly that discontinuity;
-- the segment spare is why a log that keeps a reserve can roll on a full xfs:
-  xfs refuses to create any file while it has less than a few hundred KiB
-  free, but renames one (``take_segment_spare``), so the roll that lets a
-  consumed segment's space go (a queue's lease-state compaction, a drained
-  log's reclaim) needs no new inode. It is never read: a crash leaves either
-  it or the new segment's temp file (``*.log.tmp``, removed at open), and a
-  consumed segment whose index became the spare rebuilds the index at open.
+- files earlier versions kept for a full disk (``LEFTOVERS``: a segment
+  spare, btrfs quota ballasts) hold nothing anyone reads: removed at open.
 """
 
 from __future__ import annotations
@@ -51,12 +35,15 @@ from __future__ import annotations
 import json
 import os
 
+from . import fs
 from .durable_file import atomic_write
-from .segment import LOG_SUFFIX, SEGMENT_SPARE
+from .segment import LOG_SUFFIX
 
 CHECKPOINT = "log.checkpoint"
 CLEAN_MARKER = ".clean-shutdown"
 QUARANTINE_DIR = "quarantine"
+#: scratch files of earlier versions' full-disk machinery, never read: removed at open
+LEFTOVERS = frozenset((".segment-spare", "quota-headroom", "quota-headroom.reclaim"))
 
 
 def list_segment_bases(path: str, names: list[str] | None = None) -> list[int]:
@@ -70,69 +57,11 @@ def list_segment_bases(path: str, names: list[str] | None = None) -> list[int]:
 
 
 def remove_temp_files(path: str, names: list[str] | None = None) -> None:
-    """Remove what an interrupted atomic write or excision left (``*.tmp``)."""
+    """Remove what an interrupted atomic write or excision left (``*.tmp``),
+    and the ``LEFTOVERS`` of earlier versions."""
     for name in os.listdir(path) if names is None else names:
-        if name.endswith(".tmp"):
-            os.unlink(os.path.join(path, name))
-
-
-def make_segment_spare(path: str) -> None:
-    """Make the segment spare (module doc) if it is missing; best effort: on a
-    full disk it waits for the next call."""
-    try:
-        os.close(os.open(os.path.join(path, SEGMENT_SPARE), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    except OSError:
-        pass  # there already, or no room for it yet
-
-
-def spare_from_segment(path: str, log_path: str) -> None:
-    """A segment about to be deleted where there is no segment spare (a roll on
-    a full disk used it, and there was no room for a new one): its file becomes
-    the spare, emptied, so the next roll on a full xfs has one too. Its blocks
-    are freed as by the deletion; where emptying it is refused (a spent btrfs
-    quota refuses truncation) it is deleted. Best effort.
-
-    Found by the issue-13 judge (D7, SIGKILL variant, on xfs): a killed run's
-    roll had used the spare and the deleted segment's space went to others
-    before a new spare was made; reopened, the drained queue's consumed
-    segment (~220 KB) could not roll (no new inode under a few hundred KiB
-    free) and its sends were refused for good."""
-    spare = os.path.join(path, SEGMENT_SPARE)
-    if os.path.exists(spare):
-        return
-    try:
-        os.rename(log_path, spare)
-    except OSError:
-        return
-    try:
-        os.truncate(spare, 0)
-    except OSError:
-        try:
-            os.unlink(spare)
-        except OSError:
-            pass
-
-
-def spare_from_index(path: str, index_path: str) -> None:
-    """Make a consumed segment's index file (derived data, about to be
-    dropped) the segment spare where there is none: a full xfs can then roll
-    that segment away (log_space.py) with no new inode. Best effort."""
-    spare = os.path.join(path, SEGMENT_SPARE)
-    if not os.path.exists(spare):
-        try:
-            os.rename(index_path, spare)
-        except OSError:
-            pass
-
-
-def take_segment_spare(path: str, dest: str) -> bool:
-    """Rename the segment spare to ``dest`` (a new segment's temp file, which
-    could not be created); False when there is none or the rename is refused."""
-    try:
-        os.rename(os.path.join(path, SEGMENT_SPARE), dest)
-    except OSError:
-        return False
-    return True
+        if name.endswith(".tmp") or name in LEFTOVERS:
+            fs.unlink(os.path.join(path, name))
 
 
 def read_checkpoint(path: str) -> tuple[int | None, int]:

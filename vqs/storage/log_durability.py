@@ -187,12 +187,9 @@ class LogDurability:
             if self._failed is None and not self._syncing and not self._buf_values and not self._unsynced \
                     and self._written_end <= self._durable_end <= self._checkpoint_recovery_point:
                 self._flush_idle = self._blocked = True
-                self._release_reserve_locked()  # an idle log holds no reserve beyond reserve_bytes
                 return False
             if not self._syncing and self._failed is None:
                 self._sync_locked()
-                if self._reserve_bytes:
-                    self.top_up_reserve_locked()
         if time.monotonic() - self._checkpoint_time >= self._checkpoint_interval_s and self._durable_end > self._checkpoint_recovery_point:
             self._try_checkpoint(from_flusher=True)
         return True

@@ -191,7 +191,5 @@ class LogRepair:
         self._run_cache = None
         self._read_hint = None
         seg.created_ms = self._now_ms()
-        if self._reserve_bytes:
-            self._reserved_end = 0
-            self.top_up_reserve_locked()
+        self._settle_grant()
         return True

@@ -38,6 +38,8 @@ import os
 import struct
 import threading
 
+from . import fs
+
 #: statfs f_type of filesystems where a store into a preallocated mapping
 #: rewrites the block in place (needs no new space): tmpfs, ext2/3/4, XFS, overlayfs.
 _IN_PLACE_FS = frozenset({0x01021994, 0xEF53, 0x58465342, 0x794C7630})
@@ -205,7 +207,7 @@ class MappedIndex:
             self.ENTRY.pack_into(self._mm, pos, *fields)
             if self._fd is not None:
                 try:
-                    os.pwrite(self._fd, self._mm[pos:pos + self.entry_size], pos)
+                    fs.pwrite(self._fd, self._mm[pos:pos + self.entry_size], pos)
                 except OSError as e:
                     self._mm[pos:pos + self.entry_size] = bytes(self.entry_size)
                     if e.errno not in (errno.ENOSPC, errno.EDQUOT):
@@ -244,7 +246,7 @@ class MappedIndex:
                 zeros = bytes((self.entries - keep) * es)
                 self._mm[keep * es : self.entries * es] = zeros
                 if self._fd is not None:
-                    os.pwrite(self._fd, zeros, keep * es)
+                    fs.pwrite(self._fd, zeros, keep * es)
                 self.entries = keep
 
     def reset(self) -> None:
@@ -255,7 +257,7 @@ class MappedIndex:
             if isinstance(self._mm, mmap.mmap) and self.writable:
                 self._mm.flush()
             elif self._fd is not None:
-                os.fsync(self._fd)
+                fs.fsync(self._fd)
 
     def trim(self) -> None:
         """Shrink the file to its entries (at roll and close), fsync it, and keep
@@ -277,14 +279,14 @@ class MappedIndex:
             fd = opener(self.path, os.O_RDWR) if opener is not None else os.open(self.path, os.O_RDWR)
             try:
                 try:
-                    os.ftruncate(fd, n)
+                    fs.ftruncate(fd, n)
                 except OSError as e:
                     # btrfs under a spent quota refuses even a shrinking truncate: the
                     # zero tail stays (an all-zero entry ends the entries: module doc)
                     if e.errno not in (errno.ENOSPC, errno.EDQUOT):
                         raise
                     n = os.fstat(fd).st_size
-                os.fsync(fd)
+                fs.fsync(fd)
             finally:
                 os.close(fd)
             self.file_size = n

@@ -45,19 +45,19 @@ import os
 from collections.abc import Callable
 
 from ..errors import CorruptRecordError
+from . import fs
 from .durable_file import fsync_dir
 from .log_dir import (
     CLEAN_MARKER,
+    LEFTOVERS,
     QUARANTINE_DIR,
     list_segment_bases,
     load_gaps,
-    make_segment_spare,
     read_checkpoint,
     read_clean_marker,
     remove_temp_files,
 )
-from .quota_headroom import create_nocow
-from .segment import LOG_SUFFIX, Segment, segment_name
+from .segment import Segment
 from .segment_excise import excise
 
 logger = logging.getLogger("vqs.storage")
@@ -109,8 +109,8 @@ class LogLoader:
         if QUARANTINE_DIR in names and self.gaps is not None:
             self.gaps.update(load_gaps(self.path))
         clean = CLEAN_MARKER in names
-        if not clean:
-            remove_temp_files(self.path, names)  # a clean close leaves none
+        if not clean or not LEFTOVERS.isdisjoint(names):
+            remove_temp_files(self.path, names)  # a clean close leaves none (an earlier version's: leftovers)
         # defer_marker (a broker's partitions): the marker's record of the tail
         # (module doc); otherwise the last batch is read and its CRC checked
         tail = read_clean_marker(self.path) if clean and self.defer_marker else None
@@ -119,10 +119,7 @@ class LogLoader:
         segs = self.segments
         if not bases:
             recovery_point, log_start = read_checkpoint(self.path)
-            # btrfs: created empty and NOCOW, so it is written in place (quota_headroom.py)
-            create_nocow(os.path.join(self.path, segment_name(log_start) + LOG_SUFFIX))
             segs.append(self.make_segment(log_start, active=True, create=True))
-            make_segment_spare(self.path)  # a full xfs makes no new file: a roll renames it (log_dir.py)
         else:
             segs.extend(self.make_segment(b, active=False) for b in bases[:-1])
             segs.append(self.make_segment(bases[-1], active=True))
@@ -140,7 +137,7 @@ class LogLoader:
                 self._recover(recovery_point)
         if clean:
             # Remove the marker before any append: a crash from now on must recover.
-            os.unlink(marker)
+            fs.unlink(marker)
         fsync_dir(self.path)
         return LoadedLog(segs, log_start, self.quarantined_batches)
 

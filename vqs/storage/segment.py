@@ -50,7 +50,8 @@ import os
 import threading
 
 from ..errors import CorruptRecordError
-from .durable_file import moved, settle, write_all
+from . import fs
+from .durable_file import write_all
 from .file_cache import CACHE, FileHandle
 from .offset_index import OffsetIndex
 from .record_batch import (
@@ -63,7 +64,6 @@ from .record_batch import (
 from .time_index import TimeIndex
 
 LOG_SUFFIX = ".log"
-SEGMENT_SPARE = ".segment-spare"  # log_dir.py
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
 
@@ -343,19 +343,6 @@ class Segment:
         with self._idx_lock:
             self._rebuild_indexes_locked()
 
-    def drop_indexes(self) -> int:
-        """Close both indexes and unlink their files; returns how many files went.
-        Derived data: lookups scan from the segment start until appends add
-        entries again (entries missing at the start only make scans longer), a
-        crash rebuilds them at open. A full disk's consumed roll frees their
-        blocks this way (log_space.py)."""
-        with self._idx_lock:
-            n = self._drop_index_files_locked()
-            self._index = self._timeindex = None
-            self.appending = False  # (a read opens none; an append or the seal makes them again)
-            self._recount()
-        return n
-
     def _drop_index_files_locked(self) -> int:
         n = 0
         for idx in (self._index, self._timeindex):
@@ -363,7 +350,7 @@ class Segment:
                 idx.close()
         for p in (self.index_path, self.timeindex_path):
             try:
-                os.unlink(p)
+                fs.unlink(p)
                 n += 1
             except FileNotFoundError:
                 pass
@@ -371,10 +358,6 @@ class Segment:
         return n
 
     def _rebuild_indexes_locked(self) -> None:
-        # a full xfs makes no new file: where the new index cannot be made, the old
-        # one's inode stays, emptied, as the segment spare a drained log rolls with (log_dir.py)
-        spare = os.path.join(os.path.dirname(self.log_path), SEGMENT_SPARE)
-        kept = self.writable and not os.path.exists(spare) and moved(self.index_path, spare)
         self._drop_index_files_locked()
         writable = self.writable
         self.appending = writable
@@ -384,8 +367,6 @@ class Segment:
             self.timeindex_path, writable=True, capacity_bytes=self.index_capacity_bytes * 3 // 2,
             opener=self._opener,
         )
-        if kept:
-            settle(spare, keep=not self._index.exists)
         self._recount()
         self._since_index = 0
         self._ti_last = -1 << 63
@@ -413,10 +394,8 @@ class Segment:
 
     # -- writing ---------------------------------------------------------------
 
-    def append(self, parts: list, base_offset: int, next_offset: int, max_ts: int, nbytes: int,
-               headroom: bool = True) -> int:
-        """Append one encoded batch (as buffers); return its position. ``headroom``:
-        it is written into reserved blocks (durable_file.write_all)."""
+    def append(self, parts: list, base_offset: int, next_offset: int, max_ts: int, nbytes: int) -> int:
+        """Append one encoded batch (as buffers); return its position."""
         pos = self.size
         h = self._fh
         if h is None:
@@ -424,7 +403,7 @@ class Segment:
         if self.cut_pending:
             self.cut_tail()  # still no space: raises ENOSPC/EDQUOT, nothing written
         self._hot = True
-        write_all(h.fd, parts, headroom)  # first: a write that fails (a full disk) leaves no trace in the state
+        write_all(h.fd, parts)  # first: a write that fails (a full disk) leaves no trace in the state
         self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
         self._index_batch(pos, base_offset, self.max_timestamp_ms)
         self.size = pos + nbytes
@@ -438,7 +417,7 @@ class Segment:
             if self._deleted:
                 return  # deleted (retention) before its background fsync: nothing left to make durable
             h = self._open_handle()
-        os.fsync(h.fd)
+        fs.fsync(h.fd)
 
     def seal(self, *, sync: bool = True) -> None:
         """Make the segment read-only (at roll and close): record the final max
@@ -517,7 +496,7 @@ class Segment:
         """Cut the file back to ``size`` (``cut_pending``); raises OSError
         (ENOSPC/EDQUOT) while the filesystem still refuses it."""
         h = self.handle()
-        os.ftruncate(h.fd, self.size)
+        fs.ftruncate(h.fd, self.size)
         self.cut_pending = False
 
     def truncate(self, position: int, *, may_defer: bool = False) -> None:
@@ -527,7 +506,7 @@ class Segment:
         shrinking truncate), the bytes stay past ``size`` and are cut before
         the next append (``cut_pending``), so that a full log still opens."""
         try:
-            os.truncate(self.log_path, position)
+            fs.truncate(self.log_path, position)
         except OSError as e:
             if not may_defer or e.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
@@ -789,6 +768,6 @@ class Segment:
         self.forget()
         for p in (self.log_path, self.index_path, self.timeindex_path):
             try:
-                os.unlink(p)
+                fs.unlink(p)
             except FileNotFoundError:
                 pass

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from . import fs
 from .durable_file import atomic_write, fsync_dir
 from .record_batch import verify_batch
 from .segment import SCAN_CHUNK, Segment, segment_name
@@ -50,7 +51,7 @@ def excise(seg: Segment, start: int, stop: int, quarantine_dir: str, gap_from: i
                 out.write(chunk)
                 pos += len(chunk)
         out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, seg.log_path)
+        fs.fsync(out.fileno())
+    fs.replace(tmp, seg.log_path)
     fsync_dir(seg.directory)
     seg.file_replaced()  # the old file: reopened on next use

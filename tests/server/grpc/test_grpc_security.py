@@ -116,3 +116,17 @@ def _free() -> int:
     with socket.socket() as so:
         so.bind(("127.0.0.1", 0))
         return so.getsockname()[1]
+
+
+def test_sigv4_keys_alone_leave_grpc_closed(tmp_path, pb):
+    """SigV4 keys grant the SQS API only: with them and no token, every gRPC call but the
+    health and reflection services is refused."""
+    s = GrpcServer(tmp_path / "data", "--sigv4-key", "AKID:secret", env={"VQS_TOKENS": ""}).start()
+    try:
+        with grpc.insecure_channel(s.target) as ch:
+            for md in (None, (("authorization", "Bearer anything"),)):
+                with pytest.raises(grpc.RpcError) as ei:
+                    Stubs(ch).topics.CreateTopic(pb.CreateTopicRequest(name="t"), metadata=md)
+                assert ei.value.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+    finally:
+        assert s.stop() == 0, s.log()

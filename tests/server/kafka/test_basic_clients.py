@@ -176,3 +176,16 @@ def test_describe_configs_of_a_topic(kafka_server):
     configs = admin.describe_configs([res])[res].result(10)
     assert configs["retention.ms"].value == "60000" and configs["retention.bytes"].value == "-1"
     assert configs["cleanup.policy"].value == "delete"
+
+
+def test_vqs_internal_topics_are_kafka_internal_topics(kafka_server):
+    kp = pytest.importorskip("kafka")
+    plain, internal = _name("plain"), "__spark_state." + uuid.uuid4().hex[:8]
+    _create(kafka_server, plain, 1)
+    _create(kafka_server, internal, 1)
+    cons = kp.KafkaConsumer(bootstrap_servers=kafka_server.bootstrap)
+    try:
+        topics = cons.topics()  # kafka-python leaves internal topics out, as exclude.internal.topics
+    finally:
+        cons.close()
+    assert plain in topics and internal not in topics

@@ -76,3 +76,16 @@ def test_sasl_plain_with_a_token(tmp_path):
         k.close()
     finally:
         server.stop()
+
+
+def test_sigv4_keys_alone_leave_kafka_closed(tmp_path):
+    """SigV4 keys grant the SQS API only: with them and no token, a Kafka client gets
+    ApiVersions and nothing else (no SASL mechanism is offered)."""
+    server = KafkaServer(tmp_path / "data", "--sigv4-key", "AKID:secret", env={"VQS_TOKENS": ""}).start()
+    try:
+        k = RawKafka(server.kafka_port)
+        assert k.request(18, 0, b"").int16() == 0
+        k.send_frame(bytes(Writer().int16(3).int16(1).int32(9).string("x").int32(-1).b))
+        assert k.recv_frame() is None
+    finally:
+        assert server.stop() == 0, server.log()

@@ -2,25 +2,33 @@
 
 Modules (each states its invariants):
 
-* core.py         the public ``Queue`` (facade, lock, shared operations)
-* opening.py      ``open_queue``: a stored queue opened as its type (standard or FIFO)
-* standard.py     ``StandardQueue``: the standard receive strategy and its hot paths
-* fifo.py         ``FifoQueue``: message groups, deduplication, FIFO delete rules
-* fair.py         fair queues: a standard queue's tenants and the noisy-tenant rule
-* leases.py       the lease table (``Lease`` entries, timers, state counts)
-* send_buffer.py  buffered plain sends and the in-memory tail
-* message.py      ``Message`` and the message record's headers
-* validate.py     SQS's limits, message attributes, batch entries
+* core.py           the public ``Queue`` (facade, lock, shared operations)
+* opening.py        ``open_queue``: a stored queue opened as its type (standard or FIFO)
+* registry.py       ``QueueRegistry``: a data directory's queues (create, open, list, delete)
+* standard.py       ``StandardQueue``: the standard receive strategy and its hot paths
+* fifo.py           ``FifoQueue``: message groups, deduplication, FIFO delete rules
+* fair.py           fair queues: a standard queue's tenants and the noisy-tenant rule
+* dedup.py          the FIFO deduplication window
+* message.py        ``Message``, the message record's headers, ``receive_state`` (a
+                    receive's delay/expiry/visible rule)
+* receipt.py        receipt handles: the codec and the handle layout
+* leases.py         the lease table (``Lease`` entries, timers, state counts)
+* lease_state.py    the lease table's durable form: a state log plus a snapshot
+* lease_records.py  the state log's records
+* recovery.py       the lease table rebuilt at open
+* send_buffer.py    buffered plain sends and the in-memory tail
+* config.py         a queue's configuration: SQS attributes, their limits, storage settings
+* config_files.py   the configuration stored: ``queue.meta`` and ``queue.json``
+* settings.py       attributes and tags as queue operations (Get/SetQueueAttributes, tags)
+* validate.py       SQS's limits on requests, message attributes, batch entries
 * batch_entries.py  SQS's batch actions with per-entry results
-* redrive.py      dead-letter moves, redrive
-* move_tasks.py   message move tasks (``MoveTasks``), kept across restarts
-* maintenance.py  expire, reclaim, compact
-* peek.py         pending messages read without receiving them
-* recovery.py     the lease table rebuilt at open
-* settings.py     queue.json / queue.meta, queue attributes and tags
+* redrive.py        dead-letter moves, redrive
+* move_tasks.py     message move tasks (``MoveTasks``), kept across restarts
+* maintenance.py    expire, reclaim, compact
+* peek.py           pending messages read without receiving them
 
 The queues of a data directory are made, opened and deleted by
-vqs.broker.registry.QueueRegistry.
+``registry.QueueRegistry``.
 """
 
 from .core import Queue

@@ -2,15 +2,15 @@
 queue type shares (docs/sqs.md, docs/ARCHITECTURE.md).
 
 A queue is a message log plus durable lease state. Storage (``DATA/queues/{name}/``):
-``queue.meta`` and ``queue.json`` (settings.py), ``messages/`` (a vqs.storage.Log: one
+``queue.meta`` and ``queue.json`` (config_files.py), ``messages/`` (a vqs.storage.Log: one
 record per message, body = value, metadata in record headers: message.py) and
-``state/`` (vqs.broker.lease_state: the lease table's changes, leases.py).
+``state/`` (vqs.broker.queue.lease_state: the lease table's changes, leases.py).
 
 ``opening.open_queue`` reads the configuration and makes a ``StandardQueue``
 (standard.py) or a ``FifoQueue`` (fifo.py): the receive strategy, the delete
 rules and the FIFO bookkeeping are chosen once, by class, so no hot path asks
 which type it serves. The other concerns are mixed into ``Queue`` from their
-own modules: settings.py (attributes, tags, the config files),
+own modules: settings.py (attributes, tags),
 batch_entries.py (batch actions with per-entry results), redrive.py (moves
 between queues), maintenance.py (expire, reclaim, compact); each documents the
 state it relies on. Everything that changes queue state runs under ``self._lock``;
@@ -76,18 +76,20 @@ from ...errors import (
 )
 from ...storage.flusher import Flusher
 from ...storage.log import Log
-from ..lease_records import encode_deletes, encode_leases
-from ..lease_state import LeaseStateStore
-from ..receipt import ReceiptCodec
+from ...storage.space import Claim
 from .batch_entries import BatchEntries
+from .config_files import StoredQueue
+from .lease_records import encode_deletes, encode_leases
+from .lease_state import LeaseStateStore
 from .leases import INFLIGHT, LeaseTable
 from .maintenance import COMPACT_BYTES, Maintenance
 from .message import Message
 from .peek import Peek
+from .receipt import ReceiptCodec
 from .recovery import recover_leases, start_nonces, was_closed_cleanly, write_epoch_record
 from .redrive import Redrive
 from .send_buffer import SendBuffer
-from .settings import QueueSettings, StoredQueue
+from .settings import QueueSettings
 from .validate import (
     MAX_VISIBILITY_S,
     check_attempt_id,
@@ -126,7 +128,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
 
     def __init__(self, path: str, name: str, stored: StoredQueue, *, clock: Callable[[], float],
                  resolver: Callable[[str], Queue | None] | None, lister: Callable[[], list] | None):
-        """Open the logs and recover (``stored`` as read by ``settings.read_files``).
+        """Open the logs and recover (``stored`` as read by ``config_files.read_files``).
         Subclasses make their own structures first, then call this."""
         if type(self) is Queue:
             raise TypeError("Queue is abstract: use opening.open_queue (or QueueRegistry)")
@@ -163,7 +165,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._log.on_disk_short = self._disk_short  # maintenance.py: reclaim once drained
         # pending plain sends (standard queues under a relaxed flush policy only
         # add to it; it stays empty otherwise)
-        self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes)
+        self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes,
+                                 Claim(messages, cfg.min_free_bytes))
         self._leases = LeaseTable(ReceiptCodec(self._secret))
         self._state_bytes = 0  # state-log bytes since the last snapshot
         self._compact_at = COMPACT_BYTES  # snapshot past this (less on a full disk: maintenance.py)
@@ -172,7 +175,6 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
         self._unsynced_moves: list = []  # (target queue, moves) it took but could not fsync (redrive.py)
         self._maybe_moved: dict = {}  # offset -> (target, target_end): move intents (redrive.py)
-        self._tag_cache = (-1, -1, b"")  # (offset, nonce, tags) of the last receipt tag block
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
         self._bytes_per_offset = 0.0
         self._sent_n = self._sent_b = 0  # messages (and their bytes) sent by this process
@@ -180,7 +182,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             self._state = LeaseStateStore(
                 os.path.join(path, "state"), flush=opts["flush"],
                 flush_interval_ms=cfg.flush_interval_ms, recovery=cfg.recovery,
-                buffered=not self._sync,
+                buffered=not self._sync, min_free_bytes=cfg.min_free_bytes,
             )
         except BaseException:
             self._log.close()
@@ -192,7 +194,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             self._state.close()
             self._log.close()
             raise
-        self._short_at_open()  # maintenance.py: restarted on a full disk
+        self.reclaim()  # maintenance.py: restarted drained on a full disk, the consumed segment goes
         if cfg.flush == "interval":
             Flusher.shared().register(self, cfg.flush_interval_ms / 1000)
 
@@ -216,13 +218,12 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
             try:
                 self._compact_locked(now)
             except DiskFullError:
-                # An open after a crash on a full disk: the state log (space reserved)
+                # An open after a crash on a full disk: the state log (a control write)
                 # takes the epoch instead, durable before any handle; the snapshot waits.
                 try:
                     write_epoch_record(state, self._leases, log.end_offset, st.max_nonce)
                 except DiskFullError as e:
-                    # Not even that (a spent btrfs quota, a state log whose reserve a
-                    # copy lost): open all the same. The epoch holds in memory; it must be
+                    # Not even that (the disk full to the last block): open all the same. The epoch holds in memory; it must be
                     # durable before a message reuses an offset at or past log.end_offset
                     # (a later crash would otherwise forget it), so sends wait for it
                     # (_write_epoch_locked). Handles of the messages below are safe.
@@ -399,9 +400,9 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         # Messages past max_receive_count that the DLQ refused (a full disk): they
         # stay here, and this receive does not return them (SQS never delivers a
         # message past its maxReceiveCount: a poison message must not reach a
-        # consumer again) nor raises (the rest of the queue drains on a full disk,
-        # issue 13); they turn visible again, counted, when the call ends, so the
-        # next receive tries the move again.
+        # consumer again) nor raises (a full queue drains on a full disk); they
+        # turn visible again, counted, when the call ends, so the next receive
+        # tries the move again.
         refused = None
         try:
             while True:

@@ -54,7 +54,7 @@ from collections import deque
 
 from ...errors import OffsetOutOfRange
 from .leases import AVAILABLE, INFLIGHT, MOVING, make_lease
-from .message import H_DELAY, H_SENT, group_id, sent_ms
+from .message import group_id, receive_state, sent_ms
 
 NOISY_MIN = 30  # in flight: a tenant with fewer is never noisy
 NOISY_PERCENT = 10  # a noisy tenant has more than this share of all in flight
@@ -343,21 +343,14 @@ class FairReceive:
                     ahead.discard(o)
                     continue
                 else:
-                    sent = r.timestamp_ms
-                    g = None
-                    if hd:
-                        d = dict(hd)
-                        dl = d.get(H_DELAY)
-                        if dl is not None and sent + int(dl) > now:
-                            lt.delay(o, sent + int(dl))
-                            continue
-                        s = d.get(H_SENT)
-                        if s is not None:
-                            sent = int(s)
-                        g = group_id(hd)
-                    if sent <= expire_before:
-                        dels.append(o)
+                    st = receive_state(r.timestamp_ms, hd, now, expire_before)
+                    if st:
+                        if st > 0:
+                            lt.delay(o, st)
+                        else:
+                            dels.append(o)
                         continue
+                    g = group_id(hd) if hd else None
                     if g is not None and g in noisy:
                         live[o] = make_lease(0, 0, 0, 0, 0, AVAILABLE)
                         lt.n_available += 1

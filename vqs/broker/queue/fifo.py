@@ -12,7 +12,7 @@ Structures (under the queue lock), besides the lease table (leases.py):
   group are stale and skipped). A group leaves it when receive takes its head;
   it joins again at the back when its head is visible again (lease over,
   ChangeMessageVisibility to 0, or the head deleted and the next one visible).
-* ``_dedup``: the 5-minute deduplication window (vqs.broker.dedup), rebuilt
+* ``_dedup``: the 5-minute deduplication window (vqs.broker.queue.dedup), rebuilt
   from the message log at open (the log keeps the window's segments:
   ``_reclaim_target``);
 * ``_attempts``: ReceiveRequestAttemptId -> (expiry, messages) for safe retries.
@@ -31,10 +31,10 @@ from collections import deque
 from collections.abc import Iterable
 
 from ...errors import LogClosedError, QueueError, ReceiptHandleExpired
-from ..dedup import WINDOW_MS, DedupWindow
 from .core import DELETE_ROOM, Queue
+from .dedup import WINDOW_MS, DedupWindow
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
-from .message import H_DEDUP, H_DELAY, H_GROUP, H_ID, sent_ms
+from .message import H_DEDUP, H_GROUP, H_ID, receive_state, sent_ms
 from .peek import smallest
 from .validate import check_batch_size
 
@@ -96,10 +96,10 @@ class FifoQueue(Queue):
                 dq.append(o)
                 self._group_of[o] = g
                 e = live.get(o)
-                if e is None and H_DELAY in h:
-                    vis = r.timestamp_ms + int(h[H_DELAY])
-                    if vis > now:
-                        lt.delay(o, vis)
+                if e is None and h:
+                    until = receive_state(r.timestamp_ms, r.headers, now, -1)
+                    if until > 0:
+                        lt.delay(o, until)
             off = recs[-1].offset + 1
         # FIFO keeps no cursor: every pending message is in a group.
         for _, g in sorted((dq[0], g) for g, dq in self._groups.items()):

@@ -32,7 +32,7 @@ Invariants (all under the queue lock):
   its deliveries has a nonce >= that entry's first nonce: a handle with a
   smaller nonce is of a lost message (``decode`` answers offset -1, which no
   message has). The list is durable before a handle is issued (the queue
-  writes a snapshot at such an open, vqs.broker.lease_state);
+  writes a snapshot at such an open, vqs.broker.queue.lease_state);
 * ``issued`` maps receipt handles this process issued to ``(offset, nonce)``: a
   handle found there is authentic without recomputing its MAC. It is a cache:
   clearing it only costs MAC checks.
@@ -45,7 +45,7 @@ import time
 from bisect import bisect_right
 from itertools import repeat
 
-from ..receipt import ReceiptCodec
+from .receipt import ReceiptCodec
 
 DELAYED, INFLIGHT, AVAILABLE, MOVING = 0, 1, 2, 3
 MAX_INFLIGHT = 120_000  # SQS's in-flight limit per queue (standard and FIFO)
@@ -56,7 +56,7 @@ GONE = -1  # the offset decode answers for a handle of a message lost in a crash
 
 class Lease:
     """One tracked message's current delivery (see module doc). Field names are
-    those of the state log's lease entries (vqs.broker.lease_state). Made by
+    those of the state log's lease entries (vqs.broker.queue.lease_state). Made by
     ``make_lease`` (``Lease()`` then six stores where that is inlined: a class
     without ``__init__`` is the cheapest to instantiate, and the standard
     queue's receive makes one per message)."""

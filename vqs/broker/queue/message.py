@@ -7,7 +7,7 @@ standard queue's send without attributes or delay) has no headers at all.
 
 Invariants:
 * a message id is ``{id_prefix}{offset + id_base:012x}`` (UUID-shaped;
-  ``id_prefix`` and ``id_base`` are the queue's, see ``settings.new_identity``) unless the record carries ``H_ID`` (it was moved in from another
+  ``id_prefix`` and ``id_base`` are the queue's, see ``config_files.new_identity``) unless the record carries ``H_ID`` (it was moved in from another
   queue and keeps the id it had there);
 * the sent timestamp is the record's timestamp unless the record carries
   ``H_SENT`` (moved to a dead-letter queue: retention counts from the original send).
@@ -15,7 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
-from ..queue_config import DEFAULT_ARN_PREFIX
+from .config import DEFAULT_ARN_PREFIX
 
 # record header names
 H_GROUP = "g"  # message group id (utf-8)
@@ -46,6 +46,41 @@ def message_ids(prefix: str, base: int, first: int, n: int) -> list[str]:
         out += map(f"{prefix}{o >> 8:010x}".__add__, HEX2[lo:lo + k])
         o += k
     return out
+
+
+#: receive_state's answers besides a delay's end (which is > 0)
+VISIBLE = 0
+EXPIRED = -1
+
+
+def receive_state(ts: int, headers, now: int, expire_before: int) -> int:
+    """What a receive at ``now`` does with a message that has no lease, from its
+    record's timestamp ``ts`` and headers: the one rule of standard, fair and
+    FIFO queues (and of a message move task, recovery's delayed messages).
+
+    * ``> 0``: its send delay (``H_DELAY``, counted from ``ts``) ends at that time,
+      after ``now``: track it as delayed, deliver nothing;
+    * ``EXPIRED``: first sent (``H_SENT``, else ``ts``) at or before
+      ``expire_before``: past retention, forget it;
+    * ``VISIBLE``: deliver it.
+
+    The delay is decided first: a delayed message is tracked even when past
+    retention (its expiry is then found when it turns visible). A message with a
+    lease has served its delay, and a FIFO queue tracks every delay at send and
+    at open: for those only the expiry is checked (``sent_ms``). With
+    ``expire_before=-1`` it answers the delay alone. Receive loops over plain
+    records (no headers) may inline the last line."""
+    if headers:
+        sent = ts
+        for k, v in headers:
+            if k == H_DELAY:
+                until = ts + int(v)
+                if until > now:
+                    return until
+            elif k == H_SENT:
+                sent = int(v)
+        return EXPIRED if sent <= expire_before else VISIBLE
+    return EXPIRED if ts <= expire_before else VISIBLE
 
 
 def sent_ms(r) -> int:

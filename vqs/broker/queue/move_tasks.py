@@ -52,7 +52,7 @@ from ...errors import (
     ResourceNotFound,
 )
 from ...storage.durable_file import atomic_write
-from ..queue_config import DEFAULT_ARN_PREFIX
+from .config import DEFAULT_ARN_PREFIX
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Opening a stored queue as the type its configuration names.
 
-``open_queue`` reads ``queue.json``/``queue.meta`` (settings.py) and builds a
+``open_queue`` reads ``queue.json``/``queue.meta`` (config_files.py) and builds a
 ``FifoQueue`` or a ``StandardQueue``: the receive strategy is chosen once,
 here, so no hot path asks which type it serves. It lives apart from core.py
 because both queue types subclass ``Queue``: core must not import them.
@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from .config_files import read_files
 from .core import Queue
 from .fifo import FifoQueue
-from .settings import read_files
 from .standard import StandardQueue
 
 

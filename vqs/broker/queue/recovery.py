@@ -1,7 +1,7 @@
 """Recovery at open: the lease table from the state snapshot + state log,
 checked against the message log.
 
-The state store (vqs.broker.lease_state) replays its snapshot and log into a
+The state store (vqs.broker.queue.lease_state) replays its snapshot and log into a
 ``RecoveredState``; this turns it into the queue's ``LeaseTable``, with each
 lease's state decided by the clock now (a lease or delay that ended while the
 queue was closed is AVAILABLE). The queue type finishes the job
@@ -32,7 +32,7 @@ import heapq
 import os
 
 from ...storage.log_dir import CLEAN_MARKER
-from ..lease_state import LeaseStateStore, RecoveredState
+from .lease_state import LeaseStateStore, RecoveredState
 from .leases import AVAILABLE, DELAYED, INFLIGHT, LeaseTable, make_lease
 
 
@@ -97,7 +97,7 @@ def start_nonces(st: RecoveredState, store: LeaseStateStore, leases: LeaseTable,
 
 def write_epoch_record(store: LeaseStateStore, leases: LeaseTable, end: int, max_nonce: int) -> None:
     """The open's snapshot found the disk full: make its receipt epoch durable as
-    an "E" record of the state log (vqs.broker.lease_state), which also drops at
+    an "E" record of the state log (vqs.broker.queue.lease_state), which also drops at
     replay every state at offsets >= ``end``. A clean open whose state was dirty
     (no epoch of its own) begins one at ``end`` here: harmless, no handle of an
     offset >= ``end`` was issued by a live message."""

@@ -17,7 +17,7 @@ Invariants:
      refuses the move here, nothing changed;
   2. the target appends the messages one record each (``_accept_moved``):
      its log refuses a record it cannot cover before buffering it
-     (storage/log_reserve.py), so a full disk takes the first k and not the
+     (storage/log_buffer.py), so a full disk takes the first k and not the
      rest, never a part of one; then it fsyncs them;
   3. the source deletes the k ("D" record, with its flush policy) and makes
      the rest visible again (not in the target: nothing to undo).
@@ -28,7 +28,7 @@ Invariants:
   (``_resolve_moves``): found (2 reached the disk, 3 did not), the move is
   finished by the delete alone; not found, it is moved again. A refused or
   failed move leaves an intent that resolves to "not found". Where step 2's
-  fsync fails (btrfs: copy-on-write needs space even in reserved blocks) the
+  fsync fails (a full disk found at the write: the kernel's ENOSPC, soft) the
   target holds the messages in memory: they stay MOVING here, not deleted
   (``_unsynced_moves``), until it has fsynced them (``_settle_moves``: the
   next move, the interval tick, close); if the process stops first, the
@@ -57,7 +57,7 @@ from collections.abc import Callable
 from ...errors import LogClosedError, VQSError
 from ...storage.log_throttle import Throttle
 from ...storage.record_batch import Record
-from ..lease_records import encode_move
+from .lease_records import encode_move
 from .leases import AVAILABLE, MOVING
 from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE
 
@@ -231,7 +231,7 @@ class Redrive:
         message (source None) starts a new retention period.
 
         One append per message: the log refuses a record it cannot cover before
-        buffering it (storage/log_reserve.py), so on a full disk the first k
+        buffering it (storage/log_buffer.py), so on a full disk the first k
         are taken and the rest not, never a part of one. Returns (k, synced):
         synced is whether the k are fsynced (always tried: the caller deletes
         them from their old queue next, and that delete must never be durable

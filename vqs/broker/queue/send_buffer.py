@@ -15,10 +15,9 @@ Invariants:
   ``error``; sends push (retry) before adding to a buffer with an error;
 * acknowledged pending sends have their disk space already: ``bound`` (an
   upper bound of what they encode to: a batch header per send, as a push may
-  write one batch per send-ms run) never exceeds ``held``, the space the
-  message log reserved for them (``Log.hold``, storage/log_reserve.py); a send
-  that cannot be covered is refused (DiskFullError) before it is added, and
-  where the log cannot reserve (``hold`` returns False) sends are written at once.
+  write one batch per send-ms run) never exceeds ``claim.held``, what the
+  space governor counts as used for them (storage/space.py ``Claim``); a send
+  that cannot be covered is refused (DiskFullError) before it is added.
 
 ``Tail``: what this process sent and nobody has received yet, kept in memory
 so that receive needn't read it back from the log: one entry per send call,
@@ -38,9 +37,9 @@ from __future__ import annotations
 from collections import deque
 from itertools import chain, repeat, starmap
 
-from ...errors import DiskFullError
 from ...storage.log import Log
-from ...storage.log_reserve import BATCH_FIXED, RECORD_FIXED
+from ...storage.log_buffer import BATCH_FIXED, RECORD_FIXED
+from ...storage.space import Claim
 
 TAIL_BYTES = 32 << 20  # in-memory copy of recently sent, not yet received messages
 PUSH_RUN_RECORDS = 32  # pushes pending sends as a batch per send-ms run when runs average this
@@ -50,9 +49,9 @@ class SendBuffer:
     """Pending plain sends of a standard queue (see module doc)."""
 
     __slots__ = ("values", "runs", "last_ts", "last_n", "nbytes", "max_records", "max_bytes", "error",
-                 "bound", "held")
+                 "bound", "claim")
 
-    def __init__(self, max_records: int, max_bytes: int):
+    def __init__(self, max_records: int, max_bytes: int, claim: Claim):
         self.values: list = []
         self.runs: list = []
         self.last_ts = -1
@@ -62,25 +61,12 @@ class SendBuffer:
         self.max_bytes = max(1, max_bytes)
         self.error: BaseException | None = None
         self.bound = 0  # what the pending sends encode to, at most (module doc)
-        self.held = 0  # what the log holds for them (Log.hold)
+        self.claim = claim  # what the space governor counts for them (module doc)
 
     @staticmethod
     def send_bound(bound: int, n: int, nbytes: int) -> int:
         """``bound`` after a send of ``n`` values of ``nbytes`` bytes is added."""
         return bound + BATCH_FIXED + RECORD_FIXED * n + nbytes
-
-    def hold(self, log: Log, bound: int) -> bool:
-        """Have ``log`` back ``bound`` bytes of pending sends (with room to grow);
-        raises DiskFullError when it cannot; False: the log cannot reserve
-        (send at once)."""
-        ask = bound + min(bound, 256 << 10)
-        try:
-            ok = log.hold(ask)
-        except DiskFullError:
-            ok = log.hold(bound)  # just this much, or DiskFullError
-            ask = bound
-        self.held = ask if ok else 0
-        return ok
 
     def __len__(self) -> int:
         return len(self.values)
@@ -104,18 +90,24 @@ class SendBuffer:
         if not pv:
             return
         runs = self.runs
+        # what the claim counted becomes the log's grant for them (append_batch(claim=));
+        # counted again if the write fails: they stay pending
         try:
             if not runs:  # one run: one timestamp for the batch
-                log.append_batch(pv, timestamps_ms=self.last_ts)
+                log.append_batch(pv, timestamps_ms=self.last_ts, claim=self.claim)
             elif len(pv) >= PUSH_RUN_RECORDS * (len(runs) + 1):
                 self._push_runs(log)
             else:
                 ts = list(chain.from_iterable(starmap(repeat, runs)))
                 ts += repeat(self.last_ts, self.last_n)
-                log.append_batch(pv, timestamps_ms=ts)
+                log.append_batch(pv, timestamps_ms=ts, claim=self.claim)
         except BaseException as e:
             # kept pending (retried at the next push); sends refuse until a push succeeds
             self.error = e
+            # what is still pending (the runs written before a failure left it) is counted again
+            self.bound = (BATCH_FIXED * (len(self.runs) + 1) + RECORD_FIXED * len(self.values)
+                          + sum(map(len, self.values)))
+            self.claim.force(self.bound)
             raise
         self.values = []
         self.runs = []
@@ -124,9 +116,7 @@ class SendBuffer:
         self.nbytes = 0
         self.error = None
         self.bound = 0
-        if self.held:
-            self.held = 0
-            log.hold(0)
+        self.claim.release()  # (what the batches' grants did not need)
 
     def _push_runs(self, log: Log) -> None:
         """One batch per run of equal send timestamps: a batch whose records share
@@ -139,10 +129,10 @@ class SendBuffer:
         i = done = 0
         try:
             for ts, c in runs:
-                log.append_batch(pv[i:i + c], timestamps_ms=ts)
+                log.append_batch(pv[i:i + c], timestamps_ms=ts, claim=self.claim)
                 i += c
                 done += 1
-            log.append_batch(pv[i:], timestamps_ms=self.last_ts)
+            log.append_batch(pv[i:], timestamps_ms=self.last_ts, claim=self.claim)
         except BaseException:
             if i:
                 del pv[:i]

@@ -1,142 +1,33 @@
-"""A queue's configuration on disk and as SQS attributes and tags.
+"""A queue's attributes and tags as a ``Queue`` operation (GetQueueAttributes,
+SetQueueAttributes, TagQueue, UntagQueue).
 
-Files (``DATA/queues/{name}/``): ``queue.meta`` (the VQS v1 header page,
-vqs.broker.queue_meta: the SQS limits, tags and counters) and ``queue.json``
-(the rest of the configuration, creation/modification times, the
-receipt-handle secret and the message-id prefix). Each is replaced atomically;
-the secret and id prefix never change after creation (receipt handles and
-message ids stay valid across restarts).
-
-``QueueSettings`` is the part of ``Queue`` that reads and changes them
-(GetQueueAttributes, SetQueueAttributes, tags); a change is applied under the
-queue lock and written before the call returns.
+``QueueSettings`` is the part of ``Queue`` that reads and changes its
+configuration (what the values are and their limits: config.py; where they are
+stored: config_files.py). A change is applied under the queue lock and written
+before the call returns.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 from collections.abc import Iterable
 
 from ...errors import (
-    CorruptRecordError,
     DiskFullError,
     InvalidAttributeName,
     InvalidAttributeValue,
     InvalidParameterValue,
 )
-from ...storage.durable_file import atomic_write
-from .. import queue_meta
-from ..queue_config import (
+from .config import (
     DEFAULT_ARN_PREFIX,
     READ_ONLY_SQS,
     SQS_TO_PY,
     STORAGE_SETTINGS,
-    QueueConfig,
     check_fifo_change,
     normalize,
     redrive_allows,
     validate_tags,
 )
-
-
-class StoredQueue:
-    """What ``queue.json`` + ``queue.meta`` hold."""
-
-    __slots__ = ("config", "created_ms", "modified_ms", "secret", "id_prefix", "id_base", "fair",
-                 "dedup_scope", "dedup_from")
-
-    def __init__(self, config: QueueConfig, created_ms: int, modified_ms: int, secret: bytes,
-                 id_prefix: str, id_base: int = 0, fair: bool = False, dedup_scope: str | None = None,
-                 dedup_from: int = 0):
-        self.config = config
-        self.created_ms = created_ms
-        self.modified_ms = modified_ms
-        self.secret = secret
-        self.id_prefix = id_prefix
-        self.id_base = id_base
-        self.fair = fair  # a standard queue that was sent a message group id (fair.py)
-        # FIFO: the deduplication scope in force (SQS keeps the one the queue was
-        # created with; a later DeduplicationScope change is reported, not applied)
-        # and the offset the window starts at (a purge clears the window).
-        self.dedup_scope = dedup_scope or config.deduplication_scope
-        self.dedup_from = dedup_from
-
-
-def new_identity() -> tuple[bytes, str, int]:
-    """A new queue's receipt-handle secret, message-id prefix (UUID v4 shaped) and
-    message-id base.
-
-    A message id is ``{id_prefix}{offset + id_base:012x}``. The base is random in
-    [2**46, 2**47) with its low byte zero: ids look random, like SQS's, rather than
-    counting up from ``...000000000000``; the low byte still equals the offset's
-    (the 256-id block cache in ``standard.py`` relies on it); and 2**47 offsets
-    fit before the 12 hex digits overflow. Queues made before the base existed
-    have base 0 (their ids are unchanged)."""
-    r = secrets.token_bytes(45)
-    h = r[32:40].hex()
-    id_prefix = f"{h[0:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[r[31] & 3]}{r[30]:02x}{h[0]}-"
-    id_base = ((int.from_bytes(r[40:45], "big") >> 2) | (1 << 38)) << 8
-    return r[:32], id_prefix, id_base
-
-
-def write_files(path: str, *, name: str, config: QueueConfig, created_ms: int,
-                modified_ms: int, secret: bytes, id_prefix: str, id_base: int = 0,
-                counters: tuple[int, int, int] = (0, 0, 0), fair: bool = False,
-                dedup_scope: str | None = None, dedup_from: int = 0) -> None:
-    """Write queue.json and queue.meta (each replaced atomically). ``fair``: the
-    queue was sent a message group id (written only when true)."""
-    meta = queue_meta.QueueMeta(
-        item_count=counters[0], next_read_offset=counters[1], next_write_offset=counters[2],
-        max_message_size=config.max_message_bytes, retention_period=config.retention_seconds,
-        receive_wait_seconds=config.receive_wait_seconds, delay_seconds=config.delay_seconds,
-        visibility_timeout=config.visibility_timeout, tags=dict(config.tags),
-    )
-    page, overflow = queue_meta.encode(meta)
-    cfgd = config.to_json()
-    for k in ("visibility_timeout", "delay_seconds", "receive_wait_seconds",
-              "retention_seconds", "max_message_bytes", "tags"):
-        del cfgd[k]  # the header page is their home
-    info = {
-        "version": 1, "name": name, "created_ms": created_ms, "modified_ms": modified_ms,
-        "secret": secret.hex(), "id_prefix": id_prefix, "id_base": id_base,
-        "config": cfgd,
-        "tags_overflow": overflow,
-    }
-    if fair:
-        info["fair"] = True
-    if config.fifo:
-        info["dedup_scope"] = dedup_scope or config.deduplication_scope
-        info["dedup_from"] = dedup_from
-    atomic_write(os.path.join(path, "queue.json"), json.dumps(info, indent=1).encode())
-    atomic_write(os.path.join(path, "queue.meta"), page)
-
-
-def read_files(path: str) -> StoredQueue:
-    """Read queue.json and queue.meta (damaged: CorruptRecordError naming the file)."""
-    p = os.path.join(path, "queue.json")
-    with open(p, "rb") as f:
-        try:
-            info = json.loads(f.read())
-        except ValueError as e:  # (a failed disk's leftovers: not JSON, not UTF-8)
-            raise CorruptRecordError(f"{p}: not a queue settings file ({e})", path=p) from e
-    with open(os.path.join(path, "queue.meta"), "rb") as f:
-        meta = queue_meta.decode(f.read(), os.path.join(path, "queue.meta"))
-    cfgd = dict(info["config"])
-    cfgd.update(
-        visibility_timeout=meta.visibility_timeout,
-        delay_seconds=meta.delay_seconds,
-        receive_wait_seconds=meta.receive_wait_seconds,
-        retention_seconds=meta.retention_period,
-        max_message_bytes=meta.max_message_size,
-        tags={**meta.tags, **info.get("tags_overflow", {})},
-    )
-    created = info["created_ms"]
-    return StoredQueue(QueueConfig.from_json(cfgd), created, info.get("modified_ms", created),
-                       bytes.fromhex(info["secret"]), info["id_prefix"],
-                       info.get("id_base", 0), bool(info.get("fair")), info.get("dedup_scope"),
-                       info.get("dedup_from", 0))
+from .config_files import write_files
 
 
 class QueueSettings:
@@ -202,7 +93,7 @@ class QueueSettings:
         return res
 
     def set_attributes(self, attrs: dict | None = None, **kw) -> None:
-        """SetQueueAttributes: Python or SQS names (module queue_config)."""
+        """SetQueueAttributes: Python or SQS names (config.py)."""
         changes = normalize({**(attrs or {}), **kw}, creating=False)
         check_fifo_change(changes, self.config.fifo)
         changes.pop("fifo", None)

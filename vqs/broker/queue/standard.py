@@ -35,35 +35,24 @@ each path read state it does not own.)
 from __future__ import annotations
 
 import heapq
-import struct
 from collections.abc import Iterable
 from itertools import repeat
 
 from ...errors import LogClosedError, OverLimit, QueueError
-from ...storage.log_reserve import BATCH_FIXED, RECORD_FIXED
+from ...storage.log_buffer import BATCH_FIXED, RECORD_FIXED
 from ...storage.record_batch import Record
-from ..lease_records import encode_runs
 from . import send_buffer
 from .core import DELETE_ROOM, Queue
 from .fair import FairReceive, FairShare
+from .lease_records import encode_runs
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
-from .message import H_DELAY, H_SENT, HEX2, Message, group_id, message_ids, sent_ms
+from .message import H_SENT, HEX2, Message, group_id, message_ids, receive_state, sent_ms
 from .peek import smallest
+from .receipt import HANDLE_WORDS
 from .send_buffer import Tail
 from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, MAX_DELAY_S, check_batch_size
 
 _NO_LIMIT = 1 << 64  # above every offset
-
-_HANDLE = struct.Struct("<QQQ")  # a receipt handle's bytes: offset, nonce, tag (vqs.broker.receipt)
-_TAG_WORDS: dict = {}
-
-
-def _tag_words(nblocks: int) -> struct.Struct:
-    """Struct reading ``nblocks`` 64-byte receipt tag blocks as u64 LE words."""
-    s = _TAG_WORDS.get(nblocks)
-    if s is None:
-        s = _TAG_WORDS[nblocks] = struct.Struct("<%dQ" % (8 * nblocks))
-    return s
 
 
 class StandardQueue(FairReceive, Queue):
@@ -114,9 +103,9 @@ class StandardQueue(FairReceive, Queue):
             for r in recs:
                 h = r.headers
                 if h and r.offset not in live and r.offset not in ahead:
-                    d = dict(h).get(H_DELAY)
-                    if d is not None and r.timestamp_ms + int(d) > now:
-                        lt.delay(r.offset, r.timestamp_ms + int(d))
+                    until = receive_state(r.timestamp_ms, h, now, -1)
+                    if until > 0:
+                        lt.delay(r.offset, until)
             off = recs[-1].offset + 1
 
     # ============================================================== sending
@@ -164,12 +153,11 @@ class StandardQueue(FairReceive, Queue):
                         or sb.nbytes + nbytes > sb.max_bytes):
                     self._push_locked()
                 first = log.end_offset + len(sb.values)
-                # covered by space the log reserved, or refused here (send_buffer.py)
+                # counted by the space governor, or refused here (send_buffer.py)
                 bound = sb.bound + nbytes + (BATCH_FIXED + RECORD_FIXED * n)
-                if bound > sb.held and nbytes <= sb.max_bytes and not sb.hold(log, bound):
-                    self._push_locked()  # the log cannot reserve here: sends are written at once
-                    log.append_batch(values, timestamps_ms=ts)
-                elif nbytes <= sb.max_bytes:
+                if bound > sb.claim.held and nbytes <= sb.max_bytes:
+                    sb.claim.ensure(bound)  # (DiskFullError: refused, nothing added)
+                if nbytes <= sb.max_bytes:
                     # sb.add(values, ts, nbytes), inline
                     sb.bound = bound
                     sb.values += values
@@ -286,8 +274,8 @@ class StandardQueue(FairReceive, Queue):
         until = now + vis * 1000
         expire_before = now - self._ret_ms
         codec = lt.codec
-        tag_block = codec._block
-        hpack = _HANDLE.pack
+        run_tags = codec.run_tags
+        hpack = HANDLE_WORDS.pack
         issued = lt.issued
         if len(issued) > 4 * lt.n_inflight + 65536:
             issued.clear()  # stale handles (leases that ended): decoded by MAC instead
@@ -356,24 +344,8 @@ class StandardQueue(FairReceive, Queue):
                     # Hot path: fresh plain messages, none tracked, none expired.
                     # One timer entry and one run of lease entries for all of them.
                     n0 = nonce + 1
-                    # receipt tags: one hash per 8 deliveries (vqs.broker.receipt); the
-                    # last block of the previous receive often starts this one
-                    sh = n0 & 7
-                    bo, bn = o0 - sh, n0 - sh
-                    co, cn, cd = self._tag_cache
-                    if co == bo and cn == bn:
-                        blocks = [cd]
-                        j = 8
-                    else:
-                        blocks = []
-                        j = 0
-                    while j < sh + take:
-                        blocks.append(tag_block(bo + j, bn + j))
-                        j += 8
-                    self._tag_cache = (bo + j - 8, bn + j - 8, blocks[-1])
-                    # the tags as u64 LE: a handle is then one pack of 3 u64 LE
-                    tags = (_TAG_WORDS.get(len(blocks)) or _tag_words(len(blocks))).unpack(b"".join(blocks))
-                    t = sh
+                    # the run's receipt tags in one call; a handle is then one pack
+                    tags, t = run_tags(o0, n0, take)
                     o = o0
                     for value in vals:
                         nonce += 1
@@ -441,17 +413,15 @@ class StandardQueue(FairReceive, Queue):
                 if ahead and o in ahead:
                     ahead.discard(o)
                     continue
-                sent = ts
                 if h:
-                    hd = dict(h)
-                    d = hd.get(H_DELAY)
-                    if d is not None and ts + int(d) > now:
-                        lt.delay(o, ts + int(d))
+                    st = receive_state(ts, h, now, expire_before)
+                    if st:
+                        if st > 0:
+                            lt.delay(o, st)
+                        else:
+                            dels.append(o)
                         continue
-                    s = hd.get(H_SENT)
-                    if s is not None:
-                        sent = int(s)
-                if sent <= expire_before:
+                elif ts <= expire_before:  # receive_state of a plain record, inline
                     dels.append(o)
                     continue
                 nonce += 1
@@ -678,14 +648,13 @@ class StandardQueue(FairReceive, Queue):
                 if o in ahead:
                     ahead.discard(o)
                     continue
-                if sent_ms(r) <= expire_before:
+                if sent_ms(r) <= expire_before:  # a move forgets an expired message even if delayed
                     dels.append(o)
                     continue
-                if r.headers:
-                    d = dict(r.headers).get(H_DELAY)
-                    if d is not None and r.timestamp_ms + int(d) > now:
-                        lt.delay(o, r.timestamp_ms + int(d))
-                        continue
+                until = receive_state(r.timestamp_ms, r.headers, now, -1) if r.headers else 0
+                if until > 0:
+                    lt.delay(o, until)
+                    continue
                 e = live[o] = make_lease(0, 0, 0, 0, 0, MOVING)
                 out.append((o, r, e))
         if dels:

@@ -22,8 +22,8 @@ from ...errors import (
     QueueMessageTooLarge,
     TooManyEntriesInBatchRequest,
 )
-from ..dedup import content_dedup_id
-from ..queue_config import QueueConfig
+from .config import QueueConfig
+from .dedup import content_dedup_id
 from .message import H_ATTR, H_DEDUP, H_DELAY, H_GROUP, H_TRACE
 
 MAX_BATCH_ENTRIES = 10

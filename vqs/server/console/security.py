@@ -5,7 +5,8 @@ Invariants:
 * The console takes the API's credentials. With bearer tokens configured
   (``--token``), a page needs a session made by the login form (the token is
   compared in constant time, as the API compares it) or an ``Authorization:
-  Bearer`` header; without tokens the console is as open as the API, which the
+  Bearer`` header; with SigV4 keys but no token it is closed (as REST is: SigV4
+  keys grant the SQS API only); without credentials the console is as open as the API, which the
   server allows only on a loopback address or with ``--insecure``
   (Settings.check), and a request from a peer off loopback is refused unless
   ``--insecure`` was given (defence in depth).
@@ -140,6 +141,9 @@ class Sessions:
         Raises Refused when the request may not see the console."""
         if not self._peer_allowed(request):
             raise Refused(403, "the console answers only on loopback without credentials (configure --token)")
+        if not self._tokens and self.settings.sigv4_keys:  # SigV4 keys grant the SQS API only
+            raise Refused(403, "this server has SigV4 keys (the SQS API) but no bearer token: the console "
+                               "needs one (start it with --token)")
         s = self.get(request.cookies.get(COOKIE))
         if s is not None and (s.authenticated or not self._tokens):
             return s, False

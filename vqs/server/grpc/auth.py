@@ -41,18 +41,19 @@ def check_bearer(tokens: list[bytes], metadata) -> tuple[grpc.StatusCode, str] |
 
 
 class BearerAuth(grpc.aio.ServerInterceptor):
-    """Every call: the token checked before a byte of the request is read (``tokens``
-    empty: no check), and the request decoded by ``_decoding`` (a malformed one is
+    """Every call: the token checked before a byte of the request is read (unless not
+    ``required``), and the request decoded by ``_decoding`` (a malformed one is
     INVALID_ARGUMENT with a plain message, not protobuf's error naming our classes)."""
 
-    def __init__(self, tokens: list[str]):
+    def __init__(self, tokens: list[str], required: bool | None = None):
         self.tokens = [t.encode() for t in tokens]
+        self.required = bool(tokens) if required is None else required  # no token at all: every call refused
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
         if handler is None:
             return handler
-        if self.tokens and not details.method.startswith(_OPEN):
+        if self.required and not details.method.startswith(_OPEN):
             refused = check_bearer(self.tokens, details.invocation_metadata)
             if refused is not None:
                 return _refusing(handler, *refused)

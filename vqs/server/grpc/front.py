@@ -115,7 +115,9 @@ class GrpcFront:
         self._go, self._stop = asyncio.Event(), asyncio.Event()
         from .auth import BearerAuth
 
-        interceptors = [BearerAuth(s.tokens)]  # the token before the request is read; decoding
+        # the token before the request is read (any credential configured: a token is needed,
+        # SigV4 keys grant the SQS API only); every request decoded by it
+        interceptors = [BearerAuth(s.tokens, required=s.auth_enabled)]
         options = [("grpc.so_reuseport", 0),
                    ("grpc.max_receive_message_length", s.max_body_bytes),
                    # responses are bounded by the handlers (records.MAX_BYTES plus one record)

@@ -11,6 +11,7 @@ are created with replication factor 1 (any other is refused).
 from __future__ import annotations
 
 from ... import errors as E
+from ...broker.names import is_internal
 from . import data, groups
 from . import errors as K
 from .codec import ProtocolError, Writer
@@ -95,7 +96,9 @@ async def metadata(ctx, conn, v, r):
             err = K.code_for(e)
         w.int16(err).string(name)
         if v >= 1:
-            w.boolean(False)
+            # VQS's internal topics (the Spark sink's __spark_*) are Kafka's internal topics:
+            # clients leave them out of pattern subscriptions and listings (exclude.internal.topics)
+            w.boolean(is_internal(name))
         w.array(parts)
         for p in range(parts):
             w.int16(0).int32(p).int32(ctx.node_id)

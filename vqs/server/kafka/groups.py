@@ -158,7 +158,7 @@ async def offset_commit(ctx, conn, v, r):
         try:
             await ctx.blocking(broker.commit_offsets, group, good)
         except E.VQSError as e:
-            # A full disk (a group's first commit has no spare offsets file yet): retriable
+            # A full disk (the kernel found no room even for a control write): retriable
             # for every client, as Kafka's own storage errors on commit are (KAFKA_STORAGE_ERROR
             # on OffsetCommit fails a librdkafka or Java commit for good).
             code = K.COORDINATOR_LOAD_IN_PROGRESS if isinstance(e, E.DiskFullError) else K.code_for(e)

@@ -57,6 +57,8 @@ class KafkaContext:
         self.cache = EncodedCache()
         self.inline_writes = settings.flush != "always"
         self.tokens = list(settings.tokens)
+        # any credential configured: SASL with a token is needed (SigV4 keys grant SQS only)
+        self.auth_required = settings.auth_enabled
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
 
@@ -76,7 +78,7 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.peer = peer
-        self.authenticated = not ctx.tokens
+        self.authenticated = not ctx.auth_required
         self.mechanism = None
         self.client_id = None
 

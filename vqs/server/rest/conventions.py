@@ -10,10 +10,12 @@ again while the server stops) every route that needs it answers 503
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
-from fastapi import Path, Response
+from fastapi import Path, Request, Response
+from fastapi.routing import APIRoute
 
 from ..context import ServerContext
 from ..errors import APIError
@@ -28,15 +30,70 @@ _json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _msgspec_decode = msgspec.json.Decoder().decode
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
 def json_loads(body: bytes):
     """``json.loads(body)``, the same value, parsed by msgspec when it can (~10x faster on the
-    hot routes). What msgspec refuses (NaN, a lone surrogate escape, a BOM, a UTF-16 body,
-    a number too large for a float, invalid JSON) is parsed, or refused, by ``json.loads``,
-    so every body gets ``json.loads``'s answer."""
+    hot routes). What msgspec refuses (NaN, a BOM, a UTF-16 body, a number too large for a
+    float, invalid JSON) is parsed, or refused, by ``json.loads``, so every body gets
+    ``json.loads``'s answer; except that a ValueError refuses what no UTF-8 text can hold or
+    no request needs: a lone surrogate escape (``"\\ud800"``, which msgspec refuses too) and
+    nesting deeper than the interpreter's recursion limit (both parsers stop there, having
+    read no more than the body)."""
     try:
         return _msgspec_decode(body)
+    except RecursionError:
+        raise ValueError("the JSON document is nested too deeply") from None
     except Exception:
-        return json.loads(body)
+        pass
+    try:
+        doc = json.loads(body)
+    except RecursionError:
+        raise ValueError("the JSON document is nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")):
+        _refuse_surrogates(doc)
+    return doc
+
+
+def _refuse_surrogates(doc) -> None:
+    """ValueError if a string (value or key) of ``doc`` holds a lone surrogate (walked without
+    recursion: ``doc`` may be nested as deep as the parser allows)."""
+    stack = [doc]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("the JSON document has a lone surrogate escape (not a character)") from None
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+
+
+class _StrictJSONRequest(Request):
+    """A request whose ``json()`` is ``json_loads``: a lone surrogate or nesting past the limit
+    is refused (ValueError: the framework answers 400) before a route sees the body."""
+
+    async def json(self):
+        if not hasattr(self, "_json"):
+            self._json = json_loads(await self.body())
+        return self._json
+
+
+class JSONRoute(APIRoute):
+    """The REST routes' class: their JSON bodies are parsed by ``json_loads`` (see above)."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def strict(request: Request):
+            return await handler(_StrictJSONRequest(request.scope, request.receive))
+
+        return strict
 
 
 def links(status: int, description: str, **targets: tuple) -> dict:

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Path, Request, Response
 
 from ..context import ServerContext
 from ..errors import APIError
-from .conventions import MEMBER_PATTERN, check_name, jresp, name_param, ready_broker
+from .conventions import MEMBER_PATTERN, JSONRoute, check_name, jresp, name_param, ready_broker
 from .models import GroupCommit, MemberHeartbeat, MemberJoin
 
 #: heartbeats that may wait (``wait_ms``) at once, each in a thread; more answer at once
@@ -32,7 +32,7 @@ def _member_param():
 
 
 def group_routes(ctx: ServerContext) -> APIRouter:
-    r = APIRouter(tags=["groups"])
+    r = APIRouter(tags=["groups"], route_class=JSONRoute)
     waiting = anyio.CapacityLimiter(_WAITING_HEARTBEATS)
 
     @r.get("/groups", summary="List consumer groups")

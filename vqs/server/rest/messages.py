@@ -28,6 +28,7 @@ from ..errors import APIError
 from .conventions import (
     MAX_WAIT_MS,
     NAME_PATTERN,
+    JSONRoute,
     check_name,
     jresp,
     json_bytes,
@@ -139,7 +140,7 @@ def _int_query(name: str, description: str | None = None):
 def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
     """``idempotent(ctx, topic, query)``: the producer of an idempotent produce request, or None
     (rest/producers.py; lean.py hands such requests to these routes)."""
-    r = APIRouter(tags=["topics"])
+    r = APIRouter(tags=["topics"], route_class=JSONRoute)
     s = ctx.settings
 
     produced = {"topic": "$request.path.topic", "partition": "$response.body#/ranges/0/partition",

@@ -25,7 +25,7 @@ from fastapi import APIRouter
 
 from ..context import ServerContext
 from ..errors import APIError
-from .conventions import jresp, query_int, ready_broker
+from .conventions import JSONRoute, jresp, query_int, ready_broker
 from .models import PRODUCE_QUERY
 
 #: The query parameters of an idempotent produce request (besides ``partition``).
@@ -50,7 +50,7 @@ def idempotent_producer(ctx: ServerContext, topic: str, query):
 
 
 def producer_routes(ctx: ServerContext) -> APIRouter:
-    r = APIRouter(tags=["topics"])
+    r = APIRouter(tags=["topics"], route_class=JSONRoute)
 
     @r.post("/producers", summary="A producer id for idempotent produce requests", status_code=201,
             description="Returns `{\"producer_id\", \"epoch\"}`: an id never handed out before by this data "

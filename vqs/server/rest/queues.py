@@ -20,7 +20,7 @@ from fastapi import APIRouter, Query, Response
 from ...errors import QueueError
 from ..context import ServerContext
 from ..errors import APIError, client_message, error_type
-from .conventions import check_name, jresp, links, name_param, ready_broker
+from .conventions import JSONRoute, check_name, jresp, links, name_param, ready_broker
 from .models import (
     QueueCreate,
     QueueDelete,
@@ -89,7 +89,7 @@ def _attributes_in(attributes: dict, i: int) -> dict:
 
 
 def queue_routes(ctx: ServerContext) -> APIRouter:
-    r = APIRouter(tags=["queues"])
+    r = APIRouter(tags=["queues"], route_class=JSONRoute)
     call = ctx.write  # inline when it cannot block on an fsync, else in a worker thread
 
     def broker():

@@ -13,12 +13,12 @@ from ...broker.names import is_internal
 from ...errors import TopicDoesNotExist
 from ..context import ServerContext
 from ..errors import APIError
-from .conventions import check_name, jresp, links, name_param, ready_broker
+from .conventions import JSONRoute, check_name, jresp, links, name_param, ready_broker
 from .models import TopicCreate
 
 
 def topic_routes(ctx: ServerContext) -> APIRouter:
-    r = APIRouter(tags=["topics"])
+    r = APIRouter(tags=["topics"], route_class=JSONRoute)
     s = ctx.settings
 
     @r.get("/topics", summary="List topics")

@@ -27,6 +27,12 @@ ACTIONS = (
     "SetQueueAttributes", "StartMessageMoveTask", "TagQueue", "UntagQueue",
 )
 
+#: Bounds checked before a query-protocol request is parsed: its parameter count and a
+#: parameter name's dotted parts (the deepest SQS name has 7:
+#: ``SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1``).
+MAX_PARAMETERS = 1000
+MAX_NAME_PARTS = 8
+
 _INT_FIELDS = {"DelaySeconds", "MaxNumberOfMessages", "VisibilityTimeout", "WaitTimeSeconds",
                "MaxResults", "MaxNumberOfMessagesPerSecond"}
 
@@ -88,7 +94,10 @@ def render_json_error(err: SQSError) -> bytes:
 def _nest(pairs: list[tuple[str, str]]) -> dict:
     root: dict = {}
     for key, value in pairs:
-        parts = key.split(".")
+        parts = key.split(".", MAX_NAME_PARTS)
+        if len(parts) > MAX_NAME_PARTS:
+            raise SQSError("InvalidParameterValue", f"parameter name {key[:80]!r}... has more than "
+                           f"{MAX_NAME_PARTS} dotted parts")
         node = root
         for p in parts[:-1]:
             nxt = node.get(p)
@@ -160,7 +169,11 @@ def parse_query(pairs: list[tuple[str, str]]) -> tuple[str, dict]:
     return action, params
 
 
-def parse_form(body: bytes) -> list[tuple[str, str]]:
+def parse_form(body: bytes, max_fields: int = MAX_PARAMETERS) -> list[tuple[str, str]]:
+    """The name/value pairs of a form body or query string: at most ``max_fields`` (counted
+    before anything is decoded)."""
+    if body.count(b"&") >= max_fields and sum(1 for p in body.split(b"&") if p) > max_fields:
+        raise SQSError("InvalidParameterValue", f"the request has more than {MAX_PARAMETERS} parameters")
     try:
         return parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
     except UnicodeDecodeError:

@@ -38,6 +38,7 @@ from .message_actions import MessageActions
 from .params import Req, queue_name_of
 from .protocol import (
     JSON_CONTENT_TYPE,
+    MAX_PARAMETERS,
     parse_form,
     parse_json,
     parse_query,
@@ -52,6 +53,27 @@ from .queue_actions import QueueActions
 from .sigv4 import SigV4Error, region_from_authorization, verify
 
 logger = logging.getLogger("vqs.server.sqs")
+
+#: The actions that change nothing: without credentials, the only ones a request a web page
+#: can send cross-site (a GET, or a POST without ``Authorization`` or ``X-Amz-Target``) may run.
+READ_ONLY_ACTIONS = frozenset(("GetQueueUrl", "GetQueueAttributes", "ListQueues", "ListQueueTags",
+                               "ListDeadLetterSourceQueues", "ListMessageMoveTasks"))
+_CROSS_SITE = ("this server has no credentials, so an action that changes something must be a POST with an "
+               "Authorization header (any AWS SigV4 signature: boto3 and the AWS CLI always send one) or "
+               "X-Amz-Target, which a web page cannot send to another site; a GET changes nothing")
+
+
+
+def _log_auth_failure(scope, code: str) -> None:
+    """A failed SigV4 check, at warning: the client's address, the front and AWS's code (never
+    the Authorization header, a signature or a secret). Both HTTP paths (the ASGI app, the
+    fast path) answer through ``answer``, so every failure is logged here."""
+    client = scope.get("client")
+    addr = f"{client[0]}:{client[1]}" if client else "unknown"
+    logger.warning("authentication failed", extra={
+        "vqs": {"front": "sqs", "client": addr, "code": code, "path": scope.get("path")},
+        "text": f"authentication failed: SQS {code} from {addr}"})
+
 
 _ID_HIGH = os.urandom(8).hex()
 _ID_PREFIX = f"{_ID_HIGH[:8]}-{_ID_HIGH[8:12]}-{_ID_HIGH[12:]}-"
@@ -124,6 +146,7 @@ class SQSService(QueueActions, MessageActions):
             region = region_from_authorization(headers) or self.settings.region
             if self._auth_required:
                 if not self._keys:
+                    _log_auth_failure(scope, "InvalidClientTokenId")
                     raise SQSError("InvalidClientTokenId",
                                    "This server accepts no SQS credentials (start it with --sigv4-key AKID:SECRET).")
                 raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -133,6 +156,7 @@ class SQSService(QueueActions, MessageActions):
                                    max_skew_s=self.settings.sigv4_max_skew_s)
                 except SigV4Error as e:
                     self.metrics.rejected.labels("sigv4").inc()
+                    _log_auth_failure(scope, e.code)
                     raise SQSError(e.code, str(e), status=e.status) from None
                 region = ident.region
             path_queue = None
@@ -146,7 +170,7 @@ class SQSService(QueueActions, MessageActions):
             else:
                 pairs = parse_form(raw_query.encode()) if raw_query else []
                 if scope["method"] == "POST" and body:
-                    pairs += parse_form(body)
+                    pairs += parse_form(body, MAX_PARAMETERS - len(pairs))
                 if path_queue and not any(k == "Action" for k, _ in pairs):
                     # SQS: a request to a queue URL without an Action is an unknown operation (404)
                     out = b'<?xml version="1.0"?><UnknownOperationException/>'
@@ -155,6 +179,9 @@ class SQSService(QueueActions, MessageActions):
                 action, params = parse_query(pairs)
                 if path_queue and action in ("CreateQueue", "ListQueues"):
                     raise SQSError("InvalidAction", f"The action {action} is not valid for this endpoint.")
+            if not self._auth_required and action not in READ_ONLY_ACTIONS and (
+                    scope["method"] != "POST" or ("authorization" not in headers and target is None)):
+                raise SQSError("AccessDenied", _CROSS_SITE, status=403)
             host = headers.get("host") or f"127.0.0.1:{self.settings.port}"
             scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
             req = Req(host, scheme, region, self.settings.account_id, path_queue, headers.get("x-amzn-trace-id"))

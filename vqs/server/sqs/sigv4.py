@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 ALGORITHM = "AWS4-HMAC-SHA256"
+SERVICE = "sqs"
+#: AWS's longest presigned URL: 7 days
+MAX_EXPIRES_S = 604800
 _AUTH_RE = re.compile(
     r"^AWS4-HMAC-SHA256\s+Credential=(?P<cred>[^,\s]+)\s*,\s*SignedHeaders=(?P<sh>[^,\s]+)\s*,\s*Signature=(?P<sig>[0-9a-fA-F]+)\s*$"
 )
@@ -140,6 +143,8 @@ def verify(
     if len(parts) != 5 or parts[4] != "aws4_request":
         raise SigV4Error("IncompleteSignature", f"credential {credential!r} is not AKID/date/region/service/aws4_request", 400)
     akid, date, region, service, _ = parts
+    if service != SERVICE:
+        raise SigV4Error("SignatureDoesNotMatch", f"Credential should be scoped to correct service: '{SERVICE}'.", 403)
     secret = secrets.get(akid)
     if secret is None:
         raise SigV4Error("InvalidClientTokenId", "The security token included in the request is invalid.", 403)
@@ -151,8 +156,14 @@ def verify(
             exp = int(expires) if expires else 900
         except ValueError:
             raise SigV4Error("AuthorizationQueryParametersError", "X-Amz-Expires must be an integer", 400) from None
+        if not 1 <= exp <= MAX_EXPIRES_S:
+            raise SigV4Error("AuthorizationQueryParametersError",
+                             f"X-Amz-Expires must be 1-{MAX_EXPIRES_S} seconds (7 days), not {exp}", 400)
         if now > ts + exp:
             raise SigV4Error("RequestExpired", "Request has expired.", 403)
+        if ts - now > max_skew_s:
+            raise SigV4Error("RequestExpired", f"Signature not yet current: {amz_date} is more than "
+                             f"{int(max_skew_s)} seconds after the server's time.", 403)
     elif abs(now - ts) > max_skew_s:
         raise SigV4Error(
             "RequestExpired",
@@ -162,35 +173,40 @@ def verify(
     names = signed_headers.split(";")
     if "host" not in names:
         raise SigV4Error("SignatureDoesNotMatch", "the 'host' header must be signed", 403)
+    if "x-amz-target" in headers and "x-amz-target" not in names:  # it names the action
+        raise SigV4Error("SignatureDoesNotMatch", "the 'x-amz-target' header must be signed", 403)
     canon_headers = []
     for n in names:
         v = headers.get(n)
         if v is None:
             raise SigV4Error("SignatureDoesNotMatch", f"signed header {n!r} is not in the request", 403)
         canon_headers.append(f"{n}:{_SPACES.sub(' ', v.strip())}\n")
+    # What is acted on is signed: the body by its SHA-256, as botocore signs it (presigned
+    # too). An unsigned payload (S3's presigning) is taken only for a presigned request
+    # without a body, whose parameters are all in its signed URL: a body added to a
+    # presigned URL never counts.
+    body_hash = hashlib.sha256(body).hexdigest()
     payload_hash = headers.get("x-amz-content-sha256")
-    if presigned and not payload_hash:
-        payload_hash = "UNSIGNED-PAYLOAD"
-    if not payload_hash:
-        payload_hash = hashlib.sha256(body).hexdigest()
-    elif payload_hash not in ("UNSIGNED-PAYLOAD",) and payload_hash != hashlib.sha256(body).hexdigest():
+    if payload_hash == "UNSIGNED-PAYLOAD" and (not presigned or body):
+        raise SigV4Error("SignatureDoesNotMatch", "the request body must be signed (its SHA-256), not "
+                         "UNSIGNED-PAYLOAD", 403)
+    if payload_hash and payload_hash != "UNSIGNED-PAYLOAD" and payload_hash != body_hash:
         raise SigV4Error("SignatureDoesNotMatch", "x-amz-content-sha256 does not match the body", 403)
-    canonical_request = "\n".join(
-        [
-            method.upper(),
-            _canonical_uri(raw_path),
-            _canonical_query(raw_query, drop_signature=presigned),
-            "".join(canon_headers),
-            signed_headers,
-            payload_hash,
-        ]
-    )
+    hashes = [payload_hash or body_hash]
+    if presigned and not payload_hash and not body:
+        hashes.append("UNSIGNED-PAYLOAD")
     scope = f"{date}/{region}/{service}/aws4_request"
-    string_to_sign = "\n".join(
-        [ALGORITHM, amz_date, scope, hashlib.sha256(canonical_request.encode("utf-8")).hexdigest()]
-    )
-    expected = hmac.new(signing_key(secret, date, region, service), string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expected, signature.lower()):
+    key = signing_key(secret, date, region, service)
+    head = [method.upper(), _canonical_uri(raw_path), _canonical_query(raw_query, drop_signature=presigned),
+            "".join(canon_headers), signed_headers]
+    ok = False
+    for h in hashes:
+        canonical_request = "\n".join([*head, h])
+        string_to_sign = "\n".join(
+            [ALGORITHM, amz_date, scope, hashlib.sha256(canonical_request.encode("utf-8")).hexdigest()])
+        expected = hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+        ok |= hmac.compare_digest(expected, signature.lower())
+    if not ok:
         raise SigV4Error(
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided. "

@@ -30,9 +30,10 @@ VQS settings (not SQS attributes): ``flush`` (``always`` | ``interval`` |
 ``never``, default ``interval``), ``flush_interval_ms`` (100), ``segment_bytes``
 (the message log's segment size, 32 MiB), plus the Log settings ``segment_ms``,
 ``recovery``, ``compression``, ``index_interval_bytes``, ``batch_max_records``,
-``batch_max_bytes``, ``min_free_bytes`` (0: sends are refused with DiskFullError
-once the filesystem has less free space; the state log, where receives and
-deletes go, is exempt).
+``batch_max_bytes``, ``min_free_bytes`` (None: the filesystem's default,
+vqs.storage.space; 0: off; sends are refused with DiskFullError once the
+filesystem has less free space; the state log, where receives and deletes go,
+has a quarter of it as its floor).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import json
 import re
 from dataclasses import dataclass, field, fields, replace
 
-from ..errors import ConfigError, InvalidAttributeName, InvalidAttributeValue
+from ...errors import ConfigError, InvalidAttributeName, InvalidAttributeValue
 
 DEFAULT_ARN_PREFIX = "arn:aws:sqs:us-east-1:123456789012"
 
@@ -120,7 +121,7 @@ class QueueConfig:
     index_interval_bytes: int = 4096
     batch_max_records: int = 4096
     batch_max_bytes: int = 1 << 20
-    min_free_bytes: int = 0  # sends refused under this much free disk (the state log never is)
+    min_free_bytes: int | None = None  # sends refused under this much free disk (None: the default, storage/space.py)
 
     # -------------------------------------------------------------- building
 

@@ -30,28 +30,71 @@ import struct
 from hashlib import blake2b
 from hmac import compare_digest
 
-from ..errors import ReceiptHandleIsInvalid
+from ...errors import ReceiptHandleIsInvalid
 
 _BODY = struct.Struct("<QQ")
 HANDLE_LEN = 48
 PERSON = b"vqs-receipt-v2"
 _M64 = (1 << 64) - 1
 
+#: a handle's 24 bytes as three u64 LE words: offset, nonce, and the tag read as
+#: a u64 LE; ``HANDLE_WORDS.pack(offset, nonce, tag_word).hex()`` is a handle
+#: (tag words from ``ReceiptCodec.run_tags``). For receive loops that build many
+#: handles inline.
+HANDLE_WORDS = struct.Struct("<QQQ")
+_TAG_WORDS: dict = {}
+
+
+def _tag_words(nblocks: int) -> struct.Struct:
+    """Struct reading ``nblocks`` 64-byte tag blocks as u64 LE words."""
+    s = _TAG_WORDS.get(nblocks)
+    if s is None:
+        s = _TAG_WORDS[nblocks] = struct.Struct("<%dQ" % (8 * nblocks))
+    return s
+
 
 class ReceiptCodec:
-    __slots__ = ("_mac", "_legacy")
+    """One queue's handles (its secret); used under the queue's lock (``run_tags``
+    keeps the last tag block it hashed)."""
+
+    __slots__ = ("_last", "_legacy", "_mac")
 
     def __init__(self, secret: bytes):
         if len(secret) < 16:
             raise ValueError("receipt secret must be at least 16 bytes")
         self._mac = blake2b(secret[:64], digest_size=64, person=PERSON)
         self._legacy = blake2b(key=secret[:64], digest_size=8)
+        self._last = (-1, -1, b"")  # (offset, nonce, block) of the last block run_tags hashed
 
     def _block(self, offset: int, nonce: int) -> bytes:
         """The 64-byte block of tags of (offset + i, nonce + i), i < 8 (nonce % 8 == 0)."""
         h = self._mac.copy()
         h.update(_BODY.pack(offset & _M64, nonce))
         return h.digest()
+
+    def run_tags(self, offset: int, nonce: int, n: int) -> tuple[tuple[int, ...], int]:
+        """The tags of the ``n`` deliveries ``(offset + i, nonce + i)``, ``i < n`` (one
+        receive's run), as u64 LE words: ``(words, first)``, delivery ``i``'s tag word
+        at ``words[first + i]``, so its handle is
+        ``HANDLE_WORDS.pack(offset + i, nonce + i, words[first + i]).hex()``. One hash
+        per 8 deliveries; the last block of the previous run, which often starts
+        this one, is not hashed again."""
+        sh = nonce & 7
+        bo, bn = offset - sh, nonce - sh
+        co, cn, cd = self._last
+        if co == bo and cn == bn:
+            blocks = [cd]
+            j = 8
+        else:
+            blocks = []
+            j = 0
+        block = self._block
+        while j < sh + n:
+            blocks.append(block(bo + j, bn + j))
+            j += 8
+        self._last = (bo + j - 8, bn + j - 8, blocks[-1])
+        k = len(blocks)
+        return (_TAG_WORDS.get(k) or _tag_words(k)).unpack(b"".join(blocks)), sh
 
     def tag(self, offset: int, nonce: int) -> bytes:
         s = nonce & 7

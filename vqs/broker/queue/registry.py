@@ -24,19 +24,22 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import (
+from ...errors import (
     ConfigError,
     InvalidParameterValue,
     LogClosedError,
     QueueAlreadyExists,
     QueueDoesNotExist,
 )
-from ..storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full, rename_aside
-from .layout import MOVE_TASKS_FILE
-from .names import validate_name
-from .queue import MoveTask, MoveTasks, Queue, open_queue
-from .queue.settings import new_identity, write_files
-from .queue_config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
+from ...storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from ...storage.space import check_room
+from ..layout import MOVE_TASKS_FILE
+from ..names import validate_name
+from .config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
+from .config_files import new_identity, write_files
+from .core import Queue
+from .move_tasks import MoveTask, MoveTasks
+from .opening import open_queue
 
 _TOMBSTONE = "~deleted~"  # '~' never appears in a queue name
 _CREATING = "~creating~"
@@ -131,7 +134,7 @@ class QueueRegistry:
     # ------------------------------------------------------------- create
 
     def create(self, name: str, **attrs) -> Queue:
-        """Create queue ``name`` (attributes: vqs.broker.queue_config); if it exists
+        """Create queue ``name`` (attributes: vqs.broker.queue.config); if it exists
         with the same values for the attributes given, return it (SQS's
         idempotent CreateQueue), else raise QueueAlreadyExists. ``tags`` are
         applied only when the queue is created."""
@@ -168,6 +171,7 @@ class QueueRegistry:
                         "Value for parameter RedrivePolicy is invalid. Reason: Dead-letter "
                         "target does not exist or is not of the same type (standard or FIFO)."
                     )
+            check_room(self.directory, config.min_free_bytes, "creating queue")  # a data write (space.py)
             tmp = os.path.join(self.directory, f"{name}{_CREATING}{os.getpid()}-{threading.get_ident()}")
             if os.path.exists(tmp):
                 shutil.rmtree(tmp)
@@ -294,7 +298,7 @@ class QueueRegistry:
 
 
 def _sqs_name(py_name: str) -> str:
-    from .queue_config import PY_TO_SQS
+    from .config import PY_TO_SQS
 
     if py_name in ("dead_letter_queue", "max_receive_count"):
         return "RedrivePolicy"

@@ -2,7 +2,7 @@
 
 The layout of each record (``b"L"`` lease, ``b"R"`` runs, ``b"D"`` delete,
 ``b"P"`` purge, ``b"E"`` receipt epoch, ``b"M"`` move intent) and what replay
-makes of it are in vqs/broker/lease_state.py's module doc, which reads them
+makes of it are in vqs/broker/queue/lease_state.py's module doc, which reads them
 back (``LeaseStateStore.recover``); the queue writes them (vqs/broker/queue/).
 The struct of a record of n entries is made once per n and kept.
 """

@@ -26,17 +26,16 @@ A record's value is one operation on one or more messages::
                                                              log then ended at ``target_end``
 
 Space on a full disk (the queue's drain path must outlive its lease churn):
-the state log keeps ``STATE_RESERVE_BYTES`` allocated ahead of its end
-(storage/log_reserve.py), and the last ``DELETE_FLOOR`` of it is for deletes
-and purges only: a receive or a visibility change that would leave less than
-that is refused (``room_for(..., floor=True)`` raises DiskFullError before
-anything changes), so a consumer can always acknowledge what it holds. Deletes
-do not grow the state without bound either: on a full disk (``short``) the
-queue snapshots after every ``SHORT_COMPACT_BYTES`` of records, the snapshot
-goes through ``snapshot.spare`` (durable_file.atomic_write_reserved: a scratch
-file that keeps its space allocated, so replacing the snapshot needs no new
-space), and the state log's older segments, its active one included (rolled),
-are deleted: their space, the reserve refilled and a new spare come out of it.
+the state log's appends are control writes (``Log.open(control=True)``,
+vqs.storage.space): the space governor refuses them only under a quarter of
+the floor that refuses sends, so receives, visibility changes and deletes go
+on after sends are refused. Records kept here before they go to the log
+(``buffered``) are counted as used too (``space.Claim``). A receive or a
+visibility change keeps ``DELETE_FLOOR`` more for deletes (``room_for(...,
+floor=True)`` raises DiskFullError before anything changes), so a consumer
+can always acknowledge what it holds. On a full disk (``short``) the queue
+snapshots after every ``SHORT_COMPACT_BYTES`` of records, so the space of
+delete records comes back (the state log's older segments are deleted).
 
 An "L" entry is the whole state of that message's current delivery, so replay
 just keeps the last one. The snapshot is the whole in-memory state at state
@@ -63,7 +62,7 @@ vqs.broker.queue.leases (``[[first offset, first nonce], ...]``): the queue appe
 writes a snapshot before it issues a handle, so the list is durable before it
 is relied on. Where that snapshot finds the disk full (an open after a crash
 on a full disk), the queue writes the epoch as an "E" record to the state log
-instead, which has space reserved: replay forgets every state at offsets >=
+instead (a control write, a few bytes): replay forgets every state at offsets >=
 ``end`` (as the snapshot would have), lowers ``low`` and ``cursor`` to ``end``
 and appends the epoch; the next snapshot folds it in.
 """
@@ -75,15 +74,14 @@ import json
 import logging
 import os
 import struct
-import time
 from array import array
 
-from ..errors import CorruptRecordError, DiskFullError
-from ..storage.durable_file import SPARE_SUFFIX, atomic_write, atomic_write_reserved, keep_spare
-from ..storage.log import Log
-from ..storage.log_reserve import BATCH_FIXED, RECORD_FIXED
-from ..storage.quota_headroom import commit
-from ..storage.record_batch import decode_batch, encode_batch
+from ...errors import CorruptRecordError, DiskFullError
+from ...storage.durable_file import atomic_write
+from ...storage.log import Log
+from ...storage.log_buffer import BATCH_FIXED, RECORD_FIXED
+from ...storage.record_batch import decode_batch, encode_batch
+from ...storage.space import Claim
 from .lease_records import ENTRY, EPOCH, MOVE, OP_DELETE, OP_EPOCH, OP_LEASE, OP_MOVE, OP_PURGE, OP_RUN, RUN
 
 logger = logging.getLogger("vqs.broker")
@@ -93,17 +91,13 @@ PENDING_BYTES = 512 << 10  # buffered=True: push past this many bytes
 #: bound of the batch headers of one push of the pending records (append_batch may split it)
 PUSH_FIXED = 4 * BATCH_FIXED
 
-#: Disk kept allocated ahead of the state log (storage/reserve.py): on a full
-#: disk, receives and deletes (a few dozen bytes each) go on for thousands of
-#: operations, so a full queue can be drained.
-STATE_RESERVE_BYTES = 256 << 10
-#: of that, what only deletes and purges may use on a full disk (module doc):
-#: about 3,000 one-message delete records (snapshots on a full disk come every SHORT_COMPACT_BYTES)
-DELETE_FLOOR = 128 << 10
+#: what only deletes and purges may use on a full disk (module doc): about
+#: 500 one-message delete records (snapshots on a full disk come every SHORT_COMPACT_BYTES)
+DELETE_FLOOR = 16 << 10
 #: on a full disk, snapshot (compact) after this many bytes of records
 SHORT_COMPACT_BYTES = 32 << 10
-#: space ``snapshot.spare`` keeps allocated (twice the last snapshot, if more)
-SPARE_BYTES = 64 << 10
+#: an earlier version's scratch file (removed at open)
+_OLD_SPARE = "snapshot.spare"
 
 class RecoveredState:
     """What a queue restarts from."""
@@ -124,18 +118,19 @@ class LeaseStateStore:
     """The state log and snapshot of one queue (see module doc)."""
 
     def __init__(self, path: str, *, flush: str, flush_interval_ms: int = 100,
-                 segment_bytes: int = 8 << 20, recovery: str = "fail", buffered: bool = False):
+                 segment_bytes: int = 8 << 20, recovery: str = "fail", buffered: bool = False,
+                 min_free_bytes: int | None = None):
         self.path = path
         os.makedirs(path, exist_ok=True)
         self.log = Log.open(
             os.path.join(path, "log"), flush=flush, flush_interval_ms=flush_interval_ms,
-            segment_bytes=segment_bytes, segment_ms=None, recovery=recovery,
-            reserve_bytes=STATE_RESERVE_BYTES,
+            segment_bytes=segment_bytes, segment_ms=None, recovery=recovery, control=True,
+            min_free_bytes=min_free_bytes,
         )
-        # the spare of full-disk snapshots (module doc), from the start: best effort
-        keep_spare(os.path.join(path, SNAPSHOT + SPARE_SUFFIX), SPARE_BYTES)
-        # no space: a hold or write of the state log was refused, or the last
-        # snapshot could not refill the reserve (module doc); the queue compacts often then
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(path, _OLD_SPARE))
+        # no space: a claim or write of the state log was refused (module doc); the
+        # queue compacts often then, until a snapshot finds room again
         self.short = False
         self.on_short = None  # called (no arguments) when ``short`` is set
         self.log.on_disk_short = self._short  # (under the log's lock: it only sets flags)
@@ -146,16 +141,11 @@ class LeaseStateStore:
         self._buffered = buffered and not self._durable_each
         self._pending: list = []
         self._pending_bytes = 0
-        self._held = 0  # bytes the log holds for the pending records (Log.hold)
+        self._claim = Claim(self.log.path, min_free_bytes, control=True)  # the pending records' room (module doc)
         self.snapshot_offset = 0  # state-log offset the last snapshot covers
         # receipt-handle epochs (first offset, first nonce): kept by the queue,
         # carried by every snapshot (module doc)
         self.epochs: list[tuple[int, int]] = []
-        if self.log.end_offset == 0 and not os.path.exists(os.path.join(path, SNAPSHOT)):
-            # A new queue's (empty) snapshot, best effort: every full-disk snapshot then swaps with
-            # the spare (atomic_write_reserved; a first one would use it up, a full xfs makes no file).
-            with contextlib.suppress(DiskFullError):
-                self.write_snapshot(low=0, cursor=0, live={}, deleted_ahead=(), now_ms=int(time.time() * 1000))
 
     # ---------------------------------------------------------------- writes
 
@@ -164,12 +154,10 @@ class LeaseStateStore:
         otherwise it is buffered like any Log append (written by the flusher)."""
         if self._buffered:
             p = self._pending
-            # acknowledged once pending: covered by space the log reserved (Log.hold), or refused here
-            if self._pending_bytes + len(value) + RECORD_FIXED * (len(p) + 1) + PUSH_FIXED > self._held:
-                if not self._hold(self._pending_bytes + len(value) + RECORD_FIXED * (len(p) + 1) + PUSH_FIXED):
-                    self.push()  # the log cannot reserve here: written at once
-                    self.log.append(value)
-                    return
+            # acknowledged once pending: counted by the space governor (Claim), or refused here
+            need = self._pending_bytes + len(value) + RECORD_FIXED * (len(p) + 1) + PUSH_FIXED
+            if need > self._claim.held:
+                self._hold(need)
             p.append(value)
             self._pending_bytes += len(value)
             if len(p) >= 1024 or self._pending_bytes >= PENDING_BYTES:
@@ -195,29 +183,20 @@ class LeaseStateStore:
         changes anything in memory, not after (a receive's leases). ``floor``
         (receives, visibility changes): keep ``DELETE_FLOOR`` more for deletes
         (module doc). Buffered, the common case is one comparison."""
-        if self._buffered:
-            need = self._pending_bytes + nbytes + RECORD_FIXED * (len(self._pending) + 2) + PUSH_FIXED
-            if floor:
-                need += DELETE_FLOOR
-            if need > self._held:
-                self._hold(need)
-        else:
-            # appended through the log's own buffer: a hold of this much shows the
-            # reservation covers it (extending it if it can), then is let go
-            log = self.log
-            if log.hold(nbytes + RECORD_FIXED * 2 + PUSH_FIXED + (DELETE_FLOOR if floor else 0)):
-                log.hold(0)
+        need = self._pending_bytes + nbytes + RECORD_FIXED * (len(self._pending) + 2) + PUSH_FIXED
+        if floor:
+            need += DELETE_FLOOR
+        if need > self._claim.held:
+            self._hold(need)
+            if not self._buffered:
+                self._claim.release()  # (a check: the log takes its own room when appended)
 
-    def _hold(self, bound: int) -> bool:
-        ask = bound + min(bound, 64 << 10)
+    def _hold(self, bound: int) -> None:
         try:
-            ok = self.log.hold(ask)
+            self._claim.ensure(bound)
         except DiskFullError:
             self._short()
-            ok = self.log.hold(bound)  # just this much, or DiskFullError: the record is refused
-            ask = bound
-        self._held = ask if ok else 0
-        return ok
+            raise
 
     def _short(self) -> None:
         self.short = True
@@ -234,12 +213,15 @@ class LeaseStateStore:
         the log's flush policy says)."""
         p = self._pending
         if p:
-            self.log.append_batch(p)
+            claimed = self._claim.held
+            try:
+                self.log.append_batch(p, claim=self._claim)  # (its bytes become the log's grant)
+            except BaseException:
+                self._claim.force(claimed)  # acknowledged: still counted, still pending
+                raise
             self._pending = []
             self._pending_bytes = 0
-            if self._held:
-                self._held = 0
-                self.log.hold(0)
+            self._claim.release()
 
     def flush(self) -> None:
         """Write and fsync what is in the log (call push() first for the buffer)."""
@@ -248,11 +230,9 @@ class LeaseStateStore:
     def write_epoch(self, end: int, nonce: int) -> None:
         """Make the receipt epoch (``end``, ``nonce``) durable without a snapshot
         (module doc): an "E" record, fsynced before this returns whatever the
-        flush policy. It needs no new space: the state log keeps
-        ``STATE_RESERVE_BYTES`` allocated ahead of its end (where that is gone,
-        a copy that kept no preallocation, or copy-on-write under a spent quota,
-        it raises DiskFullError: the queue opens all the same and its sends wait
-        for the epoch, vqs.broker.queue.core)."""
+        flush policy. A control write of a few bytes; where even that finds no
+        space it raises DiskFullError: the queue opens all the same and its
+        sends wait for the epoch, vqs.broker.queue.core)."""
         self.push()
         self.log.append_batch([bytes([OP_EPOCH]) + EPOCH.pack(end, nonce)])
         self.log.flush()
@@ -286,57 +266,17 @@ class LeaseStateStore:
         if ahead.itemsize != 8:  # pragma: no cover
             raise RuntimeError("array('Q') is not 8 bytes here")
         data = encode_batch(0, [meta, blob, ahead.tobytes()], timestamps=now_ms)
-        # Through the spare (module doc). A SIGKILL at any step leaves a state that
-        # opens with every acknowledged record: until the rename the old snapshot
-        # and the whole state log after it are there (the spare is scratch, never
-        # read); the rename is atomic and made durable (directory fsync) before any
-        # state-log segment is deleted, and the new snapshot covers every record
-        # below state_offset; deleting segments below it (a rolled active one too,
-        # the log keeps its next offset) loses nothing replay reads.
-        snap = os.path.join(self.path, SNAPSHOT)
-        if not self.short:
-            # (a full disk found here raises: the spare is kept for the deletes' compaction)
-            atomic_write(snap, data)
-            self.snapshot_offset = state_offset
-            self.log.delete_before(state_offset)
-            keep_spare(snap + SPARE_SUFFIX, SPARE_BYTES)  # best effort: for a full disk later
-            return
-        # (under a spent btrfs quota the quota headroom's ballast is for it: it lets
-        # the state log's segments go, durable_file.py)
-        try:
-            atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES, gives_back=True)
-        except DiskFullError:
-            # not even that (no ballast left, a restart on a spent quota): the state
-            # log's indexes are what it can let go (it is replayed from its start)
-            if not self.log.drop_active_indexes():
-                raise
-            atomic_write_reserved(snap, data, reserve_bytes=SPARE_BYTES, gives_back=True)
+        # A SIGKILL at any step leaves a state that opens with every acknowledged
+        # record: until the rename the old snapshot and the whole state log after
+        # it are there; the rename is atomic and made durable (directory fsync)
+        # before any state-log segment is deleted, and the new snapshot covers
+        # every record below state_offset; deleting segments below it (a rolled
+        # active one too, the log keeps its next offset) loses nothing replay reads.
+        # A full disk raises DiskFullError here: no snapshot, the log stays the truth.
+        atomic_write(os.path.join(self.path, SNAPSHOT), data)
         self.snapshot_offset = state_offset
-        log = self.log
-        try:
-            self._held = 0
-            log.hold(0)  # the next segment needs no space for a hold (the roll)
-            log.roll_consumed(state_offset)
-        except DiskFullError:
-            pass  # no space for the next segment: the sealed ones below are still deleted
-        if log.delete_before(state_offset):
-            commit(log.path)  # btrfs: a quota group gets the deleted blocks back at a commit
-        # The space the deleted segments gave back: the spare first (the next
-        # snapshot, which gives back what deletes use meanwhile), then the deletes'
-        # floor of the state log's reserve, then (btrfs) the quota headroom's
-        # ballast (made first, it could take what the next delete needs:
-        # reserve_first, log_reserve.py; made, it is the next compaction's
-        # headroom), then the rest of the reserve; ``short`` stays set while the
-        # spare or the reserve fails.
-        spare = keep_spare(snap + SPARE_SUFFIX, max(SPARE_BYTES, 2 * len(data)))
-        try:
-            if log.hold(DELETE_FLOOR, reserve_first=True):
-                log.hold(0)
-            if log.hold(STATE_RESERVE_BYTES):
-                log.hold(0)
-            self.short = not spare
-        except DiskFullError:
-            self.short = True
+        self.log.delete_before(state_offset)
+        self.short = False
 
     # -------------------------------------------------------------- recovery
 

@@ -1,0 +1,185 @@
+"""The filesystem seam: storage opens, writes, syncs, renames and unlinks here.
+
+Each name is bound to the ``os`` function itself (``writev = os.writev``), so
+the hot path pays one module attribute lookup and nothing else. A test may
+``install`` a :class:`Fault`, which rebinds the names to wrappers that fail a
+chosen write, as a filesystem would:
+
+- ``Fault.space(free, errno)``: the filesystem has ``free`` bytes left for
+  this process; a write that would take more fails with ``errno`` (ENOSPC, or
+  EDQUOT for a spent quota) and writes nothing; ``unlink`` and ``ftruncate``
+  give bytes back; ``free_bytes`` (what the space governor reads) shows the
+  smaller of the real free space and what is left. ``Fault.give(n)`` makes
+  room, as another program deleting a file would;
+- ``Fault.fail(at, errno)``: the ``at``-th write from now (1 = the next) and
+  every one after it fail with ``errno`` (EIO: a failing device).
+
+Only writes under ``Fault.under`` (a directory) are counted or failed; the
+free space the governor reads is the fault's anywhere on that filesystem.
+``uninstall`` restores the ``os`` functions. This is a seam, not a mock:
+production code calls exactly these functions, and nothing else changes.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import os
+import threading
+
+open = os.open
+close = os.close
+write = os.write
+writev = os.writev
+pwrite = os.pwrite
+fsync = os.fsync
+ftruncate = os.ftruncate
+truncate = os.truncate
+rename = os.rename
+replace = os.replace
+unlink = os.unlink
+statvfs = os.statvfs
+
+_ORIGINAL = {name: globals()[name] for name in (
+    "open", "close", "write", "writev", "pwrite", "fsync", "ftruncate", "truncate", "rename", "replace",
+    "unlink", "statvfs")}
+
+_fault: Fault | None = None
+
+
+class Fault:
+    """A failure to inject at a chosen write (module doc)."""
+
+    def __init__(self, under: str, *, free: int | None = None, at: int | None = None,
+                 errno: int = _errno.ENOSPC):
+        self.under = os.path.abspath(under)
+        try:
+            self.dev = os.stat(self.under).st_dev  # (the governor sees the whole filesystem so)
+        except OSError:
+            self.dev = None
+        self.free = free        # space(): bytes left for writes under ``under``
+        self.at = at            # fail(): writes left before the failing one
+        self.errno = errno
+        self.failures = 0       # writes failed so far
+        self._lock = threading.Lock()
+
+    @classmethod
+    def space(cls, under: str, free: int, errno: int = _errno.ENOSPC) -> Fault:
+        return cls(under, free=free, errno=errno)
+
+    @classmethod
+    def fail(cls, under: str, at: int = 1, errno: int = _errno.EIO) -> Fault:
+        return cls(under, at=at, errno=errno)
+
+    def give(self, nbytes: int) -> None:
+        """Space comes back from elsewhere (space faults)."""
+        with self._lock:
+            self.free += nbytes
+
+    def _mine(self, path_or_fd) -> bool:
+        try:
+            p = os.readlink(f"/proc/self/fd/{path_or_fd}") if isinstance(path_or_fd, int) \
+                else os.path.abspath(path_or_fd)
+        except OSError:
+            return False
+        return p == self.under or p.startswith(self.under + os.sep)
+
+    def _charge(self, fd_or_path, nbytes: int, grows: bool = True) -> None:
+        """Before a write of ``nbytes``: raise as the filesystem would, or count it."""
+        if not self._mine(fd_or_path):
+            return
+        with self._lock:
+            if self.at is not None:
+                self.at -= 1
+                if self.at <= 0:
+                    self.failures += 1
+                    raise OSError(self.errno, os.strerror(self.errno))
+            elif self.free is not None and grows:
+                if nbytes > self.free:
+                    self.failures += 1
+                    raise OSError(self.errno, os.strerror(self.errno))
+                self.free -= nbytes
+
+    def _credit(self, nbytes: int) -> None:
+        if self.free is not None and nbytes > 0:
+            with self._lock:
+                self.free += nbytes
+
+
+def _size(p) -> int:
+    try:
+        return (os.fstat(p) if isinstance(p, int) else os.stat(p)).st_size
+    except OSError:
+        return 0
+
+
+def _write(fd, data):
+    _fault._charge(fd, len(data))
+    return _ORIGINAL["write"](fd, data)
+
+
+def _writev(fd, bufs):
+    _fault._charge(fd, sum(memoryview(b).nbytes for b in bufs))
+    return _ORIGINAL["writev"](fd, bufs)
+
+
+def _pwrite(fd, data, pos):
+    grow = max(0, pos + len(data) - _size(fd))
+    _fault._charge(fd, grow, grows=True)
+    return _ORIGINAL["pwrite"](fd, data, pos)
+
+
+def _fsync(fd):
+    f = _fault
+    if f.at is not None and f._mine(fd):
+        f._charge(fd, 0)
+    return _ORIGINAL["fsync"](fd)
+
+
+def _ftruncate(fd, length):
+    before = _size(fd)
+    _ORIGINAL["ftruncate"](fd, length)
+    if _fault._mine(fd):
+        _fault._credit(before - length)
+
+
+def _truncate(path, length):
+    before = _size(path)
+    _ORIGINAL["truncate"](path, length)
+    if _fault._mine(path):
+        _fault._credit(before - length)
+
+
+def _unlink(path, *a, **k):
+    n = _size(path)
+    _ORIGINAL["unlink"](path, *a, **k)
+    if _fault._mine(path):
+        _fault._credit(n)
+
+
+def install(fault: Fault) -> Fault:
+    """Route storage's calls through ``fault`` (tests only); returns it."""
+    global _fault, write, writev, pwrite, fsync, ftruncate, truncate, unlink
+    _fault = fault
+    write, writev, pwrite, fsync = _write, _writev, _pwrite, _fsync
+    ftruncate, truncate, unlink = _ftruncate, _truncate, _unlink
+    return fault
+
+
+def uninstall() -> None:
+    """Back to the ``os`` functions."""
+    global _fault
+    _fault = None
+    globals().update(_ORIGINAL)
+
+
+def free_bytes_limit(path: str) -> int | None:
+    """What an installed space fault leaves on ``path``'s filesystem (None: no such fault)."""
+    f = _fault
+    if f is None or f.free is None:
+        return None
+    try:
+        if os.stat(path).st_dev != f.dev and not f._mine(path):
+            return None
+    except OSError:
+        return None
+    return f.free

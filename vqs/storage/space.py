@@ -1,0 +1,343 @@
+"""The space governor: one per filesystem, it decides which writes the free space allows.
+
+Two tiers of writes (Redpanda's ``storage_min_free_bytes``, made per tier):
+
+- **data** writes (appends to a topic's or a queue's log, a HybridQueue's
+  spill, creating a topic or a queue) are refused with DiskFullError once
+  they would leave less than the log's ``min_free_bytes`` free: by default
+  ``default_min_free(total)`` = the smaller of 64 MiB and 5 % of the
+  filesystem's size (64 MiB covers the write buffers, checkpoints, snapshots
+  and index preallocations of a busy broker; 5 % keeps a small filesystem
+  mostly usable);
+- **control** writes (a queue's lease records: deletes, receives, visibility
+  changes; rolls) may go down to a quarter of that, so a full queue can
+  always be drained. Checkpoints, snapshots and offset commits are small,
+  bounded replacements that are never refused here (the room the floors
+  keep is theirs); deletes need no space at all (``unlink``).
+
+Bytes this process holds buffered and not yet written (a log's write buffer,
+a queue's pending sends and lease records: a log's grant, log_buffer.py,
+and ``Claim``, handed to the log as its grant when the records are written)
+are counted as used, a control writer's too: the governor's ``avail`` is the free space it last read
+minus every byte taken since (``take``) and not given back, so a record
+acknowledged from a buffer always has room to be written, whatever else this
+process writes meanwhile.
+
+Free space is read (``statvfs``; under a btrfs quota the room under its
+limit, free_space.py; a test's space fault, fs.py) at least every CHECK_S,
+once the takes since could have used a quarter of the room it found (so
+another program filling the disk is seen before it matters), before any
+refusal (a refused write costs a ``statvfs``), and after an ``unlink`` gave
+space back (``freed``; under a btrfs quota after a commit, ``syncfs``, as
+the group's usage drops only then). A take is a lock, a clock read, a
+subtraction and a comparison; logs take once per batch, not per append
+(log_buffer.py). What a log or claim dropped without being closed held goes
+back when it is collected.
+
+ENOSPC or EDQUOT from the kernel (another program took the room) is a soft
+error: the write raises DiskFullError, nothing is latched, ``short`` makes
+the next take read free space again, and writes resume by themselves once
+space is back. EIO and fsync failures latch the log (log.py), as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+
+from ..errors import DiskFullError
+from . import fs
+from .free_space import free_bytes as _fs_free_bytes
+from .free_space import libc, quota_limit, quota_room
+
+#: the default data floor: min(DEFAULT_MAX, size // DEFAULT_DIVISOR)
+DEFAULT_MAX = 64 << 20
+DEFAULT_DIVISOR = 20
+#: control writes may go down to the data floor divided by this
+CONTROL_DIVISOR = 4
+#: free space is read at least this often while writing (and before any refusal)
+CHECK_S = 0.1
+
+_monotonic = time.monotonic
+
+
+def default_min_free(total: int) -> int:
+    """The default ``min_free_bytes`` of a filesystem of ``total`` bytes."""
+    return min(DEFAULT_MAX, total // DEFAULT_DIVISOR)
+
+
+def free_bytes(path: str) -> int:
+    """Free bytes for this process at ``path`` (statvfs, a btrfs quota's room,
+    a test's space fault: the least)."""
+    free = _fs_free_bytes(path)
+    limit = fs.free_bytes_limit(path)
+    return free if limit is None else min(free, limit)
+
+
+class Space:
+    """The governor of one filesystem (module doc). Thread-safe."""
+
+    __slots__ = ("path", "total", "default_floor", "avail", "unwritten", "returned", "low", "_read_at", "_since", "_quarter",
+                 "_lock", "quota")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.total = _size(path)
+        self.default_floor = default_min_free(self.total)
+        self.avail = 0          # free at the last reading, less what was taken since
+        self.unwritten = 0      # taken and not yet written or given back
+        #: what finalizers gave back (``dropped``): appended without the lock (a
+        #: finalizer may run inside a take of this thread), counted at the next take
+        self.returned: list[int] = []
+        self._since = 0          # bytes taken since the last reading
+        self._quarter = 0        # a quarter of what the last reading found: read again past it
+        self.low = False        # the last take was refused, or a write found no space
+        self._read_at = 0.0     # monotonic time of the next reading, at the latest
+        self.quota = quota_room(path) is not None  # a btrfs quota group's limit applies
+        self._lock = threading.Lock()
+
+    def _settle_returned(self) -> None:
+        r = self.returned
+        while r:
+            n = r.pop()
+            self.unwritten -= n
+            self.avail += n
+
+    def _read(self, now: float, where: str) -> None:
+        self._settle_returned()
+        try:
+            free = free_bytes(where)
+        except OSError:
+            free = self.avail + self.unwritten  # (unreadable: keep the estimate)
+        self.avail = free - self.unwritten
+        self._read_at = now + CHECK_S
+        self._since = 0
+        self._quarter = max(0, self.avail) // 4
+
+    def take(self, nbytes: int, floor: int, where: str, path: str | None = None, control: bool = False) -> None:
+        """Count ``nbytes`` about to be buffered or written in directory
+        ``where`` (on this filesystem) as used; raise DiskFullError naming
+        ``path`` (else ``where``), nothing counted, when that would leave less
+        than ``floor`` (0: never refused). What every writer holds buffered
+        counts, a control take's too: acknowledged records keep their room.
+        Free space is read again once the takes since the last reading could
+        have used a quarter of what it found (another program fills the disk
+        too), or CHECK_S passed."""
+        path = path or where
+        with self._lock:
+            if self.returned:
+                self._settle_returned()
+            now = _monotonic()
+            left = self.avail - nbytes
+            self._since += nbytes
+            if now >= self._read_at or self._since > self._quarter or (floor and left < floor):
+                self._read(now, where)
+                left = self.avail - nbytes
+            if floor and left < floor:
+                self.low = True
+                raise DiskFullError(
+                    f"write to {path} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
+                    f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
+                    f"for deletes, checkpoints and buffered records); writes resume once there is room",
+                    path=path)
+            if left >= floor and not control:
+                self.low = False
+            self.avail -= nbytes
+            self.unwritten += nbytes
+
+    def take_upto(self, nbytes: int, extra: int, floor: int, where: str, path: str | None = None,
+                  control: bool = False) -> int:
+        """``take(nbytes)`` plus up to ``extra`` more (room to grow, so the
+        next takes are fewer), at most an eighth of the room left over the
+        floor: a grant never holds what other writers need. Returns what was
+        taken; DiskFullError as ``take``."""
+        with self._lock:
+            room = self.avail - nbytes - floor
+        extra = max(0, min(extra, room // 8))
+        if extra:
+            try:
+                self.take(nbytes + extra, floor, where, path, control)
+                return nbytes + extra
+            except DiskFullError:
+                pass  # (the reading was older than the room it showed)
+        self.take(nbytes, floor, where, path, control)
+        return nbytes
+
+    def room(self, floor: int, where: str, control: bool = False) -> bool:
+        """Whether a write over ``floor`` has room now in directory ``where``
+        (reads free space when due; ``control``: as ``take``); a data write's
+        answer sets ``low``."""
+        with self._lock:
+            now = _monotonic()
+            if now >= self._read_at or self.avail < floor:
+                self._read(now, where)
+            ok = self.avail >= floor
+            if not control:
+                self.low = not ok
+            return ok
+
+    def wrote(self, nbytes: int) -> None:
+        """Taken bytes reached a file (they show in the next reading)."""
+        with self._lock:
+            self.unwritten -= nbytes
+
+    def dropped(self, nbytes: int) -> None:
+        """``give`` for a finalizer (a log or claim collected unclosed): no lock
+        taken, as a collection may run inside a take on this thread."""
+        if nbytes:
+            self.returned.append(nbytes)
+
+    def give(self, nbytes: int) -> None:
+        """Taken bytes that will not be written (a buffer dropped, a grant's rest)."""
+        if nbytes:
+            with self._lock:
+                self.unwritten -= nbytes
+                self.avail += nbytes
+
+    def spend(self, nbytes: int) -> None:
+        """Bytes written without a take (index preallocation at a roll)."""
+        with self._lock:
+            self.avail -= nbytes
+
+    def freed(self) -> None:
+        """An unlink gave space back: read again at the next take. Under a
+        btrfs quota the group's usage drops only at the transaction's commit:
+        committed now (``syncfs``), so writes resume at once."""
+        self._read_at = 0.0
+        if self.quota:
+            _syncfs(self.path)
+
+    def _note_short(self) -> None:
+        self._read_at = 0.0
+
+    def short(self) -> None:
+        """A write found no space (ENOSPC/EDQUOT): soft, read again next time."""
+        self.low = True
+        self._note_short()
+
+
+def _size(path: str) -> int:
+    """The filesystem's size, or its btrfs quota group's limit where smaller."""
+    st = fs.statvfs(path)
+    total = st.f_blocks * st.f_frsize
+    limit = quota_limit(path)
+    return total if limit is None else min(total, limit)
+
+
+def _syncfs(path: str) -> None:
+    lib = libc()
+    if not lib:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        lib.syncfs(fd)
+    finally:
+        os.close(fd)
+
+
+_registry: dict[int, Space] = {}
+_registry_lock = threading.Lock()
+
+
+def _give_cell(space: Space, cell: list) -> None:
+    space.dropped(cell[0])
+    cell[0] = 0
+
+
+def for_path(path: str) -> Space:
+    """The governor of the filesystem holding the existing directory ``path``
+    (keyed by ``st_dev``). Raises OSError as ``stat`` does."""
+    dev = os.stat(path).st_dev
+    with _registry_lock:
+        s = _registry.get(dev)
+        if s is not None:
+            try:
+                same = os.stat(s.path).st_dev == dev
+            except OSError:
+                same = False
+            if not same:
+                # the directory it was made for went (and, maybe, its filesystem:
+                # a device number is reused after an unmount): measured afresh
+                s.path = path
+                s.total = _size(path)
+                s.default_floor = default_min_free(s.total)
+                s.quota = quota_room(path) is not None
+                s._note_short()
+        else:
+            s = _registry[dev] = Space(path)
+    return s
+
+
+def floor_of(space: Space, min_free_bytes: int | None, control: bool = False) -> int:
+    """The floor a writer with ``min_free_bytes`` (None: the filesystem's
+    default) takes against; control writes a quarter of it."""
+    f = space.default_floor if min_free_bytes is None else min_free_bytes
+    return f // CONTROL_DIVISOR if control else f
+
+
+def check_room(path: str, min_free_bytes: int | None = None, what: str = "create") -> None:
+    """A data write that buffers nothing (creating a topic or a queue under
+    ``path``, an existing directory): DiskFullError when its filesystem is
+    under the floor."""
+    space = for_path(path)
+    floor = floor_of(space, min_free_bytes)
+    if floor and not space.room(floor, path):
+        raise DiskFullError(f"{what} {path} refused: less than min_free_bytes={floor} free on its filesystem; "
+                            "deletes and drains go on, creation resumes once there is room", path=path)
+
+
+class Claim:
+    """Bytes a caller keeps buffered before it hands them to a log (a queue's
+    pending sends, its pending lease records): counted as used, like a log's
+    own buffer, so what the caller acknowledged from it has room."""
+
+    __slots__ = ("space", "floor", "held", "path", "control", "_cell", "__weakref__")
+
+    def __init__(self, path: str, min_free_bytes: int | None, control: bool = False):
+        self.space = for_path(path)
+        self.floor = floor_of(self.space, min_free_bytes, control)
+        self.held = 0
+        self.path = path
+        self.control = control
+        # ``held`` again, for a claim dropped without ``release`` (its queue not
+        # closed): given back when it is collected
+        self._cell = [0]
+        weakref.finalize(self, _give_cell, self.space, self._cell)
+
+    def ensure(self, nbytes: int) -> None:
+        """Hold at least ``nbytes`` (with room to grow); DiskFullError when
+        the governor refuses even ``nbytes``: the caller refuses the record."""
+        if nbytes <= self.held:
+            return
+        self.held += self.space.take_upto(nbytes - self.held, min(nbytes, 256 << 10), self.floor, self.path,
+                                          control=self.control)
+        self._cell[0] = self.held
+
+    def force(self, nbytes: int) -> None:
+        """Count ``nbytes`` again whatever the floor (records already
+        acknowledged, handed back by a refused write)."""
+        if nbytes > self.held:
+            self.space.take(nbytes - self.held, 0, self.path, control=self.control)
+            self.held = self._cell[0] = nbytes
+
+    def hand_over(self, control: bool, upto: int) -> int:
+        """Give up to ``upto`` of what is held to a log of the same tier, as its
+        grant for a batch (its ``append_batch(claim=)``); returns the bytes,
+        now the log's."""
+        if control != self.control or upto <= 0:
+            return 0
+        n = min(self.held, upto)
+        self.held -= n
+        self._cell[0] = self.held
+        return n
+
+    def release(self) -> None:
+        """The records were handed over (the log took its own grant for them)."""
+        if self.held:
+            self.space.give(self.held)
+            self.held = self._cell[0] = 0
