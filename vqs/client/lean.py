@@ -21,8 +21,10 @@ Guarantees:
   or ``LeanProtocolError`` and the caller maps both to ``ServerUnreachable``;
 - every answer is bounded: its header block to ``MAX_HEADER_BYTES`` and its
   body to ``MAX_BODY_BYTES`` before anything of it is allocated;
-- connections of a ``LeanHTTP`` are all closed by ``close()`` (every thread's),
-  and a thread's connection dies with the thread's socket otherwise.
+- connections of a ``LeanHTTP`` are all closed by ``close()`` (every live
+  thread's); a finished thread's connection is held by nothing (only weakly
+  listed) and is closed when its thread-local storage goes, so short-lived
+  threads leak no sockets.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import select
 import socket
 import threading
+import weakref
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 512 * 1024 * 1024
@@ -61,7 +64,7 @@ class LeanResponse:
 
 
 class _Conn:
-    __slots__ = ("sock", "rfile")
+    __slots__ = ("sock", "rfile", "__weakref__")
 
     def __init__(self, host: str, port: int, timeout: float):
         self.sock = socket.create_connection((host, port), timeout=timeout)
@@ -92,7 +95,7 @@ class LeanHTTP:
         self.port = port
         self._host_line = f"Host: {host}:{port}\r\n".encode("latin-1") + base_headers
         self._local = threading.local()
-        self._all: set = set()
+        self._all: weakref.WeakSet = weakref.WeakSet()  # a dead thread's connection is not kept open
         self._all_lock = threading.Lock()
         self._closed = False
 
@@ -142,7 +145,7 @@ class LeanHTTP:
     def close(self) -> None:
         self._closed = True
         with self._all_lock:
-            conns, self._all = list(self._all), set()
+            conns, self._all = list(self._all), weakref.WeakSet()
         for c in conns:
             try:
                 c.close()

@@ -124,7 +124,11 @@ class Transport:
             raise self._unreachable(method, path, e) from e
         if r.status_code not in expect:
             raise from_response(r)
-        return _json.loads(r.content) if r.content else None
+        try:
+            return _json.loads(r.content) if r.content else None
+        except ValueError:
+            raise E.RemoteError(f"{method} {path}: the answer is not JSON", status=r.status_code,
+                                code="bad_answer") from None
 
     def hot(self, method: str, path: str, params: dict, headers: list, content: bytes | None = None,
             timeout: float | None = None) -> tuple[dict, bytes]:
