@@ -201,3 +201,9 @@ class RemoteQueue:
 
     def untag(self, keys: Sequence[str]) -> None:
         self._transport.request("DELETE", self._p("/tags"), params={"keys": list(keys)})
+
+    def lease_keeper(self, *, visibility_timeout: int = 30, max_in_flight: int = 10):
+        """A ``LeaseKeeper`` on this queue (``with q.lease_keeper() as k``)."""
+        from ..broker.lease_keeper import LeaseKeeper
+
+        return LeaseKeeper(self, visibility_timeout=visibility_timeout, max_in_flight=max_in_flight)
