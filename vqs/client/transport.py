@@ -75,27 +75,38 @@ class Transport:
         headers = {"user-agent": "vqs-client"}
         if token:
             headers["authorization"] = f"Bearer {token}"
-        if transport is None:
-            transport = httpx.HTTPTransport(socket_options=_SOCKET_OPTIONS)
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport,
-                                 limits=httpx.Limits(max_keepalive_connections=32, max_connections=64))
         self.timeout = timeout
+        self._headers = headers
+        self._given = transport
+        self._http = None  # made on first use: with the lean path, most Clients never need it
         self._failures = _transport_errors()
         self._pool = None
         self._raw_headers = [(k.encode(), v.encode()) for k, v in headers.items()]
-        if isinstance(transport, httpx.HTTPTransport):
-            import httpcore
-
-            self._pool = httpcore.ConnectionPool(max_connections=64, max_keepalive_connections=32,
-                                                 socket_options=_SOCKET_OPTIONS)
         self._lean = None
         u = urlsplit(self.url)
-        if isinstance(transport, httpx.HTTPTransport) and u.scheme == "http" and u.hostname and not u.path:
+        if transport is None and u.scheme == "http" and u.hostname and not u.path:
             if any(c in v for v in headers.values() for c in "\r\n\0"):
                 raise E.ConfigError("the token must not contain line breaks or NUL")
             base = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
             self._lean = LeanHTTP(u.hostname, u.port or 80, base)
             self._failures = self._failures + (OSError, LeanProtocolError)
+        elif transport is None or isinstance(transport, httpx.HTTPTransport):
+            import httpcore
+
+            self._pool = httpcore.ConnectionPool(max_connections=64, max_keepalive_connections=32,
+                                                 socket_options=_SOCKET_OPTIONS)
+
+    @property
+    def http(self):
+        """The ``httpx.Client`` of the requests not on the lean path (made on first use)."""
+        if self._http is None:
+            import httpx
+
+            transport = self._given or httpx.HTTPTransport(socket_options=_SOCKET_OPTIONS)
+            self._http = httpx.Client(base_url=self.url, headers=self._headers, timeout=self.timeout,
+                                      transport=transport,
+                                      limits=httpx.Limits(max_keepalive_connections=32, max_connections=64))
+        return self._http
 
     def request(self, method: str, path: str, *, expect=(200, 201, 204), **kw):
         """The ``httpx.Response``; raises the mapped error unless its status is in ``expect``."""
@@ -168,7 +179,8 @@ class Transport:
         return E.ServerUnreachable(f"{method} {path} on {self.url}: {what}", url=self.url)
 
     def close(self) -> None:
-        self.http.close()
+        if self._http is not None:
+            self._http.close()
         if self._lean is not None:
             self._lean.close()
         if self._pool is not None:
