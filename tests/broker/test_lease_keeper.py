@@ -83,3 +83,19 @@ def test_async_keeper_embedded(queue):
             return k.in_flight
 
     assert asyncio.run(main()) == 0
+
+
+def test_async_max_in_flight(queue):
+    queue.send_batch([b"a", b"b", b"c"])
+
+    async def main():
+        async with AsyncLeaseKeeper(queue, visibility_timeout=30, max_in_flight=2) as k:
+            got = await k.receive(10)
+            assert len(got) == 2 and k.in_flight == 2
+            assert await k.receive(10, wait_seconds=0.2) == []  # full: no place frees in time
+            async with k.lease(got[0]):
+                pass
+            assert len(await k.receive(10, wait_seconds=0)) == 1
+            return k.in_flight
+
+    assert asyncio.run(main()) == 2

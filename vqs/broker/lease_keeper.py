@@ -242,10 +242,19 @@ class AsyncLeaseKeeper:
         await self.close()
 
     async def _take(self, n: int, timeout: float | None) -> int:
-        try:
-            await asyncio.wait_for(self._places.acquire(), timeout)
-        except TimeoutError:
-            return 0
+        if timeout is None:
+            await self._places.acquire()
+        else:  # not wait_for: on 3.11 it can drop an acquire that completed as the timeout fired
+            task = asyncio.ensure_future(self._places.acquire())
+            done, _ = await asyncio.wait({task}, timeout=max(0.0, timeout))
+            if not done:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                if task.cancelled():
+                    return 0
+                self._places.release()  # acquired while being cancelled: give it back
+                return 0
         k = 1
         while k < n and not self._places.locked():
             await self._places.acquire()  # free: returns without waiting
