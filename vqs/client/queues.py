@@ -168,8 +168,8 @@ class RemoteQueue:
         return self._transport.json("POST", self._p("/delete"), json={"receipt_handles": list(receipt_handles)})
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        self._transport.request("POST", self._p("/visibility"),
-                              json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+        self._transport.json("POST", self._p("/visibility"),
+                             json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
 
     def peek(self, max_messages: int = 10, from_offset: int = 0) -> list:
         """Up to ``max_messages`` (1-100) pending messages from ``from_offset`` on, oldest first,
