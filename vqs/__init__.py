@@ -58,6 +58,14 @@ def __getattr__(name: str):
         from .client import Client
 
         return Client
+    if name == "AsyncClient":
+        from .client.aio import AsyncClient
+
+        return AsyncClient
+    if name in ("LeaseKeeper", "AsyncLeaseKeeper"):
+        from .broker import lease_keeper
+
+        return getattr(lease_keeper, name)
     if name in ("HybridQueue", "HybridMetrics"):
         from . import hybrid
 
@@ -66,6 +74,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "AsyncClient",
+    "AsyncLeaseKeeper",
     "Broker",
     "Client",
     "ConfigError",
@@ -79,6 +89,7 @@ __all__ = [
     "IdempotentProducer",
     "InconsistentGroupProtocol",
     "InvalidName",
+    "LeaseKeeper",
     "Log",
     "LogClosedError",
     "LogFailedError",

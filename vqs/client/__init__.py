@@ -11,15 +11,18 @@
     q.send("work"); [m] = q.receive(wait_seconds=5); q.delete(m.receipt_handle)
 
 Produce and consume use the binary record-batch body (the log's own format);
-one ``httpx.Client`` (keep-alive connection pool) is shared by everything made
-from a Client. Errors come back as the embedded API's exceptions where one
+on an ``http://`` URL the hot and JSON requests use one persistent socket per
+thread (``lean``), the rest one ``httpx.Client`` made on first use, shared by
+everything made from a Client. ``vqs.AsyncClient`` (``aio``) is the same
+surface as coroutines. Errors come back as the embedded API's exceptions where one
 exists (TopicDoesNotExist, QueueDoesNotExist, OffsetOutOfRange, ...), else as
 ``RemoteError`` with the server's status and code.
 
 Modules: ``core`` (the Client facade), ``transport`` (HTTP, the keep-alive
 pool and the hot path), ``error_map`` (error answers -> exceptions),
 ``topics`` (RemoteTopic, RemoteProducer), ``consumer`` (RemoteConsumer),
-``queues`` (RemoteQueue, RemoteMessage), ``values`` (argument coercion).
+``queues`` (RemoteQueue, RemoteMessage), ``values`` (argument coercion),
+``lean`` (the per-thread socket path), ``aio`` (AsyncClient).
 vqs.client sits beside vqs.hybrid above vqs.wire: it imports wire, broker,
 storage and errors, never the server.
 """

@@ -168,8 +168,8 @@ class RemoteQueue:
         return self._transport.json("POST", self._p("/delete"), json={"receipt_handles": list(receipt_handles)})
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        self._transport.request("POST", self._p("/visibility"),
-                              json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+        self._transport.json("POST", self._p("/visibility"),
+                             json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
 
     def peek(self, max_messages: int = 10, from_offset: int = 0) -> list:
         """Up to ``max_messages`` (1-100) pending messages from ``from_offset`` on, oldest first,
@@ -201,3 +201,9 @@ class RemoteQueue:
 
     def untag(self, keys: Sequence[str]) -> None:
         self._transport.request("DELETE", self._p("/tags"), params={"keys": list(keys)})
+
+    def lease_keeper(self, *, visibility_timeout: int = 30, max_in_flight: int = 10):
+        """A ``LeaseKeeper`` on this queue (``with q.lease_keeper() as k``)."""
+        from ..broker.lease_keeper import LeaseKeeper
+
+        return LeaseKeeper(self, visibility_timeout=visibility_timeout, max_in_flight=max_in_flight)

@@ -19,20 +19,27 @@ Guarantees:
   a non-UTF-8 command line) raises ``InvalidName`` before anything is sent,
   so no name can reach another route;
 - sockets set TCP_NODELAY: a request is written as headers then body, and
-  without it the body waits for the peer's delayed ACK.
+  without it the body waits for the peer's delayed ACK;
+- with the default transport on an ``http://`` URL, the hot path and the JSON
+  requests (``json``) go through ``lean.LeanHTTP``: one persistent socket per
+  thread, a request built as one bytes object, no lock shared between threads.
+  Everything else (and any caller-given transport) goes through httpx.
 """
 
 from __future__ import annotations
 
+import json as _json
 import re
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from .. import errors as E
 from ..broker.names import validate_name
 from .error_map import from_response
+from .lean import LeanHTTP, LeanProtocolError
 
 DEFAULT_URL = "http://127.0.0.1:8642"
 _SOCKET_OPTIONS = [(6, 1, 1)]  # (IPPROTO_TCP, TCP_NODELAY, 1)
+_JSON_CT = b"content-type: application/json\r\n"
 _PATH = re.compile(r"(?:/[A-Za-z0-9._-]{1,200})*")
 
 
@@ -70,19 +77,38 @@ class Transport:
         headers = {"user-agent": "vqs-client", "x-vqs-client": "python"}
         if token:
             headers["authorization"] = f"Bearer {token}"
-        if transport is None:
-            transport = httpx.HTTPTransport(socket_options=_SOCKET_OPTIONS)
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport,
-                                 limits=httpx.Limits(max_keepalive_connections=32, max_connections=64))
         self.timeout = timeout
+        self._headers = headers
+        self._given = transport
+        self._http = None  # made on first use: with the lean path, most Clients never need it
         self._failures = _transport_errors()
         self._pool = None
         self._raw_headers = [(k.encode(), v.encode()) for k, v in headers.items()]
-        if isinstance(transport, httpx.HTTPTransport):
+        self._lean = None
+        u = urlsplit(self.url)
+        if transport is None and u.scheme == "http" and u.hostname and not u.path:
+            if any(c in v for v in headers.values() for c in "\r\n\0"):
+                raise E.ConfigError("the token must not contain line breaks or NUL")
+            base = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
+            self._lean = LeanHTTP(u.hostname, u.port or 80, base)
+            self._failures = self._failures + (OSError, LeanProtocolError)
+        elif transport is None or isinstance(transport, httpx.HTTPTransport):
             import httpcore
 
             self._pool = httpcore.ConnectionPool(max_connections=64, max_keepalive_connections=32,
                                                  socket_options=_SOCKET_OPTIONS)
+
+    @property
+    def http(self):
+        """The ``httpx.Client`` of the requests not on the lean path (made on first use)."""
+        if self._http is None:
+            import httpx
+
+            transport = self._given or httpx.HTTPTransport(socket_options=_SOCKET_OPTIONS)
+            self._http = httpx.Client(base_url=self.url, headers=self._headers, timeout=self.timeout,
+                                      transport=transport,
+                                      limits=httpx.Limits(max_keepalive_connections=32, max_connections=64))
+        return self._http
 
     def request(self, method: str, path: str, *, expect=(200, 201, 204), **kw):
         """The ``httpx.Response``; raises the mapped error unless its status is in ``expect``."""
@@ -95,10 +121,27 @@ class Transport:
             raise from_response(r)
         return r
 
-    def json(self, method: str, path: str, **kw):
+    def json(self, method: str, path: str, *, expect=(200, 201, 204), json=None, params=None,
+             timeout: float | None = None):
         """The decoded JSON answer (None for an empty body); raises like ``request``."""
-        r = self.request(method, path, **kw)
-        return r.json() if r.content else None
+        if self._lean is None:
+            kw: dict = {} if timeout is None else {"timeout": timeout}
+            r = self.request(method, path, expect=expect, json=json, params=params, **kw)
+            return r.json() if r.content else None
+        _check_path(path)
+        target = f"{path}?{urlencode(params, doseq=True)}" if params else path
+        hdrs, body = (b"", None) if json is None else (_JSON_CT, _json.dumps(json).encode())
+        try:
+            r = self._lean.request(method, target, hdrs, body, timeout or self.timeout)
+        except self._failures as e:
+            raise self._unreachable(method, path, e) from e
+        if r.status_code not in expect:
+            raise from_response(r)
+        try:
+            return _json.loads(r.content) if r.content else None
+        except ValueError:
+            raise E.RemoteError(f"{method} {path}: the answer is not JSON", status=r.status_code,
+                                code="bad_answer") from None
 
     def hot(self, method: str, path: str, params: dict, headers: list, content: bytes | None = None,
             timeout: float | None = None) -> tuple[dict, bytes]:
@@ -113,6 +156,12 @@ class Transport:
             raise self._unreachable(method, path, e) from e
 
     def _hot(self, method: str, url: str, headers: list, content: bytes | None, t: float) -> tuple[dict, bytes]:
+        if self._lean is not None:
+            r = self._lean.request(method, url[len(self.url):], b"".join(b"%s: %s\r\n" % kv for kv in headers),
+                                   content, t)
+            if r.status_code != 200:
+                raise from_response(r)
+            return r.headers, r.content
         if self._pool is None:
             r = self.http.request(method, url, content=content, headers={k.decode(): v.decode() for k, v in headers},
                                   timeout=t)
@@ -132,6 +181,9 @@ class Transport:
         return E.ServerUnreachable(f"{method} {path} on {self.url}: {what}", url=self.url)
 
     def close(self) -> None:
-        self.http.close()
+        if self._http is not None:
+            self._http.close()
+        if self._lean is not None:
+            self._lean.close()
         if self._pool is not None:
             self._pool.close()
