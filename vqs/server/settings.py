@@ -54,8 +54,9 @@ class Settings:
     max_body_bytes: int = 64 << 20
     max_message_bytes: int = 1 << 20          # REST topic messages (SQS uses the queue's MaximumMessageSize)
     max_header_bytes: int = 16 << 10
-    max_connections: int = 1024               # HTTP connections open at once (also held under the open-file limit)
-    max_connections_per_client: int = 256     # HTTP connections open at once from one remote address
+    max_connections: int = 1024               # connections open at once, per listener (HTTP, Kafka; HTTP's
+                                              # also held under the open-file limit)
+    max_connections_per_client: int = 256     # connections open at once from one remote address, per listener
     http_header_timeout_s: float = 10.0       # a request's headers must be complete within this (408, closed)
     max_long_poll_waiters: int = 256
     max_wait_ms: int = 20_000                 # REST long poll cap (1-20000: SQS's 20 s at most)
@@ -64,6 +65,9 @@ class Settings:
     # Kafka listener (vqs/server/kafka): off unless a port is given
     kafka_port: int = 0
     kafka_max_frame_bytes: int = 100 << 20    # a larger request frame closes its connection
+    kafka_auth_timeout_s: float = 10.0        # a connection that must authenticate (SASL) does so within this
+    kafka_frame_timeout_s: float = 10.0       # a request arrives whole within this (the first: of the connect)
+    kafka_idle_timeout_s: float = 600.0       # an idle connection is closed (Kafka's connections.max.idle.ms)
     kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it (1 partition)
     kafka_advertised_listener: str = ""       # host:port clients are told to connect to (default: the bound one)
     max_open_files: int = 0                   # segment files kept open (LRU); 0: half the open-file limit
@@ -96,7 +100,8 @@ class Settings:
             raise ConfigError(f"port must be 1-65535, not {self.port}")
         for name in ("max_body_bytes", "max_message_bytes", "max_header_bytes",
                      "max_connections", "max_long_poll_waiters", "max_connections_per_client",
-                     "http_header_timeout_s"):
+                     "http_header_timeout_s", "kafka_auth_timeout_s", "kafka_frame_timeout_s",
+                     "kafka_idle_timeout_s", "kafka_max_frame_bytes"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
         if self.health_cache_ms < 0:

@@ -295,6 +295,8 @@ async def sasl_authenticate(ctx, conn, v, r):
         w.int64(0)
     if not conn.authenticated:
         conn.mechanism = None
+        if conn.failed_user is None:  # a SaslAuthenticate out of order fails the connection too
+            conn.failed_user = ""
     return bytes(w.b)
 
 

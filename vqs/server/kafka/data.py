@@ -26,7 +26,7 @@ import time
 from ... import errors as E
 from . import errors as K
 from .codec import Writer
-from .records import CorruptBatch, decode_batches
+from .records import CorruptBatch, decode_batches, is_compressed
 
 _MAX_WAIT_S = 30.0
 
@@ -70,7 +70,11 @@ async def produce(ctx, conn, v, r):
                 if txn is not None:
                     raise CorruptBatch("transactions are not supported", code=K.INVALID_REQUEST)
                 topic = ctx.broker.topic(name)
-                batches = decode_batches(data, now_ms)
+                cap = ctx.settings.max_body_bytes
+                if is_compressed(data):  # inflating (bounded by cap) waits in the pool, not on the loop
+                    batches = await ctx.blocking(decode_batches, data, now_ms, cap)
+                else:
+                    batches = decode_batches(data, now_ms, cap)
                 if batches:
                     if ctx.inline_writes:
                         err, base = _append(ctx, topic, p, batches)

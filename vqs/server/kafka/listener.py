@@ -19,7 +19,19 @@ parses).
 
 Auth: with tokens configured, a connection must complete SASL/PLAIN
 (SaslHandshake then SaslAuthenticate, or the v0 raw exchange) with a token as
-the password before anything but ApiVersions and SaslHandshake.
+the password before anything but ApiVersions and SaslHandshake. A failed
+authentication is answered, logged (peer and user name, never the password)
+and the connection closed, as Kafka does: each guess costs a new connection.
+
+Bounds (docs/security.md), each checked before it costs more than a few bytes:
+connections in total (``max_connections``) and per client address
+(``max_connections_per_client``), counted at accept (over either: closed at
+once); before authentication a frame may be at most ``PRE_AUTH_MAX_FRAME``
+(Kafka's ``sasl.server.max.receive.size``), read from its size prefix; a
+connection that must authenticate has ``kafka_auth_timeout_s`` to do so; a
+request must arrive whole within ``kafka_frame_timeout_s`` of its first byte
+(and the first one within that of the connect); a connection idle for
+``kafka_idle_timeout_s`` is closed (Kafka's ``connections.max.idle.ms``).
 """
 
 from __future__ import annotations
@@ -37,6 +49,8 @@ from .records import EncodedCache
 
 logger = logging.getLogger("vqs.server.kafka")
 _SIZE = struct.Struct(">i")
+#: the largest frame of a connection that has not authenticated yet (Kafka: 512 KiB)
+PRE_AUTH_MAX_FRAME = 512 << 10
 SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
 
 
@@ -71,7 +85,7 @@ class KafkaContext:
 
 
 class Connection:
-    __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id")
+    __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id", "failed_user")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -81,38 +95,66 @@ class Connection:
         self.authenticated = not ctx.auth_required
         self.mechanism = None
         self.client_id = None
+        self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
 
     def check_plain(self, auth: bytes) -> bool:
-        """SASL/PLAIN: ``authzid NUL user NUL password``; any user, a configured token as password."""
+        """SASL/PLAIN: ``authzid NUL user NUL password``; any user, a configured token as password.
+        A failure is remembered (``failed_user``): the connection closes after its answer."""
         parts = auth.split(b"\x00")
-        if len(parts) != 3:
-            return False
-        password = parts[2]
         ok = False
-        for t in self.ctx.tokens:
-            ok |= hmac.compare_digest(password, t.encode())
+        if len(parts) == 3:
+            for t in self.ctx.tokens:
+                ok |= hmac.compare_digest(parts[2], t.encode())
         self.authenticated = ok
+        if not ok:
+            user = parts[1] if len(parts) == 3 else b""
+            self.failed_user = user[:64].decode("utf-8", "replace")
         return ok
 
     async def serve(self) -> None:
         ctx = self.ctx
-        max_frame = ctx.settings.kafka_max_frame_bytes
+        st = ctx.settings
+        max_frame = st.kafka_max_frame_bytes
+        loop = asyncio.get_running_loop()
+        auth_deadline = loop.time() + st.kafka_auth_timeout_s
+        first = True
         try:
             while not ctx.stopping:
+                # the size prefix: the first request and an unauthenticated connection have a
+                # deadline; an authenticated one may idle up to kafka_idle_timeout_s
+                if not self.authenticated:
+                    wait = min(auth_deadline - loop.time(), st.kafka_frame_timeout_s if first else 1e9)
+                elif first:
+                    wait = st.kafka_frame_timeout_s
+                else:
+                    wait = st.kafka_idle_timeout_s
                 try:
-                    head = await self.reader.readexactly(4)
+                    head = await asyncio.wait_for(self.reader.readexactly(4), max(wait, 0.001))
                 except asyncio.IncompleteReadError:
                     return
-                size = _SIZE.unpack(head)[0]
-                if size < 0 or size > max_frame:
-                    logger.warning("kafka: closing %s: frame of %d bytes (max %d, kafka_max_frame_bytes)",
-                                   self.peer, size, max_frame)
+                except TimeoutError:
+                    why = ("did not authenticate in time (kafka_auth_timeout_s)" if not self.authenticated
+                           else "sent no request in time (kafka_frame_timeout_s)" if first
+                           else "was idle (kafka_idle_timeout_s)")
+                    logger.info("kafka: closing %s: it %s", self.peer, why)
                     return
-                frame = await self.reader.readexactly(size)
+                size = _SIZE.unpack(head)[0]
+                cap = max_frame if self.authenticated else min(max_frame, PRE_AUTH_MAX_FRAME)
+                if size < 0 or size > cap:
+                    logger.warning("kafka: closing %s: frame of %d bytes (max %d%s)", self.peer, size, cap,
+                                   ", kafka_max_frame_bytes" if self.authenticated else " before authentication")
+                    return
+                try:
+                    frame = await asyncio.wait_for(self.reader.readexactly(size), st.kafka_frame_timeout_s)
+                except TimeoutError:
+                    logger.info("kafka: closing %s: a %d-byte request did not arrive in time "
+                                "(kafka_frame_timeout_s)", self.peer, size)
+                    return
+                first = False
                 if self.mechanism == "PLAIN-v0":  # the v0 handshake: raw SASL bytes, no header
                     self.mechanism = "PLAIN"
                     if not self.check_plain(frame):
-                        logger.warning("kafka: closing %s: SASL/PLAIN authentication failed", self.peer)
+                        _auth_failed(self)
                         return
                     self.writer.write(_SIZE.pack(0))
                     continue
@@ -120,6 +162,9 @@ class Connection:
                 if out is not None:
                     self.writer.write(_SIZE.pack(len(out)) + out)
                     await self.writer.drain()
+                if self.failed_user is not None:  # answered; now closed, as Kafka does
+                    _auth_failed(self)
+                    return
         except ProtocolError as e:
             logger.warning("kafka: closing %s: malformed request: %s", self.peer, e)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -152,6 +197,11 @@ class Connection:
         return bytes(head.b) + body
 
 
+def _auth_failed(conn: Connection) -> None:
+    logger.warning("kafka: authentication failed: SASL/PLAIN user %r from %s; connection closed",
+                   conn.failed_user or "", conn.peer)
+
+
 class KafkaListener:
     """Serves the Kafka protocol on ``sock`` (already bound) until ``stop``."""
 
@@ -168,6 +218,9 @@ class KafkaListener:
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
         self._conns: set = set()
+        self._per_client: dict = {}  # client address -> open connections (on the loop's thread only)
+        self._refused = 0            # connections refused over a cap since the last line logged
+        self._refused_logged = 0.0
 
     @property
     def port(self) -> int:
@@ -212,6 +265,15 @@ class KafkaListener:
                 await asyncio.wait(list(self._conns), timeout=2)
 
     async def _accept(self, reader, writer) -> None:
+        peer = writer.get_extra_info("peername")
+        addr = peer[0] if isinstance(peer, tuple) else str(peer)
+        st = self.ctx.settings
+        n = self._per_client.get(addr, 0)
+        if len(self._conns) >= st.max_connections or n >= st.max_connections_per_client:
+            self._refuse(addr, "max_connections" if len(self._conns) >= st.max_connections
+                         else "max_connections_per_client")
+            writer.close()
+            return
         sock = writer.get_extra_info("socket")
         if sock is not None:
             import socket
@@ -219,14 +281,31 @@ class KafkaListener:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         task = asyncio.current_task()
         self._conns.add(task)
+        self._per_client[addr] = n + 1
         try:
-            await Connection(self.ctx, reader, writer, writer.get_extra_info("peername")).serve()
+            await Connection(self.ctx, reader, writer, peer).serve()
         except asyncio.CancelledError:
             # Shutdown cancels open connections. Ending normally: Python 3.11's stream
             # callback calls task.exception() on a cancelled task and logs a traceback.
             pass
         finally:
             self._conns.discard(task)
+            left = self._per_client.get(addr, 1) - 1
+            if left:
+                self._per_client[addr] = left
+            else:
+                self._per_client.pop(addr, None)
+
+    def _refuse(self, addr: str, setting: str) -> None:
+        """A connection over a cap: closed; logged at most once a minute with the count."""
+        import time
+
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._refused_logged >= 60:
+            logger.warning("kafka: refused %d connection(s) over %s (the latest from %s)", self._refused, setting,
+                           addr)
+            self._refused, self._refused_logged = 0, now
 
     def stop(self) -> None:
         """Stop accepting, close connections, join the thread (idempotent)."""

@@ -63,29 +63,89 @@ class KafkaBatch:
         self.timestamps = timestamps
 
 
-def _decompress(codec: int, data: bytes) -> bytes:
-    import cramjam
+#: what one record may carry in VQS's format (record_batch.py: u16 header count and key length)
+MAX_HEADERS = 0xFFFF
+MAX_HEADER_KEY = 0xFFFF
 
+
+def _decompress(codec: int, data: bytes, cap: int) -> bytes:
+    """``data`` decompressed, never more than ``cap`` bytes of output made: a batch that would
+    inflate past it (a decompression bomb) is refused after at most ``cap`` bytes of work."""
     try:
         if codec == 1:
-            return bytes(cramjam.gzip.decompress(data))
+            return _bounded_gzip(data, cap)
         if codec == 2:
+            import cramjam
+
             if data[:8] == XERIAL:
                 out = bytearray()
                 p = 16
                 while p + 4 <= len(data):
                     n = int.from_bytes(data[p : p + 4], "big")
-                    out += bytes(cramjam.snappy.decompress_raw(data[p + 4 : p + 4 + n]))
+                    chunk = data[p + 4 : p + 4 + n]
+                    _check_size(len(out) + cramjam.snappy.decompress_raw_len(chunk), cap)
+                    out += bytes(cramjam.snappy.decompress_raw(chunk))
                     p += 4 + n
                 return bytes(out)
+            _check_size(cramjam.snappy.decompress_raw_len(data), cap)
             return bytes(cramjam.snappy.decompress_raw(data))
         if codec == 3:
-            return bytes(cramjam.lz4.decompress(data))
+            import lz4.frame
+
+            d = lz4.frame.LZ4FrameDecompressor()
+            out = d.decompress(data, max_length=cap + 1)
+            _check_size(len(out), cap)
+            if not d.eof:
+                raise ValueError("the lz4 frame ends early")
+            return out
         if codec == 4:
-            return bytes(cramjam.zstd.decompress(data))
-    except Exception as e:  # cramjam raises its own DecompressionError
+            import io
+
+            import zstandard
+
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
+            parts, size = [], 0
+            while True:
+                chunk = reader.read(min(cap + 1 - size, 1 << 20))
+                if not chunk:
+                    return b"".join(parts)
+                size += len(chunk)
+                _check_size(size, cap)
+                parts.append(chunk)
+    except CorruptBatch:
+        raise
+    except Exception as e:  # the codecs' own errors
         raise CorruptBatch(f"{CODEC_NAMES[codec]} data does not decompress: {e}") from e
     raise CorruptBatch(f"unknown compression codec {codec}", code=76)  # UNSUPPORTED_COMPRESSION_TYPE
+
+
+def _check_size(size: int, cap: int) -> None:
+    if size > cap:
+        raise CorruptBatch(f"the batch decompresses to more than {cap} bytes, the largest the server "
+                           "accepts (max_body_bytes)", code=10)  # MESSAGE_TOO_LARGE
+
+
+def _bounded_gzip(data: bytes, cap: int) -> bytes:
+    import zlib
+
+    out = bytearray()
+    rest = data
+    while rest:  # gzip members back to back, as GZIPInputStream reads them
+        d = zlib.decompressobj(wbits=31)
+        out += d.decompress(rest, cap + 1 - len(out))
+        _check_size(len(out), cap)
+        if d.unconsumed_tail:  # output stopped at the bound with input left: more than cap
+            _check_size(cap + 1, cap)
+        if not d.eof:
+            raise ValueError("the gzip stream ends early")
+        rest = d.unused_data
+    return bytes(out)
+
+
+def is_compressed(data: bytes) -> bool:
+    """Whether the first batch of a Produce partition's ``records`` is compressed (attributes
+    at byte 21): such a batch is decoded off the listener's loop."""
+    return len(data) >= HEAD_SIZE and bool(data[22] & 7)
 
 
 def _uvarint(buf, p: int, end: int) -> tuple[int, int]:
@@ -108,8 +168,9 @@ def _varint(buf, p: int, end: int) -> tuple[int, int]:
     return (v >> 1) ^ -(v & 1), p
 
 
-def decode_batches(data: bytes, now_ms: int) -> list[KafkaBatch]:
-    """Every batch of a Produce partition's ``records`` field (checked; see module doc)."""
+def decode_batches(data: bytes, now_ms: int, max_bytes: int = 64 << 20) -> list[KafkaBatch]:
+    """Every batch of a Produce partition's ``records`` field (checked; see module doc); a
+    compressed batch is decompressed to at most ``max_bytes``."""
     out = []
     p = 0
     n = len(data)
@@ -130,7 +191,7 @@ def decode_batches(data: bytes, now_ms: int) -> list[KafkaBatch]:
         codec = attrs & 7
         body = data[p + HEAD_SIZE : end]
         if codec:
-            body = _decompress(codec, body)
+            body = _decompress(codec, body, max_bytes)
         if count < 0 or count > len(body):
             raise CorruptBatch(f"batch claims {count} records in {len(body)} bytes")
         values, keys, headers, stamps = _records(body, count, base_ts if base_ts >= 0 else now_ms)
@@ -175,11 +236,15 @@ def _records_simple(body: bytes, count: int, base_ts: int):
         if nh:
             if nh < 0 or nh > rend - p:
                 raise CorruptBatch("record header count is impossible")
+            if nh > MAX_HEADERS:
+                raise CorruptBatch(f"a record has {nh} headers; at most {MAX_HEADERS}", code=87)  # INVALID_RECORD
             hs = []
             for _ in range(nh):
                 hk, p = _varint(body, p, rend)
                 if hk < 0 or p + hk > rend:
                     raise CorruptBatch("header key runs past its record")
+                if hk > MAX_HEADER_KEY:
+                    raise CorruptBatch(f"a header key of {hk} bytes; at most {MAX_HEADER_KEY}", code=87)
                 try:
                     name = body[p : p + hk].decode()
                 except UnicodeDecodeError:
@@ -319,6 +384,8 @@ def _headers_at(body, nh: int, p: int, rend: int):
     """``nh`` record headers from ``p`` (as the reference reads them): (tuple, next position)."""
     if nh < 0 or nh > rend - p:
         raise CorruptBatch("record header count is impossible")
+    if nh > MAX_HEADERS:
+        raise CorruptBatch(f"a record has {nh} headers; at most {MAX_HEADERS}", code=87)  # INVALID_RECORD
     hs = []
     zz = _ZZ
     for _ in range(nh):
@@ -330,6 +397,8 @@ def _headers_at(body, nh: int, p: int, rend: int):
             hk, p = _varint(body, p, rend)
         if hk < 0 or p + hk > rend:
             raise CorruptBatch("header key runs past its record")
+        if hk > MAX_HEADER_KEY:
+            raise CorruptBatch(f"a header key of {hk} bytes; at most {MAX_HEADER_KEY}", code=87)
         try:
             name = body[p : p + hk].decode()
         except UnicodeDecodeError:
