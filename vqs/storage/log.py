@@ -100,7 +100,7 @@ from .group_commit import GroupCommit
 from .log_buffer import BATCH_FIXED, LogBuffer, values_bound
 from .log_buffer import as_bytes as _as_bytes
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
-from .log_durability import LogDurability, SealJob
+from .log_durability import Checkpoint, LogDurability, SealJob
 from .log_reads import LogReads
 from .log_repair import LogRepair
 from .log_space import LogSpace
@@ -152,8 +152,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     __slots__ = (
         "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers",
         "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
-        "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
-        "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
+        "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
         "_space", "_floor", "_control", "_held", "_low_space", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters",
@@ -254,7 +253,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._batch_max_records = batch_max_records
         self._batch_max_records_less_1 = batch_max_records - 1
         self._batch_max_bytes = batch_max_bytes
-        self._checkpoint_interval_s = checkpoint_interval_ms / 1000
         self._space = None  # the space governor of the log's filesystem (space.py), at open
         self._floor = 0
         self._control = control
@@ -275,7 +273,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._lock = threading.Lock()
         self._synced = threading.Condition(self._lock)
         self._appended = threading.Condition(self._lock)
-        self._checkpoint_lock = threading.Lock()
+        self._checkpoint = Checkpoint(self.path, checkpoint_interval_ms / 1000)
         self._group = GroupCommit()  # flush="always": appenders share fsyncs
         self._read_waiters = 0  # threads in wait_for: appends notify them
         self._syncing = False
@@ -356,8 +354,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         )
 
     def _open_writer(self, defer_clean_marker: bool = False) -> None:
-        self._checkpoint_recovery_point = 0
-        self._checkpoint_time = time.monotonic()
         loader = LogLoader(self.path, self.recovery, self._segment, defer_marker=defer_clean_marker,
                            gaps=self._gaps)
         self._segments = loader.segments  # closed by open() if loading fails
@@ -370,7 +366,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         active.created_ms = self._now_ms()
         if loaded.marker_kept:
             # Nothing changed: the checkpoint on disk is the clean close's.
-            self._checkpoint_recovery_point = loaded.recovery_point
+            self._checkpoint.recovery_point = loaded.recovery_point
             self._clean_marker = self._blocked = True
         else:
             # On a full disk the checkpoint waits (the old one stays valid): a full
@@ -380,7 +376,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             seg.release_files()  # an idle log holds no descriptor (reopened on use)
 
     def _open_readonly(self) -> None:
-        self._checkpoint_recovery_point = 0
         self._segments = open_segments(self.path, self._segment)
         if not self._segments:
             raise ConfigError(f"{self.path} holds no log segments")
@@ -762,6 +757,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                         self._try_clean_marker()
             finally:
                 self._closed = True
+                self._checkpoint.retire()
                 self._blocked = True
                 self._appended.notify_all()
                 self._synced.notify_all()

@@ -3,7 +3,8 @@ segments, ``flush``, the interval flusher's tick and the checkpoint.
 
 ``LogDurability`` is a part of ``Log`` (log.py), not a class of its own: it
 holds no state and works on the log's (``_lock``, ``_synced``, ``_syncing``,
-``_unsynced``, ``_durable_end``, ``_written_end``, the checkpoint fields).
+``_unsynced``, ``_durable_end``, ``_written_end``). The checkpoint is a part
+with its own state (``Checkpoint``).
 
 Invariants:
 - fsyncs run with the log's lock released (appends go on meanwhile) and at
@@ -22,6 +23,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import threading
 import time
 import weakref
 
@@ -50,33 +52,75 @@ class SealJob:
         return False
 
 
-class LogDurability:
-    """Fsync, flush and checkpoint methods of ``Log`` (see module doc)."""
+class Checkpoint:
+    """The log's checkpoint file (log_dir.py) and the state that keeps it
+    honest; a part of ``Log`` that owns its state.
 
-    __slots__ = ()
+    Invariants: the recovery point only moves forward (``lower_to`` aside: a
+    repair that truncates the log), and only to offsets the caller says are
+    fsynced; writes are serialised by ``lock``; once ``retire`` ran (the log's
+    ``close``, after its last checkpoint), the interval flusher writes none:
+    the directory may have a new owner by then.
+    """
 
-    def _write_checkpoint(self, recovery_point: int | None = None, from_flusher: bool = False) -> None:
-        """Persist (recovery point, log start offset) atomically. The recovery
-        point only moves forward and only to offsets already fsynced."""
-        with self._checkpoint_lock:
-            if from_flusher and self._closed:
-                return  # close() wrote the last one; the directory may have a new owner
-            rp = max(self._checkpoint_recovery_point, recovery_point if recovery_point is not None else self._durable_end)
-            write_checkpoint(self.path, rp, self._start_offset)
-            self._checkpoint_recovery_point = rp
-            self._checkpoint_time = time.monotonic()
+    __slots__ = ("path", "lock", "recovery_point", "time", "interval_s", "retired")
 
-    def _try_checkpoint(self, recovery_point: int | None = None, from_flusher: bool = False) -> bool:
-        """``_write_checkpoint`` where a missing space may wait: on a full disk
-        the previous checkpoint stays (a valid, older recovery point: recovery
-        then validates more) and False is returned."""
+    def __init__(self, path: str, interval_s: float) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.recovery_point = 0
+        self.time = time.monotonic()
+        self.interval_s = interval_s
+        self.retired = False
+
+    def write(self, recovery_point: int, start_offset: int, from_flusher: bool = False) -> None:
+        """Persist (recovery point, log start offset) atomically."""
+        with self.lock:
+            if from_flusher and self.retired:
+                return
+            rp = max(self.recovery_point, recovery_point)
+            write_checkpoint(self.path, rp, start_offset)
+            self.recovery_point = rp
+            self.time = time.monotonic()
+
+    def try_write(self, recovery_point: int, start_offset: int, from_flusher: bool = False) -> bool:
+        """``write`` where a missing space may wait: on a full disk the previous
+        checkpoint stays (a valid, older recovery point: recovery then
+        validates more) and False is returned."""
         try:
-            self._write_checkpoint(recovery_point, from_flusher)
+            self.write(recovery_point, start_offset, from_flusher)
         except DiskFullError:
             _full.warn(self.path, "%s: checkpoint not written, the disk is full", self.path)
             return False
         _full.clear(self.path, "%s: checkpoint written again", self.path)
         return True
+
+    def lower_to(self, offset: int, start_offset: int) -> None:
+        """A truncating repair: recovery at the next open starts at ``offset``
+        at the latest. Raises OSError as the write does."""
+        with self.lock:
+            rp = min(self.recovery_point, offset)
+            write_checkpoint(self.path, rp, start_offset)
+            self.recovery_point = rp
+
+    def due(self, durable_end: int) -> bool:
+        """The interval passed and the durable end moved past the recovery point."""
+        return time.monotonic() - self.time >= self.interval_s and durable_end > self.recovery_point
+
+    def retire(self) -> None:
+        with self.lock:
+            self.retired = True
+
+
+class LogDurability:
+    """Fsync, flush and checkpoint methods of ``Log`` (see module doc)."""
+
+    __slots__ = ()
+
+    def _try_checkpoint(self, recovery_point: int | None = None, from_flusher: bool = False) -> bool:
+        """Checkpoint the durable end (or ``recovery_point``); False on a full disk."""
+        rp = self._durable_end if recovery_point is None else recovery_point
+        return self._checkpoint.try_write(rp, self._start_offset, from_flusher)
 
     def _try_clean_marker(self) -> None:
         """Write the clean-shutdown marker (``close``, after a checkpoint that
@@ -85,7 +129,7 @@ class LogDurability:
         which replaces a file that exists, fitted."""
         try:
             atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
-                self._active, self._checkpoint_recovery_point, self._start_offset))
+                self._active, self._checkpoint.recovery_point, self._start_offset))
         except DiskFullError:
             _full.warn(self.path, "%s: clean-shutdown marker not written, the disk is full "
                        "(the next open validates the tail)", self.path)
@@ -185,11 +229,11 @@ class LogDurability:
             if self._closed:
                 return False
             if self._failed is None and not self._syncing and not self._buf_values and not self._unsynced \
-                    and self._written_end <= self._durable_end <= self._checkpoint_recovery_point:
+                    and self._written_end <= self._durable_end <= self._checkpoint.recovery_point:
                 self._flush_idle = self._blocked = True
                 return False
             if not self._syncing and self._failed is None:
                 self._sync_locked()
-        if time.monotonic() - self._checkpoint_time >= self._checkpoint_interval_s and self._durable_end > self._checkpoint_recovery_point:
+        if self._checkpoint.due(self._durable_end):
             self._try_checkpoint(from_flusher=True)
         return True

@@ -48,7 +48,7 @@ import time
 
 from ..errors import CorruptRecordError, VQSError
 from .durable_file import fsync_dir
-from .log_dir import QUARANTINE_DIR, write_checkpoint
+from .log_dir import QUARANTINE_DIR
 from .record_batch import find_next_valid
 from .segment import Segment
 from .segment_excise import excise
@@ -160,10 +160,7 @@ class LogRepair:
                        seg.log_path, bad, cut, len(segs) - i - 1)
         try:
             # (1) recovery at the next open starts at this segment (module doc)
-            with self._checkpoint_lock:
-                rp = min(self._checkpoint_recovery_point, seg.base_offset)
-                write_checkpoint(self.path, rp, min(self._start_offset, cut))
-                self._checkpoint_recovery_point = rp
+            self._checkpoint.lower_to(seg.base_offset, min(self._start_offset, cut))
             # (2) the later segments, newest first: what is left is a prefix
             for later in reversed(segs[i + 1:]):
                 later.delete()
