@@ -30,7 +30,8 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
 - log_reads.py: reads (the run cache, ``read_batches``, ``scan_batches``,
   ``wait_for``, ``offset_for_time``); segment_reads.py: one segment's lookups;
 - log_durability.py: fsyncs, the background fsync of sealed segments,
-  ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
+  ``flush``; its parts ``Syncs`` (the fsync state) and ``Checkpoint`` own
+  their state; group_commit.py: shared fsyncs for ``always``;
 - log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
 - log_buffer.py: the write buffer and its grant from the space governor (space.py);
 - retention.py: which segments retention deletes;
@@ -41,12 +42,12 @@ This module keeps opening, the write buffer and the append path, rolling,
 retention's deletions and closing.
 
 Invariants (under ``_lock``):
-- ``_durable_end <= _written_end <= _next_offset`` and ``_start_offset <=
+- ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset <=
   _next_offset``: records below ``_written_end`` are in segment files, the rest
   in the write buffer (``_buf_*``, one list per column, visible to reads at once);
-- ``_durable_end`` never passes the first record of a sealed segment whose
-  fsync is pending (``_unsynced``), and the checkpoint's recovery point never
-  passes ``_durable_end``: durability is always a prefix;
+- ``_sync.durable_end`` never passes the first record of a sealed segment
+  whose fsync is pending (``_sync.unsynced``), and the checkpoint's recovery
+  point never passes it: durability is always a prefix;
 - ``_run_cache`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
 - ``_blocked`` is true when the log is closed, readonly or failed, or
@@ -100,7 +101,7 @@ from .group_commit import GroupCommit
 from .log_buffer import BATCH_FIXED, LogBuffer, values_bound
 from .log_buffer import as_bytes as _as_bytes
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
-from .log_durability import Checkpoint, LogDurability, SealJob
+from .log_durability import Checkpoint, LogDurability, Syncs
 from .log_reads import LogReads
 from .log_repair import LogRepair
 from .log_space import LogSpace
@@ -153,12 +154,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers",
         "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
         "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
-        "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
+        "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
         "_space", "_floor", "_control", "_held", "_low_space", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters",
         "_flush_bytes", "_flush_records", "_run_cache",
-        "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
-        "_tail_hint", "_unsynced", "_written_end", "compression", "flush_interval_ms",
+        "_segments", "_start_offset", "_sync", "_system_clock",
+        "_tail_hint", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
         "recovery", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms",
         "__weakref__",
@@ -271,17 +272,11 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         )
 
         self._lock = threading.Lock()
-        self._synced = threading.Condition(self._lock)
+        self._sync = Syncs(self._lock, self)
         self._appended = threading.Condition(self._lock)
         self._checkpoint = Checkpoint(self.path, checkpoint_interval_ms / 1000)
         self._group = GroupCommit()  # flush="always": appenders share fsyncs
         self._read_waiters = 0  # threads in wait_for: appends notify them
-        self._syncing = False
-        # Segments sealed at a roll whose fsync has not completed yet (oldest
-        # first). Invariant: ``_durable_end`` never passes the first one's records,
-        # and the checkpoint's recovery point stays below them until synced.
-        self._unsynced: list[Segment] = []
-        self._seal_job = SealJob(self)
         self._failed: BaseException | None = None
         self._closed = False
         self._clean_marker = False
@@ -361,7 +356,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self.quarantined_batches += loaded.quarantined_batches
         self._base_offsets = [s.base_offset for s in self._segments]
         active = self._segments[-1]
-        self._written_end = self._next_offset = self._durable_end = active.next_offset
+        self._written_end = self._next_offset = self._sync.durable_end = active.next_offset
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
         if loaded.marker_kept:
@@ -386,7 +381,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
     def _find_readonly_tail(self) -> None:
         self._tail_hint = find_tail(self._segments[-1], self._tail_hint)
-        self._written_end = self._next_offset = self._durable_end = self._tail_hint[2]
+        self._written_end = self._next_offset = self._sync.durable_end = self._tail_hint[2]
 
     def refresh(self) -> None:
         """Readonly logs: pick up segments and batches the owner appended (and
@@ -633,8 +628,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         fsync_dir(self.path)
         self._segments.append(new)
         self._base_offsets.append(new.base_offset)
-        self._unsynced.append(old)
-        Flusher.shared().register(self._seal_job, 0.0)
+        self._sync.unsynced.append(old)
+        Flusher.shared().register(self._sync.seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
             self._apply_retention_locked(self._now_ms())
         return True
@@ -742,15 +737,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._floor = 0  # closing writes what is buffered: the room kept is for this
             try:
                 if not self.readonly and self._failed is None and not self._clean_marker:
-                    while self._syncing:
-                        self._synced.wait()
+                    self._sync.wait_idle()
                     try:
                         self._write_buffer_locked()
                     except DiskFullError as e:
                         full = e  # make what was written durable, then raise it
                     unsealed = self._seal_for_close()  # (the sealed segments' fsyncs first; EIO: LogFailedError)
                     full = full or unsealed
-                    self._durable_end = self._written_end
+                    self._sync.durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
                     if self._try_checkpoint(self._written_end) and unsealed is None:
@@ -760,7 +754,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 self._checkpoint.retire()
                 self._blocked = True
                 self._appended.notify_all()
-                self._synced.notify_all()
+                self._sync.done.notify_all()
                 self._group.release_all()  # durable now, or they see the log closed
                 if self._space is not None and (self._held[0] or self._held[1]):
                     self._space.give(self._held[0] + self._held[1])

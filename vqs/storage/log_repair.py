@@ -95,17 +95,16 @@ class LogRepair:
                 return True  # deleted since (retention): nothing left to repair
             self._check_writable()
             if self.recovery == "skip":
-                while self._syncing:
-                    self._synced.wait()
+                self._sync.wait_idle()
                 return self._quarantine_locked(seg)
             # truncate: no fsync and no group commit in flight (its appenders
             # would be told of offsets the cut takes back)
             deadline = time.monotonic() + QUIESCE_S
-            while self._syncing or self._group.leading:
+            while self._sync.syncing or self._group.leading:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._synced.wait(min(left, 0.05))
+                self._sync.done.wait(min(left, 0.05))
             return self._truncate_locked(seg)
 
     def _quarantine_found(self, seg: Segment) -> bool:
@@ -116,8 +115,7 @@ class LogRepair:
             with self._lock:
                 if self._closed or seg not in self._segments:
                     return seg not in self._segments  # gone: the read finds that out
-                while self._syncing:
-                    self._synced.wait()
+                self._sync.wait_idle()
                 self._check_writable()
                 return self._quarantine_locked(seg)
         except (OSError, VQSError) as e:
@@ -182,9 +180,9 @@ class LogRepair:
         self._reset_buffer()
         end = seg.next_offset
         self._written_end = self._next_offset = end
-        self._durable_end = min(self._durable_end, end)
+        self._sync.durable_end = min(self._sync.durable_end, end)
         self._start_offset = min(self._start_offset, end)
-        self._unsynced = [s for s in self._unsynced if s in segs and s is not seg]
+        self._sync.unsynced = [s for s in self._sync.unsynced if s in segs and s is not seg]
         self._run_cache = None
         self._read_hint = None
         seg.created_ms = self._now_ms()

@@ -146,11 +146,11 @@ class LogSpace:
             n += 1
         if n:
             self._start_offset = max(self._start_offset, self._base_offsets[0])
-            if self._unsynced and not self._syncing:
+            if self._sync.unsynced and not self._sync.syncing:
                 # A deleted segment needs no fsync: its file (and space) goes as
                 # soon as the last reader lets go, not at the flusher's next round.
                 first = self._base_offsets[0]
-                self._unsynced = [s for s in self._unsynced if s.base_offset >= first]
+                self._sync.unsynced = [s for s in self._sync.unsynced if s.base_offset >= first]
         return n
 
     def _delete_first_locked(self) -> None:
