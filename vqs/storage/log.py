@@ -32,7 +32,8 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
 - log_durability.py: fsyncs, the background fsync of sealed segments,
   ``flush``; its parts ``Syncs`` (the fsync state) and ``Checkpoint`` own
   their state; group_commit.py: shared fsyncs for ``always``;
-- log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
+- log_space.py: the ``Grant`` part (what the space governor counts as the
+  log's), ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
 - log_buffer.py: the write buffer and its grant from the space governor (space.py);
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
@@ -104,7 +105,7 @@ from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_c
 from .log_durability import Checkpoint, LogDurability, Syncs
 from .log_reads import LogReads
 from .log_repair import LogRepair
-from .log_space import LogSpace
+from .log_space import Grant, LogSpace
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -131,12 +132,6 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _ONLY_BYTES = {bytes}
 
 
-def _give_back(space, held: list) -> None:
-    """A log collected without ``close``: what the governor counted for it goes back."""
-    space.dropped(held[0] + held[1])
-    held[0] = held[1] = 0
-
-
 def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
@@ -155,7 +150,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
         "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
-        "_space", "_floor", "_control", "_held", "_low_space", "_space_short", "on_disk_short",
+        "_grant", "_low_space", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters",
         "_flush_bytes", "_flush_records", "_run_cache",
         "_segments", "_start_offset", "_sync", "_system_clock",
@@ -254,13 +249,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._batch_max_records = batch_max_records
         self._batch_max_records_less_1 = batch_max_records - 1
         self._batch_max_bytes = batch_max_bytes
-        self._space = None  # the space governor of the log's filesystem (space.py), at open
-        self._floor = 0
-        self._control = control
-        # [grant, indexes]: bytes the governor counts as this log's, covering the buffer
-        # (log_buffer.py), and for the active segment's indexes, preallocated at its
-        # first write; given back at close, or (a log dropped unclosed) when collected
-        self._held = [0, 0]
+        self._grant = Grant(None, 0, control)  # what the governor counts as this log's (log_space.py)
         self._flush_bytes = self._flush_records = 0
         self._low_space = False     # refusing appends: the governor refused
         self._space_short = False   # the last batch write found no space (cleared by the next one)
@@ -304,9 +293,9 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._dir_lock = DirLock(self.path).acquire()
         else:
             make_dirs(self.path)
-        self._space = _space.for_path(self.path)
-        self._floor = _space.floor_of(self._space, min_free_bytes, control)
-        weakref.finalize(self, _give_back, self._space, self._held)
+        governor = _space.for_path(self.path)
+        self._grant = Grant(governor, _space.floor_of(governor, min_free_bytes, control), control)
+        weakref.finalize(self, self._grant.dropped)
         try:
             self._open_writer(defer_clean_marker)
         except OSError as e:
@@ -474,7 +463,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             bound += (bound >> 7) + 128 * (1 + bound // self._batch_max_bytes)
         with self._lock:
             if claim is not None and claim.held:
-                self._held[0] += claim.hand_over(self._control, bound + self._buffer_bound() - self._held[0])
+                self._grant.hand_over(claim, bound + self._buffer_bound())
             if self._blocked:
                 self._check_appendable(sum(map(len, values)))
             self._write_buffer_locked()
@@ -581,22 +570,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         if self._space_short:
             self._space_short = False
             self._unblock()
-        if self._held[1] and seg.indexes_allocated:
-            self._space.wrote(self._held[1])  # (allocated now: the next reading shows them)
-            self._held[1] = 0
-        g = self._held[0] - nbytes
-        self._space.wrote(nbytes if g >= 0 else self._held[0])
-        if g < 0:
-            self._space.spend(-g)  # (the bound covers every batch: never, but counted if so)
-            g = 0
-        self._held[0] = g
+        self._grant.wrote(nbytes, seg.indexes_allocated)
         self._written_end = next_offset
 
     def _short_error_locked(self, seg: Segment, e: OSError) -> DiskFullError:
         """A write found no space (``e``: ENOSPC/EDQUOT), nothing of it is in the
         file: refused until space is back (log_space.py); the error to raise."""
         self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
-        self._space.short()
+        self._grant.space.short()
         if self.on_disk_short is not None:
             self.on_disk_short()
         return DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
@@ -617,7 +598,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         except OSError as e:
             if e.errno not in DISK_FULL:
                 raise
-            self._space.short()
+            self._grant.space.short()
             return False
         # Sealed without an fsync: the appender goes on while the shared flusher
         # thread fsyncs it (as Kafka flushes a rolled segment asynchronously).
@@ -638,9 +619,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         """The active segment's indexes (offset index + time index at 1.5x) are
         preallocated at its first write: counted as this log's from its first
         take until then (never refused: a roll is a control write)."""
-        n = self._index_capacity_bytes * 5 // 2
-        self._space.take(n - self._held[1], 0, self.path, control=self._control)
-        self._held[1] = n
+        self._grant.count_indexes(self._index_capacity_bytes * 5 // 2, self.path)
 
     # -------------------------------------------------------------- retention
 
@@ -734,7 +713,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             if self._closed:
                 return
             full = None
-            self._floor = 0  # closing writes what is buffered: the room kept is for this
+            self._grant.floor = 0  # closing writes what is buffered: the room kept is for this
             try:
                 if not self.readonly and self._failed is None and not self._clean_marker:
                     self._sync.wait_idle()
@@ -756,9 +735,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 self._appended.notify_all()
                 self._sync.done.notify_all()
                 self._group.release_all()  # durable now, or they see the log closed
-                if self._space is not None and (self._held[0] or self._held[1]):
-                    self._space.give(self._held[0] + self._held[1])
-                    self._held[0] = self._held[1] = 0
+                self._grant.release()
                 self._close_files()
                 if self._dir_lock is not None:
                     self._dir_lock.release()
