@@ -49,7 +49,7 @@ Invariants (under ``_lock``):
 - ``_sync.durable_end`` never passes the first record of a sealed segment
   whose fsync is pending (``_sync.unsynced``), and the checkpoint's recovery
   point never passes it: durability is always a prefix;
-- ``_run_cache`` holds records decoded from files (never the buffer) and is
+- ``_reads.run`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
 - ``_blocked`` is true when the log is closed, readonly or failed, or
   still carries the clean-shutdown marker (``defer_clean_marker``), or is off
@@ -103,7 +103,7 @@ from .log_buffer import BATCH_FIXED, LogBuffer, values_bound
 from .log_buffer import as_bytes as _as_bytes
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import Checkpoint, LogDurability, Syncs
-from .log_reads import LogReads
+from .log_reads import LogReads, ReadCache
 from .log_repair import LogRepair
 from .log_space import Grant, LogSpace
 from .readonly_tail import find_tail, follow_segments, open_segments
@@ -151,8 +151,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
         "_grant", "_low_space", "_space_short", "on_disk_short",
-        "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters",
-        "_flush_bytes", "_flush_records", "_run_cache",
+        "_lock", "_next_offset", "_now_ms", "_reads", "_read_waiters",
+        "_flush_bytes", "_flush_records",
         "_segments", "_start_offset", "_sync", "_system_clock",
         "_tail_hint", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
@@ -274,8 +274,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._blocked = readonly
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
-        self._run_cache = None  # (first, end, records, value ends): a contiguous decoded run (log_reads.py)
-        self._read_hint = None  # (segment, offset, position): where a sequential read continues
+        self._reads = ReadCache()  # the decoded run and where a sequential read continues (log_reads.py)
         self._tail_hint = None  # readonly: where the last search for the tail ended
         self.quarantined_batches = 0
         # {expected offset: base offset that may follow it}, shared with the segments
@@ -384,7 +383,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._find_readonly_tail()
             _, lso = read_checkpoint(self.path)
             self._start_offset = min(max(self._base_offsets[0], lso, self._start_offset), self._next_offset)
-            self._run_cache = None
+            self._reads.run = None
 
     # --------------------------------------------------------------- append
 
@@ -654,7 +653,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             # a consumed active segment rolled when worth it, the segments below go (log_space.py)
             n = self._delete_consumed_locked(offset)
             self._start_offset = offset
-            self._run_cache = None
+            self._reads.run = None
             self._try_checkpoint()  # deleting frees space: never refused for the lack of it
             return n
 
@@ -748,8 +747,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 s.close()
             except OSError:
                 pass
-        self._run_cache = None
-        self._read_hint = None
+        self._reads.forget()
 
     def __enter__(self) -> Log:
         return self

@@ -141,8 +141,7 @@ class LogRepair:
                        "(recovery='skip')", seg.log_path, bad, gap_from, stop - bad)
         excise(seg, bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=gap_from, gap_to=gap_to)
         seg.rebuild_indexes()  # positions after the cut moved
-        self._run_cache = None
-        self._read_hint = None
+        self._reads.forget()
         self.quarantined_batches += 1
         return True
 
@@ -183,8 +182,7 @@ class LogRepair:
         self._sync.durable_end = min(self._sync.durable_end, end)
         self._start_offset = min(self._start_offset, end)
         self._sync.unsynced = [s for s in self._sync.unsynced if s in segs and s is not seg]
-        self._run_cache = None
-        self._read_hint = None
+        self._reads.forget()
         seg.created_ms = self._now_ms()
         self._settle_grant()
         return True

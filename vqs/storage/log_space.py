@@ -239,9 +239,7 @@ class LogSpace:
             seg.forget()
         seg.delete()
         self._grant.space.freed()
-        self._run_cache = None
-        if self._read_hint is not None and self._read_hint[0] is seg:
-            self._read_hint = None
+        self._reads.forget_segment(seg)
 
     def _drop_buffer_locked(self, e: DiskFullError) -> None:
         """``always``: the buffer's write found no space. Its records were not
