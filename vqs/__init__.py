@@ -45,8 +45,7 @@ from .errors import (
     UnknownProducerId,
     VQSError,
 )
-from .storage import Log, Record, RecordBatch
-from .storage.file_cache import set_max_open_files
+from .storage import Log, Record, RecordBatch, set_max_open_files
 
 __version__ = "0.1.0"
 

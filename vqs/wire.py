@@ -15,7 +15,7 @@ gap in the log (a batch quarantined by recovery) starts a new batch
 
 from __future__ import annotations
 
-from .storage.record_batch import decode_batch, encode_batch_parts
+from .storage import decode_batch, encode_batch_parts
 
 BATCH_CONTENT_TYPE = "application/vnd.vqs.batch"
 NEXT_OFFSET = "x-vqs-next-offset"

@@ -155,7 +155,7 @@ def test_an_idle_interval_log_leaves_the_flusher_and_its_next_append_is_flushed(
             time.sleep(0.01)
         off = lg.append(b"after idle")
         assert not lg._flush_idle
-        while lg._durable_end <= off:  # fsynced by the flusher within an interval or so
+        while lg._sync.durable_end <= off:  # fsynced by the flusher within an interval or so
             assert time.monotonic() < deadline, "the append after idle was never flushed"
             time.sleep(0.01)
         while not lg._flush_idle:  # and, once the checkpoint caught up, idle again

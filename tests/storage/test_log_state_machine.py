@@ -126,9 +126,9 @@ class LogMachine(RuleBasedStateMachine):
         # A dead process runs nothing more: stop this Log's background fsync of
         # rolled segments (it would write the checkpoint under the new owner).
         with z._lock:
-            while z._syncing:
-                z._synced.wait()
+            z._sync.wait_idle()
             z._closed = True
+        z._checkpoint.retire()  # (nor its interval checkpoint)
         self.zombies.append(z)  # never closed properly, never used again
         self.settings.update(flush=flush)
         self.lg = Log.open(self.dir, **self.settings)

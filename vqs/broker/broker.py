@@ -29,10 +29,7 @@ import time
 from collections.abc import Callable
 
 from ..errors import ConfigError, DiskFullError, LogClosedError, VQSError
-from ..storage.dir_lock import DirLock
-from ..storage.durable_file import fsync_dir, make_dirs
-from ..storage.fd_limit import raise_open_file_limit
-from ..storage.file_cache import CACHE
+from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs, raise_open_file_limit
 from . import layout
 from .catalog import TopicCatalog
 from .consumer import Consumer
@@ -77,7 +74,7 @@ def _check_queue_defaults(queue_defaults: dict) -> None:
 
 
 def _open_log(path: str, **kwargs):
-    from ..storage.log import Log
+    from ..storage import Log
 
     return Log.open(path, **kwargs)
 
@@ -138,7 +135,7 @@ class Broker:
         # hard limit as servers do (once per process; logged), and let the file
         # cache's derived cap follow (file_cache.py bounds what stays open).
         raise_open_file_limit()
-        CACHE.limits_changed()
+        FILE_CACHE.limits_changed()
         created = not os.path.isdir(self.path)
         make_dirs(self.path)  # (a spent quota: DiskFullError)
         if created:

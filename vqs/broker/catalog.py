@@ -22,8 +22,7 @@ import shutil
 import threading
 
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
-from ..storage.durable_file import atomic_write, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
-from ..storage.space import check_room
+from ..storage import atomic_write, check_room, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
 from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic

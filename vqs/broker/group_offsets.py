@@ -26,7 +26,7 @@ import shutil
 import threading
 
 from ..errors import ConfigError, CorruptRecordError
-from ..storage.durable_file import atomic_write, fsync_dir, make_dirs
+from ..storage import atomic_write, fsync_dir, make_dirs
 from .layout import offsets_file
 from .names import validate_name
 from .topic import TopicPartition

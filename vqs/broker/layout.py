@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 
-from ..storage.dir_lock import LOCK_NAME
+from ..storage import LOCK_NAME
 
 LOCK_FILE = LOCK_NAME
 TOPICS = "topics"

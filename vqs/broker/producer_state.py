@@ -38,7 +38,7 @@ import threading
 from collections import deque
 
 from ..errors import CorruptRecordError, OutOfOrderSequence, ProducerFenced, UnknownProducerId
-from ..storage.durable_file import atomic_write
+from ..storage import atomic_write
 from .layout import producer_ids_file, producer_snapshot_file
 
 BLOCK = 1000

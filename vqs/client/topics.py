@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import errors as E
-from ..storage.record_batch import encode_batch_parts
+from ..storage import encode_batch_parts
 from ..wire import BATCH_CONTENT_TYPE
 from .values import as_bytes, as_headers
 

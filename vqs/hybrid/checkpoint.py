@@ -41,8 +41,7 @@ from typing import NamedTuple
 import crc32c as _crc32c
 
 from ..errors import DiskFullError
-from ..storage import fs
-from ..storage.durable_file import fsync_dir
+from ..storage import fs, fsync_dir
 
 MAGIC = b"VQHC"
 VERSION = 1

@@ -19,7 +19,7 @@ import json
 import os
 
 from ..errors import ConfigError
-from ..storage.durable_file import atomic_write
+from ..storage import atomic_write
 from .serializers import Serializer
 
 FORMAT = 1

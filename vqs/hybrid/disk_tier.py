@@ -62,8 +62,7 @@ from operator import sub as _sub
 from queue import Full
 
 from ..errors import CorruptRecordError, DiskFullError, LogClosedError, MessageTooLarge, VQSError
-from ..storage import Log
-from ..storage.log_dir import load_gaps
+from ..storage import Log, load_gaps
 from .checkpoint import Checkpoint
 from .serializers import Serializer, wrap_error
 

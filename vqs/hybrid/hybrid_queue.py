@@ -65,10 +65,7 @@ from queue import Empty
 from typing import Any
 
 from ..errors import ConfigError, DiskFullError, LogClosedError
-from ..storage import RECOVERY_POLICIES, Log
-from ..storage.dir_lock import DirLock
-from ..storage.durable_file import make_dirs
-from ..storage.record_batch import codec_id
+from ..storage import RECOVERY_POLICIES, DirLock, Log, codec_id, make_dirs
 from .checkpoint import Checkpoint
 from .directory import CKPT, LOG_DIR, check_meta
 from .disk_tier import DiskTier, deadline_for

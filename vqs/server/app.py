@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
-from ..storage.log_throttle import Throttle
+from ..storage import Throttle
 from .browser_guard import BrowserGuard
 from .context import ServerContext
 from .errors import APIError, rest_error

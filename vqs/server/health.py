@@ -33,8 +33,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
-from ..storage.free_space import free_bytes
-from ..storage.space import for_path
+from ..storage import free_bytes, space_for
 
 _GONE = (TopicDoesNotExist, QueueDoesNotExist, LogClosedError)
 
@@ -105,7 +104,7 @@ def _floor(data_dir: str, min_free_bytes: int | None) -> int:
     if min_free_bytes is not None:
         return min_free_bytes
     try:
-        return for_path(data_dir).default_floor
+        return space_for(data_dir).default_floor
     except OSError:
         return 0
 
@@ -114,7 +113,7 @@ def _refusing(data_dir: str) -> bool:
     """Whether the space governor of the data dir's filesystem is refusing data
     writes (a queue's pending sends may be what it counts: no log shows it)."""
     try:
-        return for_path(data_dir).low
+        return space_for(data_dir).low
     except OSError:
         return False
 

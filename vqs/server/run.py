@@ -234,24 +234,23 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
     -n 1024`` with the defaults cannot hold 800 idle connections), and the HTTP
     connection cap returned is held to what the limit leaves (at least 16), so
     a connection past it gets 503 rather than being closed unanswered."""
-    from ..storage.fd_limit import open_file_limits, raise_open_file_limit
-    from ..storage.file_cache import CACHE, set_max_open_files
+    from ..storage import FILE_CACHE, open_file_limits, raise_open_file_limit, set_max_open_files
 
     raise_open_file_limit(quiet=True)  # said in the ready line (a failed start writes one line)
-    CACHE.limits_changed()
+    FILE_CACHE.limits_changed()
     try:
         set_max_open_files(settings.max_open_files or None)
     except ConfigError as e:
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
     soft, _ = open_file_limits()
-    room = soft - CACHE.max_open_files - OTHER_FDS
+    room = soft - FILE_CACHE.max_open_files - OTHER_FDS
     if soft > 0 and settings.max_connections > room:
         logger.warning("the open-file limit (RLIMIT_NOFILE) %d cannot hold max_connections (%d) connections, "
                        "max_open_files (%d) segment files and %d other descriptors: while the files are open, "
                        "connections past about %d may be closed unanswered and requests that open a file get 503 "
                        "too_many_open_files; raise the limit (ulimit -n, LimitNOFILE=) or lower max_connections or "
                        "max_open_files; HTTP connections are capped at %d", soft, settings.max_connections,
-                       CACHE.max_open_files, OTHER_FDS, max(room, 0), max(room, 16))
+                       FILE_CACHE.max_open_files, OTHER_FDS, max(room, 0), max(room, 16))
         return max(room, 16)
     return settings.max_connections
 
@@ -417,8 +416,7 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_
 
 def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front=None, fast_http: bool = False) -> None:
     """The start-up line: the URLs of the API, its docs and metrics (the SQS endpoint is the API's)."""
-    from ..storage import fd_limit
-    from ..storage.file_cache import CACHE
+    from ..storage import FILE_CACHE, limit_raised_from, open_file_limits
     from .app import _version
 
     host = settings.host
@@ -435,12 +433,13 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     kafka = f"  kafka {shown}:{settings.kafka_port}" if settings.kafka_port else ""
     if kafka:
         fields["kafka"] = f"{shown}:{settings.kafka_port}"
-    soft, _ = fd_limit.open_file_limits()
-    fields.update(open_file_limit=soft, open_file_limit_raised_from=fd_limit.raised_from,
-                  max_open_files=CACHE.max_open_files)
-    raised = f" (raised from {fd_limit.raised_from})" if fd_limit.raised_from is not None else ""
+    soft, _ = open_file_limits()
+    raised_from = limit_raised_from()
+    fields.update(open_file_limit=soft, open_file_limit_raised_from=raised_from,
+                  max_open_files=FILE_CACHE.max_open_files)
+    raised = f" (raised from {raised_from})" if raised_from is not None else ""
     text = (f"VQS {fields['version']} ready: API {url}  console {url}/console  docs {url}/docs  metrics {url}/metrics"
             f"{grpc_text}{kafka}  "
             f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}, open-file limit {soft}{raised}, "
-            f"max_open_files {CACHE.max_open_files}; Ctrl-C stops)")
+            f"max_open_files {FILE_CACHE.max_open_files}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})

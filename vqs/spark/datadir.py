@@ -29,9 +29,7 @@ import time
 
 from ..broker import layout
 from ..errors import ConfigError, LogLockedError, VQSError
-from ..storage import Log
-from ..storage.dir_lock import DirLock
-from ..storage.map_cache import MapCache
+from ..storage import DirLock, Log, MapCache
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from pyspark.sql.types import (
 )
 
 from ..errors import ConfigError
-from ..storage.record_batch import decode_headers
+from ..storage import decode_headers
 
 HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 

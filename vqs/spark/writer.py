@@ -57,7 +57,7 @@ from pyspark.sql.types import (
 from ..broker import Broker, layout
 from ..broker.names import validate_name
 from ..errors import ConfigError, LogLockedError, TopicAlreadyExists, VQSError
-from ..storage.durable_file import atomic_write, fsync_dir
+from ..storage import atomic_write, fsync_dir
 from .appenders import PathAppender, open_appender, path_partitions_of
 from .datadir import SharedOwnership, read_topic_meta
 from .options import WriteOptions

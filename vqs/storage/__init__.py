@@ -2,9 +2,46 @@
 
 Depends on the standard library plus crc32c (and zstandard/lz4 for compression).
 Knows nothing of brokers, servers or Spark.
+
+This module is the public surface: every layer above storage imports from
+``vqs.storage`` only (an import-linter contract in pyproject.toml), so the
+modules below it can be split, merged or renamed without touching the broker,
+the HybridQueue, the server, Spark or the CLI. The one exception is
+``vqs.storage.fs``, the filesystem seam: its names are rebound when a fault is
+installed, so callers must look them up on the module at call time.
 """
 
+from .dir_lock import LOCK_NAME, DirLock
+from .durable_file import atomic_write, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from .fd_limit import limit_raised_from, open_file_limits, raise_open_file_limit
+from .file_cache import CACHE as FILE_CACHE
+from .file_cache import set_max_open_files
+from .flusher import Flusher
+from .free_space import free_bytes
 from .log import FLUSH_POLICIES, RECOVERY_POLICIES, Log
-from .record_batch import Record, RecordBatch, decode_batch, encode_batch
+from .log_buffer import BATCH_FIXED, RECORD_FIXED
+from .log_dir import CLEAN_MARKER, load_gaps
+from .log_throttle import Throttle
+from .map_cache import MapCache
+from .record_batch import (
+    CODEC_NAMES,
+    Record,
+    RecordBatch,
+    codec_id,
+    decode_batch,
+    decode_headers,
+    encode_batch,
+    encode_batch_parts,
+)
+from .segment_scan import scan_segment_file
+from .space import Claim, check_room
+from .space import for_path as space_for
 
-__all__ = ["FLUSH_POLICIES", "RECOVERY_POLICIES", "Log", "Record", "RecordBatch", "decode_batch", "encode_batch"]
+__all__ = [
+    "BATCH_FIXED", "CLEAN_MARKER", "CODEC_NAMES", "FILE_CACHE", "FLUSH_POLICIES", "LOCK_NAME", "RECORD_FIXED",
+    "RECOVERY_POLICIES", "Claim", "DirLock", "Flusher", "Log", "MapCache", "Record", "RecordBatch", "Throttle",
+    "atomic_write", "check_room", "codec_id", "decode_batch", "decode_headers", "encode_batch",
+    "encode_batch_parts", "free_bytes", "fsync_dir", "limit_raised_from", "load_gaps", "make_dirs",
+    "open_file_limits", "raise_if_disk_full", "raise_open_file_limit", "rename_aside", "scan_segment_file",
+    "set_max_open_files", "space_for",
+]

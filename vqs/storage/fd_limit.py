@@ -39,6 +39,11 @@ _raised = False
 raised_from: int | None = None
 
 
+def limit_raised_from() -> int | None:
+    """The soft limit before start-up raised it (None: not raised)."""
+    return raised_from
+
+
 def open_file_limits() -> tuple[int, int]:
     """(soft, hard) ``RLIMIT_NOFILE`` of this process; (-1, -1) where unknown."""
     if resource is None:

@@ -22,8 +22,8 @@ Invariants:
   DiskFullError whatever later records made durable (``await_durable``).
 
 All state here is guarded by the owning log's lock; the methods that take the
-log as an argument use its ``_lock``, ``_durable_end``, ``_blocked``/``_closed``,
-``_syncing``/``_synced`` and ``_sync_locked`` (write the buffer and fsync).
+log as an argument use its ``_lock``, ``_blocked``/``_closed``, its fsync
+state ``_sync`` (log_durability.Syncs) and ``_sync_locked`` (write the buffer and fsync).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class GroupCommit:
         while True:
             if action == "sync":
                 with log._lock:
-                    if not (log._closed and log._durable_end >= target):  # close() synced it
+                    if not (log._closed and log._sync.durable_end >= target):  # close() synced it
                         self._sync_group_locked(log)
                 return
             if action == "delay":
@@ -110,14 +110,14 @@ class GroupCommit:
                     # behind us would wait for a leader forever.
                     with log._lock:
                         if log._blocked:
-                            if log._closed and log._durable_end >= target:
+                            if log._closed and log._sync.durable_end >= target:
                                 return
                             log._check_writable()
                         action, w = self._lead_locked()
                     continue
                 if nxt is not None:
                     nxt[0].release()  # pass the wake-up on (no thundering herd)
-                if log._durable_end >= target:
+                if log._sync.durable_end >= target:
                     return
                 with log._lock:
                     if log._blocked:
@@ -139,8 +139,7 @@ class GroupCommit:
     def _sync_group_locked(self, log: Log) -> None:
         group: list = []
         try:
-            while log._syncing:  # flush() or the flusher thread is fsyncing
-                log._synced.wait()
+            log._sync.wait_idle()  # flush() or the flusher thread is fsyncing
             if log._blocked:
                 log._check_writable()
             group = self.waiters

@@ -30,8 +30,10 @@ The ``Log`` class is the facade; its parts live beside it (Kafka splits
 - log_reads.py: reads (the run cache, ``read_batches``, ``scan_batches``,
   ``wait_for``, ``offset_for_time``); segment_reads.py: one segment's lookups;
 - log_durability.py: fsyncs, the background fsync of sealed segments,
-  ``flush``, the checkpoint; group_commit.py: shared fsyncs for ``always``;
-- log_space.py: ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
+  ``flush``; its parts ``Syncs`` (the fsync state) and ``Checkpoint`` own
+  their state; group_commit.py: shared fsyncs for ``always``;
+- log_space.py: the ``Grant`` part (what the space governor counts as the
+  log's), ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
 - log_buffer.py: the write buffer and its grant from the space governor (space.py);
 - retention.py: which segments retention deletes;
 - log_dir.py: the directory's other files (checkpoint, clean marker,
@@ -41,13 +43,13 @@ This module keeps opening, the write buffer and the append path, rolling,
 retention's deletions and closing.
 
 Invariants (under ``_lock``):
-- ``_durable_end <= _written_end <= _next_offset`` and ``_start_offset <=
+- ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset <=
   _next_offset``: records below ``_written_end`` are in segment files, the rest
   in the write buffer (``_buf_*``, one list per column, visible to reads at once);
-- ``_durable_end`` never passes the first record of a sealed segment whose
-  fsync is pending (``_unsynced``), and the checkpoint's recovery point never
-  passes ``_durable_end``: durability is always a prefix;
-- ``_run_cache`` holds records decoded from files (never the buffer) and is
+- ``_sync.durable_end`` never passes the first record of a sealed segment
+  whose fsync is pending (``_sync.unsynced``), and the checkpoint's recovery
+  point never passes it: durability is always a prefix;
+- ``_reads.run`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
 - ``_blocked`` is true when the log is closed, readonly or failed, or
   still carries the clean-shutdown marker (``defer_clean_marker``), or is off
@@ -100,10 +102,10 @@ from .group_commit import GroupCommit
 from .log_buffer import BATCH_FIXED, LogBuffer, values_bound
 from .log_buffer import as_bytes as _as_bytes
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
-from .log_durability import LogDurability, SealJob
-from .log_reads import LogReads
+from .log_durability import Checkpoint, LogDurability, Syncs
+from .log_reads import LogReads, ReadCache
 from .log_repair import LogRepair
-from .log_space import LogSpace
+from .log_space import Grant, LogSpace
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import (
     HEADER,
@@ -130,12 +132,6 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _ONLY_BYTES = {bytes}
 
 
-def _give_back(space, held: list) -> None:
-    """A log collected without ``close``: what the governor counted for it goes back."""
-    space.dropped(held[0] + held[1])
-    held[0] = held[1] = 0
-
-
 def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
@@ -152,14 +148,13 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     __slots__ = (
         "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers",
         "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
-        "_batch_max_records_less_1", "_checkpoint_interval_s", "_checkpoint_lock",
-        "_checkpoint_recovery_point", "_checkpoint_time", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
-        "_durable_end", "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
-        "_space", "_floor", "_control", "_held", "_low_space", "_space_short", "on_disk_short",
-        "_lock", "_next_offset", "_now_ms", "_read_hint", "_read_waiters",
-        "_flush_bytes", "_flush_records", "_run_cache",
-        "_seal_job", "_segments", "_start_offset", "_synced", "_syncing", "_system_clock",
-        "_tail_hint", "_unsynced", "_written_end", "compression", "flush_interval_ms",
+        "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
+        "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
+        "_grant", "_low_space", "_space_short", "on_disk_short",
+        "_lock", "_next_offset", "_now_ms", "_reads", "_read_waiters",
+        "_flush_bytes", "_flush_records",
+        "_segments", "_start_offset", "_sync", "_system_clock",
+        "_tail_hint", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
         "recovery", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms",
         "__weakref__",
@@ -254,14 +249,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._batch_max_records = batch_max_records
         self._batch_max_records_less_1 = batch_max_records - 1
         self._batch_max_bytes = batch_max_bytes
-        self._checkpoint_interval_s = checkpoint_interval_ms / 1000
-        self._space = None  # the space governor of the log's filesystem (space.py), at open
-        self._floor = 0
-        self._control = control
-        # [grant, indexes]: bytes the governor counts as this log's, covering the buffer
-        # (log_buffer.py), and for the active segment's indexes, preallocated at its
-        # first write; given back at close, or (a log dropped unclosed) when collected
-        self._held = [0, 0]
+        self._grant = Grant(None, 0, control)  # what the governor counts as this log's (log_space.py)
         self._flush_bytes = self._flush_records = 0
         self._low_space = False     # refusing appends: the governor refused
         self._space_short = False   # the last batch write found no space (cleared by the next one)
@@ -273,17 +261,11 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         )
 
         self._lock = threading.Lock()
-        self._synced = threading.Condition(self._lock)
+        self._sync = Syncs(self._lock, self)
         self._appended = threading.Condition(self._lock)
-        self._checkpoint_lock = threading.Lock()
+        self._checkpoint = Checkpoint(self.path, checkpoint_interval_ms / 1000)
         self._group = GroupCommit()  # flush="always": appenders share fsyncs
         self._read_waiters = 0  # threads in wait_for: appends notify them
-        self._syncing = False
-        # Segments sealed at a roll whose fsync has not completed yet (oldest
-        # first). Invariant: ``_durable_end`` never passes the first one's records,
-        # and the checkpoint's recovery point stays below them until synced.
-        self._unsynced: list[Segment] = []
-        self._seal_job = SealJob(self)
         self._failed: BaseException | None = None
         self._closed = False
         self._clean_marker = False
@@ -292,8 +274,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._blocked = readonly
         self._dir_lock: DirLock | None = None
         self._reset_buffer()
-        self._run_cache = None  # (first, end, records, value ends): a contiguous decoded run (log_reads.py)
-        self._read_hint = None  # (segment, offset, position): where a sequential read continues
+        self._reads = ReadCache()  # the decoded run and where a sequential read continues (log_reads.py)
         self._tail_hint = None  # readonly: where the last search for the tail ended
         self.quarantined_batches = 0
         # {expected offset: base offset that may follow it}, shared with the segments
@@ -311,9 +292,9 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._dir_lock = DirLock(self.path).acquire()
         else:
             make_dirs(self.path)
-        self._space = _space.for_path(self.path)
-        self._floor = _space.floor_of(self._space, min_free_bytes, control)
-        weakref.finalize(self, _give_back, self._space, self._held)
+        governor = _space.for_path(self.path)
+        self._grant = Grant(governor, _space.floor_of(governor, min_free_bytes, control), control)
+        weakref.finalize(self, self._grant.dropped)
         try:
             self._open_writer(defer_clean_marker)
         except OSError as e:
@@ -356,8 +337,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         )
 
     def _open_writer(self, defer_clean_marker: bool = False) -> None:
-        self._checkpoint_recovery_point = 0
-        self._checkpoint_time = time.monotonic()
         loader = LogLoader(self.path, self.recovery, self._segment, defer_marker=defer_clean_marker,
                            gaps=self._gaps)
         self._segments = loader.segments  # closed by open() if loading fails
@@ -365,12 +344,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self.quarantined_batches += loaded.quarantined_batches
         self._base_offsets = [s.base_offset for s in self._segments]
         active = self._segments[-1]
-        self._written_end = self._next_offset = self._durable_end = active.next_offset
+        self._written_end = self._next_offset = self._sync.durable_end = active.next_offset
         self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
         if loaded.marker_kept:
             # Nothing changed: the checkpoint on disk is the clean close's.
-            self._checkpoint_recovery_point = loaded.recovery_point
+            self._checkpoint.recovery_point = loaded.recovery_point
             self._clean_marker = self._blocked = True
         else:
             # On a full disk the checkpoint waits (the old one stays valid): a full
@@ -380,7 +359,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             seg.release_files()  # an idle log holds no descriptor (reopened on use)
 
     def _open_readonly(self) -> None:
-        self._checkpoint_recovery_point = 0
         self._segments = open_segments(self.path, self._segment)
         if not self._segments:
             raise ConfigError(f"{self.path} holds no log segments")
@@ -391,7 +369,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
     def _find_readonly_tail(self) -> None:
         self._tail_hint = find_tail(self._segments[-1], self._tail_hint)
-        self._written_end = self._next_offset = self._durable_end = self._tail_hint[2]
+        self._written_end = self._next_offset = self._sync.durable_end = self._tail_hint[2]
 
     def refresh(self) -> None:
         """Readonly logs: pick up segments and batches the owner appended (and
@@ -405,7 +383,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._find_readonly_tail()
             _, lso = read_checkpoint(self.path)
             self._start_offset = min(max(self._base_offsets[0], lso, self._start_offset), self._next_offset)
-            self._run_cache = None
+            self._reads.run = None
 
     # --------------------------------------------------------------- append
 
@@ -484,7 +462,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             bound += (bound >> 7) + 128 * (1 + bound // self._batch_max_bytes)
         with self._lock:
             if claim is not None and claim.held:
-                self._held[0] += claim.hand_over(self._control, bound + self._buffer_bound() - self._held[0])
+                self._grant.hand_over(claim, bound + self._buffer_bound())
             if self._blocked:
                 self._check_appendable(sum(map(len, values)))
             self._write_buffer_locked()
@@ -591,22 +569,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         if self._space_short:
             self._space_short = False
             self._unblock()
-        if self._held[1] and seg.indexes_allocated:
-            self._space.wrote(self._held[1])  # (allocated now: the next reading shows them)
-            self._held[1] = 0
-        g = self._held[0] - nbytes
-        self._space.wrote(nbytes if g >= 0 else self._held[0])
-        if g < 0:
-            self._space.spend(-g)  # (the bound covers every batch: never, but counted if so)
-            g = 0
-        self._held[0] = g
+        self._grant.wrote(nbytes, seg.indexes_allocated)
         self._written_end = next_offset
 
     def _short_error_locked(self, seg: Segment, e: OSError) -> DiskFullError:
         """A write found no space (``e``: ENOSPC/EDQUOT), nothing of it is in the
         file: refused until space is back (log_space.py); the error to raise."""
         self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
-        self._space.short()
+        self._grant.space.short()
         if self.on_disk_short is not None:
             self.on_disk_short()
         return DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
@@ -627,7 +597,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         except OSError as e:
             if e.errno not in DISK_FULL:
                 raise
-            self._space.short()
+            self._grant.space.short()
             return False
         # Sealed without an fsync: the appender goes on while the shared flusher
         # thread fsyncs it (as Kafka flushes a rolled segment asynchronously).
@@ -638,8 +608,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         fsync_dir(self.path)
         self._segments.append(new)
         self._base_offsets.append(new.base_offset)
-        self._unsynced.append(old)
-        Flusher.shared().register(self._seal_job, 0.0)
+        self._sync.unsynced.append(old)
+        Flusher.shared().register(self._sync.seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
             self._apply_retention_locked(self._now_ms())
         return True
@@ -648,9 +618,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         """The active segment's indexes (offset index + time index at 1.5x) are
         preallocated at its first write: counted as this log's from its first
         take until then (never refused: a roll is a control write)."""
-        n = self._index_capacity_bytes * 5 // 2
-        self._space.take(n - self._held[1], 0, self.path, control=self._control)
-        self._held[1] = n
+        self._grant.count_indexes(self._index_capacity_bytes * 5 // 2, self.path)
 
     # -------------------------------------------------------------- retention
 
@@ -685,7 +653,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             # a consumed active segment rolled when worth it, the segments below go (log_space.py)
             n = self._delete_consumed_locked(offset)
             self._start_offset = offset
-            self._run_cache = None
+            self._reads.run = None
             self._try_checkpoint()  # deleting frees space: never refused for the lack of it
             return n
 
@@ -744,31 +712,29 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             if self._closed:
                 return
             full = None
-            self._floor = 0  # closing writes what is buffered: the room kept is for this
+            self._grant.floor = 0  # closing writes what is buffered: the room kept is for this
             try:
                 if not self.readonly and self._failed is None and not self._clean_marker:
-                    while self._syncing:
-                        self._synced.wait()
+                    self._sync.wait_idle()
                     try:
                         self._write_buffer_locked()
                     except DiskFullError as e:
                         full = e  # make what was written durable, then raise it
                     unsealed = self._seal_for_close()  # (the sealed segments' fsyncs first; EIO: LogFailedError)
                     full = full or unsealed
-                    self._durable_end = self._written_end
+                    self._sync.durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
                     if self._try_checkpoint(self._written_end) and unsealed is None:
                         self._try_clean_marker()
             finally:
                 self._closed = True
+                self._checkpoint.retire()
                 self._blocked = True
                 self._appended.notify_all()
-                self._synced.notify_all()
+                self._sync.done.notify_all()
                 self._group.release_all()  # durable now, or they see the log closed
-                if self._space is not None and (self._held[0] or self._held[1]):
-                    self._space.give(self._held[0] + self._held[1])
-                    self._held[0] = self._held[1] = 0
+                self._grant.release()
                 self._close_files()
                 if self._dir_lock is not None:
                     self._dir_lock.release()
@@ -781,8 +747,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 s.close()
             except OSError:
                 pass
-        self._run_cache = None
-        self._read_hint = None
+        self._reads.forget()
 
     def __enter__(self) -> Log:
         return self

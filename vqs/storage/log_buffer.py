@@ -106,7 +106,7 @@ class LogBuffer:
         """Where the append hot path must call ``_buffer_full_locked`` next: a
         buffer below both thresholds is covered by the grant."""
         n = len(self._buf_values)
-        room = self._held[0]
+        room = self._grant.buffer
         if self._codec_id:
             room = (room - 128) * 128 // 129
         free = room - (BATCH_FIXED + RECORD_FIXED * n + self._buf_bytes + self._buf_extra)
@@ -117,16 +117,16 @@ class LogBuffer:
     def _take_locked(self, need: int) -> None:
         """Make the grant cover ``need`` bytes (plus a full batch when the
         governor allows); DiskFullError when it refuses even ``need``."""
-        more = need - self._held[0]
+        grant = self._grant
+        more = need - grant.buffer
         if more <= 0:
             return
         seg = self._active
-        if not self._held[1] and not seg.indexes_allocated and not os.path.exists(seg.index_path):
+        if not grant.indexes and not seg.indexes_allocated and not os.path.exists(seg.index_path):
             self._count_indexes_locked()  # (log.py; a reopened segment's are allocated already)
         step = min(MAX_STEP, self._batch_max_bytes + RECORD_FIXED * self._batch_max_records + BATCH_FIXED)
         try:
-            self._held[0] += self._space.take_upto(more, step, self._floor, self.path, self._active.log_path,
-                                                 self._control)
+            grant.take_upto(more, step, self.path, seg.log_path)
         except DiskFullError:
             if self.on_disk_short is not None:
                 self.on_disk_short()
@@ -134,9 +134,7 @@ class LogBuffer:
 
     def _settle_grant(self) -> None:
         """The buffer is written: give the grant's rest back."""
-        if self._held[0]:
-            self._space.give(self._held[0])
-            self._held[0] = 0
+        self._grant.settle()
         self._set_thresholds()
 
     def _buffer_full_locked(self) -> None:
@@ -145,7 +143,7 @@ class LogBuffer:
         raises DiskFullError: it was never acknowledged); write the batch when
         it is full."""
         need = self._buffer_bound()
-        if need > self._held[0]:
+        if need > self._grant.buffer:
             try:
                 self._take_locked(need)
             except DiskFullError:

@@ -8,11 +8,11 @@ read caches, under ``_lock``).
 Invariants:
 - every record returned comes from a CRC-verified batch, or from the write
   buffer (records appended but not yet written are visible at once);
-- a run (``_run_cache``: first offset, end offset, records, cumulative value
+- a run (``ReadCache.run``: first offset, end offset, records, cumulative value
   bytes) is a contiguous range decoded from files; the log drops it whenever
   the start offset moves up or a segment goes away, so a read never returns
   a record below the start offset;
-- ``_read_hint`` (segment, offset, file position) lets a sequential reader
+- ``ReadCache.hint`` (segment, offset, file position) lets a sequential reader
   continue where the last run ended without an index lookup; it names a
   segment object, so a deleted segment cannot be mistaken for its successor.
 """
@@ -36,6 +36,29 @@ from .segment_reads import batches_at, first_offset_at_time, mapped_batches
 #: every live record while they are young) stays cheap for bulk reads.
 _RUN_BYTES = 256 << 10
 _value_of = itemgetter(3)  # Record.value (a Record is a tuple underneath)
+
+
+class ReadCache:
+    """What sequential reads keep between calls, a part of ``Log`` that owns
+    it (module doc): ``run`` (first offset, end offset, records, cumulative
+    value bytes) and ``hint`` (segment, offset, file position). ``run`` is
+    read without the lock (one tuple, replaced whole); both are set under it."""
+
+    __slots__ = ("run", "hint")
+
+    def __init__(self) -> None:
+        self.run = None
+        self.hint = None
+
+    def forget(self) -> None:
+        """A segment changed under the reads (repair, close): nothing kept holds."""
+        self.run = self.hint = None
+
+    def forget_segment(self, seg) -> None:
+        """``seg`` is deleted: its records and its position go."""
+        self.run = None
+        if self.hint is not None and self.hint[0] is seg:
+            self.hint = None
 
 
 class LogReads:
@@ -91,7 +114,7 @@ class LogReads:
         the first record returned has the smallest offset >= ``offset``.
         Every record comes from a batch whose CRC was verified.
         """
-        c = self._run_cache  # invalidated whenever the start offset moves up
+        c = self._reads.run  # invalidated whenever the start offset moves up
         if c is not None:
             lo, hi, recs, ends = c
             if lo <= offset < hi:
@@ -158,7 +181,7 @@ class LogReads:
         ``max_bytes``) into a contiguous run (first, end, records, value ends),
         cached for the next sequential read. ``value ends[k]`` is the byte count
         of the values of records[0..k]: reads cut at max_bytes by bisection."""
-        h = self._read_hint
+        h = self._reads.hint
         hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
         batches, next_pos = self._batches_at(seg, offset, max_bytes, hint)
         recs: list[Record] = []
@@ -176,9 +199,9 @@ class LogReads:
         if first is None:
             return None
         if next_pos is not None:
-            self._read_hint = (seg, end, next_pos)
+            self._reads.hint = (seg, end, next_pos)
         run = first, end, recs, list(accumulate(map(len, map(_value_of, recs))))
-        self._run_cache = run
+        self._reads.run = run
         return run
 
     def _batches_at(self, seg: Segment, offset: int, max_bytes: int, hint=None, mapped: bool = False):
@@ -216,7 +239,7 @@ class LogReads:
             seg.release_files()  # the replaced file is opened anew
             seg.size = seg.file_size() if seg is not self._segments[-1] else min(seg.size, seg.file_size())
             seg.rebuild_indexes()  # readonly: stops using the index (positions moved)
-            self._run_cache = self._read_hint = None
+            self._reads.forget()
         return True
 
     def _buffered_records(self, offset: int, n: int) -> list[Record]:
@@ -241,7 +264,7 @@ class LogReads:
         segment file instead of a copy (``Segment.map``: no copy, no fresh
         memory to fault in; for bulk scans such as Spark's). A read that
         continues where the previous one ended starts from the file position
-        it left (``_read_hint``), with no index lookup."""
+        it left (``ReadCache.hint``), with no index lookup."""
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"log {self.path} is closed")
@@ -262,7 +285,7 @@ class LogReads:
         i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
         while i < len(segs) and total < max_bytes and offset < written_end:
             seg = segs[i][0]
-            h = self._read_hint
+            h = self._reads.hint
             hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
             try:
                 batches, next_pos = self._batches_at(seg, offset, max_bytes - total, hint, mapped)
@@ -285,7 +308,7 @@ class LogReads:
                     total += b.size_bytes
                     offset = b.next_offset
                 if next_pos is not None and offset == batches[-1].next_offset:
-                    self._read_hint = (seg, offset, next_pos)
+                    self._reads.hint = (seg, offset, next_pos)
                 if batches:
                     if total >= max_bytes:
                         break

@@ -48,7 +48,7 @@ import time
 
 from ..errors import CorruptRecordError, VQSError
 from .durable_file import fsync_dir
-from .log_dir import QUARANTINE_DIR, write_checkpoint
+from .log_dir import QUARANTINE_DIR
 from .record_batch import find_next_valid
 from .segment import Segment
 from .segment_excise import excise
@@ -95,17 +95,16 @@ class LogRepair:
                 return True  # deleted since (retention): nothing left to repair
             self._check_writable()
             if self.recovery == "skip":
-                while self._syncing:
-                    self._synced.wait()
+                self._sync.wait_idle()
                 return self._quarantine_locked(seg)
             # truncate: no fsync and no group commit in flight (its appenders
             # would be told of offsets the cut takes back)
             deadline = time.monotonic() + QUIESCE_S
-            while self._syncing or self._group.leading:
+            while self._sync.syncing or self._group.leading:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._synced.wait(min(left, 0.05))
+                self._sync.done.wait(min(left, 0.05))
             return self._truncate_locked(seg)
 
     def _quarantine_found(self, seg: Segment) -> bool:
@@ -116,8 +115,7 @@ class LogRepair:
             with self._lock:
                 if self._closed or seg not in self._segments:
                     return seg not in self._segments  # gone: the read finds that out
-                while self._syncing:
-                    self._synced.wait()
+                self._sync.wait_idle()
                 self._check_writable()
                 return self._quarantine_locked(seg)
         except (OSError, VQSError) as e:
@@ -143,8 +141,7 @@ class LogRepair:
                        "(recovery='skip')", seg.log_path, bad, gap_from, stop - bad)
         excise(seg, bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=gap_from, gap_to=gap_to)
         seg.rebuild_indexes()  # positions after the cut moved
-        self._run_cache = None
-        self._read_hint = None
+        self._reads.forget()
         self.quarantined_batches += 1
         return True
 
@@ -160,10 +157,7 @@ class LogRepair:
                        seg.log_path, bad, cut, len(segs) - i - 1)
         try:
             # (1) recovery at the next open starts at this segment (module doc)
-            with self._checkpoint_lock:
-                rp = min(self._checkpoint_recovery_point, seg.base_offset)
-                write_checkpoint(self.path, rp, min(self._start_offset, cut))
-                self._checkpoint_recovery_point = rp
+            self._checkpoint.lower_to(seg.base_offset, min(self._start_offset, cut))
             # (2) the later segments, newest first: what is left is a prefix
             for later in reversed(segs[i + 1:]):
                 later.delete()
@@ -185,11 +179,10 @@ class LogRepair:
         self._reset_buffer()
         end = seg.next_offset
         self._written_end = self._next_offset = end
-        self._durable_end = min(self._durable_end, end)
+        self._sync.durable_end = min(self._sync.durable_end, end)
         self._start_offset = min(self._start_offset, end)
-        self._unsynced = [s for s in self._unsynced if s in segs and s is not seg]
-        self._run_cache = None
-        self._read_hint = None
+        self._sync.unsynced = [s for s in self._sync.unsynced if s in segs and s is not seg]
+        self._reads.forget()
         seg.created_ms = self._now_ms()
         self._settle_grant()
         return True

@@ -1,8 +1,8 @@
 """Free space and write health of the log: ``min_free_bytes``, ``disk_full``, ``failed``.
 
 ``LogSpace`` is a part of ``Log`` (log.py): it holds no state and works on
-the log's slots (``_space``, ``_floor``, ``_low_space``, ``_space_short``,
-``_failed``).
+the log's slots (``_low_space``, ``_space_short``, ``_failed``) and its
+part ``Grant`` (below: what the governor counts as the log's, and its floor).
 
 Invariants:
 - the space governor (space.py) admits bytes when they are buffered
@@ -43,6 +43,82 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 #: after a write found no space: free space wanted beyond an append's bytes
 #: before appends are taken again (and what ``disk_full`` calls no space)
 SHORT_MARGIN = 64 << 10
+
+
+class Grant:
+    """What the space governor (space.py) counts as one log's, a part of ``Log``
+    that owns it; guarded by the log's lock.
+
+    - ``buffer``: bytes granted for the write buffer, covering it (taken once
+      per batch, never per append); spent as batches are written, the rest
+      given back once the buffer is (``settle``);
+    - ``indexes``: the active segment's indexes, counted from its first take
+      until they are allocated at its first write;
+    - ``floor``: the log's ``min_free_bytes`` at the governor (0 while closing:
+      the room kept is for what is buffered); ``control``: its appends are
+      control writes (refused only under a quarter of the floor).
+
+    A log dropped without ``close`` gives it all back when collected
+    (``weakref.finalize`` holds the grant, never the log).
+    """
+
+    __slots__ = ("space", "floor", "control", "buffer", "indexes")
+
+    def __init__(self, space, floor: int, control: bool) -> None:
+        self.space = space      # the governor of the log's filesystem; None: readonly
+        self.floor = floor
+        self.control = control
+        self.buffer = 0
+        self.indexes = 0
+
+    def take_upto(self, more: int, step: int, path: str, file: str) -> None:
+        """``more`` bytes for the buffer, and up to ``step`` when the governor allows."""
+        self.buffer += self.space.take_upto(more, step, self.floor, path, file, self.control)
+
+    def hand_over(self, claim, need: int) -> None:
+        """A caller's ``space.Claim`` covers records it buffered (acknowledged):
+        its bytes become the grant (``need``: what the grant must cover)."""
+        self.buffer += claim.hand_over(self.control, need - self.buffer)
+
+    def count_indexes(self, n: int, path: str) -> None:
+        """The active segment's indexes (``n`` bytes) are this log's (a control
+        write: never refused)."""
+        self.space.take(n - self.indexes, 0, path, control=self.control)
+        self.indexes = n
+
+    def wrote(self, nbytes: int, indexes_allocated: bool) -> None:
+        """A batch of ``nbytes`` is in its file: spent from the grant."""
+        if self.indexes and indexes_allocated:
+            self.space.wrote(self.indexes)  # (allocated now: the next reading shows them)
+            self.indexes = 0
+        g = self.buffer - nbytes
+        self.space.wrote(nbytes if g >= 0 else self.buffer)
+        if g < 0:
+            self.space.spend(-g)  # (the bound covers every batch: never, but counted if so)
+            g = 0
+        self.buffer = g
+
+    def settle(self) -> None:
+        """The buffer is written: the grant's rest goes back."""
+        if self.buffer:
+            self.space.give(self.buffer)
+            self.buffer = 0
+
+    def room(self, need: int, path: str) -> bool:
+        """Whether the governor has ``need`` bytes over the floor."""
+        return self.space.room(self.floor + need, path, self.control)
+
+    def release(self) -> None:
+        """Close: everything goes back."""
+        if self.space is not None and (self.buffer or self.indexes):
+            self.space.give(self.buffer + self.indexes)
+            self.buffer = self.indexes = 0
+
+    def dropped(self) -> None:
+        """The log was collected unclosed (``weakref.finalize``)."""
+        if self.space is not None:
+            self.space.dropped(self.buffer + self.indexes)
+            self.buffer = self.indexes = 0
 
 
 class LogSpace:
@@ -94,11 +170,12 @@ class LogSpace:
             self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
         if self._space_short:
             self._check_space_back(nbytes)
-        if self._low_space and self._held[0] < self._buffer_bound() + nbytes:  # (a grant covers it: admitted)
+        grant = self._grant
+        if self._low_space and grant.buffer < self._buffer_bound() + nbytes:  # (a grant covers it: admitted)
             path = self._active.log_path
-            if not self._space.room(self._floor + self._buffer_bound() + nbytes, self.path, self._control):
-                raise DiskFullError(f"write to {path} refused: less than {self._floor + nbytes} bytes free on its "
-                                    f"filesystem over min_free_bytes={self._floor} (room kept for deletes, "
+            if not grant.room(self._buffer_bound() + nbytes, self.path):
+                raise DiskFullError(f"write to {path} refused: less than {grant.floor + nbytes} bytes free on its "
+                                    f"filesystem over min_free_bytes={grant.floor} (room kept for deletes, "
                                     f"checkpoints and buffered records); appends resume once there is room",
                                     path=path)
             self._low_space = False
@@ -146,11 +223,11 @@ class LogSpace:
             n += 1
         if n:
             self._start_offset = max(self._start_offset, self._base_offsets[0])
-            if self._unsynced and not self._syncing:
+            if self._sync.unsynced and not self._sync.syncing:
                 # A deleted segment needs no fsync: its file (and space) goes as
                 # soon as the last reader lets go, not at the flusher's next round.
                 first = self._base_offsets[0]
-                self._unsynced = [s for s in self._unsynced if s.base_offset >= first]
+                self._sync.unsynced = [s for s in self._sync.unsynced if s.base_offset >= first]
         return n
 
     def _delete_first_locked(self) -> None:
@@ -161,10 +238,8 @@ class LogSpace:
         if not self.readonly:
             seg.forget()
         seg.delete()
-        self._space.freed()
-        self._run_cache = None
-        if self._read_hint is not None and self._read_hint[0] is seg:
-            self._read_hint = None
+        self._grant.space.freed()
+        self._reads.forget_segment(seg)
 
     def _drop_buffer_locked(self, e: DiskFullError) -> None:
         """``always``: the buffer's write found no space. Its records were not
@@ -190,10 +265,10 @@ class LogSpace:
     def _short_of_space(self) -> bool:
         """Writes refused or finding no space, the governor low, or less free
         than the floor and the active segment hold (one ``statvfs``)."""
-        if self._space_short or self._low_space or self._space.low:
+        if self._space_short or self._low_space or self._grant.space.low:
             return True
         try:
-            return free_bytes(self.path) < self._floor + max(SHORT_MARGIN, self._active.size)
+            return free_bytes(self.path) < self._grant.floor + max(SHORT_MARGIN, self._active.size)
         except OSError:
             return False
 
@@ -215,7 +290,7 @@ class LogSpace:
             return self._roll_locked()
         except OSError as e:
             if e.errno in DISK_FULL:
-                self._space.short()
+                self._grant.space.short()
                 return False
             raise
 
@@ -278,7 +353,7 @@ class LogSpace:
         if self._space_short == errno.EDQUOT:
             return True  # a quota: the filesystem's free space may not show it
         try:
-            return free_bytes(self.path) < self._floor + SHORT_MARGIN
+            return free_bytes(self.path) < self._grant.floor + SHORT_MARGIN
         except OSError:
             return True
 
@@ -286,13 +361,13 @@ class LogSpace:
     def min_free_bytes(self) -> int:
         """Appends are refused under this much free space (0 = off); settable
         (None: the filesystem's default, space.py)."""
-        return self._floor
+        return self._grant.floor
 
     @min_free_bytes.setter
     def min_free_bytes(self, value: int | None) -> None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise ConfigError(f"min_free_bytes={value!r}: must be None or an integer >= 0")
         with self._lock:
-            self._floor = floor_of(self._space, value, self._control)
+            self._grant.floor = floor_of(self._grant.space, value, self._grant.control)
             self._low_space = False
             self._unblock()

@@ -39,7 +39,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ...errors import CorruptRecordError
-from ...storage.durable_file import atomic_write
+from ...storage import atomic_write
 from .config import QueueConfig
 
 MAGIC = 0x01535156

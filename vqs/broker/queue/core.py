@@ -74,9 +74,7 @@ from ...errors import (
     OffsetOutOfRange,
     QueueError,
 )
-from ...storage.flusher import Flusher
-from ...storage.log import Log
-from ...storage.space import Claim
+from ...storage import Claim, Flusher, Log
 from .batch_entries import BatchEntries
 from .config_files import StoredQueue
 from .lease_records import encode_deletes, encode_leases

@@ -77,11 +77,7 @@ import struct
 from array import array
 
 from ...errors import CorruptRecordError, DiskFullError
-from ...storage.durable_file import atomic_write
-from ...storage.log import Log
-from ...storage.log_buffer import BATCH_FIXED, RECORD_FIXED
-from ...storage.record_batch import decode_batch, encode_batch
-from ...storage.space import Claim
+from ...storage import BATCH_FIXED, RECORD_FIXED, Claim, Log, atomic_write, decode_batch, encode_batch
 from .lease_records import ENTRY, EPOCH, MOVE, OP_DELETE, OP_EPOCH, OP_LEASE, OP_MOVE, OP_PURGE, OP_RUN, RUN
 
 logger = logging.getLogger("vqs.broker")

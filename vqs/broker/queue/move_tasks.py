@@ -51,7 +51,7 @@ from ...errors import (
     QueueDoesNotExist,
     ResourceNotFound,
 )
-from ...storage.durable_file import atomic_write
+from ...storage import atomic_write
 from .config import DEFAULT_ARN_PREFIX
 
 logger = logging.getLogger(__name__)

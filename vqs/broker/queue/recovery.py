@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import os
 
-from ...storage.log_dir import CLEAN_MARKER
+from ...storage import CLEAN_MARKER
 from .lease_state import LeaseStateStore, RecoveredState
 from .leases import AVAILABLE, DELAYED, INFLIGHT, LeaseTable, make_lease
 

@@ -55,8 +55,7 @@ import time
 from collections.abc import Callable
 
 from ...errors import LogClosedError, VQSError
-from ...storage.log_throttle import Throttle
-from ...storage.record_batch import Record
+from ...storage import Record, Throttle
 from .lease_records import encode_move
 from .leases import AVAILABLE, MOVING
 from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE

@@ -31,8 +31,7 @@ from ...errors import (
     QueueAlreadyExists,
     QueueDoesNotExist,
 )
-from ...storage.durable_file import fsync_dir, make_dirs, raise_if_disk_full, rename_aside
-from ...storage.space import check_room
+from ...storage import check_room, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
 from ..layout import MOVE_TASKS_FILE
 from ..names import validate_name
 from .config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize

@@ -37,9 +37,7 @@ from __future__ import annotations
 from collections import deque
 from itertools import chain, repeat, starmap
 
-from ...storage.log import Log
-from ...storage.log_buffer import BATCH_FIXED, RECORD_FIXED
-from ...storage.space import Claim
+from ...storage import BATCH_FIXED, RECORD_FIXED, Claim, Log
 
 TAIL_BYTES = 32 << 20  # in-memory copy of recently sent, not yet received messages
 PUSH_RUN_RECORDS = 32  # pushes pending sends as a batch per send-ms run when runs average this

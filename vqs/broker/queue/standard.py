@@ -39,8 +39,7 @@ from collections.abc import Iterable
 from itertools import repeat
 
 from ...errors import LogClosedError, OverLimit, QueueError
-from ...storage.log_buffer import BATCH_FIXED, RECORD_FIXED
-from ...storage.record_batch import Record
+from ...storage import BATCH_FIXED, RECORD_FIXED, Record
 from . import send_buffer
 from .core import DELETE_ROOM, Queue
 from .fair import FairReceive, FairShare
