@@ -1,8 +1,8 @@
 """Kafka v2 record batches (magic 2) to and from VQS's columns.
 
 Decoding (Produce): every batch is bounds-checked, its CRC-32C (over the
-attributes to the end) verified, decompressed (gzip, snappy raw or xerial
-framing, lz4 frame, zstd: cramjam), and its records turned into the columns
+attributes to the end) verified, decompressed (compression.py: to at most the
+cap the caller gives), and its records turned into the columns
 ``Log.append_batch`` takes: values, keys, headers ``(str, bytes)``,
 timestamps. Anything that does not parse raises ``CorruptBatch``, which the
 Produce handler answers with CORRUPT_MESSAGE for that partition only.
@@ -27,25 +27,13 @@ from collections import OrderedDict
 
 import crc32c
 
-from ...errors import VQSError
+from .compression import CorruptBatch, compress, decompress, is_compressed  # noqa: F401 (re-exported)
 
 _HEAD = struct.Struct(">qiibIhiqqqhii")  # 61 bytes: base_offset .. record count
 HEAD_SIZE = _HEAD.size
 assert HEAD_SIZE == 61
 CRC_FROM = 21  # the CRC covers the attributes onwards
 _CRC_AT = struct.Struct(">I")
-XERIAL = b"\x82SNAPPY\x00"
-CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-
-
-class CorruptBatch(VQSError):
-    """A produced batch that cannot be decoded (CRC, length, codec, record layout)."""
-
-    def __init__(self, message: str, code: int = 2):
-        super().__init__(message)
-        self.code = code  # CORRUPT_MESSAGE unless said otherwise
-
-
 class KafkaBatch:
     """One decoded produced batch: its idempotence fields and its records' columns."""
 
@@ -66,86 +54,6 @@ class KafkaBatch:
 #: what one record may carry in VQS's format (record_batch.py: u16 header count and key length)
 MAX_HEADERS = 0xFFFF
 MAX_HEADER_KEY = 0xFFFF
-
-
-def _decompress(codec: int, data: bytes, cap: int) -> bytes:
-    """``data`` decompressed, never more than ``cap`` bytes of output made: a batch that would
-    inflate past it (a decompression bomb) is refused after at most ``cap`` bytes of work."""
-    try:
-        if codec == 1:
-            return _bounded_gzip(data, cap)
-        if codec == 2:
-            import cramjam
-
-            if data[:8] == XERIAL:
-                out = bytearray()
-                p = 16
-                while p + 4 <= len(data):
-                    n = int.from_bytes(data[p : p + 4], "big")
-                    chunk = data[p + 4 : p + 4 + n]
-                    _check_size(len(out) + cramjam.snappy.decompress_raw_len(chunk), cap)
-                    out += bytes(cramjam.snappy.decompress_raw(chunk))
-                    p += 4 + n
-                return bytes(out)
-            _check_size(cramjam.snappy.decompress_raw_len(data), cap)
-            return bytes(cramjam.snappy.decompress_raw(data))
-        if codec == 3:
-            import lz4.frame
-
-            d = lz4.frame.LZ4FrameDecompressor()
-            out = d.decompress(data, max_length=cap + 1)
-            _check_size(len(out), cap)
-            if not d.eof:
-                raise ValueError("the lz4 frame ends early")
-            return out
-        if codec == 4:
-            import io
-
-            import zstandard
-
-            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
-            parts, size = [], 0
-            while True:
-                chunk = reader.read(min(cap + 1 - size, 1 << 20))
-                if not chunk:
-                    return b"".join(parts)
-                size += len(chunk)
-                _check_size(size, cap)
-                parts.append(chunk)
-    except CorruptBatch:
-        raise
-    except Exception as e:  # the codecs' own errors
-        raise CorruptBatch(f"{CODEC_NAMES[codec]} data does not decompress: {e}") from e
-    raise CorruptBatch(f"unknown compression codec {codec}", code=76)  # UNSUPPORTED_COMPRESSION_TYPE
-
-
-def _check_size(size: int, cap: int) -> None:
-    if size > cap:
-        raise CorruptBatch(f"the batch decompresses to more than {cap} bytes, the largest the server "
-                           "accepts (max_body_bytes)", code=10)  # MESSAGE_TOO_LARGE
-
-
-def _bounded_gzip(data: bytes, cap: int) -> bytes:
-    import zlib
-
-    out = bytearray()
-    rest = data
-    while rest:  # gzip members back to back, as GZIPInputStream reads them
-        d = zlib.decompressobj(wbits=31)
-        out += d.decompress(rest, cap + 1 - len(out))
-        _check_size(len(out), cap)
-        if d.unconsumed_tail:  # output stopped at the bound with input left: more than cap
-            _check_size(cap + 1, cap)
-        if not d.eof:
-            raise ValueError("the gzip stream ends early")
-        rest = d.unused_data
-    return bytes(out)
-
-
-def is_compressed(data: bytes) -> bool:
-    """Whether the first batch of a Produce partition's ``records`` is compressed (attributes
-    at byte 21): such a batch is decoded off the listener's loop."""
-    return len(data) >= HEAD_SIZE and bool(data[22] & 7)
 
 
 def _uvarint(buf, p: int, end: int) -> tuple[int, int]:
@@ -191,7 +99,7 @@ def decode_batches(data: bytes, now_ms: int, max_bytes: int = 64 << 20) -> list[
         codec = attrs & 7
         body = data[p + HEAD_SIZE : end]
         if codec:
-            body = _decompress(codec, body, max_bytes)
+            body = decompress(codec, body, max_bytes)
         if count < 0 or count > len(body):
             raise CorruptBatch(f"batch claims {count} records in {len(body)} bytes")
         values, keys, headers, stamps = _records(body, count, base_ts if base_ts >= 0 else now_ms)
@@ -433,20 +341,6 @@ def _zz(v: int) -> bytes:
     return bytes(out)
 
 
-def _compress(codec: int, raw: bytes) -> bytes:
-    import cramjam
-
-    if codec == 1:
-        return bytes(cramjam.gzip.compress(raw))
-    if codec == 2:
-        return bytes(cramjam.snappy.compress_raw(raw))
-    if codec == 3:
-        return bytes(cramjam.lz4.compress(raw))
-    if codec == 4:
-        return bytes(cramjam.zstd.compress(raw))
-    raise CorruptBatch(f"unknown compression codec {codec}", code=76)
-
-
 def encode_records(base_offset: int, values, keys=None, headers=None, timestamps=None, *, codec: int = 0,
                    producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
     """One Kafka v2 batch of these columns (``keys``/``headers``/``timestamps`` None or one entry
@@ -480,7 +374,7 @@ def encode_records(base_offset: int, values, keys=None, headers=None, timestamps
         parts.append(body)
     records = b"".join(parts)
     if codec:
-        records = _compress(codec, records)
+        records = compress(codec, records)
     head = bytearray(_HEAD.pack(base_offset, HEAD_SIZE - 12 + len(records), 0, 2, 0, codec, count - 1,
                                 base_ts, max_ts, producer[0], producer[1], producer[2], count))
     crc = crc32c.crc32c(records, crc32c.crc32c(memoryview(head)[CRC_FROM:]))
