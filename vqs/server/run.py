@@ -282,6 +282,8 @@ def _listen_grpc(settings: Settings, fmt: str):
     # start), whatever the environment asked for.
     if os.environ.get("GRPC_VERBOSITY", "").upper() not in ("ERROR", "NONE"):
         os.environ["GRPC_VERBOSITY"] = "ERROR"
+    if settings.grpc_port:  # a busy port said in our one line, before the C core logs its own
+        _listen(settings, fmt, settings.grpc_port, option="--grpc-port").close()
     try:
         from .grpc import require_grpc
 

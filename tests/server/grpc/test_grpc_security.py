@@ -108,7 +108,8 @@ def test_a_grpc_port_in_use_is_refused(tmp_path):
         rc = s.proc.wait(60)
         s._log.close()
     assert rc == 3, s.log()
-    assert "is in use" in s.log()
+    assert "is in use" in s.log() and "--grpc-port" in s.log()
+    assert "add_port" not in s.log()  # one line of ours, not the C core's first
     assert not os.path.exists(tmp_path / "data")
 
 
