@@ -113,3 +113,18 @@ def test_the_over_cap_connection_does_not_stop_others(tmp_path):
                 time.sleep(0.1)
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_a_record_over_max_message_bytes_is_refused_as_on_every_front(tmp_path):
+    server = KafkaServer(tmp_path / "data").start()
+    try:
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        admin.create_topics([NewTopic("sized", num_partitions=1, replication_factor=1)])["sized"].result(10)
+        k = RawKafka(server.kafka_port)
+        big = encode_records(0, [b"x" * ((1 << 20) + 1)], timestamps=[1_000])
+        assert k.produce("sized", 0, big)[0] == 10  # MESSAGE_TOO_LARGE, as REST's 413
+        assert k.produce("sized", 0, encode_records(0, [b"x" * (1 << 20)], timestamps=[1_000]))[0] == 0
+    finally:
+        assert server.stop() == 0, server.log()

@@ -52,6 +52,16 @@ def _append(ctx, topic, p: int, batches) -> tuple[int, int]:
     return K.NONE, first
 
 
+def _check_message_sizes(batches, limit: int) -> None:
+    """One message-size rule for every front: a record whose value is over ``max_message_bytes``
+    (what REST, SQS and the client refuse) is MESSAGE_TOO_LARGE for its partition, nothing of
+    the partition's batches appended."""
+    for b in batches:
+        big = max(map(len, b.values), default=0)
+        if big > limit:
+            raise CorruptBatch(f"a value of {big} bytes exceeds max_message_bytes ({limit})", code=10)
+
+
 async def produce(ctx, conn, v, r):
     txn = r.nullable_string()
     acks = r.int16()
@@ -75,6 +85,7 @@ async def produce(ctx, conn, v, r):
                     batches = await ctx.blocking(decode_batches, data, now_ms, cap)
                 else:
                     batches = decode_batches(data, now_ms, cap)
+                _check_message_sizes(batches, ctx.settings.max_message_bytes)
                 if batches:
                     if ctx.inline_writes:
                         err, base = _append(ctx, topic, p, batches)
