@@ -27,8 +27,8 @@ def test_a_refused_settings_change_changes_nothing(small_disk):
         assert q.get_attributes()["DelaySeconds"] == "0"
         assert q.tags() == {}
         small_disk.free()
-        # A send on the full disk is refused up front now (the message log reserves
-        # the space of what it accepts, log_reserve.py), so the old delay is checked
+        # A send on the full disk is refused up front now (the space governor counts
+        # what it accepts, vqs/storage/space.py), so the old delay is checked
         # once space is back and before the change is made again: visible at once.
         q.send(b"m")
         assert [m.body for m in q.receive(10)] == [b"m"]

@@ -139,7 +139,7 @@ class Maintenance:
                 # between the arming and the drain (the open's, a tick's) set the
                 # next look past the end, the drain passed unseen, and the first
                 # send after it landed in the consumed segment, which then held a
-                # live message and could not go (issue-13 judge D7, SIGKILL variant)
+                # live message and could not go
                 self._reclaim_next = min(self._reclaim_next, max(self._end_offset(), self._low + 1))
         log = self._log
         # (== start: a drained log's consumed segment goes while space is short, log_space.py)
