@@ -68,6 +68,9 @@ class Settings:
     kafka_auth_timeout_s: float = 10.0        # a connection that must authenticate (SASL) does so within this
     kafka_frame_timeout_s: float = 10.0       # a request arrives whole within this (the first: of the connect)
     kafka_idle_timeout_s: float = 600.0       # an idle connection is closed (Kafka's connections.max.idle.ms)
+    kafka_group_min_session_timeout_ms: int = 6_000        # JoinGroup's session timeout at least this (Kafka's
+    kafka_group_max_session_timeout_ms: int = 1_800_000    # group.min/max.session.timeout.ms); the rebalance
+                                                           # timeout at most the max: else INVALID_SESSION_TIMEOUT
     kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it (1 partition)
     kafka_advertised_listener: str = ""       # host:port clients are told to connect to (default: the bound one)
     max_open_files: int = 0                   # segment files kept open (LRU); 0: half the open-file limit
@@ -101,7 +104,8 @@ class Settings:
         for name in ("max_body_bytes", "max_message_bytes", "max_header_bytes",
                      "max_connections", "max_long_poll_waiters", "max_connections_per_client",
                      "http_header_timeout_s", "kafka_auth_timeout_s", "kafka_frame_timeout_s",
-                     "kafka_idle_timeout_s", "kafka_max_frame_bytes"):
+                     "kafka_idle_timeout_s", "kafka_max_frame_bytes", "kafka_group_min_session_timeout_ms",
+                     "kafka_group_max_session_timeout_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
         if self.health_cache_ms < 0:

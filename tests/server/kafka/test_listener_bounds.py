@@ -128,3 +128,28 @@ def test_a_record_over_max_message_bytes_is_refused_as_on_every_front(tmp_path):
         assert k.produce("sized", 0, encode_records(0, [b"x" * (1 << 20)], timestamps=[1_000]))[0] == 0
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_group_session_and_rebalance_timeouts_are_bounded(tmp_path):
+    server = KafkaServer(tmp_path / "data").start()  # the defaults: 6 s to 30 min, as Kafka's
+
+    def join(session_ms: int, rebalance_ms: int) -> int:
+        body = (Writer().string("g-bounds").int32(session_ms).int32(rebalance_ms).string("").string("consumer")
+                .array(1).string("range").bytes_(b"\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"))
+        k = RawKafka(server.kafka_port)
+        try:
+            r = k.request(11, 1, bytes(body.b))  # JoinGroup v1
+            return r.int16()
+        finally:
+            k.close()
+
+    try:
+        assert join(1_000, 60_000) == 26            # INVALID_SESSION_TIMEOUT: below the minimum
+        assert join(3_600_000, 60_000) == 26        # above the maximum
+        assert join(10_000, 86_400_000) == 26       # a rebalance timeout of a day
+        c = ck.Consumer({"bootstrap.servers": server.bootstrap, "group.id": "g-ok", "session.timeout.ms": 6000})
+        c.subscribe(["t-bounds"])
+        c.poll(1)  # a client within the bounds joins as before
+        c.close()
+    finally:
+        assert server.stop() == 0, server.log()

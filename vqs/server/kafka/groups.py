@@ -31,6 +31,16 @@ async def join_group(ctx, conn, v, r):
     ptype = r.string()
     protocols = [(r.string(), r.bytes_()) for _ in range(r.array_len(6))]
     host = str(conn.peer[0]) if conn.peer else ""
+    st = ctx.settings
+    lo, hi = st.kafka_group_min_session_timeout_ms, st.kafka_group_max_session_timeout_ms
+    if not (lo <= session <= hi and 0 < rebalance <= hi):
+        # as Kafka: a member's timeouts within the broker's bounds, so no member holds a
+        # rebalance (and the coordinator's wait for it) longer than the broker allows
+        w = Writer()
+        if v >= 2:
+            w.int32(0)
+        w.int16(K.INVALID_SESSION_TIMEOUT).int32(-1).string("").string("").string(member).array(0)
+        return bytes(w.b)
     try:
         res = await ctx.group_call(lambda: _coordinator(ctx).join(
             group, member, client_id=conn.client_id or "", client_host=host, protocol_type=ptype,
