@@ -96,6 +96,9 @@ def serve_command(
     tls_key: str | None = typer.Option(None, "--tls-key", help="PEM private key of --tls-cert"),
     kafka_port: int | None = typer.Option(None, "--kafka-port",
                                           help="also serve the Kafka protocol on this port (off unless given)"),
+    kafka_user: list[str] = typer.Option([], "--kafka-user",
+                                         help="NAME:PASSWORD for Kafka's SASL/PLAIN instead of the tokens (repeat; "
+                                              "VQS_KAFKA_USERS)"),
 ):
     """Run the server on a data directory.
 
@@ -111,6 +114,7 @@ def serve_command(
                      max_open_files=max_open_files, log_level=log_level, log_format=log_format, access_log=access_log,
                      grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
     overrides["kafka_port"] = kafka_port
+    overrides["kafka_users"] = kafka_user or None
     overrides.update(max_connections_per_client=max_connections_per_client,
                      http_header_timeout_s=http_header_timeout_s)
     overrides["allowed_hosts"] = allowed_host

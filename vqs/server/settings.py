@@ -1,7 +1,7 @@
 """Server settings: defaults < TOML file < ``VQS_*`` environment < command line.
 
 Every setting has a ``VQS_`` environment variable of the upper-cased name
-(``VQS_PORT=8642``, ``VQS_TOKENS=t1,t2``, ``VQS_SIGV4_KEYS=AKID:secret,...``).
+(``VQS_PORT=8642``, ``VQS_TOKENS=t1,t2``, ``VQS_SIGV4_KEYS=AKID:secret,...``, ``VQS_KAFKA_USERS=name:password,...``).
 A TOML file (``--config FILE`` or ``VQS_CONFIG``) may hold the same names at
 top level or under a ``[server]`` table.
 """
@@ -31,6 +31,8 @@ class Settings:
     # security
     tokens: list[str] = field(default_factory=list)          # bearer tokens for REST
     sigv4_keys: dict[str, str] = field(default_factory=dict)  # access key id -> secret (SQS)
+    kafka_users: dict[str, str] = field(default_factory=dict)  # SASL/PLAIN user -> password for Kafka
+                                                               # clients; given, they replace the tokens there
     insecure: bool = False                                     # allow non-loopback without credentials
     allowed_hosts: list[str] = field(default_factory=list)     # Host names answered besides localhost, IP addresses
     tls_cert: str = ""                                         # PEM certificate (chain): HTTPS and gRPC over TLS
@@ -93,7 +95,7 @@ class Settings:
     def auth_enabled(self) -> bool:
         """Any credential configured: then REST, /metrics and the console need a bearer token
         (SigV4 keys grant the SQS API only) and SQS needs a signature."""
-        return bool(self.tokens or self.sigv4_keys)
+        return bool(self.tokens or self.sigv4_keys or self.kafka_users)
 
     def check(self) -> None:
         """Refuse settings that would be unsafe or cannot work (ConfigError names the setting)."""
@@ -135,7 +137,8 @@ class Settings:
                 raise ConfigError(f"{name}: cannot read {path}")
         if not (0 <= self.kafka_port < 65536):
             raise ConfigError(f"kafka_port must be 1-65535 (0: no Kafka listener), not {self.kafka_port}")
-        if self.kafka_port and not is_loopback(self.host) and not self.tokens and not self.insecure:
+        if self.kafka_port and not is_loopback(self.host) and not (self.tokens or self.kafka_users) \
+                and not self.insecure:
             raise ConfigError(
                 f"refusing a Kafka listener on {self.host}, which is not a loopback address, without "
                 "credentials: give tokens (--token / VQS_TOKENS; Kafka clients use SASL/PLAIN with a "

@@ -89,3 +89,28 @@ def test_sigv4_keys_alone_leave_kafka_closed(tmp_path):
         assert k.recv_frame() is None
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_kafka_users_replace_the_tokens_for_kafka_only(tmp_path):
+    server = KafkaServer(tmp_path / "data", "--token", "admin-token", "--kafka-user", "app:app-pass").start()
+    try:
+        base = {"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN"}
+        p = ck.Producer(dict(base, **{"sasl.username": "app", "sasl.password": "app-pass"}))
+        p.produce("users-t", b"hello")
+        assert p.flush(10) == 0
+        from confluent_kafka.admin import AdminClient
+
+        for user, password in (("app", "admin-token"), ("other", "app-pass"), ("app", "wrong")):
+            bad = AdminClient(dict(base, **{"sasl.username": user, "sasl.password": password}))
+            with pytest.raises(ck.KafkaException):
+                bad.list_topics(timeout=3)
+        import httpx
+
+        r = httpx.get(server.url + "/topics", headers={"authorization": "Bearer app-pass"})
+        assert r.status_code in (401, 403)  # a Kafka password is not a REST credential
+        page = httpx.get(server.url + "/console/about", headers={"authorization": "Bearer admin-token"}).text
+        assert "app-pass" not in page and "passwords hidden" in page
+    finally:
+        assert server.stop() == 0, server.log()
+    assert "app-pass" not in server.log()

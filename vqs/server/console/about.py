@@ -25,6 +25,8 @@ def settings_rows(settings) -> list[tuple[str, str]]:
         v = getattr(settings, f.name)
         if f.name == "tokens":
             v = f"{len(v)} configured (hidden)" if v else "none (the API and the console are open)"
+        elif f.name == "kafka_users":
+            v = (f"{len(v)} user(s): " + ", ".join(sorted(v)) + " (passwords hidden)") if v else "none (tokens)"
         elif f.name == "sigv4_keys":
             v = (f"{len(v)} access key(s): " + ", ".join(sorted(v)) + " (secrets hidden)") if v else "none"
         elif f.name == "data_dir":

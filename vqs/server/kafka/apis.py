@@ -272,11 +272,12 @@ async def init_producer_id(ctx, conn, v, r):
 
 async def sasl_handshake(ctx, conn, v, r):
     mech = r.string()
-    ok = mech == "PLAIN" and bool(ctx.tokens)
+    offered = bool(ctx.tokens or ctx.users)
+    ok = mech == "PLAIN" and offered
     if ok:
         conn.mechanism = "PLAIN" if v >= 1 else "PLAIN-v0"
-    w = Writer().int16(K.NONE if ok else K.UNSUPPORTED_SASL_MECHANISM).array(1 if ctx.tokens else 0)
-    if ctx.tokens:
+    w = Writer().int16(K.NONE if ok else K.UNSUPPORTED_SASL_MECHANISM).array(1 if offered else 0)
+    if offered:
         w.string("PLAIN")
     return bytes(w.b)
 

@@ -71,6 +71,7 @@ class KafkaContext:
         self.cache = EncodedCache()
         self.inline_writes = settings.flush != "always"
         self.tokens = list(settings.tokens)
+        self.users = dict(settings.kafka_users)  # given: Kafka's own passwords instead of the tokens
         # any credential configured: SASL with a token is needed (SigV4 keys grant SQS only)
         self.auth_required = settings.auth_enabled
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -98,13 +99,19 @@ class Connection:
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
 
     def check_plain(self, auth: bytes) -> bool:
-        """SASL/PLAIN: ``authzid NUL user NUL password``; any user, a configured token as password.
+        """SASL/PLAIN: ``authzid NUL user NUL password``: with ``kafka_users``, a configured user and
+        its password; else any user with a configured token as password.
         A failure is remembered (``failed_user``): the connection closes after its answer."""
         parts = auth.split(b"\x00")
         ok = False
         if len(parts) == 3:
-            for t in self.ctx.tokens:
-                ok |= hmac.compare_digest(parts[2], t.encode())
+            users = self.ctx.users
+            if users:  # user and password must match one configured pair
+                want = users.get(parts[1].decode("utf-8", "replace"))
+                ok = want is not None and hmac.compare_digest(parts[2], want.encode())
+            else:
+                for t in self.ctx.tokens:
+                    ok |= hmac.compare_digest(parts[2], t.encode())
         self.authenticated = ok
         if not ok:
             user = parts[1] if len(parts) == 3 else b""
