@@ -114,3 +114,51 @@ def test_kafka_users_replace_the_tokens_for_kafka_only(tmp_path):
     finally:
         assert server.stop() == 0, server.log()
     assert "app-pass" not in server.log()
+
+
+@pytest.mark.skipif(__import__("shutil").which("openssl") is None, reason="needs the openssl command")
+def test_kafka_over_tls_with_sasl(tmp_path):
+    import subprocess
+
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    server = KafkaServer(tmp_path / "data", "--token", "s3cret", "--tls-cert", cert, "--tls-key", key).start(
+        wait=False)
+    try:
+        import ssl
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + 30
+        while True:  # ready once HTTPS answers
+            try:
+                if httpx.get(server.url.replace("http://", "https://") + "/health/ready",
+                             verify=ssl.create_default_context(cafile=cert)).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, server.log()
+            time.sleep(0.1)
+        conf = {"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_SSL", "ssl.ca.location": cert,
+                "sasl.mechanism": "PLAIN", "sasl.username": "me", "sasl.password": "s3cret"}
+        p = ck.Producer(conf)
+        p.produce("tls-t", b"over tls")
+        assert p.flush(15) == 0
+        c = ck.Consumer(dict(conf, **{"group.id": "tls-g", "auto.offset.reset": "earliest"}))
+        c.subscribe(["tls-t"])
+        got = None
+        for _ in range(30):
+            m = c.poll(1)
+            if m is not None and not m.error():
+                got = m.value()
+                break
+        c.close()
+        assert got == b"over tls"
+        k = RawKafka(server.kafka_port)  # plaintext on the TLS port: no answer
+        k.sock.sendall(bytes(Writer().int32(10).int16(18).int16(0).int32(1).string("x").b))
+        assert k.recv_frame() is None
+    finally:
+        assert server.stop() == 0, server.log()

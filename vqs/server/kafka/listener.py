@@ -17,6 +17,9 @@ does; another API or version not listed by ApiVersions closes the
 connection (the response could not be encoded in a version the client
 parses).
 
+TLS: with ``--tls-cert``/``--tls-key`` the listener speaks TLS only (Kafka's SSL and SASL_SSL
+security protocols), the handshake within ``kafka_frame_timeout_s``.
+
 Auth: with tokens configured, a connection must complete SASL/PLAIN
 (SaslHandshake then SaslAuthenticate, or the v0 raw exchange) with a token as
 the password before anything but ApiVersions and SaslHandshake. A failed
@@ -256,8 +259,17 @@ class KafkaListener:
     async def _main(self) -> None:
         self.ctx.loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        st = self.ctx.settings
+        tls = None
+        if st.tls_cert:  # the HTTP server's certificate: SSL / SASL_SSL, the handshake within the frame timeout
+            import ssl
+
+            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            tls.minimum_version = ssl.TLSVersion.TLSv1_2
+            tls.load_cert_chain(st.tls_cert, st.tls_key)
         try:
-            server = await asyncio.start_server(self._accept, sock=self.sock)
+            server = await asyncio.start_server(self._accept, sock=self.sock, ssl=tls,
+                                                ssl_handshake_timeout=st.kafka_frame_timeout_s if tls else None)
         except BaseException as e:
             self._error = e
             self._ready.set()
