@@ -89,10 +89,6 @@ def _check_limit(name: str, value, *, allow_none: bool) -> None:
         )
 
 
-def _yield_gil() -> None:
-    time.sleep(0)
-
-
 def _check_timeout(block: bool, timeout: float | None) -> None:
     """Refuse a negative timeout of a blocking call, as ``queue.Queue`` does, on
     every path (fast paths included) and before any work is done."""
@@ -260,7 +256,8 @@ class HybridQueue(DiskTier):
         """Put ``item`` at the tail. Blocks (or raises ``queue.Full`` when
         ``block`` is false or ``timeout`` passes) only when the memory tier and
         the disk tier are both full."""
-        _check_timeout(block, timeout)
+        if timeout is not None:
+            _check_timeout(block, timeout)
         if self.durable:
             return self._put_durable([item], block, timeout)
         size = self._sizeof(item)
@@ -283,7 +280,8 @@ class HybridQueue(DiskTier):
         """Put every item, in order, as one operation: all or none. ``queue.Full``
         when they do not fit in time; ``MessageTooLarge`` at once when they
         could never fit (more than the memory budget plus ``max_disk_bytes``)."""
-        _check_timeout(block, timeout)
+        if timeout is not None:
+            _check_timeout(block, timeout)
         items = list(items)
         if not items:
             return
@@ -309,9 +307,10 @@ class HybridQueue(DiskTier):
         the GIL. A stale read can only say "empty" about an item put a moment
         ago, which a locked check racing that put could say too; so pollers never
         queue on the lock that writers (and a durable group commit) need."""
-        _check_timeout(block, timeout)
+        if timeout is not None:
+            _check_timeout(block, timeout)
         if not block and self._end == self._read_off and not self._mem and not self._closed:
-            _yield_gil()  # a spinning poller must not starve the writers / group commit of the GIL
+            time.sleep(0)  # a spinning poller must not starve the writers / group commit of the GIL
             raise Empty
         with self._lock:
             if self._end != self._read_off:
@@ -359,9 +358,10 @@ class HybridQueue(DiskTier):
         if none came (never raises ``queue.Empty``)."""
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n={n!r}: must be an integer >= 1")
-        _check_timeout(block, timeout)
+        if timeout is not None:
+            _check_timeout(block, timeout)
         if not block and self._end == self._read_off and not self._mem and not self._closed:
-            _yield_gil()
+            time.sleep(0)
             return []  # lock-free, as in get()
         with self._lock:
             if self._end == self._read_off and not self._mem:
