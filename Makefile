@@ -121,7 +121,7 @@ kcat:
 	  echo "The Kafka tests use kcat and it is not on PATH: sudo apt-get install kcat (brew install kcat)"; exit 1)
 
 test: java kcat browser btrfs xfs lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
-	@echo "==> running the tests (about 13 minutes on 2 cores)"
+	@echo "==> running the tests (about 9 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The habits CI keeps: lint rules and the import layers (pyproject.toml).
