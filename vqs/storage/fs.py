@@ -18,10 +18,20 @@ Only writes under ``Fault.under`` (a directory) are counted or failed; the
 free space the governor reads is the fault's anywhere on that filesystem.
 ``uninstall`` restores the ``os`` functions. This is a seam, not a mock:
 production code calls exactly these functions, and nothing else changes.
+
+``allocate`` gives a file blocks past its end without changing its size
+(``fallocate`` with ``FALLOC_FL_KEEP_SIZE``). It is advice, never a promise:
+it returns False wherever the blocks cannot be had (no space, a quota, a
+filesystem or C library without it, any other error) and the write that
+follows is the authority on whether the data fits. Under an installed fault
+it does nothing and returns False (a filesystem without ``fallocate``), so the
+fault's space model counts writes only.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import errno as _errno
 import os
 import threading
@@ -44,6 +54,29 @@ _ORIGINAL = {name: globals()[name] for name in (
     "unlink", "statvfs")}
 
 _fault: Fault | None = None
+
+FALLOC_FL_KEEP_SIZE = 0x01
+
+
+def _load_fallocate():
+    try:
+        fn = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_fallocate = _load_fallocate()
+
+
+def allocate(fd: int, offset: int, length: int) -> bool:
+    """Blocks for ``[offset, offset + length)`` of ``fd`` without changing its
+    size or content; False where they cannot be had (module doc)."""
+    if _fallocate is None or _fault is not None or length <= 0:
+        return False
+    return _fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length) == 0
 
 
 class Fault:

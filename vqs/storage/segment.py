@@ -19,6 +19,13 @@ Invariants:
 - batches in a segment have base offsets >= the segment's base and strictly
   increasing; gaps are allowed (a batch quarantined by recovery="skip").
 
+Allocation ahead: an active segment's file is given blocks ``ALLOCATE_AHEAD``
+past its writes without changing its length (``fs.allocate``; Redpanda's
+fallocation step), so buffered writes skip per-page allocation. Advice only:
+a refusal changes nothing and the write stays the authority. ``seal`` gives
+the rest back (a truncate to the file's own length, moving no byte); after a
+crash the last segment may hold one step past its end until sealed.
+
 Mapped reads (``map``; ``Log.read_batches(mapped=True)``, used by bulk
 scans such as the Spark source): the batches are views of a read-only
 ``MAP_SHARED`` mapping of ``[position, position + n)`` within ``size``, so no
@@ -26,8 +33,8 @@ copy is made and no fresh memory is faulted in; the mapping is unmapped when
 the last view goes. A mapping only stays readable while the file does not
 shrink below it: a file that is deleted (retention) keeps its mapped pages,
 but touching a page wholly cut off by a truncation raises SIGBUS. VQS
-truncates a segment only (a) after a failed append, back to ``size`` (beyond
-every batch a reader knows), and (b) in the owner's recovery at open, at the
+truncates a segment only (a) after a failed append or at seal, back to
+``size`` (beyond every batch a reader knows), and (b) in the owner's recovery at open, at the
 first invalid batch (a torn tail after a crash, or damage with
 recovery="truncate"). Readers decode in order and stop at an invalid batch,
 so (b) can hit a reader only in a narrow window: it reads up to that batch of
@@ -69,6 +76,8 @@ TIMEINDEX_SUFFIX = ".timeindex"
 
 #: Bytes read at a time when a segment is scanned (recovery, tail discovery).
 SCAN_CHUNK = 8 << 20
+#: Allocated ahead of an active segment's writes (module doc): an index file's order.
+ALLOCATE_AHEAD = 1 << 20
 
 
 def segment_name(base_offset: int) -> str:
@@ -133,10 +142,11 @@ class Segment:
         self._since_index = 0
         self._ti_last = -1 << 63
         self._ti_checked = False
-        #: the file holds bytes past ``size`` that could not be cut yet (a write
-        #: that found no space, on a filesystem that refuses even a shrinking
-        #: truncate then: btrfs under a quota): cut before the next append or seal
+        #: bytes past ``size`` not cut yet (a write that found no space, where even a
+        #: shrinking truncate is refused: btrfs under a quota): cut before next append/seal
         self.cut_pending = False
+        #: the file's blocks were asked for up to here (``fs.allocate``); 0: not yet
+        self._allocated = 0
 
     # -- files (file_cache.py) -----------------------------------------------------
 
@@ -403,6 +413,10 @@ class Segment:
         if self.cut_pending:
             self.cut_tail()  # still no space: raises ENOSPC/EDQUOT, nothing written
         self._hot = True
+        end = pos + nbytes
+        if end > self._allocated:
+            fs.allocate(h.fd, pos, end - pos + ALLOCATE_AHEAD)  # advice (module doc)
+            self._allocated = end + ALLOCATE_AHEAD
         write_all(h.fd, parts)  # first: a write that fails (a full disk) leaves no trace in the state
         self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
         self._index_batch(pos, base_offset, self.max_timestamp_ms)
@@ -428,6 +442,8 @@ class Segment:
             return
         if self.cut_pending:
             self.cut_tail()  # a sealed file ends at its last batch (else: corruption at open)
+        elif self._allocated > self.size:
+            self._give_back_allocation()
         if sync:
             self.sync()
         if self.next_offset is not None and self.next_offset > self.base_offset:
@@ -443,6 +459,15 @@ class Segment:
             self.index.trim()
             self.timeindex.trim()
             self.writable = False
+
+    def _give_back_allocation(self) -> None:
+        """Free the blocks past the end (module doc); best effort."""
+        self._allocated = 0
+        try:
+            h = self.handle()
+            fs.ftruncate(h.fd, self.size)
+        except OSError:
+            pass
 
     def _last_batch_relative_offset(self) -> int | None:
         last = None
@@ -498,6 +523,7 @@ class Segment:
         h = self.handle()
         fs.ftruncate(h.fd, self.size)
         self.cut_pending = False
+        self._allocated = 0  # (the cut gave back the blocks past the end too)
 
     def truncate(self, position: int, *, may_defer: bool = False) -> None:
         """Discard the log file from ``position`` on (recovery), and index
@@ -505,6 +531,7 @@ class Segment:
         filesystem has no space even for that (btrfs under a quota refuses a
         shrinking truncate), the bytes stay past ``size`` and are cut before
         the next append (``cut_pending``), so that a full log still opens."""
+        self._allocated = 0  # (a cut gives back the blocks past the end too)
         try:
             fs.truncate(self.log_path, position)
         except OSError as e:

@@ -1,0 +1,67 @@
+"""An active segment's file is allocated ahead of its writes and gives the rest back when sealed."""
+
+import os
+
+import pytest
+
+from vqs.storage import Log, fs
+from vqs.storage.segment import ALLOCATE_AHEAD
+
+needs_fallocate = pytest.mark.skipif(fs._fallocate is None, reason="no fallocate in this C library")
+
+
+def _blocks(path: str) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def _active_file(path) -> str:
+    return sorted(str(p) for p in path.glob("*.log"))[-1]
+
+
+@needs_fallocate
+def test_blocks_are_allocated_ahead_and_given_back_at_close(tmp_path):
+    d = tmp_path / "log"
+    log = Log.open(d, flush="never")
+    for _ in range(40):
+        log.append(b"v" * 10_000)
+    log.flush()
+    f = _active_file(d)
+    size = os.path.getsize(f)
+    assert size >= 400_000
+    assert _blocks(f) >= size + ALLOCATE_AHEAD // 2  # the length did not move with the blocks
+    log.close()
+    assert os.path.getsize(f) == size
+    assert _blocks(f) < size + (64 << 10)
+    with Log.open(d) as again:
+        assert [r.value for r in again.read(0, max_records=100)] == [b"v" * 10_000] * 40
+
+
+@needs_fallocate
+def test_a_roll_seals_the_old_segment_without_its_allocation(tmp_path):
+    d = tmp_path / "log"
+    with Log.open(d, flush="never", segment_bytes=200_000) as log:
+        for _ in range(50):
+            log.append(b"w" * 10_000)
+            log.flush()
+        sealed = sorted(str(p) for p in d.glob("*.log"))[:-1]
+        assert sealed
+        for f in sealed:
+            assert _blocks(f) < os.path.getsize(f) + (64 << 10)
+
+
+def test_under_an_injected_fault_nothing_is_allocated(tmp_path):
+    d = tmp_path / "log"
+    d.mkdir()
+    fault = fs.install(fs.Fault.space(str(d), free=10 << 20))
+    try:
+        with Log.open(d / "l", flush="never") as log:
+            log.append(b"x" * 1000)
+            log.flush()
+            fd = os.open(d / "l" / "probe", os.O_RDWR | os.O_CREAT)
+            try:
+                assert fs.allocate(fd, 0, 4096) is False
+            finally:
+                os.close(fd)
+        assert fault.failures == 0
+    finally:
+        fs.uninstall()
