@@ -99,7 +99,7 @@ from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_buffer import BATCH_FIXED, LogBuffer, values_bound
+from .log_buffer import LogBuffer, batches_bound
 from .log_buffer import as_bytes as _as_bytes
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import Checkpoint, LogDurability, Syncs
@@ -457,14 +457,16 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             timestamps_ms = self._now_ms()
         elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
-        bound = values_bound(values, keys, headers) + BATCH_FIXED * (1 + sum(map(len, values)) // self._batch_max_bytes)
+        ends = list(accumulate(map(len, values)))  # (also where the batches split)
+        total = ends[-1]
+        bound = batches_bound(n, total, self._batch_max_bytes, keys, headers)
         if self._codec_id:
             bound += (bound >> 7) + 128 * (1 + bound // self._batch_max_bytes)
         with self._lock:
             if claim is not None and claim.held:
                 self._grant.hand_over(claim, bound + self._buffer_bound())
             if self._blocked:
-                self._check_appendable(sum(map(len, values)))
+                self._check_appendable(total)
             self._write_buffer_locked()
             try:
                 self._take_locked(bound)
@@ -474,7 +476,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             first = self._written_end
             # Split so that no batch exceeds batch_max_bytes (a single huge value
             # still makes a batch of its own).
-            ends = list(accumulate(map(len, values)))
             i = before = 0
             while i < n:
                 j = max(bisect.bisect_right(ends, before + self._batch_max_bytes, i), i + 1)

@@ -54,9 +54,10 @@ def headers_bound(headers) -> int:
     return n
 
 
-def values_bound(values, keys=None, headers=None) -> int:
-    """An upper bound of what ``values`` (with keys and headers) encode to, one batch."""
-    b = BATCH_FIXED + RECORD_FIXED * len(values) + sum(map(len, values))
+def batches_bound(n: int, total: int, batch_max_bytes: int, keys=None, headers=None) -> int:
+    """An upper bound of what ``n`` values of ``total`` bytes (with keys and
+    headers) encode to, split into batches of at most ``batch_max_bytes``."""
+    b = BATCH_FIXED * (2 + total // batch_max_bytes) + RECORD_FIXED * n + total
     if keys is not None:
         b += sum(len(k) for k in keys if k is not None)
     if headers is not None:
