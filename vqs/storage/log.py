@@ -570,7 +570,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         if self._space_short:
             self._space_short = False
             self._unblock()
-        self._grant.wrote(nbytes, seg.indexes_allocated)
+        self._grant.wrote(nbytes, seg)
         self._written_end = next_offset
 
     def _short_error_locked(self, seg: Segment, e: OSError) -> DiskFullError:

@@ -86,13 +86,14 @@ class Grant:
         self.space.take(n - self.indexes, 0, path, control=self.control)
         self.indexes = n
 
-    def wrote(self, nbytes: int, indexes_allocated: bool) -> None:
-        """A batch of ``nbytes`` is in its file: spent from the grant."""
-        if self.indexes and indexes_allocated:
-            self.space.wrote(self.indexes)  # (allocated now: the next reading shows them)
-            self.indexes = 0
+    def wrote(self, nbytes: int, seg) -> None:
+        """A batch of ``nbytes`` is in segment ``seg``'s file: spent from the grant."""
         g = self.buffer - nbytes
-        self.space.wrote(nbytes if g >= 0 else self.buffer)
+        done = nbytes if g >= 0 else self.buffer
+        if self.indexes and seg.indexes_allocated:
+            done += self.indexes  # (allocated now: the next reading shows them)
+            self.indexes = 0
+        self.space.wrote(done)
         if g < 0:
             self.space.spend(-g)  # (the bound covers every batch: never, but counted if so)
             g = 0

@@ -105,8 +105,7 @@ class Segment:
         self.log_path = stem + LOG_SUFFIX
         self.index_path = stem + INDEX_SUFFIX
         self.timeindex_path = stem + TIMEINDEX_SUFFIX
-        # active: the log appends to this segment; its indexes are preallocated and
-        # mapped writable. owner: this process may change files (not a readonly Log).
+        # active: the log appends here (indexes preallocated, mapped writable); owner: not a readonly Log
         self.writable = active
         self.owner = owner
         # appending: the indexes are mapped writable (a new segment, or once an
@@ -205,7 +204,8 @@ class Segment:
 
     @property
     def indexes_allocated(self) -> bool:  # both open for appends: their preallocation is done
-        return all(i is not None and i.writable for i in (self._index, self._timeindex))
+        return self._index is not None and self._timeindex is not None and self._index.writable \
+            and self._timeindex.writable
 
     def file_size(self) -> int:
         """The log file's size now (``size`` is the valid prefix)."""

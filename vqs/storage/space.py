@@ -125,27 +125,8 @@ class Space:
         Free space is read again once the takes since the last reading could
         have used a quarter of what it found (another program fills the disk
         too), or CHECK_S passed."""
-        path = path or where
         with self._lock:
-            if self.returned:
-                self._settle_returned()
-            now = _monotonic()
-            left = self.avail - nbytes
-            self._since += nbytes
-            if now >= self._read_at or self._since > self._quarter or (floor and left < floor):
-                self._read(now, where)
-                left = self.avail - nbytes
-            if floor and left < floor:
-                self.low = True
-                raise DiskFullError(
-                    f"write to {path} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
-                    f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
-                    f"for deletes, checkpoints and buffered records); writes resume once there is room",
-                    path=path)
-            if left >= floor and not control:
-                self.low = False
-            self.avail -= nbytes
-            self.unwritten += nbytes
+            self._take_locked(nbytes, 0, floor, where, path or where, control)
 
     def take_upto(self, nbytes: int, extra: int, floor: int, where: str, path: str | None = None,
                   control: bool = False) -> int:
@@ -154,15 +135,28 @@ class Space:
         floor: a grant never holds what other writers need. Returns what was
         taken; DiskFullError as ``take``."""
         with self._lock:
-            room = self.avail - nbytes - floor
-        extra = max(0, min(extra, room // 8))
-        if extra:
-            try:
-                self.take(nbytes + extra, floor, where, path, control)
-                return nbytes + extra
-            except DiskFullError:
-                pass  # (the reading was older than the room it showed)
-        self.take(nbytes, floor, where, path, control)
+            return self._take_locked(nbytes, extra, floor, where, path or where, control)
+
+    def _take_locked(self, nbytes: int, extra: int, floor: int, where: str, path: str, control: bool) -> int:
+        if self.returned:
+            self._settle_returned()
+        now = _monotonic()
+        self._since += nbytes + extra
+        if now >= self._read_at or self._since > self._quarter or (floor and self.avail - nbytes - extra < floor):
+            self._read(now, where)
+        left = self.avail - nbytes
+        if floor and left < floor:
+            self.low = True
+            raise DiskFullError(
+                f"write to {path} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
+                f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
+                f"for deletes, checkpoints and buffered records); writes resume once there is room",
+                path=path)
+        if left >= floor and not control:
+            self.low = False
+        nbytes += max(0, min(extra, (left - floor) // 8))
+        self.avail -= nbytes
+        self.unwritten += nbytes
         return nbytes
 
     def room(self, floor: int, where: str, control: bool = False) -> bool:
