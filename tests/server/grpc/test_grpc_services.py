@@ -299,3 +299,35 @@ def test_a_subscription_to_a_deleted_topic_ends_not_found(stubs, pb, unique):
     stubs.topics.DeleteTopic(pb.DeleteTopicRequest(name=unique))
     e = _err(next, stream)
     assert e.code() == grpc.StatusCode.NOT_FOUND and time.monotonic() - t0 < 5
+
+
+def _server_threads(pid: int) -> int:
+    import os
+
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def _waiting_long_polls(port: int) -> float:
+    for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text.splitlines():
+        if line.startswith("vqs_long_poll_waiters "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def test_waiting_receives_hold_no_thread_each(stubs, pb, unique, grpc_server):
+    """Forty receives waiting on one queue cost the server one watcher thread, not forty."""
+    stubs.queues.CreateQueue(pb.CreateQueueRequest(name=unique))
+    before = _server_threads(grpc_server.proc.pid)
+    calls = [stubs.queues.Receive.future(pb.ReceiveRequest(queue=unique, wait_seconds=20), timeout=30)
+             for _ in range(40)]
+    deadline = time.monotonic() + 10
+    while _waiting_long_polls(stubs.port) < 40:
+        assert time.monotonic() < deadline, "the receives never started waiting"
+        time.sleep(0.02)
+    assert _server_threads(grpc_server.proc.pid) - before < 8
+    stubs.queues.Send(pb.SendRequest(queue=unique, entries=[pb.SendEntry(body=b"m%d" % i) for i in range(10)]))
+    stubs.queues.Send(pb.SendRequest(queue=unique, entries=[pb.SendEntry(body=b"m%d" % i) for i in range(10, 20)]))
+    stubs.queues.Send(pb.SendRequest(queue=unique, entries=[pb.SendEntry(body=b"m%d" % i) for i in range(20, 30)]))
+    stubs.queues.Send(pb.SendRequest(queue=unique, entries=[pb.SendEntry(body=b"m%d" % i) for i in range(30, 40)]))
+    got = sorted(m.body for c in calls for m in c.result(timeout=25).messages)
+    assert got == sorted(b"m%d" % i for i in range(40))

@@ -9,9 +9,11 @@ admin) runs in a worker thread (``workers_threads`` of them), never on the
 loop; under ``interval``/``never`` an append only fills the write buffer and
 runs inline (as REST's ``ServerContext.write``). At most
 ``max_long_poll_waiters`` queue receives wait at once on this front (the next
-is refused with RESOURCE_EXHAUSTED); a wait on a topic (Fetch, Subscribe)
-holds no thread: the topic wakes the loop (``Topic.add_waiter``). Every wait
-is cut to the call's deadline and ends within a second of ``stopping``.
+is refused with RESOURCE_EXHAUSTED). No wait holds a thread: a queue receive
+waits on the queue's watcher that the HTTP fronts share (long_poll.py), a
+wait on a topic (Fetch, Subscribe) on the topic's waiter hook
+(``Topic.add_waiter``). Every wait is cut to the call's deadline and ends
+within a second of ``stopping``.
 """
 
 from __future__ import annotations
@@ -51,7 +53,6 @@ class GrpcContext:
         self.settings = s = server_ctx.settings
         self.metrics = server_ctx.metrics
         self.pool = ThreadPoolExecutor(s.workers_threads, thread_name_prefix="vqs-grpc")
-        self.wait_pool = ThreadPoolExecutor(s.max_long_poll_waiters, thread_name_prefix="vqs-grpc-wait")
         self.waiters = 0  # touched on the loop thread only
         self.idle_streams: set[asyncio.Task] = set()  # ProduceStream calls waiting for the client
         self.ending_idle = False  # cancel_idle was called: a cancelled idle stream answers UNAVAILABLE
@@ -88,36 +89,39 @@ class GrpcContext:
             return fn(*args, **kw)
         return await self.run(fn, *args, **kw)
 
-    async def long_poll(self, fn, *args):
-        """A call that may wait (a queue receive), in a waiting thread; refused past the limit."""
+    async def receive_waiting(self, q, n: int, wait_s: float, visibility) -> list:
+        """``q.receive(n)`` waiting up to ``wait_s`` ([] when nothing came), refused with
+        RESOURCE_EXHAUSTED past ``max_long_poll_waiters``. What is visible now is taken at
+        once; the wait holds no thread: the queue's watcher, shared with the HTTP fronts
+        (the server's ``long_polls``), serves it. Follows a queue deleted and created
+        again (a deleted queue that is not back answers as missing, as on the other fronts)."""
         if self.waiters >= self.settings.max_long_poll_waiters:
             self.metrics.rejected.labels("long_poll_waiters").inc()
             raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                            f"{self.waiters} long polls are already waiting (max_long_poll_waiters); retry later")
         self.waiters += 1
+        self.metrics.long_polls.inc()
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.wait_pool, functools.partial(fn, *args))
+            deadline = time.monotonic() + wait_s
+            first = True
+            while True:
+                try:
+                    if first:  # what is visible now, taken at once (no watcher involved)
+                        first = False
+                        msgs = await self.write(q.receive, n, 0, visibility)
+                        if msgs:
+                            return msgs
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self.server.stopping:
+                        return []
+                    return await self.server.long_polls.receive(q, n, left, visibility)
+                except LogClosedError:
+                    if self.server.stopping or self.server.broker is None:
+                        raise
+                    q = self.server.broker.queue(q.name)
         finally:
             self.waiters -= 1
-
-    def receive_waiting(self, q, n: int, wait_s: float, visibility) -> list:
-        """``q.receive`` waiting up to ``wait_s`` in slices of <= 1 s (run in ``wait_pool`` by
-        ``long_poll``): stops with the server, and follows a queue deleted and created again
-        (a deleted queue that is not back answers as missing, as on the other fronts)."""
-        deadline = time.monotonic() + wait_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.server.stopping:
-                return []
-            try:
-                msgs = q.receive(n, min(left, 1.0), visibility)
-            except LogClosedError:
-                if self.server.stopping or self.server.broker is None:
-                    raise
-                q = self.server.broker.queue(q.name)
-                continue
-            if msgs:
-                return msgs
+            self.metrics.long_polls.dec()
 
     def wait_seconds(self, context, wanted_s: float) -> float:
         """``wanted_s`` cut to the server's long-poll cap and the call's deadline."""
@@ -157,4 +161,3 @@ class GrpcContext:
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.wait_pool.shutdown(wait=False, cancel_futures=True)

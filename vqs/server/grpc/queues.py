@@ -106,7 +106,7 @@ class QueuesService(pbg.QueuesServicer):
             raise invalid(f"wait_seconds must be 0-20, not {wanted}")
         wait = ctx.wait_seconds(context, wanted)
         if wait > 0:
-            msgs = await ctx.long_poll(ctx.receive_waiting, q, n, wait, vis)
+            msgs = await ctx.receive_waiting(q, n, wait, vis)
         else:
             msgs = await ctx.write(q.receive, n, 0, vis)
         ctx.metrics.count_out("queue", q.name, len(msgs), sum(len(m.body) for m in msgs))
