@@ -1,8 +1,8 @@
-"""Long polls hold no thread each (vqs/server/long_poll.py): waiters on one log or queue share a
-watcher; woken by appends and sends, answered at their deadline, failed when their queue goes
+"""Long polls hold no thread each (vqs/server/long_poll.py): a topic wait is woken by the topic's
+hook, waiters on one queue share a watcher; woken by appends and sends, answered at their deadline, failed when their queue goes
 (the server then answers 404, as for a queue that does not exist).
 
-The first tests drive ``LongPolls`` on a real Broker in-process; the last one counts the threads
+The first tests drive ``wait_topics`` and ``LongPolls`` on a real Broker in-process; the last one counts the threads
 of a real server holding 300 long polls."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from vqs_server_proc import ServerProcess
 
 import vqs
 from vqs.errors import LogClosedError
-from vqs.server.long_poll import LongPolls
+from vqs.server.long_poll import LongPolls, wait_topics
 
 
 @pytest.fixture
@@ -32,15 +32,16 @@ def _run(coro):
     return asyncio.run(coro)
 
 
-def test_log_waiters_share_one_watcher_and_wake_on_append(broker):
+def test_topic_waits_hold_no_thread_and_wake_on_append(broker):
     t = broker.create_topic("t")
     lg = t.log(0)
-    polls = LongPolls(lambda: False)
 
     async def go():
-        waits = [asyncio.create_task(polls.wait_log(lg, off, 10)) for off in (0, 0, 1)]
-        await asyncio.sleep(0.05)
-        assert polls.watchers() == 1
+        threads = len(os.listdir("/proc/self/task"))
+        waits = [asyncio.create_task(wait_topics((t,), lambda o=off: lg.end_offset > o, 10, lambda: False))
+                 for off in (0, 0, 1)]
+        await asyncio.sleep(0)
+        assert len(os.listdir("/proc/self/task")) == threads
         t0 = time.monotonic()
         await asyncio.to_thread(broker.producer().send, "t", b"a")
         first = await asyncio.gather(waits[0], waits[1])
@@ -48,24 +49,24 @@ def test_log_waiters_share_one_watcher_and_wake_on_append(broker):
         assert not waits[2].done()  # offset 1 is not there yet
         await asyncio.to_thread(broker.producer().send, "t", b"b")
         assert await waits[2] is True
+        assert t._waiters == ()  # every wait let go of the hook
 
     _run(go())
-    deadline = time.monotonic() + 3
-    while polls.watchers() and time.monotonic() < deadline:  # the watcher ends with its last waiter
-        time.sleep(0.01)
-    assert polls.watchers() == 0
 
 
-def test_log_waiters_answer_false_at_their_deadline_and_when_stopping(broker):
-    lg = broker.create_topic("t").log(0)
+def test_topic_waits_answer_false_at_their_deadline_and_when_stopping(broker):
+    t = broker.create_topic("t")
+    lg = t.log(0)
     stopping = [False]
-    polls = LongPolls(lambda: stopping[0])
+
+    def ready():
+        return lg.end_offset > 0
 
     async def go():
         t0 = time.monotonic()
-        assert await polls.wait_log(lg, 0, 0.3) is False
+        assert await wait_topics((t,), ready, 0.3, lambda: stopping[0]) is False
         assert 0.25 < time.monotonic() - t0 < 1.5
-        long = asyncio.create_task(polls.wait_log(lg, 0, 20))
+        long = asyncio.create_task(wait_topics((t,), ready, 20, lambda: stopping[0]))
         await asyncio.sleep(0.1)
         stopping[0] = True
         t0 = time.monotonic()

@@ -323,7 +323,7 @@ class Consumer:
         topics = [self._broker.topic(name) for name in dict.fromkeys(tp.topic for tp in self._assignment)]
         event = self._event
         for t in topics:
-            t._add_waiter(event)
+            t.add_waiter(event)
         try:
             while True:
                 event.clear()
@@ -337,7 +337,7 @@ class Consumer:
                 self._check_open()
         finally:
             for t in topics:
-                t._remove_waiter(event)
+                t.remove_waiter(event)
 
     def _poll_member(self, max_records: int, timeout: float) -> list[ConsumerRecord]:
         """``poll`` of a member: heartbeats when due or woken by the coordinator, waits on
@@ -350,7 +350,7 @@ class Consumer:
         topics = [self._broker.topic(name) for name in self._topics]
         event = self._event
         for t in topics:
-            t._add_waiter(event)
+            t.add_waiter(event)
         try:
             while True:
                 event.clear()
@@ -366,7 +366,7 @@ class Consumer:
                 self._check_open()
         finally:
             for t in topics:
-                t._remove_waiter(event)
+                t.remove_waiter(event)
 
     def _fetch(self, max_records: int) -> list[ConsumerRecord]:
         tps = self._assignment

@@ -107,6 +107,11 @@ class Topic:
         return f"Topic({self.name!r}, partitions={self.partitions}, config={self.config!r})"
 
     # -- partitions -----------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """Closed: deleted, or its broker closed (``add_waiter``'s waiters were woken)."""
+        return self._closed
+
     def log(self, partition: int):
         """The storage Log of ``partition`` (for advanced use; write through a Producer)."""
         if self._closed:
@@ -181,18 +186,13 @@ class Topic:
     def add_waiter(self, event) -> None:
         """Have ``event.set()`` called after every append to any partition of this topic
         (from the appending thread; without a lock held), and when the topic closes.
-        Anything with a ``set()`` will do: the gRPC front wakes an asyncio task with it."""
-        self._add_waiter(event)
-
-    def remove_waiter(self, event) -> None:
-        """Undo ``add_waiter`` (a waiter not added is ignored)."""
-        self._remove_waiter(event)
-
-    def _add_waiter(self, event: threading.Event) -> None:
+        Anything with a ``set()`` will do: the server's fronts wake an asyncio task with it
+        (vqs/server/long_poll.py), an embedded consumer a ``threading.Event``."""
         with self._waiters_lock:
             self._waiters = self._waiters + (event,)
 
-    def _remove_waiter(self, event: threading.Event) -> None:
+    def remove_waiter(self, event) -> None:
+        """Undo ``add_waiter`` (a waiter not added is ignored)."""
         with self._waiters_lock:
             self._waiters = tuple(e for e in self._waiters if e is not event)
 

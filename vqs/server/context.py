@@ -21,7 +21,7 @@ import anyio
 from ..errors import LogClosedError
 from .append_coalescer import AppendCoalescer
 from .errors import APIError
-from .long_poll import LongPolls
+from .long_poll import LongPolls, wait_topics
 from .metrics import Metrics
 from .settings import Settings
 
@@ -35,7 +35,6 @@ class ServerContext:
         self.ready = False
         self.stopping = False
         self.blocking = anyio.CapacityLimiter(settings.workers_threads)
-        self.long_poll = anyio.CapacityLimiter(settings.max_long_poll_waiters)
         self._waiters = 0
         self._waiters_lock = threading.Lock()
         # blocking calls are needed when the log fsyncs on the request path
@@ -84,23 +83,13 @@ class ServerContext:
             self._waiters -= 1
         self.metrics.long_polls.dec()
 
-    async def long_poll_call(self, fn, *args, **kw):
-        """Run a call that may wait (long poll) in a worker thread; refuse with 503 past the waiter limit."""
+    async def long_poll_topics(self, topics, ready, wait_s: float) -> bool:
+        """Wait up to ``wait_s`` until ``ready()`` (checked after every append to any of
+        ``topics``), a long poll counted against ``max_long_poll_waiters``. No thread: the
+        topics wake the wait (long_poll.py ``wait_topics``)."""
         self._enter_long_poll()
         try:
-            if kw:
-                fn = functools.partial(fn, *args, **kw)
-                args = ()
-            return await anyio.to_thread.run_sync(fn, *args, limiter=self.long_poll)
-        finally:
-            self._leave_long_poll()
-
-    async def long_poll_log(self, lg, offset: int, wait_s: float) -> bool:
-        """Wait up to ``wait_s`` until log ``lg`` holds ``offset`` (True) or not (False).
-        No thread per waiting request: the log's watcher (long_poll.py) resolves it."""
-        self._enter_long_poll()
-        try:
-            return await self.long_polls.wait_log(lg, offset, wait_s)
+            return await wait_topics(topics, ready, wait_s, lambda: self.stopping)
         finally:
             self._leave_long_poll()
 

@@ -1,18 +1,23 @@
-"""Long polls without a thread each: the waiters on one log, or on one queue, share one watcher thread.
+"""The one way every front waits for data: no thread per waiting client.
 
-A long poll used to hold a worker thread for its whole wait, so 1,000 idle
-long polls were 1,000 threads (about 50 MiB of RSS, a fifth of a core spent
-waking them every second, and an event loop starved under load: measured by
-bench/soak.py). Here a waiting request is an asyncio future; one daemon
-thread per log or queue that has waiters blocks in the storage's own wait
-(``Log.wait_for``, ``Queue.receive`` with a wait: woken by appends and
-sends, not by polling) and resolves the futures from the event loop's side
-(``call_soon_threadsafe``). The thread ends when its last waiter is gone.
+- **Topics** (REST and gRPC long polls, Kafka Fetch, gRPC Subscribe):
+  ``wait_topics`` registers an asyncio wake-up on the broker's public hook
+  (``Topic.add_waiter``: called after every append to any partition, and at
+  close) and re-checks the caller's condition on each wake-up. A waiting
+  request is a coroutine; no thread is involved.
+- **Queues** (SQS and REST receives with a wait, gRPC Receive): the storage
+  hands messages out inside ``Queue.receive``, so ``LongPolls.receive``
+  keeps one daemon watcher thread per queue that has waiters (not per
+  waiter): it blocks in ``Queue.receive`` with a wait (woken by sends, not by
+  polling) and resolves the waiters' futures on their loops
+  (``call_soon_threadsafe``). It ends when its last waiter is gone.
 
 Invariants:
 
-* A log waiter is resolved True as soon as the log holds its offset, False
-  at its deadline, when the log closes, or when the server stops.
+* A topic wait returns True as soon as its condition holds (checked before
+  the first wait and after every append) or a topic closed (deleted: the
+  caller's next read reports it), False at its deadline or when the server
+  stops.
 * A queue waiter is served in arrival order: the watcher receives for the
   first live waiter (its count and visibility timeout) and hands it exactly
   what ``Queue.receive`` returned; a waiter past its deadline gets ``[]``.
@@ -58,24 +63,58 @@ def _resolve(w: _Waiter, value=None, exc: BaseException | None = None) -> None:
         pass
 
 
+class _Wake:
+    """A ``Topic.add_waiter`` waiter: ``set`` (from any thread) wakes an asyncio.Event on its loop."""
+
+    __slots__ = ("event", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.event = asyncio.Event()
+
+    def set(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+
+async def wait_topics(topics, ready: Callable[[], bool], timeout: float, stopping: Callable[[], bool]) -> bool:
+    """Wait up to ``timeout`` s until ``ready()``, checked at once and after every append
+    to any of ``topics`` (module doc); False at the deadline or once ``stopping()``."""
+    wake = _Wake(asyncio.get_running_loop())
+    for t in topics:
+        t.add_waiter(wake)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            wake.event.clear()  # before the check: an append after it sets it again
+            if ready() or any(t.closed for t in topics):  # (closed: the caller's next read says so)
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or stopping():
+                return False
+            try:
+                await asyncio.wait_for(wake.event.wait(), min(left, _SLICE))
+            except TimeoutError:
+                pass
+    finally:
+        for t in topics:
+            t.remove_waiter(wake)
+
+
 class LongPolls:
-    """The watchers of one server (one event loop)."""
+    """The queue watchers of one server (its fronts' loops share them)."""
 
     def __init__(self, stopping: Callable[[], bool]):
         self._stopping = stopping
         self._lock = threading.Lock()
-        self._waiters: dict[int, tuple[object, deque]] = {}  # id(log or queue) -> (it, its waiters)
+        self._waiters: dict[int, tuple[object, deque]] = {}  # id(queue) -> (it, its waiters)
 
     def watchers(self) -> int:
-        """Watcher threads running now (one per log or queue with waiters)."""
+        """Watcher threads running now (one per queue with waiters)."""
         with self._lock:
             return len(self._waiters)
-
-    async def wait_log(self, lg, offset: int, wait_s: float) -> bool:
-        """True once log ``lg`` holds ``offset`` (``end_offset > offset``), False after ``wait_s``."""
-        if lg.end_offset > offset:
-            return True
-        return await self._add(lg, offset, None, wait_s, self._watch_log)
 
     async def receive(self, q, n: int, wait_s: float, visibility) -> list:
         """``q.receive(n, ..., visibility)`` waiting up to ``wait_s``; [] when nothing came."""
@@ -126,30 +165,6 @@ class LongPolls:
             waiters.clear()
             if self._waiters.get(id(obj), (None,))[0] is obj:
                 del self._waiters[id(obj)]
-
-    def _watch_log(self, lg, waiters: deque) -> None:
-        try:
-            while True:
-                left = self._live(lg, waiters, False)
-                if left is None:
-                    return
-                with self._lock:
-                    lowest = min(w.arg for w in waiters)
-                lg.wait_for(lowest, max(left, 0.001))
-                end = lg.end_offset
-                closed = lg.closed
-                with self._lock:
-                    keep = deque()
-                    for w in waiters:
-                        if closed or w.arg < end:
-                            _resolve(w, not closed and w.arg < end)
-                        else:
-                            keep.append(w)
-                    waiters.clear()
-                    waiters.extend(keep)
-        except BaseException as e:  # never leave a waiter hanging
-            self._fail_all(lg, waiters, e)
-            raise
 
     def _watch_queue(self, q, waiters: deque) -> None:
         try:

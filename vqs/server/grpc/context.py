@@ -26,25 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 
 from ...errors import LogClosedError
+from ..long_poll import wait_topics
 from .errors import RpcError
 
 STOP_CHECK_S = 1.0  # a waiting call looks at `stopping` at least this often
-
-
-class _Wake:
-    """A topic waiter that sets an asyncio.Event from whichever thread appended."""
-
-    __slots__ = ("event", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.loop = loop
-        self.event = asyncio.Event()
-
-    def set(self) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.event.set)
-        except RuntimeError:  # the loop closed (the server is stopping): nobody waits
-            pass
 
 
 class GrpcContext:
@@ -132,24 +117,9 @@ class GrpcContext:
         return max(0.0, wait)
 
     async def wait_topic(self, topic, ready, timeout: float) -> bool:
-        """Wait up to ``timeout`` s until ``ready()`` (checked after every append to ``topic``)."""
-        wake = _Wake(asyncio.get_running_loop())
-        topic.add_waiter(wake)
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                wake.event.clear()
-                if ready():
-                    return True
-                left = deadline - time.monotonic()
-                if left <= 0 or self.stopping:
-                    return False
-                try:
-                    await asyncio.wait_for(wake.event.wait(), min(left, STOP_CHECK_S))
-                except TimeoutError:
-                    pass
-        finally:
-            topic.remove_waiter(wake)
+        """Wait up to ``timeout`` s until ``ready()`` (checked after every append to ``topic``;
+        no thread: long_poll.py ``wait_topics``)."""
+        return await wait_topics((topic,), ready, timeout, lambda: self.stopping)
 
     def cancel_idle(self) -> None:
         """Stopping: end with UNAVAILABLE the ProduceStream calls that wait for their client's

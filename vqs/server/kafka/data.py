@@ -20,10 +20,10 @@ Errors are per partition (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION).
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from ... import errors as E
+from ..long_poll import wait_topics
 from . import errors as K
 from .codec import Writer
 from .records import CorruptBatch, decode_batches, is_compressed
@@ -111,23 +111,6 @@ async def produce(ctx, conn, v, r):
     return bytes(w.b)
 
 
-class _Wake:
-    """A Topic waiter (it calls ``set`` from any thread) that wakes an asyncio future."""
-
-    __slots__ = ("loop", "fut")
-
-    def __init__(self, loop):
-        self.loop = loop
-        self.fut = loop.create_future()
-
-    def set(self) -> None:
-        self.loop.call_soon_threadsafe(self._done)
-
-    def _done(self) -> None:
-        if not self.fut.done():
-            self.fut.set_result(None)
-
-
 def _read_partition(ctx, topic, p: int, offset: int, max_bytes: int):
     """(error, high watermark, start offset, records bytes) of one partition."""
     log = topic.log(p)
@@ -197,26 +180,18 @@ async def fetch(ctx, conn, v, r):
                     err, hw, start, data = K.code_for(e), -1, -1, b""
                 total += len(data)
                 rows.append((p, err, hw, start, data))
-                if not err and not data:
-                    watch.append((topic, p, off))
+                if not err:  # woken by what comes after what this read saw
+                    watch.append((topic, p, hw if data else off))
             results.append((name, rows))
         left = deadline - time.monotonic()
         if total >= max(min_bytes, 1) or left <= 0 or ctx.stopping or any(
                 row[1] for _, rows in results for row in rows):
             break
-        wake = _Wake(ctx.loop)
-        for t in topics:
-            t._add_waiter(wake)
-        try:
-            # re-check after registering: an append between the read and here must not be missed
-            if any(t.log(p).end_offset > off for t, p, off in watch):
-                continue
-            await asyncio.wait_for(wake.fut, left)
-        except (TimeoutError, E.VQSError):
+        try:  # the check runs after registering: an append since the read is never missed
+            await wait_topics(topics, lambda w=watch: any(t.log(p).end_offset > end for t, p, end in w), left,
+                              lambda: ctx.stopping)
+        except E.VQSError:  # a topic closed (deleted): the next read answers it
             pass
-        finally:
-            for t in topics:
-                t._remove_waiter(wake)
     w = Writer().int32(0)
     if v >= 7:
         w.int16(K.NONE).int32(0)

@@ -17,7 +17,6 @@ shutdown is never held up.
 from __future__ import annotations
 
 import base64
-import time
 from typing import Literal
 
 from fastapi import APIRouter, Query, Request, Response
@@ -205,22 +204,9 @@ def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
         ready = ready_now()
         wait_s = min(body.wait_ms, s.max_wait_ms) / 1000
         if not ready and wait_s > 0:
-            deadline = time.monotonic() + wait_s
-
-            def waiter():
-                c = b.consumer()
-                try:
-                    c.assign(list(tps))
-                    for tp, off in tps.items():
-                        c.seek(tp, off)
-                    while not ctx.stopping:
-                        left = deadline - time.monotonic()
-                        if left <= 0 or c.poll(max_records=1, timeout=min(left, 1.0)):
-                            return
-                finally:
-                    c.close()
-
-            await ctx.long_poll_call(waiter)
+            topics = {tn: b.topic(tn) for tn, _ in tps}
+            await ctx.long_poll_topics(tuple(topics.values()), lambda: any(
+                topics[tn].log(p).end_offset > off for (tn, p), off in tps.items()), wait_s)
             ready = ready_now()
         return jresp({"ready": ready})
 
@@ -244,7 +230,7 @@ async def consume_messages(ctx: ServerContext, topic: str, partition: int, offse
     # Log.read finds the offset through the sparse index and decodes only what it returns
     recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
     if not recs and wait_s > 0:
-        await ctx.long_poll_log(lg, offset, wait_s)
+        await ctx.long_poll_topics((t,), lambda: lg.end_offset > offset, wait_s)
         recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
     nxt = recs[-1].offset + 1 if recs else offset
     if binary:  # the records as freshly encoded batches (offsets and timestamps preserved)
