@@ -84,6 +84,9 @@ def _ip_literal(host: str) -> bool:
     return True
 
 
+_IP_MEMO = 64
+
+
 class BrowserGuard:
     """The checks of one server's settings; ``refused`` runs per request (VQSMiddleware)."""
 
@@ -93,6 +96,18 @@ class BrowserGuard:
         allowed = set(_LOOPBACK_HOSTS)
         allowed.update(_host_key(h) for h in s.allowed_hosts)
         self.allowed_hosts = frozenset(allowed)
+        #: Host names found to be IP literals (parsing one costs more than the rest of the
+        #: check): at most ``_IP_MEMO`` of them, so a client sending many names bounds it
+        self._ips: set[bytes] = set()
+
+    def _ip_name(self, name: bytes) -> bool:
+        if name in self._ips:
+            return True
+        if not _ip_literal(name.decode("latin-1")):
+            return False
+        if len(self._ips) < _IP_MEMO:
+            self._ips.add(name)
+        return True
 
     def refused(self, method: str, path: str, raw_headers, sqs: bool) -> tuple[str, str] | None:
         """(code, message) of a request refused for where it comes from, else None:
@@ -107,7 +122,7 @@ class BrowserGuard:
         A ``PUT``/``DELETE``/``PATCH`` always needs a preflight, and a GET changes nothing."""
         if self.host_check:
             name = _host_name(raw_headers)
-            if name is not None and name not in self.allowed_hosts and not _ip_literal(name.decode("latin-1")):
+            if name is not None and name not in self.allowed_hosts and not self._ip_name(name):
                 shown = name.decode("latin-1")[:100]
                 return ("host_not_allowed",
                         f"this server answers the Host names localhost, IP addresses and those of "

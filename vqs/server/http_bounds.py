@@ -12,9 +12,11 @@ made every other client get 503. Here:
   request's first byte. Past it, a connection that sent part of a request gets
   ``408`` and is closed; one that sent nothing is closed. Then its body must
   make progress: no part of it for that long (while the app is not behind:
-  reads not paused) is ``408`` and closed. One timer per request, armed when
-  it begins and cancelled when its body is read (re-armed only when it fires
-  on a body that is still arriving).
+  reads not paused) is ``408`` and closed. A request costs no timer: it sets
+  its connection's deadline when it begins and clears it when its body is
+  read; one sweep per server (every quarter of the timeout, at most a
+  second, while connections are open) acts on the deadlines passed. A
+  deadline is so kept to within one sweep interval.
 * **Caps at accept** (``max_connections`` in total,
   ``max_connections_per_client`` per remote address): a connection over a cap
   takes the place of the oldest connection (of that address, or of all) with
@@ -49,6 +51,8 @@ SQS_MAX_BODY_BYTES = 4 * (1 << 20) + (256 << 10)
 _WAITING, _BEGUN, _BODY = 0, 1, 2
 #: A connection may be closed to make room for a new one once it is this old (seconds).
 EVICT_AFTER_S = 1.0
+#: The longest interval between two sweeps of the deadlines (seconds).
+MAX_SWEEP_S = 1.0
 
 
 def _answer(status: bytes, text: str, extra: bytes = b"") -> bytes:
@@ -77,6 +81,17 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
 
     every: dict = {}     # the connections counted, oldest first
     per_addr: dict = {}  # remote address -> its connections counted, oldest first
+    sweep_s = max(0.05, min(MAX_SWEEP_S, header_timeout / 4))
+    sweeping = [None]    # the loop's handle of the next sweep, while connections are open
+
+    def sweep(loop) -> None:
+        """Act on the deadlines passed; again in ``sweep_s`` while any connection is open."""
+        now = loop.time()
+        for p in list(every):
+            d = p._vqs_deadline
+            if d and d <= now:
+                p._vqs_header_timeout()
+        sweeping[0] = loop.call_later(sweep_s, sweep, loop) if every else None
 
     def _evict(conns: dict, now: float) -> bool:
         """Make room: close the oldest of ``conns`` that has no request in progress (waiting for
@@ -99,7 +114,7 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
         """uvicorn's protocol with a header deadline and connection caps (module docstring)."""
 
         _vqs_addr = None
-        _vqs_timer = None
+        _vqs_deadline = 0.0  # loop time by which the request must progress; 0: none pending
         _vqs_state = _WAITING
         _vqs_progress = False
         _vqs_opened = 0.0
@@ -128,7 +143,9 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
             self._vqs_opened = now
             self._vqs_addr = addr
             super().connection_made(transport)
-            self._vqs_timer = self.loop.call_later(header_timeout, self._vqs_header_timeout)
+            self._vqs_deadline = now + header_timeout
+            if sweeping[0] is None:
+                sweeping[0] = self.loop.call_later(sweep_s, sweep, self.loop)
 
         def _vqs_forget(self) -> None:
             """No longer counted (closed, or being closed to make room)."""
@@ -144,20 +161,17 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
                 self.parser = None
                 return
             self._vqs_forget()
-            t = self._vqs_timer
-            if t is not None:
-                t.cancel()
-                self._vqs_timer = None
+            self._vqs_deadline = 0.0
             super().connection_lost(exc)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._vqs_state = _BEGUN
-            if self._vqs_timer is None:
-                self._vqs_timer = self.loop.call_later(header_timeout, self._vqs_header_timeout)
+            if not self._vqs_deadline:
+                self._vqs_deadline = self.loop.time() + header_timeout
 
         def on_headers_complete(self) -> None:
-            # the same timer goes on watching the body (cancelled when it is read)
+            # the same deadline goes on watching the body (cleared when it is read)
             self._vqs_state = _BODY
             self._vqs_progress = True
             super().on_headers_complete()
@@ -172,21 +186,18 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
 
         def _vqs_request_read(self) -> None:
             """The whole request is read: no deadline until the next one begins."""
-            t = self._vqs_timer
-            if t is not None:
-                t.cancel()
-                self._vqs_timer = None
+            self._vqs_deadline = 0.0
             self._vqs_state = _WAITING
 
         def _vqs_header_timeout(self) -> None:
-            self._vqs_timer = None
+            self._vqs_deadline = 0.0
             transport = self.transport
             if transport is None or transport.is_closing():
                 return
             if self._vqs_state == _BODY:
                 if self._vqs_progress or self.flow.read_paused:  # a part arrived, or the app is behind
                     self._vqs_progress = False
-                    self._vqs_timer = self.loop.call_later(header_timeout, self._vqs_header_timeout)
+                    self._vqs_deadline = self.loop.time() + header_timeout
                     return
                 rejected("body_timeout")
                 c = self.cycle
