@@ -151,7 +151,7 @@ def serve(settings: Settings) -> None:
     try:
         if settings.kafka_port:
             kafka_sock = _listen(settings, fmt, settings.kafka_port, option="--kafka-port")
-        grpc_front = _listen_grpc(settings, fmt) if settings.grpc_port else None
+        grpc_front = _listen_grpc(settings, fmt, conn_cap) if settings.grpc_port else None
         broker = _open_broker(settings, fmt)
     except BaseException:
         sock.close()
@@ -166,7 +166,7 @@ def serve(settings: Settings) -> None:
         if kafka_sock is not None:
             from .kafka import KafkaListener
 
-            kafka = KafkaListener(broker, settings, kafka_sock)
+            kafka = KafkaListener(broker, settings, kafka_sock, max_connections=conn_cap)
             kafka.start()
         _run(settings, sock, broker, grpc_front, conn_cap)
     finally:
@@ -230,14 +230,17 @@ OTHER_FDS = 64
 
 def _open_file_limit(settings: Settings, fmt: str) -> int:
     """Raise the soft RLIMIT_NOFILE to the hard limit (logged), as servers do, and
-    cap the segment files kept open (storage/file_cache.py). Connections need
-    descriptors too, and one the event loop cannot accept (EMFILE) is closed
-    unanswered with nothing logged: when ``max_connections`` connections,
-    ``max_open_files`` files and OTHER_FDS cannot all be open under the limit,
-    a warning at start-up names the limit and the settings to change (``ulimit
-    -n 1024`` with the defaults cannot hold 800 idle connections), and the HTTP
-    connection cap returned is held to what the limit leaves (at least 16), so
-    a connection past it gets 503 rather than being closed unanswered."""
+    cap the segment files kept open (storage/file_cache.py); return each
+    listener's connection cap. Connections need descriptors too, and one the
+    event loop cannot accept (EMFILE) is closed unanswered with nothing logged.
+    ``max_connections`` applies per listener (HTTP, and Kafka and gRPC when
+    they run), so the budget is that times the listeners, plus
+    ``max_open_files`` files and OTHER_FDS. When the limit cannot hold it, a
+    warning at start-up names the limit and the settings to change (``ulimit
+    -n 1024`` with the defaults cannot hold 800 idle connections), and every
+    listener's cap is held to its share of what the limit leaves (at least
+    16): a connection past it is answered (503, or closed by the Kafka and
+    gRPC listeners at accept) rather than starving the others of descriptors."""
     from ..storage import FILE_CACHE, open_file_limits, raise_open_file_limit, set_max_open_files
 
     raise_open_file_limit(quiet=True)  # said in the ready line (a failed start writes one line)
@@ -247,15 +250,17 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
     except ConfigError as e:
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
     soft, _ = open_file_limits()
+    listeners = 1 + bool(settings.kafka_port) + bool(settings.grpc_port)
     room = soft - FILE_CACHE.max_open_files - OTHER_FDS
-    if soft > 0 and settings.max_connections > room:
-        logger.warning("the open-file limit (RLIMIT_NOFILE) %d cannot hold max_connections (%d) connections, "
-                       "max_open_files (%d) segment files and %d other descriptors: while the files are open, "
-                       "connections past about %d may be closed unanswered and requests that open a file get 503 "
-                       "too_many_open_files; raise the limit (ulimit -n, LimitNOFILE=) or lower max_connections or "
-                       "max_open_files; HTTP connections are capped at %d", soft, settings.max_connections,
-                       FILE_CACHE.max_open_files, OTHER_FDS, max(room, 0), max(room, 16))
-        return max(room, 16)
+    if soft > 0 and settings.max_connections * listeners > room:
+        cap = max(room // listeners, 16)
+        logger.warning("the open-file limit (RLIMIT_NOFILE) %d cannot hold max_connections (%d) connections on "
+                       "each of %d listeners, max_open_files (%d) segment files and %d other descriptors: while "
+                       "the files are open, requests that open a file may get 503 too_many_open_files; raise the "
+                       "limit (ulimit -n, LimitNOFILE=) or lower max_connections or max_open_files; connections "
+                       "are capped at %d per listener", soft, settings.max_connections, listeners,
+                       FILE_CACHE.max_open_files, OTHER_FDS, cap)
+        return cap
     return settings.max_connections
 
 
@@ -279,7 +284,7 @@ def _listen(settings: Settings, fmt: str, port: int | None = None, option: str =
     return sock
 
 
-def _listen_grpc(settings: Settings, fmt: str):
+def _listen_grpc(settings: Settings, fmt: str, conn_cap: int | None = None):
     """The gRPC front with its port bound (vqs/server/grpc/front.py), or the exit saying why not."""
     # The gRPC C core logs at INFO what a peer sends in a GOAWAY frame's debug data, raw, on
     # stderr (a forged log line, terminal escape codes): it logs errors at most (read at its
@@ -296,7 +301,7 @@ def _listen_grpc(settings: Settings, fmt: str):
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
     from .grpc.front import GrpcBindError, GrpcFront
 
-    front = GrpcFront(settings)
+    front = GrpcFront(settings, max_connections=conn_cap)
     try:
         front.bind()
     except GrpcBindError as e:

@@ -56,8 +56,8 @@ class Settings:
     max_body_bytes: int = 64 << 20
     max_message_bytes: int = 1 << 20          # REST topic messages (SQS uses the queue's MaximumMessageSize)
     max_header_bytes: int = 16 << 10
-    max_connections: int = 1024               # connections open at once, per listener (HTTP, Kafka; HTTP's
-                                              # also held under the open-file limit)
+    max_connections: int = 1024               # connections open at once, per listener (HTTP, Kafka, gRPC;
+                                              # held to each one's share of the open-file limit)
     max_connections_per_client: int = 256     # connections open at once from one remote address, per listener
     http_header_timeout_s: float = 10.0       # a request's headers must be complete within this (408, closed)
     max_long_poll_waiters: int = 256

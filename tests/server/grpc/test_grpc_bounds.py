@@ -82,3 +82,35 @@ def test_a_malformed_request_is_invalid_argument_in_plain_words(guarded, method,
                 ch.unary_unary(method)(b"\xff\xff\xff", metadata=md, timeout=10)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value
     assert "DecodeError" not in e.value.details() and "vqs.v1" not in e.value.details()
+
+
+def test_connections_past_max_connections_are_closed_at_accept(tmp_path):
+    """Before: the gRPC listener had no cap on connections (only on calls in progress), so
+    idle connections could take every descriptor of the process."""
+    s = GrpcServer(tmp_path / "data", "--max-connections", "3").start()
+    opts = [("grpc.use_local_subchannel_pool", 1)]  # one connection per channel, none shared
+    chans = []
+    try:
+        for _ in range(3):
+            ch = grpc.insecure_channel(s.target, options=opts)
+            grpc.channel_ready_future(ch).result(timeout=10)
+            chans.append(ch)
+        extra = grpc.insecure_channel(s.target, options=opts)
+        with pytest.raises(grpc.FutureTimeoutError):
+            grpc.channel_ready_future(extra).result(timeout=2)
+        extra.close()
+        chans.pop().close()
+        deadline = time.monotonic() + 10
+        while True:  # the server sees the close a moment later
+            again = grpc.insecure_channel(s.target, options=opts)
+            try:
+                grpc.channel_ready_future(again).result(timeout=1)
+                break
+            except grpc.FutureTimeoutError:
+                again.close()
+                assert time.monotonic() < deadline, "a freed place was never given to a new connection"
+        chans.append(again)
+    finally:
+        for ch in chans:
+            ch.close()
+        assert s.stop() == 0, s.log()

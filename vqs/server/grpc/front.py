@@ -47,8 +47,10 @@ class GrpcBindError(Exception):
 
 
 class GrpcFront:
-    def __init__(self, settings):
+    def __init__(self, settings, max_connections: int | None = None):
         self.settings = settings
+        #: connections open at once (``max_connections``, or less: the open-file limit's share, run.py)
+        self.max_connections = max_connections or settings.max_connections
         self.port: int | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -122,6 +124,8 @@ class GrpcFront:
                    ("grpc.max_receive_message_length", s.max_body_bytes),
                    # responses are bounded by the handlers (records.MAX_BYTES plus one record)
                    ("grpc.max_send_message_length", -1),
+                   # past it the C core closes a new connection at accept, before reading anything
+                   ("grpc.max_allowed_incoming_connections", self.max_connections),
                    *CONNECTION_OPTIONS]
         server = grpc.aio.server(interceptors=interceptors, options=options,
                                  maximum_concurrent_rpcs=s.max_connections)

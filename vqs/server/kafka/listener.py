@@ -215,8 +215,10 @@ def _auth_failed(conn: Connection) -> None:
 class KafkaListener:
     """Serves the Kafka protocol on ``sock`` (already bound) until ``stop``."""
 
-    def __init__(self, broker, settings, sock):
+    def __init__(self, broker, settings, sock, max_connections: int | None = None):
         self.sock = sock
+        #: connections open at once (``max_connections``, or less: the open-file limit's share, run.py)
+        self.max_connections = max_connections or settings.max_connections
         host, port = sock.getsockname()[:2]
         host = settings.host if settings.host not in ("0.0.0.0", "::") else host
         if settings.kafka_advertised_listener:  # e.g. behind a proxy or NAT
@@ -288,8 +290,8 @@ class KafkaListener:
         addr = peer[0] if isinstance(peer, tuple) else str(peer)
         st = self.ctx.settings
         n = self._per_client.get(addr, 0)
-        if len(self._conns) >= st.max_connections or n >= st.max_connections_per_client:
-            self._refuse(addr, "max_connections" if len(self._conns) >= st.max_connections
+        if len(self._conns) >= self.max_connections or n >= st.max_connections_per_client:
+            self._refuse(addr, "max_connections" if len(self._conns) >= self.max_connections
                          else "max_connections_per_client")
             writer.close()
             return
