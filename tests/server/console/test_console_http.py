@@ -165,3 +165,14 @@ def test_queue_times_are_shown_as_dates(console_server, seeded):
     page = httpx.get(console_server.url + "/console/queues/jobs", headers=AUTH, timeout=30).text
     row = re.search(r"<th>CreatedTimestamp</th><td>([^<]*)</td>", page)
     assert row and re.match(r"\d{4}-\d\d-\d\d", row.group(1)), row
+
+
+def test_recent_errors_show_the_requested_path(console_server, api):
+    """A refused request is listed with the URL path it asked for (the client's words, escaped);
+    the detail never carries a path of the server's."""
+    name = "no-such-topic-for-recent-errors"
+    assert api.get(f"/topics/{name}/messages", params={"offset": 0}).status_code == 404
+    page = httpx.get(console_server.url + "/console", headers=AUTH, timeout=30).text
+    table = page[page.index('id="recent-errors"'):]
+    assert f"404 GET /topics/{name}/messages" in table
+    assert console_server.data_dir not in page

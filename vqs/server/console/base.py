@@ -34,8 +34,9 @@ RECENT_ERRORS = 50
 
 class RecentErrors(logging.Handler):
     """The last warnings and errors of the server's loggers and the last refused requests, as console rows: time,
-    level, what (a refused request's method, path, status and client message; for
-    anything else the logger and the exception type) — never a server path."""
+    level, what (a refused request's status, method and URL path as the client sent it,
+    and the client message; for anything else the logger and the exception type) — never
+    a server path."""
 
     def __init__(self):
         super().__init__(logging.INFO)
@@ -47,13 +48,16 @@ class RecentErrors(logging.Handler):
             if record.levelno < logging.WARNING and record.getMessage() != "rejected":
                 return
             if record.getMessage() == "rejected" and "status" in fields:
-                what = f"{fields.get('status')} {fields.get('method')} {fields.get('path')}"
+                # the request's own URL path, shown as sent (the client's words, not a file of
+                # the server's), its control characters escaped and its length bounded
+                path = str(fields.get("path"))[:200].encode("unicode_escape").decode("ascii")
+                what = f"{fields.get('status')} {fields.get('method')} {path}"
                 detail = fields.get("error", "")
             else:
-                what = record.name
+                what = safe(record.name)
                 exc = record.exc_info[1] if record.exc_info else None
                 detail = (type(exc).__name__ + ": " if exc is not None else "") + record.getMessage()
-            self.rows.appendleft({"t": record.created, "level": record.levelname.lower(), "what": safe(what),
+            self.rows.appendleft({"t": record.created, "level": record.levelname.lower(), "what": what,
                                   "detail": safe(detail)[:300]})
         except Exception:  # a log handler must never raise
             pass
