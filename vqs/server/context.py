@@ -93,30 +93,20 @@ class ServerContext:
         finally:
             self._leave_long_poll()
 
+    def reopen_queue(self, name: str):
+        """A queue deleted under a long poll: answer as for a queue that does not exist (the
+        broker's own QueueDoesNotExist), or go on on the new queue if the name came back."""
+        b = self.broker
+        if self.stopping or b is None:
+            raise LogClosedError(f"queue {name!r} is closed: the server is stopping")
+        return b.queue(name)
+
     async def long_poll_receive(self, q, n: int, wait_s: float, visibility) -> list:
         """``q.receive(n)`` waiting up to ``wait_s`` for a message ([] when none came). A message
         already visible is taken at once; a wait holds no thread (the queue's watcher serves it)."""
         self._enter_long_poll()
         try:
-            deadline = time.monotonic() + wait_s
-            first = True
-            while True:
-                try:
-                    if first:  # what is visible now, taken at once (no watcher involved)
-                        first = False
-                        msgs = await self.write(q.receive, n, 0, visibility)
-                        if msgs:
-                            return msgs
-                    left = deadline - time.monotonic()
-                    if left <= 0 or self.stopping:
-                        return []
-                    return await self.long_polls.receive(q, n, left, visibility)
-                except LogClosedError:
-                    if self.stopping or self.broker is None:
-                        raise
-                    # Deleted while we waited: answer as for a queue that does not
-                    # exist (the broker's own QueueDoesNotExist). If the name was
-                    # created again meanwhile, the poll goes on on the new queue.
-                    q = self.broker.queue(q.name)
+            return await self.long_polls.receive_or_wait(
+                q, n, wait_s, visibility, lambda q: self.write(q.receive, n, 0, visibility), self.reopen_queue)
         finally:
             self._leave_long_poll()

@@ -116,6 +116,28 @@ class LongPolls:
         with self._lock:
             return len(self._waiters)
 
+    async def receive_or_wait(self, q, n: int, wait_s: float, visibility, take_now, reopen) -> list:
+        """``q.receive(n)`` waiting up to ``wait_s`` ([] when nothing came): what is visible
+        now is taken at once (``await take_now(q)``: the front runs a receive without a wait
+        its own way), then the queue's watcher serves the wait. A queue deleted meanwhile is
+        looked up again (``reopen(name)``: the new queue of that name, or the front's
+        not-found error, or the LogClosedError raised again when the server is stopping)."""
+        deadline = time.monotonic() + wait_s
+        first = True
+        while True:
+            try:
+                if first:
+                    first = False
+                    msgs = await take_now(q)
+                    if msgs:
+                        return msgs
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stopping():
+                    return []
+                return await self.receive(q, n, left, visibility)
+            except LogClosedError:
+                q = reopen(q.name)
+
     async def receive(self, q, n: int, wait_s: float, visibility) -> list:
         """``q.receive(n, ..., visibility)`` waiting up to ``wait_s``; [] when nothing came."""
         return await self._add(q, n, visibility, wait_s, self._watch_queue)

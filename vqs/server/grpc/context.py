@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from ...errors import LogClosedError
 from ..long_poll import wait_topics
 from .errors import RpcError
 
@@ -87,23 +85,8 @@ class GrpcContext:
         self.waiters += 1
         self.metrics.long_polls.inc()
         try:
-            deadline = time.monotonic() + wait_s
-            first = True
-            while True:
-                try:
-                    if first:  # what is visible now, taken at once (no watcher involved)
-                        first = False
-                        msgs = await self.write(q.receive, n, 0, visibility)
-                        if msgs:
-                            return msgs
-                    left = deadline - time.monotonic()
-                    if left <= 0 or self.server.stopping:
-                        return []
-                    return await self.server.long_polls.receive(q, n, left, visibility)
-                except LogClosedError:
-                    if self.server.stopping or self.server.broker is None:
-                        raise
-                    q = self.server.broker.queue(q.name)
+            return await self.server.long_polls.receive_or_wait(
+                q, n, wait_s, visibility, lambda q: self.write(q.receive, n, 0, visibility), self.server.reopen_queue)
         finally:
             self.waiters -= 1
             self.metrics.long_polls.dec()
