@@ -176,3 +176,18 @@ def test_close_answers_every_pending_wait():
     w = co.start_join("g", "", client_id="c", protocols=[("range", b"")], session_timeout_ms=60_000)
     co.close()
     assert w.done and w.result.status == UNKNOWN_MEMBER
+
+
+def test_a_leader_that_never_syncs_is_removed_after_the_rebalance_timeout():
+    co = GroupCoordinator(initial_delay_ms=300)
+    res = _join_all(co, "g", [("a", ""), ("b", "")], session_timeout_ms=60_000, rebalance_timeout_ms=500)
+    a, b = res["a"], res["b"]
+    leader, follower = (a, b) if a.leader == a.member_id else (b, a)
+    w = co.start_sync("g", leader.generation, follower.member_id, {})
+    assert co.heartbeat("g", leader.generation, leader.member_id) == OK  # alive, but never syncs
+    done = threading.Event()
+    w.add_done_callback(done.set)
+    assert done.wait(10) and w.result == (REBALANCING, b"")  # the timer removed the leader
+    assert co.heartbeat("g", leader.generation, leader.member_id) == UNKNOWN_MEMBER
+    assert [m[0] for m in co.describe("g")["members"]] == [follower.member_id]
+    co.close()

@@ -9,8 +9,11 @@ returns. A group's first rebalance (from Empty) waits ``initial_delay_ms``
 for more members (Kafka's group.initial.rebalance.delay.ms), so members that
 start together share one generation. ``sync`` from the leader stores the assignment bytes it computed
 (passed through untouched: range, round-robin, cooperative-sticky all work);
-the followers' ``sync`` waits for it. The protocol (e.g. "range") is the first
-one that every member lists, in the leader's order.
+the followers' ``sync`` waits for it; a member that has not synced one
+rebalance timeout after its join completed is removed (as Kafka removes a
+pending-sync member), so a leader that never syncs holds no follower for
+longer. The protocol (e.g. "range") is the first one that every member lists,
+in the leader's order.
 
 Waiting holds no thread (group_wait.py): ``start_join``/``start_sync`` put a
 ``GroupWait`` in the group and return it; the call that changes the group
@@ -74,6 +77,7 @@ class Member:
     assignment: bytes = b""
     last_seen: float = 0.0
     joined: bool = False  # has (re)joined the rebalance under way
+    synced: bool = False  # has sent its SyncGroup for the generation completing
     busy: int = 0  # its waits pending (alive while waiting)
 
 
@@ -96,7 +100,7 @@ class Group:
     protocol: str | None = None
     leader: str | None = None
     members: dict = field(default_factory=dict)
-    deadline: float = 0.0  # end of the rebalance under way
+    deadline: float = 0.0  # end of the rebalance under way (joins, then syncs)
     not_before: float = 0.0  # a new group's first rebalance waits this long for more members
     waits: list = field(default_factory=list)  # GroupWaits pending, in arrival order
 
@@ -149,14 +153,17 @@ class GroupCoordinator:
         if g.state == PREPARING and (now >= g.deadline or (
                 now >= g.not_before and all(m.joined for m in g.members.values()))):
             self._complete_join_locked(g)
+        elif g.state == COMPLETING and now >= g.deadline:  # as Kafka: who has not synced by now is out
+            for m in [m for m in g.members.values() if not m.synced]:
+                self._remove_locked(g, m.member_id)
 
     def _next_expiry_locked(self, g: Group) -> float | None:
         """The earliest moment ``_expire_locked`` would change ``g`` with no call about it."""
         times = [m.last_seen + m.session_timeout_ms / 1000 for m in g.members.values() if not m.busy]
-        if g.state == PREPARING:
+        if g.state in (PREPARING, COMPLETING):
             times.append(g.deadline)
-            if all(m.joined for m in g.members.values()):
-                times.append(g.not_before)
+        if g.state == PREPARING and all(m.joined for m in g.members.values()):
+            times.append(g.not_before)
         return min(times, default=None)
 
     def _remove_locked(self, g: Group, member_id: str) -> None:
@@ -196,8 +203,10 @@ class GroupCoordinator:
         g.generation += 1
         g.state = COMPLETING
         now = self._clock()
+        g.deadline = now + max(m.rebalance_timeout_ms for m in members) / 1000
         for m in members:
             m.assignment = b""
+            m.synced = False
             m.last_seen = now
         self._settle_locked(g)
 
@@ -331,6 +340,7 @@ class GroupCoordinator:
             if g.state == PREPARING:
                 return refused(REBALANCING)
             m.last_seen = self._clock()
+            m.synced = True
 
             def answer(g: Group) -> tuple[str, bytes]:
                 if member_id not in g.members:
