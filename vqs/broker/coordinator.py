@@ -46,6 +46,7 @@ commit from outside a group is refused while it has members of either kind.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -55,6 +56,8 @@ from ..errors import ConfigError, FencedMember
 from .assigned_groups import AssignedGroups
 from .group_wait import GroupWait
 from .names import validate_name
+
+logger = logging.getLogger(__name__)
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 OK = "ok"
@@ -248,6 +251,8 @@ class GroupCoordinator:
             self._unregister_locked(g, w, self._clock())
             w.complete_locked(None)
             if w.member_id in g.members:
+                logger.info("group %s: member %s left: its waiting request was withdrawn (its client went away)",
+                            g.name, w.member_id)
                 self._remove_locked(g, w.member_id)
                 self._expire_locked(g)  # the others may all be in now
 

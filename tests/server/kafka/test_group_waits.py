@@ -162,3 +162,19 @@ def test_a_waiting_sync_whose_connection_closes_leaves_the_group(kafka_server):
     assert _sync(lead, group, gen, leader) == 27  # REBALANCE_IN_PROGRESS: the leader rejoins alone
     lead.sock.settimeout(5)
     assert _join(lead, group, leader)[:3] == (0, gen + 1, leader)
+
+
+def test_a_request_pipelined_behind_a_waiting_join_is_answered_after_it_in_order(kafka_server):
+    group = f"pipe-{time.monotonic_ns()}"
+    pin, pin_id, gen = _stable_member(kafka_server.kafka_port, group)
+    k = RawKafka(kafka_server.kafka_port)
+    k.sock.settimeout(10)
+    api_versions = bytes(Writer().int16(18).int16(0).int32(2).string("waits-test").b)
+    k.sock.sendall(_join_frame(group, corr=1) + struct.pack(">i", len(api_versions)) + api_versions)
+    watch = RawKafka(kafka_server.kafka_port)
+    _wait_for(lambda: _members(watch, group) == ("PreparingRebalance", 2), 10, "the join to wait")
+    pin.sock.settimeout(10)
+    assert _join(pin, group, pin_id)[:2] == (0, gen + 1)  # pin rejoins: the rebalance completes
+    first, second = Reader(k.recv_frame()), Reader(k.recv_frame())
+    assert first.int32() == 1 and first.int16() == 0 and first.int32() == gen + 1  # the join, then
+    assert second.int32() == 2 and second.int16() == 0  # the ApiVersions read while it waited
