@@ -137,7 +137,10 @@ class Connection:
                 await asyncio.gather(task, return_exceptions=True)
                 raise ConnectionResetError("the client closed the connection while its request waited")
         else:
-            watch.cancel()  # cancelled before it consumed anything: the bytes stay in the reader
+            # Cancelled before it consumed anything (the bytes stay in the reader), and awaited:
+            # the reader takes one waiting read at a time, and the next frame's read comes next.
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
         return await task
 
     def check_plain(self, auth: bytes) -> bool:
