@@ -178,3 +178,32 @@ def test_a_request_pipelined_behind_a_waiting_join_is_answered_after_it_in_order
     first, second = Reader(k.recv_frame()), Reader(k.recv_frame())
     assert first.int32() == 1 and first.int16() == 0 and first.int32() == gen + 1  # the join, then
     assert second.int32() == 2 and second.int16() == 0  # the ApiVersions read while it waited
+
+
+def test_a_killed_confluent_consumer_waiting_in_a_join_leaves_at_once(kafka_server):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = f"kill-{time.monotonic_ns()}", f"killg-{time.monotonic_ns()}"
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(10)
+    pin, pin_id, gen = _stable_member(kafka_server.kafka_port, group)
+    member = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "group_member.py"),
+                               kafka_server.bootstrap, topic, group], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        k = RawKafka(kafka_server.kafka_port)
+        _wait_for(lambda: _members(k, group) == ("PreparingRebalance", 2), 20, "the consumer's join to wait")
+        member.send_signal(signal.SIGKILL)  # its JoinGroup (rebalance timeout 300 s) can never be answered
+        member.wait()
+        _wait_for(lambda: _members(k, group)[1] == 1, 5, "the killed consumer to leave the group")
+        pin.sock.settimeout(5)
+        assert _join(pin, group, pin_id)[:3] == (0, gen + 1, pin_id)
+    finally:
+        if member.poll() is None:
+            member.kill()
+            member.wait()
