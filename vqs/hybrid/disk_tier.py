@@ -61,7 +61,7 @@ from itertools import accumulate, islice
 from operator import sub as _sub
 from queue import Full
 
-from ..errors import CorruptRecordError, DiskFullError, LogClosedError, MessageTooLarge, VQSError
+from ..errors import CorruptRecordError, DiskFullError, LogClosedError, MessageTooLarge, ShutDown, VQSError
 from ..storage import Log, load_gaps
 from .checkpoint import Checkpoint
 from .serializers import Serializer, wrap_error
@@ -136,7 +136,12 @@ class DiskTier:
     _holes: list
     _hole_items: int
     _repairing: int
+    _maxsize: int
+    is_shutdown: bool
+    _drained: bool
+    _inflight_items: int
     recovery: str
+    _count_locked: Callable[[], int]
 
     # ------------------------------------------------------------------ open
 
@@ -210,6 +215,12 @@ class DiskTier:
         while True:
             if self._closed:
                 raise LogClosedError(f"HybridQueue {self.path} is closed")
+            if self.is_shutdown:
+                raise ShutDown
+            if self._maxsize > 0 and self._count_locked() + n_new > self._maxsize:
+                self._check_fits_maxsize(n_new)
+                self._wait_not_full(block, deadline)
+                continue
             mem = self._mem
             n_mem = len(mem)
             max_items, max_bytes = self._max_items, self._max_bytes
@@ -290,6 +301,10 @@ class DiskTier:
             mem.extend(rest)
             self._mem_bytes += sum(sizes[max(0, s - n_mem):])
 
+    def _check_fits_maxsize(self, n: int) -> None:
+        if n > self._maxsize:
+            raise MessageTooLarge(f"{n} items can never fit maxsize={self._maxsize}")
+
     def _wait_not_full(self, block: bool, deadline: float | None, poll: float | None = None) -> None:
         if not block:
             self._full_refusals += 1
@@ -344,8 +359,15 @@ class DiskTier:
                 while True:
                     if self._closed:
                         raise LogClosedError(f"HybridQueue {self.path} is closed")
+                    if self.is_shutdown:
+                        raise ShutDown
                     if self._repairing:
                         self._not_full.wait()  # a truncate waits for the puts in flight
+                        continue
+                    if (self._maxsize > 0
+                            and self._count_locked() + self._inflight_items + n > self._maxsize):
+                        self._check_fits_maxsize(n)
+                        self._wait_not_full(block, deadline)
                         continue
                     if self._disk_bytes + self._reserved + pbytes <= self._max_disk:
                         break
@@ -357,6 +379,7 @@ class DiskTier:
                     self._wait_not_full(block, deadline)
                 self._reserved += pbytes
                 self._inflight += 1
+                self._inflight_items += n
                 # counted now, so that a consumer's task_done never runs ahead of it
                 self._unfinished += n
             try:
@@ -368,6 +391,7 @@ class DiskTier:
                 with self._lock:
                     self._reserved -= pbytes
                     self._inflight -= 1
+                    self._inflight_items -= n
                     self._unfinished -= n
                     if self._unfinished == 0:
                         self._all_done.notify_all()
@@ -380,6 +404,7 @@ class DiskTier:
         with self._lock:
             self._reserved -= pbytes
             self._inflight -= 1
+            self._inflight_items -= n
             self._disk_bytes += pbytes
             self._puts += n
             self._disk_writes += n
@@ -400,6 +425,13 @@ class DiskTier:
                 self._disk_next += k
             if self._getters:
                 self._not_empty.notify(n)
+            if self._drained:
+                # admitted before shutdown(immediate=True), registered after:
+                # kept on disk, not handed out here, so done as the rest were
+                self._unfinished -= n
+                if self._unfinished <= 0:
+                    self._unfinished = 0
+                    self._all_done.notify_all()
             if self._closed and self._inflight == 0:
                 self._not_full.notify_all()  # close() waits for in-flight puts
 
