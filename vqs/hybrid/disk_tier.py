@@ -142,6 +142,7 @@ class DiskTier:
     _inflight_items: int
     recovery: str
     _count_locked: Callable[[], int]
+    _hook_wait: tuple
 
     # ------------------------------------------------------------------ open
 
@@ -405,35 +406,40 @@ class DiskTier:
             self._reserved -= pbytes
             self._inflight -= 1
             self._inflight_items -= n
-            self._disk_bytes += pbytes
             self._puts += n
-            self._disk_writes += n
-            if first + n > self._end:
-                # Group commit: everything below first + n is durable too, even
-                # a concurrent putter's record not registered yet.
-                self._end = first + n
-            if first == self._disk_next:
-                # contiguous with the read cache: keep the live objects
-                cache, csz = self._cache, self._csz
-                k = 0
-                while (k < n and len(cache) < self._max_items
-                       and self._cache_bytes + len(payloads[k]) <= self._max_bytes):
-                    cache.append(items[k])
-                    csz.append(len(payloads[k]))
-                    self._cache_bytes += len(payloads[k])
-                    k += 1
-                self._disk_next += k
-            if self._getters:
-                self._not_empty.notify(n)
-            if self._drained:
-                # admitted before shutdown(immediate=True), registered after:
-                # kept on disk, not handed out here, so done as the rest were
-                self._unfinished -= n
-                if self._unfinished <= 0:
-                    self._unfinished = 0
-                    self._all_done.notify_all()
+            self._register_durable_locked(items, payloads, pbytes, first)
             if self._closed and self._inflight == 0:
                 self._not_full.notify_all()  # close() waits for in-flight puts
+
+    def _register_durable_locked(self, items: list, payloads: list, pbytes: int, first: int) -> None:
+        """Items written through at log offset ``first`` become visible."""
+        n = len(items)
+        self._disk_bytes += pbytes
+        self._disk_writes += n
+        if first + n > self._end:
+            # Group commit: everything below first + n is durable too, even
+            # a concurrent putter's record not registered yet.
+            self._end = first + n
+        if first == self._disk_next:
+            # contiguous with the read cache: keep the live objects
+            cache, csz = self._cache, self._csz
+            k = 0
+            while (k < n and len(cache) < self._max_items
+                   and self._cache_bytes + len(payloads[k]) <= self._max_bytes):
+                cache.append(items[k])
+                csz.append(len(payloads[k]))
+                self._cache_bytes += len(payloads[k])
+                k += 1
+            self._disk_next += k
+        if self._getters:
+            self._not_empty.notify(n)
+        if self._drained:
+            # admitted before shutdown(immediate=True), registered after:
+            # kept on disk, not handed out here, so done as the rest were
+            self._unfinished -= n
+            if self._unfinished <= 0:
+                self._unfinished = 0
+                self._all_done.notify_all()
 
     # ------------------------------------------------------------------ read
 

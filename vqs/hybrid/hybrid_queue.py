@@ -9,7 +9,8 @@ own: it is a deque and a byte count whose every operation is inlined in
 keep them inline, without extra calls or attribute hops).
 
 Why over 500 lines: the whole ``queue.Queue`` API (put/get, their batch and
-nowait forms, task_done/join, qsize/empty/full) with those inlined fast paths;
+nowait forms, task_done/join, qsize/empty/full, maxsize, shutdown) with those
+inlined fast paths (the subclass hooks' path is in hooks.py);
 the disk tier, the directory files and the metrics are already outside.
 
 Logical order (strictly FIFO)::
@@ -69,6 +70,7 @@ from ..storage import RECOVERY_POLICIES, DirLock, Log, codec_id, make_dirs
 from .checkpoint import Checkpoint
 from .directory import CKPT, LOG_DIR, check_meta
 from .disk_tier import DiskTier, deadline_for
+from .hooks import HOOKS, QueueHooks
 from .metrics import HybridMetrics, LatencyHistograms
 from .serializers import Serializer, resolve, wrap_error
 
@@ -101,7 +103,7 @@ def _check_timeout(block: bool, timeout: float | None) -> None:
         raise ValueError("'timeout' must be a non-negative number")
 
 
-class HybridQueue(DiskTier):
+class HybridQueue(QueueHooks, DiskTier):
     """A thread-safe FIFO queue of Python objects: memory first, overflow to disk,
     survives restarts. ``queue.Queue``-compatible; see the module doc and
     docs/hybrid.md.
@@ -122,6 +124,17 @@ class HybridQueue(DiskTier):
     or waits, and goes on once space is freed; ``close()`` ignores
     ``min_free_bytes`` (that room is what lets it write the memory tier).
     ``latency_histograms``: time every put/get for ``metrics`` (Prometheus).
+    ``maxsize``: as ``queue.Queue(maxsize)``, a bound in items (``qsize()``,
+    both tiers; <= 0: none), beside the byte budgets; keyword-only, since the
+    first argument is the directory.
+
+    ``shutdown(immediate=False)`` and ``ShutDown`` (``vqs.ShutDown``) as in
+    Python 3.13's ``queue``; an immediate shutdown stops handing items out in
+    this process and deletes nothing (see ``shutdown``). The subclass hooks
+    ``_init``/``_qsize``/``_put``/``_get`` are honoured: a class that overrides
+    one has its instances' put/get run ``queue.Queue``'s algorithm over the
+    hooks (hooks.py), while this class's put/get keep their inlined fast
+    paths; the batch calls never go through the hooks.
     """
 
     def __init__(
@@ -202,6 +215,11 @@ class HybridQueue(DiskTier):
         # the checking path (_admit_locked), at no cost to the unbounded fast path
         self._put_fast_max = self._max_items if maxsize <= 0 else -1
         self._inflight_items = 0        # durable: items of the puts counted in _inflight
+        self._hook_wait = (True, None)  # the current hooked put's (block, deadline): hooks.py
+        self._init(maxsize)
+        self._hooked = any(getattr(type(self), h) is not getattr(HybridQueue, h) for h in HOOKS)
+        if self._hooked:
+            self._use_hooks()  # instance attributes: the class's fast paths stay as they are
 
         self._mem: deque = deque()      # memory tail (live objects, not on disk)
         self._mem_bytes = 0
@@ -580,6 +598,8 @@ class HybridQueue(DiskTier):
                 self._plain = False     # get's read-cache fast path is off
                 self._held_tail, self._mem = self._mem, deque()
                 self._unfinished = max(0, self._unfinished - n)
+                if self._hooked:
+                    self._drain_hooks_locked()
                 self._all_done.notify_all()
             self._not_empty.notify_all()
             self._not_full.notify_all()

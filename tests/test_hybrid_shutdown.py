@@ -1,0 +1,197 @@
+"""HybridQueue.shutdown(), maxsize and the queue.Queue subclass hooks, beyond
+what CPython's test_queue.py checks (tests/test_hybrid_cpython_queue.py):
+what a durable queue keeps after an immediate shutdown, items counted across
+both tiers, hooks that keep their own items or wrap the tiers."""
+
+import heapq
+import os
+import queue
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import vqs
+from vqs import ConfigError, HybridQueue, MessageTooLarge, ShutDown
+
+MODES = {
+    "memory": {},
+    "overflowing": {"memory_items": 1},
+    "disk": {"memory_items": 0},
+    "durable": {"durable": True},
+}
+
+
+@pytest.fixture(params=sorted(MODES))
+def mode(request):
+    return request.param
+
+
+def test_shutdown_is_the_stdlib_class_where_there_is_one():
+    assert vqs.ShutDown is vqs.hybrid.ShutDown
+    if sys.version_info >= (3, 13):
+        assert ShutDown is queue.ShutDown
+    assert issubclass(ShutDown, Exception) and not issubclass(ShutDown, vqs.VQSError)
+
+
+def test_immediate_shutdown_keeps_every_item_for_the_next_open(tmp_path, mode):
+    path = tmp_path / "q"
+    with HybridQueue(path, **MODES[mode]) as q:
+        for i in range(10):
+            q.put(i)
+        assert q.get() == 0
+        q.shutdown(immediate=True)
+        assert q.qsize() == 0 and q.empty() and not q.full()
+        assert q.unfinished_tasks == 1  # the item got, not yet done
+        with pytest.raises(ShutDown):
+            q.get()
+        with pytest.raises(ShutDown):
+            q.get_batch(5)
+        assert q.peek_batch(5) == []
+        with pytest.raises(ShutDown):
+            q.put(99)
+        with pytest.raises(ShutDown):
+            q.put_batch([99])
+        q.task_done()
+        q.join()
+    with HybridQueue(path, **MODES[mode]) as q:  # shutting down is not recorded
+        assert [q.get() for _ in range(9)] == list(range(1, 10))
+        q.put(10)
+        assert q.get() == 10
+
+
+def test_durable_items_survive_a_crash_after_an_immediate_shutdown(tmp_path):
+    path = tmp_path / "q"
+    child = textwrap.dedent(f"""
+        import os
+        from vqs import HybridQueue
+        q = HybridQueue({str(path)!r}, durable=True)
+        for i in range(5):
+            q.put(i)
+        assert q.get() == 0
+        q.shutdown(immediate=True)
+        os._exit(0)   # no close(): as a crash
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-c", child], check=True, env=env, timeout=60)
+    with HybridQueue(path, durable=True) as q:
+        assert q.qsize() == 4
+        assert q.get_batch(10) == [1, 2, 3, 4]
+
+
+def test_shutdown_serves_the_backlog_then_wakes_waiting_getters(tmp_path, mode):
+    with HybridQueue(tmp_path / "q", **MODES[mode]) as q:
+        q.put_batch(["a", "b"])
+        q.shutdown()
+        assert q.get_batch(10) == ["a", "b"]
+        with pytest.raises(ShutDown):
+            q.get_batch(1, timeout=5)
+        with pytest.raises(ShutDown):
+            q.get(False)
+    with HybridQueue(tmp_path / "q2", **MODES[mode]) as q:
+        errors = []
+        started = threading.Event()
+
+        def waiter():
+            started.set()
+            try:
+                q.get()
+            except ShutDown as e:
+                errors.append(e)
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        started.wait()
+        q.shutdown()
+        t.join(10)
+        assert not t.is_alive() and len(errors) == 1
+
+
+def test_maxsize_counts_items_in_both_tiers(tmp_path, mode):
+    with HybridQueue(tmp_path / "q", maxsize=3, **MODES[mode]) as q:
+        assert q.maxsize == 3
+        q.put_batch([1, 2])
+        q.put(3)
+        assert q.full()
+        with pytest.raises(queue.Full):
+            q.put(4, timeout=0.01)
+        with pytest.raises(queue.Full):
+            q.put_batch([4], block=False)
+        with pytest.raises(MessageTooLarge, match="maxsize=3"):
+            q.put_batch([4, 5, 6, 7])
+        assert q.get() == 1
+        q.put(4, block=False)
+        q.maxsize = 0  # unbounded in items: the byte budgets alone
+        q.put_batch(range(5, 20))
+        assert q.qsize() == 18
+        assert q.get_batch(100) == list(range(2, 20))
+
+
+def test_a_reopened_backlog_over_maxsize_holds_puts_until_it_drains(tmp_path, mode):
+    with HybridQueue(tmp_path / "q", **MODES[mode]) as q:
+        q.put_batch(range(5))
+    with HybridQueue(tmp_path / "q", maxsize=2, **MODES[mode]) as q:
+        assert q.full()
+        with pytest.raises(queue.Full):
+            q.put(5, block=False)
+        for _ in range(4):
+            q.get()
+        q.put(5, block=False)
+        assert q.get_batch(5) == [4, 5]
+
+
+@pytest.mark.parametrize("bad", [1.5, "3", True, None])
+def test_maxsize_must_be_an_integer(tmp_path, bad):
+    with pytest.raises(ConfigError, match="maxsize"):
+        HybridQueue(tmp_path / "q", maxsize=bad)
+
+
+def test_hooks_of_a_subclass_that_keeps_its_own_items(tmp_path):
+    class Priority(HybridQueue):  # queue.PriorityQueue's hooks, as written in queue.py
+        def _init(self, maxsize):
+            self.queue = []
+
+        def _qsize(self):
+            return len(self.queue)
+
+        def _put(self, item):
+            heapq.heappush(self.queue, item)
+
+        def _get(self):
+            return heapq.heappop(self.queue)
+
+    with Priority(tmp_path / "q", maxsize=3) as q:
+        for x in (5, 1, 3):
+            q.put(x)
+        assert q.full() and q.qsize() == 3
+        with pytest.raises(queue.Full):
+            q.put_nowait(0)
+        assert [q.get(), q.get_nowait()] == [1, 3]
+        q.put(2)
+        q.shutdown(immediate=True)  # items it keeps itself go through _get, as in queue.Queue
+        assert q.queue == [] and q.unfinished_tasks == 2
+        with pytest.raises(ShutDown):
+            q.get()
+
+
+def test_hooks_that_wrap_the_tiers_keep_them_durable(tmp_path):
+    seen = []
+
+    class Tagged(HybridQueue):
+        def _put(self, item):
+            super()._put(("tag", item))
+
+        def _get(self):
+            item = super()._get()
+            seen.append(item)
+            return item[1]
+
+    with Tagged(tmp_path / "q", durable=True) as q:
+        q.put("a")
+        q.put("b")
+        assert q.get() == "a"
+    with HybridQueue(tmp_path / "q", durable=True) as q:  # stored as the hook put them
+        assert q.get() == ("tag", "b")
+    assert seen == [("tag", "a")]
