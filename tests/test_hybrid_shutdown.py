@@ -195,3 +195,43 @@ def test_hooks_that_wrap_the_tiers_keep_them_durable(tmp_path):
     with HybridQueue(tmp_path / "q", durable=True) as q:  # stored as the hook put them
         assert q.get() == ("tag", "b")
     assert seen == [("tag", "a")]
+
+
+def test_immediate_shutdown_racing_durable_writers_loses_and_counts_nothing(tmp_path):
+    """Puts being written when the shutdown comes return normally and count as
+    done at once; every put that returned is there at the next open."""
+    path = tmp_path / "q"
+    q = HybridQueue(path, durable=True)
+    done = [0] * 4
+    go = threading.Barrier(5)
+
+    def writer(k):
+        go.wait()
+        try:
+            while True:
+                q.put(k)
+                done[k] += 1
+        except ShutDown:
+            pass
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    go.wait()
+    while sum(done) < 200:
+        q.get()  # let some through (and stay unfinished), with writers in their group commit
+    q.shutdown(immediate=True)
+    for t in threads:
+        t.join(30)
+    assert q.qsize() == 0
+    assert q.unfinished_tasks == q.metrics.gets  # only the items got remain to be done
+    for _ in range(q.metrics.gets):
+        q.task_done()
+    joined = threading.Thread(target=q.join)
+    joined.start()
+    joined.join(10)
+    assert not joined.is_alive()
+    gets = q.metrics.gets
+    q.close()
+    with HybridQueue(path, durable=True) as q:
+        assert q.qsize() == sum(done) - gets

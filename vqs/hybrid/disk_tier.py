@@ -139,6 +139,7 @@ class DiskTier:
     _maxsize: int
     is_shutdown: bool
     _drained: bool
+    _drain_end: int
     _inflight_items: int
     recovery: str
     _count_locked: Callable[[], int]
@@ -434,11 +435,14 @@ class DiskTier:
         if self._getters:
             self._not_empty.notify(n)
         if self._drained:
-            # admitted before shutdown(immediate=True), registered after:
-            # kept on disk, not handed out here, so done as the rest were
-            self._unfinished -= n
-            if self._unfinished <= 0:
-                self._unfinished = 0
+            # admitted before shutdown(immediate=True), registered after: kept
+            # on disk, not handed out here, so done as the rest were; unless a
+            # group commit had already put them under the end the shutdown
+            # counted (batches are contiguous: all of them or none)
+            fresh = first + n - max(first, self._drain_end)
+            if fresh > 0:
+                self._unfinished = max(0, self._unfinished - fresh)
+            if self._unfinished == 0:
                 self._all_done.notify_all()
 
     # ------------------------------------------------------------------ read

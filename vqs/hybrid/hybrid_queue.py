@@ -208,6 +208,7 @@ class HybridQueue(QueueHooks, DiskTier):
         self._maxsize = maxsize
         self.is_shutdown = False        # as queue.Queue's attribute (read it, set it with shutdown())
         self._drained = False           # shutdown(immediate=True): nothing more is handed out
+        self._drain_end = 0
         self._stopped = False           # closed or shut down: the lock-free empty get must look
         self._held_tail = None          # the memory tail while drained, for close() to write
         # put's fast path appends to the memory tail while it is under this;
@@ -595,6 +596,7 @@ class HybridQueue(QueueHooks, DiskTier):
             if immediate and not self._drained and not self._closed:
                 n = self._count_locked()
                 self._drained = True
+                self._drain_end = self._end  # what n counted (durable puts in flight: disk_tier.py)
                 self._plain = False     # get's read-cache fast path is off
                 self._held_tail, self._mem = self._mem, deque()
                 self._unfinished = max(0, self._unfinished - n)
