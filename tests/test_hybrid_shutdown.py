@@ -235,3 +235,65 @@ def test_immediate_shutdown_racing_durable_writers_loses_and_counts_nothing(tmp_
     q.close()
     with HybridQueue(path, durable=True) as q:
         assert q.qsize() == sum(done) - gets
+
+
+def test_maxsize_holds_under_concurrent_durable_writers(tmp_path):
+    """Durable puts write outside the lock and share fsyncs: the bound counts
+    the puts being written, once each, whichever put's group commit moved the
+    end past them."""
+    with HybridQueue(tmp_path / "q", durable=True, maxsize=3) as q:
+        seen_over = []
+        per_writer = 60
+
+        def writer(k):
+            for i in range(per_writer):
+                q.put((k, i), timeout=30)
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        got = []
+        while len(got) < 4 * per_writer:
+            n = q.qsize()
+            if n > 3:
+                seen_over.append(n)
+            got.append(q.get(timeout=30))
+        for t in threads:
+            t.join(30)
+        assert not seen_over
+        assert sorted(got) == sorted((k, i) for k in range(4) for i in range(per_writer))
+        # every put registered: the in-flight bookkeeping is back to nothing
+        assert (q._inflight_items, q._covered_ahead) == (0, 0)
+        q.put_batch([1, 2, 3], block=False)  # exactly maxsize fits again
+        assert q.full()
+
+
+def test_maxsize_counts_a_group_committed_put_once(tmp_path):
+    """maxsize=4 and four non-blocking puts a round: all fit. Two start
+    together (one's fsync may cover the other's record before that one
+    registers), the other two the moment the first of them returns: a put
+    counted both under the end and in flight would refuse the last one."""
+    with HybridQueue(tmp_path / "q", durable=True, maxsize=4) as q:
+        for _ in range(100):
+            go = threading.Barrier(2)
+            first_back = threading.Event()
+            refused = []
+
+            def writer(k, go=go, first_back=first_back, refused=refused):
+                if k < 2:
+                    go.wait()
+                else:
+                    first_back.wait(30)
+                try:
+                    q.put(k, block=False)
+                except queue.Full:
+                    refused.append(k)
+                first_back.set()
+
+            threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+            assert not refused
+            assert sorted(q.get_batch(4)) == [0, 1, 2, 3]

@@ -141,6 +141,7 @@ class DiskTier:
     _drained: bool
     _drain_end: int
     _inflight_items: int
+    _covered_ahead: int
     recovery: str
     _count_locked: Callable[[], int]
     _hook_wait: tuple
@@ -367,7 +368,8 @@ class DiskTier:
                         self._not_full.wait()  # a truncate waits for the puts in flight
                         continue
                     if (self._maxsize > 0
-                            and self._count_locked() + self._inflight_items + n > self._maxsize):
+                            and self._count_locked() + self._inflight_items - self._covered_ahead + n
+                            > self._maxsize):
                         self._check_fits_maxsize(n)
                         self._wait_not_full(block, deadline)
                         continue
@@ -419,8 +421,12 @@ class DiskTier:
         self._disk_writes += n
         if first + n > self._end:
             # Group commit: everything below first + n is durable too, even
-            # a concurrent putter's record not registered yet.
+            # a concurrent putter's record not registered yet (batches are
+            # whole: a put's items are all under the end or none is).
+            self._covered_ahead += max(0, first - self._end)
             self._end = first + n
+        else:
+            self._covered_ahead -= n  # another's group commit had moved the end past these
         if first == self._disk_next:
             # contiguous with the read cache: keep the live objects
             cache, csz = self._cache, self._csz

@@ -216,6 +216,7 @@ class HybridQueue(QueueHooks, DiskTier):
         # the checking path (_admit_locked), at no cost to the unbounded fast path
         self._put_fast_max = self._max_items if maxsize <= 0 else -1
         self._inflight_items = 0        # durable: items of the puts counted in _inflight
+        self._covered_ahead = 0         # durable: of those, items already under _end (group commit)
         self._hook_wait = (True, None)  # the current hooked put's (block, deadline): hooks.py
         self._init(maxsize)
         self._hooked = any(getattr(type(self), h) is not getattr(HybridQueue, h) for h in HOOKS)
