@@ -204,3 +204,45 @@ def test_leave_moves_partitions_at_once_and_a_stale_members_commit_is_fenced(bas
         assert "vqs protocol" in cli.stdout
         slow.close()
         other.close()
+
+
+def test_waiting_heartbeats_hold_no_thread_and_answer_when_the_group_changes(base_url, server, unique):
+    """100 members' heartbeats wait (wait_ms) for a different assignment, each answered once new
+    members take one of its two partitions. Before, a waiting heartbeat held a thread of a pool
+    of 64, and those past it were answered at once without waiting."""
+    def join(http):
+        r = http.post(f"/groups/{unique}/members", json={"topics": [unique], "session_timeout_ms": 60_000})
+        assert r.status_code == 201, r.text
+        return r.json()["member_id"]
+
+    def beat(http, mid, a, **kw):
+        return http.post(f"/groups/{unique}/members/{mid}/heartbeat",
+                         json={"generation": a["generation"], "owned": a["assignment"], **kw}).json()
+
+    with httpx.Client(base_url=base_url, timeout=30) as http:
+        assert http.post("/topics", json={"name": unique, "partitions": 200}).status_code == 201
+        members = [join(http) for _ in range(100)]
+        answers = {mid: beat(http, mid, {"generation": -1, "assignment": []}) for mid in members}
+        answers = {mid: beat(http, mid, a) for mid, a in answers.items()}
+        assert all(len(a["assignment"]) == 2 for a in answers.values())
+        threads = len(os.listdir(f"/proc/{server.proc.pid}/task"))
+        out: dict = {}
+
+        def wait(mid):
+            with httpx.Client(base_url=base_url, timeout=30) as c:
+                out[mid] = (beat(c, mid, answers[mid], wait_ms=20_000), time.monotonic())
+
+        waiters = [threading.Thread(target=wait, args=(mid,)) for mid in members]
+        for t in waiters:
+            t.start()
+        time.sleep(1.0)  # the heartbeats reach their wait (nothing observable marks it)
+        assert not out  # every one waits
+        assert len(os.listdir(f"/proc/{server.proc.pid}/task")) - threads < 50  # (anyio's pool: 40)
+        t0 = time.monotonic()
+        for _ in range(100):
+            join(http)
+        for t in waiters:
+            t.join(25)
+        assert len(out) == 100
+        assert all(len(a["assignment"]) < 2 for a, _ in out.values())
+        assert max(at for _, at in out.values()) - t0 < 10  # woken by the changes, not at wait_ms

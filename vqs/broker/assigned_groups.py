@@ -241,6 +241,26 @@ class AssignedGroups:
                 answer = self._answer_locked(g, m)
             return answer
 
+    def watch(self, group: str, member_id: str, wake: Callable[[], None], wait_s: float) -> float:
+        """Have ``wake()`` called (from the changing thread, lock held: it must only hand over)
+        whenever the member's group changes, until ``unwatch``; returns how long a heartbeat
+        may wait (``wait_s``, at most half the session). For a caller that waits without a
+        thread: it heartbeats with no wait, and again after each wake-up or a slice of at most
+        a second (a lapsed session is noticed by a heartbeat, not announced). Raises
+        FencedMember if it is no longer a member."""
+        with self._changed:
+            g, m = self._member_locked(group, member_id)
+            m.wake = wake
+            return min(wait_s, m.session_timeout_ms / 2000)
+
+    def unwatch(self, group: str, member_id: str, wake: Callable[[], None]) -> None:
+        """Undo ``watch`` (nothing if the member left or another watch replaced it)."""
+        with self._changed:
+            g = self._groups.get(group)
+            m = None if g is None else g.members.get(member_id)
+            if m is not None and m.wake is wake:
+                m.wake = None
+
     def leave(self, group: str, member_id: str) -> None:
         """Remove the member; its partitions are free at once. FencedMember if it is not one."""
         with self._changed:

@@ -13,9 +13,9 @@ now, ``pending`` and the heartbeat interval.
 
 from __future__ import annotations
 
-import functools
+import asyncio
+import time
 
-import anyio
 from fastapi import APIRouter, Path, Request, Response
 
 from ..context import ServerContext
@@ -23,8 +23,36 @@ from ..errors import APIError
 from .conventions import MEMBER_PATTERN, JSONRoute, check_name, jresp, name_param, ready_broker
 from .models import GroupCommit, MemberHeartbeat, MemberJoin
 
-#: heartbeats that may wait (``wait_ms``) at once, each in a thread; more answer at once
-_WAITING_HEARTBEATS = 64
+
+async def _wait_for_change(ctx: ServerContext, ag, group: str, member_id: str, generation: int, owned: list,
+                           wait_s: float):
+    """A heartbeat's wait (``wait_ms``) for an answer other than ``owned``, holding no thread:
+    woken by the group's changes (``AssignedGroups.watch``), sliced at a second to notice a
+    lapsed session or the server stopping; the last answer."""
+    loop = asyncio.get_running_loop()
+    changed = asyncio.Event()
+
+    def wake() -> None:
+        try:
+            loop.call_soon_threadsafe(changed.set)
+        except RuntimeError:  # the loop closed: nobody waits
+            pass
+
+    wait_s = ag.watch(group, member_id, wake, wait_s)
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            changed.clear()  # before the heartbeat: a change after it wakes the wait below
+            a = await ctx.run(ag.heartbeat, group, member_id, generation, owned)
+            left = deadline - time.monotonic()
+            if set(a.partitions) != set(owned) or left <= 0 or ctx.stopping:
+                return a
+            try:
+                await asyncio.wait_for(changed.wait(), min(left, 1.0))
+            except TimeoutError:
+                pass
+    finally:
+        ag.unwatch(group, member_id, wake)
 
 
 def _member_param():
@@ -33,7 +61,6 @@ def _member_param():
 
 def group_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["groups"], route_class=JSONRoute)
-    waiting = anyio.CapacityLimiter(_WAITING_HEARTBEATS)
 
     @r.get("/groups", summary="List consumer groups")
     async def list_groups():
@@ -87,11 +114,10 @@ def group_routes(ctx: ServerContext) -> APIRouter:
         check_name(group, "group")
         wait_s = min(body.wait_ms, ctx.settings.max_wait_ms) / 1000
         owned = [(o.topic, o.partition) for o in body.owned]
-        if wait_s <= 0 or not waiting.available_tokens:  # all waiting threads taken: answer now
-            a = await ctx.run(b.coordinator.assigned.heartbeat, group, member_id, body.generation, owned)
-        else:  # a waiting heartbeat holds a thread of its own pool, never one of ctx.run's
-            a = await anyio.to_thread.run_sync(functools.partial(
-                b.coordinator.assigned.heartbeat, group, member_id, body.generation, owned, wait_s), limiter=waiting)
+        ag = b.coordinator.assigned
+        a = await ctx.run(ag.heartbeat, group, member_id, body.generation, owned)
+        if wait_s > 0 and set(a.partitions) == set(owned):
+            a = await _wait_for_change(ctx, ag, group, member_id, body.generation, owned, wait_s)
         return jresp(a.to_json())
 
     @r.delete("/groups/{group}/members/{member_id}", summary="Leave a group (partitions move at once)",
