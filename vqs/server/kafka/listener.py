@@ -74,7 +74,8 @@ class KafkaContext:
         self.port = port
         self.node_id = 0
         self.cluster_id = "vqs-" + broker.path.rsplit("/", 1)[-1][:16]
-        self.pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="vqs-kafka")
+        # blocking calls (an fsync under flush=always, inflating a compressed batch): workers_threads
+        self.pool = ThreadPoolExecutor(max_workers=settings.workers_threads, thread_name_prefix="vqs-kafka")
         self.cache = EncodedCache()
         self.inline_writes = settings.flush != "always"
         self.tokens = list(settings.tokens)
