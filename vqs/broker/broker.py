@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import ConfigError, DiskFullError, LogClosedError, VQSError
+from ..errors import ConfigError, DiskFullError, LogClosedError, OffsetOutOfRange, VQSError
 from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs, raise_open_file_limit
 from . import layout
 from .catalog import TopicCatalog
@@ -315,6 +315,30 @@ class Broker:
         """Names of all topics, sorted."""
         self._check_open()
         return self._catalog.names()
+
+    def create_partitions(self, name: str, partitions: int) -> Topic:
+        """Grow topic ``name`` to ``partitions`` partitions in total (Kafka's CreatePartitions).
+        Existing partitions keep their records; keys map to partitions by the new count from
+        now on. ConfigError when the count would not grow; crash-safe (catalog.py)."""
+        with self._lock:
+            self._check_open()
+            return self._catalog.add_partitions(name, partitions)
+
+    def delete_records(self, name: str, partition: int, before_offset: int) -> int:
+        """Make ``before_offset`` the first offset of the partition (Kafka's DeleteRecords): the
+        records below it are no longer read and their whole segments are deleted. -1 means the
+        end offset. Returns the new start offset (never lower than it was); OffsetOutOfRange
+        past the end offset."""
+        log = self.topic(name).log(partition)
+        end = log.end_offset
+        if before_offset == -1:
+            before_offset = end
+        if not isinstance(before_offset, int) or isinstance(before_offset, bool) or not 0 <= before_offset <= end:
+            raise OffsetOutOfRange(f"cannot delete records of {name}[{partition}] before offset "
+                                   f"{before_offset!r}: the end offset is {end}", offset=before_offset,
+                                   start_offset=log.start_offset, end_offset=end)
+        log.delete_before(before_offset)
+        return log.start_offset
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic, its data and every group's committed offsets for it."""

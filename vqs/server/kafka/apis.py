@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.names import is_internal
-from . import data, groups
+from . import admin, data, groups
 from . import errors as K
 from .codec import ProtocolError, Writer
 
@@ -319,7 +319,9 @@ API_TABLE: dict = {
     18: (0, 3, 3, api_versions),
     19: (0, 4, NO_FLEX, create_topics),
     20: (0, 3, NO_FLEX, delete_topics),
+    21: (0, 1, NO_FLEX, admin.delete_records),
     22: (0, 1, NO_FLEX, init_producer_id),
     32: (0, 2, NO_FLEX, describe_configs),
     36: (0, 1, NO_FLEX, sasl_authenticate),
+    37: (0, 1, NO_FLEX, admin.create_partitions),
 }

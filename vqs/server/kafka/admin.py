@@ -1,0 +1,112 @@
+"""Admin APIs: CreatePartitions, DeleteRecords, DeleteGroups, OffsetDelete, DescribeCluster.
+
+Each is a thin translation to the broker's public surface (``Broker.create_partitions``,
+``Broker.delete_records``, the group coordinator and group offsets), answered per
+topic/partition/group as Kafka does: one bad entry fails only itself. Every
+array count is checked against the bytes left before anything is allocated
+(``Reader.array_len``). This is one node that grants an authenticated
+connection every operation (``AUTHORIZED_OPERATIONS``).
+"""
+
+from __future__ import annotations
+
+from ... import errors as E
+from . import errors as K
+from .codec import ProtocolError, Writer
+
+# Kafka's AclOperation codes, as bits of an authorized-operations field (KIP-430).
+_OPS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9,
+        "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12, "CREATE_TOKENS": 13,
+        "DESCRIBE_TOKENS": 14}
+# What each resource type supports, as Kafka lists them; an authenticated credential holds all.
+AUTHORIZED_OPERATIONS = {
+    "topic": sum(1 << _OPS[o] for o in ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
+                                        "DESCRIBE_CONFIGS", "ALTER_CONFIGS")),
+    "group": sum(1 << _OPS[o] for o in ("READ", "DELETE", "DESCRIBE")),
+    "cluster": sum(1 << _OPS[o] for o in ("CREATE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
+                                          "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS",
+                                          "DESCRIBE_TOKENS")),
+}
+NOT_REQUESTED = -2147483648  # the authorized-operations field when the client did not ask
+
+
+async def create_partitions(ctx, conn, v, r):
+    topics = []
+    for _ in range(r.array_len(2 + 4 + 4)):
+        name = r.string()
+        count = r.int32()
+        n = r.int32()  # assignments: null, or one list of broker ids per new partition
+        assignments = None
+        if n != -1:
+            if n < 0 or n * 4 > r.remaining:
+                raise ProtocolError(f"array of {n} assignments cannot fit in the frame")
+            assignments = [[r.int32() for _ in range(r.array_len(4))] for _ in range(n)]
+        topics.append((name, count, assignments))
+    r.int32()  # timeout: the answer is given when the partitions exist
+    validate_only = r.boolean()
+    seen: dict[str, int] = {}
+    for name, _, _ in topics:
+        seen[name] = seen.get(name, 0) + 1
+    w = Writer().int32(0).array(len(topics))
+    limit = ctx.settings.max_partitions_per_topic
+    for name, count, assignments in topics:
+        err, msg = K.NONE, None
+        try:
+            current = ctx.broker.topic(name).partitions
+        except E.VQSError as e:
+            err, msg, current = K.code_for(e), str(e), 0
+        if err:
+            pass
+        elif seen[name] > 1:
+            err, msg = K.INVALID_REQUEST, f"topic {name!r} appears more than once in the request"
+        elif count <= current:
+            err, msg = K.INVALID_PARTITIONS, (
+                f"topic {name!r} already has {current} partitions" if count == current else
+                f"topic {name!r} has {current} partitions, more than the requested {count}: "
+                "partitions cannot be removed")
+        elif count > limit:
+            err, msg = K.INVALID_PARTITIONS, f"{count} partitions exceed max_partitions_per_topic ({limit})"
+        elif assignments is not None and (len(assignments) != count - current or
+                                          any(a != [ctx.node_id] for a in assignments)):
+            err, msg = K.INVALID_REPLICA_ASSIGNMENT, (
+                f"this broker is one node (id {ctx.node_id}): each of the {count - current} new "
+                f"partitions is assigned [{ctx.node_id}]")
+        elif not validate_only:
+            try:
+                await ctx.blocking(ctx.broker.create_partitions, name, count)
+            except E.VQSError as e:
+                err, msg = K.code_for(e), str(e)
+                if isinstance(e, E.ConfigError):
+                    err = K.INVALID_PARTITIONS
+        w.string(name).int16(err).string(msg)
+    return bytes(w.b)
+
+
+async def delete_records(ctx, conn, v, r):
+    topics = []
+    for _ in range(r.array_len(2 + 4)):
+        name = r.string()
+        topics.append((name, [(r.int32(), r.int64()) for _ in range(r.array_len(12))]))
+    r.int32()  # timeout
+
+    def work():
+        out = []
+        for name, parts in topics:
+            rows = []
+            for p, offset in parts:
+                try:
+                    if offset < -1:
+                        raise E.OffsetOutOfRange(f"offset {offset} is not an offset", offset=offset,
+                                                 start_offset=-1, end_offset=-1)
+                    rows.append((p, ctx.broker.delete_records(name, p, offset), K.NONE))
+                except E.VQSError as e:
+                    rows.append((p, -1, K.code_for(e)))
+            out.append((name, rows))
+        return out
+
+    w = Writer().int32(0).array(len(topics))
+    for name, rows in await ctx.blocking(work):
+        w.string(name).array(len(rows))
+        for p, low, err in rows:
+            w.int32(p).int64(low).int16(err)
+    return bytes(w.b)
