@@ -427,15 +427,29 @@ class Broker:
         self._check_open()
         return self._groups.get(group).all()
 
-    def commit_offsets(self, group: str, offsets: dict) -> None:
-        """Commit ``{(topic, partition): next_offset}`` for ``group`` (e.g. for a server client)."""
+    def commit_offsets(self, group: str, offsets: dict, metadata: dict | None = None) -> None:
+        """Commit ``{(topic, partition): next_offset}`` for ``group`` (e.g. for a server client);
+        ``metadata`` ``{(topic, partition): str}``: each partition's commit metadata (Kafka's),
+        kept until its next commit (group_offsets.py)."""
         self._check_open()
         checked = {}
         for tp, off in offsets.items():
             topic, partition = tp
             self.topic(topic).log(partition)  # validates both
             checked[TopicPartition(topic, partition)] = off
-        self._groups.get(group).commit(checked)
+        meta = {TopicPartition(*tp): m for tp, m in (metadata or {}).items()}
+        self._groups.get(group).commit(checked, meta)
+
+    def group_offsets_metadata(self, group: str) -> dict[TopicPartition, str]:
+        """The commit metadata of a group's partitions committed with some (the others: none)."""
+        self._check_open()
+        return self._groups.get(group).metadata()
+
+    def delete_group_offsets(self, group: str, partitions) -> int:
+        """Forget the group's committed offsets of ``partitions`` ((topic, partition) pairs), as
+        Kafka's OffsetDelete; the number forgotten. The caller checks no member reads them."""
+        self._check_open()
+        return self._groups.get(group).delete([(t, int(p)) for t, p in partitions])
 
     def describe_group(self, group: str) -> list[PartitionLag]:
         """Every partition of every topic the group has committed on: committed, start and

@@ -11,6 +11,12 @@ the kernel still find no space, commit raises DiskFullError and the previous
 offsets stay, in memory and on disk. (``offsets.json.spare``, a scratch file
 of earlier versions, is removed when the group is opened.)
 
+A commit may carry a metadata string per partition (Kafka's commit metadata,
+at most ``MAX_METADATA`` UTF-8 bytes); a partition committed with metadata is
+stored as ``{"offset": next_offset, "metadata": "..."}`` instead of the bare
+integer, so a file without metadata is exactly the earlier format and reads
+as before. Each commit replaces a partition's metadata (none: empty).
+
 A group here is a named set of committed offsets. Who reads which
 partition is the group coordinator's business (coordinator.py for Kafka
 clients, assigned_groups.py for VQS consumers), which checks a commit before
@@ -31,6 +37,22 @@ from .layout import offsets_file
 from .names import validate_name
 from .topic import TopicPartition
 
+MAX_METADATA = 4096  # bytes of commit metadata per partition (Kafka's offset.metadata.max.bytes)
+
+
+def _check_metadata(tp, metadata) -> None:
+    if not isinstance(metadata, str) or len(metadata.encode()) > MAX_METADATA:
+        raise ConfigError(f"commit metadata for {tp} must be a string of at most {MAX_METADATA} UTF-8 bytes")
+
+
+def _entry(tp, value) -> tuple[int, str]:
+    """(next_offset, metadata) of one stored value: an integer, or {"offset", "metadata"}."""
+    if isinstance(value, dict):
+        off, meta = int(value["offset"]), value.get("metadata") or ""
+        _check_metadata(tp, meta)
+        return off, meta
+    return int(value), ""
+
 
 def _check_offset(tp, offset) -> None:
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
@@ -45,6 +67,7 @@ class GroupOffsets:
         self.directory = directory
         self.path = offsets_file(directory)
         self._lock = threading.Lock()
+        self._metadata: dict[str, dict[int, str]] = {}  # only partitions committed with metadata
         self._offsets: dict[str, dict[int, int]] = self._load()
         with contextlib.suppress(OSError):
             os.unlink(self.path + ".spare")  # an earlier version's scratch file (module doc)
@@ -58,11 +81,16 @@ class GroupOffsets:
         except (OSError, ValueError) as e:
             raise CorruptRecordError(f"unreadable group offsets {self.path}: {e}", path=self.path) from e
         try:
-            return {
-                str(topic): {int(p): int(off) for p, off in parts.items()}
-                for topic, parts in raw.items()
-            }
-        except (AttributeError, TypeError, ValueError) as e:
+            offsets: dict[str, dict[int, int]] = {}
+            for topic, parts in raw.items():
+                offsets[str(topic)] = {}
+                for p, value in parts.items():
+                    off, meta = _entry((topic, p), value)
+                    offsets[str(topic)][int(p)] = off
+                    if meta:
+                        self._metadata.setdefault(str(topic), {})[int(p)] = meta
+            return offsets
+        except (AttributeError, TypeError, ValueError, KeyError, ConfigError) as e:
             raise CorruptRecordError(f"malformed group offsets {self.path}: {e}", path=self.path) from e
 
     @property
@@ -80,35 +108,71 @@ class GroupOffsets:
                 for p, off in sorted(parts.items())
             }
 
-    def commit(self, offsets: dict) -> None:
-        """Merge ``{(topic, partition): next_offset}`` into the group and persist it."""
+    def metadata(self) -> dict[TopicPartition, str]:
+        """The commit metadata of every partition committed with some (others have none: "")."""
+        with self._lock:
+            return {TopicPartition(t, p): m for t, parts in self._metadata.items() for p, m in parts.items()}
+
+    def commit(self, offsets: dict, metadata: dict | None = None) -> None:
+        """Merge ``{(topic, partition): next_offset}`` into the group and persist it;
+        ``metadata`` ``{(topic, partition): str}`` replaces those partitions' metadata (absent: none)."""
         items = []
+        metadata = metadata or {}
         for tp, off in offsets.items():
             topic, partition = tp
             _check_offset(tp, off)
-            items.append((topic, int(partition), off))
+            meta = metadata.get(tp) or ""
+            _check_metadata(tp, meta)
+            items.append((topic, int(partition), off, meta))
         if not items:
             return
         with self._lock:
             new = {t: dict(parts) for t, parts in self._offsets.items()}
-            for topic, partition, off in items:
+            new_meta = {t: dict(parts) for t, parts in self._metadata.items()}
+            for topic, partition, off, meta in items:
                 new.setdefault(topic, {})[partition] = off
-            self._write(new)
-            self._offsets = new
+                if meta:
+                    new_meta.setdefault(topic, {})[partition] = meta
+                elif partition in new_meta.get(topic, {}):
+                    del new_meta[topic][partition]
+            self._write(new, new_meta)
+            self._offsets, self._metadata = new, new_meta
+
+    def delete(self, partitions) -> int:
+        """Forget the committed offsets of ``partitions`` ((topic, partition) pairs); the number forgotten."""
+        with self._lock:
+            new = {t: dict(parts) for t, parts in self._offsets.items()}
+            new_meta = {t: dict(parts) for t, parts in self._metadata.items()}
+            n = 0
+            for topic, partition in partitions:
+                if new.get(topic, {}).pop(partition, None) is not None:
+                    n += 1
+                new_meta.get(topic, {}).pop(partition, None)
+            if not n:
+                return 0
+            new = {t: parts for t, parts in new.items() if parts}
+            self._write(new, new_meta)
+            self._offsets, self._metadata = new, {t: parts for t, parts in new_meta.items() if parts}
+            return n
 
     def remove_topic(self, topic: str) -> None:
         with self._lock:
             if topic not in self._offsets:
                 return
             new = {t: parts for t, parts in self._offsets.items() if t != topic}
-            self._write(new)
-            self._offsets = new
+            new_meta = {t: parts for t, parts in self._metadata.items() if t != topic}
+            self._write(new, new_meta)
+            self._offsets, self._metadata = new, new_meta
 
-    def _write(self, offsets: dict) -> None:
+    def _write(self, offsets: dict, metadata: dict) -> None:
         if not os.path.isdir(self.directory):
             make_dirs(self.directory)
             fsync_dir(os.path.dirname(self.directory))
-        data = {t: {str(p): off for p, off in sorted(parts.items())} for t, parts in sorted(offsets.items())}
+        data = {}
+        for t, parts in sorted(offsets.items()):
+            meta = metadata.get(t, {})
+            data[t] = {str(p): {"offset": off, "metadata": meta[p]} if meta.get(p) else off
+                       for p, off in sorted(parts.items())}
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode() + b"\n")
 
 
@@ -156,7 +220,7 @@ class GroupRegistry:
             os.rename(path, doomed)
             fsync_dir(self.directory)
             shutil.rmtree(doomed, ignore_errors=True)
-            group._offsets = {}
+            group._offsets, group._metadata = {}, {}
             return True
 
     def remove_topic(self, topic: str) -> None:

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka import KafkaError, TopicPartition  # noqa: E402
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: E402
 
 
@@ -85,3 +85,117 @@ def test_delete_records_moves_the_low_watermark(kafka_server):
     # past the high watermark
     tp_far = TopicPartition(topic, 0, 11)
     assert _code(admin.delete_records([tp_far])[tp_far]) == KafkaError.OFFSET_OUT_OF_RANGE
+
+
+def _commit(server, group: str, offsets) -> None:
+    """Commit from outside the group (AlterConsumerGroupOffsets)."""
+    admin = _admin(server)  # (kept: a collected AdminClient never completes its futures)
+    res = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, offsets)])
+    for tp in res[group].result(10).topic_partitions:
+        assert not tp.error, tp.error
+
+
+def _committed(server, group: str, partitions=None) -> dict:
+    admin = _admin(server)
+    res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)])
+    return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+            for tp in res[group].result(10).topic_partitions}
+
+
+def _member(server, group: str, topic: str):
+    """A consumer of ``group`` subscribed to ``topic``, returned once it has its assignment."""
+    assigned = []
+    c = ck.Consumer({"bootstrap.servers": server.bootstrap, "group.id": group, "session.timeout.ms": 6000,
+                     "enable.auto.commit": False})
+    c.subscribe([topic], on_assign=lambda _c, parts: assigned.append(parts))
+    for _ in range(100):
+        c.poll(0.2)
+        if assigned:
+            return c
+    raise AssertionError("no assignment")
+
+
+def test_commit_metadata_kept_and_offsets_listed_exactly(kafka_server):
+    admin = _admin(kafka_server)
+    topic, group = _name("meta"), _name("g")
+    _create(admin, topic, 3)
+    _produce(kafka_server, topic, 10, partition=0)
+    _produce(kafka_server, topic, 10, partition=2)
+    _commit(kafka_server, group, [TopicPartition(topic, 0, 7, metadata="state-0"),
+                                  TopicPartition(topic, 2, 3)])
+    assert _committed(kafka_server, group) == {(topic, 0): (7, "state-0"), (topic, 2): (3, "")}
+    asked = [TopicPartition(topic, p) for p in range(3)]
+    assert _committed(kafka_server, group, asked) == {
+        (topic, 0): (7, "state-0"), (topic, 1): (-1001, ""), (topic, 2): (3, "")}
+    # a consumer's own commit with metadata, then a commit without: metadata replaced
+    c = ck.Consumer({"bootstrap.servers": kafka_server.bootstrap, "group.id": group})
+    c.commit(offsets=[TopicPartition(topic, 2, 5, metadata="x" * 100)], asynchronous=False)
+    assert c.committed([TopicPartition(topic, 2)], timeout=10)[0].metadata == "x" * 100
+    c.commit(offsets=[TopicPartition(topic, 2, 6)], asynchronous=False)
+    c.close()
+    assert _committed(kafka_server, group)[(topic, 2)] == (6, "")
+    # too large: refused, the previous commit stays
+    res = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, 0, 8, metadata="m" * 5000)])])
+    with pytest.raises(ck.KafkaException):
+        for tp in res[group].result(10).topic_partitions:
+            if tp.error:
+                raise ck.KafkaException(tp.error)
+    assert _committed(kafka_server, group)[(topic, 0)] == (7, "state-0")
+
+
+def test_metadata_survives_a_restart(tmp_path):
+    from kafka_server_proc import KafkaServer
+
+    s = KafkaServer(tmp_path / "data").start()
+    try:
+        admin = _admin(s)
+        _create(admin, "t", 1)
+        _commit(s, "g", [TopicPartition("t", 0, 0, metadata="after-restart")])
+        s.stop()
+        s.start()
+        assert _committed(s, "g") == {("t", 0): (0, "after-restart")}
+    finally:
+        s.stop()
+
+
+def test_delete_groups_refuses_active_ones(kafka_server):
+    admin = _admin(kafka_server)
+    topic, idle, active, missing = _name("dg"), _name("idle"), _name("active"), _name("missing")
+    _create(admin, topic, 1)
+    _commit(kafka_server, idle, [TopicPartition(topic, 0, 0)])
+    c = _member(kafka_server, active, topic)
+    try:
+        res = admin.delete_consumer_groups([idle, active, missing])
+        res[idle].result(10)
+        assert _code(res[active]) == KafkaError.NON_EMPTY_GROUP
+        assert _code(res[missing]) == KafkaError.GROUP_ID_NOT_FOUND
+        assert _committed(kafka_server, idle) == {}
+    finally:
+        c.close()
+    admin.delete_consumer_groups([active])[active].result(10)  # empty now
+
+
+def test_offset_delete(kafka_server):
+    kadmin = pytest.importorskip("kafka.admin")
+    import kafka
+    from kafka.errors import GroupIdNotFoundError
+
+    admin = _admin(kafka_server)
+    read, other, group = _name("od"), _name("od2"), _name("g")
+    _create(admin, read, 1)
+    _create(admin, other, 2)
+    _commit(kafka_server, group, [TopicPartition(read, 0, 0), TopicPartition(other, 0, 0),
+                                  TopicPartition(other, 1, 0)])
+    c = _member(kafka_server, group, read)
+    k = kadmin.KafkaAdminClient(bootstrap_servers=kafka_server.bootstrap)
+    try:
+        got = k.delete_group_offsets(group, [kafka.TopicPartition(read, 0), kafka.TopicPartition(other, 1)])
+        assert {tp.topic: err.__name__ for tp, err in got.items()} == {
+            read: "GroupSubscribedToTopicError", other: "NoError"}
+        assert set(_committed(kafka_server, group)) == {(read, 0), (other, 0)}
+        with pytest.raises(GroupIdNotFoundError):
+            k.delete_group_offsets(_name("nope"), [kafka.TopicPartition(read, 0)])
+    finally:
+        k.close()
+        c.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from . import errors as K
-from .codec import ProtocolError, Writer
+from .codec import ProtocolError, Reader, Writer
 
 # Kafka's AclOperation codes, as bits of an authorized-operations field (KIP-430).
 _OPS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9,
@@ -109,4 +109,101 @@ async def delete_records(ctx, conn, v, r):
         w.string(name).array(len(rows))
         for p, low, err in rows:
             w.int32(p).int64(low).int16(err)
+    return bytes(w.b)
+
+
+def _subscribed(ctx, group: str) -> set[str] | None:
+    """The topics ``group``'s live members subscribe to (empty: no members); None when a member's
+    subscription is not known (a Kafka protocol other than "consumer", or metadata that does not
+    parse). Raises InvalidName for a bad group id."""
+    coordinator = ctx.broker.coordinator
+    vqs_members = coordinator.assigned.describe(group)
+    if vqs_members is not None:
+        return {t for m in vqs_members["members"] for t in m["topics"]}
+    d = coordinator.describe(group)
+    if not d["members"]:
+        return set()
+    if d["protocol_type"] != "consumer":
+        return None
+    topics: set[str] = set()
+    for member in d["members"]:
+        r = Reader(member[4])  # ConsumerProtocolSubscription: version, topics, ...
+        try:
+            r.int16()
+            topics.update(r.string() for _ in range(r.array_len(2)))
+        except ProtocolError:
+            return None
+    return topics
+
+
+async def delete_groups(ctx, conn, v, r):
+    names = [r.string() for _ in range(r.array_len(2))]
+
+    def work(name: str) -> int:
+        # Members are checked, then the offsets deleted: a member joining in between finds no
+        # offsets and starts at its reset position, as after any DeleteGroups.
+        try:
+            if _subscribed(ctx, name) != set():
+                return K.NON_EMPTY_GROUP
+            if ctx.broker.delete_group(name):
+                return K.NONE
+            # no offsets: a group the coordinator knows (it had members) is deleted all the same
+            known = ctx.broker.coordinator.describe(name)["state"] != "Dead"
+            return K.NONE if known else K.GROUP_ID_NOT_FOUND
+        except E.InvalidName:
+            return K.INVALID_GROUP_ID
+        except E.VQSError as e:
+            return K.code_for(e)
+
+    w = Writer().int32(0).array(len(names))
+    for name in names:
+        w.string(name).int16(await ctx.blocking(work, name))
+    return bytes(w.b)
+
+
+async def offset_delete(ctx, conn, v, r):
+    group = r.string()
+    topics = []
+    for _ in range(r.array_len(2 + 4)):
+        name = r.string()
+        topics.append((name, [r.int32() for _ in range(r.array_len(4))]))
+
+    def work() -> tuple[int, dict]:
+        codes: dict = {}
+        try:
+            subscribed = _subscribed(ctx, group)
+            if group not in ctx.broker.groups():
+                return K.GROUP_ID_NOT_FOUND, codes
+        except E.InvalidName:
+            return K.INVALID_GROUP_ID, codes
+        if subscribed is None:
+            return K.NON_EMPTY_GROUP, codes
+        doomed = []
+        for name, parts in topics:
+            for p in parts:
+                if name in subscribed:
+                    codes[(name, p)] = K.GROUP_SUBSCRIBED_TO_TOPIC
+                    continue
+                try:
+                    ctx.broker.topic(name).log(p)
+                    codes[(name, p)] = K.NONE
+                    doomed.append((name, p))
+                except E.VQSError as e:
+                    codes[(name, p)] = K.code_for(e)
+        try:
+            ctx.broker.delete_group_offsets(group, doomed)
+        except E.VQSError as e:
+            code = K.COORDINATOR_LOAD_IN_PROGRESS if isinstance(e, E.DiskFullError) else K.code_for(e)
+            return code, {}
+        return K.NONE, codes
+
+    err, codes = await ctx.blocking(work)
+    w = Writer().int16(err).int32(0)
+    if err:
+        return bytes(w.array(0).b)
+    w.array(len(topics))
+    for name, parts in topics:
+        w.string(name).array(len(parts))
+        for p in parts:
+            w.int32(p).int16(codes[(name, p)])
     return bytes(w.b)

@@ -324,4 +324,6 @@ API_TABLE: dict = {
     32: (0, 2, NO_FLEX, describe_configs),
     36: (0, 1, NO_FLEX, sasl_authenticate),
     37: (0, 1, NO_FLEX, admin.create_partitions),
+    42: (0, 1, NO_FLEX, admin.delete_groups),
+    47: (0, 0, NO_FLEX, admin.offset_delete),
 }

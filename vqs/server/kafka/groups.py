@@ -5,13 +5,15 @@ Membership is the broker's group coordinator (vqs/broker/coordinator.py;
 its blocking calls run in the pool). Offsets are the broker's group offsets
 (DATA/groups/G/offsets.json), the ones ``vqs group`` and REST show; a commit
 is checked against the member's generation first (a fenced member commits
-nothing) and is durable when answered. Commit metadata strings are not kept
-(OffsetFetch answers an empty string).
+nothing) and is durable when answered. Commit metadata strings are kept with the
+offsets (at most ``MAX_METADATA`` bytes each, else OFFSET_METADATA_TOO_LARGE) and
+OffsetFetch answers them.
 """
 
 from __future__ import annotations
 
 from ... import errors as E
+from ...broker.group_offsets import MAX_METADATA
 from . import errors as K
 from .codec import Writer
 
@@ -142,8 +144,8 @@ async def offset_commit(ctx, conn, v, r):
             off = r.int64()
             if v >= 6:
                 r.int32()
-            r.nullable_string()  # metadata: not kept
-            parts.append((p, off))
+            meta = r.nullable_string() or ""
+            parts.append((p, off, meta))
         topics.append((name, parts))
     broker = ctx.broker
     try:
@@ -152,21 +154,26 @@ async def offset_commit(ctx, conn, v, r):
         err = K.INVALID_GROUP_ID
     codes = {}
     good = {}
+    metadata = {}
     for name, parts in topics:
-        for p, off in parts:
+        for p, off, meta in parts:
             code = err
-            if not code:
+            if not code and len(meta.encode()) > MAX_METADATA:
+                code = K.OFFSET_METADATA_TOO_LARGE
+            elif not code:
                 try:
                     broker.topic(name).log(p)
                     if off < 0:
                         raise E.ConfigError("negative offset")
                     good[(name, p)] = off
+                    if meta:
+                        metadata[(name, p)] = meta
                 except E.VQSError as e:
                     code = K.code_for(e)
             codes[(name, p)] = code
     if good:
         try:
-            await ctx.blocking(broker.commit_offsets, group, good)
+            await ctx.blocking(broker.commit_offsets, group, good, metadata)
         except E.VQSError as e:
             # A full disk (the kernel found no room even for a control write): retriable
             # for every client, as Kafka's own storage errors on commit are (KAFKA_STORAGE_ERROR
@@ -180,7 +187,7 @@ async def offset_commit(ctx, conn, v, r):
     w.array(len(topics))
     for name, parts in topics:
         w.string(name).array(len(parts))
-        for p, _ in parts:
+        for p, _, _ in parts:
             w.int32(p).int16(codes[(name, p)])
     return bytes(w.b)
 
@@ -198,9 +205,10 @@ async def offset_fetch(ctx, conn, v, r):
                 name = r.string()
                 wanted.append((name, [r.int32() for _ in range(r.array_len(4))]))
     err = K.NONE
-    committed = {}
+    committed, metadata = {}, {}
     try:
         committed = ctx.broker.group_offsets(group)
+        metadata = ctx.broker.group_offsets_metadata(group)
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     if wanted is None:
@@ -218,7 +226,7 @@ async def offset_fetch(ctx, conn, v, r):
             w.int32(p).int64(committed.get((name, p), -1))
             if v >= 5:
                 w.int32(-1)
-            w.string("").int16(err if v < 2 else K.NONE)
+            w.string(metadata.get((name, p), "")).int16(err if v < 2 else K.NONE)
     if v >= 2:
         w.int16(err)
     return bytes(w.b)
