@@ -199,3 +199,31 @@ def test_offset_delete(kafka_server):
     finally:
         k.close()
         c.close()
+
+
+def test_describe_cluster_and_authorized_operations(kafka_server):
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    admin = _admin(kafka_server)
+    topic, group = _name("ops"), _name("g")
+    _create(admin, topic, 2)
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
+    host, port = kafka_server.bootstrap.split(":")
+    assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(0, host, int(port))]
+    assert cluster.controller.id == 0 and cluster.cluster_id
+    assert set(cluster.authorized_operations) == {
+        AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE}
+    assert admin.describe_cluster().result(10).authorized_operations is None  # not asked: none
+    desc = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic].result(10)
+    assert len(desc.partitions) == 2
+    assert set(desc.authorized_operations) == {
+        AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE, AclOperation.ALTER,
+        AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
+    c = _member(kafka_server, group, topic)
+    try:
+        g = admin.describe_consumer_groups([group], include_authorized_operations=True)[group].result(10)
+        assert set(g.authorized_operations) == {AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE}
+    finally:
+        c.close()

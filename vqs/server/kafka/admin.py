@@ -1,4 +1,5 @@
-"""Admin APIs: CreatePartitions, DeleteRecords, DeleteGroups, OffsetDelete, DescribeCluster.
+"""Admin APIs: CreatePartitions, DeleteRecords, DeleteGroups, OffsetDelete, DescribeCluster;
+the authorized operations that Metadata, DescribeGroups and DescribeCluster answer.
 
 Each is a thin translation to the broker's public surface (``Broker.create_partitions``,
 ``Broker.delete_records``, the group coordinator and group offsets), answered per
@@ -16,18 +17,23 @@ from .codec import ProtocolError, Reader, Writer
 
 # Kafka's AclOperation codes, as bits of an authorized-operations field (KIP-430).
 _OPS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9,
-        "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12, "CREATE_TOKENS": 13,
-        "DESCRIBE_TOKENS": 14}
-# What each resource type supports, as Kafka lists them; an authenticated credential holds all.
+        "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12}
+# The operations Kafka defines on each resource type; an authenticated connection holds all of them.
 AUTHORIZED_OPERATIONS = {
     "topic": sum(1 << _OPS[o] for o in ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
                                         "DESCRIBE_CONFIGS", "ALTER_CONFIGS")),
     "group": sum(1 << _OPS[o] for o in ("READ", "DELETE", "DESCRIBE")),
     "cluster": sum(1 << _OPS[o] for o in ("CREATE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
-                                          "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS",
-                                          "DESCRIBE_TOKENS")),
+                                          "ALTER_CONFIGS", "IDEMPOTENT_WRITE")),
 }
 NOT_REQUESTED = -2147483648  # the authorized-operations field when the client did not ask
+
+
+def authorized_operations(resource: str, requested: bool) -> int:
+    """The authorized-operations field of a ``resource`` ("topic", "group", "cluster") in an answer:
+    every operation Kafka defines on it when asked (the connection is authenticated, or no
+    credential is configured: either way it may do all), else NOT_REQUESTED."""
+    return AUTHORIZED_OPERATIONS[resource] if requested else NOT_REQUESTED
 
 
 async def create_partitions(ctx, conn, v, r):
@@ -207,3 +213,12 @@ async def offset_delete(ctx, conn, v, r):
         for p in parts:
             w.int32(p).int16(codes[(name, p)])
     return bytes(w.b)
+
+
+async def describe_cluster(ctx, conn, v, r):
+    """DescribeCluster v0 (flexible: compact strings and arrays, tagged fields)."""
+    ops = authorized_operations("cluster", r.boolean())
+    r.tagged_fields()
+    w = Writer().int32(0).int16(K.NONE).compact_string(None).compact_string(ctx.cluster_id).int32(ctx.node_id)
+    w.compact_array(1).int32(ctx.node_id).compact_string(ctx.host).int32(ctx.port).compact_string(None).tags()
+    return bytes(w.int32(ops).tags().b)

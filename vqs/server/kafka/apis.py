@@ -63,6 +63,8 @@ async def metadata(ctx, conn, v, r):
     except E.VQSError as e:
         raise ProtocolError(str(e)) from None
     auto_create = r.boolean() if v >= 4 else True
+    cluster_ops = r.boolean() if v >= 8 else False
+    topic_ops = r.boolean() if v >= 8 else False
     broker = ctx.broker
     if names is None:
         names = broker.topics()
@@ -108,9 +110,9 @@ async def metadata(ctx, conn, v, r):
             if v >= 5:
                 w.array(0)
         if v >= 8:
-            w.int32(-2147483648)
+            w.int32(admin.authorized_operations("topic", topic_ops and not err))
     if v >= 8:
-        w.int32(-2147483648)
+        w.int32(admin.authorized_operations("cluster", cluster_ops))
     return bytes(w.b)
 
 
@@ -326,4 +328,5 @@ API_TABLE: dict = {
     37: (0, 1, NO_FLEX, admin.create_partitions),
     42: (0, 1, NO_FLEX, admin.delete_groups),
     47: (0, 0, NO_FLEX, admin.offset_delete),
+    60: (0, 0, 0, admin.describe_cluster),
 }

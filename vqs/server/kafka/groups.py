@@ -15,6 +15,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.group_offsets import MAX_METADATA
 from . import errors as K
+from .admin import authorized_operations
 from .codec import Writer
 
 ST = K.COORDINATOR_STATUS
@@ -247,8 +248,7 @@ async def list_groups(ctx, conn, v, r):
 
 async def describe_groups(ctx, conn, v, r):
     names = [r.string() for _ in range(r.array_len(2))]
-    if v >= 3:
-        r.boolean()
+    ops = r.boolean() if v >= 3 else False
     w = Writer()
     if v >= 1:
         w.int32(0)
@@ -269,5 +269,5 @@ async def describe_groups(ctx, conn, v, r):
                 w.string(inst)
             w.string(client).string(host).bytes_(meta).bytes_(assignment)
         if v >= 3:
-            w.int32(-2147483648)
+            w.int32(authorized_operations("group", ops and not err))
     return bytes(w.b)
