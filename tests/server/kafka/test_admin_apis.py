@@ -227,3 +227,25 @@ def test_describe_cluster_and_authorized_operations(kafka_server):
         assert set(g.authorized_operations) == {AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE}
     finally:
         c.close()
+
+
+def test_num_partitions_setting_for_auto_created_and_default_topics(tmp_path):
+    from kafka_server_proc import KafkaServer
+
+    from vqs.errors import ConfigError
+    from vqs.server.settings import load_settings
+
+    for bad in ("0", "257"):
+        with pytest.raises(ConfigError, match="kafka_num_partitions"):
+            load_settings(env={"VQS_KAFKA_NUM_PARTITIONS": bad}).check()
+    s = KafkaServer(tmp_path / "data", env={"VQS_KAFKA_NUM_PARTITIONS": "3"}).start()
+    try:
+        admin = _admin(s)
+        admin.create_topics([NewTopic("dflt")])["dflt"].result(10)  # num_partitions -1: the broker's
+        assert _partitions(admin, "dflt") == 3
+        p = ck.Producer({"bootstrap.servers": s.bootstrap})
+        p.produce("auto", b"x")  # an unknown topic: created by Metadata
+        assert p.flush(10) == 0
+        assert _partitions(admin, "auto") == 3
+    finally:
+        s.stop()

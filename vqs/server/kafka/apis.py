@@ -17,7 +17,6 @@ from . import errors as K
 from .codec import ProtocolError, Writer
 
 NO_FLEX = 1 << 15
-DEFAULT_PARTITIONS = 1
 
 
 async def api_versions(ctx, conn, v, r):
@@ -87,7 +86,7 @@ async def metadata(ctx, conn, v, r):
             err = K.UNKNOWN_TOPIC_OR_PARTITION
             if auto_create and ctx.settings.kafka_auto_create_topics:
                 try:
-                    parts = broker.create_topic(name, DEFAULT_PARTITIONS).partitions
+                    parts = broker.create_topic(name, ctx.settings.kafka_num_partitions).partitions
                     err = K.NONE
                 except E.TopicAlreadyExists:
                     parts = broker.topic(name).partitions
@@ -162,7 +161,7 @@ async def create_topics(ctx, conn, v, r):
         elif parts == 0 or parts < -1:
             err, msg = K.INVALID_PARTITIONS, f"number of partitions must be positive, not {parts}"
         else:
-            n = DEFAULT_PARTITIONS if parts == -1 else parts
+            n = ctx.settings.kafka_num_partitions if parts == -1 else parts
             limit = ctx.settings.max_partitions_per_topic
             if n > limit:
                 err, msg = K.INVALID_PARTITIONS, f"{n} partitions exceed max_partitions_per_topic ({limit})"
