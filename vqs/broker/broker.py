@@ -427,10 +427,12 @@ class Broker:
         self._check_open()
         return self._groups.get(group).all()
 
-    def commit_offsets(self, group: str, offsets: dict, metadata: dict | None = None) -> None:
+    def commit_offsets(self, group: str, offsets: dict, metadata: dict | None = None,
+                       leader_epochs: dict | None = None) -> None:
         """Commit ``{(topic, partition): next_offset}`` for ``group`` (e.g. for a server client);
-        ``metadata`` ``{(topic, partition): str}``: each partition's commit metadata (Kafka's),
-        kept until its next commit (group_offsets.py)."""
+        ``metadata`` ``{(topic, partition): str}`` and ``leader_epochs`` ``{(topic, partition): int}``:
+        each partition's commit metadata and leader epoch (Kafka's), kept until its next commit
+        (group_offsets.py)."""
         self._check_open()
         checked = {}
         for tp, off in offsets.items():
@@ -438,12 +440,19 @@ class Broker:
             self.topic(topic).log(partition)  # validates both
             checked[TopicPartition(topic, partition)] = off
         meta = {TopicPartition(*tp): m for tp, m in (metadata or {}).items()}
-        self._groups.get(group).commit(checked, meta)
+        epochs = {TopicPartition(*tp): e for tp, e in (leader_epochs or {}).items()}
+        self._groups.get(group).commit(checked, meta, epochs)
 
     def group_offsets_metadata(self, group: str) -> dict[TopicPartition, str]:
         """The commit metadata of a group's partitions committed with some (the others: none)."""
         self._check_open()
         return self._groups.get(group).metadata()
+
+    def group_commits(self, group: str) -> dict[TopicPartition, tuple[int, str, int]]:
+        """Every committed partition's (next_offset, metadata, leader_epoch) at one instant
+        (leader epoch -1: none), as Kafka's OffsetFetch answers them."""
+        self._check_open()
+        return self._groups.get(group).commits()
 
     def delete_group_offsets(self, group: str, partitions) -> int:
         """Forget the group's committed offsets of ``partitions`` ((topic, partition) pairs), as

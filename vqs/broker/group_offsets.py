@@ -11,11 +11,12 @@ the kernel still find no space, commit raises DiskFullError and the previous
 offsets stay, in memory and on disk. (``offsets.json.spare``, a scratch file
 of earlier versions, is removed when the group is opened.)
 
-A commit may carry a metadata string per partition (Kafka's commit metadata,
-at most ``MAX_METADATA`` UTF-8 bytes); a partition committed with metadata is
-stored as ``{"offset": next_offset, "metadata": "..."}`` instead of the bare
-integer, so a file without metadata is exactly the earlier format and reads
-as before. Each commit replaces a partition's metadata (none: empty).
+A commit may carry, per partition, a metadata string (Kafka's commit
+metadata, at most ``MAX_METADATA`` UTF-8 bytes) and a leader epoch (Kafka's
+committed leader epoch; -1: none). A partition committed with either is stored
+as ``{"offset": next_offset, "metadata": "...", "leader_epoch": e}`` (each of
+the two only when set) instead of the bare integer, so a file without them is
+exactly the earlier format and reads as before. Each commit replaces both.
 
 A group here is a named set of committed offsets. Who reads which
 partition is the group coordinator's business (coordinator.py for Kafka
@@ -45,13 +46,23 @@ def _check_metadata(tp, metadata) -> None:
         raise ConfigError(f"commit metadata for {tp} must be a string of at most {MAX_METADATA} UTF-8 bytes")
 
 
-def _entry(tp, value) -> tuple[int, str]:
-    """(next_offset, metadata) of one stored value: an integer, or {"offset", "metadata"}."""
+def _check_epoch(tp, epoch) -> None:
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not -1 <= epoch < 1 << 31:
+        raise ConfigError(f"leader epoch committed for {tp} must be an int32 >= -1, not {epoch!r}")
+
+
+def _entry(tp, value) -> tuple[int, tuple[str, int]]:
+    """(next_offset, (metadata, leader_epoch)) of one stored value: an integer, or
+    {"offset", "metadata", "leader_epoch"}."""
     if isinstance(value, dict):
-        off, meta = int(value["offset"]), value.get("metadata") or ""
+        off, meta, epoch = int(value["offset"]), value.get("metadata", ""), value.get("leader_epoch", -1)
         _check_metadata(tp, meta)
-        return off, meta
-    return int(value), ""
+        _check_epoch(tp, epoch)
+        return off, (meta, epoch)
+    return int(value), NO_EXTRA
+
+
+NO_EXTRA = ("", -1)  # no metadata, no leader epoch
 
 
 def _check_offset(tp, offset) -> None:
@@ -67,7 +78,8 @@ class GroupOffsets:
         self.directory = directory
         self.path = offsets_file(directory)
         self._lock = threading.Lock()
-        self._metadata: dict[str, dict[int, str]] = {}  # only partitions committed with metadata
+        # (metadata, leader_epoch) of the partitions committed with either (the others: NO_EXTRA)
+        self._extra: dict[str, dict[int, tuple[str, int]]] = {}
         self._offsets: dict[str, dict[int, int]] = self._load()
         with contextlib.suppress(OSError):
             os.unlink(self.path + ".spare")  # an earlier version's scratch file (module doc)
@@ -85,10 +97,10 @@ class GroupOffsets:
             for topic, parts in raw.items():
                 offsets[str(topic)] = {}
                 for p, value in parts.items():
-                    off, meta = _entry((topic, p), value)
+                    off, extra = _entry((topic, p), value)
                     offsets[str(topic)][int(p)] = off
-                    if meta:
-                        self._metadata.setdefault(str(topic), {})[int(p)] = meta
+                    if extra != NO_EXTRA:
+                        self._extra.setdefault(str(topic), {})[int(p)] = extra
             return offsets
         except (AttributeError, TypeError, ValueError, KeyError, ConfigError) as e:
             raise CorruptRecordError(f"malformed group offsets {self.path}: {e}", path=self.path) from e
@@ -111,48 +123,56 @@ class GroupOffsets:
     def metadata(self) -> dict[TopicPartition, str]:
         """The commit metadata of every partition committed with some (others have none: "")."""
         with self._lock:
-            return {TopicPartition(t, p): m for t, parts in self._metadata.items() for p, m in parts.items()}
+            return {TopicPartition(t, p): m for t, parts in self._extra.items() for p, (m, _) in parts.items() if m}
 
-    def commit(self, offsets: dict, metadata: dict | None = None) -> None:
+    def commits(self) -> dict[TopicPartition, tuple[int, str, int]]:
+        """Every committed partition's (next_offset, metadata, leader_epoch), read at one instant."""
+        with self._lock:
+            return {TopicPartition(t, p): (off, *self._extra.get(t, {}).get(p, NO_EXTRA))
+                    for t, parts in sorted(self._offsets.items()) for p, off in sorted(parts.items())}
+
+    def commit(self, offsets: dict, metadata: dict | None = None, leader_epochs: dict | None = None) -> None:
         """Merge ``{(topic, partition): next_offset}`` into the group and persist it;
-        ``metadata`` ``{(topic, partition): str}`` replaces those partitions' metadata (absent: none)."""
+        ``metadata`` ``{(topic, partition): str}`` and ``leader_epochs`` ``{(topic, partition): int}``
+        replace those partitions' metadata and leader epoch (absent: none, -1)."""
         items = []
-        metadata = metadata or {}
+        metadata, leader_epochs = metadata or {}, leader_epochs or {}
         for tp, off in offsets.items():
             topic, partition = tp
             _check_offset(tp, off)
-            meta = metadata.get(tp) or ""
+            meta, epoch = metadata.get(tp) or "", leader_epochs.get(tp, -1)
             _check_metadata(tp, meta)
-            items.append((topic, int(partition), off, meta))
+            _check_epoch(tp, epoch)
+            items.append((topic, int(partition), off, (meta, epoch)))
         if not items:
             return
         with self._lock:
             new = {t: dict(parts) for t, parts in self._offsets.items()}
-            new_meta = {t: dict(parts) for t, parts in self._metadata.items()}
-            for topic, partition, off, meta in items:
+            new_extra = {t: dict(parts) for t, parts in self._extra.items()}
+            for topic, partition, off, extra in items:
                 new.setdefault(topic, {})[partition] = off
-                if meta:
-                    new_meta.setdefault(topic, {})[partition] = meta
-                elif partition in new_meta.get(topic, {}):
-                    del new_meta[topic][partition]
-            self._write(new, new_meta)
-            self._offsets, self._metadata = new, new_meta
+                if extra != NO_EXTRA:
+                    new_extra.setdefault(topic, {})[partition] = extra
+                elif partition in new_extra.get(topic, {}):
+                    del new_extra[topic][partition]
+            self._write(new, new_extra)
+            self._offsets, self._extra = new, new_extra
 
     def delete(self, partitions) -> int:
         """Forget the committed offsets of ``partitions`` ((topic, partition) pairs); the number forgotten."""
         with self._lock:
             new = {t: dict(parts) for t, parts in self._offsets.items()}
-            new_meta = {t: dict(parts) for t, parts in self._metadata.items()}
+            new_extra = {t: dict(parts) for t, parts in self._extra.items()}
             n = 0
             for topic, partition in partitions:
                 if new.get(topic, {}).pop(partition, None) is not None:
                     n += 1
-                new_meta.get(topic, {}).pop(partition, None)
+                new_extra.get(topic, {}).pop(partition, None)
             if not n:
                 return 0
             new = {t: parts for t, parts in new.items() if parts}
-            self._write(new, new_meta)
-            self._offsets, self._metadata = new, {t: parts for t, parts in new_meta.items() if parts}
+            self._write(new, new_extra)
+            self._offsets, self._extra = new, {t: parts for t, parts in new_extra.items() if parts}
             return n
 
     def remove_topic(self, topic: str) -> None:
@@ -160,20 +180,30 @@ class GroupOffsets:
             if topic not in self._offsets:
                 return
             new = {t: parts for t, parts in self._offsets.items() if t != topic}
-            new_meta = {t: parts for t, parts in self._metadata.items() if t != topic}
-            self._write(new, new_meta)
-            self._offsets, self._metadata = new, new_meta
+            new_extra = {t: parts for t, parts in self._extra.items() if t != topic}
+            self._write(new, new_extra)
+            self._offsets, self._extra = new, new_extra
 
-    def _write(self, offsets: dict, metadata: dict) -> None:
+    def _write(self, offsets: dict, extra: dict) -> None:
         if not os.path.isdir(self.directory):
             make_dirs(self.directory)
             fsync_dir(os.path.dirname(self.directory))
         data = {}
         for t, parts in sorted(offsets.items()):
-            meta = metadata.get(t, {})
-            data[t] = {str(p): {"offset": off, "metadata": meta[p]} if meta.get(p) else off
-                       for p, off in sorted(parts.items())}
+            data[t] = {str(p): _value(off, extra.get(t, {}).get(p, NO_EXTRA)) for p, off in sorted(parts.items())}
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode() + b"\n")
+
+
+def _value(offset: int, extra: tuple[str, int]):
+    """What offsets.json stores for one partition: the bare offset, or an object (module doc)."""
+    if extra == NO_EXTRA:
+        return offset
+    value: dict = {"offset": offset}
+    if extra[0]:
+        value["metadata"] = extra[0]
+    if extra[1] != -1:
+        value["leader_epoch"] = extra[1]
+    return value
 
 
 class GroupRegistry:
@@ -220,7 +250,7 @@ class GroupRegistry:
             os.rename(path, doomed)
             fsync_dir(self.directory)
             shutil.rmtree(doomed, ignore_errors=True)
-            group._offsets, group._metadata = {}, {}
+            group._offsets, group._extra = {}, {}
             return True
 
     def remove_topic(self, topic: str) -> None:

@@ -115,6 +115,24 @@ def _member(server, group: str, topic: str):
     raise AssertionError("no assignment")
 
 
+def test_leader_epochs_round_trip(kafka_server):
+    """What librdkafka's ListConsumerGroupOffsets test compares: offsets and leader epochs."""
+    admin = _admin(kafka_server)
+    topic, group = _name("epoch"), _name("g")
+    _create(admin, topic, 2)
+    _produce(kafka_server, topic, 30, partition=0)
+    _produce(kafka_server, topic, 30, partition=1)
+    c = ck.Consumer({"bootstrap.servers": kafka_server.bootstrap, "group.id": group})
+    sent = [TopicPartition(topic, p, (p + 1) * 10, leader_epoch=2) for p in range(2)]
+    c.commit(offsets=sent, asynchronous=False)
+    got = c.committed([TopicPartition(topic, p) for p in range(2)], timeout=10)
+    assert [(tp.offset, tp.leader_epoch) for tp in got] == [(10, 2), (20, 2)]
+    c.close()
+    res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+    assert sorted((tp.partition, tp.offset, tp.leader_epoch) for tp in res.topic_partitions) == [
+        (0, 10, 2), (1, 20, 2)]
+
+
 def test_commit_metadata_kept_and_offsets_listed_exactly(kafka_server):
     admin = _admin(kafka_server)
     topic, group = _name("meta"), _name("g")

@@ -5,9 +5,9 @@ Membership is the broker's group coordinator (vqs/broker/coordinator.py;
 its blocking calls run in the pool). Offsets are the broker's group offsets
 (DATA/groups/G/offsets.json), the ones ``vqs group`` and REST show; a commit
 is checked against the member's generation first (a fenced member commits
-nothing) and is durable when answered. Commit metadata strings are kept with the
-offsets (at most ``MAX_METADATA`` bytes each, else OFFSET_METADATA_TOO_LARGE) and
-OffsetFetch answers them.
+nothing) and is durable when answered. Commit metadata strings (at most
+``MAX_METADATA`` bytes each, else OFFSET_METADATA_TOO_LARGE) and committed leader
+epochs are kept with the offsets, and OffsetFetch answers all three as committed.
 """
 
 from __future__ import annotations
@@ -143,10 +143,9 @@ async def offset_commit(ctx, conn, v, r):
         for _ in range(r.array_len(14)):
             p = r.int32()
             off = r.int64()
-            if v >= 6:
-                r.int32()
+            epoch = r.int32() if v >= 6 else -1
             meta = r.nullable_string() or ""
-            parts.append((p, off, meta))
+            parts.append((p, off, meta, epoch))
         topics.append((name, parts))
     broker = ctx.broker
     try:
@@ -155,9 +154,9 @@ async def offset_commit(ctx, conn, v, r):
         err = K.INVALID_GROUP_ID
     codes = {}
     good = {}
-    metadata = {}
+    metadata, epochs = {}, {}
     for name, parts in topics:
-        for p, off, meta in parts:
+        for p, off, meta, epoch in parts:
             code = err
             if not code and len(meta.encode()) > MAX_METADATA:
                 code = K.OFFSET_METADATA_TOO_LARGE
@@ -169,12 +168,14 @@ async def offset_commit(ctx, conn, v, r):
                     good[(name, p)] = off
                     if meta:
                         metadata[(name, p)] = meta
+                    if epoch >= 0:
+                        epochs[(name, p)] = epoch
                 except E.VQSError as e:
                     code = K.code_for(e)
             codes[(name, p)] = code
     if good:
         try:
-            await ctx.blocking(broker.commit_offsets, group, good, metadata)
+            await ctx.blocking(broker.commit_offsets, group, good, metadata, epochs)
         except E.VQSError as e:
             # A full disk (the kernel found no room even for a control write): retriable
             # for every client, as Kafka's own storage errors on commit are (KAFKA_STORAGE_ERROR
@@ -188,7 +189,7 @@ async def offset_commit(ctx, conn, v, r):
     w.array(len(topics))
     for name, parts in topics:
         w.string(name).array(len(parts))
-        for p, _, _ in parts:
+        for p, *_ in parts:
             w.int32(p).int16(codes[(name, p)])
     return bytes(w.b)
 
@@ -206,10 +207,9 @@ async def offset_fetch(ctx, conn, v, r):
                 name = r.string()
                 wanted.append((name, [r.int32() for _ in range(r.array_len(4))]))
     err = K.NONE
-    committed, metadata = {}, {}
+    committed = {}
     try:
-        committed = ctx.broker.group_offsets(group)
-        metadata = ctx.broker.group_offsets_metadata(group)
+        committed = ctx.broker.group_commits(group)
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     if wanted is None:
@@ -224,10 +224,11 @@ async def offset_fetch(ctx, conn, v, r):
     for name, parts in wanted:
         w.string(name).array(len(parts))
         for p in parts:
-            w.int32(p).int64(committed.get((name, p), -1))
+            off, meta, epoch = committed.get((name, p), (-1, "", -1))
+            w.int32(p).int64(off)
             if v >= 5:
-                w.int32(-1)
-            w.string(metadata.get((name, p), "")).int16(err if v < 2 else K.NONE)
+                w.int32(epoch)
+            w.string(meta).int16(err if v < 2 else K.NONE)
     if v >= 2:
         w.int16(err)
     return bytes(w.b)
