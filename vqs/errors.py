@@ -5,6 +5,8 @@ Messages name the file, offset or setting involved, so a user can act on them.
 
 from __future__ import annotations
 
+import queue as _queue
+
 
 class VQSError(Exception):
     """Root of every error VQS raises on purpose."""
@@ -416,3 +418,18 @@ class ResourceNotFound(QueueError):
     code = "ResourceNotFoundException"
     query_code = "ResourceNotFoundException"
     http_status = 404
+
+
+if hasattr(_queue, "ShutDown"):  # Python 3.13+
+    ShutDown = _queue.ShutDown
+else:
+
+    class ShutDown(Exception):  # type: ignore[no-redef]
+        """Raised when put/get with shut-down queue: a backport of Python
+        3.13's ``queue.ShutDown`` for 3.11 and 3.12 (on 3.13+ ``vqs.ShutDown``
+        *is* ``queue.ShutDown``, so ``except queue.ShutDown`` catches it).
+
+        What ``put`` raises on a shut-down HybridQueue, and ``get`` once it
+        is empty (or at once after ``shutdown(immediate=True)``). Like
+        ``queue.Empty`` and ``queue.Full`` it is not a VQSError: it has to be
+        the stdlib's own class where the stdlib has one."""

@@ -46,10 +46,11 @@ def encode_records(recs: list) -> tuple[list, int]:
     keys = [r.key for r in recs]
     hdrs = [r.headers for r in recs]
     ts = [r.timestamp_ms for r in recs]
-    nbytes = sum(map(len, values))
+    nulls = None in values  # null values (tombstones) travel as nulls
+    nbytes = sum(len(v) for v in values if v is not None) if nulls else sum(map(len, values))
     first = recs[0].offset
     if recs[-1].offset - first + 1 == n:
-        return encode_batch_parts(first, values, keys=keys, headers=hdrs, timestamps=ts), nbytes
+        return encode_batch_parts(first, values, keys=keys, headers=hdrs, timestamps=ts, nulls=nulls), nbytes
     parts: list = []
     i = 0
     while i < n:
@@ -57,6 +58,6 @@ def encode_records(recs: list) -> tuple[list, int]:
         while j < n and recs[j].offset == recs[j - 1].offset + 1:
             j += 1
         parts += encode_batch_parts(recs[i].offset, values[i:j], keys=keys[i:j], headers=hdrs[i:j],
-                                    timestamps=ts[i:j])
+                                    timestamps=ts[i:j], nulls=nulls)
         i = j
     return parts, nbytes

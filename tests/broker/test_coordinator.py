@@ -93,3 +93,101 @@ def test_a_silent_member_expires_and_the_others_must_rejoin():
     again = co.join("g", leader.member_id, client_id="a", protocols=[("range", b"")], session_timeout_ms=3000)
     assert again.status == OK and again.generation == 2 and [m[0] for m in again.members] == [leader.member_id]
     assert co.heartbeat("g", 2, follower.member_id) == UNKNOWN_MEMBER
+
+
+def _stable(co, group, **kw):
+    """One member that joined and synced alone: a later join into ``group`` waits for it."""
+    a = co.join(group, "", client_id="pin", protocols=[("range", b"")], **kw)
+    assert co.sync(group, a.generation, a.member_id, {a.member_id: b"x"}) == (OK, b"x")
+    return a
+
+
+def test_waits_hold_no_thread_and_the_timer_ends_them_at_the_rebalance_deadline():
+    co = GroupCoordinator()
+    pin = _stable(co, "g", session_timeout_ms=60_000, rebalance_timeout_ms=300)
+    before = threading.active_count()
+    done = threading.Event()
+    waits = [co.start_join("g", "", client_id=f"c{i}", protocols=[("range", b"")], session_timeout_ms=60_000,
+                           rebalance_timeout_ms=300) for i in range(1000)]
+    waits[-1].add_done_callback(done.set)
+    assert threading.active_count() <= before + 1  # the coordinator's one timer thread
+    assert not any(w.done for w in waits)  # all wait for pin, which never rejoins
+    assert done.wait(10)  # the rebalance deadline: pin is dropped, the thousand form generation 2
+    results = [w.result for w in waits]
+    assert {r.status for r in results} == {OK} and {r.generation for r in results} == {pin.generation + 1}
+    assert co.heartbeat("g", pin.generation, pin.member_id) == UNKNOWN_MEMBER
+    co.close()
+    assert threading.active_count() <= before  # no waits: no timer
+
+
+def test_a_cancelled_join_leaves_at_once_and_the_rebalance_goes_on_without_it():
+    co = GroupCoordinator()
+    pin = _stable(co, "g", session_timeout_ms=60_000, rebalance_timeout_ms=60_000)
+    gone = co.start_join("g", "", client_id="gone", protocols=[("range", b"")], session_timeout_ms=60_000)
+    assert len(co.describe("g")["members"]) == 2 and not gone.done
+    gone.cancel()  # e.g. its connection closed: its answer can never be delivered
+    assert [m[0] for m in co.describe("g")["members"]] == [pin.member_id]
+    again = co.join("g", pin.member_id, client_id="pin", protocols=[("range", b"")], session_timeout_ms=60_000)
+    assert (again.status, again.generation, again.leader) == (OK, pin.generation + 1, pin.member_id)
+
+
+def test_a_cancelled_sync_leaves_and_a_rebalance_starts():
+    co = GroupCoordinator(initial_delay_ms=300)
+    res = _join_all(co, "g", [("a", ""), ("b", "")], session_timeout_ms=60_000)
+    a, b = res["a"], res["b"]
+    leader, follower = (a, b) if a.leader == a.member_id else (b, a)
+    w = co.start_sync("g", leader.generation, follower.member_id, {})
+    assert not w.done
+    w.cancel()
+    d = co.describe("g")
+    assert d["state"] == "PreparingRebalance" and [m[0] for m in d["members"]] == [leader.member_id]
+    assert co.sync("g", leader.generation, leader.member_id, {}) == (REBALANCING, b"")
+
+
+def test_an_awaited_join_is_answered_on_its_loop_and_cancelling_it_withdraws_the_member():
+    import asyncio
+
+    co = GroupCoordinator()
+    pin = _stable(co, "g", session_timeout_ms=60_000, rebalance_timeout_ms=60_000)
+
+    async def main():
+        w = co.start_join("g", "", client_id="aw", protocols=[("range", b"")], session_timeout_ms=60_000)
+        task = asyncio.ensure_future(w.wait_async())
+        await asyncio.sleep(0)
+        assert len(co.describe("g")["members"]) == 2
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert [m[0] for m in co.describe("g")["members"]] == [pin.member_id]
+        # answered from another thread (pin's rejoin completes the rebalance): the loop is woken
+        w = co.start_join("g", "", client_id="aw2", protocols=[("range", b"")], session_timeout_ms=60_000)
+        other = threading.Thread(target=co.join, args=("g", pin.member_id),
+                                 kwargs={"protocols": [("range", b"")], "session_timeout_ms": 60_000})
+        other.start()
+        res = await asyncio.wait_for(w.wait_async(), 10)
+        other.join(5)
+        assert res.status == OK and res.generation == pin.generation + 1  # the rebalance aw started
+
+    asyncio.run(main())
+
+
+def test_close_answers_every_pending_wait():
+    co = GroupCoordinator()
+    _stable(co, "g", session_timeout_ms=60_000, rebalance_timeout_ms=60_000)
+    w = co.start_join("g", "", client_id="c", protocols=[("range", b"")], session_timeout_ms=60_000)
+    co.close()
+    assert w.done and w.result.status == UNKNOWN_MEMBER
+
+
+def test_a_leader_that_never_syncs_is_removed_after_the_rebalance_timeout():
+    co = GroupCoordinator(initial_delay_ms=300)
+    res = _join_all(co, "g", [("a", ""), ("b", "")], session_timeout_ms=60_000, rebalance_timeout_ms=500)
+    a, b = res["a"], res["b"]
+    leader, follower = (a, b) if a.leader == a.member_id else (b, a)
+    w = co.start_sync("g", leader.generation, follower.member_id, {})
+    assert co.heartbeat("g", leader.generation, leader.member_id) == OK  # alive, but never syncs
+    done = threading.Event()
+    w.add_done_callback(done.set)
+    assert done.wait(10) and w.result == (REBALANCING, b"")  # the timer removed the leader
+    assert co.heartbeat("g", leader.generation, leader.member_id) == UNKNOWN_MEMBER
+    assert [m[0] for m in co.describe("g")["members"]] == [follower.member_id]
+    co.close()

@@ -35,7 +35,9 @@ INLINE_MAX = 256
 def record_json(offset: int, ts: int, key, value: bytes, headers) -> dict:
     """One record as readers report it (the Java reader prints the same shape)."""
     out = {"offset": offset, "timestamp": ts, "key": None if key is None else base64.b64encode(key).decode()}
-    if len(value) <= INLINE_MAX:
+    if value is None:
+        out["value"] = None
+    elif len(value) <= INLINE_MAX:
         out["value"] = base64.b64encode(value).decode()
     else:
         out["value_len"] = len(value)
@@ -146,6 +148,13 @@ def main() -> None:
     ev = [{"values": [b"", b"", b""], "keys": [b"", b"", b""], "timestamps_ms": T0}]
     write_log("empty_values", ev)
     save("empty_values", "empty values and empty (non-null) keys", records_of(ev), end=3)
+
+    # null values (attribute bit 3): null and empty values side by side, and a batch without nulls
+    nv = [{"values": [b"v", None, b"", None], "keys": [b"k1", b"k2", None, b""], "timestamps_ms": T0},
+          {"values": [b"after"], "timestamps_ms": T0 + 1}]
+    write_log("null_values", nv)
+    save("null_values", "null values (tombstones) beside empty ones, then a batch without nulls", records_of(nv),
+         end=5)
 
     # torn tail: the last batch of the last segment cut short (an append a crash interrupted)
     tt = [{"values": [b"one", b"two"], "timestamps_ms": T0}, {"values": [b"three", b"four"], "timestamps_ms": T0 + 1}]

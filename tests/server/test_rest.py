@@ -93,6 +93,23 @@ def test_binary_produce_consume_round_trip(http, unique):
     assert all(x.key == b"k" and x.headers == (("a", b"1"),) for x in got)
 
 
+def test_null_values_round_trip_as_json_null_and_as_batches(http, unique):
+    http.post("/topics", json={"name": unique})
+    r = http.post(f"/topics/{unique}/messages", json={"messages": [
+        {"value": None, "key": "gone"}, {"value": ""}, {"value": "v"}]})
+    assert r.status_code == 200, r.text
+    body = encode_batch(0, [b"x", None], keys=[b"k", b"gone2"], nulls=True)
+    r = http.post(f"/topics/{unique}/messages", content=body, headers={"content-type": BATCH_CONTENT_TYPE})
+    assert r.status_code == 200, r.text
+    msgs = http.get(f"/topics/{unique}/messages", params={"offset": 0}).json()["messages"]
+    assert [(m["key"], m["value"]) for m in msgs] == [("gone", None), (None, ""), (None, "v"), ("k", "x"),
+                                                      ("gone2", None)]
+    r = http.get(f"/topics/{unique}/messages", params={"offset": 0}, headers={"accept": BATCH_CONTENT_TYPE})
+    assert [x.value for b in decode_body(r.content) for x in b.records()] == [None, b"", b"v", b"x", None]
+    r = http.post(f"/topics/{unique}/messages", json={"messages": [{"key": "no value"}]})
+    assert r.status_code == 400 and "null for a null value" in r.json()["error"]["message"]
+
+
 def test_corrupt_binary_body_is_400(http, unique):
     http.post("/topics", json={"name": unique})
     body = bytearray(encode_batch(0, [b"abc"]))

@@ -165,3 +165,13 @@ def test_gap_left_by_a_quarantine_at_read_time(spark, tmp_path, which):
     rows = _rows(_read(spark, path, "rgap"))
     assert [r[1] for r in rows] == offs
     assert rows == _log_rows(path, "rgap")
+
+
+def test_null_values_are_sql_nulls_beside_empty_ones(spark, tmp_path):
+    path = str(tmp_path / "data")
+    recs = [(None if i % 3 == 0 else b"" if i % 3 == 1 else b"v%d" % i, None, None, 5) for i in range(30)]
+    make_topic(path, "tomb", partitions=1, records={0: recs})
+    got = sorted((r["offset"], None if r["value"] is None else bytes(r["value"]))
+                 for r in _read(spark, path, "tomb").collect())
+    assert got == [(i, v) for i, (v, _k, _h, _t) in enumerate(recs)]
+    assert got[:3] == [(0, None), (1, b""), (2, b"v2")]  # a null value is not an empty one

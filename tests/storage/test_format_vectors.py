@@ -34,7 +34,9 @@ def expected(name: str) -> dict:
 def record_json(r) -> dict:
     out = {"offset": r.offset, "timestamp": r.timestamp_ms,
            "key": None if r.key is None else base64.b64encode(r.key).decode()}
-    if len(r.value) <= INLINE_MAX:
+    if r.value is None:
+        out["value"] = None
+    elif len(r.value) <= INLINE_MAX:
         out["value"] = base64.b64encode(r.value).decode()
     else:
         out["value_len"] = len(r.value)
@@ -71,7 +73,7 @@ def read_all(path: str) -> tuple[dict, list[CorruptRecordError]]:
 
 
 def test_every_vector_is_listed():
-    assert set(NAMES) == {"plain", "zstd", "lz4", "keys_headers", "empty_values", "torn_tail", "corrupt_batch",
+    assert set(NAMES) == {"plain", "zstd", "lz4", "keys_headers", "empty_values", "torn_tail", "corrupt_batch", "null_values",
                           "quarantine_gap"}
 
 

@@ -2,17 +2,32 @@
 
 A group moves Empty -> PreparingRebalance -> CompletingRebalance -> Stable and
 back to PreparingRebalance whenever a member joins, leaves or expires.
-``join`` blocks until every current member has (re)joined or the rebalance
+A join waits until every current member has (re)joined or the rebalance
 timeout passes (stragglers are removed); then the generation goes up by one,
 the first joined member (the old leader when it rejoins) leads, and every join
 returns. A group's first rebalance (from Empty) waits ``initial_delay_ms``
 for more members (Kafka's group.initial.rebalance.delay.ms), so members that
 start together share one generation. ``sync`` from the leader stores the assignment bytes it computed
 (passed through untouched: range, round-robin, cooperative-sticky all work);
-the followers' ``sync`` waits for it. The protocol (e.g. "range") is the first
-one that every member lists, in the leader's order.
+the followers' ``sync`` waits for it; a member that has not synced one
+rebalance timeout after its join completed is removed (as Kafka removes a
+pending-sync member), so a leader that never syncs holds no follower for
+longer. The protocol (e.g. "range") is the first one that every member lists,
+in the leader's order.
 
-Invariants (under ``_lock``): a member outside a blocking ``join``/``sync``
+Waiting holds no thread (group_wait.py): ``start_join``/``start_sync`` put a
+``GroupWait`` in the group and return it; the call that changes the group
+(another member's join, sync, heartbeat or leave) completes every wait it
+makes answerable, under the lock. What only time changes (a rebalance
+deadline, the initial delay, a session timeout that frees a rebalance) is
+done by one timer thread, alive while some group has waits: it sleeps until
+the earliest such moment of any waiting group (re-reckoned whenever a group
+changes, and at least once a second) and expires what is due. ``join`` and
+``sync`` are the same calls waited for in the calling thread; the Kafka
+listener awaits them on its event loop, and cancels a wait whose connection
+closed: its member leaves at once (as Kafka drops a pending member).
+
+Invariants (under ``_lock``): a member outside a waiting ``join``/``sync``
 expires ``session_timeout_ms`` after its last heartbeat, join or sync, which
 starts a rebalance; a heartbeat or commit naming an unknown member is
 ``unknown_member``, an old generation ``illegal_generation``, and while a
@@ -31,6 +46,7 @@ commit from outside a group is refused while it has members of either kind.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -38,7 +54,10 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError, FencedMember
 from .assigned_groups import AssignedGroups
+from .group_wait import GroupWait
 from .names import validate_name
+
+logger = logging.getLogger(__name__)
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 OK = "ok"
@@ -46,7 +65,7 @@ UNKNOWN_MEMBER = "unknown_member"
 ILLEGAL_GENERATION = "illegal_generation"
 REBALANCING = "rebalance_in_progress"
 INCONSISTENT_PROTOCOL = "inconsistent_protocol"
-_TICK_S = 0.05
+_SLICE_S = 1.0  # the timer re-reckons at least this often (a clock that jumps, a test's clock)
 
 
 @dataclass
@@ -61,7 +80,8 @@ class Member:
     assignment: bytes = b""
     last_seen: float = 0.0
     joined: bool = False  # has (re)joined the rebalance under way
-    busy: int = 0  # blocking calls in progress (alive while waiting)
+    synced: bool = False  # has sent its SyncGroup for the generation completing
+    busy: int = 0  # its waits pending (alive while waiting)
 
 
 @dataclass
@@ -83,12 +103,14 @@ class Group:
     protocol: str | None = None
     leader: str | None = None
     members: dict = field(default_factory=dict)
-    deadline: float = 0.0  # end of the rebalance under way
+    deadline: float = 0.0  # end of the rebalance under way (joins, then syncs)
     not_before: float = 0.0  # a new group's first rebalance waits this long for more members
+    waits: list = field(default_factory=list)  # GroupWaits pending, in arrival order
 
 
 class GroupCoordinator:
-    """All groups of one Broker; thread-safe, blocking calls (run them off an event loop)."""
+    """All groups of one Broker; thread-safe. ``join``/``sync`` block their thread; ``start_join``/
+    ``start_sync`` answer a ``GroupWait`` to wait on without one (module doc)."""
 
     def __init__(self, clock=time.monotonic, initial_delay_ms: int = 100, partitions=None):
         self._clock = clock
@@ -96,6 +118,8 @@ class GroupCoordinator:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._groups: dict[str, Group] = {}
+        self._waiting: dict[str, Group] = {}  # groups with waits pending: what the timer watches
+        self._timer: threading.Thread | None = None
         self._closed = False
         #: VQS consumers' groups (server-side assignment); ``partitions(topic)`` -> partition count
         self.assigned = AssignedGroups(self._changed, clock, partitions or _no_topics, self._has_classic_locked,
@@ -106,9 +130,15 @@ class GroupCoordinator:
         return g is not None and bool(g.members)
 
     def close(self) -> None:
+        """Answer every pending wait (as if its rebalance had failed) and stop the timer."""
         with self._lock:
             self._closed = True
+            for g in list(self._waiting.values()):
+                self._settle_locked(g)
             self._changed.notify_all()
+            timer = self._timer
+        if timer is not None and timer is not threading.current_thread():
+            timer.join(5)
 
     # ------------------------------------------------------------------ internals
     def _group(self, name: str) -> Group:
@@ -126,6 +156,18 @@ class GroupCoordinator:
         if g.state == PREPARING and (now >= g.deadline or (
                 now >= g.not_before and all(m.joined for m in g.members.values()))):
             self._complete_join_locked(g)
+        elif g.state == COMPLETING and now >= g.deadline:  # as Kafka: who has not synced by now is out
+            for m in [m for m in g.members.values() if not m.synced]:
+                self._remove_locked(g, m.member_id)
+
+    def _next_expiry_locked(self, g: Group) -> float | None:
+        """The earliest moment ``_expire_locked`` would change ``g`` with no call about it."""
+        times = [m.last_seen + m.session_timeout_ms / 1000 for m in g.members.values() if not m.busy]
+        if g.state in (PREPARING, COMPLETING):
+            times.append(g.deadline)
+        if g.state == PREPARING and all(m.joined for m in g.members.values()):
+            times.append(g.not_before)
+        return min(times, default=None)
 
     def _remove_locked(self, g: Group, member_id: str) -> None:
         g.members.pop(member_id, None)
@@ -136,7 +178,7 @@ class GroupCoordinator:
             g.generation += 1
         else:
             self._start_rebalance_locked(g)
-        self._changed.notify_all()
+        self._settle_locked(g)
 
     def _start_rebalance_locked(self, g: Group) -> None:
         if g.state != PREPARING:
@@ -146,14 +188,14 @@ class GroupCoordinator:
             for m in g.members.values():
                 m.joined = False
             g.deadline = self._clock() + max(m.rebalance_timeout_ms for m in g.members.values()) / 1000
-            self._changed.notify_all()
+            self._settle_locked(g)
 
     def _complete_join_locked(self, g: Group) -> None:
         for m in [m for m in g.members.values() if not m.joined]:
             g.members.pop(m.member_id)
         if not g.members:
             g.state, g.leader, g.protocol = EMPTY, None, None
-            self._changed.notify_all()
+            self._settle_locked(g)
             return
         members = list(g.members.values())
         if g.leader not in g.members:
@@ -164,38 +206,94 @@ class GroupCoordinator:
         g.generation += 1
         g.state = COMPLETING
         now = self._clock()
+        g.deadline = now + max(m.rebalance_timeout_ms for m in members) / 1000
         for m in members:
             m.assignment = b""
+            m.synced = False
             m.last_seen = now
-        self._changed.notify_all()
+        self._settle_locked(g)
 
-    def _wait_locked(self, g: Group, m: Member, until) -> None:
+    def _settle_locked(self, g: Group) -> None:
+        """Complete every wait of ``g`` that can be answered now (all of them once closed), and
+        have the timer re-reckon its next moment."""
+        if g.waits:
+            now = self._clock()
+            for w in [w for w in g.waits if self._closed or w.ready(g)]:
+                self._unregister_locked(g, w, now)
+                w.complete_locked(w.answer(g))
+        if self._timer is not None:
+            self._changed.notify_all()
+
+    def _register_locked(self, g: Group, m: Member, ready, answer) -> GroupWait:
+        w = GroupWait(self._lock, g.name, m.member_id, ready, answer, self._cancel)
+        g.waits.append(w)
         m.busy += 1
-        try:
-            while not until() and not self._closed:
-                self._changed.wait(_TICK_S)
-                self._expire_locked(g)
-        finally:
+        self._waiting[g.name] = g
+        if self._timer is None and not self._closed:
+            self._timer = threading.Thread(target=self._run_timer, name="vqs-group-timer", daemon=True)
+            self._timer.start()
+        return w
+
+    def _unregister_locked(self, g: Group, w: GroupWait, now: float) -> None:
+        g.waits.remove(w)
+        if not g.waits:
+            self._waiting.pop(g.name, None)
+        m = g.members.get(w.member_id)
+        if m is not None:
             m.busy -= 1
-            m.last_seen = self._clock()
+            m.last_seen = now
+
+    def _cancel(self, w: GroupWait) -> None:
+        with self._lock:
+            g = self._groups.get(w.group)
+            if w.done or g is None or w not in g.waits:
+                return
+            self._unregister_locked(g, w, self._clock())
+            w.complete_locked(None)
+            if w.member_id in g.members:
+                logger.info("group %s: member %s left: its waiting request was withdrawn (its client went away)",
+                            g.name, w.member_id)
+                self._remove_locked(g, w.member_id)
+                self._expire_locked(g)  # the others may all be in now
+
+    def _run_timer(self) -> None:
+        """The one thread that does what only time changes, for every group with waits."""
+        with self._lock:
+            while self._waiting and not self._closed:
+                for g in list(self._waiting.values()):
+                    self._expire_locked(g)
+                due = [t for t in map(self._next_expiry_locked, self._waiting.values()) if t is not None]
+                left = min(due, default=self._clock() + _SLICE_S) - self._clock()
+                # expiry is strictly after a session's end: wake just past it
+                self._changed.wait(min(_SLICE_S, max(left, 0) + 0.001))
+            self._timer = None
 
     # ------------------------------------------------------------------ the protocol
-    def join(self, group: str, member_id: str, *, client_id: str = "", client_host: str = "",
-             protocol_type: str = "consumer", protocols: list, session_timeout_ms: int = 45_000,
-             rebalance_timeout_ms: int | None = None, group_instance_id: str | None = None) -> JoinResult:
-        """Join (or rejoin) ``group``; blocks until the rebalance completes (module doc)."""
+    def join(self, group: str, member_id: str, **kw) -> JoinResult:
+        """``start_join``, waited for in this thread."""
+        return self.start_join(group, member_id, **kw).wait()
+
+    def start_join(self, group: str, member_id: str, *, client_id: str = "", client_host: str = "",
+                   protocol_type: str = "consumer", protocols: list, session_timeout_ms: int = 45_000,
+                   rebalance_timeout_ms: int | None = None, group_instance_id: str | None = None) -> GroupWait:
+        """Join (or rejoin) ``group``; the wait's result is a ``JoinResult`` once the rebalance
+        completes (module doc)."""
         with self._lock:
             g = self._group(group)
             self._expire_locked(g)
+
+            def refused(status: str) -> GroupWait:
+                return GroupWait.answered(self._lock, group, member_id, JoinResult(status, member_id=member_id))
+
             if member_id and member_id not in g.members:
-                return JoinResult(UNKNOWN_MEMBER, member_id=member_id)
+                return refused(UNKNOWN_MEMBER)
             if self.assigned.has_members_locked(group):
-                return JoinResult(INCONSISTENT_PROTOCOL, member_id=member_id)
+                return refused(INCONSISTENT_PROTOCOL)
             names = {name for name, _ in protocols}
             others = [{n for n, _ in m.protocols} for m in g.members.values() if m.member_id != member_id]
             if not names or (others and (g.protocol_type != protocol_type
                                          or not names.intersection(*others))):
-                return JoinResult(INCONSISTENT_PROTOCOL, member_id=member_id)
+                return refused(INCONSISTENT_PROTOCOL)
             if not member_id:
                 member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
             m = g.members.get(member_id)
@@ -212,39 +310,58 @@ class GroupCoordinator:
             self._start_rebalance_locked(g)
             m.joined = True
             gen = g.generation
+
+            def answer(g: Group) -> JoinResult:
+                if member_id not in g.members or g.generation == gen:
+                    return JoinResult(UNKNOWN_MEMBER, member_id=member_id)
+                members = ([(x.member_id, x.group_instance_id, dict(x.protocols)[g.protocol])
+                            for x in g.members.values()] if g.leader == member_id else [])
+                return JoinResult(OK, g.generation, g.protocol, g.leader, member_id, members)
+
+            w = self._register_locked(g, m, lambda g: g.state != PREPARING or member_id not in g.members, answer)
             self._expire_locked(g)
-            self._wait_locked(g, m, lambda: g.state != PREPARING or member_id not in g.members)
-            if member_id not in g.members or g.generation == gen:
-                return JoinResult(UNKNOWN_MEMBER, member_id=member_id)
-            members = ([(x.member_id, x.group_instance_id, dict(x.protocols)[g.protocol])
-                        for x in g.members.values()] if g.leader == member_id else [])
-            return JoinResult(OK, g.generation, g.protocol, g.leader, member_id, members)
+            self._settle_locked(g)  # (answered at once after close)
+            return w
 
     def sync(self, group: str, generation: int, member_id: str, assignments: dict) -> tuple[str, bytes]:
-        """The leader hands in ``{member_id: assignment bytes}``; every member gets its own."""
+        """``start_sync``, waited for in this thread."""
+        return self.start_sync(group, generation, member_id, assignments).wait()
+
+    def start_sync(self, group: str, generation: int, member_id: str, assignments: dict) -> GroupWait:
+        """The leader hands in ``{member_id: assignment bytes}``; every member's wait gets
+        ``(status, its own assignment)``."""
         with self._lock:
             g = self._group(group)
             self._expire_locked(g)
             m = g.members.get(member_id)
+
+            def refused(status: str) -> GroupWait:
+                return GroupWait.answered(self._lock, group, member_id, (status, b""))
+
             if m is None:
-                return UNKNOWN_MEMBER, b""
+                return refused(UNKNOWN_MEMBER)
             if generation != g.generation:
-                return ILLEGAL_GENERATION, b""
+                return refused(ILLEGAL_GENERATION)
             if g.state == PREPARING:
-                return REBALANCING, b""
+                return refused(REBALANCING)
             m.last_seen = self._clock()
+            m.synced = True
+
+            def answer(g: Group) -> tuple[str, bytes]:
+                if member_id not in g.members:
+                    return UNKNOWN_MEMBER, b""
+                if g.generation != generation or g.state != STABLE:
+                    return REBALANCING, b""
+                return OK, g.members[member_id].assignment
+
+            w = self._register_locked(g, m, lambda g: g.state != COMPLETING or g.generation != generation, answer)
             if g.state == COMPLETING and member_id == g.leader:
                 for mid, data in assignments.items():
                     if mid in g.members:
                         g.members[mid].assignment = data
                 g.state = STABLE
-                self._changed.notify_all()
-            self._wait_locked(g, m, lambda: g.state != COMPLETING or g.generation != generation)
-            if member_id not in g.members:
-                return UNKNOWN_MEMBER, b""
-            if g.generation != generation or g.state != STABLE:
-                return REBALANCING, b""
-            return OK, m.assignment
+            self._settle_locked(g)
+            return w
 
     def heartbeat(self, group: str, generation: int, member_id: str) -> str:
         with self._lock:

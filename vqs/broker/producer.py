@@ -73,9 +73,10 @@ class Producer:
 
         The partition is ``partition`` if given, else the key's hash partition
         (stable across processes and restarts), else the next one round-robin.
+        ``value`` None is a null value (a tombstone), read back as None.
         """
         t = self._broker.topic(topic)
-        if value.__class__ is not bytes:
+        if value.__class__ is not bytes and value is not None:
             value = to_bytes(value)
         if key is not None and key.__class__ is not bytes:
             key = to_bytes(key, "key")
@@ -112,7 +113,7 @@ class Producer:
         """Append many records; returns their metadata in input order.
 
         ``keys``, ``headers`` and ``timestamps_ms``, when given, are sequences
-        as long as ``values`` (a key may be None). Records bound for the same
+        as long as ``values`` (a key, or a value, may be None). Records bound for the same
         partition are written as one batch; keyless records of one call all go
         to one partition (chosen round-robin per call), so an unkeyed batch
         stays one batch on disk.
@@ -124,7 +125,7 @@ class Producer:
                 raise ConfigError(f"send_batch: {name} has {len(seq)} items, values has {n}")
         if n == 0:
             return []
-        values = [v if v.__class__ is bytes else to_bytes(v) for v in values]
+        values = [v if v.__class__ is bytes or v is None else to_bytes(v) for v in values]
         if keys is not None:
             keys = [k if k is None or k.__class__ is bytes else to_bytes(k, "key") for k in keys]
             if all(k is None for k in keys):

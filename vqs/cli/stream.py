@@ -1,8 +1,10 @@
 """``vqs produce`` and ``vqs consume``: messages between a topic and stdin/stdout.
 
 Framing is the same both ways: ``line`` (one message per line) or ``length``
-(4-byte big-endian length prefix); ``consume`` also prints ``json`` (one
-object per line, binary keys/values as ``key_b64``/``value_b64``). A truncated
+(4-byte big-endian length prefix; ``0xFFFFFFFF``, Kafka's -1, is a null
+value); ``consume`` also prints ``json`` (one object per line, binary
+keys/values as ``key_b64``/``value_b64``, a null value as ``null``). ``line``
+prints a null value as an empty line. A truncated
 input ends ``produce`` with an error after sending every complete message
 before it. ``consume --group`` commits as it goes and once more on the way out.
 """
@@ -21,6 +23,8 @@ from .failures import EXIT_INTERRUPTED, EXIT_USAGE, explain, fail
 from .output import DATA, TOKEN, URL, err, print_line, progress
 from .target import target
 
+_NULL_LENGTH = 0xFFFFFFFF  # a null value in ``length`` framing
+
 
 def _frames(stream, framing: str):
     if framing == "line":
@@ -34,6 +38,9 @@ def _frames(stream, framing: str):
             if len(head) < 4:
                 raise ValueError("truncated length prefix at the end of the input")
             (n,) = struct.unpack(">I", head)
+            if n == _NULL_LENGTH:
+                yield None
+                continue
             data = stream.read(n)
             if len(data) < n:
                 raise ValueError(f"truncated record: expected {n} bytes, got {len(data)}")
@@ -237,7 +244,8 @@ def consume(topic: str,
                     break
                 for r in recs:
                     if framing == "length":
-                        w.write(struct.pack(">I", len(r.value)) + r.value)
+                        w.write(struct.pack(">I", _NULL_LENGTH) if r.value is None
+                                else struct.pack(">I", len(r.value)) + r.value)
                     elif framing == "json":
                         d = {"topic": r.topic, "partition": r.partition, "offset": r.offset,
                              "timestamp_ms": r.timestamp_ms}
@@ -251,7 +259,7 @@ def consume(topic: str,
                                 d[name + "_b64"] = base64.b64encode(v).decode()
                         w.write(json.dumps(d).encode() + b"\n")
                     else:
-                        w.write(r.value + b"\n")
+                        w.write((r.value or b"") + b"\n")
                 n += len(recs)
                 w.flush()
                 if group is not None:

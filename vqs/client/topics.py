@@ -29,14 +29,14 @@ PRODUCE_HEADERS = [(b"content-type", BATCH_CONTENT_TYPE.encode())]
 def produce_columns(values: Sequence, keys: Sequence | None, headers: Sequence | None,
                     timestamps_ms: Sequence[int] | None) -> tuple:
     """``send_batch``'s columns checked (each as long as ``values``, else ``ConfigError``) and
-    normalised for ``batch_body``: (values as bytes, keys or None when none is set, headers
-    or None when no record has any, timestamps as a list or None)."""
+    normalised for ``batch_body``: (values as bytes or None (a null value), keys or None when
+    none is set, headers or None when no record has any, timestamps as a list or None)."""
     n = len(values)
     for name, col in (("keys", keys), ("headers", headers), ("timestamps_ms", timestamps_ms)):
         if col is not None and len(col) != n:
             raise E.ConfigError(f"send_batch: {name} has {len(col)} items, values has {n}")
     # the class test first: values are nearly always bytes already
-    vals = [v if v.__class__ is bytes else as_bytes(v) for v in values]
+    vals = [v if v.__class__ is bytes or v is None else as_bytes(v) for v in values]
     ks = None if keys is None or all(k is None for k in keys) else [None if k is None else as_bytes(k, "key") for k in keys]
     hs = None if headers is None or not any(headers) else [as_headers(h) for h in headers]
     ts = None if timestamps_ms is None else list(timestamps_ms)
@@ -45,7 +45,8 @@ def produce_columns(values: Sequence, keys: Sequence | None, headers: Sequence |
 
 def batch_body(vals: list, ks: list | None, hs: list | None, ts: list | None) -> bytes:
     """A produce request's binary body: the columns as one record batch (the log's format)."""
-    return b"".join(encode_batch_parts(0, vals, keys=ks, headers=hs, timestamps=0 if ts is None else ts))
+    return b"".join(encode_batch_parts(0, vals, keys=ks, headers=hs, timestamps=0 if ts is None else ts,
+                                       nulls=None in vals))
 
 
 class RemoteTopic:

@@ -61,7 +61,7 @@ from itertools import accumulate, islice
 from operator import sub as _sub
 from queue import Full
 
-from ..errors import CorruptRecordError, DiskFullError, LogClosedError, MessageTooLarge, VQSError
+from ..errors import CorruptRecordError, DiskFullError, LogClosedError, MessageTooLarge, ShutDown, VQSError
 from ..storage import Log, load_gaps
 from .checkpoint import Checkpoint
 from .serializers import Serializer, wrap_error
@@ -136,7 +136,15 @@ class DiskTier:
     _holes: list
     _hole_items: int
     _repairing: int
+    _maxsize: int
+    is_shutdown: bool
+    _drained: bool
+    _drain_end: int
+    _inflight_items: int
+    _covered_ahead: int
     recovery: str
+    _count_locked: Callable[[], int]
+    _hook_wait: tuple
 
     # ------------------------------------------------------------------ open
 
@@ -210,6 +218,12 @@ class DiskTier:
         while True:
             if self._closed:
                 raise LogClosedError(f"HybridQueue {self.path} is closed")
+            if self.is_shutdown:
+                raise ShutDown
+            if self._maxsize > 0 and self._count_locked() + n_new > self._maxsize:
+                self._check_fits_maxsize(n_new)
+                self._wait_not_full(block, deadline)
+                continue
             mem = self._mem
             n_mem = len(mem)
             max_items, max_bytes = self._max_items, self._max_bytes
@@ -290,6 +304,10 @@ class DiskTier:
             mem.extend(rest)
             self._mem_bytes += sum(sizes[max(0, s - n_mem):])
 
+    def _check_fits_maxsize(self, n: int) -> None:
+        if n > self._maxsize:
+            raise MessageTooLarge(f"{n} items can never fit maxsize={self._maxsize}")
+
     def _wait_not_full(self, block: bool, deadline: float | None, poll: float | None = None) -> None:
         if not block:
             self._full_refusals += 1
@@ -344,8 +362,16 @@ class DiskTier:
                 while True:
                     if self._closed:
                         raise LogClosedError(f"HybridQueue {self.path} is closed")
+                    if self.is_shutdown:
+                        raise ShutDown
                     if self._repairing:
                         self._not_full.wait()  # a truncate waits for the puts in flight
+                        continue
+                    if (self._maxsize > 0
+                            and self._count_locked() + self._inflight_items - self._covered_ahead + n
+                            > self._maxsize):
+                        self._check_fits_maxsize(n)
+                        self._wait_not_full(block, deadline)
                         continue
                     if self._disk_bytes + self._reserved + pbytes <= self._max_disk:
                         break
@@ -357,6 +383,7 @@ class DiskTier:
                     self._wait_not_full(block, deadline)
                 self._reserved += pbytes
                 self._inflight += 1
+                self._inflight_items += n
                 # counted now, so that a consumer's task_done never runs ahead of it
                 self._unfinished += n
             try:
@@ -368,6 +395,7 @@ class DiskTier:
                 with self._lock:
                     self._reserved -= pbytes
                     self._inflight -= 1
+                    self._inflight_items -= n
                     self._unfinished -= n
                     if self._unfinished == 0:
                         self._all_done.notify_all()
@@ -380,28 +408,48 @@ class DiskTier:
         with self._lock:
             self._reserved -= pbytes
             self._inflight -= 1
-            self._disk_bytes += pbytes
+            self._inflight_items -= n
             self._puts += n
-            self._disk_writes += n
-            if first + n > self._end:
-                # Group commit: everything below first + n is durable too, even
-                # a concurrent putter's record not registered yet.
-                self._end = first + n
-            if first == self._disk_next:
-                # contiguous with the read cache: keep the live objects
-                cache, csz = self._cache, self._csz
-                k = 0
-                while (k < n and len(cache) < self._max_items
-                       and self._cache_bytes + len(payloads[k]) <= self._max_bytes):
-                    cache.append(items[k])
-                    csz.append(len(payloads[k]))
-                    self._cache_bytes += len(payloads[k])
-                    k += 1
-                self._disk_next += k
-            if self._getters:
-                self._not_empty.notify(n)
+            self._register_durable_locked(items, payloads, pbytes, first)
             if self._closed and self._inflight == 0:
                 self._not_full.notify_all()  # close() waits for in-flight puts
+
+    def _register_durable_locked(self, items: list, payloads: list, pbytes: int, first: int) -> None:
+        """Items written through at log offset ``first`` become visible."""
+        n = len(items)
+        self._disk_bytes += pbytes
+        self._disk_writes += n
+        if first + n > self._end:
+            # Group commit: everything below first + n is durable too, even
+            # a concurrent putter's record not registered yet (batches are
+            # whole: a put's items are all under the end or none is).
+            self._covered_ahead += max(0, first - self._end)
+            self._end = first + n
+        else:
+            self._covered_ahead -= n  # another's group commit had moved the end past these
+        if first == self._disk_next:
+            # contiguous with the read cache: keep the live objects
+            cache, csz = self._cache, self._csz
+            k = 0
+            while (k < n and len(cache) < self._max_items
+                   and self._cache_bytes + len(payloads[k]) <= self._max_bytes):
+                cache.append(items[k])
+                csz.append(len(payloads[k]))
+                self._cache_bytes += len(payloads[k])
+                k += 1
+            self._disk_next += k
+        if self._getters:
+            self._not_empty.notify(n)
+        if self._drained:
+            # admitted before shutdown(immediate=True), registered after: kept
+            # on disk, not handed out here, so done as the rest were; unless a
+            # group commit had already put them under the end the shutdown
+            # counted (batches are contiguous: all of them or none)
+            fresh = first + n - max(first, self._drain_end)
+            if fresh > 0:
+                self._unfinished = max(0, self._unfinished - fresh)
+            if self._unfinished == 0:
+                self._all_done.notify_all()
 
     # ------------------------------------------------------------------ read
 

@@ -9,7 +9,8 @@ own: it is a deque and a byte count whose every operation is inlined in
 keep them inline, without extra calls or attribute hops).
 
 Why over 500 lines: the whole ``queue.Queue`` API (put/get, their batch and
-nowait forms, task_done/join, qsize/empty/full) with those inlined fast paths;
+nowait forms, task_done/join, qsize/empty/full, maxsize, shutdown) with those
+inlined fast paths (the subclass hooks' path is in hooks.py);
 the disk tier, the directory files and the metrics are already outside.
 
 Logical order (strictly FIFO)::
@@ -64,11 +65,12 @@ from itertools import islice
 from queue import Empty
 from typing import Any
 
-from ..errors import ConfigError, DiskFullError, LogClosedError
+from ..errors import ConfigError, DiskFullError, LogClosedError, ShutDown
 from ..storage import RECOVERY_POLICIES, DirLock, Log, codec_id, make_dirs
 from .checkpoint import Checkpoint
 from .directory import CKPT, LOG_DIR, check_meta
 from .disk_tier import DiskTier, deadline_for
+from .hooks import HOOKS, QueueHooks
 from .metrics import HybridMetrics, LatencyHistograms
 from .serializers import Serializer, resolve, wrap_error
 
@@ -89,6 +91,11 @@ def _check_limit(name: str, value, *, allow_none: bool) -> None:
         )
 
 
+def _check_maxsize(value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"maxsize={value!r}: must be an integer (<= 0: no bound, as queue.Queue)")
+
+
 def _check_timeout(block: bool, timeout: float | None) -> None:
     """Refuse a negative timeout of a blocking call, as ``queue.Queue`` does, on
     every path (fast paths included) and before any work is done."""
@@ -96,7 +103,7 @@ def _check_timeout(block: bool, timeout: float | None) -> None:
         raise ValueError("'timeout' must be a non-negative number")
 
 
-class HybridQueue(DiskTier):
+class HybridQueue(QueueHooks, DiskTier):
     """A thread-safe FIFO queue of Python objects: memory first, overflow to disk,
     survives restarts. ``queue.Queue``-compatible; see the module doc and
     docs/hybrid.md.
@@ -117,6 +124,17 @@ class HybridQueue(DiskTier):
     or waits, and goes on once space is freed; ``close()`` ignores
     ``min_free_bytes`` (that room is what lets it write the memory tier).
     ``latency_histograms``: time every put/get for ``metrics`` (Prometheus).
+    ``maxsize``: as ``queue.Queue(maxsize)``, a bound in items (``qsize()``,
+    both tiers; <= 0: none), beside the byte budgets; keyword-only, since the
+    first argument is the directory.
+
+    ``shutdown(immediate=False)`` and ``ShutDown`` (``vqs.ShutDown``) as in
+    Python 3.13's ``queue``; an immediate shutdown stops handing items out in
+    this process and deletes nothing (see ``shutdown``). The subclass hooks
+    ``_init``/``_qsize``/``_put``/``_get`` are honoured: a class that overrides
+    one has its instances' put/get run ``queue.Queue``'s algorithm over the
+    hooks (hooks.py), while this class's put/get keep their inlined fast
+    paths; the batch calls never go through the hooks.
     """
 
     def __init__(
@@ -135,6 +153,7 @@ class HybridQueue(DiskTier):
         recovery: str = "fail",
         latency_histograms: bool = False,
         min_free_bytes: int | None = None,
+        maxsize: int = 0,
     ):
         _check_limit("memory_items", memory_items, allow_none=True)
         _check_limit("memory_bytes", memory_bytes, allow_none=True)
@@ -156,6 +175,7 @@ class HybridQueue(DiskTier):
             raise ConfigError(f"recovery={recovery!r}: must be one of {', '.join(RECOVERY_POLICIES)}")
         if not isinstance(latency_histograms, bool):
             raise ConfigError(f"latency_histograms={latency_histograms!r}: must be True or False")
+        _check_maxsize(maxsize)
 
         self.path = os.fspath(path)
         if os.path.exists(self.path) and not os.path.isdir(self.path):
@@ -185,6 +205,23 @@ class HybridQueue(DiskTier):
         self._getters = 0     # threads waiting in get (notify only when someone waits)
         self._putters = 0
         self._closed = False
+        self._maxsize = maxsize
+        self.is_shutdown = False        # as queue.Queue's attribute (read it, set it with shutdown())
+        self._drained = False           # shutdown(immediate=True): nothing more is handed out
+        self._drain_end = 0
+        self._stopped = False           # closed or shut down: the lock-free empty get must look
+        self._held_tail = None          # the memory tail while drained, for close() to write
+        # put's fast path appends to the memory tail while it is under this;
+        # -1 (bounded by maxsize, shut down, closed) sends every put through
+        # the checking path (_admit_locked), at no cost to the unbounded fast path
+        self._put_fast_max = self._max_items if maxsize <= 0 else -1
+        self._inflight_items = 0        # durable: items of the puts counted in _inflight
+        self._covered_ahead = 0         # durable: of those, items already under _end (group commit)
+        self._hook_wait = (True, None)  # the current hooked put's (block, deadline): hooks.py
+        self._init(maxsize)
+        self._hooked = any(getattr(type(self), h) is not getattr(HybridQueue, h) for h in HOOKS)
+        if self._hooked:
+            self._use_hooks()  # instance attributes: the class's fast paths stay as they are
 
         self._mem: deque = deque()      # memory tail (live objects, not on disk)
         self._mem_bytes = 0
@@ -263,7 +300,7 @@ class HybridQueue(DiskTier):
         size = self._sizeof(item)
         with self._lock:
             mem = self._mem
-            if len(mem) >= self._max_items or self._mem_bytes + size > self._max_bytes:
+            if len(mem) >= self._put_fast_max or self._mem_bytes + size > self._max_bytes:
                 self._admit_locked([item], [size], block, timeout)
             else:
                 mem.append(item)
@@ -309,7 +346,7 @@ class HybridQueue(DiskTier):
         queue on the lock that writers (and a durable group commit) need."""
         if timeout is not None:
             _check_timeout(block, timeout)
-        if not block and self._end == self._read_off and not self._mem and not self._closed:
+        if not block and self._end == self._read_off and not self._mem and not self._stopped:
             time.sleep(0)  # a spinning poller must not starve the writers / group commit of the GIL
             raise Empty
         with self._lock:
@@ -360,7 +397,7 @@ class HybridQueue(DiskTier):
             raise ValueError(f"n={n!r}: must be an integer >= 1")
         if timeout is not None:
             _check_timeout(block, timeout)
-        if not block and self._end == self._read_off and not self._mem and not self._closed:
+        if not block and self._end == self._read_off and not self._mem and not self._stopped:
             time.sleep(0)
             return []  # lock-free, as in get()
         with self._lock:
@@ -373,6 +410,8 @@ class HybridQueue(DiskTier):
         """Wait until an item is there; False on timeout / non-blocking."""
         if self._closed:
             raise LogClosedError(f"HybridQueue {self.path} is closed")
+        if self.is_shutdown:
+            raise ShutDown
         if not block:
             return False
         deadline = deadline_for(block, timeout)
@@ -381,6 +420,8 @@ class HybridQueue(DiskTier):
             while self._end == self._read_off and not self._mem:
                 if self._closed:
                     raise LogClosedError(f"HybridQueue {self.path} is closed")
+                if self.is_shutdown:
+                    raise ShutDown
                 if deadline is None:
                     self._not_empty.wait()
                 else:
@@ -394,6 +435,8 @@ class HybridQueue(DiskTier):
 
     def _take_locked(self, n: int) -> list:
         """Remove up to ``n`` items from the head (at least one must exist)."""
+        if self._drained:
+            raise ShutDown
         if self.durable and self._end != self._read_off:
             return self._take_durable_locked(n)
         out: list = []
@@ -473,6 +516,8 @@ class HybridQueue(DiskTier):
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"HybridQueue {self.path} is closed")
+            if self._drained:
+                return []
             cache = self._cache
             while len(cache) < n and self._disk_next < self._end:
                 if not self._refill_locked(n - len(cache)):
@@ -485,19 +530,25 @@ class HybridQueue(DiskTier):
     # ---------------------------------------------------------- queue.Queue API
 
     def qsize(self) -> int:
-        """Number of items in the queue (both tiers)."""
+        """Number of items in the queue (both tiers); 0 after ``shutdown(immediate=True)``."""
         with self._lock:
+            if self._drained:
+                return 0
             return self._end - self._read_off - self._hole_items + len(self._mem)
 
     def empty(self) -> bool:
         with self._lock:
-            return self._end == self._read_off and not self._mem
+            return self._drained or (self._end == self._read_off and not self._mem)
 
     def full(self) -> bool:
         """True when a put would block: memory tier at its budget and disk tier
         full: at ``max_disk_bytes``, or its filesystem without space for it
         (``Log.disk_full``: a write found none, or under ``min_free_bytes``)."""
         with self._lock:
+            if self._drained:
+                return False
+            if 0 < self._maxsize <= self._count_locked():
+                return True
             disk_full = self._log.disk_full or (
                 self._max_disk != _INF and self._disk_bytes + self._reserved >= self._max_disk)
             if self.durable:
@@ -506,9 +557,61 @@ class HybridQueue(DiskTier):
 
     @property
     def maxsize(self) -> int:
-        """Always 0, as for an unbounded ``queue.Queue``: capacity is in bytes
-        (``memory_items``/``memory_bytes`` + ``max_disk_bytes``)."""
-        return 0
+        """The bound in items, counted as ``queue.Queue`` counts it (``qsize()``,
+        both tiers); <= 0: no bound in items. The byte budgets
+        (``memory_items``/``memory_bytes`` + ``max_disk_bytes``) bound the queue
+        as well. Settable, as ``queue.Queue``'s attribute: waiting putters
+        look again."""
+        return self._maxsize
+
+    @maxsize.setter
+    def maxsize(self, value: int) -> None:
+        _check_maxsize(value)
+        with self._lock:
+            self._maxsize = value
+            if not self._stopped:
+                self._put_fast_max = self._max_items if value <= 0 else -1
+            self._not_full.notify_all()
+
+    def shutdown(self, immediate: bool = False) -> None:
+        """Shut the queue down, as ``queue.Queue.shutdown`` (Python 3.13): every
+        later ``put`` raises ``ShutDown`` (``vqs.ShutDown``: ``queue.ShutDown``
+        on 3.13+); ``get`` hands out what is queued, then raises ``ShutDown``
+        once the queue is empty; threads blocked in ``put``/``get`` wake up.
+
+        ``immediate=True`` drains the queue *in this process*: ``get`` raises
+        ``ShutDown`` at once, ``qsize()`` is 0, a task is marked done for each
+        item still queued (so ``join()`` returns once the items already got
+        are done). Nothing is deleted: the items are not handed out, but they
+        stay queued, and ``close()`` keeps them as it keeps any backlog (the
+        memory tier written to disk, the consumed position not moved past
+        them), so the next open serves them in order. Durable items stay on
+        disk whatever happens after; a non-durable memory tier is kept only
+        by ``close()``, as always. Shutting down is for this process only and
+        is not recorded: the next open takes puts again. Shut down (either
+        way), then immediate: allowed, as for ``queue.Queue``."""
+        with self._lock:
+            self.is_shutdown = True
+            self._stopped = True
+            self._put_fast_max = -1
+            if immediate and not self._drained and not self._closed:
+                n = self._count_locked()
+                self._drained = True
+                self._drain_end = self._end  # what n counted (durable puts in flight: disk_tier.py)
+                self._plain = False     # get's read-cache fast path is off
+                self._held_tail, self._mem = self._mem, deque()
+                self._unfinished = max(0, self._unfinished - n)
+                if self._hooked:
+                    self._drain_hooks_locked()
+                self._all_done.notify_all()
+            self._not_empty.notify_all()
+            self._not_full.notify_all()
+
+    def _count_locked(self) -> int:
+        """Items queued (both tiers): what ``maxsize`` bounds, as ``qsize()``
+        but regardless of a drain."""
+        mem = self._mem if self._held_tail is None else self._held_tail
+        return self._end - self._read_off - self._hole_items + len(mem)
 
     @property
     def unfinished_tasks(self) -> int:
@@ -538,7 +641,7 @@ class HybridQueue(DiskTier):
         """A snapshot of the counters; also a Prometheus collector of this queue
         (``registry.register(q.metrics)``, see vqs/hybrid/metrics.py)."""
         with self._lock:
-            qsize = self._end - self._read_off - self._hole_items + len(self._mem)
+            qsize = self._count_locked()
             lg = self._log
             closed = self._closed
             return HybridMetrics(
@@ -547,7 +650,7 @@ class HybridQueue(DiskTier):
                 spilled=self._spilled,
                 disk_writes=self._disk_writes,
                 disk_reads=self._disk_reads,
-                memory_items=len(self._mem) + len(self._cache),
+                memory_items=qsize - (self._end - self._read_off - self._hole_items) + len(self._cache),
                 memory_bytes=self._mem_bytes + sum(self._csz),
                 disk_items=self._end - self._read_off - self._hole_items,
                 disk_bytes=self._disk_bytes,
@@ -583,7 +686,10 @@ class HybridQueue(DiskTier):
             if self._closed:
                 return
             self._closed = True
-            self._max_items = -1  # put's fast path now always takes the slow, checking path
+            self._stopped = True
+            self._put_fast_max = -1  # put's fast path now always takes the slow, checking path
+            if self._held_tail is not None:  # drained: the tail is kept like any other
+                self._mem, self._held_tail = self._held_tail, None
             self._not_empty.notify_all()
             self._not_full.notify_all()
             while self._inflight:

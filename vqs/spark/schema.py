@@ -206,7 +206,9 @@ class ArrowConverter:
 
     def _col_value(self, b, start: int, stop: int) -> pa.Array:
         n_all = b.count
-        values = pa.Array.from_buffers(pa.binary(), n_all, [None, _buf(b.value_offsets), _buf(b.value_data)])
+        vv = b.value_validity  # None: no value of the batch is null
+        values = pa.Array.from_buffers(pa.binary(), n_all, [None if vv is None else _buf(vv), _buf(b.value_offsets),
+                                                            _buf(b.value_data)], null_count=0 if vv is None else -1)
         if start or stop != n_all:
             values = values.slice(start, stop - start)
         return values

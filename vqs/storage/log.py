@@ -99,7 +99,7 @@ from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_buffer import LogBuffer, batches_bound
+from .log_buffer import NULL, LogBuffer, batches_bound, nulls_restored
 from .log_buffer import as_bytes as _as_bytes
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import Checkpoint, LogDurability, Syncs
@@ -146,7 +146,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     # Slots: the append path reads a dozen attributes per call, and a plain
     # instance dict of this many keys is a hash lookup for each.
     __slots__ = (
-        "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers",
+        "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers", "_buf_nulls",
         "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
         "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
         "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
@@ -324,7 +324,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._buf_timestamps: list = []
         self._buf_keys: list | None = None
         self._buf_headers: list | None = None
-        self._buf_has_extra = False  # some buffered record has a key or headers
+        self._buf_has_extra = False  # some buffered record has a key, headers or a null value
+        self._buf_nulls = False  # some buffered value is NULL (log_buffer.py)
         self._buf_bytes = 0
         self._buf_extra = 0  # bound of the buffered keys' and headers' bytes (log_buffer.py)
         self._buf_gen: list = [None]  # always: [the error] once dropped unwritten (_drop_buffer_locked)
@@ -392,9 +393,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
         The record is buffered into the open batch (and visible to reads at
         once); what the return promises depends on the flush policy (module doc).
+        ``value`` None is a null value (Kafka's tombstone), read back as None.
         """
+        null = False
         if value.__class__ is not bytes:
-            value = _as_bytes(value, "value")
+            if value is None:
+                value, null = NULL, True
+            else:
+                value = _as_bytes(value, "value")
         if timestamp_ms is None:
             # The system clock read inline, not through self._now_ms() (callgrind:
             # 8,905 -> 7,958 instructions per 100 B append with __slots__).
@@ -406,8 +412,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._next_offset = off + 1
             self._buf_values.append(value)
             self._buf_timestamps.append(timestamp_ms)
-            if key is not None or headers or self._buf_has_extra:
-                self._add_extra(key, headers)
+            if key is not None or headers or self._buf_has_extra or null:
+                self._add_extra(key, headers, null)
             nbytes = self._buf_bytes + len(value)
             self._buf_bytes = nbytes
             # a full batch, or the end of the grant (log_buffer.py)
@@ -445,8 +451,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         n = len(values)
         if n == 0:
             raise ConfigError("append_batch needs at least one value")
+        nulls = False
         if set(map(type, values)) != _ONLY_BYTES:
-            values = [v if v.__class__ is bytes else _as_bytes(v, "value") for v in values]
+            nulls = None in values
+            values = [v if v.__class__ is bytes or v is None else _as_bytes(v, "value") for v in values]
         if keys is not None:
             if len(keys) != n:
                 raise ConfigError(f"keys has {len(keys)} entries for {n} values")
@@ -457,7 +465,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             timestamps_ms = self._now_ms()
         elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
             raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
-        ends = list(accumulate(map(len, values)))  # (also where the batches split)
+        # (also where the batches split)
+        ends = list(accumulate(len(v) if v is not None else 0 for v in values) if nulls else accumulate(map(len, values)))
         total = ends[-1]
         bound = batches_bound(n, total, self._batch_max_bytes, keys, headers)
         if self._codec_id:
@@ -489,11 +498,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                     ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
                 base = self._written_end
                 if producer is None:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id)
+                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
+                                               nulls=nulls)
                 else:
                     parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
                                                producer_id=producer[0], producer_epoch=producer[1],
-                                               base_sequence=producer[2])
+                                               base_sequence=producer[2], nulls=nulls)
                 try:
                     self._write_parts_locked(parts, base, base + (j - i))
                 except BaseException:
@@ -517,8 +527,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         if not bv:
             return
         base = self._written_end
+        nulls = self._buf_nulls
         parts = encode_batch_parts(
-            base, bv, keys=self._buf_keys, headers=self._buf_headers, timestamps=self._buf_timestamps, codec=self._codec_id
+            base, nulls_restored(bv) if nulls else bv, keys=self._buf_keys, headers=self._buf_headers,
+            timestamps=self._buf_timestamps, codec=self._codec_id, nulls=nulls,
         )
         try:
             self._write_parts_locked(parts, base, base + len(bv))

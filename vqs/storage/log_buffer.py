@@ -37,6 +37,22 @@ RECORD_FIXED = 24
 MAX_STEP = 2 << 20
 
 
+class _Null(bytes):
+    """The type of ``NULL``."""
+
+    __slots__ = ()
+
+
+#: A null value in the write buffer: zero bytes for every count, told from an empty
+#: value by identity (``b""`` itself is one shared object), written as a null.
+NULL = _Null()
+
+
+def nulls_restored(values: list) -> list:
+    """The buffer's values with ``NULL`` back as None (for the encoder and for reads)."""
+    return [None if v is NULL else v for v in values]
+
+
 def as_bytes(v, what: str) -> bytes:
     if isinstance(v, (bytearray, memoryview)):
         return bytes(v)
@@ -70,10 +86,12 @@ class LogBuffer:
 
     __slots__ = ()
 
-    def _add_extra(self, key, headers) -> None:
-        """A buffered record with a key or headers (or after one): their bytes
-        count against the grant (they lower ``_flush_bytes``)."""
+    def _add_extra(self, key, headers, null: bool = False) -> None:
+        """A buffered record with a key, headers or a null value (or after one): the
+        bytes of the first two count against the grant (they lower ``_flush_bytes``)."""
         self._buf_has_extra = True
+        if null:
+            self._buf_nulls = True
         if key is not None or self._buf_keys is not None:
             if self._buf_keys is None:
                 self._buf_keys = [None] * (len(self._buf_values) - 1)

@@ -26,6 +26,7 @@ from itertools import accumulate
 from operator import itemgetter
 
 from ..errors import ConfigError, CorruptRecordError, LogClosedError, OffsetOutOfRange
+from .log_buffer import NULL, nulls_restored
 from .log_dir import load_gaps
 from .record_batch import Record, RecordBatch, decode_batch, encode_batch
 from .segment import Segment
@@ -186,6 +187,7 @@ class LogReads:
         batches, next_pos = self._batches_at(seg, offset, max_bytes, hint)
         recs: list[Record] = []
         first = end = None
+        nulls = False
         for b in batches:
             if b.next_offset <= offset:
                 continue
@@ -196,11 +198,13 @@ class LogReads:
                 break
             recs += b.records()
             end = b.next_offset
+            nulls = nulls or b.value_validity is not None
         if first is None:
             return None
         if next_pos is not None:
             self._reads.hint = (seg, end, next_pos)
-        run = first, end, recs, list(accumulate(map(len, map(_value_of, recs))))
+        sizes = (0 if v is None else len(v) for v in map(_value_of, recs)) if nulls else map(len, map(_value_of, recs))
+        run = first, end, recs, list(accumulate(sizes))
         self._reads.run = run
         return run
 
@@ -248,7 +252,7 @@ class LogReads:
         bk, bh, bt, bv = self._buf_keys, self._buf_headers, self._buf_timestamps, self._buf_values
         return [
             Record(
-                offset + (k - i), bt[k], None if bk is None else bk[k], bv[k],
+                offset + (k - i), bt[k], None if bk is None else bk[k], None if bv[k] is NULL else bv[k],
                 () if bh is None or not bh[k] else tuple((hk, hv if isinstance(hv, bytes) else bytes(hv, "utf-8") if isinstance(hv, str) else bytes(hv)) for hk, hv in bh[k]),
             )
             for k in range(i, j)
@@ -273,9 +277,12 @@ class LogReads:
             if offset >= self._written_end:
                 if offset < self._next_offset:
                     i = offset - self._written_end
+                    nulls = self._buf_nulls
+                    vals = nulls_restored(self._buf_values[i:]) if nulls else self._buf_values[i:]
                     buf = encode_batch(
-                        offset, self._buf_values[i:], keys=None if self._buf_keys is None else self._buf_keys[i:],
-                        headers=None if self._buf_headers is None else self._buf_headers[i:], timestamps=self._buf_timestamps[i:],
+                        offset, vals, keys=None if self._buf_keys is None else self._buf_keys[i:],
+                        headers=None if self._buf_headers is None else self._buf_headers[i:],
+                        timestamps=self._buf_timestamps[i:], nulls=nulls,
                     )
                     out.append(decode_batch(buf))
                 return out

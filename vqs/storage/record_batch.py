@@ -48,7 +48,8 @@ CODEC_NAMES = {CODEC_NONE: None, CODEC_ZSTD: "zstd", CODEC_LZ4: "lz4"}
 ATTR_KEYS = 0x1
 ATTR_HEADERS = 0x2
 ATTR_TIMESTAMPS = 0x4
-ATTR_KNOWN = ATTR_KEYS | ATTR_HEADERS | ATTR_TIMESTAMPS
+ATTR_NULL_VALUES = 0x8
+ATTR_KNOWN = ATTR_KEYS | ATTR_HEADERS | ATTR_TIMESTAMPS | ATTR_NULL_VALUES
 
 #: A batch larger than this is refused when read (guards allocation from a
 #: corrupt length field); writers split larger appends into several batches.
@@ -132,7 +133,8 @@ _RecordFields = namedtuple("_RecordFields", ("offset", "timestamp_ms", "key", "v
 class Record(_RecordFields):
     """One record as returned by reads: ``Record(offset, timestamp_ms, key, value, headers=())``.
 
-    ``value`` and ``key`` are ``bytes`` (``key`` may be None); ``headers`` is a
+    ``value`` and ``key`` are ``bytes`` or None (a null: Kafka's tombstone, distinct
+    from zero bytes); ``headers`` is a
     tuple of ``(name, value)`` pairs, empty when the record has none.
 
     A record is an immutable tuple underneath (a named tuple's fields, read as
@@ -145,7 +147,7 @@ class Record(_RecordFields):
     __slots__ = ()
 
     def __repr__(self) -> str:
-        v = self.value if len(self.value) <= 32 else bytes(self.value[:32]) + b"..."
+        v = self.value if self.value is None or len(self.value) <= 32 else bytes(self.value[:32]) + b"..."
         return f"Record(offset={self.offset}, timestamp_ms={self.timestamp_ms}, key={self.key!r}, value={v!r})"
 
     def __eq__(self, other) -> bool:
@@ -190,25 +192,30 @@ def encode_batch_parts(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     compressor=None,
+    nulls: bool = False,
 ) -> list:
     """Encode one batch and return it as a list of buffers (for ``os.writev``).
 
     ``timestamps`` is one int for every record, or one per record. ``keys`` and
     ``headers`` are None or one entry per record (an entry may be None).
+    ``nulls``: some value may be None (a null value); otherwise every value is
+    bytes-like (checked by the caller: the hot path looks at no value twice).
     """
     n = len(values)
     if n == 0:
         raise ConfigError("a record batch needs at least one record")
     attrs = 0
+    null_bits = None
+    if nulls:
+        null_bits = _validity(values)
+        if null_bits is not None:
+            attrs |= ATTR_NULL_VALUES
+            values = [b"" if v is None else v for v in values]
     body: list = [_offsets(values), *values] if n <= 64 else [_offsets(values), b"".join(values)]
     if keys is not None and any(k is not None for k in keys):
         attrs |= ATTR_KEYS
-        bits = bytearray((n + 7) >> 3)
-        for i, k in enumerate(keys):
-            if k is not None:
-                bits[i >> 3] |= 1 << (i & 7)
         kvals = [b"" if k is None else k for k in keys]
-        body += [bytes(bits), _offsets(kvals), b"".join(kvals)]
+        body += [_validity(keys, always=True), _offsets(kvals), b"".join(kvals)]
     if headers is not None and any(headers):
         attrs |= ATTR_HEADERS
         hblobs = [encode_headers(h) for h in headers]
@@ -226,6 +233,8 @@ def encode_batch_parts(
             if not _LITTLE:
                 ts.byteswap()
             body.append(ts)
+    if null_bits is not None:
+        body.append(null_bits)
     body_len = 0
     for part in body:
         body_len += memoryview(part).nbytes
@@ -256,6 +265,20 @@ def encode_batch_parts(
         crc = _crc(part, crc)
     _U32.pack_into(header, 8 + 4, crc)
     return [header, *body]
+
+
+def _validity(items: Sequence, always: bool = False) -> bytes | None:
+    """The column's validity bitmap (bit ``i % 8`` of byte ``i // 8``, LSB first: 1 =
+    item ``i`` is not None); None when no item is None, unless ``always``."""
+    n = len(items)
+    bits = bytearray((n + 7) >> 3)
+    missing = False
+    for i, v in enumerate(items):
+        if v is not None:
+            bits[i >> 3] |= 1 << (i & 7)
+        else:
+            missing = True
+    return bytes(bits) if missing or always else None
 
 
 def encode_batch(base_offset: int, values: Sequence, **kw) -> bytes:
@@ -324,14 +347,16 @@ class RecordBatch:
     data buffers; likewise ``key_validity``/``key_offsets``/``key_data`` (None
     when no record in the batch has a key) and ``header_offsets``/``header_data``.
     ``timestamps`` is an int64 memoryview, or None when every record has
-    ``first_timestamp_ms``.
+    ``first_timestamp_ms``. ``value_validity`` is the values' validity bitmap
+    (Arrow's, LSB first: 0 = a null value, whose slice is empty), or None when
+    no value in the batch is null.
     """
 
     __slots__ = (
         "base_offset", "count", "first_timestamp_ms", "max_timestamp_ms", "codec",
         "attributes", "producer_id", "producer_epoch", "base_sequence", "size_bytes",
         "value_offsets", "value_data", "key_validity", "key_offsets", "key_data",
-        "header_offsets", "header_data", "timestamps",
+        "header_offsets", "header_data", "timestamps", "value_validity",
     )
 
     @property
@@ -342,7 +367,10 @@ class RecordBatch:
     def last_offset(self) -> int:
         return self.base_offset + self.count - 1
 
-    def value(self, i: int) -> bytes:
+    def value(self, i: int) -> bytes | None:
+        vv = self.value_validity
+        if vv is not None and not (vv[i >> 3] >> (i & 7)) & 1:
+            return None
         o = self.value_offsets
         return bytes(self.value_data[o[i] : o[i + 1]])
 
@@ -362,8 +390,8 @@ class RecordBatch:
         ts = self.timestamps
         return self.first_timestamp_ms if ts is None else ts[i]
 
-    def values(self, start: int = 0, stop: int | None = None) -> list[bytes]:
-        """Values of records [start, stop) (indexes within the batch) as bytes."""
+    def values(self, start: int = 0, stop: int | None = None) -> list[bytes | None]:
+        """Values of records [start, stop) (indexes within the batch) as bytes (None: null)."""
         o = self.value_offsets.tolist()
         d = self.value_data
         stop = self.count if stop is None else stop
@@ -373,8 +401,15 @@ class RecordBatch:
             # Large values are copied once each instead: a copy of the whole
             # batch would double the bytes moved (64 KiB values: +75 % per read).
             d = d.tobytes()
-            return [d[a:b] for a, b in zip(o[start:stop], o[start + 1 : stop + 1])]
-        return [d[a:b].tobytes() for a, b in zip(o[start:stop], o[start + 1 : stop + 1])]
+            out = [d[a:b] for a, b in zip(o[start:stop], o[start + 1 : stop + 1])]
+        else:
+            out = [d[a:b].tobytes() for a, b in zip(o[start:stop], o[start + 1 : stop + 1])]
+        vv = self.value_validity
+        if vv is not None:
+            for i in range(start, stop):
+                if not (vv[i >> 3] >> (i & 7)) & 1:
+                    out[i - start] = None
+        return out
 
     def records(self, start: int = 0, stop: int | None = None) -> list[Record]:
         """Records [start, stop) (indexes within the batch)."""
@@ -496,6 +531,14 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer") -> RecordBatch:
             p += 8 * n
         else:
             b.timestamps = None
+        if attrs & ATTR_NULL_VALUES:
+            nb = (n + 7) >> 3
+            if p + nb > len(body):
+                raise ValueError("value validity bitmap")
+            b.value_validity = body[p : p + nb]
+            p += nb
+        else:
+            b.value_validity = None
         if p != len(body):
             raise ValueError(f"{len(body) - p} trailing bytes")
     except ValueError as e:

@@ -49,23 +49,36 @@ def test_topics_create_list_describe_delete(stubs, pb, unique):
 def test_produce_and_fetch_keep_columns(stubs, pb, unique):
     stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique))
     hs = [pb.Headers(headers=[pb.Header(name="h", value=b"1")]), pb.Headers()]
-    ack = stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"a", b"\xff"], keys=[b"k", b""],
+    ack = stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"a", b"\xff"], keys=[b"k", b""], null_keys=[1],
                                                   timestamps_ms=[1000, 2000], headers=hs, batch_id=7))
     assert ack.batch_id == 7 and ack.count == 2
     assert [(r.partition, r.base_offset, r.count) for r in ack.ranges] == [(0, 0, 2)]
     got = stubs.records.Fetch(pb.FetchRequest(topic=unique, offset=0))
     assert list(got.offsets) == [0, 1] and list(got.values) == [b"a", b"\xff"]
-    assert list(got.keys) == [b"k", b""] and list(got.timestamps_ms) == [1000, 2000]
+    assert list(got.keys) == [b"k", b""] and list(got.null_keys) == [1] and list(got.timestamps_ms) == [1000, 2000]
     assert [(h.name, h.value) for h in got.headers[0].headers] == [("h", b"1")] and not got.headers[1].headers
     assert (got.next_offset, got.start_offset, got.end_offset) == (2, 0, 2)
     one = stubs.records.Fetch(pb.FetchRequest(topic=unique, offset=1, max_records=5))
-    assert list(one.offsets) == [1] and not one.keys  # its key was empty: no key
+    assert list(one.offsets) == [1] and not one.keys  # its key was null: no key
     # no offset: the group's committed offset
     stubs.groups.Commit(pb.CommitRequest(group=unique, offsets=[pb.PartitionOffset(topic=unique, offset=1)]))
     assert list(stubs.records.Fetch(pb.FetchRequest(topic=unique, group=unique)).offsets) == [1]
     # the same records over HTTP
     r = httpx.get(f"http://127.0.0.1:{stubs.port}/topics/{unique}/messages", params={"offset": 0})
     assert [m["value"] for m in r.json()["messages"][:1]] == ["a"]
+
+
+def test_null_values_and_keys_are_told_from_empty_ones(stubs, pb, unique):
+    stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique))
+    stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"v", b"", b""], null_values=[2],
+                                            keys=[b"", b"", b"k"], null_keys=[1]))
+    got = stubs.records.Fetch(pb.FetchRequest(topic=unique, offset=0))
+    assert list(got.values) == [b"v", b"", b""] and list(got.null_values) == [2]
+    assert list(got.keys) == [b"", b"", b"k"] and list(got.null_keys) == [1]
+    r = httpx.get(f"http://127.0.0.1:{stubs.port}/topics/{unique}/messages", params={"offset": 0}).json()
+    assert [(m["key"], m["value"]) for m in r["messages"]] == [("", "v"), (None, ""), ("k", None)]
+    e = _err(stubs.records.Produce, pb.ProduceRequest(topic=unique, values=[b"v"], null_values=[1]))
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and "null_values" in e.details()
 
 
 def test_produce_errors_are_status_codes(stubs, pb, unique):

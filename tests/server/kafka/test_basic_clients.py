@@ -79,6 +79,34 @@ def test_kafka_records_visible_over_rest_and_back(kafka_server):
     assert seen == [(b"k1", b"from-kafka", [("a", b"1")]), (b"k2", b"from-rest", [("b", b"2")])]
 
 
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_null_values_and_keys_are_not_empty_ones(kafka_server, codec):
+    """librdkafka's 0070_null_empty: a null value (a tombstone) and a null key come back null,
+    an empty one empty, over Kafka and over REST."""
+    topic = _name(f"null-{codec}")
+    _create(kafka_server, topic, 1)
+    p = ck.Producer({"bootstrap.servers": kafka_server.bootstrap, "compression.type": codec, "linger.ms": 5})
+    sent = [(b"k", None), (None, b""), (b"", b"v"), (None, None), (b"k2", b"")]
+    for key, value in sent:
+        p.produce(topic, value=value, key=key)
+    assert p.flush(10) == 0
+    c = ck.Consumer({"bootstrap.servers": kafka_server.bootstrap, "group.id": _name("g"),
+                     "auto.offset.reset": "earliest"})
+    c.assign([ck.TopicPartition(topic, 0, 0)])
+    seen = []
+    deadline = time.monotonic() + 10
+    while len(seen) < len(sent) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            seen.append((m.key(), m.value()))
+    c.close()
+    assert seen == sent
+    import vqs
+
+    with vqs.Client(kafka_server.url) as client:
+        assert [(r.key, r.value) for r in client.read(topic, 0, 0)] == sent
+
+
 def test_commit_seek_offsets_for_times_and_group_offsets_shared(kafka_server):
     topic = _name("seek")
     _create(kafka_server, topic, 1)

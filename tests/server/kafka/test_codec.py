@@ -88,7 +88,6 @@ def conn(tmp_path_factory):
     ctx = KafkaContext(broker, Settings(), "127.0.0.1", 9092)
     yield Connection(ctx, None, None, ("fuzz", 0))
     ctx.pool.shutdown()
-    ctx.group_pool.shutdown()
     broker.close()
 
 

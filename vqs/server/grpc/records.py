@@ -55,22 +55,36 @@ def _ranges(metas) -> list:
     return out
 
 
+def _indexes(idx, n: int, what: str) -> list[int]:
+    """The record indexes of a ``null_values`` / ``null_keys`` field, each checked against ``n``."""
+    for i in idx:
+        if not 0 <= i < n:
+            raise invalid(f"{what} names record {i}; the request has {n}")
+    return list(idx)
+
+
 def _headers_in(hs) -> list:
     return [[(h.name, h.value) for h in x.headers] or None for x in hs]
 
 
 def record_batch(topic: str, partition: int, recs, next_offset: int, lg) -> pb.RecordBatch:
-    """Records of one partition as a RecordBatch (columns; keys/headers only when some record has them)."""
+    """Records of one partition as a RecordBatch (columns; keys/headers only when some record has them;
+    null values and null keys listed by index, their entries empty)."""
     kw = {}
+    values = [r.value for r in recs]
     if recs:
         keys = [r.key for r in recs]
         if any(k is not None for k in keys):
             kw["keys"] = [b"" if k is None else k for k in keys]
+            kw["null_keys"] = [i for i, k in enumerate(keys) if k is None]
         hdrs = [r.headers for r in recs]
         if any(hdrs):
             kw["headers"] = [pb.Headers(headers=[pb.Header(name=n, value=v) for n, v in h]) for h in hdrs]
+        if None in values:
+            kw["null_values"] = [i for i, v in enumerate(values) if v is None]
+            values = [b"" if v is None else v for v in values]
     return pb.RecordBatch(topic=topic, partition=partition, offsets=[r.offset for r in recs],
-                          timestamps_ms=[r.timestamp_ms for r in recs], values=[r.value for r in recs],
+                          timestamps_ms=[r.timestamp_ms for r in recs], values=values,
                           next_offset=next_offset, start_offset=lg.start_offset, end_offset=lg.end_offset, **kw)
 
 
@@ -90,6 +104,7 @@ class RecordsService(pbg.RecordsServicer):
         n = len(values)
         if not n:
             raise invalid("values is empty: a produce needs at least one record")
+        nulls = _indexes(req.null_values, n, "null_values")
         limit = ctx.settings.max_message_bytes
         nbytes = sum(map(len, values))
         if nbytes > limit:  # only then can one value pass the limit
@@ -101,7 +116,9 @@ class RecordsService(pbg.RecordsServicer):
         if req.keys:
             if len(req.keys) != n:
                 raise invalid(f"keys has {len(req.keys)} entries for {n} values (give none or one per value)")
-            keys = [k or None for k in req.keys]
+            keys = list(req.keys)
+            for i in _indexes(req.null_keys, n, "null_keys"):
+                keys[i] = None
         if req.headers:
             if len(req.headers) != n:
                 raise invalid(f"headers has {len(req.headers)} entries for {n} values (give none or one per value)")
@@ -111,6 +128,8 @@ class RecordsService(pbg.RecordsServicer):
                 raise invalid(f"timestamps_ms has {len(req.timestamps_ms)} entries for {n} values")
             now = int(time.time() * 1000)
             tss = [t if t > 0 else now for t in req.timestamps_ms]
+        for i in nulls:
+            values[i] = None
         partition = req.partition if req.HasField("partition") else None
         metas = await ctx.write(ctx.producer().send_batch, req.topic, values, keys=keys, headers=headers,
                                 partition=partition, timestamps_ms=tss)
@@ -167,7 +186,7 @@ class RecordsService(pbg.RecordsServicer):
                     b.topic(request.topic)  # deleted under the call: NOT_FOUND
                 raise
         nxt = recs[-1].offset + 1 if recs else offset
-        ctx.metrics.count_out("topic", t.name, len(recs), sum(len(r.value) for r in recs))
+        ctx.metrics.count_out("topic", t.name, len(recs), sum(len(r.value) for r in recs if r.value is not None))
         return record_batch(t.name, request.partition, recs, nxt, lg)
 
     @streaming
@@ -193,7 +212,7 @@ class RecordsService(pbg.RecordsServicer):
                         pos[p] = lg.end_offset
                         continue
                     nxt = pos[p] = recs[-1].offset + 1
-                    metrics.count_out("topic", t.name, len(recs), sum(len(r.value) for r in recs))
+                    metrics.count_out("topic", t.name, len(recs), sum(len(r.value) for r in recs if r.value is not None))
                     yield record_batch(t.name, p, recs, nxt, lg)  # waits for flow control
                     sent = True
                 if not sent:  # t.log: LogClosedError once the topic is deleted (which wakes the wait)

@@ -57,7 +57,7 @@ def _check_message_sizes(batches, limit: int) -> None:
     (what REST, SQS and the client refuse) is MESSAGE_TOO_LARGE for its partition, nothing of
     the partition's batches appended."""
     for b in batches:
-        big = max(map(len, b.values), default=0)
+        big = max((len(v) for v in b.values if v is not None), default=0)  # (None: a null value)
         if big > limit:
             raise CorruptBatch(f"a value of {big} bytes exceeds max_message_bytes ({limit})", code=10)
 

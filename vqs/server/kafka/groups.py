@@ -1,8 +1,12 @@
 """Group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
 DescribeGroups.
 
-Membership is the broker's group coordinator (vqs/broker/coordinator.py;
-its blocking calls run in the pool). Offsets are the broker's group offsets
+Membership is the broker's group coordinator (vqs/broker/coordinator.py),
+called on the listener's loop (its lock guards memory only, never I/O). A
+JoinGroup or SyncGroup that must wait for other members awaits the
+coordinator's ``GroupWait`` (no thread held) while its connection is watched:
+a connection that closes meanwhile cancels the wait, and the member leaves the
+group at once instead of holding the rebalance until its timeout. Offsets are the broker's group offsets
 (DATA/groups/G/offsets.json), the ones ``vqs group`` and REST show; a commit
 is checked against the member's generation first (a fenced member commits
 nothing) and is durable when answered. Commit metadata strings (at most
@@ -25,6 +29,14 @@ def _coordinator(ctx):
     return ctx.broker.coordinator
 
 
+async def _answer(conn, wait):
+    """A coordinator wait's result: at once when it needed no waiting, else awaited while the
+    connection is watched (a close cancels it: the member leaves)."""
+    if wait.done:
+        return wait.result
+    return await conn.unless_closed(wait.wait_async())
+
+
 async def join_group(ctx, conn, v, r):
     group = r.string()
     session = r.int32()
@@ -45,10 +57,11 @@ async def join_group(ctx, conn, v, r):
         w.int16(K.INVALID_SESSION_TIMEOUT).int32(-1).string("").string("").string(member).array(0)
         return bytes(w.b)
     try:
-        res = await ctx.group_call(lambda: _coordinator(ctx).join(
+        wait = _coordinator(ctx).start_join(
             group, member, client_id=conn.client_id or "", client_host=host, protocol_type=ptype,
             protocols=protocols, session_timeout_ms=session, rebalance_timeout_ms=rebalance,
-            group_instance_id=instance))
+            group_instance_id=instance)
+        res = await _answer(conn, wait)
         err = ST[res.status]
     except E.InvalidName:
         res, err = None, K.INVALID_GROUP_ID
@@ -76,7 +89,8 @@ async def sync_group(ctx, conn, v, r):
         r.nullable_string()
     assignments = {r.string(): r.bytes_() for _ in range(r.array_len(6))}
     try:
-        status, data = await ctx.group_call(_coordinator(ctx).sync, group, gen, member, assignments)
+        wait = _coordinator(ctx).start_sync(group, gen, member, assignments)
+        status, data = await _answer(conn, wait)
         err = ST[status]
     except E.InvalidName:
         err, data = K.INVALID_GROUP_ID, b""
@@ -93,7 +107,7 @@ async def heartbeat(ctx, conn, v, r):
     if v >= 3:
         r.nullable_string()
     try:
-        err = ST[await ctx.group_call(_coordinator(ctx).heartbeat, group, gen, member)]
+        err = ST[_coordinator(ctx).heartbeat(group, gen, member)]
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     w = Writer()
@@ -113,7 +127,7 @@ async def leave_group(ctx, conn, v, r):
     errs = []
     for mid, _ in members:
         try:
-            errs.append(ST[await ctx.group_call(_coordinator(ctx).leave, group, mid)])
+            errs.append(ST[_coordinator(ctx).leave(group, mid)])
         except E.InvalidName:
             errs.append(K.INVALID_GROUP_ID)
     w = Writer()
@@ -149,7 +163,7 @@ async def offset_commit(ctx, conn, v, r):
         topics.append((name, parts))
     broker = ctx.broker
     try:
-        err = ST[await ctx.group_call(_coordinator(ctx).check_commit, group, gen, member)]
+        err = ST[_coordinator(ctx).check_commit(group, gen, member)]
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     codes = {}

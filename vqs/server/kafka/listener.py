@@ -3,9 +3,15 @@
 Why its own thread and loop: the REST app runs on uvicorn's loop, and the two
 share nothing but the Broker (thread-safe); a separate loop keeps a slow
 Kafka handler from delaying HTTP and the other way round, and it starts and
-stops with the process without touching uvicorn's lifecycle. Blocking broker
-calls (fsync under flush=always, the group coordinator's waits) run in a
-thread pool; fetch long polls wait on the loop (no thread per waiter).
+stops with the process without touching uvicorn's lifecycle. Broker calls
+that may block on I/O (fsync under flush=always, a compressed batch to
+inflate) run in one bounded thread pool; nothing that waits for other clients
+holds a thread: fetch long polls and the group coordinator's JoinGroup and
+SyncGroup waits are awaited on the loop, however many wait. A request waiting
+so is answered only while its connection lives: ``Connection.unless_closed``
+watches the socket meanwhile, and a close cancels the wait (a pending group
+member leaves its group at once). Bytes a client sends meanwhile (a
+pipelined request) are kept and read next, in order.
 
 Framing: a request is an int32 size and that many bytes; a size below 8 or
 above ``max_frame_bytes`` closes the connection (logged with the peer), as
@@ -55,6 +61,7 @@ _SIZE = struct.Struct(">i")
 #: the largest frame of a connection that has not authenticated yet (Kafka: 512 KiB)
 PRE_AUTH_MAX_FRAME = 512 << 10
 SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
+_READ_AHEAD = 64 << 10  # what a watch for a close may read ahead of a waiting request
 
 
 class KafkaContext:
@@ -68,9 +75,6 @@ class KafkaContext:
         self.node_id = 0
         self.cluster_id = "vqs-" + broker.path.rsplit("/", 1)[-1][:16]
         self.pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="vqs-kafka")
-        # JoinGroup/SyncGroup wait for the other members: their own pool, so waiting members
-        # never starve the calls (a leader's SyncGroup, appends) that would end the wait
-        self.group_pool = ThreadPoolExecutor(max_workers=512, thread_name_prefix="vqs-kafka-group")
         self.cache = EncodedCache()
         self.inline_writes = settings.flush != "always"
         self.tokens = list(settings.tokens)
@@ -81,15 +85,13 @@ class KafkaContext:
         self.stopping = False
 
     async def blocking(self, fn, *args):
+        """A call that may block on I/O, in the pool (never one that waits for other clients)."""
         return await self.loop.run_in_executor(self.pool, fn, *args)
-
-    async def group_call(self, fn, *args):
-        """A group coordinator call (it may wait for other members)."""
-        return await self.loop.run_in_executor(self.group_pool, fn, *args)
 
 
 class Connection:
-    __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id", "failed_user")
+    __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id", "failed_user",
+                 "_unread")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -100,6 +102,46 @@ class Connection:
         self.mechanism = None
         self.client_id = None
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
+        self._unread = b""  # read by unless_closed while a request waited: the next bytes of the stream
+
+    async def _read(self, n: int) -> bytes:
+        """``reader.readexactly(n)``, after what ``unless_closed`` read ahead."""
+        if not self._unread:
+            return await self.reader.readexactly(n)
+        head, self._unread = self._unread[:n], self._unread[n:]
+        return head if len(head) == n else head + await self.reader.readexactly(n - len(head))
+
+    async def unless_closed(self, aw):
+        """Await ``aw`` unless the client closes the connection first: then ``aw`` is cancelled
+        (a coordinator wait withdraws its member) and ConnectionResetError ends the connection.
+        Watching reads ahead: bytes that arrive meanwhile are kept for ``_read``, and the watch
+        stops (a client that pipelines is alive; its later close is found as any other's)."""
+        task = asyncio.ensure_future(aw)
+        if self._unread:
+            return await task
+        watch = asyncio.ensure_future(self.reader.read(_READ_AHEAD))  # b"" at once if closed already
+        try:
+            await asyncio.wait((task, watch), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            watch.cancel()
+            raise
+        if watch.done():
+            try:
+                data = watch.result()
+            except (ConnectionError, OSError):
+                data = b""
+            self._unread += data
+            if not data and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise ConnectionResetError("the client closed the connection while its request waited")
+        else:
+            # Cancelled before it consumed anything (the bytes stay in the reader), and awaited:
+            # the reader takes one waiting read at a time, and the next frame's read comes next.
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+        return await task
 
     def check_plain(self, auth: bytes) -> bool:
         """SASL/PLAIN: ``authzid NUL user NUL password``: with ``kafka_users``, a configured user and
@@ -139,7 +181,7 @@ class Connection:
                 else:
                     wait = st.kafka_idle_timeout_s
                 try:
-                    head = await asyncio.wait_for(self.reader.readexactly(4), max(wait, 0.001))
+                    head = await asyncio.wait_for(self._read(4), max(wait, 0.001))
                 except asyncio.IncompleteReadError:
                     return
                 except TimeoutError:
@@ -155,7 +197,7 @@ class Connection:
                                    ", kafka_max_frame_bytes" if self.authenticated else " before authentication")
                     return
                 try:
-                    frame = await asyncio.wait_for(self.reader.readexactly(size), st.kafka_frame_timeout_s)
+                    frame = await asyncio.wait_for(self._read(size), st.kafka_frame_timeout_s)
                 except TimeoutError:
                     logger.info("kafka: closing %s: a %d-byte request did not arrive in time "
                                 "(kafka_frame_timeout_s)", self.peer, size)
@@ -338,6 +380,5 @@ class KafkaListener:
             ctx.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=10)
         ctx.pool.shutdown(wait=False, cancel_futures=True)
-        ctx.group_pool.shutdown(wait=False, cancel_futures=True)
         self._thread = None
 

@@ -138,7 +138,7 @@ def _records_simple(body: bytes, count: int, base_ts: int):
         vl, p = _varint(body, p, rend)
         if vl > 0 and p + vl > rend:
             raise CorruptBatch("record value runs past its record")
-        values.append(body[p : p + vl] if vl > 0 else b"")
+        values.append(body[p : p + vl] if vl > 0 else b"" if vl == 0 else None)  # -1: a null value
         p += max(vl, 0)
         nh, p = _varint(body, p, rend)
         if nh:
@@ -259,7 +259,7 @@ def _records(body: bytes, count: int, base_ts: int):
                 vapp(body[p:q])
                 p = q
             else:
-                vapp(b"")
+                vapp(b"" if vl == 0 else None)  # -1 (any negative length): a null value
             if body[p] == 0 and p + 1 == rend:  # no headers: the common end of a record
                 p = rend
                 if headers is not None:
@@ -365,7 +365,10 @@ def encode_records(base_offset: int, values, keys=None, headers=None, timestamps
             rec.append(null)
         else:
             rec += (zz(len(key)), key)
-        rec += (zz(len(v)), v, zz(len(hdrs)))
+        if v is None:  # a null value (a tombstone)
+            rec += (null, zz(len(hdrs)))
+        else:
+            rec += (zz(len(v)), v, zz(len(hdrs)))
         for name, hv in hdrs:
             nb = name.encode()
             rec += (zz(len(nb)), nb, zz(len(hv)), hv)

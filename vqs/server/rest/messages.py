@@ -239,6 +239,6 @@ async def consume_messages(ctx: ServerContext, topic: str, partition: int, offse
         return b"".join(parts), BATCH_CONTENT_TYPE, {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
                                                      END_OFFSET: str(lg.end_offset)}
     out = [_record_json(x, encoding) for x in recs]
-    ctx.metrics.count_out("topic", topic, len(recs), sum(len(x.value) for x in recs))
+    ctx.metrics.count_out("topic", topic, len(recs), sum(len(x.value) for x in recs if x.value is not None))
     return json_bytes({"topic": topic, "partition": partition, "messages": out, "next_offset": nxt,
                        "start_offset": lg.start_offset, "end_offset": lg.end_offset}), "application/json", {}

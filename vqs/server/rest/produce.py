@@ -40,9 +40,10 @@ def _bytes_of(obj: dict, field: str, where: str, required: bool) -> bytes | None
             return base64.b64decode(b64, validate=True)
         except (binascii.Error, ValueError):
             raise APIError(400, "invalid_argument", f"{where}.{field}_b64 is not valid base64", field=f"{field}_b64") from None
-    if v is None:
-        if required:
-            raise APIError(400, "invalid_argument", f"{where}.{field} is required", field=field)
+    if v is None:  # absent, or JSON null (a null value: a tombstone)
+        if required and field not in obj:
+            raise APIError(400, "invalid_argument", f"{where}.{field} is required (null for a null value)",
+                           field=field)
         return None
     if not isinstance(v, str):
         raise APIError(400, "invalid_argument", f"{where}.{field} must be a string (or use {field}_b64)", field=field)
@@ -143,10 +144,11 @@ def json_records(ctx: ServerContext, t, body: bytes) -> tuple:
         if bad:
             raise APIError(400, "invalid_argument", f"{where}: unknown field(s) {sorted(bad)}", field=sorted(bad)[0])
         v = _bytes_of(m, "value", where, True)
-        if len(v) > limit:
-            raise APIError(413, "message_too_large",
-                           f"{where}.value is {len(v)} bytes; max_message_bytes is {limit}", field="value")
-        nbytes += len(v)
+        if v is not None:
+            if len(v) > limit:
+                raise APIError(413, "message_too_large",
+                               f"{where}.value is {len(v)} bytes; max_message_bytes is {limit}", field="value")
+            nbytes += len(v)
         values.append(v)
         keys.append(_bytes_of(m, "key", where, False))
         headers.append(_headers_in(m.get("headers"), where))
@@ -268,7 +270,7 @@ def batch_records(ctx: ServerContext, t, partition_raw: str | None, body: bytes)
         o = bt.value_offsets
         nb = o[bt.count]
         if nb > limit:  # only then can one value pass the limit
-            big = max(map(len, values))
+            big = max(len(v) for v in values if v is not None)
             if big > limit:
                 raise APIError(413, "message_too_large",
                                f"a value of {big} bytes exceeds max_message_bytes ({limit})", field="value")

@@ -98,7 +98,7 @@ class Headers(_message.Message):
     def __init__(self, headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("topic", "partition", "values", "keys", "timestamps_ms", "headers", "batch_id")
+    __slots__ = ("topic", "partition", "values", "keys", "timestamps_ms", "headers", "batch_id", "null_values", "null_keys")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +106,8 @@ class ProduceRequest(_message.Message):
     TIMESTAMPS_MS_FIELD_NUMBER: _ClassVar[int]
     HEADERS_FIELD_NUMBER: _ClassVar[int]
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    NULL_VALUES_FIELD_NUMBER: _ClassVar[int]
+    NULL_KEYS_FIELD_NUMBER: _ClassVar[int]
     topic: str
     partition: int
     values: _containers.RepeatedScalarFieldContainer[bytes]
@@ -113,7 +115,9 @@ class ProduceRequest(_message.Message):
     timestamps_ms: _containers.RepeatedScalarFieldContainer[int]
     headers: _containers.RepeatedCompositeFieldContainer[Headers]
     batch_id: int
-    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., values: _Optional[_Iterable[bytes]] = ..., keys: _Optional[_Iterable[bytes]] = ..., timestamps_ms: _Optional[_Iterable[int]] = ..., headers: _Optional[_Iterable[_Union[Headers, _Mapping]]] = ..., batch_id: _Optional[int] = ...) -> None: ...
+    null_values: _containers.RepeatedScalarFieldContainer[int]
+    null_keys: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., values: _Optional[_Iterable[bytes]] = ..., keys: _Optional[_Iterable[bytes]] = ..., timestamps_ms: _Optional[_Iterable[int]] = ..., headers: _Optional[_Iterable[_Union[Headers, _Mapping]]] = ..., batch_id: _Optional[int] = ..., null_values: _Optional[_Iterable[int]] = ..., null_keys: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class OffsetRange(_message.Message):
     __slots__ = ("partition", "base_offset", "count")
@@ -154,7 +158,7 @@ class FetchRequest(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ..., group: _Optional[str] = ..., max_records: _Optional[int] = ..., max_bytes: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class RecordBatch(_message.Message):
-    __slots__ = ("topic", "partition", "offsets", "timestamps_ms", "values", "keys", "headers", "next_offset", "start_offset", "end_offset")
+    __slots__ = ("topic", "partition", "offsets", "timestamps_ms", "values", "keys", "headers", "next_offset", "start_offset", "end_offset", "null_values", "null_keys")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
@@ -165,6 +169,8 @@ class RecordBatch(_message.Message):
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    NULL_VALUES_FIELD_NUMBER: _ClassVar[int]
+    NULL_KEYS_FIELD_NUMBER: _ClassVar[int]
     topic: str
     partition: int
     offsets: _containers.RepeatedScalarFieldContainer[int]
@@ -175,7 +181,9 @@ class RecordBatch(_message.Message):
     next_offset: int
     start_offset: int
     end_offset: int
-    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps_ms: _Optional[_Iterable[int]] = ..., values: _Optional[_Iterable[bytes]] = ..., keys: _Optional[_Iterable[bytes]] = ..., headers: _Optional[_Iterable[_Union[Headers, _Mapping]]] = ..., next_offset: _Optional[int] = ..., start_offset: _Optional[int] = ..., end_offset: _Optional[int] = ...) -> None: ...
+    null_values: _containers.RepeatedScalarFieldContainer[int]
+    null_keys: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps_ms: _Optional[_Iterable[int]] = ..., values: _Optional[_Iterable[bytes]] = ..., keys: _Optional[_Iterable[bytes]] = ..., headers: _Optional[_Iterable[_Union[Headers, _Mapping]]] = ..., next_offset: _Optional[int] = ..., start_offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., null_values: _Optional[_Iterable[int]] = ..., null_keys: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
     __slots__ = ("topic", "partitions", "offset", "timestamp_ms", "group", "latest", "max_records", "max_bytes")

@@ -53,7 +53,7 @@ final class ArrowVectors implements AutoCloseable {
         return v;
     }
 
-    /** Rows [s, s + n) of b's values (keys = false) or keys (null where the validity bit is 0). */
+    /** Rows [s, s + n) of b's values (keys = false) or keys; null where the column's validity bit is 0. */
     ColumnVector binary(RecordBatch b, int s, int n, boolean keys) {
         VarBinaryVector v = new VarBinaryVector(keys ? "key" : "value", alloc);
         try {
@@ -64,8 +64,9 @@ final class ArrowVectors implements AutoCloseable {
             for (int i = 0; i <= n; i++) offs.setInt(4L * i, b.body.getInt(col + 4 * (s + i)) - a);
             if (z > a) bytes.setBytes(0, b.body.duplicate().limit(data + z).position(data + a));
             valid.setZero(0, valid.capacity());
-            if (!keys) valid.setOne(0, (n + 7) / 8);
-            else for (int i = 0; i < n; i++) if (b.hasKey(s + i)) valid.setByte(i >> 3, valid.getByte(i >> 3) | (1 << (i & 7)));
+            if (!keys && b.valueValidity < 0) valid.setOne(0, (n + 7) / 8);
+            else for (int i = 0; i < n; i++)
+                if (keys ? b.hasKey(s + i) : b.hasValue(s + i)) valid.setByte(i >> 3, valid.getByte(i >> 3) | (1 << (i & 7)));
             ((BaseVariableWidthVector) v).setLastSet(n - 1);
             v.setValueCount(n);
         } catch (RuntimeException e) {

@@ -58,7 +58,7 @@ abstract class LogVectors extends ColumnVector {
         return new UnsupportedOperationException("a vqs " + dataType().simpleString() + " column has no such accessor");
     }
 
-    /** value (keys = false) or key (keys = true: null where the validity bit is 0). */
+    /** value (keys = false) or key (keys = true); null where the column's validity bit is 0. */
     static final class Binary extends LogVectors {
         private final boolean keys;
         private ByteBuffer body;
@@ -77,21 +77,21 @@ abstract class LogVectors extends ColumnVector {
             data = keys ? b.keyData : b.valueData;
         }
 
-        @Override public boolean hasNull() { return keys && numNulls() > 0; }
+        @Override public boolean hasNull() { return (keys || batch.valueValidity >= 0) && numNulls() > 0; }
 
         @Override
         public int numNulls() {
-            if (!keys) return 0;
+            if (!keys && batch.valueValidity < 0) return 0;
             int n = 0;
             for (int r = 0; r < rows; r++) if (isNullAt(r)) n++;
             return n;
         }
 
-        @Override public boolean isNullAt(int rowId) { return keys && !batch.hasKey(start + rowId); }
+        @Override public boolean isNullAt(int rowId) { return keys ? !batch.hasKey(start + rowId) : !batch.hasValue(start + rowId); }
 
         @Override
         public byte[] getBinary(int rowId) {
-            if (keys && !batch.hasKey(start + rowId)) return null;
+            if (isNullAt(rowId)) return null;
             int a = body.getInt(offs + 4 * rowId), z = body.getInt(offs + 4 * rowId + 4);
             byte[] out = new byte[z - a];
             body.get(data + a, out, 0, z - a);

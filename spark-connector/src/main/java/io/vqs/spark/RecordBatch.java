@@ -26,7 +26,7 @@ final class RecordBatch {
     static final int MIN_BATCH_LENGTH = HEADER_SIZE - LENGTH_OVERHEAD;
     static final int MAX_BATCH_BYTES = 1 << 30;
     static final int MAGIC = 1;
-    static final int ATTR_KEYS = 1, ATTR_HEADERS = 2, ATTR_TIMESTAMPS = 4, ATTR_KNOWN = 7;
+    static final int ATTR_KEYS = 1, ATTR_HEADERS = 2, ATTR_TIMESTAMPS = 4, ATTR_NULL_VALUES = 8, ATTR_KNOWN = 15;
 
     private static final VarHandle I32 = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
     private static final VarHandle I64 = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
@@ -45,6 +45,7 @@ final class RecordBatch {
     int keyValidity = -1, keyOffsets, keyData;
     int headerOffsets = -1, headerData;
     int timestamps = -1;
+    int valueValidity = -1; // the values' validity bitmap (bit 3), or -1: no value is null
 
     static int i32(byte[] b, int p) { return (int) I32.get(b, p); }
     static long u32(byte[] b, int p) { return ((int) I32.get(b, p)) & 0xFFFFFFFFL; }
@@ -58,6 +59,7 @@ final class RecordBatch {
     int keyOffset(int i) { return body.getInt(keyOffsets + 4 * i); }
     int headerOffset(int i) { return body.getInt(headerOffsets + 4 * i); }
     boolean hasKey(int i) { return keyValidity >= 0 && ((body.get(keyValidity + (i >> 3)) >> (i & 7)) & 1) != 0; }
+    boolean hasValue(int i) { return valueValidity < 0 || ((body.get(valueValidity + (i >> 3)) >> (i & 7)) & 1) != 0; }
     long timestamp(int i) { return timestamps < 0 ? firstTimestamp : body.getLong(timestamps + 8 * i); }
 
     /** (base offset, total size) of the header at pos, or null when incomplete or out of bounds; no CRC. */
@@ -189,6 +191,11 @@ final class RecordBatch {
         if ((attributes & ATTR_TIMESTAMPS) != 0) {
             if ((long) p + 8L * n > end) return "timestamps column";
             timestamps = p; p += 8 * n;
+        }
+        if ((attributes & ATTR_NULL_VALUES) != 0) {
+            int nb = (n + 7) >> 3;
+            if ((long) p + nb > end) return "value validity bitmap";
+            valueValidity = p; p += nb;
         }
         if (p != end) return (end - p) + " trailing bytes";
         return null;

@@ -86,7 +86,8 @@ public final class VectorsMain {
         if (b.hasKey(i)) r.put("key", Base64.getEncoder().encodeToString(slice(b, b.keyData, b.keyOffset(i), b.keyOffset(i + 1))));
         else r.putNull("key");
         byte[] v = slice(b, b.valueData, b.valueOffset(i), b.valueOffset(i + 1));
-        if (v.length <= INLINE_MAX) r.put("value", Base64.getEncoder().encodeToString(v));
+        if (!b.hasValue(i)) r.putNull("value");
+        else if (v.length <= INLINE_MAX) r.put("value", Base64.getEncoder().encodeToString(v));
         else {
             r.put("value_len", v.length);
             r.put("value_sha256", HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(v)));
