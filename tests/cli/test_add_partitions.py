@@ -40,3 +40,17 @@ def test_client_create_partitions_and_the_server_limits(srv):
     assert r.status_code == 400 and "max_partitions_per_topic" in r.text
     r = httpx.post(f"{srv.url}/topics/limits/partitions", json={"partitions": 5, "extra": 1})
     assert r.status_code in (400, 422)
+
+
+def test_async_client_create_partitions(srv):
+    import asyncio
+
+    async def main():
+        async with vqs_lib.AsyncClient(srv.url) as c:
+            await c.create_topic("agrown", partitions=1)
+            d = await c.create_partitions("agrown", 3)
+            assert d["partitions"] == 3 and len(d["partition_info"]) == 3
+            with pytest.raises(ConfigError):
+                await c.create_partitions("agrown", 2)
+
+    asyncio.run(main())

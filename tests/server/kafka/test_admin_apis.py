@@ -267,3 +267,22 @@ def test_num_partitions_setting_for_auto_created_and_default_topics(tmp_path):
         assert _partitions(admin, "auto") == 3
     finally:
         s.stop()
+
+
+def test_authorized_operations_with_sasl_and_the_total_partition_cap(tmp_path):
+    from confluent_kafka.admin import AclOperation
+    from kafka_server_proc import KafkaServer
+
+    s = KafkaServer(tmp_path / "data", "--token", "s3cret", env={"VQS_MAX_TOTAL_PARTITIONS": "4"}).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": s.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "PLAIN", "sasl.username": "me", "sasl.password": "s3cret"})
+        cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
+        assert AclOperation.ALTER in cluster.authorized_operations and len(cluster.authorized_operations) == 7
+        _create(admin, "capped", 2)
+        assert _code(admin.create_partitions([NewPartitions("capped", 5)])["capped"]) == \
+            KafkaError.INVALID_PARTITIONS  # 3 more: 5 in all, over 4
+        admin.create_partitions([NewPartitions("capped", 4)])["capped"].result(10)
+        assert _partitions(admin, "capped") == 4
+    finally:
+        s.stop()

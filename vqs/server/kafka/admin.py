@@ -36,6 +36,16 @@ def authorized_operations(resource: str, requested: bool) -> int:
     return AUTHORIZED_OPERATIONS[resource] if requested else NOT_REQUESTED
 
 
+def _total_partitions(ctx) -> int:
+    total = 0
+    for name in ctx.broker.topics():
+        try:
+            total += ctx.broker.topic(name).partitions
+        except E.TopicDoesNotExist:  # deleted since listed: holds none
+            pass
+    return total
+
+
 async def create_partitions(ctx, conn, v, r):
     topics = []
     for _ in range(r.array_len(2 + 4 + 4)):
@@ -72,6 +82,10 @@ async def create_partitions(ctx, conn, v, r):
                 "partitions cannot be removed")
         elif count > limit:
             err, msg = K.INVALID_PARTITIONS, f"{count} partitions exceed max_partitions_per_topic ({limit})"
+        elif (total := _total_partitions(ctx)) + count - current > ctx.settings.max_total_partitions:
+            err, msg = K.INVALID_PARTITIONS, (
+                f"the server holds {total} partitions; {count - current} more would pass "
+                f"max_total_partitions ({ctx.settings.max_total_partitions})")
         elif assignments is not None and (len(assignments) != count - current or
                                           any(a != [ctx.node_id] for a in assignments)):
             err, msg = K.INVALID_REPLICA_ASSIGNMENT, (
