@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import ConfigError, DiskFullError, LogClosedError, VQSError
+from ..errors import ConfigError, DiskFullError, LogClosedError, OffsetOutOfRange, VQSError
 from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs, raise_open_file_limit
 from . import layout
 from .catalog import TopicCatalog
@@ -316,6 +316,30 @@ class Broker:
         self._check_open()
         return self._catalog.names()
 
+    def create_partitions(self, name: str, partitions: int) -> Topic:
+        """Grow topic ``name`` to ``partitions`` partitions in total (Kafka's CreatePartitions).
+        Existing partitions keep their records; keys map to partitions by the new count from
+        now on. ConfigError when the count would not grow; crash-safe (catalog.py)."""
+        with self._lock:
+            self._check_open()
+            return self._catalog.add_partitions(name, partitions)
+
+    def delete_records(self, name: str, partition: int, before_offset: int) -> int:
+        """Make ``before_offset`` the first offset of the partition (Kafka's DeleteRecords): the
+        records below it are no longer read and their whole segments are deleted. -1 means the
+        end offset. Returns the new start offset (never lower than it was); OffsetOutOfRange
+        past the end offset."""
+        log = self.topic(name).log(partition)
+        end = log.end_offset
+        if before_offset == -1:
+            before_offset = end
+        if not isinstance(before_offset, int) or isinstance(before_offset, bool) or not 0 <= before_offset <= end:
+            raise OffsetOutOfRange(f"cannot delete records of {name}[{partition}] before offset "
+                                   f"{before_offset!r}: the end offset is {end}", offset=before_offset,
+                                   start_offset=log.start_offset, end_offset=end)
+        log.delete_before(before_offset)
+        return log.start_offset
+
     def delete_topic(self, name: str) -> None:
         """Delete a topic, its data and every group's committed offsets for it."""
         with self._lock:
@@ -403,15 +427,38 @@ class Broker:
         self._check_open()
         return self._groups.get(group).all()
 
-    def commit_offsets(self, group: str, offsets: dict) -> None:
-        """Commit ``{(topic, partition): next_offset}`` for ``group`` (e.g. for a server client)."""
+    def commit_offsets(self, group: str, offsets: dict, metadata: dict | None = None,
+                       leader_epochs: dict | None = None) -> None:
+        """Commit ``{(topic, partition): next_offset}`` for ``group`` (e.g. for a server client);
+        ``metadata`` ``{(topic, partition): str}`` and ``leader_epochs`` ``{(topic, partition): int}``:
+        each partition's commit metadata and leader epoch (Kafka's), kept until its next commit
+        (group_offsets.py)."""
         self._check_open()
         checked = {}
         for tp, off in offsets.items():
             topic, partition = tp
             self.topic(topic).log(partition)  # validates both
             checked[TopicPartition(topic, partition)] = off
-        self._groups.get(group).commit(checked)
+        meta = {TopicPartition(*tp): m for tp, m in (metadata or {}).items()}
+        epochs = {TopicPartition(*tp): e for tp, e in (leader_epochs or {}).items()}
+        self._groups.get(group).commit(checked, meta, epochs)
+
+    def group_offsets_metadata(self, group: str) -> dict[TopicPartition, str]:
+        """The commit metadata of a group's partitions committed with some (the others: none)."""
+        self._check_open()
+        return self._groups.get(group).metadata()
+
+    def group_commits(self, group: str) -> dict[TopicPartition, tuple[int, str, int]]:
+        """Every committed partition's (next_offset, metadata, leader_epoch) at one instant
+        (leader epoch -1: none), as Kafka's OffsetFetch answers them."""
+        self._check_open()
+        return self._groups.get(group).commits()
+
+    def delete_group_offsets(self, group: str, partitions) -> int:
+        """Forget the group's committed offsets of ``partitions`` ((topic, partition) pairs), as
+        Kafka's OffsetDelete; the number forgotten. The caller checks no member reads them."""
+        self._check_open()
+        return self._groups.get(group).delete([(t, int(p)) for t, p in partitions])
 
     def describe_group(self, group: str) -> list[PartitionLag]:
         """Every partition of every topic the group has committed on: committed, start and

@@ -11,6 +11,14 @@ renaming it to ``{topic}~deleted`` before removing it; the parent directory is
 fsynced after each rename. ``~`` cannot occur in a valid name, so these never
 collide with a topic, and a crash at any point leaves either the whole topic
 or none of it. Leftovers are removed when the catalog is opened.
+
+Partitions are added in place (``add_partitions``): the new partition
+directories are made and the topic directory fsynced first, then topic.json
+is replaced atomically with the new count. topic.json is the commit point: a
+crash before its rename leaves the old count (the extra directories are
+ignored on open and emptied by the next ``add_partitions``: nothing can have
+been written to a partition topic.json never named), a crash after it leaves
+the new count with every directory it names in place.
 """
 
 from __future__ import annotations
@@ -182,6 +190,47 @@ class TopicCatalog:
                 self._remove_dir(name)
                 raise
             self._topics[name] = topic
+            return topic
+
+    def add_partitions(self, name: str, partitions: int) -> Topic:
+        """Grow topic ``name`` to ``partitions`` partitions (crash safety: module doc).
+        ConfigError if ``partitions`` is not more than the topic has, or above MAX_PARTITIONS."""
+        validate_topic_settings(partitions, {})
+        with self._lock:
+            topic = self.get(name)
+            old = topic.partitions
+            if partitions <= old:
+                raise ConfigError(
+                    f"topic {name!r} has {old} partitions: the count can only grow, not become {partitions}"
+                )
+            check_room(self.directory, self._log_defaults.get("min_free_bytes"), "adding partitions")
+            directory = topic.directory
+            try:
+                for p in range(old, partitions):
+                    path = partition_dir(directory, p)
+                    shutil.rmtree(path, ignore_errors=True)  # an interrupted grow's: never written
+                    os.mkdir(path)
+                fsync_dir(directory)
+                meta = {"name": name, "partitions": partitions, "config": dict(topic.overrides)}
+                atomic_write(topic_file(directory), json.dumps(meta, indent=1, sort_keys=True).encode() + b"\n")
+            except BaseException as e:
+                raise_if_disk_full(e, directory)
+                raise
+            kwargs = dict(self._log_defaults)
+            kwargs.update({k: v for k, v in topic.overrides.items() if v is not None})
+            logs = []
+            try:
+                for p in range(old, partitions):
+                    logs.append(self._open_log(partition_dir(directory, p), lock=False,
+                                               defer_clean_marker=True, **kwargs))
+            except BaseException:
+                for opened in logs:
+                    try:
+                        opened.close()
+                    except Exception:  # pragma: no cover - best effort; the original error is raised
+                        logger.exception("closing %s after a failed grow of topic %s", opened, name)
+                raise  # topic.json has the new count: the next open has every partition
+            topic._add_partitions(logs)
             return topic
 
     def delete(self, name: str) -> None:

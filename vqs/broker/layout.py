@@ -13,7 +13,8 @@
                                  atomic replace; written at close after a flush, only bounds a scan)
       groups/
         {group}/
-          offsets.json           committed offsets {"topic": {"p": next_offset}} (atomic replace)
+          offsets.json           committed offsets {"topic": {"p": next_offset}} (atomic replace;
+                                 with commit metadata or a leader epoch: {"offset", ...}, docs/FORMAT.md)
       queues/
         {queue}/                 one SQS-style queue (its inside: vqs.broker.queue)
         ~move-tasks.json         the message move tasks (vqs.broker.queue.move_tasks; atomic replace)

@@ -182,6 +182,13 @@ class Topic:
             records = log.read(offset, max_records=max_records, max_bytes=max_bytes)
         return wrap_records(self.name, partition, records)
 
+    def _add_partitions(self, logs: list) -> None:
+        """Append the Logs of new partitions (the catalog's ``add_partitions``). The list grows
+        before the count does, so a reader that sees the new count finds its Log."""
+        self._logs.extend(logs)
+        self.partitions = len(self._logs)
+        self._notify()
+
     # -- new-data notification (consumers waiting on several partitions) -------------
     def add_waiter(self, event) -> None:
         """Have ``event.set()`` called after every append to any partition of this topic

@@ -1,4 +1,4 @@
-"""``vqs topic``: create, list, describe and delete topics."""
+"""``vqs topic``: create, grow, list, describe and delete topics."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from .output import (
 )
 from .target import target
 
-topic_app = typer.Typer(help="Create, list, describe and delete topics.", no_args_is_help=True)
+topic_app = typer.Typer(help="Create, grow, list, describe and delete topics.", no_args_is_help=True)
 
 
 @topic_app.command("create")
@@ -35,6 +35,17 @@ def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-
         t.create_topic(name, partitions=partitions, retention_ms=retention_ms, retention_bytes=retention_bytes,
                        segment_bytes=segment_bytes, compression=compression)
     print_line(f"created topic {name} with {partitions} partition(s)")
+
+
+@topic_app.command("add-partitions")
+def topic_add_partitions(name: str, partitions: int = typer.Option(..., "--partitions", "-p",
+                                                                   help="the new count in total"),
+                         url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Grow a topic to more partitions (its records stay; keys map by the new count)."""
+    with target(url, data_dir, token, topic=name) as t:
+        t.create_partitions(name, partitions)
+    print_line(f"topic {name} has {partitions} partition(s)")
+
 
 @topic_app.command("list")
 def topic_list(url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,

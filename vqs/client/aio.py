@@ -113,6 +113,11 @@ class AsyncClient:
             body["retention_bytes"] = retention_bytes
         return await self._t.json("POST", "/topics", json=body)
 
+    async def create_partitions(self, name: str, partitions: int) -> dict:
+        """Grow topic ``name`` to ``partitions`` partitions in total; its description."""
+        return await self._t.json("POST", f"/topics/{validate_name(name, 'topic name')}/partitions",
+                                  json={"partitions": partitions})
+
     async def topic(self, name: str) -> dict:
         return await self._t.json("GET", f"/topics/{name}")
 

@@ -60,6 +60,12 @@ class Client:
                 body[k] = v
         return RemoteTopic(self, self._transport, self._transport.json("POST", "/topics", json=body))
 
+    def create_partitions(self, name: str, partitions: int) -> RemoteTopic:
+        """Grow topic ``name`` to ``partitions`` partitions in total, as ``Broker.create_partitions``."""
+        body = {"partitions": partitions}
+        return RemoteTopic(self, self._transport, self._transport.json(
+            "POST", f"/topics/{validate_name(name, 'topic name')}/partitions", json=body))
+
     def topic(self, name: str) -> RemoteTopic:
         return RemoteTopic(self, self._transport, self._transport.json("GET", f"/topics/{name}"))
 

@@ -73,7 +73,9 @@ class Settings:
     kafka_group_min_session_timeout_ms: int = 6_000        # JoinGroup's session timeout at least this (Kafka's
     kafka_group_max_session_timeout_ms: int = 1_800_000    # group.min/max.session.timeout.ms); the rebalance
                                                            # timeout at most the max: else INVALID_SESSION_TIMEOUT
-    kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it (1 partition)
+    kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it
+    kafka_num_partitions: int = 1             # partitions of an auto-created topic, and of CreateTopics'
+                                              # -1 (Kafka's num.partitions); 1..max_partitions_per_topic
     kafka_advertised_listener: str = ""       # host:port clients are told to connect to (default: the bound one)
     max_open_files: int = 0                   # segment files kept open (LRU); 0: half the open-file limit
     # logging
@@ -110,6 +112,9 @@ class Settings:
                      "kafka_group_max_session_timeout_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
+        if not (1 <= self.kafka_num_partitions <= self.max_partitions_per_topic):
+            raise ConfigError(f"kafka_num_partitions must be 1..max_partitions_per_topic "
+                              f"({self.max_partitions_per_topic}), not {self.kafka_num_partitions}")
         if self.health_cache_ms < 0:
             raise ConfigError(f"health_cache_ms must be >= 0 (0: off), not {self.health_cache_ms}")
         if self.min_free_bytes is not None and self.min_free_bytes < 0:

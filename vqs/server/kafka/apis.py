@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.names import is_internal
-from . import data, groups
+from . import admin, data, groups
 from . import errors as K
 from .codec import ProtocolError, Writer
 
 NO_FLEX = 1 << 15
-DEFAULT_PARTITIONS = 1
 
 
 async def api_versions(ctx, conn, v, r):
@@ -63,6 +62,8 @@ async def metadata(ctx, conn, v, r):
     except E.VQSError as e:
         raise ProtocolError(str(e)) from None
     auto_create = r.boolean() if v >= 4 else True
+    cluster_ops = r.boolean() if v >= 8 else False
+    topic_ops = r.boolean() if v >= 8 else False
     broker = ctx.broker
     if names is None:
         names = broker.topics()
@@ -85,7 +86,7 @@ async def metadata(ctx, conn, v, r):
             err = K.UNKNOWN_TOPIC_OR_PARTITION
             if auto_create and ctx.settings.kafka_auto_create_topics:
                 try:
-                    parts = broker.create_topic(name, DEFAULT_PARTITIONS).partitions
+                    parts = broker.create_topic(name, ctx.settings.kafka_num_partitions).partitions
                     err = K.NONE
                 except E.TopicAlreadyExists:
                     parts = broker.topic(name).partitions
@@ -108,9 +109,9 @@ async def metadata(ctx, conn, v, r):
             if v >= 5:
                 w.array(0)
         if v >= 8:
-            w.int32(-2147483648)
+            w.int32(admin.authorized_operations("topic", topic_ops and not err))
     if v >= 8:
-        w.int32(-2147483648)
+        w.int32(admin.authorized_operations("cluster", cluster_ops))
     return bytes(w.b)
 
 
@@ -160,7 +161,7 @@ async def create_topics(ctx, conn, v, r):
         elif parts == 0 or parts < -1:
             err, msg = K.INVALID_PARTITIONS, f"number of partitions must be positive, not {parts}"
         else:
-            n = DEFAULT_PARTITIONS if parts == -1 else parts
+            n = ctx.settings.kafka_num_partitions if parts == -1 else parts
             limit = ctx.settings.max_partitions_per_topic
             if n > limit:
                 err, msg = K.INVALID_PARTITIONS, f"{n} partitions exceed max_partitions_per_topic ({limit})"
@@ -319,7 +320,12 @@ API_TABLE: dict = {
     18: (0, 3, 3, api_versions),
     19: (0, 4, NO_FLEX, create_topics),
     20: (0, 3, NO_FLEX, delete_topics),
+    21: (0, 1, NO_FLEX, admin.delete_records),
     22: (0, 1, NO_FLEX, init_producer_id),
     32: (0, 2, NO_FLEX, describe_configs),
     36: (0, 1, NO_FLEX, sasl_authenticate),
+    37: (0, 1, NO_FLEX, admin.create_partitions),
+    42: (0, 1, NO_FLEX, admin.delete_groups),
+    47: (0, 0, NO_FLEX, admin.offset_delete),
+    60: (0, 0, 0, admin.describe_cluster),
 }

@@ -9,14 +9,17 @@ a connection that closes meanwhile cancels the wait, and the member leaves the
 group at once instead of holding the rebalance until its timeout. Offsets are the broker's group offsets
 (DATA/groups/G/offsets.json), the ones ``vqs group`` and REST show; a commit
 is checked against the member's generation first (a fenced member commits
-nothing) and is durable when answered. Commit metadata strings are not kept
-(OffsetFetch answers an empty string).
+nothing) and is durable when answered. Commit metadata strings (at most
+``MAX_METADATA`` bytes each, else OFFSET_METADATA_TOO_LARGE) and committed leader
+epochs are kept with the offsets, and OffsetFetch answers all three as committed.
 """
 
 from __future__ import annotations
 
 from ... import errors as E
+from ...broker.group_offsets import MAX_METADATA
 from . import errors as K
+from .admin import authorized_operations
 from .codec import Writer
 
 ST = K.COORDINATOR_STATUS
@@ -154,10 +157,9 @@ async def offset_commit(ctx, conn, v, r):
         for _ in range(r.array_len(14)):
             p = r.int32()
             off = r.int64()
-            if v >= 6:
-                r.int32()
-            r.nullable_string()  # metadata: not kept
-            parts.append((p, off))
+            epoch = r.int32() if v >= 6 else -1
+            meta = r.nullable_string() or ""
+            parts.append((p, off, meta, epoch))
         topics.append((name, parts))
     broker = ctx.broker
     try:
@@ -166,21 +168,28 @@ async def offset_commit(ctx, conn, v, r):
         err = K.INVALID_GROUP_ID
     codes = {}
     good = {}
+    metadata, epochs = {}, {}
     for name, parts in topics:
-        for p, off in parts:
+        for p, off, meta, epoch in parts:
             code = err
-            if not code:
+            if not code and len(meta.encode()) > MAX_METADATA:
+                code = K.OFFSET_METADATA_TOO_LARGE
+            elif not code:
                 try:
                     broker.topic(name).log(p)
                     if off < 0:
                         raise E.ConfigError("negative offset")
                     good[(name, p)] = off
+                    if meta:
+                        metadata[(name, p)] = meta
+                    if epoch >= 0:
+                        epochs[(name, p)] = epoch
                 except E.VQSError as e:
                     code = K.code_for(e)
             codes[(name, p)] = code
     if good:
         try:
-            await ctx.blocking(broker.commit_offsets, group, good)
+            await ctx.blocking(broker.commit_offsets, group, good, metadata, epochs)
         except E.VQSError as e:
             # A full disk (the kernel found no room even for a control write): retriable
             # for every client, as Kafka's own storage errors on commit are (KAFKA_STORAGE_ERROR
@@ -194,7 +203,7 @@ async def offset_commit(ctx, conn, v, r):
     w.array(len(topics))
     for name, parts in topics:
         w.string(name).array(len(parts))
-        for p, _ in parts:
+        for p, *_ in parts:
             w.int32(p).int16(codes[(name, p)])
     return bytes(w.b)
 
@@ -214,7 +223,7 @@ async def offset_fetch(ctx, conn, v, r):
     err = K.NONE
     committed = {}
     try:
-        committed = ctx.broker.group_offsets(group)
+        committed = ctx.broker.group_commits(group)
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     if wanted is None:
@@ -229,10 +238,11 @@ async def offset_fetch(ctx, conn, v, r):
     for name, parts in wanted:
         w.string(name).array(len(parts))
         for p in parts:
-            w.int32(p).int64(committed.get((name, p), -1))
+            off, meta, epoch = committed.get((name, p), (-1, "", -1))
+            w.int32(p).int64(off)
             if v >= 5:
-                w.int32(-1)
-            w.string("").int16(err if v < 2 else K.NONE)
+                w.int32(epoch)
+            w.string(meta).int16(err if v < 2 else K.NONE)
     if v >= 2:
         w.int16(err)
     return bytes(w.b)
@@ -253,8 +263,7 @@ async def list_groups(ctx, conn, v, r):
 
 async def describe_groups(ctx, conn, v, r):
     names = [r.string() for _ in range(r.array_len(2))]
-    if v >= 3:
-        r.boolean()
+    ops = r.boolean() if v >= 3 else False
     w = Writer()
     if v >= 1:
         w.int32(0)
@@ -275,5 +284,5 @@ async def describe_groups(ctx, conn, v, r):
                 w.string(inst)
             w.string(client).string(host).bytes_(meta).bytes_(assignment)
         if v >= 3:
-            w.int32(-2147483648)
+            w.int32(authorized_operations("group", ops and not err))
     return bytes(w.b)

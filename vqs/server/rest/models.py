@@ -49,6 +49,11 @@ class TopicCreate(BaseModel):
     compression: Literal["zstd", "lz4"] | None = None
 
 
+class PartitionsCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    partitions: int = Field(..., ge=1, le=10_000, description="the new partition count in total: more than now")
+
+
 class OffsetCommit(BaseModel):
     model_config = ConfigDict(extra="forbid")
     topic: str = Field(..., pattern=NAME_PATTERN)

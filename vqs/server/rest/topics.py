@@ -1,6 +1,6 @@
-"""REST routes for topics as resources: list, create, describe, delete, offsets.
+"""REST routes for topics as resources: list, create, grow, describe, delete, offsets.
 
-Invariants: creating a topic never takes the server past
+Invariants: creating or growing a topic never takes the server past
 ``max_partitions_per_topic`` or ``max_total_partitions`` (checked before the
 broker creates anything); the messages of a topic are served by messages.py.
 """
@@ -14,7 +14,7 @@ from ...errors import TopicDoesNotExist
 from ..context import ServerContext
 from ..errors import APIError
 from .conventions import JSONRoute, check_name, jresp, links, name_param, ready_broker
-from .models import TopicCreate
+from .models import PartitionsCreate, TopicCreate
 
 
 def topic_routes(ctx: ServerContext) -> APIRouter:
@@ -26,6 +26,18 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
                                                     "(names starting with '__', e.g. the Spark sink's staging topics)")):
         names = ready_broker(ctx).topics()
         return jresp({"topics": names if include_all else [n for n in names if not is_internal(n)]})
+
+    def check_total(more: int) -> None:
+        b = ready_broker(ctx)
+        total = 0
+        for tn in b.topics():
+            try:
+                total += b.topic(tn).partitions
+            except TopicDoesNotExist:  # deleted since topics() listed it: holds no partitions
+                pass
+        if total + more > s.max_total_partitions:
+            raise APIError(409, "partition_limit", f"the server holds {total} partitions; {more} more "
+                           f"would pass max_total_partitions ({s.max_total_partitions})", field="partitions")
 
     topic = {"topic": "$request.body#/name"}
 
@@ -39,16 +51,7 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
         if body.partitions > s.max_partitions_per_topic:
             raise APIError(400, "invalid_argument", f"partitions: at most {s.max_partitions_per_topic} per topic "
                            "(max_partitions_per_topic)", field="partitions")
-        b = ready_broker(ctx)
-        total = 0
-        for tn in b.topics():
-            try:
-                total += b.topic(tn).partitions
-            except TopicDoesNotExist:  # deleted since topics() listed it: holds no partitions
-                pass
-        if total + body.partitions > s.max_total_partitions:
-            raise APIError(409, "partition_limit", f"the server holds {total} partitions; {body.partitions} more "
-                           f"would pass max_total_partitions ({s.max_total_partitions})", field="partitions")
+        check_total(body.partitions)
         t = await ctx.run(ready_broker(ctx).create_topic, body.name, partitions=body.partitions,
                           retention_ms=body.retention_ms, retention_bytes=body.retention_bytes,
                           segment_bytes=body.segment_bytes, compression=body.compression)
@@ -57,6 +60,17 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
     @r.get("/topics/{topic}", summary="Describe a topic (partitions, offsets, sizes)")
     async def describe_topic(topic: str = name_param("topic")):
         return jresp(ready_broker(ctx).topic(check_name(topic, "topic")).describe())
+
+    @r.post("/topics/{topic}/partitions", summary="Grow a topic to more partitions (Kafka's CreatePartitions)")
+    async def create_partitions(body: PartitionsCreate, topic: str = name_param("topic")):
+        name = check_name(topic, "topic")
+        if body.partitions > s.max_partitions_per_topic:
+            raise APIError(400, "invalid_argument", f"partitions: at most {s.max_partitions_per_topic} per topic "
+                           "(max_partitions_per_topic)", field="partitions")
+        current = ready_broker(ctx).topic(name).partitions
+        check_total(body.partitions - current)  # (not growing: ConfigError, 400, from the broker)
+        t = await ctx.run(ready_broker(ctx).create_partitions, name, body.partitions)
+        return jresp(t.describe())
 
     @r.delete("/topics/{topic}", summary="Delete a topic and its data", status_code=204)
     async def delete_topic(topic: str = name_param("topic")):
