@@ -41,7 +41,9 @@ def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-
 def topic_add_partitions(name: str, partitions: int = typer.Option(..., "--partitions", "-p",
                                                                    help="the new count in total"),
                          url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Grow a topic to more partitions (its records stay; keys map by the new count)."""
+    """Grow a topic to more partitions.
+
+    Its records stay where they are; keys map to partitions by the new count from now on."""
     with target(url, data_dir, token, topic=name) as t:
         t.create_partitions(name, partitions)
     print_line(f"topic {name} has {partitions} partition(s)")
