@@ -14,7 +14,7 @@ from ... import errors as E
 from ...broker.names import is_internal
 from . import data, groups
 from . import errors as K
-from .codec import ProtocolError, Writer
+from .codec import Writer
 
 NO_FLEX = 1 << 15
 DEFAULT_PARTITIONS = 1
@@ -49,19 +49,14 @@ def api_versions_error() -> bytes:
 
 
 def _topic_names(r, v) -> list[str] | None:
-    n = r.int32()
-    if n == -1 or (n == 0 and v == 0):
+    n = r.nullable_array_len(2)
+    if n is None or (n == 0 and v == 0):
         return None
-    if n < 0 or n * 2 > r.remaining:
-        raise E.VQSError("bad topic array")
     return [r.string() for _ in range(n)]
 
 
 async def metadata(ctx, conn, v, r):
-    try:
-        names = _topic_names(r, v)
-    except E.VQSError as e:
-        raise ProtocolError(str(e)) from None
+    names = _topic_names(r, v)
     auto_create = r.boolean() if v >= 4 else True
     broker = ctx.broker
     if names is None:
@@ -205,8 +200,8 @@ async def describe_configs(ctx, conn, v, r):
     for _ in range(r.array_len(3)):
         rtype = r.int8()
         name = r.string()
-        n = r.int32()
-        keys = None if n == -1 else [r.string() for _ in range(max(0, min(n, r.remaining)))]
+        n = r.nullable_array_len(2)
+        keys = None if n is None else [r.string() for _ in range(n)]
         resources.append((rtype, name, keys))
     if v >= 1:
         r.boolean()
