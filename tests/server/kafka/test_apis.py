@@ -1,11 +1,56 @@
-"""The cluster-level APIs against a real server: arrays bounded before anything is allocated."""
+"""The cluster-level APIs against a real server: the versions ApiVersions advertises (Produce 0-2
+advertised for old clients' feature gating and refused on use), and arrays bounded before anything
+is allocated."""
 
 from __future__ import annotations
+
+import struct
+import uuid
 
 import pytest
 from raw_client import RawKafka
 
 from vqs.server.kafka.codec import Writer
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient  # noqa: E402
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+
+def _legacy_produce(version: int, topic: str, acks: int = 1) -> bytes:
+    """A Produce v0-2 body (no transactional id; one partition holding a v0 message set)."""
+    message_set = struct.pack(">qi", 0, 14) + b"\0" * 14
+    return bytes(Writer().int16(acks).int32(5_000).array(1).string(topic).array(1).int32(0)
+                 .bytes_(message_set).b)
+
+
+def test_produce_0_to_2_is_advertised_and_refused_on_use(kafka_server):
+    k = RawKafka(kafka_server.kafka_port)
+    r = k.request(18, 0, b"")
+    assert r.int16() == 0
+    apis = {r.int16(): (r.int16(), r.int16()) for _ in range(r.int32())}
+    assert apis[0] == (0, 7)  # old librdkafka reads a minimum above 0 as "no gzip, snappy, lz4"
+    topic = _name("legacy")
+    for v in (0, 1, 2):
+        r = k.request(0, v, _legacy_produce(v, topic))
+        assert r.int32() == 1 and r.string() == topic and r.int32() == 1
+        assert r.int32() == 0 and r.int16() == 35  # UNSUPPORTED_VERSION for the partition
+        assert r.int64() == -1
+        if v >= 2:
+            assert r.int64() == -1  # log append time
+        if v >= 1:
+            assert r.int32() == 0  # throttle time
+        assert r.remaining == 0
+    k.corr += 1  # acks=0: no answer, and the connection goes on (the next answer is the next request's)
+    k.send_frame(bytes(Writer().int16(0).int16(0).int32(k.corr).string("raw-test").b) + _legacy_produce(0, topic, 0))
+    assert k.request(18, 0, b"").int16() == 0
+    k.close()
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    assert topic not in admin.list_topics(timeout=10).topics  # nothing created or written
 
 
 @pytest.mark.parametrize("count, frame_bytes", [

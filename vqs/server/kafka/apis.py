@@ -3,7 +3,8 @@ DescribeConfigs, FindCoordinator, InitProducerId, SASL.
 
 ``API_TABLE`` maps an API key to (min version, max version, first flexible
 version, handler); ApiVersions advertises exactly this table, so a client
-never negotiates a version that has no handler. This is one Kafka node
+never negotiates a version that has no handler (Produce 0-2's handler refuses
+them: listed only for old clients' feature checks). This is one Kafka node
 (node id 0) that leads every partition and coordinates every group; topics
 are created with replication factor 1 (any other is refused).
 """
@@ -297,7 +298,7 @@ async def sasl_authenticate(ctx, conn, v, r):
 
 
 API_TABLE: dict = {
-    0: (3, 7, NO_FLEX, data.produce),
+    0: (0, 7, NO_FLEX, data.produce),  # 0-2 advertised for old librdkafka, refused on use
     1: (4, 11, NO_FLEX, data.fetch),
     2: (1, 5, NO_FLEX, data.list_offsets),
     3: (0, 8, NO_FLEX, metadata),

@@ -62,7 +62,39 @@ def _check_message_sizes(batches, limit: int) -> None:
             raise CorruptBatch(f"a value of {big} bytes exceeds max_message_bytes ({limit})", code=10)
 
 
+def _refuse_legacy_produce(v, r):
+    """Produce v0-2 (message sets v0/v1): advertised, because librdkafka before 2.11.1 reads a
+    Produce minimum above 0 as "this broker takes no gzip/snappy/lz4" and sends those batches
+    uncompressed, and refused on use with UNSUPPORTED_VERSION for every partition, as Kafka 4
+    does (KAFKA-18659). No client that negotiates with ApiVersions sends them (it picks the
+    highest common version); the request is still parsed whole and answered in its own format."""
+    acks = r.int16()
+    r.int32()  # timeout
+    topics = []
+    for _ in range(r.array_len(6)):
+        name = r.string()
+        parts = []
+        for _ in range(r.array_len(8)):
+            parts.append(r.int32())
+            r.nullable_bytes()
+        topics.append((name, parts))
+    if acks == 0:
+        return None
+    w = Writer().array(len(topics))
+    for name, parts in topics:
+        w.string(name).array(len(parts))
+        for p in parts:
+            w.int32(p).int16(K.UNSUPPORTED_VERSION).int64(-1)
+            if v >= 2:
+                w.int64(-1)
+    if v >= 1:
+        w.int32(0)
+    return bytes(w.b)
+
+
 async def produce(ctx, conn, v, r):
+    if v < 3:
+        return _refuse_legacy_produce(v, r)
     txn = r.nullable_string()
     acks = r.int16()
     r.int32()  # timeout
