@@ -1,6 +1,7 @@
-"""The cluster-level APIs against a real server: the versions ApiVersions advertises (Produce 0-2
-advertised for old clients' feature gating and refused on use), and arrays bounded before anything
-is allocated."""
+"""The cluster-level APIs against a real server, raw and through confluent-kafka's AdminClient:
+the versions ApiVersions advertises (Produce 0-2 advertised for old clients' feature gating and
+refused on use), arrays bounded before anything is allocated, and topic configs as Kafka means
+them (CreateTopics' validation, DescribeConfigs' values in force)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from raw_client import RawKafka
 from vqs.server.kafka.codec import Writer
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka import KafkaError  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic  # noqa: E402
 
 
 def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
 
 
 def _legacy_produce(version: int, topic: str, acks: int = 1) -> bytes:
@@ -73,3 +74,51 @@ def test_an_oversized_array_closes_the_connection_before_allocating(kafka_server
     assert k.request(18, 0, b"").int16() == 0  # the server carries on
     k.close()
     assert "at most 1000000 items" in kafka_server.log()
+
+
+def _describe(admin, topic):
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    return admin.describe_configs([res])[res].result(10)
+
+
+def test_unlimited_retention_and_max_message_bytes_are_taken_and_described(kafka_server):
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    topic = _name("changelog")  # what Quix Streams asks for its changelog topics (less compaction)
+    admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "-1", "retention.bytes": "-1",
+                                                       "max.message.bytes": "2097152",
+                                                       "cleanup.policy": "delete"})])[topic].result(10)
+    cfg = _describe(admin, topic)
+    assert cfg["retention.ms"].value == "-1" and cfg["retention.bytes"].value == "-1"
+    assert cfg["max.message.bytes"].value == "2097152"
+    assert cfg["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert cfg["max.message.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert cfg["cleanup.policy"].value == "delete"
+    plain = _name("plain")
+    admin.create_topics([NewTopic(plain, 1, 1, config={"retention.ms": "0"})])[plain].result(10)
+    cfg = _describe(admin, plain)
+    assert cfg["retention.ms"].value == "0"  # zero is a limit, not "unset"
+    assert cfg["max.message.bytes"].value == str(1 << 20)  # the server's max_message_bytes
+    assert cfg["max.message.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"no.such.config": "1"}, "unknown topic config"),
+    ({"cleanup.policy": "compact"}, "compacted topics are not supported"),
+    ({"cleanup.policy": "delete,compact"}, "compacted topics are not supported"),
+    ({"cleanup.policy": "shred"}, "must be delete"),
+    ({"retention.ms": "-2"}, "retention.ms"),
+    ({"retention.bytes": "ten"}, "retention.bytes"),
+    ({"max.message.bytes": "0"}, "max.message.bytes"),
+    ({"compression.type": "brotli"}, "compression.type"),
+])
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_an_unknown_or_invalid_config_is_invalid_config(kafka_server, config, words, validate_only):
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    topic = _name("badcfg")
+    fut = admin.create_topics([NewTopic(topic, 1, 1, config=config)], validate_only=validate_only)[topic]
+    with pytest.raises(ck.KafkaException) as e:
+        fut.result(10)
+    err = e.value.args[0]
+    assert err.code() == KafkaError.INVALID_CONFIG, err
+    assert words in err.str()
+    assert topic not in admin.list_topics(timeout=10).topics

@@ -53,9 +53,9 @@ def _append(ctx, topic, p: int, batches) -> tuple[int, int]:
 
 
 def _check_message_sizes(batches, limit: int) -> None:
-    """One message-size rule for every front: a record whose value is over ``max_message_bytes``
-    (what REST, SQS and the client refuse) is MESSAGE_TOO_LARGE for its partition, nothing of
-    the partition's batches appended."""
+    """One message-size rule for every front: a record whose value is over the topic's
+    ``max_message_bytes`` (``Topic.message_limit``: what REST, gRPC and the client refuse too)
+    is MESSAGE_TOO_LARGE for its partition, nothing of the partition's batches appended."""
     for b in batches:
         big = max(map(len, b.values), default=0)
         if big > limit:
@@ -117,7 +117,7 @@ async def produce(ctx, conn, v, r):
                     batches = await ctx.blocking(decode_batches, data, now_ms, cap)
                 else:
                     batches = decode_batches(data, now_ms, cap)
-                _check_message_sizes(batches, ctx.settings.max_message_bytes)
+                _check_message_sizes(batches, topic.message_limit(ctx.settings.max_message_bytes))
                 if batches:
                     if ctx.inline_writes:
                         err, base = _append(ctx, topic, p, batches)
