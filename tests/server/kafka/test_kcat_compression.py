@@ -1,7 +1,7 @@
 """Debian's kcat (librdkafka 2.0.2) produces every codec compressed on the wire.
 
-librdkafka before 2.11.1 drops gzip, snappy and lz4 to uncompressed ("Broker does not support
-compression type ...: not compressing batch") when the broker's Produce minimum is above 0; the
+Older librdkafka (librdkafka#4956) drops gzip, snappy and lz4 to uncompressed ("Broker does not
+support compression type ...: not compressing batch") when the broker's Produce minimum is above 0; the
 listener advertises Produce 0-7 for that reason. The server inflates what it is sent and stores
 records in its own format, so what proves the codec was used is the request itself: a proxy in
 front of the listener (the advertised listener, so every connection goes through it) reads the

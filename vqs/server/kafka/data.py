@@ -63,7 +63,7 @@ def _check_message_sizes(batches, limit: int) -> None:
 
 
 def _refuse_legacy_produce(v, r):
-    """Produce v0-2 (message sets v0/v1): advertised, because librdkafka before 2.11.1 reads a
+    """Produce v0-2 (message sets v0/v1): advertised, because older librdkafka (2.0.2 among them) reads a
     Produce minimum above 0 as "this broker takes no gzip/snappy/lz4" and sends those batches
     uncompressed, and refused on use with UNSUPPORTED_VERSION for every partition, as Kafka 4
     does (KAFKA-18659). No client that negotiates with ApiVersions sends them (it picks the
