@@ -287,3 +287,18 @@ def test_minus_one_retention_is_unlimited_over_a_broker_default_and_kept(data_di
         assert t.log(0).retention_ms is None and t.log(0).retention_bytes is None
         assert t.overrides == {"retention_ms": -1, "retention_bytes": -1, "max_message_bytes": 2048}
         assert t.message_limit(1 << 20) == 2048
+
+
+def test_a_topics_max_message_bytes_binds_the_library_producer_too(broker):
+    from vqs.errors import MessageTooLarge
+
+    broker.create_topic("small", max_message_bytes=8)
+    producer = broker.producer()
+    producer.send("small", b"12345678")
+    with pytest.raises(MessageTooLarge, match="max_message_bytes"):
+        producer.send("small", b"123456789")
+    with pytest.raises(MessageTooLarge):
+        producer.send_batch("small", [b"ok", b"123456789"])
+    assert broker.topic("small").end_offset(0) == 1  # nothing of the refused batch appended
+    broker.create_topic("free")
+    producer.send("free", b"x" * 10_000)  # no limit of its own: the library sets none
