@@ -49,6 +49,13 @@ def _check_int(name: str, value, minimum: int, maximum: int | None = None) -> No
         raise ConfigError(f"{name} must be an integer {bound} or None, not {value!r}")
 
 
+def log_value(key: str, value):
+    """A topic.json setting as ``Log.open`` takes it: UNLIMITED retention is the Log's None.
+    Every opener of a topic's partitions (the catalog, Spark's path-mode writer) goes
+    through this, so a topic with unlimited retention opens everywhere."""
+    return None if value == UNLIMITED and key in ("retention_ms", "retention_bytes") else value
+
+
 def validate_topic_settings(partitions, settings: dict) -> None:
     if not isinstance(partitions, int) or isinstance(partitions, bool) or not (
         1 <= partitions <= MAX_PARTITIONS
@@ -121,8 +128,7 @@ class TopicCatalog:
         directory = os.path.join(self.directory, name)
         kwargs = dict(self._log_defaults)
         # UNLIMITED overrides a broker default with the Log's "no limit" (None)
-        kwargs.update({k: None if v == UNLIMITED else v for k, v in explicit.items()
-                       if v is not None and k in LOG_SETTINGS})
+        kwargs.update({k: log_value(k, v) for k, v in explicit.items() if v is not None and k in LOG_SETTINGS})
         logs = []
         try:
             for p in range(partitions):
