@@ -104,6 +104,7 @@ def test_defaults_reach_the_logs(data_dir):
             "retention_bytes": None,
             "segment_bytes": 8192,
             "compression": "zstd",
+            "max_message_bytes": None,  # none of its own: a server applies its max_message_bytes
         }
         assert t.overrides == {"segment_bytes": 8192}
 

@@ -97,6 +97,9 @@ def test_valid_edge_names(broker):
         {"retention_bytes": 1.5},
         {"segment_bytes": 0},
         {"compression": "gzip"},
+        {"retention_ms": -2},
+        {"max_message_bytes": 0},
+        {"max_message_bytes": (1 << 30) + 1},
     ],
 )
 def test_bad_topic_settings(broker, kwargs):
@@ -269,3 +272,33 @@ def test_empty_values_and_keys_round_trip(tmp_path, child_env):
         pytest.fail("writing an empty value or key hung (storage write_all on a zero-length trailing buffer)")
     assert out.returncode == 0, out.stderr
     assert eval(out.stdout) == [(None, b""), (b"", b"v"), (b"", b"a"), (b"", b"")]
+
+
+def test_minus_one_retention_is_unlimited_over_a_broker_default_and_kept(data_dir):
+    with Broker(data_dir, retention_ms=1000, retention_bytes=4096) as b:
+        t = b.create_topic("changelog", retention_ms=-1, retention_bytes=-1, max_message_bytes=2048)
+        assert t.config["retention_ms"] is None and t.config["retention_bytes"] is None  # no limit
+        assert t.log(0).retention_ms is None and t.log(0).retention_bytes is None
+        assert t.message_limit(1 << 20) == 2048
+        plain = b.create_topic("plain")
+        assert plain.config["retention_ms"] == 1000 and plain.message_limit(1 << 20) == 1 << 20
+    with Broker(data_dir, retention_ms=1000, retention_bytes=4096) as b:  # reopened: the same
+        t = b.topic("changelog")
+        assert t.log(0).retention_ms is None and t.log(0).retention_bytes is None
+        assert t.overrides == {"retention_ms": -1, "retention_bytes": -1, "max_message_bytes": 2048}
+        assert t.message_limit(1 << 20) == 2048
+
+
+def test_a_topics_max_message_bytes_binds_the_library_producer_too(broker):
+    from vqs.errors import MessageTooLarge
+
+    broker.create_topic("small", max_message_bytes=8)
+    producer = broker.producer()
+    producer.send("small", b"12345678")
+    with pytest.raises(MessageTooLarge, match="max_message_bytes"):
+        producer.send("small", b"123456789")
+    with pytest.raises(MessageTooLarge):
+        producer.send_batch("small", [b"ok", b"123456789"])
+    assert broker.topic("small").end_offset(0) == 1  # nothing of the refused batch appended
+    broker.create_topic("free")
+    producer.send("free", b"x" * 10_000)  # no limit of its own: the library sets none

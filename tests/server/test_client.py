@@ -60,6 +60,17 @@ def test_topics_producer_consumer(client, unique):
     assert client.delete_group(unique + "-g") is True
 
 
+def test_a_topics_max_message_bytes_is_the_clients_limit_too(client, unique):
+    client.create_topic(unique, max_message_bytes=64)
+    p = client.producer()
+    p.send(unique, b"x" * 64)
+    with pytest.raises(vqs.MessageTooLarge):
+        p.send(unique, b"x" * 65)
+    with pytest.raises(vqs.MessageTooLarge):
+        p.send_batch(unique, [b"ok", b"x" * 65])
+    assert client.topic(unique).end_offsets() == [1]
+
+
 def test_consumer_long_poll_over_many_partitions(client, unique):
     client.create_topic(unique, partitions=4)
     c = client.consumer(unique)

@@ -287,11 +287,14 @@ class Broker:
         retention_bytes: int | None = None,
         segment_bytes: int | None = None,
         compression: str | None = None,
+        max_message_bytes: int | None = None,
     ) -> Topic:
         """Create a topic of ``partitions`` partitions; None settings follow the broker's defaults.
 
-        ``retention_bytes`` is per partition, as in Kafka. Raises
-        TopicAlreadyExists, InvalidName or ConfigError.
+        ``retention_bytes`` is per partition, as in Kafka; ``retention_ms``/``retention_bytes``
+        of -1 mean no limit (Kafka's -1). ``max_message_bytes`` bounds each record's value for
+        the server's fronts (``Topic.message_limit``; None: the server's ``max_message_bytes``).
+        Raises TopicAlreadyExists, InvalidName or ConfigError.
         """
         with self._lock:
             self._check_open()
@@ -303,6 +306,7 @@ class Broker:
                     "retention_bytes": retention_bytes,
                     "segment_bytes": segment_bytes,
                     "compression": compression,
+                    "max_message_bytes": max_message_bytes,
                 },
             )
 

@@ -38,16 +38,30 @@ from .topic import Topic
 logger = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 10_000
-# Per-topic settings create_topic accepts; each overrides the broker default.
-TOPIC_SETTINGS = ("retention_ms", "retention_bytes", "segment_bytes", "compression")
+# Per-topic settings create_topic accepts; each overrides the broker default. The first
+# four are Log settings (passed to every partition's Log); max_message_bytes is a rule
+# of the topic's producers (every front checks it before appending: Topic.message_limit).
+LOG_SETTINGS = ("retention_ms", "retention_bytes", "segment_bytes", "compression")
+TOPIC_SETTINGS = (*LOG_SETTINGS, "max_message_bytes")
 COMPRESSIONS = (None, "zstd", "lz4")
+UNLIMITED = -1  # retention_ms / retention_bytes: no limit, even over a broker default (Kafka's -1)
+MAX_MESSAGE_BYTES = 1 << 30  # a value must fit in one stored batch (record_batch.MAX_BATCH_BYTES)
 
 
-def _check_int(name: str, value, minimum: int) -> None:
+def _check_int(name: str, value, minimum: int, maximum: int | None = None) -> None:
     if value is None:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum} or None, not {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum or (
+            maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+        raise ConfigError(f"{name} must be an integer {bound} or None, not {value!r}")
+
+
+def log_value(key: str, value):
+    """A topic.json setting as ``Log.open`` takes it: UNLIMITED retention is the Log's None.
+    Every opener of a topic's partitions (the catalog, Spark's path-mode writer) goes
+    through this, so a topic with unlimited retention opens everywhere."""
+    return None if value == UNLIMITED and key in ("retention_ms", "retention_bytes") else value
 
 
 def validate_topic_settings(partitions, settings: dict) -> None:
@@ -55,9 +69,10 @@ def validate_topic_settings(partitions, settings: dict) -> None:
         1 <= partitions <= MAX_PARTITIONS
     ):
         raise ConfigError(f"partitions must be an integer in 1..{MAX_PARTITIONS}, not {partitions!r}")
-    _check_int("retention_ms", settings.get("retention_ms"), 0)
-    _check_int("retention_bytes", settings.get("retention_bytes"), 0)
+    _check_int("retention_ms", settings.get("retention_ms"), UNLIMITED)
+    _check_int("retention_bytes", settings.get("retention_bytes"), UNLIMITED)
     _check_int("segment_bytes", settings.get("segment_bytes"), 1)
+    _check_int("max_message_bytes", settings.get("max_message_bytes"), 1, MAX_MESSAGE_BYTES)
     if settings.get("compression") not in COMPRESSIONS:
         raise ConfigError(
             f"compression must be one of None, 'zstd', 'lz4', not {settings.get('compression')!r}"
@@ -120,7 +135,8 @@ class TopicCatalog:
     def _open_topic(self, name: str, partitions: int, explicit: dict) -> Topic:
         directory = os.path.join(self.directory, name)
         kwargs = dict(self._log_defaults)
-        kwargs.update({k: v for k, v in explicit.items() if v is not None})
+        # UNLIMITED overrides a broker default with the Log's "no limit" (None)
+        kwargs.update({k: log_value(k, v) for k, v in explicit.items() if v is not None and k in LOG_SETTINGS})
         logs = []
         try:
             for p in range(partitions):
@@ -136,7 +152,8 @@ class TopicCatalog:
                     logger.exception("closing %s after a failed open of topic %s", opened, name)
             raise
         # The effective settings, as the log applies them (its defaults included).
-        config = {k: getattr(logs[0], k, kwargs.get(k)) for k in TOPIC_SETTINGS}
+        config = {k: getattr(logs[0], k, kwargs.get(k)) for k in LOG_SETTINGS}
+        config["max_message_bytes"] = explicit.get("max_message_bytes")  # None: the caller's default
         return Topic(name, directory, partitions, config, logs, overrides=dict(explicit))
 
     # -- queries ---------------------------------------------------------------------------

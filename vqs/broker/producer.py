@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MessageTooLarge
 from .partitioner import RoundRobin, group_by_key, partition_for_key
 from .topic import RecordMetadata
 
@@ -29,6 +29,17 @@ def to_bytes(value, what: str = "value") -> bytes:
     if isinstance(value, str):
         return value.encode()
     raise TypeError(f"a record {what} must be bytes or str, not {type(value).__name__}")
+
+
+def _check_size(t, values) -> None:
+    """The topic's own ``max_message_bytes`` (``Topic.message_limit``), when it has one: the
+    same rule the server's fronts apply, so no producer gets past it. Checked before anything
+    of the call is appended."""
+    limit = t.config.get("max_message_bytes")
+    if limit:
+        big = max((len(v) for v in values if v is not None), default=0)  # (None: a null value)
+        if big > limit:
+            raise MessageTooLarge(f"a value of {big} bytes exceeds topic {t.name!r}'s max_message_bytes ({limit})")
 
 
 def _headers(headers):
@@ -78,6 +89,8 @@ class Producer:
         t = self._broker.topic(topic)
         if value.__class__ is not bytes and value is not None:
             value = to_bytes(value)
+        if t.config.get("max_message_bytes"):
+            _check_size(t, (value,))
         if key is not None and key.__class__ is not bytes:
             key = to_bytes(key, "key")
         if partition is None:
@@ -126,6 +139,7 @@ class Producer:
         if n == 0:
             return []
         values = [v if v.__class__ is bytes or v is None else to_bytes(v) for v in values]
+        _check_size(t, values)
         if keys is not None:
             keys = [k if k is None or k.__class__ is bytes else to_bytes(k, "key") for k in keys]
             if all(k is None for k in keys):

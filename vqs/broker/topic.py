@@ -106,6 +106,12 @@ class Topic:
     def __repr__(self) -> str:
         return f"Topic({self.name!r}, partitions={self.partitions}, config={self.config!r})"
 
+    def message_limit(self, default: int) -> int:
+        """The largest record value this topic takes, in bytes: its own ``max_message_bytes``
+        (Kafka's ``max.message.bytes``), else ``default`` (a server's ``max_message_bytes``).
+        Every front that appends on a producer's behalf checks this one rule first."""
+        return self.config.get("max_message_bytes") or default
+
     # -- partitions -----------------------------------------------------------------
     @property
     def closed(self) -> bool:

@@ -28,6 +28,7 @@ import os
 import time
 
 from ..broker import layout
+from ..broker.catalog import log_value
 from ..errors import ConfigError, LogLockedError, VQSError
 from ..storage import DirLock, Log, MapCache
 
@@ -195,7 +196,7 @@ def _owned_error(err: LogLockedError) -> LogLockedError:
 
 def log_config(meta: dict) -> dict:
     cfg = meta.get("config") or {}
-    return {k: cfg[k] for k in _LOG_CONFIG_KEYS if k in cfg}
+    return {k: log_value(k, cfg[k]) for k in _LOG_CONFIG_KEYS if k in cfg}
 
 
 def open_partition_writer(data_dir: str, topic: str, partition: int, meta: dict, timeout_s: float):

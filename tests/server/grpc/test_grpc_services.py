@@ -102,6 +102,18 @@ def test_produce_errors_are_status_codes(stubs, pb, unique):
     assert "/" not in e.details()  # never a server path
 
 
+def test_a_topics_own_max_message_bytes_applies_to_grpc_too(stubs, pb, unique):
+    base = f"http://127.0.0.1:{stubs.port}"
+    r = httpx.post(base + "/topics", json={"name": unique, "max_message_bytes": 2048}, timeout=10)
+    assert r.status_code == 201, r.text
+    e = _err(stubs.records.Produce, pb.ProduceRequest(topic=unique, values=[b"x" * 2049]))
+    assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "2048" in e.details()
+    assert stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"x" * 2048])).count == 1
+    large = unique + "-large"
+    assert httpx.post(base + "/topics", json={"name": large, "max_message_bytes": 2 << 20}, timeout=10).is_success
+    assert stubs.records.Produce(pb.ProduceRequest(topic=large, values=[b"x" * (3 << 19)])).count == 1
+
+
 def test_produce_stream_acks_every_batch_in_order(stubs, pb, unique):
     stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique))
     reqs = (pb.ProduceRequest(topic=unique, values=[b"%d-%d" % (i, j) for j in range(10)], batch_id=i)

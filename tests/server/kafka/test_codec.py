@@ -13,7 +13,7 @@ pytest.importorskip("cramjam")
 
 from vqs.broker import Broker
 from vqs.server.kafka.apis import API_TABLE
-from vqs.server.kafka.codec import ProtocolError, Writer
+from vqs.server.kafka.codec import MAX_ARRAY, ProtocolError, Reader, Writer
 from vqs.server.kafka.listener import Connection, KafkaContext
 from vqs.server.kafka.records import CorruptBatch, decode_batches, encode_records, encode_vqs_batch
 from vqs.server.settings import Settings
@@ -123,3 +123,22 @@ def test_any_frame_is_answered_or_a_protocol_error(conn, frame):
         asyncio.run(run())
     except ProtocolError:
         pass
+
+
+def test_array_lengths_are_bounded_before_anything_is_allocated():
+    room = b"\0" * (2 * (MAX_ARRAY + 1))
+    assert Reader(struct.pack(">i", MAX_ARRAY) + room).array_len(2) == MAX_ARRAY
+    for n in (MAX_ARRAY + 1, 1 << 30, -2):
+        with pytest.raises(ProtocolError):
+            Reader(struct.pack(">i", n) + room).array_len(2)  # Kafka's 1,000,000 elements at most
+    with pytest.raises(ProtocolError):
+        Reader(struct.pack(">i", 11) + b"\0" * 20).array_len(2)  # more than the bytes left can hold
+    assert Reader(struct.pack(">i", -1)).nullable_array_len() is None
+    assert Reader(struct.pack(">i", -1)).array_len() == 0
+    compact = bytes(Writer().uvarint(MAX_ARRAY + 2).b)  # length + 1
+    with pytest.raises(ProtocolError):
+        Reader(compact + room).compact_array_len(2)
+    with pytest.raises(ProtocolError):
+        Reader(bytes(Writer().uvarint(MAX_ARRAY + 1).b) + b"\0" * 10).tagged_fields()
+    with pytest.raises(ProtocolError):  # a string longer than what is left: refused before the copy
+        Reader(struct.pack(">h", 30_000) + b"ab").string()

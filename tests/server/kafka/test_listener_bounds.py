@@ -130,6 +130,41 @@ def test_a_record_over_max_message_bytes_is_refused_as_on_every_front(tmp_path):
         assert server.stop() == 0, server.log()
 
 
+def test_a_topics_max_message_bytes_is_the_one_rule_for_kafka_and_rest(tmp_path):
+    import httpx
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    server = KafkaServer(tmp_path / "data").start()
+    try:
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        for name, limit in (("small", 2048), ("large", 4 << 20)):
+            admin.create_topics([NewTopic(name, 1, 1, config={"max.message.bytes": str(limit)})])[name].result(10)
+        k = RawKafka(server.kafka_port)
+        assert k.produce("small", 0, encode_records(0, [b"x" * 2049], timestamps=[1_000]))[0] == 10
+        assert k.produce("small", 0, encode_records(0, [b"x" * 2048], timestamps=[1_000]))[0] == 0
+        three_mib = b"x" * (3 << 20)  # over the server's default, under the topic's own limit
+        assert k.produce("large", 0, encode_records(0, [three_mib], timestamps=[1_000]))[0] == 0
+        k.close()
+        delivered = []
+        p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 0})
+        p.produce("small", b"y" * 4096, on_delivery=lambda err, msg: delivered.append(err))
+        p.flush(15)
+        assert delivered and delivered[0].code() == ck.KafkaError.MSG_SIZE_TOO_LARGE  # MESSAGE_TOO_LARGE
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            r = http.post("/topics/small/messages", json={"messages": [{"value": "z" * 2049}]})
+            assert r.status_code == 413 and "2048" in r.text
+            assert http.post("/topics/small/messages", json={"messages": [{"value": "z" * 2048}]}).status_code == 200
+            r = http.post("/topics/large/messages", json={"messages": [{"value": "z" * (3 << 20)}]})
+            assert r.status_code == 200, r.text
+            assert http.post("/topics", json={"name": "viarest", "max_message_bytes": 100}).status_code == 201
+            assert http.post("/topics/viarest/messages", json={"messages": [{"value": "z" * 101}]}).status_code == 413
+        k = RawKafka(server.kafka_port)
+        assert k.produce("viarest", 0, encode_records(0, [b"x" * 101], timestamps=[1_000]))[0] == 10
+        k.close()
+    finally:
+        assert server.stop() == 0, server.log()
+
+
 def test_group_session_and_rebalance_timeouts_are_bounded(tmp_path):
     server = KafkaServer(tmp_path / "data").start()  # the defaults: 6 s to 30 min, as Kafka's
 

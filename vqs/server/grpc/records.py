@@ -10,7 +10,7 @@ Invariants:
   policy promises (``always``: fsynced); the acks of a stream come in the order
   of its batches, each echoing ``batch_id``. A batch refused ends the stream
   with its status: the batches acknowledged before it stay appended.
-- a value over ``max_message_bytes`` is refused (RESOURCE_EXHAUSTED) before
+- a value over the topic's ``max_message_bytes`` (else the server's) is refused (RESOURCE_EXHAUSTED) before
   anything of its batch is appended.
 - Fetch and Subscribe return records from the asked offset on, never one
   before it; Subscribe sends each partition's records in offset order, with no
@@ -30,7 +30,7 @@ import time
 
 import grpc
 
-from ...errors import LogClosedError, OffsetOutOfRange
+from ...errors import LogClosedError, OffsetOutOfRange, VQSError
 from .calls import streaming, unary
 from .context import STOP_CHECK_S, GrpcContext
 from .errors import RpcError, invalid
@@ -105,7 +105,10 @@ class RecordsService(pbg.RecordsServicer):
         if not n:
             raise invalid("values is empty: a produce needs at least one record")
         nulls = _indexes(req.null_values, n, "null_values")
-        limit = ctx.settings.max_message_bytes
+        try:  # the topic's own limit, else the server's
+            limit = ctx.broker.topic(req.topic).message_limit(ctx.settings.max_message_bytes)
+        except VQSError:  # no such topic (or a bad name): the send below answers it
+            limit = ctx.settings.max_message_bytes
         nbytes = sum(map(len, values))
         if nbytes > limit:  # only then can one value pass the limit
             big = max(map(len, values))

@@ -3,7 +3,8 @@ DescribeConfigs, FindCoordinator, InitProducerId, SASL.
 
 ``API_TABLE`` maps an API key to (min version, max version, first flexible
 version, handler); ApiVersions advertises exactly this table, so a client
-never negotiates a version that has no handler. This is one Kafka node
+never negotiates a version that has no handler (Produce 0-2's handler refuses
+them: listed only for old clients' feature checks). This is one Kafka node
 (node id 0) that leads every partition and coordinates every group; topics
 are created with replication factor 1 (any other is refused).
 """
@@ -11,10 +12,11 @@ are created with replication factor 1 (any other is refused).
 from __future__ import annotations
 
 from ... import errors as E
+from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
 from . import admin, data, groups
 from . import errors as K
-from .codec import ProtocolError, Writer
+from .codec import Writer
 
 NO_FLEX = 1 << 15
 
@@ -48,19 +50,14 @@ def api_versions_error() -> bytes:
 
 
 def _topic_names(r, v) -> list[str] | None:
-    n = r.int32()
-    if n == -1 or (n == 0 and v == 0):
+    n = r.nullable_array_len(2)
+    if n is None or (n == 0 and v == 0):
         return None
-    if n < 0 or n * 2 > r.remaining:
-        raise E.VQSError("bad topic array")
     return [r.string() for _ in range(n)]
 
 
 async def metadata(ctx, conn, v, r):
-    try:
-        names = _topic_names(r, v)
-    except E.VQSError as e:
-        raise ProtocolError(str(e)) from None
+    names = _topic_names(r, v)
     auto_create = r.boolean() if v >= 4 else True
     cluster_ops = r.boolean() if v >= 8 else False
     topic_ops = r.boolean() if v >= 8 else False
@@ -115,9 +112,64 @@ async def metadata(ctx, conn, v, r):
     return bytes(w.b)
 
 
-_UNSET = {"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": None, "compression.type": "producer"}
+# Kafka topic configs: name -> the create_topic argument it sets. CreateTopics takes these and
+# refuses any other name (INVALID_CONFIG, as Kafka refuses an unknown one); DescribeConfigs reports
+# all of them with the values in force.
 _TOPIC_CONFIGS = {"retention.ms": "retention_ms", "retention.bytes": "retention_bytes",
-                  "segment.bytes": "segment_bytes", "compression.type": "compression"}
+                  "segment.bytes": "segment_bytes", "compression.type": "compression",
+                  "max.message.bytes": "max_message_bytes", "cleanup.policy": None}
+_INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 1, "max.message.bytes": 1}
+_COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4"}
+
+
+def _topic_settings(configs: dict) -> dict:
+    """create_topic's keyword arguments for CreateTopics' configs; ConfigError (INVALID_CONFIG)
+    naming the config for an unknown name, a null, or a value Kafka or this broker refuses."""
+    kwargs = {}
+    for key, value in configs.items():
+        if key not in _TOPIC_CONFIGS:
+            raise E.ConfigError(f"unknown topic config {key!r} (supported: {', '.join(sorted(_TOPIC_CONFIGS))})")
+        if value is None:
+            raise E.ConfigError(f"config {key} has a null value")
+        if key in _INT_MIN:
+            text = value.strip()
+            if not text.lstrip("-").isdigit() or int(text) < _INT_MIN[key] or int(text) >= 1 << 63:
+                raise E.ConfigError(f"config {key}={value!r} must be an integer >= {_INT_MIN[key]}"
+                                    + (" (-1: unlimited)" if _INT_MIN[key] < 0 else ""))
+            kwargs[_TOPIC_CONFIGS[key]] = int(text)
+        elif key == "compression.type":
+            if value not in _COMPRESSION:
+                raise E.ConfigError(f"config compression.type={value!r}: topics are stored as "
+                                    f"{', '.join(_COMPRESSION)} (gzip and snappy batches are taken, not kept)")
+            if _COMPRESSION[value]:
+                kwargs["compression"] = _COMPRESSION[value]
+        else:  # cleanup.policy
+            policies = {p.strip() for p in value.split(",")}
+            if "compact" in policies:
+                raise E.ConfigError("config cleanup.policy=compact: compacted topics are not supported yet "
+                                    "(only cleanup.policy=delete)")
+            if policies != {"delete"}:
+                raise E.ConfigError(f"config cleanup.policy={value!r} must be delete")
+    return kwargs
+
+
+def _configs_in_force(ctx, topic) -> dict[str, tuple[str, bool]]:
+    """Every topic config DescribeConfigs reports: name -> (value in force, set on the topic)."""
+    cfg, own = topic.config, topic.overrides
+    comp = cfg.get("compression")
+
+    def number(key: str, unset: str | None) -> str | None:
+        return unset if cfg.get(key) is None else str(cfg[key])
+
+    return {
+        "retention.ms": (number("retention_ms", "-1"), "retention_ms" in own),  # None: unlimited
+        "retention.bytes": (number("retention_bytes", "-1"), "retention_bytes" in own),
+        "segment.bytes": (number("segment_bytes", None), "segment_bytes" in own),
+        "compression.type": (comp or "producer", "compression" in own),
+        "max.message.bytes": (str(topic.message_limit(ctx.settings.max_message_bytes)),
+                              "max_message_bytes" in own),
+        "cleanup.policy": ("delete", False),
+    }
 
 
 async def create_topics(ctx, conn, v, r):
@@ -144,16 +196,11 @@ async def create_topics(ctx, conn, v, r):
     for name, parts, rf, configs in topics:
         err, msg = K.NONE, None
         kwargs = {}
-        for key, value in configs.items():
-            if key in _TOPIC_CONFIGS and value is not None:
-                arg = _TOPIC_CONFIGS[key]
-                kwargs[arg] = value if arg == "compression" else int(value) if value.lstrip("-").isdigit() else None
-                if kwargs[arg] is None:
-                    err, msg = K.INVALID_CONFIG, f"config {key}={value!r} is not an integer"
-            elif key == "compression.type":
-                continue
-        if kwargs.get("compression") in ("producer", "uncompressed"):
-            kwargs.pop("compression")
+        try:
+            kwargs = _topic_settings(configs)
+            validate_topic_settings(1, kwargs)  # the broker's own bounds, also under validate_only
+        except E.ConfigError as e:
+            err, msg = K.INVALID_CONFIG, str(e)
         if err:
             pass
         elif rf not in (-1, 1):
@@ -206,36 +253,36 @@ async def describe_configs(ctx, conn, v, r):
     for _ in range(r.array_len(3)):
         rtype = r.int8()
         name = r.string()
-        n = r.int32()
-        keys = None if n == -1 else [r.string() for _ in range(max(0, min(n, r.remaining)))]
+        n = r.nullable_array_len(2)
+        keys = None if n is None else [r.string() for _ in range(n)]
         resources.append((rtype, name, keys))
     if v >= 1:
         r.boolean()
     w = Writer().int32(0).array(len(resources))
     for rtype, name, keys in resources:
-        configs: dict[str, str | None] = {}
+        configs: dict[str, tuple[str | None, bool]] = {}  # name -> (value, set on the resource)
         err, msg = K.NONE, None
         if rtype == 2:  # topic
             try:
-                cfg = ctx.broker.topic(name).config
-                configs = {k: str(cfg[a]) if cfg.get(a) is not None else _UNSET[k] for k, a in _TOPIC_CONFIGS.items()}
-                configs["cleanup.policy"] = "delete"
+                configs = _configs_in_force(ctx, ctx.broker.topic(name))
             except E.VQSError as e:
                 err, msg = K.code_for(e), str(e)
         elif rtype == 4:  # broker
-            configs = {"broker.id": str(ctx.node_id), "auto.create.topics.enable":
-                       str(ctx.settings.kafka_auto_create_topics).lower(), "log.flush.policy": ctx.settings.flush}
+            configs = {"broker.id": (str(ctx.node_id), False), "auto.create.topics.enable":
+                       (str(ctx.settings.kafka_auto_create_topics).lower(), False),
+                       "log.flush.policy": (ctx.settings.flush, False),
+                       "message.max.bytes": (str(ctx.settings.max_message_bytes), False)}
         else:
             err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics and brokers only)"
         if keys is not None:
             configs = {k: configs[k] for k in keys if k in configs}
         w.int16(err).string(msg).int8(rtype).string(name).array(len(configs))
-        for k, val in configs.items():
-            w.string(k).string(val).boolean(True)
+        for k, (val, own) in configs.items():
+            w.string(k).string(val).boolean(True)  # read-only: there is no AlterConfigs
             if v == 0:
-                w.boolean(False)
+                w.boolean(not own)  # is_default
             else:
-                w.int8(5)  # DEFAULT_CONFIG (reported read-only)
+                w.int8(1 if own else 5)  # DYNAMIC_TOPIC_CONFIG (set at CreateTopics) or DEFAULT_CONFIG
             w.boolean(False)
             if v >= 1:
                 w.array(0)
@@ -303,7 +350,7 @@ async def sasl_authenticate(ctx, conn, v, r):
 
 
 API_TABLE: dict = {
-    0: (3, 7, NO_FLEX, data.produce),
+    0: (0, 7, NO_FLEX, data.produce),  # 0-2 advertised for old librdkafka, refused on use
     1: (4, 11, NO_FLEX, data.fetch),
     2: (1, 5, NO_FLEX, data.list_offsets),
     3: (0, 8, NO_FLEX, metadata),

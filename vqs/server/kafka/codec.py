@@ -5,6 +5,13 @@ nonsensical field (a negative length other than the -1 "null", a count larger
 than the bytes left) raises ``ProtocolError``, the only exception this module
 raises on input, so a malformed request can close its connection and nothing
 else. Compact (flexible-version) strings/arrays are length+1 unsigned varints.
+
+Every length is checked before anything is allocated or looped over, here and
+nowhere else: a string or bytes field longer than the bytes left in the frame,
+and an array of more than ``MAX_ARRAY`` elements (Kafka's own limit) or of
+more elements than could fit in the bytes left (``min_item`` bytes each),
+are refused when their length is read. Handlers therefore never size a list
+from the wire.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _HDR = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+MAX_ARRAY = 1_000_000  # Kafka refuses longer arrays before allocating (MessageUtil / ByteBufferAccessor)
 
 
 class ProtocolError(VQSError):
@@ -120,25 +128,29 @@ class Reader:
         n = self.uvarint() - 1
         return None if n == -1 else self.raw(n)
 
-    def array_len(self, min_item: int = 1) -> int:
-        """An array's count (-1 = null -> 0), refused when it cannot fit in what is left."""
-        n = self.int32()
-        if n == -1:
-            return 0
-        if n < 0 or n * min_item > self.remaining:
-            raise ProtocolError(f"array of {n} items at byte {self.pos} cannot fit in the frame")
+    def _count(self, n: int, min_item: int) -> int:
+        if n < 0 or n > MAX_ARRAY or n * min_item > self.remaining:
+            raise ProtocolError(f"array of {n} items at byte {self.pos} cannot fit in the frame "
+                                f"({self.remaining} bytes left; at most {MAX_ARRAY} items)")
         return n
+
+    def nullable_array_len(self, min_item: int = 1) -> int | None:
+        """An array's count, None for the -1 null; refused (before anything is allocated) when
+        over ``MAX_ARRAY`` or when ``min_item`` bytes per item cannot fit in what is left."""
+        n = self.int32()
+        return None if n == -1 else self._count(n, min_item)
+
+    def array_len(self, min_item: int = 1) -> int:
+        """``nullable_array_len`` with null read as 0."""
+        n = self.nullable_array_len(min_item)
+        return 0 if n is None else n
 
     def compact_array_len(self, min_item: int = 1) -> int:
         n = self.uvarint() - 1
-        if n <= 0:
-            return 0
-        if n * min_item > self.remaining:
-            raise ProtocolError(f"array of {n} items at byte {self.pos} cannot fit in the frame")
-        return n
+        return 0 if n <= 0 else self._count(n, min_item)
 
     def tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
+        for _ in range(self._count(self.uvarint(), 2)):
             self.uvarint()
             self._take(self.uvarint())
 

@@ -53,16 +53,48 @@ def _append(ctx, topic, p: int, batches) -> tuple[int, int]:
 
 
 def _check_message_sizes(batches, limit: int) -> None:
-    """One message-size rule for every front: a record whose value is over ``max_message_bytes``
-    (what REST, SQS and the client refuse) is MESSAGE_TOO_LARGE for its partition, nothing of
-    the partition's batches appended."""
+    """One message-size rule for every front: a record whose value is over the topic's
+    ``max_message_bytes`` (``Topic.message_limit``: what REST, gRPC and the client refuse too)
+    is MESSAGE_TOO_LARGE for its partition, nothing of the partition's batches appended."""
     for b in batches:
         big = max((len(v) for v in b.values if v is not None), default=0)  # (None: a null value)
         if big > limit:
             raise CorruptBatch(f"a value of {big} bytes exceeds max_message_bytes ({limit})", code=10)
 
 
+def _refuse_legacy_produce(v, r):
+    """Produce v0-2 (message sets v0/v1): advertised, because older librdkafka (2.0.2 among them) reads a
+    Produce minimum above 0 as "this broker takes no gzip/snappy/lz4" and sends those batches
+    uncompressed, and refused on use with UNSUPPORTED_VERSION for every partition, as Kafka 4
+    does (KAFKA-18659). No client that negotiates with ApiVersions sends them (it picks the
+    highest common version); the request is still parsed whole and answered in its own format."""
+    acks = r.int16()
+    r.int32()  # timeout
+    topics = []
+    for _ in range(r.array_len(6)):
+        name = r.string()
+        parts = []
+        for _ in range(r.array_len(8)):
+            parts.append(r.int32())
+            r.nullable_bytes()
+        topics.append((name, parts))
+    if acks == 0:
+        return None
+    w = Writer().array(len(topics))
+    for name, parts in topics:
+        w.string(name).array(len(parts))
+        for p in parts:
+            w.int32(p).int16(K.UNSUPPORTED_VERSION).int64(-1)
+            if v >= 2:
+                w.int64(-1)
+    if v >= 1:
+        w.int32(0)
+    return bytes(w.b)
+
+
 async def produce(ctx, conn, v, r):
+    if v < 3:
+        return _refuse_legacy_produce(v, r)
     txn = r.nullable_string()
     acks = r.int16()
     r.int32()  # timeout
@@ -85,7 +117,7 @@ async def produce(ctx, conn, v, r):
                     batches = await ctx.blocking(decode_batches, data, now_ms, cap)
                 else:
                     batches = decode_batches(data, now_ms, cap)
-                _check_message_sizes(batches, ctx.settings.max_message_bytes)
+                _check_message_sizes(batches, topic.message_limit(ctx.settings.max_message_bytes))
                 if batches:
                     if ctx.inline_writes:
                         err, base = _append(ctx, topic, p, batches)

@@ -210,16 +210,13 @@ async def offset_commit(ctx, conn, v, r):
 
 async def offset_fetch(ctx, conn, v, r):
     group = r.string()
-    n = r.int32()
+    n = r.nullable_array_len(6)
     wanted = None
-    if n >= 0:
-        if n * 6 > r.remaining:
-            wanted = []
-        else:
-            wanted = []
-            for _ in range(n):
-                name = r.string()
-                wanted.append((name, [r.int32() for _ in range(r.array_len(4))]))
+    if n is not None:
+        wanted = []
+        for _ in range(n):
+            name = r.string()
+            wanted.append((name, [r.int32() for _ in range(r.array_len(4))]))
     err = K.NONE
     committed = {}
     try:

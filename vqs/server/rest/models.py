@@ -47,6 +47,7 @@ class TopicCreate(BaseModel):
     retention_bytes: int | None = Field(None, ge=1)
     segment_bytes: int | None = Field(None, ge=4096, le=1 << 31)
     compression: Literal["zstd", "lz4"] | None = None
+    max_message_bytes: int | None = Field(None, ge=1, le=1 << 30)  # None: the server's max_message_bytes
 
 
 class PartitionsCreate(BaseModel):

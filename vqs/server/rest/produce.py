@@ -102,7 +102,7 @@ def json_records(ctx: ServerContext, t, body: bytes) -> tuple:
     timestamps, nbytes)``, one entry per message in input order; ``keys`` (and the three after it)
     is None when every message is a plain ``{"value": "text"}`` (the common request). Raises
     ``APIError`` (400/413) naming the message and field; nothing is written before it returns."""
-    limit = ctx.settings.max_message_bytes
+    limit = t.message_limit(ctx.settings.max_message_bytes)  # the topic's, else the server's
     try:
         doc = json_loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -264,7 +264,7 @@ def batch_records(ctx: ServerContext, t, partition_raw: str | None, body: bytes)
         raise APIError(400, "invalid_argument", "the body holds no record batch", field="body")
     appends = []
     now = int(time.time() * 1000)
-    limit = ctx.settings.max_message_bytes
+    limit = t.message_limit(ctx.settings.max_message_bytes)  # the topic's, else the server's
     for bt in batches:
         values = bt.values()
         o = bt.value_offsets

@@ -54,7 +54,8 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
         check_total(body.partitions)
         t = await ctx.run(ready_broker(ctx).create_topic, body.name, partitions=body.partitions,
                           retention_ms=body.retention_ms, retention_bytes=body.retention_bytes,
-                          segment_bytes=body.segment_bytes, compression=body.compression)
+                          segment_bytes=body.segment_bytes, compression=body.compression,
+                          max_message_bytes=body.max_message_bytes)
         return jresp(t.describe(), 201)
 
     @r.get("/topics/{topic}", summary="Describe a topic (partitions, offsets, sizes)")
