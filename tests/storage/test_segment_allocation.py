@@ -65,3 +65,23 @@ def test_under_an_injected_fault_nothing_is_allocated(tmp_path):
         assert fault.failures == 0
     finally:
         fs.uninstall()
+
+
+def test_no_allocation_ahead_without_room_to_spare_over_the_floor(tmp_path):
+    """Room given ahead is counted at the governor and never taken below the floor (plus a
+    margin): near a full disk appends keep what is left, and nothing is marked low for it."""
+    d = tmp_path / "log"
+    with Log.open(d, flush="never", min_free_bytes=0) as lg:
+        lg.append(b"x")
+        lg.flush()
+        g = lg._grant.space
+        avail = g.avail
+        assert g.spare(1 << 20, 0) and g.avail == avail - (1 << 20)
+        assert not g.spare(1 << 20, g.avail) and not g.low
+    # appends fit over this floor, but not the margin allocation ahead needs over it
+    with Log.open(tmp_path / "tight", flush="never", min_free_bytes=max(0, avail - (12 << 20))) as lg:
+        for _ in range(10):
+            lg.append(b"y" * 10_000)
+        lg.flush()
+        f = _active_file(tmp_path / "tight")
+        assert _blocks(f) < os.path.getsize(f) + (64 << 10)

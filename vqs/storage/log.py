@@ -114,7 +114,7 @@ from .record_batch import (
 )
 from .recovery import LogLoader
 from .retention import segments_past_retention
-from .segment import Segment
+from .segment import ALLOCATE_AHEAD, Segment
 
 __all__ = [
     "CHECKPOINT", "CLEAN_MARKER", "FLUSH_POLICIES", "MAX_SEGMENT_SPAN", "QUARANTINE_DIR",
@@ -554,7 +554,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             seg = self._active
         max_ts = hdr[8]
         try:
-            seg.append(parts, base, next_offset, max_ts, nbytes)
+            seg.append(parts, base, next_offset, max_ts, nbytes,
+                       seg.size + nbytes > seg.allocated and self._grant.ahead(ALLOCATE_AHEAD))
         except OSError as e:
             # Cut any partial write so the file ends at a batch boundary again.
             try:

@@ -45,6 +45,10 @@ DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 SHORT_MARGIN = 64 << 10
 
 
+#: Steps of room a filesystem must have over the floor for a segment to be allocated ahead.
+AHEAD_MARGIN = 16
+
+
 class Grant:
     """What the space governor (space.py) counts as one log's, a part of ``Log``
     that owns it; guarded by the log's lock.
@@ -98,6 +102,12 @@ class Grant:
             self.space.spend(-g)  # (the bound covers every batch: never, but counted if so)
             g = 0
         self.buffer = g
+
+    def ahead(self, nbytes: int) -> bool:
+        """Whether a segment may be given ``nbytes`` ahead of its writes: counted at the
+        governor, and only while free space exceeds the floor by ``AHEAD_MARGIN`` steps, so
+        room given ahead never competes with appends near a full disk."""
+        return self.space is not None and self.space.spare(nbytes, self.floor + AHEAD_MARGIN * nbytes)
 
     def settle(self) -> None:
         """The buffer is written: the grant's rest goes back."""

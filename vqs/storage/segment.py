@@ -19,12 +19,11 @@ Invariants:
 - batches in a segment have base offsets >= the segment's base and strictly
   increasing; gaps are allowed (a batch quarantined by recovery="skip").
 
-Allocation ahead: an active segment's file is given blocks ``ALLOCATE_AHEAD``
-past its writes without changing its length (``fs.allocate``; Redpanda's
-fallocation step), so buffered writes skip per-page allocation. Advice only:
-a refusal changes nothing and the write stays the authority. ``seal`` gives
-the rest back (a truncate to the file's own length, moving no byte); after a
-crash the last segment may hold one step past its end until sealed.
+Allocation ahead (Redpanda's fallocation step): while the log's space governor
+can spare it, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its
+length unchanged (``fs.allocate``: advice; the write stays the authority), so
+buffered writes skip per-page allocation. ``seal`` truncates the file to its
+own length (moving no byte) to give the rest back.
 
 Mapped reads (``map``; ``Log.read_batches(mapped=True)``, used by bulk
 scans such as the Spark source): the batches are views of a read-only
@@ -145,7 +144,7 @@ class Segment:
         #: shrinking truncate is refused: btrfs under a quota): cut before next append/seal
         self.cut_pending = False
         #: the file's blocks were asked for up to here (``fs.allocate``); 0: not yet
-        self._allocated = 0
+        self.allocated = 0
 
     # -- files (file_cache.py) -----------------------------------------------------
 
@@ -404,8 +403,9 @@ class Segment:
 
     # -- writing ---------------------------------------------------------------
 
-    def append(self, parts: list, base_offset: int, next_offset: int, max_ts: int, nbytes: int) -> int:
-        """Append one encoded batch (as buffers); return its position."""
+    def append(self, parts: list, base_offset: int, next_offset: int, max_ts: int, nbytes: int,
+               ahead: bool = False) -> int:
+        """Append one encoded batch (buffers); its position. ``ahead``: allocate ahead (module doc)."""
         pos = self.size
         h = self._fh
         if h is None:
@@ -414,9 +414,9 @@ class Segment:
             self.cut_tail()  # still no space: raises ENOSPC/EDQUOT, nothing written
         self._hot = True
         end = pos + nbytes
-        if end > self._allocated:
+        if end > self.allocated and ahead:
             fs.allocate(h.fd, pos, end - pos + ALLOCATE_AHEAD)  # advice (module doc)
-            self._allocated = end + ALLOCATE_AHEAD
+            self.allocated = end + ALLOCATE_AHEAD
         write_all(h.fd, parts)  # first: a write that fails (a full disk) leaves no trace in the state
         self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
         self._index_batch(pos, base_offset, self.max_timestamp_ms)
@@ -442,7 +442,7 @@ class Segment:
             return
         if self.cut_pending:
             self.cut_tail()  # a sealed file ends at its last batch (else: corruption at open)
-        elif self._allocated > self.size:
+        elif self.allocated > self.size:
             self._give_back_allocation()
         if sync:
             self.sync()
@@ -462,7 +462,7 @@ class Segment:
 
     def _give_back_allocation(self) -> None:
         """Free the blocks past the end (module doc); best effort."""
-        self._allocated = 0
+        self.allocated = 0
         try:
             h = self.handle()
             fs.ftruncate(h.fd, self.size)
@@ -523,7 +523,7 @@ class Segment:
         h = self.handle()
         fs.ftruncate(h.fd, self.size)
         self.cut_pending = False
-        self._allocated = 0  # (the cut gave back the blocks past the end too)
+        self.allocated = 0  # (the cut gave back the blocks past the end too)
 
     def truncate(self, position: int, *, may_defer: bool = False) -> None:
         """Discard the log file from ``position`` on (recovery), and index
@@ -531,7 +531,7 @@ class Segment:
         filesystem has no space even for that (btrfs under a quota refuses a
         shrinking truncate), the bytes stay past ``size`` and are cut before
         the next append (``cut_pending``), so that a full log still opens."""
-        self._allocated = 0  # (a cut gives back the blocks past the end too)
+        self.allocated = 0  # (a cut gives back the blocks past the end too)
         try:
             fs.truncate(self.log_path, position)
         except OSError as e:

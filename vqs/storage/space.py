@@ -159,6 +159,16 @@ class Space:
         self.unwritten += nbytes
         return nbytes
 
+    def spare(self, nbytes: int, floor: int) -> bool:
+        """Count ``nbytes`` a file is given ahead of its writes (``fs.allocate``) as used, if
+        that leaves more than ``floor`` by the last reading; False (nothing counted, nothing
+        marked low) otherwise: room given ahead is a speed-up, never a reason to refuse."""
+        with self._lock:
+            if self.avail - nbytes < floor:
+                return False
+            self.avail -= nbytes
+            return True
+
     def room(self, floor: int, where: str, control: bool = False) -> bool:
         """Whether a write over ``floor`` has room now in directory ``where``
         (reads free space when due; ``control``: as ``take``); a data write's
