@@ -312,11 +312,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 self._dir_lock.release()
             raise
         self._set_thresholds()
-        if flush == "interval":
-            if self._clean_marker:  # nothing to flush until the first write registers it
-                self._flush_idle = True
-            else:
-                Flusher.shared().register(self, flush_interval_ms / 1000)
+        if flush == "interval" and not self._clean_marker:
+            Flusher.shared().register(self, flush_interval_ms / 1000)
+        elif flush != "never":
+            # flush="always": the flusher checkpoints it and takes its grant back when it is
+            # idle; from its first write (so does a clean-opened "interval" log)
+            self._flush_idle = self._blocked = True
         return self
 
     def _reset_buffer(self) -> None:

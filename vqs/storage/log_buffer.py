@@ -16,8 +16,9 @@ Invariants (under the log's lock):
   slow path takes the next grant (a full batch's bound, at most MAX_STEP: one take per batch)
   or, refused, takes the record back out of the buffer and raises
   DiskFullError: nothing refused is ever written;
-- a write of the whole buffer gives the grant's rest back (``_settle_grant``):
-  an idle log holds none.
+- a write of the whole buffer gives the grant's rest back (``_settle_grant``;
+  under flush="always" the flusher does, once the log is idle): an idle log
+  holds none.
 """
 
 from __future__ import annotations
@@ -152,8 +153,12 @@ class LogBuffer:
             raise
 
     def _settle_grant(self) -> None:
-        """The buffer is written: give the grant's rest back."""
-        self._grant.settle()
+        """The buffer is written: give the grant's rest back. Under flush="always" every
+        append is written at once, so the rest stays for the next appends and goes back
+        when the flusher finds the log idle (``_flush_tick``): one take per busy spell,
+        not one per append; an idle log still holds none."""
+        if not self._flush_always:
+            self._grant.settle()
         self._set_thresholds()
 
     def _buffer_full_locked(self) -> None:

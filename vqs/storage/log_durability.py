@@ -246,7 +246,8 @@ class LogDurability:
             self._sync_locked()
 
     def _flush_tick(self) -> bool:
-        """One round of the interval flusher; False once the log is closed, or
+        """One round of the flusher (an "interval" log's flush; an "always" log's checkpoint
+        and grant); False once the log is closed, or
         idle: nothing was written for a whole interval and the checkpoint is
         current (then the next write registers it again, see ``_check_writable``:
         10,000 idle partitions cost the flusher thread nothing)."""
@@ -256,6 +257,8 @@ class LogDurability:
             if self._failed is None and not self._sync.syncing and not self._buf_values and not self._sync.unsynced \
                     and self._written_end <= self._sync.durable_end <= self._checkpoint.recovery_point:
                 self._flush_idle = self._blocked = True
+                self._grant.settle()  # (flush="always" keeps it between writes: log_buffer.py)
+                self._set_thresholds()
                 return False
             if not self._sync.syncing and self._failed is None:
                 self._sync_locked()
