@@ -4,7 +4,8 @@
 log's own format (docs/FORMAT.md), back to back. Producers send it (base
 offsets are ignored; the server assigns offsets); consumers ask for it with
 ``Accept`` and get exactly the records asked for, as batches carrying their
-offsets and timestamps. Response headers ``X-VQS-Next-Offset``,
+offsets and timestamps, or with ``stored=1`` the stored batches holding them,
+as the log holds them (vqs/server/rest/messages.py). Response headers ``X-VQS-Next-Offset``,
 ``X-VQS-Start-Offset`` and ``X-VQS-End-Offset`` carry the positions.
 
 Invariants: every batch of a body is CRC-verified before any record of it is

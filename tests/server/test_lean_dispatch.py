@@ -126,9 +126,11 @@ def _scenario(c: httpx.Client, prefix: str) -> list[dict]:
     # --- consume: invalid (the framework's validation)
     for qs in ("?partition=99999", "?partition=-1", "?offset=-1", "?limit=0", "?limit=x", "?max_bytes=0",
               "?wait_ms=20001", "?encoding=xml", "?group=a%20b", "?group=..", "?offset=1&offset=2", "?other=1",
-              "?partition=", "?offset=%2B1", "?partition=1", "?offset=00001"):
+              "?partition=", "?offset=%2B1", "?partition=1", "?offset=00001", "?stored=2", "?stored=true",
+              "?offset=999&stored=1"):
         go("GET", p + qs)
         go("GET", p + qs, headers={"Accept": BATCH})
+    go("GET", p + "?offset=0&stored=1")  # stored batches without the binary Accept: the core's 400
     go("GET", f"/topics/{prefix}nope/messages?offset=0")
     go("GET", f"/topics/{t3}/messages?partition=3")
 

@@ -65,6 +65,24 @@ def test_batch_read_through_server(spark, server, client, reader):  # over both 
     assert got == want and len(got) == 500
 
 
+@pytest.mark.parametrize("max_bytes", [None, "1"])
+def test_range_inside_stored_batches(spark, server, client, reader, max_bytes):
+    """The server sends whole stored batches (stored=1): a range that begins and ends inside
+    them gets exactly its records, also fetched one batch at a time (maxBytesPerRead=1)."""
+    if "u_mid" not in client.topics():
+        client.create_topic("u_mid")
+        prod = client.producer()
+        for b in range(4):
+            prod.send_batch("u_mid", [b"m%d" % (b * 100 + i) for i in range(100)], partition=0)
+    r = (spark.read.format("vqs").option("url", server.url).option("topic", "u_mid")
+         .option("startingOffsets", json.dumps({"u_mid": {"0": 150}}))
+         .option("endingOffsets", json.dumps({"u_mid": {"0": 250}})))
+    if max_bytes:
+        r = r.option("maxBytesPerRead", max_bytes)
+    got = sorted((x.offset, bytes(x.value)) for x in r.load().collect())
+    assert got == [(i, b"m%d" % i) for i in range(150, 250)]
+
+
 def test_batch_write_through_server(spark, server, client):
     df = spark.createDataFrame([(f"w{i}", f"k{i % 3}") for i in range(100)], "value string, key string")
     df.write.format("vqs").mode("append").option("url", server.url).option("topic", "u_out") \

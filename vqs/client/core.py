@@ -4,7 +4,9 @@ Guarantees: one Client is one ``Transport`` (one keep-alive pool), shared by
 every topic, producer, consumer and queue made from it, and closed with it;
 every method answers as the embedded ``Broker``'s does (its return types, its
 exceptions, via ``error_map``); the stateless ``read_batches`` returns exactly
-the records from ``offset`` on, with the next offset to ask for.
+the records from ``offset`` on, with the next offset to ask for;
+``read_stored_batches`` the whole stored batches holding them (the first may
+begin below ``offset``).
 """
 
 from __future__ import annotations
@@ -107,6 +109,23 @@ class Client:
             "GET", f"/topics/{topic}/messages",
             {"partition": partition, "offset": offset, "limit": max_records, "max_bytes": max_bytes,
              "wait_ms": int(timeout * 1000)},
+            _ACCEPT_BATCH, timeout=max(t.timeout, timeout + 30))
+        return decode_body(body, where="server response"), int(hs[NEXT_OFFSET]), int(hs[END_OFFSET])
+
+    def read_stored_batches(self, topic: str, partition: int, offset: int, *, max_records: int = 100_000,
+                            max_bytes: int = 1 << 20, timeout: float = 0.0):
+        """Stateless fetch of the stored batches themselves (``stored=1``): whole, decoded
+        RecordBatch objects holding the records from ``offset`` on, the first of which may
+        begin below ``offset`` (the caller skips those records), as many as fit in ``max_bytes``
+        of stored bytes (at least one) until ``max_records`` records from ``offset`` on are
+        reached (the last batch is whole, so there may be more); the next offset (the end of
+        the last batch) and the end offset. The server sends them as the log holds them, with
+        no re-encoding; each is CRC-verified here again. Long polls ``timeout`` s."""
+        t = self._transport
+        hs, body = t.hot(
+            "GET", f"/topics/{topic}/messages",
+            {"partition": partition, "offset": offset, "limit": max_records, "max_bytes": max_bytes,
+             "wait_ms": int(timeout * 1000), "stored": 1},
             _ACCEPT_BATCH, timeout=max(t.timeout, timeout + 30))
         return decode_body(body, where="server response"), int(hs[NEXT_OFFSET]), int(hs[END_OFFSET])
 

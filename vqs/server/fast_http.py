@@ -314,8 +314,13 @@ class _FastRequest:
                 content += (name, b": ", value, b"\r\n")
             if not self.keep_alive and not close:
                 content.append(b"connection: close\r\n")
-            content += (b"\r\n", body)
-            transport.write(b"".join(content))
+            if len(body) > _BODY_APART:  # stored batches: not copied once more to join the head
+                content.append(b"\r\n")
+                transport.write(b"".join(content))
+                transport.write(body)
+            else:
+                content += (b"\r\n", body)
+                transport.write(b"".join(content))
             written = True
             if close or not self.keep_alive:
                 transport.close()
@@ -360,6 +365,8 @@ class _FastRequest:
         return True
 
 
+#: A body larger than this is written after the head rather than joined to it (the same bytes).
+_BODY_APART = 64 << 10
 _STATUS_LINE: dict = {}
 _CYCLE = None  # uvicorn's RequestResponseCycle (set by _make_protocol)
 _UVICORN_500_HEADERS = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"21"),

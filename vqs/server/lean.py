@@ -358,7 +358,7 @@ class LeanRoutes:
         return await consume_messages(
             self.ctx, topic, g("partition", 0), g("offset"), g("limit", CONSUME_INTS["limit"][0]),
             g("max_bytes", CONSUME_INTS["max_bytes"][0]), g("wait_ms", 0), g("group"), g("encoding", "text"),
-            accept is not None and _BATCH in accept)
+            accept is not None and _BATCH in accept, g("stored", 0) == 1)
 
     async def _send(self, scope, queue: str, body: bytes):
         msgs = _messages(_json_doc(scope["headers"], body))

@@ -1,8 +1,10 @@
 """Url mode: the Spark connector through a VQS server (``vqs.Client``).
 
 Executors on any machine read partitions with the binary record-batch fetch
-(``GET /topics/{t}/messages`` with ``Accept: application/vnd.vqs.batch``), so
-``read()`` builds Arrow columns from the same columnar batches as in path mode,
+(``GET /topics/{t}/messages?stored=1`` with ``Accept:
+application/vnd.vqs.batch``: the stored batches as the log holds them, no
+re-encoding on the server), so ``read()`` builds Arrow columns from the same
+columnar batches as in path mode,
 and write with binary produce requests, one per topic partition and chunk.
 
 **Exactly-once streaming sink over HTTP.** There are no server transactions,
@@ -113,7 +115,9 @@ class UrlSource:
         return None
 
     def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int):
-        batches, _next, _end = self.client.read_batches(
+        """Whole CRC-checked RecordBatches holding records >= offset (the first may
+        begin below it), as the server stores them (``Client.read_stored_batches``)."""
+        batches, _next, _end = self.client.read_stored_batches(
             topic, partition, offset, max_records=100_000, max_bytes=max_bytes
         )
         return batches
@@ -253,8 +257,8 @@ def _read_rows(client, topic: str, partition: int, start: int, end: int):
     headers: list = []
     pos = start
     while pos < end:
-        batches, nxt, _ = client.read_batches(topic, partition, pos, max_records=min(100_000, end - pos),
-                                              max_bytes=8 << 20)
+        batches, nxt, _ = client.read_stored_batches(topic, partition, pos, max_records=min(100_000, end - pos),
+                                                     max_bytes=8 << 20)
         if not batches:
             raise VQSError(f"{topic}/{partition}: records [{pos}, {end}) are missing")
         for b in batches:

@@ -350,13 +350,18 @@ class RecordBatch:
     ``first_timestamp_ms``. ``value_validity`` is the values' validity bitmap
     (Arrow's, LSB first: 0 = a null value, whose slice is empty), or None when
     no value in the batch is null.
+
+    ``raw`` is the batch as stored: its ``size_bytes`` bytes, header and stored
+    (possibly compressed) body, a memoryview of the buffer it was decoded from,
+    whose CRC was verified. Serving it as is (the server's ``stored=1`` fetch)
+    needs no re-encoding; it keeps that buffer alive as the columns do.
     """
 
     __slots__ = (
         "base_offset", "count", "first_timestamp_ms", "max_timestamp_ms", "codec",
         "attributes", "producer_id", "producer_epoch", "base_sequence", "size_bytes",
         "value_offsets", "value_data", "key_validity", "key_offsets", "key_data",
-        "header_offsets", "header_data", "timestamps", "value_validity",
+        "header_offsets", "header_data", "timestamps", "value_validity", "raw",
     )
 
     @property
@@ -507,6 +512,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer") -> RecordBatch:
     b.producer_epoch = pepoch
     b.base_sequence = bseq
     b.size_bytes = end - pos
+    b.raw = mv[pos:end]
     try:
         p = 0
         b.value_offsets, b.value_data, p = _column(body, p, n)

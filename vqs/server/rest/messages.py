@@ -12,6 +12,16 @@ Invariants: a produce returns its offsets as ranges in input order; a
 consume returns records from ``offset`` on (never one before it), with the
 next offset to ask for; a long poll waits in slices of at most 1 s so a
 shutdown is never held up.
+
+``stored=1`` (binary only) answers the stored batches themselves instead: the
+bytes of the whole batches holding offsets >= ``offset`` as the log holds
+them (the first may begin below ``offset``; compressed ones stay compressed),
+each CRC-verified by the read that found it (``Log.read_batches``), none
+decoded into records or encoded again. A query parameter rather than a
+media-type parameter: what it changes is which records the answer holds
+(whole batches, and ``max_bytes`` counts their stored bytes), not how they
+are represented, and it is checked, bounded and documented with the route's
+other parameters (``CONSUME_INTS``), by the lean dispatch as by the route.
 """
 
 from __future__ import annotations
@@ -127,6 +137,7 @@ CONSUME_INTS = {
     "limit": (100, 1, 100_000),
     "max_bytes": (1 << 20, 1, 64 << 20),
     "wait_ms": (0, 0, MAX_WAIT_MS),
+    "stored": (0, 0, 1),
 }
 
 
@@ -175,10 +186,12 @@ def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
                       max_bytes: int = _int_query("max_bytes"),
                       wait_ms: int = _int_query("wait_ms", "long poll, at most 20000 ms (20 s, as SQS)"),
                       group: str | None = Query(None, pattern=NAME_PATTERN),
-                      encoding: Literal["text", "base64"] = Query("text")):
+                      encoding: Literal["text", "base64"] = Query("text"),
+                      stored: int = _int_query("stored", "1: the whole stored batches as the log holds them "
+                                                         f"(with Accept: {BATCH_CONTENT_TYPE})")):
         data, media, headers = await consume_messages(
             ctx, topic, partition, offset, limit, max_bytes, wait_ms, group, encoding,
-            BATCH_CONTENT_TYPE in request.headers.get("accept", ""))
+            BATCH_CONTENT_TYPE in request.headers.get("accept", ""), bool(stored))
         return Response(data, media_type=media, headers=headers)
 
     @r.post("/wait", summary="Wait until any of several partitions has data past an offset",
@@ -218,15 +231,27 @@ def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
 # produce.py's produce_messages) with checked values, so the two answer alike by construction.
 async def consume_messages(ctx: ServerContext, topic: str, partition: int, offset: int | None, limit: int,
                            max_bytes: int, wait_ms: int, group: str | None, encoding: str,
-                           binary: bool) -> tuple[bytes, str, dict]:
+                           binary: bool, stored: bool = False) -> tuple[bytes, str, dict]:
     """``GET /topics/{topic}/messages`` with checked parameters: (body, media type, headers).
-    JSON, or exactly the records asked for as record batches with the position headers."""
+    JSON, or exactly the records asked for as record batches with the position headers,
+    or (``stored``) the stored batches holding them (module doc)."""
+    if stored and not binary:
+        raise APIError(400, "invalid_argument", f"stored=1 answers stored record batches: it needs "
+                                                f"Accept: {BATCH_CONTENT_TYPE}", field="stored")
     b = ready_broker(ctx)
     t = b.topic(check_name(topic, "topic"))
     lg = _partition_log(t, partition)
     if offset is None:
         offset = _start_offset(b, lg, topic, partition, None if group is None else check_name(group, "group"))
     wait_s = min(wait_ms, ctx.settings.max_wait_ms) / 1000
+    if stored:
+        data, nxt, n, nbytes = _stored_batches(lg, offset, limit, max_bytes)
+        if not data and wait_s > 0:
+            await ctx.long_poll_topics((t,), lambda: lg.end_offset > offset, wait_s)
+            data, nxt, n, nbytes = _stored_batches(lg, offset, limit, max_bytes)
+        ctx.metrics.count_out("topic", t.name, n, nbytes)
+        return data, BATCH_CONTENT_TYPE, {NEXT_OFFSET: str(nxt), START_OFFSET: str(lg.start_offset),
+                                          END_OFFSET: str(lg.end_offset)}
     # Log.read finds the offset through the sparse index and decodes only what it returns
     recs = lg.read(offset, max_records=limit, max_bytes=max_bytes)
     if not recs and wait_s > 0:
@@ -242,3 +267,27 @@ async def consume_messages(ctx: ServerContext, topic: str, partition: int, offse
     ctx.metrics.count_out("topic", topic, len(recs), sum(len(x.value) for x in recs if x.value is not None))
     return json_bytes({"topic": topic, "partition": partition, "messages": out, "next_offset": nxt,
                        "start_offset": lg.start_offset, "end_offset": lg.end_offset}), "application/json", {}
+
+
+def _stored_batches(lg, offset: int, limit: int, max_bytes: int) -> tuple[bytes, int, int, int]:
+    """(body, next offset, records, value bytes) of a ``stored=1`` consume: the stored bytes of
+    the whole batches holding offsets >= ``offset``, at least one if any exist, then more while
+    their stored bytes stay within ``max_bytes`` and fewer than ``limit`` records at or after
+    ``offset`` were taken. Every batch was CRC-verified by the read (``Log.read_batches``: a
+    damaged first batch raises CorruptRecordError, a damaged later one ends the answer before
+    it); the next offset is the end of the last batch taken. Records and value bytes count
+    those at or after ``offset`` (the metrics)."""
+    parts = []
+    total = n = nbytes = 0
+    nxt = offset
+    for bt in lg.read_batches(offset, max_bytes=max_bytes):
+        if parts and (total + bt.size_bytes > max_bytes or n >= limit):
+            break
+        parts.append(bt.raw)
+        total += bt.size_bytes
+        skip = offset - bt.base_offset if offset > bt.base_offset else 0
+        n += bt.count - skip
+        vo = bt.value_offsets
+        nbytes += vo[bt.count] - vo[skip]
+        nxt = bt.next_offset
+    return b"".join(parts), nxt, n, nbytes

@@ -13,12 +13,17 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 
 /**
  * Where a read gets its topics: a data directory (path mode, the layout of
  * vqs/broker/layout.py: DATA/topics/{topic}/topic.json and DATA/topics/{topic}/{p}/,
  * a log directory) or a VQS server (url mode: the JSON offsets route and the
- * binary batch fetch, GET /topics/{t}/messages with Accept: application/vnd.vqs.batch).
+ * binary batch fetch, GET /topics/{t}/messages?stored=1 with Accept: application/vnd.vqs.batch:
+ * the whole batches as the server stores them, the first possibly beginning below the
+ * offset asked for, each decoded and CRC-checked here by RecordBatch as in path mode;
+ * RangeReader skips the records outside its range, as it does for a file's batches).
  * The same interface as vqs/spark/datadir.PathSource and vqs/spark/remote.UrlSource.
  */
 abstract class Source implements AutoCloseable {
@@ -183,20 +188,49 @@ abstract class Source implements AutoCloseable {
         }
 
         private HttpClient http() {
-            if (http == null) http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(timeoutMs)).build();
+            // HTTP/1.1, what the server speaks: the default (HTTP/2) would ask each new connection
+            // to upgrade to h2c, which the server declines, and an Upgrade header keeps a request
+            // off the server's fast path (vqs/server/fast_http.py)
+            if (http == null) http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofMillis(timeoutMs)).build();
             return http;
         }
 
-        private HttpResponse<byte[]> get(String pathAndQuery, boolean binary) {
+        private HttpRequest request(String pathAndQuery, boolean binary) {
             HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url + pathAndQuery))
                 .timeout(Duration.ofMillis(timeoutMs)).GET();
             if (binary) b.header("Accept", "application/vnd.vqs.batch");
             if (token != null) b.header("Authorization", "Bearer " + token);
+            return b.build();
+        }
+
+        private HttpResponse<byte[]> get(String pathAndQuery, boolean binary) {
+            return send(request(pathAndQuery, binary));
+        }
+
+        private HttpResponse<byte[]> send(HttpRequest q) {
             try {
-                return http().send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
+                return http().send(q, HttpResponse.BodyHandlers.ofByteArray());
             } catch (IOException e) {
                 throw new ConfigError("option 'url': cannot reach a VQS server at " + url + ": " + e);
             } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }
+
+        /** The answer of a request sent ahead (sendAsync), as send() would have given it. */
+        private HttpResponse<byte[]> await(CompletableFuture<HttpResponse<byte[]>> f) {
+            try {
+                return f.get();
+            } catch (ExecutionException e) {
+                Throwable c = e.getCause();
+                if (c instanceof IOException)
+                    throw new ConfigError("option 'url': cannot reach a VQS server at " + url + ": " + c);
+                if (c instanceof RuntimeException) throw (RuntimeException) c;
+                throw new IllegalStateException(c);
+            } catch (InterruptedException e) {
+                f.cancel(true);
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted", e);
             }
@@ -256,7 +290,26 @@ abstract class Source implements AutoCloseable {
 
         @Override
         Batches batches(String topic, int partition, long offset, int maxBytes) {
+            return fetch(topic, partition, offset, maxBytes, -1);
+        }
+
+        @Override
+        Batches batches(String topic, int partition, long offset, int maxBytes, long tsLo, long tsHi, long stopAt) {
+            return fetch(topic, partition, offset, maxBytes, stopAt);
+        }
+
+        /**
+         * The stored batches from offset on, fetched maxBytes at a time. With stopAt (the
+         * end of the caller's range; -1: unknown) a fetch asks for no more records than the
+         * range still needs, and the next fetch is sent as soon as an answer arrives (one
+         * request ahead, while the caller consumes this one: the server reads the next
+         * batches meanwhile), unless the answer reached stopAt or the log's end. The request
+         * sent ahead is the one next() would send then (its offset is the answer's
+         * x-vqs-next-offset, the end of its last batch), so its answer is used as is.
+         */
+        private Batches fetch(String topic, int partition, long offset, int maxBytes, long stopAt) {
             UrlSource self = this;
+            String path = "/topics/" + enc(topic) + "/messages?partition=" + partition;
             return new Batches() {
                 long pos = offset;
                 long start = -1;
@@ -264,15 +317,32 @@ abstract class Source implements AutoCloseable {
                 int p, end;
                 boolean first = true;
                 long bytes;
+                CompletableFuture<HttpResponse<byte[]>> ahead; // the request for offset aheadAt
+                long aheadAt = -1;
 
                 public long startOffset() { return start; }
                 public long bytesRead() { return bytes; }
 
+                HttpRequest requestAt(long at) {
+                    long limit = stopAt < 0 ? 100_000 : Math.max(1, Math.min(100_000, stopAt - at));
+                    return request(path + "&offset=" + at + "&limit=" + limit + "&max_bytes=" + maxBytes
+                        + "&stored=1", true);
+                }
+
+                HttpResponse<byte[]> response() {
+                    if (ahead != null) {
+                        CompletableFuture<HttpResponse<byte[]>> f = ahead;
+                        ahead = null;
+                        if (aheadAt == pos) return await(f);
+                        f.cancel(true);
+                    }
+                    return send(requestAt(pos));
+                }
+
                 public RecordBatch next() {
                     while (body == null || p >= end) {
                         if (!first && body != null && end == 0) return null;
-                        HttpResponse<byte[]> r = get("/topics/" + enc(topic) + "/messages?partition=" + partition
-                            + "&offset=" + pos + "&limit=100000&max_bytes=" + maxBytes, true);
+                        HttpResponse<byte[]> r = response();
                         if (r.statusCode() == 400 || r.statusCode() == 416) {
                             JsonNode n = json(r);
                             JsonNode s = n == null ? null : n.findValue("start_offset");
@@ -288,11 +358,23 @@ abstract class Source implements AutoCloseable {
                         p = 0;
                         end = body.length;
                         if (end == 0) return null;
+                        if (stopAt >= 0) {
+                            long nxt = Long.parseLong(r.headers().firstValue("x-vqs-next-offset").orElse("-1"));
+                            long logEnd = Long.parseLong(r.headers().firstValue("x-vqs-end-offset").orElse("-1"));
+                            if (nxt > pos && nxt < stopAt && nxt < logEnd) {
+                                aheadAt = nxt;
+                                ahead = http().sendAsync(requestAt(nxt), HttpResponse.BodyHandlers.ofByteArray());
+                            }
+                        }
                     }
                     RecordBatch b = RecordBatch.decode(body, p, end, "server response", p);
                     p += b.sizeBytes;
                     pos = b.nextOffset();
                     return b;
+                }
+
+                public void close() {
+                    if (ahead != null) { ahead.cancel(true); ahead = null; }
                 }
             };
         }
