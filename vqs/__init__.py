@@ -70,11 +70,17 @@ def __getattr__(name: str):
         from . import hybrid
 
         return getattr(hybrid, name)
+    if name in ("AsyncHybridQueue", "QueueShutDown"):
+        # asyncio.Queue over a HybridQueue; QueueShutDown is asyncio's on 3.13+
+        from .hybrid import aio
+
+        return getattr(aio, name)
     raise AttributeError(f"module 'vqs' has no attribute {name!r}")
 
 
 __all__ = [
     "AsyncClient",
+    "AsyncHybridQueue",
     "AsyncLeaseKeeper",
     "Broker",
     "Client",
@@ -104,6 +110,7 @@ __all__ = [
     "ProducerFenced",
     "QueueAlreadyExists",
     "QueueDoesNotExist",
+    "QueueShutDown",
     "ReadOnlyError",
     "ReceiptHandleIsInvalid",
     "Record",
