@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from ..errors import ConfigError, FencedMember
 from .assigned_groups import AssignedGroups
 from .group_wait import GroupWait
-from .names import validate_name
+from .names import validate_group
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class GroupCoordinator:
     def _group(self, name: str) -> Group:
         g = self._groups.get(name)
         if g is None:
-            validate_name(name, "group")
+            validate_group(name)
             g = self._groups[name] = Group(name)
         return g
 
