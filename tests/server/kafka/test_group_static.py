@@ -294,3 +294,29 @@ def test_a_waiting_static_join_whose_connection_closes_is_not_a_fenced_instance(
     assert _join(pin, group, pin_id)[:2] == (0, gen + 1)
     r = Reader(again.recv_frame())
     assert r.int32() == 3 and _read_join(r)[:2] == (0, gen + 1)
+
+
+def test_cooperative_sticky_consumers_settle_after_repeated_subscription_changes(kafka_server):
+    t1, t2 = _topic(kafka_server, _uid("coop-a"), 4), _topic(kafka_server, _uid("coop-b"), 2)
+    group = _uid("coop")
+    conf = {"partition.assignment.strategy": "cooperative-sticky"}
+    c1, c2 = _consumer(kafka_server, group, **conf), _consumer(kafka_server, group, **conf)
+
+    def owned(c, t):
+        return {tp.partition for tp in c.assignment() if tp.topic == t}
+
+    try:
+        c1.subscribe([t1])
+        _poll_until([c1], lambda: owned(c1, t1) == {0, 1, 2, 3}, 20, "c1 to own t1")
+        c2.subscribe([t1])
+        _poll_until([c1, c2], lambda: len(owned(c1, t1)) == len(owned(c2, t1)) == 2, 20, "t1 split")
+        for topics in ([t1, t2], [t2], [t1], [t1, t2]):  # one change after another, none awaited
+            c2.subscribe(topics)
+            c2.poll(0.05)
+        want = {(t, q) for t, n in ((t1, 4), (t2, 2)) for q in range(n)}
+        _poll_until([c1, c2], lambda: {(tp.topic, tp.partition) for c in (c1, c2) for tp in c.assignment()} == want
+                    and owned(c2, t1) and not owned(c1, t1) & owned(c2, t1), 30, "the group to settle")
+        assert c1.errors == c2.errors == []
+    finally:
+        c1.close()
+        c2.close()
