@@ -34,7 +34,7 @@ from . import layout
 from .catalog import TopicCatalog
 from .consumer import Consumer
 from .group_offsets import GroupRegistry
-from .names import validate_name
+from .names import validate_group, validate_name
 from .producer import Producer
 from .topic import PartitionLag, Topic, TopicPartition
 
@@ -418,7 +418,7 @@ class Broker:
     def group_members(self, group: str) -> dict:
         """The group's live members, state and generation (``GroupCoordinator.membership``)."""
         self._check_open()
-        validate_name(group, "group")
+        validate_group(group)
         return self.coordinator.membership(group)
 
     def groups(self) -> list[str]:

@@ -1,5 +1,8 @@
 """Group coordinator: consumer-group membership, generations and rebalances (Kafka's protocol).
 
+over 500 lines: one group state machine (joins, syncs, static members, expiry, the timer) that
+shares one lock and one set of invariants; split, each half would have to re-check the other's.
+
 A group moves Empty -> PreparingRebalance -> CompletingRebalance -> Stable and
 back to PreparingRebalance whenever a member joins, leaves or expires.
 A join waits until every current member has (re)joined or the rebalance
@@ -27,12 +30,35 @@ changes, and at least once a second) and expires what is due. ``join`` and
 listener awaits them on its event loop, and cancels a wait whose connection
 closed: its member leaves at once (as Kafka drops a pending member).
 
+A rejoin that changes nothing is answered at once, as Kafka does: a follower
+rejoining a Stable group with the same protocols, or any member rejoining
+with the same protocols while the group waits for SyncGroups, gets the
+current generation back and starts no rebalance (a client that rejoins by
+habit cannot keep a group rebalancing forever).
+
+Static members (Kafka's KIP-345: a ``group_instance_id``): the instance id
+names one member at a time. A join with the id and no member id replaces
+that member: the new member id takes over its slot, assignment and
+leadership, and the old member id is fenced (its pending waits, and any later
+call naming the instance with the old id, answer ``fenced_instance_id``); in a
+Stable group whose protocol stays the same this starts no rebalance (the
+answer names the generation in force, and the leader as it was, so the
+returning member does not compute an assignment), while the group waits for
+SyncGroups it starts one, and while it waits for joins the member simply
+joins. A rebalance that ends keeps a static member that did not rejoin (as
+Kafka: it may be restarting), so only its session timeout, a LeaveGroup naming
+it, a missed SyncGroup or a withdrawn wait (below) removes it.
+
 Invariants (under ``_lock``): a member outside a waiting ``join``/``sync``
 expires ``session_timeout_ms`` after its last heartbeat, join or sync, which
-starts a rebalance; a heartbeat or commit naming an unknown member is
-``unknown_member``, an old generation ``illegal_generation``, and while a
-rebalance is under way ``rebalance_in_progress``: a stale member is fenced
-and can never commit over the new owner of a partition. Membership lives in
+starts a rebalance; a heartbeat, sync or commit naming an unknown member is
+``unknown_member`` (naming an instance id now held by another member id,
+``fenced_instance_id``), an old generation ``illegal_generation``. A commit
+with the current generation is accepted while the group waits for joins
+(assignments of the generation in force still hold until the next one forms,
+as in Kafka) and refused ``rebalance_in_progress`` only between the end of the
+joins and the leader's SyncGroup; so a stale member is fenced and can never
+commit over the new owner of a partition. Membership lives in
 memory only (as in Kafka, clients rejoin after a broker restart); committed
 offsets are the Broker's group offsets (group_offsets.py), the same ones
 ``vqs group`` and REST show.
@@ -55,7 +81,7 @@ from dataclasses import dataclass, field
 from ..errors import ConfigError, FencedMember
 from .assigned_groups import AssignedGroups
 from .group_wait import GroupWait
-from .names import validate_name
+from .names import validate_group
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +91,7 @@ UNKNOWN_MEMBER = "unknown_member"
 ILLEGAL_GENERATION = "illegal_generation"
 REBALANCING = "rebalance_in_progress"
 INCONSISTENT_PROTOCOL = "inconsistent_protocol"
+FENCED = "fenced_instance_id"
 _SLICE_S = 1.0  # the timer re-reckons at least this often (a clock that jumps, a test's clock)
 
 
@@ -106,6 +133,7 @@ class Group:
     deadline: float = 0.0  # end of the rebalance under way (joins, then syncs)
     not_before: float = 0.0  # a new group's first rebalance waits this long for more members
     waits: list = field(default_factory=list)  # GroupWaits pending, in arrival order
+    static: dict = field(default_factory=dict)  # group_instance_id -> the member id holding it
 
 
 class GroupCoordinator:
@@ -144,7 +172,7 @@ class GroupCoordinator:
     def _group(self, name: str) -> Group:
         g = self._groups.get(name)
         if g is None:
-            validate_name(name, "group")
+            validate_group(name)
             g = self._groups[name] = Group(name)
         return g
 
@@ -170,7 +198,9 @@ class GroupCoordinator:
         return min(times, default=None)
 
     def _remove_locked(self, g: Group, member_id: str) -> None:
-        g.members.pop(member_id, None)
+        m = g.members.pop(member_id, None)
+        if m is not None and m.group_instance_id is not None and g.static.get(m.group_instance_id) == member_id:
+            del g.static[m.group_instance_id]
         if g.leader == member_id:
             g.leader = None
         if not g.members:
@@ -191,18 +221,18 @@ class GroupCoordinator:
             self._settle_locked(g)
 
     def _complete_join_locked(self, g: Group) -> None:
-        for m in [m for m in g.members.values() if not m.joined]:
-            g.members.pop(m.member_id)
-        if not g.members:
+        for m in [m for m in g.members.values() if not m.joined and m.group_instance_id is None]:
+            g.members.pop(m.member_id)  # a static member that did not rejoin stays (module doc)
+        if not any(m.joined for m in g.members.values()):
+            for mid in list(g.members):
+                self._remove_locked(g, mid)
             g.state, g.leader, g.protocol = EMPTY, None, None
             self._settle_locked(g)
             return
         members = list(g.members.values())
-        if g.leader not in g.members:
-            g.leader = members[0].member_id
-        leader = g.members[g.leader]
-        common = set.intersection(*({name for name, _ in m.protocols} for m in members))
-        g.protocol = next(name for name, _ in leader.protocols if name in common)
+        if g.leader not in g.members or not g.members[g.leader].joined:
+            g.leader = next(m.member_id for m in members if m.joined)
+        g.protocol = self._select_protocol_locked(g)
         g.generation += 1
         g.state = COMPLETING
         now = self._clock()
@@ -212,6 +242,46 @@ class GroupCoordinator:
             m.synced = False
             m.last_seen = now
         self._settle_locked(g)
+
+    def _select_protocol_locked(self, g: Group) -> str:
+        """The first protocol of the leader's list that every member lists."""
+        members = list(g.members.values())
+        common = set.intersection(*({name for name, _ in m.protocols} for m in members))
+        leader = g.members.get(g.leader) or members[0]
+        return next(name for name, _ in leader.protocols if name in common)
+
+    def _check_member_locked(self, g: Group, member_id: str, instance: str | None) -> str:
+        """Kafka's rule for a call naming a member: with an instance id, the member id must be the
+        one holding it now (``fenced_instance_id`` if another does); without, one in the group."""
+        if instance is not None:
+            holder = g.static.get(instance)
+            if holder is None:
+                return UNKNOWN_MEMBER
+            return OK if holder == member_id else FENCED
+        return OK if member_id in g.members else UNKNOWN_MEMBER
+
+    def _replace_static_locked(self, g: Group, instance: str, new_id: str) -> Member:
+        """Give the slot of static member ``instance`` to ``new_id``; the old id's waits answer
+        ``fenced_instance_id``."""
+        old_id = g.static[instance]
+        m = g.members[old_id]
+        now = self._clock()
+        fenced = [w for w in g.waits if w.member_id == old_id]
+        for w in fenced:
+            self._unregister_locked(g, w, now)
+        del g.members[old_id]
+        m.member_id = new_id
+        g.members[new_id] = m
+        g.static[instance] = new_id
+        if g.leader == old_id:
+            g.leader = new_id
+        for w in fenced:
+            w.complete_locked(w.answer(g))
+        return m
+
+    def _members_locked(self, g: Group) -> list:
+        """(member_id, instance_id, metadata of the group's protocol) of every member: the leader's list."""
+        return [(x.member_id, x.group_instance_id, dict(x.protocols)[g.protocol]) for x in g.members.values()]
 
     def _settle_locked(self, g: Group) -> None:
         """Complete every wait of ``g`` that can be answered now (all of them once closed), and
@@ -285,37 +355,63 @@ class GroupCoordinator:
             def refused(status: str) -> GroupWait:
                 return GroupWait.answered(self._lock, group, member_id, JoinResult(status, member_id=member_id))
 
-            if member_id and member_id not in g.members:
-                return refused(UNKNOWN_MEMBER)
+            def now_in_force(leader: str | None, members: list) -> GroupWait:
+                return GroupWait.answered(self._lock, group, member_id, JoinResult(
+                    OK, g.generation, g.protocol, leader or "", member_id, members))
+
+            instance = group_instance_id or None
+            if member_id:
+                status = self._check_member_locked(g, member_id, instance)
+                if status != OK:
+                    return refused(status)
             if self.assigned.has_members_locked(group):
                 return refused(INCONSISTENT_PROTOCOL)
+            replacing = g.static.get(instance) if instance is not None and not member_id else None
             names = {name for name, _ in protocols}
-            others = [{n for n, _ in m.protocols} for m in g.members.values() if m.member_id != member_id]
+            others = [{n for n, _ in m.protocols} for m in g.members.values()
+                      if m.member_id not in (member_id, replacing)]
             if not names or (others and (g.protocol_type != protocol_type
                                          or not names.intersection(*others))):
                 return refused(INCONSISTENT_PROTOCOL)
+            m = g.members.get(member_id) if member_id else None
+            if m is not None and list(protocols) == m.protocols and (
+                    g.state == COMPLETING or (g.state == STABLE and g.leader != member_id)):
+                # as Kafka: a rejoin that changes nothing gets the generation in force back
+                m.last_seen = self._clock()
+                return now_in_force(g.leader, self._members_locked(g) if g.leader == member_id else [])
             if not member_id:
                 member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
-            m = g.members.get(member_id)
+            if replacing is not None:
+                leader_before = g.leader
+                m = self._replace_static_locked(g, instance, member_id)
+                m.client_id, m.client_host = client_id, client_host
             if m is None:
                 m = g.members[member_id] = Member(member_id, client_id, client_host, session_timeout_ms,
                                                   rebalance_timeout_ms or session_timeout_ms, list(protocols),
-                                                  group_instance_id)
+                                                  instance)
+                if instance is not None:
+                    g.static[instance] = member_id
             else:
                 m.protocols = list(protocols)
                 m.session_timeout_ms = session_timeout_ms
                 m.rebalance_timeout_ms = rebalance_timeout_ms or session_timeout_ms
             g.protocol_type = protocol_type
             m.last_seen = self._clock()
+            if replacing is not None and g.state == STABLE and self._select_protocol_locked(g) == g.protocol:
+                # a static member back (module doc): no rebalance; the leader as it was, so the
+                # returning member computes no assignment
+                self._settle_locked(g)
+                return now_in_force(leader_before, [])
             self._start_rebalance_locked(g)
             m.joined = True
             gen = g.generation
 
             def answer(g: Group) -> JoinResult:
+                if instance is not None and g.static.get(instance) not in (None, member_id):
+                    return JoinResult(FENCED, member_id=member_id)
                 if member_id not in g.members or g.generation == gen:
                     return JoinResult(UNKNOWN_MEMBER, member_id=member_id)
-                members = ([(x.member_id, x.group_instance_id, dict(x.protocols)[g.protocol])
-                            for x in g.members.values()] if g.leader == member_id else [])
+                members = self._members_locked(g) if g.leader == member_id else []
                 return JoinResult(OK, g.generation, g.protocol, g.leader, member_id, members)
 
             w = self._register_locked(g, m, lambda g: g.state != PREPARING or member_id not in g.members, answer)
@@ -323,13 +419,16 @@ class GroupCoordinator:
             self._settle_locked(g)  # (answered at once after close)
             return w
 
-    def sync(self, group: str, generation: int, member_id: str, assignments: dict) -> tuple[str, bytes]:
+    def sync(self, group: str, generation: int, member_id: str, assignments: dict,
+             group_instance_id: str | None = None) -> tuple[str, bytes]:
         """``start_sync``, waited for in this thread."""
-        return self.start_sync(group, generation, member_id, assignments).wait()
+        return self.start_sync(group, generation, member_id, assignments, group_instance_id).wait()
 
-    def start_sync(self, group: str, generation: int, member_id: str, assignments: dict) -> GroupWait:
+    def start_sync(self, group: str, generation: int, member_id: str, assignments: dict,
+                   group_instance_id: str | None = None) -> GroupWait:
         """The leader hands in ``{member_id: assignment bytes}``; every member's wait gets
         ``(status, its own assignment)``."""
+        instance = group_instance_id or None
         with self._lock:
             g = self._group(group)
             self._expire_locked(g)
@@ -338,8 +437,9 @@ class GroupCoordinator:
             def refused(status: str) -> GroupWait:
                 return GroupWait.answered(self._lock, group, member_id, (status, b""))
 
-            if m is None:
-                return refused(UNKNOWN_MEMBER)
+            status = self._check_member_locked(g, member_id, instance)
+            if status != OK:
+                return refused(status)
             if generation != g.generation:
                 return refused(ILLEGAL_GENERATION)
             if g.state == PREPARING:
@@ -349,7 +449,7 @@ class GroupCoordinator:
 
             def answer(g: Group) -> tuple[str, bytes]:
                 if member_id not in g.members:
-                    return UNKNOWN_MEMBER, b""
+                    return self._check_member_locked(g, member_id, instance), b""
                 if g.generation != generation or g.state != STABLE:
                     return REBALANCING, b""
                 return OK, g.members[member_id].assignment
@@ -363,13 +463,14 @@ class GroupCoordinator:
             self._settle_locked(g)
             return w
 
-    def heartbeat(self, group: str, generation: int, member_id: str) -> str:
+    def heartbeat(self, group: str, generation: int, member_id: str, group_instance_id: str | None = None) -> str:
         with self._lock:
             g = self._group(group)
             self._expire_locked(g)
-            m = g.members.get(member_id)
-            if m is None:
-                return UNKNOWN_MEMBER
+            status = self._check_member_locked(g, member_id, group_instance_id or None)
+            if status != OK:
+                return status
+            m = g.members[member_id]
             m.last_seen = self._clock()
             if g.state == PREPARING:
                 return REBALANCING
@@ -377,28 +478,38 @@ class GroupCoordinator:
                 return ILLEGAL_GENERATION
             return OK
 
-    def leave(self, group: str, member_id: str) -> str:
+    def leave(self, group: str, member_id: str, group_instance_id: str | None = None) -> str:
+        """``member_id`` leaves; a static member may be named by its instance id alone (member id
+        empty), as Kafka's LeaveGroup v3 and admin clients do."""
         with self._lock:
             g = self._group(group)
-            if member_id not in g.members:
-                return UNKNOWN_MEMBER
+            instance = group_instance_id or None
+            if instance is not None and not member_id:
+                member_id = g.static.get(instance, "")
+            status = self._check_member_locked(g, member_id, instance)
+            if status != OK:
+                return status
             self._remove_locked(g, member_id)
             return OK
 
-    def check_commit(self, group: str, generation: int, member_id: str) -> str:
+    def check_commit(self, group: str, generation: int, member_id: str, group_instance_id: str | None = None) -> str:
         """May this member commit offsets now? Generation -1 with no member id is a consumer
-        outside group management: allowed while the group has no members."""
+        outside group management: allowed while the group has no members. A member of the
+        generation in force may commit while the group waits for joins, not while it waits for
+        the leader's SyncGroup (module doc; Kafka's rule)."""
+        instance = group_instance_id or None
         with self._lock:
             g = self._group(group)
             self._expire_locked(g)
-            if generation < 0 and not member_id:
+            if generation < 0 and not member_id and instance is None:
                 return OK if not g.members and not self.assigned.has_members_locked(group) else ILLEGAL_GENERATION
-            m = g.members.get(member_id)
-            if m is None:
-                return UNKNOWN_MEMBER
+            status = self._check_member_locked(g, member_id, instance)
+            if status != OK:
+                return status
+            m = g.members[member_id]
             if generation != g.generation:
                 return ILLEGAL_GENERATION
-            if g.state == PREPARING:
+            if g.state == COMPLETING:
                 return REBALANCING
             m.last_seen = self._clock()
             return OK

@@ -1,4 +1,5 @@
-"""Committed offsets of consumer groups (DATA/groups/{group}/offsets.json).
+"""Committed offsets of consumer groups (DATA/groups/{group}/offsets.json; a group id that is
+not a plain name is stored under its encoded name: names.group_dir_name).
 
 The file holds ``{"topic": {"partition": next_offset}}`` and is replaced
 atomically (temp file, fsync, rename, fsync dir) on every commit: when
@@ -35,7 +36,7 @@ import threading
 from ..errors import ConfigError, CorruptRecordError
 from ..storage import atomic_write, fsync_dir, make_dirs
 from .layout import offsets_file
-from .names import validate_name
+from .names import group_dir_name, group_from_dir, validate_group
 from .topic import TopicPartition
 
 MAX_METADATA = 4096  # bytes of commit metadata per partition (Kafka's offset.metadata.max.bytes)
@@ -218,11 +219,11 @@ class GroupRegistry:
     def get(self, name: str) -> GroupOffsets:
         group = self._groups.get(name)
         if group is None:
-            validate_name(name, "group")
+            validate_group(name)
             with self._lock:
                 group = self._groups.get(name)
                 if group is None:
-                    group = GroupOffsets(os.path.join(self.directory, name), name)
+                    group = GroupOffsets(os.path.join(self.directory, group_dir_name(name)), name)
                     self._groups[name] = group
         return group
 
@@ -231,12 +232,12 @@ class GroupRegistry:
         found = set()
         for entry in os.listdir(self.directory):
             if "~" not in entry and os.path.exists(offsets_file(os.path.join(self.directory, entry))):
-                found.add(entry)
+                found.add(group_from_dir(entry))
         return sorted(found)
 
     def exists(self, name: str) -> bool:
-        validate_name(name, "group")
-        return os.path.exists(offsets_file(os.path.join(self.directory, name)))
+        validate_group(name)
+        return os.path.exists(offsets_file(os.path.join(self.directory, group_dir_name(name))))
 
     def delete(self, name: str) -> bool:
         """Forget a group's committed offsets; False if it had none."""

@@ -85,11 +85,10 @@ async def sync_group(ctx, conn, v, r):
     group = r.string()
     gen = r.int32()
     member = r.string()
-    if v >= 3:
-        r.nullable_string()
+    instance = r.nullable_string() if v >= 3 else None
     assignments = {r.string(): r.bytes_() for _ in range(r.array_len(6))}
     try:
-        wait = _coordinator(ctx).start_sync(group, gen, member, assignments)
+        wait = _coordinator(ctx).start_sync(group, gen, member, assignments, instance)
         status, data = await _answer(conn, wait)
         err = ST[status]
     except E.InvalidName:
@@ -104,10 +103,9 @@ async def heartbeat(ctx, conn, v, r):
     group = r.string()
     gen = r.int32()
     member = r.string()
-    if v >= 3:
-        r.nullable_string()
+    instance = r.nullable_string() if v >= 3 else None
     try:
-        err = ST[_coordinator(ctx).heartbeat(group, gen, member)]
+        err = ST[_coordinator(ctx).heartbeat(group, gen, member, instance)]
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     w = Writer()
@@ -125,9 +123,9 @@ async def leave_group(ctx, conn, v, r):
     else:
         members = [(r.string(), None)]
     errs = []
-    for mid, _ in members:
+    for mid, inst in members:
         try:
-            errs.append(ST[_coordinator(ctx).leave(group, mid)])
+            errs.append(ST[_coordinator(ctx).leave(group, mid, inst)])
         except E.InvalidName:
             errs.append(K.INVALID_GROUP_ID)
     w = Writer()
@@ -148,8 +146,7 @@ async def offset_commit(ctx, conn, v, r):
     member = r.string()
     if v <= 4:
         r.int64()  # retention time
-    if v >= 7:
-        r.nullable_string()
+    instance = r.nullable_string() if v >= 7 else None
     topics = []
     for _ in range(r.array_len(6)):
         name = r.string()
@@ -163,7 +160,7 @@ async def offset_commit(ctx, conn, v, r):
         topics.append((name, parts))
     broker = ctx.broker
     try:
-        err = ST[_coordinator(ctx).check_commit(group, gen, member)]
+        err = ST[_coordinator(ctx).check_commit(group, gen, member, instance)]
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     codes = {}
