@@ -377,8 +377,11 @@ class Broker:
         With ``group`` and ``topics`` it is a member of the group: the broker divides the
         partitions among the members (consumer.py); a member that does not poll for
         ``session_timeout_ms`` is removed. Positions start at the group's committed
-        offsets and ``commit()`` stores them."""
+        offsets and ``commit()`` stores them. A VQS consumer's group is a VQS name
+        (``validate_name``; Kafka clients may use any non-empty group id)."""
         self._check_open()
+        if group is not None:
+            validate_name(group, "group")
         return Consumer(
             self,
             topics,
