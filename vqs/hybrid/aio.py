@@ -65,6 +65,28 @@ __all__ = ["AsyncHybridQueue", "QueueShutDown"]
 REPR_ITEMS = 20
 _monotonic = time.monotonic
 
+
+async def _wait_for_room(q) -> None:
+    """asyncio.Queue.put's wait for room as Python 3.13 has it (copied from CPython 3.13.0
+    Lib/asyncio/queues.py, PSF License Version 2): QueueShutDown once shut down."""
+    while q.full():
+        if q._is_shutdown:
+            raise QueueShutDown
+        putter = q._get_loop().create_future()
+        q._putters.append(putter)
+        try:
+            await putter
+        except:  # (asyncio's own: cancellation included)
+            putter.cancel()
+            try:
+                q._putters.remove(putter)
+            except ValueError:
+                pass
+            if not q.full() and not putter.cancelled():
+                q._wakeup_next(q._putters)
+            raise
+
+
 if hasattr(asyncio, "QueueShutDown"):  # Python 3.13+
     QueueShutDown = asyncio.QueueShutDown
     _ShutdownBackport: type = asyncio.Queue
@@ -91,22 +113,7 @@ else:
             return result
 
         async def put(self, item):
-            while self.full():
-                if self._is_shutdown:
-                    raise QueueShutDown
-                putter = self._get_loop().create_future()
-                self._putters.append(putter)
-                try:
-                    await putter
-                except:  # (asyncio's own: cancellation included)
-                    putter.cancel()
-                    try:
-                        self._putters.remove(putter)
-                    except ValueError:
-                        pass
-                    if not self.full() and not putter.cancelled():
-                        self._wakeup_next(self._putters)
-                    raise
+            await _wait_for_room(self)
             return self.put_nowait(item)
 
         def put_nowait(self, item):
@@ -327,22 +334,7 @@ class AsyncHybridQueue(_ShutdownBackport):
 
     async def _wait_room(self) -> None:
         """asyncio.Queue.put's wait (3.13), for the durable put."""
-        while self.full():
-            if self._is_shutdown:
-                raise QueueShutDown
-            putter = self._get_loop().create_future()
-            self._putters.append(putter)
-            try:
-                await putter
-            except:  # (asyncio's own: cancellation included)
-                putter.cancel()
-                try:
-                    self._putters.remove(putter)
-                except ValueError:
-                    pass
-                if not self.full() and not putter.cancelled():
-                    self._wakeup_next(self._putters)
-                raise
+        await _wait_for_room(self)
         if self._closed:
             raise LogClosedError(f"AsyncHybridQueue {self._hq.path} is closed")
         if self._is_shutdown:
