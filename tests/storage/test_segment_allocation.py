@@ -54,7 +54,7 @@ def test_under_an_injected_fault_nothing_is_allocated(tmp_path):
     d.mkdir()
     fault = fs.install(fs.Fault.space(str(d), free=10 << 20))
     try:
-        with Log.open(d / "l", flush="never") as log:
+        with Log.open(d / "l", flush="never", min_free_bytes=0) as log:
             log.append(b"x" * 1000)
             log.flush()
             fd = os.open(d / "l" / "probe", os.O_RDWR | os.O_CREAT)
