@@ -184,6 +184,36 @@ def test_durable_gets_fsync_their_position_off_the_loop(tmp_path, monkeypatch):
     run(main())
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
+@pytest.mark.parametrize("durable", [False, True])
+def test_gets_reclaim_consumed_segments_off_the_loop(tmp_path, monkeypatch, durable):
+    """Deleting consumed segments fsyncs (the log's recovery checkpoint, a
+    roll): the gets that pass a reclaim point leave it to the executor."""
+    async def main():
+        q = AsyncHybridQueue(tmp_path / "q", durable=durable, memory_items=1,
+                             segment_bytes=64 * 1024, checkpoint_fsync_s=3600)
+        payload = b"x" * 1000
+        for i in range(400):  # ~400 KB: several 64 KiB segments
+            await q.put((i, payload))
+        segments = lambda: len(list((tmp_path / "q").rglob("*.log")))  # noqa: E731
+        before = segments()
+        assert before > 3
+        gate = _FsyncGate(monkeypatch)
+        loop_thread = threading.get_ident()
+        for i in range(400):
+            assert q.get_nowait()[0] == i
+            await asyncio.sleep(0)
+        for _ in range(500):  # the executor's reclaims (no event to wait on)
+            if segments() <= 2:
+                break
+            await asyncio.sleep(0.01)
+        assert segments() <= 2  # the consumed segments went
+        assert [f for t, f in gate.calls if t == loop_thread] == []
+        await q.aclose()
+
+    run(main())
+
+
 def test_durable_put_nowait_is_refused_with_what_to_do(tmp_path):
     async def main():
         async with AsyncHybridQueue(tmp_path / "q", durable=True) as q:

@@ -240,6 +240,7 @@ class HybridQueue(QueueHooks, DiskTier):
         self._reclaim_every = max(1, segment_bytes // 2)
         self._reclaim_left = self._reclaim_every  # consumed bytes until the next reclaim
         self._drain_reclaim = True      # reclaim at the get that empties the disk tier (disk_tier.py)
+        self._reclaim_to = None         # None: gets reclaim inline; else the deferred position (defer_reclaim)
         self._disk_full_errors = 0      # disk writes that found the filesystem full
         self._full_refusals = 0         # puts that raised queue.Full
         self._serialization_errors = 0
