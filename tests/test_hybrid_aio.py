@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -209,6 +210,33 @@ def test_gets_reclaim_consumed_segments_off_the_loop(tmp_path, monkeypatch, dura
             await asyncio.sleep(0.01)
         assert segments() <= 2  # the consumed segments went
         assert [f for t, f in gate.calls if t == loop_thread] == []
+        await q.aclose()
+
+    run(main())
+
+
+def test_immediate_shutdown_counts_a_durable_put_written_but_not_yet_returned_once(tmp_path):
+    """A durable put whose write landed (the item is in the HybridQueue) but
+    whose bookkeeping has not run on the loop yet when shutdown(immediate=True)
+    comes: the shutdown marks it done with the queued items, and its put's
+    return does not mark it done a second time (which would let join() return
+    while an item that was got is not done)."""
+    async def main():
+        q = AsyncHybridQueue(tmp_path / "q", durable=True)
+        await q.put("got")
+        assert await q.get() == "got"  # got, not task_done yet
+        put = asyncio.create_task(q.put("in flight"))
+        await asyncio.sleep(0)  # the put starts its write in the executor
+        deadline = time.monotonic() + 10
+        while q._hq.qsize() < 1 and time.monotonic() < deadline:  # the loop is held: no bookkeeping runs
+            time.sleep(0.001)
+        assert q._hq.qsize() == 1
+        q.shutdown(immediate=True)
+        await put
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(q.join(), 0.2)  # "got" is still not done
+        q.task_done()
+        await asyncio.wait_for(q.join(), 5)
         await q.aclose()
 
     run(main())

@@ -319,7 +319,9 @@ class AsyncHybridQueue(_ShutdownBackport):
             self._writing += 1
             self._unfinished_tasks += 1
             self._finished.clear()
-            write = loop.run_in_executor(None, self._hq.put, item, False)
+            # _put_durable, not put: it says whether an immediate shutdown that came
+            # while it wrote counted the item (see _written)
+            write = loop.run_in_executor(None, self._hq._put_durable, [item], False, None)
             try:
                 await asyncio.shield(write)
             except BaseException as e:
@@ -355,9 +357,12 @@ class AsyncHybridQueue(_ShutdownBackport):
                 self._unfinished_tasks = 0
                 self._finished.set()
         elif self._drained:
-            # admitted before shutdown(immediate=True): kept on disk, not handed
-            # out here, done as the rest were
-            self._unfinished_tasks = max(0, self._unfinished_tasks - 1)
+            # admitted before shutdown(immediate=True), kept on disk, not handed
+            # out here: done as the rest were. Written before the shutdown, it
+            # was among the items the shutdown counted done (qsize); only one
+            # registered after it is still to count.
+            if write.result():
+                self._unfinished_tasks = max(0, self._unfinished_tasks - 1)
             if self._unfinished_tasks == 0:
                 self._finished.set()
         else:
@@ -394,10 +399,11 @@ class AsyncHybridQueue(_ShutdownBackport):
         ``immediate=True``: gets raise at once and a task is marked done for each
         item queued; those items are kept for the next open, not deleted."""
         if immediate and not self._drained and not self._closed:
-            n = self._hq.qsize()
             self._drained = True
             self._hq.shutdown(immediate=True)
-            self._unfinished_tasks = max(0, self._unfinished_tasks - n)
+            # the items it counted, under its lock: a durable write registering
+            # meanwhile is either among them or reports itself fresh (_written)
+            self._unfinished_tasks = max(0, self._unfinished_tasks - self._hq._drain_count)
         elif not self._closed:
             self._hq.shutdown(immediate)
         super().shutdown(immediate)

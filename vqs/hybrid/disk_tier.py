@@ -347,9 +347,11 @@ class DiskTier:
         except Full:
             raise Full(f"HybridQueue {self.path}: the disk tier is full ({err})") from err
 
-    def _put_durable(self, items: list, block: bool, timeout: float | None) -> None:
+    def _put_durable(self, items: list, block: bool, timeout: float | None) -> int:
         """Write-through: serialize, append to the log (fsync, group commit with
-        concurrent putters), then make the items visible."""
+        concurrent putters), then make the items visible. Returns how many of
+        them an immediate shutdown that came meanwhile did *not* count (0
+        without one): AsyncHybridQueue keeps its own task count by it."""
         n = len(items)
         payloads = self._serialize(items, "an item")
         pbytes = sum(map(len, payloads))
@@ -411,12 +413,14 @@ class DiskTier:
             self._inflight -= 1
             self._inflight_items -= n
             self._puts += n
-            self._register_durable_locked(items, payloads, pbytes, first)
+            fresh = self._register_durable_locked(items, payloads, pbytes, first)
             if self._closed and self._inflight == 0:
                 self._not_full.notify_all()  # close() waits for in-flight puts
+        return fresh
 
-    def _register_durable_locked(self, items: list, payloads: list, pbytes: int, first: int) -> None:
-        """Items written through at log offset ``first`` become visible."""
+    def _register_durable_locked(self, items: list, payloads: list, pbytes: int, first: int) -> int:
+        """Items written through at log offset ``first`` become visible; returns
+        how many of them an immediate shutdown did not count (``_drain_end``)."""
         n = len(items)
         self._disk_bytes += pbytes
         self._disk_writes += n
@@ -451,6 +455,8 @@ class DiskTier:
                 self._unfinished = max(0, self._unfinished - fresh)
             if self._unfinished == 0:
                 self._all_done.notify_all()
+            return max(0, fresh)
+        return 0
 
     # ------------------------------------------------------------------ read
 
