@@ -203,7 +203,7 @@ class LogSpace:
             return
         path = self._active.log_path
         try:
-            free = free_bytes(self.path)  # (a btrfs quota's room too: free_space.py)
+            free = free_bytes(self.path)  # (a btrfs quota's room too: space.py)
         except OSError:
             return  # let the write tell
         if free < nbytes + SHORT_MARGIN:

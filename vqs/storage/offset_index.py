@@ -18,8 +18,3 @@ class OffsetIndex(MappedIndex):
     ENTRY = struct.Struct("<II")
     KEY_FIELD = 0
     REL_FIELD = 0
-
-    def lookup(self, relative_offset: int) -> int:
-        """File position from which to scan for ``relative_offset`` (0 if no entry)."""
-        e = self.floor(relative_offset)
-        return 0 if e is None else e[1]

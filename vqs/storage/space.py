@@ -23,8 +23,8 @@ minus every byte taken since (``take``) and not given back, so a record
 acknowledged from a buffer always has room to be written, whatever else this
 process writes meanwhile.
 
-Free space is read (``statvfs``; under a btrfs quota the room under its
-limit, free_space.py; a test's space fault, fs.py) at least every CHECK_S,
+Free space is read (``free_bytes``: ``statvfs``; under a btrfs quota the
+room under its limit, below; a test's space fault, fs.py) at least every CHECK_S,
 once the takes since could have used a quarter of the room it found (so
 another program filling the disk is seen before it matters), before any
 refusal (a refused write costs a ``statvfs``), and after an ``unlink`` gave
@@ -38,19 +38,35 @@ ENOSPC or EDQUOT from the kernel (another program took the room) is a soft
 error: the write raises DiskFullError, nothing is latched, ``short`` makes
 the next take read free space again, and writes resume by themselves once
 space is back. EIO and fsync failures latch the log (log.py), as before.
+
+A btrfs quota group's limit (``btrfs qgroup limit``) does not show in
+``statvfs``. Where the path is on btrfs and its subvolume's quota group
+(level 0, ``0/<subvolume id>``) has a limit, the room under it counts too:
+``max_referenced`` (and ``max_exclusive``) minus what the group uses and
+has reserved (``referenced`` / ``exclusive`` plus ``rsv_data``,
+``rsv_meta_prealloc``, ``rsv_meta_pertrans``), read from
+``/sys/fs/btrfs/<fsid>/qgroups/0_<id>/`` (world-readable, kernels since
+5.9), a directory found once per path with two ioctls that need no
+privilege: BTRFS_IOC_FS_INFO (the fsid) and BTRFS_IOC_INO_LOOKUP with tree
+id 0 (the subvolume holding the path). Not seen: limits on higher-level
+groups (sysfs does not say which subvolumes they hold), and usage btrfs has
+not yet counted (the group's numbers move at transaction commits). Where
+anything is missing (not btrfs, quotas off, an older kernel, no limit) the
+filesystem's free space is used.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 import threading
 import time
+import uuid
 import weakref
 
 from ..errors import DiskFullError
 from . import fs
-from .free_space import free_bytes as _fs_free_bytes
-from .free_space import libc, quota_limit, quota_room
 
 #: the default data floor: min(DEFAULT_MAX, size // DEFAULT_DIVISOR)
 DEFAULT_MAX = 64 << 20
@@ -69,11 +85,91 @@ def default_min_free(total: int) -> int:
 
 
 def free_bytes(path: str) -> int:
-    """Free bytes for this process at ``path`` (statvfs, a btrfs quota's room,
-    a test's space fault: the least)."""
-    free = _fs_free_bytes(path)
-    limit = fs.free_bytes_limit(path)
-    return free if limit is None else min(free, limit)
+    """Free bytes for an unprivileged writer at ``path``: ``statvfs``, the
+    room under its btrfs quota group's limit, a test's space fault (fs.py):
+    the least. Raises OSError as ``statvfs`` does."""
+    st = os.statvfs(path)
+    free = st.f_bavail * st.f_frsize
+    for other in (quota_room(path), fs.free_bytes_limit(path)):
+        if other is not None:
+            free = min(free, other)
+    return free
+
+
+BTRFS_SUPER_MAGIC = 0x9123683E
+_FS_INFO = 0x8400941F  # _IOR(0x94, 31, struct btrfs_ioctl_fs_info_args), 1024 bytes
+_INO_LOOKUP = 0xD0009412  # _IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args), 4096 bytes
+_FIRST_FREE_OBJECTID = 256
+_USED = ("rsv_data", "rsv_meta_prealloc", "rsv_meta_pertrans")
+_qgroup_dirs: dict[str, str | None] = {}
+
+
+def _qgroup_dir(path: str) -> str | None:
+    """``/sys/fs/btrfs/<fsid>/qgroups/0_<subvolume id>`` of ``path`` (cached)."""
+    try:
+        return _qgroup_dirs[path]
+    except KeyError:
+        pass
+    d = None
+    if fs.fs_magic(path) == BTRFS_SUPER_MAGIC:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            try:
+                info = bytearray(1024)
+                fcntl.ioctl(fd, _FS_INFO, info)
+                fsid = uuid.UUID(bytes=bytes(info[16:32]))
+                args = bytearray(4096)
+                struct.pack_into("<QQ", args, 0, 0, _FIRST_FREE_OBJECTID)
+                fcntl.ioctl(fd, _INO_LOOKUP, args)
+                (subvol,) = struct.unpack_from("<Q", args, 0)
+                d = f"/sys/fs/btrfs/{fsid}/qgroups/0_{subvol}"
+            except OSError:
+                d = None
+            finally:
+                os.close(fd)
+    if len(_qgroup_dirs) >= 4096:
+        _qgroup_dirs.clear()  # (directories of logs long deleted; each is looked at again)
+    _qgroup_dirs[path] = d
+    return d
+
+
+def _read(d: str, name: str) -> int:
+    with open(os.path.join(d, name), "rb") as f:
+        return int(f.read())
+
+
+def quota_room(path: str) -> int | None:
+    """Bytes left under the limit of ``path``'s btrfs quota group (module
+    doc); None where there is no such limit to see."""
+    d = _qgroup_dir(path)
+    if d is None:
+        return None
+    try:
+        rsv = sum(_read(d, n) for n in _USED)
+        room = None
+        for limit, usage in (("max_referenced", "referenced"), ("max_exclusive", "exclusive")):
+            m = _read(d, limit)
+            if m:
+                r = m - _read(d, usage) - rsv
+                room = r if room is None else min(room, r)
+    except (OSError, ValueError):
+        return None  # quotas turned off (the directory went), or an older kernel
+    return None if room is None else max(0, room)
+
+
+def quota_limit(path: str) -> int | None:
+    """The smallest limit of ``path``'s btrfs quota group; None where none is seen."""
+    d = _qgroup_dir(path)
+    if d is None:
+        return None
+    try:
+        limits = [m for m in (_read(d, "max_referenced"), _read(d, "max_exclusive")) if m]
+    except (OSError, ValueError):
+        return None
+    return min(limits) if limits else None
 
 
 class Space:
@@ -231,7 +327,7 @@ def _size(path: str) -> int:
 
 
 def _syncfs(path: str) -> None:
-    lib = libc()
+    lib = fs.libc()
     if not lib:
         return
     try:
