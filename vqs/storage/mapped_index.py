@@ -30,8 +30,6 @@ are read into memory and the file is closed.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import mmap
 import os
@@ -43,24 +41,6 @@ from . import fs
 #: statfs f_type of filesystems where a store into a preallocated mapping
 #: rewrites the block in place (needs no new space): tmpfs, ext2/3/4, XFS, overlayfs.
 _IN_PLACE_FS = frozenset({0x01021994, 0xEF53, 0x58465342, 0x794C7630})
-_libc = None
-
-
-def stores_in_place(path: str) -> bool:
-    """Whether stores into a preallocated mapping of a file in ``path``'s
-    filesystem need no new space (module doc). False when unknown. One
-    ``statfs`` per writable index opened (not cached: a device number is
-    reused by the next mount once a filesystem is unmounted)."""
-    global _libc
-    try:
-        if _libc is None:
-            _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
-        if _libc.statfs(os.fsencode(path), buf) == 0:
-            return ctypes.c_long.from_buffer(buf).value in _IN_PLACE_FS
-    except (OSError, AttributeError, TypeError):
-        pass
-    return False
 
 
 class MappedIndex:
@@ -68,10 +48,9 @@ class MappedIndex:
     KEY_FIELD: int  # which field of an entry is the search key
     REL_FIELD: int  # which field holds the relative offset (> 0 in real entries)
 
-    def __init__(self, path: str, *, writable: bool, capacity_bytes: int = 0, snapshot: bool = False,
-                 entries_hint: int = 0, opener=None):
+    def __init__(self, path: str, *, writable: bool, capacity_bytes: int = 0, entries_hint: int = 0, opener=None):
         """A writable index is preallocated to ``capacity_bytes`` and mapped; a
-        read-only one (``snapshot`` is implied) is read into memory: a mapping
+        read-only one is read into memory: a mapping
         of a file another process may trim would fault past its end.
         ``entries_hint``: entries known valid (this process wrote them), so
         only those after them are checked. ``opener(path, flags) -> fd``."""
@@ -127,7 +106,8 @@ class MappedIndex:
             if size >= self.entry_size:
                 if not writable:
                     self._mm = os.pread(fd, size - size % self.entry_size, 0)
-                elif stores_in_place(os.path.dirname(path) or "."):
+                elif fs.fs_magic(os.path.dirname(path) or ".") in _IN_PLACE_FS:  # (statfs per open:
+                    # not cached, a device number is reused by the next mount)
                     prot = mmap.PROT_READ | mmap.PROT_WRITE
                     self._mm = mmap.mmap(fd, size - size % self.entry_size, mmap.MAP_SHARED, prot)
                 else:
@@ -165,10 +145,6 @@ class MappedIndex:
     @property
     def capacity(self) -> int:
         return 0 if self._mm is None else len(self._mm) // self.entry_size
-
-    @property
-    def full(self) -> bool:
-        return self.entries >= self.capacity
 
     def _count_valid(self, start: int = 0) -> int:
         """Entries before the first that is all-zero or out of order (keys
@@ -237,27 +213,6 @@ class MappedIndex:
     def lower(self, key) -> tuple | None:
         """The last entry whose key is < key (None if there is none)."""
         return self._search(key, strict=True)
-
-    def truncate_entries(self, keep: int) -> None:
-        """Keep the first ``keep`` entries, zero the rest."""
-        with self._lock:
-            if keep < self.entries:
-                es = self.entry_size
-                zeros = bytes((self.entries - keep) * es)
-                self._mm[keep * es : self.entries * es] = zeros
-                if self._fd is not None:
-                    fs.pwrite(self._fd, zeros, keep * es)
-                self.entries = keep
-
-    def reset(self) -> None:
-        self.truncate_entries(0)
-
-    def flush(self) -> None:
-        with self._lock:
-            if isinstance(self._mm, mmap.mmap) and self.writable:
-                self._mm.flush()
-            elif self._fd is not None:
-                fs.fsync(self._fd)
 
     def trim(self) -> None:
         """Shrink the file to its entries (at roll and close), fsync it, and keep

@@ -221,7 +221,7 @@ class Segment:
         with self._idx_lock:  # exactly one index object per segment
             if self._index is not None:
                 return self._index
-            self._index = self._open_index(OffsetIndex, self.index_path, self.index_capacity_bytes)
+            self._index = self._open_index(OffsetIndex)
             self._recount()
             # An entry pointing past the end of the file is damage. (Compare with the
             # file, not self.size: a readonly reader's size is a snapshot.)
@@ -230,11 +230,24 @@ class Segment:
                 self.rebuild_indexes()
         return self._index
 
-    def _open_index(self, kind, path: str, capacity: int, hint: int = 0):
-        writable = self.writable and self.appending
+    def _open_index(self, kind, hint: int = 0, writable: bool | None = None):
+        """The offset or the time index (``kind``), mapped writable while the
+        segment is appending (or as ``writable`` says), else read into memory;
+        ``hint``: entries known valid. Opening the time index keeps ``_ti_last``
+        at least its last timestamp."""
+        if kind is OffsetIndex:
+            path, capacity = self.index_path, self.index_capacity_bytes
+        else:
+            path, capacity = self.timeindex_path, self.index_capacity_bytes * 3 // 2
+        if writable is None:
+            writable = self.writable and self.appending
         # (a mapping takes a descriptor of its own: out of them, retried once)
-        return CACHE.retry(lambda: kind(path, writable=writable, capacity_bytes=capacity, snapshot=not self.owner,
-                                        entries_hint=hint if writable else 0, opener=self._opener), path, self)
+        idx = CACHE.retry(lambda: kind(path, writable=writable, capacity_bytes=capacity,
+                                       entries_hint=hint if writable else 0, opener=self._opener), path, self)
+        last = idx.last() if kind is TimeIndex else None
+        if last is not None:
+            self._ti_last = max(self._ti_last, last[0])
+        return idx
 
     @property
     def timeindex(self) -> TimeIndex:
@@ -243,11 +256,7 @@ class Segment:
             return ti
         with self._idx_lock:
             if self._timeindex is None:
-                ti = self._open_index(TimeIndex, self.timeindex_path, self.index_capacity_bytes * 3 // 2)
-                last = ti.last()
-                if last is not None:
-                    self._ti_last = last[0]
-                self._timeindex = ti
+                self._timeindex = self._open_index(TimeIndex)
                 self._recount()
             return self._timeindex
 
@@ -257,15 +266,9 @@ class Segment:
             self.appending = True
             idx, ti = self._index, self._timeindex
             if idx is None or not idx.writable:
-                hint = idx.entries if idx is not None else self._index_hint
-                self._index = self._open_index(OffsetIndex, self.index_path, self.index_capacity_bytes, hint)
+                self._index = self._open_index(OffsetIndex, idx.entries if idx is not None else self._index_hint)
             if ti is None or not ti.writable:
-                hint = ti.entries if ti is not None else self._ti_hint
-                ti = self._open_index(TimeIndex, self.timeindex_path, self.index_capacity_bytes * 3 // 2, hint)
-                last = ti.last()
-                if last is not None:
-                    self._ti_last = max(self._ti_last, last[0])
-                self._timeindex = ti
+                self._timeindex = self._open_index(TimeIndex, ti.entries if ti is not None else self._ti_hint)
             self._recount()
             return self._index, self._timeindex
 
@@ -352,33 +355,16 @@ class Segment:
         with self._idx_lock:
             self._rebuild_indexes_locked()
 
-    def _drop_index_files_locked(self) -> int:
-        n = 0
-        for idx in (self._index, self._timeindex):
-            if idx is not None:
-                idx.close()
-        for p in (self.index_path, self.timeindex_path):
-            try:
-                fs.unlink(p)
-                n += 1
-            except FileNotFoundError:
-                pass
-        self._index_hint = self._ti_hint = 0
-        return n
-
     def _rebuild_indexes_locked(self) -> None:
-        self._drop_index_files_locked()
-        writable = self.writable
-        self.appending = writable
-        self._index = OffsetIndex(self.index_path, writable=True, capacity_bytes=self.index_capacity_bytes,
-                                  opener=self._opener)
-        self._timeindex = TimeIndex(
-            self.timeindex_path, writable=True, capacity_bytes=self.index_capacity_bytes * 3 // 2,
-            opener=self._opener,
-        )
+        self._close_indexes()
+        _unlink_all((self.index_path, self.timeindex_path))
+        self._index_hint = self._ti_hint = 0
+        writable = self.appending = self.writable
+        self._ti_last = -1 << 63
+        self._index = self._open_index(OffsetIndex, writable=True)
+        self._timeindex = self._open_index(TimeIndex, writable=True)
         self._recount()
         self._since_index = 0
-        self._ti_last = -1 << 63
         self._ti_checked = True
         self.max_timestamp_ms = -1
         last_batch = None
@@ -443,13 +429,18 @@ class Segment:
         if self.cut_pending:
             self.cut_tail()  # a sealed file ends at its last batch (else: corruption at open)
         elif self.allocated > self.size:
-            self._give_back_allocation()
+            self.allocated = 0  # give the blocks past the end back (module doc); best effort
+            try:
+                fs.ftruncate(self.handle().fd, self.size)
+            except OSError:
+                pass
         if sync:
             self.sync()
         if self.next_offset is not None and self.next_offset > self.base_offset:
             ti = self.timeindex
             # The last entry always names the last batch (timeindex_ok relies on it).
-            last_rel = self._last_batch_relative_offset()
+            last = self.last_batch()
+            last_rel = None if last is None else last.base_offset - self.base_offset
             if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
                 if not ti.writable:
                     ti = self._map_for_append()[1]
@@ -459,22 +450,6 @@ class Segment:
             self.index.trim()
             self.timeindex.trim()
             self.writable = False
-
-    def _give_back_allocation(self) -> None:
-        """Free the blocks past the end (module doc); best effort."""
-        self.allocated = 0
-        try:
-            h = self.handle()
-            fs.ftruncate(h.fd, self.size)
-        except OSError:
-            pass
-
-    def _last_batch_relative_offset(self) -> int | None:
-        last = None
-        pos, expected = self.position_for(self.base_offset + (1 << 32) - 1)
-        for info in self.iter_valid(pos, expected=expected):
-            last = info
-        return None if last is None else last.base_offset - self.base_offset
 
     def peek_index_tail(self):
         """The offset index's last entry from the end of its file (see
@@ -560,10 +535,7 @@ class Segment:
         a view of it does, or is kept by ``maps`` (a map_cache.MapCache) for
         later reads. ``position + n`` must lie within ``size`` (see the module
         doc: mapped reads)."""
-        h = self._fh
-        if h is None:
-            h = self._open_handle()
-        self._hot = True
+        h = self.handle()
         if maps is not None:
             return maps.view(h.fd, position, n, self.size)
         start = position - position % mmap.ALLOCATIONGRANULARITY
@@ -628,12 +600,12 @@ class Segment:
         e = self.index.floor(offset - self.base_offset)
         return (0, self.base_offset) if e is None else (e[1], self.base_offset + e[0])
 
-    def read_batches_from(self, position: int, max_bytes: int, where: str | None = None, *, mapped: bool = False):
+    def read_batches_from(self, position: int, max_bytes: int, *, mapped: bool = False):
         """Decode whole batches starting at ``position``, at least one, until
         ``max_bytes`` is reached; returns (batches, next_position). With
         ``mapped`` the batches are views of a mapping of the file (``map``),
         else of a copy read with ``pread``."""
-        where = where or self.log_path
+        where = self.log_path
         size = self.size
         if position >= size:
             return [], position
@@ -659,14 +631,11 @@ class Segment:
             if h is None or p + h[1] > n:
                 break
             try:
-                b = decode_batch(buf, p, where=where)
+                b = decode_batch(buf, p, where=where, at=position)
             except CorruptRecordError as e:
                 if out:
                     break  # return the good prefix; whoever asks for the bad batch gets the error
-                raise CorruptRecordError(
-                    f"{where}: {str(e).split(': ', 1)[-1].replace(f'position {p}', f'position {position + p}')}",
-                    path=where, position=position + p,
-                ) from None
+                raise CorruptRecordError(str(e), path=where, position=position + p) from None
             if out and not self.continues(out[-1].next_offset, b.base_offset):
                 break  # as above: the discontinuity is reported when it is reached
             out.append(b)
@@ -701,21 +670,30 @@ class Segment:
                 self.rebuild_indexes()
                 return self.find_batch(offset, skip, _retry=False)
             bad = pos
-            rest = self.pread(bad, min(self.size - bad, 256 << 20))
-            r = find_next_valid(rest, 1, expected + 1)
-            nxt = verify_batch(rest, r) if r is not None else None
+            nxt = self._next_valid(bad, expected + 1)
             if skip:
                 if nxt is None:
                     return None
                 if nxt.base_offset > offset:
-                    return bad + r, nxt.base_offset
+                    return nxt.position, nxt.base_offset
             if nxt is None or nxt.base_offset > offset:
                 raise CorruptRecordError(
                     f"{self.log_path}: invalid batch at position {bad} (expected base offset "
                     f"{expected}); offset {offset} cannot be read",
                     path=self.log_path, position=bad,
                 )
-            pos, expected, from_index = bad + r, nxt.base_offset, False
+            pos, expected, from_index = nxt.position, nxt.base_offset, False
+
+    def _next_valid(self, position: int, min_base_offset: int):
+        """BatchInfo of the first valid batch after the invalid one at ``position``
+        with a base offset >= ``min_base_offset`` (within 256 MiB), else None."""
+        rest = self.pread(position, min(self.size - position, 256 << 20))
+        r = find_next_valid(rest, 1, min_base_offset)
+        if r is None:
+            return None
+        info = verify_batch(rest, r)
+        info.position += position
+        return info
 
     # -- recovery --------------------------------------------------------------
 
@@ -738,13 +716,9 @@ class Segment:
             self.next_offset = next_off
             return valid, next_off, None, None
         # Something invalid at `valid`: does anything valid follow in this file?
-        rest = self.pread(valid, self.size - valid) if self.size - valid <= (256 << 20) else None
-        resync = None
-        if rest is not None:
-            r = find_next_valid(rest, 1, next_off)
-            resync = None if r is None else valid + r
+        nxt = self._next_valid(valid, next_off)
         self.next_offset = next_off
-        return valid, next_off, valid, resync
+        return valid, next_off, valid, None if nxt is None else nxt.position
 
     def file_replaced(self) -> None:
         """The log file was replaced under its name (segment_excise.py): reopened on next use."""
@@ -755,12 +729,15 @@ class Segment:
 
     # -- lifecycle -------------------------------------------------------------
 
+    def _close_indexes(self) -> None:
+        for idx in (self._index, self._timeindex):
+            if idx is not None:
+                idx.close()
+        self._index = self._timeindex = None
+
     def close(self) -> None:
         with self._idx_lock:
-            for idx in (self._index, self._timeindex):
-                if idx is not None:
-                    idx.close()
-            self._index = self._timeindex = None
+            self._close_indexes()
             if self._fh is not None:
                 self._fh.close()  # as the log closes: a read racing it fails
                 self._fh = None
@@ -782,10 +759,7 @@ class Segment:
         log reports the offsets as below its start), as it would if the file
         cache had closed the file just before the unlink."""
         with self._idx_lock:
-            for idx in (self._index, self._timeindex):
-                if idx is not None:
-                    idx.close()
-            self._index = self._timeindex = None
+            self._close_indexes()
             self._fh = None  # dropped, not closed: see the rule above
             self._gone = self._deleted = True
             self._recount()
@@ -793,8 +767,12 @@ class Segment:
     def delete(self) -> None:
         """Unlink the files and let go of them (``forget``)."""
         self.forget()
-        for p in (self.log_path, self.index_path, self.timeindex_path):
-            try:
-                fs.unlink(p)
-            except FileNotFoundError:
-                pass
+        _unlink_all((self.log_path, self.index_path, self.timeindex_path))
+
+
+def _unlink_all(paths) -> None:
+    for p in paths:
+        try:
+            fs.unlink(p)
+        except FileNotFoundError:
+            pass

@@ -31,39 +31,26 @@ def batches_at(
     no batches if the segment has nothing there. ``hint`` is (position, base
     offset) of the batch to start from, when a sequential reader knows it."""
     stepped = False
-    if hint is not None:
-        pos, expected = hint
-    else:
-        found = seg.find_batch(offset, skip=skip)
-        if found is None:
-            return [], None, stepped
+    found = hint if hint is not None else seg.find_batch(offset, skip=skip)
+    while found is not None:
         pos, expected = found
-    try:
-        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
-    except CorruptRecordError:
-        if not skip:
-            raise
+        try:
+            batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
+        except CorruptRecordError:
+            if not skip or stepped:
+                raise
+        else:
+            if not batches or seg.continues(expected, batches[0].base_offset):
+                return batches, next_pos, stepped
+            if not skip or stepped:
+                raise CorruptRecordError(
+                    f"{seg.log_path}: batch at position {pos} has base offset "
+                    f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
+                )
+            # else a damaged base offset (outside the CRC): stepped over like any other damage
         stepped = True  # stepped over, as recovery does
         found = seg.find_batch(offset, skip=True)
-        if found is None:
-            return [], None, stepped
-        pos, expected = found
-        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
-    if batches and not seg.continues(expected, batches[0].base_offset) and skip and not stepped:
-        # A damaged base offset (outside the CRC): the batch does not continue
-        # the offsets; with skip it is stepped over like any other damage.
-        stepped = True
-        found = seg.find_batch(offset, skip=True)
-        if found is None:
-            return [], None, stepped
-        pos, expected = found
-        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
-    if batches and not seg.continues(expected, batches[0].base_offset):
-        raise CorruptRecordError(
-            f"{seg.log_path}: batch at position {pos} has base offset "
-            f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
-        )
-    return batches, next_pos, stepped
+    return [], None, stepped
 
 
 def mapped_batches(seg: Segment, position: int, expected: int, maps=None):
