@@ -179,18 +179,7 @@ class FileCache:
     def open_fd(self, path: str, flags: int, exclude=None) -> int:
         """``os.open`` that, when the process is out of descriptors, closes every
         file not in use and tries once more; then raises TooManyOpenFiles."""
-        try:
-            return os.open(path, flags, 0o644)
-        except OSError as e:
-            if e.errno not in FD_EXHAUSTED:
-                raise
-        self.shed(exclude)
-        try:
-            return os.open(path, flags, 0o644)
-        except OSError as e:
-            if e.errno in FD_EXHAUSTED:
-                raise too_many_open_files(path, e, held=self._open, cap=self.max_open_files) from e
-            raise
+        return self.retry(lambda: os.open(path, flags, 0o644), path, exclude)
 
     def retry(self, fn, path: str, exclude=None):
         """``fn()`` (which opens or maps ``path``), once more after closing every
