@@ -1,7 +1,7 @@
 """A segment: ``{base:020d}.log`` plus its ``.index`` and ``.timeindex``.
 
 The log file holds whole record batches back to back, in increasing offset
-order. The indexes are derived data (see offset_index.py, time_index.py): they
+order. The indexes are derived data (segment_index.py): they
 are opened lazily, so opening a log costs O(segments), not O(bytes), and
 memory does not grow with the size of the log.
 
@@ -59,7 +59,6 @@ from ..errors import CorruptRecordError
 from . import fs
 from .durable_file import write_all
 from .file_cache import CACHE, FileHandle
-from .offset_index import OffsetIndex
 from .record_batch import (
     RecordBatch,
     decode_batch,
@@ -67,7 +66,7 @@ from .record_batch import (
     peek_header,
     verify_batch,
 )
-from .time_index import TimeIndex
+from .segment_index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -280,41 +279,30 @@ class Segment:
         size = idx.file_size
         return size % idx.entry_size == 0 and idx.entries == size // idx.entry_size
 
-    def timeindex_ok(self) -> bool:
-        """Sanity check of the time index before it is trusted (Kafka's
-        sanityCheck): sealed files are whole; the last entry names the segment's
-        last batch (seal() guarantees it) and its timestamp is at least that
-        batch's largest. Cached once it passed."""
-        if self._ti_checked or self._index_disabled:
-            return True
+    def checked_timeindex(self):
+        """The time index, rebuilt first unless it passes a sanity check
+        (Kafka's sanityCheck, once): sealed files are whole; the last entry
+        names the segment's last batch (seal() guarantees it) and its
+        timestamp is at least that batch's largest."""
+        if not (self._ti_checked or self._index_disabled or self._timeindex_sane()):
+            self.rebuild_indexes()
+        self._ti_checked = True
+        return None if self._index_disabled else self.timeindex
+
+    def _timeindex_sane(self) -> bool:
         ti = self.timeindex
         if self.size == 0:
-            self._ti_checked = True
             return True
-        if not self._sealed_file_ok(ti):
-            return False
         last = ti.last()
-        if last is None:
-            # Entries end at the first all-zero one, so a lone (0, 0) entry (a first
-            # batch stamped 0) is invisible: rebuild, which scans for the max.
+        # (no entry: entries end at the first all-zero one, so a lone (0, 0) entry,
+        # a first batch stamped 0, is invisible: rebuild, which scans for the max)
+        if last is None or not self._sealed_file_ok(ti):
             return False
         if self.writable:
-            self._ti_checked = True  # appends keep the active segment's index exact
-            return True
+            return True  # appends keep the active segment's index exact
         lastb = self.last_batch()
-        if lastb is None:
-            return False
-        if last[1] != lastb.base_offset - self.base_offset or last[0] < lastb.max_timestamp_ms:
-            return False
-        self._ti_checked = True
-        return True
-
-    def checked_timeindex(self):
-        """The time index, rebuilt first if it fails its sanity check."""
-        if not self.timeindex_ok():
-            self.rebuild_indexes()
-            self._ti_checked = True
-        return None if self._index_disabled else self.timeindex
+        return lastb is not None and last[1] == lastb.base_offset - self.base_offset \
+            and last[0] >= lastb.max_timestamp_ms
 
     def last_batch(self):
         """BatchInfo of the last batch (from the last offset-index entry on)."""
@@ -438,7 +426,7 @@ class Segment:
             self.sync()
         if self.next_offset is not None and self.next_offset > self.base_offset:
             ti = self.timeindex
-            # The last entry always names the last batch (timeindex_ok relies on it).
+            # The last entry always names the last batch (checked_timeindex relies on it).
             last = self.last_batch()
             last_rel = None if last is None else last.base_offset - self.base_offset
             if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
@@ -487,7 +475,7 @@ class Segment:
             self.max_timestamp_ms = max(
                 self.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms
             )
-            # no entry in a segment with batches: only the implied (0, 0) one (time_index.py)
+            # no entry in a segment with batches: only the implied (0, 0) one (segment_index.py)
             self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else (0 if self.size else -1 << 63)
         # Bytes since the last index entry, so the next entry lands on schedule.
         self._since_index = self.size - index_position

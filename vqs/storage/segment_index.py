@@ -1,8 +1,21 @@
-"""A preallocated, memory-mapped file of fixed-size, sorted entries.
+"""A segment's two sparse indexes: derived data, rebuilt when in doubt.
 
-The base of the offset index and the time index. While a segment is active its
-index file is preallocated (zero-filled) and mapped; entries are appended in
-place. The preallocation is real (``posix_fallocate``, not a sparse file), so
+- ``.index`` (``OffsetIndex``): ``(relative offset u32, file position u32)``.
+  An entry is added for a batch when at least ``index_interval_bytes`` of log
+  were written since the previous entry; it maps the batch's base offset
+  (relative to the segment's base) to its position in the log file. Lookup:
+  the last entry at or below the target (binary search), then a forward
+  scan of at most about one interval of log.
+- ``.timeindex`` (``TimeIndex``): ``(max timestamp ms i64, relative offset
+  u32)``. An entry ``(T, r)`` is written for the batch at relative offset
+  ``r`` when the largest timestamp seen in the segment so far (through that
+  batch) grew to ``T``. Hence every record up to and including batch ``r``
+  has a timestamp <= T; to find the first record with timestamp >= t, scan
+  from the batch of the last entry whose T < t (or from the segment start).
+
+Both are a ``MappedIndex``: a file of fixed-size, sorted entries. While a
+segment is active its index files are preallocated (zero-filled) and mapped;
+entries are appended in place. The preallocation is real (``posix_fallocate``, not a sparse file), so
 that a store into the mapping never needs new space; on a full disk the index
 is not grown (it stops taking entries: derived data, lookups scan further).
 When the segment rolls or the log closes, the file is trimmed to its entries.
@@ -12,8 +25,7 @@ error but SIGBUS, which kills the process. Preallocation rules that out only
 where a preallocated block is rewritten in place: tmpfs, ext2/3/4, XFS (and
 overlayfs, whose upper layer is one of them in practice). On a copy-on-write
 filesystem (btrfs, ZFS, bcachefs) every rewrite of a block takes new space,
-so under a quota or on a full disk a store into the mapping faults (seen:
-btrfs, ``qgroup limit``). There the entries are kept in memory and written
+so under a quota or on a full disk a store into the mapping faults. There the entries are kept in memory and written
 with ``pwrite`` instead (``_pwrite`` mode): a write that finds no space makes
 the index stop taking entries, as above. Chosen once per index by the
 filesystem's magic number (``statfs``); unknown filesystems get ``pwrite``.
@@ -270,3 +282,25 @@ class MappedIndex:
             self._close_fd()
         except (OSError, AttributeError):
             pass
+
+
+class OffsetIndex(MappedIndex):
+    ENTRY = struct.Struct("<II")
+    KEY_FIELD = 0
+    REL_FIELD = 0
+
+
+class TimeIndex(MappedIndex):
+    ENTRY = struct.Struct("<qI")
+    KEY_FIELD = 0
+    REL_FIELD = 1
+
+    def append(self, *fields) -> bool:
+        """As MappedIndex.append, except that ``(0, 0)`` (timestamp 0 for the batch at the segment
+        start) is never written: it is all zeros, which a preallocated file reads as the end of
+        its entries, so writing it would only make the next entry overwrite it on a reopen. It is
+        implied, as the offset index's entry for position 0 is: a lookup that finds no entry
+        scans from the segment start, which is where it points."""
+        if fields[0] == 0 and fields[1] == 0:
+            return True
+        return super().append(*fields)
