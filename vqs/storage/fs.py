@@ -1,4 +1,4 @@
-"""The filesystem seam: storage opens, writes, syncs, renames and unlinks here.
+"""The filesystem seam: storage writes, syncs, truncates, renames and unlinks here.
 
 Each name is bound to the ``os`` function itself (``writev = os.writev``), so
 the hot path pays one module attribute lookup and nothing else. A test may
@@ -36,8 +36,6 @@ import errno as _errno
 import os
 import threading
 
-open = os.open
-close = os.close
 write = os.write
 writev = os.writev
 pwrite = os.pwrite
@@ -50,7 +48,7 @@ unlink = os.unlink
 statvfs = os.statvfs
 
 _ORIGINAL = {name: globals()[name] for name in (
-    "open", "close", "write", "writev", "pwrite", "fsync", "ftruncate", "truncate", "rename", "replace",
+    "write", "writev", "pwrite", "fsync", "ftruncate", "truncate", "rename", "replace",
     "unlink", "statvfs")}
 
 _fault: Fault | None = None

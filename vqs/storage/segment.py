@@ -59,13 +59,7 @@ from ..errors import CorruptRecordError
 from . import fs
 from .durable_file import write_all
 from .file_cache import CACHE, FileHandle
-from .record_batch import (
-    RecordBatch,
-    decode_batch,
-    find_next_valid,
-    peek_header,
-    verify_batch,
-)
+from .record_batch import find_next_valid, peek_header, verify_batch
 from .segment_index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -587,48 +581,6 @@ class Segment:
             return 0, self.base_offset
         e = self.index.floor(offset - self.base_offset)
         return (0, self.base_offset) if e is None else (e[1], self.base_offset + e[0])
-
-    def read_batches_from(self, position: int, max_bytes: int, *, mapped: bool = False):
-        """Decode whole batches starting at ``position``, at least one, until
-        ``max_bytes`` is reached; returns (batches, next_position). With
-        ``mapped`` the batches are views of a mapping of the file (``map``),
-        else of a copy read with ``pread``."""
-        where = self.log_path
-        size = self.size
-        if position >= size:
-            return [], position
-        want = min(max(max_bytes, 4096), size - position)
-        buf = self.map(position, want) if mapped else self.pread(position, want)
-        h = peek_header(buf, 0)
-        if h is None:
-            raise CorruptRecordError(
-                f"{where}: invalid batch header at position {position}", path=where, position=position
-            )
-        if h[1] > len(buf):
-            if position + h[1] > size:
-                raise CorruptRecordError(
-                    f"{where}: batch at position {position} runs past the segment end",
-                    path=where, position=position,
-                )
-            buf = self.map(position, h[1]) if mapped else self.pread(position, h[1])
-        out: list[RecordBatch] = []
-        p = 0
-        n = len(buf)
-        while p < n:
-            h = peek_header(buf, p)
-            if h is None or p + h[1] > n:
-                break
-            try:
-                b = decode_batch(buf, p, where=where, at=position)
-            except CorruptRecordError as e:
-                if out:
-                    break  # return the good prefix; whoever asks for the bad batch gets the error
-                raise CorruptRecordError(str(e), path=where, position=position + p) from None
-            if out and not self.continues(out[-1].next_offset, b.base_offset):
-                break  # as above: the discontinuity is reported when it is reached
-            out.append(b)
-            p += h[1]
-        return out, position + p
 
     def find_batch(self, offset: int, skip: bool = False, _retry: bool = True) -> tuple[int, int] | None:
         """(position, base offset) of the batch containing ``offset`` (or of the
