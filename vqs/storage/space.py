@@ -90,10 +90,9 @@ def free_bytes(path: str) -> int:
     the least. Raises OSError as ``statvfs`` does."""
     st = os.statvfs(path)
     free = st.f_bavail * st.f_frsize
-    for other in (quota_room(path), fs.free_bytes_limit(path)):
-        if other is not None:
-            free = min(free, other)
-    return free
+    q = quota(path)
+    limit = fs.free_bytes_limit(path)
+    return min(free, free if q is None else q[1], free if limit is None else limit)
 
 
 BTRFS_SUPER_MAGIC = 0x9123683E
@@ -141,35 +140,23 @@ def _read(d: str, name: str) -> int:
         return int(f.read())
 
 
-def quota_room(path: str) -> int | None:
-    """Bytes left under the limit of ``path``'s btrfs quota group (module
-    doc); None where there is no such limit to see."""
+def quota(path: str) -> tuple[int, int] | None:
+    """(smallest limit, bytes left under the limits) of ``path``'s btrfs quota
+    group (module doc); None where no limit is seen (also: quotas turned off,
+    the sysfs directory gone, an older kernel)."""
     d = _qgroup_dir(path)
     if d is None:
         return None
     try:
         rsv = sum(_read(d, n) for n in _USED)
-        room = None
-        for limit, usage in (("max_referenced", "referenced"), ("max_exclusive", "exclusive")):
-            m = _read(d, limit)
-            if m:
-                r = m - _read(d, usage) - rsv
-                room = r if room is None else min(room, r)
-    except (OSError, ValueError):
-        return None  # quotas turned off (the directory went), or an older kernel
-    return None if room is None else max(0, room)
-
-
-def quota_limit(path: str) -> int | None:
-    """The smallest limit of ``path``'s btrfs quota group; None where none is seen."""
-    d = _qgroup_dir(path)
-    if d is None:
-        return None
-    try:
-        limits = [m for m in (_read(d, "max_referenced"), _read(d, "max_exclusive")) if m]
+        found = [(m, m - _read(d, usage) - rsv)
+                 for limit, usage in (("max_referenced", "referenced"), ("max_exclusive", "exclusive"))
+                 if (m := _read(d, limit))]
     except (OSError, ValueError):
         return None
-    return min(limits) if limits else None
+    if not found:
+        return None
+    return min(m for m, _ in found), max(0, min(r for _, r in found))
 
 
 class Space:
@@ -191,7 +178,7 @@ class Space:
         self._quarter = 0        # a quarter of what the last reading found: read again past it
         self.low = False        # the last take was refused, or a write found no space
         self._read_at = 0.0     # monotonic time of the next reading, at the latest
-        self.quota = quota_room(path) is not None  # a btrfs quota group's limit applies
+        self.quota = quota(path) is not None  # a btrfs quota group's limit applies
         self._lock = threading.Lock()
 
     def _settle_returned(self) -> None:
@@ -322,8 +309,8 @@ def _size(path: str) -> int:
     """The filesystem's size, or its btrfs quota group's limit where smaller."""
     st = fs.statvfs(path)
     total = st.f_blocks * st.f_frsize
-    limit = quota_limit(path)
-    return total if limit is None else min(total, limit)
+    q = quota(path)
+    return total if q is None else min(total, q[0])
 
 
 def _syncfs(path: str) -> None:
@@ -366,7 +353,7 @@ def for_path(path: str) -> Space:
                 s.path = path
                 s.total = _size(path)
                 s.default_floor = default_min_free(s.total)
-                s.quota = quota_room(path) is not None
+                s.quota = quota(path) is not None
                 s._note_short()
         else:
             s = _registry[dev] = Space(path)
