@@ -107,7 +107,7 @@ class Grant:
         """Whether a segment may be given ``nbytes`` ahead of its writes: counted at the
         governor, and only while free space exceeds the floor by ``AHEAD_MARGIN`` steps, so
         room given ahead never competes with appends near a full disk."""
-        return self.space is not None and self.space.spare(nbytes, self.floor + AHEAD_MARGIN * nbytes)
+        return self.space is not None and self.space.ahead(nbytes, self.floor + AHEAD_MARGIN * nbytes)
 
     def settle(self) -> None:
         """The buffer is written: the grant's rest goes back."""

@@ -20,7 +20,7 @@ Invariants:
   increasing; gaps are allowed (a batch quarantined by recovery="skip").
 
 Allocation ahead (Redpanda's fallocation step): while the log's space governor
-can spare it, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its
+has room for it, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its
 length unchanged (``fs.allocate``: advice; the write stays the authority), so
 buffered writes skip per-page allocation. ``seal`` truncates the file to its
 own length (moving no byte) to give the rest back.

@@ -242,7 +242,7 @@ class Space:
         self.unwritten += nbytes
         return nbytes
 
-    def spare(self, nbytes: int, floor: int) -> bool:
+    def ahead(self, nbytes: int, floor: int) -> bool:
         """Count ``nbytes`` a file is given ahead of its writes (``fs.allocate``) as used, if
         that leaves more than ``floor`` by the last reading; False (nothing counted, nothing
         marked low) otherwise: room given ahead is a speed-up, never a reason to refuse."""
