@@ -18,7 +18,7 @@ import struct
 import sys
 from array import array
 from collections import namedtuple
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from itertools import accumulate
 
@@ -72,19 +72,15 @@ def codec_id(compression: str | None) -> int:
         ) from None
 
 
-def _u32_array(values: Iterable[int]) -> array:
-    a = array("I", values)
-    if not _LITTLE:
-        a.byteswap()
-    return a
-
-
 def _offsets(items: Sequence) -> array:
     # count + 1 offsets, the first 0: the layout of an Arrow BinaryArray.
     try:
-        return _u32_array(accumulate(map(len, items), initial=0))
+        a = array("I", accumulate(map(len, items), initial=0))
     except OverflowError:
         raise ConfigError("a record batch column exceeds 4 GiB; append smaller batches") from None
+    if not _LITTLE:
+        a.byteswap()
+    return a
 
 
 def encode_headers(headers: Headers | None) -> bytes:

@@ -235,8 +235,8 @@ class Segment:
         if writable is None:
             writable = self.writable and self.appending
         # (a mapping takes a descriptor of its own: out of them, retried once)
-        idx = CACHE.retry(lambda: kind(path, writable=writable, capacity_bytes=capacity,
-                                       entries_hint=hint if writable else 0, opener=self._opener), path, self)
+        idx = CACHE.retry(lambda: kind(path, self._opener, writable=writable, capacity_bytes=capacity,
+                                       entries_hint=hint if writable else 0), path, self)
         last = idx.last() if kind is TimeIndex else None
         if last is not None:
             self._ti_last = max(self._ti_last, last[0])

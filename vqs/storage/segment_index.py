@@ -60,12 +60,12 @@ class MappedIndex:
     KEY_FIELD: int  # which field of an entry is the search key
     REL_FIELD: int  # which field holds the relative offset (> 0 in real entries)
 
-    def __init__(self, path: str, *, writable: bool, capacity_bytes: int = 0, entries_hint: int = 0, opener=None):
+    def __init__(self, path: str, opener, *, writable: bool, capacity_bytes: int = 0, entries_hint: int = 0):
         """A writable index is preallocated to ``capacity_bytes`` and mapped; a
-        read-only one is read into memory: a mapping
-        of a file another process may trim would fault past its end.
-        ``entries_hint``: entries known valid (this process wrote them), so
-        only those after them are checked. ``opener(path, flags) -> fd``."""
+        read-only one is read into memory: a mapping of a file another process
+        may trim would fault past its end. ``opener(path, flags) -> fd`` (the
+        file cache's). ``entries_hint``: entries known valid (this process
+        wrote them), so only those after them are checked."""
         self.path = path
         self.writable = writable
         self.entry_size = self.ENTRY.size
@@ -80,7 +80,7 @@ class MappedIndex:
         self._fd: int | None = None  # _pwrite mode: the file's descriptor, kept open
         flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
         try:
-            fd = opener(path, flags) if opener is not None else os.open(path, flags, 0o644)
+            fd = opener(path, flags)
         except FileNotFoundError:
             self.exists = False
             return
@@ -134,13 +134,13 @@ class MappedIndex:
         self.entries = self._count_valid(min(entries_hint, self.capacity))
 
     @classmethod
-    def peek_last(cls, path: str, opener=None):
+    def peek_last(cls, path: str, opener):
         """The last entry of the file at ``path``, read from its end without
         loading the index (a clean reopen: close trimmed the file to its
         entries). None if the file is missing or holds no entry; False if it
         ends in an all-zero entry (not trimmed: the caller loads the index)."""
         try:
-            fd = opener(path, os.O_RDONLY) if opener is not None else os.open(path, os.O_RDONLY)
+            fd = opener(path, os.O_RDONLY)
         except FileNotFoundError:
             return None
         try:
@@ -242,8 +242,7 @@ class MappedIndex:
                 data = bytes(self._mm[:n])
                 self._close_fd()
             self._mm = data or None
-            opener = self._opener
-            fd = opener(self.path, os.O_RDWR) if opener is not None else os.open(self.path, os.O_RDWR)
+            fd = self._opener(self.path, os.O_RDWR)
             try:
                 try:
                     fs.ftruncate(fd, n)
