@@ -39,7 +39,7 @@ import threading
 from collections import OrderedDict
 
 from ..errors import ConfigError
-from .fd_limit import FD_EXHAUSTED, open_file_limits, too_many_open_files
+from .fd_limit import FD_EXHAUSTED, open_file_limits, raise_open_file_limit, too_many_open_files
 
 #: Environment variable that sets ``max_open_files`` (read at import).
 ENV_MAX_OPEN_FILES = "VQS_MAX_OPEN_FILES"
@@ -119,8 +119,6 @@ class FileCache:
                 raise ConfigError(f"max_open_files={max_open_files!r}: must be an integer >= 4")
             soft, hard = open_file_limits()
             if soft >= 0 and max_open_files > soft - 16:
-                from .fd_limit import raise_open_file_limit
-
                 soft = raise_open_file_limit(max_open_files + 64)
                 if max_open_files > soft - 16:
                     raise ConfigError(
