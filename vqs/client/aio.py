@@ -36,7 +36,7 @@ from ..wire import BATCH_CONTENT_TYPE, NEXT_OFFSET, decode_body
 from .error_map import from_failed_entry, from_response
 from .queues import RemoteMessage, _message_json
 from .topics import batch_body, produce_columns
-from .transport import DEFAULT_URL, _check_path
+from .transport import DEFAULT_URL, _check_path, base_url
 
 
 class AsyncTransport:
@@ -45,16 +45,14 @@ class AsyncTransport:
     def __init__(self, url: str, token: str | None, timeout: float, transport=None):
         import httpx
 
-        if "://" not in url:
-            url = "http://" + url
-        self.url = url.rstrip("/")
+        self.url = base_url(url)
         headers = {"user-agent": "vqs-client"}
         if token:
             headers["authorization"] = f"Bearer {token}"
         self.timeout = timeout
         self.http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout, transport=transport,
                                       limits=httpx.Limits(max_keepalive_connections=32, max_connections=256))
-        self._failures = (httpx.TransportError,)
+        self._failures = (httpx.RequestError,)  # transport failures, undecodable answers
 
     async def request(self, method: str, path: str, *, expect=(200, 201, 204), params=None, **kw):
         _check_path(path)
