@@ -144,8 +144,15 @@ def test_a_url_without_a_scheme_is_taken_as_http(srv):
 
 def test_wording_of_bounds_and_paths(srv, tmp_path):
     p = vqs("queue", "receive", "q", "--wait", "60", "--url", srv.url)
-    assert p.returncode == 2 and b"Invalid value for '--wait'" in p.stderr and b"20" in p.stderr
+    assert p.returncode == 2 and b"Invalid value for '--wait': must be at most 20, not 60" in p.stderr, p.stderr
     assert b"wait_seconds" not in p.stderr and b"Traceback" not in p.stderr
+    # every option's bound and type in the REST API's words, not pydantic's ("Input should be ...")
+    for args, said in ((("queue", "receive", "q", "--wait", "-1"), b"must be at least 0, not -1"),
+                       (("queue", "receive", "q", "--wait", "soon"), b"must be a whole number, not 'soon'"),
+                       (("consume", "t", "-n", "ten"), b"must be a whole number, not 'ten'"),
+                       (("produce", "t", "--skip", "-3"), b"must be at least 0, not -3")):
+        p = vqs(*args, "--url", srv.url)
+        assert p.returncode == 2 and said in p.stderr and b"Input should" not in p.stderr, (args, p.stderr)
     f = tmp_path / "afile"
     f.write_text("x")
     line = one_error_line(vqs("topic", "create", "t", "--data-dir", f), 1)
