@@ -127,7 +127,7 @@ def produce(topic: str,
     try:
         with _Interrupt() as intr, target(url, data_dir, token, topic=topic) as t:
             p = t.producer()
-            kb = key.encode() if key is not None else None
+            kb = os.fsencode(key) if key is not None else None  # the argument's bytes, as the shell gave them
             columns = [TextColumn("[bold]{task.fields[n]}[/bold] messages"), BarColumn(), TransferSpeedColumn()]
             if total is not None:
                 columns.append(TimeRemainingColumn())

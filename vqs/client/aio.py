@@ -34,7 +34,7 @@ from .. import errors as E
 from ..broker.names import validate_name
 from ..wire import BATCH_CONTENT_TYPE, NEXT_OFFSET, decode_body
 from .error_map import from_failed_entry, from_response
-from .queues import RemoteMessage, _message_json
+from .queues import RemoteMessage, _handle, _message_json
 from .topics import batch_body, produce_columns
 from .transport import DEFAULT_URL, _check_path, base_url
 
@@ -353,7 +353,7 @@ class AsyncQueue:
         return [RemoteMessage(m) for m in d["messages"]]
 
     async def delete(self, receipt_handle: str) -> None:
-        d = await self._t.json("POST", self._p("/delete"), json={"receipt_handles": [receipt_handle]})
+        d = await self._t.json("POST", self._p("/delete"), json={"receipt_handles": [_handle(receipt_handle)]})
         if d.get("failed"):
             raise from_failed_entry(d["failed"][0])
 
@@ -362,7 +362,7 @@ class AsyncQueue:
 
     async def change_visibility(self, receipt_handle: str, seconds: int) -> None:
         await self._t.request("POST", self._p("/visibility"),
-                              json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+                              json={"receipt_handle": _handle(receipt_handle), "visibility_timeout": seconds})
 
     async def purge(self) -> None:
         await self._t.request("POST", self._p("/purge"))
