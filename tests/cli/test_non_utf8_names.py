@@ -65,3 +65,7 @@ def test_other_arguments_that_are_not_utf8(srv):
     assert "Invalid characters found" in line
     line = _one_error_line(_vqs([b"queue", b"delete-message", b"texts", BAD, b"--url", url]))
     assert "is not a valid receipt handle" in line
+    line = _one_error_line(_vqs([b"topic", b"list", b"--url", url, b"--token", BAD]))
+    assert "token must be printable ASCII" in line
+    line = _one_error_line(_vqs([b"topic", b"list", b"--url", url + b"/" + BAD]))
+    assert "is not valid text" in line

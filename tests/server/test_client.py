@@ -200,7 +200,8 @@ def test_a_lost_connection_is_a_vqs_error_never_an_httpx_one(answer):
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://[::1", "ftp://127.0.0.1:8642", "http://",
-                                 "127.0.0.1:notaport", "http://127.0.0.1:8642/?x=1"])
+                                 "127.0.0.1:notaport", "http://127.0.0.1:8642/?x=1", "http://a\udcffb",
+                                 "http://127.0.0.1:8642/a\udcffb"])
 def test_a_malformed_url_is_a_config_error_where_it_is_given(url):
     """Never a ValueError or an httpx error of a later request: ConfigError naming the URL, from
     the Client and the AsyncClient alike."""
@@ -214,6 +215,22 @@ def test_a_malformed_url_is_a_config_error_where_it_is_given(url):
             pass
 
     with pytest.raises(ConfigError, match="url "):
+        asyncio.run(make())
+
+
+@pytest.mark.parametrize("token", ["a\udcffb", "t\u00e9", "a\nb", "a\0b"])
+def test_a_token_no_header_can_carry_is_a_config_error_where_it_is_given(token):
+    import asyncio
+
+    for url in ("http://127.0.0.1:8642", "http://127.0.0.1:8642/prefix"):  # the lean and the httpx path
+        with pytest.raises(ConfigError, match="token"):
+            vc.Client(url, token=token)
+
+    async def make():
+        async with vqs.AsyncClient("http://127.0.0.1:8642", token=token):
+            pass
+
+    with pytest.raises(ConfigError, match="token"):
         asyncio.run(make())
 
 

@@ -36,7 +36,7 @@ from ..wire import BATCH_CONTENT_TYPE, NEXT_OFFSET, decode_body
 from .error_map import from_failed_entry, from_response
 from .queues import RemoteMessage, _handle, _message_json
 from .topics import batch_body, produce_columns
-from .transport import DEFAULT_URL, _check_path, base_url
+from .transport import DEFAULT_URL, _check_path, base_url, check_token
 
 
 class AsyncTransport:
@@ -46,6 +46,7 @@ class AsyncTransport:
         import httpx
 
         self.url = base_url(url)
+        check_token(token)
         headers = {"user-agent": "vqs-client"}
         if token:
             headers["authorization"] = f"Bearer {token}"

@@ -14,12 +14,12 @@ per-handle report unchanged.
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import errors as E
 from .error_map import from_failed_entry
+from .transport import SURROGATE
 from .values import as_bytes
 
 if TYPE_CHECKING:
@@ -96,12 +96,11 @@ def _message_json(body, fields) -> dict:
 
 # A lone surrogate (what Python makes of a non-UTF-8 command-line argument) has no UTF-8 form, so
 # no JSON request can carry it: refused here as the embedded queue refuses it, before a request.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _body_json(body) -> dict:
     if isinstance(body, str):
-        if _SURROGATE.search(body):
+        if SURROGATE.search(body):
             raise E.InvalidMessageContents(
                 "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | "
                 "#x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF")
@@ -111,7 +110,7 @@ def _body_json(body) -> dict:
 
 def _handle(receipt_handle):
     """``receipt_handle`` if a request can carry it, else ReceiptHandleIsInvalid (as embedded)."""
-    if isinstance(receipt_handle, str) and _SURROGATE.search(receipt_handle):
+    if isinstance(receipt_handle, str) and SURROGATE.search(receipt_handle):
         raise E.ReceiptHandleIsInvalid(receipt_handle)
     return receipt_handle
 

@@ -41,6 +41,7 @@ DEFAULT_URL = "http://127.0.0.1:8642"
 _SOCKET_OPTIONS = [(6, 1, 1)]  # (IPPROTO_TCP, TCP_NODELAY, 1)
 _JSON_CT = b"content-type: application/json\r\n"
 _PATH = re.compile(r"(?:/[A-Za-z0-9._-]{1,200})*")
+SURROGATE = re.compile("[\ud800-\udfff]")  # what a non-UTF-8 command-line argument holds
 
 
 def _check_path(path: str) -> None:
@@ -60,6 +61,8 @@ def base_url(url: str) -> str:
     refused where it is given, never as a ValueError or an httpx error of a later request."""
     if not isinstance(url, str):
         raise E.ConfigError(f"url must be a string such as {DEFAULT_URL!r}, not {type(url).__name__}")
+    if SURROGATE.search(url):
+        raise E.ConfigError(f"url {url!r} is not valid text (bytes that are not UTF-8?)")
     if "://" not in url:
         url = "http://" + url
     url = url.rstrip("/")
@@ -75,6 +78,14 @@ def base_url(url: str) -> str:
     if u.query or u.fragment:
         raise E.ConfigError(f"url {url!r}: a server URL has no query or fragment")
     return url
+
+
+def check_token(token: str | None) -> None:
+    """ConfigError unless ``token`` can be sent as a bearer token: printable ASCII (a header
+    cannot carry a line break, NUL or text that is not ASCII; a non-UTF-8 argument holds
+    surrogates)."""
+    if token is not None and not (isinstance(token, str) and token.isascii() and token.isprintable()):
+        raise E.ConfigError("the token must be printable ASCII (no line breaks, NUL or other characters)")
 
 
 def _transport_errors() -> tuple:
@@ -94,6 +105,7 @@ class Transport:
         import httpx
 
         self.url = base_url(url)
+        check_token(token)
         # x-vqs-client: a header no web page can send to another site without a CORS preflight,
         # which a server without credentials asks of every POST (docs/security.md)
         headers = {"user-agent": "vqs-client", "x-vqs-client": "python"}
@@ -109,8 +121,6 @@ class Transport:
         self._lean = None
         u = urlsplit(self.url)
         if transport is None and u.scheme == "http" and u.hostname and not u.path:
-            if any(c in v for v in headers.values() for c in "\r\n\0"):
-                raise E.ConfigError("the token must not contain line breaks or NUL")
             base = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
             self._lean = LeanHTTP(u.hostname, u.port or 80, base)
             self._failures = self._failures + (OSError, LeanProtocolError)
