@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from .failures import fail
+from .failures import EXIT_USAGE, fail
 from .output import (
     DATA,
     JSON_OUT,
@@ -34,13 +34,18 @@ def queue_create(name: str,
                  visibility_timeout: int = typer.Option(30), delay_seconds: int = typer.Option(0),
                  receive_wait_seconds: int = typer.Option(0), retention_seconds: int = typer.Option(345600),
                  max_message_bytes: int = typer.Option(1048576),
-                 dead_letter_queue: str | None = typer.Option(None), max_receive_count: int | None = typer.Option(None),
+                 dead_letter_queue: str | None = typer.Option(None, help="move a message here after --max-receive-count receives"),
+                 max_receive_count: int | None = typer.Option(None, min=1, max=1000,
+                                                              help="receives before a message moves to --dead-letter-queue"),
                  fifo: bool = typer.Option(False), content_based_deduplication: bool = typer.Option(False),
                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Create a queue."""
     kw = dict(visibility_timeout=visibility_timeout, delay_seconds=delay_seconds,
               receive_wait_seconds=receive_wait_seconds, retention_seconds=retention_seconds,
               max_message_bytes=max_message_bytes, fifo=fifo, content_based_deduplication=content_based_deduplication)
+    if (dead_letter_queue is None) != (max_receive_count is None):
+        fail("--dead-letter-queue and --max-receive-count go together (a message moves to the dead-letter "
+             "queue after that many receives)", EXIT_USAGE)
     if dead_letter_queue is not None:
         kw["dead_letter_queue"] = dead_letter_queue
         kw["max_receive_count"] = max_receive_count
@@ -189,6 +194,9 @@ def queue_redrive(name: str = typer.Argument(..., help="the dead-letter queue"),
         fail(f"the move out of {name} ended {task.status}: {task.failure_reason or 'no reason given'} "
              f"({task.moved} moved)")
     print_line(f"moved {task.moved} message(s) out of {name}", err)
+    if not to and task.moved < task.to_move:
+        print_line(f"{task.to_move - task.moved} message(s) stayed in {name}: no source queue is known for them "
+                   "(sent to it directly, or their queue was deleted); move them with --to QUEUE", err)
 
 
 @queue_app.command("delete-message")
