@@ -237,7 +237,10 @@ def test_a_token_no_header_can_carry_is_a_config_error_where_it_is_given(token):
 @pytest.mark.parametrize("prefix", ["", "/behind-a-proxy"], ids=["lean", "httpx"])
 def test_an_unreadable_answer_is_a_vqs_error_never_an_httpx_or_json_one(prefix):
     """An answer that is not JSON, or whose Content-Encoding does not decode (a proxy's page):
-    a VQSError on either transport path (a base URL with a path goes through httpx)."""
+    a VQSError on either transport path (a base URL with a path goes through httpx), and from
+    the AsyncClient."""
+    import asyncio
+
     for answer in (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
                    b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nabcde"):
         url, stop = _dropping_server(answer)
@@ -246,6 +249,13 @@ def test_an_unreadable_answer_is_a_vqs_error_never_an_httpx_or_json_one(prefix):
                 for call in (c.topics, lambda: c.queue("q").send("m")):
                     with pytest.raises(vqs.VQSError):
                         call()
+
+            async def async_topics(base):
+                async with vqs.AsyncClient(base, timeout=5) as c:
+                    await c.topics()
+
+            with pytest.raises(vqs.VQSError):
+                asyncio.run(async_topics(url + prefix))
         finally:
             stop()
 
