@@ -169,3 +169,21 @@ def test_the_rest_api_words_validation_errors_as_its_own_checks(srv):
     assert r.json()["error"]["message"] == "name 'a b' is not a valid name: use 1-200 characters from [A-Za-z0-9._-]"
     r = httpx.post(srv.url + "/topics", json={"name": "t-bounds", "partitions": 100_000})
     assert r.status_code == 400 and "must be at most" in r.json()["error"]["message"], r.text
+    # lengths, types, missing and unknown fields too: no pydantic phrase, the field named whole
+    httpx.post(srv.url + "/queues", json={"name": "wordsq"}).raise_for_status()
+    for path, body, field, said in (
+            ("/queues/wordsq/messages", {"messages": [{"body": "y" * 1_100_000}]}, "messages.0.body",
+             "messages.0.body must be at most 1048576 characters, not 1100000"),
+            ("/queues/wordsq/messages", {"messages": []}, "messages", "messages must hold at least 1 item(s), not 0"),
+            ("/queues/wordsq/messages", {"messages": [{"body": "x", "delay_seconds": "soon"}]},
+             "messages.0.delay_seconds", "messages.0.delay_seconds must be a whole number, not 'soon'"),
+            ("/queues/wordsq/messages", {"messages": [{"body": "x", "bogus": 1}]}, "messages.0.bogus",
+             "messages.0.bogus is not a field of this request"),
+            ("/topics", {"partitions": 1}, "name", "name is required"),
+            ("/topics", {"name": "y" * 300}, "name", None)):
+        r = httpx.post(srv.url + path, json=body)
+        err = r.json()["error"]
+        assert r.status_code == 400 and err["field"] == field, r.text
+        assert (said is None or err["message"] == said) and len(err["message"]) < 200, r.text
+        for phrase in ("Input should", "should have", "Field required", "Extra inputs", "after validation"):
+            assert phrase not in err["message"], r.text
