@@ -103,6 +103,10 @@ def test_an_unreachable_server_is_unavailable(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     line = one_error_line(vqs("topic", "list", "--url", url), 3)
     assert f"cannot reach the server at {url}" in line and "vqs serve" in line
+    # so do the commands that send stdin's lines and count what they sent (3, not 1)
+    for cmd in (("produce", "t"), ("queue", "send", "q")):
+        line = one_error_line(vqs(*cmd, "--url", url, input=b"a\nb\n"), 3)
+        assert f"cannot reach the server at {url}" in line, line
 
 
 def test_usage_errors_exit_2(tmp_path):

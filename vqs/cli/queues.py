@@ -154,7 +154,7 @@ def _send_lines(name: str, stream, fields: dict, url, data_dir, token) -> None:
                 try:
                     mid = intr.send(lambda: q.send(b, **fields))
                 except VQSError as e:
-                    raise _LineFailed(f"line {first}", explain(e)[1]) from e
+                    raise _LineFailed(f"line {first}", *explain(e)) from e
                 print_line(str(mid))
                 sent, first, batch = sent + 1, first + 1, batch[1:]
 
@@ -167,7 +167,7 @@ def _send_lines(name: str, stream, fields: dict, url, data_dir, token) -> None:
                         # refused before anything was sent (the queue validates a batch whole):
                         # each line alone finds the one refused; anything else is said as it is
                         if not (isinstance(e, (QueueError, MessageTooLarge)) or refused_whole(e)):
-                            raise _LineFailed(f"lines {first}-{first + len(batch) - 1}", explain(e)[1]) from e
+                            raise _LineFailed(f"lines {first}-{first + len(batch) - 1}", *explain(e)) from e
                     else:
                         for mid in ids:
                             print_line(str(mid))
@@ -182,7 +182,7 @@ def _send_lines(name: str, stream, fields: dict, url, data_dir, token) -> None:
                     text = line.decode("utf-8")
                 except UnicodeDecodeError as e:
                     flush()
-                    raise _LineFailed(f"line {n}", f"not UTF-8 text (byte {e.start + 1})") from None
+                    raise _LineFailed(f"line {n}", 1, f"not UTF-8 text (byte {e.start + 1})") from None
                 if batch and nbytes + len(line) > _BATCH_BYTES:
                     flush()
                 batch.append(text)
@@ -194,15 +194,15 @@ def _send_lines(name: str, stream, fields: dict, url, data_dir, token) -> None:
         print_line(f"interrupted: sent {sent} message(s) to {name}; {len(batch)} read but not sent", err)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except _LineFailed as f:
-        fail(f"{f.where}: {f.message.rstrip('.')}; sent {sent} message(s) to {name} before it")
+        fail(f"{f.where}: {f.message.rstrip('.')}; sent {sent} message(s) to {name} before it", f.code)
     print_line(f"sent {sent} message(s) to {name}", err)
 
 
 class _LineFailed(Exception):
     """An input line (or lines) the queue refused, and why in CLI words."""
 
-    def __init__(self, where: str, message: str):
-        self.where, self.message = where, message
+    def __init__(self, where: str, code: int, message: str):
+        self.where, self.code, self.message = where, code, message
 
 
 @queue_app.command("receive")

@@ -180,8 +180,9 @@ def produce(topic: str,
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except _Failed as f:
         where = f"{unit} {f.first}" if f.first == f.last else f"{unit}s {f.first}-{f.last}"
-        fail(f"{where}: {explain(f.error)[1].rstrip('.')}; sent {sent} message(s) to {topic} before it"
-             + (f" (fix the input and resume with --skip {skip + sent})" if file else ""))
+        code, why = explain(f.error)  # its exit code too: an unreachable server is 3, not 1
+        fail(f"{where}: {why.rstrip('.')}; sent {sent} message(s) to {topic} before it"
+             + (f" (fix the input and resume with --skip {skip + sent})" if file else ""), code)
     finally:
         if file:
             stream.close()
