@@ -35,9 +35,9 @@ from ..broker.names import validate_name
 from ..wire import BATCH_CONTENT_TYPE, NEXT_OFFSET, decode_body
 from .aio_consumer import AsyncConsumer
 from .error_map import from_failed_entry, from_response
-from .queues import RemoteMessage, _message_json
+from .queues import RemoteMessage, _handle, _message_json
 from .topics import batch_body, produce_columns
-from .transport import DEFAULT_URL, _check_path
+from .transport import DEFAULT_URL, _check_path, base_url, check_token
 
 
 class AsyncTransport:
@@ -46,16 +46,15 @@ class AsyncTransport:
     def __init__(self, url: str, token: str | None, timeout: float, transport=None):
         import httpx
 
-        if "://" not in url:
-            url = "http://" + url
-        self.url = url.rstrip("/")
+        self.url = base_url(url)
+        check_token(token)
         headers = {"user-agent": "vqs-client"}
         if token:
             headers["authorization"] = f"Bearer {token}"
         self.timeout = timeout
         self.http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout, transport=transport,
                                       limits=httpx.Limits(max_keepalive_connections=32, max_connections=256))
-        self._failures = (httpx.TransportError,)
+        self._failures = (httpx.RequestError,)  # transport failures, undecodable answers
 
     async def request(self, method: str, path: str, *, expect=(200, 201, 204), params=None, **kw):
         _check_path(path)
@@ -276,7 +275,7 @@ class AsyncQueue:
         return [RemoteMessage(m) for m in d["messages"]]
 
     async def delete(self, receipt_handle: str) -> None:
-        d = await self._t.json("POST", self._p("/delete"), json={"receipt_handles": [receipt_handle]})
+        d = await self._t.json("POST", self._p("/delete"), json={"receipt_handles": [_handle(receipt_handle)]})
         if d.get("failed"):
             raise from_failed_entry(d["failed"][0])
 
@@ -285,7 +284,7 @@ class AsyncQueue:
 
     async def change_visibility(self, receipt_handle: str, seconds: int) -> None:
         await self._t.request("POST", self._p("/visibility"),
-                              json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+                              json={"receipt_handle": _handle(receipt_handle), "visibility_timeout": seconds})
 
     async def purge(self) -> None:
         await self._t.request("POST", self._p("/purge"))
