@@ -1,10 +1,10 @@
 """The produce route's core: a produce request checked and appended, one code path for every front door.
 
 ``produce_messages`` (a JSON or binary body; the FastAPI route in messages.py
-and the lean dispatch, lean.py, await it) is made of the synchronous checks
-(``produce_target``, ``json_records``, ``batch_records``: every error a
+and the HTTP fast path, fast_http.py, await it) is made of the synchronous
+checks (``produce_target``, ``json_records``, ``batch_records``: every error a
 request can get before anything is written) and the append through the
-server's coalescer (append_coalescer.py). The HTTP fast path (fast_http.py)
+server's coalescer (append_coalescer.py). For a plain produce the fast path
 calls the same checks itself and joins the coalescer without a task.
 
 Invariants: a produce returns its offsets as ranges in input order; a body is
