@@ -13,7 +13,6 @@ hot routes' plain requests never get here: the HTTP protocol answers them
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
@@ -26,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
 from ..storage import Throttle
+from . import bearer
 from .browser_guard import BrowserGuard
 from .context import ServerContext
 from .errors import APIError, rest_error
@@ -316,6 +316,8 @@ class VQSMiddleware:
         return wrapped
 
     def _check_bearer(self, raw_headers):
+        """None, or the refusal (status, code, message, field, headers) of a request without one
+        of the server's bearer tokens (bearer.py)."""
         if not self.tokens:
             return (401, "unauthorized", "this server has SigV4 keys (the SQS API) but no bearer token: REST, "
                     "/metrics and the console need one (start it with --token / VQS_TOKENS)",
@@ -325,19 +327,16 @@ class VQSMiddleware:
             if k == b"authorization":
                 auth = v
                 break
-        if not auth:
+        why = bearer.check(self.tokens, auth)
+        if why is None:
+            return None
+        if why == bearer.MISSING:
             return (401, "unauthorized", "this server requires a bearer token (Authorization: Bearer <token>)",
                     None, {"WWW-Authenticate": 'Bearer realm="vqs"'})
-        scheme, _, token = auth.partition(b" ")
-        if scheme.lower() != b"bearer" or not token:
+        if why == bearer.MALFORMED:
             return (401, "unauthorized", "the Authorization header must be 'Bearer <token>'",
                     None, {"WWW-Authenticate": 'Bearer realm="vqs", error="invalid_request"'})
-        ok = False
-        for t in self.tokens:
-            ok |= hmac.compare_digest(t, token.strip())
-        if not ok:
-            return (403, "forbidden", "the bearer token is not valid for this server", None, None)
-        return None
+        return (403, "forbidden", "the bearer token is not valid for this server", None, None)
 
     def refusal_answer(self, sqs: bool, status: int, code: str, message: str, field=None,
                        headers=None) -> tuple[int, list, bytes]:
