@@ -157,6 +157,26 @@ def test_a_client_leaving_mid_body_is_no_error(secured):
     assert "Traceback" not in log and "unhandled error" not in log and "rejected 500" not in log, log
 
 
+def test_a_compressed_batch_inflates_to_no_more_than_a_body_may_hold(secured):
+    """A binary produce's compressed batches are inflated to at most max_body_bytes (100 KB here),
+    together, refused before decompressing past it: a 1 KB zstd body must not make the server
+    hold (and append) 400 KB."""
+    from vqs.storage import codec_id, encode_batch
+
+    h = {"authorization": f"Bearer {TOKEN}", "content-type": "application/vnd.vqs.batch"}
+    httpx.post(secured.url + "/topics", json={"name": "zipped"}, headers={"authorization": f"Bearer {TOKEN}"})
+    url = secured.url + "/topics/zipped/messages"
+    bomb = bytes(encode_batch(0, [b"z" * 50_000] * 8, codec=codec_id("zstd")))
+    assert len(bomb) < 2_000
+    r = httpx.post(url, content=bomb, headers=h)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large", r.text
+    small = bytes(encode_batch(0, [b"z" * 30_000] * 2, codec=codec_id("zstd")))
+    r = httpx.post(url, content=small + small, headers=h)  # 120 KB together: refused whole
+    assert r.status_code == 413, r.text
+    r = httpx.post(url, content=small, headers=h)
+    assert r.status_code == 200 and r.json()["ranges"][0]["base_offset"] == 0, r.text
+
+
 def test_header_size_limit(secured):
     r = httpx.get(secured.url + "/health", headers={"x-big": "a" * 8000})
     assert r.status_code == 431

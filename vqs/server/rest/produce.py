@@ -19,7 +19,7 @@ import base64
 import binascii
 import time
 
-from ...errors import VQSError
+from ...errors import MessageTooLarge, VQSError
 from ...wire import BATCH_CONTENT_TYPE, decode_body
 from ..context import ServerContext
 from ..errors import APIError
@@ -256,8 +256,10 @@ def batch_records(ctx: ServerContext, t, partition_raw: str | None, body: bytes)
     Raises ``APIError`` (400/413) before anything is written: a batch that is refused refuses
     the whole body (no batch of it appended)."""
     partition = query_int({"partition": partition_raw}, "partition", None, 0, t.partitions - 1)
-    try:
-        batches = decode_body(body)
+    try:  # compressed batches inflate to no more, together, than a request's body may hold
+        batches = decode_body(body, max_inflated=ctx.settings.max_body_bytes)
+    except MessageTooLarge as e:
+        raise APIError(413, "body_too_large", f"{e} (max_body_bytes)", field="body") from None
     except VQSError as e:
         raise APIError(400, "corrupt_batch", str(e), field="body") from None
     if not batches:
