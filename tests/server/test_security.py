@@ -177,6 +177,29 @@ def test_a_compressed_batch_inflates_to_no_more_than_a_body_may_hold(secured):
     assert r.status_code == 200 and r.json()["ranges"][0]["base_offset"] == 0, r.text
 
 
+@pytest.fixture(scope="module")
+def token_only(tmp_path_factory):
+    s = ServerProcess(tmp_path_factory.mktemp("vqs-token-only") / "data", "--token", TOKEN).start()
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+@pytest.mark.parametrize("ctype,target", [("application/x-amz-json-1.0", "AmazonSQS.SendMessage"),
+                                          ("application/x-www-form-urlencoded", None)])
+def test_sqs_on_a_server_without_sigv4_keys_is_refused_before_its_body(token_only, ctype, target):
+    """With tokens and no SigV4 key every SQS request is refused: on its headers, in its protocol,
+    without waiting for (or holding) a body of up to 4 MiB first."""
+    with socket.create_connection(("127.0.0.1", token_only.port)) as c:
+        c.settimeout(5)  # the old code waited for the body: no answer before the client gave up
+        c.sendall(f"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n".encode()
+                  + (f"X-Amz-Target: {target}\r\n".encode() if target else b"")
+                  + b"Authorization: AWS4-HMAC-SHA256 Credential=x/20240101/us-east-1/sqs/aws4_request, "
+                    b"SignedHeaders=host, Signature=00\r\nContent-Length: 4000000\r\n\r\n")
+        data = c.recv(65536)
+    assert data.startswith(b"HTTP/1.1 403 ") and b"InvalidClientTokenId" in data, data
+    assert (b"x-amz-json" in data) == bool(target)  # JSON for JSON, XML for the query protocol
+
+
 def test_header_size_limit(secured):
     r = httpx.get(secured.url + "/health", headers={"x-big": "a" * 8000})
     assert r.status_code == 431

@@ -72,6 +72,11 @@ def _measure(raw_headers) -> tuple[int, int | None, bool]:
     return size, clen, chunked
 
 
+#: ``VQSMiddleware.admit``'s refusal of an SQS request on a server with credentials but no SigV4
+#: key: answered by the endpoint (its error, in the request's protocol) without the body.
+SQS_CLOSED = (None, 403, "InvalidClientTokenId", "", None, None)
+
+
 class _TooLarge(BaseException):
     """The body passed its limit, read through ``_limited_receive``: the request unwinds, past
     the framework's handlers of ``Exception`` (which would answer 500, or 400 for a body a
@@ -145,6 +150,8 @@ class VQSMiddleware:
         self.max_body = s.max_body_bytes
         self.max_sqs_body = min(s.max_body_bytes, SQS_MAX_BODY_BYTES)
         self.max_header = s.max_header_bytes
+        # credentials but no SigV4 key: every SQS request is refused, on its headers alone
+        self.sqs_closed = s.auth_enabled and not s.sigv4_keys
         m = ctx.metrics
         self._lat = m.latency
         self._req = m.requests
@@ -163,8 +170,9 @@ class VQSMiddleware:
         """Every request's admission, decided from its request line and headers before any of its
         body is read, in this order: the headers' size, the Content-Length against the body's
         limit (the SQS endpoint's is lower: its signature is checked only once the body is read),
-        the server stopping, the browser checks (Host, cross-site), the SQS endpoint started, the
-        bearer token (REST, but for the open paths). ``(sqs, limit, limit_name, chunked, clen,
+        the server stopping, the browser checks (Host, cross-site), the SQS endpoint started and
+        open (credentials but no SigV4 key: ``SQS_CLOSED``, every SQS request refused before its
+        body is read), the bearer token (REST, but for the open paths). ``(sqs, limit, limit_name, chunked, clen,
         refusal)``: ``refusal`` is None, or ``(reason for vqs_rejected_requests_total or None,
         status, code, message, field, headers)``. The ASGI path (``__call__``) and the HTTP fast
         path (fast_http.py) both ask this, so every request meets the same bounds once."""
@@ -189,6 +197,8 @@ class VQSMiddleware:
             elif sqs:
                 if self.ctx.sqs is None:
                     refusal = (None, 503, "not_ready", "the server is starting", None, None)
+                elif self.sqs_closed:
+                    refusal = SQS_CLOSED
             elif self.rest_auth and not path.startswith(_OPEN_PATHS):
                 err = self._check_bearer(raw_headers)
                 if err is not None:
@@ -219,6 +229,9 @@ class VQSMiddleware:
 
         api = "sqs" if sqs else "rest"
         try:
+            if refusal is SQS_CLOSED:  # the endpoint's own refusal, which reads nothing of the body
+                await _send(send_wrapper, *await self.ctx.sqs.answer(scope, b"", t0))
+                return
             if refusal is not None:
                 if refusal[0] is not None:
                     self.ctx.metrics.rejected.labels(refusal[0]).inc()
