@@ -205,6 +205,16 @@ def test_header_size_limit(secured):
     assert r.status_code == 431
 
 
+def test_header_count_limit(secured):
+    """At most 100 headers (small ones: within max_header_bytes, 4 KiB here), on every route."""
+    many = {f"x-h{i}": "v" for i in range(101)}
+    for path in ("/health", "/topics/big/messages?offset=0"):
+        r = httpx.get(secured.url + path, headers={**many, "authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 431 and r.json()["error"]["code"] == "headers_too_large", r.text
+    few = {f"x-h{i}": "v" for i in range(90)}
+    assert httpx.get(secured.url + "/health", headers=few).status_code == 200
+
+
 def test_long_poll_waiter_limit(secured):
     h = {"authorization": f"Bearer {TOKEN}"}
     httpx.post(secured.url + "/topics", json={"name": "waiters"}, headers=h)

@@ -36,6 +36,10 @@ from .settings import Settings
 logger = logging.getLogger("vqs.server")
 
 _SQS_PATH = re.compile(r"^/\d{12}/[^/]+/?$")
+#: The most headers a request may have (Apache's LimitRequestFields; a browser sends ~20,
+#: boto3 ~10): each is walked by every check of the admission, so their count is bounded
+#: as well as their bytes.
+MAX_HEADER_COUNT = 100
 _OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/docs", "/openapi.json", "/redoc",
                "/docs/oauth2-redirect",
                "/console")  # the console checks the same tokens itself (login form, session cookie)
@@ -168,7 +172,7 @@ class VQSMiddleware:
 
     def admit(self, method: str, path: str, raw_headers) -> tuple:
         """Every request's admission, decided from its request line and headers before any of its
-        body is read, in this order: the headers' size, the Content-Length against the body's
+        body is read, in this order: the headers' size and count, the Content-Length against the body's
         limit (the SQS endpoint's is lower: its signature is checked only once the body is read),
         the server stopping, the browser checks (Host, cross-site), the SQS endpoint started and
         open (credentials but no SigV4 key: ``SQS_CLOSED``, every SQS request refused before its
@@ -184,6 +188,9 @@ class VQSMiddleware:
         if size > self.max_header:
             refusal = ("header_size", 431, "headers_too_large",
                        f"request headers are {size} bytes; the limit is {self.max_header} (max_header_bytes)", None, None)
+        elif len(raw_headers) > MAX_HEADER_COUNT:
+            refusal = ("header_count", 431, "headers_too_large",
+                       f"the request has {len(raw_headers)} headers; the limit is {MAX_HEADER_COUNT}", None, None)
         elif clen is not None and clen > limit:
             refusal = ("body_size", 413, "body_too_large", f"request body is {clen} bytes; the limit is {limit} "
                        f"({limit_name})", "body", None)
