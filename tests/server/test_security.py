@@ -200,6 +200,53 @@ def test_sqs_on_a_server_without_sigv4_keys_is_refused_before_its_body(token_onl
     assert (b"x-amz-json" in data) == bool(target)  # JSON for JSON, XML for the query protocol
 
 
+def _sqs_head(port: int, source: str, length: int) -> socket.socket:
+    """A connection from ``source`` that sent an SQS request's headers (signed-looking) and none
+    of its ``length`` bytes of body."""
+    c = socket.socket()
+    c.bind((source, 0))
+    c.connect(("127.0.0.1", port))
+    c.settimeout(10)
+    c.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-amz-json-1.0\r\n"
+              b"X-Amz-Target: AmazonSQS.ListQueues\r\nAuthorization: AWS4-HMAC-SHA256 "
+              b"Credential=x/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=00\r\n"
+              + f"Content-Length: {length}\r\n\r\n".encode())
+    return c
+
+
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_one_address_holds_at_most_64_mib_of_sqs_bodies_before_their_signatures(tmp_path, fast):
+    """SQS bodies are read whole before their signature is checked: 16 unsigned 4 MB bodies
+    from one address are all that address may have the server hold (64 MiB, not 256
+    connections' ~1 GiB); its next SQS request is answered 503 at once, another address is
+    served, and the allowance comes back as those requests end."""
+    srv = ServerProcess(tmp_path / "data", "--sigv4-key", f"{AKID}:{SECRET}", env={"VQS_FAST_HTTP": fast}).start()
+    try:
+        held = [_sqs_head(srv.port, "127.0.0.1", 4_000_000) for _ in range(16)]
+        over = _sqs_head(srv.port, "127.0.0.1", 4_000_000)
+        data = over.recv(65536)
+        assert data.startswith(b"HTTP/1.1 503 ") and b"ServiceUnavailable" in data, data
+        over.close()
+        other = _sqs_head(srv.port, "127.0.0.2", 2)
+        other.sendall(b"{}")
+        assert b"ServiceUnavailable" not in other.recv(65536)  # its own allowance (refused: bad signature)
+        other.close()
+        for c in held:
+            c.close()
+        deadline = time.monotonic() + 10
+        while True:  # the server sees the closes, and gives their holds back
+            c = _sqs_head(srv.port, "127.0.0.1", 2)
+            c.sendall(b"{}")
+            data = c.recv(65536)
+            c.close()
+            if b"ServiceUnavailable" not in data:
+                break
+            assert time.monotonic() < deadline, data
+            time.sleep(0.05)
+    finally:
+        assert srv.stop() == 0, srv.log()
+
+
 def test_header_size_limit(secured):
     r = httpx.get(secured.url + "/health", headers={"x-big": "a" * 8000})
     assert r.status_code == 431

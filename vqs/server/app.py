@@ -29,7 +29,7 @@ from . import bearer
 from .browser_guard import BrowserGuard
 from .context import ServerContext
 from .errors import APIError, rest_error
-from .http_bounds import SQS_MAX_BODY_BYTES
+from .http_bounds import SQS_BODY_BYTES_PER_CLIENT, SQS_MAX_BODY_BYTES
 from .lean import LeanRoutes
 from .settings import Settings
 
@@ -162,6 +162,7 @@ class VQSMiddleware:
         self._err = m.errors
         self.access_log = s.access_log
         self._children: dict = {}
+        self._sqs_held: dict = {}  # client address -> bytes of SQS bodies held for it (hold_sqs)
         self.lean = LeanRoutes(ctx)  # the hot REST routes' handlers, for the fast path (fast_http.py)
 
     @staticmethod
@@ -212,6 +213,26 @@ class VQSMiddleware:
                     refusal = (None, *err)
         return sqs, limit, limit_name, chunked, clen, refusal
 
+    def hold_sqs(self, client, nbytes: int) -> bool:
+        """Count ``nbytes`` of an SQS body against its client address's allowance
+        (``SQS_BODY_BYTES_PER_CLIENT``), or False when it would pass it (the request is refused
+        503, its body unread). A hold is given back with ``release_sqs`` when the request is over.
+        Both HTTP paths run on one event loop: no lock."""
+        addr = client[0] if client else None
+        held = self._sqs_held.get(addr, 0)
+        if held and held + nbytes > SQS_BODY_BYTES_PER_CLIENT:
+            return False
+        self._sqs_held[addr] = held + nbytes
+        return True
+
+    def release_sqs(self, client, nbytes: int) -> None:
+        addr = client[0] if client else None
+        left = self._sqs_held.get(addr, 0) - nbytes
+        if left > 0:
+            self._sqs_held[addr] = left
+        else:
+            self._sqs_held.pop(addr, None)
+
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
@@ -223,7 +244,16 @@ class VQSMiddleware:
             # No SQS request has neither a body nor a query (Action is required): a person or a
             # probe at the server's root is shown the way, a browser the console.
             return await self._landing(scope, receive, send, raw_headers, t0)
-        sqs, limit, limit_name, _, _, refusal = self.admit(method, path, raw_headers)
+        sqs, limit, limit_name, chunked, clen, refusal = self.admit(method, path, raw_headers)
+        held = 0
+        if sqs and refusal is None:
+            held = clen if clen is not None and clen >= 0 else (limit if chunked else 0)
+            if held and not self.hold_sqs(scope.get("client"), held):
+                held = 0
+                refusal = ("sqs_client_bytes", 503, "busy",
+                           f"this client address has {SQS_BODY_BYTES_PER_CLIENT} bytes of SQS requests in "
+                           "progress, the most the server holds for one address: retry later", None,
+                           {"Retry-After": "1"})
         status_box = [0]
         error_body: list = []
 
@@ -264,6 +294,8 @@ class VQSMiddleware:
                 raise
             await _send(send_wrapper, *self.error_answer(exc, method, path))
         finally:
+            if held:
+                self.release_sqs(scope.get("client"), held)
             route = scope.get("route")
             self.account(api, method, path, getattr(route, "path", None) or ("/" if sqs else "unmatched"),
                          status_box[0], t0, error_body[0] if error_body else b"", scope.get("client"))

@@ -164,7 +164,7 @@ class _FastRequest:
     protocol and the server read of a cycle: ``response_complete``, ``keep_alive``,
     ``disconnected``, ``message_event.set()``, ``cancel()``)."""
 
-    __slots__ = ("proto", "front", "scope", "fn", "name", "body", "parts", "keep_alive", "disconnected",
+    __slots__ = ("proto", "front", "scope", "fn", "name", "body", "parts", "held", "keep_alive", "disconnected",
                  "response_complete", "t0", "task", "started", "message_event", "api", "direct", "text")
 
     def __init__(self, proto, front, scope: dict, hit: tuple, keep_alive: bool, direct: bool = False):
@@ -177,6 +177,7 @@ class _FastRequest:
         self.api = "sqs" if hit is SQS_HIT else "rest"  # the SQS endpoint's request (its answer is whole)
         self.body = b""
         self.parts: list = []  # the body as it arrives (joined once, when it is complete)
+        self.held = 0  # bytes held against the client's SQS allowance (given back in _account)
         self.keep_alive = keep_alive
         self.disconnected = False
         self.response_complete = False
@@ -335,6 +336,9 @@ class _FastRequest:
         api = self.api
         front = self.front
         front.ctx.metrics.fast_http[api] += 1
+        if self.held:
+            front.release_sqs(scope.get("client"), self.held)
+            self.held = 0
         route = scope.get("route")
         front.account(api, scope["method"], scope["path"],
                       getattr(route, "path", None) or ("/" if api == "sqs" else "unmatched"),
@@ -388,14 +392,16 @@ def _make_protocol(front, base=None):
     base = base or HttpToolsProtocol
     request_read = getattr(base, "_vqs_request_read", None)  # http_bounds.py's deadline, if any
     admit = front.admit
+    hold_sqs = front.hold_sqs
     is_sqs = front.is_sqs
     match = lean.match
 
-    def fast_hit(method: str, path: str, qs: bytes, raw_headers):
-        """The handler of a request to take here (``SQS_HIT`` for the SQS endpoint), or None: a
-        hot route whose handler never hands the request to the framework for this query, the
-        server's admission passed (``VQSMiddleware.admit``: what it refuses, ASGI answers), a
-        Content-Length (a GET may have none) and no Transfer-Encoding."""
+    def fast_hit(method: str, path: str, qs: bytes, raw_headers, client):
+        """The handler of a request to take here (``SQS_HIT`` for the SQS endpoint) and the bytes
+        held for it (an SQS body: ``VQSMiddleware.hold_sqs``), or None: a hot route whose handler
+        never hands the request to the framework for this query, the server's admission passed
+        (``VQSMiddleware.admit``: what it refuses, ASGI answers; likewise an SQS body over its
+        client's allowance), a Content-Length (a GET may have none) and no Transfer-Encoding."""
         if is_sqs(method, path):
             if not qs and method == "GET":  # no SQS request: the root page
                 return None
@@ -411,7 +417,11 @@ def _make_protocol(front, base=None):
         _, _, _, chunked, clen, refusal = admit(method, path, raw_headers)
         if refusal is not None or chunked or (clen is None and method != "GET") or (clen is not None and clen < 0):
             return None
-        return hit
+        if hit is SQS_HIT and clen:
+            if not hold_sqs(client, clen):
+                return None
+            return hit, clen
+        return hit, 0
 
     class FastHttpProtocol(base):
         """uvicorn's httptools protocol, answering plain requests to the hot routes itself (module docstring)."""
@@ -430,8 +440,9 @@ def _make_protocol(front, base=None):
                     qs = url.query or b""
                     if b"%" not in raw and raw.isascii():
                         path = raw.decode("ascii")
-                        hit = fast_hit(method, path, qs, self.headers)
-                        if hit is not None:
+                        taken = fast_hit(method, path, qs, self.headers, self.client)
+                        if taken is not None:
+                            hit, held = taken
                             scope = self.scope
                             scope["method"] = method
                             scope["path"] = path
@@ -439,6 +450,7 @@ def _make_protocol(front, base=None):
                             scope["query_string"] = qs
                             req = _FastRequest(self, front, scope, hit, parser.should_keep_alive(),
                                                direct=hit[0] == produce)
+                            req.held = held
                             self.cycle = req
                             self.tasks.add(req)
                             self._vqs_state = _BODY  # http_bounds.py's deadline: now the body's
