@@ -217,7 +217,10 @@ class VQSMiddleware:
         """Count ``nbytes`` of an SQS body against its client address's allowance
         (``SQS_BODY_BYTES_PER_CLIENT``), or False when it would pass it (the request is refused
         503, its body unread). A hold is given back with ``release_sqs`` when the request is over.
-        Both HTTP paths run on one event loop: no lock."""
+        Both HTTP paths run on one event loop: no lock. Without credentials nothing is
+        authenticated, so nothing is held before it (every request may hold max_body_bytes)."""
+        if not self.rest_auth:
+            return True
         addr = client[0] if client else None
         held = self._sqs_held.get(addr, 0)
         if held and held + nbytes > SQS_BODY_BYTES_PER_CLIENT:
@@ -226,6 +229,8 @@ class VQSMiddleware:
         return True
 
     def release_sqs(self, client, nbytes: int) -> None:
+        if not self.rest_auth:
+            return
         addr = client[0] if client else None
         left = self._sqs_held.get(addr, 0) - nbytes
         if left > 0:

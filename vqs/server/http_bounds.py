@@ -59,7 +59,8 @@ SQS_MAX_BODY_BYTES = 4 * (1 << 20) + (256 << 10)
 #: The SQS request bodies one client address may have the server hold at once (app.py): each is
 #: read whole before its signature is checked, so without it one address could hold
 #: ``max_connections_per_client`` of them (~1 GiB). Past it that address's next SQS request is
-#: answered 503 (boto3 retries it); other addresses are not affected.
+#: answered 503 (boto3 retries it); other addresses are not affected. (With credentials only:
+#: without, nothing is authenticated.)
 SQS_BODY_BYTES_PER_CLIENT = 64 << 20
 
 _WAITING, _BEGUN, _BODY = 0, 1, 2
