@@ -24,13 +24,13 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
-from ..storage import Throttle
 from . import bearer
 from .browser_guard import BrowserGuard
 from .context import ServerContext
 from .errors import APIError, rest_error
 from .http_bounds import SQS_BODY_BYTES_PER_CLIENT, SQS_MAX_BODY_BYTES
 from .lean import LeanRoutes
+from .logs import log_request
 from .settings import Settings
 
 logger = logging.getLogger("vqs.server")
@@ -92,47 +92,6 @@ class _ClientLeft(BaseException):
     framework's handlers of ``Exception`` (there is no one to answer, and nothing failed: no
     500 page, no traceback in the log), to ``VQSMiddleware.__call__``, which counts it as a
     request with no answer, as the HTTP fast path does."""
-
-
-_disk_full_lines = Throttle(logger)
-
-
-def _log_request(method: str, path: str, status: int, seconds: float, error_body: list,
-                 client=None, front: str | None = None) -> None:
-    """One line per request (``access_log``) or per refused one (any 4xx/5xx): the method,
-    path (never the query string, which may carry SQS parameters), status and, for an
-    error, its code and message; the client's address and the front (rest, sqs) when
-    known (the ASGI path: every failed bearer check and console login passes there).
-    Never a header's value (no token, no signature). 401/403/5xx at warning, other
-    refusals at info. A refusal for a full disk is logged once per path a minute
-    (``left_out``: how many were not)."""
-    fields = {"method": method, "path": path, "status": status, "ms": round(seconds * 1000, 3)}
-    if client:
-        fields["client"] = f"{client[0]}:{client[1]}" if isinstance(client, (tuple, list)) else str(client)
-    if front:
-        fields["front"] = front
-    if status < 400:
-        logger.info("request", extra={"vqs": fields})
-        return
-    from .logs import error_summary
-
-    summary = error_summary(error_body[0]) if error_body else ""
-    if status == 507 or (status == 503 and "disk is full" in summary):
-        # A full disk lasts while clients retry: a line per path a minute, with the count.
-        left_out = _disk_full_lines.due(path)
-        if left_out is None:
-            return
-        if left_out:
-            fields["left_out"] = left_out
-    if summary:
-        fields["error"] = summary
-    level = logging.WARNING if status in (401, 403) or status >= 500 else logging.INFO
-    text = f"rejected {status} {method} {path}" + (f" {summary}" if summary else "")
-    if "client" in fields:
-        text += f" (client {fields['client']}, {front})"
-    if "left_out" in fields:
-        text += f" ({fields['left_out']} more like it since the last such line)"
-    logger.log(level, "rejected", extra={"vqs": fields, "text": text})
 
 
 class VQSMiddleware:
@@ -337,7 +296,7 @@ class VQSMiddleware:
         seconds = time.perf_counter() - t0
         self._count(api, rpath, method, status or 500, seconds)
         if self.access_log or status >= 400:
-            _log_request(method, path, status or 500, seconds, [log_body] if log_body else [], client,
+            log_request(method, path, status or 500, seconds, [log_body] if log_body else [], client,
                          "console" if path.startswith("/console") else api)
 
     def _count(self, api: str, rpath: str, method: str, status: int, seconds: float) -> None:
