@@ -297,7 +297,7 @@ class VQSMiddleware:
         self._count(api, rpath, method, status or 500, seconds)
         if self.access_log or status >= 400:
             log_request(method, path, status or 500, seconds, [log_body] if log_body else [], client,
-                         "console" if path.startswith("/console") else api)
+                        "console" if path.startswith("/console") else api)
 
     def _count(self, api: str, rpath: str, method: str, status: int, seconds: float) -> None:
         """vqs_http_requests and the latency histogram; their labelled children are kept
