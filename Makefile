@@ -21,7 +21,7 @@ PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
-venv: $(call STAMP,server) $(call STAMP,spark) $(call STAMP,dev) $(call STAMP,grpc)
+venv: $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,dev) $(call STAMP,grpc)
 
 install: $(call STAMP,core)
 
@@ -55,6 +55,7 @@ $(call STAMP,$(1)): $(call STAMP,core)
 endef
 $(eval $(call extra,server,the server extra (FastAPI and uvicorn)))
 $(eval $(call extra,spark,the Spark extra (pyspark is about 500 MB: usually 30-60 s)))
+$(eval $(call extra,pipeline,the frame pipeline's extra (Pillow: JPEG)))
 $(eval $(call extra,grpc,the gRPC extra (grpcio and protobuf)))
 $(eval $(call extra,bench,the bench extra (peers for the benchmarks; matplotlib for the soak's chart)))
 $(eval $(call extra,dev,the test and lint tools (dev extra)))
@@ -120,7 +121,7 @@ kcat:
 	$(call apt_tool,command -v kcat >/dev/null 2>&1,kcat,kcat,\
 	  echo "The Kafka tests use kcat and it is not on PATH: sudo apt-get install kcat (brew install kcat)"; exit 1)
 
-test: java kcat browser btrfs xfs lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
+test: java kcat browser btrfs xfs lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
 	@echo "==> running the tests (about 9 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
@@ -131,12 +132,12 @@ lint: $(call STAMP,dev)
 
 # The main job: a local VQS server on embedded defaults, a camera frame-event
 # feed, and the Structured Streaming pipeline reading and writing through it.
-demo: java $(call STAMP,server) $(call STAMP,spark) spark-jar
+demo: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
 	$(PY) -m vqs.pipelines.demo
 
 # The same job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
 # one master and two workers from the pyspark wheel, executors reading by url.
-demo-cluster: java $(call STAMP,server) $(call STAMP,spark) spark-jar
+demo-cluster: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
 	$(PY) -m vqs.pipelines.cluster
 
 # A tour of the bare log: a million appends, reopen, read back.
