@@ -67,6 +67,18 @@ class LocalServer:
         self.stop()
         raise SystemExit(f"the VQS server did not become ready in {timeout:.0f} s; see {self.log_path}")
 
+    def kill(self) -> int | None:
+        """SIGKILL: the server vanishes as in a crash (no drain, no flush); ``start()``
+        brings it back on the same port and data dir."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.kill()
+        self.proc.wait()
+        if getattr(self, "_log", None):
+            self._log.close()
+            self._log = None
+        return self.proc.returncode
+
     def stop(self) -> int | None:
         """SIGTERM (the server drains, flushes and closes), then wait; returns
         the exit code (0 after a clean shutdown), None if it never started."""
