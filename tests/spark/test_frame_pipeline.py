@@ -38,3 +38,33 @@ def test_frame_job_finds_the_scripted_events_exactly_once(spark, tmp_path):
         assert again.batches == 0 and again.alerts == len(alerts) and again.events == len(detected)
     finally:
         server.stop()
+
+
+def test_demo_end_to_end_small(spark, tmp_path, capsys):
+    """`make demo` on a small input: server, edge with a SIGKILLed server mid-run, the frame
+    job in url mode, the ground-truth table and the throughput, all printed."""
+    from vqs.pipelines import demo
+
+    got = demo.run(["--dir", str(tmp_path / "demo"), "--cameras", "3", "--seconds", "11", "--resolution",
+                    "320x180", "--fast", "--outage", "1", "--edge-memory-mb", "0.25",
+                    "--max-offsets-per-trigger", "300"])
+    printed = capsys.readouterr().out
+    st, res = got["edge"], got["result"]
+    assert got["ok"], printed
+    assert got["check"] == {"records": st.frames, "missing": 0, "duplicates": 0, "out_of_order": 0}
+    assert st.spilled > 0 and st.retries > 0  # the outage: frames went to disk, sends were retried
+    assert res.frames == st.frames and res.events == res.alerts == len(got["detected"]) > 0
+    assert got["score"]["missed"] == 0 and not got["score"]["false_alarms"]
+    assert "scripted events found, 0 false alarms" in printed
+    for stage in ("edge put", "Spark job", "end to end"):
+        assert any(line.strip().startswith(stage) and line.rstrip().endswith("MB/s") for line in printed.splitlines())
+
+    # The report: a section per camera with its curves, a line per event, a thumbnail per event.
+    import re
+
+    page = open(got["report"], encoding="utf-8").read()
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert re.findall(r'<section data-camera="([^"]+)"', page) == ["cam-00", "cam-01", "cam-02"]
+    assert page.count('<line class="event"') == 3 * res.events  # in each of the three curves
+    assert page.count('<figure class="thumb"') == res.events
+    assert page.count("data:image/jpeg;base64,") == res.events

@@ -56,6 +56,9 @@ class EdgeStats:
     failed_sends: int = 0         # sends that raised after every retry (their frames stayed queued)
     put_s: float = 0.0            # time the cameras spent in put
     forward_s: float = 0.0        # wall time from the first send to the last
+    send_s: float = 0.0           # time in sends that needed no retry, and what they carried:
+    send_frames: int = 0          # the forwarder's rate when the server is there
+    send_bytes: int = 0
     peak_memory_items: int = 0    # across the queues, sampled by the forwarder
     peak_disk_items: int = 0
     peak_disk_bytes: int = 0
@@ -160,6 +163,7 @@ class Edge:
                     items = q.peek_batch(self.batch)
                     if not items:
                         continue
+                    r0, t0 = self._producer.retries, time.perf_counter()
                     try:
                         self._producer.send_batch(
                             self.topic, [it[2] for it in items], keys=[name.encode()] * len(items),
@@ -168,13 +172,18 @@ class Edge:
                     except VQSError:
                         st.failed_sends += 1  # the frames stay at the head: sent again next round
                         continue
+                    size = sum(len(it[2]) for it in items)
+                    if self._producer.retries == r0:
+                        st.send_s += time.perf_counter() - t0
+                        st.send_frames += len(items)
+                        st.send_bytes += size
                     if first is None:
                         first = time.monotonic()
                     got = q.get_batch(len(items), block=False)
                     assert len(got) == len(items), "the forwarder is its queues' only consumer"
                     moved += len(items)
                     st.sent += len(items)
-                    st.sent_bytes += sum(len(it[2]) for it in items)
+                    st.sent_bytes += size
                     st.requests += 1
                     st.forward_s = time.monotonic() - first
                 self._sample()

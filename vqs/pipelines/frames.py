@@ -12,7 +12,8 @@ Parquet sink's log, the ``vqs`` sink's per-batch commit):
    (a few numbers and the previous frame's thumbnail) Spark keeps between
    micro-batches, computes motion against the previous frame and the events
    -> Parquet ``OUT/frames``: one row per frame (``kind = 'frame'``) and one
-   per event (``kind`` = the event), thumbnails dropped.
+   per event (``kind`` = the event; its partition and offset are the frame's
+   that confirmed it), thumbnails dropped.
 2. ``frame_events``: ``OUT/frames`` as a file stream, event rows only ->
    Parquet ``OUT/events``.
 3. ``frame_alerts``: the same rows -> the VQS topic ``alerts`` (key camera,
@@ -33,7 +34,7 @@ import os
 import time
 from dataclasses import dataclass
 
-FEATURES = ("camera string, kind string, frame long, ts timestamp, offset long, bytes int, brightness double, "
+FEATURES = ("camera string, kind string, frame long, ts timestamp, partition int, offset long, bytes int, brightness double, "
             "sharpness double, motion double, late boolean, covered boolean, frozen boolean")
 _COLS = [c.split()[0] for c in FEATURES.split(", ")]
 STATE = "d string, thumb binary"
@@ -75,15 +76,16 @@ def _detect(key, pdfs, state):
     for r in pdf.itertuples(index=False):
         ts_ms = int(pd.Timestamp(r.ts).value // 1_000_000)
         if r.thumb is None or (isinstance(r.brightness, float) and math.isnan(r.brightness)):
-            rows.append((camera, "frame", r.frame, r.ts, r.offset, r.bytes, None, None, None, None, None, None))
+            rows.append((camera, "frame", r.frame, r.ts, r.partition, r.offset, r.bytes, None, None, None, None, None,
+                         None))
             continue
         motion, late, covered, frozen, events = det.step(int(r.frame), ts_ms, float(r.brightness),
                                                          float(r.sharpness), bytes(r.thumb))
-        rows.append((camera, "frame", r.frame, r.ts, r.offset, r.bytes, r.brightness, r.sharpness, motion,
+        rows.append((camera, "frame", r.frame, r.ts, r.partition, r.offset, r.bytes, r.brightness, r.sharpness, motion,
                      late, covered, frozen))
         for kind, f, t in events:
-            rows.append((camera, kind, f, pd.Timestamp(t, unit="ms"), r.offset, None, None, None, None,
-                         None, None, None))
+            rows.append((camera, kind, f, pd.Timestamp(t, unit="ms"), r.partition, r.offset, None, None, None,
+                         None, None, None, None))
     state.update((det.dumps(), det.prev_thumb))
     yield pd.DataFrame(rows, columns=_COLS)
 
@@ -109,9 +111,9 @@ def build_features(spark, src_opts: dict, topic: str, *, max_offsets: int):
     frames = raw.select(
         F.col("key").cast("string").alias("camera"),
         F.expr("cast(cast(filter(headers, h -> h.key = 'frame')[0].value as string) as long)").alias("frame"),
-        F.col("timestamp").alias("ts"), "offset", F.length("value").alias("bytes"),
+        F.col("timestamp").alias("ts"), "partition", "offset", F.length("value").alias("bytes"),
         decode("value").alias("f"),
-    ).select("camera", "frame", "ts", "offset", "bytes", "f.*")
+    ).select("camera", "frame", "ts", "partition", "offset", "bytes", "f.*")
     return frames.groupBy("camera").applyInPandasWithState(
         _detect, outputStructType=FEATURES, stateStructType=STATE, outputMode="append", timeoutConf="NoTimeout")
 
@@ -176,7 +178,7 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
 
     if os.path.isdir(frames_path):
         ev = (spark.readStream.schema(FEATURES).parquet(frames_path).where(F.col("kind") != "frame")
-              .select("camera", "kind", "frame", "ts"))
+              .select("camera", "kind", "frame", "ts", "partition", "offset"))
         q2 = (ev.writeStream.format("parquet").outputMode("append").option("path", events_path)
               .option("checkpointLocation", os.path.join(ck, "events")).trigger(availableNow=True)
               .queryName("frame_events").start())
@@ -222,14 +224,16 @@ def _topic_exists(src: dict, topic: str) -> bool:
 
 
 def events_of(spark, out: str) -> list[dict]:
-    """The detected events (``OUT/events``): camera, kind, frame, ts_ms."""
+    """The detected events (``OUT/events``): camera, kind, frame, ts_ms, and the partition
+    and offset of the frame that confirmed it."""
     from pyspark.sql import functions as F
 
     p = os.path.join(os.path.abspath(out), "events")
     if not os.path.isdir(p):
         return []
     return [r.asDict() for r in spark.read.parquet(p).select(
-        "camera", "kind", "frame", F.unix_millis("ts").alias("ts_ms")).orderBy("camera", "ts_ms").collect()]
+        "camera", "kind", "frame", F.unix_millis("ts").alias("ts_ms"), "partition", "offset",
+    ).orderBy("camera", "ts_ms").collect()]
 
 
 def alerts_of(spark, src: dict, topic: str) -> list[dict]:
@@ -256,3 +260,58 @@ def format_truth(sc: dict) -> list[str]:
     lines.append(f"{sc['found']}/{sc['truth']} scripted events found, {len(sc['false_alarms'])} false alarms, "
                  f"time error mean {sum(errs) / max(1, len(errs)):.0f} ms, max {max(errs, default=0)} ms")
     return lines
+
+
+def curves_of(spark, out: str, *, max_points: int = 1500) -> dict[str, list[dict]]:
+    """Each camera's features over capture time, averaged in time buckets so that a camera
+    has at most ``max_points`` points: camera -> [{ts_ms, motion, brightness, sharpness}]."""
+    from pyspark.sql import functions as F
+
+    p = os.path.join(os.path.abspath(out), "frames")
+    if not os.path.isdir(p):
+        return {}
+    df = spark.read.schema(FEATURES).parquet(p).where(F.col("kind") == "frame").withColumn(
+        "ms", F.unix_millis("ts"))
+    lo, hi = df.agg(F.min("ms"), F.max("ms")).first()
+    if lo is None:
+        return {}
+    bucket = max(1, -(-(hi - lo + 1) // max(1, max_points)))
+    rows = (df.groupBy("camera", F.floor((F.col("ms") - lo) / bucket).alias("b"))
+            .agg(F.min("ms").alias("ts_ms"), F.avg("motion").alias("motion"),
+                 F.avg("brightness").alias("brightness"), F.avg("sharpness").alias("sharpness"))
+            .orderBy("camera", "b").collect())
+    out_: dict[str, list[dict]] = {}
+    for r in rows:
+        out_.setdefault(r.camera, []).append({"ts_ms": r.ts_ms, "motion": r.motion, "brightness": r.brightness,
+                                              "sharpness": r.sharpness})
+    return out_
+
+
+def thumbnails_of(src: dict, topic: str, events: list[dict], *, limit: int = 200) -> dict[tuple, bytes]:
+    """(partition, offset) -> a small JPEG of that frame of ``topic``, for the first ``limit`` events."""
+    from .report import thumbnail
+
+    if "url" in src:
+        from ..client import Client
+
+        owner = Client(src["url"], token=src.get("token"))
+    else:
+        from ..broker import Broker
+
+        owner = Broker(src["path"])
+    out: dict[tuple, bytes] = {}
+    try:
+        t = owner.topic(topic)
+        for e in events[:limit]:
+            k = (e["partition"], e["offset"])
+            if k in out or k[0] is None:
+                continue
+            recs = t.read(k[0], k[1], max_records=1)
+            if recs and recs[0].offset == k[1] and recs[0].value:
+                try:
+                    out[k] = thumbnail(recs[0].value)
+                except Exception:  # not an image: no thumbnail
+                    pass
+    finally:
+        owner.close()
+    return out
