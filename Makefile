@@ -130,12 +130,12 @@ lint: $(call STAMP,dev)
 	$(VENV)/bin/ruff check vqs tests bench examples
 	$(VENV)/bin/lint-imports
 
-# The main job: a local VQS server on embedded defaults, a camera frame-event
-# feed, and the Structured Streaming pipeline reading and writing through it.
+# The main job (vqs.pipelines.demo): synthetic cameras -> HybridQueue at the edge ->
+# a local VQS server (SIGKILLed mid-run) -> the Structured Streaming frame job.
 demo: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
 	$(PY) -m vqs.pipelines.demo
 
-# The same job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
+# The camera-statistics job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
 # one master and two workers from the pyspark wheel, executors reading by url.
 demo-cluster: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
 	$(PY) -m vqs.pipelines.cluster

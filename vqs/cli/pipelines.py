@@ -38,7 +38,7 @@ def pipeline_feed(ctx: typer.Context) -> None:
 
 @pipeline_app.command("demo", context_settings=_PASS_THROUGH, add_help_option=False)
 def pipeline_demo(ctx: typer.Context) -> None:
-    """The end-to-end demo (`make demo`): server, feed, pipeline, summary."""
+    """The end-to-end demo (`make demo`): cameras, edge, server outage, frame job, ground truth."""
     from ..pipelines import demo
 
     raise typer.Exit(demo.main(list(ctx.args)))

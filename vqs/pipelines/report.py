@@ -82,7 +82,8 @@ def _chart(points: list[dict], field: str, label: str, fmt: str, events, truth, 
     if field == SERIES[-1][0]:
         for i in range(7):
             ms = t0 + span * i // 6
-            out.append(f'<text x="{x(ms):.1f}" y="{_H - 4}" text-anchor="middle" fill="#555">{_clock(ms)[:8]}</text>')
+            anchor = "start" if i == 0 else "end" if i == 6 else "middle"
+            out.append(f'<text x="{x(ms):.1f}" y="{_H - 4}" text-anchor="{anchor}" fill="#555">{_clock(ms)[:8]}</text>')
     out.append("</svg>")
     return "\n".join(out)
 
