@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
 #   make demo     - runs the main job on embedded defaults (installs the server and Spark extras)
-#   make demo-cluster - the same job on a two-worker Spark standalone cluster on loopback
+#   make demo-cluster - the camera-statistics job on a two-worker Spark standalone cluster on loopback
 #   make test     - runs the test suite (installs every extra the tests use)
 #   make install  - the library and the `vqs` command only, into .venv
 #   make soak     - bench/soak.py (SOAK_ARGS="--duration 120"): JSON and a PNG chart in bench/
@@ -132,8 +132,9 @@ lint: $(call STAMP,dev)
 
 # The main job (vqs.pipelines.demo): synthetic cameras -> HybridQueue at the edge ->
 # a local VQS server (SIGKILLed mid-run) -> the Structured Streaming frame job.
+# DEMO_ARGS="--cameras 8 --seconds 60 --resolution 1280x720" scales it (--help lists them).
 demo: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
-	$(PY) -m vqs.pipelines.demo
+	$(PY) -m vqs.pipelines.demo $(DEMO_ARGS)
 
 # The camera-statistics job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
 # one master and two workers from the pyspark wheel, executors reading by url.

@@ -70,7 +70,10 @@ def _detect(key, pdfs, state):
     from .detect import Detector
 
     camera = key[0]
-    pdf = pd.concat(list(pdfs), ignore_index=True).sort_values("offset")
+    parts = [p for p in pdfs if len(p)]
+    if not parts:
+        return
+    pdf = (pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]).sort_values("offset")
     det = Detector.loads(*state.get) if state.exists else Detector()
     rows = []
     for r in pdf.itertuples(index=False):
