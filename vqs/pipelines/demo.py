@@ -181,7 +181,7 @@ def run(argv=None) -> dict:
             spark_thread.start()
             if args.outage > 0:
                 at = 0.0 if args.fast else args.seconds * 0.35
-                while edge.stats.sent == 0 or time.monotonic() - edge.t_start < at:
+                while (edge.stats.sent == 0 or time.monotonic() - edge.t_start < at) and edge.running:
                     time.sleep(0.05)
                 how = {"kill": "SIGKILL", "term": "SIGTERM"}[args.outage_signal]
                 if args.outage_signal == "kill":

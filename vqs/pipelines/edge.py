@@ -180,7 +180,9 @@ class Edge:
                     if first is None:
                         first = time.monotonic()
                     got = q.get_batch(len(items), block=False)
-                    assert len(got) == len(items), "the forwarder is its queues' only consumer"
+                    if len(got) != len(items):  # the forwarder is its queues' only consumer
+                        raise VQSError(f"edge queue {q.path}: {len(items)} frames sent but {len(got)} taken "
+                                       "(another consumer?)")
                     moved += len(items)
                     st.sent += len(items)
                     st.sent_bytes += size
@@ -205,6 +207,11 @@ class Edge:
         st.peak_memory_items = max(st.peak_memory_items, mem)
         st.peak_disk_items = max(st.peak_disk_items, disk)
         st.peak_disk_bytes = max(st.peak_disk_bytes, dbytes)
+
+    @property
+    def running(self) -> bool:
+        """Some camera or the forwarder is still at work (False after a failure too)."""
+        return any(t.is_alive() for t in self._threads)
 
     def backlog(self) -> dict:
         """Frames waiting at the edge now: in memory, on disk."""
