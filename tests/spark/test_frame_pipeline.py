@@ -4,6 +4,8 @@ cameras' script, alerts exactly once."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pytest.importorskip("PIL")
@@ -68,3 +70,28 @@ def test_demo_end_to_end_small(spark, tmp_path, capsys):
     assert page.count('<line class="event"') == 3 * res.events  # in each of the three curves
     assert page.count('<figure class="thumb"') == res.events
     assert page.count("data:image/jpeg;base64,") == res.events
+
+
+def test_frame_job_cli_in_path_mode(spark, tmp_path, capsys):
+    """`vqs pipeline frames --path ...` on frames appended with the Broker (no server): the
+    events, and a report without a ground-truth table (there is no script)."""
+    from vqs import Broker
+    from vqs.pipelines.edge import FRAME_HEADER
+
+    data, out = str(tmp_path / "data"), str(tmp_path / "out")
+    cams = scene.cameras(2, seconds=6, resolution="320x180", fps=25)
+    with Broker(data) as b:
+        b.create_topic("frames", partitions=2)
+        prod = b.producer()
+        for c in cams:
+            frs = list(c.frames())
+            prod.send_batch("frames", [f.jpeg for f in frs], keys=[c.name.encode()] * len(frs),
+                            headers=[[(FRAME_HEADER, b"%d" % f.frame)] for f in frs],
+                            timestamps_ms=[f.ts_ms for f in frs])
+    assert frames.main(["--path", data, "--out", out, "--max-offsets-per-trigger", "200"]) == 0
+    printed = capsys.readouterr().out
+    sc = frames.ground_truth(cams, frames.events_of(spark, out))
+    assert sc["truth"] >= 2 and sc["missed"] == 0 and not sc["false_alarms"]
+    assert f"{sum(1 for c in cams for _ in c.frames()):,} frames" in printed
+    page = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+    assert "Ground truth" not in page and page.count('<figure class="thumb"') == sc["found"]

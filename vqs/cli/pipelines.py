@@ -36,6 +36,18 @@ def pipeline_feed(ctx: typer.Context) -> None:
     raise typer.Exit(camera.main(["feed", *ctx.args]))
 
 
+@pipeline_app.command("frames", context_settings=_PASS_THROUGH, add_help_option=False)
+def pipeline_frames(ctx: typer.Context) -> None:
+    """Run the frame job (decode, per-camera events, alerts) on a topic of JPEG frames.
+
+    Reads with --path or --url; writes Parquet and report.html under --out;
+    --help lists its options.
+    """
+    from ..pipelines import frames
+
+    raise typer.Exit(frames.main(list(ctx.args)))
+
+
 @pipeline_app.command("demo", context_settings=_PASS_THROUGH, add_help_option=False)
 def pipeline_demo(ctx: typer.Context) -> None:
     """The end-to-end demo (`make demo`): cameras, edge, server outage, frame job, ground truth."""

@@ -25,12 +25,19 @@ arrival order: one camera is one key, one partition) before the detector
 sees them.
 
 :func:`ground_truth` compares the events with the cameras' script.
+
+On a topic of your own (values JPEG, key the camera, header ``frame``, as
+vqs.pipelines.edge sends them)::
+
+    python -m vqs.pipelines.frames --url http://127.0.0.1:8642 --out frames-out
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -318,3 +325,55 @@ def thumbnails_of(src: dict, topic: str, events: list[dict], *, limit: int = 200
     finally:
         owner.close()
     return out
+
+
+# ------------------------------------------------------------------ CLI
+def main(argv=None) -> int:
+    """``python -m vqs.pipelines.frames`` / ``vqs pipeline frames``: the job on a topic, then its report."""
+    ap = argparse.ArgumentParser(prog="python -m vqs.pipelines.frames", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--path", help="a VQS data directory (no server may own it)")
+    g.add_argument("--url", help="a VQS server, e.g. http://127.0.0.1:8642")
+    ap.add_argument("--token", help="bearer token for --url")
+    ap.add_argument("--topic", default="frames")
+    ap.add_argument("--alerts-topic", default="alerts")
+    ap.add_argument("--out", default="frames-out", help="Parquet, checkpoints and report.html go here")
+    ap.add_argument("--max-offsets-per-trigger", type=int, default=400)
+    ap.add_argument("--master", default="local[2]", help="local[N], or spark://HOST:PORT (read with --url there)")
+    args = ap.parse_args(argv)
+
+    from pyspark.sql import SparkSession
+
+    from .camera import make_session
+    from .report import write_report
+
+    had = SparkSession.getActiveSession() is not None  # (a caller's session is left running)
+    spark = make_session(args.master, "vqs-frame-job")
+    src = source_options(args.path, args.url, args.token)
+    try:
+        def progress(name, p):
+            if p["numInputRows"] and name == "frame_features":
+                print(f"  batch {p['batchId']:>3}: {p['numInputRows']:>6,} frames "
+                      f"({p.get('processedRowsPerSecond') or 0:,.0f}/s)", flush=True)
+
+        res = run(spark, path=args.path, url=args.url, token=args.token, topic=args.topic,
+                  alerts_topic=args.alerts_topic, out=args.out, max_offsets=args.max_offsets_per_trigger,
+                  on_progress=progress)
+        detected = events_of(spark, args.out)
+        page = write_report(os.path.join(res.out, "report.html"), curves_of(spark, args.out), detected, None,
+                            thumbnails_of(src, args.topic, detected), subtitle=f"topic {args.topic!r}")
+    finally:
+        if not had:
+            spark.stop()
+    print(f"{res.frames:,} frames ({res.bytes / 1e6:,.1f} MB) in {res.batches} micro-batches, {res.seconds:.1f} s "
+          f"({res.frames / max(res.seconds, 1e-9):,.0f} frames/s); {res.events} events -> {res.out}/events; "
+          f"{res.alerts} alerts in topic {res.alerts_topic!r}")
+    for e in detected[:20]:
+        print(f"  {e['camera']}  {e['kind']:<13} frame {e['frame']}")
+    print(f"report: {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -88,16 +88,17 @@ def _chart(points: list[dict], field: str, label: str, fmt: str, events, truth, 
     return "\n".join(out)
 
 
-def write_report(path: str, curves: dict[str, list[dict]], events: list[dict], score: dict,
+def write_report(path: str, curves: dict[str, list[dict]], events: list[dict], score: dict | None,
                  thumbs: dict[tuple, bytes], *, title: str = "VQS frame pipeline", subtitle: str = "") -> str:
     """Write the page to ``path`` (a temp file renamed) and return ``path``.
 
     ``curves``: camera -> points (``ts_ms``, ``motion``, ``brightness``, ``sharpness``);
     ``events``: detected (camera, kind, frame, ts_ms, partition, offset); ``score``:
-    :func:`vqs.pipelines.detect.score`'s; ``thumbs``: (partition, offset) -> JPEG bytes.
+    :func:`vqs.pipelines.detect.score`'s, or None where there is no script (no truth marks, no
+    ground-truth table); ``thumbs``: (partition, offset) -> JPEG bytes.
     """
-    truth_by = {}
-    for r in score["rows"]:
+    truth_by: dict[str, list[dict]] = {}
+    for r in (score or {"rows": []})["rows"]:
         truth_by.setdefault(r["camera"], []).append(r)
     cams = sorted(set(curves) | {e["camera"] for e in events} | set(truth_by))
     times = [p["ts_ms"] for pts in curves.values() for p in pts] + [e["ts_ms"] for e in events]
@@ -120,14 +121,18 @@ def write_report(path: str, curves: dict[str, list[dict]], events: list[dict], s
                         f'<div class="thumbs">{"".join(figs)}</div></section>')
     legend = " ".join(f'<span><i style="background:{c}"></i>{html.escape(k)}</span>' for k, c in KIND_COLOURS.items())
     rows = []
-    for r in score["rows"]:
+    for r in (score or {"rows": []})["rows"]:
         err = "-" if r["error_ms"] is None else f'{r["error_ms"]:+d} ms'
         rows.append(f'<tr class="{"ok" if r["found"] else "missed"}"><td>{html.escape(r["camera"])}</td>'
                     f'<td>{html.escape(r["kind"])}</td><td>{r["frame"]}</td><td>{_clock(r["ts_ms"])}</td>'
                     f'<td>{"yes" if r["found"] else "NO"}</td><td>{err}</td></tr>')
-    for f in score["false_alarms"]:
+    for f in (score or {"false_alarms": []})["false_alarms"]:
         rows.append(f'<tr class="false"><td>{html.escape(f["camera"])}</td><td>{html.escape(f["kind"])}</td>'
                     f'<td>{f["frame"]}</td><td>{_clock(f["ts_ms"])}</td><td>false alarm</td><td></td></tr>')
+    truth_table = "" if score is None else (
+        f'<h2>Ground truth ({score["found"]}/{score["truth"]} found, {len(score["false_alarms"])} false alarms)</h2>\n'
+        '<table><tr><th>camera</th><th>event</th><th>frame</th><th>scripted at</th><th>found</th>'
+        f'<th>time error</th></tr>\n{"".join(rows)}\n</table>')
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
@@ -141,12 +146,9 @@ tr.missed, tr.false {{ background: #fdd; }} tr:nth-child(even) {{ background: #f
 </style></head><body>
 <h1>{html.escape(title)}</h1>
 <p>{html.escape(subtitle)}</p>
-<p class="legend">{legend} &nbsp; lines: detected events; triangles: scripted (ground truth); times UTC</p>
+<p class="legend">{legend} &nbsp; lines: detected events{"" if score is None else "; triangles: scripted (ground truth)"}; times UTC</p>
 {"".join(sections)}
-<h2>Ground truth ({score["found"]}/{score["truth"]} found, {len(score["false_alarms"])} false alarms)</h2>
-<table><tr><th>camera</th><th>event</th><th>frame</th><th>scripted at</th><th>found</th><th>time error</th></tr>
-{"".join(rows)}
-</table>
+{truth_table}
 </body></html>
 """
     tmp = path + ".tmp"
