@@ -38,10 +38,10 @@ def pipeline_feed(ctx: typer.Context) -> None:
 
 @pipeline_app.command("frames", context_settings=_PASS_THROUGH, add_help_option=False)
 def pipeline_frames(ctx: typer.Context) -> None:
-    """Run the frame job (decode, per-camera events, alerts) on a topic of JPEG frames.
+    """Run the frame job on a topic of JPEG frames.
 
-    Reads with --path or --url; writes Parquet and report.html under --out;
-    --help lists its options.
+    Events per camera to Parquet, alerts to a topic, report.html under --out.
+    Reads with --path or --url; --help lists its options.
     """
     from ..pipelines import frames
 
@@ -50,7 +50,12 @@ def pipeline_frames(ctx: typer.Context) -> None:
 
 @pipeline_app.command("demo", context_settings=_PASS_THROUGH, add_help_option=False)
 def pipeline_demo(ctx: typer.Context) -> None:
-    """The end-to-end demo (`make demo`): cameras, edge, server outage, frame job, ground truth."""
+    """The end-to-end demo (`make demo`): cameras to Spark.
+
+    Cameras, edge queues, a server taken away mid-run, the frame job; the
+    detected events checked against the cameras' script. --help lists its
+    options.
+    """
     from ..pipelines import demo
 
     raise typer.Exit(demo.main(list(ctx.args)))
