@@ -36,8 +36,20 @@ def test_frame_job_finds_the_scripted_events_exactly_once(spark, tmp_path):
         assert sorted((a["camera"], a["kind"], a["ts_ms"]) for a in alerts) == sorted(
             (d["camera"], d["kind"], d["ts_ms"]) for d in detected)
 
+        # 1 s windows per camera: at most 25 frames each, fewer where frames were dropped; the
+        # last seconds stay open (the watermark has not passed them).
+        win = spark.read.parquet(os.path.join(out, "windows"))
+        per = {(r.camera, r.window_start): r.frames for r in win.collect()}
+        assert res.windows == len(per) and 3 * 7 <= len(per) <= 3 * 11
+        assert max(per.values()) <= 25 and sum(per.values()) <= res.frames
+        burst = next(s for c in cams for s in c.script if s.kind == "dropped")
+        cam = next(c for c in cams if burst in c.script)
+        lows = [n for (c, t), n in per.items() if c == cam.name and n < 20]
+        assert lows, per  # the burst's window(s) received fewer frames
+
         again = frames.run(spark, url=server.url, out=out, max_offsets=300)  # from the checkpoints
         assert again.batches == 0 and again.alerts == len(alerts) and again.events == len(detected)
+        assert again.windows == res.windows
     finally:
         server.stop()
 

@@ -261,7 +261,7 @@ def run(argv=None) -> dict:
         print(f"  (the cameras deliver in real time: {st.frames / t_edge:,.0f} frames/s over {t_edge:.0f} s; "
               "--fast renders as fast as it can)")
     console.print(f"\n[bold]done[/bold] in {t_total:.0f} s: {res.frames:,} frames ({_mb(res.bytes):,.1f} MB) in "
-                  f"{res.batches} micro-batches; {res.events} events, {res.alerts} alerts.")
+                  f"{res.batches} micro-batches; {res.events} events, {res.alerts} alerts, {res.windows} windows.")
     vqs_cmd = os.path.join(os.path.dirname(sys.executable), "vqs")
     if not os.path.exists(vqs_cmd):
         vqs_cmd = "vqs"
@@ -270,6 +270,7 @@ def run(argv=None) -> dict:
     print(f"  report (open in a browser) {page}")
     print(f"  features (Parquet)         {os.path.join(out, 'frames')}")
     print(f"  events (Parquet)           {os.path.join(out, 'events')}")
+    print(f"  1 s windows (Parquet)      {os.path.join(out, 'windows')}")
     print(f"  alerts (VQS topic)         '{res.alerts_topic}' in {data}")
     print(f"  checkpoints                {os.path.join(out, 'checkpoints')}")
     print(f"  edge queues                {os.path.join(root, 'edge')}")

@@ -1,6 +1,6 @@
 """The frame job: JPEG frames in a VQS topic -> Structured Streaming -> features, events, alerts.
 
-Three streaming queries, each exactly once across restarts (checkpoints, the
+Four streaming queries, each exactly once across restarts (checkpoints, the
 Parquet sink's log, the ``vqs`` sink's per-batch commit):
 
 1. ``frame_features``: the frame topic (the JVM reader when the session has
@@ -18,8 +18,13 @@ Parquet sink's log, the ``vqs`` sink's per-batch commit):
    Parquet ``OUT/events``.
 3. ``frame_alerts``: the same rows -> the VQS topic ``alerts`` (key camera,
    value JSON), exactly once.
+4. ``frame_windows``: the frame rows, per camera and 1 s event-time window with
+   a 2 s watermark (late frames within it are counted in their window):
+   frames received, bytes, late frames, mean motion, brightness and sharpness
+   -> Parquet ``OUT/windows``. A window is written once the watermark passes
+   it, so the last seconds of a run stay open until later frames come.
 
-2 and 3 start when 1 has finished (``availableNow``): they read what 1
+2, 3 and 4 start when 1 has finished (``availableNow``): they read what 1
 committed. Within a micro-batch a camera's rows are sorted by offset (its
 arrival order: one camera is one key, one partition) before the detector
 sees them.
@@ -45,6 +50,7 @@ FEATURES = ("camera string, kind string, frame long, ts timestamp, partition int
             "sharpness double, motion double, late boolean, covered boolean, frozen boolean")
 _COLS = [c.split()[0] for c in FEATURES.split(", ")]
 STATE = "d string, thumb binary"
+WINDOW, WATERMARK = "1 second", "2 seconds"
 DECODED = "brightness double, sharpness double, thumb binary"
 
 
@@ -135,6 +141,7 @@ class JobResult:
     bytes: int
     events: int
     alerts: int
+    windows: int
     seconds: float            # the features query (read, decode, detect, write)
     out: str
     alerts_topic: str
@@ -170,7 +177,7 @@ def _await(queries, on_progress, timeout_s):
 
 def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic="alerts", out="frames-out",
         max_offsets=400, timeout_s: float | None = None, on_progress=None) -> JobResult:
-    """Run the three queries to completion (``availableNow``); see the module doc."""
+    """Run the four queries to completion (``availableNow``); see the module doc."""
     from pyspark.sql import functions as F
 
     src = source_options(path, url, token)
@@ -199,7 +206,23 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
               .option("topicPartitions", "1").outputMode("append")
               .option("checkpointLocation", os.path.join(ck, "alerts")).trigger(availableNow=True)
               .queryName("frame_alerts").start())
-        _await([q2, q3], on_progress, timeout_s)
+        # Several batches, so that the watermark moves and closes windows on the way (a
+        # window is written in the batch after the one that moved the watermark past it).
+        files = sum(1 for f in os.listdir(frames_path) if f.endswith(".parquet"))
+        win = (spark.readStream.schema(FEATURES).option("maxFilesPerTrigger", str(max(1, -(-files // 4))))
+               .parquet(frames_path)
+               .where(F.col("kind") == "frame").withWatermark("ts", WATERMARK)
+               .groupBy("camera", F.window("ts", WINDOW).alias("w"))
+               .agg(F.count("*").alias("frames"), F.sum("bytes").alias("bytes"),
+                    F.sum(F.when(F.col("late"), 1).otherwise(0)).alias("late"),
+                    F.avg("motion").alias("motion"), F.avg("brightness").alias("brightness"),
+                    F.avg("sharpness").alias("sharpness"))
+               .select("camera", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
+                       "frames", "bytes", "late", "motion", "brightness", "sharpness"))
+        q4 = (win.writeStream.format("parquet").outputMode("append").option("path", os.path.join(out, "windows"))
+              .option("checkpointLocation", os.path.join(ck, "windows")).trigger(availableNow=True)
+              .queryName("frame_windows").start())
+        _await([q2, q3, q4], on_progress, timeout_s)
 
     n_frames = n_bytes = n_events = 0
     if os.path.isdir(frames_path):
@@ -208,9 +231,11 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
         n_frames, n_bytes = row["n"], row["b"] or 0
     if os.path.isdir(events_path):
         n_events = spark.read.parquet(events_path).count()
+    win_path = os.path.join(out, "windows")
+    n_windows = spark.read.parquet(win_path).count() if os.path.isdir(win_path) else 0
     n_alerts = spark.read.format("vqs").options(**src).option("topic", alerts_topic).load().count() \
         if n_events or _topic_exists(src, alerts_topic) else 0
-    return JobResult(len(progress), n_frames, n_bytes, n_events, n_alerts, seconds, out, alerts_topic)
+    return JobResult(len(progress), n_frames, n_bytes, n_events, n_alerts, n_windows, seconds, out, alerts_topic)
 
 
 def _topic_exists(src: dict, topic: str) -> bool:
