@@ -63,6 +63,7 @@ def test_demo_end_to_end_small(spark, tmp_path, capsys):
                     "320x180", "--fast", "--outage", "1", "--edge-memory-mb", "0.25",
                     "--max-offsets-per-trigger", "300"])
     printed = capsys.readouterr().out
+    assert spark.range(3).count() == 3  # the suite's session was left running (Spark started in a thread)
     st, res = got["edge"], got["result"]
     assert got["ok"], printed
     assert got["check"] == {"records": st.frames, "missing": 0, "duplicates": 0, "out_of_order": 0}

@@ -156,13 +156,14 @@ def run(argv=None) -> dict:
                   "Streaming")
     server = LocalServer(data, os.path.join(root, "server.log")).start()
     console.print(f"  server  {server.url}  (owns {data})")
-    spark_box: dict = {}
+    from pyspark.sql import SparkSession
+
+    # Asked here, in the main thread: Spark's active session is per thread, and a
+    # caller's session (a test suite's) must be left running.
+    spark_box: dict = {"had": SparkSession.getActiveSession() is not None}
 
     def start_spark():  # JVM start-up overlaps the cameras
         try:
-            from pyspark.sql import SparkSession
-
-            spark_box["had"] = SparkSession.getActiveSession() is not None
             t = time.perf_counter()
             spark_box["spark"] = _session(args.master)
             spark_box["s"] = time.perf_counter() - t
