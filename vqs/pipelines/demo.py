@@ -246,7 +246,7 @@ def run(argv=None) -> dict:
     for line in frames.format_truth(sc):
         print("  " + line)
     fps_job, mbs_job = res.frames / res.seconds, _mb(res.bytes) / res.seconds
-    e2e = t_edge + res.seconds
+    e2e = t_edge + res.total_seconds
     put_rate = st.frames / st.put_s if st.put_s else 0.0
     rates = {
         "edge put (HybridQueue.put)": (put_rate, _mb(st.bytes) / st.put_s if st.put_s else 0.0),

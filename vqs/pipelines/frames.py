@@ -143,6 +143,7 @@ class JobResult:
     alerts: int
     windows: int
     seconds: float            # the features query (read, decode, detect, write)
+    total_seconds: float      # all four queries
     out: str
     alerts_topic: str
 
@@ -224,6 +225,7 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
               .queryName("frame_windows").start())
         _await([q2, q3, q4], on_progress, timeout_s)
 
+    total = time.perf_counter() - t0
     n_frames = n_bytes = n_events = 0
     if os.path.isdir(frames_path):
         df = spark.read.schema(FEATURES).parquet(frames_path)
@@ -235,7 +237,8 @@ def run(spark, *, path=None, url=None, token=None, topic="frames", alerts_topic=
     n_windows = spark.read.parquet(win_path).count() if os.path.isdir(win_path) else 0
     n_alerts = spark.read.format("vqs").options(**src).option("topic", alerts_topic).load().count() \
         if n_events or _topic_exists(src, alerts_topic) else 0
-    return JobResult(len(progress), n_frames, n_bytes, n_events, n_alerts, n_windows, seconds, out, alerts_topic)
+    return JobResult(len(progress), n_frames, n_bytes, n_events, n_alerts, n_windows, seconds, total, out,
+                     alerts_topic)
 
 
 def _topic_exists(src: dict, topic: str) -> bool:
