@@ -115,6 +115,7 @@ from .record_batch import (
 from .recovery import LogLoader
 from .retention import segments_past_retention
 from .segment import ALLOCATE_AHEAD, Segment
+from .segments import Segments
 
 __all__ = [
     "CHECKPOINT", "CLEAN_MARKER", "FLUSH_POLICIES", "MAX_SEGMENT_SPAN", "QUARANTINE_DIR",
@@ -146,14 +147,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     # Slots: the append path reads a dozen attributes per call, and a plain
     # instance dict of this many keys is a hash lookup for each.
     __slots__ = (
-        "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers", "_buf_nulls",
+        "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers", "_buf_nulls",
         "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
         "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
-        "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
+        "_failed", "_flush_always", "_flush_idle", "_group",
         "_grant", "_low_space", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_reads", "_read_waiters",
         "_flush_bytes", "_flush_records",
-        "_segments", "_start_offset", "_sync", "_system_clock",
+        "_segs", "_start_offset", "_sync", "_system_clock",
         "_tail_hint", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
         "recovery", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms",
@@ -256,9 +257,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         #: called (under the lock; must not block or raise) when a write finds no
         #: space or is refused under min_free_bytes (broker/queue/maintenance.py)
         self.on_disk_short = None
-        self._index_capacity_bytes = min(
-            64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
-        )
+        # the segment list (segments.py); its gaps dict is shared with every segment
+        # (a writer's loader fills it from its one listing of the directory)
+        self._segs = Segments(self.path, owner=not readonly, segment_bytes=segment_bytes,
+                              index_interval_bytes=index_interval_bytes)
 
         self._lock = threading.Lock()
         self._sync = Syncs(self._lock, self)
@@ -277,14 +279,11 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._reads = ReadCache()  # the decoded run and where a sequential read continues (log_reads.py)
         self._tail_hint = None  # readonly: where the last search for the tail ended
         self.quarantined_batches = 0
-        # {expected offset: base offset that may follow it}, shared with the segments
-        # (a writer's loader fills it from its one listing of the directory)
-        self._gaps: dict[int, int] = {}
 
         if readonly:
             if not os.path.isdir(self.path):
                 raise ConfigError(f"readonly log {self.path} does not exist")
-            self._gaps.update(load_gaps(self.path))
+            self._segs.gaps.update(load_gaps(self.path))
             self._open_readonly()
             return self
         if lock:  # (otherwise the loader makes the directory if it is missing)
@@ -331,23 +330,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self._buf_extra = 0  # bound of the buffered keys' and headers' bytes (log_buffer.py)
         self._buf_gen: list = [None]  # always: [the error] once dropped unwritten (_drop_buffer_locked)
 
-    def _segment(self, base: int, *, active: bool, create: bool = False) -> Segment:
-        return Segment(
-            self.path, base, active=active, owner=not self.readonly, create=create, gaps=self._gaps,
-            index_interval_bytes=self.index_interval_bytes,
-            index_capacity_bytes=self._index_capacity_bytes,
-        )
-
     def _open_writer(self, defer_clean_marker: bool = False) -> None:
-        loader = LogLoader(self.path, self.recovery, self._segment, defer_marker=defer_clean_marker,
-                           gaps=self._gaps)
-        self._segments = loader.segments  # closed by open() if loading fails
-        loaded = loader.load()
+        loaded = LogLoader(self.path, self.recovery, self._segs, defer_marker=defer_clean_marker).load()
         self.quarantined_batches += loaded.quarantined_batches
-        self._base_offsets = [s.base_offset for s in self._segments]
-        active = self._segments[-1]
+        active = self._segs.active
         self._written_end = self._next_offset = self._sync.durable_end = active.next_offset
-        self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
+        self._start_offset = min(max(self._segs.bases[0], loaded.start_offset), self._next_offset)
         active.created_ms = self._now_ms()
         if loaded.marker_kept:
             # Nothing changed: the checkpoint on disk is the clean close's.
@@ -357,20 +345,18 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             # On a full disk the checkpoint waits (the old one stays valid): a full
             # log must open so that it can be drained.
             self._try_checkpoint(self._next_offset)
-        for seg in self._segments:
-            seg.release_files()  # an idle log holds no descriptor (reopened on use)
+        self._segs.release_files()  # an idle log holds no descriptor (reopened on use)
 
     def _open_readonly(self) -> None:
-        self._segments = open_segments(self.path, self._segment)
-        if not self._segments:
+        self._segs.adopt(open_segments(self.path, self._segs.make))
+        if not self._segs.all:
             raise ConfigError(f"{self.path} holds no log segments")
-        self._base_offsets = [s.base_offset for s in self._segments]
         _, lso = read_checkpoint(self.path)
         self._find_readonly_tail()
-        self._start_offset = min(max(self._base_offsets[0], lso), self._next_offset)
+        self._start_offset = min(max(self._segs.bases[0], lso), self._next_offset)
 
     def _find_readonly_tail(self) -> None:
-        self._tail_hint = find_tail(self._segments[-1], self._tail_hint)
+        self._tail_hint = find_tail(self._segs.active, self._tail_hint)
         self._written_end = self._next_offset = self._sync.durable_end = self._tail_hint[2]
 
     def refresh(self) -> None:
@@ -379,12 +365,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         if not self.readonly:
             return
         with self._lock:
-            if not follow_segments(self.path, self._segments, self._segment):
+            if not follow_segments(self.path, self._segs.all, self._segs.make):
                 return
-            self._base_offsets = [s.base_offset for s in self._segments]
+            self._segs.rebase()
             self._find_readonly_tail()
             _, lso = read_checkpoint(self.path)
-            self._start_offset = min(max(self._base_offsets[0], lso, self._start_offset), self._next_offset)
+            self._start_offset = min(max(self._segs.bases[0], lso, self._start_offset), self._next_offset)
             self._reads.run = None
 
     # --------------------------------------------------------------- append
@@ -545,14 +531,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     def _write_parts_locked(self, parts: list, base: int, next_offset: int) -> None:
         hdr = HEADER.unpack_from(parts[0], 0)
         nbytes = hdr[1] + 12  # batch_length counts everything after its own field
-        seg = self._active
+        seg = self._segs.all[-1]
         if seg.size > 0 and (
             seg.size + nbytes > self.segment_bytes
             or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
             or (self.segment_ms is not None and self._now_ms() - (seg.created_ms or 0) >= self.segment_ms)
         ):
             self._roll_locked()  # (no space for the next segment's file: this one grows past segment_bytes)
-            seg = self._active
+            seg = self._segs.all[-1]
         max_ts = hdr[8]
         try:
             seg.append(parts, base, next_offset, max_ts, nbytes,
@@ -597,18 +583,13 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         return DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
                              f"the disk is full ({e.strerror})", path=seg.log_path)
 
-    @property
-    def _active(self) -> Segment:
-        return self._segments[-1]
-
     def _roll_locked(self) -> bool:
         """Seal the active segment and start the next (a control write: never
         refused by the governor); False (nothing changed) when the next
         segment's file finds no space (the active one grows past
         ``segment_bytes`` meanwhile; the next write tries again)."""
-        old = self._active
         try:
-            new = self._segment(self._written_end, active=True, create=True)
+            old = self._segs.roll(self._written_end)
         except OSError as e:
             if e.errno not in DISK_FULL:
                 raise
@@ -618,11 +599,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         # thread fsyncs it (as Kafka flushes a rolled segment asynchronously).
         # Until then the recovery point stays below it, so a power loss that
         # tears its tail is recovered like a torn tail (see recovery.py).
-        old.seal(sync=False)
-        new.created_ms = self._now_ms()
-        fsync_dir(self.path)
-        self._segments.append(new)
-        self._base_offsets.append(new.base_offset)
+        self._segs.active.created_ms = self._now_ms()
         self._sync.unsynced.append(old)
         Flusher.shared().register(self._sync.seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
@@ -633,7 +610,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         """The active segment's indexes (offset index + time index at 1.5x) are
         preallocated at its first write: counted as this log's from its first
         take until then (never refused: a roll is a control write)."""
-        self._grant.count_indexes(self._index_capacity_bytes * 5 // 2, self.path)
+        self._grant.count_indexes(self._segs.index_capacity_bytes * 5 // 2, self.path)
 
     # -------------------------------------------------------------- retention
 
@@ -684,11 +661,11 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
     def _apply_retention_locked(self, now_ms: int) -> int:
         rolled = self._roll_expired_locked(now_ms)  # log_space.py: a full disk's expired active segment
-        n = segments_past_retention(self._segments, self.retention_ms, self.retention_bytes, now_ms)
+        n = segments_past_retention(self._segs.all, self.retention_ms, self.retention_bytes, now_ms)
         for _ in range(n):
             self._delete_first_locked()
         if n:
-            self._start_offset = max(self._start_offset, self._base_offsets[0])
+            self._start_offset = max(self._start_offset, self._segs.bases[0])
             fsync_dir(self.path)
             self._try_checkpoint()
         return n + rolled
@@ -697,7 +674,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
     @property
     def size_bytes(self) -> int:
-        return sum(s.size for s in self._segments) + self._buf_bytes
+        return self._segs.size_bytes() + self._buf_bytes
 
     @property
     def batch_max_bytes(self) -> int:
@@ -706,7 +683,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
     @property
     def segment_count(self) -> int:
-        return len(self._segments)
+        return len(self._segs.all)
 
     @property
     def closed(self) -> bool:
@@ -714,7 +691,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
     def __repr__(self) -> str:
         return (f"Log({self.path!r}, start={self._start_offset}, end={self._next_offset}, "
-                f"segments={len(self._segments)}, flush={self.flush_policy!r})")
+                f"segments={len(self._segs.all)}, flush={self.flush_policy!r})")
 
     # ----------------------------------------------------------------- close
 
@@ -757,11 +734,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             raise full
 
     def _close_files(self) -> None:
-        for s in getattr(self, "_segments", []):
-            try:
-                s.close()
-            except OSError:
-                pass
+        self._segs.close()
         self._reads.forget()
 
     def __enter__(self) -> Log:

@@ -141,7 +141,7 @@ class LogBuffer:
         more = need - grant.buffer
         if more <= 0:
             return
-        seg = self._active
+        seg = self._segs.active
         if not grant.indexes and not seg.indexes_allocated and not os.path.exists(seg.index_path):
             self._count_indexes_locked()  # (log.py; a reopened segment's are allocated already)
         step = min(MAX_STEP, self._batch_max_bytes + RECORD_FIXED * self._batch_max_records + BATCH_FIXED)

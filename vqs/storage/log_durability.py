@@ -155,7 +155,7 @@ class LogDurability:
         which replaces a file that exists, fitted."""
         try:
             atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
-                self._active, self._checkpoint.recovery_point, self._start_offset))
+                self._segs.active, self._checkpoint.recovery_point, self._start_offset))
         except DiskFullError:
             _full.warn(self.path, "%s: clean-shutdown marker not written, the disk is full "
                        "(the next open validates the tail)", self.path)
@@ -167,7 +167,7 @@ class LogDurability:
         if active:
             self._write_buffer_locked()
         sealed = self._sync.unsynced[:]
-        seg = self._active
+        seg = self._segs.active
         upto = self._written_end if active else sealed[-1].next_offset if sealed else 0
         if upto <= self._sync.durable_end and not sealed:
             return
@@ -213,15 +213,15 @@ class LogDurability:
         error (an fsync's EIO) fails the log as anywhere else (module doc):
         ``LogFailedError`` naming the file, never a raw OSError (the caller,
         ``close``, still releases every file and the lock)."""
-        seg = self._active
+        seg = self._segs.active
         try:
             for seg in self._sync.unsynced:
                 seg.sync()
             self._sync.unsynced = []
-            seg = self._active
+            seg = self._segs.active
             seg.seal()
         except OSError as e:
-            if e.errno in (errno.ENOSPC, errno.EDQUOT) and seg is self._active:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT) and seg is self._segs.active:
                 return DiskFullError(f"closing {seg.log_path}: the disk is full ({e.strerror})", path=seg.log_path)
             self._failed = e
             self._blocked = True

@@ -145,9 +145,7 @@ class LogReads:
                 if offset >= self._written_end:
                     out.extend(self._buffered_records(offset, max_records - len(out)))
                     break
-                i = bisect.bisect_right(self._base_offsets, offset) - 1
-                seg = self._segments[max(i, 0)]
-                seg_end = self._base_offsets[i + 1] if i + 1 < len(self._base_offsets) else self._written_end
+                seg, seg_end = self._segs.find(offset, self._written_end)
             try:
                 run = self._decode_run(seg, offset, seg_end, min(max_bytes, _RUN_BYTES))
             except CorruptRecordError:
@@ -236,12 +234,12 @@ class LogReads:
         segment file replaced, a gap recorded). Pick both up; True if a gap
         was new (then read again)."""
         gaps = load_gaps(self.path)
-        if gaps.items() <= self._gaps.items():
+        if gaps.items() <= self._segs.gaps.items():
             return False
         with self._lock:
-            self._gaps.update(gaps)
+            self._segs.gaps.update(gaps)
             seg.release_files()  # the replaced file is opened anew
-            seg.size = seg.file_size() if seg is not self._segments[-1] else min(seg.size, seg.file_size())
+            seg.size = seg.file_size() if seg is not self._segs.active else min(seg.size, seg.file_size())
             seg.rebuild_indexes()  # readonly: stops using the index (positions moved)
             self._reads.forget()
         return True
@@ -286,7 +284,7 @@ class LogReads:
                     )
                     out.append(decode_batch(buf))
                 return out
-            segs = list(zip(self._segments, self._base_offsets[1:] + [self._written_end]))
+            segs = self._segs.with_ends(self._written_end)
             written_end = self._written_end
         total = 0
         i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
@@ -351,9 +349,7 @@ class LogReads:
                     return
                 seg = None
                 if offset < self._written_end:
-                    i = bisect.bisect_right(self._base_offsets, offset) - 1
-                    seg = self._segments[max(i, 0)]
-                    seg_end = self._base_offsets[i + 1] if i + 1 < len(self._base_offsets) else self._written_end
+                    seg, seg_end = self._segs.find(offset, self._written_end)
                     written_end = self._written_end
             if seg is not None:
                 try:
@@ -407,7 +403,7 @@ class LogReads:
         """The first offset whose record timestamp is >= ``timestamp_ms``
         (None if there is none yet)."""
         with self._lock:
-            segs = list(self._segments)
+            segs = list(self._segs.all)
             buffered = [(self._written_end + k, t) for k, t in enumerate(self._buf_timestamps)]
         for seg in segs:
             found = first_offset_at_time(seg, timestamp_ms, self._start_offset)

@@ -47,7 +47,6 @@ import os
 import time
 
 from ..errors import CorruptRecordError, VQSError
-from .durable_file import fsync_dir
 from .log_dir import QUARANTINE_DIR
 from .record_batch import find_next_valid
 from .segment import Segment
@@ -90,7 +89,7 @@ class LogRepair:
         if self.readonly or self.recovery == "fail":
             return False
         with self._lock:
-            seg = next((s for s in self._segments if s.log_path == error.path), None)
+            seg = next((s for s in self._segs.all if s.log_path == error.path), None)
             if seg is None:
                 return True  # deleted since (retention): nothing left to repair
             self._check_writable()
@@ -113,8 +112,8 @@ class LogRepair:
         before: e.g. no space for the rewritten segment)."""
         try:
             with self._lock:
-                if self._closed or seg not in self._segments:
-                    return seg not in self._segments  # gone: the read finds that out
+                if self._closed or seg not in self._segs.all:
+                    return seg not in self._segs.all  # gone: the read finds that out
                 self._sync.wait_idle()
                 self._check_writable()
                 return self._quarantine_locked(seg)
@@ -127,16 +126,16 @@ class LogRepair:
         if found is None:
             return True  # another reader quarantined it meanwhile
         bad, gap_from, resync = found
-        if seg is self._segments[-1]:
+        if seg is self._segs.active:
             # The active segment: sealed first (a roll), so that no append
             # lands in the file being rewritten.
             self._write_buffer_locked()
             self._roll_locked()
-        i = self._segments.index(seg)
+        i = self._segs.all.index(seg)
         stop = resync if resync is not None else seg.size
         # Damage up to the segment's end: the gap runs to the next segment
         # (there is one: the active segment was rolled above).
-        gap_to = None if resync is not None else self._base_offsets[i + 1]
+        gap_to = None if resync is not None else self._segs.bases[i + 1]
         logger.warning("%s: invalid batch at position %d (offset %d) found by a read; quarantined %d bytes "
                        "(recovery='skip')", seg.log_path, bad, gap_from, stop - bad)
         excise(seg, bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=gap_from, gap_to=gap_to)
@@ -150,7 +149,7 @@ class LogRepair:
         if found is None:
             return True
         bad, cut, _ = found
-        segs = self._segments
+        segs = self._segs.all
         i = segs.index(seg)
         logger.warning("%s: invalid batch at position %d (offset %d) found by a read; truncating the log "
                        "there, %d later segment(s) deleted (recovery='truncate')",
@@ -159,15 +158,11 @@ class LogRepair:
             # (1) recovery at the next open starts at this segment (module doc)
             self._checkpoint.lower_to(seg.base_offset, min(self._start_offset, cut))
             # (2) the later segments, newest first: what is left is a prefix
-            for later in reversed(segs[i + 1:]):
-                later.delete()
-            fsync_dir(self.path)
-            del segs[i + 1:]
-            del self._base_offsets[i + 1:]
+            self._segs.drop_after(i)
             # (3) cut, as the active segment
             if not seg.writable:
                 seg.close()
-                seg = self._segment(seg.base_offset, active=True)
+                seg = self._segs.make(seg.base_offset, active=True)
                 segs[i] = seg
                 seg.recover(seg.base_offset)
             seg.truncate(bad)

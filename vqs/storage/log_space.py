@@ -183,7 +183,7 @@ class LogSpace:
             self._check_space_back(nbytes)
         grant = self._grant
         if self._low_space and grant.buffer < self._buffer_bound() + nbytes:  # (a grant covers it: admitted)
-            path = self._active.log_path
+            path = self._segs.active.log_path
             if not grant.room(self._buffer_bound() + nbytes, self.path):
                 raise DiskFullError(f"write to {path} refused: less than {grant.floor + nbytes} bytes free on its "
                                     f"filesystem over min_free_bytes={grant.floor} (room kept for deletes, "
@@ -201,7 +201,7 @@ class LogSpace:
         if self._buf_values:
             self._write_buffer_locked()
             return
-        path = self._active.log_path
+        path = self._segs.active.log_path
         try:
             free = free_bytes(self.path)  # (a btrfs quota's room too: free_space.py)
         except OSError:
@@ -219,7 +219,7 @@ class LogSpace:
         """delete_before(offset), ``offset <= _next_offset``: roll a wholly consumed
         active segment when worth it (``_roll_worth_it``), then delete the whole
         segments below ``offset``; returns how many went."""
-        seg = self._active
+        seg = self._segs.active
         if offset >= self._written_end and seg.size and self._roll_worth_it():
             self._roll_consumed_now_locked()
         return self._delete_below_locked(offset)
@@ -229,26 +229,22 @@ class LogSpace:
         oldest first: a crash between leaves a suffix of the log (its start
         moves up to the first segment left; no offset is reused)."""
         n = 0
-        while len(self._segments) > 1 and self._base_offsets[1] <= offset:
+        while len(self._segs.all) > 1 and self._segs.bases[1] <= offset:
             self._delete_first_locked()
             n += 1
         if n:
-            self._start_offset = max(self._start_offset, self._base_offsets[0])
+            self._start_offset = max(self._start_offset, self._segs.bases[0])
             if self._sync.unsynced and not self._sync.syncing:
                 # A deleted segment needs no fsync: its file (and space) goes as
                 # soon as the last reader lets go, not at the flusher's next round.
-                first = self._base_offsets[0]
+                first = self._segs.bases[0]
                 self._sync.unsynced = [s for s in self._sync.unsynced if s.base_offset >= first]
         return n
 
     def _delete_first_locked(self) -> None:
         """Delete the oldest segment: space comes back (the governor reads
         free space again at its next take)."""
-        seg = self._segments.pop(0)
-        self._base_offsets.pop(0)
-        if not self.readonly:
-            seg.forget()
-        seg.delete()
+        seg = self._segs.pop_first()
         self._grant.space.freed()
         self._reads.forget_segment(seg)
 
@@ -271,7 +267,7 @@ class LogSpace:
         roll on every drain. It is at a quarter of ``segment_bytes``, or
         whatever its size while space is short (``_short_of_space``): the
         space is what writes need."""
-        return self._active.size >= self.segment_bytes // 4 or self._short_of_space()
+        return self._segs.active.size >= self.segment_bytes // 4 or self._short_of_space()
 
     def _short_of_space(self) -> bool:
         """Writes refused or finding no space, the governor low, or less free
@@ -279,7 +275,7 @@ class LogSpace:
         if self._space_short or self._low_space or self._grant.space.low:
             return True
         try:
-            return free_bytes(self.path) < self._grant.floor + max(SHORT_MARGIN, self._active.size)
+            return free_bytes(self.path) < self._grant.floor + max(SHORT_MARGIN, self._segs.active.size)
         except OSError:
             return False
 
@@ -291,7 +287,7 @@ class LogSpace:
         segment's file is in place, so at every point the directory names the
         log's end. A failed write's bytes past the end that could not be cut
         (``cut_pending``) are cut first: sealing needs the cut."""
-        seg = self._active
+        seg = self._segs.active
         if seg.cut_pending:
             try:
                 seg.cut_tail()
@@ -310,8 +306,8 @@ class LogSpace:
         are still there (a consumed active segment whose roll found no room),
         so ``delete_before(start)`` tries again. Attribute reads, then one
         ``statvfs`` only when such a segment is there."""
-        if not ((self._active.size and self._written_end <= self._start_offset)
-                or (len(self._segments) > 1 and self._base_offsets[1] <= self._start_offset)):
+        if not ((self._segs.active.size and self._written_end <= self._start_offset)
+                or (len(self._segs.all) > 1 and self._segs.bases[1] <= self._start_offset)):
             return False
         return self._roll_worth_it()
 
@@ -322,14 +318,14 @@ class LogSpace:
         space is short (as in ``_roll_worth_it``). Otherwise a topic whose data
         sits in its active segment (a filesystem smaller than a segment)
         stays full for good."""
-        seg = self._active
+        seg = self._segs.active
         if self.retention_ms is None or seg.size == 0 \
                 or segment_max_timestamp(seg) >= now_ms - self.retention_ms:
             return False
         return self._short_of_space()
 
     def _retention_due(self, now_ms: int) -> bool:
-        return bool(segments_past_retention(self._segments, self.retention_ms, self.retention_bytes,
+        return bool(segments_past_retention(self._segs.all, self.retention_ms, self.retention_bytes,
                                             now_ms)) or self._active_expired_short(now_ms)
 
     def _roll_expired_locked(self, now_ms: int) -> int:

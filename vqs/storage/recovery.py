@@ -43,6 +43,7 @@ import bisect
 import logging
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import CorruptRecordError
 from . import fs
@@ -59,6 +60,9 @@ from .log_dir import (
 )
 from .segment import Segment
 from .segment_excise import excise
+
+if TYPE_CHECKING:
+    from .segments import Segments
 
 logger = logging.getLogger("vqs.storage")
 
@@ -86,18 +90,18 @@ class LogLoader:
     """Recovers the log in ``path`` for a writer (see module doc).
 
     ``recovery`` is the corruption policy (``fail``, ``skip``, ``truncate``);
-    ``make_segment`` opens a segment with the log's settings. On error the
-    segments opened so far are in ``segments`` for the caller to close.
+    the segments are opened into ``segs`` (the log's ``Segments`` part, with
+    its settings and gaps); on error those opened so far are there for the
+    caller to close.
     """
 
-    def __init__(self, path: str, recovery: str, make_segment: SegmentFactory,
-                 defer_marker: bool = False, gaps: dict[int, int] | None = None) -> None:
+    def __init__(self, path: str, recovery: str, segs: Segments, defer_marker: bool = False) -> None:
         self.path = path
-        self.gaps = gaps  # filled from quarantine/ (shared with the segments)
+        self.segs = segs
         self.defer_marker = defer_marker
         self.recovery = recovery
-        self.make_segment = make_segment
-        self.segments: list[Segment] = []
+        self.make_segment = segs.make
+        self.segments = segs.all  # filled in place
         self.quarantined_batches = 0
 
     def load(self) -> LoadedLog:
@@ -106,8 +110,8 @@ class LogLoader:
         except FileNotFoundError:
             os.makedirs(self.path)
             names = []
-        if QUARANTINE_DIR in names and self.gaps is not None:
-            self.gaps.update(load_gaps(self.path))
+        if QUARANTINE_DIR in names:
+            self.segs.gaps.update(load_gaps(self.path))
         clean = CLEAN_MARKER in names
         if not clean or not LEFTOVERS.isdisjoint(names):
             remove_temp_files(self.path, names)  # a clean close leaves none (an earlier version's: leftovers)
@@ -132,6 +136,7 @@ class LogLoader:
                 tail_ok = clean and self._load_clean_tail()
             if tail_ok and self.defer_marker and recovery_point == segs[-1].next_offset:
                 # Nothing to change: the files are as the clean close left them.
+                self.segs.rebase()
                 return LoadedLog(segs, log_start, 0, marker_kept=True, recovery_point=recovery_point)
             if not tail_ok:
                 self._recover(recovery_point)
@@ -139,6 +144,7 @@ class LogLoader:
             # Remove the marker before any append: a crash from now on must recover.
             fs.unlink(marker)
         fsync_dir(self.path)
+        self.segs.rebase()
         return LoadedLog(segs, log_start, self.quarantined_batches)
 
     def _load_clean_tail(self) -> bool:
@@ -178,10 +184,8 @@ class LogLoader:
         still holds the damage, which the next open meets again (deleting
         them after the cut could leave a cut segment followed by later ones,
         whose offsets would then seem to follow it)."""
-        for later in reversed(self.segments[i + 1:]):
-            later.delete()
-        del self.segments[i + 1:]
-        fsync_dir(self.path)
+        self.segs.rebase()
+        self.segs.drop_after(i)
 
     def _recover(self, recovery_point: int | None) -> None:
         """Passes 3-5 of the module doc over the segments from the one holding
