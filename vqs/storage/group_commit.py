@@ -82,8 +82,8 @@ class GroupCommit:
     def await_durable(self, log: Log, target: int, step, gen: list | None = None) -> None:
         """Return once offsets below ``target`` are fsynced (lock not held).
         ``gen``: the write buffer the appender's records went into
-        (``Log._buf_gen``): when it was dropped unwritten (its write found no
-        space, ``Log._drop_buffer_locked``) raise that DiskFullError, also
+        (``WriteBuffer.gen``): when it was dropped unwritten (its write found no
+        space, ``WriteBuffer.drop``) raise that DiskFullError, also
         where later records took the offsets given back and were fsynced."""
         self._await_durable(log, target, step)
         if gen is not None and gen[0] is not None:

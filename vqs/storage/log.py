@@ -45,7 +45,7 @@ retention's deletions and closing.
 Invariants (under ``_lock``):
 - ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset <=
   _next_offset``: records below ``_written_end`` are in segment files, the rest
-  in the write buffer (``_buf_*``, one list per column, visible to reads at once);
+  in the write buffer (``_buf``, log_buffer.py; visible to reads at once);
 - ``_sync.durable_end`` never passes the first record of a sealed segment
   whose fsync is pending (``_sync.unsynced``), and the checkpoint's recovery
   point never passes it: durability is always a prefix;
@@ -99,7 +99,7 @@ from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_buffer import NULL, LogBuffer, batches_bound, nulls_restored
+from .log_buffer import NULL, WriteBuffer, batches_bound
 from .log_buffer import as_bytes as _as_bytes
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import Checkpoint, LogDurability, Syncs
@@ -137,7 +137,7 @@ def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
 
-class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
+class Log(LogReads, LogDurability, LogSpace, LogRepair):
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
@@ -147,13 +147,10 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     # Slots: the append path reads a dozen attributes per call, and a plain
     # instance dict of this many keys is a hash lookup for each.
     __slots__ = (
-        "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers", "_buf_nulls",
-        "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
-        "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
+        "_blocked", "_buf", "_appended", "_checkpoint", "_clean_marker", "_closed", "_dir_lock",
         "_failed", "_flush_always", "_flush_idle", "_group",
         "_grant", "_low_space", "_space_short", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_reads", "_read_waiters",
-        "_flush_bytes", "_flush_records",
         "_segs", "_start_offset", "_sync", "_system_clock",
         "_tail_hint", "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
@@ -235,7 +232,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                           ("retention_bytes", retention_bytes), ("min_free_bytes", min_free_bytes)):
             if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
                 raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
-        self._codec_id = codec_id(compression)
         self.compression = compression
         self.segment_bytes = segment_bytes
         self.segment_ms = segment_ms
@@ -247,11 +243,9 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self.index_interval_bytes = index_interval_bytes
         self.readonly = readonly
         self._flush_always = flush == "always"
-        self._batch_max_records = batch_max_records
-        self._batch_max_records_less_1 = batch_max_records - 1
-        self._batch_max_bytes = batch_max_bytes
         self._grant = Grant(None, 0, control)  # what the governor counts as this log's (log_space.py)
-        self._flush_bytes = self._flush_records = 0
+        # the write buffer and its thresholds (log_buffer.py)
+        self._buf = WriteBuffer(self._grant, codec_id(compression), batch_max_bytes, batch_max_records)
         self._low_space = False     # refusing appends: the governor refused
         self._space_short = False   # the last batch write found no space (cleared by the next one)
         #: called (under the lock; must not block or raise) when a write finds no
@@ -275,7 +269,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         # closed, readonly, failed, refused for space or marked clean: appends must check why
         self._blocked = readonly
         self._dir_lock: DirLock | None = None
-        self._reset_buffer()
         self._reads = ReadCache()  # the decoded run and where a sequential read continues (log_reads.py)
         self._tail_hint = None  # readonly: where the last search for the tail ended
         self.quarantined_batches = 0
@@ -291,8 +284,8 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._dir_lock = DirLock(self.path).acquire()
         else:
             make_dirs(self.path)
-        governor = _space.for_path(self.path)
-        self._grant = Grant(governor, _space.floor_of(governor, min_free_bytes, control), control)
+        governor = self._grant.space = _space.for_path(self.path)
+        self._grant.floor = _space.floor_of(governor, min_free_bytes, control)
         weakref.finalize(self, self._grant.dropped)
         try:
             self._open_writer(defer_clean_marker)
@@ -310,7 +303,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             if self._dir_lock:
                 self._dir_lock.release()
             raise
-        self._set_thresholds()
+        self._buf.set_thresholds()
         if flush == "interval" and not self._clean_marker:
             Flusher.shared().register(self, flush_interval_ms / 1000)
         elif flush != "never":
@@ -318,17 +311,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             # idle; from its first write (so does a clean-opened "interval" log)
             self._flush_idle = self._blocked = True
         return self
-
-    def _reset_buffer(self) -> None:
-        self._buf_values: list = []
-        self._buf_timestamps: list = []
-        self._buf_keys: list | None = None
-        self._buf_headers: list | None = None
-        self._buf_has_extra = False  # some buffered record has a key, headers or a null value
-        self._buf_nulls = False  # some buffered value is NULL (log_buffer.py)
-        self._buf_bytes = 0
-        self._buf_extra = 0  # bound of the buffered keys' and headers' bytes (log_buffer.py)
-        self._buf_gen: list = [None]  # always: [the error] once dropped unwritten (_drop_buffer_locked)
 
     def _open_writer(self, defer_clean_marker: bool = False) -> None:
         loaded = LogLoader(self.path, self.recovery, self._segs, defer_marker=defer_clean_marker).load()
@@ -397,20 +379,21 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 self._check_appendable(len(value))
             off = self._next_offset
             self._next_offset = off + 1
-            self._buf_values.append(value)
-            self._buf_timestamps.append(timestamp_ms)
-            if key is not None or headers or self._buf_has_extra or null:
-                self._add_extra(key, headers, null)
-            nbytes = self._buf_bytes + len(value)
-            self._buf_bytes = nbytes
+            b = self._buf
+            b.values.append(value)
+            b.timestamps.append(timestamp_ms)
+            if key is not None or headers or b.has_extra or null:
+                b.add_extra(key, headers, null)
+            nbytes = b.bytes + len(value)
+            b.bytes = nbytes
             # a full batch, or the end of the grant (log_buffer.py)
-            if nbytes >= self._flush_bytes or off - self._written_end >= self._flush_records:
+            if nbytes >= b.flush_bytes or off - self._written_end >= b.flush_records:
                 self._buffer_full_locked()
             if self._read_waiters:
                 self._appended.notify_all()
             if self._flush_always:
                 step = self._group.join_locked()
-                gen = self._buf_gen
+                gen = b.gen
         if self._flush_always:
             self._group.await_durable(self, off + 1, step, gen)
         return off
@@ -455,26 +438,24 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         # (also where the batches split)
         ends = list(accumulate(len(v) if v is not None else 0 for v in values) if nulls else accumulate(map(len, values)))
         total = ends[-1]
-        bound = batches_bound(n, total, self._batch_max_bytes, keys, headers)
-        if self._codec_id:
-            bound += (bound >> 7) + 128 * (1 + bound // self._batch_max_bytes)
+        buf = self._buf
+        max_bytes, codec = buf.max_bytes, buf.codec
+        bound = batches_bound(n, total, max_bytes, keys, headers)
+        if codec:
+            bound += (bound >> 7) + 128 * (1 + bound // max_bytes)
         with self._lock:
             if claim is not None and claim.held:
-                self._grant.hand_over(claim, bound + self._buffer_bound())
+                self._grant.hand_over(claim, bound + buf.bound())
             if self._blocked:
                 self._check_appendable(total)
             self._write_buffer_locked()
-            try:
-                self._take_locked(bound)
-            except DiskFullError:
-                self._low_space = self._blocked = True
-                raise
+            self._take_locked(bound)
             first = self._written_end
             # Split so that no batch exceeds batch_max_bytes (a single huge value
             # still makes a batch of its own).
             i = before = 0
             while i < n:
-                j = max(bisect.bisect_right(ends, before + self._batch_max_bytes, i), i + 1)
+                j = max(bisect.bisect_right(ends, before + max_bytes, i), i + 1)
                 before = ends[j - 1]
                 if i == 0 and j == n:
                     vs, ks, hs, ts = values, keys, headers, timestamps_ms
@@ -485,21 +466,21 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                     ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
                 base = self._written_end
                 if producer is None:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
+                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
                                                nulls=nulls)
                 else:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
+                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
                                                producer_id=producer[0], producer_epoch=producer[1],
                                                base_sequence=producer[2], nulls=nulls)
                 try:
                     self._write_parts_locked(parts, base, base + (j - i))
                 except BaseException:
                     self._next_offset = self._written_end
-                    self._settle_grant()
+                    buf.settle(self._flush_always)
                     raise
                 i = j
             self._next_offset = self._written_end
-            self._settle_grant()
+            buf.settle(self._flush_always)
             if self._read_waiters:
                 self._appended.notify_all()
             end = self._written_end
@@ -509,24 +490,56 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._group.await_durable(self, end, step)
         return first
 
+    def _buffer_full_locked(self) -> None:
+        """The append slow path: the record just buffered took the buffer to a
+        threshold (log_buffer.py). Cover the buffer (a refusal takes the record
+        back out and raises DiskFullError: it was never acknowledged); write
+        the batch when it is full."""
+        buf = self._buf
+        need = buf.bound()
+        if need > self._grant.buffer:
+            try:
+                self._take_locked(need)
+            except DiskFullError:
+                buf.unbuffer_last()
+                self._next_offset -= 1
+                raise
+        if buf.full():
+            self._write_buffer_locked()
+        else:
+            buf.set_thresholds()
+
+    def _take_locked(self, need: int) -> None:
+        """Make the grant cover ``need`` bytes; refused: appends are refused
+        until the governor has room (``_low_space``) and DiskFullError."""
+        try:
+            self._buf.take(need, self._segs.all[-1], self.path, self._segs.index_capacity_bytes * 5 // 2)
+        except DiskFullError:
+            self._low_space = self._blocked = True
+            if self.on_disk_short is not None:
+                self.on_disk_short()
+            raise
+
     def _write_buffer_locked(self) -> None:
-        bv = self._buf_values
-        if not bv:
+        """Write the buffer as one batch. A full disk under flush="always" drops
+        it (its appenders raise, ``WriteBuffer.drop``): kept, its records would
+        be readable and counted in ``end_offset`` while unwritten, and a close
+        on the full disk would lose them after a consumer read their offsets;
+        so a refused record is never written later, under every flush policy."""
+        buf = self._buf
+        n = len(buf.values)
+        if not n:
             return
         base = self._written_end
-        nulls = self._buf_nulls
-        parts = encode_batch_parts(
-            base, nulls_restored(bv) if nulls else bv, keys=self._buf_keys, headers=self._buf_headers,
-            timestamps=self._buf_timestamps, codec=self._codec_id, nulls=nulls,
-        )
         try:
-            self._write_parts_locked(parts, base, base + len(bv))
+            self._write_parts_locked(buf.encode(base), base, base + n)
         except DiskFullError as e:
             if self._flush_always:
-                self._drop_buffer_locked(e)
+                buf.drop(e)
+                self._next_offset = base
             raise
-        self._reset_buffer()
-        self._settle_grant()
+        buf.reset()
+        buf.settle(self._flush_always)
 
     def _write_parts_locked(self, parts: list, base: int, next_offset: int) -> None:
         hdr = HEADER.unpack_from(parts[0], 0)
@@ -606,12 +619,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._apply_retention_locked(self._now_ms())
         return True
 
-    def _count_indexes_locked(self) -> None:
-        """The active segment's indexes (offset index + time index at 1.5x) are
-        preallocated at its first write: counted as this log's from its first
-        take until then (never refused: a roll is a control write)."""
-        self._grant.count_indexes(self._segs.index_capacity_bytes * 5 // 2, self.path)
-
     # -------------------------------------------------------------- retention
 
     def delete_before(self, offset: int) -> int:
@@ -674,12 +681,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
     @property
     def size_bytes(self) -> int:
-        return self._segs.size_bytes() + self._buf_bytes
+        return self._segs.size_bytes() + self._buf.bytes
 
     @property
     def batch_max_bytes(self) -> int:
         """The most value bytes one record batch of ``append_batch`` holds (more are split)."""
-        return self._batch_max_bytes
+        return self._buf.max_bytes
 
     @property
     def segment_count(self) -> int:

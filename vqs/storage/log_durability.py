@@ -254,11 +254,10 @@ class LogDurability:
         with self._lock:
             if self._closed:
                 return False
-            if self._failed is None and not self._sync.syncing and not self._buf_values and not self._sync.unsynced \
+            if self._failed is None and not self._sync.syncing and not self._buf.values and not self._sync.unsynced \
                     and self._written_end <= self._sync.durable_end <= self._checkpoint.recovery_point:
                 self._flush_idle = self._blocked = True
-                self._grant.settle()  # (flush="always" keeps it between writes: log_buffer.py)
-                self._set_thresholds()
+                self._buf.settle()  # (flush="always" keeps it between writes: log_buffer.py)
                 return False
             if not self._sync.syncing and self._failed is None:
                 self._sync_locked()

@@ -26,9 +26,8 @@ from itertools import accumulate
 from operator import itemgetter
 
 from ..errors import ConfigError, CorruptRecordError, LogClosedError, OffsetOutOfRange
-from .log_buffer import NULL, nulls_restored
 from .log_dir import load_gaps
-from .record_batch import Record, RecordBatch, decode_batch, encode_batch
+from .record_batch import Record, RecordBatch
 from .segment import Segment
 from .segment_reads import batches_at, first_offset_at_time, mapped_batches
 
@@ -143,7 +142,7 @@ class LogReads:
                 if offset >= self._next_offset:
                     break
                 if offset >= self._written_end:
-                    out.extend(self._buffered_records(offset, max_records - len(out)))
+                    out.extend(self._buf.records(offset - self._written_end, max_records - len(out), offset))
                     break
                 seg, seg_end = self._segs.find(offset, self._written_end)
             try:
@@ -244,18 +243,6 @@ class LogReads:
             self._reads.forget()
         return True
 
-    def _buffered_records(self, offset: int, n: int) -> list[Record]:
-        i = offset - self._written_end
-        j = min(len(self._buf_values), i + n)
-        bk, bh, bt, bv = self._buf_keys, self._buf_headers, self._buf_timestamps, self._buf_values
-        return [
-            Record(
-                offset + (k - i), bt[k], None if bk is None else bk[k], None if bv[k] is NULL else bv[k],
-                () if bh is None or not bh[k] else tuple((hk, hv if isinstance(hv, bytes) else bytes(hv, "utf-8") if isinstance(hv, str) else bytes(hv)) for hk, hv in bh[k]),
-            )
-            for k in range(i, j)
-        ]
-
     def read_batches(self, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False) -> list[RecordBatch]:
         """Whole, CRC-verified batches holding offsets >= ``offset`` (about
         ``max_bytes`` of them, at least one if any exist): the zero-copy view
@@ -274,15 +261,7 @@ class LogReads:
             out: list[RecordBatch] = []
             if offset >= self._written_end:
                 if offset < self._next_offset:
-                    i = offset - self._written_end
-                    nulls = self._buf_nulls
-                    vals = nulls_restored(self._buf_values[i:]) if nulls else self._buf_values[i:]
-                    buf = encode_batch(
-                        offset, vals, keys=None if self._buf_keys is None else self._buf_keys[i:],
-                        headers=None if self._buf_headers is None else self._buf_headers[i:],
-                        timestamps=self._buf_timestamps[i:], nulls=nulls,
-                    )
-                    out.append(decode_batch(buf))
+                    out.append(self._buf.batch_from(offset - self._written_end, offset))
                 return out
             segs = self._segs.with_ends(self._written_end)
             written_end = self._written_end
@@ -404,7 +383,7 @@ class LogReads:
         (None if there is none yet)."""
         with self._lock:
             segs = list(self._segs.all)
-            buffered = [(self._written_end + k, t) for k, t in enumerate(self._buf_timestamps)]
+            buffered = [(self._written_end + k, t) for k, t in enumerate(self._buf.timestamps)]
         for seg in segs:
             found = first_offset_at_time(seg, timestamp_ms, self._start_offset)
             if found is not None:

@@ -171,7 +171,7 @@ class LogRepair:
             self._failed = e
             self._blocked = True
             raise
-        self._reset_buffer()
+        self._buf.reset()
         end = seg.next_offset
         self._written_end = self._next_offset = end
         self._sync.durable_end = min(self._sync.durable_end, end)
@@ -179,5 +179,5 @@ class LogRepair:
         self._sync.unsynced = [s for s in self._sync.unsynced if s in segs and s is not seg]
         self._reads.forget()
         seg.created_ms = self._now_ms()
-        self._settle_grant()
+        self._buf.settle(self._flush_always)
         return True

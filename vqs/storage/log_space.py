@@ -182,9 +182,9 @@ class LogSpace:
         if self._space_short:
             self._check_space_back(nbytes)
         grant = self._grant
-        if self._low_space and grant.buffer < self._buffer_bound() + nbytes:  # (a grant covers it: admitted)
+        if self._low_space and grant.buffer < self._buf.bound() + nbytes:  # (a grant covers it: admitted)
             path = self._segs.active.log_path
-            if not grant.room(self._buffer_bound() + nbytes, self.path):
+            if not grant.room(self._buf.bound() + nbytes, self.path):
                 raise DiskFullError(f"write to {path} refused: less than {grant.floor + nbytes} bytes free on its "
                                     f"filesystem over min_free_bytes={grant.floor} (room kept for deletes, "
                                     f"checkpoints and buffered records); appends resume once there is room",
@@ -198,7 +198,7 @@ class LogSpace:
         written first (its failure is the refusal; its success clears the
         state); with nothing buffered, free space must hold ``nbytes`` plus
         SHORT_MARGIN (``_space_short`` then clears at the next write)."""
-        if self._buf_values:
+        if self._buf.values:
             self._write_buffer_locked()
             return
         path = self._segs.active.log_path
@@ -247,19 +247,6 @@ class LogSpace:
         seg = self._segs.pop_first()
         self._grant.space.freed()
         self._reads.forget_segment(seg)
-
-    def _drop_buffer_locked(self, e: DiskFullError) -> None:
-        """``always``: the buffer's write found no space. Its records were not
-        acknowledged (each appender waits for the fsync): they are dropped and
-        their offsets given back, and every appender waiting for one raises
-        ``e``'s DiskFullError (``_buf_gen``; group_commit.py). Kept, they would
-        be readable and counted in ``end_offset`` while unwritten, and a close
-        on the full disk would lose them after a consumer read their offsets;
-        so a refused record is never written later, under every flush policy."""
-        self._buf_gen[0] = e
-        self._next_offset = self._written_end
-        self._reset_buffer()
-        self._settle_grant()
 
     def _roll_worth_it(self) -> bool:
         """Whether a wholly consumed active segment is worth rolling to delete
