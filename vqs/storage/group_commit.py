@@ -23,7 +23,7 @@ Invariants:
 
 All state here is guarded by the owning log's lock; the methods that take the
 log as an argument use its ``_lock``, ``_blocked``/``_closed``, its fsync
-state ``_sync`` (log_durability.Syncs) and ``_sync_locked`` (write the buffer and fsync).
+state ``_sync`` (log_durability.Durability: ``sync_log`` writes the buffer and fsyncs).
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ class GroupCommit:
                 log._check_writable()
             group = self.waiters
             self.waiters = []
-            log._sync_locked()
+            log._sync.sync_log(log)
             n = len(group)
             if group:
                 for a, b in pairwise(group):

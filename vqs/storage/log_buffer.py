@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import ConfigError
 from .record_batch import HEADER_SIZE, Record, decode_batch, encode_batch, encode_batch_parts
 
 #: bound of a batch's fixed part: its header, the value offsets' first entry,
@@ -42,6 +43,7 @@ BATCH_FIXED = HEADER_SIZE + 32
 RECORD_FIXED = 24
 #: the most a grant takes beyond what the buffer needs (a full default batch fits)
 MAX_STEP = 2 << 20
+_ONLY_BYTES = {bytes}
 
 
 class _Null(bytes):
@@ -75,6 +77,27 @@ def headers_bound(headers) -> int:
     for k, v in headers:
         n += 6 + (len(k) * 4 if isinstance(k, str) else len(k)) + (len(v) * 4 if isinstance(v, str) else len(v))
     return n
+
+
+def checked_columns(values, keys, headers, timestamps_ms) -> tuple[list, list | None, bool]:
+    """``append_batch``'s columns checked (ConfigError naming the column) and
+    made bytes: (values, keys, whether a value is None)."""
+    n = len(values)
+    if n == 0:
+        raise ConfigError("append_batch needs at least one value")
+    nulls = False
+    if set(map(type, values)) != _ONLY_BYTES:
+        nulls = None in values
+        values = [v if v.__class__ is bytes or v is None else as_bytes(v, "value") for v in values]
+    if keys is not None:
+        if len(keys) != n:
+            raise ConfigError(f"keys has {len(keys)} entries for {n} values")
+        keys = [k if k is None or k.__class__ is bytes else as_bytes(k, "key") for k in keys]
+    if headers is not None and len(headers) != n:
+        raise ConfigError(f"headers has {len(headers)} entries for {n} values")
+    if timestamps_ms is not None and not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
+        raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
+    return values, keys, nulls
 
 
 def batches_bound(n: int, total: int, batch_max_bytes: int, keys=None, headers=None) -> int:

@@ -86,6 +86,25 @@ class LoadedLog:
         self.recovery_point = recovery_point
 
 
+def adopt_loaded(log, loaded: LoadedLog) -> None:
+    """The ``Log`` (log.py) takes what the loader recovered: its end is the
+    active segment's, every record below it durable (recovery fsynced it);
+    the checkpoint is written anew unless the clean marker was kept (nothing
+    changed). On a full disk the checkpoint waits (the old one stays valid):
+    a full log must open so that it can be drained."""
+    log.quarantined_batches += loaded.quarantined_batches
+    active = log._segs.all[-1]
+    log._written_end = log._next_offset = log._sync.durable_end = active.next_offset
+    log._start_offset = min(max(log._segs.bases[0], loaded.start_offset), log._next_offset)
+    active.created_ms = log._now_ms()
+    if loaded.marker_kept:
+        log._sync.checkpoint.recovery_point = loaded.recovery_point
+        log._clean_marker = log._blocked = True
+    else:
+        log._sync.try_checkpoint(log._start_offset, log._next_offset)
+    log._segs.release_files()  # an idle log holds no descriptor (reopened on use)
+
+
 class LogLoader:
     """Recovers the log in ``path`` for a writer (see module doc).
 
