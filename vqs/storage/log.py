@@ -73,7 +73,7 @@ from .group_commit import GroupCommit
 from .log_buffer import NULL, WriteBuffer, batches_bound, checked_columns
 from .log_buffer import as_bytes as _as_bytes
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps
-from .log_durability import Durability, SyncFailed
+from .log_durability import Durability
 from .log_reads import Reads
 from .log_repair import repair
 from .log_space import SpaceGate
@@ -737,10 +737,7 @@ class Log:
                         self._write_buffer_locked()
                     except DiskFullError as e:
                         full = e  # make what was written durable, then raise it
-                    try:  # (the sealed segments' fsyncs first)
-                        unsealed = self._sync.seal_for_close(self._segs.all[-1])
-                    except SyncFailed as f:
-                        raise self._fail(f.error, f"fsync of {f.seg.log_path} at close failed", f.seg.log_path) from f.error
+                    unsealed = self._sync.seal_for_close(self)  # (the sealed segments' fsyncs first)
                     full = full or unsealed
                     self._sync.durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a

@@ -103,53 +103,45 @@ class Durability:
         while self.syncing:
             self.done.wait()
 
-    def sync_locked(self, sealed: list, active, upto: int, group) -> None:
-        """Fsync ``sealed`` (oldest first), then ``active`` (None: not), with
-        the log's lock released meanwhile; then every record below ``upto``
-        is durable. Raises ``SyncFailed`` naming the segment whose fsync failed
-        (the caller latches it: the kernel may have dropped the dirty pages)."""
+    def sync_log(self, log, active: bool = True) -> None:
+        """Under the log's lock: fsync the segments sealed since the last sync
+        (oldest first), then (``active``) write the log's buffer and fsync the
+        active segment; the lock is released during the fsyncs so other
+        threads keep appending (group commit). An fsync error latches the log
+        (the kernel may have dropped the dirty pages)."""
+        if active:
+            log._write_buffer_locked()
+        sealed = self.unsynced[:]
+        seg = log._segs.all[-1] if active else None
+        upto = log._written_end if active else sealed[-1].next_offset if sealed else 0
+        if upto <= self.durable_end and not sealed:
+            return
         self.syncing = True
         err = None
-        failed = active
+        failed = seg
         self.lock.release()
         t0 = time.monotonic()
         try:
             for failed in sealed:
                 failed.sync()
-            if active is not None:
-                failed = active
-                active.sync()
+            if seg is not None:
+                failed = seg
+                seg.sync()
         except OSError as e:
             err = e
         finally:
             if not sealed:
-                group.fsync_seconds = 0.8 * group.fsync_seconds + 0.2 * min(time.monotonic() - t0, 0.01)
+                g = log._group
+                g.fsync_seconds = 0.8 * g.fsync_seconds + 0.2 * min(time.monotonic() - t0, 0.01)
             self.lock.acquire()
             self.syncing = False
+        self.done.notify_all()
         if err is not None:
-            self.done.notify_all()
-            raise SyncFailed(failed, err)
+            raise log._fail(err, f"fsync of {failed.log_path} failed", failed.log_path) from err
         if sealed:
             del self.unsynced[: len(sealed)]  # a roll during the fsync may have appended more
         if upto > self.durable_end:
             self.durable_end = upto
-        self.done.notify_all()
-
-    def sync_log(self, log, active: bool = True) -> None:
-        """Under the log's lock: fsync the segments sealed since the last sync,
-        then (``active``) write the log's buffer and fsync the active segment;
-        the lock is released during the fsyncs so other threads can keep
-        appending (group commit). An fsync error latches the log."""
-        if active:
-            log._write_buffer_locked()
-        sealed = self.unsynced[:]
-        upto = log._written_end if active else sealed[-1].next_offset if sealed else 0
-        if upto <= self.durable_end and not sealed:
-            return
-        try:
-            self.sync_locked(sealed, log._segs.all[-1] if active else None, upto, log._group)
-        except SyncFailed as f:
-            raise log._fail(f.error, f"fsync of {f.seg.log_path} failed", f.seg.log_path) from f.error
         if sealed:
             self.try_checkpoint(log._start_offset)  # the recovery point passes the sealed segments
 
@@ -181,13 +173,13 @@ class Durability:
             self.try_checkpoint(log._start_offset, from_flusher=True)
         return True
 
-    def seal_for_close(self, active) -> DiskFullError | None:
+    def seal_for_close(self, log) -> DiskFullError | None:
         """Fsync the segments sealed since the last sync, then seal (fsync) the
-        ``active`` segment, at close. On a full disk that refuses the cut a
-        failed write left pending (segment.py, ``cut_pending``) the error is
+        active segment, at close. On a full disk that refuses the cut a failed
+        write left pending (segment.py, ``cut_pending``) the error is
         returned: then no clean marker, the next open recovers (a torn tail).
-        An fsync's error raises ``SyncFailed`` (the log latches it)."""
-        seg = active
+        An fsync's error latches the log (LogFailedError)."""
+        seg = active = log._segs.all[-1]
         try:
             for seg in self.unsynced:
                 seg.sync()
@@ -197,7 +189,7 @@ class Durability:
         except OSError as e:
             if e.errno in (errno.ENOSPC, errno.EDQUOT) and seg is active:
                 return DiskFullError(f"closing {seg.log_path}: the disk is full ({e.strerror})", path=seg.log_path)
-            raise SyncFailed(seg, e) from e
+            raise log._fail(e, f"fsync of {seg.log_path} at close failed", seg.log_path) from e
         return None
 
     def forget_below(self, first_base: int) -> None:
@@ -239,15 +231,6 @@ class Durability:
         """Nothing to fsync or checkpoint: the flusher may let the log go."""
         return (not self.syncing and not self.unsynced
                 and written_end <= self.durable_end <= self.checkpoint.recovery_point)
-
-
-class SyncFailed(Exception):
-    """An fsync (or a seal at close) failed: ``seg``, ``error``."""
-
-    def __init__(self, seg, error: OSError) -> None:
-        super().__init__(seg, error)
-        self.seg = seg
-        self.error = error
 
 
 class Checkpoint:

@@ -17,20 +17,16 @@ Recovery at open (unless the clean-shutdown marker says the log was closed):
    drops everything from the bad batch on;
 5. fsync what was recovered (the caller then checkpoints the new recovery point).
 
-After a clean close the marker lets the loader skip 3-4. With
-``defer_marker`` (a broker's partitions: thousands reopened at once) the
-marker's record of the last segment's size, end offset, largest timestamp and
-index schedule (and of the checkpoint) is adopted when the file's size
-matches, so that a reopen reads no segment, index or checkpoint file
-(log_dir.py); the last batch's CRC is then checked when it is read, not at
-open. Otherwise, or with a marker without that record (written before
-2026-11-24) or one that does not match: the end of the last segment is found
-from its last index entry (a short scan that checks the last batch), and any
-doubt about it falls back to full recovery. With ``defer_marker`` a clean load changes no
-file at all (the marker stays, nothing is fsynced): the ``Log`` removes the
-marker before its first write, so reopening thousands of idle partitions
-costs no fsync. Until then the files are exactly as the clean close left
-them, so the marker still tells the truth if the process dies.
+After a clean close the marker lets the loader skip 3-4: the end of the
+last segment is found from its last index entry (a short scan that checks
+the last batch), or, with ``defer_marker`` (a broker's partitions: thousands
+reopened at once), taken from the marker's record of the tail (size, end
+offset, largest timestamp, index schedule, checkpoint: log_dir.py) when the
+file's size matches (the last batch's CRC is then checked when it is read),
+so a reopen reads no segment, index or checkpoint file and changes none (the marker stays until the log's first write removes it;
+until then the files are exactly as the clean close left them, so the
+marker still tells the truth if the process dies). Any doubt falls back to
+full recovery.
 
 Invariants of the result: the last segment is active (open for appends) and
 its ``next_offset`` is the log's end; the marker is gone before the log
@@ -71,14 +67,13 @@ SegmentFactory = Callable[..., Segment]
 
 
 class LoadedLog:
-    """What the loader hands the ``Log``: its segments (the last one active)
-    and its start offset."""
+    """What the loader hands the ``Log`` besides its segments (in the log's
+    ``Segments`` part, the last one active): its start offset and more."""
 
-    __slots__ = ("segments", "start_offset", "quarantined_batches", "marker_kept", "recovery_point")
+    __slots__ = ("start_offset", "quarantined_batches", "marker_kept", "recovery_point")
 
-    def __init__(self, segments: list[Segment], start_offset: int, quarantined_batches: int,
+    def __init__(self, start_offset: int, quarantined_batches: int,
                  marker_kept: bool = False, recovery_point: int | None = None) -> None:
-        self.segments = segments
         self.start_offset = start_offset
         self.quarantined_batches = quarantined_batches
         #: the clean-shutdown marker is still there (``defer_marker``): nothing changed
@@ -156,7 +151,7 @@ class LogLoader:
             if tail_ok and self.defer_marker and recovery_point == segs[-1].next_offset:
                 # Nothing to change: the files are as the clean close left them.
                 self.segs.rebase()
-                return LoadedLog(segs, log_start, 0, marker_kept=True, recovery_point=recovery_point)
+                return LoadedLog(log_start, 0, marker_kept=True, recovery_point=recovery_point)
             if not tail_ok:
                 self._recover(recovery_point)
         if clean:
@@ -164,7 +159,7 @@ class LogLoader:
             fs.unlink(marker)
         fsync_dir(self.path)
         self.segs.rebase()
-        return LoadedLog(segs, log_start, self.quarantined_batches)
+        return LoadedLog(log_start, self.quarantined_batches)
 
     def _load_clean_tail(self) -> bool:
         """After a clean close: find the end of the last segment from its last
