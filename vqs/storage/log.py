@@ -420,6 +420,8 @@ class Log:
     def _take_locked(self, need: int) -> None:
         """Make the grant cover ``need`` bytes; refused: appends are refused
         until the governor has room (``_space.low``) and DiskFullError."""
+        if need <= self._grant.buffer:
+            return  # covered (the common case: no call)
         try:
             self._buf.take(need, self._segs.all[-1], self.path, self._segs.index_capacity_bytes * 5 // 2)
         except DiskFullError:
@@ -553,7 +555,7 @@ class Log:
             else:
                 space.space_back(nbytes, self._segs.all[-1].log_path)
         if space.low:
-            space.admit(self._buf.bound() + nbytes, self._segs.all[-1].log_path)
+            space.admit(self._buf.bound(), nbytes, self._segs.all[-1].log_path)
             if not space.low:
                 self._unblock()
 

@@ -133,15 +133,16 @@ class SpaceGate:
         self.low = False
         self.short = 0
 
-    def admit(self, need: int, file: str) -> None:
-        """While ``low``: an append that takes the buffer's bound to ``need`` is
-        refused (DiskFullError, nothing buffered) until the governor has room
-        again; a grant that covers it already admits it."""
+    def admit(self, buffered: int, nbytes: int, file: str) -> None:
+        """While ``low``: an append of ``nbytes`` to a buffer bound to
+        ``buffered`` bytes is refused (DiskFullError, nothing buffered) until
+        the governor has room again; a grant that covers it admits it."""
         grant = self.grant
+        need = buffered + nbytes
         if grant.buffer >= need:
             return
         if not grant.room(need, self.path):
-            floor, nbytes = grant.floor, need
+            floor = grant.floor
             raise DiskFullError(f"write to {file} refused: less than {floor + nbytes} bytes free on its "
                                 f"filesystem over min_free_bytes={floor} (room kept for deletes, "
                                 f"checkpoints and buffered records); appends resume once there is room",
