@@ -95,7 +95,7 @@ class Grant:
         """Whether a segment may be given ``nbytes`` ahead of its writes: counted at the
         governor, and only while free space exceeds the floor by ``AHEAD_MARGIN`` steps, so
         room given ahead never competes with appends near a full disk."""
-        return self.space is not None and self.space.spare(nbytes, self.floor + AHEAD_MARGIN * nbytes)
+        return self.space is not None and self.space.ahead(nbytes, self.floor + AHEAD_MARGIN * nbytes)
 
     def settle(self) -> None:
         """The buffer is written: the grant's rest goes back."""
@@ -154,7 +154,7 @@ class SpaceGate:
         (DiskFullError) unless free space holds them plus SHORT_MARGIN
         (``short`` then clears at the next write)."""
         try:
-            free = free_bytes(self.path)  # (a btrfs quota's room too: free_space.py)
+            free = free_bytes(self.path)  # (a btrfs quota's room too: space.py)
         except OSError:
             return  # let the write tell
         if free < nbytes + SHORT_MARGIN:
