@@ -13,7 +13,10 @@ paths and their cache (log_reads.py); ``_group`` shared fsyncs under
 ``always`` (group_commit.py). Beside them: recovery.py (opening for
 writing), retention.py (deleting segments), log_repair.py (damage a read
 finds). This module keeps the offsets, the append and write paths, the gates
-that refuse writes, and ``close``.
+that refuse writes, and ``close``. No part holds the log: what spans parts
+(a sync writes the buffer, retention deletes segments and moves the start)
+takes the log as an argument, so an unclosed log is freed when dropped and
+its grant goes back (``weakref.finalize``).
 
 Invariants (under ``_lock``):
 - ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset <=
