@@ -32,11 +32,9 @@ Invariants (under ``_lock``):
   the interval flusher while idle (``_flush_idle``), or appends are refused
   for space (``_space.low``: the governor refused; ``_space.short``: a write
   found none): the append hot path tests this one flag and only then asks why;
-- a full disk: every buffered byte is covered by the log's grant, and an
-  append it cannot cover is refused *before* it is buffered (log_space.py):
-  an acknowledged record is never refused later, and a refused one never
-  written later (under ``always`` a batch write that finds no space drops
-  its records, whose appenders raise: ``_write_buffer_locked``);
+- a full disk: an append is refused *before* it is buffered (log_space.py,
+  log_buffer.py): an acknowledged record is never refused later, and a
+  refused one never written later (``_write_buffer_locked``);
 - ``_clean_marker``: the marker of the last clean close is still on disk and
   no file changed since; the first write removes it (``_check_writable``)
   before it changes anything, and ``close`` then has nothing to write.
