@@ -202,7 +202,13 @@ class Durability:
                        from_flusher: bool = False) -> bool:
         """Checkpoint the durable end (or ``recovery_point``); False on a full disk."""
         rp = self.durable_end if recovery_point is None else recovery_point
-        return self.checkpoint.try_write(rp, start_offset, from_flusher)
+        try:
+            self.checkpoint.write(rp, start_offset, from_flusher)
+        except DiskFullError:  # the previous checkpoint stays: valid, older (recovery validates more)
+            _full.warn(self.path, "%s: checkpoint not written, the disk is full", self.path)
+            return False
+        _full.clear(self.path, "%s: checkpoint written again", self.path)
+        return True
 
     def try_clean_marker(self, active, start_offset: int) -> None:
         """Write the clean-shutdown marker (``close``, after a checkpoint that
@@ -263,18 +269,6 @@ class Checkpoint:
             write_checkpoint(self.path, rp, start_offset)
             self.recovery_point = rp
             self.time = time.monotonic()
-
-    def try_write(self, recovery_point: int, start_offset: int, from_flusher: bool = False) -> bool:
-        """``write`` where a missing space may wait: on a full disk the previous
-        checkpoint stays (a valid, older recovery point: recovery then
-        validates more) and False is returned."""
-        try:
-            self.write(recovery_point, start_offset, from_flusher)
-        except DiskFullError:
-            _full.warn(self.path, "%s: checkpoint not written, the disk is full", self.path)
-            return False
-        _full.clear(self.path, "%s: checkpoint written again", self.path)
-        return True
 
     def lower_to(self, offset: int, start_offset: int) -> None:
         """A truncating repair: recovery at the next open starts at ``offset``

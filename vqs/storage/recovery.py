@@ -192,15 +192,6 @@ class LogLoader:
         seg.resume_after(last, pos)
         return True
 
-    def _drop_after(self, i: int) -> None:
-        """Delete the segments after the i-th, newest first, before the i-th is
-        cut: a crash between leaves a prefix of the log whose last segment
-        still holds the damage, which the next open meets again (deleting
-        them after the cut could leave a cut segment followed by later ones,
-        whose offsets would then seem to follow it)."""
-        self.segs.rebase()
-        self.segs.drop_after(i)
-
     def _recover(self, recovery_point: int | None) -> None:
         """Passes 3-5 of the module doc over the segments from the one holding
         the recovery point on."""
@@ -233,7 +224,7 @@ class LogLoader:
                 if not is_last:
                     logger.warning("%s: unsynced segment ended torn; deleting the %d segments after it",
                                    seg.log_path, len(segs) - i - 1)
-                    self._drop_after(i)
+                    self.segs.drop_after(i)  # (newest first, before the cut: segments.py)
                 seg.truncate(bad, may_defer=True)  # on a full disk: cut before the next append
                 expected = seg.next_offset
                 i += 1
@@ -247,7 +238,7 @@ class LogLoader:
                 )
             if self.recovery == "truncate":
                 logger.warning("%s; truncating the log there (recovery='truncate')", where)
-                self._drop_after(i)
+                self.segs.drop_after(i)  # (newest first, before the cut: segments.py)
                 seg.truncate(bad)
                 seg.sync()
                 break

@@ -101,12 +101,17 @@ class Segments:
         return seg
 
     def drop_after(self, i: int) -> None:
-        """Delete the segments after the ``i``-th, newest first (module doc)."""
+        """Delete the segments after the ``i``-th, newest first, before the
+        ``i``-th is cut (recovery, a truncating repair): a crash between leaves
+        a prefix of the log whose last segment still holds the damage, which
+        the next open meets again (deleting them after the cut could leave a
+        cut segment followed by later ones, whose offsets would then seem to
+        follow it)."""
         for later in reversed(self.all[i + 1:]):
             later.delete()
         fsync_dir(self.path)
         del self.all[i + 1:]
-        del self.bases[i + 1:]
+        self.rebase()
 
     def size_bytes(self) -> int:
         return sum(s.size for s in self.all)
