@@ -17,7 +17,7 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs xfs clean spark-jar
+.PHONY: grpc-proto tool-envs test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs xfs clean spark-jar
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
@@ -121,7 +121,17 @@ kcat:
 	$(call apt_tool,command -v kcat >/dev/null 2>&1,kcat,kcat,\
 	  echo "The Kafka tests use kcat and it is not on PATH: sudo apt-get install kcat (brew install kcat)"; exit 1)
 
-test: java kcat browser btrfs xfs lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
+# Stream processors that pin their own Kafka client (Quix Streams needs confluent-kafka < 2.13, ours is
+# newer): each gets its own virtualenv in .venv-tools/ for tests/server/kafka/test_stream_processors.py.
+TOOL_REQS := $(wildcard tests/server/kafka/apps/*-requirements.txt)
+tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.installed,$(TOOL_REQS))
+.venv-tools/%/.installed: tests/server/kafka/apps/%-requirements.txt $(VENV)/.created
+	@echo "==> installing $* into .venv-tools/$* (its own environment, for the stream-processor tests)"
+	@rm -rf .venv-tools/$* && $(PY) -m venv .venv-tools/$*
+	@.venv-tools/$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	@touch $@
+
+test: java kcat browser btrfs xfs lint tool-envs $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
 	@echo "==> running the tests (about 9 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
