@@ -127,6 +127,7 @@ class Broker:
         self._closed = False
         self._queues = None
         self._coordinator = None
+        self._share_groups = None
         self._producer_states = None
         self._retention_thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -194,6 +195,11 @@ class Broker:
         self._stop.set()
         if self._coordinator is not None:
             self._coordinator.close()
+        if self._share_groups is not None:
+            try:
+                self._share_groups.close()
+            except Exception:  # its state logs are the truth; the next open replays them
+                logger.exception("closing the share groups of %s failed", self.path)
         if self._producer_states is not None:
             try:
                 self._producer_states.snapshot()  # bounds the next open's scan; the log is the truth
@@ -350,6 +356,8 @@ class Broker:
             self._check_open()
             self._catalog.delete(name)
             self._groups.remove_topic(name)
+            if self._share_groups is not None:
+                self._share_groups.forget_topic(name)
 
     # -- producers and consumers -------------------------------------------------------------
     def producer(self, *, idempotent: bool = False) -> Producer:
@@ -417,6 +425,22 @@ class Broker:
                 if self._coordinator is None:
                     self._coordinator = GroupCoordinator(partitions=lambda t: self.topic(t).partitions)
         return self._coordinator
+
+    @property
+    def share_groups(self):
+        """The share groups (membership, assignment, durable delivery state; vqs.broker.share),
+        made on first use."""
+        self._check_open()
+        if self._share_groups is None:
+            from .share import ShareGroups
+
+            with self._lock:
+                if self._share_groups is None:
+                    d = self.log_defaults
+                    self._share_groups = ShareGroups(self, flush=d.get("flush", "interval"),
+                                                     flush_interval_ms=d.get("flush_interval_ms", 100),
+                                                     min_free_bytes=d.get("min_free_bytes"))
+        return self._share_groups
 
     def group_members(self, group: str) -> dict:
         """The group's live members, state and generation (``GroupCoordinator.membership``)."""

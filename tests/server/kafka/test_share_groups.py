@@ -1,0 +1,202 @@
+"""Share groups (KIP-932) with confluent-kafka's ShareConsumer against a real server."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from kafka_server_proc import KafkaServer
+
+ck = pytest.importorskip("confluent_kafka")
+if not hasattr(ck, "ShareConsumer"):
+    pytest.skip("confluent-kafka without ShareConsumer", allow_module_level=True)
+from confluent_kafka import AcknowledgeType  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+LOCK_MS = 2000
+LIMIT = 3
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = KafkaServer(tmp_path_factory.mktemp("vqs-share") / "data", "--flush", "always", env={
+        "VQS_KAFKA_SHARE_RECORD_LOCK_MS": str(LOCK_MS), "VQS_KAFKA_SHARE_DELIVERY_LIMIT": str(LIMIT),
+        "VQS_KAFKA_SHARE_AUTO_OFFSET_RESET": "earliest", "VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
+    yield s
+    rc = s.stop()
+    assert rc == 0, s.log()
+
+
+def _topic(server, partitions: int, n: int) -> tuple[str, set[bytes]]:
+    name = f"share-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(10)
+    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 5})
+    values = {b"r%05d" % i for i in range(n)}
+    for i, v in enumerate(sorted(values)):
+        p.produce(name, value=v, key=b"k%d" % i)
+    assert p.flush(20) == 0
+    return name, values
+
+
+def _consumer(server, group: str, explicit: bool = False, **extra):
+    conf = {"bootstrap.servers": server.bootstrap, "group.id": group, "fetch.wait.max.ms": 200}
+    if explicit:
+        conf["share.acknowledgement.mode"] = "explicit"
+    conf.update(extra)
+    return ck.ShareConsumer(conf)
+
+
+def _poll_until(c, want, timeout: float = 20.0) -> list:
+    """Poll ``c`` until ``want(messages so far)``; the messages (errors fail the test)."""
+    got: list = []
+    deadline = time.monotonic() + timeout
+    while not want(got):
+        assert time.monotonic() < deadline, f"timed out with {len(got)} records"
+        for m in c.poll(0.5):
+            assert m.error() is None, m.error()
+            got.append(m)
+    return got
+
+
+def test_records_are_shared_among_consumers_each_accepted_once(server):
+    topic, values = _topic(server, 3, 600)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    seen: list = []
+    lock = threading.Lock()
+    done = threading.Event()
+    per_consumer = [0, 0, 0]
+
+    def run(i):
+        c = _consumer(server, group)
+        c.subscribe([topic])
+        try:
+            while not done.is_set():
+                for m in c.poll(0.3):
+                    assert m.error() is None, m.error()
+                    with lock:
+                        seen.append(m.value())
+                        per_consumer[i] += 1
+                        if len(set(seen)) == len(values):
+                            done.set()
+            c.commit_sync(10)  # implicit mode: accepts what the last poll returned (close releases it)
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert done.is_set()
+    assert sorted(seen) == sorted(values)  # every record once: none twice, none lost
+    assert sum(1 for n in per_consumer if n) >= 2  # shared, not one consumer reading all
+    # all accepted: a new member of the group gets nothing
+    c = _consumer(server, group)
+    c.subscribe([topic])
+    try:
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            assert not [m for m in c.poll(0.5) if m.error() is None]
+    finally:
+        c.close()
+
+
+def test_an_unacknowledged_record_comes_back_when_its_lock_ends(server):
+    topic, values = _topic(server, 1, 5)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _consumer(server, group, explicit=True)
+    a.subscribe([topic])
+    first = _poll_until(a, lambda got: len(got) >= 5)
+    assert {m.delivery_count() for m in first} == {1}
+    t0 = time.monotonic()
+    b = _consumer(server, group, explicit=True)  # a holds its records and never acknowledges
+    b.subscribe([topic])
+    try:
+        again = _poll_until(b, lambda got: len(got) >= 5, timeout=LOCK_MS / 1000 + 15)
+        assert time.monotonic() - t0 >= LOCK_MS / 1000 * 0.8  # not before the lock ended
+        assert {m.value() for m in again} == values
+        assert {m.delivery_count() for m in again} == {2}
+        for m in again:
+            b.acknowledge(m)
+        assert all(e is None for e in b.commit_sync(10).values())
+    finally:
+        b.close()
+        a.close()
+
+
+def test_release_redelivers_with_the_next_delivery_count_reject_archives(server):
+    topic, _ = _topic(server, 1, 4)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = _consumer(server, group, explicit=True)
+    c.subscribe([topic])
+    try:
+        got = _poll_until(c, lambda got: len(got) >= 4)
+        by_value = {m.value(): m for m in got}
+        c.acknowledge(by_value[b"r00000"], AcknowledgeType.RELEASE)
+        c.acknowledge(by_value[b"r00001"], AcknowledgeType.REJECT)
+        c.acknowledge(by_value[b"r00002"], AcknowledgeType.ACCEPT)
+        c.acknowledge(by_value[b"r00003"], AcknowledgeType.ACCEPT)
+        assert all(e is None for e in c.commit_sync(10).values())
+        again = _poll_until(c, lambda got: len(got) >= 1)
+        assert [(m.value(), m.delivery_count()) for m in again] == [(b"r00000", 2)]
+        c.acknowledge(again[0], AcknowledgeType.ACCEPT)
+        c.commit_sync(10)
+        # the rejected record is archived: the next record is the only one that comes
+        p = ck.Producer({"bootstrap.servers": server.bootstrap})
+        p.produce(topic, value=b"marker")
+        p.flush(10)
+        rest = _poll_until(c, lambda got: len(got) >= 1)
+        assert [m.value() for m in rest] == [b"marker"]
+        c.acknowledge(rest[0])
+        c.commit_sync(10)
+    finally:
+        c.close()
+
+
+def test_a_record_released_up_to_the_delivery_limit_is_archived(server):
+    topic, _ = _topic(server, 1, 1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = _consumer(server, group, explicit=True)
+    c.subscribe([topic])
+    try:
+        counts = []
+        for _ in range(LIMIT):
+            (m,) = _poll_until(c, lambda got: len(got) >= 1)
+            counts.append(m.delivery_count())
+            c.acknowledge(m, AcknowledgeType.RELEASE)
+            c.commit_sync(10)
+        assert counts == list(range(1, LIMIT + 1))
+        p = ck.Producer({"bootstrap.servers": server.bootstrap})
+        p.produce(topic, value=b"marker")
+        p.flush(10)
+        rest = _poll_until(c, lambda got: len(got) >= 1)
+        assert [m.value() for m in rest] == [b"marker"]  # the released one was archived
+        c.acknowledge(rest[0])
+        c.commit_sync(10)
+    finally:
+        c.close()
+
+
+def test_a_new_share_group_starts_at_the_end_by_default(tmp_path):
+    server = KafkaServer(tmp_path / "data", env={"VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
+    try:
+        topic, _ = _topic(server, 1, 10)  # before the group exists: not read
+        c = _consumer(server, "latest")
+        c.subscribe([topic])
+        try:
+            deadline = time.monotonic() + 20
+            p = ck.Producer({"bootstrap.servers": server.bootstrap})
+            got: list = []
+            while not got:  # the group's start is fixed at its first fetch: produce until one is read
+                assert time.monotonic() < deadline
+                p.produce(topic, value=b"new")
+                p.flush(10)
+                got = [m for m in c.poll(0.5) if m.error() is None]
+            assert {m.value() for m in got} == {b"new"}
+        finally:
+            c.close()
+    finally:
+        assert server.stop() == 0, server.log()
