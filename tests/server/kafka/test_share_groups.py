@@ -200,3 +200,117 @@ def test_a_new_share_group_starts_at_the_end_by_default(tmp_path):
             c.close()
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_server_sigkilled_mid_stream_loses_nothing_and_redelivers_no_accepted_record(tmp_path):
+    """Three explicit-mode consumers accept and commit; the server (flush=interval: acknowledgements
+    reach the OS before they are answered, not the disk) is SIGKILLed and restarted once."""
+    server = KafkaServer(tmp_path / "data", env={
+        "VQS_KAFKA_SHARE_AUTO_OFFSET_RESET": "earliest", "VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
+    try:
+        topic, values = _topic(server, 3, 900)
+        group = "crash"
+        lock = threading.Lock()
+        committed: dict[bytes, float] = {}  # value -> when its accept was committed (monotonic)
+        deliveries: list = []  # (value, delivery count, when polled)
+        killed = threading.Event()
+        done = threading.Event()
+
+        def run():
+            c = _consumer(server, group, explicit=True, **{"max.poll.records": 20})
+            c.subscribe([topic])
+            try:
+                while not done.is_set():
+                    try:
+                        msgs = [m for m in c.poll(0.3) if m.error() is None]
+                    except ck.KafkaException:
+                        continue
+                    now = time.monotonic()
+                    with lock:
+                        deliveries.extend((m.value(), m.delivery_count(), now) for m in msgs)
+                    for m in msgs:
+                        c.acknowledge(m)
+                    if not msgs:
+                        continue
+                    try:
+                        result = c.commit_sync(10)
+                    except ck.KafkaException:
+                        continue
+                    ok = {(tp.topic, tp.partition) for tp, err in result.items() if err is None}
+                    with lock:
+                        for m in msgs:
+                            if (m.topic(), m.partition()) in ok:
+                                committed.setdefault(m.value(), time.monotonic())
+                        if len(committed) == len(values):
+                            done.set()
+            finally:
+                c.close()
+
+        threads = [threading.Thread(target=run) for _ in range(3)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while len(committed) < len(values) // 3:
+            assert time.monotonic() < deadline, "no progress before the crash"
+            time.sleep(0.05)
+        server.kill9()
+        killed_at = time.monotonic()
+        killed.set()
+        server.start()
+        for t in threads:
+            t.join(90)
+        assert done.is_set(), f"{len(committed)} of {len(values)} accepted"
+        assert set(committed) == values  # nothing lost
+        for value, count, when in deliveries:  # an accepted record is never delivered again
+            first = committed[value]
+            assert when <= first, f"{value!r} delivered (count {count}) after its accept was committed"
+        assert min(committed.values()) < killed_at < max(committed.values())  # the crash was mid-stream
+    finally:
+        assert server.stop() == 0, server.log()
+
+
+_HOLDER = """
+import sys, time
+import confluent_kafka as ck
+c = ck.ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                      "share.acknowledgement.mode": "explicit"})
+c.subscribe([sys.argv[3]])
+n = 0
+while n < int(sys.argv[4]):
+    n += len([m for m in c.poll(0.5) if m.error() is None])
+print("held", n, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_sigkilled_consumer_releases_what_it_held_at_once(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    server = KafkaServer(tmp_path / "data", env={
+        "VQS_KAFKA_SHARE_AUTO_OFFSET_RESET": "earliest", "VQS_KAFKA_SHARE_RECORD_LOCK_MS": "120000",
+        "VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
+    try:
+        topic, values = _topic(server, 1, 5)
+        holder = subprocess.Popen([sys.executable, "-c", _HOLDER, server.bootstrap, "g", topic, "5"],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().split() == ["held", "5"]
+        finally:
+            holder.send_signal(signal.SIGKILL)
+            holder.wait()
+        t0 = time.monotonic()
+        c = _consumer(server, "g", explicit=True)
+        c.subscribe([topic])
+        try:
+            got = _poll_until(c, lambda got: len(got) >= 5, timeout=30)
+            assert time.monotonic() - t0 < 60  # not the 120 s lock: its connection's close released them
+            assert {m.value() for m in got} == values and {m.delivery_count() for m in got} == {2}
+            for m in got:
+                c.acknowledge(m)
+            assert all(e is None for e in c.commit_sync(10).values())
+        finally:
+            c.close()
+    finally:
+        assert server.stop() == 0, server.log()
