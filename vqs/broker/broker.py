@@ -442,6 +442,16 @@ class Broker:
                                                      min_free_bytes=d.get("min_free_bytes"))
         return self._share_groups
 
+    def share_consumer(self, topics, group: str):
+        """A member of share group ``group`` reading ``topics`` with queue semantics: each record
+        is acquired by one member, acknowledged (accept, release, reject), redelivered when its
+        lock ends (vqs.broker.share.consumer). The same groups Kafka's ShareConsumer joins."""
+        self._check_open()
+        validate_group(group)
+        from .share import ShareConsumer
+
+        return ShareConsumer(self, topics, group)
+
     def group_members(self, group: str) -> dict:
         """The group's live members, state and generation (``GroupCoordinator.membership``)."""
         self._check_open()

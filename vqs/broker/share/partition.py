@@ -50,6 +50,7 @@ import heapq
 import os
 import threading
 
+from ...errors import ConfigError, InvalidRecordState
 from ..queue.lease_records import encode_deletes, encode_leases, encode_runs
 from ..queue.lease_state import SNAPSHOT, LeaseStateStore
 from ..queue.leases import AVAILABLE, INFLIGHT, LeaseTable, make_lease
@@ -58,11 +59,6 @@ ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 GAP = 0
 #: snapshot (compact the state log) once this many records were appended since the last
 COMPACT_RECORDS = 20_000
-
-
-class InvalidRecordState(Exception):
-    """An acknowledgement of a record that is not acquired by this member (Kafka's
-    INVALID_RECORD_STATE): its lock ended, another member holds it, or it was settled."""
 
 
 class SharePartition:
@@ -261,11 +257,11 @@ class SharePartition:
         type for the whole range, or one per offset (0 gap, 1 accept, 2 release, 3 reject,
         4 renew). All or nothing: InvalidRecordState if any record in the range is not
         acquired by ``member`` (offsets below ``low`` are settled already and ignored);
-        ValueError for a malformed range or type."""
+        ConfigError for a malformed range or type."""
         if last < first or (len(types) != 1 and len(types) != last - first + 1) or last - first >= 1 << 24:
-            raise ValueError(f"acknowledgement of {first}..{last} with {len(types)} types")
+            raise ConfigError(f"acknowledgement of {first}..{last} with {len(types)} types")
         if any(t not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for t in types):
-            raise ValueError(f"unknown acknowledge type in {sorted(set(types))}")
+            raise ConfigError(f"unknown acknowledge type in {sorted(set(types))}")
         with self.lock:
             self._expire(now, limit)
             live = self.leases.live
