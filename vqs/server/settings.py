@@ -81,6 +81,7 @@ class Settings:
     kafka_share_auto_offset_reset: str = "latest"    # it is archived, where a new share group starts, a member's
     kafka_share_session_timeout_ms: int = 45_000     # session, the heartbeat interval members are told
     kafka_share_heartbeat_interval_ms: int = 5_000
+    kafka_share_max_record_locks: int = 2_000        # records acquired at once per share partition
     kafka_advertised_listener: str = ""       # host:port clients are told to connect to (default: the bound one)
     max_open_files: int = 0                   # segment files kept open (LRU); 0: half the open-file limit
     # logging
@@ -118,7 +119,7 @@ class Settings:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
         for name in ("kafka_share_record_lock_ms", "kafka_share_delivery_limit", "kafka_share_session_timeout_ms",
-                     "kafka_share_heartbeat_interval_ms"):
+                     "kafka_share_heartbeat_interval_ms", "kafka_share_max_record_locks"):
             if not (0 < getattr(self, name) <= 3_600_000):
                 raise ConfigError(f"{name} must be 1..3600000, not {getattr(self, name)!r}")
         if self.kafka_share_auto_offset_reset not in ("latest", "earliest"):

@@ -102,7 +102,8 @@ class ShareConsumer:
                 break
             t, p = parts[(start + i) % k]
             sp = self._groups.partition(self.group, t, p)
-            ranges = sp.acquire(self.member_id, left, int(time.time() * 1000), st.record_lock_ms, st.delivery_limit)
+            ranges = sp.acquire(self.member_id, left, int(time.time() * 1000), st.record_lock_ms, st.delivery_limit,
+                                st.max_record_locks)
             topic = self._broker.topic(t)
             for first, last, count in ranges:
                 off = first

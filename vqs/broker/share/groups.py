@@ -50,12 +50,13 @@ class ShareSettings:
     """The broker-wide share-group settings (Kafka's ``group.share.*``)."""
 
     def __init__(self, record_lock_ms: int = 30_000, delivery_limit: int = 5, auto_offset_reset: str = "latest",
-                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000):
+                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000, max_record_locks: int = 2000):
         self.record_lock_ms = record_lock_ms
         self.delivery_limit = delivery_limit
         self.auto_offset_reset = auto_offset_reset
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.max_record_locks = max_record_locks
 
 
 class ShareMember:

@@ -173,12 +173,15 @@ class SharePartition:
         t = self.leases.timers
         return t[0][0] if t else None
 
-    def acquire(self, member: str, max_records: int, now: int, lock_ms: int, limit: int) -> list:
+    def acquire(self, member: str, max_records: int, now: int, lock_ms: int, limit: int,
+                max_locks: int = 2000) -> list:
         """Acquire up to ``max_records`` records for ``member`` until ``now + lock_ms``:
-        available ones first (lowest offsets), then fresh ones from ``cursor``.
+        available ones first (lowest offsets), then fresh ones from ``cursor``; never more
+        than ``max_locks`` acquired at once (Kafka's ``group.share.partition.max.record.locks``).
         Returns [(first offset, last offset, delivery count)], in offset order."""
         with self.lock:
             self._expire(now, limit)
+            max_records = min(max_records, max_locks - self.leases.n_inflight)
             start, end = self.log.start_offset, self.log.end_offset
             recs: list = []
             if start > self.low:

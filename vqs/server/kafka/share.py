@@ -72,7 +72,8 @@ def _shares(ctx):
         sg.configure(record_lock_ms=st.kafka_share_record_lock_ms, delivery_limit=st.kafka_share_delivery_limit,
                      auto_offset_reset=st.kafka_share_auto_offset_reset,
                      session_timeout_ms=st.kafka_share_session_timeout_ms,
-                     heartbeat_interval_ms=st.kafka_share_heartbeat_interval_ms)
+                     heartbeat_interval_ms=st.kafka_share_heartbeat_interval_ms,
+                     max_record_locks=st.kafka_share_max_record_locks)
         ctx.share_configured = True
     return sg
 
@@ -252,7 +253,8 @@ def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
         name, p = parts[(start + i) % k]
         try:
             sp = sg.partition(s.group, name, p)
-            ranges = sp.acquire(s.member, left, now, st.record_lock_ms, st.delivery_limit)
+            ranges = sp.acquire(s.member, left, now, st.record_lock_ms, st.delivery_limit,
+                                 st.max_record_locks)
             if ranges:
                 out[(name, p)] = (ranges, _fetch_records(ctx, sp.log, ranges))
                 left -= sum(last - first + 1 for first, last, _ in ranges)
