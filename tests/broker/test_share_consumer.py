@@ -137,3 +137,24 @@ def test_share_state_survives_a_sigkill(data_dir, child_env):
             c.acknowledge(r)
         assert c.poll() == []
         assert b.share_groups.partition("g", "t", 0).describe()["start_offset"] == 10
+
+
+def test_a_groups_own_configs_apply_to_it_alone_and_are_kept(data_dir):
+    from vqs.errors import ConfigError
+
+    with Broker(data_dir) as b:
+        _topic(b, partitions=1, n=3)
+        sg = b.share_groups
+        sg.alter_group_configs("early", {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "2"})
+        with pytest.raises(ConfigError, match="share.record.lock.duration.ms"):
+            sg.alter_group_configs("early", {"share.record.lock.duration.ms": "soon"})
+        with pytest.raises(ConfigError, match="unknown share group config"):
+            sg.alter_group_configs("early", {"retention.ms": "1"})
+        assert len(b.share_consumer("t", "early").poll()) == 3
+        assert b.share_consumer("t", "late").poll() == []  # the broker's default: latest
+    with Broker(data_dir) as b:
+        assert b.share_groups.group_configs("early") == {"share.auto.offset.reset": "earliest",
+                                                          "share.delivery.count.limit": "2"}
+        assert b.share_groups.settings_for("early").delivery_limit == 2
+        b.share_groups.alter_group_configs("early", {"share.delivery.count.limit": None})
+        assert b.share_groups.settings_for("early").delivery_limit == 5

@@ -88,7 +88,7 @@ class ShareConsumer:
             self._wait(min(left, 0.25))  # woken by appends; releases and ended locks within a slice
 
     def _acquire(self, max_records: int) -> list[ShareRecord]:
-        st = self._groups.settings
+        st = self._groups.settings_for(self.group)
         parts = self.assignment()
         out: list[ShareRecord] = []
         if not parts:
@@ -143,7 +143,7 @@ class ShareConsumer:
             topic, partition, offset = record
         else:
             topic, partition, offset = record.topic, record.partition, record.offset
-        st = self._groups.settings
+        st = self._groups.settings_for(self.group)
         sp = self._groups.partition(self.group, topic, partition)
         sp.acknowledge(self.member_id, offset, offset, [t], int(time.time() * 1000), st.record_lock_ms,
                        st.delivery_limit)

@@ -30,13 +30,15 @@ own lock. No I/O is done under ``lock`` except opening a share partition.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
 import time
 import uuid
 
-from ...errors import TopicDoesNotExist
+from ...errors import ConfigError, CorruptRecordError, TopicDoesNotExist
+from ...storage import atomic_write
 from .. import layout
 from ..assignor import assign
 from ..names import group_dir_name, validate_group
@@ -57,6 +59,41 @@ class ShareSettings:
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.max_record_locks = max_record_locks
+
+    def merged(self, overrides: dict) -> ShareSettings:
+        """These settings with a group's own configs over them."""
+        out = ShareSettings.__new__(ShareSettings)
+        out.__dict__.update(self.__dict__)
+        out.__dict__.update(overrides)
+        return out
+
+
+#: Kafka's share-group configs (IncrementalAlterConfigs on a GROUP resource) -> ShareSettings field
+GROUP_CONFIGS = {"share.auto.offset.reset": "auto_offset_reset", "share.record.lock.duration.ms": "record_lock_ms",
+                 "share.delivery.count.limit": "delivery_limit", "share.session.timeout.ms": "session_timeout_ms",
+                 "share.heartbeat.interval.ms": "heartbeat_interval_ms", "share.isolation.level": None}
+_BOUNDS = {"record_lock_ms": (1000, 3_600_000), "delivery_limit": (2, 10), "session_timeout_ms": (1000, 3_600_000),
+           "heartbeat_interval_ms": (100, 3_600_000)}
+
+
+def parse_group_config(key: str, value: str):
+    """The ShareSettings field and value of Kafka group config ``key``; ConfigError naming it."""
+    if key not in GROUP_CONFIGS:
+        raise ConfigError(f"unknown share group config {key!r} (supported: {', '.join(sorted(GROUP_CONFIGS))})")
+    field = GROUP_CONFIGS[key]
+    if field is None:  # no transactions: both isolation levels read the same
+        if value not in ("read_uncommitted", "read_committed"):
+            raise ConfigError(f"config {key}={value!r} must be read_uncommitted or read_committed")
+        return None, value
+    if field == "auto_offset_reset":
+        if value not in ("latest", "earliest"):
+            raise ConfigError(f"config {key}={value!r} must be latest or earliest")
+        return field, value
+    lo, hi = _BOUNDS[field]
+    text = (value or "").strip()
+    if not text.isdigit() or not lo <= int(text) <= hi:
+        raise ConfigError(f"config {key}={value!r} must be an integer in {lo}..{hi}")
+    return field, int(text)
 
 
 class ShareMember:
@@ -93,6 +130,7 @@ class ShareGroups:
         self._clock = clock
         self.lock = threading.Lock()
         self._groups: dict[str, ShareGroup] = {}
+        self._configs: dict[str, dict] = {}  # group -> its own settings (config.json), read on first use
         self._parts: dict[tuple[str, str, int], SharePartition] = {}
         self._parts_lock = threading.Lock()
         self._closed = False
@@ -103,6 +141,62 @@ class ShareGroups:
             if not hasattr(self.settings, k):
                 raise TypeError(f"unknown share-group setting {k!r}")
             setattr(self.settings, k, v)
+
+    def settings_for(self, group: str) -> ShareSettings:
+        """The settings in force for ``group``: the broker's, with the group's own configs over them."""
+        own = self._configs.get(group)
+        if own is None:
+            own = self._configs[group] = self._read_config(group)
+        return self.settings.merged(own) if own else self.settings
+
+    def _config_path(self, group: str) -> str:
+        return os.path.join(layout.share_dir(self.broker.path), group_dir_name(group), "config.json")
+
+    def _read_config(self, group: str) -> dict:
+        path = self._config_path(group)
+        try:
+            with open(path, "rb") as f:
+                raw = json.loads(f.read())
+        except FileNotFoundError:
+            return {}
+        except ValueError as e:
+            raise CorruptRecordError(f"{path}: not JSON ({e})", path=path) from e
+        return {field: value for key, value in raw.items()
+                for field, value in [parse_group_config(key, str(value))] if field}
+
+    def group_configs(self, group: str) -> dict[str, str]:
+        """The Kafka configs ``group`` sets itself (``alter_group_configs``)."""
+        validate_group(group)
+        path = self._config_path(group)
+        try:
+            with open(path, "rb") as f:
+                return {k: str(v) for k, v in json.loads(f.read()).items()}
+        except FileNotFoundError:
+            return {}
+
+    def alter_group_configs(self, group: str, changes: dict, validate_only: bool = False) -> None:
+        """Set (a value) or delete (None: back to the broker's setting) Kafka share-group
+        configs of ``group`` (``GROUP_CONFIGS``), durable on return (``DATA/share/{group}/
+        config.json``, replaced atomically); ConfigError naming a bad one, nothing changed."""
+        validate_group(group)
+        for key, value in changes.items():
+            if value is not None:
+                parse_group_config(key, value)
+            elif key not in GROUP_CONFIGS:
+                parse_group_config(key, "")
+        if validate_only:
+            return
+        with self._parts_lock:
+            own = self.group_configs(group)
+            for key, value in changes.items():
+                if value is None:
+                    own.pop(key, None)
+                else:
+                    own[key] = value
+            path = self._config_path(group)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            atomic_write(path, json.dumps(own, sort_keys=True).encode())
+            self._configs.pop(group, None)
 
     # ------------------------------------------------------------------ membership
 
@@ -148,7 +242,7 @@ class ShareGroups:
         return (status, *out)
 
     def _expire_locked(self, g: ShareGroup, now: float) -> list:
-        limit = self.settings.session_timeout_ms / 1000
+        limit = self.settings_for(g.name).session_timeout_ms / 1000
         gone = [mid for mid, m in g.members.items() if now - m.seen > limit]
         for mid in gone:
             del g.members[mid]
@@ -239,7 +333,7 @@ class ShareGroups:
                 sp = None
                 shutil.rmtree(self._path(group, topic, p), ignore_errors=True)
             if sp is None:
-                st = self.settings
+                st = self.settings_for(group)
                 sp = SharePartition(self._path(group, topic, p), log, flush=self._flush,
                                     flush_interval_ms=self._flush_interval_ms,
                                     auto_offset_reset=st.auto_offset_reset, min_free_bytes=self._min_free_bytes)
@@ -255,7 +349,7 @@ class ShareGroups:
     def release_member(self, group: str, member: str) -> int:
         """Release every record ``member`` of ``group`` holds; returns how many."""
         n = 0
-        limit = self.settings.delivery_limit
+        limit = self.settings_for(group).delivery_limit
         for _t, _p, sp in self.open_partitions(group):
             n += sp.release_member(member, limit)
         return n

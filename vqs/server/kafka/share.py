@@ -107,7 +107,7 @@ async def share_group_heartbeat(ctx, conn, v, r):
     if status == INVALID:
         return _heartbeat_error(w, K.INVALID_REQUEST, "a member joins with its subscribed topic names")
     w.int16(K.NONE).compact_string(None).compact_string(member).int32(m_epoch)
-    w.int32(sg.settings.heartbeat_interval_ms)
+    w.int32(sg.settings_for(group).heartbeat_interval_ms)
     if assignment is None:
         w.int8(-1)
     else:
@@ -171,7 +171,7 @@ def _read_topics(r, with_acks: bool = True) -> list:
 
 def _apply_acks(sg, group: str, member: str, name: str, p: int, acks: list, now: int) -> int:
     """Apply one partition's acknowledgements; its acknowledgement error code."""
-    st = sg.settings
+    st = sg.settings_for(group)
     try:
         sp = sg.partition(group, name, p)
     except E.VQSError as e:
@@ -238,7 +238,7 @@ def _fetch_records(ctx, log, ranges) -> bytes:
 
 def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
     """Acquire over the session's partitions, round robin: {(topic, p): (ranges, records)}."""
-    st = sg.settings
+    st = sg.settings_for(s.group)
     parts = list(s.parts)
     out: dict = {}
     if not parts:
@@ -329,7 +329,7 @@ async def share_fetch(ctx, conn, v, r):
         if name is not None and s.parts.pop((name, p), None) is not None:
             try:
                 sp = sg.partition(group, name, p)
-                await ctx.blocking(sp.release_member, member, sg.settings.delivery_limit)
+                await ctx.blocking(sp.release_member, member, sg.settings_for(group).delivery_limit)
             except E.VQSError:
                 pass
     acquired: dict = {}
@@ -362,7 +362,7 @@ async def share_fetch(ctx, conn, v, r):
         rows[(tid, p)] = None
     for (name, p), res in acquired.items():
         rows[(topic_id(name), p)] = res
-    w = Writer().int32(0).int16(K.NONE).compact_string(None).int32(sg.settings.record_lock_ms)
+    w = Writer().int32(0).int16(K.NONE).compact_string(None).int32(sg.settings_for(group).record_lock_ms)
     by_topic: dict = {}
     for (tid, p) in rows:
         by_topic.setdefault(tid, []).append(p)
@@ -428,7 +428,7 @@ async def share_acknowledge(ctx, conn, v, r):
         s.epoch += 1
     w.int16(K.NONE).compact_string(None)
     if v >= 2:
-        w.int32(sg.settings.record_lock_ms)
+        w.int32(sg.settings_for(group).record_lock_ms)
     by_topic: dict = {}
     for tid, p, code in codes:
         by_topic.setdefault(tid, []).append((p, code))
@@ -440,3 +440,35 @@ async def share_acknowledge(ctx, conn, v, r):
             w.int32(p).int16(code).compact_string(None).int32(-1).int32(-1).tags().tags()
         w.tags()
     return bytes(w.compact_array(0).tags().b)
+
+
+# ---------------------------------------------------------------------- group configs
+
+GROUP_RESOURCE = 32  # Kafka's ConfigResource type GROUP
+_SET, _DELETE = 0, 1
+
+
+def alter_group_configs(ctx, group: str, configs: list, incremental: bool, validate_only: bool) -> tuple[int, str | None]:
+    """A GROUP resource of AlterConfigs / IncrementalAlterConfigs: ``configs`` is
+    [(key, op, value)] (op SET 0 or DELETE 1; AlterConfigs: SET, and every config not named
+    goes back to the broker's). Kafka's share-group configs (``share.auto.offset.reset``,
+    ``share.record.lock.duration.ms``, ``share.delivery.count.limit``, ...; vqs.broker.share.
+    groups.GROUP_CONFIGS) become the group's own, durable when answered. (error code, message)."""
+    sg = _shares(ctx)
+    changes: dict = {}
+    try:
+        if not incremental:
+            changes = dict.fromkeys(sg.group_configs(group))
+        for key, op, value in configs:
+            if op == _SET and value is not None:
+                changes[key] = value
+            elif op == _DELETE:
+                changes[key] = None
+            else:
+                return K.INVALID_REQUEST, f"config operation {op} (value {value!r}) is not supported for {key}"
+        sg.alter_group_configs(group, changes, validate_only)
+    except E.InvalidName as e:
+        return K.INVALID_GROUP_ID, str(e)
+    except E.ConfigError as e:
+        return K.INVALID_CONFIG, str(e)
+    return K.NONE, None
