@@ -146,7 +146,7 @@ def test_a_groups_own_configs_apply_to_it_alone_and_are_kept(data_dir):
         _topic(b, partitions=1, n=3)
         sg = b.share_groups
         sg.alter_group_configs("early", {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "2"})
-        with pytest.raises(ConfigError, match="share.record.lock.duration.ms"):
+        with pytest.raises(ConfigError, match=r"share\.record\.lock\.duration\.ms"):
             sg.alter_group_configs("early", {"share.record.lock.duration.ms": "soon"})
         with pytest.raises(ConfigError, match="unknown share group config"):
             sg.alter_group_configs("early", {"retention.ms": "1"})
@@ -158,3 +158,19 @@ def test_a_groups_own_configs_apply_to_it_alone_and_are_kept(data_dir):
         assert b.share_groups.settings_for("early").delivery_limit == 2
         b.share_groups.alter_group_configs("early", {"share.delivery.count.limit": None})
         assert b.share_groups.settings_for("early").delivery_limit == 5
+
+
+def test_a_deleted_topic_takes_its_share_state_along(broker, data_dir):
+    import os
+
+    _topic(broker, partitions=1, n=2)
+    _earliest(broker)
+    c = broker.share_consumer("t", "g")
+    for r in c.poll():
+        c.acknowledge(r)
+    state = os.path.join(data_dir, "share", "g", "t")
+    assert os.path.isdir(state)
+    broker.delete_topic("t")
+    assert not os.path.exists(state)
+    _topic(broker, partitions=1, n=3)  # made again: read afresh
+    assert [r.offset for r in c.poll()] == [0, 1, 2]

@@ -45,7 +45,9 @@ from ..names import group_dir_name, validate_group
 from .partition import SharePartition
 
 #: heartbeat answers
-OK, UNKNOWN_MEMBER, FENCED_EPOCH, INVALID = "ok", "unknown_member", "fenced_epoch", "invalid"
+OK, UNKNOWN_MEMBER, FENCED_EPOCH, INVALID, FULL = "ok", "unknown_member", "fenced_epoch", "invalid", "full"
+#: members of one share group at most (Kafka's group.share.max.size: 200)
+MAX_MEMBERS = 200
 
 
 class ShareSettings:
@@ -221,6 +223,8 @@ class ShareGroups:
             elif epoch == 0:
                 if topics is None and m is None:
                     return INVALID, member_id, epoch, None
+                if m is None and len(g.members) >= MAX_MEMBERS:
+                    return FULL, member_id, epoch, None
                 if m is None:
                     member_id = member_id or str(uuid.uuid4())
                     m = g.members[member_id] = ShareMember(member_id, sorted(set(topics)), now)

@@ -30,7 +30,7 @@ import time
 
 from ... import errors as E
 from ...broker.share import InvalidRecordState
-from ...broker.share.groups import FENCED_EPOCH, INVALID, UNKNOWN_MEMBER
+from ...broker.share.groups import FENCED_EPOCH, FULL, INVALID, UNKNOWN_MEMBER
 from ..long_poll import wait_topics
 from . import errors as K
 from .codec import ProtocolError, Writer
@@ -44,6 +44,11 @@ UNKNOWN_TOPIC_ID = 100
 _MAX_WAIT_S = 30.0
 _POLL_SLICE_S = 0.25  # a waiting fetch rechecks for released records this often
 _MAX_RECORDS = 10_000  # at most this many records acquired by one ShareFetch
+#: share sessions open at once on this node (Kafka's group.share.max.share.sessions: 2000);
+#: one more is SHARE_SESSION_LIMIT_REACHED, which clients retry
+MAX_SESSIONS = 2000
+SHARE_SESSION_LIMIT_REACHED = 133
+GROUP_MAX_SIZE_REACHED = 81
 
 
 class ShareSession:
@@ -106,6 +111,8 @@ async def share_group_heartbeat(ctx, conn, v, r):
         return _heartbeat_error(w, FENCED_MEMBER_EPOCH, f"member epoch {epoch} is not the member's")
     if status == INVALID:
         return _heartbeat_error(w, K.INVALID_REQUEST, "a member joins with its subscribed topic names")
+    if status == FULL:
+        return _heartbeat_error(w, GROUP_MAX_SIZE_REACHED, f"share group {group!r} has its most members")
     w.int16(K.NONE).compact_string(None).compact_string(member).int32(m_epoch)
     w.int32(sg.settings_for(group).heartbeat_interval_ms)
     if assignment is None:
@@ -201,6 +208,8 @@ def _session(ctx, conn, group: str, member: str, epoch: int, opening: bool):
             return None, INVALID_SHARE_SESSION_EPOCH
         if s is not None:
             ctx.broker.share_groups.release_member(group, member)
+        elif len(sessions) >= MAX_SESSIONS:
+            return None, SHARE_SESSION_LIMIT_REACHED
         s = sessions[key] = ShareSession(group, member, conn)
         conn.on_close = lambda: release_connection(ctx, conn)
         return s, K.NONE
@@ -260,6 +269,8 @@ def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
                 left -= sum(last - first + 1 for first, last, _ in ranges)
         except E.VQSError as e:
             out[(name, p)] = K.code_for(e)
+            if isinstance(e, (E.TopicDoesNotExist, E.PartitionDoesNotExist)):
+                s.parts.pop((name, p), None)  # deleted: answered once, then no longer fetched
     return out
 
 
