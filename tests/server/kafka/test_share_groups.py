@@ -325,3 +325,43 @@ def test_a_sigkilled_consumer_releases_what_it_held_at_once(tmp_path):
             c.close()
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_share_group_describe_shows_members_and_their_partitions(server):
+    from raw_client import RawKafka
+
+    from vqs.server.kafka.codec import Writer
+
+    topic, _ = _topic(server, 2, 0)
+    c = _consumer(server, "described", **{"client.id": "worker-1"})
+    c.subscribe([topic])
+    raw = RawKafka(int(server.bootstrap.rsplit(":", 1)[1]))
+    try:
+        c.poll(0.5)  # joined
+        body = Writer().tags().compact_array(2).compact_string("described").compact_string("nobody")
+        r = raw.request(77, 1, bytes(body.boolean(True).tags().b))
+        r.tagged_fields()
+        assert r.int32() == 0 and r.compact_array_len() == 2
+        assert (r.int16(), r.compact_string(), r.compact_string()) == (0, None, "described")
+        assert r.compact_string() == "Stable"
+        epoch = r.int32()
+        assert epoch > 0 and r.int32() == epoch and r.compact_string() == "simple"
+        assert r.compact_array_len() == 1
+        r.compact_string()  # member id
+        assert r.compact_string() is None and r.int32() == epoch
+        assert r.compact_string() == "worker-1" and r.compact_string() == "127.0.0.1"
+        assert [r.compact_string() for _ in range(r.compact_array_len())] == [topic]
+        assert r.compact_array_len() == 1
+        r.uuid()
+        assert r.compact_string() == topic
+        assert sorted(r.int32() for _ in range(r.compact_array_len())) == [0, 1]
+        r.tagged_fields()
+        r.tagged_fields()
+        r.tagged_fields()
+        assert r.int32() != -2147483648  # authorized operations, asked for
+        r.tagged_fields()
+        assert r.int16() == 69  # GROUP_ID_NOT_FOUND
+        assert r.compact_string() and r.compact_string() == "nobody" and r.compact_string() == "Dead"
+    finally:
+        raw.close()
+        c.close()

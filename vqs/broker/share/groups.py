@@ -99,10 +99,12 @@ def parse_group_config(key: str, value: str):
 
 
 class ShareMember:
-    __slots__ = ("id", "epoch", "previous_epoch", "topics", "assignment", "seen")
+    __slots__ = ("id", "epoch", "previous_epoch", "topics", "assignment", "seen", "client_id", "client_host")
 
-    def __init__(self, member_id: str, topics: list, now: float):
+    def __init__(self, member_id: str, topics: list, now: float, client_id: str = "", client_host: str = ""):
         self.id = member_id
+        self.client_id = client_id
+        self.client_host = client_host
         self.epoch = 0
         self.previous_epoch = -1
         self.topics = topics
@@ -202,7 +204,8 @@ class ShareGroups:
 
     # ------------------------------------------------------------------ membership
 
-    def heartbeat(self, group: str, member_id: str, epoch: int, topics: list | None):
+    def heartbeat(self, group: str, member_id: str, epoch: int, topics: list | None, client_id: str = "",
+                  client_host: str = ""):
         """One share-group heartbeat: (status, member id, member epoch, assignment
         {topic: [partitions]} or None). See module doc for the epochs."""
         validate_group(group)
@@ -227,7 +230,8 @@ class ShareGroups:
                     return FULL, member_id, epoch, None
                 if m is None:
                     member_id = member_id or str(uuid.uuid4())
-                    m = g.members[member_id] = ShareMember(member_id, sorted(set(topics)), now)
+                    m = g.members[member_id] = ShareMember(member_id, sorted(set(topics)), now, client_id,
+                                                           client_host)
                 elif topics is not None:
                     m.topics = sorted(set(topics))
                 m.seen = now
@@ -294,15 +298,19 @@ class ShareGroups:
             m.assignment = {t: sorted(ps) for t, ps in new[mid].items()}
             m.previous_epoch, m.epoch = m.epoch, g.epoch
 
-    def describe(self, group: str) -> dict:
-        """Members (id, epoch, topics, assignment) and the group epoch."""
+    def describe(self, group: str) -> dict | None:
+        """The group epoch and members (id, epoch, client, topics, assignment); None for a
+        group that has neither members now nor stored state."""
         with self.lock:
             g = self._groups.get(group)
-            if g is None:
-                return {"epoch": 0, "members": []}
-            return {"epoch": g.epoch, "members": [
-                {"member_id": m.id, "epoch": m.epoch, "topics": list(m.topics),
-                 "assignment": {t: list(ps) for t, ps in m.assignment.items()}} for m in g.members.values()]}
+            if g is not None:
+                return {"epoch": g.epoch, "members": [
+                    {"member_id": m.id, "epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
+                     "topics": list(m.topics), "assignment": {t: list(ps) for t, ps in m.assignment.items()}}
+                    for m in g.members.values()]}
+        if os.path.isdir(os.path.join(layout.share_dir(self.broker.path), group_dir_name(group))):
+            return {"epoch": 0, "members": []}
+        return None
 
     def groups(self) -> list[str]:
         """The share groups with members now, or with stored state."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
-from . import admin, data, groups, share, topic_ids
+from . import admin, data, groups, share, share_groups, topic_ids
 from . import errors as K
 from .codec import Writer
 
@@ -377,7 +377,8 @@ API_TABLE: dict = {
     42: (0, 1, NO_FLEX, admin.delete_groups),
     47: (0, 0, NO_FLEX, admin.offset_delete),
     60: (0, 0, 0, admin.describe_cluster),
-    76: (1, 1, 0, share.share_group_heartbeat),
+    76: (1, 1, 0, share_groups.share_group_heartbeat),
+    77: (1, 1, 0, share_groups.share_group_describe),
     78: (1, 1, 0, share.share_fetch),
     79: (1, 1, 0, share.share_acknowledge),
 }

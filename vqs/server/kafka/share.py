@@ -1,10 +1,9 @@
-"""Share-group APIs: ShareGroupHeartbeat (76), ShareFetch (78), ShareAcknowledge (79).
+"""Share-group records: ShareFetch (78) and ShareAcknowledge (79), and share sessions.
 
 Version 1 of each (the first stable one, Kafka 4.1+; what librdkafka 2.15+
-sends), all flexible. Membership and assignment are the broker's share groups
-(vqs.broker.share.groups); records are acquired and acknowledged on its
-share partitions (vqs.broker.share.partition), whose state is durable before
-an answer is sent.
+sends), flexible. Records are acquired and acknowledged on the broker's share
+partitions (vqs.broker.share.partition), whose state is durable before an
+answer is sent; membership is share_groups.py.
 
 Share sessions (Kafka's, per member on this node): ShareFetch with session
 epoch 0 opens one with the partitions it names (releasing what the member
@@ -30,16 +29,15 @@ import time
 
 from ... import errors as E
 from ...broker.share import InvalidRecordState
-from ...broker.share.groups import FENCED_EPOCH, FULL, INVALID, UNKNOWN_MEMBER
 from ..long_poll import wait_topics
 from . import errors as K
 from .codec import ProtocolError, Writer
+from .share_groups import shares as _shares
 from .topic_ids import topic_id, topic_name
 
 INVALID_RECORD_STATE = 121
 SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
-FENCED_MEMBER_EPOCH = 110
 UNKNOWN_TOPIC_ID = 100
 _MAX_WAIT_S = 30.0
 _POLL_SLICE_S = 0.25  # a waiting fetch rechecks for released records this often
@@ -48,7 +46,6 @@ _MAX_RECORDS = 10_000  # at most this many records acquired by one ShareFetch
 #: one more is SHARE_SESSION_LIMIT_REACHED, which clients retry
 MAX_SESSIONS = 2000
 SHARE_SESSION_LIMIT_REACHED = 133
-GROUP_MAX_SIZE_REACHED = 81
 
 
 class ShareSession:
@@ -70,68 +67,8 @@ def _sessions(ctx) -> dict:
     return s
 
 
-def _shares(ctx):
-    sg = ctx.broker.share_groups
-    if not getattr(ctx, "share_configured", False):
-        st = ctx.settings
-        sg.configure(record_lock_ms=st.kafka_share_record_lock_ms, delivery_limit=st.kafka_share_delivery_limit,
-                     auto_offset_reset=st.kafka_share_auto_offset_reset,
-                     session_timeout_ms=st.kafka_share_session_timeout_ms,
-                     heartbeat_interval_ms=st.kafka_share_heartbeat_interval_ms,
-                     max_record_locks=st.kafka_share_max_record_locks)
-        ctx.share_configured = True
-    return sg
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-# ---------------------------------------------------------------------- heartbeat
-
-async def share_group_heartbeat(ctx, conn, v, r):
-    group = r.compact_string()
-    member = r.compact_string() or ""
-    epoch = r.int32()
-    r.compact_string()  # rack id
-    n = r.compact_nullable_array_len(2)
-    topics = None if n is None else [r.compact_string() for _ in range(n)]
-    r.tagged_fields()
-    sg = _shares(ctx)
-    w = Writer().int32(0)
-    if not group or (topics is not None and any(not t for t in topics)):
-        return _heartbeat_error(w, K.INVALID_REQUEST, "a group id and topic names are required")
-    try:
-        status, member, m_epoch, assignment = sg.heartbeat(group, member, epoch, topics)
-    except E.InvalidName as e:
-        return _heartbeat_error(w, K.INVALID_GROUP_ID, str(e))
-    if status == UNKNOWN_MEMBER:
-        return _heartbeat_error(w, K.UNKNOWN_MEMBER_ID, f"member {member!r} is not in share group {group!r}")
-    if status == FENCED_EPOCH:
-        return _heartbeat_error(w, FENCED_MEMBER_EPOCH, f"member epoch {epoch} is not the member's")
-    if status == INVALID:
-        return _heartbeat_error(w, K.INVALID_REQUEST, "a member joins with its subscribed topic names")
-    if status == FULL:
-        return _heartbeat_error(w, GROUP_MAX_SIZE_REACHED, f"share group {group!r} has its most members")
-    w.int16(K.NONE).compact_string(None).compact_string(member).int32(m_epoch)
-    w.int32(sg.settings_for(group).heartbeat_interval_ms)
-    if assignment is None:
-        w.int8(-1)
-    else:
-        w.int8(1).compact_array(len(assignment))
-        for t, ps in sorted(assignment.items()):
-            w.b += topic_id(t)
-            w.compact_array(len(ps))
-            for p in ps:
-                w.int32(p)
-            w.tags()
-        w.tags()
-    return bytes(w.tags().b)
-
-
-def _heartbeat_error(w, code: int, msg: str) -> bytes:
-    w.int16(code).compact_string(msg).compact_string(None).int32(0).int32(0).int8(-1)
-    return bytes(w.tags().b)
 
 
 def release_connection(ctx, conn) -> None:
@@ -453,33 +390,3 @@ async def share_acknowledge(ctx, conn, v, r):
     return bytes(w.compact_array(0).tags().b)
 
 
-# ---------------------------------------------------------------------- group configs
-
-GROUP_RESOURCE = 32  # Kafka's ConfigResource type GROUP
-_SET, _DELETE = 0, 1
-
-
-def alter_group_configs(ctx, group: str, configs: list, incremental: bool, validate_only: bool) -> tuple[int, str | None]:
-    """A GROUP resource of AlterConfigs / IncrementalAlterConfigs: ``configs`` is
-    [(key, op, value)] (op SET 0 or DELETE 1; AlterConfigs: SET, and every config not named
-    goes back to the broker's). Kafka's share-group configs (``share.auto.offset.reset``,
-    ``share.record.lock.duration.ms``, ``share.delivery.count.limit``, ...; vqs.broker.share.
-    groups.GROUP_CONFIGS) become the group's own, durable when answered. (error code, message)."""
-    sg = _shares(ctx)
-    changes: dict = {}
-    try:
-        if not incremental:
-            changes = dict.fromkeys(sg.group_configs(group))
-        for key, op, value in configs:
-            if op == _SET and value is not None:
-                changes[key] = value
-            elif op == _DELETE:
-                changes[key] = None
-            else:
-                return K.INVALID_REQUEST, f"config operation {op} (value {value!r}) is not supported for {key}"
-        sg.alter_group_configs(group, changes, validate_only)
-    except E.InvalidName as e:
-        return K.INVALID_GROUP_ID, str(e)
-    except E.ConfigError as e:
-        return K.INVALID_CONFIG, str(e)
-    return K.NONE, None
