@@ -212,15 +212,17 @@ def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
 
 
 def _something_to_acquire(sg, s: ShareSession, now: int) -> bool:
+    """Whether an acquisition may find a record now (the wait's condition)."""
+    st = sg.settings_for(s.group)
     for name, p in s.parts:
         try:
             sp = sg.partition(s.group, name, p)
         except E.VQSError:
             return True  # answer the error
-        if sp.log.end_offset > sp.cursor or sp.leases.n_available:
-            return True
         t = sp.next_expiry()
         if t is not None and t <= now:
+            return True
+        if sp.leases.n_inflight < st.max_record_locks and (sp.log.end_offset > sp.cursor or sp.leases.n_available):
             return True
     return False
 
