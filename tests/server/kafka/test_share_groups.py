@@ -365,3 +365,84 @@ def test_share_group_describe_shows_members_and_their_partitions(server):
     finally:
         raw.close()
         c.close()
+
+
+_WORKER = """
+import sys, time
+import confluent_kafka as ck
+c = ck.ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "max.poll.records": 25,
+                      "share.acknowledgement.mode": "explicit", "fetch.wait.max.ms": 200})
+c.subscribe([sys.argv[3]])
+while True:
+    try:
+        msgs = [m for m in c.poll(0.3) if m.error() is None]
+    except ck.KafkaException:
+        continue
+    if not msgs:
+        continue
+    time.sleep(0.05)  # the work: 2 ms a record
+    for m in msgs:
+        c.acknowledge(m)
+    try:
+        result = c.commit_sync(10)
+    except ck.KafkaException:
+        continue
+    ok = {(tp.topic, tp.partition) for tp, err in result.items() if err is None}
+    for m in msgs:
+        if (m.topic(), m.partition()) in ok:
+            print(m.value().decode(), flush=True)
+"""
+
+
+def test_workers_one_sigkilled_and_the_server_sigkilled_each_record_accepted_once(tmp_path):
+    """Three worker processes accept and commit; one is SIGKILLed, then the server is SIGKILLed
+    and restarted: every record is accepted, and none by two commits."""
+    import signal
+    import subprocess
+    import sys
+
+    server = KafkaServer(tmp_path / "data", env={
+        "VQS_KAFKA_SHARE_AUTO_OFFSET_RESET": "earliest", "VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
+    workers = []
+    accepted: list = []
+    lock = threading.Lock()
+
+    def read(proc):
+        for line in proc.stdout:
+            with lock:
+                accepted.append(line.strip().encode())
+
+    def wait_for(n, timeout=60):
+        deadline = time.monotonic() + timeout
+        while True:
+            with lock:
+                if len(accepted) >= n:
+                    return
+            assert time.monotonic() < deadline, f"{len(accepted)} accepted, waiting for {n}"
+            time.sleep(0.05)
+
+    try:
+        topic, values = _topic(server, 3, 1500)
+        for _ in range(3):
+            w = subprocess.Popen([sys.executable, "-c", _WORKER, server.bootstrap, "workers", topic],
+                                 stdout=subprocess.PIPE, text=True)
+            workers.append(w)
+            threading.Thread(target=read, args=(w,), daemon=True).start()
+        wait_for(200)
+        workers[0].send_signal(signal.SIGKILL)  # holds records: released when its connection closes
+        workers[0].wait()
+        wait_for(600)
+        server.kill9()
+        with lock:
+            assert len(accepted) < len(values)  # mid-stream
+        server.start()
+        wait_for(len(values), timeout=90)
+        with lock:
+            got = list(accepted)
+        assert sorted(set(got)) == sorted(values)  # nothing lost
+        assert len(got) == len(set(got))  # no record accepted twice
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait()
+        server.stop()
