@@ -446,3 +446,22 @@ def test_workers_one_sigkilled_and_the_server_sigkilled_each_record_accepted_onc
             w.kill()
             w.wait()
         server.stop()
+
+
+def test_a_topic_deleted_and_made_again_is_read_afresh(server):
+    topic, _ = _topic(server, 1, 2)
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    c = _consumer(server, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([topic])
+    try:
+        assert len(_poll_until(c, lambda got: len(got) >= 2)) == 2
+        c.commit_sync(10)
+        admin.delete_topics([topic])[topic].result(10)
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(10)
+        p = ck.Producer({"bootstrap.servers": server.bootstrap})
+        p.produce(topic, value=b"again")
+        p.flush(10)
+        got = _poll_until(c, lambda got: len(got) >= 1, timeout=30)
+        assert [(m.offset(), m.value(), m.delivery_count()) for m in got] == [(0, b"again", 1)]
+    finally:
+        c.close()

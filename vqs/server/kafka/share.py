@@ -205,9 +205,9 @@ def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
                 out[(name, p)] = (ranges, _fetch_records(ctx, sp.log, ranges))
                 left -= sum(last - first + 1 for first, last, _ in ranges)
         except E.VQSError as e:
+            # (kept in the session: a topic made again under its name has the same id, and
+            # the client, which still counts the partition in, fetches it again)
             out[(name, p)] = K.code_for(e)
-            if isinstance(e, (E.TopicDoesNotExist, E.PartitionDoesNotExist)):
-                s.parts.pop((name, p), None)  # deleted: answered once, then no longer fetched
     return out
 
 
