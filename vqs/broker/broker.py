@@ -452,6 +452,18 @@ class Broker:
 
         return ShareConsumer(self, topics, group)
 
+    def share_group_names(self) -> list[str]:
+        """The share groups with members now or stored state, sorted."""
+        self._check_open()
+        return self.share_groups.groups()
+
+    def describe_share_group(self, group: str) -> dict | None:
+        """A share group's members (epochs, topics, partitions) and, per share partition, its
+        start offset, records in flight and their delivery counts; None for an unknown group."""
+        self._check_open()
+        validate_group(group)
+        return self.share_groups.describe_full(group)
+
     def group_members(self, group: str) -> dict:
         """The group's live members, state and generation (``GroupCoordinator.membership``)."""
         self._check_open()

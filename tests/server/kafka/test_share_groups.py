@@ -362,6 +362,14 @@ def test_share_group_describe_shows_members_and_their_partitions(server):
         r.tagged_fields()
         assert r.int16() == 69  # GROUP_ID_NOT_FOUND
         assert r.compact_string() and r.compact_string() == "nobody" and r.compact_string() == "Dead"
+        import vqs
+
+        with vqs.Client(server.url) as client:  # the same group over REST
+            d = client.describe_share_group("described")
+            assert client.describe_share_group("nobody") is None
+            assert "described" in client.share_group_names()
+        assert d["state"] == "Stable" and d["epoch"] == epoch
+        assert [(m["client_id"], m["assignment"]) for m in d["members"]] == [("worker-1", {topic: [0, 1]})]
     finally:
         raw.close()
         c.close()

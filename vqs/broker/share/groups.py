@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 
-from ...errors import ConfigError, CorruptRecordError, TopicDoesNotExist
+from ...errors import ConfigError, CorruptRecordError, PartitionDoesNotExist, TopicDoesNotExist
 from ...storage import atomic_write
 from .. import layout
 from ..assignor import assign
@@ -311,6 +311,34 @@ class ShareGroups:
         if os.path.isdir(os.path.join(layout.share_dir(self.broker.path), group_dir_name(group))):
             return {"epoch": 0, "members": []}
         return None
+
+    def describe_full(self, group: str) -> dict | None:
+        """``describe`` with every share partition the group has state of: its start offset, the
+        first offset never acquired, the records acquired and available now, and how many
+        in-flight records have each delivery count. None for an unknown group."""
+        d = self.describe(group)
+        if d is None:
+            return None
+        parts = {(t, p): sp for t, p, sp in self.open_partitions(group)}
+        root = os.path.join(layout.share_dir(self.broker.path), group_dir_name(group))
+        if os.path.isdir(root):
+            for t in os.listdir(root):
+                if os.path.isdir(os.path.join(root, t)):
+                    for p in os.listdir(os.path.join(root, t)):
+                        if p.isdigit() and (t, int(p)) not in parts:
+                            try:
+                                parts[(t, int(p))] = self.partition(group, t, int(p))
+                            except (TopicDoesNotExist, PartitionDoesNotExist):
+                                pass
+        st = self.settings_for(group)
+        rows = []
+        for (t, p), sp in sorted(parts.items()):
+            sp.expire(int(time.time() * 1000), st.delivery_limit)
+            info = sp.describe()
+            info["delivery_counts"] = {str(k): v for k, v in info["delivery_counts"].items()}
+            rows.append({"topic": t, "partition": p, **info})
+        state = "Stable" if d["members"] else "Empty"
+        return {"group": group, "state": state, **d, "partitions": rows}
 
     def groups(self) -> list[str]:
         """The share groups with members now, or with stored state."""
