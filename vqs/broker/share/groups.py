@@ -8,7 +8,7 @@ partition at once, because each record is acquired by one member at a time
 * a member joins with epoch 0 and its subscribed topics, heartbeats with the
   epoch it was given, and leaves with epoch -1; a member not heard from for
   ``session_timeout_ms`` is removed (checked at every heartbeat of its group
-  and every ``sweep``). Membership does not hold records: what a member
+  and every ``describe``). Membership does not hold records: what a member
   acquired stays acquired until it acknowledges it (a client leaving sends
   its last acknowledgements after its leave), its lock ends, or the reader
   releases it (``release_member``: a Kafka share session that closes);
@@ -258,13 +258,6 @@ class ShareGroups:
             self._rebalance_locked(g)
         return gone
 
-    def sweep(self) -> None:
-        """Remove the members whose sessions ended, in every group."""
-        now = self._clock()
-        with self.lock:
-            for g in self._groups.values():
-                self._expire_locked(g, now)
-
     def _partition_counts(self, topics) -> dict[str, int]:
         counts = {}
         for t in topics:
@@ -304,6 +297,7 @@ class ShareGroups:
         with self.lock:
             g = self._groups.get(group)
             if g is not None:
+                self._expire_locked(g, self._clock())
                 return {"epoch": g.epoch, "members": [
                     {"member_id": m.id, "epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
                      "topics": list(m.topics), "assignment": {t: list(ps) for t, ps in m.assignment.items()}}

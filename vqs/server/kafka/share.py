@@ -61,10 +61,7 @@ class ShareSession:
 
 
 def _sessions(ctx) -> dict:
-    s = getattr(ctx, "share_sessions", None)
-    if s is None:
-        s = ctx.share_sessions = {}
-    return s
+    return ctx.share_sessions
 
 
 def _now_ms() -> int:
@@ -73,7 +70,7 @@ def _now_ms() -> int:
 
 def release_connection(ctx, conn) -> None:
     """The connection closed: its share sessions end and their records are released."""
-    sessions = getattr(ctx, "share_sessions", None)
+    sessions = ctx.share_sessions
     if not sessions:
         return
     for key, s in list(sessions.items()):
