@@ -473,3 +473,36 @@ def test_a_topic_deleted_and_made_again_is_read_afresh(server):
         assert [(m.offset(), m.value(), m.delivery_count()) for m in got] == [(0, b"again", 1)]
     finally:
         c.close()
+
+
+def test_a_share_groups_own_configs_over_incremental_alter_configs(tmp_path):
+    """As librdkafka's share-consumer tests set share.auto.offset.reset (IncrementalAlterConfigs
+    on a GROUP resource; runs where the listener serves that API)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    from vqs.server.kafka.apis import API_TABLE
+
+    if 44 not in API_TABLE:
+        pytest.skip("IncrementalAlterConfigs is not served here")
+    server = KafkaServer(tmp_path / "data").start()  # the server's default: latest
+    try:
+        topic, values = _topic(server, 1, 5)
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+
+        def alter(value):
+            res = ConfigResource(ResourceType.GROUP, "early", incremental_configs=[
+                ConfigEntry("share.auto.offset.reset", value, incremental_operation=AlterConfigOpType.SET)])
+            return next(iter(admin.incremental_alter_configs([res]).values()))
+
+        with pytest.raises(ck.KafkaException, match="latest or earliest"):
+            alter("sometimes").result(10)
+        assert alter("earliest").result(10) is None
+        c = _consumer(server, "early")
+        c.subscribe([topic])
+        try:
+            assert {m.value() for m in _poll_until(c, lambda got: len(got) >= 5)} == values  # from the start
+            c.commit_sync(10)
+        finally:
+            c.close()
+    finally:
+        assert server.stop() == 0, server.log()
