@@ -146,6 +146,12 @@ class Client:
     def groups(self) -> list[str]:
         return self._transport.json("GET", "/groups")["groups"]
 
+    def share_consumer(self, topics, group: str):
+        """A share-group member over HTTP, shaped as ``broker.share_consumer`` (vqs/client/share.py)."""
+        from .share import RemoteShareConsumer
+
+        return RemoteShareConsumer(self._transport, topics, group)
+
     def share_group_names(self) -> list[str]:
         """As ``Broker.share_group_names``."""
         return self._transport.json("GET", "/share-groups")["groups"]
