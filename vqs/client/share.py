@@ -36,7 +36,8 @@ class RemoteShareConsumer:
         self._closed = False
 
     def poll(self, max_records: int = 500, timeout: float = 0.0) -> list[ShareRecord]:
-        """Acquire up to ``max_records`` records, the server waiting up to ``timeout`` s (30 at most)."""
+        """Acquire up to ``max_records`` records, the server waiting up to ``timeout`` s (at most its
+        ``max_wait_ms``, 20 s by default)."""
         wait_ms = int(min(max(timeout, 0.0), 30.0) * 1000)
         doc = self._t.json("POST", f"/share-groups/{self.group}/members/{self.member_id}/poll",
                            json={"max_records": max_records, "wait_ms": wait_ms}, timeout=wait_ms / 1000 + 30)

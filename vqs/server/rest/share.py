@@ -9,8 +9,9 @@ available, and the delivery-count histogram of the records in flight.
 
 Members over HTTP are the broker's embedded share consumers
 (``broker.share_consumer``), one per ``POST /share-groups/{g}/members``,
-kept here by member id: ``poll`` acquires (long-polling up to ``wait_ms``
-on the topics' append hook, no thread held while it waits), ``acks``
+kept here by member id: ``poll`` acquires (long-polling up to ``wait_ms``,
+at most ``max_wait_ms`` as every REST long poll, on the topics' append hook,
+no thread held while it waits), ``acks``
 accepts, releases, rejects or renews, ``DELETE`` releases what the member
 holds and leaves. A member not heard from for its group's session timeout is
 closed (its records released) at the next join; at most ``MAX_MEMBERS`` live
@@ -116,7 +117,7 @@ def share_routes(ctx: ServerContext) -> APIRouter:
     async def poll(body: SharePoll, group: str = name_param("group"), member: str = Path(..., max_length=200)):
         b = ready_broker(ctx)
         c = _member(group, member)
-        deadline = time.monotonic() + body.wait_ms / 1000
+        deadline = time.monotonic() + min(body.wait_ms, ctx.settings.max_wait_ms) / 1000
         while True:
             recs = await ctx.run(c.poll, body.max_records, 0.0)
             left = deadline - time.monotonic()
