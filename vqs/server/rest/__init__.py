@@ -7,7 +7,7 @@
     messages.py     /topics/{topic}/messages (produce, consume; JSON and
                     application/vnd.vqs.batch) and /wait
     produce.py      the produce route's core: the body's checks and the append
-                    (shared with the lean dispatch and the HTTP fast path)
+                    (shared with the HTTP fast path)
     groups.py       /groups: consumer groups' offsets and lag
     producers.py    /producers (ids for idempotent produce requests) and the
                     query parameters of an idempotent produce
