@@ -41,14 +41,15 @@ from itertools import repeat
 from ...errors import LogClosedError, OverLimit, QueueError
 from ...storage import BATCH_FIXED, RECORD_FIXED, Record
 from . import send_buffer
+from .config import MAX_DELAY_S
 from .core import DELETE_ROOM, Queue
 from .fair import FairReceive, FairShare
 from .lease_records import encode_runs
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
-from .message import H_SENT, HEX2, Message, group_id, message_ids, receive_state, sent_ms
+from .message import HEX2, Message, group_id, message_ids, receive_state, sent_at, sent_ms
 from .peek import smallest
 from .send_buffer import Tail
-from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, MAX_DELAY_S, check_batch_size
+from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, check_batch_size
 
 _NO_LIMIT = 1 << 64  # above every offset
 
@@ -386,12 +387,7 @@ class StandardQueue(FairReceive, Queue):
                     if e.state != AVAILABLE:
                         continue
                     lt.n_available -= 1
-                    sent = ts
-                    if h:
-                        for hk, hv in h:
-                            if hk == H_SENT:
-                                sent = int(hv)
-                    if sent <= expire_before:
+                    if (sent_at(ts, h) if h else ts) <= expire_before:
                         del live[o]
                         dels.append(o)
                         continue
