@@ -24,7 +24,7 @@ Modules (each states its invariants):
                     identity, changes them (attributes, tags) and writes them
 * validate.py       SQS's limits on requests, message attributes, batch entries
 * batch_entries.py  SQS's batch actions with per-entry results
-* redrive.py        dead-letter moves, redrive
+* redrive.py        ``Mover``: dead-letter moves, redrive (a queue's part)
 * move_tasks.py     message move tasks (``MoveTasks``), kept across restarts
 * maintenance.py    expire, reclaim, compact
 * peek.py           pending messages read without receiving them (``read_pending``)

@@ -13,13 +13,13 @@ which type it serves. Parts that own their state are objects the queue holds:
 ``_settings`` (settings.py: the configuration, the identity, their files;
 the hot paths read the queue's copies, refreshed by ``_configured``),
 ``_leases`` (leases.py, with its receipt codec), ``_state`` (lease_state.py),
-``_sends`` (send_buffer.py); peek.py reads pending messages for ``peek``.
-batch_entries.py (batch actions with per-entry results), redrive.py (moves
-between queues) and maintenance.py (expire, reclaim, compact) are still
-method sets mixed into ``Queue``, working on its attributes; each documents
-the state it relies on. Everything that changes queue state runs under
-``self._lock``; fsyncs (``flush="always"``) run after it is released:
-concurrent callers share them.
+``_sends`` (send_buffer.py), ``_mover`` (redrive.py: moves between queues,
+their intents); peek.py reads pending messages for ``peek``. batch_entries.py
+(batch actions with per-entry results) and maintenance.py (expire, reclaim,
+compact) are still method sets mixed into ``Queue``, working on its
+attributes; each documents the state it relies on. Everything that changes
+queue state runs under ``self._lock``; fsyncs (``flush="always"``) run after
+it is released: concurrent callers share them.
 
 Message states (in memory, rebuilt at open from the snapshot + state log +
 message log, recovery.py): fresh (in the log, never received; standard queues
@@ -57,7 +57,8 @@ only the current unexpired delivery's (else ``ReceiptHandleExpired`` on delete,
 ``MessageNotInflight`` on change). Forged or foreign: ``ReceiptHandleIsInvalid``.
 
 This module is over 500 lines: the operations every queue type shares hold the
-one queue lock and its invariants, and ``close`` must release both logs whatever fails.
+one queue lock and its invariants, ``close`` must release both logs whatever fails,
+and the facade's public methods that delegate to its parts are listed here.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ from .message import Message
 from .peek import PeekedMessage, check_peek, read_pending
 from .receipt import ReceiptCodec
 from .recovery import recover_leases, start_nonces, was_closed_cleanly, write_epoch_record
-from .redrive import Redrive
+from .redrive import Mover
 from .send_buffer import SendBuffer
 from .settings import QueueSettings
 from .validate import (
@@ -122,7 +123,7 @@ def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
 
 logger = logging.getLogger("vqs.broker.queue")
 
-class Queue(BatchEntries, Redrive, Maintenance):
+class Queue(BatchEntries, Maintenance):
     """One SQS-style queue (see module doc). Made by ``QueueRegistry``, which
     opens it with ``opening.open_queue``; the constructor is that of the queue's type."""
 
@@ -173,8 +174,7 @@ class Queue(BatchEntries, Redrive, Maintenance):
         self._epoch_due = False  # a receipt epoch not yet durable (an open on a full disk)
         self._compact_tried_end = -1  # state-log end at the last refusal's compaction
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
-        self._unsynced_moves: list = []  # (target queue, moves) it took but could not fsync (redrive.py)
-        self._maybe_moved: dict = {}  # offset -> (target, target_end): move intents (redrive.py)
+        self._mover = Mover(self)  # moves to and from other queues, their intents (redrive.py)
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
         self._bytes_per_offset = 0.0
         self._sent_n = self._sent_b = 0  # messages (and their bytes) sent by this process
@@ -206,7 +206,7 @@ class Queue(BatchEntries, Redrive, Maintenance):
         low, cursor, ahead, dirty = recover_leases(st, self._leases, log.start_offset,
                                                    log.end_offset, now)
         live = self._leases.live
-        self._maybe_moved = {o: m for o, m in st.moving.items() if o in live}
+        self._mover.intents = {o: m for o, m in st.moving.items() if o in live}
         if start_nonces(st, state, self._leases, log.end_offset, low, clean):
             dirty = True  # a new receipt epoch: durable (the snapshot below) before any handle
         self._opened_clean = clean
@@ -323,8 +323,8 @@ class Queue(BatchEntries, Redrive, Maintenance):
     def _flush_tick(self) -> bool:
         """The interval flusher's tick (flush="interval"): hand pending sends and
         state records to their logs and fsync them; False once closed."""
-        if self._unsynced_moves:
-            self._settle_moves()  # moves whose target has fsynced them since (redrive.py)
+        if self._mover.parked:
+            self._mover.settle()  # moves whose target has fsynced them since (redrive.py)
         with self._lock:
             if self._closed:
                 return False
@@ -507,7 +507,7 @@ class Queue(BatchEntries, Redrive, Maintenance):
                 if self._sync:
                     self._state.flush()
                 if moves:
-                    stay = self._finish_moves(moves, dlq)
+                    stay = self._mover.finish(moves, dlq)
                     if stay:
                         refused = stay if refused is None else refused + stay
                     if not msgs:
@@ -518,7 +518,7 @@ class Queue(BatchEntries, Redrive, Maintenance):
         finally:
             if refused:
                 with self._lock:
-                    self._moves_failed_locked(refused)
+                    self._mover.failed_locked(refused)
 
     def _log_ops(self, flat: list, dels: list, now: int) -> None:
         """Write the lease records ``flat`` and the deletes ``dels`` made by a receive."""
@@ -634,6 +634,22 @@ class Queue(BatchEntries, Redrive, Maintenance):
                 self._cond.notify()
         return None
 
+    # ============================================== moves (redrive.py)
+
+    def move_messages(self, destination: str | None = None, *, max_messages: int | None = None,
+                      max_per_second: float | None = None, cancel: threading.Event | None = None,
+                      progress: Callable[[int], None] | None = None) -> int:
+        """Redrive: move visible messages out of this (dead-letter) queue to
+        ``destination``, or back to the queue each came from when None. Returns
+        how many moved. Messages with no known source (and no destination) stay."""
+        return self._mover.redrive(destination, max_messages=max_messages,
+                                   max_per_second=max_per_second, cancel=cancel, progress=progress)
+
+    def dead_letter_source_queues(self) -> list[str]:
+        """Names of the queues whose RedrivePolicy targets this queue."""
+        return sorted(q.name for q in self._lister()
+                      if q is not self and q.config.dead_letter_queue == self.name)
+
     # ================================================================ peek
 
     def peek(self, max_messages: int = 10, from_offset: int = 0) -> list[PeekedMessage]:
@@ -687,7 +703,7 @@ class Queue(BatchEntries, Redrive, Maintenance):
         long polls (they return []). Idempotent. Whatever fails (a full disk),
         both logs are closed (their locks released); the first error is raised."""
         errors = []
-        self._settle_moves()  # moves whose target has fsynced them since: delete them here
+        self._mover.settle()  # moves whose target has fsynced them since: delete them here
         with self._lock:
             if self._closed:
                 return
