@@ -93,6 +93,7 @@ from ..errors import (
     LogFailedError,
 )
 from . import space as _space
+from .cleaner import finish_swaps
 from .dir_lock import DirLock
 from .durable_file import fsync_dir, make_dirs
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
@@ -101,6 +102,7 @@ from .flusher import Flusher
 from .group_commit import GroupCommit
 from .log_buffer import NULL, LogBuffer, batches_bound, nulls_restored
 from .log_buffer import as_bytes as _as_bytes
+from .log_compaction import LogCompaction
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
 from .log_durability import Checkpoint, LogDurability, Syncs
 from .log_reads import LogReads, ReadCache
@@ -136,7 +138,7 @@ def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
 
-class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
+class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer, LogCompaction):
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
@@ -339,6 +341,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         )
 
     def _open_writer(self, defer_clean_marker: bool = False) -> None:
+        finish_swaps(self.path)  # a cleaner's committed swap completed, its unfinished output deleted
         loader = LogLoader(self.path, self.recovery, self._segment, defer_marker=defer_clean_marker,
                            gaps=self._gaps)
         self._segments = loader.segments  # closed by open() if loading fails

@@ -49,7 +49,7 @@ def batches_at(
             return [], None, stepped
         pos, expected = found
         batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
-    if batches and not seg.continues(expected, batches[0].base_offset) and skip and not stepped:
+    if batches and not seg.continues(expected, batches[0].base_offset, batches[0].attributes) and skip and not stepped:
         # A damaged base offset (outside the CRC): the batch does not continue
         # the offsets; with skip it is stepped over like any other damage.
         stepped = True
@@ -58,7 +58,7 @@ def batches_at(
             return [], None, stepped
         pos, expected = found
         batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
-    if batches and not seg.continues(expected, batches[0].base_offset):
+    if batches and not seg.continues(expected, batches[0].base_offset, batches[0].attributes):
         raise CorruptRecordError(
             f"{seg.log_path}: batch at position {pos} has base offset "
             f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
@@ -99,7 +99,7 @@ def _decode_lazily(buf, seg: Segment, expected: int):
             b = decode_batch(buf, p, where=seg.log_path)
         except CorruptRecordError:
             return
-        if not seg.continues(expected, b.base_offset):
+        if not seg.continues(expected, b.base_offset, b.attributes):
             return
         yield b
         expected = b.next_offset
