@@ -24,7 +24,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from vqs.storage import Log, encode_batch  # noqa: E402
+from vqs.storage import CompactionSettings, Log, clean_log, encode_batch  # noqa: E402
 from vqs.storage.record_batch import CODEC_NONE, HEADER_SIZE  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, ms
@@ -57,9 +57,9 @@ def fresh(name: str) -> str:
 
 
 def strip(d: str) -> None:
-    """Keep only the segments and quarantine/: everything else is derived or optional."""
+    """Keep only the segments, quarantine/ and cleaner.checkpoint: everything else is derived or optional."""
     for f in os.listdir(d):
-        if f == "quarantine" or f.endswith(".log"):
+        if f in ("quarantine", "cleaner.checkpoint") or f.endswith(".log"):
             continue
         p = os.path.join(d, f)
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
@@ -193,6 +193,40 @@ def main() -> None:
     recs = records_of(qg)
     save("quarantine_gap", "offsets 2-3 were quarantined by recovery=\"skip\" (quarantine/ names the gap)",
          recs[:2] + recs[4:], end=6, missing=[2, 3], quarantine=sorted(os.listdir(os.path.join(d, "quarantine"))))
+
+    compacted()
+
+
+def compacted() -> None:
+    """A log the cleaner compacted: keys a..h over segments 0, 6 (sealed) and 10 (active); the
+    cleaner keeps the latest record per key of the sealed ones (a tombstone among them), so
+    segment 0 holds batches of bit 4 after removed offsets and ends before segment 6's base,
+    segment 6 keeps its batches as they were, segment 10 is untouched."""
+    layout = [(0, [[b"a", b"b", b"c", b"a"], [b"d", b"e"]]), (6, [[b"b", b"a"], [b"e", b"g"]]),
+              (10, [[b"c", b"h"]])]
+    d = fresh("compacted")
+    os.makedirs(d)
+    produced = []
+    for base, batches in layout:
+        with open(os.path.join(d, seg(base)), "wb") as f:
+            o = base
+            for keys in batches:
+                values = [None if (o + i) == 7 else b"%s%d" % (k, o + i) for i, k in enumerate(keys)]
+                f.write(encode_batch(o, values, keys=keys, timestamps=[T0 + o + i for i in range(len(keys))],
+                                     nulls=True))
+                produced += [(o + i, T0 + o + i, k, v) for i, (k, v) in enumerate(zip(keys, values))]
+                o += len(keys)
+    log = Log.open(d, flush="always", segment_bytes=128)  # 128: each sealed segment cleaned on its own
+    stats = clean_log(log, CompactionSettings(delete_retention_ms=10**12), now_ms=T0 + 1000, force=True)
+    log.close()
+    assert stats.segments_in == 2, stats
+    strip(d)
+    latest = {k: o for o, _, k, _ in produced if o < 10}
+    kept = [(o, t, k, v) for o, t, k, v in produced if o >= 10 or latest[k] == o]
+    save("compacted", "segments 0 and 6 cleaned (the latest record per key; offset 7 is a tombstone): "
+         "offsets 0, 1, 3 and 5 removed; segment 0's batches carry attribute bit 4",
+         [record_json(o, t, k, v, ()) for o, t, k, v in kept], end=12,
+         missing=sorted({o for o, *_ in produced} - {o for o, *_ in kept}))
 
 
 if __name__ == "__main__":

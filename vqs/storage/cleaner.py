@@ -12,7 +12,10 @@ offset: a consumer reading from any offset sees, for each key, its latest
 value at or after that offset (a tombstone until it expires), plus every
 record of the uncleaned tail. The clean point (``cleaner.checkpoint``) only
 moves to the end of what a finished pass mapped; a lost or stale one only
-means more work, and tombstones kept a round longer.
+means more work, and tombstones kept a round longer. The file is written
+before a log's first swap: its presence tells a reader that counts records
+from offsets (the JVM reader's COUNT(*)) to count this log's from batch
+headers instead.
 
 Format: records stay in batches of consecutive offsets. A batch the cleaner
 writes after removed offsets carries ATTR_COMPACTED, so its base offset may
@@ -315,6 +318,9 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
         mapped += 1
     map_end = ends[mapped - 1]
     horizon = now_ms - settings.delete_retention_ms
+    marker = os.path.join(log.path, CLEAN_POINT)
+    if not os.path.exists(marker):  # before the first swap: it says the log may hold cleaned segments
+        atomic_write(marker, json.dumps({"clean_point": clean_point}).encode())
     space = _space.for_path(log.path)
     floor = log.min_free_bytes // _space.CONTROL_DIVISOR  # a control write (space.py)
     for g in _groups(segs[:mapped], ends[:mapped], log.segment_bytes):
@@ -345,7 +351,7 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
         stats.bytes_in += need
         stats.bytes_out += written
         stats.records_removed += removed
-    atomic_write(os.path.join(log.path, CLEAN_POINT), json.dumps({"clean_point": map_end}).encode())
+    atomic_write(marker, json.dumps({"clean_point": map_end}).encode())
     return stats
 
 
