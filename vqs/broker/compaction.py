@@ -67,7 +67,7 @@ class TopicCleaner:
                         s = clean_log(log, settings, now, force=force)
                     except LogClosedError:
                         break  # deleted or closing
-                    except VQSError as e:
+                    except (VQSError, OSError) as e:  # (a damaged segment, a failing disk: the log says)
                         logger.warning("log cleaner skipped %s partition %d: %s", t.name, p, e)
                         continue
                     for k in vars(total):

@@ -31,8 +31,8 @@ one segment named ``s1``, in this order:
 2. under the log's lock, if ``s1..sk`` are still the log's segments,
    ``{s1}.cleaned`` is renamed to ``{s1}-{end}.swap`` (``end``: the base of the
    segment after ``sk``) and the directory fsynced: the commit point;
-3. the files of ``sk..s2`` and ``s1``'s indexes are unlinked, the swap renamed
-   to ``{s1}.log``, the directory fsynced.
+3. the files of ``sk..s2`` and ``s1``'s are unlinked, the swap renamed to
+   ``{s1}.log``, the directory fsynced.
 
 ``finish_swaps`` (the owner's open, before the segments are listed) completes
 step 3 for any swap file it finds: every segment with a base in ``(s1, end)``
@@ -168,6 +168,7 @@ def _install(path: str, swap: str, first: int, later: list[int]) -> None:
     log_file, index, timeindex = _segment_files(path, first)
     _unlink(index)  # derived from the old file: rebuilt from the new one when needed
     _unlink(timeindex)
+    _unlink(log_file)  # (the swap is committed: an open renames it into place; space back by unlink)
     fs.rename(os.path.join(path, swap), log_file)
     fsync_dir(path)
 
@@ -319,8 +320,6 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     map_end = ends[mapped - 1]
     horizon = now_ms - settings.delete_retention_ms
     marker = os.path.join(log.path, CLEAN_POINT)
-    if not os.path.exists(marker):  # before the first swap: it says the log may hold cleaned segments
-        atomic_write(marker, json.dumps({"clean_point": clean_point}).encode())
     space = _space.for_path(log.path)
     floor = log.min_free_bytes // _space.CONTROL_DIVISOR  # a control write (space.py)
     for g in _groups(segs[:mapped], ends[:mapped], log.segment_bytes):
@@ -333,9 +332,11 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
             return stats
         written = 0
         try:
+            if not os.path.exists(marker):  # before the first swap: the log may hold cleaned segments
+                atomic_write(marker, json.dumps({"clean_point": clean_point}).encode())
             written, removed = _clean_group(log, group, ends[g[-1]], omap.offsets, clean_point, horizon)
-        except OSError as e:
-            if e.errno in _DISK_FULL:
+        except (OSError, DiskFullError) as e:
+            if isinstance(e, DiskFullError) or e.errno in _DISK_FULL:
                 space.short()
                 logger.info("log cleaner found no space in %s; trying again later", log.path)
                 return stats
@@ -375,14 +376,34 @@ def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point:
     except BaseException:
         w.abandon()
         raise
-    swap = _swap_name(group[0].base_offset, end)
+    swap = os.path.join(log.path, _swap_name(group[0].base_offset, end))
 
-    def install() -> None:
-        fs.rename(w.path, os.path.join(log.path, swap))  # step 2: the commit point
-        fsync_dir(log.path)
-        _install(log.path, swap, group[0].base_offset, [s.base_offset for s in group[1:]])
+    def commit() -> None:
+        """Step 2. A failure takes the swap back: a swap left beside a log that goes on
+        (retention may delete its segments) would bring them back at the next open."""
+        try:
+            fs.rename(w.path, swap)
+            fsync_dir(log.path)
+        except OSError as e:
+            try:
+                _unlink(swap)
+            except OSError:
+                e.swap_left = True  # replace_sealed latches the log: only its next open may complete it
+            raise
 
-    if not log.replace_sealed(group, install):
+    def finish() -> None:
+        try:
+            _install(log.path, os.path.basename(swap), group[0].base_offset, [s.base_offset for s in group[1:]])
+        except OSError as e:
+            e.committed = True
+            raise
+
+    try:
+        replaced = log.replace_sealed(group, commit, finish)
+    except BaseException:
+        w.abandon()
+        raise
+    if not replaced:
         w.abandon()
         return w.size, None
     return w.size, removed

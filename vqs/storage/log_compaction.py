@@ -31,10 +31,14 @@ class LogCompaction:
                 n += 1
             return list(segs[:n]), list(self._base_offsets[1 : n + 1])
 
-    def replace_sealed(self, old: list[Segment], install) -> bool:
+    def replace_sealed(self, old: list[Segment], commit, finish) -> bool:
         """Replace the consecutive sealed segments ``old`` by the one segment that
-        ``install()`` puts in the files of ``old[0]`` (cleaner.py: its commit point and
-        the renames); False, with nothing done, unless ``old`` are still the log's."""
+        ``commit()`` (cleaner.py's commit point) and then ``finish()`` (the renames and
+        unlinks) put in the files of ``old[0]``; False, with nothing done, unless ``old``
+        are still the log's. An error that leaves a committed swap on disk (``finish``'s,
+        or a ``commit`` that could not take its swap back: marked ``swap_left``) latches
+        the log failed, as EIO does: only its next open completes the swap
+        (cleaner.finish_swaps), before anything else changes its segments."""
         with self._lock:
             if self._closed or self._failed is not None:
                 return False
@@ -46,7 +50,14 @@ class LogCompaction:
             if k >= len(self._segments) or any(a is not b for a, b in zip(self._segments[i:k], old)):
                 return False
             self._check_writable()  # (the clean-shutdown marker goes before any file changes)
-            install()
+            try:
+                commit()
+                finish()
+            except OSError as e:
+                if getattr(e, "swap_left", False) or getattr(e, "committed", False):
+                    self._failed = e
+                    self._blocked = True
+                raise
             new = self._segment(old[0].base_offset, active=False)
             for s in old:
                 s.forget()
