@@ -203,3 +203,27 @@ def test_cleaner_leaves_no_scratch_files(broker, clock):
     broker.compact("t", force=True)
     d = broker.topic("t").log(0).path
     assert not [n for n in os.listdir(d) if n.endswith((".cleaned", ".swap"))]
+
+
+def test_an_idempotent_producers_last_batch_survives_cleaning(tmp_path, clock):
+    """Producer state is rebuilt from the batch headers when its snapshot is gone (a crash):
+    the cleaner keeps each producer's last batch whole, so the producer goes on in sequence."""
+    path = str(tmp_path / "data")
+    with Broker(path, clock=clock, segment_bytes=600, batch_max_records=4) as b:
+        t = b.create_topic("t", cleanup_policy="compact")
+        pid, epoch = b.producer_states.new_producer()
+        for seq in range(30):
+            status, _ = b.producer_states.append(t, 0, pid, epoch, seq, [b"p%d" % seq], [b"k%d" % (seq % 3)],
+                                                 None, None)
+            assert status == "append"
+        # others overwrite the producer's keys and roll its batches into sealed segments
+        _produce(b, "t", [(b"k%d" % (i % 3), b"o%d" % i) for i in range(60)], clock)
+        assert b.compact("t", force=True).records_removed > 0
+        kept = [(o, k, v) for o, k, v in _read_all(b.topic("t")) if v.startswith(b"p")]
+        assert kept and kept[-1][2] == b"p29"  # the producer's last batch is still there
+    os.unlink(os.path.join(path, "topics", "t", "0", "producers.json"))  # as after a crash
+    with Broker(path, clock=clock, segment_bytes=600, batch_max_records=4) as b:
+        status, _ = b.producer_states.append(b.topic("t"), 0, pid, epoch, 30, [b"p30"], [b"k0"], None, None)
+        assert status == "append"
+        status, _ = b.producer_states.append(b.topic("t"), 0, pid, epoch, 29, [b"p29"], [b"k2"], None, None)
+        assert status == "duplicate"

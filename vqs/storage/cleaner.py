@@ -10,7 +10,10 @@ already went through one clean (below the clean point) in a segment whose
 newest record is older than ``delete_retention_ms``. Everything else keeps its
 offset: a consumer reading from any offset sees, for each key, its latest
 value at or after that offset (a tombstone until it expires), plus every
-record of the uncleaned tail. The clean point (``cleaner.checkpoint``) only
+record of the uncleaned tail. An idempotent producer's last batch (every
+piece of it) is kept whole with its producer fields, as Kafka keeps it: the
+producer's state is rebuilt from batch headers after a crash; a batch the
+cleaner cuts loses them (its sequences no longer describe a sent batch). The clean point (``cleaner.checkpoint``) only
 moves to the end of what a finished pass mapped; a lost or stale one only
 means more work, and tombstones kept a round longer. The file is written
 before a log's first swap: its presence tells a reader that counts records
@@ -59,7 +62,7 @@ from ..errors import ConfigError, CorruptRecordError, DiskFullError
 from . import fs
 from . import space as _space
 from .durable_file import atomic_write, fsync_dir, write_all
-from .record_batch import encode_batch_parts
+from .record_batch import HEADER, HEADER_SIZE, encode_batch_parts, peek_header
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, Segment, segment_name
 from .segment_reads import segment_max_timestamp
 
@@ -254,14 +257,20 @@ class _Writer:
         self.run, self.run_bytes = [], 0
 
     def batch(self, b) -> None:
-        """A batch that keeps every record: copied as it is when it continues the offsets."""
+        """A batch that keeps every record: copied as it is when it continues the offsets, else
+        encoded again with bit 4 and its producer fields (an idempotent producer's state)."""
         self.flush_run()
         if b.base_offset == self.expected:
             self.size += write_all(self.fd, [b.raw])
-            self.expected = b.next_offset
         else:
-            for r in b.records():
-                self.record(r)
+            rs = b.records()
+            parts = encode_batch_parts(
+                b.base_offset, [r.value for r in rs], keys=[r.key for r in rs],
+                headers=[r.headers or None for r in rs], timestamps=[r.timestamp_ms for r in rs],
+                codec=self.codec, nulls=True, compacted=True, producer_id=b.producer_id,
+                producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
+            self.size += write_all(self.fd, parts)
+        self.expected = b.next_offset
 
     def finish(self) -> None:
         self.flush_run()
@@ -274,6 +283,31 @@ class _Writer:
             fs.close(self.fd)
             self.fd = -1
         _unlink(self.path)
+
+
+def _producers_last(segs: list[Segment]) -> set[tuple[int, int, int]]:
+    """(producer id, epoch, base sequence) of every idempotent producer's last batch in
+    ``segs``, from the batch headers alone. The cleaner keeps those batches whole (all the
+    pieces of a split one): a producer's state is rebuilt from the log after a crash, and
+    one whose last batch were gone would be refused (out of order) when it goes on."""
+    last: dict[int, tuple[int, int, int]] = {}
+    for seg in segs:
+        pos = 0
+        while pos + HEADER_SIZE <= seg.size:
+            head = seg.pread(pos, min(BATCH_BYTES, seg.size - pos))
+            p = 0
+            while p + HEADER_SIZE <= len(head):
+                h = peek_header(head, p)
+                if h is None:
+                    break
+                f = HEADER.unpack_from(head, p)
+                if f[9] >= 0:
+                    last[f[9]] = (f[9], f[10], f[11])
+                p += h[1]
+            if p == 0:
+                break  # damage: _batches reports it
+            pos += p
+    return set(last.values())
 
 
 def _groups(segs: list[Segment], ends: list[int], max_bytes: int) -> list[list[int]]:
@@ -322,6 +356,7 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     marker = os.path.join(log.path, CLEAN_POINT)
     space = _space.for_path(log.path)
     floor = log.min_free_bytes // _space.CONTROL_DIVISOR  # a control write (space.py)
+    producers = _producers_last(segs[:mapped])
     for g in _groups(segs[:mapped], ends[:mapped], log.segment_bytes):
         group = [segs[i] for i in g]
         need = sum(s.size for s in group)
@@ -334,7 +369,8 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
         try:
             if not os.path.exists(marker):  # before the first swap: the log may hold cleaned segments
                 atomic_write(marker, json.dumps({"clean_point": clean_point}).encode())
-            written, removed = _clean_group(log, group, ends[g[-1]], omap.offsets, clean_point, horizon)
+            written, removed = _clean_group(log, group, ends[g[-1]], omap.offsets, clean_point, horizon,
+                                            producers)
         except (OSError, DiskFullError) as e:
             if isinstance(e, DiskFullError) or e.errno in _DISK_FULL:
                 space.short()
@@ -356,7 +392,8 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     return stats
 
 
-def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point: int, horizon: int):
+def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point: int, horizon: int,
+                 producers: set):
     """Steps 1-3 for one group; (bytes written, records removed), removed None if abandoned."""
     w = _Writer(log.path, group[0].base_offset, log._codec_id)
     removed = 0
@@ -364,6 +401,9 @@ def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point:
         for seg in group:
             tombstones_go = segment_max_timestamp(seg) <= horizon
             for b in _batches(seg):
+                if b.producer_id >= 0 and (b.producer_id, b.producer_epoch, b.base_sequence) in producers:
+                    w.batch(b)  # an idempotent producer's last batch stays whole
+                    continue
                 kept = [r for r in b.records() if r.key is not None and latest.get(r.key, r.offset) <= r.offset
                         and not (r.value is None and tombstones_go and r.offset < clean_point)]
                 removed += b.count - len(kept)
