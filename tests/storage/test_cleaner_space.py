@@ -103,3 +103,26 @@ def test_enospc_while_writing_abandons_the_pass(fault_dir):
         assert _table(log) == latest and not _scratch(log.path)
     finally:
         log.close()
+
+
+def test_a_readonly_reader_follows_the_cleaner(tmp_path):
+    """A readonly Log (another process's view: Spark's path mode, `vqs inspect`) opened before
+    a pass reads the cleaned segments after its refresh, not the sizes and files it saw."""
+    owner = Log.open(tmp_path / "log", flush="always", segment_bytes=64 << 10)
+    try:
+        latest = _fill(owner, 1)
+        reader = Log.open(tmp_path / "log", readonly=True)
+        try:
+            assert _table(reader) == latest
+            assert clean_log(owner, SETTINGS, force=True).records_removed > 0
+            owner.append(b"new", key=b"key-0")
+            owner.flush()
+            latest[b"key-0"] = b"new"
+            reader.refresh()
+            assert _table(reader) == latest
+            assert len(reader.read(0, max_records=1_000_000, max_bytes=1 << 40)) == len(
+                owner.read(0, max_records=1_000_000, max_bytes=1 << 40))
+        finally:
+            reader.close()
+    finally:
+        owner.close()
