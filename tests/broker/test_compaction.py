@@ -227,3 +227,19 @@ def test_an_idempotent_producers_last_batch_survives_cleaning(tmp_path, clock):
         assert status == "append"
         status, _ = b.producer_states.append(b.topic("t"), 0, pid, epoch, 29, [b"p29"], [b"k2"], None, None)
         assert status == "duplicate"
+
+
+def test_an_idle_compacted_partition_is_not_touched(tmp_path, clock):
+    """A pass with nothing sealed since the last one changes no file: a cleanly reopened idle
+    partition keeps its clean-shutdown marker (reopening stays free of writes)."""
+    path = str(tmp_path / "data")
+    with Broker(path, clock=clock, segment_bytes=600, batch_max_records=4) as b:
+        b.create_topic("t", cleanup_policy="compact")
+        _produce(b, "t", [(b"k%d" % (i % 3), b"v%d" % i) for i in range(100)], clock)
+        assert b.compact("t", force=True).segments_in > 0
+    part = os.path.join(path, "topics", "t", "0")
+    with Broker(path, clock=clock, segment_bytes=600, batch_max_records=4) as b:
+        before = {n: os.stat(os.path.join(part, n)).st_mtime_ns for n in os.listdir(part)}
+        assert ".clean-shutdown" in before
+        assert b.compact("t", force=True).segments_in == 0
+        assert {n: os.stat(os.path.join(part, n)).st_mtime_ns for n in os.listdir(part)} == before

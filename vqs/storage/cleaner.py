@@ -328,16 +328,16 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     stats = CleanStats()
     now_ms = log._now_ms() if now_ms is None else now_ms
     segs, ends = log.sealed_segments()
-    n = 0  # the cleanable prefix
-    while n < len(segs) and segment_max_timestamp(segs[n]) <= now_ms - settings.min_compaction_lag_ms:
-        n += 1
-    segs, ends = segs[:n], ends[:n]
-    if not segs:
-        return stats
     clean_point = read_clean_point(log.path)
     first_dirty = next((i for i, s in enumerate(segs) if s.base_offset >= clean_point), len(segs))
     if first_dirty == len(segs):
-        return stats  # nothing new since the last pass
+        return stats  # nothing sealed since the last pass (an idle log: no file is touched)
+    n = first_dirty  # the cleanable prefix: what is below the clean point was old enough before
+    while n < len(segs) and segment_max_timestamp(segs[n]) <= now_ms - settings.min_compaction_lag_ms:
+        n += 1
+    segs, ends = segs[:n], ends[:n]
+    if first_dirty == len(segs):
+        return stats
     dirty = sum(s.size for s in segs[first_dirty:])
     total = sum(s.size for s in segs)
     due = force or (total and dirty / total >= settings.min_cleanable_dirty_ratio)

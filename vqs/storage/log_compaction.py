@@ -22,7 +22,8 @@ class LogCompaction:
         """(segments, end offsets): the sealed, fsynced prefix of the log's segments; a
         segment's end is the next one's base (its last batch may end before it)."""
         with self._lock:
-            self._check_writable()
+            if self._closed or self.readonly or self._failed is not None:
+                return [], []  # (nothing to clean; the clean-shutdown marker stays until a swap)
             segs = self._segments
             pending = {id(s) for s in self._sync.unsynced}
             n = 0
