@@ -198,12 +198,13 @@ def main() -> None:
 
 
 def compacted() -> None:
-    """A log the cleaner compacted: keys a..h over segments 0, 6 (sealed) and 10 (active); the
-    cleaner keeps the latest record per key of the sealed ones (a tombstone among them), so
-    segment 0 holds batches of bit 4 after removed offsets and ends before segment 6's base,
-    segment 6 keeps its batches as they were, segment 10 is untouched."""
+    """A log the cleaner compacted: segments 0, 6, 10, 12 (sealed) and 15 (active); the cleaner
+    keeps the latest record per key of the sealed ones (a tombstone among them), so segment 0
+    holds a batch of bit 4 after removed offsets and ends before segment 6's base, segment 6
+    keeps its batches as they were, segment 10 is left empty (every record replaced later),
+    segment 12 is as it was and segment 15 is untouched."""
     layout = [(0, [[b"a", b"b", b"c", b"a"], [b"d", b"e"]]), (6, [[b"b", b"a"], [b"e", b"g"]]),
-              (10, [[b"c", b"h"]])]
+              (10, [[b"h", b"i"]]), (12, [[b"h", b"i", b"c"]]), (15, [[b"x"]])]
     d = fresh("compacted")
     os.makedirs(d)
     produced = []
@@ -219,13 +220,14 @@ def compacted() -> None:
     log = Log.open(d, flush="always", segment_bytes=128)  # 128: each sealed segment cleaned on its own
     stats = clean_log(log, CompactionSettings(delete_retention_ms=10**12), now_ms=T0 + 1000, force=True)
     log.close()
-    assert stats.segments_in == 2, stats
+    assert stats.segments_in == 4, stats
     strip(d)
-    latest = {k: o for o, _, k, _ in produced if o < 10}
-    kept = [(o, t, k, v) for o, t, k, v in produced if o >= 10 or latest[k] == o]
-    save("compacted", "segments 0 and 6 cleaned (the latest record per key; offset 7 is a tombstone): "
-         "offsets 0, 1, 3 and 5 removed; segment 0's batches carry attribute bit 4",
-         [record_json(o, t, k, v, ()) for o, t, k, v in kept], end=12,
+    assert os.path.getsize(os.path.join(d, seg(10))) == 0
+    latest = {k: o for o, _, k, _ in produced if o < 15}
+    kept = [(o, t, k, v) for o, t, k, v in produced if o >= 15 or latest[k] == o]
+    save("compacted", "segments 0-12 cleaned (the latest record per key; offset 7 is a tombstone): "
+         "offsets 0-3, 5, 10 and 11 removed; segment 0's batch carries attribute bit 4; segment 10 is empty",
+         [record_json(o, t, k, v, ()) for o, t, k, v in kept], end=16,
          missing=sorted({o for o, *_ in produced} - {o for o, *_ in kept}))
 
 
