@@ -140,6 +140,8 @@ class Broker:
         raise_open_file_limit()
         FILE_CACHE.limits_changed()
         created = not os.path.isdir(self.path)
+        if created and os.path.exists(self.path):
+            raise ConfigError(f"{self.path} is a file, not a directory (a data directory)")
         make_dirs(self.path)  # (a spent quota: DiskFullError)
         if created:
             fsync_dir(os.path.dirname(self.path))

@@ -444,7 +444,9 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
     async def _validation(request, exc: RequestValidationError):
         errs = exc.errors()
         first = errs[0] if errs else {}
-        loc = [str(x) for x in first.get("loc", ()) if x not in ("body", "query", "path")]
+        loc = [str(x) for x in first.get("loc", ())]
+        if loc and loc[0] in ("body", "query", "path", "header"):  # where it was, not a field
+            loc = loc[1:]
         field = ".".join(loc) or None
         from .rest.conventions import validation_text
 

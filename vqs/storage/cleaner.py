@@ -64,7 +64,7 @@ from . import space as _space
 from .durable_file import atomic_write, fsync_dir, write_all
 from .record_batch import HEADER, HEADER_SIZE, encode_batch_parts, peek_header
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, Segment, segment_name
-from .segment_reads import segment_max_timestamp
+from .segment_reads import batches_at, segment_max_timestamp
 
 logger = logging.getLogger(__name__)
 
@@ -214,14 +214,14 @@ class OffsetMap:
 
 def _batches(seg: Segment):
     """Every batch of a sealed segment, CRC-verified and continuous (CorruptRecordError otherwise)."""
-    pos = 0
+    pos, expected = 0, seg.base_offset
     while pos < seg.size:
-        batches, nxt = seg.read_batches_from(pos, BATCH_BYTES)
-        if not batches or nxt <= pos:
+        batches, nxt, _ = batches_at(seg, expected, BATCH_BYTES, (pos, expected))
+        if not batches or nxt is None or nxt <= pos:
             raise CorruptRecordError(f"{seg.log_path}: no valid batch at position {pos}",
                                      path=seg.log_path, position=pos)
         yield from batches
-        pos = nxt
+        pos, expected = nxt, batches[-1].next_offset
 
 
 class _Writer:
@@ -229,7 +229,7 @@ class _Writer:
 
     def __init__(self, path: str, first: int, codec: int):
         self.path = os.path.join(path, segment_name(first) + CLEANED_SUFFIX)
-        self.fd = fs.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.expected = first  # where a batch continues the offsets without ATTR_COMPACTED
         self.codec = codec
         self.size = 0
@@ -275,12 +275,12 @@ class _Writer:
     def finish(self) -> None:
         self.flush_run()
         fs.fsync(self.fd)
-        fs.close(self.fd)
+        os.close(self.fd)
         self.fd = -1
 
     def abandon(self) -> None:
         if self.fd >= 0:
-            fs.close(self.fd)
+            os.close(self.fd)
             self.fd = -1
         _unlink(self.path)
 

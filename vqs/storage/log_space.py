@@ -107,7 +107,7 @@ class Grant:
         """Whether a segment may be given ``nbytes`` ahead of its writes: counted at the
         governor, and only while free space exceeds the floor by ``AHEAD_MARGIN`` steps, so
         room given ahead never competes with appends near a full disk."""
-        return self.space is not None and self.space.spare(nbytes, self.floor + AHEAD_MARGIN * nbytes)
+        return self.space is not None and self.space.ahead(nbytes, self.floor + AHEAD_MARGIN * nbytes)
 
     def settle(self) -> None:
         """The buffer is written: the grant's rest goes back."""
@@ -203,7 +203,7 @@ class LogSpace:
             return
         path = self._active.log_path
         try:
-            free = free_bytes(self.path)  # (a btrfs quota's room too: free_space.py)
+            free = free_bytes(self.path)  # (a btrfs quota's room too: space.py)
         except OSError:
             return  # let the write tell
         if free < nbytes + SHORT_MARGIN:

@@ -171,6 +171,24 @@ def test_the_about_page_shows_settings_in_words(console_server):
     assert cells and not {"None", "False", "True"} & {c.strip() for c in cells}
 
 
+def test_a_topics_settings_are_shown_in_words(console_server, seeded, api):
+    """No None in a topic's configuration table: what a null means, and numbers readable."""
+    def table(topic):
+        page = httpx.get(console_server.url + f"/console/topics/{topic}", headers=AUTH, timeout=30).text
+        part = page[page.index('id="topic-config"'):]
+        part = part[:part.index("</table>")]
+        return dict(re.findall(r"<th>([^<]*)</th><td>([^<]*)", part))
+
+    rows = table(seeded["topic"])
+    assert rows and not {"None", "False", "True"} & {v.strip() for v in rows.values()}, rows
+    assert rows["retention_ms"].startswith("unlimited") and rows["compression"].strip() == "none"
+    assert rows["max_message_bytes"].startswith("server limit: 1048576")
+    api.post("/topics", json={"name": "words", "retention_ms": 7_200_000, "max_message_bytes": 2048}
+             ).raise_for_status()
+    rows = table("words")
+    assert rows["retention_ms"].strip() == "7200000 (2h 0m)" and rows["max_message_bytes"].strip() == "2048 (2.0 KiB)"
+
+
 def test_queue_times_are_shown_as_dates(console_server, seeded):
     page = httpx.get(console_server.url + "/console/queues/jobs", headers=AUTH, timeout=30).text
     row = re.search(r"<th>CreatedTimestamp</th><td>([^<]*)</td>", page)
