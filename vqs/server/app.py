@@ -442,19 +442,10 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request, exc: RequestValidationError):
-        errs = exc.errors()
-        first = errs[0] if errs else {}
-        loc = [str(x) for x in first.get("loc", ())]
-        if loc and loc[0] in ("body", "query", "path", "header"):  # where it was, not a field
-            loc = loc[1:]
-        field = ".".join(loc) or None
-        from .rest.conventions import validation_text
+        from .rest.conventions import validation_error
 
         ctx.metrics.errors.labels("rest", "invalid_argument").inc()
-        return JSONResponse(
-            {"error": {"code": "invalid_argument", "message": validation_text(field, first), "field": field}},
-            status_code=400,
-        )
+        return JSONResponse({"error": validation_error(exc.errors())}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request, exc: StarletteHTTPException):

@@ -153,6 +153,17 @@ def validation_text(field: str | None, err: dict) -> str:
     return f"{what}: {err.get('msg', 'invalid')}"
 
 
+def validation_error(errors: list) -> dict:
+    """The error body of a request the models refused: its first error, in words
+    (``validation_text``), with the field it is about (``None``: the request)."""
+    first = errors[0] if errors else {}
+    loc = [str(x) for x in first.get("loc", ())]
+    if loc and loc[0] in ("body", "query", "path", "header"):  # where it was, not a field
+        loc = loc[1:]
+    field = ".".join(loc) or None
+    return {"code": "invalid_argument", "message": validation_text(field, first), "field": field}
+
+
 def name_param(kind: str):
     """A path parameter holding a ``kind`` name."""
     return Path(..., pattern=NAME_PATTERN, description=f"{kind} name: 1-200 of [A-Za-z0-9._-]")
