@@ -243,3 +243,18 @@ def test_an_idle_compacted_partition_is_not_touched(tmp_path, clock):
         assert ".clean-shutdown" in before
         assert b.compact("t", force=True).segments_in == 0
         assert {n: os.stat(os.path.join(part, n)).st_mtime_ns for n in os.listdir(part)} == before
+
+
+def test_max_compaction_lag_rolls_the_active_segment(broker, clock):
+    """The active segment is never cleaned: with max_compaction_lag_ms it rolls by then (Kafka's
+    KIP-354), so a record waits at most about that long to become cleanable."""
+    broker.create_topic("t", cleanup_policy="compact", segment_bytes=1 << 20, max_compaction_lag_ms=60_000)
+    t = broker.topic("t")
+    assert t.log(0).segment_ms == 60_000
+    _produce(broker, "t", [(b"k", b"old-%d" % i) for i in range(10)], clock)
+    assert t.log(0).segment_count == 1
+    clock.advance(61)
+    _produce(broker, "t", [(b"k", b"new")], clock)  # the append rolls the lagging segment first
+    assert t.log(0).segment_count == 2
+    assert broker.compact("t").records_removed == 9
+    assert [v for _, _, v in _read_all(t)] == [b"old-9", b"new"]

@@ -32,6 +32,7 @@ import threading
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
 from ..storage import (
     CompactionSettings,
+    Log,
     atomic_write,
     check_room,
     fsync_dir,
@@ -168,9 +169,15 @@ class TopicCatalog:
         kwargs = dict(self._log_defaults)
         # UNLIMITED overrides a broker default with the Log's "no limit" (None)
         kwargs.update({k: log_value(k, v) for k, v in explicit.items() if v is not None and k in LOG_SETTINGS})
-        if cleanup_policy(explicit.get("cleanup_policy")) == "compact":
+        policy = cleanup_policy(explicit.get("cleanup_policy")) or "delete"
+        if policy == "compact":
             # compaction alone: nothing is deleted by age or size (Kafka's cleanup.policy=compact)
             kwargs["retention_ms"] = kwargs["retention_bytes"] = None
+        lag = explicit.get("max_compaction_lag_ms")
+        if "compact" in policy and lag is not None:
+            # the active segment is never cleaned: it rolls by then (Kafka's KIP-354)
+            seg_ms = kwargs.get("segment_ms", Log.open.__kwdefaults__["segment_ms"])
+            kwargs["segment_ms"] = lag if seg_ms is None else min(seg_ms, lag)
         return kwargs
 
     def _open_topic(self, name: str, partitions: int, explicit: dict) -> Topic:
