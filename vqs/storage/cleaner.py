@@ -13,12 +13,13 @@ value at or after that offset (a tombstone until it expires), plus every
 record of the uncleaned tail. An idempotent producer's last batch (every
 piece of it) is kept whole with its producer fields, as Kafka keeps it: the
 producer's state is rebuilt from batch headers after a crash; a batch the
-cleaner cuts loses them (its sequences no longer describe a sent batch). The clean point (``cleaner.checkpoint``) only
-moves to the end of what a finished pass mapped; a lost or stale one only
-means more work, and tombstones kept a round longer. The file is written
-before a log's first swap: its presence tells a reader that counts records
-from offsets (the JVM reader's COUNT(*)) to count this log's from batch
-headers instead.
+cleaner cuts loses them (its sequences no longer describe a sent batch).
+
+The clean point (``cleaner.checkpoint``) only moves to the end of what a
+finished pass mapped; a lost or stale one only means more work, and
+tombstones kept a round longer. The file is written before a log's first
+swap: its presence tells a reader that counts records from offsets (the JVM
+reader's COUNT(*)) to count this log's from batch headers instead.
 
 Format: records stay in batches of consecutive offsets. A batch the cleaner
 writes after removed offsets carries ATTR_COMPACTED, so its base offset may
