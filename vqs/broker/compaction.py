@@ -64,7 +64,7 @@ class TopicCleaner:
                     try:
                         log = t.log(p)
                         now = self._now_ms() if self._now_ms is not None else None
-                        s = clean_log(log, settings, now, force=force)
+                        s = clean_log(log, settings, now, force=force, stop=self._stop.is_set)
                     except LogClosedError:
                         break  # deleted or closing
                     except (VQSError, OSError) as e:  # (a damaged segment, a failing disk: the log says)
@@ -75,7 +75,7 @@ class TopicCleaner:
         return total
 
     def close(self) -> None:
-        """Stop the thread after the pass in progress (if any)."""
+        """Stop the thread; a pass in progress ends after the group it is cleaning."""
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():

@@ -324,8 +324,10 @@ def _groups(segs: list[Segment], ends: list[int], max_bytes: int) -> list[list[i
     return out
 
 
-def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, force: bool = False) -> CleanStats:
-    """One cleaning pass over ``log`` (module doc); ``force`` ignores the dirty ratio."""
+def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, force: bool = False,
+              stop=None) -> CleanStats:
+    """One cleaning pass over ``log`` (module doc); ``force`` ignores the dirty ratio; ``stop()``
+    true ends the pass before its next group (what is swapped stays; the clean point stays)."""
     stats = CleanStats()
     now_ms = log._now_ms() if now_ms is None else now_ms
     segs, ends = log.sealed_segments()
@@ -359,6 +361,8 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     floor = log.min_free_bytes // _space.CONTROL_DIVISOR  # a control write (space.py)
     producers = _producers_last(segs[:mapped])
     for g in _groups(segs[:mapped], ends[:mapped], log.segment_bytes):
+        if stop is not None and stop():
+            return stats
         group = [segs[i] for i in g]
         need = sum(s.size for s in group)
         try:
