@@ -341,6 +341,12 @@ class Broker:
                 self._cleaner.start()
             return topic
 
+    @property
+    def cleaner_totals(self) -> CleanStats:
+        """What the log cleaner did since this broker opened (segments and bytes in and out,
+        records removed), every pass summed."""
+        return self._cleaner.totals
+
     def compact(self, topic: str | None = None, *, force: bool = False) -> CleanStats:
         """Run the log cleaner now over ``topic`` (None: every compacted topic), as its
         background thread does every ``cleaner_interval_ms``; ``force`` ignores

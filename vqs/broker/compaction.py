@@ -35,6 +35,8 @@ class TopicCleaner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        #: what every pass did since the broker opened (the server's /metrics reports it)
+        self.totals = CleanStats()
 
     def start(self) -> None:
         """Start the background thread (once; it sleeps while no topic is compacted)."""
@@ -72,6 +74,8 @@ class TopicCleaner:
                         continue
                     for k in vars(total):
                         setattr(total, k, getattr(total, k) + getattr(s, k))
+            for k in vars(total):
+                setattr(self.totals, k, getattr(self.totals, k) + getattr(total, k))
         return total
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 
+import httpx
 import pytest
 from kafka_server_proc import KafkaServer
 
@@ -116,3 +117,9 @@ def test_compacted_topic_with_real_clients(server):
     cons.close()
     assert table(rows) == table(produced)
     assert set(rows) <= set(got)  # (a pass may have gone on since: only ever fewer records)
+
+    # what the cleaner did is in /metrics
+    metrics = {line.split(" ")[0]: float(line.split(" ")[1]) for line in
+               httpx.get(f"{server.url}/metrics").text.splitlines() if line.startswith("vqs_cleaner_")}
+    assert metrics["vqs_cleaner_records_removed_total"] >= len(produced) - len(got)
+    assert metrics['vqs_cleaner_bytes_total{direction="in"}'] > metrics['vqs_cleaner_bytes_total{direction="out"}']
