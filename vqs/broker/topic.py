@@ -98,12 +98,17 @@ class Topic:
         self.partitions = partitions
         self.config = config
         self.overrides = overrides or {}  # the settings given to create_topic
-        #: cleanup_policy has "compact": the log cleaner keeps the latest record per key
-        self.compacted = "compact" in (config.get("cleanup_policy") or "")
         self._logs = logs
         self._closed = False
         self._waiters: tuple = ()
         self._waiters_lock = threading.Lock()
+        self.compacted = False
+        self._config_changed()
+
+    def _config_changed(self) -> None:
+        """Derive what the hot paths read from ``config`` (call after changing it)."""
+        #: cleanup_policy has "compact": the log cleaner keeps the latest record per key
+        self.compacted = "compact" in (self.config.get("cleanup_policy") or "")
 
     def __repr__(self) -> str:
         return f"Topic({self.name!r}, partitions={self.partitions}, config={self.config!r})"
