@@ -39,7 +39,7 @@ def test_compressed_logs(tmp_path, compression):
     try:
         produced = _write(log, 400, 7)
         clean_log(log, CompactionSettings(), now_ms=10**9, force=True)
-        active = log._segments[-1].base_offset
+        active = log._segs.all[-1].base_offset
         assert _read(log) == _model(produced, active)
     finally:
         log.close()
@@ -53,7 +53,7 @@ def test_a_bounded_offset_map_cleans_in_several_passes(tmp_path):
     log = Log.open(tmp_path / "log", segment_bytes=1024, flush="always")
     try:
         produced = _write(log, 600, 40)
-        active = log._segments[-1].base_offset
+        active = log._segs.all[-1].base_offset
         small = CompactionSettings(max_map_bytes=1)  # one segment mapped per pass
         passes = 0
         while clean_log(log, small, now_ms=10**9, force=True).segments_in:

@@ -63,7 +63,8 @@ from ..errors import ConfigError, CorruptRecordError, DiskFullError
 from . import fs
 from . import space as _space
 from .durable_file import atomic_write, fsync_dir, write_all
-from .record_batch import HEADER, HEADER_SIZE, encode_batch_parts, peek_header
+from .log_compaction import replace_sealed, sealed_segments
+from .record_batch import HEADER, HEADER_SIZE, codec_id, encode_batch_parts, peek_header
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, Segment, segment_name
 from .segment_reads import batches_at, segment_max_timestamp
 
@@ -330,7 +331,7 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     true ends the pass before its next group (what is swapped stays; the clean point stays)."""
     stats = CleanStats()
     now_ms = log._now_ms() if now_ms is None else now_ms
-    segs, ends = log.sealed_segments()
+    segs, ends = sealed_segments(log)
     clean_point = read_clean_point(log.path)
     first_dirty = next((i for i, s in enumerate(segs) if s.base_offset >= clean_point), len(segs))
     if first_dirty == len(segs):
@@ -400,7 +401,7 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
 def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point: int, horizon: int,
                  producers: set):
     """Steps 1-3 for one group; (bytes written, records removed), removed None if abandoned."""
-    w = _Writer(log.path, group[0].base_offset, log._codec_id)
+    w = _Writer(log.path, group[0].base_offset, codec_id(log.compression))
     removed = 0
     try:
         for seg in group:
@@ -444,7 +445,7 @@ def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point:
             raise
 
     try:
-        replaced = log.replace_sealed(group, commit, finish)
+        replaced = replace_sealed(log, group, commit, finish)
     except BaseException:
         w.abandon()
         raise

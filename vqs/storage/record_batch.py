@@ -356,11 +356,13 @@ class RecordBatch:
     (possibly compressed) body, a memoryview of the buffer it was decoded from,
     whose CRC was verified. Serving it as is (the server's ``stored=1`` fetch)
     needs no re-encoding; it keeps that buffer alive as the columns do.
+    ``body_bytes`` is the length of its body once inflated (the stored body's,
+    uncompressed).
     """
 
     __slots__ = (
         "base_offset", "count", "first_timestamp_ms", "max_timestamp_ms", "codec",
-        "attributes", "producer_id", "producer_epoch", "base_sequence", "size_bytes",
+        "attributes", "producer_id", "producer_epoch", "base_sequence", "size_bytes", "body_bytes",
         "value_offsets", "value_data", "key_validity", "key_offsets", "key_data",
         "header_offsets", "header_data", "timestamps", "value_validity", "raw",
     )
@@ -452,12 +454,16 @@ def peek_header(buf, pos: int = 0) -> tuple[int, int] | None:
     return base, length + LENGTH_OVERHEAD
 
 
-def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0) -> RecordBatch:
+def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
+                 max_inflated: int | None = None) -> RecordBatch:
     """Decode and verify the batch at ``pos`` of ``buf`` (any bytes-like).
 
     Raises CorruptRecordError (naming ``where`` and the position, ``pos + at``:
     ``at`` is where ``buf`` starts in its file) if the batch is truncated,
-    fails its CRC, or is structurally invalid.
+    fails its CRC, or is structurally invalid; MessageTooLarge, before anything
+    is decompressed, if it is compressed and its body would inflate to more
+    than ``max_inflated`` bytes (a remote client's batch: what a request may
+    make the server hold).
     """
     mv = memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
@@ -494,6 +500,9 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0) -> Re
         if body_len > MAX_BATCH_BYTES:
             raise CorruptRecordError(f"{where}: batch at {pos + at} claims body of {body_len} bytes",
                                      position=pos + at)
+        if max_inflated is not None and body_len > max_inflated:
+            raise MessageTooLarge(f"{where}: the compressed batch at {pos + at} inflates to {body_len} bytes, "
+                                  f"more than the {max_inflated} allowed")
         try:
             raw = _zstd_decompress(body, body_len) if codec == CODEC_ZSTD else _lz4_decompress(body, body_len)
         except Exception as e:  # codec libraries raise their own types
@@ -516,6 +525,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0) -> Re
     b.producer_epoch = pepoch
     b.base_sequence = bseq
     b.size_bytes = end - pos
+    b.body_bytes = body_len
     b.raw = mv[pos:end]
     try:
         p = 0

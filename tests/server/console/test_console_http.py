@@ -43,6 +43,18 @@ def test_the_console_needs_the_apis_token(console_server, seeded):
         assert c.get("/console/topics").status_code == 303  # the session ended
 
 
+def test_a_form_before_login_is_read_only_to_a_small_bound(console_server):
+    """The login and logout forms are read before the request is authenticated: a client
+    without credentials gets 413 past 16 KiB (the server reads no more of it), not the
+    server's max_body_bytes (64 MiB) held for it."""
+    with httpx.Client(base_url=console_server.url, timeout=30) as c:
+        for path in ("/console/login", "/console/logout"):
+            r = c.post(path, data={"token": "x" * (1 << 20)})
+            assert r.status_code == 413 and "at most 16384 bytes" in r.text, (path, r.status_code)
+        r = c.post("/console/login", data={"token": "wrong", "pad": "p" * (15 << 10)})
+        assert r.status_code == 401  # a form within it is read as before
+
+
 def test_pages_carry_a_strict_content_security_policy(session, console_server):
     c, _ = session
     for path in ("/console", "/console/topics/orders", "/console/queues/jobs", "/console/about"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
-from . import admin, data, groups
+from . import admin, data, groups, share, share_groups, topic_ids
 from . import errors as K
 from .codec import Writer
 
@@ -57,6 +57,8 @@ def _topic_names(r, v) -> list[str] | None:
 
 
 async def metadata(ctx, conn, v, r):
+    if v >= 9:
+        return await topic_ids.metadata_flexible(ctx, conn, v, r)
     names = _topic_names(r, v)
     auto_create = r.boolean() if v >= 4 else True
     cluster_ops = r.boolean() if v >= 8 else False
@@ -371,7 +373,7 @@ API_TABLE: dict = {
     0: (0, 7, NO_FLEX, data.produce),  # 0-2 advertised for old librdkafka, refused on use
     1: (4, 11, NO_FLEX, data.fetch),
     2: (1, 5, NO_FLEX, data.list_offsets),
-    3: (0, 8, NO_FLEX, metadata),
+    3: (0, 12, 9, metadata),
     8: (2, 7, NO_FLEX, groups.offset_commit),
     9: (1, 5, NO_FLEX, groups.offset_fetch),
     10: (0, 2, NO_FLEX, find_coordinator),
@@ -393,4 +395,8 @@ API_TABLE: dict = {
     42: (0, 1, NO_FLEX, admin.delete_groups),
     47: (0, 0, NO_FLEX, admin.offset_delete),
     60: (0, 0, 0, admin.describe_cluster),
+    76: (1, 1, 0, share_groups.share_group_heartbeat),
+    77: (1, 1, 0, share_groups.share_group_describe),
+    78: (1, 1, 0, share.share_fetch),
+    79: (1, 1, 0, share.share_acknowledge),
 }

@@ -74,6 +74,9 @@ class Reader:
         p = self._take(n)
         return bytes(self.buf[p : p + n])
 
+    def uuid(self) -> bytes:
+        return self.raw(16)
+
     def uvarint(self) -> int:
         shift = result = 0
         while True:
@@ -148,6 +151,11 @@ class Reader:
     def compact_array_len(self, min_item: int = 1) -> int:
         n = self.uvarint() - 1
         return 0 if n <= 0 else self._count(n, min_item)
+
+    def compact_nullable_array_len(self, min_item: int = 1) -> int | None:
+        """A compact array's count, None for null (bounded as ``nullable_array_len``)."""
+        n = self.uvarint() - 1
+        return None if n == -1 else self._count(n, min_item)
 
     def tagged_fields(self) -> None:
         for _ in range(self._count(self.uvarint(), 2)):

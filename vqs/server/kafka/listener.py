@@ -84,6 +84,8 @@ class KafkaContext:
         self.auth_required = settings.auth_enabled
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
+        self.share_sessions: dict = {}  # (group, member) -> share session (share.py)
+        self.share_configured = False  # the broker's share groups took the kafka_share_* settings
 
     async def blocking(self, fn, *args):
         """A call that may block on I/O, in the pool (never one that waits for other clients)."""
@@ -92,7 +94,7 @@ class KafkaContext:
 
 class Connection:
     __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id", "failed_user",
-                 "_unread")
+                 "_unread", "on_close")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -104,6 +106,7 @@ class Connection:
         self.client_id = None
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
         self._unread = b""  # read by unless_closed while a request waited: the next bytes of the stream
+        self.on_close = None  # called (no arguments) once the connection is closed: share sessions end
 
     async def _read(self, n: int) -> bytes:
         """``reader.readexactly(n)``, after what ``unless_closed`` read ahead."""
@@ -226,6 +229,11 @@ class Connection:
             logger.exception("kafka: closing %s after an unexpected error", self.peer)
         finally:
             self.writer.close()
+            if self.on_close is not None:
+                try:
+                    self.on_close()
+                except Exception:
+                    logger.exception("kafka: cleaning up after %s", self.peer)
 
     async def handle(self, frame: bytes) -> bytes | None:
         api_key, version, corr, client_id, r = read_header(frame)
