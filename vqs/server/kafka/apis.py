@@ -118,9 +118,14 @@ async def metadata(ctx, conn, v, r):
 # refuses any other name (INVALID_CONFIG, as Kafka refuses an unknown one); DescribeConfigs reports
 # all of them with the values in force.
 _TOPIC_CONFIGS = {"retention.ms": "retention_ms", "retention.bytes": "retention_bytes",
-                  "segment.bytes": "segment_bytes", "compression.type": "compression",
-                  "max.message.bytes": "max_message_bytes", "cleanup.policy": None}
-_INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 1, "max.message.bytes": 1}
+                  "segment.bytes": "segment_bytes", "segment.ms": "segment_ms", "compression.type": "compression",
+                  "max.message.bytes": "max_message_bytes", "cleanup.policy": "cleanup_policy",
+                  "delete.retention.ms": "delete_retention_ms", "min.compaction.lag.ms": "min_compaction_lag_ms",
+                  "max.compaction.lag.ms": "max_compaction_lag_ms",
+                  "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio"}
+_INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 1, "segment.ms": 1, "max.message.bytes": 1,
+            "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1}
+_KAFKA_LONG_MAX = (1 << 63) - 1
 _COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4"}
 
 
@@ -135,7 +140,7 @@ def _topic_settings(configs: dict) -> dict:
             raise E.ConfigError(f"config {key} has a null value")
         if key in _INT_MIN:
             text = value.strip()
-            if not text.lstrip("-").isdigit() or int(text) < _INT_MIN[key] or int(text) >= 1 << 63:
+            if not text.lstrip("-").isdigit() or int(text) < _INT_MIN[key] or int(text) > _KAFKA_LONG_MAX:
                 raise E.ConfigError(f"config {key}={value!r} must be an integer >= {_INT_MIN[key]}"
                                     + (" (-1: unlimited)" if _INT_MIN[key] < 0 else ""))
             kwargs[_TOPIC_CONFIGS[key]] = int(text)
@@ -145,13 +150,21 @@ def _topic_settings(configs: dict) -> dict:
                                     f"{', '.join(_COMPRESSION)} (gzip and snappy batches are taken, not kept)")
             if _COMPRESSION[value]:
                 kwargs["compression"] = _COMPRESSION[value]
-        else:  # cleanup.policy
+        elif key == "min.cleanable.dirty.ratio":
+            try:
+                ratio = float(value)
+            except ValueError:
+                ratio = -1.0
+            if not 0 <= ratio <= 1:
+                raise E.ConfigError(f"config min.cleanable.dirty.ratio={value!r} must be a number in 0..1")
+            kwargs["min_cleanable_dirty_ratio"] = ratio
+        else:  # cleanup.policy: delete, compact or both (validated by the catalog)
             policies = {p.strip() for p in value.split(",")}
-            if "compact" in policies:
-                raise E.ConfigError("config cleanup.policy=compact: compacted topics are not supported yet "
-                                    "(only cleanup.policy=delete)")
-            if policies != {"delete"}:
-                raise E.ConfigError(f"config cleanup.policy={value!r} must be delete")
+            if not policies or not policies <= {"delete", "compact"}:
+                raise E.ConfigError(f"config cleanup.policy={value!r} must be delete, compact or compact,delete")
+            kwargs["cleanup_policy"] = ",".join(sorted(policies))
+    if kwargs.get("max_compaction_lag_ms") == _KAFKA_LONG_MAX:
+        del kwargs["max_compaction_lag_ms"]  # Kafka's default, "no bound"
     return kwargs
 
 
@@ -170,7 +183,12 @@ def _configs_in_force(ctx, topic) -> dict[str, tuple[str, bool]]:
         "compression.type": (comp or "producer", "compression" in own),
         "max.message.bytes": (str(topic.message_limit(ctx.settings.max_message_bytes)),
                               "max_message_bytes" in own),
-        "cleanup.policy": ("delete", False),
+        "segment.ms": (number("segment_ms", str(_KAFKA_LONG_MAX)), "segment_ms" in own),
+        "cleanup.policy": (cfg.get("cleanup_policy") or "delete", "cleanup_policy" in own),
+        "delete.retention.ms": (number("delete_retention_ms", None), "delete_retention_ms" in own),
+        "min.compaction.lag.ms": (number("min_compaction_lag_ms", None), "min_compaction_lag_ms" in own),
+        "max.compaction.lag.ms": (number("max_compaction_lag_ms", str(_KAFKA_LONG_MAX)), "max_compaction_lag_ms" in own),
+        "min.cleanable.dirty.ratio": (number("min_cleanable_dirty_ratio", None), "min_cleanable_dirty_ratio" in own),
     }
 
 

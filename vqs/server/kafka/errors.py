@@ -39,6 +39,7 @@ NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
 FENCED_INSTANCE_ID = 82
 GROUP_SUBSCRIBED_TO_TOPIC = 86
+INVALID_RECORD = 87
 UNKNOWN_SERVER_ERROR = -1
 
 COORDINATOR_STATUS = {
@@ -63,6 +64,8 @@ def code_for(e: BaseException) -> int:
         return INVALID_TOPIC_EXCEPTION
     if isinstance(e, E.MessageTooLarge):
         return MESSAGE_TOO_LARGE
+    if isinstance(e, E.InvalidRecord):
+        return INVALID_RECORD
     if isinstance(e, E.LogClosedError):
         return UNKNOWN_TOPIC_OR_PARTITION  # deleted under the request
     if isinstance(e, (E.DiskFullError,)):
