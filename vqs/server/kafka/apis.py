@@ -14,7 +14,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
-from . import admin, data, groups, share, share_groups, topic_ids
+from . import admin, consumer_protocol, data, groups, share, share_groups, topic_ids
 from . import errors as K
 from .codec import Writer
 
@@ -364,7 +364,7 @@ API_TABLE: dict = {
     13: (0, 3, NO_FLEX, groups.leave_group),
     14: (0, 3, NO_FLEX, groups.sync_group),
     15: (0, 4, NO_FLEX, groups.describe_groups),
-    16: (0, 2, NO_FLEX, groups.list_groups),
+    16: (0, 5, 3, groups.list_groups),
     17: (0, 1, NO_FLEX, sasl_handshake),
     18: (0, 3, 3, api_versions),
     19: (0, 4, NO_FLEX, create_topics),
@@ -377,6 +377,8 @@ API_TABLE: dict = {
     42: (0, 1, NO_FLEX, admin.delete_groups),
     47: (0, 0, NO_FLEX, admin.offset_delete),
     60: (0, 0, 0, admin.describe_cluster),
+    68: (0, 1, 0, consumer_protocol.consumer_group_heartbeat),
+    69: (0, 1, 0, consumer_protocol.consumer_group_describe),
     76: (1, 1, 0, share_groups.share_group_heartbeat),
     77: (1, 1, 0, share_groups.share_group_describe),
     78: (1, 1, 0, share.share_fetch),

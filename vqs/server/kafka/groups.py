@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.group_offsets import MAX_METADATA
+from . import consumer_protocol
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
@@ -55,6 +56,12 @@ async def join_group(ctx, conn, v, r):
         if v >= 2:
             w.int32(0)
         w.int16(K.INVALID_SESSION_TIMEOUT).int32(-1).string("").string("").string(member).array(0)
+        return bytes(w.b)
+    if consumer_protocol.has_members(ctx, group):  # a consumer-protocol group (consumer_protocol.py)
+        w = Writer()
+        if v >= 2:
+            w.int32(0)
+        w.int16(K.INCONSISTENT_GROUP_PROTOCOL).int32(-1).string("").string("").string(member).array(0)
         return bytes(w.b)
     try:
         wait = _coordinator(ctx).start_join(
@@ -159,10 +166,13 @@ async def offset_commit(ctx, conn, v, r):
             parts.append((p, off, meta, epoch))
         topics.append((name, parts))
     broker = ctx.broker
-    try:
-        err = ST[_coordinator(ctx).check_commit(group, gen, member, instance)]
-    except E.InvalidName:
-        err = K.INVALID_GROUP_ID
+    # a consumer-protocol member commits with its member epoch in the generation's place
+    err = consumer_protocol.commit_status(ctx, group, member, gen, [(t, p[0]) for t, ps in topics for p in ps])
+    if err is None:
+        try:
+            err = ST[_coordinator(ctx).check_commit(group, gen, member, instance)]
+        except E.InvalidName:
+            err = K.INVALID_GROUP_ID
     codes = {}
     good = {}
     metadata, epochs = {}, {}
@@ -243,16 +253,42 @@ async def offset_fetch(ctx, conn, v, r):
 
 
 async def list_groups(ctx, conn, v, r):
-    active = dict(_coordinator(ctx).groups())
+    """v0-5; v3+ flexible, v4 filters by state, v5 by type and names each group's type
+    (``classic``, ``consumer`` for the consumer protocol's groups)."""
+    states = types = None
+    if v >= 3:
+        if v >= 4:
+            states = {(r.compact_string() or "").lower() for _ in range(r.compact_array_len(1))}
+        if v >= 5:
+            types = {(r.compact_string() or "").lower() for _ in range(r.compact_array_len(1))}
+        r.tagged_fields()
+    listed: dict = {}  # name -> (protocol type, state, group type)
+    for name, ptype in _coordinator(ctx).groups():
+        listed[name] = (ptype, _coordinator(ctx).describe(name)["state"], "classic")
+    for name in consumer_protocol.consumer_groups(ctx).groups():
+        d = consumer_protocol.consumer_groups(ctx).describe(name)
+        listed[name] = ("consumer", d["state"] if d else "Empty", "consumer")
     for name in ctx.broker.groups():
-        active.setdefault(name, "consumer")
+        listed.setdefault(name, ("consumer", "Empty", "classic"))
+    rows = sorted((n, pt, st, gt) for n, (pt, st, gt) in listed.items()
+                  if (not states or st.lower() in states) and (not types or gt in types))
     w = Writer()
     if v >= 1:
         w.int32(0)
-    w.int16(K.NONE).array(len(active))
-    for name, ptype in sorted(active.items()):
-        w.string(name).string(ptype)
-    return bytes(w.b)
+    if v < 3:
+        w.int16(K.NONE).array(len(rows))
+        for name, ptype, _, _ in rows:
+            w.string(name).string(ptype)
+        return bytes(w.b)
+    w.int16(K.NONE).compact_array(len(rows))
+    for name, ptype, state, gtype in rows:
+        w.compact_string(name).compact_string(ptype)
+        if v >= 4:
+            w.compact_string(state)
+        if v >= 5:
+            w.compact_string(gtype)
+        w.tags()
+    return bytes(w.tags().b)
 
 
 async def describe_groups(ctx, conn, v, r):
@@ -264,7 +300,7 @@ async def describe_groups(ctx, conn, v, r):
     w.array(len(names))
     for name in names:
         try:
-            d = _coordinator(ctx).describe(name)
+            d = _consumer_described(ctx, name) or _coordinator(ctx).describe(name)
             err = K.NONE
         except E.InvalidName:
             d, err = {"state": "Dead", "protocol_type": "", "protocol": "", "members": []}, K.INVALID_GROUP_ID
@@ -280,3 +316,16 @@ async def describe_groups(ctx, conn, v, r):
         if v >= 3:
             w.int32(authorized_operations("group", ops and not err))
     return bytes(w.b)
+
+
+def _consumer_described(ctx, name: str) -> dict | None:
+    """DescribeGroups' view of a consumer-protocol group: its state, protocol type ``consumer``,
+    the server assignor as its protocol, members without classic metadata (None: not one)."""
+    if not consumer_protocol.has_members(ctx, name):
+        return None
+    d = consumer_protocol.consumer_groups(ctx).describe(name)
+    if d is None:
+        return None
+    return {"state": d["state"], "protocol_type": "consumer", "protocol": d["assignor"],
+            "members": [(m["member_id"], m["instance_id"], m["client_id"], m["client_host"], b"", b"")
+                        for m in d["members"]]}

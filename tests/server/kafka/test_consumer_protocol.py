@@ -1,0 +1,264 @@
+"""Kafka's consumer group protocol (KIP-848) with confluent-kafka ``group.protocol=consumer``
+(member processes, as a real deployment runs them) and raw requests against a real server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+from kafka_server_proc import KafkaServer
+from raw_client import RawKafka
+
+from vqs.server.kafka.codec import Reader, Writer
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+HERE = os.path.dirname(__file__)
+SESSION_MS = 3000
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = KafkaServer(tmp_path_factory.mktemp("vqs-kip848") / "data", "--flush", "always", env={
+        "VQS_KAFKA_CONSUMER_SESSION_TIMEOUT_MS": str(SESSION_MS),
+        "VQS_KAFKA_CONSUMER_HEARTBEAT_INTERVAL_MS": "300",
+        "VQS_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "1000"}).start()
+    yield s
+    rc = s.stop()
+    assert rc == 0, s.log()
+
+
+class Member:
+    """consumer_member.py as a process: its partitions (incremental adds and revokes) and values."""
+
+    def __init__(self, bootstrap, topic, group):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "consumer_member.py"), bootstrap, topic,
+                                      group], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.assigned: set[int] = set()
+        self.values: list[str] = []
+        self.lock = threading.Lock()
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            kind, _, rest = line.strip().partition(" ")
+            parts = {int(p) for p in rest.split(",") if p} if kind in ("assigned", "revoked") else set()
+            with self.lock:
+                if kind == "assigned":
+                    self.assigned |= parts
+                elif kind == "revoked":
+                    self.assigned -= parts
+                elif kind == "msg":
+                    self.values.append(rest.split(" ", 2)[2])
+
+    def parts(self) -> set[int]:
+        with self.lock:
+            return set(self.assigned)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _wait(cond, timeout: float, what: str) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return time.monotonic()
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _topic(server, partitions: int) -> str:
+    name = f"kip848-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(10)
+    return name
+
+
+def _produce(server, topic: str, values) -> None:
+    p = ck.Producer({"bootstrap.servers": server.bootstrap, "acks": "all"})
+    for i, v in enumerate(values):
+        p.produce(topic, value=v.encode(), key=str(i).encode())
+    assert p.flush(10) == 0
+
+
+def _split(members, n: int):
+    def check():
+        a = [m.parts() for m in members]
+        return (all(a) and sum(len(x) for x in a) == n and set().union(*a) == set(range(n))
+                and max(map(len, a)) - min(map(len, a)) <= 1)
+    return check
+
+
+def test_members_split_partitions_and_a_third_joins_without_duplicates(server):
+    topic, group = _topic(server, 6), f"g-{uuid.uuid4().hex[:8]}"
+    _produce(server, topic, [f"a{i}" for i in range(200)])
+    members = [Member(server.bootstrap, topic, group) for _ in range(2)]
+    try:
+        _wait(_split(members, 6), 30, "two members with three partitions each")
+        _produce(server, topic, [f"b{i}" for i in range(200)])
+        members.append(Member(server.bootstrap, topic, group))
+        _wait(_split(members, 6), 30, "three members with two partitions each")
+        _produce(server, topic, [f"c{i}" for i in range(200)])
+        want = {f"{k}{i}" for k in "abc" for i in range(200)}
+
+        def seen():
+            out = []
+            for m in members:
+                with m.lock:
+                    out += m.values
+            return out
+        _wait(lambda: set(seen()) >= want, 60, "every record consumed")
+        got = seen()
+        assert len(got) == len(set(got)) == 600, "a record was consumed twice across the rebalances"
+    finally:
+        for m in members:
+            m.stop()
+
+
+def test_a_sigkilled_members_partitions_move_within_the_session_timeout(server):
+    topic, group = _topic(server, 4), f"g-{uuid.uuid4().hex[:8]}"
+    members = [Member(server.bootstrap, topic, group) for _ in range(2)]
+    try:
+        _wait(_split(members, 4), 30, "two members with two partitions each")
+        victim, survivor = members
+        victim.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        moved = _wait(lambda: survivor.parts() == set(range(4)), SESSION_MS / 1000 + 10, "the survivor with all")
+        assert moved - killed <= SESSION_MS / 1000 + 2, f"reassigned after {moved - killed:.1f} s"
+        _produce(server, topic, [f"x{i}" for i in range(40)])
+        _wait(lambda: {f"x{i}" for i in range(40)} <= set(survivor.values), 20, "the survivor reads every partition")
+    finally:
+        for m in members:
+            m.stop()
+
+
+def test_commits_round_trip_and_the_group_is_described(server):
+    topic, group = _topic(server, 2), f"g-{uuid.uuid4().hex[:8]}"
+    _produce(server, topic, [f"v{i}" for i in range(10)])
+    conf = {"bootstrap.servers": server.bootstrap, "group.id": group, "group.protocol": "consumer",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    c = ck.Consumer(conf)
+    c.subscribe([topic])
+    try:
+        _wait(lambda: c.poll(0.1) is not None or len(c.assignment()) == 2, 30, "an assignment")
+        c.commit(offsets=[ck.TopicPartition(topic, 0, 3), ck.TopicPartition(topic, 1, 4)], asynchronous=False)
+        got = c.committed([ck.TopicPartition(topic, 0), ck.TopicPartition(topic, 1)], timeout=10)
+        assert [(tp.partition, tp.offset) for tp in got] == [(0, 3), (1, 4)]
+
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        d = admin.describe_consumer_groups([group])[group].result(10)
+        assert d.type == ck.ConsumerGroupType.CONSUMER
+        assert len(d.members) == 1
+        assert {tp.partition for tp in d.members[0].assignment.topic_partitions} == {0, 1}
+        listed = admin.list_consumer_groups().result(10)
+        types = {g.group_id: g.type for g in listed.valid}
+        assert types[group] == ck.ConsumerGroupType.CONSUMER
+    finally:
+        c.close()
+    # a new member of the group starts where the commits left off
+    c = ck.Consumer(conf)
+    c.subscribe([topic])
+    try:
+        values = set()
+        deadline = time.monotonic() + 30
+        while len(values) < 3 and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                values.add((m.partition(), m.offset()))
+        assert values and all(o >= (3 if p == 0 else 4) for p, o in values), values
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------------- raw requests
+
+def _flex(raw: RawKafka, api_key: int, version: int, body: bytes) -> Reader:
+    """A flexible-version request (header v2) and its response after header v1."""
+    raw.corr += 1
+    head = Writer().int16(api_key).int16(version).int32(raw.corr).string("raw-test").tags()
+    raw.send_frame(bytes(head.b) + body)
+    resp = raw.recv_frame()
+    assert resp is not None, "connection closed"
+    r = Reader(resp)
+    assert r.int32() == raw.corr
+    r.tagged_fields()
+    return r
+
+
+def _heartbeat(raw, group, member, epoch, topics=None) -> tuple[int, str | None, int]:
+    w = Writer().compact_string(group).compact_string(member).int32(epoch).compact_string(None)
+    w.compact_string(None).int32(30_000)
+    if topics is None:
+        w.uvarint(0)
+    else:
+        w.compact_array(len(topics))
+        for t in topics:
+            w.compact_string(t)
+    w.compact_string(None).compact_string(None).uvarint(0).tags()  # regex, assignor, owned
+    r = _flex(raw, 68, 1, bytes(w.b))
+    r.int32()
+    err = r.int16()
+    r.compact_string()
+    return err, r.compact_string(), r.int32()
+
+
+def _join_classic(raw, group) -> int:
+    w = Writer().string(group).int32(10_000).int32(10_000).string("").string(None).string("consumer")
+    w.array(1).string("range").bytes_(b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+    r = raw.request(11, 5, bytes(w.b))
+    r.int32()
+    return r.int16()
+
+
+def test_epochs_fence_and_unknown_members_are_refused(server):
+    topic, group = _topic(server, 2), f"g-{uuid.uuid4().hex[:8]}"
+    raw = RawKafka(server.kafka_port)
+    try:
+        err, member, epoch = _heartbeat(raw, group, "", 0, [topic])
+        assert err == 0 and member and epoch >= 1
+        assert _heartbeat(raw, group, member, epoch + 5)[0] == 110  # FENCED_MEMBER_EPOCH
+        assert _heartbeat(raw, group, "no-such-member", 1)[0] == 25  # UNKNOWN_MEMBER_ID
+        assert _heartbeat(raw, group, member, epoch) == (0, member, epoch)
+        assert _heartbeat(raw, group, member, -1) == (0, member, -1)  # leaves
+        assert _heartbeat(raw, group, member, epoch)[0] == 25
+    finally:
+        raw.close()
+
+
+def test_classic_and_consumer_protocol_groups_are_kept_apart(server):
+    topic = _topic(server, 1)
+    raw = RawKafka(server.kafka_port)
+    try:
+        new_group = f"g-{uuid.uuid4().hex[:8]}"
+        err, member, _ = _heartbeat(raw, new_group, "", 0, [topic])
+        assert err == 0
+        assert _join_classic(raw, new_group) == 23  # INCONSISTENT_GROUP_PROTOCOL
+
+        classic_group = f"g-{uuid.uuid4().hex[:8]}"
+        c = ck.Consumer({"bootstrap.servers": server.bootstrap, "group.id": classic_group,
+                         "session.timeout.ms": 6000})
+        c.subscribe([topic])
+        try:
+            _wait(lambda: c.poll(0.1) is not None or bool(c.assignment()), 30, "the classic member's assignment")
+            assert _heartbeat(raw, classic_group, "", 0, [topic])[0] == 69  # GROUP_ID_NOT_FOUND
+        finally:
+            c.close()
+        _heartbeat(raw, new_group, member, -1)
+        assert _join_classic(raw, new_group) != 23  # an empty group takes either protocol
+    finally:
+        raw.close()
