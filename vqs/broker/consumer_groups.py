@@ -32,10 +32,9 @@ timeout expires, and what it owned is free at once.
 Commits: a member may commit with its current epoch, or an older one for
 partitions it still owns; otherwise ``stale_epoch``. Membership lives in
 memory only (clients rejoin after a restart), offsets are the Broker's group
-offsets. A group id has members of one protocol at a time: the caller checks
-the classic coordinator (``is_classic``) before a member joins here, and the
-classic side checks ``has_members`` (a join racing another protocol's first
-join is the only window, as each side's state has its own lock).
+offsets. The group coordinator (coordinator.py) owns this object and shares
+its lock: a group id has members of one protocol at a time, checked under
+that one lock (``is_classic`` here, ``has_members_locked`` there).
 """
 
 from __future__ import annotations
@@ -60,6 +59,7 @@ NOT_THIS_PROTOCOL = "not_this_protocol"
 
 ASSIGNORS = ("uniform", "range")
 MAX_MEMBERS = 1000  # members of one group
+MAX_GROUPS = 100_000  # groups with members
 MAX_TOPICS = 10_000  # topics of one subscription
 
 
@@ -105,30 +105,44 @@ class ConsumerGroups:
     """Every consumer-protocol group of one broker; thread-safe (module doc)."""
 
     def __init__(self, partitions, *, session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000,
-                 clock=time.monotonic, is_classic=lambda group: False):
+                 clock=time.monotonic, lock=None, is_classic=lambda group: False):
         self._partitions = partitions  # topic -> partition count (0: no such topic)
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._clock = clock
-        self._is_classic = is_classic
-        self._lock = threading.Lock()
+        self._is_classic = is_classic  # called under the lock: has the group members of another protocol?
+        self._lock = lock if lock is not None else threading.Lock()
         self._groups: dict[str, Group] = {}
+
+    def configure(self, *, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        with self._lock:
+            self.session_timeout_ms = session_timeout_ms
+            self.heartbeat_interval_ms = heartbeat_interval_ms
 
     # ------------------------------------------------------------------ queries
     def has_members(self, group: str) -> bool:
         with self._lock:
-            g = self._groups.get(group)
-            if g is not None:
-                self._expire_locked(g)
-            return g is not None and bool(g.members)
+            return self.has_members_locked(group)
+
+    def has_members_locked(self, group: str) -> bool:
+        g = self._groups.get(group)
+        if g is not None:
+            self._expire_locked(g)
+        return g is not None and bool(g.members)
 
     def groups(self) -> list[str]:
         with self._lock:
-            for g in list(self._groups.values()):
-                self._expire_locked(g)
-                if not g.members:
-                    del self._groups[g.name]
-            return sorted(name for name, g in self._groups.items() if g.members)
+            return self.groups_locked()
+
+    def groups_locked(self) -> list[str]:
+        self._prune_locked()
+        return sorted(self._groups)
+
+    def _prune_locked(self) -> None:
+        for g in list(self._groups.values()):
+            self._expire_locked(g)
+            if not g.members:
+                del self._groups[g.name]
 
     def describe(self, group: str) -> dict | None:
         """The group's epochs, assignor and members (each with its assignment and target), or
@@ -169,6 +183,10 @@ class ConsumerGroups:
                     return Answer(UNKNOWN_MEMBER, member_id, epoch)
                 if self._is_classic(group):
                     return Answer(NOT_THIS_PROTOCOL, member_id, epoch)
+                if len(self._groups) >= MAX_GROUPS:
+                    self._prune_locked()
+                    if len(self._groups) >= MAX_GROUPS:
+                        return Answer(FULL, member_id, epoch)
                 g = self._groups[group] = Group(group)
             self._expire_locked(g)
             if epoch < 0:  # -1 leaves, -2 a static member leaving for now: both leave here

@@ -1,18 +1,18 @@
 """Kafka's consumer group protocol (KIP-848): ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69).
 
 Versions 0-1 of each, flexible. Membership, epochs and the server-side
-assignment are ``vqs.broker.consumer_groups`` (one ``ConsumerGroups`` per
-listener, made on first use with the server's ``kafka_consumer_*`` settings);
+assignment are ``vqs.broker.consumer_groups`` (the group coordinator's
+``consumer``, configured on first use with the server's ``kafka_consumer_*`` settings);
 partitions travel by topic id (topic_ids.py), as Metadata v10+ names them.
 Subscriptions are topic names (a regex subscription, v1, is refused with
 INVALID_REQUEST). The offsets of these groups are the classic OffsetCommit and
 OffsetFetch (groups.py), checked here by ``check_commit``: a member commits
 with its member epoch where the classic protocol has a generation.
 
-A group id has members of one protocol at a time: a heartbeat joining a group
-that has classic (or VQS) members is GROUP_ID_NOT_FOUND, and a JoinGroup into a
-group with members here INCONSISTENT_GROUP_PROTOCOL (groups.py), as Kafka
-answers when it does not convert a group.
+A group id has members of one protocol at a time (checked under the group
+coordinator's lock): a heartbeat joining a group that has classic (or VQS)
+members is GROUP_ID_NOT_FOUND, and a JoinGroup into a group with members here
+INCONSISTENT_GROUP_PROTOCOL, as Kafka answers when it does not convert a group.
 """
 
 from __future__ import annotations
@@ -42,23 +42,18 @@ _MESSAGE = {CG.UNKNOWN_MEMBER: "member {m!r} is not in group {g!r}",
 
 
 def consumer_groups(ctx) -> CG.ConsumerGroups:
-    """The listener's consumer-protocol groups, made on first use."""
-    cg = getattr(ctx, "consumer_groups", None)
-    if cg is None:
-        coordinator = ctx.broker.coordinator
+    """The coordinator's consumer-protocol groups, configured from the server's settings on first use."""
+    cg = ctx.broker.coordinator.consumer
+    if not getattr(ctx, "consumer_configured", False):
         st = ctx.settings
-        cg = ctx.consumer_groups = CG.ConsumerGroups(
-            lambda t: ctx.broker.topic(t).partitions,
-            session_timeout_ms=st.kafka_consumer_session_timeout_ms,
-            heartbeat_interval_ms=st.kafka_consumer_heartbeat_interval_ms,
-            is_classic=lambda g: bool(coordinator.describe(g)["members"]))
+        cg.configure(session_timeout_ms=st.kafka_consumer_session_timeout_ms,
+                     heartbeat_interval_ms=st.kafka_consumer_heartbeat_interval_ms)
+        ctx.consumer_configured = True
     return cg
 
 
 def has_members(ctx, group: str) -> bool:
-    """Has ``group`` members of the consumer protocol (without making the registry)?"""
-    cg = getattr(ctx, "consumer_groups", None)
-    return cg is not None and cg.has_members(group)
+    return consumer_groups(ctx).has_members(group)
 
 
 def commit_status(ctx, group: str, member_id: str, epoch: int, partitions) -> int | None:

@@ -57,12 +57,6 @@ async def join_group(ctx, conn, v, r):
             w.int32(0)
         w.int16(K.INVALID_SESSION_TIMEOUT).int32(-1).string("").string("").string(member).array(0)
         return bytes(w.b)
-    if consumer_protocol.has_members(ctx, group):  # a consumer-protocol group (consumer_protocol.py)
-        w = Writer()
-        if v >= 2:
-            w.int32(0)
-        w.int16(K.INCONSISTENT_GROUP_PROTOCOL).int32(-1).string("").string("").string(member).array(0)
-        return bytes(w.b)
     try:
         wait = _coordinator(ctx).start_join(
             group, member, client_id=conn.client_id or "", client_host=host, protocol_type=ptype,
@@ -263,11 +257,9 @@ async def list_groups(ctx, conn, v, r):
             types = {(r.compact_string() or "").lower() for _ in range(r.compact_array_len(1))}
         r.tagged_fields()
     listed: dict = {}  # name -> (protocol type, state, group type)
+    new = set(_coordinator(ctx).consumer.groups())
     for name, ptype in _coordinator(ctx).groups():
-        listed[name] = (ptype, _coordinator(ctx).describe(name)["state"], "classic")
-    for name in consumer_protocol.consumer_groups(ctx).groups():
-        d = consumer_protocol.consumer_groups(ctx).describe(name)
-        listed[name] = ("consumer", d["state"] if d else "Empty", "consumer")
+        listed[name] = (ptype, _coordinator(ctx).describe(name)["state"], "consumer" if name in new else "classic")
     for name in ctx.broker.groups():
         listed.setdefault(name, ("consumer", "Empty", "classic"))
     rows = sorted((n, pt, st, gt) for n, (pt, st, gt) in listed.items()
@@ -300,7 +292,7 @@ async def describe_groups(ctx, conn, v, r):
     w.array(len(names))
     for name in names:
         try:
-            d = _consumer_described(ctx, name) or _coordinator(ctx).describe(name)
+            d = _coordinator(ctx).describe(name)
             err = K.NONE
         except E.InvalidName:
             d, err = {"state": "Dead", "protocol_type": "", "protocol": "", "members": []}, K.INVALID_GROUP_ID
@@ -317,15 +309,3 @@ async def describe_groups(ctx, conn, v, r):
             w.int32(authorized_operations("group", ops and not err))
     return bytes(w.b)
 
-
-def _consumer_described(ctx, name: str) -> dict | None:
-    """DescribeGroups' view of a consumer-protocol group: its state, protocol type ``consumer``,
-    the server assignor as its protocol, members without classic metadata (None: not one)."""
-    if not consumer_protocol.has_members(ctx, name):
-        return None
-    d = consumer_protocol.consumer_groups(ctx).describe(name)
-    if d is None:
-        return None
-    return {"state": d["state"], "protocol_type": "consumer", "protocol": d["assignor"],
-            "members": [(m["member_id"], m["instance_id"], m["client_id"], m["client_host"], b"", b"")
-                        for m in d["members"]]}
