@@ -249,8 +249,8 @@ class ConsumerGroups:
             g = self._groups.get(group)
             if g is not None:
                 self._expire_locked(g)
-            if not member_id and epoch < 0:
-                return OK if g is None or not g.members else STALE_EPOCH
+            if not member_id and epoch < 0:  # as Kafka: an admin's commit, only into an empty group
+                return OK if g is None or not g.members else UNKNOWN_MEMBER
             m = g.members.get(member_id) if g is not None else None
             if m is None:
                 return UNKNOWN_MEMBER

@@ -262,3 +262,49 @@ def test_classic_and_consumer_protocol_groups_are_kept_apart(server):
         assert _join_classic(raw, new_group) != 23  # an empty group takes either protocol
     finally:
         raw.close()
+
+
+def _commit_v9(raw, group, member, epoch, topic, offset) -> int:
+    w = Writer().compact_string(group).int32(epoch).compact_string(member).compact_string(None)
+    w.compact_array(1).compact_string(topic).compact_array(1).int32(0).int64(offset).int32(-1)
+    w.compact_string(None).tags().tags().tags()
+    r = _flex(raw, 8, 9, bytes(w.b))
+    r.int32()
+    assert r.compact_array_len() == 1 and r.compact_string() == topic and r.compact_array_len() == 1
+    assert r.int32() == 0
+    return r.int16()
+
+
+def _fetch_v9(raw, group, member, epoch, topic) -> tuple[int, int]:
+    """(group error, committed offset of partition 0)."""
+    w = Writer().compact_array(1).compact_string(group).compact_string(member).int32(epoch)
+    w.compact_array(1).compact_string(topic).compact_array(1).int32(0).tags().tags().boolean(False).tags()
+    r = _flex(raw, 9, 9, bytes(w.b))
+    r.int32()
+    assert r.compact_array_len() == 1 and r.compact_string() == group
+    assert r.compact_array_len() == 1 and r.compact_string() == topic and r.compact_array_len() == 1
+    assert r.int32() == 0
+    offset = r.int64()
+    r.int32()
+    r.compact_string()
+    r.int16()
+    r.tagged_fields()
+    r.tagged_fields()
+    return r.int16(), offset
+
+
+def test_offset_commit_and_fetch_v9_carry_the_member_epoch(server):
+    topic, group = _topic(server, 1), f"g-{uuid.uuid4().hex[:8]}"
+    raw = RawKafka(server.kafka_port)
+    try:
+        err, member, epoch = _heartbeat(raw, group, "", 0, [topic])
+        assert err == 0
+        assert _commit_v9(raw, group, member, epoch, topic, 7) == 0
+        assert _commit_v9(raw, group, member, epoch + 1, topic, 8) == 113  # STALE_MEMBER_EPOCH
+        assert _commit_v9(raw, group, "nobody", epoch, topic, 8) == 25  # UNKNOWN_MEMBER_ID
+        assert _commit_v9(raw, group, "", -1, topic, 8) == 25  # outside the group while it has members
+        assert _fetch_v9(raw, group, member, epoch, topic) == (0, 7)
+        assert _fetch_v9(raw, group, "nobody", epoch, topic)[0] == 25
+        assert _fetch_v9(raw, group, None, -1, topic) == (0, 7)  # an admin's fetch names no member
+    finally:
+        raw.close()
