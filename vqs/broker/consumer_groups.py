@@ -104,7 +104,7 @@ class Answer:
 class ConsumerGroups:
     """Every consumer-protocol group of one broker; thread-safe (module doc)."""
 
-    def __init__(self, partitions, *, session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000,
+    def __init__(self, partitions, *, session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 1_500,
                  clock=time.monotonic, lock=None, is_classic=lambda group: False):
         self._partitions = partitions  # topic -> partition count (0: no such topic)
         self.session_timeout_ms = session_timeout_ms

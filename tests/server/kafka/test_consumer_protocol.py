@@ -26,9 +26,9 @@ SESSION_MS = 3000
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    # the default heartbeat interval: the SIGKILL test holds it to the session timeout + 2 s
     s = KafkaServer(tmp_path_factory.mktemp("vqs-kip848") / "data", "--flush", "always", env={
         "VQS_KAFKA_CONSUMER_SESSION_TIMEOUT_MS": str(SESSION_MS),
-        "VQS_KAFKA_CONSUMER_HEARTBEAT_INTERVAL_MS": "300",
         "VQS_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "1000"}).start()
     yield s
     rc = s.stop()
