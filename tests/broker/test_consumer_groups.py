@@ -137,3 +137,30 @@ def test_no_partition_is_ever_owned_twice_under_random_membership():
         d = cg.describe("g")
         if d is not None:
             assert d["state"] == "Stable", seed
+
+
+def test_a_static_member_back_under_a_new_id_takes_its_slot_without_a_new_epoch():
+    cg, clock = _groups({"t": 4})
+    a = cg.heartbeat("g", "a", 0, topics=["t"], instance_id="i1")
+    b = cg.heartbeat("g", "b", 0, topics=["t"])
+    a = cg.heartbeat("g", "a", a.epoch)
+    a = cg.heartbeat("g", "a", a.epoch, owned=list(a.assignment))
+    b = cg.heartbeat("g", "b", b.epoch)
+    held = sorted(cg._groups["g"].members["a"].owned)
+    assert len(held) == 2 and len(b.assignment) == 2
+    assert cg.heartbeat("g", "a2", 0, topics=["t"], instance_id="i1").status == "unreleased_instance"
+    assert cg.heartbeat("g", "a", -2).epoch == -2  # leaves for now
+    epoch = cg.describe("g")["epoch"]
+    back = cg.heartbeat("g", "a2", 0, topics=["t"], instance_id="i1")
+    assert back.status == OK and back.member_id == "a2" and back.assignment == held
+    assert cg.describe("g")["epoch"] == epoch  # no rebalance
+    assert cg.heartbeat("g", "a", a.epoch).status == UNKNOWN_MEMBER
+    # away past its session: the slot goes, and b gets everything
+    assert cg.heartbeat("g", "a2", back.epoch, owned=back.assignment).status == OK
+    assert cg.heartbeat("g", "a2", -2).status == OK
+    clock.t += 2
+    b = cg.heartbeat("g", "b", b.epoch)
+    assert b.assignment is None  # a2's slot is still held
+    clock.t += 1.5  # a2: away for 3.5 s > 3 s
+    b = cg.heartbeat("g", "b", b.epoch)
+    assert b.assignment == [TP("t", p) for p in range(4)]

@@ -29,6 +29,12 @@ with epoch 0 (giving up what it owned). An unknown member id is
 ``unknown_member``. A member that does not heartbeat within the session
 timeout expires, and what it owned is free at once.
 
+Static members (an instance id): one leaving with epoch -2 keeps its slot,
+partitions included, until its session ends; a member joining with the same
+instance id meanwhile takes the slot over (its partitions and epoch, no new
+group epoch), and while the holder has not left the instance id is
+``unreleased_instance``.
+
 Commits: a member may commit with its current epoch, or an older one for
 partitions it still owns; otherwise ``stale_epoch``. Membership lives in
 memory only (clients rejoin after a restart), offsets are the Broker's group
@@ -56,6 +62,7 @@ INVALID = "invalid"
 UNSUPPORTED_ASSIGNOR = "unsupported_assignor"
 FULL = "full"
 NOT_THIS_PROTOCOL = "not_this_protocol"
+UNRELEASED_INSTANCE = "unreleased_instance"
 
 ASSIGNORS = ("uniform", "range")
 MAX_MEMBERS = 1000  # members of one group
@@ -80,6 +87,7 @@ class Member:
     revoke_deadline: float = 0.0
     sent: frozenset | None = None  # the assignment last answered
     last_seen: float = 0.0
+    away: bool = False  # a static member that left for now (epoch -2): its slot kept for its session
 
 
 @dataclass
@@ -91,6 +99,7 @@ class Group:
     members: dict = field(default_factory=dict)
     target: dict = field(default_factory=dict)  # member id -> set of TopicPartition
     counts: dict = field(default_factory=dict)  # topic -> partition count the target was made for
+    static: dict = field(default_factory=dict)  # instance id -> the member id holding it
 
 
 @dataclass
@@ -189,15 +198,24 @@ class ConsumerGroups:
                         return Answer(FULL, member_id, epoch)
                 g = self._groups[group] = Group(group)
             self._expire_locked(g)
-            if epoch < 0:  # -1 leaves, -2 a static member leaving for now: both leave here
-                if member_id not in g.members:
+            if epoch < 0:  # -1 leaves; -2: a static member leaves for now, its slot kept
+                m = g.members.get(member_id)
+                if m is None:
                     return Answer(UNKNOWN_MEMBER, member_id, epoch)
+                if epoch == -2 and m.instance_id is not None:
+                    m.away = True
+                    return Answer(OK, member_id, epoch)
                 self._remove_locked(g, member_id)
                 if not g.members:
                     del self._groups[group]
                 return Answer(OK, member_id, epoch)
             m = g.members.get(member_id) if member_id else None
-            if epoch == 0:
+            if epoch == 0 and m is None and instance_id and instance_id in g.static:
+                status, m = self._take_over_locked(g, g.static[instance_id], member_id or str(uuid.uuid4()))
+                if status != OK:
+                    return Answer(status, member_id, epoch)
+                member_id = m.member_id
+            elif epoch == 0:
                 if m is None:
                     if not g.members and self._is_classic(group):
                         return Answer(NOT_THIS_PROTOCOL, member_id, epoch)
@@ -207,7 +225,9 @@ class ConsumerGroups:
                         return Answer(INVALID, member_id, epoch)
                     member_id = member_id or str(uuid.uuid4())
                     m = g.members[member_id] = Member(member_id, client_id, client_host, tuple(topics), assignor,
-                                                      rebalance_timeout_ms)
+                                                      rebalance_timeout_ms, instance_id or None)
+                    if instance_id:
+                        g.static[instance_id] = member_id
                 else:  # a member fenced (or lost) rejoins: it gave up what it owned
                     m.owned.clear()
                     m.revoking.clear()
@@ -222,9 +242,9 @@ class ConsumerGroups:
                                            and set(_tps(owned)) <= m.owned):
                 return Answer(FENCED, member_id, epoch)
             m.last_seen = now
+            m.away = False
             if rebalance_timeout_ms > 0:
                 m.rebalance_timeout_ms = rebalance_timeout_ms
-            m.instance_id = instance_id or m.instance_id
             m.rack_id = rack_id or m.rack_id
             if topics is not None and tuple(topics) != m.topics:
                 m.topics = tuple(topics)
@@ -261,8 +281,25 @@ class ConsumerGroups:
             return STALE_EPOCH
 
     # ------------------------------------------------------------------ internals
+    def _take_over_locked(self, g: Group, old_id: str, new_id: str) -> tuple[str, Member | None]:
+        """A static member back under ``new_id`` takes the slot of ``old_id`` (which left with
+        epoch -2): its partitions, epoch and target, with no new group epoch (as Kafka). While the
+        old member is still in the group and has not left, the instance id is not released."""
+        old = g.members[old_id]
+        if not old.away:
+            return UNRELEASED_INSTANCE, None
+        del g.members[old_id]
+        old.member_id, old.sent, old.away = new_id, None, False
+        g.members[new_id] = old
+        if old_id in g.target:
+            g.target[new_id] = g.target.pop(old_id)
+        g.static[old.instance_id] = new_id
+        return OK, old
+
     def _remove_locked(self, g: Group, member_id: str) -> None:
-        del g.members[member_id]
+        m = g.members.pop(member_id)
+        if m.instance_id is not None and g.static.get(m.instance_id) == member_id:
+            del g.static[m.instance_id]
         if g.members:
             self._bump_locked(g)
         else:

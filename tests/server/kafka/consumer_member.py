@@ -1,6 +1,6 @@
 """A consumer-protocol (KIP-848) group member process for test_consumer_protocol.py.
 
-``python consumer_member.py BOOTSTRAP TOPIC GROUP``; prints one line each:
+``python consumer_member.py BOOTSTRAP TOPIC GROUP [INSTANCE_ID]``; prints one line each:
 ``assigned 0,3`` (partitions added), ``revoked 1`` (partitions taken back),
 ``msg PARTITION OFFSET VALUE``. Commits after each message (synchronously).
 """
@@ -12,8 +12,11 @@ from confluent_kafka import Consumer, KafkaException
 
 def main() -> None:
     bootstrap, topic, group = sys.argv[1:4]
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    if len(sys.argv) > 4:
+        conf["group.instance.id"] = sys.argv[4]
+    c = Consumer(conf)
 
     def on_assign(consumer, parts):
         print("assigned " + ",".join(str(p.partition) for p in parts), flush=True)

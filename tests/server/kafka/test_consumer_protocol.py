@@ -38,10 +38,12 @@ def server(tmp_path_factory):
 class Member:
     """consumer_member.py as a process: its partitions (incremental adds and revokes) and values."""
 
-    def __init__(self, bootstrap, topic, group):
+    def __init__(self, bootstrap, topic, group, *instance_id):
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "consumer_member.py"), bootstrap, topic,
-                                      group], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                      group, *instance_id], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
         self.assigned: set[int] = set()
+        self.changes = 0  # assignment lines seen
         self.values: list[str] = []
         self.lock = threading.Lock()
         self._t = threading.Thread(target=self._read, daemon=True)
@@ -52,6 +54,7 @@ class Member:
             kind, _, rest = line.strip().partition(" ")
             parts = {int(p) for p in rest.split(",") if p} if kind in ("assigned", "revoked") else set()
             with self.lock:
+                self.changes += kind in ("assigned", "revoked")
                 if kind == "assigned":
                     self.assigned |= parts
                 elif kind == "revoked":
@@ -147,6 +150,25 @@ def test_a_sigkilled_members_partitions_move_within_the_session_timeout(server):
             m.stop()
 
 
+def test_a_static_member_back_takes_its_partitions_and_the_others_keep_theirs(server):
+    topic, group = _topic(server, 4), f"g-{uuid.uuid4().hex[:8]}"
+    static, other = Member(server.bootstrap, topic, group, "static-1"), Member(server.bootstrap, topic, group)
+    members = [static, other]
+    try:
+        _wait(_split(members, 4), 30, "two members with two partitions each")
+        held, others, changes = static.parts(), other.parts(), other.changes
+        epoch, size = _describe(server, group)
+        static.stop(signal.SIGINT)  # closes: a static member leaves for now (epoch -2)
+        assert _describe(server, group) == (epoch, size) == (epoch, 2)  # its slot kept: no new epoch
+        back = Member(server.bootstrap, topic, group, "static-1")
+        members.append(back)
+        _wait(lambda: back.parts() == held, 30, "the static member back with its partitions")
+        assert other.parts() == others and other.changes == changes  # no rebalance for the others
+    finally:
+        for m in members:
+            m.stop()
+
+
 def test_commits_round_trip_and_the_group_is_described(server):
     topic, group = _topic(server, 2), f"g-{uuid.uuid4().hex[:8]}"
     _produce(server, topic, [f"v{i}" for i in range(10)])
@@ -215,6 +237,25 @@ def _heartbeat(raw, group, member, epoch, topics=None) -> tuple[int, str | None,
     err = r.int16()
     r.compact_string()
     return err, r.compact_string(), r.int32()
+
+
+def _describe(server, group) -> tuple[int, int]:
+    """ConsumerGroupDescribe v0 of ``group``: (group epoch, members)."""
+    raw = RawKafka(server.kafka_port)
+    try:
+        r = _flex(raw, 69, 0, bytes(Writer().compact_array(1).compact_string(group).boolean(False).tags().b))
+        r.int32()
+        assert r.compact_array_len() == 1
+        assert r.int16() == 0, r.compact_string()
+        r.compact_string()
+        assert r.compact_string() == group
+        r.compact_string()  # state
+        epoch = r.int32()
+        r.int32()
+        r.compact_string()
+        return epoch, r.compact_array_len()
+    finally:
+        raw.close()
 
 
 def _join_classic(raw, group) -> int:

@@ -27,18 +27,20 @@ from .topic_ids import topic_id, topic_name
 GROUP_MAX_SIZE_REACHED = 81
 FENCED_MEMBER_EPOCH = 110
 UNSUPPORTED_ASSIGNOR = 112
+UNRELEASED_INSTANCE_ID = 111
 STALE_MEMBER_EPOCH = 113
 
 _STATUS = {CG.UNKNOWN_MEMBER: K.UNKNOWN_MEMBER_ID, CG.FENCED: FENCED_MEMBER_EPOCH,
            CG.INVALID: K.INVALID_REQUEST, CG.UNSUPPORTED_ASSIGNOR: UNSUPPORTED_ASSIGNOR,
            CG.FULL: GROUP_MAX_SIZE_REACHED, CG.NOT_THIS_PROTOCOL: K.GROUP_ID_NOT_FOUND,
-           CG.STALE_EPOCH: STALE_MEMBER_EPOCH}
+           CG.STALE_EPOCH: STALE_MEMBER_EPOCH, CG.UNRELEASED_INSTANCE: UNRELEASED_INSTANCE_ID}
 _MESSAGE = {CG.UNKNOWN_MEMBER: "member {m!r} is not in group {g!r}",
             CG.FENCED: "member epoch {e} is not the member's: rejoin with epoch 0",
             CG.INVALID: "a member joins with the topic names it subscribes to",
             CG.UNSUPPORTED_ASSIGNOR: "server assignors: " + ", ".join(CG.ASSIGNORS),
             CG.FULL: f"group {{g!r}} has its most members ({CG.MAX_MEMBERS})",
-            CG.NOT_THIS_PROTOCOL: "group {g!r} is a classic group, not a consumer-protocol group"}
+            CG.NOT_THIS_PROTOCOL: "group {g!r} is a classic group, not a consumer-protocol group",
+            CG.UNRELEASED_INSTANCE: "the instance id is held by a member of group {g!r} that has not left"}
 
 
 def consumer_groups(ctx) -> CG.ConsumerGroups:
