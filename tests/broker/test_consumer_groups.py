@@ -164,3 +164,13 @@ def test_a_static_member_back_under_a_new_id_takes_its_slot_without_a_new_epoch(
     clock.t += 1.5  # a2: away for 3.5 s > 3 s
     b = cg.heartbeat("g", "b", b.epoch)
     assert b.assignment == [TP("t", p) for p in range(4)]
+
+
+def test_inputs_are_bounded_before_they_are_kept():
+    cg, _ = _groups({"t": 1})
+    assert cg.heartbeat("g", "m" * 256, 0, topics=["t"]).status == "invalid"
+    assert cg.heartbeat("g", "m", 0, topics=["t" * 250]).status == "invalid"
+    assert cg.heartbeat("g", "m", 0, topics=["t"] * 10_001).status == "invalid"
+    assert cg.heartbeat("g", "m", 0, topics=["t"], instance_id="i" * 256).status == "invalid"
+    assert cg.heartbeat("g", "m", 0, topics=["t"], assignor="sticky").status == "unsupported_assignor"
+    assert cg.describe("g") is None

@@ -68,6 +68,8 @@ ASSIGNORS = ("uniform", "range")
 MAX_MEMBERS = 1000  # members of one group
 MAX_GROUPS = 100_000  # groups with members
 MAX_TOPICS = 10_000  # topics of one subscription
+MAX_ID = 255  # characters of a member, instance or rack id, and of a client id or host kept
+MAX_TOPIC_NAME = 249  # Kafka's longest topic name
 
 
 @dataclass
@@ -181,8 +183,10 @@ class ConsumerGroups:
         since the member's last heartbeat (module doc)."""
         if assignor is not None and assignor not in ASSIGNORS:
             return Answer(UNSUPPORTED_ASSIGNOR, member_id, epoch)
-        if topics is not None and len(topics) > MAX_TOPICS:
-            return Answer(INVALID, member_id, epoch)
+        if (topics is not None and (len(topics) > MAX_TOPICS or any(len(t) > MAX_TOPIC_NAME for t in topics))) \
+                or any(x is not None and len(x) > MAX_ID for x in (member_id, instance_id, rack_id)):
+            return Answer(INVALID, member_id[:MAX_ID], epoch)
+        client_id, client_host = client_id[:MAX_ID], client_host[:MAX_ID]
         now = self._clock()
         with self._lock:
             g = self._groups.get(group)

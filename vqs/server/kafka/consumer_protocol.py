@@ -36,7 +36,8 @@ _STATUS = {CG.UNKNOWN_MEMBER: K.UNKNOWN_MEMBER_ID, CG.FENCED: FENCED_MEMBER_EPOC
            CG.STALE_EPOCH: STALE_MEMBER_EPOCH, CG.UNRELEASED_INSTANCE: UNRELEASED_INSTANCE_ID}
 _MESSAGE = {CG.UNKNOWN_MEMBER: "member {m!r} is not in group {g!r}",
             CG.FENCED: "member epoch {e} is not the member's: rejoin with epoch 0",
-            CG.INVALID: "a member joins with the topic names it subscribes to",
+            CG.INVALID: (f"a member joins with the topic names it subscribes to (at most {CG.MAX_TOPICS}, "
+                         f"{CG.MAX_TOPIC_NAME} characters each); ids of at most {CG.MAX_ID} characters"),
             CG.UNSUPPORTED_ASSIGNOR: "server assignors: " + ", ".join(CG.ASSIGNORS),
             CG.FULL: f"group {{g!r}} has its most members ({CG.MAX_MEMBERS})",
             CG.NOT_THIS_PROTOCOL: "group {g!r} is a classic group, not a consumer-protocol group",
