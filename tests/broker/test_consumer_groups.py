@@ -174,3 +174,17 @@ def test_inputs_are_bounded_before_they_are_kept():
     assert cg.heartbeat("g", "m", 0, topics=["t"], instance_id="i" * 256).status == "invalid"
     assert cg.heartbeat("g", "m", 0, topics=["t"], assignor="sticky").status == "unsupported_assignor"
     assert cg.describe("g") is None
+
+
+def test_a_pattern_subscription_follows_the_topics_that_match():
+    counts = {"t": 1, "x-1": 1}
+    cg, _ = _groups(counts)
+    cg.configure(session_timeout_ms=3000, heartbeat_interval_ms=1000,
+                 resolve=lambda p: {t for t in counts if t.startswith("x-")})
+    a = cg.heartbeat("g", "a", 0, topics=["t"], regex="x-.*")
+    assert a.assignment == [TP("t", 0), TP("x-1", 0)]
+    counts["x-2"] = 2
+    a = cg.heartbeat("g", "a", a.epoch)
+    assert a.epoch > 1 and a.assignment == [TP("t", 0), TP("x-1", 0), TP("x-2", 0), TP("x-2", 1)]
+    a = cg.heartbeat("g", "a", a.epoch, regex="")  # the pattern dropped: its topics revoked
+    assert a.assignment == [TP("t", 0)]

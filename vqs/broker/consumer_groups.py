@@ -90,6 +90,7 @@ class Member:
     sent: frozenset | None = None  # the assignment last answered
     last_seen: float = 0.0
     away: bool = False  # a static member that left for now (epoch -2): its slot kept for its session
+    regex: str | None = None  # a topic-name pattern subscribed to, besides ``topics``
 
 
 @dataclass
@@ -124,11 +125,16 @@ class ConsumerGroups:
         self._is_classic = is_classic  # called under the lock: has the group members of another protocol?
         self._lock = lock if lock is not None else threading.Lock()
         self._groups: dict[str, Group] = {}
+        self._resolve = None  # pattern -> the topic names it matches now; None: no regex subscriptions
 
-    def configure(self, *, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+    def configure(self, *, session_timeout_ms: int, heartbeat_interval_ms: int, resolve=None) -> None:
+        """The session and heartbeat settings; ``resolve(pattern)`` gives the topics a
+        subscription's pattern matches now (called under the lock: it must be quick and never
+        block on I/O), without it a pattern subscription is ``invalid``."""
         with self._lock:
             self.session_timeout_ms = session_timeout_ms
             self.heartbeat_interval_ms = heartbeat_interval_ms
+            self._resolve = resolve
 
     # ------------------------------------------------------------------ queries
     def has_members(self, group: str) -> bool:
@@ -170,17 +176,19 @@ class ConsumerGroups:
                     "assignment_epoch": g.assignment_epoch, "assignor": g.assignor,
                     "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                                  "epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
-                                 "topics": list(m.topics), "assignment": sorted(m.owned),
+                                 "topics": list(m.topics), "regex": m.regex, "assignment": sorted(m.owned),
                                  "target": sorted(g.target.get(m.member_id, ()))}
                                 for m in g.members.values()]}
 
     # ------------------------------------------------------------------ the protocol
     def heartbeat(self, group: str, member_id: str, epoch: int, *, topics: list | None = None,
-                  assignor: str | None = None, owned: list | None = None, rebalance_timeout_ms: int = -1,
+                  regex: str | None = None, assignor: str | None = None, owned: list | None = None, rebalance_timeout_ms: int = -1,
                   instance_id: str | None = None, rack_id: str | None = None, client_id: str = "",
                   client_host: str = "") -> Answer:
-        """One ConsumerGroupHeartbeat: ``topics``, ``assignor``, ``owned`` are None when unchanged
-        since the member's last heartbeat (module doc)."""
+        """One ConsumerGroupHeartbeat: ``topics``, ``regex``, ``assignor``, ``owned`` are None when
+        unchanged since the member's last heartbeat (``regex`` "" drops the pattern; module doc)."""
+        if regex and self._resolve is None:
+            return Answer(INVALID, member_id[:MAX_ID], epoch)
         if assignor is not None and assignor not in ASSIGNORS:
             return Answer(UNSUPPORTED_ASSIGNOR, member_id, epoch)
         if (topics is not None and (len(topics) > MAX_TOPICS or any(len(t) > MAX_TOPIC_NAME for t in topics))) \
@@ -225,11 +233,12 @@ class ConsumerGroups:
                         return Answer(NOT_THIS_PROTOCOL, member_id, epoch)
                     if len(g.members) >= MAX_MEMBERS:
                         return Answer(FULL, member_id, epoch)
-                    if not topics:
+                    if not topics and not regex:
                         return Answer(INVALID, member_id, epoch)
                     member_id = member_id or str(uuid.uuid4())
-                    m = g.members[member_id] = Member(member_id, client_id, client_host, tuple(topics), assignor,
-                                                      rebalance_timeout_ms, instance_id or None)
+                    m = g.members[member_id] = Member(member_id, client_id, client_host, tuple(topics or ()),
+                                                      assignor, rebalance_timeout_ms, instance_id or None,
+                                                      regex=regex or None)
                     if instance_id:
                         g.static[instance_id] = member_id
                 else:  # a member fenced (or lost) rejoins: it gave up what it owned
@@ -238,6 +247,8 @@ class ConsumerGroups:
                     m.epoch, m.previous_epoch = 0, -1
                     if topics is not None:
                         m.topics = tuple(topics)
+                    if regex is not None:
+                        m.regex = regex or None
                 m.sent = None
                 self._bump_locked(g)
             elif m is None:
@@ -252,6 +263,9 @@ class ConsumerGroups:
             m.rack_id = rack_id or m.rack_id
             if topics is not None and tuple(topics) != m.topics:
                 m.topics = tuple(topics)
+                self._bump_locked(g)
+            if regex is not None and (regex or None) != m.regex:
+                m.regex = regex or None
                 self._bump_locked(g)
             if assignor is not None and assignor != m.assignor:
                 m.assignor = assignor
@@ -316,8 +330,16 @@ class ConsumerGroups:
                     m.revoking and m.rebalance_timeout_ms > 0 and now > m.revoke_deadline):
                 self._remove_locked(g, m.member_id)
 
+    def _subscription(self, m: Member) -> tuple:
+        """The topics ``m`` subscribes to now: its names, and those its pattern matches."""
+        if m.regex is None or self._resolve is None:
+            return m.topics
+        return tuple(sorted(set(m.topics) | set(self._resolve(m.regex))))
+
     def _check_counts_locked(self, g: Group) -> None:
-        topics = {t for m in g.members.values() for t in m.topics}
+        """A new group epoch when a subscribed topic's partition count changed, or a topic came
+        to match (or stopped matching) a member's pattern."""
+        topics = {t for m in g.members.values() for t in self._subscription(m)}
         counts = {t: self._count(t) for t in topics}
         if counts != g.counts:
             self._bump_locked(g)
@@ -331,7 +353,7 @@ class ConsumerGroups:
     def _bump_locked(self, g: Group) -> None:
         """A new group epoch and its target assignment."""
         g.epoch += 1
-        subs = {mid: m.topics for mid, m in sorted(g.members.items())}
+        subs = {mid: self._subscription(m) for mid, m in sorted(g.members.items())}
         g.counts = {t: self._count(t) for ts in subs.values() for t in ts}
         votes = [m.assignor for m in g.members.values() if m.assignor]
         g.assignor = max(ASSIGNORS, key=votes.count) if votes else ASSIGNORS[0]

@@ -169,6 +169,26 @@ def test_a_static_member_back_takes_its_partitions_and_the_others_keep_theirs(se
             m.stop()
 
 
+def test_a_pattern_subscription_gets_matching_topics_and_ones_made_later(server):
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    first = _topic(server, 2)
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    for name in (f"{prefix}-a", f"{prefix}.b"):
+        admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(10)
+    c = ck.Consumer({"bootstrap.servers": server.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                     "group.protocol": "consumer", "topic.metadata.refresh.interval.ms": 500})
+    c.subscribe([f"^{prefix}-.*", first])
+    try:
+        def names():
+            return sorted((tp.topic, tp.partition) for tp in c.assignment())
+        _wait(lambda: c.poll(0.1) is None and names() == [(first, 0), (first, 1), (f"{prefix}-a", 0)], 30,
+              "the named topic and the one matching")
+        admin.create_topics([NewTopic(f"{prefix}-c", num_partitions=1, replication_factor=1)])[f"{prefix}-c"].result(10)
+        _wait(lambda: c.poll(0.1) is None and (f"{prefix}-c", 0) in names(), 30, "the topic made later")
+    finally:
+        c.close()
+
+
 def test_commits_round_trip_and_the_group_is_described(server):
     topic, group = _topic(server, 2), f"g-{uuid.uuid4().hex[:8]}"
     _produce(server, topic, [f"v{i}" for i in range(10)])
@@ -222,7 +242,7 @@ def _flex(raw: RawKafka, api_key: int, version: int, body: bytes) -> Reader:
     return r
 
 
-def _heartbeat(raw, group, member, epoch, topics=None) -> tuple[int, str | None, int]:
+def _heartbeat(raw, group, member, epoch, topics=None, regex=None) -> tuple[int, str | None, int]:
     w = Writer().compact_string(group).compact_string(member).int32(epoch).compact_string(None)
     w.compact_string(None).int32(30_000)
     if topics is None:
@@ -231,7 +251,7 @@ def _heartbeat(raw, group, member, epoch, topics=None) -> tuple[int, str | None,
         w.compact_array(len(topics))
         for t in topics:
             w.compact_string(t)
-    w.compact_string(None).compact_string(None).uvarint(0).tags()  # regex, assignor, owned
+    w.compact_string(regex).compact_string(None).uvarint(0).tags()  # regex, assignor, owned
     r = _flex(raw, 68, 1, bytes(w.b))
     r.int32()
     err = r.int16()
@@ -275,6 +295,7 @@ def test_epochs_fence_and_unknown_members_are_refused(server):
         assert _heartbeat(raw, group, member, epoch + 5)[0] == 110  # FENCED_MEMBER_EPOCH
         assert _heartbeat(raw, group, "no-such-member", 1)[0] == 25  # UNKNOWN_MEMBER_ID
         assert _heartbeat(raw, group, member, epoch) == (0, member, epoch)
+        assert _heartbeat(raw, "g-rx", "", 0, None, "(a*)*(?=b)")[0] == 128  # INVALID_REGULAR_EXPRESSION
         assert _heartbeat(raw, group, member, -1) == (0, member, -1)  # leaves
         assert _heartbeat(raw, group, member, epoch)[0] == 25
     finally:

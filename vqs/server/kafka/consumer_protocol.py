@@ -4,8 +4,9 @@ Versions 0-1 of each, flexible. Membership, epochs and the server-side
 assignment are ``vqs.broker.consumer_groups`` (the group coordinator's
 ``consumer``, configured on first use with the server's ``kafka_consumer_*`` settings);
 partitions travel by topic id (topic_ids.py), as Metadata v10+ names them.
-Subscriptions are topic names (a regex subscription, v1, is refused with
-INVALID_REQUEST). The offsets of these groups are the classic OffsetCommit and
+Subscriptions are topic names and (v1) a pattern, matched against whole
+non-internal topic names by topic_regex.py (linear time; a pattern it cannot
+take is INVALID_REGULAR_EXPRESSION). The offsets of these groups are the classic OffsetCommit and
 OffsetFetch (groups.py), checked here by ``check_commit``: a member commits
 with its member epoch where the classic protocol has a generation.
 
@@ -17,16 +18,21 @@ INCONSISTENT_GROUP_PROTOCOL, as Kafka answers when it does not convert a group.
 
 from __future__ import annotations
 
+import time
+
 from ... import errors as E
 from ...broker import consumer_groups as CG
+from ...broker.names import is_internal
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
 from .topic_ids import topic_id, topic_name
+from .topic_regex import RegexError, TopicRegex
 
 GROUP_MAX_SIZE_REACHED = 81
 FENCED_MEMBER_EPOCH = 110
 UNSUPPORTED_ASSIGNOR = 112
+INVALID_REGULAR_EXPRESSION = 128
 UNRELEASED_INSTANCE_ID = 111
 STALE_MEMBER_EPOCH = 113
 
@@ -50,9 +56,43 @@ def consumer_groups(ctx) -> CG.ConsumerGroups:
     if not getattr(ctx, "consumer_configured", False):
         st = ctx.settings
         cg.configure(session_timeout_ms=st.kafka_consumer_session_timeout_ms,
-                     heartbeat_interval_ms=st.kafka_consumer_heartbeat_interval_ms)
+                     heartbeat_interval_ms=st.kafka_consumer_heartbeat_interval_ms,
+                     resolve=_PatternTopics(ctx.broker))
         ctx.consumer_configured = True
     return cg
+
+
+class _PatternTopics:
+    """pattern -> the (non-internal) topics it matches, for regex subscriptions. Called under the
+    coordinator's lock on every heartbeat, so it reads the topic list at most once a second
+    (a topic made meanwhile is matched within a second, as Kafka refreshes regexes
+    periodically) and keeps each pattern's answer until the list changes."""
+
+    MAX_PATTERNS = 1000
+
+    def __init__(self, broker):
+        self._broker = broker
+        self._names: list = []
+        self._read_at = float("-inf")
+        self._matches: dict[str, frozenset] = {}
+
+    def __call__(self, pattern: str) -> frozenset:
+        now = time.monotonic()
+        if now - self._read_at >= 1.0:
+            self._read_at = now
+            names = self._broker.topics()
+            if names != self._names:
+                self._names, self._matches = names, {}
+        hit = self._matches.get(pattern)
+        if hit is None:
+            if len(self._matches) >= self.MAX_PATTERNS:
+                self._matches.clear()
+            try:
+                rx = TopicRegex(pattern)
+            except RegexError:
+                return frozenset()
+            hit = self._matches[pattern] = frozenset(n for n in self._names if not is_internal(n) and rx.fullmatch(n))
+        return hit
 
 
 def has_members(ctx, group: str) -> bool:
@@ -95,7 +135,10 @@ async def consumer_group_heartbeat(ctx, conn, v, r):
     if not group or (topics is not None and any(not t for t in topics)):
         return _error(w, K.INVALID_REQUEST, "a group id and topic names are required")
     if regex:
-        return _error(w, K.INVALID_REQUEST, "regex subscriptions are not supported: subscribe to topic names")
+        try:
+            TopicRegex(regex)
+        except RegexError as e:
+            return _error(w, INVALID_REGULAR_EXPRESSION, f"subscribed topic regex: {e}")
     owned = None
     if owned_ids is not None:
         owned = []
@@ -104,7 +147,7 @@ async def consumer_group_heartbeat(ctx, conn, v, r):
             if name is not None:
                 owned += [(name, p) for p in parts]
     try:
-        a = cg.heartbeat(group, member, epoch, topics=topics, assignor=assignor, owned=owned,
+        a = cg.heartbeat(group, member, epoch, topics=topics, regex=regex, assignor=assignor, owned=owned,
                          rebalance_timeout_ms=rebalance_ms, instance_id=instance, rack_id=rack,
                          client_id=conn.client_id or "", client_host=str(conn.peer[0]) if conn.peer else "")
     except E.InvalidName as e:
@@ -169,7 +212,7 @@ async def consumer_group_describe(ctx, conn, v, r):
             w.compact_array(len(m["topics"]))
             for t in m["topics"]:
                 w.compact_string(t)
-            w.compact_string(None)  # regex
+            w.compact_string(m["regex"])
             _assignment(w, m["assignment"])
             _assignment(w, m["target"])
             if v >= 1:
