@@ -318,6 +318,11 @@ def test_classic_and_consumer_protocol_groups_are_kept_apart(server):
         try:
             _wait(lambda: c.poll(0.1) is not None or bool(c.assignment()), 30, "the classic member's assignment")
             assert _heartbeat(raw, classic_group, "", 0, [topic])[0] == 69  # GROUP_ID_NOT_FOUND
+            admin = AdminClient({"bootstrap.servers": server.bootstrap})
+            listed = admin.list_consumer_groups().result(10)
+            types = {g.group_id: g.type for g in listed.valid}
+            assert types[classic_group] == ck.ConsumerGroupType.CLASSIC
+            assert types[new_group] == ck.ConsumerGroupType.CONSUMER
         finally:
             c.close()
         _heartbeat(raw, new_group, member, -1)
