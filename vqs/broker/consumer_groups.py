@@ -176,7 +176,8 @@ class ConsumerGroups:
                     "assignment_epoch": g.assignment_epoch, "assignor": g.assignor,
                     "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                                  "epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
-                                 "topics": list(m.topics), "regex": m.regex, "assignment": sorted(m.owned),
+                                 "topics": list(m.topics), "regex": m.regex,
+                                 "subscribed": list(self._subscription(m)), "assignment": sorted(m.owned),
                                  "target": sorted(g.target.get(m.member_id, ()))}
                                 for m in g.members.values()]}
 
