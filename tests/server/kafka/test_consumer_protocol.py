@@ -210,6 +210,9 @@ def test_commits_round_trip_and_the_group_is_described(server):
         listed = admin.list_consumer_groups().result(10)
         types = {g.group_id: g.type for g in listed.valid}
         assert types[group] == ck.ConsumerGroupType.CONSUMER
+        with pytest.raises(ck.KafkaException) as e:  # a group with members is not deleted
+            admin.delete_consumer_groups([group])[group].result(10)
+        assert e.value.args[0].code() == ck.KafkaError.NON_EMPTY_GROUP
     finally:
         c.close()
     # a new member of the group starts where the commits left off
