@@ -138,6 +138,8 @@ class Broker:
         raise_open_file_limit()
         FILE_CACHE.limits_changed()
         created = not os.path.isdir(self.path)
+        if created and os.path.exists(self.path):
+            raise ConfigError(f"{self.path} is a file, not a directory (a data directory)")
         make_dirs(self.path)  # (a spent quota: DiskFullError)
         if created:
             fsync_dir(os.path.dirname(self.path))
@@ -451,6 +453,18 @@ class Broker:
         from .share import ShareConsumer
 
         return ShareConsumer(self, topics, group)
+
+    def share_group_names(self) -> list[str]:
+        """The share groups with members now or stored state, sorted."""
+        self._check_open()
+        return self.share_groups.groups()
+
+    def describe_share_group(self, group: str) -> dict | None:
+        """A share group's members (epochs, topics, partitions) and, per share partition, its
+        start offset, records in flight and their delivery counts; None for an unknown group."""
+        self._check_open()
+        validate_group(group)
+        return self.share_groups.describe_full(group)
 
     def group_members(self, group: str) -> dict:
         """The group's live members, state and generation (``GroupCoordinator.membership``)."""

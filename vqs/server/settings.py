@@ -92,11 +92,10 @@ class Settings:
     log_level: str = "info"
     log_format: str = "auto"                  # auto (text on a terminal, else json) | json | text
     access_log: bool = False
-    # runtime: answer the hot REST routes without the framework (vqs/server/lean.py; the same
-    # answers). Off: every request goes through FastAPI (to compare the two).
-    lean_dispatch: bool = True
-    # runtime: answer plain requests to the hot REST routes in uvicorn's HTTP protocol, below
-    # ASGI (vqs/server/fast_http.py; the same answers). Off: through the ASGI app (to compare).
+    # runtime: answer plain requests to the hot routes (REST produce, consume, queue send/
+    # receive/delete; the SQS endpoint) in uvicorn's HTTP protocol, below ASGI, without the
+    # framework (vqs/server/fast_http.py, lean.py; the same answers). Off: every request
+    # through the ASGI app and FastAPI (to compare the two).
     fast_http: bool = True
     # runtime
     graceful_timeout_s: float = 25.0

@@ -362,6 +362,147 @@ def test_share_group_describe_shows_members_and_their_partitions(server):
         r.tagged_fields()
         assert r.int16() == 69  # GROUP_ID_NOT_FOUND
         assert r.compact_string() and r.compact_string() == "nobody" and r.compact_string() == "Dead"
+        import vqs
+
+        with vqs.Client(server.url) as client:  # the same group over REST
+            d = client.describe_share_group("described")
+            assert client.describe_share_group("nobody") is None
+            assert "described" in client.share_group_names()
+        assert d["state"] == "Stable" and d["epoch"] == epoch
+        assert [(m["client_id"], m["assignment"]) for m in d["members"]] == [("worker-1", {topic: [0, 1]})]
     finally:
         raw.close()
         c.close()
+
+
+_WORKER = """
+import sys, time
+import confluent_kafka as ck
+c = ck.ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "max.poll.records": 25,
+                      "share.acknowledgement.mode": "explicit", "fetch.wait.max.ms": 200})
+c.subscribe([sys.argv[3]])
+while True:
+    try:
+        msgs = [m for m in c.poll(0.3) if m.error() is None]
+    except ck.KafkaException:
+        continue
+    if not msgs:
+        continue
+    time.sleep(0.05)  # the work: 2 ms a record
+    for m in msgs:
+        c.acknowledge(m)
+    try:
+        result = c.commit_sync(10)
+    except ck.KafkaException:
+        continue
+    ok = {(tp.topic, tp.partition) for tp, err in result.items() if err is None}
+    for m in msgs:
+        if (m.topic(), m.partition()) in ok:
+            print(m.value().decode(), flush=True)
+"""
+
+
+def test_workers_one_sigkilled_and_the_server_sigkilled_each_record_accepted_once(tmp_path):
+    """Three worker processes accept and commit; one is SIGKILLed, then the server is SIGKILLed
+    and restarted: every record is accepted, and none by two commits."""
+    import signal
+    import subprocess
+    import sys
+
+    server = KafkaServer(tmp_path / "data", env={
+        "VQS_KAFKA_SHARE_AUTO_OFFSET_RESET": "earliest", "VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
+    workers = []
+    accepted: list = []
+    lock = threading.Lock()
+
+    def read(proc):
+        for line in proc.stdout:
+            with lock:
+                accepted.append(line.strip().encode())
+
+    def wait_for(n, timeout=60):
+        deadline = time.monotonic() + timeout
+        while True:
+            with lock:
+                if len(accepted) >= n:
+                    return
+            assert time.monotonic() < deadline, f"{len(accepted)} accepted, waiting for {n}"
+            time.sleep(0.05)
+
+    try:
+        topic, values = _topic(server, 3, 1500)
+        for _ in range(3):
+            w = subprocess.Popen([sys.executable, "-c", _WORKER, server.bootstrap, "workers", topic],
+                                 stdout=subprocess.PIPE, text=True)
+            workers.append(w)
+            threading.Thread(target=read, args=(w,), daemon=True).start()
+        wait_for(200)
+        workers[0].send_signal(signal.SIGKILL)  # holds records: released when its connection closes
+        workers[0].wait()
+        wait_for(600)
+        server.kill9()
+        with lock:
+            assert len(accepted) < len(values)  # mid-stream
+        server.start()
+        wait_for(len(values), timeout=90)
+        with lock:
+            got = list(accepted)
+        assert sorted(set(got)) == sorted(values)  # nothing lost
+        assert len(got) == len(set(got))  # no record accepted twice
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait()
+        server.stop()
+
+
+def test_a_topic_deleted_and_made_again_is_read_afresh(server):
+    topic, _ = _topic(server, 1, 2)
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    c = _consumer(server, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([topic])
+    try:
+        assert len(_poll_until(c, lambda got: len(got) >= 2)) == 2
+        c.commit_sync(10)
+        admin.delete_topics([topic])[topic].result(10)
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(10)
+        p = ck.Producer({"bootstrap.servers": server.bootstrap})
+        p.produce(topic, value=b"again")
+        p.flush(10)
+        got = _poll_until(c, lambda got: len(got) >= 1, timeout=30)
+        assert [(m.offset(), m.value(), m.delivery_count()) for m in got] == [(0, b"again", 1)]
+    finally:
+        c.close()
+
+
+def test_a_share_groups_own_configs_over_incremental_alter_configs(tmp_path):
+    """As librdkafka's share-consumer tests set share.auto.offset.reset (IncrementalAlterConfigs
+    on a GROUP resource; runs where the listener serves that API)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    from vqs.server.kafka.apis import API_TABLE
+
+    if 44 not in API_TABLE:
+        pytest.skip("IncrementalAlterConfigs is not served here")
+    server = KafkaServer(tmp_path / "data").start()  # the server's default: latest
+    try:
+        topic, values = _topic(server, 1, 5)
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+
+        def alter(value):
+            res = ConfigResource(ResourceType.GROUP, "early", incremental_configs=[
+                ConfigEntry("share.auto.offset.reset", value, incremental_operation=AlterConfigOpType.SET)])
+            return next(iter(admin.incremental_alter_configs([res]).values()))
+
+        with pytest.raises(ck.KafkaException, match="latest or earliest"):
+            alter("sometimes").result(10)
+        assert alter("earliest").result(10) is None
+        c = _consumer(server, "early")
+        c.subscribe([topic])
+        try:
+            assert {m.value() for m in _poll_until(c, lambda got: len(got) >= 5)} == values  # from the start
+            c.commit_sync(10)
+        finally:
+            c.close()
+    finally:
+        assert server.stop() == 0, server.log()

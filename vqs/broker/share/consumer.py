@@ -70,6 +70,10 @@ class ShareConsumer:
         if assignment is not None:
             self._assignment = assignment
 
+    def join(self) -> None:
+        """Join the group now (``poll`` joins on its first call otherwise)."""
+        self._heartbeat()
+
     def assignment(self) -> list[tuple[str, int]]:
         """The (topic, partition) pairs this member reads now."""
         return sorted((t, p) for t, ps in self._assignment.items() for p in ps)

@@ -8,7 +8,7 @@ partition at once, because each record is acquired by one member at a time
 * a member joins with epoch 0 and its subscribed topics, heartbeats with the
   epoch it was given, and leaves with epoch -1; a member not heard from for
   ``session_timeout_ms`` is removed (checked at every heartbeat of its group
-  and every ``sweep``). Membership does not hold records: what a member
+  and every ``describe``). Membership does not hold records: what a member
   acquired stays acquired until it acknowledges it (a client leaving sends
   its last acknowledgements after its leave), its lock ends, or the reader
   releases it (``release_member``: a Kafka share session that closes);
@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 
-from ...errors import ConfigError, CorruptRecordError, TopicDoesNotExist
+from ...errors import ConfigError, CorruptRecordError, PartitionDoesNotExist, TopicDoesNotExist
 from ...storage import atomic_write
 from .. import layout
 from ..assignor import assign
@@ -258,13 +258,6 @@ class ShareGroups:
             self._rebalance_locked(g)
         return gone
 
-    def sweep(self) -> None:
-        """Remove the members whose sessions ended, in every group."""
-        now = self._clock()
-        with self.lock:
-            for g in self._groups.values():
-                self._expire_locked(g, now)
-
     def _partition_counts(self, topics) -> dict[str, int]:
         counts = {}
         for t in topics:
@@ -304,6 +297,7 @@ class ShareGroups:
         with self.lock:
             g = self._groups.get(group)
             if g is not None:
+                self._expire_locked(g, self._clock())
                 return {"epoch": g.epoch, "members": [
                     {"member_id": m.id, "epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
                      "topics": list(m.topics), "assignment": {t: list(ps) for t, ps in m.assignment.items()}}
@@ -311,6 +305,34 @@ class ShareGroups:
         if os.path.isdir(os.path.join(layout.share_dir(self.broker.path), group_dir_name(group))):
             return {"epoch": 0, "members": []}
         return None
+
+    def describe_full(self, group: str) -> dict | None:
+        """``describe`` with every share partition the group has state of: its start offset, the
+        first offset never acquired, the records acquired and available now, and how many
+        in-flight records have each delivery count. None for an unknown group."""
+        d = self.describe(group)
+        if d is None:
+            return None
+        parts = {(t, p): sp for t, p, sp in self.open_partitions(group)}
+        root = os.path.join(layout.share_dir(self.broker.path), group_dir_name(group))
+        if os.path.isdir(root):
+            for t in os.listdir(root):
+                if os.path.isdir(os.path.join(root, t)):
+                    for p in os.listdir(os.path.join(root, t)):
+                        if p.isdigit() and (t, int(p)) not in parts:
+                            try:
+                                parts[(t, int(p))] = self.partition(group, t, int(p))
+                            except (TopicDoesNotExist, PartitionDoesNotExist):
+                                pass
+        st = self.settings_for(group)
+        rows = []
+        for (t, p), sp in sorted(parts.items()):
+            sp.expire(int(time.time() * 1000), st.delivery_limit)
+            info = sp.describe()
+            info["delivery_counts"] = {str(k): v for k, v in info["delivery_counts"].items()}
+            rows.append({"topic": t, "partition": p, **info})
+        state = "Stable" if d["members"] else "Empty"
+        return {"group": group, "state": state, **d, "partitions": rows}
 
     def groups(self) -> list[str]:
         """The share groups with members now, or with stored state."""

@@ -29,12 +29,14 @@ Invariants (under ``lock``):
 * ``count`` (delivery count) only grows; a record is acquired only while its
   count is below ``delivery_limit``, so no record is delivered more often.
 
-Crash safety: every acquisition and settlement is in the state log before
-the call returns (``_write``: under ``flush="always"`` fsynced, group
-committed; otherwise handed to the operating system at once, so a killed
-process keeps it, and fsynced by the log's flusher). Releases and lock
-expiries are not logged: at open every lease is AVAILABLE, whatever its lock
-said (the members that held them are gone), with its delivery count kept.
+Crash safety: every acquisition, renewal and settlement (an archive at the
+delivery limit too) is in the state log before the call returns (``_write``:
+under ``flush="always"`` fsynced, group committed; otherwise handed to the
+operating system at once, so a killed process keeps it, and fsynced by the
+log's flusher). A release or an ended lock that leaves a record available is
+not logged: at open every lease is AVAILABLE, whatever its lock said (the
+members that held them are gone), with its delivery count kept; one at the
+delivery limit is archived by the next acquisition that meets it.
 So after a SIGKILL an accepted record is never delivered again, an
 unacknowledged one is delivered again (at-least-once), and an archived one
 never. The share partition's first ``low`` (the log's end for

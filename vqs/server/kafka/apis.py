@@ -64,8 +64,8 @@ async def metadata(ctx, conn, v, r):
     cluster_ops = r.boolean() if v >= 8 else False
     topic_ops = r.boolean() if v >= 8 else False
     broker = ctx.broker
-    if names is None:
-        names = broker.topics()
+    if names is None:  # all topics: VQS's internal ones (__spark_*) only when asked for by name
+        names = [n for n in broker.topics() if not is_internal(n)]
     w = Writer()
     if v >= 3:
         w.int32(0)

@@ -84,6 +84,8 @@ class KafkaContext:
         self.auth_required = settings.auth_enabled
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
+        self.share_sessions: dict = {}  # (group, member) -> share session (share.py)
+        self.share_configured = False  # the broker's share groups took the kafka_share_* settings
 
     async def blocking(self, fn, *args):
         """A call that may block on I/O, in the pool (never one that waits for other clients)."""

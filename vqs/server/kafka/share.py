@@ -61,10 +61,7 @@ class ShareSession:
 
 
 def _sessions(ctx) -> dict:
-    s = getattr(ctx, "share_sessions", None)
-    if s is None:
-        s = ctx.share_sessions = {}
-    return s
+    return ctx.share_sessions
 
 
 def _now_ms() -> int:
@@ -73,7 +70,7 @@ def _now_ms() -> int:
 
 def release_connection(ctx, conn) -> None:
     """The connection closed: its share sessions end and their records are released."""
-    sessions = getattr(ctx, "share_sessions", None)
+    sessions = ctx.share_sessions
     if not sessions:
         return
     for key, s in list(sessions.items()):
@@ -205,9 +202,9 @@ def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
                 out[(name, p)] = (ranges, _fetch_records(ctx, sp.log, ranges))
                 left -= sum(last - first + 1 for first, last, _ in ranges)
         except E.VQSError as e:
+            # (kept in the session: a topic made again under its name has the same id, and
+            # the client, which still counts the partition in, fetches it again)
             out[(name, p)] = K.code_for(e)
-            if isinstance(e, (E.TopicDoesNotExist, E.PartitionDoesNotExist)):
-                s.parts.pop((name, p), None)  # deleted: answered once, then no longer fetched
     return out
 
 

@@ -25,7 +25,7 @@ GROUP_MAX_SIZE_REACHED = 81
 def shares(ctx):
     """The broker's share groups, configured from the server's settings on first use."""
     sg = ctx.broker.share_groups
-    if not getattr(ctx, "share_configured", False):
+    if not ctx.share_configured:
         st = ctx.settings
         sg.configure(record_lock_ms=st.kafka_share_record_lock_ms, delivery_limit=st.kafka_share_delivery_limit,
                      auto_offset_reset=st.kafka_share_auto_offset_reset,

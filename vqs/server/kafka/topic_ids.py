@@ -86,8 +86,8 @@ async def metadata_flexible(ctx, conn, v, r):
     cluster_ops = r.boolean() if v <= 10 else False  # (v11 dropped the field)
     topic_ops = r.boolean()
     r.tagged_fields()
-    if wanted is None:
-        wanted = [(_ZERO, name) for name in ctx.broker.topics()]
+    if wanted is None:  # all topics: VQS's internal ones (__spark_*) only when asked for by name
+        wanted = [(_ZERO, name) for name in ctx.broker.topics() if not is_internal(name)]
     w = Writer().int32(0)
     w.compact_array(1).int32(ctx.node_id).compact_string(ctx.host).int32(ctx.port).compact_string(None).tags()
     w.compact_string(ctx.cluster_id).int32(ctx.node_id)
