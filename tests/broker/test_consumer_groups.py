@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from vqs.broker.consumer_groups import FENCED, OK, STALE_EPOCH, UNKNOWN_MEMBER, ConsumerGroups
+from vqs.broker.coordinator import INCONSISTENT_PROTOCOL, GroupCoordinator
 from vqs.broker.topic import TopicPartition as TP
+from vqs.errors import FencedMember
 
 
 class Clock:
@@ -188,3 +192,19 @@ def test_a_pattern_subscription_follows_the_topics_that_match():
     assert a.epoch > 1 and a.assignment == [TP("t", 0), TP("x-1", 0), TP("x-2", 0), TP("x-2", 1)]
     a = cg.heartbeat("g", "a", a.epoch, regex="")  # the pattern dropped: its topics revoked
     assert a.assignment == [TP("t", 0)]
+
+
+def test_the_coordinator_keeps_consumer_protocol_groups_apart_and_shows_them():
+    co = GroupCoordinator(partitions=lambda t: 2)
+    a = co.consumer.heartbeat("g", "a", 0, topics=["t"])
+    assert a.status == OK
+    assert co.join("g", "", protocols=[("range", b"")], session_timeout_ms=6000).status == INCONSISTENT_PROTOCOL
+    with pytest.raises(FencedMember):
+        co.check_outside_commit("g")
+    m = co.membership("g")
+    assert m["protocol_type"] == "consumer" and [x["member_id"] for x in m["members"]] == ["a"]
+    assert ("g", "consumer") in co.groups()
+    classic = co.join("c", "", protocols=[("range", b"")], session_timeout_ms=6000)
+    assert classic.status == OK
+    assert co.consumer.heartbeat("c", "", 0, topics=["t"]).status == "not_this_protocol"
+    co.close()
