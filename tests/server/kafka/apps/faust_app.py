@@ -6,6 +6,7 @@ running count to an output topic.
     python faust_app.py BROKER APP_ID DATA_DIR INPUT OUTPUT
 """
 import json
+import os
 import sys
 
 import faust
@@ -28,7 +29,7 @@ def main() -> None:
             await out.send(key=key.encode(), value=json.dumps({"key": key, "n": counts[key],
                                                                 "seq": json.loads(value)["seq"]}).encode())
 
-    sys.argv = [sys.argv[0], "worker", "--loglevel", "warn"]
+    sys.argv = [sys.argv[0], "worker", "--loglevel", os.environ.get("FAUST_LOGLEVEL", "warn")]
     app.main()
 
 
