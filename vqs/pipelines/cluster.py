@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -429,8 +430,11 @@ def run(argv=None) -> dict:
         after = _commits(cluster_out)
         cluster_s = time.monotonic() - t
         alive = len(cluster.alive_workers())
+        with open(cluster_log, encoding="utf-8", errors="replace") as f:
+            lost = sorted(set(re.findall(r"Lost executor (\d+)", f.read())))  # as the driver logged it
         print(f"  cluster {len(after)} micro-batches in {cluster_s:.0f} s (up to batch {max(after)} after the kill), "
-              f"{alive} worker ALIVE -> {cluster_out}", flush=True)
+              f"the driver lost executor {', '.join(lost) or 'none'}, {alive} worker ALIVE -> {cluster_out}",
+              flush=True)
 
         cmp = compare(clean_out, cluster_out, server.url, "alerts-clean", "alerts-cluster")
         detected = detected_events(cluster_out)
@@ -465,7 +469,7 @@ def run(argv=None) -> dict:
     print(f"  spark logs  {os.path.join(root, 'spark')}")
     sys.stdout.flush()
     return {"edge": st, "check": check, "compare": cmp, "score": sc, "victim": victim, "before": before,
-            "after": after, "alive": alive, "clean_s": clean_s, "cluster_s": cluster_s, "root": root}
+            "after": after, "alive": alive, "lost_executors": lost, "clean_s": clean_s, "cluster_s": cluster_s, "root": root}
 
 
 if __name__ == "__main__":
