@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
 #   make demo     - runs the main job on embedded defaults (installs the server and Spark extras)
-#   make demo-cluster - the camera-statistics job on a two-worker Spark standalone cluster on loopback
+#   make demo-cluster - the frame job on a two-worker Spark standalone cluster on loopback, a worker killed mid-stream
 #   make test     - runs the test suite (installs every extra the tests use)
 #   make install  - the library and the `vqs` command only, into .venv
 #   make soak     - bench/soak.py (SOAK_ARGS="--duration 120"): JSON and a PNG chart in bench/
@@ -146,8 +146,10 @@ lint: $(call STAMP,dev)
 demo: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
 	$(PY) -m vqs.pipelines.demo $(DEMO_ARGS)
 
-# The camera-statistics job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
-# one master and two workers from the pyspark wheel, executors reading by url.
+# The frame job on a Spark standalone cluster on loopback (vqs.pipelines.cluster): one master
+# and two workers from the pyspark wheel, executors reading by url with the JVM reader; one
+# worker SIGKILLed mid-stream, then features, events and alerts compared with a clean local run
+# of the same seeded frames (exit 1 if they differ) and the ground-truth table.
 demo-cluster: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
 	$(PY) -m vqs.pipelines.cluster
 

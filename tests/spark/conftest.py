@@ -48,6 +48,13 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def jvm_jar():
+    """The JVM reader's jar (built here if missing and javac exists), or None, without
+    starting a SparkSession: for tests whose Spark runs in processes of their own."""
+    return _jar()
+
+
 def _jar():
     import importlib.util
 

@@ -21,23 +21,46 @@ Invariants:
   with the shuffle files and state-store caches they held).
 - :meth:`StandaloneCluster.stop` kills only the processes it started.
 
-The demo (``make demo-cluster``, ``python -m vqs.pipelines.cluster``): one
-master, two workers, a VQS server, the camera feed over HTTP, then the camera
-job (vqs.pipelines.camera) with ``--master spark://...`` reading by ``url`` from
-the executors on the workers (workers need not share the server's data dir;
-only the Parquet output and checkpoints must be on a path every worker sees,
-here the same machine's disk).
+The demo (``make demo-cluster``, ``python -m vqs.pipelines.cluster``): the
+frame job (vqs.pipelines.frames) on one master and two workers, reading the
+frame topic by ``url`` (the executors read through the VQS server; workers need
+not share its data dir, only the Parquet output and checkpoints must be on a
+path every worker sees, here the same machine's disk):
+
+1. the edge (vqs.pipelines.edge) puts ``--cameras`` seeded synthetic cameras'
+   frames (``--fast``: as fast as they render) into the topic ``frames``;
+2. a clean run: the job in local mode, its own driver process, outputs under
+   ``clean/`` and alerts to the topic ``alerts-clean``;
+3. the same job on the cluster (its own driver, ``--master spark://...``),
+   outputs under ``cluster/`` and alerts to ``alerts-cluster``; once its
+   features query has committed a micro-batch, the worker running an
+   executor is SIGKILLed with its executor (:meth:`StandaloneCluster.kill_worker`)
+   and the job goes on with the other;
+4. :func:`compare`: the rows each run's Parquet sinks committed (features and
+   events, read through each sink's log, so a file a killed task left behind
+   is not counted) and the records of each alerts topic, as multisets: equal,
+   and none twice. Then the ground-truth table of the cluster run.
+
+Both runs read the same topic with the same ``maxOffsetsPerTrigger``, and the
+detector sees each camera's frames in offset order, so the outputs do not
+depend on where a micro-batch ends or which executor ran it. The 1 s windows
+(``OUT/windows``) are not compared: which windows a batch closes depends on
+the order the window query's file stream lists the features files.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 
 from .demo import LocalServer, _free_port
 
@@ -184,40 +207,269 @@ class StandaloneCluster:
         self.stop()
 
 
+# ---------------------------------------------------------------- the outputs
+def committed_files(sink_dir: str) -> list[str]:
+    """The data files a Spark file sink committed: the adds minus the deletes of its
+    log (``_spark_metadata/N`` and ``N.compact``: a version line, then one JSON entry a
+    line). A task that died with its executor may leave a file the log never names;
+    this skips it, as Spark's own readers do."""
+    log = os.path.join(sink_dir, "_spark_metadata")
+    if not os.path.isdir(log):
+        return []
+    live: dict[str, bool] = {}
+    names = [n for n in os.listdir(log) if n.split(".")[0].isdigit() and n.count(".") <= 1]
+    for n in sorted(names, key=lambda n: int(n.split(".")[0])):
+        with open(os.path.join(log, n), encoding="utf-8") as f:
+            lines = f.read().splitlines()[1:]
+        for line in lines:
+            if not line.strip():
+                continue
+            e = json.loads(line)
+            path = urllib.parse.unquote(urllib.parse.urlparse(e["path"]).path)
+            if e.get("action") == "delete":
+                live.pop(path, None)
+            else:
+                live[path] = True
+    return sorted(live)
+
+
+def _norm(v):
+    return "nan" if isinstance(v, float) and v != v else v  # NaN == NaN, for set equality
+
+
+def sink_rows(sink_dir: str, columns: list[str]) -> list[tuple]:
+    """Every committed row of a Parquet sink (timestamps as epoch milliseconds)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    rows: list[tuple] = []
+    for f in committed_files(sink_dir):
+        t = pq.read_table(f, columns=columns)
+        cols = []
+        for c in columns:
+            a = t.column(c)
+            if pa.types.is_timestamp(a.type):
+                a = pc.cast(pc.cast(a, pa.timestamp("ms"), safe=False), pa.int64())
+            cols.append([_norm(v) for v in a.to_pylist()])
+        rows.extend(zip(*cols))
+    return rows
+
+
+def stray_files(sink_dir: str) -> int:
+    """Parquet files in the sink's directory that its log does not name."""
+    if not os.path.isdir(sink_dir):
+        return 0
+    on_disk = {os.path.join(sink_dir, n) for n in os.listdir(sink_dir) if n.endswith(".parquet")}
+    return len(on_disk - set(committed_files(sink_dir)))
+
+
+def topic_records(url: str, topic: str) -> list[tuple]:
+    """Every record of a topic as (partition, key, value), read through the server."""
+    from ..client import Client
+
+    out: list[tuple] = []
+    with Client(url) as c:
+        for row in c.offsets(topic):
+            p, off, end = row["partition"], row["start_offset"], row["end_offset"]
+            while off < end:
+                batches, off, _ = c.read_stored_batches(topic, p, off, max_bytes=8 << 20)
+                for b in batches:
+                    out.extend((p, r.key, r.value) for r in b.records())
+    return out
+
+
+def _same(a: list, b: list) -> dict:
+    return {"clean": len(a), "cluster": len(b), "twice": len(b) - len(set(b)),
+            "equal": sorted(a, key=repr) == sorted(b, key=repr)}
+
+
+def compare(clean_out: str, cluster_out: str, url: str, clean_topic: str, cluster_topic: str) -> dict:
+    """The two runs' outputs as multisets: ``features`` (every row of ``OUT/frames``, the
+    per-frame features and the event rows, all columns), ``events`` (``OUT/events``),
+    ``alerts`` (the alerts topics' records: partition, key, value). Each: the counts,
+    ``twice`` (rows of the cluster run present more than once) and ``equal``."""
+    from .frames import _COLS
+
+    ev_cols = ["camera", "kind", "frame", "ts", "partition", "offset"]
+    got = {
+        "features": _same(sink_rows(os.path.join(clean_out, "frames"), _COLS),
+                          sink_rows(os.path.join(cluster_out, "frames"), _COLS)),
+        "events": _same(sink_rows(os.path.join(clean_out, "events"), ev_cols),
+                        sink_rows(os.path.join(cluster_out, "events"), ev_cols)),
+        "alerts": _same(topic_records(url, clean_topic), topic_records(url, cluster_topic)),
+    }
+    got["stray_files"] = sum(stray_files(os.path.join(cluster_out, d)) for d in ("frames", "events"))
+    got["ok"] = all(got[k]["equal"] and got[k]["twice"] == 0 and got[k]["cluster"] > 0
+                    for k in ("features", "events", "alerts"))
+    return got
+
+
+def detected_events(out: str) -> list[dict]:
+    """``OUT/events`` as the dicts :func:`vqs.pipelines.frames.ground_truth` takes."""
+    rows = sink_rows(os.path.join(out, "events"), ["camera", "kind", "frame", "ts"])
+    return [{"camera": c, "kind": k, "frame": f, "ts_ms": t} for c, k, f, t in sorted(rows, key=lambda r: (r[0], r[3]))]
+
+
+def _commits(out: str) -> list[int]:
+    d = os.path.join(out, "checkpoints", "frames", "commits")
+    return sorted(int(n) for n in os.listdir(d) if n.isdigit()) if os.path.isdir(d) else []
+
+
+def _job(master: str, url: str, out: str, alerts_topic: str, max_offsets: int, log_path: str) -> subprocess.Popen:
+    """The frame job in a driver process of its own (a process holds one SparkSession)."""
+    log = open(log_path, "wb")
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "vqs.pipelines.frames", "--master", master, "--url", url, "--out", out,
+             "--alerts-topic", alerts_topic, "--max-offsets-per-trigger", str(max_offsets)],
+            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    finally:
+        log.close()  # the child holds its own descriptor
+
+
+def _finish(proc: subprocess.Popen, log_path: str, deadline: float, what: str) -> None:
+    try:
+        rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"the {what} did not finish in time; see {log_path}") from None
+    if rc != 0:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            tail = f.read()[-3000:]
+        raise RuntimeError(f"the {what} exited with {rc}; see {log_path}:\n{tail}")
+
+
 # ------------------------------------------------------------------ the demo
 def main(argv=None) -> int:
-    """``python -m vqs.pipelines.cluster`` (``make demo-cluster``): the camera job on a
-    two-worker standalone cluster, reading by url; 0 when it finished."""
+    """``python -m vqs.pipelines.cluster`` (``make demo-cluster``); 0 when the cluster
+    run's outputs equal the clean run's."""
+    return 0 if run(argv)["compare"]["ok"] else 1
+
+
+def run(argv=None) -> dict:
+    """The demo (see the module doc); returns what it measured (for tests)."""
     ap = argparse.ArgumentParser(prog="python -m vqs.pipelines.cluster", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=os.path.join("demo-data", "cluster"), help="demo directory (recreated)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--cameras", type=int, default=4)
-    ap.add_argument("--seconds", type=int, default=60, help="seconds of video per camera")
-    ap.add_argument("--max-offsets-per-trigger", type=int, default=2000)
+    ap.add_argument("--cameras", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=11, help="seconds of video per camera (default 11)")
+    ap.add_argument("--resolution", default="320x180")
+    ap.add_argument("--fps", type=int, default=25)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--max-offsets-per-trigger", type=int, default=60)
+    ap.add_argument("--timeout", type=float, default=900, help="seconds the whole demo may take")
     args = ap.parse_args(argv)
 
-    from . import camera
+    from .. import spark as vqs_spark
+    from . import frames, scene
+    from .edge import Edge, verify
 
+    deadline = time.monotonic() + args.timeout
+    cams = scene.cameras(args.cameras, seed=args.seed, resolution=args.resolution, fps=args.fps,
+                         seconds=args.seconds)  # a fixed start time: the same frames every run
     root = os.path.abspath(args.dir)
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
-    data, out = os.path.join(root, "data"), os.path.join(root, "out")
-    print(f"VQS on a Spark standalone cluster ({args.workers} workers) in {root}", flush=True)
-    with StandaloneCluster(os.path.join(root, "spark"), workers=args.workers) as cluster:
-        print(f"  master  {cluster.master_url}  (status {cluster.json_url})", flush=True)
-        print(f"  workers {len(cluster.alive_workers())} ALIVE", flush=True)
-        server = LocalServer(data, os.path.join(root, "server.log")).start()
+    data = os.path.join(root, "data")
+    clean_out, cluster_out = os.path.join(root, "clean"), os.path.join(root, "cluster")
+    print(f"VQS frame job on a Spark standalone cluster ({args.workers} workers) in {root}", flush=True)
+    cluster = StandaloneCluster(os.path.join(root, "spark"), workers=args.workers)
+    pool = ThreadPoolExecutor(1)
+    starting = pool.submit(cluster.start)  # the daemons boot beside the edge and the clean run
+    server = LocalServer(data, os.path.join(root, "server.log")).start()
+    proc = None
+    try:
+        print(f"  server  {server.url}  (owns {data})", flush=True)
+        edge = Edge(cams, server.url, os.path.join(root, "edge"), partitions=min(4, args.cameras), realtime=False)
         try:
-            print(f"  server  {server.url}  (owns {data})", flush=True)
-            st = camera.feed(url=server.url, cameras=args.cameras, seconds=args.seconds, partitions=4)
-            print(f"  fed     {st.frames_sent:,} frames from {st.cameras} cameras into topic 'frames'", flush=True)
-            code = camera.main(["run", "--master", cluster.master_url, "--url", server.url, "--out", out,
-                                "--max-offsets-per-trigger", str(args.max_offsets_per_trigger)])
+            edge.start()
+            st = edge.wait()
         finally:
-            server.stop()
-    print(f"  logs    {root}/spark/*.log, {root}/server.log", flush=True)
-    return code
+            edge.close()
+        check = verify(server.url, edge.topic, st.delivered)
+        print(f"  edge    {st.frames:,} frames ({st.bytes / 1e6:.1f} MB) from {args.cameras} cameras x "
+              f"{args.seconds:g} s at {args.resolution}, seed {args.seed}: {check['records']:,} in 'frames', "
+              f"{check['missing']} missing, {check['duplicates']} twice", flush=True)
+        jar = vqs_spark.jar_path()
+        print(f"  reader  {'the JVM reader (' + os.path.basename(jar) + ' on spark.jars)' if jar else 'the Python source (the JVM reader jar is not built)'}"
+              f", url mode: executors read through the server", flush=True)
+
+        t = time.monotonic()
+        clean_log = os.path.join(root, "clean.log")
+        proc = _job("local[2]", server.url, clean_out, "alerts-clean", args.max_offsets_per_trigger, clean_log)
+        _finish(proc, clean_log, deadline, "clean run (local[2])")
+        clean_s = time.monotonic() - t
+        print(f"  clean   local[2]: {len(_commits(clean_out))} micro-batches in {clean_s:.0f} s -> {clean_out}",
+              flush=True)
+
+        starting.result(timeout=max(1.0, deadline - time.monotonic()))
+        print(f"  cluster {cluster.master_url} (status {cluster.json_url}), "
+              f"{len(cluster.alive_workers())} workers ALIVE", flush=True)
+        t = time.monotonic()
+        cluster_log = os.path.join(root, "cluster.log")
+        proc = _job(cluster.master_url, server.url, cluster_out, "alerts-cluster", args.max_offsets_per_trigger,
+                    cluster_log)
+        victim = None
+        while victim is None:  # once a micro-batch has committed, the worker running an executor
+            if proc.poll() is not None:
+                raise RuntimeError(f"the cluster run ended before a worker was killed; see {cluster_log}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no micro-batch committed on the cluster in time; see {cluster_log}")
+            if _commits(cluster_out):
+                victim = cluster.busy_worker()
+            if victim is None:
+                time.sleep(0.1)
+        before = _commits(cluster_out)
+        cluster.kill_worker(victim)
+        print(f"  kill    worker-{victim} SIGKILLed with its executor after micro-batch {max(before)} "
+              f"committed ({time.monotonic() - t:.0f} s in)", flush=True)
+        _finish(proc, cluster_log, deadline, f"cluster run ({cluster.master_url})")
+        after = _commits(cluster_out)
+        cluster_s = time.monotonic() - t
+        alive = len(cluster.alive_workers())
+        with open(cluster_log, encoding="utf-8", errors="replace") as f:
+            lost = sorted(set(re.findall(r"Lost executor (\d+)", f.read())))  # as the driver logged it
+        print(f"  cluster {len(after)} micro-batches in {cluster_s:.0f} s (up to batch {max(after)} after the kill), "
+              f"the driver lost executor {', '.join(lost) or 'none'}, {alive} worker ALIVE -> {cluster_out}",
+              flush=True)
+
+        cmp = compare(clean_out, cluster_out, server.url, "alerts-clean", "alerts-cluster")
+        detected = detected_events(cluster_out)
+        sc = frames.ground_truth(cams, detected)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        server.stop()
+        try:
+            starting.result(timeout=120)  # never stop a cluster while it is still starting
+        except Exception:
+            pass
+        cluster.stop()
+        pool.shutdown()
+
+    print("\nclean run vs cluster run (committed rows, as multisets)")
+    for k, what in (("features", "OUT/frames (Parquet): every frame's features and every event row"),
+                    ("events", "OUT/events (Parquet)"), ("alerts", "topics alerts-clean / alerts-cluster")):
+        c = cmp[k]
+        print(f"  {k:<9} {c['clean']:>6,} vs {c['cluster']:>6,} rows, {c['twice']} twice: "
+              f"{'EQUAL' if c['equal'] else 'DIFFERENT'}   {what}")
+    print(f"  ({cmp['stray_files']} Parquet files in the cluster run's sinks that their logs do not name, "
+          "a killed task's partial output, which no reader reads)")
+    print("\nground truth of the cluster run (every scripted event; the detection nearest in time within 1 s)")
+    for line in frames.format_truth(sc):
+        print("  " + line)
+    print(f"\n{'OK' if cmp['ok'] else 'MISMATCH'}: the cluster run lost a worker and its outputs "
+          f"{'equal' if cmp['ok'] else 'differ from'} the clean run's")
+    print(f"  report      {os.path.join(cluster_out, 'report.html')}")
+    print(f"  driver logs {os.path.join(root, 'clean.log')}, {os.path.join(root, 'cluster.log')}")
+    print(f"  spark logs  {os.path.join(root, 'spark')}")
+    sys.stdout.flush()
+    return {"edge": st, "check": check, "compare": cmp, "score": sc, "victim": victim, "before": before,
+            "after": after, "alive": alive, "lost_executors": lost, "clean_s": clean_s, "cluster_s": cluster_s, "root": root}
 
 
 if __name__ == "__main__":
