@@ -136,6 +136,11 @@ def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
 
+def _index_capacity(segment_bytes: int, index_interval_bytes: int) -> int:
+    """A new segment's preallocated offset-index bytes: an entry per index interval of a full segment."""
+    return min(64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8))
+
+
 class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     """A durable, segmented, checksummed append-only log (see module doc).
 
@@ -256,9 +261,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         #: called (under the lock; must not block or raise) when a write finds no
         #: space or is refused under min_free_bytes (broker/queue/maintenance.py)
         self.on_disk_short = None
-        self._index_capacity_bytes = min(
-            64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8)
-        )
+        self._index_capacity_bytes = _index_capacity(segment_bytes, index_interval_bytes)
 
         self._lock = threading.Lock()
         self._sync = Syncs(self._lock, self)
@@ -692,6 +695,23 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             fsync_dir(self.path)
             self._try_checkpoint()
         return n + rolled
+
+    def reconfigure(self, *, segment_bytes: int = 128 << 20, retention_ms: int | None = None,
+                    retention_bytes: int | None = None, compression: str | None = None) -> None:
+        """Change the settings a topic may alter while open (the defaults are ``open``'s): the
+        next batch written is compressed so, the next roll is at ``segment_bytes``, the next
+        retention pass uses the new limits. Nothing written changes. Checked first (ConfigError,
+        nothing changed), as ``open`` checks them."""
+        codec = codec_id(compression)
+        if not isinstance(segment_bytes, int) or isinstance(segment_bytes, bool) or segment_bytes < 128:
+            raise ConfigError(f"segment_bytes={segment_bytes!r}: must be an integer >= 128")
+        for name, val in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+                raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
+        with self._lock:
+            self._codec_id, self.compression = codec, compression
+            self.segment_bytes, self.retention_ms, self.retention_bytes = segment_bytes, retention_ms, retention_bytes
+            self._index_capacity_bytes = _index_capacity(segment_bytes, self.index_interval_bytes)
 
     # ------------------------------------------------------------------ info
 

@@ -149,6 +149,11 @@ class Reader:
         n = self.uvarint() - 1
         return 0 if n <= 0 else self._count(n, min_item)
 
+    def compact_nullable_array_len(self, min_item: int = 1) -> int | None:
+        """A compact array's count, None for null (bounded as ``nullable_array_len``)."""
+        n = self.uvarint() - 1
+        return None if n == -1 else self._count(n, min_item)
+
     def tagged_fields(self) -> None:
         for _ in range(self._count(self.uvarint(), 2)):
             self.uvarint()
