@@ -269,6 +269,7 @@ API_TABLE: dict = {
     20: (0, 3, NO_FLEX, delete_topics),
     21: (0, 1, NO_FLEX, admin.delete_records),
     22: (0, 1, NO_FLEX, init_producer_id),
+    23: (0, 4, 4, data.offset_for_leader_epoch),
     32: (0, 4, 4, configs_.describe_configs),
     33: (0, 2, 2, configs_.alter_configs),
     36: (0, 1, NO_FLEX, sasl_authenticate),

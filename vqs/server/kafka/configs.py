@@ -14,7 +14,7 @@ Each resource is answered on its own (one bad resource fails only itself); ``val
 checks everything an alteration would check and changes nothing. Every array count is checked
 against the bytes left before anything is allocated (``Reader``); flexible versions
 (DescribeConfigs v4, AlterConfigs v2, IncrementalAlterConfigs v1) read and write compact
-fields through ``_Fields``.
+fields through ``codec.Flex``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from ... import errors as E
 from . import errors as K
-from .codec import ProtocolError, Writer
+from .codec import Flex, Writer
 
 TOPIC, BROKER = 2, 4  # Kafka's ConfigResource types answered here
 # ConfigSource (DescribeConfigs v1+)
@@ -166,43 +166,6 @@ def broker_configs(ctx) -> dict[str, tuple[str, int, int, str]]:
     }
 
 
-class _Fields:
-    """Reads and writes the fields whose encoding a flexible version changes."""
-
-    def __init__(self, r, flexible: bool):
-        self.r, self.flex = r, flexible
-
-    def string(self) -> str:
-        s = self.r.compact_string() if self.flex else self.r.nullable_string()
-        if s is None:
-            raise ProtocolError("null where a string is required")
-        return s
-
-    def nullable_string(self) -> str | None:
-        return self.r.compact_string() if self.flex else self.r.nullable_string()
-
-    def array_len(self, min_item: int) -> int:
-        return self.r.compact_array_len(min_item) if self.flex else self.r.array_len(min_item)
-
-    def nullable_array_len(self, min_item: int) -> int | None:
-        if not self.flex:
-            return self.r.nullable_array_len(min_item)
-        return self.r.compact_nullable_array_len(min_item)
-
-    def tags(self) -> None:
-        if self.flex:
-            self.r.tagged_fields()
-
-    def w_string(self, w: Writer, s: str | None) -> Writer:
-        return w.compact_string(s) if self.flex else w.string(s)
-
-    def w_array(self, w: Writer, n: int) -> Writer:
-        return w.compact_array(n) if self.flex else w.array(n)
-
-    def w_tags(self, w: Writer) -> Writer:
-        return w.tags() if self.flex else w
-
-
 def _bad_broker_name(ctx, name: str) -> str | None:
     if name in ("", str(ctx.node_id)):
         return None
@@ -210,7 +173,7 @@ def _bad_broker_name(ctx, name: str) -> str | None:
 
 
 async def describe_configs(ctx, conn, v, r):
-    f = _Fields(r, v >= 4)
+    f = Flex(r, v >= 4)
     resources = []
     for _ in range(f.array_len(3)):
         rtype = r.int8()
@@ -363,10 +326,10 @@ async def _alter(ctx, r, f, incremental: bool) -> bytes:
 async def alter_configs(ctx, conn, v, r):
     """AlterConfigs: a topic's own configs become exactly those given (the others return to
     their defaults), as Kafka's non-incremental AlterConfigs."""
-    return await _alter(ctx, r, _Fields(r, v >= 2), incremental=False)
+    return await _alter(ctx, r, Flex(r, v >= 2), incremental=False)
 
 
 async def incremental_alter_configs(ctx, conn, v, r):
     """IncrementalAlterConfigs: SET, DELETE (back to the default), APPEND and SUBTRACT (list
     configs only) on the named configs; the others stay."""
-    return await _alter(ctx, r, _Fields(r, v >= 1), incremental=True)
+    return await _alter(ctx, r, Flex(r, v >= 1), incremental=True)
