@@ -63,6 +63,7 @@ def test_incremental_alter_sets_deletes_and_validates(admin):
     assert cfg["retention.ms"].value == "60000"  # not named: kept
     assert cfg["retention.bytes"].value == "1048576"
     assert cfg["retention.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert list(cfg["retention.bytes"].synonyms) == ["retention.bytes", "log.retention.bytes"]  # (v1+)
     assert cfg["max.message.bytes"].value == "2048" and not cfg["max.message.bytes"].is_read_only
     _incremental(admin, topic, ("retention.ms", None, AlterConfigOpType.DELETE)).result(10)
     cfg = _describe(admin, topic)
@@ -91,6 +92,7 @@ def test_an_invalid_alteration_changes_nothing(admin, ops, code, words, validate
     assert cfg["retention.ms"].value == "60000" and cfg["retention.bytes"].value == "-1"
 
 
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
 def test_alter_configs_replaces_the_topics_own_configs(admin):
     topic = _topic(admin, {"retention.ms": "60000", "max.message.bytes": "4096"})
     res = ConfigResource(ConfigResource.Type.TOPIC, topic, set_config={"retention.bytes": "65536"})
