@@ -63,6 +63,8 @@ PRE_AUTH_MAX_FRAME = 512 << 10
 SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
 #: answers a connection may owe at once (behind a waiting JoinGroup/SyncGroup); more: it is not read
 MAX_PIPELINED = 32
+#: the API keys (as a frame's first two bytes) whose handlers may park: JoinGroup, SyncGroup
+_MAY_PARK = frozenset(struct.pack(">h", key) for key in (11, 14))
 
 
 class KafkaContext:
@@ -114,7 +116,8 @@ class Connection:
         """The request being handled now waits on the group coordinator (a JoinGroup or SyncGroup
         waiting for the other members): the connection goes on reading and handling the
         requests after it meanwhile, one at a time; every answer still goes out in request
-        order (``serve``)."""
+        order (``serve``). Only the APIs of ``_MAY_PARK`` are run so; for another one this does
+        nothing (its wait holds the connection)."""
         if self._parked is not None:
             self._parked.set()
 
@@ -141,8 +144,9 @@ class Connection:
     async def serve(self) -> None:
         """Read requests and answer them in order until the client closes or breaks a rule.
 
-        A request is handled to its end before the next is read, except one that parks
-        (``park``: it waits on the group coordinator): then the next requests are read and
+        A request is handled to its end before the next is read (and answered at once when
+        nothing is owed before it), except one that parks (``park``: a JoinGroup or SyncGroup
+        waiting on the group coordinator, run as a task): then the next requests are read and
         handled meanwhile, one at a time, and their answers wait for its answer (one writer
         takes them in request order: ``_write_answers``). So a commit a consumer sends while
         its own JoinGroup waits for the other members is judged when it arrives (the
@@ -200,6 +204,18 @@ class Connection:
                         return
                     task = loop.create_future()
                     task.set_result(b"")  # an empty frame: the size prefix 0 alone
+                elif frame[:2] not in _MAY_PARK:
+                    out = await self.handle(frame)  # the common case: no task, written at once
+                    if not self._unanswered:
+                        if out is not None:
+                            self.writer.write(_SIZE.pack(len(out)) + out)
+                            await self.writer.drain()
+                        if self.failed_user is not None:  # answered; now closed, as Kafka does
+                            _auth_failed(self)
+                            return
+                        continue
+                    task = loop.create_future()  # behind a waiting request: its answer waits its turn
+                    task.set_result(out)
                 else:
                     self._parked = parked = asyncio.Event()
                     task = asyncio.ensure_future(self.handle(frame))
