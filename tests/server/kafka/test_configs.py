@@ -8,8 +8,10 @@ import uuid
 
 import pytest
 from kafka_server_proc import KafkaServer
+from raw_client import RawKafka
 
 import vqs
+from vqs.server.kafka.codec import Writer
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import KafkaError  # noqa: E402
@@ -179,3 +181,32 @@ def test_an_altered_config_survives_a_restart_and_keeps_retention_in_force(tmp_p
             assert client.topic(topic).config["retention_ms"] == 3600000
     finally:
         assert server.stop() == 0, server.log()
+
+
+@pytest.mark.parametrize("v", [0, 1, 2, 3])
+def test_describe_configs_raw_in_every_non_flexible_version(kafka_server, admin, v):
+    topic = _topic(admin, {"retention.ms": "60000"})
+    k = RawKafka(kafka_server.kafka_port)
+    body = Writer().array(1).int8(2).string(topic).array(2).string("retention.ms").string("segment.bytes")
+    if v >= 1:
+        body.boolean(True)  # synonyms
+    if v >= 3:
+        body.boolean(True)  # documentation
+    r = k.request(32, v, bytes(body.b))
+    assert r.int32() == 0 and r.int32() == 1
+    assert r.int16() == 0 and r.nullable_string() is None and r.int8() == 2 and r.string() == topic
+    got = {}
+    for _ in range(r.int32()):
+        name, value, read_only = r.string(), r.nullable_string(), r.boolean()
+        source = (5 if r.boolean() else 1) if v == 0 else r.int8()
+        assert not r.boolean()  # sensitive
+        synonyms = [(r.string(), r.nullable_string(), r.int8()) for _ in range(r.int32())] if v >= 1 else None
+        ctype, doc = (r.int8(), r.nullable_string()) if v >= 3 else (None, None)
+        got[name] = (value, read_only, source, synonyms, ctype, bool(doc))
+    assert r.remaining == 0
+    k.close()
+    assert got["retention.ms"][:3] == ("60000", False, 1) and got["segment.bytes"][:3] == (str(128 << 20), False, 5)
+    if v >= 1:
+        assert got["retention.ms"][3] == [("retention.ms", "60000", 1), ("log.retention.ms", "-1", 5)]
+    if v >= 3:
+        assert got["retention.ms"][4:] == (5, True) and got["segment.bytes"][4] == 3  # LONG, INT; documented
