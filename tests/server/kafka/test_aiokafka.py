@@ -1,6 +1,7 @@
 """aiokafka (asyncio, pure Python; what Faust runs on) against a real ``vqs serve --kafka-port``:
-producer (plain, idempotent, every codec it has), consumer groups sharing partitions and
-committing, and the admin client."""
+producer (plain, idempotent, every codec it has; a transactional one refused), consumer groups
+sharing partitions and committing, static membership, offsets by time and seeks, and the admin
+client."""
 
 from __future__ import annotations
 
@@ -190,5 +191,89 @@ def test_admin_client(kafka_server):
             assert topic not in await admin.list_topics()
         finally:
             await admin.close()
+
+    run(main())
+
+
+def test_offsets_by_time_seeks_and_a_refused_transactional_producer(kafka_server):
+    topic = _name("aio-offsets")
+
+    async def main():
+        tx = AIOKafkaProducer(bootstrap_servers=kafka_server.bootstrap, transactional_id=_name("tx"))
+        with pytest.raises(aiokafka.errors.InvalidRequestError):  # no transactions: refused, not hung
+            await tx.start()
+        await tx.stop()
+        await _create(kafka_server, topic, 1)
+        p = AIOKafkaProducer(bootstrap_servers=kafka_server.bootstrap)
+        await p.start()
+        for i in range(10):
+            await p.send_and_wait(topic, b"%d" % i, timestamp_ms=1_700_000_000_000 + i * 1000)
+        await p.stop()
+        c = AIOKafkaConsumer(bootstrap_servers=kafka_server.bootstrap)
+        await c.start()
+        try:
+            tp = TopicPartition(topic, 0)
+            c.assign([tp])
+            assert await c.beginning_offsets([tp]) == {tp: 0} and await c.end_offsets([tp]) == {tp: 10}
+            found = (await c.offsets_for_times({tp: 1_700_000_004_500}))[tp]
+            assert (found.offset, found.timestamp) == (5, 1_700_000_005_000)
+            await c.seek_to_end(tp)
+            assert await c.position(tp) == 10
+            c.seek(tp, 3)
+            rec = await c.getone()
+            assert (rec.offset, rec.timestamp, rec.value) == (3, 1_700_000_003_000, b"3")
+        finally:
+            await c.stop()
+
+    run(main())
+
+
+def test_a_restarted_static_member_gets_its_partition_back_without_a_rebalance(kafka_server):
+    topic, group = _name("aio-static"), _name("aio-g")
+    from aiokafka import ConsumerRebalanceListener
+
+    class Events(ConsumerRebalanceListener):
+        def __init__(self):
+            self.revoked: list = []
+
+        async def on_partitions_revoked(self, revoked):
+            if revoked:
+                self.revoked.append(set(revoked))
+
+        async def on_partitions_assigned(self, assigned):
+            pass
+
+    async def main():
+        await _create(kafka_server, topic, 2)
+
+        def member(instance: str, events) -> AIOKafkaConsumer:
+            c = AIOKafkaConsumer(bootstrap_servers=kafka_server.bootstrap, group_id=group,
+                                 group_instance_id=instance, session_timeout_ms=10_000, heartbeat_interval_ms=300)
+            c.subscribe([topic], listener=events)
+            return c
+
+        async def until(cond, *cs):
+            deadline = asyncio.get_running_loop().time() + 30
+            while not cond():
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.gather(*(c.getmany(timeout_ms=200) for c in cs))
+
+        other = Events()
+        a, b = member("a", Events()), member("b", other)
+        await a.start()
+        await b.start()
+        try:
+            await until(lambda: len(a.assignment()) == len(b.assignment()) == 1, a, b)
+            mine, before = a.assignment(), len(other.revoked)
+            await a.stop()  # a static member leaves no LeaveGroup: its slot waits for it
+            a = member("a", Events())
+            await a.start()
+            await until(lambda: a.assignment() == mine, a, b)
+            for _ in range(3):
+                await asyncio.gather(a.getmany(timeout_ms=200), b.getmany(timeout_ms=200))
+            assert len(other.revoked) == before  # the other member saw no rebalance
+        finally:
+            await a.stop()
+            await b.stop()
 
     run(main())
