@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
 #   make demo     - runs the main job on embedded defaults (installs the server and Spark extras)
-#   make demo-cluster - the same job on a two-worker Spark standalone cluster on loopback
+#   make demo-cluster - the camera-statistics job on a two-worker Spark standalone cluster on loopback
 #   make test     - runs the test suite (installs every extra the tests use)
 #   make install  - the library and the `vqs` command only, into .venv
 #   make soak     - bench/soak.py (SOAK_ARGS="--duration 120"): JSON and a PNG chart in bench/
@@ -17,11 +17,11 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs xfs clean spark-jar
+.PHONY: grpc-proto tool-envs test lint demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs xfs clean spark-jar
 .NOTPARALLEL:  # the installs share one .venv
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
-venv: $(call STAMP,server) $(call STAMP,spark) $(call STAMP,dev) $(call STAMP,grpc)
+venv: $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,dev) $(call STAMP,grpc)
 
 install: $(call STAMP,core)
 
@@ -55,6 +55,7 @@ $(call STAMP,$(1)): $(call STAMP,core)
 endef
 $(eval $(call extra,server,the server extra (FastAPI and uvicorn)))
 $(eval $(call extra,spark,the Spark extra (pyspark is about 500 MB: usually 30-60 s)))
+$(eval $(call extra,pipeline,the frame pipeline's extra (Pillow: JPEG)))
 $(eval $(call extra,grpc,the gRPC extra (grpcio and protobuf)))
 $(eval $(call extra,bench,the bench extra (peers for the benchmarks; matplotlib for the soak's chart)))
 $(eval $(call extra,dev,the test and lint tools (dev extra)))
@@ -120,7 +121,17 @@ kcat:
 	$(call apt_tool,command -v kcat >/dev/null 2>&1,kcat,kcat,\
 	  echo "The Kafka tests use kcat and it is not on PATH: sudo apt-get install kcat (brew install kcat)"; exit 1)
 
-test: java kcat browser btrfs xfs lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,grpc) spark-jar
+# Stream processors that pin their own Kafka client (Quix Streams needs confluent-kafka < 2.13, ours is
+# newer): each gets its own virtualenv in .venv-tools/ for tests/server/kafka/test_stream_processors.py.
+TOOL_REQS := $(wildcard tests/server/kafka/apps/*-requirements.txt)
+tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.installed,$(TOOL_REQS))
+.venv-tools/%/.installed: tests/server/kafka/apps/%-requirements.txt $(VENV)/.created
+	@echo "==> installing $* into .venv-tools/$* (its own environment, for the stream-processor tests)"
+	@rm -rf .venv-tools/$* && $(PY) -m venv .venv-tools/$*
+	@.venv-tools/$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	@touch $@
+
+test: java kcat browser btrfs xfs lint tool-envs $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
 	@echo "==> running the tests (about 9 minutes on 2 cores)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
@@ -129,14 +140,15 @@ lint: $(call STAMP,dev)
 	$(VENV)/bin/ruff check vqs tests bench examples
 	$(VENV)/bin/lint-imports
 
-# The main job: a local VQS server on embedded defaults, a camera frame-event
-# feed, and the Structured Streaming pipeline reading and writing through it.
-demo: java $(call STAMP,server) $(call STAMP,spark) spark-jar
-	$(PY) -m vqs.pipelines.demo
+# The main job (vqs.pipelines.demo): synthetic cameras -> HybridQueue at the edge ->
+# a local VQS server (SIGKILLed mid-run) -> the Structured Streaming frame job.
+# DEMO_ARGS="--cameras 8 --seconds 60 --resolution 1280x720" scales it (--help lists them).
+demo: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
+	$(PY) -m vqs.pipelines.demo $(DEMO_ARGS)
 
-# The same job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
+# The camera-statistics job on a Spark standalone cluster on loopback (vqs.pipelines.cluster):
 # one master and two workers from the pyspark wheel, executors reading by url.
-demo-cluster: java $(call STAMP,server) $(call STAMP,spark) spark-jar
+demo-cluster: java $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) spark-jar
 	$(PY) -m vqs.pipelines.cluster
 
 # A tour of the bare log: a million appends, reopen, read back.

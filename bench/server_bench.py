@@ -9,9 +9,12 @@ Workloads use 100-byte messages:
 * produce over HTTP (vqs.Client, binary record-batch bodies), batches of 1 and
   100, 1 and 16 concurrent clients;
 * consume by offset over HTTP (binary), batches of 100 (and 1), 1 and 16 clients;
+* queue send and receive+delete through vqs.Client, one message a request;
+* the floor: the same client's one-message request against a Python HTTP
+  server that does nothing (bench/_noop_http_server.py, uvloop);
 * SQS send → receive → delete through boto3 (batches of 1 and 10);
 * Redis Streams: XADD one at a time, XADD pipelined 100 at a time,
-  XREADGROUP COUNT 100 + XACK;
+  XREADGROUP COUNT 1 + XACK, XREADGROUP COUNT 100 + XACK;
 * NATS JetStream (file storage): publish with ack one at a time and 100 in
   flight, pull-consume 100 at a time with acks.
 
@@ -177,6 +180,45 @@ def bench_vqs(url: str, n: int, n_single: int) -> dict:
                     b.values()
 
     out["consume_b100_c16"] = rate(16 * per, threads(16, cons))
+
+    # queues through vqs.Client, one message a request
+    with Client(url) as c:
+        q = c.create_queue("q1")
+        t0 = time.perf_counter()
+        for _ in range(n_single):
+            q.send(VALUE)
+        out["queue_send_b1_c1"] = rate(n_single, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        got = 0
+        while got < n_single:
+            for m in q.receive(1):
+                q.delete(m.receipt_handle)
+                got += 1
+        out["queue_receive_delete_b1_c1"] = rate(got, time.perf_counter() - t0)
+    return out
+
+
+def bench_floor(n_single: int) -> dict:
+    """The same client's one-message request against a Python HTTP server that
+    does nothing (bench/_noop_http_server.py): the most any Python server can
+    answer here, so what a bar above it would need."""
+    from vqs.client.lean import LeanHTTP
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, os.path.join(C.HERE, "_noop_http_server.py"), str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        http = LeanHTTP("127.0.0.1", port, b"")
+        hdrs = b"content-type: application/octet-stream\r\n"
+        t0 = time.perf_counter()
+        for _ in range(n_single):
+            http.request("POST", "/topics/b1/messages", hdrs, VALUE, 10)
+        out = {"noop_b1_c1": rate(n_single, time.perf_counter() - t0)}
+        http.close()
+    finally:
+        proc.terminate()
+        proc.wait(30)
     return out
 
 
@@ -242,6 +284,15 @@ def bench_redis(tmp: str, n: int, n_single: int) -> dict:
                 pipe.xadd("s100", {"v": VALUE})
             pipe.execute()
         out["xadd_pipelined_b100_c1"] = rate(n, time.perf_counter() - t0)
+        r.xgroup_create("s1", "g", id="0")
+        t0 = time.perf_counter()
+        got = 0
+        while got < n_single:
+            for _, msgs in r.xreadgroup("g", "c", {"s1": ">"}, count=1):
+                for mid, _ in msgs:
+                    r.xack("s1", "g", mid)
+                    got += 1
+        out["xreadgroup_b1_xack_c1"] = rate(got, time.perf_counter() - t0)
         r.xgroup_create("s100", "g", id="0")
         t0 = time.perf_counter()
         got = 0
@@ -344,6 +395,11 @@ def table_rows(res: dict) -> list[tuple]:
         ("consume, batch 100, 1 client", v.get("consume_b100_c1"), r.get("xreadgroup_b100_xack_c1"),
          ns.get("js_fetch_b100_ack_c1")),
         ("consume, batch 100, 16 clients", v.get("consume_b100_c16"), r.get("xreadgroup_b100_xack_c16"), None),
+        ("queue send, batch 1, 1 client (vqs.Client / XADD)", v.get("queue_send_b1_c1"), r.get("xadd_b1_c1"), None),
+        ("queue receive+delete, batch 1, 1 client (vqs.Client / XREADGROUP+XACK)",
+         v.get("queue_receive_delete_b1_c1"), r.get("xreadgroup_b1_xack_c1"), None),
+        ("floor: no-op Python HTTP server, batch 1, 1 client (same client / XADD)",
+         res.get("floor", {}).get("noop_b1_c1"), r.get("xadd_b1_c1"), None),
         ("SQS send+receive+delete, batch 1 (boto3)", s.get("sqs_cycle_b1"), None, None),
         ("SQS send+receive+delete, batch 10 (boto3)", s.get("sqs_cycle_b10"), None, None),
     ]
@@ -367,6 +423,17 @@ def bars(res: dict) -> list[dict]:
                         v.get("consume_b100_c1"), r.get("xreadgroup_b100_xack_c1"))):
         value = None if a is None or b is None else a / b
         out.append({"bar": name, "value": value, "target": ">= 1.0", "ok": None if value is None else value >= 1.0})
+    floor = res.get("floor", {}).get("noop_b1_c1")
+    for name, a, b in (("produce, batch 1, 1 client / Redis XADD (one at a time)",
+                        v.get("produce_b1_c1"), r.get("xadd_b1_c1")),
+                       ("queue send, batch 1, 1 client / Redis XADD", v.get("queue_send_b1_c1"), r.get("xadd_b1_c1")),
+                       ("queue receive+delete, batch 1, 1 client / Redis XREADGROUP COUNT 1 + XACK",
+                        v.get("queue_receive_delete_b1_c1"), r.get("xreadgroup_b1_xack_c1"))):
+        value = None if a is None or b is None else a / b
+        row = {"bar": name, "value": value, "target": ">= 1.0", "ok": None if value is None else value >= 1.0}
+        if floor and b:
+            row["bar"] += f" (a no-op Python HTTP server reaches {floor / b:.2f})"
+        out.append(row)
     return out
 
 
@@ -396,6 +463,8 @@ def main(argv=None) -> int:
         with VQSServer(tmp) as srv:
             res["vqs"] = bench_vqs(srv.url, n, n_single)
             res["sqs"] = bench_sqs(srv.url, n_sqs)
+        C.note("no-op HTTP server (the floor) ...")
+        res["floor"] = bench_floor(n_single)
         C.note("Redis ...")
         res["redis"] = bench_redis(tmp, n, n_single)
         C.note("NATS ...")
@@ -408,7 +477,7 @@ def main(argv=None) -> int:
           f"Durability: VQS {res['durability']['vqs']}; Redis {res['durability']['redis']}; "
           f"NATS {res['durability']['nats']}.\n")
     print(table(res))
-    print("\nRatios against the bars (issue 4):\n")
+    print("\nRatios against the bars:\n")
     print(C.bars_table(bars(res)))
     C.write_json(args.json, {**info, **res, "bars": bars(res), "figures": figures(res)})
     return 0

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -180,6 +181,63 @@ def test_durable_gets_fsync_their_position_off_the_loop(tmp_path, monkeypatch):
         assert calls and all(t != threading.get_ident() for t, _ in calls)
         assert all(f.endswith("hybrid.ckpt") for _, f in calls)
         await q.aclose()  # (waits for a checkpoint fsync still running)
+
+    run(main())
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
+@pytest.mark.parametrize("durable", [False, True])
+def test_gets_reclaim_consumed_segments_off_the_loop(tmp_path, monkeypatch, durable):
+    """Deleting consumed segments fsyncs (the log's recovery checkpoint, a
+    roll): the gets that pass a reclaim point leave it to the executor."""
+    async def main():
+        q = AsyncHybridQueue(tmp_path / "q", durable=durable, memory_items=1,
+                             segment_bytes=64 * 1024, checkpoint_fsync_s=3600)
+        payload = b"x" * 1000
+        for i in range(400):  # ~400 KB: several 64 KiB segments
+            await q.put((i, payload))
+        segments = lambda: len(list((tmp_path / "q").rglob("*.log")))  # noqa: E731
+        before = segments()
+        assert before > 3
+        gate = _FsyncGate(monkeypatch)
+        loop_thread = threading.get_ident()
+        for i in range(400):
+            assert q.get_nowait()[0] == i
+            await asyncio.sleep(0)
+        for _ in range(500):  # the executor's reclaims (no event to wait on)
+            if segments() <= 2:
+                break
+            await asyncio.sleep(0.01)
+        assert segments() <= 2  # the consumed segments went
+        assert [f for t, f in gate.calls if t == loop_thread] == []
+        await q.aclose()
+
+    run(main())
+
+
+def test_immediate_shutdown_counts_a_durable_put_written_but_not_yet_returned_once(tmp_path):
+    """A durable put whose write landed (the item is in the HybridQueue) but
+    whose bookkeeping has not run on the loop yet when shutdown(immediate=True)
+    comes: the shutdown marks it done with the queued items, and its put's
+    return does not mark it done a second time (which would let join() return
+    while an item that was got is not done)."""
+    async def main():
+        q = AsyncHybridQueue(tmp_path / "q", durable=True)
+        await q.put("got")
+        assert await q.get() == "got"  # got, not task_done yet
+        put = asyncio.create_task(q.put("in flight"))
+        await asyncio.sleep(0)  # the put starts its write in the executor
+        deadline = time.monotonic() + 10
+        while q._hq.qsize() < 1 and time.monotonic() < deadline:  # the loop is held: no bookkeeping runs
+            time.sleep(0.001)
+        assert q._hq.qsize() == 1
+        q.shutdown(immediate=True)
+        await put
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(q.join(), 0.2)  # "got" is still not done
+        q.task_done()
+        await asyncio.wait_for(q.join(), 5)
+        await q.aclose()
 
     run(main())
 

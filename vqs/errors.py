@@ -420,6 +420,11 @@ class ResourceNotFound(QueueError):
     http_status = 404
 
 
+
+class InvalidRecordState(VQSError):
+    """A share-group acknowledgement of a record the member does not hold: its lock ended,
+    another member acquired it, or it was settled already (Kafka's INVALID_RECORD_STATE)."""
+
 if hasattr(_queue, "ShutDown"):  # Python 3.13+
     ShutDown = _queue.ShutDown
 else:

@@ -24,13 +24,17 @@ START_OFFSET = "x-vqs-start-offset"
 END_OFFSET = "x-vqs-end-offset"
 
 
-def decode_body(body: bytes, where: str = "request body") -> list:
-    """Decode (and CRC-verify) every batch of a binary body."""
+def decode_body(body: bytes, where: str = "request body", max_inflated: int | None = None) -> list:
+    """Decode (and CRC-verify) every batch of a binary body. ``max_inflated``: the most its
+    compressed batches may inflate to, together (MessageTooLarge before a batch past it is
+    decompressed; a remote body: never more than the server accepts in a request)."""
     out = []
     pos = 0
     n = len(body)
     while pos < n:
-        b = decode_batch(body, pos, where=where)
+        b = decode_batch(body, pos, where=where, max_inflated=max_inflated)
+        if max_inflated is not None and b.codec:
+            max_inflated -= b.body_bytes
         out.append(b)
         pos += b.size_bytes
     return out

@@ -104,11 +104,12 @@ def _stable(co, group, **kw):
 
 def test_waits_hold_no_thread_and_the_timer_ends_them_at_the_rebalance_deadline():
     co = GroupCoordinator()
-    pin = _stable(co, "g", session_timeout_ms=60_000, rebalance_timeout_ms=300)
+    # the deadline is well past the time the thousand joins take on a loaded machine
+    pin = _stable(co, "g", session_timeout_ms=60_000, rebalance_timeout_ms=3000)
     before = threading.active_count()
     done = threading.Event()
     waits = [co.start_join("g", "", client_id=f"c{i}", protocols=[("range", b"")], session_timeout_ms=60_000,
-                           rebalance_timeout_ms=300) for i in range(1000)]
+                           rebalance_timeout_ms=3000) for i in range(1000)]
     waits[-1].add_done_callback(done.set)
     assert threading.active_count() <= before + 1  # the coordinator's one timer thread
     assert not any(w.done for w in waits)  # all wait for pin, which never rejoins

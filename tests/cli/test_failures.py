@@ -103,6 +103,10 @@ def test_an_unreachable_server_is_unavailable(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     line = one_error_line(vqs("topic", "list", "--url", url), 3)
     assert f"cannot reach the server at {url}" in line and "vqs serve" in line
+    # so do the commands that send stdin's lines and count what they sent (3, not 1)
+    for cmd in (("produce", "t"), ("queue", "send", "q")):
+        line = one_error_line(vqs(*cmd, "--url", url, input=b"a\nb\n"), 3)
+        assert f"cannot reach the server at {url}" in line, line
 
 
 def test_usage_errors_exit_2(tmp_path):
@@ -144,8 +148,15 @@ def test_a_url_without_a_scheme_is_taken_as_http(srv):
 
 def test_wording_of_bounds_and_paths(srv, tmp_path):
     p = vqs("queue", "receive", "q", "--wait", "60", "--url", srv.url)
-    assert p.returncode == 2 and b"Invalid value for '--wait'" in p.stderr and b"20" in p.stderr
+    assert p.returncode == 2 and b"Invalid value for '--wait': must be at most 20, not 60" in p.stderr, p.stderr
     assert b"wait_seconds" not in p.stderr and b"Traceback" not in p.stderr
+    # every option's bound and type in the REST API's words, not pydantic's ("Input should be ...")
+    for args, said in ((("queue", "receive", "q", "--wait", "-1"), b"must be at least 0, not -1"),
+                       (("queue", "receive", "q", "--wait", "soon"), b"must be a whole number, not 'soon'"),
+                       (("consume", "t", "-n", "ten"), b"must be a whole number, not 'ten'"),
+                       (("produce", "t", "--skip", "-3"), b"must be at least 0, not -3")):
+        p = vqs(*args, "--url", srv.url)
+        assert p.returncode == 2 and said in p.stderr and b"Input should" not in p.stderr, (args, p.stderr)
     f = tmp_path / "afile"
     f.write_text("x")
     line = one_error_line(vqs("topic", "create", "t", "--data-dir", f), 1)
@@ -162,3 +173,21 @@ def test_the_rest_api_words_validation_errors_as_its_own_checks(srv):
     assert r.json()["error"]["message"] == "name 'a b' is not a valid name: use 1-200 characters from [A-Za-z0-9._-]"
     r = httpx.post(srv.url + "/topics", json={"name": "t-bounds", "partitions": 100_000})
     assert r.status_code == 400 and "must be at most" in r.json()["error"]["message"], r.text
+    # lengths, types, missing and unknown fields too: no pydantic phrase, the field named whole
+    httpx.post(srv.url + "/queues", json={"name": "wordsq"}).raise_for_status()
+    for path, body, field, said in (
+            ("/queues/wordsq/messages", {"messages": [{"body": "y" * 1_100_000}]}, "messages.0.body",
+             "messages.0.body must be at most 1048576 characters, not 1100000"),
+            ("/queues/wordsq/messages", {"messages": []}, "messages", "messages must hold at least 1 item(s), not 0"),
+            ("/queues/wordsq/messages", {"messages": [{"body": "x", "delay_seconds": "soon"}]},
+             "messages.0.delay_seconds", "messages.0.delay_seconds must be a whole number, not 'soon'"),
+            ("/queues/wordsq/messages", {"messages": [{"body": "x", "bogus": 1}]}, "messages.0.bogus",
+             "messages.0.bogus is not a field of this request"),
+            ("/topics", {"partitions": 1}, "name", "name is required"),
+            ("/topics", {"name": "y" * 300}, "name", None)):
+        r = httpx.post(srv.url + path, json=body)
+        err = r.json()["error"]
+        assert r.status_code == 400 and err["field"] == field, r.text
+        assert (said is None or err["message"] == said) and len(err["message"]) < 200, r.text
+        for phrase in ("Input should", "should have", "Field required", "Extra inputs", "after validation"):
+            assert phrase not in err["message"], r.text

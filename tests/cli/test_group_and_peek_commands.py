@@ -111,3 +111,22 @@ def test_redrive_moves_a_dead_letter_queue_back(where, unique):
     assert _vqs("queue", "peek", dlq, where=where).stdout == b""
     back = [json.loads(ln)["body"] for ln in _vqs("queue", "peek", src, where=where).stdout.splitlines()]
     assert sorted(back) == ["x", "y"]
+
+
+def test_redrive_says_which_messages_stay_and_how_to_move_them(where, unique):
+    """A message sent to the dead-letter queue directly has no source to go back to: it stays,
+    and the command says so and names --to, which moves it."""
+    src, dlq, other = f"src-{unique}", f"dlq-{unique}", f"other-{unique}"
+    for q in (dlq, other):
+        assert _vqs("queue", "create", q, where=where).returncode == 0
+    p = _vqs("queue", "create", src, "--dead-letter-queue", dlq, where=where)
+    assert p.returncode == 2 and b"--dead-letter-queue and --max-receive-count go together" in p.stderr, p.stderr
+    p = _vqs("queue", "create", src, "--dead-letter-queue", dlq, "--max-receive-count", 3, where=where)
+    assert p.returncode == 0, p.stderr
+    assert _vqs("queue", "send", dlq, "direct", where=where).returncode == 0
+    p = _vqs("queue", "redrive", dlq, where=where)
+    assert p.returncode == 0 and b"moved 0 message(s)" in p.stderr, p.stderr
+    assert b"1 message(s) stayed in " + dlq.encode() in p.stderr and b"--to QUEUE" in p.stderr, p.stderr
+    p = _vqs("queue", "redrive", dlq, "--to", other, where=where)
+    assert p.returncode == 0 and b"moved 1 message(s)" in p.stderr and b"stayed" not in p.stderr, p.stderr
+    assert [json.loads(ln)["body"] for ln in _vqs("queue", "peek", other, where=where).stdout.splitlines()] == ["direct"]

@@ -47,3 +47,25 @@ def test_on_a_data_dir_that_does_not_exist_yet(tmp_path, args):
     line = _one_error_line(_vqs([*args, b"--data-dir", str(d).encode()], stdin=b"v\n"))
     assert "invalid" in line or "does not exist" in line  # a command that only reads needs the dir first
     assert not d.exists()  # a refused name leaves no new, empty data dir behind
+
+
+def test_other_arguments_that_are_not_utf8(srv):
+    """A key is bytes: the argument's own bytes are the key. A queue body or a receipt handle is
+    text: refused in one line as the embedded queue refuses it (no traceback, no JSON error)."""
+    import httpx
+
+    url = srv.url.encode()
+    httpx.post(srv.url + "/topics", json={"name": "keyed"}).raise_for_status()
+    httpx.post(srv.url + "/queues", json={"name": "texts"}).raise_for_status()
+    p = _vqs([b"produce", b"keyed", b"--key", BAD, b"--url", url], stdin=b"v\n")
+    assert p.returncode == 0, p.stderr
+    p = _vqs([b"consume", b"keyed", b"--framing", b"json", b"--max", b"1", b"--url", url])
+    assert b'"key_b64": "dP8="' in p.stdout, p.stdout  # t\xff
+    line = _one_error_line(_vqs([b"queue", b"send", b"texts", BAD, b"--url", url]))
+    assert "Invalid characters found" in line
+    line = _one_error_line(_vqs([b"queue", b"delete-message", b"texts", BAD, b"--url", url]))
+    assert "is not a valid receipt handle" in line
+    line = _one_error_line(_vqs([b"topic", b"list", b"--url", url, b"--token", BAD]))
+    assert "token must be printable ASCII" in line
+    line = _one_error_line(_vqs([b"topic", b"list", b"--url", url + b"/" + BAD]))
+    assert "is not valid text" in line

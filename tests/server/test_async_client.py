@@ -40,6 +40,71 @@ def test_produce_consume_commit(base_url, unique):
     run(main())
 
 
+def test_group_members_share_partitions_and_rebalance(base_url, unique):
+    """Two members split a topic's partitions; when one stops, the other gets
+    them all and resumes from what the first committed: every record is
+    delivered once across the group."""
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            await c.create_topic(unique, partitions=4)
+            everything = {(unique, i) for i in range(4)}
+            a = c.consumer(unique, group=unique, session_timeout_ms=10_000)
+            b = c.consumer(unique, group=unique, session_timeout_ms=10_000)
+            await a.start()
+            await b.start()
+            seen: list = []
+
+            async def read(cons):
+                for recs in (await cons.getmany(timeout_ms=100)).values():
+                    seen.extend(r.value for r in recs)
+                await cons.commit()
+
+            async def settled():  # heartbeats (in getmany) until the group has split the partitions
+                while not (a.assignment() and b.assignment() and a.assignment() | b.assignment() == everything):
+                    await asyncio.gather(read(a), read(b))
+
+            await asyncio.wait_for(settled(), 30)
+            assert not a.assignment() & b.assignment()
+            async with c.producer() as p:
+                for part in range(4):
+                    await p.send_batch(unique, [b"%d-%d" % (part, i) for i in range(5)], partition=part)
+
+            async def drain(members, n):
+                while len(seen) < n:
+                    await asyncio.gather(*(read(m) for m in members))
+
+            await asyncio.wait_for(drain([a, b], 20), 30)
+            await a.stop()
+            async with c.producer() as p:
+                for part in range(4):
+                    await p.send(unique, b"late-%d" % part, partition=part)
+            await asyncio.wait_for(drain([b], 24), 30)
+            assert b.assignment() == everything
+            assert sorted(seen) == sorted([b"%d-%d" % (q, i) for q in range(4) for i in range(5)]
+                                          + [b"late-%d" % q for q in range(4)])
+            await b.stop()
+
+    run(main())
+
+
+def test_getone_commits_only_what_it_handed_out(base_url, unique):
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            await c.create_topic(unique)
+            async with c.producer() as p:
+                await p.send_batch(unique, [b"%d" % i for i in range(10)])
+            async with c.consumer(unique, group=unique) as cons:
+                assert (await cons.getone()).value == b"0"
+                assert (await cons.getone()).value == b"1"
+                await cons.commit()  # the other eight were fetched, not handed out
+                assert cons.position(unique, 0) == 2
+            assert await c.group_offsets(unique) == {(unique, 0): 2}
+            async with c.consumer(unique, group=unique) as cons:
+                assert (await cons.getone()).value == b"2"
+
+    run(main())
+
+
 def test_long_poll_is_awaited_not_a_thread(base_url, unique):
     import threading
 

@@ -199,6 +199,67 @@ def test_a_lost_connection_is_a_vqs_error_never_an_httpx_one(answer):
         stop()
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://[::1", "ftp://127.0.0.1:8642", "http://",
+                                 "127.0.0.1:notaport", "http://127.0.0.1:8642/?x=1", "http://a\udcffb",
+                                 "http://127.0.0.1:8642/a\udcffb"])
+def test_a_malformed_url_is_a_config_error_where_it_is_given(url):
+    """Never a ValueError or an httpx error of a later request: ConfigError naming the URL, from
+    the Client and the AsyncClient alike."""
+    import asyncio
+
+    with pytest.raises(ConfigError, match="url "):
+        vc.Client(url)
+
+    async def make():
+        async with vqs.AsyncClient(url):
+            pass
+
+    with pytest.raises(ConfigError, match="url "):
+        asyncio.run(make())
+
+
+@pytest.mark.parametrize("token", ["a\udcffb", "t\u00e9", "a\nb", "a\0b"])
+def test_a_token_no_header_can_carry_is_a_config_error_where_it_is_given(token):
+    import asyncio
+
+    for url in ("http://127.0.0.1:8642", "http://127.0.0.1:8642/prefix"):  # the lean and the httpx path
+        with pytest.raises(ConfigError, match="token"):
+            vc.Client(url, token=token)
+
+    async def make():
+        async with vqs.AsyncClient("http://127.0.0.1:8642", token=token):
+            pass
+
+    with pytest.raises(ConfigError, match="token"):
+        asyncio.run(make())
+
+
+@pytest.mark.parametrize("prefix", ["", "/behind-a-proxy"], ids=["lean", "httpx"])
+def test_an_unreadable_answer_is_a_vqs_error_never_an_httpx_or_json_one(prefix):
+    """An answer that is not JSON, or whose Content-Encoding does not decode (a proxy's page):
+    a VQSError on either transport path (a base URL with a path goes through httpx), and from
+    the AsyncClient."""
+    import asyncio
+
+    for answer in (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+                   b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nabcde"):
+        url, stop = _dropping_server(answer)
+        try:
+            with vc.Client(url + prefix, timeout=5) as c:
+                for call in (c.topics, lambda: c.queue("q").send("m")):
+                    with pytest.raises(vqs.VQSError):
+                        call()
+
+            async def async_topics(base):
+                async with vqs.AsyncClient(base, timeout=5) as c:
+                    await c.topics()
+
+            with pytest.raises(vqs.VQSError):
+                asyncio.run(async_topics(url + prefix))
+        finally:
+            stop()
+
+
 def test_a_refused_connection_and_a_timeout_are_vqs_errors():
     url = f"http://127.0.0.1:{_free_port()}"
     with vc.Client(url, timeout=2) as c:

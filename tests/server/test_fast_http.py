@@ -2,8 +2,7 @@
 
 Two real servers with the same settings (a bearer token, ``max_connections``,
 a small ``max_body_bytes``, ``flush = always``: writes in worker threads), one with the fast path (the default) and one with
-it off (``VQS_FAST_HTTP=0``: the same requests through ASGI and the lean
-dispatch), get the same raw HTTP/1.1 bytes over plain sockets: produces that
+it off (``VQS_FAST_HTTP=0``: the same requests through ASGI and FastAPI), get the same raw HTTP/1.1 bytes over plain sockets: produces that
 succeed and fail (unknown topic, bad JSON, an unsupported media type, a value
 over ``max_message_bytes``, a body over ``max_body_bytes``, no or a wrong
 token), several requests on one keep-alive connection, pipelined requests,
@@ -237,7 +236,7 @@ def test_fast_path_answers_as_the_asgi_path(pair):
     assert b'"value":"never"' not in a[-1] and b'"value":"pipe1"' in a[-1]
     assert _metrics(fast.port) == _metrics(slow.port)
     assert _log_lines(fast) == _log_lines(slow)  # the same "rejected" lines (level, status, error)
-    assert 'route="unmatched",status="500"' in "\n".join(_metrics(fast.port))  # the client that left
+    assert 'route="/topics/{topic}/messages",status="500"' in "\n".join(_metrics(fast.port))  # the client that left
 
 
 def test_fast_path_engaged_with_the_pinned_uvicorn(pair, tmp_path, monkeypatch, caplog):

@@ -58,6 +58,48 @@ def test_half_sent_headers_get_408_and_are_closed(bounded):
     c.close()
 
 
+def _send_slowly(c: socket.socket, data: bytes, piece: int = 1024) -> None:
+    """``data`` in pieces, each after the one before could be read (so none is left unread when
+    the server closes: its answer is not lost to a reset)."""
+    for i in range(0, len(data), piece):
+        c.sendall(data[i:i + piece])
+        time.sleep(0.002)
+
+
+def test_a_head_that_never_ends_gets_431_before_the_deadline(bounded):
+    """A header that goes on past max_header_bytes (16 KiB) is refused as it arrives: 431 and
+    closed, long before the header deadline (1 s here); the parser would hold it whole."""
+    c = _connect(bounded.port)
+    t0 = time.monotonic()
+    head = b"GET /topics HTTP/1.1\r\nhost: 127.0.0.1\r\nx-big: "
+    _send_slowly(c, head + b"a" * ((16 << 10) + 100 - len(head)))  # nothing sent after the piece over it
+    data = _read_all(c)
+    assert data.startswith(b"HTTP/1.1 431 "), data
+    assert b"max_header_bytes" in data and time.monotonic() - t0 < 0.9
+    c.close()
+    # a URL that never ends, likewise
+    c = _connect(bounded.port)
+    _send_slowly(c, b"GET /" + b"a" * ((16 << 10) + 100))
+    assert _read_all(c).startswith(b"HTTP/1.1 431 ")
+    c.close()
+
+
+def test_a_head_behind_a_large_body_in_one_read_is_not_refused(bounded):
+    """A request pipelined behind one with a body larger than max_header_bytes, sent in the same
+    write, is served: only the head's own bytes count against the limit."""
+    httpx.post(bounded.url + "/topics", json={"name": "piped"}).raise_for_status()
+    body = b'{"messages":[{"value":"' + b"v" * (40 << 10) + b'"}]}'
+    first = (b"POST /topics/piped/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    c = _connect(bounded.port)
+    c.sendall(first + b"GET /health/live HTTP/1.1\r\nHost: localhost\r\n")
+    time.sleep(0.2)  # the server has read both: the second head is incomplete
+    c.sendall(b"Connection: close\r\n\r\n")
+    data = _read_all(c)
+    assert data.count(b"HTTP/1.1 200 OK") == 2, data
+    c.close()
+
+
 def test_a_silent_connection_is_closed(bounded):
     c = _connect(bounded.port)
     t0 = time.monotonic()

@@ -1,6 +1,6 @@
-"""The lean dispatch of the hot routes (vqs/server/lean.py) answers as the FastAPI routes do.
+"""The hot routes' handlers (vqs/server/lean.py, on the HTTP fast path) answer as the FastAPI routes do.
 
-Two real servers, one with ``lean_dispatch`` on (the default) and one with it
+Two real servers, one with ``fast_http`` on (the default) and one with it
 off (every request through FastAPI), get the same requests in the same order
 on the same fresh names: valid ones of every shape the lean path takes, and
 invalid ones it must hand to the framework (or answer with the shared cores'
@@ -32,8 +32,8 @@ _MASKED = {"message_ids", "id", "receipt_handle", "sent_timestamp_ms", "first_re
 
 @pytest.fixture(scope="module")
 def servers(server, tmp_path_factory):
-    """The session's server (lean dispatch on, the default) and one with it off."""
-    slow = ServerProcess(tmp_path_factory.mktemp("framework") / "data", env={"VQS_LEAN_DISPATCH": "0"}).start()
+    """The session's server (the fast path on, the default) and one with it off."""
+    slow = ServerProcess(tmp_path_factory.mktemp("framework") / "data", env={"VQS_FAST_HTTP": "0"}).start()
     yield server, slow
     assert slow.stop() == 0, slow.log()
 

@@ -125,9 +125,141 @@ def test_body_size_limit(secured):
     assert r.status_code == 413
 
 
+def test_a_chunked_body_over_the_limit_is_413_on_every_route(secured):
+    """A chunked body crossing max_body_bytes as it is read is answered 413 on a framework
+    route too (a body its model parses, one its handler reads), never 400 or 500."""
+    h = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
+
+    def chunks():
+        yield b'{"name": "'
+        for _ in range(30):
+            yield b"x" * 10_000
+
+    for path in ("/topics", "/wait", "/queues"):
+        r = httpx.post(secured.url + path, content=chunks(), headers=h)
+        assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large", (path, r.text)
+
+
+def test_a_client_leaving_mid_body_is_no_error(secured):
+    """A client that leaves before its body is whole gets nothing and the server logs no failure
+    (no traceback, no 500 line): on a framework route as on the fast path."""
+    for path in ("/topics", "/topics/big/messages", "/queues"):
+        with socket.create_connection(("127.0.0.1", secured.port)) as s:
+            s.sendall(f"POST {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\n"
+                      "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\"".encode())
+    # the server has seen the three closes once a request on a new connection is answered after them
+    deadline = time.monotonic() + 10
+    while "route=\"/queues\",status=\"500\"" not in httpx.get(secured.url + "/metrics", headers={
+            "authorization": f"Bearer {TOKEN}"}).text:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    log = secured.log()
+    assert "Traceback" not in log and "unhandled error" not in log and "rejected 500" not in log, log
+
+
+def test_a_compressed_batch_inflates_to_no_more_than_a_body_may_hold(secured):
+    """A binary produce's compressed batches are inflated to at most max_body_bytes (100 KB here),
+    together, refused before decompressing past it: a 1 KB zstd body must not make the server
+    hold (and append) 400 KB."""
+    from vqs.storage import codec_id, encode_batch
+
+    h = {"authorization": f"Bearer {TOKEN}", "content-type": "application/vnd.vqs.batch"}
+    httpx.post(secured.url + "/topics", json={"name": "zipped"}, headers={"authorization": f"Bearer {TOKEN}"})
+    url = secured.url + "/topics/zipped/messages"
+    bomb = bytes(encode_batch(0, [b"z" * 50_000] * 8, codec=codec_id("zstd")))
+    assert len(bomb) < 2_000
+    r = httpx.post(url, content=bomb, headers=h)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large", r.text
+    small = bytes(encode_batch(0, [b"z" * 30_000] * 2, codec=codec_id("zstd")))
+    r = httpx.post(url, content=small + small, headers=h)  # 120 KB together: refused whole
+    assert r.status_code == 413, r.text
+    r = httpx.post(url, content=small, headers=h)
+    assert r.status_code == 200 and r.json()["ranges"][0]["base_offset"] == 0, r.text
+
+
+@pytest.fixture(scope="module")
+def token_only(tmp_path_factory):
+    s = ServerProcess(tmp_path_factory.mktemp("vqs-token-only") / "data", "--token", TOKEN).start()
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+@pytest.mark.parametrize("ctype,target", [("application/x-amz-json-1.0", "AmazonSQS.SendMessage"),
+                                          ("application/x-www-form-urlencoded", None)])
+def test_sqs_on_a_server_without_sigv4_keys_is_refused_before_its_body(token_only, ctype, target):
+    """With tokens and no SigV4 key every SQS request is refused: on its headers, in its protocol,
+    without waiting for (or holding) a body of up to 4 MiB first."""
+    with socket.create_connection(("127.0.0.1", token_only.port)) as c:
+        c.settimeout(5)  # the old code waited for the body: no answer before the client gave up
+        c.sendall(f"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n".encode()
+                  + (f"X-Amz-Target: {target}\r\n".encode() if target else b"")
+                  + b"Authorization: AWS4-HMAC-SHA256 Credential=x/20240101/us-east-1/sqs/aws4_request, "
+                    b"SignedHeaders=host, Signature=00\r\nContent-Length: 4000000\r\n\r\n")
+        data = c.recv(65536)
+    assert data.startswith(b"HTTP/1.1 403 ") and b"InvalidClientTokenId" in data, data
+    assert (b"x-amz-json" in data) == bool(target)  # JSON for JSON, XML for the query protocol
+
+
+def _sqs_head(port: int, source: str, length: int) -> socket.socket:
+    """A connection from ``source`` that sent an SQS request's headers (signed-looking) and none
+    of its ``length`` bytes of body."""
+    c = socket.socket()
+    c.bind((source, 0))
+    c.connect(("127.0.0.1", port))
+    c.settimeout(10)
+    c.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-amz-json-1.0\r\n"
+              b"X-Amz-Target: AmazonSQS.ListQueues\r\nAuthorization: AWS4-HMAC-SHA256 "
+              b"Credential=x/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=00\r\n"
+              + f"Content-Length: {length}\r\n\r\n".encode())
+    return c
+
+
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_one_address_holds_at_most_64_mib_of_sqs_bodies_before_their_signatures(tmp_path, fast):
+    """SQS bodies are read whole before their signature is checked: 16 unsigned 4 MB bodies
+    from one address are all that address may have the server hold (64 MiB, not 256
+    connections' ~1 GiB); its next SQS request is answered 503 at once, another address is
+    served, and the allowance comes back as those requests end."""
+    srv = ServerProcess(tmp_path / "data", "--sigv4-key", f"{AKID}:{SECRET}", env={"VQS_FAST_HTTP": fast}).start()
+    try:
+        held = [_sqs_head(srv.port, "127.0.0.1", 4_000_000) for _ in range(16)]
+        over = _sqs_head(srv.port, "127.0.0.1", 4_000_000)
+        data = over.recv(65536)
+        assert data.startswith(b"HTTP/1.1 503 ") and b"ServiceUnavailable" in data, data
+        over.close()
+        other = _sqs_head(srv.port, "127.0.0.2", 2)
+        other.sendall(b"{}")
+        assert b"ServiceUnavailable" not in other.recv(65536)  # its own allowance (refused: bad signature)
+        other.close()
+        for c in held:
+            c.close()
+        deadline = time.monotonic() + 10
+        while True:  # the server sees the closes, and gives their holds back
+            c = _sqs_head(srv.port, "127.0.0.1", 2)
+            c.sendall(b"{}")
+            data = c.recv(65536)
+            c.close()
+            if b"ServiceUnavailable" not in data:
+                break
+            assert time.monotonic() < deadline, data
+            time.sleep(0.05)
+    finally:
+        assert srv.stop() == 0, srv.log()
+
+
 def test_header_size_limit(secured):
     r = httpx.get(secured.url + "/health", headers={"x-big": "a" * 8000})
     assert r.status_code == 431
+
+
+def test_header_count_limit(secured):
+    """At most 100 headers (small ones: within max_header_bytes, 4 KiB here), on every route."""
+    many = {f"x-h{i}": "v" for i in range(101)}
+    for path in ("/health", "/topics/big/messages?offset=0"):
+        r = httpx.get(secured.url + path, headers={**many, "authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 431 and r.json()["error"]["code"] == "headers_too_large", r.text
+    few = {f"x-h{i}": "v" for i in range(90)}
+    assert httpx.get(secured.url + "/health", headers=few).status_code == 200
 
 
 def test_long_poll_waiter_limit(secured):

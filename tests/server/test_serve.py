@@ -14,9 +14,11 @@ import sys
 import time
 
 import httpx
+import pytest
 from vqs_server_proc import ServerProcess, free_port
 
 from vqs.broker import Broker
+from vqs.errors import ConfigError
 
 
 def serve(*args, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -66,6 +68,17 @@ def test_a_locked_data_dir_is_one_line_naming_the_pid_exit_3(tmp_path):
         assert p.returncode == 3
         assert p.stderr.splitlines() == [f"error: data dir {d} is locked by pid {os.getpid()} (another server? "
                                          "one process owns a data dir)"]
+
+
+def test_a_file_as_data_dir_is_one_line_saying_so_exit_1(tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("x")
+    p = serve("--data-dir", f, "--port", free_port())
+    assert p.returncode == 1
+    assert only_line(p)["msg"] == f"data dir {f} is a file, not a directory"
+    assert f.read_text() == "x"
+    with pytest.raises(ConfigError, match="is a file, not a directory"):
+        Broker(f)
 
 
 def test_refused_settings_exit_2(tmp_path):

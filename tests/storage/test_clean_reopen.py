@@ -34,7 +34,7 @@ def _write(path, bs, *, defer=True) -> None:
 
 def _tail(path):
     lg = Log.open(path, defer_clean_marker=True, **OPTS)
-    s = lg._segments[-1]
+    s = lg._segs.all[-1]
     state = (lg.start_offset, lg.end_offset, s.size, s.next_offset, s.max_timestamp_ms, s._ti_last,
              s._since_index, lg._clean_marker)
     return lg, state

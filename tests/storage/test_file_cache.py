@@ -181,9 +181,9 @@ _ABANDON = textwrap.dedent("""
     fds = lambda: len(os.listdir("/proc/self/fd"))
     os.KEEP = opened(sys.argv[1] + "/c")  # never closed: left to the real exit
     logs = [opened(sys.argv[1] + "/" + name) for name in "ab"]
-    handles = [s.handle() for lg in logs for s in lg._segments]
+    handles = [s.handle() for lg in logs for s in lg._segs.all]
     for lg in logs:
-        for s in lg._segments:
+        for s in lg._segs.all:
             s.release_files()  # the segment lets go; the handle is ours alone now
     before, n = fds(), len(handles)
     # What interpreter exit does to a module whose objects outlive the exit's collection (held

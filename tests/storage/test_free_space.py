@@ -1,4 +1,4 @@
-"""Free space under a btrfs quota (vqs/storage/free_space.py): statvfs shows
+"""Free space under a btrfs quota (vqs/storage/space.py): statvfs shows
 the whole filesystem; ``free_bytes`` shows the room under the subvolume's
 quota group limit (sysfs), so ``min_free_bytes`` refuses appends before the
 quota is spent (tests/conftest.py ``quota_disk``: a 3 MiB limit on a 200 MiB
@@ -12,7 +12,7 @@ import os
 import pytest
 
 import vqs
-from vqs.storage.free_space import free_bytes, quota_room
+from vqs.storage.space import free_bytes, quota
 
 
 def _commit(path: str) -> None:
@@ -27,8 +27,9 @@ def _commit(path: str) -> None:
 def test_free_bytes_is_the_room_under_the_quota(quota_disk):
     st = os.statvfs(quota_disk.path)
     assert st.f_bavail * st.f_frsize > 100 << 20  # statvfs: the whole filesystem
-    room = quota_room(quota_disk.path)
-    assert room is not None and 2 << 20 < room <= 3 << 20
+    q = quota(quota_disk.path)
+    assert q is not None and 2 << 20 < q[1] <= 3 << 20
+    room = q[1]
     assert free_bytes(quota_disk.path) == room
     quota_disk.fill(1 << 20)
     _commit(quota_disk.path)  # (the group's numbers move at the commit)
@@ -47,6 +48,6 @@ def test_min_free_bytes_refuses_before_the_quota_is_spent(quota_disk):
 
 
 def test_no_quota_no_room(small_disk):
-    assert quota_room(small_disk.path) is None
+    assert quota(small_disk.path) is None
     st = os.statvfs(small_disk.path)
     assert abs(free_bytes(small_disk.path) - st.f_bavail * st.f_frsize) < 64 << 10

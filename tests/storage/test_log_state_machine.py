@@ -128,7 +128,7 @@ class LogMachine(RuleBasedStateMachine):
         with z._lock:
             z._sync.wait_idle()
             z._closed = True
-        z._checkpoint.retire()  # (nor its interval checkpoint)
+        z._sync.checkpoint.retire()  # (nor its interval checkpoint)
         self.zombies.append(z)  # never closed properly, never used again
         self.settings.update(flush=flush)
         self.lg = Log.open(self.dir, **self.settings)

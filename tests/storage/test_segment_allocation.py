@@ -76,8 +76,8 @@ def test_no_allocation_ahead_without_room_to_spare_over_the_floor(tmp_path):
         lg.flush()
         g = lg._grant.space
         avail = g.avail
-        assert g.spare(1 << 20, 0) and g.avail == avail - (1 << 20)
-        assert not g.spare(1 << 20, g.avail) and not g.low
+        assert g.ahead(1 << 20, 0) and g.avail == avail - (1 << 20)
+        assert not g.ahead(1 << 20, g.avail) and not g.low
     # appends fit over this floor, but not the margin allocation ahead needs over it
     with Log.open(tmp_path / "tight", flush="never", min_free_bytes=max(0, avail - (12 << 20))) as lg:
         for _ in range(10):

@@ -38,8 +38,8 @@ def _log(path: str) -> Log:
     lg = Log.open(path, segment_bytes=4096, flush="always")
     for _ in range(120):
         lg.append(b"x" * 200)
-    assert len(lg._segments) > 6
-    for s in lg._segments:
+    assert len(lg._segs.all) > 6
+    for s in lg._segs.all:
         s.handle()  # every log file open, as after reads
     return lg
 
@@ -47,7 +47,7 @@ def _log(path: str) -> Log:
 def test_retention_closes_deleted_segments_files_though_something_still_holds_them(tmp_path, no_gc):
     path = str(tmp_path / "log")
     lg = _log(path)
-    held = list(lg._segments)
+    held = list(lg._segs.all)
     cycle = [held]
     cycle.append(cycle)  # the segments held as a traceback or a pending job would hold them
     before = fds_under(path)
@@ -66,9 +66,9 @@ def test_retention_closes_deleted_segments_files_though_something_still_holds_th
 def test_a_read_in_flight_keeps_the_descriptor_until_it_lets_go(tmp_path, no_gc):
     path = str(tmp_path / "log")
     lg = _log(path)
-    first = lg._segments[0]
+    first = lg._segs.all[0]
     h = first.handle()  # a reader inside its pread
-    lg.delete_before(lg._segments[1].base_offset)
+    lg.delete_before(lg._segs.all[1].base_offset)
     assert os.pread(h.fd, 4, 0)  # still the deleted file: its number was not reused
     assert os.readlink(f"/proc/self/fd/{h.fd}").endswith("(deleted)")
     fd = h.fd

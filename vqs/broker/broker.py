@@ -127,6 +127,7 @@ class Broker:
         self._closed = False
         self._queues = None
         self._coordinator = None
+        self._share_groups = None
         self._producer_states = None
         self._retention_thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -137,6 +138,8 @@ class Broker:
         raise_open_file_limit()
         FILE_CACHE.limits_changed()
         created = not os.path.isdir(self.path)
+        if created and os.path.exists(self.path):
+            raise ConfigError(f"{self.path} is a file, not a directory (a data directory)")
         make_dirs(self.path)  # (a spent quota: DiskFullError)
         if created:
             fsync_dir(os.path.dirname(self.path))
@@ -194,6 +197,11 @@ class Broker:
         self._stop.set()
         if self._coordinator is not None:
             self._coordinator.close()
+        if self._share_groups is not None:
+            try:
+                self._share_groups.close()
+            except Exception:  # its state logs are the truth; the next open replays them
+                logger.exception("closing the share groups of %s failed", self.path)
         if self._producer_states is not None:
             try:
                 self._producer_states.snapshot()  # bounds the next open's scan; the log is the truth
@@ -368,6 +376,8 @@ class Broker:
             self._check_open()
             self._catalog.delete(name)
             self._groups.remove_topic(name)
+            if self._share_groups is not None:
+                self._share_groups.forget_topic(name)
 
     # -- producers and consumers -------------------------------------------------------------
     def producer(self, *, idempotent: bool = False) -> Producer:
@@ -435,6 +445,44 @@ class Broker:
                 if self._coordinator is None:
                     self._coordinator = GroupCoordinator(partitions=lambda t: self.topic(t).partitions)
         return self._coordinator
+
+    @property
+    def share_groups(self):
+        """The share groups (membership, assignment, durable delivery state; vqs.broker.share),
+        made on first use."""
+        self._check_open()
+        if self._share_groups is None:
+            from .share import ShareGroups
+
+            with self._lock:
+                if self._share_groups is None:
+                    d = self.log_defaults
+                    self._share_groups = ShareGroups(self, flush=d.get("flush", "interval"),
+                                                     flush_interval_ms=d.get("flush_interval_ms", 100),
+                                                     min_free_bytes=d.get("min_free_bytes"))
+        return self._share_groups
+
+    def share_consumer(self, topics, group: str):
+        """A member of share group ``group`` reading ``topics`` with queue semantics: each record
+        is acquired by one member, acknowledged (accept, release, reject), redelivered when its
+        lock ends (vqs.broker.share.consumer). The same groups Kafka's ShareConsumer joins."""
+        self._check_open()
+        validate_group(group)
+        from .share import ShareConsumer
+
+        return ShareConsumer(self, topics, group)
+
+    def share_group_names(self) -> list[str]:
+        """The share groups with members now or stored state, sorted."""
+        self._check_open()
+        return self.share_groups.groups()
+
+    def describe_share_group(self, group: str) -> dict | None:
+        """A share group's members (epochs, topics, partitions) and, per share partition, its
+        start offset, records in flight and their delivery counts; None for an unknown group."""
+        self._check_open()
+        validate_group(group)
+        return self.share_groups.describe_full(group)
 
     def group_members(self, group: str) -> dict:
         """The group's live members, state and generation (``GroupCoordinator.membership``)."""

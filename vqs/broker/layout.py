@@ -18,6 +18,9 @@
       queues/
         {queue}/                 one SQS-style queue (its inside: vqs.broker.queue)
         ~move-tasks.json         the message move tasks (vqs.broker.queue.move_tasks; atomic replace)
+      share/
+        {group}/{topic}/{p}/     a share group's delivery state of one partition (broker.share;
+                                 a queue's state log and snapshot, vqs.broker.queue.lease_state)
       producer_ids               the next block of idempotent producer ids (producer_state; atomic replace)
       spark/
         sinks/
@@ -40,6 +43,7 @@ LOCK_FILE = LOCK_NAME
 TOPICS = "topics"
 GROUPS = "groups"
 QUEUES = "queues"
+SHARE = "share"
 TOPIC_FILE = "topic.json"
 OFFSETS_FILE = "offsets.json"
 PRODUCER_IDS_FILE = "producer_ids"
@@ -61,6 +65,11 @@ def groups_dir(data_dir: str) -> str:
 def queues_dir(data_dir: str) -> str:
     """``DATA/queues``: the queue registry."""
     return os.path.join(data_dir, QUEUES)
+
+
+def share_dir(data_dir: str) -> str:
+    """``DATA/share``: share groups' delivery state (vqs.broker.share)."""
+    return os.path.join(data_dir, SHARE)
 
 
 def topic_dir(data_dir: str, topic: str) -> str:

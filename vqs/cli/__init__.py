@@ -31,6 +31,7 @@ from .groups import group_app
 from .inspect import inspect_path, inspect_segment
 from .pipelines import pipeline_app
 from .queues import queue_app
+from .share import share_app
 from .topics import topic_app
 
 __all__ = ["app", "inspect_path", "inspect_segment"]
@@ -57,6 +58,7 @@ def _root(version: bool = typer.Option(False, "--version", "-V", callback=_versi
 app.add_typer(topic_app, name="topic")
 app.add_typer(queue_app, name="queue")
 app.add_typer(group_app, name="group")
+app.add_typer(share_app, name="share")
 
 # the server owns its command line (python -m vqs.server runs the same command)
 app.command("serve", epilog=SERVE_EXIT_CODES_HELP)(serve_command)

@@ -142,6 +142,11 @@ class CLIGroup(TyperGroup):
 
         try:
             return super().invoke(ctx)
+        except typer.BadParameter as e:
+            words = bound_words(e.__cause__)
+            if words is not None:
+                e.message = words
+            raise
         except KeyboardInterrupt:
             err.print("interrupted", highlight=False)
             raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -156,6 +161,32 @@ class CLIGroup(TyperGroup):
             if http_error(e):
                 fail(unreachable(_request_url(e), e), EXIT_UNAVAILABLE)
             raise
+
+
+_BOUNDS = {"less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
+           "greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt")}
+_KINDS = {"int_parsing": "a whole number", "int_from_float": "a whole number", "float_parsing": "a number",
+          "bool_parsing": "true or false"}
+
+
+def bound_words(cause) -> str | None:
+    """A refused option value in the words the REST API uses ("must be at most 20, not 60"), for
+    the validation error typer raised (pydantic's "Input should be less than or equal to 20");
+    None for any other cause (click's own message stays)."""
+    errors = getattr(cause, "errors", None)
+    if not callable(errors):
+        return None
+    try:
+        first = errors()[0]
+        kind, given = first["type"], first.get("input")
+        if kind in _BOUNDS:
+            words, key = _BOUNDS[kind]
+            return f"must be {words} {first['ctx'][key]}, not {given}"
+        if kind in _KINDS:
+            return f"must be {_KINDS[kind]}, not {given!r}"
+    except (LookupError, TypeError):
+        pass
+    return None
 
 
 def _silence_stdout() -> None:

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from .failures import fail
+from .failures import EXIT_INTERRUPTED, EXIT_USAGE, fail
 from .output import (
     DATA,
     JSON_OUT,
@@ -34,13 +34,18 @@ def queue_create(name: str,
                  visibility_timeout: int = typer.Option(30), delay_seconds: int = typer.Option(0),
                  receive_wait_seconds: int = typer.Option(0), retention_seconds: int = typer.Option(345600),
                  max_message_bytes: int = typer.Option(1048576),
-                 dead_letter_queue: str | None = typer.Option(None), max_receive_count: int | None = typer.Option(None),
+                 dead_letter_queue: str | None = typer.Option(None, help="move a message here after --max-receive-count receives"),
+                 max_receive_count: int | None = typer.Option(None, min=1, max=1000,
+                                                              help="receives before a message moves to --dead-letter-queue"),
                  fifo: bool = typer.Option(False), content_based_deduplication: bool = typer.Option(False),
                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Create a queue."""
     kw = dict(visibility_timeout=visibility_timeout, delay_seconds=delay_seconds,
               receive_wait_seconds=receive_wait_seconds, retention_seconds=retention_seconds,
               max_message_bytes=max_message_bytes, fifo=fifo, content_based_deduplication=content_based_deduplication)
+    if (dead_letter_queue is None) != (max_receive_count is None):
+        fail("--dead-letter-queue and --max-receive-count go together (a message moves to the dead-letter "
+             "queue after that many receives)", EXIT_USAGE)
     if dead_letter_queue is not None:
         kw["dead_letter_queue"] = dead_letter_queue
         kw["max_receive_count"] = max_receive_count
@@ -112,13 +117,92 @@ def queue_send(name: str, body: str | None = typer.Argument(None, help="message 
                delay_seconds: int | None = typer.Option(None), group_id: str | None = typer.Option(None),
                dedup_id: str | None = typer.Option(None),
                url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
-    """Send a message (or one per line of stdin)."""
-    bodies = [body] if body is not None else [ln.rstrip("\n") for ln in sys.stdin]
-    with target(url, data_dir, token, queue=name) as t:
-        q = t.queue(name)
-        for b in bodies:
-            mid = q.send(b, delay_seconds=delay_seconds, group_id=group_id, dedup_id=dedup_id)
-            print_line(str(mid))
+    """Send a message (or one per line of stdin).
+
+    From stdin, each line is sent as it is typed on a terminal; from a file or a pipe, in batches of
+    up to 10 (SQS's batch). A batch is sent whole or not at all: on an error or Ctrl-C the command
+    says how many messages were sent and how many were read but not sent. Each message id is
+    printed as it is sent.
+    """
+    fields = {k: v for k, v in (("delay_seconds", delay_seconds), ("group_id", group_id), ("dedup_id", dedup_id))
+              if v is not None}
+    if body is not None:
+        with target(url, data_dir, token, queue=name) as t:
+            print_line(str(t.queue(name).send(body, **fields)))
+        return
+    _send_lines(name, sys.stdin.buffer, fields, url, data_dir, token)
+
+
+_BATCH_BYTES = 256 * 1024  # a batch's bodies stay under SQS's smallest batch payload limit
+
+
+def _send_lines(name: str, stream, fields: dict, url, data_dir, token) -> None:
+    """One message per line of ``stream``: sent as typed on a terminal, else in batches; the count
+    said on an error or Ctrl-C is exact (a request in flight finishes first: stream.Interrupt)."""
+    from ..errors import MessageTooLarge, QueueError, VQSError
+    from .failures import explain
+    from .stream import Interrupt, refused_whole
+
+    size = 1 if stream.isatty() else 10
+    sent, batch, nbytes, first = 0, [], 0, 1  # first: the input line of batch[0]
+    try:
+        with Interrupt() as intr, target(url, data_dir, token, queue=name) as t:
+            q = t.queue(name)
+
+            def send_one(b: str) -> None:
+                nonlocal sent, batch, first
+                try:
+                    mid = intr.send(lambda: q.send(b, **fields))
+                except VQSError as e:
+                    raise _LineFailed(f"line {first}", *explain(e)) from e
+                print_line(str(mid))
+                sent, first, batch = sent + 1, first + 1, batch[1:]
+
+            def flush() -> None:
+                nonlocal sent, batch, nbytes, first
+                if len(batch) > 1:
+                    try:
+                        ids = intr.send(lambda: q.send_batch([{"body": b, **fields} for b in batch]))
+                    except VQSError as e:
+                        # refused before anything was sent (the queue validates a batch whole):
+                        # each line alone finds the one refused; anything else is said as it is
+                        if not (isinstance(e, (QueueError, MessageTooLarge)) or refused_whole(e)):
+                            raise _LineFailed(f"lines {first}-{first + len(batch) - 1}", *explain(e)) from e
+                    else:
+                        for mid in ids:
+                            print_line(str(mid))
+                        sent, first, batch = sent + len(batch), first + len(batch), []
+                for b in list(batch):
+                    send_one(b)
+                nbytes = 0
+
+            for n, raw in enumerate(stream, 1):
+                line = raw[:-1] if raw.endswith(b"\n") else raw
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    flush()
+                    raise _LineFailed(f"line {n}", 1, f"not UTF-8 text (byte {e.start + 1})") from None
+                if batch and nbytes + len(line) > _BATCH_BYTES:
+                    flush()
+                batch.append(text)
+                nbytes += len(line)
+                if len(batch) >= size:
+                    flush()
+            flush()
+    except KeyboardInterrupt:
+        print_line(f"interrupted: sent {sent} message(s) to {name}; {len(batch)} read but not sent", err)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except _LineFailed as f:
+        fail(f"{f.where}: {f.message.rstrip('.')}; sent {sent} message(s) to {name} before it", f.code)
+    print_line(f"sent {sent} message(s) to {name}", err)
+
+
+class _LineFailed(Exception):
+    """An input line (or lines) the queue refused, and why in CLI words."""
+
+    def __init__(self, where: str, code: int, message: str):
+        self.where, self.code, self.message = where, code, message
 
 
 @queue_app.command("receive")
@@ -189,6 +273,9 @@ def queue_redrive(name: str = typer.Argument(..., help="the dead-letter queue"),
         fail(f"the move out of {name} ended {task.status}: {task.failure_reason or 'no reason given'} "
              f"({task.moved} moved)")
     print_line(f"moved {task.moved} message(s) out of {name}", err)
+    if not to and task.moved < task.to_move:
+        print_line(f"{task.to_move - task.moved} message(s) stayed in {name}: no source queue is known for them "
+                   "(sent to it directly, or their queue was deleted); move them with --to QUEUE", err)
 
 
 @queue_app.command("delete-message")

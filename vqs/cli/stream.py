@@ -50,7 +50,7 @@ def _frames(stream, framing: str):
 
 
 
-class _Interrupt:
+class Interrupt:
     """SIGINT during ``produce``: raised at once while input is awaited, deferred while a request
     is in flight (a batch is sent whole or not at all, and the count said is exact)."""
 
@@ -125,9 +125,9 @@ def produce(topic: str,
     batch: list = []
     first = skip + 1  # the input's number (1-based) of batch[0]
     try:
-        with _Interrupt() as intr, target(url, data_dir, token, topic=topic) as t:
+        with Interrupt() as intr, target(url, data_dir, token, topic=topic) as t:
             p = t.producer()
-            kb = key.encode() if key is not None else None
+            kb = os.fsencode(key) if key is not None else None  # the argument's bytes, as the shell gave them
             columns = [TextColumn("[bold]{task.fields[n]}[/bold] messages"), BarColumn(), TransferSpeedColumn()]
             if total is not None:
                 columns.append(TimeRemainingColumn())
@@ -146,7 +146,7 @@ def produce(topic: str,
                     try:
                         send(batch)
                     except VQSError as e:
-                        if len(batch) == 1 or not _refused_whole(e):
+                        if len(batch) == 1 or not refused_whole(e):
                             raise _Failed(first, first + len(batch) - 1, e) from e
                         for rec in batch:  # nothing of it was appended: find the message it refused
                             try:
@@ -180,8 +180,9 @@ def produce(topic: str,
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except _Failed as f:
         where = f"{unit} {f.first}" if f.first == f.last else f"{unit}s {f.first}-{f.last}"
-        fail(f"{where}: {explain(f.error)[1]}; sent {sent} message(s) to {topic} before it"
-             + (f" (fix the input and resume with --skip {skip + sent})" if file else ""))
+        code, why = explain(f.error)  # its exit code too: an unreachable server is 3, not 1
+        fail(f"{where}: {why.rstrip('.')}; sent {sent} message(s) to {topic} before it"
+             + (f" (fix the input and resume with --skip {skip + sent})" if file else ""), code)
     finally:
         if file:
             stream.close()
@@ -195,7 +196,7 @@ class _Failed(Exception):
         self.first, self.last, self.error = first, last, error
 
 
-def _refused_whole(e: Exception) -> bool:
+def refused_whole(e: Exception) -> bool:
     """True when the error refuses a request before anything of it is appended (a message too
     large, an invalid request), so each message of the batch can be tried alone."""
     from ..errors import MessageTooLarge, RemoteError

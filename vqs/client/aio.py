@@ -19,9 +19,9 @@ Guarantees:
 - request paths are made only of valid names (``transport._check_path``);
 - a producer's ``send`` returns once the server acknowledged the message (it
   is ``send_and_wait``: nothing is buffered client-side);
-- a consumer reads the partitions of its topics from its group's committed
-  offsets (``auto_offset_reset`` where none is committed) and commits only
-  what ``commit`` is given or what it has returned.
+- a consumer made with a group is a member of it (aio_consumer.py): the
+  server assigns its partitions; it commits only what ``commit`` is given or
+  what it has handed out.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ from urllib.parse import urlencode
 from .. import errors as E
 from ..broker.names import validate_name
 from ..wire import BATCH_CONTENT_TYPE, NEXT_OFFSET, decode_body
+from .aio_consumer import AsyncConsumer
 from .error_map import from_failed_entry, from_response
-from .queues import RemoteMessage, _message_json
+from .queues import RemoteMessage, _handle, _message_json
 from .topics import batch_body, produce_columns
-from .transport import DEFAULT_URL, _check_path
+from .transport import DEFAULT_URL, _check_path, base_url, check_token
 
 
 class AsyncTransport:
@@ -45,16 +46,15 @@ class AsyncTransport:
     def __init__(self, url: str, token: str | None, timeout: float, transport=None):
         import httpx
 
-        if "://" not in url:
-            url = "http://" + url
-        self.url = url.rstrip("/")
+        self.url = base_url(url)
+        check_token(token)
         headers = {"user-agent": "vqs-client"}
         if token:
             headers["authorization"] = f"Bearer {token}"
         self.timeout = timeout
         self.http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout, transport=transport,
                                       limits=httpx.Limits(max_keepalive_connections=32, max_connections=256))
-        self._failures = (httpx.TransportError,)
+        self._failures = (httpx.RequestError,)  # transport failures, undecodable answers
 
     async def request(self, method: str, path: str, *, expect=(200, 201, 204), params=None, **kw):
         _check_path(path)
@@ -150,9 +150,14 @@ class AsyncClient:
         return AsyncProducer(self)
 
     def consumer(self, topics, group: str | None = None, *, auto_offset_reset: str = "earliest",
-                 max_records: int = 500) -> AsyncConsumer:
+                 max_records: int = 500, max_partition_bytes: int = 1 << 20,
+                 session_timeout_ms: int = 30_000) -> AsyncConsumer:
+        """An aiokafka-style consumer of ``topics``; with ``group``, a member of
+        it (partitions assigned by the server, rebalanced as members come and
+        go: aio_consumer.py)."""
         return AsyncConsumer(self, [topics] if isinstance(topics, str) else list(topics), group,
-                             auto_offset_reset=auto_offset_reset, max_records=max_records)
+                             auto_offset_reset=auto_offset_reset, max_records=max_records,
+                             max_partition_bytes=max_partition_bytes, session_timeout_ms=session_timeout_ms)
 
     # groups
     async def groups(self) -> list[str]:
@@ -234,91 +239,6 @@ class AsyncProducer:
         return out
 
 
-class AsyncConsumer:
-    """aiokafka-style: ``start``/``stop`` (or ``async with``), ``getmany``, ``getone``,
-    ``async for``, ``commit``. Reads every partition of its topics."""
-
-    def __init__(self, client: AsyncClient, topics: list[str], group: str | None, *,
-                 auto_offset_reset: str, max_records: int):
-        if auto_offset_reset not in ("earliest", "latest"):
-            raise E.ConfigError(f"auto_offset_reset must be 'earliest' or 'latest', got {auto_offset_reset!r}")
-        self._client = client
-        self.topics = topics
-        self.group = group
-        self._reset = auto_offset_reset
-        self._max = max_records
-        self._pos: dict = {}
-        self._buffer: list = []
-
-    async def start(self) -> None:
-        committed = await self._client.group_offsets(self.group) if self.group else {}
-        for t in self.topics:
-            for p in await self._client.offsets(t):
-                tp = (t, p["partition"])
-                self._pos[tp] = committed.get(tp, p["start_offset"] if self._reset == "earliest" else p["end_offset"])
-
-    async def stop(self) -> None:
-        self._buffer.clear()
-
-    async def __aenter__(self) -> AsyncConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.stop()
-
-    def assignment(self) -> set:
-        return set(self._pos)
-
-    def position(self, topic: str, partition: int) -> int:
-        return self._pos[(topic, partition)]
-
-    def seek(self, topic: str, partition: int, offset: int) -> None:
-        self._pos[(topic, partition)] = offset
-
-    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict:
-        """{(topic, partition): [ConsumerRecord]} of the records not yet returned; a partition
-        with nothing waits (on the server) up to ``timeout_ms`` for the first one."""
-        import asyncio
-
-        limit = max_records or self._max
-        tps = sorted(self._pos)
-        if not tps:
-            return {}
-        wait = timeout_ms / 1000 if len(tps) == 1 else 0.0
-        results = await asyncio.gather(*(self._client.read(t, p, self._pos[(t, p)], max_records=limit,
-                                                           timeout=wait) for t, p in tps))
-        out = {}
-        for tp, (recs, nxt) in zip(tps, results):
-            self._pos[tp] = nxt
-            if recs:
-                out[tp] = recs
-        if not out and len(tps) > 1 and timeout_ms > 0:
-            await asyncio.sleep(min(timeout_ms / 1000, 0.1))
-        return out
-
-    async def getone(self):
-        while not self._buffer:
-            for recs in (await self.getmany(timeout_ms=1000)).values():
-                self._buffer.extend(recs)
-        return self._buffer.pop(0)
-
-    def __aiter__(self) -> AsyncConsumer:
-        return self
-
-    async def __anext__(self):
-        return await self.getone()
-
-    async def commit(self, offsets: dict | None = None) -> None:
-        """Commit ``offsets`` ({(topic, partition): next offset}) or every position reached."""
-        if not self.group:
-            raise E.ConfigError("commit needs a consumer group")
-        await self._client.commit_offsets(self.group, dict(self._pos) if offsets is None else offsets)
-
-    async def committed(self, topic: str, partition: int) -> int | None:
-        return (await self._client.group_offsets(self.group)).get((topic, partition)) if self.group else None
-
-
 class AsyncQueue:
     """A queue on the server, ``vqs`` Queue's methods as coroutines."""
 
@@ -355,7 +275,7 @@ class AsyncQueue:
         return [RemoteMessage(m) for m in d["messages"]]
 
     async def delete(self, receipt_handle: str) -> None:
-        d = await self._t.json("POST", self._p("/delete"), json={"receipt_handles": [receipt_handle]})
+        d = await self._t.json("POST", self._p("/delete"), json={"receipt_handles": [_handle(receipt_handle)]})
         if d.get("failed"):
             raise from_failed_entry(d["failed"][0])
 
@@ -364,7 +284,7 @@ class AsyncQueue:
 
     async def change_visibility(self, receipt_handle: str, seconds: int) -> None:
         await self._t.request("POST", self._p("/visibility"),
-                              json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+                              json={"receipt_handle": _handle(receipt_handle), "visibility_timeout": seconds})
 
     async def purge(self) -> None:
         await self._t.request("POST", self._p("/purge"))

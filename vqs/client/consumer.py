@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .. import errors as E
+from . import membership as M
 from .values import as_tp
 
 if TYPE_CHECKING:
@@ -110,8 +111,7 @@ class RemoteConsumer:
         return f"/groups/{self.group}/members"
 
     def _join(self) -> None:
-        a = self._transport.json("POST", self._members_path(),
-                                 json={"topics": self._topics, "session_timeout_ms": self.session_timeout_ms})
+        a = self._transport.json("POST", self._members_path(), json=M.join_body(self._topics, self.session_timeout_ms))
         self._apply(a)
 
     def _leave(self) -> None:
@@ -125,9 +125,8 @@ class RemoteConsumer:
 
     def _beat(self, owned: list, wait: float = 0.0) -> dict:
         a = self._member
-        body = {"generation": a["generation"], "owned": [{"topic": t, "partition": p} for t, p in owned],
-                "wait_ms": min(20_000, int(wait * 1000))}
-        return self._transport.json("POST", f"{self._members_path()}/{a['member_id']}/heartbeat", json=body,
+        return self._transport.json("POST", f"{self._members_path()}/{a['member_id']}/heartbeat",
+                                    json=M.heartbeat_body(a, owned, wait),
                                     timeout=wait + self._transport.timeout)
 
     def _heartbeat(self, force: bool = False, wait: float = 0.0) -> None:
@@ -144,12 +143,10 @@ class RemoteConsumer:
             self._join()
 
     def _apply(self, a: dict) -> None:
-        for attempt in range(10):  # a revocation is reported at once; the answer may change again
+        for attempt in range(M.MAX_REVOKE_ROUNDS):  # a revocation is reported at once; the answer may change
             self._member = a
-            new = [as_tp((x["topic"], x["partition"])) for x in a["assignment"]]
-            keep = set(new)
-            revoked = [tp for tp in self._assigned if tp not in keep]
-            done = {tp: self._positions[tp] for tp in revoked if tp in self._positions}
+            new = M.assignment_of(a)
+            revoked, done = M.revoked(self._assigned, new, self._positions)
             if done:  # commit what was consumed before letting go
                 try:
                     self._commit(done)
@@ -158,11 +155,10 @@ class RemoteConsumer:
             if any(tp not in self._assigned for tp in new):
                 self._committed_cache = None  # a previous owner may have committed just now
             self._set_assignment(new)
-            if not revoked or attempt == 9:
+            if not revoked or attempt == M.MAX_REVOKE_ROUNDS - 1:
                 break
             a = self._beat(new)
-        interval = a["heartbeat_interval_ms"] / 1000
-        self._heartbeat_due = time.monotonic() + (min(interval, 0.1) if a["pending"] else interval)
+        self._heartbeat_due = time.monotonic() + M.next_beat_in(a)
 
     def _offset_row(self, tp, timestamp_ms: int | None = None) -> dict:
         """The server's offsets of one partition (the topic may have been re-made smaller)."""
@@ -279,10 +275,7 @@ class RemoteConsumer:
             self._commit(offsets)
 
     def _commit(self, offsets: dict) -> None:
-        body: dict = {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]}
-        if self._member is not None:
-            body.update(member_id=self._member["member_id"], generation=self._member["generation"])
-        self._transport.request("POST", f"/groups/{self.group}/offsets", json=body)
+        self._transport.request("POST", f"/groups/{self.group}/offsets", json=M.commit_body(offsets, self._member))
         if self._committed_cache is not None:
             self._committed_cache.update(offsets)
 

@@ -146,6 +146,21 @@ class Client:
     def groups(self) -> list[str]:
         return self._transport.json("GET", "/groups")["groups"]
 
+    def share_consumer(self, topics, group: str):
+        """A share-group member over HTTP, shaped as ``broker.share_consumer`` (vqs/client/share.py)."""
+        from .share import RemoteShareConsumer
+
+        return RemoteShareConsumer(self._transport, topics, group)
+
+    def share_group_names(self) -> list[str]:
+        """As ``Broker.share_group_names``."""
+        return self._transport.json("GET", "/share-groups")["groups"]
+
+    def describe_share_group(self, group: str) -> dict | None:
+        """As ``Broker.describe_share_group``: None for a group the server does not know."""
+        r = self._transport.request("GET", f"/share-groups/{group}", expect=(200, 404))
+        return None if r.status_code == 404 else r.json()
+
     def describe_group(self, group: str) -> list:
         from ..broker.topic import PartitionLag
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from .. import errors as E
 from .error_map import from_failed_entry
+from .transport import SURROGATE
 from .values import as_bytes
 
 if TYPE_CHECKING:
@@ -93,10 +94,25 @@ def _message_json(body, fields) -> dict:
     return m
 
 
+# A lone surrogate (what Python makes of a non-UTF-8 command-line argument) has no UTF-8 form, so
+# no JSON request can carry it: refused here as the embedded queue refuses it, before a request.
+
+
 def _body_json(body) -> dict:
     if isinstance(body, str):
+        if SURROGATE.search(body):
+            raise E.InvalidMessageContents(
+                "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | "
+                "#x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF")
         return {"body": body}  # text: SQS's character rules apply
     return {"body_b64": base64.b64encode(as_bytes(body, "body")).decode("ascii")}  # bytes as they are
+
+
+def _handle(receipt_handle):
+    """``receipt_handle`` if a request can carry it, else ReceiptHandleIsInvalid (as embedded)."""
+    if isinstance(receipt_handle, str) and SURROGATE.search(receipt_handle):
+        raise E.ReceiptHandleIsInvalid(receipt_handle)
+    return receipt_handle
 
 
 class RemoteMoveTask:
@@ -159,7 +175,7 @@ class RemoteQueue:
         return [RemoteMessage(m) for m in d["messages"]]
 
     def delete(self, receipt_handle: str) -> None:
-        d = self._transport.json("POST", self._p("/delete"), json={"receipt_handles": [receipt_handle]})
+        d = self._transport.json("POST", self._p("/delete"), json={"receipt_handles": [_handle(receipt_handle)]})
         if d.get("failed"):
             f = d["failed"][0]
             raise from_failed_entry(f)
@@ -169,7 +185,7 @@ class RemoteQueue:
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> None:
         self._transport.json("POST", self._p("/visibility"),
-                             json={"receipt_handle": receipt_handle, "visibility_timeout": seconds})
+                             json={"receipt_handle": _handle(receipt_handle), "visibility_timeout": seconds})
 
     def peek(self, max_messages: int = 10, from_offset: int = 0) -> list:
         """Up to ``max_messages`` (1-100) pending messages from ``from_offset`` on, oldest first,

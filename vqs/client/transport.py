@@ -41,6 +41,7 @@ DEFAULT_URL = "http://127.0.0.1:8642"
 _SOCKET_OPTIONS = [(6, 1, 1)]  # (IPPROTO_TCP, TCP_NODELAY, 1)
 _JSON_CT = b"content-type: application/json\r\n"
 _PATH = re.compile(r"(?:/[A-Za-z0-9._-]{1,200})*")
+SURROGATE = re.compile("[\ud800-\udfff]")  # what a non-UTF-8 command-line argument holds
 
 
 def _check_path(path: str) -> None:
@@ -54,12 +55,46 @@ def _check_path(path: str) -> None:
     raise E.InvalidName(f"invalid request path {path!r}")
 
 
+def base_url(url: str) -> str:
+    """``url`` as the Client's base (``http://`` added to ``host:port``, as curl does); ConfigError
+    naming it unless it is an http(s) URL with a host and a valid port, so a malformed URL is
+    refused where it is given, never as a ValueError or an httpx error of a later request."""
+    if not isinstance(url, str):
+        raise E.ConfigError(f"url must be a string such as {DEFAULT_URL!r}, not {type(url).__name__}")
+    if SURROGATE.search(url):
+        raise E.ConfigError(f"url {url!r} is not valid text (bytes that are not UTF-8?)")
+    if "://" not in url:
+        url = "http://" + url
+    url = url.rstrip("/")
+    try:
+        u = urlsplit(url)
+        u.port  # noqa: B018 (raises ValueError for a port out of range or not a number)
+    except ValueError as e:
+        raise E.ConfigError(f"url {url!r} is not a valid URL: {e}") from e
+    if u.scheme not in ("http", "https"):
+        raise E.ConfigError(f"url {url!r}: the scheme must be http or https, not {u.scheme!r}")
+    if not u.hostname:
+        raise E.ConfigError(f"url {url!r} names no host (e.g. {DEFAULT_URL!r})")
+    if u.query or u.fragment:
+        raise E.ConfigError(f"url {url!r}: a server URL has no query or fragment")
+    return url
+
+
+def check_token(token: str | None) -> None:
+    """ConfigError unless ``token`` can be sent as a bearer token: printable ASCII (a header
+    cannot carry a line break, NUL or text that is not ASCII; a non-UTF-8 argument holds
+    surrogates)."""
+    if token is not None and not (isinstance(token, str) and token.isascii() and token.isprintable()):
+        raise E.ConfigError("the token must be printable ASCII (no line breaks, NUL or other characters)")
+
+
 def _transport_errors() -> tuple:
     import httpcore
     import httpx
 
-    # httpx.TransportError covers the httpx API; the pooled hot path raises httpcore's own.
-    return (httpx.TransportError, httpcore.NetworkError, httpcore.TimeoutException,
+    # httpx.RequestError covers the httpx API (transport failures, an answer that cannot be
+    # decoded, too many redirects); the pooled hot path raises httpcore's own.
+    return (httpx.RequestError, httpcore.NetworkError, httpcore.TimeoutException,
             httpcore.ProtocolError, httpcore.UnsupportedProtocol)
 
 
@@ -69,9 +104,8 @@ class Transport:
     def __init__(self, url: str, token: str | None, timeout: float, transport=None):
         import httpx
 
-        if "://" not in url:  # host:port, as curl takes it
-            url = "http://" + url
-        self.url = url.rstrip("/")
+        self.url = base_url(url)
+        check_token(token)
         # x-vqs-client: a header no web page can send to another site without a CORS preflight,
         # which a server without credentials asks of every POST (docs/security.md)
         headers = {"user-agent": "vqs-client", "x-vqs-client": "python"}
@@ -87,8 +121,6 @@ class Transport:
         self._lean = None
         u = urlsplit(self.url)
         if transport is None and u.scheme == "http" and u.hostname and not u.path:
-            if any(c in v for v in headers.values() for c in "\r\n\0"):
-                raise E.ConfigError("the token must not contain line breaks or NUL")
             base = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
             self._lean = LeanHTTP(u.hostname, u.port or 80, base)
             self._failures = self._failures + (OSError, LeanProtocolError)
@@ -127,21 +159,22 @@ class Transport:
         if self._lean is None:
             kw: dict = {} if timeout is None else {"timeout": timeout}
             r = self.request(method, path, expect=expect, json=json, params=params, **kw)
-            return r.json() if r.content else None
-        _check_path(path)
-        target = f"{path}?{urlencode(params, doseq=True)}" if params else path
-        hdrs, body = (b"", None) if json is None else (_JSON_CT, _json.dumps(json).encode())
-        try:
-            r = self._lean.request(method, target, hdrs, body, timeout or self.timeout)
-        except self._failures as e:
-            raise self._unreachable(method, path, e) from e
-        if r.status_code not in expect:
-            raise from_response(r)
+        else:
+            _check_path(path)
+            target = f"{path}?{urlencode(params, doseq=True)}" if params else path
+            hdrs, body = (b"", None) if json is None else (_JSON_CT, _json.dumps(json).encode())
+            try:
+                r = self._lean.request(method, target, hdrs, body, timeout or self.timeout)
+            except self._failures as e:
+                raise self._unreachable(method, path, e) from e
+            if r.status_code not in expect:
+                raise from_response(r)
         try:
             return _json.loads(r.content) if r.content else None
         except ValueError:
             raise E.RemoteError(f"{method} {path}: the answer is not JSON", status=r.status_code,
                                 code="bad_answer") from None
+
 
     def hot(self, method: str, path: str, params: dict, headers: list, content: bytes | None = None,
             timeout: float | None = None) -> tuple[dict, bytes]:

@@ -9,7 +9,7 @@ does it differ: its hooks ``_init``/``_put``/``_get`` and ``qsize``/``empty``/
 (``put(item, False)``, ``get(False)``), so items are stored as HybridQueue
 stores them (memory tier, disk tier, ``durable=True`` written through).
 On Python 3.11 and 3.12 ``shutdown()`` and ``QueueShutDown`` are a backport
-of 3.13's (``_ShutdownBackport``: 3.13's code); on 3.13+ they are asyncio's.
+of 3.13's (asyncio_shutdown.py: 3.13's code); on 3.13+ they are asyncio's.
 
 Invariants:
 
@@ -28,11 +28,12 @@ Invariants:
   durable get is one pwrite of the consumed position (checkpoint.py); its
   periodic fsync (``checkpoint_fsync_s``) runs in the executor too, outside
   the queue's lock (the HybridQueue underneath is opened with
-  ``checkpoint_fsync_s=0`` and this class syncs it). What still runs on the
-  loop: a get that reclaims consumed segments (the one that empties the disk
-  tier, and every half segment consumed) writes the log's recovery
-  checkpoint and may roll its active segment, both with fsyncs
-  (docs/hybrid.md).
+  ``checkpoint_fsync_s=0`` and this class syncs it). Reclaiming consumed
+  segments (at the get that empties the disk tier, and every half segment
+  consumed; it writes the log's recovery checkpoint and may roll its active
+  segment, both with fsyncs) is deferred (``HybridQueue.defer_reclaim``): the
+  get records the position and the deletion runs in the executor. Only a
+  put that found the disk full reclaims inline, to make the room it needs.
 * A durable put in flight counts as one item toward ``maxsize`` (``full()``)
   and in ``_unfinished_tasks`` from the moment it is admitted, so a consumer's
   ``task_done`` never runs ahead of it and concurrent puts never overshoot
@@ -57,6 +58,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigError, LogClosedError, ShutDown
+from .asyncio_shutdown import QueueShutDown, _ShutdownBackport, _wait_for_room
 from .hybrid_queue import HybridQueue
 
 __all__ = ["AsyncHybridQueue", "QueueShutDown"]
@@ -64,104 +66,6 @@ __all__ = ["AsyncHybridQueue", "QueueShutDown"]
 #: ``repr`` lists at most this many items from the head (asyncio.Queue lists all).
 REPR_ITEMS = 20
 _monotonic = time.monotonic
-
-
-async def _wait_for_room(q) -> None:
-    """asyncio.Queue.put's wait for room as Python 3.13 has it (copied from CPython 3.13.0
-    Lib/asyncio/queues.py, PSF License Version 2): QueueShutDown once shut down."""
-    while q.full():
-        if q._is_shutdown:
-            raise QueueShutDown
-        putter = q._get_loop().create_future()
-        q._putters.append(putter)
-        try:
-            await putter
-        except:  # (asyncio's own: cancellation included)
-            putter.cancel()
-            try:
-                q._putters.remove(putter)
-            except ValueError:
-                pass
-            if not q.full() and not putter.cancelled():
-                q._wakeup_next(q._putters)
-            raise
-
-
-if hasattr(asyncio, "QueueShutDown"):  # Python 3.13+
-    QueueShutDown = asyncio.QueueShutDown
-    _ShutdownBackport: type = asyncio.Queue
-else:
-
-    class QueueShutDown(Exception):  # type: ignore[no-redef]
-        """Raised when putting on to or getting from a shut-down asyncio queue:
-        a backport of Python 3.13's ``asyncio.QueueShutDown`` for 3.11 and 3.12
-        (on 3.13+ ``vqs.QueueShutDown`` *is* ``asyncio.QueueShutDown``). Like
-        ``vqs.ShutDown`` it is not a VQSError: it has to be the stdlib's own
-        class where the stdlib has one."""
-
-    class _ShutdownBackport(asyncio.Queue):  # type: ignore[no-redef]
-        """Python 3.13's ``asyncio.Queue`` shutdown for 3.11/3.12: its put, get,
-        their nowait forms, ``shutdown`` and ``_format``, copied from
-        CPython 3.13.0 Lib/asyncio/queues.py (PSF License Version 2)."""
-
-        _is_shutdown = False
-
-        def _format(self):
-            result = super()._format()
-            if self._is_shutdown:
-                result += ' shutdown'
-            return result
-
-        async def put(self, item):
-            await _wait_for_room(self)
-            return self.put_nowait(item)
-
-        def put_nowait(self, item):
-            if self._is_shutdown:
-                raise QueueShutDown
-            return super().put_nowait(item)
-
-        async def get(self):
-            while self.empty():
-                if self._is_shutdown and self.empty():
-                    raise QueueShutDown
-                getter = self._get_loop().create_future()
-                self._getters.append(getter)
-                try:
-                    await getter
-                except:  # (asyncio's own: cancellation included)
-                    getter.cancel()
-                    try:
-                        self._getters.remove(getter)
-                    except ValueError:
-                        pass
-                    if not self.empty() and not getter.cancelled():
-                        self._wakeup_next(self._getters)
-                    raise
-            return self.get_nowait()
-
-        def get_nowait(self):
-            if self.empty() and self._is_shutdown:
-                raise QueueShutDown
-            return super().get_nowait()
-
-        def shutdown(self, immediate=False):
-            self._is_shutdown = True
-            if immediate:
-                while not self.empty():
-                    self._get()
-                    if self._unfinished_tasks > 0:
-                        self._unfinished_tasks -= 1
-                if self._unfinished_tasks == 0:
-                    self._finished.set()
-            while self._getters:
-                getter = self._getters.popleft()
-                if not getter.done():
-                    getter.set_result(None)
-            while self._putters:
-                putter = self._putters.popleft()
-                if not putter.done():
-                    putter.set_result(None)
 
 
 class _More:
@@ -235,11 +139,13 @@ class AsyncHybridQueue(_ShutdownBackport):
             self._ckpt_every = float(every)
             options = {**options, "checkpoint_fsync_s": 0}  # synced here, off the loop
         self._hq = HybridQueue(directory, **options)
+        self._hq.defer_reclaim()  # consumed segments are deleted in the executor (_reclaim_soon)
         self._durable = self._hq.durable
         self._writing = 0               # durable puts admitted, their write not returned yet
         self._closed = False
         self._drained = False           # shutdown(immediate=True) done
         self._syncing = False           # a checkpoint fsync is running in the executor
+        self._reclaiming = False        # a deferred reclaim is running in the executor
         self._sync_lock = threading.Lock()  # that fsync against close() (the checkpoint's fd)
         self._last_sync = _monotonic()
         try:
@@ -280,6 +186,8 @@ class AsyncHybridQueue(_ShutdownBackport):
             raise QueueShutDown from None
         if self._ckpt_every and not self._syncing and _monotonic() - self._last_sync >= self._ckpt_every:
             self._sync_checkpoint_soon()
+        if self._hq.reclaim_pending and not self._reclaiming:
+            self._reclaim_soon()
         return item
 
     def qsize(self) -> int:
@@ -314,7 +222,9 @@ class AsyncHybridQueue(_ShutdownBackport):
             self._writing += 1
             self._unfinished_tasks += 1
             self._finished.clear()
-            write = loop.run_in_executor(None, self._hq.put, item, False)
+            # _put_durable, not put: it says whether an immediate shutdown that came
+            # while it wrote counted the item (see _written)
+            write = loop.run_in_executor(None, self._hq._put_durable, [item], False, None)
             try:
                 await asyncio.shield(write)
             except BaseException as e:
@@ -350,9 +260,12 @@ class AsyncHybridQueue(_ShutdownBackport):
                 self._unfinished_tasks = 0
                 self._finished.set()
         elif self._drained:
-            # admitted before shutdown(immediate=True): kept on disk, not handed
-            # out here, done as the rest were
-            self._unfinished_tasks = max(0, self._unfinished_tasks - 1)
+            # admitted before shutdown(immediate=True), kept on disk, not handed
+            # out here: done as the rest were. Written before the shutdown, it
+            # was among the items the shutdown counted done (qsize); only one
+            # registered after it is still to count.
+            if write.result():
+                self._unfinished_tasks = max(0, self._unfinished_tasks - 1)
             if self._unfinished_tasks == 0:
                 self._finished.set()
         else:
@@ -389,10 +302,11 @@ class AsyncHybridQueue(_ShutdownBackport):
         ``immediate=True``: gets raise at once and a task is marked done for each
         item queued; those items are kept for the next open, not deleted."""
         if immediate and not self._drained and not self._closed:
-            n = self._hq.qsize()
             self._drained = True
             self._hq.shutdown(immediate=True)
-            self._unfinished_tasks = max(0, self._unfinished_tasks - n)
+            # the items it counted, under its lock: a durable write registering
+            # meanwhile is either among them or reports itself fresh (_written)
+            self._unfinished_tasks = max(0, self._unfinished_tasks - self._hq._drain_count)
         elif not self._closed:
             self._hq.shutdown(immediate)
         super().shutdown(immediate)
@@ -418,6 +332,29 @@ class AsyncHybridQueue(_ShutdownBackport):
         with self._sync_lock:
             if not self._hq.closed:
                 self._hq._ckpt.sync()
+
+    def _reclaim_soon(self) -> None:
+        """Delete consumed segments (fsyncs: the log's recovery checkpoint, a
+        roll) in the executor; inline only where no event loop runs."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._reclaim()
+            return
+        self._reclaiming = True
+        loop.run_in_executor(None, self._reclaim).add_done_callback(self._reclaimed)
+
+    def _reclaim(self) -> None:
+        with self._sync_lock:  # not under close(): it reclaims itself
+            if not self._hq.closed:
+                self._hq.reclaim()
+
+    def _reclaimed(self, fut: asyncio.Future) -> None:
+        # a failed deletion only keeps consumed segments longer: the next get
+        # that passes a reclaim point records it again, close() reclaims
+        self._reclaiming = False
+        if not self._closed and self._hq.reclaim_pending:  # recorded while this one ran
+            self._reclaim_soon()
 
     def _synced(self, fut: asyncio.Future) -> None:
         self._syncing = False

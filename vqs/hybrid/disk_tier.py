@@ -130,6 +130,7 @@ class DiskTier:
     _reclaim_every: int
     _reclaim_left: int
     _drain_reclaim: bool
+    _reclaim_to: int | None
     _disk_full_errors: int
     _full_refusals: int
     _serialization_errors: int
@@ -339,16 +340,18 @@ class DiskTier:
         next put that finds no room, which a put-only spell never brings."""
         self._drain_reclaim = True
         if self._read_off >= self._end and self._read_off > self._log.start_offset:
-            if self._reclaim_locked():
+            if self._reclaim_locked(inline=True):
                 return
         try:
             self._wait_not_full(block, deadline, DISK_FULL_RETRY_S)
         except Full:
             raise Full(f"HybridQueue {self.path}: the disk tier is full ({err})") from err
 
-    def _put_durable(self, items: list, block: bool, timeout: float | None) -> None:
+    def _put_durable(self, items: list, block: bool, timeout: float | None) -> int:
         """Write-through: serialize, append to the log (fsync, group commit with
-        concurrent putters), then make the items visible."""
+        concurrent putters), then make the items visible. Returns how many of
+        them an immediate shutdown that came meanwhile did *not* count (0
+        without one): AsyncHybridQueue keeps its own task count by it."""
         n = len(items)
         payloads = self._serialize(items, "an item")
         pbytes = sum(map(len, payloads))
@@ -410,12 +413,14 @@ class DiskTier:
             self._inflight -= 1
             self._inflight_items -= n
             self._puts += n
-            self._register_durable_locked(items, payloads, pbytes, first)
+            fresh = self._register_durable_locked(items, payloads, pbytes, first)
             if self._closed and self._inflight == 0:
                 self._not_full.notify_all()  # close() waits for in-flight puts
+        return fresh
 
-    def _register_durable_locked(self, items: list, payloads: list, pbytes: int, first: int) -> None:
-        """Items written through at log offset ``first`` become visible."""
+    def _register_durable_locked(self, items: list, payloads: list, pbytes: int, first: int) -> int:
+        """Items written through at log offset ``first`` become visible; returns
+        how many of them an immediate shutdown did not count (``_drain_end``)."""
         n = len(items)
         self._disk_bytes += pbytes
         self._disk_writes += n
@@ -450,6 +455,8 @@ class DiskTier:
                 self._unfinished = max(0, self._unfinished - fresh)
             if self._unfinished == 0:
                 self._all_done.notify_all()
+            return max(0, fresh)
+        return 0
 
     # ------------------------------------------------------------------ read
 
@@ -572,17 +579,51 @@ class DiskTier:
             self._initial -= extra
         self._holes = [h for h in self._holes if h[1] > to]
 
-    def _reclaim_locked(self) -> int:
+    def _reclaim_locked(self, inline: bool = False) -> int:
         """Drop log segments wholly consumed (disk follows the backlog); returns
-        how many were deleted."""
+        how many were deleted. With reclaim deferred (``defer_reclaim``) a get
+        only records the position to reclaim to and the owner calls
+        ``reclaim()`` outside the lock; ``inline`` (a put waiting for disk
+        space, which needs the room now) deletes here regardless."""
         self._reclaim_left = self._reclaim_every
         if self._read_off >= self._end:
             self._drain_reclaim = False
         if self._read_off > self._log.start_offset:
             if not self.durable:
                 self._ckpt_write_if_room()
+            if self._reclaim_to is not None and not inline:
+                self._reclaim_to = self._read_off
+                return 0
             return self._log.delete_before(self._read_off)
         return 0
+
+    def defer_reclaim(self) -> None:
+        """From now on a get does not delete consumed segments itself (a
+        deletion writes the log's recovery checkpoint and may roll its active
+        segment: fsyncs); it records how far to delete, ``reclaim_pending``
+        turns true, and the owner calls ``reclaim()`` (from a thread of its
+        choosing). Deferring never loses data: segments are only kept longer;
+        an unreclaimed position is reclaimed at close or at the next open."""
+        with self._lock:
+            if self._reclaim_to is None:
+                self._reclaim_to = 0
+
+    @property
+    def reclaim_pending(self) -> bool:
+        """A deferred reclaim is due (``defer_reclaim``)."""
+        to = self._reclaim_to
+        return bool(to) and to > self._log.start_offset
+
+    def reclaim(self) -> int:
+        """Delete the segments a deferred reclaim recorded as consumed, outside
+        the queue's lock (gets and puts go on meanwhile: the log has its own
+        lock, and every offset below the recorded one was consumed, so no read
+        of this queue needs it). Returns how many segments were deleted."""
+        with self._lock:
+            to, self._reclaim_to = self._reclaim_to, (0 if self._reclaim_to is not None else None)
+            if not to or self._closed:
+                return 0
+        return self._log.delete_before(to)
 
     def _ckpt_write_if_room(self) -> None:
         """Non-durable: checkpoint the consumed position, unless the disk is full

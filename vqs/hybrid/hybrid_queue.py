@@ -209,6 +209,7 @@ class HybridQueue(QueueHooks, DiskTier):
         self.is_shutdown = False        # as queue.Queue's attribute (read it, set it with shutdown())
         self._drained = False           # shutdown(immediate=True): nothing more is handed out
         self._drain_end = 0
+        self._drain_count = 0           # the items that shutdown(immediate=True) marked done
         self._stopped = False           # closed or shut down: the lock-free empty get must look
         self._held_tail = None          # the memory tail while drained, for close() to write
         # put's fast path appends to the memory tail while it is under this;
@@ -240,6 +241,7 @@ class HybridQueue(QueueHooks, DiskTier):
         self._reclaim_every = max(1, segment_bytes // 2)
         self._reclaim_left = self._reclaim_every  # consumed bytes until the next reclaim
         self._drain_reclaim = True      # reclaim at the get that empties the disk tier (disk_tier.py)
+        self._reclaim_to = None         # None: gets reclaim inline; else the deferred position (defer_reclaim)
         self._disk_full_errors = 0      # disk writes that found the filesystem full
         self._full_refusals = 0         # puts that raised queue.Full
         self._serialization_errors = 0
@@ -296,7 +298,8 @@ class HybridQueue(QueueHooks, DiskTier):
         if timeout is not None:
             _check_timeout(block, timeout)
         if self.durable:
-            return self._put_durable([item], block, timeout)
+            self._put_durable([item], block, timeout)
+            return
         size = self._sizeof(item)
         with self._lock:
             mem = self._mem
@@ -323,7 +326,8 @@ class HybridQueue(QueueHooks, DiskTier):
         if not items:
             return
         if self.durable:
-            return self._put_durable(items, block, timeout)
+            self._put_durable(items, block, timeout)
+            return
         sizes = list(map(self._sizeof, items))
         with self._lock:
             self._admit_locked(items, sizes, block, timeout)
@@ -598,6 +602,7 @@ class HybridQueue(QueueHooks, DiskTier):
                 n = self._count_locked()
                 self._drained = True
                 self._drain_end = self._end  # what n counted (durable puts in flight: disk_tier.py)
+                self._drain_count = n        # (AsyncHybridQueue's task count follows it)
                 self._plain = False     # get's read-cache fast path is off
                 self._held_tail, self._mem = self._mem, deque()
                 self._unfinished = max(0, self._unfinished - n)

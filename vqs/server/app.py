@@ -3,15 +3,16 @@
 One process owns the data directory: the app opens the Broker in its
 lifespan and closes it (flushing every log) when the server stops.
 
-``VQSMiddleware`` is the outermost layer: every request passes its limits,
-auth, metrics and error logging; then the SQS endpoint, the lean dispatch of
-the hot REST routes (lean.py: same answers, no framework per request) or the
-FastAPI routes answer it.
+``VQSMiddleware`` is the outermost layer: every request passes its admission
+(``admit``: header and body bounds, the browser checks, auth), metrics and
+error logging; then the SQS endpoint or the FastAPI routes answer it. The
+hot routes' plain requests never get here: the HTTP protocol answers them
+(fast_http.py), after the same ``admit``, with the same error answers
+(``error_answer``, ``refusal_answer``) and the same bookkeeping (``account``).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
@@ -23,17 +24,22 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
-from ..storage import Throttle
+from . import bearer
 from .browser_guard import BrowserGuard
 from .context import ServerContext
 from .errors import APIError, rest_error
-from .http_bounds import SQS_MAX_BODY_BYTES
-from .lean import BodyTooLarge, LeanRoutes, capturing
+from .http_bounds import SQS_BODY_BYTES_PER_CLIENT, SQS_MAX_BODY_BYTES
+from .lean import LeanRoutes
+from .logs import log_request
 from .settings import Settings
 
 logger = logging.getLogger("vqs.server")
 
 _SQS_PATH = re.compile(r"^/\d{12}/[^/]+/?$")
+#: The most headers a request may have (Apache's LimitRequestFields; a browser sends ~20,
+#: boto3 ~10): each is walked by every check of the admission, so their count is bounded
+#: as well as their bytes.
+MAX_HEADER_COUNT = 100
 _OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/docs", "/openapi.json", "/redoc",
                "/docs/oauth2-redirect",
                "/console")  # the console checks the same tokens itself (login form, session cookie)
@@ -52,10 +58,12 @@ async def _send(send, status: int, headers: list, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _measure(raw_headers) -> tuple[int, int | None]:
-    """(the headers' size as the limit counts it, the first Content-Length: None absent, -1 bad)."""
+def _measure(raw_headers) -> tuple[int, int | None, bool]:
+    """(the headers' size as the limit counts it, the first Content-Length: None absent, -1 bad,
+    whether a Transfer-Encoding is given)."""
     size = 0
     clen = None
+    chunked = False
     for k, v in raw_headers:
         size += len(k) + len(v) + 4
         if k == b"content-length" and clen is None:
@@ -63,62 +71,34 @@ def _measure(raw_headers) -> tuple[int, int | None]:
                 clen = int(v)
             except ValueError:
                 clen = -1
-    return size, clen
+        elif k == b"transfer-encoding":
+            chunked = True
+    return size, clen, chunked
 
 
-#: ``VQSMiddleware.fast_hit``'s answer for a request to the SQS endpoint (the endpoint's
-#: ``answer`` runs it; no name in the path is taken from here)
-SQS_HIT = ("sqs", None)
-
-_TooLarge = BodyTooLarge  # the body passed max_body_bytes (read here or by the lean routes)
+#: ``VQSMiddleware.admit``'s refusal of an SQS request on a server with credentials but no SigV4
+#: key: answered by the endpoint (its error, in the request's protocol) without the body.
+SQS_CLOSED = (None, 403, "InvalidClientTokenId", "", None, None)
 
 
-_disk_full_lines = Throttle(logger)
+class _TooLarge(BaseException):
+    """The body passed its limit, read through ``_limited_receive``: the request unwinds, past
+    the framework's handlers of ``Exception`` (which would answer 500, or 400 for a body a
+    model parses), to ``VQSMiddleware.__call__``, which answers 413."""
 
 
-def _log_request(method: str, path: str, status: int, seconds: float, error_body: list,
-                 client=None, front: str | None = None) -> None:
-    """One line per request (``access_log``) or per refused one (any 4xx/5xx): the method,
-    path (never the query string, which may carry SQS parameters), status and, for an
-    error, its code and message; the client's address and the front (rest, sqs) when
-    known (the ASGI path: every failed bearer check and console login passes there).
-    Never a header's value (no token, no signature). 401/403/5xx at warning, other
-    refusals at info. A refusal for a full disk is logged once per path a minute
-    (``left_out``: how many were not)."""
-    fields = {"method": method, "path": path, "status": status, "ms": round(seconds * 1000, 3)}
-    if client:
-        fields["client"] = f"{client[0]}:{client[1]}" if isinstance(client, (tuple, list)) else str(client)
-    if front:
-        fields["front"] = front
-    if status < 400:
-        logger.info("request", extra={"vqs": fields})
-        return
-    from .logs import error_summary
-
-    summary = error_summary(error_body[0]) if error_body else ""
-    if status == 507 or (status == 503 and "disk is full" in summary):
-        # A full disk lasts while clients retry: a line per path a minute, with the count.
-        left_out = _disk_full_lines.due(path)
-        if left_out is None:
-            return
-        if left_out:
-            fields["left_out"] = left_out
-    if summary:
-        fields["error"] = summary
-    level = logging.WARNING if status in (401, 403) or status >= 500 else logging.INFO
-    text = f"rejected {status} {method} {path}" + (f" {summary}" if summary else "")
-    if "client" in fields:
-        text += f" (client {fields['client']}, {front})"
-    if "left_out" in fields:
-        text += f" ({fields['left_out']} more like it since the last such line)"
-    logger.log(level, "rejected", extra={"vqs": fields, "text": text})
+class _ClientLeft(BaseException):
+    """The client left before its request's body was all read: the request unwinds, past the
+    framework's handlers of ``Exception`` (there is no one to answer, and nothing failed: no
+    500 page, no traceback in the log), to ``VQSMiddleware.__call__``, which counts it as a
+    request with no answer, as the HTTP fast path does."""
 
 
 class VQSMiddleware:
-    """The server's ASGI app, in front of FastAPI: header/body limits, bearer auth, SQS
-    dispatch, the lean dispatch, metrics, access log; FastAPI answers the rest. (In front
-    of, not inside, FastAPI's middleware stack: the SQS endpoint and the lean routes pay
-    nothing of the framework.)"""
+    """The server's ASGI app, in front of FastAPI: the admission of every request (``admit``:
+    bounds, the browser checks, bearer auth; the HTTP fast path, fast_http.py, asks the same),
+    SQS dispatch, metrics, access log; FastAPI answers the rest. (In front of, not inside,
+    FastAPI's middleware stack: the SQS endpoint pays nothing of the framework.)"""
 
     def __init__(self, app, ctx: ServerContext):
         self.app = app
@@ -133,21 +113,89 @@ class VQSMiddleware:
         self.max_body = s.max_body_bytes
         self.max_sqs_body = min(s.max_body_bytes, SQS_MAX_BODY_BYTES)
         self.max_header = s.max_header_bytes
+        # credentials but no SigV4 key: every SQS request is refused, on its headers alone
+        self.sqs_closed = s.auth_enabled and not s.sigv4_keys
         m = ctx.metrics
         self._lat = m.latency
         self._req = m.requests
         self._err = m.errors
         self.access_log = s.access_log
         self._children: dict = {}
-        self.lean = LeanRoutes(ctx, app) if s.lean_dispatch else None
+        self._sqs_held: dict = {}  # client address -> bytes of SQS bodies held for it (hold_sqs)
+        self.lean = LeanRoutes(ctx)  # the hot REST routes' handlers, for the fast path (fast_http.py)
 
     @staticmethod
-    def is_sqs(method: str, path: str, headers: dict) -> bool:
+    def is_sqs(method: str, path: str) -> bool:
         if path == "/":
-            if method == "POST":
-                return True
-            return method == "GET"
+            return method == "POST" or method == "GET"
         return _SQS_PATH.match(path) is not None
+
+    def admit(self, method: str, path: str, raw_headers) -> tuple:
+        """Every request's admission, decided from its request line and headers before any of its
+        body is read, in this order: the headers' size and count, the Content-Length against the body's
+        limit (the SQS endpoint's is lower: its signature is checked only once the body is read),
+        the server stopping, the browser checks (Host, cross-site), the SQS endpoint started and
+        open (credentials but no SigV4 key: ``SQS_CLOSED``, every SQS request refused before its
+        body is read), the bearer token (REST, but for the open paths). ``(sqs, limit, limit_name, chunked, clen,
+        refusal)``: ``refusal`` is None, or ``(reason for vqs_rejected_requests_total or None,
+        status, code, message, field, headers)``. The ASGI path (``__call__``) and the HTTP fast
+        path (fast_http.py) both ask this, so every request meets the same bounds once."""
+        size, clen, chunked = _measure(raw_headers)
+        sqs = self.is_sqs(method, path)
+        limit, limit_name = ((self.max_sqs_body, "an SQS request's largest") if sqs and self.max_sqs_body < self.max_body
+                             else (self.max_body, "max_body_bytes"))
+        refusal = None
+        if size > self.max_header:
+            refusal = ("header_size", 431, "headers_too_large",
+                       f"request headers are {size} bytes; the limit is {self.max_header} (max_header_bytes)", None, None)
+        elif len(raw_headers) > MAX_HEADER_COUNT:
+            refusal = ("header_count", 431, "headers_too_large",
+                       f"the request has {len(raw_headers)} headers; the limit is {MAX_HEADER_COUNT}", None, None)
+        elif clen is not None and clen > limit:
+            refusal = ("body_size", 413, "body_too_large", f"request body is {clen} bytes; the limit is {limit} "
+                       f"({limit_name})", "body", None)
+        elif self.ctx.stopping and path not in ("/health", "/health/live", "/health/ready"):
+            refusal = (None, 503, "shutting_down", "the server is shutting down", None,
+                       {"Retry-After": "1", "Connection": "close"})
+        else:
+            refused = self.guard.refused(method, path, raw_headers, sqs)
+            if refused is not None:
+                refusal = (refused[0], 403, *refused, None, None)
+            elif sqs:
+                if self.ctx.sqs is None:
+                    refusal = (None, 503, "not_ready", "the server is starting", None, None)
+                elif self.sqs_closed:
+                    refusal = SQS_CLOSED
+            elif self.rest_auth and not path.startswith(_OPEN_PATHS):
+                err = self._check_bearer(raw_headers)
+                if err is not None:
+                    refusal = (None, *err)
+        return sqs, limit, limit_name, chunked, clen, refusal
+
+    def hold_sqs(self, client, nbytes: int) -> bool:
+        """Count ``nbytes`` of an SQS body against its client address's allowance
+        (``SQS_BODY_BYTES_PER_CLIENT``), or False when it would pass it (the request is refused
+        503, its body unread). A hold is given back with ``release_sqs`` when the request is over.
+        Both HTTP paths run on one event loop: no lock. Without credentials nothing is
+        authenticated, so nothing is held before it (every request may hold max_body_bytes)."""
+        if not self.rest_auth:
+            return True
+        addr = client[0] if client else None
+        held = self._sqs_held.get(addr, 0)
+        if held and held + nbytes > SQS_BODY_BYTES_PER_CLIENT:
+            return False
+        self._sqs_held[addr] = held + nbytes
+        return True
+
+    def release_sqs(self, client, nbytes: int) -> None:
+        if not self.rest_auth:
+            return
+        addr = client[0] if client else None
+        left = self._sqs_held.get(addr, 0) - nbytes
+        if left > 0:
+            self._sqs_held[addr] = left
+        else:
+            self._sqs_held.pop(addr, None)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -156,14 +204,20 @@ class VQSMiddleware:
         path = scope["path"]
         method = scope["method"]
         raw_headers = scope["headers"]
-        size, clen = _measure(raw_headers)
-        lean = self.lean
-        if lean is not None and size <= self.max_header and (clen is None or clen <= self.max_body) \
-                and not self.ctx.stopping:
-            hit = lean.match(method, path)  # a hot route whose checks all pass: no framework, no wrappers
-            if hit is not None and (not self.rest_auth or self._check_bearer(raw_headers) is None) \
-                    and self.guard.refused(method, path, raw_headers, False) is None:
-                return await self._lean(hit, scope, receive, send, t0)
+        if method == "GET" and path == "/" and not scope.get("query_string"):
+            # No SQS request has neither a body nor a query (Action is required): a person or a
+            # probe at the server's root is shown the way, a browser the console.
+            return await self._landing(scope, receive, send, raw_headers, t0)
+        sqs, limit, limit_name, chunked, clen, refusal = self.admit(method, path, raw_headers)
+        held = 0
+        if sqs and refusal is None:
+            held = clen if clen is not None and clen >= 0 else (limit if chunked else 0)
+            if held and not self.hold_sqs(scope.get("client"), held):
+                held = 0
+                refusal = ("sqs_client_bytes", 503, "busy",
+                           f"this client address has {SQS_BODY_BYTES_PER_CLIENT} bytes of SQS requests in "
+                           "progress, the most the server holds for one address: retry later", None,
+                           {"Retry-After": "1"})
         status_box = [0]
         error_body: list = []
 
@@ -174,69 +228,41 @@ class VQSMiddleware:
                 error_body.append(message.get("body", b"")[:4096])
             await send(message)
 
-        if method == "GET" and path == "/" and not scope.get("query_string"):
-            # No SQS request has neither a body nor a query (Action is required): a person or a
-            # probe at the server's root is shown the way, a browser the console.
-            return await self._landing(scope, receive, send, raw_headers, t0)
-        sqs = self.is_sqs(method, path, raw_headers)
         api = "sqs" if sqs else "rest"
-        limit, limit_name = ((self.max_sqs_body, "an SQS request's largest") if sqs and self.max_sqs_body < self.max_body
-                             else (self.max_body, "max_body_bytes"))
         try:
-            if size > self.max_header:
-                self.ctx.metrics.rejected.labels("header_size").inc()
-                await self._reject(send_wrapper, sqs, 431, "headers_too_large",
-                                   f"request headers are {size} bytes; the limit is {self.max_header} (max_header_bytes)")
+            if refusal is SQS_CLOSED:  # the endpoint's own refusal, which reads nothing of the body
+                await _send(send_wrapper, *await self.ctx.sqs.answer(scope, b"", t0))
                 return
-            if clen is not None and clen > limit:
-                self.ctx.metrics.rejected.labels("body_size").inc()
-                await self._reject(send_wrapper, sqs, 413, "body_too_large",
-                                   f"request body is {clen} bytes; the limit is {limit} ({limit_name})",
-                                   field="body")
-                return
-            if self.ctx.stopping and path not in ("/health", "/health/live", "/health/ready"):
-                await self._reject(send_wrapper, sqs, 503, "shutting_down", "the server is shutting down",
-                                   headers={"Retry-After": "1", "Connection": "close"})
-                return
-            refused = self.guard.refused(method, path, raw_headers, sqs)
-            if refused is not None:
-                self.ctx.metrics.rejected.labels(refused[0]).inc()
-                await self._reject(send_wrapper, sqs, 403, *refused)
+            if refusal is not None:
+                if refusal[0] is not None:
+                    self.ctx.metrics.rejected.labels(refusal[0]).inc()
+                await _send(send_wrapper, *self.refusal_answer(sqs, *refusal[1:]))
                 return
             receive = self._limited_receive(receive, limit)
             if sqs:
-                if self.ctx.sqs is None:
-                    await self._reject(send_wrapper, True, 503, "not_ready", "the server is starting")
-                    return
                 await self.ctx.sqs.asgi(scope, receive, send_wrapper)
                 return
-            if self.rest_auth and not path.startswith(_OPEN_PATHS):
-                err = self._check_bearer(raw_headers)
-                if err is not None:
-                    await self._reject(send_wrapper, False, *err)
-                    return
             await self.app(scope, receive, send_wrapper)
+        except _ClientLeft:
+            pass  # nothing sent, nothing to send: counted below with no status
         except _TooLarge:
             self.ctx.metrics.rejected.labels("body_size").inc()
             if not status_box[0]:
-                await self._reject(send_wrapper, sqs, 413, "body_too_large",
-                                   f"request body exceeds {limit} bytes ({limit_name})", field="body")
+                await _send(send_wrapper, *self.refusal_answer(sqs, 413, "body_too_large",
+                                                               f"request body exceeds {limit} bytes ({limit_name})",
+                                                               "body"))
         except Exception as exc:
             # This layer is in front of FastAPI's own error handling: what escapes both (a bug)
             # is answered as the app's handlers answer it, once, if nothing was sent yet.
             if status_box[0]:
                 raise
-            api_error = rest_error(exc, self.ctx.metrics, f"{method} {path}", self.ctx)
-            await JSONResponse(api_error.body(), status_code=api_error.status,
-                               headers=api_error.headers)(scope, receive, send_wrapper)
+            await _send(send_wrapper, *self.error_answer(exc, method, path))
         finally:
+            if held:
+                self.release_sqs(scope.get("client"), held)
             route = scope.get("route")
-            rpath = getattr(route, "path", None) or ("/" if sqs else "unmatched")
-            status = status_box[0] or 500
-            self._count(api, rpath, method, status, time.perf_counter() - t0)
-            if self.access_log or status_box[0] >= 400:  # 0: no answer sent (the client left)
-                _log_request(method, path, status, time.perf_counter() - t0, error_body, scope.get("client"),
-                             "console" if path.startswith("/console") else api)
+            self.account(api, method, path, getattr(route, "path", None) or ("/" if sqs else "unmatched"),
+                         status_box[0], t0, error_body[0] if error_body else b"", scope.get("client"))
 
     async def _landing(self, scope, receive, send, raw_headers, t0) -> None:
         accept = next((v for k, v in raw_headers if k == b"accept"), b"")
@@ -256,59 +282,22 @@ class VQSMiddleware:
         await resp(scope, receive, send)
         self._count("rest", "/", "GET", status, time.perf_counter() - t0)
 
-    def fast_hit(self, method: str, path: str, raw_headers):
-        """For the HTTP-protocol fast path (fast_http.py): the lean hit of a request ``__call__``
-        would hand to the lean routes (the same checks: header size, body size, not stopping, the
-        token), or ``SQS_HIT`` for one it would hand to the SQS endpoint (header size, body size,
-        not stopping, the endpoint started; its auth is the endpoint's own), with a Content-Length
-        (a GET may have none) and no Transfer-Encoding; else None."""
-        lean = self.lean
-        if lean is None or self.ctx.stopping:
-            return None
-        size, clen = _measure(raw_headers)
-        if (clen is None and method != "GET") or (clen is not None and not 0 <= clen <= self.max_body) \
-                or size > self.max_header:
-            return None
-        if self.is_sqs(method, path, raw_headers):
-            hit = SQS_HIT if self.ctx.sqs is not None and (clen is None or clen <= self.max_sqs_body) else None
-        else:
-            hit = lean.match(method, path)
-            if hit is not None and self.rest_auth and self._check_bearer(raw_headers) is not None:
-                return None
-        if hit is not None and self.guard.refused(method, path, raw_headers, hit is SQS_HIT) is not None:
-            return None
-        if hit is None:
-            return None
-        for k, _ in raw_headers:
-            if k == b"transfer-encoding":
-                return None
-        return hit
+    def error_answer(self, exc: Exception, method: str, path: str) -> tuple[int, list, bytes]:
+        """(status, headers, body) of a REST request's error, as the app's exception handlers
+        answer it (``errors.rest_error``: never a server path or a traceback)."""
+        api = rest_error(exc, self.ctx.metrics, f"{method} {path}", self.ctx)
+        r = JSONResponse(api.body(), status_code=api.status, headers=api.headers)
+        return r.status_code, r.raw_headers, r.body
 
-    async def _lean(self, hit, scope, receive, send, t0: float) -> None:
-        """A hot route (lean.py) whose header, limit and token checks passed: the same 413, error
-        answer, metrics and log line as ``__call__`` gives any request."""
-        state = [0, b""]  # the status sent (0: none), an error answer's body
-        try:
-            await self.lean.handle(hit, scope, receive, send, state, self.max_body)
-        except _TooLarge:
-            self.ctx.metrics.rejected.labels("body_size").inc()
-            if not state[0]:
-                await self._reject(capturing(send, state), False, 413, "body_too_large",
-                                   f"request body exceeds {self.max_body} bytes (max_body_bytes)", field="body")
-        except Exception as exc:
-            if state[0]:
-                raise
-            api_error = rest_error(exc, self.ctx.metrics, f"{scope['method']} {scope['path']}", self.ctx)
-            await JSONResponse(api_error.body(), status_code=api_error.status,
-                               headers=api_error.headers)(scope, receive, capturing(send, state))
-        finally:
-            route = scope.get("route")
-            rpath = getattr(route, "path", None) or "unmatched"
-            status = state[0] or 500
-            self._count("rest", rpath, scope["method"], status, time.perf_counter() - t0)
-            if self.access_log or state[0] >= 400:
-                _log_request(scope["method"], scope["path"], status, time.perf_counter() - t0,
-                             [state[1]] if state[1] else [])
+    def account(self, api: str, method: str, path: str, rpath: str, status: int, t0: float,
+                log_body: bytes = b"", client=None) -> None:
+        """A request is over (``status`` 0: no answer was sent, e.g. the client left): counted
+        (as 500 when nothing was sent) and logged when ``access_log`` or an error was sent."""
+        seconds = time.perf_counter() - t0
+        self._count(api, rpath, method, status or 500, seconds)
+        if self.access_log or status >= 400:
+            log_request(method, path, status or 500, seconds, [log_body] if log_body else [], client,
+                        "console" if path.startswith("/console") else api)
 
     def _count(self, api: str, rpath: str, method: str, status: int, seconds: float) -> None:
         """vqs_http_requests and the latency histogram; their labelled children are kept
@@ -323,19 +312,28 @@ class VQSMiddleware:
         pair[1].observe(seconds)
 
     def _limited_receive(self, receive, limit: int):
-        seen = [0]
+        """``receive`` holding the body to ``limit`` bytes (``_TooLarge``), and raising
+        ``_ClientLeft`` when the client leaves before the body is whole."""
+        seen = [0, False]  # bytes read, the body whole
 
         async def wrapped():
             message = await receive()
-            if message["type"] == "http.request":
+            kind = message["type"]
+            if kind == "http.request":
                 seen[0] += len(message.get("body", b""))
                 if seen[0] > limit:
                     raise _TooLarge()
+                if not message.get("more_body"):
+                    seen[1] = True
+            elif kind == "http.disconnect" and not seen[1]:
+                raise _ClientLeft()
             return message
 
         return wrapped
 
     def _check_bearer(self, raw_headers):
+        """None, or the refusal (status, code, message, field, headers) of a request without one
+        of the server's bearer tokens (bearer.py)."""
         if not self.tokens:
             return (401, "unauthorized", "this server has SigV4 keys (the SQS API) but no bearer token: REST, "
                     "/metrics and the console need one (start it with --token / VQS_TOKENS)",
@@ -345,21 +343,22 @@ class VQSMiddleware:
             if k == b"authorization":
                 auth = v
                 break
-        if not auth:
+        why = bearer.check(self.tokens, auth)
+        if why is None:
+            return None
+        if why == bearer.MISSING:
             return (401, "unauthorized", "this server requires a bearer token (Authorization: Bearer <token>)",
                     None, {"WWW-Authenticate": 'Bearer realm="vqs"'})
-        scheme, _, token = auth.partition(b" ")
-        if scheme.lower() != b"bearer" or not token:
+        if why == bearer.MALFORMED:
             return (401, "unauthorized", "the Authorization header must be 'Bearer <token>'",
                     None, {"WWW-Authenticate": 'Bearer realm="vqs", error="invalid_request"'})
-        ok = False
-        for t in self.tokens:
-            ok |= hmac.compare_digest(t, token.strip())
-        if not ok:
-            return (403, "forbidden", "the bearer token is not valid for this server", None, None)
-        return None
+        return (403, "forbidden", "the bearer token is not valid for this server", None, None)
 
-    async def _reject(self, send, sqs: bool, status: int, code: str, message: str, field=None, headers=None):
+    def refusal_answer(self, sqs: bool, status: int, code: str, message: str, field=None,
+                       headers=None) -> tuple[int, list, bytes]:
+        """(status, headers, body) of a request refused by its admission, in its front's error
+        format (REST's ``{"error": ...}``, the SQS endpoint's AWS JSON error), counted in
+        ``vqs_errors_total``."""
         self._err.labels("sqs" if sqs else "rest", code).inc()
         if sqs:
             from .sqs.errors import SQSError
@@ -374,12 +373,11 @@ class VQSMiddleware:
                   (b"x-amzn-query-error", err.query_error_header.encode())]
             for k, v in (headers or {}).items():
                 hs.append((k.lower().encode(), str(v).encode()))
-            await _send(send, status, hs, body)
-            return
-        body = {"error": {"code": code, "message": message}}
+            return status, hs, body
+        doc = {"error": {"code": code, "message": message}}
         if field:
-            body["error"]["field"] = field
-        await _send(send, *_json(status, body, headers))
+            doc["error"]["field"] = field
+        return _json(status, doc, headers)
 
 
 def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddleware:
@@ -442,17 +440,10 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request, exc: RequestValidationError):
-        errs = exc.errors()
-        first = errs[0] if errs else {}
-        loc = [str(x) for x in first.get("loc", ()) if x not in ("body", "query", "path")]
-        field = ".".join(loc) or None
-        from .rest.conventions import validation_text
+        from .rest.conventions import validation_error
 
         ctx.metrics.errors.labels("rest", "invalid_argument").inc()
-        return JSONResponse(
-            {"error": {"code": "invalid_argument", "message": validation_text(field, first), "field": field}},
-            status_code=400,
-        )
+        return JSONResponse({"error": validation_error(exc.errors())}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request, exc: StarletteHTTPException):

@@ -1,17 +1,17 @@
-"""The HTTP fast path: the hot REST routes answered in uvicorn's HTTP protocol, below ASGI.
+"""The HTTP fast path: the hot routes answered in uvicorn's HTTP protocol, below ASGI.
 
 uvicorn's own per-request machinery (the ASGI scope's travel through the
 middleware, a ``RequestResponseCycle``, the receive/send message dicts, two
 writes) costs about as much as a whole one-message produce.
 ``FastHttpProtocol`` (a subclass of uvicorn's ``HttpToolsProtocol``, given to
-``uvicorn.Config(http=...)`` by vqs/server/run.py) answers the lean routes
-(lean.py) without it: produce and consume (``POST``/``GET
+``uvicorn.Config(http=...)`` by vqs/server/run.py) answers the hot REST
+routes (lean.py) without it: produce and consume (``POST``/``GET
 /topics/{topic}/messages``) and the queues' send, receive and delete; and every
 request to the SQS endpoint (both protocols, every action: boto3's SendMessage,
 ReceiveMessage, DeleteMessage and their batches are the hot ones). From the
-parser's callbacks it starts a task that calls the same handler the lean
-dispatch calls (``LeanRoutes._produce`` etc., i.e. ``produce_messages``,
-``consume_messages``, ``send_messages``, ...) or the one the SQS endpoint's
+parser's callbacks it starts a task that calls the hot route's handler
+(``LeanRoutes._produce`` etc., i.e. ``produce_messages``, the FastAPI route's
+core, ``consume_messages``, ``send_messages``, ...) or the one the SQS endpoint's
 ASGI app calls (``SQSService.answer``: decoding, SigV4, the action, errors,
 MD5s, its latency metric), and writes the whole answer (status line,
 uvicorn's default headers, the route's headers, body) in one
@@ -23,15 +23,16 @@ counts what was answered here.
 
 Invariants:
 
-* **Only a request the ASGI path would hand to a lean route, and only a
-  plain one**, is taken: ``VQSMiddleware.fast_hit`` makes the middleware's
-  own checks (header size, a Content-Length within
-  ``max_body_bytes``, the server not stopping, the lean route match, the
-  bearer token; for the SQS endpoint, its path and the endpoint started:
-  its SigV4 check is its own, in ``answer``) and asks for a Content-Length
-  (a GET may have none) and no Transfer-Encoding; and here: HTTP/1.1, no Upgrade, no ``Expect:
+* **Only a request the server's admission lets through, and only a plain
+  one**, is taken: ``VQSMiddleware.admit``, the one the ASGI path asks
+  (header size, a Content-Length within the body's limit, the server not
+  stopping, the Host and cross-site checks, the bearer token; for the SQS
+  endpoint, the endpoint started: its SigV4 check is its own, in
+  ``answer``), has no refusal (what it refuses, the ASGI path answers); a
+  Content-Length (a GET may have none) and no Transfer-Encoding; a hot
+  route's match (lean.py) or the SQS endpoint's path; HTTP/1.1, no Upgrade, no ``Expect:
   100-continue``, an ASCII path without escapes, not an idempotent produce,
-  consume parameters the lean route takes (so neither handler hands the
+  consume parameters the hot route takes (so neither handler hands the
   request to the framework), uvicorn's ``limit_concurrency`` not reached, no
   other request of the connection in progress or queued (a pipelined request
   behind a fast one is queued by uvicorn as usual and started when the fast
@@ -40,22 +41,22 @@ Invariants:
   a queue request whose body the lean checks refuse (they hand it to the
   framework) is handed, body read, to a ``RequestResponseCycle`` and the ASGI
   app, as uvicorn would have from the start.
-* **The same answer.** Status, JSON body and headers are those of the lean
-  route through ASGI (``lean.answer`` lays out both), errors are mapped by the
-  same ``rest_error`` and rendered by the same ``JSONResponse`` (never a server
-  path or traceback), and the bytes on the wire are those uvicorn would write
+* **The same answer.** Status, JSON body and headers are those of the FastAPI
+  route (``lean.answer`` lays them out as Starlette does), errors are those of
+  the ASGI path (``VQSMiddleware.error_answer``: never a server path or
+  traceback), and the bytes on the wire are those uvicorn would write
   (``STATUS_LINE``, ``server_state.default_headers``, ``connection: close``
   when the connection does not stay open). tests/server/test_fast_http.py
   compares raw answers with the fast path on and off.
 * **The same bookkeeping.** The request is counted (``vqs_http_requests``,
-  the latency histogram) and logged as the middleware does; it stands in the
+  the latency histogram) and logged by the middleware's ``account``; it stands in the
   connection's ``cycle`` and in uvicorn's ``server_state.tasks`` while it runs,
   so keep-alive, pipelining, ``limit_concurrency``, graceful shutdown
   (``keep_alive`` cleared: the connection closes after the answer; the server
   waits for it) and a forced stop (``cancel``) behave as for an ASGI request
   (a consume's long poll is woken by ``ctx.stopping`` as before).
-  A client that leaves mid-body is counted as the ASGI path counts it (500,
-  ``unmatched``, no answer); one that leaves during the append gets nothing
+  A client that leaves mid-body is counted as the ASGI path counts it (500
+  under its route, no answer); one that leaves during the append gets nothing
   written and the request counts as answered, as there.
 * **Acknowledged means appended.** The answer is written only after the core
   returned, which is after the coalesced append (append_coalescer.py).
@@ -72,13 +73,9 @@ import asyncio
 import logging
 import time
 
-from starlette.responses import JSONResponse
-
 from ..wire import BATCH_CONTENT_TYPE
-from .app import SQS_HIT, _log_request
-from .errors import rest_error
 from .http_bounds import _BODY
-from .lean import _MESSAGES, _consume_args, _Fallback, _header, answer, idempotent_produce, produce_partition
+from .lean import _consume_args, _Fallback, _header, answer, idempotent_produce, produce_partition
 from .rest.produce import (
     append_batches,
     append_json_records,
@@ -90,6 +87,9 @@ from .rest.produce import (
 )
 
 logger = logging.getLogger("vqs.server")
+
+#: ``_FastRequest``'s "handler" for a request to the SQS endpoint (its ``answer`` runs it)
+SQS_HIT = ("sqs", None, None)
 
 #: uvicorn versions whose httptools protocol this module was written against (pyproject.toml pins them).
 SUPPORTED_UVICORN = ((0, 30), (0, 55))
@@ -148,8 +148,8 @@ def unsupported_reason(config) -> str | None:
 
 def fast_protocol(front, config, base=None):
     """The protocol class for ``uvicorn.Config(http=...)`` answering ``front``'s (a
-    ``VQSMiddleware``) plain produce and consume requests, or None (logged) when it cannot run here."""
-    if front is None or front.lean is None or not front.ctx.settings.fast_http:
+    ``VQSMiddleware``) plain requests to the hot routes, or None (logged) when it cannot run here."""
+    if front is None or not front.ctx.settings.fast_http:
         return None
     why = unsupported_reason(config)
     if why is not None:
@@ -164,16 +164,20 @@ class _FastRequest:
     protocol and the server read of a cycle: ``response_complete``, ``keep_alive``,
     ``disconnected``, ``message_event.set()``, ``cancel()``)."""
 
-    __slots__ = ("proto", "front", "scope", "fn", "name", "body", "keep_alive", "disconnected",
+    __slots__ = ("proto", "front", "scope", "fn", "name", "body", "parts", "held", "keep_alive", "disconnected",
                  "response_complete", "t0", "task", "started", "message_event", "api", "direct", "text")
 
     def __init__(self, proto, front, scope: dict, hit: tuple, keep_alive: bool, direct: bool = False):
         self.proto = proto
         self.front = front
         self.scope = scope
-        self.fn, self.name = hit  # the lean route's handler (its core's coroutine) and the name in the path
+        self.fn, self.name, route = hit  # the hot route's handler (its core's coroutine), the name in the path
+        if route is not None:
+            scope["route"] = route  # labels its metrics, as FastAPI's routing does before the body is read
         self.api = "sqs" if hit is SQS_HIT else "rest"  # the SQS endpoint's request (its answer is whole)
         self.body = b""
+        self.parts: list = []  # the body as it arrives (joined once, when it is complete)
+        self.held = 0  # bytes held against the client's SQS allowance (given back in _account)
         self.keep_alive = keep_alive
         self.disconnected = False
         self.response_complete = False
@@ -211,7 +215,6 @@ class _FastRequest:
         scope = self.scope
         ctx = self.front.ctx
         ctype = _header(scope["headers"], b"content-type")
-        scope["route"] = _MESSAGES
         try:
             t, media = produce_target(ctx, self.name, None if ctype is None else ctype.decode("latin-1"))
             if media == BATCH_CONTENT_TYPE:
@@ -289,9 +292,8 @@ class _FastRequest:
 
     def _error(self, exc: Exception) -> None:
         scope = self.scope
-        api = rest_error(exc, self.front.ctx.metrics, f"{scope['method']} {scope['path']}", self.front.ctx)
-        r = JSONResponse(api.body(), status_code=api.status, headers=api.headers)
-        self._finish(r.status_code, r.raw_headers, r.body, log_body=r.body[:4096])
+        status, headers, body = self.front.error_answer(exc, scope["method"], scope["path"])
+        self._finish(status, headers, body, log_body=body[:4096])
 
     def _finish(self, status: int, headers: list, body: bytes, log_body: bytes = b"", sent: bool = True) -> None:
         """Write the answer (unless the client left), then count and log the request, then
@@ -329,19 +331,18 @@ class _FastRequest:
             proto.on_response_complete()
 
     def _account(self, status: int, log_body: bytes, sent: bool) -> None:
-        """As the middleware's ``finally``: counted with the status (500 if none was ``sent``),
-        logged when ``access_log`` or a 4xx/5xx was sent."""
+        """As the ASGI path's: ``VQSMiddleware.account`` (status 0: none was ``sent``)."""
         scope = self.scope
-        front = self.front
-        seconds = time.perf_counter() - self.t0
-        route = scope.get("route")
-        method = scope["method"]
         api = self.api
+        front = self.front
         front.ctx.metrics.fast_http[api] += 1
-        front._count(api, getattr(route, "path", None) or ("/" if api == "sqs" else "unmatched"), method, status,
-                     seconds)
-        if front.access_log or (sent and status >= 400):
-            _log_request(method, scope["path"], status, seconds, [log_body] if log_body else [])
+        if self.held:
+            front.release_sqs(scope.get("client"), self.held)
+            self.held = 0
+        route = scope.get("route")
+        front.account(api, scope["method"], scope["path"],
+                      getattr(route, "path", None) or ("/" if api == "sqs" else "unmatched"),
+                      status if sent else 0, self.t0, log_body, scope.get("client"))
 
     # -------------------------------------------------- what uvicorn calls on a cycle
     def set(self) -> None:
@@ -390,9 +391,40 @@ def _make_protocol(front, base=None):
 
     base = base or HttpToolsProtocol
     request_read = getattr(base, "_vqs_request_read", None)  # http_bounds.py's deadline, if any
+    admit = front.admit
+    hold_sqs = front.hold_sqs
+    is_sqs = front.is_sqs
+    match = lean.match
+
+    def fast_hit(method: str, path: str, qs: bytes, raw_headers, client):
+        """The handler of a request to take here (``SQS_HIT`` for the SQS endpoint) and the bytes
+        held for it (an SQS body: ``VQSMiddleware.hold_sqs``), or None: a hot route whose handler
+        never hands the request to the framework for this query, the server's admission passed
+        (``VQSMiddleware.admit``: what it refuses, ASGI answers; likewise an SQS body over its
+        client's allowance), a Content-Length (a GET may have none) and no Transfer-Encoding."""
+        if is_sqs(method, path):
+            if not qs and method == "GET":  # no SQS request: the root page
+                return None
+            hit = SQS_HIT
+        else:
+            hit = match(method, path)
+            if hit is None:
+                return None
+            fn = hit[0]
+            if not ((fn == produce and not idempotent_produce(qs)) or (fn == consume and _consume_args(qs) is not None)
+                    or fn in queue_routes):
+                return None
+        _, _, _, chunked, clen, refusal = admit(method, path, raw_headers)
+        if refusal is not None or chunked or (clen is None and method != "GET") or (clen is not None and clen < 0):
+            return None
+        if hit is SQS_HIT and clen:
+            if not hold_sqs(client, clen):
+                return None
+            return hit, clen
+        return hit, 0
 
     class FastHttpProtocol(base):
-        """uvicorn's httptools protocol, answering plain requests to the lean routes itself (module docstring)."""
+        """uvicorn's httptools protocol, answering plain requests to the hot routes itself (module docstring)."""
 
         def on_headers_complete(self) -> None:
             parser = self.parser
@@ -408,13 +440,9 @@ def _make_protocol(front, base=None):
                     qs = url.query or b""
                     if b"%" not in raw and raw.isascii():
                         path = raw.decode("ascii")
-                        hit = front.fast_hit(method, path, self.headers)
-                        # the routes whose handler never hands the request to the framework for these
-                        # (a GET of the SQS endpoint without a query is not an SQS request: the root page)
-                        if hit is not None and (bool(qs or method != "GET") if hit is SQS_HIT else (
-                                (hit[0] == produce and not idempotent_produce(qs))
-                                or (hit[0] == consume and _consume_args(qs) is not None)
-                                or hit[0] in queue_routes)):
+                        taken = fast_hit(method, path, qs, self.headers, self.client)
+                        if taken is not None:
+                            hit, held = taken
                             scope = self.scope
                             scope["method"] = method
                             scope["path"] = path
@@ -422,6 +450,7 @@ def _make_protocol(front, base=None):
                             scope["query_string"] = qs
                             req = _FastRequest(self, front, scope, hit, parser.should_keep_alive(),
                                                direct=hit[0] == produce)
+                            req.held = held
                             self.cycle = req
                             self.tasks.add(req)
                             self._vqs_state = _BODY  # http_bounds.py's deadline: now the body's
@@ -432,7 +461,7 @@ def _make_protocol(front, base=None):
         def on_body(self, body: bytes) -> None:
             c = self.cycle
             if c.__class__ is _FastRequest:
-                c.body += body  # at most Content-Length <= max_body_bytes (the parser holds it to that)
+                c.parts.append(body)  # at most Content-Length <= its limit (the parser holds it to that)
                 self._vqs_progress = True
                 return
             super().on_body(body)
@@ -442,6 +471,9 @@ def _make_protocol(front, base=None):
             if c.__class__ is _FastRequest:
                 if request_read is not None:
                     request_read(self)
+                parts = c.parts
+                c.body = parts[0] if len(parts) == 1 else b"".join(parts)
+                c.parts = None
                 c.start()
                 return
             super().on_message_complete()

@@ -94,7 +94,7 @@ def log_problems(broker) -> list[LogProblem]:
 
 def disk_space(path: str) -> tuple[int, int]:
     """(free bytes for an unprivileged writer, total bytes) of ``path``'s filesystem;
-    free is less under a btrfs quota group's limit (vqs/storage/free_space.py)."""
+    free is less under a btrfs quota group's limit (vqs/storage/space.py)."""
     st = os.statvfs(path)
     return free_bytes(path), st.f_blocks * st.f_frsize
 

@@ -29,6 +29,15 @@ made every other client get 503. Here:
   connections (run.py computes it at start-up).
 * uvicorn's ``limit_concurrency`` is then set above the total cap, so idle
   connections never turn other clients' requests into 503s.
+* **A head that never ends** (``max_header_bytes``): neither uvicorn nor
+  httptools bounds a request line or a header while it arrives (the parser
+  gathers a header's name and value whole before anyone sees them), so a
+  client could fill memory at line speed within the deadline. A request whose
+  head is still incomplete once more than ``max_header_bytes`` of it arrived
+  gets ``431`` and is closed (counted by whole reads: a read in which the head
+  begins behind another request's bytes is not counted, so the most held is
+  the limit and two reads). A complete head is measured exactly by the
+  server's admission (``VQSMiddleware.admit``), with the same limit.
 
 Invariant: a refused connection holds its descriptor only until the 503 is
 written; a connection is counted (``every``, ``per_addr``) from
@@ -47,6 +56,12 @@ logger = logging.getLogger("vqs.server")
 #: batch's together, attributes included), which its encodings make at most 4 bytes a byte
 #: (a binary attribute's base64, URL-encoded), plus 256 KiB of names, ids and parameters.
 SQS_MAX_BODY_BYTES = 4 * (1 << 20) + (256 << 10)
+#: The SQS request bodies one client address may have the server hold at once (app.py): each is
+#: read whole before its signature is checked, so without it one address could hold
+#: ``max_connections_per_client`` of them (~1 GiB). Past it that address's next SQS request is
+#: answered 503 (boto3 retries it); other addresses are not affected. (With credentials only:
+#: without, nothing is authenticated.)
+SQS_BODY_BYTES_PER_CLIENT = 64 << 20
 
 _WAITING, _BEGUN, _BODY = 0, 1, 2
 #: A connection may be closed to make room for a new one once it is this old (seconds).
@@ -74,6 +89,9 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
                         f"the request's headers were not complete within {header_timeout:g} s\n")
     body_timed_out = _answer(b"408 Request Timeout",
                              f"no part of the request's body arrived for {header_timeout:g} s\n")
+    max_head = int(settings.max_header_bytes)
+    head_too_large = _answer(b"431 Request Header Fields Too Large",
+                             f"the request's line and headers pass {max_head} bytes (max_header_bytes)\n")
 
     def rejected(reason: str) -> None:
         if metrics is not None:
@@ -118,6 +136,8 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
         _vqs_state = _WAITING
         _vqs_progress = False
         _vqs_opened = 0.0
+        _vqs_head = 0  # bytes of the incomplete head counted so far (module docstring)
+        _vqs_began = 0  # requests begun during the current read
 
         def connection_made(self, transport) -> None:
             peer = transport.get_extra_info("peername")
@@ -164,8 +184,30 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
             self._vqs_deadline = 0.0
             super().connection_lost(exc)
 
+        def data_received(self, data: bytes) -> None:
+            waiting = self._vqs_state == _WAITING
+            self._vqs_began = 0
+            super().data_received(data)
+            if self._vqs_state == _BEGUN and (self._vqs_began == 0 or (waiting and self._vqs_began == 1)):
+                # every byte of this read is the head's: it began before the read, or with it
+                self._vqs_head += len(data)
+                if self._vqs_head > max_head:
+                    self._vqs_head_too_large()
+
+        def _vqs_head_too_large(self) -> None:
+            rejected("header_size")
+            transport = self.transport
+            if transport.is_closing():
+                return
+            c = self.cycle
+            if (c is None or c.response_complete) and not self.pipeline:  # no answer of another
+                transport.write(head_too_large)  # request may follow it
+            transport.close()
+
         def on_message_begin(self) -> None:
             super().on_message_begin()
+            self._vqs_head = 0
+            self._vqs_began += 1
             self._vqs_state = _BEGUN
             if not self._vqs_deadline:
                 self._vqs_deadline = self.loop.time() + header_timeout

@@ -1,11 +1,13 @@
-"""The lean dispatch: the hot REST routes answered without the framework.
+"""The hot REST routes without the framework: their match, their checks, their handlers.
 
 Produce (JSON and ``application/vnd.vqs.batch``), consume (JSON and binary),
 and queue send, receive and delete carry the server's request rate; FastAPI's
 routing, dependency injection and pydantic validation cost more per request
-than the work itself. ``VQSMiddleware`` (app.py) asks ``match`` first, after
-its limits and auth and before the framework; ``handle`` answers the request
-or hands it to FastAPI.
+than the work itself. The HTTP fast path (fast_http.py) answers their plain
+requests with the handlers here, after the server's one admission
+(``VQSMiddleware.admit``: bounds, browser checks, the token); every other
+request to them (chunked, pipelined behind another, HTTP/1.0, the fast path
+off) is FastAPI's.
 
 Invariants:
 
@@ -13,21 +15,15 @@ Invariants:
   (``produce_messages`` in rest/produce.py, ``consume_messages`` in rest/messages.py;
   ``send_messages``, ``receive_messages``, ``delete_messages`` in
   rest/queues.py) with the same checked values, and errors raised there are
-  answered by the app's one mapping (``errors.rest_error``, rendered by
-  Starlette's ``JSONResponse`` as the app's handlers do).
+  answered by the app's one mapping (``VQSMiddleware.error_answer``).
 * **Only what passes the routes' own checks is answered here.** The bounds of
   the queue bodies are read from their pydantic models (rest/models.py), those
   of the consume parameters from ``CONSUME_INTS``; a request with anything
   else (an unknown field or parameter, a wrong type or a value FastAPI would
   coerce, a bound crossed, a duplicated parameter, JSON that does not parse,
-  another content type, an empty body) goes to FastAPI with the body already
-  read, so every validation error is the framework's.
-* Limits (header and body size), bearer auth, metrics and the access log are
-  the middleware's, around either path: a request comes here only once the
-  middleware's checks of its headers and token passed; the body is read here
-  with the same ``max_body_bytes`` limit (``BodyTooLarge``: the middleware's
-  413), and the status sent is reported back through ``state`` (no wrapper
-  around ``send`` on the way of a plain answer).
+  another content type, an empty body) raises ``_Fallback``: the fast path
+  hands it, body read, to FastAPI, so every validation error is the
+  framework's.
 """
 
 from __future__ import annotations
@@ -35,11 +31,8 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl
 
-from starlette.responses import JSONResponse
-
 from ..wire import BATCH_CONTENT_TYPE
 from .context import ServerContext
-from .errors import rest_error
 from .rest.conventions import json_loads
 from .rest.messages import CONSUME_INTS, consume_messages
 from .rest.models import MessageAttributeIn, QueueDelete, QueueMessageIn, QueueReceive, QueueSend
@@ -240,36 +233,18 @@ class _Fallback(Exception):
     """Raised by a handler: the request is FastAPI's."""
 
 
-class BodyTooLarge(Exception):
-    """The request body passed ``max_body_bytes`` (the middleware answers 413)."""
-
-
-def capturing(send, state: list):
-    """``send`` that records the answer's status in ``state[0]`` and, for an error, the start
-    of its body in ``state[1]`` (for the log line)."""
-
-    async def wrapper(message):
-        if message["type"] == "http.response.start":
-            state[0] = message["status"]
-        elif state[0] >= 400 and not state[1]:
-            state[1] = message.get("body", b"")[:4096]
-        await send(message)
-
-    return wrapper
-
-
 class LeanRoutes:
-    """The hot routes' handlers; ``app`` (the framework) answers what they hand back."""
+    """The hot routes' handlers: ``handler(scope, name, body)`` answers a dict (JSON) or
+    ``(body, media type, headers)`` (``answer`` lays either out), or raises ``_Fallback``."""
 
-    def __init__(self, ctx: ServerContext, app):
+    def __init__(self, ctx: ServerContext):
         self.ctx = ctx
-        self.app = app
-        self.metrics = ctx.metrics
         self._hits: dict = {}  # (method, path) -> match()'s answer
 
     def match(self, method: str, path: str):
-        """The handler for a request and the name in its path, or None (remembered for the
-        paths seen last: a server's clients ask for the same few again and again)."""
+        """(handler, the name in the path, the route as the metrics label it) of a request, or
+        None (remembered for the paths seen last: a server's clients ask for the same few
+        again and again)."""
         key = (method, path)
         hit = self._hits.get(key, _UNSEEN)
         if hit is _UNSEEN:
@@ -288,63 +263,21 @@ class LeanRoutes:
             if action != "messages":
                 return None
             if method == "POST":
-                return self._produce, name
-            return (self._consume, name) if method == "GET" else None
+                return self._produce, name, _MESSAGES
+            return (self._consume, name, _MESSAGES) if method == "GET" else None
         if method != "POST":
             return None
-        return {"messages": self._send, "receive": self._receive, "delete": self._delete}[action], name
-
-    async def handle(self, hit, scope, receive, send, state: list, max_body: int) -> None:
-        """Answer a matched request (or hand it to the framework). ``state`` is the middleware's
-        [status sent (0: none yet), error body]: set before the answer's start is sent, so the
-        middleware counts and logs it as it does any other (and knows whether anything went out)."""
-        fn, name = hit
-        body = b""
-        if scope["method"] == "POST":
-            msg = await receive()
-            if msg["type"] != "http.request":
-                return  # the client left
-            body = msg.get("body", b"")
-            if msg.get("more_body"):
-                chunks = [body]
-                seen = len(body)
-                while True:
-                    msg = await receive()
-                    if msg["type"] != "http.request":
-                        return
-                    chunk = msg.get("body", b"")
-                    seen += len(chunk)
-                    if seen > max_body:
-                        raise BodyTooLarge
-                    chunks.append(chunk)
-                    if not msg.get("more_body"):
-                        break
-                body = b"".join(chunks)
-            if len(body) > max_body:
-                raise BodyTooLarge
-        try:
-            out = await fn(scope, name, body)
-        except _Fallback:
-            await self.app(scope, _replay(body, receive), capturing(send, state))
-            return
-        except Exception as exc:
-            api = rest_error(exc, self.metrics, f"{scope['method']} {scope['path']}", self.ctx)
-            await JSONResponse(api.body(), status_code=api.status, headers=api.headers)(
-                scope, receive, capturing(send, state))
-            return
-        data, headers = answer(out)
-        state[0] = 200
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": data})
+        if action == "messages":
+            return self._send, name, _SEND
+        return (self._receive, name, _RECEIVE) if action == "receive" else (self._delete, name, _DELETE)
 
     # ------------------------------------------------------------------ handlers
     def _produce(self, scope, topic: str, body: bytes):
-        """(The core's coroutine itself, awaited by ``handle``: one frame less per request.)"""
+        """(The core's coroutine itself, awaited by the caller: one frame less per request.)"""
         qs = scope["query_string"]
         if idempotent_produce(qs):
             raise _Fallback  # an idempotent request: the route (rest/producers.py)
         ctype = _header(scope["headers"], b"content-type")
-        scope["route"] = _MESSAGES
         return produce_messages(self.ctx, topic, None if ctype is None else ctype.decode("latin-1"),
                                 produce_partition(qs), body)
 
@@ -353,7 +286,6 @@ class LeanRoutes:
         if q is None:
             raise _Fallback
         accept = _header(scope["headers"], b"accept")
-        scope["route"] = _MESSAGES
         g = q.get
         return await consume_messages(
             self.ctx, topic, g("partition", 0), g("offset"), g("limit", CONSUME_INTS["limit"][0]),
@@ -364,21 +296,18 @@ class LeanRoutes:
         msgs = _messages(_json_doc(scope["headers"], body))
         if msgs is None:
             raise _Fallback
-        scope["route"] = _SEND
         return await send_messages(self.ctx, queue, msgs)
 
     async def _receive(self, scope, queue: str, body: bytes):
         args = _receive_args(_json_doc(scope["headers"], body))
         if args is None:
             raise _Fallback
-        scope["route"] = _RECEIVE
         return await receive_messages(self.ctx, queue, *args)
 
     async def _delete(self, scope, queue: str, body: bytes):
         hs = _handles(_json_doc(scope["headers"], body))
         if hs is None:
             raise _Fallback
-        scope["route"] = _DELETE
         return await delete_messages(self.ctx, queue, hs)
 
 
@@ -404,17 +333,3 @@ def produce_partition(query_string: bytes) -> str | None:
 def idempotent_produce(query_string: bytes) -> bool:
     """A produce that names a producer: answered by its FastAPI route (rest/producers.py)."""
     return bool(query_string) and b"producer_id" in query_string
-
-
-def _replay(body: bytes, receive):
-    """``receive`` for the framework: the body already read, then the connection's own events."""
-    sent = False
-
-    async def replay():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

@@ -21,6 +21,8 @@ import re
 import sys
 import time
 
+from ..storage import Throttle
+
 FORMATS = ("auto", "json", "text")
 
 
@@ -129,3 +131,43 @@ def error_summary(body: bytes) -> str:
         return ""
     msg = _XML_MESSAGE.search(body)
     return f"{code.group(1).decode(errors='replace')}: {msg.group(1).decode(errors='replace') if msg else ''}"
+
+
+_requests = logging.getLogger("vqs.server")  # the request lines: the server's own logger
+_disk_full_lines = Throttle(_requests)
+
+
+def log_request(method: str, path: str, status: int, seconds: float, error_body: list,
+                client=None, front: str | None = None) -> None:
+    """One line per request (``access_log``) or per refused one (any 4xx/5xx): the method,
+    path (never the query string, which may carry SQS parameters), status and, for an
+    error, its code and message; the client's address and the front (rest, sqs) when
+    known (the ASGI path: every failed bearer check and console login passes there).
+    Never a header's value (no token, no signature). 401/403/5xx at warning, other
+    refusals at info. A refusal for a full disk is logged once per path a minute
+    (``left_out``: how many were not)."""
+    fields = {"method": method, "path": path, "status": status, "ms": round(seconds * 1000, 3)}
+    if client:
+        fields["client"] = f"{client[0]}:{client[1]}" if isinstance(client, (tuple, list)) else str(client)
+    if front:
+        fields["front"] = front
+    if status < 400:
+        _requests.info("request", extra={"vqs": fields})
+        return
+    summary = error_summary(error_body[0]) if error_body else ""
+    if status == 507 or (status == 503 and "disk is full" in summary):
+        # A full disk lasts while clients retry: a line per path a minute, with the count.
+        left_out = _disk_full_lines.due(path)
+        if left_out is None:
+            return
+        if left_out:
+            fields["left_out"] = left_out
+    if summary:
+        fields["error"] = summary
+    level = logging.WARNING if status in (401, 403) or status >= 500 else logging.INFO
+    text = f"rejected {status} {method} {path}" + (f" {summary}" if summary else "")
+    if "client" in fields:
+        text += f" (client {fields['client']}, {front})"
+    if "left_out" in fields:
+        text += f" ({fields['left_out']} more like it since the last such line)"
+    _requests.log(level, "rejected", extra={"vqs": fields, "text": text})

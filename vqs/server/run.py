@@ -314,6 +314,8 @@ def _open_broker(settings: Settings, fmt: str):
     from .. import errors as E
     from ..broker import Broker
 
+    if os.path.exists(settings.data_dir) and not os.path.isdir(settings.data_dir):
+        _cannot_start(fmt, f"data dir {settings.data_dir} is a file, not a directory", EXIT_ERROR)
     try:
         return Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms,
                       min_free_bytes=settings.min_free_bytes)

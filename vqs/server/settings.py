@@ -76,17 +76,22 @@ class Settings:
     kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it
     kafka_num_partitions: int = 1             # partitions of an auto-created topic, and of CreateTopics'
                                               # -1 (Kafka's num.partitions); 1..max_partitions_per_topic
+    kafka_share_record_lock_ms: int = 30_000         # share groups: a record's acquisition lock (Kafka's
+    kafka_share_delivery_limit: int = 5              # group.share.record.lock.duration.ms), deliveries before
+    kafka_share_auto_offset_reset: str = "latest"    # it is archived, where a new share group starts, a member's
+    kafka_share_session_timeout_ms: int = 45_000     # session, the heartbeat interval members are told
+    kafka_share_heartbeat_interval_ms: int = 5_000
+    kafka_share_max_record_locks: int = 2_000        # records acquired at once per share partition
     kafka_advertised_listener: str = ""       # host:port clients are told to connect to (default: the bound one)
     max_open_files: int = 0                   # segment files kept open (LRU); 0: half the open-file limit
     # logging
     log_level: str = "info"
     log_format: str = "auto"                  # auto (text on a terminal, else json) | json | text
     access_log: bool = False
-    # runtime: answer the hot REST routes without the framework (vqs/server/lean.py; the same
-    # answers). Off: every request goes through FastAPI (to compare the two).
-    lean_dispatch: bool = True
-    # runtime: answer plain requests to the hot REST routes in uvicorn's HTTP protocol, below
-    # ASGI (vqs/server/fast_http.py; the same answers). Off: through the ASGI app (to compare).
+    # runtime: answer plain requests to the hot routes (REST produce, consume, queue send/
+    # receive/delete; the SQS endpoint) in uvicorn's HTTP protocol, below ASGI, without the
+    # framework (vqs/server/fast_http.py, lean.py; the same answers). Off: every request
+    # through the ASGI app and FastAPI (to compare the two).
     fast_http: bool = True
     # runtime
     graceful_timeout_s: float = 25.0
@@ -112,6 +117,13 @@ class Settings:
                      "kafka_group_max_session_timeout_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
+        for name in ("kafka_share_record_lock_ms", "kafka_share_delivery_limit", "kafka_share_session_timeout_ms",
+                     "kafka_share_heartbeat_interval_ms", "kafka_share_max_record_locks"):
+            if not (0 < getattr(self, name) <= 3_600_000):
+                raise ConfigError(f"{name} must be 1..3600000, not {getattr(self, name)!r}")
+        if self.kafka_share_auto_offset_reset not in ("latest", "earliest"):
+            raise ConfigError(f"kafka_share_auto_offset_reset must be latest or earliest, "
+                              f"not {self.kafka_share_auto_offset_reset!r}")
         if not (1 <= self.kafka_num_partitions <= self.max_partitions_per_topic):
             raise ConfigError(f"kafka_num_partitions must be 1..max_partitions_per_topic "
                               f"({self.max_partitions_per_topic}), not {self.kafka_num_partitions}")

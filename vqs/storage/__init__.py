@@ -17,7 +17,6 @@ from .fd_limit import limit_raised_from, open_file_limits, raise_open_file_limit
 from .file_cache import CACHE as FILE_CACHE
 from .file_cache import set_max_open_files
 from .flusher import Flusher
-from .free_space import free_bytes
 from .log import FLUSH_POLICIES, RECOVERY_POLICIES, Log
 from .log_buffer import BATCH_FIXED, RECORD_FIXED
 from .log_dir import CLEAN_MARKER, load_gaps
@@ -34,7 +33,7 @@ from .record_batch import (
     encode_batch_parts,
 )
 from .segment_scan import scan_segment_file
-from .space import Claim, check_room
+from .space import Claim, check_room, free_bytes
 from .space import for_path as space_for
 
 __all__ = [

@@ -12,7 +12,8 @@ import errno
 import fcntl
 import os
 
-from ..errors import DiskFullError, LogLockedError
+from ..errors import LogLockedError
+from .durable_file import raise_if_disk_full
 
 LOCK_NAME = ".lock"
 
@@ -33,9 +34,7 @@ class DirLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:  # a new directory's lock file: under a spent quota even an inode needs space
-            if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise DiskFullError(f"creating {self.path} failed: the disk is full ({e.strerror})",
-                                    path=self.path) from e
+            raise_if_disk_full(e, self.path)
             raise
         try:
             fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)

@@ -41,11 +41,11 @@ def make_dirs(path: str) -> None:
         raise
 
 
-def raise_if_disk_full(e: BaseException, path: str) -> None:
+def raise_if_disk_full(e: BaseException, path: str, doing: str = "creating", then: str = "") -> None:
     """Raise DiskFullError naming ``path`` (from ``e``) if ``e`` is an OSError
     for a full disk or a spent quota (ENOSPC, EDQUOT); else return."""
     if isinstance(e, OSError) and e.errno in _NO_SPACE:
-        raise DiskFullError(f"creating {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise DiskFullError(f"{doing} {path} failed: the disk is full ({e.strerror}){then}", path=path) from e
 
 
 def rename_aside(src: str, dst: str) -> None:
@@ -55,41 +55,30 @@ def rename_aside(src: str, dst: str) -> None:
     try:
         fs.rename(src, dst)
     except OSError as e:
-        if e.errno not in _NO_SPACE:
-            raise
-        raise DiskFullError(f"deleting {src} failed: the disk is full ({e.strerror}); "
-                            "nothing was deleted, try again once there is room", path=src) from e
+        raise_if_disk_full(e, src, "deleting", "; nothing was deleted, try again once there is room")
+        raise
 
 
 def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"
+    fd = None
     try:
         fd = CACHE.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    except OSError as e:  # under a quota even a new inode may not fit (btrfs)
-        if e.errno in _NO_SPACE:
-            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
-        raise
-    try:
         view = memoryview(data)
         while view:
             n = fs.write(fd, view)
             view = view[n:]
         if fsync:
             fs.fsync(fd)
+        done, fd = fd, None
+        os.close(done)
+        fs.replace(tmp, path)  # (btrfs under a quota: even a rename may find no space)
     except BaseException as e:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
         _discard(tmp)  # a failed write (a full disk) leaves no temp file holding space
-        if isinstance(e, OSError) and e.errno in _NO_SPACE:
-            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
-        raise
-    os.close(fd)
-    try:
-        fs.replace(tmp, path)
-    except OSError as e:  # btrfs under a quota: even a rename may find no space
-        _discard(tmp)
-        if e.errno in _NO_SPACE:
-            raise DiskFullError(f"writing {path} failed: the disk is full ({e.strerror})", path=path) from e
+        raise_if_disk_full(e, path, "writing")  # (under a quota even a new inode may not fit: btrfs)
         raise
     if fsync:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
@@ -98,8 +87,9 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
 def _discard(tmp: str) -> None:
     """Remove ``tmp`` on an error path of ``atomic_write``: the error being
     handled is the one to raise, so a failure here is not. The temp file may
-    already be gone (its directory removed under a live owner); one that stays
-    is removed when its log directory next opens (log_dir.py)."""
+    already be gone (its directory removed under a live owner, or never
+    created); one that stays is removed when its log directory next opens
+    (log_dir.py)."""
     try:
         fs.unlink(tmp)
     except OSError:

@@ -39,7 +39,7 @@ import threading
 from collections import OrderedDict
 
 from ..errors import ConfigError
-from .fd_limit import FD_EXHAUSTED, open_file_limits, too_many_open_files
+from .fd_limit import FD_EXHAUSTED, open_file_limits, raise_open_file_limit, too_many_open_files
 
 #: Environment variable that sets ``max_open_files`` (read at import).
 ENV_MAX_OPEN_FILES = "VQS_MAX_OPEN_FILES"
@@ -119,8 +119,6 @@ class FileCache:
                 raise ConfigError(f"max_open_files={max_open_files!r}: must be an integer >= 4")
             soft, hard = open_file_limits()
             if soft >= 0 and max_open_files > soft - 16:
-                from .fd_limit import raise_open_file_limit
-
                 soft = raise_open_file_limit(max_open_files + 64)
                 if max_open_files > soft - 16:
                     raise ConfigError(
@@ -179,18 +177,7 @@ class FileCache:
     def open_fd(self, path: str, flags: int, exclude=None) -> int:
         """``os.open`` that, when the process is out of descriptors, closes every
         file not in use and tries once more; then raises TooManyOpenFiles."""
-        try:
-            return os.open(path, flags, 0o644)
-        except OSError as e:
-            if e.errno not in FD_EXHAUSTED:
-                raise
-        self.shed(exclude)
-        try:
-            return os.open(path, flags, 0o644)
-        except OSError as e:
-            if e.errno in FD_EXHAUSTED:
-                raise too_many_open_files(path, e, held=self._open, cap=self.max_open_files) from e
-            raise
+        return self.retry(lambda: os.open(path, flags, 0o644), path, exclude)
 
     def retry(self, fn, path: str, exclude=None):
         """``fn()`` (which opens or maps ``path``), once more after closing every

@@ -1,4 +1,4 @@
-"""The filesystem seam: storage opens, writes, syncs, renames and unlinks here.
+"""The filesystem seam: storage writes, syncs, truncates, renames and unlinks here.
 
 Each name is bound to the ``os`` function itself (``writev = os.writev``), so
 the hot path pays one module attribute lookup and nothing else. A test may
@@ -36,8 +36,6 @@ import errno as _errno
 import os
 import threading
 
-open = os.open
-close = os.close
 write = os.write
 writev = os.writev
 pwrite = os.pwrite
@@ -50,7 +48,7 @@ unlink = os.unlink
 statvfs = os.statvfs
 
 _ORIGINAL = {name: globals()[name] for name in (
-    "open", "close", "write", "writev", "pwrite", "fsync", "ftruncate", "truncate", "rename", "replace",
+    "write", "writev", "pwrite", "fsync", "ftruncate", "truncate", "rename", "replace",
     "unlink", "statvfs")}
 
 _fault: Fault | None = None
@@ -58,10 +56,38 @@ _fault: Fault | None = None
 FALLOC_FL_KEEP_SIZE = 0x01
 
 
-def _load_fallocate():
+_libc = None
+
+
+def libc():
+    """The C library, for the calls the os module lacks (statfs, syncfs,
+    fallocate with flags); False where unavailable."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        except OSError:
+            _libc = False
+    return _libc
+
+
+def fs_magic(path: str) -> int | None:
+    """The ``statfs`` f_type of ``path``'s filesystem; None where unknown."""
+    lib = libc()
+    if not lib:
+        return None
+    buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
     try:
-        fn = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).fallocate
-    except (OSError, AttributeError):
+        if lib.statfs(os.fsencode(path), buf) == 0:
+            return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+    except (AttributeError, TypeError):
+        pass
+    return None
+
+
+def _load_fallocate():
+    fn = getattr(libc(), "fallocate", None)
+    if fn is None:
         return None
     fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
     fn.restype = ctypes.c_int

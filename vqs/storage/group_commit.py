@@ -23,7 +23,7 @@ Invariants:
 
 All state here is guarded by the owning log's lock; the methods that take the
 log as an argument use its ``_lock``, ``_blocked``/``_closed``, its fsync
-state ``_sync`` (log_durability.Syncs) and ``_sync_locked`` (write the buffer and fsync).
+state ``_sync`` (log_durability.Durability: ``sync_log`` writes the buffer and fsyncs).
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ class GroupCommit:
     def await_durable(self, log: Log, target: int, step, gen: list | None = None) -> None:
         """Return once offsets below ``target`` are fsynced (lock not held).
         ``gen``: the write buffer the appender's records went into
-        (``Log._buf_gen``): when it was dropped unwritten (its write found no
-        space, ``Log._drop_buffer_locked``) raise that DiskFullError, also
+        (``WriteBuffer.gen``): when it was dropped unwritten (its write found no
+        space, ``WriteBuffer.drop``) raise that DiskFullError, also
         where later records took the offsets given back and were fsynced."""
         self._await_durable(log, target, step)
         if gen is not None and gen[0] is not None:
@@ -144,7 +144,7 @@ class GroupCommit:
                 log._check_writable()
             group = self.waiters
             self.waiters = []
-            log._sync_locked()
+            log._sync.sync_log(log)
             n = len(group)
             if group:
                 for a, b in pairwise(group):

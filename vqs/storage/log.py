@@ -1,51 +1,27 @@
 """The log: an ordered list of segments, one append position, one flush policy.
 
-What an acknowledged append survives (the ``flush`` setting):
+What an acknowledged append survives under each ``flush`` policy (and on a
+full disk): log_durability.py.
 
-============  ==========================================  =========================================
-policy        ``append`` returns when                     what a crash can lose; a full disk
-============  ==========================================  =========================================
-``always``    its batch is written and fsynced; threads    nothing acknowledged (process crash or
-              appending at once share one fsync            power loss); a full disk refuses the
-              (group commit)                               append (DiskFullError), never after
-``interval``  it is in the log's buffer, whose bytes the   at most ``flush_interval_ms`` of appends;
-              space governor counts as used; a            a full disk loses nothing acknowledged:
-              background thread writes and fsyncs every   the governor kept room for the buffer
-              interval                                    (space.py; another program that takes
-                                                          it: the buffer waits for space)
-``never``     it is in the buffer (counted as above);     since the last batch write (process
-              written when a batch fills, fsynced at      crash), or since the OS last wrote
-              ``close``                                   back; a full disk: as ``interval``
-============  ==========================================  =========================================
-
-Under every policy a segment sealed by a roll is fsynced by the background
-flusher thread, not by the appender; ``flush()`` and ``always`` appends fsync
-any sealed segment still pending first, so durability is always a prefix.
-
-The ``Log`` class is the facade; its parts live beside it (Kafka splits
-``UnifiedLog`` the same way):
-
-- recovery.py: opening for writing, the numbered recovery passes, torn tail
-  versus corruption (``LogLoader``);
-- log_reads.py: reads (the run cache, ``read_batches``, ``scan_batches``,
-  ``wait_for``, ``offset_for_time``); segment_reads.py: one segment's lookups;
-- log_durability.py: fsyncs, the background fsync of sealed segments,
-  ``flush``; its parts ``Syncs`` (the fsync state) and ``Checkpoint`` own
-  their state; group_commit.py: shared fsyncs for ``always``;
-- log_space.py: the ``Grant`` part (what the space governor counts as the
-  log's), ``min_free_bytes``, ``disk_full``, ``failed``; log_repair.py: damage reads find;
-- log_buffer.py: the write buffer and its grant from the space governor (space.py);
-- retention.py: which segments retention deletes;
-- log_dir.py: the directory's other files (checkpoint, clean marker,
-  quarantine); readonly_tail.py: following a log another process owns.
-
-This module keeps opening, the write buffer and the append path, rolling,
-retention's deletions and closing.
+``Log`` is a facade over parts that each own their state (as Kafka's
+``UnifiedLog`` over ``LocalLog``), all guarded by the log's one lock:
+``_segs`` the segment list, roll, deletion (segments.py); ``_buf`` the write
+buffer (log_buffer.py); ``_space`` why appends are refused for space and the
+``_grant`` the governor counts as the log's (log_space.py); ``_sync`` fsyncs,
+the checkpoint, the clean marker (log_durability.py); ``_reads`` the read
+paths and their cache (log_reads.py); ``_group`` shared fsyncs under
+``always`` (group_commit.py). Beside them: recovery.py (opening for
+writing), retention.py (deleting segments), log_repair.py (damage a read
+finds). This module keeps the offsets, the append and write paths, the gates
+that refuse writes, and ``close``. No part holds the log: what spans parts
+(a sync writes the buffer, retention deletes segments and moves the start)
+takes the log as an argument, so an unclosed log is freed when dropped and
+its grant goes back (``weakref.finalize``).
 
 Invariants (under ``_lock``):
 - ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset <=
   _next_offset``: records below ``_written_end`` are in segment files, the rest
-  in the write buffer (``_buf_*``, one list per column, visible to reads at once);
+  in the write buffer (``_buf``, log_buffer.py; visible to reads at once);
 - ``_sync.durable_end`` never passes the first record of a sealed segment
   whose fsync is pending (``_sync.unsynced``), and the checkpoint's recovery
   point never passes it: durability is always a prefix;
@@ -54,22 +30,14 @@ Invariants (under ``_lock``):
 - ``_blocked`` is true when the log is closed, readonly or failed, or
   still carries the clean-shutdown marker (``defer_clean_marker``), or is off
   the interval flusher while idle (``_flush_idle``), or appends are refused
-  for space (``_low_space``: the governor refused; ``_space_short``: a write
+  for space (``_space.low``: the governor refused; ``_space.short``: a write
   found none): the append hot path tests this one flag and only then asks why;
-- a full disk: every buffered byte is covered by the log's grant from the
-  space governor (log_buffer.py), and an append it cannot cover is refused
-  *before* it is buffered: an acknowledged record is never refused later.
-  A write that finds no space anyway (ENOSPC/EDQUOT: soft, space.py) keeps
-  the buffer under ``interval``/``never`` (written once space is back), and
-  under ``always`` drops its records, whose appenders raise
-  (``_drop_buffer_locked``). Either way a refused record is never written
-  later and the buffer does not grow while the disk is full;
+- a full disk: an append is refused *before* it is buffered (log_space.py,
+  log_buffer.py): an acknowledged record is never refused later, and a
+  refused one never written later (``_write_buffer_locked``);
 - ``_clean_marker``: the marker of the last clean close is still on disk and
   no file changed since; the first write removes it (``_check_writable``)
   before it changes anything, and ``close`` then has nothing to write.
-
-Files: segments open their files on demand through the process's file cache
-(file_cache.py, bounded by ``max_open_files``); an idle log holds none.
 
 (Over 500 lines: the facade's public methods and the append hot path -
 buffer, batch writes, roll - stay in one class body so appends read slots
@@ -84,37 +52,36 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 
 from ..errors import (
     ConfigError,
+    CorruptRecordError,
     DiskFullError,
+    LogClosedError,
     LogFailedError,
+    ReadOnlyError,
 )
+from . import log_settings, retention
 from . import space as _space
 from .dir_lock import DirLock
-from .durable_file import fsync_dir, make_dirs
+from .durable_file import make_dirs
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
-from .log_buffer import NULL, LogBuffer, batches_bound, nulls_restored
+from .log_buffer import NULL, WriteBuffer, batches_bound, checked_columns
 from .log_buffer import as_bytes as _as_bytes
-from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps, read_checkpoint
-from .log_durability import Checkpoint, LogDurability, Syncs
-from .log_reads import LogReads, ReadCache
-from .log_repair import LogRepair
-from .log_space import Grant, LogSpace
-from .readonly_tail import find_tail, follow_segments, open_segments
-from .record_batch import (
-    HEADER,
-    codec_id,
-    encode_batch_parts,
-)
-from .recovery import LogLoader
-from .retention import segments_past_retention
-from .segment import ALLOCATE_AHEAD, Segment
+from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps
+from .log_durability import Durability
+from .log_reads import Reads
+from .log_repair import repair
+from .log_space import SpaceGate
+from .record_batch import HEADER, Record, RecordBatch, codec_id, encode_batch_parts
+from .recovery import LogLoader, adopt_loaded
+from .segment import ALLOCATE_AHEAD
+from .segments import Segments
 
 __all__ = [
     "CHECKPOINT", "CLEAN_MARKER", "FLUSH_POLICIES", "MAX_SEGMENT_SPAN", "QUARANTINE_DIR",
@@ -129,19 +96,13 @@ MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 _time_ns = time.time_ns
 #: errnos that mean "no space": the filesystem is full, or the quota is spent
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
-_ONLY_BYTES = {bytes}
 
 
 def _now_ms() -> int:
     return _time_ns() // 1_000_000
 
 
-def _index_capacity(segment_bytes: int, index_interval_bytes: int) -> int:
-    """A new segment's preallocated offset-index bytes: an entry per index interval of a full segment."""
-    return min(64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8))
-
-
-class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
+class Log:
     """A durable, segmented, checksummed append-only log (see module doc).
 
     Open with :meth:`Log.open`. Thread-safe. One process owns a log directory
@@ -151,15 +112,12 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
     # Slots: the append path reads a dozen attributes per call, and a plain
     # instance dict of this many keys is a hash lookup for each.
     __slots__ = (
-        "_base_offsets", "_blocked", "_buf_bytes", "_buf_extra", "_buf_gen", "_buf_has_extra", "_buf_headers", "_buf_nulls",
-        "_buf_keys", "_buf_timestamps", "_buf_values", "_appended", "_batch_max_bytes", "_batch_max_records",
-        "_batch_max_records_less_1", "_checkpoint", "_clean_marker", "_closed", "_codec_id", "_dir_lock",
-        "_failed", "_flush_always", "_flush_idle", "_gaps", "_group", "_index_capacity_bytes",
-        "_grant", "_low_space", "_space_short", "on_disk_short",
+        "_blocked", "_buf", "_appended", "_clean_marker", "_closed", "_dir_lock",
+        "_failed", "_flush_always", "_flush_idle", "_group",
+        "_grant", "_space", "on_disk_short",
         "_lock", "_next_offset", "_now_ms", "_reads", "_read_waiters",
-        "_flush_bytes", "_flush_records",
-        "_segments", "_start_offset", "_sync", "_system_clock",
-        "_tail_hint", "_written_end", "compression", "flush_interval_ms",
+        "_segs", "_start_offset", "_sync", "_system_clock",
+        "_written_end", "compression", "flush_interval_ms",
         "flush_policy", "index_interval_bytes", "path", "quarantined_batches", "readonly",
         "recovery", "retention_bytes", "retention_ms", "segment_bytes", "segment_ms",
         "__weakref__",
@@ -239,7 +197,6 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                           ("retention_bytes", retention_bytes), ("min_free_bytes", min_free_bytes)):
             if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
                 raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
-        self._codec_id = codec_id(compression)
         self.compression = compression
         self.segment_bytes = segment_bytes
         self.segment_ms = segment_ms
@@ -251,22 +208,23 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         self.index_interval_bytes = index_interval_bytes
         self.readonly = readonly
         self._flush_always = flush == "always"
-        self._batch_max_records = batch_max_records
-        self._batch_max_records_less_1 = batch_max_records - 1
-        self._batch_max_bytes = batch_max_bytes
-        self._grant = Grant(None, 0, control)  # what the governor counts as this log's (log_space.py)
-        self._flush_bytes = self._flush_records = 0
-        self._low_space = False     # refusing appends: the governor refused
-        self._space_short = False   # the last batch write found no space (cleared by the next one)
+        # why appends are refused for space, and the grant (log_space.py; bound here too)
+        self._space = SpaceGate(self.path, control)
+        self._grant = self._space.grant
+        # the write buffer and its thresholds (log_buffer.py)
+        self._buf = WriteBuffer(self._grant, codec_id(compression), batch_max_bytes, batch_max_records)
         #: called (under the lock; must not block or raise) when a write finds no
         #: space or is refused under min_free_bytes (broker/queue/maintenance.py)
         self.on_disk_short = None
-        self._index_capacity_bytes = _index_capacity(segment_bytes, index_interval_bytes)
+        # the segment list (segments.py); its gaps dict is shared with every segment
+        # (a writer's loader fills it from its one listing of the directory)
+        self._segs = Segments(self.path, owner=not readonly, segment_bytes=segment_bytes,
+                              index_interval_bytes=index_interval_bytes)
 
         self._lock = threading.Lock()
-        self._sync = Syncs(self._lock, self)
+        # fsyncs, the sealed segments' background fsync, the checkpoint (log_durability.py)
+        self._sync = Durability(self.path, self._lock, self, checkpoint_interval_ms / 1000)
         self._appended = threading.Condition(self._lock)
-        self._checkpoint = Checkpoint(self.path, checkpoint_interval_ms / 1000)
         self._group = GroupCommit()  # flush="always": appenders share fsyncs
         self._read_waiters = 0  # threads in wait_for: appends notify them
         self._failed: BaseException | None = None
@@ -276,45 +234,35 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         # closed, readonly, failed, refused for space or marked clean: appends must check why
         self._blocked = readonly
         self._dir_lock: DirLock | None = None
-        self._reset_buffer()
-        self._reads = ReadCache()  # the decoded run and where a sequential read continues (log_reads.py)
-        self._tail_hint = None  # readonly: where the last search for the tail ended
+        self._reads = Reads()  # the decoded run and where a sequential read continues (log_reads.py)
         self.quarantined_batches = 0
-        # {expected offset: base offset that may follow it}, shared with the segments
-        # (a writer's loader fills it from its one listing of the directory)
-        self._gaps: dict[int, int] = {}
 
         if readonly:
             if not os.path.isdir(self.path):
                 raise ConfigError(f"readonly log {self.path} does not exist")
-            self._gaps.update(load_gaps(self.path))
-            self._open_readonly()
+            self._segs.gaps.update(load_gaps(self.path))
+            self._reads.open_readonly(self)
             return self
         if lock:  # (otherwise the loader makes the directory if it is missing)
             make_dirs(self.path)  # (a spent quota: DiskFullError)
             self._dir_lock = DirLock(self.path).acquire()
         else:
             make_dirs(self.path)
-        governor = _space.for_path(self.path)
-        self._grant = Grant(governor, _space.floor_of(governor, min_free_bytes, control), control)
+        governor = self._grant.space = _space.for_path(self.path)
+        self._grant.floor = _space.floor_of(governor, min_free_bytes, control)
         weakref.finalize(self, self._grant.dropped)
         try:
-            self._open_writer(defer_clean_marker)
-        except OSError as e:
+            adopt_loaded(self, LogLoader(self.path, self.recovery, self._segs, defer_clean_marker).load())
+        except BaseException as e:
             self._close_files()
             if self._dir_lock:
                 self._dir_lock.release()
-            if e.errno in FD_EXHAUSTED:
+            if isinstance(e, OSError) and e.errno in FD_EXHAUSTED:
                 raise too_many_open_files(self.path, e, held=CACHE.open_files, cap=CACHE.max_open_files) from e
-            if e.errno in DISK_FULL:  # a new log's first files (btrfs under a spent quota)
+            if isinstance(e, OSError) and e.errno in DISK_FULL:  # a new log's first files (a spent quota)
                 raise DiskFullError(f"opening {self.path} failed: the disk is full ({e.strerror})", path=self.path) from e
             raise
-        except BaseException:
-            self._close_files()
-            if self._dir_lock:
-                self._dir_lock.release()
-            raise
-        self._set_thresholds()
+        self._buf.set_thresholds()
         if flush == "interval" and not self._clean_marker:
             Flusher.shared().register(self, flush_interval_ms / 1000)
         elif flush != "never":
@@ -323,72 +271,11 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._flush_idle = self._blocked = True
         return self
 
-    def _reset_buffer(self) -> None:
-        self._buf_values: list = []
-        self._buf_timestamps: list = []
-        self._buf_keys: list | None = None
-        self._buf_headers: list | None = None
-        self._buf_has_extra = False  # some buffered record has a key, headers or a null value
-        self._buf_nulls = False  # some buffered value is NULL (log_buffer.py)
-        self._buf_bytes = 0
-        self._buf_extra = 0  # bound of the buffered keys' and headers' bytes (log_buffer.py)
-        self._buf_gen: list = [None]  # always: [the error] once dropped unwritten (_drop_buffer_locked)
-
-    def _segment(self, base: int, *, active: bool, create: bool = False) -> Segment:
-        return Segment(
-            self.path, base, active=active, owner=not self.readonly, create=create, gaps=self._gaps,
-            index_interval_bytes=self.index_interval_bytes,
-            index_capacity_bytes=self._index_capacity_bytes,
-        )
-
-    def _open_writer(self, defer_clean_marker: bool = False) -> None:
-        loader = LogLoader(self.path, self.recovery, self._segment, defer_marker=defer_clean_marker,
-                           gaps=self._gaps)
-        self._segments = loader.segments  # closed by open() if loading fails
-        loaded = loader.load()
-        self.quarantined_batches += loaded.quarantined_batches
-        self._base_offsets = [s.base_offset for s in self._segments]
-        active = self._segments[-1]
-        self._written_end = self._next_offset = self._sync.durable_end = active.next_offset
-        self._start_offset = min(max(self._base_offsets[0], loaded.start_offset), self._next_offset)
-        active.created_ms = self._now_ms()
-        if loaded.marker_kept:
-            # Nothing changed: the checkpoint on disk is the clean close's.
-            self._checkpoint.recovery_point = loaded.recovery_point
-            self._clean_marker = self._blocked = True
-        else:
-            # On a full disk the checkpoint waits (the old one stays valid): a full
-            # log must open so that it can be drained.
-            self._try_checkpoint(self._next_offset)
-        for seg in self._segments:
-            seg.release_files()  # an idle log holds no descriptor (reopened on use)
-
-    def _open_readonly(self) -> None:
-        self._segments = open_segments(self.path, self._segment)
-        if not self._segments:
-            raise ConfigError(f"{self.path} holds no log segments")
-        self._base_offsets = [s.base_offset for s in self._segments]
-        _, lso = read_checkpoint(self.path)
-        self._find_readonly_tail()
-        self._start_offset = min(max(self._base_offsets[0], lso), self._next_offset)
-
-    def _find_readonly_tail(self) -> None:
-        self._tail_hint = find_tail(self._segments[-1], self._tail_hint)
-        self._written_end = self._next_offset = self._sync.durable_end = self._tail_hint[2]
-
     def refresh(self) -> None:
         """Readonly logs: pick up segments and batches the owner appended (and
         forget segments its retention deleted)."""
-        if not self.readonly:
-            return
-        with self._lock:
-            if not follow_segments(self.path, self._segments, self._segment):
-                return
-            self._base_offsets = [s.base_offset for s in self._segments]
-            self._find_readonly_tail()
-            _, lso = read_checkpoint(self.path)
-            self._start_offset = min(max(self._base_offsets[0], lso, self._start_offset), self._next_offset)
-            self._reads.run = None
+        if self.readonly:
+            self._reads.refresh(self)
 
     # --------------------------------------------------------------- append
 
@@ -414,20 +301,21 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 self._check_appendable(len(value))
             off = self._next_offset
             self._next_offset = off + 1
-            self._buf_values.append(value)
-            self._buf_timestamps.append(timestamp_ms)
-            if key is not None or headers or self._buf_has_extra or null:
-                self._add_extra(key, headers, null)
-            nbytes = self._buf_bytes + len(value)
-            self._buf_bytes = nbytes
+            b = self._buf
+            b.values.append(value)
+            b.timestamps.append(timestamp_ms)
+            if key is not None or headers or b.has_extra or null:
+                b.add_extra(key, headers, null)
+            nbytes = b.bytes + len(value)
+            b.bytes = nbytes
             # a full batch, or the end of the grant (log_buffer.py)
-            if nbytes >= self._flush_bytes or off - self._written_end >= self._flush_records:
+            if nbytes >= b.flush_bytes or off - self._written_end >= b.flush_records:
                 self._buffer_full_locked()
             if self._read_waiters:
                 self._appended.notify_all()
             if self._flush_always:
                 step = self._group.join_locked()
-                gen = self._buf_gen
+                gen = b.gen
         if self._flush_always:
             self._group.await_durable(self, off + 1, step, gen)
         return off
@@ -453,45 +341,30 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         (acknowledged): its bytes become the batch's grant, so the governor
         cannot refuse what was already admitted."""
         n = len(values)
-        if n == 0:
-            raise ConfigError("append_batch needs at least one value")
-        nulls = False
-        if set(map(type, values)) != _ONLY_BYTES:
-            nulls = None in values
-            values = [v if v.__class__ is bytes or v is None else _as_bytes(v, "value") for v in values]
-        if keys is not None:
-            if len(keys) != n:
-                raise ConfigError(f"keys has {len(keys)} entries for {n} values")
-            keys = [k if k is None or k.__class__ is bytes else _as_bytes(k, "key") for k in keys]
-        if headers is not None and len(headers) != n:
-            raise ConfigError(f"headers has {len(headers)} entries for {n} values")
+        values, keys, nulls = checked_columns(values, keys, headers, timestamps_ms)
         if timestamps_ms is None:
             timestamps_ms = self._now_ms()
-        elif not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
-            raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
         # (also where the batches split)
         ends = list(accumulate(len(v) if v is not None else 0 for v in values) if nulls else accumulate(map(len, values)))
         total = ends[-1]
-        bound = batches_bound(n, total, self._batch_max_bytes, keys, headers)
-        if self._codec_id:
-            bound += (bound >> 7) + 128 * (1 + bound // self._batch_max_bytes)
+        buf = self._buf
+        max_bytes, codec = buf.max_bytes, buf.codec
+        bound = batches_bound(n, total, max_bytes, keys, headers)
+        if codec:
+            bound += (bound >> 7) + 128 * (1 + bound // max_bytes)
         with self._lock:
             if claim is not None and claim.held:
-                self._grant.hand_over(claim, bound + self._buffer_bound())
+                self._grant.hand_over(claim, bound + buf.bound())
             if self._blocked:
                 self._check_appendable(total)
             self._write_buffer_locked()
-            try:
-                self._take_locked(bound)
-            except DiskFullError:
-                self._low_space = self._blocked = True
-                raise
+            self._take_locked(bound)
             first = self._written_end
             # Split so that no batch exceeds batch_max_bytes (a single huge value
             # still makes a batch of its own).
             i = before = 0
             while i < n:
-                j = max(bisect.bisect_right(ends, before + self._batch_max_bytes, i), i + 1)
+                j = max(bisect.bisect_right(ends, before + max_bytes, i), i + 1)
                 before = ends[j - 1]
                 if i == 0 and j == n:
                     vs, ks, hs, ts = values, keys, headers, timestamps_ms
@@ -502,21 +375,21 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                     ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
                 base = self._written_end
                 if producer is None:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
+                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
                                                nulls=nulls)
                 else:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=self._codec_id,
+                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
                                                producer_id=producer[0], producer_epoch=producer[1],
                                                base_sequence=producer[2], nulls=nulls)
                 try:
                     self._write_parts_locked(parts, base, base + (j - i))
                 except BaseException:
                     self._next_offset = self._written_end
-                    self._settle_grant()
+                    buf.settle(self._flush_always)
                     raise
                 i = j
             self._next_offset = self._written_end
-            self._settle_grant()
+            buf.settle(self._flush_always)
             if self._read_waiters:
                 self._appended.notify_all()
             end = self._written_end
@@ -526,36 +399,70 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
             self._group.await_durable(self, end, step)
         return first
 
+    def _buffer_full_locked(self) -> None:
+        """The append slow path: the record just buffered took the buffer to a
+        threshold (log_buffer.py). Cover the buffer (a refusal takes the record
+        back out and raises DiskFullError: it was never acknowledged); write
+        the batch when it is full."""
+        buf = self._buf
+        need = buf.bound()
+        if need > self._grant.buffer:
+            try:
+                self._take_locked(need)
+            except DiskFullError:
+                buf.unbuffer_last()
+                self._next_offset -= 1
+                raise
+        if buf.full():
+            self._write_buffer_locked()
+        else:
+            buf.set_thresholds()
+
+    def _take_locked(self, need: int) -> None:
+        """Make the grant cover ``need`` bytes; refused: appends are refused
+        until the governor has room (``_space.low``) and DiskFullError."""
+        if need <= self._grant.buffer:
+            return  # covered (the common case: no call)
+        try:
+            self._buf.take(need, self._segs.all[-1], self.path, self._segs.index_capacity_bytes * 5 // 2)
+        except DiskFullError:
+            self._space.low = self._blocked = True
+            if self.on_disk_short is not None:
+                self.on_disk_short()
+            raise
+
     def _write_buffer_locked(self) -> None:
-        bv = self._buf_values
-        if not bv:
+        """Write the buffer as one batch. A full disk under flush="always" drops
+        it (its appenders raise, ``WriteBuffer.drop``): kept, its records would
+        be readable and counted in ``end_offset`` while unwritten, and a close
+        on the full disk would lose them after a consumer read their offsets;
+        so a refused record is never written later, under every flush policy."""
+        buf = self._buf
+        n = len(buf.values)
+        if not n:
             return
         base = self._written_end
-        nulls = self._buf_nulls
-        parts = encode_batch_parts(
-            base, nulls_restored(bv) if nulls else bv, keys=self._buf_keys, headers=self._buf_headers,
-            timestamps=self._buf_timestamps, codec=self._codec_id, nulls=nulls,
-        )
         try:
-            self._write_parts_locked(parts, base, base + len(bv))
+            self._write_parts_locked(buf.encode(base), base, base + n)
         except DiskFullError as e:
             if self._flush_always:
-                self._drop_buffer_locked(e)
+                buf.drop(e)
+                self._next_offset = base
             raise
-        self._reset_buffer()
-        self._settle_grant()
+        buf.reset()
+        buf.settle(self._flush_always)
 
     def _write_parts_locked(self, parts: list, base: int, next_offset: int) -> None:
         hdr = HEADER.unpack_from(parts[0], 0)
         nbytes = hdr[1] + 12  # batch_length counts everything after its own field
-        seg = self._active
+        seg = self._segs.all[-1]
         if seg.size > 0 and (
             seg.size + nbytes > self.segment_bytes
             or next_offset - seg.base_offset > MAX_SEGMENT_SPAN
             or (self.segment_ms is not None and self._now_ms() - (seg.created_ms or 0) >= self.segment_ms)
         ):
             self._roll_locked()  # (no space for the next segment's file: this one grows past segment_bytes)
-            seg = self._active
+            seg = self._segs.all[-1]
         max_ts = hdr[8]
         try:
             seg.append(parts, base, next_offset, max_ts, nbytes,
@@ -567,12 +474,14 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 seg.cut_tail()
             except OSError as cut:
                 if cut.errno not in DISK_FULL:  # (no space even to cut: before the next write)
-                    self._failed = e
-                    self._blocked = True
+                    self._fail(e, "")
             if e.errno in DISK_FULL and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
-                # next write succeeds once space is freed.
-                err = self._short_error_locked(seg, e)
+                # next write succeeds once space is freed (log_space.py).
+                err = self._space.found_short(seg, e)
+                self._blocked = True
+                if self.on_disk_short is not None:
+                    self.on_disk_short()
                 # The error may be kept (queue.Full's cause): its traceback must
                 # not pin the segment, whose space a later reclaim frees.
                 e.__traceback__ = None
@@ -580,38 +489,20 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                 raise err from e
             # Any other error (EIO: a failing device) latches, as a failed fsync
             # does: what the kernel kept of the write cannot be trusted.
-            self._failed = e
-            self._blocked = True
-            raise LogFailedError(f"write to {seg.log_path} at position {seg.size} failed: {e}",
-                                 path=seg.log_path) from e
-        if self._space_short:
-            self._space_short = False
+            raise self._fail(e, f"write to {seg.log_path} at position {seg.size} failed", seg.log_path) from e
+        if self._space.short:
+            self._space.short = 0
             self._unblock()
         self._grant.wrote(nbytes, seg)
         self._written_end = next_offset
-
-    def _short_error_locked(self, seg: Segment, e: OSError) -> DiskFullError:
-        """A write found no space (``e``: ENOSPC/EDQUOT), nothing of it is in the
-        file: refused until space is back (log_space.py); the error to raise."""
-        self._space_short, self._blocked = e.errno, True  # the errno: EDQUOT (log_space.py)
-        self._grant.space.short()
-        if self.on_disk_short is not None:
-            self.on_disk_short()
-        return DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
-                             f"the disk is full ({e.strerror})", path=seg.log_path)
-
-    @property
-    def _active(self) -> Segment:
-        return self._segments[-1]
 
     def _roll_locked(self) -> bool:
         """Seal the active segment and start the next (a control write: never
         refused by the governor); False (nothing changed) when the next
         segment's file finds no space (the active one grows past
         ``segment_bytes`` meanwhile; the next write tries again)."""
-        old = self._active
         try:
-            new = self._segment(self._written_end, active=True, create=True)
+            old = self._segs.roll(self._written_end)
         except OSError as e:
             if e.errno not in DISK_FULL:
                 raise
@@ -621,112 +512,211 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         # thread fsyncs it (as Kafka flushes a rolled segment asynchronously).
         # Until then the recovery point stays below it, so a power loss that
         # tears its tail is recovered like a torn tail (see recovery.py).
-        old.seal(sync=False)
-        new.created_ms = self._now_ms()
-        fsync_dir(self.path)
-        self._segments.append(new)
-        self._base_offsets.append(new.base_offset)
+        self._segs.active.created_ms = self._now_ms()
         self._sync.unsynced.append(old)
         Flusher.shared().register(self._sync.seal_job, 0.0)
         if self.retention_ms is not None or self.retention_bytes is not None:
-            self._apply_retention_locked(self._now_ms())
+            retention.apply_locked(self, self._now_ms())
         return True
 
-    def _count_indexes_locked(self) -> None:
-        """The active segment's indexes (offset index + time index at 1.5x) are
-        preallocated at its first write: counted as this log's from its first
-        take until then (never refused: a roll is a control write)."""
-        self._grant.count_indexes(self._index_capacity_bytes * 5 // 2, self.path)
+    # ------------------------------------------------------------------ gates
+
+    def _check_writable(self) -> None:
+        """Raise unless the log takes writes; the first write after a clean open
+        removes the clean-shutdown marker, after an idle spell rejoins the flusher."""
+        if self._closed:
+            raise LogClosedError(f"log {self.path} is closed")
+        if self.readonly:
+            raise ReadOnlyError(f"log {self.path} was opened with readonly=True")
+        if self._failed is not None:
+            raise LogFailedError(f"log {self.path} failed earlier and accepts no writes: {self._failed!r}",
+                                 path=self.path) from self._failed
+        if self._clean_marker:
+            try:
+                self._sync.remove_clean_marker()
+            except OSError as e:
+                raise self._fail(e, f"removing the clean-shutdown marker of {self.path} failed") from e
+            self._clean_marker = False
+        if self._flush_idle:
+            # Idle for a whole interval, the flusher let go of it: back on at the first write.
+            self._flush_idle = False
+            Flusher.shared().register(self, self.flush_interval_ms / 1000)
+        self._blocked = self._space.low or bool(self._space.short)  # still checked per append
+
+    def _check_appendable(self, nbytes: int) -> None:
+        """Appends, when ``_blocked``: closed, readonly or failed raise; refused
+        for space (log_space.py), ``nbytes`` more are refused (DiskFullError,
+        nothing buffered) until there is room again."""
+        if self._closed or self.readonly or self._failed is not None or self._clean_marker or self._flush_idle:
+            self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
+        space = self._space
+        if space.short:
+            if self._buf.values:
+                self._write_buffer_locked()  # (its failure is the refusal; its success clears it)
+            else:
+                space.space_back(nbytes, self._segs.all[-1].log_path)
+        if space.low:
+            space.admit(self._buf.bound(), nbytes, self._segs.all[-1].log_path)
+            if not space.low:
+                self._unblock()
+
+    def _unblock(self) -> None:
+        """Recompute ``_blocked`` after a reason for it went away."""
+        self._blocked = (self._closed or self.readonly or self._failed is not None or self._space.low
+                         or self._clean_marker or self._flush_idle or bool(self._space.short))
+
+    # ----------------------------------------------------------------- reads
+
+    @property
+    def start_offset(self) -> int:
+        """The first offset that can be read (moves up with retention)."""
+        return self._start_offset
+
+    @property
+    def end_offset(self) -> int:
+        """The next offset to be written (buffered records included)."""
+        return self._next_offset
+
+    def read(self, offset: int, *, max_records: int = 500, max_bytes: int = 1 << 20) -> list[Record]:
+        """Records from ``offset`` on: at most ``max_records``, and stopping once
+        ``max_bytes`` of values were returned (always at least one record).
+
+        Returns [] at the end of the log; raises OffsetOutOfRange below the start
+        offset or past the end. Offsets may have gaps (quarantined batches):
+        the first record returned has the smallest offset >= ``offset``.
+        Every record comes from a batch whose CRC was verified.
+        """
+        c = self._reads.run  # invalidated whenever the start offset moves up
+        if c is not None:
+            lo, hi, recs, ends = c
+            if lo <= offset < hi:
+                i = offset - lo
+                if max_records == 1:
+                    return [recs[i]]
+                # Served from the run when it holds all max_records and the
+                # byte limit is not reached before the last of them.
+                k = i + max_records - 1
+                if i < k < len(recs) and ends[k - 1] - (ends[i - 1] if i else 0) < max_bytes:
+                    return recs[i : k + 1]
+        return self._reads.read(self, offset, max_records, max_bytes)
+
+    def read_batches(self, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False) -> list[RecordBatch]:
+        """Whole, CRC-verified batches holding offsets >= ``offset`` (about
+        ``max_bytes`` of them, at least one if any exist): the zero-copy view
+        for bulk consumers. The first batch may begin below ``offset``.
+        Records still buffered come back as a freshly encoded batch.
+
+        With ``mapped`` the batches are views of a read-only mapping of the
+        segment file instead of a copy (for bulk scans such as Spark's)."""
+        return self._reads.read_batches(self, offset, max_bytes=max_bytes, mapped=mapped)
+
+    def scan_batches(self, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
+        """Whole, CRC-verified batches holding offsets >= ``offset`` and below
+        ``end_offset`` (default: the end of the log), lazily: for bulk scans
+        (Spark's source). The first batch may begin below ``offset``, the last
+        may end past ``end_offset``.
+
+        The same batches, errors and damage handling as ``read_batches(...,
+        mapped=True)`` called in a loop, each segment mapped once and each
+        batch's CRC checked as the consumer asks for it (log_reads.py).
+        Raises OffsetOutOfRange (on the first ``next()``) as ``read_batches``
+        does; a log past its end yields nothing. ``maps`` (a
+        ``map_cache.MapCache``) keeps the segments' mappings for later scans
+        by the same process."""
+        return self._reads.scan_batches(self, offset, end_offset, maps=maps)
+
+    def wait_for(self, offset: int, timeout: float | None) -> bool:
+        """Block until a record at ``offset`` or later exists (end_offset > offset)
+        or ``timeout`` seconds pass; True if it exists. Woken by appends, not by
+        polling (a readonly log, fed by another process, re-reads the files)."""
+        return self._reads.wait_for(self, offset, timeout)
+
+    def offset_for_time(self, timestamp_ms: int) -> int | None:
+        """The first offset whose record timestamp is >= ``timestamp_ms``
+        (None if there is none yet)."""
+        return self._reads.offset_for_time(self, timestamp_ms)
 
     # -------------------------------------------------------------- retention
 
     def delete_before(self, offset: int) -> int:
         """Make ``offset`` the new start (never past the end) and delete the
         whole segments below it; returns the number of segments deleted. The
-        active segment is rolled for deletion only once it holds at least a
-        quarter of ``segment_bytes``: disk use follows the backlog to within
-        that much. While space is short (log_space.py ``_roll_worth_it``), a
-        wholly consumed active segment is rolled and deleted whatever its size,
-        so a drained log gives its space back on a filesystem smaller than a
-        segment."""
+        active segment goes (rolled first) once it holds a quarter of
+        ``segment_bytes``, or whatever its size while space is short
+        (retention.py)."""
         with self._lock:
             # (offset == start: a consumed roll that found no room earlier is tried
-            # again while space is short, log_space.py)
-            again = min(offset, self._next_offset) == self._start_offset and self._consumed_left()
+            # again while space is short, retention.py)
+            again = min(offset, self._next_offset) == self._start_offset and retention.consumed_left(self)
             if self._clean_marker and min(offset, self._next_offset) <= self._start_offset and not again:
                 return 0  # nothing to do: the clean-shutdown marker may stay
             self._check_writable()
-            offset = min(offset, self._next_offset)
-            if offset <= self._start_offset and not again:
-                return 0
-            if offset > self._written_end:
-                try:
-                    self._write_buffer_locked()
-                except DiskFullError:
-                    # A full disk: delete what is written (that frees space); the
-                    # buffered records stay for the next write.
-                    offset = self._written_end
-                    if offset <= self._start_offset:
-                        return 0
-            # a consumed active segment rolled when worth it, the segments below go (log_space.py)
-            n = self._delete_consumed_locked(offset)
-            self._start_offset = offset
-            self._reads.run = None
-            self._try_checkpoint()  # deleting frees space: never refused for the lack of it
-            return n
+            return retention.delete_before_locked(self, offset, again)
 
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete whole segments past ``retention_ms`` (by their newest record)
         or beyond ``retention_bytes``; the active segment only on a full disk."""
         with self._lock:
             now_ms = self._now_ms() if now_ms is None else now_ms
-            if self._clean_marker and not self._retention_due(now_ms):  # (log_space.py)
+            if self._clean_marker and not retention.due(self, now_ms):
                 return 0  # nothing to delete: the clean-shutdown marker may stay
             self._check_writable()
-            return self._apply_retention_locked(now_ms)
+            return retention.apply_locked(self, now_ms)
 
-    def _apply_retention_locked(self, now_ms: int) -> int:
-        rolled = self._roll_expired_locked(now_ms)  # log_space.py: a full disk's expired active segment
-        n = segments_past_retention(self._segments, self.retention_ms, self.retention_bytes, now_ms)
-        for _ in range(n):
-            self._delete_first_locked()
-        if n:
-            self._start_offset = max(self._start_offset, self._base_offsets[0])
-            fsync_dir(self.path)
-            self._try_checkpoint()
-        return n + rolled
+    def repair(self, error: CorruptRecordError) -> bool:
+        """Apply the log's ``recovery`` policy to the damage a read reported
+        (``error`` names the segment file): ``skip`` quarantines the damaged
+        batch (its offsets become a gap), ``truncate`` cuts the log there (that
+        batch and everything after it go, the write buffer included; the end
+        moves back). Returns True when the log changed or the damage is gone
+        (read again), False under ``fail``, for a readonly log, or when
+        appends in flight did not finish in time. Crash-safe (log_repair.py)."""
+        return repair(self, error)
 
     def reconfigure(self, *, segment_bytes: int = 128 << 20, retention_ms: int | None = None,
                     retention_bytes: int | None = None, compression: str | None = None) -> None:
-        """Change the settings a topic may alter while open (the defaults are ``open``'s): the
-        next batch written is compressed so, the next roll is at ``segment_bytes``, the next
-        retention pass uses the new limits. Nothing written changes. Checked first (ConfigError,
-        nothing changed), as ``open`` checks them."""
-        codec = codec_id(compression)
-        if not isinstance(segment_bytes, int) or isinstance(segment_bytes, bool) or segment_bytes < 128:
-            raise ConfigError(f"segment_bytes={segment_bytes!r}: must be an integer >= 128")
-        for name, val in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes)):
-            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
-                raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
-        with self._lock:
-            self._codec_id, self.compression = codec, compression
-            self.segment_bytes, self.retention_ms, self.retention_bytes = segment_bytes, retention_ms, retention_bytes
-            self._index_capacity_bytes = _index_capacity(segment_bytes, self.index_interval_bytes)
+        """Change what a topic may alter while open; the defaults are ``open``'s (log_settings.py)."""
+        log_settings.reconfigure(self, segment_bytes, retention_ms, retention_bytes, compression)
 
     # ------------------------------------------------------------------ info
 
     @property
+    def failed(self) -> BaseException | None:
+        """The I/O error that failed this log (it accepts no writes), or None."""
+        return self._failed
+
+    @property
+    def disk_full(self) -> bool:
+        """True while writes find no space: appends are being refused under
+        ``min_free_bytes``, or the last batch write failed with ENOSPC/EDQUOT
+        and the filesystem still has less than 64 KiB (over the floor) free
+        (``statvfs``, read only in that case)."""
+        return self._space.disk_full()
+
+    @property
+    def min_free_bytes(self) -> int:
+        """Appends are refused under this much free space (0 = off); settable
+        (None: the filesystem's default, space.py)."""
+        return self._grant.floor
+
+    @min_free_bytes.setter
+    def min_free_bytes(self, value: int | None) -> None:
+        with self._lock:
+            self._space.set_floor(value)
+            self._unblock()
+
+    @property
     def size_bytes(self) -> int:
-        return sum(s.size for s in self._segments) + self._buf_bytes
+        return self._segs.size_bytes() + self._buf.bytes
 
     @property
     def batch_max_bytes(self) -> int:
         """The most value bytes one record batch of ``append_batch`` holds (more are split)."""
-        return self._batch_max_bytes
+        return self._buf.max_bytes
 
     @property
     def segment_count(self) -> int:
-        return len(self._segments)
+        return len(self._segs.all)
 
     @property
     def closed(self) -> bool:
@@ -734,7 +724,7 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
 
     def __repr__(self) -> str:
         return (f"Log({self.path!r}, start={self._start_offset}, end={self._next_offset}, "
-                f"segments={len(self._segments)}, flush={self.flush_policy!r})")
+                f"segments={len(self._segs.all)}, flush={self.flush_policy!r})")
 
     # ----------------------------------------------------------------- close
 
@@ -755,16 +745,16 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
                         self._write_buffer_locked()
                     except DiskFullError as e:
                         full = e  # make what was written durable, then raise it
-                    unsealed = self._seal_for_close()  # (the sealed segments' fsyncs first; EIO: LogFailedError)
+                    unsealed = self._sync.seal_for_close(self)  # (the sealed segments' fsyncs first)
                     full = full or unsealed
                     self._sync.durable_end = self._written_end
                     # A clean marker only with a checkpoint that matches it (on a
                     # full disk neither is written: the next open recovers).
-                    if self._try_checkpoint(self._written_end) and unsealed is None:
-                        self._try_clean_marker()
+                    if self._sync.try_checkpoint(self._start_offset, self._written_end) and unsealed is None:
+                        self._sync.try_clean_marker(self._segs.all[-1], self._start_offset)
             finally:
                 self._closed = True
-                self._checkpoint.retire()
+                self._sync.checkpoint.retire()
                 self._blocked = True
                 self._appended.notify_all()
                 self._sync.done.notify_all()
@@ -776,12 +766,29 @@ class Log(LogReads, LogDurability, LogSpace, LogRepair, LogBuffer):
         if full is not None:
             raise full
 
+    # ------------------------------------------------------------ durability
+
+    def _fail(self, e: BaseException, what: str, path: str | None = None) -> LogFailedError:
+        """Latch ``e`` (an fsync or write error: EIO): the log takes no more
+        writes (what the kernel kept cannot be trusted); the error to raise."""
+        self._failed = e
+        self._blocked = True
+        return LogFailedError(f"{what}: {e}", path=path or self.path)
+
+    def flush(self) -> None:
+        """Write buffered records and fsync: everything appended so far survives a crash."""
+        with self._lock:
+            if self._closed or self.readonly:
+                return
+            self._sync.wait_idle()
+            self._sync.sync_log(self)
+
+    def _flush_tick(self) -> bool:
+        """One round of the shared flusher thread (``Durability.tick``)."""
+        return self._sync.tick(self)
+
     def _close_files(self) -> None:
-        for s in getattr(self, "_segments", []):
-            try:
-                s.close()
-            except OSError:
-                pass
+        self._segs.close()
         self._reads.forget()
 
     def __enter__(self) -> Log:

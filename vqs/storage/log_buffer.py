@@ -1,32 +1,39 @@
-"""The log's write buffer and its grant from the space governor.
+"""The log's write buffer: records appended but not yet written to the active
+segment, one list per column, and the grant from the space governor that
+covers them.
 
-``LogBuffer`` is a part of ``Log`` (log.py): it holds no state and works on
-the log's slots (``_buf_*``, ``_grant``, ``_flush_bytes``, ``_flush_records``).
+``WriteBuffer`` is a part of ``Log`` (log.py) that owns that state; the log
+appends to its columns on the hot path (one attribute hop, bound once per
+call) and writes it as one batch (``encode``).
 
 Invariants (under the log's lock):
-- **covered**: ``buffer_bound() <= _grant``: the governor (space.py) counts
-  ``_grant`` bytes as used by this log, so every buffered (acknowledged)
-  record has room to be written whatever else the process writes.
-  ``buffer_bound`` is an upper bound of the batch the buffer encodes to
-  (``BATCH_FIXED + RECORD_FIXED`` per record + value, key and header bytes;
-  with compression, plus the codecs' worst-case growth);
-- the append hot path stays one flag test and one pair of integer
-  comparisons: ``_flush_bytes`` / ``_flush_records`` are where the slow path
-  (``_buffer_full_locked``) runs: the batch is full, or the grant ends. The
-  slow path takes the next grant (a full batch's bound, at most MAX_STEP: one take per batch)
-  or, refused, takes the record back out of the buffer and raises
-  DiskFullError: nothing refused is ever written;
-- a write of the whole buffer gives the grant's rest back (``_settle_grant``;
-  under flush="always" the flusher does, once the log is idle): an idle log
-  holds none.
+- the buffered records are the log's offsets ``[written end, next offset)``
+  in order, visible to reads at once (``records``, ``batch_from``);
+- **covered**: ``bound() <= grant.buffer``: the governor (space.py) counts
+  the grant as used by this log, so every buffered (acknowledged) record has
+  room to be written whatever else the process writes. ``bound`` is an upper
+  bound of the batch the buffer encodes to (``BATCH_FIXED + RECORD_FIXED`` per
+  record + value, key and header bytes; with compression, plus the codecs'
+  worst-case growth);
+- the append hot path stays one pair of integer comparisons:
+  ``flush_bytes`` / ``flush_records`` are where the slow path runs (the log's
+  ``_buffer_full_locked``): the batch is full, or the grant ends. The slow
+  path takes the next grant (a full batch's bound, at most MAX_STEP: one take
+  per batch) or, refused, takes the record back out (``unbuffer_last``) and
+  raises DiskFullError: nothing refused is ever written;
+- a write of the whole buffer gives the grant's rest back (``settle``; under
+  flush="always" the flusher does, once the log is idle): an idle log holds none;
+- ``gen`` is replaced at every reset: an appender under flush="always" keeps
+  the one its records went into, and ``drop`` (its write found no space)
+  stores the error there, so exactly those appenders raise it.
 """
 
 from __future__ import annotations
 
 import os
 
-from ..errors import DiskFullError
-from .record_batch import HEADER_SIZE
+from ..errors import ConfigError
+from .record_batch import HEADER_SIZE, Record, decode_batch, encode_batch, encode_batch_parts
 
 #: bound of a batch's fixed part: its header, the value offsets' first entry,
 #: and the key bitmap's rounding and both optional columns' first entries
@@ -36,6 +43,7 @@ BATCH_FIXED = HEADER_SIZE + 32
 RECORD_FIXED = 24
 #: the most a grant takes beyond what the buffer needs (a full default batch fits)
 MAX_STEP = 2 << 20
+_ONLY_BYTES = {bytes}
 
 
 class _Null(bytes):
@@ -71,6 +79,27 @@ def headers_bound(headers) -> int:
     return n
 
 
+def checked_columns(values, keys, headers, timestamps_ms) -> tuple[list, list | None, bool]:
+    """``append_batch``'s columns checked (ConfigError naming the column) and
+    made bytes: (values, keys, whether a value is None)."""
+    n = len(values)
+    if n == 0:
+        raise ConfigError("append_batch needs at least one value")
+    nulls = False
+    if set(map(type, values)) != _ONLY_BYTES:
+        nulls = None in values
+        values = [v if v.__class__ is bytes or v is None else as_bytes(v, "value") for v in values]
+    if keys is not None:
+        if len(keys) != n:
+            raise ConfigError(f"keys has {len(keys)} entries for {n} values")
+        keys = [k if k is None or k.__class__ is bytes else as_bytes(k, "key") for k in keys]
+    if headers is not None and len(headers) != n:
+        raise ConfigError(f"headers has {len(headers)} entries for {n} values")
+    if timestamps_ms is not None and not isinstance(timestamps_ms, int) and len(timestamps_ms) != n:
+        raise ConfigError(f"timestamps_ms has {len(timestamps_ms)} entries for {n} values")
+    return values, keys, nulls
+
+
 def batches_bound(n: int, total: int, batch_max_bytes: int, keys=None, headers=None) -> int:
     """An upper bound of what ``n`` values of ``total`` bytes (with keys and
     headers) encode to, split into batches of at most ``batch_max_bytes``."""
@@ -82,115 +111,157 @@ def batches_bound(n: int, total: int, batch_max_bytes: int, keys=None, headers=N
     return b
 
 
-class LogBuffer:
-    """Write-buffer methods of ``Log`` (see module doc)."""
+class WriteBuffer:
+    """The write buffer of one log (module doc)."""
 
-    __slots__ = ()
+    __slots__ = ("values", "timestamps", "keys", "headers", "has_extra", "nulls", "bytes", "extra", "gen",
+                 "flush_bytes", "flush_records", "grant", "codec", "max_bytes", "max_records_less_1", "step")
 
-    def _add_extra(self, key, headers, null: bool = False) -> None:
-        """A buffered record with a key, headers or a null value (or after one): the
-        bytes of the first two count against the grant (they lower ``_flush_bytes``)."""
-        self._buf_has_extra = True
+    def __init__(self, grant, codec: int, max_bytes: int, max_records: int) -> None:
+        self.grant = grant  # the log's Grant (log_space.py): what the governor counts as the log's
+        self.codec = codec
+        self.max_bytes = max_bytes
+        self.max_records_less_1 = max_records - 1
+        #: the grant taken beyond what the buffer needs: a full batch's bound
+        self.step = min(MAX_STEP, max_bytes + RECORD_FIXED * max_records + BATCH_FIXED)
+        self.flush_bytes = self.flush_records = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty (written, dropped or cut by a repair); a new ``gen``."""
+        self.values: list = []
+        self.timestamps: list = []
+        self.keys: list | None = None
+        self.headers: list | None = None
+        self.has_extra = False  # some buffered record has a key, headers or a null value
+        self.nulls = False  # some buffered value is NULL
+        self.bytes = 0  # the buffered values' bytes
+        self.extra = 0  # bound of the buffered keys' and headers' bytes
+        self.gen: list = [None]  # [the DiskFullError] once dropped unwritten (``drop``)
+
+    def add_extra(self, key, headers, null: bool = False) -> None:
+        """The record just appended has a key, headers or a null value (or one
+        before it had): its key and header bytes count against the grant (they
+        lower ``flush_bytes``)."""
+        self.has_extra = True
         if null:
-            self._buf_nulls = True
-        if key is not None or self._buf_keys is not None:
-            if self._buf_keys is None:
-                self._buf_keys = [None] * (len(self._buf_values) - 1)
+            self.nulls = True
+        if key is not None or self.keys is not None:
+            if self.keys is None:
+                self.keys = [None] * (len(self.values) - 1)
             if key is not None:
                 if key.__class__ is not bytes:
                     key = as_bytes(key, "key")
-                self._buf_extra += len(key)
-                self._flush_bytes -= len(key)
-            self._buf_keys.append(key)
-        if headers or self._buf_headers is not None:
-            if self._buf_headers is None:
-                self._buf_headers = [None] * (len(self._buf_values) - 1)
+                self.extra += len(key)
+                self.flush_bytes -= len(key)
+            self.keys.append(key)
+        if headers or self.headers is not None:
+            if self.headers is None:
+                self.headers = [None] * (len(self.values) - 1)
             if headers:
                 headers = tuple(headers)
                 n = headers_bound(headers)
-                self._buf_extra += n
-                self._flush_bytes -= n
-            self._buf_headers.append(headers or None)
+                self.extra += n
+                self.flush_bytes -= n
+            self.headers.append(headers or None)
 
-    def _buffer_bound(self) -> int:
-        """Upper bound of the bytes the write buffer encodes to (0 if empty)."""
-        n = len(self._buf_values)
+    def unbuffer_last(self) -> None:
+        """Take the last appended record back out (refused: never acknowledged)."""
+        v = self.values.pop()
+        self.timestamps.pop()
+        if self.keys is not None:
+            k = self.keys.pop()
+            if k is not None:
+                self.extra -= len(k)
+        if self.headers is not None:
+            h = self.headers.pop()
+            if h:
+                self.extra -= headers_bound(h)
+        self.bytes -= len(v)
+        self.set_thresholds()
+
+    def bound(self) -> int:
+        """Upper bound of the bytes the buffer encodes to (0 if empty)."""
+        n = len(self.values)
         if not n:
             return 0
-        b = BATCH_FIXED + RECORD_FIXED * n + self._buf_bytes + self._buf_extra
-        if self._codec_id:
+        b = BATCH_FIXED + RECORD_FIXED * n + self.bytes + self.extra
+        if self.codec:
             b += (b >> 7) + 128  # zstd and lz4 grow incompressible input by less
         return b
 
-    def _set_thresholds(self) -> None:
-        """Where the append hot path must call ``_buffer_full_locked`` next: a
-        buffer below both thresholds is covered by the grant."""
-        n = len(self._buf_values)
-        room = self._grant.buffer
-        if self._codec_id:
-            room = (room - 128) * 128 // 129
-        free = room - (BATCH_FIXED + RECORD_FIXED * n + self._buf_bytes + self._buf_extra)
-        dn = max(0, min(self._batch_max_records_less_1 - n, free // (2 * RECORD_FIXED)))
-        self._flush_records = n + dn
-        self._flush_bytes = min(self._batch_max_bytes, self._buf_bytes + free - RECORD_FIXED * dn + 1)
+    def full(self) -> bool:
+        """A whole batch is buffered: write it."""
+        return self.bytes >= self.max_bytes or len(self.values) > self.max_records_less_1
 
-    def _take_locked(self, need: int) -> None:
+    def set_thresholds(self) -> None:
+        """Where the append hot path must take the slow path next: a buffer
+        below both thresholds is covered by the grant and not a full batch."""
+        n = len(self.values)
+        room = self.grant.buffer
+        if self.codec:
+            room = (room - 128) * 128 // 129
+        free = room - (BATCH_FIXED + RECORD_FIXED * n + self.bytes + self.extra)
+        dn = max(0, min(self.max_records_less_1 - n, free // (2 * RECORD_FIXED)))
+        self.flush_records = n + dn
+        self.flush_bytes = min(self.max_bytes, self.bytes + free - RECORD_FIXED * dn + 1)
+
+    def take(self, need: int, seg, path: str, index_bytes: int) -> None:
         """Make the grant cover ``need`` bytes (plus a full batch when the
-        governor allows); DiskFullError when it refuses even ``need``."""
-        grant = self._grant
+        governor allows); DiskFullError when it refuses even ``need``. The
+        active segment ``seg``'s indexes (``index_bytes``), preallocated at its
+        first write, are counted from its first take on (a control write)."""
+        grant = self.grant
         more = need - grant.buffer
         if more <= 0:
             return
-        seg = self._active
         if not grant.indexes and not seg.indexes_allocated and not os.path.exists(seg.index_path):
-            self._count_indexes_locked()  # (log.py; a reopened segment's are allocated already)
-        step = min(MAX_STEP, self._batch_max_bytes + RECORD_FIXED * self._batch_max_records + BATCH_FIXED)
-        try:
-            grant.take_upto(more, step, self.path, seg.log_path)
-        except DiskFullError:
-            if self.on_disk_short is not None:
-                self.on_disk_short()
-            raise
+            grant.count_indexes(index_bytes, path)  # (a reopened segment's are allocated already)
+        grant.take_upto(more, self.step, path, seg.log_path)
 
-    def _settle_grant(self) -> None:
-        """The buffer is written: give the grant's rest back. Under flush="always" every
-        append is written at once, so the rest stays for the next appends and goes back
-        when the flusher finds the log idle (``_flush_tick``): one take per busy spell,
-        not one per append; an idle log still holds none."""
-        if not self._flush_always:
-            self._grant.settle()
-        self._set_thresholds()
+    def settle(self, keep: bool = False) -> None:
+        """The buffer is written: the grant's rest goes back, unless ``keep``
+        (flush="always": every append is written at once, so the rest stays
+        for the next ones and goes back when the flusher finds the log idle;
+        one take per busy spell, not one per append)."""
+        if not keep:
+            self.grant.settle()
+        self.set_thresholds()
 
-    def _buffer_full_locked(self) -> None:
-        """The append slow path: the record just buffered took the buffer to a
-        threshold. Cover the buffer (a refusal takes the record back out and
-        raises DiskFullError: it was never acknowledged); write the batch when
-        it is full."""
-        need = self._buffer_bound()
-        if need > self._grant.buffer:
-            try:
-                self._take_locked(need)
-            except DiskFullError:
-                self._unbuffer_last_locked()
-                self._low_space = self._blocked = True
-                raise
-        if self._buf_bytes >= self._batch_max_bytes or len(self._buf_values) > self._batch_max_records_less_1:
-            self._write_buffer_locked()
-        else:
-            self._set_thresholds()
+    def encode(self, base: int) -> list:
+        """The buffer as one batch's encoded parts, its first offset ``base``."""
+        bv = self.values
+        nulls = self.nulls
+        return encode_batch_parts(base, nulls_restored(bv) if nulls else bv, keys=self.keys, headers=self.headers,
+                                  timestamps=self.timestamps, codec=self.codec, nulls=nulls)
 
-    def _unbuffer_last_locked(self) -> None:
-        """Take the last appended record back out of the buffer (refused)."""
-        v = self._buf_values.pop()
-        self._buf_timestamps.pop()
-        if self._buf_keys is not None:
-            k = self._buf_keys.pop()
-            if k is not None:
-                self._buf_extra -= len(k)
-        if self._buf_headers is not None:
-            h = self._buf_headers.pop()
-            if h:
-                self._buf_extra -= headers_bound(h)
-        self._buf_bytes -= len(v)
-        self._next_offset -= 1
-        self._set_thresholds()
+    def drop(self, e) -> None:
+        """Drop every buffered record unwritten (flush="always", a full disk):
+        their appenders raise ``e`` (``gen``, group_commit.py)."""
+        self.gen[0] = e
+        self.reset()
+        self.set_thresholds()  # (the grant stays: flush="always" keeps it between writes)
+
+    def records(self, i: int, n: int, offset: int) -> list[Record]:
+        """Up to ``n`` buffered records from the ``i``-th on, which has ``offset``."""
+        j = min(len(self.values), i + n)
+        bk, bh, bt, bv = self.keys, self.headers, self.timestamps, self.values
+        return [
+            Record(
+                offset + (k - i), bt[k], None if bk is None else bk[k], None if bv[k] is NULL else bv[k],
+                () if bh is None or not bh[k] else tuple((hk, hv if isinstance(hv, bytes) else bytes(hv, "utf-8") if isinstance(hv, str) else bytes(hv)) for hk, hv in bh[k]),
+            )
+            for k in range(i, j)
+        ]
+
+    def batch_from(self, i: int, offset: int):
+        """The buffered records from the ``i``-th on (which has ``offset``) as one
+        freshly encoded, decoded batch."""
+        nulls = self.nulls
+        buf = encode_batch(
+            offset, nulls_restored(self.values[i:]) if nulls else self.values[i:],
+            keys=None if self.keys is None else self.keys[i:],
+            headers=None if self.headers is None else self.headers[i:],
+            timestamps=self.timestamps[i:], nulls=nulls,
+        )
+        return decode_batch(buf)

@@ -7,7 +7,7 @@ Layout of a log directory::
     log.checkpoint                          {"version", "recovery_point", "log_start_offset"}
     .clean-shutdown                         present only between a clean close and the next open:
                                             JSON, the active segment's tail and the checkpoint
-                                            (empty before 2026-11-24: the tail is then scanned)
+                                            (empty from earlier versions: the tail is then scanned)
     quarantine/{segment}-{position}-{from_offset}-{to_offset|end}.bad
                                             bytes recovery="skip" cut out of a segment
     *.tmp                                   an interrupted atomic write or excision (removed at open)
@@ -98,7 +98,7 @@ def clean_marker_bytes(seg, recovery_point: int, log_start_offset: int) -> bytes
 
 def read_clean_marker(path: str) -> dict | None:
     """The clean-shutdown marker's fields (``clean_marker_bytes``), or None when
-    it is empty (written before 2026-11-24), unreadable or not as expected."""
+    it is empty (earlier versions), unreadable or not as expected."""
     try:
         with open(os.path.join(path, CLEAN_MARKER), "rb") as f:
             d = json.loads(f.read())

@@ -1,16 +1,37 @@
-"""The durability half of the log: fsyncs, the background fsync of sealed
-segments, ``flush``, the interval flusher's tick and the checkpoint.
+"""The log's durability: what is fsynced, the background fsync of sealed
+segments, the checkpoint and the clean-shutdown marker.
 
-The fsync state is a part with its own state (``Syncs``: what is durable,
-which sealed segments wait for their fsync, whether one runs), and so is the
-checkpoint (``Checkpoint``); ``LogDurability``, the methods of ``Log`` that
-drive them, holds none (it writes the log's buffer and latches its failure).
+``Durability`` is a part of ``Log`` (log.py) that owns the fsync state, and
+``Checkpoint`` the checkpoint file's; the log writes its buffer before a sync
+(``sync_log``) and latches the failure an fsync reports.
+
+What an acknowledged append survives (the log's ``flush`` setting):
+
+============  ==========================================  =========================================
+policy        ``append`` returns when                     what a crash can lose; a full disk
+============  ==========================================  =========================================
+``always``    its batch is written and fsynced; threads    nothing acknowledged (process crash or
+              appending at once share one fsync            power loss); a full disk refuses the
+              (group commit)                               append (DiskFullError), never after
+``interval``  it is in the log's buffer, whose bytes the   at most ``flush_interval_ms`` of appends;
+              space governor counts as used; a            a full disk loses nothing acknowledged:
+              background thread writes and fsyncs every   the governor kept room for the buffer
+              interval                                    (space.py; another program that takes
+                                                          it: the buffer waits for space)
+``never``     it is in the buffer (counted as above);     since the last batch write (process
+              written when a batch fills, fsynced at      crash), or since the OS last wrote
+              ``close``                                   back; a full disk: as ``interval``
+============  ==========================================  =========================================
+
+Under every policy a segment sealed by a roll is fsynced by the background
+flusher thread, not by the appender; ``flush()`` and ``always`` appends fsync
+any sealed segment still pending first, so durability is always a prefix.
 
 Invariants:
 - fsyncs run with the log's lock released (appends go on meanwhile) and at
-  most one at a time (``Syncs.syncing``; others wait on ``Syncs.done``);
+  most one at a time (``Durability.syncing``; others wait on ``done``);
 - sealed segments are fsynced oldest first, before the active one, so
-  ``Syncs.durable_end`` always claims a prefix of the log;
+  ``durable_end`` always claims a prefix of the log;
 - the checkpoint's recovery point only moves forward, and only to offsets
   already fsynced; on a full disk it (and the clean-shutdown marker) waits:
   the older checkpoint stays valid, and a missing marker only makes the next
@@ -27,8 +48,9 @@ import threading
 import time
 import weakref
 
-from ..errors import DiskFullError, LogFailedError
-from .durable_file import atomic_write
+from ..errors import DiskFullError
+from . import fs
+from .durable_file import atomic_write, fsync_dir
 from .log_dir import CLEAN_MARKER, clean_marker_bytes, write_checkpoint
 from .log_throttle import Throttle
 
@@ -42,40 +64,179 @@ class SealJob:
 
     __slots__ = ("_log", "__weakref__")
 
-    def __init__(self, owner: LogDurability) -> None:
+    def __init__(self, owner) -> None:
         self._log = weakref.ref(owner)
 
     def _flush_tick(self) -> bool:
         owner = self._log()
         if owner is not None:
-            owner._sync_sealed()
+            owner._sync.sync_sealed(owner)
         return False
 
 
-class Syncs:
-    """The log's fsync state, a part of ``Log`` that owns it; guarded by the
-    log's lock (``done`` is a condition on it).
+class Durability:
+    """The log's fsync state (module doc), guarded by the log's lock (``done``
+    is a condition on it):
 
     - ``durable_end``: every record below it is fsynced; it never passes the
       first record of a segment in ``unsynced``;
     - ``unsynced``: segments sealed at a roll whose fsync has not completed
       (oldest first), fsynced by the shared flusher thread (``seal_job``);
-    - ``syncing``: an fsync runs (the lock released meanwhile); at most one.
+    - ``syncing``: an fsync runs (the lock released meanwhile); at most one;
+    - ``checkpoint``: the checkpoint file (below).
     """
 
-    __slots__ = ("durable_end", "unsynced", "syncing", "done", "seal_job")
+    __slots__ = ("path", "lock", "durable_end", "unsynced", "syncing", "done", "seal_job", "checkpoint")
 
-    def __init__(self, lock: threading.Lock, log) -> None:
+    def __init__(self, path: str, lock: threading.Lock, log, checkpoint_interval_s: float) -> None:
+        self.path = path
+        self.lock = lock
         self.durable_end = 0
         self.unsynced: list = []
         self.syncing = False
         self.done = threading.Condition(lock)
         self.seal_job = SealJob(log)
+        self.checkpoint = Checkpoint(path, checkpoint_interval_s)
 
     def wait_idle(self) -> None:
         """Under the log's lock: wait until no fsync runs."""
         while self.syncing:
             self.done.wait()
+
+    def sync_log(self, log, active: bool = True) -> None:
+        """Under the log's lock: fsync the segments sealed since the last sync
+        (oldest first), then (``active``) write the log's buffer and fsync the
+        active segment; the lock is released during the fsyncs so other
+        threads keep appending (group commit). An fsync error latches the log
+        (the kernel may have dropped the dirty pages)."""
+        if active:
+            log._write_buffer_locked()
+        sealed = self.unsynced[:]
+        seg = log._segs.all[-1] if active else None
+        upto = log._written_end if active else sealed[-1].next_offset if sealed else 0
+        if upto <= self.durable_end and not sealed:
+            return
+        self.syncing = True
+        err = None
+        failed = seg
+        self.lock.release()
+        t0 = time.monotonic()
+        try:
+            for failed in sealed:
+                failed.sync()
+            if seg is not None:
+                failed = seg
+                seg.sync()
+        except OSError as e:
+            err = e
+        finally:
+            if not sealed:
+                g = log._group
+                g.fsync_seconds = 0.8 * g.fsync_seconds + 0.2 * min(time.monotonic() - t0, 0.01)
+            self.lock.acquire()
+            self.syncing = False
+        self.done.notify_all()
+        if err is not None:
+            raise log._fail(err, f"fsync of {failed.log_path} failed", failed.log_path) from err
+        if sealed:
+            del self.unsynced[: len(sealed)]  # a roll during the fsync may have appended more
+        if upto > self.durable_end:
+            self.durable_end = upto
+        if sealed:
+            self.try_checkpoint(log._start_offset)  # the recovery point passes the sealed segments
+
+    def sync_sealed(self, log) -> None:
+        """The background half of a roll (``seal_job``): fsync the sealed segments."""
+        with log._lock:
+            while self.syncing and not log._closed:
+                self.done.wait()
+            if log._closed or log._failed is not None or not self.unsynced:
+                return
+            self.sync_log(log, active=False)
+
+    def tick(self, log) -> bool:
+        """One round of the flusher (an "interval" log's flush; an "always"
+        log's checkpoint and grant); False once the log is closed, or idle:
+        nothing was written for a whole interval and the checkpoint is current
+        (then the log's next write registers it again: 10,000 idle partitions
+        cost the flusher thread nothing)."""
+        with log._lock:
+            if log._closed:
+                return False
+            if log._failed is None and not log._buf.values and self.idle(log._written_end):
+                log._flush_idle = log._blocked = True
+                log._buf.settle()  # (flush="always" keeps it between writes: log_buffer.py)
+                return False
+            if not self.syncing and log._failed is None:
+                self.sync_log(log)
+        if self.checkpoint.due(self.durable_end):
+            self.try_checkpoint(log._start_offset, from_flusher=True)
+        return True
+
+    def seal_for_close(self, log) -> DiskFullError | None:
+        """Fsync the segments sealed since the last sync, then seal (fsync) the
+        active segment, at close. On a full disk that refuses the cut a failed
+        write left pending (segment.py, ``cut_pending``) the error is
+        returned: then no clean marker, the next open recovers (a torn tail).
+        An fsync's error latches the log (LogFailedError)."""
+        seg = active = log._segs.all[-1]
+        try:
+            for seg in self.unsynced:
+                seg.sync()
+            self.unsynced = []
+            seg = active
+            seg.seal()
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT) and seg is active:
+                return DiskFullError(f"closing {seg.log_path}: the disk is full ({e.strerror})", path=seg.log_path)
+            raise log._fail(e, f"fsync of {seg.log_path} at close failed", seg.log_path) from e
+        return None
+
+    def forget_below(self, first_base: int) -> None:
+        """Segments below ``first_base`` were deleted: they need no fsync (their
+        files and space go as soon as the last reader lets go)."""
+        if self.unsynced and not self.syncing:
+            self.unsynced = [s for s in self.unsynced if s.base_offset >= first_base]
+
+    def try_checkpoint(self, start_offset: int, recovery_point: int | None = None,
+                       from_flusher: bool = False) -> bool:
+        """Checkpoint the durable end (or ``recovery_point``); False on a full disk."""
+        rp = self.durable_end if recovery_point is None else recovery_point
+        try:
+            self.checkpoint.write(rp, start_offset, from_flusher)
+        except DiskFullError:  # the previous checkpoint stays: valid, older (recovery validates more)
+            _full.warn(self.path, "%s: checkpoint not written, the disk is full", self.path)
+            return False
+        _full.clear(self.path, "%s: checkpoint written again", self.path)
+        return True
+
+    def try_clean_marker(self, active, start_offset: int) -> None:
+        """Write the clean-shutdown marker (``close``, after a checkpoint that
+        matches it). On a full disk it is left out (module doc): a full xfs
+        refuses the marker's new directory entry even where the checkpoint,
+        which replaces a file that exists, fitted."""
+        try:
+            atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
+                active, self.checkpoint.recovery_point, start_offset))
+        except DiskFullError:
+            _full.warn(self.path, "%s: clean-shutdown marker not written, the disk is full "
+                       "(the next open validates the tail)", self.path)
+
+    def remove_clean_marker(self) -> None:
+        """The first write after a clean open (``defer_clean_marker``): the
+        marker goes, durably, before any file changes (a crash from now on
+        recovers). Raises OSError (the log latches it: the marker may still be
+        on disk, and a write now could leave a stale one for the next open)."""
+        try:
+            fs.unlink(os.path.join(self.path, CLEAN_MARKER))
+        except FileNotFoundError:
+            pass
+        fsync_dir(self.path)
+
+    def idle(self, written_end: int) -> bool:
+        """Nothing to fsync or checkpoint: the flusher may let the log go."""
+        return (not self.syncing and not self.unsynced
+                and written_end <= self.durable_end <= self.checkpoint.recovery_point)
 
 
 class Checkpoint:
@@ -109,18 +270,6 @@ class Checkpoint:
             self.recovery_point = rp
             self.time = time.monotonic()
 
-    def try_write(self, recovery_point: int, start_offset: int, from_flusher: bool = False) -> bool:
-        """``write`` where a missing space may wait: on a full disk the previous
-        checkpoint stays (a valid, older recovery point: recovery then
-        validates more) and False is returned."""
-        try:
-            self.write(recovery_point, start_offset, from_flusher)
-        except DiskFullError:
-            _full.warn(self.path, "%s: checkpoint not written, the disk is full", self.path)
-            return False
-        _full.clear(self.path, "%s: checkpoint written again", self.path)
-        return True
-
     def lower_to(self, offset: int, start_offset: int) -> None:
         """A truncating repair: recovery at the next open starts at ``offset``
         at the latest. Raises OSError as the write does."""
@@ -138,130 +287,3 @@ class Checkpoint:
             self.retired = True
 
 
-class LogDurability:
-    """Fsync, flush and checkpoint methods of ``Log`` (see module doc)."""
-
-    __slots__ = ()
-
-    def _try_checkpoint(self, recovery_point: int | None = None, from_flusher: bool = False) -> bool:
-        """Checkpoint the durable end (or ``recovery_point``); False on a full disk."""
-        rp = self._sync.durable_end if recovery_point is None else recovery_point
-        return self._checkpoint.try_write(rp, self._start_offset, from_flusher)
-
-    def _try_clean_marker(self) -> None:
-        """Write the clean-shutdown marker (``close``, after a checkpoint that
-        matches it). On a full disk it is left out (module doc): a full xfs
-        refuses the marker's new directory entry even where the checkpoint,
-        which replaces a file that exists, fitted."""
-        try:
-            atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
-                self._active, self._checkpoint.recovery_point, self._start_offset))
-        except DiskFullError:
-            _full.warn(self.path, "%s: clean-shutdown marker not written, the disk is full "
-                       "(the next open validates the tail)", self.path)
-
-    def _sync_locked(self, active: bool = True) -> None:
-        """Fsync the segments sealed since the last sync, then (``active``) write
-        the buffer and fsync the active segment; the lock is released during
-        the fsyncs so other threads can keep appending (group commit)."""
-        if active:
-            self._write_buffer_locked()
-        sealed = self._sync.unsynced[:]
-        seg = self._active
-        upto = self._written_end if active else sealed[-1].next_offset if sealed else 0
-        if upto <= self._sync.durable_end and not sealed:
-            return
-        self._sync.syncing = True
-        err = None
-        failed = seg
-        self._lock.release()
-        t0 = time.monotonic()
-        try:
-            # Oldest first: ``durable_end`` claims a prefix of the log.
-            for failed in sealed:
-                failed.sync()
-            if active:
-                failed = seg
-                seg.sync()
-        except OSError as e:
-            err = e
-        finally:
-            if not sealed:
-                self._group.fsync_seconds = 0.8 * self._group.fsync_seconds + 0.2 * min(time.monotonic() - t0, 0.01)
-            self._lock.acquire()
-            self._sync.syncing = False
-        if err is not None:
-            # An fsync failure may have dropped dirty pages: never pretend otherwise.
-            self._failed = err
-            self._blocked = True
-            self._sync.done.notify_all()
-            raise LogFailedError(f"fsync of {failed.log_path} failed: {err}", path=failed.log_path) from err
-        if sealed:
-            # A roll during the fsync may have appended more; only ours are done.
-            del self._sync.unsynced[: len(sealed)]
-        if upto > self._sync.durable_end:
-            self._sync.durable_end = upto
-        self._sync.done.notify_all()
-        if sealed:
-            self._try_checkpoint()  # the recovery point passes the sealed segments
-
-    def _seal_for_close(self) -> DiskFullError | None:
-        """Fsync the segments sealed since the last sync, then seal (fsync) the
-        active segment, at close. On a full disk that refuses the cut a failed
-        write left pending (segment.py, ``cut_pending``) the error is returned:
-        then no clean marker, the next open recovers (a torn tail). Any other
-        error (an fsync's EIO) fails the log as anywhere else (module doc):
-        ``LogFailedError`` naming the file, never a raw OSError (the caller,
-        ``close``, still releases every file and the lock)."""
-        seg = self._active
-        try:
-            for seg in self._sync.unsynced:
-                seg.sync()
-            self._sync.unsynced = []
-            seg = self._active
-            seg.seal()
-        except OSError as e:
-            if e.errno in (errno.ENOSPC, errno.EDQUOT) and seg is self._active:
-                return DiskFullError(f"closing {seg.log_path}: the disk is full ({e.strerror})", path=seg.log_path)
-            self._failed = e
-            self._blocked = True
-            raise LogFailedError(f"fsync of {seg.log_path} at close failed: {e}", path=seg.log_path) from e
-        return None
-
-    def _sync_sealed(self) -> None:
-        """The background half of a roll: fsync the sealed segments."""
-        with self._lock:
-            while self._sync.syncing and not self._closed:
-                self._sync.done.wait()
-            if self._closed or self._failed is not None or not self._sync.unsynced:
-                return
-            self._sync_locked(active=False)
-
-    def flush(self) -> None:
-        """Write buffered records and fsync: everything appended so far survives a crash."""
-        with self._lock:
-            if self._closed or self.readonly:
-                return
-            self._sync.wait_idle()
-            self._sync_locked()
-
-    def _flush_tick(self) -> bool:
-        """One round of the flusher (an "interval" log's flush; an "always" log's checkpoint
-        and grant); False once the log is closed, or
-        idle: nothing was written for a whole interval and the checkpoint is
-        current (then the next write registers it again, see ``_check_writable``:
-        10,000 idle partitions cost the flusher thread nothing)."""
-        with self._lock:
-            if self._closed:
-                return False
-            if self._failed is None and not self._sync.syncing and not self._buf_values and not self._sync.unsynced \
-                    and self._written_end <= self._sync.durable_end <= self._checkpoint.recovery_point:
-                self._flush_idle = self._blocked = True
-                self._grant.settle()  # (flush="always" keeps it between writes: log_buffer.py)
-                self._set_thresholds()
-                return False
-            if not self._sync.syncing and self._failed is None:
-                self._sync_locked()
-        if self._checkpoint.due(self._sync.durable_end):
-            self._try_checkpoint(from_flusher=True)
-        return True

@@ -5,9 +5,9 @@ Spark runs the queries of a session in reused Python workers, each task
 opening the log afresh (``Log.open(readonly=True)``). A fresh mapping of a
 segment costs the kernel's page-table work twice, to fault the pages in and
 to tear them down at unmap, and for data already in the page cache that is
-about as much as the CRC-32C of the same bytes (bench machine, 200 MB of
-segments: a scan took 31 ms with a fresh mapping per segment, 17 ms with the
-mapping kept; bench/RESULTS.md). A :class:`MapCache` keeps the mappings, so a
+about as much as the CRC-32C of the same bytes (a scan of segments in the
+page cache took about twice as long with a fresh mapping per segment as with
+the mapping kept; bench/HISTORY.md). A :class:`MapCache` keeps the mappings, so a
 second scan of a segment only reads it (and still checks every batch's CRC:
 what is kept is the mapping, never a verdict on the data).
 

@@ -18,7 +18,7 @@ import struct
 import sys
 from array import array
 from collections import namedtuple
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from itertools import accumulate
 
@@ -72,19 +72,15 @@ def codec_id(compression: str | None) -> int:
         ) from None
 
 
-def _u32_array(values: Iterable[int]) -> array:
-    a = array("I", values)
-    if not _LITTLE:
-        a.byteswap()
-    return a
-
-
 def _offsets(items: Sequence) -> array:
     # count + 1 offsets, the first 0: the layout of an Arrow BinaryArray.
     try:
-        return _u32_array(accumulate(map(len, items), initial=0))
+        a = array("I", accumulate(map(len, items), initial=0))
     except OverflowError:
         raise ConfigError("a record batch column exceeds 4 GiB; append smaller batches") from None
+    if not _LITTLE:
+        a.byteswap()
+    return a
 
 
 def encode_headers(headers: Headers | None) -> bytes:
@@ -355,11 +351,13 @@ class RecordBatch:
     (possibly compressed) body, a memoryview of the buffer it was decoded from,
     whose CRC was verified. Serving it as is (the server's ``stored=1`` fetch)
     needs no re-encoding; it keeps that buffer alive as the columns do.
+    ``body_bytes`` is the length of its body once inflated (the stored body's,
+    uncompressed).
     """
 
     __slots__ = (
         "base_offset", "count", "first_timestamp_ms", "max_timestamp_ms", "codec",
-        "attributes", "producer_id", "producer_epoch", "base_sequence", "size_bytes",
+        "attributes", "producer_id", "producer_epoch", "base_sequence", "size_bytes", "body_bytes",
         "value_offsets", "value_data", "key_validity", "key_offsets", "key_data",
         "header_offsets", "header_data", "timestamps", "value_validity", "raw",
     )
@@ -451,11 +449,16 @@ def peek_header(buf, pos: int = 0) -> tuple[int, int] | None:
     return base, length + LENGTH_OVERHEAD
 
 
-def decode_batch(buf, pos: int = 0, *, where: str = "buffer") -> RecordBatch:
+def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
+                 max_inflated: int | None = None) -> RecordBatch:
     """Decode and verify the batch at ``pos`` of ``buf`` (any bytes-like).
 
-    Raises CorruptRecordError (naming ``where`` and the position) if the batch
-    is truncated, fails its CRC, or is structurally invalid.
+    Raises CorruptRecordError (naming ``where`` and the position, ``pos + at``:
+    ``at`` is where ``buf`` starts in its file) if the batch is truncated,
+    fails its CRC, or is structurally invalid; MessageTooLarge, before anything
+    is decompressed, if it is compressed and its body would inflate to more
+    than ``max_inflated`` bytes (a remote client's batch: what a request may
+    make the server hold).
     """
     mv = memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
@@ -463,43 +466,48 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer") -> RecordBatch:
     end_buf = len(mv)
     if pos + HEADER_SIZE > end_buf:
         raise CorruptRecordError(
-            f"{where}: truncated batch header at position {pos}", position=pos
+            f"{where}: truncated batch header at position {pos + at}", position=pos + at
         )
     (base, length, crc, magic, codec, attrs, n, first_ts, max_ts, pid, pepoch, bseq,
      body_len) = HEADER.unpack_from(mv, pos)
     if length < MIN_BATCH_LENGTH or length > MAX_BATCH_BYTES:
         raise CorruptRecordError(
-            f"{where}: batch at position {pos} has impossible length {length}", position=pos
+            f"{where}: batch at position {pos + at} has impossible length {length}", position=pos + at
         )
     end = pos + LENGTH_OVERHEAD + length
     if end > end_buf:
         raise CorruptRecordError(
-            f"{where}: batch at position {pos} (length {length}) runs past the end ({end_buf})",
-            position=pos,
+            f"{where}: batch at position {pos + at} (length {length}) runs past the end ({end_buf})",
+            position=pos + at,
         )
     if _crc(mv[pos + CRC_START : end]) != crc:
         raise CorruptRecordError(
-            f"{where}: CRC mismatch in batch at position {pos} (base offset {base})", position=pos
+            f"{where}: CRC mismatch in batch at position {pos + at} (base offset {base})", position=pos + at
         )
     if magic != MAGIC or n == 0 or attrs & ~ATTR_KNOWN or codec not in CODEC_NAMES:
         raise CorruptRecordError(
-            f"{where}: batch at position {pos} has unsupported magic {magic}, codec {codec}, "
+            f"{where}: batch at position {pos + at} has unsupported magic {magic}, codec {codec}, "
             f"attributes {attrs:#x} or count {n}",
-            position=pos,
+            position=pos + at,
         )
     body = mv[pos + HEADER_SIZE : end]
     if codec != CODEC_NONE:
         if body_len > MAX_BATCH_BYTES:
-            raise CorruptRecordError(f"{where}: batch at {pos} claims body of {body_len} bytes", position=pos)
+            raise CorruptRecordError(f"{where}: batch at {pos + at} claims body of {body_len} bytes",
+                                     position=pos + at)
+        if max_inflated is not None and body_len > max_inflated:
+            raise MessageTooLarge(f"{where}: the compressed batch at {pos + at} inflates to {body_len} bytes, "
+                                  f"more than the {max_inflated} allowed")
         try:
             raw = _zstd_decompress(body, body_len) if codec == CODEC_ZSTD else _lz4_decompress(body, body_len)
         except Exception as e:  # codec libraries raise their own types
-            raise CorruptRecordError(f"{where}: batch at {pos} does not decompress: {e}", position=pos) from None
+            raise CorruptRecordError(f"{where}: batch at {pos + at} does not decompress: {e}",
+                                     position=pos + at) from None
         body = memoryview(raw)
     if len(body) != body_len:
         raise CorruptRecordError(
-            f"{where}: batch at position {pos} body is {len(body)} bytes, header says {body_len}",
-            position=pos,
+            f"{where}: batch at position {pos + at} body is {len(body)} bytes, header says {body_len}",
+            position=pos + at,
         )
     b = RecordBatch()
     b.base_offset = base
@@ -512,6 +520,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer") -> RecordBatch:
     b.producer_epoch = pepoch
     b.base_sequence = bseq
     b.size_bytes = end - pos
+    b.body_bytes = body_len
     b.raw = mv[pos:end]
     try:
         p = 0
@@ -549,7 +558,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer") -> RecordBatch:
             raise ValueError(f"{len(body) - p} trailing bytes")
     except ValueError as e:
         raise CorruptRecordError(
-            f"{where}: batch at position {pos} (base offset {base}) is malformed: {e}", position=pos
+            f"{where}: batch at position {pos + at} (base offset {base}) is malformed: {e}", position=pos + at
         ) from None
     return b
 

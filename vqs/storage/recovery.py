@@ -17,20 +17,16 @@ Recovery at open (unless the clean-shutdown marker says the log was closed):
    drops everything from the bad batch on;
 5. fsync what was recovered (the caller then checkpoints the new recovery point).
 
-After a clean close the marker lets the loader skip 3-4. With
-``defer_marker`` (a broker's partitions: thousands reopened at once) the
-marker's record of the last segment's size, end offset, largest timestamp and
-index schedule (and of the checkpoint) is adopted when the file's size
-matches, so that a reopen reads no segment, index or checkpoint file
-(log_dir.py); the last batch's CRC is then checked when it is read, not at
-open. Otherwise, or with a marker without that record (written before
-2026-11-24) or one that does not match: the end of the last segment is found
-from its last index entry (a short scan that checks the last batch), and any
-doubt about it falls back to full recovery. With ``defer_marker`` a clean load changes no
-file at all (the marker stays, nothing is fsynced): the ``Log`` removes the
-marker before its first write, so reopening thousands of idle partitions
-costs no fsync. Until then the files are exactly as the clean close left
-them, so the marker still tells the truth if the process dies.
+After a clean close the marker lets the loader skip 3-4: the end of the
+last segment is found from its last index entry (a short scan that checks
+the last batch), or, with ``defer_marker`` (a broker's partitions: thousands
+reopened at once), taken from the marker's record of the tail (size, end
+offset, largest timestamp, index schedule, checkpoint: log_dir.py) when the
+file's size matches (the last batch's CRC is then checked when it is read),
+so a reopen reads no segment, index or checkpoint file and changes none (the marker stays until the log's first write removes it;
+until then the files are exactly as the clean close left them, so the
+marker still tells the truth if the process dies). Any doubt falls back to
+full recovery.
 
 Invariants of the result: the last segment is active (open for appends) and
 its ``next_offset`` is the log's end; the marker is gone before the log
@@ -43,6 +39,7 @@ import bisect
 import logging
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import CorruptRecordError
 from . import fs
@@ -60,6 +57,9 @@ from .log_dir import (
 from .segment import Segment
 from .segment_excise import excise
 
+if TYPE_CHECKING:
+    from .segments import Segments
+
 logger = logging.getLogger("vqs.storage")
 
 #: make_segment(base_offset, active=..., create=...) -> Segment
@@ -67,14 +67,13 @@ SegmentFactory = Callable[..., Segment]
 
 
 class LoadedLog:
-    """What the loader hands the ``Log``: its segments (the last one active)
-    and its start offset."""
+    """What the loader hands the ``Log`` besides its segments (in the log's
+    ``Segments`` part, the last one active): its start offset and more."""
 
-    __slots__ = ("segments", "start_offset", "quarantined_batches", "marker_kept", "recovery_point")
+    __slots__ = ("start_offset", "quarantined_batches", "marker_kept", "recovery_point")
 
-    def __init__(self, segments: list[Segment], start_offset: int, quarantined_batches: int,
+    def __init__(self, start_offset: int, quarantined_batches: int,
                  marker_kept: bool = False, recovery_point: int | None = None) -> None:
-        self.segments = segments
         self.start_offset = start_offset
         self.quarantined_batches = quarantined_batches
         #: the clean-shutdown marker is still there (``defer_marker``): nothing changed
@@ -82,22 +81,41 @@ class LoadedLog:
         self.recovery_point = recovery_point
 
 
+def adopt_loaded(log, loaded: LoadedLog) -> None:
+    """The ``Log`` (log.py) takes what the loader recovered: its end is the
+    active segment's, every record below it durable (recovery fsynced it);
+    the checkpoint is written anew unless the clean marker was kept (nothing
+    changed). On a full disk the checkpoint waits (the old one stays valid):
+    a full log must open so that it can be drained."""
+    log.quarantined_batches += loaded.quarantined_batches
+    active = log._segs.all[-1]
+    log._written_end = log._next_offset = log._sync.durable_end = active.next_offset
+    log._start_offset = min(max(log._segs.bases[0], loaded.start_offset), log._next_offset)
+    active.created_ms = log._now_ms()
+    if loaded.marker_kept:
+        log._sync.checkpoint.recovery_point = loaded.recovery_point
+        log._clean_marker = log._blocked = True
+    else:
+        log._sync.try_checkpoint(log._start_offset, log._next_offset)
+    log._segs.release_files()  # an idle log holds no descriptor (reopened on use)
+
+
 class LogLoader:
     """Recovers the log in ``path`` for a writer (see module doc).
 
     ``recovery`` is the corruption policy (``fail``, ``skip``, ``truncate``);
-    ``make_segment`` opens a segment with the log's settings. On error the
-    segments opened so far are in ``segments`` for the caller to close.
+    the segments are opened into ``segs`` (the log's ``Segments`` part, with
+    its settings and gaps); on error those opened so far are there for the
+    caller to close.
     """
 
-    def __init__(self, path: str, recovery: str, make_segment: SegmentFactory,
-                 defer_marker: bool = False, gaps: dict[int, int] | None = None) -> None:
+    def __init__(self, path: str, recovery: str, segs: Segments, defer_marker: bool = False) -> None:
         self.path = path
-        self.gaps = gaps  # filled from quarantine/ (shared with the segments)
+        self.segs = segs
         self.defer_marker = defer_marker
         self.recovery = recovery
-        self.make_segment = make_segment
-        self.segments: list[Segment] = []
+        self.make_segment = segs.make
+        self.segments = segs.all  # filled in place
         self.quarantined_batches = 0
 
     def load(self) -> LoadedLog:
@@ -106,8 +124,8 @@ class LogLoader:
         except FileNotFoundError:
             os.makedirs(self.path)
             names = []
-        if QUARANTINE_DIR in names and self.gaps is not None:
-            self.gaps.update(load_gaps(self.path))
+        if QUARANTINE_DIR in names:
+            self.segs.gaps.update(load_gaps(self.path))
         clean = CLEAN_MARKER in names
         if not clean or not LEFTOVERS.isdisjoint(names):
             remove_temp_files(self.path, names)  # a clean close leaves none (an earlier version's: leftovers)
@@ -132,14 +150,16 @@ class LogLoader:
                 tail_ok = clean and self._load_clean_tail()
             if tail_ok and self.defer_marker and recovery_point == segs[-1].next_offset:
                 # Nothing to change: the files are as the clean close left them.
-                return LoadedLog(segs, log_start, 0, marker_kept=True, recovery_point=recovery_point)
+                self.segs.rebase()
+                return LoadedLog(log_start, 0, marker_kept=True, recovery_point=recovery_point)
             if not tail_ok:
                 self._recover(recovery_point)
         if clean:
             # Remove the marker before any append: a crash from now on must recover.
             fs.unlink(marker)
         fsync_dir(self.path)
-        return LoadedLog(segs, log_start, self.quarantined_batches)
+        self.segs.rebase()
+        return LoadedLog(log_start, self.quarantined_batches)
 
     def _load_clean_tail(self) -> bool:
         """After a clean close: find the end of the last segment from its last
@@ -171,17 +191,6 @@ class LogLoader:
             return False
         seg.resume_after(last, pos)
         return True
-
-    def _drop_after(self, i: int) -> None:
-        """Delete the segments after the i-th, newest first, before the i-th is
-        cut: a crash between leaves a prefix of the log whose last segment
-        still holds the damage, which the next open meets again (deleting
-        them after the cut could leave a cut segment followed by later ones,
-        whose offsets would then seem to follow it)."""
-        for later in reversed(self.segments[i + 1:]):
-            later.delete()
-        del self.segments[i + 1:]
-        fsync_dir(self.path)
 
     def _recover(self, recovery_point: int | None) -> None:
         """Passes 3-5 of the module doc over the segments from the one holding
@@ -215,7 +224,7 @@ class LogLoader:
                 if not is_last:
                     logger.warning("%s: unsynced segment ended torn; deleting the %d segments after it",
                                    seg.log_path, len(segs) - i - 1)
-                    self._drop_after(i)
+                    self.segs.drop_after(i)  # (newest first, before the cut: segments.py)
                 seg.truncate(bad, may_defer=True)  # on a full disk: cut before the next append
                 expected = seg.next_offset
                 i += 1
@@ -229,7 +238,7 @@ class LogLoader:
                 )
             if self.recovery == "truncate":
                 logger.warning("%s; truncating the log there (recovery='truncate')", where)
-                self._drop_after(i)
+                self.segs.drop_after(i)  # (newest first, before the cut: segments.py)
                 seg.truncate(bad)
                 seg.sync()
                 break

@@ -1,15 +1,34 @@
-"""Which whole segments retention deletes: by age (``retention_ms``, judged by a
-segment's newest record) and by size (``retention_bytes`` of the whole log).
+"""Deleting whole segments: retention by age (``retention_ms``, judged by a
+segment's newest record) and size (``retention_bytes`` of the whole log), and
+``delete_before`` (a consumed prefix: queues, HybridQueue).
 
-Invariants: only a prefix of the segments goes (the log's start offset moves
-up to the first survivor); the active (last) segment never goes; time comes
-first, then size is judged on what remains.
+The functions take the log (log.py) and run under its lock; the segment list
+(segments.py) does the unlinking, the governor hears of the space
+(``Space.freed``) and the reads forget the segment.
+
+Invariants:
+- only a prefix of the segments goes, oldest first (a crash between leaves a
+  suffix: the start offset moves up to the first one left; no offset is
+  reused); time comes first, then size is judged on what remains;
+- the active segment is never deleted as such: it is first rolled, and only
+  when worth its fsyncs: for ``delete_before`` once it holds a quarter of
+  ``segment_bytes`` (disk use follows the backlog to within that much), and,
+  whatever its size, when it is wholly consumed (or, for retention, wholly
+  expired) while space is short (``SpaceGate.short_of_space``): so a drained
+  log gives its space back on a filesystem smaller than a segment. A roll
+  that finds no room is tried again at the next call (``consumed_left``).
 """
 
 from __future__ import annotations
 
+import errno
+
+from ..errors import DiskFullError
+from .durable_file import fsync_dir
 from .segment import Segment
 from .segment_reads import segment_max_timestamp
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def segments_past_retention(
@@ -27,3 +46,129 @@ def segments_past_retention(
             total -= segments[n].size
             n += 1
     return n
+
+
+def delete_before_locked(log, offset: int, again: bool) -> int:
+    """``Log.delete_before`` once the log is writable: ``offset`` (at most the
+    end) becomes the start; ``again``: a consumed roll that found no room is
+    tried again although the start does not move."""
+    offset = min(offset, log._next_offset)
+    if offset <= log._start_offset and not again:
+        return 0
+    if offset > log._written_end:
+        try:
+            log._write_buffer_locked()
+        except DiskFullError:
+            # A full disk: delete what is written (that frees space); the
+            # buffered records stay for the next write.
+            offset = log._written_end
+            if offset <= log._start_offset:
+                return 0
+    segs = log._segs
+    if offset >= log._written_end and segs.all[-1].size and _roll_worth_it(log):
+        _roll_now(log)
+    n = 0
+    while len(segs.all) > 1 and segs.bases[1] <= offset:
+        _delete_first(log)
+        n += 1
+    if n:
+        log._sync.forget_below(segs.bases[0])
+    log._start_offset = offset
+    log._reads.run = None
+    log._sync.try_checkpoint(offset)  # deleting frees space: never refused for the lack of it
+    return n
+
+
+def consumed_left(log) -> bool:
+    """While space is short: whether segments wholly below the log's start are
+    still there (a consumed active segment whose roll found no room), so
+    ``delete_before(start)`` tries again. Attribute reads, then one
+    ``statvfs`` only when such a segment is there."""
+    segs = log._segs
+    if not ((segs.all[-1].size and log._written_end <= log._start_offset)
+            or (len(segs.all) > 1 and segs.bases[1] <= log._start_offset)):
+        return False
+    return _roll_worth_it(log)
+
+
+def due(log, now_ms: int) -> bool:
+    """Whether ``apply_retention`` has anything to delete."""
+    return bool(segments_past_retention(log._segs.all, log.retention_ms, log.retention_bytes, now_ms)
+                ) or _active_expired_short(log, now_ms)
+
+
+def apply_locked(log, now_ms: int) -> int:
+    """``Log.apply_retention`` once the log is writable (also after a roll)."""
+    rolled = _roll_expired(log, now_ms)
+    segs = log._segs
+    n = segments_past_retention(segs.all, log.retention_ms, log.retention_bytes, now_ms)
+    for _ in range(n):
+        _delete_first(log)
+    if n:
+        log._start_offset = max(log._start_offset, segs.bases[0])
+        fsync_dir(log.path)
+        log._sync.try_checkpoint(log._start_offset)
+    return n + rolled
+
+
+def _delete_first(log) -> None:
+    """Delete the oldest segment: space comes back (the governor reads free
+    space again at its next take)."""
+    seg = log._segs.pop_first()
+    log._grant.space.freed()
+    log._reads.forget_segment(seg)
+
+
+def _roll_worth_it(log) -> bool:
+    """Whether a wholly consumed active segment is worth rolling to delete it
+    (module doc): rolling costs fsyncs, and a queue that drains often would
+    otherwise roll on every drain."""
+    size = log._segs.all[-1].size
+    return size >= log.segment_bytes // 4 or log._space.short_of_space(size)
+
+
+def _active_expired_short(log, now_ms: int) -> bool:
+    """Whether the active segment, which ``segments_past_retention`` never
+    takes, is to be rolled so retention can delete it: its written records
+    are all past ``retention_ms`` and space is short. Otherwise a topic whose
+    data sits in its active segment stays full for good."""
+    seg = log._segs.all[-1]
+    if log.retention_ms is None or seg.size == 0 \
+            or segment_max_timestamp(seg) >= now_ms - log.retention_ms:
+        return False
+    return log._space.short_of_space(seg.size)
+
+
+def _roll_expired(log, now_ms: int) -> int:
+    """Roll an expired active segment on a full disk; 1 when rolled (the
+    caller's retention pass deletes it)."""
+    if not _active_expired_short(log, now_ms):
+        return 0
+    if log._written_end < log._next_offset:
+        try:  # buffered records first, as delete_before
+            log._write_buffer_locked()
+        except DiskFullError:
+            pass  # (flush="always": the refused write waits; the roll takes it along)
+        if not _active_expired_short(log, now_ms):
+            return 0  # they are within retention: the segment stays
+    return int(_roll_now(log))
+
+
+def _roll_now(log) -> bool:
+    """Roll the active segment for deletion; False when the roll found no
+    space. The old file stays until the new one is in place, so the directory
+    always names the log's end. Bytes a failed write left past the end
+    (``cut_pending``) are cut first: sealing needs the cut."""
+    seg = log._segs.all[-1]
+    if seg.cut_pending:
+        try:
+            seg.cut_tail()
+        except OSError:
+            return False
+    try:
+        return log._roll_locked()
+    except OSError as e:
+        if e.errno in DISK_FULL:
+            log._grant.space.short()
+            return False
+        raise

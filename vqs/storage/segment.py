@@ -1,7 +1,7 @@
 """A segment: ``{base:020d}.log`` plus its ``.index`` and ``.timeindex``.
 
 The log file holds whole record batches back to back, in increasing offset
-order. The indexes are derived data (see offset_index.py, time_index.py): they
+order. The indexes are derived data (segment_index.py): they
 are opened lazily, so opening a log costs O(segments), not O(bytes), and
 memory does not grow with the size of the log.
 
@@ -20,7 +20,7 @@ Invariants:
   increasing; gaps are allowed (a batch quarantined by recovery="skip").
 
 Allocation ahead (Redpanda's fallocation step): while the log's space governor
-can spare it, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its
+has room for it, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its
 length unchanged (``fs.allocate``: advice; the write stays the authority), so
 buffered writes skip per-page allocation. ``seal`` truncates the file to its
 own length (moving no byte) to give the rest back.
@@ -59,15 +59,8 @@ from ..errors import CorruptRecordError
 from . import fs
 from .durable_file import write_all
 from .file_cache import CACHE, FileHandle
-from .offset_index import OffsetIndex
-from .record_batch import (
-    RecordBatch,
-    decode_batch,
-    find_next_valid,
-    peek_header,
-    verify_batch,
-)
-from .time_index import TimeIndex
+from .record_batch import find_next_valid, peek_header, verify_batch
+from .segment_index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -221,7 +214,7 @@ class Segment:
         with self._idx_lock:  # exactly one index object per segment
             if self._index is not None:
                 return self._index
-            self._index = self._open_index(OffsetIndex, self.index_path, self.index_capacity_bytes)
+            self._index = self._open_index(OffsetIndex)
             self._recount()
             # An entry pointing past the end of the file is damage. (Compare with the
             # file, not self.size: a readonly reader's size is a snapshot.)
@@ -230,11 +223,24 @@ class Segment:
                 self.rebuild_indexes()
         return self._index
 
-    def _open_index(self, kind, path: str, capacity: int, hint: int = 0):
-        writable = self.writable and self.appending
+    def _open_index(self, kind, hint: int = 0, writable: bool | None = None):
+        """The offset or the time index (``kind``), mapped writable while the
+        segment is appending (or as ``writable`` says), else read into memory;
+        ``hint``: entries known valid. Opening the time index keeps ``_ti_last``
+        at least its last timestamp."""
+        if kind is OffsetIndex:
+            path, capacity = self.index_path, self.index_capacity_bytes
+        else:
+            path, capacity = self.timeindex_path, self.index_capacity_bytes * 3 // 2
+        if writable is None:
+            writable = self.writable and self.appending
         # (a mapping takes a descriptor of its own: out of them, retried once)
-        return CACHE.retry(lambda: kind(path, writable=writable, capacity_bytes=capacity, snapshot=not self.owner,
-                                        entries_hint=hint if writable else 0, opener=self._opener), path, self)
+        idx = CACHE.retry(lambda: kind(path, self._opener, writable=writable, capacity_bytes=capacity,
+                                       entries_hint=hint if writable else 0), path, self)
+        last = idx.last() if kind is TimeIndex else None
+        if last is not None:
+            self._ti_last = max(self._ti_last, last[0])
+        return idx
 
     @property
     def timeindex(self) -> TimeIndex:
@@ -243,11 +249,7 @@ class Segment:
             return ti
         with self._idx_lock:
             if self._timeindex is None:
-                ti = self._open_index(TimeIndex, self.timeindex_path, self.index_capacity_bytes * 3 // 2)
-                last = ti.last()
-                if last is not None:
-                    self._ti_last = last[0]
-                self._timeindex = ti
+                self._timeindex = self._open_index(TimeIndex)
                 self._recount()
             return self._timeindex
 
@@ -257,15 +259,9 @@ class Segment:
             self.appending = True
             idx, ti = self._index, self._timeindex
             if idx is None or not idx.writable:
-                hint = idx.entries if idx is not None else self._index_hint
-                self._index = self._open_index(OffsetIndex, self.index_path, self.index_capacity_bytes, hint)
+                self._index = self._open_index(OffsetIndex, idx.entries if idx is not None else self._index_hint)
             if ti is None or not ti.writable:
-                hint = ti.entries if ti is not None else self._ti_hint
-                ti = self._open_index(TimeIndex, self.timeindex_path, self.index_capacity_bytes * 3 // 2, hint)
-                last = ti.last()
-                if last is not None:
-                    self._ti_last = max(self._ti_last, last[0])
-                self._timeindex = ti
+                self._timeindex = self._open_index(TimeIndex, ti.entries if ti is not None else self._ti_hint)
             self._recount()
             return self._index, self._timeindex
 
@@ -277,41 +273,30 @@ class Segment:
         size = idx.file_size
         return size % idx.entry_size == 0 and idx.entries == size // idx.entry_size
 
-    def timeindex_ok(self) -> bool:
-        """Sanity check of the time index before it is trusted (Kafka's
-        sanityCheck): sealed files are whole; the last entry names the segment's
-        last batch (seal() guarantees it) and its timestamp is at least that
-        batch's largest. Cached once it passed."""
-        if self._ti_checked or self._index_disabled:
-            return True
+    def checked_timeindex(self):
+        """The time index, rebuilt first unless it passes a sanity check
+        (Kafka's sanityCheck, once): sealed files are whole; the last entry
+        names the segment's last batch (seal() guarantees it) and its
+        timestamp is at least that batch's largest."""
+        if not (self._ti_checked or self._index_disabled or self._timeindex_sane()):
+            self.rebuild_indexes()
+        self._ti_checked = True
+        return None if self._index_disabled else self.timeindex
+
+    def _timeindex_sane(self) -> bool:
         ti = self.timeindex
         if self.size == 0:
-            self._ti_checked = True
             return True
-        if not self._sealed_file_ok(ti):
-            return False
         last = ti.last()
-        if last is None:
-            # Entries end at the first all-zero one, so a lone (0, 0) entry (a first
-            # batch stamped 0) is invisible: rebuild, which scans for the max.
+        # (no entry: entries end at the first all-zero one, so a lone (0, 0) entry,
+        # a first batch stamped 0, is invisible: rebuild, which scans for the max)
+        if last is None or not self._sealed_file_ok(ti):
             return False
         if self.writable:
-            self._ti_checked = True  # appends keep the active segment's index exact
-            return True
+            return True  # appends keep the active segment's index exact
         lastb = self.last_batch()
-        if lastb is None:
-            return False
-        if last[1] != lastb.base_offset - self.base_offset or last[0] < lastb.max_timestamp_ms:
-            return False
-        self._ti_checked = True
-        return True
-
-    def checked_timeindex(self):
-        """The time index, rebuilt first if it fails its sanity check."""
-        if not self.timeindex_ok():
-            self.rebuild_indexes()
-            self._ti_checked = True
-        return None if self._index_disabled else self.timeindex
+        return lastb is not None and last[1] == lastb.base_offset - self.base_offset \
+            and last[0] >= lastb.max_timestamp_ms
 
     def last_batch(self):
         """BatchInfo of the last batch (from the last offset-index entry on)."""
@@ -352,33 +337,16 @@ class Segment:
         with self._idx_lock:
             self._rebuild_indexes_locked()
 
-    def _drop_index_files_locked(self) -> int:
-        n = 0
-        for idx in (self._index, self._timeindex):
-            if idx is not None:
-                idx.close()
-        for p in (self.index_path, self.timeindex_path):
-            try:
-                fs.unlink(p)
-                n += 1
-            except FileNotFoundError:
-                pass
-        self._index_hint = self._ti_hint = 0
-        return n
-
     def _rebuild_indexes_locked(self) -> None:
-        self._drop_index_files_locked()
-        writable = self.writable
-        self.appending = writable
-        self._index = OffsetIndex(self.index_path, writable=True, capacity_bytes=self.index_capacity_bytes,
-                                  opener=self._opener)
-        self._timeindex = TimeIndex(
-            self.timeindex_path, writable=True, capacity_bytes=self.index_capacity_bytes * 3 // 2,
-            opener=self._opener,
-        )
+        self._close_indexes()
+        _unlink_all((self.index_path, self.timeindex_path))
+        self._index_hint = self._ti_hint = 0
+        writable = self.appending = self.writable
+        self._ti_last = -1 << 63
+        self._index = self._open_index(OffsetIndex, writable=True)
+        self._timeindex = self._open_index(TimeIndex, writable=True)
         self._recount()
         self._since_index = 0
-        self._ti_last = -1 << 63
         self._ti_checked = True
         self.max_timestamp_ms = -1
         last_batch = None
@@ -443,13 +411,18 @@ class Segment:
         if self.cut_pending:
             self.cut_tail()  # a sealed file ends at its last batch (else: corruption at open)
         elif self.allocated > self.size:
-            self._give_back_allocation()
+            self.allocated = 0  # give the blocks past the end back (module doc); best effort
+            try:
+                fs.ftruncate(self.handle().fd, self.size)
+            except OSError:
+                pass
         if sync:
             self.sync()
         if self.next_offset is not None and self.next_offset > self.base_offset:
             ti = self.timeindex
-            # The last entry always names the last batch (timeindex_ok relies on it).
-            last_rel = self._last_batch_relative_offset()
+            # The last entry always names the last batch (checked_timeindex relies on it).
+            last = self.last_batch()
+            last_rel = None if last is None else last.base_offset - self.base_offset
             if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
                 if not ti.writable:
                     ti = self._map_for_append()[1]
@@ -459,22 +432,6 @@ class Segment:
             self.index.trim()
             self.timeindex.trim()
             self.writable = False
-
-    def _give_back_allocation(self) -> None:
-        """Free the blocks past the end (module doc); best effort."""
-        self.allocated = 0
-        try:
-            h = self.handle()
-            fs.ftruncate(h.fd, self.size)
-        except OSError:
-            pass
-
-    def _last_batch_relative_offset(self) -> int | None:
-        last = None
-        pos, expected = self.position_for(self.base_offset + (1 << 32) - 1)
-        for info in self.iter_valid(pos, expected=expected):
-            last = info
-        return None if last is None else last.base_offset - self.base_offset
 
     def peek_index_tail(self):
         """The offset index's last entry from the end of its file (see
@@ -512,7 +469,7 @@ class Segment:
             self.max_timestamp_ms = max(
                 self.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1, last.max_timestamp_ms
             )
-            # no entry in a segment with batches: only the implied (0, 0) one (time_index.py)
+            # no entry in a segment with batches: only the implied (0, 0) one (segment_index.py)
             self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else (0 if self.size else -1 << 63)
         # Bytes since the last index entry, so the next entry lands on schedule.
         self._since_index = self.size - index_position
@@ -560,10 +517,7 @@ class Segment:
         a view of it does, or is kept by ``maps`` (a map_cache.MapCache) for
         later reads. ``position + n`` must lie within ``size`` (see the module
         doc: mapped reads)."""
-        h = self._fh
-        if h is None:
-            h = self._open_handle()
-        self._hot = True
+        h = self.handle()
         if maps is not None:
             return maps.view(h.fd, position, n, self.size)
         start = position - position % mmap.ALLOCATIONGRANULARITY
@@ -628,51 +582,6 @@ class Segment:
         e = self.index.floor(offset - self.base_offset)
         return (0, self.base_offset) if e is None else (e[1], self.base_offset + e[0])
 
-    def read_batches_from(self, position: int, max_bytes: int, where: str | None = None, *, mapped: bool = False):
-        """Decode whole batches starting at ``position``, at least one, until
-        ``max_bytes`` is reached; returns (batches, next_position). With
-        ``mapped`` the batches are views of a mapping of the file (``map``),
-        else of a copy read with ``pread``."""
-        where = where or self.log_path
-        size = self.size
-        if position >= size:
-            return [], position
-        want = min(max(max_bytes, 4096), size - position)
-        buf = self.map(position, want) if mapped else self.pread(position, want)
-        h = peek_header(buf, 0)
-        if h is None:
-            raise CorruptRecordError(
-                f"{where}: invalid batch header at position {position}", path=where, position=position
-            )
-        if h[1] > len(buf):
-            if position + h[1] > size:
-                raise CorruptRecordError(
-                    f"{where}: batch at position {position} runs past the segment end",
-                    path=where, position=position,
-                )
-            buf = self.map(position, h[1]) if mapped else self.pread(position, h[1])
-        out: list[RecordBatch] = []
-        p = 0
-        n = len(buf)
-        while p < n:
-            h = peek_header(buf, p)
-            if h is None or p + h[1] > n:
-                break
-            try:
-                b = decode_batch(buf, p, where=where)
-            except CorruptRecordError as e:
-                if out:
-                    break  # return the good prefix; whoever asks for the bad batch gets the error
-                raise CorruptRecordError(
-                    f"{where}: {str(e).split(': ', 1)[-1].replace(f'position {p}', f'position {position + p}')}",
-                    path=where, position=position + p,
-                ) from None
-            if out and not self.continues(out[-1].next_offset, b.base_offset):
-                break  # as above: the discontinuity is reported when it is reached
-            out.append(b)
-            p += h[1]
-        return out, position + p
-
     def find_batch(self, offset: int, skip: bool = False, _retry: bool = True) -> tuple[int, int] | None:
         """(position, base offset) of the batch containing ``offset`` (or of the
         first batch after it, across a gap); None if the segment ends first.
@@ -701,21 +610,30 @@ class Segment:
                 self.rebuild_indexes()
                 return self.find_batch(offset, skip, _retry=False)
             bad = pos
-            rest = self.pread(bad, min(self.size - bad, 256 << 20))
-            r = find_next_valid(rest, 1, expected + 1)
-            nxt = verify_batch(rest, r) if r is not None else None
+            nxt = self._next_valid(bad, expected + 1)
             if skip:
                 if nxt is None:
                     return None
                 if nxt.base_offset > offset:
-                    return bad + r, nxt.base_offset
+                    return nxt.position, nxt.base_offset
             if nxt is None or nxt.base_offset > offset:
                 raise CorruptRecordError(
                     f"{self.log_path}: invalid batch at position {bad} (expected base offset "
                     f"{expected}); offset {offset} cannot be read",
                     path=self.log_path, position=bad,
                 )
-            pos, expected, from_index = bad + r, nxt.base_offset, False
+            pos, expected, from_index = nxt.position, nxt.base_offset, False
+
+    def _next_valid(self, position: int, min_base_offset: int):
+        """BatchInfo of the first valid batch after the invalid one at ``position``
+        with a base offset >= ``min_base_offset`` (within 256 MiB), else None."""
+        rest = self.pread(position, min(self.size - position, 256 << 20))
+        r = find_next_valid(rest, 1, min_base_offset)
+        if r is None:
+            return None
+        info = verify_batch(rest, r)
+        info.position += position
+        return info
 
     # -- recovery --------------------------------------------------------------
 
@@ -738,13 +656,9 @@ class Segment:
             self.next_offset = next_off
             return valid, next_off, None, None
         # Something invalid at `valid`: does anything valid follow in this file?
-        rest = self.pread(valid, self.size - valid) if self.size - valid <= (256 << 20) else None
-        resync = None
-        if rest is not None:
-            r = find_next_valid(rest, 1, next_off)
-            resync = None if r is None else valid + r
+        nxt = self._next_valid(valid, next_off)
         self.next_offset = next_off
-        return valid, next_off, valid, resync
+        return valid, next_off, valid, None if nxt is None else nxt.position
 
     def file_replaced(self) -> None:
         """The log file was replaced under its name (segment_excise.py): reopened on next use."""
@@ -755,12 +669,15 @@ class Segment:
 
     # -- lifecycle -------------------------------------------------------------
 
+    def _close_indexes(self) -> None:
+        for idx in (self._index, self._timeindex):
+            if idx is not None:
+                idx.close()
+        self._index = self._timeindex = None
+
     def close(self) -> None:
         with self._idx_lock:
-            for idx in (self._index, self._timeindex):
-                if idx is not None:
-                    idx.close()
-            self._index = self._timeindex = None
+            self._close_indexes()
             if self._fh is not None:
                 self._fh.close()  # as the log closes: a read racing it fails
                 self._fh = None
@@ -782,10 +699,7 @@ class Segment:
         log reports the offsets as below its start), as it would if the file
         cache had closed the file just before the unlink."""
         with self._idx_lock:
-            for idx in (self._index, self._timeindex):
-                if idx is not None:
-                    idx.close()
-            self._index = self._timeindex = None
+            self._close_indexes()
             self._fh = None  # dropped, not closed: see the rule above
             self._gone = self._deleted = True
             self._recount()
@@ -793,8 +707,12 @@ class Segment:
     def delete(self) -> None:
         """Unlink the files and let go of them (``forget``)."""
         self.forget()
-        for p in (self.log_path, self.index_path, self.timeindex_path):
-            try:
-                fs.unlink(p)
-            except FileNotFoundError:
-                pass
+        _unlink_all((self.log_path, self.index_path, self.timeindex_path))
+
+
+def _unlink_all(paths) -> None:
+    for p in paths:
+        try:
+            fs.unlink(p)
+        except FileNotFoundError:
+            pass

@@ -1,6 +1,7 @@
-"""Lookups in one segment on behalf of the log: the batches from an offset on
-(read at once, or lazily from one mapping), the first offset at a time, the
-segment's largest timestamp.
+"""Reading one segment on behalf of the log: the batches from an offset on
+(decoded at once, or lazily from one mapping), the first offset at a time,
+the segment's largest timestamp. (Where an offset lies, ``Segment.find_batch``,
+is the segment's: its index and the scans recovery shares.)
 
 Invariants:
 - every batch returned was decoded and CRC-verified, and its base offset
@@ -31,39 +32,67 @@ def batches_at(
     no batches if the segment has nothing there. ``hint`` is (position, base
     offset) of the batch to start from, when a sequential reader knows it."""
     stepped = False
-    if hint is not None:
-        pos, expected = hint
-    else:
-        found = seg.find_batch(offset, skip=skip)
-        if found is None:
-            return [], None, stepped
+    found = hint if hint is not None else seg.find_batch(offset, skip=skip)
+    while found is not None:
         pos, expected = found
-    try:
-        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
-    except CorruptRecordError:
-        if not skip:
-            raise
+        try:
+            batches, next_pos = _read_run(seg, pos, max_bytes, mapped)
+        except CorruptRecordError:
+            if not skip or stepped:
+                raise
+        else:
+            if not batches or seg.continues(expected, batches[0].base_offset):
+                return batches, next_pos, stepped
+            if not skip or stepped:
+                raise CorruptRecordError(
+                    f"{seg.log_path}: batch at position {pos} has base offset "
+                    f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
+                )
+            # else a damaged base offset (outside the CRC): stepped over like any other damage
         stepped = True  # stepped over, as recovery does
         found = seg.find_batch(offset, skip=True)
-        if found is None:
-            return [], None, stepped
-        pos, expected = found
-        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
-    if batches and not seg.continues(expected, batches[0].base_offset) and skip and not stepped:
-        # A damaged base offset (outside the CRC): the batch does not continue
-        # the offsets; with skip it is stepped over like any other damage.
-        stepped = True
-        found = seg.find_batch(offset, skip=True)
-        if found is None:
-            return [], None, stepped
-        pos, expected = found
-        batches, next_pos = seg.read_batches_from(pos, max_bytes, mapped=mapped)
-    if batches and not seg.continues(expected, batches[0].base_offset):
-        raise CorruptRecordError(
-            f"{seg.log_path}: batch at position {pos} has base offset "
-            f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
-        )
-    return batches, next_pos, stepped
+    return [], None, stepped
+
+
+def _read_run(seg: Segment, position: int, max_bytes: int, mapped: bool) -> tuple[list[RecordBatch], int]:
+    """Decode whole batches of ``seg`` from ``position``, at least one, until
+    about ``max_bytes``; (batches, next position). With ``mapped`` the batches
+    are views of a mapping of the file (``Segment.map``), else of a copy read
+    with ``pread``. The first batch damaged raises; later damage or a
+    discontinuity ends the run, to be reported when it is reached."""
+    where = seg.log_path
+    size = seg.size
+    if position >= size:
+        return [], position
+    want = min(max(max_bytes, 4096), size - position)
+    buf = seg.map(position, want) if mapped else seg.pread(position, want)
+    h = peek_header(buf, 0)
+    if h is None:
+        raise CorruptRecordError(f"{where}: invalid batch header at position {position}", path=where,
+                                 position=position)
+    if h[1] > len(buf):
+        if position + h[1] > size:
+            raise CorruptRecordError(f"{where}: batch at position {position} runs past the segment end",
+                                     path=where, position=position)
+        buf = seg.map(position, h[1]) if mapped else seg.pread(position, h[1])
+    out: list[RecordBatch] = []
+    p = 0
+    n = len(buf)
+    while p < n:
+        h = peek_header(buf, p)
+        if h is None or p + h[1] > n:
+            break
+        try:
+            b = decode_batch(buf, p, where=where, at=position)
+        except CorruptRecordError as e:
+            if out:
+                break  # the good prefix; whoever asks for the bad batch gets the error
+            raise CorruptRecordError(str(e), path=where, position=position + p) from None
+        if out and not seg.continues(out[-1].next_offset, b.base_offset):
+            break
+        out.append(b)
+        p += h[1]
+    return out, position + p
 
 
 def mapped_batches(seg: Segment, position: int, expected: int, maps=None):

@@ -40,8 +40,6 @@ from .segment import LOG_SUFFIX
 
 #: Kinds that mean the file is damaged (the others are normal or a torn tail).
 CORRUPT_KINDS = frozenset({"offset_goes_back", "below_segment_base", "invalid_batch", "bad_header"})
-#: Kinds that end the file with a torn write (recovery truncates them silently).
-TORN_TAIL_KINDS = frozenset({"zero_tail", "incomplete_tail"})
 
 
 class ScanItem:

@@ -23,8 +23,8 @@ minus every byte taken since (``take``) and not given back, so a record
 acknowledged from a buffer always has room to be written, whatever else this
 process writes meanwhile.
 
-Free space is read (``statvfs``; under a btrfs quota the room under its
-limit, free_space.py; a test's space fault, fs.py) at least every CHECK_S,
+Free space is read (``free_bytes``: ``statvfs``; under a btrfs quota the
+room under its limit, below; a test's space fault, fs.py) at least every CHECK_S,
 once the takes since could have used a quarter of the room it found (so
 another program filling the disk is seen before it matters), before any
 refusal (a refused write costs a ``statvfs``), and after an ``unlink`` gave
@@ -38,19 +38,35 @@ ENOSPC or EDQUOT from the kernel (another program took the room) is a soft
 error: the write raises DiskFullError, nothing is latched, ``short`` makes
 the next take read free space again, and writes resume by themselves once
 space is back. EIO and fsync failures latch the log (log.py), as before.
+
+A btrfs quota group's limit (``btrfs qgroup limit``) does not show in
+``statvfs``. Where the path is on btrfs and its subvolume's quota group
+(level 0, ``0/<subvolume id>``) has a limit, the room under it counts too:
+``max_referenced`` (and ``max_exclusive``) minus what the group uses and
+has reserved (``referenced`` / ``exclusive`` plus ``rsv_data``,
+``rsv_meta_prealloc``, ``rsv_meta_pertrans``), read from
+``/sys/fs/btrfs/<fsid>/qgroups/0_<id>/`` (world-readable, kernels since
+5.9), a directory found once per path with two ioctls that need no
+privilege: BTRFS_IOC_FS_INFO (the fsid) and BTRFS_IOC_INO_LOOKUP with tree
+id 0 (the subvolume holding the path). Not seen: limits on higher-level
+groups (sysfs does not say which subvolumes they hold), and usage btrfs has
+not yet counted (the group's numbers move at transaction commits). Where
+anything is missing (not btrfs, quotas off, an older kernel, no limit) the
+filesystem's free space is used.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 import threading
 import time
+import uuid
 import weakref
 
 from ..errors import DiskFullError
 from . import fs
-from .free_space import free_bytes as _fs_free_bytes
-from .free_space import libc, quota_limit, quota_room
 
 #: the default data floor: min(DEFAULT_MAX, size // DEFAULT_DIVISOR)
 DEFAULT_MAX = 64 << 20
@@ -69,11 +85,78 @@ def default_min_free(total: int) -> int:
 
 
 def free_bytes(path: str) -> int:
-    """Free bytes for this process at ``path`` (statvfs, a btrfs quota's room,
-    a test's space fault: the least)."""
-    free = _fs_free_bytes(path)
+    """Free bytes for an unprivileged writer at ``path``: ``statvfs``, the
+    room under its btrfs quota group's limit, a test's space fault (fs.py):
+    the least. Raises OSError as ``statvfs`` does."""
+    st = os.statvfs(path)
+    free = st.f_bavail * st.f_frsize
+    q = quota(path)
     limit = fs.free_bytes_limit(path)
-    return free if limit is None else min(free, limit)
+    return min(free, free if q is None else q[1], free if limit is None else limit)
+
+
+BTRFS_SUPER_MAGIC = 0x9123683E
+_FS_INFO = 0x8400941F  # _IOR(0x94, 31, struct btrfs_ioctl_fs_info_args), 1024 bytes
+_INO_LOOKUP = 0xD0009412  # _IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args), 4096 bytes
+_FIRST_FREE_OBJECTID = 256
+_USED = ("rsv_data", "rsv_meta_prealloc", "rsv_meta_pertrans")
+_qgroup_dirs: dict[str, str | None] = {}
+
+
+def _qgroup_dir(path: str) -> str | None:
+    """``/sys/fs/btrfs/<fsid>/qgroups/0_<subvolume id>`` of ``path`` (cached)."""
+    try:
+        return _qgroup_dirs[path]
+    except KeyError:
+        pass
+    d = None
+    if fs.fs_magic(path) == BTRFS_SUPER_MAGIC:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            try:
+                info = bytearray(1024)
+                fcntl.ioctl(fd, _FS_INFO, info)
+                fsid = uuid.UUID(bytes=bytes(info[16:32]))
+                args = bytearray(4096)
+                struct.pack_into("<QQ", args, 0, 0, _FIRST_FREE_OBJECTID)
+                fcntl.ioctl(fd, _INO_LOOKUP, args)
+                (subvol,) = struct.unpack_from("<Q", args, 0)
+                d = f"/sys/fs/btrfs/{fsid}/qgroups/0_{subvol}"
+            except OSError:
+                d = None
+            finally:
+                os.close(fd)
+    if len(_qgroup_dirs) >= 4096:
+        _qgroup_dirs.clear()  # (directories of logs long deleted; each is looked at again)
+    _qgroup_dirs[path] = d
+    return d
+
+
+def _read(d: str, name: str) -> int:
+    with open(os.path.join(d, name), "rb") as f:
+        return int(f.read())
+
+
+def quota(path: str) -> tuple[int, int] | None:
+    """(smallest limit, bytes left under the limits) of ``path``'s btrfs quota
+    group (module doc); None where no limit is seen (also: quotas turned off,
+    the sysfs directory gone, an older kernel)."""
+    d = _qgroup_dir(path)
+    if d is None:
+        return None
+    try:
+        rsv = sum(_read(d, n) for n in _USED)
+        found = [(m, m - _read(d, usage) - rsv)
+                 for limit, usage in (("max_referenced", "referenced"), ("max_exclusive", "exclusive"))
+                 if (m := _read(d, limit))]
+    except (OSError, ValueError):
+        return None
+    if not found:
+        return None
+    return min(m for m, _ in found), max(0, min(r for _, r in found))
 
 
 class Space:
@@ -95,7 +178,7 @@ class Space:
         self._quarter = 0        # a quarter of what the last reading found: read again past it
         self.low = False        # the last take was refused, or a write found no space
         self._read_at = 0.0     # monotonic time of the next reading, at the latest
-        self.quota = quota_room(path) is not None  # a btrfs quota group's limit applies
+        self.quota = quota(path) is not None  # a btrfs quota group's limit applies
         self._lock = threading.Lock()
 
     def _settle_returned(self) -> None:
@@ -159,7 +242,7 @@ class Space:
         self.unwritten += nbytes
         return nbytes
 
-    def spare(self, nbytes: int, floor: int) -> bool:
+    def ahead(self, nbytes: int, floor: int) -> bool:
         """Count ``nbytes`` a file is given ahead of its writes (``fs.allocate``) as used, if
         that leaves more than ``floor`` by the last reading; False (nothing counted, nothing
         marked low) otherwise: room given ahead is a speed-up, never a reason to refuse."""
@@ -226,12 +309,12 @@ def _size(path: str) -> int:
     """The filesystem's size, or its btrfs quota group's limit where smaller."""
     st = fs.statvfs(path)
     total = st.f_blocks * st.f_frsize
-    limit = quota_limit(path)
-    return total if limit is None else min(total, limit)
+    q = quota(path)
+    return total if q is None else min(total, q[0])
 
 
 def _syncfs(path: str) -> None:
-    lib = libc()
+    lib = fs.libc()
     if not lib:
         return
     try:
@@ -270,7 +353,7 @@ def for_path(path: str) -> Space:
                 s.path = path
                 s.total = _size(path)
                 s.default_floor = default_min_free(s.total)
-                s.quota = quota_room(path) is not None
+                s.quota = quota(path) is not None
                 s._note_short()
         else:
             s = _registry[dev] = Space(path)

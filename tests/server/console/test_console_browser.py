@@ -122,6 +122,39 @@ def test_charts_draw_and_move_with_new_messages(logged_in, console_server, api, 
     assert console_problems(d) == []
 
 
+# Multiplies the overview's numbers into the hundreds of millions, as a busy server's backlog.
+_BIG_NUMBERS = """(function () { var f = window.fetch; window.fetch = function (u, o) {
+  return f(u, o).then(function (r) {
+    if (String(u).indexOf("/console/api/overview") < 0) { return r; }
+    return r.json().then(function (d) {
+      ["produce", "consume", "backlog"].forEach(function (k) {
+        d[k] = (d[k] || []).map(function (v, i) { return 123456789 + i * 1000000; }); });
+      return new Response(JSON.stringify(d), {status: 200, headers: {"content-type": "application/json"}});
+    }); }); }; })();"""
+
+
+def test_chart_axes_fit_large_numbers(logged_in, console_server):
+    """A y axis labelled in the hundreds of millions is drawn whole: nothing is cut at the canvas's
+    left edge (a fixed-width axis cut '100,000,000' to '00,000')."""
+    d = logged_in
+    script = d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _BIG_NUMBERS})["identifier"]
+    try:
+        open_page(d, console_server.url + "/console")
+        for fig in ("chart-produce", "chart-backlog"):
+            def drawn(d, fig=fig):
+                e = d.find_element(By.ID, fig)
+                return float(e.get_attribute("data-last") or 0) > 1e8 and int(e.get_attribute("data-points") or 0) >= 2
+
+            wait(d, drawn)
+            edge = d.execute_script(
+                "var c = document.querySelector('#' + arguments[0] + ' canvas');"
+                "var px = c.getContext('2d').getImageData(0, 0, 3, c.height).data, ink = 0;"
+                "for (var i = 3; i < px.length; i += 4) { if (px[i]) ink++; } return ink;", fig)
+            assert edge == 0, f"{fig}: a label runs off the canvas's left edge"
+    finally:
+        d.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": script})
+
+
 def test_message_browser_pages_both_ways(logged_in, console_server, api, seeded):
     d = logged_in
     api.post("/topics", json={"name": "pages", "partitions": 1}).raise_for_status()

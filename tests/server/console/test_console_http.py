@@ -43,6 +43,18 @@ def test_the_console_needs_the_apis_token(console_server, seeded):
         assert c.get("/console/topics").status_code == 303  # the session ended
 
 
+def test_a_form_before_login_is_read_only_to_a_small_bound(console_server):
+    """The login and logout forms are read before the request is authenticated: a client
+    without credentials gets 413 past 16 KiB (the server reads no more of it), not the
+    server's max_body_bytes (64 MiB) held for it."""
+    with httpx.Client(base_url=console_server.url, timeout=30) as c:
+        for path in ("/console/login", "/console/logout"):
+            r = c.post(path, data={"token": "x" * (1 << 20)})
+            assert r.status_code == 413 and "at most 16384 bytes" in r.text, (path, r.status_code)
+        r = c.post("/console/login", data={"token": "wrong", "pad": "p" * (15 << 10)})
+        assert r.status_code == 401  # a form within it is read as before
+
+
 def test_pages_carry_a_strict_content_security_policy(session, console_server):
     c, _ = session
     for path in ("/console", "/console/topics/orders", "/console/queues/jobs", "/console/about"):
@@ -159,6 +171,24 @@ def test_the_about_page_shows_settings_in_words(console_server):
     page = httpx.get(console_server.url + "/console/about", headers=AUTH, timeout=30).text
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
     assert cells and not {"None", "False", "True"} & {c.strip() for c in cells}
+
+
+def test_a_topics_settings_are_shown_in_words(console_server, seeded, api):
+    """No None in a topic's configuration table: what a null means, and numbers readable."""
+    def table(topic):
+        page = httpx.get(console_server.url + f"/console/topics/{topic}", headers=AUTH, timeout=30).text
+        part = page[page.index('id="topic-config"'):]
+        part = part[:part.index("</table>")]
+        return dict(re.findall(r"<th>([^<]*)</th><td>([^<]*)", part))
+
+    rows = table(seeded["topic"])
+    assert rows and not {"None", "False", "True"} & {v.strip() for v in rows.values()}, rows
+    assert rows["retention_ms"].startswith("unlimited") and rows["compression"].strip() == "none"
+    assert rows["max_message_bytes"].startswith("server limit: 1048576")
+    api.post("/topics", json={"name": "words", "retention_ms": 7_200_000, "max_message_bytes": 2048}
+             ).raise_for_status()
+    rows = table("words")
+    assert rows["retention_ms"].strip() == "7200000 (2h 0m)" and rows["max_message_bytes"].strip() == "2048 (2.0 KiB)"
 
 
 def test_queue_times_are_shown_as_dates(console_server, seeded):

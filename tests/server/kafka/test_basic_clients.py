@@ -217,3 +217,10 @@ def test_vqs_internal_topics_are_kafka_internal_topics(kafka_server):
     finally:
         cons.close()
     assert plain in topics and internal not in topics
+    # clients that list every topic the metadata names (confluent-kafka, kcat -L) do not see them
+    # either; asked for by name, an internal topic is described as any other
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    listed = admin.list_topics(timeout=10).topics
+    assert plain in listed and internal not in listed
+    named = admin.list_topics(topic=internal, timeout=10).topics
+    assert internal in named and not named[internal].error and len(named[internal].partitions) == 1

@@ -1,6 +1,6 @@
-"""OffsetForLeaderEpoch against a real server, raw in every version (librdkafka validates positions
-only against Metadata v9+, which VQS does not advertise; Java's consumer validates a committed
-position through it whenever a broker lists v3+)."""
+"""OffsetForLeaderEpoch against a real server, raw in every version (Java's consumer validates a
+committed position through it whenever a broker lists v3+; librdkafka 2.x, with Metadata v12,
+resumed at a committed offset of epoch 0 without asking: its epoch matched the leader's)."""
 
 from __future__ import annotations
 
@@ -76,3 +76,4 @@ def test_every_epoch_ends_at_the_end_offset(kafka_server, v):
                    (75 if v >= 2 else 0, 0, undefined if v >= 2 else one, -1 if v >= 2 else 7),
                    (3, 9, undefined, -1)]  # UNKNOWN_LEADER_EPOCH; UNKNOWN_TOPIC_OR_PARTITION
     k.close()
+

@@ -14,7 +14,7 @@ from dataclasses import fields
 
 from fastapi import APIRouter, Request
 
-from .base import ConsoleRoute, enter, read_form, state
+from .base import PREAUTH_FORM_BYTES, ConsoleRoute, enter, read_form, state
 from .security import COOKIE, set_cookie
 from .views import page, redirect
 
@@ -60,7 +60,7 @@ def about_routes() -> APIRouter:
     @r.post("/console/login")
     async def login(request: Request):
         st = state(request)
-        form = await read_form(request)
+        form = await read_form(request, PREAUTH_FORM_BYTES)
         token = form.get("token")
         if not st.sessions.login_required:
             return redirect(request, None, False, "/console")
@@ -74,7 +74,7 @@ def about_routes() -> APIRouter:
     @r.post("/console/logout")
     async def logout(request: Request):
         st = state(request)
-        form = await read_form(request)
+        form = await read_form(request, PREAUTH_FORM_BYTES)
         s = st.sessions.get(request.cookies.get(COOKIE))
         given = form.get("csrf")
         st.sessions.check_csrf(s, given if isinstance(given, str) else None)

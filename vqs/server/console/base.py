@@ -91,13 +91,29 @@ async def posted(request: Request) -> tuple[Session, bool, dict[str, str]]:
     return session, new, data
 
 
-async def read_form(request: Request) -> dict[str, str]:
+#: The most of a form the console reads of a request not authenticated yet (the login form's
+#: token, the logout form's CSRF token: a few hundred bytes): what a client without
+#: credentials can make it hold, rather than max_body_bytes.
+PREAUTH_FORM_BYTES = 16 << 10
+
+
+async def read_form(request: Request, limit: int | None = None) -> dict[str, str]:
     """An ``application/x-www-form-urlencoded`` body (the only kind the console's forms
-    send; the server's max_body_bytes bounds it), the last value of a repeated name."""
+    send; the server's max_body_bytes bounds it, ``limit`` further: 413 past it, read no
+    further), the last value of a repeated name."""
     ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if ctype != "application/x-www-form-urlencoded":
         raise Refused(415, "the console's forms post application/x-www-form-urlencoded")
-    body = await request.body()
+    if limit is None:
+        body = await request.body()
+    else:
+        parts, seen = [], 0
+        async for chunk in request.stream():
+            seen += len(chunk)
+            if seen > limit:
+                raise Refused(413, f"this form may hold at most {limit} bytes")
+            parts.append(chunk)
+        body = b"".join(parts)
     try:
         return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
     except UnicodeDecodeError:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from fastapi import Request
 
+from .. import bearer
 from ..settings import Settings
 
 COOKIE = "vqs_console"
@@ -85,11 +86,7 @@ class Sessions:
         return bool(self._tokens)
 
     def token_ok(self, token: str) -> bool:
-        ok = False
-        given = token.strip().encode()
-        for t in self._tokens:
-            ok |= hmac.compare_digest(t, given)
-        return ok and bool(given)
+        return bearer.token_ok(self._tokens, token.encode())
 
     def new(self, authenticated: bool) -> Session:
         s = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.time() + SESSION_TTL_S, authenticated)
@@ -123,9 +120,7 @@ class Sessions:
 
     # ------------------------------------------------------------------ checks
     def _bearer_ok(self, request: Request) -> bool:
-        auth = request.headers.get("authorization", "")
-        scheme, _, token = auth.partition(" ")
-        return scheme.lower() == "bearer" and self.token_ok(token)
+        return bearer.check(self._tokens, request.headers.get("authorization")) is None
 
     def _peer_allowed(self, request: Request) -> bool:
         if self._tokens or self.settings.insecure:

@@ -16,7 +16,7 @@ from ...broker.names import is_internal
 from ...errors import TopicDoesNotExist
 from .base import ConsoleRoute, broker, enter, int_arg, posted, state
 from .browser import browser_values
-from .views import page, redirect
+from .views import duration, nbytes, page, redirect
 
 
 def _row(b, sampler, name: str) -> dict | None:
@@ -33,6 +33,29 @@ def _row(b, sampler, name: str) -> dict | None:
     return {"name": name, "partitions": t.partitions, "start": start, "end": end, "messages": end - start,
             "size": size, "retention_ms": cfg.get("retention_ms"), "retention_bytes": cfg.get("retention_bytes"),
             "spark": spark, "rate_in": rin, "rate_out": rout}
+
+
+def config_rows(config: dict, server_max_message_bytes: int) -> list[tuple[str, str]]:
+    """A topic's settings in words, sorted by name: what a null means (no limit of the topic's
+    own, no compression), byte counts and durations readable beside the number as set."""
+    rows = []
+    for k, v in sorted(config.items()):
+        if k in ("retention_ms", "retention_bytes") and (v is None or v == -1):
+            text = "unlimited (kept until deleted)"
+        elif k == "retention_ms" or k == "segment_ms":
+            text = "-" if v is None else f"{v} ({duration(v / 1000)})"
+        elif k == "max_message_bytes" and v is None:
+            text = f"server limit: {server_max_message_bytes} ({nbytes(server_max_message_bytes)})"
+        elif k == "compression" and v is None:
+            text = "none"
+        elif k.endswith("_bytes") and isinstance(v, int) and not isinstance(v, bool):
+            text = f"{v} ({nbytes(v)})"
+        elif isinstance(v, bool):
+            text = "yes" if v else "no"
+        else:
+            text = "-" if v is None or v == "" else str(v)
+        rows.append((k, text))
+    return rows
 
 
 def topic_table(b, sampler, include_internal: bool = False) -> list[dict]:
@@ -110,7 +133,8 @@ def topic_routes() -> APIRouter:
                 groups.append(g)
         values = await st.ctx.run(browser_values, t, request.query_params)
         tmpl = "browser.html" if request.headers.get("hx-request") else "topic.html"
-        return page(request, session, new, tmpl, topic=t.name, partitions=parts, config=t.config,
+        config = config_rows(t.config, st.ctx.settings.max_message_bytes)
+        return page(request, session, new, tmpl, topic=t.name, partitions=parts, config=config,
                     overrides=t.overrides, groups=groups, **values)
 
     return r

@@ -9,35 +9,30 @@ PERMISSION_DENIED. Tokens are compared in constant time, every one of them.
 
 from __future__ import annotations
 
-import hmac
-
 import grpc
+
+from .. import bearer
 
 _OPEN = ("/grpc.health.v1.Health/", "/grpc.reflection.v1alpha.ServerReflection/",
          "/grpc.reflection.v1.ServerReflection/")
 
 
 def check_bearer(tokens: list[bytes], metadata) -> tuple[grpc.StatusCode, str] | None:
-    """None if the call may go on, else the status to answer."""
+    """None if the call may go on, else the status to answer (the check: vqs/server/bearer.py)."""
     auth = None
     for k, v in metadata or ():
         if k == "authorization":
             auth = v
             break
-    if not auth:
+    why = bearer.check(tokens, auth)
+    if why is None:
+        return None
+    if why == bearer.MISSING:
         return (grpc.StatusCode.UNAUTHENTICATED,
                 "this server requires a bearer token (metadata authorization: Bearer <token>)")
-    if isinstance(auth, str):
-        auth = auth.encode()
-    scheme, _, token = auth.partition(b" ")
-    if scheme.lower() != b"bearer" or not token.strip():
+    if why == bearer.MALFORMED:
         return grpc.StatusCode.UNAUTHENTICATED, "the authorization metadata must be 'Bearer <token>'"
-    ok = False
-    for t in tokens:
-        ok |= hmac.compare_digest(t, token.strip())
-    if not ok:
-        return grpc.StatusCode.PERMISSION_DENIED, "the bearer token is not valid for this server"
-    return None
+    return grpc.StatusCode.PERMISSION_DENIED, "the bearer token is not valid for this server"
 
 
 class BearerAuth(grpc.aio.ServerInterceptor):

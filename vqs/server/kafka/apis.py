@@ -14,7 +14,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
-from . import admin, data, groups
+from . import admin, data, groups, share, share_groups, topic_ids
 from . import configs as configs_
 from . import errors as K
 from .codec import Writer
@@ -58,13 +58,15 @@ def _topic_names(r, v) -> list[str] | None:
 
 
 async def metadata(ctx, conn, v, r):
+    if v >= 9:
+        return await topic_ids.metadata_flexible(ctx, conn, v, r)
     names = _topic_names(r, v)
     auto_create = r.boolean() if v >= 4 else True
     cluster_ops = r.boolean() if v >= 8 else False
     topic_ops = r.boolean() if v >= 8 else False
     broker = ctx.broker
-    if names is None:
-        names = broker.topics()
+    if names is None:  # all topics: VQS's internal ones (__spark_*) only when asked for by name
+        names = [n for n in broker.topics() if not is_internal(n)]
     w = Writer()
     if v >= 3:
         w.int32(0)
@@ -253,7 +255,7 @@ API_TABLE: dict = {
     0: (0, 7, NO_FLEX, data.produce),  # 0-2 advertised for old librdkafka, refused on use
     1: (4, 11, NO_FLEX, data.fetch),
     2: (1, 5, NO_FLEX, data.list_offsets),
-    3: (0, 8, NO_FLEX, metadata),
+    3: (0, 12, 9, metadata),
     8: (2, 7, NO_FLEX, groups.offset_commit),
     9: (1, 5, NO_FLEX, groups.offset_fetch),
     10: (0, 2, NO_FLEX, find_coordinator),
@@ -278,4 +280,8 @@ API_TABLE: dict = {
     44: (0, 1, 1, configs_.incremental_alter_configs),
     47: (0, 0, NO_FLEX, admin.offset_delete),
     60: (0, 0, 0, admin.describe_cluster),
+    76: (1, 1, 0, share_groups.share_group_heartbeat),
+    77: (1, 1, 0, share_groups.share_group_describe),
+    78: (1, 1, 0, share.share_fetch),
+    79: (1, 1, 0, share.share_acknowledge),
 }

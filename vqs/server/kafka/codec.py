@@ -74,6 +74,9 @@ class Reader:
         p = self._take(n)
         return bytes(self.buf[p : p + n])
 
+    def uuid(self) -> bytes:
+        return self.raw(16)
+
     def uvarint(self) -> int:
         shift = result = 0
         while True:

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from ... import errors as E
 from . import errors as K
+from . import share_groups
 from .codec import Flex, Writer
 
 TOPIC, BROKER = 2, 4  # Kafka's ConfigResource types answered here
@@ -299,8 +300,11 @@ async def _alter(ctx, r, f, incremental: bool) -> bytes:
             err, msg = K.INVALID_REQUEST, _bad_broker_name(ctx, name) or (
                 "the broker's configs are the server's settings and cannot be updated dynamically: "
                 + ", ".join(sorted(keys)))
+        elif rtype == share_groups.GROUP_RESOURCE:  # a share group's own configs (share_groups.py)
+            err, msg = await ctx.blocking(share_groups.alter_group_configs, ctx, name, configs, incremental,
+                                          validate_only)
         elif rtype != TOPIC:
-            err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics and brokers only)"
+            err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics, brokers, groups)"
         else:
             try:
                 ctx.broker.topic(name)  # an unknown topic first, as Kafka

@@ -63,6 +63,7 @@ PRE_AUTH_MAX_FRAME = 512 << 10
 SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
 #: answers a connection may owe at once (behind a waiting JoinGroup/SyncGroup); more: it is not read
 MAX_PIPELINED = 32
+_READ_AHEAD = 64 << 10  # what a watch for a close (``unless_closed``) may read ahead of a waiting request
 #: the API keys (as a frame's first two bytes) whose handlers may park: JoinGroup, SyncGroup
 _MAY_PARK = frozenset(struct.pack(">h", key) for key in (11, 14))
 
@@ -87,6 +88,8 @@ class KafkaContext:
         self.auth_required = settings.auth_enabled
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
+        self.share_sessions: dict = {}  # (group, member) -> share session (share.py)
+        self.share_configured = False  # the broker's share groups took the kafka_share_* settings
 
     async def blocking(self, fn, *args):
         """A call that may block on I/O, in the pool (never one that waits for other clients)."""
@@ -95,7 +98,7 @@ class KafkaContext:
 
 class Connection:
     __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id", "failed_user",
-                 "_parked", "_unanswered")
+                 "_parked", "_unanswered", "_unread", "on_close")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -108,9 +111,48 @@ class Connection:
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
         self._parked: asyncio.Event | None = None  # set by ``park`` while the request in hand waits
         self._unanswered = 0  # requests read whose answers are not written yet
+        self._unread = b""  # read by unless_closed while a request waited: the next bytes of the stream
+        self.on_close = None  # called (no arguments) once the connection is closed: share sessions end
 
     async def _read(self, n: int) -> bytes:
-        return await self.reader.readexactly(n)
+        """``reader.readexactly(n)``, after what ``unless_closed`` read ahead."""
+        if not self._unread:
+            return await self.reader.readexactly(n)
+        head, self._unread = self._unread[:n], self._unread[n:]
+        return head if len(head) == n else head + await self.reader.readexactly(n - len(head))
+
+    async def unless_closed(self, aw):
+        """Await ``aw`` unless the client closes the connection first: then ``aw`` is cancelled
+        and ConnectionResetError ends the connection. For a handler that holds its connection
+        while it waits (a share fetch's long poll; never a parked one, which runs while ``serve``
+        reads). Watching reads ahead: bytes that arrive meanwhile are kept for ``_read``, and the
+        watch stops (a client that pipelines is alive; its later close is found as any other's)."""
+        task = asyncio.ensure_future(aw)
+        if self._unread:
+            return await task
+        watch = asyncio.ensure_future(self.reader.read(_READ_AHEAD))  # b"" at once if closed already
+        try:
+            await asyncio.wait((task, watch), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            watch.cancel()
+            raise
+        if watch.done():
+            try:
+                data = watch.result()
+            except (ConnectionError, OSError):
+                data = b""
+            self._unread += data
+            if not data and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise ConnectionResetError("the client closed the connection while its request waited")
+        else:
+            # Cancelled before it consumed anything (the bytes stay in the reader), and awaited:
+            # the reader takes one waiting read at a time, and the next frame's read comes next.
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+        return await task
 
     def park(self) -> None:
         """The request being handled now waits on the group coordinator (a JoinGroup or SyncGroup
@@ -245,6 +287,11 @@ class Connection:
                 answers.get_nowait().cancel()
             await asyncio.gather(writing, return_exceptions=True)
             self.writer.close()
+            if self.on_close is not None:
+                try:
+                    self.on_close()
+                except Exception:
+                    logger.exception("kafka: cleaning up after %s", self.peer)
 
     async def _next(self, aw, writing: asyncio.Future, timeout: float | None):
         """``aw`` within ``timeout`` (TimeoutError), unless the answer writer fails first (its error)."""

@@ -7,11 +7,12 @@
     messages.py     /topics/{topic}/messages (produce, consume; JSON and
                     application/vnd.vqs.batch) and /wait
     produce.py      the produce route's core: the body's checks and the append
-                    (shared with the lean dispatch and the HTTP fast path)
+                    (shared with the HTTP fast path)
     groups.py       /groups: consumer groups' offsets and lag
     producers.py    /producers (ids for idempotent produce requests) and the
                     query parameters of an idempotent produce
     queues.py       /queues: SQS-style queues
+    share.py        /share-groups: share groups' members and records in flight
 
 JSON for people; ``application/vnd.vqs.batch`` (vqs/wire.py) for speed on the
 produce and consume paths. Route modules import conventions and models, never
@@ -32,6 +33,7 @@ from .ops import ops_routes
 from .produce import produce_messages
 from .producers import idempotent_producer, producer_routes
 from .queues import queue_routes
+from .share import share_routes
 from .topics import topic_routes
 
 __all__ = ["build_router", "consume_messages", "produce_messages"]
@@ -40,6 +42,6 @@ __all__ = ["build_router", "consume_messages", "produce_messages"]
 def build_router(ctx: ServerContext) -> APIRouter:
     r = APIRouter()
     messages = partial(message_routes, idempotent=idempotent_producer)
-    for routes in (ops_routes, topic_routes, messages, group_routes, queue_routes, producer_routes):
+    for routes in (ops_routes, topic_routes, messages, group_routes, queue_routes, producer_routes, share_routes):
         r.include_router(routes(ctx))
     return r

@@ -112,18 +112,56 @@ def links(status: int, description: str, **targets: tuple) -> dict:
     return {status: {"description": description, "links": out}}
 
 
+_KINDS = {"int_parsing": "a whole number", "int_type": "a whole number", "int_from_float": "a whole number",
+          "float_parsing": "a number", "float_type": "a number", "bool_parsing": "true or false",
+          "bool_type": "true or false", "string_type": "a string", "dict_type": "an object",
+          "list_type": "a list", "model_type": "an object", "model_attributes_type": "an object"}
+
+
+def _shown(value) -> str:
+    """A value a client sent, for an error message: its repr, at most 60 characters."""
+    r = repr(value)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
 def validation_text(field: str | None, err: dict) -> str:
     """One pydantic validation error in the words of the API's own checks: a name's rule
-    rather than its regex, a bound as "at most N" (the value given is named)."""
+    rather than its regex, a bound as "at most N", a length as "at most N characters" (the
+    value given is named, shortened; a long string only by its length)."""
     what = field or "request"
     kind, ctx, given = err.get("type", ""), err.get("ctx") or {}, err.get("input")
     if kind == "string_pattern_mismatch" and ctx.get("pattern") in (NAME_PATTERN, MEMBER_PATTERN):
         longest = 200 if ctx["pattern"] == NAME_PATTERN else 300
-        return f"{what} {given!r} is not a valid name: use 1-{longest} characters from [A-Za-z0-9._-]"
+        return f"{what} {_shown(given)} is not a valid name: use 1-{longest} characters from [A-Za-z0-9._-]"
     for key, words in (("le", "at most"), ("lt", "less than"), ("ge", "at least"), ("gt", "more than")):
         if key in ctx and kind in ("less_than_equal", "less_than", "greater_than_equal", "greater_than"):
-            return f"{what} must be {words} {ctx[key]}, not {given!r}"
+            return f"{what} must be {words} {ctx[key]}, not {_shown(given)}"
+    if kind in ("string_too_long", "string_too_short"):
+        words = "at most" if kind == "string_too_long" else "at least"
+        bound = ctx.get("max_length" if kind == "string_too_long" else "min_length")
+        return f"{what} must be {words} {bound} characters, not {len(given) if isinstance(given, str) else '?'}"
+    if kind in ("too_long", "too_short"):
+        words = "at most" if kind == "too_long" else "at least"
+        bound = ctx.get("max_length" if kind == "too_long" else "min_length")
+        return f"{what} must hold {words} {bound} item(s), not {ctx.get('actual_length', '?')}"
+    if kind in _KINDS:
+        return f"{what} must be {_KINDS[kind]}, not {_shown(given)}"
+    if kind == "missing":
+        return f"{what} is required"
+    if kind == "extra_forbidden":
+        return f"{what} is not a field of this request"
     return f"{what}: {err.get('msg', 'invalid')}"
+
+
+def validation_error(errors: list) -> dict:
+    """The error body of a request the models refused: its first error, in words
+    (``validation_text``), with the field it is about (``None``: the request)."""
+    first = errors[0] if errors else {}
+    loc = [str(x) for x in first.get("loc", ())]
+    if loc and loc[0] in ("body", "query", "path", "header"):  # where it was, not a field
+        loc = loc[1:]
+    field = ".".join(loc) or None
+    return {"code": "invalid_argument", "message": validation_text(field, first), "field": field}
 
 
 def name_param(kind: str):

@@ -4,7 +4,7 @@ Two bodies per route: JSON for people (values as text, or ``*_b64`` when they
 are not UTF-8) and ``application/vnd.vqs.batch`` (vqs/wire.py) for speed.
 The routes' work is in ``produce_messages`` (produce.py) and ``consume_messages``,
 called with checked values both by the
-FastAPI routes here and by the lean dispatch (vqs/server/lean.py), which
+FastAPI routes here and by the HTTP fast path (vqs/server/fast_http.py, lean.py), which
 answers the common requests without the framework because they carry the
 throughput.
 
@@ -21,7 +21,7 @@ decoded into records or encoded again. A query parameter rather than a
 media-type parameter: what it changes is which records the answer holds
 (whole batches, and ``max_bytes`` counts their stored bytes), not how they
 are represented, and it is checked, bounded and documented with the route's
-other parameters (``CONSUME_INTS``), by the lean dispatch as by the route.
+other parameters (``CONSUME_INTS``), by the fast path as by the route.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _start_offset(b, lg, topic: str, partition: int, group: str | None) -> int:
 
 
 #: The integer query parameters of a consume: name -> (default, least, greatest). The
-#: route's declarations (its schema and validation) and the lean dispatch both read it.
+#: route's declarations (its schema and validation) and the fast path (lean.py) both read it.
 CONSUME_INTS = {
     "partition": (0, 0, 10_000),
     "offset": (None, 0, (1 << 63) - 1),
@@ -149,7 +149,7 @@ def _int_query(name: str, description: str | None = None):
 # ---------------------------------------------------------------------------- routes
 def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
     """``idempotent(ctx, topic, query)``: the producer of an idempotent produce request, or None
-    (rest/producers.py; lean.py hands such requests to these routes)."""
+    (rest/producers.py; the fast path hands such requests to these routes)."""
     r = APIRouter(tags=["topics"], route_class=JSONRoute)
     s = ctx.settings
 
@@ -227,7 +227,7 @@ def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
 
 
 # ------------------------------------------------------------ the consume route's core
-# The FastAPI route above and the lean dispatch (vqs/server/lean.py) both call it (and
+# The FastAPI route above and the fast path (vqs/server/lean.py) both call it (and
 # produce.py's produce_messages) with checked values, so the two answer alike by construction.
 async def consume_messages(ctx: ServerContext, topic: str, partition: int, offset: int | None, limit: int,
                            max_bytes: int, wait_ms: int, group: str | None, encoding: str,

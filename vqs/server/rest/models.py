@@ -16,7 +16,7 @@ from .conventions import MAX_WAIT_MS, MEMBER_PATTERN, NAME_PATTERN
 
 # ---------------------------------------------------------- produce query parameters
 #: The query parameters of ``POST /topics/{topic}/messages``: name -> (min, max, description).
-#: The route reads them from the raw query (the lean dispatch answers plain produces before
+#: The route reads them from the raw query (the fast path answers plain produces before
 #: FastAPI parses anything), so this table is what checks them (rest/producers.py) and what
 #: the OpenAPI schema says of them (``query_parameters``).
 PRODUCE_QUERY: dict[str, tuple[int, int, str]] = {

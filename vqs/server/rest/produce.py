@@ -1,10 +1,10 @@
 """The produce route's core: a produce request checked and appended, one code path for every front door.
 
 ``produce_messages`` (a JSON or binary body; the FastAPI route in messages.py
-and the lean dispatch, lean.py, await it) is made of the synchronous checks
-(``produce_target``, ``json_records``, ``batch_records``: every error a
+and the HTTP fast path, fast_http.py, await it) is made of the synchronous
+checks (``produce_target``, ``json_records``, ``batch_records``: every error a
 request can get before anything is written) and the append through the
-server's coalescer (append_coalescer.py). The HTTP fast path (fast_http.py)
+server's coalescer (append_coalescer.py). For a plain produce the fast path
 calls the same checks itself and joins the coalescer without a task.
 
 Invariants: a produce returns its offsets as ranges in input order; a body is
@@ -19,7 +19,7 @@ import base64
 import binascii
 import time
 
-from ...errors import VQSError
+from ...errors import MessageTooLarge, VQSError
 from ...wire import BATCH_CONTENT_TYPE, decode_body
 from ..context import ServerContext
 from ..errors import APIError
@@ -256,8 +256,10 @@ def batch_records(ctx: ServerContext, t, partition_raw: str | None, body: bytes)
     Raises ``APIError`` (400/413) before anything is written: a batch that is refused refuses
     the whole body (no batch of it appended)."""
     partition = query_int({"partition": partition_raw}, "partition", None, 0, t.partitions - 1)
-    try:
-        batches = decode_body(body)
+    try:  # compressed batches inflate to no more, together, than a request's body may hold
+        batches = decode_body(body, max_inflated=ctx.settings.max_body_bytes)
+    except MessageTooLarge as e:
+        raise APIError(413, "body_too_large", f"{e} (max_body_bytes)", field="body") from None
     except VQSError as e:
         raise APIError(400, "corrupt_batch", str(e), field="body") from None
     if not batches:

@@ -227,7 +227,7 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
 
 
 # ------------------------------------------------------------ the routes' cores
-# The FastAPI routes above and the lean dispatch (vqs/server/lean.py) both call these
+# The FastAPI routes above and the fast path (vqs/server/lean.py) both call these
 # with checked values (a message as QueueMessageIn's fields in a dict), so the two
 # answer alike by construction.
 def _queue(ctx: ServerContext, name: str):

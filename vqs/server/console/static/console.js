@@ -12,6 +12,25 @@
       .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); });
   }
 
+  // Axis numbers in a few characters (1.2k, 3.4M), and a y axis as wide as its longest label:
+  // a fixed width cut a rate or backlog of millions at the canvas's left edge.
+  function compact(v) {
+    var a = Math.abs(v), units = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    for (var i = 0; i < units.length; i++) {
+      if (a >= units[i][0]) { return (Math.round(v / units[i][0] * 10) / 10) + units[i][1]; }
+    }
+    return String(Math.round(v * 100) / 100);
+  }
+
+  function yAxisSize(u, values, axisIdx, cycleNum) {
+    var axis = u.axes[axisIdx];
+    if (cycleNum > 1) { return axis._size; }
+    var longest = 0;
+    u.ctx.font = axis.font[0];
+    (values || []).forEach(function (v) { longest = Math.max(longest, u.ctx.measureText(String(v)).width); });
+    return Math.ceil(axis.ticks.size + axis.gap + longest / (uPlot.pxRatio || 1)) + 8;
+  }
+
   function makeChart(fig) {
     var label = fig.dataset.label || fig.dataset.series;
     var now = document.createElement("span");
@@ -24,7 +43,7 @@
       legend: { show: false },
       cursor: { show: true, drag: { x: false, y: false } },
       scales: { x: { time: true }, y: { range: function (u, lo, hi) { return [0, Math.max(1, hi * 1.1)]; } } },
-      axes: [{}, { size: 56 }],
+      axes: [{ space: 70 }, { size: yAxisSize, values: function (u, splits) { return splits.map(compact); } }],
       series: [{}, { label: label, stroke: "#2a6fdb", width: 2, fill: "rgba(42,111,219,0.12)" }]
     };
     var plot = new uPlot(opts, [[], []], fig);
@@ -46,7 +65,7 @@
             var ys = d[c.key] || [];
             c.plot.setData([d.t || [], ys]);
             var last = ys.length ? ys[ys.length - 1] : 0;
-            c.now.textContent = "now: " + (Math.round(last * 10) / 10);
+            c.now.textContent = "now: " + (Math.round(last * 10) / 10).toLocaleString("en-US");
             c.fig.dataset.last = String(last);
             c.fig.dataset.points = String(ys.length);
           });

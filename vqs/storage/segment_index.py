@@ -1,8 +1,21 @@
-"""A preallocated, memory-mapped file of fixed-size, sorted entries.
+"""A segment's two sparse indexes: derived data, rebuilt when in doubt.
 
-The base of the offset index and the time index. While a segment is active its
-index file is preallocated (zero-filled) and mapped; entries are appended in
-place. The preallocation is real (``posix_fallocate``, not a sparse file), so
+- ``.index`` (``OffsetIndex``): ``(relative offset u32, file position u32)``.
+  An entry is added for a batch when at least ``index_interval_bytes`` of log
+  were written since the previous entry; it maps the batch's base offset
+  (relative to the segment's base) to its position in the log file. Lookup:
+  the last entry at or below the target (binary search), then a forward
+  scan of at most about one interval of log.
+- ``.timeindex`` (``TimeIndex``): ``(max timestamp ms i64, relative offset
+  u32)``. An entry ``(T, r)`` is written for the batch at relative offset
+  ``r`` when the largest timestamp seen in the segment so far (through that
+  batch) grew to ``T``. Hence every record up to and including batch ``r``
+  has a timestamp <= T; to find the first record with timestamp >= t, scan
+  from the batch of the last entry whose T < t (or from the segment start).
+
+Both are a ``MappedIndex``: a file of fixed-size, sorted entries. While a
+segment is active its index files are preallocated (zero-filled) and mapped;
+entries are appended in place. The preallocation is real (``posix_fallocate``, not a sparse file), so
 that a store into the mapping never needs new space; on a full disk the index
 is not grown (it stops taking entries: derived data, lookups scan further).
 When the segment rolls or the log closes, the file is trimmed to its entries.
@@ -12,8 +25,7 @@ error but SIGBUS, which kills the process. Preallocation rules that out only
 where a preallocated block is rewritten in place: tmpfs, ext2/3/4, XFS (and
 overlayfs, whose upper layer is one of them in practice). On a copy-on-write
 filesystem (btrfs, ZFS, bcachefs) every rewrite of a block takes new space,
-so under a quota or on a full disk a store into the mapping faults (seen:
-btrfs, ``qgroup limit``). There the entries are kept in memory and written
+so under a quota or on a full disk a store into the mapping faults. There the entries are kept in memory and written
 with ``pwrite`` instead (``_pwrite`` mode): a write that finds no space makes
 the index stop taking entries, as above. Chosen once per index by the
 filesystem's magic number (``statfs``); unknown filesystems get ``pwrite``.
@@ -30,8 +42,6 @@ are read into memory and the file is closed.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import mmap
 import os
@@ -43,24 +53,6 @@ from . import fs
 #: statfs f_type of filesystems where a store into a preallocated mapping
 #: rewrites the block in place (needs no new space): tmpfs, ext2/3/4, XFS, overlayfs.
 _IN_PLACE_FS = frozenset({0x01021994, 0xEF53, 0x58465342, 0x794C7630})
-_libc = None
-
-
-def stores_in_place(path: str) -> bool:
-    """Whether stores into a preallocated mapping of a file in ``path``'s
-    filesystem need no new space (module doc). False when unknown. One
-    ``statfs`` per writable index opened (not cached: a device number is
-    reused by the next mount once a filesystem is unmounted)."""
-    global _libc
-    try:
-        if _libc is None:
-            _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        buf = ctypes.create_string_buffer(512)  # struct statfs; f_type is its first field (a long)
-        if _libc.statfs(os.fsencode(path), buf) == 0:
-            return ctypes.c_long.from_buffer(buf).value in _IN_PLACE_FS
-    except (OSError, AttributeError, TypeError):
-        pass
-    return False
 
 
 class MappedIndex:
@@ -68,13 +60,12 @@ class MappedIndex:
     KEY_FIELD: int  # which field of an entry is the search key
     REL_FIELD: int  # which field holds the relative offset (> 0 in real entries)
 
-    def __init__(self, path: str, *, writable: bool, capacity_bytes: int = 0, snapshot: bool = False,
-                 entries_hint: int = 0, opener=None):
+    def __init__(self, path: str, opener, *, writable: bool, capacity_bytes: int = 0, entries_hint: int = 0):
         """A writable index is preallocated to ``capacity_bytes`` and mapped; a
-        read-only one (``snapshot`` is implied) is read into memory: a mapping
-        of a file another process may trim would fault past its end.
-        ``entries_hint``: entries known valid (this process wrote them), so
-        only those after them are checked. ``opener(path, flags) -> fd``."""
+        read-only one is read into memory: a mapping of a file another process
+        may trim would fault past its end. ``opener(path, flags) -> fd`` (the
+        file cache's). ``entries_hint``: entries known valid (this process
+        wrote them), so only those after them are checked."""
         self.path = path
         self.writable = writable
         self.entry_size = self.ENTRY.size
@@ -89,7 +80,7 @@ class MappedIndex:
         self._fd: int | None = None  # _pwrite mode: the file's descriptor, kept open
         flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
         try:
-            fd = opener(path, flags) if opener is not None else os.open(path, flags, 0o644)
+            fd = opener(path, flags)
         except FileNotFoundError:
             self.exists = False
             return
@@ -127,7 +118,8 @@ class MappedIndex:
             if size >= self.entry_size:
                 if not writable:
                     self._mm = os.pread(fd, size - size % self.entry_size, 0)
-                elif stores_in_place(os.path.dirname(path) or "."):
+                elif fs.fs_magic(os.path.dirname(path) or ".") in _IN_PLACE_FS:  # (statfs per open:
+                    # not cached, a device number is reused by the next mount)
                     prot = mmap.PROT_READ | mmap.PROT_WRITE
                     self._mm = mmap.mmap(fd, size - size % self.entry_size, mmap.MAP_SHARED, prot)
                 else:
@@ -142,13 +134,13 @@ class MappedIndex:
         self.entries = self._count_valid(min(entries_hint, self.capacity))
 
     @classmethod
-    def peek_last(cls, path: str, opener=None):
+    def peek_last(cls, path: str, opener):
         """The last entry of the file at ``path``, read from its end without
         loading the index (a clean reopen: close trimmed the file to its
         entries). None if the file is missing or holds no entry; False if it
         ends in an all-zero entry (not trimmed: the caller loads the index)."""
         try:
-            fd = opener(path, os.O_RDONLY) if opener is not None else os.open(path, os.O_RDONLY)
+            fd = opener(path, os.O_RDONLY)
         except FileNotFoundError:
             return None
         try:
@@ -165,10 +157,6 @@ class MappedIndex:
     @property
     def capacity(self) -> int:
         return 0 if self._mm is None else len(self._mm) // self.entry_size
-
-    @property
-    def full(self) -> bool:
-        return self.entries >= self.capacity
 
     def _count_valid(self, start: int = 0) -> int:
         """Entries before the first that is all-zero or out of order (keys
@@ -238,27 +226,6 @@ class MappedIndex:
         """The last entry whose key is < key (None if there is none)."""
         return self._search(key, strict=True)
 
-    def truncate_entries(self, keep: int) -> None:
-        """Keep the first ``keep`` entries, zero the rest."""
-        with self._lock:
-            if keep < self.entries:
-                es = self.entry_size
-                zeros = bytes((self.entries - keep) * es)
-                self._mm[keep * es : self.entries * es] = zeros
-                if self._fd is not None:
-                    fs.pwrite(self._fd, zeros, keep * es)
-                self.entries = keep
-
-    def reset(self) -> None:
-        self.truncate_entries(0)
-
-    def flush(self) -> None:
-        with self._lock:
-            if isinstance(self._mm, mmap.mmap) and self.writable:
-                self._mm.flush()
-            elif self._fd is not None:
-                fs.fsync(self._fd)
-
     def trim(self) -> None:
         """Shrink the file to its entries (at roll and close), fsync it, and keep
         the entries in memory (read-only from now on: no descriptor held)."""
@@ -275,8 +242,7 @@ class MappedIndex:
                 data = bytes(self._mm[:n])
                 self._close_fd()
             self._mm = data or None
-            opener = self._opener
-            fd = opener(self.path, os.O_RDWR) if opener is not None else os.open(self.path, os.O_RDWR)
+            fd = self._opener(self.path, os.O_RDWR)
             try:
                 try:
                     fs.ftruncate(fd, n)
@@ -315,3 +281,25 @@ class MappedIndex:
             self._close_fd()
         except (OSError, AttributeError):
             pass
+
+
+class OffsetIndex(MappedIndex):
+    ENTRY = struct.Struct("<II")
+    KEY_FIELD = 0
+    REL_FIELD = 0
+
+
+class TimeIndex(MappedIndex):
+    ENTRY = struct.Struct("<qI")
+    KEY_FIELD = 0
+    REL_FIELD = 1
+
+    def append(self, *fields) -> bool:
+        """As MappedIndex.append, except that ``(0, 0)`` (timestamp 0 for the batch at the segment
+        start) is never written: it is all zeros, which a preallocated file reads as the end of
+        its entries, so writing it would only make the next entry overwrite it on a reopen. It is
+        implied, as the offset index's entry for position 0 is: a lookup that finds no entry
+        scans from the segment start, which is where it points."""
+        if fields[0] == 0 and fields[1] == 0:
+            return True
+        return super().append(*fields)

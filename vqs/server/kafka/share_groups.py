@@ -1,0 +1,156 @@
+"""Share-group membership APIs: ShareGroupHeartbeat (76), ShareGroupDescribe (77), and the
+share-group configs a GROUP resource of (Incremental)AlterConfigs sets.
+
+Version 1 of each (the first stable one, Kafka 4.1+; what librdkafka 2.15+
+sends), flexible. Membership and the assignment are the broker's share groups
+(vqs.broker.share.groups): a member joins with epoch 0 and its topics, is
+answered with its member id, epoch and partitions (by topic id), and
+heartbeats every ``kafka_share_heartbeat_interval_ms``. The records are
+share.py.
+"""
+
+from __future__ import annotations
+
+from ... import errors as E
+from ...broker.share.groups import FENCED_EPOCH, FULL, INVALID, UNKNOWN_MEMBER
+from . import errors as K
+from .admin import authorized_operations
+from .codec import Writer
+from .topic_ids import topic_id
+
+FENCED_MEMBER_EPOCH = 110
+GROUP_MAX_SIZE_REACHED = 81
+
+
+def shares(ctx):
+    """The broker's share groups, configured from the server's settings on first use."""
+    sg = ctx.broker.share_groups
+    if not ctx.share_configured:
+        st = ctx.settings
+        sg.configure(record_lock_ms=st.kafka_share_record_lock_ms, delivery_limit=st.kafka_share_delivery_limit,
+                     auto_offset_reset=st.kafka_share_auto_offset_reset,
+                     session_timeout_ms=st.kafka_share_session_timeout_ms,
+                     heartbeat_interval_ms=st.kafka_share_heartbeat_interval_ms,
+                     max_record_locks=st.kafka_share_max_record_locks)
+        ctx.share_configured = True
+    return sg
+
+
+# ---------------------------------------------------------------------- heartbeat
+
+async def share_group_heartbeat(ctx, conn, v, r):
+    group = r.compact_string()
+    member = r.compact_string() or ""
+    epoch = r.int32()
+    r.compact_string()  # rack id
+    n = r.compact_nullable_array_len(2)
+    topics = None if n is None else [r.compact_string() for _ in range(n)]
+    r.tagged_fields()
+    sg = shares(ctx)
+    w = Writer().int32(0)
+    if not group or (topics is not None and any(not t for t in topics)):
+        return _heartbeat_error(w, K.INVALID_REQUEST, "a group id and topic names are required")
+    try:
+        status, member, m_epoch, assignment = sg.heartbeat(
+            group, member, epoch, topics, client_id=conn.client_id or "",
+            client_host=str(conn.peer[0]) if conn.peer else "")
+    except E.InvalidName as e:
+        return _heartbeat_error(w, K.INVALID_GROUP_ID, str(e))
+    if status == UNKNOWN_MEMBER:
+        return _heartbeat_error(w, K.UNKNOWN_MEMBER_ID, f"member {member!r} is not in share group {group!r}")
+    if status == FENCED_EPOCH:
+        return _heartbeat_error(w, FENCED_MEMBER_EPOCH, f"member epoch {epoch} is not the member's")
+    if status == INVALID:
+        return _heartbeat_error(w, K.INVALID_REQUEST, "a member joins with its subscribed topic names")
+    if status == FULL:
+        return _heartbeat_error(w, GROUP_MAX_SIZE_REACHED, f"share group {group!r} has its most members")
+    w.int16(K.NONE).compact_string(None).compact_string(member).int32(m_epoch)
+    w.int32(sg.settings_for(group).heartbeat_interval_ms)
+    if assignment is None:
+        w.int8(-1)
+    else:
+        w.int8(1).compact_array(len(assignment))
+        for t, ps in sorted(assignment.items()):
+            w.b += topic_id(t)
+            w.compact_array(len(ps))
+            for p in ps:
+                w.int32(p)
+            w.tags()
+        w.tags()
+    return bytes(w.tags().b)
+
+
+def _heartbeat_error(w, code: int, msg: str) -> bytes:
+    w.int16(code).compact_string(msg).compact_string(None).int32(0).int32(0).int8(-1)
+    return bytes(w.tags().b)
+
+
+# ---------------------------------------------------------------------- describe
+
+async def share_group_describe(ctx, conn, v, r):
+    groups = [r.compact_string() or "" for _ in range(r.compact_array_len(1))]
+    ops = r.boolean()
+    r.tagged_fields()
+    sg = shares(ctx)
+    w = Writer().int32(0).compact_array(len(groups))
+    for group in groups:
+        try:
+            d = sg.describe(group) if group else None
+            err = K.NONE if d is not None else K.GROUP_ID_NOT_FOUND
+        except E.InvalidName:
+            d, err = None, K.INVALID_GROUP_ID
+        w.int16(err).compact_string(None if not err else f"share group {group!r} not found")
+        w.compact_string(group)
+        members = d["members"] if d else []
+        w.compact_string("Dead" if d is None else "Stable" if members else "Empty")
+        epoch = d["epoch"] if d else -1
+        w.int32(epoch).int32(epoch).compact_string("simple")
+        w.compact_array(len(members))
+        for m in members:
+            w.compact_string(m["member_id"]).compact_string(None).int32(m["epoch"])
+            w.compact_string(m["client_id"]).compact_string(m["client_host"])
+            w.compact_array(len(m["topics"]))
+            for t in m["topics"]:
+                w.compact_string(t)
+            w.compact_array(len(m["assignment"]))
+            for t, ps in sorted(m["assignment"].items()):
+                w.b += topic_id(t)
+                w.compact_string(t).compact_array(len(ps))
+                for p in ps:
+                    w.int32(p)
+                w.tags()
+            w.tags().tags()  # assignment, member
+        w.int32(authorized_operations("group", ops and not err)).tags()
+    return bytes(w.tags().b)
+
+
+# ---------------------------------------------------------------------- group configs
+
+GROUP_RESOURCE = 32  # Kafka's ConfigResource type GROUP
+_SET, _DELETE = 0, 1
+
+
+def alter_group_configs(ctx, group: str, configs: list, incremental: bool, validate_only: bool) -> tuple[int, str | None]:
+    """A GROUP resource of AlterConfigs / IncrementalAlterConfigs: ``configs`` is
+    [(key, op, value)] (op SET 0 or DELETE 1; AlterConfigs: SET, and every config not named
+    goes back to the broker's). Kafka's share-group configs (``share.auto.offset.reset``,
+    ``share.record.lock.duration.ms``, ``share.delivery.count.limit``, ...; vqs.broker.share.
+    groups.GROUP_CONFIGS) become the group's own, durable when answered. (error code, message)."""
+    sg = shares(ctx)
+    changes: dict = {}
+    try:
+        if not incremental:
+            changes = dict.fromkeys(sg.group_configs(group))
+        for key, op, value in configs:
+            if op == _SET and value is not None:
+                changes[key] = value
+            elif op == _DELETE:
+                changes[key] = None
+            else:
+                return K.INVALID_REQUEST, f"config operation {op} (value {value!r}) is not supported for {key}"
+        sg.alter_group_configs(group, changes, validate_only)
+    except E.InvalidName as e:
+        return K.INVALID_GROUP_ID, str(e)
+    except E.ConfigError as e:
+        return K.INVALID_CONFIG, str(e)
+    return K.NONE, None

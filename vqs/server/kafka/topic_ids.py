@@ -1,0 +1,112 @@
+"""Topic ids, and Metadata's flexible versions (9-12) that carry them.
+
+Kafka names a topic by a UUID in its newer APIs (the share-group APIs,
+Metadata v10+). A VQS topic's id is a UUID-5 of its name (``topic_id``): the
+same in every process and after restarts, with nothing stored. A topic
+deleted and made again under the same name keeps its id (Kafka would give it
+a new one); the share state of a deleted topic is deleted with it
+(vqs.broker.share), so a re-made topic starts a share group afresh.
+
+``metadata_flexible`` answers Metadata v9-12 (compact strings and arrays,
+tagged fields; v10+: topic ids, and topics asked for by id: a null name and
+the id; v11 dropped the cluster's authorized operations). librdkafka's share
+consumer needs v12 to look up the topics of its assignment by id.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from ... import errors as E
+from ...broker.names import is_internal
+from . import errors as K
+from .admin import authorized_operations
+from .codec import Writer
+
+_NAMESPACE = uuid.UUID("6f3b1c2e-5d0a-4f4e-9a51-7c2d8e9b0a14")
+_ZERO = bytes(16)
+_by_id: dict[bytes, str] = {}  # id -> name, of every name an id was made for
+
+
+def topic_id(name: str) -> bytes:
+    """The 16 bytes of topic ``name``'s id (module doc)."""
+    tid = uuid.uuid5(_NAMESPACE, name).bytes
+    if tid not in _by_id:
+        if len(_by_id) > 100_000:  # bounded: names of topics long deleted go
+            _by_id.clear()
+        _by_id[tid] = name
+    return tid
+
+
+def topic_name(broker, tid: bytes) -> str | None:
+    """The name of the existing topic whose id is ``tid``, else None."""
+    name = _by_id.get(tid)
+    if name is None:
+        for n in broker.topics():
+            topic_id(n)
+        name = _by_id.get(tid)
+    if name is None:
+        return None
+    try:
+        broker.topic(name)
+    except E.TopicDoesNotExist:
+        return None
+    return name
+
+
+def _resolve(ctx, name: str, auto_create: bool) -> tuple[int, int]:
+    """(error code, partition count) of topic ``name``, made if asked and allowed."""
+    broker = ctx.broker
+    try:
+        return K.NONE, broker.topic(name).partitions
+    except E.TopicDoesNotExist:
+        if not (auto_create and ctx.settings.kafka_auto_create_topics):
+            return K.UNKNOWN_TOPIC_OR_PARTITION, 0
+        try:
+            return K.NONE, broker.create_topic(name, ctx.settings.kafka_num_partitions).partitions
+        except E.TopicAlreadyExists:
+            return K.NONE, broker.topic(name).partitions
+        except E.VQSError as e:
+            return K.code_for(e), 0
+    except E.VQSError as e:
+        return K.code_for(e), 0
+
+
+async def metadata_flexible(ctx, conn, v, r):
+    n = r.compact_nullable_array_len(2)
+    wanted = None  # null: every topic
+    if n is not None:
+        wanted = []
+        for _ in range(n):
+            tid = r.raw(16) if v >= 10 else _ZERO
+            name = r.compact_string()
+            r.tagged_fields()
+            wanted.append((tid, name))
+    auto_create = r.boolean()
+    cluster_ops = r.boolean() if v <= 10 else False  # (v11 dropped the field)
+    topic_ops = r.boolean()
+    r.tagged_fields()
+    if wanted is None:  # all topics: VQS's internal ones (__spark_*) only when asked for by name
+        wanted = [(_ZERO, name) for name in ctx.broker.topics() if not is_internal(name)]
+    w = Writer().int32(0)
+    w.compact_array(1).int32(ctx.node_id).compact_string(ctx.host).int32(ctx.port).compact_string(None).tags()
+    w.compact_string(ctx.cluster_id).int32(ctx.node_id)
+    w.compact_array(len(wanted))
+    for tid, name in wanted:
+        if name is None:  # asked by id
+            name = topic_name(ctx.broker, tid) if tid != _ZERO else None
+            err, parts = (K.UNKNOWN_TOPIC_ID, 0) if name is None else _resolve(ctx, name, False)
+        else:
+            err, parts = _resolve(ctx, name, auto_create)
+        w.int16(err).compact_string(name)
+        if v >= 10:
+            w.b += topic_id(name) if name is not None and not err else (tid if tid else _ZERO)
+        w.boolean(name is not None and is_internal(name))
+        w.compact_array(parts)
+        for p in range(parts):
+            w.int16(0).int32(p).int32(ctx.node_id).int32(0)
+            w.compact_array(1).int32(ctx.node_id).compact_array(1).int32(ctx.node_id).compact_array(0).tags()
+        w.int32(authorized_operations("topic", topic_ops and not err)).tags()
+    if v <= 10:
+        w.int32(authorized_operations("cluster", cluster_ops))
+    return bytes(w.tags().b)

@@ -1,0 +1,129 @@
+"""The log's segments: the ordered list of a log's segment files, the last one
+active (Kafka's ``LogSegments``, with ``LocalLog``'s roll and deletion).
+
+``Segments`` is a part of ``Log`` (log.py) that owns the list and knows
+nothing of offsets appended but not written, durability or space: the log
+calls it under its lock and keeps those.
+
+Invariants (under the log's lock):
+- ``all`` is never empty; ``all[-1]`` is the active segment (open for
+  appends, unless the log is readonly); ``bases[i] == all[i].base_offset``,
+  strictly increasing; a segment holds offsets from its base up to the next
+  one's base;
+- ``all`` is only changed in place (a readonly log's ``follow_segments``
+  updates the same list), and only at its ends: deletion takes a prefix
+  (retention, ``delete_before``) or, for a truncating repair, a suffix;
+- crash order: a roll creates the next file and fsyncs the directory before
+  it takes appends; deletion unlinks oldest first (a crash leaves a suffix:
+  the start moves up, no offset is reused); a truncating repair deletes
+  newest first (a crash leaves a prefix, whose damaged end the next open
+  meets again);
+- ``gaps`` ({expected offset: base offset that may follow it}, quarantined
+  batches) is one dict shared with every segment, filled from quarantine/.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from .durable_file import fsync_dir
+from .segment import Segment
+
+
+def index_capacity(segment_bytes: int, index_interval_bytes: int) -> int:
+    """Bytes preallocated for an active segment's offset index (time index: 1.5x)."""
+    return min(64 << 20, max(4096, (segment_bytes // max(index_interval_bytes, 256) + 16) * 8))
+
+
+class Segments:
+    """The segment list of one log (module doc)."""
+
+    __slots__ = ("path", "all", "bases", "gaps", "owner", "index_interval_bytes", "index_capacity_bytes")
+
+    def __init__(self, path: str, *, owner: bool, segment_bytes: int, index_interval_bytes: int) -> None:
+        self.path = path
+        self.all: list[Segment] = []
+        self.bases: list[int] = []
+        self.gaps: dict[int, int] = {}
+        self.owner = owner
+        self.index_interval_bytes = index_interval_bytes
+        self.index_capacity_bytes = index_capacity(segment_bytes, index_interval_bytes)
+
+    def make(self, base: int, *, active: bool, create: bool = False) -> Segment:
+        """Open (``create``: create) the segment at ``base`` with the log's settings."""
+        return Segment(
+            self.path, base, active=active, owner=self.owner, create=create, gaps=self.gaps,
+            index_interval_bytes=self.index_interval_bytes, index_capacity_bytes=self.index_capacity_bytes,
+        )
+
+    def adopt(self, segments: list[Segment]) -> None:
+        """Take ``segments`` (opened by recovery or found by a readonly log) as the list."""
+        self.all[:] = segments
+        self.rebase()
+
+    def rebase(self) -> None:
+        """``bases`` again after ``all`` changed in place."""
+        self.bases[:] = [s.base_offset for s in self.all]
+
+    @property
+    def active(self) -> Segment:
+        return self.all[-1]
+
+    def find(self, offset: int, end: int) -> tuple[Segment, int]:
+        """The segment holding ``offset`` and the end of its offsets (the next
+        segment's base, or ``end`` for the active one)."""
+        bases = self.bases
+        i = bisect.bisect_right(bases, offset) - 1
+        return self.all[max(i, 0)], bases[i + 1] if i + 1 < len(bases) else end
+
+    def with_ends(self, end: int) -> list[tuple[Segment, int]]:
+        """Every segment with the end of its offsets (a snapshot for reads outside the lock)."""
+        return list(zip(self.all, self.bases[1:] + [end]))
+
+    def roll(self, base: int) -> Segment:
+        """Create the next active segment at ``base`` and seal the current one
+        without an fsync (the caller has it fsynced in the background and keeps
+        the recovery point below it until then); returns the sealed one.
+        Raises OSError (nothing changed) when the new file cannot be created."""
+        old = self.all[-1]
+        new = self.make(base, active=True, create=True)
+        old.seal(sync=False)
+        fsync_dir(self.path)  # the new file's name is durable before it takes appends
+        self.all.append(new)
+        self.bases.append(base)
+        return old
+
+    def pop_first(self) -> Segment:
+        """Delete the oldest segment's files (never the active one); returns it."""
+        seg = self.all.pop(0)
+        self.bases.pop(0)
+        seg.delete()
+        return seg
+
+    def drop_after(self, i: int) -> None:
+        """Delete the segments after the ``i``-th, newest first, before the
+        ``i``-th is cut (recovery, a truncating repair): a crash between leaves
+        a prefix of the log whose last segment still holds the damage, which
+        the next open meets again (deleting them after the cut could leave a
+        cut segment followed by later ones, whose offsets would then seem to
+        follow it)."""
+        for later in reversed(self.all[i + 1:]):
+            later.delete()
+        fsync_dir(self.path)
+        del self.all[i + 1:]
+        self.rebase()
+
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.all)
+
+    def release_files(self) -> None:
+        """Let go of every descriptor (reopened on use): an idle log holds none."""
+        for s in self.all:
+            s.release_files()
+
+    def close(self) -> None:
+        for s in self.all:
+            try:
+                s.close()
+            except OSError:
+                pass
