@@ -110,6 +110,10 @@ class MessageTooLarge(VQSError, ValueError):
     """A message or batch exceeds the configured size limit."""
 
 
+class InvalidRecord(VQSError, ValueError):
+    """A record a topic does not take: one without a key on a compacted topic (Kafka's INVALID_RECORD)."""
+
+
 class InvalidName(VQSError, ValueError):
     """A topic, queue or group name is not allowed."""
 

@@ -105,6 +105,12 @@ def test_defaults_reach_the_logs(data_dir):
             "segment_bytes": 8192,
             "compression": "zstd",
             "max_message_bytes": None,  # none of its own: a server applies its max_message_bytes
+            "segment_ms": 7 * 86_400_000,
+            "cleanup_policy": "delete",  # the cleaner's settings, in force once a topic compacts
+            "delete_retention_ms": 86_400_000,
+            "min_cleanable_dirty_ratio": 0.5,
+            "min_compaction_lag_ms": 0,
+            "max_compaction_lag_ms": None,
         }
         assert t.overrides == {"segment_bytes": 8192}
 

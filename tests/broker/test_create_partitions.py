@@ -103,3 +103,13 @@ def test_sigkill_while_growing_leaves_old_or_new_count(data_dir, lines):
             first = [r.value for r in t.read(0, 0)]
             assert first == [b"first"] if name in done else first in ([], [b"first"])
             b.create_partitions(name, t.partitions + 1)  # and it grows on
+
+
+def test_grow_a_topic_with_settings_that_are_not_log_settings(data_dir):
+    """New partitions open with the same Log settings as the first ones: the topic's own
+    max_message_bytes, cleanup_policy or an unlimited retention are not Log.open arguments."""
+    with Broker(data_dir) as b:
+        b.create_topic("t", max_message_bytes=1000, retention_ms=-1, cleanup_policy="compact,delete")
+        t = b.create_partitions("t", 3)
+        assert [t.log(p).retention_ms for p in range(3)] == [None, None, None]
+        assert t.config["cleanup_policy"] == "compact,delete"

@@ -146,7 +146,7 @@ def test_receipt_handles_of_a_batch_and_legacy_handles(tmp_path):
     q.send_batch([b"m%d" % i for i in range(10)])
     ms = q.receive(10, visibility_timeout=3600)
     assert len({m.receipt_handle for m in ms}) == 10
-    codec = ReceiptCodec(q._secret)
+    codec = ReceiptCodec(q._settings.secret)
     for m in ms:
         o, nonce = codec.decode(m.receipt_handle)
         assert o == m.offset
@@ -164,7 +164,7 @@ def test_receipt_handles_of_a_batch_and_legacy_handles(tmp_path):
         q.delete(other)
     # a handle of the earlier construction (keyed BLAKE2b-64) is still accepted
     o, nonce = codec.decode(ms[1].receipt_handle)
-    mac = blake2b(key=q._secret, digest_size=8)
+    mac = blake2b(key=q._settings.secret, digest_size=8)
     body = struct.pack("<QQ", o, nonce)
     mac.update(body)
     q.delete((body + mac.digest()).hex())
@@ -184,7 +184,7 @@ def test_receipt_handles_of_consecutive_receives(tmp_path):
     # receives of fresh messages share receipt tag blocks (8 deliveries per hash)
     reg = QueueRegistry(str(tmp_path / "d"))
     q = reg.create("q")
-    codec = ReceiptCodec(q._secret)
+    codec = ReceiptCodec(q._settings.secret)
     seen = set()
     for k in [3, 7, 10, 1, 8, 9, 2, 10, 5] * 3:
         q.send_batch([b"x"] * k)

@@ -108,7 +108,7 @@ def test_a_move_interrupted_by_sigkill_is_finished_not_repeated(tmp_path, python
         held, moving = _held(b)  # the last batch in both queues now, until the next move
         assert not moving and set(held) == ids and set(held.values()) == {1, 2}
         twice = {int(k) for k, v in held.items() if v == 2}  # (offset = number: sent in order)
-        assert twice <= set(b.queue("q")._maybe_moved)  # their intents replayed (white box)
+        assert twice <= set(b.queue("q")._mover.intents)  # their intents replayed (white box)
     _finish(path, ids)
 
 

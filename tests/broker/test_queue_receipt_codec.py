@@ -1,4 +1,4 @@
-"""vqs.broker.queue.receipt: the batch tag path (``run_tags`` + ``HANDLE_WORDS``) builds
+"""vqs.broker.queue.receipt: the batch path (``run_handles``) builds
 exactly the handles ``encode`` builds, whatever the run's alignment to the 8-delivery
 tag blocks and whether the last block is reused."""
 
@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import os
 
-from vqs.broker.queue.receipt import HANDLE_WORDS, ReceiptCodec
+from vqs.broker.queue.receipt import ReceiptCodec
 
 
 def _handles(codec: ReceiptCodec, offset: int, nonce: int, n: int) -> list[str]:
-    words, first = codec.run_tags(offset, nonce, n)
-    return [HANDLE_WORDS.pack(offset + i, nonce + i, words[first + i]).hex() for i in range(n)]
+    return codec.run_handles(offset, nonce, n)
 
 
-def test_run_tags_make_the_handles_encode_makes():
+def test_run_handles_are_the_handles_encode_makes():
     codec = ReceiptCodec(os.urandom(32))
     offset, nonce = 0, 1
     # runs that start and end inside a block, span several, and continue the last one

@@ -24,7 +24,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from vqs.storage import Log, encode_batch  # noqa: E402
+from vqs.storage import CompactionSettings, Log, clean_log, encode_batch  # noqa: E402
 from vqs.storage.record_batch import CODEC_NONE, HEADER_SIZE  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, ms
@@ -57,9 +57,9 @@ def fresh(name: str) -> str:
 
 
 def strip(d: str) -> None:
-    """Keep only the segments and quarantine/: everything else is derived or optional."""
+    """Keep only the segments, quarantine/ and cleaner.checkpoint: everything else is derived or optional."""
     for f in os.listdir(d):
-        if f == "quarantine" or f.endswith(".log"):
+        if f in ("quarantine", "cleaner.checkpoint") or f.endswith(".log"):
             continue
         p = os.path.join(d, f)
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
@@ -193,6 +193,42 @@ def main() -> None:
     recs = records_of(qg)
     save("quarantine_gap", "offsets 2-3 were quarantined by recovery=\"skip\" (quarantine/ names the gap)",
          recs[:2] + recs[4:], end=6, missing=[2, 3], quarantine=sorted(os.listdir(os.path.join(d, "quarantine"))))
+
+    compacted()
+
+
+def compacted() -> None:
+    """A log the cleaner compacted: segments 0, 6, 10, 12 (sealed) and 15 (active); the cleaner
+    keeps the latest record per key of the sealed ones (a tombstone among them), so segment 0
+    holds a batch of bit 4 after removed offsets and ends before segment 6's base, segment 6
+    keeps its batches as they were, segment 10 is left empty (every record replaced later),
+    segment 12 is as it was and segment 15 is untouched."""
+    layout = [(0, [[b"a", b"b", b"c", b"a"], [b"d", b"e"]]), (6, [[b"b", b"a"], [b"e", b"g"]]),
+              (10, [[b"h", b"i"]]), (12, [[b"h", b"i", b"c"]]), (15, [[b"x"]])]
+    d = fresh("compacted")
+    os.makedirs(d)
+    produced = []
+    for base, batches in layout:
+        with open(os.path.join(d, seg(base)), "wb") as f:
+            o = base
+            for keys in batches:
+                values = [None if (o + i) == 7 else b"%s%d" % (k, o + i) for i, k in enumerate(keys)]
+                f.write(encode_batch(o, values, keys=keys, timestamps=[T0 + o + i for i in range(len(keys))],
+                                     nulls=True))
+                produced += [(o + i, T0 + o + i, k, v) for i, (k, v) in enumerate(zip(keys, values))]
+                o += len(keys)
+    log = Log.open(d, flush="always", segment_bytes=128)  # 128: each sealed segment cleaned on its own
+    stats = clean_log(log, CompactionSettings(delete_retention_ms=10**12), now_ms=T0 + 1000, force=True)
+    log.close()
+    assert stats.segments_in == 4, stats
+    strip(d)
+    assert os.path.getsize(os.path.join(d, seg(10))) == 0
+    latest = {k: o for o, _, k, _ in produced if o < 15}
+    kept = [(o, t, k, v) for o, t, k, v in produced if o >= 15 or latest[k] == o]
+    save("compacted", "segments 0-12 cleaned (the latest record per key; offset 7 is a tombstone): "
+         "offsets 0-3, 5, 10 and 11 removed; segment 0's batch carries attribute bit 4; segment 10 is empty",
+         [record_json(o, t, k, v, ()) for o, t, k, v in kept], end=16,
+         missing=sorted({o for o, *_ in produced} - {o for o, *_ in kept}))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import vqs
 import vqs.client as vc
 from vqs.errors import (
     ConfigError,
+    InvalidRecord,
     OffsetOutOfRange,
     PartitionDoesNotExist,
     TopicAlreadyExists,
@@ -280,3 +281,17 @@ def test_a_refused_connection_and_a_timeout_are_vqs_errors():
                 c.producer().send("t", b"v", partition=0)
     finally:
         silent.close()
+
+
+def test_a_compacted_topic_over_rest(client, http, unique):
+    client.create_topic(unique, cleanup_policy="compact", delete_retention_ms=5000)
+    assert http.get(f"/topics/{unique}").json()["config"]["cleanup_policy"] == "compact"
+    assert http.get(f"/topics/{unique}").json()["config"]["delete_retention_ms"] == 5000
+    p = client.producer()
+    with pytest.raises(InvalidRecord, match="compacted"):
+        p.send(unique, b"no key")
+    r = http.post(f"/topics/{unique}/messages", json={"messages": [{"value": "x"}]})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_record"
+    assert p.send(unique, b"v", key=b"k").offset == 0
+    r = http.post("/topics", json={"name": unique + "-bad", "cleanup_policy": "shred"})
+    assert r.status_code in (400, 422)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from vqs.broker import Broker
+from vqs.errors import InvalidRecord
+from vqs.spark.appenders import PathAppender
 from vqs.spark.datadir import log_config, partition_dir, read_topic_meta
+from vqs.spark.rows import Rows
 from vqs.storage import Log
 
 
@@ -18,3 +23,18 @@ def test_a_topic_with_unlimited_retention_opens_for_a_path_mode_writer(tmp_path)
         assert log.retention_ms is None and log.segment_bytes == 8192
     finally:
         log.close()
+
+
+def test_a_compacted_topic_in_path_mode(tmp_path):
+    """The path-mode writer opens a compacted topic's partitions as the broker does (no
+    retention for cleanup_policy=compact) and refuses keyless rows, as every front does."""
+    data = str(tmp_path / "data")
+    with Broker(data) as b:
+        b.create_topic("table", cleanup_policy="compact", retention_ms=1000)
+    assert log_config(read_topic_meta(data, "table"))["retention_ms"] is None
+    with PathAppender(data, 5.0, own=True) as app:
+        with pytest.raises(InvalidRecord, match="compacted"):
+            app.append("table", 0, Rows([b"v1", b"v2"], [b"k", None], None, None))
+        app.append("table", 0, Rows([b"v1", b"v2"], [b"k", b"j"], None, None))
+    with Broker(data) as b:
+        assert [r.key for r in b.topic("table").read(0, 0)] == [b"k", b"j"]

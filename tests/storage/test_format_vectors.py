@@ -74,7 +74,7 @@ def read_all(path: str) -> tuple[dict, list[CorruptRecordError]]:
 
 def test_every_vector_is_listed():
     assert set(NAMES) == {"plain", "zstd", "lz4", "keys_headers", "empty_values", "torn_tail", "corrupt_batch", "null_values",
-                          "quarantine_gap"}
+                          "quarantine_gap", "compacted"}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -91,7 +91,7 @@ def test_segment_files_are_untouched_by_reading():
     or not, the checked-in bytes are what make_vectors.py wrote)."""
     for name in NAMES:
         files = sorted(os.listdir(os.path.join(VECTORS, name)))
-        assert all(f.endswith(".log") or f == "quarantine" for f in files), (name, files)
+        assert all(f.endswith(".log") or f in ("quarantine", "cleaner.checkpoint") for f in files), (name, files)
 
 
 def test_open_truncates_the_torn_tail(tmp_path):

@@ -29,9 +29,10 @@ import time
 from collections.abc import Callable
 
 from ..errors import ConfigError, DiskFullError, LogClosedError, OffsetOutOfRange, VQSError
-from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs, raise_open_file_limit
+from ..storage import FILE_CACHE, CleanStats, DirLock, fsync_dir, make_dirs, raise_open_file_limit
 from . import layout
 from .catalog import TopicCatalog
+from .compaction import TopicCleaner
 from .consumer import Consumer
 from .group_offsets import GroupRegistry
 from .names import validate_group, validate_name
@@ -105,6 +106,7 @@ class Broker:
         clock: Callable[[], float] | None = None,
         retention_check_interval_ms: int = 300_000,
         queue_maintenance_interval_ms: int = 1000,
+        cleaner_interval_ms: int = 15_000,
         **defaults,
     ):
         queue_defaults = {k: v for k, v in defaults.items() if k not in LOG_OPTIONS}
@@ -113,6 +115,7 @@ class Broker:
         for name, value in (
             ("retention_check_interval_ms", retention_check_interval_ms),
             ("queue_maintenance_interval_ms", queue_maintenance_interval_ms),
+            ("cleaner_interval_ms", cleaner_interval_ms),
         ):
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{name} must be > 0, not {value!r}")
@@ -156,6 +159,9 @@ class Broker:
             open_log = _open_log if clock is None else functools.partial(_open_log, clock=clock)
             self._catalog = TopicCatalog(self.path, self.log_defaults, open_log)
             self._catalog.load()
+            self._cleaner = TopicCleaner(self._catalog, cleaner_interval_ms / 1000, self._clock_ms)
+            if any(t.compacted for t in self._catalog.all()):
+                self._cleaner.start()
             if os.path.isdir(layout.queues_dir(self.path)):
                 self._queue_registry()  # recover existing queues now, not at first use
             self._retention_thread = threading.Thread(
@@ -212,6 +218,7 @@ class Broker:
         thread = self._retention_thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
+        self._cleaner.close()
         errors = []
         with self._lock:
             for close in (self._catalog.close, self._queues.close if self._queues else None):
@@ -296,17 +303,30 @@ class Broker:
         segment_bytes: int | None = None,
         compression: str | None = None,
         max_message_bytes: int | None = None,
+        *,
+        cleanup_policy: str | None = None,
+        delete_retention_ms: int | None = None,
+        min_cleanable_dirty_ratio: float | None = None,
+        min_compaction_lag_ms: int | None = None,
+        max_compaction_lag_ms: int | None = None,
+        segment_ms: int | None = None,
     ) -> Topic:
         """Create a topic of ``partitions`` partitions; None settings follow the broker's defaults.
 
         ``retention_bytes`` is per partition, as in Kafka; ``retention_ms``/``retention_bytes``
         of -1 mean no limit (Kafka's -1). ``max_message_bytes`` bounds each record's value for
         the server's fronts (``Topic.message_limit``; None: the server's ``max_message_bytes``).
+        ``cleanup_policy`` (Kafka's ``cleanup.policy``): ``"delete"`` (the default: retention
+        deletes old segments), ``"compact"`` (the log cleaner keeps the latest record of every
+        key, retention off; keyless records are refused: InvalidRecord) or ``"compact,delete"``
+        (both). The cleaner's settings, Kafka's: ``delete_retention_ms`` (how long a tombstone,
+        a null value, stays once cleaned; default one day), ``min_cleanable_dirty_ratio``
+        (0.5), ``min_compaction_lag_ms`` (0), ``max_compaction_lag_ms`` (None: no bound).
         Raises TopicAlreadyExists, InvalidName or ConfigError.
         """
         with self._lock:
             self._check_open()
-            return self._catalog.create(
+            topic = self._catalog.create(
                 name,
                 partitions,
                 {
@@ -315,8 +335,31 @@ class Broker:
                     "segment_bytes": segment_bytes,
                     "compression": compression,
                     "max_message_bytes": max_message_bytes,
+                    "cleanup_policy": cleanup_policy,
+                    "delete_retention_ms": delete_retention_ms,
+                    "min_cleanable_dirty_ratio": min_cleanable_dirty_ratio,
+                    "min_compaction_lag_ms": min_compaction_lag_ms,
+                    "max_compaction_lag_ms": max_compaction_lag_ms,
+                    "segment_ms": segment_ms,
                 },
             )
+            if topic.compacted:
+                self._cleaner.start()
+            return topic
+
+    @property
+    def cleaner_totals(self) -> CleanStats:
+        """What the log cleaner did since this broker opened (segments and bytes in and out,
+        records removed), every pass summed."""
+        return self._cleaner.totals
+
+    def compact(self, topic: str | None = None, *, force: bool = False) -> CleanStats:
+        """Run the log cleaner now over ``topic`` (None: every compacted topic), as its
+        background thread does every ``cleaner_interval_ms``; ``force`` ignores
+        ``min_cleanable_dirty_ratio``. Returns what it did (segments and bytes in and out,
+        records removed)."""
+        self._check_open()
+        return self._cleaner.run(topic, force=force)
 
     def alter_topic(self, name: str, settings: dict, *, replace: bool = False,
                     validate_only: bool = False) -> Topic:

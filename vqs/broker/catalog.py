@@ -30,7 +30,16 @@ import shutil
 import threading
 
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
-from ..storage import atomic_write, check_room, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from ..storage import (
+    CompactionSettings,
+    Log,
+    atomic_write,
+    check_room,
+    fsync_dir,
+    make_dirs,
+    raise_if_disk_full,
+    rename_aside,
+)
 from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic
@@ -38,11 +47,16 @@ from .topic import Topic
 logger = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 10_000
-# Per-topic settings create_topic accepts; each overrides the broker default. The first
-# four are Log settings (passed to every partition's Log); max_message_bytes is a rule
-# of the topic's producers (every front checks it before appending: Topic.message_limit).
-LOG_SETTINGS = ("retention_ms", "retention_bytes", "segment_bytes", "compression")
-TOPIC_SETTINGS = (*LOG_SETTINGS, "max_message_bytes")
+# Per-topic settings create_topic accepts; each overrides the broker default. LOG_SETTINGS
+# are passed to every partition's Log; max_message_bytes is a rule of the topic's producers
+# (every front checks it before appending: Topic.message_limit); COMPACTION_SETTINGS are the
+# log cleaner's (compaction.py), cleanup_policy's "compact" turns it on.
+LOG_SETTINGS = ("retention_ms", "retention_bytes", "segment_bytes", "segment_ms", "compression")
+COMPACTION_SETTINGS = ("delete_retention_ms", "min_cleanable_dirty_ratio", "min_compaction_lag_ms",
+                       "max_compaction_lag_ms")
+TOPIC_SETTINGS = (*LOG_SETTINGS, "max_message_bytes", "cleanup_policy", *COMPACTION_SETTINGS)
+#: cleanup_policy values (Kafka's cleanup.policy; "delete,compact" is taken as "compact,delete")
+CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
 COMPRESSIONS = (None, "zstd", "lz4")
 UNLIMITED = -1  # retention_ms / retention_bytes: no limit, even over a broker default (Kafka's -1)
 MAX_MESSAGE_BYTES = 1 << 30  # a value must fit in one stored batch (record_batch.MAX_BATCH_BYTES)
@@ -72,11 +86,29 @@ def validate_topic_settings(partitions, settings: dict) -> None:
     _check_int("retention_ms", settings.get("retention_ms"), UNLIMITED)
     _check_int("retention_bytes", settings.get("retention_bytes"), UNLIMITED)
     _check_int("segment_bytes", settings.get("segment_bytes"), 128)  # (a Log's smallest segment)
+    _check_int("segment_ms", settings.get("segment_ms"), 1)
     _check_int("max_message_bytes", settings.get("max_message_bytes"), 1, MAX_MESSAGE_BYTES)
+    policy = settings.get("cleanup_policy")
+    if policy is not None and cleanup_policy(policy) not in CLEANUP_POLICIES:
+        raise ConfigError(f"cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, not {policy!r}")
+    compaction_settings({k: settings.get(k) for k in COMPACTION_SETTINGS})  # ConfigError naming the setting
     if settings.get("compression") not in COMPRESSIONS:
         raise ConfigError(
             f"compression must be one of None, 'zstd', 'lz4', not {settings.get('compression')!r}"
         )
+
+
+def cleanup_policy(value) -> str | None:
+    """``value`` in its one spelling ("delete,compact" and spaces: "compact,delete"); None stays None."""
+    if value is None or not isinstance(value, str):
+        return value
+    parts = sorted({p.strip() for p in value.split(",")})
+    return ",".join(parts)
+
+
+def compaction_settings(config: dict) -> CompactionSettings:
+    """The cleaner's settings from a topic's (None: the default)."""
+    return CompactionSettings(**{k: v for k, v in config.items() if k in COMPACTION_SETTINGS and v is not None})
 
 
 class TopicCatalog:
@@ -133,11 +165,19 @@ class TopicCatalog:
         return {"name": name, "partitions": partitions, "config": config}
 
     def _log_kwargs(self, explicit: dict) -> dict:
-        """``Log.open``'s settings for a partition of a topic whose own settings are ``explicit``:
-        the broker's defaults, overridden by the topic's Log settings (UNLIMITED retention is the
-        Log's "no limit", None, even over a broker default)."""
+        """``Log.open``'s settings for a topic's partitions: the broker's, the topic's over them."""
         kwargs = dict(self._log_defaults)
+        # UNLIMITED overrides a broker default with the Log's "no limit" (None)
         kwargs.update({k: log_value(k, v) for k, v in explicit.items() if v is not None and k in LOG_SETTINGS})
+        policy = cleanup_policy(explicit.get("cleanup_policy")) or "delete"
+        if policy == "compact":
+            # compaction alone: nothing is deleted by age or size (Kafka's cleanup.policy=compact)
+            kwargs["retention_ms"] = kwargs["retention_bytes"] = None
+        lag = explicit.get("max_compaction_lag_ms")
+        if "compact" in policy and lag is not None:
+            # the active segment is never cleaned: it rolls by then (Kafka's KIP-354)
+            seg_ms = kwargs.get("segment_ms", Log.open.__kwdefaults__["segment_ms"])
+            kwargs["segment_ms"] = lag if seg_ms is None else min(seg_ms, lag)
         return kwargs
 
     @staticmethod
@@ -145,6 +185,9 @@ class TopicCatalog:
         """A topic's ``config``: its settings in force, as its logs apply them (defaults included)."""
         config = {k: getattr(log, k, kwargs.get(k)) for k in LOG_SETTINGS}
         config["max_message_bytes"] = explicit.get("max_message_bytes")  # None: the caller's default
+        config["cleanup_policy"] = cleanup_policy(explicit.get("cleanup_policy")) or "delete"
+        defaults = CompactionSettings()
+        config.update({k: explicit.get(k, getattr(defaults, k)) for k in COMPACTION_SETTINGS})
         return config
 
     def _open_topic(self, name: str, partitions: int, explicit: dict) -> Topic:
@@ -171,9 +214,9 @@ class TopicCatalog:
     def defaults(self) -> dict:
         """What each of TOPIC_SETTINGS is for a topic without its own: the broker's default, else
         the Log's (None: no limit; max_message_bytes None: the caller's default)."""
-        from ..storage import Log
-
-        found = {**Log.reconfigure.__kwdefaults__, **self._log_defaults, "max_message_bytes": None}
+        compaction = CompactionSettings()
+        found = {**Log.open.__kwdefaults__, **self._log_defaults, "max_message_bytes": None,
+                 "cleanup_policy": "delete", **{k: getattr(compaction, k) for k in COMPACTION_SETTINGS}}
         return {k: log_value(k, found.get(k)) for k in TOPIC_SETTINGS}
 
     def get(self, name: str) -> Topic:
@@ -194,6 +237,8 @@ class TopicCatalog:
         validate_name(name, "topic")
         validate_topic_settings(partitions, settings)
         explicit = {k: settings[k] for k in TOPIC_SETTINGS if settings.get(k) is not None}
+        if "cleanup_policy" in explicit:
+            explicit["cleanup_policy"] = cleanup_policy(explicit["cleanup_policy"])
         with self._lock:
             if name in self._topics:
                 raise TopicAlreadyExists(name)
@@ -285,6 +330,8 @@ class TopicCatalog:
             explicit.update(settings)
             explicit = {k: v for k, v in explicit.items() if v is not None}
             validate_topic_settings(topic.partitions, explicit)
+            if "cleanup_policy" in explicit:
+                explicit["cleanup_policy"] = cleanup_policy(explicit["cleanup_policy"])
             if validate_only:
                 return topic
             kwargs = self._log_kwargs(explicit)
@@ -301,6 +348,7 @@ class TopicCatalog:
                 log.reconfigure(**log_settings)  # (validated above: the same bounds as open)
             topic.overrides = explicit
             topic.config = self._effective(logs[0], kwargs, explicit)
+            topic.compacted = "compact" in topic.config["cleanup_policy"]  # (the cleaner reads config)
             return topic
 
     def delete(self, name: str) -> None:

@@ -93,6 +93,8 @@ class Producer:
             _check_size(t, (value,))
         if key is not None and key.__class__ is not bytes:
             key = to_bytes(key, "key")
+        elif key is None and t.compacted:
+            t.check_keys(None, 1)  # InvalidRecord: a compacted topic takes keyed records only
         if partition is None:
             n = t.partitions
             if n == 1:
@@ -144,6 +146,8 @@ class Producer:
             keys = [k if k is None or k.__class__ is bytes else to_bytes(k, "key") for k in keys]
             if all(k is None for k in keys):
                 keys = None
+        if t.compacted:
+            t.check_keys(keys, n)  # InvalidRecord: a compacted topic takes keyed records only
         if headers is not None:
             headers = [_headers(h) for h in headers]
             if all(h is None for h in headers):

@@ -9,7 +9,7 @@ import logging
 import threading
 from typing import NamedTuple
 
-from ..errors import LogClosedError, PartitionDoesNotExist
+from ..errors import InvalidRecord, LogClosedError, PartitionDoesNotExist
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,13 @@ class Topic:
         self._closed = False
         self._waiters: tuple = ()
         self._waiters_lock = threading.Lock()
+        self.compacted = False
+        self._config_changed()
+
+    def _config_changed(self) -> None:
+        """Derive what the hot paths read from ``config`` (call after changing it)."""
+        #: cleanup_policy has "compact": the log cleaner keeps the latest record per key
+        self.compacted = "compact" in (self.config.get("cleanup_policy") or "")
 
     def __repr__(self) -> str:
         return f"Topic({self.name!r}, partitions={self.partitions}, config={self.config!r})"
@@ -111,6 +118,15 @@ class Topic:
         (Kafka's ``max.message.bytes``), else ``default`` (a server's ``max_message_bytes``).
         Every front that appends on a producer's behalf checks this one rule first."""
         return self.config.get("max_message_bytes") or default
+
+    def check_keys(self, keys, count: int) -> None:
+        """A compacted topic takes only records with keys (Kafka: INVALID_RECORD): raise
+        InvalidRecord, nothing appended, if one of ``count`` records (``keys``: None, or one
+        key or None per record) has none. Every front that appends checks this one rule."""
+        if self.compacted and (keys is None or any(k is None for k in keys)):
+            raise InvalidRecord(f"topic {self.name!r} is compacted (cleanup_policy={self.config['cleanup_policy']}): "
+                                f"every record needs a key, and {'none' if keys is None else 'one'} of "
+                                f"{count} has none")
 
     # -- partitions -----------------------------------------------------------------
     @property

@@ -29,11 +29,18 @@ topic_app = typer.Typer(help="Create, grow, list, describe and delete topics.", 
 def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-p"),
                  retention_ms: int | None = typer.Option(None), retention_bytes: int | None = typer.Option(None),
                  segment_bytes: int | None = typer.Option(None), compression: str | None = typer.Option(None),
+                 cleanup_policy: str | None = typer.Option(None, help="delete, compact or compact,delete"),
+                 delete_retention_ms: int | None = typer.Option(None, help="compacted: how long tombstones stay"),
+                 min_cleanable_dirty_ratio: float | None = typer.Option(None),
+                 min_compaction_lag_ms: int | None = typer.Option(None),
                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Create a topic."""
+    compaction = {k: v for k, v in (("cleanup_policy", cleanup_policy), ("delete_retention_ms", delete_retention_ms),
+                                    ("min_cleanable_dirty_ratio", min_cleanable_dirty_ratio),
+                                    ("min_compaction_lag_ms", min_compaction_lag_ms)) if v is not None}
     with target(url, data_dir, token, creates=True, topic=name) as t:
         t.create_topic(name, partitions=partitions, retention_ms=retention_ms, retention_bytes=retention_bytes,
-                       segment_bytes=segment_bytes, compression=compression)
+                       segment_bytes=segment_bytes, compression=compression, **compaction)
     print_line(f"created topic {name} with {partitions} partition(s)")
 
 

@@ -105,12 +105,12 @@ class AsyncClient:
 
     # topics
     async def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
-                           retention_bytes: int | None = None) -> dict:
+                           retention_bytes: int | None = None, **compaction) -> dict:
+        """As ``Client.create_topic`` (``compaction``: ``cleanup_policy`` and the cleaner's settings)."""
         body: dict = {"name": validate_name(name, "topic name"), "partitions": partitions}
-        if retention_ms is not None:
-            body["retention_ms"] = retention_ms
-        if retention_bytes is not None:
-            body["retention_bytes"] = retention_bytes
+        for k, v in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes), *compaction.items()):
+            if v is not None:
+                body[k] = v
         return await self._t.json("POST", "/topics", json=body)
 
     async def create_partitions(self, name: str, partitions: int) -> dict:

@@ -54,11 +54,14 @@ class Client:
     # ------------------------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
                      retention_bytes: int | None = None, segment_bytes: int | None = None,
-                     compression: str | None = None, max_message_bytes: int | None = None) -> RemoteTopic:
+                     compression: str | None = None, max_message_bytes: int | None = None,
+                     **compaction) -> RemoteTopic:
+        """As ``Broker.create_topic``; ``compaction``: its ``cleanup_policy``, ``delete_retention_ms``,
+        ``min_cleanable_dirty_ratio``, ``min_compaction_lag_ms``, ``max_compaction_lag_ms``."""
         body = {"name": validate_name(name, "topic name"), "partitions": partitions}
         for k, v in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes),
                      ("segment_bytes", segment_bytes), ("compression", compression),
-                     ("max_message_bytes", max_message_bytes)):
+                     ("max_message_bytes", max_message_bytes), *compaction.items()):
             if v is not None:
                 body[k] = v
         return RemoteTopic(self, self._transport, self._transport.json("POST", "/topics", json=body))

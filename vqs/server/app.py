@@ -396,7 +396,7 @@ def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddlewar
 
             ctx.broker = Broker(settings.data_dir, flush=settings.flush,
                                 flush_interval_ms=settings.flush_interval_ms,
-                                min_free_bytes=settings.min_free_bytes)
+                                min_free_bytes=settings.min_free_bytes, cleaner_interval_ms=settings.cleaner_interval_ms)
         from .sqs.service import SQSService
 
         ctx.sqs = SQSService(ctx)

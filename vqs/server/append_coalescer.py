@@ -103,6 +103,8 @@ class AppendCoalescer:
         would be (the HTTP fast path's request answers from them, with no task of its own);
         it is returned; or None, with nothing done, for a request whose records go to several
         partitions (those are appended apart, by ``_direct``: a coroutine)."""
+        if topic.compacted:
+            topic.check_keys(keys, len(values))  # InvalidRecord before anything is queued
         n = topic.partitions
         if partition is None:
             if n == 1:

@@ -56,6 +56,7 @@ _REQUEST_ERRORS: dict[type, tuple[int, str]] = {
     E.QueueAlreadyExists: (409, "queue_exists"),
     E.InvalidName: (400, "invalid_name"),
     E.MessageTooLarge: (413, "message_too_large"),
+    E.InvalidRecord: (400, "invalid_record"),
     E.OffsetOutOfRange: (400, "offset_out_of_range"),
     E.FencedMember: (409, "fenced_member"),
     E.InconsistentGroupProtocol: (409, "inconsistent_group_protocol"),

@@ -181,4 +181,11 @@ class _BrokerCollector:
                     continue
         except LogClosedError:  # the broker closed during the scrape: report what was gathered
             pass
-        yield from (end, start, disk, segs, lag, qv, free, total, failed, full)
+        cleaned = CounterMetricFamily("vqs_cleaner_bytes", "Bytes the log cleaner read and wrote "
+                                      "(compacted topics)", labels=["direction"])
+        removed = CounterMetricFamily("vqs_cleaner_records_removed", "Records the log cleaner removed")
+        c = broker.cleaner_totals
+        cleaned.add_metric(["in"], c.bytes_in)
+        cleaned.add_metric(["out"], c.bytes_out)
+        removed.add_metric([], c.records_removed)
+        yield from (end, start, disk, segs, lag, qv, free, total, failed, full, cleaned, removed)

@@ -50,6 +50,7 @@ class Settings:
     flush_interval_ms: int = 100
     min_free_bytes: int | None = None         # refuse topic/queue writes under this much free disk
                                               # (None: min(64 MiB, 5 % of the filesystem); 0: off)
+    cleaner_interval_ms: int = 15_000         # the log cleaner looks at compacted topics this often
     health_cache_ms: int = 1000               # /health keeps its list of logs and a healthy free space
                                               # this long (0: off); failed or full logs show at once
     # limits
@@ -114,7 +115,7 @@ class Settings:
                      "max_connections", "max_long_poll_waiters", "max_connections_per_client",
                      "http_header_timeout_s", "kafka_auth_timeout_s", "kafka_frame_timeout_s",
                      "kafka_idle_timeout_s", "kafka_max_frame_bytes", "kafka_group_min_session_timeout_ms",
-                     "kafka_group_max_session_timeout_ms"):
+                     "kafka_group_max_session_timeout_ms", "cleaner_interval_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
         for name in ("kafka_share_record_lock_ms", "kafka_share_delivery_limit", "kafka_share_session_timeout_ms",

@@ -17,7 +17,7 @@ Imports point one way: writer.py -> appenders.py -> remote.py -> rows.py.
 from __future__ import annotations
 
 from ..errors import VQSError
-from .datadir import SharedOwnership, open_partition_writer, read_topic_meta
+from .datadir import SharedOwnership, check_keys, open_partition_writer, read_topic_meta
 from .options import WriteOptions
 from .remote import UrlAppender
 from .rows import Rows
@@ -67,7 +67,9 @@ class PathAppender:
         return self.log(topic, partition).end_offset
 
     def append(self, topic: str, partition: int, rows: Rows) -> None:
-        rows.append_to(self.log(topic, partition))
+        lg = self.log(topic, partition)
+        check_keys(self._meta[topic], topic, rows.keys)  # (InvalidRecord: nothing appended)
+        rows.append_to(lg)
 
     def release(self) -> None:
         """Close (write and fsync) the open partition log, releasing its lock."""

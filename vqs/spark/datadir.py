@@ -28,8 +28,8 @@ import os
 import time
 
 from ..broker import layout
-from ..broker.catalog import log_value
-from ..errors import ConfigError, LogLockedError, VQSError
+from ..broker.catalog import cleanup_policy, log_value
+from ..errors import ConfigError, InvalidRecord, LogLockedError, VQSError
 from ..storage import DirLock, Log, MapCache
 
 logger = logging.getLogger(__name__)
@@ -196,7 +196,17 @@ def _owned_error(err: LogLockedError) -> LogLockedError:
 
 def log_config(meta: dict) -> dict:
     cfg = meta.get("config") or {}
-    return {k: log_value(k, cfg[k]) for k in _LOG_CONFIG_KEYS if k in cfg}
+    out = {k: log_value(k, cfg[k]) for k in _LOG_CONFIG_KEYS if k in cfg}
+    if cleanup_policy(cfg.get("cleanup_policy")) == "compact":  # as the broker opens it: no retention
+        out["retention_ms"] = out["retention_bytes"] = None
+    return out
+
+
+def check_keys(meta: dict, topic: str, keys) -> None:
+    """A compacted topic takes keyed records only (the broker's Topic.check_keys rule)."""
+    policy = (meta.get("config") or {}).get("cleanup_policy") or ""
+    if "compact" in policy and (keys is None or any(k is None for k in keys)):
+        raise InvalidRecord(f"topic {topic!r} is compacted (cleanup_policy={policy}): every record needs a key")
 
 
 def open_partition_writer(data_dir: str, topic: str, partition: int, meta: dict, timeout_s: float):

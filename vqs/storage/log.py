@@ -65,6 +65,7 @@ from ..errors import (
 )
 from . import log_settings, retention
 from . import space as _space
+from .cleaner import finish_swaps
 from .dir_lock import DirLock
 from .durable_file import make_dirs
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
@@ -252,6 +253,7 @@ class Log:
         self._grant.floor = _space.floor_of(governor, min_free_bytes, control)
         weakref.finalize(self, self._grant.dropped)
         try:
+            finish_swaps(self.path)  # a cleaner's committed swap completed, its unfinished output deleted
             adopt_loaded(self, LogLoader(self.path, self.recovery, self._segs, defer_clean_marker).load())
         except BaseException as e:
             self._close_files()
@@ -673,10 +675,9 @@ class Log:
         appends in flight did not finish in time. Crash-safe (log_repair.py)."""
         return repair(self, error)
 
-    def reconfigure(self, *, segment_bytes: int = 128 << 20, retention_ms: int | None = None,
-                    retention_bytes: int | None = None, compression: str | None = None) -> None:
-        """Change what a topic may alter while open; the defaults are ``open``'s (log_settings.py)."""
-        log_settings.reconfigure(self, segment_bytes, retention_ms, retention_bytes, compression)
+    def reconfigure(self, **settings) -> None:
+        """Change what a topic may alter while open (log_settings.py; those not given: ``open``'s)."""
+        log_settings.reconfigure(self, **settings)
 
     # ------------------------------------------------------------------ info
 

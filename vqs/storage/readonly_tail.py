@@ -3,7 +3,8 @@
 A readonly log never writes a file: it opens the segments it finds, takes as
 its end the consistent prefix of the last one (every valid batch up to the
 first incomplete one: the owner may be writing it), and on ``refresh`` picks up
-segments the owner rolled to and forgets those its retention deleted.
+segments the owner rolled to, forgets those its retention deleted, and opens
+again the sealed ones its log cleaner replaced (a compacted log).
 
 Invariants:
 - the end offset only moves forward between refreshes; a segment's ``size`` is
@@ -14,6 +15,9 @@ Invariants:
 
 from __future__ import annotations
 
+import os
+
+from .cleaner import CLEAN_POINT
 from .log_dir import list_segment_bases
 from .recovery import SegmentFactory
 from .segment import Segment
@@ -32,6 +36,36 @@ def open_segments(path: str, make_segment: SegmentFactory) -> list[Segment]:
         except FileNotFoundError:
             continue  # deleted by the owner's retention meanwhile
     return segments
+
+
+def open_segments_below(path: str, make_segment: SegmentFactory, bases: list[int], end: int) -> list[Segment]:
+    out = []
+    for base in bases:
+        if base >= end:
+            break
+        try:
+            out.append(make_segment(base, active=False))
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def _cleaned(path: str, segments: list[Segment], bases: list[int]) -> bool:
+    """Whether the owner's log cleaner changed a sealed segment since we opened it: one
+    gone from the middle, or a file whose size is not ours. Asked only of compacted logs
+    (their cleaner.checkpoint exists), so other logs pay no stat per segment."""
+    if not os.path.exists(os.path.join(path, CLEAN_POINT)):
+        return False
+    present = set(bases)
+    for seg in segments[:-1]:
+        if seg.base_offset not in present:
+            return True
+        try:
+            if os.stat(seg.log_path).st_size != seg.size:
+                return True
+        except FileNotFoundError:
+            return True
+    return False
 
 
 def find_tail(seg: Segment, hint: TailHint | None) -> TailHint:
@@ -68,6 +102,12 @@ def follow_segments(path: str, segments: list[Segment], make_segment: SegmentFac
     known = {s.base_offset for s in segments}
     while len(segments) > 1 and segments[0].base_offset < bases[0]:
         segments.pop(0).forget()  # not close(): a read of ours may be in flight on it
+    if len(segments) > 1 and _cleaned(path, segments, bases):
+        # The owner's cleaner replaced sealed segments (cleaner.py): open them again.
+        for seg in segments[:-1]:
+            seg.forget()
+        last = segments[-1]
+        segments[:-1] = open_segments_below(path, make_segment, bases, last.base_offset)
     new = [b for b in bases if b > segments[-1].base_offset and b not in known]
     if new:
         # The segment that was last is complete now (the owner rolled past

@@ -49,7 +49,10 @@ ATTR_KEYS = 0x1
 ATTR_HEADERS = 0x2
 ATTR_TIMESTAMPS = 0x4
 ATTR_NULL_VALUES = 0x8
-ATTR_KNOWN = ATTR_KEYS | ATTR_HEADERS | ATTR_TIMESTAMPS | ATTR_NULL_VALUES
+#: written by the log cleaner (cleaner.py): offsets before this batch may have been
+#: removed, so its base offset may lie past the previous batch's end
+ATTR_COMPACTED = 0x10
+ATTR_KNOWN = ATTR_KEYS | ATTR_HEADERS | ATTR_TIMESTAMPS | ATTR_NULL_VALUES | ATTR_COMPACTED
 
 #: A batch larger than this is refused when read (guards allocation from a
 #: corrupt length field); writers split larger appends into several batches.
@@ -189,8 +192,10 @@ def encode_batch_parts(
     base_sequence: int = -1,
     compressor=None,
     nulls: bool = False,
+    compacted: bool = False,
 ) -> list:
     """Encode one batch and return it as a list of buffers (for ``os.writev``).
+    ``compacted``: the batch may follow a gap the log cleaner left (ATTR_COMPACTED).
 
     ``timestamps`` is one int for every record, or one per record. ``keys`` and
     ``headers`` are None or one entry per record (an entry may be None).
@@ -200,7 +205,7 @@ def encode_batch_parts(
     n = len(values)
     if n == 0:
         raise ConfigError("a record batch needs at least one record")
-    attrs = 0
+    attrs = ATTR_COMPACTED if compacted else 0
     null_bits = None
     if nulls:
         null_bits = _validity(values)
@@ -597,9 +602,10 @@ def scan_batches(buf, pos: int = 0):
 class BatchInfo:
     """Header facts of a verified batch at a file position (recovery and indexing)."""
 
-    __slots__ = ("position", "base_offset", "count", "size", "max_timestamp_ms", "first_timestamp_ms")
+    __slots__ = ("position", "base_offset", "count", "size", "max_timestamp_ms", "first_timestamp_ms", "attributes")
 
-    def __init__(self, position, base_offset, count, size, first_ts, max_ts):
+    def __init__(self, position, base_offset, count, size, first_ts, max_ts, attributes=0):
+        self.attributes = attributes
         self.position = position
         self.base_offset = base_offset
         self.count = count
@@ -627,7 +633,7 @@ def verify_batch(buf, pos: int) -> BatchInfo | None:
         return None
     if _crc(memoryview(buf)[pos + CRC_START : end]) != crc:
         return None
-    return BatchInfo(pos, base, n, end - pos, first_ts, max_ts)
+    return BatchInfo(pos, base, n, end - pos, first_ts, max_ts, attrs)
 
 
 def find_next_valid(buf, pos: int, min_base_offset: int = 0) -> int | None:

@@ -17,7 +17,7 @@ Invariants:
 - ``size`` is the byte length of the valid prefix of the log file; everything
   VQS wrote beyond it was discarded by recovery.
 - batches in a segment have base offsets >= the segment's base and strictly
-  increasing; gaps are allowed (a batch quarantined by recovery="skip").
+  increasing; gaps are allowed (quarantined batches, records the cleaner removed).
 
 Allocation ahead (Redpanda's fallocation step): while the log's space governor
 has room for it, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its
@@ -59,7 +59,7 @@ from ..errors import CorruptRecordError
 from . import fs
 from .durable_file import write_all
 from .file_cache import CACHE, FileHandle
-from .record_batch import find_next_valid, peek_header, verify_batch
+from .record_batch import ATTR_COMPACTED, find_next_valid, peek_header, verify_batch
 from .segment_index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -524,11 +524,10 @@ class Segment:
         m = mmap.mmap(h.fd, position - start + n, mmap.MAP_SHARED, mmap.PROT_READ, offset=start)
         return memoryview(m)[position - start:]
 
-    def continues(self, expected: int, base: int) -> bool:
-        """Whether a batch with base offset ``base`` may follow ``expected``: offsets
-        are contiguous except across a gap recovery recorded when it quarantined
-        a batch. (The base offset lies outside the CRC: this is what protects it.)"""
-        return base == expected or self.gaps.get(expected) == base
+    def continues(self, expected: int, base: int, attributes: int = 0) -> bool:
+        """May a batch at ``base`` follow ``expected`` (contiguous, a quarantine's gap, cleaner.py's gaps)?"""
+        return base == expected or self.gaps.get(expected) == base or (
+            attributes & ATTR_COMPACTED and base > expected)
 
     def iter_valid(self, position: int = 0, end: int | None = None, expected: int | None = None):
         """Yield BatchInfo for consecutive valid batches from ``position`` up to the
@@ -537,7 +536,7 @@ class Segment:
         the offsets counts as invalid. Reads in bounded chunks."""
         for info in self._iter_valid(position, end):
             if expected is not None:
-                if not self.continues(expected, info.base_offset):
+                if not self.continues(expected, info.base_offset, info.attributes):
                     return
                 expected = info.next_offset
             yield info
@@ -595,7 +594,7 @@ class Segment:
         from_index = bool(start)
         while True:
             for info in self._iter_valid(pos, self.size):
-                if not self.continues(expected, info.base_offset):
+                if not self.continues(expected, info.base_offset, info.attributes):
                     break
                 if info.next_offset > offset:
                     return info.position, info.base_offset

@@ -41,7 +41,7 @@ def batches_at(
             if not skip or stepped:
                 raise
         else:
-            if not batches or seg.continues(expected, batches[0].base_offset):
+            if not batches or seg.continues(expected, batches[0].base_offset, batches[0].attributes):
                 return batches, next_pos, stepped
             if not skip or stepped:
                 raise CorruptRecordError(
@@ -88,7 +88,7 @@ def _read_run(seg: Segment, position: int, max_bytes: int, mapped: bool) -> tupl
             if out:
                 break  # the good prefix; whoever asks for the bad batch gets the error
             raise CorruptRecordError(str(e), path=where, position=position + p) from None
-        if out and not seg.continues(out[-1].next_offset, b.base_offset):
+        if out and not seg.continues(out[-1].next_offset, b.base_offset, b.attributes):
             break
         out.append(b)
         p += h[1]
@@ -128,7 +128,7 @@ def _decode_lazily(buf, seg: Segment, expected: int):
             b = decode_batch(buf, p, where=seg.log_path)
         except CorruptRecordError:
             return
-        if not seg.continues(expected, b.base_offset):
+        if not seg.continues(expected, b.base_offset, b.attributes):
             return
         yield b
         expected = b.next_offset

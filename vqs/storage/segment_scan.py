@@ -11,7 +11,8 @@ What it reports, in file order (``ScanItem.kind``):
 
 - ``batch``: a valid batch (``batch`` is the decoded RecordBatch);
 - ``gap``: a valid batch starts above the offset the previous one ended at
-  (``expected``): offsets missing, e.g. a batch quarantined by recovery;
+  (``expected``): offsets missing, e.g. a batch quarantined by recovery (not
+  reported before a batch the log cleaner wrote: its gaps are the format's);
 - ``offset_goes_back``: a valid batch starts below ``expected`` (corrupt);
 - ``below_segment_base``: a valid batch starts below the base offset in the
   file name (corrupt);
@@ -35,7 +36,7 @@ import os
 from collections.abc import Iterator
 
 from ..errors import CorruptRecordError
-from .record_batch import HEADER_SIZE, RecordBatch, decode_batch, peek_header
+from .record_batch import ATTR_COMPACTED, HEADER_SIZE, RecordBatch, decode_batch, peek_header
 from .segment import LOG_SUFFIX
 
 #: Kinds that mean the file is damaged (the others are normal or a torn tail).
@@ -108,7 +109,7 @@ def scan_segment_buffer(buf: bytes, *, where: str = "buffer", base_offset: int |
             yield ScanItem("below_segment_base", pos, b.size_bytes, batch=b, expected=base_offset)
         if expected is not None and b.base_offset < expected:
             yield ScanItem("offset_goes_back", pos, b.size_bytes, batch=b, expected=expected)
-        elif expected is not None and b.base_offset > expected:
+        elif expected is not None and b.base_offset > expected and not b.attributes & ATTR_COMPACTED:
             yield ScanItem("gap", pos, b.size_bytes, batch=b, expected=expected)
         expected = b.next_offset
         yield ScanItem("batch", pos, b.size_bytes, batch=b)

@@ -106,6 +106,16 @@ def test_purge_delete_and_send_need_the_csrf_token(session, api):
     assert "csrf-t" not in api.get("/topics").json()["topics"]
 
 
+def test_create_a_compacted_topic(session, api):
+    c, csrf = session
+    r = c.post("/console/topics", data={"csrf": csrf, "name": "console-compacted", "partitions": "1",
+                                        "cleanup_policy": "compact"})
+    assert r.status_code == 303
+    assert api.get("/topics/console-compacted").json()["config"]["cleanup_policy"] == "compact"
+    r = c.post("/console/topics", data={"csrf": csrf, "name": "console-bad", "cleanup_policy": "shred"})
+    assert "console-bad" not in api.get("/topics").json()["topics"]
+
+
 def test_errors_are_pages_without_paths(session, console_server):
     c, _ = session
     for path in ("/console/topics/no-such-topic", "/console/queues/no-such-queue", "/console/groups/nobody",

@@ -46,6 +46,18 @@ def test_topics_create_list_describe_delete(stubs, pb, unique):
 
 
 # ---------------------------------------------------------------------------------- records
+def test_a_compacted_topic_takes_keyed_records_only(stubs, pb, unique):
+    info = stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique, cleanup_policy="compact",
+                                                          delete_retention_ms=1000, min_cleanable_dirty_ratio=0.2))
+    assert info.config["cleanup_policy"] == "compact" and info.config["delete_retention_ms"] == "1000"
+    assert info.config["min_cleanable_dirty_ratio"] == "0.2"
+    e = _err(stubs.records.Produce, pb.ProduceRequest(topic=unique, values=[b"no key"]))
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and "compacted" in e.details()
+    assert stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"v"], keys=[b"k"])).count == 1
+    e = _err(stubs.topics.CreateTopic, pb.CreateTopicRequest(name=unique + "-bad", cleanup_policy="shred"))
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_produce_and_fetch_keep_columns(stubs, pb, unique):
     stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique))
     hs = [pb.Headers(headers=[pb.Header(name="h", value=b"1")]), pb.Headers()]

@@ -76,6 +76,23 @@ def test_an_oversized_array_closes_the_connection_before_allocating(kafka_server
     assert "at most 1000000 items" in kafka_server.log()
 
 
+def test_compacted_topics_are_taken_and_described(kafka_server):
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    for policy, stored in (("compact", "compact"), ("delete,compact", "compact,delete")):
+        topic = _name("compacted")
+        admin.create_topics([NewTopic(topic, 1, 1, config={
+            "cleanup.policy": policy, "min.compaction.lag.ms": "5", "max.compaction.lag.ms": "9223372036854775807",
+            "min.cleanable.dirty.ratio": "0.25", "segment.ms": "600000"})])[topic].result(10)
+        cfg = _describe(admin, topic)
+        assert cfg["cleanup.policy"].value == stored
+        assert cfg["cleanup.policy"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+        assert cfg["min.compaction.lag.ms"].value == "5" and cfg["min.cleanable.dirty.ratio"].value == "0.25"
+        assert cfg["max.compaction.lag.ms"].value == "9223372036854775807"  # Kafka's "no bound"
+        assert cfg["delete.retention.ms"].value == "86400000"
+        assert cfg["delete.retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+        assert cfg["segment.ms"].value == "600000"
+
+
 def _describe(admin, topic):
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     return admin.describe_configs([res])[res].result(10)
@@ -103,9 +120,11 @@ def test_unlimited_retention_and_max_message_bytes_are_taken_and_described(kafka
 
 @pytest.mark.parametrize("config, words", [
     ({"no.such.config": "1"}, "unknown topic config"),
-    ({"cleanup.policy": "compact"}, "compacted topics are not supported"),
-    ({"cleanup.policy": "delete,compact"}, "compacted topics are not supported"),
-    ({"cleanup.policy": "shred"}, "must be delete"),
+    ({"cleanup.policy": "shred"}, "must be delete, compact or compact,delete"),
+    ({"cleanup.policy": "compact,shred"}, "cleanup.policy"),
+    ({"min.cleanable.dirty.ratio": "1.5"}, "min.cleanable.dirty.ratio"),
+    ({"delete.retention.ms": "-1"}, "delete.retention.ms"),
+    ({"max.compaction.lag.ms": "0"}, "max.compaction.lag.ms"),
     ({"retention.ms": "-2"}, "retention.ms"),
     ({"retention.bytes": "ten"}, "retention.bytes"),
     ({"max.message.bytes": "0"}, "max.message.bytes"),

@@ -54,7 +54,13 @@ def _error(fut) -> ck.KafkaError:
 
 @pytest.fixture
 def admin(kafka_server):
-    return AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    a = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    a.bootstrap = kafka_server.bootstrap
+    return a
+
+
+def admin_bootstrap(admin) -> str:
+    return admin.bootstrap
 
 
 def test_incremental_alter_sets_deletes_and_validates(admin):
@@ -74,12 +80,31 @@ def test_incremental_alter_sets_deletes_and_validates(admin):
     assert _describe(admin, topic)["segment.bytes"].value == str(128 << 20)  # validate_only: unchanged
 
 
+def test_cleanup_policy_is_a_list_appended_to_and_subtracted_from(admin):
+    topic = _topic(admin)
+    _incremental(admin, topic, ("cleanup.policy", "compact", AlterConfigOpType.APPEND)).result(10)
+    assert _describe(admin, topic)["cleanup.policy"].value == "compact,delete"
+    _incremental(admin, topic, ("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT),
+                 ("min.cleanable.dirty.ratio", "0.1", AlterConfigOpType.SET)).result(10)
+    cfg = _describe(admin, topic)
+    assert cfg["cleanup.policy"].value == "compact" and cfg["min.cleanable.dirty.ratio"].value == "0.1"
+    assert cfg["cleanup.policy"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    p = ck.Producer({"bootstrap.servers": admin_bootstrap(admin)})
+    results = []
+    p.produce(topic, value=b"keyless", on_delivery=lambda err, msg: results.append(err))
+    assert p.flush(10) == 0
+    p.produce(topic, key=b"k", value=b"keyed", on_delivery=lambda err, msg: results.append(err))
+    assert p.flush(10) == 0
+    assert results[0] is not None and results[1] is None  # compacted now: a record needs a key
+
+
 @pytest.mark.parametrize("ops, code, words", [
     ([("no.such.config", "1", AlterConfigOpType.SET)], KafkaError.INVALID_CONFIG, "unknown topic config"),
     ([("retention.ms", "-2", AlterConfigOpType.SET)], KafkaError.INVALID_CONFIG, "retention.ms"),
     ([("segment.bytes", "100", AlterConfigOpType.SET)], KafkaError.INVALID_CONFIG, "segment.bytes"),
     ([("compression.type", "brotli", AlterConfigOpType.SET)], KafkaError.INVALID_CONFIG, "compression.type"),
-    ([("cleanup.policy", "compact", AlterConfigOpType.APPEND)], KafkaError.INVALID_CONFIG, "compact"),
+    ([("cleanup.policy", "shred", AlterConfigOpType.APPEND)], KafkaError.INVALID_CONFIG, "cleanup.policy"),
+    ([("min.cleanable.dirty.ratio", "2", AlterConfigOpType.SET)], KafkaError.INVALID_CONFIG, "dirty.ratio"),
     ([("retention.ms", "5", AlterConfigOpType.APPEND)], KafkaError.INVALID_CONFIG, "not a list"),
 ])
 @pytest.mark.parametrize("validate_only", [False, True])

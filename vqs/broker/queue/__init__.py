@@ -10,22 +10,24 @@ Modules (each states its invariants):
 * fair.py           fair queues: a standard queue's tenants and the noisy-tenant rule
 * dedup.py          the FIFO deduplication window
 * message.py        ``Message``, the message record's headers, ``receive_state`` (a
-                    receive's delay/expiry/visible rule)
-* receipt.py        receipt handles: the codec and the handle layout
+                    receive's delay/expiry/visible rule), ``sent_at`` (what retention counts from)
+* receipt.py        receipt handles: the codec, which alone knows the handle layout
 * leases.py         the lease table (``Lease`` entries, timers, state counts)
 * lease_state.py    the lease table's durable form: a state log plus a snapshot
 * lease_records.py  the state log's records
 * recovery.py       the lease table rebuilt at open
 * send_buffer.py    buffered plain sends and the in-memory tail
-* config.py         a queue's configuration: SQS attributes, their limits, storage settings
+* config.py         a queue's configuration: SQS attributes, their limits (one table),
+                    storage settings
 * config_files.py   the configuration stored: ``queue.meta`` and ``queue.json``
-* settings.py       attributes and tags as queue operations (Get/SetQueueAttributes, tags)
+* settings.py       ``QueueSettings``: a queue's part that owns its configuration and
+                    identity, changes them (attributes, tags) and writes them
 * validate.py       SQS's limits on requests, message attributes, batch entries
 * batch_entries.py  SQS's batch actions with per-entry results
-* redrive.py        dead-letter moves, redrive
+* redrive.py        ``Mover``: dead-letter moves, redrive (a queue's part)
 * move_tasks.py     message move tasks (``MoveTasks``), kept across restarts
 * maintenance.py    expire, reclaim, compact
-* peek.py           pending messages read without receiving them
+* peek.py           pending messages read without receiving them (``read_pending``)
 
 The queues of a data directory are made, opened and deleted by
 ``registry.QueueRegistry``.

@@ -85,6 +85,24 @@ STORAGE_SETTINGS = frozenset({
 #: accepted in registry defaults (the Broker passes its topic defaults) and ignored.
 IGNORED_DEFAULTS = frozenset({"retention_ms", "retention_bytes"})
 
+#: SQS's limits on the integer attributes, one table for every check of them
+#: (a queue's configuration here; a request's overrides: validate.py)
+MAX_VISIBILITY_S = 43200
+MAX_DELAY_S = 900
+MAX_WAIT_S = 20
+#: Python name -> (SQS name, lowest, highest)
+LIMITS = {
+    "visibility_timeout": ("VisibilityTimeout", 0, MAX_VISIBILITY_S),
+    "delay_seconds": ("DelaySeconds", 0, MAX_DELAY_S),
+    "receive_wait_seconds": ("ReceiveMessageWaitTimeSeconds", 0, MAX_WAIT_S),
+    "retention_seconds": ("MessageRetentionPeriod", 60, 1209600),
+    "max_message_bytes": ("MaximumMessageSize", 1024, 1048576),
+    "max_receive_count": ("RedrivePolicy.maxReceiveCount", 1, 1000),
+    "kms_data_key_reuse_period_seconds": ("KmsDataKeyReusePeriodSeconds", 60, 86400),
+}
+_ALWAYS_SET = ("visibility_timeout", "delay_seconds", "receive_wait_seconds", "retention_seconds",
+               "max_message_bytes")
+
 MAX_TAGS = 50
 _TAG_KEY_MAX = 128
 _TAG_VALUE_MAX = 256
@@ -157,11 +175,8 @@ class QueueConfig:
     # ------------------------------------------------------------ validation
 
     def validate(self) -> None:
-        _int_range("VisibilityTimeout", self.visibility_timeout, 0, 43200)
-        _int_range("DelaySeconds", self.delay_seconds, 0, 900)
-        _int_range("ReceiveMessageWaitTimeSeconds", self.receive_wait_seconds, 0, 20)
-        _int_range("MessageRetentionPeriod", self.retention_seconds, 60, 1209600)
-        _int_range("MaximumMessageSize", self.max_message_bytes, 1024, 1048576)
+        for name in _ALWAYS_SET:
+            _int_range(getattr(self, name), *LIMITS[name])
         if (self.dead_letter_queue is None) != (self.max_receive_count is None):
             raise InvalidAttributeValue(
                 "Value for parameter RedrivePolicy is invalid. Reason: Redrive policy does "
@@ -169,7 +184,7 @@ class QueueConfig:
                 + ("maxReceiveCount." if self.max_receive_count is None else "deadLetterTargetArn.")
             )
         if self.max_receive_count is not None:
-            _int_range("RedrivePolicy.maxReceiveCount", self.max_receive_count, 1, 1000)
+            _int_range(self.max_receive_count, *LIMITS["max_receive_count"])
         if not self.fifo and self.content_based_deduplication:
             raise InvalidAttributeName("Unknown Attribute ContentBasedDeduplication.")
         if self.deduplication_scope not in ("queue", "messageGroup"):
@@ -186,7 +201,7 @@ class QueueConfig:
                 "perMessageGroupId requires DeduplicationScope messageGroup."
             )
         if self.kms_data_key_reuse_period_seconds is not None:
-            _int_range("KmsDataKeyReusePeriodSeconds", self.kms_data_key_reuse_period_seconds, 60, 86400)
+            _int_range(self.kms_data_key_reuse_period_seconds, *LIMITS["kms_data_key_reuse_period_seconds"])
         if self.redrive_allow_policy is not None:
             _check_redrive_allow(self.redrive_allow_policy)
         validate_tags(self.tags)
@@ -386,8 +401,7 @@ def _check_py_value(name: str, val):
     if name in ("fifo", "content_based_deduplication", "sqs_managed_sse_enabled"):
         if not isinstance(val, bool):
             raise InvalidAttributeValue(f"{name} must be True or False, not {val!r}")
-    elif name in ("visibility_timeout", "delay_seconds", "receive_wait_seconds",
-                  "retention_seconds", "max_message_bytes"):
+    elif name in _ALWAYS_SET:
         if not isinstance(val, int) or isinstance(val, bool):
             raise InvalidAttributeValue(f"Invalid value for the parameter {PY_TO_SQS[name]}: {val!r}")
     elif name == "tags":
@@ -399,7 +413,7 @@ def _check_py_value(name: str, val):
     return val
 
 
-def _int_range(key: str, val, lo: int, hi: int) -> None:
+def _int_range(val, key: str, lo: int, hi: int) -> None:
     if not isinstance(val, int) or isinstance(val, bool) or not lo <= val <= hi:
         raise InvalidAttributeValue(
             f"Invalid value for the parameter {key}. Reason: must be an integer from {lo} to {hi}, not {val!r}."

@@ -9,12 +9,17 @@ record per message, body = value, metadata in record headers: message.py) and
 ``opening.open_queue`` reads the configuration and makes a ``StandardQueue``
 (standard.py) or a ``FifoQueue`` (fifo.py): the receive strategy, the delete
 rules and the FIFO bookkeeping are chosen once, by class, so no hot path asks
-which type it serves. The other concerns are mixed into ``Queue`` from their
-own modules: settings.py (attributes, tags),
-batch_entries.py (batch actions with per-entry results), redrive.py (moves
-between queues), maintenance.py (expire, reclaim, compact); each documents the
-state it relies on. Everything that changes queue state runs under ``self._lock``;
-fsyncs (``flush="always"``) run after it is released: concurrent callers share them.
+which type it serves. Parts that own their state are objects the queue holds:
+``_settings`` (settings.py: the configuration, the identity, their files;
+the hot paths read the queue's copies, refreshed by ``_configured``),
+``_leases`` (leases.py, with its receipt codec), ``_state`` (lease_state.py),
+``_sends`` (send_buffer.py), ``_mover`` (redrive.py: moves between queues,
+their intents); peek.py reads pending messages for ``peek``. batch_entries.py
+(batch actions with per-entry results) and maintenance.py (expire, reclaim,
+compact) are still method sets mixed into ``Queue``, working on its
+attributes; each documents the state it relies on. Everything that changes
+queue state runs under ``self._lock``; fsyncs (``flush="always"``) run after
+it is released: concurrent callers share them.
 
 Message states (in memory, rebuilt at open from the snapshot + state log +
 message log, recovery.py): fresh (in the log, never received; standard queues
@@ -52,7 +57,8 @@ only the current unexpired delivery's (else ``ReceiptHandleExpired`` on delete,
 ``MessageNotInflight`` on change). Forged or foreign: ``ReceiptHandleIsInvalid``.
 
 This module is over 500 lines: the operations every queue type shares hold the
-one queue lock and its invariants, and ``close`` must release both logs whatever fails.
+one queue lock and its invariants, ``close`` must release both logs whatever fails,
+and the facade's public methods that delegate to its parts are listed here.
 """
 
 from __future__ import annotations
@@ -76,20 +82,20 @@ from ...errors import (
 )
 from ...storage import Claim, Flusher, Log
 from .batch_entries import BatchEntries
+from .config import DEFAULT_ARN_PREFIX, MAX_VISIBILITY_S
 from .config_files import StoredQueue
 from .lease_records import encode_deletes, encode_leases
 from .lease_state import LeaseStateStore
 from .leases import INFLIGHT, LeaseTable
 from .maintenance import COMPACT_BYTES, Maintenance
 from .message import Message
-from .peek import Peek
+from .peek import PeekedMessage, check_peek, read_pending
 from .receipt import ReceiptCodec
 from .recovery import recover_leases, start_nonces, was_closed_cleanly, write_epoch_record
-from .redrive import Redrive
+from .redrive import Mover
 from .send_buffer import SendBuffer
 from .settings import QueueSettings
 from .validate import (
-    MAX_VISIBILITY_S,
     check_attempt_id,
     check_batch,
     check_batch_size,
@@ -117,7 +123,7 @@ def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
 
 logger = logging.getLogger("vqs.broker.queue")
 
-class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
+class Queue(BatchEntries, Maintenance):
     """One SQS-style queue (see module doc). Made by ``QueueRegistry``, which
     opens it with ``opening.open_queue``; the constructor is that of the queue's type."""
 
@@ -141,15 +147,12 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         self._waiting = 0
         self._closed = False
         self._last_purge_ms = None
-        self.config = cfg = stored.config
-        self.created_ms = stored.created_ms
-        self.modified_ms = stored.modified_ms
-        self._secret = stored.secret
-        self._id_prefix, self._id_base = stored.id_prefix, stored.id_base
-        self._id_key = (stored.id_prefix, stored.id_base)  # what a Message needs to name itself
-        self._dedup_scope = stored.dedup_scope
-        self._dedup_from = stored.dedup_from
-        self._apply_config_cache()
+        self._settings = settings = QueueSettings(path, name, stored)
+        self._configured()
+        cfg = self.config
+        # the identity never changes: the hot paths' copies
+        self._id_prefix, self._id_base = settings.id_prefix, settings.id_base
+        self._id_key = (settings.id_prefix, settings.id_base)  # what a Message needs to name itself
         self._sync = cfg.flush == "always"
         opts = cfg.log_options()
         messages = os.path.join(path, "messages")
@@ -165,14 +168,13 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         # add to it; it stays empty otherwise)
         self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes,
                                  Claim(messages, cfg.min_free_bytes))
-        self._leases = LeaseTable(ReceiptCodec(self._secret))
+        self._leases = LeaseTable(ReceiptCodec(settings.secret))
         self._state_bytes = 0  # state-log bytes since the last snapshot
         self._compact_at = COMPACT_BYTES  # snapshot past this (less on a full disk: maintenance.py)
         self._epoch_due = False  # a receipt epoch not yet durable (an open on a full disk)
         self._compact_tried_end = -1  # state-log end at the last refusal's compaction
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
-        self._unsynced_moves: list = []  # (target queue, moves) it took but could not fsync (redrive.py)
-        self._maybe_moved: dict = {}  # offset -> (target, target_end): move intents (redrive.py)
+        self._mover = Mover(self)  # moves to and from other queues, their intents (redrive.py)
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
         self._bytes_per_offset = 0.0
         self._sent_n = self._sent_b = 0  # messages (and their bytes) sent by this process
@@ -204,7 +206,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         low, cursor, ahead, dirty = recover_leases(st, self._leases, log.start_offset,
                                                    log.end_offset, now)
         live = self._leases.live
-        self._maybe_moved = {o: m for o, m in st.moving.items() if o in live}
+        self._mover.intents = {o: m for o, m in st.moving.items() if o in live}
         if start_nonces(st, state, self._leases, log.end_offset, low, clean):
             dirty = True  # a new receipt epoch: durable (the snapshot below) before any handle
         self._opened_clean = clean
@@ -231,6 +233,71 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
                     self._epoch_due = True
                 self._state_bytes = self._compact_at // 2  # the periodic snapshot tries again
 
+    # ======================================================= settings (settings.py)
+
+    def _configured(self) -> None:
+        """Refresh the copies of the settings the hot paths read (after a change)."""
+        self.config = cfg = self._settings.config
+        self._ret_ms = cfg.retention_seconds * 1000
+        self._vis_default = cfg.visibility_timeout
+        self._delay_ms = cfg.delay_seconds * 1000
+        self._max_bytes = cfg.max_message_bytes
+
+    @property
+    def created_ms(self) -> int:
+        return self._settings.created_ms
+
+    @property
+    def modified_ms(self) -> int:
+        return self._settings.modified_ms
+
+    def _save_files(self) -> None:
+        """Write the settings files, with the counters of this moment (under the lock)."""
+        self._push_locked()
+        self._settings.save((self._backlog_locked(), self._low, self._log.end_offset),
+                            self._fair is not None)
+
+    def counts(self) -> dict:
+        """{"visible", "in_flight", "delayed"}: SQS's approximate counts."""
+        with self._lock:
+            now = self._now_ms()
+            lt = self._leases
+            if lt.timers and lt.timers[0][0] <= now:
+                self._fire_timers(now)
+            moving = lt.moving_count() if len(lt.live) < 100_000 else 0
+            visible = self._visible_locked(moving)
+            return {"visible": max(0, visible), "in_flight": lt.n_inflight + moving,
+                    "delayed": lt.n_delayed}
+
+    def get_attributes(self, names: Iterable[str] | None = None, *,
+                       arn_prefix: str = DEFAULT_ARN_PREFIX) -> dict[str, str]:
+        """GetQueueAttributes: SQS attribute names -> values formatted as SQS does
+        (strings). ``names`` None or containing "All" returns every attribute."""
+        return self._settings.attributes(self.counts(), names, arn_prefix)
+
+    def set_attributes(self, attrs: dict | None = None, **kw) -> None:
+        """SetQueueAttributes: Python or SQS names (config.py)."""
+        self._apply_changes(self._settings.attribute_changes({**(attrs or {}), **kw}))
+
+    def tags(self) -> dict[str, str]:
+        return dict(self.config.tags)
+
+    def tag(self, tags: dict[str, str]) -> None:
+        self._apply_changes(self._settings.tagged(tags))
+
+    def untag(self, keys: Iterable[str]) -> None:
+        self._apply_changes(self._settings.untagged(keys))
+
+    def _apply_changes(self, changes: dict) -> None:
+        new = self._settings.checked(changes, self._resolver)
+        if new is None:
+            return
+        with self._lock:
+            self._settings.replace(new, self._now_ms(), self._save_files)
+            self._configured()
+            if self._waiting:
+                self._cond.notify_all()
+
     def _write_epoch_locked(self) -> None:
         """Sends while the receipt epoch is not durable (``_epoch_due``): write it
         now (a snapshot, else an "E" record), or refuse with DiskFullError."""
@@ -256,8 +323,8 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
     def _flush_tick(self) -> bool:
         """The interval flusher's tick (flush="interval"): hand pending sends and
         state records to their logs and fsync them; False once closed."""
-        if self._unsynced_moves:
-            self._settle_moves()  # moves whose target has fsynced them since (redrive.py)
+        if self._mover.parked:
+            self._mover.settle()  # moves whose target has fsynced them since (redrive.py)
         with self._lock:
             if self._closed:
                 return False
@@ -440,7 +507,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
                 if self._sync:
                     self._state.flush()
                 if moves:
-                    stay = self._finish_moves(moves, dlq)
+                    stay = self._mover.finish(moves, dlq)
                     if stay:
                         refused = stay if refused is None else refused + stay
                     if not msgs:
@@ -451,7 +518,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         finally:
             if refused:
                 with self._lock:
-                    self._moves_failed_locked(refused)
+                    self._mover.failed_locked(refused)
 
     def _log_ops(self, flat: list, dels: list, now: int) -> None:
         """Write the lease records ``flat`` and the deletes ``dels`` made by a receive."""
@@ -567,6 +634,42 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
                 self._cond.notify()
         return None
 
+    # ============================================== moves (redrive.py)
+
+    def move_messages(self, destination: str | None = None, *, max_messages: int | None = None,
+                      max_per_second: float | None = None, cancel: threading.Event | None = None,
+                      progress: Callable[[int], None] | None = None) -> int:
+        """Redrive: move visible messages out of this (dead-letter) queue to
+        ``destination``, or back to the queue each came from when None. Returns
+        how many moved. Messages with no known source (and no destination) stay."""
+        return self._mover.redrive(destination, max_messages=max_messages,
+                                   max_per_second=max_per_second, cancel=cancel, progress=progress)
+
+    def dead_letter_source_queues(self) -> list[str]:
+        """Names of the queues whose RedrivePolicy targets this queue."""
+        return sorted(q.name for q in self._lister()
+                      if q is not self and q.config.dead_letter_queue == self.name)
+
+    # ================================================================ peek
+
+    def peek(self, max_messages: int = 10, from_offset: int = 0) -> list[PeekedMessage]:
+        """Up to ``max_messages`` (1-100) pending messages at or after ``from_offset``,
+        oldest first, without receiving them (peek.py)."""
+        check_peek(max_messages)
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"queue {self.name} is closed")
+            self._push_locked()
+            return read_pending(self._log, self._leases.live,
+                                self._pending_offsets_locked(max(0, from_offset), max_messages),
+                                self._id_key, self._fifo)
+
+    def oldest_sent_ms(self) -> int | None:
+        """When the oldest pending message was sent (None: the queue is empty);
+        the console's "age of the oldest message" (SQS's ApproximateAgeOfOldestMessage)."""
+        got = self.peek(1)
+        return got[0].message.sent_timestamp_ms if got else None
+
     # ============================================================== closing
 
     def flush(self) -> None:
@@ -600,7 +703,7 @@ class Queue(QueueSettings, BatchEntries, Redrive, Maintenance, Peek):
         long polls (they return []). Idempotent. Whatever fails (a full disk),
         both logs are closed (their locks released); the first error is raised."""
         errors = []
-        self._settle_moves()  # moves whose target has fsynced them since: delete them here
+        self._mover.settle()  # moves whose target has fsynced them since: delete them here
         with self._lock:
             if self._closed:
                 return

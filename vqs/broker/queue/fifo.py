@@ -52,6 +52,8 @@ class FifoQueue(Queue):
         self._ready_seq = 0
         self._dedup = DedupWindow(WINDOW_MS)
         self._attempts: dict[str, tuple[int, list]] = {}
+        # the deduplication scope never changes after creation: the send path's copy
+        self._scope_group = stored.dedup_scope == "messageGroup"
         super().__init__(path, name, stored, **kw)
 
     def _recovered(self, cursor: int, ahead: set, now: int) -> None:
@@ -64,8 +66,8 @@ class FifoQueue(Queue):
         lt = self._leases
         live = lt.live
         win_start = now - WINDOW_MS
-        scope_group = self._dedup_scope == "messageGroup"
-        dedup_from = self._dedup_from
+        scope_group = self._scope_group
+        dedup_from = self._settings.dedup_from
         scan_from = low
         t = log.offset_for_time(win_start) if log.end_offset > log.start_offset else None
         if t is not None:
@@ -120,7 +122,7 @@ class FifoQueue(Queue):
             todo = []
             dd = self._dedup
             first_in_batch: dict = {}
-            scope_group = self._dedup_scope == "messageGroup"
+            scope_group = self._scope_group
             keys = [(p.group, p.dedup_id) if scope_group else p.dedup_id for p in preps]
             for i, key in enumerate(keys):
                 prev = dd.lookup(key, now)
@@ -402,7 +404,7 @@ class FifoQueue(Queue):
 
     def _purged_locked(self, below: int) -> None:
         """A purge also empties the deduplication window (SQS), for good: the
-        window's rebuild at open starts at ``_dedup_from`` (queue.json, replaced
+        window's rebuild at open starts at ``dedup_from`` (settings.py, queue.json, replaced
         atomically here, before the purge returns). Crash reasoning: before that
         write, the window comes back whole (as if the purge had not cleared it);
         after it but before the purge record reached the state log, the purge
@@ -411,7 +413,7 @@ class FifoQueue(Queue):
         for o in [o for o in self._group_of if o < below]:
             self._remove_locked(o, None)
         self._dedup.clear()
-        self._dedup_from = below
+        self._settings.dedup_from = below
         self._save_files()
 
     # ============================================================== counts

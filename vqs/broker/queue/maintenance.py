@@ -171,7 +171,7 @@ class Maintenance:
         cursor, ahead = self._snapshot_view()
         try:
             self._state.write_snapshot(low=self._low, cursor=cursor, live=self._leases.live,
-                                       deleted_ahead=ahead, now_ms=now, moving=self._maybe_moved)
+                                       deleted_ahead=ahead, now_ms=now, moving=self._mover.intents)
         except DiskFullError:
             if required:
                 raise

@@ -67,7 +67,7 @@ def receive_state(ts: int, headers, now: int, expire_before: int) -> int:
     The delay is decided first: a delayed message is tracked even when past
     retention (its expiry is then found when it turns visible). A message with a
     lease has served its delay, and a FIFO queue tracks every delay at send and
-    at open: for those only the expiry is checked (``sent_ms``). With
+    at open: for those only the expiry is checked (``sent_at``, ``sent_ms``). With
     ``expire_before=-1`` it answers the delay alone. Receive loops over plain
     records (no headers) may inline the last line."""
     if headers:
@@ -79,12 +79,22 @@ def receive_state(ts: int, headers, now: int, expire_before: int) -> int:
                     return until
             elif k == H_SENT:
                 sent = int(v)
-        return EXPIRED if sent <= expire_before else VISIBLE
+        return EXPIRED if sent <= expire_before else VISIBLE  # sent_at, inline
     return EXPIRED if ts <= expire_before else VISIBLE
 
 
+def sent_at(ts: int, headers) -> int:
+    """When a message was first sent, from its record's timestamp ``ts`` and
+    headers (``H_SENT`` if it was moved): what retention counts from."""
+    if headers:
+        for k, v in headers:
+            if k == H_SENT:
+                return int(v)
+    return ts
+
+
 def sent_ms(r) -> int:
-    """When record ``r``'s message was first sent (``H_SENT`` if it was moved)."""
+    """``sent_at`` of record ``r`` (inline: FIFO receives call it per message)."""
     h = r.headers
     if h:
         for k, v in h:

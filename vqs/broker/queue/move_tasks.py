@@ -1,6 +1,6 @@
 """Message move tasks (SQS StartMessageMoveTask, ListMessageMoveTasks,
 CancelMessageMoveTask): redrives out of a dead-letter queue on background
-threads (``Redrive.move_messages``, redrive.py), kept across restarts.
+threads (``Queue.move_messages``, redrive.py), kept across restarts.
 
 SQS's rules: the source must be a dead-letter queue (some queue's
 RedrivePolicy targets it); one active (RUNNING or CANCELLING) task per source

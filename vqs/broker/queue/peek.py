@@ -18,9 +18,10 @@ show: the listing is approximate, as SQS's counts are.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from typing import NamedTuple
 
-from ...errors import LogClosedError, OffsetOutOfRange
+from ...errors import OffsetOutOfRange
 from .leases import AVAILABLE, DELAYED, INFLIGHT, MOVING
 from .message import Message
 
@@ -39,42 +40,33 @@ class PeekedMessage(NamedTuple):
     visible_at_ms: int | None
 
 
-class Peek:
-    """``peek`` of a ``Queue``; the queue type supplies ``_pending_offsets_locked``."""
+def read_pending(log, live: dict, offsets: Iterable[int], id_key: tuple, fifo: bool) -> list[PeekedMessage]:
+    """The messages at ``offsets`` (pending ones, ascending: the queue type's
+    ``_pending_offsets_locked``) as they stand in the lease table ``live``; read
+    from the message ``log`` under the queue lock, buffered sends handed to it
+    first. Offsets gone from the log (a gap left by recovery="skip") are skipped."""
+    out = []
+    for o in offsets:
+        try:
+            recs = log.read(o, max_records=1)
+        except OffsetOutOfRange:
+            continue
+        if not recs or recs[0].offset != o:
+            continue  # a gap (recovery="skip"): nothing to show
+        r = recs[0]
+        e = live.get(o)
+        count = e.count if e is not None else 0
+        m = Message._from_record(id_key, fifo, o, r.value, r.timestamp_ms,
+                                 r.headers or (), "", count, e.first if e is not None else 0)
+        state = _STATES.get(e.state, "visible") if e is not None else "visible"
+        until = e.until if e is not None and e.state in (INFLIGHT, DELAYED) else None
+        out.append(PeekedMessage(m, state, count, until))
+    return out
 
-    def peek(self, max_messages: int = 10, from_offset: int = 0) -> list[PeekedMessage]:
-        """Up to ``max_messages`` (1-100) pending messages at or after ``from_offset``,
-        oldest first, without receiving them (see module doc)."""
-        if not isinstance(max_messages, int) or not (1 <= max_messages <= MAX_PEEK):
-            raise ValueError(f"max_messages must be 1-{MAX_PEEK}, not {max_messages!r}")
-        out = []
-        with self._lock:
-            if self._closed:
-                raise LogClosedError(f"queue {self.name} is closed")
-            self._push_locked()
-            live = self._leases.live
-            for o in self._pending_offsets_locked(max(0, from_offset), max_messages):
-                try:
-                    recs = self._log.read(o, max_records=1)
-                except OffsetOutOfRange:
-                    continue
-                if not recs or recs[0].offset != o:
-                    continue  # a gap (recovery="skip"): nothing to show
-                r = recs[0]
-                e = live.get(o)
-                count = e.count if e is not None else 0
-                m = Message._from_record(self._id_key, self._fifo, o, r.value, r.timestamp_ms,
-                                         r.headers or (), "", count, e.first if e is not None else 0)
-                state = _STATES.get(e.state, "visible") if e is not None else "visible"
-                until = e.until if e is not None and e.state in (INFLIGHT, DELAYED) else None
-                out.append(PeekedMessage(m, state, count, until))
-        return out
 
-    def oldest_sent_ms(self) -> int | None:
-        """When the oldest pending message was sent (None: the queue is empty);
-        the console's "age of the oldest message" (SQS's ApproximateAgeOfOldestMessage)."""
-        got = self.peek(1)
-        return got[0].message.sent_timestamp_ms if got else None
+def check_peek(max_messages) -> None:
+    if not isinstance(max_messages, int) or not (1 <= max_messages <= MAX_PEEK):
+        raise ValueError(f"max_messages must be 1-{MAX_PEEK}, not {max_messages!r}")
 
 
 def smallest(offsets, start: int, n: int) -> list[int]:

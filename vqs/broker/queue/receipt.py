@@ -38,10 +38,8 @@ PERSON = b"vqs-receipt-v2"
 _M64 = (1 << 64) - 1
 
 #: a handle's 24 bytes as three u64 LE words: offset, nonce, and the tag read as
-#: a u64 LE; ``HANDLE_WORDS.pack(offset, nonce, tag_word).hex()`` is a handle
-#: (tag words from ``ReceiptCodec.run_tags``). For receive loops that build many
-#: handles inline.
-HANDLE_WORDS = struct.Struct("<QQQ")
+#: a u64 LE (``run_handles`` packs a run's handles with it)
+_WORDS = struct.Struct("<QQQ")
 _TAG_WORDS: dict = {}
 
 
@@ -54,8 +52,9 @@ def _tag_words(nblocks: int) -> struct.Struct:
 
 
 class ReceiptCodec:
-    """One queue's handles (its secret); used under the queue's lock (``run_tags``
-    keeps the last tag block it hashed)."""
+    """One queue's handles (its secret); used under the queue's lock (``run_handles``
+    keeps the last tag block it hashed). The handle layout is this class's alone:
+    callers make handles with ``encode`` (one) or ``run_handles`` (a run)."""
 
     __slots__ = ("_last", "_legacy", "_mac")
 
@@ -64,7 +63,7 @@ class ReceiptCodec:
             raise ValueError("receipt secret must be at least 16 bytes")
         self._mac = blake2b(secret[:64], digest_size=64, person=PERSON)
         self._legacy = blake2b(key=secret[:64], digest_size=8)
-        self._last = (-1, -1, b"")  # (offset, nonce, block) of the last block run_tags hashed
+        self._last = (-1, -1, b"")  # (offset, nonce, block) of the last block _run_tags hashed
 
     def _block(self, offset: int, nonce: int) -> bytes:
         """The 64-byte block of tags of (offset + i, nonce + i), i < 8 (nonce % 8 == 0)."""
@@ -72,13 +71,20 @@ class ReceiptCodec:
         h.update(_BODY.pack(offset & _M64, nonce))
         return h.digest()
 
-    def run_tags(self, offset: int, nonce: int, n: int) -> tuple[tuple[int, ...], int]:
-        """The tags of the ``n`` deliveries ``(offset + i, nonce + i)``, ``i < n`` (one
-        receive's run), as u64 LE words: ``(words, first)``, delivery ``i``'s tag word
-        at ``words[first + i]``, so its handle is
-        ``HANDLE_WORDS.pack(offset + i, nonce + i, words[first + i]).hex()``. One hash
-        per 8 deliveries; the last block of the previous run, which often starts
-        this one, is not hashed again."""
+    def run_handles(self, offset: int, nonce: int, n: int) -> list[str]:
+        """The handles of the ``n`` deliveries ``(offset + i, nonce + i)``, ``i < n``
+        (one receive's run of fresh messages), equal to ``encode``'s: one hash per
+        8 deliveries, and the last block of the previous run, which often starts
+        this one, is not hashed again. One call per run keeps a receive's loop
+        free of per-message hashing."""
+        words, t = self._run_tags(offset, nonce, n)
+        pack = _WORDS.pack
+        return [pack(o, k, w).hex() for o, k, w in
+                zip(range(offset, offset + n), range(nonce, nonce + n), words[t:t + n])]
+
+    def _run_tags(self, offset: int, nonce: int, n: int) -> tuple[tuple[int, ...], int]:
+        """The tags of a run as u64 LE words: ``(words, first)``, delivery ``i``'s
+        tag word at ``words[first + i]``."""
         sh = nonce & 7
         bo, bn = offset - sh, nonce - sh
         co, cn, cd = self._last

@@ -41,15 +41,15 @@ from itertools import repeat
 from ...errors import LogClosedError, OverLimit, QueueError
 from ...storage import BATCH_FIXED, RECORD_FIXED, Record
 from . import send_buffer
+from .config import MAX_DELAY_S
 from .core import DELETE_ROOM, Queue
 from .fair import FairReceive, FairShare
 from .lease_records import encode_runs
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
-from .message import H_SENT, HEX2, Message, group_id, message_ids, receive_state, sent_ms
+from .message import HEX2, Message, group_id, message_ids, receive_state, sent_at, sent_ms
 from .peek import smallest
-from .receipt import HANDLE_WORDS
 from .send_buffer import Tail
-from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, MAX_DELAY_S, check_batch_size
+from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, check_batch_size
 
 _NO_LIMIT = 1 << 64  # above every offset
 
@@ -273,8 +273,7 @@ class StandardQueue(FairReceive, Queue):
         until = now + vis * 1000
         expire_before = now - self._ret_ms
         codec = lt.codec
-        run_tags = codec.run_tags
-        hpack = HANDLE_WORDS.pack
+        run_handles = codec.run_handles
         issued = lt.issued
         if len(issued) > 4 * lt.n_inflight + 65536:
             issued.clear()  # stale handles (leases that ended): decoded by MAC instead
@@ -343,10 +342,8 @@ class StandardQueue(FairReceive, Queue):
                     # Hot path: fresh plain messages, none tracked, none expired.
                     # One timer entry and one run of lease entries for all of them.
                     n0 = nonce + 1
-                    # the run's receipt tags in one call; a handle is then one pack
-                    tags, t = run_tags(o0, n0, take)
                     o = o0
-                    for value in vals:
+                    for value, handle in zip(vals, run_handles(o0, n0, take)):
                         nonce += 1
                         # make_lease(nonce, until, 1, now, now, INFLIGHT), inline
                         e = Lease()
@@ -356,8 +353,6 @@ class StandardQueue(FairReceive, Queue):
                         e.received = e.first = now
                         e.state = INFLIGHT
                         live[o] = e
-                        handle = hpack(o, nonce, tags[t]).hex()
-                        t += 1
                         issued[handle] = (o, nonce)
                         # Message._first_delivery, inline (the hottest loop)
                         m = new_message(Message)
@@ -392,12 +387,7 @@ class StandardQueue(FairReceive, Queue):
                     if e.state != AVAILABLE:
                         continue
                     lt.n_available -= 1
-                    sent = ts
-                    if h:
-                        for hk, hv in h:
-                            if hk == H_SENT:
-                                sent = int(hv)
-                    if sent <= expire_before:
+                    if (sent_at(ts, h) if h else ts) <= expire_before:
                         del live[o]
                         dels.append(o)
                         continue

@@ -22,15 +22,12 @@ from ...errors import (
     QueueMessageTooLarge,
     TooManyEntriesInBatchRequest,
 )
-from .config import QueueConfig
+from .config import MAX_DELAY_S, MAX_VISIBILITY_S, MAX_WAIT_S, QueueConfig
 from .dedup import content_dedup_id
 from .message import H_ATTR, H_DEDUP, H_DELAY, H_GROUP, H_TRACE
 
 MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 1048576  # SQS: a send batch's messages together
-MAX_VISIBILITY_S = 43200
-MAX_WAIT_S = 20
-MAX_DELAY_S = 900
 MAX_MESSAGE_ATTRIBUTES = 10
 
 _ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")

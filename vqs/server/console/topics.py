@@ -98,7 +98,8 @@ def topic_routes() -> APIRouter:
             raise ValueError(f"the server holds {total} partitions; {partitions} more would pass "
                              f"max_total_partitions ({s.max_total_partitions})")
         await st.ctx.run(b.create_topic, name, partitions=partitions,
-                         retention_ms=None if retention_h is None else retention_h * 3_600_000)
+                         retention_ms=None if retention_h is None else retention_h * 3_600_000,
+                         cleanup_policy=form.get("cleanup_policy") or None)  # (the catalog validates it)
         return redirect(request, session, new, f"/console/topics/{name}",
                         ("ok", f"Topic {name} created with {partitions} partition(s)."))
 

@@ -54,7 +54,12 @@ class TopicsService(pbg.TopicsServicer):
 
         t = await self.ctx.run(b.create_topic, request.name, partitions=n, retention_ms=opt("retention_ms"),
                                retention_bytes=opt("retention_bytes"), segment_bytes=opt("segment_bytes"),
-                               compression=request.compression or None)
+                               compression=request.compression or None,
+                               cleanup_policy=request.cleanup_policy or None,
+                               delete_retention_ms=opt("delete_retention_ms"),
+                               min_cleanable_dirty_ratio=opt("min_cleanable_dirty_ratio"),
+                               min_compaction_lag_ms=opt("min_compaction_lag_ms"),
+                               max_compaction_lag_ms=opt("max_compaction_lag_ms"))
         return topic_info(t)
 
     @unary

@@ -30,7 +30,8 @@ TOPIC, BROKER = 2, 4  # Kafka's ConfigResource types answered here
 # ConfigSource (DescribeConfigs v1+)
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType (DescribeConfigs v3+)
-BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
+LONG_MAX = (1 << 63) - 1  # Kafka's "no bound" for segment.ms and max.compaction.lag.ms
 # IncrementalAlterConfigs operations
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -40,7 +41,7 @@ class _BadRequest(Exception):
 
 
 class _Config(NamedTuple):
-    setting: str | None  # the broker's topic setting it sets (None: none; its one allowed value only)
+    setting: str         # the broker's topic setting it sets
     type: int
     broker: str          # the broker config it falls back on (its synonym)
     doc: str
@@ -56,9 +57,20 @@ TOPIC_CONFIGS = {
                                 "How records are stored: producer/uncompressed (as is), zstd or lz4."),
     "max.message.bytes": _Config("max_message_bytes", INT, "message.max.bytes",
                                  "The largest record value the topic takes on every front."),
-    "cleanup.policy": _Config(None, LIST, "log.cleanup.policy", "delete: old segments are deleted."),
+    "segment.ms": _Config("segment_ms", LONG, "log.roll.ms", "How long a segment is written before it rolls."),
+    "cleanup.policy": _Config("cleanup_policy", LIST, "log.cleanup.policy",
+                              "delete (old segments go), compact (the latest record per key is kept) or both."),
+    "delete.retention.ms": _Config("delete_retention_ms", LONG, "log.cleaner.delete.retention.ms",
+                                   "How long a compacted topic keeps a tombstone."),
+    "min.compaction.lag.ms": _Config("min_compaction_lag_ms", LONG, "log.cleaner.min.compaction.lag.ms",
+                                     "A record stays uncompacted at least this long."),
+    "max.compaction.lag.ms": _Config("max_compaction_lag_ms", LONG, "log.cleaner.max.compaction.lag.ms",
+                                     "A record is compacted within this long."),
+    "min.cleanable.dirty.ratio": _Config("min_cleanable_dirty_ratio", DOUBLE, "log.cleaner.min.cleanable.ratio",
+                                         "The share of a log not yet compacted that starts a cleaning."),
 }
-_INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 128, "max.message.bytes": 1}
+_INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 128, "max.message.bytes": 1, "segment.ms": 1,
+            "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1}
 _COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4"}
 
 
@@ -72,22 +84,29 @@ def parse(key: str, value: str | None):
         raise E.ConfigError(f"config {key} has a null value")
     if key in _INT_MIN:
         text = value.strip()
-        if not text.lstrip("-").isdigit() or int(text) < _INT_MIN[key] or int(text) >= 1 << 63:
+        if not text.lstrip("-").isdigit() or int(text) < _INT_MIN[key] or int(text) > LONG_MAX:
             raise E.ConfigError(f"config {key}={value!r} must be an integer >= {_INT_MIN[key]}"
                                 + (" (-1: unlimited)" if _INT_MIN[key] < 0 else ""))
+        if key == "max.compaction.lag.ms" and int(text) == LONG_MAX:
+            return None  # Kafka's default, "no bound"
         return int(text)
+    if key == "min.cleanable.dirty.ratio":
+        try:
+            ratio = float(value)
+        except ValueError:
+            ratio = -1.0
+        if not 0 <= ratio <= 1:
+            raise E.ConfigError(f"config min.cleanable.dirty.ratio={value!r} must be a number in 0..1")
+        return ratio
     if key == "compression.type":
         if value not in _COMPRESSION:
             raise E.ConfigError(f"config compression.type={value!r}: topics are stored as "
                                 f"{', '.join(_COMPRESSION)} (gzip and snappy batches are taken, not kept)")
         return _COMPRESSION[value]
     policies = {p.strip() for p in value.split(",")}  # cleanup.policy
-    if "compact" in policies:
-        raise E.ConfigError("config cleanup.policy=compact: compacted topics are not supported yet "
-                            "(only cleanup.policy=delete)")
-    if policies != {"delete"}:
-        raise E.ConfigError(f"config cleanup.policy={value!r} must be delete")
-    return None
+    if not policies or not policies <= {"delete", "compact"}:
+        raise E.ConfigError(f"config cleanup.policy={value!r} must be delete, compact or compact,delete")
+    return ",".join(sorted(policies))
 
 
 def topic_settings(configs: dict) -> dict:
@@ -95,7 +114,7 @@ def topic_settings(configs: dict) -> dict:
     kwargs = {}
     for key, value in configs.items():
         parsed = parse(key, value)
-        if TOPIC_CONFIGS[key].setting and parsed is not None:
+        if parsed is not None:
             kwargs[TOPIC_CONFIGS[key].setting] = parsed
     return kwargs
 
@@ -105,7 +124,11 @@ def _shown(key: str, value, ctx) -> str:
         return value or "producer"
     if key == "max.message.bytes":
         return str(value or ctx.settings.max_message_bytes)
-    return "-1" if value is None else str(value)  # retention: None is unlimited
+    if key == "cleanup.policy":
+        return value or "delete"
+    if value is None:  # no limit: retention's -1, the others' "no bound"
+        return str(LONG_MAX) if key in ("segment.ms", "max.compaction.lag.ms") else "-1"
+    return str(value)
 
 
 def topic_configs(ctx, topic) -> dict[str, tuple[str, int, list]]:
@@ -115,9 +138,6 @@ def topic_configs(ctx, topic) -> dict[str, tuple[str, int, list]]:
     own, cfg = topic.overrides, topic.config
     out = {}
     for key, spec in TOPIC_CONFIGS.items():
-        if spec.setting is None:
-            out[key] = ("delete", DEFAULT_CONFIG, [(spec.broker, "delete", DEFAULT_CONFIG)])
-            continue
         default = (spec.broker, _shown(key, defaults[spec.setting], ctx), DEFAULT_CONFIG)
         if spec.setting in own:
             value = _shown(key, own[spec.setting], ctx)
@@ -147,7 +167,7 @@ def broker_configs(ctx) -> dict[str, tuple[str, int, int, str]]:
         "log.retention.bytes": (_shown("retention.bytes", topic["retention_bytes"], ctx), DEFAULT_CONFIG, LONG,
                                 "A topic's retention.bytes default (-1: unlimited)."),
         "log.segment.bytes": (str(topic["segment_bytes"]), DEFAULT_CONFIG, INT, "A topic's segment.bytes default."),
-        "log.cleanup.policy": ("delete", DEFAULT_CONFIG, LIST, "A topic's cleanup.policy default."),
+        "log.cleanup.policy": (topic["cleanup_policy"], DEFAULT_CONFIG, LIST, "A topic's cleanup.policy default."),
         "compression.type": (topic["compression"] or "producer", DEFAULT_CONFIG, STRING,
                              "A topic's compression.type default."),
         # the server's flush policy: always fsyncs each write, interval every flush_interval_ms
@@ -249,7 +269,7 @@ def _read_alter(r, f, incremental: bool) -> tuple[list, bool]:
     return resources, r.boolean()
 
 
-def _topic_changes(configs: list, incremental: bool) -> dict:
+def _topic_changes(topic, configs: list, incremental: bool) -> dict:
     """The broker settings a request's configs for one topic change (None: back to the default);
     ConfigError (INVALID_CONFIG) or _BadRequest (INVALID_REQUEST) naming the config."""
     changes = {}
@@ -268,7 +288,7 @@ def _topic_changes(configs: list, incremental: bool) -> dict:
             if spec.type != LIST:
                 raise E.ConfigError(f"config value {'append' if op == APPEND else 'subtract'} is not "
                                     f"allowed for config key {key} (not a list)")
-            items = ["delete"]  # cleanup.policy in force: the one value this broker has
+            items = (topic.config.get("cleanup_policy") or "delete").split(",")  # the list in force
             for item in (value or "").split(","):
                 item = item.strip()
                 if op == APPEND and item and item not in items:
@@ -278,8 +298,7 @@ def _topic_changes(configs: list, incremental: bool) -> dict:
             parsed = parse(key, ",".join(items))
         else:
             raise _BadRequest(f"unknown config operation {op} for {key}")
-        if spec.setting:
-            changes[spec.setting] = parsed
+        changes[spec.setting] = parsed
     return changes
 
 
@@ -307,8 +326,7 @@ async def _alter(ctx, r, f, incremental: bool) -> bytes:
             err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics, brokers, groups)"
         else:
             try:
-                ctx.broker.topic(name)  # an unknown topic first, as Kafka
-                changes = _topic_changes(configs, incremental)
+                changes = _topic_changes(ctx.broker.topic(name), configs, incremental)  # (unknown topic first)
                 await ctx.blocking(lambda n=name, c=changes: ctx.broker.alter_topic(
                     n, c, replace=not incremental, validate_only=validate_only))
             except _BadRequest as e:

@@ -118,6 +118,8 @@ async def produce(ctx, conn, v, r):
                 else:
                     batches = decode_batches(data, now_ms, cap)
                 _check_message_sizes(batches, topic.message_limit(ctx.settings.max_message_bytes))
+                for b in batches:
+                    topic.check_keys(b.keys, len(b.values))  # InvalidRecord: INVALID_RECORD
                 if batches:
                     if ctx.inline_writes:
                         err, base = _append(ctx, topic, p, batches)

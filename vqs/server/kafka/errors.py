@@ -40,6 +40,7 @@ GROUP_ID_NOT_FOUND = 69
 UNKNOWN_LEADER_EPOCH = 75
 FENCED_INSTANCE_ID = 82
 GROUP_SUBSCRIBED_TO_TOPIC = 86
+INVALID_RECORD = 87
 UNKNOWN_SERVER_ERROR = -1
 
 COORDINATOR_STATUS = {
@@ -64,6 +65,8 @@ def code_for(e: BaseException) -> int:
         return INVALID_TOPIC_EXCEPTION
     if isinstance(e, E.MessageTooLarge):
         return MESSAGE_TOO_LARGE
+    if isinstance(e, E.InvalidRecord):
+        return INVALID_RECORD
     if isinstance(e, E.LogClosedError):
         return UNKNOWN_TOPIC_OR_PARTITION  # deleted under the request
     if isinstance(e, (E.DiskFullError,)):

@@ -48,6 +48,11 @@ class TopicCreate(BaseModel):
     segment_bytes: int | None = Field(None, ge=4096, le=1 << 31)
     compression: Literal["zstd", "lz4"] | None = None
     max_message_bytes: int | None = Field(None, ge=1, le=1 << 30)  # None: the server's max_message_bytes
+    cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact"] | None = None
+    delete_retention_ms: int | None = Field(None, ge=0)
+    min_cleanable_dirty_ratio: float | None = Field(None, ge=0, le=1)
+    min_compaction_lag_ms: int | None = Field(None, ge=0)
+    max_compaction_lag_ms: int | None = Field(None, ge=1)
 
 
 class PartitionsCreate(BaseModel):

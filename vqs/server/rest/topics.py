@@ -55,7 +55,11 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
         t = await ctx.run(ready_broker(ctx).create_topic, body.name, partitions=body.partitions,
                           retention_ms=body.retention_ms, retention_bytes=body.retention_bytes,
                           segment_bytes=body.segment_bytes, compression=body.compression,
-                          max_message_bytes=body.max_message_bytes)
+                          max_message_bytes=body.max_message_bytes, cleanup_policy=body.cleanup_policy,
+                          delete_retention_ms=body.delete_retention_ms,
+                          min_cleanable_dirty_ratio=body.min_cleanable_dirty_ratio,
+                          min_compaction_lag_ms=body.min_compaction_lag_ms,
+                          max_compaction_lag_ms=body.max_compaction_lag_ms)
         return jresp(t.describe(), 201)
 
     @r.get("/topics/{topic}", summary="Describe a topic (partitions, offsets, sizes)")

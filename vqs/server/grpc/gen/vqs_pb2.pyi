@@ -7,20 +7,30 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateTopicRequest(_message.Message):
-    __slots__ = ("name", "partitions", "retention_ms", "retention_bytes", "segment_bytes", "compression")
+    __slots__ = ("name", "partitions", "retention_ms", "retention_bytes", "segment_bytes", "compression", "cleanup_policy", "delete_retention_ms", "min_cleanable_dirty_ratio", "min_compaction_lag_ms", "max_compaction_lag_ms")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     RETENTION_BYTES_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     COMPRESSION_FIELD_NUMBER: _ClassVar[int]
+    CLEANUP_POLICY_FIELD_NUMBER: _ClassVar[int]
+    DELETE_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
+    MIN_CLEANABLE_DIRTY_RATIO_FIELD_NUMBER: _ClassVar[int]
+    MIN_COMPACTION_LAG_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_COMPACTION_LAG_MS_FIELD_NUMBER: _ClassVar[int]
     name: str
     partitions: int
     retention_ms: int
     retention_bytes: int
     segment_bytes: int
     compression: str
-    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[int] = ..., retention_ms: _Optional[int] = ..., retention_bytes: _Optional[int] = ..., segment_bytes: _Optional[int] = ..., compression: _Optional[str] = ...) -> None: ...
+    cleanup_policy: str
+    delete_retention_ms: int
+    min_cleanable_dirty_ratio: float
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[int] = ..., retention_ms: _Optional[int] = ..., retention_bytes: _Optional[int] = ..., segment_bytes: _Optional[int] = ..., compression: _Optional[str] = ..., cleanup_policy: _Optional[str] = ..., delete_retention_ms: _Optional[int] = ..., min_cleanable_dirty_ratio: _Optional[float] = ..., min_compaction_lag_ms: _Optional[int] = ..., max_compaction_lag_ms: _Optional[int] = ...) -> None: ...
 
 class ListTopicsRequest(_message.Message):
     __slots__ = ("include_internal",)

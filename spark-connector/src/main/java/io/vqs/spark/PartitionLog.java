@@ -144,11 +144,16 @@ final class PartitionLog implements AutoCloseable {
         e = Math.min(e, endOffset);
         if (e <= s) return 0;
         Map<Long, Long> tails = loadTailGaps(dir);
+        boolean compacted = Files.exists(dir.resolve("cleaner.checkpoint"));
         long n = 0;
         for (int i = 0; i < bases.length; i++) {
             if (files[i] == null) continue;
             long lo = bases[i];
             long hi = i == bases.length - 1 ? endOffset : bases[i + 1];
+            if (compacted && i < bases.length - 1) {  // may hold the cleaner's gaps: count from batch headers
+                if (Math.min(e, hi) > Math.max(s, lo)) n += countFromHeaders(i, s, e);
+                continue;
+            }
             if (i < bases.length - 1 && tails.containsKey(lo)) hi = Math.min(hi, scanValid(i, 0, lo, sizes[i])[1]);
             long a = Math.max(s, lo), b = Math.min(e, hi);
             if (b <= a) continue;
@@ -157,6 +162,22 @@ final class PartitionLog implements AutoCloseable {
                 long ga = Math.max(a, g.getKey()), gb = Math.min(b, g.getValue());
                 if (gb > ga) n -= gb - ga;
             }
+        }
+        return n;
+    }
+
+    /** Records of sealed segment i with offsets in [s, e), from its batch headers (as scanValid reads them). */
+    private long countFromHeaders(int i, long s, long e) throws IOException {
+        long n = 0, pos = 0, expected = bases[i], limit = sizes[i];
+        while (pos < limit) {
+            byte[] h = pread(i, pos, (int) Math.min(RecordBatch.HEADER_SIZE, limit - pos));
+            long[] hd = RecordBatch.peek(h, 0, h.length);
+            if (hd == null || pos + hd[1] > limit) break;
+            long base = hd[0], count = RecordBatch.u32(h, 20);
+            if (!continues(expected, base, RecordBatch.u16(h, 18))) break;
+            n += Math.max(0, Math.min(e, base + count) - Math.max(s, base));
+            expected = base + count;
+            pos += hd[1];
         }
         return n;
     }
@@ -174,8 +195,11 @@ final class PartitionLog implements AutoCloseable {
         }
     }
 
-    boolean continues(long expected, long base) {
+    /** docs/FORMAT.md: contiguous, across a gap quarantine/ records, or forward before a batch the
+     *  log cleaner wrote (attribute bit 4, inside the CRC). */
+    boolean continues(long expected, long base, int attributes) {
         if (base == expected) return true;
+        if ((attributes & RecordBatch.ATTR_COMPACTED) != 0 && base > expected) return true;
         Long to = gaps.get(expected);
         return to != null && to == base;
     }
@@ -253,7 +277,7 @@ final class PartitionLog implements AutoCloseable {
                 long[] h = RecordBatch.peek(chunk, p, chunk.length);
                 if (h == null || p + h[1] > chunk.length) break;
                 long[] v = RecordBatch.verify(chunk, p, chunk.length);
-                if (v == null || !continues(expected, v[0])) { stop = true; break; }
+                if (v == null || !continues(expected, v[0], (int) v[3])) { stop = true; break; }
                 expected = v[0] + v[2];
                 p += (int) h[1];
                 batches++;
@@ -263,7 +287,7 @@ final class PartitionLog implements AutoCloseable {
                 if (h == null || pos + h[1] > limit) return new long[] {pos, expected, batches};
                 byte[] big = pread(i, pos, (int) h[1]);
                 long[] v = RecordBatch.verify(big, 0, big.length);
-                if (v == null || !continues(expected, v[0])) return new long[] {pos, expected, batches};
+                if (v == null || !continues(expected, v[0], (int) v[3])) return new long[] {pos, expected, batches};
                 expected = v[0] + v[2];
                 p = (int) h[1];
                 batches++;
@@ -360,7 +384,7 @@ final class PartitionLog implements AutoCloseable {
                 if (pos >= sizes[seg]) { advanceSegment(); continue; }
                 if (filtering() && skipByHeader(readAhead)) continue;
                 RecordBatch b = headersOnly ? headerAt() : decodeAt(readAhead);
-                if (!continues(expected, b.baseOffset))
+                if (!continues(expected, b.baseOffset, b.attributes))
                     throw new CorruptBatchException(where() + ": batch at position " + pos + " has base offset "
                         + b.baseOffset + ", expected " + expected, pos);
                 pos += b.sizeBytes;
@@ -401,7 +425,7 @@ final class PartitionLog implements AutoCloseable {
             long n = h.getInt(off + 20) & 0xFFFFFFFFL;
             long first = h.getLong(off + 24), max = h.getLong(off + 32);
             if (magic != RecordBatch.MAGIC || n == 0 || size < RecordBatch.HEADER_SIZE || pos + size > sizes[seg]
-                    || base >= stopAt || !continues(expected, base))
+                    || base >= stopAt || !continues(expected, base, attrs))
                 return false; // decodeAt reports what is wrong, or the reader stops at stopAt
             long min = (attrs & RecordBatch.ATTR_TIMESTAMPS) != 0 ? Long.MIN_VALUE : first;
             if (max >= tsLo && min <= tsHi) return false;
@@ -423,6 +447,7 @@ final class PartitionLog implements AutoCloseable {
             b.baseOffset = hd[0];
             b.count = (int) n;
             b.sizeBytes = (int) hd[1];
+            b.attributes = RecordBatch.u16(h, 18);
             return b;
         }
 
@@ -494,7 +519,7 @@ final class PartitionLog implements AutoCloseable {
                 long[] hd = RecordBatch.peek(h, 0, h.length);
                 if (hd == null || p + hd[1] > limit) return new long[] {p, exp, 0};
                 long n = RecordBatch.u32(h, 20);
-                if (!continues(exp, hd[0])) return new long[] {p, exp, 0};
+                if (!continues(exp, hd[0], RecordBatch.u16(h, 18))) return new long[] {p, exp, 0};
                 if (hd[0] + n > want) {
                     byte[] whole = pread(seg, p, (int) hd[1]);
                     if (RecordBatch.verify(whole, 0, whole.length) == null) return new long[] {p, exp, 0};

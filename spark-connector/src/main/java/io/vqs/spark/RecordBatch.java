@@ -26,7 +26,10 @@ final class RecordBatch {
     static final int MIN_BATCH_LENGTH = HEADER_SIZE - LENGTH_OVERHEAD;
     static final int MAX_BATCH_BYTES = 1 << 30;
     static final int MAGIC = 1;
-    static final int ATTR_KEYS = 1, ATTR_HEADERS = 2, ATTR_TIMESTAMPS = 4, ATTR_NULL_VALUES = 8, ATTR_KNOWN = 15;
+    static final int ATTR_KEYS = 1, ATTR_HEADERS = 2, ATTR_TIMESTAMPS = 4, ATTR_NULL_VALUES = 8;
+    /** Written by the log cleaner: the batch's base offset may skip forward past removed records. */
+    static final int ATTR_COMPACTED = 16;
+    static final int ATTR_KNOWN = 31;
 
     private static final VarHandle I32 = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
     private static final VarHandle I64 = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
@@ -76,7 +79,8 @@ final class RecordBatch {
         return h == null ? Integer.MAX_VALUE : h[1];
     }
 
-    /** Header checks and CRC of the batch at pos, without decoding its body; null if invalid or incomplete. */
+    /** Header checks and CRC of the batch at pos, without decoding its body: {base offset, size, record
+     *  count, attributes}; null if invalid or incomplete. */
     static long[] verify(byte[] buf, int pos, int end) {
         long[] h = peek(buf, pos, end);
         if (h == null || pos + h[1] > end) return null;
@@ -86,7 +90,7 @@ final class RecordBatch {
         CRC32C crc = new CRC32C();
         crc.update(buf, pos + CRC_START, (int) h[1] - CRC_START);
         if ((int) crc.getValue() != i32(buf, pos + 12)) return null;
-        return new long[] {h[0], h[1], n};
+        return new long[] {h[0], h[1], n, attrs};
     }
 
     /** Decode and verify the batch at pos of buf[..end); CorruptBatchException names where and the position. */

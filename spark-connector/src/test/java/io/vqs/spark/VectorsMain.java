@@ -16,7 +16,8 @@ import java.util.List;
  * what it found as one JSON object {vector directory name: result} on stdout, in the
  * shape of the vectors' expected JSON (tests/format_vectors/make_vectors.py):
  * start_offset, end_offset, records, unreadable (offsets whose read failed, with the
- * messages in "errors"), missing (offsets in the bounds neither returned nor failed).
+ * messages in "errors"), missing (offsets in the bounds neither returned nor failed), and
+ * count (COUNT(*) as the connector answers it from offsets and batch headers, no body read).
  *
  * <p>Usage: {@code java -cp <classes>:<spark jars>/* io.vqs.spark.VectorsMain DIR...}
  */
@@ -42,6 +43,7 @@ public final class VectorsMain {
         try (PartitionLog log = new PartitionLog(dir)) {
             res.put("start_offset", log.startOffset);
             res.put("end_offset", log.endOffset);
+            res.put("count", log.count(log.startOffset, log.endOffset));
             long o = log.startOffset;
             while (o < log.endOffset) {
                 PartitionLog.Cursor c = log.cursor(o);
