@@ -63,11 +63,13 @@ memory only (as in Kafka, clients rejoin after a broker restart); committed
 offsets are the Broker's group offsets (group_offsets.py), the same ones
 ``vqs group`` and REST show.
 
-VQS's own consumers use the other protocol, with the assignment computed here
-(``assigned``: assigned_groups.py), under the same lock: a group has members
-of one protocol or the other, never both (a Kafka join into a group of VQS
-members is ``inconsistent_protocol``, and the other way round), and a
-commit from outside a group is refused while it has members of either kind.
+VQS's own consumers use another protocol, with the assignment computed here
+(``assigned``: assigned_groups.py), and Kafka's consumer protocol (KIP-848)
+a third (``consumer``: consumer_groups.py), both under the same lock: a group
+has members of one protocol only, never two (a Kafka join into a group of VQS
+or consumer-protocol members is ``inconsistent_protocol``, and the other way
+round), and a commit from outside a group is refused while it has members of
+any kind.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError, FencedMember
 from .assigned_groups import AssignedGroups
+from .consumer_groups import ConsumerGroups
 from .group_wait import GroupWait
 from .names import validate_group
 
@@ -152,6 +155,10 @@ class GroupCoordinator:
         #: VQS consumers' groups (server-side assignment); ``partitions(topic)`` -> partition count
         self.assigned = AssignedGroups(self._changed, clock, partitions or _no_topics, self._has_classic_locked,
                                        lambda: self._closed)
+        #: Kafka consumer-protocol (KIP-848) groups, under the same lock (consumer_groups.py)
+        self.consumer = ConsumerGroups(partitions or _no_topics, clock=clock, lock=self._lock,
+                                       is_classic=lambda g: (self._has_classic_locked(g)
+                                                             or self.assigned.has_members_locked(g)))
 
     def _has_classic_locked(self, group: str) -> bool:
         g = self._groups.get(group)
@@ -364,7 +371,7 @@ class GroupCoordinator:
                 status = self._check_member_locked(g, member_id, instance)
                 if status != OK:
                     return refused(status)
-            if self.assigned.has_members_locked(group):
+            if self.assigned.has_members_locked(group) or self.consumer.has_members_locked(group):
                 return refused(INCONSISTENT_PROTOCOL)
             replacing = g.static.get(instance) if instance is not None and not member_id else None
             names = {name for name, _ in protocols}
@@ -502,7 +509,8 @@ class GroupCoordinator:
             g = self._group(group)
             self._expire_locked(g)
             if generation < 0 and not member_id and instance is None:
-                return OK if not g.members and not self.assigned.has_members_locked(group) else ILLEGAL_GENERATION
+                return OK if not (g.members or self.assigned.has_members_locked(group)
+                                  or self.consumer.has_members_locked(group)) else ILLEGAL_GENERATION
             status = self._check_member_locked(g, member_id, instance)
             if status != OK:
                 return status
@@ -530,6 +538,12 @@ class GroupCoordinator:
 
     def describe(self, group: str) -> dict:
         """State, protocol and members (with their metadata and assignment bytes)."""
+        cp = self.consumer.describe(group)
+        if cp is not None:  # consumer-protocol members: their assignor as the protocol, no metadata
+            return {"state": cp["state"], "generation": cp["epoch"], "protocol_type": "consumer",
+                    "protocol": cp["assignor"], "members": [
+                        (m["member_id"], m["instance_id"], m["client_id"], m["client_host"], b"", b"")
+                        for m in cp["members"]]}
         vqs = self.assigned.describe(group)
         if vqs is not None:  # VQS members: no Kafka metadata or assignment bytes
             vqs["members"] = [(m["member_id"], None, m["client_id"], m["client_host"], b"", b"")
@@ -558,6 +572,9 @@ class GroupCoordinator:
                 if g.members:
                     raise FencedMember(f"group {group!r} has {len(g.members)} Kafka-protocol member(s): a "
                                        "consumer outside the group may not commit while it has")
+            if self.consumer.has_members_locked(group):
+                raise FencedMember(f"group {group!r} has Kafka consumer-protocol members: a consumer "
+                                   "outside the group may not commit while it has")
         self.assigned.check_commit(group, None, -1, ())
 
     def membership(self, group: str) -> dict:
@@ -576,7 +593,8 @@ class GroupCoordinator:
         """(name, protocol type) of every group that has members now."""
         with self._lock:
             return ([(g.name, g.protocol_type or "") for g in self._groups.values() if g.members]
-                    + [(name, "vqs") for name in self.assigned.groups_locked()])
+                    + [(name, "vqs") for name in self.assigned.groups_locked()]
+                    + [(name, "consumer") for name in self.consumer.groups_locked()])
 
 
 def _no_topics(topic: str) -> int:

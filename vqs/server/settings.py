@@ -77,6 +77,10 @@ class Settings:
     kafka_auto_create_topics: bool = True     # Metadata/Produce of an unknown topic creates it
     kafka_num_partitions: int = 1             # partitions of an auto-created topic, and of CreateTopics'
                                               # -1 (Kafka's num.partitions); 1..max_partitions_per_topic
+    kafka_consumer_session_timeout_ms: int = 45_000      # consumer protocol (KIP-848) groups: a member's
+    kafka_consumer_heartbeat_interval_ms: int = 1_500    # session, the heartbeat interval members are told
+                                                         # (under 2 s: a dead member's partitions move
+                                                         # within 2 s of its session's end)
     kafka_share_record_lock_ms: int = 30_000         # share groups: a record's acquisition lock (Kafka's
     kafka_share_delivery_limit: int = 5              # group.share.record.lock.duration.ms), deliveries before
     kafka_share_auto_offset_reset: str = "latest"    # it is archived, where a new share group starts, a member's
@@ -118,7 +122,8 @@ class Settings:
                      "kafka_group_max_session_timeout_ms", "cleaner_interval_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
-        for name in ("kafka_share_record_lock_ms", "kafka_share_delivery_limit", "kafka_share_session_timeout_ms",
+        for name in ("kafka_consumer_session_timeout_ms", "kafka_consumer_heartbeat_interval_ms",
+                     "kafka_share_record_lock_ms", "kafka_share_delivery_limit", "kafka_share_session_timeout_ms",
                      "kafka_share_heartbeat_interval_ms", "kafka_share_max_record_locks"):
             if not (0 < getattr(self, name) <= 3_600_000):
                 raise ConfigError(f"{name} must be 1..3600000, not {getattr(self, name)!r}")

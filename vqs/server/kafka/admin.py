@@ -137,6 +137,9 @@ def _subscribed(ctx, group: str) -> set[str] | None:
     subscription is not known (a Kafka protocol other than "consumer", or metadata that does not
     parse). Raises InvalidName for a bad group id."""
     coordinator = ctx.broker.coordinator
+    consumer_members = coordinator.consumer.describe(group)  # consumer protocol (KIP-848)
+    if consumer_members is not None:
+        return {t for m in consumer_members["members"] for t in m["subscribed"]} or None
     vqs_members = coordinator.assigned.describe(group)
     if vqs_members is not None:
         return {t for m in vqs_members["members"] for t in m["topics"]}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
-from . import admin, data, groups, share, share_groups, topic_ids
+from . import admin, consumer_protocol, data, groups, share, share_groups, topic_ids
 from . import configs as configs_
 from . import errors as K
 from .codec import Writer
@@ -256,15 +256,15 @@ API_TABLE: dict = {
     1: (4, 11, NO_FLEX, data.fetch),
     2: (1, 5, NO_FLEX, data.list_offsets),
     3: (0, 12, 9, metadata),
-    8: (2, 7, NO_FLEX, groups.offset_commit),
-    9: (1, 5, NO_FLEX, groups.offset_fetch),
+    8: (2, 9, 8, groups.offset_commit),
+    9: (1, 9, 6, groups.offset_fetch),
     10: (0, 2, NO_FLEX, find_coordinator),
     11: (0, 5, NO_FLEX, groups.join_group),
     12: (0, 3, NO_FLEX, groups.heartbeat),
     13: (0, 3, NO_FLEX, groups.leave_group),
     14: (0, 3, NO_FLEX, groups.sync_group),
     15: (0, 4, NO_FLEX, groups.describe_groups),
-    16: (0, 2, NO_FLEX, groups.list_groups),
+    16: (0, 5, 3, groups.list_groups),
     17: (0, 1, NO_FLEX, sasl_handshake),
     18: (0, 3, 3, api_versions),
     19: (0, 4, NO_FLEX, create_topics),
@@ -280,6 +280,8 @@ API_TABLE: dict = {
     44: (0, 1, 1, configs_.incremental_alter_configs),
     47: (0, 0, NO_FLEX, admin.offset_delete),
     60: (0, 0, 0, admin.describe_cluster),
+    68: (0, 1, 0, consumer_protocol.consumer_group_heartbeat),
+    69: (0, 1, 0, consumer_protocol.consumer_group_describe),
     76: (1, 1, 0, share_groups.share_group_heartbeat),
     77: (1, 1, 0, share_groups.share_group_describe),
     78: (1, 1, 0, share.share_fetch),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.group_offsets import MAX_METADATA
+from . import consumer_protocol
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
@@ -142,29 +143,86 @@ async def leave_group(ctx, conn, v, r):
     return bytes(w.b)
 
 
+class _Wire:
+    """Reads a field in a request version's encoding: compact (flexible versions) or classic."""
+
+    __slots__ = ("r", "flex")
+
+    def __init__(self, r, flex: bool):
+        self.r, self.flex = r, flex
+
+    def string(self) -> str:
+        s = self.r.compact_string() if self.flex else self.r.nullable_string()
+        return s or ""
+
+    def nullable_string(self) -> str | None:
+        return self.r.compact_string() if self.flex else self.r.nullable_string()
+
+    def array_len(self, min_item: int) -> int:
+        return self.r.compact_array_len(min_item) if self.flex else self.r.array_len(min_item)
+
+    def nullable_array_len(self, min_item: int) -> int | None:
+        return self.r.compact_nullable_array_len(min_item) if self.flex else self.r.nullable_array_len(min_item)
+
+    def tags(self) -> None:
+        if self.flex:
+            self.r.tagged_fields()
+
+
 async def offset_commit(ctx, conn, v, r):
-    group = r.string()
+    """v2-9; 8+ flexible; 9 as 8, with a consumer-protocol member's epoch where the generation is
+    (every version takes it so: librdkafka sends it in v7 too)."""
+    f = _Wire(r, v >= 8)
+    group = f.string()
     gen = r.int32()
-    member = r.string()
+    member = f.string()
     if v <= 4:
         r.int64()  # retention time
-    instance = r.nullable_string() if v >= 7 else None
+    instance = f.nullable_string() if v >= 7 else None
     topics = []
-    for _ in range(r.array_len(6)):
-        name = r.string()
+    for _ in range(f.array_len(6)):
+        name = f.string()
         parts = []
-        for _ in range(r.array_len(14)):
+        for _ in range(f.array_len(14)):
             p = r.int32()
             off = r.int64()
             epoch = r.int32() if v >= 6 else -1
-            meta = r.nullable_string() or ""
+            meta = f.nullable_string() or ""
+            f.tags()
             parts.append((p, off, meta, epoch))
+        f.tags()
         topics.append((name, parts))
+    f.tags()
+    codes = await _commit(ctx, group, gen, member, instance, topics)
+    w = Writer()
+    if v >= 3:
+        w.int32(0)
+    if v >= 8:
+        w.compact_array(len(topics))
+        for name, parts in topics:
+            w.compact_string(name).compact_array(len(parts))
+            for p, *_ in parts:
+                w.int32(p).int16(codes[(name, p)]).tags()
+            w.tags()
+        return bytes(w.tags().b)
+    w.array(len(topics))
+    for name, parts in topics:
+        w.string(name).array(len(parts))
+        for p, *_ in parts:
+            w.int32(p).int16(codes[(name, p)])
+    return bytes(w.b)
+
+
+async def _commit(ctx, group, gen, member, instance, topics) -> dict:
+    """Each partition's error code of one OffsetCommit; the good ones committed (durable)."""
     broker = ctx.broker
-    try:
-        err = ST[_coordinator(ctx).check_commit(group, gen, member, instance)]
-    except E.InvalidName:
-        err = K.INVALID_GROUP_ID
+    # a consumer-protocol member commits with its member epoch in the generation's place
+    err = consumer_protocol.commit_status(ctx, group, member, gen, [(t, p[0]) for t, ps in topics for p in ps])
+    if err is None:
+        try:
+            err = ST[_coordinator(ctx).check_commit(group, gen, member, instance)]
+        except E.InvalidName:
+            err = K.INVALID_GROUP_ID
     codes = {}
     good = {}
     metadata, epochs = {}, {}
@@ -196,30 +254,31 @@ async def offset_commit(ctx, conn, v, r):
             code = K.COORDINATOR_LOAD_IN_PROGRESS if isinstance(e, E.DiskFullError) else K.code_for(e)
             for k in good:
                 codes[k] = code
-    w = Writer()
-    if v >= 3:
-        w.int32(0)
-    w.array(len(topics))
-    for name, parts in topics:
-        w.string(name).array(len(parts))
-        for p, *_ in parts:
-            w.int32(p).int16(codes[(name, p)])
-    return bytes(w.b)
+    return codes
 
 
-async def offset_fetch(ctx, conn, v, r):
-    group = r.string()
-    n = r.nullable_array_len(6)
-    wanted = None
-    if n is not None:
-        wanted = []
-        for _ in range(n):
-            name = r.string()
-            wanted.append((name, [r.int32() for _ in range(r.array_len(4))]))
+def _wanted(f, r) -> list | None:
+    """OffsetFetch's topics: [(name, [partition])], None for "every committed one"."""
+    n = f.nullable_array_len(6)
+    if n is None:
+        return None
+    wanted = []
+    for _ in range(n):
+        name = f.string()
+        wanted.append((name, [r.int32() for _ in range(f.array_len(4))]))
+        f.tags()
+    return wanted
+
+
+def _fetched(ctx, group: str, wanted, member: str | None = None, epoch: int = -1) -> tuple[int, list]:
+    """(group error, [(topic, [(partition, offset, metadata, leader epoch)])]) of one group. A
+    member id (OffsetFetch v9) is checked as a consumer-protocol member's, with its epoch."""
     err = K.NONE
     committed = {}
     try:
-        committed = ctx.broker.group_commits(group)
+        if member:
+            err = consumer_protocol.commit_status(ctx, group, member, epoch, ()) or K.NONE
+        committed = ctx.broker.group_commits(group) if not err else {}
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     if wanted is None:
@@ -227,34 +286,100 @@ async def offset_fetch(ctx, conn, v, r):
         for (t, p) in committed:
             by_topic.setdefault(t, []).append(p)
         wanted = sorted(by_topic.items())
+    return err, [(name, [(p, *committed.get((name, p), (-1, "", -1))) for p in parts]) for name, parts in wanted]
+
+
+async def offset_fetch(ctx, conn, v, r):
+    """v1-9; 6+ flexible, 7 asks for stable offsets (every offset is: no transactions), 8+ several
+    groups, 9 with the asking member's id and epoch."""
+    f = _Wire(r, v >= 6)
+    if v >= 8:
+        asked = []
+        for _ in range(f.array_len(2)):
+            group = f.string()
+            member, epoch = (f.nullable_string(), r.int32()) if v >= 9 else (None, -1)
+            asked.append((group, member, epoch, _wanted(f, r)))
+            f.tags()
+        r.boolean()  # require stable
+        f.tags()
+        w = Writer().int32(0).compact_array(len(asked))
+        for group, member, epoch, wanted in asked:
+            err, topics = _fetched(ctx, group, wanted, member, epoch)
+            w.compact_string(group)
+            _write_fetched(w, topics, True, K.NONE)
+            w.int16(err).tags()
+        return bytes(w.tags().b)
+    group = f.string()
+    wanted = _wanted(f, r)
+    if v >= 7:
+        r.boolean()
+    f.tags()
+    err, topics = _fetched(ctx, group, wanted)
     w = Writer()
     if v >= 3:
         w.int32(0)
-    w.array(len(wanted))
-    for name, parts in wanted:
-        w.string(name).array(len(parts))
-        for p in parts:
-            off, meta, epoch = committed.get((name, p), (-1, "", -1))
-            w.int32(p).int64(off)
-            if v >= 5:
-                w.int32(epoch)
-            w.string(meta).int16(err if v < 2 else K.NONE)
+    _write_fetched(w, topics, v >= 6, err if v < 2 else K.NONE, v >= 5)
     if v >= 2:
         w.int16(err)
+    if v >= 6:
+        w.tags()
     return bytes(w.b)
+
+
+def _write_fetched(w, topics, flex: bool, part_err: int, leader_epoch: bool = True) -> None:
+    if flex:
+        w.compact_array(len(topics))
+        for name, parts in topics:
+            w.compact_string(name).compact_array(len(parts))
+            for p, off, meta, epoch in parts:
+                w.int32(p).int64(off).int32(epoch).compact_string(meta).int16(part_err).tags()
+            w.tags()
+        return
+    w.array(len(topics))
+    for name, parts in topics:
+        w.string(name).array(len(parts))
+        for p, off, meta, epoch in parts:
+            w.int32(p).int64(off)
+            if leader_epoch:
+                w.int32(epoch)
+            w.string(meta).int16(part_err)
 
 
 async def list_groups(ctx, conn, v, r):
-    active = dict(_coordinator(ctx).groups())
+    """v0-5; v3+ flexible, v4 filters by state, v5 by type and names each group's type
+    (``classic``, ``consumer`` for the consumer protocol's groups)."""
+    states = types = None
+    if v >= 3:
+        if v >= 4:
+            states = {(r.compact_string() or "").lower() for _ in range(r.compact_array_len(1))}
+        if v >= 5:
+            types = {(r.compact_string() or "").lower() for _ in range(r.compact_array_len(1))}
+        r.tagged_fields()
+    listed: dict = {}  # name -> (protocol type, state, group type)
+    new = set(_coordinator(ctx).consumer.groups())
+    for name, ptype in _coordinator(ctx).groups():
+        listed[name] = (ptype, _coordinator(ctx).describe(name)["state"], "consumer" if name in new else "classic")
     for name in ctx.broker.groups():
-        active.setdefault(name, "consumer")
+        listed.setdefault(name, ("consumer", "Empty", "classic"))
+    rows = sorted((n, pt, st, gt) for n, (pt, st, gt) in listed.items()
+                  if (not states or st.lower() in states) and (not types or gt in types))
     w = Writer()
     if v >= 1:
         w.int32(0)
-    w.int16(K.NONE).array(len(active))
-    for name, ptype in sorted(active.items()):
-        w.string(name).string(ptype)
-    return bytes(w.b)
+    if v < 3:
+        w.int16(K.NONE).array(len(rows))
+        for name, ptype, _, _ in rows:
+            w.string(name).string(ptype)
+        return bytes(w.b)
+    w.int16(K.NONE).compact_array(len(rows))
+    for name, ptype, state, gtype in rows:
+        w.compact_string(name).compact_string(ptype)
+        if v >= 4:
+            w.compact_string(state)
+        if v >= 5:
+            w.compact_string(gtype)
+        w.tags()
+    return bytes(w.tags().b)
 
 
 async def describe_groups(ctx, conn, v, r):
@@ -282,3 +407,4 @@ async def describe_groups(ctx, conn, v, r):
         if v >= 3:
             w.int32(authorized_operations("group", ops and not err))
     return bytes(w.b)
+
