@@ -192,3 +192,17 @@ def test_a_leader_that_never_syncs_is_removed_after_the_rebalance_timeout():
     assert co.heartbeat("g", leader.generation, leader.member_id) == UNKNOWN_MEMBER
     assert [m[0] for m in co.describe("g")["members"]] == [follower.member_id]
     co.close()
+
+
+def test_forget_drops_a_group_without_members_only():
+    co = GroupCoordinator(initial_delay_ms=0)
+    assert not co.forget("never")
+    res = co.join("g", "", client_id="a", protocols=[("range", b"a")], session_timeout_ms=10_000)
+    assert res.status == OK
+    assert not co.forget("g") and co.describe("g")["state"] != "Dead"  # a member: it stays
+    assert co.leave("g", res.member_id) == OK
+    assert co.describe("g")["state"] == "Empty"
+    assert co.forget("g") and co.describe("g")["state"] == "Dead"
+    again = co.join("g", "", client_id="b", protocols=[("range", b"b")], session_timeout_ms=10_000)
+    assert again.status == OK and co.heartbeat("g", again.generation, res.member_id) == UNKNOWN_MEMBER
+    co.close()

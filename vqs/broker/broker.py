@@ -361,10 +361,28 @@ class Broker:
         self._check_open()
         return self._cleaner.run(topic, force=force)
 
+    def alter_topic(self, name: str, settings: dict, *, replace: bool = False,
+                    validate_only: bool = False) -> Topic:
+        """Change topic ``name``'s own settings (``create_topic``'s keywords; Kafka's AlterConfigs
+        with ``replace=True``, where every setting not named returns to the broker's default, and
+        IncrementalAlterConfigs without). A None value returns that setting to the default.
+        Validated as ``create_topic`` validates (ConfigError, nothing changed); ``validate_only``
+        changes nothing. Durable when it returns, and in force for every front's next request
+        (retention, segment size and compression for what is written next; existing segments
+        stay as written)."""
+        with self._lock:
+            self._check_open()
+            return self._catalog.alter(name, settings, replace=replace, validate_only=validate_only)
+
     def topic(self, name: str) -> Topic:
         """The topic ``name``; raises TopicDoesNotExist (or InvalidName)."""
         self._check_open()
         return self._catalog.get(name)
+
+    def topic_defaults(self) -> dict:
+        """The settings a topic without its own has (``create_topic``'s keywords; None: no limit,
+        or for ``max_message_bytes`` the server's default)."""
+        return self._catalog.defaults()
 
     def topics(self) -> list[str]:
         """Names of all topics, sorted."""

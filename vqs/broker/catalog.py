@@ -85,7 +85,7 @@ def validate_topic_settings(partitions, settings: dict) -> None:
         raise ConfigError(f"partitions must be an integer in 1..{MAX_PARTITIONS}, not {partitions!r}")
     _check_int("retention_ms", settings.get("retention_ms"), UNLIMITED)
     _check_int("retention_bytes", settings.get("retention_bytes"), UNLIMITED)
-    _check_int("segment_bytes", settings.get("segment_bytes"), 1)
+    _check_int("segment_bytes", settings.get("segment_bytes"), 128)  # (a Log's smallest segment)
     _check_int("segment_ms", settings.get("segment_ms"), 1)
     _check_int("max_message_bytes", settings.get("max_message_bytes"), 1, MAX_MESSAGE_BYTES)
     policy = settings.get("cleanup_policy")
@@ -180,10 +180,19 @@ class TopicCatalog:
             kwargs["segment_ms"] = lag if seg_ms is None else min(seg_ms, lag)
         return kwargs
 
+    @staticmethod
+    def _effective(log, kwargs: dict, explicit: dict) -> dict:
+        """A topic's ``config``: its settings in force, as its logs apply them (defaults included)."""
+        config = {k: getattr(log, k, kwargs.get(k)) for k in LOG_SETTINGS}
+        config["max_message_bytes"] = explicit.get("max_message_bytes")  # None: the caller's default
+        config["cleanup_policy"] = cleanup_policy(explicit.get("cleanup_policy")) or "delete"
+        defaults = CompactionSettings()
+        config.update({k: explicit.get(k, getattr(defaults, k)) for k in COMPACTION_SETTINGS})
+        return config
+
     def _open_topic(self, name: str, partitions: int, explicit: dict) -> Topic:
         directory = os.path.join(self.directory, name)
         kwargs = self._log_kwargs(explicit)
-        policy = cleanup_policy(explicit.get("cleanup_policy")) or "delete"
         logs = []
         try:
             for p in range(partitions):
@@ -198,15 +207,18 @@ class TopicCatalog:
                 except Exception:  # pragma: no cover - best effort while failing; the original error is raised
                     logger.exception("closing %s after a failed open of topic %s", opened, name)
             raise
-        # The effective settings, as the log applies them (its defaults included).
-        config = {k: getattr(logs[0], k, kwargs.get(k)) for k in LOG_SETTINGS}
-        config["max_message_bytes"] = explicit.get("max_message_bytes")  # None: the caller's default
-        config["cleanup_policy"] = policy
-        defaults = CompactionSettings()
-        config.update({k: explicit.get(k, getattr(defaults, k)) for k in COMPACTION_SETTINGS})
+        config = self._effective(logs[0], kwargs, explicit)
         return Topic(name, directory, partitions, config, logs, overrides=dict(explicit))
 
     # -- queries ---------------------------------------------------------------------------
+    def defaults(self) -> dict:
+        """What each of TOPIC_SETTINGS is for a topic without its own: the broker's default, else
+        the Log's (None: no limit; max_message_bytes None: the caller's default)."""
+        compaction = CompactionSettings()
+        found = {**Log.open.__kwdefaults__, **self._log_defaults, "max_message_bytes": None,
+                 "cleanup_policy": "delete", **{k: getattr(compaction, k) for k in COMPACTION_SETTINGS}}
+        return {k: log_value(k, found.get(k)) for k in TOPIC_SETTINGS}
+
     def get(self, name: str) -> Topic:
         topic = self._topics.get(name)
         if topic is None:
@@ -299,6 +311,44 @@ class TopicCatalog:
                         logger.exception("closing %s after a failed grow of topic %s", opened, name)
                 raise  # topic.json has the new count: the next open has every partition
             topic._add_partitions(logs)
+            return topic
+
+    def alter(self, name: str, settings: dict, *, replace: bool = False, validate_only: bool = False) -> Topic:
+        """Change topic ``name``'s own settings (TOPIC_SETTINGS keys): a value sets one, None
+        returns it to the broker's default; ``replace``: every setting not named returns to its
+        default. Checked as ``create`` checks them (ConfigError, nothing changed), and with
+        ``validate_only`` only checked. topic.json is replaced atomically first (the commit
+        point: a crash before it leaves the old settings, after it the new ones on the next
+        open); then the open partitions take them (``Log.reconfigure``) and ``topic.config``
+        shows them, so every front applies them from its next request."""
+        unknown = sorted(set(settings) - set(TOPIC_SETTINGS))
+        if unknown:
+            raise ConfigError(f"unknown topic setting(s) {', '.join(unknown)}; known: {', '.join(TOPIC_SETTINGS)}")
+        with self._lock:
+            topic = self.get(name)
+            explicit = {} if replace else dict(topic.overrides)
+            explicit.update(settings)
+            explicit = {k: v for k, v in explicit.items() if v is not None}
+            validate_topic_settings(topic.partitions, explicit)
+            if "cleanup_policy" in explicit:
+                explicit["cleanup_policy"] = cleanup_policy(explicit["cleanup_policy"])
+            if validate_only:
+                return topic
+            kwargs = self._log_kwargs(explicit)
+            log_settings = {k: kwargs[k] for k in LOG_SETTINGS if k in kwargs}
+            check_room(self.directory, self._log_defaults.get("min_free_bytes"), "altering a topic")
+            meta = {"name": name, "partitions": topic.partitions, "config": explicit}
+            try:
+                atomic_write(topic_file(topic.directory), json.dumps(meta, indent=1, sort_keys=True).encode() + b"\n")
+            except BaseException as e:
+                raise_if_disk_full(e, topic.directory)
+                raise
+            logs = [topic.log(p) for p in range(topic.partitions)]
+            for log in logs:
+                log.reconfigure(**log_settings)  # (validated above: the same bounds as open)
+            topic.overrides = explicit
+            topic.config = self._effective(logs[0], kwargs, explicit)
+            topic.compacted = "compact" in topic.config["cleanup_policy"]  # (the cleaner reads config)
             return topic
 
     def delete(self, name: str) -> None:

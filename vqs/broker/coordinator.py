@@ -522,6 +522,20 @@ class GroupCoordinator:
             m.last_seen = self._clock()
             return OK
 
+    def forget(self, group: str) -> bool:
+        """Drop ``group``'s record if it has no members (Kafka's DeleteGroups: the group is Dead
+        from now, as if it never had members; a join starts it anew). True if it was known;
+        False if unknown or if members joined meanwhile (it stays)."""
+        with self._lock:
+            g = self._groups.get(group)
+            if g is None:
+                return False
+            self._expire_locked(g)
+            if g.members or g.waits:
+                return False
+            del self._groups[group]
+            return True
+
     def describe(self, group: str) -> dict:
         """State, protocol and members (with their metadata and assignment bytes)."""
         cp = self.consumer.describe(group)

@@ -97,7 +97,7 @@ class Topic:
         self.directory = directory
         self.partitions = partitions
         self.config = config
-        self.overrides = overrides or {}  # the settings given to create_topic
+        self.overrides = overrides or {}  # the topic's own settings (create_topic, alter_topic)
         self._logs = logs
         self._closed = False
         self._waiters: tuple = ()

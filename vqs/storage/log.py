@@ -63,7 +63,7 @@ from ..errors import (
     LogFailedError,
     ReadOnlyError,
 )
-from . import retention
+from . import log_settings, retention
 from . import space as _space
 from .cleaner import finish_swaps
 from .dir_lock import DirLock
@@ -674,6 +674,10 @@ class Log:
         (read again), False under ``fail``, for a readonly log, or when
         appends in flight did not finish in time. Crash-safe (log_repair.py)."""
         return repair(self, error)
+
+    def reconfigure(self, **settings) -> None:
+        """Change what a topic may alter while open (log_settings.py; those not given: ``open``'s)."""
+        log_settings.reconfigure(self, **settings)
 
     # ------------------------------------------------------------------ info
 

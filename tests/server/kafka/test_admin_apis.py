@@ -191,7 +191,16 @@ def test_delete_groups_refuses_active_ones(kafka_server):
         assert _committed(kafka_server, idle) == {}
     finally:
         c.close()
+    assert _state(admin, active) == ck.ConsumerGroupState.EMPTY  # its member left; the group stays
     admin.delete_consumer_groups([active])[active].result(10)  # empty now
+    # deleted: Dead, as Kafka's DescribeGroups says (not Empty, which it said while the
+    # coordinator kept its record), and a second delete finds nothing
+    assert _state(admin, active) == _state(admin, idle) == ck.ConsumerGroupState.DEAD
+    assert _code(admin.delete_consumer_groups([active])[active]) == KafkaError.GROUP_ID_NOT_FOUND
+
+
+def _state(admin, group: str):
+    return admin.describe_consumer_groups([group])[group].result(10).state
 
 
 def test_offset_delete(kafka_server):

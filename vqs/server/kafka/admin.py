@@ -163,16 +163,17 @@ async def delete_groups(ctx, conn, v, r):
     names = [r.string() for _ in range(r.array_len(2))]
 
     def work(name: str) -> int:
-        # Members are checked, then the offsets deleted: a member joining in between finds no
-        # offsets and starts at its reset position, as after any DeleteGroups.
+        # Members are checked, then the offsets deleted and the coordinator's record dropped (the
+        # group is Dead, as Kafka's DescribeGroups then says): a member joining in between finds
+        # no offsets and starts at its reset position, as after any DeleteGroups, and keeps the
+        # record (``forget`` leaves a group with members).
         try:
             if _subscribed(ctx, name) != set():
                 return K.NON_EMPTY_GROUP
-            if ctx.broker.delete_group(name):
-                return K.NONE
+            had_offsets = ctx.broker.delete_group(name)
             # no offsets: a group the coordinator knows (it had members) is deleted all the same
-            known = ctx.broker.coordinator.describe(name)["state"] != "Dead"
-            return K.NONE if known else K.GROUP_ID_NOT_FOUND
+            known = ctx.broker.coordinator.forget(name)
+            return K.NONE if had_offsets or known else K.GROUP_ID_NOT_FOUND
         except E.InvalidName:
             return K.INVALID_GROUP_ID
         except E.VQSError as e:

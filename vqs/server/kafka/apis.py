@@ -1,5 +1,5 @@
 """The API table and the cluster-level APIs: ApiVersions, Metadata, CreateTopics, DeleteTopics,
-DescribeConfigs, FindCoordinator, InitProducerId, SASL.
+FindCoordinator, InitProducerId, SASL (configs: configs.py).
 
 ``API_TABLE`` maps an API key to (min version, max version, first flexible
 version, handler); ApiVersions advertises exactly this table, so a client
@@ -15,6 +15,7 @@ from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
 from . import admin, consumer_protocol, data, groups, share, share_groups, topic_ids
+from . import configs as configs_
 from . import errors as K
 from .codec import Writer
 
@@ -114,84 +115,6 @@ async def metadata(ctx, conn, v, r):
     return bytes(w.b)
 
 
-# Kafka topic configs: name -> the create_topic argument it sets. CreateTopics takes these and
-# refuses any other name (INVALID_CONFIG, as Kafka refuses an unknown one); DescribeConfigs reports
-# all of them with the values in force.
-_TOPIC_CONFIGS = {"retention.ms": "retention_ms", "retention.bytes": "retention_bytes",
-                  "segment.bytes": "segment_bytes", "segment.ms": "segment_ms", "compression.type": "compression",
-                  "max.message.bytes": "max_message_bytes", "cleanup.policy": "cleanup_policy",
-                  "delete.retention.ms": "delete_retention_ms", "min.compaction.lag.ms": "min_compaction_lag_ms",
-                  "max.compaction.lag.ms": "max_compaction_lag_ms",
-                  "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio"}
-_INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 1, "segment.ms": 1, "max.message.bytes": 1,
-            "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1}
-_KAFKA_LONG_MAX = (1 << 63) - 1
-_COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4"}
-
-
-def _topic_settings(configs: dict) -> dict:
-    """create_topic's keyword arguments for CreateTopics' configs; ConfigError (INVALID_CONFIG)
-    naming the config for an unknown name, a null, or a value Kafka or this broker refuses."""
-    kwargs = {}
-    for key, value in configs.items():
-        if key not in _TOPIC_CONFIGS:
-            raise E.ConfigError(f"unknown topic config {key!r} (supported: {', '.join(sorted(_TOPIC_CONFIGS))})")
-        if value is None:
-            raise E.ConfigError(f"config {key} has a null value")
-        if key in _INT_MIN:
-            text = value.strip()
-            if not text.lstrip("-").isdigit() or int(text) < _INT_MIN[key] or int(text) > _KAFKA_LONG_MAX:
-                raise E.ConfigError(f"config {key}={value!r} must be an integer >= {_INT_MIN[key]}"
-                                    + (" (-1: unlimited)" if _INT_MIN[key] < 0 else ""))
-            kwargs[_TOPIC_CONFIGS[key]] = int(text)
-        elif key == "compression.type":
-            if value not in _COMPRESSION:
-                raise E.ConfigError(f"config compression.type={value!r}: topics are stored as "
-                                    f"{', '.join(_COMPRESSION)} (gzip and snappy batches are taken, not kept)")
-            if _COMPRESSION[value]:
-                kwargs["compression"] = _COMPRESSION[value]
-        elif key == "min.cleanable.dirty.ratio":
-            try:
-                ratio = float(value)
-            except ValueError:
-                ratio = -1.0
-            if not 0 <= ratio <= 1:
-                raise E.ConfigError(f"config min.cleanable.dirty.ratio={value!r} must be a number in 0..1")
-            kwargs["min_cleanable_dirty_ratio"] = ratio
-        else:  # cleanup.policy: delete, compact or both (validated by the catalog)
-            policies = {p.strip() for p in value.split(",")}
-            if not policies or not policies <= {"delete", "compact"}:
-                raise E.ConfigError(f"config cleanup.policy={value!r} must be delete, compact or compact,delete")
-            kwargs["cleanup_policy"] = ",".join(sorted(policies))
-    if kwargs.get("max_compaction_lag_ms") == _KAFKA_LONG_MAX:
-        del kwargs["max_compaction_lag_ms"]  # Kafka's default, "no bound"
-    return kwargs
-
-
-def _configs_in_force(ctx, topic) -> dict[str, tuple[str, bool]]:
-    """Every topic config DescribeConfigs reports: name -> (value in force, set on the topic)."""
-    cfg, own = topic.config, topic.overrides
-    comp = cfg.get("compression")
-
-    def number(key: str, unset: str | None) -> str | None:
-        return unset if cfg.get(key) is None else str(cfg[key])
-
-    return {
-        "retention.ms": (number("retention_ms", "-1"), "retention_ms" in own),  # None: unlimited
-        "retention.bytes": (number("retention_bytes", "-1"), "retention_bytes" in own),
-        "segment.bytes": (number("segment_bytes", None), "segment_bytes" in own),
-        "compression.type": (comp or "producer", "compression" in own),
-        "max.message.bytes": (str(topic.message_limit(ctx.settings.max_message_bytes)),
-                              "max_message_bytes" in own),
-        "segment.ms": (number("segment_ms", str(_KAFKA_LONG_MAX)), "segment_ms" in own),
-        "cleanup.policy": (cfg.get("cleanup_policy") or "delete", "cleanup_policy" in own),
-        "delete.retention.ms": (number("delete_retention_ms", None), "delete_retention_ms" in own),
-        "min.compaction.lag.ms": (number("min_compaction_lag_ms", None), "min_compaction_lag_ms" in own),
-        "max.compaction.lag.ms": (number("max_compaction_lag_ms", str(_KAFKA_LONG_MAX)), "max_compaction_lag_ms" in own),
-        "min.cleanable.dirty.ratio": (number("min_cleanable_dirty_ratio", None), "min_cleanable_dirty_ratio" in own),
-    }
-
-
 async def create_topics(ctx, conn, v, r):
     topics = []
     for _ in range(r.array_len(8)):
@@ -217,7 +140,7 @@ async def create_topics(ctx, conn, v, r):
         err, msg = K.NONE, None
         kwargs = {}
         try:
-            kwargs = _topic_settings(configs)
+            kwargs = configs_.topic_settings(configs)
             validate_topic_settings(1, kwargs)  # the broker's own bounds, also under validate_only
         except E.ConfigError as e:
             err, msg = K.INVALID_CONFIG, str(e)
@@ -265,47 +188,6 @@ async def delete_topics(ctx, conn, v, r):
         except E.VQSError as e:
             err = K.code_for(e)
         w.string(name).int16(err)
-    return bytes(w.b)
-
-
-async def describe_configs(ctx, conn, v, r):
-    resources = []
-    for _ in range(r.array_len(3)):
-        rtype = r.int8()
-        name = r.string()
-        n = r.nullable_array_len(2)
-        keys = None if n is None else [r.string() for _ in range(n)]
-        resources.append((rtype, name, keys))
-    if v >= 1:
-        r.boolean()
-    w = Writer().int32(0).array(len(resources))
-    for rtype, name, keys in resources:
-        configs: dict[str, tuple[str | None, bool]] = {}  # name -> (value, set on the resource)
-        err, msg = K.NONE, None
-        if rtype == 2:  # topic
-            try:
-                configs = _configs_in_force(ctx, ctx.broker.topic(name))
-            except E.VQSError as e:
-                err, msg = K.code_for(e), str(e)
-        elif rtype == 4:  # broker
-            configs = {"broker.id": (str(ctx.node_id), False), "auto.create.topics.enable":
-                       (str(ctx.settings.kafka_auto_create_topics).lower(), False),
-                       "log.flush.policy": (ctx.settings.flush, False),
-                       "message.max.bytes": (str(ctx.settings.max_message_bytes), False)}
-        else:
-            err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics and brokers only)"
-        if keys is not None:
-            configs = {k: configs[k] for k in keys if k in configs}
-        w.int16(err).string(msg).int8(rtype).string(name).array(len(configs))
-        for k, (val, own) in configs.items():
-            w.string(k).string(val).boolean(True)  # read-only: there is no AlterConfigs
-            if v == 0:
-                w.boolean(not own)  # is_default
-            else:
-                w.int8(1 if own else 5)  # DYNAMIC_TOPIC_CONFIG (set at CreateTopics) or DEFAULT_CONFIG
-            w.boolean(False)
-            if v >= 1:
-                w.array(0)
     return bytes(w.b)
 
 
@@ -389,10 +271,13 @@ API_TABLE: dict = {
     20: (0, 3, NO_FLEX, delete_topics),
     21: (0, 1, NO_FLEX, admin.delete_records),
     22: (0, 1, NO_FLEX, init_producer_id),
-    32: (0, 2, NO_FLEX, describe_configs),
+    23: (0, 4, 4, data.offset_for_leader_epoch),
+    32: (0, 4, 4, configs_.describe_configs),
+    33: (0, 2, 2, configs_.alter_configs),
     36: (0, 1, NO_FLEX, sasl_authenticate),
     37: (0, 1, NO_FLEX, admin.create_partitions),
     42: (0, 1, NO_FLEX, admin.delete_groups),
+    44: (0, 1, 1, configs_.incremental_alter_configs),
     47: (0, 0, NO_FLEX, admin.offset_delete),
     60: (0, 0, 0, admin.describe_cluster),
     68: (0, 1, 0, consumer_protocol.consumer_group_heartbeat),

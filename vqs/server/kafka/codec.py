@@ -234,6 +234,44 @@ class Writer:
         return self
 
 
+class Flex:
+    """Reads (from ``r``) and writes the fields whose encoding a flexible version changes, so one
+    handler serves a message's flexible and non-flexible versions."""
+
+    def __init__(self, r, flexible: bool):
+        self.r, self.flex = r, flexible
+
+    def string(self) -> str:
+        s = self.r.compact_string() if self.flex else self.r.nullable_string()
+        if s is None:
+            raise ProtocolError("null where a string is required")
+        return s
+
+    def nullable_string(self) -> str | None:
+        return self.r.compact_string() if self.flex else self.r.nullable_string()
+
+    def array_len(self, min_item: int) -> int:
+        return self.r.compact_array_len(min_item) if self.flex else self.r.array_len(min_item)
+
+    def nullable_array_len(self, min_item: int) -> int | None:
+        if not self.flex:
+            return self.r.nullable_array_len(min_item)
+        return self.r.compact_nullable_array_len(min_item)
+
+    def tags(self) -> None:
+        if self.flex:
+            self.r.tagged_fields()
+
+    def w_string(self, w: Writer, s: str | None) -> Writer:
+        return w.compact_string(s) if self.flex else w.string(s)
+
+    def w_array(self, w: Writer, n: int) -> Writer:
+        return w.compact_array(n) if self.flex else w.array(n)
+
+    def w_tags(self, w: Writer) -> Writer:
+        return w.tags() if self.flex else w
+
+
 def read_header(buf) -> tuple[int, int, int, str | None, Reader]:
     """(api_key, api_version, correlation_id, client_id, reader at the header's end) of a
     request frame (header v1; the tagged fields of v2 are skipped by the caller)."""

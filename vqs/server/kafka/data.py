@@ -1,4 +1,4 @@
-"""Produce, Fetch and ListOffsets.
+"""Produce, Fetch, ListOffsets and OffsetForLeaderEpoch.
 
 Produce: each partition's record batches are decoded (records.py) and
 appended as one VQS batch per Kafka batch, keys, headers and timestamps
@@ -25,7 +25,7 @@ import time
 from ... import errors as E
 from ..long_poll import wait_topics
 from . import errors as K
-from .codec import Writer
+from .codec import Flex, Writer
 from .records import CorruptBatch, decode_batches, is_compressed
 
 _MAX_WAIT_S = 30.0
@@ -283,3 +283,47 @@ async def list_offsets(ctx, conn, v, r):
             if v >= 4:
                 w.int32(0 if err == K.NONE else -1)
     return bytes(w.b)
+
+
+async def offset_for_leader_epoch(ctx, conn, v, r):
+    """OffsetForLeaderEpoch: every partition has had one leader, epoch 0 (Metadata and Fetch say
+    so), so the end offset of any epoch a client asks about (>= 0) is the partition's end offset:
+    a consumer validating its position after a metadata change finds no truncation unless its
+    position is past the end. An undefined epoch (-1) is answered undefined (-1, -1), as Kafka."""
+    f = Flex(r, v >= 4)
+    if v >= 3:
+        r.int32()  # replica id: a consumer's -1 (or a debug -2); no followers here
+    topics = []
+    for _ in range(f.array_len(6)):
+        name = f.string()
+        parts = []
+        for _ in range(f.array_len(12 if v >= 2 else 8)):
+            p = r.int32()
+            current = r.int32() if v >= 2 else -1
+            parts.append((p, current, r.int32()))
+            f.tags()
+        f.tags()
+        topics.append((name, parts))
+    w = Writer()
+    if v >= 2:
+        w.int32(0)
+    f.w_array(w, len(topics))
+    for name, parts in topics:
+        f.w_string(w, name)
+        f.w_array(w, len(parts))
+        for p, current, epoch in parts:
+            err, leader, end = K.NONE, -1, -1
+            try:
+                log = ctx.broker.topic(name).log(p)
+                if current > 0:  # a newer epoch than this partition ever had
+                    err = K.UNKNOWN_LEADER_EPOCH
+                elif epoch >= 0:
+                    leader, end = 0, log.end_offset
+            except E.VQSError as e:
+                err = K.code_for(e)
+            w.int16(err).int32(p)
+            if v >= 1:
+                w.int32(leader)
+            f.w_tags(w.int64(end))
+        f.w_tags(w)
+    return bytes(f.w_tags(w).b)

@@ -31,11 +31,13 @@ def _coordinator(ctx):
 
 
 async def _answer(conn, wait):
-    """A coordinator wait's result: at once when it needed no waiting, else awaited while the
-    connection is watched (a close cancels it: the member leaves)."""
+    """A coordinator wait's result: at once when it needed no waiting, else awaited with the
+    request parked (``Connection.park``: the connection's next requests are handled meanwhile;
+    a close cancels the wait, and the member leaves)."""
     if wait.done:
         return wait.result
-    return await conn.unless_closed(wait.wait_async())
+    conn.park()
+    return await wait.wait_async()
 
 
 async def join_group(ctx, conn, v, r):

@@ -8,16 +8,16 @@ that may block on I/O (fsync under flush=always, a compressed batch to
 inflate) run in one bounded thread pool; nothing that waits for other clients
 holds a thread: fetch long polls and the group coordinator's JoinGroup and
 SyncGroup waits are awaited on the loop, however many wait. A request waiting
-so is answered only while its connection lives: ``Connection.unless_closed``
-watches the socket meanwhile, and a close cancels the wait (a pending group
-member leaves its group at once). Bytes a client sends meanwhile (a
-pipelined request) are kept and read next, in order.
+on the coordinator parks (``Connection.park``): its connection goes on
+reading and handling the requests after it, and a close of the connection
+cancels the wait (a pending group member leaves its group at once).
 
 Framing: a request is an int32 size and that many bytes; a size below 8 or
 above ``max_frame_bytes`` closes the connection (logged with the peer), as
 does a frame that does not parse (``ProtocolError``): never the server.
-Requests of one connection are answered one at a time, in order (as Kafka
-does). An ApiVersions request of an unsupported version gets error 35
+Requests of one connection are handled one at a time and answered in
+order (as Kafka does), except that a parked request lets the next ones be
+handled before its own answer (``Connection.serve``). An ApiVersions request of an unsupported version gets error 35
 (UNSUPPORTED_VERSION) and the supported list in a v0 response, as Kafka
 does; another API or version not listed by ApiVersions closes the
 connection (the response could not be encoded in a version the client
@@ -61,7 +61,11 @@ _SIZE = struct.Struct(">i")
 #: the largest frame of a connection that has not authenticated yet (Kafka: 512 KiB)
 PRE_AUTH_MAX_FRAME = 512 << 10
 SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
-_READ_AHEAD = 64 << 10  # what a watch for a close may read ahead of a waiting request
+#: answers a connection may owe at once (behind a waiting JoinGroup/SyncGroup); more: it is not read
+MAX_PIPELINED = 32
+_READ_AHEAD = 64 << 10  # what a watch for a close (``unless_closed``) may read ahead of a waiting request
+#: the API keys (as a frame's first two bytes) whose handlers may park: JoinGroup, SyncGroup
+_MAY_PARK = frozenset(struct.pack(">h", key) for key in (11, 14))
 
 
 class KafkaContext:
@@ -94,7 +98,7 @@ class KafkaContext:
 
 class Connection:
     __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id", "failed_user",
-                 "_unread", "on_close")
+                 "_parked", "_unanswered", "_unread", "on_close")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -105,6 +109,8 @@ class Connection:
         self.mechanism = None
         self.client_id = None
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
+        self._parked: asyncio.Event | None = None  # set by ``park`` while the request in hand waits
+        self._unanswered = 0  # requests read whose answers are not written yet
         self._unread = b""  # read by unless_closed while a request waited: the next bytes of the stream
         self.on_close = None  # called (no arguments) once the connection is closed: share sessions end
 
@@ -117,9 +123,10 @@ class Connection:
 
     async def unless_closed(self, aw):
         """Await ``aw`` unless the client closes the connection first: then ``aw`` is cancelled
-        (a coordinator wait withdraws its member) and ConnectionResetError ends the connection.
-        Watching reads ahead: bytes that arrive meanwhile are kept for ``_read``, and the watch
-        stops (a client that pipelines is alive; its later close is found as any other's)."""
+        and ConnectionResetError ends the connection. For a handler that holds its connection
+        while it waits (a share fetch's long poll; never a parked one, which runs while ``serve``
+        reads). Watching reads ahead: bytes that arrive meanwhile are kept for ``_read``, and the
+        watch stops (a client that pipelines is alive; its later close is found as any other's)."""
         task = asyncio.ensure_future(aw)
         if self._unread:
             return await task
@@ -147,6 +154,15 @@ class Connection:
             await asyncio.gather(watch, return_exceptions=True)
         return await task
 
+    def park(self) -> None:
+        """The request being handled now waits on the group coordinator (a JoinGroup or SyncGroup
+        waiting for the other members): the connection goes on reading and handling the
+        requests after it meanwhile, one at a time; every answer still goes out in request
+        order (``serve``). Only the APIs of ``_MAY_PARK`` are run so; for another one this does
+        nothing (its wait holds the connection)."""
+        if self._parked is not None:
+            self._parked.set()
+
     def check_plain(self, auth: bytes) -> bool:
         """SASL/PLAIN: ``authzid NUL user NUL password``: with ``kafka_users``, a configured user and
         its password; else any user with a configured token as password.
@@ -168,12 +184,26 @@ class Connection:
         return ok
 
     async def serve(self) -> None:
+        """Read requests and answer them in order until the client closes or breaks a rule.
+
+        A request is handled to its end before the next is read (and answered at once when
+        nothing is owed before it), except one that parks (``park``: a JoinGroup or SyncGroup
+        waiting on the group coordinator, run as a task): then the next requests are read and
+        handled meanwhile, one at a time, and their answers wait for its answer (one writer
+        takes them in request order: ``_write_answers``). So a commit a consumer sends while
+        its own JoinGroup waits for the other members is judged when it arrives (the
+        generation in force: accepted, as Kafka's rule during a rebalance) instead of after
+        the join (a stale generation); the answers stay in order, as every client requires.
+        At most ``MAX_PIPELINED`` answers are owed at once (then the connection is not read).
+        A close while requests wait cancels them: a waiting member leaves its group at once."""
         ctx = self.ctx
         st = ctx.settings
         max_frame = st.kafka_max_frame_bytes
         loop = asyncio.get_running_loop()
         auth_deadline = loop.time() + st.kafka_auth_timeout_s
         first = True
+        answers: asyncio.Queue = asyncio.Queue(MAX_PIPELINED)
+        writing = asyncio.ensure_future(self._write_answers(answers))
         try:
             while not ctx.stopping:
                 # the size prefix: the first request and an unauthenticated connection have a
@@ -185,10 +215,12 @@ class Connection:
                 else:
                     wait = st.kafka_idle_timeout_s
                 try:
-                    head = await asyncio.wait_for(self._read(4), max(wait, 0.001))
+                    head = await self._next(self._read(4), writing, max(wait, 0.001))
                 except asyncio.IncompleteReadError:
                     return
                 except TimeoutError:
+                    if self._unanswered and self.authenticated:
+                        continue  # not idle: a request of its own waits (a rebalance may take long)
                     why = ("did not authenticate in time (kafka_auth_timeout_s)" if not self.authenticated
                            else "sent no request in time (kafka_frame_timeout_s)" if first
                            else "was idle (kafka_idle_timeout_s)")
@@ -201,7 +233,7 @@ class Connection:
                                    ", kafka_max_frame_bytes" if self.authenticated else " before authentication")
                     return
                 try:
-                    frame = await asyncio.wait_for(self._read(size), st.kafka_frame_timeout_s)
+                    frame = await self._next(self._read(size), writing, st.kafka_frame_timeout_s)
                 except TimeoutError:
                     logger.info("kafka: closing %s: a %d-byte request did not arrive in time "
                                 "(kafka_frame_timeout_s)", self.peer, size)
@@ -212,13 +244,35 @@ class Connection:
                     if not self.check_plain(frame):
                         _auth_failed(self)
                         return
-                    self.writer.write(_SIZE.pack(0))
-                    continue
-                out = await self.handle(frame)
-                if out is not None:
-                    self.writer.write(_SIZE.pack(len(out)) + out)
-                    await self.writer.drain()
+                    task = loop.create_future()
+                    task.set_result(b"")  # an empty frame: the size prefix 0 alone
+                elif frame[:2] not in _MAY_PARK:
+                    out = await self.handle(frame)  # the common case: no task, written at once
+                    if not self._unanswered:
+                        if out is not None:
+                            self.writer.write(_SIZE.pack(len(out)) + out)
+                            await self.writer.drain()
+                        if self.failed_user is not None:  # answered; now closed, as Kafka does
+                            _auth_failed(self)
+                            return
+                        continue
+                    task = loop.create_future()  # behind a waiting request: its answer waits its turn
+                    task.set_result(out)
+                else:
+                    self._parked = parked = asyncio.Event()
+                    task = asyncio.ensure_future(self.handle(frame))
+                    parking = asyncio.ensure_future(parked.wait())
+                    try:
+                        await asyncio.wait((task, parking), return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        parking.cancel()
+                        self._parked = None
+                    if task.done():
+                        task.result()  # a request that does not parse ends the connection here
+                self._unanswered += 1
+                await self._next(answers.put(task), writing, None)
                 if self.failed_user is not None:  # answered; now closed, as Kafka does
+                    await self._next(answers.join(), writing, None)
                     _auth_failed(self)
                     return
         except ProtocolError as e:
@@ -228,12 +282,46 @@ class Connection:
         except Exception:
             logger.exception("kafka: closing %s after an unexpected error", self.peer)
         finally:
+            writing.cancel()
+            while not answers.empty():  # requests still waiting (a member leaves its group)
+                answers.get_nowait().cancel()
+            await asyncio.gather(writing, return_exceptions=True)
             self.writer.close()
             if self.on_close is not None:
                 try:
                     self.on_close()
                 except Exception:
                     logger.exception("kafka: cleaning up after %s", self.peer)
+
+    async def _next(self, aw, writing: asyncio.Future, timeout: float | None):
+        """``aw`` within ``timeout`` (TimeoutError), unless the answer writer fails first (its error)."""
+        step = asyncio.ensure_future(aw)
+        try:
+            done, _ = await asyncio.wait((step, writing), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            step.cancel()
+            raise
+        if step in done:
+            return step.result()
+        step.cancel()
+        await asyncio.gather(step, return_exceptions=True)
+        if writing in done:
+            writing.result()  # raises what stopped it
+            raise ConnectionResetError("the answer writer stopped")
+        raise TimeoutError
+
+    async def _write_answers(self, answers: asyncio.Queue) -> None:
+        """Write each request's answer, in request order, as soon as it is ready."""
+        while True:
+            task = await answers.get()
+            try:
+                out = await task
+            finally:
+                self._unanswered -= 1
+            if out is not None:
+                self.writer.write(_SIZE.pack(len(out)) + out)
+                await self.writer.drain()
+            answers.task_done()
 
     async def handle(self, frame: bytes) -> bytes | None:
         api_key, version, corr, client_id, r = read_header(frame)

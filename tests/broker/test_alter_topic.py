@@ -1,0 +1,75 @@
+"""Changing an open topic's settings (Broker.alter_topic): validated before anything changes,
+persisted, and in force for the open partitions at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from vqs.broker import Broker
+from vqs.errors import ConfigError, TopicDoesNotExist
+
+
+def test_alter_is_in_force_at_once_and_persisted(data_dir):
+    with Broker(data_dir) as b:
+        b.create_topic("t", partitions=2, retention_ms=60_000)
+        t = b.alter_topic("t", {"retention_bytes": 4096, "compression": "zstd", "max_message_bytes": 100})
+        assert t.overrides == {"retention_ms": 60_000, "retention_bytes": 4096, "compression": "zstd",
+                               "max_message_bytes": 100}
+        assert t.config["compression"] == "zstd" and t.message_limit(1 << 20) == 100
+        for p in range(2):
+            log = t.log(p)
+            assert (log.retention_bytes, log.compression, log.retention_ms) == (4096, "zstd", 60_000)
+        b.alter_topic("t", {"retention_ms": -1, "compression": None})  # unlimited; back to the default
+        assert t.log(0).retention_ms is None and t.log(1).compression is None
+        assert t.config["retention_ms"] is None and t.overrides["retention_ms"] == -1
+    with Broker(data_dir) as b:
+        t = b.topic("t")
+        assert t.overrides == {"retention_ms": -1, "retention_bytes": 4096, "max_message_bytes": 100}
+        assert t.log(1).retention_bytes == 4096 and t.log(0).retention_ms is None
+
+
+def test_replace_returns_every_unnamed_setting_to_its_default(data_dir):
+    with Broker(data_dir, segment_bytes=1 << 20) as b:
+        b.create_topic("t", retention_ms=60_000, segment_bytes=4096, max_message_bytes=100)
+        t = b.alter_topic("t", {"retention_bytes": 8192}, replace=True)
+        assert t.overrides == {"retention_bytes": 8192}
+        assert t.log(0).segment_bytes == 1 << 20  # the broker's default, not the Log's
+        assert t.message_limit(1 << 20) == 1 << 20 and t.log(0).retention_ms is None
+        assert b.topic_defaults()["segment_bytes"] == 1 << 20
+
+
+def test_a_lowered_retention_deletes_segments_at_the_next_pass(data_dir):
+    with Broker(data_dir, flush="always") as b:  # (a batch per send: segments roll between them)
+        t = b.create_topic("t", segment_bytes=1024)
+        p = b.producer()
+        for _ in range(40):
+            p.send("t", b"x" * 200, partition=0)
+        b.flush()
+        assert t.start_offset(0) == 0
+        b.alter_topic("t", {"retention_bytes": 1024})
+        b.apply_retention()
+        assert t.start_offset(0) > 0 and t.log(0).size_bytes <= 2048 + 1024
+
+
+@pytest.mark.parametrize("settings", [{"retention_ms": -2}, {"segment_bytes": 100}, {"compression": "gzip"},
+                                      {"max_message_bytes": 0}, {"nope": 1}])
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_an_invalid_alteration_changes_nothing(data_dir, settings, validate_only):
+    with Broker(data_dir) as b:
+        b.create_topic("t", retention_ms=60_000)
+        with pytest.raises(ConfigError):
+            b.alter_topic("t", {"retention_bytes": 10, **settings}, validate_only=validate_only)
+        assert b.topic("t").overrides == {"retention_ms": 60_000}
+        assert b.alter_topic("t", {"retention_bytes": 10}, validate_only=True).overrides == {"retention_ms": 60_000}
+        with pytest.raises(TopicDoesNotExist):
+            b.alter_topic("nope", {"retention_ms": 1})
+    with Broker(data_dir) as b:
+        assert b.topic("t").overrides == {"retention_ms": 60_000} and b.topic("t").log(0).retention_bytes is None
+
+
+def test_partitions_added_after_an_alteration_take_the_topics_settings(data_dir):
+    with Broker(data_dir) as b:  # (max_message_bytes and unlimited retention are not Log.open arguments as such)
+        b.create_topic("t", max_message_bytes=100, retention_ms=-1)
+        b.alter_topic("t", {"retention_bytes": 4096})
+        t = b.create_partitions("t", 3)
+        assert t.log(2).retention_bytes == 4096 and t.log(2).retention_ms is None

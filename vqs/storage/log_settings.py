@@ -1,0 +1,38 @@
+"""Changing an open log's settings that a topic may alter (``Log.reconfigure``).
+
+Runs under the log's lock, after every value is checked as ``Log.open`` checks
+it (ConfigError: nothing changed); a setting not given takes ``open``'s
+default. Nothing written changes: the next batch the write buffer encodes uses
+the new compression, the next roll happens at the new ``segment_bytes`` or
+``segment_ms`` (a new segment gets indexes sized for its size), and the next
+retention pass applies the new limits.
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from .record_batch import codec_id
+from .segments import index_capacity
+
+ALTERABLE = ("segment_bytes", "segment_ms", "retention_ms", "retention_bytes", "compression")
+
+
+def reconfigure(log, **settings) -> None:
+    unknown = sorted(set(settings) - set(ALTERABLE))
+    if unknown:
+        raise ConfigError(f"{', '.join(unknown)}: not settings of an open log (those are {', '.join(ALTERABLE)})")
+    defaults = type(log).open.__kwdefaults__
+    new = {k: settings[k] if k in settings else defaults[k] for k in ALTERABLE}
+    codec = codec_id(new["compression"])  # (ConfigError for an unknown one)
+    size = new["segment_bytes"]
+    if not isinstance(size, int) or isinstance(size, bool) or size < 128:
+        raise ConfigError(f"segment_bytes={size!r}: must be an integer >= 128")
+    for name in ("segment_ms", "retention_ms", "retention_bytes"):
+        val = new[name]
+        if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+            raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
+    with log._lock:
+        log._buf.codec = codec
+        for name, val in new.items():
+            setattr(log, name, val)
+        log._segs.index_capacity_bytes = index_capacity(size, log.index_interval_bytes)
