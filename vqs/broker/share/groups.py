@@ -41,7 +41,8 @@ from ...errors import ConfigError, CorruptRecordError, PartitionDoesNotExist, To
 from ...storage import atomic_write
 from .. import layout
 from ..assignor import assign
-from ..names import group_dir_name, validate_group
+from ..names import group_dir_name, validate_group, validate_name
+from .dead_letter import DeadLetters
 from .partition import SharePartition
 
 #: heartbeat answers
@@ -54,13 +55,16 @@ class ShareSettings:
     """The broker-wide share-group settings (Kafka's ``group.share.*``)."""
 
     def __init__(self, record_lock_ms: int = 30_000, delivery_limit: int = 5, auto_offset_reset: str = "latest",
-                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000, max_record_locks: int = 2000):
+                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000, max_record_locks: int = 2000,
+                 dlq_topic: str = "", dlq_copy_record: bool = False):
         self.record_lock_ms = record_lock_ms
         self.delivery_limit = delivery_limit
         self.auto_offset_reset = auto_offset_reset
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.max_record_locks = max_record_locks
+        self.dlq_topic = dlq_topic  # archived records copied there (dead_letter.py); "" none
+        self.dlq_copy_record = dlq_copy_record
 
     def merged(self, overrides: dict) -> ShareSettings:
         """These settings with a group's own configs over them."""
@@ -73,7 +77,9 @@ class ShareSettings:
 #: Kafka's share-group configs (IncrementalAlterConfigs on a GROUP resource) -> ShareSettings field
 GROUP_CONFIGS = {"share.auto.offset.reset": "auto_offset_reset", "share.record.lock.duration.ms": "record_lock_ms",
                  "share.delivery.count.limit": "delivery_limit", "share.session.timeout.ms": "session_timeout_ms",
-                 "share.heartbeat.interval.ms": "heartbeat_interval_ms", "share.isolation.level": None}
+                 "share.heartbeat.interval.ms": "heartbeat_interval_ms", "share.isolation.level": None,
+                 "errors.deadletterqueue.topic.name": "dlq_topic",
+                 "errors.deadletterqueue.copy.record.enable": "dlq_copy_record"}
 _BOUNDS = {"record_lock_ms": (1000, 3_600_000), "delivery_limit": (2, 10), "session_timeout_ms": (1000, 3_600_000),
            "heartbeat_interval_ms": (100, 3_600_000)}
 
@@ -87,6 +93,15 @@ def parse_group_config(key: str, value: str):
         if value not in ("read_uncommitted", "read_committed"):
             raise ConfigError(f"config {key}={value!r} must be read_uncommitted or read_committed")
         return None, value
+    if field == "dlq_topic":  # blank: none
+        text = (value or "").strip()
+        if text:
+            validate_name(text, "topic")
+        return field, text
+    if field == "dlq_copy_record":
+        if value.lower() not in ("true", "false"):
+            raise ConfigError(f"config {key}={value!r} must be true or false")
+        return field, value.lower() == "true"
     if field == "auto_offset_reset":
         if value not in ("latest", "earliest"):
             raise ConfigError(f"config {key}={value!r} must be latest or earliest")
@@ -185,7 +200,9 @@ class ShareGroups:
         validate_group(group)
         for key, value in changes.items():
             if value is not None:
-                parse_group_config(key, value)
+                field, v = parse_group_config(key, value)
+                if field == "dlq_topic" and v and v not in self.broker.topics():
+                    raise ConfigError(f"config {key}: the dead-letter topic {v!r} does not exist")
             elif key not in GROUP_CONFIGS:
                 parse_group_config(key, "")
         if validate_only:
@@ -368,9 +385,11 @@ class ShareGroups:
                 shutil.rmtree(self._path(group, topic, p), ignore_errors=True)
             if sp is None:
                 st = self.settings_for(group)
-                sp = SharePartition(self._path(group, topic, p), log, flush=self._flush,
-                                    flush_interval_ms=self._flush_interval_ms,
-                                    auto_offset_reset=st.auto_offset_reset, min_free_bytes=self._min_free_bytes)
+                path = self._path(group, topic, p)
+                dlq = DeadLetters(self.broker, group, topic, p, path, lambda: self.settings_for(group))
+                sp = SharePartition(path, log, flush=self._flush, flush_interval_ms=self._flush_interval_ms,
+                                    auto_offset_reset=st.auto_offset_reset, min_free_bytes=self._min_free_bytes,
+                                    dead_letter=dlq)
                 self._parts[key] = sp
             return sp
 
