@@ -364,7 +364,7 @@ API_TABLE: dict = {
     13: (0, 3, NO_FLEX, groups.leave_group),
     14: (0, 3, NO_FLEX, groups.sync_group),
     15: (0, 4, NO_FLEX, groups.describe_groups),
-    16: (0, 2, NO_FLEX, groups.list_groups),
+    16: (0, 5, 3, groups.list_groups),
     17: (0, 1, NO_FLEX, sasl_handshake),
     18: (0, 3, 3, api_versions),
     19: (0, 4, NO_FLEX, create_topics),

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.group_offsets import MAX_METADATA
 from . import errors as K
+from . import share_groups
 from .admin import authorized_operations
 from .codec import Writer
 
@@ -243,16 +244,46 @@ async def offset_fetch(ctx, conn, v, r):
 
 
 async def list_groups(ctx, conn, v, r):
+    """ListGroups: classic groups (and VQS's own consumers' groups, protocol type ``vqs``) and
+    share groups (protocol type and group type ``share``, share_groups.listed). v3+ flexible;
+    v4 filters by state, v5 by group type (Kafka's ``classic``, ``consumer``, ``share``), each
+    matched case-insensitively as Kafka does; an empty filter keeps every group."""
+    states = types = ()
+    if v >= 4:
+        states = {(r.compact_string() or "").lower() for _ in range(r.compact_array_len(1))}
+    if v >= 5:
+        types = {(r.compact_string() or "").lower() for _ in range(r.compact_array_len(1))}
+    if v >= 3:
+        r.tagged_fields()
+    rows = []  # (name, protocol type, state, group type)
     active = dict(_coordinator(ctx).groups())
     for name in ctx.broker.groups():
         active.setdefault(name, "consumer")
+    for name, ptype in active.items():
+        state = _coordinator(ctx).describe(name)["state"] if states else ""
+        if state == "Dead":
+            state = "Empty"  # committed offsets, no members
+        rows.append((name, ptype, state, "classic"))
+    rows += [(name, "share", state, "share") for name, state in share_groups.listed(ctx, bool(states))]
+    rows = sorted(row for row in rows if (not states or row[2].lower() in states)
+                  and (not types or row[3] in types))
     w = Writer()
     if v >= 1:
         w.int32(0)
-    w.int16(K.NONE).array(len(active))
-    for name, ptype in sorted(active.items()):
-        w.string(name).string(ptype)
-    return bytes(w.b)
+    if v < 3:
+        w.int16(K.NONE).array(len(rows))
+        for name, ptype, _state, _type in rows:
+            w.string(name).string(ptype)
+        return bytes(w.b)
+    w.int16(K.NONE).compact_array(len(rows))
+    for name, ptype, state, gtype in rows:
+        w.compact_string(name).compact_string(ptype)
+        if v >= 4:
+            w.compact_string(state)
+        if v >= 5:
+            w.compact_string(gtype)
+        w.tags()
+    return bytes(w.tags().b)
 
 
 async def describe_groups(ctx, conn, v, r):
