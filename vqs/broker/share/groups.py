@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 
-from ...errors import ConfigError, CorruptRecordError, PartitionDoesNotExist, TopicDoesNotExist
+from ...errors import ConfigError, CorruptRecordError, GroupNotEmpty, PartitionDoesNotExist, TopicDoesNotExist
 from ...storage import atomic_write
 from .. import layout
 from ..assignor import assign
@@ -392,6 +392,56 @@ class ShareGroups:
                                     dead_letter=dlq)
                 self._parts[key] = sp
             return sp
+
+    # ------------------------------------------------------------------ start offsets (admin)
+
+    def stored_partitions(self, group: str) -> list[tuple[str, int]]:
+        """The (topic, partition) pairs ``group`` has share-partition state of, sorted."""
+        out = {(t, p) for t, p, _sp in self.open_partitions(group)}
+        root = os.path.join(layout.share_dir(self.broker.path), group_dir_name(group))
+        if os.path.isdir(root):
+            for t in os.listdir(root):
+                if os.path.isdir(os.path.join(root, t)):
+                    out.update((t, int(p)) for p in os.listdir(os.path.join(root, t)) if p.isdigit())
+        return sorted(out)
+
+    def start_offset(self, group: str, topic: str, p: int) -> int:
+        """The share-partition start offset of (group, topic, p), or -1 when it has no state
+        (no fetch made it yet); TopicDoesNotExist / PartitionDoesNotExist."""
+        self.broker.topic(topic).log(p)
+        if (topic, p) not in self.stored_partitions(group):
+            return -1
+        return self.partition(group, topic, p).describe()["start_offset"]
+
+    def check_empty(self, group: str) -> None:
+        """GroupNotEmpty if ``group`` has members now."""
+        d = self.describe(group)
+        if d is not None and d["members"]:
+            raise GroupNotEmpty(f"share group {group!r} has members: its offsets change only when it is empty")
+
+    def alter_start_offset(self, group: str, topic: str, p: int, offset: int) -> int:
+        """Set the share-partition start offset of (group, topic, p) (made if new; clamped
+        to the log), forgetting its records in flight; GroupNotEmpty while ``group`` has
+        members. Durable on return; the offset set."""
+        validate_group(group)
+        self.check_empty(group)
+        return self.partition(group, topic, p).reset(offset)
+
+    def delete_offsets(self, group: str, topic: str) -> list[int]:
+        """Delete ``group``'s state of every partition of ``topic`` (the next fetch starts
+        where ``share.auto.offset.reset`` says); GroupNotEmpty while it has members. The
+        partitions deleted."""
+        validate_group(group)
+        self.check_empty(group)
+        parts = [p for t, p in self.stored_partitions(group) if t == topic]
+        with self._parts_lock:
+            for p in parts:
+                sp = self._parts.pop((group, topic, p), None)
+                if sp is not None:
+                    sp.close()
+        shutil.rmtree(os.path.join(layout.share_dir(self.broker.path), group_dir_name(group), topic),
+                      ignore_errors=True)
+        return parts
 
     def _path(self, group: str, topic: str, p: int) -> str:
         return os.path.join(layout.share_dir(self.broker.path), group_dir_name(group), topic, str(p))

@@ -349,6 +349,21 @@ class SharePartition:
                 self._write(recs)
             return len(mine)
 
+    def reset(self, start: int) -> int:
+        """Move the share-partition start offset to ``start`` (clamped to the topic log's
+        start..end), forgetting every record in flight: records from there on are acquired
+        afresh, those below are settled. For a group with no members (the admin's alter
+        offsets). Durable on return (a snapshot). Returns the start offset set."""
+        with self.lock:
+            start = min(max(start, self.log.start_offset), self.log.end_offset)
+            nonce = self.leases.nonce
+            self.leases = LeaseTable(None)
+            self.leases.start(nonce, [])  # nonces go on past the old ones
+            self.owner = {}
+            self.low = self.cursor = start
+            self._snapshot()
+            return start
+
     def describe(self) -> dict:
         """Start offset, cursor and the in-flight records' counts (by state and delivery count)."""
         with self.lock:
