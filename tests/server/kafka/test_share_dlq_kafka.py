@@ -14,6 +14,7 @@ ck = pytest.importorskip("confluent_kafka")
 if not hasattr(ck, "ShareConsumer"):
     pytest.skip("confluent-kafka without ShareConsumer", allow_module_level=True)
 from confluent_kafka import AcknowledgeType  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 N = 300
 
@@ -46,6 +47,13 @@ def test_rejected_records_reach_the_dead_letter_topic_once_across_a_server_sigki
             "errors.deadletterqueue.copy.record.enable": "true"})
     server = KafkaServer(data, env={"VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
     try:
+        # KIP-1191's opt-in topic config is taken (every topic may be a dead-letter topic here)
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        opt_in = {"errors.deadletterqueue.group.enable": "true"}
+        admin.create_topics([NewTopic("dlq.other", 1, 1, config=opt_in)])["dlq.other"].result(10)
+        with pytest.raises(ck.KafkaException, match="only true"):
+            admin.create_topics([NewTopic("dlq.off", 1, 1, config={"errors.deadletterqueue.group.enable": "false"})]
+                                )["dlq.off"].result(10)
         p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 5})
         for i in range(N):
             p.produce("work", value=b"r%05d" % i)

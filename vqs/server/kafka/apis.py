@@ -119,7 +119,8 @@ async def metadata(ctx, conn, v, r):
 # all of them with the values in force.
 _TOPIC_CONFIGS = {"retention.ms": "retention_ms", "retention.bytes": "retention_bytes",
                   "segment.bytes": "segment_bytes", "compression.type": "compression",
-                  "max.message.bytes": "max_message_bytes", "cleanup.policy": None}
+                  "max.message.bytes": "max_message_bytes", "cleanup.policy": None,
+                  "errors.deadletterqueue.group.enable": None}
 _INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 1, "max.message.bytes": 1}
 _COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4"}
 
@@ -145,6 +146,10 @@ def _topic_settings(configs: dict) -> dict:
                                     f"{', '.join(_COMPRESSION)} (gzip and snappy batches are taken, not kept)")
             if _COMPRESSION[value]:
                 kwargs["compression"] = _COMPRESSION[value]
+        elif key == "errors.deadletterqueue.group.enable":  # KIP-1191's opt-in of a share-group DLQ
+            if value.strip().lower() != "true":
+                raise E.ConfigError(f"config {key}={value!r}: every topic may be a share group's dead-letter "
+                                    "topic here (only true)")
         else:  # cleanup.policy
             policies = {p.strip() for p in value.split(",")}
             if "compact" in policies:
@@ -171,6 +176,7 @@ def _configs_in_force(ctx, topic) -> dict[str, tuple[str, bool]]:
         "max.message.bytes": (str(topic.message_limit(ctx.settings.max_message_bytes)),
                               "max_message_bytes" in own),
         "cleanup.policy": ("delete", False),
+        "errors.deadletterqueue.group.enable": ("true", False),
     }
 
 
