@@ -154,6 +154,11 @@ class InconsistentGroupProtocol(VQSError):
     (server-side assignment) cannot share one group id. The message names the group."""
 
 
+class GroupNotEmpty(VQSError):
+    """An operation that needs a group without members (changing a share group's offsets)
+    was asked of a group that has some. The message names the group."""
+
+
 class TopicAlreadyExists(VQSError):
     """create_topic was given the name of an existing topic."""
 

@@ -60,6 +60,7 @@ _REQUEST_ERRORS: dict[type, tuple[int, str]] = {
     E.OffsetOutOfRange: (400, "offset_out_of_range"),
     E.FencedMember: (409, "fenced_member"),
     E.InconsistentGroupProtocol: (409, "inconsistent_group_protocol"),
+    E.GroupNotEmpty: (409, "group_not_empty"),
     E.ConfigError: (400, "invalid_argument"),
     E.OutOfOrderSequence: (409, "out_of_order_sequence"),
     E.ProducerFenced: (409, "producer_fenced"),

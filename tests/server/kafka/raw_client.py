@@ -44,6 +44,18 @@ class RawKafka:
         assert r.int32() == self.corr
         return r
 
+    def flex_request(self, api_key: int, version: int, body: bytes) -> Reader:
+        """A request of a flexible version: header v2 (tagged fields), response header v1."""
+        self.corr += 1
+        w = Writer().int16(api_key).int16(version).int32(self.corr).string("raw-test").tags()
+        self.send_frame(bytes(w.b) + body)
+        resp = self.recv_frame()
+        assert resp is not None, "connection closed"
+        r = Reader(resp)
+        assert r.int32() == self.corr
+        r.tagged_fields()
+        return r
+
     def produce(self, topic: str, partition: int, records: bytes, acks: int = -1) -> tuple[int, int]:
         """Produce v7; returns (error code, base offset)."""
         body = (Writer().string(None).int16(acks).int32(10_000).array(1).string(topic).array(1)

@@ -37,11 +37,12 @@ import threading
 import time
 import uuid
 
-from ...errors import ConfigError, CorruptRecordError, PartitionDoesNotExist, TopicDoesNotExist
+from ...errors import ConfigError, CorruptRecordError, GroupNotEmpty, PartitionDoesNotExist, TopicDoesNotExist
 from ...storage import atomic_write
 from .. import layout
 from ..assignor import assign
-from ..names import group_dir_name, validate_group
+from ..names import group_dir_name, validate_group, validate_name
+from .dead_letter import DeadLetters
 from .partition import SharePartition
 
 #: heartbeat answers
@@ -54,13 +55,16 @@ class ShareSettings:
     """The broker-wide share-group settings (Kafka's ``group.share.*``)."""
 
     def __init__(self, record_lock_ms: int = 30_000, delivery_limit: int = 5, auto_offset_reset: str = "latest",
-                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000, max_record_locks: int = 2000):
+                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000, max_record_locks: int = 2000,
+                 dlq_topic: str = "", dlq_copy_record: bool = False):
         self.record_lock_ms = record_lock_ms
         self.delivery_limit = delivery_limit
         self.auto_offset_reset = auto_offset_reset
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.max_record_locks = max_record_locks
+        self.dlq_topic = dlq_topic  # archived records copied there (dead_letter.py); "" none
+        self.dlq_copy_record = dlq_copy_record
 
     def merged(self, overrides: dict) -> ShareSettings:
         """These settings with a group's own configs over them."""
@@ -73,7 +77,9 @@ class ShareSettings:
 #: Kafka's share-group configs (IncrementalAlterConfigs on a GROUP resource) -> ShareSettings field
 GROUP_CONFIGS = {"share.auto.offset.reset": "auto_offset_reset", "share.record.lock.duration.ms": "record_lock_ms",
                  "share.delivery.count.limit": "delivery_limit", "share.session.timeout.ms": "session_timeout_ms",
-                 "share.heartbeat.interval.ms": "heartbeat_interval_ms", "share.isolation.level": None}
+                 "share.heartbeat.interval.ms": "heartbeat_interval_ms", "share.isolation.level": None,
+                 "errors.deadletterqueue.topic.name": "dlq_topic",
+                 "errors.deadletterqueue.copy.record.enable": "dlq_copy_record"}
 _BOUNDS = {"record_lock_ms": (1000, 3_600_000), "delivery_limit": (2, 10), "session_timeout_ms": (1000, 3_600_000),
            "heartbeat_interval_ms": (100, 3_600_000)}
 
@@ -87,6 +93,15 @@ def parse_group_config(key: str, value: str):
         if value not in ("read_uncommitted", "read_committed"):
             raise ConfigError(f"config {key}={value!r} must be read_uncommitted or read_committed")
         return None, value
+    if field == "dlq_topic":  # blank: none
+        text = (value or "").strip()
+        if text:
+            validate_name(text, "topic")
+        return field, text
+    if field == "dlq_copy_record":
+        if value.lower() not in ("true", "false"):
+            raise ConfigError(f"config {key}={value!r} must be true or false")
+        return field, value.lower() == "true"
     if field == "auto_offset_reset":
         if value not in ("latest", "earliest"):
             raise ConfigError(f"config {key}={value!r} must be latest or earliest")
@@ -185,7 +200,9 @@ class ShareGroups:
         validate_group(group)
         for key, value in changes.items():
             if value is not None:
-                parse_group_config(key, value)
+                field, v = parse_group_config(key, value)
+                if field == "dlq_topic" and v and v not in self.broker.topics():
+                    raise ConfigError(f"config {key}: the dead-letter topic {v!r} does not exist")
             elif key not in GROUP_CONFIGS:
                 parse_group_config(key, "")
         if validate_only:
@@ -368,11 +385,63 @@ class ShareGroups:
                 shutil.rmtree(self._path(group, topic, p), ignore_errors=True)
             if sp is None:
                 st = self.settings_for(group)
-                sp = SharePartition(self._path(group, topic, p), log, flush=self._flush,
-                                    flush_interval_ms=self._flush_interval_ms,
-                                    auto_offset_reset=st.auto_offset_reset, min_free_bytes=self._min_free_bytes)
+                path = self._path(group, topic, p)
+                dlq = DeadLetters(self.broker, group, topic, p, path, lambda: self.settings_for(group))
+                sp = SharePartition(path, log, flush=self._flush, flush_interval_ms=self._flush_interval_ms,
+                                    auto_offset_reset=st.auto_offset_reset, min_free_bytes=self._min_free_bytes,
+                                    dead_letter=dlq)
                 self._parts[key] = sp
             return sp
+
+    # ------------------------------------------------------------------ start offsets (admin)
+
+    def stored_partitions(self, group: str) -> list[tuple[str, int]]:
+        """The (topic, partition) pairs ``group`` has share-partition state of, sorted."""
+        out = {(t, p) for t, p, _sp in self.open_partitions(group)}
+        root = os.path.join(layout.share_dir(self.broker.path), group_dir_name(group))
+        if os.path.isdir(root):
+            for t in os.listdir(root):
+                if os.path.isdir(os.path.join(root, t)):
+                    out.update((t, int(p)) for p in os.listdir(os.path.join(root, t)) if p.isdigit())
+        return sorted(out)
+
+    def start_offset(self, group: str, topic: str, p: int) -> int:
+        """The share-partition start offset of (group, topic, p), or -1 when it has no state
+        (no fetch made it yet); TopicDoesNotExist / PartitionDoesNotExist."""
+        self.broker.topic(topic).log(p)
+        if (topic, p) not in self.stored_partitions(group):
+            return -1
+        return self.partition(group, topic, p).describe()["start_offset"]
+
+    def check_empty(self, group: str) -> None:
+        """GroupNotEmpty if ``group`` has members now."""
+        d = self.describe(group)
+        if d is not None and d["members"]:
+            raise GroupNotEmpty(f"share group {group!r} has members: its offsets change only when it is empty")
+
+    def alter_start_offset(self, group: str, topic: str, p: int, offset: int) -> int:
+        """Set the share-partition start offset of (group, topic, p) (made if new; clamped
+        to the log), forgetting its records in flight; GroupNotEmpty while ``group`` has
+        members. Durable on return; the offset set."""
+        validate_group(group)
+        self.check_empty(group)
+        return self.partition(group, topic, p).reset(offset)
+
+    def delete_offsets(self, group: str, topic: str) -> list[int]:
+        """Delete ``group``'s state of every partition of ``topic`` (the next fetch starts
+        where ``share.auto.offset.reset`` says); GroupNotEmpty while it has members. The
+        partitions deleted."""
+        validate_group(group)
+        self.check_empty(group)
+        parts = [p for t, p in self.stored_partitions(group) if t == topic]
+        with self._parts_lock:
+            for p in parts:
+                sp = self._parts.pop((group, topic, p), None)
+                if sp is not None:
+                    sp.close()
+        shutil.rmtree(os.path.join(layout.share_dir(self.broker.path), group_dir_name(group), topic),
+                      ignore_errors=True)
+        return parts
 
     def _path(self, group: str, topic: str, p: int) -> str:
         return os.path.join(layout.share_dir(self.broker.path), group_dir_name(group), topic, str(p))

@@ -56,6 +56,7 @@ from ...errors import ConfigError, InvalidRecordState
 from ..queue.lease_records import encode_deletes, encode_leases, encode_runs
 from ..queue.lease_state import SNAPSHOT, LeaseStateStore
 from ..queue.leases import AVAILABLE, INFLIGHT, LeaseTable, make_lease
+from .dead_letter import EXCEEDED, REJECTED
 
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 GAP = 0
@@ -67,8 +68,9 @@ class SharePartition:
     """The delivery state of one (share group, topic, partition); see module doc."""
 
     def __init__(self, path: str, log, *, flush: str, flush_interval_ms: int, auto_offset_reset: str,
-                 min_free_bytes: int | None = None):
-        self.log = log  # the topic partition's Log (read for its start and end)
+                 min_free_bytes: int | None = None, dead_letter=None):
+        self.log = log
+        self.dead_letter = dead_letter  # DeadLetters (dead_letter.py) or None  # the topic partition's Log (read for its start and end)
         self.lock = threading.Lock()
         initialized = os.path.exists(os.path.join(path, SNAPSHOT))
         self.store = LeaseStateStore(path, flush=flush, flush_interval_ms=flush_interval_ms,
@@ -102,6 +104,10 @@ class SharePartition:
                 table.live[o] = make_lease(nonce, 0, count, received, first, AVAILABLE)
                 table.n_available += 1
         table.start(st.max_nonce, [])
+        if self.dead_letter is not None:  # copied to the dead-letter topic, then killed before settled
+            done = sorted(o for o in self.dead_letter.copied() if o in table.live)
+            if done:
+                self._settle(done, [])
         self._advance_low()
         if len(table.live) != len(live) or self.low != st.low or self.cursor != cursor:
             self._snapshot()
@@ -119,6 +125,8 @@ class SharePartition:
     def _snapshot(self) -> None:
         self.store.write_snapshot(low=self.low, cursor=self.cursor, live=self.leases.live,
                                   deleted_ahead=(), now_ms=0)
+        if self.dead_letter is not None:
+            self.dead_letter.marked()
 
     def _advance_low(self) -> None:
         live = self.leases.live
@@ -137,6 +145,14 @@ class SharePartition:
             leases.forget(o, live[o])
             self.owner.pop(o, None)
         out.append(encode_deletes(offsets))
+
+    def _archive(self, offsets: list, message: str, out: list) -> None:
+        """Archive ``offsets`` (leased): copied to the dead-letter topic first, if the group has
+        one (dead_letter.py: the copy precedes the settlement), then settled."""
+        if offsets and self.dead_letter is not None:
+            live = self.leases.live
+            self.dead_letter.send(self.log, [(o, live[o].count, message) for o in offsets])
+        self._settle(offsets, out)
 
     def _make_available(self, o: int, e, limit: int, archive: list) -> None:
         """An INFLIGHT lease released or expired (counted out of INFLIGHT by the caller):
@@ -166,7 +182,7 @@ class SharePartition:
                 archive.append(o)
         if archive:
             recs: list = []
-            self._settle(archive, recs)
+            self._archive(archive, EXCEEDED, recs)
             self._advance_low()
             self._write(recs)
 
@@ -219,7 +235,7 @@ class SharePartition:
                 if k:
                     recs.append(encode_leases(flat, k))
                 if archive:
-                    self._settle(archive, recs)
+                    self._archive(archive, EXCEEDED, recs)
             n = min(max_records - len(got), end - self.cursor)
             if n > 0:
                 o0 = self.cursor
@@ -277,6 +293,7 @@ class SharePartition:
                 if e is None or e.state != INFLIGHT or owner.get(o) != member:
                     raise InvalidRecordState(f"record {o} is not acquired by this member")
             settle: list = []
+            rejected: list = []
             archive: list = []
             renewed: list = []
             leases = self.leases
@@ -290,11 +307,17 @@ class SharePartition:
                 elif t == RENEW:
                     e.until = now + lock_ms
                     renewed.append(o)
+                elif t == REJECT:
+                    rejected.append(o)
                 else:
                     settle.append(o)
             recs: list = []
-            if settle or archive:
-                self._settle(settle + archive, recs)
+            if rejected:
+                self._archive(rejected, REJECTED, recs)
+            if archive:
+                self._archive(archive, EXCEEDED, recs)
+            if settle:
+                self._settle(settle, recs)
             if renewed:
                 flat: list = []
                 for o in renewed:
@@ -321,10 +344,25 @@ class SharePartition:
                 self._make_available(o, live[o], limit, archive)
             if archive:
                 recs: list = []
-                self._settle(archive, recs)
+                self._archive(archive, EXCEEDED, recs)
                 self._advance_low()
                 self._write(recs)
             return len(mine)
+
+    def reset(self, start: int) -> int:
+        """Move the share-partition start offset to ``start`` (clamped to the topic log's
+        start..end), forgetting every record in flight: records from there on are acquired
+        afresh, those below are settled. For a group with no members (the admin's alter
+        offsets). Durable on return (a snapshot). Returns the start offset set."""
+        with self.lock:
+            start = min(max(start, self.log.start_offset), self.log.end_offset)
+            nonce = self.leases.nonce
+            self.leases = LeaseTable(None)
+            self.leases.start(nonce, [])  # nonces go on past the old ones
+            self.owner = {}
+            self.low = self.cursor = start
+            self._snapshot()
+            return start
 
     def describe(self) -> dict:
         """Start offset, cursor and the in-flight records' counts (by state and delivery count)."""

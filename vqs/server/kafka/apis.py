@@ -14,7 +14,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
-from . import admin, consumer_protocol, data, groups, share, share_groups, topic_ids
+from . import admin, consumer_protocol, data, groups, share, share_groups, share_offsets, topic_ids
 from . import configs as configs_
 from . import errors as K
 from .codec import Writer
@@ -286,4 +286,7 @@ API_TABLE: dict = {
     77: (1, 1, 0, share_groups.share_group_describe),
     78: (1, 1, 0, share.share_fetch),
     79: (1, 1, 0, share.share_acknowledge),
+    90: (0, 0, 0, share_offsets.describe_share_group_offsets),
+    91: (0, 0, 0, share_offsets.alter_share_group_offsets),
+    92: (0, 0, 0, share_offsets.delete_share_group_offsets),
 }

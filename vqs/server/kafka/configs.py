@@ -69,6 +69,9 @@ TOPIC_CONFIGS = {
     "min.cleanable.dirty.ratio": _Config("min_cleanable_dirty_ratio", DOUBLE, "log.cleaner.min.cleanable.ratio",
                                          "The share of a log not yet compacted that starts a cleaning."),
 }
+# Topic configs this broker takes with one value only, stores nothing for, and describes as that
+# value: KIP-1191's opt-in of a topic as a share group's dead-letter topic (every topic may be one).
+FIXED_TOPIC_CONFIGS = {"errors.deadletterqueue.group.enable": "true"}
 _INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 128, "max.message.bytes": 1, "segment.ms": 1,
             "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1}
 _COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4"}
@@ -78,8 +81,14 @@ def parse(key: str, value: str | None):
     """The broker setting's value of topic config ``key`` = ``value`` (None: the default);
     ConfigError (INVALID_CONFIG) naming the config for an unknown name, a null, or a value Kafka
     or this broker refuses."""
+    if key in FIXED_TOPIC_CONFIGS:
+        if value is None or value.strip().lower() != FIXED_TOPIC_CONFIGS[key]:
+            raise E.ConfigError(f"config {key}={value!r}: only {FIXED_TOPIC_CONFIGS[key]} (every topic may be "
+                                "a share group's dead-letter topic here)")
+        return None
     if key not in TOPIC_CONFIGS:
-        raise E.ConfigError(f"unknown topic config {key!r} (supported: {', '.join(sorted(TOPIC_CONFIGS))})")
+        raise E.ConfigError(f"unknown topic config {key!r} "
+                            f"(supported: {', '.join(sorted([*TOPIC_CONFIGS, *FIXED_TOPIC_CONFIGS]))})")
     if value is None:
         raise E.ConfigError(f"config {key} has a null value")
     if key in _INT_MIN:
@@ -144,6 +153,8 @@ def topic_configs(ctx, topic) -> dict[str, tuple[str, int, list]]:
             out[key] = (value, DYNAMIC_TOPIC_CONFIG, [(key, value, DYNAMIC_TOPIC_CONFIG), default])
         else:
             out[key] = (_shown(key, cfg.get(spec.setting), ctx), DEFAULT_CONFIG, [default])
+    for key, value in FIXED_TOPIC_CONFIGS.items():
+        out[key] = (value, DEFAULT_CONFIG, [])
     return out
 
 
@@ -213,7 +224,10 @@ async def describe_configs(ctx, conn, v, r):
         if rtype == TOPIC:
             try:
                 for k, (val, src, syn) in topic_configs(ctx, ctx.broker.topic(name)).items():
-                    configs[k] = (val, src, syn, TOPIC_CONFIGS[k].type, TOPIC_CONFIGS[k].doc)
+                    spec = TOPIC_CONFIGS.get(k)
+                    configs[k] = ((val, src, syn, spec.type, spec.doc) if spec else
+                                  (val, src, syn, BOOLEAN, "Fixed here: every topic may be a share group's "
+                                   "dead-letter topic."))
             except E.VQSError as e:
                 err, msg = K.code_for(e), str(e)
         elif rtype == BROKER:
@@ -274,6 +288,11 @@ def _topic_changes(topic, configs: list, incremental: bool) -> dict:
     ConfigError (INVALID_CONFIG) or _BadRequest (INVALID_REQUEST) naming the config."""
     changes = {}
     for key, op, value in configs:
+        if key in FIXED_TOPIC_CONFIGS:
+            if op != SET:
+                raise E.ConfigError(f"config {key} is always {FIXED_TOPIC_CONFIGS[key]} here")
+            parse(key, value)  # raises unless the one value
+            continue
         if key not in TOPIC_CONFIGS:
             parse(key, value)  # raises: an unknown name
         spec = TOPIC_CONFIGS[key]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.group_offsets import MAX_METADATA
-from . import consumer_protocol
+from . import consumer_protocol, share_groups
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
@@ -346,8 +346,10 @@ def _write_fetched(w, topics, flex: bool, part_err: int, leader_epoch: bool = Tr
 
 
 async def list_groups(ctx, conn, v, r):
-    """v0-5; v3+ flexible, v4 filters by state, v5 by type and names each group's type
-    (``classic``, ``consumer`` for the consumer protocol's groups)."""
+    """ListGroups v0-5: classic groups (VQS's own consumers' groups too), the consumer
+    protocol's groups (group type ``consumer``) and share groups (protocol type and group type
+    ``share``, share_groups.listed). v3+ flexible; v4 filters by state, v5 by group type, each
+    matched case-insensitively as Kafka does; an empty filter keeps every group."""
     states = types = None
     if v >= 3:
         if v >= 4:
@@ -360,9 +362,11 @@ async def list_groups(ctx, conn, v, r):
     for name, ptype in _coordinator(ctx).groups():
         listed[name] = (ptype, _coordinator(ctx).describe(name)["state"], "consumer" if name in new else "classic")
     for name in ctx.broker.groups():
-        listed.setdefault(name, ("consumer", "Empty", "classic"))
-    rows = sorted((n, pt, st, gt) for n, (pt, st, gt) in listed.items()
-                  if (not states or st.lower() in states) and (not types or gt in types))
+        listed.setdefault(name, ("consumer", "Empty", "classic"))  # committed offsets, no members
+    rows = [(n, pt, st, gt) for n, (pt, st, gt) in listed.items()]
+    rows += [(name, "share", state, "share") for name, state in share_groups.listed(ctx, bool(states))]
+    rows = sorted(row for row in rows if (not states or row[2].lower() in states)
+                  and (not types or row[3] in types))
     w = Writer()
     if v >= 1:
         w.int32(0)

@@ -85,6 +85,25 @@ def _heartbeat_error(w, code: int, msg: str) -> bytes:
     return bytes(w.tags().b)
 
 
+# ---------------------------------------------------------------------- listing
+
+def listed(ctx, with_state: bool) -> list[tuple[str, str]]:
+    """(name, state) of the share groups ListGroups shows (those with members or stored state):
+    ``Stable`` with members, else ``Empty``; state "" unless ``with_state``."""
+    sg = shares(ctx)
+    out = []
+    for name in sg.groups():
+        state = ""
+        if with_state:
+            try:
+                d = sg.describe(name)
+            except E.InvalidName:
+                continue
+            state = "Stable" if d and d["members"] else "Empty"
+        out.append((name, state))
+    return out
+
+
 # ---------------------------------------------------------------------- describe
 
 async def share_group_describe(ctx, conn, v, r):
