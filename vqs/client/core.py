@@ -12,12 +12,12 @@ begin below ``offset``).
 from __future__ import annotations
 
 from ..broker.names import validate_name
-from ..wire import BATCH_CONTENT_TYPE, END_OFFSET, NEXT_OFFSET, decode_body
+from ..wire import BATCH_CONTENT_TYPE
+from . import shapes as S
 from .consumer import RemoteConsumer
 from .queues import RemoteMoveTask, RemoteQueue
 from .topics import RemoteProducer, RemoteTopic
 from .transport import DEFAULT_URL, Transport
-from .values import as_tp
 
 _ACCEPT_BATCH = [(b"accept", BATCH_CONTENT_TYPE.encode())]
 
@@ -58,12 +58,9 @@ class Client:
                      **compaction) -> RemoteTopic:
         """As ``Broker.create_topic``; ``compaction``: its ``cleanup_policy``, ``delete_retention_ms``,
         ``min_cleanable_dirty_ratio``, ``min_compaction_lag_ms``, ``max_compaction_lag_ms``."""
-        body = {"name": validate_name(name, "topic name"), "partitions": partitions}
-        for k, v in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes),
-                     ("segment_bytes", segment_bytes), ("compression", compression),
-                     ("max_message_bytes", max_message_bytes), *compaction.items()):
-            if v is not None:
-                body[k] = v
+        body = S.topic_body(name, partitions, {"retention_ms": retention_ms, "retention_bytes": retention_bytes,
+                                                "segment_bytes": segment_bytes, "compression": compression,
+                                                "max_message_bytes": max_message_bytes, **compaction})
         return RemoteTopic(self, self._transport, self._transport.json("POST", "/topics", json=body))
 
     def create_partitions(self, name: str, partitions: int) -> RemoteTopic:
@@ -108,12 +105,10 @@ class Client:
         """Stateless fetch of decoded RecordBatch objects holding exactly the records from
         ``offset`` on (at most ``max_records``), and the next offset. Long polls ``timeout`` s."""
         t = self._transport
-        hs, body = t.hot(
-            "GET", f"/topics/{topic}/messages",
-            {"partition": partition, "offset": offset, "limit": max_records, "max_bytes": max_bytes,
-             "wait_ms": int(timeout * 1000)},
-            _ACCEPT_BATCH, timeout=max(t.timeout, timeout + 30))
-        return decode_body(body, where="server response"), int(hs[NEXT_OFFSET]), int(hs[END_OFFSET])
+        hs, body = t.hot("GET", f"/topics/{topic}/messages",
+                         S.read_params(partition, offset, max_records, max_bytes, timeout),
+                         _ACCEPT_BATCH, timeout=max(t.timeout, timeout + 30))
+        return S.read_answer(hs, body)
 
     def read_stored_batches(self, topic: str, partition: int, offset: int, *, max_records: int = 100_000,
                             max_bytes: int = 1 << 20, timeout: float = 0.0):
@@ -125,25 +120,17 @@ class Client:
         the last batch) and the end offset. The server sends them as the log holds them, with
         no re-encoding; each is CRC-verified here again. Long polls ``timeout`` s."""
         t = self._transport
-        hs, body = t.hot(
-            "GET", f"/topics/{topic}/messages",
-            {"partition": partition, "offset": offset, "limit": max_records, "max_bytes": max_bytes,
-             "wait_ms": int(timeout * 1000), "stored": 1},
-            _ACCEPT_BATCH, timeout=max(t.timeout, timeout + 30))
-        return decode_body(body, where="server response"), int(hs[NEXT_OFFSET]), int(hs[END_OFFSET])
+        hs, body = t.hot("GET", f"/topics/{topic}/messages",
+                         S.read_params(partition, offset, max_records, max_bytes, timeout, stored=True),
+                         _ACCEPT_BATCH, timeout=max(t.timeout, timeout + 30))
+        return S.read_answer(hs, body)
 
     def read(self, topic: str, partition: int, offset: int, *, max_records: int = 500,
              max_bytes: int = 1 << 20, timeout: float = 0.0) -> list:
         """Stateless fetch, like ``Topic.read``: ConsumerRecords of one partition from ``offset``."""
-        from ..broker.topic import ConsumerRecord
-
         batches, _, _ = self.read_batches(topic, partition, offset, max_records=max_records,
                                           max_bytes=max_bytes, timeout=timeout)
-        out = []
-        for b in batches:
-            for r in b.records():
-                out.append(ConsumerRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers))
-        return out
+        return S.records_of(topic, partition, batches)
 
     # ------------------------------------------------------------------------- groups
     def groups(self) -> list[str]:
@@ -164,33 +151,25 @@ class Client:
         r = self._transport.request("GET", f"/share-groups/{group}", expect=(200, 404))
         return None if r.status_code == 404 else r.json()
 
-    def describe_group(self, group: str) -> list:
-        from ..broker.topic import PartitionLag
-
+    def _group(self, group: str) -> dict | None:
+        """``GET /groups/{group}``'s answer; None for a group the server does not know."""
         r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
-        if r.status_code == 404:  # a group the server does not know: no rows, as Broker.describe_group
-            return []
-        return [PartitionLag(**row) for row in r.json()["partitions"]]
+        return None if r.status_code == 404 else r.json()
+
+    def describe_group(self, group: str) -> list:
+        """As ``Broker.describe_group``: PartitionLag rows, none for an unknown group."""
+        return S.group_lag(self._group(group))
 
     def group_offsets(self, group: str) -> dict:
         """{TopicPartition: committed offset}; {} for a group the server does not know."""
-        r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
-        if r.status_code == 404:
-            return {}
-        return {as_tp((row["topic"], row["partition"])): row["committed"] for row in r.json()["partitions"]
-                if row["committed"] is not None}
+        return S.group_offsets(self._group(group))
 
     def group_members(self, group: str) -> dict:
         """As ``Broker.group_members``: the group's live members, state and generation."""
-        r = self._transport.request("GET", f"/groups/{group}", expect=(200, 404))
-        if r.status_code == 404:
-            return {"state": "Empty", "generation": 0, "protocol_type": "", "protocol": "", "members": []}
-        doc = r.json()
-        return {k: doc.get(k) for k in ("state", "generation", "protocol_type", "protocol", "members")}
+        return S.group_members(self._group(group))
 
     def commit_offsets(self, group: str, offsets: dict) -> None:
-        body = {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]}
-        self._transport.request("POST", f"/groups/{group}/offsets", json=body)
+        self._transport.request("POST", f"/groups/{group}/offsets", json=S.commit_body(offsets))
 
     def delete_group(self, group: str) -> bool:
         """True if the group existed."""
@@ -208,8 +187,8 @@ class Client:
     def redrive(self, source: str, destination: str | None = None, *,
                 max_per_second: int | None = None) -> RemoteMoveTask:
         """As ``Broker.redrive``: start moving dead-letter queue ``source``'s messages back."""
-        body = {k: v for k, v in (("destination", destination), ("max_per_second", max_per_second)) if v is not None}
-        return RemoteMoveTask(self._transport.json("POST", f"/queues/{source}/redrive", json=body, expect=(202,)))
+        return RemoteMoveTask(self._transport.json("POST", f"/queues/{source}/redrive",
+                                                   json=S.redrive_body(destination, max_per_second), expect=(202,)))
 
     def redrive_tasks(self, source: str, max_results: int = 10) -> list[RemoteMoveTask]:
         """As ``Broker.redrive_tasks``: the move tasks of queue ``source``, newest first."""

@@ -156,21 +156,16 @@ class RemoteQueue:
         return self._transport.json("POST", self._p("/messages"), json={"messages": [m]})["message_ids"][0]
 
     def send_batch(self, bodies: Sequence, **kw) -> list[str]:
-        msgs = []
-        for b in bodies:
-            if isinstance(b, dict):
-                msgs.append(_message_json(b["body"], ((k, v) for k, v in b.items() if k != "body")))
-            else:
-                msgs.append(_message_json(b, kw.items()))
+        from .shapes import send_batch_messages
+
+        msgs = send_batch_messages(bodies, kw)
         return self._transport.json("POST", self._p("/messages"), json={"messages": msgs})["message_ids"]
 
     def receive(self, max_messages: int = 1, wait_seconds: float | None = None,
                 visibility_timeout: int | None = None) -> list[RemoteMessage]:
-        body: dict = {"max_messages": max_messages}
-        if wait_seconds is not None:
-            body["wait_seconds"] = wait_seconds
-        if visibility_timeout is not None:
-            body["visibility_timeout"] = visibility_timeout
+        from .shapes import receive_body
+
+        body = receive_body(max_messages, wait_seconds, visibility_timeout)
         d = self._transport.json("POST", self._p("/receive"), json=body, timeout=(wait_seconds or 20) + 30)
         return [RemoteMessage(m) for m in d["messages"]]
 
@@ -192,12 +187,10 @@ class RemoteQueue:
         without receiving them, as ``Queue.peek`` gives them: ``PeekedMessage(message, state,
         receive_count, visible_at_ms)``, the message without a receipt handle. The next page
         starts at the last one's ``message.offset + 1``."""
-        from ..broker.queue import PeekedMessage
+        from .shapes import peek_answer
 
-        doc = self._transport.json("GET", self._p("/peek"), params={"max_messages": max_messages,
-                                                                     "from_offset": from_offset})
-        return [PeekedMessage(RemoteMessage(d), d["state"], d["receive_count"], d.get("visible_at_ms"))
-                for d in doc["messages"]]
+        return peek_answer(self._transport.json("GET", self._p("/peek"),
+                                                params={"max_messages": max_messages, "from_offset": from_offset}))
 
     def purge(self) -> None:
         self._transport.request("POST", self._p("/purge"))

@@ -100,7 +100,7 @@ class RemoteProducer:
     def send_batch(self, topic: str, values: Sequence, keys: Sequence | None = None,
                    headers: Sequence | None = None, partition: int | None = None,
                    timestamps_ms: Sequence[int] | None = None) -> list:
-        from ..broker.topic import RecordMetadata
+        from .shapes import produce_answer
 
         if len(values) == 0:
             return []
@@ -108,11 +108,7 @@ class RemoteProducer:
         params = {} if partition is None else {"partition": partition}
         _, data = self._transport.hot("POST", f"/topics/{topic}/messages", params,
                                       PRODUCE_HEADERS, content=body)
-        out = []
-        for rg in json.loads(data)["ranges"]:
-            p, base = rg["partition"], rg["base_offset"]
-            out.extend(RecordMetadata(topic, p, base + i) for i in range(rg["count"]))
-        return out
+        return produce_answer(topic, json.loads(data))
 
     def flush(self) -> None:
         """Nothing is buffered client-side: every send was acknowledged."""
