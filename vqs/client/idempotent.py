@@ -43,10 +43,45 @@ if TYPE_CHECKING:
     from .transport import Transport
 
 _SEQ_MASK = 0x7FFFFFFF
+#: The first and the longest pause between two attempts of one request (s).
+FIRST_DELAY_S, MAX_DELAY_S = 0.02, 0.5
 
 
-def _retryable() -> tuple:
-    return (E.ServerUnreachable,)
+def retryable(e: BaseException) -> bool:
+    """Whether a request that raised ``e`` is sent again: it did not complete (connection
+    refused, dropped, timed out), or the server is starting or stopping (503)."""
+    if isinstance(e, (E.ServerUnreachable, E.LogClosedError)):
+        return True
+    return isinstance(e, E.RemoteError) and e.status == 503
+
+
+def loses_id(e: BaseException) -> bool:
+    """Whether a numbered send that raised ``e`` must give up its producer id: the server's
+    state and the producer's differ (a ProducerError), or the outcome is unknown (a 5xx, an
+    error that is not a VQSError). A refusal as it stands (a bad partition, a value too
+    large) appended nothing and keeps the id."""
+    if isinstance(e, E.ProducerError):
+        return True
+    if isinstance(e, E.RemoteError):
+        return e.status >= 500
+    return not isinstance(e, E.VQSError)
+
+
+def partition_groups(n: int, keys, partition: int | None, parts: int, rr: RoundRobin, topic: str) -> dict:
+    """{partition: indexes of the values it gets}, as the embedded Producer chooses (the
+    given partition, else the key hash, else round-robin per call)."""
+    if partition is not None:
+        return {partition: list(range(n))}
+    if keys is None or parts == 1:
+        return {rr.next(topic, parts) if parts > 1 else 0: list(range(n))}
+    return group_by_key(keys, parts, rr, topic)
+
+
+def bodies(cols: tuple, groups: dict):
+    """(partition, indexes, request body) of each partition's share of a send."""
+    whole = len(groups) == 1
+    for p, idx in groups.items():
+        yield p, idx, batch_body(*(c if whole or c is None else [c[i] for i in idx] for c in cols))
 
 
 class IdempotentRemoteProducer(RemoteProducer):
@@ -59,7 +94,6 @@ class IdempotentRemoteProducer(RemoteProducer):
         self._lock = threading.Lock()
         self._rr = RoundRobin()
         self._partitions: dict[str, int] = {}
-        self._retryable = _retryable()
         self.producer_id = -1
         self.epoch = -1
         self._seq: dict[tuple[str, int], int] = {}
@@ -89,9 +123,7 @@ class IdempotentRemoteProducer(RemoteProducer):
         out: list = [None] * n
         with self._lock:
             try:
-                for p, idx in groups.items():
-                    whole = len(groups) == 1
-                    body = batch_body(*(c if whole or c is None else [c[i] for i in idx] for c in cols))
+                for p, idx, body in bodies(cols, groups):
                     first = self._send_numbered(topic, p, body, len(idx))
                     for j, i in enumerate(idx):
                         out[i] = RecordMetadata(topic, p, first + j)
@@ -101,15 +133,11 @@ class IdempotentRemoteProducer(RemoteProducer):
         return out
 
     def _partition(self, topic: str, n: int, keys, partition) -> dict[int, list[int]]:
-        if partition is not None:
-            return {partition: list(range(n))}
         parts = self._partitions.get(topic)
-        if parts is None:
+        if parts is None and partition is None:
             parts = self._partitions[topic] = self._call(
                 lambda: self._transport.json("GET", f"/topics/{topic}"))["partitions"]
-        if keys is None or parts == 1:
-            return {self._rr.next(topic, parts) if parts > 1 else 0: list(range(n))}
-        return group_by_key(keys, parts, self._rr, topic)
+        return partition_groups(n, keys, partition, parts, self._rr, topic)
 
     def _send_numbered(self, topic: str, p: int, body: bytes, count: int) -> int:
         if self.producer_id < 0:
@@ -119,17 +147,9 @@ class IdempotentRemoteProducer(RemoteProducer):
         try:
             _, data = self._call(lambda: self._transport.hot("POST", f"/topics/{topic}/messages", params,
                                                              PRODUCE_HEADERS, content=body))
-        except E.ProducerError:
-            self.producer_id = -1  # start over with a new id: the server's state and ours differ
-            raise
-        except E.RemoteError as e:
-            if e.status >= 500:
-                self.producer_id = -1  # the outcome is unknown
-            raise
-        except E.VQSError:
-            raise  # refused as it stands (a bad partition, a value too large): nothing appended
-        except Exception:
-            self.producer_id = -1  # the outcome is unknown: no later batch may reuse this sequence
+        except Exception as e:
+            if loses_id(e):  # no later batch may reuse this sequence
+                self.producer_id = -1
             raise
         self._seq[(topic, p)] = (seq + count) & _SEQ_MASK
         return json.loads(data)["ranges"][0]["base_offset"]
@@ -137,19 +157,15 @@ class IdempotentRemoteProducer(RemoteProducer):
     def _call(self, fn):
         """``fn()``, again on a connection error or a 503 until ``retry_timeout`` has passed."""
         deadline = time.monotonic() + self.retry_timeout
-        delay = 0.02
+        delay = FIRST_DELAY_S
         while True:
             try:
                 return fn()
-            except self._retryable:
-                pass
-            except E.RemoteError as e:
-                if e.status != 503:
+            except E.VQSError as e:
+                if not retryable(e):
                     raise
-            except E.LogClosedError:
-                pass
             if time.monotonic() + delay > deadline:
                 return fn()  # the last attempt: its error is the caller's
             time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+            delay = min(delay * 2, MAX_DELAY_S)
             self.retries += 1

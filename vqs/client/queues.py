@@ -13,106 +13,14 @@ per-handle report unchanged.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .. import errors as E
 from .error_map import from_failed_entry
-from .transport import SURROGATE
-from .values import as_bytes
+from .shapes import RemoteMessage, _handle, _message_json, peek_answer, receive_body, send_batch_messages
 
 if TYPE_CHECKING:
     from .transport import Transport
-
-
-class RemoteMessage:
-    """A received queue message (``.id .body .receipt_handle .receive_count
-    .sent_timestamp_ms .attributes``)."""
-
-    __slots__ = ("id", "body", "receipt_handle", "receive_count", "sent_timestamp_ms", "attributes",
-                 "group_id", "dedup_id", "sequence_number", "first_receive_timestamp_ms", "offset")
-
-    def __init__(self, d: dict):
-        self.id = d["id"]
-        self.body = base64.b64decode(d["body_b64"]) if "body_b64" in d else d["body"].encode("utf-8")
-        self.receipt_handle = d.get("receipt_handle", "")  # "" for a peeked message, as embedded
-        self.offset = d.get("offset")
-        self.receive_count = d.get("receive_count", 1)
-        self.sent_timestamp_ms = d.get("sent_timestamp_ms")
-        self.attributes = _attributes_out(d.get("attributes"))
-        self.group_id = d.get("group_id")
-        self.dedup_id = d.get("dedup_id")
-        self.sequence_number = d.get("sequence_number")
-        self.first_receive_timestamp_ms = d.get("first_receive_timestamp_ms")
-
-    def __repr__(self) -> str:
-        return f"RemoteMessage(id={self.id!r}, body={self.body[:40]!r}, receive_count={self.receive_count})"
-
-
-def _attributes_out(attrs: dict | None) -> dict:
-    """Received attributes as the embedded API gives them: ``BinaryValue`` as bytes."""
-    if not attrs:
-        return {}
-    for a in attrs.values():
-        if isinstance(a, dict) and "BinaryValue" in a:
-            a["BinaryValue"] = base64.b64decode(a["BinaryValue"])
-    return attrs
-
-
-_BYTES = (bytes, bytearray, memoryview)
-
-
-def _attributes_json(attrs):
-    """Message attributes, given as to the embedded API (str, int/float, bytes, or SQS-shaped
-    dicts), in their REST form: a str as it is, anything else typed, binary values as base64."""
-    if not isinstance(attrs, dict):
-        return attrs  # the server refuses it, as the embedded API does
-    out = {}
-    for name, v in attrs.items():
-        if isinstance(v, dict):
-            bv = v.get("BinaryValue")
-            if isinstance(bv, _BYTES):
-                v = {**v, "BinaryValue": base64.b64encode(bv).decode("ascii")}
-            elif bv is not None and str(v.get("DataType", "")).startswith("Binary"):
-                # the embedded API's refusal: REST would read a str BinaryValue as base64
-                raise E.InvalidParameterValue(f"The message attribute '{name}' with type 'Binary' must use field 'Binary'.")
-        elif isinstance(v, _BYTES):
-            v = {"DataType": "Binary", "BinaryValue": base64.b64encode(v).decode("ascii")}
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            v = {"DataType": "Number", "StringValue": repr(v)}  # the embedded API's rendering
-        out[name] = v
-    return out
-
-
-def _message_json(body, fields) -> dict:
-    """One message of a send request: its body and its non-None fields."""
-    m = _body_json(body)
-    for k, v in fields:
-        if v is not None:
-            m[k] = _attributes_json(v) if k == "attributes" else v
-    return m
-
-
-# A lone surrogate (what Python makes of a non-UTF-8 command-line argument) has no UTF-8 form, so
-# no JSON request can carry it: refused here as the embedded queue refuses it, before a request.
-
-
-def _body_json(body) -> dict:
-    if isinstance(body, str):
-        if SURROGATE.search(body):
-            raise E.InvalidMessageContents(
-                "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | "
-                "#x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF")
-        return {"body": body}  # text: SQS's character rules apply
-    return {"body_b64": base64.b64encode(as_bytes(body, "body")).decode("ascii")}  # bytes as they are
-
-
-def _handle(receipt_handle):
-    """``receipt_handle`` if a request can carry it, else ReceiptHandleIsInvalid (as embedded)."""
-    if isinstance(receipt_handle, str) and SURROGATE.search(receipt_handle):
-        raise E.ReceiptHandleIsInvalid(receipt_handle)
-    return receipt_handle
 
 
 class RemoteMoveTask:
@@ -156,15 +64,11 @@ class RemoteQueue:
         return self._transport.json("POST", self._p("/messages"), json={"messages": [m]})["message_ids"][0]
 
     def send_batch(self, bodies: Sequence, **kw) -> list[str]:
-        from .shapes import send_batch_messages
-
         msgs = send_batch_messages(bodies, kw)
         return self._transport.json("POST", self._p("/messages"), json={"messages": msgs})["message_ids"]
 
     def receive(self, max_messages: int = 1, wait_seconds: float | None = None,
                 visibility_timeout: int | None = None) -> list[RemoteMessage]:
-        from .shapes import receive_body
-
         body = receive_body(max_messages, wait_seconds, visibility_timeout)
         d = self._transport.json("POST", self._p("/receive"), json=body, timeout=(wait_seconds or 20) + 30)
         return [RemoteMessage(m) for m in d["messages"]]
@@ -187,8 +91,6 @@ class RemoteQueue:
         without receiving them, as ``Queue.peek`` gives them: ``PeekedMessage(message, state,
         receive_count, visible_at_ms)``, the message without a receipt handle. The next page
         starts at the last one's ``message.offset + 1``."""
-        from .shapes import peek_answer
-
         return peek_answer(self._transport.json("GET", self._p("/peek"),
                                                 params={"max_messages": max_messages, "from_offset": from_offset}))
 

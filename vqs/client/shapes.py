@@ -5,7 +5,11 @@
 Guarantees: both clients build the same request for the same call and make
 the same objects (``ConsumerRecord``, ``RecordMetadata``, ``PartitionLag``,
 ``PeekedMessage``, ``RemoteMoveTask``, ``ShareRecord``) of the same answer,
-so their results and errors cannot drift apart.
+so their results and errors cannot drift apart. A queue message travels as
+queues.py's module doc says (text as text, other bodies and binary attribute
+values as base64, a received body always bytes); a lone surrogate in a body or
+receipt handle is refused here, before a request, as the embedded queue
+refuses it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from collections.abc import Sequence
 from .. import errors as E
 from ..broker.names import validate_name
 from ..wire import END_OFFSET, NEXT_OFFSET, decode_body
-from .values import as_tp
+from .transport import SURROGATE
+from .values import as_bytes, as_tp
 
 #: ``group_members`` of a group the server does not know (as ``Broker.group_members``).
 EMPTY_GROUP = {"state": "Empty", "generation": 0, "protocol_type": "", "protocol": "", "members": []}
@@ -96,11 +101,98 @@ def commit_body(offsets: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------- queues
+class RemoteMessage:
+    """A received queue message (``.id .body .receipt_handle .receive_count
+    .sent_timestamp_ms .attributes``)."""
+
+    __slots__ = ("id", "body", "receipt_handle", "receive_count", "sent_timestamp_ms", "attributes",
+                 "group_id", "dedup_id", "sequence_number", "first_receive_timestamp_ms", "offset")
+
+    def __init__(self, d: dict):
+        self.id = d["id"]
+        self.body = base64.b64decode(d["body_b64"]) if "body_b64" in d else d["body"].encode("utf-8")
+        self.receipt_handle = d.get("receipt_handle", "")  # "" for a peeked message, as embedded
+        self.offset = d.get("offset")
+        self.receive_count = d.get("receive_count", 1)
+        self.sent_timestamp_ms = d.get("sent_timestamp_ms")
+        self.attributes = _attributes_out(d.get("attributes"))
+        self.group_id = d.get("group_id")
+        self.dedup_id = d.get("dedup_id")
+        self.sequence_number = d.get("sequence_number")
+        self.first_receive_timestamp_ms = d.get("first_receive_timestamp_ms")
+
+    def __repr__(self) -> str:
+        return f"RemoteMessage(id={self.id!r}, body={self.body[:40]!r}, receive_count={self.receive_count})"
+
+
+def _attributes_out(attrs: dict | None) -> dict:
+    """Received attributes as the embedded API gives them: ``BinaryValue`` as bytes."""
+    if not attrs:
+        return {}
+    for a in attrs.values():
+        if isinstance(a, dict) and "BinaryValue" in a:
+            a["BinaryValue"] = base64.b64decode(a["BinaryValue"])
+    return attrs
+
+
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def _attributes_json(attrs):
+    """Message attributes, given as to the embedded API (str, int/float, bytes, or SQS-shaped
+    dicts), in their REST form: a str as it is, anything else typed, binary values as base64."""
+    if not isinstance(attrs, dict):
+        return attrs  # the server refuses it, as the embedded API does
+    out = {}
+    for name, v in attrs.items():
+        if isinstance(v, dict):
+            bv = v.get("BinaryValue")
+            if isinstance(bv, _BYTES):
+                v = {**v, "BinaryValue": base64.b64encode(bv).decode("ascii")}
+            elif bv is not None and str(v.get("DataType", "")).startswith("Binary"):
+                # the embedded API's refusal: REST would read a str BinaryValue as base64
+                raise E.InvalidParameterValue(f"The message attribute '{name}' with type 'Binary' must use field 'Binary'.")
+        elif isinstance(v, _BYTES):
+            v = {"DataType": "Binary", "BinaryValue": base64.b64encode(v).decode("ascii")}
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = {"DataType": "Number", "StringValue": repr(v)}  # the embedded API's rendering
+        out[name] = v
+    return out
+
+
+def _message_json(body, fields) -> dict:
+    """One message of a send request: its body and its non-None fields."""
+    m = _body_json(body)
+    for k, v in fields:
+        if v is not None:
+            m[k] = _attributes_json(v) if k == "attributes" else v
+    return m
+
+
+# A lone surrogate (what Python makes of a non-UTF-8 command-line argument) has no UTF-8 form, so
+# no JSON request can carry it: refused here as the embedded queue refuses it, before a request.
+
+
+def _body_json(body) -> dict:
+    if isinstance(body, str):
+        if SURROGATE.search(body):
+            raise E.InvalidMessageContents(
+                "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | "
+                "#x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF")
+        return {"body": body}  # text: SQS's character rules apply
+    return {"body_b64": base64.b64encode(as_bytes(body, "body")).decode("ascii")}  # bytes as they are
+
+
+def _handle(receipt_handle):
+    """``receipt_handle`` if a request can carry it, else ReceiptHandleIsInvalid (as embedded)."""
+    if isinstance(receipt_handle, str) and SURROGATE.search(receipt_handle):
+        raise E.ReceiptHandleIsInvalid(receipt_handle)
+    return receipt_handle
+
+
 def send_batch_messages(bodies: Sequence, kw: dict) -> list[dict]:
     """``send_batch``'s messages: a dict is one message with its own fields, anything else a
     body with the call's ``kw`` fields."""
-    from .queues import _message_json
-
     return [_message_json(b["body"], ((k, v) for k, v in b.items() if k != "body")) if isinstance(b, dict)
             else _message_json(b, kw.items()) for b in bodies]
 
@@ -117,7 +209,6 @@ def receive_body(max_messages: int, wait_seconds: float | None, visibility_timeo
 def peek_answer(doc: dict) -> list:
     """``Queue.peek``'s PeekedMessages of ``GET /queues/{q}/peek``'s answer."""
     from ..broker.queue import PeekedMessage
-    from .queues import RemoteMessage
 
     return [PeekedMessage(RemoteMessage(d), d["state"], d["receive_count"], d.get("visible_at_ms"))
             for d in doc["messages"]]
