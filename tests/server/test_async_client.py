@@ -9,7 +9,17 @@ import time
 import pytest
 
 import vqs
-from vqs.errors import InvalidName, QueueDoesNotExist, ServerUnreachable, TopicDoesNotExist
+from vqs.broker.topic import TopicPartition
+from vqs.errors import (
+    ConfigError,
+    InvalidName,
+    InvalidRecordState,
+    OffsetOutOfRange,
+    PartitionDoesNotExist,
+    QueueDoesNotExist,
+    ServerUnreachable,
+    TopicDoesNotExist,
+)
 
 
 def run(coro):
@@ -174,3 +184,154 @@ def test_sync_lease_keeper_remote(base_url, unique):
             with pytest.raises(KeyError), k.lease(m2):
                 raise KeyError
         assert [m.body for m in q.receive(1)] == [b"second"]  # released at once on error
+
+
+def test_topics_reads_and_metrics(base_url, unique):
+    """create_topic takes every setting Client's does and answers an AsyncTopic; read_batches,
+    read_stored_batches and the topic's offsets answer as Client's do."""
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            other = await c.create_topic("o-" + unique, segment_bytes=1 << 20, max_message_bytes=4096)
+            assert (await other.describe())["config"]["max_message_bytes"] == 4096
+            t = await c.create_topic(unique, partitions=1, segment_bytes=1 << 20)
+            assert (t.name, t.partitions) == (unique, 1)
+            assert (await c.create_partitions(unique, 2)).partitions == 2
+            assert (await c.topic(unique)).partitions == 2
+            async with c.producer() as p:
+                await p.send_batch(unique, [b"a%d" % i for i in range(5)], partition=0)
+                await p.send_batch(unique, [b"b%d" % i for i in range(5)], partition=0)
+                await p.flush()
+            assert await t.start_offsets() == [0, 0] and await t.end_offset(0) == 10
+            batches, nxt, end = await c.read_batches(unique, 0, 3, max_records=4)
+            assert [(b.base_offset, b.count) for b in batches] == [(3, 4)] and (nxt, end) == (7, 10)
+            batches, nxt, end = await c.read_stored_batches(unique, 0, 3)
+            assert [(b.base_offset, b.count) for b in batches] == [(0, 5), (5, 5)] and (nxt, end) == (10, 10)
+            assert [r.value for r in await t.read(0, 8)] == [b"b3", b"b4"]
+            assert "vqs_" in await c.metrics()
+            with pytest.raises(OffsetOutOfRange):
+                await c.read_batches(unique, 0, 99)
+
+    run(main())
+
+
+def test_consumer_seeks_offsets_lag_committed(base_url, unique):
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            await c.create_topic(unique)
+            tp = TopicPartition(unique, 0)
+            async with c.producer() as p:
+                await p.send_batch(unique, [b"%d" % i for i in range(6)], timestamps_ms=[1000 * (i + 1) for i in range(6)])
+            async with c.consumer(unique, group=unique) as cons:
+                await cons.getmany(timeout_ms=100)
+                assert await cons.beginning_offsets() == {tp: 0} and await cons.end_offsets(tp) == {tp: 6}
+                assert await cons.lag() == {tp: 0}
+                await cons.seek_to_beginning()
+                assert await cons.lag([tp]) == {tp: 6} and cons.position(tp) == 0
+                assert [r.value for r in (await cons.getmany(max_records=2))[tp]] == [b"0", b"1"]
+                await cons.seek_to_timestamp(3500)
+                assert (await cons.getone()).value == b"3"
+                await cons.commit()
+                assert await cons.committed(tp) == 4 == await cons.committed(unique, 0)
+                await cons.seek_to_end(tp)
+                assert cons.position(unique, 0) == 6
+                with pytest.raises(PartitionDoesNotExist):
+                    await cons.seek_to_end((unique, 5))
+
+    run(main())
+
+
+def test_groups_describe_and_members(base_url, unique):
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            assert await c.describe_group(unique) == []
+            assert (await c.group_members(unique))["members"] == []
+            await c.create_topic(unique)
+            async with c.producer() as p:
+                await p.send_batch(unique, [b"x"] * 3)
+            async with c.consumer(unique, group=unique) as cons:
+                await cons.getmany(timeout_ms=100)
+                await cons.commit()
+                m = await c.group_members(unique)
+                assert [x["member_id"] for x in m["members"]] == [cons.member_id] and m["generation"] >= 1
+            (row,) = await c.describe_group(unique)
+            assert (row.topic, row.partition, row.committed, row.lag) == (unique, 0, 3, 0)
+            assert await c.commit_offsets(unique, {(unique, 0): 1}) is None
+            assert await c.group_offsets(unique) == {(unique, 0): 1}
+
+    run(main())
+
+
+def test_share_consumer(base_url, unique):
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            await c.create_topic(unique)
+            g = "workers-" + unique
+            async with c.share_consumer(unique, g) as a, c.share_consumer(unique, g) as b:
+                assert await a.poll() == []  # a new group starts at the end
+                async with c.producer() as p:
+                    await p.send_batch(unique, [b"j0", b"j1", b"j2"])
+                got = await a.poll(max_records=2, timeout=5)
+                assert [(r.value, r.delivery_count) for r in got] == [(b"j0", 1), (b"j1", 1)]
+                (other,) = await b.poll(timeout=5)
+                with pytest.raises(InvalidRecordState):
+                    await a.acknowledge(other)
+                with pytest.raises(ConfigError):
+                    await a.acknowledge(got[0], "maybe")
+                await a.acknowledge(got[0])
+                await a.acknowledge(got[1], "release")
+                assert [(r.value, r.delivery_count) for r in await a.poll(timeout=5)] == [(b"j1", 2)]
+                assert g in await c.share_group_names()
+                assert len((await c.describe_share_group(g))["members"]) == 2
+            assert await c.describe_share_group("none-" + unique) is None
+
+    run(main())
+
+
+def test_queue_peek_attributes_tags_redrive(base_url, unique):
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            dlq = await c.create_queue("dlq-" + unique)
+            q = await c.create_queue(unique, dead_letter_queue=dlq.name, max_receive_count=1)
+            await q.send_batch(["x", "y"])
+            assert [(m.message.body, m.state) for m in await q.peek()] == [(b"x", "visible"), (b"y", "visible")]
+            await q.set_attributes(visibility_timeout=7)
+            assert (await q.get_attributes())["VisibilityTimeout"] == "7"
+            await q.tag({"team": "a", "env": "b"})
+            await q.untag(["env"])
+            assert await q.tags() == {"team": "a"}
+            for _ in range(2):  # received once, released: the next receive moves them to the DLQ
+                await q.receive(10, visibility_timeout=0)
+            assert sorted(m.message.body for m in await dlq.peek()) == [b"x", b"y"]
+            task = await c.redrive(dlq.name)
+            assert task.source.endswith(dlq.name)
+            tasks = await c.redrive_tasks(dlq.name)
+            assert tasks and tasks[0].handle == task.handle
+
+    run(main())
+
+
+def test_idempotent_producer_retries_a_dropped_answer_once(base_url, unique):
+    """The answer to the first numbered produce is dropped (appended, never heard of): the
+    producer sends it again and the server answers the duplicate with its offsets."""
+    from test_idempotent_produce import _DropOneProduceAnswer
+
+    proxy = _DropOneProduceAnswer(int(base_url.rsplit(":", 1)[1]))
+
+    async def main():
+        async with vqs.AsyncClient(f"http://127.0.0.1:{proxy.port}") as c:
+            await c.create_topic(unique, partitions=2)
+            async with c.producer(idempotent=True, retry_timeout=30) as p:
+                sent = [(await p.send(unique, b"m%d" % i, partition=0)).offset for i in range(5)]
+                assert proxy.dropped.is_set() and p.retries >= 1 and sent == list(range(5))
+                mds = await p.send_batch(unique, [b"a", b"b", b"c", b"d"], keys=[b"1", b"2", b"3", b"4"])
+                assert {m.partition for m in mds} == {0, 1}
+                assert p.sequence(unique, 0) == 5 + sum(m.partition == 0 for m in mds)
+                with pytest.raises(TopicDoesNotExist):
+                    await p.send(unique + "-none", b"x")
+            recs, _ = await c.read(unique, 0, 0, max_records=100)
+            assert [r.value for r in recs][:5] == [b"m%d" % i for i in range(5)] and len(recs) == p.sequence(unique, 0)
+
+    try:
+        run(main())
+    finally:
+        proxy.close()

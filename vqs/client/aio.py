@@ -32,10 +32,13 @@ from urllib.parse import urlencode
 
 from .. import errors as E
 from ..broker.names import validate_name
-from ..wire import BATCH_CONTENT_TYPE, NEXT_OFFSET, decode_body
+from ..wire import BATCH_CONTENT_TYPE
+from . import shapes as S
 from .aio_consumer import AsyncConsumer
 from .error_map import from_failed_entry, from_response
-from .queues import RemoteMessage, _handle, _message_json
+from .queues import RemoteMoveTask
+from .shapes import RemoteMessage, _handle, _message_json
+from .share import AsyncShareConsumer
 from .topics import batch_body, produce_columns
 from .transport import DEFAULT_URL, _check_path, base_url, check_token
 
@@ -48,7 +51,8 @@ class AsyncTransport:
 
         self.url = base_url(url)
         check_token(token)
-        headers = {"user-agent": "vqs-client"}
+        # x-vqs-client: as vqs.Client's (transport.py): no web page can send it cross-site unasked
+        headers = {"user-agent": "vqs-client", "x-vqs-client": "python"}
         if token:
             headers["authorization"] = f"Bearer {token}"
         self.timeout = timeout
@@ -103,25 +107,31 @@ class AsyncClient:
     async def health(self) -> dict:
         return await self._t.json("GET", "/health", expect=(200, 503))
 
+    async def metrics(self) -> str:
+        """The server's metrics (Prometheus text)."""
+        return (await self._t.request("GET", "/metrics")).text
+
     # topics
     async def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
-                           retention_bytes: int | None = None, **compaction) -> dict:
+                           retention_bytes: int | None = None, segment_bytes: int | None = None,
+                           compression: str | None = None, max_message_bytes: int | None = None,
+                           **compaction) -> AsyncTopic:
         """As ``Client.create_topic`` (``compaction``: ``cleanup_policy`` and the cleaner's settings)."""
-        body: dict = {"name": validate_name(name, "topic name"), "partitions": partitions}
-        for k, v in (("retention_ms", retention_ms), ("retention_bytes", retention_bytes), *compaction.items()):
-            if v is not None:
-                body[k] = v
-        return await self._t.json("POST", "/topics", json=body)
+        body = S.topic_body(name, partitions, {"retention_ms": retention_ms, "retention_bytes": retention_bytes,
+                                               "segment_bytes": segment_bytes, "compression": compression,
+                                               "max_message_bytes": max_message_bytes, **compaction})
+        return AsyncTopic(self, await self._t.json("POST", "/topics", json=body))
 
-    async def create_partitions(self, name: str, partitions: int) -> dict:
-        """Grow topic ``name`` to ``partitions`` partitions in total; its description."""
-        return await self._t.json("POST", f"/topics/{validate_name(name, 'topic name')}/partitions",
-                                  json={"partitions": partitions})
+    async def create_partitions(self, name: str, partitions: int) -> AsyncTopic:
+        """Grow topic ``name`` to ``partitions`` partitions in total, as ``Broker.create_partitions``."""
+        return AsyncTopic(self, await self._t.json("POST", f"/topics/{validate_name(name, 'topic name')}/partitions",
+                                                   json={"partitions": partitions}))
 
-    async def topic(self, name: str) -> dict:
-        return await self._t.json("GET", f"/topics/{name}")
+    async def topic(self, name: str) -> AsyncTopic:
+        return AsyncTopic(self, await self._t.json("GET", f"/topics/{name}"))
 
     async def topics(self) -> list[str]:
+        """Every topic, internal ones (``__`` prefix) included, as ``Broker.topics()``."""
         return (await self._t.json("GET", "/topics", params={"all": "true"}))["topics"]
 
     async def delete_topic(self, name: str) -> None:
@@ -131,22 +141,41 @@ class AsyncClient:
         params = None if timestamp_ms is None else {"timestamp_ms": timestamp_ms}
         return (await self._t.json("GET", f"/topics/{topic}/offsets", params=params))["partitions"]
 
+    async def _fetch(self, topic: str, partition: int, offset: int, max_records: int, max_bytes: int,
+                     timeout: float, stored: bool = False) -> tuple[list, int, int]:
+        r = await self._t.request(
+            "GET", f"/topics/{topic}/messages", expect=(200,),
+            params=S.read_params(partition, offset, max_records, max_bytes, timeout, stored),
+            headers={"accept": BATCH_CONTENT_TYPE}, timeout=max(self._t.timeout, timeout + 30))
+        return S.read_answer(r.headers, r.content)
+
+    async def read_batches(self, topic: str, partition: int, offset: int, *, max_records: int = 100_000,
+                           max_bytes: int = 1 << 20, timeout: float = 0.0) -> tuple[list, int, int]:
+        """As ``Client.read_batches``: (RecordBatches holding exactly the records from ``offset``
+        on, the next offset, the end offset); long polls ``timeout`` s on the server."""
+        return await self._fetch(topic, partition, offset, max_records, max_bytes, timeout)
+
+    async def read_stored_batches(self, topic: str, partition: int, offset: int, *, max_records: int = 100_000,
+                                  max_bytes: int = 1 << 20, timeout: float = 0.0) -> tuple[list, int, int]:
+        """As ``Client.read_stored_batches``: the whole stored batches (the first may begin
+        below ``offset``), CRC-verified here, the next offset and the end offset."""
+        return await self._fetch(topic, partition, offset, max_records, max_bytes, timeout, stored=True)
+
     async def read(self, topic: str, partition: int, offset: int, *, max_records: int = 500,
                    max_bytes: int = 1 << 20, timeout: float = 0.0) -> tuple[list, int]:
         """(ConsumerRecords of one partition from ``offset``, the next offset); long polls
         ``timeout`` seconds on the server when there is nothing yet."""
-        from ..broker.topic import ConsumerRecord
+        batches, nxt, _ = await self._fetch(topic, partition, offset, max_records, max_bytes, timeout)
+        return S.records_of(topic, partition, batches), nxt
 
-        r = await self._t.request(
-            "GET", f"/topics/{topic}/messages", expect=(200,),
-            params={"partition": partition, "offset": offset, "limit": max_records, "max_bytes": max_bytes,
-                    "wait_ms": int(timeout * 1000)},
-            headers={"accept": BATCH_CONTENT_TYPE}, timeout=max(self._t.timeout, timeout + 30))
-        out = [ConsumerRecord(topic, partition, rec.offset, rec.timestamp_ms, rec.key, rec.value, rec.headers)
-               for b in decode_body(r.content, where="server response") for rec in b.records()]
-        return out, int(r.headers[NEXT_OFFSET])
+    def producer(self, *, idempotent: bool = False, retry_timeout: float = 30.0):
+        """An aiokafka-style producer. ``idempotent=True``: an AsyncIdempotentProducer
+        (aio_idempotent.py), whose every send is appended exactly once, retried by itself on
+        connection errors and 503s for up to ``retry_timeout`` seconds."""
+        if idempotent:
+            from .aio_idempotent import AsyncIdempotentProducer
 
-    def producer(self) -> AsyncProducer:
+            return AsyncIdempotentProducer(self._t, retry_timeout=retry_timeout)
         return AsyncProducer(self)
 
     def consumer(self, topics, group: str | None = None, *, auto_offset_reset: str = "earliest",
@@ -163,21 +192,42 @@ class AsyncClient:
     async def groups(self) -> list[str]:
         return (await self._t.json("GET", "/groups"))["groups"]
 
-    async def group_offsets(self, group: str) -> dict:
-        """{(topic, partition): committed offset}; {} for a group the server does not know."""
+    async def _group(self, group: str) -> dict | None:
         r = await self._t.request("GET", f"/groups/{group}", expect=(200, 404))
-        if r.status_code == 404:
-            return {}
-        return {(row["topic"], row["partition"]): row["committed"] for row in r.json()["partitions"]
-                if row["committed"] is not None}
+        return None if r.status_code == 404 else r.json()
+
+    async def describe_group(self, group: str) -> list:
+        """As ``Broker.describe_group``: PartitionLag rows, none for an unknown group."""
+        return S.group_lag(await self._group(group))
+
+    async def group_offsets(self, group: str) -> dict:
+        """{TopicPartition: committed offset}; {} for a group the server does not know."""
+        return S.group_offsets(await self._group(group))
+
+    async def group_members(self, group: str) -> dict:
+        """As ``Broker.group_members``: the group's live members, state and generation."""
+        return S.group_members(await self._group(group))
 
     async def commit_offsets(self, group: str, offsets: dict) -> None:
-        body = {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]}
-        await self._t.request("POST", f"/groups/{group}/offsets", json=body)
+        await self._t.request("POST", f"/groups/{group}/offsets", json=S.commit_body(offsets))
 
     async def delete_group(self, group: str) -> bool:
+        """True if the group existed."""
         r = await self._t.request("DELETE", f"/groups/{group}", expect=(204, 404))
         return r.status_code == 204
+
+    def share_consumer(self, topics, group: str) -> AsyncShareConsumer:
+        """A share-group member (share.py): it joins on ``start`` (or ``async with``, or its
+        first ``poll``)."""
+        return AsyncShareConsumer(self._t, topics, group)
+
+    async def share_group_names(self) -> list[str]:
+        return (await self._t.json("GET", "/share-groups"))["groups"]
+
+    async def describe_share_group(self, group: str) -> dict | None:
+        """None for a group the server does not know."""
+        r = await self._t.request("GET", f"/share-groups/{group}", expect=(200, 404))
+        return None if r.status_code == 404 else r.json()
 
     # queues
     async def create_queue(self, name: str, **attributes) -> AsyncQueue:
@@ -192,6 +242,53 @@ class AsyncClient:
 
     async def delete_queue(self, name: str) -> None:
         await self._t.request("DELETE", f"/queues/{name}")
+
+    async def redrive(self, source: str, destination: str | None = None, *,
+                      max_per_second: int | None = None) -> RemoteMoveTask:
+        """As ``Broker.redrive``: start moving dead-letter queue ``source``'s messages back."""
+        return RemoteMoveTask(await self._t.json("POST", f"/queues/{source}/redrive",
+                                                 json=S.redrive_body(destination, max_per_second), expect=(202,)))
+
+    async def redrive_tasks(self, source: str, max_results: int = 10) -> list[RemoteMoveTask]:
+        """The move tasks of queue ``source``, newest first."""
+        doc = await self._t.json("GET", f"/queues/{source}/redrive", params={"max_results": max_results})
+        return [RemoteMoveTask(d) for d in doc["tasks"]]
+
+
+class AsyncTopic:
+    """A topic on the server (a snapshot of its description, offsets fetched live), as
+    ``RemoteTopic``."""
+
+    def __init__(self, client: AsyncClient, desc: dict):
+        self._client = client
+        self.name = desc["name"]
+        self.partitions = desc["partitions"]
+        self.config = desc.get("config", {})
+        self._desc = desc
+
+    def __repr__(self) -> str:
+        return f"AsyncTopic({self.name!r}, partitions={self.partitions})"
+
+    async def describe(self) -> dict:
+        return await self._client._t.json("GET", f"/topics/{self.name}")
+
+    async def start_offsets(self) -> list[int]:
+        return [p["start_offset"] for p in await self._client.offsets(self.name)]
+
+    async def end_offsets(self) -> list[int]:
+        return [p["end_offset"] for p in await self._client.offsets(self.name)]
+
+    async def start_offset(self, partition: int) -> int:
+        return (await self.start_offsets())[partition]
+
+    async def end_offset(self, partition: int) -> int:
+        return (await self.end_offsets())[partition]
+
+    async def read(self, partition: int, offset: int, *, max_records: int = 500, max_bytes: int = 1 << 20,
+                   timeout: float = 0.0) -> list:
+        """ConsumerRecords of ``partition`` from ``offset``, as ``RemoteTopic.read``."""
+        return (await self._client.read(self.name, partition, offset, max_records=max_records,
+                                        max_bytes=max_bytes, timeout=timeout))[0]
 
 
 class AsyncProducer:
@@ -225,18 +322,16 @@ class AsyncProducer:
     async def send_batch(self, topic: str, values: Sequence, keys: Sequence | None = None,
                          headers: Sequence | None = None, partition: int | None = None,
                          timestamps_ms: Sequence[int] | None = None) -> list:
-        from ..broker.topic import RecordMetadata
-
         if len(values) == 0:
             return []
         body = batch_body(*produce_columns(values, keys, headers, timestamps_ms))
         r = await self._t.request("POST", f"/topics/{topic}/messages", expect=(200,),
                                   params=None if partition is None else {"partition": partition},
                                   headers={"content-type": BATCH_CONTENT_TYPE}, content=body)
-        out = []
-        for rg in _json.loads(r.content)["ranges"]:
-            out.extend(RecordMetadata(topic, rg["partition"], rg["base_offset"] + i) for i in range(rg["count"]))
-        return out
+        return S.produce_answer(topic, _json.loads(r.content))
+
+    async def flush(self) -> None:
+        """Nothing is buffered client-side: every send was acknowledged."""
 
 
 class AsyncQueue:
@@ -260,17 +355,12 @@ class AsyncQueue:
         return (await self._t.json("POST", self._p("/messages"), json={"messages": [m]}))["message_ids"][0]
 
     async def send_batch(self, bodies: Sequence, **kw) -> list[str]:
-        msgs = [_message_json(b["body"], ((k, v) for k, v in b.items() if k != "body")) if isinstance(b, dict)
-                else _message_json(b, kw.items()) for b in bodies]
+        msgs = S.send_batch_messages(bodies, kw)
         return (await self._t.json("POST", self._p("/messages"), json={"messages": msgs}))["message_ids"]
 
     async def receive(self, max_messages: int = 1, wait_seconds: float | None = None,
                       visibility_timeout: int | None = None) -> list[RemoteMessage]:
-        body: dict = {"max_messages": max_messages}
-        if wait_seconds is not None:
-            body["wait_seconds"] = wait_seconds
-        if visibility_timeout is not None:
-            body["visibility_timeout"] = visibility_timeout
+        body = S.receive_body(max_messages, wait_seconds, visibility_timeout)
         d = await self._t.json("POST", self._p("/receive"), json=body, timeout=(wait_seconds or 20) + 30)
         return [RemoteMessage(m) for m in d["messages"]]
 
@@ -289,8 +379,26 @@ class AsyncQueue:
     async def purge(self) -> None:
         await self._t.request("POST", self._p("/purge"))
 
+    async def peek(self, max_messages: int = 10, from_offset: int = 0) -> list:
+        """As ``RemoteQueue.peek``: PeekedMessages from ``from_offset`` on, none received."""
+        return S.peek_answer(await self._t.json("GET", self._p("/peek"), params={"max_messages": max_messages,
+                                                                                  "from_offset": from_offset}))
+
     async def get_attributes(self) -> dict:
+        """The queue's SQS attributes (GetQueueAttributes, every name)."""
         return (await self._t.json("GET", self._p()))["attributes"]
+
+    async def set_attributes(self, **attributes) -> None:
+        await self._t.request("PATCH", self._p(), json=attributes)
+
+    async def tags(self) -> dict:
+        return (await self._t.json("GET", self._p("/tags")))["tags"]
+
+    async def tag(self, tags: dict) -> None:
+        await self._t.request("PUT", self._p("/tags"), json={"tags": tags})
+
+    async def untag(self, keys: Sequence[str]) -> None:
+        await self._t.request("DELETE", self._p("/tags"), params={"keys": list(keys)})
 
     def lease_keeper(self, *, visibility_timeout: int = 30, max_in_flight: int = 10):
         """An ``AsyncLeaseKeeper`` on this queue (``async with q.lease_keeper() as k``)."""

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from .. import errors as E
 from . import membership as M
+from .consumer import _check_partition
 from .values import as_tp
 
 if TYPE_CHECKING:
@@ -173,23 +174,72 @@ class AsyncConsumer:
                     self._committed_cache = await self._client.group_offsets(self.group)
                 pos = self._committed_cache.get(tp)
             if pos is None:
-                row = (await self._client.offsets(tp.topic))[tp.partition]
+                row = await self._offset_row(tp)
                 pos = row["start_offset"] if self._reset == "earliest" else row["end_offset"]
             self._consumed[tp] = pos
             self._fetch_at[tp] = pos
         return pos
 
-    def position(self, topic: str, partition: int) -> int:
-        """The offset of the next record this consumer hands out from the partition."""
-        tp = as_tp((topic, partition))
+    async def _offset_row(self, tp, timestamp_ms: int | None = None) -> dict:
+        """The server's offsets of one partition; PartitionDoesNotExist for one it lacks."""
+        rows = await self._client.offsets(tp.topic, timestamp_ms)
+        _check_partition(tp, len(rows))
+        return rows[tp.partition]
+
+    def position(self, *tp) -> int:
+        """The offset of the next record this consumer hands out from the partition
+        (``position(tp)`` or ``position(topic, partition)``)."""
+        tp = _tp(tp)
         if tp not in self._consumed:
-            raise E.ConfigError(f"no position yet for {topic}[{partition}]: read or seek first")
+            raise E.ConfigError(f"no position yet for {tp.topic}[{tp.partition}]: read or seek first")
         return self._consumed[tp]
 
-    def seek(self, topic: str, partition: int, offset: int) -> None:
-        tp = as_tp((topic, partition))
-        self._consumed[tp] = self._fetch_at[tp] = int(offset)
+    def seek(self, *args) -> None:
+        """``seek(tp, offset)`` or ``seek(topic, partition, offset)``: hand out from ``offset``
+        next; records fetched ahead of the partition are dropped."""
+        if len(args) not in (2, 3):
+            raise E.ConfigError("seek takes (tp, offset) or (topic, partition, offset)")
+        self._seek(_tp(args[:-1]), int(args[-1]))
+
+    def _seek(self, tp, offset: int) -> None:
+        self._consumed[tp] = self._fetch_at[tp] = offset
         self._buffer = deque(r for r in self._buffer if (r.topic, r.partition) != tp)
+
+    def _tps(self, partitions: tuple) -> list:
+        """``partitions`` given as tps, or as one iterable of them; none: the assignment."""
+        if len(partitions) == 1 and not isinstance(partitions[0], tuple):
+            partitions = tuple(partitions[0])
+        return list(self._assigned) if not partitions else [as_tp(tp) for tp in partitions]
+
+    async def seek_to_beginning(self, *partitions) -> None:
+        """Hand out from the first offset the log holds (every assigned partition by default)."""
+        for tp in self._tps(partitions):
+            self._seek(tp, (await self._offset_row(tp))["start_offset"])
+
+    async def seek_to_end(self, *partitions) -> None:
+        """Hand out only records appended from now on."""
+        for tp in self._tps(partitions):
+            self._seek(tp, (await self._offset_row(tp))["end_offset"])
+
+    async def seek_to_timestamp(self, timestamp_ms: int, *partitions) -> None:
+        """Hand out from the first record stamped at or after ``timestamp_ms`` (the end if none)."""
+        for tp in self._tps(partitions):
+            row = await self._offset_row(tp, timestamp_ms)
+            off = row.get("offset_for_time")
+            self._seek(tp, row["end_offset"] if off is None else off)
+
+    async def beginning_offsets(self, *partitions) -> dict:
+        return {tp: (await self._offset_row(tp))["start_offset"] for tp in self._tps(partitions)}
+
+    async def end_offsets(self, *partitions) -> dict:
+        return {tp: (await self._offset_row(tp))["end_offset"] for tp in self._tps(partitions)}
+
+    async def lag(self, *partitions) -> dict:
+        """{tp: records between the position and the end of the partition}."""
+        out = {}
+        for tp, end in (await self.end_offsets(*partitions)).items():
+            out[tp] = max(0, end - await self._position(tp))
+        return out
 
     # -- reading ------------------------------------------------------------------
     async def _fetch(self, limit: int, wait: float) -> list:
@@ -291,5 +341,13 @@ class AsyncConsumer:
         if self._committed_cache is not None:
             self._committed_cache.update(offsets)
 
-    async def committed(self, topic: str, partition: int) -> int | None:
-        return (await self._client.group_offsets(self.group)).get((topic, partition)) if self.group else None
+    async def committed(self, *tp) -> int | None:
+        """The group's committed offset of the partition (``committed(tp)`` or
+        ``committed(topic, partition)``); None without a group or a commit."""
+        tp = _tp(tp)
+        return (await self._client.group_offsets(self.group)).get(tp) if self.group else None
+
+
+def _tp(args: tuple):
+    """A TopicPartition of ``(tp,)`` or ``(topic, partition)``."""
+    return as_tp(args[0] if len(args) == 1 else args)
