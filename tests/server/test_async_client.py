@@ -335,3 +335,30 @@ def test_idempotent_producer_retries_a_dropped_answer_once(base_url, unique):
         run(main())
     finally:
         proxy.close()
+
+
+def test_consumer_assign_and_subscribe(base_url, unique):
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            await c.create_topic(unique, partitions=2)
+            await c.create_topic("b-" + unique)
+            async with c.producer() as p:
+                for part in (0, 1):
+                    await p.send_batch(unique, [b"%d-%d" % (part, i) for i in range(3)], partition=part)
+                await p.send("b-" + unique, b"other")
+            async with c.consumer(unique, group=unique) as cons:
+                assert cons.member_id is not None
+                await cons.assign([(unique, 1)])
+                assert cons.member_id is None and cons.assignment() == {TopicPartition(unique, 1)}
+                got = await cons.getmany(timeout_ms=100)
+                assert [r.value for r in got[TopicPartition(unique, 1)]] == [b"1-0", b"1-1", b"1-2"] and len(got) == 1
+                with pytest.raises(PartitionDoesNotExist):
+                    await cons.assign([(unique, 2)])
+                with pytest.raises(TopicDoesNotExist):
+                    await cons.assign([("none-" + unique, 0)])
+                assert cons.assignment() == {TopicPartition(unique, 1)}  # unchanged by a refusal
+                await cons.subscribe("b-" + unique)
+                assert (await cons.getone()).value == b"other" and cons.member_id is not None
+            assert cons.closed
+
+    run(main())

@@ -165,6 +165,32 @@ class AsyncConsumer:
     def assignment(self) -> set:
         return set(self._assigned)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def subscribe(self, topics) -> None:
+        """Read ``topics`` instead: with a group, leave and join again with them (the server
+        assigns partitions); without one, every partition of them."""
+        self.topics = [topics] if isinstance(topics, str) else list(topics)
+        await self._leave()
+        self._set_assignment([])  # uncommitted positions go, as on stop: the group's commit rules
+        self._started = False
+        await self.start()
+
+    async def assign(self, partitions) -> None:
+        """Read exactly these (topic, partition) pairs, as no member (a member leaves its
+        group first); TopicDoesNotExist or PartitionDoesNotExist before changing anything."""
+        tps = [as_tp(tp) for tp in partitions]
+        counts: dict[str, int] = {}
+        for tp in tps:
+            if tp.topic not in counts:
+                counts[tp.topic] = len(await self._client.offsets(tp.topic))
+            _check_partition(tp, counts[tp.topic])
+        await self._leave()
+        self._started = True
+        self._set_assignment(tps)
+
     # -- positions ----------------------------------------------------------------
     async def _position(self, tp) -> int:
         pos = self._consumed.get(tp)
