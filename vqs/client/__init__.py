@@ -22,7 +22,9 @@ Modules: ``core`` (the Client facade), ``transport`` (HTTP, the keep-alive
 pool and the hot path), ``error_map`` (error answers -> exceptions),
 ``topics`` (RemoteTopic, RemoteProducer), ``consumer`` (RemoteConsumer),
 ``queues`` (RemoteQueue, RemoteMessage), ``values`` (argument coercion),
-``lean`` (the per-thread socket path), ``aio`` (AsyncClient).
+``lean`` (the per-thread socket path), ``shapes`` (requests and answers without
+I/O, shared by both clients), ``aio`` (AsyncClient), ``aio_consumer``,
+``aio_idempotent``.
 vqs.client sits beside vqs.hybrid above vqs.wire: it imports wire, broker,
 storage and errors, never the server.
 """
