@@ -193,6 +193,8 @@ def test_topics_reads_and_metrics(base_url, unique):
         async with vqs.AsyncClient(base_url) as c:
             other = await c.create_topic("o-" + unique, segment_bytes=1 << 20, max_message_bytes=4096)
             assert (await other.describe())["config"]["max_message_bytes"] == 4096
+            compacted = await c.create_topic("c-" + unique, cleanup_policy="compact", delete_retention_ms=5000)
+            assert compacted.config["cleanup_policy"] == "compact"
             t = await c.create_topic(unique, partitions=1, segment_bytes=1 << 20)
             assert (t.name, t.partitions) == (unique, 1)
             assert (await c.create_partitions(unique, 2)).partitions == 2
