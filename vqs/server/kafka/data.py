@@ -12,8 +12,11 @@ response at all. Writes that can fsync run in the pool, others inline.
 Fetch: per partition, whole VQS batches from the fetch offset (the first
 may begin below it; clients skip those records, as with Kafka's batches),
 encoded once and cached (records.EncodedCache), up to the partition's
-max_bytes and the response's max_bytes (at least one batch, so a large
-batch is never stuck). With less than min_bytes the fetch waits up to
+max_bytes and the response's max_bytes. As in Kafka (KIP-74), only the first
+partition that answers data may exceed them, by its first batch (so a large
+batch is never stuck); a batch of any later partition is sent only whole and
+within what is left of the response's max_bytes, else that partition answers
+no records this time (clients rotate the partitions they fetch). With less than min_bytes the fetch waits up to
 max_wait_ms on the topics' new-data notification (on the loop: no thread).
 Errors are per partition (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION).
 """
@@ -145,20 +148,21 @@ async def produce(ctx, conn, v, r):
     return bytes(w.b)
 
 
-def _read_partition(ctx, topic, p: int, offset: int, max_bytes: int):
-    """(error, high watermark, start offset, records bytes) of one partition."""
+def _read_partition(ctx, topic, p: int, offset: int, max_bytes: int, min_one: bool):
+    """(error, high watermark, start offset, records bytes) of one partition: whole batches
+    within ``max_bytes``, or (``min_one``) at least the first batch whatever its size."""
     log = topic.log(p)
     end = log.end_offset
     start = log.start_offset
     if offset < start or offset > end:
         return K.OFFSET_OUT_OF_RANGE, end, start, b""
-    if offset == end:
+    if offset == end or (max_bytes <= 0 and not min_one):
         return K.NONE, end, start, b""
     out = []
     total = 0
-    for b in log.read_batches(offset, max_bytes=max_bytes):
+    for b in log.read_batches(offset, max_bytes=max(max_bytes, 1)):
         enc = ctx.cache.get(log, b)
-        if out and total + len(enc) > max_bytes:
+        if (out or not min_one) and total + len(enc) > max_bytes:
             break
         out.append(enc)
         total += len(enc)
@@ -207,9 +211,9 @@ async def fetch(ctx, conn, v, r):
                 if topic is None:
                     rows.append((p, code, -1, -1, b""))
                     continue
-                budget = max(min(pmax, max_bytes - total), 1)
                 try:
-                    err, hw, start, data = _read_partition(ctx, topic, p, off, budget)
+                    err, hw, start, data = _read_partition(ctx, topic, p, off, min(pmax, max_bytes - total),
+                                                           not total)
                 except E.VQSError as e:
                     err, hw, start, data = K.code_for(e), -1, -1, b""
                 total += len(data)
