@@ -15,7 +15,7 @@ from vqs.server.kafka.codec import Writer
 from vqs.server.kafka.records import encode_records
 
 pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic
 
 VALUE = 10_000  # one record per batch, one batch per partition
 
