@@ -4,6 +4,7 @@
 #   make test     - runs the test suite (installs every extra the tests use)
 #   make install  - the library and the `vqs` command only, into .venv
 #   make soak     - bench/soak.py (SOAK_ARGS="--duration 120"): JSON and a PNG chart in bench/
+#   make rdkafka-tests - builds librdkafka's test runner (npm + gcc), which tests/server/kafka/test_librdkafka_suite.py runs (it skips without)
 # Each creates .venv if it is missing and installs what it needs into it (one
 # stamp per extra, all keyed by pyproject.toml: targets share the one .venv).
 # Run as root with apt-get, they install the system packages that are missing:
