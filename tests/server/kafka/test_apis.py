@@ -34,7 +34,7 @@ def test_produce_0_to_2_is_advertised_and_refused_on_use(kafka_server):
     r = k.request(18, 0, b"")
     assert r.int16() == 0
     apis = {r.int16(): (r.int16(), r.int16()) for _ in range(r.int32())}
-    assert apis[0] == (0, 7)  # old librdkafka reads a minimum above 0 as "no gzip, snappy, lz4"
+    assert apis[0] == (0, 8)  # old librdkafka reads a minimum above 0 as "no gzip, snappy, lz4"
     topic = _name("legacy")
     for v in (0, 1, 2):
         r = k.request(0, v, _legacy_produce(v, topic))

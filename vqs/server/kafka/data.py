@@ -111,6 +111,8 @@ async def produce(ctx, conn, v, r):
             data = r.nullable_bytes() or b""
             err, base = K.NONE, -1
             start = -1
+            rec_errors: list = []
+            message = None
             try:
                 if txn is not None:
                     raise CorruptBatch("transactions are not supported", code=K.INVALID_REQUEST)
@@ -122,7 +124,13 @@ async def produce(ctx, conn, v, r):
                     batches = decode_batches(data, now_ms, cap)
                 _check_message_sizes(batches, topic.message_limit(ctx.settings.max_message_bytes))
                 for b in batches:
-                    topic.check_keys(b.keys, len(b.values))  # InvalidRecord: INVALID_RECORD
+                    try:
+                        topic.check_keys(b.keys, len(b.values))
+                    except E.InvalidRecord as e:  # INVALID_RECORD, naming the keyless records (v8+)
+                        keys = b.keys or [None] * len(b.values)
+                        rec_errors = [i for i, k in enumerate(keys) if k is None]
+                        message = str(e)
+                        raise
                 if batches:
                     if ctx.inline_writes:
                         err, base = _append(ctx, topic, p, batches)
@@ -133,17 +141,22 @@ async def produce(ctx, conn, v, r):
                 err = e.code
             except E.VQSError as e:
                 err = K.code_for(e)
-            parts.append((p, err, base, start))
+            parts.append((p, err, base, start, rec_errors, message))
         results.append((name, parts))
     if acks == 0:
         return None
     w = Writer().array(len(results))
     for name, parts in results:
         w.string(name).array(len(parts))
-        for p, err, base, start in parts:
+        for p, err, base, start, rec_errors, message in parts:
             w.int32(p).int16(err).int64(base).int64(-1)
             if v >= 5:
                 w.int64(start)
+            if v >= 8:  # which records of the batch were refused: the client fails the others
+                w.array(len(rec_errors))  # with _INVALID_DIFFERENT_RECORD, and can resend them
+                for i in rec_errors:
+                    w.int32(i).string(None)
+                w.string(message)
     w.int32(0)
     return bytes(w.b)
 
