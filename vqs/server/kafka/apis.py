@@ -121,22 +121,19 @@ async def create_topics(ctx, conn, v, r):
         name = r.string()
         parts = r.int32()
         rf = r.int16()
-        for _ in range(r.array_len(8)):  # manual assignments: one node, ignored
-            r.int32()
-            for _ in range(r.array_len(4)):
-                r.int32()
+        assignments = [(r.int32(), [r.int32() for _ in range(r.array_len(4))]) for _ in range(r.array_len(8))]
         configs = {}
         for _ in range(r.array_len(4)):
             key = r.string()
             configs[key] = r.nullable_string()
-        topics.append((name, parts, rf, configs))
+        topics.append((name, parts, rf, configs, assignments))
     r.int32()  # timeout
     validate_only = r.boolean() if v >= 1 else False
     w = Writer()
     if v >= 2:
         w.int32(0)
     w.array(len(topics))
-    for name, parts, rf, configs in topics:
+    for name, parts, rf, configs, assignments in topics:
         err, msg = K.NONE, None
         kwargs = {}
         try:
@@ -144,6 +141,19 @@ async def create_topics(ctx, conn, v, r):
             validate_topic_settings(1, kwargs)  # the broker's own bounds, also under validate_only
         except E.ConfigError as e:
             err, msg = K.INVALID_CONFIG, str(e)
+        if err:
+            pass
+        elif assignments:  # manual assignments, as Kafka: they give the partition count
+            if parts != -1 or rf != -1:
+                err, msg = K.INVALID_REQUEST, ("manual assignments are given with num_partitions and "
+                                               "replication_factor -1")
+            elif sorted(p for p, _ in assignments) != list(range(len(assignments))) or any(
+                    b != [ctx.node_id] for _, b in assignments):
+                err, msg = K.INVALID_REPLICA_ASSIGNMENT, (
+                    f"this broker is one node (id {ctx.node_id}): partitions 0..n-1, each assigned "
+                    f"[{ctx.node_id}]")
+            else:
+                parts, rf = len(assignments), 1
         if err:
             pass
         elif rf not in (-1, 1):
