@@ -27,6 +27,7 @@ are of messages lost in a crash is told by the receipt epochs
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from hashlib import blake2b
 from hmac import compare_digest
 
@@ -63,7 +64,7 @@ class ReceiptCodec:
             raise ValueError("receipt secret must be at least 16 bytes")
         self._mac = blake2b(secret[:64], digest_size=64, person=PERSON)
         self._legacy = blake2b(key=secret[:64], digest_size=8)
-        self._last = (-1, -1, b"")  # (offset, nonce, block) of the last block _run_tags hashed
+        self._last = (-1, -1, b"")  # (offset, nonce, block) of the last block run_handles hashed
 
     def _block(self, offset: int, nonce: int) -> bytes:
         """The 64-byte block of tags of (offset + i, nonce + i), i < 8 (nonce % 8 == 0)."""
@@ -71,20 +72,13 @@ class ReceiptCodec:
         h.update(_BODY.pack(offset & _M64, nonce))
         return h.digest()
 
-    def run_handles(self, offset: int, nonce: int, n: int) -> list[str]:
+    def run_handles(self, offset: int, nonce: int, n: int) -> Sequence[str]:
         """The handles of the ``n`` deliveries ``(offset + i, nonce + i)``, ``i < n``
         (one receive's run of fresh messages), equal to ``encode``'s: one hash per
         8 deliveries, and the last block of the previous run, which often starts
         this one, is not hashed again. One call per run keeps a receive's loop
-        free of per-message hashing."""
-        words, t = self._run_tags(offset, nonce, n)
-        pack = _WORDS.pack
-        return [pack(o, k, w).hex() for o, k, w in
-                zip(range(offset, offset + n), range(nonce, nonce + n), words[t:t + n])]
-
-    def _run_tags(self, offset: int, nonce: int, n: int) -> tuple[tuple[int, ...], int]:
-        """The tags of a run as u64 LE words: ``(words, first)``, delivery ``i``'s
-        tag word at ``words[first + i]``."""
+        free of per-message hashing; a run of one (a one-message send) is the
+        common case and the shortest path."""
         sh = nonce & 7
         bo, bn = offset - sh, nonce - sh
         co, cn, cd = self._last
@@ -100,7 +94,13 @@ class ReceiptCodec:
             j += 8
         self._last = (bo + j - 8, bn + j - 8, blocks[-1])
         k = len(blocks)
-        return (_TAG_WORDS.get(k) or _tag_words(k)).unpack(b"".join(blocks)), sh
+        # the run's tags as u64 LE words: delivery i's at words[sh + i]
+        words = (_TAG_WORDS.get(k) or _tag_words(k)).unpack(b"".join(blocks))
+        pack = _WORDS.pack
+        if n == 1:
+            return (pack(offset, nonce, words[sh]).hex(),)
+        return [pack(o, c, w).hex() for o, c, w in
+                zip(range(offset, offset + n), range(nonce, nonce + n), words[sh:sh + n])]
 
     def tag(self, offset: int, nonce: int) -> bytes:
         s = nonce & 7
