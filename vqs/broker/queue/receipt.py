@@ -27,7 +27,6 @@ are of messages lost in a crash is told by the receipt epochs
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
 from hashlib import blake2b
 from hmac import compare_digest
 
@@ -72,7 +71,7 @@ class ReceiptCodec:
         h.update(_BODY.pack(offset & _M64, nonce))
         return h.digest()
 
-    def run_handles(self, offset: int, nonce: int, n: int) -> Sequence[str]:
+    def run_handles(self, offset: int, nonce: int, n: int) -> list[str]:
         """The handles of the ``n`` deliveries ``(offset + i, nonce + i)``, ``i < n``
         (one receive's run of fresh messages), equal to ``encode``'s: one hash per
         8 deliveries, and the last block of the previous run, which often starts
@@ -98,7 +97,7 @@ class ReceiptCodec:
         words = (_TAG_WORDS.get(k) or _tag_words(k)).unpack(b"".join(blocks))
         pack = _WORDS.pack
         if n == 1:
-            return (pack(offset, nonce, words[sh]).hex(),)
+            return [pack(offset, nonce, words[sh]).hex()]
         return [pack(o, c, w).hex() for o, c, w in
                 zip(range(offset, offset + n), range(nonce, nonce + n), words[sh:sh + n])]
 
