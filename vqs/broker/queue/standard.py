@@ -48,6 +48,7 @@ from .lease_records import encode_runs
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import HEX2, Message, group_id, message_ids, receive_state, sent_at, sent_ms
 from .peek import smallest
+from .receipt import HANDLE_WORDS
 from .send_buffer import Tail
 from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, check_batch_size
 
@@ -273,7 +274,8 @@ class StandardQueue(FairReceive, Queue):
         until = now + vis * 1000
         expire_before = now - self._ret_ms
         codec = lt.codec
-        run_handles = codec.run_handles
+        run_tags = codec.run_tags
+        hpack = HANDLE_WORDS.pack
         issued = lt.issued
         if len(issued) > 4 * lt.n_inflight + 65536:
             issued.clear()  # stale handles (leases that ended): decoded by MAC instead
@@ -342,8 +344,10 @@ class StandardQueue(FairReceive, Queue):
                     # Hot path: fresh plain messages, none tracked, none expired.
                     # One timer entry and one run of lease entries for all of them.
                     n0 = nonce + 1
+                    # the run's receipt tags in one call; a handle is then one pack
+                    tags, t = run_tags(o0, n0, take)
                     o = o0
-                    for value, handle in zip(vals, run_handles(o0, n0, take)):
+                    for value in vals:
                         nonce += 1
                         # make_lease(nonce, until, 1, now, now, INFLIGHT), inline
                         e = Lease()
@@ -353,6 +357,8 @@ class StandardQueue(FairReceive, Queue):
                         e.received = e.first = now
                         e.state = INFLIGHT
                         live[o] = e
+                        handle = hpack(o, nonce, tags[t]).hex()
+                        t += 1
                         issued[handle] = (o, nonce)
                         # Message._first_delivery, inline (the hottest loop)
                         m = new_message(Message)
