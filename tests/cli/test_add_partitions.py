@@ -48,8 +48,8 @@ def test_async_client_create_partitions(srv):
     async def main():
         async with vqs_lib.AsyncClient(srv.url) as c:
             await c.create_topic("agrown", partitions=1)
-            d = await c.create_partitions("agrown", 3)
-            assert d["partitions"] == 3 and len(d["partition_info"]) == 3
+            t = await c.create_partitions("agrown", 3)
+            assert t.partitions == 3 and await t.end_offsets() == [0, 0, 0]
             with pytest.raises(ConfigError):
                 await c.create_partitions("agrown", 2)
 

@@ -3,8 +3,11 @@
 ``python consumer_member.py BOOTSTRAP TOPIC GROUP [INSTANCE_ID]``; prints one line each:
 ``assigned 0,3`` (partitions added), ``revoked 1`` (partitions taken back),
 ``msg PARTITION OFFSET VALUE``. Commits after each message (synchronously).
+With MEMBER_GATED=1 it prints ``ready`` once its consumer is made and subscribes
+only when a line arrives on stdin (a join that starts at a moment the test picks).
 """
 
+import os
 import sys
 
 from confluent_kafka import Consumer, KafkaException
@@ -24,6 +27,9 @@ def main() -> None:
     def on_revoke(consumer, parts):
         print("revoked " + ",".join(str(p.partition) for p in parts), flush=True)
 
+    if os.environ.get("MEMBER_GATED") == "1":
+        print("ready", flush=True)
+        sys.stdin.readline()
     c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
     try:
         while True:

@@ -38,10 +38,12 @@ def server(tmp_path_factory):
 class Member:
     """consumer_member.py as a process: its partitions (incremental adds and revokes) and values."""
 
-    def __init__(self, bootstrap, topic, group, *instance_id):
+    def __init__(self, bootstrap, topic, group, *instance_id, gated: bool = False):
+        self.ready = threading.Event()  # gated: made, waiting for go() to subscribe
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "consumer_member.py"), bootstrap, topic,
                                       group, *instance_id], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
+                                     stdin=subprocess.PIPE if gated else subprocess.DEVNULL, text=True,
+                                     env=dict(os.environ, MEMBER_GATED="1" if gated else "0"))
         self.assigned: set[int] = set()
         self.changes = 0  # assignment lines seen
         self.values: list[str] = []
@@ -53,6 +55,9 @@ class Member:
         for line in self.proc.stdout:
             kind, _, rest = line.strip().partition(" ")
             parts = {int(p) for p in rest.split(",") if p} if kind in ("assigned", "revoked") else set()
+            if kind == "ready":
+                self.ready.set()
+                continue
             with self.lock:
                 self.changes += kind in ("assigned", "revoked")
                 if kind == "assigned":
@@ -61,6 +66,11 @@ class Member:
                     self.assigned -= parts
                 elif kind == "msg":
                     self.values.append(rest.split(" ", 2)[2])
+
+    def go(self) -> None:
+        """A gated member subscribes now."""
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def parts(self) -> set[int]:
         with self.lock:
@@ -158,10 +168,15 @@ def test_a_static_member_back_takes_its_partitions_and_the_others_keep_theirs(se
         _wait(_split(members, 4), 30, "two members with two partitions each")
         held, others, changes = static.parts(), other.parts(), other.changes
         epoch, size = _describe(server, group)
+        # the member coming back is started (interpreter, client) before the other leaves: its
+        # slot is kept for one session timeout (SESSION_MS), which a process start on a loaded
+        # machine can take
+        back = Member(server.bootstrap, topic, group, "static-1", gated=True)
+        members.append(back)
+        assert back.ready.wait(30)
         static.stop(signal.SIGINT)  # closes: a static member leaves for now (epoch -2)
         assert _describe(server, group) == (epoch, size) == (epoch, 2)  # its slot kept: no new epoch
-        back = Member(server.bootstrap, topic, group, "static-1")
-        members.append(back)
+        back.go()
         _wait(lambda: back.parts() == held, 30, "the static member back with its partitions")
         assert other.parts() == others and other.changes == changes  # no rebalance for the others
     finally:

@@ -43,7 +43,7 @@ def test_unknown_api_key_closes_and_unknown_api_versions_version_answers_35(kafk
     r = k.request(18, 99, b"")
     assert r.int16() == 35  # UNSUPPORTED_VERSION, with the supported list (a v0 response)
     apis = {r.int16(): (r.int16(), r.int16()) for _ in range(r.int32())}
-    assert apis[0] == (0, 7) and apis[1] == (4, 11)  # Produce 0-2 advertised (refused on use)
+    assert apis[0] == (0, 8) and apis[1] == (4, 11)  # Produce 0-2 advertised (refused on use)
     k.send_frame(bytes(Writer().int16(1000).int16(0).int32(2).string("x").b))
     assert k.recv_frame() is None
     k.close()
