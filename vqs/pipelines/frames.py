@@ -77,11 +77,17 @@ def _detect(key, pdfs, state):
     """applyInPandasWithState body: one camera's rows of a micro-batch, in offset order,
     through its Detector (state: the detector's JSON and the previous thumbnail)."""
     import math
+    import warnings
 
     import pandas as pd
 
     from .detect import Detector
 
+    # Spark's worker concatenates the frames this yields, some with all-NA columns (event
+    # rows carry no features); pandas warns that it will keep their dtypes one day, which
+    # changes nothing for these columns
+    warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenation with empty or all-NA",
+                            category=FutureWarning)
     camera = key[0]
     parts = [p for p in pdfs if len(p)]
     if not parts:
