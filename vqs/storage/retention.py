@@ -1,4 +1,4 @@
-"""Deleting whole segments: retention by age (``retention_ms``, judged by a
+"""Deleting whole segments: retention by age (``retention_ms``, measured by a
 segment's newest record) and size (``retention_bytes`` of the whole log), and
 ``delete_before`` (a consumed prefix: queues, HybridQueue).
 
@@ -9,7 +9,7 @@ The functions take the log (log.py) and run under its lock; the segment list
 Invariants:
 - only a prefix of the segments goes, oldest first (a crash between leaves a
   suffix: the start offset moves up to the first one left; no offset is
-  reused); time comes first, then size is judged on what remains;
+  reused); time comes first, then size is applied to what remains;
 - the active segment is never deleted as such: it is first rolled, and only
   when worth its fsyncs: for ``delete_before`` once it holds a quarter of
   ``segment_bytes`` (disk use follows the backlog to within that much), and,

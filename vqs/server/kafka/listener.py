@@ -191,7 +191,7 @@ class Connection:
         waiting on the group coordinator, run as a task): then the next requests are read and
         handled meanwhile, one at a time, and their answers wait for its answer (one writer
         takes them in request order: ``_write_answers``). So a commit a consumer sends while
-        its own JoinGroup waits for the other members is judged when it arrives (the
+        its own JoinGroup waits for the other members is checked when it arrives (the
         generation in force: accepted, as Kafka's rule during a rebalance) instead of after
         the join (a stale generation); the answers stay in order, as every client requires.
         At most ``MAX_PIPELINED`` answers are owed at once (then the connection is not read).
