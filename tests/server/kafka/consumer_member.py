@@ -8,12 +8,16 @@ only when a line arrives on stdin (a join that starts at a moment the test picks
 """
 
 import os
+import signal
 import sys
 
 from confluent_kafka import Consumer, KafkaException
 
 
 def main() -> None:
+    # SIGINT closes the consumer (a static member then leaves with epoch -2), whatever
+    # disposition the process that started this one had (an ignored SIGINT is inherited)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     bootstrap, topic, group = sys.argv[1:4]
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
             "auto.offset.reset": "earliest", "enable.auto.commit": False}
