@@ -26,7 +26,7 @@ from ...broker.names import is_internal
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
-from .topic_ids import topic_id, topic_name
+from .topic_ids import heartbeat_error, topic_id, topic_name, write_assignment
 from .topic_regex import RegexError, TopicRegex
 
 GROUP_MAX_SIZE_REACHED = 81
@@ -133,12 +133,12 @@ async def consumer_group_heartbeat(ctx, conn, v, r):
     w = Writer().int32(0)
     cg = consumer_groups(ctx)
     if not group or (topics is not None and any(not t for t in topics)):
-        return _error(w, K.INVALID_REQUEST, "a group id and topic names are required")
+        return heartbeat_error(w, K.INVALID_REQUEST, "a group id and topic names are required")
     if regex:
         try:
             TopicRegex(regex)
         except RegexError as e:
-            return _error(w, INVALID_REGULAR_EXPRESSION, f"subscribed topic regex: {e}")
+            return heartbeat_error(w, INVALID_REGULAR_EXPRESSION, f"subscribed topic regex: {e}")
     owned = None
     if owned_ids is not None:
         owned = []
@@ -151,30 +151,17 @@ async def consumer_group_heartbeat(ctx, conn, v, r):
                          rebalance_timeout_ms=rebalance_ms, instance_id=instance, rack_id=rack,
                          client_id=conn.client_id or "", client_host=str(conn.peer[0]) if conn.peer else "")
     except E.InvalidName as e:
-        return _error(w, K.INVALID_GROUP_ID, str(e))
+        return heartbeat_error(w, K.INVALID_GROUP_ID, str(e))
     if a.status != CG.OK:
-        return _error(w, _STATUS[a.status], _MESSAGE[a.status].format(m=member, g=group, e=epoch))
+        return heartbeat_error(w, _STATUS[a.status], _MESSAGE[a.status].format(m=member, g=group, e=epoch))
     w.int16(K.NONE).compact_string(None).compact_string(a.member_id).int32(a.epoch)
     w.int32(cg.heartbeat_interval_ms)
-    if a.assignment is None or epoch < 0:
-        w.int8(-1)
-    else:
-        by_topic: dict = {}
+    by_topic: dict | None = None
+    if a.assignment is not None and epoch >= 0:
+        by_topic = {}
         for t, p in a.assignment:
             by_topic.setdefault(t, []).append(p)
-        w.int8(1).compact_array(len(by_topic))
-        for t, ps in sorted(by_topic.items()):
-            w.b += topic_id(t)
-            w.compact_array(len(ps))
-            for p in ps:
-                w.int32(p)
-            w.tags()
-        w.tags()
-    return bytes(w.tags().b)
-
-
-def _error(w, code: int, msg: str) -> bytes:
-    w.int16(code).compact_string(msg).compact_string(None).int32(0).int32(0).int8(-1)
+    write_assignment(w, by_topic)
     return bytes(w.tags().b)
 
 

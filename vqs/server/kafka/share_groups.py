@@ -16,7 +16,7 @@ from ...broker.share.groups import FENCED_EPOCH, FULL, INVALID, UNKNOWN_MEMBER
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
-from .topic_ids import topic_id
+from .topic_ids import heartbeat_error, topic_id, write_assignment
 
 FENCED_MEMBER_EPOCH = 110
 GROUP_MAX_SIZE_REACHED = 81
@@ -49,39 +49,24 @@ async def share_group_heartbeat(ctx, conn, v, r):
     sg = shares(ctx)
     w = Writer().int32(0)
     if not group or (topics is not None and any(not t for t in topics)):
-        return _heartbeat_error(w, K.INVALID_REQUEST, "a group id and topic names are required")
+        return heartbeat_error(w, K.INVALID_REQUEST, "a group id and topic names are required")
     try:
         status, member, m_epoch, assignment = sg.heartbeat(
             group, member, epoch, topics, client_id=conn.client_id or "",
             client_host=str(conn.peer[0]) if conn.peer else "")
     except E.InvalidName as e:
-        return _heartbeat_error(w, K.INVALID_GROUP_ID, str(e))
+        return heartbeat_error(w, K.INVALID_GROUP_ID, str(e))
     if status == UNKNOWN_MEMBER:
-        return _heartbeat_error(w, K.UNKNOWN_MEMBER_ID, f"member {member!r} is not in share group {group!r}")
+        return heartbeat_error(w, K.UNKNOWN_MEMBER_ID, f"member {member!r} is not in share group {group!r}")
     if status == FENCED_EPOCH:
-        return _heartbeat_error(w, FENCED_MEMBER_EPOCH, f"member epoch {epoch} is not the member's")
+        return heartbeat_error(w, FENCED_MEMBER_EPOCH, f"member epoch {epoch} is not the member's")
     if status == INVALID:
-        return _heartbeat_error(w, K.INVALID_REQUEST, "a member joins with its subscribed topic names")
+        return heartbeat_error(w, K.INVALID_REQUEST, "a member joins with its subscribed topic names")
     if status == FULL:
-        return _heartbeat_error(w, GROUP_MAX_SIZE_REACHED, f"share group {group!r} has its most members")
+        return heartbeat_error(w, GROUP_MAX_SIZE_REACHED, f"share group {group!r} has its most members")
     w.int16(K.NONE).compact_string(None).compact_string(member).int32(m_epoch)
     w.int32(sg.settings_for(group).heartbeat_interval_ms)
-    if assignment is None:
-        w.int8(-1)
-    else:
-        w.int8(1).compact_array(len(assignment))
-        for t, ps in sorted(assignment.items()):
-            w.b += topic_id(t)
-            w.compact_array(len(ps))
-            for p in ps:
-                w.int32(p)
-            w.tags()
-        w.tags()
-    return bytes(w.tags().b)
-
-
-def _heartbeat_error(w, code: int, msg: str) -> bytes:
-    w.int16(code).compact_string(msg).compact_string(None).int32(0).int32(0).int8(-1)
+    write_assignment(w, assignment)
     return bytes(w.tags().b)
 
 

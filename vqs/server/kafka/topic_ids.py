@@ -7,6 +7,10 @@ deleted and made again under the same name keeps its id (Kafka would give it
 a new one); the share state of a deleted topic is deleted with it
 (vqs.broker.share), so a re-made topic starts a share group afresh.
 
+``write_assignment`` and ``heartbeat_error`` write what ConsumerGroupHeartbeat
+(KIP-848) and ShareGroupHeartbeat (KIP-932) answers share: the nullable
+Assignment struct (partitions by topic id) and the error answer.
+
 ``metadata_flexible`` answers Metadata v9-12 (compact strings and arrays,
 tagged fields; v10+: topic ids, and topics asked for by id: a null name and
 the id; v11 dropped the cluster's authorized operations). librdkafka's share
@@ -22,6 +26,30 @@ from ...broker.names import is_internal
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
+
+
+def write_assignment(w: Writer, by_topic: dict | None) -> None:
+    """A heartbeat answer's nullable Assignment: {topic name: [partition]} by topic id,
+    topics in name order (None: -1, no change to report)."""
+    if by_topic is None:
+        w.int8(-1)
+        return
+    w.int8(1).compact_array(len(by_topic))
+    for t, ps in sorted(by_topic.items()):
+        w.b += topic_id(t)
+        w.compact_array(len(ps))
+        for p in ps:
+            w.int32(p)
+        w.tags()
+    w.tags()
+
+
+def heartbeat_error(w: Writer, code: int, msg: str) -> bytes:
+    """A heartbeat's error answer (after its throttle time): the code and message, no member
+    id, epoch and interval 0, no assignment."""
+    w.int16(code).compact_string(msg).compact_string(None).int32(0).int32(0).int8(-1)
+    return bytes(w.tags().b)
+
 
 _NAMESPACE = uuid.UUID("6f3b1c2e-5d0a-4f4e-9a51-7c2d8e9b0a14")
 _ZERO = bytes(16)
