@@ -42,7 +42,7 @@ def record_json(offset: int, ts: int, key, value: bytes, headers) -> dict:
     else:
         out["value_len"] = len(value)
         out["value_sha256"] = hashlib.sha256(value).hexdigest()
-    out["headers"] = [[k, base64.b64encode(v).decode()] for k, v in (headers or ())]
+    out["headers"] = [[k, None if v is None else base64.b64encode(v).decode()] for k, v in (headers or ())]
     return out
 
 
@@ -156,6 +156,8 @@ def main() -> None:
     save("null_values", "null values (tombstones) beside empty ones, then a batch without nulls", records_of(nv),
          end=5)
 
+    null_header_values()
+
     # torn tail: the last batch of the last segment cut short (an append a crash interrupted)
     tt = [{"values": [b"one", b"two"], "timestamps_ms": T0}, {"values": [b"three", b"four"], "timestamps_ms": T0 + 1}]
     d = write_log("torn_tail", tt)
@@ -195,6 +197,21 @@ def main() -> None:
          recs[:2] + recs[4:], end=6, missing=[2, 3], quarantine=sorted(os.listdir(os.path.join(d, "quarantine"))))
 
     compacted()
+
+
+def null_header_values() -> None:
+    """Header values that are null (length 0xFFFFFFFF, nothing after it) beside empty ones, in an
+    uncompressed batch and a zstd one; and a batch whose headers have no null (as before)."""
+    hs = [[("n", None), ("e", b""), ("v", b"x")], [("only", None)], None, [("a", b"1")]]
+    nh = [{"values": [b"v0", b"v1", b"v2", b"v3"], "headers": hs, "timestamps_ms": T0}]
+    d = write_log("null_header_values", nh)
+    log = Log.open(d, flush="always", compression="zstd")
+    log.append_batch([b"z0", b"z1"], headers=[[("n", None)], [("e", b"")]], timestamps_ms=T0 + 1)
+    log.close()
+    strip(d)
+    nh.append({"values": [b"z0", b"z1"], "headers": [[("n", None)], [("e", b"")]], "timestamps_ms": T0 + 1})
+    save("null_header_values", "null header values (u32 length 0xFFFFFFFF, no bytes) beside empty ones, "
+         "uncompressed then zstd-compressed", records_of(nh), end=6)
 
 
 def compacted() -> None:

@@ -110,6 +110,20 @@ def test_null_values_round_trip_as_json_null_and_as_batches(http, unique):
     assert r.status_code == 400 and "null for a null value" in r.json()["error"]["message"]
 
 
+def test_null_header_values_round_trip_as_json_null(http, unique):
+    http.post("/topics", json={"name": unique})
+    r = http.post(f"/topics/{unique}/messages", json={"messages": [
+        {"value": "a", "headers": {"n": None, "e": ""}}, {"value": "b", "headers": [["n", None], ["v", "x"]]}]})
+    assert r.status_code == 200, r.text
+    msgs = http.get(f"/topics/{unique}/messages", params={"offset": 0}).json()["messages"]
+    assert [m["headers"] for m in msgs] == [[["n", None], ["e", ""]], [["n", None], ["v", "x"]]]
+    r = http.get(f"/topics/{unique}/messages", params={"offset": 0}, headers={"accept": BATCH_CONTENT_TYPE})
+    assert [x.headers for b in decode_body(r.content) for x in b.records()] == [
+        (("n", None), ("e", b"")), (("n", None), ("v", b"x"))]
+    r = http.post(f"/topics/{unique}/messages", json={"messages": [{"value": "c", "headers": {"n": 1}}]})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "headers"
+
+
 def test_corrupt_binary_body_is_400(http, unique):
     http.post("/topics", json={"name": unique})
     body = bytearray(encode_batch(0, [b"abc"]))

@@ -38,3 +38,17 @@ def test_a_compacted_topic_in_path_mode(tmp_path):
         app.append("table", 0, Rows([b"v1", b"v2"], [b"k", b"j"], None, None))
     with Broker(data) as b:
         assert [r.key for r in b.topic("table").read(0, 0)] == [b"k", b"j"]
+
+
+def test_a_null_header_value_is_written_as_a_null_value():
+    """The sink's Arrow rows: a NULL header value stays null (as the readers give it), an empty
+    one empty, so a DataFrame read from vqs is written back as it was."""
+    import pyarrow as pa
+
+    from vqs.spark.rows import Router
+    from vqs.spark.schema import HEADERS_ARROW
+
+    hs = pa.array([[{"key": "n", "value": None}, {"key": "e", "value": b""}], None], HEADERS_ARROW)
+    rb = pa.RecordBatch.from_arrays([pa.array([b"a", b"b"]), hs], ["value", "headers"])
+    [(topic, _p, rows)] = Router(lambda t: 1, "t", 0).route(rb)
+    assert topic == "t" and rows.headers == [(("n", None), ("e", b"")), None]

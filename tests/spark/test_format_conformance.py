@@ -175,3 +175,14 @@ def test_null_values_are_sql_nulls_beside_empty_ones(spark, tmp_path):
                  for r in _read(spark, path, "tomb").collect())
     assert got == [(i, v) for i, (v, _k, _h, _t) in enumerate(recs)]
     assert got[:3] == [(0, None), (1, b""), (2, b"v2")]  # a null value is not an empty one
+
+
+def test_null_header_values_are_sql_nulls_beside_empty_ones(spark, tmp_path):
+    path = str(tmp_path / "data")
+    recs = [(b"v%d" % i, None, [("n", None), ("e", b""), ("v", b"%d" % i)] if i % 2 else None, 5)
+            for i in range(20)]
+    make_topic(path, "hnull", partitions=1, records={0: recs})
+    got = sorted((r["offset"], [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in r["headers"]])
+                 for r in _read(spark, path, "hnull", includeHeaders="true").collect())
+    assert got == [(i, h or []) for i, (_v, _k, h, _t) in enumerate(recs)]
+    assert got[1] == (1, [("n", None), ("e", b""), ("v", b"1")])  # a null header value is not an empty one

@@ -1,9 +1,16 @@
-"""A null value (Kafka's tombstone) is not an empty one: written, buffered, reopened, read back as None."""
+"""A null value (Kafka's tombstone) or a null header value is not an empty one: written, buffered, reopened,
+read back as None."""
 
 import pytest
 
 from vqs.storage import Log
-from vqs.storage.record_batch import ATTR_NULL_VALUES, decode_batch, encode_batch
+from vqs.storage.record_batch import (
+    ATTR_NULL_VALUES,
+    decode_batch,
+    decode_headers,
+    encode_batch,
+    encode_headers,
+)
 
 
 @pytest.mark.parametrize("flush", ["never", "always"])
@@ -31,3 +38,21 @@ def test_a_batch_without_nulls_has_no_validity_column():
     assert nulls.attributes & ATTR_NULL_VALUES and nulls.values() == [b"", None, b"x"] * 5
     assert [nulls.value(i) for i in range(3)] == [b"", None, b"x"]
     assert nulls.records()[1].value is None and nulls.values(1, 2) == [None]
+
+
+@pytest.mark.parametrize("compression", [None, "lz4"])
+def test_null_header_values_survive_buffer_write_and_reopen(tmp_path, compression):
+    hs = [("n", None), ("e", b""), ("v", b"x")]
+    with Log.open(tmp_path / "l", compression=compression) as lg:
+        lg.append(b"a", headers=hs)
+        lg.append_batch([b"b", b"c"], headers=[[("only", None)], None])
+        assert [r.headers for r in lg.read(0)] == [tuple(hs), (("only", None),), ()]  # from the write buffer
+    with Log.open(tmp_path / "l") as lg:
+        assert [r.headers for r in lg.read(0)] == [tuple(hs), (("only", None),), ()]
+
+
+def test_a_null_header_value_is_its_length_alone_and_an_empty_one_is_not_null():
+    assert encode_headers([("k", None)]) == b"\x01\x00\x01\x00k\xff\xff\xff\xff"
+    assert encode_headers([("k", b"")]) == b"\x01\x00\x01\x00k\x00\x00\x00\x00"
+    assert decode_headers(encode_headers([("k", None), ("e", b""), ("v", b"x")])) == (
+        ("k", None), ("e", b""), ("v", b"x"))

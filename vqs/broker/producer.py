@@ -43,7 +43,8 @@ def _check_size(t, values) -> None:
 
 
 def _headers(headers):
-    """Headers as a tuple of (str, bytes): accepts a mapping or a sequence of pairs."""
+    """Headers as a tuple of (str, bytes or None): accepts a mapping or a sequence of pairs (a
+    None value is a null header value, as Kafka's)."""
     if not headers:
         return None
     items = headers.items() if hasattr(headers, "items") else headers
@@ -55,7 +56,7 @@ def _headers(headers):
             raise TypeError(f"a header must be a (name, value) pair, not {item!r}") from None
         if not isinstance(name, str):
             raise TypeError(f"a header name must be str, not {type(name).__name__}")
-        out.append((name, to_bytes(value, "header value")))
+        out.append((name, None if value is None else to_bytes(value, "header value")))
     return tuple(out)
 
 

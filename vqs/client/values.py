@@ -3,7 +3,8 @@ normalised to the embedded API's types before anything goes on the wire.
 
 Guarantees: bytes-like values pass as bytes, ``str`` as its UTF-8 bytes, any
 other type raises ``TypeError`` naming the argument; header values follow the
-same rule; a ``(topic, partition)`` pair becomes a ``TopicPartition``.
+same rule, and may also be None (a null value, as Kafka's); a ``(topic,
+partition)`` pair becomes a ``TopicPartition``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ def as_bytes(v, what="value") -> bytes:
 
 
 def as_headers(h):
-    """Headers (a dict or (name, value) pairs) as [(str, bytes)], or None for none."""
+    """Headers (a dict or (name, value) pairs) as [(str, bytes or None)], or None for none."""
     if not h:
         return None
     items = h.items() if isinstance(h, dict) else h
-    return [(str(k), as_bytes(v, "header value")) for k, v in items]
+    return [(str(k), None if v is None else as_bytes(v, "header value")) for k, v in items]

@@ -106,7 +106,7 @@ def _headers_list(col: pa.Array) -> list:
         hs = []
         for h in item:
             v = h["value"]
-            hs.append((h["key"], b"" if v is None else v.encode() if isinstance(v, str) else bytes(v)))
+            hs.append((h["key"], None if v is None else v.encode() if isinstance(v, str) else bytes(v)))  # NULL: null
         out.append(tuple(hs))
     return out
 

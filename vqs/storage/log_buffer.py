@@ -75,7 +75,8 @@ def headers_bound(headers) -> int:
     4 bytes per character)."""
     n = 2
     for k, v in headers:
-        n += 6 + (len(k) * 4 if isinstance(k, str) else len(k)) + (len(v) * 4 if isinstance(v, str) else len(v))
+        n += 6 + (len(k) * 4 if isinstance(k, str) else len(k)) + (
+            0 if v is None else len(v) * 4 if isinstance(v, str) else len(v))
     return n
 
 

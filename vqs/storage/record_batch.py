@@ -62,7 +62,10 @@ _LITTLE = sys.byteorder == "little"
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 
-Headers = Sequence[tuple[str, bytes]]
+Headers = Sequence[tuple[str, bytes | None]]
+#: a header value's length that stands for a null value (no bytes follow; docs/FORMAT.md)
+NULL_HEADER_VALUE = 0xFFFFFFFF
+_NULL_HEADER_LEN = b"\xff\xff\xff\xff"
 
 
 def codec_id(compression: str | None) -> int:
@@ -87,22 +90,27 @@ def _offsets(items: Sequence) -> array:
 
 
 def encode_headers(headers: Headers | None) -> bytes:
-    """Encode one record's headers: u16 count, then (u16 len, key utf-8, u32 len, value)."""
+    """Encode one record's headers: u16 count, then (u16 len, key utf-8, u32 len, value); a
+    None value (a null, as Kafka's header value of length -1) is the length 0xFFFFFFFF alone."""
     if not headers:
         return b""
     parts = [_U16.pack(len(headers))]
     for k, v in headers:
         kb = k.encode("utf-8") if isinstance(k, str) else bytes(k)
-        vb = v.encode("utf-8") if isinstance(v, str) else bytes(v)
         parts.append(_U16.pack(len(kb)))
         parts.append(kb)
+        if v is None:
+            parts.append(_NULL_HEADER_LEN)
+            continue
+        vb = v.encode("utf-8") if isinstance(v, str) else bytes(v)
         parts.append(_U32.pack(len(vb)))
         parts.append(vb)
     return b"".join(parts)
 
 
-def decode_headers(buf) -> tuple[tuple[str, bytes], ...]:
-    """Inverse of encode_headers; raises CorruptRecordError on a malformed blob."""
+def decode_headers(buf) -> tuple[tuple[str, bytes | None], ...]:
+    """Inverse of encode_headers (a null value comes back as None); raises
+    CorruptRecordError on a malformed blob."""
     if not len(buf):
         return ()
     mv = memoryview(buf)
@@ -117,6 +125,9 @@ def decode_headers(buf) -> tuple[tuple[str, bytes], ...]:
             pos += kl
             (vl,) = _U32.unpack_from(mv, pos)
             pos += 4
+            if vl == NULL_HEADER_VALUE:
+                out.append((k, None))
+                continue
             if pos + vl > len(mv):
                 raise CorruptRecordError("record header value runs past its column")
             out.append((k, bytes(mv[pos : pos + vl])))
@@ -134,7 +145,8 @@ class Record(_RecordFields):
 
     ``value`` and ``key`` are ``bytes`` or None (a null: Kafka's tombstone, distinct
     from zero bytes); ``headers`` is a
-    tuple of ``(name, value)`` pairs, empty when the record has none.
+    tuple of ``(name, value)`` pairs, empty when the record has none (a header's value
+    is bytes or None, a null as a Kafka header value may be).
 
     A record is an immutable tuple underneath (a named tuple's fields, read as
     fast as slots), so that a batch's records are built in one pass of C code

@@ -93,6 +93,17 @@ def test_null_values_and_keys_are_told_from_empty_ones(stubs, pb, unique):
     assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and "null_values" in e.details()
 
 
+def test_null_header_values_are_told_from_empty_ones(stubs, pb, unique):
+    stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique))
+    hs = pb.Headers(headers=[pb.Header(name="n", null_value=True), pb.Header(name="e"), pb.Header(name="v", value=b"x")])
+    stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"v"], headers=[hs]))
+    got = stubs.records.Fetch(pb.FetchRequest(topic=unique, offset=0))
+    assert [(h.name, h.value, h.null_value) for h in got.headers[0].headers] == [
+        ("n", b"", True), ("e", b"", False), ("v", b"x", False)]
+    r = httpx.get(f"http://127.0.0.1:{stubs.port}/topics/{unique}/messages", params={"offset": 0}).json()
+    assert r["messages"][0]["headers"] == [["n", None], ["e", ""], ["v", "x"]]
+
+
 def test_produce_errors_are_status_codes(stubs, pb, unique):
     stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique, partitions=2))
     e = _err(stubs.records.Produce, pb.ProduceRequest(topic=unique + "-none", values=[b"x"]))

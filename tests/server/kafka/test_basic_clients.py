@@ -7,6 +7,7 @@ import subprocess
 import time
 import uuid
 
+import httpx
 import pytest
 
 ck = pytest.importorskip("confluent_kafka")
@@ -105,6 +106,46 @@ def test_null_values_and_keys_are_not_empty_ones(kafka_server, codec):
 
     with vqs.Client(kafka_server.url) as client:
         assert [(r.key, r.value) for r in client.read(topic, 0, 0)] == sent
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_null_header_values_are_not_empty_ones(kafka_server, codec):
+    """librdkafka's 0073_headers: a header whose value is null (length -1) comes back null, an
+    empty one empty, over Kafka (confluent-kafka and kafka-python), the client and REST."""
+    kafka = pytest.importorskip("kafka")
+    import vqs
+
+    topic = _name(f"nullh-{codec}")
+    _create(kafka_server, topic, 1)
+    p = ck.Producer({"bootstrap.servers": kafka_server.bootstrap, "compression.type": codec, "linger.ms": 5})
+    sent = [[("n", None), ("e", b""), ("v", b"x")], [("only", None)]]
+    for hs in sent:
+        p.produce(topic, value=b"v", headers=hs)
+    assert p.flush(10) == 0
+    with vqs.Client(kafka_server.url) as client:
+        assert [list(r.headers) for r in client.read(topic, 0, 0)] == sent
+        client.producer().send(topic, b"from-client", headers=[("c", None), ("d", b"")])
+    sent.append([("c", None), ("d", b"")])
+    c = ck.Consumer({"bootstrap.servers": kafka_server.bootstrap, "group.id": _name("g"),
+                     "auto.offset.reset": "earliest"})
+    c.assign([ck.TopicPartition(topic, 0, 0)])
+    seen = []
+    deadline = time.monotonic() + 10
+    while len(seen) < len(sent) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            seen.append(m.headers())
+    c.close()
+    assert seen == sent
+    kc = kafka.KafkaConsumer(bootstrap_servers=kafka_server.bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=5000)
+    kc.assign([kafka.TopicPartition(topic, 0)])
+    got = [list(m.headers) for _, m in zip(range(len(sent)), kc)]
+    kc.close()
+    assert got == sent
+    r = httpx.get(f"{kafka_server.url}/topics/{topic}/messages", params={"offset": 0}).json()
+    assert [m["headers"] for m in r["messages"]] == [[[n, None if v is None else v.decode()] for n, v in hs]
+                                                     for hs in sent]
 
 
 def test_commit_seek_offsets_for_times_and_group_offsets_shared(kafka_server):

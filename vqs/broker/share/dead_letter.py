@@ -144,7 +144,7 @@ class DeadLetters:
                 if (h.get("__dlq.errors.topic"), h.get("__dlq.errors.partition"), h.get("__dlq.errors.group")) == want:
                     try:
                         out.add(int(h.get("__dlq.errors.offset", b"")))
-                    except ValueError:
+                    except (TypeError, ValueError):  # not a number (or a null value)
                         pass
             off = recs[-1].offset + 1
         return out

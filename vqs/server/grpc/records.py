@@ -64,7 +64,11 @@ def _indexes(idx, n: int, what: str) -> list[int]:
 
 
 def _headers_in(hs) -> list:
-    return [[(h.name, h.value) for h in x.headers] or None for x in hs]
+    return [[(h.name, None if h.null_value else h.value) for h in x.headers] or None for x in hs]
+
+
+def _header(name: str, value: bytes | None) -> pb.Header:
+    return pb.Header(name=name, null_value=True) if value is None else pb.Header(name=name, value=value)
 
 
 def record_batch(topic: str, partition: int, recs, next_offset: int, lg) -> pb.RecordBatch:
@@ -79,7 +83,7 @@ def record_batch(topic: str, partition: int, recs, next_offset: int, lg) -> pb.R
             kw["null_keys"] = [i for i, k in enumerate(keys) if k is None]
         hdrs = [r.headers for r in recs]
         if any(hdrs):
-            kw["headers"] = [pb.Headers(headers=[pb.Header(name=n, value=v) for n, v in h]) for h in hdrs]
+            kw["headers"] = [pb.Headers(headers=[_header(n, v) for n, v in h]) for h in hdrs]
         if None in values:
             kw["null_values"] = [i for i, v in enumerate(values) if v is None]
             values = [b"" if v is None else v for v in values]

@@ -3,7 +3,7 @@
 Decoding (Produce): every batch is bounds-checked, its CRC-32C (over the
 attributes to the end) verified, decompressed (compression.py: to at most the
 cap the caller gives), and its records turned into the columns
-``Log.append_batch`` takes: values, keys, headers ``(str, bytes)``,
+``Log.append_batch`` takes: values, keys, headers ``(str, bytes or None)``,
 timestamps. Anything that does not parse raises ``CorruptBatch``, which the
 Produce handler answers with CORRUPT_MESSAGE for that partition only.
 Transactional and control batches are refused (no transactions here).
@@ -161,7 +161,7 @@ def _records_simple(body: bytes, count: int, base_ts: int):
                 hv, p = _varint(body, p, rend)
                 if hv > 0 and p + hv > rend:
                     raise CorruptBatch("header value runs past its record")
-                hs.append((name, body[p : p + hv] if hv > 0 else b""))
+                hs.append((name, body[p : p + hv] if hv > 0 else b"" if hv == 0 else None))  # -1: null
                 p += max(hv, 0)
             headers.append(tuple(hs))
             any_hdr = True
@@ -320,7 +320,7 @@ def _headers_at(body, nh: int, p: int, rend: int):
             hv, p = _varint(body, p, rend)
         if hv > 0 and p + hv > rend:
             raise CorruptBatch("header value runs past its record")
-        hs.append((name, body[p : p + hv] if hv > 0 else b""))
+        hs.append((name, body[p : p + hv] if hv > 0 else b"" if hv == 0 else None))  # -1: a null value
         p += max(hv, 0)
     return tuple(hs), p
 
@@ -371,7 +371,10 @@ def encode_records(base_offset: int, values, keys=None, headers=None, timestamps
             rec += (zz(len(v)), v, zz(len(hdrs)))
         for name, hv in hdrs:
             nb = name.encode()
-            rec += (zz(len(nb)), nb, zz(len(hv)), hv)
+            if hv is None:  # a null header value
+                rec += (zz(len(nb)), nb, null)
+            else:
+                rec += (zz(len(nb)), nb, zz(len(hv)), hv)
         body = b"".join(rec)
         parts.append(zz(len(body)))
         parts.append(body)

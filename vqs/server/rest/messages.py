@@ -68,7 +68,7 @@ _PRODUCE_BODY = {
                                 "value_b64": {"type": "string", "format": "byte"},
                                 "key": {"type": ["string", "null"]},
                                 "key_b64": {"type": "string", "format": "byte"},
-                                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                                "headers": {"type": "object", "additionalProperties": {"type": ["string", "null"]}},
                                 "partition": {"type": "integer", "minimum": 0},
                                 "timestamp_ms": {"type": "integer", "minimum": 0},
                             },

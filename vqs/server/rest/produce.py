@@ -57,13 +57,13 @@ def _headers_in(h, where: str):
     out = []
     try:
         for name, val in items:
-            if not isinstance(name, str) or not isinstance(val, str):
+            if not isinstance(name, str) or not (val is None or isinstance(val, str)):
                 raise TypeError
-            out.append((name, val.encode("utf-8")))
+            out.append((name, None if val is None else val.encode("utf-8")))  # null: a null value
     except (TypeError, ValueError):
         raise APIError(400, "invalid_argument",
-                       f"{where}.headers must be an object of strings or a list of [name, value] strings",
-                       field="headers") from None
+                       f"{where}.headers must be an object of strings (or nulls) or a list of [name, value] "
+                       "pairs of them", field="headers") from None
     return out or None
 
 

@@ -94,12 +94,14 @@ class DeleteTopicResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Header(_message.Message):
-    __slots__ = ("name", "value")
+    __slots__ = ("name", "value", "null_value")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
+    NULL_VALUE_FIELD_NUMBER: _ClassVar[int]
     name: str
     value: bytes
-    def __init__(self, name: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+    null_value: bool
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[bytes] = ..., null_value: _Optional[bool] = ...) -> None: ...
 
 class Headers(_message.Message):
     __slots__ = ("headers",)

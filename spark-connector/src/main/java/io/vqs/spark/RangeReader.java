@@ -183,7 +183,8 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
                 byte[] kb = names.get(k).getBytes(java.nio.charset.StandardCharsets.UTF_8);
                 keys.appendByteArray(kb, 0, kb.length);
                 byte[] vb = vals.get(k);
-                values.appendByteArray(vb, 0, vb.length);
+                if (vb == null) values.appendNull(); // a null header value: SQL NULL
+                else values.appendByteArray(vb, 0, vb.length);
                 items.appendStruct(false);
             }
             v.putArray(row + i - s, at, names.size());

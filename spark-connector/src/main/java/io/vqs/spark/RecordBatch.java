@@ -222,7 +222,11 @@ final class RecordBatch {
         return new int[] {data, (int) (data + size)};
     }
 
-    /** Decode record i's headers blob: names and values, or an exception if malformed. */
+    /** A header value's length that stands for a null value (docs/FORMAT.md). */
+    static final long NULL_HEADER_VALUE = 0xFFFFFFFFL;
+
+    /** Decode record i's headers blob into names and values (a null value as null), or an
+     * exception if malformed. */
     void headers(int i, java.util.List<String> names, java.util.List<byte[]> values) {
         if (headerOffsets < 0) return;
         int a = headerData + headerOffset(i), z = headerData + headerOffset(i + 1);
@@ -238,6 +242,11 @@ final class RecordBatch {
                 String name = new String(kb, java.nio.charset.StandardCharsets.UTF_8);
                 p += kl;
                 long vl = body.getInt(p) & 0xFFFFFFFFL; p += 4;
+                if (vl == NULL_HEADER_VALUE) { // a null value: no bytes follow
+                    names.add(name);
+                    values.add(null);
+                    continue;
+                }
                 if (p + vl > z) throw new IllegalStateException();
                 names.add(name);
                 byte[] vb = new byte[(int) vl];

@@ -101,7 +101,8 @@ public final class VectorsMain {
         for (int k = 0; k < names.size(); k++) {
             ArrayNode pair = h.addArray();
             pair.add(names.get(k));
-            pair.add(Base64.getEncoder().encodeToString(values.get(k)));
+            if (values.get(k) == null) pair.addNull();
+            else pair.add(Base64.getEncoder().encodeToString(values.get(k)));
         }
         return r;
     }
