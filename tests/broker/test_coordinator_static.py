@@ -156,7 +156,10 @@ def test_a_static_member_leaves_by_instance_id_and_a_wrong_member_id_is_fenced()
     assert b.member_id != a.member_id and co.leave("g", b.member_id, "ia") == OK
 
 
-def test_a_static_member_that_does_not_rejoin_stays_until_its_session_ends():
+def test_a_static_member_that_does_not_rejoin_stays_through_the_rebalance_until_its_sync_is_due():
+    """Kept through the rebalance (it may be restarting), then, as every member of the new
+    generation, removed when it has not synced one rebalance timeout after the joins ended (as
+    Kafka's pending-sync members, also once the group is Stable)."""
     clock = Clock()
     co = GroupCoordinator(clock=clock, initial_delay_ms=0)
     timeouts = {"session_timeout_ms": 10_000, "rebalance_timeout_ms": 2_000}
@@ -168,9 +171,10 @@ def test_a_static_member_that_does_not_rejoin_stays_until_its_session_ends():
     assert d["state"] == "CompletingRebalance" and len(d["members"]) == 2
     assert w.wait().status == OK and w.result.leader == w.result.member_id and len(w.result.members) == 2
     assert co.sync("g", w.result.generation, w.result.member_id, {}) == (OK, b"")
-    clock.t += 6
+    clock.t += 1
     assert co.heartbeat("g", w.result.generation, w.result.member_id) == OK
-    clock.t += 5  # the static member's session ends: now it goes (and a rebalance starts)
+    assert len(co.describe("g")["members"]) == 2
+    clock.t += 1.5  # the joins ended 2.5 s ago (rebalance timeout 2 s), its session has 7 s left
     d = co.describe("g")
     assert [m[0] for m in d["members"]] == [w.result.member_id] and d["state"] == "PreparingRebalance"
     assert co.heartbeat("g", first.generation, first.member_id, "i") == UNKNOWN_MEMBER

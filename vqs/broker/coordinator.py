@@ -30,6 +30,16 @@ changes, and at least once a second) and expires what is due. ``join`` and
 listener awaits them on its event loop, and cancels a wait whose connection
 closed: its member leaves at once (as Kafka drops a pending member).
 
+A member id comes from the coordinator (Kafka's KIP-394): ``new_member_id`` hands one
+out to a client that asks to join without one (the Kafka listener answers JoinGroup v4+
+so, MEMBER_ID_REQUIRED), and its join names it; such an id is pending, not a member (it
+holds no rebalance), until that join, and forgotten when no join names it within its
+session timeout. So a client that discards the answer of its waiting JoinGroup (librdkafka
+does when its subscription changes meanwhile) joins again under the same id instead of
+leaving a member behind that would hold every rebalance until its session ended. A
+member's new JoinGroup replaces its own waiting one, which is answered
+``rebalance_in_progress`` at once (Kafka keeps one join per member).
+
 A rejoin that changes nothing is answered at once, as Kafka does: a follower
 rejoining a Stable group with the same protocols, or any member rejoining
 with the same protocols while the group waits for SyncGroups, gets the
@@ -96,6 +106,7 @@ REBALANCING = "rebalance_in_progress"
 INCONSISTENT_PROTOCOL = "inconsistent_protocol"
 FENCED = "fenced_instance_id"
 _SLICE_S = 1.0  # the timer re-reckons at least this often (a clock that jumps, a test's clock)
+MAX_PENDING_IDS = 1000  # member ids handed out and not yet joined, per group (the oldest forgotten past it)
 
 
 @dataclass
@@ -137,6 +148,7 @@ class Group:
     not_before: float = 0.0  # a new group's first rebalance waits this long for more members
     waits: list = field(default_factory=list)  # GroupWaits pending, in arrival order
     static: dict = field(default_factory=dict)  # group_instance_id -> the member id holding it
+    pending: dict = field(default_factory=dict)  # member ids handed out, not yet joined -> when forgotten
 
 
 class GroupCoordinator:
@@ -185,20 +197,26 @@ class GroupCoordinator:
 
     def _expire_locked(self, g: Group) -> None:
         now = self._clock()
+        if g.pending:
+            for mid in [mid for mid, until in g.pending.items() if now > until]:
+                del g.pending[mid]
         for m in list(g.members.values()):
             if not m.busy and now - m.last_seen > m.session_timeout_ms / 1000:
                 self._remove_locked(g, m.member_id)
         if g.state == PREPARING and (now >= g.deadline or (
                 now >= g.not_before and all(m.joined for m in g.members.values()))):
             self._complete_join_locked(g)
-        elif g.state == COMPLETING and now >= g.deadline:  # as Kafka: who has not synced by now is out
+        elif g.state in (COMPLETING, STABLE) and now >= g.deadline:
+            # as Kafka: who has not synced one rebalance timeout after the joins ended is out, even
+            # once the leader's SyncGroup made the group Stable (a member whose client dropped the
+            # join's answer would otherwise hold the group until its session ended)
             for m in [m for m in g.members.values() if not m.synced]:
                 self._remove_locked(g, m.member_id)
 
     def _next_expiry_locked(self, g: Group) -> float | None:
         """The earliest moment ``_expire_locked`` would change ``g`` with no call about it."""
         times = [m.last_seen + m.session_timeout_ms / 1000 for m in g.members.values() if not m.busy]
-        if g.state in (PREPARING, COMPLETING):
+        if g.state in (PREPARING, COMPLETING) or (g.state == STABLE and not all(m.synced for m in g.members.values())):
             times.append(g.deadline)
         if g.state == PREPARING and all(m.joined for m in g.members.values()):
             times.append(g.not_before)
@@ -286,6 +304,25 @@ class GroupCoordinator:
             w.complete_locked(w.answer(g))
         return m
 
+    def _compatible_locked(self, g: Group, protocol_type: str, protocols: list, exclude=()) -> bool:
+        """May a member with these protocols join ``g`` (besides the members ``exclude`` names)? Not
+        when the group has members of another kind, or shares no protocol with its others."""
+        if self.assigned.has_members_locked(g.name) or self.consumer.has_members_locked(g.name):
+            return False
+        names = {name for name, _ in protocols}
+        others = [{n for n, _ in m.protocols} for m in g.members.values() if m.member_id not in exclude]
+        return bool(names) and not (others and (g.protocol_type != protocol_type
+                                                or not names.intersection(*others)))
+
+    def _replace_join_locked(self, g: Group, member_id: str) -> None:
+        """The member joins again: its JoinGroup still waiting (if any) is answered
+        ``rebalance_in_progress`` now, so one join per member waits (module doc)."""
+        old = [w for w in g.waits if w.member_id == member_id and w.join]
+        now = self._clock()
+        for w in old:
+            self._unregister_locked(g, w, now)
+            w.complete_locked(JoinResult(REBALANCING, member_id=member_id))
+
     def _members_locked(self, g: Group) -> list:
         """(member_id, instance_id, metadata of the group's protocol) of every member: the leader's list."""
         return [(x.member_id, x.group_instance_id, dict(x.protocols)[g.protocol]) for x in g.members.values()]
@@ -301,8 +338,9 @@ class GroupCoordinator:
         if self._timer is not None:
             self._changed.notify_all()
 
-    def _register_locked(self, g: Group, m: Member, ready, answer) -> GroupWait:
+    def _register_locked(self, g: Group, m: Member, ready, answer, join: bool) -> GroupWait:
         w = GroupWait(self._lock, g.name, m.member_id, ready, answer, self._cancel)
+        w.join = join
         g.waits.append(w)
         m.busy += 1
         self._waiting[g.name] = g
@@ -367,18 +405,15 @@ class GroupCoordinator:
                     OK, g.generation, g.protocol, leader or "", member_id, members))
 
             instance = group_instance_id or None
-            if member_id:
+            # an id new_member_id handed out: this join makes it a member
+            adopted = (bool(member_id) and instance is None and member_id not in g.members
+                       and member_id in g.pending)
+            if member_id and not adopted:
                 status = self._check_member_locked(g, member_id, instance)
                 if status != OK:
                     return refused(status)
-            if self.assigned.has_members_locked(group) or self.consumer.has_members_locked(group):
-                return refused(INCONSISTENT_PROTOCOL)
             replacing = g.static.get(instance) if instance is not None and not member_id else None
-            names = {name for name, _ in protocols}
-            others = [{n for n, _ in m.protocols} for m in g.members.values()
-                      if m.member_id not in (member_id, replacing)]
-            if not names or (others and (g.protocol_type != protocol_type
-                                         or not names.intersection(*others))):
+            if not self._compatible_locked(g, protocol_type, protocols, (member_id, replacing)):
                 return refused(INCONSISTENT_PROTOCOL)
             m = g.members.get(member_id) if member_id else None
             if m is not None and list(protocols) == m.protocols and (
@@ -393,12 +428,14 @@ class GroupCoordinator:
                 m = self._replace_static_locked(g, instance, member_id)
                 m.client_id, m.client_host = client_id, client_host
             if m is None:
+                g.pending.pop(member_id, None)
                 m = g.members[member_id] = Member(member_id, client_id, client_host, session_timeout_ms,
                                                   rebalance_timeout_ms or session_timeout_ms, list(protocols),
                                                   instance)
                 if instance is not None:
                     g.static[instance] = member_id
             else:
+                self._replace_join_locked(g, member_id)
                 m.protocols = list(protocols)
                 m.session_timeout_ms = session_timeout_ms
                 m.rebalance_timeout_ms = rebalance_timeout_ms or session_timeout_ms
@@ -421,10 +458,29 @@ class GroupCoordinator:
                 members = self._members_locked(g) if g.leader == member_id else []
                 return JoinResult(OK, g.generation, g.protocol, g.leader, member_id, members)
 
-            w = self._register_locked(g, m, lambda g: g.state != PREPARING or member_id not in g.members, answer)
+            w = self._register_locked(g, m, lambda g: g.state != PREPARING or member_id not in g.members, answer,
+                                      join=True)
             self._expire_locked(g)
             self._settle_locked(g)  # (answered at once after close)
             return w
+
+    def new_member_id(self, group: str, *, client_id: str = "", protocol_type: str = "consumer",
+                      protocols: list, session_timeout_ms: int = 45_000) -> tuple[str, str]:
+        """(status, member id) for a client that asked to join ``group`` without one (Kafka's
+        MEMBER_ID_REQUIRED; ``inconsistent_protocol`` and no id when it could not join, as
+        ``start_join`` would answer): the id is pending until a join names it, forgotten after the
+        session timeout (or as the oldest of more than ``MAX_PENDING_IDS``); it holds no
+        rebalance (module doc)."""
+        with self._lock:
+            g = self._group(group)
+            self._expire_locked(g)
+            if not self._compatible_locked(g, protocol_type, protocols):
+                return INCONSISTENT_PROTOCOL, ""
+            member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+            g.pending[member_id] = self._clock() + session_timeout_ms / 1000
+            while len(g.pending) > MAX_PENDING_IDS:
+                del g.pending[next(iter(g.pending))]
+            return OK, member_id
 
     def sync(self, group: str, generation: int, member_id: str, assignments: dict,
              group_instance_id: str | None = None) -> tuple[str, bytes]:
@@ -461,7 +517,8 @@ class GroupCoordinator:
                     return REBALANCING, b""
                 return OK, g.members[member_id].assignment
 
-            w = self._register_locked(g, m, lambda g: g.state != COMPLETING or g.generation != generation, answer)
+            w = self._register_locked(g, m, lambda g: g.state != COMPLETING or g.generation != generation, answer,
+                                      join=False)
             if g.state == COMPLETING and member_id == g.leader:
                 for mid, data in assignments.items():
                     if mid in g.members:

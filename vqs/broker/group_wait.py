@@ -30,7 +30,8 @@ from collections.abc import Callable
 
 
 class GroupWait:
-    __slots__ = ("_callbacks", "_cancel", "_lock", "answer", "done", "group", "member_id", "ready", "result")
+    __slots__ = ("_callbacks", "_cancel", "_lock", "answer", "done", "group", "join", "member_id", "ready",
+                 "result")
 
     def __init__(self, lock: threading.Lock, group: str, member_id: str, ready=None, answer=None,
                  cancel: Callable[[GroupWait], None] | None = None):
@@ -41,6 +42,7 @@ class GroupWait:
         self.answer = answer  # group -> its result (lock held)
         self._cancel = cancel
         self._callbacks: list = []
+        self.join = False  # a JoinGroup's wait (else a SyncGroup's)
         self.done = False
         self.result = None
 

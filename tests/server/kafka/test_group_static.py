@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 LONG_MS = 60_000
-FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID = 82, 27, 25
+FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, MEMBER_ID_REQUIRED = 82, 27, 25, 79
 
 
 def _uid(prefix: str) -> str:
@@ -49,7 +49,17 @@ def _read_join(r: Reader) -> tuple[int, int, str, str, list]:
     return err, gen, leader, me, members
 
 
+def _member_id(k: RawKafka, group) -> str:
+    """The member id a dynamic member joins with (JoinGroup v4+ answers MEMBER_ID_REQUIRED with it)."""
+    err, _, _, me, _ = _read_join(k.request(11, 5, _join_body(group)))
+    assert err == MEMBER_ID_REQUIRED and me
+    return me
+
+
 def _join(k: RawKafka, group, member="", instance=None, **kw):
+    """JoinGroup v5, as clients send it: a dynamic member without an id asks for one first."""
+    if not member and instance is None:
+        member = _member_id(k, group)
     return _read_join(k.request(11, 5, _join_body(group, member, instance, **kw)))
 
 
@@ -168,7 +178,8 @@ def test_a_commit_while_joins_are_awaited_is_taken_and_refused_until_the_leader_
     err, gen, _, me, _ = _join(a, group)
     assert err == 0 and _sync(a, group, gen, me, None, [(me, b"a")]) == (0, b"a")
     b = RawKafka(kafka_server.kafka_port)
-    b.send_frame(bytes(Writer().int16(11).int16(5).int32(7).string("t").b) + _join_body(group))  # waits for a
+    b.send_frame(bytes(Writer().int16(11).int16(5).int32(7).string("t").b)
+                 + _join_body(group, _member_id(b, group)))  # waits for a
     _wait_for(lambda: _describe(a, group)[0] == "PreparingRebalance", 10, "the second join to wait")
     assert _commit(a, group, gen, me, topic, 5) == 0  # a still owns its partitions (Kafka's rule)
     assert _heartbeat(a, group, gen, me) == REBALANCE_IN_PROGRESS
@@ -197,7 +208,7 @@ def test_a_commit_sent_behind_its_own_waiting_join_is_judged_on_arrival(kafka_se
     topic = _topic(kafka_server, _uid("pipelined"), 1)
     group = _uid("pipelined")
     a, c, b, watcher = (RawKafka(kafka_server.kafka_port) for _ in range(4))
-    c.send_frame(bytes(Writer().int16(11).int16(5).int32(1).string("t").b) + _join_body(group))
+    c.send_frame(bytes(Writer().int16(11).int16(5).int32(1).string("t").b) + _join_body(group, _member_id(c, group)))
     err, gen, leader, me, _ = _join(a, group)  # a and c in one generation (the initial delay)
     r = Reader(c.recv_frame())
     assert r.int32() == 1
@@ -206,7 +217,8 @@ def test_a_commit_sent_behind_its_own_waiting_join_is_judged_on_arrival(kafka_se
     first, then = ((a, me), (c, c_id)) if leader == me else ((c, c_id), (a, me))  # the leader syncs first
     assert _sync(first[0], group, gen, first[1], None, [(me, b"a"), (c_id, b"")])[0] == 0
     assert _sync(then[0], group, gen, then[1])[0] == 0
-    b.send_frame(bytes(Writer().int16(11).int16(5).int32(1).string("t").b) + _join_body(group))  # a newcomer
+    b.send_frame(bytes(Writer().int16(11).int16(5).int32(1).string("t").b)
+                 + _join_body(group, _member_id(b, group)))  # a newcomer
     _wait_for(lambda: _describe(watcher, group)[0] == "PreparingRebalance", 10, "the rebalance")
     # a rejoins and, on the same connection before the answer, commits under the generation in force
     a.send_frame(bytes(Writer().int16(11).int16(5).int32(50).string("t").b) + _join_body(group, me))
@@ -361,6 +373,37 @@ def test_cooperative_sticky_consumers_settle_after_repeated_subscription_changes
         _poll_until([c1, c2], lambda: {(tp.topic, tp.partition) for c in (c1, c2) for tp in c.assignment()} == want
                     and owned(c2, t1) and not owned(c1, t1) & owned(c2, t1), 30, "the group to settle")
         assert c1.errors == c2.errors == []
+    finally:
+        c1.close()
+        c2.close()
+
+
+def test_a_new_consumer_changing_its_subscription_during_its_first_join_leaves_no_member_behind(kafka_server):
+    """librdkafka's 0113 u_multiple_subscription_changes: a consumer whose subscription changes
+    while its first JoinGroup waits drops that join's answer and joins again. It joins under the
+    member id MEMBER_ID_REQUIRED gave it, so no member is left behind to hold the group's next
+    rebalance until its session (30 s here) ends: the group settles well within it."""
+    t1, t2 = _topic(kafka_server, _uid("sub-a"), 4), _topic(kafka_server, _uid("sub-b"), 2)
+    group = _uid("sub-change")
+    conf = {"partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": 30_000}
+    c1, c2 = _consumer(kafka_server, group, **conf), _consumer(kafka_server, group, **conf)
+
+    try:
+        c1.subscribe([t1, t2])
+        _poll_until([c1], lambda: len(c1.assignment()) == 6, 20, "c1 to own both topics")
+        start = time.monotonic()
+        for topics in ([t1], [t1, t2], [t2], [t1, t2]):  # the first join still waits for c1 to rejoin
+            c2.subscribe(topics)
+            c2.poll(0.05)
+        want = {(t, q) for t, n in ((t1, 4), (t2, 2)) for q in range(n)}
+
+        def settled():
+            a1, a2 = ({(tp.topic, tp.partition) for tp in c.assignment()} for c in (c1, c2))
+            return a1 and a2 and not a1 & a2 and a1 | a2 == want
+
+        _poll_until([c1, c2], settled, 15, "the group to settle")
+        assert time.monotonic() - start < 15 and c1.errors == c2.errors == []
+        assert len(_describe(RawKafka(kafka_server.kafka_port), group)[1]) == 2
     finally:
         c1.close()
         c2.close()

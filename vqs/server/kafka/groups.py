@@ -3,6 +3,8 @@ DescribeGroups.
 
 Membership is the broker's group coordinator (vqs/broker/coordinator.py),
 called on the listener's loop (its lock guards memory only, never I/O). A
+JoinGroup v4+ without a member id is answered MEMBER_ID_REQUIRED with one
+(Kafka's KIP-394), which the client joins with. A
 JoinGroup or SyncGroup that must wait for other members awaits the
 coordinator's ``GroupWait`` (no thread held) while its connection is watched:
 a connection that closes meanwhile cancels the wait, and the member leaves the
@@ -58,6 +60,19 @@ async def join_group(ctx, conn, v, r):
         if v >= 2:
             w.int32(0)
         w.int16(K.INVALID_SESSION_TIMEOUT).int32(-1).string("").string("").string(member).array(0)
+        return bytes(w.b)
+    if v >= 4 and not member and not instance:
+        # as Kafka (KIP-394): a member id first, which the client joins with, so a client that
+        # drops a waiting join's answer joins again as the same member (coordinator.py)
+        try:
+            status, member = _coordinator(ctx).new_member_id(
+                group, client_id=conn.client_id or "", protocol_type=ptype, protocols=protocols,
+                session_timeout_ms=session)
+            err = ST[status] or K.MEMBER_ID_REQUIRED
+        except E.InvalidName:
+            err = K.INVALID_GROUP_ID
+        w = Writer().int32(0)
+        w.int16(err).int32(-1).string("").string("").string(member).array(0)
         return bytes(w.b)
     try:
         wait = _coordinator(ctx).start_join(
