@@ -42,8 +42,7 @@ SUBSET = _subset()
 #: only the bounds of waits for what must arrive.
 PARALLEL = int(os.environ.get("VQS_RDKAFKA_PARALLEL", "8"))
 
-#: A whole run's bound (the subset takes about 3 minutes on 2 busy cores; 0089 and 0091 alone
-#: wait over a minute each for max.poll.interval.ms).
+#: A whole run's bound (the subset takes about 2 minutes on 2 busy cores).
 RUN_TIMEOUT_S = 900
 
 _RESULT = re.compile(r"Test (\d{4}_\w+) (PASSED|FAILED|SKIPPED)")
