@@ -141,6 +141,9 @@ def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT; exits the process with EXIT_* when it cannot start."""
     settings.check()
     from . import logs
+    from .allocator import keep_large_buffers
+
+    keep_large_buffers()  # multi-MiB fetch answers reuse heap pages (allocator.py)
 
     fmt = logs.configure(settings.log_level, settings.log_format)
     _require_server_extra(fmt)
