@@ -193,20 +193,21 @@ abstract class Source implements AutoCloseable {
             this.timeoutMs = timeoutMs;
         }
 
-        /** A whole answer: its status, the headers the reader looks at, and its body. */
+        /** A whole answer: its status, the headers the reader looks at, and its body: body[0, length). */
         static final class Answer {
             final int status;
             final byte[] body;
+            final int length;
             private final HttpURLConnection c;
 
-            Answer(int status, byte[] body, HttpURLConnection c) {
+            Answer(int status, byte[] body, int length, HttpURLConnection c) {
                 this.status = status;
                 this.body = body;
+                this.length = length;
                 this.c = c;
             }
 
             int statusCode() { return status; }
-            byte[] body() { return body; }
             String header(String name, String orElse) {
                 String v = c.getHeaderField(name);
                 return v == null ? orElse : v;
@@ -220,6 +221,15 @@ abstract class Source implements AutoCloseable {
          * connection goes back to the JVM's keep-alive pool once the body is read whole).
          */
         private Answer get(String pathAndQuery, boolean binary) {
+            return get(pathAndQuery, binary, null);
+        }
+
+        /**
+         * The same, a successful answer's body read into {@code into} when it fits (else into a
+         * new array, at least twice its size, that the caller keeps for the next answer): a batch
+         * reader reuses its buffers instead of allocating an array of megabytes per answer.
+         */
+        private Answer get(String pathAndQuery, boolean binary, byte[] into) {
             try {
                 HttpURLConnection c = (HttpURLConnection) URI.create(url + pathAndQuery).toURL().openConnection();
                 c.setConnectTimeout(timeoutMs);
@@ -229,16 +239,18 @@ abstract class Source implements AutoCloseable {
                 if (token != null) c.setRequestProperty("Authorization", "Bearer " + token);
                 int status = c.getResponseCode();
                 InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
-                byte[] body;
-                if (in == null) {
-                    body = new byte[0];
-                } else {
-                    try (InputStream i = in) {
-                        long n = c.getContentLengthLong();
-                        body = n >= 0 && n <= Integer.MAX_VALUE - 8 ? i.readNBytes((int) n) : i.readAllBytes();
+                if (in == null) return new Answer(status, new byte[0], 0, c);
+                try (InputStream i = in) {
+                    long n = c.getContentLengthLong();
+                    if (n < 0 || n > Integer.MAX_VALUE - 8 || status >= 300) {
+                        byte[] all = i.readAllBytes();
+                        return new Answer(status, all, all.length, c);
                     }
+                    byte[] buf = into != null && into.length >= n ? into
+                        : new byte[(int) Math.min(Integer.MAX_VALUE - 8, Math.max(n, into == null ? 0 : 2L * n))];
+                    int got = i.readNBytes(buf, 0, (int) n);
+                    return new Answer(status, buf, got, c);
                 }
-                return new Answer(status, body, c);
             } catch (IOException | IllegalArgumentException e) {
                 throw new ConfigError("option 'url': cannot reach a VQS server at " + url + ": " + e);
             }
@@ -262,7 +274,7 @@ abstract class Source implements AutoCloseable {
 
         private JsonNode json(Answer r) {
             try {
-                return JSON.readTree(r.body());
+                return JSON.readTree(r.body, 0, r.length);
             } catch (IOException e) {
                 throw new IllegalStateException(url + " answered " + r.statusCode() + " with no JSON");
             }
@@ -337,6 +349,13 @@ abstract class Source implements AutoCloseable {
                 long start = -1;
                 byte[] body;
                 int p, end;
+                // two answer buffers: the one read (cur) and the one the request sent ahead fills.
+                // A buffer is filled again only once every batch decoded from it was consumed:
+                // the reader asks for the next batch only after Spark consumed the ColumnarBatch
+                // of the previous one (RangeReader), and an answer is replaced only once all its
+                // batches were handed out.
+                final byte[][] bufs = new byte[2][];
+                int cur = 1, aheadSlot;
                 boolean first = true;
                 long bytes;
                 CompletableFuture<Answer> ahead; // the request for offset aheadAt
@@ -345,19 +364,30 @@ abstract class Source implements AutoCloseable {
                 public long startOffset() { return start; }
                 public long bytesRead() { return bytes; }
 
-                Answer fetchAt(long at) {
+                Answer fetchAt(long at, int slot) {
                     long limit = stopAt < 0 ? 100_000 : Math.max(1, Math.min(100_000, stopAt - at));
-                    return get(path + "&offset=" + at + "&limit=" + limit + "&max_bytes=" + maxBytes
-                        + "&stored=1", true);
+                    Answer a = get(path + "&offset=" + at + "&limit=" + limit + "&max_bytes=" + maxBytes
+                        + "&stored=1", true, bufs[slot]);
+                    if (a.status < 300) bufs[slot] = a.body;
+                    return a;
                 }
 
                 Answer response() {
                     if (ahead != null) {
                         CompletableFuture<Answer> f = ahead;
                         ahead = null;
-                        if (aheadAt == pos) return await(f);
+                        if (aheadAt == pos) {
+                            cur = aheadSlot;
+                            return await(f);
+                        }
+                        try {
+                            await(f); // not the answer wanted, but its buffer is filled again next
+                        } catch (RuntimeException ignored) {
+                            // the request asked again below reports what is wrong
+                        }
                     }
-                    return fetchAt(pos);
+                    cur ^= 1;
+                    return fetchAt(pos, cur);
                 }
 
                 public RecordBatch next() {
@@ -374,17 +404,19 @@ abstract class Source implements AutoCloseable {
                         String so = r.header("x-vqs-start-offset", "0");
                         start = Long.parseLong(so);
                         first = false;
-                        body = r.body();
-                        bytes += body.length;
+                        body = r.body;
+                        bytes += r.length;
                         p = 0;
-                        end = body.length;
+                        end = r.length;
                         if (end == 0) return null;
                         if (stopAt >= 0) {
                             long nxt = Long.parseLong(r.header("x-vqs-next-offset", "-1"));
                             long logEnd = Long.parseLong(r.header("x-vqs-end-offset", "-1"));
                             if (nxt > pos && nxt < stopAt && nxt < logEnd) {
                                 aheadAt = nxt;
-                                ahead = CompletableFuture.supplyAsync(() -> fetchAt(nxt), AHEAD);
+                                aheadSlot = cur ^ 1;
+                                int slot = aheadSlot;
+                                ahead = CompletableFuture.supplyAsync(() -> fetchAt(nxt, slot), AHEAD);
                             }
                         }
                     }
