@@ -263,6 +263,44 @@ def test_redrive_from_a_dead_letter_queue_shows_progress(logged_in, console_serv
     assert api.get("/queues/rd").json()["attributes"]["ApproximateNumberOfMessages"] == "3"
 
 
+def test_share_groups_show_their_records_in_flight(logged_in, console_server, api, share_seeded):
+    d, url = logged_in, console_server.url
+    g = share_seeded["group"]
+    for _ in range(20):  # the page between two equal API reads (a lock may end meanwhile)
+        before = api.get(f"/share-groups/{g}").json()["partitions"]
+        open_page(d, url + "/console/share-groups")
+        row = d.find_element(By.CSS_SELECTOR, f"#share-groups tr[data-name='{g}']")
+        shown = (row.find_element(By.CSS_SELECTOR, "td.acquired").text,
+                 row.find_element(By.CSS_SELECTOR, "td.available").text)
+        if api.get(f"/share-groups/{g}").json()["partitions"] == before:
+            break
+    assert shown == (str(sum(p["acquired"] for p in before)), str(sum(p["available"] for p in before)))
+    assert row.find_element(By.CSS_SELECTOR, "td.in-flight").text == "12"
+    rects = row.find_elements(By.CSS_SELECTOR, "svg.hist rect")
+    assert [r.get_attribute("data-records") for r in rects] == ["10", "2", "0", "0", "0"]
+    heights = [r.size["height"] for r in rects]  # as drawn: the bars' heights follow the counts
+    assert heights[0] > heights[1] > 0 and heights[2:] == [0, 0, 0]
+    assert "1\u00d7 10 \u00b7 2\u00d7 2" in row.text.replace("\xa0", " ")  # the legend
+
+    # the group whose id is markup: a link of one path segment, its page shows the id as text
+    xss_row = next(r for r in d.find_elements(By.CSS_SELECTOR, "#share-groups tbody tr")
+                   if r.find_element(By.TAG_NAME, "td").text == XSS[0])
+    xss_row.find_element(By.TAG_NAME, "a").click()
+    wait(d, lambda d: d.find_elements(By.ID, "share-partitions"))
+    no_alert(d)
+    assert d.find_element(By.ID, "group-name").text == XSS[0]
+    assert d.find_elements(By.CSS_SELECTOR, "img[src='x']") == [] and console_problems(d) == []
+    assert len(d.find_elements(By.CSS_SELECTOR, "#share-partitions tbody tr")) == 2
+    assert d.find_element(By.ID, "in-flight").text == "12"
+    assert d.execute_script("return document.querySelectorAll('script:not([src])').length") == 0
+
+    open_page(d, url + f"/console/topics/{share_seeded['topic']}")
+    names = [r.find_element(By.TAG_NAME, "td").text
+             for r in d.find_elements(By.CSS_SELECTOR, "#topic-share-groups tbody tr")]
+    assert sorted(names) == sorted([g, XSS[0]])
+    no_alert(d)
+
+
 @pytest.mark.parametrize("path", [
     "/console", "/console/topics/orders?partition=0&offset=0&format=text",
     "/console/topics/orders?partition=0&offset=0&format=json", "/console/topics/orders?partition=0&offset=0&format=hex",
