@@ -88,13 +88,14 @@ def test_a_member_joined_over_rest_receives_and_acknowledges_over_grpc(stubs, pb
     g = "mixed-" + unique
     with vqs.Client(f"http://127.0.0.1:{stubs.port}") as client:
         m = client.share_consumer(unique, g)
+        assert m.poll() == []  # over REST: the group starts at the end
         stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"x", b"y"]))
         got = _records(stubs.share.Receive(pb.ShareReceiveRequest(group=g, member_id=m.member_id, wait_ms=5000)))
         assert got == [(b"x", 0, 1), (b"y", 1, 1)]
-        m.acknowledge((unique, 0, 0))  # over REST
+        m.acknowledge((unique, 0, 1))  # over REST
         res = stubs.share.Acknowledge(pb.ShareAcknowledgeRequest(group=g, member_id=m.member_id, acks=[
-            _ack(pb, unique, 0, pb.ACCEPT), _ack(pb, unique, 1, pb.ACCEPT)]))
-        assert [r.ok for r in res.results] == [False, True]  # 0 was settled over REST already
+            _ack(pb, unique, 1, pb.ACCEPT), _ack(pb, unique, 0, pb.ACCEPT)]))
+        assert [r.ok for r in res.results] == [False, True]  # 1 was settled over REST already
         assert _describe(stubs, g)["partitions"][0]["start_offset"] == 2
         m.close()
         e = _err(stubs.share.Receive, pb.ShareReceiveRequest(group=g, member_id=m.member_id))
