@@ -57,6 +57,8 @@ def test_members_share_records_and_acknowledge_them(stubs, pb, unique):
     assert got_b == [(b"j3", 3, 1), (b"j4", 4, 1), (b"j5", 5, 1)]
     d = _describe(stubs, g)["partitions"][0]
     assert (d["acquired"], d["available"], d["delivery_counts"]) == (6, 0, {"1": 6})
+    p = stubs.share.DescribeShareGroup(pb.DescribeShareGroupRequest(group=g)).partitions[0]
+    assert (p.acquired, p.available, dict(p.delivery_counts)) == (6, 0, {1: 6})
 
     res = stubs.share.Acknowledge(pb.ShareAcknowledgeRequest(group=g, member_id=a.member_id, acks=[
         _ack(pb, unique, 0, pb.ACCEPT), _ack(pb, unique, 1, pb.RELEASE), _ack(pb, unique, 2, pb.REJECT),
@@ -77,6 +79,15 @@ def test_members_share_records_and_acknowledge_them(stubs, pb, unique):
                                                        acks=[_ack(pb, unique, o, pb.ACCEPT) for o in (3, 4, 5)]))
     d = _describe(stubs, g)
     assert d["partitions"][0]["start_offset"] == 6 and len(d["members"]) == 1
+    info = stubs.share.DescribeShareGroup(pb.DescribeShareGroupRequest(group=g))  # REST's, over gRPC
+    assert (info.group, info.state, info.epoch) == (g, d["state"], d["epoch"])
+    assert [m.member_id for m in info.members] == [a.member_id]
+    assert [(x.topic, x.partition) for x in info.members[0].assignment] == [(unique, 0)]
+    p = info.partitions[0]
+    assert (p.start_offset, p.cursor, p.acquired, p.available, dict(p.delivery_counts)) == (6, 6, 0, 0, {})
+    assert g in stubs.share.ListShareGroups(pb.ListShareGroupsRequest()).groups
+    e = _err(stubs.share.DescribeShareGroup, pb.DescribeShareGroupRequest(group=g + "-none"))
+    assert e.code() == grpc.StatusCode.NOT_FOUND
     stubs.share.Leave(pb.ShareLeaveRequest(group=g, member_id=a.member_id))
     e = _err(recv, pb.ShareReceiveRequest(group=g, member_id=a.member_id))
     assert e.code() == grpc.StatusCode.NOT_FOUND and "join again" in e.details()

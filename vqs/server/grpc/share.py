@@ -5,7 +5,8 @@ kept by the server between calls in the registry REST's members live in
 (vqs/server/share_members.py): Join makes one, Receive acquires records under
 a lock (``ShareConsumer.poll``), Acknowledge accepts, releases, rejects or
 renews them (``ShareConsumer.acknowledge``, durable on return), Leave releases
-what it holds and leaves. So the semantics, the lock, the delivery counts and
+what it holds and leaves; ListShareGroups and DescribeShareGroup are REST's
+``GET /share-groups`` and ``GET /share-groups/{group}``. So the semantics, the lock, the delivery counts and
 the dead-letter archive are the embedded API's, REST's and the Kafka
 listener's, and a member joined over REST receives here too.
 
@@ -143,6 +144,30 @@ class ShareGroupsService(pbg.ShareGroupsServicer):
         results = await self.ctx.run(m.call, acknowledge_each, m.consumer, acks)
         return pb.ShareAcknowledgeResponse(results=[
             pb.ShareAckResult(ok=e is None, error=e or "") for e in results])
+
+    @unary
+    async def ListShareGroups(self, request, context):
+        return pb.ListShareGroupsResponse(groups=await self.ctx.run(self.ctx.broker.share_group_names))
+
+    @unary
+    async def DescribeShareGroup(self, request, context):
+        validate_group(request.group)
+        d = await self.ctx.run(self.ctx.broker.describe_share_group, request.group)
+        if d is None:
+            raise RpcError(grpc.StatusCode.NOT_FOUND, f"share group {request.group!r} has no members or state",
+                           (("vqs-error-type", "GroupNotFound"),))
+        return pb.ShareGroupInfo(
+            group=request.group, state=d["state"], epoch=d["epoch"],
+            members=[pb.ShareMemberInfo(member_id=m["member_id"], epoch=m["epoch"], client_id=m["client_id"],
+                                        client_host=m["client_host"], topics=m["topics"],
+                                        assignment=[pb.TopicPartition(topic=t, partition=p)
+                                                    for t, ps in sorted(m["assignment"].items()) for p in ps])
+                     for m in d["members"]],
+            partitions=[pb.SharePartitionInfo(topic=p["topic"], partition=p["partition"],
+                                              start_offset=p["start_offset"], cursor=p["cursor"],
+                                              acquired=p["acquired"], available=p["available"],
+                                              delivery_counts={int(k): v for k, v in p["delivery_counts"].items()})
+                        for p in d["partitions"]])
 
     @unary
     async def Leave(self, request, context):

@@ -564,3 +564,74 @@ class ShareLeaveRequest(_message.Message):
 class ShareLeaveResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ListShareGroupsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListShareGroupsResponse(_message.Message):
+    __slots__ = ("groups",)
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, groups: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DescribeShareGroupRequest(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    def __init__(self, group: _Optional[str] = ...) -> None: ...
+
+class ShareMemberInfo(_message.Message):
+    __slots__ = ("member_id", "epoch", "client_id", "client_host", "topics", "assignment")
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    member_id: str
+    epoch: int
+    client_id: str
+    client_host: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    assignment: _containers.RepeatedCompositeFieldContainer[TopicPartition]
+    def __init__(self, member_id: _Optional[str] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., assignment: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ...) -> None: ...
+
+class SharePartitionInfo(_message.Message):
+    __slots__ = ("topic", "partition", "start_offset", "cursor", "acquired", "available", "delivery_counts")
+    class DeliveryCountsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    ACQUIRED_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    start_offset: int
+    cursor: int
+    acquired: int
+    available: int
+    delivery_counts: _containers.ScalarMap[int, int]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., cursor: _Optional[int] = ..., acquired: _Optional[int] = ..., available: _Optional[int] = ..., delivery_counts: _Optional[_Mapping[int, int]] = ...) -> None: ...
+
+class ShareGroupInfo(_message.Message):
+    __slots__ = ("group", "state", "epoch", "members", "partitions")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    state: str
+    epoch: int
+    members: _containers.RepeatedCompositeFieldContainer[ShareMemberInfo]
+    partitions: _containers.RepeatedCompositeFieldContainer[SharePartitionInfo]
+    def __init__(self, group: _Optional[str] = ..., state: _Optional[str] = ..., epoch: _Optional[int] = ..., members: _Optional[_Iterable[_Union[ShareMemberInfo, _Mapping]]] = ..., partitions: _Optional[_Iterable[_Union[SharePartitionInfo, _Mapping]]] = ...) -> None: ...

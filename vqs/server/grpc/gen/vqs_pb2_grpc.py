@@ -992,6 +992,16 @@ class ShareGroupsStub:
                 request_serializer=vqs_dot_v1_dot_vqs__pb2.ShareLeaveRequest.SerializeToString,
                 response_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareLeaveResponse.FromString,
                 _registered_method=True)
+        self.ListShareGroups = channel.unary_unary(
+                '/vqs.v1.ShareGroups/ListShareGroups',
+                request_serializer=vqs_dot_v1_dot_vqs__pb2.ListShareGroupsRequest.SerializeToString,
+                response_deserializer=vqs_dot_v1_dot_vqs__pb2.ListShareGroupsResponse.FromString,
+                _registered_method=True)
+        self.DescribeShareGroup = channel.unary_unary(
+                '/vqs.v1.ShareGroups/DescribeShareGroup',
+                request_serializer=vqs_dot_v1_dot_vqs__pb2.DescribeShareGroupRequest.SerializeToString,
+                response_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareGroupInfo.FromString,
+                _registered_method=True)
 
 
 class ShareGroupsServicer:
@@ -1039,6 +1049,21 @@ class ShareGroupsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListShareGroups(self, request, context):
+        """The share groups with members now or stored state.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeShareGroup(self, request, context):
+        """A group's members and, per share partition, its records in flight (REST's
+        GET /share-groups/{group}); NOT_FOUND for a group with neither members nor state.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ShareGroupsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1061,6 +1086,16 @@ def add_ShareGroupsServicer_to_server(servicer, server):
                     servicer.Leave,
                     request_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareLeaveRequest.FromString,
                     response_serializer=vqs_dot_v1_dot_vqs__pb2.ShareLeaveResponse.SerializeToString,
+            ),
+            'ListShareGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListShareGroups,
+                    request_deserializer=vqs_dot_v1_dot_vqs__pb2.ListShareGroupsRequest.FromString,
+                    response_serializer=vqs_dot_v1_dot_vqs__pb2.ListShareGroupsResponse.SerializeToString,
+            ),
+            'DescribeShareGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeShareGroup,
+                    request_deserializer=vqs_dot_v1_dot_vqs__pb2.DescribeShareGroupRequest.FromString,
+                    response_serializer=vqs_dot_v1_dot_vqs__pb2.ShareGroupInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1182,6 +1217,60 @@ class ShareGroups:
             '/vqs.v1.ShareGroups/Leave',
             vqs_dot_v1_dot_vqs__pb2.ShareLeaveRequest.SerializeToString,
             vqs_dot_v1_dot_vqs__pb2.ShareLeaveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListShareGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vqs.v1.ShareGroups/ListShareGroups',
+            vqs_dot_v1_dot_vqs__pb2.ListShareGroupsRequest.SerializeToString,
+            vqs_dot_v1_dot_vqs__pb2.ListShareGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeShareGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vqs.v1.ShareGroups/DescribeShareGroup',
+            vqs_dot_v1_dot_vqs__pb2.DescribeShareGroupRequest.SerializeToString,
+            vqs_dot_v1_dot_vqs__pb2.ShareGroupInfo.FromString,
             options,
             channel_credentials,
             insecure,
