@@ -322,11 +322,16 @@ SHOTS = [("overview", "/console"), ("topics", "/console/topics"),
          ("group", "/console/groups/billing"), ("queues", "/console/queues"), ("queue", "/console/queues/jobs")]
 
 
-def test_screenshots_for_the_docs(logged_in, console_server, seeded, tmp_path):
+def test_screenshots_for_the_docs(logged_in, console_server, seeded, tmp_path, request):
     """The pictures of docs/console.md, taken here: written to docs/console/ when
     VQS_UPDATE_SCREENSHOTS=1 (then commit them), else to a temporary directory."""
+    import importlib.util
     import os
 
+    shots = list(SHOTS)
+    if importlib.util.find_spec("grpc") is not None:  # share groups are made over gRPC
+        request.getfixturevalue("share_seeded")
+        shots.append(("share_group", "/console/share-groups/pickers"))
     d = logged_in
     out = tmp_path
     if os.environ.get("VQS_UPDATE_SCREENSHOTS") == "1":
@@ -334,7 +339,7 @@ def test_screenshots_for_the_docs(logged_in, console_server, seeded, tmp_path):
         os.makedirs(out, exist_ok=True)
     d.set_window_size(1000, 1150)
     try:
-        for name, path in SHOTS:
+        for name, path in shots:
             open_page(d, console_server.url + path)
             if name == "overview":
                 wait(d, lambda d: int(d.find_element(By.ID, "chart-produce").get_attribute("data-points") or 0) >= 2)
