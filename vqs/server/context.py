@@ -24,6 +24,7 @@ from .errors import APIError
 from .long_poll import LongPolls, wait_topics
 from .metrics import Metrics
 from .settings import Settings
+from .share_members import ShareMembers
 
 
 class ServerContext:
@@ -44,6 +45,7 @@ class ServerContext:
         self._producer_broker = None
         self.long_polls = LongPolls(lambda: self.stopping)
         self.appends = AppendCoalescer(self)  # produce requests' appends, coalesced per partition
+        self.share_members = ShareMembers()  # share-group members of REST and gRPC clients
 
     def producer(self):
         """The server's one Producer on the current broker (made on first use)."""

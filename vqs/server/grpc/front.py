@@ -26,7 +26,7 @@ import threading
 
 logger = logging.getLogger("vqs.server")
 
-SERVICES = ("vqs.v1.Topics", "vqs.v1.Records", "vqs.v1.Groups", "vqs.v1.Queues")
+SERVICES = ("vqs.v1.Topics", "vqs.v1.Records", "vqs.v1.Groups", "vqs.v1.Queues", "vqs.v1.ShareGroups")
 
 
 #: The bounds on a gRPC connection (docs/security.md): the HTTP/2 (and TLS) handshake done
@@ -175,12 +175,14 @@ class GrpcFront:
         from .gen import vqs_pb2, vqs_pb2_grpc
         from .queues import QueuesService
         from .records import RecordsService
+        from .share import ShareGroupsService
 
         gctx = GrpcContext(self._ctx)
         vqs_pb2_grpc.add_TopicsServicer_to_server(TopicsService(gctx), server)
         vqs_pb2_grpc.add_RecordsServicer_to_server(RecordsService(gctx), server)
         vqs_pb2_grpc.add_GroupsServicer_to_server(GroupsService(gctx), server)
         vqs_pb2_grpc.add_QueuesServicer_to_server(QueuesService(gctx), server)
+        vqs_pb2_grpc.add_ShareGroupsServicer_to_server(ShareGroupsService(gctx), server)
         h = self._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(h, server)
         names = [vqs_pb2.DESCRIPTOR.services_by_name[n.split(".")[-1]].full_name for n in SERVICES]
