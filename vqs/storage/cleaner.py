@@ -143,11 +143,8 @@ def finish_swaps(path: str) -> bool:
 
 
 def _bases(names) -> list[int]:
-    out = []
-    for n in names:
-        if n.endswith(LOG_SUFFIX) and n[: -len(LOG_SUFFIX)].isdigit():
-            out.append(int(n[: -len(LOG_SUFFIX)]))
-    return sorted(out)
+    k = len(LOG_SUFFIX)
+    return sorted(int(n[:-k]) for n in names if n.endswith(LOG_SUFFIX) and n[:-k].isdigit())
 
 
 def _install(path: str, swap: str, first: int, later: list[int]) -> None:
@@ -234,14 +231,15 @@ class _Writer:
         run = self.run
         if not run:
             return
-        base = run[0].offset
-        parts = encode_batch_parts(
-            base, [r.value for r in run], keys=[r.key for r in run],
-            headers=[r.headers or None for r in run], timestamps=[r.timestamp_ms for r in run],
-            codec=self.codec, nulls=True, compacted=base != self.expected)
-        self.size += write_all(self.fd, parts)
+        self._write(run[0].offset, run, run[0].offset != self.expected)
         self.expected = run[-1].offset + 1
         self.run, self.run_bytes = [], 0
+
+    def _write(self, base: int, rs: list, compacted: bool, **producer) -> None:
+        self.size += write_all(self.fd, encode_batch_parts(
+            base, [r.value for r in rs], keys=[r.key for r in rs],
+            headers=[r.headers or None for r in rs], timestamps=[r.timestamp_ms for r in rs],
+            codec=self.codec, nulls=True, compacted=compacted, **producer))
 
     def batch(self, b) -> None:
         """A batch that keeps every record: copied as it is when it continues the offsets, else
@@ -250,13 +248,8 @@ class _Writer:
         if b.base_offset == self.expected:
             self.size += write_all(self.fd, [b.raw])
         else:
-            rs = b.records()
-            parts = encode_batch_parts(
-                b.base_offset, [r.value for r in rs], keys=[r.key for r in rs],
-                headers=[r.headers or None for r in rs], timestamps=[r.timestamp_ms for r in rs],
-                codec=self.codec, nulls=True, compacted=True, producer_id=b.producer_id,
-                producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
-            self.size += write_all(self.fd, parts)
+            self._write(b.base_offset, b.records(), True, producer_id=b.producer_id,
+                        producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
         self.expected = b.next_offset
 
     def finish(self) -> None:

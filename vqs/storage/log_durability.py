@@ -68,16 +68,10 @@ class SealJob:
 
 
 class Durability:
-    """The log's fsync state (module doc), guarded by the log's lock (``done``
-    is a condition on it):
-
-    - ``durable_end``: every record below it is fsynced; it never passes the
-      first record of a segment in ``unsynced``;
-    - ``unsynced``: segments sealed at a roll whose fsync has not completed
-      (oldest first), fsynced by the shared flusher thread (``seal_job``);
-    - ``syncing``: an fsync runs (the lock released meanwhile); at most one;
-    - ``checkpoint``: the checkpoint file (below).
-    """
+    """The log's fsync state (module doc), under the log's lock (``done``: a
+    condition on it). ``durable_end``: every record below it is fsynced;
+    ``unsynced``: segments sealed at a roll, not yet fsynced (oldest first,
+    by the flusher: ``seal_job``); ``syncing``: an fsync runs."""
 
     __slots__ = ("path", "lock", "durable_end", "unsynced", "syncing", "done", "seal_job", "checkpoint")
 
@@ -233,15 +227,10 @@ class Durability:
 
 
 class Checkpoint:
-    """The log's checkpoint file (log_dir.py) and the state that keeps it
-    honest; a part of ``Log`` that owns its state.
-
-    Invariants: the recovery point only moves forward (``lower_to`` aside: a
-    repair that truncates the log), and only to offsets the caller says are
-    fsynced; writes are serialised by ``lock``; once ``retire`` ran (the log's
-    ``close``, after its last checkpoint), the interval flusher writes none:
-    the directory may have a new owner by then.
-    """
+    """The log's checkpoint file (log_dir.py). The recovery point only moves
+    forward (``lower_to`` aside: a truncating repair), to fsynced offsets;
+    writes are serialised by ``lock``; after ``retire`` (close) the flusher
+    writes none: the directory may have a new owner by then."""
 
     __slots__ = ("path", "lock", "recovery_point", "time", "interval_s", "retired")
 

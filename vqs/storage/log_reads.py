@@ -39,13 +39,9 @@ _value_of = itemgetter(3)  # Record.value (a Record is a tuple underneath)
 
 
 class Reads:
-    """The log's read paths and what sequential reads keep between calls, a
-    part of ``Log`` that owns it (module doc): ``run`` (first offset, end
-    offset, records, cumulative value bytes) and ``hint`` (segment, offset,
-    file position). ``run`` is read without the lock (one tuple, replaced
-    whole; ``Log.read``'s fast path); both are set under it. The methods take
-    the log (its lock, offsets, segments and buffer) as their first argument.
-    """
+    """The log's read paths and ``run``/``hint`` (module doc). ``run`` is read
+    without the lock (one tuple, replaced whole: ``Log.read``'s fast path);
+    both are set under it."""
 
     __slots__ = ("run", "hint", "tail")
 
@@ -316,8 +312,7 @@ class Reads:
             batches = log.read_batches(offset, max_bytes=1, mapped=True)
             if not batches:
                 return
-            for b in batches:
-                yield b
+            yield from batches
             offset = batches[-1].next_offset
 
     def wait_for(self, log, offset: int, timeout: float | None) -> bool:
