@@ -120,9 +120,11 @@ class GrpcFront:
             logger.exception("the gRPC server failed")
         finally:
             self._bound.set()
-            loop.close()
-            self.sock.close()
-            shutil.rmtree(sockdir, ignore_errors=True)
+            try:
+                loop.close()
+            finally:  # (a SIGKILL leaves the directory: an empty one and a dead socket)
+                self.sock.close()
+                shutil.rmtree(sockdir, ignore_errors=True)
 
     async def _serve(self, core_path: str) -> None:
         import grpc
