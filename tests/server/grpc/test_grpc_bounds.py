@@ -114,3 +114,48 @@ def test_connections_past_max_connections_are_closed_at_accept(tmp_path):
         for ch in chans:
             ch.close()
         assert s.stop() == 0, s.log()
+
+
+def _h2_open(port: int, source: str) -> socket.socket | None:
+    """A raw HTTP/2 connection from ``source`` that the server answered (its SETTINGS), or None
+    when the server closed it instead."""
+    c = socket.socket()
+    c.bind((source, 0))
+    c.connect(("127.0.0.1", port))
+    c.settimeout(10)
+    try:
+        c.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + _frame(4, 0, 0, b""))
+        if c.recv(9):
+            return c
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    c.close()
+    return None
+
+
+def test_connections_from_one_address_are_capped_and_others_served(tmp_path):
+    """Before: gRPC capped connections in total only (the C core has no per-address knob): one
+    address could hold every place, idle, and no other client could connect."""
+    s = GrpcServer(tmp_path / "data", "--max-connections-per-client", "3").start()
+    held = []
+    try:
+        for _ in range(3):
+            c = _h2_open(s.grpc_port, "127.0.0.2")
+            assert c is not None
+            held.append(c)
+        assert _h2_open(s.grpc_port, "127.0.0.2") is None  # the fourth from that address: closed
+        with grpc.insecure_channel(s.target) as ch:  # another address (127.0.0.1) is served
+            from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+            answer = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        held.pop().close()
+        deadline = time.monotonic() + 10
+        while (again := _h2_open(s.grpc_port, "127.0.0.2")) is None:  # the server sees the close a moment later
+            assert time.monotonic() < deadline, "a freed place was never given to a new connection"
+        held.append(again)
+    finally:
+        for c in held:
+            c.close()
+        assert s.stop() == 0, s.log()
+    assert "grpc: refused 1 connection(s) over max_connections_per_client" in s.log()
