@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import time
@@ -159,3 +160,23 @@ def test_connections_from_one_address_are_capped_and_others_served(tmp_path):
             c.close()
         assert s.stop() == 0, s.log()
     assert "grpc: refused 1 connection(s) over max_connections_per_client" in s.log()
+
+
+def test_a_killed_servers_core_socket_directory_is_removed_by_the_next_start(tmp_path):
+    import subprocess
+    import sys
+
+    from vqs.server.grpc.front import _sweep_stale_socket_dirs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"vqs-grpc-{gone.pid}-abc"
+    dead.mkdir()
+    (dead / "core.sock").write_bytes(b"")
+    alive = tmp_path / f"vqs-grpc-{os.getpid()}-def"
+    alive.mkdir()
+    other = tmp_path / "vqs-grpc-notapid-x"
+    other.mkdir()
+    _sweep_stale_socket_dirs(str(tmp_path))
+    assert not dead.exists()
+    assert alive.exists() and other.exists()

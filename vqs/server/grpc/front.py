@@ -29,6 +29,7 @@ import asyncio
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import threading
 
@@ -113,7 +114,9 @@ class GrpcFront:
         loop = self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         # 0700: only this user reaches the core (a Unix socket's path has at most 107 bytes)
-        sockdir = tempfile.mkdtemp(prefix="vqs-grpc-", dir=None if len(tempfile.gettempdir()) < 80 else "/tmp")
+        base = tempfile.gettempdir() if len(tempfile.gettempdir()) < 80 else "/tmp"
+        _sweep_stale_socket_dirs(base)
+        sockdir = tempfile.mkdtemp(prefix=f"vqs-grpc-{os.getpid()}-", dir=base)
         try:
             loop.run_until_complete(self._serve(os.path.join(sockdir, "core.sock")))
         except Exception:
@@ -122,7 +125,7 @@ class GrpcFront:
             self._bound.set()
             try:
                 loop.close()
-            finally:  # (a SIGKILL leaves the directory: an empty one and a dead socket)
+            finally:  # (a SIGKILL leaves it: the next server's start removes it)
                 self.sock.close()
                 shutil.rmtree(sockdir, ignore_errors=True)
 
@@ -209,3 +212,27 @@ class GrpcFront:
         reflection.enable_server_reflection(
             [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server)
         return gctx
+
+
+def _sweep_stale_socket_dirs(base: str) -> None:
+    """Remove the core-socket directories of servers that are gone (killed with SIGKILL):
+    ``vqs-grpc-<pid>-*`` of this user whose process no longer exists."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    uid = os.getuid()
+    for name in names:
+        parts = name.split("-")
+        if len(parts) < 4 or parts[0] != "vqs" or parts[1] != "grpc" or not parts[2].isdigit():
+            continue
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+            if st.st_uid != uid or not stat.S_ISDIR(st.st_mode):
+                continue
+            os.kill(int(parts[2]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # alive (or another user's): left alone
