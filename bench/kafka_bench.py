@@ -187,7 +187,7 @@ def sizes(args) -> dict:
     return {
         "n": 20_000 if q else 200_000, "n_lat": 300 if q else 2_000,
         "compaction_seconds": args.compaction_seconds or (3.0 if q else 15.0),
-        "compaction_n_rate": 10_000 if q else 100_000,
+        "compaction_n_rate": 50_000 if q else 200_000,
         "share_n": 20_000 if q else 200_000, "share_n_sqs": 2_000 if q else 20_000,
         "rebalance_rounds": args.rebalance_rounds or (1 if q else 3),
     }
@@ -222,8 +222,8 @@ def main(argv=None) -> int:
                     help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})")
     ap.add_argument("--compaction-seconds", type=float, default=None,
                     help="compaction: seconds of each paced stream (default 15; --quick 3)")
-    ap.add_argument("--compaction-load", type=float, default=0.8,
-                    help="compaction: the streams' pace as a share of the single-partition produce rate (default 0.8)")
+    ap.add_argument("--compaction-load", type=float, default=0.5,
+                    help="compaction: the streams' pace as a share of the single-partition produce rate (default 0.5)")
     ap.add_argument("--rebalance-members", type=int, default=3, help="rebalance: group members (default 3)")
     ap.add_argument("--rebalance-rounds", type=int, default=None,
                     help="rebalance: members SIGKILLed, one per round (default 3; --quick 1)")
