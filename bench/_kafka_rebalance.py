@@ -94,6 +94,7 @@ class Feeder(threading.Thread):
                 self.p.produce(TOPIC, K.VALUE, partition=part)
             self.p.poll(0)
         self.p.flush(10)
+        self.p = None  # closed here, before the server stops (else librdkafka logs the disconnect)
 
 
 def _balanced(members: list[Member], n: int) -> bool:
