@@ -119,15 +119,15 @@ class Sampler(threading.Thread):
 
 def stream(bootstrap: str, topic: str, ks: list[bytes], rate: float | None) -> dict:
     """Produce one record per key of ``ks`` (paced at ``rate`` records/s; None: unpaced);
-    {"seconds", "rate", "latencies_ms" (sorted), "errors"}."""
+    {"seconds", "rate", "latencies_ms" (sorted), "sent" ([(unix time sent, latency ms)]), "errors"}."""
     from confluent_kafka import Producer
 
-    lat: list[float] = []
+    lat: list[tuple[float, float]] = []  # (unix time delivered, seconds since produce())
     errors = [0]
 
     def delivered(err, msg):
         if err is None:
-            lat.append(msg.latency())
+            lat.append((time.time(), msg.latency()))
         else:
             errors[0] += 1
 
@@ -155,13 +155,30 @@ def stream(bootstrap: str, topic: str, ks: list[bytes], rate: float | None) -> d
     assert p.flush(120) == 0, "records left undelivered"
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "rate": n / seconds, "errors": errors[0],
-            "latencies_ms": sorted(x * 1000 for x in lat if x is not None)}
+            "latencies_ms": sorted(x * 1000 for _, x in lat if x is not None),
+            "sent": [(t - x, x * 1000) for t, x in lat if x is not None]}
 
 
 def _latency(run: dict) -> dict:
     lat = run.pop("latencies_ms")
+    run.pop("sent", None)
     return {**run, "n": len(lat), "p50_ms": K.percentile(lat, 0.5), "p99_ms": K.percentile(lat, 0.99),
             "max_ms": lat[-1] if lat else None}
+
+
+def _split(sent: list, passes: list) -> dict:
+    """p99 of the records sent while a cleaner pass ran, and of the others."""
+    windows = sorted((p["t"] - p["seconds"], p["t"]) for p in passes)
+    during, outside = [], []
+    i = 0
+    for t, ms in sorted(sent):
+        while i < len(windows) and windows[i][1] < t:
+            i += 1
+        (during if i < len(windows) and windows[i][0] <= t else outside).append(ms)
+    during.sort()
+    outside.sort()
+    return {"n_during_passes": len(during), "p99_during_passes_ms": K.percentile(during, 0.99),
+            "p99_outside_passes_ms": K.percentile(outside, 0.99)}
 
 
 def _passes(path: str, log_dir: str, since: float) -> list[dict]:
@@ -199,7 +216,9 @@ def run(tmp: str, seconds: float, load: float, n_rate: int) -> dict:
         sampler = Sampler(log_dir)
         since = time.time()
         sampler.start()
-        res["compact"] = _latency(stream(srv.bootstrap, "c-compact", ks, rate * load))
+        compact = stream(srv.bootstrap, "c-compact", ks, rate * load)
+        sent = compact["sent"]
+        res["compact"] = _latency(compact)
         stream_end = time.monotonic() - sampler.t0
         window = (since, time.time())
         deadline = time.monotonic() + SETTLE_S
@@ -213,6 +232,7 @@ def run(tmp: str, seconds: float, load: float, n_rate: int) -> dict:
         sampler.halt.set()
         sampler.join()
         passes = _passes(passes_file, log_dir, since)
+        res["compact"].update(_split(sent, passes))
         final_bytes, final_ratio = dirty_state(log_dir)
     res["cleaner"] = _cleaner(passes, res, sampler.samples, stream_end, window, settled, final_bytes, final_ratio,
                               delete_bytes)
@@ -283,6 +303,9 @@ def table_md(res: dict) -> str:
         ["produce rate achieved (records/s)", C.fmt_num(d["rate"]), C.fmt_num(k["rate"])],
         ["produce latency p50 / p99 / max (ms)", f"{ms(d['p50_ms'])} / {ms(d['p99_ms'])} / {ms(d['max_ms'])}",
          f"{ms(k['p50_ms'])} / {ms(k['p99_ms'])} / {ms(k['max_ms'])}"],
+        ["p99 of records sent during / outside cleaner passes (ms)", "-",
+         f"{ms(k.get('p99_during_passes_ms'))} / {ms(k.get('p99_outside_passes_ms'))} "
+         f"({k.get('n_during_passes', 0):,} during)"],
         ["delivery errors", d["errors"], k["errors"]],
         ["log bytes at the end (MiB)", f"{c['uncompacted_bytes'] / mib:.1f}", f"{c['final_log_bytes'] / mib:.1f}"],
     ]
