@@ -23,7 +23,8 @@ them), else a new key.
    record's latency from ``produce()`` to its delivery callback
    (``Message.latency()``): p50/p99/max.
 3. **With the cleaner**: the same stream, the same pace, to a
-   ``cleanup.policy=compact`` topic, the cleaner running; the same latencies.
+   ``cleanup.policy=compact`` topic, the cleaner running; the same latencies,
+   and their p99 split by whether the record was sent while a pass ran.
    A sampler reads the partition's directory every 250 ms: log bytes, and the
    dirty ratio the cleaner computes (bytes of the sealed segments at or past
    ``cleaner.checkpoint``'s clean point over all sealed bytes).
