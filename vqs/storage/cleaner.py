@@ -68,6 +68,8 @@ MAX_SPAN = 1 << 31
 #: records and bytes of a batch the cleaner writes (as the log's own defaults)
 BATCH_RECORDS = 4096
 BATCH_BYTES = 1 << 20
+#: the cleaner's output is written in writes of about this many bytes
+WRITE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -216,9 +218,13 @@ class _Writer:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.expected = first  # where a batch continues the offsets without ATTR_COMPACTED
         self.codec = codec
-        self.size = 0
+        self.size = 0  # bytes of the batches made (all written once finish returns)
         self.run: list = []  # records of consecutive offsets waiting to be written
         self.run_bytes = 0
+        # encoded batches not yet written: one write per WRITE_BYTES, not one per batch (a
+        # stream of key updates leaves runs of a few records, each its own batch)
+        self.pending: list = []
+        self.pending_bytes = 0
 
     def record(self, r) -> None:
         if self.run and (r.offset != self.run[-1].offset + 1 or len(self.run) >= BATCH_RECORDS
@@ -236,17 +242,32 @@ class _Writer:
         self.run, self.run_bytes = [], 0
 
     def _write(self, base: int, rs: list, compacted: bool, **producer) -> None:
-        self.size += write_all(self.fd, encode_batch_parts(
+        self._emit(encode_batch_parts(
             base, [r.value for r in rs], keys=[r.key for r in rs],
             headers=[r.headers or None for r in rs], timestamps=[r.timestamp_ms for r in rs],
             codec=self.codec, nulls=True, compacted=compacted, **producer))
+
+    def _emit(self, parts: list) -> None:
+        n = 0
+        for p in parts:
+            n += memoryview(p).nbytes  # (arrays among them: offsets, timestamps)
+        self.pending += parts
+        self.pending_bytes += n
+        self.size += n
+        if self.pending_bytes >= WRITE_BYTES:
+            self._drain()
+
+    def _drain(self) -> None:
+        if self.pending:
+            write_all(self.fd, [b"".join(self.pending)])  # one buffer: one write
+            self.pending, self.pending_bytes = [], 0
 
     def batch(self, b) -> None:
         """A batch that keeps every record: copied as it is when it continues the offsets, else
         encoded again with bit 4 and its producer fields (an idempotent producer's state)."""
         self.flush_run()
         if b.base_offset == self.expected:
-            self.size += write_all(self.fd, [b.raw])
+            self._emit([b.raw])
         else:
             self._write(b.base_offset, b.records(), True, producer_id=b.producer_id,
                         producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
@@ -254,11 +275,13 @@ class _Writer:
 
     def finish(self) -> None:
         self.flush_run()
+        self._drain()
         fs.fsync(self.fd)
         os.close(self.fd)
         self.fd = -1
 
     def abandon(self) -> None:
+        self.pending = []
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
