@@ -126,15 +126,18 @@ def _start_faust(py: str, server, app_id: str, data_dir: Path, src: str, dst: st
     with open(log, "w") as err:
         worker = subprocess.Popen([py, str(APPS / "faust_app.py"), server.bootstrap, app_id, str(data_dir), src,
                                    dst], stdout=subprocess.PIPE, stderr=err, text=True)
-    ready = threading.Event()
+    said = threading.Event()  # set by "ready", or by the end of stdout (the worker exited)
+    lines: list[str] = []
 
     def watch() -> None:  # reads stdout to its end (a full pipe would block the worker)
         for line in worker.stdout:
-            if line.strip() == "ready":
-                ready.set()
+            lines.append(line.strip())
+            if lines[-1] == "ready":
+                said.set()
+        said.set()
 
     threading.Thread(target=watch, daemon=True).start()
-    if not ready.wait(120):
+    if not said.wait(120) or "ready" not in lines:
         worker.kill()
         worker.wait()
         pytest.fail("the Faust worker did not get ready:\n" + log.read_text()[-3000:])
