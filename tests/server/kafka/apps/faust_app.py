@@ -9,6 +9,7 @@ those after table recovery).
 """
 import json
 import os
+import socket
 import sys
 
 import faust
@@ -35,7 +36,13 @@ def main() -> None:
     async def ready():
         os.write(1, b"ready\n")  # the worker's stdout itself: Faust turns print() into log lines
 
-    sys.argv = [sys.argv[0], "worker", "--loglevel", os.environ.get("FAUST_LOGLEVEL", "warn")]
+    # the worker starts its web server whatever web_enabled says: on loopback, on a free port
+    # (its default, 0.0.0.0:6066, is Spark's standalone REST port too)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sys.argv = [sys.argv[0], "worker", "--loglevel", os.environ.get("FAUST_LOGLEVEL", "warn"),
+                "--web-bind", "127.0.0.1", "--web-host", "127.0.0.1", "--web-port", str(port)]
     app.main()
 
 
