@@ -104,7 +104,7 @@ class _Conn:
         sock = self.sock
         if _TIMEVAL is not None and t is not None and 0 < t < 1e9:
             sec = int(t)
-            usec = max(1, int((t - sec) * 1_000_000)) if sec == 0 else int((t - sec) * 1_000_000)
+            usec = int((t - sec) * 1_000_000) or (0 if sec else 1)  # (0, 0) would be no timeout at all
             tv = _TIMEVAL.pack(sec, usec)
             if not self.kernel:
                 sock.settimeout(None)
@@ -202,7 +202,7 @@ class _Conn:
                 raise LeanProtocolError(f"answer body of {n} bytes out of bounds")
             stop = start + n
             if len(buf) >= stop:
-                body = buf[start:stop] if start or stop != len(buf) else buf
+                body = buf[start:stop]
                 rest = buf[stop:]
             else:
                 body = self._rest_of(buf, start, n)

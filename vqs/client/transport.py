@@ -23,6 +23,9 @@ Guarantees:
 - with the default transport on an ``http://`` URL, the hot path and the JSON
   requests (``json``) go through ``lean.LeanHTTP``: one persistent socket per
   thread, a request built as one bytes object, no lock shared between threads.
+  A request's head (request line and headers) is made once per route and kept
+  (``_heads``, at most ``_MAX_HEADS``; its path checked when made); one whose
+  query varies (a fetch's offset) is made each time.
   Everything else (and any caller-given transport) goes through httpx.
 """
 
