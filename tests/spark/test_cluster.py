@@ -14,7 +14,7 @@ from __future__ import annotations
 from vqs.pipelines import cluster
 
 CAMERAS, SECONDS, FPS = 2, 6, 25  # one scripted event per camera; 300 frames
-MAX_OFFSETS = 50                  # 6 micro-batches: a kill after the first leaves most to do
+MAX_OFFSETS = 75                  # 4 micro-batches: a kill after the first leaves three to do
 
 
 def test_lost_worker_mid_stream_outputs_equal_a_clean_run(tmp_path, spark):
