@@ -296,6 +296,9 @@ def test_long_poll_waiter_limit(secured):
     r = httpx.get(secured.url + "/topics/waiters/messages", params={"offset": 0, "wait_ms": 3000}, headers=h)
     assert r.status_code == 503 and r.json()["error"]["code"] == "too_many_waiters"
     assert r.headers["retry-after"] == "1"
+    # a record wakes the two waiting polls (not their 3 s timeout)
+    httpx.post(secured.url + "/topics/waiters/messages", json={"messages": [{"value": "v"}]},
+               headers=h).raise_for_status()
     for t in ths:
         t.join()
     assert results == [200, 200]
