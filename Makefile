@@ -123,7 +123,8 @@ kcat:
 	  echo "The Kafka tests use kcat and it is not on PATH: sudo apt-get install kcat (brew install kcat)"; exit 1)
 
 # Stream processors that pin their own Kafka client (Quix Streams needs confluent-kafka < 2.13, ours is
-# newer): each gets its own virtualenv in .venv-tools/ for tests/server/kafka/test_stream_processors.py.
+# newer; Faust runs on aiokafka): each gets its own virtualenv in .venv-tools/ (quix, faust) for
+# tests/server/kafka/test_stream_processors.py.
 TOOL_REQS := $(wildcard tests/server/kafka/apps/*-requirements.txt)
 tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.installed,$(TOOL_REQS))
 .venv-tools/%/.installed: tests/server/kafka/apps/%-requirements.txt $(VENV)/.created

@@ -46,6 +46,7 @@ import time
 import _common as C
 
 BENCHES = {
+    "kafka": "kafka_bench.py",
     "log": "log_bench.py",
     "queue": "queue_bench.py",
     "server": "server_bench.py",

@@ -1,12 +1,13 @@
 """Kafka listener benchmark: confluent-kafka against `vqs serve --kafka-port`, vs Redis Streams and
-VQS's own binary REST path, one run.
+VQS's own binary REST path, one run; and the log cleaner, share groups and KIP-848 rebalancing.
 
-    python bench/kafka_bench.py [--quick] [--json out.json]
+    python bench/kafka_bench.py [--quick] [--only produce,compaction,share,rebalance] [--json out.json]
 
-Starts a VQS server (``--flush interval --flush-interval-ms 1000`` and a Kafka
-port) and ``redis-server`` (AOF ``appendfsync everysec``: the same promise,
-fsync within a second) on 127.0.0.1 in a temporary directory. 100-byte values,
-one client, one partition:
+Every section starts its own VQS server (``--flush interval --flush-interval-ms
+1000``, a Kafka port) on 127.0.0.1 in a temporary directory; 100-byte values.
+
+``produce`` (issue 16's bars), one client, one partition, with ``redis-server``
+(AOF ``appendfsync everysec``: the same promise, fsync within a second):
 
 * Kafka produce: confluent-kafka, ``acks=all``, batched by the client
   (``linger.ms=5``), to delivery of the last message;
@@ -15,7 +16,22 @@ one client, one partition:
 * VQS REST (vqs.Client, binary batches): send_batch of 100; read_batches of 100;
 * produce latency at ``linger.ms=0``: one message, wait for its delivery, 2,000 times: p50/p99.
 
-Prints Markdown for bench/RESULTS.md and writes JSON (default bench/kafka_bench.json).
+``compaction`` (bench/_kafka_compaction.py): a stream of 50 % key updates at
+``--compaction-load`` x the single-partition produce rate, to a delete topic
+and then a compacted one with the cleaner running: produce latency p50/p99 of
+each, the cleaner's throughput and whether it keeps up.
+
+``share`` (bench/_kafka_share.py): one topic read by a classic consumer and by
+a ``ShareConsumer`` (consume + acknowledge), and the SQS front's
+receive+delete at batch 10 (boto3), in the same server.
+
+``rebalance`` (bench/_kafka_rebalance.py): ``group.protocol=consumer`` members
+as processes, one SIGKILLed per round: the time until its partitions are
+reassigned and read from.
+
+Each section takes well under a minute at the default sizes (``--quick``:
+seconds). Prints Markdown for bench/RESULTS.md and writes JSON (default
+bench/kafka_bench.json) whose ``figures`` bench/ab.py compares.
 """
 
 from __future__ import annotations
@@ -23,38 +39,19 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 
 import _common as C  # before any vqs import: it decides which vqs is measured
-from server_bench import free_port, wait_port
+import _kafka_common as K
+import _kafka_compaction
+import _kafka_rebalance
+import _kafka_share
+from _common import free_port, wait_port
+from _kafka_common import VALUE
 
-VALUE = b"x" * 100
-
-
-class Server:
-    def __init__(self, tmp: str):
-        self.port = free_port()
-        self.kafka_port = free_port()
-        self.dir = os.path.join(tmp, "vqs")
-
-    def __enter__(self):
-        self.log = open(os.path.join(os.path.dirname(self.dir), "vqs-server.log"), "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vqs.server", "--data-dir", self.dir, "--port", str(self.port),
-             "--kafka-port", str(self.kafka_port), "--flush", "interval", "--flush-interval-ms", "1000",
-             "--log-level", "warning"],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=C.vqs_home(), env=C.child_env())
-        wait_port(self.port, 60)
-        wait_port(self.kafka_port, 60)
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(60)
-        self.log.close()
+SECTIONS = ("produce", "compaction", "share", "rebalance")
 
 
 def bench_kafka(bootstrap: str, n: int, n_lat: int) -> dict:
@@ -167,6 +164,7 @@ def bench_redis(tmp: str, n: int) -> dict:
 
 
 def bars(res: dict) -> list[dict]:
+    """issue 16's bars over the produce section's results."""
     k, r, v = res["kafka"], res["redis"], res["rest"]
 
     def bar(name, a, b, target):
@@ -183,24 +181,21 @@ def bars(res: dict) -> list[dict]:
     ]
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small counts (a smoke run)")
-    ap.add_argument("--json", default=os.path.join(C.HERE, "kafka_bench.json"),
-                    help="JSON output (default bench/kafka_bench.json; '' for none)")
-    args = ap.parse_args(argv)
-    n, n_lat = (20_000, 300) if args.quick else (200_000, 2_000)
-    info = C.run_info("kafka_bench", argv, __file__)
-    res = {"n": n, "n_latency": n_lat}
-    with C.scratch_dir("vqs-kafka-bench-") as tmp:
-        C.note("VQS server (Kafka and REST) ...")
-        with Server(tmp) as srv:
-            res["kafka"] = bench_kafka(f"127.0.0.1:{srv.kafka_port}", n, n_lat)
-            res["rest"] = bench_rest(f"http://127.0.0.1:{srv.port}", n)
-        C.note("Redis ...")
-        res["redis"] = bench_redis(tmp, n)
+def sizes(args) -> dict:
+    """Counts and durations of every section (``--quick``: a smoke run of seconds)."""
+    q = args.quick
+    return {
+        "n": 20_000 if q else 200_000, "n_lat": 300 if q else 2_000,
+        "compaction_seconds": args.compaction_seconds or (3.0 if q else 15.0),
+        "compaction_n_rate": 50_000 if q else 200_000,
+        "share_n": 20_000 if q else 200_000, "share_n_sqs": 2_000 if q else 20_000,
+        "rebalance_rounds": args.rebalance_rounds or (1 if q else 3),
+    }
+
+
+def print_produce(res: dict, info: dict) -> list[dict]:
+    n, n_lat = res["n"], res["n_latency"]
     k, r, v = res["kafka"], res["redis"], res["rest"]
-    print(f"## Kafka listener — bench/kafka_bench.py\n\n{C.run_header_md(info)}\n")
     print(f"{n:,} messages of 100 bytes, one client, one partition; latency over {n_lat:,} sends. "
           "Durability: VQS flush=interval, flush_interval_ms=1000; Redis appendfsync everysec.\n")
     rows = [
@@ -213,11 +208,75 @@ def main(argv=None) -> int:
     ]
     print(C.markdown_table(["workload", "VQS Kafka (confluent-kafka)", "Redis Streams (pipelined 100)",
                             "VQS REST binary (batches of 100)"], rows, right=[1, 2, 3]))
-    print("\nRatios against the bars (issue 16):\n")
-    print(C.bars_table(bars(res)))
     figures = [C.figure(name, value, "msg/s") for name, value in k.items() if not name.endswith("_ms")]
     figures += [C.figure(name, value, "ms", better="lower") for name, value in k.items() if name.endswith("_ms")]
-    C.write_json(args.json, {**info, **res, "bars": bars(res), "figures": figures})
+    return figures
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    ap.add_argument("--quick", action="store_true", help="small counts (a smoke run)")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})")
+    ap.add_argument("--compaction-seconds", type=float, default=None,
+                    help="compaction: seconds of each paced stream (default 15; --quick 3)")
+    ap.add_argument("--compaction-load", type=float, default=0.5,
+                    help="compaction: the streams' pace as a share of the single-partition produce rate (default 0.5)")
+    ap.add_argument("--rebalance-members", type=int, default=3, help="rebalance: group members (default 3)")
+    ap.add_argument("--rebalance-rounds", type=int, default=None,
+                    help="rebalance: members SIGKILLed, one per round (default 3; --quick 1)")
+    ap.add_argument("--session-timeout-ms", type=int, default=6000,
+                    help="rebalance: the server's consumer-protocol session timeout (default 6000)")
+    ap.add_argument("--json", default=os.path.join(C.HERE, "kafka_bench.json"),
+                    help="JSON output (default bench/kafka_bench.json; '' for none)")
+    args = ap.parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown or not only:
+        ap.error(f"--only: sections are {', '.join(SECTIONS)} (not {', '.join(unknown) or 'none'})")
+    if not 0 < args.compaction_load <= 1.5:
+        ap.error("--compaction-load must be in (0, 1.5]")
+    z = sizes(args)
+    info = C.run_info("kafka_bench", argv, __file__)
+    res: dict = {"sections": only, "sizes": z}
+    with C.scratch_dir("vqs-kafka-bench-") as tmp:
+        if "produce" in only:
+            C.note("VQS server (Kafka and REST) ...")
+            res["produce"] = p = {"n": z["n"], "n_latency": z["n_lat"]}
+            with K.Server(tmp) as srv:
+                p["kafka"] = bench_kafka(srv.bootstrap, z["n"], z["n_lat"])
+                p["rest"] = bench_rest(srv.url, z["n"])
+            C.note("Redis ...")
+            p["redis"] = bench_redis(tmp, z["n"])
+        if "compaction" in only:
+            res["compaction"] = _kafka_compaction.run(tmp, z["compaction_seconds"], args.compaction_load,
+                                                      z["compaction_n_rate"])
+        if "share" in only:
+            res["share"] = _kafka_share.run(tmp, z["share_n"], z["share_n_sqs"])
+        if "rebalance" in only:
+            res["rebalance"] = _kafka_rebalance.run(tmp, args.rebalance_members, z["rebalance_rounds"],
+                                                    args.session_timeout_ms)
+    print(f"## Kafka listener — bench/kafka_bench.py\n\n{C.run_header_md(info)}\n")
+    all_bars: list[dict] = []
+    figures: list[dict] = []
+    if "produce" in res:
+        figures += print_produce(res["produce"], info)
+        b = bars(res["produce"])
+        print("\nRatios against the bars (issue 16):\n")
+        print(C.bars_table(b))
+        all_bars += b
+    for name, title, mod in (("compaction", "Compacted topics: the log cleaner under a produce stream",
+                              _kafka_compaction),
+                             ("share", "Share groups: consume + acknowledge", _kafka_share),
+                             ("rebalance", "KIP-848: a member SIGKILLed", _kafka_rebalance)):
+        if name in res:
+            b = mod.bars(res[name])
+            print(f"\n### {title}\n\n{mod.table_md(res[name])}\n\nBars:\n\n{C.bars_table(b)}")
+            all_bars += b
+            figures += mod.figures(res[name])
+    C.write_json(args.json, {**info, **res, "bars": all_bars, "figures": figures})
     return 0
 
 

@@ -159,6 +159,12 @@ class GroupNotEmpty(VQSError):
     was asked of a group that has some. The message names the group."""
 
 
+class GroupFull(VQSError):
+    """A new member was refused: its share group already has the most members a group may
+    have (200, Kafka's ``group.share.max.size``). Nothing changed; a member may join once
+    another leaves or its session ends. The message names the group."""
+
+
 class TopicAlreadyExists(VQSError):
     """create_topic was given the name of an existing topic."""
 

@@ -174,3 +174,21 @@ def test_a_deleted_topic_takes_its_share_state_along(broker, data_dir):
     assert not os.path.exists(state)
     _topic(broker, partitions=1, n=3)  # made again: read afresh
     assert [r.offset for r in c.poll()] == [0, 1, 2]
+
+
+def test_a_member_past_the_group_size_limit_is_refused_with_group_full(broker):
+    from vqs import GroupFull
+    from vqs.broker.share.groups import MAX_MEMBERS
+
+    _topic(broker, n=2)
+    members = [broker.share_consumer("t", "g") for _ in range(MAX_MEMBERS)]
+    for c in members:
+        c.poll(max_records=1, timeout=0)
+    extra = broker.share_consumer("t", "g")
+    with pytest.raises(GroupFull, match="'g'"):
+        extra.poll(max_records=1, timeout=0)
+    members[0].close()  # a place frees up: the same consumer joins on its next poll
+    extra.poll(max_records=1, timeout=0)
+    extra.close()
+    for c in members[1:]:
+        c.close()

@@ -81,6 +81,14 @@ def _hammer(url: str, kind: str, name: str, stop: threading.Event, seen: list) -
             seen.append((kind, r.status_code, r.text[:200] if r.status_code >= 500 else ""))
 
 
+def _answers(seen: list, n: int, timeout: float = 30) -> None:
+    """Until ``n`` more answers are in ``seen`` (the hammers' progress, not a sleep)."""
+    want, deadline = len(seen) + n, time.monotonic() + timeout
+    while len(seen) < want:
+        assert time.monotonic() < deadline, f"the hammers answered {len(seen)} of {want}"
+        time.sleep(0.01)
+
+
 def test_writes_racing_a_delete_under_flush_always_are_404_not_503(tmp_path):
     """Sends, receives, deletes and produces whose queue or topic is deleted while their write
     waits for the group commit: never a 5xx (before the fix: 503 ``closing`` / SQS
@@ -99,10 +107,10 @@ def test_writes_racing_a_delete_under_flush_always_are_404_not_503(tmp_path):
                        for k, n in [("produce", t), ("send", q), ("send", q), ("receive", q), ("sqs", sq)]]
                 for th in ths:
                     th.start()
-                time.sleep(0.5)
+                _answers(seen, 2 * len(ths))  # every hammer going (requests in flight at the delete)
                 for path in (f"/topics/{t}", f"/queues/{q}", f"/queues/{sq}"):
                     assert c.delete(path).status_code == 204
-                time.sleep(0.2)
+                _answers(seen, 2 * len(ths))  # and answered after it
                 stop.set()
                 for th in ths:
                     th.join(30)

@@ -47,6 +47,23 @@ def test_rest_requires_a_bearer_token(secured):
     assert httpx.get(secured.url + "/health").status_code == 200  # probes need no token
 
 
+def test_the_root_page_is_admitted_as_every_request(secured):
+    """Before: ``GET /`` skipped the admission (only its Host check ran): headers over
+    max_header_bytes or over the count, a Content-Length over max_body_bytes were answered 200.
+    It stays open (no token) and sends a browser to the console."""
+    u = secured.url
+    r = httpx.get(u + "/")
+    assert r.status_code == 200 and r.json()["service"] == "vqs", r.text
+    r = httpx.get(u + "/", headers={"accept": "text/html"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/console"
+    r = httpx.get(u + "/", headers={"x-big": "a" * 5000})  # max_header_bytes 4096
+    assert r.status_code == 431 and r.json()["error"]["code"] == "headers_too_large", r.text
+    r = httpx.get(u + "/", headers={f"x-h{i}": "1" for i in range(120)})  # more than 100 headers
+    assert r.status_code == 431, r.text
+    r = httpx.request("GET", u + "/", content=b"x" * 100_001)  # max_body_bytes 100000
+    assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large", r.text
+
+
 def test_client_with_token(secured):
     import vqs.client as vc
     from vqs.errors import RemoteError
@@ -279,6 +296,9 @@ def test_long_poll_waiter_limit(secured):
     r = httpx.get(secured.url + "/topics/waiters/messages", params={"offset": 0, "wait_ms": 3000}, headers=h)
     assert r.status_code == 503 and r.json()["error"]["code"] == "too_many_waiters"
     assert r.headers["retry-after"] == "1"
+    # a record wakes the two waiting polls (not their 3 s timeout)
+    httpx.post(secured.url + "/topics/waiters/messages", json={"messages": [{"value": "v"}]},
+               headers=h).raise_for_status()
     for t in ths:
         t.join()
     assert results == [200, 200]

@@ -1,6 +1,7 @@
 """The frame job (vqs.pipelines.frames) on a small run: frames from the edge through a
 server, decoded and analysed in Structured Streaming (url mode), events against the
-cameras' script, alerts exactly once."""
+cameras' script, alerts exactly once. The url-mode job is checked on what ``make demo``
+(at a small size) leaves behind, so the frames are rendered and the job runs once."""
 
 from __future__ import annotations
 
@@ -12,51 +13,14 @@ pytest.importorskip("PIL")
 
 from vqs.pipelines import frames, scene
 from vqs.pipelines.demo import LocalServer
-from vqs.pipelines.edge import Edge
-
-
-def test_frame_job_finds_the_scripted_events_exactly_once(spark, tmp_path):
-    server = LocalServer(str(tmp_path / "data"), str(tmp_path / "server.log")).start()
-    try:
-        cams = scene.cameras(3, seconds=11, resolution="320x180", fps=25)
-        edge = Edge(cams, server.url, str(tmp_path / "edge"), partitions=2, realtime=False)
-        try:
-            st = edge.start().wait(timeout=120)
-        finally:
-            edge.close()
-        out = str(tmp_path / "out")
-        res = frames.run(spark, url=server.url, out=out, max_offsets=300)
-        assert res.frames == st.sent and res.bytes == st.sent_bytes
-        assert res.batches >= 3  # maxOffsetsPerTrigger: the detectors' state crossed micro-batches
-
-        detected = frames.events_of(spark, out)
-        sc = frames.ground_truth(cams, detected)
-        assert sc["missed"] == 0 and sc["false_alarms"] == [], "\n".join(frames.format_truth(sc))
-        alerts = frames.alerts_of(spark, {"url": server.url}, "alerts")
-        assert sorted((a["camera"], a["kind"], a["ts_ms"]) for a in alerts) == sorted(
-            (d["camera"], d["kind"], d["ts_ms"]) for d in detected)
-
-        # 1 s windows per camera: at most 25 frames each, fewer where frames were dropped; the
-        # last seconds stay open (the watermark has not passed them).
-        win = spark.read.parquet(os.path.join(out, "windows"))
-        per = {(r.camera, r.window_start): r.frames for r in win.collect()}
-        assert res.windows == len(per) and 3 * 7 <= len(per) <= 3 * 11
-        assert max(per.values()) <= 25 and sum(per.values()) <= res.frames
-        burst = next(s for c in cams for s in c.script if s.kind == "dropped")
-        cam = next(c for c in cams if burst in c.script)
-        lows = [n for (c, t), n in per.items() if c == cam.name and n < 20]
-        assert lows, per  # the burst's window(s) received fewer frames
-
-        again = frames.run(spark, url=server.url, out=out, max_offsets=300)  # from the checkpoints
-        assert again.batches == 0 and again.alerts == len(alerts) and again.events == len(detected)
-        assert again.windows == res.windows
-    finally:
-        server.stop()
 
 
 def test_demo_end_to_end_small(spark, tmp_path, capsys):
     """`make demo` on a small input: server, edge with a SIGKILLed server mid-run, the frame
-    job in url mode, the ground-truth table and the throughput, all printed."""
+    job in url mode, the ground-truth table and the throughput, all printed. Then the frame
+    job's own promises on the demo's outputs: frames from the edge through a server, decoded
+    and analysed in Structured Streaming (url mode), events against the cameras' script,
+    alerts exactly once, windows, and a run again from the checkpoints."""
     from vqs.pipelines import demo
 
     got = demo.run(["--dir", str(tmp_path / "demo"), "--cameras", "3", "--seconds", "11", "--resolution",
@@ -83,6 +47,40 @@ def test_demo_end_to_end_small(spark, tmp_path, capsys):
     assert page.count('<line class="event"') == 3 * res.events  # in each of the three curves
     assert page.count('<figure class="thumb"') == res.events
     assert page.count("data:image/jpeg;base64,") == res.events
+
+    # The frame job itself, on what the demo left (its data dir, its outputs, its checkpoints):
+    # every frame read once, the detectors' state across micro-batches, alerts equal to the
+    # detections, the 1 s windows, and a run again from the checkpoints that adds nothing.
+    assert res.frames == st.sent and res.bytes == st.sent_bytes
+    assert res.batches >= 3  # maxOffsetsPerTrigger: the detectors' state crossed micro-batches
+    # the demo's cameras (its seed, the default): their scripts name frames, not times (the demo
+    # starts its cameras at the current time; got["score"] held its events against them above)
+    cams = scene.cameras(3, seconds=11, resolution="320x180", fps=25)
+    out = os.path.join(got["root"], "out")
+    detected = frames.events_of(spark, out)
+    assert sorted(detected, key=repr) == sorted(got["detected"], key=repr)
+    server = LocalServer(os.path.join(got["root"], "data"), str(tmp_path / "server.log")).start()
+    try:
+        alerts = frames.alerts_of(spark, {"url": server.url}, res.alerts_topic)
+        assert sorted((a["camera"], a["kind"], a["ts_ms"]) for a in alerts) == sorted(
+            (d["camera"], d["kind"], d["ts_ms"]) for d in detected)
+
+        # 1 s windows per camera: at most 25 frames each, fewer where frames were dropped; the
+        # last seconds stay open (the watermark has not passed them).
+        win = spark.read.parquet(os.path.join(out, "windows"))
+        per = {(r.camera, r.window_start): r.frames for r in win.collect()}
+        assert res.windows == len(per) and 3 * 7 <= len(per) <= 3 * 11
+        assert max(per.values()) <= 25 and sum(per.values()) <= res.frames
+        burst = next(s for c in cams for s in c.script if s.kind == "dropped")
+        cam = next(c for c in cams if burst in c.script)
+        lows = [n for (c, t), n in per.items() if c == cam.name and n < 20]
+        assert lows, per  # the burst's window(s) received fewer frames
+
+        again = frames.run(spark, url=server.url, out=out, alerts_topic=res.alerts_topic, max_offsets=300)
+        assert again.batches == 0 and again.alerts == len(alerts) and again.events == len(detected)
+        assert again.windows == res.windows
+    finally:
+        server.stop()
 
 
 def test_frame_job_cli_in_path_mode(spark, tmp_path, capsys):

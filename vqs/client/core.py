@@ -19,7 +19,7 @@ from .queues import RemoteMoveTask, RemoteQueue
 from .topics import RemoteProducer, RemoteTopic
 from .transport import DEFAULT_URL, Transport
 
-_ACCEPT_BATCH = [(b"accept", BATCH_CONTENT_TYPE.encode())]
+_ACCEPT_BATCH = ((b"accept", BATCH_CONTENT_TYPE.encode()),)
 
 
 class Client:

@@ -13,14 +13,27 @@ per-handle report unchanged.
 
 from __future__ import annotations
 
+import base64
+import json as _json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .error_map import from_failed_entry
 from .shapes import RemoteMessage, _handle, _message_json, peek_answer, receive_body, send_batch_messages
+from .transport import SURROGATE
 
 if TYPE_CHECKING:
     from .transport import Transport
+
+
+def _one_body(body) -> bytes | None:
+    """A one-message send's JSON, as ``_message_json`` would make it, for a bytes or str body
+    (None: any other, for ``_message_json``, whose errors it raises)."""
+    if body.__class__ is bytes:
+        return b'{"messages": [{"body_b64": "%s"}]}' % base64.b64encode(body)
+    if body.__class__ is str and not SURROGATE.search(body):
+        return b'{"messages": [{"body": %s}]}' % _json.dumps(body).encode()
+    return None
 
 
 class RemoteMoveTask:
@@ -59,6 +72,10 @@ class RemoteQueue:
 
     def send(self, body, delay_seconds: int | None = None, attributes: dict | None = None,
              group_id: str | None = None, dedup_id: str | None = None) -> str:
+        if delay_seconds is None and attributes is None and group_id is None and dedup_id is None:
+            data = _one_body(body)  # the common send: its JSON written directly, the same document
+            if data is not None:
+                return self._transport.json("POST", self._p("/messages"), data=data)["message_ids"][0]
         m = _message_json(body, (("delay_seconds", delay_seconds), ("attributes", attributes),
                                  ("group_id", group_id), ("dedup_id", dedup_id)))
         return self._transport.json("POST", self._p("/messages"), json={"messages": [m]})["message_ids"][0]
@@ -69,12 +86,22 @@ class RemoteQueue:
 
     def receive(self, max_messages: int = 1, wait_seconds: float | None = None,
                 visibility_timeout: int | None = None) -> list[RemoteMessage]:
-        body = receive_body(max_messages, wait_seconds, visibility_timeout)
-        d = self._transport.json("POST", self._p("/receive"), json=body, timeout=(wait_seconds or 20) + 30)
+        t = self._transport
+        # the answer is awaited the client's timeout, and at least 30 s past the longest wait
+        timeout = max(t.timeout, (wait_seconds or 20) + 30)
+        if wait_seconds is None and visibility_timeout is None and max_messages.__class__ is int:
+            d = t.json("POST", self._p("/receive"), data=b'{"max_messages": %d}' % max_messages, timeout=timeout)
+        else:
+            body = receive_body(max_messages, wait_seconds, visibility_timeout)
+            d = t.json("POST", self._p("/receive"), json=body, timeout=timeout)
         return [RemoteMessage(m) for m in d["messages"]]
 
     def delete(self, receipt_handle: str) -> None:
-        d = self._transport.json("POST", self._p("/delete"), json={"receipt_handles": [_handle(receipt_handle)]})
+        if receipt_handle.__class__ is str:
+            data = b'{"receipt_handles": [%s]}' % _json.dumps(_handle(receipt_handle)).encode()
+            d = self._transport.json("POST", self._p("/delete"), data=data)
+        else:
+            d = self._transport.json("POST", self._p("/delete"), json={"receipt_handles": [_handle(receipt_handle)]})
         if d.get("failed"):
             f = d["failed"][0]
             raise from_failed_entry(f)

@@ -15,15 +15,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import errors as E
+from ..broker.topic import RecordMetadata
 from ..storage import encode_batch_parts
 from ..wire import BATCH_CONTENT_TYPE
+from .error_map import from_response
 from .values import as_bytes, as_headers
 
 if TYPE_CHECKING:
     from .core import Client
     from .transport import Transport
 
-PRODUCE_HEADERS = [(b"content-type", BATCH_CONTENT_TYPE.encode())]
+PRODUCE_HEADERS = ((b"content-type", BATCH_CONTENT_TYPE.encode()),)
+_PRODUCE_LINES = b"content-type: %s\r\n" % BATCH_CONTENT_TYPE.encode()
 
 
 def produce_columns(values: Sequence, keys: Sequence | None, headers: Sequence | None,
@@ -93,6 +96,22 @@ class RemoteProducer:
 
     def send(self, topic: str, value, key=None, headers=None, partition: int | None = None,
              timestamp_ms: int | None = None):
+        tr = self._transport
+        if self.__class__ is RemoteProducer and tr._lean is not None and value.__class__ is bytes and key is None \
+                and headers is None and timestamp_ms is None and (partition is None or partition.__class__ is int):
+            # one plain value (the common send): the same body and answer as send_batch's, with
+            # the request's head made once per topic and partition (Transport.lean). Not for a
+            # subclass: its send_batch (the idempotent producer's numbered requests) is its send.
+            r = tr.lean("POST", f"/topics/{topic}/messages", "" if partition is None else f"partition={partition}",
+                        _PRODUCE_LINES, b"".join(encode_batch_parts(0, (value,))), keep=True)
+            if r.status_code != 200:
+                raise from_response(r)
+            try:
+                rg = json.loads(r.content)["ranges"][0]
+                return RecordMetadata(topic, rg["partition"], rg["base_offset"])
+            except (ValueError, LookupError, TypeError):
+                raise E.RemoteError(f"POST /topics/{topic}/messages: the answer is not a produce answer",
+                                    status=200, code="bad_answer") from None
         return self.send_batch(topic, [value], keys=None if key is None else [key],
                                headers=None if headers is None else [headers], partition=partition,
                                timestamps_ms=None if timestamp_ms is None else [timestamp_ms])[0]

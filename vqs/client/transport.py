@@ -23,6 +23,9 @@ Guarantees:
 - with the default transport on an ``http://`` URL, the hot path and the JSON
   requests (``json``) go through ``lean.LeanHTTP``: one persistent socket per
   thread, a request built as one bytes object, no lock shared between threads.
+  A request's head (request line and headers) is made once per route and kept
+  (``_heads``, at most ``_MAX_HEADS``; its path checked when made); one whose
+  query varies (a fetch's offset) is made each time.
   Everything else (and any caller-given transport) goes through httpx.
 """
 
@@ -42,6 +45,22 @@ _SOCKET_OPTIONS = [(6, 1, 1)]  # (IPPROTO_TCP, TCP_NODELAY, 1)
 _JSON_CT = b"content-type: application/json\r\n"
 _PATH = re.compile(r"(?:/[A-Za-z0-9._-]{1,200})*")
 SURROGATE = re.compile("[\ud800-\udfff]")  # what a non-UTF-8 command-line argument holds
+
+
+_MAX_HEADS = 1024
+
+
+def _header_lines(headers: tuple) -> bytes:
+    """(name, value) byte pairs as header lines (a hot request's few: kept once made)."""
+    lines = _LINES.get(headers)
+    if lines is None:
+        lines = b"".join(b"%s: %s\r\n" % kv for kv in headers)
+        if len(_LINES) < _MAX_HEADS:
+            _LINES[headers] = lines
+    return lines
+
+
+_LINES: dict = {}
 
 
 def _check_path(path: str) -> None:
@@ -119,6 +138,7 @@ class Transport:
         self._pool = None
         self._raw_headers = [(k.encode(), v.encode()) for k, v in headers.items()]
         self._lean = None
+        self._heads: dict = {}  # (method, path, extra header lines) -> the lean request's head
         u = urlsplit(self.url)
         if transport is None and u.scheme == "http" and u.hostname and not u.path:
             base = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
@@ -154,19 +174,18 @@ class Transport:
         return r
 
     def json(self, method: str, path: str, *, expect=(200, 201, 204), json=None, params=None,
-             timeout: float | None = None):
-        """The decoded JSON answer (None for an empty body); raises like ``request``."""
+             timeout: float | None = None, data: bytes | None = None):
+        """The decoded JSON answer (None for an empty body); raises like ``request``. ``data``:
+        the body as JSON text already encoded (instead of ``json``)."""
         if self._lean is None:
             kw: dict = {} if timeout is None else {"timeout": timeout}
+            if data is not None:
+                kw.update(content=data, headers={"content-type": "application/json"})
             r = self.request(method, path, expect=expect, json=json, params=params, **kw)
         else:
-            _check_path(path)
-            target = f"{path}?{urlencode(params, doseq=True)}" if params else path
-            hdrs, body = (b"", None) if json is None else (_JSON_CT, _json.dumps(json).encode())
-            try:
-                r = self._lean.request(method, target, hdrs, body, timeout or self.timeout)
-            except self._failures as e:
-                raise self._unreachable(method, path, e) from e
+            body = data if json is None else _json.dumps(json).encode()
+            r = self.lean(method, path, urlencode(params, doseq=True) if params else "",
+                          b"" if body is None else _JSON_CT, body, timeout)
             if r.status_code not in expect:
                 raise from_response(r)
         try:
@@ -175,11 +194,39 @@ class Transport:
             raise E.RemoteError(f"{method} {path}: the answer is not JSON", status=r.status_code,
                                 code="bad_answer") from None
 
+    def lean(self, method: str, path: str, query: str, headers: bytes, body: bytes | None,
+             timeout: float | None = None, keep: bool = False):
+        """The lean path's answer (any status) to ``method path?query`` (``query`` encoded, or
+        empty) with ``headers`` (extra CRLF-ended lines) and ``body``. The head of a request
+        without a query, or whose query is one of few (``keep``: e.g. a partition), is made
+        once and kept (``_heads``; its path checked then): a one-message request builds
+        nothing but its body."""
+        lean = self._lean
+        keep = keep or not query  # a query's values vary (offsets): not kept unless told
+        key = (method, path, query, headers)
+        head = self._heads.get(key) if keep else None
+        if head is None:
+            _check_path(path)
+            head = lean.head(method, f"{path}?{query}" if query else path, headers)
+            if keep:
+                if len(self._heads) >= _MAX_HEADS:  # the paths come from the caller: bounded
+                    self._heads.clear()
+                self._heads[key] = head
+        try:
+            return lean.send(head, body, timeout or self.timeout)
+        except self._failures as e:
+            raise self._unreachable(method, path, e) from e
 
-    def hot(self, method: str, path: str, params: dict, headers: list, content: bytes | None = None,
+    def hot(self, method: str, path: str, params: dict, headers: tuple, content: bytes | None = None,
             timeout: float | None = None) -> tuple[dict, bytes]:
         """(lower-cased headers, body) of a 200 answer on the hot path; any other status raises.
         ``headers`` are (bytes, bytes) pairs."""
+        if self._lean is not None:
+            r = self.lean(method, path, urlencode(params) if params else "", _header_lines(headers), content,
+                          timeout)
+            if r.status_code != 200:
+                raise from_response(r)
+            return r.headers, r.content
         _check_path(path)
         url = f"{self.url}{path}?{urlencode(params)}" if params else f"{self.url}{path}"
         t = timeout or self.timeout
@@ -188,20 +235,14 @@ class Transport:
         except self._failures as e:
             raise self._unreachable(method, path, e) from e
 
-    def _hot(self, method: str, url: str, headers: list, content: bytes | None, t: float) -> tuple[dict, bytes]:
-        if self._lean is not None:
-            r = self._lean.request(method, url[len(self.url):], b"".join(b"%s: %s\r\n" % kv for kv in headers),
-                                   content, t)
-            if r.status_code != 200:
-                raise from_response(r)
-            return r.headers, r.content
+    def _hot(self, method: str, url: str, headers: tuple, content: bytes | None, t: float) -> tuple[dict, bytes]:
         if self._pool is None:
             r = self.http.request(method, url, content=content, headers={k.decode(): v.decode() for k, v in headers},
                                   timeout=t)
             if r.status_code != 200:
                 raise from_response(r)
             return r.headers, r.content
-        r = self._pool.request(method, url, headers=self._raw_headers + headers, content=content,
+        r = self._pool.request(method, url, headers=self._raw_headers + list(headers), content=content,
                                extensions={"timeout": {"connect": t, "read": t, "write": t, "pool": t}})
         if r.status != 200:
             import httpx

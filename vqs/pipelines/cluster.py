@@ -29,7 +29,8 @@ path every worker sees, here the same machine's disk):
 
 1. the edge (vqs.pipelines.edge) puts ``--cameras`` seeded synthetic cameras'
    frames (``--fast``: as fast as they render) into the topic ``frames``;
-2. a clean run: the job in local mode, its own driver process, outputs under
+2. a clean run: the job in local mode, its own driver process (or, given
+   ``clean_spark``, a caller's local SparkSession, left running), outputs under
    ``clean/`` and alerts to the topic ``alerts-clean``;
 3. the same job on the cluster (its own driver, ``--master spark://...``),
    outputs under ``cluster/`` and alerts to ``alerts-cluster``; once its
@@ -348,8 +349,11 @@ def main(argv=None) -> int:
     return 0 if run(argv)["compare"]["ok"] else 1
 
 
-def run(argv=None) -> dict:
-    """The demo (see the module doc); returns what it measured (for tests)."""
+def run(argv=None, *, clean_spark=None) -> dict:
+    """The demo (see the module doc); returns what it measured (for tests).
+    ``clean_spark``: a local SparkSession the clean run uses instead of a driver
+    process of its own (a test suite's, started once for many tests; same job, same
+    reader, same ``maxOffsetsPerTrigger``); the cluster run always has its own driver."""
     ap = argparse.ArgumentParser(prog="python -m vqs.pipelines.cluster", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=os.path.join("demo-data", "cluster"), help="demo directory (recreated)")
@@ -399,8 +403,12 @@ def run(argv=None) -> dict:
 
         t = time.monotonic()
         clean_log = os.path.join(root, "clean.log")
-        proc = _job("local[2]", server.url, clean_out, "alerts-clean", args.max_offsets_per_trigger, clean_log)
-        _finish(proc, clean_log, deadline, "clean run (local[2])")
+        if clean_spark is None:
+            proc = _job("local[2]", server.url, clean_out, "alerts-clean", args.max_offsets_per_trigger, clean_log)
+            _finish(proc, clean_log, deadline, "clean run (local[2])")
+        else:
+            frames.run(clean_spark, url=server.url, out=clean_out, alerts_topic="alerts-clean",
+                       max_offsets=args.max_offsets_per_trigger, timeout_s=max(1.0, deadline - time.monotonic()))
         clean_s = time.monotonic() - t
         print(f"  clean   local[2]: {len(_commits(clean_out))} micro-batches in {clean_s:.0f} s -> {clean_out}",
               flush=True)

@@ -10,10 +10,10 @@ from .settings import DEFAULT_PORT, Settings, load_settings
 __all__ = ["DEFAULT_PORT", "Settings", "create_app", "load_settings", "serve"]
 
 
-def create_app(settings: Settings | None = None, *, broker=None):
+def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None):
     from .app import create_app as _create
 
-    return _create(settings, broker=broker)
+    return _create(settings, broker=broker, pre_auth=pre_auth)
 
 
 def serve(settings: Settings) -> None:

@@ -79,6 +79,11 @@ def _measure(raw_headers) -> tuple[int, int | None, bool]:
 #: ``VQSMiddleware.admit``'s refusal of an SQS request on a server with credentials but no SigV4
 #: key: answered by the endpoint (its error, in the request's protocol) without the body.
 SQS_CLOSED = (None, 403, "InvalidClientTokenId", "", None, None)
+#: ``VQSMiddleware.hold_sqs``'s refusals: the address's SQS bodies, the pre-authentication budget.
+SQS_CLIENT_BUSY = ("sqs_client_bytes", 503, "busy", f"this client address has {SQS_BODY_BYTES_PER_CLIENT} bytes of "
+                   "SQS requests in progress, the most for one address: retry later", None, {"Retry-After": "1"})
+PRE_AUTH_BUSY = ("pre_auth_bytes", 503, "busy", "the server holds its most bytes of requests not authenticated "
+                 "yet (max_pre_auth_bytes): retry later", None, {"Retry-After": "1"})
 
 
 class _TooLarge(BaseException):
@@ -122,6 +127,7 @@ class VQSMiddleware:
         self.access_log = s.access_log
         self._children: dict = {}
         self._sqs_held: dict = {}  # client address -> bytes of SQS bodies held for it (hold_sqs)
+        self.pre_auth = ctx.pre_auth  # the server's pre-authentication budget (pre_auth.py)
         self.lean = LeanRoutes(ctx)  # the hot REST routes' handlers, for the fast path (fast_http.py)
 
     @staticmethod
@@ -130,7 +136,7 @@ class VQSMiddleware:
             return method == "POST" or method == "GET"
         return _SQS_PATH.match(path) is not None
 
-    def admit(self, method: str, path: str, raw_headers) -> tuple:
+    def admit(self, method: str, path: str, raw_headers, landing: bool = False) -> tuple:
         """Every request's admission, decided from its request line and headers before any of its
         body is read, in this order: the headers' size and count, the Content-Length against the body's
         limit (the SQS endpoint's is lower: its signature is checked only once the body is read),
@@ -138,10 +144,11 @@ class VQSMiddleware:
         open (credentials but no SigV4 key: ``SQS_CLOSED``, every SQS request refused before its
         body is read), the bearer token (REST, but for the open paths). ``(sqs, limit, limit_name, chunked, clen,
         refusal)``: ``refusal`` is None, or ``(reason for vqs_rejected_requests_total or None,
-        status, code, message, field, headers)``. The ASGI path (``__call__``) and the HTTP fast
-        path (fast_http.py) both ask this, so every request meets the same bounds once."""
+        status, code, message, field, headers)``; ``landing``: the root page (``GET /``, no query: open,
+        not SQS). The ASGI path (``__call__``) and the HTTP fast path (fast_http.py) both ask this, so
+        every request meets the same bounds once."""
         size, clen, chunked = _measure(raw_headers)
-        sqs = self.is_sqs(method, path)
+        sqs = not landing and self.is_sqs(method, path)
         limit, limit_name = ((self.max_sqs_body, "an SQS request's largest") if sqs and self.max_sqs_body < self.max_body
                              else (self.max_body, "max_body_bytes"))
         refusal = None
@@ -166,30 +173,33 @@ class VQSMiddleware:
                     refusal = (None, 503, "not_ready", "the server is starting", None, None)
                 elif self.sqs_closed:
                     refusal = SQS_CLOSED
-            elif self.rest_auth and not path.startswith(_OPEN_PATHS):
+            elif self.rest_auth and not landing and not path.startswith(_OPEN_PATHS):
                 err = self._check_bearer(raw_headers)
                 if err is not None:
                     refusal = (None, *err)
         return sqs, limit, limit_name, chunked, clen, refusal
 
-    def hold_sqs(self, client, nbytes: int) -> bool:
-        """Count ``nbytes`` of an SQS body against its client address's allowance
-        (``SQS_BODY_BYTES_PER_CLIENT``), or False when it would pass it (the request is refused
-        503, its body unread). A hold is given back with ``release_sqs`` when the request is over.
-        Both HTTP paths run on one event loop: no lock. Without credentials nothing is
-        authenticated, so nothing is held before it (every request may hold max_body_bytes)."""
+    def hold_sqs(self, client, nbytes: int):
+        """Count ``nbytes`` of an SQS body (read whole before its signature is checked) against its
+        address's allowance and the server's pre-authentication budget (pre_auth.py): None, or the
+        refusal (503, body unread) of the one it would pass; given back by ``release_sqs`` once the
+        request is over. Both HTTP paths run on one loop: no lock (the budget has its own). Without
+        credentials nothing is authenticated, so nothing is held before it."""
         if not self.rest_auth:
-            return True
+            return None
         addr = client[0] if client else None
         held = self._sqs_held.get(addr, 0)
         if held and held + nbytes > SQS_BODY_BYTES_PER_CLIENT:
-            return False
+            return SQS_CLIENT_BUSY
+        if not self.pre_auth.take(nbytes):
+            return PRE_AUTH_BUSY
         self._sqs_held[addr] = held + nbytes
-        return True
+        return None
 
     def release_sqs(self, client, nbytes: int) -> None:
         if not self.rest_auth:
             return
+        self.pre_auth.give(nbytes)
         addr = client[0] if client else None
         left = self._sqs_held.get(addr, 0) - nbytes
         if left > 0:
@@ -204,20 +214,20 @@ class VQSMiddleware:
         path = scope["path"]
         method = scope["method"]
         raw_headers = scope["headers"]
-        if method == "GET" and path == "/" and not scope.get("query_string"):
-            # No SQS request has neither a body nor a query (Action is required): a person or a
-            # probe at the server's root is shown the way, a browser the console.
+        # no SQS request has neither a body nor a query: the root page (admitted as any request)
+        landing = method == "GET" and path == "/" and not scope.get("query_string")
+        sqs, limit, limit_name, chunked, clen, refusal = self.admit(method, path, raw_headers, landing)
+        if landing and refusal is None:
             return await self._landing(scope, receive, send, raw_headers, t0)
-        sqs, limit, limit_name, chunked, clen, refusal = self.admit(method, path, raw_headers)
         held = 0
         if sqs and refusal is None:
             held = clen if clen is not None and clen >= 0 else (limit if chunked else 0)
-            if held and not self.hold_sqs(scope.get("client"), held):
-                held = 0
-                refusal = ("sqs_client_bytes", 503, "busy",
-                           f"this client address has {SQS_BODY_BYTES_PER_CLIENT} bytes of SQS requests in "
-                           "progress, the most the server holds for one address: retry later", None,
-                           {"Retry-After": "1"})
+            if held:
+                refusal = self.hold_sqs(scope.get("client"), held)
+                if refusal is not None:
+                    if refusal is PRE_AUTH_BUSY:
+                        self.pre_auth.refused("sqs", scope.get("client"), held)
+                    held = 0
         status_box = [0]
         error_body: list = []
 
@@ -261,16 +271,13 @@ class VQSMiddleware:
             if held:
                 self.release_sqs(scope.get("client"), held)
             route = scope.get("route")
-            self.account(api, method, path, getattr(route, "path", None) or ("/" if sqs else "unmatched"),
+            self.account(api, method, path, getattr(route, "path", None) or ("/" if sqs or landing else "unmatched"),
                          status_box[0], t0, error_body[0] if error_body else b"", scope.get("client"))
 
     async def _landing(self, scope, receive, send, raw_headers, t0) -> None:
+        """``GET /`` without a query, admitted (``admit``): the console for a browser, else the links."""
         accept = next((v for k, v in raw_headers if k == b"accept"), b"")
-        refused = self.guard.refused("GET", "/", raw_headers, False)
-        if refused is not None:
-            status = 403
-            resp = JSONResponse({"error": {"code": refused[0], "message": refused[1]}}, status_code=403)
-        elif b"text/html" in accept:
+        if b"text/html" in accept:
             status = 303
             resp = Response(status_code=303, headers={"Location": "/console"})
         else:
@@ -380,13 +387,14 @@ class VQSMiddleware:
         return _json(status, doc, headers)
 
 
-def create_app(settings: Settings | None = None, *, broker=None) -> VQSMiddleware:
+def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None) -> VQSMiddleware:
     """The ASGI app (its FastAPI app is ``.fastapi``). Opens a Broker on ``settings.data_dir``
-    at startup unless one is given."""
+    at startup unless one is given. ``pre_auth``: the server's pre-authentication budget, when
+    other fronts share it (pre_auth.py; else the app's own)."""
     from contextlib import asynccontextmanager
 
     settings = settings or Settings()
-    ctx = ServerContext(settings, broker)
+    ctx = ServerContext(settings, broker, pre_auth)
 
     @asynccontextmanager
     async def lifespan(app):

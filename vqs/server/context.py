@@ -23,13 +23,17 @@ from .append_coalescer import AppendCoalescer
 from .errors import APIError
 from .long_poll import LongPolls, wait_topics
 from .metrics import Metrics
+from .pre_auth import PreAuthBudget
 from .settings import Settings
+from .share_members import ShareMembers
 
 
 class ServerContext:
-    def __init__(self, settings: Settings, broker=None):
+    def __init__(self, settings: Settings, broker=None, pre_auth: PreAuthBudget | None = None):
         self.settings = settings
         self.broker = broker
+        # bytes held for requests not authenticated yet, shared with the Kafka listener (pre_auth.py)
+        self.pre_auth = pre_auth or PreAuthBudget(settings.max_pre_auth_bytes)
         self.metrics = Metrics(lambda: self.broker)
         self.started = time.time()
         self.ready = False
@@ -44,6 +48,7 @@ class ServerContext:
         self._producer_broker = None
         self.long_polls = LongPolls(lambda: self.stopping)
         self.appends = AppendCoalescer(self)  # produce requests' appends, coalesced per partition
+        self.share_members = ShareMembers()  # share-group members of REST and gRPC clients
 
     def producer(self):
         """The server's one Producer on the current broker (made on first use)."""

@@ -61,6 +61,7 @@ _REQUEST_ERRORS: dict[type, tuple[int, str]] = {
     E.FencedMember: (409, "fenced_member"),
     E.InconsistentGroupProtocol: (409, "inconsistent_group_protocol"),
     E.GroupNotEmpty: (409, "group_not_empty"),
+    E.GroupFull: (429, "group_full"),
     E.ConfigError: (400, "invalid_argument"),
     E.OutOfOrderSequence: (409, "out_of_order_sequence"),
     E.ProducerFenced: (409, "producer_fenced"),

@@ -418,7 +418,7 @@ def _make_protocol(front, base=None):
         if refusal is not None or chunked or (clen is None and method != "GET") or (clen is not None and clen < 0):
             return None
         if hit is SQS_HIT and clen:
-            if not hold_sqs(client, clen):
+            if hold_sqs(client, clen) is not None:  # refused: the ASGI path answers (and logs) it
                 return None
             return hit, clen
         return hit, 0

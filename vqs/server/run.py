@@ -141,10 +141,16 @@ def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT; exits the process with EXIT_* when it cannot start."""
     settings.check()
     from . import logs
+    from .allocator import keep_large_buffers
+
+    keep_large_buffers()  # multi-MiB fetch answers reuse heap pages (allocator.py)
 
     fmt = logs.configure(settings.log_level, settings.log_format)
     _require_server_extra(fmt)
     conn_cap = _open_file_limit(settings, fmt)
+    from .pre_auth import PreAuthBudget
+
+    pre_auth = PreAuthBudget(settings.max_pre_auth_bytes)  # one for every front (pre_auth.py)
     sock = _listen(settings, fmt)
     grpc_front = None
     kafka_sock = None
@@ -166,9 +172,9 @@ def serve(settings: Settings) -> None:
         if kafka_sock is not None:
             from .kafka import KafkaListener
 
-            kafka = KafkaListener(broker, settings, kafka_sock, max_connections=conn_cap)
+            kafka = KafkaListener(broker, settings, kafka_sock, max_connections=conn_cap, pre_auth=pre_auth)
             kafka.start()
-        _run(settings, sock, broker, grpc_front, conn_cap)
+        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth)
     finally:
         if kafka is not None:
             kafka.stop()
@@ -234,8 +240,10 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
     listener's connection cap. Connections need descriptors too, and one the
     event loop cannot accept (EMFILE) is closed unanswered with nothing logged.
     ``max_connections`` applies per listener (HTTP, and Kafka and gRPC when
-    they run), so the budget is that times the listeners, plus
-    ``max_open_files`` files and OTHER_FDS. When the limit cannot hold it, a
+    they run), so the budget is that times the descriptors a connection of
+    each costs (one; three for gRPC: the client's socket and both ends of
+    its relay to the core, grpc/relay.py), plus ``max_open_files`` files and
+    OTHER_FDS. When the limit cannot hold it, a
     warning at start-up names the limit and the settings to change (``ulimit
     -n 1024`` with the defaults cannot hold 800 idle connections), and every
     listener's cap is held to its share of what the limit leaves (at least
@@ -251,9 +259,10 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
     soft, _ = open_file_limits()
     listeners = 1 + bool(settings.kafka_port) + bool(settings.grpc_port)
+    per_connection = 1 + bool(settings.kafka_port) + 3 * bool(settings.grpc_port)  # descriptors, all listeners
     room = soft - FILE_CACHE.max_open_files - OTHER_FDS
-    if soft > 0 and settings.max_connections * listeners > room:
-        cap = max(room // listeners, 16)
+    if soft > 0 and settings.max_connections * per_connection > room:
+        cap = max(room // per_connection, 16)
         logger.warning("the open-file limit (RLIMIT_NOFILE) %d cannot hold max_connections (%d) connections on "
                        "each of %d listeners, max_open_files (%d) segment files and %d other descriptors: while "
                        "the files are open, requests that open a file may get 503 too_many_open_files; raise the "
@@ -291,17 +300,18 @@ def _listen_grpc(settings: Settings, fmt: str, conn_cap: int | None = None):
     # start), whatever the environment asked for.
     if os.environ.get("GRPC_VERBOSITY", "").upper() not in ("ERROR", "NONE"):
         os.environ["GRPC_VERBOSITY"] = "ERROR"
-    if settings.grpc_port:  # a busy port said in our one line, before the C core logs its own
-        _listen(settings, fmt, settings.grpc_port, option="--grpc-port").close()
     try:
         from .grpc import require_grpc
 
         require_grpc()
     except ImportError as e:
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
+    # the TCP port is ours (its connections are capped per address, then relayed to the core:
+    # grpc/relay.py); a busy one said in our one line
+    sock = _listen(settings, fmt, settings.grpc_port, option="--grpc-port")
     from .grpc.front import GrpcBindError, GrpcFront
 
-    front = GrpcFront(settings, max_connections=conn_cap)
+    front = GrpcFront(settings, sock, max_connections=conn_cap)
     try:
         front.bind()
     except GrpcBindError as e:
@@ -331,12 +341,13 @@ def _open_broker(settings: Settings, fmt: str):
         _cannot_start(fmt, f"cannot open data dir {settings.data_dir}: {e.strerror or e}", EXIT_ERROR)
 
 
-def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_cap: int | None = None) -> None:
+def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_cap: int | None = None,
+         pre_auth=None) -> None:
     import uvicorn
 
     from .app import create_app
 
-    app = create_app(settings, broker=broker)
+    app = create_app(settings, broker=broker, pre_auth=pre_auth)
     ctx = app.state.ctx
     try:
         import uvloop  # noqa: F401

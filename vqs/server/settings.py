@@ -60,6 +60,9 @@ class Settings:
     max_connections: int = 1024               # connections open at once, per listener (HTTP, Kafka, gRPC;
                                               # held to each one's share of the open-file limit)
     max_connections_per_client: int = 256     # connections open at once from one remote address, per listener
+    max_pre_auth_bytes: int = 256 << 20       # bytes held at once, server-wide, for requests not authenticated yet
+                                              # (Kafka frames before SASL, SQS bodies before their signature,
+                                              # console login forms): past it 503 / closed (pre_auth.py)
     http_header_timeout_s: float = 10.0       # a request's headers must be complete within this (408, closed)
     max_long_poll_waiters: int = 256
     max_wait_ms: int = 20_000                 # REST long poll cap (1-20000: SQS's 20 s at most)
@@ -116,7 +119,7 @@ class Settings:
         if not (0 < self.port < 65536):
             raise ConfigError(f"port must be 1-65535, not {self.port}")
         for name in ("max_body_bytes", "max_message_bytes", "max_header_bytes",
-                     "max_connections", "max_long_poll_waiters", "max_connections_per_client",
+                     "max_connections", "max_long_poll_waiters", "max_connections_per_client", "max_pre_auth_bytes",
                      "http_header_timeout_s", "kafka_auth_timeout_s", "kafka_frame_timeout_s",
                      "kafka_idle_timeout_s", "kafka_max_frame_bytes", "kafka_group_min_session_timeout_ms",
                      "kafka_group_max_session_timeout_ms", "cleaner_interval_ms"):

@@ -1,14 +1,9 @@
-"""VQS storage: the record-batch codec, segments and the log.
+"""VQS storage: the record-batch codec, segments and the log (the standard
+library plus crc32c, zstandard, lz4; nothing of brokers, servers or Spark).
 
-Depends on the standard library plus crc32c (and zstandard/lz4 for compression).
-Knows nothing of brokers, servers or Spark.
-
-This module is the public surface: every layer above storage imports from
-``vqs.storage`` only (an import-linter contract in pyproject.toml), so the
-modules below it can be split, merged or renamed without touching the broker,
-the HybridQueue, the server, Spark or the CLI. The one exception is
-``vqs.storage.fs``, the filesystem seam: its names are rebound when a fault is
-installed, so callers must look them up on the module at call time.
+The public surface: every layer above imports from ``vqs.storage`` only (an
+import-linter contract), except ``vqs.storage.fs``, the filesystem seam,
+whose names a test's fault rebinds (look them up on the module at call time).
 """
 
 from .cleaner import CleanStats, CompactionSettings, clean_log

@@ -1,59 +1,48 @@
 """The log cleaner: compaction of a log's sealed segments (Kafka's ``cleanup.policy=compact``).
 
-What a cleaned log keeps. Every record of the *cleanable* segments (sealed,
-fsynced, their newest record older than ``min_compaction_lag_ms``; the active
-segment never) whose key has a later record in the *dirty* section (the
-cleanable segments at or past the clean point, mapped key -> latest offset in
-an ``OffsetMap``) is removed; so are keyless records (a compacted topic
-refuses them; older data may hold some) and tombstones (null values) that
-already went through one clean (below the clean point) in a segment whose
-newest record is older than ``delete_retention_ms``. Everything else keeps its
-offset: a consumer reading from any offset sees, for each key, its latest
-value at or after that offset (a tombstone until it expires), plus every
-record of the uncleaned tail. An idempotent producer's last batch (every
-piece of it) is kept whole with its producer fields, as Kafka keeps it: the
-producer's state is rebuilt from batch headers after a crash; a batch the
-cleaner cuts loses them (its sequences no longer describe a sent batch).
+What a cleaned log keeps. In the *cleanable* segments (sealed, fsynced,
+newest record older than ``min_compaction_lag_ms``; never the active one) a
+record goes when its key has a later record in the *dirty* section (the
+cleanable segments from the clean point on, key -> latest offset in an
+``OffsetMap``); so do keyless records and tombstones (null values) that went
+through one clean already, in a segment whose newest record is older than
+``delete_retention_ms``. Everything else keeps its offset: reading from any
+offset gives each key's latest value at or after it, plus the uncleaned tail.
+An idempotent producer's last batch is kept whole with its producer fields
+(its state is rebuilt from batch headers after a crash).
 
 The clean point (``cleaner.checkpoint``) only moves to the end of what a
-finished pass mapped; a lost or stale one only means more work, and
-tombstones kept a round longer. The file is written before a log's first
-swap: its presence tells a reader that counts records from offsets (the JVM
-reader's COUNT(*)) to count this log's from batch headers instead.
+finished pass mapped; a lost one means more work, never a wrong result. It is
+written before a log's first swap: its presence tells a reader that counts
+records from offsets (the JVM reader's COUNT(*)) to count from batch headers.
 
-Format: records stay in batches of consecutive offsets. A batch the cleaner
-writes after removed offsets carries ATTR_COMPACTED, so its base offset may
-lie past the previous batch's end (segment.py ``continues``); a batch none of
-whose records went, at its expected offset, is copied as it is.
+Format: a batch written after removed offsets carries ATTR_COMPACTED (its
+base may lie past the previous batch's end: segment.py ``continues``); a
+batch that lost no record is copied as it is.
 
-Crash safety. Consecutive cleanable segments ``s1..sk`` (bounded in bytes by
-``segment_bytes``, in offsets by the indexes' relative offsets) are replaced by
-one segment named ``s1``, in this order:
+Crash safety. Consecutive cleanable segments ``s1..sk`` (bounded by
+``segment_bytes`` and the indexes' u32 relative offsets) become one segment
+named ``s1``:
 
 1. the survivors are written to ``{s1}.cleaned`` and fsynced (a crash: the
-   file is deleted at the next open, the log is untouched);
-2. under the log's lock, if ``s1..sk`` are still the log's segments,
-   ``{s1}.cleaned`` is renamed to ``{s1}-{end}.swap`` (``end``: the base of the
-   segment after ``sk``) and the directory fsynced: the commit point;
-3. the files of ``sk..s2`` and ``s1``'s are unlinked, the swap renamed to
+   file is deleted at the next open, the log untouched);
+2. under the log's lock, if ``s1..sk`` are still its segments, the file is
+   renamed to ``{s1}-{end}.swap`` (``end``: the base after ``sk``) and the
+   directory fsynced: the commit point;
+3. ``sk..s2`` and ``s1``'s files are unlinked, the swap renamed to
    ``{s1}.log``, the directory fsynced.
 
-``finish_swaps`` (the owner's open, before the segments are listed) completes
-step 3 for any swap file it finds: every segment with a base in ``(s1, end)``
-goes, the swap becomes ``{s1}.log``. So a reopened log has either the old
-segments or the cleaned one; the latest value of every key is in both.
+``finish_swaps`` (the owner's open, before listing segments) completes step 3
+for any swap file, so a reopened log has the old segments or the cleaned one.
 
-Space: cleaning gives space back, and needs room for one cleaned segment
-first. Its output is a control write (space.py): taken from the governor
-down to a quarter of the floor before anything is written, so on a full disk
-the cleaner still runs (and frees space) until even that room is gone; then
-it waits, and a write that meets ENOSPC anyway abandons the pass (the
-``.cleaned`` file deleted, the log untouched).
+Space: the output is a control write (space.py), taken before anything is
+written, so on a full disk the cleaner still runs (and frees space) until
+even that room is gone; ENOSPC met anyway abandons the pass (``.cleaned``
+deleted, the log untouched).
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -64,6 +53,7 @@ from . import fs
 from . import space as _space
 from .durable_file import atomic_write, fsync_dir, write_all
 from .log_compaction import replace_sealed, sealed_segments
+from .log_settings import check_int
 from .record_batch import HEADER, HEADER_SIZE, codec_id, encode_batch_parts, peek_header
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, Segment, segment_name
 from .segment_reads import batches_at, segment_max_timestamp
@@ -78,7 +68,8 @@ MAX_SPAN = 1 << 31
 #: records and bytes of a batch the cleaner writes (as the log's own defaults)
 BATCH_RECORDS = 4096
 BATCH_BYTES = 1 << 20
-_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+#: the cleaner's output is written in writes of about this many bytes
+WRITE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -94,12 +85,8 @@ class CompactionSettings:
 
     def __post_init__(self):
         for name in ("delete_retention_ms", "min_compaction_lag_ms", "max_map_bytes"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ConfigError(f"{name} must be an integer >= 0, not {v!r}")
-        v = self.max_compaction_lag_ms
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-            raise ConfigError(f"max_compaction_lag_ms must be an integer >= 1 or None, not {v!r}")
+            check_int(name, getattr(self, name), 0)
+        check_int("max_compaction_lag_ms", self.max_compaction_lag_ms, 1, optional=True)
         r = self.min_cleanable_dirty_ratio
         if not isinstance(r, (int, float)) or isinstance(r, bool) or not 0 <= r <= 1:
             raise ConfigError(f"min_cleanable_dirty_ratio must be a number in 0..1, not {r!r}")
@@ -158,11 +145,8 @@ def finish_swaps(path: str) -> bool:
 
 
 def _bases(names) -> list[int]:
-    out = []
-    for n in names:
-        if n.endswith(LOG_SUFFIX) and n[: -len(LOG_SUFFIX)].isdigit():
-            out.append(int(n[: -len(LOG_SUFFIX)]))
-    return sorted(out)
+    k = len(LOG_SUFFIX)
+    return sorted(int(n[:-k]) for n in names if n.endswith(LOG_SUFFIX) and n[:-k].isdigit())
 
 
 def _install(path: str, swap: str, first: int, later: list[int]) -> None:
@@ -234,9 +218,13 @@ class _Writer:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.expected = first  # where a batch continues the offsets without ATTR_COMPACTED
         self.codec = codec
-        self.size = 0
+        self.size = 0  # bytes of the batches made (all written once finish returns)
         self.run: list = []  # records of consecutive offsets waiting to be written
         self.run_bytes = 0
+        # encoded batches not yet written: one write per WRITE_BYTES, not one per batch (a
+        # stream of key updates leaves runs of a few records, each its own batch)
+        self.pending: list = []
+        self.pending_bytes = 0
 
     def record(self, r) -> None:
         if self.run and (r.offset != self.run[-1].offset + 1 or len(self.run) >= BATCH_RECORDS
@@ -249,38 +237,51 @@ class _Writer:
         run = self.run
         if not run:
             return
-        base = run[0].offset
-        parts = encode_batch_parts(
-            base, [r.value for r in run], keys=[r.key for r in run],
-            headers=[r.headers or None for r in run], timestamps=[r.timestamp_ms for r in run],
-            codec=self.codec, nulls=True, compacted=base != self.expected)
-        self.size += write_all(self.fd, parts)
+        self._write(run[0].offset, run, run[0].offset != self.expected)
         self.expected = run[-1].offset + 1
         self.run, self.run_bytes = [], 0
+
+    def _write(self, base: int, rs: list, compacted: bool, **producer) -> None:
+        self._emit(encode_batch_parts(
+            base, [r.value for r in rs], keys=[r.key for r in rs],
+            headers=[r.headers or None for r in rs], timestamps=[r.timestamp_ms for r in rs],
+            codec=self.codec, nulls=True, compacted=compacted, **producer))
+
+    def _emit(self, parts: list) -> None:
+        n = 0
+        for p in parts:
+            n += memoryview(p).nbytes  # (arrays among them: offsets, timestamps)
+        self.pending += parts
+        self.pending_bytes += n
+        self.size += n
+        if self.pending_bytes >= WRITE_BYTES:
+            self._drain()
+
+    def _drain(self) -> None:
+        if self.pending:
+            write_all(self.fd, [b"".join(self.pending)])  # one buffer: one write
+            self.pending, self.pending_bytes = [], 0
 
     def batch(self, b) -> None:
         """A batch that keeps every record: copied as it is when it continues the offsets, else
         encoded again with bit 4 and its producer fields (an idempotent producer's state)."""
         self.flush_run()
         if b.base_offset == self.expected:
-            self.size += write_all(self.fd, [b.raw])
+            self._emit([b.raw])
         else:
-            rs = b.records()
-            parts = encode_batch_parts(
-                b.base_offset, [r.value for r in rs], keys=[r.key for r in rs],
-                headers=[r.headers or None for r in rs], timestamps=[r.timestamp_ms for r in rs],
-                codec=self.codec, nulls=True, compacted=True, producer_id=b.producer_id,
-                producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
-            self.size += write_all(self.fd, parts)
+            self._write(b.base_offset, b.records(), True, producer_id=b.producer_id,
+                        producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
         self.expected = b.next_offset
 
     def finish(self) -> None:
         self.flush_run()
+        self._drain()
         fs.fsync(self.fd)
         os.close(self.fd)
         self.fd = -1
 
     def abandon(self) -> None:
+        self.pending = []
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -378,7 +379,7 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
             written, removed = _clean_group(log, group, ends[g[-1]], omap.offsets, clean_point, horizon,
                                             producers)
         except (OSError, DiskFullError) as e:
-            if isinstance(e, DiskFullError) or e.errno in _DISK_FULL:
+            if isinstance(e, DiskFullError) or e.errno in fs.NO_SPACE:
                 space.short()
                 logger.info("log cleaner found no space in %s; trying again later", log.path)
                 return stats

@@ -8,11 +8,11 @@ blocks a restart.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 
 from ..errors import LogLockedError
+from . import fs
 from .durable_file import raise_if_disk_full
 
 LOCK_NAME = ".lock"
@@ -54,7 +54,7 @@ class DirLock:
         except OSError as e:
             # On a full disk the lock is still ours; a refused opener then
             # names "another process" (a full disk must not stop an open).
-            if not self.shared and e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if not self.shared and e.errno not in fs.NO_SPACE:
                 os.close(fd)
                 raise
         self._fd = fd
@@ -70,7 +70,7 @@ class DirLock:
                     except OSError as e:
                         # btrfs under a quota refuses even this; a stale pid is
                         # harmless (the next holder writes its own)
-                        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                        if e.errno not in fs.NO_SPACE:
                             raise
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:

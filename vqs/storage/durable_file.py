@@ -11,14 +11,11 @@ Every write, sync and rename goes through the filesystem seam (fs.py).
 
 from __future__ import annotations
 
-import errno
 import os
 
 from ..errors import DiskFullError
 from . import fs
 from .file_cache import CACHE
-
-_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 def fsync_dir(path: str) -> None:
@@ -44,7 +41,7 @@ def make_dirs(path: str) -> None:
 def raise_if_disk_full(e: BaseException, path: str, doing: str = "creating", then: str = "") -> None:
     """Raise DiskFullError naming ``path`` (from ``e``) if ``e`` is an OSError
     for a full disk or a spent quota (ENOSPC, EDQUOT); else return."""
-    if isinstance(e, OSError) and e.errno in _NO_SPACE:
+    if isinstance(e, OSError) and e.errno in fs.NO_SPACE:
         raise DiskFullError(f"{doing} {path} failed: the disk is full ({e.strerror}){then}", path=path) from e
 
 
@@ -85,11 +82,8 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
 
 
 def _discard(tmp: str) -> None:
-    """Remove ``tmp`` on an error path of ``atomic_write``: the error being
-    handled is the one to raise, so a failure here is not. The temp file may
-    already be gone (its directory removed under a live owner, or never
-    created); one that stays is removed when its log directory next opens
-    (log_dir.py)."""
+    """Remove ``tmp`` on an error path of ``atomic_write`` (the error being
+    handled is the one raised; one left is removed at the next open)."""
     try:
         fs.unlink(tmp)
     except OSError:

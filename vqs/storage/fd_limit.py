@@ -1,15 +1,10 @@
 """The process's open-file limit (``RLIMIT_NOFILE``): raising it, naming it.
 
-A broker with thousands of partitions, and a server with many connections,
-need more descriptors than the common default soft limit of 1,024. Servers
-raise their soft limit to the hard limit at start-up (the hard limit is the
-administrator's choice; an unprivileged process may raise its soft limit up
-to it): ``raise_open_file_limit`` does that, once per process, and logs what
-it did. ``Broker`` and ``vqs serve`` call it.
-
-When the limit is still hit (``EMFILE``, or ``ENFILE`` for the whole system),
-``too_many_open_files`` builds the ``TooManyOpenFiles`` error that names the
-file, the limit and the settings to change, instead of a raw ``OSError``.
+``raise_open_file_limit`` raises the soft limit to the hard limit once per
+process, as servers do at start-up, and logs it (``Broker`` and ``vqs serve``
+call it). When the limit is still hit (``EMFILE``/``ENFILE``),
+``too_many_open_files`` builds the ``TooManyOpenFiles`` that names the file,
+the limit and the settings to change.
 
 Invariant: the soft limit is only ever raised here, never lowered.
 """
@@ -56,9 +51,7 @@ def open_file_limits() -> tuple[int, int]:
 def raise_open_file_limit(target: int | None = None, *, quiet: bool = False) -> int:
     """Raise the soft ``RLIMIT_NOFILE`` to ``target`` (default: the hard limit,
     at most ``RAISE_CEILING``); never lowers it. Returns the soft limit now.
-    Without a target it runs once per process (the server and every Broker
-    call it). Logged at INFO unless ``quiet`` (the server says it in its ready
-    line: a failed start writes one line only)."""
+    Without a target it runs once per process. Logged at INFO unless ``quiet``."""
     global _raised, raised_from
     if resource is None:
         return -1

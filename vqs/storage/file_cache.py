@@ -1,35 +1,26 @@
 """A process-wide bound on the files that segments keep open (``max_open_files``).
 
-A segment opens its log file and its two indexes on demand and registers
-what it holds here; when more than ``max_open_files`` are open, the least
-recently used segments give theirs back. A broker with 10,000 partitions then
-runs under the common soft limit of 1,024 descriptors, and an idle partition
-holds none (``sweep_idle`` closes what was not used for ``idle_close_ms``).
-
-Eviction is CLOCK (second chance): a use sets the segment's ``_hot`` flag
-(one attribute store, no lock: per read or write call, never per record);
-the hand passes over a hot segment once, clearing the flag, and evicts a cold
-one. ``max_open_files`` counts files, not descriptors: a log file is one
-descriptor, a writable (mapped) index one (the mapping's own), a sealed
-index none (it is read into memory) but counts, so that memory is bounded too.
+A segment opens its log file and indexes on demand and registers what it
+holds here; past ``max_open_files`` the least recently used give theirs back,
+and ``sweep_idle`` closes what was not used for ``idle_close_ms``. Eviction
+is CLOCK (second chance): a use sets the segment's ``_hot`` flag (one store,
+no lock, per call); the hand clears it once, then evicts. The cap counts
+files: a log file or a writable (mapped) index is one descriptor, a sealed
+index none (read into memory) but counts, so memory is bounded too.
 
 Invariants:
-- a descriptor is owned by a ``FileHandle`` and closed when the last
-  reference to the handle goes: a thread holds the handle for the length of
-  a syscall, so eviction never closes a descriptor under a read, a write or an
-  fsync, and its number is never reused while in use;
-- eviction never blocks: a segment whose lock another thread holds (opening,
-  sealing, rebuilding) is passed over, so the cap can be exceeded briefly;
-- the cache's weight of a segment equals what the segment holds whenever the
-  segment's lock is free (both change under that lock);
+- a descriptor is owned by a ``FileHandle``, closed when its last reference
+  goes: a thread holds the handle for a syscall, so eviction never closes a
+  descriptor in use and its number is never reused meanwhile;
+- eviction never blocks: a segment whose lock is held is passed over (the cap
+  can be exceeded briefly);
+- a segment's weight here equals what it holds whenever its lock is free;
 - eviction writes nothing: what it drops is reopened from the files.
 
-Crash reasoning: closing a descriptor does not change what is durable. An
-fsync through a descriptor opened later flushes the file's dirty pages written
-through an earlier one (Linux fsyncs the inode, not the descriptor), so a
-segment evicted between its write and its fsync is made durable by the log's
-next fsync as before; a write-back error nobody has seen yet is reported to a
-descriptor opened after it (Linux >= 4.16), and the log latches it as before.
+Crash reasoning: closing a descriptor changes nothing durable. Linux fsyncs
+the inode, so a segment evicted between its write and its fsync is made
+durable by the next fsync; a write-back error not yet seen is reported to a
+descriptor opened later (Linux >= 4.16), and the log latches it.
 """
 
 from __future__ import annotations

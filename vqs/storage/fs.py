@@ -1,31 +1,23 @@
 """The filesystem seam: storage writes, syncs, truncates, renames and unlinks here.
 
-Each name is bound to the ``os`` function itself (``writev = os.writev``), so
-the hot path pays one module attribute lookup and nothing else. A test may
-``install`` a :class:`Fault`, which rebinds the names to wrappers that fail a
-chosen write, as a filesystem would:
+Each name is bound to the ``os`` function itself (``writev = os.writev``):
+the hot path pays one module attribute lookup. A test may ``install`` a
+:class:`Fault`, which rebinds the names to wrappers that fail as a
+filesystem would, for writes under ``Fault.under``:
 
-- ``Fault.space(free, errno)``: the filesystem has ``free`` bytes left for
-  this process; a write that would take more fails with ``errno`` (ENOSPC, or
-  EDQUOT for a spent quota) and writes nothing; ``unlink`` and ``ftruncate``
-  give bytes back; ``free_bytes`` (what the space governor reads) shows the
-  smaller of the real free space and what is left. ``Fault.give(n)`` makes
-  room, as another program deleting a file would;
-- ``Fault.fail(at, errno)``: the ``at``-th write from now (1 = the next) and
-  every one after it fail with ``errno`` (EIO: a failing device).
+- ``Fault.space(free, errno)``: ``free`` bytes are left; a write that would
+  take more fails with ``errno`` (ENOSPC, EDQUOT) and writes nothing;
+  ``unlink``/``ftruncate`` give bytes back; ``free_bytes`` (what the
+  governor reads, anywhere on that filesystem) shows the least of the real
+  free space and what is left; ``Fault.give(n)`` makes room;
+- ``Fault.fail(at, errno)``: the ``at``-th write from now and every later one
+  fail with ``errno`` (EIO: a failing device).
 
-Only writes under ``Fault.under`` (a directory) are counted or failed; the
-free space the governor reads is the fault's anywhere on that filesystem.
-``uninstall`` restores the ``os`` functions. This is a seam, not a mock:
-production code calls exactly these functions, and nothing else changes.
+``uninstall`` restores the ``os`` functions: a seam, not a mock.
 
-``allocate`` gives a file blocks past its end without changing its size
-(``fallocate`` with ``FALLOC_FL_KEEP_SIZE``). It is advice, never a promise:
-it returns False wherever the blocks cannot be had (no space, a quota, a
-filesystem or C library without it, any other error) and the write that
-follows is the authority on whether the data fits. Under an installed fault
-it does nothing and returns False (a filesystem without ``fallocate``), so the
-fault's space model counts writes only.
+``allocate`` (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``) is advice: False
+wherever the blocks cannot be had; the write that follows is the authority.
+Under a fault it returns False, so the fault's space model counts writes only.
 """
 
 from __future__ import annotations
@@ -50,6 +42,9 @@ statvfs = os.statvfs
 _ORIGINAL = {name: globals()[name] for name in (
     "write", "writev", "pwrite", "fsync", "ftruncate", "truncate", "rename", "replace",
     "unlink", "statvfs")}
+
+#: errnos that mean "no space": the filesystem is full, or the quota is spent
+NO_SPACE = (_errno.ENOSPC, _errno.EDQUOT)
 
 _fault: Fault | None = None
 

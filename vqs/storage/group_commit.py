@@ -1,29 +1,23 @@
 """Group commit for ``flush="always"``: appenders that append at about the same
 time share one fsync.
 
-One thread at a time is responsible for the next fsync (the leader). It may
-wait up to one fsync's time for the threads of the last group to append again
-(PostgreSQL's commit_delay, self-tuned from measured fsync times); the appender
-that completes the group fsyncs for everyone at once, so nobody has to be woken
-to start the fsync. Waiters block on a private lock; the syncing thread wakes
-the first of its group and each waiter wakes the next (no thundering herd on
-the GIL, no shared-lock convoy): one wake-up per append.
+One thread at a time leads the next fsync. It may wait up to one fsync's time
+for the last group's threads to append again (PostgreSQL's commit_delay,
+tuned from measured fsync times); the appender that completes the group
+fsyncs for all. Waiters block on private locks and wake each other in turn:
+one wake-up per append, no convoy.
 
-Invariants:
-- a waiter registers in ``waiters`` in the critical section of its own append
-  (under the log's lock), so every waiter in the list when the buffer is
-  written has its records in that write, and the fsync after it covers them all;
-- there is at most one leader; when a group's fsync ends with appenders already
-  waiting, the first of them is handed the leadership (``HEIR``) so the rest
-  never wait for a leader that does not come;
-- on failure or close every waiter is released; each re-checks the log's state
-  and raises (or returns, if ``close`` made its records durable); a waiter
-  whose records were in a buffer dropped unwritten (a full disk) raises its
-  DiskFullError whatever later records made durable (``await_durable``).
-
-All state here is guarded by the owning log's lock; the methods that take the
-log as an argument use its ``_lock``, ``_blocked``/``_closed``, its fsync
-state ``_sync`` (log_durability.Durability: ``sync_log`` writes the buffer and fsyncs).
+Invariants (all under the owning log's lock):
+- a waiter registers in ``waiters`` in its own append's critical section, so
+  every waiter listed when the buffer is written has its records in that
+  write, and the fsync after it covers them;
+- at most one leader; a group's fsync that ends with appenders waiting hands
+  the first of them the leadership (``HEIR``), so none waits for a leader
+  that does not come;
+- on failure or close every waiter is released and re-checks the log (raises,
+  or returns if ``close`` made its records durable); a waiter whose records
+  were in a buffer dropped unwritten (a full disk) raises its DiskFullError
+  whatever later records made durable (``await_durable``).
 """
 
 from __future__ import annotations

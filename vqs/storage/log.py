@@ -1,43 +1,33 @@
 """The log: an ordered list of segments, one append position, one flush policy.
 
-What an acknowledged append survives under each ``flush`` policy (and on a
-full disk): log_durability.py.
+What an acknowledged append survives under each ``flush`` policy:
+log_durability.py.
 
 ``Log`` is a facade over parts that each own their state (as Kafka's
-``UnifiedLog`` over ``LocalLog``), all guarded by the log's one lock:
-``_segs`` the segment list, roll, deletion (segments.py); ``_buf`` the write
-buffer (log_buffer.py); ``_space`` why appends are refused for space and the
-``_grant`` the governor counts as the log's (log_space.py); ``_sync`` fsyncs,
-the checkpoint, the clean marker (log_durability.py); ``_reads`` the read
-paths and their cache (log_reads.py); ``_group`` shared fsyncs under
-``always`` (group_commit.py). Beside them: recovery.py (opening for
-writing), retention.py (deleting segments), log_repair.py (damage a read
-finds). This module keeps the offsets, the append and write paths, the gates
-that refuse writes, and ``close``. No part holds the log: what spans parts
-(a sync writes the buffer, retention deletes segments and moves the start)
-takes the log as an argument, so an unclosed log is freed when dropped and
-its grant goes back (``weakref.finalize``).
+``UnifiedLog`` over ``LocalLog``), all under the log's one lock: ``_segs``
+(segments.py), ``_buf`` (log_buffer.py), ``_space`` and ``_grant``
+(log_space.py), ``_sync`` (log_durability.py), ``_reads`` (log_reads.py),
+``_group`` (group_commit.py); recovery.py, retention.py and log_repair.py are
+functions over the log. This module keeps the offsets, the append and write
+paths, the gates that refuse writes, and ``close``. No part holds the log
+(what spans parts takes it as an argument), so an unclosed log is freed when
+dropped and its grant goes back (``weakref.finalize``).
 
 Invariants (under ``_lock``):
-- ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset <=
-  _next_offset``: records below ``_written_end`` are in segment files, the rest
-  in the write buffer (``_buf``, log_buffer.py; visible to reads at once);
-- ``_sync.durable_end`` never passes the first record of a sealed segment
-  whose fsync is pending (``_sync.unsynced``), and the checkpoint's recovery
-  point never passes it: durability is always a prefix;
+- ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset
+  <= _next_offset``: records below ``_written_end`` are in segment files, the
+  rest in the write buffer (visible to reads at once);
+- ``_sync.durable_end`` and the checkpoint never pass the first record of a
+  sealed segment whose fsync is pending: durability is always a prefix;
 - ``_reads.run`` holds records decoded from files (never the buffer) and is
   dropped whenever the start offset moves up or a segment goes away;
-- ``_blocked`` is true when the log is closed, readonly or failed, or
-  still carries the clean-shutdown marker (``defer_clean_marker``), or is off
-  the interval flusher while idle (``_flush_idle``), or appends are refused
-  for space (``_space.low``: the governor refused; ``_space.short``: a write
-  found none): the append hot path tests this one flag and only then asks why;
-- a full disk: an append is refused *before* it is buffered (log_space.py,
-  log_buffer.py): an acknowledged record is never refused later, and a
-  refused one never written later (``_write_buffer_locked``);
-- ``_clean_marker``: the marker of the last clean close is still on disk and
-  no file changed since; the first write removes it (``_check_writable``)
-  before it changes anything, and ``close`` then has nothing to write.
+- ``_blocked`` is true when the log is closed, readonly, failed, still
+  carries the clean-shutdown marker, is off the flusher while idle, or
+  appends are refused for space: the append hot path tests this one flag;
+- on a full disk an append is refused *before* it is buffered: an
+  acknowledged record is never refused later, a refused one never written;
+- ``_clean_marker``: the last clean close's marker is on disk and no file
+  changed since; the first write removes it before it changes anything.
 
 (Over 500 lines: the facade's public methods and the append hot path -
 buffer, batch writes, roll - stay in one class body so appends read slots
@@ -47,7 +37,6 @@ directly, with no delegation per call.)
 from __future__ import annotations
 
 import bisect
-import errno
 import os
 import threading
 import time
@@ -63,7 +52,7 @@ from ..errors import (
     LogFailedError,
     ReadOnlyError,
 )
-from . import log_settings, retention
+from . import fs, log_settings, retention
 from . import space as _space
 from .cleaner import finish_swaps
 from .dir_lock import DirLock
@@ -95,8 +84,6 @@ RECOVERY_POLICIES = ("fail", "skip", "truncate")
 MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 
 _time_ns = time.time_ns
-#: errnos that mean "no space": the filesystem is full, or the quota is spent
-DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def _now_ms() -> int:
@@ -153,26 +140,16 @@ class Log:
         defer_clean_marker: bool = False,
         clock=None,
     ) -> Log:
-        """Open (creating if needed) the log in directory ``path``.
-
-        Settings are validated here; a bad value raises ConfigError naming it.
-        The default flush policy is ``interval`` (100 ms): an acknowledged
-        append survives a process crash once the next flush ran, and at most
-        ``flush_interval_ms`` of appends can be lost. Use ``flush="always"``
-        for appends that survive anything once acknowledged.
-        ``min_free_bytes`` (None: the filesystem's default, the smaller of
-        64 MiB and 5 % of its size; 0: off): appends are refused with
-        DiskFullError (naming the setting) once they would leave less free
-        space than that (space.py), so deletes, checkpoints, rolls and
-        ``close`` always have room; they resume on their own once space is
-        freed. Appends already accepted (buffered) are still written.
-        ``control``: the appends are control writes (a queue's lease records),
-        refused only under a quarter of the floor, so a full queue drains.
-        ``defer_clean_marker``: after a clean close, change no file at open
-        (the clean-shutdown marker and the checkpoint stay until the first
-        write), so reopening an idle log costs no fsync; for callers that do
-        not read the marker as "the previous owner closed cleanly" after
-        opening (a broker's partitions; queues do read it).
+        """Open (creating if needed) the log in directory ``path``; a bad
+        setting raises ConfigError naming it. ``flush``: what an acknowledged
+        append survives (log_durability.py). ``min_free_bytes`` (None: the
+        filesystem's default; 0: off): appends are refused with DiskFullError
+        once they would leave less free (space.py); accepted ones are still
+        written, and appends resume once space is freed. ``control``: control
+        writes (a queue's lease records), refused only under a quarter of the
+        floor. ``defer_clean_marker``: after a clean close, change no file at
+        open (marker and checkpoint stay until the first write), for callers
+        that do not read the marker after opening (a broker's partitions).
         """
         self = object.__new__(cls)
         self.path = os.fspath(path)
@@ -192,12 +169,10 @@ class Log:
             ("batch_max_bytes", batch_max_bytes, 1),
             ("checkpoint_interval_ms", checkpoint_interval_ms, 1),
         ):
-            if not isinstance(val, int) or isinstance(val, bool) or val < lo:
-                raise ConfigError(f"{name}={val!r}: must be an integer >= {lo}")
+            log_settings.check_int(name, val, lo)
         for name, val in (("segment_ms", segment_ms), ("retention_ms", retention_ms),
                           ("retention_bytes", retention_bytes), ("min_free_bytes", min_free_bytes)):
-            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
-                raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
+            log_settings.check_int(name, val, 0, optional=True)
         self.compression = compression
         self.segment_bytes = segment_bytes
         self.segment_ms = segment_ms
@@ -261,7 +236,7 @@ class Log:
                 self._dir_lock.release()
             if isinstance(e, OSError) and e.errno in FD_EXHAUSTED:
                 raise too_many_open_files(self.path, e, held=CACHE.open_files, cap=CACHE.max_open_files) from e
-            if isinstance(e, OSError) and e.errno in DISK_FULL:  # a new log's first files (a spent quota)
+            if isinstance(e, OSError) and e.errno in fs.NO_SPACE:  # a new log's first files (a spent quota)
                 raise DiskFullError(f"opening {self.path} failed: the disk is full ({e.strerror})", path=self.path) from e
             raise
         self._buf.set_thresholds()
@@ -333,15 +308,12 @@ class Log:
         claim=None,
     ) -> int:
         """Append many records as one write (split into batches of at most
-        ``batch_max_bytes``); return the first offset. Records buffered by
-        ``append`` are written first, so order is kept. ``producer`` is
-        (producer id, epoch, base sequence) of an idempotent producer, kept in
-        the batch headers; a split batch's pieces all carry its base sequence,
-        which tells them apart from separate batches when the producer state
-        is rebuilt from the log (broker/producer_state.py). ``claim``: the
-        space.Claim that counted these records while the caller buffered them
-        (acknowledged): its bytes become the batch's grant, so the governor
-        cannot refuse what was already admitted."""
+        ``batch_max_bytes``, after what ``append`` buffered); return the first
+        offset. ``producer``: (producer id, epoch, base sequence) of an
+        idempotent producer, kept in the batch headers (every piece of a split
+        batch carries its base sequence). ``claim``: the space.Claim that
+        counted these records while the caller buffered them: its bytes become
+        the batch's grant (what was admitted is not refused)."""
         n = len(values)
         values, keys, nulls = checked_columns(values, keys, headers, timestamps_ms)
         if timestamps_ms is None:
@@ -402,10 +374,9 @@ class Log:
         return first
 
     def _buffer_full_locked(self) -> None:
-        """The append slow path: the record just buffered took the buffer to a
-        threshold (log_buffer.py). Cover the buffer (a refusal takes the record
-        back out and raises DiskFullError: it was never acknowledged); write
-        the batch when it is full."""
+        """The append slow path (a threshold, log_buffer.py): cover the buffer
+        (refused: the record is taken back out, DiskFullError); write the
+        batch when it is full."""
         buf = self._buf
         need = buf.bound()
         if need > self._grant.buffer:
@@ -435,10 +406,8 @@ class Log:
 
     def _write_buffer_locked(self) -> None:
         """Write the buffer as one batch. A full disk under flush="always" drops
-        it (its appenders raise, ``WriteBuffer.drop``): kept, its records would
-        be readable and counted in ``end_offset`` while unwritten, and a close
-        on the full disk would lose them after a consumer read their offsets;
-        so a refused record is never written later, under every flush policy."""
+        it (its appenders raise, ``WriteBuffer.drop``): a refused record is
+        never readable, nor written later."""
         buf = self._buf
         n = len(buf.values)
         if not n:
@@ -475,9 +444,9 @@ class Log:
                 seg.cut_pending = True
                 seg.cut_tail()
             except OSError as cut:
-                if cut.errno not in DISK_FULL:  # (no space even to cut: before the next write)
+                if cut.errno not in fs.NO_SPACE:  # (no space even to cut: before the next write)
                     self._fail(e, "")
-            if e.errno in DISK_FULL and self._failed is None:
+            if e.errno in fs.NO_SPACE and self._failed is None:
                 # Not latched: the file ends at a batch boundary again, and the
                 # next write succeeds once space is freed (log_space.py).
                 err = self._space.found_short(seg, e)
@@ -499,14 +468,13 @@ class Log:
         self._written_end = next_offset
 
     def _roll_locked(self) -> bool:
-        """Seal the active segment and start the next (a control write: never
-        refused by the governor); False (nothing changed) when the next
-        segment's file finds no space (the active one grows past
-        ``segment_bytes`` meanwhile; the next write tries again)."""
+        """Seal the active segment and start the next (a control write); False,
+        nothing changed, when the new file finds no space (the next write
+        tries again)."""
         try:
             old = self._segs.roll(self._written_end)
         except OSError as e:
-            if e.errno not in DISK_FULL:
+            if e.errno not in fs.NO_SPACE:
                 raise
             self._grant.space.short()
             return False
@@ -614,17 +582,11 @@ class Log:
 
     def scan_batches(self, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
         """Whole, CRC-verified batches holding offsets >= ``offset`` and below
-        ``end_offset`` (default: the end of the log), lazily: for bulk scans
-        (Spark's source). The first batch may begin below ``offset``, the last
-        may end past ``end_offset``.
-
-        The same batches, errors and damage handling as ``read_batches(...,
-        mapped=True)`` called in a loop, each segment mapped once and each
-        batch's CRC checked as the consumer asks for it (log_reads.py).
-        Raises OffsetOutOfRange (on the first ``next()``) as ``read_batches``
-        does; a log past its end yields nothing. ``maps`` (a
-        ``map_cache.MapCache``) keeps the segments' mappings for later scans
-        by the same process."""
+        ``end_offset`` (default: the end), lazily, for bulk scans (Spark's
+        source): what ``read_batches(..., mapped=True)`` in a loop returns and
+        raises (OffsetOutOfRange at the first ``next()``), each segment mapped
+        once and each batch verified as the consumer asks for it. ``maps`` (a
+        ``map_cache.MapCache``) keeps the mappings for later scans."""
         return self._reads.scan_batches(self, offset, end_offset, maps=maps)
 
     def wait_for(self, offset: int, timeout: float | None) -> bool:
@@ -688,10 +650,9 @@ class Log:
 
     @property
     def disk_full(self) -> bool:
-        """True while writes find no space: appends are being refused under
-        ``min_free_bytes``, or the last batch write failed with ENOSPC/EDQUOT
-        and the filesystem still has less than 64 KiB (over the floor) free
-        (``statvfs``, read only in that case)."""
+        """True while appends are refused under ``min_free_bytes``, or the last
+        batch write failed with ENOSPC/EDQUOT and less than 64 KiB over the
+        floor is free."""
         return self._space.disk_full()
 
     @property

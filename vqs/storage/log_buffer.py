@@ -1,31 +1,27 @@
 """The log's write buffer: records appended but not yet written to the active
-segment, one list per column, and the grant from the space governor that
-covers them.
+segment, one list per column, and the space governor's grant that covers them.
 
-``WriteBuffer`` is a part of ``Log`` (log.py) that owns that state; the log
-appends to its columns on the hot path (one attribute hop, bound once per
-call) and writes it as one batch (``encode``).
+``WriteBuffer`` (``Log._buf``) owns that state; the log appends to its
+columns on the hot path and writes it as one batch (``encode``).
 
 Invariants (under the log's lock):
-- the buffered records are the log's offsets ``[written end, next offset)``
-  in order, visible to reads at once (``records``, ``batch_from``);
-- **covered**: ``bound() <= grant.buffer``: the governor (space.py) counts
-  the grant as used by this log, so every buffered (acknowledged) record has
-  room to be written whatever else the process writes. ``bound`` is an upper
-  bound of the batch the buffer encodes to (``BATCH_FIXED + RECORD_FIXED`` per
-  record + value, key and header bytes; with compression, plus the codecs'
+- the buffered records are the offsets ``[written end, next offset)`` in
+  order, visible to reads at once (``records``, ``batch_from``);
+- **covered**: ``bound() <= grant.buffer``, which the governor counts as used
+  by this log, so every buffered (acknowledged) record has room to be
+  written. ``bound`` is an upper bound of the encoded batch (``BATCH_FIXED +
+  RECORD_FIXED`` per record plus its bytes; compressed: plus the codec's
   worst-case growth);
-- the append hot path stays one pair of integer comparisons:
-  ``flush_bytes`` / ``flush_records`` are where the slow path runs (the log's
-  ``_buffer_full_locked``): the batch is full, or the grant ends. The slow
-  path takes the next grant (a full batch's bound, at most MAX_STEP: one take
-  per batch) or, refused, takes the record back out (``unbuffer_last``) and
+- the hot path is two integer comparisons: past ``flush_bytes`` /
+  ``flush_records`` (a full batch, or the grant's end) the log's
+  ``_buffer_full_locked`` takes the next grant (one take per batch, at most
+  MAX_STEP) or, refused, takes the record back out (``unbuffer_last``) and
   raises DiskFullError: nothing refused is ever written;
-- a write of the whole buffer gives the grant's rest back (``settle``; under
-  flush="always" the flusher does, once the log is idle): an idle log holds none;
-- ``gen`` is replaced at every reset: an appender under flush="always" keeps
-  the one its records went into, and ``drop`` (its write found no space)
-  stores the error there, so exactly those appenders raise it.
+- writing the whole buffer gives the grant's rest back (``settle``; under
+  ``always`` the flusher does once the log is idle): an idle log holds none;
+- ``gen`` is replaced at every reset: an ``always`` appender keeps the one
+  its records went into, and ``drop`` (the write found no space) stores the
+  error there, so exactly those appenders raise it.
 """
 
 from __future__ import annotations
@@ -210,8 +206,8 @@ class WriteBuffer:
     def take(self, need: int, seg, path: str, index_bytes: int) -> None:
         """Make the grant cover ``need`` bytes (plus a full batch when the
         governor allows); DiskFullError when it refuses even ``need``. The
-        active segment ``seg``'s indexes (``index_bytes``), preallocated at its
-        first write, are counted from its first take on (a control write)."""
+        active segment's indexes (``index_bytes``) are counted from its first
+        take on (a control write)."""
         grant = self.grant
         more = need - grant.buffer
         if more <= 0:
@@ -222,9 +218,8 @@ class WriteBuffer:
 
     def settle(self, keep: bool = False) -> None:
         """The buffer is written: the grant's rest goes back, unless ``keep``
-        (flush="always": every append is written at once, so the rest stays
-        for the next ones and goes back when the flusher finds the log idle;
-        one take per busy spell, not one per append)."""
+        (flush="always": kept for the next appends until the flusher finds the
+        log idle, one take per busy spell)."""
         if not keep:
             self.grant.settle()
         self.set_thresholds()

@@ -1,14 +1,10 @@
-"""The log's side of compaction (cleaner.py): which segments a cleaner may read,
-and the one step that replaces a run of them under the log's lock.
+"""The log's side of compaction (cleaner.py): which segments a cleaner may
+read, and the one step that replaces a run of them under the log's lock.
+Functions over a ``Log`` and its parts.
 
-Functions over a ``Log`` and its parts (``_segs`` the segment list, ``_sync``
-durability, ``_reads`` the read caches), as its other parts work on it.
-
-Invariants: only sealed segments whose every record is fsynced (below
-``_sync.durable_end``, none waiting for its background fsync) are offered; a
-replacement happens under the log's lock and only while the run is still the
-log's (retention or a close since the cleaner read it: nothing changes), so
-reads and appends see either the old segments or the cleaned one.
+Invariants: only sealed segments whose every record is fsynced are offered;
+a replacement happens under the log's lock and only while the run is still
+the log's, so reads and appends see the old segments or the cleaned one.
 """
 
 from __future__ import annotations

@@ -5,29 +5,24 @@ Layout of a log directory::
 
     {base:020d}.log / .index / .timeindex   one segment (see segment.py)
     log.checkpoint                          {"version", "recovery_point", "log_start_offset"}
-    .clean-shutdown                         present only between a clean close and the next open:
-                                            JSON, the active segment's tail and the checkpoint
-                                            (empty from earlier versions: the tail is then scanned)
+    .clean-shutdown                         between a clean close and the next write: JSON,
+                                            the active segment's tail and the checkpoint
+                                            (empty from earlier versions: the tail is scanned)
     quarantine/{segment}-{position}-{from_offset}-{to_offset|end}.bad
                                             bytes recovery="skip" cut out of a segment
     *.tmp                                   an interrupted atomic write or excision (removed at open)
 
 Invariants:
-- the checkpoint is replaced atomically (durable_file.atomic_write); its
-  recovery point is an offset below which everything was fsynced;
-- the clean-shutdown marker is written last by ``close`` (atomically, after
-  the checkpoint) and removed by the next writer before it changes any file
-  (at open, or with ``defer_clean_marker`` before its first write), so it
-  never outlives a crash that followed a change; while it is there the files
-  are as that close left them, so what it records of the active segment (its
-  size, end offset, largest timestamp, index schedule) and of the checkpoint
-  still holds, and a reopen needs to read neither the segment nor its indexes
-  nor the checkpoint (``read_clean_marker``; a marker that does not match the
-  segment's size is ignored and the tail is scanned as before);
-- a quarantine file name records the one offset gap its removal left, so later
-  scans accept exactly that discontinuity;
-- files earlier versions kept for a full disk (``LEFTOVERS``: a segment
-  spare, btrfs quota ballasts) hold nothing anyone reads: removed at open.
+- the checkpoint is replaced atomically; everything below its recovery point
+  was fsynced;
+- the clean-shutdown marker is written last by ``close`` and removed by the
+  next writer before it changes any file, so it never outlives a crash after
+  a change; while it is there, what it records (the active segment's size,
+  end offset, largest timestamp, index schedule; the checkpoint) holds, and a
+  reopen reads none of those files (``read_clean_marker``; a size mismatch:
+  ignored, the tail scanned);
+- a quarantine file name records the one offset gap its removal left;
+- files earlier versions kept for a full disk (``LEFTOVERS``) are removed at open.
 """
 
 from __future__ import annotations

@@ -1,47 +1,40 @@
 """The log's durability: what is fsynced, the background fsync of sealed
 segments, the checkpoint and the clean-shutdown marker.
 
-``Durability`` is a part of ``Log`` (log.py) that owns the fsync state, and
-``Checkpoint`` the checkpoint file's; the log writes its buffer before a sync
-(``sync_log``) and latches the failure an fsync reports.
+``Durability`` (``Log._sync``) owns the fsync state and ``Checkpoint`` the
+checkpoint file's; the log writes its buffer before a sync (``sync_log``) and
+latches the failure an fsync reports.
 
 What an acknowledged append survives (the log's ``flush`` setting):
 
 ============  ==========================================  =========================================
 policy        ``append`` returns when                     what a crash can lose; a full disk
 ============  ==========================================  =========================================
-``always``    its batch is written and fsynced; threads    nothing acknowledged (process crash or
-              appending at once share one fsync            power loss); a full disk refuses the
-              (group commit)                               append (DiskFullError), never after
-``interval``  it is in the log's buffer, whose bytes the   at most ``flush_interval_ms`` of appends;
-              space governor counts as used; a            a full disk loses nothing acknowledged:
-              background thread writes and fsyncs every   the governor kept room for the buffer
-              interval                                    (space.py; another program that takes
-                                                          it: the buffer waits for space)
+``always``    its batch is written and fsynced (group     nothing acknowledged; a full disk
+              commit: concurrent appenders share one)     refuses the append, never after
+``interval``  it is in the buffer, counted as used by     at most ``flush_interval_ms`` of appends;
+              the space governor; written and fsynced     nothing acknowledged on a full disk (the
+              every interval by a background thread      governor kept room for the buffer)
 ``never``     it is in the buffer (counted as above);     since the last batch write (process
-              written when a batch fills, fsynced at      crash), or since the OS last wrote
-              ``close``                                   back; a full disk: as ``interval``
+              written when a batch fills, fsynced at      crash) or the OS's last write-back;
+              ``close``                                   a full disk: as ``interval``
 ============  ==========================================  =========================================
 
-Under every policy a segment sealed by a roll is fsynced by the background
-flusher thread, not by the appender; ``flush()`` and ``always`` appends fsync
-any sealed segment still pending first, so durability is always a prefix.
-
 Invariants:
-- fsyncs run with the log's lock released (appends go on meanwhile) and at
-  most one at a time (``Durability.syncing``; others wait on ``done``);
-- sealed segments are fsynced oldest first, before the active one, so
-  ``durable_end`` always claims a prefix of the log;
-- the checkpoint's recovery point only moves forward, and only to offsets
-  already fsynced; on a full disk it (and the clean-shutdown marker) waits:
-  the older checkpoint stays valid, and a missing marker only makes the next
-  open validate the tail, as after a crash; an fsync failure fails the log for good (the kernel may
-  have dropped the dirty pages: no write after it can be trusted).
+- a segment sealed by a roll is fsynced by the background flusher, oldest
+  first and before the active one; ``flush()`` and ``always`` appends fsync
+  any still pending first: ``durable_end`` always claims a prefix;
+- fsyncs run with the log's lock released and at most one at a time
+  (``Durability.syncing``; others wait on ``done``);
+- the checkpoint's recovery point only moves forward, to fsynced offsets; on
+  a full disk it and the clean marker wait (the older checkpoint stays valid;
+  a missing marker only makes the next open validate the tail);
+- an fsync failure fails the log for good (the kernel may have dropped the
+  dirty pages: no later write can be trusted).
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import threading
@@ -75,16 +68,10 @@ class SealJob:
 
 
 class Durability:
-    """The log's fsync state (module doc), guarded by the log's lock (``done``
-    is a condition on it):
-
-    - ``durable_end``: every record below it is fsynced; it never passes the
-      first record of a segment in ``unsynced``;
-    - ``unsynced``: segments sealed at a roll whose fsync has not completed
-      (oldest first), fsynced by the shared flusher thread (``seal_job``);
-    - ``syncing``: an fsync runs (the lock released meanwhile); at most one;
-    - ``checkpoint``: the checkpoint file (below).
-    """
+    """The log's fsync state (module doc), under the log's lock (``done``: a
+    condition on it). ``durable_end``: every record below it is fsynced;
+    ``unsynced``: segments sealed at a roll, not yet fsynced (oldest first,
+    by the flusher: ``seal_job``); ``syncing``: an fsync runs."""
 
     __slots__ = ("path", "lock", "durable_end", "unsynced", "syncing", "done", "seal_job", "checkpoint")
 
@@ -187,7 +174,7 @@ class Durability:
             seg = active
             seg.seal()
         except OSError as e:
-            if e.errno in (errno.ENOSPC, errno.EDQUOT) and seg is active:
+            if e.errno in fs.NO_SPACE and seg is active:
                 return DiskFullError(f"closing {seg.log_path}: the disk is full ({e.strerror})", path=seg.log_path)
             raise log._fail(e, f"fsync of {seg.log_path} at close failed", seg.log_path) from e
         return None
@@ -240,15 +227,10 @@ class Durability:
 
 
 class Checkpoint:
-    """The log's checkpoint file (log_dir.py) and the state that keeps it
-    honest; a part of ``Log`` that owns its state.
-
-    Invariants: the recovery point only moves forward (``lower_to`` aside: a
-    repair that truncates the log), and only to offsets the caller says are
-    fsynced; writes are serialised by ``lock``; once ``retire`` ran (the log's
-    ``close``, after its last checkpoint), the interval flusher writes none:
-    the directory may have a new owner by then.
-    """
+    """The log's checkpoint file (log_dir.py). The recovery point only moves
+    forward (``lower_to`` aside: a truncating repair), to fsynced offsets;
+    writes are serialised by ``lock``; after ``retire`` (close) the flusher
+    writes none: the directory may have a new owner by then."""
 
     __slots__ = ("path", "lock", "recovery_point", "time", "interval_s", "retired")
 

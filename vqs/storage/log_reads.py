@@ -1,20 +1,18 @@
 """The log's reads: records and batches from an offset, waiting for appends,
 offsets by time.
 
-``Reads`` is a part of ``Log`` (log.py) that owns what sequential reads keep
-between calls; it reads the log's segments, offsets and write buffer under
-the log's lock (the log passes itself to each method).
+``Reads`` (``Log._reads``) owns what sequential reads keep between calls; it
+reads the log's segments, offsets and buffer under the log's lock (the log
+passes itself to each method).
 
 Invariants:
-- every record returned comes from a CRC-verified batch, or from the write
-  buffer (records appended but not yet written are visible at once);
+- every record returned comes from a CRC-verified batch or the write buffer;
 - a run (``Reads.run``: first offset, end offset, records, cumulative value
-  bytes) is a contiguous range decoded from files; the log drops it whenever
-  the start offset moves up or a segment goes away, so a read never returns
-  a record below the start offset;
-- ``Reads.hint`` (segment, offset, file position) lets a sequential reader
-  continue where the last run ended without an index lookup; it names a
-  segment object, so a deleted segment cannot be mistaken for its successor.
+  bytes) is a contiguous range decoded from files, dropped whenever the start
+  offset moves up or a segment goes away;
+- ``Reads.hint`` (segment, offset, file position) continues a sequential read
+  without an index lookup; it names a segment object, never mistaken for its
+  successor.
 """
 
 from __future__ import annotations
@@ -41,13 +39,9 @@ _value_of = itemgetter(3)  # Record.value (a Record is a tuple underneath)
 
 
 class Reads:
-    """The log's read paths and what sequential reads keep between calls, a
-    part of ``Log`` that owns it (module doc): ``run`` (first offset, end
-    offset, records, cumulative value bytes) and ``hint`` (segment, offset,
-    file position). ``run`` is read without the lock (one tuple, replaced
-    whole; ``Log.read``'s fast path); both are set under it. The methods take
-    the log (its lock, offsets, segments and buffer) as their first argument.
-    """
+    """The log's read paths and ``run``/``hint`` (module doc). ``run`` is read
+    without the lock (one tuple, replaced whole: ``Log.read``'s fast path);
+    both are set under it."""
 
     __slots__ = ("run", "hint", "tail")
 
@@ -283,13 +277,9 @@ class Reads:
         return out
 
     def scan_batches(self, log, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
-        """``Log.scan_batches`` (its doc): each segment is mapped once
-        (``segment_reads.mapped_batches``) and each batch's CRC is checked when
-        the consumer asks for it, not a read ahead (the consumer then uses
-        bytes still in the CPU cache). Wherever that fast path stops (the
-        write buffer, a gap, damage, a deleted segment), one regular
-        ``read_batches`` takes over for that offset: it raises, or with
-        ``recovery="skip"`` steps over damage, as for any reader."""
+        """``Log.scan_batches`` (its doc): ``segment_reads.mapped_batches`` per
+        segment; where it stops (the buffer, a gap, damage, a deleted segment)
+        one regular ``read_batches`` takes over for that offset."""
         skip = log.recovery == "skip"
         while end_offset is None or offset < end_offset:
             with log._lock:
@@ -322,8 +312,7 @@ class Reads:
             batches = log.read_batches(offset, max_bytes=1, mapped=True)
             if not batches:
                 return
-            for b in batches:
-                yield b
+            yield from batches
             offset = batches[-1].next_offset
 
     def wait_for(self, log, offset: int, timeout: float | None) -> bool:

@@ -1,43 +1,29 @@
 """Damage found after open: the log's ``recovery`` policy applied when a read
-meets a damaged batch, as recovery.py applies it at open.
+meets a damaged batch below the recovery point (recovery.py validates only
+from it on), in the process that owns the log (a readonly log changes no file):
 
-Recovery at open validates only from the checkpoint's recovery point on
-(recovery.py): a batch below it that was damaged on disk after it was
-fsynced (a bit flip, a bad sector, a stray write) is met by a later read.
-Then, in the process that owns the log (a readonly log changes no file):
-
-- ``skip``: the read quarantines the damaged batch itself and reads on
-  (``quarantine_found``, called by log_reads.py): its bytes are copied to
-  ``quarantine/``, the gap is recorded in that file's name and the segment is
-  rewritten without them (``segment_excise.excise``, the same path recovery at open
-  takes). Once only: the next read, the next open, and readers in other
-  processes (a readonly log, the Java reader) then see the same log, the gap
-  and never the damage. A damaged batch in the active segment is first sealed
-  by a roll, so the segment being rewritten takes no appends meanwhile.
-- ``truncate``: ``Log.repair(error)`` (``repair``) cuts the log at the damaged batch: it
-  and everything after it go (the later segments, the write buffer) and the
-  end moves back to the damaged batch's first offset. The read does not do
-  this by itself: the end moving back takes back offsets that writers were
-  handed, so the one who owns them calls it when nothing of theirs is in
-  flight (HybridQueue does, hybrid/disk_tier.py). Until then the read raises.
+- ``skip``: the read quarantines the batch and reads on (``quarantine_found``,
+  called by log_reads.py): its bytes go to ``quarantine/``, the gap is
+  recorded in that file's name, the segment is rewritten without them
+  (``segment_excise.excise``, as recovery does). Once only: later reads,
+  opens and other processes' readers see the gap, never the damage. A
+  damaged batch in the active segment is first sealed by a roll.
+- ``truncate``: ``Log.repair(error)`` cuts the log at the damaged batch (later
+  segments and the write buffer go; the end moves back). Not done by the read:
+  it takes back offsets handed to writers, so their owner calls it when
+  nothing of theirs is in flight (hybrid/disk_tier.py). Until then reads raise.
 - ``fail``: the read raises CorruptRecordError naming the file and position.
 
 Crash safety (a SIGKILL at any step leaves a log that opens):
 
-- quarantine: the ``.bad`` file (whose name records the gap) is written
-  atomically before the segment is replaced (temp file, fsync, rename, fsync
-  dir). A crash between leaves the damage and the record of its gap: the next
-  read or open quarantines it again (to the same file name); nothing else
-  changed. A crash before the rename leaves a ``*.tmp`` that open removes.
-- truncate: (1) the checkpoint's recovery point is lowered to the damaged
-  segment's base offset first, so that recovery at the next open starts at
-  that segment whatever step a crash interrupts; (2) the later segments are
-  deleted newest first, so the files left always form a prefix of the log;
-  (3) the segment is cut at the damaged batch (truncate, fsync). After a crash
-  in (2) or before (3) the damage lies at or after the recovery point, where
-  recovery at open sees it: a torn tail if nothing valid follows it (cut
-  silently), else the ``recovery`` policy (``truncate`` finishes the cut,
-  ``fail`` reports it). After (3) the log is the cut one.
+- quarantine: the ``.bad`` file is written atomically before the segment is
+  replaced; a crash between leaves the damage and its record, and the next
+  read or open quarantines it again (same name); a ``*.tmp`` is removed at open.
+- truncate: (1) the recovery point is lowered to the damaged segment's base,
+  so the next open validates from there; (2) later segments are deleted
+  newest first (the files left are a prefix); (3) the segment is cut and
+  fsynced. A crash before (3) leaves the damage at or past the recovery
+  point, where open applies the policy (a torn tail is cut silently).
 """
 
 from __future__ import annotations
@@ -73,14 +59,7 @@ def find_damage(seg: Segment) -> tuple[int, int, int | None] | None:
 
 
 def repair(log, error: CorruptRecordError) -> bool:
-    """Apply the log's ``recovery`` policy to the damage a read reported
-    (``error`` names the segment file): ``skip`` quarantines the damaged
-    batch (its offsets become a gap), ``truncate`` cuts the log there (that
-    batch and everything after it go, the write buffer included; the end
-    moves back). Returns True when the log changed or the damage is gone
-    (read again), False under ``fail``, for a readonly log, or when
-    appends in flight did not finish within QUIESCE_S. Crash-safe (module
-    doc)."""
+    """``Log.repair`` (its doc); appends in flight get QUIESCE_S to finish."""
     if log.readonly or log.recovery == "fail":
         return False
     with log._lock:

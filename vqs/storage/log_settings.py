@@ -17,6 +17,12 @@ from .segments import index_capacity
 ALTERABLE = ("segment_bytes", "segment_ms", "retention_ms", "retention_bytes", "compression")
 
 
+def check_int(name: str, val, lo: int, *, optional: bool = False) -> None:
+    """ConfigError naming ``name`` unless ``val`` is an integer >= ``lo`` (or None, ``optional``)."""
+    if (val is not None or not optional) and (not isinstance(val, int) or isinstance(val, bool) or val < lo):
+        raise ConfigError(f"{name}={val!r}: must be {'None or ' if optional else ''}an integer >= {lo}")
+
+
 def reconfigure(log, **settings) -> None:
     unknown = sorted(set(settings) - set(ALTERABLE))
     if unknown:
@@ -25,12 +31,9 @@ def reconfigure(log, **settings) -> None:
     new = {k: settings[k] if k in settings else defaults[k] for k in ALTERABLE}
     codec = codec_id(new["compression"])  # (ConfigError for an unknown one)
     size = new["segment_bytes"]
-    if not isinstance(size, int) or isinstance(size, bool) or size < 128:
-        raise ConfigError(f"segment_bytes={size!r}: must be an integer >= 128")
+    check_int("segment_bytes", size, 128)
     for name in ("segment_ms", "retention_ms", "retention_bytes"):
-        val = new[name]
-        if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
-            raise ConfigError(f"{name}={val!r}: must be None or an integer >= 0")
+        check_int(name, new[name], 0, optional=True)
     with log._lock:
         log._buf.codec = codec
         for name, val in new.items():

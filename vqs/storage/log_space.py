@@ -1,32 +1,27 @@
 """The log against free space: what the space governor (space.py) counts as
-the log's, and why appends are refused for space.
-
-``Grant`` and ``SpaceGate`` are parts of ``Log`` (log.py) that own that
-state; the log asks the gate before it buffers an append while ``_blocked``.
+the log's (``Grant``, ``Log._grant``), and why appends are refused for space
+(``SpaceGate``, ``Log._space``, asked before an append is buffered while the
+log is ``_blocked``).
 
 Invariants (under the log's lock):
-- the governor admits bytes when they are buffered (``WriteBuffer.take``,
-  once per batch): what was accepted is written even under the floor (the
-  room the floor keeps is for it);
-- a refusal sets ``low`` (and the log's ``_blocked``): the next appends ask
-  the governor for room (``Space.room``: free space read at most every
-  10 ms while refused) before they buffer anything, and clear it once it is
-  back;
-- after a write found no space (ENOSPC/EDQUOT from the kernel: ``short``, a
-  soft error) an append is refused before it is buffered: the buffered
-  records are written first, and with nothing buffered free space is read
-  (``space_back``); so a refused record is never written later (a client's
-  retries leave no copies behind) and the buffer does not grow while the
-  disk is full. The first successful write clears it;
-- space comes back only by ``unlink`` (segments deleted, retention.py, tell
-  the governor: ``Space.freed``).
+- the governor admits bytes when they are buffered (once per batch): what
+  was accepted is written even under the floor (the floor's room is for it);
+- a refusal sets ``low`` (and ``_blocked``): later appends ask for room
+  (``Space.room``) before they buffer anything, and clear it once it is back;
+- after a write found no space (ENOSPC/EDQUOT: ``short``, soft) appends are
+  refused before they are buffered until the buffer is written, or with
+  nothing buffered free space is seen again (``space_back``): a refused
+  record is never written later, and the buffer does not grow on a full
+  disk. The first successful write clears it;
+- space comes back only by ``unlink`` (``Space.freed``, retention.py).
 """
 
 from __future__ import annotations
 
 import errno
 
-from ..errors import ConfigError, DiskFullError
+from ..errors import DiskFullError
+from .log_settings import check_int
 from .space import floor_of, free_bytes
 
 #: after a write found no space: free space wanted beyond an append's bytes
@@ -38,20 +33,16 @@ AHEAD_MARGIN = 16
 
 
 class Grant:
-    """What the space governor (space.py) counts as one log's, a part of ``Log``
-    that owns it; guarded by the log's lock.
+    """What the governor counts as one log's (module doc):
 
-    - ``buffer``: bytes granted for the write buffer, covering it (taken once
-      per batch, never per append); spent as batches are written, the rest
-      given back once the buffer is (``settle``);
-    - ``indexes``: the active segment's indexes, counted from its first take
-      until they are allocated at its first write;
-    - ``floor``: the log's ``min_free_bytes`` at the governor (0 while closing:
-      the room kept is for what is buffered); ``control``: its appends are
-      control writes (refused only under a quarter of the floor).
+    - ``buffer``: granted for the write buffer (once per batch), spent as
+      batches are written, the rest given back with the buffer (``settle``);
+    - ``indexes``: the active segment's indexes, until allocated at its first write;
+    - ``floor``: ``min_free_bytes`` at the governor (0 while closing);
+      ``control``: control writes (a quarter of the floor).
 
-    A log dropped without ``close`` gives it all back when collected
-    (``weakref.finalize`` holds the grant, never the log).
+    A log dropped unclosed gives it back when collected (``weakref.finalize``
+    holds the grant, never the log).
     """
 
     __slots__ = ("space", "floor", "control", "buffer", "indexes")
@@ -194,7 +185,6 @@ class SpaceGate:
 
     def set_floor(self, value: int | None) -> None:
         """``min_free_bytes`` (None: the filesystem's default); clears ``low``."""
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ConfigError(f"min_free_bytes={value!r}: must be None or an integer >= 0")
+        check_int("min_free_bytes", value, 0, optional=True)
         self.grant.floor = floor_of(self.grant.space, value, self.grant.control)
         self.low = False

@@ -1,15 +1,10 @@
 """Log lines about a lasting condition (a full disk), bounded in rate.
 
-A full disk can last minutes while producers retry and every flush tick
-meets it again; one log line per occurrence would flood the server's log
-(thousands of lines a second; the log may live on the full disk itself).
 ``Throttle.warn(key, ...)`` logs the first occurrence for ``key`` (a file or
-directory), then at most one line per ``every_s`` seconds saying how many
-were left out (``due`` tells a caller that formats its own line); ``Throttle.clear(key, ...)`` ends the condition (logging that
-it did, if it was logged). Invariants: the first occurrence of a condition is
-always logged; memory is bounded (at most ``MAX_KEYS`` conditions tracked,
-the oldest dropped first); thread-safe; a call on a key that is not tracked
-costs a dict lookup under a lock.
+directory), then at most a line per ``every_s`` saying how many were left
+out (``due``: for a caller that formats its own line); ``clear(key, ...)``
+ends the condition. Invariants: the first occurrence is always logged; at
+most ``MAX_KEYS`` conditions tracked (oldest dropped); thread-safe.
 """
 
 from __future__ import annotations

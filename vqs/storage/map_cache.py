@@ -1,40 +1,26 @@
 """Read-only mappings of segment files kept from one scan to the next.
 
-For bulk readers that scan the same segments again and again in one process:
-Spark runs the queries of a session in reused Python workers, each task
-opening the log afresh (``Log.open(readonly=True)``). A fresh mapping of a
-segment costs the kernel's page-table work twice, to fault the pages in and
-to tear them down at unmap, and for data already in the page cache that is
-about as much as the CRC-32C of the same bytes (a scan of segments in the
-page cache took about twice as long with a fresh mapping per segment as with
-the mapping kept; bench/HISTORY.md). A :class:`MapCache` keeps the mappings, so a
-second scan of a segment only reads it (and still checks every batch's CRC:
-what is kept is the mapping, never a verdict on the data).
+For bulk readers that scan the same segments again in one process (Spark's
+reused Python workers, each task opening the log afresh): a fresh mapping
+costs page-table work to fault in and tear down, about as much as the CRC of
+the bytes (bench/HISTORY.md). A :class:`MapCache` keeps the mappings; every
+batch's CRC is still checked on each scan (the mapping is kept, never a
+verdict on the data).
 
 Invariants:
+- an entry maps ``[0, length)`` of one file named by its identity
+  ``(st_dev, st_ino)`` from the open descriptor, not its path (a file created
+  under a deleted one's name gets its own mapping; the kept one holds the old
+  inode, so its number is not reused);
+- views are handed out only within the mapping and within the valid size the
+  caller passes (its ``Segment.size``); beyond the mapping the file is mapped
+  again to that size, replacing the entry;
+- at most ``max_entries`` mappings (LRU), each holding a duplicate
+  descriptor; a dropped mapping is unmapped when its last view goes.
 
-- an entry maps ``[0, length)`` of one file, named by its identity
-  ``(st_dev, st_ino)`` taken from the open descriptor, not by its path: a
-  segment deleted and another created under the same name is a different
-  file and gets its own mapping (the kept mapping holds the old inode, so
-  its number cannot be reused while the entry lives);
-- a view is handed out only for ``[position, position + n)`` within the
-  mapping and within the valid size the caller passes (the reading
-  ``Segment``'s ``size``, as its log sees it now); a request beyond the
-  mapping maps the file again, to that valid size, and replaces the entry;
-- at most ``max_entries`` mappings are kept (least recently used dropped);
-  a dropped mapping is unmapped by Python when its last view goes, so
-  batches still in use stay readable;
-- each kept mapping holds a duplicate of the file's descriptor (Python's
-  mmap keeps one): at most ``max_entries`` of them.
-
-SIGBUS: as for ``Segment.map`` (segment.py, "Mapped reads"), touching a page
-wholly cut off by a truncation raises SIGBUS. A kept mapping may be longer
-than the file is now (the owner's recovery truncated it), but views are only
-handed out within the size the current reader sees, and reads stay within
-the views, so a kept mapping adds no case the module doc there does not
-cover: a reader is exposed only while it reads data that is cut at that
-moment.
+SIGBUS: as for ``Segment.map`` (segment.py). A kept mapping may outlast a
+truncation, but views stay within the size the current reader sees, so it
+adds no case.
 """
 
 from __future__ import annotations

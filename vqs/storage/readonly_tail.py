@@ -1,16 +1,14 @@
 """Following a log another process owns (``Log.open(..., readonly=True)``).
 
-A readonly log never writes a file: it opens the segments it finds, takes as
-its end the consistent prefix of the last one (every valid batch up to the
-first incomplete one: the owner may be writing it), and on ``refresh`` picks up
-segments the owner rolled to, forgets those its retention deleted, and opens
-again the sealed ones its log cleaner replaced (a compacted log).
+A readonly log never writes a file: its end is the consistent prefix of the
+last segment (valid batches up to the first incomplete one); ``refresh``
+picks up segments the owner rolled to, forgets those retention deleted, and
+reopens sealed ones its cleaner replaced.
 
 Invariants:
-- the end offset only moves forward between refreshes; a segment's ``size`` is
-  a snapshot that stops at a batch boundary, so reads never see half a batch;
-- a damaged index is not rebuilt (that would write): the segment stops using
-  it and lookups scan from its start (``Segment.rebuild_indexes`` for readers).
+- the end offset only moves forward; a segment's ``size`` is a snapshot at a
+  batch boundary, so reads never see half a batch;
+- a damaged index is not rebuilt: the segment stops using it (lookups scan).
 """
 
 from __future__ import annotations

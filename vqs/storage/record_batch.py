@@ -143,16 +143,12 @@ _RecordFields = namedtuple("_RecordFields", ("offset", "timestamp_ms", "key", "v
 class Record(_RecordFields):
     """One record as returned by reads: ``Record(offset, timestamp_ms, key, value, headers=())``.
 
-    ``value`` and ``key`` are ``bytes`` or None (a null: Kafka's tombstone, distinct
-    from zero bytes); ``headers`` is a
-    tuple of ``(name, value)`` pairs, empty when the record has none (a header's value
-    is bytes or None, a null as a Kafka header value may be).
-
-    A record is an immutable tuple underneath (a named tuple's fields, read as
-    fast as slots), so that a batch's records are built in one pass of C code
-    (:meth:`RecordBatch.records`, no Python frame per record). It behaves as
-    the record it is, not as a tuple: equal only to a Record with equal fields
-    (headers compared as tuples), unordered, unhashable.
+    ``value`` and ``key`` are ``bytes`` or None (a null: Kafka's tombstone);
+    ``headers`` a tuple of ``(name, value)`` pairs, a value bytes or None (a
+    null, as a Kafka header value may be). A named tuple underneath,
+    so a batch's records are built in one pass of C code
+    (:meth:`RecordBatch.records`); equal only to a Record with equal fields,
+    unordered, unhashable.
     """
 
     __slots__ = ()
@@ -364,12 +360,9 @@ class RecordBatch:
     (Arrow's, LSB first: 0 = a null value, whose slice is empty), or None when
     no value in the batch is null.
 
-    ``raw`` is the batch as stored: its ``size_bytes`` bytes, header and stored
-    (possibly compressed) body, a memoryview of the buffer it was decoded from,
-    whose CRC was verified. Serving it as is (the server's ``stored=1`` fetch)
-    needs no re-encoding; it keeps that buffer alive as the columns do.
-    ``body_bytes`` is the length of its body once inflated (the stored body's,
-    uncompressed).
+    ``raw`` is the verified batch as stored (``size_bytes`` bytes, its body
+    maybe compressed), a view of the buffer read: served as is by the server's
+    ``stored=1`` fetch. ``body_bytes``: the body's length once inflated.
     """
 
     __slots__ = (
@@ -470,12 +463,10 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
                  max_inflated: int | None = None) -> RecordBatch:
     """Decode and verify the batch at ``pos`` of ``buf`` (any bytes-like).
 
-    Raises CorruptRecordError (naming ``where`` and the position, ``pos + at``:
-    ``at`` is where ``buf`` starts in its file) if the batch is truncated,
-    fails its CRC, or is structurally invalid; MessageTooLarge, before anything
-    is decompressed, if it is compressed and its body would inflate to more
-    than ``max_inflated`` bytes (a remote client's batch: what a request may
-    make the server hold).
+    Raises CorruptRecordError (naming ``where`` and ``pos + at``, ``at`` being
+    where ``buf`` starts in its file) if it is truncated, fails its CRC or is
+    malformed; MessageTooLarge, before decompressing, if its body would
+    inflate past ``max_inflated`` (a remote client's batch).
     """
     mv = memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:

@@ -3,34 +3,28 @@ segments (Kafka's ``LogLoader``; the ``Log`` facade only adopts its result).
 
 Recovery at open (unless the clean-shutdown marker says the log was closed):
 
-1. list the segment files; remove temp files left by an interrupted atomic write;
+1. list the segment files; remove temp files of an interrupted atomic write;
 2. read the checkpoint (recovery point: offsets below it were fsynced);
 3. from the segment holding the recovery point on, validate batch by batch
    (bounds, CRC, increasing offsets) and rebuild the indexes;
-4. an invalid batch with nothing valid after it, at or past the recovery point,
-   is a torn tail: truncate silently (in a sealed segment, whose background
-   fsync after its roll a power loss interrupted, the later segments go too).
-   Anything else (an invalid batch before the
-   recovery point, or followed by valid batches) is corruption, handled by the
-   ``recovery`` setting: ``fail`` raises naming the file and position, ``skip``
-   quarantines the batch (its offsets become a gap) and goes on, ``truncate``
-   drops everything from the bad batch on;
-5. fsync what was recovered (the caller then checkpoints the new recovery point).
+4. an invalid batch with nothing valid after it, at or past the recovery
+   point, is a torn tail: cut silently (in a sealed segment whose background
+   fsync a power loss interrupted, later segments go too). Anything else is
+   corruption, handled by ``recovery``: ``fail`` raises naming file and
+   position, ``skip`` quarantines the batch (a gap), ``truncate`` drops
+   everything from it on;
+5. fsync what was recovered (the caller then checkpoints).
 
-After a clean close the marker lets the loader skip 3-4: the end of the
-last segment is found from its last index entry (a short scan that checks
-the last batch), or, with ``defer_marker`` (a broker's partitions: thousands
-reopened at once), taken from the marker's record of the tail (size, end
-offset, largest timestamp, index schedule, checkpoint: log_dir.py) when the
-file's size matches (the last batch's CRC is then checked when it is read),
-so a reopen reads no segment, index or checkpoint file and changes none (the marker stays until the log's first write removes it;
-until then the files are exactly as the clean close left them, so the
-marker still tells the truth if the process dies). Any doubt falls back to
-full recovery.
+After a clean close steps 3-4 are skipped: the last segment's end comes from
+its last index entry (a short scan checking the last batch), or with
+``defer_marker`` (a broker's thousands of partitions) from the marker's
+record of the tail (log_dir.py) when the file's size matches, so a reopen
+reads and changes no file until the first write removes the marker. Any
+doubt falls back to full recovery.
 
-Invariants of the result: the last segment is active (open for appends) and
-its ``next_offset`` is the log's end; the marker is gone before the log
-accepts an append, so a crash from then on recovers.
+Invariants of the result: the last segment is active and its
+``next_offset`` is the log's end; the marker is gone before the log accepts
+an append, so a crash from then on recovers.
 """
 
 from __future__ import annotations

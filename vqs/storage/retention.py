@@ -1,34 +1,26 @@
-"""Deleting whole segments: retention by age (``retention_ms``, measured by a
-segment's newest record) and size (``retention_bytes`` of the whole log), and
-``delete_before`` (a consumed prefix: queues, HybridQueue).
-
-The functions take the log (log.py) and run under its lock; the segment list
-(segments.py) does the unlinking, the governor hears of the space
-(``Space.freed``) and the reads forget the segment.
+"""Deleting whole segments: retention by age (``retention_ms``, by a segment's
+newest record) and size (``retention_bytes`` of the whole log), and
+``delete_before`` (a consumed prefix: queues, HybridQueue). Functions over a
+log, under its lock; the governor hears of the space (``Space.freed``).
 
 Invariants:
-- only a prefix of the segments goes, oldest first (a crash between leaves a
-  suffix: the start offset moves up to the first one left; no offset is
-  reused); time comes first, then size is applied to what remains;
-- the active segment is never deleted as such: it is first rolled, and only
-  when worth its fsyncs: for ``delete_before`` once it holds a quarter of
-  ``segment_bytes`` (disk use follows the backlog to within that much), and,
-  whatever its size, when it is wholly consumed (or, for retention, wholly
-  expired) while space is short (``SpaceGate.short_of_space``): so a drained
-  log gives its space back on a filesystem smaller than a segment. A roll
-  that finds no room is tried again at the next call (``consumed_left``).
+- only a prefix goes, oldest first (a crash leaves a suffix: the start moves
+  up, no offset is reused); time first, then size on what remains;
+- the active segment is never deleted as such: it is rolled first, when worth
+  its fsyncs: for ``delete_before`` once it holds a quarter of
+  ``segment_bytes``, and whatever its size when wholly consumed (or expired)
+  while space is short (``SpaceGate.short_of_space``), so a drained log gives
+  its space back on a filesystem smaller than a segment. A roll that finds
+  no room is tried again at the next call (``consumed_left``).
 """
 
 from __future__ import annotations
 
-import errno
-
 from ..errors import DiskFullError
+from . import fs
 from .durable_file import fsync_dir
 from .segment import Segment
 from .segment_reads import segment_max_timestamp
-
-DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def segments_past_retention(
@@ -80,10 +72,9 @@ def delete_before_locked(log, offset: int, again: bool) -> int:
 
 
 def consumed_left(log) -> bool:
-    """While space is short: whether segments wholly below the log's start are
-    still there (a consumed active segment whose roll found no room), so
-    ``delete_before(start)`` tries again. Attribute reads, then one
-    ``statvfs`` only when such a segment is there."""
+    """While space is short: whether segments wholly below the start are still
+    there (a consumed active segment whose roll found no room), so
+    ``delete_before(start)`` tries again."""
     segs = log._segs
     if not ((segs.all[-1].size and log._written_end <= log._start_offset)
             or (len(segs.all) > 1 and segs.bases[1] <= log._start_offset)):
@@ -128,10 +119,9 @@ def _roll_worth_it(log) -> bool:
 
 
 def _active_expired_short(log, now_ms: int) -> bool:
-    """Whether the active segment, which ``segments_past_retention`` never
-    takes, is to be rolled so retention can delete it: its written records
-    are all past ``retention_ms`` and space is short. Otherwise a topic whose
-    data sits in its active segment stays full for good."""
+    """Whether the active segment is to be rolled so retention can delete it:
+    its records are all past ``retention_ms`` and space is short (else a
+    topic whose data sits in it stays full for good)."""
     seg = log._segs.all[-1]
     if log.retention_ms is None or seg.size == 0 \
             or segment_max_timestamp(seg) >= now_ms - log.retention_ms:
@@ -156,9 +146,8 @@ def _roll_expired(log, now_ms: int) -> int:
 
 def _roll_now(log) -> bool:
     """Roll the active segment for deletion; False when the roll found no
-    space. The old file stays until the new one is in place, so the directory
-    always names the log's end. Bytes a failed write left past the end
-    (``cut_pending``) are cut first: sealing needs the cut."""
+    space (the old file stays until the new one is in place). Bytes a failed
+    write left past the end (``cut_pending``) are cut first."""
     seg = log._segs.all[-1]
     if seg.cut_pending:
         try:
@@ -168,7 +157,7 @@ def _roll_now(log) -> bool:
     try:
         return log._roll_locked()
     except OSError as e:
-        if e.errno in DISK_FULL:
+        if e.errno in fs.NO_SPACE:
             log._grant.space.short()
             return False
         raise

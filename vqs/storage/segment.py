@@ -1,48 +1,37 @@
 """A segment: ``{base:020d}.log`` plus its ``.index`` and ``.timeindex``.
 
 The log file holds whole record batches back to back, in increasing offset
-order. The indexes are derived data (segment_index.py): they
-are opened lazily, so opening a log costs O(segments), not O(bytes), and
-memory does not grow with the size of the log.
+order. The indexes are derived data (segment_index.py), opened lazily: opening
+a log costs O(segments), and memory does not grow with the log.
 
-Files are opened on demand and held through the process's file cache
-(file_cache.py): the cache may close a segment's files whenever it is not
-using them (its ``_idx_lock`` free), and they are reopened on next use. Code
-that uses the log file holds its ``FileHandle`` (``handle()``) for the length
-of the syscall, never a bare descriptor number. An active segment maps its
-indexes for appends only once an append needs them (``appending``); until
-then (a log reopened after a clean close) they are read-only, in memory.
+Files are held through the process's file cache (file_cache.py), which may
+close them whenever the segment is not using them (its ``_idx_lock`` free);
+they are reopened on next use. A user of the log file holds its
+``FileHandle`` (``handle()``) for the length of a syscall, never a bare
+descriptor. An active segment maps its indexes writable only once an append
+needs them (``appending``); until then they are read into memory.
 
 Invariants:
-- ``size`` is the byte length of the valid prefix of the log file; everything
-  VQS wrote beyond it was discarded by recovery.
-- batches in a segment have base offsets >= the segment's base and strictly
-  increasing; gaps are allowed (quarantined batches, records the cleaner removed).
+- ``size`` is the byte length of the valid prefix of the log file; anything
+  written beyond it was discarded by recovery;
+- batches have base offsets >= the segment's base, strictly increasing; gaps
+  are allowed (quarantined batches, records the cleaner removed).
 
-Allocation ahead (Redpanda's fallocation step): while the log's space governor
-has room for it, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its
-length unchanged (``fs.allocate``: advice; the write stays the authority), so
-buffered writes skip per-page allocation. ``seal`` truncates the file to its
-own length (moving no byte) to give the rest back.
+Allocation ahead (Redpanda's fallocation step): while the space governor has
+room, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its length
+unchanged (``fs.allocate``: advice), so buffered writes skip per-page
+allocation; ``seal`` gives the rest back.
 
-Mapped reads (``map``; ``Log.read_batches(mapped=True)``, used by bulk
-scans such as the Spark source): the batches are views of a read-only
-``MAP_SHARED`` mapping of ``[position, position + n)`` within ``size``, so no
-copy is made and no fresh memory is faulted in; the mapping is unmapped when
-the last view goes. A mapping only stays readable while the file does not
-shrink below it: a file that is deleted (retention) keeps its mapped pages,
-but touching a page wholly cut off by a truncation raises SIGBUS. VQS
-truncates a segment only (a) after a failed append or at seal, back to
-``size`` (beyond every batch a reader knows), and (b) in the owner's recovery at open, at the
-first invalid batch (a torn tail after a crash, or damage with
-recovery="truncate"). Readers decode in order and stop at an invalid batch,
-so (b) can hit a reader only in a narrow window: it reads up to that batch of
-a crashed owner's segment at the moment the restarting owner cuts it (or
-damage appears in data it already verified, under recovery="truncate"). The
-reading process then dies of SIGBUS instead of getting an error; what is on
-disk is untouched. Each live mapping also holds a duplicate of the file
-descriptor (Python's mmap keeps one), outside the file cache's count: a bulk
-scan holds one or two.
+Mapped reads (``map``; ``Log.read_batches(mapped=True)``, bulk scans): views
+of a read-only ``MAP_SHARED`` mapping within ``size``, no copy; unmapped when
+the last view goes. A deleted file keeps its mapped pages, but a page cut off
+by a truncation raises SIGBUS. A segment is truncated only (a) back to
+``size`` after a failed append or at seal (beyond every batch a reader
+knows), and (b) by the owner's recovery at open, at the first invalid batch.
+Readers stop at an invalid batch, so (b) reaches a reader only if it reads a
+crashed owner's torn tail at the moment the restarting owner cuts it: that
+reader dies of SIGBUS; the disk is untouched. Each live mapping holds a
+duplicate descriptor (Python's mmap), outside the file cache's count.
 
 (Over 500 lines: one segment's file and its two derived indexes change
 together - appends, seal, rebuild and recovery must agree on them.)
@@ -116,9 +105,7 @@ class Segment:
         self.gaps: dict[int, int] = gaps if gaps is not None else {}
         self.index_interval_bytes = index_interval_bytes
         self.index_capacity_bytes = index_capacity_bytes
-        # A FileHandle owns the descriptor: readers hold it while they pread, so
-        # a segment deleted by retention or evicted by the file cache meanwhile
-        # closes its descriptor only after the last reader lets go (no fd reuse race).
+        # the log file's descriptor, owned by a FileHandle (module doc)
         self._fh: FileHandle | None = None
         if create:
             fd = CACHE.open_fd(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, self)
@@ -327,10 +314,8 @@ class Segment:
             self._since_index = 0
 
     def rebuild_indexes(self) -> None:
-        """Recreate both indexes from the log file (they are derived data).
-
-        A readonly log never writes: it stops using the index instead (lookups
-        then scan from the segment start)."""
+        """Recreate both indexes from the log file; a readonly log stops using
+        them instead (lookups scan from the segment start)."""
         if not self.owner:
             self._index_disabled = True
             return
@@ -403,9 +388,8 @@ class Segment:
 
     def seal(self, *, sync: bool = True) -> None:
         """Make the segment read-only (at roll and close): record the final max
-        timestamp, trim the indexes; with ``sync`` also fsync the log file first.
-        A roll seals without ``sync`` and leaves the fsync to the background
-        (the log's recovery point stays below the segment until it is done)."""
+        timestamp, trim the indexes; with ``sync`` fsync the log file first (a
+        roll leaves that to the background; the recovery point stays below)."""
         if not self.writable:
             return
         if self.cut_pending:
@@ -456,10 +440,9 @@ class Segment:
         by a scan from the last index entry at ``index_position``) without a
         full recovery: after a clean close."""
         self.next_offset = last.next_offset
-        # The active segment keeps appending: its largest timestamp must be exact
-        # before seal() records it. Close trimmed the time index and made its
-        # last entry the segment's largest timestamp: read that one entry. Any
-        # doubt (no entry, not trimmed), and the index is checked (or rebuilt).
+        # Its largest timestamp must be exact before seal() records it: close
+        # made the trimmed time index's last entry that; any doubt, the index
+        # is checked (or rebuilt).
         tl = TimeIndex.peek_last(self.timeindex_path, self._opener)
         if tl:
             self.max_timestamp_ms = max(self.max_timestamp_ms, tl[0], last.max_timestamp_ms)
@@ -492,7 +475,7 @@ class Segment:
         try:
             fs.truncate(self.log_path, position)
         except OSError as e:
-            if not may_defer or e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if not may_defer or e.errno not in fs.NO_SPACE:
                 raise
             self.cut_pending = True
         else:
@@ -548,6 +531,9 @@ class Segment:
         while pos < end:
             chunk = self.pread(pos, min(want, end - pos))
             want = min(want * 4, SCAN_CHUNK)
+            h = peek_header(chunk, 0)
+            if h is not None and h[1] > len(chunk) and pos + h[1] <= end:
+                chunk = self.pread(pos, h[1])  # one batch larger than the chunk: read it whole
             p = 0
             while True:
                 h = peek_header(chunk, p)
@@ -560,17 +546,7 @@ class Segment:
                 yield info
                 p += h[1]
             if p == 0:
-                # One batch larger than the chunk: read it whole (bounded by the file).
-                h = peek_header(chunk, 0)
-                if h is None or pos + h[1] > end:
-                    return
-                big = self.pread(pos, h[1])
-                info = verify_batch(big, 0)
-                if info is None:
-                    return
-                info.position = pos
-                yield info
-                p = h[1]
+                return
             pos += p
 
     def position_for(self, offset: int) -> tuple[int, int]:
@@ -684,22 +660,14 @@ class Segment:
             self._recount()
 
     def forget(self) -> None:
-        """Let go of the files of a segment being deleted (by this log, or by a readonly
-        log's owner), the log file's descriptor included.
-
-        The rule for the descriptor: the segment drops its handle here, and the
-        descriptor is closed when the last holder of the handle lets go. A reader
-        holds the handle only for the length of a syscall (``pread``, ``fsync``),
-        so the descriptor closes as soon as the reads in flight return, never
-        under one (its number cannot be reused under a read), and not whenever
-        the segment object itself is collected (a reference cycle, a traceback,
-        a pending background fsync may keep that for long). A reader that comes
-        to the segment afterwards finds it deleted (``FileNotFoundError``: the
-        log reports the offsets as below its start), as it would if the file
-        cache had closed the file just before the unlink."""
+        """Let go of the files of a segment being deleted (by this log, or by a
+        readonly log's owner). The handle is dropped, not closed: its descriptor
+        closes when the reads in flight return (file_cache.py), not when the
+        segment object is collected. A later reader finds it deleted
+        (``FileNotFoundError``: the log reports the offsets below its start)."""
         with self._idx_lock:
             self._close_indexes()
-            self._fh = None  # dropped, not closed: see the rule above
+            self._fh = None  # dropped, not closed
             self._gone = self._deleted = True
             self._recount()
 

@@ -1,15 +1,12 @@
-"""Quarantining a corrupt batch: cutting bytes out of a segment's log file.
+"""Quarantining a corrupt batch: cutting bytes out of a segment's log file
+(recovery="skip" at open, recovery.py; damage a read finds, log_repair.py).
 
-Used by recovery at open (``recovery="skip"``, recovery.py) and by the repair
-of damage a read finds (log_repair.py).
-
-Crash reasoning: the bad bytes are written to ``quarantine/`` first
-(atomically), then the segment is rewritten without them into
-``*.excise.tmp`` (fsynced) and renamed over the log file (directory
-fsynced). A crash before the rename leaves the old file (the damage is met
-again at the next open, the quarantine copy is harmless) and a temp file the
-next open removes; after it, the new file, whose gap the quarantine file's
-name records (log_dir.py ``load_gaps``).
+Crash reasoning: the bad bytes go to ``quarantine/`` first (atomically), then
+the segment is rewritten without them into ``*.excise.tmp`` (fsynced) and
+renamed over the log file (directory fsynced). A crash before the rename
+leaves the old file (the damage is met again, the copy is harmless) and a
+temp file open removes; after it, the new file, whose gap the quarantine
+file's name records (log_dir.py ``load_gaps``).
 """
 
 from __future__ import annotations

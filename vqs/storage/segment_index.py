@@ -1,48 +1,33 @@
 """A segment's two sparse indexes: derived data, rebuilt when in doubt.
 
-- ``.index`` (``OffsetIndex``): ``(relative offset u32, file position u32)``.
-  An entry is added for a batch when at least ``index_interval_bytes`` of log
-  were written since the previous entry; it maps the batch's base offset
-  (relative to the segment's base) to its position in the log file. Lookup:
-  the last entry at or below the target (binary search), then a forward
-  scan of at most about one interval of log.
+- ``.index`` (``OffsetIndex``): ``(relative offset u32, file position u32)``,
+  an entry for a batch once ``index_interval_bytes`` were written since the
+  previous one. Lookup: the last entry at or below the target (binary
+  search), then a forward scan of about one interval.
 - ``.timeindex`` (``TimeIndex``): ``(max timestamp ms i64, relative offset
-  u32)``. An entry ``(T, r)`` is written for the batch at relative offset
-  ``r`` when the largest timestamp seen in the segment so far (through that
-  batch) grew to ``T``. Hence every record up to and including batch ``r``
-  has a timestamp <= T; to find the first record with timestamp >= t, scan
-  from the batch of the last entry whose T < t (or from the segment start).
+  u32)``, an entry ``(T, r)`` when the segment's largest timestamp so far
+  (through batch ``r``) grew to ``T``: every record up to batch ``r`` has a
+  timestamp <= T, so the first record >= t is found by scanning from the
+  batch of the last entry with T < t.
 
-Both are a ``MappedIndex``: a file of fixed-size, sorted entries. While a
-segment is active its index files are preallocated (zero-filled) and mapped;
-entries are appended in place. The preallocation is real (``posix_fallocate``, not a sparse file), so
-that a store into the mapping never needs new space; on a full disk the index
-is not grown (it stops taking entries: derived data, lookups scan further).
-When the segment rolls or the log closes, the file is trimmed to its entries.
+Both are a ``MappedIndex``: a file of fixed-size sorted entries, preallocated
+(``posix_fallocate``, not sparse) and mapped while the segment is active,
+trimmed to its entries at roll or close. No checksum: the log is the truth.
+An all-zero entry, or one out of order, ends the entries. On a full disk an
+index stops taking entries (lookups scan further).
 
-A store into a mapping that needs space the filesystem cannot give is not an
-error but SIGBUS, which kills the process. Preallocation rules that out only
-where a preallocated block is rewritten in place: tmpfs, ext2/3/4, XFS (and
-overlayfs, whose upper layer is one of them in practice). On a copy-on-write
-filesystem (btrfs, ZFS, bcachefs) every rewrite of a block takes new space,
-so under a quota or on a full disk a store into the mapping faults. There the entries are kept in memory and written
-with ``pwrite`` instead (``_pwrite`` mode): a write that finds no space makes
-the index stop taking entries, as above. Chosen once per index by the
-filesystem's magic number (``statfs``); unknown filesystems get ``pwrite``.
+A store into a mapping that needs space the filesystem cannot give is SIGBUS.
+Preallocation rules that out only where blocks are rewritten in place
+(tmpfs, ext2/3/4, XFS, overlayfs); on copy-on-write filesystems (btrfs, ZFS,
+bcachefs) and unknown ones the entries are kept in memory and written with
+``pwrite`` (``_pwrite`` mode), chosen once per index by ``statfs`` magic.
 
-Indexes carry no checksum: the log is the truth, and recovery rebuilds
-an index whenever it is in doubt. An all-zero entry, or one out of order,
-ends the entries (a preallocated tail is zeros).
-
-Descriptors (see file_cache.py): a writable index holds one, the mapping's
-own (the mapping keeps the file open; ours is closed once it is mapped). A
-read-only index (a sealed segment's, or a reader's) holds none: its entries
-are read into memory and the file is closed.
+Descriptors (file_cache.py): a writable index holds one, the mapping's own; a
+read-only index (sealed, or a reader's) is read into memory and holds none.
 """
 
 from __future__ import annotations
 
-import errno
 import mmap
 import os
 import struct
@@ -87,7 +72,7 @@ class MappedIndex:
         except OSError as e:
             # no space even for the new file (btrfs under a quota): no index
             # (derived data: lookups scan), never a failed open
-            if not writable or e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if not writable or e.errno not in fs.NO_SPACE:
                 raise
             self.exists = False
             return
@@ -98,18 +83,14 @@ class MappedIndex:
                 cap = max(size, capacity_bytes)
                 cap -= cap % self.entry_size
                 if cap > size:
-                    # Allocated, not sparse: a store into a hole of a mapping on a full
-                    # disk is SIGBUS. No space: the index keeps the entries it has and
-                    # stops growing (lookups scan further; never a failed open).
+                    # allocated, not sparse (module doc); no space: it stops growing
                     try:
                         os.posix_fallocate(fd, size, cap - size)
                         size = cap
                     except OSError as e:
-                        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                        if e.errno not in fs.NO_SPACE:
                             raise
-                        # ext4 keeps what a failed posix_fallocate got (and the
-                        # size it reached): give it back, or the index holds the
-                        # last free blocks the log's own writes need.
+                        # ext4 keeps what a failed posix_fallocate got: give it back
                         try:
                             os.ftruncate(fd, size)
                         except OSError:
@@ -198,7 +179,7 @@ class MappedIndex:
                     fs.pwrite(self._fd, self._mm[pos:pos + self.entry_size], pos)
                 except OSError as e:
                     self._mm[pos:pos + self.entry_size] = bytes(self.entry_size)
-                    if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    if e.errno not in fs.NO_SPACE:
                         raise
                     del self._mm[pos:]  # no space: the index stops growing (derived data)
                     return False
@@ -249,7 +230,7 @@ class MappedIndex:
                 except OSError as e:
                     # btrfs under a spent quota refuses even a shrinking truncate: the
                     # zero tail stays (an all-zero entry ends the entries: module doc)
-                    if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    if e.errno not in fs.NO_SPACE:
                         raise
                     n = os.fstat(fd).st_size
                 fs.fsync(fd)
@@ -295,11 +276,9 @@ class TimeIndex(MappedIndex):
     REL_FIELD = 1
 
     def append(self, *fields) -> bool:
-        """As MappedIndex.append, except that ``(0, 0)`` (timestamp 0 for the batch at the segment
-        start) is never written: it is all zeros, which a preallocated file reads as the end of
-        its entries, so writing it would only make the next entry overwrite it on a reopen. It is
-        implied, as the offset index's entry for position 0 is: a lookup that finds no entry
-        scans from the segment start, which is where it points."""
+        """As MappedIndex.append, except that ``(0, 0)`` is never written: all zeros
+        read as the end of the entries. It is implied (a lookup that finds no
+        entry scans from the segment start, where it points)."""
         if fields[0] == 0 and fields[1] == 0:
             return True
         return super().append(*fields)

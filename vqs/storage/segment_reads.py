@@ -4,16 +4,11 @@ the segment's largest timestamp. (Where an offset lies, ``Segment.find_batch``,
 is the segment's: its index and the scans recovery shares.)
 
 Invariants:
-- every batch returned was decoded and CRC-verified, and its base offset
-  continues the one expected before it (``Segment.continues``: contiguous, or
-  across a gap recovery recorded); a discontinuity is reported as corruption;
-- with ``skip`` (the log's ``recovery="skip"``) damage met by a read (a bad
-  CRC, or a base offset that does not continue the offsets: it lies outside
-  the CRC) is stepped over as recovery would quarantine it, and the caller is
-  told so it can count it; otherwise it raises CorruptRecordError naming the
-  file and position.
-- ``mapped_batches`` verifies each batch's CRC when the consumer asks for that
-  batch, never later: a batch is handed out only once it was verified.
+- every batch returned was CRC-verified and continues the offset expected
+  (``Segment.continues``: contiguous, or across a recorded gap); otherwise
+  CorruptRecordError naming file and position, or with ``skip`` the damage
+  is stepped over (as recovery would quarantine it) and the caller told;
+- ``mapped_batches`` hands a batch out only once verified.
 """
 
 from __future__ import annotations
@@ -99,17 +94,12 @@ def mapped_batches(seg: Segment, position: int, expected: int, maps=None):
     """The batches of ``seg`` from ``position`` (whose batch must have base
     offset ``expected``) to the segment's end, from one read-only mapping of
     ``[position, size)`` (``Segment.map``; raises FileNotFoundError at once if
-    the file is gone). Returns a generator that decodes and CRC-verifies each
-    batch only when the consumer asks for it: a bulk reader that uses a batch
-    right away (Spark's source copies it into a socket) finds its bytes still
-    in the CPU cache from the check, so the data crosses the memory bus once,
-    not twice (once for a check of many batches ahead, once for the copy).
-
-    The generator stops quietly at the segment's valid end and at the first
-    batch that is damaged or does not continue the offsets: the caller reads
-    that offset the regular way (``batches_at``), which reports the damage or,
-    with ``skip``, steps over it. ``maps`` (a map_cache.MapCache) keeps the
-    mapping for later scans."""
+    the file is gone). A generator that verifies each batch only when asked
+    for it, so a consumer that copies it at once (Spark's source) finds its
+    bytes still in the CPU cache. It stops quietly at the valid end and at the
+    first batch damaged or not continuing the offsets: the caller reads that
+    offset with ``batches_at``, which reports or skips it. ``maps`` (a
+    map_cache.MapCache) keeps the mapping for later scans."""
     size = seg.size
     if position >= size:
         return iter(())

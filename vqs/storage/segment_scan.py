@@ -1,33 +1,22 @@
-"""A full scan of one segment file for inspection (``vqs inspect``): every batch
-decoded and verified, every damaged region reported, and the scan goes on past
-damage where the batch bounds allow it.
-
-Recovery (``Segment.recover``) and lookups (``Segment.iter_valid``) stop at the
-first invalid batch, because what follows it is not part of the log until
-recovery decides; this scan reports everything a human wants to know instead.
-It only reads: the file may belong to a running log.
+"""A full scan of one segment file for inspection (``vqs inspect``): every
+batch verified, every damaged region reported, and the scan goes on past
+damage where the batch bounds allow (recovery and lookups stop at the first
+invalid batch). It only reads: the file may belong to a running log.
 
 What it reports, in file order (``ScanItem.kind``):
 
-- ``batch``: a valid batch (``batch`` is the decoded RecordBatch);
-- ``gap``: a valid batch starts above the offset the previous one ended at
-  (``expected``): offsets missing, e.g. a batch quarantined by recovery (not
-  reported before a batch the log cleaner wrote: its gaps are the format's);
+- ``batch``: a valid batch (``batch``: the decoded RecordBatch, views into
+  the buffer read, valid while the caller keeps it);
+- ``gap``: a valid batch starts above ``expected`` (offsets missing, e.g.
+  quarantined; not reported before a batch the cleaner wrote);
 - ``offset_goes_back``: a valid batch starts below ``expected`` (corrupt);
-- ``below_segment_base``: a valid batch starts below the base offset in the
-  file name (corrupt);
-- ``invalid_batch``: the header's length is in bounds but the batch fails its
-  CRC or structure checks (``detail`` says how; ``at_end`` when it is the last
-  one in the file: a torn write if the log was not flushed). Corrupt; the
-  scan continues after it;
-- ``zero_tail``: only zero bytes after the last batch (a torn tail);
-- ``incomplete_tail``: an incomplete batch at the end (a torn tail: recovery
-  truncates it);
-- ``bad_header``: an impossible batch header: ``size`` bytes from there on
-  cannot be read (corrupt; the scan stops).
-
-A ``RecordBatch`` yielded holds views into the buffer the file was read into:
-it stays valid as long as the caller keeps it.
+- ``below_segment_base``: a valid batch starts below the file name's base (corrupt);
+- ``invalid_batch``: in bounds but failing its CRC or structure checks
+  (``detail``; ``at_end`` when last in the file: a torn write if unflushed);
+  corrupt, the scan goes on after it;
+- ``zero_tail`` / ``incomplete_tail``: zeros, or an incomplete batch, after
+  the last batch (a torn tail recovery cuts);
+- ``bad_header``: an impossible header; the scan stops.
 """
 
 from __future__ import annotations

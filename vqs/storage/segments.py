@@ -1,25 +1,20 @@
 """The log's segments: the ordered list of a log's segment files, the last one
 active (Kafka's ``LogSegments``, with ``LocalLog``'s roll and deletion).
 
-``Segments`` is a part of ``Log`` (log.py) that owns the list and knows
-nothing of offsets appended but not written, durability or space: the log
-calls it under its lock and keeps those.
+``Segments`` (``Log._segs``) owns the list; it knows nothing of the buffer,
+durability or space (the log calls it under its lock and keeps those).
 
 Invariants (under the log's lock):
-- ``all`` is never empty; ``all[-1]`` is the active segment (open for
-  appends, unless the log is readonly); ``bases[i] == all[i].base_offset``,
-  strictly increasing; a segment holds offsets from its base up to the next
-  one's base;
-- ``all`` is only changed in place (a readonly log's ``follow_segments``
-  updates the same list), and only at its ends: deletion takes a prefix
-  (retention, ``delete_before``) or, for a truncating repair, a suffix;
+- ``all`` is never empty; ``all[-1]`` is active (unless readonly);
+  ``bases[i] == all[i].base_offset``, strictly increasing;
+- ``all`` changes in place (a readonly log's ``follow_segments`` updates the
+  same list), and only at its ends;
 - crash order: a roll creates the next file and fsyncs the directory before
-  it takes appends; deletion unlinks oldest first (a crash leaves a suffix:
-  the start moves up, no offset is reused); a truncating repair deletes
-  newest first (a crash leaves a prefix, whose damaged end the next open
-  meets again);
-- ``gaps`` ({expected offset: base offset that may follow it}, quarantined
-  batches) is one dict shared with every segment, filled from quarantine/.
+  it takes appends; deletion of a prefix unlinks oldest first (a crash leaves
+  a suffix: no offset is reused); a truncating repair deletes a suffix newest
+  first (a crash leaves a prefix whose damaged end the next open meets);
+- ``gaps`` ({expected offset: base offset that may follow it}, from
+  quarantine/) is one dict shared with every segment.
 """
 
 from __future__ import annotations

@@ -1,58 +1,40 @@
 """The space governor: one per filesystem, it decides which writes the free space allows.
 
-Two tiers of writes (Redpanda's ``storage_min_free_bytes``, made per tier):
+Two tiers of writes (Redpanda's ``storage_min_free_bytes``, per tier):
 
-- **data** writes (appends to a topic's or a queue's log, a HybridQueue's
-  spill, creating a topic or a queue) are refused with DiskFullError once
-  they would leave less than the log's ``min_free_bytes`` free: by default
-  ``default_min_free(total)`` = the smaller of 64 MiB and 5 % of the
-  filesystem's size (64 MiB covers the write buffers, checkpoints, snapshots
-  and index preallocations of a busy broker; 5 % keeps a small filesystem
-  mostly usable);
-- **control** writes (a queue's lease records: deletes, receives, visibility
-  changes; rolls) may go down to a quarter of that, so a full queue can
-  always be drained. Checkpoints, snapshots and offset commits are small,
-  bounded replacements that are never refused here (the room the floors
-  keep is theirs); deletes need no space at all (``unlink``).
+- **data** writes (appends, a HybridQueue's spill, creating a topic or a
+  queue) are refused with DiskFullError once they would leave less than
+  ``min_free_bytes`` free; default ``default_min_free(total)``: the smaller
+  of 64 MiB (a busy broker's buffers, checkpoints, snapshots, index
+  preallocations) and 5 % of the filesystem (a small one stays usable);
+- **control** writes (a queue's lease records, rolls) may go down to a
+  quarter of that, so a full queue can always be drained. Checkpoints,
+  snapshots and offset commits are small replacements never refused here
+  (the floors keep their room); deletes need no space (``unlink``).
 
-Bytes this process holds buffered and not yet written (a log's write buffer,
-a queue's pending sends and lease records: a log's grant, log_buffer.py,
-and ``Claim``, handed to the log as its grant when the records are written)
-are counted as used, a control writer's too: the governor's ``avail`` is the free space it last read
-minus every byte taken since (``take``) and not given back, so a record
-acknowledged from a buffer always has room to be written, whatever else this
-process writes meanwhile.
+Bytes this process holds buffered and not yet written (a log's grant,
+log_buffer.py; a ``Claim``) count as used: ``avail`` is the free space last
+read minus every byte taken since and not given back, so a record
+acknowledged from a buffer always has room to be written.
 
-Free space is read (``free_bytes``: ``statvfs``; under a btrfs quota the
-room under its limit, below; a test's space fault, fs.py) at least every CHECK_S,
-once the takes since could have used a quarter of the room it found (so
-another program filling the disk is seen before it matters), before any
-refusal (a refused write costs a ``statvfs``), and after an ``unlink`` gave
-space back (``freed``; under a btrfs quota after a commit, ``syncfs``, as
-the group's usage drops only then). A take is a lock, a clock read, a
-subtraction and a comparison; logs take once per batch, not per append
-(log_buffer.py). What a log or claim dropped without being closed held goes
-back when it is collected.
+Free space (``free_bytes``) is read at least every CHECK_S, once the takes
+since could have used a quarter of the room found, before any refusal, and
+after an ``unlink`` (``freed``; under a btrfs quota after ``syncfs``, as the
+group's usage drops only at a commit). A take is a lock, a clock read and a
+comparison; logs take once per batch. What a log or claim dropped unclosed
+held goes back when it is collected.
 
-ENOSPC or EDQUOT from the kernel (another program took the room) is a soft
-error: the write raises DiskFullError, nothing is latched, ``short`` makes
-the next take read free space again, and writes resume by themselves once
-space is back. EIO and fsync failures latch the log (log.py), as before.
+ENOSPC/EDQUOT from the kernel is soft: DiskFullError, nothing latched,
+``short`` makes the next take read again; writes resume once space is back.
+EIO and fsync failures latch the log (log.py).
 
-A btrfs quota group's limit (``btrfs qgroup limit``) does not show in
-``statvfs``. Where the path is on btrfs and its subvolume's quota group
-(level 0, ``0/<subvolume id>``) has a limit, the room under it counts too:
-``max_referenced`` (and ``max_exclusive``) minus what the group uses and
-has reserved (``referenced`` / ``exclusive`` plus ``rsv_data``,
-``rsv_meta_prealloc``, ``rsv_meta_pertrans``), read from
-``/sys/fs/btrfs/<fsid>/qgroups/0_<id>/`` (world-readable, kernels since
-5.9), a directory found once per path with two ioctls that need no
-privilege: BTRFS_IOC_FS_INFO (the fsid) and BTRFS_IOC_INO_LOOKUP with tree
-id 0 (the subvolume holding the path). Not seen: limits on higher-level
-groups (sysfs does not say which subvolumes they hold), and usage btrfs has
-not yet counted (the group's numbers move at transaction commits). Where
-anything is missing (not btrfs, quotas off, an older kernel, no limit) the
-filesystem's free space is used.
+A btrfs quota group's limit does not show in ``statvfs``: where the path's
+subvolume group (``0/<subvolume id>``) has one, the room under it counts too
+(``max_referenced``/``max_exclusive`` minus usage and reservations, from
+``/sys/fs/btrfs/<fsid>/qgroups/0_<id>/``, kernels since 5.9, found with two
+unprivileged ioctls: BTRFS_IOC_FS_INFO and BTRFS_IOC_INO_LOOKUP). Not seen:
+higher-level groups' limits, usage not yet committed. Where anything is
+missing the filesystem's free space is used.
 """
 
 from __future__ import annotations
@@ -142,8 +124,7 @@ def _read(d: str, name: str) -> int:
 
 def quota(path: str) -> tuple[int, int] | None:
     """(smallest limit, bytes left under the limits) of ``path``'s btrfs quota
-    group (module doc); None where no limit is seen (also: quotas turned off,
-    the sysfs directory gone, an older kernel)."""
+    group (module doc); None where no limit is seen."""
     d = _qgroup_dir(path)
     if d is None:
         return None
@@ -201,22 +182,16 @@ class Space:
 
     def take(self, nbytes: int, floor: int, where: str, path: str | None = None, control: bool = False) -> None:
         """Count ``nbytes`` about to be buffered or written in directory
-        ``where`` (on this filesystem) as used; raise DiskFullError naming
-        ``path`` (else ``where``), nothing counted, when that would leave less
-        than ``floor`` (0: never refused). What every writer holds buffered
-        counts, a control take's too: acknowledged records keep their room.
-        Free space is read again once the takes since the last reading could
-        have used a quarter of what it found (another program fills the disk
-        too), or CHECK_S passed."""
+        ``where`` as used; DiskFullError naming ``path`` (else ``where``),
+        nothing counted, when that would leave less than ``floor`` (0: never)."""
         with self._lock:
             self._take_locked(nbytes, 0, floor, where, path or where, control)
 
     def take_upto(self, nbytes: int, extra: int, floor: int, where: str, path: str | None = None,
                   control: bool = False) -> int:
-        """``take(nbytes)`` plus up to ``extra`` more (room to grow, so the
-        next takes are fewer), at most an eighth of the room left over the
-        floor: a grant never holds what other writers need. Returns what was
-        taken; DiskFullError as ``take``."""
+        """``take(nbytes)`` plus up to ``extra`` more (at most an eighth of the
+        room over the floor: a grant never holds what others need); returns
+        what was taken."""
         with self._lock:
             return self._take_locked(nbytes, extra, floor, where, path or where, control)
 
@@ -243,9 +218,8 @@ class Space:
         return nbytes
 
     def ahead(self, nbytes: int, floor: int) -> bool:
-        """Count ``nbytes`` a file is given ahead of its writes (``fs.allocate``) as used, if
-        that leaves more than ``floor`` by the last reading; False (nothing counted, nothing
-        marked low) otherwise: room given ahead is a speed-up, never a reason to refuse."""
+        """Count ``nbytes`` given ahead of a file's writes (``fs.allocate``) if that
+        leaves more than ``floor``; else False, nothing counted or marked low."""
         with self._lock:
             if self.avail - nbytes < floor:
                 return False
@@ -253,9 +227,8 @@ class Space:
             return True
 
     def room(self, floor: int, where: str, control: bool = False) -> bool:
-        """Whether a write over ``floor`` has room now in directory ``where``
-        (reads free space when due; ``control``: as ``take``); a data write's
-        answer sets ``low``."""
+        """Whether a write over ``floor`` has room now in ``where``; a data
+        write's answer sets ``low``."""
         with self._lock:
             now = _monotonic()
             if now >= self._read_at or self.avail < floor:
@@ -289,20 +262,16 @@ class Space:
             self.avail -= nbytes
 
     def freed(self) -> None:
-        """An unlink gave space back: read again at the next take. Under a
-        btrfs quota the group's usage drops only at the transaction's commit:
-        committed now (``syncfs``), so writes resume at once."""
+        """An unlink gave space back: read again at the next take (under a
+        btrfs quota after ``syncfs``: usage drops only at a commit)."""
         self._read_at = 0.0
         if self.quota:
             _syncfs(self.path)
 
-    def _note_short(self) -> None:
-        self._read_at = 0.0
-
     def short(self) -> None:
         """A write found no space (ENOSPC/EDQUOT): soft, read again next time."""
         self.low = True
-        self._note_short()
+        self._read_at = 0.0
 
 
 def _size(path: str) -> int:
@@ -354,7 +323,7 @@ def for_path(path: str) -> Space:
                 s.total = _size(path)
                 s.default_floor = default_min_free(s.total)
                 s.quota = quota(path) is not None
-                s._note_short()
+                s._read_at = 0.0
         else:
             s = _registry[dev] = Space(path)
     return s
@@ -369,8 +338,7 @@ def floor_of(space: Space, min_free_bytes: int | None, control: bool = False) ->
 
 def check_room(path: str, min_free_bytes: int | None = None, what: str = "create") -> None:
     """A data write that buffers nothing (creating a topic or a queue under
-    ``path``, an existing directory): DiskFullError when its filesystem is
-    under the floor."""
+    ``path``): DiskFullError when its filesystem is under the floor."""
     space = for_path(path)
     floor = floor_of(space, min_free_bytes)
     if floor and not space.room(floor, path):
@@ -379,9 +347,8 @@ def check_room(path: str, min_free_bytes: int | None = None, what: str = "create
 
 
 class Claim:
-    """Bytes a caller keeps buffered before it hands them to a log (a queue's
-    pending sends, its pending lease records): counted as used, like a log's
-    own buffer, so what the caller acknowledged from it has room."""
+    """Bytes a caller buffers before handing them to a log (a queue's pending
+    sends and lease records), counted as used like a log's own buffer."""
 
     __slots__ = ("space", "floor", "held", "path", "control", "_cell", "__weakref__")
 
@@ -413,9 +380,8 @@ class Claim:
             self.held = self._cell[0] = nbytes
 
     def hand_over(self, control: bool, upto: int) -> int:
-        """Give up to ``upto`` of what is held to a log of the same tier, as its
-        grant for a batch (its ``append_batch(claim=)``); returns the bytes,
-        now the log's."""
+        """Give up to ``upto`` of what is held to a log of the same tier as its
+        grant (``append_batch(claim=)``); returns the bytes, now the log's."""
         if control != self.control or upto <= 0:
             return 0
         n = min(self.held, upto)

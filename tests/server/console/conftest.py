@@ -9,6 +9,7 @@ One browser serves the whole session (starting Chromium costs seconds).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import httpx
@@ -17,14 +18,21 @@ import pytest
 pytest.importorskip("jinja2")
 
 from console_helpers import AUTH, TOKEN, XSS, browser_missing, chromedriver, chromium
-from vqs_server_proc import ServerProcess
+from vqs_server_proc import ServerProcess, free_port
 
 
 @pytest.fixture(scope="session")
 def console_server(tmp_path_factory):
-    """A server with a bearer token; its data is made by the tests through the REST API."""
+    """A server with a bearer token; its data is made by the tests through the REST API (and
+    gRPC's share groups, whose group ids may hold markup, when the grpc extra is installed)."""
     d = tmp_path_factory.mktemp("vqs-console") / "data"
-    s = ServerProcess(d, "--token", TOKEN).start()
+    args = ["--token", TOKEN]
+    grpc_port = None
+    if importlib.util.find_spec("grpc") is not None:
+        grpc_port = free_port()
+        args += ["--grpc-port", str(grpc_port)]
+    s = ServerProcess(d, *args).start()
+    s.grpc_target = None if grpc_port is None else f"127.0.0.1:{grpc_port}"
     yield s
     rc = s.stop()
     assert rc == 0, s.log()
@@ -56,6 +64,40 @@ def seeded(api):
     # a refused request whose path carries markup: it shows in the overview's recent errors
     api.get("/topics/" + XSS[0].replace(" ", "%20"))
     return {"topic": "orders", "group": "billing", "queue": "jobs", "dlq": "jobs-dlq"}
+
+
+@pytest.fixture(scope="session")
+def share_seeded(console_server, api):
+    """Two share groups on topic ``picks`` (2 partitions, 12 records), one named with markup,
+    made over gRPC (REST's group names cannot hold markup; Kafka's and gRPC's can): each has a
+    member that acquired all 12, two of them twice, and released one (11 acquired, 1 available;
+    as their 30 s locks end, they become available)."""
+    grpc = pytest.importorskip("grpc", reason="the grpc extra makes the share groups with markup in their names")
+    from vqs.server.grpc.gen import vqs_pb2 as pb
+    from vqs.server.grpc.gen import vqs_pb2_grpc as pbg
+
+    md = (("authorization", f"Bearer {TOKEN}"),)
+    api.post("/topics", json={"name": "picks", "partitions": 2}).raise_for_status()
+    with grpc.insecure_channel(console_server.grpc_target) as ch:
+        st = pbg.ShareGroupsStub(ch)
+        members = {}
+        for g in ("pickers", XSS[0]):
+            m = st.Join(pb.ShareJoinRequest(group=g, topics=["picks"]), metadata=md)
+            st.Receive(pb.ShareReceiveRequest(group=g, member_id=m.member_id), metadata=md)  # starts at the end
+            members[g] = m.member_id
+        api.post("/topics/picks/messages", json={"messages": [{"value": f"pick-{i}", "partition": i % 2}
+                                                              for i in range(12)]}).raise_for_status()
+        for g, mid in members.items():
+            got = st.Receive(pb.ShareReceiveRequest(group=g, member_id=mid, max_records=8), metadata=md)
+            first = got.batches[0].records
+            st.Acknowledge(pb.ShareAcknowledgeRequest(group=g, member_id=mid, acks=[
+                pb.ShareAck(topic="picks", partition=first.partition, offset=o, type=pb.RELEASE)
+                for o in first.offsets[:2]]), metadata=md)
+            again = st.Receive(pb.ShareReceiveRequest(group=g, member_id=mid, max_records=10), metadata=md)
+            assert sorted(c for b in again.batches for c in b.delivery_counts) == [1, 1, 1, 1, 2, 2]
+            st.Acknowledge(pb.ShareAcknowledgeRequest(group=g, member_id=mid, acks=[pb.ShareAck(
+                topic="picks", partition=first.partition, offset=first.offsets[0], type=pb.RELEASE)]), metadata=md)
+    return {"topic": "picks", "group": "pickers", "xss_group": XSS[0]}
 
 
 @pytest.fixture(scope="session")

@@ -263,6 +263,44 @@ def test_redrive_from_a_dead_letter_queue_shows_progress(logged_in, console_serv
     assert api.get("/queues/rd").json()["attributes"]["ApproximateNumberOfMessages"] == "3"
 
 
+def test_share_groups_show_their_records_in_flight(logged_in, console_server, api, share_seeded):
+    d, url = logged_in, console_server.url
+    g = share_seeded["group"]
+    for _ in range(20):  # the page between two equal API reads (a lock may end meanwhile)
+        before = api.get(f"/share-groups/{g}").json()["partitions"]
+        open_page(d, url + "/console/share-groups")
+        row = d.find_element(By.CSS_SELECTOR, f"#share-groups tr[data-name='{g}']")
+        shown = (row.find_element(By.CSS_SELECTOR, "td.acquired").text,
+                 row.find_element(By.CSS_SELECTOR, "td.available").text)
+        if api.get(f"/share-groups/{g}").json()["partitions"] == before:
+            break
+    assert shown == (str(sum(p["acquired"] for p in before)), str(sum(p["available"] for p in before)))
+    assert row.find_element(By.CSS_SELECTOR, "td.in-flight").text == "12"
+    rects = row.find_elements(By.CSS_SELECTOR, "svg.hist rect")
+    assert [r.get_attribute("data-records") for r in rects] == ["10", "2", "0", "0", "0"]
+    heights = [r.size["height"] for r in rects]  # as drawn: the bars' heights follow the counts
+    assert heights[0] > heights[1] > 0 and heights[2:] == [0, 0, 0]
+    assert "1\u00d7 10 \u00b7 2\u00d7 2" in row.text.replace("\xa0", " ")  # the legend
+
+    # the group whose id is markup: a link of one path segment, its page shows the id as text
+    xss_row = next(r for r in d.find_elements(By.CSS_SELECTOR, "#share-groups tbody tr")
+                   if r.find_element(By.TAG_NAME, "td").text == XSS[0])
+    xss_row.find_element(By.TAG_NAME, "a").click()
+    wait(d, lambda d: d.find_elements(By.ID, "share-partitions"))
+    no_alert(d)
+    assert d.find_element(By.ID, "group-name").text == XSS[0]
+    assert d.find_elements(By.CSS_SELECTOR, "img[src='x']") == [] and console_problems(d) == []
+    assert len(d.find_elements(By.CSS_SELECTOR, "#share-partitions tbody tr")) == 2
+    assert d.find_element(By.ID, "in-flight").text == "12"
+    assert d.execute_script("return document.querySelectorAll('script:not([src])').length") == 0
+
+    open_page(d, url + f"/console/topics/{share_seeded['topic']}")
+    names = [r.find_element(By.TAG_NAME, "td").text
+             for r in d.find_elements(By.CSS_SELECTOR, "#topic-share-groups tbody tr")]
+    assert sorted(names) == sorted([g, XSS[0]])
+    no_alert(d)
+
+
 @pytest.mark.parametrize("path", [
     "/console", "/console/topics/orders?partition=0&offset=0&format=text",
     "/console/topics/orders?partition=0&offset=0&format=json", "/console/topics/orders?partition=0&offset=0&format=hex",
@@ -284,11 +322,16 @@ SHOTS = [("overview", "/console"), ("topics", "/console/topics"),
          ("group", "/console/groups/billing"), ("queues", "/console/queues"), ("queue", "/console/queues/jobs")]
 
 
-def test_screenshots_for_the_docs(logged_in, console_server, seeded, tmp_path):
+def test_screenshots_for_the_docs(logged_in, console_server, seeded, tmp_path, request):
     """The pictures of docs/console.md, taken here: written to docs/console/ when
     VQS_UPDATE_SCREENSHOTS=1 (then commit them), else to a temporary directory."""
+    import importlib.util
     import os
 
+    shots = list(SHOTS)
+    if importlib.util.find_spec("grpc") is not None:  # share groups are made over gRPC
+        request.getfixturevalue("share_seeded")
+        shots.append(("share_group", "/console/share-groups/pickers"))
     d = logged_in
     out = tmp_path
     if os.environ.get("VQS_UPDATE_SCREENSHOTS") == "1":
@@ -296,7 +339,7 @@ def test_screenshots_for_the_docs(logged_in, console_server, seeded, tmp_path):
         os.makedirs(out, exist_ok=True)
     d.set_window_size(1000, 1150)
     try:
-        for name, path in SHOTS:
+        for name, path in shots:
             open_page(d, console_server.url + path)
             if name == "overview":
                 wait(d, lambda d: int(d.find_element(By.ID, "chart-produce").get_attribute("data-points") or 0) >= 2)

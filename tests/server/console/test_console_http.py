@@ -160,7 +160,7 @@ def test_console_refused_off_loopback_without_credentials():
     assert e.value.status == 401
 
 
-def test_the_overview_lists_the_listeners_that_serve(tmp_path, console_server):
+def test_the_overview_lists_the_listeners_that_serve(tmp_path):
     from vqs_server_proc import ServerProcess, free_port
 
     pytest.importorskip("grpc")
@@ -172,7 +172,11 @@ def test_the_overview_lists_the_listeners_that_serve(tmp_path, console_server):
         assert f"127.0.0.1:{kafka}" in page and f"127.0.0.1:{grpc_port}" in page and "gRPC" in page
     finally:
         assert s.stop() == 0, s.log()
-    page = httpx.get(console_server.url + "/console", headers=AUTH, timeout=30).text
+    plain = ServerProcess(tmp_path / "plain").start()  # (the console tests' server has gRPC on)
+    try:
+        page = httpx.get(plain.url + "/console", timeout=30).text
+    finally:
+        assert plain.stop() == 0, plain.log()
     assert "off (start the server with --kafka-port PORT)" in page
     assert "off (start the server with --grpc-port PORT)" in page
 

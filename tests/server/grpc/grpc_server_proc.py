@@ -46,3 +46,4 @@ class Stubs:
         self.records = pbg.RecordsStub(channel)
         self.groups = pbg.GroupsStub(channel)
         self.queues = pbg.QueuesStub(channel)
+        self.share = pbg.ShareGroupsStub(channel)

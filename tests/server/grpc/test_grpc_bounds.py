@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import time
@@ -28,13 +29,16 @@ def test_a_peers_goaway_text_never_reaches_the_log(tmp_path):
         with socket.create_connection(("127.0.0.1", s.grpc_port)) as c:
             c.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + _frame(4, 0, 0, b""))
             c.sendall(_frame(7, 0, 0, struct.pack(">II", 0, 2) + FORGED))
-            c.settimeout(5)
+            # a PING after it: its ACK (or the connection's end) says the server has read the
+            # GOAWAY (frames of a connection are handled in order)
+            c.sendall(_frame(6, 0, 0, b"goaway-1"))
+            c.settimeout(30)
+            buf = b""
             try:
-                while c.recv(65536):
-                    pass
-            except (TimeoutError, ConnectionResetError):
+                while _frame(6, 1, 0, b"goaway-1") not in buf and (got := c.recv(65536)):
+                    buf += got
+            except ConnectionResetError:
                 pass
-        time.sleep(0.5)  # the server's handling of the frame is its own (nothing to wait on)
     finally:
         assert s.stop() == 0, s.log()
     log = s.log()
@@ -114,3 +118,68 @@ def test_connections_past_max_connections_are_closed_at_accept(tmp_path):
         for ch in chans:
             ch.close()
         assert s.stop() == 0, s.log()
+
+
+def _h2_open(port: int, source: str) -> socket.socket | None:
+    """A raw HTTP/2 connection from ``source`` that the server answered (its SETTINGS), or None
+    when the server closed it instead."""
+    c = socket.socket()
+    c.bind((source, 0))
+    c.connect(("127.0.0.1", port))
+    c.settimeout(10)
+    try:
+        c.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + _frame(4, 0, 0, b""))
+        if c.recv(9):
+            return c
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    c.close()
+    return None
+
+
+def test_connections_from_one_address_are_capped_and_others_served(tmp_path):
+    """Before: gRPC capped connections in total only (the C core has no per-address knob): one
+    address could hold every place, idle, and no other client could connect."""
+    s = GrpcServer(tmp_path / "data", "--max-connections-per-client", "3").start()
+    held = []
+    try:
+        for _ in range(3):
+            c = _h2_open(s.grpc_port, "127.0.0.2")
+            assert c is not None
+            held.append(c)
+        assert _h2_open(s.grpc_port, "127.0.0.2") is None  # the fourth from that address: closed
+        with grpc.insecure_channel(s.target) as ch:  # another address (127.0.0.1) is served
+            from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+            answer = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        held.pop().close()
+        deadline = time.monotonic() + 10
+        while (again := _h2_open(s.grpc_port, "127.0.0.2")) is None:  # the server sees the close a moment later
+            assert time.monotonic() < deadline, "a freed place was never given to a new connection"
+        held.append(again)
+    finally:
+        for c in held:
+            c.close()
+        assert s.stop() == 0, s.log()
+    assert "grpc: refused 1 connection(s) over max_connections_per_client" in s.log()
+
+
+def test_a_killed_servers_core_socket_directory_is_removed_by_the_next_start(tmp_path):
+    import subprocess
+    import sys
+
+    from vqs.server.grpc.front import _sweep_stale_socket_dirs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"vqs-grpc-{gone.pid}-abc"
+    dead.mkdir()
+    (dead / "core.sock").write_bytes(b"")
+    alive = tmp_path / f"vqs-grpc-{os.getpid()}-def"
+    alive.mkdir()
+    other = tmp_path / "vqs-grpc-notapid-x"
+    other.mkdir()
+    _sweep_stale_socket_dirs(str(tmp_path))
+    assert not dead.exists()
+    assert alive.exists() and other.exists()

@@ -34,6 +34,9 @@ def test_tokens_unauthenticated_permission_denied_and_open_health(tmp_path, pb):
             with pytest.raises(grpc.RpcError) as ei:
                 st.topics.ListTopics(req, metadata=md)
             assert ei.value.code() == code, md
+        with pytest.raises(grpc.RpcError) as ei:  # share groups: the same tokens
+            st.share.Receive(pb.ShareReceiveRequest(group="g", member_id="m"))
+        assert ei.value.code() == grpc.StatusCode.UNAUTHENTICATED
         # a streaming call is refused the same way, before anything is read
         with pytest.raises(grpc.RpcError) as ei:
             list(st.records.Subscribe(pb.SubscribeRequest(topic="t"), timeout=5))

@@ -322,7 +322,8 @@ def test_health_and_reflection(stubs, pb):
     r = reflection_pb2_grpc.ServerReflectionStub(stubs.channel)
     answer = next(r.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
     names = {s.name for s in answer.list_services_response.service}
-    assert {"vqs.v1.Topics", "vqs.v1.Records", "vqs.v1.Groups", "vqs.v1.Queues", "grpc.health.v1.Health"} <= names
+    assert {"vqs.v1.Topics", "vqs.v1.Records", "vqs.v1.Groups", "vqs.v1.Queues", "vqs.v1.ShareGroups",
+            "grpc.health.v1.Health"} <= names
     fd = next(r.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(
         file_containing_symbol="vqs.v1.Records")])))
     assert fd.file_descriptor_response.file_descriptor_proto  # a client can be built from it

@@ -23,10 +23,10 @@ Modules (each states its invariants):
 * settings.py       ``QueueSettings``: a queue's part that owns its configuration and
                     identity, changes them (attributes, tags) and writes them
 * validate.py       SQS's limits on requests, message attributes, batch entries
-* batch_entries.py  SQS's batch actions with per-entry results
+* batch_entries.py  SQS's batch actions with per-entry results (functions over a queue)
 * redrive.py        ``Mover``: dead-letter moves, redrive (a queue's part)
 * move_tasks.py     message move tasks (``MoveTasks``), kept across restarts
-* maintenance.py    expire, reclaim, compact
+* maintenance.py    ``Maintenance``: purge, expire, reclaim, compact (a queue's part)
 * peek.py           pending messages read without receiving them (``read_pending``)
 
 The queues of a data directory are made, opened and deleted by

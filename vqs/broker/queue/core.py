@@ -14,10 +14,12 @@ which type it serves. Parts that own their state are objects the queue holds:
 the hot paths read the queue's copies, refreshed by ``_configured``),
 ``_leases`` (leases.py, with its receipt codec), ``_state`` (lease_state.py),
 ``_sends`` (send_buffer.py), ``_mover`` (redrive.py: moves between queues,
-their intents); peek.py reads pending messages for ``peek``. batch_entries.py
-(batch actions with per-entry results) and maintenance.py (expire, reclaim,
-compact) are still method sets mixed into ``Queue``, working on its
-attributes; each documents the state it relies on. Everything that changes
+their intents), ``_maint`` (maintenance.py: purge, expire, reclaim, compact,
+their bookkeeping); peek.py reads pending messages for ``peek``, and
+batch_entries.py runs the batch actions with per-entry results (functions
+over the queue, no state of their own). No mixins: each part owns its
+attributes; the queue types (standard.py, fifo.py) subclass ``Queue`` and hold
+the receive strategy's structures. Everything that changes
 queue state runs under ``self._lock``; fsyncs (``flush="always"``) run after
 it is released: concurrent callers share them.
 
@@ -81,13 +83,13 @@ from ...errors import (
     QueueError,
 )
 from ...storage import Claim, Flusher, Log
-from .batch_entries import BatchEntries
+from . import batch_entries
 from .config import DEFAULT_ARN_PREFIX, MAX_VISIBILITY_S
 from .config_files import StoredQueue
-from .lease_records import encode_deletes, encode_leases
+from .lease_records import DELETE_ROOM, RECEIVE_ROOM, VISIBILITY_ROOM, encode_deletes, encode_leases
 from .lease_state import LeaseStateStore
 from .leases import INFLIGHT, LeaseTable
-from .maintenance import COMPACT_BYTES, Maintenance
+from .maintenance import Maintenance
 from .message import Message
 from .peek import PeekedMessage, check_peek, read_pending
 from .receipt import ReceiptCodec
@@ -105,14 +107,6 @@ from .validate import (
     prepare_entry,
 )
 
-#: state-log bytes a receive may append per message asked for: a lease record
-#: (45 bytes) or a run's share, and room for deletes of expired messages met
-RECEIVE_ROOM = 96
-#: state-log bytes of one visibility change (a lease record) and of one delete
-#: (its share of a delete record); room_for adds the records' fixed parts
-VISIBILITY_ROOM = 48
-DELETE_ROOM = 16
-
 
 def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
     if clock is time.time:
@@ -123,7 +117,7 @@ def _now_ms_from(clock: Callable[[], float]) -> Callable[[], int]:
 
 logger = logging.getLogger("vqs.broker.queue")
 
-class Queue(BatchEntries, Maintenance):
+class Queue:
     """One SQS-style queue (see module doc). Made by ``QueueRegistry``, which
     opens it with ``opening.open_queue``; the constructor is that of the queue's type."""
 
@@ -146,7 +140,6 @@ class Queue(BatchEntries, Maintenance):
         self._cond = threading.Condition(self._lock)
         self._waiting = 0
         self._closed = False
-        self._last_purge_ms = None
         self._settings = settings = QueueSettings(path, name, stored)
         self._configured()
         cfg = self.config
@@ -161,23 +154,18 @@ class Queue(BatchEntries, Maintenance):
             # Appends are buffered under the queue lock; the caller fsyncs after
             # releasing it (log.flush), so concurrent callers share fsyncs.
             opts["flush"] = "interval"
-        self._drain_reclaim = False  # maintenance.py: reclaim once drained (a write found no space)
+        self._maint = maint = Maintenance(self)  # purge, expire, reclaim, compact (maintenance.py)
         self._log = Log.open(messages, **opts)
-        self._log.on_disk_short = self._disk_short  # maintenance.py: reclaim once drained
+        self._log.on_disk_short = maint.disk_short  # reclaim once drained (maintenance.py)
         # pending plain sends (standard queues under a relaxed flush policy only
         # add to it; it stays empty otherwise)
         self._sends = SendBuffer(cfg.batch_max_records, cfg.batch_max_bytes,
                                  Claim(messages, cfg.min_free_bytes))
         self._leases = LeaseTable(ReceiptCodec(settings.secret))
-        self._state_bytes = 0  # state-log bytes since the last snapshot
-        self._compact_at = COMPACT_BYTES  # snapshot past this (less on a full disk: maintenance.py)
         self._epoch_due = False  # a receipt epoch not yet durable (an open on a full disk)
-        self._compact_tried_end = -1  # state-log end at the last refusal's compaction
         self._dels: list = []  # offsets deleted under the lock, their record not yet written
         self._mover = Mover(self)  # moves to and from other queues, their intents (redrive.py)
         self._id_block = (-1, "")  # (offset >> 8, message-id prefix of those offsets)
-        self._bytes_per_offset = 0.0
-        self._sent_n = self._sent_b = 0  # messages (and their bytes) sent by this process
         try:
             self._state = LeaseStateStore(
                 os.path.join(path, "state"), flush=opts["flush"],
@@ -187,14 +175,13 @@ class Queue(BatchEntries, Maintenance):
         except BaseException:
             self._log.close()
             raise
-        self._state.on_short = self._state_short  # maintenance.py
         try:
             self._recover(clean)
         except BaseException:
             self._state.close()
             self._log.close()
             raise
-        self.reclaim()  # maintenance.py: restarted drained on a full disk, the consumed segment goes
+        maint.reclaim()  # restarted drained on a full disk: the consumed segment goes
         if cfg.flush == "interval":
             Flusher.shared().register(self, cfg.flush_interval_ms / 1000)
 
@@ -211,12 +198,11 @@ class Queue(BatchEntries, Maintenance):
             dirty = True  # a new receipt epoch: durable (the snapshot below) before any handle
         self._opened_clean = clean
         self._low = low
-        self._reclaim_low = low
-        self._reclaim_next = low + 16
+        self._maint.start(low)
         self._recovered(cursor, ahead, now)
         if dirty:
             try:
-                self._compact_locked(now)
+                self._maint.compact_locked(now)
             except DiskFullError:
                 # An open after a crash on a full disk: the state log (a control write)
                 # takes the epoch instead, durable before any handle; the snapshot waits.
@@ -231,7 +217,7 @@ class Queue(BatchEntries, Maintenance):
                                    "snapshot or receipt epoch (%s); sends wait until it is written",
                                    self.name, e)
                     self._epoch_due = True
-                self._state_bytes = self._compact_at // 2  # the periodic snapshot tries again
+                state.snapshot_waits()  # the periodic snapshot tries again
 
     # ======================================================= settings (settings.py)
 
@@ -302,7 +288,7 @@ class Queue(BatchEntries, Maintenance):
         """Sends while the receipt epoch is not durable (``_epoch_due``): write it
         now (a snapshot, else an "E" record), or refuse with DiskFullError."""
         try:
-            self._compact_locked(self._now_ms())
+            self._maint.compact_locked(self._now_ms())
         except DiskFullError:
             self._state.write_epoch(*self._state.epochs[-1])  # (the open put it last)
         self._epoch_due = False
@@ -403,8 +389,9 @@ class Queue(BatchEntries, Maintenance):
                 first = ap(values[0], headers=headers[0], timestamp_ms=ts)
                 for i in range(1, n):
                     ap(values[i], headers=headers[i], timestamp_ms=ts)
-        self._sent_n += n
-        self._sent_b += sum(map(len, values))
+        m = self._maint
+        m.sent_n += n
+        m.sent_b += sum(map(len, values))
         return first
 
     def _message_id_at(self, o: int) -> str:
@@ -481,7 +468,7 @@ class Queue(BatchEntries, Maintenance):
                     try:
                         self._state.room_for(RECEIVE_ROOM * max_messages)
                     except DiskFullError:
-                        self._room_after_compact_locked(RECEIVE_ROOM * max_messages)
+                        self._maint.room_after_compact_locked(RECEIVE_ROOM * max_messages)
                     now = self._now_ms()
                     msgs, moves = self._take(max_messages, vis, now, dlq)
                     if msgs:
@@ -524,39 +511,22 @@ class Queue(BatchEntries, Maintenance):
         """Write the lease records ``flat`` and the deletes ``dels`` made by a receive."""
         st = self._state
         if flat:
-            v = encode_leases(flat, len(flat) // 6)
-            st.append(v)
-            self._state_bytes += len(v)
+            st.append(encode_leases(flat, len(flat) // 6))
         if dels:
-            self._write_deletes_locked(dels)
-        if self._state_bytes > self._compact_at:
-            self._compact_locked(now, required=False)
-
-    def _room_after_compact_locked(self, nbytes: int) -> None:
-        """A receive or visibility change found only the deletes' floor left (a
-        full disk): compact, which on a full disk gives the state log's space
-        back (maintenance.py), and ask again; DiskFullError if still refused.
-        Once per state-log end: a refusal with nothing new to reclaim costs no
-        snapshot attempt."""
-        end = self._state.log.end_offset
-        if end != self._compact_tried_end:
-            self._compact_tried_end = end
-            self._compact_locked(self._now_ms(), required=False)
-        self._state.room_for(nbytes)
-
-    def _write_deletes_locked(self, dels: list) -> None:
-        v = encode_deletes(dels)
-        self._state.append(v)
-        self._state_bytes += len(v)
-        self._deleted_locked(dels)
+            st.append(encode_deletes(dels))
+            self._deleted_locked(dels)
+        if st.grown > st.compact_at:
+            self._maint.compact_locked(now, False)
 
     def _flush_dels_locked(self) -> None:
         """Write the delete record of ``self._dels`` (offsets already forgotten)."""
         dels = self._dels
         self._dels = []
-        self._write_deletes_locked(dels)
-        if self._state_bytes > self._compact_at:
-            self._compact_locked(self._now_ms(), required=False)
+        st = self._state
+        st.append(encode_deletes(dels))
+        self._deleted_locked(dels)
+        if st.grown > st.compact_at:
+            self._maint.compact_locked(self._now_ms(), False)
 
     # ============================================================ deleting
 
@@ -574,7 +544,7 @@ class Queue(BatchEntries, Maintenance):
             self._state.flush()
         if err is not None:
             raise err
-        self._maybe_reclaim()
+        self._maint.maybe_reclaim()
 
     # ============================================================ visibility
 
@@ -621,10 +591,9 @@ class Queue(BatchEntries, Maintenance):
         try:
             self._state.room_for(VISIBILITY_ROOM)
         except DiskFullError:
-            self._room_after_compact_locked(VISIBILITY_ROOM)
-        v = encode_leases([o, nonce, until, e.received, e.first, e.count], 1)
-        self._state.append(v)  # first: refused for space (DiskFullError), the lease is unchanged
-        self._state_bytes += len(v)
+            self._maint.room_after_compact_locked(VISIBILITY_ROOM)
+        # first: refused for space (DiskFullError), the lease is unchanged
+        self._state.append(encode_leases([o, nonce, until, e.received, e.first, e.count], 1))
         e.until = until
         heapq.heappush(lt.timers, (until, o, nonce))
         lt.tidy()
@@ -633,6 +602,51 @@ class Queue(BatchEntries, Maintenance):
             if self._waiting:
                 self._cond.notify()
         return None
+
+    # ============================== batch entries (batch_entries.py)
+
+    def send_batch_entries(self, entries: list[dict]) -> dict:
+        """SQS SendMessageBatch: each entry a dict with ``id`` and ``body`` (and the
+        optional fields of ``send_batch``). Returns ``{"successful": [{"id",
+        "message_id", "sequence_number"}], "failed": [{"id", "code",
+        "sender_fault", "message"}]}``. Whole-request problems (no entries, more
+        than 10, repeated or invalid ids, over 1 MiB) raise."""
+        return batch_entries.send_entries(self, entries)
+
+    def delete_batch_entries(self, entries: list[dict]) -> dict:
+        """SQS DeleteMessageBatch: entries ``{"id", "receipt_handle"}``; returns
+        ``{"successful": [{"id"}], "failed": [{"id", "code", "sender_fault", "message"}]}``."""
+        return batch_entries.delete_entries(self, entries)
+
+    def change_visibility_batch_entries(self, entries: list[dict]) -> dict:
+        """SQS ChangeMessageVisibilityBatch: entries ``{"id", "receipt_handle",
+        "visibility_timeout"}``; returns successful/failed like ``delete_batch_entries``."""
+        return batch_entries.change_visibility_entries(self, entries)
+
+    # ================================== maintenance (maintenance.py)
+
+    def purge(self) -> None:
+        """Delete every message sent before this call (in flight ones included).
+        Only one purge per 60 seconds (PurgeQueueInProgress)."""
+        self._maint.purge()
+
+    def expire(self) -> int:
+        """Retention: delete visible messages older than MessageRetentionPeriod now
+        (receive does it as it meets them). Returns how many were deleted."""
+        return self._maint.expire()
+
+    def reclaim(self) -> int:
+        """Delete the message-log segments below the lowest message not yet deleted
+        (FIFO queues keep the last 5 minutes, the deduplication window). Returns
+        the number of segments deleted."""
+        return self._maint.reclaim()
+
+    def compact(self) -> None:
+        """Write a snapshot of the lease state and drop the state log below it."""
+        with self._lock:
+            if self._closed:
+                return
+            self._maint.compact_locked(self._now_ms())
 
     # ============================================== moves (redrive.py)
 
@@ -715,7 +729,7 @@ class Queue(BatchEntries, Maintenance):
             # the old ones stay, as after a crash (the state log replays onto the old
             # snapshot; opening reads only the settings files' settings, which every change
             # already wrote), so closing on a full disk is not an error.
-            for step in (lambda: self._compact_locked(self._now_ms()), self._save_files):
+            for step in (lambda: self._maint.compact_locked(self._now_ms()), self._save_files):
                 try:
                     step()
                 except DiskFullError as e:
@@ -731,18 +745,13 @@ class Queue(BatchEntries, Maintenance):
                     errors.append(e)
             self._closed = True
             self._cond.notify_all()
-        for step in (self._log.flush, self._reclaim_at_close, self._state.close, self._log.close):
+        for step in (self._log.flush, self._maint.reclaim_at_close, self._state.close, self._log.close):
             try:
                 step()
             except BaseException as e:
                 errors.append(e)
         if errors:
             raise errors[0]
-
-    def _reclaim_at_close(self) -> None:
-        target = self._reclaim_target()
-        if target > self._log.start_offset:
-            self._log.delete_before(target)
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, fifo={self._fifo}, low={self._low}, end={self._end_offset()})"

@@ -208,169 +208,168 @@ def read_groups(log, offsets: list) -> dict[int, str]:
     return out
 
 
-class FairReceive:
-    """The fair receive strategy of a ``StandardQueue`` (mixed into it): reads
-    and changes the standard queue's structures (standard.py's module doc)."""
+def rebuild_fair(q) -> None:
+    """Count the messages in flight per tenant (at open, or when the queue
+    turns fair): their group ids are read from the message log."""
+    if q._sends.values:
+        q._push_locked()
+    fair = q._fair
+    live = q._leases.live
+    offs = sorted(o for o, e in live.items() if e.state == INFLIGHT)
+    for o, g in read_groups(q._log, offs).items():
+        fair.leased(o, g)
 
-    def _rebuild_fair_locked(self) -> None:
-        """Count the messages in flight per tenant (at open, or when the queue
-        turns fair): their group ids are read from the message log."""
-        if self._sends.values:
-            self._push_locked()
-        fair = self._fair
-        live = self._leases.live
-        offs = sorted(o for o, e in live.items() if e.state == INFLIGHT)
-        for o, g in read_groups(self._log, offs).items():
+
+def turn_fair(q) -> None:
+    """Make queue ``q`` fair, durably, before a message with a group id is
+    appended (module doc, crash reasoning)."""
+    fair = FairShare()
+    q._fair = fair
+    try:
+        rebuild_fair(q)
+        q._save_files()
+    except BaseException:
+        q._fair = None
+        raise
+
+
+def take_fair(q, n: int, vis: int, now: int, dlq) -> tuple[list, list]:
+    """The fair receive of a ``StandardQueue`` (its structures: standard.py's
+    module doc): ``_take`` while a tenant is noisy or may turn noisy in this receive,
+    or messages are parked: one message at a time, the noisy set
+    recomputed after each delivery (module doc)."""
+    fair = q._fair
+    lt = q._leases
+    live = lt.live
+    avail = q._avail
+    out: list = []
+    moves: list = []
+    flat: list = []
+    dels: list = []
+    until = now + vis * 1000
+    expire_before = now - q._ret_ms
+    mrc = q.config.max_receive_count if dlq is not None else None
+    codec = lt.codec
+    issued = lt.issued
+    log = q._log
+    ahead = q._ahead
+    cursor = q._cursor
+    if q._sends.values:
+        q._push_locked()
+    end = log.end_offset
+    buf: deque = deque()
+    pop = heapq.heappop
+    noisy = fair.noisy(lt.n_inflight)
+
+    def again(o: int, r, e, g) -> None:
+        """Deliver tracked message ``o`` (visible again, or parked): counted out of
+        ``n_available`` by the caller."""
+        if r is None or sent_ms(r) <= expire_before:
+            del live[o]
+            dels.append(o)
+            return
+        if mrc is not None and e.count >= mrc:
+            e.state = MOVING
+            moves.append((o, r, e))
+            return
+        lt.nonce += 1
+        handle = lt.lease_again(o, e, lt.nonce, until, now, flat)
+        out.append(q._message(o, r.value, r.timestamp_ms, r.headers or (), handle,
+                                 e.count, e.first))
+        if g is not None:
             fair.leased(o, g)
 
-    def _turn_fair_locked(self) -> None:
-        """Make this queue fair, durably, before a message with a group id is
-        appended (module doc, crash reasoning)."""
-        fair = FairShare()
-        self._fair = fair
-        try:
-            self._rebuild_fair_locked()
-            self._save_files()
-        except BaseException:
-            self._fair = None
-            raise
-
-    def _take_fair(self, n: int, vis: int, now: int, dlq) -> tuple[list, list]:
-        """``_take`` while a tenant is noisy or may turn noisy in this receive,
-        or messages are parked: one message at a time, the noisy set
-        recomputed after each delivery (module doc)."""
-        fair = self._fair
-        lt = self._leases
-        live = lt.live
-        avail = self._avail
-        out: list = []
-        moves: list = []
-        flat: list = []
-        dels: list = []
-        until = now + vis * 1000
-        expire_before = now - self._ret_ms
-        mrc = self.config.max_receive_count if dlq is not None else None
-        codec = lt.codec
-        issued = lt.issued
-        log = self._log
-        ahead = self._ahead
-        cursor = self._cursor
-        if self._sends.values:
-            self._push_locked()
-        end = log.end_offset
-        buf: deque = deque()
-        pop = heapq.heappop
-        noisy = fair.noisy(lt.n_inflight)
-
-        def again(o: int, r, e, g) -> None:
-            """Deliver tracked message ``o`` (visible again, or parked): counted out of
-            ``n_available`` by the caller."""
-            if r is None or sent_ms(r) <= expire_before:
-                del live[o]
-                dels.append(o)
-                return
-            if mrc is not None and e.count >= mrc:
-                e.state = MOVING
-                moves.append((o, r, e))
-                return
-            lt.nonce += 1
-            handle = lt.lease_again(o, e, lt.nonce, until, now, flat)
-            out.append(self._message(o, r.value, r.timestamp_ms, r.headers or (), handle,
-                                     e.count, e.first))
-            if g is not None:
-                fair.leased(o, g)
-
-        while len(out) < n:
-            got = len(out)
-            # the stream's next offset: visible again below the cursor, then fresh
-            while avail and avail[0] < cursor:
-                e = live.get(avail[0])
-                if e is not None and e.state == AVAILABLE:
-                    break
-                pop(avail)
-            if avail and avail[0] < cursor:
-                h = avail[0]
-            elif cursor < end and (not noisy or len(fair.parked_of) < MAX_PARKED):
-                h = cursor
-            else:
-                h = None
-            q = fair.oldest_quiet(live, noisy) if fair.parked else None
-            if q is None and h is None and fair.parked:
-                q = fair.least_busy(live)  # only noisy tenants' messages are visible
-            if q is not None and (h is None or q[0] < h):
-                o, g = q
-                fair.unpark(g, o)
-                lt.n_available -= 1
-                again(o, self._read_one(o), live[o], g)
-            elif h is None:
+    while len(out) < n:
+        got = len(out)
+        # the stream's next offset: visible again below the cursor, then fresh
+        while avail and avail[0] < cursor:
+            e = live.get(avail[0])
+            if e is not None and e.state == AVAILABLE:
                 break
-            elif h < cursor:
-                pop(avail)
-                e = live[h]
+            pop(avail)
+        if avail and avail[0] < cursor:
+            h = avail[0]
+        elif cursor < end and (not noisy or len(fair.parked_of) < MAX_PARKED):
+            h = cursor
+        else:
+            h = None
+        quiet = fair.oldest_quiet(live, noisy) if fair.parked else None
+        if quiet is None and h is None and fair.parked:
+            quiet = fair.least_busy(live)  # only noisy tenants' messages are visible
+        if quiet is not None and (h is None or quiet[0] < h):
+            o, g = quiet
+            fair.unpark(g, o)
+            lt.n_available -= 1
+            again(o, q._read_one(o), live[o], g)
+        elif h is None:
+            break
+        elif h < cursor:
+            pop(avail)
+            e = live[h]
+            lt.n_available -= 1
+            r = q._read_one(h)
+            g = group_id(r.headers) if r is not None and r.headers else None
+            if (g is not None and g in noisy and (mrc is None or e.count < mrc)
+                    and sent_ms(r) > expire_before):
+                fair.park(h, g)  # (past max_receive_count: moved by ``again``)
+                lt.n_available += 1
+                continue
+            again(h, r, e, g)
+        else:
+            if not buf:
+                buf.extend(log.read(cursor, max_records=_READ_AHEAD))
+                if not buf:
+                    end = cursor
+                    continue
+            r = buf.popleft()
+            o = r.offset
+            cursor = o + 1
+            hd = r.headers
+            e = live.get(o)
+            if e is not None:
+                # delayed at send, or leased before a restart (standard._take)
+                if e.state != AVAILABLE:
+                    continue
                 lt.n_available -= 1
-                r = self._read_one(h)
-                g = group_id(r.headers) if r is not None and r.headers else None
+                g = group_id(hd) if hd else None
                 if (g is not None and g in noisy and (mrc is None or e.count < mrc)
                         and sent_ms(r) > expire_before):
-                    fair.park(h, g)  # (past max_receive_count: moved by ``again``)
+                    fair.park(o, g)
                     lt.n_available += 1
                     continue
-                again(h, r, e, g)
+                again(o, r, e, g)
+            elif ahead and o in ahead:
+                ahead.discard(o)
+                continue
             else:
-                if not buf:
-                    buf.extend(log.read(cursor, max_records=_READ_AHEAD))
-                    if not buf:
-                        end = cursor
-                        continue
-                r = buf.popleft()
-                o = r.offset
-                cursor = o + 1
-                hd = r.headers
-                e = live.get(o)
-                if e is not None:
-                    # delayed at send, or leased before a restart (standard._take)
-                    if e.state != AVAILABLE:
-                        continue
-                    lt.n_available -= 1
-                    g = group_id(hd) if hd else None
-                    if (g is not None and g in noisy and (mrc is None or e.count < mrc)
-                            and sent_ms(r) > expire_before):
-                        fair.park(o, g)
-                        lt.n_available += 1
-                        continue
-                    again(o, r, e, g)
-                elif ahead and o in ahead:
-                    ahead.discard(o)
+                st = receive_state(r.timestamp_ms, hd, now, expire_before)
+                if st:
+                    if st > 0:
+                        lt.delay(o, st)
+                    else:
+                        dels.append(o)
                     continue
-                else:
-                    st = receive_state(r.timestamp_ms, hd, now, expire_before)
-                    if st:
-                        if st > 0:
-                            lt.delay(o, st)
-                        else:
-                            dels.append(o)
-                        continue
-                    g = group_id(hd) if hd else None
-                    if g is not None and g in noisy:
-                        live[o] = make_lease(0, 0, 0, 0, 0, AVAILABLE)
-                        lt.n_available += 1
-                        fair.park(o, g)
-                        continue
-                    lt.nonce += 1
-                    nonce = lt.nonce
-                    live[o] = make_lease(nonce, until, 1, now, now, INFLIGHT)
-                    lt.n_inflight += 1
-                    heapq.heappush(lt.timers, (until, o, nonce))
-                    flat += (o, nonce, until, now, now, 1)
-                    handle = codec.encode(o, nonce)
-                    issued[handle] = (o, nonce)
-                    out.append(self._message(o, r.value, r.timestamp_ms, hd or (), handle, 1, now))
-                    if g is not None:
-                        fair.leased(o, g)
-            if len(out) != got:
-                noisy = fair.noisy(lt.n_inflight)
-        self._cursor = cursor
-        if flat or dels:
-            self._log_ops(flat, dels, now)
-        return out, moves
+                g = group_id(hd) if hd else None
+                if g is not None and g in noisy:
+                    live[o] = make_lease(0, 0, 0, 0, 0, AVAILABLE)
+                    lt.n_available += 1
+                    fair.park(o, g)
+                    continue
+                lt.nonce += 1
+                nonce = lt.nonce
+                live[o] = make_lease(nonce, until, 1, now, now, INFLIGHT)
+                lt.n_inflight += 1
+                heapq.heappush(lt.timers, (until, o, nonce))
+                flat += (o, nonce, until, now, now, 1)
+                handle = codec.encode(o, nonce)
+                issued[handle] = (o, nonce)
+                out.append(q._message(o, r.value, r.timestamp_ms, hd or (), handle, 1, now))
+                if g is not None:
+                    fair.leased(o, g)
+        if len(out) != got:
+            noisy = fair.noisy(lt.n_inflight)
+    q._cursor = cursor
+    if flat or dels:
+        q._log_ops(flat, dels, now)
+    return out, moves
 

@@ -31,8 +31,9 @@ from collections import deque
 from collections.abc import Iterable
 
 from ...errors import LogClosedError, QueueError, ReceiptHandleExpired
-from .core import DELETE_ROOM, Queue
+from .core import Queue
 from .dedup import WINDOW_MS, DedupWindow
+from .lease_records import DELETE_ROOM
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import H_DEDUP, H_GROUP, H_ID, receive_state, sent_ms
 from .peek import smallest
@@ -348,8 +349,8 @@ class FifoQueue(Queue):
             self._state.flush()
         if errs is not None:
             raise errs
-        if self._low >= self._reclaim_next:
-            self._maybe_reclaim()
+        if self._low >= self._maint.reclaim_next:
+            self._maint.maybe_reclaim()
 
     def _delete_one_locked(self, o: int, nonce: int, handle) -> QueueError | None:
         lt = self._leases

@@ -24,6 +24,15 @@ OP_MOVE = 0x4D  # "M"
 MOVE = struct.Struct("<QH")  # target_end, len(target)
 EPOCH = struct.Struct("<QQ")
 
+#: state-log bytes a receive may append per message asked for: a lease record
+#: (45 bytes) or a run's share, and room for deletes of expired messages met
+RECEIVE_ROOM = 96
+#: state-log bytes of one visibility change (a lease record) and of one delete
+#: (its share of a delete record, 8, with room to spare); ``room_for`` adds the
+#: records' fixed parts
+VISIBILITY_ROOM = 48
+DELETE_ROOM = 16
+
 _lease_structs: dict[int, struct.Struct] = {}
 _delete_structs: dict[int, struct.Struct] = {}
 _run_structs: dict[int, struct.Struct] = {}

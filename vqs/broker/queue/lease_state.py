@@ -33,8 +33,9 @@ on after sends are refused. Records kept here before they go to the log
 (``buffered``) are counted as used too (``space.Claim``). A receive or a
 visibility change keeps ``DELETE_FLOOR`` more for deletes (``room_for(...,
 floor=True)`` raises DiskFullError before anything changes), so a consumer
-can always acknowledge what it holds. On a full disk (``short``) the queue
-snapshots after every ``SHORT_COMPACT_BYTES`` of records, so the space of
+can always acknowledge what it holds. The store counts the bytes appended
+since the last snapshot (``grown``); the queue snapshots past ``compact_at``:
+``COMPACT_BYTES``, or on a full disk ``SHORT_COMPACT_BYTES``, so the space of
 delete records comes back (the state log's older segments are deleted).
 
 An "L" entry is the whole state of that message's current delivery, so replay
@@ -90,6 +91,8 @@ PUSH_FIXED = 4 * BATCH_FIXED
 #: what only deletes and purges may use on a full disk (module doc): about
 #: 500 one-message delete records (snapshots on a full disk come every SHORT_COMPACT_BYTES)
 DELETE_FLOOR = 16 << 10
+#: snapshot (compact) once the state log grew this much since the last snapshot
+COMPACT_BYTES = 8 << 20
 #: on a full disk, snapshot (compact) after this many bytes of records
 SHORT_COMPACT_BYTES = 32 << 10
 #: an earlier version's scratch file (removed at open)
@@ -113,6 +116,9 @@ class RecoveredState:
 class LeaseStateStore:
     """The state log and snapshot of one queue (see module doc)."""
 
+    __slots__ = ("path", "log", "grown", "compact_at", "_durable_each", "_buffered", "_pending",
+                 "_pending_bytes", "_claim", "snapshot_offset", "epochs")
+
     def __init__(self, path: str, *, flush: str, flush_interval_ms: int = 100,
                  segment_bytes: int = 8 << 20, recovery: str = "fail", buffered: bool = False,
                  min_free_bytes: int | None = None):
@@ -125,10 +131,10 @@ class LeaseStateStore:
         )
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(path, _OLD_SPARE))
-        # no space: a claim or write of the state log was refused (module doc); the
-        # queue compacts often then, until a snapshot finds room again
-        self.short = False
-        self.on_short = None  # called (no arguments) when ``short`` is set
+        self.grown = 0  # record bytes appended since the last snapshot
+        # the queue snapshots once ``grown`` passes it; SHORT_COMPACT_BYTES from when a
+        # claim or write of the state log found no space until a snapshot succeeds
+        self.compact_at = COMPACT_BYTES
         self.log.on_disk_short = self._short  # (under the log's lock: it only sets flags)
         self._durable_each = flush == "always"
         # buffered=True: records are kept here and handed to the log as one
@@ -148,6 +154,7 @@ class LeaseStateStore:
     def append(self, value: bytes) -> None:
         """Append one operation record. With flush=always it is fsynced on return;
         otherwise it is buffered like any Log append (written by the flusher)."""
+        self.grown += len(value)
         if self._buffered:
             p = self._pending
             # acknowledged once pending: counted by the space governor (Claim), or refused here
@@ -167,7 +174,9 @@ class LeaseStateStore:
         if self._buffered:
             for v in values:
                 self.append(v)
-        elif self._durable_each:
+            return
+        self.grown += sum(map(len, values))
+        if self._durable_each:
             self.log.append_batch(values)
         else:
             for v in values:
@@ -195,9 +204,11 @@ class LeaseStateStore:
             raise
 
     def _short(self) -> None:
-        self.short = True
-        if self.on_short is not None:
-            self.on_short()
+        self.compact_at = SHORT_COMPACT_BYTES
+
+    def snapshot_waits(self) -> None:
+        """A periodic snapshot found the disk full: try again after half as much again."""
+        self.grown = self.compact_at // 2
 
     @property
     def pending(self) -> bool:
@@ -272,7 +283,8 @@ class LeaseStateStore:
         atomic_write(os.path.join(self.path, SNAPSHOT), data)
         self.snapshot_offset = state_offset
         self.log.delete_before(state_offset)
-        self.short = False
+        self.grown = 0
+        self.compact_at = COMPACT_BYTES
 
     # -------------------------------------------------------------- recovery
 

@@ -62,15 +62,12 @@ from collections.abc import Callable
 
 from ...errors import LogClosedError, VQSError
 from ...storage import Record, Throttle
-from .lease_records import encode_move
+from .lease_records import DELETE_ROOM, encode_move
 from .leases import AVAILABLE, MOVING
 from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE
 
 logger = logging.getLogger(__name__)
 _refused = Throttle(logger)  # a full disk refuses every move: a line a minute per queue
-
-#: state-log bytes a move's delete record may take per message (8), with room to spare
-DELETE_ROOM = 16
 
 
 class Mover:
@@ -343,7 +340,7 @@ class Mover:
                     cancel.wait(done / max_per_second)  # a stop does not wait the pause out
                 else:
                     time.sleep(done / max_per_second)
-        q._maybe_reclaim()
+        q._maint.maybe_reclaim()
         return moved
 
     def _with_id(self, r):

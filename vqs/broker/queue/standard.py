@@ -21,7 +21,7 @@ flat when changing them, and keep them in step with the general paths beside the
 
 Fair queues (fair.py): once a message with a group id was sent, ``_fair``
 holds the tenants' in-flight counts; ``_take`` hands a receive to
-``_take_fair`` while a tenant is or may turn noisy, and the paths where
+``fair.take_fair`` while a tenant is or may turn noisy, and the paths where
 messages leave flight (``_fire_timers``, ``_deleted_locked``, purge, moves)
 tell it. With ``_fair`` None (a queue never sent a group id) each of those
 costs one test per call, nothing per message (a send with record headers
@@ -42,9 +42,9 @@ from ...errors import LogClosedError, OverLimit, QueueError
 from ...storage import BATCH_FIXED, RECORD_FIXED, Record
 from . import send_buffer
 from .config import MAX_DELAY_S
-from .core import DELETE_ROOM, Queue
-from .fair import FairReceive, FairShare
-from .lease_records import encode_runs
+from .core import Queue
+from .fair import FairShare, rebuild_fair, take_fair, turn_fair
+from .lease_records import DELETE_ROOM, encode_runs
 from .leases import AVAILABLE, INFLIGHT, MAX_INFLIGHT, MOVING, Lease, make_lease
 from .message import HEX2, Message, group_id, message_ids, receive_state, sent_at, sent_ms
 from .peek import smallest
@@ -55,7 +55,7 @@ from .validate import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, check_batch_size
 _NO_LIMIT = 1 << 64  # above every offset
 
 
-class StandardQueue(FairReceive, Queue):
+class StandardQueue(Queue):
     """A standard (not FIFO) queue (see module doc); a fair queue once a message
     group id was sent to it (fair.py)."""
 
@@ -80,7 +80,7 @@ class StandardQueue(FairReceive, Queue):
             self._recover_delays(now)
         self._advance_low()
         if self._fair is not None:
-            self._rebuild_fair_locked()
+            rebuild_fair(self)
 
     def _recover_delays(self, now: int) -> None:
         """After a crash: track the fresh messages still delayed (a delay has no
@@ -184,8 +184,9 @@ class StandardQueue(FairReceive, Queue):
                 tail.append((first, tuple(values), ts, None, nbytes))  # tuples: see Tail
                 tl.end = first + n
                 tl.nbytes += nbytes
-            self._sent_n += n
-            self._sent_b += nbytes
+            m = self._maint
+            m.sent_n += n
+            m.sent_b += nbytes
             if self._waiting:
                 self._cond.notify(n)
         if self._sync:
@@ -227,7 +228,7 @@ class StandardQueue(FairReceive, Queue):
     def _append_locked(self, values: list, headers: list | None, ts: int) -> int:
         if (headers is not None and self._fair is None
                 and any(group_id(h) is not None for h in headers if h)):
-            self._turn_fair_locked()  # the first message group id: a fair queue from now on
+            turn_fair(self)  # the first message group id: a fair queue from now on
         first = Queue._append_locked(self, values, headers, ts)
         self._tail.add(first, values, ts, headers, sum(map(len, values)))
         return first
@@ -265,7 +266,7 @@ class StandardQueue(FairReceive, Queue):
             )
         fair = self._fair
         if fair is not None and (fair.near or fair.parked_of):
-            return self._take_fair(n, vis, now, dlq)  # a tenant is or may turn noisy (fair.py)
+            return take_fair(self, n, vis, now, dlq)  # a tenant is or may turn noisy (fair.py)
         out: list = []
         moves: list = []
         flat: list = []
@@ -435,14 +436,13 @@ class StandardQueue(FairReceive, Queue):
         self._cursor = cursor
         lt.nonce = nonce
         lt.n_inflight += nfresh
+        st = self._state
         if runs:
-            v = encode_runs(runs, len(runs) // 5)
-            self._state.append(v)
-            self._state_bytes += len(v)
+            st.append(encode_runs(runs, len(runs) // 5))
         if flat or dels:
             self._log_ops(flat, dels, now)
-        elif self._state_bytes > self._compact_at:
-            self._compact_locked(now, required=False)
+        elif st.grown > st.compact_at:
+            self._maint.compact_locked(now, False)
         if fair is not None:  # a fair queue, no tenant near noisy: count tenants in flight
             for m in out:
                 if m.group_id is not None:
@@ -502,8 +502,8 @@ class StandardQueue(FairReceive, Queue):
                 self._flush_dels_locked()
         if self._sync:
             self._state.flush()
-        if self._low >= self._reclaim_next:
-            self._maybe_reclaim()
+        if self._low >= self._maint.reclaim_next:
+            self._maint.maybe_reclaim()
 
     def _delete_one_locked(self, o: int, nonce: int, handle) -> QueueError | None:
         lt = self._leases

@@ -19,9 +19,9 @@ from __future__ import annotations
 import threading
 import time
 
-from ...errors import ConfigError, VQSError
+from ...errors import ConfigError, GroupFull, VQSError
 from ..topic import ConsumerRecord
-from .groups import FENCED_EPOCH, OK, UNKNOWN_MEMBER
+from .groups import FENCED_EPOCH, FULL, MAX_MEMBERS, OK, UNKNOWN_MEMBER
 from .partition import ACCEPT, REJECT, RELEASE, RENEW
 
 _TYPES = {"accept": ACCEPT, "release": RELEASE, "reject": REJECT, "renew": RENEW,
@@ -64,6 +64,8 @@ class ShareConsumer:
         if status in (UNKNOWN_MEMBER, FENCED_EPOCH):  # removed (session ended): join again
             self._epoch = 0
             status, member, epoch, assignment = self._groups.heartbeat(self.group, self.member_id, 0, self.topics)
+        if status == FULL:
+            raise GroupFull(f"share group {self.group!r} has {MAX_MEMBERS} members, the most a group may have")
         if status != OK:
             raise VQSError(f"share group {self.group!r}: heartbeat refused ({status})")
         self.member_id, self._epoch = member, epoch

@@ -7,6 +7,7 @@
     overview.py   Overview (+ the charts' JSON)
     topics.py     Topics, a topic's page;  browser.py  its message browser
     groups.py     Consumer groups, lag, offset resets
+    share.py      Share groups: records in flight, delivery-count histograms (read-only)
     queues.py     Queues, a queue's page (peek, send, purge, redrive)
     about.py      About, login, logout
     docs_page.py  /docs with the vendored Swagger UI
@@ -35,6 +36,7 @@ from .docs_page import docs_routes
 from .groups import group_routes
 from .overview import overview_routes
 from .queues import queue_routes
+from .share import share_routes
 from .topics import topic_routes
 
 __all__ = ["mount_console"]
@@ -47,7 +49,7 @@ def mount_console(app: FastAPI, ctx) -> None:
     and run the console's sampler during the app's lifespan."""
     st = ConsoleState(ctx)
     app.state.console = st
-    for routes in (overview_routes, topic_routes, group_routes, queue_routes, about_routes):
+    for routes in (overview_routes, topic_routes, group_routes, share_routes, queue_routes, about_routes):
         app.include_router(routes(), include_in_schema=False)
     app.include_router(docs_routes(app.title))
     app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")

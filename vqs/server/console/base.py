@@ -107,17 +107,35 @@ async def read_form(request: Request, limit: int | None = None) -> dict[str, str
     if limit is None:
         body = await request.body()
     else:
+        body = await _read_pre_auth(request, limit)
+    try:
+        return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+    except UnicodeDecodeError:
+        raise ValueError("the form is not UTF-8") from None
+
+
+async def _read_pre_auth(request: Request, limit: int) -> bytes:
+    """At most ``limit`` bytes of a form read before its credential is checked, held against the
+    server's pre-authentication budget (``max_pre_auth_bytes``, shared with the other fronts:
+    server/pre_auth.py) while they are read: past it 503, nothing read."""
+    ctx = state(request).ctx
+    budget = ctx.pre_auth if ctx.settings.auth_enabled else None  # without credentials: none is checked
+    if budget is not None and not budget.take(limit):
+        budget.refused("console", tuple(request.client) if request.client else None, limit)
+        ctx.metrics.rejected.labels("pre_auth_bytes").inc()
+        raise Refused(503, "the server holds its most bytes of requests not authenticated yet "
+                           "(max_pre_auth_bytes): retry later")
+    try:
         parts, seen = [], 0
         async for chunk in request.stream():
             seen += len(chunk)
             if seen > limit:
                 raise Refused(413, f"this form may hold at most {limit} bytes")
             parts.append(chunk)
-        body = b"".join(parts)
-    try:
-        return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
-    except UnicodeDecodeError:
-        raise ValueError("the form is not UTF-8") from None
+        return b"".join(parts)
+    finally:
+        if budget is not None:
+            budget.give(limit)
 
 
 def broker(request: Request):

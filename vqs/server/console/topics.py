@@ -1,6 +1,6 @@
 """The Topics pages: the table (partitions, offsets, size, retention, rate sparkline),
 create, delete (confirmed), and a topic's detail page with its message browser
-(browser.py).
+(browser.py), its consumer groups and its share groups' records in flight (share.py).
 
 Invariants: creating a topic keeps the server's partition limits
 (``max_partitions_per_topic``, ``max_total_partitions``) as the REST API does;
@@ -16,6 +16,7 @@ from ...broker.names import is_internal
 from ...errors import TopicDoesNotExist
 from .base import ConsoleRoute, broker, enter, int_arg, posted, state
 from .browser import browser_values
+from .share import share_table
 from .views import duration, nbytes, page, redirect
 
 
@@ -133,9 +134,10 @@ def topic_routes() -> APIRouter:
             if any(tp[0] == topic for tp in offs):
                 groups.append(g)
         values = await st.ctx.run(browser_values, t, request.query_params)
+        shares = [] if request.headers.get("hx-request") else await st.ctx.run(share_table, b, t.name)
         tmpl = "browser.html" if request.headers.get("hx-request") else "topic.html"
         config = config_rows(t.config, st.ctx.settings.max_message_bytes)
         return page(request, session, new, tmpl, topic=t.name, partitions=parts, config=config,
-                    overrides=t.overrides, groups=groups, **values)
+                    overrides=t.overrides, groups=groups, shares=shares, **values)
 
     return r

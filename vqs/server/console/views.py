@@ -13,7 +13,7 @@ import os
 import re
 import time
 from datetime import UTC, datetime
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -124,7 +124,7 @@ def hexdump(b: bytes) -> str:
 
 
 env.filters.update(nbytes=nbytes, duration=duration, iso_ms=iso_ms, ms_setting=ms_setting, rate=rate,
-                   safe_text=safe)
+                   safe_text=safe, pathseg=lambda s: quote(str(s), safe=""))  # a name as one URL path segment
 env.globals.update(sparkline=sparkline, now=time.time,
                    qs=lambda **kw: urlencode({k: v for k, v in kw.items() if v not in (None, "")}))
 

@@ -2,7 +2,8 @@
 
 Services of the ``vqs.v1`` package (proto/vqs/v1/vqs.proto; the generated
 code is in gen/, ``make grpc-proto``): Topics, Records (Produce,
-ProduceStream, Fetch, Subscribe), Groups, Queues, plus the standard health
+ProduceStream, Fetch, Subscribe), Groups, Queues, ShareGroups (share.py),
+plus the standard health
 service and server reflection. It shares the HTTP server's broker, tokens and
 TLS settings (front.py runs it; errors.py maps errors to status codes).
 

@@ -55,6 +55,7 @@ _CODES: tuple[tuple[type, grpc.StatusCode], ...] = (
     (E.DiskFullError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (E.MessageTooLarge, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (E.OverLimit, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (E.GroupFull, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (E.InvalidName, grpc.StatusCode.INVALID_ARGUMENT),
     (E.ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
     (ValueError, grpc.StatusCode.INVALID_ARGUMENT),  # the queue errors about a request's values

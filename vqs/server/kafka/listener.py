@@ -34,9 +34,12 @@ and the connection closed, as Kafka does: each guess costs a new connection.
 
 Bounds (docs/security.md), each checked before it costs more than a few bytes:
 connections in total (``max_connections``) and per client address
-(``max_connections_per_client``), counted at accept (over either: closed at
-once); before authentication a frame may be at most ``PRE_AUTH_MAX_FRAME``
-(Kafka's ``sasl.server.max.receive.size``), read from its size prefix; a
+(``max_connections_per_client``), counted at accept (conn_caps.py; over
+either: closed at once); before authentication a frame may be at most
+``PRE_AUTH_MAX_FRAME`` (Kafka's ``sasl.server.max.receive.size``), read from
+its size prefix, and is taken from the server's pre-authentication budget
+(``max_pre_auth_bytes``, shared with the HTTP fronts: pre_auth.py) until the
+next frame begins (past the budget: the connection is closed); a
 connection that must authenticate has ``kafka_auth_timeout_s`` to do so; a
 request must arrive whole within ``kafka_frame_timeout_s`` of its first byte
 (and the first one within that of the connect); a connection idle for
@@ -52,6 +55,8 @@ import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from ..conn_caps import ConnectionCaps
+from ..pre_auth import PreAuthBudget
 from .apis import API_TABLE, api_versions_error
 from .codec import ProtocolError, Writer, read_header
 from .records import EncodedCache
@@ -71,7 +76,7 @@ _MAY_PARK = frozenset(struct.pack(">h", key) for key in (11, 14))
 class KafkaContext:
     """What the handlers share: the broker, settings, the advertised address, pools, caches."""
 
-    def __init__(self, broker, settings, host: str, port: int):
+    def __init__(self, broker, settings, host: str, port: int, pre_auth: PreAuthBudget | None = None):
         self.broker = broker
         self.settings = settings
         self.host = host
@@ -86,6 +91,8 @@ class KafkaContext:
         self.users = dict(settings.kafka_users)  # given: Kafka's own passwords instead of the tokens
         # any credential configured: SASL with a token is needed (SigV4 keys grant SQS only)
         self.auth_required = settings.auth_enabled
+        # frames read before SASL are held against it (shared with the HTTP fronts: pre_auth.py)
+        self.pre_auth = pre_auth or PreAuthBudget(settings.max_pre_auth_bytes)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
         self.share_sessions: dict = {}  # (group, member) -> share session (share.py)
@@ -204,8 +211,14 @@ class Connection:
         first = True
         answers: asyncio.Queue = asyncio.Queue(MAX_PIPELINED)
         writing = asyncio.ensure_future(self._write_answers(answers))
+        budget = ctx.pre_auth
+        pre_auth = 0  # bytes of the frame in hand taken from the pre-authentication budget
         try:
             while not ctx.stopping:
+                if pre_auth:  # the previous frame, read before authentication, is handled
+                    frame = None
+                    budget.give(pre_auth)
+                    pre_auth = 0
                 # the size prefix: the first request and an unauthenticated connection have a
                 # deadline; an authenticated one may idle up to kafka_idle_timeout_s
                 if not self.authenticated:
@@ -232,6 +245,11 @@ class Connection:
                     logger.warning("kafka: closing %s: frame of %d bytes (max %d%s)", self.peer, size, cap,
                                    ", kafka_max_frame_bytes" if self.authenticated else " before authentication")
                     return
+                if not self.authenticated:
+                    if not budget.take(size):  # closed: nothing more is read
+                        budget.refused("kafka", self.peer, size)
+                        return
+                    pre_auth = size
                 try:
                     frame = await self._next(self._read(size), writing, st.kafka_frame_timeout_s)
                 except TimeoutError:
@@ -282,6 +300,8 @@ class Connection:
         except Exception:
             logger.exception("kafka: closing %s after an unexpected error", self.peer)
         finally:
+            if pre_auth:
+                budget.give(pre_auth)
             writing.cancel()
             while not answers.empty():  # requests still waiting (a member leaves its group)
                 answers.get_nowait().cancel()
@@ -354,7 +374,8 @@ def _auth_failed(conn: Connection) -> None:
 class KafkaListener:
     """Serves the Kafka protocol on ``sock`` (already bound) until ``stop``."""
 
-    def __init__(self, broker, settings, sock, max_connections: int | None = None):
+    def __init__(self, broker, settings, sock, max_connections: int | None = None,
+                 pre_auth: PreAuthBudget | None = None):
         self.sock = sock
         #: connections open at once (``max_connections``, or less: the open-file limit's share, run.py)
         self.max_connections = max_connections or settings.max_connections
@@ -363,15 +384,13 @@ class KafkaListener:
         if settings.kafka_advertised_listener:  # e.g. behind a proxy or NAT
             host, _, adv_port = settings.kafka_advertised_listener.rpartition(":")
             port = int(adv_port)
-        self.ctx = KafkaContext(broker, settings, host, port)
+        self.ctx = KafkaContext(broker, settings, host, port, pre_auth)
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
         self._conns: set = set()
-        self._per_client: dict = {}  # client address -> open connections (on the loop's thread only)
-        self._refused = 0            # connections refused over a cap since the last line logged
-        self._refused_logged = 0.0
+        self._caps = ConnectionCaps(self.max_connections, settings.max_connections_per_client, "kafka", logger)
 
     @property
     def port(self) -> int:
@@ -427,11 +446,7 @@ class KafkaListener:
     async def _accept(self, reader, writer) -> None:
         peer = writer.get_extra_info("peername")
         addr = peer[0] if isinstance(peer, tuple) else str(peer)
-        st = self.ctx.settings
-        n = self._per_client.get(addr, 0)
-        if len(self._conns) >= self.max_connections or n >= st.max_connections_per_client:
-            self._refuse(addr, "max_connections" if len(self._conns) >= self.max_connections
-                         else "max_connections_per_client")
+        if not self._caps.admit(addr):  # logged (a line a minute at most)
             writer.close()
             return
         sock = writer.get_extra_info("socket")
@@ -441,7 +456,6 @@ class KafkaListener:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         task = asyncio.current_task()
         self._conns.add(task)
-        self._per_client[addr] = n + 1
         try:
             await Connection(self.ctx, reader, writer, peer).serve()
         except asyncio.CancelledError:
@@ -450,22 +464,7 @@ class KafkaListener:
             pass
         finally:
             self._conns.discard(task)
-            left = self._per_client.get(addr, 1) - 1
-            if left:
-                self._per_client[addr] = left
-            else:
-                self._per_client.pop(addr, None)
-
-    def _refuse(self, addr: str, setting: str) -> None:
-        """A connection over a cap: closed; logged at most once a minute with the count."""
-        import time
-
-        self._refused += 1
-        now = time.monotonic()
-        if now - self._refused_logged >= 60:
-            logger.warning("kafka: refused %d connection(s) over %s (the latest from %s)", self._refused, setting,
-                           addr)
-            self._refused, self._refused_logged = 0, now
+            self._caps.release(addr)
 
     def stop(self) -> None:
         """Stop accepting, close connections, join the thread (idempotent)."""

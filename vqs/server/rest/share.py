@@ -14,25 +14,22 @@ at most ``max_wait_ms`` as every REST long poll, on the topics' append hook,
 no thread held while it waits), ``acks``
 accepts, releases, rejects or renews, ``DELETE`` releases what the member
 holds and leaves. A member not heard from for its group's session timeout is
-closed (its records released) at the next join; at most ``MAX_MEMBERS`` live
-at once (then 429).
+closed (its records released) at the next join; at most ``share_members.MAX_MEMBERS`` live
+at once (then 429). The members are the server's (vqs/server/share_members.py),
+shared with the gRPC front: a member joined here receives there too.
 """
 
 from __future__ import annotations
 
 import base64
-import time
 
 from fastapi import APIRouter, Path, Response
 from pydantic import BaseModel, Field
 
-from ...errors import InvalidRecordState, VQSError
 from ..context import ServerContext
 from ..errors import APIError
-from ..long_poll import wait_topics
+from ..share_members import acknowledge_each, poll_waiting
 from .conventions import JSONRoute, check_name, jresp, name_param, ready_broker
-
-MAX_MEMBERS = 1000
 
 
 class ShareJoin(BaseModel):
@@ -82,80 +79,49 @@ def share_routes(ctx: ServerContext) -> APIRouter:
             raise APIError(404, "group_not_found", f"share group {group!r} has no members or state", field="group")
         return jresp(d)
 
-    members: dict = {}  # (group, member id) -> [ShareConsumer, last used (monotonic)]
+    members = ctx.share_members  # shared with the gRPC front (vqs/server/share_members.py)
 
     def _member(group: str, member: str):
-        m = members.get((group, member))
+        m = members.get(group, member)
         if m is None:
             raise APIError(404, "member_not_found", f"share group {group!r} has no member {member!r} here "
                            "(closed, or its session lapsed: join again)", field="member")
-        m[1] = time.monotonic()
-        return m[0]
-
-    def _close_lapsed(b) -> None:
-        now = time.monotonic()
-        for key, (c, used) in list(members.items()):
-            if now - used > b.share_groups.settings_for(key[0]).session_timeout_ms / 1000:
-                members.pop(key, None)
-                c.close()
+        return m
 
     @r.post("/share-groups/{group}/members", summary="Join a share group", status_code=201)
     async def join(body: ShareJoin, group: str = name_param("group")):
         b = ready_broker(ctx)
         check_name(group, "group")
-        await ctx.run(_close_lapsed, b)
-        if len(members) >= MAX_MEMBERS:
-            raise APIError(429, "too_many_members", f"at most {MAX_MEMBERS} share-group members over HTTP")
         for t in body.topics:
             check_name(t, "topic")
-        c = await ctx.run(b.share_consumer, body.topics, group)
-        await ctx.run(c.join)
-        members[(group, c.member_id)] = [c, time.monotonic()]
+        m = await ctx.run(members.join, b, body.topics, group)
+        if m is None:
+            raise APIError(429, "too_many_members", f"at most {members.max_members} share-group members "
+                           "over HTTP and gRPC")
+        c = m.consumer
         return jresp({"group": group, "member_id": c.member_id, "assignment": c.assignment()}, status=201)
 
     @r.post("/share-groups/{group}/members/{member}/poll", summary="Acquire records")
     async def poll(body: SharePoll, group: str = name_param("group"), member: str = Path(..., max_length=200)):
         b = ready_broker(ctx)
-        c = _member(group, member)
-        deadline = time.monotonic() + min(body.wait_ms, ctx.settings.max_wait_ms) / 1000
-        while True:
-            recs = await ctx.run(c.poll, body.max_records, 0.0)
-            left = deadline - time.monotonic()
-            if recs or left <= 0 or ctx.stopping:
-                break
-            topics = []
-            for t, _p in c.assignment():
-                try:
-                    topics.append(b.topic(t))
-                except VQSError:
-                    pass
-            # woken by appends; records others release and locks that end: within a slice
-            await wait_topics(topics, lambda: False, min(left, 0.25), lambda: ctx.stopping)
+        m = _member(group, member)
+        recs = await poll_waiting(ctx.run, b, m, body.max_records, min(body.wait_ms, ctx.settings.max_wait_ms) / 1000,
+                                  lambda: ctx.stopping)
         return jresp({"records": [_record(x) for x in recs]})
 
     @r.post("/share-groups/{group}/members/{member}/acks", summary="Accept, release, reject or renew records")
     async def acks(body: ShareAcks, group: str = name_param("group"), member: str = Path(..., max_length=200)):
-        c = _member(group, member)
-
-        def apply():
-            out = []
-            for a in body.acks:
-                try:
-                    c.acknowledge((a.topic, a.partition, a.offset), a.type)
-                    out.append(None)
-                except InvalidRecordState as e:
-                    out.append(str(e))
-            return out
-
-        results = await ctx.run(apply)
+        m = _member(group, member)
+        results = await ctx.run(m.call, acknowledge_each, m.consumer,
+                                [((a.topic, a.partition, a.offset), a.type) for a in body.acks])
         return jresp({"results": [{"ok": e is None, **({"error": e} if e else {})} for e in results]})
 
     @r.delete("/share-groups/{group}/members/{member}", summary="Release what the member holds and leave",
               status_code=204)
     async def leave(group: str = name_param("group"), member: str = Path(..., max_length=200)):
-        m = members.pop((group, member), None)
+        m = members.leave(group, member)
         if m is not None:
-            await ctx.run(m[0].close)
+            await ctx.run(m.call, m.consumer.close)
         return Response(status_code=204)
 
     return r

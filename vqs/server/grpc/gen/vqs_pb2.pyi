@@ -1,10 +1,22 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class AcknowledgeType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACCEPT: _ClassVar[AcknowledgeType]
+    RELEASE: _ClassVar[AcknowledgeType]
+    REJECT: _ClassVar[AcknowledgeType]
+    RENEW: _ClassVar[AcknowledgeType]
+ACCEPT: AcknowledgeType
+RELEASE: AcknowledgeType
+REJECT: AcknowledgeType
+RENEW: AcknowledgeType
 
 class CreateTopicRequest(_message.Message):
     __slots__ = ("name", "partitions", "retention_ms", "retention_bytes", "segment_bytes", "compression", "cleanup_policy", "delete_retention_ms", "min_cleanable_dirty_ratio", "min_compaction_lag_ms", "max_compaction_lag_ms")
@@ -454,3 +466,174 @@ class ChangeVisibilityRequest(_message.Message):
 class ChangeVisibilityResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ShareJoinRequest(_message.Message):
+    __slots__ = ("group", "topics")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, group: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ShareJoinResponse(_message.Message):
+    __slots__ = ("member_id", "assignment")
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    member_id: str
+    assignment: _containers.RepeatedCompositeFieldContainer[TopicPartition]
+    def __init__(self, member_id: _Optional[str] = ..., assignment: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ...) -> None: ...
+
+class TopicPartition(_message.Message):
+    __slots__ = ("topic", "partition")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
+
+class ShareReceiveRequest(_message.Message):
+    __slots__ = ("group", "member_id", "max_records", "wait_ms", "max_bytes")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    member_id: str
+    max_records: int
+    wait_ms: int
+    max_bytes: int
+    def __init__(self, group: _Optional[str] = ..., member_id: _Optional[str] = ..., max_records: _Optional[int] = ..., wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class ShareRecords(_message.Message):
+    __slots__ = ("records", "delivery_counts")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    records: RecordBatch
+    delivery_counts: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, records: _Optional[_Union[RecordBatch, _Mapping]] = ..., delivery_counts: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ShareReceiveResponse(_message.Message):
+    __slots__ = ("batches",)
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    batches: _containers.RepeatedCompositeFieldContainer[ShareRecords]
+    def __init__(self, batches: _Optional[_Iterable[_Union[ShareRecords, _Mapping]]] = ...) -> None: ...
+
+class ShareAck(_message.Message):
+    __slots__ = ("topic", "partition", "offset", "type")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    offset: int
+    type: AcknowledgeType
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ..., type: _Optional[_Union[AcknowledgeType, str]] = ...) -> None: ...
+
+class ShareAcknowledgeRequest(_message.Message):
+    __slots__ = ("group", "member_id", "acks")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    ACKS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    member_id: str
+    acks: _containers.RepeatedCompositeFieldContainer[ShareAck]
+    def __init__(self, group: _Optional[str] = ..., member_id: _Optional[str] = ..., acks: _Optional[_Iterable[_Union[ShareAck, _Mapping]]] = ...) -> None: ...
+
+class ShareAckResult(_message.Message):
+    __slots__ = ("ok", "error")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    error: str
+    def __init__(self, ok: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ShareAcknowledgeResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ShareAckResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[ShareAckResult, _Mapping]]] = ...) -> None: ...
+
+class ShareLeaveRequest(_message.Message):
+    __slots__ = ("group", "member_id")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    member_id: str
+    def __init__(self, group: _Optional[str] = ..., member_id: _Optional[str] = ...) -> None: ...
+
+class ShareLeaveResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListShareGroupsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListShareGroupsResponse(_message.Message):
+    __slots__ = ("groups",)
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, groups: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DescribeShareGroupRequest(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    def __init__(self, group: _Optional[str] = ...) -> None: ...
+
+class ShareMemberInfo(_message.Message):
+    __slots__ = ("member_id", "epoch", "client_id", "client_host", "topics", "assignment")
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    member_id: str
+    epoch: int
+    client_id: str
+    client_host: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    assignment: _containers.RepeatedCompositeFieldContainer[TopicPartition]
+    def __init__(self, member_id: _Optional[str] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., assignment: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ...) -> None: ...
+
+class SharePartitionInfo(_message.Message):
+    __slots__ = ("topic", "partition", "start_offset", "cursor", "acquired", "available", "delivery_counts")
+    class DeliveryCountsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    ACQUIRED_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    start_offset: int
+    cursor: int
+    acquired: int
+    available: int
+    delivery_counts: _containers.ScalarMap[int, int]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., cursor: _Optional[int] = ..., acquired: _Optional[int] = ..., available: _Optional[int] = ..., delivery_counts: _Optional[_Mapping[int, int]] = ...) -> None: ...
+
+class ShareGroupInfo(_message.Message):
+    __slots__ = ("group", "state", "epoch", "members", "partitions")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    state: str
+    epoch: int
+    members: _containers.RepeatedCompositeFieldContainer[ShareMemberInfo]
+    partitions: _containers.RepeatedCompositeFieldContainer[SharePartitionInfo]
+    def __init__(self, group: _Optional[str] = ..., state: _Optional[str] = ..., epoch: _Optional[int] = ..., members: _Optional[_Iterable[_Union[ShareMemberInfo, _Mapping]]] = ..., partitions: _Optional[_Iterable[_Union[SharePartitionInfo, _Mapping]]] = ...) -> None: ...

@@ -950,3 +950,333 @@ class Queues:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class ShareGroupsStub:
+    """------------------------------------------------------------------ share groups
+
+    Share groups (Kafka's KIP-932): a topic read with queue semantics. Each record is
+    acquired by one member of the group at a time, under a lock (the group's
+    share.record.lock.duration.ms, 30 s by default), and then acknowledged: ACCEPT
+    (processed) or REJECT (archived) settle it, RELEASE makes it available again,
+    RENEW gives it a new lock. A lock that ends unacknowledged makes the record
+    available again; a record delivered share.delivery.count.limit times (5) is then
+    archived. The same groups Kafka's ShareConsumer joins over the Kafka listener,
+    with the same members as REST's /share-groups/{group}/members: a member joined
+    on either front receives and acknowledges on both.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Join = channel.unary_unary(
+                '/vqs.v1.ShareGroups/Join',
+                request_serializer=vqs_dot_v1_dot_vqs__pb2.ShareJoinRequest.SerializeToString,
+                response_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareJoinResponse.FromString,
+                _registered_method=True)
+        self.Receive = channel.unary_unary(
+                '/vqs.v1.ShareGroups/Receive',
+                request_serializer=vqs_dot_v1_dot_vqs__pb2.ShareReceiveRequest.SerializeToString,
+                response_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareReceiveResponse.FromString,
+                _registered_method=True)
+        self.Acknowledge = channel.unary_unary(
+                '/vqs.v1.ShareGroups/Acknowledge',
+                request_serializer=vqs_dot_v1_dot_vqs__pb2.ShareAcknowledgeRequest.SerializeToString,
+                response_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareAcknowledgeResponse.FromString,
+                _registered_method=True)
+        self.Leave = channel.unary_unary(
+                '/vqs.v1.ShareGroups/Leave',
+                request_serializer=vqs_dot_v1_dot_vqs__pb2.ShareLeaveRequest.SerializeToString,
+                response_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareLeaveResponse.FromString,
+                _registered_method=True)
+        self.ListShareGroups = channel.unary_unary(
+                '/vqs.v1.ShareGroups/ListShareGroups',
+                request_serializer=vqs_dot_v1_dot_vqs__pb2.ListShareGroupsRequest.SerializeToString,
+                response_deserializer=vqs_dot_v1_dot_vqs__pb2.ListShareGroupsResponse.FromString,
+                _registered_method=True)
+        self.DescribeShareGroup = channel.unary_unary(
+                '/vqs.v1.ShareGroups/DescribeShareGroup',
+                request_serializer=vqs_dot_v1_dot_vqs__pb2.DescribeShareGroupRequest.SerializeToString,
+                response_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareGroupInfo.FromString,
+                _registered_method=True)
+
+
+class ShareGroupsServicer:
+    """------------------------------------------------------------------ share groups
+
+    Share groups (Kafka's KIP-932): a topic read with queue semantics. Each record is
+    acquired by one member of the group at a time, under a lock (the group's
+    share.record.lock.duration.ms, 30 s by default), and then acknowledged: ACCEPT
+    (processed) or REJECT (archived) settle it, RELEASE makes it available again,
+    RENEW gives it a new lock. A lock that ends unacknowledged makes the record
+    available again; a record delivered share.delivery.count.limit times (5) is then
+    archived. The same groups Kafka's ShareConsumer joins over the Kafka listener,
+    with the same members as REST's /share-groups/{group}/members: a member joined
+    on either front receives and acknowledges on both.
+    """
+
+    def Join(self, request, context):
+        """A new member of the group reading the topics. The server keeps it until Leave, or
+        until no call named it for the group's session timeout (45 s): its records are then
+        released. At most 1000 members over HTTP and gRPC together (then RESOURCE_EXHAUSTED).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Receive(self, request, context):
+        """Acquire records from the member's partitions (long poll with wait_ms, at most 20 s).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Acknowledge(self, request, context):
+        """Accept, release, reject or renew records the member holds; durable on the answer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Leave(self, request, context):
+        """Release what the member holds and leave the group (a member the server does not
+        know: nothing to do).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListShareGroups(self, request, context):
+        """The share groups with members now or stored state.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeShareGroup(self, request, context):
+        """A group's members and, per share partition, its records in flight (REST's
+        GET /share-groups/{group}); NOT_FOUND for a group with neither members nor state.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ShareGroupsServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Join': grpc.unary_unary_rpc_method_handler(
+                    servicer.Join,
+                    request_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareJoinRequest.FromString,
+                    response_serializer=vqs_dot_v1_dot_vqs__pb2.ShareJoinResponse.SerializeToString,
+            ),
+            'Receive': grpc.unary_unary_rpc_method_handler(
+                    servicer.Receive,
+                    request_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareReceiveRequest.FromString,
+                    response_serializer=vqs_dot_v1_dot_vqs__pb2.ShareReceiveResponse.SerializeToString,
+            ),
+            'Acknowledge': grpc.unary_unary_rpc_method_handler(
+                    servicer.Acknowledge,
+                    request_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareAcknowledgeRequest.FromString,
+                    response_serializer=vqs_dot_v1_dot_vqs__pb2.ShareAcknowledgeResponse.SerializeToString,
+            ),
+            'Leave': grpc.unary_unary_rpc_method_handler(
+                    servicer.Leave,
+                    request_deserializer=vqs_dot_v1_dot_vqs__pb2.ShareLeaveRequest.FromString,
+                    response_serializer=vqs_dot_v1_dot_vqs__pb2.ShareLeaveResponse.SerializeToString,
+            ),
+            'ListShareGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListShareGroups,
+                    request_deserializer=vqs_dot_v1_dot_vqs__pb2.ListShareGroupsRequest.FromString,
+                    response_serializer=vqs_dot_v1_dot_vqs__pb2.ListShareGroupsResponse.SerializeToString,
+            ),
+            'DescribeShareGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeShareGroup,
+                    request_deserializer=vqs_dot_v1_dot_vqs__pb2.DescribeShareGroupRequest.FromString,
+                    response_serializer=vqs_dot_v1_dot_vqs__pb2.ShareGroupInfo.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'vqs.v1.ShareGroups', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('vqs.v1.ShareGroups', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class ShareGroups:
+    """------------------------------------------------------------------ share groups
+
+    Share groups (Kafka's KIP-932): a topic read with queue semantics. Each record is
+    acquired by one member of the group at a time, under a lock (the group's
+    share.record.lock.duration.ms, 30 s by default), and then acknowledged: ACCEPT
+    (processed) or REJECT (archived) settle it, RELEASE makes it available again,
+    RENEW gives it a new lock. A lock that ends unacknowledged makes the record
+    available again; a record delivered share.delivery.count.limit times (5) is then
+    archived. The same groups Kafka's ShareConsumer joins over the Kafka listener,
+    with the same members as REST's /share-groups/{group}/members: a member joined
+    on either front receives and acknowledges on both.
+    """
+
+    @staticmethod
+    def Join(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vqs.v1.ShareGroups/Join',
+            vqs_dot_v1_dot_vqs__pb2.ShareJoinRequest.SerializeToString,
+            vqs_dot_v1_dot_vqs__pb2.ShareJoinResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Receive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vqs.v1.ShareGroups/Receive',
+            vqs_dot_v1_dot_vqs__pb2.ShareReceiveRequest.SerializeToString,
+            vqs_dot_v1_dot_vqs__pb2.ShareReceiveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Acknowledge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vqs.v1.ShareGroups/Acknowledge',
+            vqs_dot_v1_dot_vqs__pb2.ShareAcknowledgeRequest.SerializeToString,
+            vqs_dot_v1_dot_vqs__pb2.ShareAcknowledgeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Leave(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vqs.v1.ShareGroups/Leave',
+            vqs_dot_v1_dot_vqs__pb2.ShareLeaveRequest.SerializeToString,
+            vqs_dot_v1_dot_vqs__pb2.ShareLeaveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListShareGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vqs.v1.ShareGroups/ListShareGroups',
+            vqs_dot_v1_dot_vqs__pb2.ListShareGroupsRequest.SerializeToString,
+            vqs_dot_v1_dot_vqs__pb2.ListShareGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeShareGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vqs.v1.ShareGroups/DescribeShareGroup',
+            vqs_dot_v1_dot_vqs__pb2.DescribeShareGroupRequest.SerializeToString,
+            vqs_dot_v1_dot_vqs__pb2.ShareGroupInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

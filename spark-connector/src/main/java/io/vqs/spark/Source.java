@@ -4,17 +4,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
 import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 /**
  * Where a read gets its topics: a data directory (path mode, the layout of
@@ -179,7 +179,13 @@ abstract class Source implements AutoCloseable {
     static final class UrlSource extends Source {
         final String url, token;
         final int timeoutMs;
-        private transient HttpClient http;
+
+        /** Runs the one request a fetch sends ahead; daemon threads, idle ones end after 60 s. */
+        private static final ExecutorService AHEAD = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "vqs-url-ahead");
+            t.setDaemon(true);
+            return t;
+        });
 
         UrlSource(String url, String token, int timeoutMs) {
             this.url = url.replaceAll("/+$", "");
@@ -187,50 +193,78 @@ abstract class Source implements AutoCloseable {
             this.timeoutMs = timeoutMs;
         }
 
-        private HttpClient http() {
-            // HTTP/1.1, what the server speaks: the default (HTTP/2) would ask each new connection
-            // to upgrade to h2c, which the server declines, and an Upgrade header keeps a request
-            // off the server's fast path (vqs/server/fast_http.py)
-            if (http == null) http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofMillis(timeoutMs)).build();
-            return http;
-        }
+        /** A whole answer: its status, the headers the reader looks at, and its body: body[0, length). */
+        static final class Answer {
+            final int status;
+            final byte[] body;
+            final int length;
+            private final HttpURLConnection c;
 
-        private HttpRequest request(String pathAndQuery, boolean binary) {
-            HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url + pathAndQuery))
-                .timeout(Duration.ofMillis(timeoutMs)).GET();
-            if (binary) b.header("Accept", "application/vnd.vqs.batch");
-            if (token != null) b.header("Authorization", "Bearer " + token);
-            return b.build();
-        }
+            Answer(int status, byte[] body, int length, HttpURLConnection c) {
+                this.status = status;
+                this.body = body;
+                this.length = length;
+                this.c = c;
+            }
 
-        private HttpResponse<byte[]> get(String pathAndQuery, boolean binary) {
-            return send(request(pathAndQuery, binary));
-        }
-
-        private HttpResponse<byte[]> send(HttpRequest q) {
-            try {
-                return http().send(q, HttpResponse.BodyHandlers.ofByteArray());
-            } catch (IOException e) {
-                throw new ConfigError("option 'url': cannot reach a VQS server at " + url + ": " + e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted", e);
+            int statusCode() { return status; }
+            String header(String name, String orElse) {
+                String v = c.getHeaderField(name);
+                return v == null ? orElse : v;
             }
         }
 
-        /** The answer of a request sent ahead (sendAsync), as send() would have given it. */
-        private HttpResponse<byte[]> await(CompletableFuture<HttpResponse<byte[]>> f) {
+        /**
+         * GET pathAndQuery over HTTP/1.1 with keep-alive (HttpURLConnection: its body is read
+         * straight into one array of the answer's Content-Length, which is several times
+         * faster for multi-MiB batch answers than java.net.http's 16 KiB buffer chains; the
+         * connection goes back to the JVM's keep-alive pool once the body is read whole).
+         */
+        private Answer get(String pathAndQuery, boolean binary) {
+            return get(pathAndQuery, binary, null);
+        }
+
+        /**
+         * The same, a successful answer's body read into {@code into} when it fits (else into a
+         * new array, at least twice its size, that the caller keeps for the next answer): a batch
+         * reader reuses its buffers instead of allocating an array of megabytes per answer.
+         */
+        private Answer get(String pathAndQuery, boolean binary, byte[] into) {
+            try {
+                HttpURLConnection c = (HttpURLConnection) URI.create(url + pathAndQuery).toURL().openConnection();
+                c.setConnectTimeout(timeoutMs);
+                c.setReadTimeout(timeoutMs);
+                c.setUseCaches(false);
+                if (binary) c.setRequestProperty("Accept", "application/vnd.vqs.batch");
+                if (token != null) c.setRequestProperty("Authorization", "Bearer " + token);
+                int status = c.getResponseCode();
+                InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
+                if (in == null) return new Answer(status, new byte[0], 0, c);
+                try (InputStream i = in) {
+                    long n = c.getContentLengthLong();
+                    if (n < 0 || n > Integer.MAX_VALUE - 8 || status >= 300) {
+                        byte[] all = i.readAllBytes();
+                        return new Answer(status, all, all.length, c);
+                    }
+                    byte[] buf = into != null && into.length >= n ? into
+                        : new byte[(int) Math.min(Integer.MAX_VALUE - 8, Math.max(n, into == null ? 0 : 2L * n))];
+                    int got = i.readNBytes(buf, 0, (int) n);
+                    return new Answer(status, buf, got, c);
+                }
+            } catch (IOException | IllegalArgumentException e) {
+                throw new ConfigError("option 'url': cannot reach a VQS server at " + url + ": " + e);
+            }
+        }
+
+        /** The answer of a request sent ahead, as get() would have given it. */
+        private Answer await(CompletableFuture<Answer> f) {
             try {
                 return f.get();
             } catch (ExecutionException e) {
                 Throwable c = e.getCause();
-                if (c instanceof IOException)
-                    throw new ConfigError("option 'url': cannot reach a VQS server at " + url + ": " + c);
                 if (c instanceof RuntimeException) throw (RuntimeException) c;
                 throw new IllegalStateException(c);
             } catch (InterruptedException e) {
-                f.cancel(true);
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted", e);
             }
@@ -238,15 +272,15 @@ abstract class Source implements AutoCloseable {
 
         private static String enc(String s) { return URLEncoder.encode(s, StandardCharsets.UTF_8); }
 
-        private JsonNode json(HttpResponse<byte[]> r) {
+        private JsonNode json(Answer r) {
             try {
-                return JSON.readTree(r.body());
+                return JSON.readTree(r.body, 0, r.length);
             } catch (IOException e) {
                 throw new IllegalStateException(url + " answered " + r.statusCode() + " with no JSON");
             }
         }
 
-        private JsonNode ok(HttpResponse<byte[]> r, String what) {
+        private JsonNode ok(Answer r, String what) {
             JsonNode n = json(r);
             if (r.statusCode() >= 300) {
                 JsonNode m = n == null ? null : n.findValue("message");
@@ -258,7 +292,7 @@ abstract class Source implements AutoCloseable {
 
         @Override
         int partitionCount(String topic, String option) {
-            HttpResponse<byte[]> r = get("/topics/" + enc(topic), false);
+            Answer r = get("/topics/" + enc(topic), false);
             if (r.statusCode() == 404)
                 throw new ConfigError("option '" + option + "': topic '" + topic + "' does not exist on " + url);
             return ok(r, "topic " + topic).get("partitions").asInt();
@@ -315,34 +349,51 @@ abstract class Source implements AutoCloseable {
                 long start = -1;
                 byte[] body;
                 int p, end;
+                // two answer buffers: the one read (cur) and the one the request sent ahead fills.
+                // A buffer is filled again only once every batch decoded from it was consumed:
+                // the reader asks for the next batch only after Spark consumed the ColumnarBatch
+                // of the previous one (RangeReader), and an answer is replaced only once all its
+                // batches were handed out.
+                final byte[][] bufs = new byte[2][];
+                int cur = 1, aheadSlot;
                 boolean first = true;
                 long bytes;
-                CompletableFuture<HttpResponse<byte[]>> ahead; // the request for offset aheadAt
+                CompletableFuture<Answer> ahead; // the request for offset aheadAt
                 long aheadAt = -1;
 
                 public long startOffset() { return start; }
                 public long bytesRead() { return bytes; }
 
-                HttpRequest requestAt(long at) {
+                Answer fetchAt(long at, int slot) {
                     long limit = stopAt < 0 ? 100_000 : Math.max(1, Math.min(100_000, stopAt - at));
-                    return request(path + "&offset=" + at + "&limit=" + limit + "&max_bytes=" + maxBytes
-                        + "&stored=1", true);
+                    Answer a = get(path + "&offset=" + at + "&limit=" + limit + "&max_bytes=" + maxBytes
+                        + "&stored=1", true, bufs[slot]);
+                    if (a.status < 300) bufs[slot] = a.body;
+                    return a;
                 }
 
-                HttpResponse<byte[]> response() {
+                Answer response() {
                     if (ahead != null) {
-                        CompletableFuture<HttpResponse<byte[]>> f = ahead;
+                        CompletableFuture<Answer> f = ahead;
                         ahead = null;
-                        if (aheadAt == pos) return await(f);
-                        f.cancel(true);
+                        if (aheadAt == pos) {
+                            cur = aheadSlot;
+                            return await(f);
+                        }
+                        try {
+                            await(f); // not the answer wanted, but its buffer is filled again next
+                        } catch (RuntimeException ignored) {
+                            // the request asked again below reports what is wrong
+                        }
                     }
-                    return send(requestAt(pos));
+                    cur ^= 1;
+                    return fetchAt(pos, cur);
                 }
 
                 public RecordBatch next() {
                     while (body == null || p >= end) {
                         if (!first && body != null && end == 0) return null;
-                        HttpResponse<byte[]> r = response();
+                        Answer r = response();
                         if (r.statusCode() == 400 || r.statusCode() == 416) {
                             JsonNode n = json(r);
                             JsonNode s = n == null ? null : n.findValue("start_offset");
@@ -350,20 +401,22 @@ abstract class Source implements AutoCloseable {
                             if (s != null) return null; // past the end
                         }
                         if (r.statusCode() >= 300) self.ok(r, "reading " + topic + "/" + partition);
-                        String so = r.headers().firstValue("x-vqs-start-offset").orElse("0");
+                        String so = r.header("x-vqs-start-offset", "0");
                         start = Long.parseLong(so);
                         first = false;
-                        body = r.body();
-                        bytes += body.length;
+                        body = r.body;
+                        bytes += r.length;
                         p = 0;
-                        end = body.length;
+                        end = r.length;
                         if (end == 0) return null;
                         if (stopAt >= 0) {
-                            long nxt = Long.parseLong(r.headers().firstValue("x-vqs-next-offset").orElse("-1"));
-                            long logEnd = Long.parseLong(r.headers().firstValue("x-vqs-end-offset").orElse("-1"));
+                            long nxt = Long.parseLong(r.header("x-vqs-next-offset", "-1"));
+                            long logEnd = Long.parseLong(r.header("x-vqs-end-offset", "-1"));
                             if (nxt > pos && nxt < stopAt && nxt < logEnd) {
                                 aheadAt = nxt;
-                                ahead = http().sendAsync(requestAt(nxt), HttpResponse.BodyHandlers.ofByteArray());
+                                aheadSlot = cur ^ 1;
+                                int slot = aheadSlot;
+                                ahead = CompletableFuture.supplyAsync(() -> fetchAt(nxt, slot), AHEAD);
                             }
                         }
                     }
@@ -374,7 +427,7 @@ abstract class Source implements AutoCloseable {
                 }
 
                 public void close() {
-                    if (ahead != null) { ahead.cancel(true); ahead = null; }
+                    ahead = null; // a request sent ahead finishes on its own thread; its answer is dropped
                 }
             };
         }
