@@ -136,7 +136,7 @@ class VQSMiddleware:
             return method == "POST" or method == "GET"
         return _SQS_PATH.match(path) is not None
 
-    def admit(self, method: str, path: str, raw_headers, landing: bool = False) -> tuple:
+    def admit(self, method: str, path: str, raw_headers, landing: bool = False, target: int = 0) -> tuple:
         """Every request's admission, decided from its request line and headers before any of its
         body is read, in this order: the headers' size and count, the Content-Length against the body's
         limit (the SQS endpoint's is lower: its signature is checked only once the body is read),
@@ -145,16 +145,20 @@ class VQSMiddleware:
         body is read), the bearer token (REST, but for the open paths). ``(sqs, limit, limit_name, chunked, clen,
         refusal)``: ``refusal`` is None, or ``(reason for vqs_rejected_requests_total or None,
         status, code, message, field, headers)``; ``landing``: the root page (``GET /``, no query: open,
-        not SQS). The ASGI path (``__call__``) and the HTTP fast path (fast_http.py) both ask this, so
-        every request meets the same bounds once."""
+        not SQS); ``target``: the request target's length (path and query), counted with the headers
+        against ``max_header_bytes`` as the request line is part of the head. The ASGI path
+        (``__call__``) and the HTTP fast path (fast_http.py) both ask this, so every request meets
+        the same bounds once, however its head arrived."""
         size, clen, chunked = _measure(raw_headers)
+        size += len(method) + target + 12  # "METHOD TARGET HTTP/1.1\r\n"
         sqs = not landing and self.is_sqs(method, path)
         limit, limit_name = ((self.max_sqs_body, "an SQS request's largest") if sqs and self.max_sqs_body < self.max_body
                              else (self.max_body, "max_body_bytes"))
         refusal = None
         if size > self.max_header:
             refusal = ("header_size", 431, "headers_too_large",
-                       f"request headers are {size} bytes; the limit is {self.max_header} (max_header_bytes)", None, None)
+                       f"the request's line and headers are {size} bytes; the limit is {self.max_header} "
+                       "(max_header_bytes)", None, None)
         elif len(raw_headers) > MAX_HEADER_COUNT:
             refusal = ("header_count", 431, "headers_too_large",
                        f"the request has {len(raw_headers)} headers; the limit is {MAX_HEADER_COUNT}", None, None)
@@ -215,8 +219,10 @@ class VQSMiddleware:
         method = scope["method"]
         raw_headers = scope["headers"]
         # no SQS request has neither a body nor a query: the root page (admitted as any request)
-        landing = method == "GET" and path == "/" and not scope.get("query_string")
-        sqs, limit, limit_name, chunked, clen, refusal = self.admit(method, path, raw_headers, landing)
+        qs = scope.get("query_string")
+        landing = method == "GET" and path == "/" and not qs
+        target = len(scope.get("raw_path") or path) + (len(qs) + 1 if qs else 0)
+        sqs, limit, limit_name, chunked, clen, refusal = self.admit(method, path, raw_headers, landing, target)
         if landing and refusal is None:
             return await self._landing(scope, receive, send, raw_headers, t0)
         held = 0

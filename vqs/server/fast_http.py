@@ -414,7 +414,8 @@ def _make_protocol(front, base=None):
             if not ((fn == produce and not idempotent_produce(qs)) or (fn == consume and _consume_args(qs) is not None)
                     or fn in queue_routes):
                 return None
-        _, _, _, chunked, clen, refusal = admit(method, path, raw_headers)
+        _, _, _, chunked, clen, refusal = admit(method, path, raw_headers, False,
+                                                len(path) + (len(qs) + 1 if qs else 0))
         if refusal is not None or chunked or (clen is None and method != "GET") or (clen is not None and clen < 0):
             return None
         if hit is SQS_HIT and clen:
