@@ -3,12 +3,10 @@
 One process owns the data directory: the app opens the Broker in its
 lifespan and closes it (flushing every log) when the server stops.
 
-``VQSMiddleware`` is the outermost layer: every request passes its admission
-(``admit``: header and body bounds, the browser checks, auth), metrics and
-error logging; then the SQS endpoint or the FastAPI routes answer it. The
-hot routes' plain requests never get here: the HTTP protocol answers them
-(fast_http.py), after the same ``admit``, with the same error answers
-(``error_answer``, ``refusal_answer``) and the same bookkeeping (``account``).
+``VQSMiddleware`` is the outermost layer: every request passes its admission (``admit``: header
+and body bounds, the browser checks, auth), metrics and error logging; then the SQS endpoint or the
+FastAPI routes answer it. The hot routes' plain requests never get here: the HTTP protocol answers
+them (fast_http.py) after the same ``admit``, with the same answers and bookkeeping (``account``).
 """
 
 from __future__ import annotations
@@ -145,10 +143,8 @@ class VQSMiddleware:
         body is read), the bearer token (REST, but for the open paths). ``(sqs, limit, limit_name, chunked, clen,
         refusal)``: ``refusal`` is None, or ``(reason for vqs_rejected_requests_total or None,
         status, code, message, field, headers)``; ``landing``: the root page (``GET /``, no query: open,
-        not SQS); ``target``: the request target's length (path and query), counted with the headers
-        against ``max_header_bytes`` as the request line is part of the head. The ASGI path
-        (``__call__``) and the HTTP fast path (fast_http.py) both ask this, so every request meets
-        the same bounds once, however its head arrived."""
+        not SQS); ``target``: the request target's length, counted in the head with the headers. Both HTTP
+        paths ask this, so every request meets the same bounds once, however its head arrived."""
         size, clen, chunked = _measure(raw_headers)
         size += len(method) + target + 12  # "METHOD TARGET HTTP/1.1\r\n"
         sqs = not landing and self.is_sqs(method, path)
@@ -156,9 +152,8 @@ class VQSMiddleware:
                              else (self.max_body, "max_body_bytes"))
         refusal = None
         if size > self.max_header:
-            refusal = ("header_size", 431, "headers_too_large",
-                       f"the request's line and headers are {size} bytes; the limit is {self.max_header} "
-                       "(max_header_bytes)", None, None)
+            refusal = ("header_size", 431, "headers_too_large", f"the request's line and headers are {size} "
+                       f"bytes; the limit is {self.max_header} (max_header_bytes)", None, None)
         elif len(raw_headers) > MAX_HEADER_COUNT:
             refusal = ("header_count", 431, "headers_too_large",
                        f"the request has {len(raw_headers)} headers; the limit is {MAX_HEADER_COUNT}", None, None)
