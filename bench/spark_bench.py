@@ -451,6 +451,12 @@ def report(args, info, rows, n, size, fill_s, session_s, py_row) -> int:
           C.fmt_ratio(r["ratio_vs_parquet"]), C.fmt_num(r["vqs_records_per_s"]), f"{r['vqs_mb_per_s']:.1f}",
           r.get("note", "")] for r in rows],
         right=[1, 2, 3, 4, 5]))
+    ops = {r["op"]: r for r in rows}
+    if "url sum(len)" in ops and "read sum(len)" in ops:
+        u = ops["read sum(len)"]["vqs_s"] / ops["url sum(len)"]["vqs_s"]
+        result["url_vs_path"] = u
+        print(f"\nBar (issue 35), url mode >= 0.5 x path mode (read sum(len), JVM reader): {u:.2f}x: "
+              f"{'pass' if u >= 0.5 else 'FAIL'}")
     if py_row is None:
         C.write_json(args.json, result)
         return 0
