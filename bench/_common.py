@@ -34,6 +34,7 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -197,6 +198,19 @@ def run_header_md(info: dict) -> str:
     if "bench_git" in info:
         lines.append(f"- bench scripts: {commit_text(info['bench_git'])}")
     return "\n".join(lines)
+
+
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace_s: float = 60) -> int:
+    """Stop a server the bench started, by its pid: ``sig`` (SIGTERM), then SIGKILL
+    after ``grace_s``; its exit status."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def write_json(path: str | None, doc: dict) -> None:

@@ -11,7 +11,6 @@ the ``with`` block, error or not.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -58,13 +57,7 @@ class Server:
         return self
 
     def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        C.stop_process(self.proc)
         self.log.close()
 
     def partition_dir(self, topic: str, partition: int = 0) -> str:

@@ -70,13 +70,7 @@ class Member:
         return held, read
 
     def stop(self, sig=signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        C.stop_process(self.proc, sig, grace_s=15)
 
 
 class Feeder(threading.Thread):

@@ -59,7 +59,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -229,13 +228,7 @@ class Server:
             return f.read()[-3000:].decode("utf-8", "replace")
 
     def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        C.stop_process(self.proc)
         self.log.close()
 
 

@@ -50,7 +50,6 @@ import multiprocessing
 import os
 import random
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -161,13 +160,7 @@ class Server:
             return f.read().decode("utf-8", "replace")[-n:]
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        C.stop_process(self.proc)
         self.log.close()
         return self.proc.returncode
 
