@@ -81,7 +81,3 @@ class DirLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None

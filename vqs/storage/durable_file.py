@@ -56,7 +56,7 @@ def rename_aside(src: str, dst: str) -> None:
         raise
 
 
-def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
+def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"
     fd = None
@@ -66,8 +66,7 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
         while view:
             n = fs.write(fd, view)
             view = view[n:]
-        if fsync:
-            fs.fsync(fd)
+        fs.fsync(fd)
         done, fd = fd, None
         os.close(done)
         fs.replace(tmp, path)  # (btrfs under a quota: even a rename may find no space)
@@ -77,8 +76,7 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
         _discard(tmp)  # a failed write (a full disk) leaves no temp file holding space
         raise_if_disk_full(e, path, "writing")  # (under a quota even a new inode may not fit: btrfs)
         raise
-    if fsync:
-        fsync_dir(os.path.dirname(os.path.abspath(path)))
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def _discard(tmp: str) -> None:

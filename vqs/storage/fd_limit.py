@@ -13,11 +13,7 @@ from __future__ import annotations
 
 import errno
 import logging
-
-try:
-    import resource
-except ImportError:  # pragma: no cover - not on POSIX
-    resource = None
+import resource
 
 from ..errors import TooManyOpenFiles
 
@@ -40,9 +36,7 @@ def limit_raised_from() -> int | None:
 
 
 def open_file_limits() -> tuple[int, int]:
-    """(soft, hard) ``RLIMIT_NOFILE`` of this process; (-1, -1) where unknown."""
-    if resource is None:
-        return -1, -1
+    """(soft, hard) ``RLIMIT_NOFILE`` of this process."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     inf = resource.RLIM_INFINITY
     return (RAISE_CEILING if soft == inf else soft), (RAISE_CEILING if hard == inf else hard)
@@ -53,8 +47,6 @@ def raise_open_file_limit(target: int | None = None, *, quiet: bool = False) -> 
     at most ``RAISE_CEILING``); never lowers it. Returns the soft limit now.
     Without a target it runs once per process. Logged at INFO unless ``quiet``."""
     global _raised, raised_from
-    if resource is None:
-        return -1
     soft, hard = open_file_limits()
     if target is None:
         if _raised:

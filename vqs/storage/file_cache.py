@@ -2,7 +2,7 @@
 
 A segment opens its log file and indexes on demand and registers what it
 holds here; past ``max_open_files`` the least recently used give theirs back,
-and ``sweep_idle`` closes what was not used for ``idle_close_ms``. Eviction
+and ``sweep_idle`` closes what was not used for IDLE_CLOSE_MS. Eviction
 is CLOCK (second chance): a use sets the segment's ``_hot`` flag (one store,
 no lock, per call); the hand clears it once, then evicts. The cap counts
 files: a log file or a writable (mapped) index is one descriptor, a sealed
@@ -45,8 +45,6 @@ IDLE_CLOSE_MS = 60_000
 def default_max_open_files() -> int:
     """Half the soft ``RLIMIT_NOFILE`` (at least 16, at most ``DEFAULT_CEILING``)."""
     soft, _ = open_file_limits()
-    if soft < 0:
-        return 4096
     return max(16, min(DEFAULT_CEILING, soft // 2))
 
 
@@ -99,7 +97,6 @@ class FileCache:
             self._configured = n or None
         self.max_open_files = self._configured or default_max_open_files()
         self._idle_registered = False
-        self.idle_close_ms = IDLE_CLOSE_MS
 
     # -- settings -----------------------------------------------------------------
     def configure(self, max_open_files: int | None) -> int:
@@ -109,7 +106,7 @@ class FileCache:
             if not isinstance(max_open_files, int) or isinstance(max_open_files, bool) or max_open_files < 4:
                 raise ConfigError(f"max_open_files={max_open_files!r}: must be an integer >= 4")
             soft, hard = open_file_limits()
-            if soft >= 0 and max_open_files > soft - 16:
+            if max_open_files > soft - 16:
                 soft = raise_open_file_limit(max_open_files + 64)
                 if max_open_files > soft - 16:
                     raise ConfigError(
@@ -147,11 +144,10 @@ class FileCache:
         if files and not self._idle_registered:
             self._start_idle_sweep()
 
-    def _evict_locked(self, exclude, target: int) -> int:
+    def _evict_locked(self, exclude, target: int) -> None:
         """Evict cold owners (not ``exclude``) until at most ``target`` files are
-        open or every owner was seen twice; returns files closed."""
+        open or every owner was seen twice."""
         owners = self._owners
-        closed = 0
         budget = 2 * len(owners)
         while self._open > target and owners and budget > 0:
             budget -= 1
@@ -161,8 +157,6 @@ class FileCache:
                 owners[owner] = files  # second chance: to the back
                 continue
             self._open -= files
-            closed += files
-        return closed
 
     # -- opening ---------------------------------------------------------------------
     def open_fd(self, path: str, flags: int, exclude=None) -> int:
@@ -186,10 +180,10 @@ class FileCache:
                 raise too_many_open_files(path, e, held=self._open, cap=self.max_open_files) from e
             raise
 
-    def shed(self, exclude=None) -> int:
+    def shed(self, exclude=None) -> None:
         """Close every file not in use (the process ran out of descriptors)."""
         with self._lock:
-            return self._evict_locked(exclude, 0)
+            self._evict_locked(exclude, 0)
 
     # -- idle files -------------------------------------------------------------------
     def _start_idle_sweep(self) -> None:
@@ -199,21 +193,17 @@ class FileCache:
             if self._idle_registered:
                 return
             self._idle_registered = True
-        Flusher.shared().register(self, self.idle_close_ms / 2000)
+        Flusher.shared().register(self, IDLE_CLOSE_MS / 2000)
 
-    def sweep_idle(self) -> int:
+    def sweep_idle(self) -> None:
         """One pass of the idle sweep: close the files of every owner not used
-        since the previous pass (two passes per ``idle_close_ms``)."""
-        closed = 0
+        since the previous pass (two passes per IDLE_CLOSE_MS)."""
         with self._lock:
             for owner in list(self._owners):
                 if owner._hot:
                     owner._hot = False
                 elif owner._try_evict():
-                    files = self._owners.pop(owner)
-                    self._open -= files
-                    closed += files
-        return closed
+                    self._open -= self._owners.pop(owner)
 
     def _flush_tick(self) -> bool:
         """The shared flusher thread's hook (flusher.py): the idle sweep."""

@@ -137,7 +137,7 @@ class Fault:
             return False
         return p == self.under or p.startswith(self.under + os.sep)
 
-    def _charge(self, fd_or_path, nbytes: int, grows: bool = True) -> None:
+    def _charge(self, fd_or_path, nbytes: int) -> None:
         """Before a write of ``nbytes``: raise as the filesystem would, or count it."""
         if not self._mine(fd_or_path):
             return
@@ -147,7 +147,7 @@ class Fault:
                 if self.at <= 0:
                     self.failures += 1
                     raise OSError(self.errno, os.strerror(self.errno))
-            elif self.free is not None and grows:
+            elif self.free is not None:
                 if nbytes > self.free:
                     self.failures += 1
                     raise OSError(self.errno, os.strerror(self.errno))
@@ -178,7 +178,7 @@ def _writev(fd, bufs):
 
 def _pwrite(fd, data, pos):
     grow = max(0, pos + len(data) - _size(fd))
-    _fault._charge(fd, grow, grows=True)
+    _fault._charge(fd, grow)
     return _ORIGINAL["pwrite"](fd, data, pos)
 
 

@@ -219,11 +219,9 @@ class Log:
             self._segs.gaps.update(load_gaps(self.path))
             self._reads.open_readonly(self)
             return self
-        if lock:  # (otherwise the loader makes the directory if it is missing)
-            make_dirs(self.path)  # (a spent quota: DiskFullError)
+        make_dirs(self.path)  # (a spent quota: DiskFullError)
+        if lock:
             self._dir_lock = DirLock(self.path).acquire()
-        else:
-            make_dirs(self.path)
         governor = self._grant.space = _space.for_path(self.path)
         self._grant.floor = _space.floor_of(governor, min_free_bytes, control)
         weakref.finalize(self, self._grant.dropped)

@@ -61,10 +61,5 @@ class MapCache:
                 self._maps.move_to_end(key)
         return memoryview(m)[position:end]
 
-    def clear(self) -> None:
-        """Drop every kept mapping (each unmapped once its last view goes)."""
-        with self._lock:
-            self._maps.clear()
-
     def __len__(self) -> int:
         return len(self._maps)

@@ -198,7 +198,6 @@ def encode_batch_parts(
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
-    compressor=None,
     nulls: bool = False,
     compacted: bool = False,
 ) -> list:
@@ -250,7 +249,7 @@ def encode_batch_parts(
     if codec != CODEC_NONE:
         raw = b"".join(body)
         if codec == CODEC_ZSTD:
-            body = [compressor.compress(raw) if compressor else _zstd_compress(raw)]
+            body = [_zstd_compress(raw)]
         elif codec == CODEC_LZ4:
             body = [_lz4_compress(raw)]
         else:
@@ -293,11 +292,6 @@ def _validity(items: Sequence, always: bool = False) -> bytes | None:
 def encode_batch(base_offset: int, values: Sequence, **kw) -> bytes:
     """Encode one batch as a single bytes object (see encode_batch_parts)."""
     return b"".join(encode_batch_parts(base_offset, values, **kw))
-
-
-def rebase(batch: bytearray | memoryview, base_offset: int) -> None:
-    """Give an encoded batch a new base offset in place; its CRC stays valid."""
-    struct.pack_into("<Q", batch, 0, base_offset)
 
 
 _zstd_c = None

@@ -74,11 +74,11 @@ class Segment:
         base_offset: int,
         *,
         active: bool,
-        owner: bool = True,
-        gaps: dict[int, int] | None = None,
-        index_interval_bytes: int = 4096,
-        index_capacity_bytes: int = 1 << 20,
-        create: bool = False,
+        owner: bool,
+        gaps: dict[int, int],
+        index_interval_bytes: int,
+        index_capacity_bytes: int,
+        create: bool,
     ):
         self.directory = directory
         self.base_offset = base_offset
@@ -102,7 +102,7 @@ class Segment:
         self._idx_lock = threading.RLock()  # guards creating/replacing the index objects
         #: {expected offset: base offset that may follow it}: gaps left by
         #: quarantined batches (shared with the Log, loaded from quarantine/).
-        self.gaps: dict[int, int] = gaps if gaps is not None else {}
+        self.gaps = gaps
         self.index_interval_bytes = index_interval_bytes
         self.index_capacity_bytes = index_capacity_bytes
         # the log file's descriptor, owned by a FileHandle (module doc)

@@ -180,12 +180,12 @@ class Space:
         self._since = 0
         self._quarter = max(0, self.avail) // 4
 
-    def take(self, nbytes: int, floor: int, where: str, path: str | None = None, control: bool = False) -> None:
+    def take(self, nbytes: int, floor: int, where: str, control: bool = False) -> None:
         """Count ``nbytes`` about to be buffered or written in directory
-        ``where`` as used; DiskFullError naming ``path`` (else ``where``),
-        nothing counted, when that would leave less than ``floor`` (0: never)."""
+        ``where`` as used; DiskFullError naming ``where``, nothing counted,
+        when that would leave less than ``floor`` (0: never)."""
         with self._lock:
-            self._take_locked(nbytes, 0, floor, where, path or where, control)
+            self._take_locked(nbytes, 0, floor, where, where, control)
 
     def take_upto(self, nbytes: int, extra: int, floor: int, where: str, path: str | None = None,
                   control: bool = False) -> int:
