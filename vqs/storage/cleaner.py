@@ -51,11 +51,12 @@ from dataclasses import dataclass
 from ..errors import ConfigError, CorruptRecordError, DiskFullError
 from . import fs
 from . import space as _space
-from .durable_file import atomic_write, fsync_dir, write_all
+from .durable_file import atomic_write, fsync_dir, remove_files, write_all
 from .log_compaction import replace_sealed, sealed_segments
+from .log_dir import list_segment_bases
 from .log_settings import check_int
 from .record_batch import HEADER, HEADER_SIZE, codec_id, encode_batch_parts, peek_header
-from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, Segment, segment_name
+from .segment import Segment, segment_files, segment_name
 from .segment_reads import batches_at, segment_max_timestamp
 
 logger = logging.getLogger(__name__)
@@ -107,18 +108,6 @@ def _swap_name(first: int, end: int) -> str:
     return f"{segment_name(first)}-{segment_name(end)}{SWAP_SUFFIX}"
 
 
-def _unlink(path: str) -> None:
-    try:
-        fs.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
-def _segment_files(directory: str, base: int) -> list[str]:
-    stem = os.path.join(directory, segment_name(base))
-    return [stem + LOG_SUFFIX, stem + INDEX_SUFFIX, stem + TIMEINDEX_SUFFIX]
-
-
 def finish_swaps(path: str) -> bool:
     """The owner's open: delete ``*.cleaned`` files (unfinished, uncommitted
     passes) and complete every committed swap (module doc, step 3). True if a
@@ -130,34 +119,28 @@ def finish_swaps(path: str) -> bool:
     changed = False
     for name in names:
         if name.endswith(CLEANED_SUFFIX):
-            _unlink(os.path.join(path, name))
+            remove_files(os.path.join(path, name))
             changed = True
     for name in sorted(n for n in names if n.endswith(SWAP_SUFFIX)):
         try:
             first, end = (int(x) for x in name[: -len(SWAP_SUFFIX)].split("-"))
         except ValueError:
             continue  # not ours
-        _install(path, name, first, [b for b in _bases(names) if first < b < end])
+        _install(path, name, first, [b for b in list_segment_bases(path, names) if first < b < end])
         changed = True
     if changed:
         fsync_dir(path)
     return changed
 
 
-def _bases(names) -> list[int]:
-    k = len(LOG_SUFFIX)
-    return sorted(int(n[:-k]) for n in names if n.endswith(LOG_SUFFIX) and n[:-k].isdigit())
-
-
 def _install(path: str, swap: str, first: int, later: list[int]) -> None:
     """Step 3: the replaced segments' files go (newest first), the swap takes ``first``'s name."""
     for base in reversed(later):
-        for f in reversed(_segment_files(path, base)):
-            _unlink(f)
-    log_file, index, timeindex = _segment_files(path, first)
-    _unlink(index)  # derived from the old file: rebuilt from the new one when needed
-    _unlink(timeindex)
-    _unlink(log_file)  # (the swap is committed: an open renames it into place; space back by unlink)
+        remove_files(*reversed(segment_files(path, base)))
+    log_file, index, timeindex = segment_files(path, first)
+    # the indexes are derived from the old file (rebuilt from the new one when needed); the
+    # swap is committed, so an open renames it into place
+    remove_files(index, timeindex, log_file)
     fs.rename(os.path.join(path, swap), log_file)
     fsync_dir(path)
 
@@ -285,7 +268,7 @@ class _Writer:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        _unlink(self.path)
+        remove_files(self.path)
 
 
 def _producers_last(segs: list[Segment]) -> set[tuple[int, int, int]]:
@@ -433,7 +416,7 @@ def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point:
             fsync_dir(log.path)
         except OSError as e:
             try:
-                _unlink(swap)
+                remove_files(swap)
             except OSError:
                 e.swap_left = True  # replace_sealed latches the log: only its next open may complete it
             raise

@@ -88,6 +88,15 @@ def _discard(tmp: str) -> None:
         pass
 
 
+def remove_files(*paths: str) -> None:
+    """Unlink each of ``paths`` that exists."""
+    for p in paths:
+        try:
+            fs.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
 def write_all(fd: int, parts: list) -> int:
     """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written."""
     # Zero-length buffers (an empty value or key) would make writev report 0

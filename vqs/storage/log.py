@@ -56,7 +56,7 @@ from . import fs, log_settings, retention
 from . import space as _space
 from .cleaner import finish_swaps
 from .dir_lock import DirLock
-from .durable_file import make_dirs
+from .durable_file import make_dirs, raise_if_disk_full
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
@@ -234,8 +234,7 @@ class Log:
                 self._dir_lock.release()
             if isinstance(e, OSError) and e.errno in FD_EXHAUSTED:
                 raise too_many_open_files(self.path, e, held=CACHE.open_files, cap=CACHE.max_open_files) from e
-            if isinstance(e, OSError) and e.errno in fs.NO_SPACE:  # a new log's first files (a spent quota)
-                raise DiskFullError(f"opening {self.path} failed: the disk is full ({e.strerror})", path=self.path) from e
+            raise_if_disk_full(e, self.path, "opening")  # a new log's first files (a spent quota)
             raise
         self._buf.set_thresholds()
         if flush == "interval" and not self._clean_marker:
@@ -322,6 +321,8 @@ class Log:
         buf = self._buf
         max_bytes, codec = buf.max_bytes, buf.codec
         bound = batches_bound(n, total, max_bytes, keys, headers)
+        pfields = {} if producer is None else {
+            "producer_id": producer[0], "producer_epoch": producer[1], "base_sequence": producer[2]}
         if codec:
             bound += (bound >> 7) + 128 * (1 + bound // max_bytes)
         with self._lock:
@@ -346,13 +347,8 @@ class Log:
                     hs = headers[i:j] if headers is not None else None
                     ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
                 base = self._written_end
-                if producer is None:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
-                                               nulls=nulls)
-                else:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
-                                               producer_id=producer[0], producer_epoch=producer[1],
-                                               base_sequence=producer[2], nulls=nulls)
+                parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
+                                           nulls=nulls, **pfields)
                 try:
                     self._write_parts_locked(parts, base, base + (j - i))
                 except BaseException:

@@ -43,7 +43,7 @@ import weakref
 
 from ..errors import DiskFullError
 from . import fs
-from .durable_file import atomic_write, fsync_dir
+from .durable_file import atomic_write, fsync_dir, remove_files
 from .log_dir import CLEAN_MARKER, clean_marker_bytes, write_checkpoint
 from .log_throttle import Throttle
 
@@ -214,10 +214,7 @@ class Durability:
         marker goes, durably, before any file changes (a crash from now on
         recovers). Raises OSError (the log latches it: the marker may still be
         on disk, and a write now could leave a stale one for the next open)."""
-        try:
-            fs.unlink(os.path.join(self.path, CLEAN_MARKER))
-        except FileNotFoundError:
-            pass
+        remove_files(os.path.join(self.path, CLEAN_MARKER))
         fsync_dir(self.path)
 
     def idle(self, written_end: int) -> bool:

@@ -164,9 +164,7 @@ class Reads:
         ``max_bytes``) into a contiguous run (first, end, records, value ends),
         cached for the next sequential read. ``value ends[k]`` is the byte count
         of the values of records[0..k]: reads cut at max_bytes by bisection."""
-        h = self.hint
-        hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
-        batches, next_pos = self._batches_at(log, seg, offset, max_bytes, hint)
+        batches, next_pos = self._batches_at(log, seg, offset, max_bytes, self._hint(seg, offset))
         recs: list[Record] = []
         first = end = None
         nulls = False
@@ -189,6 +187,11 @@ class Reads:
         run = first, end, recs, list(accumulate(sizes))
         self.run = run
         return run
+
+    def _hint(self, seg: Segment, offset: int) -> tuple[int, int] | None:
+        """(position, offset) where a sequential read of ``seg`` continues at ``offset``, if known."""
+        h = self.hint
+        return (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
 
     def _batches_at(self, log, seg: Segment, offset: int, max_bytes: int, hint=None, mapped: bool = False):
         skip = log.recovery == "skip"
@@ -245,10 +248,9 @@ class Reads:
         i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
         while i < len(segs) and total < max_bytes and offset < written_end:
             seg = segs[i][0]
-            h = self.hint
-            hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
             try:
-                batches, next_pos = self._batches_at(log, seg, offset, max_bytes - total, hint, mapped)
+                batches, next_pos = self._batches_at(log, seg, offset, max_bytes - total, self._hint(seg, offset),
+                                                     mapped)
             except CorruptRecordError:
                 if out:
                     break  # hand out the good batches; the next read reports the damage

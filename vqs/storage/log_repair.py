@@ -34,7 +34,6 @@ import time
 
 from ..errors import CorruptRecordError, VQSError
 from .log_dir import QUARANTINE_DIR
-from .record_batch import find_next_valid
 from .segment import Segment
 from .segment_excise import excise
 
@@ -45,17 +44,10 @@ QUIESCE_S = 10.0
 
 
 def find_damage(seg: Segment) -> tuple[int, int, int | None] | None:
-    """The first damaged batch of ``seg``: (position, the offset expected there,
-    position of the next valid batch or None); None if every batch is valid.
-    A full scan of the segment (a rare event: damage was reported)."""
-    valid, expected = 0, seg.base_offset
-    for info in seg.iter_valid(0, seg.size, expected=seg.base_offset):
-        valid, expected = info.position + info.size, info.next_offset
-    if valid >= seg.size:
-        return None
-    rest = seg.pread(valid, min(seg.size - valid, 256 << 20))
-    r = find_next_valid(rest, 1, expected)
-    return valid, expected, None if r is None else valid + r
+    """The first damaged batch of ``seg`` (``Segment.validate``), None if every
+    batch is valid. A full scan (a rare event: damage was reported)."""
+    found = seg.validate(seg.base_offset)
+    return None if found[0] >= seg.size else found
 
 
 def repair(log, error: CorruptRecordError) -> bool:

@@ -25,27 +25,16 @@ from .segment import Segment
 TailHint = tuple[Segment, int, int]
 
 
-def open_segments(path: str, make_segment: SegmentFactory) -> list[Segment]:
-    """The segments in ``path`` (all sealed, from the reader's view)."""
+def open_segments(path: str, make_segment: SegmentFactory, bases: list[int] | None = None) -> list[Segment]:
+    """The segments in ``path`` (or at ``bases``), all sealed from the reader's
+    view; those the owner's retention deleted meanwhile are left out."""
     segments = []
-    for base in list_segment_bases(path):
+    for base in list_segment_bases(path) if bases is None else bases:
         try:
             segments.append(make_segment(base, active=False))
         except FileNotFoundError:
-            continue  # deleted by the owner's retention meanwhile
+            pass
     return segments
-
-
-def open_segments_below(path: str, make_segment: SegmentFactory, bases: list[int], end: int) -> list[Segment]:
-    out = []
-    for base in bases:
-        if base >= end:
-            break
-        try:
-            out.append(make_segment(base, active=False))
-        except FileNotFoundError:
-            continue
-    return out
 
 
 def _cleaned(path: str, segments: list[Segment], bases: list[int]) -> bool:
@@ -104,18 +93,13 @@ def follow_segments(path: str, segments: list[Segment], make_segment: SegmentFac
         # The owner's cleaner replaced sealed segments (cleaner.py): open them again.
         for seg in segments[:-1]:
             seg.forget()
-        last = segments[-1]
-        segments[:-1] = open_segments_below(path, make_segment, bases, last.base_offset)
+        segments[:-1] = open_segments(path, make_segment, [b for b in bases if b < segments[-1].base_offset])
     new = [b for b in bases if b > segments[-1].base_offset and b not in known]
     if new:
         # The segment that was last is complete now (the owner rolled past
         # it): it may have grown since our snapshot of its size.
         was_last = segments[-1]
-        for b in new:
-            try:
-                segments.append(make_segment(b, active=False))
-            except FileNotFoundError:
-                pass
+        segments += open_segments(path, make_segment, new)
         if segments[-1] is not was_last:
             was_last.size = was_last.file_size()
             was_last.next_offset = None

@@ -528,11 +528,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
         p = 0
         b.value_offsets, b.value_data, p = _column(body, p, n)
         if attrs & ATTR_KEYS:
-            nb = (n + 7) >> 3
-            if p + nb > len(body):
-                raise ValueError("key validity bitmap")
-            b.key_validity = body[p : p + nb]
-            p += nb
+            b.key_validity, p = _bitmap(body, p, n, "key")
             b.key_offsets, b.key_data, p = _column(body, p, n)
         else:
             b.key_validity = b.key_offsets = b.key_data = None
@@ -549,11 +545,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
         else:
             b.timestamps = None
         if attrs & ATTR_NULL_VALUES:
-            nb = (n + 7) >> 3
-            if p + nb > len(body):
-                raise ValueError("value validity bitmap")
-            b.value_validity = body[p : p + nb]
-            p += nb
+            b.value_validity, p = _bitmap(body, p, n, "value")
         else:
             b.value_validity = None
         if p != len(body):
@@ -569,6 +561,13 @@ def _swapped(mv: memoryview, fmt: str) -> array:
     a = array(fmt, mv.tobytes())
     a.byteswap()
     return a
+
+
+def _bitmap(body: memoryview, p: int, n: int, what: str):
+    nb = (n + 7) >> 3
+    if p + nb > len(body):
+        raise ValueError(f"{what} validity bitmap")
+    return body[p : p + nb], p + nb
 
 
 def _column(body: memoryview, p: int, n: int):

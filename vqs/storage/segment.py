@@ -46,7 +46,7 @@ import threading
 
 from ..errors import CorruptRecordError
 from . import fs
-from .durable_file import write_all
+from .durable_file import remove_files, write_all
 from .file_cache import CACHE, FileHandle
 from .record_batch import ATTR_COMPACTED, find_next_valid, peek_header, verify_batch
 from .segment_index import OffsetIndex, TimeIndex
@@ -63,6 +63,12 @@ ALLOCATE_AHEAD = 1 << 20
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
+
+
+def segment_files(directory: str, base_offset: int) -> tuple[str, str, str]:
+    """The paths of the log file and the two indexes of the segment at ``base_offset``."""
+    stem = os.path.join(directory, segment_name(base_offset))
+    return stem + LOG_SUFFIX, stem + INDEX_SUFFIX, stem + TIMEINDEX_SUFFIX
 
 
 class Segment:
@@ -82,10 +88,7 @@ class Segment:
     ):
         self.directory = directory
         self.base_offset = base_offset
-        stem = os.path.join(directory, segment_name(base_offset))
-        self.log_path = stem + LOG_SUFFIX
-        self.index_path = stem + INDEX_SUFFIX
-        self.timeindex_path = stem + TIMEINDEX_SUFFIX
+        self.log_path, self.index_path, self.timeindex_path = segment_files(directory, base_offset)
         # active: the log appends here (indexes preallocated, mapped writable); owner: not a readonly Log
         self.writable = active
         self.owner = owner
@@ -324,7 +327,7 @@ class Segment:
 
     def _rebuild_indexes_locked(self) -> None:
         self._close_indexes()
-        _unlink_all((self.index_path, self.timeindex_path))
+        remove_files(self.index_path, self.timeindex_path)
         self._index_hint = self._ti_hint = 0
         writable = self.appending = self.writable
         self._ti_last = -1 << 63
@@ -621,19 +624,23 @@ class Segment:
         valid follows: a torn tail).
         """
         self.size = self.file_size()
-        next_off = max(self.base_offset, min_base_offset)
         self.rebuild_indexes()
-        valid = 0
-        for info in self.iter_valid(0, self.size, expected=next_off):
-            valid = info.position + info.size
-            next_off = info.next_offset
-        if valid >= self.size:
-            self.next_offset = next_off
-            return valid, next_off, None, None
-        # Something invalid at `valid`: does anything valid follow in this file?
-        nxt = self._next_valid(valid, next_off)
+        valid, next_off, resync = self.validate(max(self.base_offset, min_base_offset))
         self.next_offset = next_off
-        return valid, next_off, valid, None if nxt is None else nxt.position
+        return valid, next_off, None if valid >= self.size else valid, resync
+
+    def validate(self, expected: int) -> tuple[int, int, int | None]:
+        """Scan every batch from the start (the first must have base offset
+        ``expected``): (end of the valid prefix, the offset expected there,
+        position of the first valid batch after it or None: nothing valid
+        follows, a torn tail)."""
+        valid = 0
+        for info in self.iter_valid(0, self.size, expected=expected):
+            valid, expected = info.position + info.size, info.next_offset
+        if valid >= self.size:
+            return valid, expected, None
+        nxt = self._next_valid(valid, expected)
+        return valid, expected, None if nxt is None else nxt.position
 
     def file_replaced(self) -> None:
         """The log file was replaced under its name (segment_excise.py): reopened on next use."""
@@ -674,12 +681,4 @@ class Segment:
     def delete(self) -> None:
         """Unlink the files and let go of them (``forget``)."""
         self.forget()
-        _unlink_all((self.log_path, self.index_path, self.timeindex_path))
-
-
-def _unlink_all(paths) -> None:
-    for p in paths:
-        try:
-            fs.unlink(p)
-        except FileNotFoundError:
-            pass
+        remove_files(self.log_path, self.index_path, self.timeindex_path)

@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from ..errors import CorruptRecordError
-from .record_batch import RecordBatch, decode_batch, peek_header
+from .record_batch import RecordBatch, decode_batch, peek_header, scan_batches
 from .segment import Segment
 
 
@@ -108,12 +108,7 @@ def mapped_batches(seg: Segment, position: int, expected: int, maps=None):
 
 
 def _decode_lazily(buf, seg: Segment, expected: int):
-    n = len(buf)
-    p = 0
-    while p < n:
-        h = peek_header(buf, p)
-        if h is None or p + h[1] > n:
-            return
+    for p, _, _ in scan_batches(buf):
         try:
             b = decode_batch(buf, p, where=seg.log_path)
         except CorruptRecordError:
@@ -122,7 +117,6 @@ def _decode_lazily(buf, seg: Segment, expected: int):
             return
         yield b
         expected = b.next_offset
-        p += h[1]
 
 
 def first_offset_at_time(seg: Segment, timestamp_ms: int, start_offset: int) -> int | None:

@@ -147,9 +147,7 @@ class Space:
                  "_lock", "quota")
 
     def __init__(self, path: str):
-        self.path = path
-        self.total = _size(path)
-        self.default_floor = default_min_free(self.total)
+        self._measure(path)
         self.avail = 0          # free at the last reading, less what was taken since
         self.unwritten = 0      # taken and not yet written or given back
         #: what finalizers gave back (``dropped``): appended without the lock (a
@@ -158,9 +156,15 @@ class Space:
         self._since = 0          # bytes taken since the last reading
         self._quarter = 0        # a quarter of what the last reading found: read again past it
         self.low = False        # the last take was refused, or a write found no space
-        self._read_at = 0.0     # monotonic time of the next reading, at the latest
-        self.quota = quota(path) is not None  # a btrfs quota group's limit applies
         self._lock = threading.Lock()
+
+    def _measure(self, path: str) -> None:
+        """Size up the filesystem holding ``path`` (and read its free space at the next take)."""
+        self.path = path
+        self.total = _size(path)
+        self.default_floor = default_min_free(self.total)
+        self.quota = quota(path) is not None  # a btrfs quota group's limit applies
+        self._read_at = 0.0     # monotonic time of the next reading, at the latest
 
     def _settle_returned(self) -> None:
         r = self.returned
@@ -319,11 +323,7 @@ def for_path(path: str) -> Space:
             if not same:
                 # the directory it was made for went (and, maybe, its filesystem:
                 # a device number is reused after an unmount): measured afresh
-                s.path = path
-                s.total = _size(path)
-                s.default_floor = default_min_free(s.total)
-                s.quota = quota(path) is not None
-                s._read_at = 0.0
+                s._measure(path)
         else:
             s = _registry[dev] = Space(path)
     return s
