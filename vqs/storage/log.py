@@ -1,37 +1,22 @@
 """The log: an ordered list of segments, one append position, one flush policy.
 
-What an acknowledged append survives under each ``flush`` policy:
-log_durability.py.
-
-``Log`` is a facade over parts that each own their state (as Kafka's
-``UnifiedLog`` over ``LocalLog``), all under the log's one lock: ``_segs``
-(segments.py), ``_buf`` (log_buffer.py), ``_space`` and ``_grant``
-(log_space.py), ``_sync`` (log_durability.py), ``_reads`` (log_reads.py),
-``_group`` (group_commit.py); recovery.py, retention.py and log_repair.py are
-functions over the log. This module keeps the offsets, the append and write
-paths, the gates that refuse writes, and ``close``. No part holds the log
-(what spans parts takes it as an argument), so an unclosed log is freed when
-dropped and its grant goes back (``weakref.finalize``).
+``Log`` is a facade over parts that each own their state (as Kafka's ``UnifiedLog`` over
+``LocalLog``), all under the log's one lock: ``_segs`` (segments.py), ``_buf``
+(log_buffer.py), ``_space``/``_grant`` (log_space.py), ``_sync`` (log_durability.py: what an
+acknowledged append survives), ``_reads`` (log_reads.py), ``_group`` (group_commit.py);
+recovery.py, retention.py and log_repair.py are functions over it. No part holds the log, so
+an unclosed log is freed when dropped (its grant goes back through ``weakref.finalize``).
 
 Invariants (under ``_lock``):
-- ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset
-  <= _next_offset``: records below ``_written_end`` are in segment files, the
-  rest in the write buffer (visible to reads at once);
-- ``_sync.durable_end`` and the checkpoint never pass the first record of a
-  sealed segment whose fsync is pending: durability is always a prefix;
-- ``_reads.run`` holds records decoded from files (never the buffer) and is
-  dropped whenever the start offset moves up or a segment goes away;
-- ``_blocked`` is true when the log is closed, readonly, failed, still
-  carries the clean-shutdown marker, is off the flusher while idle, or
-  appends are refused for space: the append hot path tests this one flag;
-- on a full disk an append is refused *before* it is buffered: an
-  acknowledged record is never refused later, a refused one never written;
-- ``_clean_marker``: the last clean close's marker is on disk and no file
-  changed since; the first write removes it before it changes anything.
+- ``_sync.durable_end <= _written_end <= _next_offset``, ``_start_offset <= _next_offset``:
+  records below ``_written_end`` are in segment files, the rest in the write buffer;
+- ``_blocked`` is true when the log is closed, readonly, failed, carries the clean-shutdown
+  marker, is off the flusher while idle, or refuses appends for space: the append hot path
+  tests this one flag;
+- on a full disk an append is refused *before* it is buffered (log_space.py).
 
-(Over 500 lines: the facade's public methods and the append hot path -
-buffer, batch writes, roll - stay in one class body so appends read slots
-directly, with no delegation per call.)
+(Over 500 lines: the facade's public methods and the append hot path - buffer, batch writes,
+roll - stay in one class body so appends read slots directly, with no delegation per call.)
 """
 
 from __future__ import annotations
@@ -140,21 +125,14 @@ class Log:
         defer_clean_marker: bool = False,
         clock=None,
     ) -> Log:
-        """Open (creating if needed) the log in directory ``path``; a bad
-        setting raises ConfigError naming it. ``flush``: what an acknowledged
-        append survives (log_durability.py). ``min_free_bytes`` (None: the
-        filesystem's default; 0: off): appends are refused with DiskFullError
-        once they would leave less free (space.py); accepted ones are still
-        written, and appends resume once space is freed. ``control``: control
-        writes (a queue's lease records), refused only under a quarter of the
-        floor. ``defer_clean_marker``: after a clean close, change no file at
-        open (marker and checkpoint stay until the first write), for callers
-        that do not read the marker after opening (a broker's partitions).
-        """
+        """Open (creating if needed) the log in directory ``path``; a bad setting raises
+        ConfigError naming it. ``flush``: log_durability.py. ``min_free_bytes`` (None: the
+        filesystem's default; 0: off) and ``control`` (a queue's lease records): space.py.
+        ``defer_clean_marker``: after a clean close, change no file at open (marker and
+        checkpoint stay until the first write), for callers that do not read the marker (a
+        broker's partitions). ``clock``: seconds since the epoch, as time.time."""
         self = object.__new__(cls)
         self.path = os.fspath(path)
-        # clock: seconds since the epoch, as time.time. Stamps records appended
-        # without a timestamp, ages segments and drives time retention.
         self._now_ms = _now_ms if clock is None else (lambda: int(clock() * 1000))
         self._system_clock = clock is None
         if flush not in FLUSH_POLICIES:
@@ -184,33 +162,26 @@ class Log:
         self.index_interval_bytes = index_interval_bytes
         self.readonly = readonly
         self._flush_always = flush == "always"
-        # why appends are refused for space, and the grant (log_space.py; bound here too)
         self._space = SpaceGate(self.path, control)
         self._grant = self._space.grant
-        # the write buffer and its thresholds (log_buffer.py)
         self._buf = WriteBuffer(self._grant, codec_id(compression), batch_max_bytes, batch_max_records)
         #: called (under the lock; must not block or raise) when a write finds no
-        #: space or is refused under min_free_bytes (broker/queue/maintenance.py)
+        #: space or is refused under min_free_bytes
         self.on_disk_short = None
-        # the segment list (segments.py); its gaps dict is shared with every segment
-        # (a writer's loader fills it from its one listing of the directory)
         self._segs = Segments(self.path, owner=not readonly, segment_bytes=segment_bytes,
                               index_interval_bytes=index_interval_bytes)
-
         self._lock = threading.Lock()
-        # fsyncs, the sealed segments' background fsync, the checkpoint (log_durability.py)
         self._sync = Durability(self.path, self._lock, self, checkpoint_interval_ms / 1000)
         self._appended = threading.Condition(self._lock)
-        self._group = GroupCommit()  # flush="always": appenders share fsyncs
+        self._group = GroupCommit()
         self._read_waiters = 0  # threads in wait_for: appends notify them
         self._failed: BaseException | None = None
         self._closed = False
         self._clean_marker = False
         self._flush_idle = False  # off the interval flusher until the next write (log_durability.py)
-        # closed, readonly, failed, refused for space or marked clean: appends must check why
         self._blocked = readonly
         self._dir_lock: DirLock | None = None
-        self._reads = Reads()  # the decoded run and where a sequential read continues (log_reads.py)
+        self._reads = Reads()
         self.quarantined_batches = 0
 
         if readonly:
@@ -226,7 +197,7 @@ class Log:
         self._grant.floor = _space.floor_of(governor, min_free_bytes, control)
         weakref.finalize(self, self._grant.dropped)
         try:
-            finish_swaps(self.path)  # a cleaner's committed swap completed, its unfinished output deleted
+            finish_swaps(self.path)
             adopt_loaded(self, LogLoader(self.path, self.recovery, self._segs, defer_clean_marker).load())
         except BaseException as e:
             self._close_files()
@@ -240,26 +211,21 @@ class Log:
         if flush == "interval" and not self._clean_marker:
             Flusher.shared().register(self, flush_interval_ms / 1000)
         elif flush != "never":
-            # flush="always": the flusher checkpoints it and takes its grant back when it is
-            # idle; from its first write (so does a clean-opened "interval" log)
+            # on the flusher from the first write ("always": for the checkpoint and the grant)
             self._flush_idle = self._blocked = True
         return self
 
     def refresh(self) -> None:
-        """Readonly logs: pick up segments and batches the owner appended (and
-        forget segments its retention deleted)."""
+        """Readonly logs: follow what the owner appended and deleted (readonly_tail.py)."""
         if self.readonly:
             self._reads.refresh(self)
 
     # --------------------------------------------------------------- append
 
     def append(self, value, *, key=None, headers=None, timestamp_ms: int | None = None) -> int:
-        """Append one record; return its offset.
-
-        The record is buffered into the open batch (and visible to reads at
-        once); what the return promises depends on the flush policy (module doc).
-        ``value`` None is a null value (Kafka's tombstone), read back as None.
-        """
+        """Append one record to the write buffer (visible to reads at once); return its
+        offset. ``value`` None is a null (Kafka's tombstone). What the return promises:
+        log_durability.py."""
         null = False
         if value.__class__ is not bytes:
             if value is None:
@@ -267,8 +233,7 @@ class Log:
             else:
                 value = _as_bytes(value, "value")
         if timestamp_ms is None:
-            # The system clock read inline, not through self._now_ms() (callgrind:
-            # 8,905 -> 7,958 instructions per 100 B append with __slots__).
+            # (inline, not self._now_ms(): a tenth fewer instructions per append)
             timestamp_ms = _time_ns() // 1_000_000 if self._system_clock else self._now_ms()
         with self._lock:
             if self._blocked:
@@ -304,18 +269,15 @@ class Log:
         producer: tuple[int, int, int] | None = None,
         claim=None,
     ) -> int:
-        """Append many records as one write (split into batches of at most
-        ``batch_max_bytes``, after what ``append`` buffered); return the first
-        offset. ``producer``: (producer id, epoch, base sequence) of an
-        idempotent producer, kept in the batch headers (every piece of a split
-        batch carries its base sequence). ``claim``: the space.Claim that
-        counted these records while the caller buffered them: its bytes become
-        the batch's grant (what was admitted is not refused)."""
+        """Append many records as one write (after what ``append`` buffered), split into
+        batches of at most ``batch_max_bytes``; return the first offset. ``producer``: (id,
+        epoch, base sequence) of an idempotent producer, in every piece's header. ``claim``:
+        the space.Claim that counted these records while the caller buffered them; its
+        bytes become the grant (what was admitted is not refused)."""
         n = len(values)
         values, keys, nulls = checked_columns(values, keys, headers, timestamps_ms)
         if timestamps_ms is None:
             timestamps_ms = self._now_ms()
-        # (also where the batches split)
         ends = list(accumulate(len(v) if v is not None else 0 for v in values) if nulls else accumulate(map(len, values)))
         total = ends[-1]
         buf = self._buf
@@ -333,8 +295,7 @@ class Log:
             self._write_buffer_locked()
             self._take_locked(bound)
             first = self._written_end
-            # Split so that no batch exceeds batch_max_bytes (a single huge value
-            # still makes a batch of its own).
+            # (a value larger than batch_max_bytes makes a batch of its own)
             i = before = 0
             while i < n:
                 j = max(bisect.bisect_right(ends, before + max_bytes, i), i + 1)
