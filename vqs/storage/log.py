@@ -469,9 +469,7 @@ class Log:
         self._blocked = self._space.low or bool(self._space.short)  # still checked per append
 
     def _check_appendable(self, nbytes: int) -> None:
-        """Appends, when ``_blocked``: closed, readonly or failed raise; refused
-        for space (log_space.py), ``nbytes`` more are refused (DiskFullError,
-        nothing buffered) until there is room again."""
+        """Appends, when ``_blocked``: raise, or refuse ``nbytes`` more for space (log_space.py)."""
         if self._closed or self.readonly or self._failed is not None or self._clean_marker or self._flush_idle:
             self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
         space = self._space
@@ -503,69 +501,50 @@ class Log:
         return self._next_offset
 
     def read(self, offset: int, *, max_records: int = 500, max_bytes: int = 1 << 20) -> list[Record]:
-        """Records from ``offset`` on: at most ``max_records``, and stopping once
-        ``max_bytes`` of values were returned (always at least one record).
-
-        Returns [] at the end of the log; raises OffsetOutOfRange below the start
-        offset or past the end. Offsets may have gaps (quarantined batches):
-        the first record returned has the smallest offset >= ``offset``.
-        Every record comes from a batch whose CRC was verified.
-        """
-        c = self._reads.run  # invalidated whenever the start offset moves up
+        """Records from ``offset`` on: at most ``max_records``, stopping once ``max_bytes`` of
+        values were returned (at least one record); [] at the end; OffsetOutOfRange below the
+        start or past the end. Offsets may have gaps: the first record returned has the
+        smallest offset >= ``offset``."""
+        c = self._reads.run
         if c is not None:
             lo, hi, recs, ends = c
             if lo <= offset < hi:
                 i = offset - lo
                 if max_records == 1:
                     return [recs[i]]
-                # Served from the run when it holds all max_records and the
-                # byte limit is not reached before the last of them.
+                # from the run when it holds them all, the byte limit not reached before the last
                 k = i + max_records - 1
                 if i < k < len(recs) and ends[k - 1] - (ends[i - 1] if i else 0) < max_bytes:
                     return recs[i : k + 1]
         return self._reads.read(self, offset, max_records, max_bytes)
 
     def read_batches(self, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False) -> list[RecordBatch]:
-        """Whole, CRC-verified batches holding offsets >= ``offset`` (about
-        ``max_bytes`` of them, at least one if any exist): the zero-copy view
-        for bulk consumers. The first batch may begin below ``offset``.
-        Records still buffered come back as a freshly encoded batch.
-
-        With ``mapped`` the batches are views of a read-only mapping of the
-        segment file instead of a copy (for bulk scans such as Spark's)."""
+        """Whole, CRC-verified batches holding offsets >= ``offset`` (about ``max_bytes``, at
+        least one if any exist; the first may begin below ``offset``); buffered records come
+        back as a freshly encoded batch. ``mapped``: views of a mapping of the file, no copy."""
         return self._reads.read_batches(self, offset, max_bytes=max_bytes, mapped=mapped)
 
     def scan_batches(self, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
-        """Whole, CRC-verified batches holding offsets >= ``offset`` and below
-        ``end_offset`` (default: the end), lazily, for bulk scans (Spark's
-        source): what ``read_batches(..., mapped=True)`` in a loop returns and
-        raises (OffsetOutOfRange at the first ``next()``), each segment mapped
-        once and each batch verified as the consumer asks for it. ``maps`` (a
-        ``map_cache.MapCache``) keeps the mappings for later scans."""
+        """What ``read_batches(..., mapped=True)`` in a loop returns and raises, from ``offset``
+        to ``end_offset`` (default: the end), lazily: each segment mapped once, each batch
+        verified as the consumer asks for it. ``maps``: a MapCache that keeps the mappings."""
         return self._reads.scan_batches(self, offset, end_offset, maps=maps)
 
     def wait_for(self, offset: int, timeout: float | None) -> bool:
-        """Block until a record at ``offset`` or later exists (end_offset > offset)
-        or ``timeout`` seconds pass; True if it exists. Woken by appends, not by
-        polling (a readonly log, fed by another process, re-reads the files)."""
+        """Block until ``end_offset > offset`` or ``timeout`` seconds pass; True if it is.
+        Woken by appends (a readonly log polls the files)."""
         return self._reads.wait_for(self, offset, timeout)
 
     def offset_for_time(self, timestamp_ms: int) -> int | None:
-        """The first offset whose record timestamp is >= ``timestamp_ms``
-        (None if there is none yet)."""
+        """The first offset stamped >= ``timestamp_ms``, or None."""
         return self._reads.offset_for_time(self, timestamp_ms)
 
     # -------------------------------------------------------------- retention
 
     def delete_before(self, offset: int) -> int:
-        """Make ``offset`` the new start (never past the end) and delete the
-        whole segments below it; returns the number of segments deleted. The
-        active segment goes (rolled first) once it holds a quarter of
-        ``segment_bytes``, or whatever its size while space is short
-        (retention.py)."""
+        """Make ``offset`` (at most the end) the new start and delete the whole segments below
+        it (retention.py); returns how many."""
         with self._lock:
-            # (offset == start: a consumed roll that found no room earlier is tried
-            # again while space is short, retention.py)
             again = min(offset, self._next_offset) == self._start_offset and retention.consumed_left(self)
             if self._clean_marker and min(offset, self._next_offset) <= self._start_offset and not again:
                 return 0  # nothing to do: the clean-shutdown marker may stay
@@ -573,8 +552,7 @@ class Log:
             return retention.delete_before_locked(self, offset, again)
 
     def apply_retention(self, now_ms: int | None = None) -> int:
-        """Delete whole segments past ``retention_ms`` (by their newest record)
-        or beyond ``retention_bytes``; the active segment only on a full disk."""
+        """Delete whole segments past ``retention_ms`` or ``retention_bytes`` (retention.py)."""
         with self._lock:
             now_ms = self._now_ms() if now_ms is None else now_ms
             if self._clean_marker and not retention.due(self, now_ms):
@@ -583,17 +561,13 @@ class Log:
             return retention.apply_locked(self, now_ms)
 
     def repair(self, error: CorruptRecordError) -> bool:
-        """Apply the log's ``recovery`` policy to the damage a read reported
-        (``error`` names the segment file): ``skip`` quarantines the damaged
-        batch (its offsets become a gap), ``truncate`` cuts the log there (that
-        batch and everything after it go, the write buffer included; the end
-        moves back). Returns True when the log changed or the damage is gone
-        (read again), False under ``fail``, for a readonly log, or when
-        appends in flight did not finish in time. Crash-safe (log_repair.py)."""
+        """Apply the ``recovery`` policy to the damage a read reported (log_repair.py): True
+        when the log changed or the damage is gone (read again), False under ``fail``, for a
+        readonly log, or when appends in flight did not finish in time."""
         return repair(self, error)
 
     def reconfigure(self, **settings) -> None:
-        """Change what a topic may alter while open (log_settings.py; those not given: ``open``'s)."""
+        """Change what a topic may alter while open (log_settings.py)."""
         log_settings.reconfigure(self, **settings)
 
     # ------------------------------------------------------------------ info
