@@ -195,7 +195,7 @@ class Log:
             self._dir_lock = DirLock(self.path).acquire()
         governor = self._grant.space = _space.for_path(self.path)
         self._grant.floor = _space.floor_of(governor, min_free_bytes, control)
-        weakref.finalize(self, self._grant.dropped)
+        weakref.finalize(self, self._grant.release, True)
         try:
             finish_swaps(self.path)
             adopt_loaded(self, LogLoader(self.path, self.recovery, self._segs, defer_clean_marker).load())

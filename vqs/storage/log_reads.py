@@ -240,23 +240,22 @@ class Reads:
                 if out:
                     break
                 raise self._segment_gone(log, offset) from None
-            if batches:
-                for b in batches:
-                    if b.next_offset <= offset:
-                        continue
-                    if b.base_offset >= written_end:
-                        next_pos = None
-                        break
-                    out.append(b)
-                    total += b.size_bytes
-                    offset = b.next_offset
-                if next_pos is not None and offset == batches[-1].next_offset:
-                    self.hint = (seg, offset, next_pos)
-                if batches:
-                    if total >= max_bytes:
-                        break
+            if not batches:
+                i += 1
+                continue
+            for b in batches:
+                if b.next_offset <= offset:
                     continue
-            i += 1
+                if b.base_offset >= written_end:
+                    next_pos = None
+                    break
+                out.append(b)
+                total += b.size_bytes
+                offset = b.next_offset
+            if next_pos is not None and offset == batches[-1].next_offset:
+                self.hint = (seg, offset, next_pos)
+            if total >= max_bytes:
+                break
         return out
 
     def scan_batches(self, log, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:

@@ -42,7 +42,7 @@ class Grant:
 
     def take_upto(self, more: int, step: int, path: str, file: str) -> None:
         """``more`` bytes for the buffer, and up to ``step`` when the governor allows."""
-        self.buffer += self.space.take_upto(more, step, self.floor, path, file, self.control)
+        self.buffer += self.space.take(more, self.floor, path, extra=step, path=file, control=self.control)
 
     def hand_over(self, claim, need: int) -> None:
         """A caller's ``space.Claim`` becomes the grant, up to ``need``."""
@@ -82,16 +82,10 @@ class Grant:
         """Whether the governor has ``need`` bytes over the floor."""
         return self.space.room(self.floor + need, path, self.control)
 
-    def release(self) -> None:
-        """Close: everything goes back."""
+    def release(self, dropped: bool = False) -> None:
+        """Close: everything goes back (``dropped``: the log was collected unclosed)."""
         if self.space is not None and (self.buffer or self.indexes):
-            self.space.give(self.buffer + self.indexes)
-            self.buffer = self.indexes = 0
-
-    def dropped(self) -> None:
-        """The log was collected unclosed (``weakref.finalize``)."""
-        if self.space is not None:
-            self.space.dropped(self.buffer + self.indexes)
+            (self.space.dropped if dropped else self.space.give)(self.buffer + self.indexes)
             self.buffer = self.indexes = 0
 
 

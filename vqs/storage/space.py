@@ -169,42 +169,34 @@ class Space:
         self._since = 0
         self._quarter = max(0, self.avail) // 4
 
-    def take(self, nbytes: int, floor: int, where: str, control: bool = False) -> None:
-        """Count ``nbytes`` about to be buffered or written in directory
-        ``where`` as used; DiskFullError naming ``where``, nothing counted,
-        when that would leave less than ``floor`` (0: never)."""
+    def take(self, nbytes: int, floor: int, where: str, *, extra: int = 0, path: str | None = None,
+             control: bool = False) -> int:
+        """Count ``nbytes`` about to be buffered or written in directory ``where`` as used,
+        plus up to ``extra`` more (at most an eighth of the room over the floor: a grant never
+        holds what others need); returns what was taken. DiskFullError naming ``path`` (else
+        ``where``), nothing counted, when ``nbytes`` would leave less than ``floor`` (0: never)."""
+        path = path or where
         with self._lock:
-            self._take_locked(nbytes, 0, floor, where, where, control)
-
-    def take_upto(self, nbytes: int, extra: int, floor: int, where: str, path: str | None = None,
-                  control: bool = False) -> int:
-        """``take(nbytes)`` plus up to ``extra`` more (at most an eighth of the
-        room over the floor: a grant never holds what others need); returns
-        what was taken."""
-        with self._lock:
-            return self._take_locked(nbytes, extra, floor, where, path or where, control)
-
-    def _take_locked(self, nbytes: int, extra: int, floor: int, where: str, path: str, control: bool) -> int:
-        if self.returned:
-            self._settle_returned()
-        now = _monotonic()
-        self._since += nbytes + extra
-        if now >= self._read_at or self._since > self._quarter or (floor and self.avail - nbytes - extra < floor):
-            self._read(now, where)
-        left = self.avail - nbytes
-        if floor and left < floor:
-            self.low = True
-            raise DiskFullError(
-                f"write to {path} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
-                f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
-                f"for deletes, checkpoints and buffered records); writes resume once there is room",
-                path=path)
-        if left >= floor and not control:
-            self.low = False
-        nbytes += max(0, min(extra, (left - floor) // 8))
-        self.avail -= nbytes
-        self.unwritten += nbytes
-        return nbytes
+            if self.returned:
+                self._settle_returned()
+            now = _monotonic()
+            self._since += nbytes + extra
+            if now >= self._read_at or self._since > self._quarter or (floor and self.avail - nbytes - extra < floor):
+                self._read(now, where)
+            left = self.avail - nbytes
+            if floor and left < floor:
+                self.low = True
+                raise DiskFullError(
+                    f"write to {path} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
+                    f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
+                    f"for deletes, checkpoints and buffered records); writes resume once there is room",
+                    path=path)
+            if left >= floor and not control:
+                self.low = False
+            nbytes += max(0, min(extra, (left - floor) // 8))
+            self.avail -= nbytes
+            self.unwritten += nbytes
+            return nbytes
 
     def ahead(self, nbytes: int, floor: int) -> bool:
         """Count ``nbytes`` allocated ahead of a file's writes if that leaves more than
@@ -347,8 +339,8 @@ class Claim:
         refuses even ``nbytes``: the caller refuses the record."""
         if nbytes <= self.held:
             return
-        self.held += self.space.take_upto(nbytes - self.held, min(nbytes, 256 << 10), self.floor, self.path,
-                                          control=self.control)
+        self.held += self.space.take(nbytes - self.held, self.floor, self.path, extra=min(nbytes, 256 << 10),
+                                     control=self.control)
         self._cell[0] = self.held
 
     def force(self, nbytes: int) -> None:
