@@ -318,15 +318,23 @@ class Segment:
                 break
         if last_batch is not None:
             self.next_offset = last_batch.next_offset
-            rel = last_batch.base_offset - self.base_offset
-            ti = self._timeindex
-            if ti.entries == 0 or rel > ti.last()[1]:
-                # the segment's final largest timestamp, as seal() records it
-                ti.append(self.max_timestamp_ms, rel)
-                self._ti_last = self.max_timestamp_ms
+            self._time_entry_for_last(last_batch)
         if not writable:
             self._index.trim()
             self._timeindex.trim()
+
+    def _time_entry_for_last(self, last) -> None:
+        """Make the time index's last entry name ``last``, the last batch, with the segment's
+        largest timestamp (``checked_timeindex`` relies on it)."""
+        if last is None:
+            return
+        rel = last.base_offset - self.base_offset
+        ti = self.timeindex
+        if ti.entries == 0 or rel > ti.last()[1]:
+            if not ti.writable:
+                ti = self._map_for_append()[1]
+            self._ti_last = max(self.max_timestamp_ms, self._ti_last)
+            ti.append(self._ti_last, rel)
 
     # -- writing ---------------------------------------------------------------
 
@@ -376,15 +384,7 @@ class Segment:
         if sync:
             self.sync()
         if self.next_offset is not None and self.next_offset > self.base_offset:
-            ti = self.timeindex
-            # The last entry always names the last batch (checked_timeindex relies on it).
-            last = self.last_batch()
-            last_rel = None if last is None else last.base_offset - self.base_offset
-            if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
-                if not ti.writable:
-                    ti = self._map_for_append()[1]
-                ti.append(max(self.max_timestamp_ms, self._ti_last), last_rel)
-                self._ti_last = max(self.max_timestamp_ms, self._ti_last)
+            self._time_entry_for_last(self.last_batch())
         with self._idx_lock:
             self.index.trim()
             self.timeindex.trim()
