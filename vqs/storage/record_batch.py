@@ -430,51 +430,41 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
     end_buf = len(mv)
+    at_pos = pos + at  # (where the batch starts in its file)
     if pos + HEADER_SIZE > end_buf:
-        raise CorruptRecordError(
-            f"{where}: truncated batch header at position {pos + at}", position=pos + at
-        )
+        raise CorruptRecordError(f"{where}: truncated batch header at position {at_pos}", position=at_pos)
     (base, length, crc, magic, codec, attrs, n, first_ts, max_ts, pid, pepoch, bseq,
      body_len) = HEADER.unpack_from(mv, pos)
     if length < MIN_BATCH_LENGTH or length > MAX_BATCH_BYTES:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} has impossible length {length}", position=pos + at
-        )
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} has impossible length {length}",
+                                 position=at_pos)
     end = pos + LENGTH_OVERHEAD + length
     if end > end_buf:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} (length {length}) runs past the end ({end_buf})",
-            position=pos + at,
-        )
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} (length {length}) runs past the end "
+                                 f"({end_buf})", position=at_pos)
     if _crc(mv[pos + CRC_START : end]) != crc:
-        raise CorruptRecordError(
-            f"{where}: CRC mismatch in batch at position {pos + at} (base offset {base})", position=pos + at
-        )
+        raise CorruptRecordError(f"{where}: CRC mismatch in batch at position {at_pos} (base offset {base})",
+                                 position=at_pos)
     if magic != MAGIC or n == 0 or attrs & ~ATTR_KNOWN or codec not in CODEC_NAMES:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} has unsupported magic {magic}, codec {codec}, "
-            f"attributes {attrs:#x} or count {n}",
-            position=pos + at,
-        )
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} has unsupported magic {magic}, "
+                                 f"codec {codec}, attributes {attrs:#x} or count {n}", position=at_pos)
     body = mv[pos + HEADER_SIZE : end]
     if codec != CODEC_NONE:
         if body_len > MAX_BATCH_BYTES:
-            raise CorruptRecordError(f"{where}: batch at {pos + at} claims body of {body_len} bytes",
-                                     position=pos + at)
+            raise CorruptRecordError(f"{where}: batch at {at_pos} claims body of {body_len} bytes",
+                                     position=at_pos)
         if max_inflated is not None and body_len > max_inflated:
-            raise MessageTooLarge(f"{where}: the compressed batch at {pos + at} inflates to {body_len} bytes, "
+            raise MessageTooLarge(f"{where}: the compressed batch at {at_pos} inflates to {body_len} bytes, "
                                   f"more than the {max_inflated} allowed")
         try:
             raw = _zstd_decompress(body, body_len) if codec == CODEC_ZSTD else _lz4_decompress(body, body_len)
         except Exception as e:  # codec libraries raise their own types
-            raise CorruptRecordError(f"{where}: batch at {pos + at} does not decompress: {e}",
-                                     position=pos + at) from None
+            raise CorruptRecordError(f"{where}: batch at {at_pos} does not decompress: {e}",
+                                     position=at_pos) from None
         body = memoryview(raw)
     if len(body) != body_len:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} body is {len(body)} bytes, header says {body_len}",
-            position=pos + at,
-        )
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} body is {len(body)} bytes, header says "
+                                 f"{body_len}", position=at_pos)
     b = RecordBatch()
     b.base_offset = base
     b.count = n
@@ -515,9 +505,8 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
         if p != len(body):
             raise ValueError(f"{len(body) - p} trailing bytes")
     except ValueError as e:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} (base offset {base}) is malformed: {e}", position=pos + at
-        ) from None
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} (base offset {base}) is malformed: {e}",
+                                 position=at_pos) from None
     return b
 
 
