@@ -179,18 +179,14 @@ def _fsync(fd):
     return _ORIGINAL["fsync"](fd)
 
 
-def _ftruncate(fd, length):
-    before = _size(fd)
-    _ORIGINAL["ftruncate"](fd, length)
-    if _fault._mine(fd):
-        _fault._credit(before - length)
-
-
-def _truncate(path, length):
-    before = _size(path)
-    _ORIGINAL["truncate"](path, length)
-    if _fault._mine(path):
-        _fault._credit(before - length)
+def _shrinking(name: str):
+    """``ftruncate``/``truncate`` (``name``) that give the bytes cut back to the fault."""
+    def call(fd_or_path, length):
+        before = _size(fd_or_path)
+        _ORIGINAL[name](fd_or_path, length)
+        if _fault._mine(fd_or_path):
+            _fault._credit(before - length)
+    return call
 
 
 def _unlink(path, *a, **k):
@@ -205,7 +201,7 @@ def install(fault: Fault) -> Fault:
     global _fault, write, writev, pwrite, fsync, ftruncate, truncate, unlink
     _fault = fault
     write, writev, pwrite, fsync = _write, _writev, _pwrite, _fsync
-    ftruncate, truncate, unlink = _ftruncate, _truncate, _unlink
+    ftruncate, truncate, unlink = _shrinking("ftruncate"), _shrinking("truncate"), _unlink
     return fault
 
 

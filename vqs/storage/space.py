@@ -78,30 +78,30 @@ def _qgroup_dir(path: str) -> str | None:
         return _qgroup_dirs[path]
     except KeyError:
         pass
-    d = None
-    if fs.fs_magic(path) == BTRFS_SUPER_MAGIC:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            fd = -1
-        if fd >= 0:
-            try:
-                info = bytearray(1024)
-                fcntl.ioctl(fd, _FS_INFO, info)
-                fsid = uuid.UUID(bytes=bytes(info[16:32]))
-                args = bytearray(4096)
-                struct.pack_into("<QQ", args, 0, 0, _FIRST_FREE_OBJECTID)
-                fcntl.ioctl(fd, _INO_LOOKUP, args)
-                (subvol,) = struct.unpack_from("<Q", args, 0)
-                d = f"/sys/fs/btrfs/{fsid}/qgroups/0_{subvol}"
-            except OSError:
-                d = None
-            finally:
-                os.close(fd)
     if len(_qgroup_dirs) >= 4096:
         _qgroup_dirs.clear()  # (directories of logs long deleted; each is looked at again)
-    _qgroup_dirs[path] = d
+    d = _qgroup_dirs[path] = _probe_qgroup_dir(path) if fs.fs_magic(path) == BTRFS_SUPER_MAGIC else None
     return d
+
+
+def _probe_qgroup_dir(path: str) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        info = bytearray(1024)
+        fcntl.ioctl(fd, _FS_INFO, info)
+        fsid = uuid.UUID(bytes=bytes(info[16:32]))
+        args = bytearray(4096)
+        struct.pack_into("<QQ", args, 0, 0, _FIRST_FREE_OBJECTID)
+        fcntl.ioctl(fd, _INO_LOOKUP, args)
+        (subvol,) = struct.unpack_from("<Q", args, 0)
+        return f"/sys/fs/btrfs/{fsid}/qgroups/0_{subvol}"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _read(d: str, name: str) -> int:
