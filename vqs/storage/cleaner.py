@@ -1,44 +1,29 @@
 """The log cleaner: compaction of a log's sealed segments (Kafka's ``cleanup.policy=compact``).
 
-What a cleaned log keeps. In the *cleanable* segments (sealed, fsynced,
-newest record older than ``min_compaction_lag_ms``; never the active one) a
-record goes when its key has a later record in the *dirty* section (the
-cleanable segments from the clean point on, key -> latest offset in an
-``OffsetMap``); so do keyless records and tombstones (null values) that went
-through one clean already, in a segment whose newest record is older than
-``delete_retention_ms``. Everything else keeps its offset: reading from any
-offset gives each key's latest value at or after it, plus the uncleaned tail.
-An idempotent producer's last batch is kept whole with its producer fields
-(its state is rebuilt from batch headers after a crash).
+In the *cleanable* segments (sealed, fsynced, newest record older than
+``min_compaction_lag_ms``) a record goes when its key has a later record in the *dirty*
+section (the cleanable segments from the clean point on, key -> latest offset in an
+``OffsetMap``); so do keyless records, and tombstones that went through one clean already in
+a segment older than ``delete_retention_ms``. The rest keep their offsets. An idempotent
+producer's last batch is kept whole (its state is rebuilt from batch headers after a crash).
 
-The clean point (``cleaner.checkpoint``) only moves to the end of what a
-finished pass mapped; a lost one means more work, never a wrong result. It is
-written before a log's first swap: its presence tells a reader that counts
-records from offsets (the JVM reader's COUNT(*)) to count from batch headers.
+The clean point (``cleaner.checkpoint``) only moves to the end of what a finished pass
+mapped (a lost one means more work, never a wrong result). It is written before a log's
+first swap: its presence tells a reader that counts records from offsets (the JVM reader's
+COUNT(*)) to count from batch headers. A batch written after removed offsets carries
+ATTR_COMPACTED; a batch that lost no record is copied as it is.
 
-Format: a batch written after removed offsets carries ATTR_COMPACTED (its
-base may lie past the previous batch's end: segment.py ``continues``); a
-batch that lost no record is copied as it is.
+Crash safety: consecutive cleanable segments ``s1..sk`` (bounded by ``segment_bytes`` and
+MAX_SPAN) become one segment named ``s1``:
 
-Crash safety. Consecutive cleanable segments ``s1..sk`` (bounded by
-``segment_bytes`` and the indexes' u32 relative offsets) become one segment
-named ``s1``:
+1. the survivors are written to ``{s1}.cleaned`` and fsynced (a crash: deleted at open);
+2. under the log's lock, if ``s1..sk`` are still its segments, it is renamed to
+   ``{s1}-{end}.swap`` (``end``: the base after ``sk``), the directory fsynced: the commit;
+3. ``sk..s2`` and ``s1``'s files are unlinked, the swap renamed to ``{s1}.log``, the
+   directory fsynced; ``finish_swaps`` (the owner's open) completes this for any swap file.
 
-1. the survivors are written to ``{s1}.cleaned`` and fsynced (a crash: the
-   file is deleted at the next open, the log untouched);
-2. under the log's lock, if ``s1..sk`` are still its segments, the file is
-   renamed to ``{s1}-{end}.swap`` (``end``: the base after ``sk``) and the
-   directory fsynced: the commit point;
-3. ``sk..s2`` and ``s1``'s files are unlinked, the swap renamed to
-   ``{s1}.log``, the directory fsynced.
-
-``finish_swaps`` (the owner's open, before listing segments) completes step 3
-for any swap file, so a reopened log has the old segments or the cleaned one.
-
-Space: the output is a control write (space.py), taken before anything is
-written, so on a full disk the cleaner still runs (and frees space) until
-even that room is gone; ENOSPC met anyway abandons the pass (``.cleaned``
-deleted, the log untouched).
+Space: the output is a control write (space.py), so on a full disk the cleaner still runs
+(and frees space) until even that room is gone; ENOSPC met anyway abandons the pass.
 """
 
 from __future__ import annotations
@@ -51,11 +36,12 @@ from dataclasses import dataclass
 from ..errors import ConfigError, CorruptRecordError, DiskFullError
 from . import fs
 from . import space as _space
-from .durable_file import atomic_write, fsync_dir, write_all
+from .durable_file import atomic_write, fsync_dir, remove_files, write_all
 from .log_compaction import replace_sealed, sealed_segments
+from .log_dir import list_segment_bases
 from .log_settings import check_int
 from .record_batch import HEADER, HEADER_SIZE, codec_id, encode_batch_parts, peek_header
-from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, Segment, segment_name
+from .segment import Segment, segment_files, segment_name
 from .segment_reads import batches_at, segment_max_timestamp
 
 logger = logging.getLogger(__name__)
@@ -63,18 +49,17 @@ logger = logging.getLogger(__name__)
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 CLEAN_POINT = "cleaner.checkpoint"
-#: a cleaned segment spans fewer offsets than this (the indexes hold offsets relative to its base)
+#: a cleaned segment spans fewer offsets (the indexes' relative offsets are u32)
 MAX_SPAN = 1 << 31
 #: records and bytes of a batch the cleaner writes (as the log's own defaults)
 BATCH_RECORDS = 4096
 BATCH_BYTES = 1 << 20
-#: the cleaner's output is written in writes of about this many bytes
 WRITE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
 class CompactionSettings:
-    """A compacted log's settings (Kafka's names with dots as underscores)."""
+    """A compacted log's settings (Kafka's names, dots as underscores)."""
 
     delete_retention_ms: int = 86_400_000
     min_cleanable_dirty_ratio: float = 0.5
@@ -107,22 +92,9 @@ def _swap_name(first: int, end: int) -> str:
     return f"{segment_name(first)}-{segment_name(end)}{SWAP_SUFFIX}"
 
 
-def _unlink(path: str) -> None:
-    try:
-        fs.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
-def _segment_files(directory: str, base: int) -> list[str]:
-    stem = os.path.join(directory, segment_name(base))
-    return [stem + LOG_SUFFIX, stem + INDEX_SUFFIX, stem + TIMEINDEX_SUFFIX]
-
-
 def finish_swaps(path: str) -> bool:
-    """The owner's open: delete ``*.cleaned`` files (unfinished, uncommitted
-    passes) and complete every committed swap (module doc, step 3). True if a
-    file changed. Must run before the log's segments are listed."""
+    """The owner's open, before its segments are listed: delete ``*.cleaned`` files and
+    complete every committed swap (step 3). True if a file changed."""
     try:
         names = os.listdir(path)
     except FileNotFoundError:
@@ -130,34 +102,26 @@ def finish_swaps(path: str) -> bool:
     changed = False
     for name in names:
         if name.endswith(CLEANED_SUFFIX):
-            _unlink(os.path.join(path, name))
+            remove_files(os.path.join(path, name))
             changed = True
     for name in sorted(n for n in names if n.endswith(SWAP_SUFFIX)):
         try:
             first, end = (int(x) for x in name[: -len(SWAP_SUFFIX)].split("-"))
         except ValueError:
             continue  # not ours
-        _install(path, name, first, [b for b in _bases(names) if first < b < end])
+        _install(path, name, first, [b for b in list_segment_bases(path, names) if first < b < end])
         changed = True
     if changed:
         fsync_dir(path)
     return changed
 
 
-def _bases(names) -> list[int]:
-    k = len(LOG_SUFFIX)
-    return sorted(int(n[:-k]) for n in names if n.endswith(LOG_SUFFIX) and n[:-k].isdigit())
-
-
 def _install(path: str, swap: str, first: int, later: list[int]) -> None:
-    """Step 3: the replaced segments' files go (newest first), the swap takes ``first``'s name."""
+    """Step 3: the replaced segments' files go, newest first; the swap takes ``first``'s name."""
     for base in reversed(later):
-        for f in reversed(_segment_files(path, base)):
-            _unlink(f)
-    log_file, index, timeindex = _segment_files(path, first)
-    _unlink(index)  # derived from the old file: rebuilt from the new one when needed
-    _unlink(timeindex)
-    _unlink(log_file)  # (the swap is committed: an open renames it into place; space back by unlink)
+        remove_files(*reversed(segment_files(path, base)))
+    log_file, index, timeindex = segment_files(path, first)
+    remove_files(index, timeindex, log_file)
     fs.rename(os.path.join(path, swap), log_file)
     fsync_dir(path)
 
@@ -221,8 +185,7 @@ class _Writer:
         self.size = 0  # bytes of the batches made (all written once finish returns)
         self.run: list = []  # records of consecutive offsets waiting to be written
         self.run_bytes = 0
-        # encoded batches not yet written: one write per WRITE_BYTES, not one per batch (a
-        # stream of key updates leaves runs of a few records, each its own batch)
+        # encoded batches not yet written: one write per WRITE_BYTES, not one per batch
         self.pending: list = []
         self.pending_bytes = 0
 
@@ -264,7 +227,7 @@ class _Writer:
 
     def batch(self, b) -> None:
         """A batch that keeps every record: copied as it is when it continues the offsets, else
-        encoded again with bit 4 and its producer fields (an idempotent producer's state)."""
+        encoded again, compacted, with its producer fields."""
         self.flush_run()
         if b.base_offset == self.expected:
             self._emit([b.raw])
@@ -285,14 +248,13 @@ class _Writer:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        _unlink(self.path)
+        remove_files(self.path)
 
 
 def _producers_last(segs: list[Segment]) -> set[tuple[int, int, int]]:
     """(producer id, epoch, base sequence) of every idempotent producer's last batch in
-    ``segs``, from the batch headers alone. The cleaner keeps those batches whole (all the
-    pieces of a split one): a producer's state is rebuilt from the log after a crash, and
-    one whose last batch were gone would be refused (out of order) when it goes on."""
+    ``segs``, from the headers: kept whole (every piece of a split one), or the producer
+    would be refused as out of order after a crash."""
     last: dict[int, tuple[int, int, int]] = {}
     for seg in segs:
         pos = 0
@@ -328,16 +290,16 @@ def _groups(segs: list[Segment], ends: list[int], max_bytes: int) -> list[list[i
 
 def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, force: bool = False,
               stop=None) -> CleanStats:
-    """One cleaning pass over ``log`` (module doc); ``force`` ignores the dirty ratio; ``stop()``
-    true ends the pass before its next group (what is swapped stays; the clean point stays)."""
+    """One cleaning pass over ``log``; ``force`` ignores the dirty ratio; ``stop()`` true ends
+    the pass before its next group."""
     stats = CleanStats()
     now_ms = log._now_ms() if now_ms is None else now_ms
     segs, ends = sealed_segments(log)
     clean_point = read_clean_point(log.path)
     first_dirty = next((i for i, s in enumerate(segs) if s.base_offset >= clean_point), len(segs))
     if first_dirty == len(segs):
-        return stats  # nothing sealed since the last pass (an idle log: no file is touched)
-    n = first_dirty  # the cleanable prefix: what is below the clean point was old enough before
+        return stats  # nothing sealed since the last pass: no file is touched
+    n = first_dirty  # (below the clean point all was old enough before)
     while n < len(segs) and segment_max_timestamp(segs[n]) <= now_ms - settings.min_compaction_lag_ms:
         n += 1
     segs, ends = segs[:n], ends[:n]
@@ -360,7 +322,7 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     horizon = now_ms - settings.delete_retention_ms
     marker = os.path.join(log.path, CLEAN_POINT)
     space = _space.for_path(log.path)
-    floor = log.min_free_bytes // _space.CONTROL_DIVISOR  # a control write (space.py)
+    floor = log.min_free_bytes // _space.CONTROL_DIVISOR
     producers = _producers_last(segs[:mapped])
     for g in _groups(segs[:mapped], ends[:mapped], log.segment_bytes):
         if stop is not None and stop():
@@ -426,14 +388,14 @@ def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point:
     swap = os.path.join(log.path, _swap_name(group[0].base_offset, end))
 
     def commit() -> None:
-        """Step 2. A failure takes the swap back: a swap left beside a log that goes on
-        (retention may delete its segments) would bring them back at the next open."""
+        """Step 2. A failure takes the swap back: left beside a log that goes on, it would
+        bring back segments retention deleted at the next open."""
         try:
             fs.rename(w.path, swap)
             fsync_dir(log.path)
         except OSError as e:
             try:
-                _unlink(swap)
+                remove_files(swap)
             except OSError:
                 e.swap_left = True  # replace_sealed latches the log: only its next open may complete it
             raise

@@ -1,9 +1,6 @@
-"""Exclusive ownership of a directory: one process owns a data directory.
-
-An ``fcntl.flock`` on ``<dir>/.lock``, taken without blocking; the holder's pid
-is written into the file so that a refused opener can name it. The kernel drops
-the lock when the holder dies (kill -9 included), so a stale lock file never
-blocks a restart.
+"""One process owns a data directory: an ``fcntl.flock`` on ``<dir>/.lock``, taken without
+blocking, the holder's pid written in it for a refused opener to name. The kernel drops the
+lock when the holder dies (kill -9 included), so a stale lock file never blocks a restart.
 """
 
 from __future__ import annotations
@@ -19,13 +16,12 @@ LOCK_NAME = ".lock"
 
 
 class DirLock:
-    """A non-blocking lock on a directory (see module doc): exclusive, or with
-    ``shared=True`` shared among cooperating processes (Spark writers) while
-    still excluding an exclusive owner (a Broker, a server)."""
+    """Exclusive, or ``shared`` among cooperating processes (Spark writers) while still
+    excluding an exclusive owner."""
 
     def __init__(self, directory: str, *, shared: bool = False, hint: str | None = None):
         self.directory = directory
-        self.hint = hint  # what the refused opener can do instead (LogLockedError's message)
+        self.hint = hint  # what a refused opener can do instead
         self.path = os.path.join(directory, LOCK_NAME)
         self.shared = shared
         self._fd: int | None = None
@@ -33,7 +29,7 @@ class DirLock:
     def acquire(self) -> DirLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:  # a new directory's lock file: under a spent quota even an inode needs space
+        except OSError as e:  # (under a spent quota even an inode needs space)
             raise_if_disk_full(e, self.path)
             raise
         try:
@@ -45,15 +41,13 @@ class DirLock:
                 holder = None
             os.close(fd)
             raise LogLockedError(self.directory, holder, self.hint) from None
-        # Name ourselves so that a refused opener can say who holds the lock.
-        # Fixed width: a shared holder never leaves a longer stale pid behind.
+        # fixed width: a shared holder never leaves a longer stale pid behind
         try:
             if not self.shared:
                 os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid():<12d}\n".encode(), 0)
         except OSError as e:
-            # On a full disk the lock is still ours; a refused opener then
-            # names "another process" (a full disk must not stop an open).
+            # a full disk must not stop an open: the lock is ours, unnamed
             if not self.shared and e.errno not in fs.NO_SPACE:
                 os.close(fd)
                 raise
@@ -68,8 +62,7 @@ class DirLock:
                     try:
                         os.ftruncate(fd, 0)
                     except OSError as e:
-                        # btrfs under a quota refuses even this; a stale pid is
-                        # harmless (the next holder writes its own)
+                        # (btrfs under a quota; a stale pid is harmless)
                         if e.errno not in fs.NO_SPACE:
                             raise
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -81,7 +74,3 @@ class DirLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None

@@ -1,12 +1,8 @@
-"""Crash-safe file primitives: fsync of directories and atomic replacement.
+"""Crash-safe file primitives, through the filesystem seam (fs.py).
 
-Invariant: after ``atomic_write(path, data)`` returns, a crash leaves either the
-old content or the new content at ``path``, never a mix, and the rename itself
-is durable (the directory was fsynced); a failed write leaves no temp file
-behind, and on a full disk raises ``DiskFullError`` naming ``path``; removing
-the temp file on a failure never replaces the error that caused it.
-
-Every write, sync and rename goes through the filesystem seam (fs.py).
+Invariant: after ``atomic_write(path, data)`` returns, a crash leaves the old or the new
+content at ``path``, never a mix, and the rename is durable; a failed write leaves no temp
+file behind (removing it never replaces the error), and a full disk raises DiskFullError.
 """
 
 from __future__ import annotations
@@ -28,9 +24,7 @@ def fsync_dir(path: str) -> None:
 
 
 def make_dirs(path: str) -> None:
-    """``os.makedirs(path, exist_ok=True)``; a full disk (ENOSPC) or a spent
-    quota (EDQUOT: btrfs needs space even for a directory) raises DiskFullError
-    naming ``path``, not a raw OSError."""
+    """``os.makedirs(path, exist_ok=True)``; no space: DiskFullError."""
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
@@ -39,16 +33,14 @@ def make_dirs(path: str) -> None:
 
 
 def raise_if_disk_full(e: BaseException, path: str, doing: str = "creating", then: str = "") -> None:
-    """Raise DiskFullError naming ``path`` (from ``e``) if ``e`` is an OSError
-    for a full disk or a spent quota (ENOSPC, EDQUOT); else return."""
+    """Raise DiskFullError naming ``path`` if ``e`` is ENOSPC or EDQUOT; else return."""
     if isinstance(e, OSError) and e.errno in fs.NO_SPACE:
         raise DiskFullError(f"{doing} {path} failed: the disk is full ({e.strerror}){then}", path=path) from e
 
 
 def rename_aside(src: str, dst: str) -> None:
-    """``os.rename(src, dst)`` for a deletion (a directory renamed aside before
-    it is removed); no space for the rename's metadata (btrfs under a spent
-    quota): DiskFullError naming ``src``, nothing changed."""
+    """``os.rename(src, dst)`` of a directory before it is removed; no space even for that
+    (btrfs under a spent quota): DiskFullError, nothing changed."""
     try:
         fs.rename(src, dst)
     except OSError as e:
@@ -56,7 +48,7 @@ def rename_aside(src: str, dst: str) -> None:
         raise
 
 
-def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
+def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data``: write a temp file, fsync, rename, fsync the dir."""
     tmp = f"{path}.tmp"
     fd = None
@@ -66,41 +58,45 @@ def atomic_write(path: str, data: bytes, *, fsync: bool = True) -> None:
         while view:
             n = fs.write(fd, view)
             view = view[n:]
-        if fsync:
-            fs.fsync(fd)
+        fs.fsync(fd)
         done, fd = fd, None
         os.close(done)
-        fs.replace(tmp, path)  # (btrfs under a quota: even a rename may find no space)
+        fs.replace(tmp, path)
     except BaseException as e:
         if fd is not None:
             os.close(fd)
-        _discard(tmp)  # a failed write (a full disk) leaves no temp file holding space
-        raise_if_disk_full(e, path, "writing")  # (under a quota even a new inode may not fit: btrfs)
+        _discard(tmp)
+        raise_if_disk_full(e, path, "writing")
         raise
-    if fsync:
-        fsync_dir(os.path.dirname(os.path.abspath(path)))
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def _discard(tmp: str) -> None:
-    """Remove ``tmp`` on an error path of ``atomic_write`` (the error being
-    handled is the one raised; one left is removed at the next open)."""
+    """Remove ``tmp`` on an error path, keeping the error being handled."""
     try:
         fs.unlink(tmp)
     except OSError:
         pass
 
 
+def remove_files(*paths: str) -> None:
+    """Unlink each of ``paths`` that exists."""
+    for p in paths:
+        try:
+            fs.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
 def write_all(fd: int, parts: list) -> int:
-    """Write every buffer in ``parts`` to ``fd`` (one writev when possible); return bytes written."""
-    # Zero-length buffers (an empty value or key) would make writev report 0
-    # written for them forever: leave them out.
+    """Write every buffer in ``parts`` to ``fd`` (writev, short writes resumed); return the bytes."""
+    # (zero-length buffers would make writev report 0 written for them forever)
     parts = [p for p in parts if memoryview(p).nbytes]
     total = 0
     for p in parts:
         total += memoryview(p).nbytes
     while parts:
         n = fs.writev(fd, parts[:1024])  # IOV_MAX
-        # Advance past what was written (short writes are rare but legal).
         while n and parts:
             size = memoryview(parts[0]).nbytes
             if n >= size:

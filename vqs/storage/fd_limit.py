@@ -1,10 +1,5 @@
-"""The process's open-file limit (``RLIMIT_NOFILE``): raising it, naming it.
-
-``raise_open_file_limit`` raises the soft limit to the hard limit once per
-process, as servers do at start-up, and logs it (``Broker`` and ``vqs serve``
-call it). When the limit is still hit (``EMFILE``/``ENFILE``),
-``too_many_open_files`` builds the ``TooManyOpenFiles`` that names the file,
-the limit and the settings to change.
+"""The process's open-file limit (``RLIMIT_NOFILE``): raised to the hard limit once per
+process, as servers do at start-up, and named in ``TooManyOpenFiles`` when still hit.
 
 Invariant: the soft limit is only ever raised here, never lowered.
 """
@@ -13,24 +8,17 @@ from __future__ import annotations
 
 import errno
 import logging
-
-try:
-    import resource
-except ImportError:  # pragma: no cover - not on POSIX
-    resource = None
+import resource
 
 from ..errors import TooManyOpenFiles
 
 logger = logging.getLogger("vqs.storage")
 
-#: errnos that mean "no descriptor left": for this process, or for the system
 FD_EXHAUSTED = (errno.EMFILE, errno.ENFILE)
-#: A soft limit raised "to the hard limit" stops here when the hard limit is
-#: unlimited or huge (some kernels refuse more than fs.nr_open anyway).
+#: where "the hard limit" stops when it is unlimited or huge (fs.nr_open)
 RAISE_CEILING = 1 << 20
 
 _raised = False
-#: The soft limit before start-up raised it (None: not raised), for the server's ready line.
 raised_from: int | None = None
 
 
@@ -40,21 +28,16 @@ def limit_raised_from() -> int | None:
 
 
 def open_file_limits() -> tuple[int, int]:
-    """(soft, hard) ``RLIMIT_NOFILE`` of this process; (-1, -1) where unknown."""
-    if resource is None:
-        return -1, -1
+    """(soft, hard) ``RLIMIT_NOFILE`` of this process."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     inf = resource.RLIM_INFINITY
     return (RAISE_CEILING if soft == inf else soft), (RAISE_CEILING if hard == inf else hard)
 
 
 def raise_open_file_limit(target: int | None = None, *, quiet: bool = False) -> int:
-    """Raise the soft ``RLIMIT_NOFILE`` to ``target`` (default: the hard limit,
-    at most ``RAISE_CEILING``); never lowers it. Returns the soft limit now.
-    Without a target it runs once per process. Logged at INFO unless ``quiet``."""
+    """Raise the soft limit to ``target`` (default, once per process: the hard limit, at most
+    ``RAISE_CEILING``); returns the soft limit now. Logged at INFO unless ``quiet``."""
     global _raised, raised_from
-    if resource is None:
-        return -1
     soft, hard = open_file_limits()
     if target is None:
         if _raised:
@@ -78,8 +61,7 @@ def raise_open_file_limit(target: int | None = None, *, quiet: bool = False) -> 
 
 
 def too_many_open_files(path: str, err: OSError, *, held: int, cap: int) -> TooManyOpenFiles:
-    """The error for ``err`` (EMFILE/ENFILE) while opening ``path``; ``held``
-    files were open in VQS's file cache, whose cap is ``cap``."""
+    """The error for ``err`` (EMFILE/ENFILE) opening ``path``, ``held`` files open in the cache."""
     soft, hard = open_file_limits()
     if err.errno == errno.ENFILE:
         what = "the system-wide open-file limit (fs.file-max) is reached"

@@ -1,10 +1,8 @@
-"""One background thread that flushes every log opened with ``flush="interval"``.
+"""One background thread that flushes every ``flush="interval"`` log (not one thread per
+partition): a heap orders them by when their next flush is due.
 
-A thread per log would cost thousands of threads for a broker with thousands
-of partitions. Here a heap orders logs by when their next flush is due; a log
-with nothing new to write costs no fsync, so idle partitions are free.
-Invariant: a registered, open log is flushed at most ``interval`` after its
-previous flush ended, unless other logs' fsyncs delay the single thread.
+Invariant: a registered, open log is flushed at most ``interval`` after its previous flush
+ended, unless other logs' fsyncs delay the single thread.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ _full = Throttle(logger)  # a full disk meets every tick of every log: a line a 
 
 
 class Flusher:
-    """The process-wide interval flusher (see module doc); use ``Flusher.shared()``."""
+    """Use ``Flusher.shared()``."""
 
     _shared: Flusher | None = None
     _shared_lock = threading.Lock()
@@ -52,8 +50,8 @@ class Flusher:
                 self._thread = threading.Thread(target=self._run, name="vqs-flusher", daemon=True)
                 self._thread.start()
             if self._heap[0] is entry:
-                # Due before everything else: wake the thread to wait for less. (Not
-                # otherwise: opening 10,000 partitions would wake it 10,000 times.)
+                # due first: wake the thread to wait for less (only then: opening 10,000
+                # partitions must not wake it 10,000 times)
                 self._cond.notify()
 
     def _run(self) -> None:

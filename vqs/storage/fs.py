@@ -1,23 +1,16 @@
 """The filesystem seam: storage writes, syncs, truncates, renames and unlinks here.
 
-Each name is bound to the ``os`` function itself (``writev = os.writev``):
-the hot path pays one module attribute lookup. A test may ``install`` a
-:class:`Fault`, which rebinds the names to wrappers that fail as a
-filesystem would, for writes under ``Fault.under``:
+Each name is bound to the ``os`` function itself (the hot path pays one attribute lookup).
+A test may ``install`` a :class:`Fault`, which rebinds them to wrappers that fail as a
+filesystem would for writes under ``Fault.under``, and ``uninstall`` it:
 
-- ``Fault.space(free, errno)``: ``free`` bytes are left; a write that would
-  take more fails with ``errno`` (ENOSPC, EDQUOT) and writes nothing;
-  ``unlink``/``ftruncate`` give bytes back; ``free_bytes`` (what the
-  governor reads, anywhere on that filesystem) shows the least of the real
-  free space and what is left; ``Fault.give(n)`` makes room;
-- ``Fault.fail(at, errno)``: the ``at``-th write from now and every later one
-  fail with ``errno`` (EIO: a failing device).
+- ``Fault.space(free, errno)``: ``free`` bytes are left; a write that would take more fails
+  with ``errno`` (ENOSPC, EDQUOT) and writes nothing; ``unlink``/``ftruncate`` give bytes
+  back, as does ``Fault.give(n)``; the governor's ``free_bytes`` on that filesystem sees it;
+- ``Fault.fail(at, errno)``: the ``at``-th write from now and every later one fail (EIO).
 
-``uninstall`` restores the ``os`` functions: a seam, not a mock.
-
-``allocate`` (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``) is advice: False
-wherever the blocks cannot be had; the write that follows is the authority.
-Under a fault it returns False, so the fault's space model counts writes only.
+``allocate`` (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``) is advice: False wherever the
+blocks cannot be had, and under a fault (whose space model counts writes only).
 """
 
 from __future__ import annotations
@@ -43,7 +36,6 @@ _ORIGINAL = {name: globals()[name] for name in (
     "write", "writev", "pwrite", "fsync", "ftruncate", "truncate", "rename", "replace",
     "unlink", "statvfs")}
 
-#: errnos that mean "no space": the filesystem is full, or the quota is spent
 NO_SPACE = (_errno.ENOSPC, _errno.EDQUOT)
 
 _fault: Fault | None = None
@@ -55,8 +47,7 @@ _libc = None
 
 
 def libc():
-    """The C library, for the calls the os module lacks (statfs, syncfs,
-    fallocate with flags); False where unavailable."""
+    """The C library, for calls the os module lacks; False where unavailable."""
     global _libc
     if _libc is None:
         try:
@@ -93,27 +84,26 @@ _fallocate = _load_fallocate()
 
 
 def allocate(fd: int, offset: int, length: int) -> bool:
-    """Blocks for ``[offset, offset + length)`` of ``fd`` without changing its
-    size or content; False where they cannot be had (module doc)."""
+    """Blocks for ``[offset, offset + length)`` of ``fd``, its size unchanged (module doc)."""
     if _fallocate is None or _fault is not None or length <= 0:
         return False
     return _fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length) == 0
 
 
 class Fault:
-    """A failure to inject at a chosen write (module doc)."""
+    """A failure to inject (module doc)."""
 
     def __init__(self, under: str, *, free: int | None = None, at: int | None = None,
                  errno: int = _errno.ENOSPC):
         self.under = os.path.abspath(under)
         try:
-            self.dev = os.stat(self.under).st_dev  # (the governor sees the whole filesystem so)
+            self.dev = os.stat(self.under).st_dev
         except OSError:
             self.dev = None
-        self.free = free        # space(): bytes left for writes under ``under``
-        self.at = at            # fail(): writes left before the failing one
+        self.free = free
+        self.at = at
         self.errno = errno
-        self.failures = 0       # writes failed so far
+        self.failures = 0
         self._lock = threading.Lock()
 
     @classmethod
@@ -125,7 +115,7 @@ class Fault:
         return cls(under, at=at, errno=errno)
 
     def give(self, nbytes: int) -> None:
-        """Space comes back from elsewhere (space faults)."""
+        """Space comes back from elsewhere."""
         with self._lock:
             self.free += nbytes
 
@@ -137,7 +127,7 @@ class Fault:
             return False
         return p == self.under or p.startswith(self.under + os.sep)
 
-    def _charge(self, fd_or_path, nbytes: int, grows: bool = True) -> None:
+    def _charge(self, fd_or_path, nbytes: int) -> None:
         """Before a write of ``nbytes``: raise as the filesystem would, or count it."""
         if not self._mine(fd_or_path):
             return
@@ -147,7 +137,7 @@ class Fault:
                 if self.at <= 0:
                     self.failures += 1
                     raise OSError(self.errno, os.strerror(self.errno))
-            elif self.free is not None and grows:
+            elif self.free is not None:
                 if nbytes > self.free:
                     self.failures += 1
                     raise OSError(self.errno, os.strerror(self.errno))
@@ -178,7 +168,7 @@ def _writev(fd, bufs):
 
 def _pwrite(fd, data, pos):
     grow = max(0, pos + len(data) - _size(fd))
-    _fault._charge(fd, grow, grows=True)
+    _fault._charge(fd, grow)
     return _ORIGINAL["pwrite"](fd, data, pos)
 
 
@@ -189,18 +179,14 @@ def _fsync(fd):
     return _ORIGINAL["fsync"](fd)
 
 
-def _ftruncate(fd, length):
-    before = _size(fd)
-    _ORIGINAL["ftruncate"](fd, length)
-    if _fault._mine(fd):
-        _fault._credit(before - length)
-
-
-def _truncate(path, length):
-    before = _size(path)
-    _ORIGINAL["truncate"](path, length)
-    if _fault._mine(path):
-        _fault._credit(before - length)
+def _shrinking(name: str):
+    """``ftruncate``/``truncate`` (``name``) that give the bytes cut back to the fault."""
+    def call(fd_or_path, length):
+        before = _size(fd_or_path)
+        _ORIGINAL[name](fd_or_path, length)
+        if _fault._mine(fd_or_path):
+            _fault._credit(before - length)
+    return call
 
 
 def _unlink(path, *a, **k):
@@ -211,11 +197,11 @@ def _unlink(path, *a, **k):
 
 
 def install(fault: Fault) -> Fault:
-    """Route storage's calls through ``fault`` (tests only); returns it."""
+    """Route storage's calls through ``fault`` (tests); returns it."""
     global _fault, write, writev, pwrite, fsync, ftruncate, truncate, unlink
     _fault = fault
     write, writev, pwrite, fsync = _write, _writev, _pwrite, _fsync
-    ftruncate, truncate, unlink = _ftruncate, _truncate, _unlink
+    ftruncate, truncate, unlink = _shrinking("ftruncate"), _shrinking("truncate"), _unlink
     return fault
 
 
@@ -227,7 +213,7 @@ def uninstall() -> None:
 
 
 def free_bytes_limit(path: str) -> int | None:
-    """What an installed space fault leaves on ``path``'s filesystem (None: no such fault)."""
+    """What an installed space fault leaves on ``path``'s filesystem, or None."""
     f = _fault
     if f is None or f.free is None:
         return None

@@ -1,23 +1,17 @@
-"""Group commit for ``flush="always"``: appenders that append at about the same
-time share one fsync.
+"""Group commit for ``flush="always"``: appenders at about the same time share one fsync.
 
-One thread at a time leads the next fsync. It may wait up to one fsync's time
-for the last group's threads to append again (PostgreSQL's commit_delay,
-tuned from measured fsync times); the appender that completes the group
-fsyncs for all. Waiters block on private locks and wake each other in turn:
-one wake-up per append, no convoy.
+One thread at a time leads the next fsync. It may wait up to one fsync's time for the last
+group's threads to append again (PostgreSQL's commit_delay); the appender that completes the
+group fsyncs for all. Waiters block on private locks and wake each other in turn: one
+wake-up per append, no convoy.
 
-Invariants (all under the owning log's lock):
-- a waiter registers in ``waiters`` in its own append's critical section, so
-  every waiter listed when the buffer is written has its records in that
-  write, and the fsync after it covers them;
-- at most one leader; a group's fsync that ends with appenders waiting hands
-  the first of them the leadership (``HEIR``), so none waits for a leader
-  that does not come;
-- on failure or close every waiter is released and re-checks the log (raises,
-  or returns if ``close`` made its records durable); a waiter whose records
-  were in a buffer dropped unwritten (a full disk) raises its DiskFullError
-  whatever later records made durable (``await_durable``).
+Invariants (under the log's lock):
+- a waiter registers in its own append's critical section, so every waiter listed when the
+  buffer is written has its records in that write, and the fsync after it covers them;
+- at most one leader; a fsync that ends with appenders waiting hands the first the
+  leadership (``HEIR``), so none waits for a leader that does not come;
+- on failure or close every waiter is released and re-checks the log; one whose records
+  were in a buffer dropped unwritten raises its DiskFullError (``await_durable``).
 """
 
 from __future__ import annotations
@@ -31,14 +25,11 @@ from ..errors import DiskFullError
 if TYPE_CHECKING:
     from .log import Log
 
-#: Marks the waiter handed the group-commit leadership (a waiter is
-#: ``[held lock, the next waiter to wake]``; HEIR stands in for the next).
+#: a waiter is ``[held lock, the next waiter to wake]``; HEIR as the next: lead
 HEIR = [None, None]
 
 
 class GroupCommit:
-    """The group-commit state of one log (see module doc)."""
-
     __slots__ = ("leading", "delaying", "delay_waiter", "waiters", "expected_group", "fsync_seconds")
 
     def __init__(self) -> None:
@@ -74,11 +65,9 @@ class GroupCommit:
         return "sync", None
 
     def await_durable(self, log: Log, target: int, step, gen: list | None = None) -> None:
-        """Return once offsets below ``target`` are fsynced (lock not held).
-        ``gen``: the write buffer the appender's records went into
-        (``WriteBuffer.gen``): when it was dropped unwritten (its write found no
-        space, ``WriteBuffer.drop``) raise that DiskFullError, also
-        where later records took the offsets given back and were fsynced."""
+        """Return once offsets below ``target`` are fsynced (lock not held); ``gen``: the
+        ``WriteBuffer.gen`` the records went into: dropped unwritten, raise its error (also
+        where later records took the offsets back and were fsynced)."""
         self._await_durable(log, target, step)
         if gen is not None and gen[0] is not None:
             e = gen[0]
@@ -99,9 +88,8 @@ class GroupCommit:
             if released:
                 nxt = w[1]
                 if nxt is HEIR:
-                    # Handed the leadership: lead even if another fsync (flush(),
-                    # a roll) already covered our records, or the waiters
-                    # behind us would wait for a leader forever.
+                    # handed the leadership: lead even if another fsync covered our records,
+                    # or the waiters behind us would wait forever
                     with log._lock:
                         if log._blocked:
                             if log._closed and log._sync.durable_end >= target:
@@ -116,12 +104,10 @@ class GroupCommit:
                 with log._lock:
                     if log._blocked:
                         log._check_writable()
-                    # Not reached by the protocol (a group member is released
-                    # after its fsync); if it ever is, take the normal path.
+                    # (not reached by the protocol; if it ever is, take the normal path)
                     action, w = self.join_locked()
                 continue
-            # The commit delay ran out: sync, unless a joiner already claimed it
-            # (then our lock is in its group).
+            # the commit delay ran out: sync, unless a joiner claimed it (we are in its group)
             with log._lock:
                 if self.delaying and self.delay_waiter is w:
                     self.delaying = False
@@ -145,8 +131,7 @@ class GroupCommit:
                     a[1] = b
                 group[0][0].release()
                 group = []
-            # The group will append again and those who appended during the
-            # fsync already wait: together, the next group to wait for.
+            # this group and those who appended during the fsync: the next group
             self.expected_group = n + 1 + len(self.waiters)
         except BaseException:
             # Failure or close: wake everyone; they re-check and raise.

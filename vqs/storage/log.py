@@ -1,37 +1,22 @@
 """The log: an ordered list of segments, one append position, one flush policy.
 
-What an acknowledged append survives under each ``flush`` policy:
-log_durability.py.
-
-``Log`` is a facade over parts that each own their state (as Kafka's
-``UnifiedLog`` over ``LocalLog``), all under the log's one lock: ``_segs``
-(segments.py), ``_buf`` (log_buffer.py), ``_space`` and ``_grant``
-(log_space.py), ``_sync`` (log_durability.py), ``_reads`` (log_reads.py),
-``_group`` (group_commit.py); recovery.py, retention.py and log_repair.py are
-functions over the log. This module keeps the offsets, the append and write
-paths, the gates that refuse writes, and ``close``. No part holds the log
-(what spans parts takes it as an argument), so an unclosed log is freed when
-dropped and its grant goes back (``weakref.finalize``).
+``Log`` is a facade over parts that each own their state (as Kafka's ``UnifiedLog`` over
+``LocalLog``), all under the log's one lock: ``_segs`` (segments.py), ``_buf``
+(log_buffer.py), ``_space``/``_grant`` (log_space.py), ``_sync`` (log_durability.py: what an
+acknowledged append survives), ``_reads`` (log_reads.py), ``_group`` (group_commit.py);
+recovery.py, retention.py and log_repair.py are functions over it. No part holds the log, so
+an unclosed log is freed when dropped (its grant goes back through ``weakref.finalize``).
 
 Invariants (under ``_lock``):
-- ``_sync.durable_end <= _written_end <= _next_offset`` and ``_start_offset
-  <= _next_offset``: records below ``_written_end`` are in segment files, the
-  rest in the write buffer (visible to reads at once);
-- ``_sync.durable_end`` and the checkpoint never pass the first record of a
-  sealed segment whose fsync is pending: durability is always a prefix;
-- ``_reads.run`` holds records decoded from files (never the buffer) and is
-  dropped whenever the start offset moves up or a segment goes away;
-- ``_blocked`` is true when the log is closed, readonly, failed, still
-  carries the clean-shutdown marker, is off the flusher while idle, or
-  appends are refused for space: the append hot path tests this one flag;
-- on a full disk an append is refused *before* it is buffered: an
-  acknowledged record is never refused later, a refused one never written;
-- ``_clean_marker``: the last clean close's marker is on disk and no file
-  changed since; the first write removes it before it changes anything.
+- ``_sync.durable_end <= _written_end <= _next_offset``, ``_start_offset <= _next_offset``:
+  records below ``_written_end`` are in segment files, the rest in the write buffer;
+- ``_blocked`` is true when the log is closed, readonly, failed, carries the clean-shutdown
+  marker, is off the flusher while idle, or refuses appends for space: the append hot path
+  tests this one flag;
+- on a full disk an append is refused *before* it is buffered (log_space.py).
 
-(Over 500 lines: the facade's public methods and the append hot path -
-buffer, batch writes, roll - stay in one class body so appends read slots
-directly, with no delegation per call.)
+(Over 500 lines: the facade's public methods and the append hot path - buffer, batch writes,
+roll - stay in one class body so appends read slots directly, with no delegation per call.)
 """
 
 from __future__ import annotations
@@ -56,7 +41,7 @@ from . import fs, log_settings, retention
 from . import space as _space
 from .cleaner import finish_swaps
 from .dir_lock import DirLock
-from .durable_file import make_dirs
+from .durable_file import make_dirs, raise_if_disk_full
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
@@ -140,21 +125,14 @@ class Log:
         defer_clean_marker: bool = False,
         clock=None,
     ) -> Log:
-        """Open (creating if needed) the log in directory ``path``; a bad
-        setting raises ConfigError naming it. ``flush``: what an acknowledged
-        append survives (log_durability.py). ``min_free_bytes`` (None: the
-        filesystem's default; 0: off): appends are refused with DiskFullError
-        once they would leave less free (space.py); accepted ones are still
-        written, and appends resume once space is freed. ``control``: control
-        writes (a queue's lease records), refused only under a quarter of the
-        floor. ``defer_clean_marker``: after a clean close, change no file at
-        open (marker and checkpoint stay until the first write), for callers
-        that do not read the marker after opening (a broker's partitions).
-        """
+        """Open (creating if needed) the log in directory ``path``; a bad setting raises
+        ConfigError naming it. ``flush``: log_durability.py. ``min_free_bytes`` (None: the
+        filesystem's default; 0: off) and ``control`` (a queue's lease records): space.py.
+        ``defer_clean_marker``: after a clean close, change no file at open (marker and
+        checkpoint stay until the first write), for callers that do not read the marker (a
+        broker's partitions). ``clock``: seconds since the epoch, as time.time."""
         self = object.__new__(cls)
         self.path = os.fspath(path)
-        # clock: seconds since the epoch, as time.time. Stamps records appended
-        # without a timestamp, ages segments and drives time retention.
         self._now_ms = _now_ms if clock is None else (lambda: int(clock() * 1000))
         self._system_clock = clock is None
         if flush not in FLUSH_POLICIES:
@@ -184,33 +162,26 @@ class Log:
         self.index_interval_bytes = index_interval_bytes
         self.readonly = readonly
         self._flush_always = flush == "always"
-        # why appends are refused for space, and the grant (log_space.py; bound here too)
         self._space = SpaceGate(self.path, control)
         self._grant = self._space.grant
-        # the write buffer and its thresholds (log_buffer.py)
         self._buf = WriteBuffer(self._grant, codec_id(compression), batch_max_bytes, batch_max_records)
         #: called (under the lock; must not block or raise) when a write finds no
-        #: space or is refused under min_free_bytes (broker/queue/maintenance.py)
+        #: space or is refused under min_free_bytes
         self.on_disk_short = None
-        # the segment list (segments.py); its gaps dict is shared with every segment
-        # (a writer's loader fills it from its one listing of the directory)
         self._segs = Segments(self.path, owner=not readonly, segment_bytes=segment_bytes,
                               index_interval_bytes=index_interval_bytes)
-
         self._lock = threading.Lock()
-        # fsyncs, the sealed segments' background fsync, the checkpoint (log_durability.py)
         self._sync = Durability(self.path, self._lock, self, checkpoint_interval_ms / 1000)
         self._appended = threading.Condition(self._lock)
-        self._group = GroupCommit()  # flush="always": appenders share fsyncs
+        self._group = GroupCommit()
         self._read_waiters = 0  # threads in wait_for: appends notify them
         self._failed: BaseException | None = None
         self._closed = False
         self._clean_marker = False
         self._flush_idle = False  # off the interval flusher until the next write (log_durability.py)
-        # closed, readonly, failed, refused for space or marked clean: appends must check why
         self._blocked = readonly
         self._dir_lock: DirLock | None = None
-        self._reads = Reads()  # the decoded run and where a sequential read continues (log_reads.py)
+        self._reads = Reads()
         self.quarantined_batches = 0
 
         if readonly:
@@ -219,16 +190,14 @@ class Log:
             self._segs.gaps.update(load_gaps(self.path))
             self._reads.open_readonly(self)
             return self
-        if lock:  # (otherwise the loader makes the directory if it is missing)
-            make_dirs(self.path)  # (a spent quota: DiskFullError)
+        make_dirs(self.path)  # (a spent quota: DiskFullError)
+        if lock:
             self._dir_lock = DirLock(self.path).acquire()
-        else:
-            make_dirs(self.path)
         governor = self._grant.space = _space.for_path(self.path)
         self._grant.floor = _space.floor_of(governor, min_free_bytes, control)
-        weakref.finalize(self, self._grant.dropped)
+        weakref.finalize(self, self._grant.release, True)
         try:
-            finish_swaps(self.path)  # a cleaner's committed swap completed, its unfinished output deleted
+            finish_swaps(self.path)
             adopt_loaded(self, LogLoader(self.path, self.recovery, self._segs, defer_clean_marker).load())
         except BaseException as e:
             self._close_files()
@@ -236,33 +205,27 @@ class Log:
                 self._dir_lock.release()
             if isinstance(e, OSError) and e.errno in FD_EXHAUSTED:
                 raise too_many_open_files(self.path, e, held=CACHE.open_files, cap=CACHE.max_open_files) from e
-            if isinstance(e, OSError) and e.errno in fs.NO_SPACE:  # a new log's first files (a spent quota)
-                raise DiskFullError(f"opening {self.path} failed: the disk is full ({e.strerror})", path=self.path) from e
+            raise_if_disk_full(e, self.path, "opening")  # a new log's first files (a spent quota)
             raise
         self._buf.set_thresholds()
         if flush == "interval" and not self._clean_marker:
             Flusher.shared().register(self, flush_interval_ms / 1000)
         elif flush != "never":
-            # flush="always": the flusher checkpoints it and takes its grant back when it is
-            # idle; from its first write (so does a clean-opened "interval" log)
+            # on the flusher from the first write ("always": for the checkpoint and the grant)
             self._flush_idle = self._blocked = True
         return self
 
     def refresh(self) -> None:
-        """Readonly logs: pick up segments and batches the owner appended (and
-        forget segments its retention deleted)."""
+        """Readonly logs: follow what the owner appended and deleted (readonly_tail.py)."""
         if self.readonly:
             self._reads.refresh(self)
 
     # --------------------------------------------------------------- append
 
     def append(self, value, *, key=None, headers=None, timestamp_ms: int | None = None) -> int:
-        """Append one record; return its offset.
-
-        The record is buffered into the open batch (and visible to reads at
-        once); what the return promises depends on the flush policy (module doc).
-        ``value`` None is a null value (Kafka's tombstone), read back as None.
-        """
+        """Append one record to the write buffer (visible to reads at once); return its
+        offset. ``value`` None is a null (Kafka's tombstone). What the return promises:
+        log_durability.py."""
         null = False
         if value.__class__ is not bytes:
             if value is None:
@@ -270,8 +233,7 @@ class Log:
             else:
                 value = _as_bytes(value, "value")
         if timestamp_ms is None:
-            # The system clock read inline, not through self._now_ms() (callgrind:
-            # 8,905 -> 7,958 instructions per 100 B append with __slots__).
+            # (inline, not self._now_ms(): a tenth fewer instructions per append)
             timestamp_ms = _time_ns() // 1_000_000 if self._system_clock else self._now_ms()
         with self._lock:
             if self._blocked:
@@ -307,23 +269,22 @@ class Log:
         producer: tuple[int, int, int] | None = None,
         claim=None,
     ) -> int:
-        """Append many records as one write (split into batches of at most
-        ``batch_max_bytes``, after what ``append`` buffered); return the first
-        offset. ``producer``: (producer id, epoch, base sequence) of an
-        idempotent producer, kept in the batch headers (every piece of a split
-        batch carries its base sequence). ``claim``: the space.Claim that
-        counted these records while the caller buffered them: its bytes become
-        the batch's grant (what was admitted is not refused)."""
+        """Append many records as one write (after what ``append`` buffered), split into
+        batches of at most ``batch_max_bytes``; return the first offset. ``producer``: (id,
+        epoch, base sequence) of an idempotent producer, in every piece's header. ``claim``:
+        the space.Claim that counted these records while the caller buffered them; its
+        bytes become the grant (what was admitted is not refused)."""
         n = len(values)
         values, keys, nulls = checked_columns(values, keys, headers, timestamps_ms)
         if timestamps_ms is None:
             timestamps_ms = self._now_ms()
-        # (also where the batches split)
         ends = list(accumulate(len(v) if v is not None else 0 for v in values) if nulls else accumulate(map(len, values)))
         total = ends[-1]
         buf = self._buf
         max_bytes, codec = buf.max_bytes, buf.codec
         bound = batches_bound(n, total, max_bytes, keys, headers)
+        pfields = {} if producer is None else {
+            "producer_id": producer[0], "producer_epoch": producer[1], "base_sequence": producer[2]}
         if codec:
             bound += (bound >> 7) + 128 * (1 + bound // max_bytes)
         with self._lock:
@@ -334,8 +295,7 @@ class Log:
             self._write_buffer_locked()
             self._take_locked(bound)
             first = self._written_end
-            # Split so that no batch exceeds batch_max_bytes (a single huge value
-            # still makes a batch of its own).
+            # (a value larger than batch_max_bytes makes a batch of its own)
             i = before = 0
             while i < n:
                 j = max(bisect.bisect_right(ends, before + max_bytes, i), i + 1)
@@ -348,13 +308,8 @@ class Log:
                     hs = headers[i:j] if headers is not None else None
                     ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
                 base = self._written_end
-                if producer is None:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
-                                               nulls=nulls)
-                else:
-                    parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
-                                               producer_id=producer[0], producer_epoch=producer[1],
-                                               base_sequence=producer[2], nulls=nulls)
+                parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
+                                           nulls=nulls, **pfields)
                 try:
                     self._write_parts_locked(parts, base, base + (j - i))
                 except BaseException:
@@ -514,9 +469,7 @@ class Log:
         self._blocked = self._space.low or bool(self._space.short)  # still checked per append
 
     def _check_appendable(self, nbytes: int) -> None:
-        """Appends, when ``_blocked``: closed, readonly or failed raise; refused
-        for space (log_space.py), ``nbytes`` more are refused (DiskFullError,
-        nothing buffered) until there is room again."""
+        """Appends, when ``_blocked``: raise, or refuse ``nbytes`` more for space (log_space.py)."""
         if self._closed or self.readonly or self._failed is not None or self._clean_marker or self._flush_idle:
             self._check_writable()  # raises, or removes the clean marker / rejoins the flusher
         space = self._space
@@ -548,69 +501,50 @@ class Log:
         return self._next_offset
 
     def read(self, offset: int, *, max_records: int = 500, max_bytes: int = 1 << 20) -> list[Record]:
-        """Records from ``offset`` on: at most ``max_records``, and stopping once
-        ``max_bytes`` of values were returned (always at least one record).
-
-        Returns [] at the end of the log; raises OffsetOutOfRange below the start
-        offset or past the end. Offsets may have gaps (quarantined batches):
-        the first record returned has the smallest offset >= ``offset``.
-        Every record comes from a batch whose CRC was verified.
-        """
-        c = self._reads.run  # invalidated whenever the start offset moves up
+        """Records from ``offset`` on: at most ``max_records``, stopping once ``max_bytes`` of
+        values were returned (at least one record); [] at the end; OffsetOutOfRange below the
+        start or past the end. Offsets may have gaps: the first record returned has the
+        smallest offset >= ``offset``."""
+        c = self._reads.run
         if c is not None:
             lo, hi, recs, ends = c
             if lo <= offset < hi:
                 i = offset - lo
                 if max_records == 1:
                     return [recs[i]]
-                # Served from the run when it holds all max_records and the
-                # byte limit is not reached before the last of them.
+                # from the run when it holds them all, the byte limit not reached before the last
                 k = i + max_records - 1
                 if i < k < len(recs) and ends[k - 1] - (ends[i - 1] if i else 0) < max_bytes:
                     return recs[i : k + 1]
         return self._reads.read(self, offset, max_records, max_bytes)
 
     def read_batches(self, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False) -> list[RecordBatch]:
-        """Whole, CRC-verified batches holding offsets >= ``offset`` (about
-        ``max_bytes`` of them, at least one if any exist): the zero-copy view
-        for bulk consumers. The first batch may begin below ``offset``.
-        Records still buffered come back as a freshly encoded batch.
-
-        With ``mapped`` the batches are views of a read-only mapping of the
-        segment file instead of a copy (for bulk scans such as Spark's)."""
+        """Whole, CRC-verified batches holding offsets >= ``offset`` (about ``max_bytes``, at
+        least one if any exist; the first may begin below ``offset``); buffered records come
+        back as a freshly encoded batch. ``mapped``: views of a mapping of the file, no copy."""
         return self._reads.read_batches(self, offset, max_bytes=max_bytes, mapped=mapped)
 
     def scan_batches(self, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
-        """Whole, CRC-verified batches holding offsets >= ``offset`` and below
-        ``end_offset`` (default: the end), lazily, for bulk scans (Spark's
-        source): what ``read_batches(..., mapped=True)`` in a loop returns and
-        raises (OffsetOutOfRange at the first ``next()``), each segment mapped
-        once and each batch verified as the consumer asks for it. ``maps`` (a
-        ``map_cache.MapCache``) keeps the mappings for later scans."""
+        """What ``read_batches(..., mapped=True)`` in a loop returns and raises, from ``offset``
+        to ``end_offset`` (default: the end), lazily: each segment mapped once, each batch
+        verified as the consumer asks for it. ``maps``: a MapCache that keeps the mappings."""
         return self._reads.scan_batches(self, offset, end_offset, maps=maps)
 
     def wait_for(self, offset: int, timeout: float | None) -> bool:
-        """Block until a record at ``offset`` or later exists (end_offset > offset)
-        or ``timeout`` seconds pass; True if it exists. Woken by appends, not by
-        polling (a readonly log, fed by another process, re-reads the files)."""
+        """Block until ``end_offset > offset`` or ``timeout`` seconds pass; True if it is.
+        Woken by appends (a readonly log polls the files)."""
         return self._reads.wait_for(self, offset, timeout)
 
     def offset_for_time(self, timestamp_ms: int) -> int | None:
-        """The first offset whose record timestamp is >= ``timestamp_ms``
-        (None if there is none yet)."""
+        """The first offset stamped >= ``timestamp_ms``, or None."""
         return self._reads.offset_for_time(self, timestamp_ms)
 
     # -------------------------------------------------------------- retention
 
     def delete_before(self, offset: int) -> int:
-        """Make ``offset`` the new start (never past the end) and delete the
-        whole segments below it; returns the number of segments deleted. The
-        active segment goes (rolled first) once it holds a quarter of
-        ``segment_bytes``, or whatever its size while space is short
-        (retention.py)."""
+        """Make ``offset`` (at most the end) the new start and delete the whole segments below
+        it (retention.py); returns how many."""
         with self._lock:
-            # (offset == start: a consumed roll that found no room earlier is tried
-            # again while space is short, retention.py)
             again = min(offset, self._next_offset) == self._start_offset and retention.consumed_left(self)
             if self._clean_marker and min(offset, self._next_offset) <= self._start_offset and not again:
                 return 0  # nothing to do: the clean-shutdown marker may stay
@@ -618,8 +552,7 @@ class Log:
             return retention.delete_before_locked(self, offset, again)
 
     def apply_retention(self, now_ms: int | None = None) -> int:
-        """Delete whole segments past ``retention_ms`` (by their newest record)
-        or beyond ``retention_bytes``; the active segment only on a full disk."""
+        """Delete whole segments past ``retention_ms`` or ``retention_bytes`` (retention.py)."""
         with self._lock:
             now_ms = self._now_ms() if now_ms is None else now_ms
             if self._clean_marker and not retention.due(self, now_ms):
@@ -628,17 +561,13 @@ class Log:
             return retention.apply_locked(self, now_ms)
 
     def repair(self, error: CorruptRecordError) -> bool:
-        """Apply the log's ``recovery`` policy to the damage a read reported
-        (``error`` names the segment file): ``skip`` quarantines the damaged
-        batch (its offsets become a gap), ``truncate`` cuts the log there (that
-        batch and everything after it go, the write buffer included; the end
-        moves back). Returns True when the log changed or the damage is gone
-        (read again), False under ``fail``, for a readonly log, or when
-        appends in flight did not finish in time. Crash-safe (log_repair.py)."""
+        """Apply the ``recovery`` policy to the damage a read reported (log_repair.py): True
+        when the log changed or the damage is gone (read again), False under ``fail``, for a
+        readonly log, or when appends in flight did not finish in time."""
         return repair(self, error)
 
     def reconfigure(self, **settings) -> None:
-        """Change what a topic may alter while open (log_settings.py; those not given: ``open``'s)."""
+        """Change what a topic may alter while open (log_settings.py)."""
         log_settings.reconfigure(self, **settings)
 
     # ------------------------------------------------------------------ info

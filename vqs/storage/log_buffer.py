@@ -1,27 +1,17 @@
-"""The log's write buffer: records appended but not yet written to the active
-segment, one list per column, and the space governor's grant that covers them.
-
-``WriteBuffer`` (``Log._buf``) owns that state; the log appends to its
-columns on the hot path and writes it as one batch (``encode``).
+"""The log's write buffer (``Log._buf``): records appended but not yet written, one list
+per column; the log appends to the columns on the hot path and writes them as one batch.
 
 Invariants (under the log's lock):
-- the buffered records are the offsets ``[written end, next offset)`` in
-  order, visible to reads at once (``records``, ``batch_from``);
-- **covered**: ``bound() <= grant.buffer``, which the governor counts as used
-  by this log, so every buffered (acknowledged) record has room to be
-  written. ``bound`` is an upper bound of the encoded batch (``BATCH_FIXED +
-  RECORD_FIXED`` per record plus its bytes; compressed: plus the codec's
-  worst-case growth);
-- the hot path is two integer comparisons: past ``flush_bytes`` /
-  ``flush_records`` (a full batch, or the grant's end) the log's
-  ``_buffer_full_locked`` takes the next grant (one take per batch, at most
-  MAX_STEP) or, refused, takes the record back out (``unbuffer_last``) and
-  raises DiskFullError: nothing refused is ever written;
-- writing the whole buffer gives the grant's rest back (``settle``; under
-  ``always`` the flusher does once the log is idle): an idle log holds none;
-- ``gen`` is replaced at every reset: an ``always`` appender keeps the one
-  its records went into, and ``drop`` (the write found no space) stores the
-  error there, so exactly those appenders raise it.
+- the buffered records are the offsets ``[written end, next offset)``, visible to reads;
+- **covered**: ``bound() <= grant.buffer`` (log_space.py), an upper bound of the encoded
+  batch, so every buffered (acknowledged) record has room to be written;
+- the hot path is two integer comparisons: past ``flush_bytes``/``flush_records`` (a full
+  batch, or the grant's end) the log takes the next grant (at most MAX_STEP) or, refused,
+  takes the record back out (``unbuffer_last``);
+- writing the whole buffer gives the grant's rest back (under ``always`` once the log is
+  idle): an idle log holds none;
+- ``gen`` is replaced at every reset: ``drop`` stores its error there, so exactly the
+  ``always`` appenders whose records it held raise it.
 """
 
 from __future__ import annotations
@@ -37,14 +27,11 @@ BATCH_FIXED = HEADER_SIZE + 32
 #: bound of each record's fixed part: value offset (4), timestamp (8), key
 #: bitmap bit and key offset (5), header offset (4); rounded up
 RECORD_FIXED = 24
-#: the most a grant takes beyond what the buffer needs (a full default batch fits)
 MAX_STEP = 2 << 20
 _ONLY_BYTES = {bytes}
 
 
 class _Null(bytes):
-    """The type of ``NULL``."""
-
     __slots__ = ()
 
 
@@ -67,8 +54,7 @@ def as_bytes(v, what: str) -> bytes:
 
 
 def headers_bound(headers) -> int:
-    """An upper bound of ``encode_headers(headers)``'s length (utf-8: at most
-    4 bytes per character)."""
+    """An upper bound of ``encode_headers(headers)``'s length."""
     n = 2
     for k, v in headers:
         n += 6 + (len(k) * 4 if isinstance(k, str) else len(k)) + (
@@ -77,8 +63,7 @@ def headers_bound(headers) -> int:
 
 
 def checked_columns(values, keys, headers, timestamps_ms) -> tuple[list, list | None, bool]:
-    """``append_batch``'s columns checked (ConfigError naming the column) and
-    made bytes: (values, keys, whether a value is None)."""
+    """``append_batch``'s columns checked and made bytes: (values, keys, whether a value is None)."""
     n = len(values)
     if n == 0:
         raise ConfigError("append_batch needs at least one value")
@@ -98,8 +83,8 @@ def checked_columns(values, keys, headers, timestamps_ms) -> tuple[list, list | 
 
 
 def batches_bound(n: int, total: int, batch_max_bytes: int, keys=None, headers=None) -> int:
-    """An upper bound of what ``n`` values of ``total`` bytes (with keys and
-    headers) encode to, split into batches of at most ``batch_max_bytes``."""
+    """An upper bound of what ``n`` values of ``total`` bytes encode to, in batches of at
+    most ``batch_max_bytes``."""
     b = BATCH_FIXED * (2 + total // batch_max_bytes) + RECORD_FIXED * n + total
     if keys is not None:
         b += sum(len(k) for k in keys if k is not None)
@@ -109,17 +94,14 @@ def batches_bound(n: int, total: int, batch_max_bytes: int, keys=None, headers=N
 
 
 class WriteBuffer:
-    """The write buffer of one log (module doc)."""
-
     __slots__ = ("values", "timestamps", "keys", "headers", "has_extra", "nulls", "bytes", "extra", "gen",
                  "flush_bytes", "flush_records", "grant", "codec", "max_bytes", "max_records_less_1", "step")
 
     def __init__(self, grant, codec: int, max_bytes: int, max_records: int) -> None:
-        self.grant = grant  # the log's Grant (log_space.py): what the governor counts as the log's
+        self.grant = grant
         self.codec = codec
         self.max_bytes = max_bytes
         self.max_records_less_1 = max_records - 1
-        #: the grant taken beyond what the buffer needs: a full batch's bound
         self.step = min(MAX_STEP, max_bytes + RECORD_FIXED * max_records + BATCH_FIXED)
         self.flush_bytes = self.flush_records = 0
         self.reset()

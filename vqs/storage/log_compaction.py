@@ -1,10 +1,9 @@
-"""The log's side of compaction (cleaner.py): which segments a cleaner may
-read, and the one step that replaces a run of them under the log's lock.
-Functions over a ``Log`` and its parts.
+"""The log's side of compaction (cleaner.py): which segments a cleaner may read, and the
+step that replaces a run of them.
 
-Invariants: only sealed segments whose every record is fsynced are offered;
-a replacement happens under the log's lock and only while the run is still
-the log's, so reads and appends see the old segments or the cleaned one.
+Invariants: only sealed, fsynced segments are offered; a replacement happens under the
+log's lock and only while the run is still the log's, so reads and appends see the old
+segments or the cleaned one.
 """
 
 from __future__ import annotations
@@ -13,9 +12,8 @@ from .segment import Segment
 
 
 def sealed_segments(log) -> tuple[list[Segment], list[int]]:
-    """(segments, end offsets): the sealed, fsynced prefix of ``log``'s segments; a segment's
-    end is the next one's base (its last batch may end before it). Reads only: a cleanly
-    reopened log keeps its clean-shutdown marker until a swap changes a file."""
+    """(segments, end offsets): the sealed, fsynced prefix of ``log``'s segments; an end is
+    the next one's base. Reads only (the clean-shutdown marker stays)."""
     with log._lock:
         if log._closed or log.readonly or log._failed is not None:
             return [], []
@@ -28,13 +26,10 @@ def sealed_segments(log) -> tuple[list[Segment], list[int]]:
 
 
 def replace_sealed(log, old: list[Segment], commit, finish) -> bool:
-    """Replace the consecutive sealed segments ``old`` of ``log`` by the one segment that
-    ``commit()`` (cleaner.py's commit point) and then ``finish()`` (the renames and
-    unlinks) put in the files of ``old[0]``; False, with nothing done, unless ``old``
-    are still the log's. An error that leaves a committed swap on disk (``finish``'s, or
-    a ``commit`` that could not take its swap back: marked ``swap_left``) latches the log
-    failed, as EIO does: only its next open completes the swap (cleaner.finish_swaps),
-    before anything else changes its segments."""
+    """Replace the sealed segments ``old`` by the one that ``commit()`` and ``finish()`` put
+    in ``old[0]``'s files (cleaner.py's steps 2 and 3); False, nothing done, unless ``old``
+    are still the log's. An error that leaves a committed swap on disk latches the log, as
+    EIO does: only its next open completes the swap, before anything else changes."""
     with log._lock:
         if log._closed or log._failed is not None:
             return False
@@ -45,7 +40,7 @@ def replace_sealed(log, old: list[Segment], commit, finish) -> bool:
         k = i + len(old)
         if k >= len(segs) or any(a is not b for a, b in zip(segs[i:k], old)):
             return False
-        log._check_writable()  # (the clean-shutdown marker goes before any file changes)
+        log._check_writable()
         try:
             commit()
             finish()

@@ -1,7 +1,4 @@
-"""The files of a log directory besides the segments: checkpoint, clean-shutdown
-marker, quarantine, and how segment files are named and listed.
-
-Layout of a log directory::
+"""The files of a log directory besides the segments::
 
     {base:020d}.log / .index / .timeindex   one segment (see segment.py)
     log.checkpoint                          {"version", "recovery_point", "log_start_offset"}
@@ -13,14 +10,10 @@ Layout of a log directory::
     *.tmp                                   an interrupted atomic write or excision (removed at open)
 
 Invariants:
-- the checkpoint is replaced atomically; everything below its recovery point
-  was fsynced;
-- the clean-shutdown marker is written last by ``close`` and removed by the
-  next writer before it changes any file, so it never outlives a crash after
-  a change; while it is there, what it records (the active segment's size,
-  end offset, largest timestamp, index schedule; the checkpoint) holds, and a
-  reopen reads none of those files (``read_clean_marker``; a size mismatch:
-  ignored, the tail scanned);
+- the checkpoint is replaced atomically; everything below its recovery point was fsynced;
+- the clean-shutdown marker is written last by ``close`` and removed by the next writer
+  before it changes any file, so it never outlives a crash after a change; while it is
+  there, what it records (the active segment's tail, the checkpoint) holds;
 - a quarantine file name records the one offset gap its removal left;
 - files earlier versions kept for a full disk (``LEFTOVERS``) are removed at open.
 """
@@ -37,13 +30,11 @@ from .segment import LOG_SUFFIX
 CHECKPOINT = "log.checkpoint"
 CLEAN_MARKER = ".clean-shutdown"
 QUARANTINE_DIR = "quarantine"
-#: scratch files of earlier versions' full-disk machinery, never read: removed at open
 LEFTOVERS = frozenset((".segment-spare", "quota-headroom", "quota-headroom.reclaim"))
 
 
 def list_segment_bases(path: str, names: list[str] | None = None) -> list[int]:
-    """Base offsets of the segment files in ``path`` (or among ``names``, its
-    listing), ascending."""
+    """Base offsets of the segment files in ``path`` (or among ``names``), ascending."""
     bases = []
     for name in os.listdir(path) if names is None else names:
         if name.endswith(LOG_SUFFIX) and len(name) == 20 + len(LOG_SUFFIX) and name[:20].isdigit():
@@ -52,8 +43,7 @@ def list_segment_bases(path: str, names: list[str] | None = None) -> list[int]:
 
 
 def remove_temp_files(path: str, names: list[str] | None = None) -> None:
-    """Remove what an interrupted atomic write or excision left (``*.tmp``),
-    and the ``LEFTOVERS`` of earlier versions."""
+    """Remove ``*.tmp`` and ``LEFTOVERS``."""
     for name in os.listdir(path) if names is None else names:
         if name.endswith(".tmp") or name in LEFTOVERS:
             fs.unlink(os.path.join(path, name))
@@ -82,8 +72,7 @@ _MARKER_FIELDS = ("segment", "size", "next_offset", "max_timestamp_ms", "ti_last
 
 
 def clean_marker_bytes(seg, recovery_point: int, log_start_offset: int) -> bytes:
-    """The clean-shutdown marker's content: the sealed active segment's tail
-    state (what ``Segment.adopt_tail`` takes) and the checkpoint just written."""
+    """The marker: the sealed active segment's tail (``Segment.adopt_tail``) and the checkpoint."""
     return json.dumps({
         "version": 1, "segment": seg.base_offset, "size": seg.size, "next_offset": seg.next_offset,
         "max_timestamp_ms": seg.max_timestamp_ms, "ti_last": seg._ti_last, "since_index": seg._since_index,
@@ -92,8 +81,7 @@ def clean_marker_bytes(seg, recovery_point: int, log_start_offset: int) -> bytes
 
 
 def read_clean_marker(path: str) -> dict | None:
-    """The clean-shutdown marker's fields (``clean_marker_bytes``), or None when
-    it is empty (earlier versions), unreadable or not as expected."""
+    """The marker's fields, or None when it is empty (earlier versions) or not as expected."""
     try:
         with open(os.path.join(path, CLEAN_MARKER), "rb") as f:
             d = json.loads(f.read())
@@ -105,8 +93,7 @@ def read_clean_marker(path: str) -> dict | None:
 
 
 def load_gaps(path: str) -> dict[int, int]:
-    """{from offset: to offset}: the gaps recovery left when it quarantined
-    batches, read from the ``quarantine/`` file names."""
+    """{from offset: to offset}: the quarantined gaps, from the ``quarantine/`` file names."""
     gaps: dict[int, int] = {}
     try:
         names = os.listdir(os.path.join(path, QUARANTINE_DIR))

@@ -1,9 +1,5 @@
-"""The log's durability: what is fsynced, the background fsync of sealed
+"""The log's durability (``Log._sync``): what is fsynced, the background fsync of sealed
 segments, the checkpoint and the clean-shutdown marker.
-
-``Durability`` (``Log._sync``) owns the fsync state and ``Checkpoint`` the
-checkpoint file's; the log writes its buffer before a sync (``sync_log``) and
-latches the failure an fsync reports.
 
 What an acknowledged append survives (the log's ``flush`` setting):
 
@@ -21,16 +17,13 @@ policy        ``append`` returns when                     what a crash can lose;
 ============  ==========================================  =========================================
 
 Invariants:
-- a segment sealed by a roll is fsynced by the background flusher, oldest
-  first and before the active one; ``flush()`` and ``always`` appends fsync
-  any still pending first: ``durable_end`` always claims a prefix;
-- fsyncs run with the log's lock released and at most one at a time
-  (``Durability.syncing``; others wait on ``done``);
-- the checkpoint's recovery point only moves forward, to fsynced offsets; on
-  a full disk it and the clean marker wait (the older checkpoint stays valid;
-  a missing marker only makes the next open validate the tail);
-- an fsync failure fails the log for good (the kernel may have dropped the
-  dirty pages: no later write can be trusted).
+- a segment sealed by a roll is fsynced by the background flusher, oldest first and before
+  the active one; ``flush()`` and ``always`` appends fsync any still pending first:
+  ``durable_end`` and the checkpoint always claim a prefix;
+- fsyncs run with the log's lock released, one at a time (``syncing``; others wait on ``done``);
+- the recovery point only moves forward, to fsynced offsets; on a full disk it and the clean
+  marker wait (the older checkpoint stays valid; without a marker the next open validates);
+- an fsync failure fails the log for good (the kernel may have dropped the dirty pages).
 """
 
 from __future__ import annotations
@@ -43,7 +36,7 @@ import weakref
 
 from ..errors import DiskFullError
 from . import fs
-from .durable_file import atomic_write, fsync_dir
+from .durable_file import atomic_write, fsync_dir, remove_files
 from .log_dir import CLEAN_MARKER, clean_marker_bytes, write_checkpoint
 from .log_throttle import Throttle
 
@@ -52,8 +45,7 @@ _full = Throttle(logger)  # a checkpoint that waits for space is retried every f
 
 
 class SealJob:
-    """A one-shot task for the shared flusher thread: fsync the segments a roll
-    sealed. Holds the log weakly (a dropped log is not kept open by it)."""
+    """A one-shot flusher task: fsync the segments a roll sealed (holds the log weakly)."""
 
     __slots__ = ("_log", "__weakref__")
 
@@ -68,10 +60,8 @@ class SealJob:
 
 
 class Durability:
-    """The log's fsync state (module doc), under the log's lock (``done``: a
-    condition on it). ``durable_end``: every record below it is fsynced;
-    ``unsynced``: segments sealed at a roll, not yet fsynced (oldest first,
-    by the flusher: ``seal_job``); ``syncing``: an fsync runs."""
+    """Under the log's lock: ``durable_end``, every record below it is fsynced; ``unsynced``,
+    segments sealed at a roll and not yet fsynced, oldest first; ``syncing``, an fsync runs."""
 
     __slots__ = ("path", "lock", "durable_end", "unsynced", "syncing", "done", "seal_job", "checkpoint")
 
@@ -91,11 +81,8 @@ class Durability:
             self.done.wait()
 
     def sync_log(self, log, active: bool = True) -> None:
-        """Under the log's lock: fsync the segments sealed since the last sync
-        (oldest first), then (``active``) write the log's buffer and fsync the
-        active segment; the lock is released during the fsyncs so other
-        threads keep appending (group commit). An fsync error latches the log
-        (the kernel may have dropped the dirty pages)."""
+        """Fsync the segments sealed since the last sync, then (``active``) write the buffer
+        and fsync the active segment; the lock is released meanwhile (appends go on)."""
         if active:
             log._write_buffer_locked()
         sealed = self.unsynced[:]
@@ -142,11 +129,9 @@ class Durability:
             self.sync_log(log, active=False)
 
     def tick(self, log) -> bool:
-        """One round of the flusher (an "interval" log's flush; an "always"
-        log's checkpoint and grant); False once the log is closed, or idle:
-        nothing was written for a whole interval and the checkpoint is current
-        (then the log's next write registers it again: 10,000 idle partitions
-        cost the flusher thread nothing)."""
+        """One round of the flusher (an "interval" log's flush; an "always" log's checkpoint
+        and grant); False once the log is closed, or idle for a whole interval with the
+        checkpoint current (its next write registers it again: idle partitions cost nothing)."""
         with log._lock:
             if log._closed:
                 return False
@@ -161,11 +146,9 @@ class Durability:
         return True
 
     def seal_for_close(self, log) -> DiskFullError | None:
-        """Fsync the segments sealed since the last sync, then seal (fsync) the
-        active segment, at close. On a full disk that refuses the cut a failed
-        write left pending (segment.py, ``cut_pending``) the error is
-        returned: then no clean marker, the next open recovers (a torn tail).
-        An fsync's error latches the log (LogFailedError)."""
+        """At close: fsync the sealed segments, then seal the active one. A full disk that
+        refuses the cut a failed write left pending returns the error (no clean marker: the
+        next open cuts the torn tail); an fsync error latches the log."""
         seg = active = log._segs.all[-1]
         try:
             for seg in self.unsynced:
@@ -180,8 +163,7 @@ class Durability:
         return None
 
     def forget_below(self, first_base: int) -> None:
-        """Segments below ``first_base`` were deleted: they need no fsync (their
-        files and space go as soon as the last reader lets go)."""
+        """Segments below ``first_base`` were deleted: they need no fsync."""
         if self.unsynced and not self.syncing:
             self.unsynced = [s for s in self.unsynced if s.base_offset >= first_base]
 
@@ -198,10 +180,8 @@ class Durability:
         return True
 
     def try_clean_marker(self, active, start_offset: int) -> None:
-        """Write the clean-shutdown marker (``close``, after a checkpoint that
-        matches it). On a full disk it is left out (module doc): a full xfs
-        refuses the marker's new directory entry even where the checkpoint,
-        which replaces a file that exists, fitted."""
+        """Write the clean-shutdown marker after a checkpoint that matches it; left out on a
+        full disk (a full xfs refuses its new directory entry where the checkpoint fitted)."""
         try:
             atomic_write(os.path.join(self.path, CLEAN_MARKER), clean_marker_bytes(
                 active, self.checkpoint.recovery_point, start_offset))
@@ -210,14 +190,9 @@ class Durability:
                        "(the next open validates the tail)", self.path)
 
     def remove_clean_marker(self) -> None:
-        """The first write after a clean open (``defer_clean_marker``): the
-        marker goes, durably, before any file changes (a crash from now on
-        recovers). Raises OSError (the log latches it: the marker may still be
-        on disk, and a write now could leave a stale one for the next open)."""
-        try:
-            fs.unlink(os.path.join(self.path, CLEAN_MARKER))
-        except FileNotFoundError:
-            pass
+        """The first write after a clean open: the marker goes, durably, before any file
+        changes. Raises OSError (the log latches it: a write now could leave a stale marker)."""
+        remove_files(os.path.join(self.path, CLEAN_MARKER))
         fsync_dir(self.path)
 
     def idle(self, written_end: int) -> bool:
@@ -227,10 +202,8 @@ class Durability:
 
 
 class Checkpoint:
-    """The log's checkpoint file (log_dir.py). The recovery point only moves
-    forward (``lower_to`` aside: a truncating repair), to fsynced offsets;
-    writes are serialised by ``lock``; after ``retire`` (close) the flusher
-    writes none: the directory may have a new owner by then."""
+    """The log's checkpoint file (log_dir.py); writes are serialised by ``lock``. After
+    ``retire`` (close) the flusher writes none: the directory may have a new owner by then."""
 
     __slots__ = ("path", "lock", "recovery_point", "time", "interval_s", "retired")
 
@@ -253,8 +226,7 @@ class Checkpoint:
             self.time = time.monotonic()
 
     def lower_to(self, offset: int, start_offset: int) -> None:
-        """A truncating repair: recovery at the next open starts at ``offset``
-        at the latest. Raises OSError as the write does."""
+        """A truncating repair: the next open recovers from ``offset`` at the latest."""
         with self.lock:
             rp = min(self.recovery_point, offset)
             write_checkpoint(self.path, rp, start_offset)

@@ -1,18 +1,13 @@
-"""The log's reads: records and batches from an offset, waiting for appends,
-offsets by time.
-
-``Reads`` (``Log._reads``) owns what sequential reads keep between calls; it
-reads the log's segments, offsets and buffer under the log's lock (the log
-passes itself to each method).
+"""The log's reads (``Log._reads``): records and batches from an offset, waiting for
+appends, offsets by time.
 
 Invariants:
 - every record returned comes from a CRC-verified batch or the write buffer;
-- a run (``Reads.run``: first offset, end offset, records, cumulative value
-  bytes) is a contiguous range decoded from files, dropped whenever the start
-  offset moves up or a segment goes away;
-- ``Reads.hint`` (segment, offset, file position) continues a sequential read
-  without an index lookup; it names a segment object, never mistaken for its
-  successor.
+- ``run`` (first offset, end offset, records, cumulative value bytes) is a contiguous range
+  decoded from files, dropped whenever the start moves up or a segment goes away; it is read
+  without the lock (one tuple, replaced whole: ``Log.read``'s fast path);
+- ``hint`` (segment, offset, file position) continues a sequential read without an index
+  lookup; it names a segment object, never mistaken for its successor.
 """
 
 from __future__ import annotations
@@ -31,18 +26,13 @@ from .record_batch import Record, RecordBatch
 from .segment import Segment
 from .segment_reads import batches_at, first_offset_at_time, mapped_batches
 
-#: Bytes of batches a read decodes and caches at a time (a run): enough to
-#: amortise the lookup, few enough records that the cyclic GC (which visits
-#: every live record while they are young) stays cheap for bulk reads.
+#: bytes a run decodes: enough to amortise the lookup, few enough records that the cyclic
+#: GC (which visits young objects) stays cheap for bulk reads
 _RUN_BYTES = 256 << 10
 _value_of = itemgetter(3)  # Record.value (a Record is a tuple underneath)
 
 
 class Reads:
-    """The log's read paths and ``run``/``hint`` (module doc). ``run`` is read
-    without the lock (one tuple, replaced whole: ``Log.read``'s fast path);
-    both are set under it."""
-
     __slots__ = ("run", "hint", "tail")
 
     def __init__(self) -> None:
@@ -51,7 +41,7 @@ class Reads:
         self.tail = None  # readonly: where the last search for the tail ended (readonly_tail.py)
 
     def open_readonly(self, log) -> None:
-        """A readonly log's segments, end and start (readonly_tail.py)."""
+        """A readonly log's segments, end and start."""
         log._segs.adopt(open_segments(log.path, log._segs.make))
         if not log._segs.all:
             raise ConfigError(f"{log.path} holds no log segments")
@@ -75,7 +65,7 @@ class Reads:
             self.run = None
 
     def forget(self) -> None:
-        """A segment changed under the reads (repair, close): nothing kept holds."""
+        """A segment changed under the reads (repair, close)."""
         self.run = self.hint = None
 
     def forget_segment(self, seg) -> None:
@@ -85,8 +75,7 @@ class Reads:
             self.hint = None
 
     def _check_read_offset_locked(self, log, offset: int) -> None:
-        """Raise OffsetOutOfRange unless start <= offset <= end; a readonly log
-        first looks for what its owner appended since (lock released meanwhile)."""
+        """OffsetOutOfRange unless start <= offset <= end (a readonly log refreshes first)."""
         if log.readonly and offset > log._next_offset:
             log._lock.release()
             try:
@@ -97,9 +86,7 @@ class Reads:
             raise self._out_of_range(log, offset)
 
     def _segment_gone(self, log, offset: int) -> Exception:
-        """The error for a read whose segment file was deleted (retention, or the
-        owner's, for a readonly log) after the read chose it and before it
-        (re)opened the file (the file cache may have closed it meanwhile)."""
+        """The error for a read whose segment file was deleted after the read chose it."""
         if log.readonly:
             log.refresh()
         if offset < log._start_offset:
@@ -134,21 +121,20 @@ class Reads:
                 run = self._decode_run(log, seg, offset, seg_end, min(max_bytes, _RUN_BYTES))
             except CorruptRecordError:
                 if out:
-                    break  # hand out the good records; the next read reports the damage
+                    break  # the good records first; the next read reports the damage
                 raise
             except FileNotFoundError:
                 if out:
                     break
                 raise self._segment_gone(log, offset) from None
             if run is None:
-                # nothing at or after `offset` in this segment (a gap at its end)
                 offset = seg_end
                 continue
             first, end, recs, ends = run
             j = max(0, offset - first)
             stop = min(len(recs), j + max_records - len(out))
             before = ends[j - 1] if j else 0
-            # The record whose value brings the total to max_bytes is the last one.
+            # (the record whose value brings the total to max_bytes is the last)
             k = bisect.bisect_left(ends, before + max_bytes - total, j, stop)
             if k < stop:
                 stop = k + 1
@@ -160,13 +146,9 @@ class Reads:
         return out
 
     def _decode_run(self, log, seg: Segment, offset: int, seg_end: int, max_bytes: int):
-        """Decode the batches from the one holding ``offset`` (reading about
-        ``max_bytes``) into a contiguous run (first, end, records, value ends),
-        cached for the next sequential read. ``value ends[k]`` is the byte count
-        of the values of records[0..k]: reads cut at max_bytes by bisection."""
-        h = self.hint
-        hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
-        batches, next_pos = self._batches_at(log, seg, offset, max_bytes, hint)
+        """Decode about ``max_bytes`` from the batch holding ``offset`` into a run (module doc),
+        kept for the next sequential read; None if the segment has nothing there."""
+        batches, next_pos = self._batches_at(log, seg, offset, max_bytes, self._hint(seg, offset))
         recs: list[Record] = []
         first = end = None
         nulls = False
@@ -190,11 +172,15 @@ class Reads:
         self.run = run
         return run
 
+    def _hint(self, seg: Segment, offset: int) -> tuple[int, int] | None:
+        """(position, offset) where a sequential read of ``seg`` continues, if known."""
+        h = self.hint
+        return (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
+
     def _batches_at(self, log, seg: Segment, offset: int, max_bytes: int, hint=None, mapped: bool = False):
         skip = log.recovery == "skip"
         if skip and not log.readonly:
-            # The owner quarantines damage a read meets (log_repair.py), once,
-            # and reads on; only if that cannot be done is it stepped over below.
+            # the owner quarantines the damage (log_repair.py); if it cannot, stepped over below
             for _ in range(3):
                 try:
                     return batches_at(seg, offset, max_bytes, hint, mapped=mapped)[:2]
@@ -213,23 +199,21 @@ class Reads:
         return batches, next_pos
 
     def _follow_quarantine(self, log, seg: Segment) -> bool:
-        """A readonly log met damage or a discontinuity: its owner may have
-        quarantined that batch since this log opened (log_repair.py: the
-        segment file replaced, a gap recorded). Pick both up; True if a gap
-        was new (then read again)."""
+        """A readonly log met damage: its owner may have quarantined it since (file replaced,
+        gap recorded). Pick both up; True if a gap was new (read again)."""
         gaps = load_gaps(log.path)
         if gaps.items() <= log._segs.gaps.items():
             return False
         with log._lock:
             log._segs.gaps.update(gaps)
-            seg.release_files()  # the replaced file is opened anew
+            seg.release_files()  # (the replaced file is opened anew)
             seg.size = seg.file_size() if seg is not log._segs.active else min(seg.size, seg.file_size())
-            seg.rebuild_indexes()  # readonly: stops using the index (positions moved)
+            seg.rebuild_indexes()
             self.forget()
         return True
 
     def read_batches(self, log, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False) -> list[RecordBatch]:
-        """``Log.read_batches`` (its doc); the file position a read ends at is kept (``hint``)."""
+        """``Log.read_batches``."""
         with log._lock:
             if log._closed:
                 raise LogClosedError(f"log {log.path} is closed")
@@ -245,41 +229,38 @@ class Reads:
         i = max(0, bisect.bisect_right([s.base_offset for s, _ in segs], offset) - 1)
         while i < len(segs) and total < max_bytes and offset < written_end:
             seg = segs[i][0]
-            h = self.hint
-            hint = (h[2], offset) if h is not None and h[0] is seg and h[1] == offset else None
             try:
-                batches, next_pos = self._batches_at(log, seg, offset, max_bytes - total, hint, mapped)
+                batches, next_pos = self._batches_at(log, seg, offset, max_bytes - total, self._hint(seg, offset),
+                                                     mapped)
             except CorruptRecordError:
                 if out:
-                    break  # hand out the good batches; the next read reports the damage
+                    break
                 raise
             except FileNotFoundError:
                 if out:
                     break
                 raise self._segment_gone(log, offset) from None
-            if batches:
-                for b in batches:
-                    if b.next_offset <= offset:
-                        continue
-                    if b.base_offset >= written_end:
-                        next_pos = None
-                        break
-                    out.append(b)
-                    total += b.size_bytes
-                    offset = b.next_offset
-                if next_pos is not None and offset == batches[-1].next_offset:
-                    self.hint = (seg, offset, next_pos)
-                if batches:
-                    if total >= max_bytes:
-                        break
+            if not batches:
+                i += 1
+                continue
+            for b in batches:
+                if b.next_offset <= offset:
                     continue
-            i += 1
+                if b.base_offset >= written_end:
+                    next_pos = None
+                    break
+                out.append(b)
+                total += b.size_bytes
+                offset = b.next_offset
+            if next_pos is not None and offset == batches[-1].next_offset:
+                self.hint = (seg, offset, next_pos)
+            if total >= max_bytes:
+                break
         return out
 
     def scan_batches(self, log, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
-        """``Log.scan_batches`` (its doc): ``segment_reads.mapped_batches`` per
-        segment; where it stops (the buffer, a gap, damage, a deleted segment)
-        one regular ``read_batches`` takes over for that offset."""
+        """``Log.scan_batches``: ``mapped_batches`` per segment; where it stops (the buffer, a
+        gap, damage, a deleted segment) one ``read_batches`` takes over for that offset."""
         skip = log.recovery == "skip"
         while end_offset is None or offset < end_offset:
             with log._lock:
@@ -297,7 +278,7 @@ class Reads:
                     found = seg.find_batch(offset, skip=skip)
                     batches = mapped_batches(seg, *found, maps) if found is not None else ()
                 except (CorruptRecordError, FileNotFoundError):
-                    batches = ()  # the regular read below reports it
+                    batches = ()  # (read_batches below reports it)
                 for b in batches:
                     if b.next_offset <= offset:
                         continue
@@ -308,7 +289,7 @@ class Reads:
                     if end_offset is not None and offset >= end_offset:
                         return
                 if offset >= seg_end:
-                    continue  # this segment is done: the next one
+                    continue
             batches = log.read_batches(offset, max_bytes=1, mapped=True)
             if not batches:
                 return
@@ -316,7 +297,7 @@ class Reads:
             offset = batches[-1].next_offset
 
     def wait_for(self, log, offset: int, timeout: float | None) -> bool:
-        """``Log.wait_for`` (its doc)."""
+        """``Log.wait_for``."""
         if log.readonly:
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
@@ -338,7 +319,7 @@ class Reads:
             return log._next_offset > offset
 
     def offset_for_time(self, log, timestamp_ms: int) -> int | None:
-        """``Log.offset_for_time`` (its doc)."""
+        """``Log.offset_for_time``."""
         with log._lock:
             segs = list(log._segs.all)
             buffered = [(log._written_end + k, t) for k, t in enumerate(log._buf.timestamps)]

@@ -1,29 +1,17 @@
-"""Damage found after open: the log's ``recovery`` policy applied when a read
-meets a damaged batch below the recovery point (recovery.py validates only
-from it on), in the process that owns the log (a readonly log changes no file):
+"""Damage found after open (below the recovery point, where recovery.py did not look): the
+log's ``recovery`` policy, applied by the process that owns the log:
 
-- ``skip``: the read quarantines the batch and reads on (``quarantine_found``,
-  called by log_reads.py): its bytes go to ``quarantine/``, the gap is
-  recorded in that file's name, the segment is rewritten without them
-  (``segment_excise.excise``, as recovery does). Once only: later reads,
-  opens and other processes' readers see the gap, never the damage. A
-  damaged batch in the active segment is first sealed by a roll.
-- ``truncate``: ``Log.repair(error)`` cuts the log at the damaged batch (later
-  segments and the write buffer go; the end moves back). Not done by the read:
-  it takes back offsets handed to writers, so their owner calls it when
-  nothing of theirs is in flight (hybrid/disk_tier.py). Until then reads raise.
+- ``skip``: the read quarantines the batch and reads on (segment_excise.py, as recovery
+  does), once: later reads, opens and other processes' readers see the gap. A damaged batch
+  in the active segment is first sealed by a roll.
+- ``truncate``: ``Log.repair(error)`` cuts the log at the damaged batch (later segments and
+  the write buffer go; the end moves back). Not done by the read: it takes back offsets
+  handed to writers, so their owner calls it when none are in flight. Until then reads raise.
 - ``fail``: the read raises CorruptRecordError naming the file and position.
 
-Crash safety (a SIGKILL at any step leaves a log that opens):
-
-- quarantine: the ``.bad`` file is written atomically before the segment is
-  replaced; a crash between leaves the damage and its record, and the next
-  read or open quarantines it again (same name); a ``*.tmp`` is removed at open.
-- truncate: (1) the recovery point is lowered to the damaged segment's base,
-  so the next open validates from there; (2) later segments are deleted
-  newest first (the files left are a prefix); (3) the segment is cut and
-  fsynced. A crash before (3) leaves the damage at or past the recovery
-  point, where open applies the policy (a torn tail is cut silently).
+Crash safety of truncate: (1) the recovery point is lowered to the damaged segment's base;
+(2) later segments are deleted newest first; (3) the segment is cut and fsynced. A crash
+before (3) leaves the damage at or past the recovery point, where open applies the policy.
 """
 
 from __future__ import annotations
@@ -34,28 +22,20 @@ import time
 
 from ..errors import CorruptRecordError, VQSError
 from .log_dir import QUARANTINE_DIR
-from .record_batch import find_next_valid
 from .segment import Segment
 from .segment_excise import excise
 
 logger = logging.getLogger("vqs.storage")
 
-#: How long ``repair`` (truncate) waits for appends in flight (a group commit) to finish.
+#: how long ``repair`` (truncate) waits for appends in flight to finish
 QUIESCE_S = 10.0
 
 
 def find_damage(seg: Segment) -> tuple[int, int, int | None] | None:
-    """The first damaged batch of ``seg``: (position, the offset expected there,
-    position of the next valid batch or None); None if every batch is valid.
-    A full scan of the segment (a rare event: damage was reported)."""
-    valid, expected = 0, seg.base_offset
-    for info in seg.iter_valid(0, seg.size, expected=seg.base_offset):
-        valid, expected = info.position + info.size, info.next_offset
-    if valid >= seg.size:
-        return None
-    rest = seg.pread(valid, min(seg.size - valid, 256 << 20))
-    r = find_next_valid(rest, 1, expected)
-    return valid, expected, None if r is None else valid + r
+    """The first damaged batch of ``seg`` (``Segment.validate``), None if every
+    batch is valid. A full scan (a rare event: damage was reported)."""
+    found = seg.validate(seg.base_offset)
+    return None if found[0] >= seg.size else found
 
 
 def repair(log, error: CorruptRecordError) -> bool:
@@ -70,8 +50,8 @@ def repair(log, error: CorruptRecordError) -> bool:
         if log.recovery == "skip":
             log._sync.wait_idle()
             return _quarantine_locked(log, seg)
-        # truncate: no fsync and no group commit in flight (its appenders
-        # would be told of offsets the cut takes back)
+        # truncate: no fsync or group commit in flight (its appenders would be told of
+        # offsets the cut takes back)
         deadline = time.monotonic() + QUIESCE_S
         while log._sync.syncing or log._group.leading:
             left = deadline - time.monotonic()
@@ -82,9 +62,8 @@ def repair(log, error: CorruptRecordError) -> bool:
 
 
 def quarantine_found(log, seg: Segment) -> bool:
-    """A read met damage in ``seg`` under ``skip``: quarantine it (module
-    doc). False if it could not be done (then the read steps over it, as
-    before: e.g. no space for the rewritten segment)."""
+    """A read met damage in ``seg`` under ``skip``: quarantine it; False if that could not
+    be done (no space for the rewritten segment: the read steps over it)."""
     try:
         with log._lock:
             if log._closed or seg not in log._segs.all:
@@ -103,14 +82,12 @@ def _quarantine_locked(log, seg: Segment) -> bool:
         return True  # another reader quarantined it meanwhile
     bad, gap_from, resync = found
     if seg is log._segs.active:
-        # The active segment: sealed first (a roll), so that no append
-        # lands in the file being rewritten.
+        # sealed first: no append lands in the file being rewritten
         log._write_buffer_locked()
         log._roll_locked()
     i = log._segs.all.index(seg)
     stop = resync if resync is not None else seg.size
-    # Damage up to the segment's end: the gap runs to the next segment
-    # (there is one: the active segment was rolled above).
+    # damage up to the segment's end: the gap runs to the next segment's base
     gap_to = None if resync is not None else log._segs.bases[i + 1]
     logger.warning("%s: invalid batch at position %d (offset %d) found by a read; quarantined %d bytes "
                    "(recovery='skip')", seg.log_path, bad, gap_from, stop - bad)
@@ -132,11 +109,9 @@ def _truncate_locked(log, seg: Segment) -> bool:
                    "there, %d later segment(s) deleted (recovery='truncate')",
                    seg.log_path, bad, cut, len(segs) - i - 1)
     try:
-        # (1) recovery at the next open starts at this segment (module doc)
+        # (1), (2), (3): module doc
         log._sync.checkpoint.lower_to(seg.base_offset, min(log._start_offset, cut))
-        # (2) the later segments, newest first: what is left is a prefix
         log._segs.drop_after(i)
-        # (3) cut, as the active segment
         if not seg.writable:
             seg.close()
             seg = log._segs.make(seg.base_offset, active=True)
@@ -144,7 +119,7 @@ def _truncate_locked(log, seg: Segment) -> bool:
             seg.recover(seg.base_offset)
         seg.truncate(bad)
     except OSError as e:
-        # half done in memory: latched (the files are safe, the next open recovers)
+        # half done in memory: latched (the next open recovers)
         log._failed = e
         log._blocked = True
         raise

@@ -1,11 +1,7 @@
-"""Changing an open log's settings that a topic may alter (``Log.reconfigure``).
-
-Runs under the log's lock, after every value is checked as ``Log.open`` checks
-it (ConfigError: nothing changed); a setting not given takes ``open``'s
-default. Nothing written changes: the next batch the write buffer encodes uses
-the new compression, the next roll happens at the new ``segment_bytes`` or
-``segment_ms`` (a new segment gets indexes sized for its size), and the next
-retention pass applies the new limits.
+"""Checking a log's settings, and changing those a topic may alter while open
+(``Log.reconfigure``: every value checked first, then set under the log's lock; one not
+given takes ``open``'s default). Nothing written changes: the next batch, roll and retention
+pass use the new values.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ ALTERABLE = ("segment_bytes", "segment_ms", "retention_ms", "retention_bytes", "
 
 
 def check_int(name: str, val, lo: int, *, optional: bool = False) -> None:
-    """ConfigError naming ``name`` unless ``val`` is an integer >= ``lo`` (or None, ``optional``)."""
+    """ConfigError unless ``val`` is an integer >= ``lo`` (or None, ``optional``)."""
     if (val is not None or not optional) and (not isinstance(val, int) or isinstance(val, bool) or val < lo):
         raise ConfigError(f"{name}={val!r}: must be {'None or ' if optional else ''}an integer >= {lo}")
 

@@ -1,19 +1,15 @@
-"""The log against free space: what the space governor (space.py) counts as
-the log's (``Grant``, ``Log._grant``), and why appends are refused for space
-(``SpaceGate``, ``Log._space``, asked before an append is buffered while the
-log is ``_blocked``).
+"""The log against free space: what the governor (space.py) counts as the log's (``Grant``)
+and why appends are refused for space (``SpaceGate``, asked while the log is ``_blocked``).
 
 Invariants (under the log's lock):
-- the governor admits bytes when they are buffered (once per batch): what
-  was accepted is written even under the floor (the floor's room is for it);
-- a refusal sets ``low`` (and ``_blocked``): later appends ask for room
-  (``Space.room``) before they buffer anything, and clear it once it is back;
-- after a write found no space (ENOSPC/EDQUOT: ``short``, soft) appends are
-  refused before they are buffered until the buffer is written, or with
-  nothing buffered free space is seen again (``space_back``): a refused
-  record is never written later, and the buffer does not grow on a full
-  disk. The first successful write clears it;
-- space comes back only by ``unlink`` (``Space.freed``, retention.py).
+- bytes are admitted when they are buffered (once per batch): what was accepted is written
+  even under the floor (the floor's room is for it); an acknowledged record is never refused
+  later, a refused one never written;
+- a refusal sets ``low``: later appends ask for room before they buffer anything;
+- after a write found no space (ENOSPC/EDQUOT: ``short``, soft) appends are refused until
+  the buffer is written, or, with nothing buffered, free space is seen again
+  (``space_back``); the first successful write clears it;
+- space comes back only by ``unlink`` (retention.py).
 """
 
 from __future__ import annotations
@@ -25,30 +21,20 @@ from .log_settings import check_int
 from .space import floor_of, free_bytes
 
 #: after a write found no space: free space wanted beyond an append's bytes
-#: before appends are taken again (and what ``disk_full`` calls no space)
 SHORT_MARGIN = 64 << 10
 
-#: Steps of room a filesystem must have over the floor for a segment to be allocated ahead.
 AHEAD_MARGIN = 16
 
 
 class Grant:
-    """What the governor counts as one log's (module doc):
-
-    - ``buffer``: granted for the write buffer (once per batch), spent as
-      batches are written, the rest given back with the buffer (``settle``);
-    - ``indexes``: the active segment's indexes, until allocated at its first write;
-    - ``floor``: ``min_free_bytes`` at the governor (0 while closing);
-      ``control``: control writes (a quarter of the floor).
-
-    A log dropped unclosed gives it back when collected (``weakref.finalize``
-    holds the grant, never the log).
-    """
+    """What the governor counts as one log's: ``buffer``, granted for the write buffer,
+    spent as batches are written, the rest given back (``settle``); ``indexes``, the active
+    segment's, until allocated at its first write. ``floor`` is 0 while closing."""
 
     __slots__ = ("space", "floor", "control", "buffer", "indexes")
 
     def __init__(self, space, floor: int, control: bool) -> None:
-        self.space = space      # the governor of the log's filesystem; None: readonly
+        self.space = space      # None: readonly
         self.floor = floor
         self.control = control
         self.buffer = 0
@@ -56,16 +42,14 @@ class Grant:
 
     def take_upto(self, more: int, step: int, path: str, file: str) -> None:
         """``more`` bytes for the buffer, and up to ``step`` when the governor allows."""
-        self.buffer += self.space.take_upto(more, step, self.floor, path, file, self.control)
+        self.buffer += self.space.take(more, self.floor, path, extra=step, path=file, control=self.control)
 
     def hand_over(self, claim, need: int) -> None:
-        """A caller's ``space.Claim`` covers records it buffered (acknowledged):
-        its bytes become the grant (``need``: what the grant must cover)."""
+        """A caller's ``space.Claim`` becomes the grant, up to ``need``."""
         self.buffer += claim.hand_over(self.control, need - self.buffer)
 
     def count_indexes(self, n: int, path: str) -> None:
-        """The active segment's indexes (``n`` bytes) are this log's (a control
-        write: never refused)."""
+        """The active segment's indexes (``n`` bytes) are this log's (never refused)."""
         self.space.take(n - self.indexes, 0, path, control=self.control)
         self.indexes = n
 
@@ -83,9 +67,9 @@ class Grant:
         self.buffer = g
 
     def ahead(self, nbytes: int) -> bool:
-        """Whether a segment may be given ``nbytes`` ahead of its writes: counted at the
-        governor, and only while free space exceeds the floor by ``AHEAD_MARGIN`` steps, so
-        room given ahead never competes with appends near a full disk."""
+        """Whether a segment may be allocated ``nbytes`` ahead of its writes: only while free
+        space exceeds the floor by ``AHEAD_MARGIN`` such steps, so that it never competes
+        with appends near a full disk."""
         return self.space is not None and self.space.ahead(nbytes, self.floor + AHEAD_MARGIN * nbytes)
 
     def settle(self) -> None:
@@ -98,23 +82,16 @@ class Grant:
         """Whether the governor has ``need`` bytes over the floor."""
         return self.space.room(self.floor + need, path, self.control)
 
-    def release(self) -> None:
-        """Close: everything goes back."""
+    def release(self, dropped: bool = False) -> None:
+        """Close: everything goes back (``dropped``: the log was collected unclosed)."""
         if self.space is not None and (self.buffer or self.indexes):
-            self.space.give(self.buffer + self.indexes)
-            self.buffer = self.indexes = 0
-
-    def dropped(self) -> None:
-        """The log was collected unclosed (``weakref.finalize``)."""
-        if self.space is not None:
-            self.space.dropped(self.buffer + self.indexes)
+            (self.space.dropped if dropped else self.space.give)(self.buffer + self.indexes)
             self.buffer = self.indexes = 0
 
 
 class SpaceGate:
-    """Why the log refuses appends for space (module doc): ``low``, the
-    governor refused; ``short``, the errno of a write that found no space
-    (0: none). Owns the log's ``grant``."""
+    """Why the log refuses appends for space: ``low``, the governor refused; ``short``, the
+    errno of a write that found no space (0: none). Owns the log's ``grant``."""
 
     __slots__ = ("path", "grant", "low", "short")
 
@@ -125,9 +102,8 @@ class SpaceGate:
         self.short = 0
 
     def admit(self, buffered: int, nbytes: int, file: str) -> None:
-        """While ``low``: an append of ``nbytes`` to a buffer bound to
-        ``buffered`` bytes is refused (DiskFullError, nothing buffered) until
-        the governor has room again; a grant that covers it admits it."""
+        """While ``low``: refuse ``nbytes`` more on ``buffered`` (DiskFullError) unless the
+        grant covers them or the governor has room again."""
         grant = self.grant
         need = buffered + nbytes
         if grant.buffer >= need:
@@ -141,11 +117,10 @@ class SpaceGate:
         self.low = False
 
     def space_back(self, nbytes: int, file: str) -> None:
-        """While ``short`` with nothing buffered: refuse ``nbytes`` more
-        (DiskFullError) unless free space holds them plus SHORT_MARGIN
-        (``short`` then clears at the next write)."""
+        """While ``short`` with nothing buffered: refuse ``nbytes`` (DiskFullError) unless
+        free space holds them plus SHORT_MARGIN."""
         try:
-            free = free_bytes(self.path)  # (a btrfs quota's room too: space.py)
+            free = free_bytes(self.path)
         except OSError:
             return  # let the write tell
         if free < nbytes + SHORT_MARGIN:
@@ -153,16 +128,15 @@ class SpaceGate:
                                 f"filesystem; appends resume once there is room)", path=file)
 
     def found_short(self, seg, e: OSError) -> DiskFullError:
-        """A batch write to ``seg`` found no space (``e``: ENOSPC/EDQUOT; nothing
-        of it is in the file): refused until space is back; the error to raise."""
+        """A batch write to ``seg`` found no space (``e``); the error to raise."""
         self.short = e.errno  # (EDQUOT: ``disk_full`` trusts no statvfs)
         self.grant.space.short()
         return DiskFullError(f"write to {seg.log_path} at position {seg.size} failed: "
                              f"the disk is full ({e.strerror})", path=seg.log_path)
 
     def short_of_space(self, active_size: int) -> bool:
-        """Writes refused or finding no space, the governor low, or less free
-        than the floor and the active segment hold (one ``statvfs``)."""
+        """Writes refused, the governor low, or less free than the floor and the active
+        segment hold (retention.py rolls it early then)."""
         if self.short or self.low or self.grant.space.low:
             return True
         try:
@@ -184,7 +158,7 @@ class SpaceGate:
             return True
 
     def set_floor(self, value: int | None) -> None:
-        """``min_free_bytes`` (None: the filesystem's default); clears ``low``."""
+        """``Log.min_free_bytes = value``; clears ``low``."""
         check_int("min_free_bytes", value, 0, optional=True)
         self.grant.floor = floor_of(self.grant.space, value, self.grant.control)
         self.low = False

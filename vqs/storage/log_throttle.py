@@ -1,10 +1,6 @@
-"""Log lines about a lasting condition (a full disk), bounded in rate.
-
-``Throttle.warn(key, ...)`` logs the first occurrence for ``key`` (a file or
-directory), then at most a line per ``every_s`` saying how many were left
-out (``due``: for a caller that formats its own line); ``clear(key, ...)``
-ends the condition. Invariants: the first occurrence is always logged; at
-most ``MAX_KEYS`` conditions tracked (oldest dropped); thread-safe.
+"""Log lines about a lasting condition (a full disk), bounded in rate per key (a file): the
+first occurrence is always logged, then at most a line per ``every_s`` saying how many were
+left out; at most ``MAX_KEYS`` conditions are tracked (oldest dropped). Thread-safe.
 """
 
 from __future__ import annotations
@@ -17,8 +13,6 @@ MAX_KEYS = 4096
 
 
 class Throttle:
-    """Rate-limited warnings per key (module doc)."""
-
     def __init__(self, logger: logging.Logger, every_s: float = 60.0, clock=time.monotonic):
         self._logger = logger
         self._every = every_s
@@ -27,9 +21,8 @@ class Throttle:
         self._keys: dict[str, list] = {}  # key -> [last logged (clock), occurrences left out]
 
     def due(self, key: str) -> int | None:
-        """Whether a line for ``key`` is due now: the number of occurrences left
-        out since the last one (0 for the first), or None (this one is left out,
-        and counted)."""
+        """For a caller that formats its own line: the occurrences left out since the last
+        line (0 for the first), or None (this one is left out, and counted)."""
         now = self._clock()
         with self._lock:
             st = self._keys.get(key)
@@ -43,8 +36,7 @@ class Throttle:
         return left_out
 
     def warn(self, key: str, msg: str, *args) -> bool:
-        """Log ``msg % args`` as a warning unless ``key`` was logged less than
-        ``every_s`` ago (then count it); True when it was logged."""
+        """Log ``msg % args`` as a warning when due; True when it was logged."""
         left_out = self.due(key)
         if left_out is None:
             return False
@@ -55,7 +47,7 @@ class Throttle:
         return True
 
     def clear(self, key: str, msg: str | None = None, *args) -> None:
-        """The condition of ``key`` is over: log ``msg`` (info) if it was tracked."""
+        """The condition is over: log ``msg`` (info) if it was tracked."""
         if not self._keys:
             return
         with self._lock:

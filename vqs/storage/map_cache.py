@@ -1,26 +1,17 @@
-"""Read-only mappings of segment files kept from one scan to the next.
-
-For bulk readers that scan the same segments again in one process (Spark's
-reused Python workers, each task opening the log afresh): a fresh mapping
-costs page-table work to fault in and tear down, about as much as the CRC of
-the bytes (bench/HISTORY.md). A :class:`MapCache` keeps the mappings; every
-batch's CRC is still checked on each scan (the mapping is kept, never a
-verdict on the data).
+"""Read-only mappings of segment files kept from one scan to the next, for bulk readers that
+scan the same segments again in one process (Spark's reused workers): a fresh mapping costs
+about as much to fault in and tear down as the CRC of its bytes. Every batch's CRC is still
+checked on each scan.
 
 Invariants:
-- an entry maps ``[0, length)`` of one file named by its identity
-  ``(st_dev, st_ino)`` from the open descriptor, not its path (a file created
-  under a deleted one's name gets its own mapping; the kept one holds the old
-  inode, so its number is not reused);
-- views are handed out only within the mapping and within the valid size the
-  caller passes (its ``Segment.size``); beyond the mapping the file is mapped
-  again to that size, replacing the entry;
-- at most ``max_entries`` mappings (LRU), each holding a duplicate
-  descriptor; a dropped mapping is unmapped when its last view goes.
+- an entry maps ``[0, length)`` of one file named by ``(st_dev, st_ino)`` from the open
+  descriptor, not its path (the kept mapping holds the inode, so its number is not reused);
+- views are handed out only within the mapping and the valid size the caller passes (its
+  ``Segment.size``); beyond the mapping the file is mapped again, replacing the entry;
+- at most ``max_entries`` mappings (LRU); a dropped one is unmapped with its last view.
 
-SIGBUS: as for ``Segment.map`` (segment.py). A kept mapping may outlast a
-truncation, but views stay within the size the current reader sees, so it
-adds no case.
+SIGBUS: as for ``Segment.map``; views stay within the size the reader sees, so a kept
+mapping that outlasts a truncation adds no case.
 """
 
 from __future__ import annotations
@@ -32,8 +23,6 @@ from collections import OrderedDict
 
 
 class MapCache:
-    """Kept read-only mappings of segment files (see module doc)."""
-
     def __init__(self, max_entries: int = 16):
         self.max_entries = max_entries
         self._maps: OrderedDict[tuple[int, int], mmap.mmap] = OrderedDict()
@@ -41,9 +30,7 @@ class MapCache:
         self.mapped = 0  # mappings made (a kept one reused is not counted)
 
     def view(self, fd: int, position: int, n: int, valid_size: int) -> memoryview:
-        """Bytes ``[position, position + n)`` of the file open as ``fd``, a
-        read-only view of a kept mapping; ``position + n`` must lie within
-        ``valid_size`` (the bytes of the file a reader may touch now)."""
+        """Bytes ``[position, position + n)``, within ``valid_size``, of the file open as ``fd``."""
         end = position + n
         if end > valid_size:
             raise ValueError(f"bytes [{position}, {end}) lie beyond the valid size {valid_size}")
@@ -60,11 +47,6 @@ class MapCache:
             else:
                 self._maps.move_to_end(key)
         return memoryview(m)[position:end]
-
-    def clear(self) -> None:
-        """Drop every kept mapping (each unmapped once its last view goes)."""
-        with self._lock:
-            self._maps.clear()
 
     def __len__(self) -> int:
         return len(self._maps)

@@ -1,14 +1,9 @@
-"""Following a log another process owns (``Log.open(..., readonly=True)``).
+"""Following a log another process owns (``readonly=True``): it never writes a file; its end
+is the consistent prefix of the last segment; ``refresh`` picks up segments the owner rolled
+to, forgets those retention deleted, and reopens sealed ones its cleaner replaced.
 
-A readonly log never writes a file: its end is the consistent prefix of the
-last segment (valid batches up to the first incomplete one); ``refresh``
-picks up segments the owner rolled to, forgets those retention deleted, and
-reopens sealed ones its cleaner replaced.
-
-Invariants:
-- the end offset only moves forward; a segment's ``size`` is a snapshot at a
-  batch boundary, so reads never see half a batch;
-- a damaged index is not rebuilt: the segment stops using it (lookups scan).
+Invariants: the end only moves forward; a segment's ``size`` is a snapshot at a batch
+boundary; a damaged index is not rebuilt but no longer used (lookups scan).
 """
 
 from __future__ import annotations
@@ -20,38 +15,25 @@ from .log_dir import list_segment_bases
 from .recovery import SegmentFactory
 from .segment import Segment
 
-#: The end of the last segment, as (segment, file position, next offset):
-#: where the next search for the tail continues.
+#: (last segment, file position, next offset): where the next search for the tail continues
 TailHint = tuple[Segment, int, int]
 
 
-def open_segments(path: str, make_segment: SegmentFactory) -> list[Segment]:
-    """The segments in ``path`` (all sealed, from the reader's view)."""
+def open_segments(path: str, make_segment: SegmentFactory, bases: list[int] | None = None) -> list[Segment]:
+    """The segments in ``path`` (or at ``bases``), all sealed from the reader's
+    view; those the owner's retention deleted meanwhile are left out."""
     segments = []
-    for base in list_segment_bases(path):
+    for base in list_segment_bases(path) if bases is None else bases:
         try:
             segments.append(make_segment(base, active=False))
         except FileNotFoundError:
-            continue  # deleted by the owner's retention meanwhile
+            pass
     return segments
 
 
-def open_segments_below(path: str, make_segment: SegmentFactory, bases: list[int], end: int) -> list[Segment]:
-    out = []
-    for base in bases:
-        if base >= end:
-            break
-        try:
-            out.append(make_segment(base, active=False))
-        except FileNotFoundError:
-            continue
-    return out
-
-
 def _cleaned(path: str, segments: list[Segment], bases: list[int]) -> bool:
-    """Whether the owner's log cleaner changed a sealed segment since we opened it: one
-    gone from the middle, or a file whose size is not ours. Asked only of compacted logs
-    (their cleaner.checkpoint exists), so other logs pay no stat per segment."""
+    """Whether the owner's cleaner changed a sealed segment since we opened it (one gone from
+    the middle, or a size not ours); only compacted logs pay a stat per segment."""
     if not os.path.exists(os.path.join(path, CLEAN_POINT)):
         return False
     present = set(bases)
@@ -67,9 +49,8 @@ def _cleaned(path: str, segments: list[Segment], bases: list[int]) -> bool:
 
 
 def find_tail(seg: Segment, hint: TailHint | None) -> TailHint:
-    """The consistent prefix of ``seg``, the last segment, continuing from
-    ``hint`` when it names the same segment; updates ``seg.size``,
-    ``seg.next_offset`` and its largest timestamp."""
+    """The consistent prefix of ``seg``, the last segment (from ``hint`` if it names it);
+    updates ``seg.size``, ``seg.next_offset`` and its largest timestamp."""
     if hint is not None and hint[0] is seg:
         pos, nxt = hint[1], hint[2]
     else:
@@ -91,9 +72,8 @@ def find_tail(seg: Segment, hint: TailHint | None) -> TailHint:
 
 
 def follow_segments(path: str, segments: list[Segment], make_segment: SegmentFactory) -> bool:
-    """Update ``segments`` in place to the files the owner has now: forget those
-    deleted from the front, open those rolled to at the end. False if the
-    directory holds no segment at all (then nothing changes)."""
+    """Update ``segments`` in place to the owner's files; False (nothing changed) if there
+    is no segment at all."""
     bases = list_segment_bases(path)
     if not bases:
         return False
@@ -101,21 +81,14 @@ def follow_segments(path: str, segments: list[Segment], make_segment: SegmentFac
     while len(segments) > 1 and segments[0].base_offset < bases[0]:
         segments.pop(0).forget()  # not close(): a read of ours may be in flight on it
     if len(segments) > 1 and _cleaned(path, segments, bases):
-        # The owner's cleaner replaced sealed segments (cleaner.py): open them again.
         for seg in segments[:-1]:
             seg.forget()
-        last = segments[-1]
-        segments[:-1] = open_segments_below(path, make_segment, bases, last.base_offset)
+        segments[:-1] = open_segments(path, make_segment, [b for b in bases if b < segments[-1].base_offset])
     new = [b for b in bases if b > segments[-1].base_offset and b not in known]
     if new:
-        # The segment that was last is complete now (the owner rolled past
-        # it): it may have grown since our snapshot of its size.
+        # the segment that was last is complete now: it may have grown since our snapshot
         was_last = segments[-1]
-        for b in new:
-            try:
-                segments.append(make_segment(b, active=False))
-            except FileNotFoundError:
-                pass
+        segments += open_segments(path, make_segment, new)
         if segments[-1] is not was_last:
             was_last.size = was_last.file_size()
             was_last.next_offset = None

@@ -1,15 +1,10 @@
 """Record-batch codec: the unit on disk and on the wire (spec: docs/FORMAT.md).
 
-A batch is a 64-byte little-endian header and a columnar body. One CRC-32C
-covers everything after the CRC field, so the base offset and the length
-stay outside it: a batch can be re-based (given new offsets) without being
-re-checksummed.
-
-Decoding never trusts a length field before bounds-checking it against the
+Invariants: decoding never trusts a length field before bounds-checking it against the
 buffer it came from, and never returns a record from a batch whose CRC fails.
 
-(Over 500 lines: the batch codec - encoder, decoder, verifier and the
-record types they produce - is one format, read side by side.)
+(Over 500 lines: the batch codec - encoder, decoder, verifier and the record types they
+produce - is one format, read side by side.)
 """
 
 from __future__ import annotations
@@ -49,13 +44,11 @@ ATTR_KEYS = 0x1
 ATTR_HEADERS = 0x2
 ATTR_TIMESTAMPS = 0x4
 ATTR_NULL_VALUES = 0x8
-#: written by the log cleaner (cleaner.py): offsets before this batch may have been
-#: removed, so its base offset may lie past the previous batch's end
+#: written by the cleaner: its base offset may lie past the previous batch's end
 ATTR_COMPACTED = 0x10
 ATTR_KNOWN = ATTR_KEYS | ATTR_HEADERS | ATTR_TIMESTAMPS | ATTR_NULL_VALUES | ATTR_COMPACTED
 
-#: A batch larger than this is refused when read (guards allocation from a
-#: corrupt length field); writers split larger appends into several batches.
+#: refused when read (a corrupt length must not allocate); writers split larger appends
 MAX_BATCH_BYTES = 1 << 30
 
 _LITTLE = sys.byteorder == "little"
@@ -63,13 +56,12 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 
 Headers = Sequence[tuple[str, bytes | None]]
-#: a header value's length that stands for a null value (no bytes follow; docs/FORMAT.md)
 NULL_HEADER_VALUE = 0xFFFFFFFF
 _NULL_HEADER_LEN = b"\xff\xff\xff\xff"
 
 
 def codec_id(compression: str | None) -> int:
-    """Map a compression setting (None, "zstd", "lz4") to its codec id."""
+    """The codec id of a compression setting (None, "zstd", "lz4")."""
     try:
         return CODECS[compression]
     except KeyError:
@@ -79,7 +71,7 @@ def codec_id(compression: str | None) -> int:
 
 
 def _offsets(items: Sequence) -> array:
-    # count + 1 offsets, the first 0: the layout of an Arrow BinaryArray.
+    # count + 1 offsets, the first 0: an Arrow BinaryArray's
     try:
         a = array("I", accumulate(map(len, items), initial=0))
     except OverflowError:
@@ -90,8 +82,7 @@ def _offsets(items: Sequence) -> array:
 
 
 def encode_headers(headers: Headers | None) -> bytes:
-    """Encode one record's headers: u16 count, then (u16 len, key utf-8, u32 len, value); a
-    None value (a null, as Kafka's header value of length -1) is the length 0xFFFFFFFF alone."""
+    """One record's headers (docs/FORMAT.md; a None value is Kafka's null header value)."""
     if not headers:
         return b""
     parts = [_U16.pack(len(headers))]
@@ -109,8 +100,7 @@ def encode_headers(headers: Headers | None) -> bytes:
 
 
 def decode_headers(buf) -> tuple[tuple[str, bytes | None], ...]:
-    """Inverse of encode_headers (a null value comes back as None); raises
-    CorruptRecordError on a malformed blob."""
+    """Inverse of encode_headers; CorruptRecordError on a malformed blob."""
     if not len(buf):
         return ()
     mv = memoryview(buf)
@@ -141,15 +131,10 @@ _RecordFields = namedtuple("_RecordFields", ("offset", "timestamp_ms", "key", "v
 
 
 class Record(_RecordFields):
-    """One record as returned by reads: ``Record(offset, timestamp_ms, key, value, headers=())``.
-
-    ``value`` and ``key`` are ``bytes`` or None (a null: Kafka's tombstone);
-    ``headers`` a tuple of ``(name, value)`` pairs, a value bytes or None (a
-    null, as a Kafka header value may be). A named tuple underneath,
-    so a batch's records are built in one pass of C code
-    (:meth:`RecordBatch.records`); equal only to a Record with equal fields,
-    unordered, unhashable.
-    """
+    """One record as reads return it: ``Record(offset, timestamp_ms, key, value, headers=())``;
+    ``key``, ``value`` and header values are bytes or None (a null). A named tuple underneath
+    (a batch's records are built in one pass of C code), equal only to a Record with equal
+    fields, unordered, unhashable."""
 
     __slots__ = ()
 
@@ -159,7 +144,6 @@ class Record(_RecordFields):
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Record):
-            # never equal to a plain tuple (which would compare field by field)
             return False if isinstance(other, tuple) else NotImplemented
         return (
             self.offset == other.offset
@@ -180,10 +164,9 @@ class Record(_RecordFields):
     __hash__ = None  # type: ignore[assignment]
 
 
-#: Average value size up to which RecordBatch.values copies the batch's data once.
+#: average value size up to which RecordBatch.values copies the batch's data once
 _ONE_COPY_MAX_AVG = 1024
 
-#: Record from a (offset, timestamp_ms, key, value, headers) tuple, in C.
 _record_from_fields = partial(tuple.__new__, Record)
 
 
@@ -198,18 +181,13 @@ def encode_batch_parts(
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
-    compressor=None,
     nulls: bool = False,
     compacted: bool = False,
 ) -> list:
-    """Encode one batch and return it as a list of buffers (for ``os.writev``).
-    ``compacted``: the batch may follow a gap the log cleaner left (ATTR_COMPACTED).
-
-    ``timestamps`` is one int for every record, or one per record. ``keys`` and
-    ``headers`` are None or one entry per record (an entry may be None).
-    ``nulls``: some value may be None (a null value); otherwise every value is
-    bytes-like (checked by the caller: the hot path looks at no value twice).
-    """
+    """One batch as a list of buffers (for ``os.writev``). ``timestamps``: one int for all,
+    or one per record; ``keys``/``headers``: None or one entry (maybe None) per record.
+    ``nulls``: a value may be None; otherwise every value is bytes-like (the caller checked).
+    ``compacted``: ATTR_COMPACTED."""
     n = len(values)
     if n == 0:
         raise ConfigError("a record batch needs at least one record")
@@ -250,7 +228,7 @@ def encode_batch_parts(
     if codec != CODEC_NONE:
         raw = b"".join(body)
         if codec == CODEC_ZSTD:
-            body = [compressor.compress(raw) if compressor else _zstd_compress(raw)]
+            body = [_zstd_compress(raw)]
         elif codec == CODEC_LZ4:
             body = [_lz4_compress(raw)]
         else:
@@ -277,8 +255,8 @@ def encode_batch_parts(
 
 
 def _validity(items: Sequence, always: bool = False) -> bytes | None:
-    """The column's validity bitmap (bit ``i % 8`` of byte ``i // 8``, LSB first: 1 =
-    item ``i`` is not None); None when no item is None, unless ``always``."""
+    """The column's validity bitmap (LSB first, 1: not None); None when no item is None,
+    unless ``always``."""
     n = len(items)
     bits = bytearray((n + 7) >> 3)
     missing = False
@@ -291,13 +269,8 @@ def _validity(items: Sequence, always: bool = False) -> bytes | None:
 
 
 def encode_batch(base_offset: int, values: Sequence, **kw) -> bytes:
-    """Encode one batch as a single bytes object (see encode_batch_parts)."""
+    """``encode_batch_parts`` as one bytes object."""
     return b"".join(encode_batch_parts(base_offset, values, **kw))
-
-
-def rebase(batch: bytearray | memoryview, base_offset: int) -> None:
-    """Give an encoded batch a new base offset in place; its CRC stays valid."""
-    struct.pack_into("<Q", batch, 0, base_offset)
 
 
 _zstd_c = None
@@ -314,8 +287,8 @@ def _zstd_compress(raw: bytes) -> bytes:
 
 
 def _zstd_decompress(raw, size: int) -> bytes:
-    """Decompress at most ``size + 1`` bytes: a frame that claims or yields more
-    than the header's body_length is refused before anything large is allocated."""
+    """At most ``size + 1`` bytes: a frame that claims or yields more than the header's
+    body_length is refused before anything large is allocated."""
     global _zstd_d
     import zstandard
 
@@ -336,8 +309,7 @@ def _lz4_compress(raw: bytes) -> bytes:
 
 
 def _lz4_decompress(raw, size: int) -> bytes:
-    """The frame must declare its content size (VQS writers always do) and it
-    must equal the header's body_length: checked before anything is allocated."""
+    """The frame's declared content size must be the header's body_length (checked first)."""
     import lz4.frame
 
     raw = bytes(raw)
@@ -348,21 +320,13 @@ def _lz4_decompress(raw, size: int) -> bytes:
 
 
 class RecordBatch:
-    """A decoded, CRC-verified batch: the zero-copy, batch-level view of the log.
+    """A decoded, CRC-verified batch: the zero-copy view of the log.
 
-    Columns are memoryviews into the buffer the batch was read from:
-    ``value_offsets`` (uint32, ``count + 1`` entries starting at 0) and
-    ``value_data`` together are exactly an Arrow ``BinaryArray``'s offsets and
-    data buffers; likewise ``key_validity``/``key_offsets``/``key_data`` (None
-    when no record in the batch has a key) and ``header_offsets``/``header_data``.
-    ``timestamps`` is an int64 memoryview, or None when every record has
-    ``first_timestamp_ms``. ``value_validity`` is the values' validity bitmap
-    (Arrow's, LSB first: 0 = a null value, whose slice is empty), or None when
-    no value in the batch is null.
-
-    ``raw`` is the verified batch as stored (``size_bytes`` bytes, its body
-    maybe compressed), a view of the buffer read: served as is by the server's
-    ``stored=1`` fetch. ``body_bytes``: the body's length once inflated.
+    Columns are memoryviews into the buffer read: ``value_offsets`` (uint32, ``count + 1``
+    from 0) and ``value_data`` are an Arrow ``BinaryArray``'s buffers; likewise the key
+    columns (None without keys) and the header columns. ``timestamps``: int64, or None when
+    all are ``first_timestamp_ms``. ``value_validity``: Arrow's bitmap, or None without nulls.
+    ``raw``: the batch as stored (body maybe compressed); ``body_bytes``: the body inflated.
     """
 
     __slots__ = (
@@ -404,15 +368,13 @@ class RecordBatch:
         return self.first_timestamp_ms if ts is None else ts[i]
 
     def values(self, start: int = 0, stop: int | None = None) -> list[bytes | None]:
-        """Values of records [start, stop) (indexes within the batch) as bytes (None: null)."""
+        """Values of records [start, stop) (indexes within the batch)."""
         o = self.value_offsets.tolist()
         d = self.value_data
         stop = self.count if stop is None else stop
         if (stop - start) * 4 >= self.count and len(d) <= _ONE_COPY_MAX_AVG * self.count:
-            # Most of a batch of small values: one copy out of the buffer, then
-            # slices of bytes (a memoryview slice per value costs twice as much).
-            # Large values are copied once each instead: a copy of the whole
-            # batch would double the bytes moved (64 KiB values: +75 % per read).
+            # Most of a batch of small values: one copy, then slices of bytes (a memoryview
+            # slice per value costs twice as much); large values are copied once each.
             d = d.tobytes()
             out = [d[a:b] for a, b in zip(o[start:stop], o[start + 1 : stop + 1])]
         else:
@@ -444,13 +406,12 @@ class RecordBatch:
             hdrs = [()] * (stop - start)
         else:
             hdrs = [self.headers(i) for i in range(start, stop)]
-        # One C pass (zip + tuple.__new__): no Python frame per record.
         return list(map(_record_from_fields, zip(range(base, base + len(vals)), tss, keys, vals, hdrs)))
 
 
 def peek_header(buf, pos: int = 0) -> tuple[int, int] | None:
-    """(base_offset, total_size) of the batch at pos, or None if the header is
-    incomplete or its length is out of bounds. No CRC check."""
+    """(base_offset, total_size) of the batch at pos, or None if the header is incomplete or
+    its length out of bounds. No CRC check."""
     if pos + HEADER_SIZE > len(buf):
         return None
     base, length = struct.unpack_from("<QI", buf, pos)
@@ -461,62 +422,49 @@ def peek_header(buf, pos: int = 0) -> tuple[int, int] | None:
 
 def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
                  max_inflated: int | None = None) -> RecordBatch:
-    """Decode and verify the batch at ``pos`` of ``buf`` (any bytes-like).
-
-    Raises CorruptRecordError (naming ``where`` and ``pos + at``, ``at`` being
-    where ``buf`` starts in its file) if it is truncated, fails its CRC or is
-    malformed; MessageTooLarge, before decompressing, if its body would
-    inflate past ``max_inflated`` (a remote client's batch).
-    """
+    """Decode and verify the batch at ``pos`` of ``buf``: CorruptRecordError (naming ``where``
+    and ``pos + at``, ``at`` being where ``buf`` starts in its file) if it is truncated, fails
+    its CRC or is malformed; MessageTooLarge, before decompressing, if its body would inflate
+    past ``max_inflated``."""
     mv = memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
     end_buf = len(mv)
+    at_pos = pos + at  # (where the batch starts in its file)
     if pos + HEADER_SIZE > end_buf:
-        raise CorruptRecordError(
-            f"{where}: truncated batch header at position {pos + at}", position=pos + at
-        )
+        raise CorruptRecordError(f"{where}: truncated batch header at position {at_pos}", position=at_pos)
     (base, length, crc, magic, codec, attrs, n, first_ts, max_ts, pid, pepoch, bseq,
      body_len) = HEADER.unpack_from(mv, pos)
     if length < MIN_BATCH_LENGTH or length > MAX_BATCH_BYTES:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} has impossible length {length}", position=pos + at
-        )
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} has impossible length {length}",
+                                 position=at_pos)
     end = pos + LENGTH_OVERHEAD + length
     if end > end_buf:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} (length {length}) runs past the end ({end_buf})",
-            position=pos + at,
-        )
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} (length {length}) runs past the end "
+                                 f"({end_buf})", position=at_pos)
     if _crc(mv[pos + CRC_START : end]) != crc:
-        raise CorruptRecordError(
-            f"{where}: CRC mismatch in batch at position {pos + at} (base offset {base})", position=pos + at
-        )
+        raise CorruptRecordError(f"{where}: CRC mismatch in batch at position {at_pos} (base offset {base})",
+                                 position=at_pos)
     if magic != MAGIC or n == 0 or attrs & ~ATTR_KNOWN or codec not in CODEC_NAMES:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} has unsupported magic {magic}, codec {codec}, "
-            f"attributes {attrs:#x} or count {n}",
-            position=pos + at,
-        )
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} has unsupported magic {magic}, "
+                                 f"codec {codec}, attributes {attrs:#x} or count {n}", position=at_pos)
     body = mv[pos + HEADER_SIZE : end]
     if codec != CODEC_NONE:
         if body_len > MAX_BATCH_BYTES:
-            raise CorruptRecordError(f"{where}: batch at {pos + at} claims body of {body_len} bytes",
-                                     position=pos + at)
+            raise CorruptRecordError(f"{where}: batch at {at_pos} claims body of {body_len} bytes",
+                                     position=at_pos)
         if max_inflated is not None and body_len > max_inflated:
-            raise MessageTooLarge(f"{where}: the compressed batch at {pos + at} inflates to {body_len} bytes, "
+            raise MessageTooLarge(f"{where}: the compressed batch at {at_pos} inflates to {body_len} bytes, "
                                   f"more than the {max_inflated} allowed")
         try:
             raw = _zstd_decompress(body, body_len) if codec == CODEC_ZSTD else _lz4_decompress(body, body_len)
         except Exception as e:  # codec libraries raise their own types
-            raise CorruptRecordError(f"{where}: batch at {pos + at} does not decompress: {e}",
-                                     position=pos + at) from None
+            raise CorruptRecordError(f"{where}: batch at {at_pos} does not decompress: {e}",
+                                     position=at_pos) from None
         body = memoryview(raw)
     if len(body) != body_len:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} body is {len(body)} bytes, header says {body_len}",
-            position=pos + at,
-        )
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} body is {len(body)} bytes, header says "
+                                 f"{body_len}", position=at_pos)
     b = RecordBatch()
     b.base_offset = base
     b.count = n
@@ -534,11 +482,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
         p = 0
         b.value_offsets, b.value_data, p = _column(body, p, n)
         if attrs & ATTR_KEYS:
-            nb = (n + 7) >> 3
-            if p + nb > len(body):
-                raise ValueError("key validity bitmap")
-            b.key_validity = body[p : p + nb]
-            p += nb
+            b.key_validity, p = _bitmap(body, p, n, "key")
             b.key_offsets, b.key_data, p = _column(body, p, n)
         else:
             b.key_validity = b.key_offsets = b.key_data = None
@@ -555,19 +499,14 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
         else:
             b.timestamps = None
         if attrs & ATTR_NULL_VALUES:
-            nb = (n + 7) >> 3
-            if p + nb > len(body):
-                raise ValueError("value validity bitmap")
-            b.value_validity = body[p : p + nb]
-            p += nb
+            b.value_validity, p = _bitmap(body, p, n, "value")
         else:
             b.value_validity = None
         if p != len(body):
             raise ValueError(f"{len(body) - p} trailing bytes")
     except ValueError as e:
-        raise CorruptRecordError(
-            f"{where}: batch at position {pos + at} (base offset {base}) is malformed: {e}", position=pos + at
-        ) from None
+        raise CorruptRecordError(f"{where}: batch at position {at_pos} (base offset {base}) is malformed: {e}",
+                                 position=at_pos) from None
     return b
 
 
@@ -575,6 +514,13 @@ def _swapped(mv: memoryview, fmt: str) -> array:
     a = array(fmt, mv.tobytes())
     a.byteswap()
     return a
+
+
+def _bitmap(body: memoryview, p: int, n: int, what: str):
+    nb = (n + 7) >> 3
+    if p + nb > len(body):
+        raise ValueError(f"{what} validity bitmap")
+    return body[p : p + nb], p + nb
 
 
 def _column(body: memoryview, p: int, n: int):
@@ -591,8 +537,7 @@ def _column(body: memoryview, p: int, n: int):
 
 
 def scan_batches(buf, pos: int = 0):
-    """Yield (position, base_offset, size) for consecutive well-bounded batch
-    headers in buf, without CRC checks; stops at the first that is out of bounds."""
+    """(position, base_offset, size) of the consecutive well-bounded batches in buf (no CRC)."""
     end = len(buf)
     while True:
         h = peek_header(buf, pos)
@@ -603,7 +548,7 @@ def scan_batches(buf, pos: int = 0):
 
 
 class BatchInfo:
-    """Header facts of a verified batch at a file position (recovery and indexing)."""
+    """Header facts of a verified batch at a file position."""
 
     __slots__ = ("position", "base_offset", "count", "size", "max_timestamp_ms", "first_timestamp_ms", "attributes")
 
@@ -622,9 +567,7 @@ class BatchInfo:
 
 
 def verify_batch(buf, pos: int) -> BatchInfo | None:
-    """Check bounds, CRC and header sanity of the batch at ``pos`` without decoding
-    its body; None if it is incomplete or invalid (the caller decides torn tail
-    versus corruption)."""
+    """BatchInfo of the batch at ``pos`` if its bounds, CRC and header hold (body not decoded)."""
     if pos + HEADER_SIZE > len(buf):
         return None
     (base, length, crc, magic, codec, attrs, n, first_ts, max_ts, _pid, _pe, _bs,
@@ -640,9 +583,8 @@ def verify_batch(buf, pos: int) -> BatchInfo | None:
 
 
 def find_next_valid(buf, pos: int, min_base_offset: int = 0) -> int | None:
-    """Position of the first valid batch at or after ``pos`` whose base offset is
-    >= ``min_base_offset`` (None if none). Used to tell a torn tail (nothing
-    valid follows) from corruption (valid batches follow the bad one)."""
+    """Position of the first valid batch at or after ``pos`` based at ``min_base_offset`` or
+    more, or None (a torn tail, not corruption)."""
     magic = bytes([MAGIC])
     end = len(buf)
     p = pos

@@ -1,30 +1,24 @@
-"""Opening a log directory for writing: the loader that returns the recovered
-segments (Kafka's ``LogLoader``; the ``Log`` facade only adopts its result).
+"""Opening a log directory for writing (Kafka's ``LogLoader``; ``Log`` adopts the result).
 
 Recovery at open (unless the clean-shutdown marker says the log was closed):
 
-1. list the segment files; remove temp files of an interrupted atomic write;
+1. list the segment files; remove temp files;
 2. read the checkpoint (recovery point: offsets below it were fsynced);
-3. from the segment holding the recovery point on, validate batch by batch
-   (bounds, CRC, increasing offsets) and rebuild the indexes;
-4. an invalid batch with nothing valid after it, at or past the recovery
-   point, is a torn tail: cut silently (in a sealed segment whose background
-   fsync a power loss interrupted, later segments go too). Anything else is
-   corruption, handled by ``recovery``: ``fail`` raises naming file and
-   position, ``skip`` quarantines the batch (a gap), ``truncate`` drops
-   everything from it on;
+3. from the segment holding the recovery point on, validate batch by batch (bounds, CRC,
+   increasing offsets) and rebuild the indexes;
+4. an invalid batch with nothing valid after it, at or past the recovery point, is a torn
+   tail: cut silently. Anything else is corruption, handled by ``recovery``: ``fail``
+   raises naming file and position, ``skip`` quarantines the batch (a gap), ``truncate``
+   drops everything from it on;
 5. fsync what was recovered (the caller then checkpoints).
 
-After a clean close steps 3-4 are skipped: the last segment's end comes from
-its last index entry (a short scan checking the last batch), or with
-``defer_marker`` (a broker's thousands of partitions) from the marker's
-record of the tail (log_dir.py) when the file's size matches, so a reopen
-reads and changes no file until the first write removes the marker. Any
-doubt falls back to full recovery.
+After a clean close steps 3-4 are skipped: the last segment's end comes from its last index
+entry (a short scan), or with ``defer_marker`` from the marker's record of the tail when the
+file's size matches, so a reopen changes no file until the first write. Any doubt falls back
+to full recovery.
 
-Invariants of the result: the last segment is active and its
-``next_offset`` is the log's end; the marker is gone before the log accepts
-an append, so a crash from then on recovers.
+Invariants of the result: the last segment is active, its ``next_offset`` the log's end; the
+marker is gone before the log accepts an append.
 """
 
 from __future__ import annotations
@@ -61,8 +55,7 @@ SegmentFactory = Callable[..., Segment]
 
 
 class LoadedLog:
-    """What the loader hands the ``Log`` besides its segments (in the log's
-    ``Segments`` part, the last one active): its start offset and more."""
+    """What the loader hands the ``Log`` besides its segments."""
 
     __slots__ = ("start_offset", "quarantined_batches", "marker_kept", "recovery_point")
 
@@ -70,17 +63,14 @@ class LoadedLog:
                  marker_kept: bool = False, recovery_point: int | None = None) -> None:
         self.start_offset = start_offset
         self.quarantined_batches = quarantined_batches
-        #: the clean-shutdown marker is still there (``defer_marker``): nothing changed
         self.marker_kept = marker_kept
         self.recovery_point = recovery_point
 
 
 def adopt_loaded(log, loaded: LoadedLog) -> None:
-    """The ``Log`` (log.py) takes what the loader recovered: its end is the
-    active segment's, every record below it durable (recovery fsynced it);
-    the checkpoint is written anew unless the clean marker was kept (nothing
-    changed). On a full disk the checkpoint waits (the old one stays valid):
-    a full log must open so that it can be drained."""
+    """The ``Log`` takes what the loader recovered: its end is the active segment's, every
+    record below it durable. The checkpoint is written anew unless the marker was kept; on a
+    full disk it waits (the old one stays valid): a full log must open to be drained."""
     log.quarantined_batches += loaded.quarantined_batches
     active = log._segs.all[-1]
     log._written_end = log._next_offset = log._sync.durable_end = active.next_offset
@@ -91,17 +81,12 @@ def adopt_loaded(log, loaded: LoadedLog) -> None:
         log._clean_marker = log._blocked = True
     else:
         log._sync.try_checkpoint(log._start_offset, log._next_offset)
-    log._segs.release_files()  # an idle log holds no descriptor (reopened on use)
+    log._segs.release_files()
 
 
 class LogLoader:
-    """Recovers the log in ``path`` for a writer (see module doc).
-
-    ``recovery`` is the corruption policy (``fail``, ``skip``, ``truncate``);
-    the segments are opened into ``segs`` (the log's ``Segments`` part, with
-    its settings and gaps); on error those opened so far are there for the
-    caller to close.
-    """
+    """Recovers the log in ``path`` into ``segs`` (on error those opened so far are there
+    for the caller to close); ``recovery``: the corruption policy."""
 
     def __init__(self, path: str, recovery: str, segs: Segments, defer_marker: bool = False) -> None:
         self.path = path
@@ -122,9 +107,7 @@ class LogLoader:
             self.segs.gaps.update(load_gaps(self.path))
         clean = CLEAN_MARKER in names
         if not clean or not LEFTOVERS.isdisjoint(names):
-            remove_temp_files(self.path, names)  # a clean close leaves none (an earlier version's: leftovers)
-        # defer_marker (a broker's partitions): the marker's record of the tail
-        # (module doc); otherwise the last batch is read and its CRC checked
+            remove_temp_files(self.path, names)  # (a clean close leaves none)
         tail = read_clean_marker(self.path) if clean and self.defer_marker else None
         bases = list_segment_bases(self.path, names)
         marker = os.path.join(self.path, CLEAN_MARKER)
@@ -136,34 +119,29 @@ class LogLoader:
             segs.extend(self.make_segment(b, active=False) for b in bases[:-1])
             segs.append(self.make_segment(bases[-1], active=True))
             if tail is not None and segs[-1].adopt_tail(tail):
-                # the marker's record of the tail and the checkpoint (log_dir.py)
                 tail_ok = True
                 recovery_point, log_start = tail["recovery_point"], tail["log_start_offset"]
             else:
                 recovery_point, log_start = read_checkpoint(self.path)
                 tail_ok = clean and self._load_clean_tail()
             if tail_ok and self.defer_marker and recovery_point == segs[-1].next_offset:
-                # Nothing to change: the files are as the clean close left them.
                 self.segs.rebase()
                 return LoadedLog(log_start, 0, marker_kept=True, recovery_point=recovery_point)
             if not tail_ok:
                 self._recover(recovery_point)
         if clean:
-            # Remove the marker before any append: a crash from now on must recover.
             fs.unlink(marker)
         fsync_dir(self.path)
         self.segs.rebase()
         return LoadedLog(log_start, self.quarantined_batches)
 
     def _load_clean_tail(self) -> bool:
-        """After a clean close: find the end of the last segment from its last
-        index entry (a short scan). False if anything is off (then recover)."""
+        """After a clean close: the end of the last segment, scanned from its last index
+        entry (not the index: loaded when a read needs it). False if anything is off."""
         seg = self.segments[-1]
         if seg.size == 0:
             seg.next_offset = seg.base_offset
             return True
-        # The last index entry, read from the end of the trimmed index file: the
-        # index itself (O(entries) to load and check) is loaded when a read needs it.
         e = seg.peek_index_tail()
         if e is None:
             pos, expected = 0, seg.base_offset
@@ -187,8 +165,7 @@ class LogLoader:
         return True
 
     def _recover(self, recovery_point: int | None) -> None:
-        """Passes 3-5 of the module doc over the segments from the one holding
-        the recovery point on."""
+        """Steps 3-5 from the segment holding the recovery point on."""
         # Without a checkpoint nothing is known to be unsynced: a damaged end of
         # a sealed segment is then corruption, never a torn tail.
         known = recovery_point is not None
@@ -206,11 +183,10 @@ class LogLoader:
                 expected = next_off
                 i += 1
                 continue
-            # A torn tail: nothing valid follows in the file, and the recovery
-            # point is below it (it was never fsynced). A sealed segment can
-            # end torn only if a power loss came before the background fsync
-            # of its roll; nothing after it was then acknowledged as durable
-            # (that fsync comes first), so the later segments go too.
+            # A torn tail: nothing valid follows, and it was never fsynced. A sealed segment
+            # ends torn only after a power loss before its roll's background fsync; nothing
+            # after it was acknowledged durable then (that fsync comes first): later
+            # segments go too.
             torn = resync is None and next_off >= recovery_point and (is_last or known)
             where = f"{seg.log_path}: invalid batch at position {bad} (offset {next_off})"
             if torn:
@@ -242,7 +218,6 @@ class LogLoader:
             excise(seg, bad, stop, os.path.join(self.path, QUARANTINE_DIR), gap_from=next_off)
             self.quarantined_batches += 1
             # re-validate the same segment (there may be more damage)
-        # the last segment becomes the active one again
         last = segs[-1]
         if not last.writable:
             base = last.base_offset

@@ -1,17 +1,13 @@
-"""Deleting whole segments: retention by age (``retention_ms``, by a segment's
-newest record) and size (``retention_bytes`` of the whole log), and
-``delete_before`` (a consumed prefix: queues, HybridQueue). Functions over a
-log, under its lock; the governor hears of the space (``Space.freed``).
+"""Deleting whole segments, under the log's lock: retention by age (``retention_ms``, by a
+segment's newest record) then size (``retention_bytes``), and ``delete_before`` (a consumed
+prefix: queues, HybridQueue).
 
 Invariants:
-- only a prefix goes, oldest first (a crash leaves a suffix: the start moves
-  up, no offset is reused); time first, then size on what remains;
-- the active segment is never deleted as such: it is rolled first, when worth
-  its fsyncs: for ``delete_before`` once it holds a quarter of
-  ``segment_bytes``, and whatever its size when wholly consumed (or expired)
-  while space is short (``SpaceGate.short_of_space``), so a drained log gives
-  its space back on a filesystem smaller than a segment. A roll that finds
-  no room is tried again at the next call (``consumed_left``).
+- only a prefix goes, oldest first (segments.py);
+- the active segment is rolled first, when worth its fsyncs: for ``delete_before`` once it
+  holds a quarter of ``segment_bytes``, and whatever its size when wholly consumed (or
+  expired) while space is short, so a drained log gives its space back on a filesystem
+  smaller than a segment. A roll that finds no room is tried again (``consumed_left``).
 """
 
 from __future__ import annotations
@@ -41,9 +37,8 @@ def segments_past_retention(
 
 
 def delete_before_locked(log, offset: int, again: bool) -> int:
-    """``Log.delete_before`` once the log is writable: ``offset`` (at most the
-    end) becomes the start; ``again``: a consumed roll that found no room is
-    tried again although the start does not move."""
+    """``Log.delete_before`` once the log is writable; ``again``: retry a consumed roll that
+    found no room although the start does not move."""
     offset = min(offset, log._next_offset)
     if offset <= log._start_offset and not again:
         return 0
@@ -51,8 +46,7 @@ def delete_before_locked(log, offset: int, again: bool) -> int:
         try:
             log._write_buffer_locked()
         except DiskFullError:
-            # A full disk: delete what is written (that frees space); the
-            # buffered records stay for the next write.
+            # a full disk: delete what is written (that frees space)
             offset = log._written_end
             if offset <= log._start_offset:
                 return 0
@@ -67,14 +61,13 @@ def delete_before_locked(log, offset: int, again: bool) -> int:
         log._sync.forget_below(segs.bases[0])
     log._start_offset = offset
     log._reads.run = None
-    log._sync.try_checkpoint(offset)  # deleting frees space: never refused for the lack of it
+    log._sync.try_checkpoint(offset)
     return n
 
 
 def consumed_left(log) -> bool:
-    """While space is short: whether segments wholly below the start are still
-    there (a consumed active segment whose roll found no room), so
-    ``delete_before(start)`` tries again."""
+    """Whether segments wholly below the start are still there (a consumed active segment
+    whose roll found no room) and worth a roll, so ``delete_before(start)`` tries again."""
     segs = log._segs
     if not ((segs.all[-1].size and log._written_end <= log._start_offset)
             or (len(segs.all) > 1 and segs.bases[1] <= log._start_offset)):
@@ -103,25 +96,22 @@ def apply_locked(log, now_ms: int) -> int:
 
 
 def _delete_first(log) -> None:
-    """Delete the oldest segment: space comes back (the governor reads free
-    space again at its next take)."""
+    """Delete the oldest segment (the governor reads free space again)."""
     seg = log._segs.pop_first()
     log._grant.space.freed()
     log._reads.forget_segment(seg)
 
 
 def _roll_worth_it(log) -> bool:
-    """Whether a wholly consumed active segment is worth rolling to delete it
-    (module doc): rolling costs fsyncs, and a queue that drains often would
-    otherwise roll on every drain."""
+    """Whether a wholly consumed active segment is worth rolling to delete it (a queue that
+    drains often would otherwise roll at every drain)."""
     size = log._segs.all[-1].size
     return size >= log.segment_bytes // 4 or log._space.short_of_space(size)
 
 
 def _active_expired_short(log, now_ms: int) -> bool:
-    """Whether the active segment is to be rolled so retention can delete it:
-    its records are all past ``retention_ms`` and space is short (else a
-    topic whose data sits in it stays full for good)."""
+    """Whether the active segment is all past ``retention_ms`` while space is short (rolled
+    so retention can delete it, or the topic stays full)."""
     seg = log._segs.all[-1]
     if log.retention_ms is None or seg.size == 0 \
             or segment_max_timestamp(seg) >= now_ms - log.retention_ms:
@@ -130,24 +120,22 @@ def _active_expired_short(log, now_ms: int) -> bool:
 
 
 def _roll_expired(log, now_ms: int) -> int:
-    """Roll an expired active segment on a full disk; 1 when rolled (the
-    caller's retention pass deletes it)."""
+    """Roll an expired active segment on a full disk; 1 when rolled."""
     if not _active_expired_short(log, now_ms):
         return 0
     if log._written_end < log._next_offset:
         try:  # buffered records first, as delete_before
             log._write_buffer_locked()
         except DiskFullError:
-            pass  # (flush="always": the refused write waits; the roll takes it along)
+            pass  # (the roll takes it along)
         if not _active_expired_short(log, now_ms):
             return 0  # they are within retention: the segment stays
     return int(_roll_now(log))
 
 
 def _roll_now(log) -> bool:
-    """Roll the active segment for deletion; False when the roll found no
-    space (the old file stays until the new one is in place). Bytes a failed
-    write left past the end (``cut_pending``) are cut first."""
+    """Roll the active segment for deletion (a failed write's tail cut first); False when
+    it found no space."""
     seg = log._segs.all[-1]
     if seg.cut_pending:
         try:

@@ -1,40 +1,29 @@
-"""A segment: ``{base:020d}.log`` plus its ``.index`` and ``.timeindex``.
+"""A segment: ``{base:020d}.log`` plus its derived ``.index`` and ``.timeindex``
+(segment_index.py), opened lazily, so opening a log costs O(segments).
 
-The log file holds whole record batches back to back, in increasing offset
-order. The indexes are derived data (segment_index.py), opened lazily: opening
-a log costs O(segments), and memory does not grow with the log.
-
-Files are held through the process's file cache (file_cache.py), which may
-close them whenever the segment is not using them (its ``_idx_lock`` free);
-they are reopened on next use. A user of the log file holds its
-``FileHandle`` (``handle()``) for the length of a syscall, never a bare
-descriptor. An active segment maps its indexes writable only once an append
-needs them (``appending``); until then they are read into memory.
+Files are held through the file cache (file_cache.py), which may close them whenever the
+segment is not using them (its ``_idx_lock`` free); a user of the log file holds its
+``FileHandle`` for the length of a syscall, never a bare descriptor. An active segment maps
+its indexes writable only once an append needs them (``appending``).
 
 Invariants:
-- ``size`` is the byte length of the valid prefix of the log file; anything
-  written beyond it was discarded by recovery;
-- batches have base offsets >= the segment's base, strictly increasing; gaps
-  are allowed (quarantined batches, records the cleaner removed).
+- ``size`` is the length of the valid prefix of the log file;
+- batch base offsets are >= the segment's base and strictly increasing, with gaps allowed
+  (quarantined batches, records the cleaner removed: ``continues``).
 
-Allocation ahead (Redpanda's fallocation step): while the space governor has
-room, the file gets blocks ``ALLOCATE_AHEAD`` past its writes, its length
-unchanged (``fs.allocate``: advice), so buffered writes skip per-page
-allocation; ``seal`` gives the rest back.
+Allocation ahead (Redpanda's fallocation step): while the governor has room the file gets
+blocks ``ALLOCATE_AHEAD`` past its writes, its length unchanged (advice), so buffered writes
+skip per-page allocation; ``seal`` gives the rest back.
 
-Mapped reads (``map``; ``Log.read_batches(mapped=True)``, bulk scans): views
-of a read-only ``MAP_SHARED`` mapping within ``size``, no copy; unmapped when
-the last view goes. A deleted file keeps its mapped pages, but a page cut off
-by a truncation raises SIGBUS. A segment is truncated only (a) back to
-``size`` after a failed append or at seal (beyond every batch a reader
-knows), and (b) by the owner's recovery at open, at the first invalid batch.
-Readers stop at an invalid batch, so (b) reaches a reader only if it reads a
-crashed owner's torn tail at the moment the restarting owner cuts it: that
-reader dies of SIGBUS; the disk is untouched. Each live mapping holds a
-duplicate descriptor (Python's mmap), outside the file cache's count.
+Mapped reads (``map``): views of a read-only ``MAP_SHARED`` mapping within ``size``. A
+deleted file keeps its mapped pages, but a page cut off by a truncation raises SIGBUS. A
+segment is truncated only (a) back to ``size`` after a failed append or at seal, beyond
+every batch a reader knows, and (b) by the owner's recovery at open, at the first invalid
+batch: only a reader of a crashed owner's torn tail at that moment dies of SIGBUS; the disk
+is untouched. Each live mapping holds a duplicate descriptor, outside the file cache's count.
 
-(Over 500 lines: one segment's file and its two derived indexes change
-together - appends, seal, rebuild and recovery must agree on them.)
+(Over 500 lines: one segment's file and its two derived indexes change together - appends,
+seal, rebuild and recovery must agree on them.)
 """
 
 from __future__ import annotations
@@ -46,7 +35,7 @@ import threading
 
 from ..errors import CorruptRecordError
 from . import fs
-from .durable_file import write_all
+from .durable_file import remove_files, write_all
 from .file_cache import CACHE, FileHandle
 from .record_batch import ATTR_COMPACTED, find_next_valid, peek_header, verify_batch
 from .segment_index import OffsetIndex, TimeIndex
@@ -55,9 +44,7 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
 
-#: Bytes read at a time when a segment is scanned (recovery, tail discovery).
-SCAN_CHUNK = 8 << 20
-#: Allocated ahead of an active segment's writes (module doc): an index file's order.
+SCAN_CHUNK = 8 << 20  # bytes read at a time by a scan
 ALLOCATE_AHEAD = 1 << 20
 
 
@@ -65,33 +52,31 @@ def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
 
-class Segment:
-    """One segment of a log (see module doc)."""
+def segment_files(directory: str, base_offset: int) -> tuple[str, str, str]:
+    """The paths of the log file and the two indexes of the segment at ``base_offset``."""
+    stem = os.path.join(directory, segment_name(base_offset))
+    return stem + LOG_SUFFIX, stem + INDEX_SUFFIX, stem + TIMEINDEX_SUFFIX
 
+
+class Segment:
     def __init__(
         self,
         directory: str,
         base_offset: int,
         *,
         active: bool,
-        owner: bool = True,
-        gaps: dict[int, int] | None = None,
-        index_interval_bytes: int = 4096,
-        index_capacity_bytes: int = 1 << 20,
-        create: bool = False,
+        owner: bool,
+        gaps: dict[int, int],
+        index_interval_bytes: int,
+        index_capacity_bytes: int,
+        create: bool,
     ):
         self.directory = directory
         self.base_offset = base_offset
-        stem = os.path.join(directory, segment_name(base_offset))
-        self.log_path = stem + LOG_SUFFIX
-        self.index_path = stem + INDEX_SUFFIX
-        self.timeindex_path = stem + TIMEINDEX_SUFFIX
-        # active: the log appends here (indexes preallocated, mapped writable); owner: not a readonly Log
-        self.writable = active
-        self.owner = owner
-        # appending: the indexes are mapped writable (a new segment, or once an
-        # append needed them); otherwise they are opened read-only, in memory.
-        self.appending = create
+        self.log_path, self.index_path, self.timeindex_path = segment_files(directory, base_offset)
+        self.writable = active  # the log appends here
+        self.owner = owner  # not a readonly Log's
+        self.appending = create  # the indexes are mapped writable
         self._gone = False  # closed or deleted: holds nothing in the file cache
         self._deleted = False  # deleted: its files are unlinked and never reopened
         self._hot = True  # used since the file cache's hand last passed (file_cache.py)
@@ -100,12 +85,9 @@ class Segment:
         self._timeindex: TimeIndex | None = None
         self._index_disabled = False
         self._idx_lock = threading.RLock()  # guards creating/replacing the index objects
-        #: {expected offset: base offset that may follow it}: gaps left by
-        #: quarantined batches (shared with the Log, loaded from quarantine/).
-        self.gaps: dict[int, int] = gaps if gaps is not None else {}
+        self.gaps = gaps  # shared by the log's segments (segments.py)
         self.index_interval_bytes = index_interval_bytes
         self.index_capacity_bytes = index_capacity_bytes
-        # the log file's descriptor, owned by a FileHandle (module doc)
         self._fh: FileHandle | None = None
         if create:
             fd = CACHE.open_fd(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, self)
@@ -120,17 +102,15 @@ class Segment:
         self._since_index = 0
         self._ti_last = -1 << 63
         self._ti_checked = False
-        #: bytes past ``size`` not cut yet (a write that found no space, where even a
-        #: shrinking truncate is refused: btrfs under a quota): cut before next append/seal
+        #: bytes past ``size`` not cut yet (btrfs under a quota may refuse even a shrinking
+        #: truncate): cut before the next append or seal
         self.cut_pending = False
-        #: the file's blocks were asked for up to here (``fs.allocate``); 0: not yet
-        self.allocated = 0
+        self.allocated = 0  # blocks were asked for up to here (``fs.allocate``)
 
     # -- files (file_cache.py) -----------------------------------------------------
 
     def handle(self) -> FileHandle:
-        """The log file's handle (opened if the file cache closed it). Hold it
-        while its descriptor is in use."""
+        """The log file's handle (reopened if the file cache closed it)."""
         h = self._fh
         if h is None:
             h = self._open_handle()
@@ -174,7 +154,7 @@ class Segment:
             self._idx_lock.release()
 
     def release_files(self) -> None:
-        """Close the files now (reopened on next use): an idle segment holds none."""
+        """Close the files now (reopened on next use)."""
         if self._fh is None and self._index is None and self._timeindex is None:
             return  # none open (a clean reopen opens none)
         with self._idx_lock:
@@ -203,18 +183,15 @@ class Segment:
                 return self._index
             self._index = self._open_index(OffsetIndex)
             self._recount()
-            # An entry pointing past the end of the file is damage. (Compare with the
-            # file, not self.size: a readonly reader's size is a snapshot.)
+            # An entry past the end of the file (not ``size``: a reader's is a snapshot) is damage.
             if (self._index.entries and self._index.last()[1] >= max(self.file_size(), 1)) \
                     or not self._sealed_file_ok(self._index):
                 self.rebuild_indexes()
         return self._index
 
     def _open_index(self, kind, hint: int = 0, writable: bool | None = None):
-        """The offset or the time index (``kind``), mapped writable while the
-        segment is appending (or as ``writable`` says), else read into memory;
-        ``hint``: entries known valid. Opening the time index keeps ``_ti_last``
-        at least its last timestamp."""
+        """The offset or the time index (``kind``), mapped writable while appending (or as
+        ``writable`` says), else read into memory; ``hint``: entries known valid."""
         if kind is OffsetIndex:
             path, capacity = self.index_path, self.index_capacity_bytes
         else:
@@ -241,7 +218,7 @@ class Segment:
             return self._timeindex
 
     def _map_for_append(self) -> tuple[OffsetIndex, TimeIndex]:
-        """Both indexes, mapped writable: appends add entries (see module doc)."""
+        """Both indexes, mapped writable."""
         with self._idx_lock:
             self.appending = True
             idx, ti = self._index, self._timeindex
@@ -253,18 +230,16 @@ class Segment:
             return self._index, self._timeindex
 
     def _sealed_file_ok(self, idx) -> bool:
-        """A sealed segment's index file was trimmed to its entries: it must be a
-        whole number of entries, every one valid (else it is damaged)."""
+        """A sealed segment's index file was trimmed to its entries, every one valid."""
         if self.writable or not idx.exists:
             return True
         size = idx.file_size
         return size % idx.entry_size == 0 and idx.entries == size // idx.entry_size
 
     def checked_timeindex(self):
-        """The time index, rebuilt first unless it passes a sanity check
-        (Kafka's sanityCheck, once): sealed files are whole; the last entry
-        names the segment's last batch (seal() guarantees it) and its
-        timestamp is at least that batch's largest."""
+        """The time index, rebuilt first unless it passes a sanity check once (Kafka's): the
+        last entry names the last batch (``seal`` guarantees it), its timestamp that batch's
+        largest at least."""
         if not (self._ti_checked or self._index_disabled or self._timeindex_sane()):
             self.rebuild_indexes()
         self._ti_checked = True
@@ -275,8 +250,7 @@ class Segment:
         if self.size == 0:
             return True
         last = ti.last()
-        # (no entry: entries end at the first all-zero one, so a lone (0, 0) entry,
-        # a first batch stamped 0, is invisible: rebuild, which scans for the max)
+        # (no entry: the implied (0, 0) one, segment_index.py; a rebuild scans for the max)
         if last is None or not self._sealed_file_ok(ti):
             return False
         if self.writable:
@@ -314,8 +288,8 @@ class Segment:
             self._since_index = 0
 
     def rebuild_indexes(self) -> None:
-        """Recreate both indexes from the log file; a readonly log stops using
-        them instead (lookups scan from the segment start)."""
+        """Recreate both indexes from the log file; a readonly log's segment stops using them
+        instead (lookups scan)."""
         if not self.owner:
             self._index_disabled = True
             return
@@ -324,7 +298,7 @@ class Segment:
 
     def _rebuild_indexes_locked(self) -> None:
         self._close_indexes()
-        _unlink_all((self.index_path, self.timeindex_path))
+        remove_files(self.index_path, self.timeindex_path)
         self._index_hint = self._ti_hint = 0
         writable = self.appending = self.writable
         self._ti_last = -1 << 63
@@ -344,21 +318,29 @@ class Segment:
                 break
         if last_batch is not None:
             self.next_offset = last_batch.next_offset
-            rel = last_batch.base_offset - self.base_offset
-            ti = self._timeindex
-            if ti.entries == 0 or rel > ti.last()[1]:
-                # the segment's final largest timestamp, as seal() records it
-                ti.append(self.max_timestamp_ms, rel)
-                self._ti_last = self.max_timestamp_ms
+            self._time_entry_for_last(last_batch)
         if not writable:
             self._index.trim()
             self._timeindex.trim()
+
+    def _time_entry_for_last(self, last) -> None:
+        """Make the time index's last entry name ``last``, the last batch, with the segment's
+        largest timestamp (``checked_timeindex`` relies on it)."""
+        if last is None:
+            return
+        rel = last.base_offset - self.base_offset
+        ti = self.timeindex
+        if ti.entries == 0 or rel > ti.last()[1]:
+            if not ti.writable:
+                ti = self._map_for_append()[1]
+            self._ti_last = max(self.max_timestamp_ms, self._ti_last)
+            ti.append(self._ti_last, rel)
 
     # -- writing ---------------------------------------------------------------
 
     def append(self, parts: list, base_offset: int, next_offset: int, max_ts: int, nbytes: int,
                ahead: bool = False) -> int:
-        """Append one encoded batch (buffers); its position. ``ahead``: allocate ahead (module doc)."""
+        """Append one encoded batch; its position. ``ahead``: allocate ahead (module doc)."""
         pos = self.size
         h = self._fh
         if h is None:
@@ -370,7 +352,7 @@ class Segment:
         if end > self.allocated and ahead:
             fs.allocate(h.fd, pos, end - pos + ALLOCATE_AHEAD)  # advice (module doc)
             self.allocated = end + ALLOCATE_AHEAD
-        write_all(h.fd, parts)  # first: a write that fails (a full disk) leaves no trace in the state
+        write_all(h.fd, parts)  # first: a failed write leaves no trace in the state
         self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
         self._index_batch(pos, base_offset, self.max_timestamp_ms)
         self.size = pos + nbytes
@@ -382,20 +364,19 @@ class Segment:
         h = self._fh
         if h is None:
             if self._deleted:
-                return  # deleted (retention) before its background fsync: nothing left to make durable
+                return  # deleted before its background fsync
             h = self._open_handle()
         fs.fsync(h.fd)
 
     def seal(self, *, sync: bool = True) -> None:
-        """Make the segment read-only (at roll and close): record the final max
-        timestamp, trim the indexes; with ``sync`` fsync the log file first (a
-        roll leaves that to the background; the recovery point stays below)."""
+        """Make the segment read-only (roll, close): record the final max timestamp, trim the
+        indexes; with ``sync`` fsync the log file first (a roll leaves it to the flusher)."""
         if not self.writable:
             return
         if self.cut_pending:
             self.cut_tail()  # a sealed file ends at its last batch (else: corruption at open)
         elif self.allocated > self.size:
-            self.allocated = 0  # give the blocks past the end back (module doc); best effort
+            self.allocated = 0  # the blocks past the end go back (best effort)
             try:
                 fs.ftruncate(self.handle().fd, self.size)
             except OSError:
@@ -403,29 +384,19 @@ class Segment:
         if sync:
             self.sync()
         if self.next_offset is not None and self.next_offset > self.base_offset:
-            ti = self.timeindex
-            # The last entry always names the last batch (checked_timeindex relies on it).
-            last = self.last_batch()
-            last_rel = None if last is None else last.base_offset - self.base_offset
-            if last_rel is not None and (ti.entries == 0 or last_rel > ti.last()[1]):
-                if not ti.writable:
-                    ti = self._map_for_append()[1]
-                ti.append(max(self.max_timestamp_ms, self._ti_last), last_rel)
-                self._ti_last = max(self.max_timestamp_ms, self._ti_last)
+            self._time_entry_for_last(self.last_batch())
         with self._idx_lock:
             self.index.trim()
             self.timeindex.trim()
             self.writable = False
 
     def peek_index_tail(self):
-        """The offset index's last entry from the end of its file (see
-        ``MappedIndex.peek_last``), without loading the index."""
+        """``MappedIndex.peek_last`` of the offset index."""
         return OffsetIndex.peek_last(self.index_path, self._opener)
 
     def adopt_tail(self, t: dict) -> bool:
-        """Continue appending from the state a clean close recorded in the
-        marker (``log_dir.clean_marker_bytes``): True if it is this segment's and
-        matches its size (else nothing changes and the tail is scanned)."""
+        """Continue appending from the tail a clean close recorded in its marker (log_dir.py):
+        True if it is this segment's and matches its size (else nothing changes)."""
         if (t["segment"] != self.base_offset or t["size"] != self.size or self.size == 0
                 or t["next_offset"] <= self.base_offset or not 0 <= t["since_index"] <= self.size):
             return False
@@ -436,13 +407,11 @@ class Segment:
         return True
 
     def resume_after(self, last, index_position: int) -> None:
-        """Continue appending after ``last`` (BatchInfo of the final batch, found
-        by a scan from the last index entry at ``index_position``) without a
-        full recovery: after a clean close."""
+        """After a clean close: continue appending after ``last``, the final batch, found by
+        a scan from the last index entry at ``index_position``."""
         self.next_offset = last.next_offset
-        # Its largest timestamp must be exact before seal() records it: close
-        # made the trimmed time index's last entry that; any doubt, the index
-        # is checked (or rebuilt).
+        # The largest timestamp must be exact before seal() records it: the trimmed time
+        # index's last entry, else the checked (or rebuilt) index.
         tl = TimeIndex.peek_last(self.timeindex_path, self._opener)
         if tl:
             self.max_timestamp_ms = max(self.max_timestamp_ms, tl[0], last.max_timestamp_ms)
@@ -454,24 +423,20 @@ class Segment:
             )
             # no entry in a segment with batches: only the implied (0, 0) one (segment_index.py)
             self._ti_last = self.timeindex.last()[0] if self.timeindex.entries else (0 if self.size else -1 << 63)
-        # Bytes since the last index entry, so the next entry lands on schedule.
         self._since_index = self.size - index_position
 
     def cut_tail(self) -> None:
-        """Cut the file back to ``size`` (``cut_pending``); raises OSError
-        (ENOSPC/EDQUOT) while the filesystem still refuses it."""
+        """Cut the file back to ``size``; OSError while the filesystem still refuses it."""
         h = self.handle()
         fs.ftruncate(h.fd, self.size)
         self.cut_pending = False
-        self.allocated = 0  # (the cut gave back the blocks past the end too)
+        self.allocated = 0
 
     def truncate(self, position: int, *, may_defer: bool = False) -> None:
-        """Discard the log file from ``position`` on (recovery), and index
-        entries past it. ``may_defer`` (a torn tail at open): where the
-        filesystem has no space even for that (btrfs under a quota refuses a
-        shrinking truncate), the bytes stay past ``size`` and are cut before
-        the next append (``cut_pending``), so that a full log still opens."""
-        self.allocated = 0  # (a cut gives back the blocks past the end too)
+        """Discard the log file from ``position`` on (recovery). ``may_defer`` (a torn tail at
+        open): where the filesystem refuses even that, the bytes stay past ``size``
+        (``cut_pending``), so that a full log still opens."""
+        self.allocated = 0
         try:
             fs.truncate(self.log_path, position)
         except OSError as e:
@@ -495,11 +460,8 @@ class Segment:
         return os.pread(h.fd, n, position)
 
     def map(self, position: int, n: int, maps=None) -> memoryview:
-        """Bytes ``[position, position + n)`` of the log file as a read-only
-        memoryview of a read-only mapping (no copy); the mapping lives as long as
-        a view of it does, or is kept by ``maps`` (a map_cache.MapCache) for
-        later reads. ``position + n`` must lie within ``size`` (see the module
-        doc: mapped reads)."""
+        """Bytes ``[position, position + n)``, within ``size``, as a view of a read-only
+        mapping (module doc), unmapped with its last view or kept by ``maps`` (map_cache.py)."""
         h = self.handle()
         if maps is not None:
             return maps.view(h.fd, position, n, self.size)
@@ -513,10 +475,9 @@ class Segment:
             attributes & ATTR_COMPACTED and base > expected)
 
     def iter_valid(self, position: int = 0, end: int | None = None, expected: int | None = None):
-        """Yield BatchInfo for consecutive valid batches from ``position`` up to the
-        first invalid or incomplete one (or ``end``). With ``expected`` (the base
-        offset the batch at ``position`` must have), a batch that does not continue
-        the offsets counts as invalid. Reads in bounded chunks."""
+        """BatchInfo of the consecutive valid batches from ``position`` to the first invalid
+        one (or ``end``); with ``expected`` (the base offset at ``position``) one that does
+        not continue the offsets counts as invalid."""
         for info in self._iter_valid(position, end):
             if expected is not None:
                 if not self.continues(expected, info.base_offset, info.attributes):
@@ -550,21 +511,17 @@ class Segment:
             pos += p
 
     def position_for(self, offset: int) -> tuple[int, int]:
-        """(file position, base offset of the batch there) from which a forward
-        scan finds ``offset``."""
+        """(position, base offset there) from which a forward scan finds ``offset``."""
         if self._index_disabled:
             return 0, self.base_offset
         e = self.index.floor(offset - self.base_offset)
         return (0, self.base_offset) if e is None else (e[1], self.base_offset + e[0])
 
     def find_batch(self, offset: int, skip: bool = False, _retry: bool = True) -> tuple[int, int] | None:
-        """(position, base offset) of the batch containing ``offset`` (or of the
-        first batch after it, across a gap); None if the segment ends first.
-
-        An invalid batch on the way is stepped over (to the next valid batch that
-        continues the offsets) when ``offset`` lies beyond it; if ``offset`` may
-        lie inside it, CorruptRecordError names the file and position, unless
-        ``skip``: then the first valid batch after the damage is returned."""
+        """(position, base offset) of the batch holding ``offset`` (or the first after it);
+        None if the segment ends first. An invalid batch on the way is stepped over when
+        ``offset`` lies beyond it; if ``offset`` may lie inside it, CorruptRecordError, or
+        with ``skip`` the first valid batch after the damage."""
         start, expected = self.position_for(offset)
         pos = start
         from_index = bool(start)
@@ -580,8 +537,7 @@ class Segment:
             if pos >= self.size:
                 return None
             if from_index and _retry:
-                # Scanning from an index entry met something that is not the batch it
-                # names: the index (derived data) may be damaged. Rebuild, look again.
+                # the index entry named no batch: the index may be damaged; rebuild, look again
                 self.rebuild_indexes()
                 return self.find_batch(offset, skip, _retry=False)
             bad = pos
@@ -600,8 +556,8 @@ class Segment:
             pos, expected, from_index = nxt.position, nxt.base_offset, False
 
     def _next_valid(self, position: int, min_base_offset: int):
-        """BatchInfo of the first valid batch after the invalid one at ``position``
-        with a base offset >= ``min_base_offset`` (within 256 MiB), else None."""
+        """The first valid batch after ``position`` based at ``min_base_offset`` or more
+        (within 256 MiB), else None."""
         rest = self.pread(position, min(self.size - position, 256 << 20))
         r = find_next_valid(rest, 1, min_base_offset)
         if r is None:
@@ -613,30 +569,29 @@ class Segment:
     # -- recovery --------------------------------------------------------------
 
     def recover(self, min_base_offset: int):
-        """Validate every batch, rebuild the indexes and find the valid prefix.
-
-        Returns ``(valid_size, next_offset, bad_position, resync_position)``:
-        ``bad_position`` is None when the whole file is valid; otherwise
-        ``resync_position`` is the first valid batch after it (None = nothing
-        valid follows: a torn tail).
-        """
+        """Rebuild the indexes and validate every batch: ``(valid size, next offset, bad
+        position or None, resync position)`` (``validate``)."""
         self.size = self.file_size()
-        next_off = max(self.base_offset, min_base_offset)
         self.rebuild_indexes()
-        valid = 0
-        for info in self.iter_valid(0, self.size, expected=next_off):
-            valid = info.position + info.size
-            next_off = info.next_offset
-        if valid >= self.size:
-            self.next_offset = next_off
-            return valid, next_off, None, None
-        # Something invalid at `valid`: does anything valid follow in this file?
-        nxt = self._next_valid(valid, next_off)
+        valid, next_off, resync = self.validate(max(self.base_offset, min_base_offset))
         self.next_offset = next_off
-        return valid, next_off, valid, None if nxt is None else nxt.position
+        return valid, next_off, None if valid >= self.size else valid, resync
+
+    def validate(self, expected: int) -> tuple[int, int, int | None]:
+        """Scan every batch from the start (the first must have base offset
+        ``expected``): (end of the valid prefix, the offset expected there,
+        position of the first valid batch after it or None: nothing valid
+        follows, a torn tail)."""
+        valid = 0
+        for info in self.iter_valid(0, self.size, expected=expected):
+            valid, expected = info.position + info.size, info.next_offset
+        if valid >= self.size:
+            return valid, expected, None
+        nxt = self._next_valid(valid, expected)
+        return valid, expected, None if nxt is None else nxt.position
 
     def file_replaced(self) -> None:
-        """The log file was replaced under its name (segment_excise.py): reopened on next use."""
+        """The log file was replaced under its name (segment_excise.py)."""
         with self._idx_lock:
             self._fh = None
             self._recount()
@@ -660,11 +615,9 @@ class Segment:
             self._recount()
 
     def forget(self) -> None:
-        """Let go of the files of a segment being deleted (by this log, or by a
-        readonly log's owner). The handle is dropped, not closed: its descriptor
-        closes when the reads in flight return (file_cache.py), not when the
-        segment object is collected. A later reader finds it deleted
-        (``FileNotFoundError``: the log reports the offsets below its start)."""
+        """Let go of the files of a segment being deleted (by this log or a readonly log's
+        owner): the handle is dropped, not closed, so reads in flight finish; a later reader
+        gets FileNotFoundError (the log reports the offsets gone)."""
         with self._idx_lock:
             self._close_indexes()
             self._fh = None  # dropped, not closed
@@ -672,14 +625,6 @@ class Segment:
             self._recount()
 
     def delete(self) -> None:
-        """Unlink the files and let go of them (``forget``)."""
+        """``forget`` and unlink the files."""
         self.forget()
-        _unlink_all((self.log_path, self.index_path, self.timeindex_path))
-
-
-def _unlink_all(paths) -> None:
-    for p in paths:
-        try:
-            fs.unlink(p)
-        except FileNotFoundError:
-            pass
+        remove_files(self.log_path, self.index_path, self.timeindex_path)

@@ -1,12 +1,11 @@
-"""Quarantining a corrupt batch: cutting bytes out of a segment's log file
-(recovery="skip" at open, recovery.py; damage a read finds, log_repair.py).
+"""Quarantining a corrupt batch (recovery="skip": at open, recovery.py; found by a read,
+log_repair.py): cutting its bytes out of a segment's log file.
 
-Crash reasoning: the bad bytes go to ``quarantine/`` first (atomically), then
-the segment is rewritten without them into ``*.excise.tmp`` (fsynced) and
-renamed over the log file (directory fsynced). A crash before the rename
-leaves the old file (the damage is met again, the copy is harmless) and a
-temp file open removes; after it, the new file, whose gap the quarantine
-file's name records (log_dir.py ``load_gaps``).
+Crash reasoning: the bad bytes go to ``quarantine/`` first (atomically), then the segment is
+rewritten without them into ``*.excise.tmp`` (fsynced) and renamed over the log file. A
+crash before the rename leaves the old file (the damage is met again, quarantined under the
+same name) and a temp file open removes; after it, the new file, whose gap the quarantine
+file's name records.
 """
 
 from __future__ import annotations
@@ -21,15 +20,12 @@ from .segment import SCAN_CHUNK, Segment, segment_name
 
 def excise(seg: Segment, start: int, stop: int, quarantine_dir: str, gap_from: int,
            gap_to: int | None = None) -> None:
-    """Remove bytes [start, stop) (a corrupt batch) from ``seg``'s log file: they
-    are copied to ``quarantine_dir`` first, then the segment is rewritten without
-    them (temp file, fsync, rename, fsync dir). The offsets they held become a
-    gap, up to the batch at ``stop`` (or ``gap_to``: the next segment's base,
-    when the damage runs to the end of a sealed segment)."""
+    """Remove bytes [start, stop) from ``seg``'s log file (module doc). The offsets they held
+    become a gap up to the batch at ``stop`` (or ``gap_to``, the next segment's base, when
+    the damage runs to the end)."""
     os.makedirs(quarantine_dir, exist_ok=True)
     bad = seg.pread(start, stop - start)
-    # The offsets [gap_from, gap_to) are lost; the name records the gap so that
-    # later scans accept exactly this discontinuity and no other.
+    # the name records the gap: later scans accept exactly this discontinuity
     after = verify_batch(seg.pread(stop, 64 << 20), 0) if stop < seg.size else None
     if after is not None:
         gap_to = after.base_offset
@@ -51,4 +47,4 @@ def excise(seg: Segment, start: int, stop: int, quarantine_dir: str, gap_from: i
         fs.fsync(out.fileno())
     fs.replace(tmp, seg.log_path)
     fsync_dir(seg.directory)
-    seg.file_replaced()  # the old file: reopened on next use
+    seg.file_replaced()

@@ -1,29 +1,20 @@
 """A segment's two sparse indexes: derived data, rebuilt when in doubt.
 
-- ``.index`` (``OffsetIndex``): ``(relative offset u32, file position u32)``,
-  an entry for a batch once ``index_interval_bytes`` were written since the
-  previous one. Lookup: the last entry at or below the target (binary
-  search), then a forward scan of about one interval.
-- ``.timeindex`` (``TimeIndex``): ``(max timestamp ms i64, relative offset
-  u32)``, an entry ``(T, r)`` when the segment's largest timestamp so far
-  (through batch ``r``) grew to ``T``: every record up to batch ``r`` has a
-  timestamp <= T, so the first record >= t is found by scanning from the
-  batch of the last entry with T < t.
+- ``.index`` (``OffsetIndex``): ``(relative offset u32, file position u32)``, an entry once
+  ``index_interval_bytes`` were written since the previous one; a lookup binary-searches,
+  then scans about one interval.
+- ``.timeindex`` (``TimeIndex``): ``(max timestamp ms i64, relative offset u32)``, an entry
+  ``(T, r)`` when the largest timestamp through batch ``r`` grew to ``T``: the first record
+  >= t lies at or after the batch of the last entry with T < t.
 
-Both are a ``MappedIndex``: a file of fixed-size sorted entries, preallocated
-(``posix_fallocate``, not sparse) and mapped while the segment is active,
-trimmed to its entries at roll or close. No checksum: the log is the truth.
-An all-zero entry, or one out of order, ends the entries. On a full disk an
-index stops taking entries (lookups scan further).
+A ``MappedIndex`` is a file of fixed-size sorted entries, preallocated (not sparse) and
+mapped while the segment is active, trimmed at roll or close; read into memory otherwise (no
+descriptor held). No checksum: the log is the truth. An all-zero entry, or one out of order,
+ends the entries. On a full disk an index stops taking entries (lookups scan further).
 
-A store into a mapping that needs space the filesystem cannot give is SIGBUS.
-Preallocation rules that out only where blocks are rewritten in place
-(tmpfs, ext2/3/4, XFS, overlayfs); on copy-on-write filesystems (btrfs, ZFS,
-bcachefs) and unknown ones the entries are kept in memory and written with
-``pwrite`` (``_pwrite`` mode), chosen once per index by ``statfs`` magic.
-
-Descriptors (file_cache.py): a writable index holds one, the mapping's own; a
-read-only index (sealed, or a reader's) is read into memory and holds none.
+A store into a mapping that needs space the filesystem cannot give is SIGBUS. Preallocation
+rules that out only where blocks are rewritten in place (tmpfs, ext2/3/4, XFS, overlayfs);
+elsewhere (btrfs, ZFS, unknown) the entries are kept in memory and written with ``pwrite``.
 """
 
 from __future__ import annotations
@@ -35,8 +26,7 @@ import threading
 
 from . import fs
 
-#: statfs f_type of filesystems where a store into a preallocated mapping
-#: rewrites the block in place (needs no new space): tmpfs, ext2/3/4, XFS, overlayfs.
+#: statfs f_type of tmpfs, ext2/3/4, XFS, overlayfs (module doc)
 _IN_PLACE_FS = frozenset({0x01021994, 0xEF53, 0x58465342, 0x794C7630})
 
 
@@ -46,17 +36,14 @@ class MappedIndex:
     REL_FIELD: int  # which field holds the relative offset (> 0 in real entries)
 
     def __init__(self, path: str, opener, *, writable: bool, capacity_bytes: int = 0, entries_hint: int = 0):
-        """A writable index is preallocated to ``capacity_bytes`` and mapped; a
-        read-only one is read into memory: a mapping of a file another process
-        may trim would fault past its end. ``opener(path, flags) -> fd`` (the
-        file cache's). ``entries_hint``: entries known valid (this process
-        wrote them), so only those after them are checked."""
+        """A writable index is preallocated to ``capacity_bytes`` and mapped; a read-only one
+        is read into memory (another process may trim the file). ``opener(path, flags) ->
+        fd``: the file cache's. ``entries_hint``: entries this process wrote (not checked)."""
         self.path = path
         self.writable = writable
         self.entry_size = self.ENTRY.size
         self._mm: mmap.mmap | bytearray | bytes | None = None
-        # Every use of the mapping holds this lock: trim() shrinks the file and
-        # remaps it, and touching a mapping past the end of its file is SIGBUS.
+        # held by every use of the mapping: trim() shrinks the file (past its end: SIGBUS)
         self._lock = threading.RLock()
         self.entries = 0
         self._opener = opener
@@ -70,8 +57,7 @@ class MappedIndex:
             self.exists = False
             return
         except OSError as e:
-            # no space even for the new file (btrfs under a quota): no index
-            # (derived data: lookups scan), never a failed open
+            # no space even for the file: no index (lookups scan), never a failed open
             if not writable or e.errno not in fs.NO_SPACE:
                 raise
             self.exists = False
@@ -83,7 +69,7 @@ class MappedIndex:
                 cap = max(size, capacity_bytes)
                 cap -= cap % self.entry_size
                 if cap > size:
-                    # allocated, not sparse (module doc); no space: it stops growing
+                    # no space: it stops growing
                     try:
                         os.posix_fallocate(fd, size, cap - size)
                         size = cap
@@ -99,12 +85,11 @@ class MappedIndex:
             if size >= self.entry_size:
                 if not writable:
                     self._mm = os.pread(fd, size - size % self.entry_size, 0)
-                elif fs.fs_magic(os.path.dirname(path) or ".") in _IN_PLACE_FS:  # (statfs per open:
-                    # not cached, a device number is reused by the next mount)
+                elif fs.fs_magic(os.path.dirname(path) or ".") in _IN_PLACE_FS:  # (not cached:
+                    # a device number is reused by the next mount)
                     prot = mmap.PROT_READ | mmap.PROT_WRITE
                     self._mm = mmap.mmap(fd, size - size % self.entry_size, mmap.MAP_SHARED, prot)
                 else:
-                    # copy-on-write: entries in memory, written with pwrite (module doc)
                     n = size - size % self.entry_size
                     data = os.pread(fd, n, 0)
                     self._mm = bytearray(data) + bytearray(n - len(data))
@@ -116,10 +101,8 @@ class MappedIndex:
 
     @classmethod
     def peek_last(cls, path: str, opener):
-        """The last entry of the file at ``path``, read from its end without
-        loading the index (a clean reopen: close trimmed the file to its
-        entries). None if the file is missing or holds no entry; False if it
-        ends in an all-zero entry (not trimmed: the caller loads the index)."""
+        """The last entry of the file at ``path``, read from its end (close trimmed it); None
+        if it is missing or empty; False if it ends in an all-zero entry (not trimmed)."""
         try:
             fd = opener(path, os.O_RDONLY)
         except FileNotFoundError:
@@ -140,9 +123,8 @@ class MappedIndex:
         return 0 if self._mm is None else len(self._mm) // self.entry_size
 
     def _count_valid(self, start: int = 0) -> int:
-        """Entries before the first that is all-zero or out of order (keys
-        non-decreasing, relative offsets strictly increasing); the first
-        ``start`` are taken as valid."""
+        """Entries before the first all-zero or out-of-order one (keys non-decreasing,
+        relative offsets increasing); the first ``start`` are taken as valid."""
         mm = self._mm
         if mm is None:
             return 0
@@ -208,8 +190,7 @@ class MappedIndex:
         return self._search(key, strict=True)
 
     def trim(self) -> None:
-        """Shrink the file to its entries (at roll and close), fsync it, and keep
-        the entries in memory (read-only from now on: no descriptor held)."""
+        """Shrink the file to its entries, fsync it, keep them in memory (read-only now)."""
         with self._lock:
             if not self.writable or not self.exists:
                 return
@@ -228,8 +209,7 @@ class MappedIndex:
                 try:
                     fs.ftruncate(fd, n)
                 except OSError as e:
-                    # btrfs under a spent quota refuses even a shrinking truncate: the
-                    # zero tail stays (an all-zero entry ends the entries: module doc)
+                    # (btrfs under a spent quota: the zero tail stays, ending the entries)
                     if e.errno not in fs.NO_SPACE:
                         raise
                     n = os.fstat(fd).st_size
@@ -256,8 +236,7 @@ class MappedIndex:
             os.close(fd)
 
     def __del__(self) -> None:
-        # _pwrite mode: an index the file cache dropped (not closed, see
-        # file_cache.py) lets go of its descriptor when it goes, as a mapping does
+        # (pwrite mode: an index the file cache dropped lets go of its descriptor)
         try:
             self._close_fd()
         except (OSError, AttributeError):
@@ -276,9 +255,8 @@ class TimeIndex(MappedIndex):
     REL_FIELD = 1
 
     def append(self, *fields) -> bool:
-        """As MappedIndex.append, except that ``(0, 0)`` is never written: all zeros
-        read as the end of the entries. It is implied (a lookup that finds no
-        entry scans from the segment start, where it points)."""
+        """``(0, 0)`` is never written (all zeros end the entries): it is implied, a lookup
+        that finds no entry scans from the segment start."""
         if fields[0] == 0 and fields[1] == 0:
             return True
         return super().append(*fields)

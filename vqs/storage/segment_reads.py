@@ -1,20 +1,15 @@
-"""Reading one segment on behalf of the log: the batches from an offset on
-(decoded at once, or lazily from one mapping), the first offset at a time,
-the segment's largest timestamp. (Where an offset lies, ``Segment.find_batch``,
-is the segment's: its index and the scans recovery shares.)
+"""Reading one segment for the log: the batches from an offset on (decoded at once, or
+lazily from one mapping), the first offset at a time, the largest timestamp.
 
-Invariants:
-- every batch returned was CRC-verified and continues the offset expected
-  (``Segment.continues``: contiguous, or across a recorded gap); otherwise
-  CorruptRecordError naming file and position, or with ``skip`` the damage
-  is stepped over (as recovery would quarantine it) and the caller told;
-- ``mapped_batches`` hands a batch out only once verified.
+Invariant: every batch returned was CRC-verified and continues the offset expected
+(``Segment.continues``); otherwise CorruptRecordError naming file and position, or with
+``skip`` the damage is stepped over and the caller told.
 """
 
 from __future__ import annotations
 
 from ..errors import CorruptRecordError
-from .record_batch import RecordBatch, decode_batch, peek_header
+from .record_batch import RecordBatch, decode_batch, peek_header, scan_batches
 from .segment import Segment
 
 
@@ -22,10 +17,8 @@ def batches_at(
     seg: Segment, offset: int, max_bytes: int, hint: tuple[int, int] | None = None, *, skip: bool = False,
     mapped: bool = False,
 ) -> tuple[list[RecordBatch], int | None, bool]:
-    """(batches, next position, stepped over damage) from the batch holding
-    ``offset`` in ``seg`` (or the first after it), reading about ``max_bytes``;
-    no batches if the segment has nothing there. ``hint`` is (position, base
-    offset) of the batch to start from, when a sequential reader knows it."""
+    """(batches, next position, stepped over damage) from the batch holding ``offset`` (or
+    the first after it), about ``max_bytes``; ``hint``: (position, base offset) to start at."""
     stepped = False
     found = hint if hint is not None else seg.find_batch(offset, skip=skip)
     while found is not None:
@@ -43,18 +36,16 @@ def batches_at(
                     f"{seg.log_path}: batch at position {pos} has base offset "
                     f"{batches[0].base_offset}, expected {expected}", path=seg.log_path, position=pos,
                 )
-            # else a damaged base offset (outside the CRC): stepped over like any other damage
-        stepped = True  # stepped over, as recovery does
+            # else a damaged base offset (outside the CRC): stepped over like other damage
+        stepped = True
         found = seg.find_batch(offset, skip=True)
     return [], None, stepped
 
 
 def _read_run(seg: Segment, position: int, max_bytes: int, mapped: bool) -> tuple[list[RecordBatch], int]:
-    """Decode whole batches of ``seg`` from ``position``, at least one, until
-    about ``max_bytes``; (batches, next position). With ``mapped`` the batches
-    are views of a mapping of the file (``Segment.map``), else of a copy read
-    with ``pread``. The first batch damaged raises; later damage or a
-    discontinuity ends the run, to be reported when it is reached."""
+    """(batches, next position): whole batches from ``position``, at least one, about
+    ``max_bytes``, views of a mapping with ``mapped``. The first batch damaged raises; later
+    damage or a discontinuity ends the run (reported when it is reached)."""
     where = seg.log_path
     size = seg.size
     if position >= size:
@@ -81,7 +72,7 @@ def _read_run(seg: Segment, position: int, max_bytes: int, mapped: bool) -> tupl
             b = decode_batch(buf, p, where=where, at=position)
         except CorruptRecordError as e:
             if out:
-                break  # the good prefix; whoever asks for the bad batch gets the error
+                break
             raise CorruptRecordError(str(e), path=where, position=position + p) from None
         if out and not seg.continues(out[-1].next_offset, b.base_offset, b.attributes):
             break
@@ -91,15 +82,10 @@ def _read_run(seg: Segment, position: int, max_bytes: int, mapped: bool) -> tupl
 
 
 def mapped_batches(seg: Segment, position: int, expected: int, maps=None):
-    """The batches of ``seg`` from ``position`` (whose batch must have base
-    offset ``expected``) to the segment's end, from one read-only mapping of
-    ``[position, size)`` (``Segment.map``; raises FileNotFoundError at once if
-    the file is gone). A generator that verifies each batch only when asked
-    for it, so a consumer that copies it at once (Spark's source) finds its
-    bytes still in the CPU cache. It stops quietly at the valid end and at the
-    first batch damaged or not continuing the offsets: the caller reads that
-    offset with ``batches_at``, which reports or skips it. ``maps`` (a
-    map_cache.MapCache) keeps the mapping for later scans."""
+    """The batches of ``seg`` from ``position`` (based at ``expected``) to its end, from one
+    mapping (FileNotFoundError at once if the file is gone), each verified only when asked
+    for (a consumer that copies it at once finds it still in the CPU cache). Stops quietly
+    at damage or a discontinuity: the caller reads that offset with ``batches_at``."""
     size = seg.size
     if position >= size:
         return iter(())
@@ -108,12 +94,7 @@ def mapped_batches(seg: Segment, position: int, expected: int, maps=None):
 
 
 def _decode_lazily(buf, seg: Segment, expected: int):
-    n = len(buf)
-    p = 0
-    while p < n:
-        h = peek_header(buf, p)
-        if h is None or p + h[1] > n:
-            return
+    for p, _, _ in scan_batches(buf):
         try:
             b = decode_batch(buf, p, where=seg.log_path)
         except CorruptRecordError:
@@ -122,12 +103,10 @@ def _decode_lazily(buf, seg: Segment, expected: int):
             return
         yield b
         expected = b.next_offset
-        p += h[1]
 
 
 def first_offset_at_time(seg: Segment, timestamp_ms: int, start_offset: int) -> int | None:
-    """The first offset >= ``start_offset`` in ``seg`` whose record timestamp is
-    >= ``timestamp_ms`` (None if the segment has none)."""
+    """The first offset >= ``start_offset`` in ``seg`` stamped >= ``timestamp_ms``, or None."""
     if segment_max_timestamp(seg) < timestamp_ms:
         return None
     ti = seg.checked_timeindex()
@@ -145,9 +124,8 @@ def first_offset_at_time(seg: Segment, timestamp_ms: int, start_offset: int) -> 
 
 
 def segment_max_timestamp(seg: Segment) -> int:
-    """The largest record timestamp in ``seg`` (exact: from a checked time index,
-    else by a scan), remembered in ``seg.max_timestamp_ms``."""
-    ti = seg.checked_timeindex()  # a rebuild (if needed) also finds the exact max
+    """The largest record timestamp in ``seg`` (exact), kept in ``seg.max_timestamp_ms``."""
+    ti = seg.checked_timeindex()
     m = max(seg.max_timestamp_ms, ti.last()[0] if ti is not None and ti.entries else -1)
     if m < 0:
         for info in seg.iter_valid(0, seg.size, expected=seg.base_offset):

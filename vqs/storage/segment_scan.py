@@ -1,21 +1,15 @@
-"""A full scan of one segment file for inspection (``vqs inspect``): every
-batch verified, every damaged region reported, and the scan goes on past
-damage where the batch bounds allow (recovery and lookups stop at the first
-invalid batch). It only reads: the file may belong to a running log.
+"""A full, read-only scan of one segment file for ``vqs inspect``: every batch verified, every
+damaged region reported, going on past damage where the batch bounds allow.
 
 What it reports, in file order (``ScanItem.kind``):
 
-- ``batch``: a valid batch (``batch``: the decoded RecordBatch, views into
-  the buffer read, valid while the caller keeps it);
-- ``gap``: a valid batch starts above ``expected`` (offsets missing, e.g.
-  quarantined; not reported before a batch the cleaner wrote);
+- ``batch``: a valid batch (``batch``, views into the buffer read);
+- ``gap``: a valid batch starts above ``expected`` (not before a batch the cleaner wrote);
 - ``offset_goes_back``: a valid batch starts below ``expected`` (corrupt);
 - ``below_segment_base``: a valid batch starts below the file name's base (corrupt);
-- ``invalid_batch``: in bounds but failing its CRC or structure checks
-  (``detail``; ``at_end`` when last in the file: a torn write if unflushed);
-  corrupt, the scan goes on after it;
-- ``zero_tail`` / ``incomplete_tail``: zeros, or an incomplete batch, after
-  the last batch (a torn tail recovery cuts);
+- ``invalid_batch``: in bounds but failing its CRC or structure checks (``detail``;
+  ``at_end`` when last in the file: a torn write if unflushed); corrupt;
+- ``zero_tail`` / ``incomplete_tail``: after the last batch (a torn tail recovery cuts);
 - ``bad_header``: an impossible header; the scan stops.
 """
 
@@ -28,13 +22,10 @@ from ..errors import CorruptRecordError
 from .record_batch import ATTR_COMPACTED, HEADER_SIZE, RecordBatch, decode_batch, peek_header
 from .segment import LOG_SUFFIX
 
-#: Kinds that mean the file is damaged (the others are normal or a torn tail).
 CORRUPT_KINDS = frozenset({"offset_goes_back", "below_segment_base", "invalid_batch", "bad_header"})
 
 
 class ScanItem:
-    """One finding of :func:`scan_segment_file` (see module doc for the kinds)."""
-
     __slots__ = ("kind", "position", "size", "batch", "expected", "detail", "at_end")
 
     def __init__(self, kind: str, position: int, size: int, *, batch: RecordBatch | None = None,
@@ -56,7 +47,7 @@ class ScanItem:
 
 
 def segment_base_from_name(path: str) -> int | None:
-    """The base offset a segment file's name declares (None if it declares none)."""
+    """The base offset a segment file's name declares, or None."""
     try:
         return int(os.path.basename(path)[: -len(LOG_SUFFIX)])
     except ValueError:
@@ -64,19 +55,17 @@ def segment_base_from_name(path: str) -> int | None:
 
 
 def scan_segment_file(path: str) -> Iterator[ScanItem]:
-    """Scan the segment file at ``path`` (see module doc). The file is read
-    whole: segments are bounded by ``segment_bytes``."""
+    """Scan the segment file at ``path``, read whole (bounded by ``segment_bytes``)."""
     with open(path, "rb") as f:
         buf = f.read()
     yield from scan_segment_buffer(buf, where=path, base_offset=segment_base_from_name(path))
 
 
 def scan_segment_buffer(buf: bytes, *, where: str = "buffer", base_offset: int | None = None) -> Iterator[ScanItem]:
-    """Scan a segment's bytes; ``base_offset`` is the segment's declared base
-    (None: not checked); ``where`` names the file in problem details."""
+    """Scan a segment's bytes; ``base_offset``: its declared base (None: not checked)."""
     size = len(buf)
     pos = 0
-    expected = None  # the offset the previous valid batch ended at
+    expected = None
     while pos < size:
         rest = size - pos
         h = peek_header(buf, pos)
@@ -92,7 +81,7 @@ def scan_segment_buffer(buf: bytes, *, where: str = "buffer", base_offset: int |
             b = decode_batch(buf, pos, where=where)
         except CorruptRecordError as e:
             yield ScanItem("invalid_batch", pos, h[1], detail=str(e), at_end=pos + h[1] >= size)
-            pos += h[1]  # the length was bounds-checked: try the next batch
+            pos += h[1]  # (its length was bounds-checked)
             continue
         if base_offset is not None and b.base_offset < base_offset:
             yield ScanItem("below_segment_base", pos, b.size_bytes, batch=b, expected=base_offset)

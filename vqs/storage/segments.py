@@ -1,20 +1,14 @@
-"""The log's segments: the ordered list of a log's segment files, the last one
-active (Kafka's ``LogSegments``, with ``LocalLog``'s roll and deletion).
-
-``Segments`` (``Log._segs``) owns the list; it knows nothing of the buffer,
-durability or space (the log calls it under its lock and keeps those).
+"""The ordered list of a log's segments, the last one active (``Log._segs``; Kafka's
+``LogSegments`` with ``LocalLog``'s roll and deletion).
 
 Invariants (under the log's lock):
-- ``all`` is never empty; ``all[-1]`` is active (unless readonly);
-  ``bases[i] == all[i].base_offset``, strictly increasing;
-- ``all`` changes in place (a readonly log's ``follow_segments`` updates the
-  same list), and only at its ends;
-- crash order: a roll creates the next file and fsyncs the directory before
-  it takes appends; deletion of a prefix unlinks oldest first (a crash leaves
-  a suffix: no offset is reused); a truncating repair deletes a suffix newest
-  first (a crash leaves a prefix whose damaged end the next open meets);
-- ``gaps`` ({expected offset: base offset that may follow it}, from
-  quarantine/) is one dict shared with every segment.
+- ``all`` is never empty, changes in place and only at its ends; ``all[-1]`` is active
+  (unless readonly); ``bases[i] == all[i].base_offset``, strictly increasing;
+- crash order: a roll creates the next file and fsyncs the directory before it takes
+  appends; deletion of a prefix unlinks oldest first (a crash leaves a suffix: no offset is
+  reused); a truncating repair deletes a suffix newest first (``drop_after``);
+- ``gaps`` ({expected offset: base offset that may follow it}, from quarantine/) is one
+  dict shared with every segment.
 """
 
 from __future__ import annotations
@@ -31,8 +25,6 @@ def index_capacity(segment_bytes: int, index_interval_bytes: int) -> int:
 
 
 class Segments:
-    """The segment list of one log (module doc)."""
-
     __slots__ = ("path", "all", "bases", "gaps", "owner", "index_interval_bytes", "index_capacity_bytes")
 
     def __init__(self, path: str, *, owner: bool, segment_bytes: int, index_interval_bytes: int) -> None:
@@ -52,7 +44,7 @@ class Segments:
         )
 
     def adopt(self, segments: list[Segment]) -> None:
-        """Take ``segments`` (opened by recovery or found by a readonly log) as the list."""
+        """Take ``segments`` as the list."""
         self.all[:] = segments
         self.rebase()
 
@@ -76,10 +68,8 @@ class Segments:
         return list(zip(self.all, self.bases[1:] + [end]))
 
     def roll(self, base: int) -> Segment:
-        """Create the next active segment at ``base`` and seal the current one
-        without an fsync (the caller has it fsynced in the background and keeps
-        the recovery point below it until then); returns the sealed one.
-        Raises OSError (nothing changed) when the new file cannot be created."""
+        """Create the next active segment at ``base`` and seal the current one without an
+        fsync (log_durability.py); returns the sealed one. OSError: nothing changed."""
         old = self.all[-1]
         new = self.make(base, active=True, create=True)
         old.seal(sync=False)
@@ -96,12 +86,9 @@ class Segments:
         return seg
 
     def drop_after(self, i: int) -> None:
-        """Delete the segments after the ``i``-th, newest first, before the
-        ``i``-th is cut (recovery, a truncating repair): a crash between leaves
-        a prefix of the log whose last segment still holds the damage, which
-        the next open meets again (deleting them after the cut could leave a
-        cut segment followed by later ones, whose offsets would then seem to
-        follow it)."""
+        """Delete the segments after the ``i``-th, newest first, before the ``i``-th is cut: a
+        crash between leaves a prefix whose last segment still holds the damage, met again at
+        the next open (after the cut, later segments' offsets would seem to follow it)."""
         for later in reversed(self.all[i + 1:]):
             later.delete()
         fsync_dir(self.path)
@@ -112,7 +99,7 @@ class Segments:
         return sum(s.size for s in self.all)
 
     def release_files(self) -> None:
-        """Let go of every descriptor (reopened on use): an idle log holds none."""
+        """Let go of every descriptor (reopened on use)."""
         for s in self.all:
             s.release_files()
 

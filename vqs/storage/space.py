@@ -1,40 +1,31 @@
 """The space governor: one per filesystem, it decides which writes the free space allows.
 
-Two tiers of writes (Redpanda's ``storage_min_free_bytes``, per tier):
+Two tiers (Redpanda's ``storage_min_free_bytes``, per tier):
 
-- **data** writes (appends, a HybridQueue's spill, creating a topic or a
-  queue) are refused with DiskFullError once they would leave less than
-  ``min_free_bytes`` free; default ``default_min_free(total)``: the smaller
-  of 64 MiB (a busy broker's buffers, checkpoints, snapshots, index
-  preallocations) and 5 % of the filesystem (a small one stays usable);
-- **control** writes (a queue's lease records, rolls) may go down to a
-  quarter of that, so a full queue can always be drained. Checkpoints,
-  snapshots and offset commits are small replacements never refused here
-  (the floors keep their room); deletes need no space (``unlink``).
+- **data** writes (appends, a HybridQueue's spill, creating a topic or a queue) are refused
+  with DiskFullError once they would leave less than ``min_free_bytes`` free; default: the
+  smaller of 64 MiB (a busy broker's buffers, checkpoints, index preallocations) and 5 % of
+  the filesystem (a small one stays usable);
+- **control** writes (a queue's lease records, rolls, the cleaner) go down to a quarter of
+  that, so a full queue can always be drained. Checkpoints, snapshots and offset commits are
+  small replacements never refused here (the floors keep their room); deletes need no space.
 
-Bytes this process holds buffered and not yet written (a log's grant,
-log_buffer.py; a ``Claim``) count as used: ``avail`` is the free space last
-read minus every byte taken since and not given back, so a record
-acknowledged from a buffer always has room to be written.
+Bytes this process holds buffered and not yet written (a log's grant, a ``Claim``) count as
+used: ``avail`` is the free space last read less every byte taken since and not given back,
+so a record acknowledged from a buffer always has room to be written.
 
-Free space (``free_bytes``) is read at least every CHECK_S, once the takes
-since could have used a quarter of the room found, before any refusal, and
-after an ``unlink`` (``freed``; under a btrfs quota after ``syncfs``, as the
-group's usage drops only at a commit). A take is a lock, a clock read and a
-comparison; logs take once per batch. What a log or claim dropped unclosed
-held goes back when it is collected.
+Free space is read at least every CHECK_S, once the takes since could have used a quarter of
+the room found, before any refusal, and after an ``unlink`` (``freed``; under a btrfs quota
+after ``syncfs``: the group's usage drops only at a commit). What a log or claim dropped
+unclosed held goes back when it is collected.
 
-ENOSPC/EDQUOT from the kernel is soft: DiskFullError, nothing latched,
-``short`` makes the next take read again; writes resume once space is back.
-EIO and fsync failures latch the log (log.py).
+ENOSPC/EDQUOT from the kernel is soft: DiskFullError, nothing latched, writes resume once
+space is back. EIO and fsync failures latch the log (log.py).
 
-A btrfs quota group's limit does not show in ``statvfs``: where the path's
-subvolume group (``0/<subvolume id>``) has one, the room under it counts too
-(``max_referenced``/``max_exclusive`` minus usage and reservations, from
-``/sys/fs/btrfs/<fsid>/qgroups/0_<id>/``, kernels since 5.9, found with two
-unprivileged ioctls: BTRFS_IOC_FS_INFO and BTRFS_IOC_INO_LOOKUP). Not seen:
-higher-level groups' limits, usage not yet committed. Where anything is
-missing the filesystem's free space is used.
+A btrfs quota group's limit does not show in ``statvfs``: where the subvolume's group
+(``0/<id>``) has one, the room under it counts too (``max_referenced``/``max_exclusive`` less
+usage and reservations, ``/sys/fs/btrfs/<fsid>/qgroups/0_<id>/``, kernels since 5.9, found
+with two unprivileged ioctls). Higher-level groups and uncommitted usage are not seen.
 """
 
 from __future__ import annotations
@@ -50,12 +41,9 @@ import weakref
 from ..errors import DiskFullError
 from . import fs
 
-#: the default data floor: min(DEFAULT_MAX, size // DEFAULT_DIVISOR)
 DEFAULT_MAX = 64 << 20
 DEFAULT_DIVISOR = 20
-#: control writes may go down to the data floor divided by this
 CONTROL_DIVISOR = 4
-#: free space is read at least this often while writing (and before any refusal)
 CHECK_S = 0.1
 
 _monotonic = time.monotonic
@@ -67,9 +55,8 @@ def default_min_free(total: int) -> int:
 
 
 def free_bytes(path: str) -> int:
-    """Free bytes for an unprivileged writer at ``path``: ``statvfs``, the
-    room under its btrfs quota group's limit, a test's space fault (fs.py):
-    the least. Raises OSError as ``statvfs`` does."""
+    """Free bytes for an unprivileged writer at ``path``: the least of ``statvfs``, the room
+    under its btrfs quota group's limit and a test's space fault (fs.py)."""
     st = os.statvfs(path)
     free = st.f_bavail * st.f_frsize
     q = quota(path)
@@ -91,30 +78,30 @@ def _qgroup_dir(path: str) -> str | None:
         return _qgroup_dirs[path]
     except KeyError:
         pass
-    d = None
-    if fs.fs_magic(path) == BTRFS_SUPER_MAGIC:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            fd = -1
-        if fd >= 0:
-            try:
-                info = bytearray(1024)
-                fcntl.ioctl(fd, _FS_INFO, info)
-                fsid = uuid.UUID(bytes=bytes(info[16:32]))
-                args = bytearray(4096)
-                struct.pack_into("<QQ", args, 0, 0, _FIRST_FREE_OBJECTID)
-                fcntl.ioctl(fd, _INO_LOOKUP, args)
-                (subvol,) = struct.unpack_from("<Q", args, 0)
-                d = f"/sys/fs/btrfs/{fsid}/qgroups/0_{subvol}"
-            except OSError:
-                d = None
-            finally:
-                os.close(fd)
     if len(_qgroup_dirs) >= 4096:
         _qgroup_dirs.clear()  # (directories of logs long deleted; each is looked at again)
-    _qgroup_dirs[path] = d
+    d = _qgroup_dirs[path] = _probe_qgroup_dir(path) if fs.fs_magic(path) == BTRFS_SUPER_MAGIC else None
     return d
+
+
+def _probe_qgroup_dir(path: str) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        info = bytearray(1024)
+        fcntl.ioctl(fd, _FS_INFO, info)
+        fsid = uuid.UUID(bytes=bytes(info[16:32]))
+        args = bytearray(4096)
+        struct.pack_into("<QQ", args, 0, 0, _FIRST_FREE_OBJECTID)
+        fcntl.ioctl(fd, _INO_LOOKUP, args)
+        (subvol,) = struct.unpack_from("<Q", args, 0)
+        return f"/sys/fs/btrfs/{fsid}/qgroups/0_{subvol}"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _read(d: str, name: str) -> int:
@@ -123,8 +110,8 @@ def _read(d: str, name: str) -> int:
 
 
 def quota(path: str) -> tuple[int, int] | None:
-    """(smallest limit, bytes left under the limits) of ``path``'s btrfs quota
-    group (module doc); None where no limit is seen."""
+    """(smallest limit, bytes left under the limits) of ``path``'s btrfs quota group; None
+    where no limit is seen."""
     d = _qgroup_dir(path)
     if d is None:
         return None
@@ -147,20 +134,22 @@ class Space:
                  "_lock", "quota")
 
     def __init__(self, path: str):
-        self.path = path
-        self.total = _size(path)
-        self.default_floor = default_min_free(self.total)
+        self._measure(path)
         self.avail = 0          # free at the last reading, less what was taken since
         self.unwritten = 0      # taken and not yet written or given back
-        #: what finalizers gave back (``dropped``): appended without the lock (a
-        #: finalizer may run inside a take of this thread), counted at the next take
-        self.returned: list[int] = []
+        self.returned: list[int] = []  # what finalizers gave back (``dropped``)
         self._since = 0          # bytes taken since the last reading
         self._quarter = 0        # a quarter of what the last reading found: read again past it
         self.low = False        # the last take was refused, or a write found no space
-        self._read_at = 0.0     # monotonic time of the next reading, at the latest
-        self.quota = quota(path) is not None  # a btrfs quota group's limit applies
         self._lock = threading.Lock()
+
+    def _measure(self, path: str) -> None:
+        """Size up the filesystem holding ``path``; its free space is read at the next take."""
+        self.path = path
+        self.total = _size(path)
+        self.default_floor = default_min_free(self.total)
+        self.quota = quota(path) is not None  # a btrfs quota group's limit applies
+        self._read_at = 0.0     # monotonic time of the next reading, at the latest
 
     def _settle_returned(self) -> None:
         r = self.returned
@@ -180,46 +169,38 @@ class Space:
         self._since = 0
         self._quarter = max(0, self.avail) // 4
 
-    def take(self, nbytes: int, floor: int, where: str, path: str | None = None, control: bool = False) -> None:
-        """Count ``nbytes`` about to be buffered or written in directory
-        ``where`` as used; DiskFullError naming ``path`` (else ``where``),
-        nothing counted, when that would leave less than ``floor`` (0: never)."""
+    def take(self, nbytes: int, floor: int, where: str, *, extra: int = 0, path: str | None = None,
+             control: bool = False) -> int:
+        """Count ``nbytes`` about to be buffered or written in directory ``where`` as used,
+        plus up to ``extra`` more (at most an eighth of the room over the floor: a grant never
+        holds what others need); returns what was taken. DiskFullError naming ``path`` (else
+        ``where``), nothing counted, when ``nbytes`` would leave less than ``floor`` (0: never)."""
+        path = path or where
         with self._lock:
-            self._take_locked(nbytes, 0, floor, where, path or where, control)
-
-    def take_upto(self, nbytes: int, extra: int, floor: int, where: str, path: str | None = None,
-                  control: bool = False) -> int:
-        """``take(nbytes)`` plus up to ``extra`` more (at most an eighth of the
-        room over the floor: a grant never holds what others need); returns
-        what was taken."""
-        with self._lock:
-            return self._take_locked(nbytes, extra, floor, where, path or where, control)
-
-    def _take_locked(self, nbytes: int, extra: int, floor: int, where: str, path: str, control: bool) -> int:
-        if self.returned:
-            self._settle_returned()
-        now = _monotonic()
-        self._since += nbytes + extra
-        if now >= self._read_at or self._since > self._quarter or (floor and self.avail - nbytes - extra < floor):
-            self._read(now, where)
-        left = self.avail - nbytes
-        if floor and left < floor:
-            self.low = True
-            raise DiskFullError(
-                f"write to {path} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
-                f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
-                f"for deletes, checkpoints and buffered records); writes resume once there is room",
-                path=path)
-        if left >= floor and not control:
-            self.low = False
-        nbytes += max(0, min(extra, (left - floor) // 8))
-        self.avail -= nbytes
-        self.unwritten += nbytes
-        return nbytes
+            if self.returned:
+                self._settle_returned()
+            now = _monotonic()
+            self._since += nbytes + extra
+            if now >= self._read_at or self._since > self._quarter or (floor and self.avail - nbytes - extra < floor):
+                self._read(now, where)
+            left = self.avail - nbytes
+            if floor and left < floor:
+                self.low = True
+                raise DiskFullError(
+                    f"write to {path} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
+                    f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
+                    f"for deletes, checkpoints and buffered records); writes resume once there is room",
+                    path=path)
+            if left >= floor and not control:
+                self.low = False
+            nbytes += max(0, min(extra, (left - floor) // 8))
+            self.avail -= nbytes
+            self.unwritten += nbytes
+            return nbytes
 
     def ahead(self, nbytes: int, floor: int) -> bool:
-        """Count ``nbytes`` given ahead of a file's writes (``fs.allocate``) if that
-        leaves more than ``floor``; else False, nothing counted or marked low."""
+        """Count ``nbytes`` allocated ahead of a file's writes if that leaves more than
+        ``floor``; else False, nothing counted."""
         with self._lock:
             if self.avail - nbytes < floor:
                 return False
@@ -227,8 +208,7 @@ class Space:
             return True
 
     def room(self, floor: int, where: str, control: bool = False) -> bool:
-        """Whether a write over ``floor`` has room now in ``where``; a data
-        write's answer sets ``low``."""
+        """Whether ``where`` has room over ``floor`` now; a data write's answer sets ``low``."""
         with self._lock:
             now = _monotonic()
             if now >= self._read_at or self.avail < floor:
@@ -244,8 +224,8 @@ class Space:
             self.unwritten -= nbytes
 
     def dropped(self, nbytes: int) -> None:
-        """``give`` for a finalizer (a log or claim collected unclosed): no lock
-        taken, as a collection may run inside a take on this thread."""
+        """``give`` for a finalizer (a log or claim collected unclosed): no lock, as a
+        collection may run inside a take on this thread; counted at the next take."""
         if nbytes:
             self.returned.append(nbytes)
 
@@ -262,8 +242,7 @@ class Space:
             self.avail -= nbytes
 
     def freed(self) -> None:
-        """An unlink gave space back: read again at the next take (under a
-        btrfs quota after ``syncfs``: usage drops only at a commit)."""
+        """An unlink gave space back: read again at the next take (module doc)."""
         self._read_at = 0.0
         if self.quota:
             _syncfs(self.path)
@@ -306,8 +285,7 @@ def _give_cell(space: Space, cell: list) -> None:
 
 
 def for_path(path: str) -> Space:
-    """The governor of the filesystem holding the existing directory ``path``
-    (keyed by ``st_dev``). Raises OSError as ``stat`` does."""
+    """The governor of the filesystem holding the existing directory ``path`` (by ``st_dev``)."""
     dev = os.stat(path).st_dev
     with _registry_lock:
         s = _registry.get(dev)
@@ -319,19 +297,14 @@ def for_path(path: str) -> Space:
             if not same:
                 # the directory it was made for went (and, maybe, its filesystem:
                 # a device number is reused after an unmount): measured afresh
-                s.path = path
-                s.total = _size(path)
-                s.default_floor = default_min_free(s.total)
-                s.quota = quota(path) is not None
-                s._read_at = 0.0
+                s._measure(path)
         else:
             s = _registry[dev] = Space(path)
     return s
 
 
 def floor_of(space: Space, min_free_bytes: int | None, control: bool = False) -> int:
-    """The floor a writer with ``min_free_bytes`` (None: the filesystem's
-    default) takes against; control writes a quarter of it."""
+    """The floor for ``min_free_bytes`` (None: the filesystem's default) and the tier."""
     f = space.default_floor if min_free_bytes is None else min_free_bytes
     return f // CONTROL_DIVISOR if control else f
 
@@ -347,8 +320,8 @@ def check_room(path: str, min_free_bytes: int | None = None, what: str = "create
 
 
 class Claim:
-    """Bytes a caller buffers before handing them to a log (a queue's pending
-    sends and lease records), counted as used like a log's own buffer."""
+    """Bytes a caller buffers before handing them to a log (a queue's pending sends and
+    lease records), counted as used like a log's own buffer."""
 
     __slots__ = ("space", "floor", "held", "path", "control", "_cell", "__weakref__")
 
@@ -358,30 +331,27 @@ class Claim:
         self.held = 0
         self.path = path
         self.control = control
-        # ``held`` again, for a claim dropped without ``release`` (its queue not
-        # closed): given back when it is collected
-        self._cell = [0]
+        self._cell = [0]  # ``held`` again, given back if the claim is collected unreleased
         weakref.finalize(self, _give_cell, self.space, self._cell)
 
     def ensure(self, nbytes: int) -> None:
-        """Hold at least ``nbytes`` (with room to grow); DiskFullError when
-        the governor refuses even ``nbytes``: the caller refuses the record."""
+        """Hold at least ``nbytes`` (with room to grow); DiskFullError when the governor
+        refuses even ``nbytes``: the caller refuses the record."""
         if nbytes <= self.held:
             return
-        self.held += self.space.take_upto(nbytes - self.held, min(nbytes, 256 << 10), self.floor, self.path,
-                                          control=self.control)
+        self.held += self.space.take(nbytes - self.held, self.floor, self.path, extra=min(nbytes, 256 << 10),
+                                     control=self.control)
         self._cell[0] = self.held
 
     def force(self, nbytes: int) -> None:
-        """Count ``nbytes`` again whatever the floor (records already
-        acknowledged, handed back by a refused write)."""
+        """Hold ``nbytes`` whatever the floor (acknowledged records a refused write handed back)."""
         if nbytes > self.held:
             self.space.take(nbytes - self.held, 0, self.path, control=self.control)
             self.held = self._cell[0] = nbytes
 
     def hand_over(self, control: bool, upto: int) -> int:
-        """Give up to ``upto`` of what is held to a log of the same tier as its
-        grant (``append_batch(claim=)``); returns the bytes, now the log's."""
+        """Give up to ``upto`` of what is held to a log grant of the same tier
+        (``append_batch(claim=)``); returns the bytes, now the log's."""
         if control != self.control or upto <= 0:
             return 0
         n = min(self.held, upto)
