@@ -202,8 +202,7 @@ class WriteBuffer:
         """The buffer is written: the grant's rest goes back, unless ``keep``
         (flush="always": kept for the next appends until the flusher finds the
         log idle, one take per busy spell)."""
-        if not keep:
-            self.grant.settle()
+        self.grant.settle(keep)
         self.set_thresholds()
 
     def encode(self, base: int) -> list:

@@ -29,9 +29,14 @@ AHEAD_MARGIN = 16
 class Grant:
     """What the governor counts as one log's: ``buffer``, granted for the write buffer,
     spent as batches are written, the rest given back (``settle``); ``indexes``, the active
-    segment's, until allocated at its first write. ``floor`` is 0 while closing."""
+    segment's, until allocated at its first write. ``floor`` is 0 while closing.
 
-    __slots__ = ("space", "floor", "control", "buffer", "indexes")
+    ``written``: granted bytes that reached the file since the governor was last told (at
+    the take or settle of the same append, under the lock the governor takes then anyway:
+    one lock fewer per append). Until then the governor counts them as unwritten, which
+    can refuse early, never admit too much."""
+
+    __slots__ = ("space", "floor", "control", "buffer", "indexes", "written")
 
     def __init__(self, space, floor: int, control: bool) -> None:
         self.space = space      # None: readonly
@@ -39,10 +44,13 @@ class Grant:
         self.control = control
         self.buffer = 0
         self.indexes = 0
+        self.written = 0
 
     def take_upto(self, more: int, step: int, path: str, file: str) -> None:
         """``more`` bytes for the buffer, and up to ``step`` when the governor allows."""
-        self.buffer += self.space.take(more, self.floor, path, extra=step, path=file, control=self.control)
+        written, self.written = self.written, 0
+        self.buffer += self.space.take(more, self.floor, path, extra=step, path=file, control=self.control,
+                                       written=written)
 
     def hand_over(self, claim, need: int) -> None:
         """A caller's ``space.Claim`` becomes the grant, up to ``need``."""
@@ -56,15 +64,16 @@ class Grant:
     def wrote(self, nbytes: int, seg) -> None:
         """A batch of ``nbytes`` is in segment ``seg``'s file: spent from the grant."""
         g = self.buffer - nbytes
-        done = nbytes if g >= 0 else self.buffer
+        if g >= 0:
+            self.written += nbytes
+            self.buffer = g
+        else:  # (the bound covers every batch: never, but counted if so)
+            self.written += self.buffer
+            self.space.spend(-g)
+            self.buffer = 0
         if self.indexes and seg.indexes_allocated:
-            done += self.indexes  # (allocated now: the next reading shows them)
+            self.written += self.indexes  # (allocated now: the next reading shows them)
             self.indexes = 0
-        self.space.wrote(done)
-        if g < 0:
-            self.space.spend(-g)  # (the bound covers every batch: never, but counted if so)
-            g = 0
-        self.buffer = g
 
     def ahead(self, nbytes: int) -> bool:
         """Whether a segment may be allocated ``nbytes`` ahead of its writes: only while free
@@ -72,11 +81,14 @@ class Grant:
         with appends near a full disk."""
         return self.space is not None and self.space.ahead(nbytes, self.floor + AHEAD_MARGIN * nbytes)
 
-    def settle(self) -> None:
-        """The buffer is written: the grant's rest goes back."""
-        if self.buffer:
-            self.space.give(self.buffer)
-            self.buffer = 0
+    def settle(self, keep: bool = False) -> None:
+        """The buffer is written: the governor is told what was (``written``), and the
+        grant's rest goes back unless ``keep``."""
+        rest = 0 if keep else self.buffer
+        if rest or self.written:
+            self.space.give(rest, self.written)
+            self.buffer -= rest
+            self.written = 0
 
     def room(self, need: int, path: str) -> bool:
         """Whether the governor has ``need`` bytes over the floor."""
@@ -84,9 +96,12 @@ class Grant:
 
     def release(self, dropped: bool = False) -> None:
         """Close: everything goes back (``dropped``: the log was collected unclosed)."""
-        if self.space is not None and (self.buffer or self.indexes):
-            (self.space.dropped if dropped else self.space.give)(self.buffer + self.indexes)
-            self.buffer = self.indexes = 0
+        if self.space is not None and (self.buffer or self.indexes or self.written):
+            if dropped:
+                self.space.dropped(self.buffer + self.indexes, self.written)
+            else:
+                self.space.give(self.buffer + self.indexes, self.written)
+            self.buffer = self.indexes = self.written = 0
 
 
 class SpaceGate:

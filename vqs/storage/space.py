@@ -154,8 +154,8 @@ class Space:
     def _settle_returned(self) -> None:
         r = self.returned
         while r:
-            n = r.pop()
-            self.unwritten -= n
+            n, written = r.pop()
+            self.unwritten -= n + written
             self.avail += n
 
     def _read(self, now: float, where: str) -> None:
@@ -170,13 +170,15 @@ class Space:
         self._quarter = max(0, self.avail) // 4
 
     def take(self, nbytes: int, floor: int, where: str, *, extra: int = 0, path: str | None = None,
-             control: bool = False) -> int:
+             control: bool = False, written: int = 0) -> int:
         """Count ``nbytes`` about to be buffered or written in directory ``where`` as used,
         plus up to ``extra`` more (at most an eighth of the room over the floor: a grant never
         holds what others need); returns what was taken. DiskFullError naming ``path`` (else
-        ``where``), nothing counted, when ``nbytes`` would leave less than ``floor`` (0: never)."""
+        ``where``), nothing counted, when ``nbytes`` would leave less than ``floor`` (0: never).
+        ``written``: taken bytes that reached a file since the caller last said (``wrote``)."""
         path = path or where
         with self._lock:
+            self.unwritten -= written
             if self.returned:
                 self._settle_returned()
             now = _monotonic()
@@ -223,17 +225,18 @@ class Space:
         with self._lock:
             self.unwritten -= nbytes
 
-    def dropped(self, nbytes: int) -> None:
+    def dropped(self, nbytes: int, written: int = 0) -> None:
         """``give`` for a finalizer (a log or claim collected unclosed): no lock, as a
         collection may run inside a take on this thread; counted at the next take."""
-        if nbytes:
-            self.returned.append(nbytes)
+        if nbytes or written:
+            self.returned.append((nbytes, written))
 
-    def give(self, nbytes: int) -> None:
-        """Taken bytes that will not be written (a buffer dropped, a grant's rest)."""
-        if nbytes:
+    def give(self, nbytes: int, written: int = 0) -> None:
+        """Taken bytes that will not be written (a buffer dropped, a grant's rest), and
+        ``written``: taken bytes that reached a file since the caller last said (``wrote``)."""
+        if nbytes or written:
             with self._lock:
-                self.unwritten -= nbytes
+                self.unwritten -= nbytes + written
                 self.avail += nbytes
 
     def spend(self, nbytes: int) -> None:
