@@ -29,11 +29,11 @@ def server(tmp_path_factory):
     assert rc == 0, s.log()
 
 
-def _topic(server, partitions: int, n: int) -> tuple[str, set[bytes]]:
+def _topic(server, partitions: int, n: int, **producer_conf) -> tuple[str, set[bytes]]:
     name = f"share-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(10)
-    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 5})
+    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 5, **producer_conf})
     values = {b"r%05d" % i for i in range(n)}
     for i, v in enumerate(sorted(values)):
         p.produce(name, value=v, key=b"k%d" % i)
@@ -92,7 +92,9 @@ def test_records_are_shared_among_consumers_each_accepted_once(server):
     for t in threads:
         t.start()
     joined.wait(30)
-    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 5})
+    # batches of 20 records: a fetch acquires whole stored batches, so batches of a partition's
+    # every record could go to one member, before the assignment gives the partition to another
+    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 5, "batch.num.messages": 20})
     values = {b"r%05d" % i for i in range(600)}
     for i, v in enumerate(sorted(values)):
         p.produce(topic, value=v, key=b"k%d" % i)
@@ -217,7 +219,9 @@ def test_server_sigkilled_mid_stream_loses_nothing_and_redelivers_no_accepted_re
     server = KafkaServer(tmp_path / "data", env={
         "VQS_KAFKA_SHARE_AUTO_OFFSET_RESET": "earliest", "VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
     try:
-        topic, values = _topic(server, 3, 900)
+        # batches of 20 (the max.poll.records): a fetch acquires whole stored batches, and the
+        # crash must come mid-stream
+        topic, values = _topic(server, 3, 900, **{"batch.num.messages": 20})
         group = "crash"
         lock = threading.Lock()
         committed: dict[bytes, float] = {}  # value -> when its accept was committed (monotonic)
@@ -430,7 +434,9 @@ def test_workers_one_sigkilled_and_the_server_sigkilled_each_record_accepted_onc
             time.sleep(0.05)
 
     try:
-        topic, values = _topic(server, 3, 1500)
+        # batches of 25 (the workers' max.poll.records): a fetch acquires whole stored batches,
+        # and the server must be killed mid-stream
+        topic, values = _topic(server, 3, 1500, **{"batch.num.messages": 25})
         for _ in range(3):
             w = subprocess.Popen([sys.executable, "-c", _WORKER, server.bootstrap, "workers", topic],
                                  stdout=subprocess.PIPE, text=True)
@@ -506,3 +512,45 @@ def test_a_share_groups_own_configs_over_incremental_alter_configs(tmp_path):
             c.close()
     finally:
         assert server.stop() == 0, server.log()
+
+
+
+def test_a_fetch_acquires_whole_stored_batches_past_max_poll_records(server):
+    """One stored batch of 300 records; max.poll.records 10 (the fetch's MaxRecords). The fetch
+    acquires the whole batch, as Kafka's broker does; the records the member accepts are settled,
+    the others come back, one delivery later, once it leaves."""
+    name = f"share-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(10)
+    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 1000, "batch.size": 1 << 20})
+    values = [b"r%05d" % i for i in range(300)]
+    for v in values:
+        p.produce(name, value=v, partition=0)
+    assert p.flush(20) == 0
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _consumer(server, group, explicit=True, **{"max.poll.records": 10})
+    a.subscribe([name])
+    try:
+        first = _poll_until(a, lambda got: len(got) > 0)
+        assert [m.value() for m in first] == values  # the whole batch, past MaxRecords
+        for m in first[:10]:
+            a.acknowledge(m, AcknowledgeType.ACCEPT)
+        assert all(e is None for e in a.commit_sync(10).values())
+    finally:
+        a.close()  # its share session ends: the 290 it holds are released
+    b = _consumer(server, group, explicit=True, **{"max.poll.records": 10})
+    b.subscribe([name])
+    try:
+        rest: list = []
+        deadline = time.monotonic() + 20
+        while len(rest) < 290:  # released records are acquired one by one: 10 a fetch
+            assert time.monotonic() < deadline, f"timed out with {len(rest)} records"
+            for m in b.poll(0.5):
+                assert m.error() is None, m.error()
+                b.acknowledge(m, AcknowledgeType.ACCEPT)
+                rest.append(m)
+        assert all(e is None for e in b.commit_sync(10).values())
+    finally:
+        b.close()
+    assert sorted(m.value() for m in rest) == values[10:]
+    assert {m.delivery_count() for m in rest} == {2}

@@ -52,7 +52,7 @@ import heapq
 import os
 import threading
 
-from ...errors import ConfigError, InvalidRecordState
+from ...errors import ConfigError, InvalidRecordState, VQSError
 from ..queue.lease_records import encode_deletes, encode_leases, encode_runs
 from ..queue.lease_state import SNAPSHOT, LeaseStateStore
 from ..queue.leases import AVAILABLE, INFLIGHT, LeaseTable, make_lease
@@ -192,11 +192,18 @@ class SharePartition:
         return t[0][0] if t else None
 
     def acquire(self, member: str, max_records: int, now: int, lock_ms: int, limit: int,
-                max_locks: int = 2000) -> list:
+                max_locks: int = 2000, whole_batches: int = 0) -> list:
         """Acquire up to ``max_records`` records for ``member`` until ``now + lock_ms``:
-        available ones first (lowest offsets), then fresh ones from ``cursor``; never more
-        than ``max_locks`` acquired at once (Kafka's ``group.share.partition.max.record.locks``).
-        Returns [(first offset, last offset, delivery count)], in offset order."""
+        available ones first (lowest offsets), then fresh ones from ``cursor``; none once
+        ``max_locks`` are acquired (Kafka's ``group.share.partition.max.record.locks``).
+        Returns [(first offset, last offset, delivery count)], in offset order.
+
+        ``whole_batches`` (a record count, 0: off) aligns the fresh run to the topic's stored
+        batches: it is extended toward the end of the batch holding its last record, to at most
+        ``whole_batches`` records in the run. Kafka's acquisition is batch-aligned the
+        same way (its MaxRecords is a soft limit): a fetch answers whole batches, so the rest
+        of the last one would reach the client only to be dropped. ``max_records`` and
+        ``max_locks`` may then be passed by less than ``whole_batches``."""
         with self.lock:
             self._expire(now, limit)
             max_records = min(max_records, max_locks - self.leases.n_inflight)
@@ -237,6 +244,9 @@ class SharePartition:
                 if archive:
                     self._archive(archive, EXCEEDED, recs)
             n = min(max_records - len(got), end - self.cursor)
+            if n > 0 and whole_batches:
+                upto = min(self._batch_end(self.cursor + n - 1), end, self.cursor + whole_batches)
+                n = max(n, upto - self.cursor)
             if n > 0:
                 o0 = self.cursor
                 nonce = leases.nonce
@@ -254,6 +264,15 @@ class SharePartition:
             if recs:
                 self._write(recs)
             return _ranges(sorted(got))
+
+    def _batch_end(self, o: int) -> int:
+        """The offset after the stored batch holding record ``o``, or ``o + 1`` if that batch
+        cannot be read now (the fetch that answers it reports why)."""
+        try:
+            found = self.log.read_batches(o, max_bytes=1)
+        except (VQSError, OSError):
+            return o + 1
+        return found[0].next_offset if found else o + 1
 
     def _drop_below(self, start: int, recs: list) -> None:
         """The topic's start moved past ``low``: records below it are gone (settled)."""

@@ -19,8 +19,13 @@ A ShareFetch first applies the acknowledgements it carries, then acquires up
 to ``MaxRecords`` records over the session's partitions (starting from a
 different partition each time) and answers the whole batches that hold them
 with their ``AcquiredRecords`` ranges (clients drop the other records of a
-batch). With nothing to acquire it waits up to ``MaxWaitMs`` (30 s at most)
-for new records or ended locks, on the listener's loop.
+batch). As Kafka's, the acquisition is batch-aligned: fresh records are
+acquired to the end of the stored batch that holds the last one, so
+``MaxRecords`` is a soft limit (a fetch acquires at most ``_MAX_RECORDS``),
+unless a v2 request asks for the ``record_limit`` acquire mode. Records made
+available again (released, or their lock ended) are acquired one by one.
+With nothing to acquire it waits up to ``MaxWaitMs`` (30 s at most) for new
+records or ended locks, on the listener's loop.
 """
 
 from __future__ import annotations
@@ -179,8 +184,9 @@ def _fetch_records(ctx, log, ranges) -> bytes:
     return b"".join(out)
 
 
-def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
-    """Acquire over the session's partitions, round robin: {(topic, p): (ranges, records)}."""
+def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int, aligned: bool = True) -> dict:
+    """Acquire over the session's partitions, round robin: {(topic, p): (ranges, records)};
+    ``aligned``: fresh records to the end of a stored batch (module doc)."""
     st = sg.settings_for(s.group)
     parts = list(s.parts)
     out: dict = {}
@@ -197,7 +203,7 @@ def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
         try:
             sp = sg.partition(s.group, name, p)
             ranges = sp.acquire(s.member, left, now, st.record_lock_ms, st.delivery_limit,
-                                 st.max_record_locks)
+                                 st.max_record_locks, _MAX_RECORDS if aligned else 0)
             if ranges:
                 out[(name, p)] = (ranges, _fetch_records(ctx, sp.log, ranges))
                 left -= sum(last - first + 1 for first, last, _ in ranges)
@@ -233,8 +239,8 @@ async def share_fetch(ctx, conn, v, r):
     r.int32()  # max bytes: bounded by max records and whole batches instead
     max_records = r.int32()
     r.int32()  # batch size
-    if v >= 2:
-        r.int8()  # acquire mode
+    # acquire mode (v2, KIP-1206): 0 batch_optimized (v1's, batch-aligned), 1 record_limit
+    record_limit = v >= 2 and r.int8() == 1
     wanted = _read_topics(r)
     forgotten = []
     for _ in range(r.compact_array_len(3)):
@@ -288,7 +294,7 @@ async def share_fetch(ctx, conn, v, r):
         limit = min(max_records if max_records > 0 else 500, _MAX_RECORDS)
         deadline = time.monotonic() + min(max(max_wait, 0) / 1000, _MAX_WAIT_S)
         while True:
-            acquired = await ctx.blocking(_acquire, ctx, sg, s, limit, _now_ms())
+            acquired = await ctx.blocking(_acquire, ctx, sg, s, limit, _now_ms(), not record_limit)
             left = deadline - time.monotonic()
             if acquired or left <= 0 or ctx.stopping or not s.parts:
                 break
