@@ -100,3 +100,21 @@ def test_a_crash_after_a_batch_aligned_acquisition_makes_the_whole_run_available
         assert sp.acquire("b", 100, NOW, LOCK, LIMIT, whole_batches=100) == [(3, 9, 2), (10, 29, 1)]
     finally:
         sp.close()
+
+
+def test_an_acknowledgement_over_a_record_another_member_holds_changes_nothing(tmp_path, log):
+    sp = _open(tmp_path, log)
+    try:
+        assert sp.acquire("a", 1, NOW, LOCK, LIMIT, whole_batches=100) == [(0, 9, 1)]
+        assert sp.acquire("b", 1, NOW, LOCK, LIMIT, whole_batches=100) == [(10, 19, 1)]
+        for types in ([ACCEPT], [ACCEPT] * 13):  # one type for the range, or one per record
+            with pytest.raises(InvalidRecordState, match="record 10 "):
+                sp.acknowledge("a", 5, 17, types, NOW, LOCK, LIMIT)
+        assert sp.describe()["acquired"] == 20
+        sp.acknowledge("a", 0, 9, [ACCEPT], NOW, LOCK, LIMIT)
+        sp.acknowledge("b", 10, 19, [RELEASE], NOW, LOCK, LIMIT)
+        assert sp.describe() == {"start_offset": 10, "cursor": 20, "acquired": 0, "available": 10,
+                                 "delivery_counts": {1: 10}}
+        assert sp.acquire("a", 100, NOW, LOCK, LIMIT, whole_batches=100) == [(10, 19, 2), (20, 29, 1)]
+    finally:
+        sp.close()

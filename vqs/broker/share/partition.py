@@ -22,10 +22,13 @@ the acquiring member is checked instead).
 
 Invariants (under ``lock``):
 * ``low <= cursor <= the topic log's end``; every offset in ``[low, cursor)``
-  has a lease (INFLIGHT or AVAILABLE) or is settled; ``low`` is never an
-  offset with no lease below ``cursor`` (it moves past settled offsets);
+  has a lease (INFLIGHT or AVAILABLE) or is settled, and every lease is of an
+  offset in ``[low, cursor)``; ``low`` is never an offset with no lease below
+  ``cursor`` (it moves past settled offsets): it is the lowest leased offset,
+  or ``cursor`` when none is;
 * ``owner[o]`` is the member an INFLIGHT record ``o`` was acquired by, and
-  only that member may acknowledge it; an AVAILABLE record has no owner;
+  only that member may acknowledge it; only INFLIGHT records have an owner
+  (so a record owned by a member is one it holds: the check acknowledge makes);
 * ``count`` (delivery count) only grows; a record is acquired only while its
   count is below ``delivery_limit``, so no record is delivered more often.
 
@@ -51,11 +54,12 @@ from __future__ import annotations
 import heapq
 import os
 import threading
+from collections import deque
 
 from ...errors import ConfigError, InvalidRecordState, VQSError
 from ..queue.lease_records import encode_deletes, encode_leases, encode_runs
 from ..queue.lease_state import SNAPSHOT, LeaseStateStore
-from ..queue.leases import AVAILABLE, INFLIGHT, LeaseTable, make_lease
+from ..queue.leases import AVAILABLE, INFLIGHT, Lease, LeaseTable, make_lease
 from .dead_letter import EXCEEDED, REJECTED
 
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
@@ -129,11 +133,10 @@ class SharePartition:
             self.dead_letter.marked()
 
     def _advance_low(self) -> None:
+        """``low`` to the lowest leased offset, or ``cursor`` (the invariant)."""
         live = self.leases.live
-        low, cursor = self.low, self.cursor
-        while low < cursor and low not in live:
-            low += 1
-        self.low = low
+        if self.low not in live:
+            self.low = min(self.cursor, min(live, default=self.cursor))
 
     # ------------------------------------------------------------------ operations
 
@@ -144,6 +147,13 @@ class SharePartition:
         for o in offsets:
             leases.forget(o, live[o])
             self.owner.pop(o, None)
+        out.append(encode_deletes(offsets))
+
+    def _settle_held(self, offsets, out: list) -> None:
+        """``_settle`` of INFLIGHT ``offsets`` (with an owner), without a call per record."""
+        deque(map(self.leases.live.__delitem__, offsets), 0)
+        deque(map(self.owner.__delitem__, offsets), 0)
+        self.leases.n_inflight -= len(offsets)
         out.append(encode_deletes(offsets))
 
     def _archive(self, offsets: list, message: str, out: list) -> None:
@@ -216,7 +226,7 @@ class SharePartition:
             leases = self.leases
             live = leases.live
             until = now + lock_ms
-            got: list = []  # (offset, count)
+            got: list = []  # (offset, count) of available records, in offset order
             archive: list = []
             if leases.n_available and max_records > 0:
                 flat: list = []
@@ -243,6 +253,7 @@ class SharePartition:
                     recs.append(encode_leases(flat, k))
                 if archive:
                     self._archive(archive, EXCEEDED, recs)
+            ranges = _ranges(got)
             n = min(max_records - len(got), end - self.cursor)
             if n > 0 and whole_batches:
                 upto = min(self._batch_end(self.cursor + n - 1), end, self.cursor + whole_batches)
@@ -251,10 +262,16 @@ class SharePartition:
                 o0 = self.cursor
                 nonce = leases.nonce
                 leases.nonce = nonce + n
-                for i in range(n):
-                    live[o0 + i] = make_lease(nonce + i, until, 1, now, now, INFLIGHT)
-                    self.owner[o0 + i] = member
-                    got.append((o0 + i, 1))
+                for i in range(n):  # make_lease, inlined (a call per record costs as much again)
+                    e = Lease()
+                    e.nonce = nonce + i
+                    e.until = until
+                    e.count = 1
+                    e.received = e.first = now
+                    e.state = INFLIGHT
+                    live[o0 + i] = e
+                self.owner.update(dict.fromkeys(range(o0, o0 + n), member))
+                ranges.append((o0, o0 + n - 1, 1))
                 leases.n_inflight += n
                 heapq.heappush(leases.timers, (until, o0, nonce, n))
                 self.cursor = o0 + n
@@ -263,7 +280,7 @@ class SharePartition:
             self._advance_low()
             if recs:
                 self._write(recs)
-            return _ranges(sorted(got))
+            return ranges
 
     def _batch_end(self, o: int) -> int:
         """The offset after the stored batch holding record ``o``, or ``o + 1`` if that batch
@@ -307,17 +324,19 @@ class SharePartition:
             live = self.leases.live
             owner = self.owner
             lo = max(first, self.low)
-            for o in range(lo, last + 1):
-                e = live.get(o)
-                if e is None or e.state != INFLIGHT or owner.get(o) != member:
-                    raise InvalidRecordState(f"record {o} is not acquired by this member")
-            settle: list = []
+            span = range(lo, last + 1)
+            if span and set(map(owner.get, span)) != {member}:  # owned: INFLIGHT (invariants)
+                o = next(o for o in span if owner.get(o) != member)
+                raise InvalidRecordState(f"record {o} is not acquired by this member")
+            settle: list | range = []
             rejected: list = []
             archive: list = []
             renewed: list = []
             leases = self.leases
             single = types[0] if len(types) == 1 else None
-            for o in range(lo, last + 1):
+            if single in (ACCEPT, GAP):
+                settle, span = span, ()
+            for o in span:
                 t = single if single is not None else types[o - first]
                 e = live[o]
                 if t == RELEASE:
@@ -336,7 +355,7 @@ class SharePartition:
             if archive:
                 self._archive(archive, EXCEEDED, recs)
             if settle:
-                self._settle(settle, recs)
+                self._settle_held(settle, recs)
             if renewed:
                 flat: list = []
                 for o in renewed:
