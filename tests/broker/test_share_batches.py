@@ -77,9 +77,10 @@ def test_records_past_max_records_are_acknowledged_released_and_redelivered(tmp_
         with pytest.raises(InvalidRecordState):  # acquired by a, not by b
             sp.acknowledge("b", 5, 9, [ACCEPT], NOW, LOCK, LIMIT)
         sp.acknowledge("a", 0, 9, [ACCEPT] * 4 + [RELEASE] * 6, NOW, LOCK, LIMIT)
-        # the released ones come back first, with their next delivery count; then a fresh batch
-        assert sp.acquire("b", 2, NOW, LOCK, LIMIT, whole_batches=100) == [(4, 5, 2)]
-        assert sp.acquire("b", 5, NOW, LOCK, LIMIT, whole_batches=100) == [(6, 9, 2), (10, 19, 1)]
+        # the released ones come back first (those of the batch), with their next delivery
+        # count; then a fresh batch
+        assert sp.acquire("b", 2, NOW, LOCK, LIMIT, whole_batches=100) == [(4, 9, 2)]
+        assert sp.acquire("b", 5, NOW, LOCK, LIMIT, whole_batches=100) == [(10, 19, 1)]
         # a lock that ends makes the whole run available again
         later = NOW + LOCK + 1
         assert sp.acquire("c", 100, later, LOCK, LIMIT, whole_batches=100) == [
@@ -116,5 +117,18 @@ def test_an_acknowledgement_over_a_record_another_member_holds_changes_nothing(t
         assert sp.describe() == {"start_offset": 10, "cursor": 20, "acquired": 0, "available": 10,
                                  "delivery_counts": {1: 10}}
         assert sp.acquire("a", 100, NOW, LOCK, LIMIT, whole_batches=100) == [(10, 19, 2), (20, 29, 1)]
+    finally:
+        sp.close()
+
+
+def test_available_records_of_the_batch_holding_the_last_one_asked_for_come_along(tmp_path, log):
+    sp = _open(tmp_path, log)
+    try:
+        assert sp.acquire("a", 30, NOW, LOCK, LIMIT) == [(0, 29, 1)]
+        sp.acknowledge("a", 0, 29, [RELEASE] * 3 + [ACCEPT] * 9 + [RELEASE] * 18, NOW, LOCK, LIMIT)
+        # available: 0-2 (batch 0-9), 12-19 (batch 10-19), 20-29
+        assert sp.acquire("b", 4, NOW, LOCK, LIMIT, whole_batches=100) == [(0, 2, 2), (12, 19, 2)]
+        assert sp.acquire("b", 4, NOW, LOCK, LIMIT, whole_batches=6) == [(20, 25, 2)]  # 6 at most
+        assert sp.acquire("c", 1, NOW, LOCK, LIMIT) == [(26, 26, 2)]  # off: exactly max_records
     finally:
         sp.close()

@@ -518,7 +518,7 @@ def test_a_share_groups_own_configs_over_incremental_alter_configs(tmp_path):
 def test_a_fetch_acquires_whole_stored_batches_past_max_poll_records(server):
     """One stored batch of 300 records; max.poll.records 10 (the fetch's MaxRecords). The fetch
     acquires the whole batch, as Kafka's broker does; the records the member accepts are settled,
-    the others come back, one delivery later, once it leaves."""
+    the others come back, one delivery later, once it leaves: in one fetch, being one batch's."""
     name = f"share-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(10)
@@ -542,10 +542,14 @@ def test_a_fetch_acquires_whole_stored_batches_past_max_poll_records(server):
     b.subscribe([name])
     try:
         rest: list = []
+        polls: list = []
         deadline = time.monotonic() + 20
-        while len(rest) < 290:  # released records are acquired one by one: 10 a fetch
+        while len(rest) < 290:
             assert time.monotonic() < deadline, f"timed out with {len(rest)} records"
-            for m in b.poll(0.5):
+            got = b.poll(0.5)
+            if got:
+                polls.append(len(got))
+            for m in got:
                 assert m.error() is None, m.error()
                 b.acknowledge(m, AcknowledgeType.ACCEPT)
                 rest.append(m)
@@ -554,3 +558,4 @@ def test_a_fetch_acquires_whole_stored_batches_past_max_poll_records(server):
         b.close()
     assert sorted(m.value() for m in rest) == values[10:]
     assert {m.delivery_count() for m in rest} == {2}
+    assert len(polls) == 1  # the released records of the batch come whole too

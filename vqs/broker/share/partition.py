@@ -208,12 +208,14 @@ class SharePartition:
         ``max_locks`` are acquired (Kafka's ``group.share.partition.max.record.locks``).
         Returns [(first offset, last offset, delivery count)], in offset order.
 
-        ``whole_batches`` (a record count, 0: off) aligns the fresh run to the topic's stored
-        batches: it is extended toward the end of the batch holding its last record, to at most
-        ``whole_batches`` records in the run. Kafka's acquisition is batch-aligned the
-        same way (its MaxRecords is a soft limit): a fetch answers whole batches, so the rest
-        of the last one would reach the client only to be dropped. ``max_records`` and
-        ``max_locks`` may then be passed by less than ``whole_batches``."""
+        ``whole_batches`` (a record count, 0: off) aligns the acquisition to the topic's stored
+        batches: once ``max_records`` available records are acquired, so are the other available
+        ones of the stored batch holding the last (to ``whole_batches`` in all); a fresh run is
+        extended toward the end of the batch holding its last record (to ``whole_batches``
+        records in the run). Kafka's acquisition is batch-aligned the same way (its MaxRecords
+        is a soft limit): a fetch answers whole batches, so the rest of the last one would
+        reach the client only to be dropped. ``max_records`` and ``max_locks`` may then be
+        passed by less than ``whole_batches``."""
         with self.lock:
             self._expire(now, limit)
             max_records = min(max_records, max_locks - self.leases.n_inflight)
@@ -231,9 +233,15 @@ class SharePartition:
             if leases.n_available and max_records > 0:
                 flat: list = []
                 k = 0
+                stop = None  # the end of the stored batch holding the max_records-th (whole_batches)
                 for o in sorted(o for o, e in live.items() if e.state == AVAILABLE):
                     if len(got) >= max_records:
-                        break
+                        if not whole_batches or len(got) >= whole_batches:
+                            break
+                        if stop is None:
+                            stop = self._batch_end(got[-1][0])
+                        if o >= stop:
+                            break
                     e = live[o]
                     if e.count >= limit:
                         archive.append(o)

@@ -22,8 +22,9 @@ with their ``AcquiredRecords`` ranges (clients drop the other records of a
 batch). As Kafka's, the acquisition is batch-aligned: fresh records are
 acquired to the end of the stored batch that holds the last one, so
 ``MaxRecords`` is a soft limit (a fetch acquires at most ``_MAX_RECORDS``),
-unless a v2 request asks for the ``record_limit`` acquire mode. Records made
-available again (released, or their lock ended) are acquired one by one.
+unless a v2 request asks for the ``record_limit`` acquire mode; records made
+available again (released, or their lock ended) come with the others of the
+batch that holds the last of ``MaxRecords`` (SharePartition.acquire).
 With nothing to acquire it waits up to ``MaxWaitMs`` (30 s at most) for new
 records or ended locks, on the listener's loop.
 """
