@@ -213,6 +213,26 @@ def test_a_new_share_group_starts_at_the_end_by_default(tmp_path):
         assert server.stop() == 0, server.log()
 
 
+def _drain(server, group: str, topic: str, quiet_s: float = 3.0) -> set:
+    """Accept what ``group`` still has to deliver, until nothing comes for ``quiet_s``."""
+    c = _consumer(server, group, explicit=True)
+    c.subscribe([topic])
+    got: set = set()
+    try:
+        end = time.monotonic() + quiet_s
+        while time.monotonic() < end:
+            msgs = [m for m in c.poll(0.5) if m.error() is None]
+            for m in msgs:
+                c.acknowledge(m)
+                got.add(m.value())
+            if msgs:
+                assert all(e is None for e in c.commit_sync(10).values())
+                end = time.monotonic() + quiet_s
+    finally:
+        c.close()
+    return got
+
+
 def test_server_sigkilled_mid_stream_loses_nothing_and_redelivers_no_accepted_record(tmp_path):
     """Three explicit-mode consumers accept and commit; the server (flush=interval: acknowledgements
     reach the OS before they are answered, not the disk) is SIGKILLed and restarted once."""
@@ -226,6 +246,10 @@ def test_server_sigkilled_mid_stream_loses_nothing_and_redelivers_no_accepted_re
         lock = threading.Lock()
         committed: dict[bytes, float] = {}  # value -> when its accept was committed (monotonic)
         deliveries: list = []  # (value, delivery count, when polled)
+        # held across each commit and across the kill: a commit the server applied and was
+        # killed before answering would be neither failed nor committed (a test that could
+        # not tell). So a failed commit was not applied: its records must come again.
+        committing = threading.Lock()
         third = threading.Event()  # a third accepted: the server is killed now, the others still in flight
         killed = threading.Event()
         done = threading.Event()
@@ -249,7 +273,8 @@ def test_server_sigkilled_mid_stream_loses_nothing_and_redelivers_no_accepted_re
                     if not msgs:
                         continue
                     try:
-                        result = c.commit_sync(10)
+                        with committing:
+                            result = c.commit_sync(10)
                     except ck.KafkaException:
                         continue
                     ok = {(tp.topic, tp.partition) for tp, err in result.items() if err is None}
@@ -268,7 +293,8 @@ def test_server_sigkilled_mid_stream_loses_nothing_and_redelivers_no_accepted_re
         for t in threads:
             t.start()
         assert third.wait(30), "no progress before the crash"
-        server.kill9()
+        with committing:
+            server.kill9()
         killed_at = time.monotonic()
         killed.set()
         server.start()
@@ -395,6 +421,9 @@ while True:
     time.sleep(0.05)  # the work: 2 ms a record
     for m in msgs:
         c.acknowledge(m)
+    # "?": being committed. A SIGKILL (of this worker, or of the server) between the server's
+    # state write and its answer settles records no commit here reports.
+    print("\\n".join("?" + m.value().decode() for m in msgs), flush=True)
     try:
         result = c.commit_sync(10)
     except ck.KafkaException:
@@ -415,20 +444,26 @@ def test_workers_one_sigkilled_and_the_server_sigkilled_each_record_accepted_onc
 
     server = KafkaServer(tmp_path / "data", env={
         "VQS_KAFKA_SHARE_AUTO_OFFSET_RESET": "earliest", "VQS_KAFKA_SHARE_HEARTBEAT_INTERVAL_MS": "500"}).start()
-    workers = []
+    workers: list = []
+    readers: list = []
     accepted: list = []
+    unsure: set = set()  # in a commit that may have failed (see _WORKER)
     lock = threading.Lock()
 
     def read(proc):
         for line in proc.stdout:
+            v = line.strip().encode()
             with lock:
-                accepted.append(line.strip().encode())
+                if v.startswith(b"?"):
+                    unsure.add(v[1:])
+                else:
+                    accepted.append(v)
 
     def wait_for(n, timeout=60):
         deadline = time.monotonic() + timeout
         while True:
             with lock:
-                if len(accepted) >= n:
+                if len(set(accepted) | unsure) >= n:
                     return
             assert time.monotonic() < deadline, f"{len(accepted)} accepted, waiting for {n}"
             time.sleep(0.05)
@@ -441,7 +476,8 @@ def test_workers_one_sigkilled_and_the_server_sigkilled_each_record_accepted_onc
             w = subprocess.Popen([sys.executable, "-c", _WORKER, server.bootstrap, "workers", topic],
                                  stdout=subprocess.PIPE, text=True)
             workers.append(w)
-            threading.Thread(target=read, args=(w,), daemon=True).start()
+            readers.append(threading.Thread(target=read, args=(w,), daemon=True))
+            readers[-1].start()
         wait_for(200)
         workers[0].send_signal(signal.SIGKILL)  # holds records: released when its connection closes
         workers[0].wait()
@@ -451,9 +487,16 @@ def test_workers_one_sigkilled_and_the_server_sigkilled_each_record_accepted_onc
             assert len(accepted) < len(values)  # mid-stream
         server.start()
         wait_for(len(values), timeout=90)
+        for w in workers:
+            w.kill()
+            w.wait()
+        for t in readers:
+            t.join(10)
+        drained = _drain(server, "workers", topic)  # what is still to accept: unsure ones only
         with lock:
             got = list(accepted)
-        assert sorted(set(got)) == sorted(values)  # nothing lost
+            assert set(got) | unsure == values  # nothing lost
+            assert drained <= unsure - set(got), sorted(drained - unsure)[:5]
         assert len(got) == len(set(got))  # no record accepted twice
     finally:
         for w in workers:
