@@ -133,10 +133,19 @@ class SharePartition:
             self.dead_letter.marked()
 
     def _advance_low(self) -> None:
-        """``low`` to the lowest leased offset, or ``cursor`` (the invariant)."""
+        """``low`` to the lowest leased offset, or ``cursor`` (the invariant): a few steps
+        (one record settled at a time), else a min() over the leases (a run settled)."""
         live = self.leases.live
-        if self.low not in live:
-            self.low = min(self.cursor, min(live, default=self.cursor))
+        low, cursor = self.low, self.cursor
+        if low >= cursor or low in live:
+            return
+        stop = min(cursor, low + 64)
+        low += 1
+        while low < stop and low not in live:
+            low += 1
+        if low == stop < cursor:  # none leased in [low, stop): the lowest is at stop or later
+            low = min(cursor, min(live, default=cursor))
+        self.low = low
 
     # ------------------------------------------------------------------ operations
 
