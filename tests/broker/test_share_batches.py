@@ -132,3 +132,21 @@ def test_available_records_of_the_batch_holding_the_last_one_asked_for_come_alon
         assert sp.acquire("c", 1, NOW, LOCK, LIMIT) == [(26, 26, 2)]  # off: exactly max_records
     finally:
         sp.close()
+
+
+def test_max_bytes_bounds_the_fresh_run_to_the_batches_within_it_at_least_one(tmp_path, log):
+    size = log.read_batches(0, max_bytes=1)[0].size_bytes  # each of the three batches' size
+    sp = _open(tmp_path, log)
+    try:
+        assert sp.acquire("a", 25, NOW, LOCK, LIMIT, max_bytes=1) == [(0, 9, 1)]  # one batch, at least
+        assert sp.acquire("a", 5, NOW, LOCK, LIMIT, max_bytes=1) == [(10, 14, 1)]  # within it: max_records
+        assert sp.acquire("a", 5, NOW, LOCK, LIMIT, whole_batches=100, max_bytes=1) == [(15, 19, 1)]
+        assert sp.acquire("a", 1, NOW, LOCK, LIMIT, whole_batches=100, max_bytes=size - 1) == [(20, 29, 1)]
+    finally:
+        sp.close()
+    sp = _open(tmp_path / "other", log)
+    try:
+        assert sp.acquire("b", 25, NOW, LOCK, LIMIT, max_bytes=2 * size) == [(0, 19, 1)]
+        assert sp.acquire("b", 25, NOW, LOCK, LIMIT, whole_batches=100, max_bytes=3 * size) == [(20, 29, 1)]
+    finally:
+        sp.close()

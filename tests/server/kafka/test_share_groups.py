@@ -602,3 +602,36 @@ def test_a_fetch_acquires_whole_stored_batches_past_max_poll_records(server):
     assert sorted(m.value() for m in rest) == values[10:]
     assert {m.delivery_count() for m in rest} == {2}
     assert len(polls) == 1  # the released records of the batch come whole too
+
+
+def test_fetch_max_bytes_bounds_a_fetch_to_one_batch_at_least_and_zero_to_none(server):
+    """fetch.max.bytes (the ShareFetch's MaxBytes) is a soft limit, as Kafka's: 1 answers one
+    stored batch a fetch; 0 answers no records."""
+    name = f"share-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(10)
+    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 0})
+    for i in range(4):  # four stored batches of one record
+        p.produce(name, value=b"r%d" % i, partition=0)
+        assert p.flush(10) == 0
+    nothing = _consumer(server, f"g-{uuid.uuid4().hex[:6]}", **{"fetch.max.bytes": 0})
+    nothing.subscribe([name])
+    try:
+        for _ in range(3):
+            assert [m for m in nothing.poll(0.5) if m.error() is None] == []
+    finally:
+        nothing.close()
+    c = _consumer(server, f"g-{uuid.uuid4().hex[:6]}", **{"fetch.max.bytes": 1})
+    c.subscribe([name])
+    polls: list = []
+    try:
+        deadline = time.monotonic() + 20
+        while sum(polls) < 4:
+            assert time.monotonic() < deadline, polls
+            got = [m for m in c.poll(0.5) if m.error() is None]
+            if got:
+                polls.append(len(got))
+        c.commit_sync(10)
+    finally:
+        c.close()
+    assert polls == [1, 1, 1, 1]

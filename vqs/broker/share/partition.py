@@ -211,7 +211,7 @@ class SharePartition:
         return t[0][0] if t else None
 
     def acquire(self, member: str, max_records: int, now: int, lock_ms: int, limit: int,
-                max_locks: int = 2000, whole_batches: int = 0) -> list:
+                max_locks: int = 2000, whole_batches: int = 0, max_bytes: int | None = None) -> list:
         """Acquire up to ``max_records`` records for ``member`` until ``now + lock_ms``:
         available ones first (lowest offsets), then fresh ones from ``cursor``; none once
         ``max_locks`` are acquired (Kafka's ``group.share.partition.max.record.locks``).
@@ -224,7 +224,10 @@ class SharePartition:
         records in the run). Kafka's acquisition is batch-aligned the same way (its MaxRecords
         is a soft limit): a fetch answers whole batches, so the rest of the last one would
         reach the client only to be dropped. ``max_records`` and ``max_locks`` may then be
-        passed by less than ``whole_batches``."""
+        passed by less than ``whole_batches``.
+
+        ``max_bytes`` bounds the fresh run to the stored batches that hold it within that many
+        bytes (at least one batch: a soft limit, as a fetch's)."""
         with self.lock:
             self._expire(now, limit)
             max_records = min(max_records, max_locks - self.leases.n_inflight)
@@ -272,9 +275,8 @@ class SharePartition:
                     self._archive(archive, EXCEEDED, recs)
             ranges = _ranges(got)
             n = min(max_records - len(got), end - self.cursor)
-            if n > 0 and whole_batches:
-                upto = min(self._batch_end(self.cursor + n - 1), end, self.cursor + whole_batches)
-                n = max(n, upto - self.cursor)
+            if n > 0 and (whole_batches or max_bytes is not None):
+                n = self._run_length(self.cursor, n, end, whole_batches, max_bytes)
             if n > 0:
                 o0 = self.cursor
                 nonce = leases.nonce
@@ -298,6 +300,34 @@ class SharePartition:
             if recs:
                 self._write(recs)
             return ranges
+
+    def _run_length(self, o: int, n: int, end: int, whole: int, max_bytes: int | None) -> int:
+        """How many fresh records from ``o`` (``n`` asked) ``acquire`` takes: with ``whole``, to
+        the end of the stored batch holding the n-th (at most ``max(n, whole)``); with
+        ``max_bytes``, only those of the batches within it (at least one batch). The batches
+        are read a few at a time, sized from those read before; ``n`` if the log cannot be
+        read here (the fetch that answers the records reports why)."""
+        want = o + n
+        cap = min(end, max(want, o + whole) if whole else want)
+        budget = (1 << 62) if max_bytes is None else max_bytes
+        pos, used = o, 0
+        chunk = 1  # bytes to read next: one batch, then what the records still wanted take
+        while pos < want:
+            try:
+                batches = self.log.read_batches(pos, max_bytes=max(1, min(chunk, budget - used, 1 << 20)))
+            except (VQSError, OSError):
+                batches = None
+            if not batches:
+                return n if pos == o else pos - o
+            for b in batches:
+                if used and used + b.size_bytes > budget:
+                    return pos - o  # (a batch past the budget is not taken)
+                used += b.size_bytes
+                pos = b.next_offset
+                if pos >= want:  # the batch holding the n-th record
+                    return min(pos if whole else want, cap) - o
+            chunk = used * (want - pos) // (pos - o) + 1
+        return min(pos, cap) - o
 
     def _batch_end(self, o: int) -> int:
         """The offset after the stored batch holding record ``o``, or ``o + 1`` if that batch
