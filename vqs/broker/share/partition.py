@@ -143,7 +143,7 @@ class SharePartition:
         low += 1
         while low < stop and low not in live:
             low += 1
-        if low == stop < cursor:  # none leased in [low, stop): the lowest is at stop or later
+        if low == stop < cursor:  # none leased below stop: the lowest is at stop or later
             low = min(cursor, min(live, default=cursor))
         self.low = low
 
