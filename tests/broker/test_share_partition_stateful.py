@@ -67,32 +67,49 @@ class SharePartitionMachine(RuleBasedStateMachine):
         if r.count >= LIMIT:
             r.settled = True
 
-    @rule(n=st.integers(1, 4))
-    def produce(self, n):
-        for _ in range(n):
-            o = self.log.append(b"x")
+    @rule(n=st.integers(1, 4), batch=st.booleans())
+    def produce(self, n, batch):
+        if batch:  # one stored batch of n
+            self.log.append_batch([b"x"] * n)
+        else:
+            for _ in range(n):
+                self.log.append(b"x")
+        for o in range(len(self.model), self.log.end_offset):
             self.model[o] = Rec()
 
     @rule(ms=st.sampled_from([1, 50, 99, 100, 150]))
     def advance(self, ms):
         self.now += ms
 
-    @rule(member=st.sampled_from(MEMBERS), k=st.integers(1, 6))
-    def acquire(self, member, k):
+    def _batch_end(self, o):
+        return self.log.read_batches(o, max_bytes=1)[0].next_offset
+
+    @rule(member=st.sampled_from(MEMBERS), k=st.integers(1, 6), whole=st.sampled_from([0, 0, 1, 4, 12]))
+    def acquire(self, member, k, whole):
+        """``whole``: whole_batches; the model reads the stored batches' bounds from the log."""
         self._expire_model()
         avail = sorted(o for o, r in self.model.items() if not r.settled and r.owner is None and r.count > 0)
         fresh = sorted(o for o, r in self.model.items() if r.count == 0 and not r.settled)
         want = []
+        stop = None
         for o in avail:
-            if len(want) == k:
-                break
+            if len(want) >= k:
+                if not whole or len(want) >= whole:
+                    break
+                stop = stop or self._batch_end(want[-1])
+                if o >= stop:
+                    break
             r = self.model[o]
             if r.count >= LIMIT:
                 r.settled = True
             else:
                 want.append(o)
-        want += fresh[: k - len(want)]
-        got = self.sp.acquire(member, k, self.now, LOCK, LIMIT)
+        n = k - len(want)
+        if n > 0 and whole and fresh:
+            cursor, end = fresh[0], self.log.end_offset
+            n = max(n, min(self._batch_end(min(cursor + n, end) - 1), end, cursor + whole) - cursor)
+        want += fresh[: max(n, 0)]
+        got = self.sp.acquire(member, k, self.now, LOCK, LIMIT, whole_batches=whole)
         flat = [(o, c) for first, last, c in got for o in range(first, last + 1)]
         assert [o for o, _ in flat] == sorted(want)
         for o, c in flat:
@@ -125,6 +142,32 @@ class SharePartitionMachine(RuleBasedStateMachine):
         else:
             r.until = self.now + LOCK
 
+    @rule(member=st.sampled_from(MEMBERS), pick=st.integers(0, 50), length=st.integers(1, 8),
+          kind=st.sampled_from([ACCEPT, RELEASE, REJECT, RENEW]))
+    def acknowledge_range(self, member, pick, length, kind):
+        """One type for a range: all or nothing; offsets below the start offset ignored."""
+        self._expire_model()
+        offsets = sorted(self.model)
+        first = offsets[pick % len(offsets)]
+        last = min(first + length - 1, offsets[-1])
+        low = min((o for o, r in self.model.items() if not r.settled), default=self.log.end_offset)
+        span = range(max(first, low), last + 1)
+        held = all(self.model[o].owner == member and not self.model[o].settled for o in span)
+        try:
+            self.sp.acknowledge(member, first, last, [kind], self.now, LOCK, LIMIT)
+        except InvalidRecordState:
+            assert not held
+            return
+        assert held
+        for o in span:
+            r = self.model[o]
+            if kind in (ACCEPT, REJECT):
+                r.settled, r.owner = True, None
+            elif kind == RELEASE:
+                self._release_model(r)
+            else:
+                r.until = self.now + LOCK
+
     @rule(member=st.sampled_from(MEMBERS))
     def release_member(self, member):
         self._expire_model()
@@ -149,11 +192,11 @@ class SharePartitionMachine(RuleBasedStateMachine):
             r.owner = None
 
     @invariant()
-    def start_offset_is_below_every_unsettled_record(self):
+    def start_offset_is_the_first_unsettled_record(self):
+        self.sp.expire(self.now, LIMIT)  # (a lock that ended is acted on at the next operation)
+        self._expire_model()
         unsettled = [o for o, r in self.model.items() if not r.settled]
-        low = self.sp.describe()["start_offset"]
-        assert low <= min(unsettled, default=low)
-        assert all(self.model[o].settled for o in self.model if o < low)
+        assert self.sp.describe()["start_offset"] == min(unsettled, default=self.log.end_offset)
 
 
 TestSharePartition = SharePartitionMachine.TestCase

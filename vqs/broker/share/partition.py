@@ -22,10 +22,13 @@ the acquiring member is checked instead).
 
 Invariants (under ``lock``):
 * ``low <= cursor <= the topic log's end``; every offset in ``[low, cursor)``
-  has a lease (INFLIGHT or AVAILABLE) or is settled; ``low`` is never an
-  offset with no lease below ``cursor`` (it moves past settled offsets);
+  has a lease (INFLIGHT or AVAILABLE) or is settled, and every lease is of an
+  offset in ``[low, cursor)``; ``low`` is never an offset with no lease below
+  ``cursor`` (it moves past settled offsets): it is the lowest leased offset,
+  or ``cursor`` when none is;
 * ``owner[o]`` is the member an INFLIGHT record ``o`` was acquired by, and
-  only that member may acknowledge it; an AVAILABLE record has no owner;
+  only that member may acknowledge it; only INFLIGHT records have an owner
+  (so a record owned by a member is one it holds: the check acknowledge makes);
 * ``count`` (delivery count) only grows; a record is acquired only while its
   count is below ``delivery_limit``, so no record is delivered more often.
 
@@ -51,11 +54,12 @@ from __future__ import annotations
 import heapq
 import os
 import threading
+from collections import deque
 
-from ...errors import ConfigError, InvalidRecordState
+from ...errors import ConfigError, InvalidRecordState, VQSError
 from ..queue.lease_records import encode_deletes, encode_leases, encode_runs
 from ..queue.lease_state import SNAPSHOT, LeaseStateStore
-from ..queue.leases import AVAILABLE, INFLIGHT, LeaseTable, make_lease
+from ..queue.leases import AVAILABLE, INFLIGHT, Lease, LeaseTable, make_lease
 from .dead_letter import EXCEEDED, REJECTED
 
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
@@ -129,10 +133,18 @@ class SharePartition:
             self.dead_letter.marked()
 
     def _advance_low(self) -> None:
+        """``low`` to the lowest leased offset, or ``cursor`` (the invariant): a few steps
+        (one record settled at a time), else a min() over the leases (a run settled)."""
         live = self.leases.live
         low, cursor = self.low, self.cursor
-        while low < cursor and low not in live:
+        if low >= cursor or low in live:
+            return
+        stop = min(cursor, low + 64)
+        low += 1
+        while low < stop and low not in live:
             low += 1
+        if low == stop < cursor:  # none leased below stop: the lowest is at stop or later
+            low = min(cursor, min(live, default=cursor))
         self.low = low
 
     # ------------------------------------------------------------------ operations
@@ -144,6 +156,13 @@ class SharePartition:
         for o in offsets:
             leases.forget(o, live[o])
             self.owner.pop(o, None)
+        out.append(encode_deletes(offsets))
+
+    def _settle_held(self, offsets, out: list) -> None:
+        """``_settle`` of INFLIGHT ``offsets`` (with an owner), without a call per record."""
+        deque(map(self.leases.live.__delitem__, offsets), 0)
+        deque(map(self.owner.__delitem__, offsets), 0)
+        self.leases.n_inflight -= len(offsets)
         out.append(encode_deletes(offsets))
 
     def _archive(self, offsets: list, message: str, out: list) -> None:
@@ -192,11 +211,23 @@ class SharePartition:
         return t[0][0] if t else None
 
     def acquire(self, member: str, max_records: int, now: int, lock_ms: int, limit: int,
-                max_locks: int = 2000) -> list:
+                max_locks: int = 2000, whole_batches: int = 0, max_bytes: int | None = None) -> list:
         """Acquire up to ``max_records`` records for ``member`` until ``now + lock_ms``:
-        available ones first (lowest offsets), then fresh ones from ``cursor``; never more
-        than ``max_locks`` acquired at once (Kafka's ``group.share.partition.max.record.locks``).
-        Returns [(first offset, last offset, delivery count)], in offset order."""
+        available ones first (lowest offsets), then fresh ones from ``cursor``; none once
+        ``max_locks`` are acquired (Kafka's ``group.share.partition.max.record.locks``).
+        Returns [(first offset, last offset, delivery count)], in offset order.
+
+        ``whole_batches`` (a record count, 0: off) aligns the acquisition to the topic's stored
+        batches: once ``max_records`` available records are acquired, so are the other available
+        ones of the stored batch holding the last (to ``whole_batches`` in all); a fresh run is
+        extended toward the end of the batch holding its last record (to ``whole_batches``
+        records in the run). Kafka's acquisition is batch-aligned the same way (its MaxRecords
+        is a soft limit): a fetch answers whole batches, so the rest of the last one would
+        reach the client only to be dropped. ``max_records`` and ``max_locks`` may then be
+        passed by less than ``whole_batches``.
+
+        ``max_bytes`` bounds the fresh run to the stored batches that hold it within that many
+        bytes (at least one batch: a soft limit, as a fetch's)."""
         with self.lock:
             self._expire(now, limit)
             max_records = min(max_records, max_locks - self.leases.n_inflight)
@@ -209,14 +240,20 @@ class SharePartition:
             leases = self.leases
             live = leases.live
             until = now + lock_ms
-            got: list = []  # (offset, count)
+            got: list = []  # (offset, count) of available records, in offset order
             archive: list = []
             if leases.n_available and max_records > 0:
                 flat: list = []
                 k = 0
+                stop = None  # the end of the stored batch holding the max_records-th (whole_batches)
                 for o in sorted(o for o, e in live.items() if e.state == AVAILABLE):
                     if len(got) >= max_records:
-                        break
+                        if not whole_batches or len(got) >= whole_batches:
+                            break
+                        if stop is None:
+                            stop = self._batch_end(got[-1][0])
+                        if o >= stop:
+                            break
                     e = live[o]
                     if e.count >= limit:
                         archive.append(o)
@@ -236,15 +273,24 @@ class SharePartition:
                     recs.append(encode_leases(flat, k))
                 if archive:
                     self._archive(archive, EXCEEDED, recs)
+            ranges = _ranges(got)
             n = min(max_records - len(got), end - self.cursor)
+            if n > 0 and (whole_batches or max_bytes is not None):
+                n = self._run_length(self.cursor, n, end, whole_batches, max_bytes)
             if n > 0:
                 o0 = self.cursor
                 nonce = leases.nonce
                 leases.nonce = nonce + n
-                for i in range(n):
-                    live[o0 + i] = make_lease(nonce + i, until, 1, now, now, INFLIGHT)
-                    self.owner[o0 + i] = member
-                    got.append((o0 + i, 1))
+                for i in range(n):  # make_lease, inlined (a call per record costs as much again)
+                    e = Lease()
+                    e.nonce = nonce + i
+                    e.until = until
+                    e.count = 1
+                    e.received = e.first = now
+                    e.state = INFLIGHT
+                    live[o0 + i] = e
+                self.owner.update(dict.fromkeys(range(o0, o0 + n), member))
+                ranges.append((o0, o0 + n - 1, 1))
                 leases.n_inflight += n
                 heapq.heappush(leases.timers, (until, o0, nonce, n))
                 self.cursor = o0 + n
@@ -253,7 +299,44 @@ class SharePartition:
             self._advance_low()
             if recs:
                 self._write(recs)
-            return _ranges(sorted(got))
+            return ranges
+
+    def _run_length(self, o: int, n: int, end: int, whole: int, max_bytes: int | None) -> int:
+        """How many fresh records from ``o`` (``n`` asked) ``acquire`` takes: with ``whole``, to
+        the end of the stored batch holding the n-th (at most ``max(n, whole)``); with
+        ``max_bytes``, only those of the batches within it (at least one batch). The batches
+        are read a few at a time, sized from those read before; ``n`` if the log cannot be
+        read here (the fetch that answers the records reports why)."""
+        want = o + n
+        cap = min(end, max(want, o + whole) if whole else want)
+        budget = (1 << 62) if max_bytes is None else max_bytes
+        pos, used = o, 0
+        chunk = 1  # bytes to read next: one batch, then what the records still wanted take
+        while pos < want:
+            try:
+                batches = self.log.read_batches(pos, max_bytes=max(1, min(chunk, budget - used, 1 << 20)))
+            except (VQSError, OSError):
+                batches = None
+            if not batches:
+                return n if pos == o else pos - o
+            for b in batches:
+                if used and used + b.size_bytes > budget:
+                    return pos - o  # (a batch past the budget is not taken)
+                used += b.size_bytes
+                pos = b.next_offset
+                if pos >= want:  # the batch holding the n-th record
+                    return min(pos if whole else want, cap) - o
+            chunk = used * (want - pos) // (pos - o) + 1
+        return min(pos, cap) - o
+
+    def _batch_end(self, o: int) -> int:
+        """The offset after the stored batch holding record ``o``, or ``o + 1`` if that batch
+        cannot be read now (the fetch that answers it reports why)."""
+        try:
+            found = self.log.read_batches(o, max_bytes=1)
+        except (VQSError, OSError):
+            return o + 1
+        return found[0].next_offset if found else o + 1
 
     def _drop_below(self, start: int, recs: list) -> None:
         """The topic's start moved past ``low``: records below it are gone (settled)."""
@@ -288,17 +371,19 @@ class SharePartition:
             live = self.leases.live
             owner = self.owner
             lo = max(first, self.low)
-            for o in range(lo, last + 1):
-                e = live.get(o)
-                if e is None or e.state != INFLIGHT or owner.get(o) != member:
-                    raise InvalidRecordState(f"record {o} is not acquired by this member")
-            settle: list = []
+            span = range(lo, last + 1)
+            if span and set(map(owner.get, span)) != {member}:  # owned: INFLIGHT (invariants)
+                o = next(o for o in span if owner.get(o) != member)
+                raise InvalidRecordState(f"record {o} is not acquired by this member")
+            settle: list | range = []
             rejected: list = []
             archive: list = []
             renewed: list = []
             leases = self.leases
             single = types[0] if len(types) == 1 else None
-            for o in range(lo, last + 1):
+            if single in (ACCEPT, GAP):
+                settle, span = span, ()
+            for o in span:
                 t = single if single is not None else types[o - first]
                 e = live[o]
                 if t == RELEASE:
@@ -317,7 +402,7 @@ class SharePartition:
             if archive:
                 self._archive(archive, EXCEEDED, recs)
             if settle:
-                self._settle(settle, recs)
+                self._settle_held(settle, recs)
             if renewed:
                 flat: list = []
                 for o in renewed:

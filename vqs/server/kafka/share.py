@@ -19,8 +19,17 @@ A ShareFetch first applies the acknowledgements it carries, then acquires up
 to ``MaxRecords`` records over the session's partitions (starting from a
 different partition each time) and answers the whole batches that hold them
 with their ``AcquiredRecords`` ranges (clients drop the other records of a
-batch). With nothing to acquire it waits up to ``MaxWaitMs`` (30 s at most)
-for new records or ended locks, on the listener's loop.
+batch). As Kafka's, the acquisition is batch-aligned: fresh records are
+acquired to the end of the stored batch that holds the last one, so
+``MaxRecords`` is a soft limit (a fetch acquires at most ``_MAX_RECORDS``),
+unless a v2 request asks for the ``record_limit`` acquire mode; records made
+available again (released, or their lock ended) come with the others of the
+batch that holds the last of ``MaxRecords`` (SharePartition.acquire).
+``MaxBytes`` bounds the fresh records to the stored batches within it, at
+least one batch per partition while some bytes are left (a soft limit, as
+Kafka's); 0 acquires nothing.
+With nothing to acquire it waits up to ``MaxWaitMs`` (30 s at most) for new
+records or ended locks, on the listener's loop.
 """
 
 from __future__ import annotations
@@ -179,28 +188,32 @@ def _fetch_records(ctx, log, ranges) -> bytes:
     return b"".join(out)
 
 
-def _acquire(ctx, sg, s: ShareSession, max_records: int, now: int) -> dict:
-    """Acquire over the session's partitions, round robin: {(topic, p): (ranges, records)}."""
+def _acquire(ctx, sg, s: ShareSession, max_records: int, max_bytes: int, now: int,
+             aligned: bool = True) -> dict:
+    """Acquire over the session's partitions, round robin: {(topic, p): (ranges, records)};
+    ``aligned``: fresh records to the end of a stored batch; ``max_bytes`` (module doc)."""
     st = sg.settings_for(s.group)
     parts = list(s.parts)
     out: dict = {}
-    if not parts:
+    if not parts or max_bytes <= 0:
         return out
     left = max_records
     k = len(parts)
     start = s.start % k
     s.start = start + 1
     for i in range(k):
-        if left <= 0:
+        if left <= 0 or max_bytes <= 0:
             break
         name, p = parts[(start + i) % k]
         try:
             sp = sg.partition(s.group, name, p)
             ranges = sp.acquire(s.member, left, now, st.record_lock_ms, st.delivery_limit,
-                                 st.max_record_locks)
+                                 st.max_record_locks, _MAX_RECORDS if aligned else 0, max_bytes)
             if ranges:
-                out[(name, p)] = (ranges, _fetch_records(ctx, sp.log, ranges))
+                data = _fetch_records(ctx, sp.log, ranges)
+                out[(name, p)] = (ranges, data)
                 left -= sum(last - first + 1 for first, last, _ in ranges)
+                max_bytes -= len(data)
         except E.VQSError as e:
             # (kept in the session: a topic made again under its name has the same id, and
             # the client, which still counts the partition in, fetches it again)
@@ -230,11 +243,11 @@ async def share_fetch(ctx, conn, v, r):
     epoch = r.int32()
     max_wait = r.int32()
     r.int32()  # min bytes: any acquired record is answered
-    r.int32()  # max bytes: bounded by max records and whole batches instead
+    max_bytes = r.int32()
     max_records = r.int32()
     r.int32()  # batch size
-    if v >= 2:
-        r.int8()  # acquire mode
+    # acquire mode (v2, KIP-1206): 0 batch_optimized (v1's, batch-aligned), 1 record_limit
+    record_limit = v >= 2 and r.int8() == 1
     wanted = _read_topics(r)
     forgotten = []
     for _ in range(r.compact_array_len(3)):
@@ -288,7 +301,7 @@ async def share_fetch(ctx, conn, v, r):
         limit = min(max_records if max_records > 0 else 500, _MAX_RECORDS)
         deadline = time.monotonic() + min(max(max_wait, 0) / 1000, _MAX_WAIT_S)
         while True:
-            acquired = await ctx.blocking(_acquire, ctx, sg, s, limit, _now_ms())
+            acquired = await ctx.blocking(_acquire, ctx, sg, s, limit, max_bytes, _now_ms(), not record_limit)
             left = deadline - time.monotonic()
             if acquired or left <= 0 or ctx.stopping or not s.parts:
                 break
@@ -300,8 +313,8 @@ async def share_fetch(ctx, conn, v, r):
                     pass
             try:  # woken by an append; locks that end or records others release: within a slice
                 await conn.unless_closed(wait_topics(
-                    topics, lambda: _something_to_acquire(sg, s, _now_ms()), min(left, _POLL_SLICE_S),
-                    lambda: ctx.stopping))
+                    topics, lambda: max_bytes > 0 and _something_to_acquire(sg, s, _now_ms()),
+                    min(left, _POLL_SLICE_S), lambda: ctx.stopping))
             except E.VQSError:
                 pass
     rows: dict = {}
