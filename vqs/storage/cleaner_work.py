@@ -1,0 +1,372 @@
+"""The reading and writing half of a cleaning pass (cleaner.py): the offset map
+of the dirty section, and the survivors of a group of sealed segments written
+to ``{first}.cleaned``. It touches no state of the log: only the files of
+sealed segments (never written again) and the one ``.cleaned`` file it
+creates, so it runs in the log's process or in a worker process
+(cleaner_worker.py) alike; the swap that puts the file in place is cleaner.py's.
+
+Per-batch work over the columns: a batch's keys are sliced out of its key
+column at once, the map takes them with one ``dict.update``, the survivors of
+a batch are index ranges, and a run of survivors with consecutive offsets is
+written as one batch made from slices of the columns it came from (no record
+objects).
+
+Invariants: a batch is read only once CRC-verified and continuing the offsets
+(``segment_batches``); the ``.cleaned`` file is fsynced before ``write`` returns, and
+any failure removes it (the log never sees a partial one).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from array import array
+from bisect import bisect_left
+from itertools import islice
+
+from ..errors import CorruptRecordError
+from . import fs
+from .durable_file import remove_files, write_all
+from .record_batch import (
+    ATTR_COMPACTED,
+    ATTR_HEADERS,
+    ATTR_KEYS,
+    ATTR_NULL_VALUES,
+    ATTR_TIMESTAMPS,
+    HEADER,
+    HEADER_SIZE,
+    encode_batch_parts,
+    frame_batch,
+    peek_header,
+)
+from .segment import Segment, segment_name
+from .segment_reads import batches_at
+
+CLEANED_SUFFIX = ".cleaned"
+#: records and bytes (keys and values) of a batch the cleaner writes (as the log's own defaults)
+BATCH_RECORDS = 4096
+BATCH_BYTES = 1 << 20
+#: the cleaner's output is written in writes of about this many bytes
+WRITE_BYTES = 1 << 20
+#: what the offset map counts per key besides the key's bytes
+KEY_OVERHEAD = 100
+
+
+def cleaned_path(directory: str, first: int) -> str:
+    return os.path.join(directory, segment_name(first) + CLEANED_SUFFIX)
+
+
+def _all_valid(n: int) -> bytes:
+    """A validity bitmap of ``n`` set bits (LSB first)."""
+    return b"\xff" * (n >> 3) + (bytes(((1 << (n & 7)) - 1,)) if n & 7 else b"")
+
+
+def _keys(b) -> list:
+    """The batch's keys (None: a null key) sliced from its key column at once."""
+    o = b.key_offsets.tolist()
+    d = b.key_data.tobytes()
+    keys = [d[x:y] for x, y in zip(o, islice(o, 1, None))]
+    kv = b.key_validity
+    if kv.tobytes() != _all_valid(b.count):
+        for i in range(b.count):
+            if not (kv[i >> 3] >> (i & 7)) & 1:
+                keys[i] = None
+    return keys
+
+
+def segment_batches(seg: Segment):
+    """Every batch of a sealed segment, CRC-verified and continuous (CorruptRecordError otherwise)."""
+    pos, expected = 0, seg.base_offset
+    while pos < seg.size:
+        batches, nxt, _ = batches_at(seg, expected, BATCH_BYTES, (pos, expected))
+        if not batches or nxt is None or nxt <= pos:
+            raise CorruptRecordError(f"{seg.log_path}: no valid batch at position {pos}",
+                                     path=seg.log_path, position=pos)
+        yield from batches
+        pos, expected = nxt, batches[-1].next_offset
+
+
+class OffsetMap:
+    """key -> offset of its latest record in the dirty section; bounded by ``max_bytes``
+    (keys' bytes plus KEY_OVERHEAD per key; a batch's new keys are counted at its
+    average key length)."""
+
+    __slots__ = ("offsets", "bytes", "max_bytes")
+
+    def __init__(self, max_bytes: int):
+        self.offsets: dict[bytes, int] = {}
+        self.bytes = 0
+        self.max_bytes = max_bytes
+
+    def add_segment(self, seg: Segment) -> None:
+        offsets = self.offsets
+        for b in segment_batches(seg):
+            if b.key_validity is None:
+                continue
+            keys = _keys(b)
+            before = len(offsets)
+            offsets.update(zip(keys, range(b.base_offset, b.next_offset)))
+            offsets.pop(None, None)
+            added = len(offsets) - before
+            if added:
+                self.bytes += added * (KEY_OVERHEAD + len(b.key_data) // b.count)
+
+    @property
+    def full(self) -> bool:
+        return self.bytes >= self.max_bytes
+
+
+def scan_headers(segs: list[Segment]) -> tuple[set[tuple[int, int, int]], list[int]]:
+    """From the batch headers alone: (producer id, epoch, base sequence) of every idempotent
+    producer's last batch in ``segs``, and each segment's largest timestamp. The cleaner
+    keeps those batches whole (all the pieces of a split one): a producer's state is rebuilt
+    from the log after a crash, and one whose last batch were gone would be refused (out of
+    order) when it goes on."""
+    last: dict[int, tuple[int, int, int]] = {}
+    max_ts: list[int] = []
+    for seg in segs:
+        pos, m = 0, -1
+        while pos + HEADER_SIZE <= seg.size:
+            head = seg.pread(pos, min(BATCH_BYTES, seg.size - pos))
+            p = 0
+            while p + HEADER_SIZE <= len(head):
+                h = peek_header(head, p)
+                if h is None:
+                    break
+                f = HEADER.unpack_from(head, p)
+                m = max(m, f[8])
+                if f[9] >= 0:
+                    last[f[9]] = (f[9], f[10], f[11])
+                p += h[1]
+            if p == 0:
+                break  # damage: segment_batches reports it
+            pos += p
+        max_ts.append(m)
+    return set(last.values()), max_ts
+
+
+def _encode_run(base: int, pieces: list, codec: int, compacted: bool) -> list:
+    """One batch of the records ``pieces`` hold (``(batch, i, j)``: records ``[i, j)`` of a
+    decoded batch, every one with a key; together consecutive offsets from ``base``),
+    its columns made from slices of theirs (the layout encode_batch_parts writes)."""
+    n = 0
+    vo = array("I", [0])
+    ko = array("I", [0])
+    ho = array("I", [0])
+    vdata, kdata, hdata, ts, nulls = [], [], [], [], None
+    headers = any(b.header_offsets is not None for b, _, _ in pieces)
+    for b, i, j in pieces:
+        for offs, data, col, out in ((b.value_offsets, b.value_data, vo, vdata),
+                                     (b.key_offsets, b.key_data, ko, kdata)):
+            start, shift = offs[i], col[-1] - offs[i]
+            col.extend([x + shift for x in offs[i + 1 : j + 1]])
+            out.append(data[start : offs[j]])
+        if headers:
+            o = b.header_offsets
+            if o is None:
+                ho.extend([ho[-1]] * (j - i))
+            else:
+                shift = ho[-1] - o[i]
+                ho.extend([x + shift for x in o[i + 1 : j + 1]])
+                hdata.append(b.header_data[o[i] : o[j]])
+        ts.extend([b.first_timestamp_ms] * (j - i) if b.timestamps is None else b.timestamps[i:j].tolist())
+        vv = b.value_validity
+        if vv is not None or nulls is not None:
+            if nulls is None:
+                nulls = [1] * n
+            nulls.extend([1] * (j - i) if vv is None else [(vv[k >> 3] >> (k & 7)) & 1 for k in range(i, j)])
+        n += j - i
+    if vo[-1] > 0xFFFF_FFFF or ko[-1] > 0xFFFF_FFFF:
+        raise OverflowError("a cleaned batch column exceeds 4 GiB")  # (bounded by BATCH_BYTES)
+    attrs = ATTR_KEYS | (ATTR_COMPACTED if compacted else 0)
+    body = [vo, *vdata, _all_valid(n), ko, *kdata]
+    if headers:
+        attrs |= ATTR_HEADERS
+        body += [ho, *hdata]
+    first_ts, max_ts = ts[0], max(ts)
+    if max_ts != first_ts or min(ts) != first_ts:
+        attrs |= ATTR_TIMESTAMPS
+        body.append(array("q", ts))
+    if nulls is not None and 0 in nulls:
+        attrs |= ATTR_NULL_VALUES
+        bits = bytearray((n + 7) >> 3)
+        for k, v in enumerate(nulls):
+            if v:
+                bits[k >> 3] |= 1 << (k & 7)
+        body.append(bytes(bits))
+    if sys.byteorder != "little":
+        for part in body:
+            if isinstance(part, array):
+                part.byteswap()
+    return frame_batch(base, body, n, attrs, first_ts, max_ts, codec=codec)
+
+
+class _Writer:
+    """The survivors of a group of segments into ``{first}.cleaned``."""
+
+    def __init__(self, directory: str, first: int, codec: int):
+        self.path = cleaned_path(directory, first)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.expected = first  # where a batch continues the offsets without ATTR_COMPACTED
+        self.codec = codec
+        self.size = 0  # bytes of the batches made (all written once finish returns)
+        self.run: list = []  # (batch, i, j) pieces of consecutive offsets waiting to be written
+        self.run_n = self.run_bytes = 0
+        self.run_end = -1  # the offset that continues the run
+        # encoded batches not yet written: one write per WRITE_BYTES, not one per batch (a
+        # stream of key updates leaves runs of a few records, each its own batch)
+        self.pending: list = []
+        self.pending_bytes = 0
+
+    def piece(self, b, i: int, j: int) -> None:
+        """Records ``[i, j)`` of batch ``b`` (each with a key) join the run (cut at
+        BATCH_RECORDS records or once BATCH_BYTES of keys and values are in)."""
+        vo, ko = b.value_offsets, b.key_offsets
+        while i < j:
+            if self.run and (b.base_offset + i != self.run_end or self.run_n >= BATCH_RECORDS
+                             or self.run_bytes >= BATCH_BYTES):
+                self.flush_run()
+            m = min(j, i + BATCH_RECORDS - self.run_n)
+            room = BATCH_BYTES - self.run_bytes
+            v0, k0 = vo[i], ko[i]
+            if vo[m] - v0 + ko[m] - k0 >= room:  # the record that reaches the bound is the last
+                m = i + 1 + bisect_left(range(i + 1, m + 1), room, key=lambda k: vo[k] - v0 + ko[k] - k0)
+            self.run.append((b, i, m))
+            self.run_n += m - i
+            self.run_bytes += vo[m] - v0 + ko[m] - k0
+            self.run_end = b.base_offset + m
+            i = m
+
+    def flush_run(self) -> None:
+        if not self.run:
+            return
+        b, i, _ = self.run[0]
+        base = b.base_offset + i
+        self._emit(_encode_run(base, self.run, self.codec, base != self.expected))
+        self.expected = self.run_end
+        self.run, self.run_n, self.run_bytes = [], 0, 0
+
+    def _emit(self, parts: list) -> None:
+        n = 0
+        for p in parts:
+            n += memoryview(p).nbytes  # (arrays among them: offsets, timestamps)
+        self.pending += parts
+        self.pending_bytes += n
+        self.size += n
+        if self.pending_bytes >= WRITE_BYTES:
+            self._drain()
+
+    def _drain(self) -> None:
+        if self.pending:
+            write_all(self.fd, [b"".join(self.pending)])  # one buffer: one write
+            self.pending, self.pending_bytes = [], 0
+
+    def batch(self, b) -> None:
+        """A batch that keeps every record: copied as it is when it continues the offsets, else
+        written again with bit 4: as a run, or (a producer's batch, or one with a null key)
+        encoded with its producer fields (an idempotent producer's state)."""
+        self.flush_run()
+        if b.base_offset == self.expected:
+            self._emit([b.raw])
+            self.expected = b.next_offset
+        elif b.producer_id < 0 and b.key_validity is not None and b.key_validity.tobytes() == _all_valid(b.count):
+            self.piece(b, 0, b.count)  # after a gap: a run (bit 4), which what follows may continue
+        else:
+            rs = b.records()
+            self._emit(encode_batch_parts(
+                b.base_offset, [r.value for r in rs], keys=[r.key for r in rs],
+                headers=[r.headers or None for r in rs], timestamps=[r.timestamp_ms for r in rs],
+                codec=self.codec, nulls=True, compacted=True, producer_id=b.producer_id,
+                producer_epoch=b.producer_epoch, base_sequence=b.base_sequence))
+            self.expected = b.next_offset
+
+    def finish(self) -> None:
+        self.flush_run()
+        self._drain()
+        fs.fsync(self.fd)
+        os.close(self.fd)
+        self.fd = -1
+
+    def abandon(self) -> None:
+        self.pending = []
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        remove_files(self.path)
+
+
+def _kept(b, latest: dict, tombstones_before: int) -> list[int]:
+    """Indexes of ``b``'s records a pass keeps: a key whose latest mapped offset is not
+    later, and not a tombstone below ``tombstones_before``."""
+    if b.key_validity is None:
+        return []
+    base = b.base_offset
+    get = latest.get
+    kept = [o - base for k, o in zip(_keys(b), range(base, b.next_offset)) if k is not None and get(k, o) <= o]
+    vv = b.value_validity
+    if vv is not None and base < tombstones_before:
+        kept = [i for i in kept if base + i >= tombstones_before or (vv[i >> 3] >> (i & 7)) & 1]
+    return kept
+
+
+class CleanWork:
+    """One pass's reading and writing over the sealed segments ``segs`` (in order):
+    ``map`` first, then ``write`` for each group."""
+
+    def __init__(self, directory: str, segs: list[Segment]):
+        self.directory = directory
+        self.segs = segs
+        self.latest: dict[bytes, int] = {}
+        self.producers: set = set()
+        self.max_ts: list[int] = []  # of the segments mapped and those before them
+
+    def map(self, first_dirty: int, max_map_bytes: int) -> int:
+        """Map the dirty section from ``segs[first_dirty]`` on until the map is full (at
+        least one segment); the count of segments mapped, from the first."""
+        omap = OffsetMap(max_map_bytes)
+        mapped = first_dirty
+        while mapped < len(self.segs) and not (omap.full and mapped > first_dirty):
+            omap.add_segment(self.segs[mapped])
+            mapped += 1
+        self.latest = omap.offsets
+        self.producers, self.max_ts = scan_headers(self.segs[:mapped])
+        return mapped
+
+    def write(self, group: list[int], codec: int, clean_point: int, horizon: int) -> tuple[int, int]:
+        """Write the survivors of ``segs[i] for i in group`` (mapped ones) to
+        ``{first}.cleaned``, fsynced; (bytes written, records removed). A segment whose
+        newest record is not after ``horizon`` (``delete_retention_ms`` ago) loses its
+        tombstones below the clean point."""
+        segs = [self.segs[i] for i in group]
+        w = _Writer(self.directory, segs[0].base_offset, codec)
+        latest, producers = self.latest, self.producers
+        removed = 0
+        try:
+            for i, seg in zip(group, segs):
+                before = clean_point if self.max_ts[i] <= horizon else 0
+                for b in segment_batches(seg):
+                    if b.producer_id >= 0 and (b.producer_id, b.producer_epoch, b.base_sequence) in producers:
+                        w.batch(b)  # an idempotent producer's last batch stays whole
+                        continue
+                    kept = _kept(b, latest, before)
+                    removed += b.count - len(kept)
+                    if len(kept) == b.count:
+                        w.batch(b)
+                        continue
+                    start = prev = -2
+                    for i in kept:
+                        if i != prev + 1:
+                            if start >= 0:
+                                w.piece(b, start, prev + 1)
+                            start = i
+                        prev = i
+                    if start >= 0:
+                        w.piece(b, start, prev + 1)
+            w.finish()
+        except BaseException:
+            w.abandon()
+            raise
+        return w.size, removed
+
+    def close(self) -> None:
+        self.latest = {}
