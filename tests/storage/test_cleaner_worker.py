@@ -6,7 +6,9 @@ opens and cleans."""
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import select
 import shutil
 import signal
@@ -43,21 +45,29 @@ KILLING_MAIN = textwrap.dedent("""
 
 
 def _populate(path, compression=None):
-    log = Log.open(path, segment_bytes=900, flush="always", batch_max_records=4, compression=compression)
-    for i in range(300):
-        key = None if i % 37 == 5 else b"k%d" % (i % 13)
-        value = None if i % 29 == 0 else b"value-%d" % i
-        headers = [("h", b"%d" % i)] if i % 7 == 0 else None
-        log.append(value, key=key, timestamp_ms=1000 + i // 3, headers=headers)
+    """Batches of up to 8 records over 150 keys (half updates): cleaning keeps runs of a
+    few records, some crossing batches; headers, tombstones, keyless records, timestamps
+    that differ within a batch."""
+    rng = random.Random(31)
+    log = Log.open(path, segment_bytes=2000, flush="always", batch_max_records=8, compression=compression)
+    i = 0
+    while i < 900:
+        n = rng.randrange(1, 9)
+        log.append_batch(
+            [None if k % 29 == 0 else b"value-%d" % k for k in range(i, i + n)],
+            keys=[None if k % 37 == 5 else b"k%d" % rng.randrange(150) for k in range(i, i + n)],
+            headers=[[("h", b"%d" % k)] if k % 7 < 3 and i % 3 else None for k in range(i, i + n)],
+            timestamps_ms=[1000 + k // 3 for k in range(i, i + n)])
+        i += n
     # one pass first: the next also meets cleaned segments (bit 4) and old tombstones
     clean_log(log, CompactionSettings(delete_retention_ms=10**12), now_ms=10**6, force=True)
-    for i in range(300, 420):
-        log.append(b"value-%d" % i, key=b"k%d" % (i % 17), timestamp_ms=2000 + i)
+    for i in range(900, 1100):
+        log.append(b"value-%d" % i, key=b"k%d" % rng.randrange(60), timestamp_ms=2000 + i)
     log.close()
 
 
 def _open(path, compression=None):
-    return Log.open(path, segment_bytes=4000, flush="always", compression=compression)
+    return Log.open(path, segment_bytes=8000, flush="always", compression=compression)
 
 
 def _records(log):
@@ -81,6 +91,15 @@ def _scratch(path):
 def test_the_worker_writes_what_the_pass_in_process_writes(tmp_path, compression):
     pristine = str(tmp_path / "pristine")
     _populate(pristine, compression)
+    with _open(pristine, compression) as log:
+        old = _records(log)
+        active = log._segs.all[-1].base_offset
+    with open(os.path.join(pristine, "cleaner.checkpoint"), "rb") as f:
+        clean_point = json.loads(f.read())["clean_point"]
+    latest = {k: o for o, k, *_ in old if o < active and k is not None}
+    # kept: the uncleaned tail; else the latest of its key, and not a tombstone below the clean point
+    model = [r for r in old if r[0] >= active or (
+        r[1] is not None and latest[r[1]] == r[0] and not (r[2] is None and r[0] < clean_point))]
     results = {}
     for mode in ("here", "worker"):
         path = str(tmp_path / mode)
@@ -89,6 +108,7 @@ def test_the_worker_writes_what_the_pass_in_process_writes(tmp_path, compression
             stats = clean_log(log, SETTINGS, now_ms=10**7, force=True, worker=mode == "worker")
             results[mode] = (vars(stats), _records(log), _files(path))
     assert results["worker"][0]["records_removed"] > 0
+    assert results["here"][1] == model
     assert results["worker"] == results["here"]
 
 
@@ -148,7 +168,7 @@ OWNER = textwrap.dedent("""
     from vqs.storage.cleaner_worker import main
     sys.exit(main(sys.argv[1:]))
     '''
-    log = Log.open(sys.argv[1], segment_bytes=4000, flush="always")
+    log = Log.open(sys.argv[1], segment_bytes=8000, flush="always")
     clean_log(log, CompactionSettings(delete_retention_ms=0), force=True, worker=True)
 """)
 
@@ -195,3 +215,20 @@ def test_a_worker_dies_with_its_owner(tmp_path):
         assert set(got) <= set(old) and set(new) <= set(got)
         assert clean_log(log, SETTINGS, force=True, worker=True).records_removed > 0
         assert _records(log) == new
+
+
+@pytest.mark.parametrize("codec", [0, 1])
+def test_a_run_across_batches_keeps_every_column(codec):
+    from vqs.storage.cleaner_work import _encode_run
+    from vqs.storage.record_batch import decode_batch, encode_batch
+
+    a = decode_batch(encode_batch(10, [b"a0", None, b"a2", b"a3"], keys=[b"x", b"y", b"z", b"w"],
+                                  headers=[None, [("h", b"1")], None, [("g", None)]],
+                                  timestamps=[5, 6, 7, 8], nulls=True))
+    b = decode_batch(encode_batch(14, [b"b0", b"b1", b"b2"], keys=[b"p", b"q", b"r"], timestamps=9))
+    for pieces in ([(a, 1, 4), (b, 0, 2)], [(b, 1, 3), (a, 0, 2)]):
+        base = pieces[0][0].base_offset + pieces[0][1]
+        got = decode_batch(b"".join(_encode_run(base, pieces, codec, True)))
+        want = [r for x, i, j in pieces for r in x.records(i, j)]
+        assert [r[1:] for r in got.records()] == [r[1:] for r in want]
+        assert got.base_offset == base and got.count == len(want)

@@ -22,6 +22,7 @@ import os
 import sys
 from array import array
 from bisect import bisect_left
+from functools import lru_cache
 from itertools import islice
 
 from ..errors import CorruptRecordError
@@ -33,10 +34,12 @@ from .record_batch import (
     ATTR_KEYS,
     ATTR_NULL_VALUES,
     ATTR_TIMESTAMPS,
+    CODEC_NONE,
     HEADER,
     HEADER_SIZE,
     encode_batch_parts,
     frame_batch,
+    head_batch,
     peek_header,
 )
 from .segment import Segment, segment_name
@@ -50,12 +53,14 @@ BATCH_BYTES = 1 << 20
 WRITE_BYTES = 1 << 20
 #: what the offset map counts per key besides the key's bytes
 KEY_OVERHEAD = 100
+_LITTLE = sys.byteorder == "little"
 
 
 def cleaned_path(directory: str, first: int) -> str:
     return os.path.join(directory, segment_name(first) + CLEANED_SUFFIX)
 
 
+@lru_cache(maxsize=BATCH_RECORDS + 1)
 def _all_valid(n: int) -> bytes:
     """A validity bitmap of ``n`` set bits (LSB first)."""
     return b"\xff" * (n >> 3) + (bytes(((1 << (n & 7)) - 1,)) if n & 7 else b"")
@@ -145,60 +150,71 @@ def scan_headers(segs: list[Segment]) -> tuple[set[tuple[int, int, int]], list[i
     return set(last.values()), max_ts
 
 
+def _u32(values: list) -> array:
+    a = array("I", values)
+    if not _LITTLE:
+        a.byteswap()
+    return a
+
+
 def _encode_run(base: int, pieces: list, codec: int, compacted: bool) -> list:
     """One batch of the records ``pieces`` hold (``(batch, i, j)``: records ``[i, j)`` of a
     decoded batch, every one with a key; together consecutive offsets from ``base``),
-    its columns made from slices of theirs (the layout encode_batch_parts writes)."""
-    n = 0
-    vo = array("I", [0])
-    ko = array("I", [0])
-    ho = array("I", [0])
-    vdata, kdata, hdata, ts, nulls = [], [], [], [], None
-    headers = any(b.header_offsets is not None for b, _, _ in pieces)
-    for b, i, j in pieces:
-        for offs, data, col, out in ((b.value_offsets, b.value_data, vo, vdata),
-                                     (b.key_offsets, b.key_data, ko, kdata)):
-            start, shift = offs[i], col[-1] - offs[i]
-            col.extend([x + shift for x in offs[i + 1 : j + 1]])
-            out.append(data[start : offs[j]])
-        if headers:
-            o = b.header_offsets
-            if o is None:
-                ho.extend([ho[-1]] * (j - i))
-            else:
-                shift = ho[-1] - o[i]
-                ho.extend([x + shift for x in o[i + 1 : j + 1]])
-                hdata.append(b.header_data[o[i] : o[j]])
-        ts.extend([b.first_timestamp_ms] * (j - i) if b.timestamps is None else b.timestamps[i:j].tolist())
-        vv = b.value_validity
-        if vv is not None or nulls is not None:
-            if nulls is None:
-                nulls = [1] * n
-            nulls.extend([1] * (j - i) if vv is None else [(vv[k >> 3] >> (k & 7)) & 1 for k in range(i, j)])
-        n += j - i
-    if vo[-1] > 0xFFFF_FFFF or ko[-1] > 0xFFFF_FFFF:
-        raise OverflowError("a cleaned batch column exceeds 4 GiB")  # (bounded by BATCH_BYTES)
+    its body made from slices of their columns (the layout encode_batch_parts writes)."""
+    out = bytearray(HEADER_SIZE)
+    n = sum(j - i for _, i, j in pieces)
     attrs = ATTR_KEYS | (ATTR_COMPACTED if compacted else 0)
-    body = [vo, *vdata, _all_valid(n), ko, *kdata]
-    if headers:
+    columns = [("value_offsets", "value_data"), ("key_offsets", "key_data")]
+    if any(b.header_offsets is not None for b, _, _ in pieces):
         attrs |= ATTR_HEADERS
-        body += [ho, *hdata]
-    first_ts, max_ts = ts[0], max(ts)
-    if max_ts != first_ts or min(ts) != first_ts:
-        attrs |= ATTR_TIMESTAMPS
-        body.append(array("q", ts))
-    if nulls is not None and 0 in nulls:
-        attrs |= ATTR_NULL_VALUES
-        bits = bytearray((n + 7) >> 3)
-        for k, v in enumerate(nulls):
-            if v:
-                bits[k >> 3] |= 1 << (k & 7)
-        body.append(bytes(bits))
-    if sys.byteorder != "little":
-        for part in body:
-            if isinstance(part, array):
-                part.byteswap()
-    return frame_batch(base, body, n, attrs, first_ts, max_ts, codec=codec)
+        columns.append(("header_offsets", "header_data"))
+    for at, (offsets_name, data_name) in enumerate(columns):
+        if at == 1:
+            out += _all_valid(n)  # (every record kept has a key)
+        offs, size = [0], 0
+        for b, i, j in pieces:
+            o = getattr(b, offsets_name)
+            if o is None:  # (a piece without headers: empty ones)
+                offs += [size] * (j - i)
+                continue
+            shift = size - o[i]
+            offs += [x + shift for x in o[i + 1 : j + 1]]
+            size += o[j] - o[i]
+        if size > 0xFFFF_FFFF:
+            raise OverflowError("a cleaned batch column exceeds 4 GiB")  # (bounded by BATCH_BYTES)
+        out += _u32(offs)
+        for b, i, j in pieces:
+            o = getattr(b, offsets_name)
+            if o is not None:
+                out += getattr(b, data_name)[o[i] : o[j]]
+    if len(pieces) == 1 and pieces[0][0].timestamps is None:
+        first_ts = max_ts = pieces[0][0].first_timestamp_ms
+    else:
+        ts = []
+        for b, i, j in pieces:
+            ts += [b.first_timestamp_ms] * (j - i) if b.timestamps is None else b.timestamps[i:j].tolist()
+        first_ts, max_ts = ts[0], max(ts)
+        if max_ts != first_ts or min(ts) != first_ts:
+            attrs |= ATTR_TIMESTAMPS
+            t = array("q", ts)
+            if not _LITTLE:
+                t.byteswap()
+            out += t
+    if any(b.value_validity is not None for b, _, _ in pieces):
+        bits = []
+        for b, i, j in pieces:
+            vv = b.value_validity
+            bits += [1] * (j - i) if vv is None else [(vv[k >> 3] >> (k & 7)) & 1 for k in range(i, j)]
+        if 0 in bits:
+            attrs |= ATTR_NULL_VALUES
+            packed = bytearray((n + 7) >> 3)
+            for k, v in enumerate(bits):
+                if v:
+                    packed[k >> 3] |= 1 << (k & 7)
+            out += packed
+    if codec != CODEC_NONE:
+        return frame_batch(base, [memoryview(out)[HEADER_SIZE:]], n, attrs, first_ts, max_ts, codec=codec)
+    return [head_batch(out, base, n, attrs, first_ts, max_ts)]
 
 
 class _Writer:

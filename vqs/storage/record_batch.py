@@ -264,6 +264,18 @@ def frame_batch(base_offset: int, body: list, n: int, attrs: int, first_ts: int,
     return [header, *body]
 
 
+def head_batch(buf: bytearray, base_offset: int, n: int, attrs: int, first_ts: int, max_ts: int) -> bytearray:
+    """``buf``: HEADER_SIZE bytes of room, then the uncompressed body of a batch of ``n``
+    records (the columns ``attrs`` announces); its header and CRC filled in place."""
+    body_len = len(buf) - HEADER_SIZE
+    if body_len + HEADER_SIZE - LENGTH_OVERHEAD > MAX_BATCH_BYTES:
+        raise MessageTooLarge(f"record batch of {len(buf)} bytes exceeds the {MAX_BATCH_BYTES}-byte batch limit")
+    HEADER.pack_into(buf, 0, base_offset, body_len + HEADER_SIZE - LENGTH_OVERHEAD, 0, MAGIC, CODEC_NONE,
+                     attrs, n, first_ts, max_ts, -1, -1, -1, body_len)
+    _U32.pack_into(buf, 12, _crc(memoryview(buf)[CRC_START:]))
+    return buf
+
+
 def _validity(items: Sequence, always: bool = False) -> bytes | None:
     """The column's validity bitmap (LSB first, 1: not None); None when no item is None,
     unless ``always``."""
