@@ -28,9 +28,11 @@ DEFAULT_INTERVAL_S = 15.0
 class TopicCleaner:
     """Compaction of a broker's compacted topics (module doc)."""
 
-    def __init__(self, catalog, interval_s: float = DEFAULT_INTERVAL_S, now_ms=None, *, worker: bool = True):
+    def __init__(self, catalog, interval_s: float = DEFAULT_INTERVAL_S, now_ms=None, *, worker: bool = True,
+                 io_max_bytes_per_s: float | None = None):
         self._catalog = catalog
         self._worker = worker
+        self._io_max_bytes_per_s = io_max_bytes_per_s  # (each pass's bound: clean_log)
         self._interval_s = interval_s
         self._now_ms = now_ms  # None: each log's own clock
         self._pass_lock = threading.Lock()
@@ -68,7 +70,8 @@ class TopicCleaner:
                     try:
                         log = t.log(p)
                         now = self._now_ms() if self._now_ms is not None else None
-                        s = clean_log(log, settings, now, force=force, stop=self._stop.is_set, worker=self._worker)
+                        s = clean_log(log, settings, now, force=force, stop=self._stop.is_set, worker=self._worker,
+                                      io_max_bytes_per_s=self._io_max_bytes_per_s)
                     except LogClosedError:
                         break  # deleted or closing
                     except (VQSError, OSError) as e:  # (a damaged segment, a failing disk: the log says)

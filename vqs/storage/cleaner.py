@@ -91,6 +91,12 @@ class CleanStats:
     records_removed: int = 0
 
 
+def check_rate(name: str, value) -> None:
+    """A bytes-per-second bound: None (none) or a number > 0 (ConfigError names ``name``)."""
+    if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0):
+        raise ConfigError(f"{name} must be a number > 0 or None, not {value!r}")
+
+
 def _swap_name(first: int, end: int) -> str:
     return f"{segment_name(first)}-{segment_name(end)}{SWAP_SUFFIX}"
 
@@ -152,11 +158,14 @@ def _groups(segs: list[Segment], ends: list[int], max_bytes: int) -> list[list[i
 
 
 def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, force: bool = False,
-              stop=None, worker: bool = False) -> CleanStats:
+              stop=None, worker: bool = False, io_max_bytes_per_s: float | None = None) -> CleanStats:
     """One cleaning pass over ``log`` (module doc); ``force`` ignores the dirty ratio; ``stop()``
     true ends the pass before its next group (what is swapped stays; the clean point stays).
     ``worker``: the map and the cleaned files are made in a worker process
-    (cleaner_worker.py); this thread keeps only the planning and the swaps."""
+    (cleaner_worker.py); this thread keeps only the planning and the swaps.
+    ``io_max_bytes_per_s``: the pass reads and writes at most this many bytes a second
+    (Kafka's ``log.cleaner.io.max.bytes.per.second``; None: no bound)."""
+    check_rate("io_max_bytes_per_s", io_max_bytes_per_s)
     stats = CleanStats()
     now_ms = log._now_ms() if now_ms is None else now_ms
     segs, ends = sealed_segments(log)
@@ -178,7 +187,8 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
         due = first is not None and first.first_timestamp_ms <= now_ms - settings.max_compaction_lag_ms
     if not due:
         return stats
-    work = Worker(log, segs) if worker else CleanWork(log.path, segs)
+    work = (Worker(log, segs, io_max_bytes_per_s) if worker
+            else CleanWork(log.path, segs, io_max_bytes_per_s))
     try:
         _clean(log, settings, work, segs, ends, first_dirty, clean_point, now_ms, stop, stats)
     finally:

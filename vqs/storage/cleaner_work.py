@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from array import array
 from bisect import bisect_left
 from functools import lru_cache
@@ -79,7 +80,29 @@ def _keys(b) -> list:
     return keys
 
 
-def segment_batches(seg: Segment):
+class IoThrottle:
+    """At most ``rate`` bytes a second read and written over a pass (Kafka's
+    ``log.cleaner.io.max.bytes.per.second``): ``took(n)`` sleeps while the pass is
+    ahead of it. None: no bound."""
+
+    def __init__(self, rate: float | None, clock=time.monotonic, sleep=time.sleep):
+        self.rate, self.clock, self.sleep = rate, clock, sleep
+        self.start = clock()
+        self.done = 0
+
+    def took(self, n: int) -> None:
+        if self.rate is None:
+            return
+        self.done += n
+        ahead = self.done / self.rate - (self.clock() - self.start)
+        if ahead > 0:
+            self.sleep(ahead)
+
+
+UNTHROTTLED = IoThrottle(None)
+
+
+def segment_batches(seg: Segment, throttle: IoThrottle = UNTHROTTLED):
     """Every batch of a sealed segment, CRC-verified and continuous (CorruptRecordError otherwise)."""
     pos, expected = 0, seg.base_offset
     while pos < seg.size:
@@ -87,6 +110,7 @@ def segment_batches(seg: Segment):
         if not batches or nxt is None or nxt <= pos:
             raise CorruptRecordError(f"{seg.log_path}: no valid batch at position {pos}",
                                      path=seg.log_path, position=pos)
+        throttle.took(nxt - pos)
         yield from batches
         pos, expected = nxt, batches[-1].next_offset
 
@@ -96,16 +120,17 @@ class OffsetMap:
     (keys' bytes plus KEY_OVERHEAD per key; a batch's new keys are counted at its
     average key length)."""
 
-    __slots__ = ("offsets", "bytes", "max_bytes")
+    __slots__ = ("offsets", "bytes", "max_bytes", "throttle")
 
-    def __init__(self, max_bytes: int):
+    def __init__(self, max_bytes: int, throttle: IoThrottle = UNTHROTTLED):
         self.offsets: dict[bytes, int] = {}
         self.bytes = 0
         self.max_bytes = max_bytes
+        self.throttle = throttle
 
     def add_segment(self, seg: Segment) -> None:
         offsets = self.offsets
-        for b in segment_batches(seg):
+        for b in segment_batches(seg, self.throttle):
             if b.key_validity is None:
                 continue
             keys = _keys(b)
@@ -121,7 +146,8 @@ class OffsetMap:
         return self.bytes >= self.max_bytes
 
 
-def scan_headers(segs: list[Segment]) -> tuple[set[tuple[int, int, int]], list[int]]:
+def scan_headers(segs: list[Segment], throttle: IoThrottle = UNTHROTTLED
+                 ) -> tuple[set[tuple[int, int, int]], list[int]]:
     """From the batch headers alone: (producer id, epoch, base sequence) of every idempotent
     producer's last batch in ``segs``, and each segment's largest timestamp. The cleaner
     keeps those batches whole (all the pieces of a split one): a producer's state is rebuilt
@@ -133,6 +159,7 @@ def scan_headers(segs: list[Segment]) -> tuple[set[tuple[int, int, int]], list[i
         pos, m = 0, -1
         while pos + HEADER_SIZE <= seg.size:
             head = seg.pread(pos, min(BATCH_BYTES, seg.size - pos))
+            throttle.took(len(head))
             p = 0
             while p + HEADER_SIZE <= len(head):
                 h = peek_header(head, p)
@@ -220,7 +247,8 @@ def _encode_run(base: int, pieces: list, codec: int, compacted: bool) -> list:
 class _Writer:
     """The survivors of a group of segments into ``{first}.cleaned``."""
 
-    def __init__(self, directory: str, first: int, codec: int):
+    def __init__(self, directory: str, first: int, codec: int, throttle: IoThrottle = UNTHROTTLED):
+        self.throttle = throttle
         self.path = cleaned_path(directory, first)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.expected = first  # where a batch continues the offsets without ATTR_COMPACTED
@@ -274,7 +302,7 @@ class _Writer:
 
     def _drain(self) -> None:
         if self.pending:
-            write_all(self.fd, [b"".join(self.pending)])  # one buffer: one write
+            self.throttle.took(write_all(self.fd, [b"".join(self.pending)]))  # one buffer: one write
             self.pending, self.pending_bytes = [], 0
 
     def batch(self, b) -> None:
@@ -329,9 +357,10 @@ class CleanWork:
     """One pass's reading and writing over the sealed segments ``segs`` (in order):
     ``map`` first, then ``write`` for each group."""
 
-    def __init__(self, directory: str, segs: list[Segment]):
+    def __init__(self, directory: str, segs: list[Segment], io_max_bytes_per_s: float | None = None):
         self.directory = directory
         self.segs = segs
+        self.throttle = IoThrottle(io_max_bytes_per_s)
         self.latest: dict[bytes, int] = {}
         self.producers: set = set()
         self.max_ts: list[int] = []  # of the segments mapped and those before them
@@ -339,13 +368,13 @@ class CleanWork:
     def map(self, first_dirty: int, max_map_bytes: int) -> int:
         """Map the dirty section from ``segs[first_dirty]`` on until the map is full (at
         least one segment); the count of segments mapped, from the first."""
-        omap = OffsetMap(max_map_bytes)
+        omap = OffsetMap(max_map_bytes, self.throttle)
         mapped = first_dirty
         while mapped < len(self.segs) and not (omap.full and mapped > first_dirty):
             omap.add_segment(self.segs[mapped])
             mapped += 1
         self.latest = omap.offsets
-        self.producers, self.max_ts = scan_headers(self.segs[:mapped])
+        self.producers, self.max_ts = scan_headers(self.segs[:mapped], self.throttle)
         return mapped
 
     def write(self, group: list[int], codec: int, clean_point: int, horizon: int) -> tuple[int, int]:
@@ -354,13 +383,13 @@ class CleanWork:
         newest record is not after ``horizon`` (``delete_retention_ms`` ago) loses its
         tombstones below the clean point."""
         segs = [self.segs[i] for i in group]
-        w = _Writer(self.directory, segs[0].base_offset, codec)
+        w = _Writer(self.directory, segs[0].base_offset, codec, self.throttle)
         latest, producers = self.latest, self.producers
         removed = 0
         try:
             for i, seg in zip(group, segs):
                 before = clean_point if self.max_ts[i] <= horizon else 0
-                for b in segment_batches(seg):
+                for b in segment_batches(seg, self.throttle):
                     if b.producer_id >= 0 and (b.producer_id, b.producer_epoch, b.base_sequence) in producers:
                         w.batch(b)  # an idempotent producer's last batch stays whole
                         continue

@@ -49,7 +49,7 @@ class Worker:
     """A worker process for one pass over ``log`` (``segs``: its sealed segments, in
     order); the same calls as cleaner_work.CleanWork. Close it when the pass ends."""
 
-    def __init__(self, log, segs: list[Segment]):
+    def __init__(self, log, segs: list[Segment], io_max_bytes_per_s: float | None = None):
         self.path = log.path
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_vqs_root(), env.get("PYTHONPATH")) if p)
@@ -60,7 +60,7 @@ class Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=fds)
         try:
             gaps = dict(segs[0].gaps) if segs else {}
-            self._call("open", self.path, [(s.base_offset, s.size) for s in segs], gaps)
+            self._call("open", self.path, [(s.base_offset, s.size) for s in segs], gaps, io_max_bytes_per_s)
         except BaseException:
             self.close()
             raise
@@ -129,14 +129,14 @@ def _serve(requests, answers) -> None:
             return
         try:
             if op == "open":
-                directory, specs, gaps = args
+                directory, specs, gaps, io_max_bytes_per_s = args
                 segs = []
                 for base, size in specs:
                     seg = Segment(directory, base, active=False, owner=False, gaps=gaps, create=False,
                                   index_interval_bytes=4096, index_capacity_bytes=1 << 20)  # (no index read)
                     seg.size = size  # (sealed: the size its log saw)
                     segs.append(seg)
-                work = CleanWork(directory, segs)
+                work = CleanWork(directory, segs, io_max_bytes_per_s)
                 answer = (True, None)
             elif op == "map":
                 answer = (True, work.map(*args))
