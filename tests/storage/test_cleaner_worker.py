@@ -230,7 +230,11 @@ def test_a_run_across_batches_keeps_every_column(codec):
                                   headers=[None, [("h", b"1")], None, [("g", None)]],
                                   timestamps=[5, 6, 7, 8], nulls=True))
     b = decode_batch(encode_batch(14, [b"b0", b"b1", b"b2"], keys=[b"p", b"q", b"r"], timestamps=9))
-    for pieces in ([(a, 1, 4), (b, 0, 2)], [(b, 1, 3), (a, 0, 2)]):
+    c = decode_batch(encode_batch(17, [b"c0", b"c1", b"c2", b""], keys=[b"s", b"tt", b"", b"v"],
+                                  timestamps=[4, 3, 3, 3]))
+    # across batches; one piece of a batch without headers or nulls, from its start or within
+    for pieces in ([(a, 1, 4), (b, 0, 2)], [(b, 1, 3), (a, 0, 2)], [(b, 0, 3)], [(b, 1, 2)],
+                   [(c, 0, 2)], [(c, 1, 4)], [(c, 2, 3)], [(a, 0, 4)]):
         base = pieces[0][0].base_offset + pieces[0][1]
         got = decode_batch(b"".join(_encode_run(base, pieces, codec, True)))
         want = [r for x, i, j in pieces for r in x.records(i, j)]

@@ -184,10 +184,41 @@ def _u32(values: list) -> array:
     return a
 
 
+def _encode_plain(base: int, b, i: int, j: int, compacted: bool) -> bytearray:
+    """``_encode_run`` of one piece of a batch without headers or null values, uncompressed,
+    on a little-endian machine (the usual run: a few records of one producer batch; its
+    columns are the file's bytes)."""
+    n = j - i
+    vo, ko = b.value_offsets, b.key_offsets
+    v0, v1, k0, k1 = vo[i], vo[j], ko[i], ko[j]
+    out = bytearray(HEADER_SIZE)
+    out += array("I", [x - v0 for x in vo[i : j + 1]]) if v0 else vo[i : j + 1]
+    out += b.value_data[v0:v1]
+    out += _all_valid(n)
+    out += array("I", [x - k0 for x in ko[i : j + 1]]) if k0 else ko[i : j + 1]
+    out += b.key_data[k0:k1]
+    attrs = ATTR_KEYS | (ATTR_COMPACTED if compacted else 0)
+    t = b.timestamps
+    if t is None:
+        first = high = b.first_timestamp_ms
+    else:
+        t = t[i:j]
+        tl = t.tolist()
+        first, high = tl[0], max(tl)
+        if high != first or min(tl) != first:
+            attrs |= ATTR_TIMESTAMPS
+            out += t
+    return head_batch(out, base, n, attrs, first, high)
+
+
 def _encode_run(base: int, pieces: list, codec: int, compacted: bool) -> list:
     """One batch of the records ``pieces`` hold (``(batch, i, j)``: records ``[i, j)`` of a
     decoded batch, every one with a key; together consecutive offsets from ``base``),
     its body made from slices of their columns (the layout encode_batch_parts writes)."""
+    if len(pieces) == 1 and codec == CODEC_NONE:
+        b, i, j = pieces[0]
+        if b.header_offsets is None and b.value_validity is None and _LITTLE:
+            return [_encode_plain(base, b, i, j, compacted)]
     out = bytearray(HEADER_SIZE)
     n = sum(j - i for _, i, j in pieces)
     attrs = ATTR_KEYS | (ATTR_COMPACTED if compacted else 0)
