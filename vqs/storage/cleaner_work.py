@@ -297,6 +297,14 @@ class _Writer:
         """Records ``[i, j)`` of batch ``b`` (each with a key) join the run (cut at
         BATCH_RECORDS records or once BATCH_BYTES of keys and values are in)."""
         vo, ko = b.value_offsets, b.key_offsets
+        base = b.base_offset
+        if j < b.count and (not self.run or base + i != self.run_end) and j - i <= BATCH_RECORDS \
+                and vo[j - 1] - vo[i] + ko[j - 1] - ko[i] < BATCH_BYTES:
+            # a run that nothing continues (the batch goes on without it) and fits: written now
+            self.flush_run()
+            self._emit(_encode_run(base + i, [(b, i, j)], self.codec, base + i != self.expected))
+            self.expected = base + j
+            return
         while i < j:
             if self.run and (b.base_offset + i != self.run_end or self.run_n >= BATCH_RECORDS
                              or self.run_bytes >= BATCH_BYTES):
