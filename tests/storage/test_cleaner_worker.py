@@ -30,6 +30,7 @@ SETTINGS = CompactionSettings(delete_retention_ms=0)
 #: the worker's entry, its fs calls counted: the KILL_AT-th kills it (0: never)
 KILLING_MAIN = textwrap.dedent("""
     import os, signal, sys
+    sys.path.insert(0, sys.argv[2])
     from vqs.storage import fs
     kill_at, calls = int(os.environ["KILL_AT"]), [0]
     def counted(real):
@@ -160,6 +161,7 @@ OWNER = textwrap.dedent("""
     from vqs.storage import CompactionSettings, Log, clean_log, cleaner_worker
     cleaner_worker._MAIN = '''
     import os, signal, sys
+    sys.path.insert(0, sys.argv[2])
     from vqs.storage import fs
     real = fs.writev
     def announce(*a, **k):
@@ -272,3 +274,14 @@ def test_an_io_throttle_sleeps_while_ahead():
     assert slept == [0.5]
     t.took(2000)  # 3.5 s of bytes at 2.5 s: one second ahead
     assert slept == [0.5, 1.0]
+
+
+def test_the_worker_runs_this_code_whatever_the_working_directory(tmp_path, monkeypatch):
+    path = str(tmp_path / "log")
+    _populate(path)
+    elsewhere = tmp_path / "cwd"
+    (elsewhere / "vqs").mkdir(parents=True)
+    (elsewhere / "vqs" / "__init__.py").write_text("raise ImportError('another vqs')\n")
+    monkeypatch.chdir(elsewhere)
+    with _open(path) as log:
+        assert clean_log(log, SETTINGS, force=True, worker=True).records_removed > 0

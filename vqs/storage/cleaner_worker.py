@@ -37,7 +37,10 @@ from .segment import Segment
 #: how long ``close`` waits for the worker to exit on its own before killing it
 EXIT_WAIT_S = 10.0
 PR_SET_PDEATHSIG = 1
-_MAIN = "import sys; from vqs.storage.cleaner_worker import main; sys.exit(main(sys.argv[1:]))"
+#: the worker's entry: argv is (owner's pid, the directory holding this ``vqs``), put first on
+#: its path so that it runs this code whatever its working directory holds
+_MAIN = ("import sys; sys.path.insert(0, sys.argv[2]); from vqs.storage.cleaner_worker import main; "
+         "sys.exit(main(sys.argv[1:]))")
 
 
 def _vqs_root() -> str:
@@ -51,13 +54,11 @@ class Worker:
 
     def __init__(self, log, segs: list[Segment], io_max_bytes_per_s: float | None = None):
         self.path = log.path
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_vqs_root(), env.get("PYTHONPATH")) if p)
         lock = log._dir_lock
         fds = (lock._fd,) if lock is not None and lock._fd is not None else ()
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _MAIN, str(os.getpid())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=fds)
+            [sys.executable, "-c", _MAIN, str(os.getpid()), _vqs_root()],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=fds)
         try:
             gaps = dict(segs[0].gaps) if segs else {}
             self._call("open", self.path, [(s.base_offset, s.size) for s in segs], gaps, io_max_bytes_per_s)
