@@ -15,10 +15,12 @@ writes again, and writes only ``{first}.cleaned``, which no open log reads: a
 worker killed at any point leaves the log as it was, and its ``.cleaned`` file
 is deleted by the owner (``Worker`` raises CleanerWorkerError, the pass ends)
 or by the next open (cleaner.finish_swaps). The worker holds the log's
-directory lock (the descriptor is inherited: the same lock) and is killed when
-the thread that started it ends (PR_SET_PDEATHSIG where Linux has it): a
-worker outliving a crashed owner can neither race a new owner's pass for the
-same ``.cleaned`` name nor leave one after its open.
+directory lock (the descriptor is inherited: the same lock, until the owner
+releases it) and is killed when the thread that started it ends
+(PR_SET_PDEATHSIG where Linux has it): a worker outliving a crashed owner can
+neither race a new owner's pass for the same ``.cleaned`` name nor leave one
+after its open. It ignores SIGINT: a terminal's Ctrl-C is the owner's to act on
+(it closes the worker's input, or dies and takes the worker with it).
 """
 
 from __future__ import annotations
@@ -153,6 +155,7 @@ def _serve(requests, answers) -> None:
 
 def main(argv: list[str]) -> int:
     _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a terminal's Ctrl-C is the owner's to act on)
     if os.getppid() != int(argv[0]):
         return 1  # the owner is already gone
     requests = os.fdopen(os.dup(0), "rb")
