@@ -106,6 +106,11 @@ class CorruptRecordError(VQSError):
         super().__init__(message)
 
 
+class CleanerWorkerError(VQSError):
+    """The log cleaner's worker process ended or failed in a way the pass cannot go on
+    from (the log is untouched; the next pass starts again)."""
+
+
 class MessageTooLarge(VQSError, ValueError):
     """A message or batch exceeds the configured size limit."""
 

@@ -258,3 +258,20 @@ def test_max_compaction_lag_rolls_the_active_segment(broker, clock):
     assert t.log(0).segment_count == 2
     assert broker.compact("t").records_removed == 9
     assert [v for _, _, v in _read_all(t)] == [b"old-9", b"new"]
+
+
+@pytest.mark.parametrize("bad", [0, -5, "fast", True])
+def test_a_cleaner_io_bound_must_be_positive(tmp_path, bad):
+    with pytest.raises(ConfigError, match="cleaner_io_max_bytes_per_second"):
+        Broker(str(tmp_path / "d"), cleaner_io_max_bytes_per_second=bad)
+
+
+def test_a_bounded_cleaner_still_cleans(tmp_path, clock):
+    b = Broker(str(tmp_path / "d"), clock=clock, segment_bytes=600, batch_max_records=4,
+               cleaner_io_max_bytes_per_second=10 << 20)
+    try:
+        b.create_topic("t", cleanup_policy="compact", delete_retention_ms=10**9)
+        _produce(b, "t", [(b"k%d" % (i % 7), b"v%d" % i) for i in range(200)], clock)
+        assert b.compact("t", force=True).records_removed > 0
+    finally:
+        b.close()

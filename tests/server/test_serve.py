@@ -162,6 +162,18 @@ def test_settings_from_env_and_toml(tmp_path):
     assert s.port == 1234  # command line > environment > file
 
 
+def test_the_cleaner_io_bound_setting():
+    from vqs.errors import ConfigError
+    from vqs.server.settings import load_settings
+
+    assert load_settings({}, env={}).cleaner_io_max_bytes_per_second is None
+    s = load_settings({}, env={"VQS_CLEANER_IO_MAX_BYTES_PER_SECOND": "1048576"})
+    assert s.cleaner_io_max_bytes_per_second == 1 << 20
+    s = load_settings({}, env={"VQS_CLEANER_IO_MAX_BYTES_PER_SECOND": "0"})
+    with pytest.raises(ConfigError, match="cleaner_io_max_bytes_per_second"):
+        s.check()
+
+
 def test_a_max_open_files_the_limit_cannot_meet_exits_2_naming_the_limit(tmp_path):
     p = serve("--data-dir", tmp_path / "d", "--max-open-files", str(1 << 40))
     assert p.returncode == 2

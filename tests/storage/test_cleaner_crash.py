@@ -1,16 +1,21 @@
 """The log cleaner killed (SIGKILL, a real process) at every step of a pass that touches
 the disk's namespace or durability (each fsync, rename and unlink): the log reopens with
 either the old segments or the cleaned ones, never a lost latest value, never an offset
-that reads differently from what was appended; a later pass still cleans it."""
+that reads differently from what was appended; a later pass still cleans it. The same with
+the pass's reading and writing in a worker process: the owner's steps are the same, and
+its worker dies with it."""
 
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 from vqs.storage import CompactionSettings, Log, clean_log
 
@@ -20,7 +25,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from vqs.storage import Log, CompactionSettings, clean_log
     from vqs.storage import fs
-    path, kill_at = sys.argv[1], int(sys.argv[2])
+    path, kill_at, worker = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "worker"
     log = Log.open(path, segment_bytes=4000, flush="always", batch_max_records=3)
     calls = [0]
     def counted(name):
@@ -33,7 +38,16 @@ CHILD = textwrap.dedent("""
         return f
     for name in ("fsync", "rename", "unlink"):
         setattr(fs, name, counted(name))
-    clean_log(log, CompactionSettings(delete_retention_ms=0), force=True)
+    if worker:  # the worker's pid, for the test to see it gone before it opens the log
+        import subprocess
+        real_popen = subprocess.Popen
+        def popen(*a, **k):
+            p = real_popen(*a, **k)
+            with open(path + ".worker", "w") as f:
+                f.write(str(p.pid))
+            return p
+        subprocess.Popen = popen
+    clean_log(log, CompactionSettings(delete_retention_ms=0), force=True, worker=worker)
     print(calls[0])
 """)
 
@@ -78,7 +92,21 @@ def _check(path, produced, old, new):
     return got
 
 
-def test_cleaner_killed_at_every_step(tmp_path):
+def _wait_gone(pid_file):
+    """Until the worker named in ``pid_file`` (if any) has exited: its owner's death kills it."""
+    try:
+        with open(pid_file) as f:
+            pidfd = os.pidfd_open(int(f.read()))
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return
+    try:
+        assert select.select([pidfd], [], [], 60)[0], "the worker outlived its owner"
+    finally:
+        os.close(pidfd)
+
+
+@pytest.mark.parametrize("mode", ["here", "worker"])
+def test_cleaner_killed_at_every_step(tmp_path, mode):
     pristine = str(tmp_path / "pristine")
     produced = _populate(pristine)
     old = _records(pristine)[1]
@@ -95,8 +123,9 @@ def test_cleaner_killed_at_every_step(tmp_path):
     for n in range(1, 400):
         path = str(tmp_path / f"run{n}")
         shutil.copytree(pristine, path)
-        proc = subprocess.run([sys.executable, "-c", CHILD, path, str(n)], env=env, capture_output=True,
+        proc = subprocess.run([sys.executable, "-c", CHILD, path, str(n), mode], env=env, capture_output=True,
                               timeout=120)
+        _wait_gone(path + ".worker")  # (it holds the log's lock while it lives)
         _check(path, produced, old, new)
         if proc.returncode == -signal.SIGKILL:
             kills += 1

@@ -29,7 +29,15 @@ import time
 from collections.abc import Callable
 
 from ..errors import ConfigError, DiskFullError, LogClosedError, OffsetOutOfRange, VQSError
-from ..storage import FILE_CACHE, CleanStats, DirLock, fsync_dir, make_dirs, raise_open_file_limit
+from ..storage import (
+    FILE_CACHE,
+    CleanStats,
+    DirLock,
+    check_rate,
+    fsync_dir,
+    make_dirs,
+    raise_open_file_limit,
+)
 from . import layout
 from .catalog import TopicCatalog
 from .compaction import TopicCleaner
@@ -96,7 +104,10 @@ class Broker:
     retention and queues when given, so tests can move time. A background
     thread applies topic retention every ``retention_check_interval_ms`` (also
     on demand: ``apply_retention()``) and queue maintenance (retention, disk
-    reclaim) every ``queue_maintenance_interval_ms``.
+    reclaim) every ``queue_maintenance_interval_ms``. The log cleaner looks at
+    compacted topics every ``cleaner_interval_ms``, reading and writing at most
+    ``cleaner_io_max_bytes_per_second`` (None: no bound; Kafka's
+    ``log.cleaner.io.max.bytes.per.second``).
     """
 
     def __init__(
@@ -107,6 +118,7 @@ class Broker:
         retention_check_interval_ms: int = 300_000,
         queue_maintenance_interval_ms: int = 1000,
         cleaner_interval_ms: int = 15_000,
+        cleaner_io_max_bytes_per_second: float | None = None,
         **defaults,
     ):
         queue_defaults = {k: v for k, v in defaults.items() if k not in LOG_OPTIONS}
@@ -119,6 +131,7 @@ class Broker:
         ):
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{name} must be > 0, not {value!r}")
+        check_rate("cleaner_io_max_bytes_per_second", cleaner_io_max_bytes_per_second)
         self.path = os.path.abspath(os.fspath(path))
         self.defaults = dict(defaults)  # all of them: the queue registry gets these
         self.log_defaults = {k: v for k, v in defaults.items() if k in LOG_OPTIONS}
@@ -159,7 +172,8 @@ class Broker:
             open_log = _open_log if clock is None else functools.partial(_open_log, clock=clock)
             self._catalog = TopicCatalog(self.path, self.log_defaults, open_log)
             self._catalog.load()
-            self._cleaner = TopicCleaner(self._catalog, cleaner_interval_ms / 1000, self._clock_ms)
+            self._cleaner = TopicCleaner(self._catalog, cleaner_interval_ms / 1000, self._clock_ms,
+                                         io_max_bytes_per_s=cleaner_io_max_bytes_per_second)
             if any(t.compacted for t in self._catalog.all()):
                 self._cleaner.start()
             if os.path.isdir(layout.queues_dir(self.path)):

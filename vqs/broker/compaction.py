@@ -3,7 +3,8 @@
 
 A pass visits every partition of every compacted topic and runs the storage
 cleaner on it (vqs/storage/cleaner.py: what is kept, the crash-safe swap, the
-space rules). Passes run one at a time (``_pass_lock``): the background
+space rules), its reading and writing in a worker process (``worker``, the
+default: this process's threads keep the interpreter; only the swaps run here). Passes run one at a time (``_pass_lock``): the background
 thread's every ``interval_s`` and any ``Broker.compact`` call, so two never
 write the same partition's cleaned files. A failed partition is logged and
 the pass goes on; a closed log ends its part of the pass quietly.
@@ -27,8 +28,11 @@ DEFAULT_INTERVAL_S = 15.0
 class TopicCleaner:
     """Compaction of a broker's compacted topics (module doc)."""
 
-    def __init__(self, catalog, interval_s: float = DEFAULT_INTERVAL_S, now_ms=None):
+    def __init__(self, catalog, interval_s: float = DEFAULT_INTERVAL_S, now_ms=None, *, worker: bool = True,
+                 io_max_bytes_per_s: float | None = None):
         self._catalog = catalog
+        self._worker = worker
+        self._io_max_bytes_per_s = io_max_bytes_per_s  # (each pass's bound: clean_log)
         self._interval_s = interval_s
         self._now_ms = now_ms  # None: each log's own clock
         self._pass_lock = threading.Lock()
@@ -66,7 +70,8 @@ class TopicCleaner:
                     try:
                         log = t.log(p)
                         now = self._now_ms() if self._now_ms is not None else None
-                        s = clean_log(log, settings, now, force=force, stop=self._stop.is_set)
+                        s = clean_log(log, settings, now, force=force, stop=self._stop.is_set, worker=self._worker,
+                                      io_max_bytes_per_s=self._io_max_bytes_per_s)
                     except LogClosedError:
                         break  # deleted or closing
                     except (VQSError, OSError) as e:  # (a damaged segment, a failing disk: the log says)

@@ -403,9 +403,9 @@ def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None) 
         if owns:
             from ..broker import Broker
 
-            ctx.broker = Broker(settings.data_dir, flush=settings.flush,
-                                flush_interval_ms=settings.flush_interval_ms,
-                                min_free_bytes=settings.min_free_bytes, cleaner_interval_ms=settings.cleaner_interval_ms)
+            ctx.broker = Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms,
+                                min_free_bytes=settings.min_free_bytes, cleaner_interval_ms=settings.cleaner_interval_ms,
+                                cleaner_io_max_bytes_per_second=settings.cleaner_io_max_bytes_per_second)
         from .sqs.service import SQSService
 
         ctx.sqs = SQSService(ctx)

@@ -328,7 +328,8 @@ def _open_broker(settings: Settings, fmt: str):
         _cannot_start(fmt, f"data dir {settings.data_dir} is a file, not a directory", EXIT_ERROR)
     try:
         return Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms,
-                      min_free_bytes=settings.min_free_bytes, cleaner_interval_ms=settings.cleaner_interval_ms)
+                      min_free_bytes=settings.min_free_bytes, cleaner_interval_ms=settings.cleaner_interval_ms,
+                      cleaner_io_max_bytes_per_second=settings.cleaner_io_max_bytes_per_second)
     except E.LogLockedError as e:
         who = f"pid {e.holder_pid}" if e.holder_pid else "another process"
         _cannot_start(fmt, f"data dir {settings.data_dir} is locked by {who} (another server? one process "

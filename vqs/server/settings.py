@@ -51,6 +51,7 @@ class Settings:
     min_free_bytes: int | None = None         # refuse topic/queue writes under this much free disk
                                               # (None: min(64 MiB, 5 % of the filesystem); 0: off)
     cleaner_interval_ms: int = 15_000         # the log cleaner looks at compacted topics this often
+    cleaner_io_max_bytes_per_second: int | None = None  # a cleaning pass reads+writes at most this (None: no bound)
     health_cache_ms: int = 1000               # /health keeps its list of logs and a healthy free space
                                               # this long (0: off); failed or full logs show at once
     # limits
@@ -138,6 +139,8 @@ class Settings:
                               f"({self.max_partitions_per_topic}), not {self.kafka_num_partitions}")
         if self.health_cache_ms < 0:
             raise ConfigError(f"health_cache_ms must be >= 0 (0: off), not {self.health_cache_ms}")
+        if self.cleaner_io_max_bytes_per_second is not None and self.cleaner_io_max_bytes_per_second <= 0:
+            raise ConfigError("cleaner_io_max_bytes_per_second must be positive (or unset: no bound)")
         if self.min_free_bytes is not None and self.min_free_bytes < 0:
             raise ConfigError(f"min_free_bytes must be >= 0 (0: off), not {self.min_free_bytes}")
         if self.max_open_files != 0 and self.max_open_files < 4:

@@ -6,7 +6,7 @@ import-linter contract), except ``vqs.storage.fs``, the filesystem seam,
 whose names a test's fault rebinds (look them up on the module at call time).
 """
 
-from .cleaner import CleanStats, CompactionSettings, clean_log
+from .cleaner import CleanStats, CompactionSettings, check_rate, clean_log
 from .dir_lock import LOCK_NAME, DirLock
 from .durable_file import atomic_write, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
 from .fd_limit import limit_raised_from, open_file_limits, raise_open_file_limit
@@ -35,7 +35,7 @@ from .space import for_path as space_for
 __all__ = [
     "BATCH_FIXED", "CLEAN_MARKER", "CODEC_NAMES", "FILE_CACHE", "FLUSH_POLICIES", "LOCK_NAME", "RECORD_FIXED",
     "RECOVERY_POLICIES", "Claim", "CleanStats", "CompactionSettings", "DirLock", "Flusher", "Log", "MapCache", "Record", "RecordBatch", "Throttle",
-    "atomic_write", "check_room", "clean_log", "codec_id", "decode_batch", "decode_headers", "encode_batch",
+    "atomic_write", "check_rate", "check_room", "clean_log", "codec_id", "decode_batch", "decode_headers", "encode_batch",
     "encode_batch_parts", "free_bytes", "fsync_dir", "limit_raised_from", "load_gaps", "make_dirs",
     "open_file_limits", "raise_if_disk_full", "raise_open_file_limit", "rename_aside", "scan_segment_file",
     "set_max_open_files", "space_for",

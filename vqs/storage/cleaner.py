@@ -13,10 +13,16 @@ first swap: its presence tells a reader that counts records from offsets (the JV
 COUNT(*)) to count from batch headers. A batch written after removed offsets carries
 ATTR_COMPACTED; a batch that lost no record is copied as it is.
 
+Who does what: the map and the ``.cleaned`` files are cleaner_work.py's, over sealed
+segments' files only, in this thread or (``worker``) in a worker process
+(cleaner_worker.py), so that a pass's CPU leaves the owner's interpreter lock alone; the
+planning, the space and steps 2-3 stay here.
+
 Crash safety: consecutive cleanable segments ``s1..sk`` (bounded by ``segment_bytes`` and
 MAX_SPAN) become one segment named ``s1``:
 
-1. the survivors are written to ``{s1}.cleaned`` and fsynced (a crash: deleted at open);
+1. the survivors are written to ``{s1}.cleaned`` and fsynced (a crash, of the owner or the
+   worker: deleted by the pass or at the next open);
 2. under the log's lock, if ``s1..sk`` are still its segments, it is renamed to
    ``{s1}-{end}.swap`` (``end``: the base after ``sk``), the directory fsynced: the commit;
 3. ``sk..s2`` and ``s1``'s files are unlinked, the swap renamed to ``{s1}.log``, the
@@ -33,28 +39,25 @@ import logging
 import os
 from dataclasses import dataclass
 
-from ..errors import ConfigError, CorruptRecordError, DiskFullError
+from ..errors import ConfigError, DiskFullError
 from . import fs
 from . import space as _space
-from .durable_file import atomic_write, fsync_dir, remove_files, write_all
+from .cleaner_work import CLEANED_SUFFIX, CleanWork, cleaned_path, segment_batches
+from .cleaner_worker import Worker
+from .durable_file import atomic_write, fsync_dir, remove_files
 from .log_compaction import replace_sealed, sealed_segments
 from .log_dir import list_segment_bases
 from .log_settings import check_int
-from .record_batch import HEADER, HEADER_SIZE, codec_id, encode_batch_parts, peek_header
+from .record_batch import codec_id
 from .segment import Segment, segment_files, segment_name
-from .segment_reads import batches_at, segment_max_timestamp
+from .segment_reads import segment_max_timestamp
 
 logger = logging.getLogger(__name__)
 
-CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 CLEAN_POINT = "cleaner.checkpoint"
 #: a cleaned segment spans fewer offsets (the indexes' relative offsets are u32)
 MAX_SPAN = 1 << 31
-#: records and bytes of a batch the cleaner writes (as the log's own defaults)
-BATCH_RECORDS = 4096
-BATCH_BYTES = 1 << 20
-WRITE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,12 @@ class CleanStats:
     bytes_in: int = 0
     bytes_out: int = 0
     records_removed: int = 0
+
+
+def check_rate(name: str, value) -> None:
+    """A bytes-per-second bound: None (none) or a number > 0 (ConfigError names ``name``)."""
+    if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0):
+        raise ConfigError(f"{name} must be a number > 0 or None, not {value!r}")
 
 
 def _swap_name(first: int, end: int) -> str:
@@ -135,146 +144,6 @@ def read_clean_point(path: str) -> int:
         return 0  # none, or unreadable: everything is dirty (more work, nothing lost)
 
 
-class OffsetMap:
-    """key -> offset of its latest record in the dirty section; bounded by ``max_bytes``."""
-
-    __slots__ = ("offsets", "bytes", "max_bytes")
-
-    def __init__(self, max_bytes: int):
-        self.offsets: dict[bytes, int] = {}
-        self.bytes = 0
-        self.max_bytes = max_bytes
-
-    def add_segment(self, seg: Segment) -> None:
-        offsets = self.offsets
-        for b in _batches(seg):
-            if b.key_validity is None:
-                continue
-            for i in range(b.count):
-                k = b.key(i)
-                if k is not None:
-                    if k not in offsets:
-                        self.bytes += len(k) + 100
-                    offsets[k] = b.base_offset + i
-
-    @property
-    def full(self) -> bool:
-        return self.bytes >= self.max_bytes
-
-
-def _batches(seg: Segment):
-    """Every batch of a sealed segment, CRC-verified and continuous (CorruptRecordError otherwise)."""
-    pos, expected = 0, seg.base_offset
-    while pos < seg.size:
-        batches, nxt, _ = batches_at(seg, expected, BATCH_BYTES, (pos, expected))
-        if not batches or nxt is None or nxt <= pos:
-            raise CorruptRecordError(f"{seg.log_path}: no valid batch at position {pos}",
-                                     path=seg.log_path, position=pos)
-        yield from batches
-        pos, expected = nxt, batches[-1].next_offset
-
-
-class _Writer:
-    """The survivors of a group of segments into ``{first}.cleaned``."""
-
-    def __init__(self, path: str, first: int, codec: int):
-        self.path = os.path.join(path, segment_name(first) + CLEANED_SUFFIX)
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self.expected = first  # where a batch continues the offsets without ATTR_COMPACTED
-        self.codec = codec
-        self.size = 0  # bytes of the batches made (all written once finish returns)
-        self.run: list = []  # records of consecutive offsets waiting to be written
-        self.run_bytes = 0
-        # encoded batches not yet written: one write per WRITE_BYTES, not one per batch
-        self.pending: list = []
-        self.pending_bytes = 0
-
-    def record(self, r) -> None:
-        if self.run and (r.offset != self.run[-1].offset + 1 or len(self.run) >= BATCH_RECORDS
-                         or self.run_bytes >= BATCH_BYTES):
-            self.flush_run()
-        self.run.append(r)
-        self.run_bytes += len(r.value or b"") + len(r.key or b"")
-
-    def flush_run(self) -> None:
-        run = self.run
-        if not run:
-            return
-        self._write(run[0].offset, run, run[0].offset != self.expected)
-        self.expected = run[-1].offset + 1
-        self.run, self.run_bytes = [], 0
-
-    def _write(self, base: int, rs: list, compacted: bool, **producer) -> None:
-        self._emit(encode_batch_parts(
-            base, [r.value for r in rs], keys=[r.key for r in rs],
-            headers=[r.headers or None for r in rs], timestamps=[r.timestamp_ms for r in rs],
-            codec=self.codec, nulls=True, compacted=compacted, **producer))
-
-    def _emit(self, parts: list) -> None:
-        n = 0
-        for p in parts:
-            n += memoryview(p).nbytes  # (arrays among them: offsets, timestamps)
-        self.pending += parts
-        self.pending_bytes += n
-        self.size += n
-        if self.pending_bytes >= WRITE_BYTES:
-            self._drain()
-
-    def _drain(self) -> None:
-        if self.pending:
-            write_all(self.fd, [b"".join(self.pending)])  # one buffer: one write
-            self.pending, self.pending_bytes = [], 0
-
-    def batch(self, b) -> None:
-        """A batch that keeps every record: copied as it is when it continues the offsets, else
-        encoded again, compacted, with its producer fields."""
-        self.flush_run()
-        if b.base_offset == self.expected:
-            self._emit([b.raw])
-        else:
-            self._write(b.base_offset, b.records(), True, producer_id=b.producer_id,
-                        producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
-        self.expected = b.next_offset
-
-    def finish(self) -> None:
-        self.flush_run()
-        self._drain()
-        fs.fsync(self.fd)
-        os.close(self.fd)
-        self.fd = -1
-
-    def abandon(self) -> None:
-        self.pending = []
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-        remove_files(self.path)
-
-
-def _producers_last(segs: list[Segment]) -> set[tuple[int, int, int]]:
-    """(producer id, epoch, base sequence) of every idempotent producer's last batch in
-    ``segs``, from the headers: kept whole (every piece of a split one), or the producer
-    would be refused as out of order after a crash."""
-    last: dict[int, tuple[int, int, int]] = {}
-    for seg in segs:
-        pos = 0
-        while pos + HEADER_SIZE <= seg.size:
-            head = seg.pread(pos, min(BATCH_BYTES, seg.size - pos))
-            p = 0
-            while p + HEADER_SIZE <= len(head):
-                h = peek_header(head, p)
-                if h is None:
-                    break
-                f = HEADER.unpack_from(head, p)
-                if f[9] >= 0:
-                    last[f[9]] = (f[9], f[10], f[11])
-                p += h[1]
-            if p == 0:
-                break  # damage: _batches reports it
-            pos += p
-    return set(last.values())
-
-
 def _groups(segs: list[Segment], ends: list[int], max_bytes: int) -> list[list[int]]:
     """Indexes of ``segs`` in runs of consecutive segments of at most ``max_bytes``
     (at least one each) spanning fewer than MAX_SPAN offsets."""
@@ -289,17 +158,22 @@ def _groups(segs: list[Segment], ends: list[int], max_bytes: int) -> list[list[i
 
 
 def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, force: bool = False,
-              stop=None) -> CleanStats:
-    """One cleaning pass over ``log``; ``force`` ignores the dirty ratio; ``stop()`` true ends
-    the pass before its next group."""
+              stop=None, worker: bool = False, io_max_bytes_per_s: float | None = None) -> CleanStats:
+    """One cleaning pass over ``log`` (module doc); ``force`` ignores the dirty ratio; ``stop()``
+    true ends the pass before its next group (what is swapped stays; the clean point stays).
+    ``worker``: the map and the cleaned files are made in a worker process
+    (cleaner_worker.py); this thread keeps only the planning and the swaps.
+    ``io_max_bytes_per_s``: the pass reads and writes at most this many bytes a second
+    (Kafka's ``log.cleaner.io.max.bytes.per.second``; None: no bound)."""
+    check_rate("io_max_bytes_per_s", io_max_bytes_per_s)
     stats = CleanStats()
     now_ms = log._now_ms() if now_ms is None else now_ms
     segs, ends = sealed_segments(log)
     clean_point = read_clean_point(log.path)
     first_dirty = next((i for i, s in enumerate(segs) if s.base_offset >= clean_point), len(segs))
     if first_dirty == len(segs):
-        return stats  # nothing sealed since the last pass: no file is touched
-    n = first_dirty  # (below the clean point all was old enough before)
+        return stats  # nothing sealed since the last pass (an idle log: no file is touched)
+    n = first_dirty  # the cleanable prefix: what is below the clean point was old enough before
     while n < len(segs) and segment_max_timestamp(segs[n]) <= now_ms - settings.min_compaction_lag_ms:
         n += 1
     segs, ends = segs[:n], ends[:n]
@@ -309,48 +183,53 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     total = sum(s.size for s in segs)
     due = force or (total and dirty / total >= settings.min_cleanable_dirty_ratio)
     if not due and settings.max_compaction_lag_ms is not None:
-        first = next(_batches(segs[first_dirty]), None)
+        first = next(segment_batches(segs[first_dirty]), None)
         due = first is not None and first.first_timestamp_ms <= now_ms - settings.max_compaction_lag_ms
     if not due:
         return stats
-    omap = OffsetMap(settings.max_map_bytes)
-    mapped = first_dirty
-    while mapped < len(segs) and not (omap.full and mapped > first_dirty):
-        omap.add_segment(segs[mapped])
-        mapped += 1
+    work = (Worker(log, segs, io_max_bytes_per_s) if worker
+            else CleanWork(log.path, segs, io_max_bytes_per_s))
+    try:
+        _clean(log, settings, work, segs, ends, first_dirty, clean_point, now_ms, stop, stats)
+    finally:
+        work.close()
+    return stats
+
+
+def _clean(log, settings, work, segs, ends, first_dirty, clean_point, now_ms, stop, stats) -> None:
+    mapped = work.map(first_dirty, settings.max_map_bytes)
     map_end = ends[mapped - 1]
     horizon = now_ms - settings.delete_retention_ms
     marker = os.path.join(log.path, CLEAN_POINT)
     space = _space.for_path(log.path)
-    floor = log.min_free_bytes // _space.CONTROL_DIVISOR
-    producers = _producers_last(segs[:mapped])
+    floor = log.min_free_bytes // _space.CONTROL_DIVISOR  # a control write (space.py)
+    codec = codec_id(log.compression)
     for g in _groups(segs[:mapped], ends[:mapped], log.segment_bytes):
         if stop is not None and stop():
-            return stats
+            return
         group = [segs[i] for i in g]
         need = sum(s.size for s in group)
         try:
             space.take(need, floor, log.path, control=True)
         except DiskFullError as e:
             logger.info("log cleaner waits for space in %s: %s", log.path, e)
-            return stats
+            return
         written = 0
         try:
             if not os.path.exists(marker):  # before the first swap: the log may hold cleaned segments
                 atomic_write(marker, json.dumps({"clean_point": clean_point}).encode())
-            written, removed = _clean_group(log, group, ends[g[-1]], omap.offsets, clean_point, horizon,
-                                            producers)
+            written, removed = _clean_group(log, work, g, group, ends[g[-1]], codec, clean_point, horizon)
         except (OSError, DiskFullError) as e:
             if isinstance(e, DiskFullError) or e.errno in fs.NO_SPACE:
                 space.short()
                 logger.info("log cleaner found no space in %s; trying again later", log.path)
-                return stats
+                return
             raise
         finally:
             space.wrote(written)
             space.give(need - written)
         if removed is None:
-            return stats  # the log changed under the pass (retention, close): next time
+            return  # the log changed under the pass (retention, close): next time
         space.freed()
         stats.segments_in += len(group)
         stats.segments_out += 1
@@ -358,32 +237,16 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
         stats.bytes_out += written
         stats.records_removed += removed
     atomic_write(marker, json.dumps({"clean_point": map_end}).encode())
-    return stats
 
 
-def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point: int, horizon: int,
-                 producers: set):
+def _clean_group(log, work, g: list[int], group: list[Segment], end: int, codec: int, clean_point: int,
+                 horizon: int):
     """Steps 1-3 for one group; (bytes written, records removed), removed None if abandoned."""
-    w = _Writer(log.path, group[0].base_offset, codec_id(log.compression))
-    removed = 0
+    cleaned = cleaned_path(log.path, group[0].base_offset)
     try:
-        for seg in group:
-            tombstones_go = segment_max_timestamp(seg) <= horizon
-            for b in _batches(seg):
-                if b.producer_id >= 0 and (b.producer_id, b.producer_epoch, b.base_sequence) in producers:
-                    w.batch(b)  # an idempotent producer's last batch stays whole
-                    continue
-                kept = [r for r in b.records() if r.key is not None and latest.get(r.key, r.offset) <= r.offset
-                        and not (r.value is None and tombstones_go and r.offset < clean_point)]
-                removed += b.count - len(kept)
-                if len(kept) == b.count:
-                    w.batch(b)
-                else:
-                    for r in kept:
-                        w.record(r)
-        w.finish()
+        size, removed = work.write(g, codec, clean_point, horizon)
     except BaseException:
-        w.abandon()
+        remove_files(cleaned)  # (a worker that died leaves it; one that failed removed it)
         raise
     swap = os.path.join(log.path, _swap_name(group[0].base_offset, end))
 
@@ -391,7 +254,7 @@ def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point:
         """Step 2. A failure takes the swap back: left beside a log that goes on, it would
         bring back segments retention deleted at the next open."""
         try:
-            fs.rename(w.path, swap)
+            fs.rename(cleaned, swap)
             fsync_dir(log.path)
         except OSError as e:
             try:
@@ -410,9 +273,9 @@ def _clean_group(log, group: list[Segment], end: int, latest: dict, clean_point:
     try:
         replaced = replace_sealed(log, group, commit, finish)
     except BaseException:
-        w.abandon()
+        remove_files(cleaned)
         raise
     if not replaced:
-        w.abandon()
-        return w.size, None
-    return w.size, removed
+        remove_files(cleaned)
+        return size, None
+    return size, removed

@@ -222,6 +222,16 @@ def encode_batch_parts(
             body.append(ts)
     if null_bits is not None:
         body.append(null_bits)
+    return frame_batch(base_offset, body, n, attrs, first_ts, max_ts, codec=codec, producer_id=producer_id,
+                       producer_epoch=producer_epoch, base_sequence=base_sequence)
+
+
+def frame_batch(base_offset: int, body: list, n: int, attrs: int, first_ts: int, max_ts: int, *,
+                codec: int = CODEC_NONE, producer_id: int = -1, producer_epoch: int = -1,
+                base_sequence: int = -1) -> list:
+    """The batch of ``n`` records whose uncompressed body is the buffers ``body`` (the columns
+    ``attrs`` announces, in the order docs/FORMAT.md gives): compressed, headed and
+    checksummed, as a list of buffers."""
     body_len = 0
     for part in body:
         body_len += memoryview(part).nbytes
@@ -252,6 +262,18 @@ def encode_batch_parts(
         crc = _crc(part, crc)
     _U32.pack_into(header, 8 + 4, crc)
     return [header, *body]
+
+
+def head_batch(buf: bytearray, base_offset: int, n: int, attrs: int, first_ts: int, max_ts: int) -> bytearray:
+    """``buf``: HEADER_SIZE bytes of room, then the uncompressed body of a batch of ``n``
+    records (the columns ``attrs`` announces); its header and CRC filled in place."""
+    body_len = len(buf) - HEADER_SIZE
+    if body_len + HEADER_SIZE - LENGTH_OVERHEAD > MAX_BATCH_BYTES:
+        raise MessageTooLarge(f"record batch of {len(buf)} bytes exceeds the {MAX_BATCH_BYTES}-byte batch limit")
+    HEADER.pack_into(buf, 0, base_offset, body_len + HEADER_SIZE - LENGTH_OVERHEAD, 0, MAGIC, CODEC_NONE,
+                     attrs, n, first_ts, max_ts, -1, -1, -1, body_len)
+    _U32.pack_into(buf, 12, _crc(memoryview(buf)[CRC_START:]))
+    return buf
 
 
 def _validity(items: Sequence, always: bool = False) -> bytes | None:
