@@ -285,3 +285,16 @@ def test_the_worker_runs_this_code_whatever_the_working_directory(tmp_path, monk
     monkeypatch.chdir(elsewhere)
     with _open(path) as log:
         assert clean_log(log, SETTINGS, force=True, worker=True).records_removed > 0
+
+
+def test_the_worker_runs_below_its_owners_cpu_priority(tmp_path):
+    path = str(tmp_path / "log")
+    _populate(path)
+    with _open(path) as log:
+        segs = log._segs.all[:-1]
+        w = cleaner_worker.Worker(log, segs)
+        try:  # (answered "open": its main has set its priority)
+            assert (os.getpriority(os.PRIO_PROCESS, w.proc.pid)
+                    == min(19, os.getpriority(os.PRIO_PROCESS, 0) + cleaner_worker.WORKER_NICE))
+        finally:
+            w.close()

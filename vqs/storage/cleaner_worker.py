@@ -36,6 +36,9 @@ from . import fs
 from .cleaner_work import CleanWork
 from .segment import Segment
 
+#: the worker's CPU priority below its owner's (``os.nice``): where both want a core, the
+#: owner's appends and reads go first; the pass takes what is left
+WORKER_NICE = 10
 #: how long ``close`` waits for the worker to exit on its own before killing it
 EXIT_WAIT_S = 10.0
 PR_SET_PDEATHSIG = 1
@@ -158,6 +161,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a terminal's Ctrl-C is the owner's to act on)
     if os.getppid() != int(argv[0]):
         return 1  # the owner is already gone
+    os.nice(WORKER_NICE)
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, not into the answers
