@@ -174,7 +174,7 @@ class WriteBuffer:
     def set_thresholds(self) -> None:
         """Where the append hot path must take the slow path next: a buffer
         below both thresholds is covered by the grant and not a full batch."""
-        # (comparisons, not min/max: called after every batch write)
+        # (comparisons, not min/max: the append slow path)
         n = len(self.values)
         room = self.grant.buffer
         if self.codec:
