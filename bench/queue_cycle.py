@@ -60,7 +60,9 @@ def run_cycles(n: int, mode: str) -> None:
 
 
 def instructions(tree: str, n: int, mode: str) -> int:
-    env = dict(os.environ, PYTHONPATH=tree)
+    # one hash seed for every run: string hashing decides dict probes, and a random
+    # seed per run moved a difference of two runs by a few per cent
+    env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
     with tempfile.TemporaryDirectory() as d:
         p = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
                             f"--cachegrind-out-file={d}/cg", sys.executable, os.path.abspath(__file__),

@@ -1,5 +1,5 @@
-"""durable_file.atomic_write's error paths: the error that made it give up is
-the one raised, even when the temp file it cleans up is already gone.
+"""durable_file: write_all resumes short writes; atomic_write's error paths: the error
+that made it give up is the one raised, even when the temp file it cleans up is already gone.
 
 Issue 13 saw a background checkpoint fail with ``FileNotFoundError`` from the
 cleanup's ``os.unlink(tmp)``: a judge script's filesystem was lazily unmounted
@@ -72,3 +72,38 @@ def test_a_failed_write_leaves_no_temp_file(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["queue.json"]
     with open(path, "rb") as f:
         assert f.read() == b"old"
+
+
+@pytest.mark.parametrize("nbytes", [10, -1])
+def test_write_all_resumes_short_writes(tmp_path, monkeypatch, nbytes):
+    """A writev that writes less (a signal, a quota at its edge) is resumed where it
+    stopped, past zero-length buffers, whether or not the caller gave the total."""
+    from vqs.storage import fs
+    calls = []
+
+    def short_writev(fd, bufs):  # at most 3 bytes a call
+        calls.append(len(bufs))
+        return os.write(fd, b"".join(bytes(b) for b in bufs)[:3])
+
+    monkeypatch.setattr(fs, "writev", short_writev)
+    p = tmp_path / "f"
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT)
+    try:
+        assert durable_file.write_all(fd, [b"abc", b"", bytearray(b"defgh"), memoryview(b"ij")], nbytes) == 10
+    finally:
+        os.close(fd)
+    assert p.read_bytes() == b"abcdefghij"
+    assert len(calls) == 4
+
+
+def test_write_all_of_a_known_total_is_one_writev(tmp_path, monkeypatch):
+    from vqs.storage import fs
+    real, calls = fs.writev, []
+    monkeypatch.setattr(fs, "writev", lambda fd, bufs: calls.append(1) or real(fd, bufs))
+    p = tmp_path / "f"
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT)
+    try:
+        assert durable_file.write_all(fd, [b"abc", b"", b"defg"], 7) == 7
+    finally:
+        os.close(fd)
+    assert p.read_bytes() == b"abcdefg" and calls == [1]

@@ -52,3 +52,21 @@ def test_a_dropped_log_is_freed_without_the_cycle_collector(tmp_path, flush):
         assert grant.buffer == grant.indexes == 0  # given back when it was freed
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("codec", [0, 1])
+@pytest.mark.parametrize("room", [0, 1, 95, 96, 97, 143, 144, 1000, 50_000, 1 << 20, 3 << 20])
+def test_settle_sets_the_thresholds_set_thresholds_would(codec, room):
+    """WriteBuffer.settle computes the empty buffer's thresholds inline (after every
+    write): the same as set_thresholds, for any grant left."""
+    grant = Grant(None, 0, False)  # (no governor: nothing written, the rest kept)
+    buf = WriteBuffer(grant, codec, 1 << 20, 10_000)
+    grant.buffer = room
+    buf.settle(keep=True)
+    inline = (buf.flush_bytes, buf.flush_records)
+    buf.set_thresholds()
+    computed = (buf.flush_bytes, buf.flush_records)
+    if room:
+        assert inline == computed
+    else:  # no grant: both send the next append to the slow path
+        assert computed[0] <= 0 and computed[1] == 0 and inline == (0, 0)

@@ -88,15 +88,20 @@ def remove_files(*paths: str) -> None:
             pass
 
 
-def write_all(fd: int, parts: list) -> int:
-    """Write every buffer in ``parts`` to ``fd`` (writev, short writes resumed); return the bytes."""
+def write_all(fd: int, parts: list, nbytes: int = -1) -> int:
+    """Write every buffer in ``parts`` to ``fd`` (writev, short writes resumed); return the bytes.
+    ``nbytes``: their total where the caller knows it (the common case is then one writev)."""
+    n = 0
+    if nbytes > 0 and len(parts) <= 1024:  # IOV_MAX
+        n = fs.writev(fd, parts)
+        if n == nbytes:
+            return n
     # (zero-length buffers would make writev report 0 written for them forever)
     parts = [p for p in parts if memoryview(p).nbytes]
     total = 0
     for p in parts:
         total += memoryview(p).nbytes
-    while parts:
-        n = fs.writev(fd, parts[:1024])  # IOV_MAX
+    while True:
         while n and parts:
             size = memoryview(parts[0]).nbytes
             if n >= size:
@@ -105,4 +110,7 @@ def write_all(fd: int, parts: list) -> int:
             else:
                 parts = [memoryview(parts[0]).cast("B")[n:], *parts[1:]]
                 n = 0
+        if not parts:
+            break
+        n = fs.writev(fd, parts[:1024])  # IOV_MAX
     return total

@@ -283,8 +283,7 @@ class Log:
         buf = self._buf
         max_bytes, codec = buf.max_bytes, buf.codec
         bound = batches_bound(n, total, max_bytes, keys, headers)
-        pfields = {} if producer is None else {
-            "producer_id": producer[0], "producer_epoch": producer[1], "base_sequence": producer[2]}
+        pid, epoch, seq = (-1, -1, -1) if producer is None else producer
         if codec:
             bound += (bound >> 7) + 128 * (1 + bound // max_bytes)
         with self._lock:
@@ -308,8 +307,7 @@ class Log:
                     hs = headers[i:j] if headers is not None else None
                     ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
                 base = self._written_end
-                parts = encode_batch_parts(base, vs, keys=ks, headers=hs, timestamps=ts, codec=codec,
-                                           nulls=nulls, **pfields)
+                parts = encode_batch_parts(base, vs, ks, hs, ts, codec, pid, epoch, seq, nulls)
                 try:
                     self._write_parts_locked(parts, base, base + (j - i))
                 except BaseException:
@@ -349,10 +347,13 @@ class Log:
     def _take_locked(self, need: int) -> None:
         """Make the grant cover ``need`` bytes; refused: appends are refused
         until the governor has room (``_space.low``) and DiskFullError."""
-        if need <= self._grant.buffer:
+        grant = self._grant
+        more = need - grant.buffer
+        if more <= 0:
             return  # covered (the common case: no call)
         try:
-            self._buf.take(need, self._segs.all[-1], self.path, self._segs.index_capacity_bytes * 5 // 2)
+            grant.take_upto(more, self._buf.step, self._segs.all[-1], self.path,
+                            self._segs.index_capacity_bytes * 5 // 2)
         except DiskFullError:
             self._space.low = self._blocked = True
             if self.on_disk_short is not None:
@@ -419,7 +420,13 @@ class Log:
         if self._space.short:
             self._space.short = 0
             self._unblock()
-        self._grant.wrote(nbytes, seg)
+        grant = self._grant
+        left = grant.buffer - nbytes
+        if left >= 0 and not grant.indexes:  # (Grant.wrote inline: its common case)
+            grant.buffer = left
+            grant.written += nbytes
+        else:
+            grant.wrote(nbytes, seg)
         self._written_end = next_offset
 
     def _roll_locked(self) -> bool:

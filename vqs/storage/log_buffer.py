@@ -16,8 +16,6 @@ Invariants (under the log's lock):
 
 from __future__ import annotations
 
-import os
-
 from ..errors import ConfigError
 from .record_batch import HEADER_SIZE, Record, decode_batch, encode_batch, encode_batch_parts
 
@@ -176,41 +174,52 @@ class WriteBuffer:
     def set_thresholds(self) -> None:
         """Where the append hot path must take the slow path next: a buffer
         below both thresholds is covered by the grant and not a full batch."""
+        # (comparisons, not min/max: the append slow path)
         n = len(self.values)
         room = self.grant.buffer
         if self.codec:
             room = (room - 128) * 128 // 129
-        free = room - (BATCH_FIXED + RECORD_FIXED * n + self.bytes + self.extra)
-        dn = max(0, min(self.max_records_less_1 - n, free // (2 * RECORD_FIXED)))
+        nbytes = self.bytes
+        free = room - (BATCH_FIXED + RECORD_FIXED * n + nbytes + self.extra)
+        dn = free // (2 * RECORD_FIXED)
+        if dn > self.max_records_less_1 - n:
+            dn = self.max_records_less_1 - n
+        if dn < 0:
+            dn = 0
         self.flush_records = n + dn
-        self.flush_bytes = min(self.max_bytes, self.bytes + free - RECORD_FIXED * dn + 1)
-
-    def take(self, need: int, seg, path: str, index_bytes: int) -> None:
-        """Make the grant cover ``need`` bytes (plus a full batch when the
-        governor allows); DiskFullError when it refuses even ``need``. The
-        active segment's indexes (``index_bytes``) are counted from its first
-        take on (a control write)."""
-        grant = self.grant
-        more = need - grant.buffer
-        if more <= 0:
-            return
-        if not grant.indexes and not seg.indexes_allocated and not os.path.exists(seg.index_path):
-            grant.count_indexes(index_bytes, path)  # (a reopened segment's are allocated already)
-        grant.take_upto(more, self.step, path, seg.log_path)
+        fb = nbytes + free - RECORD_FIXED * dn + 1
+        self.flush_bytes = fb if fb < self.max_bytes else self.max_bytes
 
     def settle(self, keep: bool = False) -> None:
-        """The buffer is written: the grant's rest goes back, unless ``keep``
-        (flush="always": kept for the next appends until the flusher finds the
-        log idle, one take per busy spell)."""
-        self.grant.settle(keep)
-        self.set_thresholds()
+        """The buffer was written (it is empty): the governor is told what was, and the
+        grant's rest goes back, unless ``keep`` (flush="always": kept for the next appends
+        until the flusher finds the log idle, one take per busy spell); then the thresholds."""
+        grant = self.grant
+        if grant.written or (grant.buffer and not keep):
+            grant.settle(keep)
+        room = grant.buffer
+        if not room:  # (what set_thresholds finds without a grant: the next append takes one)
+            self.flush_bytes = self.flush_records = 0
+            return
+        # set_thresholds with nothing buffered (inline: called after every write)
+        if self.codec:
+            room = (room - 128) * 128 // 129
+        free = room - BATCH_FIXED
+        dn = free // (2 * RECORD_FIXED)
+        if dn > self.max_records_less_1:
+            dn = self.max_records_less_1
+        if dn < 0:
+            dn = 0
+        self.flush_records = dn
+        fb = free - RECORD_FIXED * dn + 1
+        self.flush_bytes = fb if fb < self.max_bytes else self.max_bytes
 
     def encode(self, base: int) -> list:
         """The buffer as one batch's encoded parts, its first offset ``base``."""
         bv = self.values
         nulls = self.nulls
-        return encode_batch_parts(base, nulls_restored(bv) if nulls else bv, keys=self.keys, headers=self.headers,
-                                  timestamps=self.timestamps, codec=self.codec, nulls=nulls)
+        return encode_batch_parts(base, nulls_restored(bv) if nulls else bv, self.keys, self.headers,
+                                  self.timestamps, self.codec, -1, -1, -1, nulls)
 
     def drop(self, e) -> None:
         """Drop every buffered record unwritten (flush="always", a full disk):

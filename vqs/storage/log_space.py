@@ -15,6 +15,7 @@ Invariants (under the log's lock):
 from __future__ import annotations
 
 import errno
+import os
 
 from ..errors import DiskFullError
 from .log_settings import check_int
@@ -46,11 +47,14 @@ class Grant:
         self.indexes = 0
         self.written = 0
 
-    def take_upto(self, more: int, step: int, path: str, file: str) -> None:
-        """``more`` bytes for the buffer, and up to ``step`` when the governor allows."""
+    def take_upto(self, more: int, step: int, seg, path: str, index_bytes: int) -> None:
+        """``more`` bytes for the buffer, and up to ``step`` when the governor allows;
+        DiskFullError when it refuses even ``more``. The active segment ``seg``'s indexes
+        (``index_bytes``) are counted from its first take on (a control write)."""
+        if not self.indexes and not seg.indexes_allocated and not os.path.exists(seg.index_path):
+            self.count_indexes(index_bytes, path)  # (a reopened segment's are allocated already)
         written, self.written = self.written, 0
-        self.buffer += self.space.take(more, self.floor, path, extra=step, path=file, control=self.control,
-                                       written=written)
+        self.buffer += self.space.take(more, self.floor, path, step, seg.log_path, self.control, written)
 
     def hand_over(self, claim, need: int) -> None:
         """A caller's ``space.Claim`` becomes the grant, up to ``need``."""

@@ -352,7 +352,7 @@ class Segment:
         if end > self.allocated and ahead:
             fs.allocate(h.fd, pos, end - pos + ALLOCATE_AHEAD)  # advice (module doc)
             self.allocated = end + ALLOCATE_AHEAD
-        write_all(h.fd, parts)  # first: a failed write leaves no trace in the state
+        write_all(h.fd, parts, nbytes)  # first: a failed write leaves no trace in the state
         self.max_timestamp_ms = max(self.max_timestamp_ms, max_ts)
         self._index_batch(pos, base_offset, self.max_timestamp_ms)
         self.size = pos + nbytes

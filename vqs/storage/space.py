@@ -169,14 +169,13 @@ class Space:
         self._since = 0
         self._quarter = max(0, self.avail) // 4
 
-    def take(self, nbytes: int, floor: int, where: str, *, extra: int = 0, path: str | None = None,
+    def take(self, nbytes: int, floor: int, where: str, extra: int = 0, path: str | None = None,
              control: bool = False, written: int = 0) -> int:
         """Count ``nbytes`` about to be buffered or written in directory ``where`` as used,
         plus up to ``extra`` more (at most an eighth of the room over the floor: a grant never
         holds what others need); returns what was taken. DiskFullError naming ``path`` (else
         ``where``), nothing counted, when ``nbytes`` would leave less than ``floor`` (0: never).
         ``written``: taken bytes that reached a file since the caller last said (``wrote``)."""
-        path = path or where
         with self._lock:
             self.unwritten -= written
             if self.returned:
@@ -189,13 +188,15 @@ class Space:
             if floor and left < floor:
                 self.low = True
                 raise DiskFullError(
-                    f"write to {path} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
+                    f"write to {path or where} refused: {max(0, self.avail)} bytes free on its filesystem (less what this "
                     f"process holds buffered), and it needs {nbytes} over min_free_bytes={floor} (room kept "
                     f"for deletes, checkpoints and buffered records); writes resume once there is room",
-                    path=path)
+                    path=path or where)
             if left >= floor and not control:
                 self.low = False
-            nbytes += max(0, min(extra, (left - floor) // 8))
+            if extra:  # (comparisons, not min/max: a log takes once per batch)
+                more = (left - floor) >> 3
+                nbytes += extra if more > extra else more if more > 0 else 0
             self.avail -= nbytes
             self.unwritten += nbytes
             return nbytes
