@@ -134,7 +134,7 @@ tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.
 	@touch $@
 
 test: java kcat browser btrfs xfs lint tool-envs rdkafka-tests $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
-	@echo "==> running the tests (about 14 minutes on 2 cores, librdkafka's subset 2 of them)"
+	@echo "==> running the tests (about 15 minutes on 2 cores, librdkafka's two subsets 3 of them)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # librdkafka's own test runner: tests/server/kafka/test_librdkafka_suite.py runs the numbered tests
