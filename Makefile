@@ -134,23 +134,25 @@ tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.
 	@touch $@
 
 test: java kcat browser btrfs xfs lint tool-envs rdkafka-tests $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
-	@echo "==> running the tests (about 14 minutes on 2 cores, librdkafka's subset 2 of them)"
+	@echo "==> running the tests (about 15 minutes on 2 cores, librdkafka's two subsets 3 of them)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # librdkafka's own test runner: tests/server/kafka/test_librdkafka_suite.py runs the numbered tests
-# listed in tests/server/kafka/librdkafka_subset.txt against `vqs serve --kafka-port` (part of
-# `make test`). Its release source, tests included, is the npm package @confluentinc/kafka-javascript
-# (it bundles librdkafka under deps/librdkafka): fetched with npm (curl from the same registry when
-# npm is missing) and checked against its SHA-256 before anything of it runs. Built for the test only:
-# no SSL, SASL/GSSAPI, curl, zstd or syslog; -O1 without debug info; the two shared libraries and a
-# test runner of the subset's tests only (the suite's other tests are stubs that skip). Once: stamps
+# listed in tests/server/kafka/librdkafka_subset.txt (as a Kafka 3.9 cluster, classic groups) and
+# in librdkafka_share_subset.txt (as Kafka 4.2: share consumers, group.protocol=consumer) against
+# `vqs serve --kafka-port` (part of `make test`). Its release source, tests included, is the npm
+# package @confluentinc/kafka-javascript (it bundles librdkafka under deps/librdkafka): fetched with
+# npm (curl from the same registry when npm is missing) and checked against its SHA-256 before
+# anything of it runs. Built for the test only:
+# no SSL, SASL/GSSAPI, curl, zstd or syslog; -O1 without debug info; the two shared libraries and one
+# test runner of both subsets' tests only (the suite's other tests are stubs that skip). Once: stamps
 # under .venv-tools/ (gitignored); a changed subset recompiles only what it adds. About 50 CPU
 # seconds (under a minute on 2 idle cores).
 RDK_VERSION := 2.15.1
 RDK_NPM     := @confluentinc/kafka-javascript@1.10.1
 RDK_TGZ_URL := https://registry.npmjs.org/@confluentinc/kafka-javascript/-/kafka-javascript-1.10.1.tgz
 RDK_SHA256  := ada7d703bb1d3237e2292bfabf438d663b6160c9f1ac2a2406b5dc4257c81b66
-RDK_SUBSET  := tests/server/kafka/librdkafka_subset.txt
+RDK_SUBSET  := tests/server/kafka/librdkafka_subset.txt tests/server/kafka/librdkafka_share_subset.txt
 RDK_DIR     := .venv-tools/librdkafka-$(RDK_VERSION)
 RDK_LIBS    := $(RDK_DIR)/.libs-built
 RDK_STAMP   := $(RDK_DIR)/.built
@@ -176,11 +178,12 @@ $(RDK_LIBS):
 	  || { tail -30 $(RDK_DIR)/build.log; exit 1; }
 	@touch $@
 
-# The runner's sources: the subset's test files, and a stub for every other test test.c names
-# (it skips, saying so); the stamp records the subset built (the test checks it).
+# The runner's sources: the subsets' test files (each once), and a stub for every other test test.c
+# names (it skips, saying so); the stamp records the tests built (the test checks it).
 $(RDK_STAMP): $(RDK_LIBS) $(RDK_SUBSET)
 	@echo "==> building librdkafka's test runner (the tests of $(RDK_SUBSET))"
-	@cd $(RDK_DIR)/src/tests && tests="$$(sed -e 's/#.*//' $(CURDIR)/$(RDK_SUBSET) | tr -s ' \n' ' ')" \
+	@cd $(RDK_DIR)/src/tests && tests="$$(sed -e 's/#.*//' $(addprefix $(CURDIR)/,$(RDK_SUBSET)) | tr -s ' \n' '\n' \
+	    | grep . | LC_ALL=C sort -u | tr '\n' ' ')" \
 	  && for t in $$tests; do ls $$t-*.c $$t-*.cpp 2>/dev/null | grep -q . || { echo "no source for test $$t"; exit 1; }; done \
 	  && c="$$(for t in $$tests; do ls $$t-*.c 2>/dev/null; done | tr '\n' ' ')" \
 	  && cxx="$$(for t in $$tests; do ls $$t-*.cpp 2>/dev/null; done | tr '\n' ' ')" \

@@ -283,13 +283,16 @@ class ConsumerGroups:
 
     def check_commit(self, group: str, member_id: str, epoch: int, partitions) -> str:
         """May ``member_id`` at ``epoch`` commit offsets of ``partitions`` ((topic, partition)s)?
-        A commit from outside the group (no member id, epoch -1) only while it has no members."""
+        A commit from outside the group (epoch -1, with or without a member id) only while it has
+        no members."""
         with self._lock:
             g = self._groups.get(group)
             if g is not None:
                 self._expire_locked(g)
-            if not member_id and epoch < 0:  # as Kafka: an admin's commit, only into an empty group
-                return OK if g is None or not g.members else UNKNOWN_MEMBER
+            if epoch < 0 and (g is None or not g.members):  # as Kafka: a commit from outside, into an empty group
+                return OK
+            if not member_id and epoch < 0:
+                return UNKNOWN_MEMBER
             m = g.members.get(member_id) if g is not None else None
             if m is None:
                 return UNKNOWN_MEMBER

@@ -557,17 +557,21 @@ class GroupCoordinator:
             return OK
 
     def check_commit(self, group: str, generation: int, member_id: str, group_instance_id: str | None = None) -> str:
-        """May this member commit offsets now? Generation -1 with no member id is a consumer
-        outside group management: allowed while the group has no members. A member of the
+        """May this member commit offsets now? A negative generation is a consumer outside group
+        management (an admin, or a consumer that assigns its own partitions; a new-protocol
+        client sends its own member id with it): allowed while the group has no members, whatever
+        member id it names, as Kafka's empty-group rule. A member of the
         generation in force may commit while the group waits for joins, not while it waits for
         the leader's SyncGroup (module doc; Kafka's rule)."""
         instance = group_instance_id or None
         with self._lock:
             g = self._group(group)
             self._expire_locked(g)
+            if generation < 0 and not (g.members or self.assigned.has_members_locked(group)
+                                       or self.consumer.has_members_locked(group)):
+                return OK
             if generation < 0 and not member_id and instance is None:
-                return OK if not (g.members or self.assigned.has_members_locked(group)
-                                  or self.consumer.has_members_locked(group)) else ILLEGAL_GENERATION
+                return ILLEGAL_GENERATION
             status = self._check_member_locked(g, member_id, instance)
             if status != OK:
                 return status

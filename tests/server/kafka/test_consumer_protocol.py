@@ -393,3 +393,23 @@ def test_offset_commit_and_fetch_v9_carry_the_member_epoch(server):
         assert _fetch_v9(raw, group, None, -1, topic) == (0, 7)  # an admin's fetch names no member
     finally:
         raw.close()
+
+
+def test_a_consumer_that_assigns_its_own_partitions_commits_into_an_empty_group(server):
+    # group.protocol=consumer without subscribe(): librdkafka commits with its own member id and
+    # epoch -1; Kafka takes that into a group with no members (an "outside" commit)
+    topic, group = f"self-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    c = ck.Consumer({"bootstrap.servers": server.bootstrap, "group.id": group, "group.protocol": "consumer",
+                     "enable.auto.commit": False})
+    try:
+        c.assign([ck.TopicPartition(topic, 0)])
+        got = c.commit(offsets=[ck.TopicPartition(topic, 0, 7)], asynchronous=False)
+        assert [(p.topic, p.offset, p.error) for p in got] == [(topic, 7, None)]
+        assert c.committed([ck.TopicPartition(topic, 0)], timeout=10)[0].offset == 7
+        with pytest.raises(ck.KafkaException) as e:  # a topic no one made: the topic's error, not the member's
+            c.commit(offsets=[ck.TopicPartition(f"{topic}-none", 0, 1)], asynchronous=False)
+        assert e.value.args[0].code() == ck.KafkaError.UNKNOWN_TOPIC_OR_PART
+    finally:
+        c.close()

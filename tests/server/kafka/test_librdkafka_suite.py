@@ -2,7 +2,9 @@
 
 The runner is librdkafka's ``tests/test-runner``, built from its release source by
 ``make rdkafka-tests`` (``make test`` does it first; under .venv-tools/, gitignored) with the
-tests listed in librdkafka_subset.txt beside this file. Without that build the test skips, saying
+tests listed in librdkafka_subset.txt beside this file (run as a Kafka 3.9 cluster: classic
+groups) and in librdkafka_share_subset.txt (run as a Kafka 4.2 cluster with
+``group.protocol=consumer``: share consumers and KIP-848 groups). Without that build the test skips, saying
 so, except under CI (``CI`` set), where a missing or stale build fails it. Why each other broker
 test is left out: docs/kafka.md ("librdkafka's test suite"). The server runs as librdkafka's
 default test cluster is configured (its scenarios/default.json): topics auto-created with 4
@@ -27,14 +29,23 @@ RUNNER = TESTS_DIR / "test-runner"
 STAMP = BUILD / ".built"  # the subset the runner was built with (Makefile)
 
 
-def _subset() -> tuple[str, ...]:
-    lines = (Path(__file__).with_name("librdkafka_subset.txt")).read_text().splitlines()
+def _subset(name: str) -> tuple[str, ...]:
+    lines = (Path(__file__).with_name(name)).read_text().splitlines()
     return tuple(t for t in (line.split("#", 1)[0].strip() for line in lines) if t)
 
 
 #: The numbered tests run (their broker tests, in full). docs/kafka.md lists the ones
 #: left out and why.
-SUBSET = _subset()
+SUBSET = _subset("librdkafka_subset.txt")
+#: Run as Kafka 4.2: the share-consumer tests (KIP-932) and group tests with
+#: group.protocol=consumer (KIP-848); the runner's own gates skip share tests below 4.2.
+SHARE_SUBSET = _subset("librdkafka_share_subset.txt")
+
+#: (subset, the cluster's Kafka version, extra environment)
+RUNS = {
+    "classic": (SUBSET, "3.9.0", {}),  # the classic group protocol; no share groups
+    "share-kip848": (SHARE_SUBSET, "4.2.0", {"TEST_CONSUMER_GROUP_PROTOCOL": "consumer"}),
+}
 
 #: Tests run at once. They mostly wait (the longest, 0089 and 0091, sleep past
 #: max.poll.interval.ms for over a minute each), so the run takes about as long as the tests
@@ -55,7 +66,7 @@ def _built() -> str | None:
         return f"librdkafka's test runner is not built ({RUNNER})"
     if not STAMP.exists():
         return f"librdkafka's test runner was not built by the Makefile (no {STAMP})"
-    if missing := sorted(set(SUBSET) - set(STAMP.read_text().split())):
+    if missing := sorted(set(SUBSET + SHARE_SUBSET) - set(STAMP.read_text().split())):
         return f"librdkafka's test runner was built without {len(missing)} test(s) of the subset ({missing[:10]})"
     return None
 
@@ -67,7 +78,9 @@ def _require_runner() -> None:
         pytest.skip(f"{why}: run `make rdkafka-tests`")
 
 
-def test_librdkafka_numbered_tests(tmp_path):
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_librdkafka_numbered_tests(tmp_path, run):
+    subset, kafka_version, extra_env = RUNS[run]
     _require_runner()
     server = KafkaServer(tmp_path / "data", env={"VQS_KAFKA_NUM_PARTITIONS": "4"}).start()
     try:
@@ -76,8 +89,8 @@ def test_librdkafka_numbered_tests(tmp_path):
         # without CI: under CI the runner adds 2 to its timeout multiplier, which stretches the
         # tests' waits for what must not arrive
         env = dict({k: v for k, v in os.environ.items() if k != "CI"},
-                   RDKAFKA_TEST_CONF=str(conf), TESTS=",".join(SUBSET),
-                   TEST_KAFKA_VERSION="3.9.0",  # the classic group protocol; no share groups
+                   RDKAFKA_TEST_CONF=str(conf), TESTS=",".join(subset),
+                   TEST_KAFKA_VERSION=kafka_version, **extra_env,
                    LD_LIBRARY_PATH=f"{TESTS_DIR.parent / 'src'}:{TESTS_DIR.parent / 'src-cpp'}")
         # -L: broker tests only, -E: no socket-fault (sockem) tests; PARALLEL at a time.
         proc = subprocess.run([str(RUNNER), "-L", "-E", f"-p{PARALLEL}"], cwd=tmp_path, env=env,
@@ -95,6 +108,6 @@ def test_librdkafka_numbered_tests(tmp_path):
             f"{tmp_path / 'test-runner.log'}\n" + "\n".join(
                 line for line in out.splitlines() if line.startswith("### Test") or "FAIL" in line)[-6000:])
         # every chosen test ran (a test the runner filtered out would pass vacuously)
-        assert set(SUBSET) <= ran, f"not run: {sorted(set(SUBSET) - ran)}"
+        assert set(subset) <= ran, f"not run: {sorted(set(subset) - ran)}"
     finally:
         server.stop()

@@ -37,7 +37,14 @@ import threading
 import time
 import uuid
 
-from ...errors import ConfigError, CorruptRecordError, GroupNotEmpty, PartitionDoesNotExist, TopicDoesNotExist
+from ...errors import (
+    ConfigError,
+    CorruptRecordError,
+    GroupNotEmpty,
+    InvalidName,
+    PartitionDoesNotExist,
+    TopicDoesNotExist,
+)
 from ...storage import atomic_write
 from .. import layout
 from ..assignor import assign
@@ -280,7 +287,7 @@ class ShareGroups:
         for t in topics:
             try:
                 counts[t] = self.broker.topic(t).partitions
-            except TopicDoesNotExist:
+            except (TopicDoesNotExist, InvalidName):  # a name no topic can have (``^t$``: no regex here)
                 pass
         return counts
 

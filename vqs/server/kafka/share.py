@@ -47,7 +47,6 @@ from .topic_ids import topic_id, topic_name
 INVALID_RECORD_STATE = 121
 SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
-UNKNOWN_TOPIC_ID = 100
 _MAX_WAIT_S = 30.0
 _POLL_SLICE_S = 0.25  # a waiting fetch rechecks for released records this often
 _MAX_RECORDS = 10_000  # at most this many records acquired by one ShareFetch
@@ -278,7 +277,7 @@ async def share_fetch(ctx, conn, v, r):
         name = name_of(tid)
         order.append((tid, p))
         if name is None:
-            part_errors[(tid, p)] = UNKNOWN_TOPIC_ID
+            part_errors[(tid, p)] = K.UNKNOWN_TOPIC_ID
             continue
         if epoch != -1:
             s.parts[(name, p)] = tid
@@ -378,7 +377,7 @@ async def share_acknowledge(ctx, conn, v, r):
     for tid, p, acks in wanted:
         name = topic_name(ctx.broker, tid)
         if name is None:
-            codes.append((tid, p, UNKNOWN_TOPIC_ID))
+            codes.append((tid, p, K.UNKNOWN_TOPIC_ID))
             continue
         codes.append((tid, p, await ctx.blocking(_apply_acks, sg, group, member, name, p, acks, now)))
     if epoch == -1:
