@@ -15,13 +15,9 @@ Prints a Markdown table; --json writes the figures.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import re
-import subprocess
-import sys
 import tempfile
+
+import _cycle
 
 VALUE = b"x" * 100
 PREFILL = 200_000  # records a read mode appends first (the same in both run lengths)
@@ -77,46 +73,8 @@ def run_ops(n: int, mode: str) -> None:
         lg.close()
 
 
-def instructions(tree: str, n: int, mode: str) -> int:
-    # one hash seed for every run: string hashing decides dict probes, and a random
-    # seed per run moved a difference of two runs by a few per cent
-    env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
-    with tempfile.TemporaryDirectory() as d:
-        p = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                            f"--cachegrind-out-file={d}/cg", sys.executable, os.path.abspath(__file__),
-                            "--run", str(n), mode], env=env, capture_output=True, text=True, check=True)
-    return int(re.search(r"I\s+refs:\s+([\d,]+)", p.stderr).group(1).replace(",", ""))
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base-tree", help="a checkout of the base commit (PYTHONPATH for the base side)")
-    ap.add_argument("--new-tree", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                    help="the new side (default: this tree)")
-    ap.add_argument("--modes", default=",".join(MODES), help="of " + ",".join(MODES))
-    ap.add_argument("--json", default="", help="write the figures here")
-    ap.add_argument("--run", nargs=2, metavar=("N", "MODE"), help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.run:
-        run_ops(int(a.run[0]), a.run[1])
-        return
-    sides = {"new": a.new_tree} if not a.base_tree else {"base": a.base_tree, "new": a.new_tree}
-    out = {}
-    for mode in a.modes.split(","):
-        n1, n2, per = MODES[mode]
-        out[mode] = {s: (instructions(t, n2, mode) - instructions(t, n1, mode)) / (n2 - n1) / per
-                     for s, t in sides.items()}
-        print(f"  {mode}: " + ", ".join(f"{s} {v:,.0f}" for s, v in out[mode].items()), file=sys.stderr, flush=True)
-    print("| operation (instructions per record) | " + " | ".join(sides) + (" | change |" if len(sides) == 2 else " |"))
-    print("|---|" + "---:|" * (len(sides) + (len(sides) == 2)))
-    for mode, r in out.items():
-        cells = [f"{r[s]:,.0f}" for s in sides]
-        if len(sides) == 2:
-            cells.append(f"{(r['new'] / r['base'] - 1) * 100:+.1f} %")
-        print(f"| {LABELS[mode]} | " + " | ".join(cells) + " |")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
+    _cycle.main(__file__, __doc__, MODES, LABELS, run_ops, "record")
 
 
 if __name__ == "__main__":
