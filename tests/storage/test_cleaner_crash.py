@@ -22,22 +22,12 @@ from vqs.storage import CompactionSettings, Log, clean_log
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = textwrap.dedent("""
-    import os, signal, sys
+    import sys
+    from fs_kill import kill_at_call
     from vqs.storage import Log, CompactionSettings, clean_log
-    from vqs.storage import fs
     path, kill_at, worker = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "worker"
     log = Log.open(path, segment_bytes=4000, flush="always", batch_max_records=3)
-    calls = [0]
-    def counted(name):
-        real = getattr(fs, name)
-        def f(*a, **k):
-            calls[0] += 1
-            if calls[0] == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(*a, **k)
-        return f
-    for name in ("fsync", "rename", "unlink"):
-        setattr(fs, name, counted(name))
+    calls = kill_at_call(kill_at, ("fsync", "rename", "unlink"))
     if worker:  # the worker's pid, for the test to see it gone before it opens the log
         import subprocess
         real_popen = subprocess.Popen
@@ -118,7 +108,8 @@ def test_cleaner_killed_at_every_step(tmp_path, mode):
     log.close()
     new = _records(reference)[1]
     assert len(new) < len(old)
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((REPO, os.path.join(REPO, "tests"),
+                                                       os.environ.get("PYTHONPATH", ""))))
     kills = 0
     for n in range(1, 400):
         path = str(tmp_path / f"run{n}")

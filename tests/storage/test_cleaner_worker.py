@@ -29,19 +29,11 @@ SETTINGS = CompactionSettings(delete_retention_ms=0)
 
 #: the worker's entry, its fs calls counted: the KILL_AT-th kills it (0: never)
 KILLING_MAIN = textwrap.dedent("""
-    import os, signal, sys
+    import os, sys
     sys.path.insert(0, sys.argv[2])
-    from vqs.storage import fs
-    kill_at, calls = int(os.environ["KILL_AT"]), [0]
-    def counted(real):
-        def f(*a, **k):
-            calls[0] += 1
-            if calls[0] == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(*a, **k)
-        return f
-    for name in ("writev", "fsync", "unlink"):
-        setattr(fs, name, counted(getattr(fs, name)))
+    sys.path.insert(0, os.path.join(sys.argv[2], "tests"))
+    from fs_kill import kill_at_call
+    kill_at_call(int(os.environ["KILL_AT"]), ("writev", "fsync", "unlink"))
     from vqs.storage.cleaner_worker import main
     sys.exit(main(sys.argv[1:]))
 """)
