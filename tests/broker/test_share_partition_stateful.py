@@ -133,14 +133,8 @@ class SharePartitionMachine(RuleBasedStateMachine):
             assert not held and not below_start
             return
         assert held or below_start
-        if not held:
-            return
-        if kind in (ACCEPT, REJECT):
-            r.settled, r.owner = True, None
-        elif kind == RELEASE:
-            self._release_model(r)
-        else:
-            r.until = self.now + LOCK
+        if held:
+            self._acknowledge_model(r, kind)
 
     @rule(member=st.sampled_from(MEMBERS), pick=st.integers(0, 50), length=st.integers(1, 8),
           kind=st.sampled_from([ACCEPT, RELEASE, REJECT, RENEW]))
@@ -160,13 +154,17 @@ class SharePartitionMachine(RuleBasedStateMachine):
             return
         assert held
         for o in span:
-            r = self.model[o]
-            if kind in (ACCEPT, REJECT):
-                r.settled, r.owner = True, None
-            elif kind == RELEASE:
-                self._release_model(r)
-            else:
-                r.until = self.now + LOCK
+            self._acknowledge_model(self.model[o], kind)
+
+    def _acknowledge_model(self, r, kind) -> None:
+        """What one acknowledgement of a held record does: ACCEPT and REJECT settle it,
+        RELEASE makes it available again, RENEW extends its lock."""
+        if kind in (ACCEPT, REJECT):
+            r.settled, r.owner = True, None
+        elif kind == RELEASE:
+            self._release_model(r)
+        else:
+            r.until = self.now + LOCK
 
     @rule(member=st.sampled_from(MEMBERS))
     def release_member(self, member):
