@@ -280,6 +280,23 @@ def _poll_until(consumers, cond, timeout: float, what: str):
                 c.errors.append(m.error())
 
 
+def _leave_and_close(server, group: str, consumers) -> None:
+    """Closes dynamic members once none of them is in the group any more: each unsubscribes
+    (and sends LeaveGroup), all are polled until the group has no members, then each closes.
+    A close() that meets a rebalance under way (an assignment arriving as the group thread
+    terminates) can block forever in librdkafka's rebalance callback (librdkafka #4041, #4527),
+    and a member that leaves starts just such a rebalance for the others."""
+    for c in consumers:
+        c.unsubscribe()
+    raw = RawKafka(server.kafka_port)
+    try:
+        _poll_until(consumers, lambda: not _describe(raw, group)[1], 20, "every member to leave")
+    finally:
+        raw.close()
+        for c in consumers:
+            c.close()
+
+
 def test_a_group_id_that_lists_the_assignors_works(kafka_server):
     """librdkafka's 0132_strategy_ordering uses "roundrobin,range" as group id and assignor list."""
     topic = _topic(kafka_server, _uid("strategy-order"), 4)
@@ -294,8 +311,7 @@ def test_a_group_id_that_lists_the_assignors_works(kafka_server):
         got = cs[0].committed([TopicPartition(topic, p) for p in _assignment(cs[0])], timeout=10)
         assert {tp.offset for tp in got} == {3}
     finally:
-        for c in cs:
-            c.close()
+        _leave_and_close(kafka_server, "roundrobin,range", cs)
 
 
 def test_a_restarted_static_consumer_gets_its_partitions_back_without_a_rebalance(kafka_server):
@@ -374,8 +390,7 @@ def test_cooperative_sticky_consumers_settle_after_repeated_subscription_changes
                     and owned(c2, t1) and not owned(c1, t1) & owned(c2, t1), 30, "the group to settle")
         assert c1.errors == c2.errors == []
     finally:
-        c1.close()
-        c2.close()
+        _leave_and_close(kafka_server, group, [c1, c2])
 
 
 def test_a_new_consumer_changing_its_subscription_during_its_first_join_leaves_no_member_behind(kafka_server):
@@ -405,8 +420,7 @@ def test_a_new_consumer_changing_its_subscription_during_its_first_join_leaves_n
         assert time.monotonic() - start < 15 and c1.errors == c2.errors == []
         assert len(_describe(RawKafka(kafka_server.kafka_port), group)[1]) == 2
     finally:
-        c1.close()
-        c2.close()
+        _leave_and_close(kafka_server, group, [c1, c2])
 
 
 def test_cooperative_commits_during_a_late_members_rebalance_succeed(kafka_server):
@@ -450,7 +464,9 @@ def test_cooperative_commits_during_a_late_members_rebalance_succeed(kafka_serve
                 except ck.KafkaException as e:
                     failures.append((time.monotonic() - start, e.args[0]))
 
+        deadline = time.monotonic() + 30
         while len(_assignment(c1)) < 4 or commits < 5:
+            assert time.monotonic() < deadline, "timed out waiting for the first commits"
             poll_and_commit()
         c2.subscribe([topic])
         deadline = time.monotonic() + 30
@@ -461,8 +477,7 @@ def test_cooperative_commits_during_a_late_members_rebalance_succeed(kafka_serve
     finally:
         stop.set()
         producer.join()
-        c1.close()
-        c2.close()
+        _leave_and_close(kafka_server, group, [c1, c2])
     # A commit held behind c1's own rejoin (while c2 had yet to rejoin: up to its heartbeat interval)
     # is taken. (A commit c1 builds just as a join completes at once names the generation that join
     # ended, and is refused at once, as by Kafka: a race of the client's, not a wait.)
