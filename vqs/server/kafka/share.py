@@ -1,7 +1,7 @@
 """Share-group records: ShareFetch (78) and ShareAcknowledge (79), and share sessions.
 
-Version 1 of each (the first stable one, Kafka 4.1+; what librdkafka 2.15+
-sends), flexible. Records are acquired and acknowledged on the broker's share
+Versions 1 (the first stable one, Kafka 4.1+; what librdkafka 2.15+ sends)
+and 2 (Kafka 4.2: acquire modes, KIP-1206, and RENEW, KIP-1222), flexible. Records are acquired and acknowledged on the broker's share
 partitions (vqs.broker.share.partition), whose state is durable before an
 answer is sent; membership is share_groups.py.
 
@@ -30,6 +30,13 @@ least one batch per partition while some bytes are left (a soft limit, as
 Kafka's); 0 acquires nothing.
 With nothing to acquire it waits up to ``MaxWaitMs`` (30 s at most) for new
 records or ended locks, on the listener's loop.
+
+RENEW (acknowledge type 4, v2) gives records the member holds a new lock of
+the group's full duration; a request may carry it only when it says so
+(``IsRenewAck``), and such a ShareFetch only acknowledges: its fetch fields
+must be 0 and it acquires nothing (as Kafka's, whose renewing fetch must not
+spend the lock it renews waiting for records). A type the request may not
+carry, or an unknown acquire mode, is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from __future__ import annotations
 import time
 
 from ... import errors as E
-from ...broker.share import InvalidRecordState
+from ...broker.share import REJECT, RENEW, InvalidRecordState
 from ..long_poll import wait_topics
 from . import errors as K
 from .codec import ProtocolError, Writer
@@ -118,8 +125,13 @@ def _read_topics(r, with_acks: bool = True) -> list:
     return out
 
 
-def _apply_acks(sg, group: str, member: str, name: str, p: int, acks: list, now: int) -> int:
-    """Apply one partition's acknowledgements; its acknowledgement error code."""
+def _apply_acks(sg, group: str, member: str, name: str, p: int, acks: list, now: int,
+                renew: bool = False) -> int:
+    """Apply one partition's acknowledgements; its acknowledgement error code. RENEW only
+    when the request said it carries renewals (``renew``)."""
+    top = RENEW if renew else REJECT
+    if any(t > top for _, _, types in acks for t in types):
+        return K.INVALID_REQUEST
     st = sg.settings_for(group)
     try:
         sp = sg.partition(group, name, p)
@@ -241,12 +253,15 @@ async def share_fetch(ctx, conn, v, r):
     member = r.compact_string() or ""
     epoch = r.int32()
     max_wait = r.int32()
-    r.int32()  # min bytes: any acquired record is answered
+    min_bytes = r.int32()  # any acquired record is answered
     max_bytes = r.int32()
     max_records = r.int32()
     r.int32()  # batch size
-    # acquire mode (v2, KIP-1206): 0 batch_optimized (v1's, batch-aligned), 1 record_limit
-    record_limit = v >= 2 and r.int8() == 1
+    # v2: the acquire mode (KIP-1206: 0 batch_optimized, v1's; 1 record_limit) and whether
+    # the acknowledgements carry RENEW (KIP-1222)
+    mode = r.int8() if v >= 2 else 0
+    renew = r.boolean() if v >= 2 else False
+    record_limit = mode == 1
     wanted = _read_topics(r)
     forgotten = []
     for _ in range(r.compact_array_len(3)):
@@ -266,6 +281,11 @@ async def share_fetch(ctx, conn, v, r):
     if not group or not member or (epoch == 0 and has_acks) or (epoch == -1 and forgotten):
         return _fetch_error(K.INVALID_REQUEST, "malformed share fetch (acknowledgements in a session's "
                                                "first request, or forgotten topics in its last)")
+    if mode not in (0, 1):
+        return _fetch_error(K.INVALID_REQUEST, f"unknown share acquire mode {mode}")
+    if renew and (max_wait or min_bytes or max_bytes or max_records):
+        return _fetch_error(K.INVALID_REQUEST, "a share fetch that renews locks fetches nothing: "
+                                               "MaxWaitMs, MinBytes, MaxBytes and MaxRecords must be 0")
     s, err = _session(ctx, conn, group, member, epoch, opening=True)
     if err:
         return _fetch_error(err, "share session: open one with epoch 0")
@@ -282,7 +302,7 @@ async def share_fetch(ctx, conn, v, r):
         if epoch != -1:
             s.parts[(name, p)] = tid
         if acks:
-            ack_codes[(tid, p)] = await ctx.blocking(_apply_acks, sg, group, member, name, p, acks, now)
+            ack_codes[(tid, p)] = await ctx.blocking(_apply_acks, sg, group, member, name, p, acks, now, renew)
     for tid, p in forgotten:
         name = name_of(tid)
         if name is not None and s.parts.pop((name, p), None) is not None:
@@ -295,6 +315,8 @@ async def share_fetch(ctx, conn, v, r):
     if epoch == -1:
         _sessions(ctx).pop((group, member), None)
         await ctx.blocking(sg.release_member, group, member)
+    elif renew:
+        s.epoch += 1  # acknowledgements only (module doc)
     else:
         s.epoch += 1
         limit = min(max_records if max_records > 0 else 500, _MAX_RECORDS)
@@ -358,8 +380,7 @@ async def share_acknowledge(ctx, conn, v, r):
     group = r.compact_string() or ""
     member = r.compact_string() or ""
     epoch = r.int32()
-    if v >= 2:
-        r.boolean()  # is renew ack
+    renew = r.boolean() if v >= 2 else False
     wanted = _read_topics(r)
     r.tagged_fields()
     w = Writer().int32(0)
@@ -379,7 +400,7 @@ async def share_acknowledge(ctx, conn, v, r):
         if name is None:
             codes.append((tid, p, K.UNKNOWN_TOPIC_ID))
             continue
-        codes.append((tid, p, await ctx.blocking(_apply_acks, sg, group, member, name, p, acks, now)))
+        codes.append((tid, p, await ctx.blocking(_apply_acks, sg, group, member, name, p, acks, now, renew)))
     if epoch == -1:
         _sessions(ctx).pop((group, member), None)
         await ctx.blocking(sg.release_member, group, member)
