@@ -6,12 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 
 import pytest
 
 from vqs.broker import Broker, RecordMetadata, murmur2, partition_for_key
 from vqs.errors import (
     ConfigError,
+    CorruptRecordError,
     InvalidName,
     TopicAlreadyExists,
     TopicDoesNotExist,
@@ -35,6 +37,7 @@ def test_crud(broker, data_dir):
     with open(os.path.join(data_dir, "topics", "orders", "topic.json")) as f:
         assert json.load(f) == {
             "name": "orders",
+            "id": t.topic_id.hex(),
             "partitions": 3,
             "config": {"compression": "lz4", "retention_ms": 1000},
         }
@@ -53,6 +56,39 @@ def test_crud(broker, data_dir):
     # The name can be used again, and the new topic starts empty.
     t2 = broker.create_topic("orders", partitions=1)
     assert t2.partitions == 1 and t2.end_offsets() == [0]
+
+
+def test_a_topic_keeps_its_id_and_one_made_again_under_its_name_has_another(data_dir):
+    """Kafka's topic ids: drawn at creation, kept by restarts and by every rewrite of
+    topic.json (new partitions, new settings); a topic.json from before ids had them gets the
+    UUID-5 of its name, the id such a topic always had, on every open."""
+    with Broker(data_dir) as b:
+        first = b.create_topic("orders").topic_id
+        other = b.create_topic("other").topic_id
+        assert len(first) == 16 and first not in (bytes(16), other)
+        b.create_partitions("orders", 3)
+        b.alter_topic("orders", {"retention_ms": 5000})
+    with Broker(data_dir) as b:
+        assert b.topic("orders").topic_id == first
+        b.delete_topic("orders")
+        again = b.create_topic("orders").topic_id
+        assert again not in (first, bytes(16))
+    path = os.path.join(data_dir, "topics", "other", "topic.json")
+    with open(path) as f:
+        meta = json.load(f)
+    del meta["id"]
+    with open(path, "w") as f:
+        json.dump(meta, f)
+    with Broker(data_dir) as b:
+        legacy = b.topic("other").topic_id
+    with Broker(data_dir) as b:
+        assert b.topic("other").topic_id == legacy == uuid.uuid5(
+            uuid.UUID("6f3b1c2e-5d0a-4f4e-9a51-7c2d8e9b0a14"), "other").bytes
+    meta["id"] = "not hex"
+    with open(path, "w") as f:
+        json.dump(meta, f)
+    with pytest.raises(CorruptRecordError, match=r"topic\.json"):
+        Broker(data_dir).close()
 
 
 def test_describe(broker):

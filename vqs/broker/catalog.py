@@ -2,7 +2,7 @@
 
 Layout (layout.py)::
 
-    DATA/topics/{topic}/topic.json   {"name", "partitions", "config": {...}}
+    DATA/topics/{topic}/topic.json   {"name", "id", "partitions", "config": {...}}
     DATA/topics/{topic}/{p}/         partition p: a Log directory
 
 Crash safety: a topic is created in ``{topic}~new`` (topic.json written and
@@ -11,6 +11,12 @@ renaming it to ``{topic}~deleted`` before removing it; the parent directory is
 fsynced after each rename. ``~`` cannot occur in a valid name, so these never
 collide with a topic, and a crash at any point leaves either the whole topic
 or none of it. Leftovers are removed when the catalog is opened.
+
+A topic's ``id`` (Kafka's topic id, 32 hex digits) is drawn at random when
+it is created and kept by every rewrite of topic.json: a topic deleted and
+made again under its name is a different topic to clients that name topics
+by id. A topic.json written before ids has none; such a topic's id is a
+UUID-5 of its name (what every id was before), the same on every open.
 
 Partitions are added in place (``add_partitions``): the new partition
 directories are made and the topic directory fsynced first, then topic.json
@@ -28,6 +34,7 @@ import logging
 import os
 import shutil
 import threading
+import uuid
 
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
 from ..storage import (
@@ -58,6 +65,7 @@ TOPIC_SETTINGS = (*LOG_SETTINGS, "max_message_bytes", "cleanup_policy", *COMPACT
 #: cleanup_policy values (Kafka's cleanup.policy; "delete,compact" is taken as "compact,delete")
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
 COMPRESSIONS = (None, "zstd", "lz4")
+_LEGACY_ID_NAMESPACE = uuid.UUID("6f3b1c2e-5d0a-4f4e-9a51-7c2d8e9b0a14")  # ids before topic.json had one
 UNLIMITED = -1  # retention_ms / retention_bytes: no limit, even over a broker default (Kafka's -1)
 MAX_MESSAGE_BYTES = 1 << 30  # a value must fit in one stored batch (record_batch.MAX_BATCH_BYTES)
 
@@ -141,7 +149,7 @@ class TopicCatalog:
                 logger.warning("ignoring %s: a directory without %s is not a topic", path, TOPIC_FILE)
                 continue
             try:
-                self._topics[entry] = self._open_topic(entry, meta["partitions"], meta["config"])
+                self._topics[entry] = self._open_topic(entry, meta["partitions"], meta["config"], meta["id"])
             except BaseException:
                 self.close()
                 raise
@@ -156,13 +164,17 @@ class TopicCatalog:
             name, partitions, config = meta["name"], meta["partitions"], meta.get("config") or {}
             if name != dirname or not isinstance(config, dict):
                 raise ValueError(f"name {name!r} does not match its directory {dirname!r}")
+            tid = meta.get("id")
+            if tid is not None and not (isinstance(tid, str) and len(tid) == 32):
+                raise ValueError(f"id {tid!r} is not 32 hex digits")
+            tid = uuid.uuid5(_LEGACY_ID_NAMESPACE, name) if tid is None else uuid.UUID(hex=tid)
             validate_name(name, "topic")
             validate_topic_settings(partitions, config)
         except FileNotFoundError:
             raise
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise CorruptRecordError(f"unreadable topic metadata {path}: {e}", path=path) from e
-        return {"name": name, "partitions": partitions, "config": config}
+        return {"name": name, "partitions": partitions, "config": config, "id": tid.bytes}
 
     def _log_kwargs(self, explicit: dict) -> dict:
         """``Log.open``'s settings for a topic's partitions: the broker's, the topic's over them."""
@@ -190,7 +202,7 @@ class TopicCatalog:
         config.update({k: explicit.get(k, getattr(defaults, k)) for k in COMPACTION_SETTINGS})
         return config
 
-    def _open_topic(self, name: str, partitions: int, explicit: dict) -> Topic:
+    def _open_topic(self, name: str, partitions: int, explicit: dict, topic_id: bytes) -> Topic:
         directory = os.path.join(self.directory, name)
         kwargs = self._log_kwargs(explicit)
         logs = []
@@ -208,7 +220,7 @@ class TopicCatalog:
                     logger.exception("closing %s after a failed open of topic %s", opened, name)
             raise
         config = self._effective(logs[0], kwargs, explicit)
-        return Topic(name, directory, partitions, config, logs, overrides=dict(explicit))
+        return Topic(name, directory, partitions, config, logs, overrides=dict(explicit), topic_id=topic_id)
 
     # -- queries ---------------------------------------------------------------------------
     def defaults(self) -> dict:
@@ -254,7 +266,8 @@ class TopicCatalog:
             try:
                 for p in range(partitions):
                     os.mkdir(partition_dir(tmp, p))
-                meta = {"name": name, "partitions": partitions, "config": explicit}
+                topic_id = uuid.uuid4().bytes
+                meta = {"name": name, "id": topic_id.hex(), "partitions": partitions, "config": explicit}
                 atomic_write(
                     topic_file(tmp),
                     json.dumps(meta, indent=1, sort_keys=True).encode() + b"\n",
@@ -266,7 +279,7 @@ class TopicCatalog:
                 raise
             fsync_dir(self.directory)
             try:
-                topic = self._open_topic(name, partitions, explicit)
+                topic = self._open_topic(name, partitions, explicit, topic_id)
             except BaseException:
                 self._remove_dir(name)
                 raise
@@ -292,7 +305,8 @@ class TopicCatalog:
                     shutil.rmtree(path, ignore_errors=True)  # an interrupted grow's: never written
                     os.mkdir(path)
                 fsync_dir(directory)
-                meta = {"name": name, "partitions": partitions, "config": dict(topic.overrides)}
+                meta = {"name": name, "id": topic.topic_id.hex(), "partitions": partitions,
+                        "config": dict(topic.overrides)}
                 atomic_write(topic_file(directory), json.dumps(meta, indent=1, sort_keys=True).encode() + b"\n")
             except BaseException as e:
                 raise_if_disk_full(e, directory)
@@ -337,7 +351,7 @@ class TopicCatalog:
             kwargs = self._log_kwargs(explicit)
             log_settings = {k: kwargs[k] for k in LOG_SETTINGS if k in kwargs}
             check_room(self.directory, self._log_defaults.get("min_free_bytes"), "altering a topic")
-            meta = {"name": name, "partitions": topic.partitions, "config": explicit}
+            meta = {"name": name, "id": topic.topic_id.hex(), "partitions": topic.partitions, "config": explicit}
             try:
                 atomic_write(topic_file(topic.directory), json.dumps(meta, indent=1, sort_keys=True).encode() + b"\n")
             except BaseException as e:
@@ -365,7 +379,7 @@ class TopicCatalog:
                 except DiskFullError:  # (btrfs under a spent quota: not even the rename)
                     path = os.path.join(self.directory, name)
                     meta = self._read_meta(topic_file(path), name)
-                    self._topics[name] = self._open_topic(name, meta["partitions"], meta["config"])
+                    self._topics[name] = self._open_topic(name, meta["partitions"], meta["config"], meta["id"])
                     raise
 
     def _remove_dir(self, name: str) -> None:

@@ -87,13 +87,17 @@ class Topic:
     (the topic's own, else the broker's defaults), ``overrides`` the topic's own
     settings only. Offsets are per partition:
     ``start_offset(p)`` is the first offset still stored (retention moves it),
-    ``end_offset(p)`` the offset the next record will get.
+    ``end_offset(p)`` the offset the next record will get. ``topic_id`` is the
+    16 bytes of its id (Kafka's topic id): drawn when the topic was created, so
+    a topic made again under the same name has another.
     """
 
     def __init__(
-        self, name: str, directory: str, partitions: int, config: dict, logs: list, overrides=None
+        self, name: str, directory: str, partitions: int, config: dict, logs: list, overrides=None,
+        topic_id: bytes = bytes(16),
     ):
         self.name = name
+        self.topic_id = topic_id
         self.directory = directory
         self.partitions = partitions
         self.config = config

@@ -3,7 +3,7 @@
 The layout is the Broker's (vqs.broker.layout, the one place naming the files)::
 
     DATA/.lock                      the owner's directory lock (the Broker's)
-    DATA/topics/{topic}/topic.json  {"name", "partitions", "config"}
+    DATA/topics/{topic}/topic.json  {"name", "id", "partitions", "config"}
     DATA/topics/{topic}/{p}/        partition p: a Log directory
 
 Reading takes no lock: every partition is opened with

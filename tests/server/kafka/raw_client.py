@@ -73,3 +73,18 @@ class RawKafka:
         r.int32()
         assert r.int16() == 0
         return r.int64(), r.int16()
+
+    def topic_id(self, name: str) -> bytes:
+        """Topic ``name``'s id, as Metadata v12 answers it (zeros: no such topic)."""
+        w = Writer().compact_array(1)
+        w.b += bytes(16)
+        w.compact_string(name).tags()
+        r = self.flex_request(3, 12, bytes(w.boolean(False).boolean(False).tags().b))
+        r.int32()  # throttle
+        for _ in range(r.compact_array_len(0)):  # brokers
+            r.int32(), r.compact_string(), r.int32(), r.compact_string(), r.tagged_fields()
+        r.compact_string(), r.int32()  # cluster id, controller
+        assert r.compact_array_len(0) == 1
+        err, got, tid = r.int16(), r.compact_string(), r.raw(16)
+        assert got == name
+        return bytes(16) if err else tid

@@ -11,7 +11,6 @@ from kafka_server_proc import KafkaServer
 from raw_client import RawKafka
 
 from vqs.server.kafka.codec import Writer
-from vqs.server.kafka.topic_ids import topic_id
 
 ck = pytest.importorskip("confluent_kafka")
 if not hasattr(ck, "ShareConsumer"):
@@ -40,7 +39,7 @@ def _describe(raw, group, topics=None) -> tuple[int, dict]:
     out = {}
     for _ in range(r.compact_array_len()):
         t = r.compact_string()
-        assert r.uuid() == topic_id(t)
+        assert r.uuid() == raw.topic_id(t)
         for _ in range(r.compact_array_len()):
             p, start, _epoch, err = r.int32(), r.int64(), r.int32(), r.int16()
             r.compact_string()

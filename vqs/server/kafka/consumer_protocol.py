@@ -161,7 +161,7 @@ async def consumer_group_heartbeat(ctx, conn, v, r):
         by_topic = {}
         for t, p in a.assignment:
             by_topic.setdefault(t, []).append(p)
-    write_assignment(w, by_topic)
+    write_assignment(w, ctx.broker, by_topic)
     return bytes(w.tags().b)
 
 
@@ -200,8 +200,8 @@ async def consumer_group_describe(ctx, conn, v, r):
             for t in m["topics"]:
                 w.compact_string(t)
             w.compact_string(m["regex"])
-            _assignment(w, m["assignment"])
-            _assignment(w, m["target"])
+            _assignment(w, ctx.broker, m["assignment"])
+            _assignment(w, ctx.broker, m["target"])
             if v >= 1:
                 w.int8(1)  # member type: consumer protocol
             w.tags()
@@ -209,13 +209,13 @@ async def consumer_group_describe(ctx, conn, v, r):
     return bytes(w.tags().b)
 
 
-def _assignment(w, tps) -> None:
+def _assignment(w, broker, tps) -> None:
     by_topic: dict = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
     w.compact_array(len(by_topic))
     for t, ps in sorted(by_topic.items()):
-        w.b += topic_id(t)
+        w.b += topic_id(broker, t)
         w.compact_string(t).compact_array(len(ps))
         for p in ps:
             w.int32(p)

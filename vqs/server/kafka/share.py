@@ -201,7 +201,7 @@ def _fetch_records(ctx, log, ranges) -> bytes:
 
 def _acquire(ctx, sg, s: ShareSession, max_records: int, max_bytes: int, now: int,
              aligned: bool = True) -> dict:
-    """Acquire over the session's partitions, round robin: {(topic, p): (ranges, records)};
+    """Acquire over the session's partitions, round robin: {(topic id, p): (ranges, records)};
     ``aligned``: fresh records to the end of a stored batch; ``max_bytes`` (module doc)."""
     st = sg.settings_for(s.group)
     parts = list(s.parts)
@@ -216,26 +216,33 @@ def _acquire(ctx, sg, s: ShareSession, max_records: int, max_bytes: int, now: in
         if left <= 0 or max_bytes <= 0:
             break
         name, p = parts[(start + i) % k]
+        tid = s.parts[(name, p)]
+        if topic_id(ctx.broker, name) != tid:
+            # the topic the client named by this id was deleted (perhaps made again under its
+            # name, with another id): answered once, and dropped from the session
+            out[(tid, p)] = K.UNKNOWN_TOPIC_ID
+            del s.parts[(name, p)]
+            continue
         try:
             sp = sg.partition(s.group, name, p)
             ranges = sp.acquire(s.member, left, now, st.record_lock_ms, st.delivery_limit,
                                  st.max_record_locks, _MAX_RECORDS if aligned else 0, max_bytes)
             if ranges:
                 data = _fetch_records(ctx, sp.log, ranges)
-                out[(name, p)] = (ranges, data)
+                out[(tid, p)] = (ranges, data)
                 left -= sum(last - first + 1 for first, last, _ in ranges)
                 max_bytes -= len(data)
         except E.VQSError as e:
-            # (kept in the session: a topic made again under its name has the same id, and
-            # the client, which still counts the partition in, fetches it again)
-            out[(name, p)] = K.code_for(e)
+            out[(tid, p)] = K.code_for(e)
     return out
 
 
-def _something_to_acquire(sg, s: ShareSession, now: int) -> bool:
+def _something_to_acquire(broker, sg, s: ShareSession, now: int) -> bool:
     """Whether an acquisition may find a record now (the wait's condition)."""
     st = sg.settings_for(s.group)
-    for name, p in s.parts:
+    for (name, p), tid in s.parts.items():
+        if topic_id(broker, name) != tid:
+            return True  # answer UNKNOWN_TOPIC_ID
         try:
             sp = sg.partition(s.group, name, p)
         except E.VQSError:
@@ -334,15 +341,15 @@ async def share_fetch(ctx, conn, v, r):
                     pass
             try:  # woken by an append; locks that end or records others release: within a slice
                 await conn.unless_closed(wait_topics(
-                    topics, lambda: max_bytes > 0 and _something_to_acquire(sg, s, _now_ms()),
+                    topics, lambda: max_bytes > 0 and _something_to_acquire(ctx.broker, sg, s, _now_ms()),
                     min(left, _POLL_SLICE_S), lambda: ctx.stopping))
             except E.VQSError:
                 pass
     rows: dict = {}
     for tid, p in order:
         rows[(tid, p)] = None
-    for (name, p), res in acquired.items():
-        rows[(topic_id(name), p)] = res
+    for key, res in acquired.items():
+        rows[key] = res
     w = Writer().int32(0).int16(K.NONE).compact_string(None).int32(sg.settings_for(group).record_lock_ms)
     by_topic: dict = {}
     for (tid, p) in rows:

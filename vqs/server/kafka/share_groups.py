@@ -66,7 +66,7 @@ async def share_group_heartbeat(ctx, conn, v, r):
         return heartbeat_error(w, GROUP_MAX_SIZE_REACHED, f"share group {group!r} has its most members")
     w.int16(K.NONE).compact_string(None).compact_string(member).int32(m_epoch)
     w.int32(sg.settings_for(group).heartbeat_interval_ms)
-    write_assignment(w, assignment)
+    write_assignment(w, ctx.broker, assignment)
     return bytes(w.tags().b)
 
 
@@ -118,7 +118,7 @@ async def share_group_describe(ctx, conn, v, r):
                 w.compact_string(t)
             w.compact_array(len(m["assignment"]))
             for t, ps in sorted(m["assignment"].items()):
-                w.b += topic_id(t)
+                w.b += topic_id(ctx.broker, t)
                 w.compact_string(t).compact_array(len(ps))
                 for p in ps:
                     w.int32(p)

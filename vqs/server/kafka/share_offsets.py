@@ -79,7 +79,7 @@ async def describe_share_group_offsets(ctx, conn, v, r):
         w.compact_string(group).compact_array(len(rows))
         for t, parts in rows:
             w.compact_string(t)
-            w.b += topic_id(t)
+            w.b += topic_id(ctx.broker, t)
             w.compact_array(len(parts))
             for p, start, perr, pmsg in parts:
                 w.int32(p).int64(start).int32(_NO_EPOCH).int16(perr).compact_string(pmsg).tags()
@@ -132,15 +132,15 @@ async def alter_share_group_offsets(ctx, conn, v, r):
 
     err, msg, rows = await ctx.blocking(work)
     w = Writer().int32(0).int16(err).compact_string(msg)
-    _topic_rows(w, rows)
+    _topic_rows(w, ctx.broker, rows)
     return bytes(w.tags().b)
 
 
-def _topic_rows(w, rows) -> None:
+def _topic_rows(w, broker, rows) -> None:
     w.compact_array(len(rows))
     for t, parts in rows:
         w.compact_string(t)
-        w.b += topic_id(t)
+        w.b += topic_id(broker, t)
         w.compact_array(len(parts))
         for p, err, msg in parts:
             w.int32(p).int16(err).compact_string(msg).tags()
@@ -178,6 +178,6 @@ async def delete_share_group_offsets(ctx, conn, v, r):
 
     err, msg, rows = await ctx.blocking(work)
     w = Writer().int32(0).int16(err).compact_string(msg)
-    _topic_rows(w, rows)
+    _topic_rows(w, ctx.broker, rows)
     return bytes(w.tags().b)
 

@@ -1,11 +1,11 @@
 """Topic ids, and Metadata's flexible versions (9-12) that carry them.
 
 Kafka names a topic by a UUID in its newer APIs (the share-group APIs,
-Metadata v10+). A VQS topic's id is a UUID-5 of its name (``topic_id``): the
-same in every process and after restarts, with nothing stored. A topic
-deleted and made again under the same name keeps its id (Kafka would give it
-a new one); the share state of a deleted topic is deleted with it
-(vqs.broker.share), so a re-made topic starts a share group afresh.
+Metadata v10+). A VQS topic's id is the broker's (``Topic.topic_id``, kept in
+its topic.json): drawn when the topic is created, so a topic deleted and made
+again under the same name has a new id, as in Kafka, and a request naming the
+old id gets UNKNOWN_TOPIC_ID. The share state of a deleted topic is deleted
+with it (vqs.broker.share), so a re-made topic starts a share group afresh.
 
 ``write_assignment`` and ``heartbeat_error`` write what ConsumerGroupHeartbeat
 (KIP-848) and ShareGroupHeartbeat (KIP-932) answers share: the nullable
@@ -19,8 +19,6 @@ consumer needs v12 to look up the topics of its assignment by id.
 
 from __future__ import annotations
 
-import uuid
-
 from ... import errors as E
 from ...broker.names import is_internal
 from . import errors as K
@@ -28,7 +26,7 @@ from .admin import authorized_operations
 from .codec import Writer
 
 
-def write_assignment(w: Writer, by_topic: dict | None) -> None:
+def write_assignment(w: Writer, broker, by_topic: dict | None) -> None:
     """A heartbeat answer's nullable Assignment: {topic name: [partition]} by topic id,
     topics in name order (None: -1, no change to report)."""
     if by_topic is None:
@@ -36,7 +34,7 @@ def write_assignment(w: Writer, by_topic: dict | None) -> None:
         return
     w.int8(1).compact_array(len(by_topic))
     for t, ps in sorted(by_topic.items()):
-        w.b += topic_id(t)
+        w.b += topic_id(broker, t)
         w.compact_array(len(ps))
         for p in ps:
             w.int32(p)
@@ -51,34 +49,40 @@ def heartbeat_error(w: Writer, code: int, msg: str) -> bytes:
     return bytes(w.tags().b)
 
 
-_NAMESPACE = uuid.UUID("6f3b1c2e-5d0a-4f4e-9a51-7c2d8e9b0a14")
 _ZERO = bytes(16)
-_by_id: dict[bytes, str] = {}  # id -> name, of every name an id was made for
+_by_id: dict[bytes, str] = {}  # id -> name of the topics seen (checked against the broker on use)
 
 
-def topic_id(name: str) -> bytes:
-    """The 16 bytes of topic ``name``'s id (module doc)."""
-    tid = uuid.uuid5(_NAMESPACE, name).bytes
-    if tid not in _by_id:
-        if len(_by_id) > 100_000:  # bounded: names of topics long deleted go
+def topic_id(broker, name: str) -> bytes:
+    """The 16 bytes of topic ``name``'s id; zeros if there is no such topic (any more)."""
+    try:
+        tid = broker.topic(name).topic_id
+    except E.VQSError:
+        return _ZERO
+    if _by_id.get(tid) != name:
+        if len(_by_id) > 100_000:  # bounded: ids of topics long deleted go
             _by_id.clear()
         _by_id[tid] = name
     return tid
 
 
-def topic_name(broker, tid: bytes) -> str | None:
-    """The name of the existing topic whose id is ``tid``, else None."""
-    name = _by_id.get(tid)
-    if name is None:
-        for n in broker.topics():
-            topic_id(n)
-        name = _by_id.get(tid)
+def _current(broker, tid: bytes, name: str | None) -> str | None:
+    """``name`` if it names the topic whose id is ``tid`` now."""
     if name is None:
         return None
     try:
-        broker.topic(name)
-    except E.TopicDoesNotExist:
+        return name if broker.topic(name).topic_id == tid else None
+    except E.VQSError:
         return None
+
+
+def topic_name(broker, tid: bytes) -> str | None:
+    """The name of the existing topic whose id is ``tid``, else None."""
+    name = _current(broker, tid, _by_id.get(tid))
+    if name is None:
+        for n in broker.topics():
+            topic_id(broker, n)
+        name = _current(broker, tid, _by_id.get(tid))
     return name
 
 
@@ -128,7 +132,7 @@ async def metadata_flexible(ctx, conn, v, r):
             err, parts = _resolve(ctx, name, auto_create)
         w.int16(err).compact_string(name)
         if v >= 10:
-            w.b += topic_id(name) if name is not None and not err else (tid if tid else _ZERO)
+            w.b += topic_id(ctx.broker, name) if name is not None and not err else (tid if tid else _ZERO)
         w.boolean(name is not None and is_internal(name))
         w.compact_array(parts)
         for p in range(parts):
