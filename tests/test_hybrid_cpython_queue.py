@@ -13,6 +13,7 @@ docs/hybrid.md ("CPython's test_queue.py").
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import queue
@@ -21,6 +22,8 @@ import sys
 import tempfile
 import types
 import unittest
+
+import pytest
 
 import vqs
 from vqs import HybridQueue
@@ -38,6 +41,17 @@ def _load(name: str) -> types.ModuleType:
 
 _load("cpython_test_support")
 cp = _load("cpython_test_queue")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _frozen_heap():
+    """The tests' ``gc_collect()`` walks the whole heap of the suite's process (test_references
+    calls it 20 times): what exists before this module is frozen, so a collection walks what the
+    tests made, as it would in a process of their own."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 MODES = {
     "memory": {},
