@@ -635,3 +635,38 @@ def test_fetch_max_bytes_bounds_a_fetch_to_one_batch_at_least_and_zero_to_none(s
     finally:
         c.close()
     assert polls == [1, 1, 1, 1]
+
+
+def test_fetch_max_bytes_bounds_released_records_too(server):
+    """Records made available again (released here) are bounded by MaxBytes as fresh ones are:
+    one stored batch a fetch at fetch.max.bytes 1."""
+    name = f"share-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(10)
+    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 0})
+    for i in range(4):  # four stored batches of one record
+        p.produce(name, value=b"r%d" % i, partition=0)
+        assert p.flush(10) == 0
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _consumer(server, group, explicit=True)
+    a.subscribe([name])
+    try:
+        for m in _poll_until(a, lambda got: len(got) >= 4):
+            a.acknowledge(m, AcknowledgeType.RELEASE)
+        assert all(e is None for e in a.commit_sync(10).values())
+    finally:
+        a.close()
+    b = _consumer(server, group, **{"fetch.max.bytes": 1})
+    b.subscribe([name])
+    polls: list = []
+    try:
+        deadline = time.monotonic() + 20
+        while sum(len(got) for got in polls) < 4:
+            assert time.monotonic() < deadline, polls
+            got = [(m.value(), m.delivery_count()) for m in b.poll(0.5) if m.error() is None]
+            if got:
+                polls.append(got)
+        b.commit_sync(10)
+    finally:
+        b.close()
+    assert polls == [[(b"r%d" % i, 2)] for i in range(4)]

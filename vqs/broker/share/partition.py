@@ -226,8 +226,9 @@ class SharePartition:
         reach the client only to be dropped. ``max_records`` and ``max_locks`` may then be
         passed by less than ``whole_batches``.
 
-        ``max_bytes`` bounds the fresh run to the stored batches that hold it within that many
-        bytes (at least one batch: a soft limit, as a fetch's)."""
+        ``max_bytes`` bounds what is acquired to the stored batches that hold it within that
+        many bytes, available records first, then the fresh run (at least one batch in all: a
+        soft limit, as a fetch's)."""
         with self.lock:
             self._expire(now, limit)
             max_records = min(max_records, max_locks - self.leases.n_inflight)
@@ -242,11 +243,18 @@ class SharePartition:
             until = now + lock_ms
             got: list = []  # (offset, count) of available records, in offset order
             archive: list = []
+            used = 0  # bytes of the stored batches holding the available records taken (max_bytes)
             if leases.n_available and max_records > 0:
                 flat: list = []
                 k = 0
                 stop = None  # the end of the stored batch holding the max_records-th (whole_batches)
+                held = -1  # the end of the stored batch holding the last one taken (max_bytes)
                 for o in sorted(o for o, e in live.items() if e.state == AVAILABLE):
+                    if max_bytes is not None and o >= held:
+                        size, held = self._batch_at(o)
+                        if used and used + size > max_bytes:
+                            break
+                        used += size
                     if len(got) >= max_records:
                         if not whole_batches or len(got) >= whole_batches:
                             break
@@ -275,8 +283,11 @@ class SharePartition:
                     self._archive(archive, EXCEEDED, recs)
             ranges = _ranges(got)
             n = min(max_records - len(got), end - self.cursor)
+            if max_bytes is not None and used:
+                n = n if used < max_bytes else 0  # what is left of the budget, not another batch
             if n > 0 and (whole_batches or max_bytes is not None):
-                n = self._run_length(self.cursor, n, end, whole_batches, max_bytes)
+                n = self._run_length(self.cursor, n, end, whole_batches,
+                                     None if max_bytes is None else max_bytes - used, taken=used > 0)
             if n > 0:
                 o0 = self.cursor
                 nonce = leases.nonce
@@ -301,10 +312,12 @@ class SharePartition:
                 self._write(recs)
             return ranges
 
-    def _run_length(self, o: int, n: int, end: int, whole: int, max_bytes: int | None) -> int:
+    def _run_length(self, o: int, n: int, end: int, whole: int, max_bytes: int | None,
+                    taken: bool = False) -> int:
         """How many fresh records from ``o`` (``n`` asked) ``acquire`` takes: with ``whole``, to
         the end of the stored batch holding the n-th (at most ``max(n, whole)``); with
-        ``max_bytes``, only those of the batches within it (at least one batch). The batches
+        ``max_bytes``, only those of the batches within it (at least one batch, unless some were
+        ``taken`` already). The batches
         are read a few at a time, sized from those read before; ``n`` if the log cannot be
         read here (the fetch that answers the records reports why)."""
         want = o + n
@@ -320,7 +333,7 @@ class SharePartition:
             if not batches:
                 return n if pos == o else pos - o
             for b in batches:
-                if used and used + b.size_bytes > budget:
+                if (used or taken) and used + b.size_bytes > budget:
                     return pos - o  # (a batch past the budget is not taken)
                 used += b.size_bytes
                 pos = b.next_offset
@@ -328,6 +341,15 @@ class SharePartition:
                     return min(pos if whole else want, cap) - o
             chunk = used * (want - pos) // (pos - o) + 1
         return min(pos, cap) - o
+
+    def _batch_at(self, o: int) -> tuple[int, int]:
+        """(size in bytes, the offset after it) of the stored batch holding record ``o``;
+        (0, ``o + 1``) if it cannot be read now (the fetch that answers it reports why)."""
+        try:
+            found = self.log.read_batches(o, max_bytes=1)
+        except (VQSError, OSError):
+            return 0, o + 1
+        return (found[0].size_bytes, found[0].next_offset) if found else (0, o + 1)
 
     def _batch_end(self, o: int) -> int:
         """The offset after the stored batch holding record ``o``, or ``o + 1`` if that batch

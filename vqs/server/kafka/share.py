@@ -25,9 +25,9 @@ acquired to the end of the stored batch that holds the last one, so
 unless a v2 request asks for the ``record_limit`` acquire mode; records made
 available again (released, or their lock ended) come with the others of the
 batch that holds the last of ``MaxRecords`` (SharePartition.acquire).
-``MaxBytes`` bounds the fresh records to the stored batches within it, at
-least one batch per partition while some bytes are left (a soft limit, as
-Kafka's); 0 acquires nothing.
+``MaxBytes`` bounds the records (available ones, then fresh ones) to the
+stored batches within it, at least one batch per partition while some bytes
+are left (a soft limit, as Kafka's); 0 acquires nothing.
 With nothing to acquire it waits up to ``MaxWaitMs`` (30 s at most) for new
 records or ended locks, on the listener's loop.
 
