@@ -526,8 +526,9 @@ def test_a_topic_deleted_and_made_again_is_read_afresh(server):
 
 def test_a_share_groups_own_configs_over_incremental_alter_configs(tmp_path):
     """As librdkafka's share-consumer tests set share.auto.offset.reset (IncrementalAlterConfigs
-    on a GROUP resource; runs where the listener serves that API)."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    on a GROUP resource; runs where the listener serves that API); DescribeConfigs shows the
+    group's own and the server's."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
 
     from vqs.server.kafka.apis import API_TABLE
 
@@ -546,6 +547,13 @@ def test_a_share_groups_own_configs_over_incremental_alter_configs(tmp_path):
         with pytest.raises(ck.KafkaException, match="latest or earliest"):
             alter("sometimes").result(10)
         assert alter("earliest").result(10) is None
+        described = next(iter(admin.describe_configs([ConfigResource(ResourceType.GROUP, "early")]).values()))
+        entries = described.result(10)
+        assert set(entries) >= {"share.auto.offset.reset", "share.record.lock.duration.ms", "share.isolation.level"}
+        own, default = entries["share.auto.offset.reset"], entries["share.record.lock.duration.ms"]
+        assert (own.value, own.source) == ("earliest", ConfigSource.GROUP_CONFIG.value)
+        assert (default.value, default.source) == ("30000", ConfigSource.STATIC_BROKER_CONFIG.value)
+        assert not own.is_read_only
         c = _consumer(server, "early")
         c.subscribe([topic])
         try:

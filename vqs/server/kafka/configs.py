@@ -237,8 +237,14 @@ async def describe_configs(ctx, conn, v, r):
             else:
                 configs = {k: (val, src, [(k, val, src)], t, doc)
                            for k, (val, src, t, doc) in broker_configs(ctx).items()}
+        elif rtype == share_groups.GROUP_RESOURCE:  # a share group's configs (share_groups.py)
+            try:
+                configs = {k: (val, src, [(k, val, src)], t, None)
+                           for k, (val, src, t) in share_groups.describe_group_configs(ctx, name).items()}
+            except E.InvalidName as e:
+                err, msg = K.INVALID_GROUP_ID, str(e)
         else:
-            err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics and brokers only)"
+            err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics, brokers, groups)"
         if keys is not None:
             configs = {k: configs[k] for k in keys if k in configs}
         w.int16(err)
@@ -247,7 +253,8 @@ async def describe_configs(ctx, conn, v, r):
         f.w_array(w, len(configs))
         for k, (val, src, syn, ctype, doc) in configs.items():
             f.w_string(w, k)
-            f.w_string(w, val).boolean(rtype != TOPIC)  # read-only: the broker's (the server's settings)
+            # read-only: the broker's (the server's settings); a topic's and a group's may be altered
+            f.w_string(w, val).boolean(rtype == BROKER)
             if v == 0:
                 w.boolean(src == DEFAULT_CONFIG)  # is_default
             else:

@@ -1,5 +1,6 @@
 """Share-group membership APIs: ShareGroupHeartbeat (76), ShareGroupDescribe (77), and the
-share-group configs a GROUP resource of (Incremental)AlterConfigs sets.
+share-group configs a GROUP resource of (Incremental)AlterConfigs sets and DescribeConfigs
+describes.
 
 Version 1 of each (the first stable one, Kafka 4.1+; what librdkafka 2.15+
 sends), flexible. Membership and the assignment are the broker's share groups
@@ -12,7 +13,7 @@ share.py.
 from __future__ import annotations
 
 from ... import errors as E
-from ...broker.share.groups import FENCED_EPOCH, FULL, INVALID, UNKNOWN_MEMBER
+from ...broker.share.groups import FENCED_EPOCH, FULL, GROUP_CONFIGS, INVALID, UNKNOWN_MEMBER
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
@@ -132,6 +133,29 @@ async def share_group_describe(ctx, conn, v, r):
 
 GROUP_RESOURCE = 32  # Kafka's ConfigResource type GROUP
 _SET, _DELETE = 0, 1
+_STATIC_BROKER_CONFIG, _GROUP_CONFIG = 4, 8  # Kafka's ConfigSource values
+_BOOLEAN, _STRING, _INT = 1, 2, 3  # Kafka's ConfigType values
+_TYPES = {"share.record.lock.duration.ms": _INT, "share.delivery.count.limit": _INT,
+          "share.session.timeout.ms": _INT, "share.heartbeat.interval.ms": _INT,
+          "errors.deadletterqueue.copy.record.enable": _BOOLEAN}
+
+
+def describe_group_configs(ctx, group: str) -> dict[str, tuple[str, int, int]]:
+    """A GROUP resource of DescribeConfigs: every share-group config (``GROUP_CONFIGS``) with
+    the value in force for ``group``, {key: (value, source, type)}: the group's own (source
+    GROUP_CONFIG), else the server's (STATIC_BROKER_CONFIG). InvalidName for a bad group id."""
+    sg = shares(ctx)
+    own = sg.group_configs(group)
+    base = sg.settings
+    out = {}
+    for key, field in GROUP_CONFIGS.items():
+        if key in own:
+            value, source = own[key], _GROUP_CONFIG
+        else:  # (no transactions: both isolation levels read the same, uncommitted)
+            value = "read_uncommitted" if field is None else getattr(base, field)
+            value, source = str(value).lower() if isinstance(value, bool) else str(value), _STATIC_BROKER_CONFIG
+        out[key] = (value, source, _TYPES.get(key, _STRING))
+    return out
 
 
 def alter_group_configs(ctx, group: str, configs: list, incremental: bool, validate_only: bool) -> tuple[int, str | None]:
