@@ -186,12 +186,20 @@ def test_a_pattern_subscription_follows_the_topics_that_match():
     cg.configure(session_timeout_ms=3000, heartbeat_interval_ms=1000,
                  resolve=lambda p: {t for t in counts if t.startswith("x-")})
     a = cg.heartbeat("g", "a", 0, topics=["t"], regex="x-.*")
+    assert a.assignment == [TP("t", 0)]  # the named topic first; the pattern is resolved after
+    a = cg.heartbeat("g", "a", a.epoch)
     assert a.assignment == [TP("t", 0), TP("x-1", 0)]
     counts["x-2"] = 2
+    epoch = a.epoch
     a = cg.heartbeat("g", "a", a.epoch)
-    assert a.epoch > 1 and a.assignment == [TP("t", 0), TP("x-1", 0), TP("x-2", 0), TP("x-2", 1)]
+    assert a.epoch > epoch and a.assignment == [TP("t", 0), TP("x-1", 0), TP("x-2", 0), TP("x-2", 1)]
     a = cg.heartbeat("g", "a", a.epoch, regex="")  # the pattern dropped: its topics revoked
     assert a.assignment == [TP("t", 0)]
+    a = cg.heartbeat("g", "a", a.epoch, owned=[("t", 0)])  # released; the group forgets the pattern
+    a = cg.heartbeat("g", "a", a.epoch, regex="x-.*")  # subscribed again: resolved afresh
+    assert a.assignment is None  # unchanged: [t-0]
+    a = cg.heartbeat("g", "a", a.epoch)
+    assert a.assignment == [TP("t", 0), TP("x-1", 0), TP("x-2", 0), TP("x-2", 1)]
 
 
 def test_the_coordinator_keeps_consumer_protocol_groups_apart_and_shows_them():

@@ -29,6 +29,13 @@ with epoch 0 (giving up what it owned). An unknown member id is
 ``unknown_member``. A member that does not heartbeat within the session
 timeout expires, and what it owned is free at once.
 
+A pattern (``regex``) is resolved as Kafka's coordinator resolves one, after the
+answer: the heartbeat that brings a pattern the group has not resolved is
+answered for the member's named topics only, and the pattern's matches count
+from the group's next heartbeat on (a new group epoch then). Patterns no member
+subscribes to any more are forgotten, so one subscribed to again is resolved
+afresh. From then on its matches follow the topics made and deleted.
+
 Static members (an instance id): one leaving with epoch -2 keeps its slot,
 partitions included, until its session ends; a member joining with the same
 instance id meanwhile takes the slot over (its partitions and epoch, no new
@@ -103,6 +110,8 @@ class Group:
     target: dict = field(default_factory=dict)  # member id -> set of TopicPartition
     counts: dict = field(default_factory=dict)  # topic -> partition count the target was made for
     static: dict = field(default_factory=dict)  # instance id -> the member id holding it
+    resolved: set = field(default_factory=set)  # patterns whose matches count (module doc)
+    pending: set = field(default_factory=set)  # patterns met, resolved at the group's next heartbeat
 
 
 @dataclass
@@ -177,7 +186,7 @@ class ConsumerGroups:
                     "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                                  "epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
                                  "topics": list(m.topics), "regex": m.regex,
-                                 "subscribed": list(self._subscription(m)), "assignment": sorted(m.owned),
+                                 "subscribed": list(self._subscription(g, m)), "assignment": sorted(m.owned),
                                  "target": sorted(g.target.get(m.member_id, ()))}
                                 for m in g.members.values()]}
 
@@ -211,6 +220,7 @@ class ConsumerGroups:
                         return Answer(FULL, member_id, epoch)
                 g = self._groups[group] = Group(group)
             self._expire_locked(g)
+            self._resolve_patterns_locked(g)
             if epoch < 0:  # -1 leaves; -2: a static member leaves for now, its slot kept
                 m = g.members.get(member_id)
                 if m is None:
@@ -334,16 +344,27 @@ class ConsumerGroups:
                     m.revoking and m.rebalance_timeout_ms > 0 and now > m.revoke_deadline):
                 self._remove_locked(g, m.member_id)
 
-    def _subscription(self, m: Member) -> tuple:
-        """The topics ``m`` subscribes to now: its names, and those its pattern matches."""
+    def _subscription(self, g: Group, m: Member) -> tuple:
+        """The topics ``m`` subscribes to now: its names, and those its pattern matches once the
+        group has resolved it (a pattern not resolved yet is noted to be: module doc)."""
         if m.regex is None or self._resolve is None:
             return m.topics
+        if m.regex not in g.resolved:
+            g.pending.add(m.regex)
+            return m.topics
         return tuple(sorted(set(m.topics) | set(self._resolve(m.regex))))
+
+    def _resolve_patterns_locked(self, g: Group) -> None:
+        """The patterns met before this heartbeat are resolved now (their matches then change
+        the topic counts: a new group epoch); those no member has any more are forgotten."""
+        used = {m.regex for m in g.members.values() if m.regex is not None}
+        g.resolved = (g.resolved | g.pending) & used
+        g.pending = set()
 
     def _check_counts_locked(self, g: Group) -> None:
         """A new group epoch when a subscribed topic's partition count changed, or a topic came
         to match (or stopped matching) a member's pattern."""
-        topics = {t for m in g.members.values() for t in self._subscription(m)}
+        topics = {t for m in g.members.values() for t in self._subscription(g, m)}
         counts = {t: self._count(t) for t in topics}
         if counts != g.counts:
             self._bump_locked(g)
@@ -357,7 +378,7 @@ class ConsumerGroups:
     def _bump_locked(self, g: Group) -> None:
         """A new group epoch and its target assignment."""
         g.epoch += 1
-        subs = {mid: self._subscription(m) for mid, m in sorted(g.members.items())}
+        subs = {mid: self._subscription(g, m) for mid, m in sorted(g.members.items())}
         g.counts = {t: self._count(t) for ts in subs.values() for t in ts}
         votes = [m.assignor for m in g.members.values() if m.assignor]
         g.assignor = max(ASSIGNORS, key=votes.count) if votes else ASSIGNORS[0]

@@ -528,7 +528,13 @@ def test_a_share_groups_own_configs_over_incremental_alter_configs(tmp_path):
     """As librdkafka's share-consumer tests set share.auto.offset.reset (IncrementalAlterConfigs
     on a GROUP resource; runs where the listener serves that API); DescribeConfigs shows the
     group's own and the server's."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ConfigSource,
+        ResourceType,
+    )
 
     from vqs.server.kafka.apis import API_TABLE
 
