@@ -618,16 +618,22 @@ def test_a_fetch_acquires_whole_stored_batches_past_max_poll_records(server):
     assert len(polls) == 1  # the released records of the batch come whole too
 
 
-def test_fetch_max_bytes_bounds_a_fetch_to_one_batch_at_least_and_zero_to_none(server):
-    """fetch.max.bytes (the ShareFetch's MaxBytes) is a soft limit, as Kafka's: 1 answers one
-    stored batch a fetch; 0 answers no records."""
+def _one_record_batches(server, n: int) -> str:
+    """A new one-partition topic of ``n`` stored batches of one record each (b"r0", b"r1", ...)."""
     name = f"share-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(10)
     p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 0})
-    for i in range(4):  # four stored batches of one record
+    for i in range(n):
         p.produce(name, value=b"r%d" % i, partition=0)
         assert p.flush(10) == 0
+    return name
+
+
+def test_fetch_max_bytes_bounds_a_fetch_to_one_batch_at_least_and_zero_to_none(server):
+    """fetch.max.bytes (the ShareFetch's MaxBytes) is a soft limit, as Kafka's: 1 answers one
+    stored batch a fetch; 0 answers no records."""
+    name = _one_record_batches(server, 4)
     nothing = _consumer(server, f"g-{uuid.uuid4().hex[:6]}", **{"fetch.max.bytes": 0})
     nothing.subscribe([name])
     try:
@@ -654,13 +660,7 @@ def test_fetch_max_bytes_bounds_a_fetch_to_one_batch_at_least_and_zero_to_none(s
 def test_fetch_max_bytes_bounds_released_records_too(server):
     """Records made available again (released here) are bounded by MaxBytes as fresh ones are:
     one stored batch a fetch at fetch.max.bytes 1."""
-    name = f"share-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": server.bootstrap})
-    admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(10)
-    p = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 0})
-    for i in range(4):  # four stored batches of one record
-        p.produce(name, value=b"r%d" % i, partition=0)
-        assert p.flush(10) == 0
+    name = _one_record_batches(server, 4)
     group = f"g-{uuid.uuid4().hex[:6]}"
     a = _consumer(server, group, explicit=True)
     a.subscribe([name])

@@ -1,9 +1,10 @@
 """Share-group records: ShareFetch (78) and ShareAcknowledge (79), and share sessions.
 
 Versions 1 (the first stable one, Kafka 4.1+; what librdkafka 2.15+ sends)
-and 2 (Kafka 4.2: acquire modes, KIP-1206, and RENEW, KIP-1222), flexible. Records are acquired and acknowledged on the broker's share
-partitions (vqs.broker.share.partition), whose state is durable before an
-answer is sent; membership is share_groups.py.
+and 2 (Kafka 4.2: acquire modes, KIP-1206, and RENEW, KIP-1222), flexible.
+Records are acquired and acknowledged on the broker's share partitions
+(vqs.broker.share.partition), whose state is durable before an answer is
+sent; membership is share_groups.py.
 
 Share sessions (Kafka's, per member on this node): ShareFetch with session
 epoch 0 opens one with the partitions it names (releasing what the member
@@ -322,10 +323,9 @@ async def share_fetch(ctx, conn, v, r):
     if epoch == -1:
         _sessions(ctx).pop((group, member), None)
         await ctx.blocking(sg.release_member, group, member)
-    elif renew:
-        s.epoch += 1  # acknowledgements only (module doc)
     else:
         s.epoch += 1
+    if epoch != -1 and not renew:  # (a renewing fetch only acknowledges: module doc)
         limit = min(max_records if max_records > 0 else 500, _MAX_RECORDS)
         deadline = time.monotonic() + min(max(max_wait, 0) / 1000, _MAX_WAIT_S)
         while True:
