@@ -12,6 +12,9 @@
 # Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
+# make test's pytest-xdist workers: most tests wait on servers, clients and disks, so two
+# workers keep CI's two cores busy; TEST_WORKERS=auto on a larger machine, 0 for one process.
+TEST_WORKERS ?= 2
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
@@ -134,8 +137,8 @@ tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.
 	@touch $@
 
 test: java kcat browser btrfs xfs lint tool-envs rdkafka-tests $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
-	@echo "==> running the tests (about 15 minutes on 2 cores, librdkafka's two subsets 3 of them)"
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	@echo "==> running the tests in $(TEST_WORKERS) workers (about 10 minutes on 2 cores)"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # librdkafka's own test runner: tests/server/kafka/test_librdkafka_suite.py runs the numbered tests
 # listed in tests/server/kafka/librdkafka_subset.txt (as a Kafka 3.9 cluster, classic groups) and

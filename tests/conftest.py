@@ -38,6 +38,20 @@ if _hypothesis_settings is not None:
         _hypothesis_settings.load_profile("ci")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """The unit pytest-xdist hands a worker (``make test``: ``--dist loadgroup``) is a
+    module: its tests run in order in one process, so a module's fixtures are made
+    once. The Spark tests are one unit: one worker, one SparkSession for them all.
+    (Runs before xdist's own hook, which reads these marks; a test's own
+    ``xdist_group`` mark wins.)"""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = item.nodeid.split("::", 1)[0]
+            group = "spark" if module.startswith("tests/spark/") else module
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture
 def child_env():
     """Environment for child Python processes: the repo on sys.path, unbuffered."""
