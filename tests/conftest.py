@@ -38,18 +38,23 @@ if _hypothesis_settings is not None:
         _hypothesis_settings.load_profile("ci")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """The unit pytest-xdist hands a worker (``make test``: ``--dist loadgroup``) is a
-    module: its tests run in order in one process, so a module's fixtures are made
-    once. The Spark tests are one unit: one worker, one SparkSession for them all.
-    (Runs before xdist's own hook, which reads these marks; a test's own
-    ``xdist_group`` mark wins.)"""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            module = item.nodeid.split("::", 1)[0]
-            group = "spark" if module.startswith("tests/spark/") else module
-            item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs pytest-xdist with ``--dist loadscope``; here its unit of work is a
+    module: a module's tests run in order in one worker, so its fixtures are made once and
+    the tests that share a module fixture's state see it. Every test under ``tests/spark/``
+    is one unit: one worker, one SparkSession. (xdist's ``loadgroup`` marks cannot do this
+    under pytest 9, whose node ids it no longer rewrites.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "tests/spark/" if module.startswith("tests/spark/") else module
+
+    return ModuleScheduling(config, log)
 
 
 @pytest.fixture

@@ -73,6 +73,19 @@ class ServerProcess:
         except OSError:
             return ""
 
+    def wait_log(self, *texts: str, timeout: float = 10.0) -> str:
+        """The log once it holds every one of ``texts`` (a request's line is written after its
+        answer is sent, so a client can see the answer first); AssertionError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            log = self.log()
+            if all(t in log for t in texts):
+                return log
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not in the server's log after {timeout}s: "
+                                     f"{[t for t in texts if t not in log]}\n{log}")
+            time.sleep(0.02)
+
     def stop(self, timeout: float = 30.0) -> int:
         if self.proc is None:
             return 0
