@@ -7,6 +7,7 @@ writes in flight."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import signal
 import subprocess
@@ -255,13 +256,32 @@ def test_durable_put_nowait_is_refused_with_what_to_do(tmp_path):
     run(main())
 
 
+class _GatedExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The loop's executor, its calls held until ``gate`` is set (writes kept in flight)."""
+
+    def __init__(self, gate: threading.Event):
+        super().__init__(max_workers=4)
+        self.gate = gate
+
+    def submit(self, fn, /, *args, **kwargs):
+        def held():
+            self.gate.wait()
+            return fn(*args, **kwargs)
+        return super().submit(held)
+
+
 def test_durable_writes_in_flight_count_toward_maxsize(tmp_path):
     async def main():
+        gate = threading.Event()
+        asyncio.get_running_loop().set_default_executor(_GatedExecutor(gate))
         async with AsyncHybridQueue(tmp_path / "q", maxsize=2, durable=True) as q:
             puts = [asyncio.create_task(q.put(i)) for i in range(8)]
-            while q._writing + q.qsize() < 2:  # two admitted: written, or writing in the executor
+            while q._writing < 2:
                 await asyncio.sleep(0)
-            assert q._writing + q.qsize() == 2 and q.full()
+            for _ in range(10):  # the six others stay waiting while both writes are held
+                await asyncio.sleep(0)
+            assert q._writing == 2 and q.qsize() == 0 and q.full()
+            gate.set()
             got = []
             while len(got) < 8:
                 assert q.qsize() <= 2
