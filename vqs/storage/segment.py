@@ -16,11 +16,17 @@ blocks ``ALLOCATE_AHEAD`` past its writes, its length unchanged (advice), so buf
 skip per-page allocation; ``seal`` gives the rest back.
 
 Mapped reads (``map``): views of a read-only ``MAP_SHARED`` mapping within ``size``. A
-deleted file keeps its mapped pages, but a page cut off by a truncation raises SIGBUS. A
-segment is truncated only (a) back to ``size`` after a failed append or at seal, beyond
-every batch a reader knows, and (b) by the owner's recovery at open, at the first invalid
-batch: only a reader of a crashed owner's torn tail at that moment dies of SIGBUS; the disk
-is untouched. Each live mapping holds a duplicate descriptor, outside the file cache's count.
+deleted file keeps its mapped pages, but past a truncation a mapping reads zeros to the end
+of the page and raises SIGBUS beyond. A segment is truncated only (a) back to ``size``
+after a failed append or at seal, beyond every batch a reader knows, (b) by the owner's
+recovery at open, at the first invalid batch: only a reader of a crashed owner's torn tail
+at that moment dies of SIGBUS, and (c) by ``Log.repair`` under ``recovery="truncate"``
+(log_repair.py), at damage a read found: a reader in another process mapping that segment
+past the cut meets zeros (which fail the CRC its next read checks) or SIGBUS. (c) truncates
+in place rather than renaming a rewritten file over it because a follower
+(readonly_tail.py) keeps reading the file it has open: it would go on returning the records
+the repair discarded. The disk is untouched in
+every case. Each live mapping holds a duplicate descriptor, outside the file cache's count.
 
 (Over 500 lines: one segment's file and its two derived indexes change together - appends,
 seal, rebuild and recovery must agree on them.)
