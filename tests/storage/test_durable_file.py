@@ -96,6 +96,30 @@ def test_write_all_resumes_short_writes(tmp_path, monkeypatch, nbytes):
     assert len(calls) == 4
 
 
+def test_write_all_of_more_buffers_than_iov_max_resumes_across_them(tmp_path, monkeypatch):
+    """Thousands of buffers (more than one writev takes), written a few hundred bytes a call:
+    every byte once, in order; each call resumes where the last one stopped."""
+    from vqs.storage import fs
+    calls = []
+
+    def short_writev(fd, bufs):
+        assert len(bufs) <= 1024  # IOV_MAX
+        calls.append(len(bufs))
+        return os.write(fd, b"".join(bytes(b) for b in bufs)[:333])
+
+    monkeypatch.setattr(fs, "writev", short_writev)
+    parts = [b"%05d|" % i if i % 7 else b"" for i in range(3000)]
+    want = b"".join(parts)
+    p = tmp_path / "f"
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT)
+    try:
+        assert durable_file.write_all(fd, parts) == len(want)
+    finally:
+        os.close(fd)
+    assert p.read_bytes() == want
+    assert len(calls) == -(-len(want) // 333)
+
+
 def test_write_all_of_a_known_total_is_one_writev(tmp_path, monkeypatch):
     from vqs.storage import fs
     real, calls = fs.writev, []

@@ -101,16 +101,17 @@ def write_all(fd: int, parts: list, nbytes: int = -1) -> int:
     total = 0
     for p in parts:
         total += memoryview(p).nbytes
+    i = 0  # parts[i:] are left to write, the first ``n`` bytes of them written by the last writev
     while True:
-        while n and parts:
-            size = memoryview(parts[0]).nbytes
+        while n and i < len(parts):
+            size = memoryview(parts[i]).nbytes
             if n >= size:
                 n -= size
-                parts = parts[1:]
+                i += 1
             else:
-                parts = [memoryview(parts[0]).cast("B")[n:], *parts[1:]]
+                parts[i] = memoryview(parts[i]).cast("B")[n:]
                 n = 0
-        if not parts:
+        if i == len(parts):
             break
-        n = fs.writev(fd, parts[:1024])  # IOV_MAX
+        n = fs.writev(fd, parts[i:i + 1024])  # IOV_MAX
     return total
