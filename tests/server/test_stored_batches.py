@@ -115,6 +115,32 @@ def test_whole_batches_within_max_bytes_and_limit(server, client):
     assert r.content == data[batches[1][0]:]
 
 
+@pytest.mark.parametrize("extra", ["", "&unknown=1"], ids=["fast path", "route"])
+def test_an_answer_holds_one_segment_and_the_next_offset_goes_on(server, client, extra):
+    """A fetch reads one segment, as Kafka's: an answer ends at its segment's end however
+    large ``max_bytes``, and following ``x-vqs-next-offset`` serves every segment file whole."""
+    topic = "segmented" + ("-route" if extra else "")
+    client.create_topic(topic, segment_bytes=40_000)
+    prod = client.producer()
+    for b in range(12):  # one ~10 KB batch a request: several segments
+        prod.send_batch(topic, [bytes([65 + b]) * 10_000], partition=0)
+    paths = sorted(glob.glob(os.path.join(server.data_dir, "topics", topic, "0", "*.log")))
+    assert len(paths) >= 3
+    files = []
+    for path in paths:
+        with open(path, "rb") as f:
+            files.append(f.read())
+    got, offset = [], 0
+    while True:
+        r = _get(server, topic, f"&offset={offset}&stored=1&max_bytes={64 << 20}{extra}")
+        assert r.status_code == 200
+        if not r.content:
+            break
+        got.append(r.content)
+        offset = int(r.headers["x-vqs-next-offset"])
+    assert got == files and offset == 12
+
+
 def test_end_of_log_and_out_of_range(server, client):
     r = _get(server, "plain", "&offset=15&stored=1&wait_ms=20")
     assert r.status_code == 200 and r.content == b"" and r.headers["x-vqs-next-offset"] == "15"

@@ -266,6 +266,27 @@ def test_read_batches(d):
         assert lg.read_batches(35) == []
 
 
+@pytest.mark.parametrize("mapped", [False, True])
+def test_read_batches_within_segment_stop_at_its_end(d, mapped):
+    """``within_segment``: never a batch past the end of the segment holding the first; a
+    loop on ``next_offset`` still reads every record once, one segment a call."""
+    with Log.open(d, segment_bytes=400, flush="never") as lg:
+        for i in range(40):
+            lg.append_batch([val(i)])
+        lg.flush()
+        assert lg.segment_count >= 4
+        bases = sorted(int(f[:-len(".log")]) for f in os.listdir(d) if f.endswith(".log"))
+        ends = bases[1:] + [lg.end_offset]  # a segment ends where the next begins
+        got, off, calls = [], 0, 0
+        while off < lg.end_offset:
+            bs = lg.read_batches(off, max_bytes=64 << 20, mapped=mapped, within_segment=True)
+            assert bs[-1].next_offset in ends  # ended where a segment ends
+            got += [bytes(b.value(i)) for b in bs for i in range(b.count)]
+            off, calls = bs[-1].next_offset, calls + 1
+        assert got == [val(i) for i in range(40)] and calls == lg.segment_count
+        assert len(lg.read_batches(0, max_bytes=64 << 20)) == 40  # without it: across segments
+
+
 def test_read_batches_columns_are_arrow_layout(d):
     with Log.open(d) as lg:
         lg.append_batch([b"ab", b"", b"cde"])

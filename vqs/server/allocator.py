@@ -1,7 +1,8 @@
 """The server process's allocator policy: large answer buffers are reused, not faulted in anew.
 
-A batch fetch (REST ``stored=1``, Kafka Fetch) builds answers of several MiB:
-the segment bytes read with ``pread`` and joined into one body. glibc's
+A batch fetch (Kafka Fetch; REST consumes of records re-encoded) builds answers of
+several MiB: bytes read with ``pread`` or encoded, joined into one body. (A REST
+``stored=1`` answer allocates none: it is written from a mapping.) glibc's
 malloc serves allocations over its mmap threshold with a fresh anonymous
 mapping and trims a heap whose free top passes its trim threshold; both
 thresholds move with the sizes seen, so a server answering multi-MiB

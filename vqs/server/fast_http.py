@@ -76,6 +76,7 @@ import time
 from ..wire import BATCH_CONTENT_TYPE
 from .http_bounds import _BODY
 from .lean import _consume_args, _Fallback, _header, answer, idempotent_produce, produce_partition
+from .rest.messages import StoredBody
 from .rest.produce import (
     append_batches,
     append_json_records,
@@ -316,12 +317,13 @@ class _FastRequest:
                 content += (name, b": ", value, b"\r\n")
             if not self.keep_alive and not close:
                 content.append(b"connection: close\r\n")
+            content.append(b"\r\n")
+            parts = body.parts if body.__class__ is StoredBody else (body,)
             if len(body) > _BODY_APART:  # stored batches: not copied once more to join the head
-                content.append(b"\r\n")
                 transport.write(b"".join(content))
-                transport.write(body)
+                transport.writelines(parts)
             else:
-                content += (b"\r\n", body)
+                content += parts
                 transport.write(b"".join(content))
             written = True
             if close or not self.keep_alive:

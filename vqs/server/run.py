@@ -241,8 +241,10 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
     event loop cannot accept (EMFILE) is closed unanswered with nothing logged.
     ``max_connections`` applies per listener (HTTP, and Kafka and gRPC when
     they run), so the budget is that times the descriptors a connection of
-    each costs (one; three for gRPC: the client's socket and both ends of
-    its relay to the core, grpc/relay.py), plus ``max_open_files`` files and
+    each costs (two for HTTP: its socket and the mapping a stored-batch answer
+    holds until it is sent, rest/messages.py; one for Kafka; three for gRPC: the
+    client's socket and both ends of its relay to the core, grpc/relay.py),
+    plus ``max_open_files`` files and
     OTHER_FDS. When the limit cannot hold it, a
     warning at start-up names the limit and the settings to change (``ulimit
     -n 1024`` with the defaults cannot hold 800 idle connections), and every
@@ -259,7 +261,7 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
     soft, _ = open_file_limits()
     listeners = 1 + bool(settings.kafka_port) + bool(settings.grpc_port)
-    per_connection = 1 + bool(settings.kafka_port) + 3 * bool(settings.grpc_port)  # descriptors, all listeners
+    per_connection = 2 + bool(settings.kafka_port) + 3 * bool(settings.grpc_port)  # descriptors, all listeners
     room = soft - FILE_CACHE.max_open_files - OTHER_FDS
     if soft > 0 and settings.max_connections * per_connection > room:
         cap = max(room // per_connection, 16)

@@ -525,11 +525,15 @@ class Log:
                     return recs[i : k + 1]
         return self._reads.read(self, offset, max_records, max_bytes)
 
-    def read_batches(self, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False) -> list[RecordBatch]:
+    def read_batches(self, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False,
+                     within_segment: bool = False) -> list[RecordBatch]:
         """Whole, CRC-verified batches holding offsets >= ``offset`` (about ``max_bytes``, at
         least one if any exist; the first may begin below ``offset``); buffered records come
-        back as a freshly encoded batch. ``mapped``: views of a mapping of the file, no copy."""
-        return self._reads.read_batches(self, offset, max_bytes=max_bytes, mapped=mapped)
+        back as a freshly encoded batch. ``mapped``: views of one mapping of the file per
+        segment read, no copy. ``within_segment``: none past the end of the segment holding
+        the first (as a Kafka fetch reads one segment), so mapped views hold one mapping."""
+        return self._reads.read_batches(self, offset, max_bytes=max_bytes, mapped=mapped,
+                                        within_segment=within_segment)
 
     def scan_batches(self, offset: int, end_offset: int | None = None, *, maps=None) -> Iterator[RecordBatch]:
         """What ``read_batches(..., mapped=True)`` in a loop returns and raises, from ``offset``

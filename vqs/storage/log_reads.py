@@ -212,7 +212,8 @@ class Reads:
             self.forget()
         return True
 
-    def read_batches(self, log, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False) -> list[RecordBatch]:
+    def read_batches(self, log, offset: int, *, max_bytes: int = 1 << 20, mapped: bool = False,
+                     within_segment: bool = False) -> list[RecordBatch]:
         """``Log.read_batches``."""
         with log._lock:
             if log._closed:
@@ -254,7 +255,7 @@ class Reads:
                 offset = b.next_offset
             if next_pos is not None and offset == batches[-1].next_offset:
                 self.hint = (seg, offset, next_pos)
-            if total >= max_bytes:
+            if total >= max_bytes or within_segment:
                 break
         return out
 

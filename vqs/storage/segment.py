@@ -52,6 +52,7 @@ TIMEINDEX_SUFFIX = ".timeindex"
 
 SCAN_CHUNK = 8 << 20  # bytes read at a time by a scan
 ALLOCATE_AHEAD = 1 << 20
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # (Linux)
 
 
 def segment_name(base_offset: int) -> str:
@@ -465,14 +466,17 @@ class Segment:
         self._hot = True
         return os.pread(h.fd, n, position)
 
-    def map(self, position: int, n: int, maps=None) -> memoryview:
+    def map(self, position: int, n: int, maps=None, *, populate: bool = False) -> memoryview:
         """Bytes ``[position, position + n)``, within ``size``, as a view of a read-only
-        mapping (module doc), unmapped with its last view or kept by ``maps`` (map_cache.py)."""
+        mapping (module doc), unmapped with its last view or kept by ``maps`` (map_cache.py).
+        ``populate``: the caller reads it all at once (a CRC), so its pages are mapped in one
+        call (MAP_POPULATE, where the platform has it) rather than faulted in one by one."""
         h = self.handle()
         if maps is not None:
             return maps.view(h.fd, position, n, self.size)
         start = position - position % mmap.ALLOCATIONGRANULARITY
-        m = mmap.mmap(h.fd, position - start + n, mmap.MAP_SHARED, mmap.PROT_READ, offset=start)
+        flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
+        m = mmap.mmap(h.fd, position - start + n, flags, mmap.PROT_READ, offset=start)
         return memoryview(m)[position - start:]
 
     def continues(self, expected: int, base: int, attributes: int = 0) -> bool:

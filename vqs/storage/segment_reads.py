@@ -51,7 +51,7 @@ def _read_run(seg: Segment, position: int, max_bytes: int, mapped: bool) -> tupl
     if position >= size:
         return [], position
     want = min(max(max_bytes, 4096), size - position)
-    buf = seg.map(position, want) if mapped else seg.pread(position, want)
+    buf = seg.map(position, want, populate=True) if mapped else seg.pread(position, want)
     h = peek_header(buf, 0)
     if h is None:
         raise CorruptRecordError(f"{where}: invalid batch header at position {position}", path=where,
@@ -60,7 +60,7 @@ def _read_run(seg: Segment, position: int, max_bytes: int, mapped: bool) -> tupl
         if position + h[1] > size:
             raise CorruptRecordError(f"{where}: batch at position {position} runs past the segment end",
                                      path=where, position=position)
-        buf = seg.map(position, h[1]) if mapped else seg.pread(position, h[1])
+        buf = seg.map(position, h[1], populate=True) if mapped else seg.pread(position, h[1])
     out: list[RecordBatch] = []
     p = 0
     n = len(buf)

@@ -17,7 +17,13 @@ shutdown is never held up.
 bytes of the whole batches holding offsets >= ``offset`` as the log holds
 them (the first may begin below ``offset``; compressed ones stay compressed),
 each CRC-verified by the read that found it (``Log.read_batches``), none
-decoded into records or encoded again. A query parameter rather than a
+decoded into records or encoded again. An answer holds batches of one segment, as a
+Kafka fetch does (the next request goes on from ``x-vqs-next-offset``): they are views
+of one mapping of that segment's file, written to the connection as they are, so a
+connection whose client reads slowly holds one mapping and its descriptor at most
+(counted in the open-file budget, vqs/server/run.py). The views stay readable until sent:
+after open a topic's segment files are only deleted or replaced under their name, never
+cut in place (the server runs no ``Log.repair``; vqs/storage/segment.py, "Mapped reads"). A query parameter rather than a
 media-type parameter: what it changes is which records the answer holds
 (whole batches, and ``max_bytes`` counts their stored bytes), not how they
 are represented, and it is checked, bounded and documented with the route's
@@ -192,7 +198,7 @@ def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
         data, media, headers = await consume_messages(
             ctx, topic, partition, offset, limit, max_bytes, wait_ms, group, encoding,
             BATCH_CONTENT_TYPE in request.headers.get("accept", ""), bool(stored))
-        return Response(data, media_type=media, headers=headers)
+        return Response(bytes(data) if data.__class__ is StoredBody else data, media_type=media, headers=headers)
 
     @r.post("/wait", summary="Wait until any of several partitions has data past an offset",
             description="Long poll for consumers of several partitions: returns as soon as one of them has a "
@@ -231,7 +237,7 @@ def message_routes(ctx: ServerContext, idempotent=None) -> APIRouter:
 # produce.py's produce_messages) with checked values, so the two answer alike by construction.
 async def consume_messages(ctx: ServerContext, topic: str, partition: int, offset: int | None, limit: int,
                            max_bytes: int, wait_ms: int, group: str | None, encoding: str,
-                           binary: bool, stored: bool = False) -> tuple[bytes, str, dict]:
+                           binary: bool, stored: bool = False) -> tuple[bytes | StoredBody, str, dict]:
     """``GET /topics/{topic}/messages`` with checked parameters: (body, media type, headers).
     JSON, or exactly the records asked for as record batches with the position headers,
     or (``stored``) the stored batches holding them (module doc)."""
@@ -269,7 +275,7 @@ async def consume_messages(ctx: ServerContext, topic: str, partition: int, offse
                        "start_offset": lg.start_offset, "end_offset": lg.end_offset}), "application/json", {}
 
 
-def _stored_batches(lg, offset: int, limit: int, max_bytes: int) -> tuple[bytes, int, int, int]:
+def _stored_batches(lg, offset: int, limit: int, max_bytes: int) -> tuple[StoredBody, int, int, int]:
     """(body, next offset, records, value bytes) of a ``stored=1`` consume: the stored bytes of
     the whole batches holding offsets >= ``offset``, at least one if any exist, then more while
     their stored bytes stay within ``max_bytes`` and fewer than ``limit`` records at or after
@@ -280,7 +286,7 @@ def _stored_batches(lg, offset: int, limit: int, max_bytes: int) -> tuple[bytes,
     parts = []
     total = n = nbytes = 0
     nxt = offset
-    for bt in lg.read_batches(offset, max_bytes=max_bytes):
+    for bt in lg.read_batches(offset, max_bytes=max_bytes, mapped=True, within_segment=True):
         if parts and (total + bt.size_bytes > max_bytes or n >= limit):
             break
         parts.append(bt.raw)
@@ -290,4 +296,21 @@ def _stored_batches(lg, offset: int, limit: int, max_bytes: int) -> tuple[bytes,
         vo = bt.value_offsets
         nbytes += vo[bt.count] - vo[skip]
         nxt = bt.next_offset
-    return b"".join(parts), nxt, n, nbytes
+    return StoredBody(parts, total), nxt, n, nbytes
+
+
+class StoredBody:
+    """A ``stored=1`` answer's body: the batches' views (module doc), sent as they are, not
+    joined into one buffer; ``len`` is their total size, ``bytes`` joins them."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list, size: int):
+        self.parts = parts
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
