@@ -25,8 +25,8 @@ at that moment dies of SIGBUS, and (c) by ``Log.repair`` under ``recovery="trunc
 past the cut meets zeros (which fail the CRC its next read checks) or SIGBUS. (c) truncates
 in place rather than renaming a rewritten file over it because a follower
 (readonly_tail.py) keeps reading the file it has open: it would go on returning the records
-the repair discarded. The disk is untouched in
-every case. Each live mapping holds a duplicate descriptor, outside the file cache's count.
+the repair discarded. The disk is untouched in every case. Each live mapping holds a
+duplicate descriptor, outside the file cache's count.
 
 (Over 500 lines: one segment's file and its two derived indexes change together - appends,
 seal, rebuild and recovery must agree on them.)

@@ -21,9 +21,10 @@ decoded into records or encoded again. An answer holds batches of one segment, a
 Kafka fetch does (the next request goes on from ``x-vqs-next-offset``): they are views
 of one mapping of that segment's file, written to the connection as they are, so a
 connection whose client reads slowly holds one mapping and its descriptor at most
-(counted in the open-file budget, vqs/server/run.py). The views stay readable until sent:
-after open a topic's segment files are only deleted or replaced under their name, never
-cut in place (the server runs no ``Log.repair``; vqs/storage/segment.py, "Mapped reads"). A query parameter rather than a
+(counted in the open-file budget, vqs/server/run.py). The views stay readable until
+sent: after open a topic's segment files are only deleted or replaced under their name,
+never cut in place (the server runs no ``Log.repair``; vqs/storage/segment.py, "Mapped
+reads"). A query parameter rather than a
 media-type parameter: what it changes is which records the answer holds
 (whole batches, and ``max_bytes`` counts their stored bytes), not how they
 are represented, and it is checked, bounded and documented with the route's
