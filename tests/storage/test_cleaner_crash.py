@@ -3,7 +3,10 @@ the disk's namespace or durability (each fsync, rename and unlink): the log reop
 either the old segments or the cleaned ones, never a lost latest value, never an offset
 that reads differently from what was appended; a later pass still cleans it. The same with
 the pass's reading and writing in a worker process: the owner's steps are the same, and
-its worker dies with it."""
+its worker dies with it.
+
+Each pass runs in a process forked for it from one that imported ``vqs`` once (and opened
+nothing): a process of its own per kill point, without an interpreter's start each time."""
 
 from __future__ import annotations
 
@@ -21,24 +24,43 @@ from vqs.storage import CompactionSettings, Log, clean_log
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CHILD = textwrap.dedent("""
-    import sys
+# Reads "PATH KILL_AT MODE" lines; for each, forks a child that runs one pass over PATH and
+# SIGKILLs itself at its KILL_AT-th call (fs_kill.py; 0: never), and answers the child's exit
+# code (-9: killed) and how many such calls its pass made.
+FORK_SERVER = textwrap.dedent("""
+    import os, subprocess, sys, traceback
     from fs_kill import kill_at_call
     from vqs.storage import Log, CompactionSettings, clean_log
-    path, kill_at, worker = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "worker"
-    log = Log.open(path, segment_bytes=4000, flush="always", batch_max_records=3)
-    calls = kill_at_call(kill_at, ("fsync", "rename", "unlink"))
-    if worker:  # the worker's pid, for the test to see it gone before it opens the log
-        import subprocess
-        real_popen = subprocess.Popen
-        def popen(*a, **k):
-            p = real_popen(*a, **k)
-            with open(path + ".worker", "w") as f:
-                f.write(str(p.pid))
-            return p
-        subprocess.Popen = popen
-    clean_log(log, CompactionSettings(delete_retention_ms=0), force=True, worker=worker)
-    print(calls[0])
+
+    def one_pass(path, kill_at, worker):
+        log = Log.open(path, segment_bytes=4000, flush="always", batch_max_records=3)
+        calls = kill_at_call(kill_at, ("fsync", "rename", "unlink"))
+        if worker:  # the worker's pid, for the test to see it gone before it opens the log
+            real_popen = subprocess.Popen
+            def popen(*a, **k):
+                p = real_popen(*a, **k)
+                with open(path + ".worker", "w") as f:
+                    f.write(str(p.pid))
+                return p
+            subprocess.Popen = popen
+        clean_log(log, CompactionSettings(delete_retention_ms=0), force=True, worker=worker)
+        with open(path + ".calls", "w") as f:
+            f.write(str(calls[0]))
+
+    for line in iter(sys.stdin.readline, ""):
+        path, kill_at, mode = line.split()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                one_pass(path, int(kill_at), mode == "worker")
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            sys.stderr.flush()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), flush=True)
 """)
 
 
@@ -95,6 +117,30 @@ def _wait_gone(pid_file):
         os.close(pidfd)
 
 
+class _ForkServer:
+    """FORK_SERVER in a process of its own; ``run`` is one killed (or whole) pass."""
+
+    def __init__(self, tmp_path):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join((REPO, os.path.join(REPO, "tests"),
+                                                           os.environ.get("PYTHONPATH", ""))))
+        self.stderr_path = tmp_path / "fork-server.stderr"
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-c", FORK_SERVER], env=env, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True)
+
+    def run(self, path: str, kill_at: int, mode: str) -> int:
+        self.proc.stdin.write(f"{path} {kill_at} {mode}\n")
+        self.proc.stdin.flush()
+        assert select.select([self.proc.stdout], [], [], 120)[0], "a pass took over 120 s"
+        line = self.proc.stdout.readline()
+        assert line, self.stderr_path.read_text()
+        return int(line)
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
 @pytest.mark.parametrize("mode", ["here", "worker"])
 def test_cleaner_killed_at_every_step(tmp_path, mode):
     pristine = str(tmp_path / "pristine")
@@ -108,28 +154,30 @@ def test_cleaner_killed_at_every_step(tmp_path, mode):
     log.close()
     new = _records(reference)[1]
     assert len(new) < len(old)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join((REPO, os.path.join(REPO, "tests"),
-                                                       os.environ.get("PYTHONPATH", ""))))
+    server = _ForkServer(tmp_path)
     kills = 0
-    for n in range(1, 400):
-        path = str(tmp_path / f"run{n}")
-        shutil.copytree(pristine, path)
-        proc = subprocess.run([sys.executable, "-c", CHILD, path, str(n), mode], env=env, capture_output=True,
-                              timeout=120)
-        _wait_gone(path + ".worker")  # (it holds the log's lock while it lives)
-        _check(path, produced, old, new)
-        if proc.returncode == -signal.SIGKILL:
-            kills += 1
-            # the next owner's pass cleans what the killed one left
-            log = Log.open(path, segment_bytes=700, flush="always")
-            clean_log(log, CompactionSettings(delete_retention_ms=0), force=True)
-            log.close()
-            assert _check(path, produced, old, new) == new
-            shutil.rmtree(path)
-            continue
-        assert proc.returncode == 0, proc.stderr.decode()
-        assert int(proc.stdout) == n - 1  # the pass made n-1 such calls: every one was a kill point
-        break
-    else:
-        raise AssertionError("the pass never finished")
+    try:
+        for n in range(1, 400):
+            path = str(tmp_path / f"run{n}")
+            shutil.copytree(pristine, path)
+            code = server.run(path, n, mode)
+            _wait_gone(path + ".worker")  # (it holds the log's lock while it lives)
+            _check(path, produced, old, new)
+            if code == -signal.SIGKILL:
+                kills += 1
+                # the next owner's pass cleans what the killed one left
+                log = Log.open(path, segment_bytes=700, flush="always")
+                clean_log(log, CompactionSettings(delete_retention_ms=0), force=True)
+                log.close()
+                assert _check(path, produced, old, new) == new
+                shutil.rmtree(path)
+                continue
+            assert code == 0, server.stderr_path.read_text()
+            with open(path + ".calls") as f:  # the pass made n-1 such calls: every one was a kill point
+                assert int(f.read()) == n - 1
+            break
+        else:
+            raise AssertionError("the pass never finished")
+    finally:
+        server.close()
     assert kills >= 5
