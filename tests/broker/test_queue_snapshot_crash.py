@@ -55,9 +55,9 @@ q.compact()
 RESTART_FULL = r"""
 import os, signal, sys
 from vqs.broker.queue.registry import QueueRegistry
-from vqs.storage import fs
+from fs_fault import Fault, install
 # the disk found full by the snapshot's write (the filesystem seam), not by the state log's
-fs.install(fs.Fault.space(os.path.join(sys.argv[1], "q", "state", "snapshot.tmp"), 0))
+install(Fault.space(os.path.join(sys.argv[1], "q", "state", "snapshot.tmp"), 0))
 reg = QueueRegistry(sys.argv[1], defaults=%r)
 q = reg.get("q")
 for i in range(3):
@@ -69,7 +69,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def _run(code: str, *args: str) -> str:
     env = dict(os.environ)
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.pathsep.join((REPO, os.path.join(REPO, "tests"), env.get("PYTHONPATH", "")))
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, env=env, timeout=60)
     assert p.returncode == -signal.SIGKILL, p.stderr.decode(errors="replace")[-2000:]
     return p.stdout.decode()

@@ -4,7 +4,7 @@ Fill until refused (DiskFullError), read and delete to drain, writes resume,
 reopen: nothing acknowledged is lost, nothing refused is written later. Run
 over {Log, topic, standard queue, FIFO queue, HybridQueue} x {always,
 interval} x {ENOSPC, EDQUOT, EIO}, through the filesystem seam
-(vqs.storage.fs): a space fault gives the writer's directory a byte budget
+(vqs.storage.fs; tests/fs_fault.py): a space fault gives the writer's directory a byte budget
 that writes spend and unlinks give back (and that the space governor reads),
 a failure fault fails a chosen write with EIO. Then a few runs on real small
 filesystems (tmpfs; btrfs under a quota; xfs) and a SIGKILL.
@@ -30,12 +30,13 @@ import signal
 import subprocess
 import textwrap
 
+import fs_fault
 import pytest
 
 import vqs
 from vqs import DiskFullError, HybridQueue, Log
 from vqs.errors import LogFailedError, VQSError
-from vqs.storage import fs, space
+from vqs.storage import space
 from vqs.storage.space import default_min_free
 
 FLOOR = 256 << 10     # min_free_bytes of every writer here
@@ -208,8 +209,8 @@ def seam(monkeypatch):
     # a governor of its own: what other tests' live logs and queues hold on this
     # filesystem does not count against the fault's budget
     monkeypatch.setattr(space, "_registry", {})
-    yield fs
-    fs.uninstall()
+    yield fs_fault
+    fs_fault.uninstall()
 
 
 def _fill(w, tag: str, limit: int = 20_000, refused: list | None = None) -> list:

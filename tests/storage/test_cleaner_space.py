@@ -1,4 +1,4 @@
-"""The log cleaner on a full disk (an injected space fault, fs.py): its output is a control
+"""The log cleaner on a full disk (an injected space fault, tests/fs_fault.py): its output is a control
 write, so it runs where appends are refused and gives space back; without room even for that
 it waits, and a write that meets ENOSPC abandons the pass with the log untouched."""
 
@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 
+import fs_fault
 import pytest
 
 from vqs.errors import DiskFullError
-from vqs.storage import CompactionSettings, Log, clean_log, fs, space_for
+from vqs.storage import CompactionSettings, Log, clean_log, space_for
 
 MIB = 1 << 20
 SETTINGS = CompactionSettings(delete_retention_ms=10**12)
@@ -42,11 +43,11 @@ def fault_dir(tmp_path):
     d = tmp_path / "fs"
     d.mkdir()
     yield d
-    fs.uninstall()
+    fs_fault.uninstall()
 
 
 def _install(d, free: int):
-    fault = fs.install(fs.Fault.space(str(d), free=free))
+    fault = fs_fault.install(fs_fault.Fault.space(str(d), free=free))
     space_for(str(d)).freed()  # the governor reads free space again at its next take
     return fault
 

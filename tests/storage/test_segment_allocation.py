@@ -49,24 +49,6 @@ def test_a_roll_seals_the_old_segment_without_its_allocation(tmp_path):
             assert _blocks(f) < os.path.getsize(f) + (64 << 10)
 
 
-def test_under_an_injected_fault_nothing_is_allocated(tmp_path):
-    d = tmp_path / "log"
-    d.mkdir()
-    fault = fs.install(fs.Fault.space(str(d), free=10 << 20))
-    try:
-        with Log.open(d / "l", flush="never", min_free_bytes=0) as log:
-            log.append(b"x" * 1000)
-            log.flush()
-            fd = os.open(d / "l" / "probe", os.O_RDWR | os.O_CREAT)
-            try:
-                assert fs.allocate(fd, 0, 4096) is False
-            finally:
-                os.close(fd)
-        assert fault.failures == 0
-    finally:
-        fs.uninstall()
-
-
 def test_no_allocation_ahead_without_room_to_spare_over_the_floor(tmp_path):
     """Room given ahead is counted at the governor and never taken below the floor (plus a
     margin): near a full disk appends keep what is left, and nothing is marked low for it."""

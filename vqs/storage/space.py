@@ -55,13 +55,12 @@ def default_min_free(total: int) -> int:
 
 
 def free_bytes(path: str) -> int:
-    """Free bytes for an unprivileged writer at ``path``: the least of ``statvfs``, the room
-    under its btrfs quota group's limit and a test's space fault (fs.py)."""
-    st = os.statvfs(path)
+    """Free bytes for an unprivileged writer at ``path``: the lesser of ``statvfs`` and the
+    room under its btrfs quota group's limit."""
+    st = fs.statvfs(path)
     free = st.f_bavail * st.f_frsize
     q = quota(path)
-    limit = fs.free_bytes_limit(path)
-    return min(free, free if q is None else q[1], free if limit is None else limit)
+    return free if q is None else min(free, q[1])
 
 
 BTRFS_SUPER_MAGIC = 0x9123683E
