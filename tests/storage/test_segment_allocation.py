@@ -2,6 +2,7 @@
 
 import os
 
+import fs_fault
 import pytest
 
 from vqs.storage import Log, fs
@@ -47,6 +48,26 @@ def test_a_roll_seals_the_old_segment_without_its_allocation(tmp_path):
         assert sealed
         for f in sealed:
             assert _blocks(f) < os.path.getsize(f) + (64 << 10)
+
+
+def test_under_an_injected_fault_nothing_is_allocated(tmp_path):
+    """The space fault (tests/fs_fault.py) counts writes only, so allocation ahead gets
+    nothing under it: a log spending a budget is never charged for blocks it did not write."""
+    d = tmp_path / "log"
+    d.mkdir()
+    fault = fs_fault.install(fs_fault.Fault.space(str(d), free=10 << 20))
+    try:
+        with Log.open(d / "l", flush="never", min_free_bytes=0) as log:
+            log.append(b"x" * 1000)
+            log.flush()
+            fd = os.open(d / "l" / "probe", os.O_RDWR | os.O_CREAT)
+            try:
+                assert fs.allocate(fd, 0, 4096) is False
+            finally:
+                os.close(fd)
+        assert fault.failures == 0
+    finally:
+        fs_fault.uninstall()
 
 
 def test_no_allocation_ahead_without_room_to_spare_over_the_floor(tmp_path):
