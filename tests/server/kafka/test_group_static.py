@@ -468,12 +468,28 @@ def test_cooperative_commits_during_a_late_members_rebalance_succeed(kafka_serve
         while len(_assignment(c1)) < 4 or commits < 5:
             assert time.monotonic() < deadline, "timed out waiting for the first commits"
             poll_and_commit()
+        # c2 is served by a thread of its own, as an application runs each consumer: its
+        # rebalance events must be taken while c1 waits in a synchronous commit (a commit held
+        # behind c1's rejoin waits for c2's rejoin, which waits for c2's poll)
         c2.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while not (len(_assignment(c1)) == len(_assignment(c2)) == 2 and commits > 40):
-            assert time.monotonic() < deadline, "timed out waiting for the split"
-            poll_and_commit()
-            c2.poll(0.01)
+        c2_parts: list = [set()]
+        c2_stop = threading.Event()
+
+        def serve_c2():
+            while not c2_stop.is_set():
+                c2.poll(0.01)
+                c2_parts[0] = _assignment(c2)
+
+        c2_thread = threading.Thread(target=serve_c2)
+        c2_thread.start()
+        try:
+            deadline = time.monotonic() + 30
+            while not (len(_assignment(c1)) == len(c2_parts[0]) == 2 and commits > 40):
+                assert time.monotonic() < deadline, "timed out waiting for the split"
+                poll_and_commit()
+        finally:
+            c2_stop.set()
+            c2_thread.join()
     finally:
         stop.set()
         producer.join()
