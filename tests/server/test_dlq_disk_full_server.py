@@ -1,5 +1,5 @@
 """SQS dead-letter moves (a RedrivePolicy) through a real server and boto3 on
-a real full filesystem (a 3 MiB tmpfs, tests/conftest.py): receives past
+a real filesystem (a 3 MiB tmpfs, tests/conftest.py) its own sends filled: receives past
 maxReceiveCount on the full disk return nothing and raise nothing; the
 messages the DLQ could not take stay in the source, counted, and move once
 space is freed; after a restart each message is in the DLQ exactly once."""
@@ -14,6 +14,7 @@ import pytest
 
 boto3 = pytest.importorskip("boto3")
 from botocore.config import Config  # noqa: E402
+from botocore.exceptions import ClientError  # noqa: E402
 from vqs_server_proc import ServerProcess  # noqa: E402
 
 N = 100
@@ -58,14 +59,25 @@ def test_redrive_policy_on_a_full_disk_moves_each_message_once(small_disk):
         assert "Messages" not in sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10)
         assert _visible(sqs, dlq) == 20
 
-        small_disk.fill_rest()
+        # the server's own sends fill the disk to the space governor's data floor: the DLQ's
+        # appends are refused there too, the lease records (control writes) still written
+        filler = sqs.create_queue(QueueName="filler")["QueueUrl"]
+        while True:
+            try:
+                r = sqs.send_message_batch(QueueUrl=filler, Entries=[
+                    {"Id": str(k), "MessageBody": "f" * 20000} for k in range(10)])
+            except ClientError as e:
+                assert e.response["Error"]["Code"] == "ServiceUnavailable", e
+                break
+            if r.get("Failed"):
+                break
         visible_again(handles[20:])
         for _ in range(N // 10 + 2):  # past maxReceiveCount: never delivered, no error
             assert "Messages" not in sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10)
         stayed = _visible(sqs, q)
         assert stayed > 0 and stayed + _visible(sqs, dlq) == N
 
-        small_disk.free()
+        sqs.delete_queue(QueueUrl=filler)  # its files unlinked: the space is back
         assert "Messages" not in sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10)
         assert (_visible(sqs, q), _visible(sqs, dlq)) == (0, N)
     finally:
