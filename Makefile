@@ -12,9 +12,10 @@
 # Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
-# make test's pytest-xdist workers: most tests wait on servers, clients and disks, so two
-# workers keep CI's two cores busy; TEST_WORKERS=auto on a larger machine, 0 for one process.
-TEST_WORKERS ?= 2
+# make test's pytest-xdist workers: most tests wait on servers, clients and disks (two workers
+# kept CI's two cores about half busy), so three keep them busy; TEST_WORKERS=auto on a larger
+# machine, 0 for one process.
+TEST_WORKERS ?= 3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
@@ -137,7 +138,7 @@ tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.
 	@touch $@
 
 test: java kcat browser btrfs xfs lint tool-envs rdkafka-tests $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
-	@echo "==> running the tests in $(TEST_WORKERS) workers (10 to 15 minutes on 2 cores)"
+	@echo "==> running the tests in $(TEST_WORKERS) workers (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # librdkafka's own test runner: tests/server/kafka/test_librdkafka_suite.py runs the numbered tests
