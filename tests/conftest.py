@@ -50,11 +50,34 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            config.option.loadscopereorder = False  # units in collection order: see below
+
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "tests/spark/" if module.startswith("tests/spark/") else module
+            return _unit(nodeid)
 
     return ModuleScheduling(config, log)
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of work of ``make test``'s scheduler that test ``nodeid`` belongs to."""
+    module = nodeid.split("::", 1)[0]
+    return "tests/spark/" if module.startswith("tests/spark/") else module
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``make test``'s workers the units of work (pytest_xdist_make_scheduler) are
+    handed out longest first, so that no long one starts near the end while the other
+    workers idle: the units holding a test marked ``slow`` (those that take a minute or
+    more), then the rest, each by number of tests (xdist's own order)."""
+    if not hasattr(config, "workerinput"):  # (a worker's own ``dist`` option reads "no")
+        return
+    units: dict[str, list] = {}
+    for item in items:
+        units.setdefault(_unit(item.nodeid), []).append(item)
+    order = sorted(units.values(), key=lambda u: (not any(i.get_closest_marker("slow") for i in u), -len(u)))
+    items[:] = [i for u in order for i in u]
 
 
 @pytest.fixture

@@ -235,6 +235,7 @@ def spark_kernel(tmp_path_factory):
         made["k"][1].close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_page_snippets_run(page, tmp_path, spark_kernel):
     todo = [b for b in blocks(page) if b[0] in RUN and not b[3]]

@@ -29,6 +29,7 @@ import vqs
 from vqs import HybridQueue
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "third_party")
+pytestmark = pytest.mark.slow  # about a minute in all (durable mode: an fsync a put)
 
 
 def _load(name: str) -> types.ModuleType:

@@ -11,12 +11,15 @@ read the topic with the JVM reader where javac exists (url mode: through the ser
 
 from __future__ import annotations
 
+import pytest
+
 from vqs.pipelines import cluster
 
 CAMERAS, SECONDS, FPS = 2, 6, 25  # one scripted event per camera; 300 frames
 MAX_OFFSETS = 75                  # 4 micro-batches: a kill after the first leaves three to do
 
 
+@pytest.mark.slow
 def test_lost_worker_mid_stream_outputs_equal_a_clean_run(tmp_path, spark):
     got = cluster.run(["--dir", str(tmp_path / "demo"), "--cameras", str(CAMERAS), "--seconds", str(SECONDS),
                        "--fps", str(FPS), "--resolution", "320x180",

@@ -141,6 +141,7 @@ class _ForkServer:
         self.proc.wait(30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["here", "worker"])
 def test_cleaner_killed_at_every_step(tmp_path, mode):
     pristine = str(tmp_path / "pristine")

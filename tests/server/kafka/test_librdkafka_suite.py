@@ -79,6 +79,7 @@ def _require_runner() -> None:
         pytest.skip(f"{why}: run `make rdkafka-tests`")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", sorted(RUNS))
 def test_librdkafka_numbered_tests(tmp_path, run):
     subset, kafka_version, extra_env = RUNS[run]
