@@ -144,14 +144,14 @@ class SmallDisk:
             os.unlink(probe)
 
 
-def _tmpfs(tmp_path):
-    """A 3 MiB tmpfs at ``tmp_path/disk`` (root only: skipped with the reason
+def _tmpfs(tmp_path, size: str = "3m"):
+    """A tmpfs of ``size`` (3 MiB) at ``tmp_path/disk`` (root only: skipped with the reason
     otherwise); always unmounted afterwards. Full means ENOSPC."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip() or r.returncode}")
@@ -162,6 +162,13 @@ def _tmpfs(tmp_path):
         if r.returncode != 0:  # something kept a file open: lazy unmount, and fail the test
             subprocess.run(["umount", "-l", str(mnt)])
             pytest.fail(f"{mnt} was busy at unmount (a file left open): {r.stderr.strip()}")
+
+
+@pytest.fixture
+def private_disk(tmp_path):
+    """A 64 MiB tmpfs of the test's own: its free space changes only by what the test writes
+    (the free space of ``/tmp`` moves with every other test running beside it)."""
+    yield from _tmpfs(tmp_path, "64m")
 
 
 @pytest.fixture

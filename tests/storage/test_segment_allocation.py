@@ -1,6 +1,7 @@
 """An active segment's file is allocated ahead of its writes and gives the rest back when sealed."""
 
 import os
+import pathlib
 
 import fs_fault
 import pytest
@@ -70,9 +71,11 @@ def test_under_an_injected_fault_nothing_is_allocated(tmp_path):
         fs_fault.uninstall()
 
 
-def test_no_allocation_ahead_without_room_to_spare_over_the_floor(tmp_path):
+@needs_fallocate
+def test_no_allocation_ahead_without_room_to_spare_over_the_floor(private_disk):
     """Room given ahead is counted at the governor and never taken below the floor (plus a
     margin): near a full disk appends keep what is left, and nothing is marked low for it."""
+    tmp_path = pathlib.Path(private_disk.path)  # (free space that only this test moves)
     d = tmp_path / "log"
     with Log.open(d, flush="never", min_free_bytes=0) as lg:
         lg.append(b"x")
