@@ -355,6 +355,26 @@ def test_offset_for_time(d):
         assert lg.offset_for_time(1000 + 10 * 199 + 1) is None
 
 
+def test_max_timestamp_is_the_first_record_holding_the_largest(d):
+    """Across sealed segments, the write buffer and a reopen: the first offset stamped with the
+    largest timestamp (a later equal one does not move it)."""
+    with Log.open(d, segment_bytes=2048, batch_max_records=10, flush="never") as lg:
+        assert lg.max_timestamp() is None
+        for i in range(200):
+            lg.append(val(i), timestamp_ms=5000 if i == 37 else 1000 + i)
+        lg.flush()
+        assert lg.segment_count > 2
+        lg.append(val(200), timestamp_ms=5000)  # equal, later: not it
+        assert lg.max_timestamp() == (37, 5000)
+        lg.append(val(201), timestamp_ms=6000)  # buffered, not yet written
+        assert lg.max_timestamp() == (201, 6000)
+    with Log.open(d) as lg:
+        assert lg.max_timestamp() == (201, 6000)
+        lg.append_batch([b"a", b"b", b"c"], timestamps_ms=[7000, 9000, 8000])
+        lg.flush()
+        assert lg.max_timestamp() == (203, 9000)
+
+
 def test_offset_for_time_with_per_record_timestamps_in_a_batch(d):
     with Log.open(d) as lg:
         lg.append_batch([b"a", b"b", b"c", b"d"], timestamps_ms=[100, 300, 200, 400])

@@ -550,6 +550,11 @@ class Log:
         """The first offset stamped >= ``timestamp_ms``, or None."""
         return self._reads.offset_for_time(self, timestamp_ms)
 
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record stamped with the log's largest timestamp
+        (Kafka's ListOffsets MAX_TIMESTAMP), or None when no record is held."""
+        return self._reads.max_timestamp(self)
+
     # -------------------------------------------------------------- retention
 
     def delete_before(self, offset: int) -> int:

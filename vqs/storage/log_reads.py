@@ -24,7 +24,7 @@ from .log_repair import quarantine_found
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .record_batch import Record, RecordBatch
 from .segment import Segment
-from .segment_reads import batches_at, first_offset_at_time, mapped_batches
+from .segment_reads import batches_at, first_offset_at_time, mapped_batches, segment_max_timestamp
 
 #: bytes a run decodes: enough to amortise the lookup, few enough records that the cyclic
 #: GC (which visits young objects) stays cheap for bulk reads
@@ -332,3 +332,19 @@ class Reads:
             if t >= timestamp_ms:
                 return off
         return None
+
+    def max_timestamp(self, log) -> tuple[int, int] | None:
+        """``Log.max_timestamp``."""
+        with log._lock:
+            segs = list(log._segs.all)
+            buffered = [(log._written_end + k, t) for k, t in enumerate(log._buf.timestamps)]
+        best, seg = -1, None
+        for s in segs:
+            m = segment_max_timestamp(s)
+            if m > best:
+                best, seg = m, s
+        newest = max((t for _, t in buffered), default=-1)
+        if newest > best:  # (unwritten records, acknowledged: readable)
+            return next(off for off, t in buffered if t == newest), newest
+        found = None if seg is None else first_offset_at_time(seg, best, log._start_offset)
+        return None if found is None else (found, best)

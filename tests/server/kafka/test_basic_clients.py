@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
 
 
 def _name(prefix: str) -> str:
@@ -175,6 +175,35 @@ def test_commit_seek_offsets_for_times_and_group_offsets_shared(kafka_server):
 
     with vqs.Client(kafka_server.url) as client:  # the same offsets `vqs group` and REST show
         assert client.group_offsets(group) == {(topic, 0): 8}
+
+
+def test_list_offsets_for_every_spec(kafka_server):
+    """ListOffsets (AdminClient.list_offsets, v7+): earliest, latest, the largest timestamp (the
+    first record holding it, not the last of its batch: KAFKA-16310) and by time, over records
+    stamped out of order in one batch."""
+    topic = _name("lo")
+    _create(kafka_server, topic, 1)
+    p = ck.Producer({"bootstrap.servers": kafka_server.bootstrap, "linger.ms": 50})
+    base = 10_000_000
+    for ts in (base + 100, base + 400, base + 250, base + 400):
+        p.produce(topic, value=b"m", timestamp=ts)
+    assert p.flush(10) == 0
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    tp = ck.TopicPartition(topic, 0)
+    got = {}
+    for name, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest()),
+                       ("max", OffsetSpec.max_timestamp()), ("t50", OffsetSpec.for_timestamp(base + 50)),
+                       ("t300", OffsetSpec.for_timestamp(base + 300)),
+                       ("t150", OffsetSpec.for_timestamp(base + 150)),
+                       ("t500", OffsetSpec.for_timestamp(base + 500))):
+        r = admin.list_offsets({tp: spec})[tp].result(10)
+        got[name] = (r.offset, r.timestamp)
+    assert got == {"earliest": (0, -1), "latest": (4, -1), "max": (1, base + 400), "t50": (0, base + 100),
+                   "t300": (1, base + 400), "t150": (1, base + 400), "t500": (-1, -1)}
+    empty = _name("lo-empty")
+    _create(kafka_server, empty, 1)
+    etp = ck.TopicPartition(empty, 0)
+    assert admin.list_offsets({etp: OffsetSpec.max_timestamp()})[etp].result(10).offset == -1
 
 
 def test_admin_create_and_delete_topic(kafka_server):

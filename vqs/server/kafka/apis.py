@@ -264,7 +264,7 @@ async def sasl_authenticate(ctx, conn, v, r):
 API_TABLE: dict = {
     0: (0, 8, NO_FLEX, data.produce),  # 0-2 advertised for old librdkafka, refused on use
     1: (4, 11, NO_FLEX, data.fetch),
-    2: (1, 5, NO_FLEX, data.list_offsets),
+    2: (1, 10, 6, data.list_offsets),
     3: (0, 12, 9, metadata),
     8: (2, 9, 8, groups.offset_commit),
     9: (1, 9, 6, groups.offset_fetch),

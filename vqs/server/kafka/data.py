@@ -260,46 +260,71 @@ async def fetch(ctx, conn, v, r):
     return bytes(w.b)
 
 
+#: ListOffsets' special timestamps -> the first version that takes each (Kafka's ReplicaManager):
+#: latest (-1), earliest (-2), the largest timestamp (-3, v7), the earliest local offset (-4, v8:
+#: every offset is local here, so the earliest), the latest tiered offset (-5, v9: nothing is
+#: tiered, answered -1 as Kafka answers a topic without tiered storage)
+SPECIAL_TIMESTAMPS = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9}
+
+
 async def list_offsets(ctx, conn, v, r):
-    r.int32()
+    """ListOffsets v1-10 (flexible from v6). A negative timestamp a version does not take is
+    UNSUPPORTED_VERSION for its partition, as Kafka answers it."""
+    f = Flex(r, v >= 6)
+    r.int32()  # replica id
     if v >= 2:
-        r.int8()
+        r.int8()  # isolation level: no transactions, every record is committed
     out = []
-    for _ in range(r.array_len(6)):
-        name = r.string()
+    for _ in range(f.array_len(6)):
+        name = f.string()
         parts = []
-        for _ in range(r.array_len(12)):
+        for _ in range(f.array_len(12)):
             p = r.int32()
             if v >= 4:
-                r.int32()
+                r.int32()  # current leader epoch
             parts.append((p, r.int64()))
+            f.tags()
+        f.tags()
         out.append((name, parts))
+    if v >= 10:
+        r.int32()  # timeout for reads from tiered storage: none here
+    f.tags()
     w = Writer()
     if v >= 2:
         w.int32(0)
-    w.array(len(out))
+    f.w_array(w, len(out))
     for name, parts in out:
-        w.string(name).array(len(parts))
+        f.w_string(w, name)
+        f.w_array(w, len(parts))
         for p, ts in parts:
             err, off, found_ts = K.NONE, -1, -1
-            try:
-                log = ctx.broker.topic(name).log(p)
-                if ts == -1:
-                    off = log.end_offset
-                elif ts == -2:
-                    off = log.start_offset
-                else:
-                    found = await ctx.blocking(log.offset_for_time, ts)
-                    if found is not None:
-                        off = found
-                        rec = log.read(found, max_records=1)
-                        found_ts = rec[0].timestamp_ms if rec else ts
-            except E.VQSError as e:
-                err = K.code_for(e)
+            if ts < 0 and v < SPECIAL_TIMESTAMPS.get(ts, v + 1):
+                err = K.UNSUPPORTED_VERSION
+            else:
+                try:
+                    log = ctx.broker.topic(name).log(p)
+                    if ts == -1:
+                        off = log.end_offset
+                    elif ts in (-2, -4):
+                        off = log.start_offset
+                    elif ts == -3:
+                        found = await ctx.blocking(log.max_timestamp)
+                        if found is not None:
+                            off, found_ts = found
+                    elif ts >= 0:  # (-5: nothing is tiered: -1, as Kafka answers without tiered storage)
+                        found = await ctx.blocking(log.offset_for_time, ts)
+                        if found is not None:
+                            off = found
+                            rec = log.read(found, max_records=1)
+                            found_ts = rec[0].timestamp_ms if rec else ts
+                except E.VQSError as e:
+                    err = K.code_for(e)
             w.int32(p).int16(err).int64(found_ts).int64(off)
             if v >= 4:
-                w.int32(0 if err == K.NONE else -1)
-    return bytes(w.b)
+                w.int32(0 if off >= 0 else -1)  # the one leader epoch (Metadata), -1: no offset
+            f.w_tags(w)
+        f.w_tags(w)
+    return bytes(f.w_tags(w).b)
 
 
 async def offset_for_leader_epoch(ctx, conn, v, r):
