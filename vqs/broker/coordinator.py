@@ -560,7 +560,8 @@ class GroupCoordinator:
         """May this member commit offsets now? A negative generation is a consumer outside group
         management (an admin, or a consumer that assigns its own partitions; a new-protocol
         client sends its own member id with it): allowed while the group has no members, whatever
-        member id it names, as Kafka's empty-group rule. A member of the
+        member id it names, as Kafka's empty-group rule; with members, and naming none, it is
+        ``UNKNOWN_MEMBER``, as Kafka answers it. A member of the
         generation in force may commit while the group waits for joins, not while it waits for
         the leader's SyncGroup (module doc; Kafka's rule)."""
         instance = group_instance_id or None
@@ -571,7 +572,7 @@ class GroupCoordinator:
                                        or self.consumer.has_members_locked(group)):
                 return OK
             if generation < 0 and not member_id and instance is None:
-                return ILLEGAL_GENERATION
+                return UNKNOWN_MEMBER  # (Kafka's answer to an outside commit to a group with members)
             status = self._check_member_locked(g, member_id, instance)
             if status != OK:
                 return status

@@ -199,6 +199,24 @@ def test_delete_groups_refuses_active_ones(kafka_server):
     assert _code(admin.delete_consumer_groups([active])[active]) == KafkaError.GROUP_ID_NOT_FOUND
 
 
+def test_altering_an_active_groups_offsets_is_unknown_member(kafka_server):
+    """An admin's offsets (generation -1, no member id) for a group with members are refused
+    with UNKNOWN_MEMBER_ID, as Kafka's classic coordinator answers; taken once it is empty."""
+    admin = _admin(kafka_server)
+    topic, group = _name("alt"), _name("alt")
+    _create(admin, topic, 1)
+    c = _member(kafka_server, group, topic)
+    try:
+        res = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 3)])])
+        [tp] = res[group].result(10).topic_partitions  # (the error is the partition's)
+        assert tp.error is not None and tp.error.code() == KafkaError.UNKNOWN_MEMBER_ID
+    finally:
+        c.close()
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 3)])])[
+        group].result(10)
+    assert _committed(kafka_server, group) == {(topic, 0): (3, "")}
+
+
 def _state(admin, group: str):
     return admin.describe_consumer_groups([group])[group].result(10).state
 
