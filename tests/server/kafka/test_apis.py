@@ -14,7 +14,7 @@ from raw_client import RawKafka
 from vqs.server.kafka.codec import Writer
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka import KafkaError  # noqa: E402
+from confluent_kafka import KafkaError, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic  # noqa: E402
 
 
@@ -141,3 +141,58 @@ def test_an_unknown_or_invalid_config_is_invalid_config(kafka_server, config, wo
     assert err.code() == KafkaError.INVALID_CONFIG, err
     assert words in err.str()
     assert topic not in admin.list_topics(timeout=10).topics
+
+
+def _list_offsets(k: RawKafka, version: int, topic: str, timestamps: list[int]) -> list[tuple[int, int, int, int]]:
+    """ListOffsets (flexible from v6) of partition 0 at each of ``timestamps``: [(error, timestamp,
+    offset, leader epoch)]."""
+    flex = version >= 6
+    w = Writer().int32(-1).int8(0)
+    if flex:
+        w.compact_array(1).compact_string(topic).compact_array(len(timestamps))
+    else:
+        w.array(1).string(topic).array(len(timestamps))
+    for ts in timestamps:
+        w.int32(0).int32(-1).int64(ts)
+        if flex:
+            w.tags()
+    if flex:
+        w.tags()
+        if version >= 10:
+            w.int32(30_000)
+        w.tags()
+    r = k.flex_request(2, version, bytes(w.b)) if flex else k.request(2, version, bytes(w.b))
+    r.int32()  # throttle
+    assert (r.compact_array_len() if flex else r.int32()) == 1
+    assert (r.compact_string() if flex else r.string()) == topic
+    out = []
+    for _ in range(r.compact_array_len() if flex else r.int32()):
+        assert r.int32() == 0
+        out.append((r.int16(), r.int64(), r.int64(), r.int32()))
+        if flex:
+            r.tagged_fields()
+    if flex:
+        r.tagged_fields()
+        r.tagged_fields()
+    assert r.remaining == 0
+    return out
+
+
+def test_list_offsets_special_timestamps_by_version(kafka_server):
+    """ListOffsets v1-10: each special timestamp from the version that brought it (-3 v7, -4 v8,
+    -5 v9), UNSUPPORTED_VERSION below it and for one Kafka does not define."""
+    topic = _name("lo-raw")
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    p = Producer({"bootstrap.servers": kafka_server.bootstrap, "linger.ms": 20})
+    for ts in (1_000, 3_000, 2_000):
+        p.produce(topic, value=b"v", timestamp=ts)
+    assert p.flush(10) == 0
+    k = RawKafka(kafka_server.kafka_port)
+    assert _list_offsets(k, 10, topic, [-1, -2, -3, -4, -5, 2_500, -7]) == [
+        (0, -1, 3, 0), (0, -1, 0, 0), (0, 3_000, 1, 0), (0, -1, 0, 0), (0, -1, -1, -1), (0, 3_000, 1, 0),
+        (35, -1, -1, -1)]
+    assert [e for e, *_ in _list_offsets(k, 6, topic, [-1, -2, -3, -4, -5])] == [0, 0, 35, 35, 35]
+    assert [e for e, *_ in _list_offsets(k, 8, topic, [-3, -4, -5])] == [0, 0, 35]
+    assert _list_offsets(k, 5, topic, [-1, 1_500]) == [(0, -1, 3, 0), (0, 3_000, 1, 0)]
+    k.close()
