@@ -22,8 +22,8 @@ CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: grpc-proto tool-envs test lint rdkafka-tests demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs xfs clean spark-jar
-.NOTPARALLEL:  # the installs share one .venv
+.PHONY: grpc-proto tool-envs test lint cc rdkafka-tests demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs xfs clean spark-jar
+.NOTPARALLEL:  # the installs share one .venv (make test runs three makes side by side that share no file)
 
 # Everything (what a developer wants): the library, server, Spark and the dev tools.
 venv: $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,dev) $(call STAMP,grpc)
@@ -137,7 +137,15 @@ tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.
 	@.venv-tools/$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
 	@touch $@
 
-test: java kcat browser btrfs xfs lint tool-envs rdkafka-tests $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
+# Set-up in three lanes at once, after the system packages (one apt-get at a time): librdkafka's
+# build (mostly compiling), the stream processors' environments and .venv's installs (mostly
+# downloading and unpacking). Each lane is a make of its own; they share no file.
+TEST_VENV := lint $(call STAMP,server) $(call STAMP,spark) $(call STAMP,pipeline) $(call STAMP,grpc) spark-jar
+test: java kcat browser btrfs xfs cc $(VENV)/.created
+	@$(MAKE) --no-print-directory rdkafka-tests & rdk=$$!; \
+	  $(MAKE) --no-print-directory tool-envs & tools=$$!; \
+	  $(MAKE) --no-print-directory $(TEST_VENV); rc=$$?; \
+	  wait $$rdk || rc=1; wait $$tools || rc=1; exit $$rc
 	@echo "==> running the tests in $(TEST_WORKERS) workers (about 10 minutes on 2 cores)"
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
@@ -165,9 +173,12 @@ RDK_CONFIGURE := --no-download --disable-ssl --disable-gssapi --disable-curl --d
 
 rdkafka-tests: $(RDK_STAMP)
 
-$(RDK_LIBS):
+# A C/C++ compiler and zlib's headers, for librdkafka's test runner.
+cc:
 	$(call apt_tool,command -v g++ >/dev/null 2>&1 && test -f /usr/include/zlib.h,g++ zlib1g-dev,a C/C++ compiler and zlib for librdkafka's tests,\
 	  echo "librdkafka's test runner needs g++ and zlib's headers: sudo apt-get install g++ zlib1g-dev"; exit 1)
+
+$(RDK_LIBS): | cc
 	@echo "==> fetching librdkafka $(RDK_VERSION)'s source ($(RDK_NPM), SHA-256 checked)"
 	@rm -rf $(RDK_DIR) && mkdir -p $(RDK_DIR)/pack
 	@cd $(RDK_DIR)/pack && if command -v npm >/dev/null 2>&1; then npm pack --silent $(RDK_NPM) >/dev/null; \
