@@ -132,7 +132,7 @@ def test_valid_edge_names(broker):
         {"retention_ms": -5},
         {"retention_bytes": 1.5},
         {"segment_bytes": 0},
-        {"compression": "gzip"},
+        {"compression": "snappy"},
         {"retention_ms": -2},
         {"max_message_bytes": 0},
         {"max_message_bytes": (1 << 30) + 1},

@@ -128,9 +128,9 @@ def main() -> None:
     write_log("plain", plain)
     save("plain", "two uncompressed batches, the second with a timestamps column", records_of(plain), end=6)
 
-    # zstd and lz4: a small batch and one of 150 KB, larger than lz4's 64 KiB blocks (linked blocks)
+    # zstd, lz4 and gzip: a small batch and one of 150 KB, larger than lz4's 64 KiB blocks (linked blocks)
     big = b"".join(b"record %03d of the vector; " % (i % 1000) for i in range(5400))
-    for codec in ("zstd", "lz4"):
+    for codec in ("zstd", "lz4", "gzip"):
         bs = [{"values": [b"x" * 40, b"y" * 40, b""], "timestamps_ms": T0},
               {"values": [big, b"tail"], "timestamps_ms": [T0 + 10, T0 + 20]}]
         write_log(codec, bs, compression=codec)

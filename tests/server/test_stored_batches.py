@@ -165,7 +165,7 @@ def test_stored_needs_the_binary_media_type(server, client, extra):
     assert _get(server, "plain", "&offset=0&stored=2" + extra).status_code in (400, 422)
 
 
-@pytest.mark.parametrize("codec,cid", [("zstd", 1), ("lz4", 2)])
+@pytest.mark.parametrize("codec,cid", [("zstd", 1), ("lz4", 2), ("gzip", 3)])
 def test_compressed_batches_are_served_compressed(server, client, codec, cid):
     topic = f"packed-{codec}"
     _fill(client, topic, size=3000, compression=codec)  # compressible values

@@ -61,17 +61,17 @@ def _several_segments(path, topic, batches=12, per_batch=10):
 @pytest.fixture(scope="module")
 def compressed(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("codec") / "data")
-    for codec in ("zstd", "lz4"):
+    for codec in ("zstd", "lz4", "gzip"):
         recs = [(b"v%d-" % i + b"abc" * (i % 50), None if i % 3 else b"k%d" % i, None, 1000 + i) for i in range(700)]
         make_topic(path, codec, partitions=1, compression=codec, records={0: recs})
     return path
 
 
-@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+@pytest.mark.parametrize("codec", ["zstd", "lz4", "gzip"])
 def test_compressed_batches(spark, compressed, codec):
     d, segs = _segments(compressed, codec)
     with open(os.path.join(d, segs[0]), "rb") as f:
-        assert f.read(18)[17] == {"zstd": 1, "lz4": 2}[codec]  # the codec byte of the first batch
+        assert f.read(18)[17] == {"zstd": 1, "lz4": 2, "gzip": 3}[codec]  # the codec byte of the first batch
     assert _rows(_read(spark, compressed, codec)) == _log_rows(compressed, codec)
 
 

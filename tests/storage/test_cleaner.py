@@ -33,7 +33,7 @@ def _read(log):
     return [(r.offset, r.key, r.value) for r in log.read(0, max_records=1_000_000, max_bytes=1 << 40)]
 
 
-@pytest.mark.parametrize("compression", [None, "zstd", "lz4"])
+@pytest.mark.parametrize("compression", [None, "zstd", "lz4", "gzip"])
 def test_compressed_logs(tmp_path, compression):
     log = Log.open(tmp_path / "log", segment_bytes=1024, flush="always", compression=compression)
     try:

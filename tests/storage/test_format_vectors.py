@@ -73,7 +73,7 @@ def read_all(path: str) -> tuple[dict, list[CorruptRecordError]]:
 
 
 def test_every_vector_is_listed():
-    assert set(NAMES) == {"plain", "zstd", "lz4", "keys_headers", "empty_values", "torn_tail", "corrupt_batch", "null_values",
+    assert set(NAMES) == {"plain", "zstd", "lz4", "gzip", "keys_headers", "empty_values", "torn_tail", "corrupt_batch", "null_values",
                           "null_header_values", "quarantine_gap", "compacted"}
 
 

@@ -7,6 +7,7 @@ re-checksumming, and length fields that are never trusted to allocate.
 
 from __future__ import annotations
 
+import gzip
 import pickle
 import struct
 import tracemalloc
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from vqs.errors import ConfigError, CorruptRecordError, VQSError
 from vqs.storage import record_batch as rb
 from vqs.storage.record_batch import (
+    CODEC_GZIP,
     CODEC_LZ4,
     CODEC_NONE,
     CODEC_ZSTD,
@@ -33,8 +35,8 @@ from vqs.storage.record_batch import (
     scan_batches,
 )
 
-CODECS = [CODEC_NONE, CODEC_ZSTD, CODEC_LZ4]
-CODEC_IDS = ["none", "zstd", "lz4"]
+CODECS = [CODEC_NONE, CODEC_ZSTD, CODEC_LZ4, CODEC_GZIP]
+CODEC_IDS = ["none", "zstd", "lz4", "gzip"]
 
 # Offsets of header fields (HEADER = "<QIIBBHIqqqhiI6x").
 OFF_BASE, OFF_LEN, OFF_CRC, OFF_MAGIC, OFF_CODEC, OFF_ATTRS, OFF_COUNT = 0, 8, 12, 16, 17, 18, 20
@@ -227,14 +229,15 @@ def test_codec_id_names():
     assert codec_id(None) == CODEC_NONE
     assert codec_id("zstd") == CODEC_ZSTD
     assert codec_id("lz4") == CODEC_LZ4
-    with pytest.raises(ConfigError):
-        codec_id("gzip")
+    assert codec_id("gzip") == CODEC_GZIP
+    with pytest.raises(ConfigError, match="'snappy' is not supported"):
+        codec_id("snappy")
 
 
 def test_compression_shrinks_repetitive_bodies():
     values = [b"the same message body " * 10] * 200
     plain = encode_batch(0, values)
-    for codec in (CODEC_ZSTD, CODEC_LZ4):
+    for codec in (CODEC_ZSTD, CODEC_LZ4, CODEC_GZIP):
         packed = encode_batch(0, values, codec=codec)
         assert len(packed) < len(plain) // 5
         assert decode_batch(packed).values() == values
@@ -333,6 +336,7 @@ def _sample_batches():
     )
     yield "zstd", encode_batch(0, [b"abc" * 20, b"def"], keys=[None, b"x"], codec=CODEC_ZSTD)
     yield "lz4", encode_batch(0, [b"abc" * 20, b"def"], timestamps=[1, 2], codec=CODEC_LZ4)
+    yield "gzip", encode_batch(0, [b"abc" * 20, b"def"], keys=[b"k", None], codec=CODEC_GZIP)
 
 
 @pytest.mark.parametrize("name,buf", list(_sample_batches()), ids=lambda x: x if isinstance(x, str) else "")
@@ -482,7 +486,7 @@ def test_huge_count_does_not_allocate():
     assert _peak_alloc(go) < 1 << 20
 
 
-@pytest.mark.parametrize("codec", [CODEC_ZSTD, CODEC_LZ4], ids=["zstd", "lz4"])
+@pytest.mark.parametrize("codec", CODECS[1:], ids=CODEC_IDS[1:])
 def test_huge_body_length_does_not_allocate(codec):
     buf = bytearray(encode_batch(0, [b"x" * 100], codec=codec))
     struct.pack_into("<I", buf, OFF_BODY_LEN, rb.MAX_BATCH_BYTES)
@@ -495,7 +499,7 @@ def test_huge_body_length_does_not_allocate(codec):
     assert _peak_alloc(go) < 4 << 20
 
 
-@pytest.mark.parametrize("codec", [CODEC_ZSTD, CODEC_LZ4], ids=["zstd", "lz4"])
+@pytest.mark.parametrize("codec", CODECS[1:], ids=CODEC_IDS[1:])
 def test_decompression_bomb_is_bounded_by_body_length(codec):
     """The compressed frame's own content-size field is a length field too: a
     batch whose header says body_length=16 but whose (CRC-valid) body inflates
@@ -505,6 +509,8 @@ def test_decompression_bomb_is_bounded_by_body_length(codec):
         import zstandard
 
         frame = zstandard.ZstdCompressor().compress(bytes(64 << 20))
+    elif codec == CODEC_GZIP:
+        frame = gzip.compress(bytes(64 << 20))  # gzip declares no size: the inflater's bound holds
     else:
         import lz4.frame
 
@@ -521,6 +527,21 @@ def test_decompression_bomb_is_bounded_by_body_length(codec):
 
     peak = _peak_alloc(go)
     assert peak < 8 << 20, f"decoding a batch with body_length=16 allocated {peak >> 20} MiB"
+
+
+@pytest.mark.parametrize("tail,error", [(b"junk", "follow"), (gzip.compress(b"", mtime=0), "follow"), (None, "truncated")],
+                         ids=["junk", "an-empty-member", "cut-short"])
+def test_a_gzip_body_is_one_whole_member(tail, error):
+    """Bytes after the member (a second, empty member too) or a member cut short are refused,
+    even with the batch's CRC and lengths made to match them."""
+    hdr = bytearray(encode_batch(0, [b"x" * 8], codec=CODEC_GZIP)[:HEADER_SIZE])
+    member = gzip.compress(b"\x00" * 16)  # 16 bytes, as the header is made to say
+    body = member[:-4] if tail is None else member + tail
+    bad = hdr + body
+    struct.pack_into("<I", bad, OFF_LEN, len(bad) - 12)
+    struct.pack_into("<I", bad, OFF_BODY_LEN, 16)
+    with pytest.raises(CorruptRecordError, match=error):
+        decode_batch(bytes(recrc(bad)))
 
 
 def test_record_is_a_record_not_a_tuple():

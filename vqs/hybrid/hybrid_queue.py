@@ -115,7 +115,7 @@ class HybridQueue(QueueHooks, DiskTier):
     ``queue.Full`` as ``queue.Queue`` does at ``maxsize``.
     ``durable``: write every put through to disk (fsync) before it returns.
     ``serializer``: "pickle" (default), "json", "msgpack", "raw", or an object
-    with ``dumps``/``loads``. ``compression``: None, "zstd" or "lz4" (log batches).
+    with ``dumps``/``loads``. ``compression``: None, "zstd", "lz4" or "gzip" (log batches).
     ``recovery``: "fail" (default), "skip" or "truncate", as ``Log.open``'s:
     what opening after a crash does with a damaged batch in the disk tier.
     A full filesystem (less free than ``min_free_bytes``; None, the default:

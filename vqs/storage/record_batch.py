@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 import sys
+import zlib
 from array import array
 from collections import namedtuple
 from collections.abc import Sequence
@@ -37,8 +38,9 @@ MAGIC = 1
 CODEC_NONE = 0
 CODEC_ZSTD = 1
 CODEC_LZ4 = 2
-CODECS = {None: CODEC_NONE, "none": CODEC_NONE, "zstd": CODEC_ZSTD, "lz4": CODEC_LZ4}
-CODEC_NAMES = {CODEC_NONE: None, CODEC_ZSTD: "zstd", CODEC_LZ4: "lz4"}
+CODEC_GZIP = 3
+CODECS = {None: CODEC_NONE, "none": CODEC_NONE, "zstd": CODEC_ZSTD, "lz4": CODEC_LZ4, "gzip": CODEC_GZIP}
+CODEC_NAMES = {CODEC_NONE: None, CODEC_ZSTD: "zstd", CODEC_LZ4: "lz4", CODEC_GZIP: "gzip"}
 
 ATTR_KEYS = 0x1
 ATTR_HEADERS = 0x2
@@ -61,12 +63,12 @@ _NULL_HEADER_LEN = b"\xff\xff\xff\xff"
 
 
 def codec_id(compression: str | None) -> int:
-    """The codec id of a compression setting (None, "zstd", "lz4")."""
+    """The codec id of a compression setting (None, "zstd", "lz4", "gzip")."""
     try:
         return CODECS[compression]
     except KeyError:
         raise ConfigError(
-            f"compression={compression!r} is not supported; use None, 'zstd' or 'lz4'"
+            f"compression={compression!r} is not supported; use None, 'zstd', 'lz4' or 'gzip'"
         ) from None
 
 
@@ -240,6 +242,8 @@ def frame_batch(base_offset: int, body: list, n: int, attrs: int, first_ts: int,
             body = [_zstd_compress(raw)]
         elif codec == CODEC_LZ4:
             body = [_lz4_compress(raw)]
+        elif codec == CODEC_GZIP:
+            body = [_gzip_compress(raw)]
         else:
             raise ConfigError(f"unknown codec id {codec}")
         stored = len(body[0])
@@ -338,6 +342,28 @@ def _lz4_decompress(raw, size: int) -> bytes:
     if declared != size:
         raise ValueError(f"lz4 frame declares {declared} bytes, header says {size}")
     return lz4.frame.decompress(raw)
+
+
+def _gzip_compress(raw: bytes) -> bytes:
+    c = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: one gzip member (RFC 1952)
+    return c.compress(raw) + c.flush()
+
+
+def _gzip_decompress(raw, size: int) -> bytes:
+    """One gzip member and nothing after it, inflated to at most ``size + 1`` bytes (gzip
+    declares no size up front: the bound is the inflater's)."""
+    d = zlib.decompressobj(31)
+    out = d.decompress(raw, size + 1)
+    if len(out) > size:
+        raise ValueError(f"the gzip member holds more than the header's {size} bytes")
+    if not d.eof:
+        raise ValueError("the gzip member is truncated")
+    if d.unused_data:
+        raise ValueError("bytes follow the gzip member")
+    return out
+
+
+_DECOMPRESS = {CODEC_ZSTD: _zstd_decompress, CODEC_LZ4: _lz4_decompress, CODEC_GZIP: _gzip_decompress}
 
 
 class RecordBatch:
@@ -478,7 +504,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
             raise MessageTooLarge(f"{where}: the compressed batch at {at_pos} inflates to {body_len} bytes, "
                                   f"more than the {max_inflated} allowed")
         try:
-            raw = _zstd_decompress(body, body_len) if codec == CODEC_ZSTD else _lz4_decompress(body, body_len)
+            raw = _DECOMPRESS[codec](body, body_len)
         except Exception as e:  # codec libraries raise their own types
             raise CorruptRecordError(f"{where}: batch at {at_pos} does not decompress: {e}",
                                      position=at_pos) from None

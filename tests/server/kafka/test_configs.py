@@ -235,3 +235,30 @@ def test_describe_configs_raw_in_every_non_flexible_version(kafka_server, admin,
         assert got["retention.ms"][3] == [("retention.ms", "60000", 1), ("log.retention.ms", "-1", 5)]
     if v >= 3:
         assert got["retention.ms"][4:] == (5, True) and got["segment.bytes"][4] == 3  # LONG, INT; documented
+
+
+def test_a_gzip_topic_keeps_its_batches_gzip_compressed(kafka_server, admin):
+    """compression.type=gzip is a storage codec: whatever the producer sent (snappy here), the
+    batches are kept gzip-compressed and read back whole by Kafka and by the stored-batch API."""
+    topic = _topic(admin, {"compression.type": "gzip"})
+    assert _describe(admin, topic)["compression.type"].value == "gzip"
+    values = [b"gzip me %04d " % i * 20 for i in range(300)]
+    p = ck.Producer({"bootstrap.servers": admin.bootstrap, "compression.type": "snappy", "linger.ms": 20})
+    for v in values:
+        p.produce(topic, v, key=b"k")
+    assert p.flush(10) == 0
+    c = ck.Consumer({"bootstrap.servers": admin.bootstrap, "group.id": _name("g"), "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got = []
+    try:
+        while len(got) < len(values):
+            m = c.poll(10)
+            assert m is not None and m.error() is None
+            got.append(m.value())
+    finally:
+        c.close()
+    assert got == values
+    with vqs.Client(kafka_server.url) as client:
+        batches, nxt, _ = client.read_stored_batches(topic, 0, 0)
+    assert nxt == len(values) and {b.codec for b in batches} == {3}  # docs/FORMAT.md: 3 is gzip
+    assert sum(b.size_bytes for b in batches) < sum(map(len, values)) // 4

@@ -74,7 +74,7 @@ TOPIC_CONFIGS = {
 FIXED_TOPIC_CONFIGS = {"errors.deadletterqueue.group.enable": "true"}
 _INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 128, "max.message.bytes": 1, "segment.ms": 1,
             "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1}
-_COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4"}
+_COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4", "gzip": "gzip"}
 
 
 def parse(key: str, value: str | None):
@@ -110,7 +110,7 @@ def parse(key: str, value: str | None):
     if key == "compression.type":
         if value not in _COMPRESSION:
             raise E.ConfigError(f"config compression.type={value!r}: topics are stored as "
-                                f"{', '.join(_COMPRESSION)} (gzip and snappy batches are taken, not kept)")
+                                f"{', '.join(_COMPRESSION)} (snappy batches are taken, not kept)")
         return _COMPRESSION[value]
     policies = {p.strip() for p in value.split(",")}  # cleanup.policy
     if not policies or not policies <= {"delete", "compact"}:

@@ -46,7 +46,7 @@ class TopicCreate(BaseModel):
     retention_ms: int | None = Field(None, ge=1)
     retention_bytes: int | None = Field(None, ge=1)
     segment_bytes: int | None = Field(None, ge=4096, le=1 << 31)
-    compression: Literal["zstd", "lz4"] | None = None
+    compression: Literal["zstd", "lz4", "gzip"] | None = None
     max_message_bytes: int | None = Field(None, ge=1, le=1 << 30)  # None: the server's max_message_bytes
     cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact"] | None = None
     delete_retention_ms: int | None = Field(None, ge=0)

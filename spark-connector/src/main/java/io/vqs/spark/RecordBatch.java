@@ -26,6 +26,7 @@ final class RecordBatch {
     static final int MIN_BATCH_LENGTH = HEADER_SIZE - LENGTH_OVERHEAD;
     static final int MAX_BATCH_BYTES = 1 << 30;
     static final int MAGIC = 1;
+    static final int MAX_CODEC = 3; // 0 none, 1 zstd, 2 lz4, 3 gzip
     static final int ATTR_KEYS = 1, ATTR_HEADERS = 2, ATTR_TIMESTAMPS = 4, ATTR_NULL_VALUES = 8;
     /** Written by the log cleaner: the batch's base offset may skip forward past removed records. */
     static final int ATTR_COMPACTED = 16;
@@ -86,7 +87,7 @@ final class RecordBatch {
         if (h == null || pos + h[1] > end) return null;
         int magic = buf[pos + 16] & 0xFF, codec = buf[pos + 17] & 0xFF, attrs = u16(buf, pos + 18);
         long n = u32(buf, pos + 20);
-        if (magic != MAGIC || n == 0 || codec > 2 || (attrs & ~ATTR_KNOWN) != 0) return null;
+        if (magic != MAGIC || n == 0 || codec > MAX_CODEC || (attrs & ~ATTR_KNOWN) != 0) return null;
         CRC32C crc = new CRC32C();
         crc.update(buf, pos + CRC_START, (int) h[1] - CRC_START);
         if ((int) crc.getValue() != i32(buf, pos + 12)) return null;
@@ -122,7 +123,7 @@ final class RecordBatch {
             throw new CorruptBatchException(where + ": CRC mismatch in batch at position " + filePos + " (base offset " + base + ")", filePos);
         int magic = buf.get(pos + 16) & 0xFF, codec = buf.get(pos + 17) & 0xFF, attrs = buf.getShort(pos + 18) & 0xFFFF;
         long n = buf.getInt(pos + 20) & 0xFFFFFFFFL;
-        if (magic != MAGIC || n == 0 || (attrs & ~ATTR_KNOWN) != 0 || codec > 2)
+        if (magic != MAGIC || n == 0 || (attrs & ~ATTR_KNOWN) != 0 || codec > MAX_CODEC)
             throw new CorruptBatchException(where + ": batch at position " + filePos + " has unsupported magic " + magic
                 + ", codec " + codec + ", attributes " + attrs + " or count " + n, filePos);
         long bodyLen = buf.getInt(pos + 54) & 0xFFFFFFFFL;
@@ -154,7 +155,8 @@ final class RecordBatch {
             byte[] out;
             try {
                 out = codec == 1 ? Codecs.zstd(src, srcOff, stored, (int) bodyLen)
-                                 : Codecs.lz4(src, srcOff, stored, (int) bodyLen);
+                    : codec == 2 ? Codecs.lz4(src, srcOff, stored, (int) bodyLen)
+                    : Codecs.gzip(src, srcOff, stored, (int) bodyLen);
             } catch (RuntimeException e) {
                 throw new CorruptBatchException(where + ": batch at " + filePos + " does not decompress: " + e.getMessage(), filePos);
             }
@@ -260,6 +262,51 @@ final class RecordBatch {
     }
 
     static final class Codecs {
+        /**
+         * One gzip member (RFC 1952) and nothing after it, inflated into the header's
+         * body length and not a byte more (gzip declares no size up front); its CRC-32
+         * and length trailer must match what was inflated.
+         */
+        static byte[] gzip(byte[] src, int off, int len, int size) {
+            int end = off + len;
+            if (len < 18 || (src[off] & 0xFF) != 0x1f || (src[off + 1] & 0xFF) != 0x8b || src[off + 2] != 8)
+                throw new IllegalStateException("not a gzip member");
+            int flg = src[off + 3] & 0xFF, p = off + 10;
+            if ((flg & 0xE0) != 0) throw new IllegalStateException("gzip member with reserved flags " + flg);
+            if ((flg & 0x04) != 0) { // FEXTRA
+                if (p + 2 > end) throw new IllegalStateException("gzip header is truncated");
+                p += 2 + ((src[p] & 0xFF) | (src[p + 1] & 0xFF) << 8);
+            }
+            for (int bit = 0x08; bit <= 0x10; bit <<= 1) { // FNAME, FCOMMENT: zero-terminated
+                if ((flg & bit) == 0) continue;
+                while (p < end && src[p] != 0) p++;
+                p++;
+            }
+            if ((flg & 0x02) != 0) p += 2; // FHCRC
+            if (p + 8 > end) throw new IllegalStateException("gzip header is truncated");
+            java.util.zip.Inflater inf = new java.util.zip.Inflater(true);
+            byte[] out = new byte[size];
+            int o;
+            try {
+                inf.setInput(src, p, end - 8 - p);
+                o = inf.inflate(out);
+                if (!inf.finished() && o == size && inf.inflate(new byte[1]) > 0)
+                    throw new IllegalStateException("the gzip member holds more than the header's " + size + " bytes");
+                if (!inf.finished()) throw new IllegalStateException("the gzip member is truncated");
+                if (inf.getRemaining() != 0) throw new IllegalStateException("bytes follow the gzip member");
+            } catch (java.util.zip.DataFormatException e) {
+                throw new IllegalStateException("gzip: " + e.getMessage());
+            } finally {
+                inf.end();
+            }
+            java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+            crc.update(out, 0, o);
+            if ((int) crc.getValue() != i32(src, end - 8) || o != i32(src, end - 4))
+                throw new IllegalStateException("the gzip member's trailer does not match its " + o + " bytes");
+            if (o != size) throw new IllegalStateException("gzip member holds " + o + " bytes, header says " + size);
+            return out;
+        }
+
         static byte[] zstd(byte[] src, int off, int len, int size) {
             long declared = com.github.luben.zstd.Zstd.getFrameContentSize(src, off, len);
             if (declared != -1 && declared != size)
