@@ -22,6 +22,7 @@
         {group}/{topic}/{p}/     a share group's delivery state of one partition (broker.share;
                                  a queue's state log and snapshot, vqs.broker.queue.lease_state)
       producer_ids               the next block of idempotent producer ids (producer_state; atomic replace)
+      scram_credentials.json     the Kafka listener's SCRAM users (vqs.server.kafka.scram; atomic replace)
       spark/
         sinks/
           {queryId}/             Spark streaming sink, path mode: state.json + staged Arrow files
@@ -47,6 +48,7 @@ SHARE = "share"
 TOPIC_FILE = "topic.json"
 OFFSETS_FILE = "offsets.json"
 PRODUCER_IDS_FILE = "producer_ids"
+SCRAM_FILE = "scram_credentials.json"
 PRODUCER_SNAPSHOT_FILE = "producers.json"  # in a partition's log directory
 MOVE_TASKS_FILE = "~move-tasks.json"  # in the queue registry's directory; "~": never a queue name
 SPARK_SINKS = os.path.join("spark", "sinks")
@@ -105,3 +107,8 @@ def producer_ids_file(data_dir: str) -> str:
 def producer_snapshot_file(partition_directory: str) -> str:
     """DATA/topics/{topic}/{p}/producers.json"""
     return os.path.join(partition_directory, PRODUCER_SNAPSHOT_FILE)
+
+
+def scram_credentials_file(data_dir: str) -> str:
+    """``DATA/scram_credentials.json``: SASL/SCRAM users of the Kafka listener."""
+    return os.path.join(data_dir, SCRAM_FILE)

@@ -14,10 +14,12 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
-from . import admin, consumer_protocol, data, groups, share, share_groups, share_offsets, topic_ids
+from . import admin, consumer_protocol, data, groups, scram, share, share_groups, share_offsets, topic_ids
 from . import configs as configs_
 from . import errors as K
 from .codec import Writer
+from .scram import BY_NAME as SCRAM_MECHANISMS
+from .scram import ScramExchange, ScramFailed, mechanisms_offered
 
 NO_FLEX = 1 << 15
 
@@ -231,33 +233,51 @@ async def init_producer_id(ctx, conn, v, r):
 
 
 async def sasl_handshake(ctx, conn, v, r):
+    """SaslHandshake: PLAIN (v0: raw SASL bytes follow; v1: SaslAuthenticate) and SCRAM (v1)."""
     mech = r.string()
-    offered = bool(ctx.tokens or ctx.users)
-    ok = mech == "PLAIN" and offered
+    offered = mechanisms_offered(ctx)
+    ok = mech in offered and (v >= 1 or mech == "PLAIN")
     if ok:
-        conn.mechanism = "PLAIN" if v >= 1 else "PLAIN-v0"
-    w = Writer().int16(K.NONE if ok else K.UNSUPPORTED_SASL_MECHANISM).array(1 if offered else 0)
-    if offered:
-        w.string("PLAIN")
+        conn.mechanism = mech if v >= 1 else "PLAIN-v0"
+        conn.scram = None
+    w = Writer().int16(K.NONE if ok else K.UNSUPPORTED_SASL_MECHANISM).array(len(offered))
+    for m in offered:
+        w.string(m)
     return bytes(w.b)
 
 
 async def sasl_authenticate(ctx, conn, v, r):
+    """SaslAuthenticate: PLAIN in one round, SCRAM in two (client-first, client-final). A
+    failure is answered, then the connection is closed (``failed_user``)."""
     auth = r.bytes_()
     w = Writer()
-    if conn.mechanism != "PLAIN":
-        w.int16(K.ILLEGAL_SASL_STATE).string("SaslHandshake first (mechanism PLAIN)")
-    elif conn.check_plain(auth):
-        w.int16(K.NONE).string(None)
+    out = b""
+    if conn.mechanism == "PLAIN":
+        if conn.check_plain(auth):
+            w.int16(K.NONE).string(None)
+        else:
+            w.int16(K.SASL_AUTHENTICATION_FAILED).string("authentication failed: the password must be a token")
+    elif conn.mechanism in SCRAM_MECHANISMS:
+        ex = conn.scram
+        try:
+            if ex is None:
+                conn.scram = ex = ScramExchange(ctx.scram, conn.mechanism)
+                out = ex.first(auth)
+            else:
+                out = ex.final(auth)
+                conn.scram = None
+                conn.authenticated = True
+            w.int16(K.NONE).string(None)
+        except ScramFailed as e:
+            conn.authenticated = False
+            conn.failed_user = (ex.user_named if ex is not None else "")[:64]
+            w.int16(K.SASL_AUTHENTICATION_FAILED).string(str(e))
     else:
-        w.int16(K.SASL_AUTHENTICATION_FAILED).string("authentication failed: the password must be a token")
-    w.bytes_(b"")
+        w.int16(K.ILLEGAL_SASL_STATE).string("SaslHandshake first")
+        conn.failed_user = ""  # a SaslAuthenticate out of order fails the connection too
+    w.bytes_(out)
     if v >= 1:
         w.int64(0)
-    if not conn.authenticated:
-        conn.mechanism = None
-        if conn.failed_user is None:  # a SaslAuthenticate out of order fails the connection too
-            conn.failed_user = ""
     return bytes(w.b)
 
 
@@ -289,6 +309,8 @@ API_TABLE: dict = {
     42: (0, 1, NO_FLEX, admin.delete_groups),
     44: (0, 1, 1, configs_.incremental_alter_configs),
     47: (0, 0, NO_FLEX, admin.offset_delete),
+    50: (0, 0, 0, scram.describe_user_scram_credentials),
+    51: (0, 0, 0, scram.alter_user_scram_credentials),
     60: (0, 0, 0, admin.describe_cluster),
     68: (0, 1, 0, consumer_protocol.consumer_group_heartbeat),
     69: (0, 1, 0, consumer_protocol.consumer_group_describe),

@@ -60,6 +60,7 @@ from ..pre_auth import PreAuthBudget
 from .apis import API_TABLE, api_versions_error
 from .codec import ProtocolError, Writer, read_header
 from .records import EncodedCache
+from .scram import ScramCredentials
 
 logger = logging.getLogger("vqs.server.kafka")
 _SIZE = struct.Struct(">i")
@@ -89,6 +90,7 @@ class KafkaContext:
         self.inline_writes = settings.flush != "always"
         self.tokens = list(settings.tokens)
         self.users = dict(settings.kafka_users)  # given: Kafka's own passwords instead of the tokens
+        self.scram = ScramCredentials(broker.path)  # SASL/SCRAM users (AlterUserScramCredentials)
         # any credential configured: SASL with a token is needed (SigV4 keys grant SQS only)
         self.auth_required = settings.auth_enabled
         # frames read before SASL are held against it (shared with the HTTP fronts: pre_auth.py)
@@ -104,8 +106,8 @@ class KafkaContext:
 
 
 class Connection:
-    __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "client_id", "failed_user",
-                 "_parked", "_unanswered", "_unread", "on_close")
+    __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "scram", "client_id",
+                 "failed_user", "_parked", "_unanswered", "_unread", "on_close")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -114,6 +116,7 @@ class Connection:
         self.peer = peer
         self.authenticated = not ctx.auth_required
         self.mechanism = None
+        self.scram = None  # a SCRAM exchange under way (scram.ScramExchange)
         self.client_id = None
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
         self._parked: asyncio.Event | None = None  # set by ``park`` while the request in hand waits
@@ -367,8 +370,8 @@ class Connection:
 
 
 def _auth_failed(conn: Connection) -> None:
-    logger.warning("kafka: authentication failed: SASL/PLAIN user %r from %s; connection closed",
-                   conn.failed_user or "", conn.peer)
+    logger.warning("kafka: authentication failed: SASL/%s user %r from %s; connection closed",
+                   conn.mechanism or "PLAIN", conn.failed_user or "", conn.peer)
 
 
 class KafkaListener:
