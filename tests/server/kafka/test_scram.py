@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import time
 import uuid
 
 import pytest
@@ -195,10 +196,14 @@ def _client(server, mechanism: str, user: str, password: str, **more) -> dict:
 
 
 def _fails_to_log_in(conf: dict) -> bool:
+    """The client reports an authentication error (within 10 s: its first login's answer)."""
     errors = []
     p = ck.Producer({**conf, "error_cb": errors.append})
     p.produce("scram-none", b"x")
-    p.flush(3)
+    deadline = time.monotonic() + 10
+    while not any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
+        p.poll(0.05)
+    p.purge()
     return any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors)
 
 
