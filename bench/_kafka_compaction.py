@@ -38,6 +38,12 @@ ratio at 0.5 costs at R: each pass reads the whole cleanable log, at most
 ``1 / min.cleanable.dirty.ratio`` = 2 bytes per byte produced since the last
 one, so the need is ``2 x R x bytes per record on disk`` — and the log
 settles after the stream.
+
+5. **The Python floor**, timed after the server stops, over the delete topic's log (the same
+   stream, uncompacted): reading and verifying every batch, mapping its keys and deciding
+   each record's fate, writing nothing (``python_floor``). Every pass of a cleaner in Python
+   over this format does at least this, so its throughput over the need bounds what the
+   cleaner can reach without a change of format or language.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ import time
 
 import _common as C
 import _kafka_common as K
+
+from vqs.storage import Log
 
 SEGMENT_BYTES = 4 << 20
 CLEANER_INTERVAL_MS = 1000
@@ -160,6 +168,40 @@ def stream(bootstrap: str, topic: str, ks: list[bytes], rate: float | None) -> d
             "sent": [(t - x, x * 1000) for t, x in lat if x is not None]}
 
 
+def python_floor(path: str) -> dict:
+    """The Python work no cleaner of this format can skip, timed on the uncompacted stream at
+    ``path`` (read-only, after the stream): read and verify every batch, slice its keys and
+    take them into the offset map (``dict.update``), then read again and decide per record
+    whether it is the latest of its key (``dict.get``). Nothing is written: the cleaner's
+    own pass does all this and writes the survivors, so this bounds its throughput."""
+    from itertools import islice
+
+    def keys(b):
+        o = b.key_offsets.tolist()
+        d = b.key_data.tobytes()
+        return [d[x:y] for x, y in zip(o, islice(o, 1, None))]
+
+    log = Log.open(path, readonly=True)
+    try:
+        nbytes = sum(size for _, size in log_files(path))
+        t0 = time.perf_counter()
+        latest: dict = {}
+        n = 0
+        for b in log.scan_batches(log.start_offset):
+            latest.update(zip(keys(b), range(b.base_offset, b.base_offset + b.count)))
+            n += b.count
+        kept = 0
+        get = latest.get
+        for b in log.scan_batches(log.start_offset):
+            kept += sum(1 for k, off in zip(keys(b), range(b.base_offset, b.base_offset + b.count))
+                        if get(k) == off)
+        seconds = time.perf_counter() - t0
+    finally:
+        log.close()
+    return {"records": n, "kept": kept, "seconds": seconds, "bytes": nbytes,
+            "records_per_s": n / seconds, "bytes_per_s": nbytes / seconds}
+
+
 def _latency(run: dict) -> dict:
     lat = run.pop("latencies_ms")
     run.pop("sent", None)
@@ -237,6 +279,10 @@ def run(tmp: str, seconds: float, load: float, n_rate: int) -> dict:
         final_bytes, final_ratio = dirty_state(log_dir)
     res["cleaner"] = _cleaner(passes, res, sampler.samples, stream_end, window, settled, final_bytes, final_ratio,
                               delete_bytes)
+    C.note("compaction: the Python floor (read, map, decide; no writes) over the delete topic's log ...")
+    floor = python_floor(srv.partition_dir("c-delete"))
+    floor["of_need"] = floor["bytes_per_s"] / res["cleaner"]["needed_bytes_per_s"]
+    res["cleaner"]["floor"] = floor
     return res
 
 
@@ -322,6 +368,9 @@ def table_md(res: dict) -> str:
          f"{C.fmt_num(c['records_per_s'])}; {C.fmt_num(c['removed_per_s'])}"],
         ["produced during the stream (MiB/s)", f"{c['ingest_bytes_per_s'] / mib:.2f}"],
         ["needed at R: R x bytes/record / min.cleanable.dirty.ratio (MiB/s)", f"{c['needed_bytes_per_s'] / mib:.2f}"],
+        ["floor: reading, mapping and deciding alone, no writes, in Python (MiB/s; of the need)",
+         f"{c['floor']['bytes_per_s'] / mib:.2f}; {c['floor']['of_need']:.2f}x"
+         if c.get("floor") else "-"],
         ["dirty ratio in the stream's second half: median / max; at the end",
          f"{ratio(c['median_dirty_ratio_second_half'])} / {ratio(c['max_dirty_ratio_second_half'])}; "
          f"{ratio(c['final_dirty_ratio'])}"],
