@@ -39,6 +39,17 @@ KILLING_MAIN = textwrap.dedent("""
 """)
 
 
+#: the worker's entry, its writes never finishing (a worker that gets no CPU)
+HANGING_MAIN = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, sys.argv[2])
+    from vqs.storage import cleaner_work
+    cleaner_work.CleanWork.write = lambda self, *args: time.sleep(3600)
+    from vqs.storage.cleaner_worker import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
 def _populate(path, compression=None):
     """Batches of up to 8 records over 150 keys (half updates): cleaning keeps runs of a
     few records, some crossing batches; headers, tombstones, keyless records, timestamps
@@ -279,7 +290,8 @@ def test_the_worker_runs_this_code_whatever_the_working_directory(tmp_path, monk
         assert clean_log(log, SETTINGS, force=True, worker=True).records_removed > 0
 
 
-def test_the_worker_runs_below_its_owners_cpu_priority(tmp_path):
+def test_the_worker_runs_only_when_a_core_is_idle(tmp_path):
+    """SCHED_IDLE where Linux has it; below its owner's priority in any case."""
     path = str(tmp_path / "log")
     _populate(path)
     with _open(path) as log:
@@ -288,5 +300,27 @@ def test_the_worker_runs_below_its_owners_cpu_priority(tmp_path):
         try:  # (answered "open": its main has set its priority)
             assert (os.getpriority(os.PRIO_PROCESS, w.proc.pid)
                     == min(19, os.getpriority(os.PRIO_PROCESS, 0) + cleaner_worker.WORKER_NICE))
+            if hasattr(os, "SCHED_IDLE"):
+                assert os.sched_getscheduler(w.proc.pid) == os.SCHED_IDLE
         finally:
             w.close()
+
+
+def test_a_stopped_pass_ends_without_waiting_for_its_worker(tmp_path, monkeypatch):
+    """A stop asked while the worker is busy with a group (here: never done) ends the pass
+    within a fraction of a second: the worker is killed, the group abandoned, the log as it was."""
+    path = str(tmp_path / "log")
+    _populate(path)
+    monkeypatch.setattr(cleaner_worker, "_MAIN", HANGING_MAIN)
+    with _open(path) as log:
+        old = _records(log)
+        stopping = threading.Event()
+        timer = threading.Timer(0.5, stopping.set)
+        timer.start()
+        t0 = time.monotonic()
+        stats = clean_log(log, SETTINGS, force=True, worker=True, stop=stopping.is_set)
+        took = time.monotonic() - t0
+        timer.join()
+        assert took < 0.5 + 2 * cleaner_worker.STOP_POLL_S + 1.5, took
+        assert stats.segments_out == 0 and not _scratch(path)
+        assert _records(log) == old

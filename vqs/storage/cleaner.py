@@ -39,7 +39,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from ..errors import ConfigError, DiskFullError
+from ..errors import CleanerWorkerError, ConfigError, DiskFullError
 from . import fs
 from . import space as _space
 from .cleaner_work import CLEANED_SUFFIX, CleanWork, cleaned_path, segment_batches
@@ -160,7 +160,9 @@ def _groups(segs: list[Segment], ends: list[int], max_bytes: int) -> list[list[i
 def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, force: bool = False,
               stop=None, worker: bool = False, io_max_bytes_per_s: float | None = None) -> CleanStats:
     """One cleaning pass over ``log`` (module doc); ``force`` ignores the dirty ratio; ``stop()``
-    true ends the pass before its next group (what is swapped stays; the clean point stays).
+    true ends the pass before its next group (what is swapped stays; the clean point stays),
+    and with a worker within ``cleaner_worker.STOP_POLL_S`` (the worker killed, its group
+    abandoned): a pass never holds up its owner's close, however little CPU the worker gets.
     ``worker``: the map and the cleaned files are made in a worker process
     (cleaner_worker.py); this thread keeps only the planning and the swaps.
     ``io_max_bytes_per_s``: the pass reads and writes at most this many bytes a second
@@ -187,10 +189,15 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
         due = first is not None and first.first_timestamp_ms <= now_ms - settings.max_compaction_lag_ms
     if not due:
         return stats
-    work = (Worker(log, segs, io_max_bytes_per_s) if worker
+    work = (Worker(log, segs, io_max_bytes_per_s, stop) if worker
             else CleanWork(log.path, segs, io_max_bytes_per_s))
     try:
         _clean(log, settings, work, segs, ends, first_dirty, clean_point, now_ms, stop, stats)
+    except CleanerWorkerError:
+        if stop is None or not stop():
+            raise
+        # stopped in the middle of a group: the worker was killed, the group abandoned (its
+        # .cleaned file removed), as a stop between groups leaves the next one
     finally:
         work.close()
     return stats

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
@@ -36,11 +37,13 @@ from . import fs
 from .cleaner_work import CleanWork
 from .segment import Segment
 
-#: the worker's CPU priority below its owner's (``os.nice``): where both want a core, the
-#: owner's appends and reads go first; the pass takes what is left
+#: where Linux's SCHED_IDLE is missing or refused: the worker's CPU priority this far below its
+#: owner's (``os.nice``; with SCHED_IDLE the nice value has no effect)
 WORKER_NICE = 10
 #: how long ``close`` waits for the worker to exit on its own before killing it
 EXIT_WAIT_S = 10.0
+#: how often an owner waiting for an answer asks its pass's ``stop``
+STOP_POLL_S = 0.2
 PR_SET_PDEATHSIG = 1
 #: the worker's entry: argv is (owner's pid, the directory holding this ``vqs``), put first on
 #: its path so that it runs this code whatever its working directory holds
@@ -57,8 +60,9 @@ class Worker:
     """A worker process for one pass over ``log`` (``segs``: its sealed segments, in
     order); the same calls as cleaner_work.CleanWork. Close it when the pass ends."""
 
-    def __init__(self, log, segs: list[Segment], io_max_bytes_per_s: float | None = None):
+    def __init__(self, log, segs: list[Segment], io_max_bytes_per_s: float | None = None, stop=None):
         self.path = log.path
+        self._stop = stop  # true: the pass is to end now (the worker is killed, not waited for)
         lock = log._dir_lock
         fds = (lock._fd,) if lock is not None and lock._fd is not None else ()
         self.proc = subprocess.Popen(
@@ -82,6 +86,10 @@ class Worker:
         try:
             pickle.dump(request, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.flush()
+            while self._stop is not None and not select.select([proc.stdout], [], [], STOP_POLL_S)[0]:
+                if self._stop():  # a worker killed at any point leaves the log as it was
+                    proc.kill()
+                    raise CleanerWorkerError(f"the log cleaner's pass over {self.path} was stopped")
             ok, value = pickle.load(proc.stdout)  # (the wait releases the interpreter lock)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError):
             self.close()
@@ -156,12 +164,27 @@ def _serve(requests, answers) -> None:
         answers.flush()
 
 
+def _run_when_idle() -> None:
+    """The worker's CPU priority: SCHED_IDLE where Linux has it (as RocksDB's compaction
+    threads at ``CpuPriority::kIdle``): it runs on a core only when nothing else wants that
+    core, so the owner's appends and reads, and the rest of the machine, go first and the
+    produce latency a pass adds is its I/O and its cache, not its CPU. A machine whose cores
+    are all busy all the time so defers compaction: a compacted log grows meanwhile, within
+    the space governor's floor. Elsewhere ``os.nice(WORKER_NICE)``."""
+    os.nice(WORKER_NICE)
+    if hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass  # (refused, e.g. by a seccomp profile: the nice value holds)
+
+
 def main(argv: list[str]) -> int:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a terminal's Ctrl-C is the owner's to act on)
     if os.getppid() != int(argv[0]):
         return 1  # the owner is already gone
-    os.nice(WORKER_NICE)
+    _run_when_idle()
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, not into the answers
