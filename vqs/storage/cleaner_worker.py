@@ -167,10 +167,10 @@ def _serve(requests, answers) -> None:
 def _run_when_idle() -> None:
     """The worker's CPU priority: SCHED_IDLE where Linux has it (as RocksDB's compaction
     threads at ``CpuPriority::kIdle``): it runs on a core only when nothing else wants that
-    core, so the owner's appends and reads, and the rest of the machine, go first and the
-    produce latency a pass adds is its I/O and its cache, not its CPU. A machine whose cores
-    are all busy all the time so defers compaction: a compacted log grows meanwhile, within
-    the space governor's floor. Elsewhere ``os.nice(WORKER_NICE)``."""
+    core, so the owner's appends and reads, and the rest of the machine, go first. A machine
+    whose cores are all busy all the time so defers compaction: a compacted log grows
+    meanwhile, within the space governor's floor; a pass that is stopped meanwhile kills its
+    worker (``Worker(stop=...)``). Elsewhere ``os.nice(WORKER_NICE)``."""
     os.nice(WORKER_NICE)
     if hasattr(os, "SCHED_IDLE"):
         try:
