@@ -33,6 +33,7 @@ import hmac
 import json
 import secrets
 import threading
+from collections import Counter
 from typing import NamedTuple
 
 from ... import errors as E
@@ -111,8 +112,9 @@ class ScramCredentials:
         if not names:
             return [(n, K.NONE, None, sorted((m, c.iterations) for m, c in users[n].items())) for n in sorted(users)]
         out = []
-        for n in dict.fromkeys(names):
-            if names.count(n) > 1:
+        counts = Counter(names)
+        for n in counts:
+            if counts[n] > 1:
                 out.append((n, K.DUPLICATE_RESOURCE, f"Cannot describe SCRAM credentials for the same user "
                                                      f"twice in a single request: {n}", []))
             elif n in users:
