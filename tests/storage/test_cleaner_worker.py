@@ -290,8 +290,7 @@ def test_the_worker_runs_this_code_whatever_the_working_directory(tmp_path, monk
         assert clean_log(log, SETTINGS, force=True, worker=True).records_removed > 0
 
 
-def test_the_worker_runs_only_when_a_core_is_idle(tmp_path):
-    """SCHED_IDLE where Linux has it; below its owner's priority in any case."""
+def test_the_worker_runs_below_its_owners_cpu_priority(tmp_path):
     path = str(tmp_path / "log")
     _populate(path)
     with _open(path) as log:
@@ -300,8 +299,6 @@ def test_the_worker_runs_only_when_a_core_is_idle(tmp_path):
         try:  # (answered "open": its main has set its priority)
             assert (os.getpriority(os.PRIO_PROCESS, w.proc.pid)
                     == min(19, os.getpriority(os.PRIO_PROCESS, 0) + cleaner_worker.WORKER_NICE))
-            if hasattr(os, "SCHED_IDLE"):
-                assert os.sched_getscheduler(w.proc.pid) == os.SCHED_IDLE
         finally:
             w.close()
 

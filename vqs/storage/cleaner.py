@@ -162,7 +162,7 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     """One cleaning pass over ``log`` (module doc); ``force`` ignores the dirty ratio; ``stop()``
     true ends the pass before its next group (what is swapped stays; the clean point stays),
     and with a worker within ``cleaner_worker.STOP_POLL_S`` (the worker killed, its group
-    abandoned): a pass never holds up its owner's close, however little CPU the worker gets.
+    abandoned): a pass never holds up its owner's close, however busy the machine.
     ``worker``: the map and the cleaned files are made in a worker process
     (cleaner_worker.py); this thread keeps only the planning and the swaps.
     ``io_max_bytes_per_s``: the pass reads and writes at most this many bytes a second

@@ -37,8 +37,10 @@ from . import fs
 from .cleaner_work import CleanWork
 from .segment import Segment
 
-#: where Linux's SCHED_IDLE is missing or refused: the worker's CPU priority this far below its
-#: owner's (``os.nice``; with SCHED_IDLE the nice value has no effect)
+#: the worker's CPU priority below its owner's (``os.nice``): where both want a core, the
+#: owner's appends and reads go first and the pass takes what is left. Not SCHED_IDLE: on a
+#: machine whose cores are busy, a worker that runs only on an idle core makes no progress
+#: at all, and the compacted logs grow for as long as the load lasts.
 WORKER_NICE = 10
 #: how long ``close`` waits for the worker to exit on its own before killing it
 EXIT_WAIT_S = 10.0
@@ -164,27 +166,12 @@ def _serve(requests, answers) -> None:
         answers.flush()
 
 
-def _run_when_idle() -> None:
-    """The worker's CPU priority: SCHED_IDLE where Linux has it (as RocksDB's compaction
-    threads at ``CpuPriority::kIdle``): it runs on a core only when nothing else wants that
-    core, so the owner's appends and reads, and the rest of the machine, go first. A machine
-    whose cores are all busy all the time so defers compaction: a compacted log grows
-    meanwhile, within the space governor's floor; a pass that is stopped meanwhile kills its
-    worker (``Worker(stop=...)``). Elsewhere ``os.nice(WORKER_NICE)``."""
-    os.nice(WORKER_NICE)
-    if hasattr(os, "SCHED_IDLE"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        except OSError:
-            pass  # (refused, e.g. by a seccomp profile: the nice value holds)
-
-
 def main(argv: list[str]) -> int:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a terminal's Ctrl-C is the owner's to act on)
     if os.getppid() != int(argv[0]):
         return 1  # the owner is already gone
-    _run_when_idle()
+    os.nice(WORKER_NICE)
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, not into the answers
