@@ -38,6 +38,7 @@ import uuid
 
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
 from ..storage import (
+    CODEC_NAMES,
     CompactionSettings,
     Log,
     atomic_write,
@@ -64,7 +65,7 @@ COMPACTION_SETTINGS = ("delete_retention_ms", "min_cleanable_dirty_ratio", "min_
 TOPIC_SETTINGS = (*LOG_SETTINGS, "max_message_bytes", "cleanup_policy", *COMPACTION_SETTINGS)
 #: cleanup_policy values (Kafka's cleanup.policy; "delete,compact" is taken as "compact,delete")
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
-COMPRESSIONS = (None, "zstd", "lz4", "gzip")
+COMPRESSIONS = tuple(CODEC_NAMES.values())  # None and the storage codecs' names
 _LEGACY_ID_NAMESPACE = uuid.UUID("6f3b1c2e-5d0a-4f4e-9a51-7c2d8e9b0a14")  # ids before topic.json had one
 UNLIMITED = -1  # retention_ms / retention_bytes: no limit, even over a broker default (Kafka's -1)
 MAX_MESSAGE_BYTES = 1 << 30  # a value must fit in one stored batch (record_batch.MAX_BATCH_BYTES)
@@ -102,7 +103,7 @@ def validate_topic_settings(partitions, settings: dict) -> None:
     compaction_settings({k: settings.get(k) for k in COMPACTION_SETTINGS})  # ConfigError naming the setting
     if settings.get("compression") not in COMPRESSIONS:
         raise ConfigError(
-            f"compression must be one of None, 'zstd', 'lz4', 'gzip', not {settings.get('compression')!r}"
+            f"compression must be one of {', '.join(map(repr, COMPRESSIONS))}, not {settings.get('compression')!r}"
         )
 
 

@@ -237,15 +237,10 @@ def frame_batch(base_offset: int, body: list, n: int, attrs: int, first_ts: int,
     for part in body:
         body_len += memoryview(part).nbytes
     if codec != CODEC_NONE:
-        raw = b"".join(body)
-        if codec == CODEC_ZSTD:
-            body = [_zstd_compress(raw)]
-        elif codec == CODEC_LZ4:
-            body = [_lz4_compress(raw)]
-        elif codec == CODEC_GZIP:
-            body = [_gzip_compress(raw)]
-        else:
+        compress = _COMPRESS.get(codec)
+        if compress is None:
             raise ConfigError(f"unknown codec id {codec}")
+        body = [compress(b"".join(body))]
         stored = len(body[0])
     else:
         stored = body_len
@@ -363,6 +358,8 @@ def _gzip_decompress(raw, size: int) -> bytes:
     return out
 
 
+#: a codec's two halves: one entry per codec id but CODEC_NONE
+_COMPRESS = {CODEC_ZSTD: _zstd_compress, CODEC_LZ4: _lz4_compress, CODEC_GZIP: _gzip_compress}
 _DECOMPRESS = {CODEC_ZSTD: _zstd_decompress, CODEC_LZ4: _lz4_decompress, CODEC_GZIP: _gzip_decompress}
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ... import errors as E
+from ...broker.catalog import COMPRESSIONS
 from . import errors as K
 from . import share_groups
 from .codec import Flex, Writer
@@ -74,7 +75,8 @@ TOPIC_CONFIGS = {
 FIXED_TOPIC_CONFIGS = {"errors.deadletterqueue.group.enable": "true"}
 _INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 128, "max.message.bytes": 1, "segment.ms": 1,
             "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1}
-_COMPRESSION = {"producer": None, "uncompressed": None, "zstd": "zstd", "lz4": "lz4", "gzip": "gzip"}
+#: Kafka's compression.type values -> the topic's storage codec (the codecs keep their names)
+_COMPRESSION = {"producer": None, "uncompressed": None, **{c: c for c in COMPRESSIONS if c}}
 
 
 def parse(key: str, value: str | None):
