@@ -260,6 +260,16 @@ async def fetch(ctx, conn, v, r):
     return bytes(w.b)
 
 
+def _at_time(log, ts: int) -> tuple[int, int]:
+    """(the first offset stamped at or after ``ts``, its timestamp), or (-1, -1): both reads
+    in the pool, since either may go to the disk."""
+    found = log.offset_for_time(ts)
+    if found is None:
+        return -1, -1
+    rec = log.read(found, max_records=1)
+    return found, rec[0].timestamp_ms if rec else ts
+
+
 #: ListOffsets' special timestamps -> the first version that takes each (Kafka's ReplicaManager):
 #: latest (-1), earliest (-2), the largest timestamp (-3, v7), the earliest local offset (-4, v8:
 #: every offset is local here, so the earliest), the latest tiered offset (-5, v9: nothing is
@@ -312,11 +322,7 @@ async def list_offsets(ctx, conn, v, r):
                         if found is not None:
                             off, found_ts = found
                     elif ts >= 0:  # (-5: nothing is tiered: -1, as Kafka answers without tiered storage)
-                        found = await ctx.blocking(log.offset_for_time, ts)
-                        if found is not None:
-                            off = found
-                            rec = log.read(found, max_records=1)
-                            found_ts = rec[0].timestamp_ms if rec else ts
+                        off, found_ts = await ctx.blocking(_at_time, log, ts)
                 except E.VQSError as e:
                     err = K.code_for(e)
             w.int32(p).int16(err).int64(found_ts).int64(off)
