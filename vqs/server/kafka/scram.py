@@ -157,14 +157,13 @@ class ScramCredentials:
                 del new[name][mech]
                 if not new[name]:
                     del new[name]
+            adding = [n for n in upserts if n not in users]
+            if adding and len(new) + len(adding) > MAX_USERS:  # (before any credential is computed)
+                for name in adding:
+                    errors[name] = (K.UNACCEPTABLE_CREDENTIAL, f"at most {MAX_USERS} SCRAM users")
+                upserts = {n: u for n, u in upserts.items() if n in users}
             for name, (mech, iterations, salt, salted) in upserts.items():
                 new.setdefault(name, {})[mech] = credential_of(mech, salt, iterations, salted)
-            if len(new) > MAX_USERS and len(new) > len(users):
-                for name in upserts:
-                    if name not in users:
-                        errors[name] = (K.UNACCEPTABLE_CREDENTIAL, f"at most {MAX_USERS} SCRAM users")
-                upserts = {n: u for n, u in upserts.items() if n in users}
-                new = {n: c for n, c in new.items() if n in users}
             done = [*deletes, *upserts]
             if done:
                 try:
