@@ -173,13 +173,9 @@ def python_floor(path: str) -> dict:
     ``path`` (read-only, after the stream): read and verify every batch, slice its keys and
     take them into the offset map (``dict.update``), then read again and decide per record
     whether it is the latest of its key (``dict.get``). Nothing is written: the cleaner's
-    own pass does all this and writes the survivors, so this bounds its throughput."""
-    from itertools import islice
-
-    def keys(b):
-        o = b.key_offsets.tolist()
-        d = b.key_data.tobytes()
-        return [d[x:y] for x, y in zip(o, islice(o, 1, None))]
+    own pass does all this (with its own key slicing, used here) and writes the survivors,
+    so this bounds its throughput."""
+    from vqs.storage.cleaner_work import _keys as keys
 
     log = Log.open(path, readonly=True)
     try:
