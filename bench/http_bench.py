@@ -112,7 +112,7 @@ end
 
 
 def one_batch_body() -> bytes:
-    from vqs.storage.record_batch import encode_batch
+    from vqs.record import encode_batch
 
     return bytes(encode_batch(0, [VALUE.encode()]))
 

@@ -495,7 +495,7 @@ _REOPEN_CHILD = textwrap.dedent(
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
     from vqs.storage.log import Log
-    import vqs.storage.record_batch
+    import vqs.record
     before = rss()
     t0 = time.perf_counter()
     lg = Log.open({path!r}, flush="never")

@@ -555,7 +555,7 @@ def main(argv=None) -> int:
 
 
 def run(args, srv: Server, scratch: str, info: dict, server_args: list) -> dict:
-    from vqs.storage.record_batch import encode_batch_parts
+    from vqs.record import encode_batch_parts
 
     setup_resources(srv.url, args.partitions)
     t0 = time.time()

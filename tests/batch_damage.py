@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vqs.storage.record_batch import scan_batches
+from vqs.record import scan_batches
 
 
 def flip_batch_byte(seg_path: str, batch_index: int) -> tuple[int, int, int, bytes]:

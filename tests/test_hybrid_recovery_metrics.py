@@ -13,8 +13,8 @@ import pytest
 
 from vqs.errors import ConfigError, CorruptRecordError
 from vqs.hybrid import HybridQueue
+from vqs.record import scan_batches
 from vqs.storage.log_dir import CLEAN_MARKER
-from vqs.storage.record_batch import scan_batches
 
 N = 40
 

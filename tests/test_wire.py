@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vqs.storage.record_batch import Record
+from vqs.record import Record
 from vqs.wire import decode_body, encode_records
 
 

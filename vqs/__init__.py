@@ -48,7 +48,8 @@ from .errors import (
     UnknownProducerId,
     VQSError,
 )
-from .storage import Log, Record, RecordBatch, set_max_open_files
+from .record import Record, RecordBatch
+from .storage import Log, set_max_open_files
 
 __version__ = "0.1.0"
 

@@ -16,7 +16,7 @@ gap in the log (a batch quarantined by recovery) starts a new batch
 
 from __future__ import annotations
 
-from .storage import decode_batch, encode_batch_parts
+from .record import decode_batch, encode_batch_parts
 
 BATCH_CONTENT_TYPE = "application/vnd.vqs.batch"
 NEXT_OFFSET = "x-vqs-next-offset"

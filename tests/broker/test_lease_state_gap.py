@@ -9,8 +9,8 @@ import json
 import os
 
 from vqs.broker.queue import lease_records, lease_state
+from vqs.record import decode_batch, encode_batch
 from vqs.storage.durable_file import atomic_write
-from vqs.storage.record_batch import decode_batch, encode_batch
 
 
 def _lease(o: int, nonce: int) -> bytes:

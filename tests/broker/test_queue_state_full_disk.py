@@ -18,7 +18,7 @@ from disk_fill import drain_queue
 
 import vqs
 from vqs import DiskFullError
-from vqs.storage.record_batch import decode_batch
+from vqs.record import decode_batch
 
 
 def _sends_resume(q) -> None:

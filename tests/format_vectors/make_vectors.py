@@ -24,8 +24,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from vqs.storage import CompactionSettings, Log, clean_log, encode_batch  # noqa: E402
-from vqs.storage.record_batch import CODEC_NONE, HEADER_SIZE  # noqa: E402
+from vqs.record import CODEC_NONE, HEADER_SIZE, encode_batch  # noqa: E402
+from vqs.storage import CompactionSettings, Log, clean_log  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, ms
 #: values longer than this are given in the JSON by length and SHA-256, not in base64

@@ -12,7 +12,7 @@ import pytest
 from vqs_server_proc import ServerProcess
 
 import vqs
-from vqs.storage.record_batch import encode_batch_parts
+from vqs.record import encode_batch_parts
 from vqs.wire import BATCH_CONTENT_TYPE
 
 

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from vqs_server_proc import ServerProcess
 
-from vqs.storage.record_batch import encode_batch
+from vqs.record import encode_batch
 from vqs.wire import decode_body
 
 BATCH = "application/vnd.vqs.batch"

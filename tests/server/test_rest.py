@@ -11,7 +11,7 @@ import pytest
 
 from vqs.client import Client
 from vqs.errors import OffsetOutOfRange
-from vqs.storage.record_batch import encode_batch
+from vqs.record import encode_batch
 from vqs.wire import BATCH_CONTENT_TYPE, decode_body
 
 

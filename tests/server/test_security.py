@@ -178,7 +178,7 @@ def test_a_compressed_batch_inflates_to_no_more_than_a_body_may_hold(secured):
     """A binary produce's compressed batches are inflated to at most max_body_bytes (100 KB here),
     together, refused before decompressing past it: a 1 KB zstd body must not make the server
     hold (and append) 400 KB."""
-    from vqs.storage import codec_id, encode_batch
+    from vqs.record import codec_id, encode_batch
 
     h = {"authorization": f"Bearer {TOKEN}", "content-type": "application/vnd.vqs.batch"}
     httpx.post(secured.url + "/topics", json={"name": "zipped"}, headers={"authorization": f"Bearer {TOKEN}"})

@@ -22,7 +22,7 @@ import pytest
 from vqs_server_proc import ServerProcess
 
 from vqs.client import Client
-from vqs.storage import decode_batch
+from vqs.record import decode_batch
 from vqs.wire import BATCH_CONTENT_TYPE, decode_body
 
 ACCEPT = {"accept": BATCH_CONTENT_TYPE}

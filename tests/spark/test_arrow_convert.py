@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from vqs.record import decode_batch, encode_batch
 from vqs.spark.schema import ArrowConverter, arrow_schema
-from vqs.storage.record_batch import decode_batch, encode_batch
 
 
 def _batch(base, n, keys=None, ts=1_700_000_000_000):

@@ -18,8 +18,8 @@ from spark_helpers import append, make_topic
 
 import vqs.spark.schema as vschema
 from vqs.errors import ConfigError
+from vqs.record import decode_batch, encode_batch
 from vqs.spark.schema import HEADER_TYPE, ArrowConverter, projected_columns, source_schema
-from vqs.storage.record_batch import decode_batch, encode_batch
 
 T0 = 1_700_000_000_000
 FULL = ["key", "value", "topic", "partition", "offset", "timestamp"]

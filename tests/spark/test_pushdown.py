@@ -17,8 +17,8 @@ import pytest
 from spark_helpers import log_contents, make_topic
 
 from vqs.broker import Broker
+from vqs.record import scan_batches
 from vqs.storage import Log
-from vqs.storage.record_batch import scan_batches
 
 pytestmark = pytest.mark.usefixtures("reader")
 

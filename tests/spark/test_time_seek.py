@@ -19,7 +19,7 @@ import pytest
 from batch_damage import flip_batch_byte
 
 from vqs.broker import Broker
-from vqs.storage.record_batch import scan_batches
+from vqs.record import scan_batches
 
 T0 = 1_700_000_000_000  # ms
 BATCHES, PER_BATCH = 40, 25

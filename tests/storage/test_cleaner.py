@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from vqs.record import ATTR_COMPACTED
 from vqs.storage import CompactionSettings, Log, clean_log
-from vqs.storage.record_batch import ATTR_COMPACTED
 
 
 def _write(log, n: int, keys: int) -> list:

@@ -228,8 +228,8 @@ def test_a_worker_dies_with_its_owner(tmp_path):
 
 @pytest.mark.parametrize("codec", [0, 1])
 def test_a_run_across_batches_keeps_every_column(codec):
+    from vqs.record import decode_batch, encode_batch
     from vqs.storage.cleaner_work import _encode_run
-    from vqs.storage.record_batch import decode_batch, encode_batch
 
     a = decode_batch(encode_batch(10, [b"a0", None, b"a2", b"a3"], keys=[b"x", b"y", b"z", b"w"],
                                   headers=[None, [("h", b"1")], None, [("g", None)]],

@@ -37,8 +37,8 @@ import zlib
 import pytest
 
 from vqs.errors import CorruptRecordError
+from vqs.record import scan_batches
 from vqs.storage.log import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, Log
-from vqs.storage.record_batch import scan_batches
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BATCH = 10  # records per batch

@@ -311,7 +311,7 @@ def test_kill9_during_skip_recovery(tmp_path, child_env):
     """Quarantining a batch rewrites a segment (temp file, rename): a kill at
     any moment of it leaves a log that a later open still recovers to exactly
     'everything but the damaged batch'."""
-    from vqs.storage.record_batch import scan_batches
+    from vqs.record import scan_batches
 
     d = str(tmp_path / "log")
     with Log.open(d, flush="never") as lg:

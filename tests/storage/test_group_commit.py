@@ -14,7 +14,7 @@ import time
 import pytest
 
 from vqs import Log, LogClosedError, VQSError
-from vqs.storage.record_batch import HEADER
+from vqs.record import HEADER
 from vqs.storage.segment import LOG_SUFFIX
 
 THREADS = 8

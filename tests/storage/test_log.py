@@ -20,9 +20,9 @@ from vqs.errors import (
     ReadOnlyError,
     VQSError,
 )
+from vqs.record import Record, RecordBatch
 from vqs.storage.dir_lock import DirLock
 from vqs.storage.log import Log
-from vqs.storage.record_batch import Record, RecordBatch
 
 
 def val(i: int, size: int = 20) -> bytes:

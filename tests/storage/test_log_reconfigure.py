@@ -8,8 +8,8 @@ import os
 import pytest
 
 from vqs.errors import ConfigError
+from vqs.record import CODEC_NONE, CODEC_ZSTD
 from vqs.storage import Log
-from vqs.storage.record_batch import CODEC_NONE, CODEC_ZSTD
 
 
 def test_new_batches_take_the_new_settings_and_old_ones_stay(tmp_path):

@@ -3,14 +3,14 @@ read back as None."""
 
 import pytest
 
-from vqs.storage import Log
-from vqs.storage.record_batch import (
+from vqs.record import (
     ATTR_NULL_VALUES,
     decode_batch,
     decode_headers,
     encode_batch,
     encode_headers,
 )
+from vqs.storage import Log
 
 
 @pytest.mark.parametrize("flush", ["never", "always"])

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vqs.errors import CorruptRecordError, OffsetOutOfRange
+from vqs.record import scan_batches
 from vqs.storage.log import Log
-from vqs.storage.record_batch import scan_batches
 
 
 def val(i: int) -> bytes:

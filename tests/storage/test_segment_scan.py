@@ -1,6 +1,6 @@
 """storage.segment_scan: the full scan behind ``vqs inspect``."""
 
-from vqs.storage.record_batch import encode_batch
+from vqs.record import encode_batch
 from vqs.storage.segment_scan import scan_segment_buffer, scan_segment_file
 
 

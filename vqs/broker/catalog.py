@@ -37,8 +37,8 @@ import threading
 import uuid
 
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
+from ..record import CODEC_NAMES
 from ..storage import (
-    CODEC_NAMES,
     CompactionSettings,
     Log,
     atomic_write,

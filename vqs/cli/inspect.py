@@ -81,7 +81,8 @@ def _segment_files(path: str) -> list[str]:
 def inspect_segment(file: str, want_batches: bool = False, want_records: bool = False) -> dict:
     """Walk one segment file batch by batch (storage's scanner verifies bounds
     and CRC of each); report what it found."""
-    from ..storage import CODEC_NAMES, scan_segment_file
+    from ..record import CODEC_NAMES
+    from ..storage import scan_segment_file
 
     info = {"file": file, "batches": 0, "records": 0, "first_offset": None, "last_offset": None,
             "bytes": os.path.getsize(file), "status": "ok", "problems": [], "corrupt": False}

@@ -4,7 +4,7 @@
 Guarantees: a send returns only after the server acknowledged it (its flush
 policy says what the acknowledgement promises); nothing is buffered on the
 client, so ``flush`` has nothing to do. A batch travels as one binary
-record-batch body (the log's own format, ``vqs.storage.record_batch``) and
+record-batch body (the log's own format, ``vqs.record``) and
 comes back as one ``RecordMetadata`` per value, in input order.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .. import errors as E
 from ..broker.topic import RecordMetadata
-from ..storage import encode_batch_parts
+from ..record import encode_batch_parts
 from ..wire import BATCH_CONTENT_TYPE
 from .error_map import from_response
 from .values import as_bytes, as_headers

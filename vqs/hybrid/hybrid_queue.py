@@ -66,7 +66,8 @@ from queue import Empty
 from typing import Any
 
 from ..errors import ConfigError, DiskFullError, LogClosedError, ShutDown
-from ..storage import RECOVERY_POLICIES, DirLock, Log, codec_id, make_dirs
+from ..record import codec_id
+from ..storage import RECOVERY_POLICIES, DirLock, Log, make_dirs
 from .checkpoint import Checkpoint
 from .directory import CKPT, LOG_DIR, check_meta
 from .disk_tier import DiskTier, deadline_for

@@ -1,6 +1,6 @@
 """Schema of the ``vqs`` source, and log batches -> Arrow without a per-record loop.
 
-A log :class:`~vqs.storage.record_batch.RecordBatch` is columnar: its
+A log :class:`~vqs.record.RecordBatch` is columnar: its
 ``value_offsets`` (uint32, count+1, first 0) and ``value_data`` are exactly
 the offsets and data buffers of an Arrow ``BinaryArray``; keys add an LSB
 validity bitmap, as Arrow does. So a log batch becomes Arrow columns with
@@ -34,7 +34,7 @@ from pyspark.sql.types import (
 )
 
 from ..errors import ConfigError
-from ..storage import decode_headers
+from ..record import decode_headers
 
 HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 

@@ -1,5 +1,5 @@
-"""VQS storage: the record-batch codec, segments and the log (the standard
-library plus crc32c, zstandard, lz4; nothing of brokers, servers or Spark).
+"""VQS storage: segments and the log over vqs.record's batches (the standard library;
+nothing of brokers, servers or Spark).
 
 The public surface: every layer above imports from ``vqs.storage`` only (an
 import-linter contract), except ``vqs.storage.fs``, the filesystem seam,
@@ -18,25 +18,15 @@ from .log_buffer import BATCH_FIXED, RECORD_FIXED
 from .log_dir import CLEAN_MARKER, load_gaps
 from .log_throttle import Throttle
 from .map_cache import MapCache
-from .record_batch import (
-    CODEC_NAMES,
-    Record,
-    RecordBatch,
-    codec_id,
-    decode_batch,
-    decode_headers,
-    encode_batch,
-    encode_batch_parts,
-)
 from .segment_scan import scan_segment_file
 from .space import Claim, check_room, free_bytes
 from .space import for_path as space_for
 
 __all__ = [
-    "BATCH_FIXED", "CLEAN_MARKER", "CODEC_NAMES", "FILE_CACHE", "FLUSH_POLICIES", "LOCK_NAME", "RECORD_FIXED",
-    "RECOVERY_POLICIES", "Claim", "CleanStats", "CompactionSettings", "DirLock", "Flusher", "Log", "MapCache", "Record", "RecordBatch", "Throttle",
-    "atomic_write", "check_rate", "check_room", "clean_log", "codec_id", "decode_batch", "decode_headers", "encode_batch",
-    "encode_batch_parts", "free_bytes", "fsync_dir", "limit_raised_from", "load_gaps", "make_dirs",
+    "BATCH_FIXED", "CLEAN_MARKER", "FILE_CACHE", "FLUSH_POLICIES", "LOCK_NAME", "RECORD_FIXED",
+    "RECOVERY_POLICIES", "Claim", "CleanStats", "CompactionSettings", "DirLock", "Flusher", "Log", "MapCache", "Throttle",
+    "atomic_write", "check_rate", "check_room", "clean_log",
+    "free_bytes", "fsync_dir", "limit_raised_from", "load_gaps", "make_dirs",
     "open_file_limits", "raise_if_disk_full", "raise_open_file_limit", "rename_aside", "scan_segment_file",
     "set_max_open_files", "space_for",
 ]

@@ -40,6 +40,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import CleanerWorkerError, ConfigError, DiskFullError
+from ..record import codec_id
 from . import fs
 from . import space as _space
 from .cleaner_work import CLEANED_SUFFIX, CleanWork, cleaned_path, segment_batches
@@ -48,7 +49,6 @@ from .durable_file import atomic_write, fsync_dir, remove_files
 from .log_compaction import replace_sealed, sealed_segments
 from .log_dir import list_segment_bases
 from .log_settings import check_int
-from .record_batch import codec_id
 from .segment import Segment, segment_files, segment_name
 from .segment_reads import segment_max_timestamp
 

@@ -27,9 +27,7 @@ from functools import lru_cache
 from itertools import islice
 
 from ..errors import CorruptRecordError
-from . import fs
-from .durable_file import remove_files, write_all
-from .record_batch import (
+from ..record import (
     ATTR_COMPACTED,
     ATTR_HEADERS,
     ATTR_KEYS,
@@ -43,6 +41,8 @@ from .record_batch import (
     head_batch,
     peek_header,
 )
+from . import fs
+from .durable_file import remove_files, write_all
 from .segment import Segment, segment_name
 from .segment_reads import batches_at
 

@@ -37,6 +37,7 @@ from ..errors import (
     LogFailedError,
     ReadOnlyError,
 )
+from ..record import HEADER, Record, RecordBatch, codec_id, encode_batch_parts
 from . import fs, log_settings, retention
 from . import space as _space
 from .cleaner import finish_swaps
@@ -53,7 +54,6 @@ from .log_durability import Durability
 from .log_reads import Reads
 from .log_repair import repair
 from .log_space import SpaceGate
-from .record_batch import HEADER, Record, RecordBatch, codec_id, encode_batch_parts
 from .recovery import LogLoader, adopt_loaded
 from .segment import ALLOCATE_AHEAD
 from .segments import Segments

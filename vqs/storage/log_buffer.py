@@ -17,7 +17,7 @@ Invariants (under the log's lock):
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .record_batch import HEADER_SIZE, Record, decode_batch, encode_batch, encode_batch_parts
+from ..record import HEADER_SIZE, Record, decode_batch, encode_batch, encode_batch_parts
 
 #: bound of a batch's fixed part: its header, the value offsets' first entry,
 #: and the key bitmap's rounding and both optional columns' first entries

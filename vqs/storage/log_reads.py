@@ -19,10 +19,10 @@ from itertools import accumulate
 from operator import itemgetter
 
 from ..errors import ConfigError, CorruptRecordError, LogClosedError, OffsetOutOfRange
+from ..record import Record, RecordBatch
 from .log_dir import load_gaps, read_checkpoint
 from .log_repair import quarantine_found
 from .readonly_tail import find_tail, follow_segments, open_segments
-from .record_batch import Record, RecordBatch
 from .segment import Segment
 from .segment_reads import batches_at, first_offset_at_time, mapped_batches, segment_max_timestamp
 

@@ -7,7 +7,7 @@ pass use the new values.
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .record_batch import codec_id
+from ..record import codec_id
 from .segments import index_capacity
 
 ALTERABLE = ("segment_bytes", "segment_ms", "retention_ms", "retention_bytes", "compression")

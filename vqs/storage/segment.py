@@ -40,10 +40,10 @@ import os
 import threading
 
 from ..errors import CorruptRecordError
+from ..record import ATTR_COMPACTED, find_next_valid, peek_header, verify_batch
 from . import fs
 from .durable_file import remove_files, write_all
 from .file_cache import CACHE, FileHandle
-from .record_batch import ATTR_COMPACTED, find_next_valid, peek_header, verify_batch
 from .segment_index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"

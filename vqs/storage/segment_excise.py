@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 
+from ..record import verify_batch
 from . import fs
 from .durable_file import atomic_write, fsync_dir
-from .record_batch import verify_batch
 from .segment import SCAN_CHUNK, Segment, segment_name
 
 

@@ -9,7 +9,7 @@ Invariant: every batch returned was CRC-verified and continues the offset expect
 from __future__ import annotations
 
 from ..errors import CorruptRecordError
-from .record_batch import RecordBatch, decode_batch, peek_header, scan_batches
+from ..record import RecordBatch, decode_batch, peek_header, scan_batches
 from .segment import Segment
 
 

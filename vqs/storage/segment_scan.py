@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterator
 
 from ..errors import CorruptRecordError
-from .record_batch import ATTR_COMPACTED, HEADER_SIZE, RecordBatch, decode_batch, peek_header
+from ..record import ATTR_COMPACTED, HEADER_SIZE, RecordBatch, decode_batch, peek_header
 from .segment import LOG_SUFFIX
 
 CORRUPT_KINDS = frozenset({"offset_goes_back", "below_segment_base", "invalid_batch", "bad_header"})

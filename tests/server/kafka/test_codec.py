@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 pytest.importorskip("cramjam")
 
 from vqs.broker import Broker
+from vqs.record import decode_batch, encode_batch
 from vqs.server.kafka.apis import API_TABLE
 from vqs.server.kafka.codec import MAX_ARRAY, ProtocolError, Reader, Writer
 from vqs.server.kafka.listener import Connection, KafkaContext
 from vqs.server.kafka.records import CorruptBatch, decode_batches, encode_records, encode_vqs_batch
 from vqs.server.settings import Settings
-from vqs.storage.record_batch import decode_batch, encode_batch
 
 blobs = st.binary(max_size=40)
 records = st.lists(

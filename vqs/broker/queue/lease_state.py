@@ -78,7 +78,8 @@ import struct
 from array import array
 
 from ...errors import CorruptRecordError, DiskFullError
-from ...storage import BATCH_FIXED, RECORD_FIXED, Claim, Log, atomic_write, decode_batch, encode_batch
+from ...record import decode_batch, encode_batch
+from ...storage import BATCH_FIXED, RECORD_FIXED, Claim, Log, atomic_write
 from .lease_records import ENTRY, EPOCH, MOVE, OP_DELETE, OP_EPOCH, OP_LEASE, OP_MOVE, OP_PURGE, OP_RUN, RUN
 
 logger = logging.getLogger("vqs.broker")

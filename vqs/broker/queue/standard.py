@@ -39,7 +39,8 @@ from collections.abc import Iterable
 from itertools import repeat
 
 from ...errors import LogClosedError, OverLimit, QueueError
-from ...storage import BATCH_FIXED, RECORD_FIXED, Record
+from ...record import Record
+from ...storage import BATCH_FIXED, RECORD_FIXED
 from . import send_buffer
 from .config import MAX_DELAY_S
 from .core import Queue

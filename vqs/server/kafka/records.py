@@ -51,7 +51,7 @@ class KafkaBatch:
         self.timestamps = timestamps
 
 
-#: what one record may carry in VQS's format (record_batch.py: u16 header count and key length)
+#: what one record may carry in VQS's format (vqs/record/batch.py: u16 header count and key length)
 MAX_HEADERS = 0xFFFF
 MAX_HEADER_KEY = 0xFFFF
 

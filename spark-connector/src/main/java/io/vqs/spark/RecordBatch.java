@@ -9,7 +9,7 @@ import java.util.zip.CRC32C;
 /**
  * One decoded, CRC-verified record batch (docs/FORMAT.md, "Record batch"): an
  * independent implementation of the format, kept honest by the conformance
- * tests that run it beside the Python codec (vqs/storage/record_batch.py).
+ * tests that run it beside the Python codec (vqs/record/batch.py).
  *
  * <p>Invariants: a RecordBatch exists only for bytes that passed every check of
  * the spec's "Validity" section except continuity (the caller's, as it knows the

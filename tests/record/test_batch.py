@@ -1,4 +1,4 @@
-"""Record-batch codec (vqs/storage/record_batch.py, spec docs/FORMAT.md).
+"""The record batch and its codecs (vqs/record/, spec docs/FORMAT.md).
 
 Round-trips of every column, both codecs, the CRC's coverage (every flipped
 byte after the length field is detected), truncation, re-basing without
@@ -18,13 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vqs.errors import ConfigError, CorruptRecordError, VQSError
-from vqs.storage import record_batch as rb
-from vqs.storage.record_batch import (
+from vqs.record import (
     CODEC_GZIP,
     CODEC_LZ4,
     CODEC_NONE,
     CODEC_ZSTD,
-    CRC_START,
     HEADER_SIZE,
     Record,
     codec_id,
@@ -34,6 +32,8 @@ from vqs.storage.record_batch import (
     peek_header,
     scan_batches,
 )
+from vqs.record import batch as rb
+from vqs.record.batch import CRC_START
 
 CODECS = [CODEC_NONE, CODEC_ZSTD, CODEC_LZ4, CODEC_GZIP]
 CODEC_IDS = ["none", "zstd", "lz4", "gzip"]

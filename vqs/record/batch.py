@@ -1,4 +1,5 @@
-"""Record-batch codec: the unit on disk and on the wire (spec: docs/FORMAT.md).
+"""The record batch: the unit on disk and on the wire (spec: docs/FORMAT.md); its body's
+compression is codecs.py's.
 
 Invariants: decoding never trusts a length field before bounds-checking it against the
 buffer it came from, and never returns a record from a batch whose CRC fails.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import struct
 import sys
-import zlib
 from array import array
 from collections import namedtuple
 from collections.abc import Sequence
@@ -21,6 +21,7 @@ from itertools import accumulate
 import crc32c as _crc32c
 
 from ..errors import ConfigError, CorruptRecordError, MessageTooLarge
+from .codecs import CODEC_NAMES, CODEC_NONE, COMPRESS, DECOMPRESS
 
 _crc = _crc32c.crc32c
 
@@ -34,13 +35,6 @@ CRC_START = 16  # the CRC covers bytes [CRC_START, 12 + batch_length)
 LENGTH_OVERHEAD = 12  # base_offset + batch_length precede what batch_length counts
 MIN_BATCH_LENGTH = HEADER_SIZE - LENGTH_OVERHEAD
 MAGIC = 1
-
-CODEC_NONE = 0
-CODEC_ZSTD = 1
-CODEC_LZ4 = 2
-CODEC_GZIP = 3
-CODECS = {None: CODEC_NONE, "none": CODEC_NONE, "zstd": CODEC_ZSTD, "lz4": CODEC_LZ4, "gzip": CODEC_GZIP}
-CODEC_NAMES = {CODEC_NONE: None, CODEC_ZSTD: "zstd", CODEC_LZ4: "lz4", CODEC_GZIP: "gzip"}
 
 ATTR_KEYS = 0x1
 ATTR_HEADERS = 0x2
@@ -60,16 +54,6 @@ _U32 = struct.Struct("<I")
 Headers = Sequence[tuple[str, bytes | None]]
 NULL_HEADER_VALUE = 0xFFFFFFFF
 _NULL_HEADER_LEN = b"\xff\xff\xff\xff"
-
-
-def codec_id(compression: str | None) -> int:
-    """The codec id of a compression setting (None, "zstd", "lz4", "gzip")."""
-    try:
-        return CODECS[compression]
-    except KeyError:
-        raise ConfigError(
-            f"compression={compression!r} is not supported; use None, 'zstd', 'lz4' or 'gzip'"
-        ) from None
 
 
 def _offsets(items: Sequence) -> array:
@@ -237,7 +221,7 @@ def frame_batch(base_offset: int, body: list, n: int, attrs: int, first_ts: int,
     for part in body:
         body_len += memoryview(part).nbytes
     if codec != CODEC_NONE:
-        compress = _COMPRESS.get(codec)
+        compress = COMPRESS.get(codec)
         if compress is None:
             raise ConfigError(f"unknown codec id {codec}")
         body = [compress(b"".join(body))]
@@ -291,76 +275,6 @@ def _validity(items: Sequence, always: bool = False) -> bytes | None:
 def encode_batch(base_offset: int, values: Sequence, **kw) -> bytes:
     """``encode_batch_parts`` as one bytes object."""
     return b"".join(encode_batch_parts(base_offset, values, **kw))
-
-
-_zstd_c = None
-_zstd_d = None
-
-
-def _zstd_compress(raw: bytes) -> bytes:
-    global _zstd_c
-    if _zstd_c is None:
-        import zstandard
-
-        _zstd_c = zstandard.ZstdCompressor(level=3)
-    return _zstd_c.compress(raw)
-
-
-def _zstd_decompress(raw, size: int) -> bytes:
-    """At most ``size + 1`` bytes: a frame that claims or yields more than the header's
-    body_length is refused before anything large is allocated."""
-    global _zstd_d
-    import zstandard
-
-    if _zstd_d is None:
-        _zstd_d = zstandard.ZstdDecompressor()
-    declared = zstandard.frame_content_size(raw)
-    if declared not in (-1, size):
-        raise ValueError(f"zstd frame declares {declared} bytes, header says {size}")
-    if declared == size:
-        return _zstd_d.decompress(raw)  # allocates exactly the header's body_length
-    return _zstd_d.stream_reader(bytes(raw)).read(size + 1)
-
-
-def _lz4_compress(raw: bytes) -> bytes:
-    import lz4.frame
-
-    return lz4.frame.compress(raw, store_size=True)
-
-
-def _lz4_decompress(raw, size: int) -> bytes:
-    """The frame's declared content size must be the header's body_length (checked first)."""
-    import lz4.frame
-
-    raw = bytes(raw)
-    declared = lz4.frame.get_frame_info(raw)["content_size"]
-    if declared != size:
-        raise ValueError(f"lz4 frame declares {declared} bytes, header says {size}")
-    return lz4.frame.decompress(raw)
-
-
-def _gzip_compress(raw: bytes) -> bytes:
-    c = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: one gzip member (RFC 1952)
-    return c.compress(raw) + c.flush()
-
-
-def _gzip_decompress(raw, size: int) -> bytes:
-    """One gzip member and nothing after it, inflated to at most ``size + 1`` bytes (gzip
-    declares no size up front: the bound is the inflater's)."""
-    d = zlib.decompressobj(31)
-    out = d.decompress(raw, size + 1)
-    if len(out) > size:
-        raise ValueError(f"the gzip member holds more than the header's {size} bytes")
-    if not d.eof:
-        raise ValueError("the gzip member is truncated")
-    if d.unused_data:
-        raise ValueError("bytes follow the gzip member")
-    return out
-
-
-#: a codec's two halves: one entry per codec id but CODEC_NONE
-_COMPRESS = {CODEC_ZSTD: _zstd_compress, CODEC_LZ4: _lz4_compress, CODEC_GZIP: _gzip_compress}
-_DECOMPRESS = {CODEC_ZSTD: _zstd_decompress, CODEC_LZ4: _lz4_decompress, CODEC_GZIP: _gzip_decompress}
 
 
 class RecordBatch:
@@ -501,7 +415,7 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
             raise MessageTooLarge(f"{where}: the compressed batch at {at_pos} inflates to {body_len} bytes, "
                                   f"more than the {max_inflated} allowed")
         try:
-            raw = _DECOMPRESS[codec](body, body_len)
+            raw = DECOMPRESS[codec](body, body_len)
         except Exception as e:  # codec libraries raise their own types
             raise CorruptRecordError(f"{where}: batch at {at_pos} does not decompress: {e}",
                                      position=at_pos) from None
