@@ -175,7 +175,7 @@ def python_floor(path: str) -> dict:
     whether it is the latest of its key (``dict.get``). Nothing is written: the cleaner's
     own pass does all this (with its own key slicing, used here) and writes the survivors,
     so this bounds its throughput."""
-    from vqs.storage.cleaner_work import _keys as keys
+    from vqs.cleaner.work import _keys as keys
 
     log = Log.open(path, readonly=True)
     try:

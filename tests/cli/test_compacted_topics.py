@@ -7,7 +7,8 @@ import json
 
 from cli_helpers import run_vqs as vqs
 
-from vqs.storage import CompactionSettings, Log, clean_log
+from vqs.cleaner import CompactionSettings, clean_log
+from vqs.storage import Log
 
 
 def test_create_a_compacted_topic_via_url_and_data_dir(srv, tmp_path):

@@ -24,8 +24,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
+from vqs.cleaner import CompactionSettings, clean_log  # noqa: E402
 from vqs.record import CODEC_NONE, HEADER_SIZE, encode_batch  # noqa: E402
-from vqs.storage import CompactionSettings, Log, clean_log  # noqa: E402
+from vqs.storage import Log  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, ms
 #: values longer than this are given in the JSON by length and SHA-256, not in base64

@@ -28,16 +28,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..cleaner import CleanStats, check_rate
 from ..errors import ConfigError, DiskFullError, LogClosedError, OffsetOutOfRange, VQSError
-from ..storage import (
-    FILE_CACHE,
-    CleanStats,
-    DirLock,
-    check_rate,
-    fsync_dir,
-    make_dirs,
-    raise_open_file_limit,
-)
+from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs, raise_open_file_limit
 from . import layout
 from .catalog import TopicCatalog
 from .compaction import TopicCleaner

@@ -36,18 +36,10 @@ import shutil
 import threading
 import uuid
 
+from ..cleaner import CompactionSettings
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
 from ..record import CODEC_NAMES
-from ..storage import (
-    CompactionSettings,
-    Log,
-    atomic_write,
-    check_room,
-    fsync_dir,
-    make_dirs,
-    raise_if_disk_full,
-    rename_aside,
-)
+from ..storage import Log, atomic_write, check_room, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
 from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic

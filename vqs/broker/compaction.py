@@ -2,8 +2,8 @@
 (``cleanup_policy`` with ``compact``) in one background thread.
 
 A pass visits every partition of every compacted topic and runs the storage
-cleaner on it (vqs/storage/cleaner.py: what is kept, the crash-safe swap, the
-space rules), its reading and writing in a worker process (``worker``, the
+cleaner on it (vqs/cleaner/: what is kept, the space rules; the crash-safe
+swap is storage's), its reading and writing in a worker process (``worker``, the
 default: this process's threads keep the interpreter; only the swaps run here). Passes run one at a time (``_pass_lock``): the background
 thread's every ``interval_s`` and any ``Broker.compact`` call, so two never
 write the same partition's cleaned files. A failed partition is logged and
@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import threading
 
+from ..cleaner import CleanStats, clean_log
 from ..errors import LogClosedError, VQSError
-from ..storage import CleanStats, clean_log
 from .catalog import compaction_settings
 
 logger = logging.getLogger(__name__)

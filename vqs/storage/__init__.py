@@ -4,29 +4,54 @@ nothing of brokers, servers or Spark).
 The public surface: every layer above imports from ``vqs.storage`` only (an
 import-linter contract), except ``vqs.storage.fs``, the filesystem seam,
 whose names a test's fault rebinds (look them up on the module at call time).
+The cleaner (vqs.cleaner) reads sealed segments and hands back cleaned files through
+the compaction names (``sealed_segments``, ``segment_batches``, ``replace_sealed``, ...).
 """
 
-from .cleaner import CleanStats, CompactionSettings, check_rate, clean_log
 from .dir_lock import LOCK_NAME, DirLock
-from .durable_file import atomic_write, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from .durable_file import (
+    atomic_write,
+    fsync_dir,
+    make_dirs,
+    raise_if_disk_full,
+    remove_files,
+    rename_aside,
+    write_all,
+)
 from .fd_limit import limit_raised_from, open_file_limits, raise_open_file_limit
 from .file_cache import CACHE as FILE_CACHE
 from .file_cache import set_max_open_files
 from .flusher import Flusher
 from .log import FLUSH_POLICIES, RECOVERY_POLICIES, Log
 from .log_buffer import BATCH_FIXED, RECORD_FIXED
+from .log_compaction import (
+    cleaned_path,
+    dir_lock_fd,
+    has_clean_point,
+    open_sealed,
+    read_clean_point,
+    replace_sealed,
+    sealed_segments,
+    write_clean_point,
+)
+from .log_compaction import now_ms as log_now_ms
 from .log_dir import CLEAN_MARKER, load_gaps
+from .log_settings import check_int
 from .log_throttle import Throttle
 from .map_cache import MapCache
+from .segment import Segment
+from .segment_reads import segment_batches, segment_max_timestamp
 from .segment_scan import scan_segment_file
-from .space import Claim, check_room, free_bytes
+from .space import Claim, check_room, floor_of, free_bytes
 from .space import for_path as space_for
 
 __all__ = [
     "BATCH_FIXED", "CLEAN_MARKER", "FILE_CACHE", "FLUSH_POLICIES", "LOCK_NAME", "RECORD_FIXED",
-    "RECOVERY_POLICIES", "Claim", "CleanStats", "CompactionSettings", "DirLock", "Flusher", "Log", "MapCache", "Throttle",
-    "atomic_write", "check_rate", "check_room", "clean_log",
-    "free_bytes", "fsync_dir", "limit_raised_from", "load_gaps", "make_dirs",
-    "open_file_limits", "raise_if_disk_full", "raise_open_file_limit", "rename_aside", "scan_segment_file",
-    "set_max_open_files", "space_for",
+    "RECOVERY_POLICIES", "Claim", "DirLock", "Flusher", "Log", "MapCache", "Segment", "Throttle",
+    "atomic_write", "check_int", "check_room", "cleaned_path", "dir_lock_fd", "floor_of", "free_bytes",
+    "fsync_dir", "has_clean_point", "limit_raised_from", "load_gaps", "log_now_ms", "make_dirs",
+    "open_file_limits", "open_sealed", "raise_if_disk_full", "raise_open_file_limit", "read_clean_point",
+    "remove_files", "rename_aside", "replace_sealed", "scan_segment_file", "sealed_segments",
+    "segment_batches", "segment_max_timestamp", "set_max_open_files", "space_for", "write_all",
+    "write_clean_point",
 ]

@@ -40,7 +40,6 @@ from ..errors import (
 from ..record import HEADER, Record, RecordBatch, codec_id, encode_batch_parts
 from . import fs, log_settings, retention
 from . import space as _space
-from .cleaner import finish_swaps
 from .dir_lock import DirLock
 from .durable_file import make_dirs, raise_if_disk_full
 from .fd_limit import FD_EXHAUSTED, too_many_open_files
@@ -49,6 +48,7 @@ from .flusher import Flusher
 from .group_commit import GroupCommit
 from .log_buffer import NULL, WriteBuffer, batches_bound, checked_columns
 from .log_buffer import as_bytes as _as_bytes
+from .log_compaction import finish_swaps
 from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps
 from .log_durability import Durability
 from .log_reads import Reads

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from .cleaner import CLEAN_POINT
+from .log_compaction import has_clean_point
 from .log_dir import list_segment_bases
 from .recovery import SegmentFactory
 from .segment import Segment
@@ -34,7 +34,7 @@ def open_segments(path: str, make_segment: SegmentFactory, bases: list[int] | No
 def _cleaned(path: str, segments: list[Segment], bases: list[int]) -> bool:
     """Whether the owner's cleaner changed a sealed segment since we opened it (one gone from
     the middle, or a size not ours); only compacted logs pay a stat per segment."""
-    if not os.path.exists(os.path.join(path, CLEAN_POINT)):
+    if not has_clean_point(path):
         return False
     present = set(bases)
     for seg in segments[:-1]:

@@ -480,7 +480,7 @@ class Segment:
         return memoryview(m)[position - start:]
 
     def continues(self, expected: int, base: int, attributes: int = 0) -> bool:
-        """May a batch at ``base`` follow ``expected`` (contiguous, a quarantine's gap, cleaner.py's gaps)?"""
+        """May a batch at ``base`` follow ``expected`` (contiguous, a quarantine's gap, the cleaner's gaps)?"""
         return base == expected or self.gaps.get(expected) == base or (
             attributes & ATTR_COMPACTED and base > expected)
 

@@ -132,3 +132,19 @@ def segment_max_timestamp(seg: Segment) -> int:
             m = max(m, info.max_timestamp_ms)
     seg.max_timestamp_ms = max(seg.max_timestamp_ms, m)
     return seg.max_timestamp_ms
+
+
+def segment_batches(seg: Segment, on_read=None, chunk_bytes: int = 1 << 20):
+    """Every batch of a sealed segment in order, CRC-verified and continuing the offsets
+    (CorruptRecordError otherwise), read ``chunk_bytes`` at a time; ``on_read(n)`` after
+    each ``n`` bytes read (a reader's rate bound)."""
+    pos, expected = 0, seg.base_offset
+    while pos < seg.size:
+        batches, nxt, _ = batches_at(seg, expected, chunk_bytes, (pos, expected))
+        if not batches or nxt is None or nxt <= pos:
+            raise CorruptRecordError(f"{seg.log_path}: no valid batch at position {pos}",
+                                     path=seg.log_path, position=pos)
+        if on_read is not None:
+            on_read(nxt - pos)
+        yield from batches
+        pos, expected = nxt, batches[-1].next_offset

@@ -1,9 +1,9 @@
-"""The reading and writing half of a cleaning pass (cleaner.py): the offset map
+"""The reading and writing half of a cleaning pass (clean.py): the offset map
 of the dirty section, and the survivors of a group of sealed segments written
 to ``{first}.cleaned``. It touches no state of the log: only the files of
 sealed segments (never written again) and the one ``.cleaned`` file it
 creates, so it runs in the log's process or in a worker process
-(cleaner_worker.py) alike; the swap that puts the file in place is cleaner.py's.
+(worker.py) alike; the swap that puts the file in place is storage's.
 
 Per-batch work over the columns: a batch's keys are sliced out of its key
 column at once, the map takes them with one ``dict.update``, the survivors of
@@ -26,7 +26,6 @@ from bisect import bisect_left
 from functools import lru_cache
 from itertools import islice
 
-from ..errors import CorruptRecordError
 from ..record import (
     ATTR_COMPACTED,
     ATTR_HEADERS,
@@ -41,12 +40,8 @@ from ..record import (
     head_batch,
     peek_header,
 )
-from . import fs
-from .durable_file import remove_files, write_all
-from .segment import Segment, segment_name
-from .segment_reads import batches_at
+from ..storage import Segment, cleaned_path, fs, remove_files, segment_batches, write_all
 
-CLEANED_SUFFIX = ".cleaned"
 #: records and bytes (keys and values) of a batch the cleaner writes (as the log's own defaults)
 BATCH_RECORDS = 4096
 BATCH_BYTES = 1 << 20
@@ -55,10 +50,6 @@ WRITE_BYTES = 1 << 20
 #: what the offset map counts per key besides the key's bytes
 KEY_OVERHEAD = 100
 _LITTLE = sys.byteorder == "little"
-
-
-def cleaned_path(directory: str, first: int) -> str:
-    return os.path.join(directory, segment_name(first) + CLEANED_SUFFIX)
 
 
 @lru_cache(maxsize=BATCH_RECORDS + 1)
@@ -102,19 +93,6 @@ class IoThrottle:
 UNTHROTTLED = IoThrottle(None)
 
 
-def segment_batches(seg: Segment, throttle: IoThrottle = UNTHROTTLED):
-    """Every batch of a sealed segment, CRC-verified and continuous (CorruptRecordError otherwise)."""
-    pos, expected = 0, seg.base_offset
-    while pos < seg.size:
-        batches, nxt, _ = batches_at(seg, expected, BATCH_BYTES, (pos, expected))
-        if not batches or nxt is None or nxt <= pos:
-            raise CorruptRecordError(f"{seg.log_path}: no valid batch at position {pos}",
-                                     path=seg.log_path, position=pos)
-        throttle.took(nxt - pos)
-        yield from batches
-        pos, expected = nxt, batches[-1].next_offset
-
-
 class OffsetMap:
     """key -> offset of its latest record in the dirty section; bounded by ``max_bytes``
     (keys' bytes plus KEY_OVERHEAD per key; a batch's new keys are counted at its
@@ -130,7 +108,7 @@ class OffsetMap:
 
     def add_segment(self, seg: Segment) -> None:
         offsets = self.offsets
-        for b in segment_batches(seg, self.throttle):
+        for b in segment_batches(seg, self.throttle.took, BATCH_BYTES):
             if b.key_validity is None:
                 continue
             keys = _keys(b)
@@ -428,7 +406,7 @@ class CleanWork:
         try:
             for i, seg in zip(group, segs):
                 before = clean_point if self.max_ts[i] <= horizon else 0
-                for b in segment_batches(seg, self.throttle):
+                for b in segment_batches(seg, self.throttle.took, BATCH_BYTES):
                     if b.producer_id >= 0 and (b.producer_id, b.producer_epoch, b.base_sequence) in producers:
                         w.batch(b)  # an idempotent producer's last batch stays whole
                         continue

@@ -1,4 +1,4 @@
-"""The log cleaner's worker process: a pass's reading and writing (cleaner_work.py)
+"""The log cleaner's worker process: a pass's reading and writing (work.py)
 done in a process of its own, so that its CPU never holds the interpreter lock of
 the process that owns the log (a server's listeners, appends and reads).
 
@@ -8,13 +8,13 @@ one answer per request): ``open`` (the directory, the sealed segments' bases and
 sizes, the quarantine gaps), ``map``, then ``write`` for each group; each answer
 is ``(True, result)`` or ``(False, exception)``. The owner keeps the planning,
 the space taken, and every step that changes what the log is: the commit rename
-and the swap, under the log's lock (cleaner.py).
+and the swap, under the log's lock (storage's ``replace_sealed``).
 
 Crash reasoning. The worker reads only sealed segments' files, which nothing
 writes again, and writes only ``{first}.cleaned``, which no open log reads: a
 worker killed at any point leaves the log as it was, and its ``.cleaned`` file
 is deleted by the owner (``Worker`` raises CleanerWorkerError, the pass ends)
-or by the next open (cleaner.finish_swaps). The worker holds the log's
+or by the next open (storage's ``finish_swaps``). The worker holds the log's
 directory lock (the descriptor is inherited: the same lock, until the owner
 releases it) and is killed when the thread that started it ends
 (PR_SET_PDEATHSIG where Linux has it): a worker outliving a crashed owner can
@@ -33,9 +33,8 @@ import subprocess
 import sys
 
 from ..errors import CleanerWorkerError
-from . import fs
-from .cleaner_work import CleanWork
-from .segment import Segment
+from ..storage import Segment, dir_lock_fd, fs, open_sealed
+from .work import CleanWork
 
 #: the worker's CPU priority below its owner's (``os.nice``): where both want a core, the
 #: owner's appends and reads go first and the pass takes what is left. Not SCHED_IDLE: on a
@@ -49,7 +48,7 @@ STOP_POLL_S = 0.2
 PR_SET_PDEATHSIG = 1
 #: the worker's entry: argv is (owner's pid, the directory holding this ``vqs``), put first on
 #: its path so that it runs this code whatever its working directory holds
-_MAIN = ("import sys; sys.path.insert(0, sys.argv[2]); from vqs.storage.cleaner_worker import main; "
+_MAIN = ("import sys; sys.path.insert(0, sys.argv[2]); from vqs.cleaner.worker import main; "
          "sys.exit(main(sys.argv[1:]))")
 
 
@@ -60,13 +59,13 @@ def _vqs_root() -> str:
 
 class Worker:
     """A worker process for one pass over ``log`` (``segs``: its sealed segments, in
-    order); the same calls as cleaner_work.CleanWork. Close it when the pass ends."""
+    order); the same calls as work.CleanWork. Close it when the pass ends."""
 
     def __init__(self, log, segs: list[Segment], io_max_bytes_per_s: float | None = None, stop=None):
         self.path = log.path
         self._stop = stop  # true: the pass is to end now (the worker is killed, not waited for)
-        lock = log._dir_lock
-        fds = (lock._fd,) if lock is not None and lock._fd is not None else ()
+        fd = dir_lock_fd(log)
+        fds = (fd,) if fd is not None else ()
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _MAIN, str(os.getpid()), _vqs_root()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=fds)
@@ -146,12 +145,7 @@ def _serve(requests, answers) -> None:
         try:
             if op == "open":
                 directory, specs, gaps, io_max_bytes_per_s = args
-                segs = []
-                for base, size in specs:
-                    seg = Segment(directory, base, active=False, owner=False, gaps=gaps, create=False,
-                                  index_interval_bytes=4096, index_capacity_bytes=1 << 20)  # (no index read)
-                    seg.size = size  # (sealed: the size its log saw)
-                    segs.append(seg)
+                segs = [open_sealed(directory, base, size, gaps) for base, size in specs]
                 work = CleanWork(directory, segs, io_max_bytes_per_s)
                 answer = (True, None)
             elif op == "map":

@@ -9,8 +9,9 @@ import os
 import fs_fault
 import pytest
 
+from vqs.cleaner import CompactionSettings, clean_log
 from vqs.errors import DiskFullError
-from vqs.storage import CompactionSettings, Log, clean_log, space_for
+from vqs.storage import Log, space_for
 
 MIB = 1 << 20
 SETTINGS = CompactionSettings(delete_retention_ms=10**12)

@@ -20,7 +20,8 @@ import textwrap
 
 import pytest
 
-from vqs.storage import CompactionSettings, Log, clean_log
+from vqs.cleaner import CompactionSettings, clean_log
+from vqs.storage import Log
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -30,7 +31,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FORK_SERVER = textwrap.dedent("""
     import os, subprocess, sys, traceback
     from fs_kill import kill_at_call
-    from vqs.storage import Log, CompactionSettings, clean_log
+    from vqs.storage import Log
+    from vqs.cleaner import CompactionSettings, clean_log
 
     def one_pass(path, kill_at, worker):
         log = Log.open(path, segment_bytes=4000, flush="always", batch_max_records=3)

@@ -20,9 +20,11 @@ import time
 
 import pytest
 
+from vqs.cleaner import CompactionSettings, clean_log
+from vqs.cleaner import worker as cleaner_worker
+from vqs.cleaner.work import IoThrottle
 from vqs.errors import CleanerWorkerError, ConfigError
-from vqs.storage import CompactionSettings, Log, clean_log, cleaner_worker
-from vqs.storage.cleaner_work import IoThrottle
+from vqs.storage import Log
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SETTINGS = CompactionSettings(delete_retention_ms=0)
@@ -34,7 +36,7 @@ KILLING_MAIN = textwrap.dedent("""
     sys.path.insert(0, os.path.join(sys.argv[2], "tests"))
     from fs_kill import kill_at_call
     kill_at_call(int(os.environ["KILL_AT"]), ("writev", "fsync", "unlink"))
-    from vqs.storage.cleaner_worker import main
+    from vqs.cleaner.worker import main
     sys.exit(main(sys.argv[1:]))
 """)
 
@@ -43,9 +45,9 @@ KILLING_MAIN = textwrap.dedent("""
 HANGING_MAIN = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, sys.argv[2])
-    from vqs.storage import cleaner_work
+    from vqs.cleaner import work as cleaner_work
     cleaner_work.CleanWork.write = lambda self, *args: time.sleep(3600)
-    from vqs.storage.cleaner_worker import main
+    from vqs.cleaner.worker import main
     sys.exit(main(sys.argv[1:]))
 """)
 
@@ -161,7 +163,9 @@ def test_a_worker_killed_at_every_step_leaves_the_log_intact(tmp_path, monkeypat
 #: the owner: a pass whose worker announces its pid on a FIFO at its first write, then waits
 OWNER = textwrap.dedent("""
     import sys
-    from vqs.storage import CompactionSettings, Log, clean_log, cleaner_worker
+    from vqs.cleaner import CompactionSettings, clean_log
+    from vqs.cleaner import worker as cleaner_worker
+    from vqs.storage import Log
     cleaner_worker._MAIN = '''
     import os, signal, sys
     sys.path.insert(0, sys.argv[2])
@@ -172,7 +176,7 @@ OWNER = textwrap.dedent("""
             f.write(str(os.getpid()))
         signal.pause()
     fs.writev = announce
-    from vqs.storage.cleaner_worker import main
+    from vqs.cleaner.worker import main
     sys.exit(main(sys.argv[1:]))
     '''
     log = Log.open(sys.argv[1], segment_bytes=8000, flush="always")
@@ -228,8 +232,8 @@ def test_a_worker_dies_with_its_owner(tmp_path):
 
 @pytest.mark.parametrize("codec", [0, 1])
 def test_a_run_across_batches_keeps_every_column(codec):
+    from vqs.cleaner.work import _encode_run
     from vqs.record import decode_batch, encode_batch
-    from vqs.storage.cleaner_work import _encode_run
 
     a = decode_batch(encode_batch(10, [b"a0", None, b"a2", b"a3"], keys=[b"x", b"y", b"z", b"w"],
                                   headers=[None, [("h", b"1")], None, [("g", None)]],

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from vqs.cleaner import CompactionSettings, clean_log
 from vqs.record import ATTR_COMPACTED
-from vqs.storage import CompactionSettings, Log, clean_log
+from vqs.storage import Log
 
 
 def _write(log, n: int, keys: int) -> list:
