@@ -1,7 +1,7 @@
 """``vqs inspect``: dump segment files and report corruption, without any lock.
 
-The scanning (bounds, CRC, offset order of every batch) is storage's
-``segment_scan``; this module only finds the ``<digits>.log`` files under a
+The scanning (bounds, CRC, offset order of every batch) is
+``segment_scan``'s; this module only finds the ``<digits>.log`` files under a
 path, turns the scanner's findings into a report and prints it (a progress
 bar on a terminal while it scans). Exit status 4 (EXIT_CORRUPT) if any
 segment is corrupt (a torn tail is not corruption: recovery truncates it).
@@ -82,7 +82,7 @@ def inspect_segment(file: str, want_batches: bool = False, want_records: bool = 
     """Walk one segment file batch by batch (storage's scanner verifies bounds
     and CRC of each); report what it found."""
     from ..record import CODEC_NAMES
-    from ..storage import scan_segment_file
+    from .segment_scan import scan_segment_file
 
     info = {"file": file, "batches": 0, "records": 0, "first_offset": None, "last_offset": None,
             "bytes": os.path.getsize(file), "status": "ok", "problems": [], "corrupt": False}

@@ -41,7 +41,6 @@ from .log_throttle import Throttle
 from .map_cache import MapCache
 from .segment import Segment
 from .segment_reads import segment_batches, segment_max_timestamp
-from .segment_scan import scan_segment_file
 from .space import Claim, check_room, floor_of, free_bytes
 from .space import for_path as space_for
 
@@ -51,7 +50,7 @@ __all__ = [
     "atomic_write", "check_int", "check_room", "cleaned_path", "dir_lock_fd", "floor_of", "free_bytes",
     "fsync_dir", "has_clean_point", "limit_raised_from", "load_gaps", "log_now_ms", "make_dirs",
     "open_file_limits", "open_sealed", "raise_if_disk_full", "raise_open_file_limit", "read_clean_point",
-    "remove_files", "rename_aside", "replace_sealed", "scan_segment_file", "sealed_segments",
+    "remove_files", "rename_aside", "replace_sealed", "sealed_segments",
     "segment_batches", "segment_max_timestamp", "set_max_open_files", "space_for", "write_all",
     "write_clean_point",
 ]

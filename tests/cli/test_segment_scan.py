@@ -1,7 +1,7 @@
-"""storage.segment_scan: the full scan behind ``vqs inspect``."""
+"""vqs/cli/segment_scan.py: the full scan behind ``vqs inspect``."""
 
+from vqs.cli.segment_scan import scan_segment_buffer, scan_segment_file
 from vqs.record import encode_batch
-from vqs.storage.segment_scan import scan_segment_buffer, scan_segment_file
 
 
 def _kinds(buf, **kw):

@@ -1,5 +1,7 @@
-"""A full, read-only scan of one segment file for ``vqs inspect``: every batch verified, every
-damaged region reported, going on past damage where the batch bounds allow.
+"""A full, read-only scan of one segment file for ``vqs inspect`` (Kafka's DumpLogSegments):
+every batch verified, every damaged region reported, going on past damage where the batch
+bounds allow. It reads the file's bytes as the format defines them (vqs.record), not through
+a log: a damaged segment that recovery would refuse or cut is shown as it is.
 
 What it reports, in file order (``ScanItem.kind``):
 
@@ -20,8 +22,8 @@ from collections.abc import Iterator
 
 from ..errors import CorruptRecordError
 from ..record import ATTR_COMPACTED, HEADER_SIZE, RecordBatch, decode_batch, peek_header
-from .segment import LOG_SUFFIX
 
+LOG_SUFFIX = ".log"  # a segment file: ``{base:020d}.log`` (docs/FORMAT.md)
 CORRUPT_KINDS = frozenset({"offset_goes_back", "below_segment_base", "invalid_batch", "bad_header"})
 
 
