@@ -23,7 +23,7 @@ import re
 from urllib.parse import unquote
 
 from .. import errors as E
-from ..storage import Throttle
+from ..log_throttle import Throttle
 
 logger = logging.getLogger("vqs.server")
 _lasting = Throttle(logger)  # a full disk or a failed log: a line a minute per file, not per request

@@ -21,7 +21,7 @@ import re
 import sys
 import time
 
-from ..storage import Throttle
+from ..log_throttle import Throttle
 
 FORMATS = ("auto", "json", "text")
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from ..storage import Throttle
+from ..log_throttle import Throttle
 
 logger = logging.getLogger("vqs.server")
 _lines = Throttle(logger)

@@ -37,7 +37,6 @@ from .log_compaction import (
 from .log_compaction import now_ms as log_now_ms
 from .log_dir import CLEAN_MARKER, load_gaps
 from .log_settings import check_int
-from .log_throttle import Throttle
 from .map_cache import MapCache
 from .segment import Segment
 from .segment_reads import segment_batches, segment_max_timestamp
@@ -46,7 +45,7 @@ from .space import for_path as space_for
 
 __all__ = [
     "BATCH_FIXED", "CLEAN_MARKER", "FILE_CACHE", "FLUSH_POLICIES", "LOCK_NAME", "RECORD_FIXED",
-    "RECOVERY_POLICIES", "Claim", "DirLock", "Flusher", "Log", "MapCache", "Segment", "Throttle",
+    "RECOVERY_POLICIES", "Claim", "DirLock", "Flusher", "Log", "MapCache", "Segment",
     "atomic_write", "check_int", "check_room", "cleaned_path", "dir_lock_fd", "floor_of", "free_bytes",
     "fsync_dir", "has_clean_point", "limit_raised_from", "load_gaps", "log_now_ms", "make_dirs",
     "open_file_limits", "open_sealed", "raise_if_disk_full", "raise_open_file_limit", "read_clean_point",

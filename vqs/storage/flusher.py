@@ -15,7 +15,7 @@ import time
 import weakref
 
 from ..errors import DiskFullError
-from .log_throttle import Throttle
+from ..log_throttle import Throttle
 
 logger = logging.getLogger("vqs.storage")
 _full = Throttle(logger)  # a full disk meets every tick of every log: a line a minute per file

@@ -35,10 +35,10 @@ import time
 import weakref
 
 from ..errors import DiskFullError
+from ..log_throttle import Throttle
 from . import fs
 from .durable_file import atomic_write, fsync_dir, remove_files
 from .log_dir import CLEAN_MARKER, clean_marker_bytes, write_checkpoint
-from .log_throttle import Throttle
 
 logger = logging.getLogger("vqs.storage")
 _full = Throttle(logger)  # a checkpoint that waits for space is retried every flush tick

@@ -61,8 +61,8 @@ import time
 from collections.abc import Callable
 
 from ...errors import LogClosedError, VQSError
+from ...log_throttle import Throttle
 from ...record import Record
-from ...storage import Throttle
 from .lease_records import DELETE_ROOM, encode_move
 from .leases import AVAILABLE, MOVING
 from .message import H_COUNT, H_DELAY, H_ID, H_SENT, H_SOURCE

@@ -1,4 +1,4 @@
-"""Warnings about a full disk are bounded in rate (vqs.storage.log_throttle): a
+"""Warnings about a full disk are bounded in rate (vqs/log_throttle.py): a
 log left on a real full filesystem (a 3 MiB tmpfs, tests/conftest.py) under
 flush="interval" meets the full disk at every flush tick (10 a second), and
 logs it once, not once a tick; the throttle itself, on a moved clock."""
@@ -13,7 +13,7 @@ import pytest
 
 import vqs
 from vqs import DiskFullError
-from vqs.storage.log_throttle import MAX_KEYS, Throttle
+from vqs.log_throttle import MAX_KEYS, Throttle
 
 
 def test_throttle_logs_the_first_then_one_line_per_period_with_the_count(caplog):
