@@ -23,6 +23,7 @@
                                  a queue's state log and snapshot, vqs.broker.queue.lease_state)
       producer_ids               the next block of idempotent producer ids (producer_state; atomic replace)
       scram_credentials.json     the Kafka listener's SCRAM users (vqs.server.kafka.scram; atomic replace)
+      kafka_acls.json            the Kafka listener's ACLs (vqs.server.kafka.acls; atomic replace)
       spark/
         sinks/
           {queryId}/             Spark streaming sink, path mode: state.json + staged Arrow files
@@ -49,6 +50,7 @@ TOPIC_FILE = "topic.json"
 OFFSETS_FILE = "offsets.json"
 PRODUCER_IDS_FILE = "producer_ids"
 SCRAM_FILE = "scram_credentials.json"
+ACLS_FILE = "kafka_acls.json"
 PRODUCER_SNAPSHOT_FILE = "producers.json"  # in a partition's log directory
 MOVE_TASKS_FILE = "~move-tasks.json"  # in the queue registry's directory; "~": never a queue name
 SPARK_SINKS = os.path.join("spark", "sinks")
@@ -112,3 +114,8 @@ def producer_snapshot_file(partition_directory: str) -> str:
 def scram_credentials_file(data_dir: str) -> str:
     """``DATA/scram_credentials.json``: SASL/SCRAM users of the Kafka listener."""
     return os.path.join(data_dir, SCRAM_FILE)
+
+
+def kafka_acls_file(data_dir: str) -> str:
+    """``DATA/kafka_acls.json``: the Kafka listener's ACLs."""
+    return os.path.join(data_dir, ACLS_FILE)

@@ -99,6 +99,9 @@ def serve_command(
     kafka_user: list[str] = typer.Option([], "--kafka-user",
                                          help="NAME:PASSWORD for Kafka's SASL/PLAIN instead of the tokens (repeat; "
                                               "VQS_KAFKA_USERS)"),
+    kafka_super_user: list[str] = typer.Option([], "--kafka-super-user",
+                                               help="User:NAME whom no Kafka ACL restricts (repeat; "
+                                                    "VQS_KAFKA_SUPER_USERS)"),
 ):
     """Run the server on a data directory.
 
@@ -115,6 +118,7 @@ def serve_command(
                      grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
     overrides["kafka_port"] = kafka_port
     overrides["kafka_users"] = kafka_user or None
+    overrides["kafka_super_users"] = kafka_super_user or None
     overrides.update(max_connections_per_client=max_connections_per_client,
                      http_header_timeout_s=http_header_timeout_s)
     overrides["allowed_hosts"] = allowed_host

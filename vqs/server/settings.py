@@ -33,6 +33,9 @@ class Settings:
     sigv4_keys: dict[str, str] = field(default_factory=dict)  # access key id -> secret (SQS)
     kafka_users: dict[str, str] = field(default_factory=dict)  # SASL/PLAIN user -> password for Kafka
                                                                # clients; given, they replace the tokens there
+    kafka_super_users: list[str] = field(default_factory=list)  # Kafka principals (User:NAME) no ACL restricts
+    kafka_allow_if_no_acl: bool = True                         # a resource no Kafka ACL names is open to every
+                                                               # principal (Kafka's allow.everyone.if.no.acl.found)
     insecure: bool = False                                     # allow non-loopback without credentials
     allowed_hosts: list[str] = field(default_factory=list)     # Host names answered besides localhost, IP addresses
     tls_cert: str = ""                                         # PEM certificate (chain): HTTPS and gRPC over TLS
@@ -115,6 +118,9 @@ class Settings:
 
     def check(self) -> None:
         """Refuse settings that would be unsafe or cannot work (ConfigError names the setting)."""
+        for p in self.kafka_super_users:
+            if not p.startswith("User:") or len(p) == 5:
+                raise ConfigError(f"kafka_super_users: {p!r} is not a principal of the form User:NAME")
         if self.flush not in ("always", "interval", "never"):
             raise ConfigError(f"flush must be always, interval or never, not {self.flush!r}")
         if not (0 < self.port < 65536):

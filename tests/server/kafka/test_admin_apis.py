@@ -269,7 +269,9 @@ def test_describe_cluster_and_authorized_operations(kafka_server):
     c = _member(kafka_server, group, topic)
     try:
         g = admin.describe_consumer_groups([group], include_authorized_operations=True)[group].result(10)
-        assert set(g.authorized_operations) == {AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE}
+        assert set(g.authorized_operations) == {  # as Kafka 4 (AclEntry.supportedOperations(GROUP))
+            AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
+            AclOperation.ALTER_CONFIGS}
     finally:
         c.close()
 

@@ -5,35 +5,26 @@ Each is a thin translation to the broker's public surface (``Broker.create_parti
 ``Broker.delete_records``, the group coordinator and group offsets), answered per
 topic/partition/group as Kafka does: one bad entry fails only itself. Every
 array count is checked against the bytes left before anything is allocated
-(``Reader.array_len``). This is one node that grants an authenticated
-connection every operation (``AUTHORIZED_OPERATIONS``).
+(``Reader.array_len``). Each checks the principal's ACLs first (acls.py), as Kafka:
+ALTER on a topic to add partitions, DELETE on a topic to delete records, DELETE on a
+group to delete it or its offsets (and READ on each topic), DESCRIBE on the cluster.
 """
 
 from __future__ import annotations
 
 from ... import errors as E
+from . import acls as A
 from . import errors as K
 from .codec import ProtocolError, Reader, Writer
 
-# Kafka's AclOperation codes, as bits of an authorized-operations field (KIP-430).
-_OPS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9,
-        "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12}
-# The operations Kafka defines on each resource type; an authenticated connection holds all of them.
-AUTHORIZED_OPERATIONS = {
-    "topic": sum(1 << _OPS[o] for o in ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
-                                        "DESCRIBE_CONFIGS", "ALTER_CONFIGS")),
-    "group": sum(1 << _OPS[o] for o in ("READ", "DELETE", "DESCRIBE")),
-    "cluster": sum(1 << _OPS[o] for o in ("CREATE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
-                                          "ALTER_CONFIGS", "IDEMPOTENT_WRITE")),
-}
 NOT_REQUESTED = -2147483648  # the authorized-operations field when the client did not ask
 
 
-def authorized_operations(resource: str, requested: bool) -> int:
-    """The authorized-operations field of a ``resource`` ("topic", "group", "cluster") in an answer:
-    every operation Kafka defines on it when asked (the connection is authenticated, or no
-    credential is configured: either way it may do all), else NOT_REQUESTED."""
-    return AUTHORIZED_OPERATIONS[resource] if requested else NOT_REQUESTED
+def authorized_operations(ctx, conn, rtype: int, name: str, requested: bool) -> int:
+    """The authorized-operations field of a resource (acls.TOPIC, GROUP or CLUSTER) in an
+    answer: the operations Kafka defines on it that the connection's principal may do (its
+    ACLs, acls.py), when asked; else NOT_REQUESTED."""
+    return A.operations(ctx, conn, rtype, name) if requested else NOT_REQUESTED
 
 
 def _total_partitions(ctx) -> int:
@@ -68,7 +59,11 @@ async def create_partitions(ctx, conn, v, r):
     for name, count, assignments in topics:
         err, msg = K.NONE, None
         try:
+            if not A.allowed(ctx, conn, A.ALTER, A.TOPIC, name):
+                raise A.Refused(K.TOPIC_AUTHORIZATION_FAILED)
             current = ctx.broker.topic(name).partitions
+        except A.Refused as e:
+            err, msg, current = e.code, "ALTER on the topic is not allowed", 0
         except E.VQSError as e:
             err, msg, current = K.code_for(e), str(e), 0
         if err:
@@ -108,12 +103,16 @@ async def delete_records(ctx, conn, v, r):
         name = r.string()
         topics.append((name, [(r.int32(), r.int64()) for _ in range(r.array_len(12))]))
     r.int32()  # timeout
+    deletable = {name: A.allowed(ctx, conn, A.DELETE, A.TOPIC, name) for name, _ in topics}
 
     def work():
         out = []
         for name, parts in topics:
             rows = []
             for p, offset in parts:
+                if not deletable[name]:
+                    rows.append((p, -1, K.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 try:
                     if offset < -1:
                         raise E.OffsetOutOfRange(f"offset {offset} is not an offset", offset=offset,
@@ -181,6 +180,9 @@ async def delete_groups(ctx, conn, v, r):
 
     w = Writer().int32(0).array(len(names))
     for name in names:
+        if not A.allowed(ctx, conn, A.DELETE, A.GROUP, name):
+            w.string(name).int16(K.GROUP_AUTHORIZATION_FAILED)
+            continue
         w.string(name).int16(await ctx.blocking(work, name))
     return bytes(w.b)
 
@@ -191,9 +193,13 @@ async def offset_delete(ctx, conn, v, r):
     for _ in range(r.array_len(2 + 4)):
         name = r.string()
         topics.append((name, [r.int32() for _ in range(r.array_len(4))]))
+    may_delete = A.allowed(ctx, conn, A.DELETE, A.GROUP, group)
+    readable = {name: A.allowed(ctx, conn, A.READ, A.TOPIC, name) for name, _ in topics}
 
     def work() -> tuple[int, dict]:
         codes: dict = {}
+        if not may_delete:
+            return K.GROUP_AUTHORIZATION_FAILED, codes
         try:
             subscribed = _subscribed(ctx, group)
             if group not in ctx.broker.groups():
@@ -205,6 +211,9 @@ async def offset_delete(ctx, conn, v, r):
         doomed = []
         for name, parts in topics:
             for p in parts:
+                if not readable[name]:
+                    codes[(name, p)] = K.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if name in subscribed:
                     codes[(name, p)] = K.GROUP_SUBSCRIBED_TO_TOPIC
                     continue
@@ -235,8 +244,12 @@ async def offset_delete(ctx, conn, v, r):
 
 async def describe_cluster(ctx, conn, v, r):
     """DescribeCluster v0 (flexible: compact strings and arrays, tagged fields)."""
-    ops = authorized_operations("cluster", r.boolean())
+    ops = authorized_operations(ctx, conn, A.CLUSTER, A.CLUSTER_NAME, r.boolean())
     r.tagged_fields()
+    if not A.cluster_allowed(ctx, conn, A.DESCRIBE):
+        w = Writer().int32(0).int16(K.CLUSTER_AUTHORIZATION_FAILED)
+        w.compact_string("DESCRIBE on the cluster is not allowed").compact_string(ctx.cluster_id).int32(-1)
+        return bytes(w.compact_array(0).int32(NOT_REQUESTED).tags().b)
     w = Writer().int32(0).int16(K.NONE).compact_string(None).compact_string(ctx.cluster_id).int32(ctx.node_id)
     w.compact_array(1).int32(ctx.node_id).compact_string(ctx.host).int32(ctx.port).compact_string(None).tags()
     return bytes(w.int32(ops).tags().b)

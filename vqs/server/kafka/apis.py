@@ -14,6 +14,7 @@ from __future__ import annotations
 from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
+from . import acls as A
 from . import admin, consumer_protocol, data, groups, scram, share, share_groups, share_offsets, topic_ids
 from . import configs as configs_
 from . import errors as K
@@ -68,7 +69,8 @@ async def metadata(ctx, conn, v, r):
     topic_ops = r.boolean() if v >= 8 else False
     broker = ctx.broker
     if names is None:  # all topics: VQS's internal ones (__spark_*) only when asked for by name
-        names = [n for n in broker.topics() if not is_internal(n)]
+        names = [n for n in broker.topics()
+                 if not is_internal(n) and A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, n)]
     w = Writer()
     if v >= 3:
         w.int32(0)
@@ -83,10 +85,14 @@ async def metadata(ctx, conn, v, r):
     for name in names:
         err, parts = K.NONE, 0
         try:
+            if not A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, name):
+                raise A.Refused(K.TOPIC_AUTHORIZATION_FAILED)
             parts = broker.topic(name).partitions
+        except A.Refused as e:
+            err = e.code
         except E.TopicDoesNotExist:
             err = K.UNKNOWN_TOPIC_OR_PARTITION
-            if auto_create and ctx.settings.kafka_auto_create_topics:
+            if auto_create and ctx.settings.kafka_auto_create_topics and A.may_create_topic(ctx, conn, name):
                 try:
                     parts = broker.create_topic(name, ctx.settings.kafka_num_partitions).partitions
                     err = K.NONE
@@ -111,9 +117,9 @@ async def metadata(ctx, conn, v, r):
             if v >= 5:
                 w.array(0)
         if v >= 8:
-            w.int32(admin.authorized_operations("topic", topic_ops and not err))
+            w.int32(admin.authorized_operations(ctx, conn, A.TOPIC, name, topic_ops and not err))
     if v >= 8:
-        w.int32(admin.authorized_operations("cluster", cluster_ops))
+        w.int32(admin.authorized_operations(ctx, conn, A.CLUSTER, A.CLUSTER_NAME, cluster_ops))
     return bytes(w.b)
 
 
@@ -138,11 +144,14 @@ async def create_topics(ctx, conn, v, r):
     for name, parts, rf, configs, assignments in topics:
         err, msg = K.NONE, None
         kwargs = {}
-        try:
-            kwargs = configs_.topic_settings(configs)
-            validate_topic_settings(1, kwargs)  # the broker's own bounds, also under validate_only
-        except E.ConfigError as e:
-            err, msg = K.INVALID_CONFIG, str(e)
+        if not A.may_create_topic(ctx, conn, name):
+            err, msg = K.TOPIC_AUTHORIZATION_FAILED, "CREATE on the cluster or the topic is not allowed"
+        else:
+            try:
+                kwargs = configs_.topic_settings(configs)
+                validate_topic_settings(1, kwargs)  # the broker's own bounds, also under validate_only
+            except E.ConfigError as e:
+                err, msg = K.INVALID_CONFIG, str(e)
         if err:
             pass
         elif assignments:  # manual assignments, as Kafka: they give the partition count
@@ -196,7 +205,11 @@ async def delete_topics(ctx, conn, v, r):
     for name in names:
         err = K.NONE
         try:
+            if not A.allowed(ctx, conn, A.DELETE, A.TOPIC, name):
+                raise A.Refused(K.TOPIC_AUTHORIZATION_FAILED)
             await ctx.blocking(ctx.broker.delete_topic, name)
+        except A.Refused as e:
+            err = e.code
         except E.VQSError as e:
             err = K.code_for(e)
         w.string(name).int16(err)
@@ -204,12 +217,18 @@ async def delete_topics(ctx, conn, v, r):
 
 
 async def find_coordinator(ctx, conn, v, r):
-    r.string()
-    if v >= 1:
-        r.int8()
+    """FindCoordinator 0-2: this node, for a group whose principal may DESCRIBE it (a
+    transactional id is answered too: InitProducerId refuses transactions)."""
+    key = r.string()
+    key_type = r.int8() if v >= 1 else 0
     w = Writer()
     if v >= 1:
         w.int32(0)
+    if key_type == 0 and not A.allowed(ctx, conn, A.DESCRIBE, A.GROUP, key):
+        w.int16(K.GROUP_AUTHORIZATION_FAILED)
+        if v >= 1:
+            w.string("DESCRIBE on the group is not allowed")
+        return bytes(w.int32(-1).string("").int32(-1).b)
     w.int16(K.NONE)
     if v >= 1:
         w.string(None)
@@ -223,6 +242,8 @@ async def init_producer_id(ctx, conn, v, r):
     w = Writer().int32(0)
     if txn is not None:
         return bytes(w.int16(K.INVALID_REQUEST).int64(-1).int16(-1).b)  # no transactions
+    if not (A.cluster_allowed(ctx, conn, A.IDEMPOTENT_WRITE) or A.allowed_on_any(ctx, conn, A.WRITE, A.TOPIC)):
+        return bytes(w.int16(K.CLUSTER_AUTHORIZATION_FAILED).int64(-1).int16(-1).b)
     try:
         pid, epoch = await ctx.blocking(ctx.broker.producer_states.new_producer)
     except E.DiskFullError:
@@ -267,6 +288,7 @@ async def sasl_authenticate(ctx, conn, v, r):
                 out = ex.final(auth)
                 conn.scram = None
                 conn.authenticated = True
+                conn.principal = "User:" + ex.user
             w.int16(K.NONE).string(None)
         except ScramFailed as e:
             conn.authenticated = False
@@ -302,6 +324,9 @@ API_TABLE: dict = {
     21: (0, 1, NO_FLEX, admin.delete_records),
     22: (0, 1, NO_FLEX, init_producer_id),
     23: (0, 4, 4, data.offset_for_leader_epoch),
+    29: (0, 3, 2, A.describe_acls),
+    30: (0, 3, 2, A.create_acls),
+    31: (0, 3, 2, A.delete_acls),
     32: (0, 4, 4, configs_.describe_configs),
     33: (0, 2, 2, configs_.alter_configs),
     36: (0, 1, NO_FLEX, sasl_authenticate),

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from ... import errors as E
 from ...broker.catalog import COMPRESSIONS
+from . import acls as A
 from . import errors as K
 from . import share_groups
 from .codec import Flex, Writer
@@ -206,6 +207,23 @@ def _bad_broker_name(ctx, name: str) -> str | None:
     return f"unexpected broker id {name!r}: this is one node, id {ctx.node_id} (or empty: the defaults)"
 
 
+def _refused(ctx, conn, rtype: int, name: str, operation: int) -> tuple[int, str] | None:
+    """(error, message) when the principal may not do ``operation`` (DESCRIBE_CONFIGS or
+    ALTER_CONFIGS) on a config resource (a topic, the broker: the cluster, a group), as Kafka."""
+    if rtype == TOPIC:
+        kind, code = A.TOPIC, K.TOPIC_AUTHORIZATION_FAILED
+    elif rtype == BROKER:
+        kind, code, name = A.CLUSTER, K.CLUSTER_AUTHORIZATION_FAILED, A.CLUSTER_NAME
+    elif rtype == share_groups.GROUP_RESOURCE:
+        kind, code = A.GROUP, K.GROUP_AUTHORIZATION_FAILED
+    else:
+        return None
+    if A.allowed(ctx, conn, operation, kind, name):
+        return None
+    what = "DESCRIBE_CONFIGS" if operation == A.DESCRIBE_CONFIGS else "ALTER_CONFIGS"
+    return code, f"{what} on {name!r} is not allowed"
+
+
 async def describe_configs(ctx, conn, v, r):
     f = Flex(r, v >= 4)
     resources = []
@@ -223,7 +241,10 @@ async def describe_configs(ctx, conn, v, r):
         # name -> (value, source, synonyms, type, doc)
         configs: dict[str, tuple] = {}
         err, msg = K.NONE, None
-        if rtype == TOPIC:
+        refused = _refused(ctx, conn, rtype, name, A.DESCRIBE_CONFIGS)
+        if refused:
+            err, msg = refused
+        elif rtype == TOPIC:
             try:
                 for k, (val, src, syn) in topic_configs(ctx, ctx.broker.topic(name)).items():
                     spec = TOPIC_CONFIGS.get(k)
@@ -330,7 +351,7 @@ def _topic_changes(topic, configs: list, incremental: bool) -> dict:
     return changes
 
 
-async def _alter(ctx, r, f, incremental: bool) -> bytes:
+async def _alter(ctx, conn, r, f, incremental: bool) -> bytes:
     resources, validate_only = _read_alter(r, f, incremental)
     seen: dict = {}
     for rtype, name, _ in resources:
@@ -339,7 +360,10 @@ async def _alter(ctx, r, f, incremental: bool) -> bytes:
     for rtype, name, configs in resources:
         err, msg = K.NONE, None
         keys = [k for k, _, _ in configs]
-        if seen[(rtype, name)] > 1:
+        refused = _refused(ctx, conn, rtype, name, A.ALTER_CONFIGS)
+        if refused:
+            err, msg = refused
+        elif seen[(rtype, name)] > 1:
             err, msg = K.INVALID_REQUEST, f"resource {name!r} appears more than once in the request"
         elif incremental and len(set(keys)) != len(keys):
             err, msg = K.INVALID_REQUEST, f"duplicate config keys for {name!r}"
@@ -376,10 +400,10 @@ async def _alter(ctx, r, f, incremental: bool) -> bytes:
 async def alter_configs(ctx, conn, v, r):
     """AlterConfigs: a topic's own configs become exactly those given (the others return to
     their defaults), as Kafka's non-incremental AlterConfigs."""
-    return await _alter(ctx, r, Flex(r, v >= 2), incremental=False)
+    return await _alter(ctx, conn, r, Flex(r, v >= 2), incremental=False)
 
 
 async def incremental_alter_configs(ctx, conn, v, r):
     """IncrementalAlterConfigs: SET, DELETE (back to the default), APPEND and SUBTRACT (list
     configs only) on the named configs; the others stay."""
-    return await _alter(ctx, r, Flex(r, v >= 1), incremental=True)
+    return await _alter(ctx, conn, r, Flex(r, v >= 1), incremental=True)

@@ -23,6 +23,7 @@ import time
 from ... import errors as E
 from ...broker import consumer_groups as CG
 from ...broker.names import is_internal
+from . import acls as A
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
@@ -134,6 +135,10 @@ async def consumer_group_heartbeat(ctx, conn, v, r):
     cg = consumer_groups(ctx)
     if not group or (topics is not None and any(not t for t in topics)):
         return heartbeat_error(w, K.INVALID_REQUEST, "a group id and topic names are required")
+    if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+        return heartbeat_error(w, K.GROUP_AUTHORIZATION_FAILED, "READ on the group is not allowed")
+    if topics is not None and any(not A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, t) for t in topics):
+        return heartbeat_error(w, K.TOPIC_AUTHORIZATION_FAILED, "DESCRIBE on a subscribed topic is not allowed")
     if regex:
         try:
             TopicRegex(regex)
@@ -176,7 +181,10 @@ async def consumer_group_describe(ctx, conn, v, r):
     for group in groups:
         d, err, msg = None, K.NONE, None
         try:
-            d = cg.describe(group) if group else None
+            if not A.allowed(ctx, conn, A.DESCRIBE, A.GROUP, group):
+                err, msg = K.GROUP_AUTHORIZATION_FAILED, "DESCRIBE on the group is not allowed"
+            else:
+                d = cg.describe(group) if group else None
         except E.InvalidName as e:
             err, msg = K.INVALID_GROUP_ID, str(e)
         if d is None and not err:
@@ -205,7 +213,7 @@ async def consumer_group_describe(ctx, conn, v, r):
             if v >= 1:
                 w.int8(1)  # member type: consumer protocol
             w.tags()
-        w.int32(authorized_operations("group", ops and not err)).tags()
+        w.int32(authorized_operations(ctx, conn, A.GROUP, group, ops and not err)).tags()
     return bytes(w.tags().b)
 
 

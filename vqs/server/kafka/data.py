@@ -27,6 +27,7 @@ import time
 
 from ... import errors as E
 from ..long_poll import wait_topics
+from . import acls as A
 from . import errors as K
 from .codec import Flex, Writer
 from .records import CorruptBatch, decode_batches, is_compressed
@@ -106,6 +107,7 @@ async def produce(ctx, conn, v, r):
     for _ in range(r.array_len(6)):
         name = r.string()
         parts = []
+        may_write = A.allowed(ctx, conn, A.WRITE, A.TOPIC, name)
         for _ in range(r.array_len(8)):
             p = r.int32()
             data = r.nullable_bytes() or b""
@@ -113,6 +115,9 @@ async def produce(ctx, conn, v, r):
             start = -1
             rec_errors: list = []
             message = None
+            if not may_write:  # (before the topic is looked up: nothing tells it exists)
+                parts.append((p, K.TOPIC_AUTHORIZATION_FAILED, base, start, rec_errors, message))
+                continue
             try:
                 if txn is not None:
                     raise CorruptBatch("transactions are not supported", code=K.INVALID_REQUEST)
@@ -215,8 +220,12 @@ async def fetch(ctx, conn, v, r):
         for name, parts in wanted:
             rows = []
             try:
+                if not A.allowed(ctx, conn, A.READ, A.TOPIC, name):
+                    raise A.Refused(K.TOPIC_AUTHORIZATION_FAILED)
                 topic = broker.topic(name)
                 topics.append(topic)
+            except A.Refused as e:
+                topic, code = None, e.code
             except E.VQSError as e:
                 topic = None
                 code = K.code_for(e)
@@ -308,7 +317,9 @@ async def list_offsets(ctx, conn, v, r):
         f.w_array(w, len(parts))
         for p, ts in parts:
             err, off, found_ts = K.NONE, -1, -1
-            if ts < 0 and v < SPECIAL_TIMESTAMPS.get(ts, v + 1):
+            if not A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, name):
+                err = K.TOPIC_AUTHORIZATION_FAILED
+            elif ts < 0 and v < SPECIAL_TIMESTAMPS.get(ts, v + 1):
                 err = K.UNSUPPORTED_VERSION
             else:
                 try:
@@ -362,11 +373,15 @@ async def offset_for_leader_epoch(ctx, conn, v, r):
         for p, current, epoch in parts:
             err, leader, end = K.NONE, -1, -1
             try:
+                if not A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, name):
+                    raise A.Refused(K.TOPIC_AUTHORIZATION_FAILED)
                 log = ctx.broker.topic(name).log(p)
                 if current > 0:  # a newer epoch than this partition ever had
                     err = K.UNKNOWN_LEADER_EPOCH
                 elif epoch >= 0:
                     leader, end = 0, log.end_offset
+            except A.Refused as e:
+                err = e.code
             except E.VQSError as e:
                 err = K.code_for(e)
             w.int16(err).int32(p)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.group_offsets import MAX_METADATA
+from . import acls as A
 from . import consumer_protocol, share_groups
 from . import errors as K
 from .admin import authorized_operations
@@ -53,13 +54,18 @@ async def join_group(ctx, conn, v, r):
     host = str(conn.peer[0]) if conn.peer else ""
     st = ctx.settings
     lo, hi = st.kafka_group_min_session_timeout_ms, st.kafka_group_max_session_timeout_ms
-    if not (lo <= session <= hi and 0 < rebalance <= hi):
+    refused = None
+    if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+        refused = K.GROUP_AUTHORIZATION_FAILED
+    elif not (lo <= session <= hi and 0 < rebalance <= hi):
         # as Kafka: a member's timeouts within the broker's bounds, so no member holds a
         # rebalance (and the coordinator's wait for it) longer than the broker allows
+        refused = K.INVALID_SESSION_TIMEOUT
+    if refused is not None:
         w = Writer()
         if v >= 2:
             w.int32(0)
-        w.int16(K.INVALID_SESSION_TIMEOUT).int32(-1).string("").string("").string(member).array(0)
+        w.int16(refused).int32(-1).string("").string("").string(member).array(0)
         return bytes(w.b)
     if v >= 4 and not member and not instance:
         # as Kafka (KIP-394): a member id first, which the client joins with, so a client that
@@ -106,9 +112,13 @@ async def sync_group(ctx, conn, v, r):
     instance = r.nullable_string() if v >= 3 else None
     assignments = {r.string(): r.bytes_() for _ in range(r.array_len(6))}
     try:
+        if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+            raise A.Refused(K.GROUP_AUTHORIZATION_FAILED)
         wait = _coordinator(ctx).start_sync(group, gen, member, assignments, instance)
         status, data = await _answer(conn, wait)
         err = ST[status]
+    except A.Refused as e:
+        err, data = e.code, b""
     except E.InvalidName:
         err, data = K.INVALID_GROUP_ID, b""
     w = Writer()
@@ -123,7 +133,11 @@ async def heartbeat(ctx, conn, v, r):
     member = r.string()
     instance = r.nullable_string() if v >= 3 else None
     try:
+        if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+            raise A.Refused(K.GROUP_AUTHORIZATION_FAILED)
         err = ST[_coordinator(ctx).heartbeat(group, gen, member, instance)]
+    except A.Refused as e:
+        err = e.code
     except E.InvalidName:
         err = K.INVALID_GROUP_ID
     w = Writer()
@@ -141,7 +155,11 @@ async def leave_group(ctx, conn, v, r):
     else:
         members = [(r.string(), None)]
     errs = []
-    for mid, inst in members:
+    top = K.NONE
+    if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+        top = K.GROUP_AUTHORIZATION_FAILED
+        errs = [top] * len(members)
+    for mid, inst in members if not top else ():
         try:
             errs.append(ST[_coordinator(ctx).leave(group, mid, inst)])
         except E.InvalidName:
@@ -150,7 +168,7 @@ async def leave_group(ctx, conn, v, r):
     if v >= 1:
         w.int32(0)
     if v >= 3:
-        w.int16(K.NONE).array(len(members))
+        w.int16(top).array(len(members))
         for (mid, inst), err in zip(members, errs):
             w.string(mid).string(inst).int16(err)
     else:
@@ -208,7 +226,7 @@ async def offset_commit(ctx, conn, v, r):
         f.tags()
         topics.append((name, parts))
     f.tags()
-    codes = await _commit(ctx, group, gen, member, instance, topics)
+    codes = await _commit(ctx, conn, group, gen, member, instance, topics)
     w = Writer()
     if v >= 3:
         w.int32(0)
@@ -228,11 +246,15 @@ async def offset_commit(ctx, conn, v, r):
     return bytes(w.b)
 
 
-async def _commit(ctx, group, gen, member, instance, topics) -> dict:
-    """Each partition's error code of one OffsetCommit; the good ones committed (durable)."""
+async def _commit(ctx, conn, group, gen, member, instance, topics) -> dict:
+    """Each partition's error code of one OffsetCommit; the good ones committed (durable).
+    The principal must READ the group, and each topic (as Kafka)."""
     broker = ctx.broker
-    # a consumer-protocol member commits with its member epoch in the generation's place
-    err = consumer_protocol.commit_status(ctx, group, member, gen, [(t, p[0]) for t, ps in topics for p in ps])
+    err = None
+    if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+        err = K.GROUP_AUTHORIZATION_FAILED
+    else:  # a consumer-protocol member commits with its member epoch in the generation's place
+        err = consumer_protocol.commit_status(ctx, group, member, gen, [(t, p[0]) for t, ps in topics for p in ps])
     if err is None:
         try:
             err = ST[_coordinator(ctx).check_commit(group, gen, member, instance)]
@@ -242,8 +264,9 @@ async def _commit(ctx, group, gen, member, instance, topics) -> dict:
     good = {}
     metadata, epochs = {}, {}
     for name, parts in topics:
+        readable = err or A.allowed(ctx, conn, A.READ, A.TOPIC, name)
         for p, off, meta, epoch in parts:
-            code = err
+            code = err if readable else K.TOPIC_AUTHORIZATION_FAILED
             if not code and len(meta.encode()) > MAX_METADATA:
                 code = K.OFFSET_METADATA_TOO_LARGE
             elif not code:
@@ -285,11 +308,15 @@ def _wanted(f, r) -> list | None:
     return wanted
 
 
-def _fetched(ctx, group: str, wanted, member: str | None = None, epoch: int = -1) -> tuple[int, list]:
-    """(group error, [(topic, [(partition, offset, metadata, leader epoch)])]) of one group. A
-    member id (OffsetFetch v9) is checked as a consumer-protocol member's, with its epoch."""
+def _fetched(ctx, conn, group: str, wanted, member: str | None = None, epoch: int = -1) -> tuple[int, list]:
+    """(group error, [(topic, [(partition, offset, metadata, leader epoch, error)])]) of one
+    group. A member id (OffsetFetch v9) is checked as a consumer-protocol member's, with its
+    epoch. The principal must DESCRIBE the group; a topic it may not DESCRIBE is left out of
+    "every committed one" and answered TOPIC_AUTHORIZATION_FAILED when named (as Kafka)."""
     err = K.NONE
     committed = {}
+    if not A.allowed(ctx, conn, A.DESCRIBE, A.GROUP, group):
+        return K.GROUP_AUTHORIZATION_FAILED, []
     try:
         if member:
             err = consumer_protocol.commit_status(ctx, group, member, epoch, ()) or K.NONE
@@ -300,8 +327,14 @@ def _fetched(ctx, group: str, wanted, member: str | None = None, epoch: int = -1
         by_topic: dict = {}
         for (t, p) in committed:
             by_topic.setdefault(t, []).append(p)
-        wanted = sorted(by_topic.items())
-    return err, [(name, [(p, *committed.get((name, p), (-1, "", -1))) for p in parts]) for name, parts in wanted]
+        wanted = [(t, ps) for t, ps in sorted(by_topic.items()) if A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, t)]
+    out = []
+    for name, parts in wanted:
+        if A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, name):
+            out.append((name, [(p, *committed.get((name, p), (-1, "", -1)), K.NONE) for p in parts]))
+        else:
+            out.append((name, [(p, -1, "", -1, K.TOPIC_AUTHORIZATION_FAILED) for p in parts]))
+    return err, out
 
 
 async def offset_fetch(ctx, conn, v, r):
@@ -319,7 +352,7 @@ async def offset_fetch(ctx, conn, v, r):
         f.tags()
         w = Writer().int32(0).compact_array(len(asked))
         for group, member, epoch, wanted in asked:
-            err, topics = _fetched(ctx, group, wanted, member, epoch)
+            err, topics = _fetched(ctx, conn, group, wanted, member, epoch)
             w.compact_string(group)
             _write_fetched(w, topics, True, K.NONE)
             w.int16(err).tags()
@@ -329,7 +362,7 @@ async def offset_fetch(ctx, conn, v, r):
     if v >= 7:
         r.boolean()
     f.tags()
-    err, topics = _fetched(ctx, group, wanted)
+    err, topics = _fetched(ctx, conn, group, wanted)
     w = Writer()
     if v >= 3:
         w.int32(0)
@@ -346,18 +379,18 @@ def _write_fetched(w, topics, flex: bool, part_err: int, leader_epoch: bool = Tr
         w.compact_array(len(topics))
         for name, parts in topics:
             w.compact_string(name).compact_array(len(parts))
-            for p, off, meta, epoch in parts:
-                w.int32(p).int64(off).int32(epoch).compact_string(meta).int16(part_err).tags()
+            for p, off, meta, epoch, err in parts:
+                w.int32(p).int64(off).int32(epoch).compact_string(meta).int16(err or part_err).tags()
             w.tags()
         return
     w.array(len(topics))
     for name, parts in topics:
         w.string(name).array(len(parts))
-        for p, off, meta, epoch in parts:
+        for p, off, meta, epoch, err in parts:
             w.int32(p).int64(off)
             if leader_epoch:
                 w.int32(epoch)
-            w.string(meta).int16(part_err)
+            w.string(meta).int16(err or part_err)
 
 
 async def list_groups(ctx, conn, v, r):
@@ -380,8 +413,9 @@ async def list_groups(ctx, conn, v, r):
         listed.setdefault(name, ("consumer", "Empty", "classic"))  # committed offsets, no members
     rows = [(n, pt, st, gt) for n, (pt, st, gt) in listed.items()]
     rows += [(name, "share", state, "share") for name, state in share_groups.listed(ctx, bool(states))]
+    every = A.cluster_allowed(ctx, conn, A.DESCRIBE)  # else the groups it may DESCRIBE (as Kafka)
     rows = sorted(row for row in rows if (not states or row[2].lower() in states)
-                  and (not types or row[3] in types))
+                  and (not types or row[3] in types) and (every or A.allowed(ctx, conn, A.DESCRIBE, A.GROUP, row[0])))
     w = Writer()
     if v >= 1:
         w.int32(0)
@@ -410,8 +444,12 @@ async def describe_groups(ctx, conn, v, r):
     w.array(len(names))
     for name in names:
         try:
+            if not A.allowed(ctx, conn, A.DESCRIBE, A.GROUP, name):
+                raise A.Refused(K.GROUP_AUTHORIZATION_FAILED)
             d = _coordinator(ctx).describe(name)
             err = K.NONE
+        except A.Refused as e:
+            d, err = {"state": "Dead", "protocol_type": "", "protocol": "", "members": []}, e.code
         except E.InvalidName:
             d, err = {"state": "Dead", "protocol_type": "", "protocol": "", "members": []}, K.INVALID_GROUP_ID
         if d["state"] == "Dead" and not err and name in ctx.broker.groups():
@@ -424,6 +462,6 @@ async def describe_groups(ctx, conn, v, r):
                 w.string(inst)
             w.string(client).string(host).bytes_(meta).bytes_(assignment)
         if v >= 3:
-            w.int32(authorized_operations("group", ops and not err))
+            w.int32(authorized_operations(ctx, conn, A.GROUP, name, ops and not err))
     return bytes(w.b)
 

@@ -57,6 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..conn_caps import ConnectionCaps
 from ..pre_auth import PreAuthBudget
+from .acls import Acls
 from .apis import API_TABLE, api_versions_error
 from .codec import ProtocolError, Writer, read_header
 from .records import EncodedCache
@@ -91,6 +92,7 @@ class KafkaContext:
         self.tokens = list(settings.tokens)
         self.users = dict(settings.kafka_users)  # given: Kafka's own passwords instead of the tokens
         self.scram = ScramCredentials(broker.path)  # SASL/SCRAM users (AlterUserScramCredentials)
+        self.acls = Acls(broker.path, settings.kafka_super_users, settings.kafka_allow_if_no_acl)
         # any credential configured: SASL with a token is needed (SigV4 keys grant SQS only)
         self.auth_required = settings.auth_enabled
         # frames read before SASL are held against it (shared with the HTTP fronts: pre_auth.py)
@@ -107,7 +109,7 @@ class KafkaContext:
 
 class Connection:
     __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "scram", "client_id",
-                 "failed_user", "_parked", "_unanswered", "_unread", "on_close")
+                 "failed_user", "principal", "super_user", "_parked", "_unanswered", "_unread", "on_close")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -118,6 +120,8 @@ class Connection:
         self.mechanism = None
         self.scram = None  # a SCRAM exchange under way (scram.ScramExchange)
         self.client_id = None
+        self.principal: str | None = None  # User:NAME once logged in (None: User:ANONYMOUS, acls.py)
+        self.super_user = False  # logged in with one of the server's tokens: no ACL restricts it
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
         self._parked: asyncio.Event | None = None  # set by ``park`` while the request in hand waits
         self._unanswered = 0  # requests read whose answers are not written yet
@@ -188,7 +192,10 @@ class Connection:
                 for t in self.ctx.tokens:
                     ok |= hmac.compare_digest(parts[2], t.encode())
         self.authenticated = ok
-        if not ok:
+        if ok:
+            self.principal = "User:" + parts[1].decode("utf-8", "replace")
+            self.super_user = not self.ctx.users  # a token holder: the operator
+        else:
             user = parts[1] if len(parts) == 3 else b""
             self.failed_user = user[:64].decode("utf-8", "replace")
         return ok

@@ -39,6 +39,7 @@ from typing import NamedTuple
 from ... import errors as E
 from ...broker.layout import scram_credentials_file
 from ...storage import atomic_write
+from . import acls as A
 from . import errors as K
 from .codec import Writer
 
@@ -329,6 +330,9 @@ async def describe_user_scram_credentials(ctx, conn, v, r):
             names.append(r.compact_string() or "")
             r.tagged_fields()
     r.tagged_fields()
+    if not A.cluster_allowed(ctx, conn, A.DESCRIBE):
+        w = Writer().int32(0).int16(K.CLUSTER_AUTHORIZATION_FAILED)
+        return bytes(w.compact_string("DESCRIBE on the cluster is not allowed").compact_array(0).tags().b)
     results = ctx.scram.describe(names)
     w = Writer().int32(0).int16(K.NONE).compact_string(None).compact_array(len(results))
     for user, err, msg, infos in results:
@@ -351,7 +355,11 @@ async def alter_user_scram_credentials(ctx, conn, v, r):
         upsertions.append((name, mech, iterations, r.compact_bytes() or b"", r.compact_bytes() or b""))
         r.tagged_fields()
     r.tagged_fields()
-    results = await ctx.blocking(ctx.scram.alter, deletions, upsertions)
+    if A.cluster_allowed(ctx, conn, A.ALTER):
+        results = await ctx.blocking(ctx.scram.alter, deletions, upsertions)
+    else:  # each user named once, as the answer lists them
+        names = dict.fromkeys([n for n, _ in deletions] + [u[0] for u in upsertions])
+        results = [(n, K.CLUSTER_AUTHORIZATION_FAILED, "ALTER on the cluster is not allowed") for n in names]
     w = Writer().int32(0).compact_array(len(results))
     for user, err, msg in results:
         w.compact_string(user).int16(err).compact_string(msg).tags()

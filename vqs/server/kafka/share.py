@@ -47,6 +47,7 @@ import time
 from ... import errors as E
 from ...broker.share import REJECT, RENEW, InvalidRecordState
 from ..long_poll import wait_topics
+from . import acls as A
 from . import errors as K
 from .codec import ProtocolError, Writer
 from .share_groups import shares as _shares
@@ -291,6 +292,8 @@ async def share_fetch(ctx, conn, v, r):
                                                "first request, or forgotten topics in its last)")
     if mode not in (0, 1):
         return _fetch_error(K.INVALID_REQUEST, f"unknown share acquire mode {mode}")
+    if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+        return _fetch_error(K.GROUP_AUTHORIZATION_FAILED, "READ on the share group is not allowed")
     if renew and (max_wait or min_bytes or max_bytes or max_records):
         return _fetch_error(K.INVALID_REQUEST, "a share fetch that renews locks fetches nothing: "
                                                "MaxWaitMs, MinBytes, MaxBytes and MaxRecords must be 0")
@@ -306,6 +309,9 @@ async def share_fetch(ctx, conn, v, r):
         order.append((tid, p))
         if name is None:
             part_errors[(tid, p)] = K.UNKNOWN_TOPIC_ID
+            continue
+        if not A.allowed(ctx, conn, A.READ, A.TOPIC, name):
+            part_errors[(tid, p)] = K.TOPIC_AUTHORIZATION_FAILED
             continue
         if epoch != -1:
             s.parts[(name, p)] = tid
@@ -394,6 +400,8 @@ async def share_acknowledge(ctx, conn, v, r):
     if not group or not member:
         raise ProtocolError("ShareAcknowledge without a group or member id")
     s, err = _session(ctx, conn, group, member, epoch, opening=False)
+    if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+        err = K.GROUP_AUTHORIZATION_FAILED
     if err:
         w.int16(err).compact_string("share session: open one with a ShareFetch of epoch 0")
         if v >= 2:
@@ -406,6 +414,9 @@ async def share_acknowledge(ctx, conn, v, r):
         name = topic_name(ctx.broker, tid)
         if name is None:
             codes.append((tid, p, K.UNKNOWN_TOPIC_ID))
+            continue
+        if not A.allowed(ctx, conn, A.READ, A.TOPIC, name):
+            codes.append((tid, p, K.TOPIC_AUTHORIZATION_FAILED))
             continue
         codes.append((tid, p, await ctx.blocking(_apply_acks, sg, group, member, name, p, acks, now, renew)))
     if epoch == -1:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.share.groups import FENCED_EPOCH, FULL, GROUP_CONFIGS, INVALID, UNKNOWN_MEMBER
+from . import acls as A
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
@@ -51,6 +52,10 @@ async def share_group_heartbeat(ctx, conn, v, r):
     w = Writer().int32(0)
     if not group or (topics is not None and any(not t for t in topics)):
         return heartbeat_error(w, K.INVALID_REQUEST, "a group id and topic names are required")
+    if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+        return heartbeat_error(w, K.GROUP_AUTHORIZATION_FAILED, "READ on the group is not allowed")
+    if topics is not None and any(not A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, t) for t in topics):
+        return heartbeat_error(w, K.TOPIC_AUTHORIZATION_FAILED, "DESCRIBE on a subscribed topic is not allowed")
     try:
         status, member, m_epoch, assignment = sg.heartbeat(
             group, member, epoch, topics, client_id=conn.client_id or "",
@@ -100,11 +105,17 @@ async def share_group_describe(ctx, conn, v, r):
     w = Writer().int32(0).compact_array(len(groups))
     for group in groups:
         try:
+            if not A.allowed(ctx, conn, A.DESCRIBE, A.GROUP, group):
+                raise A.Refused(K.GROUP_AUTHORIZATION_FAILED)
             d = sg.describe(group) if group else None
             err = K.NONE if d is not None else K.GROUP_ID_NOT_FOUND
+        except A.Refused as e:
+            d, err = None, e.code
         except E.InvalidName:
             d, err = None, K.INVALID_GROUP_ID
-        w.int16(err).compact_string(None if not err else f"share group {group!r} not found")
+        why = "DESCRIBE on the group is not allowed" if err == K.GROUP_AUTHORIZATION_FAILED else \
+            f"share group {group!r} not found"
+        w.int16(err).compact_string(None if not err else why)
         w.compact_string(group)
         members = d["members"] if d else []
         w.compact_string("Dead" if d is None else "Stable" if members else "Empty")
@@ -125,7 +136,7 @@ async def share_group_describe(ctx, conn, v, r):
                     w.int32(p)
                 w.tags()
             w.tags().tags()  # assignment, member
-        w.int32(authorized_operations("group", ops and not err)).tags()
+        w.int32(authorized_operations(ctx, conn, A.GROUP, group, ops and not err)).tags()
     return bytes(w.tags().b)
 
 

@@ -15,6 +15,7 @@ codec's array checks; the work runs off the listener's loop.
 from __future__ import annotations
 
 from ... import errors as E
+from . import acls as A
 from . import errors as K
 from .codec import Writer
 from .share_groups import shares
@@ -52,6 +53,8 @@ async def describe_share_group_offsets(ctx, conn, v, r):
 
     def work(group, topics):
         """(group error, message, [(topic, [(partition, start, error, message)])])."""
+        if not A.allowed(ctx, conn, A.DESCRIBE, A.GROUP, group):
+            return K.GROUP_AUTHORIZATION_FAILED, "DESCRIBE on the share group is not allowed", []
         try:
             if sg.describe(group) is None:
                 return K.GROUP_ID_NOT_FOUND, f"share group {group!r} not found", []
@@ -61,11 +64,14 @@ async def describe_share_group_offsets(ctx, conn, v, r):
             by_topic: dict = {}
             for t, p in sg.stored_partitions(group):
                 by_topic.setdefault(t, []).append(p)
-            topics = sorted(by_topic.items())
+            topics = [(t, ps) for t, ps in sorted(by_topic.items()) if A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, t)]
         out = []
         for t, ps in topics:
             rows = []
             for p in ps:
+                if not A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, t):
+                    rows.append((p, -1, K.TOPIC_AUTHORIZATION_FAILED, "DESCRIBE on the topic is not allowed"))
+                    continue
                 try:
                     rows.append((p, sg.start_offset(group, t, p), K.NONE, None))
                 except E.VQSError as e:
@@ -105,6 +111,8 @@ async def alter_share_group_offsets(ctx, conn, v, r):
     sg = shares(ctx)
 
     def work():
+        if not A.allowed(ctx, conn, A.READ, A.GROUP, group):
+            return K.GROUP_AUTHORIZATION_FAILED, "READ on the share group is not allowed", []
         try:
             if not group:
                 raise E.InvalidName("a group id is required")
@@ -115,6 +123,9 @@ async def alter_share_group_offsets(ctx, conn, v, r):
         for t, parts in topics:
             rows = []
             for p, start in parts:
+                if not A.allowed(ctx, conn, A.READ, A.TOPIC, t):
+                    rows.append((p, K.TOPIC_AUTHORIZATION_FAILED, "READ on the topic is not allowed"))
+                    continue
                 try:
                     if start < 0:
                         raise E.ConfigError(f"start offset {start} of {t}-{p} is negative")
@@ -159,12 +170,17 @@ async def delete_share_group_offsets(ctx, conn, v, r):
     sg = shares(ctx)
 
     def work():
+        if not A.allowed(ctx, conn, A.DELETE, A.GROUP, group):
+            return K.GROUP_AUTHORIZATION_FAILED, "DELETE on the share group is not allowed", []
         try:
             if sg.describe(group) is None:
                 return K.GROUP_ID_NOT_FOUND, f"share group {group!r} not found", []
             sg.check_empty(group)
             out = []
             for t in names:
+                if not A.allowed(ctx, conn, A.READ, A.TOPIC, t):
+                    out.append((t, [(0, K.TOPIC_AUTHORIZATION_FAILED, "READ on the topic is not allowed")]))
+                    continue
                 try:
                     n = sg.broker.topic(t).partitions
                 except E.VQSError as e:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.names import is_internal
+from . import acls as A
 from . import errors as K
 from .admin import authorized_operations
 from .codec import Writer
@@ -86,13 +87,16 @@ def topic_name(broker, tid: bytes) -> str | None:
     return name
 
 
-def _resolve(ctx, name: str, auto_create: bool) -> tuple[int, int]:
-    """(error code, partition count) of topic ``name``, made if asked and allowed."""
+def _resolve(ctx, conn, name: str, auto_create: bool) -> tuple[int, int]:
+    """(error code, partition count) of topic ``name``, made if asked and allowed; a topic the
+    principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, whether it exists or not."""
     broker = ctx.broker
+    if not A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, name):
+        return K.TOPIC_AUTHORIZATION_FAILED, 0
     try:
         return K.NONE, broker.topic(name).partitions
     except E.TopicDoesNotExist:
-        if not (auto_create and ctx.settings.kafka_auto_create_topics):
+        if not (auto_create and ctx.settings.kafka_auto_create_topics and A.may_create_topic(ctx, conn, name)):
             return K.UNKNOWN_TOPIC_OR_PARTITION, 0
         try:
             return K.NONE, broker.create_topic(name, ctx.settings.kafka_num_partitions).partitions
@@ -119,7 +123,8 @@ async def metadata_flexible(ctx, conn, v, r):
     topic_ops = r.boolean()
     r.tagged_fields()
     if wanted is None:  # all topics: VQS's internal ones (__spark_*) only when asked for by name
-        wanted = [(_ZERO, name) for name in ctx.broker.topics() if not is_internal(name)]
+        wanted = [(_ZERO, name) for name in ctx.broker.topics()
+                  if not is_internal(name) and A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, name)]
     w = Writer().int32(0)
     w.compact_array(1).int32(ctx.node_id).compact_string(ctx.host).int32(ctx.port).compact_string(None).tags()
     w.compact_string(ctx.cluster_id).int32(ctx.node_id)
@@ -127,9 +132,9 @@ async def metadata_flexible(ctx, conn, v, r):
     for tid, name in wanted:
         if name is None:  # asked by id
             name = topic_name(ctx.broker, tid) if tid != _ZERO else None
-            err, parts = (K.UNKNOWN_TOPIC_ID, 0) if name is None else _resolve(ctx, name, False)
+            err, parts = (K.UNKNOWN_TOPIC_ID, 0) if name is None else _resolve(ctx, conn, name, False)
         else:
-            err, parts = _resolve(ctx, name, auto_create)
+            err, parts = _resolve(ctx, conn, name, auto_create)
         w.int16(err).compact_string(name)
         if v >= 10:
             w.b += topic_id(ctx.broker, name) if name is not None and not err else (tid if tid else _ZERO)
@@ -138,7 +143,7 @@ async def metadata_flexible(ctx, conn, v, r):
         for p in range(parts):
             w.int16(0).int32(p).int32(ctx.node_id).int32(0)
             w.compact_array(1).int32(ctx.node_id).compact_array(1).int32(ctx.node_id).compact_array(0).tags()
-        w.int32(authorized_operations("topic", topic_ops and not err)).tags()
+        w.int32(authorized_operations(ctx, conn, A.TOPIC, name, topic_ops and not err)).tags()
     if v <= 10:
-        w.int32(authorized_operations("cluster", cluster_ops))
+        w.int32(authorized_operations(ctx, conn, A.CLUSTER, A.CLUSTER_NAME, cluster_ops))
     return bytes(w.tags().b)
