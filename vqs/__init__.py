@@ -5,17 +5,9 @@ streams (topics, partitions, offsets, consumer groups), SQS-style queues
 (receive, lease, delete) and an in-process ``queue.Queue``-like HybridQueue.
 """
 
-from .broker import (
-    Broker,
-    Consumer,
-    ConsumerRecord,
-    PartitionLag,
-    Producer,
-    RecordMetadata,
-    Topic,
-    TopicPartition,
-)
-from .broker.idempotent import IdempotentProducer
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import (
     ConfigError,
     CorruptRecordError,
@@ -48,37 +40,60 @@ from .errors import (
     UnknownProducerId,
     VQSError,
 )
-from .record import Record, RecordBatch
-from .storage import Log, set_max_open_files
 
 __version__ = "0.1.0"
 
 
 
+#: the public names beyond the errors, each loaded from its module on first use (PEP 562):
+#: ``import vqs`` costs the error hierarchy only, and a process that needs one part (a
+#: cleaner's worker, the CLI, a HybridQueue) imports that part alone. The fronts with
+#: optional dependencies (Client: httpx) load only so.
+_LAZY = {
+    "Log": "storage", "set_max_open_files": "storage",
+    "Record": "record", "RecordBatch": "record",
+    **dict.fromkeys(("Broker", "Consumer", "ConsumerRecord", "PartitionLag", "Producer", "RecordMetadata",
+                     "Topic", "TopicPartition"), "broker"),
+    "IdempotentProducer": "broker.idempotent",
+    "LeaseKeeper": "broker.lease_keeper", "AsyncLeaseKeeper": "broker.lease_keeper",
+    "Client": "client", "AsyncClient": "client.aio",
+    "HybridQueue": "hybrid", "HybridMetrics": "hybrid",
+    # asyncio.Queue over a HybridQueue; QueueShutDown is asyncio's on 3.13+
+    "AsyncHybridQueue": "hybrid.aio", "QueueShutDown": "hybrid.aio",
+}
+
+if TYPE_CHECKING:
+    from .broker import (
+        Broker,
+        Consumer,
+        ConsumerRecord,
+        PartitionLag,
+        Producer,
+        RecordMetadata,
+        Topic,
+        TopicPartition,
+    )
+    from .broker.idempotent import IdempotentProducer
+    from .broker.lease_keeper import AsyncLeaseKeeper, LeaseKeeper
+    from .client import Client
+    from .client.aio import AsyncClient
+    from .hybrid import HybridMetrics, HybridQueue
+    from .hybrid.aio import AsyncHybridQueue, QueueShutDown
+    from .record import Record, RecordBatch
+    from .storage import Log, set_max_open_files
+
+
 def __getattr__(name: str):
-    # Fronts with optional dependencies load on first use: `import vqs` needs none.
-    if name == "Client":
-        from .client import Client
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vqs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # (the next lookup is a plain attribute)
+    return value
 
-        return Client
-    if name == "AsyncClient":
-        from .client.aio import AsyncClient
 
-        return AsyncClient
-    if name in ("LeaseKeeper", "AsyncLeaseKeeper"):
-        from .broker import lease_keeper
-
-        return getattr(lease_keeper, name)
-    if name in ("HybridQueue", "HybridMetrics"):
-        from . import hybrid
-
-        return getattr(hybrid, name)
-    if name in ("AsyncHybridQueue", "QueueShutDown"):
-        # asyncio.Queue over a HybridQueue; QueueShutDown is asyncio's on 3.13+
-        from .hybrid import aio
-
-        return getattr(aio, name)
-    raise AttributeError(f"module 'vqs' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [
