@@ -330,3 +330,38 @@ def test_the_cluster_guards_the_acl_apis(tmp_path):
         assert r.int32() == 0 and r.int32() == 1 and r.int16() == 31
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_a_request_holds_at_most_the_bounds(tmp_path):
+    """CreateAcls keeps at most MAX_ACLS creations of a request (the rest POLICY_VIOLATION,
+    never held), DeleteAcls acts on at most MAX_FILTERS filters (the rest INVALID_REQUEST)."""
+    server = KafkaServer(tmp_path / "data").start()
+    try:
+        k = RawKafka(server.kafka_port)
+        n = A.MAX_ACLS + 5
+        w = Writer().array(n)
+        for i in range(n):
+            _binding(w, False, 1, A.GROUP, f"g{i}", A.LITERAL, ALICE, "*", A.READ, A.ALLOW)
+        r = k.request(30, 1, bytes(w.b))
+        assert r.int32() == 0 and r.int32() == n
+        codes = []
+        for _ in range(n):
+            codes.append(r.int16())
+            r.nullable_string()
+        assert codes == [0] * A.MAX_ACLS + [44] * 5
+        n = A.MAX_FILTERS + 3
+        w = Writer().array(n)
+        for i in range(n):
+            _binding(w, False, 1, A.GROUP, f"g{i}", A.LITERAL, None, None, A.OP_ANY, A.PERM_ANY)
+        r = k.request(31, 1, bytes(w.b))
+        assert r.int32() == 0 and r.int32() == n
+        codes = []
+        for _ in range(n):
+            codes.append(r.int16())
+            r.nullable_string()
+            for _ in range(r.int32()):
+                r.int16(), r.nullable_string(), r.int8(), r.string(), r.int8(), r.string(), r.string()
+                r.int8(), r.int8()
+        assert codes == [0] * A.MAX_FILTERS + [42] * 3
+    finally:
+        assert server.stop() == 0, server.log()

@@ -25,8 +25,10 @@ Invariants:
   creation or deletion is answered after the file holding it is replaced atomically and
   fsynced; the bindings of one request land together.
 - Bounded before anything is kept: at most ``MAX_ACLS`` bindings, strings of at most
-  ``MAX_STRING`` characters; a check costs one dict lookup per literal name and one per
-  prefix length in use, never a scan of every binding.
+  ``MAX_STRING`` characters; a CreateAcls request keeps at most ``MAX_ACLS`` of its
+  creations and a DeleteAcls request acts on at most ``MAX_FILTERS`` filters (the rest are
+  answered with an error, never held); a check costs one dict lookup per literal name and
+  one per prefix length in use, never a scan of every binding.
 - With no binding at all, ``allowed`` answers True at once: a server that uses no ACLs pays
   one attribute test per check.
 """
@@ -65,6 +67,9 @@ RESOURCE_OPERATIONS = {
 _IMPLIED = {DESCRIBE: (READ, WRITE, DELETE, ALTER), DESCRIBE_CONFIGS: (ALTER_CONFIGS,)}
 MAX_ACLS = 10_000
 MAX_STRING = 1024
+#: DeleteAcls filters acted on per request (each is matched against every binding); the
+#: others are answered INVALID_REQUEST
+MAX_FILTERS = 100
 
 
 class Refused(Exception):
@@ -364,17 +369,21 @@ async def create_acls(ctx, conn, v, r):
     """CreateAcls 0-3 (flexible from 2): answered once the bindings are on disk."""
     f = Flex(r, v >= 2)
     bindings = []
-    for _ in range(f.array_len(8)):
+    n = f.array_len(8)
+    for _ in range(n):
         rtype, name = r.int8(), f.string()
         pattern = r.int8() if v >= 1 else LITERAL
         principal, host = f.string(), f.string()
-        bindings.append(Acl(rtype, name, pattern, principal, host, r.int8(), r.int8()))
+        op, perm = r.int8(), r.int8()
+        if len(bindings) < MAX_ACLS:  # (more could not be kept anyway: not held)
+            bindings.append(Acl(rtype, name, pattern, principal, host, op, perm))
         f.tags()
     f.tags()
     if cluster_allowed(ctx, conn, ALTER):
         results = await ctx.blocking(ctx.acls.create, bindings)
     else:
         results = [(K.CLUSTER_AUTHORIZATION_FAILED, "ALTER on the cluster is not allowed")] * len(bindings)
+    results += [(K.POLICY_VIOLATION, f"the server keeps at most {MAX_ACLS} ACLs")] * (n - len(bindings))
     w = f.w_array(Writer().int32(0), len(results))
     for code, msg in results:
         f.w_tags(f.w_string(w.int16(code), msg))
@@ -385,14 +394,18 @@ async def delete_acls(ctx, conn, v, r):
     """DeleteAcls 0-3 (flexible from 2): each filter's matching bindings, removed together."""
     f = Flex(r, v >= 2)
     filters = []
-    for _ in range(f.array_len(8)):
-        filters.append(_read_filter(f, v))
+    n = f.array_len(8)
+    for _ in range(n):
+        flt = _read_filter(f, v)
+        if len(filters) < MAX_FILTERS:
+            filters.append(flt)
         f.tags()
     f.tags()
     if cluster_allowed(ctx, conn, ALTER):
         results = await ctx.blocking(ctx.acls.delete, filters)
     else:
         results = [(K.CLUSTER_AUTHORIZATION_FAILED, "ALTER on the cluster is not allowed", [])] * len(filters)
+    results += [(K.INVALID_REQUEST, f"at most {MAX_FILTERS} filters a request", [])] * (n - len(filters))
     w = f.w_array(Writer().int32(0), len(results))
     for code, msg, gone in results:
         f.w_array(f.w_string(w.int16(code), msg), len(gone))
