@@ -365,3 +365,30 @@ def test_a_request_holds_at_most_the_bounds(tmp_path):
         assert codes == [0] * A.MAX_FILTERS + [42] * 3
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_super_users_and_a_closed_default_from_the_settings(tmp_path):
+    """With Kafka users (PLAIN), a super user (--kafka-super-user) is not restricted by a DENY
+    for everyone; with kafka_allow_if_no_acl false, a resource no binding names is closed."""
+    from vqs.errors import ConfigError
+    from vqs.server.settings import Settings
+
+    with pytest.raises(ConfigError, match="kafka_super_users"):
+        Settings(kafka_super_users=["alice"]).check()
+    server = KafkaServer(tmp_path / "data", "--kafka-user", "alice:a-pw", "--kafka-user", "bob:b-pw",
+                         "--kafka-super-user", "User:bob", env={"VQS_KAFKA_ALLOW_IF_NO_ACL": "false"}).start()
+    try:
+        alice, bob = _conf(server, "alice", "a-pw", "PLAIN"), _conf(server, "bob", "b-pw", "PLAIN")
+        admin = AdminClient(bob)
+        _done(admin.create_topics([NewTopic("closed-t", 1), NewTopic("denied-t", 1)]))
+        deny = AclBinding(ResourceType.TOPIC, "denied-t", ResourcePatternType.LITERAL, "User:*", "*",
+                          AclOperation.ALL, AclPermissionType.DENY)
+        allow = AclBinding(ResourceType.TOPIC, "denied-t", ResourcePatternType.LITERAL, ALICE, "*",
+                           AclOperation.WRITE, AclPermissionType.ALLOW)
+        assert _done(admin.create_acls([deny, allow])) == dict.fromkeys([deny, allow])
+        assert _produce(bob, "denied-t", 1) == [None]  # a super user
+        assert _produce(alice, "denied-t", 1) == [ck.KafkaError.TOPIC_AUTHORIZATION_FAILED]  # DENY wins
+        assert _produce(alice, "closed-t", 1) == [ck.KafkaError.TOPIC_AUTHORIZATION_FAILED]  # no binding
+        assert _produce(bob, "closed-t", 1) == [None]
+    finally:
+        assert server.stop() == 0, server.log()
