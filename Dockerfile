@@ -23,7 +23,7 @@ COPY pyproject.toml README.md hatch_build.py ./
 COPY spark-connector/build.py ./spark-connector/build.py
 COPY spark-connector/src ./spark-connector/src
 COPY vqs ./vqs
-RUN pip install ".[server,grpc]" && rm -rf /src
+RUN pip install ".[server,grpc,oauth]" && rm -rf /src
 
 RUN useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin vqs \
     && mkdir -p /data && chown vqs:vqs /data

@@ -33,6 +33,11 @@ class Settings:
     sigv4_keys: dict[str, str] = field(default_factory=dict)  # access key id -> secret (SQS)
     kafka_users: dict[str, str] = field(default_factory=dict)  # SASL/PLAIN user -> password for Kafka
                                                                # clients; given, they replace the tokens there
+    kafka_oauthbearer_jwks: str = ""                           # JWKS file of the identity provider's public keys:
+                                                               # Kafka clients log in with its signed tokens (SASL/OAUTHBEARER)
+    kafka_oauthbearer_audience: str = ""                       # a token's aud must name this (empty: not checked)
+    kafka_oauthbearer_issuer: str = ""                         # a token's iss must be this (empty: not checked)
+    kafka_oauthbearer_sub_claim: str = "sub"                   # the claim naming the principal (User:<it>)
     kafka_super_users: list[str] = field(default_factory=list)  # Kafka principals (User:NAME) no ACL restricts
     kafka_allow_if_no_acl: bool = True                         # a resource no Kafka ACL names is open to every
                                                                # principal (Kafka's allow.everyone.if.no.acl.found)
@@ -172,8 +177,12 @@ class Settings:
                 raise ConfigError(f"{name}: cannot read {path}")
         if not (0 <= self.kafka_port < 65536):
             raise ConfigError(f"kafka_port must be 1-65535 (0: no Kafka listener), not {self.kafka_port}")
-        if self.kafka_port and not is_loopback(self.host) and not (self.tokens or self.kafka_users) \
-                and not self.insecure:
+        if self.kafka_oauthbearer_jwks:
+            from .kafka.oauthbearer import OAuthBearerValidator
+
+            OAuthBearerValidator(self)  # the key set loads (ConfigError naming the file and why)
+        if self.kafka_port and not is_loopback(self.host) and not (
+                self.tokens or self.kafka_users or self.kafka_oauthbearer_jwks) and not self.insecure:
             raise ConfigError(
                 f"refusing a Kafka listener on {self.host}, which is not a loopback address, without "
                 "credentials: give tokens (--token / VQS_TOKENS; Kafka clients use SASL/PLAIN with a "

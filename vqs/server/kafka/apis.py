@@ -19,6 +19,8 @@ from . import admin, consumer_protocol, data, groups, scram, share, share_groups
 from . import configs as configs_
 from . import errors as K
 from .codec import Writer
+from .oauthbearer import MECHANISM as OAUTH_MECHANISM
+from .oauthbearer import OAuthFailed, bearer_token
 from .scram import BY_NAME as SCRAM_MECHANISMS
 from .scram import ScramExchange, ScramFailed, mechanisms_offered
 
@@ -254,7 +256,8 @@ async def init_producer_id(ctx, conn, v, r):
 
 
 async def sasl_handshake(ctx, conn, v, r):
-    """SaslHandshake: PLAIN (v0: raw SASL bytes follow; v1: SaslAuthenticate) and SCRAM (v1)."""
+    """SaslHandshake: PLAIN (v0: raw SASL bytes follow; v1: SaslAuthenticate), SCRAM and
+    OAUTHBEARER (v1)."""
     mech = r.string()
     offered = mechanisms_offered(ctx)
     ok = mech in offered and (v >= 1 or mech == "PLAIN")
@@ -278,6 +281,17 @@ async def sasl_authenticate(ctx, conn, v, r):
             w.int16(K.NONE).string(None)
         else:
             w.int16(K.SASL_AUTHENTICATION_FAILED).string("authentication failed: the password must be a token")
+    elif conn.mechanism == OAUTH_MECHANISM:
+        token = ""
+        try:
+            token = bearer_token(auth)
+            conn.principal = ctx.oauth.principal(token)
+            conn.authenticated = True
+            w.int16(K.NONE).string(None)
+        except OAuthFailed as e:
+            conn.authenticated = False
+            conn.failed_user = ctx.oauth.claimed_subject(token) if token else ""
+            w.int16(K.SASL_AUTHENTICATION_FAILED).string(str(e))
     elif conn.mechanism in SCRAM_MECHANISMS:
         ex = conn.scram
         try:

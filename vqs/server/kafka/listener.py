@@ -60,6 +60,7 @@ from ..pre_auth import PreAuthBudget
 from .acls import Acls
 from .apis import API_TABLE, api_versions_error
 from .codec import ProtocolError, Writer, read_header
+from .oauthbearer import OAuthBearerValidator
 from .records import EncodedCache
 from .scram import ScramCredentials
 
@@ -93,8 +94,10 @@ class KafkaContext:
         self.users = dict(settings.kafka_users)  # given: Kafka's own passwords instead of the tokens
         self.scram = ScramCredentials(broker.path)  # SASL/SCRAM users (AlterUserScramCredentials)
         self.acls = Acls(broker.path, settings.kafka_super_users, settings.kafka_allow_if_no_acl)
-        # any credential configured: SASL with a token is needed (SigV4 keys grant SQS only)
-        self.auth_required = settings.auth_enabled
+        # SASL/OAUTHBEARER: tokens an identity provider signed (oauthbearer.py)
+        self.oauth = OAuthBearerValidator(settings) if settings.kafka_oauthbearer_jwks else None
+        # any credential configured: SASL is needed (SigV4 keys grant SQS only)
+        self.auth_required = settings.auth_enabled or self.oauth is not None
         # frames read before SASL are held against it (shared with the HTTP fronts: pre_auth.py)
         self.pre_auth = pre_auth or PreAuthBudget(settings.max_pre_auth_bytes)
         self.loop: asyncio.AbstractEventLoop | None = None

@@ -367,9 +367,11 @@ async def alter_user_scram_credentials(ctx, conn, v, r):
 
 
 def mechanisms_offered(ctx) -> list[str]:
-    """What SaslHandshake offers: PLAIN with tokens or Kafka users, and SCRAM whenever the
-    server requires authentication (a client that needs none is told of none)."""
+    """What SaslHandshake offers: PLAIN with tokens or Kafka users, SCRAM whenever the server
+    requires authentication, OAUTHBEARER with a key set (a client that needs none is told of
+    none)."""
     if not ctx.auth_required:
         return []
-    return (["PLAIN"] if ctx.tokens or ctx.users else []) + list(BY_NAME)
+    return ((["PLAIN"] if ctx.tokens or ctx.users else []) + list(BY_NAME)
+            + (["OAUTHBEARER"] if ctx.oauth is not None else []))
 

@@ -1,0 +1,184 @@
+"""SASL/OAUTHBEARER: the initial response's parsing and bounds, the validator against signed
+tokens (expired, another key, an HMAC made with the public key, the wrong audience, no
+subject), and confluent-kafka producers and consumers logging in with a token an identity
+provider would sign, their principal governed by the ACLs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kafka_server_proc import KafkaServer
+
+from vqs.errors import ConfigError
+from vqs.server.kafka.oauthbearer import MAX_MESSAGE, OAuthBearerValidator, OAuthFailed, bearer_token
+from vqs.server.settings import Settings
+
+jwt = pytest.importorskip("jwt")
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import (  # noqa: E402
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+from cryptography.hazmat.primitives import serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: E402
+
+
+def _rsa():
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def _jwks(path, **keys) -> str:
+    """A JWKS file of the public halves of ``keys`` (kid -> private key)."""
+    out = []
+    for kid, key in keys.items():
+        alg = "ES256" if isinstance(key, ec.EllipticCurvePrivateKey) else "RS256"
+        algo = jwt.algorithms.ECAlgorithm if alg == "ES256" else jwt.algorithms.RSAAlgorithm
+        jwk = json.loads(algo.to_jwk(key.public_key()))
+        out.append({**jwk, "kid": kid, "alg": alg, "use": "sig"})
+    path.write_text(json.dumps({"keys": out}))
+    return str(path)
+
+
+def _token(key, kid="k1", alg="RS256", **claims) -> str:
+    now = int(time.time())
+    body = {"sub": "svc", "iat": now, "exp": now + 600, "aud": "vqs", "iss": "https://idp.example", **claims}
+    body = {k: v for k, v in body.items() if v is not None}
+    return jwt.encode(body, key, algorithm=alg, headers={"kid": kid} if kid else None)
+
+
+def _settings(jwks: str, **more) -> Settings:
+    return Settings(kafka_oauthbearer_jwks=jwks, kafka_oauthbearer_audience="vqs", **more)
+
+
+# ---------------------------------------------------------------------- in process
+
+@pytest.mark.parametrize("message", [
+    b"", b"n,,", b"n,,\x01\x01", b"n,,\x01auth=Basic abc\x01\x01", b"y,,\x01auth=Bearer t\x01\x01",
+    b"n,,\x01auth=Bearer t\x01", b"n,,\x01auth=Bearer \x01\x01", b"n,,\x01auth=Bearer t\x00\x01\x01",
+    b"n,,\x01auth=Bearer " + b"t" * MAX_MESSAGE + b"\x01\x01",
+])
+def test_malformed_initial_responses_are_refused(message):
+    with pytest.raises(OAuthFailed):
+        bearer_token(message)
+
+
+def test_the_initial_response_of_rfc_7628():
+    assert bearer_token(b"n,,\x01auth=Bearer vF9dft4qmT\x01\x01") == "vF9dft4qmT"
+    assert bearer_token(b"n,a=user@example.com,\x01host=server.example.com\x01port=143\x01"
+                        b"auth=Bearer vF9dft4qmT\x01\x01") == "vF9dft4qmT"
+
+
+def test_the_validator_takes_only_what_a_provider_signed(tmp_path):
+    k1, k2, other = _rsa(), ec.generate_private_key(ec.SECP256R1()), _rsa()
+    v = OAuthBearerValidator(_settings(_jwks(tmp_path / "jwks.json", k1=k1, k2=k2),
+                                       kafka_oauthbearer_issuer="https://idp.example"))
+    assert v.principal(_token(k1)) == "User:svc"
+    assert v.principal(_token(k2, kid="k2", alg="ES256", sub="edge")) == "User:edge"
+    now = int(time.time())
+    bad = {
+        "expired": _token(k1, exp=now - 120, iat=now - 900),
+        "another key": _token(other),
+        "unknown kid": _token(k1, kid="k9"),
+        "wrong audience": _token(k1, aud="someone-else"),
+        "wrong issuer": _token(k1, iss="https://evil.example"),
+        "no subject": _token(k1, sub=None),
+        "no expiry": _token(k1, exp=None),
+        "not yet valid": _token(k1, nbf=now + 600),
+    }
+    pem = k1.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    header = jwt.utils.base64url_encode(json.dumps({"alg": "HS256", "kid": "k1"}).encode())
+    payload = jwt.utils.base64url_encode(json.dumps({"sub": "root", "exp": now + 600, "aud": "vqs"}).encode())
+    import hashlib
+    import hmac
+    sig = hmac.new(pem, header + b"." + payload, hashlib.sha256).digest()  # the public key as a secret
+    bad["hmac with the public key"] = (header + b"." + payload + b"." + jwt.utils.base64url_encode(sig)).decode()
+    bad["unsigned"] = (jwt.utils.base64url_encode(json.dumps({"alg": "none"}).encode()) + b"." + payload + b".").decode()
+    bad["garbage"] = "not.a.token"
+    for why, token in bad.items():
+        with pytest.raises(OAuthFailed):
+            v.principal(token)
+            pytest.fail(f"accepted: {why}")
+    _jwks(tmp_path / "jwks.json", k1=other)  # rotated: read again when the file changes
+    assert v.principal(_token(other)) == "User:svc"
+    with pytest.raises(OAuthFailed):
+        v.principal(_token(k1))
+
+
+def test_a_key_set_that_cannot_serve_stops_the_server(tmp_path):
+    for text in ("{", '{"keys": []}', '{"keys": [{"kty": "oct", "k": "c2VjcmV0", "kid": "s"}]}'):
+        (tmp_path / "jwks.json").write_text(text)
+        with pytest.raises(ConfigError, match="kafka_oauthbearer_jwks"):
+            OAuthBearerValidator(_settings(str(tmp_path / "jwks.json")))
+    with pytest.raises(ConfigError, match="kafka_oauthbearer_jwks"):
+        OAuthBearerValidator(_settings(str(tmp_path / "missing.json")))
+
+
+# ---------------------------------------------------------------------- real clients
+
+def _conf(server, token_of, **more) -> dict:
+    def oauth_cb(_config):
+        token = token_of()
+        claims = jwt.decode(token, options={"verify_signature": False})
+        return token, float(claims["exp"]), claims.get("sub", ""), {}
+    return {"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "OAUTHBEARER", "oauth_cb": oauth_cb, **more}
+
+
+def _fails_to_log_in(conf: dict) -> bool:
+    errors = []
+    p = ck.Producer({**conf, "error_cb": errors.append})
+    p.produce("oauth-none", b"x")
+    deadline = time.monotonic() + 10
+    while not any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
+        p.poll(0.05)
+    p.purge()
+    return any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors)
+
+
+def test_confluent_kafka_logs_in_with_a_signed_token_and_acls_govern_its_subject(tmp_path):
+    key, other = _rsa(), _rsa()
+    jwks = _jwks(tmp_path / "jwks.json", k1=key)
+    server = KafkaServer(tmp_path / "data", "--token", "s3cret",
+                         env={"VQS_KAFKA_OAUTHBEARER_JWKS": jwks, "VQS_KAFKA_OAUTHBEARER_AUDIENCE": "vqs"}).start()
+    try:
+        svc = _conf(server, lambda: _token(key))
+        p = ck.Producer(svc)
+        for i in range(5):
+            p.produce("oauth-t", b"m%d" % i)
+        assert p.flush(15) == 0
+        c = ck.Consumer({**svc, "group.id": "oauth-g", "auto.offset.reset": "earliest"})
+        c.subscribe(["oauth-t"])
+        got = []
+        try:
+            deadline = time.monotonic() + 20
+            while len(got) < 5 and time.monotonic() < deadline:
+                m = c.poll(1)
+                if m is not None and m.error() is None:
+                    got.append(m.value())
+        finally:
+            c.close()
+        assert got == [b"m%d" % i for i in range(5)]
+        assert _fails_to_log_in(_conf(server, lambda: _token(other)))
+        assert _fails_to_log_in(_conf(server, lambda: _token(key, aud="elsewhere")))
+        server.wait_log("authentication failed: SASL/OAUTHBEARER")
+        admin = AdminClient({"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "PLAIN", "sasl.username": "op", "sasl.password": "s3cret"})
+        deny = AclBinding(ResourceType.TOPIC, "oauth-t", ResourcePatternType.LITERAL, "User:svc", "*",
+                          AclOperation.WRITE, AclPermissionType.DENY)
+        assert [f.result(10) for f in admin.create_acls([deny]).values()] == [None]
+        codes = []
+        p = ck.Producer({**_conf(server, lambda: _token(key)), "message.timeout.ms": 10000})
+        p.produce("oauth-t", b"late", on_delivery=lambda err, _m: codes.append(err and err.code()))
+        p.flush(15)
+        assert codes == [ck.KafkaError.TOPIC_AUTHORIZATION_FAILED]
+        p = ck.Producer({**_conf(server, lambda: _token(key, sub="other-svc"))})
+        p.produce("oauth-t", b"ok")
+        assert p.flush(15) == 0  # another subject: not denied
+    finally:
+        assert server.stop() == 0, server.log()
