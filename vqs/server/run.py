@@ -144,9 +144,14 @@ def main(argv: list[str] | None = None) -> None:
 def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT; exits the process with EXIT_* when it cannot start."""
     settings.check()
+    import faulthandler
+
     from . import logs
     from .allocator import keep_large_buffers
 
+    # a fatal signal (a crash in a C extension; SIGBUS past a file truncated under a mapping)
+    # writes every thread's Python stack to stderr, the server's log, before the process dies
+    faulthandler.enable()
     keep_large_buffers()  # multi-MiB fetch answers reuse heap pages (allocator.py)
 
     fmt = logs.configure(settings.log_level, settings.log_format)
