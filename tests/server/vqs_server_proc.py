@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -44,6 +45,7 @@ class ServerProcess:
 
     def start(self, wait: bool = True, timeout: float = 30.0) -> ServerProcess:
         self._log = open(self.log_path, "ab")
+        self._log_from = self._log.tell()  # this start's lines begin here (a restart appends)
         cmd = [sys.executable, "-m", "vqs.server", "--data-dir", self.data_dir, "--port", str(self.port),
                "--log-format", "text", *self.args]
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
@@ -52,14 +54,23 @@ class ServerProcess:
             self.wait_ready(timeout)
         return self
 
+    def _said_ready(self) -> bool:
+        """This process's own "ready" line is in its log (text or JSON format)."""
+        with open(self.log_path, "rb") as f:
+            f.seek(self._log_from)
+            text = f.read().decode("utf-8", "replace")
+        return re.search(rf'ready.*(pid {self.proc.pid}\b|"pid": ?{self.proc.pid}\b)', text) is not None
+
     def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until this process says it is ready, then answers /health/ready. The probe alone is
+        not enough: ``free_port`` picks a port without holding it, so another test's server
+        may hold the same one for a moment and answer in this one's place."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                r = httpx.get(self.url + "/health/ready", timeout=1.0)
-                if r.status_code == 200:
+                if self._said_ready() and httpx.get(self.url + "/health/ready", timeout=1.0).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
