@@ -131,7 +131,15 @@ class Server:
         self.proc = subprocess.Popen(["bash", "-c", "exec " + command], cwd=cwd, env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
-        while not _ready(self.port):
+        # ready when this process says so (exec: the server keeps bash's pid), then answers: the
+        # port was free when picked, not held, so another test's server may answer on it a moment
+        mine = re.compile(rf'(pid {self.proc.pid}\b|"pid": ?{self.proc.pid}\b)'.encode())
+
+        def said_ready() -> bool:
+            with open(self.log.name, "rb") as f:
+                return mine.search(f.read()) is not None
+
+        while not (said_ready() and _ready(self.port)):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.log.seek(0)
                 raise AssertionError(f"{where}: `{command}` did not start:\n{self.log.read().decode()}")

@@ -59,17 +59,24 @@ class LocalServer:
         import httpx
 
         self._log = open(self.log_path, "ab")
+        log_from = self._log.tell()  # this start's lines (a restart appends)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "vqs.server", "--data-dir", self.data_dir, "--port", str(self.port),
              "--log-format", "text"],
             stdout=self._log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
+        # Ready when this process says so, then answers: the port was free when picked, not
+        # held, so another program may hold it a moment and answer in its place.
+        mine = f"pid {self.proc.pid},".encode()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise SystemExit(f"the VQS server exited ({self.proc.returncode}); see {self.log_path}")
+            with open(self.log_path, "rb") as f:
+                f.seek(log_from)
+                said = mine in f.read()
             try:
-                if httpx.get(self.url + "/health/ready", timeout=1.0).status_code == 200:
+                if said and httpx.get(self.url + "/health/ready", timeout=1.0).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
