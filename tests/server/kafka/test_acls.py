@@ -11,6 +11,7 @@ import time
 import uuid
 
 import pytest
+from kafka_clients import admin_results
 from kafka_server_proc import KafkaServer
 from raw_client import RawKafka
 
@@ -136,16 +137,6 @@ def _conf(server, user: str, password: str, mechanism="SCRAM-SHA-256", **more) -
             "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password, **more}
 
 
-def _done(futures: dict) -> dict:
-    out = {}
-    for key, fut in futures.items():
-        try:
-            out[key] = fut.result(15)
-        except ck.KafkaException as e:
-            out[key] = e.args[0].code()
-    return out
-
-
 def _produce(conf: dict, topic: str, n: int) -> list:
     """The delivery error codes of ``n`` messages (None: delivered)."""
     codes = []
@@ -181,8 +172,8 @@ def test_acls_through_confluent_kafka_decide_what_scram_users_may_do(tmp_path):
         admin = AdminClient(_conf(server, "admin", "s3cret", "PLAIN"))  # a token holder: the operator
         ups = [UserScramCredentialUpsertion(u, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
                                             (u + "-pw").encode()) for u in ("alice", "bob")]
-        assert all(v is None for v in _done(admin.alter_user_scram_credentials(ups)).values())
-        _done(admin.create_topics([NewTopic("acl-t", 1), NewTopic("free-t", 1)]))
+        assert all(v is None for v in admin_results(admin.alter_user_scram_credentials(ups)).values())
+        admin_results(admin.create_topics([NewTopic("acl-t", 1), NewTopic("free-t", 1)]))
         alice, bob = _conf(server, "alice", "alice-pw"), _conf(server, "bob", "bob-pw")
         bindings = [
             AclBinding(ResourceType.TOPIC, "acl-", ResourcePatternType.PREFIXED, ALICE, "*",
@@ -198,7 +189,7 @@ def test_acls_through_confluent_kafka_decide_what_scram_users_may_do(tmp_path):
             AclBinding(ResourceType.GROUP, "bob-g", ResourcePatternType.LITERAL, BOB, "*",
                        AclOperation.READ, AclPermissionType.ALLOW),
         ]
-        assert _done(admin.create_acls(bindings)) == dict.fromkeys(bindings)
+        assert admin_results(admin.create_acls(bindings)) == dict.fromkeys(bindings)
         everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
                                       AclOperation.ANY, AclPermissionType.ANY)
         assert set(admin.describe_acls(everything).result(10)) == set(bindings)
@@ -216,7 +207,7 @@ def test_acls_through_confluent_kafka_decide_what_scram_users_may_do(tmp_path):
         listed = set(AdminClient(bob).list_topics(timeout=10).topics)
         assert "acl-t" in listed and "free-t" in listed  # bob may WRITE acl-t: DESCRIBE is implied
         alice_admin = AdminClient(alice)
-        refused = _done(alice_admin.create_acls([AclBinding(
+        refused = admin_results(alice_admin.create_acls([AclBinding(
             ResourceType.TOPIC, "free-t", ResourcePatternType.LITERAL, ALICE, "*", AclOperation.ALL,
             AclPermissionType.ALLOW)]))
         assert list(refused.values()) == [ck.KafkaError.CLUSTER_AUTHORIZATION_FAILED]  # the cluster is bound
@@ -230,9 +221,9 @@ def test_acls_through_confluent_kafka_decide_what_scram_users_may_do(tmp_path):
         assert _consume(bob, "acl-t", "bob-g", 1) == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED
         deny = AclBindingFilter(ResourceType.TOPIC, "acl-t", ResourcePatternType.LITERAL, BOB, None,
                                 AclOperation.ANY, AclPermissionType.DENY)
-        assert list(_done(admin.delete_acls([deny])).values()) == [[bindings[3]]]
+        assert list(admin_results(admin.delete_acls([deny])).values()) == [[bindings[3]]]
         assert _consume(bob, "acl-t", "bob-g", 3) == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED  # no READ yet
-        assert _done(admin.create_acls([AclBinding(
+        assert admin_results(admin.create_acls([AclBinding(
             ResourceType.TOPIC, "acl-t", ResourcePatternType.LITERAL, BOB, "*", AclOperation.READ,
             AclPermissionType.ALLOW)])) == dict.fromkeys([AclBinding(
                 ResourceType.TOPIC, "acl-t", ResourcePatternType.LITERAL, BOB, "*", AclOperation.READ,
@@ -380,12 +371,12 @@ def test_super_users_and_a_closed_default_from_the_settings(tmp_path):
     try:
         alice, bob = _conf(server, "alice", "a-pw", "PLAIN"), _conf(server, "bob", "b-pw", "PLAIN")
         admin = AdminClient(bob)
-        _done(admin.create_topics([NewTopic("closed-t", 1), NewTopic("denied-t", 1)]))
+        admin_results(admin.create_topics([NewTopic("closed-t", 1), NewTopic("denied-t", 1)]))
         deny = AclBinding(ResourceType.TOPIC, "denied-t", ResourcePatternType.LITERAL, "User:*", "*",
                           AclOperation.ALL, AclPermissionType.DENY)
         allow = AclBinding(ResourceType.TOPIC, "denied-t", ResourcePatternType.LITERAL, ALICE, "*",
                            AclOperation.WRITE, AclPermissionType.ALLOW)
-        assert _done(admin.create_acls([deny, allow])) == dict.fromkeys([deny, allow])
+        assert admin_results(admin.create_acls([deny, allow])) == dict.fromkeys([deny, allow])
         assert _produce(bob, "denied-t", 1) == [None]  # a super user
         assert _produce(alice, "denied-t", 1) == [ck.KafkaError.TOPIC_AUTHORIZATION_FAILED]  # DENY wins
         assert _produce(alice, "closed-t", 1) == [ck.KafkaError.TOPIC_AUTHORIZATION_FAILED]  # no binding

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import time
 import uuid
 
 import pytest
+from kafka_clients import admin_results, fails_to_log_in
 from kafka_server_proc import KafkaServer
 from raw_client import RawKafka
 
@@ -156,55 +156,33 @@ def _name() -> str:
     return f"scram-{uuid.uuid4().hex[:8]}"
 
 
-def _result(futures: dict) -> dict:
-    out = {}
-    for user, f in futures.items():
-        try:
-            out[user] = f.result(15)
-        except ck.KafkaException as e:
-            out[user] = e.args[0].code()
-    return out
-
-
 def test_admin_client_describes_and_alters_credentials(kafka_server):
     admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
     user = _name()
-    assert _result(admin.describe_user_scram_credentials([user])) == {user: ck.KafkaError.RESOURCE_NOT_FOUND}
+    assert admin_results(admin.describe_user_scram_credentials([user])) == {user: ck.KafkaError.RESOURCE_NOT_FOUND}
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 10000)
     ups = [UserScramCredentialUpsertion(user, info, b"password", b"salt"),
            UserScramCredentialUpsertion(user + "-512", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
                                         b"pw\x00pw", b"s\x00lt")]
-    assert _result(admin.alter_user_scram_credentials(ups)) == {user: None, user + "-512": None}
-    got = _result(admin.describe_user_scram_credentials([user, user + "-512"]))
+    assert admin_results(admin.alter_user_scram_credentials(ups)) == {user: None, user + "-512": None}
+    got = admin_results(admin.describe_user_scram_credentials([user, user + "-512"]))
     assert [(i.mechanism, i.iterations) for i in got[user].scram_credential_infos] == \
         [(ScramMechanism.SCRAM_SHA_256, 10000)]
     assert [(i.mechanism, i.iterations) for i in got[user + "-512"].scram_credential_infos] == \
         [(ScramMechanism.SCRAM_SHA_512, 4096)]
     few = UserScramCredentialUpsertion(_name(), ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 100), b"p")
-    assert list(_result(admin.alter_user_scram_credentials([few])).values()) == \
+    assert list(admin_results(admin.alter_user_scram_credentials([few])).values()) == \
         [ck.KafkaError.UNACCEPTABLE_CREDENTIAL]
     dels = [UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_256),
             UserScramCredentialDeletion(user + "-512", ScramMechanism.SCRAM_SHA_256)]
-    assert _result(admin.alter_user_scram_credentials(dels)) == \
+    assert admin_results(admin.alter_user_scram_credentials(dels)) == \
         {user: None, user + "-512": ck.KafkaError.RESOURCE_NOT_FOUND}
-    assert _result(admin.describe_user_scram_credentials([user])) == {user: ck.KafkaError.RESOURCE_NOT_FOUND}
+    assert admin_results(admin.describe_user_scram_credentials([user])) == {user: ck.KafkaError.RESOURCE_NOT_FOUND}
 
 
 def _client(server, mechanism: str, user: str, password: str, **more) -> dict:
     return {"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password, **more}
-
-
-def _fails_to_log_in(conf: dict) -> bool:
-    """The client reports an authentication error (within 10 s: its first login's answer)."""
-    errors = []
-    p = ck.Producer({**conf, "error_cb": errors.append})
-    p.produce("scram-none", b"x")
-    deadline = time.monotonic() + 10
-    while not any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
-        p.poll(0.05)
-    p.purge()
-    return any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors)
 
 
 def test_scram_users_log_in_produce_and_consume_across_a_restart(tmp_path):
@@ -215,7 +193,7 @@ def test_scram_users_log_in_produce_and_consume_across_a_restart(tmp_path):
                                             b"alice-pw"),
                UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
                                             b"bob-pw")]
-        assert _result(admin.alter_user_scram_credentials(ups)) == {"alice": None, "bob": None}
+        assert admin_results(admin.alter_user_scram_credentials(ups)) == {"alice": None, "bob": None}
         assert server.stop() == 0, server.log()
         server.start()
         p = ck.Producer(_client(server, "SCRAM-SHA-256", "alice", "alice-pw"))
@@ -234,14 +212,14 @@ def test_scram_users_log_in_produce_and_consume_across_a_restart(tmp_path):
         finally:
             c.close()
         assert got == [b"m%d" % i for i in range(20)]
-        assert _fails_to_log_in(_client(server, "SCRAM-SHA-256", "alice", "wrong"))
-        assert _fails_to_log_in(_client(server, "SCRAM-SHA-512", "alice", "alice-pw"))  # no -512 credential
-        assert _fails_to_log_in(_client(server, "SCRAM-SHA-256", "mallory", "x"))
+        assert fails_to_log_in(_client(server, "SCRAM-SHA-256", "alice", "wrong"))
+        assert fails_to_log_in(_client(server, "SCRAM-SHA-512", "alice", "alice-pw"))  # no -512 credential
+        assert fails_to_log_in(_client(server, "SCRAM-SHA-256", "mallory", "x"))
         server.wait_log("authentication failed: SASL/SCRAM-SHA-256 user 'mallory'")
         admin = AdminClient(_client(server, "SCRAM-SHA-512", "bob", "bob-pw"))  # a SCRAM user is a client too
         dels = [UserScramCredentialDeletion("alice", ScramMechanism.SCRAM_SHA_256)]
-        assert _result(admin.alter_user_scram_credentials(dels)) == {"alice": None}
-        assert _fails_to_log_in(_client(server, "SCRAM-SHA-256", "alice", "alice-pw"))
+        assert admin_results(admin.alter_user_scram_credentials(dels)) == {"alice": None}
+        assert fails_to_log_in(_client(server, "SCRAM-SHA-256", "alice", "alice-pw"))
     finally:
         assert server.stop() == 0, server.log()
     with open(server.log_path, encoding="utf-8") as f:
