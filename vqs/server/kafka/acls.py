@@ -213,10 +213,7 @@ class Acls:
                 else:
                     new[a] = None
                     results.append((K.NONE, None))
-            if len(new) != len(self._acls):
-                self._save(new)
-                self._acls = new
-                self._index()
+            self._replace(new)
             return results
 
     def describe(self, flt: AclFilter) -> list[Acl]:
@@ -236,11 +233,15 @@ class Acls:
                 for a in gone:
                     del new[a]
                 results.append((K.NONE, None, gone))
-            if len(new) != len(self._acls):
-                self._save(new)
-                self._acls = new
-                self._index()
+            self._replace(new)
             return results
+
+    def _replace(self, new: dict[Acl, None]) -> None:
+        """Put ``new`` in force once it is on disk (under ``_lock``); nothing if it changes nothing."""
+        if len(new) != len(self._acls):
+            self._save(new)
+            self._acls = new
+            self._index()
 
     # -- authorization ---------------------------------------------------------------
 
