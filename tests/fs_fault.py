@@ -1,5 +1,5 @@
 """Filesystem faults for the tests, injected through storage's filesystem seam
-(``vqs.storage.fs``): ``install`` rebinds the seam's names to wrappers that fail as a
+(``vqs.disk.fs``): ``install`` rebinds the seam's names to wrappers that fail as a
 filesystem would for files under ``Fault.under``; ``uninstall`` restores them.
 
 - ``Fault.space(under, free, errno)``: ``free`` bytes are left; a write that would take more
@@ -18,7 +18,7 @@ import errno as _errno
 import os
 import threading
 
-from vqs.storage import fs
+from vqs.disk import fs
 
 _NAMES = ("write", "writev", "pwrite", "fsync", "ftruncate", "truncate", "unlink", "statvfs", "allocate")
 _ORIGINAL = {name: getattr(fs, name) for name in _NAMES}

@@ -1,5 +1,5 @@
 """The kill tests' switch: the process SIGKILLs itself at the ``kill_at``-th call of the
-named ``vqs.storage.fs`` functions (counted together), just before that call runs. Child
+named ``vqs.disk.fs`` functions (counted together), just before that call runs. Child
 processes import it (the tests directory on their path) before the code under test runs."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import signal
 
 
 def kill_at_call(kill_at: int, names) -> list:
-    """Wrap ``vqs.storage.fs``'s ``names``; 0: count, never kill. Returns the count
+    """Wrap ``vqs.disk.fs``'s ``names``; 0: count, never kill. Returns the count
     (a one-element list, updated as calls are made)."""
-    from vqs.storage import fs
+    from vqs.disk import fs
 
     calls = [0]
 

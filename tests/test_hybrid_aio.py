@@ -20,7 +20,7 @@ import pytest
 
 import vqs
 from vqs import AsyncHybridQueue, ConfigError, LogClosedError, QueueShutDown
-from vqs.storage import fs
+from vqs.disk import fs
 
 MODES = {
     "memory": {},
@@ -108,7 +108,7 @@ def test_durable_puts_survive_kill_9(tmp_path, child_env):
 
 
 class _FsyncGate:
-    """Rebinds the storage's fsync (vqs.storage.fs, the filesystem seam) to one
+    """Rebinds the storage's fsync (vqs.disk.fs, the filesystem seam) to one
     that records the thread and file of each call, sets ``entered`` and, if
     ``closed``, holds the call until ``release`` (at most 5 s: a call held on
     the loop's thread then shows as a test failure, not a hang)."""

@@ -37,7 +37,7 @@ class LogClosedError(VQSError):
 
 class DiskFullError(VQSError):
     """A write was refused for space: the space governor keeps ``min_free_bytes``
-    free for control writes (vqs/storage/space.py), or the kernel found the
+    free for control writes (vqs/disk/space.py), or the kernel found the
     filesystem full (ENOSPC) or the quota spent (EDQUOT). Soft: nothing is
     latched, reads, receives, deletes and commits go on, and writes resume on
     their own once space is freed (by deleting). ``path`` names the file.

@@ -28,7 +28,7 @@ def test_a_refused_settings_change_changes_nothing(small_disk):
         assert q.tags() == {}
         small_disk.free()
         # A send on the full disk is refused up front now (the space governor counts
-        # what it accepts, vqs/storage/space.py), so the old delay is checked
+        # what it accepts, vqs/disk/space.py), so the old delay is checked
         # once space is back and before the change is made again: visible at once.
         q.send(b"m")
         assert [m.body for m in q.receive(10)] == [b"m"]

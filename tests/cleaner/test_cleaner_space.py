@@ -10,8 +10,9 @@ import fs_fault
 import pytest
 
 from vqs.cleaner import CompactionSettings, clean_log
+from vqs.disk import space_for
 from vqs.errors import DiskFullError
-from vqs.storage import Log, space_for
+from vqs.storage import Log
 
 MIB = 1 << 20
 SETTINGS = CompactionSettings(delete_retention_ms=10**12)

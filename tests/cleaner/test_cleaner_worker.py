@@ -169,7 +169,7 @@ OWNER = textwrap.dedent("""
     cleaner_worker._MAIN = '''
     import os, signal, sys
     sys.path.insert(0, sys.argv[2])
-    from vqs.storage import fs
+    from vqs.disk import fs
     real = fs.writev
     def announce(*a, **k):
         with open(os.environ["WORKER_FIFO"], "w") as f:

@@ -4,7 +4,7 @@ Fill until refused (DiskFullError), read and delete to drain, writes resume,
 reopen: nothing acknowledged is lost, nothing refused is written later. Run
 over {Log, topic, standard queue, FIFO queue, HybridQueue} x {always,
 interval} x {ENOSPC, EDQUOT, EIO}, through the filesystem seam
-(vqs.storage.fs; tests/fs_fault.py): a space fault gives the writer's directory a byte budget
+(vqs.disk.fs; tests/fs_fault.py): a space fault gives the writer's directory a byte budget
 that writes spend and unlinks give back (and that the space governor reads),
 a failure fault fails a chosen write with EIO. Then a few runs on real small
 filesystems (tmpfs; btrfs under a quota; xfs) and a SIGKILL.
@@ -35,9 +35,8 @@ import pytest
 
 import vqs
 from vqs import DiskFullError, HybridQueue, Log
+from vqs.disk import default_min_free, space
 from vqs.errors import LogFailedError, VQSError
-from vqs.storage import space
-from vqs.storage.space import default_min_free
 
 FLOOR = 256 << 10     # min_free_bytes of every writer here
 BUDGET = 1536 << 10   # what a space fault leaves for the writer's directory

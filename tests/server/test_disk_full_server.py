@@ -41,7 +41,7 @@ def test_full_disk_answers_507_and_503_and_drains(enospc_disk):
             sqs = boto3.client("sqs", endpoint_url=srv.url, region_name="eu-west-1", aws_access_key_id="x",
                                aws_secret_access_key="y", config=Config(retries={"max_attempts": 1}))
             url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
-            with pytest.raises(ClientError) as ei:  # (refused under min_free_bytes, vqs.storage.space)
+            with pytest.raises(ClientError) as ei:  # (refused under min_free_bytes, vqs.disk.space)
                 for _ in range(100):  # a few single sends may fit where a batch of 10 did not
                     sqs.send_message(QueueUrl=url, MessageBody=body)
             assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from vqs.storage import fs
+from vqs.disk import fs
 
 
 class FsyncObserver:

@@ -78,7 +78,7 @@ def test_a_failed_write_leaves_no_temp_file(tmp_path, monkeypatch):
 def test_write_all_resumes_short_writes(tmp_path, monkeypatch, nbytes):
     """A writev that writes less (a signal, a quota at its edge) is resumed where it
     stopped, past zero-length buffers, whether or not the caller gave the total."""
-    from vqs.storage import fs
+    from vqs.disk import fs
     calls = []
 
     def short_writev(fd, bufs):  # at most 3 bytes a call
@@ -99,7 +99,7 @@ def test_write_all_resumes_short_writes(tmp_path, monkeypatch, nbytes):
 def test_write_all_of_more_buffers_than_iov_max_resumes_across_them(tmp_path, monkeypatch):
     """Thousands of buffers (more than one writev takes), written a few hundred bytes a call:
     every byte once, in order; each call resumes where the last one stopped."""
-    from vqs.storage import fs
+    from vqs.disk import fs
     calls = []
 
     def short_writev(fd, bufs):
@@ -121,7 +121,7 @@ def test_write_all_of_more_buffers_than_iov_max_resumes_across_them(tmp_path, mo
 
 
 def test_write_all_of_a_known_total_is_one_writev(tmp_path, monkeypatch):
-    from vqs.storage import fs
+    from vqs.disk import fs
     real, calls = fs.writev, []
     monkeypatch.setattr(fs, "writev", lambda fd, bufs: calls.append(1) or real(fd, bufs))
     p = tmp_path / "f"

@@ -6,7 +6,8 @@ import pathlib
 import fs_fault
 import pytest
 
-from vqs.storage import Log, fs
+from vqs.disk import fs
+from vqs.storage import Log
 from vqs.storage.segment import ALLOCATE_AHEAD
 
 needs_fallocate = pytest.mark.skipif(fs._fallocate is None, reason="no fallocate in this C library")

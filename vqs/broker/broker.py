@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable
 
 from ..cleaner import CleanStats, check_rate
+from ..disk import raise_open_file_limit
 from ..errors import ConfigError, DiskFullError, LogClosedError, OffsetOutOfRange, VQSError
-from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs, raise_open_file_limit
+from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs
 from . import layout
 from .catalog import TopicCatalog
 from .compaction import TopicCleaner

@@ -37,9 +37,10 @@ import threading
 import uuid
 
 from ..cleaner import CompactionSettings
+from ..disk import check_room
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
 from ..record import CODEC_NAMES
-from ..storage import Log, atomic_write, check_room, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from ..storage import Log, atomic_write, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
 from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic
@@ -250,7 +251,7 @@ class TopicCatalog:
             final = os.path.join(self.directory, name)
             if os.path.exists(final):
                 raise TopicAlreadyExists(name)  # a stray directory we did not load: keep it
-            # a data write (space.py): refused under the floor, as appends are
+            # a data write (vqs/disk/space.py): refused under the floor, as appends are
             check_room(self.directory, settings.get("min_free_bytes", self._log_defaults.get("min_free_bytes")),
                        "creating topic")
             tmp = final + "~new"

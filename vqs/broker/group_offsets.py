@@ -7,7 +7,7 @@ atomically (temp file, fsync, rename, fsync dir) on every commit: when
 during a commit leaves the previous offsets.
 
 Commits work on a full disk: a commit is a control write, and the space
-governor (vqs.storage.space) keeps data writes off the room it needs. Should
+governor (vqs.disk.space) keeps data writes off the room it needs. Should
 the kernel still find no space, commit raises DiskFullError and the previous
 offsets stay, in memory and on disk. (``offsets.json.spare``, a scratch file
 of earlier versions, is removed when the group is opened.)

@@ -28,14 +28,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ..disk import floor_of, fs, space_for
 from ..errors import CleanerWorkerError, ConfigError, DiskFullError
 from ..record import codec_id
 from ..storage import (
     Segment,
     check_int,
     cleaned_path,
-    floor_of,
-    fs,
     has_clean_point,
     log_now_ms,
     read_clean_point,
@@ -44,7 +43,6 @@ from ..storage import (
     sealed_segments,
     segment_batches,
     segment_max_timestamp,
-    space_for,
     write_clean_point,
 )
 from .work import CleanWork

@@ -26,6 +26,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from itertools import islice
 
+from ..disk import fs
 from ..record import (
     ATTR_COMPACTED,
     ATTR_HEADERS,
@@ -40,7 +41,7 @@ from ..record import (
     head_batch,
     peek_header,
 )
-from ..storage import Segment, cleaned_path, fs, remove_files, segment_batches, write_all
+from ..storage import Segment, cleaned_path, remove_files, segment_batches, write_all
 
 #: records and bytes (keys and values) of a batch the cleaner writes (as the log's own defaults)
 BATCH_RECORDS = 4096

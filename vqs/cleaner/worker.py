@@ -32,8 +32,9 @@ import signal
 import subprocess
 import sys
 
+from ..disk import fs
 from ..errors import CleanerWorkerError
-from ..storage import Segment, dir_lock_fd, fs, open_sealed
+from ..storage import Segment, dir_lock_fd, open_sealed
 from .work import CleanWork
 
 #: the worker's CPU priority below its owner's (``os.nice``): where both want a core, the

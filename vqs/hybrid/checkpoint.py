@@ -25,7 +25,7 @@ A new file is written with both slots zeroed (invalid) at creation, so later
 writes overwrite space the file already has: checkpoints go on on a full disk
 (a queue that cannot be created for want of space raises DiskFullError then).
 On a copy-on-write filesystem (btrfs) an overwrite takes new space: there a
-checkpoint is a control write, which the space governor (vqs.storage.space)
+checkpoint is a control write, which the space governor (vqs.disk.space)
 keeps room for; a write the kernel still refuses raises DiskFullError (the
 previous slot stays valid) and hybrid_queue.py takes nothing (durable get)
 or skips it.
@@ -40,8 +40,9 @@ from typing import NamedTuple
 
 import crc32c as _crc32c
 
+from ..disk import fs
 from ..errors import DiskFullError
-from ..storage import fs, fsync_dir
+from ..storage import fsync_dir
 
 MAGIC = b"VQHC"
 VERSION = 1

@@ -120,7 +120,7 @@ class HybridQueue(QueueHooks, DiskTier):
     ``recovery``: "fail" (default), "skip" or "truncate", as ``Log.open``'s:
     what opening after a crash does with a damaged batch in the disk tier.
     A full filesystem (less free than ``min_free_bytes``; None, the default:
-    the smaller of 64 MiB and 5 % of the filesystem, vqs.storage.space) is a
+    the smaller of 64 MiB and 5 % of the filesystem, vqs.disk.space) is a
     full disk tier: ``put`` raises ``queue.Full`` (cause: the DiskFullError)
     or waits, and goes on once space is freed; ``close()`` ignores
     ``min_free_bytes`` (that room is what lets it write the memory tier).

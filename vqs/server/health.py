@@ -32,8 +32,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..disk import free_bytes, space_for
 from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
-from ..storage import free_bytes, space_for
 
 _GONE = (TopicDoesNotExist, QueueDoesNotExist, LogClosedError)
 
@@ -94,7 +94,7 @@ def log_problems(broker) -> list[LogProblem]:
 
 def disk_space(path: str) -> tuple[int, int]:
     """(free bytes for an unprivileged writer, total bytes) of ``path``'s filesystem;
-    free is less under a btrfs quota group's limit (vqs/storage/space.py)."""
+    free is less under a btrfs quota group's limit (vqs/disk/space.py)."""
     st = os.statvfs(path)
     return free_bytes(path), st.f_blocks * st.f_frsize
 

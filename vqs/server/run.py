@@ -260,7 +260,8 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
     listener's cap is held to its share of what the limit leaves (at least
     16): a connection past it is answered (503, or closed by the Kafka and
     gRPC listeners at accept) rather than starving the others of descriptors."""
-    from ..storage import FILE_CACHE, open_file_limits, raise_open_file_limit, set_max_open_files
+    from ..disk import open_file_limits, raise_open_file_limit
+    from ..storage import FILE_CACHE, set_max_open_files
 
     raise_open_file_limit(quiet=True)  # said in the ready line (a failed start writes one line)
     FILE_CACHE.limits_changed()
@@ -452,7 +453,8 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_
 
 def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front=None, fast_http: bool = False) -> None:
     """The start-up line: the URLs of the API, its docs and metrics (the SQS endpoint is the API's)."""
-    from ..storage import FILE_CACHE, limit_raised_from, open_file_limits
+    from ..disk import limit_raised_from, open_file_limits
+    from ..storage import FILE_CACHE
     from .app import _version
 
     host = settings.host

@@ -2,8 +2,8 @@
 nothing of brokers, servers or Spark).
 
 The public surface: every layer above imports from ``vqs.storage`` only (an
-import-linter contract), except ``vqs.storage.fs``, the filesystem seam,
-whose names a test's fault rebinds (look them up on the module at call time).
+import-linter contract). Storage writes through vqs.disk's filesystem seam and asks its
+space governor for room.
 The cleaner (vqs.cleaner) reads sealed segments and hands back cleaned files through
 the compaction names (``sealed_segments``, ``segment_batches``, ``replace_sealed``, ...).
 """
@@ -18,7 +18,6 @@ from .durable_file import (
     rename_aside,
     write_all,
 )
-from .fd_limit import limit_raised_from, open_file_limits, raise_open_file_limit
 from .file_cache import CACHE as FILE_CACHE
 from .file_cache import set_max_open_files
 from .flusher import Flusher
@@ -40,16 +39,12 @@ from .log_settings import check_int
 from .map_cache import MapCache
 from .segment import Segment
 from .segment_reads import segment_batches, segment_max_timestamp
-from .space import Claim, check_room, floor_of, free_bytes
-from .space import for_path as space_for
 
 __all__ = [
     "BATCH_FIXED", "CLEAN_MARKER", "FILE_CACHE", "FLUSH_POLICIES", "LOCK_NAME", "RECORD_FIXED",
-    "RECOVERY_POLICIES", "Claim", "DirLock", "Flusher", "Log", "MapCache", "Segment",
-    "atomic_write", "check_int", "check_room", "cleaned_path", "dir_lock_fd", "floor_of", "free_bytes",
-    "fsync_dir", "has_clean_point", "limit_raised_from", "load_gaps", "log_now_ms", "make_dirs",
-    "open_file_limits", "open_sealed", "raise_if_disk_full", "raise_open_file_limit", "read_clean_point",
-    "remove_files", "rename_aside", "replace_sealed", "sealed_segments",
-    "segment_batches", "segment_max_timestamp", "set_max_open_files", "space_for", "write_all",
-    "write_clean_point",
+    "RECOVERY_POLICIES", "DirLock", "Flusher", "Log", "MapCache", "Segment", "atomic_write",
+    "check_int", "cleaned_path", "dir_lock_fd", "fsync_dir", "has_clean_point", "load_gaps",
+    "log_now_ms", "make_dirs", "open_sealed", "raise_if_disk_full", "read_clean_point",
+    "remove_files", "rename_aside", "replace_sealed", "sealed_segments", "segment_batches",
+    "segment_max_timestamp", "set_max_open_files", "write_all", "write_clean_point",
 ]

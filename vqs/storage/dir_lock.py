@@ -8,8 +8,8 @@ from __future__ import annotations
 import fcntl
 import os
 
+from ..disk import fs
 from ..errors import LogLockedError
-from . import fs
 from .durable_file import raise_if_disk_full
 
 LOCK_NAME = ".lock"

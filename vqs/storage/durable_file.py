@@ -1,4 +1,4 @@
-"""Crash-safe file primitives, through the filesystem seam (fs.py).
+"""Crash-safe file primitives, through the filesystem seam (vqs/disk/fs.py).
 
 Invariant: after ``atomic_write(path, data)`` returns, a crash leaves the old or the new
 content at ``path``, never a mix, and the rename is durable; a failed write leaves no temp
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
+from ..disk import fs
 from ..errors import DiskFullError
-from . import fs
 from .file_cache import CACHE
 
 

@@ -22,8 +22,8 @@ import os
 import threading
 from collections import OrderedDict
 
+from ..disk import FD_EXHAUSTED, open_file_limits, raise_open_file_limit, too_many_open_files
 from ..errors import ConfigError
-from .fd_limit import FD_EXHAUSTED, open_file_limits, raise_open_file_limit, too_many_open_files
 
 ENV_MAX_OPEN_FILES = "VQS_MAX_OPEN_FILES"
 #: every writable index is a memory mapping, and vm.max_map_count is 65,530 by default

@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
 
+from ..disk import FD_EXHAUSTED, floor_of, fs, space_for, too_many_open_files
 from ..errors import (
     ConfigError,
     CorruptRecordError,
@@ -38,11 +39,9 @@ from ..errors import (
     ReadOnlyError,
 )
 from ..record import HEADER, Record, RecordBatch, codec_id, encode_batch_parts
-from . import fs, log_settings, retention
-from . import space as _space
+from . import log_settings, retention
 from .dir_lock import DirLock
 from .durable_file import make_dirs, raise_if_disk_full
-from .fd_limit import FD_EXHAUSTED, too_many_open_files
 from .file_cache import CACHE
 from .flusher import Flusher
 from .group_commit import GroupCommit
@@ -127,7 +126,7 @@ class Log:
     ) -> Log:
         """Open (creating if needed) the log in directory ``path``; a bad setting raises
         ConfigError naming it. ``flush``: log_durability.py. ``min_free_bytes`` (None: the
-        filesystem's default; 0: off) and ``control`` (a queue's lease records): space.py.
+        filesystem's default; 0: off) and ``control`` (a queue's lease records): vqs/disk/space.py.
         ``defer_clean_marker``: after a clean close, change no file at open (marker and
         checkpoint stay until the first write), for callers that do not read the marker (a
         broker's partitions). ``clock``: seconds since the epoch, as time.time."""
@@ -193,8 +192,8 @@ class Log:
         make_dirs(self.path)  # (a spent quota: DiskFullError)
         if lock:
             self._dir_lock = DirLock(self.path).acquire()
-        governor = self._grant.space = _space.for_path(self.path)
-        self._grant.floor = _space.floor_of(governor, min_free_bytes, control)
+        governor = self._grant.space = space_for(self.path)
+        self._grant.floor = floor_of(governor, min_free_bytes, control)
         weakref.finalize(self, self._grant.release, True)
         try:
             finish_swaps(self.path)
@@ -603,7 +602,7 @@ class Log:
     @property
     def min_free_bytes(self) -> int:
         """Appends are refused under this much free space (0 = off); settable
-        (None: the filesystem's default, space.py)."""
+        (None: the filesystem's default, vqs/disk/space.py)."""
         return self._grant.floor
 
     @min_free_bytes.setter

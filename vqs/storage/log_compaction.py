@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 
-from . import fs
+from ..disk import fs
 from .durable_file import atomic_write, fsync_dir, remove_files
 from .log_dir import list_segment_bases
 from .segment import Segment, segment_files, segment_name

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 
-from . import fs
+from ..disk import fs
 from .durable_file import atomic_write
 from .segment import LOG_SUFFIX
 

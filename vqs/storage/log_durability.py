@@ -34,9 +34,9 @@ import threading
 import time
 import weakref
 
+from ..disk import fs
 from ..errors import DiskFullError
 from ..log_throttle import Throttle
-from . import fs
 from .durable_file import atomic_write, fsync_dir, remove_files
 from .log_dir import CLEAN_MARKER, clean_marker_bytes, write_checkpoint
 

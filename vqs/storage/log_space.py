@@ -1,4 +1,4 @@
-"""The log against free space: what the governor (space.py) counts as the log's (``Grant``)
+"""The log against free space: what the governor (vqs/disk/space.py) counts as the log's (``Grant``)
 and why appends are refused for space (``SpaceGate``, asked while the log is ``_blocked``).
 
 Invariants (under the log's lock):
@@ -17,9 +17,9 @@ from __future__ import annotations
 import errno
 import os
 
+from ..disk import floor_of, free_bytes
 from ..errors import DiskFullError
 from .log_settings import check_int
-from .space import floor_of, free_bytes
 
 #: after a write found no space: free space wanted beyond an append's bytes
 SHORT_MARGIN = 64 << 10

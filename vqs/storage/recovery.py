@@ -29,8 +29,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..disk import fs
 from ..errors import CorruptRecordError
-from . import fs
 from .durable_file import fsync_dir
 from .log_dir import (
     CLEAN_MARKER,

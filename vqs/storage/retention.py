@@ -12,8 +12,8 @@ Invariants:
 
 from __future__ import annotations
 
+from ..disk import fs
 from ..errors import DiskFullError
-from . import fs
 from .durable_file import fsync_dir
 from .segment import Segment
 from .segment_reads import segment_max_timestamp

@@ -39,9 +39,9 @@ import mmap
 import os
 import threading
 
+from ..disk import fs
 from ..errors import CorruptRecordError
 from ..record import ATTR_COMPACTED, find_next_valid, peek_header, verify_batch
-from . import fs
 from .durable_file import remove_files, write_all
 from .file_cache import CACHE, FileHandle
 from .segment_index import OffsetIndex, TimeIndex

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
+from ..disk import fs
 from ..record import verify_batch
-from . import fs
 from .durable_file import atomic_write, fsync_dir
 from .segment import SCAN_CHUNK, Segment, segment_name
 

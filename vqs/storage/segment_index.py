@@ -24,7 +24,7 @@ import os
 import struct
 import threading
 
-from . import fs
+from ..disk import fs
 
 #: statfs f_type of tmpfs, ext2/3/4, XFS, overlayfs (module doc)
 _IN_PLACE_FS = frozenset({0x01021994, 0xEF53, 0x58465342, 0x794C7630})

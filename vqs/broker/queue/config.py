@@ -31,7 +31,7 @@ VQS settings (not SQS attributes): ``flush`` (``always`` | ``interval`` |
 (the message log's segment size, 32 MiB), plus the Log settings ``segment_ms``,
 ``recovery``, ``compression``, ``index_interval_bytes``, ``batch_max_records``,
 ``batch_max_bytes``, ``min_free_bytes`` (None: the filesystem's default,
-vqs.storage.space; 0: off; sends are refused with DiskFullError once the
+vqs.disk.space; 0: off; sends are refused with DiskFullError once the
 filesystem has less free space; the state log, where receives and deletes go,
 has a quarter of it as its floor).
 """
@@ -139,7 +139,7 @@ class QueueConfig:
     index_interval_bytes: int = 4096
     batch_max_records: int = 4096
     batch_max_bytes: int = 1 << 20
-    min_free_bytes: int | None = None  # sends refused under this much free disk (None: the default, storage/space.py)
+    min_free_bytes: int | None = None  # sends refused under this much free disk (None: the default, vqs/disk/space.py)
 
     # -------------------------------------------------------------- building
 

@@ -72,6 +72,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from ...disk import Claim
 from ...errors import (
     DiskFullError,
     InvalidParameterValue,
@@ -82,7 +83,7 @@ from ...errors import (
     OffsetOutOfRange,
     QueueError,
 )
-from ...storage import Claim, Flusher, Log
+from ...storage import Flusher, Log
 from . import batch_entries
 from .config import DEFAULT_ARN_PREFIX, MAX_VISIBILITY_S
 from .config_files import StoredQueue

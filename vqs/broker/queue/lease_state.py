@@ -27,7 +27,7 @@ A record's value is one operation on one or more messages::
 
 Space on a full disk (the queue's drain path must outlive its lease churn):
 the state log's appends are control writes (``Log.open(control=True)``,
-vqs.storage.space): the space governor refuses them only under a quarter of
+vqs.disk.space): the space governor refuses them only under a quarter of
 the floor that refuses sends, so receives, visibility changes and deletes go
 on after sends are refused. Records kept here before they go to the log
 (``buffered``) are counted as used too (``space.Claim``). A receive or a
@@ -77,9 +77,10 @@ import os
 import struct
 from array import array
 
+from ...disk import Claim
 from ...errors import CorruptRecordError, DiskFullError
 from ...record import decode_batch, encode_batch
-from ...storage import BATCH_FIXED, RECORD_FIXED, Claim, Log, atomic_write
+from ...storage import BATCH_FIXED, RECORD_FIXED, Log, atomic_write
 from .lease_records import ENTRY, EPOCH, MOVE, OP_DELETE, OP_EPOCH, OP_LEASE, OP_MOVE, OP_PURGE, OP_RUN, RUN
 
 logger = logging.getLogger("vqs.broker")

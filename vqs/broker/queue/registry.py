@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ...disk import check_room
 from ...errors import (
     ConfigError,
     InvalidParameterValue,
@@ -31,7 +32,7 @@ from ...errors import (
     QueueAlreadyExists,
     QueueDoesNotExist,
 )
-from ...storage import check_room, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from ...storage import fsync_dir, make_dirs, raise_if_disk_full, rename_aside
 from ..layout import MOVE_TASKS_FILE
 from ..names import validate_name
 from .config import DEFAULT_ARN_PREFIX, IGNORED_DEFAULTS, QueueConfig, normalize
@@ -170,7 +171,7 @@ class QueueRegistry:
                         "Value for parameter RedrivePolicy is invalid. Reason: Dead-letter "
                         "target does not exist or is not of the same type (standard or FIFO)."
                     )
-            check_room(self.directory, config.min_free_bytes, "creating queue")  # a data write (space.py)
+            check_room(self.directory, config.min_free_bytes, "creating queue")  # a data write (vqs/disk/space.py)
             tmp = os.path.join(self.directory, f"{name}{_CREATING}{os.getpid()}-{threading.get_ident()}")
             if os.path.exists(tmp):
                 shutil.rmtree(tmp)

@@ -16,7 +16,7 @@ Invariants:
 * acknowledged pending sends have their disk space already: ``bound`` (an
   upper bound of what they encode to: a batch header per send, as a push may
   write one batch per send-ms run) never exceeds ``claim.held``, what the
-  space governor counts as used for them (storage/space.py ``Claim``); a send
+  space governor counts as used for them (vqs/disk/space.py ``Claim``); a send
   that cannot be covered is refused (DiskFullError) before it is added.
 
 ``Tail``: what this process sent and nobody has received yet, kept in memory
@@ -37,7 +37,8 @@ from __future__ import annotations
 from collections import deque
 from itertools import chain, repeat, starmap
 
-from ...storage import BATCH_FIXED, RECORD_FIXED, Claim, Log
+from ...disk import Claim
+from ...storage import BATCH_FIXED, RECORD_FIXED, Log
 
 TAIL_BYTES = 32 << 20  # in-memory copy of recently sent, not yet received messages
 PUSH_RUN_RECORDS = 32  # pushes pending sends as a batch per send-ms run when runs average this

@@ -12,7 +12,7 @@ import resource
 
 from ..errors import TooManyOpenFiles
 
-logger = logging.getLogger("vqs.storage")
+logger = logging.getLogger("vqs.disk")
 
 FD_EXHAUSTED = (errno.EMFILE, errno.ENFILE)
 #: where "the hard limit" stops when it is unlimited or huge (fs.nr_open)

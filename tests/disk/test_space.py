@@ -1,4 +1,4 @@
-"""Free space under a btrfs quota (vqs/storage/space.py): statvfs shows
+"""Free space under a btrfs quota (vqs/disk/space.py): statvfs shows
 the whole filesystem; ``free_bytes`` shows the room under the subvolume's
 quota group limit (sysfs), so ``min_free_bytes`` refuses appends before the
 quota is spent (tests/conftest.py ``quota_disk``: a 3 MiB limit on a 200 MiB
@@ -12,7 +12,7 @@ import os
 import pytest
 
 import vqs
-from vqs.storage.space import free_bytes, quota
+from vqs.disk.space import free_bytes, quota
 
 
 def _commit(path: str) -> None:
