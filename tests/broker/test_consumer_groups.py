@@ -202,6 +202,34 @@ def test_a_pattern_subscription_follows_the_topics_that_match():
     assert a.assignment == [TP("t", 0), TP("x-1", 0), TP("x-2", 0), TP("x-2", 1)]
 
 
+def test_a_members_matches_count_when_another_member_names_the_topic_and_only_what_it_may_see():
+    """The target follows each member's subscription, not only the union of them: a topic one
+    member names comes to match another's pattern (the union unchanged), and the second gets
+    its share; what ``visible`` hides from a member is never its, until it may see it."""
+    counts = {"x-1": 2, "x-2": 2}
+    cg, _ = _groups(counts)
+    cg.configure(session_timeout_ms=3000, heartbeat_interval_ms=1000,
+                 resolve=lambda p: frozenset(t for t in counts if t.startswith("x-")))
+    hide = frozenset({"x-2"})
+    a = cg.heartbeat("g", "a", 0, topics=["x-1", "x-2"])
+    b = cg.heartbeat("g", "b", 0, regex="x-.*", visible=lambda ts: ts - hide)
+    for _ in range(4):  # b's pattern is resolved at the group's next heartbeat; a releases what moves
+        a = cg.heartbeat("g", "a", a.epoch, owned=sorted(_mine(cg, "a")))
+        b = cg.heartbeat("g", "b", b.epoch, owned=sorted(_mine(cg, "b")), visible=lambda ts: ts - hide)
+    assert _mine(cg, "b") == {TP("x-1", 0), TP("x-1", 1)}  # what it may see; a keeps x-2, which b may not
+    assert _mine(cg, "a") == {TP("x-2", 0), TP("x-2", 1)}
+    hide = frozenset()
+    cg.heartbeat("g", "a", -1)  # a leaves: b may see x-2 now and takes everything
+    b = cg.heartbeat("g", "b", b.epoch, owned=sorted(_mine(cg, "b")), visible=lambda ts: ts - hide)
+    b = cg.heartbeat("g", "b", b.epoch, owned=sorted(_mine(cg, "b")), visible=lambda ts: ts - hide)
+    assert _mine(cg, "b") == {TP("x-1", 0), TP("x-1", 1), TP("x-2", 0), TP("x-2", 1)}
+
+
+def _mine(cg, member):
+    m = cg._groups["g"].members[member]
+    return set(m.owned)
+
+
 def test_the_coordinator_keeps_consumer_protocol_groups_apart_and_shows_them():
     co = GroupCoordinator(partitions=lambda t: 2)
     a = co.consumer.heartbeat("g", "a", 0, topics=["t"])

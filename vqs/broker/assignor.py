@@ -8,8 +8,9 @@ partitions it should own. Invariants:
 - with identical subscriptions the members' counts differ by at most one
   (partitions go one by one to the eligible member that has fewest);
 - a member first keeps its previous partitions up to its fair share (the
-  floor of its partitions over the members competing for them), and a
-  partition that must move prefers its previous owner on ties: a membership
+  floor of its partitions over the members competing for them), those of the
+  topics fewest members subscribe to first (the ones others could not take),
+  and a partition that must move prefers its previous owner on ties: a membership
   change moves few partitions (joining a group of N moves about 1/(N+1) of
   them; a member leaving moves only its own);
 - the same input gives the same output (members in the order given).
@@ -48,14 +49,14 @@ def assign(subscriptions: Mapping[str, Iterable[str]], partitions: Mapping[str, 
 
     out: dict[str, list[TopicPartition]] = {m: [] for m in members}
     rest = []
-    for tp in tps:  # keep what each member had, up to its fair share
+    tps.sort(key=lambda tp: (len(subscribers[tp.topic]), tp))
+    for tp in tps:  # keep what each member had, up to its fair share, what others could not take first
         m = prev_owner.get(tp)
         if m in out and tp.topic in subs[m] and len(out[m]) < quota[m]:
             out[m].append(tp)
         else:
             rest.append(tp)
-    rest.sort(key=lambda tp: (len(subscribers[tp.topic]), tp))
-    for tp in rest:  # the rest one by one to the eligible member with fewest
+    for tp in rest:  # (in the same order)  # the rest one by one to the eligible member with fewest
         prev = prev_owner.get(tp)
         best = min(subscribers[tp.topic], key=lambda m: (len(out[m]), m != prev, order[m]))
         out[best].append(tp)

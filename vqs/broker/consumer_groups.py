@@ -34,7 +34,10 @@ answer: the heartbeat that brings a pattern the group has not resolved is
 answered for the member's named topics only, and the pattern's matches count
 from the group's next heartbeat on (a new group epoch then). Patterns no member
 subscribes to any more are forgotten, so one subscribed to again is resolved
-afresh. From then on its matches follow the topics made and deleted.
+afresh. From then on its matches follow the topics made and deleted. What a
+member's pattern matches is cut to the topics it may see (``visible``: at the
+server, those its principal may DESCRIBE), each member by its own rights, so a
+pattern never assigns a member a topic its ACLs hide from it.
 
 Static members (an instance id): one leaving with epoch -2 keeps its slot,
 partitions included, until its session ends; a member joining with the same
@@ -55,6 +58,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .assignor import assign
@@ -98,6 +102,7 @@ class Member:
     last_seen: float = 0.0
     away: bool = False  # a static member that left for now (epoch -2): its slot kept for its session
     regex: str | None = None  # a topic-name pattern subscribed to, besides ``topics``
+    visible: Callable | None = None  # matched topics -> those the member may see (None: all)
 
 
 @dataclass
@@ -109,6 +114,7 @@ class Group:
     members: dict = field(default_factory=dict)
     target: dict = field(default_factory=dict)  # member id -> set of TopicPartition
     counts: dict = field(default_factory=dict)  # topic -> partition count the target was made for
+    subs: dict = field(default_factory=dict)  # member id -> the subscription the target was made for
     static: dict = field(default_factory=dict)  # instance id -> the member id holding it
     resolved: set = field(default_factory=set)  # patterns whose matches count (module doc)
     pending: set = field(default_factory=set)  # patterns met, resolved at the group's next heartbeat
@@ -194,9 +200,12 @@ class ConsumerGroups:
     def heartbeat(self, group: str, member_id: str, epoch: int, *, topics: list | None = None,
                   regex: str | None = None, assignor: str | None = None, owned: list | None = None, rebalance_timeout_ms: int = -1,
                   instance_id: str | None = None, rack_id: str | None = None, client_id: str = "",
-                  client_host: str = "") -> Answer:
+                  client_host: str = "", visible: Callable | None = None) -> Answer:
         """One ConsumerGroupHeartbeat: ``topics``, ``regex``, ``assignor``, ``owned`` are None when
-        unchanged since the member's last heartbeat (``regex`` "" drops the pattern; module doc)."""
+        unchanged since the member's last heartbeat (``regex`` "" drops the pattern; module doc).
+        ``visible``: a frozenset of topic names -> the subset this member may see; what its
+        pattern matches is cut to that, so a pattern never assigns a member a topic it may not
+        see (None: every topic)."""
         if regex and self._resolve is None:
             return Answer(INVALID, member_id[:MAX_ID], epoch)
         if assignor is not None and assignor not in ASSIGNORS:
@@ -249,13 +258,14 @@ class ConsumerGroups:
                     member_id = member_id or str(uuid.uuid4())
                     m = g.members[member_id] = Member(member_id, client_id, client_host, tuple(topics or ()),
                                                       assignor, rebalance_timeout_ms, instance_id or None,
-                                                      regex=regex or None)
+                                                      regex=regex or None, visible=visible)
                     if instance_id:
                         g.static[instance_id] = member_id
                 else:  # a member fenced (or lost) rejoins: it gave up what it owned
                     m.owned.clear()
                     m.revoking.clear()
                     m.epoch, m.previous_epoch = 0, -1
+                    m.visible = visible
                     if topics is not None:
                         m.topics = tuple(topics)
                     if regex is not None:
@@ -269,6 +279,7 @@ class ConsumerGroups:
                 return Answer(FENCED, member_id, epoch)
             m.last_seen = now
             m.away = False
+            m.visible = visible
             if rebalance_timeout_ms > 0:
                 m.rebalance_timeout_ms = rebalance_timeout_ms
             m.rack_id = rack_id or m.rack_id
@@ -325,6 +336,8 @@ class ConsumerGroups:
         g.members[new_id] = old
         if old_id in g.target:
             g.target[new_id] = g.target.pop(old_id)
+        if old_id in g.subs:
+            g.subs[new_id] = g.subs.pop(old_id)
         g.static[old.instance_id] = new_id
         return OK, old
 
@@ -335,7 +348,7 @@ class ConsumerGroups:
         if g.members:
             self._bump_locked(g)
         else:
-            g.target = {}
+            g.target, g.subs = {}, {}
 
     def _expire_locked(self, g: Group) -> None:
         now = self._clock()
@@ -352,7 +365,10 @@ class ConsumerGroups:
         if m.regex not in g.resolved:
             g.pending.add(m.regex)
             return m.topics
-        return tuple(sorted(set(m.topics) | set(self._resolve(m.regex))))
+        matched = self._resolve(m.regex)
+        if m.visible is not None:
+            matched = m.visible(matched)
+        return tuple(sorted(set(m.topics) | matched))
 
     def _resolve_patterns_locked(self, g: Group) -> None:
         """The patterns met before this heartbeat are resolved now (their matches then change
@@ -362,11 +378,11 @@ class ConsumerGroups:
         g.pending = set()
 
     def _check_counts_locked(self, g: Group) -> None:
-        """A new group epoch when a subscribed topic's partition count changed, or a topic came
-        to match (or stopped matching) a member's pattern."""
-        topics = {t for m in g.members.values() for t in self._subscription(g, m)}
-        counts = {t: self._count(t) for t in topics}
-        if counts != g.counts:
+        """A new group epoch when what the target was made for changed: a member's subscription
+        (a topic came to match, or stopped matching, its pattern or what it may see) or a
+        subscribed topic's partition count."""
+        subs = {mid: self._subscription(g, m) for mid, m in g.members.items()}
+        if subs != g.subs or {t: self._count(t) for ts in subs.values() for t in ts} != g.counts:
             self._bump_locked(g)
 
     def _count(self, topic: str) -> int:
@@ -380,6 +396,7 @@ class ConsumerGroups:
         g.epoch += 1
         subs = {mid: self._subscription(g, m) for mid, m in sorted(g.members.items())}
         g.counts = {t: self._count(t) for ts in subs.values() for t in ts}
+        g.subs = subs
         votes = [m.assignor for m in g.members.values() if m.assignor]
         g.assignor = max(ASSIGNORS, key=votes.count) if votes else ASSIGNORS[0]
         if g.assignor == "range":
