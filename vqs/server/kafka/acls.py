@@ -192,6 +192,7 @@ class Acls:
         self._literal, self._prefixed = dict(literal), dict(prefixed)
         self._lengths = {t: sorted(ns) for t, ns in lengths.items()}
         self.any = bool(self._acls)
+        self.generation = getattr(self, "generation", -1) + 1  # a new set of bindings in force
 
     def _save(self, acls: dict[Acl, None]) -> None:
         atomic_write(self.path, json.dumps({"acls": [a._asdict() for a in acls]}, indent=1).encode())
@@ -291,6 +292,40 @@ def principal_of(conn) -> tuple[str, str]:
     """(principal, host) of a connection (module doc)."""
     peer = conn.peer
     return conn.principal or ANONYMOUS, peer[0] if isinstance(peer, tuple) and peer else ""
+
+
+class DescribableTopics:
+    """A connection's view of topic names: of a set, those its principal may DESCRIBE (what a
+    KIP-848 member's pattern matches is cut to it, as Kafka does since KAFKA-18813). The answer
+    for a set is kept until the set or the ACLs change (a group's heartbeats ask again and again
+    for the same matches)."""
+
+    __slots__ = ("_acls", "_principal", "_host", "_key", "_seen")
+
+    def __init__(self, acls: Acls, principal: str, host: str):
+        self._acls, self._principal, self._host = acls, principal, host
+        self._key: tuple | None = None
+        self._seen: frozenset = frozenset()
+
+    def __call__(self, topics: frozenset) -> frozenset:
+        acls = self._acls
+        if not acls.any:
+            return topics
+        key = (topics, acls.generation)
+        if key != self._key:
+            p, h = self._principal, self._host
+            self._seen = frozenset(t for t in topics if acls.authorize(p, h, DESCRIBE, TOPIC, t))
+            self._key = key
+        return self._seen
+
+
+def describable(ctx, conn) -> DescribableTopics | None:
+    """The connection's DescribableTopics (made once; None for a super user, who sees all)."""
+    if conn.super_user:
+        return None
+    if conn.topic_view is None:
+        conn.topic_view = DescribableTopics(ctx.acls, *principal_of(conn))
+    return conn.topic_view
 
 
 def allowed(ctx, conn, operation: int, rtype: int, name: str) -> bool:

@@ -6,7 +6,9 @@ assignment are ``vqs.broker.consumer_groups`` (the group coordinator's
 partitions travel by topic id (topic_ids.py), as Metadata v10+ names them.
 Subscriptions are topic names and (v1) a pattern, matched against whole
 non-internal topic names by topic_regex.py (linear time; a pattern it cannot
-take is INVALID_REGULAR_EXPRESSION). The offsets of these groups are the classic OffsetCommit and
+take is INVALID_REGULAR_EXPRESSION); what a pattern matches is cut, member by member, to the
+topics its principal may DESCRIBE (acls.py), and a group is described only to a principal that
+may DESCRIBE every topic it is assigned (else TOPIC_AUTHORIZATION_FAILED). The offsets of these groups are the classic OffsetCommit and
 OffsetFetch (groups.py), checked here by ``check_commit``: a member commits
 with its member epoch where the classic protocol has a generation.
 
@@ -154,7 +156,8 @@ async def consumer_group_heartbeat(ctx, conn, v, r):
     try:
         a = cg.heartbeat(group, member, epoch, topics=topics, regex=regex, assignor=assignor, owned=owned,
                          rebalance_timeout_ms=rebalance_ms, instance_id=instance, rack_id=rack,
-                         client_id=conn.client_id or "", client_host=str(conn.peer[0]) if conn.peer else "")
+                         client_id=conn.client_id or "", client_host=str(conn.peer[0]) if conn.peer else "",
+                         visible=A.describable(ctx, conn))
     except E.InvalidName as e:
         return heartbeat_error(w, K.INVALID_GROUP_ID, str(e))
     if a.status != CG.OK:
@@ -195,6 +198,8 @@ async def consumer_group_describe(ctx, conn, v, r):
                      "members": []}
             else:
                 err, msg = K.GROUP_ID_NOT_FOUND, f"group {group!r} not found"
+        if d is not None and not _may_see_topics(ctx, conn, d):
+            d, err, msg = None, K.TOPIC_AUTHORIZATION_FAILED, "DESCRIBE on a topic the group is assigned is not allowed"
         w.int16(err).compact_string(msg).compact_string(group)
         w.compact_string("Dead" if d is None else d["state"])
         w.int32(d["epoch"] if d else -1).int32(d["assignment_epoch"] if d else -1)
@@ -215,6 +220,13 @@ async def consumer_group_describe(ctx, conn, v, r):
             w.tags()
         w.int32(authorized_operations(ctx, conn, A.GROUP, group, ops and not err)).tags()
     return bytes(w.tags().b)
+
+
+def _may_see_topics(ctx, conn, d: dict) -> bool:
+    """May the connection DESCRIBE every topic the group's members are assigned or targeted?
+    A group is described whole or not at all (Kafka's TOPIC_AUTHORIZATION_FAILED for it)."""
+    topics = {t for m in d["members"] for t, _ in (*m["assignment"], *m["target"])}
+    return all(A.allowed(ctx, conn, A.DESCRIBE, A.TOPIC, t) for t in topics)
 
 
 def _assignment(w, broker, tps) -> None:

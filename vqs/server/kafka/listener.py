@@ -112,7 +112,7 @@ class KafkaContext:
 
 class Connection:
     __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "scram", "client_id",
-                 "failed_user", "principal", "super_user", "_parked", "_unanswered", "_unread", "on_close")
+                 "failed_user", "principal", "super_user", "topic_view", "_parked", "_unanswered", "_unread", "on_close")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -125,6 +125,7 @@ class Connection:
         self.client_id = None
         self.principal: str | None = None  # User:NAME once logged in (None: User:ANONYMOUS, acls.py)
         self.super_user = False  # logged in with one of the server's tokens: no ACL restricts it
+        self.topic_view = None  # acls.DescribableTopics of the principal, made on first use
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
         self._parked: asyncio.Event | None = None  # set by ``park`` while the request in hand waits
         self._unanswered = 0  # requests read whose answers are not written yet
