@@ -89,3 +89,26 @@ def test_a_refused_line_is_named_with_what_was_sent_before_it(srv, tmp_path):
                        capture_output=True, timeout=120)
     assert p.returncode == 1 and p.stderr.decode().startswith("error: line 2: not UTF-8 text"), p.stderr
     assert b"sent 1 message(s) to lines-q before it" in p.stderr
+
+
+def test_a_ctrl_c_during_a_request_is_raised_after_what_it_stored_is_counted():
+    """The deferral itself (stream.Interrupt), in process: a SIGINT that comes while a request is
+    in flight waits until the caller has recorded the request's result; one that comes while
+    nothing is sent is raised at once."""
+    import pytest
+
+    from vqs.cli.stream import Interrupt
+
+    recorded = []
+
+    def request():
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the request is in flight
+        return ["id-1", "id-2"]
+
+    with Interrupt() as intr:
+        with pytest.raises(KeyboardInterrupt):
+            intr.send(request, recorded.extend)
+        assert recorded == ["id-1", "id-2"]  # counted before the interrupt went up
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)  # nothing in flight: at once
+            time.sleep(5)

@@ -149,29 +149,28 @@ def _send_lines(name: str, stream, fields: dict, url, data_dir, token) -> None:
         with Interrupt() as intr, target(url, data_dir, token, queue=name) as t:
             q = t.queue(name)
 
-            def send_one(b: str) -> None:
+            def stored(ids: list) -> None:  # (run before a deferred Ctrl-C is raised: stream.Interrupt)
                 nonlocal sent, batch, first
+                for mid in ids:
+                    print_line(str(mid))
+                sent, first, batch = sent + len(ids), first + len(ids), batch[len(ids):]
+
+            def send_one(b: str) -> None:
                 try:
-                    mid = intr.send(lambda: q.send(b, **fields))
+                    intr.send(lambda: q.send(b, **fields), lambda mid: stored([mid]))
                 except VQSError as e:
                     raise _LineFailed(f"line {first}", *explain(e)) from e
-                print_line(str(mid))
-                sent, first, batch = sent + 1, first + 1, batch[1:]
 
             def flush() -> None:
-                nonlocal sent, batch, nbytes, first
+                nonlocal nbytes
                 if len(batch) > 1:
                     try:
-                        ids = intr.send(lambda: q.send_batch([{"body": b, **fields} for b in batch]))
+                        intr.send(lambda: q.send_batch([{"body": b, **fields} for b in batch]), stored)
                     except VQSError as e:
                         # refused before anything was sent (the queue validates a batch whole):
                         # each line alone finds the one refused; anything else is said as it is
                         if not (isinstance(e, (QueueError, MessageTooLarge)) or refused_whole(e)):
                             raise _LineFailed(f"lines {first}-{first + len(batch) - 1}", *explain(e)) from e
-                    else:
-                        for mid in ids:
-                            print_line(str(mid))
-                        sent, first, batch = sent + len(batch), first + len(batch), []
                 for b in list(batch):
                     send_one(b)
                 nbytes = 0

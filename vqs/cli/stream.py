@@ -76,11 +76,16 @@ class Interrupt:
         else:
             raise KeyboardInterrupt
 
-    def send(self, fn):
-        """``fn()`` with SIGINT deferred; a SIGINT that came meanwhile is raised after it."""
+    def send(self, fn, done=None):
+        """``fn()`` with SIGINT deferred, then ``done(result)`` (what the caller records of a request
+        that went through: counts, printed ids) still deferred; a SIGINT that came meanwhile is
+        raised after both, so the count said is what the target stored."""
         self.sending = True
         try:
-            return fn()
+            result = fn()
+            if done is not None:
+                done(result)
+            return result
         finally:
             self.sending = False
             if self.pending:
@@ -135,12 +140,18 @@ def produce(topic: str,
                 task = prog.add_task("produce", total=total, n=0)
                 nbytes = 0
 
+                def sent_n(n: int):
+                    def done(_):
+                        nonlocal sent, first, batch
+                        sent, first, batch = sent + n, first + n, batch[n:]
+                    return done
+
                 def send(recs):
                     intr.send(lambda: p.send_batch(topic, recs, keys=None if kb is None else [kb] * len(recs),
-                                                   partition=partition))
+                                                   partition=partition), sent_n(len(recs)))
 
                 def flush_batch():
-                    nonlocal sent, nbytes, batch, first
+                    nonlocal nbytes, batch
                     if not batch:
                         return
                     try:
@@ -148,16 +159,11 @@ def produce(topic: str,
                     except VQSError as e:
                         if len(batch) == 1 or not refused_whole(e):
                             raise _Failed(first, first + len(batch) - 1, e) from e
-                        for rec in batch:  # nothing of it was appended: find the message it refused
+                        for rec in list(batch):  # nothing of it was appended: find the message it refused
                             try:
                                 send([rec])
                             except VQSError as e1:
                                 raise _Failed(first, first, e1) from e1
-                            sent += 1
-                            first += 1
-                            batch = batch[1:]
-                    sent += len(batch)
-                    first += len(batch)
                     prog.update(task, advance=nbytes, n=sent)
                     batch, nbytes = [], 0
 
