@@ -32,6 +32,8 @@ class ServerProcess:
         self.data_dir = str(data_dir)
         self.port = port or free_port()
         self.args = list(args)
+        self._log = None
+        self._started = port is not None  # once ready (or a port given), a restart keeps the ports
         self.env = dict(os.environ, **(env or {}))
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         self.preexec_fn = preexec_fn  # run in the child before exec (e.g. setrlimit)
@@ -44,15 +46,34 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, wait: bool = True, timeout: float = 30.0) -> ServerProcess:
-        self._log = open(self.log_path, "ab")
-        self._log_from = self._log.tell()  # this start's lines begin here (a restart appends)
-        cmd = [sys.executable, "-m", "vqs.server", "--data-dir", self.data_dir, "--port", str(self.port),
-               "--log-format", "text", *self.args]
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
-                                     preexec_fn=self.preexec_fn)
-        if wait:
-            self.wait_ready(timeout)
-        return self
+        """Start (or restart, on the same ports) and wait until ready. ``free_port`` does not hold
+        the port it found: on a first start, a server that says its port is taken (by another
+        test's process meanwhile) is started again on fresh ports, at most twice."""
+        for attempt in range(3):
+            if self._log is not None and not self._log.closed:
+                self._log.close()
+            self._log = open(self.log_path, "ab")
+            self._log_from = self._log.tell()  # this start's lines begin here (a restart appends)
+            cmd = [sys.executable, "-m", "vqs.server", "--data-dir", self.data_dir, "--port", str(self.port),
+                   "--log-format", "text", *self.args]
+            self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
+                                         preexec_fn=self.preexec_fn)
+            if not wait:
+                return self
+            try:
+                self.wait_ready(timeout)
+            except RuntimeError:
+                if self._started or attempt == 2 or self.proc.returncode != 3 or "is in use" not in self.log():
+                    raise
+                self.fresh_ports()
+                continue
+            self._started = True
+            return self
+        raise AssertionError("unreachable")
+
+    def fresh_ports(self) -> None:
+        """New ports for a first start whose port was taken (subclasses add theirs)."""
+        self.port = free_port()
 
     def _said_ready(self) -> bool:
         """This process's own "ready" line is in its log (text or JSON format)."""

@@ -285,14 +285,23 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
     return settings.max_connections
 
 
+LISTEN_BACKLOG = 2048  # connections the kernel queues before they are accepted (uvicorn's default too)
+
+
 def _listen(settings: Settings, fmt: str, port: int | None = None, option: str = "--port") -> socket.socket:
-    """The bound listening socket, before anything else is opened (a busy port changes nothing);
-    ``option`` names the setting of that port in the error."""
+    """The listening socket, bound and listening before anything else is opened (a busy port
+    changes nothing); ``option`` names the setting of that port in the error.
+
+    It listens at once: SO_REUSEADDR lets a second socket bind an address no socket listens on
+    yet, so a port bound now and listened on later could be bound meanwhile by another server,
+    and whichever listened second would fail after its start was said. Listening holds the port
+    from here on; connections wait in the backlog until the server accepts them."""
     host, port = settings.host, port or settings.port
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
+        sock.listen(LISTEN_BACKLOG)
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:

@@ -19,6 +19,12 @@ class GrpcServer(ServerProcess):
         self.grpc_port = grpc_port or free_port()
         super().__init__(data_dir, "--grpc-port", str(self.grpc_port), *args, **kw)
 
+    def fresh_ports(self) -> None:
+        super().fresh_ports()
+        i = self.args.index("--grpc-port")
+        self.grpc_port = free_port()
+        self.args[i + 1] = str(self.grpc_port)
+
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"

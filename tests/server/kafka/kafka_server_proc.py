@@ -10,6 +10,12 @@ class KafkaServer(ServerProcess):
         self.kafka_port = free_port()
         super().__init__(data_dir, "--kafka-port", str(self.kafka_port), *args, **kw)
 
+    def fresh_ports(self) -> None:
+        super().fresh_ports()
+        i = self.args.index("--kafka-port")
+        self.kafka_port = free_port()
+        self.args[i + 1] = str(self.kafka_port)
+
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.kafka_port}"
