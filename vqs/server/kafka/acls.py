@@ -164,6 +164,7 @@ class Acls:
         self.allow_if_no_acl = allow_if_no_acl
         self._lock = threading.Lock()
         self._acls: dict[Acl, None] = {}  # (ordered: creation order)
+        self.generation = -1
         try:
             with open(self.path, "rb") as f:
                 raw = json.loads(f.read())
@@ -192,7 +193,7 @@ class Acls:
         self._literal, self._prefixed = dict(literal), dict(prefixed)
         self._lengths = {t: sorted(ns) for t, ns in lengths.items()}
         self.any = bool(self._acls)
-        self.generation = getattr(self, "generation", -1) + 1  # a new set of bindings in force
+        self.generation += 1  # a new set of bindings in force (DescribableTopics asks again)
 
     def _save(self, acls: dict[Acl, None]) -> None:
         atomic_write(self.path, json.dumps({"acls": [a._asdict() for a in acls]}, indent=1).encode())
