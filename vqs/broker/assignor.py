@@ -56,7 +56,7 @@ def assign(subscriptions: Mapping[str, Iterable[str]], partitions: Mapping[str, 
             out[m].append(tp)
         else:
             rest.append(tp)
-    for tp in rest:  # (in the same order)  # the rest one by one to the eligible member with fewest
+    for tp in rest:  # the rest, in the same order, one by one to the eligible member with fewest
         prev = prev_owner.get(tp)
         best = min(subscribers[tp.topic], key=lambda m: (len(out[m]), m != prev, order[m]))
         out[best].append(tp)

@@ -294,7 +294,7 @@ class ConsumerGroups:
                 self._bump_locked(g)
             if owned is not None and m.revoking:
                 m.revoking &= set(_tps(owned))  # what it no longer reports is released
-            self._check_counts_locked(g)
+            self._check_target_locked(g)
             self._reconcile_locked(g, m, now)
             answer = None
             if m.sent is None or m.owned != m.sent:
@@ -377,13 +377,13 @@ class ConsumerGroups:
         g.resolved = (g.resolved | g.pending) & used
         g.pending = set()
 
-    def _check_counts_locked(self, g: Group) -> None:
+    def _check_target_locked(self, g: Group) -> None:
         """A new group epoch when what the target was made for changed: a member's subscription
         (a topic came to match, or stopped matching, its pattern or what it may see) or a
         subscribed topic's partition count."""
-        subs = {mid: self._subscription(g, m) for mid, m in g.members.items()}
+        subs = {mid: self._subscription(g, m) for mid, m in sorted(g.members.items())}
         if subs != g.subs or {t: self._count(t) for ts in subs.values() for t in ts} != g.counts:
-            self._bump_locked(g)
+            self._bump_locked(g, subs)
 
     def _count(self, topic: str) -> int:
         try:
@@ -391,10 +391,12 @@ class ConsumerGroups:
         except Exception:  # an unknown or deleted topic has no partitions to assign
             return 0
 
-    def _bump_locked(self, g: Group) -> None:
-        """A new group epoch and its target assignment."""
+    def _bump_locked(self, g: Group, subs: dict | None = None) -> None:
+        """A new group epoch and its target assignment (``subs``: the members' subscriptions in
+        member-id order, when the caller has them)."""
         g.epoch += 1
-        subs = {mid: self._subscription(g, m) for mid, m in sorted(g.members.items())}
+        if subs is None:
+            subs = {mid: self._subscription(g, m) for mid, m in sorted(g.members.items())}
         g.counts = {t: self._count(t) for ts in subs.values() for t in ts}
         g.subs = subs
         votes = [m.assignor for m in g.members.values() if m.assignor]
