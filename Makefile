@@ -12,6 +12,11 @@
 # Debian's python3 lacks it; run as another user, they stop and say what to install.
 
 PYTHON ?= python3
+# Python writes its bytecode caches (__pycache__/, gitignored) under every target, whatever the
+# environment says: the editable install leaves vqs/ uncompiled, and make test starts some 600
+# Python processes that import it (servers, CLIs, crash children); compiling it from source in each
+# cost about 100 CPU seconds of a 2-core run where PYTHONDONTWRITEBYTECODE was set.
+unexport PYTHONDONTWRITEBYTECODE
 # make test's pytest-xdist workers: most tests wait on servers, clients and disks (two workers
 # kept CI's two cores about half busy), so three keep them busy; TEST_WORKERS=auto on a larger
 # machine, 0 for one process.
