@@ -18,7 +18,10 @@ One run, one machine:
       * overflowing (memory_items=1000: nearly every item goes through the
         log) vs persist-queue ``Queue`` (file-based; fsyncs every put);
       * durable (write-through, fsync per put; and ``put_batch`` of 100)
-        vs persist-queue ``Queue``.
+        vs persist-queue ``Queue``;
+      * durable, 4 writer threads putting for ``--poll-seconds``, alone and
+        with 6 threads polling ``get(False)`` in a loop (they take what the
+        writers put): what polling consumers cost the writers' group commit.
     Fast in-memory rows are the median of 5 alternating repeats (the machine
     is shared; alternating spreads the noise over both sides of a ratio).
 
@@ -47,6 +50,7 @@ import os
 import queue as _stdqueue
 import statistics
 import sys
+import threading
 import time
 
 import _common as C  # before any vqs import: it decides which vqs is measured
@@ -229,6 +233,41 @@ def _interleaved(q, n: int) -> float:
         gc.enable()
 
 
+def _writers_and_pollers(path: str, writers: int, pollers: int, seconds: float) -> tuple[int, float]:
+    """Items put by ``writers`` threads into a durable HybridQueue in ``seconds`` while
+    ``pollers`` threads loop on ``get(False)``; (items, seconds taken)."""
+    hq = HybridQueue(path, durable=True)
+    stop = threading.Event()
+    puts = [0] * writers
+
+    def write(i: int) -> None:
+        n = 0
+        while not stop.is_set():
+            hq.put(BODY)
+            n += 1
+        puts[i] = n
+
+    def poll() -> None:
+        while not stop.is_set():
+            try:
+                hq.get(False)
+            except _stdqueue.Empty:
+                pass
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    threads += [threading.Thread(target=poll) for _ in range(pollers)]
+    t0 = _now()
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    took = _now() - t0
+    hq.close()
+    return sum(puts), took
+
+
 def run_hybrid(b: Bench) -> None:
     C.note("(b) HybridQueue put N then get N, 100-byte bytes items")
     s = b.args.scale
@@ -280,6 +319,17 @@ def run_hybrid(b: Bench) -> None:
         got += len(hq.get_batch(1000))
     b.record("hybrid", "HybridQueue durable=True (put_batch 100, get_batch)", nb, _now() - t0)
     hq.close()
+
+    # durable writers alone and under polling consumers: alternating rounds, median
+    rounds = {0: [], 6: []}
+    for r in range(3):
+        for pollers in rounds:
+            rounds[pollers].append(_writers_and_pollers(b.fresh(f"hq-poll-{pollers}-{r}"), 4, pollers,
+                                                        b.args.poll_seconds))
+    for pollers, runs in rounds.items():
+        items, took = sorted(runs, key=lambda it: it[0] / it[1])[1]
+        b.record("hybrid", f"HybridQueue durable=True, 4 writers{f', {pollers} get(False) pollers' if pollers else ''}"
+                 " (put)", items, took, "median of 3")
 
     # persist-queue Queue (file based, fsync per put), time-boxed
     try:
@@ -342,6 +392,10 @@ def ratios(rows: list[dict]) -> list[dict]:
     hd = _rate(rows, "HybridQueue durable=True (put, get)")
     bar("HybridQueue durable (fsync per put) / persist-queue Queue (fsync per put)",
         hd / pq if hd and pq else None, "no bar (same durability)", None)
+    alone = _rate(rows, "HybridQueue durable=True, 4 writers (put)")
+    polled = _rate(rows, "HybridQueue durable=True, 4 writers, 6 get(False) pollers (put)")
+    bar("HybridQueue durable puts with 6 pollers / without", polled / alone if polled and alone else None,
+        "no bar", None)
     return out
 
 
@@ -367,6 +421,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("queue", "hybrid"), help="run one part only")
     ap.add_argument("--peer-seconds", type=float, default=4.0,
                     help="time box of each slow peer run (default 4, --quick at most 3)")
+    ap.add_argument("--poll-seconds", type=float, default=3.0,
+                    help="seconds of each durable writers/pollers round (default 3; 6 rounds)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="rounds of the queue cycle, interleaved; each workload's best "
                          "round is reported, vqs and peers alike (default 3, --quick 1)")
@@ -377,6 +433,7 @@ def main(argv=None) -> int:
     args.scale = 0.2 if args.quick else 1.0
     if args.quick:
         args.peer_seconds = min(args.peer_seconds, 3.0)
+        args.poll_seconds = min(args.poll_seconds, 1.0)
         args.repeat = 1
     if args.repeat < 1:
         ap.error(f"--repeat {args.repeat}: must be >= 1")

@@ -81,6 +81,11 @@ _INF = float("inf")
 #: A log batch may hold this many bytes of values (record_batch allows 1 GiB).
 SPILL_BATCH_MAX_BYTES = 512 << 20
 _monotonic = time.monotonic
+#: What a non-blocking get that found nothing does before it answers: give the processor to
+#: another runnable thread. CPython hands the GIL to whichever thread takes it first; a poller
+#: that only released it (``time.sleep(0)``) took it back before a writer woken from its fsync
+#: could, which then waited out the interpreter's switch interval.
+_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 
 def _check_limit(name: str, value, *, allow_none: bool) -> None:
@@ -348,11 +353,13 @@ class HybridQueue(QueueHooks, DiskTier):
         emptiness test reads two ints and a deque length, each read atomic under
         the GIL. A stale read can only say "empty" about an item put a moment
         ago, which a locked check racing that put could say too; so pollers never
-        queue on the lock that writers (and a durable group commit) need."""
+        queue on the lock that writers (and a durable group commit) need. Before
+        it raises ``Empty`` it yields the processor (``_yield``): threads that
+        have work, such as writers back from their fsync, run first."""
         if timeout is not None:
             _check_timeout(block, timeout)
         if not block and self._end == self._read_off and not self._mem and not self._stopped:
-            time.sleep(0)  # a spinning poller must not starve the writers / group commit of the GIL
+            _yield()
             raise Empty
         with self._lock:
             if self._end != self._read_off:
@@ -403,7 +410,7 @@ class HybridQueue(QueueHooks, DiskTier):
         if timeout is not None:
             _check_timeout(block, timeout)
         if not block and self._end == self._read_off and not self._mem and not self._stopped:
-            time.sleep(0)
+            _yield()
             return []  # lock-free, as in get()
         with self._lock:
             if self._end == self._read_off and not self._mem:
