@@ -70,15 +70,16 @@ $(eval $(call extra,grpc,the gRPC extra (grpcio and protobuf)))
 $(eval $(call extra,bench,the bench extra (peers for the benchmarks; matplotlib for the soak's chart)))
 $(eval $(call extra,dev,the test and lint tools (dev extra)))
 
-# make test's extras in one pip run, which stamps each of them (one resolve and one build of the
-# editable install: about 45 s where a run per extra took 73 s; the lane of make test that decides
-# its set-up time).
+# make test's extras in one pip run, which stamps each of them: one resolve, one build of the
+# editable install, and no compiling of every module installed (pyspark alone has thousands; those
+# the tests import are compiled on first import and cached: above). About 30 s where a pip run per
+# extra, each compiling, took 73 s, in the set-up lane that decides make test's set-up time.
 comma := ,
 TEST_EXTRAS := dev server spark pipeline grpc
 $(call STAMP,test): pyproject.toml $(VENV)/.created
 	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '.installed-$(CKSUM)-*' -delete
 	@echo "==> installing VQS with the extras the tests use: $(TEST_EXTRAS) (pyspark is about 500 MB: usually 30-60 s)"
-	@$(PIP) -e ".[$(subst $() ,$(comma),$(TEST_EXTRAS))]"
+	@$(PIP) --no-compile -e ".[$(subst $() ,$(comma),$(TEST_EXTRAS))]"
 	@touch $(foreach x,core $(TEST_EXTRAS),$(call STAMP,$(x)))
 	@touch $@
 
@@ -151,7 +152,7 @@ tool-envs: $(patsubst tests/server/kafka/apps/%-requirements.txt,.venv-tools/%/.
 .venv-tools/%/.installed: tests/server/kafka/apps/%-requirements.txt $(VENV)/.created
 	@echo "==> installing $* into .venv-tools/$* (its own environment, for the stream-processor tests)"
 	@rm -rf .venv-tools/$* && $(PY) -m venv .venv-tools/$*
-	@.venv-tools/$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	@.venv-tools/$*/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -r $<
 	@touch $@
 
 # Set-up in three lanes at once, after the system packages (one apt-get at a time): librdkafka's
