@@ -11,7 +11,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from vqs_server_proc import ServerProcess, free_port  # noqa: E402,F401
+from vqs_server_proc import TLS, ServerProcess, free_port  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +33,7 @@ def base_url(server) -> str:
 def http(base_url):
     # X-VQS-Client: what a script sends (vqs.Client does); a credential-less server refuses a POST
     # a web page could send cross-site (docs/security.md; tests/server/test_security_http.py)
-    with httpx.Client(base_url=base_url, timeout=30, headers={"x-vqs-client": "test"}) as c:
+    with httpx.Client(base_url=base_url, timeout=30, headers={"x-vqs-client": "test"}, verify=TLS) as c:
         yield c
 
 
