@@ -81,6 +81,12 @@ class ServerProcess:
         """New ports for a first start whose port was taken (subclasses add theirs)."""
         self.port = free_port()
 
+    def fresh_option_port(self, option: str) -> int:
+        """A new free port as the value of ``option`` in the server's arguments (for fresh_ports)."""
+        port = free_port()
+        self.args[self.args.index(option) + 1] = str(port)
+        return port
+
     def _said_ready(self) -> bool:
         """This process's own "ready" line is in its log (text or JSON format)."""
         with open(self.log_path, "rb") as f:

@@ -21,9 +21,7 @@ class GrpcServer(ServerProcess):
 
     def fresh_ports(self) -> None:
         super().fresh_ports()
-        i = self.args.index("--grpc-port")
-        self.grpc_port = free_port()
-        self.args[i + 1] = str(self.grpc_port)
+        self.grpc_port = self.fresh_option_port("--grpc-port")
 
     @property
     def target(self) -> str:

@@ -12,9 +12,7 @@ class KafkaServer(ServerProcess):
 
     def fresh_ports(self) -> None:
         super().fresh_ports()
-        i = self.args.index("--kafka-port")
-        self.kafka_port = free_port()
-        self.args[i + 1] = str(self.kafka_port)
+        self.kafka_port = self.fresh_option_port("--kafka-port")
 
     @property
     def bootstrap(self) -> str:
