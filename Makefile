@@ -14,8 +14,8 @@
 PYTHON ?= python3
 # Python writes its bytecode caches (__pycache__/, gitignored) under every target, whatever the
 # environment says: the editable install leaves vqs/ uncompiled, and make test starts some 600
-# Python processes that import it (servers, CLIs, crash children); compiling it from source in each
-# cost about 100 CPU seconds of a 2-core run where PYTHONDONTWRITEBYTECODE was set.
+# Python processes that import it (servers, CLIs, crash children), each of which would otherwise
+# compile it from source again.
 unexport PYTHONDONTWRITEBYTECODE
 # make test's pytest-xdist workers: most tests wait on servers, clients and disks (two workers
 # kept CI's two cores about half busy), so three keep them busy; TEST_WORKERS=auto on a larger
@@ -25,6 +25,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CKSUM  := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 STAMP   = $(VENV)/.installed-$(CKSUM)-$(1)
+# the stamps of an older pyproject.toml go before a first install under this one
+DROP_STALE_STAMPS = find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '.installed-$(CKSUM)-*' -delete
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
 .PHONY: grpc-proto tool-envs test lint cc rdkafka-tests demo demo-cluster demo-log bench bench-ab soak venv install java kcat wrk browser btrfs xfs clean spark-jar
@@ -51,7 +53,7 @@ $(VENV)/.created:
 
 # The library itself (an editable install: edits to vqs/ take effect at once).
 $(call STAMP,core): pyproject.toml $(VENV)/.created
-	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '.installed-$(CKSUM)-*' -delete
+	@$(DROP_STALE_STAMPS)
 	@echo "==> installing VQS (the library and the vqs command)"
 	@$(PIP) -e .
 	@touch $@
@@ -72,12 +74,12 @@ $(eval $(call extra,dev,the test and lint tools (dev extra)))
 
 # make test's extras in one pip run, which stamps each of them: one resolve, one build of the
 # editable install, and no compiling of every module installed (pyspark alone has thousands; those
-# the tests import are compiled on first import and cached: above). About 30 s where a pip run per
-# extra, each compiling, took 73 s, in the set-up lane that decides make test's set-up time.
+# the tests import are compiled on first import and cached: above). This is the set-up lane that
+# decides make test's set-up time.
 comma := ,
 TEST_EXTRAS := dev server spark pipeline grpc
 $(call STAMP,test): pyproject.toml $(VENV)/.created
-	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '.installed-$(CKSUM)-*' -delete
+	@$(DROP_STALE_STAMPS)
 	@echo "==> installing VQS with the extras the tests use: $(TEST_EXTRAS) (pyspark is about 500 MB: usually 30-60 s)"
 	@$(PIP) --no-compile -e ".[$(subst $() ,$(comma),$(TEST_EXTRAS))]"
 	@touch $(foreach x,core $(TEST_EXTRAS),$(call STAMP,$(x)))
