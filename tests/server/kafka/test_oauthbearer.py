@@ -161,14 +161,20 @@ def test_confluent_kafka_logs_in_with_a_signed_token_and_acls_govern_its_subject
                              "sasl.mechanism": "PLAIN", "sasl.username": "op", "sasl.password": "s3cret"})
         deny = AclBinding(ResourceType.TOPIC, "oauth-t", ResourcePatternType.LITERAL, "User:svc", "*",
                           AclOperation.WRITE, AclPermissionType.DENY)
-        assert [f.result(10) for f in admin.create_acls([deny]).values()] == [None]
+        # once an ACL names the topic it is no longer open to every principal (Kafka's
+        # allow.everyone.if.no.acl.found): another subject writes by an ALLOW of its own
+        allow = AclBinding(ResourceType.TOPIC, "oauth-t", ResourcePatternType.LITERAL, "User:other-svc", "*",
+                           AclOperation.WRITE, AclPermissionType.ALLOW)
+        assert [f.result(10) for f in admin.create_acls([deny, allow]).values()] == [None, None]
         codes = []
         p = ck.Producer({**_conf(server, lambda: _token(key)), "message.timeout.ms": 10000})
         p.produce("oauth-t", b"late", on_delivery=lambda err, _m: codes.append(err and err.code()))
         p.flush(15)
         assert codes == [ck.KafkaError.TOPIC_AUTHORIZATION_FAILED]
         p = ck.Producer({**_conf(server, lambda: _token(key, sub="other-svc"))})
-        p.produce("oauth-t", b"ok")
+        codes = []
+        p.produce("oauth-t", b"ok", on_delivery=lambda err, _m: codes.append(err and err.code()))
         assert p.flush(15) == 0  # another subject: not denied
+        assert codes == [None]
     finally:
         assert server.stop() == 0, server.log()
