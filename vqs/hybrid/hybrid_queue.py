@@ -83,8 +83,8 @@ SPILL_BATCH_MAX_BYTES = 512 << 20
 _monotonic = time.monotonic
 #: What a non-blocking get that found nothing does before it answers: give the processor to
 #: another runnable thread. CPython hands the GIL to whichever thread takes it first; a poller
-#: that only released it (``time.sleep(0)``) took it back before a writer woken from its fsync
-#: could, which then waited out the interpreter's switch interval.
+#: that only released it (``time.sleep(0)``) was still running and mostly took it straight back,
+#: while yielding the processor lets a runnable writer (back from its fsync) go first.
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 
