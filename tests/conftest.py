@@ -24,6 +24,15 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # (and its line per fork, "ski
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# The suite's JVMs (the SparkSession's driver, the drivers of jobs and pages run as processes of
+# their own, a standalone cluster's daemons and executors) live seconds to minutes on small
+# inputs: they run with the client compiler only (C1). C2 pays off on long, hot loops; here its
+# compiler threads would only take CPU from the tests. Spark reads the spark.* system property
+# of SPARK_SUBMIT_OPTS into the driver's conf, which hands it to a cluster's executors.
+_C1 = "-XX:TieredStopAtLevel=1"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", f"{_C1} -Dspark.executor.extraJavaOptions={_C1}")
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", _C1)
+
 # Hypothesis: the "ci" profile (loaded when CI=true) runs fewer examples with no
 # deadline (a shared CI runner's timing says nothing about the code); local runs keep
 # hypothesis's defaults. Tests that set their own max_examples take
