@@ -166,7 +166,7 @@ test: java kcat browser btrfs xfs cc $(VENV)/.created
 	  $(MAKE) --no-print-directory tool-envs & tools=$$!; \
 	  $(MAKE) --no-print-directory $(TEST_VENV); rc=$$?; \
 	  wait $$rdk || rc=1; wait $$tools || rc=1; exit $$rc
-	@echo "==> running the tests in $(TEST_WORKERS) workers (about 10 minutes on 2 cores)"
+	@echo "==> running the tests in $(TEST_WORKERS) workers (about 9 minutes on 2 cores)"
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # librdkafka's own test runner: tests/server/kafka/test_librdkafka_suite.py runs the numbered tests
