@@ -1,8 +1,13 @@
-"""confluent-kafka helpers the SASL and ACL tests share."""
+"""confluent-kafka helpers the Kafka tests share."""
 
 from __future__ import annotations
 
 import time
+
+#: Producer settings for records that must reach the broker as one batch: flush() sends what is
+#: queued at once, overriding linger.ms (librdkafka), so the batch is exactly what was produced
+#: before flush(), however long a busy machine pauses the producing loop.
+ONE_BATCH = {"linger.ms": 60_000, "batch.size": 1 << 20}
 
 
 def admin_results(futures: dict) -> dict:

@@ -54,7 +54,7 @@ RUNS = {
 #: bounds of waits for what must arrive.
 PARALLEL = int(os.environ.get("VQS_RDKAFKA_PARALLEL", "16"))
 
-#: A whole run's bound (the subset takes about 2 minutes on 2 busy cores): under the suite's
+#: A whole run's bound (the classic run takes about 90 s on 2 busy cores): under the suite's
 #: per-test bound (pyproject.toml), so a hung run fails this test rather than end the suite.
 RUN_TIMEOUT_S = 480
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from kafka_clients import ONE_BATCH
 
 pytest.importorskip("confluent_kafka")
 from confluent_kafka import KafkaError, Producer
@@ -19,9 +20,7 @@ def test_a_refused_batch_names_its_keyless_records(kafka_server):
     admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(10)
     errors: dict[int, int] = {}
-    # one batch: flush() sends what is queued at once, overriding linger.ms, so the ten records
-    # produced before it go together however long a busy machine pauses this loop
-    p = Producer({"bootstrap.servers": kafka_server.bootstrap, "linger.ms": 60_000, "retries": 0})
+    p = Producer({"bootstrap.servers": kafka_server.bootstrap, **ONE_BATCH, "retries": 0})
     keyless = {3, 7}
     for i in range(10):
         p.produce(topic, b"v%d" % i, key=None if i in keyless else b"k%d" % i,
