@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import time
 
-#: Producer settings for records that must reach the broker as one batch: flush() sends what is
-#: queued at once, overriding linger.ms (librdkafka), so the batch is exactly what was produced
-#: before flush(), however long a busy machine pauses the producing loop.
-ONE_BATCH = {"linger.ms": 60_000, "batch.size": 1 << 20}
+
+def one_batch_producer(bootstrap: str, topic: str, **conf):
+    """A confluent-kafka Producer whose records for ``topic``, produced before ``flush()``, reach
+    the broker as one batch per partition, however long a busy machine pauses the producing loop.
+
+    Two rules make it so. linger.ms is far longer than any test, so nothing leaves before
+    ``flush()``, which sends what is queued at once (librdkafka's ``rk_flushing`` overrides
+    linger). And the producer knows the topic's partitions and their leader before the first
+    record: records produced before that wait on librdkafka's unassigned queue, which the
+    metadata's arrival moves onto the partition while a ``flush()`` already under way sends what
+    has arrived, so the records leave as two batches."""
+    import confluent_kafka as ck
+
+    p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 60_000, "batch.size": 1 << 20, **conf})
+    md = p.list_topics(topic, timeout=10).topics[topic]
+    assert md.error is None and md.partitions, f"{topic}: {md.error}"
+    return p
 
 
 def admin_results(futures: dict) -> dict:

@@ -9,7 +9,7 @@ import uuid
 
 import httpx
 import pytest
-from kafka_clients import ONE_BATCH
+from kafka_clients import one_batch_producer
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
@@ -184,7 +184,7 @@ def test_list_offsets_for_every_spec(kafka_server):
     stamped out of order in one batch."""
     topic = _name("lo")
     _create(kafka_server, topic, 1)
-    p = ck.Producer({"bootstrap.servers": kafka_server.bootstrap, **ONE_BATCH})
+    p = one_batch_producer(kafka_server.bootstrap, topic)
     base = 10_000_000
     for ts in (base + 100, base + 400, base + 250, base + 400):
         p.produce(topic, value=b"m", timestamp=ts)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kafka_clients import ONE_BATCH
+from kafka_clients import one_batch_producer
 
 pytest.importorskip("confluent_kafka")
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -20,7 +20,7 @@ def test_a_refused_batch_names_its_keyless_records(kafka_server):
     admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(10)
     errors: dict[int, int] = {}
-    p = Producer({"bootstrap.servers": kafka_server.bootstrap, **ONE_BATCH, "retries": 0})
+    p = one_batch_producer(kafka_server.bootstrap, topic, retries=0)
     keyless = {3, 7}
     for i in range(10):
         p.produce(topic, b"v%d" % i, key=None if i in keyless else b"k%d" % i,

@@ -7,7 +7,7 @@ import time
 import uuid
 
 import pytest
-from kafka_clients import ONE_BATCH
+from kafka_clients import one_batch_producer
 from kafka_server_proc import KafkaServer
 
 ck = pytest.importorskip("confluent_kafka")
@@ -580,7 +580,7 @@ def test_a_fetch_acquires_whole_stored_batches_past_max_poll_records(server):
     name = f"share-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(10)
-    p = ck.Producer({"bootstrap.servers": server.bootstrap, **ONE_BATCH})
+    p = one_batch_producer(server.bootstrap, name)
     values = [b"r%05d" % i for i in range(300)]
     for v in values:
         p.produce(name, value=v, partition=0)
