@@ -80,6 +80,22 @@ def _require_runner() -> None:
         pytest.skip(f"{why}: run `make rdkafka-tests`")
 
 
+_FAILED_AT = re.compile(r'### Test "(\w+)" failed at')
+
+
+def _failure_excerpt(out: str, limit: int = 8000) -> str:
+    """What a failed run's report shows (its log stays in the test's tmp_path, which CI does not
+    keep): the failure lines, then each failed test's last warnings and steps, which say why."""
+    lines = out.splitlines()
+    parts = ["\n".join(line for line in lines if line.startswith("### Test") or "FAIL" in line)[-limit // 2:]]
+    for name in dict.fromkeys(_FAILED_AT.findall(out)):
+        if name.startswith("<"):  # <MAIN>: the runner itself, failing because a test did
+            continue
+        own = [line for line in lines if line.startswith(f"[{name}")]
+        parts.append(f"--- {name}'s last lines:\n" + "\n".join(own[-40:]))
+    return "\n".join(parts)[-limit:]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("run", sorted(RUNS))
 def test_librdkafka_numbered_tests(tmp_path, run):
@@ -110,8 +126,7 @@ def test_librdkafka_numbered_tests(tmp_path, run):
         ran = {n[:4] for n, s in states.items() if s == "PASSED"}
         assert proc.returncode == 0 and not failed, (
             f"librdkafka tests failed: {failed} (rc {proc.returncode}); log: "
-            f"{tmp_path / 'test-runner.log'}\n" + "\n".join(
-                line for line in out.splitlines() if line.startswith("### Test") or "FAIL" in line)[-6000:])
+            f"{tmp_path / 'test-runner.log'}\n" + _failure_excerpt(out))
         # every chosen test ran (a test the runner filtered out would pass vacuously)
         assert set(subset) <= ran, f"not run: {sorted(set(subset) - ran)}"
     finally:
