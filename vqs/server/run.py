@@ -94,6 +94,10 @@ def serve_command(
                                          help="also serve gRPC (vqs.v1) on this port (the grpc extra; default off)"),
     tls_cert: str | None = typer.Option(None, "--tls-cert", help="PEM certificate: HTTPS and gRPC over TLS"),
     tls_key: str | None = typer.Option(None, "--tls-key", help="PEM private key of --tls-cert"),
+    kafka_tls_client_ca: str | None = typer.Option(
+        None, "--kafka-tls-client-ca",
+        help="PEM CA certificates: Kafka clients must present a certificate they signed, which "
+             "authenticates them as User:<its subject> (with --tls-cert)"),
     kafka_port: int | None = typer.Option(None, "--kafka-port",
                                           help="also serve the Kafka protocol on this port (off unless given)"),
     kafka_user: list[str] = typer.Option([], "--kafka-user",
@@ -117,6 +121,7 @@ def serve_command(
                      max_open_files=max_open_files, log_level=log_level, log_format=log_format, access_log=access_log,
                      grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
     overrides["kafka_port"] = kafka_port
+    overrides["kafka_tls_client_ca"] = kafka_tls_client_ca
     overrides["kafka_users"] = kafka_user or None
     overrides["kafka_super_users"] = kafka_super_user or None
     overrides.update(max_connections_per_client=max_connections_per_client,

@@ -45,6 +45,9 @@ class Settings:
     allowed_hosts: list[str] = field(default_factory=list)     # Host names answered besides localhost, IP addresses
     tls_cert: str = ""                                         # PEM certificate (chain): HTTPS and gRPC over TLS
     tls_key: str = ""                                          # its PEM private key
+    kafka_tls_client_ca: str = ""                              # PEM CA certificates: Kafka clients must present a
+                                                               # certificate they signed; it authenticates them as
+                                                               # User:<its subject> (Kafka's ssl.client.auth=required)
     # gRPC front (vqs/server/grpc, the grpc extra)
     grpc_port: int = 0                                         # 0: off
     # SQS
@@ -175,6 +178,15 @@ class Settings:
             path = getattr(self, name)
             if path and not os.access(path, os.R_OK):
                 raise ConfigError(f"{name}: cannot read {path}")
+        if self.kafka_tls_client_ca:
+            if not self.tls_cert:
+                raise ConfigError("kafka_tls_client_ca needs the listener's own certificate: give --tls-cert "
+                                  "and --tls-key too")
+            if not os.access(self.kafka_tls_client_ca, os.R_OK):
+                raise ConfigError(f"kafka_tls_client_ca: cannot read {self.kafka_tls_client_ca}")
+            from .kafka.tls import server_context
+
+            server_context(self.tls_cert, self.tls_key, self.kafka_tls_client_ca)  # ConfigError naming the file
         if not (0 <= self.kafka_port < 65536):
             raise ConfigError(f"kafka_port must be 1-65535 (0: no Kafka listener), not {self.kafka_port}")
         if self.kafka_oauthbearer_jwks:
@@ -182,7 +194,8 @@ class Settings:
 
             OAuthBearerValidator(self)  # the key set loads (ConfigError naming the file and why)
         if self.kafka_port and not is_loopback(self.host) and not (
-                self.tokens or self.kafka_users or self.kafka_oauthbearer_jwks) and not self.insecure:
+                self.tokens or self.kafka_users or self.kafka_oauthbearer_jwks or self.kafka_tls_client_ca) \
+                and not self.insecure:
             raise ConfigError(
                 f"refusing a Kafka listener on {self.host}, which is not a loopback address, without "
                 "credentials: give tokens (--token / VQS_TOKENS; Kafka clients use SASL/PLAIN with a "

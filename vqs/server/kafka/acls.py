@@ -16,8 +16,8 @@ operation, ALL any; ALLOW or DENY). As Kafka decides:
   a server without ACLs keeps working), closed otherwise.
 
 A connection's principal is ``User:<name>`` of its SASL login (PLAIN with ``kafka_users``,
-SCRAM), or ``User:ANONYMOUS`` where the server needs no login; its host is the client's
-address.
+SCRAM, OAUTHBEARER), else ``User:<subject>`` of its verified client certificate (tls.py), or
+``User:ANONYMOUS`` where the server needs no login; its host is the client's address.
 
 Invariants:
 

@@ -24,7 +24,9 @@ connection (the response could not be encoded in a version the client
 parses).
 
 TLS: with ``--tls-cert``/``--tls-key`` the listener speaks TLS only (Kafka's SSL and SASL_SSL
-security protocols), the handshake within ``kafka_frame_timeout_s``.
+security protocols), the handshake within ``kafka_frame_timeout_s``; with ``kafka_tls_client_ca``
+every client presents a certificate its CAs signed, which authenticates the connection as the
+certificate's subject (tls.py).
 
 Auth: with tokens configured, a connection must complete SASL/PLAIN
 (SaslHandshake then SaslAuthenticate, or the v0 raw exchange) with a token as
@@ -63,6 +65,7 @@ from .codec import ProtocolError, Writer, read_header
 from .oauthbearer import OAuthBearerValidator
 from .records import EncodedCache
 from .scram import ScramCredentials
+from .tls import principal, server_context
 
 logger = logging.getLogger("vqs.server.kafka")
 _SIZE = struct.Struct(">i")
@@ -434,14 +437,9 @@ class KafkaListener:
         self.ctx.loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         st = self.ctx.settings
-        tls = None
-        if st.tls_cert:  # the HTTP server's certificate: SSL / SASL_SSL, the handshake within the frame timeout
-            import ssl
-
-            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            tls.minimum_version = ssl.TLSVersion.TLSv1_2
-            tls.load_cert_chain(st.tls_cert, st.tls_key)
         try:
+            # the HTTP server's certificate: SSL / SASL_SSL, the handshake within the frame timeout
+            tls = server_context(st.tls_cert, st.tls_key, st.kafka_tls_client_ca) if st.tls_cert else None
             server = await asyncio.start_server(self._accept, sock=self.sock, ssl=tls,
                                                 ssl_handshake_timeout=st.kafka_frame_timeout_s if tls else None)
         except BaseException as e:
@@ -471,7 +469,11 @@ class KafkaListener:
         task = asyncio.current_task()
         self._conns.add(task)
         try:
-            await Connection(self.ctx, reader, writer, peer).serve()
+            conn = Connection(self.ctx, reader, writer, peer)
+            if (cert_principal := principal(writer.get_extra_info("peercert"))) is not None:
+                conn.principal = cert_principal  # verified against kafka_tls_client_ca (tls.py)
+                conn.authenticated = True
+            await conn.serve()
         except asyncio.CancelledError:
             # Shutdown cancels open connections. Ending normally: Python 3.11's stream
             # callback calls task.exception() on a cancelled task and logs a traceback.

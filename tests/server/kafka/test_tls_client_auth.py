@@ -1,0 +1,197 @@
+"""Kafka's SSL client authentication (``ssl.client.auth=required``): ``--kafka-tls-client-ca``.
+
+Real certificates (the openssl command), a real server, confluent-kafka over SSL: a certificate the
+CA signed authenticates its client as ``User:<subject>`` (no SASL, though the server has tokens),
+and ACLs bind that principal; a client without a certificate, or with one the CA did not sign,
+fails the handshake.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import uuid
+
+import pytest
+from kafka_server_proc import KafkaServer
+
+from vqs.errors import ConfigError
+from vqs.server.kafka.codec import Writer
+from vqs.server.kafka.tls import principal
+from vqs.server.settings import Settings
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import (  # noqa: E402
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+ALICE = "User:CN=alice,OU=eng,O=acme\\, Inc.,C=DE"  # Kafka's form of alice's subject (RFC 2253)
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, the server's own certificate, alice's and bob's (signed by the CA) and mallory's (with
+    alice's subject, self-signed)."""
+    d = tmp_path_factory.mktemp("pki")
+    f = {n: str(d / n) for n in ("ca.pem", "ca.key", "server.pem", "server.key", "alice.pem", "alice.key",
+                                 "alice.csr", "bob.pem", "bob.key", "bob.csr", "mallory.pem", "mallory.key")}
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["ca.key"], "-out", f["ca.pem"], "-days",
+             "1", "-subj", "/CN=test client CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["server.key"], "-out", f["server.pem"],
+             "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1")
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f["alice.key"], "-out", f["alice.csr"],
+             "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=alice")
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f["bob.key"], "-out", f["bob.csr"],
+             "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=bob")
+    for who in ("alice", "bob"):
+        _openssl("x509", "-req", "-in", f[f"{who}.csr"], "-CA", f["ca.pem"], "-CAkey", f["ca.key"],
+                 "-CAcreateserial", "-out", f[f"{who}.pem"], "-days", "1")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["mallory.key"], "-out",
+             f["mallory.pem"], "-days", "1", "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=alice")
+    return f
+
+
+@pytest.fixture(scope="module")
+def server(pki, tmp_path_factory):
+    s = KafkaServer(tmp_path_factory.mktemp("vqs-mtls") / "data", "--token", "s3cret", "--tls-cert",
+                    pki["server.pem"], "--tls-key", pki["server.key"], "--kafka-tls-client-ca", pki["ca.pem"]).start(
+        wait=False)
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while True:  # ready once HTTPS answers (the HTTP front takes no client certificates)
+        try:
+            if httpx.get(s.url.replace("http://", "https://") + "/health/ready",
+                         verify=ssl.create_default_context(cafile=pki["server.pem"])).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, s.log()
+        time.sleep(0.1)
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+def _conf(server, pki, who: str | None, **extra) -> dict:
+    conf = {"bootstrap.servers": server.bootstrap, "security.protocol": "SSL", "ssl.ca.location": pki["server.pem"],
+            **extra}
+    if who:
+        conf.update({"ssl.certificate.location": pki[f"{who}.pem"], "ssl.key.location": pki[f"{who}.key"]})
+    return conf
+
+
+def _produce(conf: dict, topic: str, value: bytes) -> int | None:
+    """Produce one record; the error code of its delivery (None: delivered)."""
+    got: list = []
+    p = ck.Producer({"message.timeout.ms": 10_000, **conf})
+    p.produce(topic, value, on_delivery=lambda err, msg: got.append(err.code() if err else None))
+    p.flush(15)
+    return got[0] if got else ck.KafkaError._MSG_TIMED_OUT
+
+
+def _api_versions_answer(server, pki, who: str | None) -> bytes | None:
+    """An ApiVersions v0 request over TLS (with ``who``'s certificate): the answer's size prefix,
+    or None when the TLS session fails or closes first."""
+    ctx = ssl.create_default_context(cafile=pki["server.pem"])
+    if who:
+        ctx.load_cert_chain(pki[f"{who}.pem"], pki[f"{who}.key"])
+    header = Writer().int16(18).int16(0).int32(1).string("probe").b
+    try:
+        with socket.create_connection(("127.0.0.1", server.kafka_port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+            tls.sendall(bytes(Writer().int32(len(header)).b) + bytes(header))
+            return tls.recv(4) or None
+    except (ssl.SSLError, ConnectionError):
+        return None
+
+
+def _super_admin(server, pki) -> AdminClient:
+    """The operator: SASL_SSL with the server's token (alice's certificate gets it through TLS)."""
+    return AdminClient(_conf(server, pki, "alice", **{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                                                      "sasl.username": "ops", "sasl.password": "s3cret"}))
+
+
+@needs_openssl
+def test_a_signed_certificate_logs_in_as_its_subject_and_acls_bind_it(server, pki):
+    topic = f"mtls-{uuid.uuid4().hex[:8]}"
+    alice = _conf(server, pki, "alice")
+    assert _produce(alice, topic, b"by certificate") is None  # no SASL: the certificate authenticates
+    c = ck.Consumer({**alice, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    try:
+        m = None
+        for _ in range(30):
+            m = c.poll(1)
+            if m is not None and not m.error():
+                break
+        assert m is not None and m.value() == b"by certificate"
+    finally:
+        c.close()
+    bob = _conf(server, pki, "bob")
+    assert _produce(bob, topic, b"by bob") is None  # no ACL names the topic yet: open to all
+    admin = _super_admin(server, pki)
+    allow = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, ALICE, "*", AclOperation.WRITE,
+                       AclPermissionType.ALLOW)
+    for fut in admin.create_acls([allow]).values():
+        assert fut.result(10) is None
+    described = admin.describe_acls(AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, None,
+                                                     None, AclOperation.ANY, AclPermissionType.ANY)).result(10)
+    assert [b.principal for b in described] == [ALICE]
+    # the topic is closed to every principal but the one its ACL names: alice's subject, exactly
+    assert _produce(alice, topic, b"allowed") is None
+    assert _produce(bob, topic, b"denied") == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED
+    ops = _conf(server, pki, "bob", **{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                                       "sasl.username": "ops", "sasl.password": "s3cret"})
+    assert _produce(ops, topic, b"by the operator") is None  # a SASL login on TLS names the principal
+
+
+@needs_openssl
+@pytest.mark.parametrize("who", [None, "mallory"])
+def test_a_client_without_a_certificate_the_ca_signed_fails_the_handshake(server, pki, who):
+    """No certificate, or one with alice's subject that the CA did not sign: no connection (the
+    handshake fails: no request is answered), where alice's certificate gets an answer."""
+    assert _api_versions_answer(server, pki, "alice") is not None
+    assert _api_versions_answer(server, pki, who) is None
+    errors: list = []
+    conf = _conf(server, pki, who, error_cb=lambda e: errors.append(e.code()))
+    assert _produce({**conf, "message.timeout.ms": 3_000}, f"mtls-{uuid.uuid4().hex[:8]}", b"x") \
+        == ck.KafkaError._MSG_TIMED_OUT  # never delivered
+    assert errors and set(errors) <= {ck.KafkaError._SSL, ck.KafkaError._TRANSPORT,
+                                      ck.KafkaError._ALL_BROKERS_DOWN}, errors
+
+
+def test_the_principal_is_the_subject_as_kafka_writes_it():
+    """X500Principal's RFC 2253 form: the most specific RDN first, special characters escaped."""
+    subject = ((("countryName", "DE"),), (("organizationName", "a,b+c"),),
+               (("organizationalUnitName", "x"), ("userId", "7")), (("commonName", " #odd; <name> "),))
+    assert principal({"subject": subject}) == 'User:CN=\\ #odd\\; \\<name\\>\\ ,OU=x+UID=7,O=a\\,b\\+c,C=DE'
+    assert principal({"subject": ((("emailAddress", "a@example.com"),),)}) == "User:emailAddress=a@example.com"
+    assert principal(None) is None and principal({}) is None
+
+
+@needs_openssl
+def test_the_client_ca_setting_is_checked_at_start(pki, tmp_path):
+    with pytest.raises(ConfigError, match="kafka_tls_client_ca needs the listener's own certificate"):
+        Settings(kafka_tls_client_ca=pki["ca.pem"]).check()
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    with pytest.raises(ConfigError, match=f"kafka_tls_client_ca: cannot load CA certificates from {junk}"):
+        Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"], kafka_tls_client_ca=str(junk)).check()
+    with pytest.raises(ConfigError, match="kafka_tls_client_ca: cannot read"):
+        Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"],
+                 kafka_tls_client_ca=str(tmp_path / "missing.pem")).check()
