@@ -86,6 +86,8 @@ class Settings:
     kafka_auth_timeout_s: float = 10.0        # a connection that must authenticate (SASL) does so within this
     kafka_frame_timeout_s: float = 10.0       # a request arrives whole within this (the first: of the connect)
     kafka_idle_timeout_s: float = 600.0       # an idle connection is closed (Kafka's connections.max.idle.ms)
+    kafka_connections_max_reauth_ms: int = 0  # a SASL login lasts this long (or to its token's exp), then the
+                                              # client logs in again on its connection (KIP-368); 0: no end
     kafka_group_min_session_timeout_ms: int = 6_000        # JoinGroup's session timeout at least this (Kafka's
     kafka_group_max_session_timeout_ms: int = 1_800_000    # group.min/max.session.timeout.ms); the rebalance
                                                            # timeout at most the max: else INVALID_SESSION_TIMEOUT
@@ -145,6 +147,9 @@ class Settings:
                      "kafka_share_heartbeat_interval_ms", "kafka_share_max_record_locks"):
             if not (0 < getattr(self, name) <= 3_600_000):
                 raise ConfigError(f"{name} must be 1..3600000, not {getattr(self, name)!r}")
+        if not (0 <= self.kafka_connections_max_reauth_ms <= 2**31 - 1):
+            raise ConfigError("kafka_connections_max_reauth_ms must be 0 (sessions never end) to 2147483647, "
+                              f"not {self.kafka_connections_max_reauth_ms!r}")
         if self.kafka_share_auto_offset_reset not in ("latest", "earliest"):
             raise ConfigError(f"kafka_share_auto_offset_reset must be latest or earliest, "
                               f"not {self.kafka_share_auto_offset_reset!r}")

@@ -178,3 +178,34 @@ def test_confluent_kafka_logs_in_with_a_signed_token_and_acls_govern_its_subject
         assert codes == [None]
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_a_session_ends_with_its_token_or_the_reauth_bound_whichever_is_sooner(tmp_path):
+    """KIP-368: SaslAuthenticate v1 tells min(kafka_connections_max_reauth_ms, the token's exp)."""
+    from raw_client import RawKafka
+
+    from vqs.server.kafka.codec import Writer
+
+    key = _rsa()
+    jwks = _jwks(tmp_path / "jwks.json", k1=key)
+    server = KafkaServer(tmp_path / "data", "--token", "s3cret",
+                         env={"VQS_KAFKA_OAUTHBEARER_JWKS": jwks, "VQS_KAFKA_OAUTHBEARER_AUDIENCE": "vqs",
+                              "VQS_KAFKA_CONNECTIONS_MAX_REAUTH_MS": "60000"}).start()
+    try:
+        lifetimes = []
+        for ttl in (20, 3600):
+            k = RawKafka(server.kafka_port)
+            try:
+                assert k.request(17, 1, bytes(Writer().string("OAUTHBEARER").b)).int16() == 0
+                token = _token(key, exp=int(time.time()) + ttl)
+                r = k.request(36, 1, bytes(Writer().bytes_(b"n,,\x01auth=Bearer %s\x01\x01" % token.encode()).b))
+                assert r.int16() == 0, r.nullable_string()
+                r.nullable_string()
+                r.bytes_()
+                lifetimes.append(r.int64())
+            finally:
+                k.close()
+        assert 10_000 < lifetimes[0] <= 20_000  # the token's end (the client logs in with a new one)
+        assert lifetimes[1] == 60_000  # the server's bound
+    finally:
+        assert server.stop() == 0, server.log()

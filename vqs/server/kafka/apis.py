@@ -15,7 +15,18 @@ from ... import errors as E
 from ...broker.catalog import validate_topic_settings
 from ...broker.names import is_internal
 from . import acls as A
-from . import admin, consumer_protocol, data, groups, scram, share, share_groups, share_offsets, topic_ids
+from . import (
+    admin,
+    consumer_protocol,
+    data,
+    groups,
+    logins,
+    scram,
+    share,
+    share_groups,
+    share_offsets,
+    topic_ids,
+)
 from . import configs as configs_
 from . import errors as K
 from .codec import Writer
@@ -277,17 +288,17 @@ async def sasl_authenticate(ctx, conn, v, r):
     w = Writer()
     out = b""
     if conn.mechanism == "PLAIN":
-        if conn.check_plain(auth):
+        why = logins.plain(conn, auth)
+        if why is None:
             w.int16(K.NONE).string(None)
         else:
-            w.int16(K.SASL_AUTHENTICATION_FAILED).string("authentication failed: the password must be a token")
+            w.int16(K.SASL_AUTHENTICATION_FAILED).string(why)
     elif conn.mechanism == OAUTH_MECHANISM:
         token = ""
         try:
             token = bearer_token(auth)
-            conn.principal = ctx.oauth.principal(token)
-            conn.authenticated = True
-            w.int16(K.NONE).string(None)
+            why = logins.login(conn, *ctx.oauth.login(token))
+            w.int16(K.NONE if why is None else K.SASL_AUTHENTICATION_FAILED).string(why)
         except OAuthFailed as e:
             conn.authenticated = False
             conn.failed_user = ctx.oauth.claimed_subject(token) if token else ""
@@ -298,12 +309,14 @@ async def sasl_authenticate(ctx, conn, v, r):
             if ex is None:
                 conn.scram = ex = ScramExchange(ctx.scram, conn.mechanism)
                 out = ex.first(auth)
+                w.int16(K.NONE).string(None)
             else:
                 out = ex.final(auth)
                 conn.scram = None
-                conn.authenticated = True
-                conn.principal = "User:" + ex.user
-            w.int16(K.NONE).string(None)
+                why = logins.login(conn, "User:" + ex.user)
+                if why is not None:
+                    out = b""
+                w.int16(K.NONE if why is None else K.SASL_AUTHENTICATION_FAILED).string(why)
         except ScramFailed as e:
             conn.authenticated = False
             conn.failed_user = (ex.user_named if ex is not None else "")[:64]
@@ -313,7 +326,7 @@ async def sasl_authenticate(ctx, conn, v, r):
         conn.failed_user = ""  # a SaslAuthenticate out of order fails the connection too
     w.bytes_(out)
     if v >= 1:
-        w.int64(0)
+        w.int64(conn.session_ms if conn.failed_user is None else 0)  # KIP-368's session lifetime
     return bytes(w.b)
 
 

@@ -51,7 +51,6 @@ request must arrive whole within ``kafka_frame_timeout_s`` of its first byte
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import struct
 import threading
@@ -59,6 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..conn_caps import ConnectionCaps
 from ..pre_auth import PreAuthBudget
+from . import logins
 from .acls import Acls
 from .apis import API_TABLE, api_versions_error
 from .codec import ProtocolError, Writer, read_header
@@ -72,6 +72,8 @@ _SIZE = struct.Struct(">i")
 #: the largest frame of a connection that has not authenticated yet (Kafka: 512 KiB)
 PRE_AUTH_MAX_FRAME = 512 << 10
 SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 17, 18, 36
+#: the API keys (big-endian int16, a frame's first bytes) a connection whose SASL session ended may send
+_REAUTH = frozenset(struct.pack(">h", k) for k in (SASL_HANDSHAKE, SASL_AUTHENTICATE))
 #: answers a connection may owe at once (behind a waiting JoinGroup/SyncGroup); more: it is not read
 MAX_PIPELINED = 32
 _READ_AHEAD = 64 << 10  # what a watch for a close (``unless_closed``) may read ahead of a waiting request
@@ -115,7 +117,8 @@ class KafkaContext:
 
 class Connection:
     __slots__ = ("ctx", "reader", "writer", "peer", "authenticated", "mechanism", "scram", "client_id",
-                 "failed_user", "principal", "super_user", "topic_view", "_parked", "_unanswered", "_unread", "on_close")
+                 "failed_user", "principal", "super_user", "topic_view", "session", "session_ms", "session_end",
+                 "_parked", "_unanswered", "_unread", "on_close")
 
     def __init__(self, ctx, reader, writer, peer):
         self.ctx = ctx
@@ -130,6 +133,9 @@ class Connection:
         self.super_user = False  # logged in with one of the server's tokens: no ACL restricts it
         self.topic_view = None  # acls.DescribableTopics of the principal, made on first use
         self.failed_user: str | None = None  # set by a failed SaslAuthenticate: answer, then close
+        self.session: tuple[str, str] | None = None  # (mechanism, principal) of the first SASL login (logins.py)
+        self.session_ms = 0  # the SASL session's lifetime (KIP-368; 0: no end), told in SaslAuthenticate v1+
+        self.session_end: float | None = None  # the loop's time it ends, unless the client logs in again
         self._parked: asyncio.Event | None = None  # set by ``park`` while the request in hand waits
         self._unanswered = 0  # requests read whose answers are not written yet
         self._unread = b""  # read by unless_closed while a request waited: the next bytes of the stream
@@ -183,29 +189,6 @@ class Connection:
         nothing (its wait holds the connection)."""
         if self._parked is not None:
             self._parked.set()
-
-    def check_plain(self, auth: bytes) -> bool:
-        """SASL/PLAIN: ``authzid NUL user NUL password``: with ``kafka_users``, a configured user and
-        its password; else any user with a configured token as password.
-        A failure is remembered (``failed_user``): the connection closes after its answer."""
-        parts = auth.split(b"\x00")
-        ok = False
-        if len(parts) == 3:
-            users = self.ctx.users
-            if users:  # user and password must match one configured pair
-                want = users.get(parts[1].decode("utf-8", "replace"))
-                ok = want is not None and hmac.compare_digest(parts[2], want.encode())
-            else:
-                for t in self.ctx.tokens:
-                    ok |= hmac.compare_digest(parts[2], t.encode())
-        self.authenticated = ok
-        if ok:
-            self.principal = "User:" + parts[1].decode("utf-8", "replace")
-            self.super_user = not self.ctx.users  # a token holder: the operator
-        else:
-            user = parts[1] if len(parts) == 3 else b""
-            self.failed_user = user[:64].decode("utf-8", "replace")
-        return ok
 
     async def serve(self) -> None:
         """Read requests and answer them in order until the client closes or breaks a rule.
@@ -274,9 +257,14 @@ class Connection:
                                 "(kafka_frame_timeout_s)", self.peer, size)
                     return
                 first = False
+                if (self.session_end is not None and loop.time() >= self.session_end
+                        and frame[:2] not in _REAUTH and self.mechanism != "PLAIN-v0"):
+                    logger.info("kafka: closing %s: its SASL session ended without a new login "
+                                "(kafka_connections_max_reauth_ms)", self.peer)
+                    return
                 if self.mechanism == "PLAIN-v0":  # the v0 handshake: raw SASL bytes, no header
                     self.mechanism = "PLAIN"
-                    if not self.check_plain(frame):
+                    if logins.plain(self, frame) is not None:
                         _auth_failed(self)
                         return
                     task = loop.create_future()

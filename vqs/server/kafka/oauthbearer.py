@@ -125,6 +125,11 @@ class OAuthBearerValidator:
 
     def principal(self, token: str) -> str:
         """``User:<subject>`` of a valid token; OAuthFailed naming what is wrong."""
+        return self.login(token)[0]
+
+    def login(self, token: str) -> tuple[str, float]:
+        """(``User:<subject>``, its ``exp`` in epoch seconds) of a valid token; OAuthFailed naming
+        what is wrong."""
         jwt = self._jwt
         with self._lock:
             try:
@@ -156,4 +161,4 @@ class OAuthBearerValidator:
         sub = claims.get(self.sub_claim)
         if not isinstance(sub, str) or not sub:
             raise OAuthFailed(f"the token has no {self.sub_claim!r} claim")
-        return "User:" + sub
+        return "User:" + sub, float(claims["exp"])
