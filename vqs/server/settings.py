@@ -33,8 +33,11 @@ class Settings:
     sigv4_keys: dict[str, str] = field(default_factory=dict)  # access key id -> secret (SQS)
     kafka_users: dict[str, str] = field(default_factory=dict)  # SASL/PLAIN user -> password for Kafka
                                                                # clients; given, they replace the tokens there
-    kafka_oauthbearer_jwks: str = ""                           # JWKS file of the identity provider's public keys:
-                                                               # Kafka clients log in with its signed tokens (SASL/OAUTHBEARER)
+    kafka_oauthbearer_jwks: str = ""                           # the identity provider's public keys, a JWKS file or
+                                                               # its https:// endpoint: Kafka clients log in with its
+                                                               # signed tokens (SASL/OAUTHBEARER)
+    kafka_oauthbearer_jwks_refresh_ms: int = 3_600_000         # an endpoint's keys fetched again this often (and on
+                                                               # an unknown kid; Kafka's ...jwks.endpoint.refresh.ms)
     kafka_oauthbearer_audience: str = ""                       # a token's aud must name this (empty: not checked)
     kafka_oauthbearer_issuer: str = ""                         # a token's iss must be this (empty: not checked)
     kafka_oauthbearer_sub_claim: str = "sub"                   # the claim naming the principal (User:<it>)
@@ -194,10 +197,13 @@ class Settings:
             server_context(self.tls_cert, self.tls_key, self.kafka_tls_client_ca)  # ConfigError naming the file
         if not (0 <= self.kafka_port < 65536):
             raise ConfigError(f"kafka_port must be 1-65535 (0: no Kafka listener), not {self.kafka_port}")
+        if not (1_000 <= self.kafka_oauthbearer_jwks_refresh_ms <= 86_400_000):
+            raise ConfigError("kafka_oauthbearer_jwks_refresh_ms must be 1000..86400000, "
+                              f"not {self.kafka_oauthbearer_jwks_refresh_ms!r}")
         if self.kafka_oauthbearer_jwks:
             from .kafka.oauthbearer import OAuthBearerValidator
 
-            OAuthBearerValidator(self)  # the key set loads (ConfigError naming the file and why)
+            OAuthBearerValidator(self, watch=False)  # the key set loads (ConfigError naming it and why)
         if self.kafka_port and not is_loopback(self.host) and not (
                 self.tokens or self.kafka_users or self.kafka_oauthbearer_jwks or self.kafka_tls_client_ca) \
                 and not self.insecure:

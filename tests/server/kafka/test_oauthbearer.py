@@ -13,7 +13,13 @@ from kafka_clients import fails_to_log_in
 from kafka_server_proc import KafkaServer
 
 from vqs.errors import ConfigError
-from vqs.server.kafka.oauthbearer import MAX_MESSAGE, OAuthBearerValidator, OAuthFailed, bearer_token
+from vqs.server.kafka.oauthbearer import (
+    MAX_MESSAGE,
+    REFETCH_MIN_S,
+    OAuthBearerValidator,
+    OAuthFailed,
+    bearer_token,
+)
 from vqs.server.settings import Settings
 
 jwt = pytest.importorskip("jwt")
@@ -209,3 +215,118 @@ def test_a_session_ends_with_its_token_or_the_reauth_bound_whichever_is_sooner(t
         assert lifetimes[1] == 60_000  # the server's bound
     finally:
         assert server.stop() == 0, server.log()
+
+
+# ---------------------------------------------------------------------- a JWKS endpoint
+
+class _IdP:
+    """An identity provider's JWKS endpoint on loopback: serves ``doc`` (bytes) or ``status``,
+    counting the fetches."""
+
+    def __init__(self, doc: bytes = b""):
+        import http.server
+        import threading
+
+        idp = self
+        self.doc, self.status, self.fetches = doc, 200, 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                idp.fetches += 1
+                self.send_response(idp.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(idp.doc)))
+                self.end_headers()
+                self.wfile.write(idp.doc)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/.well-known/jwks.json"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _doc(tmp_path, **keys) -> bytes:
+    from pathlib import Path
+
+    return Path(_jwks(tmp_path / f"jwks-{len(list(tmp_path.iterdir()))}.json", **keys)).read_bytes()
+
+
+def _until(check, timeout: float = 10.0):
+    """``check()``'s value once it stops raising OAuthFailed (the fetch it asked for landed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except OAuthFailed:
+            assert time.monotonic() < deadline, "the key set was not fetched again"
+            time.sleep(0.05)
+
+
+def test_an_endpoint_is_fetched_again_when_a_token_names_a_key_it_lacks(tmp_path, caplog):
+    """The provider rotates its keys: the first token with the new kid fails (a login never
+    waits for a fetch), the set is fetched again at once, and the next login succeeds; more
+    unknown kids fetch it at most once a REFETCH_MIN_S; a fetch that fails keeps the keys."""
+    k1, k2 = _rsa(), _rsa()
+    idp = _IdP(_doc(tmp_path, k1=k1))
+    try:
+        v = OAuthBearerValidator(_settings(idp.url))
+        assert v.principal(_token(k1)) == "User:svc" and idp.fetches == 1
+        idp.doc = _doc(tmp_path, k1=k1, k2=k2)
+        with pytest.raises(OAuthFailed, match="no key 'k2'"):
+            v.principal(_token(k2, kid="k2"))
+        assert _until(lambda: v.principal(_token(k2, kid="k2"))) == "User:svc"
+        fetched = idp.fetches
+        for _ in range(50):  # a client naming kids the set lacks costs at most a fetch a second
+            with pytest.raises(OAuthFailed):
+                v.principal(_token(k2, kid="k9"))
+        time.sleep(REFETCH_MIN_S / 2)
+        assert idp.fetches <= fetched + 1
+        idp.status, idp.doc = 500, b"down"  # the provider fails: logged, the keys in hand serve
+        with pytest.raises(OAuthFailed):
+            v.principal(_token(k2, kid="k8"))
+        deadline = time.monotonic() + 3 * REFETCH_MIN_S + 5
+        while "gave no usable JWKS: HTTP 500" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.05)
+        assert v.principal(_token(k1)) == "User:svc"
+    finally:
+        idp.close()
+
+
+def test_an_endpoint_that_cannot_serve_stops_the_server(tmp_path):
+    idp = _IdP(b'{"keys": []}')
+    try:
+        with pytest.raises(ConfigError, match="gave no usable JWKS: 1 to 100 keys"):
+            OAuthBearerValidator(_settings(idp.url), watch=False)
+        idp.status = 404
+        with pytest.raises(ConfigError, match="gave no usable JWKS: HTTP 404"):
+            _settings(idp.url).check()
+    finally:
+        idp.close()
+    with pytest.raises(ConfigError, match="gave no usable JWKS"):  # nothing listens there now
+        OAuthBearerValidator(_settings(idp.url), watch=False)
+    with pytest.raises(ConfigError, match="plain HTTP to a host that is not loopback"):
+        OAuthBearerValidator(_settings("http://idp.example/jwks.json"), watch=False)
+    with pytest.raises(ConfigError, match="kafka_oauthbearer_jwks_refresh_ms"):
+        Settings(kafka_oauthbearer_jwks_refresh_ms=10).check()
+
+
+def test_confluent_kafka_logs_in_with_a_key_from_the_endpoint(tmp_path):
+    key = _rsa()
+    idp = _IdP(_doc(tmp_path, k1=key))
+    server = KafkaServer(tmp_path / "data", "--token", "s3cret",
+                         env={"VQS_KAFKA_OAUTHBEARER_JWKS": idp.url, "VQS_KAFKA_OAUTHBEARER_AUDIENCE": "vqs"}).start()
+    try:
+        p = ck.Producer(_conf(server, lambda: _token(key)))
+        p.produce("oauth-endpoint", b"m")
+        assert p.flush(15) == 0
+        assert fails_to_log_in(_conf(server, lambda: _token(_rsa())))
+    finally:
+        assert server.stop() == 0, server.log()
+        idp.close()
