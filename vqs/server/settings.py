@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -240,6 +241,9 @@ def is_loopback(host: str) -> bool:
     return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
 
 
+_PRINCIPAL_SEP = r";|,(?=\s*User:)"
+
+
 def _coerce(name: str, kind: Any, value: Any) -> Any:
     try:
         if kind in (int, "int"):
@@ -259,7 +263,10 @@ def _coerce(name: str, kind: Any, value: Any) -> Any:
             raise ValueError(value)
         if kind in ("list[str]",):
             if isinstance(value, str):
-                return [t.strip() for t in value.split(",") if t.strip()]
+                # Kafka principals may hold commas (a certificate's subject, User:CN=a,O=b): their
+                # list is separated by ";" (Kafka's super.users) or by a "," before the next User:
+                sep = _PRINCIPAL_SEP if name == "kafka_super_users" else ","
+                return [t.strip() for t in re.split(sep, value) if t.strip()]
             return [str(t) for t in value]
         if kind in ("dict[str, str]",):
             if isinstance(value, Mapping):

@@ -195,3 +195,16 @@ def test_the_client_ca_setting_is_checked_at_start(pki, tmp_path):
     with pytest.raises(ConfigError, match="kafka_tls_client_ca: cannot read"):
         Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"],
                  kafka_tls_client_ca=str(tmp_path / "missing.pem")).check()
+
+
+def test_super_users_may_be_certificate_subjects():
+    """VQS_KAFKA_SUPER_USERS: principals separated by ";" (Kafka's super.users) or by a comma
+    before the next User:, so a subject's own commas stay in it."""
+    from vqs.server.settings import load_settings
+
+    def parsed(value: str) -> list:
+        return load_settings({}, env={"VQS_KAFKA_SUPER_USERS": value}).kafka_super_users
+
+    assert parsed(f"{ALICE};User:ops") == [ALICE, "User:ops"]
+    assert parsed(f"User:ops, {ALICE}") == ["User:ops", ALICE]
+    assert parsed("User:a,User:b") == ["User:a", "User:b"]
