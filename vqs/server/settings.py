@@ -52,6 +52,8 @@ class Settings:
     kafka_tls_client_ca: str = ""                              # PEM CA certificates: Kafka clients must present a
                                                                # certificate they signed; it authenticates them as
                                                                # User:<its subject> (Kafka's ssl.client.auth=required)
+    kafka_tls_principal_mapping_rules: str = "DEFAULT"         # a certificate subject -> the principal's name
+                                                               # (Kafka's ssl.principal.mapping.rules)
     # gRPC front (vqs/server/grpc, the grpc extra)
     grpc_port: int = 0                                         # 0: off
     # SQS
@@ -193,9 +195,10 @@ class Settings:
                                   "and --tls-key too")
             if not os.access(self.kafka_tls_client_ca, os.R_OK):
                 raise ConfigError(f"kafka_tls_client_ca: cannot read {self.kafka_tls_client_ca}")
-            from .kafka.tls import server_context
+            from .kafka.tls import PrincipalMapper, server_context
 
             server_context(self.tls_cert, self.tls_key, self.kafka_tls_client_ca)  # ConfigError naming the file
+            PrincipalMapper(self.kafka_tls_principal_mapping_rules)  # ConfigError naming the rule
         if not (0 <= self.kafka_port < 65536):
             raise ConfigError(f"kafka_port must be 1-65535 (0: no Kafka listener), not {self.kafka_port}")
         if not (1_000 <= self.kafka_oauthbearer_jwks_refresh_ms <= 86_400_000):

@@ -20,7 +20,7 @@ from kafka_server_proc import KafkaServer
 
 from vqs.errors import ConfigError
 from vqs.server.kafka.codec import Writer
-from vqs.server.kafka.tls import principal
+from vqs.server.kafka.tls import PrincipalMapper, subject
 from vqs.server.settings import Settings
 
 ck = pytest.importorskip("confluent_kafka")
@@ -175,13 +175,65 @@ def test_a_client_without_a_certificate_the_ca_signed_fails_the_handshake(server
                                       ck.KafkaError._ALL_BROKERS_DOWN}, errors
 
 
-def test_the_principal_is_the_subject_as_kafka_writes_it():
+def test_the_subject_is_written_as_kafka_writes_it():
     """X500Principal's RFC 2253 form: the most specific RDN first, special characters escaped."""
-    subject = ((("countryName", "DE"),), (("organizationName", "a,b+c"),),
-               (("organizationalUnitName", "x"), ("userId", "7")), (("commonName", " #odd; <name> "),))
-    assert principal({"subject": subject}) == 'User:CN=\\ #odd\\; \\<name\\>\\ ,OU=x+UID=7,O=a\\,b\\+c,C=DE'
-    assert principal({"subject": ((("emailAddress", "a@example.com"),),)}) == "User:emailAddress=a@example.com"
-    assert principal(None) is None and principal({}) is None
+    rdns = ((("countryName", "DE"),), (("organizationName", "a,b+c"),),
+            (("organizationalUnitName", "x"), ("userId", "7")), (("commonName", " #odd; <name> "),))
+    assert subject({"subject": rdns}) == 'CN=\\ #odd\\; \\<name\\>\\ ,OU=x+UID=7,O=a\\,b\\+c,C=DE'
+    assert subject({"subject": ((("emailAddress", "a@example.com"),),)}) == "emailAddress=a@example.com"
+    assert subject(None) is None and subject({}) is None
+
+
+def test_mapping_rules_map_subjects_as_kafkas_ssl_principal_mapper():
+    """Kafka's SslPrincipalMapperTest, case by case."""
+    mapper = PrincipalMapper(", ".join([
+        "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L",
+        "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L",
+        "RULE:^cn=(.*?),ou=(.*?),dc=(.*?),dc=(.*?)$/$1@$2/U",
+        "RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/U",
+        "DEFAULT"]))
+    assert mapper.name("CN=Duke,OU=ServiceUsers,O=Org,C=US") == "duke"
+    assert mapper.name("CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US") == "duke@sme"
+    assert mapper.name("cn=duke,ou=sme,dc=mycp,dc=com") == "DUKE@SME"
+    assert mapper.name("cN=duke,OU=JavaSoft,O=Sun Microsystems") == "DUKE"
+    assert mapper.name("OU=JavaSoft,O=Sun Microsystems,C=US") == "OU=JavaSoft,O=Sun Microsystems,C=US"
+    commas = PrincipalMapper("RULE:^CN=((\\\\, *|\\w)+)(,.*|$)/$1/,DEFAULT")
+    assert commas.name("CN=Tkac\\, Adam,OU=ITZ,DC=geodis,DC=cz") == "Tkac\\, Adam"
+    assert PrincipalMapper("RULE:^CN=(.*)$/$1/").name("OU=x") is None  # no rule applies
+    for rules, count in [("DEFAULT", 1), ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, DEFAULT", 2),
+                         ("RULE:^CN=([^,DEFAULT,]+)(,.*|$)/$1/", 1), ("", 0), (",   , , ,  ", 0),
+                         (",,RULE://,,,DEFAULT,,", 2)]:
+        assert len(PrincipalMapper(rules).rules) == count, rules
+    for bad in ["default", "DEFAUL", "DEFAULT/L", "RULE:CN=(.*?),OU=ServiceUsers.*/$1",
+                "rule:^CN=(.*?),OU=ServiceUsers.*$/$1/", "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L/U",
+                "RULE:^CN=(.*?),OU=ServiceUsers.*$/L", "RULE:^CN=(.*?),OU=ServiceUsers.*$/LU", "RULE:^CN=(/$1/"]:
+        with pytest.raises(ConfigError, match="kafka_tls_principal_mapping_rules"):
+            PrincipalMapper(bad)
+
+
+@needs_openssl
+def test_mapping_rules_name_the_principal_and_a_subject_no_rule_maps_is_refused(pki, tmp_path):
+    """alice's subject maps to User:alice; bob's matches no rule (and there is no DEFAULT): his
+    connection is closed."""
+    s = KafkaServer(tmp_path / "data", "--token", "s3cret", "--tls-cert", pki["server.pem"], "--tls-key",
+                    pki["server.key"], "--kafka-tls-client-ca", pki["ca.pem"],
+                    env={"VQS_KAFKA_TLS_PRINCIPAL_MAPPING_RULES": "RULE:^CN=(alice),OU=eng,.*$/$1/U"}).start(wait=False)
+    try:
+        deadline = time.monotonic() + 30
+        while _api_versions_answer(s, pki, "alice") is None:  # ready once the listener answers
+            assert time.monotonic() < deadline, s.log()
+            time.sleep(0.1)
+        assert _api_versions_answer(s, pki, "bob") is None
+        s.wait_log("no kafka_tls_principal_mapping_rules rule applies to its certificate's subject 'CN=bob,OU=eng,")
+        topic = f"mtls-{uuid.uuid4().hex[:8]}"
+        admin = _super_admin(s, pki)
+        allow = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:ALICE", "*",
+                           AclOperation.WRITE, AclPermissionType.ALLOW)
+        for fut in admin.create_acls([allow]).values():
+            assert fut.result(10) is None
+        assert _produce(_conf(s, pki, "alice"), topic, b"as User:ALICE") is None
+    finally:
+        assert s.stop() == 0, s.log()
 
 
 @needs_openssl
@@ -192,6 +244,9 @@ def test_the_client_ca_setting_is_checked_at_start(pki, tmp_path):
     junk.write_text("not a certificate\n")
     with pytest.raises(ConfigError, match=f"kafka_tls_client_ca: cannot load CA certificates from {junk}"):
         Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"], kafka_tls_client_ca=str(junk)).check()
+    with pytest.raises(ConfigError, match="kafka_tls_principal_mapping_rules: invalid rule 'DEFAUL'"):
+        Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"], kafka_tls_client_ca=pki["ca.pem"],
+                 kafka_tls_principal_mapping_rules="DEFAUL").check()
     with pytest.raises(ConfigError, match="kafka_tls_client_ca: cannot read"):
         Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"],
                  kafka_tls_client_ca=str(tmp_path / "missing.pem")).check()

@@ -65,7 +65,7 @@ from .codec import ProtocolError, Writer, read_header
 from .oauthbearer import OAuthBearerValidator
 from .records import EncodedCache
 from .scram import ScramCredentials
-from .tls import principal, server_context
+from .tls import PrincipalMapper, server_context, subject
 
 logger = logging.getLogger("vqs.server.kafka")
 _SIZE = struct.Struct(">i")
@@ -99,6 +99,9 @@ class KafkaContext:
         self.users = dict(settings.kafka_users)  # given: Kafka's own passwords instead of the tokens
         self.scram = ScramCredentials(broker.path)  # SASL/SCRAM users (AlterUserScramCredentials)
         self.acls = Acls(broker.path, settings.kafka_super_users, settings.kafka_allow_if_no_acl)
+        # a client certificate's subject -> its principal (tls.py)
+        self.principal_mapper = (PrincipalMapper(settings.kafka_tls_principal_mapping_rules)
+                                 if settings.kafka_tls_client_ca else None)
         # SASL/OAUTHBEARER: tokens an identity provider signed (oauthbearer.py)
         self.oauth = OAuthBearerValidator(settings) if settings.kafka_oauthbearer_jwks else None
         # any credential configured: SASL is needed (SigV4 keys grant SQS only)
@@ -458,8 +461,14 @@ class KafkaListener:
         self._conns.add(task)
         try:
             conn = Connection(self.ctx, reader, writer, peer)
-            if (cert_principal := principal(writer.get_extra_info("peercert"))) is not None:
-                conn.principal = cert_principal  # verified against kafka_tls_client_ca (tls.py)
+            mapper = self.ctx.principal_mapper
+            if mapper is not None and (dn := subject(writer.get_extra_info("peercert"))) is not None:
+                if (name := mapper.name(dn)) is None:  # (the certificate was verified: tls.py)
+                    logger.warning("kafka: closing %s: no kafka_tls_principal_mapping_rules rule applies to its "
+                                   "certificate's subject %r", peer, dn[:256])
+                    writer.close()
+                    return
+                conn.principal = "User:" + name
                 conn.authenticated = True
             await conn.serve()
         except asyncio.CancelledError:

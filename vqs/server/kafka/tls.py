@@ -15,10 +15,20 @@ space escaped with ``\\``; e.g. ``User:CN=alice,OU=eng,O=acme,C=DE``. (Kafka wri
 attribute type as its OID and the value's DER in hex, ``1.2.840.113549.1.9.1=#16...``; here it
 keeps OpenSSL's name and the value as text, ``emailAddress=a@example.com``.) A SASL login on such
 a connection (SASL_SSL) makes its user the principal instead, as Kafka's SASL_SSL listener does.
+
+``kafka_tls_principal_mapping_rules`` maps that subject to a shorter name as Kafka's
+``ssl.principal.mapping.rules`` does (``PrincipalMapper``): rules tried in order, ``DEFAULT``
+(the subject as it is) or ``RULE:pattern/replacement/`` with an optional ``L`` or ``U`` (lower
+or upper case the result), separated by commas; a rule applies when its pattern matches the
+whole subject, and its result is the subject with every match of the pattern replaced
+(``$1``: a group; a backslash: the next character as it is). A subject no rule applies to is refused:
+its connection is closed, as Kafka fails its authentication. Patterns are Python's ``re``
+syntax, which covers what Kafka's documentation shows.
 """
 
 from __future__ import annotations
 
+import re
 import ssl
 
 from ... import errors as E
@@ -54,11 +64,73 @@ def _escape(value: str) -> str:
     return out
 
 
-def principal(peercert: dict | None) -> str | None:
-    """``User:<subject DN>`` of a verified client certificate (``SSLObject.getpeercert()``), or
-    None when the connection presented none."""
-    subject = (peercert or {}).get("subject")
-    if not subject:
+def subject(peercert: dict | None) -> str | None:
+    """The subject of a verified client certificate (``SSLObject.getpeercert()``) as Kafka writes
+    it (module doc), or None when the connection presented none."""
+    rdns = (peercert or {}).get("subject")
+    if not rdns:
         return None
-    rdns = ("+".join(f"{KEYWORDS.get(k, k)}={_escape(v)}" for k, v in rdn) for rdn in reversed(subject))
-    return "User:" + ",".join(rdns)
+    return ",".join("+".join(f"{KEYWORDS.get(k, k)}={_escape(v)}" for k, v in rdn) for rdn in reversed(rdns))
+
+
+# Kafka's SslPrincipalMapper grammar: a rule, then a comma or the end; a rule that does not
+# parse whole is refused (its unparsed rest named)
+_RULE = r"(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?).*?|(.*?)"
+_SPLITTER = re.compile(r"\s*(" + _RULE + r")\s*(?:,\s*|$)")
+_PARSER = re.compile(_RULE)
+
+
+class PrincipalMapper:
+    """``kafka_tls_principal_mapping_rules`` (module doc): ``name(subject)`` is the principal's
+    name, or None when no rule applies. ConfigError names a rule that does not parse."""
+
+    def __init__(self, rules: str = "DEFAULT"):
+        self.rules: list = []  # None (DEFAULT) or (compiled pattern, replacement, case)
+        for m in _SPLITTER.finditer(rules.strip()):
+            rule = m.group(1)
+            p = _PARSER.match(rule)
+            if p.end() != len(rule):
+                raise E.ConfigError(f"kafka_tls_principal_mapping_rules: invalid rule {rule!r} "
+                                    f"(unparsed: {rule[p.end():]!r})")
+            if p.group(1):
+                self.rules.append(None)
+            elif p.group(2) is not None:
+                try:
+                    pattern = re.compile(p.group(2))
+                except re.error as e:
+                    raise E.ConfigError(f"kafka_tls_principal_mapping_rules: rule {rule!r}: {e}") from None
+                self.rules.append((pattern, p.group(3), p.group(4)))
+
+    def name(self, subject: str) -> str | None:
+        for rule in self.rules:
+            if rule is None:
+                return subject
+            pattern, replacement, case = rule
+            if pattern.fullmatch(subject) is None:
+                continue
+            out = pattern.sub(lambda m, r=replacement: _expand(m, r), subject)
+            return out.lower() if case == "L" else out.upper() if case == "U" else out
+        return None
+
+
+def _expand(m: re.Match, replacement: str) -> str:
+    """Java's replacement syntax: ``$n`` a group (further digits while they name one; a group
+    the pattern lacks stays literal, as Kafka escapes it), ``${name}``, ``\\x`` the character x."""
+    out, i, n, groups = [], 0, len(replacement), m.re.groups
+    while i < n:
+        c = replacement[i]
+        if c == "\\" and i + 1 < n:
+            out.append(replacement[i + 1])
+            i += 2
+        elif c == "$" and i + 1 < n and replacement[i + 1] == "{" and (j := replacement.find("}", i)) > 0:
+            out.append(m.group(replacement[i + 2:j]) or "")
+            i = j + 1
+        elif c == "$" and i + 1 < n and replacement[i + 1].isdigit() and 0 < int(replacement[i + 1]) <= groups:
+            g, i = int(replacement[i + 1]), i + 2
+            while i < n and replacement[i].isdigit() and g * 10 + int(replacement[i]) <= groups:
+                g, i = g * 10 + int(replacement[i]), i + 1
+            out.append(m.group(g) or "")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
