@@ -52,6 +52,8 @@ class Settings:
     kafka_tls_client_ca: str = ""                              # PEM CA certificates: Kafka clients must present a
                                                                # certificate they signed; it authenticates them as
                                                                # User:<its subject> (Kafka's ssl.client.auth=required)
+    kafka_tls_client_auth: str = "required"                    # or requested: a client may present no certificate
+                                                               # (then SASL), Kafka's ssl.client.auth
     kafka_tls_principal_mapping_rules: str = "DEFAULT"         # a certificate subject -> the principal's name
                                                                # (Kafka's ssl.principal.mapping.rules)
     # gRPC front (vqs/server/grpc, the grpc extra)
@@ -197,7 +199,8 @@ class Settings:
                 raise ConfigError(f"kafka_tls_client_ca: cannot read {self.kafka_tls_client_ca}")
             from .kafka.tls import PrincipalMapper, server_context
 
-            server_context(self.tls_cert, self.tls_key, self.kafka_tls_client_ca)  # ConfigError naming the file
+            server_context(self.tls_cert, self.tls_key, self.kafka_tls_client_ca,  # ConfigError naming the
+                           self.kafka_tls_client_auth)  # file or the setting
             PrincipalMapper(self.kafka_tls_principal_mapping_rules)  # ConfigError naming the rule
         if not (0 <= self.kafka_port < 65536):
             raise ConfigError(f"kafka_port must be 1-65535 (0: no Kafka listener), not {self.kafka_port}")
@@ -209,7 +212,8 @@ class Settings:
 
             OAuthBearerValidator(self, watch=False)  # the key set loads (ConfigError naming it and why)
         if self.kafka_port and not is_loopback(self.host) and not (
-                self.tokens or self.kafka_users or self.kafka_oauthbearer_jwks or self.kafka_tls_client_ca) \
+                self.tokens or self.kafka_users or self.kafka_oauthbearer_jwks
+                or (self.kafka_tls_client_ca and self.kafka_tls_client_auth == "required")) \
                 and not self.insecure:
             raise ConfigError(
                 f"refusing a Kafka listener on {self.host}, which is not a loopback address, without "

@@ -247,6 +247,9 @@ def test_the_client_ca_setting_is_checked_at_start(pki, tmp_path):
     with pytest.raises(ConfigError, match="kafka_tls_principal_mapping_rules: invalid rule 'DEFAUL'"):
         Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"], kafka_tls_client_ca=pki["ca.pem"],
                  kafka_tls_principal_mapping_rules="DEFAUL").check()
+    with pytest.raises(ConfigError, match="kafka_tls_client_auth must be required or requested"):
+        Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"], kafka_tls_client_ca=pki["ca.pem"],
+                 kafka_tls_client_auth="none").check()
     with pytest.raises(ConfigError, match="kafka_tls_client_ca: cannot read"):
         Settings(tls_cert=pki["server.pem"], tls_key=pki["server.key"],
                  kafka_tls_client_ca=str(tmp_path / "missing.pem")).check()
@@ -263,3 +266,28 @@ def test_super_users_may_be_certificate_subjects():
     assert parsed(f"{ALICE};User:ops") == [ALICE, "User:ops"]
     assert parsed(f"User:ops, {ALICE}") == ["User:ops", ALICE]
     assert parsed("User:a,User:b") == ["User:a", "User:b"]
+
+
+@needs_openssl
+def test_requested_client_certificates_leave_sasl_to_those_without_one(pki, tmp_path):
+    """kafka_tls_client_auth=requested: alice logs in by her certificate, a client without one
+    by SASL on the same port, and a certificate the CA did not sign still fails the handshake."""
+    s = KafkaServer(tmp_path / "data", "--token", "s3cret", "--tls-cert", pki["server.pem"], "--tls-key",
+                    pki["server.key"], "--kafka-tls-client-ca", pki["ca.pem"],
+                    env={"VQS_KAFKA_TLS_CLIENT_AUTH": "requested"}).start(wait=False)
+    try:
+        deadline = time.monotonic() + 30
+        while _api_versions_answer(s, pki, "alice") is None:  # ready once the listener answers
+            assert time.monotonic() < deadline, s.log()
+            time.sleep(0.1)
+        topic = f"mtls-{uuid.uuid4().hex[:8]}"
+        assert _produce(_conf(s, pki, "alice"), topic, b"by certificate") is None
+        sasl = _conf(s, pki, None, **{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                                      "sasl.username": "app", "sasl.password": "s3cret"})
+        assert _produce(sasl, topic, b"by token") is None
+        assert _api_versions_answer(s, pki, None) is not None  # no certificate: connected, SASL next
+        assert _api_versions_answer(s, pki, "mallory") is None
+        assert _produce(_conf(s, pki, None, **{"message.timeout.ms": 3_000}), topic, b"x") \
+            == ck.KafkaError._MSG_TIMED_OUT  # neither a certificate nor a login
+    finally:
+        assert s.stop() == 0, s.log()

@@ -430,7 +430,8 @@ class KafkaListener:
         st = self.ctx.settings
         try:
             # the HTTP server's certificate: SSL / SASL_SSL, the handshake within the frame timeout
-            tls = server_context(st.tls_cert, st.tls_key, st.kafka_tls_client_ca) if st.tls_cert else None
+            tls = (server_context(st.tls_cert, st.tls_key, st.kafka_tls_client_ca, st.kafka_tls_client_auth)
+                   if st.tls_cert else None)
             server = await asyncio.start_server(self._accept, sock=self.sock, ssl=tls,
                                                 ssl_handshake_timeout=st.kafka_frame_timeout_s if tls else None)
         except BaseException as e:

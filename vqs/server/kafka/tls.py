@@ -5,6 +5,10 @@ protocols). With ``kafka_tls_client_ca`` as well, every client must present a ce
 CA of that PEM file signed, as Kafka's ``ssl.client.auth=required``: a client without one, or with
 one the file's CAs did not sign (or expired), fails the handshake, which is bounded by
 ``kafka_frame_timeout_s`` as any handshake (listener.py), so such a client costs one handshake.
+With ``kafka_tls_client_auth=requested`` (Kafka's ``ssl.client.auth=requested``) a client may
+present none: it then logs in with SASL as on a listener without client certificates (or is
+``User:ANONYMOUS`` on a server without credentials); one it presents must still verify. One
+port then serves both Kafka's SSL clients and its SASL_SSL ones.
 
 A connection whose certificate was verified is authenticated by it, as on Kafka's SSL listener (no
 SASL needed), as ``User:<subject>``: the certificate's subject as Kafka's default principal builder
@@ -40,9 +44,12 @@ KEYWORDS = {"commonName": "CN", "localityName": "L", "stateOrProvinceName": "ST"
 _SPECIAL = frozenset(',+"\\<>;')
 
 
-def server_context(cert: str, key: str, client_ca: str = "") -> ssl.SSLContext:
+def server_context(cert: str, key: str, client_ca: str = "", client_auth: str = "required") -> ssl.SSLContext:
     """The listener's TLS context (TLS 1.2 at least); with ``client_ca``, client certificates
-    signed by its CAs required. ConfigError names the file that cannot be used."""
+    signed by its CAs ``required`` or ``requested`` (one presented must be signed by them).
+    ConfigError names the file or setting that cannot be used."""
+    if client_auth not in ("required", "requested"):
+        raise E.ConfigError(f"kafka_tls_client_auth must be required or requested, not {client_auth!r}")
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.minimum_version = ssl.TLSVersion.TLSv1_2
     tls.load_cert_chain(cert, key)
@@ -51,7 +58,7 @@ def server_context(cert: str, key: str, client_ca: str = "") -> ssl.SSLContext:
             tls.load_verify_locations(cafile=client_ca)
         except (ssl.SSLError, OSError, ValueError) as e:
             raise E.ConfigError(f"kafka_tls_client_ca: cannot load CA certificates from {client_ca}: {e}") from None
-        tls.verify_mode = ssl.CERT_REQUIRED
+        tls.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
     return tls
 
 
