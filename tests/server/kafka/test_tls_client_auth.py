@@ -66,23 +66,28 @@ def pki(tmp_path_factory):
     return f
 
 
-@pytest.fixture(scope="module")
-def server(pki, tmp_path_factory):
-    s = KafkaServer(tmp_path_factory.mktemp("vqs-mtls") / "data", "--token", "s3cret", "--tls-cert",
-                    pki["server.pem"], "--tls-key", pki["server.key"], "--kafka-tls-client-ca", pki["ca.pem"]).start(
-        wait=False)
+def _start(pki, data, **env) -> KafkaServer:
+    """A server with the test CA's client certificates, once ready (HTTPS answers its probe: the
+    HTTP front takes no client certificates)."""
     import httpx
 
+    s = KafkaServer(data, "--token", "s3cret", "--tls-cert", pki["server.pem"], "--tls-key", pki["server.key"],
+                    "--kafka-tls-client-ca", pki["ca.pem"], env=env).start(wait=False)
     deadline = time.monotonic() + 30
-    while True:  # ready once HTTPS answers (the HTTP front takes no client certificates)
+    while True:
         try:
             if httpx.get(s.url.replace("http://", "https://") + "/health/ready",
                          verify=ssl.create_default_context(cafile=pki["server.pem"])).status_code == 200:
-                break
+                return s
         except httpx.HTTPError:
             pass
         assert time.monotonic() < deadline, s.log()
         time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def server(pki, tmp_path_factory):
+    s = _start(pki, tmp_path_factory.mktemp("vqs-mtls") / "data")
     yield s
     assert s.stop() == 0, s.log()
 
@@ -215,14 +220,9 @@ def test_mapping_rules_map_subjects_as_kafkas_ssl_principal_mapper():
 def test_mapping_rules_name_the_principal_and_a_subject_no_rule_maps_is_refused(pki, tmp_path):
     """alice's subject maps to User:alice; bob's matches no rule (and there is no DEFAULT): his
     connection is closed."""
-    s = KafkaServer(tmp_path / "data", "--token", "s3cret", "--tls-cert", pki["server.pem"], "--tls-key",
-                    pki["server.key"], "--kafka-tls-client-ca", pki["ca.pem"],
-                    env={"VQS_KAFKA_TLS_PRINCIPAL_MAPPING_RULES": "RULE:^CN=(alice),OU=eng,.*$/$1/U"}).start(wait=False)
+    s = _start(pki, tmp_path / "data", VQS_KAFKA_TLS_PRINCIPAL_MAPPING_RULES="RULE:^CN=(alice),OU=eng,.*$/$1/U")
     try:
-        deadline = time.monotonic() + 30
-        while _api_versions_answer(s, pki, "alice") is None:  # ready once the listener answers
-            assert time.monotonic() < deadline, s.log()
-            time.sleep(0.1)
+        assert _api_versions_answer(s, pki, "alice") is not None
         assert _api_versions_answer(s, pki, "bob") is None
         s.wait_log("no kafka_tls_principal_mapping_rules rule applies to its certificate's subject 'CN=bob,OU=eng,")
         topic = f"mtls-{uuid.uuid4().hex[:8]}"
@@ -272,14 +272,8 @@ def test_super_users_may_be_certificate_subjects():
 def test_requested_client_certificates_leave_sasl_to_those_without_one(pki, tmp_path):
     """kafka_tls_client_auth=requested: alice logs in by her certificate, a client without one
     by SASL on the same port, and a certificate the CA did not sign still fails the handshake."""
-    s = KafkaServer(tmp_path / "data", "--token", "s3cret", "--tls-cert", pki["server.pem"], "--tls-key",
-                    pki["server.key"], "--kafka-tls-client-ca", pki["ca.pem"],
-                    env={"VQS_KAFKA_TLS_CLIENT_AUTH": "requested"}).start(wait=False)
+    s = _start(pki, tmp_path / "data", VQS_KAFKA_TLS_CLIENT_AUTH="requested")
     try:
-        deadline = time.monotonic() + 30
-        while _api_versions_answer(s, pki, "alice") is None:  # ready once the listener answers
-            assert time.monotonic() < deadline, s.log()
-            time.sleep(0.1)
         topic = f"mtls-{uuid.uuid4().hex[:8]}"
         assert _produce(_conf(s, pki, "alice"), topic, b"by certificate") is None
         sasl = _conf(s, pki, None, **{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
