@@ -124,3 +124,15 @@ def test_the_setting_is_checked():
 
     with pytest.raises(ConfigError, match="kafka_connections_max_reauth_ms must be 0"):
         Settings(kafka_connections_max_reauth_ms=-1).check()
+
+
+def test_the_broker_describes_its_session_lifetime_and_mechanisms(server):
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "PLAIN", "sasl.username": "ops", "sasl.password": "s3cret"})
+    res = ConfigResource(ConfigResource.Type.BROKER, "0")
+    cfg = admin.describe_configs([res])[res].result(10)
+    assert cfg["connections.max.reauth.ms"].value == str(LIFETIME_MS)
+    assert cfg["sasl.enabled.mechanisms"].value == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    assert cfg["ssl.client.auth"].value == "none"

@@ -30,6 +30,7 @@ from confluent_kafka.admin import (  # noqa: E402
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
@@ -163,6 +164,9 @@ def test_a_signed_certificate_logs_in_as_its_subject_and_acls_bind_it(server, pk
     ops = _conf(server, pki, "bob", **{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
                                        "sasl.username": "ops", "sasl.password": "s3cret"})
     assert _produce(ops, topic, b"by the operator") is None  # a SASL login on TLS names the principal
+    res = ConfigResource(ConfigResource.Type.BROKER, "0")
+    cfg = admin.describe_configs([res])[res].result(10)
+    assert (cfg["ssl.client.auth"].value, cfg["ssl.principal.mapping.rules"].value) == ("required", "DEFAULT")
 
 
 @needs_openssl

@@ -27,6 +27,8 @@ from . import acls as A
 from . import errors as K
 from . import share_groups
 from .codec import Flex, Writer
+from .oauthbearer import is_endpoint
+from .scram import mechanisms_offered
 
 TOPIC, BROKER = 2, 4  # Kafka's ConfigResource types answered here
 # ConfigSource (DescribeConfigs v1+)
@@ -197,7 +199,20 @@ def broker_configs(ctx) -> dict[str, tuple[str, int, int, str]]:
                                     "The server's kafka_idle_timeout_s."),
         "socket.request.max.bytes": (str(st.kafka_max_frame_bytes), static, INT,
                                      "The server's kafka_max_frame_bytes."),
-        "sasl.enabled.mechanisms": ("PLAIN", DEFAULT_CONFIG, LIST, "SASL/PLAIN when credentials are configured."),
+        "sasl.enabled.mechanisms": (",".join(mechanisms_offered(ctx)), static, LIST,
+                                    "What SaslHandshake offers: none without credentials."),
+        "connections.max.reauth.ms": (str(st.kafka_connections_max_reauth_ms), static, LONG,
+                                      "The server's kafka_connections_max_reauth_ms (0: sessions never end)."),
+        "ssl.client.auth": (st.kafka_tls_client_auth if st.kafka_tls_client_ca else "none", static, STRING,
+                            "Client certificates: the server's kafka_tls_client_auth with kafka_tls_client_ca."),
+        "ssl.principal.mapping.rules": (st.kafka_tls_principal_mapping_rules, static, STRING,
+                                        "The server's kafka_tls_principal_mapping_rules."),
+        "sasl.oauthbearer.jwks.endpoint.url": (st.kafka_oauthbearer_jwks if is_endpoint(st.kafka_oauthbearer_jwks)
+                                               else None, static, STRING,
+                                               "The server's kafka_oauthbearer_jwks when it is an endpoint (a "
+                                               "file's path is not shown)."),
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms": (str(st.kafka_oauthbearer_jwks_refresh_ms), static, LONG,
+                                                      "The server's kafka_oauthbearer_jwks_refresh_ms."),
     }
 
 
