@@ -289,3 +289,40 @@ def test_requested_client_certificates_leave_sasl_to_those_without_one(pki, tmp_
             == ck.KafkaError._MSG_TIMED_OUT  # neither a certificate nor a login
     finally:
         assert s.stop() == 0, s.log()
+
+
+@needs_openssl
+def test_kafka_python_and_aiokafka_log_in_by_certificate(server, pki):
+    """Two clients on Python's own TLS stack (not librdkafka's): a certificate the CA signed is
+    their login too."""
+    import asyncio
+
+    kafka = pytest.importorskip("kafka")
+    aiokafka = pytest.importorskip("aiokafka")
+    from aiokafka.helpers import create_ssl_context
+
+    topic = f"mtls-py-{uuid.uuid4().hex[:8]}"
+    tls = dict(security_protocol="SSL", ssl_cafile=pki["server.pem"], ssl_certfile=pki["alice.pem"],
+               ssl_keyfile=pki["alice.key"])
+    p = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, **tls)
+    try:
+        p.send(topic, b"kafka-python").get(timeout=15)
+    finally:
+        p.close()
+
+    async def consume() -> list:
+        ctx = create_ssl_context(cafile=pki["server.pem"], certfile=pki["alice.pem"], keyfile=pki["alice.key"])
+        c = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=server.bootstrap, security_protocol="SSL",
+                                      ssl_context=ctx, auto_offset_reset="earliest")
+        await c.start()
+        got: list = []
+        try:
+            deadline = time.monotonic() + 20
+            while not got and time.monotonic() < deadline:
+                batch = await c.getmany(timeout_ms=1000)
+                got += [m.value for msgs in batch.values() for m in msgs]
+            return got
+        finally:
+            await c.stop()
+
+    assert asyncio.run(consume()) == [b"kafka-python"]
