@@ -191,6 +191,8 @@ def test_the_subject_is_written_as_kafka_writes_it():
     assert subject({"subject": rdns}) == 'CN=\\ #odd\\; \\<name\\>\\ ,OU=x+UID=7,O=a\\,b\\+c,C=DE'
     assert subject({"subject": ((("emailAddress", "a@example.com"),),)}) == "emailAddress=a@example.com"
     assert subject(None) is None and subject({}) is None
+    # a trailing space is escaped after an escaped backslash too; a lone space once
+    assert subject({"subject": ((("commonName", "a\\ "),), (("organizationName", " "),))}) == "O=\\ ,CN=a\\\\\\ "
 
 
 def test_mapping_rules_map_subjects_as_kafkas_ssl_principal_mapper():

@@ -64,9 +64,9 @@ def server_context(cert: str, key: str, client_ca: str = "", client_auth: str = 
 
 def _escape(value: str) -> str:
     out = "".join("\\" + c if c in _SPECIAL else c for c in value)
-    if out.startswith(("#", " ")):
+    if value.startswith(("#", " ")):
         out = "\\" + out
-    if out.endswith(" ") and not out.endswith("\\ "):
+    if value.endswith(" ") and len(value) > 1:  # (a lone space is escaped once, as leading)
         out = out[:-1] + "\\ "
     return out
 
