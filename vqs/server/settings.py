@@ -18,6 +18,12 @@ from typing import Any
 
 from ..errors import ConfigError
 
+#: Kafka principals (User:NAME). Given as one string they are separated by ";" (Kafka's
+#: super.users) or by a "," before the next "User:": a certificate's subject holds commas
+#: (User:CN=alice,O=acme).
+Principals = list[str]
+_PRINCIPAL_SEP = r";|,(?=\s*User:)"
+
 #: The documented default port ("VQS" on a phone keypad is 8-7-7; 8642 is simply unused by
 #: anything common and easy to remember).
 DEFAULT_PORT = 8642
@@ -42,7 +48,7 @@ class Settings:
     kafka_oauthbearer_audience: str = ""                       # a token's aud must name this (empty: not checked)
     kafka_oauthbearer_issuer: str = ""                         # a token's iss must be this (empty: not checked)
     kafka_oauthbearer_sub_claim: str = "sub"                   # the claim naming the principal (User:<it>)
-    kafka_super_users: list[str] = field(default_factory=list)  # Kafka principals (User:NAME) no ACL restricts
+    kafka_super_users: Principals = field(default_factory=list)  # Kafka principals (User:NAME) no ACL restricts
     kafka_allow_if_no_acl: bool = True                         # a resource no Kafka ACL names is open to every
                                                                # principal (Kafka's allow.everyone.if.no.acl.found)
     insecure: bool = False                                     # allow non-loopback without credentials
@@ -248,7 +254,8 @@ def is_loopback(host: str) -> bool:
     return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
 
 
-_PRINCIPAL_SEP = r";|,(?=\s*User:)"
+#: how a list setting given as one string is split, by its type
+_LISTS = {"list[str]": ",", "Principals": _PRINCIPAL_SEP}
 
 
 def _coerce(name: str, kind: Any, value: Any) -> Any:
@@ -268,12 +275,9 @@ def _coerce(name: str, kind: Any, value: Any) -> Any:
             if v in ("0", "false", "no", "off", ""):
                 return False
             raise ValueError(value)
-        if kind in ("list[str]",):
+        if kind in _LISTS:
             if isinstance(value, str):
-                # Kafka principals may hold commas (a certificate's subject, User:CN=a,O=b): their
-                # list is separated by ";" (Kafka's super.users) or by a "," before the next User:
-                sep = _PRINCIPAL_SEP if name == "kafka_super_users" else ","
-                return [t.strip() for t in re.split(sep, value) if t.strip()]
+                return [t.strip() for t in re.split(_LISTS[kind], value) if t.strip()]
             return [str(t) for t in value]
         if kind in ("dict[str, str]",):
             if isinstance(value, Mapping):
@@ -324,7 +328,7 @@ def load_settings(overrides: Mapping[str, Any] | None = None, *, env: Mapping[st
             continue
         if k not in kinds:
             raise ConfigError(f"unknown setting {k!r}")
-        if kinds[k] == "list[str]" and not v:
+        if kinds[k] in _LISTS and not v:
             continue
         if kinds[k] == "dict[str, str]" and not v:
             continue
