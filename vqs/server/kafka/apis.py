@@ -289,10 +289,7 @@ async def sasl_authenticate(ctx, conn, v, r):
     out = b""
     if conn.mechanism == "PLAIN":
         why = logins.plain(conn, auth)
-        if why is None:
-            w.int16(K.NONE).string(None)
-        else:
-            w.int16(K.SASL_AUTHENTICATION_FAILED).string(why)
+        w.int16(K.NONE if why is None else K.SASL_AUTHENTICATION_FAILED).string(why)
     elif conn.mechanism == OAUTH_MECHANISM:
         token = ""
         try:

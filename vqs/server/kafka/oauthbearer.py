@@ -176,12 +176,12 @@ class OAuthBearerValidator:
                     client.stream("GET", self.path, headers={"accept": "application/json"}) as r:
                 if r.status_code != 200:
                     raise ValueError(f"HTTP {r.status_code}")
-                raw = b""
+                raw = bytearray()
                 for chunk in r.iter_bytes():
                     raw += chunk
                     if len(raw) > MAX_JWKS_BYTES:
                         raise ValueError(f"more than {MAX_JWKS_BYTES} bytes")
-            return self._parse(raw)
+            return self._parse(bytes(raw))
         except (httpx.HTTPError, ValueError, KeyError, TypeError, self._jwt.PyJWTError) as e:
             raise E.ConfigError(f"kafka_oauthbearer_jwks: {self.path} gave no usable JWKS: {e}") from None
 
