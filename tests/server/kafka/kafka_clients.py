@@ -23,6 +23,19 @@ def one_batch_producer(bootstrap: str, topic: str, **conf):
     return p
 
 
+def delivery_codes(conf: dict, topic: str, values) -> list:
+    """The delivery error code of each of ``values`` produced to ``topic`` with ``conf`` (None:
+    delivered), waited for (``message.timeout.ms`` 10 s unless ``conf`` sets it)."""
+    import confluent_kafka as ck
+
+    codes: list = []
+    p = ck.Producer({"message.timeout.ms": 10_000, **conf})
+    for v in values:
+        p.produce(topic, v, on_delivery=lambda err, _m: codes.append(err.code() if err else None))
+    p.flush(30)
+    return codes
+
+
 def admin_results(futures: dict) -> dict:
     """An AdminClient call's futures, resolved: each key's result, or its error code."""
     import confluent_kafka as ck

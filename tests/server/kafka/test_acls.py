@@ -11,7 +11,7 @@ import time
 import uuid
 
 import pytest
-from kafka_clients import admin_results
+from kafka_clients import admin_results, delivery_codes
 from kafka_server_proc import KafkaServer
 from raw_client import RawKafka
 
@@ -139,12 +139,7 @@ def _conf(server, user: str, password: str, mechanism="SCRAM-SHA-256", **more) -
 
 def _produce(conf: dict, topic: str, n: int) -> list:
     """The delivery error codes of ``n`` messages (None: delivered)."""
-    codes = []
-    p = ck.Producer({**conf, "message.timeout.ms": 10000})
-    for i in range(n):
-        p.produce(topic, b"v%d" % i, on_delivery=lambda err, _m: codes.append(err.code() if err else None))
-    p.flush(15)
-    return codes
+    return delivery_codes(conf, topic, [b"v%d" % i for i in range(n)])
 
 
 def _consume(conf: dict, topic: str, group: str, n: int):

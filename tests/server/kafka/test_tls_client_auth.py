@@ -16,6 +16,7 @@ import time
 import uuid
 
 import pytest
+from kafka_clients import delivery_codes
 from kafka_server_proc import KafkaServer
 
 from vqs.errors import ConfigError
@@ -103,11 +104,7 @@ def _conf(server, pki, who: str | None, **extra) -> dict:
 
 def _produce(conf: dict, topic: str, value: bytes) -> int | None:
     """Produce one record; the error code of its delivery (None: delivered)."""
-    got: list = []
-    p = ck.Producer({"message.timeout.ms": 10_000, **conf})
-    p.produce(topic, value, on_delivery=lambda err, msg: got.append(err.code() if err else None))
-    p.flush(15)
-    return got[0] if got else ck.KafkaError._MSG_TIMED_OUT
+    return delivery_codes(conf, topic, [value])[0]
 
 
 def _api_versions_answer(server, pki, who: str | None) -> bytes | None:
