@@ -13,10 +13,10 @@ first on PATH):
   the next blocks run once it answers ``/health/ready``, and it is stopped at the
   end of the page. A block that talks to ``127.0.0.1:8642`` with no server running
   gets one (``vqs serve`` on the page's ``server-data``).
-* The pages show the documented ports (8642 HTTP, 8643 gRPC, 9092 Kafka) so that
+* The pages show the documented ports (8642 HTTP, 8643 gRPC, 9092 Kafka, 8644 native) so that
   they paste as they are; the test runs them on free ports instead (a page's own
   set), substituting each where the code names it (``host:port``, ``--port N``,
-  ``--grpc-port N``, ``--kafka-port N``), and sets ``VQS_PORT`` (a ``vqs serve``
+  ``--grpc-port N``, ``--kafka-port N``, ``--native-port N``), and sets ``VQS_PORT`` (a ``vqs serve``
   without ``--port``) and, for a shell block without ``--data-dir``, ``VQS_URL`` (a
   command without ``--url``), so that nothing runs on the documented ports.
 * ``<!-- not-run: reason -->`` on the line before a block skips it (signatures,
@@ -57,8 +57,8 @@ RUN = {"python", "sh"}
 KNOWN = RUN | {"text", "toml", "json", "http", "ini"}
 FENCE = re.compile(r"^```")
 NOT_RUN = re.compile(r"^<!--\s*not-run:\s*\S.*-->\s*$")
-PORT = 8642  # the documented HTTP port; 8643 (gRPC) and 9092 (Kafka) below
-DOC_PORTS = (PORT, 8643, 9092)
+PORT = 8642  # the documented HTTP port; 8643 (gRPC), 9092 (Kafka) and 8644 (native) below
+DOC_PORTS = (PORT, 8643, 9092, 8644)
 RUN_TWICE = {"README.md"}  # its tours can be run again in the same directory
 OPTIONAL_TOOLS = ("aws",)  # blocks using them are skipped (with a warning) where they are not installed
 BIN = os.path.dirname(sys.executable)

@@ -11,14 +11,16 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from vqs_server_proc import TLS, ServerProcess, free_port  # noqa: E402,F401
+from vqs_server_proc import TLS, ServerProcess, free_port  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    """One server for the session (flush=interval, no auth, loopback)."""
+    """One server for the session (flush=interval, no auth, loopback), with a native port: the
+    vqs.Client tests against it go over the native protocol (docs/native.md); HTTP's own tests
+    (httpx, boto3, the fast path's) stay on HTTP."""
     d = tmp_path_factory.mktemp("vqs-server") / "data"
-    s = ServerProcess(d).start()
+    s = ServerProcess(d, "--native-port", str(free_port())).start()
     yield s
     rc = s.stop()
     assert rc == 0, s.log()

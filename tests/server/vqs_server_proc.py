@@ -80,6 +80,8 @@ class ServerProcess:
     def fresh_ports(self) -> None:
         """New ports for a first start whose port was taken (subclasses add theirs)."""
         self.port = free_port()
+        if "--native-port" in self.args:
+            self.fresh_option_port("--native-port")
 
     def fresh_option_port(self, option: str) -> int:
         """A new free port as the value of ``option`` in the server's arguments (for fresh_ports)."""

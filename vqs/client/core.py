@@ -26,8 +26,14 @@ class Client:
     """A connection to a VQS server with the shapes of ``vqs.Broker``."""
 
     def __init__(self, url: str = DEFAULT_URL, token: str | None = None, *, timeout: float = 60.0,
-                 transport=None):
-        self._transport = Transport(url, token, timeout, transport)
+                 transport=None, native: bool | None = None):
+        """``native``: send requests over the server's native protocol when it has one (its
+        ``--native-port``, learnt from ``/health`` at the first request; docs/native.md), else
+        HTTP. None (the default): only when the URL's host is a loopback address (the advertised
+        port is the server's own; in front of a remote server may stand a proxy that forwards
+        HTTP alone); True: whatever the host; False: always HTTP. An ``https://`` URL or a
+        given ``transport`` is always HTTP."""
+        self._transport = Transport(url, token, timeout, transport, native)
         self.url = self._transport.url
         self._closed = False
 

@@ -267,35 +267,34 @@ class _Conn:
         self.sock.close()
 
 
-class LeanHTTP:
-    """Requests to ``host:port`` with fixed extra header lines (``base_headers``: bytes, each
-    line ending in CRLF)."""
+class ThreadConnections:
+    """One connection per thread, made by ``connect(timeout)`` (a ``_Conn``, or anything with
+    its ``idle_ok``, ``set_timeout`` and ``close``): reused while idle and healthy, dropped
+    after any failure; ``close()`` closes every live thread's."""
 
-    def __init__(self, host: str, port: int, base_headers: bytes):
-        self.host = host
-        self.port = port
-        self._host_line = f"Host: {host}:{port}\r\n".encode("latin-1") + base_headers
+    def __init__(self, connect):
+        self._connect = connect
         self._local = threading.local()
         self._all: weakref.WeakSet = weakref.WeakSet()  # a dead thread's connection is not kept open
         self._all_lock = threading.Lock()
         self._closed = False
 
-    def _conn(self, timeout: float) -> _Conn:
+    def get(self, timeout: float):
         c = getattr(self._local, "conn", None)
         if c is not None:
             if c.idle_ok():
                 c.set_timeout(timeout)
                 return c
-            self._drop(c)
+            self.drop(c)
         if self._closed:
             raise OSError("client closed")
-        c = _Conn(self.host, self.port, timeout)
+        c = self._connect(timeout)
         self._local.conn = c
         with self._all_lock:
             self._all.add(c)
         return c
 
-    def _drop(self, c: _Conn) -> None:
+    def drop(self, c) -> None:
         if getattr(self._local, "conn", None) is c:
             self._local.conn = None
         with self._all_lock:
@@ -304,6 +303,29 @@ class LeanHTTP:
             c.close()
         except OSError:
             pass
+
+    def close(self) -> None:
+        self._closed = True
+        with self._all_lock:
+            conns, self._all = list(self._all), weakref.WeakSet()
+        for c in conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+class LeanHTTP:
+    """Requests to ``host:port`` with fixed extra header lines (``base_headers``: bytes, each
+    line ending in CRLF)."""
+
+    def __init__(self, host: str, port: int, base_headers: bytes):
+        self.host = host
+        self.port = port
+        self._host_line = f"Host: {host}:{port}\r\n".encode("latin-1") + base_headers
+        self._conns = ThreadConnections(lambda timeout: _Conn(host, port, timeout))
+        self._conn = self._conns.get
+        self._drop = self._conns.drop
 
     def head(self, method: str, target: str, headers: bytes = b"") -> bytes:
         """A request's head without its Content-Length: the request line (``target``: path and
@@ -336,11 +358,4 @@ class LeanHTTP:
         return resp
 
     def close(self) -> None:
-        self._closed = True
-        with self._all_lock:
-            conns, self._all = list(self._all), weakref.WeakSet()
-        for c in conns:
-            try:
-                c.close()
-            except OSError:
-                pass
+        self._conns.close()

@@ -32,13 +32,18 @@ Guarantees:
 from __future__ import annotations
 
 import json as _json
+import logging
 import re
+import threading
 from urllib.parse import urlencode, urlsplit
 
 from .. import errors as E
 from ..broker.names import validate_name
+from ..native_wire import ACCEPT_BATCH, ACCEPT_JSON, CONTENT_TYPE_CODES
+from ..wire import BATCH_CONTENT_TYPE
 from .error_map import from_response
 from .lean import LeanHTTP, LeanProtocolError
+from .native import NativeClient, NativeRefused, NativeUnavailable
 
 DEFAULT_URL = "http://127.0.0.1:8642"
 _SOCKET_OPTIONS = [(6, 1, 1)]  # (IPPROTO_TCP, TCP_NODELAY, 1)
@@ -48,6 +53,35 @@ SURROGATE = re.compile("[\ud800-\udfff]")  # what a non-UTF-8 command-line argum
 
 
 _MAX_HEADS = 1024
+#: a lean request's extra header lines -> (content type, accept) of its native request; None: HTTP only
+_NATIVE_ROUTES: dict = {}
+
+
+def _native_route(lines: bytes):
+    """(content type, accept) a native request carries for these header lines (``lean``'s), or
+    None when they say anything a native request cannot (the request goes over HTTP)."""
+    route = _NATIVE_ROUTES.get(lines, _MISSING)
+    if route is _MISSING:
+        ctype, accept, route = None, ACCEPT_JSON, None
+        for line in lines.split(b"\r\n"):
+            if not line:
+                continue
+            name, _, value = line.partition(b":")
+            name, value = name.strip().lower(), value.strip().decode("latin-1")
+            if name == b"content-type" and value in CONTENT_TYPE_CODES:
+                ctype = value
+            elif name == b"accept" and value == BATCH_CONTENT_TYPE:
+                accept = ACCEPT_BATCH
+            else:
+                break
+        else:
+            route = (ctype, accept)
+        if len(_NATIVE_ROUTES) < _MAX_HEADS:
+            _NATIVE_ROUTES[lines] = route
+    return route
+
+
+_MISSING = object()
 
 
 def _header_lines(headers: tuple) -> bytes:
@@ -99,6 +133,20 @@ def base_url(url: str) -> str:
     return url
 
 
+def _loopback(host: str | None) -> bool:
+    """``host`` names this machine's loopback (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def check_token(token: str | None) -> None:
     """ConfigError unless ``token`` can be sent as a bearer token: printable ASCII (a header
     cannot carry a line break, NUL or text that is not ASCII; a non-UTF-8 argument holds
@@ -120,7 +168,7 @@ def _transport_errors() -> tuple:
 class Transport:
     """Requests to one VQS server (base ``url``), with its token and timeout."""
 
-    def __init__(self, url: str, token: str | None, timeout: float, transport=None):
+    def __init__(self, url: str, token: str | None, timeout: float, transport=None, native: bool | None = None):
         import httpx
 
         self.url = base_url(url)
@@ -149,6 +197,14 @@ class Transport:
 
             self._pool = httpcore.ConnectionPool(max_connections=64, max_keepalive_connections=32,
                                                  socket_options=_SOCKET_OPTIONS)
+        # the native protocol (native.py): asked of the server's /health at the first lean
+        # request (None: not yet; False: none, or not for this Client)
+        if native is None:
+            native = _loopback(u.hostname)
+        self._native = None if native and self._lean is not None else False
+        self._native_lock = threading.Lock()
+        self._token = (token or "").encode()
+        self._checked: set = set()  # paths checked (_check_path) for native requests
 
     @property
     def http(self):
@@ -201,6 +257,13 @@ class Transport:
         without a query, or whose query is one of few (``keep``: e.g. a partition), is made
         once and kept (``_heads``; its path checked then): a one-message request builds
         nothing but its body."""
+        if self._native is not False:
+            native = self._native or self._discover()
+            route = _native_route(headers) if native else None
+            if route is not None:
+                r = self._native_request(native, route, method, path, query, body, timeout)
+                if r is not None:
+                    return r
         lean = self._lean
         keep = keep or not query  # a query's values vary (offsets): not kept unless told
         key = (method, path, query, headers)
@@ -214,6 +277,45 @@ class Transport:
                 self._heads[key] = head
         try:
             return lean.send(head, body, timeout or self.timeout)
+        except self._failures as e:
+            raise self._unreachable(method, path, e) from e
+
+    def _discover(self):
+        """The server's native port, asked of GET /health once (under a lock: once per Client); the
+        NativeClient, or False (none: every request over HTTP)."""
+        with self._native_lock:
+            if self._native is None:
+                found = False
+                try:
+                    r = self._lean.request("GET", "/health", b"", None, self.timeout)
+                    port = _json.loads(r.content).get("native_port") if r.status_code in (200, 503) else None
+                except (OSError, LeanProtocolError, ValueError, AttributeError):
+                    port = None  # (the request that follows says why the server cannot be reached)
+                    found = None
+                if isinstance(port, int) and 0 < port < 65536:
+                    found = NativeClient(self._lean.host, port, self._token)
+                self._native = found
+            return self._native
+
+    def _native_request(self, native: NativeClient, route, method: str, path: str, query: str, body,
+                        timeout: float | None):
+        """The answer of the request over the native protocol, or None when it was not sent (then
+        HTTP sends it: no native port reachable, or a body past its frames)."""
+        if path not in self._checked:
+            _check_path(path)
+            if len(self._checked) < _MAX_HEADS:
+                self._checked.add(path)
+        try:
+            return native.request(method, f"{path}?{query}" if query else path, route[0], route[1], body,
+                                  timeout or self.timeout)
+        except NativeUnavailable as e:
+            if native.max_frame is None:  # never reached: HTTP from now on
+                logging.getLogger("vqs.client").info("native protocol unavailable (%s); using HTTP", e)
+                self._native = False
+                native.close()
+            return None
+        except NativeRefused as e:
+            raise from_response(e.response) from None
         except self._failures as e:
             raise self._unreachable(method, path, e) from e
 
@@ -255,6 +357,8 @@ class Transport:
         return E.ServerUnreachable(f"{method} {path} on {self.url}: {what}", url=self.url)
 
     def close(self) -> None:
+        if self._native:
+            self._native.close()
         if self._http is not None:
             self._http.close()
         if self._lean is not None:

@@ -173,7 +173,7 @@ class VQSMiddleware:
                 elif self.sqs_closed:
                     refusal = SQS_CLOSED
             elif self.rest_auth and not landing and not path.startswith(_OPEN_PATHS):
-                err = self._check_bearer(raw_headers)
+                err = self.check_bearer(raw_headers)
                 if err is not None:
                     refusal = (None, *err)
         return sqs, limit, limit_name, chunked, clen, refusal
@@ -239,7 +239,7 @@ class VQSMiddleware:
                 error_body.append(message.get("body", b"")[:4096])
             await send(message)
 
-        api = "sqs" if sqs else "rest"
+        api = "sqs" if sqs else scope.get("vqs_api", "rest")  # (the native protocol's requests: "native")
         try:
             if refusal is SQS_CLOSED:  # the endpoint's own refusal, which reads nothing of the body
                 await _send(send_wrapper, *await self.ctx.sqs.answer(scope, b"", t0))
@@ -339,7 +339,7 @@ class VQSMiddleware:
 
         return wrapped
 
-    def _check_bearer(self, raw_headers):
+    def check_bearer(self, raw_headers):
         """None, or the refusal (status, code, message, field, headers) of a request without one
         of the server's bearer tokens (bearer.py)."""
         if not self.tokens:

@@ -39,7 +39,7 @@ class Metrics:
     def __init__(self, broker_ref=None):
         self.registry = r = CollectorRegistry(auto_describe=True)
         # per request: counters.py's families (the same exposition, a fraction of the cost)
-        self.requests = CounterFamily("vqs_http_requests", "HTTP requests", ["api", "route", "method", "status"],
+        self.requests = CounterFamily("vqs_http_requests", "Requests over HTTP and the native protocol (api=native)", ["api", "route", "method", "status"],
                                       registry=r)
         self.latency = HistogramFamily("vqs_http_request_duration_seconds", "HTTP request latency",
                                        ["api", "route"], buckets=_BUCKETS, registry=r)

@@ -9,7 +9,7 @@ exits 2 before anything is opened.
 Start-up, in this order, each failure one line (``error: ...`` on a terminal,
 a JSON record otherwise) and an exit code of the ``vqs`` scheme: settings
 checked (2); the port bound (3 if another process has it; nothing else was
-touched); with ``--grpc-port``, the gRPC port bound too (2 without the grpc
+touched); the Kafka and native ports bound likewise; with ``--grpc-port``, the gRPC port bound too (2 without the grpc
 extra, 3 if in use; vqs/server/grpc/front.py); the data directory opened and locked (3 if another process holds
 it, naming its pid; 1 if it cannot be opened; 4 if recovery finds
 corruption); then uvicorn serves on the bound socket and, once it listens,
@@ -20,7 +20,12 @@ uvicorn with uvloop and httptools, one worker (one process owns the data
 directory). SIGTERM/SIGINT: stop accepting connections, let in-flight requests
 finish (long polls are woken within a second), the app's lifespan closes the
 SQS service, then the broker is flushed and closed and the process exits 0.
-A second signal forces the exit.
+A second signal forces the exit. The native listener (native.py) stops first: its
+requests in progress end before HTTP drains and the broker closes.
+
+Why over 500 lines: the start-up and shutdown order of every front and the broker is one
+sequence (every port bound before the data directory opens; the broker closed after every
+front has stopped), kept in one place so that it can be read, and checked, as one.
 """
 
 from __future__ import annotations
@@ -100,6 +105,10 @@ def serve_command(
              "authenticates them as User:<its subject> (with --tls-cert)"),
     kafka_port: int | None = typer.Option(None, "--kafka-port",
                                           help="also serve the Kafka protocol on this port (off unless given)"),
+    native_port: int | None = typer.Option(None, "--native-port",
+                                           help="also serve the REST API over the native protocol (persistent "
+                                                "TCP frames, no HTTP; vqs.Client uses it) on this port "
+                                                "(VQS_NATIVE_PORT; off unless given)"),
     kafka_user: list[str] = typer.Option([], "--kafka-user",
                                          help="NAME:PASSWORD for Kafka's SASL/PLAIN instead of the tokens (repeat; "
                                               "VQS_KAFKA_USERS)"),
@@ -121,6 +130,7 @@ def serve_command(
                      max_open_files=max_open_files, log_level=log_level, log_format=log_format, access_log=access_log,
                      grpc_port=grpc_port, tls_cert=tls_cert, tls_key=tls_key)
     overrides["kafka_port"] = kafka_port
+    overrides["native_port"] = native_port
     overrides["kafka_tls_client_ca"] = kafka_tls_client_ca
     overrides["kafka_users"] = kafka_user or None
     overrides["kafka_super_users"] = kafka_super_user or None
@@ -168,15 +178,19 @@ def serve(settings: Settings) -> None:
     sock = _listen(settings, fmt)
     grpc_front = None
     kafka_sock = None
+    native_sock = None
     try:
         if settings.kafka_port:
             kafka_sock = _listen(settings, fmt, settings.kafka_port, option="--kafka-port")
+        if settings.native_port:
+            native_sock = _listen(settings, fmt, settings.native_port, option="--native-port")
         grpc_front = _listen_grpc(settings, fmt, conn_cap) if settings.grpc_port else None
         broker = _open_broker(settings, fmt)
     except BaseException:
         sock.close()
-        if kafka_sock is not None:
-            kafka_sock.close()
+        for s in (kafka_sock, native_sock):
+            if s is not None:
+                s.close()
         if grpc_front is not None:
             grpc_front.join()
         raise
@@ -188,7 +202,7 @@ def serve(settings: Settings) -> None:
 
             kafka = KafkaListener(broker, settings, kafka_sock, max_connections=conn_cap, pre_auth=pre_auth)
             kafka.start()
-        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth)
+        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth, native_sock)
     finally:
         if kafka is not None:
             kafka.stop()
@@ -275,8 +289,9 @@ def _open_file_limit(settings: Settings, fmt: str) -> int:
     except ConfigError as e:
         _cannot_start(fmt, str(e), EXIT_SETTINGS)
     soft, _ = open_file_limits()
-    listeners = 1 + bool(settings.kafka_port) + bool(settings.grpc_port)
-    per_connection = 2 + bool(settings.kafka_port) + 3 * bool(settings.grpc_port)  # descriptors, all listeners
+    listeners = 1 + bool(settings.kafka_port) + bool(settings.grpc_port) + bool(settings.native_port)
+    per_connection = (2 + bool(settings.kafka_port) + 3 * bool(settings.grpc_port)  # descriptors, all listeners
+                      + bool(settings.native_port))
     room = soft - FILE_CACHE.max_open_files - OTHER_FDS
     if soft > 0 and settings.max_connections * per_connection > room:
         cap = max(room // per_connection, 16)
@@ -369,7 +384,7 @@ def _open_broker(settings: Settings, fmt: str):
 
 
 def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_cap: int | None = None,
-         pre_auth=None) -> None:
+         pre_auth=None, native_sock: socket.socket | None = None) -> None:
     import uvicorn
 
     from .app import create_app
@@ -424,7 +439,18 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_
         if fast is not None:
             config.http = fast
 
+    native = None
+    if native_sock is not None:
+        from .native import NativeListener
+
+        native = NativeListener(app.state.front, settings, native_sock, conn_cap or settings.max_connections)
+
     class Server(uvicorn.Server):
+        async def shutdown(self, sockets=None):
+            if native is not None:  # its requests in progress end before HTTP drains and the broker closes
+                await native.stop(settings.graceful_timeout_s)
+            await super().shutdown(sockets=sockets)
+
         async def startup(self, sockets=None):
             if settings.tls_cert:  # the TLS handshake within the header deadline (asyncio's default: 60 s)
                 import asyncio
@@ -434,6 +460,8 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_
                 loop.create_server = functools.partial(loop.create_server,
                                                        ssl_handshake_timeout=settings.http_header_timeout_s)
             await super().startup(sockets=sockets)
+            if self.started and native is not None:
+                await native.start()
             if self.started:  # the socket listens: say so, with where to go
                 # Everything made so far (modules, the app, the open broker) lives as long as the
                 # process: out of the collector's sight, so a full collection walks only what
@@ -485,6 +513,9 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     kafka = f"  kafka {shown}:{settings.kafka_port}" if settings.kafka_port else ""
     if kafka:
         fields["kafka"] = f"{shown}:{settings.kafka_port}"
+    if settings.native_port:
+        fields["native"] = f"{shown}:{settings.native_port}"
+        kafka += f"  native {shown}:{settings.native_port}"
     soft, _ = open_file_limits()
     raised_from = limit_raised_from()
     fields.update(open_file_limit=soft, open_file_limit_raised_from=raised_from,

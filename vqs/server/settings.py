@@ -64,6 +64,10 @@ class Settings:
                                                                # (Kafka's ssl.principal.mapping.rules)
     # gRPC front (vqs/server/grpc, the grpc extra)
     grpc_port: int = 0                                         # 0: off
+    # native protocol (vqs/server/native.py): the REST API over persistent TCP frames, no HTTP
+    native_port: int = 0                                       # 0: off
+    native_frame_timeout_s: float = 30.0                       # a frame arrives whole within this of its first byte
+    native_idle_timeout_s: float = 300.0                       # an idle native connection is closed
     # SQS
     account_id: str = DEFAULT_ACCOUNT
     region: str = "us-east-1"                                  # used when a request carries no signature
@@ -210,6 +214,17 @@ class Settings:
             PrincipalMapper(self.kafka_tls_principal_mapping_rules)  # ConfigError naming the rule
         if not (0 <= self.kafka_port < 65536):
             raise ConfigError(f"kafka_port must be 1-65535 (0: no Kafka listener), not {self.kafka_port}")
+        ports = {"port": self.port, "grpc_port": self.grpc_port, "kafka_port": self.kafka_port}
+        if not (0 <= self.native_port < 65536) or (self.native_port and self.native_port in ports.values()):
+            raise ConfigError(f"native_port must be 1-65535 and not another listener's port (0: off), "
+                              f"not {self.native_port}")
+        if self.native_port and self.tls_cert:
+            raise ConfigError("native_port: the native protocol has no TLS (yet); with --tls-cert, clients use "
+                              "HTTPS, so leave --native-port off")
+        for name in ("native_frame_timeout_s", "native_idle_timeout_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value <= 86_400):
+                raise ConfigError(f"{name} must be a number of seconds in (0, 86400], not {value!r}")
         if not (1_000 <= self.kafka_oauthbearer_jwks_refresh_ms <= 86_400_000):
             raise ConfigError("kafka_oauthbearer_jwks_refresh_ms must be 1000..86400000, "
                               f"not {self.kafka_oauthbearer_jwks_refresh_ms!r}")

@@ -35,6 +35,8 @@ def ops_routes(ctx: ServerContext) -> APIRouter:
         ready = ctx.ready and not ctx.stopping
         body = {"status": "ok" if ready else "unavailable", "live": True, "ready": ready,
                 "uptime_s": round(time.time() - ctx.started, 3), "flush": ctx.settings.flush}
+        if ctx.settings.native_port:  # where vqs.Client sends its requests without HTTP (docs/native.md)
+            body["native_port"] = ctx.settings.native_port
         broker = ctx.broker
         if ready and broker is not None:
             # Degraded is still 200: the server answers and serves every topic

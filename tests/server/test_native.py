@@ -1,0 +1,251 @@
+"""The native protocol (``--native-port``, docs/native.md): vqs.Client over it, the same answers as
+HTTP, its token, and its bounds against clients that misbehave, with raw sockets on a real server.
+
+The session server has a native port too (conftest.py), so every vqs.Client test against it goes
+over the native protocol; this file checks what only the native port has.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+
+import httpx
+import pytest
+from vqs_server_proc import ServerProcess, free_port
+
+import vqs
+from vqs import native_wire as W
+from vqs.errors import QueueDoesNotExist, RemoteError
+
+
+def _connect(port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def _answer(s: socket.socket):
+    head = b""
+    while len(head) < 4:
+        chunk = s.recv(4 - len(head))
+        if not chunk:
+            return None
+        head += chunk
+    n = W.LENGTH.unpack(head)[0]
+    body = b""
+    while len(body) < n:
+        chunk = s.recv(n - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return W.decode_answer(body)
+
+
+def _closed(s: socket.socket, within: float) -> bool:
+    """The server closed ``s`` within ``within`` seconds (whatever it sent first is read)."""
+    s.settimeout(within)
+    try:
+        while s.recv(65536):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def _request(s, method, target, ctype=None, body=b"", accept=W.ACCEPT_JSON):
+    s.sendall(W.request_head(method, target, ctype, accept, len(body)) + body)
+    return _answer(s)
+
+
+def _native_requests(url: str) -> float:
+    text = httpx.get(url + "/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vqs_http_requests_total{") and 'api="native"' in line)
+
+
+def test_client_goes_native_and_gets_what_http_gets(server, unique):
+    before = _native_requests(server.url)
+    answers = {}
+    for native in (True, False):
+        topic, queue = f"{unique}-t{int(native)}", f"{unique}-q{int(native)}"
+        with vqs.Client(server.url, native=native) as c:
+            c.create_topic(topic, partitions=2)
+            p = c.producer()
+            offsets = [p.send(topic, b"v%d" % i, partition=0).offset for i in range(3)]
+            p.send_batch(topic, [b"a", b"b"], keys=[b"k1", b"k2"])
+            batches, nxt, _ = c.read_batches(topic, 0, 0, max_records=10)
+            q = c.create_queue(queue)
+            q.send(b"hello")
+            got = q.receive(1)
+            q.delete(got[0].receipt_handle)
+            with pytest.raises(QueueDoesNotExist):
+                c.queue(f"{unique}-none")
+            answers[native] = (offsets, nxt, [r.value for b in batches for r in b.records()],
+                               [m.body for m in got], sorted(t for t in c.topics() if t.startswith(unique)))
+            assert (c._transport._native.__class__.__name__ == "NativeClient") is native
+    assert answers[True][:4] == answers[False][:4] == ([0, 1, 2], 3, [b"v0", b"v1", b"v2"], [b"hello"])
+    assert _native_requests(server.url) - before >= 12  # the native Client's requests, counted
+
+
+def test_native_answers_as_http_for_errors_and_the_frameworks_checks(server, unique):
+    """A body the hot route's lean checks hand to the framework, and an unknown route's 404:
+    the status and body HTTP answers."""
+    port = int(httpx.get(server.url + "/health").json()["native_port"])
+    with httpx.Client(base_url=server.url, headers={"x-vqs-client": "t"}) as http:
+        http.post("/queues", json={"name": unique}).raise_for_status()
+        bad = b'{"messages": 5}'
+        h = http.post(f"/queues/{unique}/messages", content=bad, headers={"content-type": "application/json"})
+        missing = http.get(f"/topics/{unique}-none")
+    s = _connect(port)
+    s.sendall(W.hello(b""))
+    assert _answer(s)[0] == 200
+    status, headers, body = _request(s, "POST", f"/queues/{unique}/messages", "application/json", bad)
+    assert (status, json.loads(body)) == (h.status_code, h.json())
+    status, _, body = _request(s, "GET", f"/topics/{unique}-none")
+    assert (status, json.loads(body)) == (missing.status_code, missing.json())
+    status, _, body = _request(s, "GET", "/console")  # HTTP's alone
+    assert status == 404 and b"native protocol" in body
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory):
+    """A server with a token, a small body limit and short native deadlines."""
+    d = tmp_path_factory.mktemp("native-strict") / "data"
+    s = ServerProcess(d, "--token", "s3cret", "--native-port", str(free_port()),
+                      env={"VQS_HTTP_HEADER_TIMEOUT_S": "1", "VQS_NATIVE_FRAME_TIMEOUT_S": "1",
+                           "VQS_NATIVE_IDLE_TIMEOUT_S": "2", "VQS_MAX_BODY_BYTES": "100000"}).start()
+    s.native_port = int(httpx.get(s.url + "/health").json()["native_port"])
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+def _hello(port: int, token: bytes = b"s3cret") -> socket.socket:
+    s = _connect(port)
+    s.sendall(W.hello(token))
+    assert _answer(s)[0] == 200
+    return s
+
+
+def test_token_is_checked_at_hello(strict):
+    with vqs.Client(strict.url, "s3cret") as c:
+        c.create_topic("tok")
+        assert c.producer().send("tok", b"x").offset == 0
+        assert c._transport._native.__class__.__name__ == "NativeClient"
+    with vqs.Client(strict.url, "wrong") as c, pytest.raises(RemoteError) as ei:
+        c.producer().send("tok", b"x")
+    assert (ei.value.status, ei.value.code) == (403, "forbidden")  # as HTTP answers it
+    for token in (b"", b"wrong"):
+        s = _connect(strict.native_port)
+        s.sendall(W.hello(token))
+        status, _, body = _answer(s)
+        assert status in (401, 403) and b"s3cret" not in body
+        assert _closed(s, 5)  # each guess costs a connection
+    s = _connect(strict.native_port)  # a request before the HELLO: closed, unanswered
+    s.sendall(W.request_head("GET", "/topics", None, 0, 0))
+    assert _closed(s, 5)
+    with vqs.Client(strict.url) as c, pytest.raises(RemoteError) as ei:
+        c.topics()
+    assert (ei.value.status, ei.value.code) == (401, "unauthorized")
+
+
+@pytest.mark.parametrize("first", [
+    struct.pack(">I", W.LENGTH.size + 2000) + b"\x01",  # a HELLO past the pre-auth bound
+    b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",                 # HTTP on the native port (a huge length)
+    struct.pack(">I", 0),                                 # an empty frame
+    struct.pack(">I", 3) + b"\x07\x00\x00",               # an unknown kind
+])
+def test_bad_first_frames_close_the_connection(strict, first):
+    s = _connect(strict.native_port)
+    s.sendall(first)
+    assert _closed(s, 5)
+
+
+def test_deadlines_close_silent_and_slow_clients(strict):
+    quiet = _connect(strict.native_port)  # says nothing: closed after the HELLO's deadline (1 s)
+    t0 = time.monotonic()
+    assert _closed(quiet, 10) and time.monotonic() - t0 < 5
+    slow = _hello(strict.native_port)  # a frame begun and never finished (1 s)
+    slow.sendall(struct.pack(">I", 100) + b"\x02")
+    t0 = time.monotonic()
+    assert _closed(slow, 10) and time.monotonic() - t0 < 5
+    idle = _hello(strict.native_port)  # idle past native_idle_timeout_s (2 s)
+    t0 = time.monotonic()
+    assert _closed(idle, 10) and 1.5 < time.monotonic() - t0 < 6
+
+
+def test_frames_past_the_body_limit_close_and_bad_requests_close(strict):
+    s = _hello(strict.native_port)
+    s.sendall(struct.pack(">I", 100_000 + W.MAX_TARGET + 100) + b"\x02")  # announced past max_body_bytes
+    assert _closed(s, 5)
+    s = _hello(strict.native_port)
+    s.sendall(struct.pack(">I", 7) + b"\x02\x09\x00\x00\x00\x00\x00")  # an unknown method code
+    assert _closed(s, 5)
+    s = _hello(strict.native_port)
+    s.sendall(struct.pack(">I", 7) + b"\x02\x00\x00\x00\x10\x00\x00")  # a target past the frame's end
+    assert _closed(s, 5)
+    with vqs.Client(strict.url, "s3cret") as c:  # a body past the frames goes over HTTP: its 413
+        c.create_topic("big")
+        with pytest.raises(vqs.VQSError) as ei:
+            c.producer().send("big", b"x" * 200_000)
+        assert "body" in str(ei.value) or "413" in str(ei.value) or "large" in str(ei.value)
+
+
+def test_requests_sent_ahead_are_answered_in_order(strict):
+    """A client that writes many requests before reading: answered one by one, in order."""
+    s = _hello(strict.native_port)
+    with vqs.Client(strict.url, "s3cret") as c:
+        c.create_topic("ahead")
+    body = json.dumps({"messages": [{"value": "m"}]}).encode()
+    frames = b"".join(W.request_head("POST", "/topics/ahead/messages", "application/json", 0, len(body)) + body
+                      for _ in range(2000))
+    sender = threading.Thread(target=s.sendall, args=(frames,))
+    sender.start()
+    offsets = [json.loads(_answer(s)[2])["ranges"][0]["base_offset"] for _ in range(2000)]
+    sender.join()
+    assert offsets == list(range(2000))
+    s.close()
+
+
+def test_server_stops_with_native_clients_connected(tmp_path):
+    s = ServerProcess(tmp_path / "d", "--native-port", str(free_port())).start()
+    port = int(httpx.get(s.url + "/health").json()["native_port"])
+    idle = _connect(port)
+    idle.sendall(W.hello(b""))
+    assert _answer(idle)[0] == 200
+    with vqs.Client(s.url) as c:
+        c.create_topic("t")
+        c.producer().send("t", b"x")
+        assert s.stop() == 0, s.log()
+    assert _closed(idle, 5)
+
+
+def test_native_port_settings_are_checked(tmp_path):
+    from vqs.errors import ConfigError
+    from vqs.server.settings import load_settings
+
+    for over in ({"native_port": 70000}, {"native_port": 9000, "port": 9000},
+                 {"native_port": 9001, "native_idle_timeout_s": 0}):
+        with pytest.raises(ConfigError, match="native"):
+            load_settings({"data_dir": str(tmp_path), **over}, env={}).check()
+
+
+def test_many_failing_requests_sent_ahead_are_each_answered(strict):
+    """Requests answered at once (a refused produce) behind one another: each answered, no
+    recursion through the ones behind."""
+    s = _hello(strict.native_port)
+    body = b"not a batch"
+    frames = b"".join(W.request_head("POST", "/topics/none/messages", "application/vnd.vqs.batch", 0, len(body))
+                      + body for _ in range(3000))
+    sender = threading.Thread(target=s.sendall, args=(frames,))
+    sender.start()
+    statuses = {_answer(s)[0] for _ in range(3000)}
+    sender.join()
+    assert statuses == {404}
+    s.close()
