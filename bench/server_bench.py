@@ -10,6 +10,9 @@ Workloads use 100-byte messages:
   100, 1 and 16 concurrent clients;
 * consume by offset over HTTP (binary), batches of 100 (and 1), 1 and 16 clients;
 * queue send and receive+delete through vqs.Client, one message a request;
+* vqs.Client goes over the server's native port (``--native-port``, docs/native.md), as it
+  does by default against a loopback server with one; its one-message requests are
+  measured over HTTP too (``native=False``), in the same run;
 * the floor: the same client's one-message request against a Python HTTP
   server that does nothing (bench/_noop_http_server.py, uvloop);
 * SQS send → receive → delete through boto3 (batches of 1 and 10);
@@ -83,6 +86,7 @@ def threads(k: int, fn) -> float:
 class VQSServer:
     def __init__(self, tmp: str):
         self.port = free_port()
+        self.native_port = free_port()
         self.dir = os.path.join(tmp, "vqs")
         self.proc = None
 
@@ -90,6 +94,7 @@ class VQSServer:
         self.log = open(os.path.join(os.path.dirname(self.dir), "vqs-server.log"), "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "vqs.server", "--data-dir", self.dir, "--port", str(self.port),
+             "--native-port", str(self.native_port),
              "--flush", "interval", "--flush-interval-ms", "1000", "--log-level", "warning"],
             stdout=self.log, stderr=subprocess.STDOUT, cwd=C.vqs_home(), env=C.child_env())
         wait_port(self.port)
@@ -112,6 +117,33 @@ class VQSServer:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(60)
         self.log.close()
+
+
+def bench_one_message_http(url: str, n_single: int) -> dict:
+    """vqs.Client's one-message requests over HTTP (``native=False``) against the same server."""
+    from vqs.client import Client
+
+    out = {}
+    with Client(url, native=False) as c:
+        c.create_topic("h1")
+        p = c.producer()
+        t0 = time.perf_counter()
+        for _ in range(n_single):
+            p.send("h1", VALUE)
+        out["produce_b1_c1_http"] = rate(n_single, time.perf_counter() - t0)
+        q = c.create_queue("hq1")
+        t0 = time.perf_counter()
+        for _ in range(n_single):
+            q.send(VALUE)
+        out["queue_send_b1_c1_http"] = rate(n_single, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        got = 0
+        while got < n_single:
+            for m in q.receive(1):
+                q.delete(m.receipt_handle)
+                got += 1
+        out["queue_receive_delete_b1_c1_http"] = rate(got, time.perf_counter() - t0)
+    return out
 
 
 def bench_vqs(url: str, n: int, n_single: int) -> dict:
@@ -398,6 +430,12 @@ def table_rows(res: dict) -> list[tuple]:
         ("queue send, batch 1, 1 client (vqs.Client / XADD)", v.get("queue_send_b1_c1"), r.get("xadd_b1_c1"), None),
         ("queue receive+delete, batch 1, 1 client (vqs.Client / XREADGROUP+XACK)",
          v.get("queue_receive_delete_b1_c1"), r.get("xreadgroup_b1_xack_c1"), None),
+        ("over HTTP (native=False): produce, batch 1, 1 client", v.get("produce_b1_c1_http"), r.get("xadd_b1_c1"),
+         None),
+        ("over HTTP (native=False): queue send, batch 1, 1 client", v.get("queue_send_b1_c1_http"),
+         r.get("xadd_b1_c1"), None),
+        ("over HTTP (native=False): queue receive+delete, batch 1, 1 client",
+         v.get("queue_receive_delete_b1_c1_http"), r.get("xreadgroup_b1_xack_c1"), None),
         ("floor: no-op Python HTTP server, batch 1, 1 client (same client / XADD)",
          res.get("floor", {}).get("noop_b1_c1"), r.get("xadd_b1_c1"), None),
         ("SQS send+receive+delete, batch 1 (boto3)", s.get("sqs_cycle_b1"), None, None),
@@ -462,6 +500,7 @@ def main(argv=None) -> int:
         C.note("VQS server ...")
         with VQSServer(tmp) as srv:
             res["vqs"] = bench_vqs(srv.url, n, n_single)
+            res["vqs"].update(bench_one_message_http(srv.url, n_single))
             res["sqs"] = bench_sqs(srv.url, n_sqs)
         C.note("no-op HTTP server (the floor) ...")
         res["floor"] = bench_floor(n_single)
