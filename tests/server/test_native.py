@@ -249,3 +249,20 @@ def test_many_failing_requests_sent_ahead_are_each_answered(strict):
     sender.join()
     assert statuses == {404}
     s.close()
+
+
+def test_a_server_restarted_without_its_native_port_is_spoken_to_over_http(tmp_path):
+    s = ServerProcess(tmp_path / "d", "--native-port", str(free_port())).start()
+    try:
+        with vqs.Client(s.url) as c:
+            c.create_topic("t")
+            assert c.producer().send("t", b"1", partition=0).offset == 0
+            assert c._transport._native.__class__.__name__ == "NativeClient"
+            assert s.stop() == 0
+            s.args = []  # the same HTTP port, no native one
+            s.start()
+            assert c.producer().send("t", b"2", partition=0).offset == 1  # nothing lost, nothing sent twice
+            assert c._transport._native is False
+            assert c.producer().send("t", b"3", partition=0).offset == 2
+    finally:
+        s.stop()

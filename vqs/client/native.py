@@ -28,7 +28,12 @@ MAX_ANSWER = MAX_BODY_BYTES + (64 << 10)
 
 
 class NativeUnavailable(Exception):
-    """No request was sent: the native port could not be reached or did not answer its HELLO."""
+    """No request was sent: the native port could not be reached or did not answer its HELLO
+    (``lasting``), or the request is larger than its frames (not lasting: HTTP answers it)."""
+
+    def __init__(self, message: str, lasting: bool = True):
+        super().__init__(message)
+        self.lasting = lasting
 
 
 class NativeRefused(Exception):
@@ -115,7 +120,8 @@ class NativeClient:
         head = request_head(method, target, content_type, accept, len(body))
         c = self._conns.get(timeout)
         if self.max_frame is not None and len(head) - 4 + len(body) > self.max_frame:
-            raise NativeUnavailable("a request larger than the native protocol's frames (HTTP answers it)")
+            raise NativeUnavailable("a request larger than the native protocol's frames (HTTP answers it)",
+                                    lasting=False)
         try:
             c.sock.sendall(head + body if len(body) < 65536 else head)
             if len(body) >= 65536:

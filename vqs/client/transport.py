@@ -309,7 +309,7 @@ class Transport:
             return native.request(method, f"{path}?{query}" if query else path, route[0], route[1], body,
                                   timeout or self.timeout)
         except NativeUnavailable as e:
-            if native.max_frame is None:  # never reached: HTTP from now on
+            if e.lasting:  # the port cannot be reached (a server restarted without it): HTTP from now on
                 logging.getLogger("vqs.client").info("native protocol unavailable (%s); using HTTP", e)
                 self._native = False
                 native.close()
