@@ -266,3 +266,17 @@ def test_a_server_restarted_without_its_native_port_is_spoken_to_over_http(tmp_p
             assert c.producer().send("t", b"3", partition=0).offset == 2
     finally:
         s.stop()
+
+
+def test_an_escaped_path_is_read_as_http_reads_it(server, unique):
+    port = int(httpx.get(server.url + "/health").json()["native_port"])
+    with vqs.Client(server.url) as c:
+        c.create_topic(unique)
+    escaped = "/topics/%" + format(ord(unique[0]), "02x") + unique[1:]
+    h = httpx.get(server.url + escaped)
+    s = _connect(port)
+    s.sendall(W.hello(b""))
+    assert _answer(s)[0] == 200
+    status, _, body = _request(s, "GET", escaped)
+    assert (status, json.loads(body)["name"]) == (h.status_code, h.json()["name"]) == (200, unique)
+    s.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from urllib.parse import unquote
 
 from ..native_wire import ACCEPT_BATCH
 from ..wire import BATCH_CONTENT_TYPE
@@ -185,7 +186,8 @@ async def _asgi(conn, method, path, qs, ctype, accept, body) -> None:
         headers.append((b"authorization", b"Bearer " + conn.token))
     sockname = conn.transport.get_extra_info("sockname")
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": qs.encode(), "root_path": "",
+             "path": unquote(path), "raw_path": path.encode(),  # (decoded, as uvicorn gives an HTTP path)
+             "query_string": qs.encode(), "root_path": "",
              "headers": headers, "client": conn.peer, "vqs_api": "native",
              "server": sockname if isinstance(sockname, tuple) else None}
     sent = [False]
