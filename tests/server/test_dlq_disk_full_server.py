@@ -60,18 +60,26 @@ def test_redrive_policy_on_a_full_disk_moves_each_message_once(small_disk):
         assert _visible(sqs, dlq) == 20
 
         # the server's own sends fill the disk to the space governor's data floor: the DLQ's
-        # appends are refused there too, the lease records (control writes) still written
+        # appends are refused there too, the lease records (control writes) still written.
+        # Filled in ever smaller sends, so that what is left above the floor is less than one
+        # message the DLQ would take (a batch's 200 KB of room left could hold all 80 moves)
         filler = sqs.create_queue(QueueName="filler")["QueueUrl"]
-        while True:
-            try:
-                r = sqs.send_message_batch(QueueUrl=filler, Entries=[
-                    {"Id": str(k), "MessageBody": "f" * 20000} for k in range(10)])
-            except ClientError as e:
-                assert e.response["Error"]["Code"] == "ServiceUnavailable", e
-                break
-            if r.get("Failed"):
-                break
+
+        def fill(sizes):
+            for count, size in sizes:
+                while True:
+                    try:
+                        r = sqs.send_message_batch(QueueUrl=filler, Entries=[
+                            {"Id": str(k), "MessageBody": "f" * size} for k in range(count)])
+                    except ClientError as e:
+                        assert e.response["Error"]["Code"] == "ServiceUnavailable", e
+                        break
+                    if r.get("Failed"):
+                        break
+
+        fill(((10, 20000), (1, 20000), (1, 2000), (1, 200)))
         visible_again(handles[20:])
+        fill(((1, 2000), (1, 200)))  # what the log gave back since (a refused batch cut back) taken too
         for _ in range(N // 10 + 2):  # past maxReceiveCount: never delivered, no error
             assert "Messages" not in sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10)
         stayed = _visible(sqs, q)
