@@ -215,15 +215,18 @@ def test_requests_sent_ahead_are_answered_in_order(strict):
 
 def test_server_stops_with_native_clients_connected(tmp_path):
     s = ServerProcess(tmp_path / "d", "--native-port", str(free_port())).start()
-    port = int(httpx.get(s.url + "/health").json()["native_port"])
-    idle = _connect(port)
-    idle.sendall(W.hello(b""))
-    assert _answer(idle)[0] == 200
-    with vqs.Client(s.url) as c:
-        c.create_topic("t")
-        c.producer().send("t", b"x")
-        assert s.stop() == 0, s.log()
-    assert _closed(idle, 5)
+    try:
+        port = int(httpx.get(s.url + "/health").json()["native_port"])
+        idle = _connect(port)
+        idle.sendall(W.hello(b""))
+        assert _answer(idle)[0] == 200
+        with vqs.Client(s.url) as c:
+            c.create_topic("t")
+            c.producer().send("t", b"x")
+            assert s.stop() == 0, s.log()
+        assert _closed(idle, 5)
+    finally:
+        s.stop()
 
 
 def test_native_port_settings_are_checked(tmp_path):
