@@ -121,6 +121,17 @@ class VQSServer:
         self.log.close()
 
 
+def _receive_delete_one_by_one(q, n: int) -> float:
+    """vqs.Client receiving ``n`` messages of queue ``q`` one a request, each deleted: msg/s."""
+    t0 = time.perf_counter()
+    got = 0
+    while got < n:
+        for m in q.receive(1):
+            q.delete(m.receipt_handle)
+            got += 1
+    return rate(got, time.perf_counter() - t0)
+
+
 def bench_vqs(url: str, n: int, n_single: int) -> dict:
     from vqs.client import Client
 
@@ -195,13 +206,7 @@ def bench_vqs(url: str, n: int, n_single: int) -> dict:
         for _ in range(n_single):
             q.send(VALUE)
         out["queue_send_b1_c1"] = rate(n_single, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        got = 0
-        while got < n_single:
-            for m in q.receive(1):
-                q.delete(m.receipt_handle)
-                got += 1
-        out["queue_receive_delete_b1_c1"] = rate(got, time.perf_counter() - t0)
+        out["queue_receive_delete_b1_c1"] = _receive_delete_one_by_one(q, n_single)
     return out
 
 
@@ -263,6 +268,18 @@ def bench_sqs(url: str, n: int) -> dict:
 
 
 # ---------------------------------------------------------------------------- Redis
+def _read_ack_one_by_one(r, stream: str, n: int) -> float:
+    """redis-py reading ``n`` entries of ``stream`` as group ``g``, XREADGROUP COUNT 1 then XACK each: msg/s."""
+    t0 = time.perf_counter()
+    got = 0
+    while got < n:
+        for _, msgs in r.xreadgroup("g", "c", {stream: ">"}, count=1):
+            for mid, _ in msgs:
+                r.xack(stream, "g", mid)
+                got += 1
+    return rate(got, time.perf_counter() - t0)
+
+
 def bench_redis(tmp: str, n: int, n_single: int) -> dict:
     import redis
 
@@ -292,14 +309,7 @@ def bench_redis(tmp: str, n: int, n_single: int) -> dict:
             pipe.execute()
         out["xadd_pipelined_b100_c1"] = rate(n, time.perf_counter() - t0)
         r.xgroup_create("s1", "g", id="0")
-        t0 = time.perf_counter()
-        got = 0
-        while got < n_single:
-            for _, msgs in r.xreadgroup("g", "c", {"s1": ">"}, count=1):
-                for mid, _ in msgs:
-                    r.xack("s1", "g", mid)
-                    got += 1
-        out["xreadgroup_b1_xack_c1"] = rate(got, time.perf_counter() - t0)
+        out["xreadgroup_b1_xack_c1"] = _read_ack_one_by_one(r, "s1", n_single)
         r.xgroup_create("s100", "g", id="0")
         t0 = time.perf_counter()
         got = 0
@@ -386,14 +396,7 @@ def one_message_rounds(tmp: str, n_single: int, rounds: int) -> dict:
                 for _ in range(n_single):
                     r.xadd("s", {"v": VALUE})
                 row["redis_xadd"] = rate(n_single, time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                got = 0
-                while got < n_single:
-                    for _, msgs in r.xreadgroup("g", "c", {"s": ">"}, count=1):
-                        for mid, _ in msgs:
-                            r.xack("s", "g", mid)
-                            got += 1
-                row["redis_xreadgroup_xack"] = rate(got, time.perf_counter() - t0)
+                row["redis_xreadgroup_xack"] = _read_ack_one_by_one(r, "s", n_single)
                 for way in ("native", "http"):
                     p, q = producers[way], queues[way]
                     t0 = time.perf_counter()
@@ -404,13 +407,7 @@ def one_message_rounds(tmp: str, n_single: int, rounds: int) -> dict:
                     for _ in range(n_single):
                         q.send(VALUE)
                     row[f"queue_send_{way}"] = rate(n_single, time.perf_counter() - t0)
-                    t0 = time.perf_counter()
-                    got = 0
-                    while got < n_single:
-                        for m in q.receive(1):
-                            q.delete(m.receipt_handle)
-                            got += 1
-                    row[f"queue_receive_delete_{way}"] = rate(got, time.perf_counter() - t0)
+                    row[f"queue_receive_delete_{way}"] = _receive_delete_one_by_one(q, n_single)
                 for way in ("native", "http"):
                     row[f"produce_{way}_ratio"] = row[f"produce_{way}"] / row["redis_xadd"]
                     row[f"queue_send_{way}_ratio"] = row[f"queue_send_{way}"] / row["redis_xadd"]

@@ -283,3 +283,14 @@ def test_an_escaped_path_is_read_as_http_reads_it(server, unique):
     status, _, body = _request(s, "GET", escaped)
     assert (status, json.loads(body)["name"]) == (h.status_code, h.json()["name"]) == (200, unique)
     s.close()
+
+
+def test_a_large_answer_arrives_whole(server, unique):
+    """An answer of many receives (a consume of 400 KB) read whole over the native port."""
+    with vqs.Client(server.url) as c:
+        c.create_topic(unique)
+        values = [bytes([i]) * 100_000 for i in range(4)]
+        c.producer().send_batch(unique, values, partition=0)
+        batches, nxt, _ = c.read_batches(unique, 0, 0, max_bytes=1 << 20)
+        assert [r.value for b in batches for r in b.records()] == values and nxt == 4
+        assert c._transport._native.__class__.__name__ == "NativeClient"

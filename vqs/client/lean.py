@@ -205,13 +205,13 @@ class _Conn:
                 body = buf[start:stop]
                 rest = buf[stop:]
             else:
-                body = self._rest_of(buf, start, n)
+                body = self.rest_of(buf, start, n)
                 rest = b""
         if rest:  # bytes after the answer that no request asked for: the connection is not reused
             keep = False
         return LeanResponse(status, headers, body), keep
 
-    def _rest_of(self, buf: bytes, start: int, n: int) -> bytes:
+    def rest_of(self, buf: bytes, start: int, n: int) -> bytes:
         """The body of ``n`` bytes whose first bytes are ``buf[start:]``, the rest received."""
         out = bytearray(n)
         have = len(buf) - start

@@ -44,21 +44,6 @@ class NativeRefused(Exception):
         self.response = response
 
 
-def _recv_rest(c: _Conn, have: bytes, n: int) -> bytes:
-    """``have`` and the rest of ``n`` bytes received."""
-    out = bytearray(n)
-    view = memoryview(out)
-    view[:len(have)] = have
-    got = len(have)
-    recv_into = c.sock.recv_into
-    while got < n:
-        k = recv_into(view[got:], min(n - got, 1 << 20))
-        if not k:
-            raise LeanProtocolError("server closed the connection mid-answer")
-        got += k
-    return bytes(out)
-
-
 def _read_answer(c: _Conn) -> LeanResponse:
     """The next answer frame (a small one in one receive)."""
     data = c.sock.recv(_READ)
@@ -74,7 +59,7 @@ def _read_answer(c: _Conn) -> LeanResponse:
         raise LeanProtocolError(f"an answer frame of {n} bytes out of bounds")
     if len(data) > 4 + n:  # bytes no request asked for
         raise LeanProtocolError("bytes after an answer")
-    frame = data[4:] if len(data) == 4 + n else _recv_rest(c, data[4:], n)
+    frame = data[4:] if len(data) == 4 + n else c.rest_of(data, 4, n)
     try:
         status, headers, body = decode_answer(frame)
     except NativeFrameError as e:
