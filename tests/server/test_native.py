@@ -294,3 +294,18 @@ def test_a_large_answer_arrives_whole(server, unique):
         batches, nxt, _ = c.read_batches(unique, 0, 0, max_bytes=1 << 20)
         assert [r.value for b in batches for r in b.records()] == values and nxt == 4
         assert c._transport._native.__class__.__name__ == "NativeClient"
+
+
+def test_refused_connections_are_logged_a_line_a_minute_per_reason(caplog):
+    """The reason's numbers (a frame's size) do not make new reasons: a client sending frames of
+    every size cannot flood the log, or grow what the listener remembers."""
+    from types import SimpleNamespace
+
+    from vqs.server.native import NativeListener
+
+    listener = SimpleNamespace(_logged={})
+    with caplog.at_level("WARNING", logger="vqs.server.native"):
+        for n in range(1000):
+            NativeListener.bad(listener, ("127.0.0.1", n), f"a frame of {n} bytes (the limit is 1024)")
+        NativeListener.bad(listener, ("127.0.0.1", 1), "no HELLO in time")
+    assert len(caplog.records) == 2 and len(listener._logged) == 2

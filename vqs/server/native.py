@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 
 from ..native_wire import (
@@ -74,6 +75,8 @@ REQUEST_OVERHEAD = 6 + MAX_TARGET
 #: the answer headers passed on (the API's own; the rest are HTTP's)
 _KEPT = (b"content-type", b"retry-after", b"www-authenticate")
 _LOG_EVERY_S = 60.0
+_DIGITS = re.compile(r"\d+")
+IDLE = "idle"
 #: bytes a connection may buffer past the frame being handled before its reading pauses
 READ_AHEAD = 64 << 10
 #: how often the connections' deadlines are checked (a deadline is met within this late)
@@ -106,10 +109,12 @@ class NativeListener:
         self._sweeper = loop.call_later(SWEEP_S, self._sweep)
 
     def _sweep(self) -> None:
-        """Close the connections past their deadline (one check for all, not a timer each)."""
+        """Close the connections past their deadline (one check for all, not a timer each); an idle
+        one closes quietly (a client's thread that stopped sending), the others are logged."""
         now = time.monotonic()
         for c in [c for c in self.connections if c.deadline < now and not c.busy]:
-            self.bad(c.peer, c.why)
+            if c.why != IDLE:
+                self.bad(c.peer, c.why)
             c.close()
         self._sweeper = asyncio.get_running_loop().call_later(SWEEP_S, self._sweep)
 
@@ -131,10 +136,12 @@ class NativeListener:
             c.close()
 
     def bad(self, peer, why: str) -> None:
-        """A connection closed for ``why``: logged at most once a minute per reason."""
+        """A connection closed for ``why``: logged at most once a minute per reason (its text with
+        the numbers left out: a client cannot make the reasons, or the lines, many)."""
         now = time.monotonic()
-        if now - self._logged.get(why, -_LOG_EVERY_S) >= _LOG_EVERY_S:
-            self._logged[why] = now
+        key = _DIGITS.sub("N", why)
+        if now - self._logged.get(key, -_LOG_EVERY_S) >= _LOG_EVERY_S:
+            self._logged[key] = now
             logger.warning("native connection from %s closed: %s", peer, why,
                            extra={"vqs": {"peer": str(peer), "reason": why}})
 
@@ -303,7 +310,7 @@ class _Connection(asyncio.Protocol):
             self._idle()
 
     def _idle(self) -> None:
-        self._due(self.settings.native_idle_timeout_s, "idle")
+        self._due(self.settings.native_idle_timeout_s, IDLE)
         if self.buf:  # a request sent ahead: taken in the loop's next round (an answer given
             # synchronously, e.g. an error, must not recurse through the requests behind it)
             asyncio.get_running_loop().call_soon(self._resume_next)
