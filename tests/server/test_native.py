@@ -309,3 +309,14 @@ def test_refused_connections_are_logged_a_line_a_minute_per_reason(caplog):
             NativeListener.bad(listener, ("127.0.0.1", n), f"a frame of {n} bytes (the limit is 1024)")
         NativeListener.bad(listener, ("127.0.0.1", 1), "no HELLO in time")
     assert len(caplog.records) == 2 and len(listener._logged) == 2
+
+
+def test_a_request_the_frames_cannot_carry_goes_over_http(server, unique):
+    """A target longer than a frame's bound (8 KiB; HTTP takes 16 KiB of head): sent over HTTP,
+    which answers it, never the codec's error."""
+    with vqs.Client(server.url) as c:
+        c.create_topic(unique)
+        assert c._transport._native.__class__.__name__ == "NativeClient"
+        doc = c._transport.json("GET", "/topics", params={"all": "true", "x": "y" * 9000})
+        assert unique in [t["name"] if isinstance(t, dict) else t for t in doc["topics"]]
+        assert c._transport._native.__class__.__name__ == "NativeClient"  # still used for the rest

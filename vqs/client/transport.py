@@ -39,7 +39,7 @@ from urllib.parse import urlencode, urlsplit
 
 from .. import errors as E
 from ..broker.names import validate_name
-from ..native_wire import ACCEPT_BATCH, ACCEPT_JSON, CONTENT_TYPE_CODES
+from ..native_wire import ACCEPT_BATCH, ACCEPT_JSON, CONTENT_TYPE_CODES, NativeFrameError
 from ..wire import BATCH_CONTENT_TYPE
 from .error_map import from_response
 from .lean import LeanHTTP, LeanProtocolError
@@ -308,6 +308,8 @@ class Transport:
         try:
             return native.request(method, f"{path}?{query}" if query else path, route[0], route[1], body,
                                   timeout or self.timeout)
+        except NativeFrameError:  # a target longer than a frame holds: nothing was sent
+            return None
         except NativeUnavailable as e:
             if e.lasting:  # the port cannot be reached (a server restarted without it): HTTP from now on
                 logging.getLogger("vqs.client").info("native protocol unavailable (%s); using HTTP", e)
