@@ -39,7 +39,7 @@ from urllib.parse import urlencode, urlsplit
 
 from .. import errors as E
 from ..broker.names import validate_name
-from ..native_wire import ACCEPT_BATCH, ACCEPT_JSON, CONTENT_TYPE_CODES, NativeFrameError
+from ..native_wire import ACCEPT_BATCH, ACCEPT_JSON, CONTENT_TYPE_CODES, METHOD_CODES, NativeFrameError
 from ..wire import BATCH_CONTENT_TYPE
 from .error_map import from_response
 from .lean import LeanHTTP, LeanProtocolError
@@ -301,6 +301,8 @@ class Transport:
                         timeout: float | None):
         """The answer of the request over the native protocol, or None when it was not sent (then
         HTTP sends it: no native port reachable, or a body past its frames)."""
+        if method not in METHOD_CODES:  # (a method the frames do not name: HTTP's)
+            return None
         if path not in self._checked:
             _check_path(path)
             if len(self._checked) < _MAX_HEADS:
