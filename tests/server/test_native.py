@@ -320,3 +320,25 @@ def test_a_request_the_frames_cannot_carry_goes_over_http(server, unique):
         doc = c._transport.json("GET", "/topics", params={"all": "true", "x": "y" * 9000})
         assert unique in [t["name"] if isinstance(t, dict) else t for t in doc["topics"]]
         assert c._transport._native.__class__.__name__ == "NativeClient"  # still used for the rest
+
+
+def test_connections_past_the_per_client_cap_are_closed_at_accept(tmp_path):
+    s = ServerProcess(tmp_path / "d", "--native-port", str(free_port()),
+                      env={"VQS_MAX_CONNECTIONS_PER_CLIENT": "2"}).start()
+    try:
+        port = int(httpx.get(s.url + "/health").json()["native_port"])
+        held = [_hello(port, b"") for _ in range(2)]
+        third = _connect(port)
+        assert _closed(third, 5)  # refused before anything of it is read
+        held[0].close()
+        deadline = time.monotonic() + 5
+        while True:  # a slot is free again once the server has seen the close
+            again = _connect(port)
+            again.sendall(W.hello(b""))
+            answer = _answer(again)
+            if answer is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert answer is not None and answer[0] == 200
+    finally:
+        s.stop()
