@@ -298,3 +298,18 @@ def test_one_message_requests_are_the_general_paths_documents(scripted):
     assert [json.loads(b) for _, _, b in s.requests[1:5]] == [
         {"messages": [{"body_b64": "AP8="}]}, {"messages": [{"body": 't\u00e9xt "q"'}]},
         {"max_messages": 3}, {"receipt_handles": ['h"1']}]
+
+
+def test_a_server_without_a_native_port_is_asked_once(scripted):
+    """The Client asks /health for a native port at its first request, once: an answer without
+    one (or one that is not VQS's) leaves every request on HTTP."""
+    s = scripted([[_ok(b'{"status": "ok"}'), _ok(_PRODUCED % 0), _ok(_PRODUCED % 1)]])
+    with vqs.Client(s.url, timeout=10) as c:
+        assert [c.producer().send("t", b"v").offset for _ in range(2)] == [0, 1]
+        assert c._transport._native is False
+    assert [line.split()[:2] for _, line, _ in s.requests] == [
+        [b"GET", b"/health"], [b"POST", b"/topics/t/messages"], [b"POST", b"/topics/t/messages"]]
+    s2 = scripted([[_ok(b"[not json"), _ok(_PRODUCED % 5)]])
+    with vqs.Client(s2.url, timeout=10) as c:
+        assert c.producer().send("t", b"v").offset == 5
+        assert c._transport._native is False

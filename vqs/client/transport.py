@@ -288,10 +288,14 @@ class Transport:
                 found = False
                 try:
                     r = self._lean.request("GET", "/health", b"", None, self.timeout)
-                    port = _json.loads(r.content).get("native_port") if r.status_code in (200, 503) else None
-                except (OSError, LeanProtocolError, ValueError, AttributeError):
-                    port = None  # (the request that follows says why the server cannot be reached)
+                except (OSError, LeanProtocolError):
+                    r = None  # not reached: asked again (the request that follows says why)
                     found = None
+                try:
+                    doc = _json.loads(r.content) if r is not None and r.status_code in (200, 503) else {}
+                    port = doc.get("native_port") if isinstance(doc, dict) else None
+                except ValueError:
+                    port = None  # an answer that is not VQS's: HTTP only
                 if isinstance(port, int) and 0 < port < 65536:
                     found = NativeClient(self._lean.host, port, self._token)
                 self._native = found
