@@ -78,9 +78,8 @@ from .http_bounds import _BODY
 from .lean import _consume_args, _Fallback, _header, answer, idempotent_produce, produce_partition
 from .rest.messages import StoredBody
 from .rest.produce import (
-    append_batches,
     append_json_records,
-    batch_records,
+    coalesce_batches,
     json_records,
     produce_answer,
     produce_target,
@@ -219,12 +218,7 @@ class _FastRequest:
         try:
             t, media = produce_target(ctx, self.name, None if ctype is None else ctype.decode("latin-1"))
             if media == BATCH_CONTENT_TYPE:
-                partition, appends = batch_records(ctx, t, produce_partition(scope["query_string"]), self.body)
-                if len(appends) == 1:
-                    values, keys, hdrs, ts, nbytes = appends[0]
-                    if ctx.appends.send(t, partition, values, keys, hdrs, ts, nbytes, sink=self) is not None:
-                        return None
-                return append_batches(ctx, t, partition, appends)
+                return coalesce_batches(ctx, t, produce_partition(scope["query_string"]), self.body, self)
             records = json_records(ctx, t, self.body)
             values, keys, _, _, _, nbytes = records
             if keys is not None:

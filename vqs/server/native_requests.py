@@ -28,7 +28,7 @@ from urllib.parse import unquote
 from ..native_wire import ACCEPT_BATCH
 from ..wire import BATCH_CONTENT_TYPE
 from .lean import _consume_args, _Fallback, answer, idempotent_produce, produce_partition
-from .rest.produce import append_batches, batch_records, produce_answer, produce_target
+from .rest.produce import coalesce_batches, produce_answer, produce_target
 
 logger = logging.getLogger("vqs.server.native")
 
@@ -73,10 +73,11 @@ class _ProduceSink:
                            data[:4096] if status >= 400 else b"", conn.peer)
         conn.done()
 
-    async def appends(self, t, partition, appends) -> None:
-        """A body of several batches, or records for several partitions: the route's appends."""
+    async def appends(self, appends) -> None:
+        """A body of several batches, or records for several partitions: the route's appends
+        (``coalesce_batches``' coroutine)."""
         try:
-            out = await append_batches(self.conn.front.ctx, t, partition, appends)
+            out = await appends
         except Exception as exc:
             self.set_exception(exc)
             return
@@ -97,12 +98,9 @@ def direct_produce(conn, method: str, target: str, ctype: str | None, body) -> b
     ctx = front.ctx
     try:
         t, _ = produce_target(ctx, hit[1], ctype)
-        partition, appends = batch_records(ctx, t, produce_partition(qs.encode()), bytes(body))
-        if len(appends) == 1:
-            values, keys, hdrs, ts, nbytes = appends[0]
-            if ctx.appends.send(t, partition, values, keys, hdrs, ts, nbytes, sink=sink) is not None:
-                return True
-        asyncio.get_running_loop().create_task(sink.appends(t, partition, appends))
+        appends = coalesce_batches(ctx, t, produce_partition(qs.encode()), bytes(body), sink)
+        if appends is not None:
+            asyncio.get_running_loop().create_task(sink.appends(appends))
     except Exception as exc:  # checked before anything was appended: the route's error
         sink.set_exception(exc)
     return True

@@ -302,6 +302,20 @@ async def produce_batches(ctx: ServerContext, topic: str, partition_raw: str | N
     return await append_batches(ctx, t, partition, appends, producer)
 
 
+def coalesce_batches(ctx: ServerContext, t, partition_raw: str | None, body: bytes, sink):
+    """A binary produce body checked (``batch_records``) and, when it is one record batch for one
+    partition, handed to the append coalescer with ``sink`` (a future's stand-in, answered from the
+    coalescer's callback): None. Else the coroutine of its appends (``append_batches``), for the
+    caller to run. Raises the route's error before anything is appended. (The HTTP fast path's
+    and the native protocol's direct produce: no task or future for the common request.)"""
+    partition, appends = batch_records(ctx, t, partition_raw, body)
+    if len(appends) == 1:
+        values, keys, hdrs, ts, nbytes = appends[0]
+        if ctx.appends.send(t, partition, values, keys, hdrs, ts, nbytes, sink=sink) is not None:
+            return None
+    return append_batches(ctx, t, partition, appends)
+
+
 async def append_batches(ctx: ServerContext, t, partition: int | None, appends: list, producer=None) -> dict:
     """``batch_records``' result appended to topic ``t``, batch after batch; the answer."""
     metas: list = []
