@@ -8,15 +8,14 @@ top level or under a ``[server]`` table.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import ConfigError
+from .addresses import is_loopback
 
 #: Kafka principals (User:NAME). Given as one string they are separated by ";" (Kafka's
 #: super.users) or by a "," before the next "User:": a certificate's subject holds commas
@@ -253,20 +252,6 @@ class Settings:
             raise ConfigError(f"log_format must be auto, json or text, not {self.log_format!r}")
         if not (self.account_id.isdigit() and len(self.account_id) == 12):
             raise ConfigError(f"account_id must be 12 digits, not {self.account_id!r}")
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", "ip6-localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        pass
-    try:
-        addrs = {ai[4][0] for ai in socket.getaddrinfo(host, None)}
-    except OSError:
-        return False
-    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
 
 
 #: how a list setting given as one string is split, by its type

@@ -32,7 +32,6 @@ Invariants:
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import os
@@ -42,6 +41,7 @@ import time
 from urllib.parse import urlsplit
 
 from ... import errors as E
+from ..addresses import is_loopback
 
 logger = logging.getLogger("vqs.server.kafka")
 
@@ -87,12 +87,7 @@ def _check_endpoint(url: str) -> None:
     if not parts.hostname:
         raise E.ConfigError(f"kafka_oauthbearer_jwks: {url} names no host")
     if parts.scheme == "http":
-        host = parts.hostname
-        try:
-            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
+        if not is_loopback(parts.hostname):
             raise E.ConfigError(f"kafka_oauthbearer_jwks: {url} is plain HTTP to a host that is not loopback "
                                 "(the keys would travel unauthenticated): use https://")
 
