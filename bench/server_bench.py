@@ -268,6 +268,19 @@ def bench_sqs(url: str, n: int) -> dict:
 
 
 # ---------------------------------------------------------------------------- Redis
+def _redis_server(tmp: str, name: str):
+    """``redis-server`` (AOF, everysec) on a free port, its files in ``tmp/name``: (process, port)."""
+    exe = shutil.which("redis-server")
+    port = free_port()
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--appendonly", "yes",
+                             "--appendfsync", "everysec", "--save", "", "--daemonize", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return proc, port
+
+
 def _read_ack_one_by_one(r, stream: str, n: int) -> float:
     """redis-py reading ``n`` entries of ``stream`` as group ``g``, XREADGROUP COUNT 1 then XACK each: msg/s."""
     t0 = time.perf_counter()
@@ -283,18 +296,11 @@ def _read_ack_one_by_one(r, stream: str, n: int) -> float:
 def bench_redis(tmp: str, n: int, n_single: int) -> dict:
     import redis
 
-    exe = shutil.which("redis-server")
-    if not exe:
+    if not shutil.which("redis-server"):
         return {"error": "redis-server not installed (apt-get install redis-server)"}
-    port = free_port()
-    d = os.path.join(tmp, "redis")
-    os.makedirs(d)
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--appendonly", "yes",
-                             "--appendfsync", "everysec", "--save", "", "--daemonize", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = _redis_server(tmp, "redis")
     out = {"version": None}
     try:
-        wait_port(port)
         r = redis.Redis(port=port)
         out["version"] = r.info()["redis_version"]
         t0 = time.perf_counter()
@@ -352,18 +358,6 @@ def bench_redis(tmp: str, n: int, n_single: int) -> dict:
 #: rounds of the interleaved one-message comparison (the bars take the median round)
 ROUNDS = 5
 ONE = ("produce", "queue_send", "queue_receive_delete")
-
-
-def _redis_server(tmp: str, name: str):
-    exe = shutil.which("redis-server")
-    port = free_port()
-    d = os.path.join(tmp, name)
-    os.makedirs(d)
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--appendonly", "yes",
-                             "--appendfsync", "everysec", "--save", "", "--daemonize", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port)
-    return proc, port
 
 
 def one_message_rounds(tmp: str, n_single: int, rounds: int) -> dict:
