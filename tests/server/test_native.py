@@ -15,6 +15,7 @@ import time
 
 import httpx
 import pytest
+from socket_reads import recv_exact
 from vqs_server_proc import ServerProcess, free_port
 
 import vqs
@@ -29,20 +30,9 @@ def _connect(port: int) -> socket.socket:
 
 
 def _answer(s: socket.socket):
-    head = b""
-    while len(head) < 4:
-        chunk = s.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    n = W.LENGTH.unpack(head)[0]
-    body = b""
-    while len(body) < n:
-        chunk = s.recv(n - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return W.decode_answer(body)
+    head = recv_exact(s, 4)
+    body = None if head is None else recv_exact(s, W.LENGTH.unpack(head)[0])
+    return None if body is None else W.decode_answer(body)
 
 
 def _closed(s: socket.socket, within: float) -> bool:

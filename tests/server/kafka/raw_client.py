@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import struct
 
+from socket_reads import recv_exact
+
 from vqs.server.kafka.codec import Reader, Writer
 
 
@@ -20,19 +22,10 @@ class RawKafka:
         self.sock.sendall(struct.pack(">i", len(frame)) + frame)
 
     def recv_frame(self) -> bytes | None:
-        head = self._recv(4)
+        head = recv_exact(self.sock, 4)
         if head is None:
             return None
-        return self._recv(struct.unpack(">i", head)[0])
-
-    def _recv(self, n: int) -> bytes | None:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                return None
-            buf += chunk
-        return buf
+        return recv_exact(self.sock, struct.unpack(">i", head)[0])
 
     def request(self, api_key: int, version: int, body: bytes) -> Reader:
         self.corr += 1

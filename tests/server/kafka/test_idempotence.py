@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from raw_client import RawKafka
+from socket_reads import recv_exact
 
 from vqs.server.kafka.records import encode_records
 
@@ -79,20 +80,9 @@ class _DropFirstProduceResponse:
 
     @staticmethod
     def _frame(sock):
-        head = b""
-        while len(head) < 4:
-            b = sock.recv(4 - len(head))
-            if not b:
-                return None
-            head += b
-        n = int.from_bytes(head, "big")
-        body = b""
-        while len(body) < n:
-            b = sock.recv(n - len(body))
-            if not b:
-                return None
-            body += b
-        return head + body
+        head = recv_exact(sock, 4)
+        body = None if head is None else recv_exact(sock, int.from_bytes(head, "big"))
+        return None if body is None else head + body
 
     def _up(self, c, s, corrs):
         try:

@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 from kafka_server_proc import KafkaServer
+from socket_reads import recv_exact
 
 from vqs.server.kafka.codec import read_header
 
@@ -50,20 +51,10 @@ class _ProduceRecorder:
             threading.Thread(target=self._pipe, args=(c, s, True), daemon=True).start()
             threading.Thread(target=self._pipe, args=(s, c, False), daemon=True).start()
 
-    @staticmethod
-    def _exact(sock, n: int) -> bytes | None:
-        buf = b""
-        while len(buf) < n:
-            b = sock.recv(n - len(buf))
-            if not b:
-                return None
-            buf += b
-        return buf
-
     def _pipe(self, src, dst, upstream: bool):
         try:
-            while (head := self._exact(src, 4)) is not None:
-                body = self._exact(src, int.from_bytes(head, "big"))
+            while (head := recv_exact(src, 4)) is not None:
+                body = recv_exact(src, int.from_bytes(head, "big"))
                 if body is None:
                     break
                 if upstream and int.from_bytes(body[:2], "big") == 0:
