@@ -15,6 +15,8 @@ Workloads use 100-byte messages:
 * one message a request again, interleaved: vqs.Client over the native port and over HTTP
   (``native=False``) and redis-py, one after another in each of ``ROUNDS`` rounds with both
   servers up; the one-message bars take the median round's ratio;
+* each one-message loop also measures the CPU each message cost the client (this process) and
+  the server (its whole process, from /proc): where a gap to Redis lies, in the same run;
 * the floor: the same client's one-message request against a Python HTTP
   server that does nothing (bench/_noop_http_server.py, uvloop);
 * SQS send → receive → delete through boto3 (batches of 1 and 10);
@@ -281,6 +283,22 @@ def _redis_server(tmp: str, name: str):
     return proc, port
 
 
+def _repeat(n: int, fn, *args) -> None:
+    for _ in range(n):
+        fn(*args)
+
+
+def _proc_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) process ``pid`` has used so far, from
+    /proc/<pid>/stat; None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _read_ack_one_by_one(r, stream: str, n: int) -> float:
     """redis-py reading ``n`` entries of ``stream`` as group ``g``, XREADGROUP COUNT 1 then XACK each: msg/s."""
     t0 = time.perf_counter()
@@ -384,24 +402,30 @@ def one_message_rounds(tmp: str, n_single: int, rounds: int) -> dict:
             nat.create_topic("t")
             queues = {"native": nat.create_queue("qn"), "http": http.queue("qn")}
             producers = {"native": nat.producer(), "http": http.producer()}
+            spid = srv.proc.pid
+
+            def timed(key: str, server_pid: int, n: int, fn, *args) -> None:
+                """``fn(*args)`` sends ``n`` messages; its rate under ``key`` and, where /proc is,
+                the CPU each message cost the client (this process) and the server, in µs."""
+                c0, s0 = time.process_time(), _proc_cpu_s(server_pid)
+                t0 = time.perf_counter()
+                fn(*args)
+                took = time.perf_counter() - t0
+                row[key] = rate(n, took)
+                s1 = _proc_cpu_s(server_pid)
+                if s0 is not None and s1 is not None:
+                    row[f"{key}_client_us"] = (time.process_time() - c0) / n * 1e6
+                    row[f"{key}_server_us"] = (s1 - s0) / n * 1e6
+
             for _ in range(rounds):
                 row: dict = {}
-                t0 = time.perf_counter()
-                for _ in range(n_single):
-                    r.xadd("s", {"v": VALUE})
-                row["redis_xadd"] = rate(n_single, time.perf_counter() - t0)
-                row["redis_xreadgroup_xack"] = _read_ack_one_by_one(r, "s", n_single)
+                timed("redis_xadd", proc.pid, n_single, _repeat, n_single, r.xadd, "s", {"v": VALUE})
+                timed("redis_xreadgroup_xack", proc.pid, n_single, _read_ack_one_by_one, r, "s", n_single)
                 for way in ("native", "http"):
                     p, q = producers[way], queues[way]
-                    t0 = time.perf_counter()
-                    for _ in range(n_single):
-                        p.send("t", VALUE)
-                    row[f"produce_{way}"] = rate(n_single, time.perf_counter() - t0)
-                    t0 = time.perf_counter()
-                    for _ in range(n_single):
-                        q.send(VALUE)
-                    row[f"queue_send_{way}"] = rate(n_single, time.perf_counter() - t0)
-                    row[f"queue_receive_delete_{way}"] = _receive_delete_one_by_one(q, n_single)
+                    timed(f"produce_{way}", spid, n_single, _repeat, n_single, p.send, "t", VALUE)
+                    timed(f"queue_send_{way}", spid, n_single, _repeat, n_single, q.send, VALUE)
+                    timed(f"queue_receive_delete_{way}", spid, n_single, _receive_delete_one_by_one, q, n_single)
                 for way in ("native", "http"):
                     row[f"produce_{way}_ratio"] = row[f"produce_{way}"] / row["redis_xadd"]
                     row[f"queue_send_{way}_ratio"] = row[f"queue_send_{way}"] / row["redis_xadd"]
@@ -432,9 +456,20 @@ def rounds_table(res: dict) -> str:
                      f"{C.fmt_num(m[rkey])} ({peer})", C.fmt_ratio(m[f"{k}_native_ratio"]),
                      C.fmt_ratio(m[f"{k}_http_ratio"]),
                      ", ".join(f"{row[f'{k}_native_ratio']:.2f}" for row in rd["rounds"])])
-    return C.markdown_table(["one message a request (median of the rounds)", "vqs.Client native msg/s",
-                             "vqs.Client HTTP msg/s", "redis-py msg/s", "native / Redis", "HTTP / Redis",
-                             "native / Redis, each round"], rows, right=[1, 2, 3, 4, 5])
+    out = C.markdown_table(["one message a request (median of the rounds)", "vqs.Client native msg/s",
+                            "vqs.Client HTTP msg/s", "redis-py msg/s", "native / Redis", "HTTP / Redis",
+                            "native / Redis, each round"], rows, right=[1, 2, 3, 4, 5])
+    if f"{ONE[0]}_native_client_us" not in m:
+        return out
+    us = "{:.0f} / {:.0f}".format
+    cpu = [[label, us(m[f"{k}_native_client_us"], m[f"{k}_native_server_us"]),
+            us(m[f"{k}_http_client_us"], m[f"{k}_http_server_us"]),
+            us(m[f"{rkey}_client_us"], m[f"{rkey}_server_us"]) + f" ({peer})"]
+           for k in ONE for label, peer, rkey in [names[k]]]
+    return out + "\n\nCPU each message cost, client / server in µs (user + system, median of the rounds; the " \
+        "client is this process, the server every thread of its process, from /proc):\n\n" + \
+        C.markdown_table(["one message a request", "vqs.Client native", "vqs.Client HTTP", "redis-py / Redis"],
+                         cpu, right=[1, 2, 3])
 
 
 # ----------------------------------------------------------------------------- NATS
