@@ -170,34 +170,39 @@ test: java kcat browser btrfs xfs cc $(VENV)/.created
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # librdkafka's own test runner: tests/server/kafka/test_librdkafka_suite.py runs the numbered tests
-# listed in tests/server/kafka/librdkafka_subset.txt (as a Kafka 3.9 cluster, classic groups) and
-# in librdkafka_share_subset.txt (as Kafka 4.2: share consumers, group.protocol=consumer) against
+# listed in tests/server/kafka/librdkafka_subset.txt (as a Kafka 3.9 cluster, classic groups), in
+# librdkafka_share_subset.txt (as Kafka 4.2: share consumers, group.protocol=consumer) and in
+# librdkafka_ssl_subset.txt (over SSL, client certificates required) against
 # `vqs serve --kafka-port` (part of `make test`). Its release source, tests included, is the npm
 # package @confluentinc/kafka-javascript (it bundles librdkafka under deps/librdkafka): fetched with
 # npm (curl from the same registry when npm is missing) and checked against its SHA-256 before
 # anything of it runs. Built for the test only:
-# no SSL, SASL/GSSAPI, curl, zstd or syslog; no optimisation and no debug info (the tests wait on
-# the broker: compiling is what costs, and the client's own CPU is a few seconds either way); the
-# two shared libraries and one test runner of both subsets' tests only (the suite's other tests are
-# stubs that skip). Once: stamps under .venv-tools/ (gitignored); a changed subset recompiles only
-# what it adds. About 60 CPU seconds (about half a minute on 2 idle cores).
+# with SSL (OpenSSL's headers: libssl-dev); no SASL/GSSAPI, curl, zstd or syslog; no optimisation
+# and no debug info (the tests wait on the broker: compiling is what costs, and the client's own CPU
+# is a few seconds either way); the two shared libraries and one test runner of the subsets' tests
+# only (the suite's other tests are stubs that skip). Once: stamps under .venv-tools/ (gitignored;
+# the libraries' stamp is named for SSL, so a build from before it is made again); a changed subset
+# recompiles only what it adds. About 60 CPU seconds (about half a minute on 2 idle cores).
 RDK_VERSION := 2.15.1
 RDK_NPM     := @confluentinc/kafka-javascript@1.10.1
 RDK_TGZ_URL := https://registry.npmjs.org/@confluentinc/kafka-javascript/-/kafka-javascript-1.10.1.tgz
 RDK_SHA256  := ada7d703bb1d3237e2292bfabf438d663b6160c9f1ac2a2406b5dc4257c81b66
-RDK_SUBSET  := tests/server/kafka/librdkafka_subset.txt tests/server/kafka/librdkafka_share_subset.txt
+RDK_SUBSET  := tests/server/kafka/librdkafka_subset.txt tests/server/kafka/librdkafka_share_subset.txt \
+  tests/server/kafka/librdkafka_ssl_subset.txt
 RDK_DIR     := .venv-tools/librdkafka-$(RDK_VERSION)
-RDK_LIBS    := $(RDK_DIR)/.libs-built
+RDK_LIBS    := $(RDK_DIR)/.libs-built-ssl
 RDK_STAMP   := $(RDK_DIR)/.built
-RDK_CONFIGURE := --no-download --disable-ssl --disable-gssapi --disable-curl --disable-zstd --disable-syslog \
+RDK_CONFIGURE := --no-download --enable-ssl --disable-gssapi --disable-curl --disable-zstd --disable-syslog \
   --disable-debug-symbols --CFLAGS=-O0 --CXXFLAGS=-O0
 
 rdkafka-tests: $(RDK_STAMP)
 
-# A C/C++ compiler and zlib's headers, for librdkafka's test runner.
+# A C/C++ compiler, zlib's and OpenSSL's headers and the openssl command (the SSL run makes its
+# certificates with it), for librdkafka's test runner.
 cc:
-	$(call apt_tool,command -v g++ >/dev/null 2>&1 && test -f /usr/include/zlib.h,g++ zlib1g-dev,a C/C++ compiler and zlib for librdkafka's tests,\
-	  echo "librdkafka's test runner needs g++ and zlib's headers: sudo apt-get install g++ zlib1g-dev"; exit 1)
+	$(call apt_tool,command -v g++ >/dev/null 2>&1 && test -f /usr/include/zlib.h && test -f /usr/include/openssl/ssl.h \
+	  && command -v openssl >/dev/null 2>&1,g++ zlib1g-dev libssl-dev openssl,a C/C++ compiler$(comma) zlib and OpenSSL for librdkafka's tests,\
+	  echo "librdkafka's test runner needs g++$(comma) zlib's and OpenSSL's headers: sudo apt-get install g++ zlib1g-dev libssl-dev openssl"; exit 1)
 
 $(RDK_LIBS): | cc
 	@echo "==> fetching librdkafka $(RDK_VERSION)'s source ($(RDK_NPM), SHA-256 checked)"

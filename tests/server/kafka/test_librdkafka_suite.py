@@ -3,8 +3,10 @@
 The runner is librdkafka's ``tests/test-runner``, built from its release source by
 ``make rdkafka-tests`` (``make test`` does it first; under .venv-tools/, gitignored) with the
 tests listed in librdkafka_subset.txt beside this file (run as a Kafka 3.9 cluster: classic
-groups) and in librdkafka_share_subset.txt (run as a Kafka 4.2 cluster with
-``group.protocol=consumer``: share consumers and KIP-848 groups). Without that build the test skips, saying
+groups), in librdkafka_share_subset.txt (run as a Kafka 4.2 cluster with
+``group.protocol=consumer``: share consumers and KIP-848 groups) and in librdkafka_ssl_subset.txt
+(over ``security.protocol=ssl`` against a listener that requires client certificates, signed by a
+test CA made here with the ``openssl`` command). Without that build the test skips, saying
 so, except under CI (``CI`` set), where a missing or stale build fails it. Why each other broker
 test is left out: docs/kafka.md ("librdkafka's test suite"). The server runs as librdkafka's
 default test cluster is configured (its scenarios/default.json): topics auto-created with 4
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +32,7 @@ BUILD = ROOT / ".venv-tools" / f"librdkafka-{RDK_VERSION}"
 TESTS_DIR = BUILD / "src" / "tests"
 RUNNER = TESTS_DIR / "test-runner"
 STAMP = BUILD / ".built"  # the subset the runner was built with (Makefile)
+SSL_LIBS = BUILD / ".libs-built-ssl"  # the libraries were built with SSL (Makefile)
 
 
 def _subset(name: str) -> tuple[str, ...]:
@@ -41,10 +47,14 @@ SUBSET = _subset("librdkafka_subset.txt")
 #: group.protocol=consumer (KIP-848); the runner's own gates skip share tests below 4.2.
 SHARE_SUBSET = _subset("librdkafka_share_subset.txt")
 
+#: Run over SSL, the listener requiring client certificates (``ssl.client.auth=required``).
+SSL_SUBSET = _subset("librdkafka_ssl_subset.txt")
+
 #: (subset, the cluster's Kafka version, extra environment)
 RUNS = {
     "classic": (SUBSET, "3.9.0", {}),  # the classic group protocol; no share groups
     "share-kip848": (SHARE_SUBSET, "4.2.0", {"TEST_CONSUMER_GROUP_PROTOCOL": "consumer"}),
+    "ssl": (SSL_SUBSET, "3.9.0", {}),
 }
 
 #: Tests run at once. They mostly wait (the longest, 0089 and 0091, sleep past
@@ -68,7 +78,9 @@ def _built() -> str | None:
         return f"librdkafka's test runner is not built ({RUNNER})"
     if not STAMP.exists():
         return f"librdkafka's test runner was not built by the Makefile (no {STAMP})"
-    if missing := sorted(set(SUBSET + SHARE_SUBSET) - set(STAMP.read_text().split())):
+    if not SSL_LIBS.exists():
+        return f"librdkafka's libraries were built without SSL (no {SSL_LIBS})"
+    if missing := sorted(set(SUBSET + SHARE_SUBSET + SSL_SUBSET) - set(STAMP.read_text().split())):
         return f"librdkafka's test runner was built without {len(missing)} test(s) of the subset ({missing[:10]})"
     return None
 
@@ -101,10 +113,20 @@ def _failure_excerpt(out: str, limit: int = 8000) -> str:
 def test_librdkafka_numbered_tests(tmp_path, run):
     subset, kafka_version, extra_env = RUNS[run]
     _require_runner()
-    server = KafkaServer(tmp_path / "data", env={"VQS_KAFKA_NUM_PARTITIONS": "4"}).start()
+    env = {"VQS_KAFKA_NUM_PARTITIONS": "4"}
+    if run == "ssl":
+        if shutil.which("openssl") is None:
+            pytest.fail("the SSL run makes its certificates with the openssl command, which is missing")
+        pki, ssl_conf = _test_pki(tmp_path / "pki")
+        server = KafkaServer(tmp_path / "data", "--tls-cert", pki["server.pem"], "--tls-key", pki["server.key"],
+                             "--kafka-tls-client-ca", pki["ca.pem"], env=env).start(wait=False)
+        _wait_tls_ready(server)
+    else:
+        server = KafkaServer(tmp_path / "data", env=env).start()
+        ssl_conf = ""
     try:
         conf = tmp_path / "test.conf"
-        conf.write_text(f"bootstrap.servers={server.bootstrap}\ntest.topic.random=true\n")
+        conf.write_text(f"bootstrap.servers={server.bootstrap}\ntest.topic.random=true\n{ssl_conf}")
         # CI=true, always: the runner shares two cores with the rest of the suite, the machine
         # librdkafka's CI mode is for. Its wall-clock bounds (TIMING_ASSERT, e.g. 0001's cycle
         # under 999 ms) then warn instead of failing, as our hypothesis deadlines are off; it
@@ -131,3 +153,47 @@ def test_librdkafka_numbered_tests(tmp_path, run):
         assert set(subset) <= ran, f"not run: {sorted(set(subset) - ran)}"
     finally:
         server.stop()
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def _test_pki(d: Path) -> tuple[dict, str]:
+    """A CA, the server's certificate and a client's, both signed by it, the client's key under a
+    password (as librdkafka's SSL test cluster has them): (paths, the runner's SSL configuration)."""
+    d.mkdir()
+    f = {n: str(d / n) for n in ("ca.pem", "ca.key", "server.pem", "server.key", "server.csr", "client.pem",
+                                 "client.key", "client.csr", "client.key.pem", "san.ext")}
+    password = "librdkafka-test"
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["ca.key"], "-out", f["ca.pem"], "-days",
+             "1", "-subj", "/CN=librdkafka test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    Path(f["san.ext"]).write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for who, subj in (("server", "/CN=localhost"), ("client", "/CN=librdkafka")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f[f"{who}.key"], "-out", f[f"{who}.csr"],
+                 "-subj", subj)
+        _openssl("x509", "-req", "-in", f[f"{who}.csr"], "-CA", f["ca.pem"], "-CAkey", f["ca.key"],
+                 "-CAcreateserial", "-out", f[f"{who}.pem"], "-days", "1",
+                 *(("-extfile", f["san.ext"]) if who == "server" else ()))
+    _openssl("pkey", "-in", f["client.key"], "-out", f["client.key.pem"], "-aes256", "-passout", f"pass:{password}")
+    conf = (f"security.protocol=ssl\nssl.ca.location={f['ca.pem']}\nssl.certificate.location={f['client.pem']}\n"
+            f"ssl.key.location={f['client.key.pem']}\nssl.key.password={password}\n")
+    return f, conf
+
+
+def _wait_tls_ready(server: KafkaServer, timeout: float = 30.0) -> None:
+    """Until the server says it is ready and its Kafka port takes connections (its HTTP front
+    speaks TLS, which ``start``'s plain probe does not)."""
+    deadline = time.monotonic() + timeout
+    ready = re.compile(rf"ready.*pid {server.proc.pid}\b")
+    while True:
+        assert server.proc.poll() is None, server.log()
+        if ready.search(server.log()):
+            try:
+                socket.create_connection(("127.0.0.1", server.kafka_port), timeout=1).close()
+                return
+            except OSError:
+                pass
+        assert time.monotonic() < deadline, server.log()
+        time.sleep(0.05)
