@@ -390,9 +390,11 @@ class DiskTier:
                 # counted now, so that a consumer's task_done never runs ahead of it
                 self._unfinished += n
             try:
-                # append_batch even for one item: a write that fails leaves nothing
-                # buffered in the log (``append`` would keep it, to be written later)
-                first = self._log.append_batch(payloads)
+                # One item: the log's buffered append, written in one write with the other
+                # durable puts of its group commit; a write that finds no space drops that
+                # whole buffer (each of its appenders raises DiskFullError and none of it is
+                # ever read or written later: Log._write_buffer_locked). Several: one batch.
+                first = self._log.append(payloads[0]) if n == 1 else self._log.append_batch(payloads)
                 break
             except BaseException as e:
                 with self._lock:
