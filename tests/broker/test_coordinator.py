@@ -95,6 +95,26 @@ def test_a_silent_member_expires_and_the_others_must_rejoin():
     assert co.heartbeat("g", 2, follower.member_id) == UNKNOWN_MEMBER
 
 
+def test_each_new_member_in_the_initial_delay_starts_it_again():
+    """Kafka's InitialDelayedJoin: members that join a new group one after another, each within
+    the initial delay of the one before, share its first generation; the delay never runs past
+    the rebalance deadline."""
+    clock = Clock()
+    co = GroupCoordinator(clock=clock, initial_delay_ms=500)
+    kw = dict(protocols=[("range", b"")], session_timeout_ms=60_000, rebalance_timeout_ms=1_000)
+    wa = co.start_join("g", "", client_id="a", **kw)
+    clock.t += 0.4
+    wb = co.start_join("g", "", client_id="b", **kw)
+    clock.t += 0.4  # past a's delay, within b's
+    assert co.describe("g")["state"] == "PreparingRebalance" and not wa.done and not wb.done
+    wc = co.start_join("g", "", client_id="c", **kw)
+    clock.t += 0.3  # within c's delay, past the rebalance deadline (1 s after a's join)
+    assert co.describe("g")["state"] == "CompletingRebalance"
+    assert wa.done and wb.done and wc.done
+    assert {w.result.generation for w in (wa, wb, wc)} == {1} and len(wa.result.members or wb.result.members
+                                                                      or wc.result.members) == 3
+
+
 def _stable(co, group, **kw):
     """One member that joined and synced alone: a later join into ``group`` waits for it."""
     a = co.join(group, "", client_id="pin", protocols=[("range", b"")], **kw)

@@ -9,8 +9,10 @@ A join waits until every current member has (re)joined or the rebalance
 timeout passes (stragglers are removed); then the generation goes up by one,
 the first joined member (the old leader when it rejoins) leads, and every join
 returns. A group's first rebalance (from Empty) waits ``initial_delay_ms``
-for more members (Kafka's group.initial.rebalance.delay.ms), so members that
-start together share one generation. ``sync`` from the leader stores the assignment bytes it computed
+for more members (Kafka's group.initial.rebalance.delay.ms), and each new
+member that joins meanwhile starts that wait again, up to the rebalance
+deadline (Kafka's InitialDelayedJoin), so members that start together share
+one generation. ``sync`` from the leader stores the assignment bytes it computed
 (passed through untouched: range, round-robin, cooperative-sticky all work);
 the followers' ``sync`` waits for it; a member that has not synced one
 rebalance timeout after its join completed is removed (as Kafka removes a
@@ -427,7 +429,8 @@ class GroupCoordinator:
                 leader_before = g.leader
                 m = self._replace_static_locked(g, instance, member_id)
                 m.client_id, m.client_host = client_id, client_host
-            if m is None:
+            new = m is None
+            if new:
                 g.pending.pop(member_id, None)
                 m = g.members[member_id] = Member(member_id, client_id, client_host, session_timeout_ms,
                                                   rebalance_timeout_ms or session_timeout_ms, list(protocols),
@@ -447,6 +450,11 @@ class GroupCoordinator:
                 self._settle_locked(g)
                 return now_in_force(leader_before, [])
             self._start_rebalance_locked(g)
+            if new and g.not_before > self._clock():
+                # a member new to a new group, in its initial delay: the delay starts again, up to
+                # the rebalance deadline (Kafka's InitialDelayedJoin), so members that start one
+                # after another share the first generation
+                g.not_before = min(self._clock() + self._initial_delay_s, g.deadline)
             m.joined = True
             gen = g.generation
 
