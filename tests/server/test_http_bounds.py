@@ -7,14 +7,12 @@ idle or half-sent connections made every other client get 503, indefinitely.
 
 from __future__ import annotations
 
-import shutil
 import socket
-import ssl
-import subprocess
 import time
 
 import httpx
 import pytest
+from certs import needs_openssl, self_signed
 from vqs_server_proc import ServerProcess
 
 
@@ -214,26 +212,12 @@ def test_a_chunked_sqs_body_is_counted_as_it_is_read(server):
     c.close()
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+@needs_openssl
 def test_a_tls_handshake_that_never_ends_is_closed(tmp_path):
     """Before: a connection that never finished its TLS handshake was held for asyncio's 60 s."""
-    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    s = ServerProcess(tmp_path / "data", "--tls-cert", cert, "--tls-key", key,
-                      "--http-header-timeout-s", "1").start(wait=False)
+    cert, key = self_signed(tmp_path)
+    s = ServerProcess(tmp_path / "data", "--tls-cert", cert, "--tls-key", key, "--http-header-timeout-s", "1").start()
     try:
-        ctx = ssl.create_default_context(cafile=cert)
-        deadline = time.monotonic() + 30
-        while True:  # ready (served over TLS)
-            try:
-                if httpx.get(f"https://127.0.0.1:{s.port}/health/ready", verify=ctx, timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, s.log()
-            time.sleep(0.05)
         c = _connect(s.port)
         c.sendall(b"\x16\x03\x01")  # the start of a ClientHello, never finished
         t0 = time.monotonic()

@@ -23,6 +23,11 @@ SIGV4_ANY = {"authorization": "AWS4-HMAC-SHA256 Credential=test/20240101/us-east
 #: One TLS context for every test client (pass as ``verify=``): a default httpx client builds its
 #: own and loads the CA bundle, 33 ms of CPU each, and the tests make some thousand of them.
 TLS = ssl.create_default_context()
+#: The readiness probe of a server started with ``--tls-cert``: that certificate is the test's own
+#: (no CA bundle holds it), and the process's own "ready" line in its log says it is this server.
+_PROBE_TLS = ssl.create_default_context()
+_PROBE_TLS.check_hostname = False
+_PROBE_TLS.verify_mode = ssl.CERT_NONE
 
 
 def free_port() -> int:
@@ -48,8 +53,13 @@ class ServerProcess:
                                      f"server-{self.port}.log")
 
     @property
+    def tls(self) -> bool:
+        """Started with ``--tls-cert``: its HTTP front speaks HTTPS."""
+        return "--tls-cert" in self.args
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def start(self, wait: bool = True, timeout: float = 30.0) -> ServerProcess:
         """Start (or restart, on the same ports) and wait until ready. ``free_port`` does not hold
@@ -70,6 +80,7 @@ class ServerProcess:
                 self.wait_ready(timeout)
             except RuntimeError:
                 if self._started or attempt == 2 or self.proc.returncode != 3 or "is in use" not in self.log():
+                    self.stop(5)  # (one that never got ready is not left running)
                     raise
                 self.fresh_ports()
                 continue
@@ -105,7 +116,8 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                if self._said_ready() and httpx.get(self.url + "/health/ready", timeout=1.0, verify=TLS).status_code == 200:
+                verify = _PROBE_TLS if self.tls else TLS
+                if self._said_ready() and httpx.get(self.url + "/health/ready", timeout=1.0, verify=verify).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

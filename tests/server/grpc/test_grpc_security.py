@@ -4,7 +4,6 @@ what `vqs serve --grpc-port` says when it cannot start (no grpc extra, a port in
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import ssl
 import subprocess
@@ -12,6 +11,7 @@ import sys
 
 import grpc
 import pytest
+from certs import needs_openssl, self_signed
 from grpc_server_proc import GrpcServer, Stubs, wait_http
 
 from vqs.errors import ConfigError
@@ -66,17 +66,14 @@ def test_off_loopback_grpc_needs_bearer_tokens():
         Settings(tls_cert="cert.pem").check()
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+@needs_openssl
 def test_tls_serves_https_and_grpc_with_one_certificate(tmp_path, pb):
-    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    cert, key = self_signed(tmp_path)
     s = GrpcServer(tmp_path / "data", "--tls-cert", cert, "--tls-key", key).start(wait=False)
     try:
         with open(cert, "rb") as f:
             root = f.read()
-        wait_http(s.url.replace("http://", "https://"), verify=ssl.create_default_context(cafile=cert))
+        wait_http(s.url, verify=ssl.create_default_context(cafile=cert))
         ch = grpc.secure_channel(s.target, grpc.ssl_channel_credentials(root_certificates=root))
         st = Stubs(ch)
         st.topics.CreateTopic(pb.CreateTopicRequest(name="tls"))

@@ -18,12 +18,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from certs import LOCAL_NAMES, openssl
 from kafka_server_proc import KafkaServer
 
 RDK_VERSION = "2.15.1"
@@ -119,13 +118,11 @@ def test_librdkafka_numbered_tests(tmp_path, run):
             pytest.fail("the SSL run makes its certificates with the openssl command, which is missing")
         pki, ssl_conf = _test_pki(tmp_path / "pki")
         server = KafkaServer(tmp_path / "data", "--tls-cert", pki["server.pem"], "--tls-key", pki["server.key"],
-                             "--kafka-tls-client-ca", pki["ca.pem"], env=env).start(wait=False)
+                             "--kafka-tls-client-ca", pki["ca.pem"], env=env).start()
     else:
         server = KafkaServer(tmp_path / "data", env=env).start()
         ssl_conf = ""
     try:
-        if ssl_conf:
-            _wait_tls_ready(server)  # (in the try: a server that never gets ready is stopped too)
         conf = tmp_path / "test.conf"
         conf.write_text(f"bootstrap.servers={server.bootstrap}\ntest.topic.random=true\n{ssl_conf}")
         # CI=true, always: the runner shares two cores with the rest of the suite, the machine
@@ -156,10 +153,6 @@ def test_librdkafka_numbered_tests(tmp_path, run):
         server.stop()
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
 def _test_pki(d: Path) -> tuple[dict, str]:
     """A CA, the server's certificate and a client's, both signed by it, the client's key under a
     password (as librdkafka's SSL test cluster has them): (paths, the runner's SSL configuration)."""
@@ -167,34 +160,17 @@ def _test_pki(d: Path) -> tuple[dict, str]:
     f = {n: str(d / n) for n in ("ca.pem", "ca.key", "server.pem", "server.key", "server.csr", "client.pem",
                                  "client.key", "client.csr", "client.key.pem", "san.ext")}
     password = "librdkafka-test"
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["ca.key"], "-out", f["ca.pem"], "-days",
-             "1", "-subj", "/CN=librdkafka test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    Path(f["san.ext"]).write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["ca.key"], "-out", f["ca.pem"], "-days",
+            "1", "-subj", "/CN=librdkafka test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    Path(f["san.ext"]).write_text(LOCAL_NAMES + "\n")
     for who, subj in (("server", "/CN=localhost"), ("client", "/CN=librdkafka")):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f[f"{who}.key"], "-out", f[f"{who}.csr"],
-                 "-subj", subj)
-        _openssl("x509", "-req", "-in", f[f"{who}.csr"], "-CA", f["ca.pem"], "-CAkey", f["ca.key"],
-                 "-CAcreateserial", "-out", f[f"{who}.pem"], "-days", "1",
-                 *(("-extfile", f["san.ext"]) if who == "server" else ()))
-    _openssl("pkey", "-in", f["client.key"], "-out", f["client.key.pem"], "-aes256", "-passout", f"pass:{password}")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f[f"{who}.key"], "-out", f[f"{who}.csr"],
+                "-subj", subj)
+        openssl("x509", "-req", "-in", f[f"{who}.csr"], "-CA", f["ca.pem"], "-CAkey", f["ca.key"],
+                "-CAcreateserial", "-out", f[f"{who}.pem"], "-days", "1",
+                *(("-extfile", f["san.ext"]) if who == "server" else ()))
+    openssl("pkey", "-in", f["client.key"], "-out", f["client.key.pem"], "-aes256", "-passout", f"pass:{password}")
     conf = (f"security.protocol=ssl\nssl.ca.location={f['ca.pem']}\nssl.certificate.location={f['client.pem']}\n"
             f"ssl.key.location={f['client.key.pem']}\nssl.key.password={password}\n")
     return f, conf
-
-
-def _wait_tls_ready(server: KafkaServer, timeout: float = 30.0) -> None:
-    """Until the server says it is ready and its Kafka port takes connections (its HTTP front
-    speaks TLS, which ``start``'s plain probe does not)."""
-    deadline = time.monotonic() + timeout
-    ready = re.compile(rf"ready.*pid {server.proc.pid}\b")
-    while True:
-        assert server.proc.poll() is None, server.log()
-        if ready.search(server.log()):
-            try:
-                socket.create_connection(("127.0.0.1", server.kafka_port), timeout=1).close()
-                return
-            except OSError:
-                pass
-        assert time.monotonic() < deadline, server.log()
-        time.sleep(0.05)

@@ -6,6 +6,7 @@ import struct
 import time
 
 import pytest
+from certs import needs_openssl, self_signed
 from kafka_server_proc import KafkaServer
 from raw_client import RawKafka
 
@@ -123,32 +124,11 @@ def test_kafka_users_replace_the_tokens_for_kafka_only(tmp_path):
     assert "app-pass" not in server.log()
 
 
-@pytest.mark.skipif(__import__("shutil").which("openssl") is None, reason="needs the openssl command")
+@needs_openssl
 def test_kafka_over_tls_with_sasl(tmp_path):
-    import subprocess
-
-    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    server = KafkaServer(tmp_path / "data", "--token", "s3cret", "--tls-cert", cert, "--tls-key", key).start(
-        wait=False)
+    cert, key = self_signed(tmp_path)
+    server = KafkaServer(tmp_path / "data", "--token", "s3cret", "--tls-cert", cert, "--tls-key", key).start()
     try:
-        import ssl
-        import time
-
-        import httpx
-
-        deadline = time.monotonic() + 30
-        while True:  # ready once HTTPS answers
-            try:
-                if httpx.get(server.url.replace("http://", "https://") + "/health/ready",
-                             verify=ssl.create_default_context(cafile=cert)).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, server.log()
-            time.sleep(0.1)
         conf = {"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_SSL", "ssl.ca.location": cert,
                 "sasl.mechanism": "PLAIN", "sasl.username": "me", "sasl.password": "s3cret"}
         p = ck.Producer(conf)

@@ -8,14 +8,13 @@ fails the handshake.
 
 from __future__ import annotations
 
-import shutil
 import socket
 import ssl
-import subprocess
 import time
 import uuid
 
 import pytest
+from certs import needs_openssl, openssl, self_signed
 from kafka_clients import delivery_codes
 from kafka_server_proc import KafkaServer
 
@@ -36,12 +35,7 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
-needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 ALICE = "User:CN=alice,OU=eng,O=acme\\, Inc.,C=DE"  # Kafka's form of alice's subject (RFC 2253)
-
-
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -51,40 +45,27 @@ def pki(tmp_path_factory):
     d = tmp_path_factory.mktemp("pki")
     f = {n: str(d / n) for n in ("ca.pem", "ca.key", "server.pem", "server.key", "alice.pem", "alice.key",
                                  "alice.csr", "bob.pem", "bob.key", "bob.csr", "mallory.pem", "mallory.key")}
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["ca.key"], "-out", f["ca.pem"], "-days",
-             "1", "-subj", "/CN=test client CA", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["server.key"], "-out", f["server.pem"],
-             "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1")
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f["alice.key"], "-out", f["alice.csr"],
-             "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=alice")
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f["bob.key"], "-out", f["bob.csr"],
-             "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=bob")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["ca.key"], "-out", f["ca.pem"], "-days",
+            "1", "-subj", "/CN=test client CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    self_signed(d, "server")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f["alice.key"], "-out", f["alice.csr"],
+            "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=alice")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f["bob.key"], "-out", f["bob.csr"],
+            "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=bob")
     for who in ("alice", "bob"):
-        _openssl("x509", "-req", "-in", f[f"{who}.csr"], "-CA", f["ca.pem"], "-CAkey", f["ca.key"],
-                 "-CAcreateserial", "-out", f[f"{who}.pem"], "-days", "1")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["mallory.key"], "-out",
-             f["mallory.pem"], "-days", "1", "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=alice")
+        openssl("x509", "-req", "-in", f[f"{who}.csr"], "-CA", f["ca.pem"], "-CAkey", f["ca.key"],
+                "-CAcreateserial", "-out", f[f"{who}.pem"], "-days", "1")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f["mallory.key"], "-out",
+            f["mallory.pem"], "-days", "1", "-subj", "/C=DE/O=acme, Inc./OU=eng/CN=alice")
     return f
 
 
 def _start(pki, data, **env) -> KafkaServer:
-    """A server with the test CA's client certificates, once ready (HTTPS answers its probe: the
-    HTTP front takes no client certificates)."""
-    import httpx
-
-    s = KafkaServer(data, "--token", "s3cret", "--tls-cert", pki["server.pem"], "--tls-key", pki["server.key"],
-                    "--kafka-tls-client-ca", pki["ca.pem"], env=env).start(wait=False)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(s.url.replace("http://", "https://") + "/health/ready",
-                         verify=ssl.create_default_context(cafile=pki["server.pem"])).status_code == 200:
-                return s
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, s.log()
-        time.sleep(0.1)
+    """A server with the test CA's client certificates, once ready (its HTTPS front, which takes no
+    client certificates, answers the readiness probe)."""
+    return KafkaServer(data, "--token", "s3cret", "--tls-cert", pki["server.pem"], "--tls-key", pki["server.key"],
+                       "--kafka-tls-client-ca", pki["ca.pem"], env=env).start()
 
 
 @pytest.fixture(scope="module")
