@@ -237,8 +237,16 @@ class GroupCoordinator:
             self._start_rebalance_locked(g)
         self._settle_locked(g)
 
-    def _start_rebalance_locked(self, g: Group) -> None:
-        if g.state != PREPARING:
+    def _start_rebalance_locked(self, g: Group, new_member: bool = False) -> None:
+        """The group prepares a rebalance (nothing changes if it already does, except that a
+        ``new_member`` joining within a new group's initial delay starts that delay again, up to
+        the rebalance deadline: Kafka's InitialDelayedJoin, so members that start one after
+        another share the first generation)."""
+        if g.state == PREPARING:
+            now = self._clock()
+            if new_member and g.not_before > now:
+                g.not_before = min(now + self._initial_delay_s, g.deadline)
+        else:
             if g.state == EMPTY:
                 g.not_before = self._clock() + self._initial_delay_s
             g.state = PREPARING
@@ -449,12 +457,7 @@ class GroupCoordinator:
                 # returning member computes no assignment
                 self._settle_locked(g)
                 return now_in_force(leader_before, [])
-            self._start_rebalance_locked(g)
-            if new and g.not_before > self._clock():
-                # a member new to a new group, in its initial delay: the delay starts again, up to
-                # the rebalance deadline (Kafka's InitialDelayedJoin), so members that start one
-                # after another share the first generation
-                g.not_before = min(self._clock() + self._initial_delay_s, g.deadline)
+            self._start_rebalance_locked(g, new_member=new)
             m.joined = True
             gen = g.generation
 
