@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from vqs.record import Record
+import struct
+
+import crc32c
+import pytest
+
+from vqs.errors import CorruptRecordError
+from vqs.record import HEADER_SIZE, Record, encode_batch
 from vqs.wire import decode_body, encode_records
 
 
@@ -32,3 +38,13 @@ def test_a_gap_starts_a_new_batch():
 def test_nothing_encodes_to_nothing():
     assert encode_records([]) == ([], 0)
     assert decode_body(b"") == []
+
+
+def test_a_body_is_decoded_as_batches_from_outside_the_log():
+    """``decode_body`` checks what a batch from a client (or a server) could lie about behind a
+    valid CRC: offsets that go back, reading as more values than the body holds."""
+    good = bytearray(encode_batch(0, [b"abc", b"defg", b"h"]))
+    struct.pack_into("<II", good, HEADER_SIZE + 4, 7, 3)  # value offsets 0, 7, 3, 8
+    struct.pack_into("<I", good, 12, crc32c.crc32c(bytes(good[16:])))
+    with pytest.raises(CorruptRecordError, match="value offsets decrease"):
+        decode_body(bytes(good))

@@ -8,8 +8,8 @@ offsets and timestamps, or with ``stored=1`` the stored batches holding them,
 as the log holds them (vqs/server/rest/messages.py). Response headers ``X-VQS-Next-Offset``,
 ``X-VQS-Start-Offset`` and ``X-VQS-End-Offset`` carry the positions.
 
-Invariants: every batch of a body is CRC-verified before any record of it is
-used (``decode_body``); a response batch holds only consecutive offsets, so a
+Invariants: every batch of a body is CRC-verified, and its offsets columns checked,
+before any record of it is used (``decode_body``); a response batch holds only consecutive offsets, so a
 gap in the log (a batch quarantined by recovery) starts a new batch
 (``encode_records``).
 """
@@ -25,14 +25,16 @@ END_OFFSET = "x-vqs-end-offset"
 
 
 def decode_body(body: bytes, where: str = "request body", max_inflated: int | None = None) -> list:
-    """Decode (and CRC-verify) every batch of a binary body. ``max_inflated``: the most its
-    compressed batches may inflate to, together (MessageTooLarge before a batch past it is
-    decompressed; a remote body: never more than the server accepts in a request)."""
+    """Decode (and CRC-verify) every batch of a binary body, as batches from outside the log
+    (``decode_batch``'s ``untrusted``: offsets that decrease are refused, so no value outgrows
+    the body). ``max_inflated``: the most its compressed batches may inflate to, together
+    (MessageTooLarge before a batch past it is decompressed; a remote body: never more than
+    the server accepts in a request)."""
     out = []
     pos = 0
     n = len(body)
     while pos < n:
-        b = decode_batch(body, pos, where=where, max_inflated=max_inflated)
+        b = decode_batch(body, pos, where=where, max_inflated=max_inflated, untrusted=True)
         if max_inflated is not None and b.codec:
             max_inflated -= b.body_bytes
         out.append(b)

@@ -439,6 +439,50 @@ def test_column_offsets_past_the_body_behind_a_valid_crc():
         decode_batch(bytes(recrc(good)))
 
 
+def _decreasing(column: str) -> bytes:
+    """A batch of three records whose ``column`` offsets go back (0, 7, 3, 8 for 0, 3, 7, 8), its
+    CRC valid: read as the offsets say, records overlap (the first spans two records' bytes)."""
+    values = [b"abc", b"defg", b"h"]
+    kw: dict = {"keys": list(values)} if column == "key" else {}
+    if column == "header":
+        kw = {"headers": [[("a", b"x")], [("bb", b"yy")], [("c", b"")]]}
+    good = bytearray(encode_batch(0, values, **kw))
+    at = HEADER_SIZE  # the values' offsets; the keys' follow the values' data and their bitmap
+    if column != "value":
+        at += 4 * 4 + 8 + (1 if column == "key" else 0)
+    o = struct.unpack_from("<4I", good, at)
+    struct.pack_into("<II", good, at + 4, o[2], o[1])  # the first two ends swapped
+    return bytes(recrc(good))
+
+
+@pytest.mark.parametrize("column", ["value", "key", "header"])
+def test_offsets_that_decrease_are_refused_in_a_batch_from_outside(column):
+    """A client's batch whose offsets column goes back: behind a valid CRC, each slice may span
+    the whole column, so a body of a few KiB could stand for GiB of values. ``untrusted``
+    (vqs.wire.decode_body: every body a client or a server sends) refuses it; the log's own reads, whose
+    batches the encoder made, skip the O(n) check."""
+    bad = _decreasing(column)
+    assert decode_batch(bad).count == 3  # (as the log reads its own: not checked)
+    with pytest.raises(CorruptRecordError, match=f"{column} offsets decrease"):
+        decode_batch(bad, untrusted=True)
+    good = encode_batch(0, [b"a", b"", b"bc"], keys=[b"k", None, b""], headers=[[("h", b"v")], [], None])
+    assert [r.value for r in decode_batch(good, untrusted=True).records()] == [b"a", b"", b"bc"]
+
+
+def test_a_body_cannot_stand_for_more_values_than_it_holds():
+    """The amplification the check closes: 4 KiB of values and 1,024 offsets alternating 0 and
+    4,096 would read as 512 values of 4 KiB each (2 MiB)."""
+    n = 1024
+    offs = [0] + [4096 if i % 2 == 0 else 0 for i in range(n - 1)] + [4096]
+    body = struct.pack(f"<{n + 1}I", *offs) + b"x" * 4096
+    batch = bytearray(HEADER_SIZE) + body
+    struct.pack_into("<QIIBBHIqqqhiI", batch, 0, 0, len(batch) - 12, 0, 1, 0, 0, n, 0, 0, -1, -1, -1, len(body))
+    bad = bytes(recrc(batch))
+    assert sum(map(len, decode_batch(bad).values())) == 512 * 4096  # what it would stand for
+    with pytest.raises(CorruptRecordError, match="value offsets decrease"):
+        decode_batch(bad, untrusted=True)
+
+
 def test_malformed_headers_column_raises_corrupt():
     with pytest.raises(CorruptRecordError):
         rb.decode_headers(b"\x05\x00\xff")

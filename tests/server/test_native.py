@@ -104,6 +104,24 @@ def test_native_answers_as_http_for_errors_and_the_frameworks_checks(server, uni
     s.close()
 
 
+def test_a_batch_whose_offsets_go_back_is_refused_over_native_too(server, unique):
+    """The direct produce (no task, the coalescer) checks a body as HTTP does: a batch that would
+    read as far more values than it holds is 400 ``corrupt_batch``, nothing appended."""
+    from test_rest import amplifying_batch
+
+    port = int(httpx.get(server.url + "/health").json()["native_port"])
+    httpx.post(server.url + "/topics", json={"name": unique}, headers={"x-vqs-client": "t"}).raise_for_status()
+    s = _connect(port)
+    s.sendall(W.hello(b""))
+    assert _answer(s)[0] == 200
+    status, _, body = _request(s, "POST", f"/topics/{unique}/messages", "application/vnd.vqs.batch",
+                               amplifying_batch())
+    assert status == 400 and json.loads(body)["error"]["code"] == "corrupt_batch", body
+    status, _, body = _request(s, "GET", f"/topics/{unique}")
+    assert json.loads(body)["partition_info"][0]["end_offset"] == 0
+    s.close()
+
+
 @pytest.fixture(scope="module")
 def strict(tmp_path_factory):
     """A server with a token, a small body limit and short native deadlines."""

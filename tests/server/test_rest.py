@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import base64
 import os
+import struct
 import threading
 import time
 
+import crc32c
 import pytest
 
 from vqs.client import Client
 from vqs.errors import OffsetOutOfRange
-from vqs.record import encode_batch
+from vqs.record import HEADER, HEADER_SIZE, encode_batch
 from vqs.wire import BATCH_CONTENT_TYPE, decode_body
 
 
@@ -130,6 +132,27 @@ def test_corrupt_binary_body_is_400(http, unique):
     body[-1] ^= 0xFF
     r = http.post(f"/topics/{unique}/messages", content=bytes(body), headers={"content-type": BATCH_CONTENT_TYPE})
     assert r.status_code == 400 and r.json()["error"]["code"] == "corrupt_batch"
+
+
+def amplifying_batch(n: int = 1024, size: int = 4096) -> bytes:
+    """A batch of ``size`` bytes of values and ``n`` offsets alternating 0 and ``size``, its CRC
+    valid: read as its offsets say, it would stand for n/2 values of ``size`` bytes each."""
+    offs = [0] + [size if i % 2 == 0 else 0 for i in range(n - 1)] + [size]
+    body = struct.pack(f"<{n + 1}I", *offs) + b"x" * size
+    batch = bytearray(HEADER_SIZE) + body
+    HEADER.pack_into(batch, 0, 0, len(batch) - 12, 0, 1, 0, 0, n, 0, 0, -1, -1, -1, len(body))
+    struct.pack_into("<I", batch, 12, crc32c.crc32c(bytes(batch[16:])))
+    return bytes(batch)
+
+
+def test_a_binary_body_whose_offsets_go_back_is_refused_and_appends_nothing(http, unique):
+    """8 KiB that would read as 2 MiB of values (hostile or broken client): 400, nothing appended."""
+    http.post("/topics", json={"name": unique})
+    r = http.post(f"/topics/{unique}/messages", content=amplifying_batch(),
+                  headers={"content-type": BATCH_CONTENT_TYPE})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "corrupt_batch", r.text
+    assert "offsets decrease" in r.json()["error"]["message"]
+    assert http.get(f"/topics/{unique}").json()["partition_info"][0]["end_offset"] == 0
 
 
 def test_errors_name_the_field(http, unique):

@@ -379,11 +379,18 @@ def peek_header(buf, pos: int = 0) -> tuple[int, int] | None:
 
 
 def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
-                 max_inflated: int | None = None) -> RecordBatch:
+                 max_inflated: int | None = None, untrusted: bool = False) -> RecordBatch:
     """Decode and verify the batch at ``pos`` of ``buf``: CorruptRecordError (naming ``where``
     and ``pos + at``, ``at`` being where ``buf`` starts in its file) if it is truncated, fails
     its CRC or is malformed; MessageTooLarge, before decompressing, if its body would inflate
-    past ``max_inflated``."""
+    past ``max_inflated``.
+
+    ``untrusted``: a batch from outside the log (a client's body) is also refused when an
+    offsets column decreases. Its CRC proves only that its sender meant these bytes: with
+    offsets going back, each record's slice may span the whole column, and a body of a few
+    KiB stands for values of many GiB. With offsets that never decrease, a batch's values
+    (keys, headers) add up to at most its column. The log's own batches were made by the
+    encoder, so reads skip this O(n) pass."""
     mv = memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
@@ -462,6 +469,12 @@ def decode_batch(buf, pos: int = 0, *, where: str = "buffer", at: int = 0,
             b.value_validity = None
         if p != len(body):
             raise ValueError(f"{len(body) - p} trailing bytes")
+        if untrusted:
+            for name, offs in (("value", b.value_offsets), ("key", b.key_offsets), ("header", b.header_offsets)):
+                if offs is not None and n > 1:
+                    lst = offs.tolist()
+                    if sorted(lst) != lst:  # (C speed: timsort meets one run when they never decrease)
+                        raise ValueError(f"its {name} offsets decrease")
     except ValueError as e:
         raise CorruptRecordError(f"{where}: batch at position {at_pos} (base offset {base}) is malformed: {e}",
                                  position=at_pos) from None
