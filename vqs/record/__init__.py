@@ -28,8 +28,10 @@ from .batch import (
     find_next_valid,
     frame_batch,
     head_batch,
+    is_plain,
     peek_header,
     scan_batches,
+    stamp_batch,
     verify_batch,
 )
 from .codecs import CODEC_GZIP, CODEC_LZ4, CODEC_NAMES, CODEC_NONE, CODEC_ZSTD, codec_id
@@ -39,5 +41,5 @@ __all__ = [
     "CODEC_GZIP", "CODEC_LZ4", "CODEC_NAMES", "CODEC_NONE", "CODEC_ZSTD", "HEADER", "HEADER_SIZE",
     "MAX_BATCH_BYTES", "BatchInfo", "Record", "RecordBatch", "codec_id", "decode_batch",
     "decode_headers", "encode_batch", "encode_batch_parts", "encode_headers", "find_next_valid",
-    "frame_batch", "head_batch", "peek_header", "scan_batches", "verify_batch",
+    "frame_batch", "head_batch", "is_plain", "peek_header", "scan_batches", "stamp_batch", "verify_batch",
 ]

@@ -50,6 +50,8 @@ MAX_BATCH_BYTES = 1 << 30
 _LITTLE = sys.byteorder == "little"
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
+_STAMPS = struct.Struct("<qq")
+_RESERVED = bytes(6)
 
 Headers = Sequence[tuple[str, bytes | None]]
 NULL_HEADER_VALUE = 0xFFFFFFFF
@@ -244,6 +246,40 @@ def frame_batch(base_offset: int, body: list, n: int, attrs: int, first_ts: int,
         crc = _crc(part, crc)
     _U32.pack_into(header, 8 + 4, crc)
     return [header, *body]
+
+
+def _full_bitmap(n: int) -> bytes:
+    return b"\xff" * (n >> 3) + (bytes(((1 << (n & 7)) - 1,)) if n & 7 else b"")
+
+
+def is_plain(b: RecordBatch) -> bool:
+    """True when the decoded batch ``b`` is laid out as ``encode_batch_parts`` lays out its
+    records with one timestamp for all and no producer: no header, null-value or timestamps
+    column (``first_timestamp = max_timestamp``), keys only when every record has one, offsets
+    that never decrease, zero reserved bytes, no producer numbers, attribute bit 4 clear. Such
+    a batch, written as it came (given its base offset, and its timestamp when it has none),
+    is what the log would have written of its records."""
+    n = b.count
+    if (b.attributes & ~ATTR_KEYS or b.first_timestamp_ms != b.max_timestamp_ms
+            or b.producer_id != -1 or b.producer_epoch != -1 or b.base_sequence != -1
+            or b.raw[HEADER_SIZE - 6 : HEADER_SIZE] != _RESERVED):
+        return False
+    if b.key_validity is not None and b.key_validity != _full_bitmap(n):
+        return False
+    if n > 1:
+        for offs in (b.value_offsets, b.key_offsets):
+            if offs is not None:
+                lst = offs.tolist()
+                if sorted(lst) != lst:
+                    return False
+    return True
+
+
+def stamp_batch(raw: bytearray, timestamp_ms: int) -> None:
+    """Give the batch ``raw`` (one without a timestamps column) ``timestamp_ms`` as every
+    record's time: its first and max timestamps set, its CRC computed again."""
+    _STAMPS.pack_into(raw, 24, timestamp_ms, timestamp_ms)
+    _U32.pack_into(raw, 12, _crc(memoryview(raw)[CRC_START:]))
 
 
 def head_batch(buf: bytearray, base_offset: int, n: int, attrs: int, first_ts: int, max_ts: int) -> bytearray:

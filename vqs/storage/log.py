@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import struct
 import threading
 import time
 import weakref
@@ -38,7 +39,15 @@ from ..errors import (
     LogFailedError,
     ReadOnlyError,
 )
-from ..record import HEADER, Record, RecordBatch, codec_id, encode_batch_parts
+from ..record import (
+    HEADER,
+    Record,
+    RecordBatch,
+    codec_id,
+    encode_batch_parts,
+    is_plain,
+    stamp_batch,
+)
 from . import log_settings, retention
 from .dir_lock import DirLock
 from .durable_file import make_dirs, raise_if_disk_full
@@ -68,6 +77,7 @@ RECOVERY_POLICIES = ("fail", "skip", "truncate")
 MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 
 _time_ns = time.time_ns
+_BASE = struct.Struct("<Q")
 
 
 def _now_ms() -> int:
@@ -324,6 +334,49 @@ class Log:
         if self._flush_always:
             self._group.await_durable(self, end, step)
         return first
+
+    def append_encoded(self, batch: RecordBatch) -> int | None:
+        """Append ``batch`` (a decoded RecordBatch, a producer's) as it is encoded, after what
+        ``append`` buffered; return its first offset. What a return promises is ``append_batch``'s.
+
+        Only a batch the log would have written so is taken: a plain one (``is_plain``: the
+        layout ``append_batch`` writes of its records), in the log's codec, of at most
+        ``batch_max_records`` records and ``batch_max_bytes`` of values. It is given its base
+        offset, and, when its header carries no time (a timestamp <= 0), the log's clock,
+        its CRC computed again. Any other batch: None, nothing done (the caller appends its
+        records with ``append_batch``)."""
+        buf = self._buf
+        if (batch.codec != buf.codec or batch.count > buf.max_records_less_1 + 1
+                or batch.value_offsets[batch.count] > buf.max_bytes or not is_plain(batch)):
+            return None
+        raw = bytearray(batch.raw)
+        n = batch.count
+        if batch.first_timestamp_ms <= 0:
+            stamp_batch(raw, self._now_ms())
+        nbytes = len(raw)
+        with self._lock:
+            if self._blocked:
+                self._check_appendable(nbytes)
+            self._write_buffer_locked()
+            self._take_locked(nbytes)
+            base = self._written_end
+            _BASE.pack_into(raw, 0, base)
+            try:
+                self._write_parts_locked([raw], base, base + n)
+            except BaseException:
+                self._next_offset = self._written_end
+                self._buf.settle(self._flush_always)
+                raise
+            self._next_offset = self._written_end
+            self._buf.settle(self._flush_always)
+            if self._read_waiters:
+                self._appended.notify_all()
+            end = self._written_end
+            if self._flush_always:
+                step = self._group.join_locked()
+        if self._flush_always:
+            self._group.await_durable(self, end, step)
+        return base
 
     def _buffer_full_locked(self) -> None:
         """The append slow path (a threshold, log_buffer.py): cover the buffer
