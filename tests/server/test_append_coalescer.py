@@ -10,6 +10,8 @@ requests among them answered on their own.
 from __future__ import annotations
 
 import asyncio
+import glob
+import os
 import threading
 
 import httpx
@@ -17,6 +19,7 @@ import pytest
 
 import vqs
 from vqs.broker.partitioner import partition_for_key
+from vqs.record import decode_batch, encode_batch, is_plain
 from vqs.server.context import ServerContext
 from vqs.server.settings import Settings
 
@@ -160,6 +163,127 @@ def test_flush_always_groups_append_in_a_thread_after_the_fsync(tmp_path):
     # flush=always: acknowledged means fsynced; the reopened log has them all
     with vqs.Broker(str(tmp_path / "data")) as b:
         assert [r.value for r in b.topic("t").log(0).read(0)] == [f"a{i}".encode() for i in range(20)]
+
+
+class _Sink:
+    """A future's stand-in, as the fast paths' requests are (done, set_result, ...)."""
+
+    def __init__(self):
+        self.fut = asyncio.get_running_loop().create_future()
+
+    def done(self):
+        return self.fut.done()
+
+    def set_result(self, r):
+        self.fut.set_result(r)
+
+    def set_exception(self, e):
+        self.fut.set_exception(e)
+
+    def cancel(self, msg=None):
+        return self.fut.cancel()
+
+
+def _plain(*values):
+    return decode_batch(encode_batch(0, list(values)))
+
+
+def test_a_lone_plain_batch_is_appended_at_once_and_leads_its_round(tmp_path):
+    """No group open for its partition: appended now, as encoded, answered from the next round;
+    the requests after it in the round (a plain batch among them) form the group behind it."""
+    ctx = _ctx(tmp_path)
+    try:
+        t = ctx.broker.create_topic("t")
+
+        async def main():
+            lead = _Sink()
+            assert ctx.appends.send_encoded(t, None, _plain(b"lead"), lead)
+            assert t.log(0).end_offset == 1 and not lead.done()  # appended now, answered next round
+            behind = [_send(ctx, t, [b"f%d" % i]) for i in range(3)]
+            assert not ctx.appends.send_encoded(t, None, _plain(b"late"), _Sink())  # a group is open
+            return await lead.fut, await _gather(*behind)
+
+        lead, behind = asyncio.run(main())
+        assert [(m.partition, m.offset) for m in lead] == [(0, 0)]
+        assert [m[0].offset for m in behind] == [1, 2, 3]
+        assert _batches(t.log(0)) == [[b"lead"], [b"f0", b"f1", b"f2"]]
+        assert ctx.metrics.messages_in.labels("topic", "t")._cell[0] == 4  # counted as send counts
+    finally:
+        ctx.broker.close()
+
+
+def test_what_is_not_appended_at_once(tmp_path):
+    """Several partitions and none named (the group's round-robin chooses), a batch the log does
+    not take as encoded: False, nothing done; a named partition: at once."""
+    ctx = _ctx(tmp_path)
+    try:
+        t = ctx.broker.create_topic("t", partitions=2)
+
+        async def main():
+            assert not ctx.appends.send_encoded(t, None, _plain(b"x"), _Sink())
+            assert not ctx.appends.send_encoded(t, 1, decode_batch(encode_batch(0, [b"h"], headers=[[("a", b"")]])),
+                                                _Sink())
+            named = _Sink()
+            assert ctx.appends.send_encoded(t, 1, _plain(b"p1"), named)
+            return await named.fut
+
+        assert [(m.partition, m.offset) for m in asyncio.run(main())] == [(1, 0)]
+        assert t.log(0).end_offset == 0 and t.log(1).end_offset == 1
+    finally:
+        ctx.broker.close()
+    ctx = _ctx(tmp_path / "always", flush="always")  # an append that waits on an fsync: a thread's
+    try:
+        t = ctx.broker.create_topic("t")
+
+        async def main():
+            return ctx.appends.send_encoded(t, None, _plain(b"x"), _Sink())
+
+        assert asyncio.run(main()) is False and t.log(0).end_offset == 0
+    finally:
+        ctx.broker.close()
+
+
+def test_clients_sending_one_message_at_a_time_at_once(server, unique):
+    """vqs.Client's one-message sends (native protocol), from threads at once: the lone ones go
+    at once, the others in groups; each acknowledged record once, at its offset, in its thread's
+    order, and the partition's batches as the log would have written them."""
+    with vqs.Client(server.url) as c:
+        c.create_topic(unique)
+    acked: dict[int, list] = {}
+    errors: list = []
+    start = threading.Barrier(8)
+
+    def sender(n: int):
+        try:
+            with vqs.Client(server.url) as c:
+                p = c.producer()
+                start.wait()
+                acked[n] = [(p.send(unique, b"s%d-%d" % (n, i)).offset, b"s%d-%d" % (n, i)) for i in range(40)]
+        except Exception as e:  # reported below
+            errors.append((n, e))
+
+    threads = [threading.Thread(target=sender, args=(n,)) for n in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert not errors, errors
+    with vqs.Client(server.url) as c:
+        batches, nxt, _ = c.read_batches(unique, 0, 0, max_records=1000)
+        log = {r.offset: r.value for b in batches for r in b.records()}
+    everything = [rec for recs in acked.values() for rec in recs]
+    assert nxt == len(log) == len(everything) == 320
+    assert all(log[off] == v for off, v in everything)
+    for recs in acked.values():
+        assert [off for off, _ in recs] == sorted(off for off, _ in recs)
+    [seg] = glob.glob(os.path.join(server.data_dir, "topics", unique, "0", "*.log"))
+    with open(seg, "rb") as f:
+        data = f.read()
+    pos = 0
+    while pos < len(data):
+        b = decode_batch(data, pos, untrusted=True)
+        assert is_plain(b) and b.first_timestamp_ms > 0  # stamped by the log when it came without one
+        pos += b.size_bytes
 
 
 # ------------------------------------------------------------------ over HTTP

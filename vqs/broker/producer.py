@@ -191,6 +191,28 @@ class Producer:
             t._notify()
         return out
 
+    def send_encoded(self, topic: str, partition: int, batch) -> list[RecordMetadata] | None:
+        """Append a producer's record batch (a decoded ``vqs.record.RecordBatch``) to
+        ``partition`` as it is encoded (``Log.append_encoded``: no decoding into values and
+        encoding again); its records' metadata, or None, nothing appended, for a batch the log
+        does not take so (the caller sends its records with ``send_batch``). Checked as
+        ``send_batch`` checks (the topic's ``max_message_bytes``, a compacted topic's keys)."""
+        t = self._broker.topic(topic)
+        n = batch.count
+        o = batch.value_offsets
+        limit = t.config.get("max_message_bytes")
+        if limit and o[n] > limit:
+            big = max(o[i + 1] - o[i] for i in range(n))
+            if big > limit:
+                raise MessageTooLarge(f"a value of {big} bytes exceeds topic {t.name!r}'s max_message_bytes ({limit})")
+        if t.compacted and batch.key_validity is None:
+            return None  # (send_batch refuses keyless records on a compacted topic)
+        first = t.log(partition).append_encoded(batch)
+        if first is None:
+            return None
+        t._notify()
+        return [RecordMetadata(t.name, partition, first + i) for i in range(n)]
+
     def _append(self, t, p: int, values, keys, headers, timestamps_ms) -> int:
         """One batch to partition ``p`` of topic ``t``; its first offset (IdempotentProducer
         numbers it)."""

@@ -8,7 +8,11 @@ for a partition opens a *group* and schedules its write with
 ``loop.call_soon``; every request for the same partition that joins before
 that callback runs (the others started in that round) is added to the group;
 the callback appends the group as one batch and hands each request its own
-offsets. A request alone is appended alone, one loop round later.
+offsets. A request that finds no group open for its partition, its body one
+plain record batch (``send_encoded``), is appended at once as the client
+encoded it (``Log.append_encoded``: no decoding into values and no encoding
+again), and answered from the next round: it leads, and the requests after it
+in the same round form the group behind it, as in a log's group commit.
 
 Invariants:
 
@@ -132,6 +136,30 @@ class AppendCoalescer:
         g.nbytes += nbytes
         g.nrecords += len(values)
         return fut
+
+    def send_encoded(self, topic, partition, batch, sink) -> bool:
+        """One request's one record batch (decoded, checked) appended now, as it is encoded
+        (``Log.append_encoded``), and ``sink`` answered from the loop's next round (as a
+        future's callbacks run), counted as ``send`` counts. False, nothing done, when it goes
+        through ``send`` instead: under ``always`` (the append waits on an fsync: a worker
+        thread's), a topic with several partitions and none named (the group's round-robin
+        chooses), a group open for its partition (requests that came first in this round),
+        or a batch the log does not take as encoded (``Producer.send_encoded``)."""
+        if not self.ctx.inline_writes:
+            return False
+        if partition is None:
+            if topic.partitions != 1:
+                return False
+            partition = 0
+        if (topic, partition, False) in self._open:
+            return False
+        metas = self.ctx.producer().send_encoded(topic.name, partition, batch)
+        if metas is None:
+            return False
+        n = batch.count
+        self.ctx.metrics.count_in("topic", topic.name, n, batch.value_offsets[n])
+        asyncio.get_running_loop().call_soon(sink.set_result, metas)
+        return True
 
     async def _direct(self, topic, values, keys, headers, timestamps, nbytes) -> list:
         metas = await self.ctx.write(self.ctx.producer().send_batch, topic.name, values, keys=keys,

@@ -256,6 +256,11 @@ def batch_records(ctx: ServerContext, t, partition_raw: str | None, body: bytes)
     Raises ``APIError`` (400/413) before anything is written: a batch that is refused refuses
     the whole body (no batch of it appended)."""
     partition = query_int({"partition": partition_raw}, "partition", None, 0, t.partitions - 1)
+    return partition, _appends(ctx, t, _batches(ctx, t, body))
+
+
+def _batches(ctx: ServerContext, t, body: bytes) -> list:
+    """The body's record batches, checked: their CRC and columns, their values' sizes."""
     try:  # compressed batches inflate to no more, together, than a request's body may hold
         batches = decode_body(body, max_inflated=ctx.settings.max_body_bytes)
     except MessageTooLarge as e:
@@ -264,18 +269,22 @@ def batch_records(ctx: ServerContext, t, partition_raw: str | None, body: bytes)
         raise APIError(400, "corrupt_batch", str(e), field="body") from None
     if not batches:
         raise APIError(400, "invalid_argument", "the body holds no record batch", field="body")
-    appends = []
-    now = int(time.time() * 1000)
     limit = t.message_limit(ctx.settings.max_message_bytes)  # the topic's, else the server's
     for bt in batches:
-        values = bt.values()
         o = bt.value_offsets
-        nb = o[bt.count]
-        if nb > limit:  # only then can one value pass the limit
-            big = max(len(v) for v in values if v is not None)
+        if o[bt.count] > limit:  # only then can one value pass the limit
+            big = max(o[i + 1] - o[i] for i in range(bt.count))
             if big > limit:
                 raise APIError(413, "message_too_large",
                                f"a value of {big} bytes exceeds max_message_bytes ({limit})", field="value")
+    return batches
+
+
+def _appends(ctx: ServerContext, t, batches: list) -> list:
+    appends = []
+    now = int(time.time() * 1000)
+    for bt in batches:
+        values = bt.values()
         keys = [bt.key(i) for i in range(bt.count)] if bt.key_validity is not None else None
         hdrs = [bt.headers(i) for i in range(bt.count)] if bt.header_offsets is not None else None
         if bt.timestamps is not None:
@@ -284,8 +293,8 @@ def batch_records(ctx: ServerContext, t, partition_raw: str | None, body: bytes)
             ts = [bt.first_timestamp_ms] * bt.count
         else:
             ts = None
-        appends.append((values, keys, hdrs, ts, nb))
-    return partition, appends
+        appends.append((values, keys, hdrs, ts, bt.value_offsets[bt.count]))
+    return appends
 
 
 def produce_answer(metas: list) -> dict:
@@ -308,7 +317,11 @@ def coalesce_batches(ctx: ServerContext, t, partition_raw: str | None, body: byt
     coalescer's callback): None. Else the coroutine of its appends (``append_batches``), for the
     caller to run. Raises the route's error before anything is appended. (The HTTP fast path's
     and the native protocol's direct produce: no task or future for the common request.)"""
-    partition, appends = batch_records(ctx, t, partition_raw, body)
+    partition = query_int({"partition": partition_raw}, "partition", None, 0, t.partitions - 1)
+    batches = _batches(ctx, t, body)
+    if len(batches) == 1 and ctx.appends.send_encoded(t, partition, batches[0], sink):
+        return None
+    appends = _appends(ctx, t, batches)
     if len(appends) == 1:
         values, keys, hdrs, ts, nbytes = appends[0]
         if ctx.appends.send(t, partition, values, keys, hdrs, ts, nbytes, sink=sink) is not None:
