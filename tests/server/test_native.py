@@ -104,6 +104,40 @@ def test_native_answers_as_http_for_errors_and_the_frameworks_checks(server, uni
     s.close()
 
 
+def test_queue_sends_and_deletes_answered_directly_answer_as_http(server, unique):
+    """The native port answers a plain queue send and a one-handle delete without a task
+    (native_requests.direct_queue): status and body as HTTP's, errors included, counted."""
+    port = int(httpx.get(server.url + "/health").json()["native_port"])
+    requests = [
+        ("POST", f"/queues/{unique}/messages", b'{"messages": [{"body": "a"}]}'),
+        ("POST", f"/queues/{unique}/messages", b'{"messages": [{"body_b64": "**"}]}'),  # 400, the core's
+        ("POST", f"/queues/{unique}/messages", b'{"messages": [{"body": "a", "nope": 1}]}'),  # the framework's
+        ("POST", f"/queues/{unique}-none/messages", b'{"messages": [{"body": "a"}]}'),  # 404
+        ("POST", f"/queues/{unique}/delete", b'{"receipt_handles": ["not-a-handle"]}'),  # 200, failed
+        ("POST", f"/queues/{unique}/delete", b'{"receipt_handles": []}'),  # the framework's
+    ]
+    with httpx.Client(base_url=server.url, headers={"x-vqs-client": "t"}) as http:
+        http.post("/queues", json={"name": unique}).raise_for_status()
+        want = [http.post(t, content=b, headers={"content-type": "application/json"}) for _, t, b in requests]
+    before = _native_requests(server.url)
+    s = _connect(port)
+    s.sendall(W.hello(b""))
+    assert _answer(s)[0] == 200
+    for (method, target, body), h in zip(requests, want):
+        status, _, got = _request(s, method, target, "application/json", body)
+        doc, hdoc = json.loads(got), h.json()
+        if "message_ids" in hdoc:  # (a new id each)
+            doc, hdoc = len(doc["message_ids"]), len(hdoc["message_ids"])
+        assert (status, doc) == (h.status_code, hdoc), (target, body)
+    with vqs.Client(server.url, native=False) as c:
+        m = c.queue(unique).receive(1)[0]
+    status, _, got = _request(s, "POST", f"/queues/{unique}/delete", "application/json",
+                              json.dumps({"receipt_handles": [m.receipt_handle]}).encode())
+    assert (status, json.loads(got)) == (200, {"deleted": 1, "failed": []})
+    s.close()
+    assert _native_requests(server.url) - before == len(requests) + 1
+
+
 def test_a_batch_whose_offsets_go_back_is_refused_over_native_too(server, unique):
     """The direct produce (no task, the coalescer) checks a body as HTTP does: a batch that would
     read as far more values than it holds is 400 ``corrupt_batch``, nothing appended."""

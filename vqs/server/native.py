@@ -63,7 +63,7 @@ from ..native_wire import (
     frame_length,
 )
 from .conn_caps import ConnectionCaps
-from .native_requests import direct_produce, handle
+from .native_requests import direct_produce, direct_queue, handle
 from .rest.messages import StoredBody
 
 logger = logging.getLogger("vqs.server.native")
@@ -271,7 +271,7 @@ class _Connection(asyncio.Protocol):
         self.deadline = float("inf")
         if len(buf) > READ_AHEAD:
             self._pause()
-        if not direct_produce(self, method, target, ctype, body):
+        if not direct_produce(self, method, target, ctype, body) and not direct_queue(self, method, target, ctype, body):
             asyncio.get_running_loop().create_task(handle(self, method, target, ctype, accept, body))
 
     def _hello(self, frame: bytes) -> None:

@@ -234,8 +234,8 @@ def _queue(ctx: ServerContext, name: str):
     return ready_broker(ctx).queue(check_name(name, "queue"))
 
 
-async def send_messages(ctx: ServerContext, queue_name: str, messages: list[dict]) -> dict:
-    """``POST /queues/{q}/messages``: sent to the broker at most 10 per call."""
+def _send_entries(ctx: ServerContext, queue_name: str, messages: list[dict]) -> tuple:
+    """The queue and the checked entries of a send (APIError before anything is sent)."""
     q = _queue(ctx, queue_name)
     entries = []
     nbytes = 0
@@ -261,6 +261,12 @@ async def send_messages(ctx: ServerContext, queue_name: str, messages: list[dict
         if attributes is not None:
             e["attributes"] = _attributes_in(attributes, i)
         entries.append(e)
+    return q, entries, nbytes
+
+
+async def send_messages(ctx: ServerContext, queue_name: str, messages: list[dict]) -> dict:
+    """``POST /queues/{q}/messages``: sent to the broker at most 10 per call."""
+    q, entries, nbytes = _send_entries(ctx, queue_name, messages)
     ids = []
     for i in range(0, len(entries), 10):
         chunk = entries[i:i + 10]
@@ -269,6 +275,22 @@ async def send_messages(ctx: ServerContext, queue_name: str, messages: list[dict
             ids.append(await ctx.write(q.send, e.pop("body"), **e))
         else:
             ids += await ctx.write(q.send_batch, chunk)
+    ctx.metrics.count_in("queue", q.name, len(ids), nbytes)
+    return {"message_ids": ids}
+
+
+def send_messages_inline(ctx: ServerContext, queue_name: str, messages: list[dict]) -> dict:
+    """``send_messages`` called where its sends run inline (``ctx.inline_writes``: no fsync on
+    their way), answered without a coroutine: the same checks, sends and answer."""
+    q, entries, nbytes = _send_entries(ctx, queue_name, messages)
+    ids = []
+    for i in range(0, len(entries), 10):
+        chunk = entries[i:i + 10]
+        if len(chunk) == 1:
+            e = chunk[0]
+            ids.append(q.send(e.pop("body"), **e))
+        else:
+            ids += q.send_batch(chunk)
     ctx.metrics.count_in("queue", q.name, len(ids), nbytes)
     return {"message_ids": ids}
 
@@ -295,6 +317,21 @@ async def receive_messages(ctx: ServerContext, queue_name: str, max_messages: in
     return {"messages": [_message_json(m) for m in out]}
 
 
+def _delete_failure(handle: str, err) -> dict:
+    return {"receipt_handle": handle, "code": err.code, "type": error_type(err), "message": client_message(err)}
+
+
+def delete_one_inline(ctx: ServerContext, queue_name: str, handle: str) -> dict:
+    """``delete_messages`` of one handle called where deletes run inline (``ctx.inline_writes``),
+    answered without a coroutine: the same delete and answer."""
+    q = _queue(ctx, queue_name)
+    try:
+        q.delete(handle)
+    except QueueError as err:
+        return {"deleted": 0, "failed": [_delete_failure(handle, err)]}
+    return {"deleted": 1, "failed": []}
+
+
 async def delete_messages(ctx: ServerContext, queue_name: str, handles: list[str]) -> dict:
     """``POST /queues/{q}/delete``: every handle deleted or reported in ``failed``."""
     q = _queue(ctx, queue_name)
@@ -305,8 +342,7 @@ async def delete_messages(ctx: ServerContext, queue_name: str, handles: list[str
         try:
             await ctx.write(q.delete, handles[0])
         except QueueError as err:
-            failed.append({"receipt_handle": handles[0], "code": err.code, "type": error_type(err),
-                           "message": client_message(err)})
+            failed.append(_delete_failure(handles[0], err))
         return {"deleted": 1 - len(failed), "failed": failed}
     for i in range(0, len(handles), 10):
         chunk = handles[i:i + 10]
