@@ -104,9 +104,11 @@ def test_native_answers_as_http_for_errors_and_the_frameworks_checks(server, uni
     s.close()
 
 
-def test_queue_sends_and_deletes_answered_directly_answer_as_http(server, unique):
-    """The native port answers a plain queue send and a one-handle delete without a task
-    (native_requests.direct_queue): status and body as HTTP's, errors included, counted."""
+def test_queue_requests_answered_directly_answer_as_http(server, unique):
+    """The native port answers a plain queue send, a receive that would not wait and a
+    one-handle delete without a task (native_requests.direct_queue): status and body as HTTP's,
+    errors and the requests it leaves to the task (a long poll, the framework's checks)
+    included, each counted."""
     port = int(httpx.get(server.url + "/health").json()["native_port"])
     requests = [
         ("POST", f"/queues/{unique}/messages", b'{"messages": [{"body": "a"}]}'),
@@ -115,9 +117,14 @@ def test_queue_sends_and_deletes_answered_directly_answer_as_http(server, unique
         ("POST", f"/queues/{unique}-none/messages", b'{"messages": [{"body": "a"}]}'),  # 404
         ("POST", f"/queues/{unique}/delete", b'{"receipt_handles": ["not-a-handle"]}'),  # 200, failed
         ("POST", f"/queues/{unique}/delete", b'{"receipt_handles": []}'),  # the framework's
+        ("POST", f"/queues/{unique}-empty/receive", b'{"max_messages": 1}'),  # would not wait: direct
+        ("POST", f"/queues/{unique}-empty/receive", b'{"max_messages": 1, "wait_seconds": 0.2}'),  # a long poll
+        ("POST", f"/queues/{unique}-none/receive", b'{"max_messages": 1}'),  # 404
+        ("POST", f"/queues/{unique}/receive", b'{"max_messages": 0}'),  # the framework's
     ]
     with httpx.Client(base_url=server.url, headers={"x-vqs-client": "t"}) as http:
         http.post("/queues", json={"name": unique}).raise_for_status()
+        http.post("/queues", json={"name": f"{unique}-empty"}).raise_for_status()
         want = [http.post(t, content=b, headers={"content-type": "application/json"}) for _, t, b in requests]
     before = _native_requests(server.url)
     s = _connect(port)

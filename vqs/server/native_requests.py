@@ -4,9 +4,10 @@ routes' own handlers, or by the server's ASGI app in-process, with HTTP's answer
 * A plain binary produce of one record batch (``direct_produce``: vqs.Client's ``send``) is
   checked by the route's own functions and joins the append coalescer with a ``_ProduceSink``
   as its future, as the HTTP fast path's direct produce does: no task, coroutine or future.
-* A plain queue send and a delete of one handle (``direct_queue``: vqs.Client's) are answered
-  as their frame is read where their writes run inline (``inline_writes``), by the routes'
-  synchronous cores (rest/queues.py ``send_messages_inline``, ``delete_one_inline``): no task.
+* A plain queue send, a receive that would not wait and a delete of one handle
+  (``direct_queue``: vqs.Client's) are answered as their frame is read where their writes run
+  inline (``inline_writes``), by the routes' synchronous cores (rest/queues.py
+  ``send_messages_inline``, ``receive_now_inline``, ``delete_one_inline``): no task.
 * The other hot routes (produce, consume, queue send, receive, delete; ``handle``) call the
   handlers the HTTP fast path calls (lean.py), under the checks it makes of the query.
 * Everything else under the REST API's paths, and a hot request whose body those handlers hand
@@ -30,10 +31,19 @@ from urllib.parse import unquote
 
 from ..native_wire import ACCEPT_BATCH
 from ..wire import BATCH_CONTENT_TYPE
-from .lean import _consume_args, _Fallback, _handles, _messages, answer, idempotent_produce, produce_partition
+from .lean import (
+    _consume_args,
+    _Fallback,
+    _handles,
+    _messages,
+    _receive_args,
+    answer,
+    idempotent_produce,
+    produce_partition,
+)
 from .rest.conventions import json_loads
 from .rest.produce import coalesce_batches, media_type, produce_answer, produce_target
-from .rest.queues import delete_one_inline, send_messages_inline
+from .rest.queues import delete_one_inline, receive_now_inline, send_messages_inline
 
 logger = logging.getLogger("vqs.server.native")
 
@@ -112,10 +122,11 @@ def direct_produce(conn, method: str, target: str, ctype: str | None, body) -> b
 
 
 def direct_queue(conn, method: str, target: str, ctype: str | None, body) -> bool:
-    """Take a plain queue send or a delete of one handle (vqs.Client's ``Queue.send`` and
-    ``Queue.delete``: JSON bodies the lean checks take) where they run inline
-    (``inline_writes``: no fsync on their way): answered now, with no task or coroutine (True);
-    else False (``handle`` answers it, the framework's checks included)."""
+    """Take a plain queue send, a receive that would not wait, or a delete of one handle
+    (vqs.Client's ``Queue.send``, ``receive`` and ``delete``: JSON bodies the lean checks take)
+    where they run inline (``inline_writes``: no fsync on their way): answered now, with no
+    task or coroutine (True); else False (``handle`` answers it: a long poll, the framework's
+    checks)."""
     front = conn.front
     ctx = front.ctx
     if method != "POST" or not ctx.inline_writes or ctx.stopping or ctype is None or "%" in target:
@@ -125,25 +136,34 @@ def direct_queue(conn, method: str, target: str, ctype: str | None, body) -> boo
     if hit is None or qs or media_type(ctype) != "application/json":
         return False
     fn = hit[0]
-    if fn != front.lean._send and fn != front.lean._delete:
+    lean = front.lean
+    if fn != lean._send and fn != lean._delete and fn != lean._receive:
         return False
     try:
         doc = json_loads(bytes(body)) if body else None
     except (ValueError, UnicodeDecodeError):
         return False
-    if fn == front.lean._send:
+    if fn == lean._send:
         msgs = _messages(doc)
         if msgs is None:
             return False
-        core, arg = send_messages_inline, msgs
-    else:
+        call = (send_messages_inline, msgs)
+    elif fn == lean._delete:
         hs = _handles(doc)
         if hs is None or len(hs) != 1:
             return False
-        core, arg = delete_one_inline, hs[0]
+        call = (delete_one_inline, hs[0])
+    else:
+        args = _receive_args(doc)
+        if args is None:
+            return False
+        call = (receive_now_inline, *args)
     t0 = time.perf_counter()
     try:
-        status, (data, headers) = 200, answer(core(ctx, hit[1], arg))
+        out = call[0](ctx, hit[1], *call[1:])
+        if out is None:
+            return False  # a receive that may wait: a long poll, handle's
+        status, (data, headers) = 200, answer(out)
     except Exception as exc:  # the route's error, as the app answers it
         status, headers, data = front.error_answer(exc, method, path)
     conn.write(status, headers, data)

@@ -295,14 +295,36 @@ def send_messages_inline(ctx: ServerContext, queue_name: str, messages: list[dic
     return {"message_ids": ids}
 
 
+def _receive_wait(ctx: ServerContext, q, wait_seconds: float | None) -> float:
+    """How long a receive may wait: the request's, else the queue's, under the REST cap."""
+    wait = q.config.receive_wait_seconds if wait_seconds is None else wait_seconds
+    return min(wait, ctx.settings.max_wait_ms / 1000)  # the REST long-poll cap (docs/server.md)
+
+
+def receive_now_inline(ctx: ServerContext, queue_name: str, max_messages: int, wait_seconds: float | None,
+                       visibility_timeout: int | None) -> dict | None:
+    """``receive_messages`` called where receives run inline (``ctx.inline_writes``), answered
+    without a coroutine when it would not wait (the request's wait, else the queue's, is 0):
+    the same receives and answer. None, nothing done, for a receive that may wait."""
+    q = _queue(ctx, queue_name)
+    if _receive_wait(ctx, q, wait_seconds) > 0:
+        return None
+    out = []
+    while len(out) < max_messages:
+        n = min(10, max_messages - len(out))
+        got = q.receive(n, 0, visibility_timeout)
+        out += got
+        if len(got) < n:
+            break
+    ctx.metrics.count_out("queue", q.name, len(out), sum(len(m.body) for m in out))
+    return {"messages": [_message_json(m) for m in out]}
+
+
 async def receive_messages(ctx: ServerContext, queue_name: str, max_messages: int, wait_seconds: float | None,
                            visibility_timeout: int | None) -> dict:
     """``POST /queues/{q}/receive``: up to ``max_messages``, 10 per broker call; only the first waits."""
     q = _queue(ctx, queue_name)
-    wait = wait_seconds
-    if wait is None:
-        wait = q.config.receive_wait_seconds
-    wait = min(wait, ctx.settings.max_wait_ms / 1000)  # the REST long-poll cap (docs/server.md)
+    wait = _receive_wait(ctx, q, wait_seconds)
     out = []
     while len(out) < max_messages:
         n = min(10, max_messages - len(out))
