@@ -317,21 +317,10 @@ class Log:
                     ts = timestamps_ms if isinstance(timestamps_ms, int) else timestamps_ms[i:j]
                 base = self._written_end
                 parts = encode_batch_parts(base, vs, ks, hs, ts, codec, pid, epoch, seq, nulls)
-                try:
-                    self._write_parts_locked(parts, base, base + (j - i))
-                except BaseException:
-                    self._next_offset = self._written_end
-                    buf.settle(self._flush_always)
-                    raise
+                self._write_appended_locked(parts, base, base + (j - i))
                 i = j
-            self._next_offset = self._written_end
-            buf.settle(self._flush_always)
-            if self._read_waiters:
-                self._appended.notify_all()
-            end = self._written_end
-            if self._flush_always:
-                step = self._group.join_locked()
-        if self._flush_always:
+            end, step = self._appended_locked()
+        if step is not None:
             self._group.await_durable(self, end, step)
         return first
 
@@ -361,22 +350,30 @@ class Log:
             self._take_locked(nbytes)
             base = self._written_end
             _BASE.pack_into(raw, 0, base)
-            try:
-                self._write_parts_locked([raw], base, base + n)
-            except BaseException:
-                self._next_offset = self._written_end
-                self._buf.settle(self._flush_always)
-                raise
-            self._next_offset = self._written_end
-            self._buf.settle(self._flush_always)
-            if self._read_waiters:
-                self._appended.notify_all()
-            end = self._written_end
-            if self._flush_always:
-                step = self._group.join_locked()
-        if self._flush_always:
+            self._write_appended_locked([raw], base, base + n)
+            end, step = self._appended_locked()
+        if step is not None:
             self._group.await_durable(self, end, step)
         return base
+
+    def _write_appended_locked(self, parts: list, base: int, next_offset: int) -> None:
+        """One batch of an ``append_batch`` / ``append_encoded`` written; a failed write leaves
+        the offsets at what is written and the buffer settled, then raises."""
+        try:
+            self._write_parts_locked(parts, base, next_offset)
+        except BaseException:
+            self._next_offset = self._written_end
+            self._buf.settle(self._flush_always)
+            raise
+
+    def _appended_locked(self) -> tuple:
+        """An append's batches are written: the offsets and the buffer settle, readers waiting
+        are woken; (the end, the group-commit step to wait for under ``always``, else None)."""
+        self._next_offset = self._written_end
+        self._buf.settle(self._flush_always)
+        if self._read_waiters:
+            self._appended.notify_all()
+        return self._written_end, (self._group.join_locked() if self._flush_always else None)
 
     def _buffer_full_locked(self) -> None:
         """The append slow path (a threshold, log_buffer.py): cover the buffer

@@ -264,17 +264,27 @@ def _send_entries(ctx: ServerContext, queue_name: str, messages: list[dict]) -> 
     return q, entries, nbytes
 
 
+def _send_calls(q, entries: list) -> list:
+    """The broker calls of a send, each returning its message ids: ``q.send`` for a lone
+    message, ``q.send_batch`` for each 10."""
+    calls = []
+    for i in range(0, len(entries), 10):
+        chunk = entries[i:i + 10]
+        if len(chunk) == 1:
+            e = dict(chunk[0])
+            body = e.pop("body")
+            calls.append(lambda body=body, e=e: [q.send(body, **e)])
+        else:
+            calls.append(lambda chunk=chunk: q.send_batch(chunk))
+    return calls
+
+
 async def send_messages(ctx: ServerContext, queue_name: str, messages: list[dict]) -> dict:
     """``POST /queues/{q}/messages``: sent to the broker at most 10 per call."""
     q, entries, nbytes = _send_entries(ctx, queue_name, messages)
     ids = []
-    for i in range(0, len(entries), 10):
-        chunk = entries[i:i + 10]
-        if len(chunk) == 1:
-            e = chunk[0]
-            ids.append(await ctx.write(q.send, e.pop("body"), **e))
-        else:
-            ids += await ctx.write(q.send_batch, chunk)
+    for call in _send_calls(q, entries):
+        ids += await ctx.write(call)
     ctx.metrics.count_in("queue", q.name, len(ids), nbytes)
     return {"message_ids": ids}
 
@@ -284,13 +294,8 @@ def send_messages_inline(ctx: ServerContext, queue_name: str, messages: list[dic
     their way), answered without a coroutine: the same checks, sends and answer."""
     q, entries, nbytes = _send_entries(ctx, queue_name, messages)
     ids = []
-    for i in range(0, len(entries), 10):
-        chunk = entries[i:i + 10]
-        if len(chunk) == 1:
-            e = chunk[0]
-            ids.append(q.send(e.pop("body"), **e))
-        else:
-            ids += q.send_batch(chunk)
+    for call in _send_calls(q, entries):
+        ids += call()
     ctx.metrics.count_in("queue", q.name, len(ids), nbytes)
     return {"message_ids": ids}
 
