@@ -70,6 +70,20 @@ class ServerContext:
             return fn(*args, **kw)
         return await self.run(fn, *args, **kw)
 
+    def inline_for(self, q) -> bool:
+        """Whether queue ``q``'s writes may run on the event loop: only when they cannot wait on an
+        fsync, by the server's ``flush`` and by the queue's own (a queue keeps the one it was
+        created with: made under ``--flush always``, or embedded, it fsyncs on an ``interval``
+        server too)."""
+        return self.inline_writes and q.config.flush != "always"
+
+    async def queue_write(self, q, fn, *args, **kw):
+        """A write to queue ``q``: inline when it cannot block on an fsync (``inline_for``), else
+        in a thread."""
+        if self.inline_for(q):
+            return fn(*args, **kw)
+        return await self.run(fn, *args, **kw)
+
     def _enter_long_poll(self) -> None:
         """Count a waiting long poll; 503 ``too_many_waiters`` past ``max_long_poll_waiters``."""
         with self._waiters_lock:
@@ -112,6 +126,6 @@ class ServerContext:
         self._enter_long_poll()
         try:
             return await self.long_polls.receive_or_wait(
-                q, n, wait_s, visibility, lambda q: self.write(q.receive, n, 0, visibility), self.reopen_queue)
+                q, n, wait_s, visibility, lambda q: self.queue_write(q, q.receive, n, 0, visibility), self.reopen_queue)
         finally:
             self._leave_long_poll()

@@ -72,6 +72,13 @@ class GrpcContext:
             return fn(*args, **kw)
         return await self.run(fn, *args, **kw)
 
+    async def queue_write(self, q, fn, *args, **kw):
+        """A write to queue ``q``: inline only when neither the server's ``flush`` nor the
+        queue's own is ``always`` (ServerContext.inline_for), else in a worker thread."""
+        if self.inline_writes and q.config.flush != "always":
+            return fn(*args, **kw)
+        return await self.run(fn, *args, **kw)
+
     async def receive_waiting(self, q, n: int, wait_s: float, visibility) -> list:
         """``q.receive(n)`` waiting up to ``wait_s`` ([] when nothing came), refused with
         RESOURCE_EXHAUSTED past ``max_long_poll_waiters``. What is visible now is taken at
@@ -86,7 +93,7 @@ class GrpcContext:
         self.metrics.long_polls.inc()
         try:
             return await self.server.long_polls.receive_or_wait(
-                q, n, wait_s, visibility, lambda q: self.write(q.receive, n, 0, visibility), self.server.reopen_queue)
+                q, n, wait_s, visibility, lambda q: self.queue_write(q, q.receive, n, 0, visibility), self.server.reopen_queue)
         finally:
             self.waiters -= 1
             self.metrics.long_polls.dec()

@@ -89,9 +89,9 @@ class QueuesService(pbg.QueuesServicer):
             entries.append(d)
         if len(entries) == 1:
             e = entries[0]
-            ids = [await self.ctx.write(q.send, e.pop("body"), **e)]
+            ids = [await self.ctx.queue_write(q, q.send, e.pop("body"), **e)]
         else:
-            ids = await self.ctx.write(q.send_batch, entries)  # 0 or > 10: the queue's own error
+            ids = await self.ctx.queue_write(q, q.send_batch, entries)  # 0 or > 10: the queue's own error
         self.ctx.metrics.count_in("queue", q.name, len(ids), nbytes)
         return pb.SendResponse(message_ids=ids)
 
@@ -108,18 +108,18 @@ class QueuesService(pbg.QueuesServicer):
         if wait > 0:
             msgs = await ctx.receive_waiting(q, n, wait, vis)
         else:
-            msgs = await ctx.write(q.receive, n, 0, vis)
+            msgs = await ctx.queue_write(q, q.receive, n, 0, vis)
         ctx.metrics.count_out("queue", q.name, len(msgs), sum(len(m.body) for m in msgs))
         return pb.ReceiveResponse(messages=[_message(m) for m in msgs])
 
     @unary
     async def Delete(self, request, context):
         q = self._queue(request.queue)
-        await self.ctx.write(q.delete, request.receipt_handle)
+        await self.ctx.queue_write(q, q.delete, request.receipt_handle)
         return pb.DeleteResponse()
 
     @unary
     async def ChangeVisibility(self, request, context):
         q = self._queue(request.queue)
-        await self.ctx.write(q.change_visibility, request.receipt_handle, request.visibility_timeout)
+        await self.ctx.queue_write(q, q.change_visibility, request.receipt_handle, request.visibility_timeout)
         return pb.ChangeVisibilityResponse()

@@ -90,7 +90,6 @@ def _attributes_in(attributes: dict, i: int) -> dict:
 
 def queue_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["queues"], route_class=JSONRoute)
-    call = ctx.write  # inline when it cannot block on an fsync, else in a worker thread
 
     def broker():
         return ready_broker(ctx)
@@ -170,7 +169,7 @@ def queue_routes(ctx: ServerContext) -> APIRouter:
     @r.post("/queues/{queue_name}/visibility", summary="Change a message's visibility timeout")
     async def visibility(body: VisibilityChange, queue_name: str = name_param("queue")):
         q = queue(queue_name)
-        await call(q.change_visibility, body.receipt_handle, body.visibility_timeout)
+        await ctx.queue_write(q, q.change_visibility, body.receipt_handle, body.visibility_timeout)
         return jresp({"receipt_handle": body.receipt_handle, "visibility_timeout": body.visibility_timeout})
 
     @r.get("/queues/{queue_name}/peek", summary="Pending messages, read without receiving them")
@@ -284,15 +283,19 @@ async def send_messages(ctx: ServerContext, queue_name: str, messages: list[dict
     q, entries, nbytes = _send_entries(ctx, queue_name, messages)
     ids = []
     for call in _send_calls(q, entries):
-        ids += await ctx.write(call)
+        ids += await ctx.queue_write(q, call)
     ctx.metrics.count_in("queue", q.name, len(ids), nbytes)
     return {"message_ids": ids}
 
 
-def send_messages_inline(ctx: ServerContext, queue_name: str, messages: list[dict]) -> dict:
-    """``send_messages`` called where its sends run inline (``ctx.inline_writes``: no fsync on
-    their way), answered without a coroutine: the same checks, sends and answer."""
+def send_messages_inline(ctx: ServerContext, queue_name: str, messages: list[dict]) -> dict | None:
+    """``send_messages`` answered without a coroutine where the queue's sends run inline
+    (``ctx.inline_for``: no fsync on their way): the same checks, sends and answer; None,
+    nothing sent, for a queue whose sends may wait on an fsync (``send_messages`` runs them in
+    a thread)."""
     q, entries, nbytes = _send_entries(ctx, queue_name, messages)
+    if not ctx.inline_for(q):
+        return None
     ids = []
     for call in _send_calls(q, entries):
         ids += call()
@@ -308,11 +311,11 @@ def _receive_wait(ctx: ServerContext, q, wait_seconds: float | None) -> float:
 
 def receive_now_inline(ctx: ServerContext, queue_name: str, max_messages: int, wait_seconds: float | None,
                        visibility_timeout: int | None) -> dict | None:
-    """``receive_messages`` called where receives run inline (``ctx.inline_writes``), answered
-    without a coroutine when it would not wait (the request's wait, else the queue's, is 0):
+    """``receive_messages`` answered without a coroutine where the queue's receives run inline
+    (``ctx.inline_for``) and it would not wait (the request's wait, else the queue's, is 0):
     the same receives and answer. None, nothing done, for a receive that may wait."""
     q = _queue(ctx, queue_name)
-    if _receive_wait(ctx, q, wait_seconds) > 0:
+    if _receive_wait(ctx, q, wait_seconds) > 0 or not ctx.inline_for(q):
         return None
     out = []
     while len(out) < max_messages:
@@ -336,7 +339,7 @@ async def receive_messages(ctx: ServerContext, queue_name: str, max_messages: in
         if not out and wait > 0:
             got = await ctx.long_poll_receive(q, n, wait, visibility_timeout)
         else:
-            got = await ctx.write(q.receive, n, 0, visibility_timeout)
+            got = await ctx.queue_write(q, q.receive, n, 0, visibility_timeout)
         out += got
         if len(got) < n:
             break
@@ -348,10 +351,13 @@ def _delete_failure(handle: str, err) -> dict:
     return {"receipt_handle": handle, "code": err.code, "type": error_type(err), "message": client_message(err)}
 
 
-def delete_one_inline(ctx: ServerContext, queue_name: str, handle: str) -> dict:
-    """``delete_messages`` of one handle called where deletes run inline (``ctx.inline_writes``),
-    answered without a coroutine: the same delete and answer."""
+def delete_one_inline(ctx: ServerContext, queue_name: str, handle: str) -> dict | None:
+    """``delete_messages`` of one handle answered without a coroutine where the queue's deletes
+    run inline (``ctx.inline_for``): the same delete and answer; None, nothing done, for a queue
+    whose deletes may wait on an fsync."""
     q = _queue(ctx, queue_name)
+    if not ctx.inline_for(q):
+        return None
     try:
         q.delete(handle)
     except QueueError as err:
@@ -367,13 +373,13 @@ async def delete_messages(ctx: ServerContext, queue_name: str, handles: list[str
         # one handle (vqs.Client's RemoteQueue.delete): the embedded delete, whose error is
         # precise (a batch entry's result names only the SQS code)
         try:
-            await ctx.write(q.delete, handles[0])
+            await ctx.queue_write(q, q.delete, handles[0])
         except QueueError as err:
             failed.append(_delete_failure(handles[0], err))
         return {"deleted": 1 - len(failed), "failed": failed}
     for i in range(0, len(handles), 10):
         chunk = handles[i:i + 10]
-        res = await ctx.write(q.delete_batch_entries,
+        res = await ctx.queue_write(q, q.delete_batch_entries,
                               [{"id": f"e{j}", "receipt_handle": h} for j, h in enumerate(chunk)])
         ok += len(res["successful"])
         for f in res["failed"]:

@@ -182,7 +182,7 @@ class MessageActions(ActionBase):
             wait = q.config.receive_wait_seconds
         if wait > 0:
             msgs = await self.ctx.long_poll_receive(q, n, wait, vis)
-        elif self.ctx.inline_writes:
+        elif self.ctx.inline_for(q):
             msgs = q.receive(n, 0, vis)
         else:
             msgs = await self.ctx.run(q.receive, n, 0, vis)

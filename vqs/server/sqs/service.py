@@ -267,6 +267,19 @@ class SQSService(QueueActions, MessageActions):
         fn = getattr(self, "a_" + action)
         if action == "ReceiveMessage":
             return await fn(params, req)
-        if self.ctx.inline_writes:
+        if self.ctx.inline_writes and self._inline_target(params):
             return fn(params, req)
         return await self.ctx.run(fn, params, req)
+
+    def _inline_target(self, params) -> bool:
+        """An action may run on the event loop unless its queue's writes wait on an fsync (the
+        queue's own ``flush``: ServerContext.inline_for). A name that is no queue's: the action
+        answers it."""
+        name = self._gone_name(params)
+        if not name:
+            return True
+        try:
+            q = self.broker.queue(name)
+        except Exception:  # (no such queue, a bad name, a failed open: the action's to answer)
+            return True
+        return self.ctx.inline_for(q)
