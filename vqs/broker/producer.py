@@ -35,11 +35,15 @@ def _check_size(t, values) -> None:
     """The topic's own ``max_message_bytes`` (``Topic.message_limit``), when it has one: the
     same rule the server's fronts apply, so no producer gets past it. Checked before anything
     of the call is appended."""
+    if t.config.get("max_message_bytes"):
+        _check_largest(t, max((len(v) for v in values if v is not None), default=0))  # (None: a null value)
+
+
+def _check_largest(t, big: int) -> None:
+    """``_check_size`` of a call whose largest value has ``big`` bytes."""
     limit = t.config.get("max_message_bytes")
-    if limit:
-        big = max((len(v) for v in values if v is not None), default=0)  # (None: a null value)
-        if big > limit:
-            raise MessageTooLarge(f"a value of {big} bytes exceeds topic {t.name!r}'s max_message_bytes ({limit})")
+    if limit and big > limit:
+        raise MessageTooLarge(f"a value of {big} bytes exceeds topic {t.name!r}'s max_message_bytes ({limit})")
 
 
 def _headers(headers):
@@ -201,10 +205,8 @@ class Producer:
         n = batch.count
         o = batch.value_offsets
         limit = t.config.get("max_message_bytes")
-        if limit and o[n] > limit:
-            big = max(o[i + 1] - o[i] for i in range(n))
-            if big > limit:
-                raise MessageTooLarge(f"a value of {big} bytes exceeds topic {t.name!r}'s max_message_bytes ({limit})")
+        if limit and o[n] > limit:  # (only then can one value pass it)
+            _check_largest(t, max(o[i + 1] - o[i] for i in range(n)))
         if t.compacted and batch.key_validity is None:
             return None  # (send_batch refuses keyless records on a compacted topic)
         first = t.log(partition).append_encoded(batch)

@@ -73,9 +73,9 @@ class GrpcContext:
         return await self.run(fn, *args, **kw)
 
     async def queue_write(self, q, fn, *args, **kw):
-        """A write to queue ``q``: inline only when neither the server's ``flush`` nor the
-        queue's own is ``always`` (ServerContext.inline_for), else in a worker thread."""
-        if self.inline_writes and q.config.flush != "always":
+        """A write to queue ``q``: inline when it cannot block on an fsync
+        (``ServerContext.inline_for``), else in a worker thread."""
+        if self.server.inline_for(q):
             return fn(*args, **kw)
         return await self.run(fn, *args, **kw)
 

@@ -324,6 +324,11 @@ def receive_now_inline(ctx: ServerContext, queue_name: str, max_messages: int, w
         out += got
         if len(got) < n:
             break
+    return _received(ctx, q, out)
+
+
+def _received(ctx: ServerContext, q, out: list) -> dict:
+    """A receive's answer, its messages counted."""
     ctx.metrics.count_out("queue", q.name, len(out), sum(len(m.body) for m in out))
     return {"messages": [_message_json(m) for m in out]}
 
@@ -343,8 +348,7 @@ async def receive_messages(ctx: ServerContext, queue_name: str, max_messages: in
         out += got
         if len(got) < n:
             break
-    ctx.metrics.count_out("queue", q.name, len(out), sum(len(m.body) for m in out))
-    return {"messages": [_message_json(m) for m in out]}
+    return _received(ctx, q, out)
 
 
 def _delete_failure(handle: str, err) -> dict:
