@@ -73,3 +73,29 @@ def test_partitions_added_after_an_alteration_take_the_topics_settings(data_dir)
         b.alter_topic("t", {"retention_bytes": 4096})
         t = b.create_partitions("t", 3)
         assert t.log(2).retention_bytes == 4096 and t.log(2).retention_ms is None
+
+
+def test_a_topics_own_flush_over_the_brokers(data_dir):
+    """``flush`` and ``flush_interval_ms`` per topic: over the broker's at creation, altered in
+    force for the open partitions, kept across a reopen, and back to the broker's when dropped."""
+    with Broker(data_dir, flush="interval", flush_interval_ms=100) as b:
+        t = b.create_topic("durable", partitions=2, flush="always")
+        assert t.flush_always and t.config["flush"] == "always"
+        assert [t.log(p).flush_policy for p in range(2)] == ["always", "always"]
+        plain = b.create_topic("plain")
+        assert not plain.flush_always and plain.log(0).flush_policy == "interval"
+        b.alter_topic("plain", {"flush_interval_ms": 5000})
+        assert plain.log(0).flush_interval_ms == 5000 and plain.log(0).flush_policy == "interval"
+        b.alter_topic("plain", {"flush": "always"})
+        assert plain.flush_always and plain.log(0).flush_policy == "always"
+        assert plain.log(0).flush_interval_ms == 5000  # (the other setting stays)
+        with pytest.raises(ConfigError, match="flush"):
+            b.alter_topic("plain", {"flush": "sometimes"})
+        with pytest.raises(ConfigError, match="flush_interval_ms"):
+            b.create_topic("bad", flush_interval_ms=0)
+        assert plain.flush_always  # refused: nothing changed
+    with Broker(data_dir, flush="interval", flush_interval_ms=100) as b:
+        t, plain = b.topic("durable"), b.topic("plain")
+        assert t.log(1).flush_policy == "always" and plain.log(0).flush_interval_ms == 5000
+        b.alter_topic("durable", {"flush": None})  # the broker's again
+        assert not t.flush_always and [t.log(p).flush_policy for p in range(2)] == ["interval", "interval"]

@@ -111,6 +111,8 @@ def test_defaults_reach_the_logs(data_dir):
             "min_cleanable_dirty_ratio": 0.5,
             "min_compaction_lag_ms": 0,
             "max_compaction_lag_ms": None,
+            "flush": "always",  # the broker's (a topic may have its own: create_topic(flush=))
+            "flush_interval_ms": 100,
         }
         assert t.overrides == {"segment_bytes": 8192}
 

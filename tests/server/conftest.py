@@ -46,3 +46,22 @@ def unique(request):
 
     n = re.sub(r"[^A-Za-z0-9_-]", "-", request.node.name)[-60:]
     return f"{n}-{os.getpid() % 1000}-{time.monotonic_ns() % 100000}"
+
+
+@pytest.fixture
+def fsynced_in(monkeypatch) -> list:
+    """The thread ident of every fsync from now (os.fsync and storage's seam, vqs.disk.fs)."""
+    import threading
+
+    from vqs.disk import fs
+
+    seen: list = []
+    real = os.fsync
+
+    def spy(fd):
+        seen.append(threading.get_ident())
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    monkeypatch.setattr(fs, "fsync", spy)
+    return seen

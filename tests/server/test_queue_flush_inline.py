@@ -10,14 +10,12 @@ path leave it to them; over a real server, every front's sends to it work and ar
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 
 import boto3
 import httpx
 
 import vqs
-from vqs.disk import fs
 from vqs.server.context import ServerContext
 from vqs.server.rest.queues import (
     delete_messages,
@@ -37,20 +35,11 @@ def _ctx(data):
     return ctx
 
 
-def test_an_always_queues_writes_leave_the_loop(tmp_path, monkeypatch):
+def test_an_always_queues_writes_leave_the_loop(tmp_path, fsynced_in):
     data = tmp_path / "data"
     with vqs.Broker(str(data), flush="always") as b:
         b.create_queue("durable")
     ctx = _ctx(data)
-    fsynced_in: list = []
-    real = os.fsync
-
-    def spy(fd):
-        fsynced_in.append(threading.get_ident())
-        return real(fd)
-
-    monkeypatch.setattr(os, "fsync", spy)
-    monkeypatch.setattr(fs, "fsync", spy)  # (storage fsyncs through its filesystem seam)
     try:
         ctx.broker.create_queue("relaxed")
         durable, relaxed = ctx.broker.queue("durable"), ctx.broker.queue("relaxed")

@@ -318,6 +318,8 @@ class Broker:
         min_compaction_lag_ms: int | None = None,
         max_compaction_lag_ms: int | None = None,
         segment_ms: int | None = None,
+        flush: str | None = None,
+        flush_interval_ms: int | None = None,
     ) -> Topic:
         """Create a topic of ``partitions`` partitions; None settings follow the broker's defaults.
 
@@ -330,6 +332,10 @@ class Broker:
         (both). The cleaner's settings, Kafka's: ``delete_retention_ms`` (how long a tombstone,
         a null value, stays once cleaned; default one day), ``min_cleanable_dirty_ratio``
         (0.5), ``min_compaction_lag_ms`` (0), ``max_compaction_lag_ms`` (None: no bound).
+        ``flush`` / ``flush_interval_ms``: the partitions' flush policy (``Log.open``'s: what
+        an acknowledged record survives) over the broker's (Kafka's ``flush.messages=1`` is
+        ``"always"``, ``flush.ms`` is ``"interval"`` at that many ms); a server answers such a
+        topic's produce requests after the fsync whatever its own ``--flush``.
         Raises TopicAlreadyExists, InvalidName or ConfigError.
         """
         with self._lock:
@@ -349,6 +355,8 @@ class Broker:
                     "min_compaction_lag_ms": min_compaction_lag_ms,
                     "max_compaction_lag_ms": max_compaction_lag_ms,
                     "segment_ms": segment_ms,
+                    "flush": flush,
+                    "flush_interval_ms": flush_interval_ms,
                 },
             )
             if topic.compacted:

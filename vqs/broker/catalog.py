@@ -40,7 +40,15 @@ from ..cleaner import CompactionSettings
 from ..disk import check_room
 from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
 from ..record import CODEC_NAMES
-from ..storage import Log, atomic_write, fsync_dir, make_dirs, raise_if_disk_full, rename_aside
+from ..storage import (
+    FLUSH_POLICIES,
+    Log,
+    atomic_write,
+    fsync_dir,
+    make_dirs,
+    raise_if_disk_full,
+    rename_aside,
+)
 from .layout import TOPIC_FILE, partition_dir, topic_file, topics_dir
 from .names import validate_name
 from .topic import Topic
@@ -52,7 +60,8 @@ MAX_PARTITIONS = 10_000
 # are passed to every partition's Log; max_message_bytes is a rule of the topic's producers
 # (every front checks it before appending: Topic.message_limit); COMPACTION_SETTINGS are the
 # log cleaner's (compaction.py), cleanup_policy's "compact" turns it on.
-LOG_SETTINGS = ("retention_ms", "retention_bytes", "segment_bytes", "segment_ms", "compression")
+LOG_SETTINGS = ("retention_ms", "retention_bytes", "segment_bytes", "segment_ms", "compression", "flush",
+                "flush_interval_ms")
 COMPACTION_SETTINGS = ("delete_retention_ms", "min_cleanable_dirty_ratio", "min_compaction_lag_ms",
                        "max_compaction_lag_ms")
 TOPIC_SETTINGS = (*LOG_SETTINGS, "max_message_bytes", "cleanup_policy", *COMPACTION_SETTINGS)
@@ -90,6 +99,9 @@ def validate_topic_settings(partitions, settings: dict) -> None:
     _check_int("segment_bytes", settings.get("segment_bytes"), 128)  # (a Log's smallest segment)
     _check_int("segment_ms", settings.get("segment_ms"), 1)
     _check_int("max_message_bytes", settings.get("max_message_bytes"), 1, MAX_MESSAGE_BYTES)
+    _check_int("flush_interval_ms", settings.get("flush_interval_ms"), 1)
+    if settings.get("flush") not in (None, *FLUSH_POLICIES):
+        raise ConfigError(f"flush must be one of {', '.join(FLUSH_POLICIES)} or None, not {settings.get('flush')!r}")
     policy = settings.get("cleanup_policy")
     if policy is not None and cleanup_policy(policy) not in CLEANUP_POLICIES:
         raise ConfigError(f"cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, not {policy!r}")
@@ -190,6 +202,7 @@ class TopicCatalog:
     def _effective(log, kwargs: dict, explicit: dict) -> dict:
         """A topic's ``config``: its settings in force, as its logs apply them (defaults included)."""
         config = {k: getattr(log, k, kwargs.get(k)) for k in LOG_SETTINGS}
+        config["flush"] = log.flush_policy
         config["max_message_bytes"] = explicit.get("max_message_bytes")  # None: the caller's default
         config["cleanup_policy"] = cleanup_policy(explicit.get("cleanup_policy")) or "delete"
         defaults = CompactionSettings()
@@ -356,7 +369,7 @@ class TopicCatalog:
                 log.reconfigure(**log_settings)  # (validated above: the same bounds as open)
             topic.overrides = explicit
             topic.config = self._effective(logs[0], kwargs, explicit)
-            topic.compacted = "compact" in topic.config["cleanup_policy"]  # (the cleaner reads config)
+            topic._config_changed()  # (compacted: the cleaner reads it; flush_always: the fronts)
             return topic
 
     def delete(self, name: str) -> None:

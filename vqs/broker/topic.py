@@ -107,12 +107,15 @@ class Topic:
         self._waiters: tuple = ()
         self._waiters_lock = threading.Lock()
         self.compacted = False
+        self.flush_always = False
         self._config_changed()
 
     def _config_changed(self) -> None:
         """Derive what the hot paths read from ``config`` (call after changing it)."""
         #: cleanup_policy has "compact": the log cleaner keeps the latest record per key
         self.compacted = "compact" in (self.config.get("cleanup_policy") or "")
+        #: flush "always": an append returns once fsynced (a server runs it off its event loop)
+        self.flush_always = self.config.get("flush") == "always"
 
     def __repr__(self) -> str:
         return f"Topic({self.name!r}, partitions={self.partitions}, config={self.config!r})"

@@ -34,14 +34,18 @@ def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-
                  delete_retention_ms: int | None = typer.Option(None, help="compacted: how long tombstones stay"),
                  min_cleanable_dirty_ratio: float | None = typer.Option(None),
                  min_compaction_lag_ms: int | None = typer.Option(None),
+                 flush: str | None = typer.Option(None, help="always (a record is acknowledged once fsynced), "
+                                                             "interval or never (default: the server's)"),
+                 flush_interval_ms: int | None = typer.Option(None, help="interval: fsync every this many ms"),
                  url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Create a topic."""
-    compaction = {k: v for k, v in (("cleanup_policy", cleanup_policy), ("delete_retention_ms", delete_retention_ms),
-                                    ("min_cleanable_dirty_ratio", min_cleanable_dirty_ratio),
-                                    ("min_compaction_lag_ms", min_compaction_lag_ms)) if v is not None}
+    settings = {k: v for k, v in (("cleanup_policy", cleanup_policy), ("delete_retention_ms", delete_retention_ms),
+                                  ("min_cleanable_dirty_ratio", min_cleanable_dirty_ratio),
+                                  ("min_compaction_lag_ms", min_compaction_lag_ms), ("flush", flush),
+                                  ("flush_interval_ms", flush_interval_ms)) if v is not None}
     with target(url, data_dir, token, creates=True, topic=name) as t:
         t.create_topic(name, partitions=partitions, retention_ms=retention_ms, retention_bytes=retention_bytes,
-                       segment_bytes=segment_bytes, compression=compression, **compaction)
+                       segment_bytes=segment_bytes, compression=compression, **settings)
     print_line(f"created topic {name} with {partitions} partition(s)")
 
 

@@ -115,11 +115,12 @@ class AsyncClient:
     async def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
                            retention_bytes: int | None = None, segment_bytes: int | None = None,
                            compression: str | None = None, max_message_bytes: int | None = None,
-                           **compaction) -> AsyncTopic:
-        """As ``Client.create_topic`` (``compaction``: ``cleanup_policy`` and the cleaner's settings)."""
+                           **settings) -> AsyncTopic:
+        """As ``Client.create_topic`` (``settings``: ``cleanup_policy`` and the cleaner's settings,
+        ``flush`` and ``flush_interval_ms``)."""
         body = S.topic_body(name, partitions, {"retention_ms": retention_ms, "retention_bytes": retention_bytes,
                                                "segment_bytes": segment_bytes, "compression": compression,
-                                               "max_message_bytes": max_message_bytes, **compaction})
+                                               "max_message_bytes": max_message_bytes, **settings})
         return AsyncTopic(self, await self._t.json("POST", "/topics", json=body))
 
     async def create_partitions(self, name: str, partitions: int) -> AsyncTopic:

@@ -61,12 +61,13 @@ class Client:
     def create_topic(self, name: str, partitions: int = 1, retention_ms: int | None = None,
                      retention_bytes: int | None = None, segment_bytes: int | None = None,
                      compression: str | None = None, max_message_bytes: int | None = None,
-                     **compaction) -> RemoteTopic:
-        """As ``Broker.create_topic``; ``compaction``: its ``cleanup_policy``, ``delete_retention_ms``,
-        ``min_cleanable_dirty_ratio``, ``min_compaction_lag_ms``, ``max_compaction_lag_ms``."""
+                     **settings) -> RemoteTopic:
+        """As ``Broker.create_topic``; ``settings``: its ``cleanup_policy``, ``delete_retention_ms``,
+        ``min_cleanable_dirty_ratio``, ``min_compaction_lag_ms``, ``max_compaction_lag_ms``,
+        ``segment_ms``, ``flush`` and ``flush_interval_ms``."""
         body = S.topic_body(name, partitions, {"retention_ms": retention_ms, "retention_bytes": retention_bytes,
                                                 "segment_bytes": segment_bytes, "compression": compression,
-                                                "max_message_bytes": max_message_bytes, **compaction})
+                                                "max_message_bytes": max_message_bytes, **settings})
         return RemoteTopic(self, self._transport, self._transport.json("POST", "/topics", json=body))
 
     def create_partitions(self, name: str, partitions: int) -> RemoteTopic:

@@ -19,12 +19,13 @@ Invariants:
 * **Acknowledged means appended as the flush policy says.** A request's
   future is resolved only after ``Producer.send_batch`` of the group that
   holds its records has returned, and the request is answered only then.
-  Under ``interval`` and ``never`` that append runs inline in the event loop
-  (it cannot wait on an fsync; ``ServerContext.inline_writes``): the records
+  Under ``interval`` and ``never`` (the server's and the topic's own ``flush``)
+  that append runs inline in the event loop (it cannot wait on an fsync;
+  ``ServerContext.inline_for_topic``): the records
   are in the segment file before any answer is written, so a SIGKILL of the
   server after an answer loses none of them (the kernel holds the written
   pages; only a power loss can take the last ``flush_interval_ms``, as the
-  policy documents). Under ``always`` the group is appended in a worker thread
+  policy documents). Under ``always`` (the server's or the topic's) the group is appended in a worker thread
   and ``send_batch`` returns only after the fsync (the log's group commit
   shares one fsync between threads), so an answered record is on disk.
 * **Order.** A group's records are laid out in the order the requests joined,
@@ -145,7 +146,7 @@ class AppendCoalescer:
         thread's), a topic with several partitions and none named (the group's round-robin
         chooses), a group open for its partition (requests that came first in this round),
         or a batch the log does not take as encoded (``Producer.send_encoded``)."""
-        if not self.ctx.inline_writes:
+        if not self.ctx.inline_for_topic(topic):
             return False
         if partition is None:
             if topic.partitions != 1:
@@ -162,8 +163,8 @@ class AppendCoalescer:
         return True
 
     async def _direct(self, topic, values, keys, headers, timestamps, nbytes) -> list:
-        metas = await self.ctx.write(self.ctx.producer().send_batch, topic.name, values, keys=keys,
-                                     headers=headers, timestamps_ms=timestamps)
+        metas = await self.ctx.topic_write(topic, self.ctx.producer().send_batch, topic.name, values,
+                                           keys=keys, headers=headers, timestamps_ms=timestamps)
         self.ctx.metrics.count_in("topic", topic.name, len(metas), nbytes)
         return metas
 
@@ -171,7 +172,7 @@ class AppendCoalescer:
     def _write(self, key, g: _Group) -> None:
         if self._open.get(key) is g:
             del self._open[key]  # closed: who comes now opens the next group
-        if self.ctx.inline_writes:
+        if self.ctx.inline_for_topic(g.topic):
             self._resolve(g, self._append(g))
         else:
             task = asyncio.get_running_loop().create_task(self._write_in_thread(g))

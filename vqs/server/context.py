@@ -64,9 +64,16 @@ class ServerContext:
             args = ()
         return await anyio.to_thread.run_sync(fn, *args, limiter=self.blocking)
 
-    async def write(self, fn, *args, **kw):
-        """A write: inline when it cannot block on an fsync, else in a thread (group commit)."""
-        if self.inline_writes:
+    def inline_for_topic(self, topic) -> bool:
+        """Whether appends to ``topic`` may run on the event loop: only when they cannot wait on
+        an fsync, by the server's ``flush`` and by the topic's own (``flush="always"`` set on
+        the topic, Kafka's ``flush.messages=1``, fsyncs on an ``interval`` server too)."""
+        return self.inline_writes and not topic.flush_always
+
+    async def topic_write(self, topic, fn, *args, **kw):
+        """An append to ``topic``: inline when it cannot block on an fsync (``inline_for_topic``),
+        else in a thread (the log's group commit shares the fsync)."""
+        if self.inline_for_topic(topic):
             return fn(*args, **kw)
         return await self.run(fn, *args, **kw)
 

@@ -61,6 +61,7 @@ from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps
 from .log_durability import Durability
 from .log_reads import Reads
 from .log_repair import repair
+from .log_settings import FLUSH_POLICIES
 from .log_space import SpaceGate
 from .recovery import LogLoader, adopt_loaded
 from .segment import ALLOCATE_AHEAD
@@ -71,7 +72,6 @@ __all__ = [
     "RECOVERY_POLICIES", "Log",
 ]
 
-FLUSH_POLICIES = ("always", "interval", "never")
 RECOVERY_POLICIES = ("fail", "skip", "truncate")
 #: Relative offsets are u32 in the indexes: roll before a segment spans more.
 MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
@@ -144,13 +144,11 @@ class Log:
         self.path = os.fspath(path)
         self._now_ms = _now_ms if clock is None else (lambda: int(clock() * 1000))
         self._system_clock = clock is None
-        if flush not in FLUSH_POLICIES:
-            raise ConfigError(f"flush={flush!r}: must be one of {', '.join(FLUSH_POLICIES)}")
+        log_settings.check_flush(flush, flush_interval_ms)
         if recovery not in RECOVERY_POLICIES:
             raise ConfigError(f"recovery={recovery!r}: must be one of {', '.join(RECOVERY_POLICIES)}")
         for name, val, lo in (
             ("segment_bytes", segment_bytes, 128),
-            ("flush_interval_ms", flush_interval_ms, 1),
             ("index_interval_bytes", index_interval_bytes, 0),
             ("batch_max_records", batch_max_records, 1),
             ("batch_max_bytes", batch_max_bytes, 1),
@@ -218,7 +216,7 @@ class Log:
             raise
         self._buf.set_thresholds()
         if flush == "interval" and not self._clean_marker:
-            Flusher.shared().register(self, flush_interval_ms / 1000)
+            self._sync.join_flusher(self)
         elif flush != "never":
             # on the flusher from the first write ("always": for the checkpoint and the grant)
             self._flush_idle = self._blocked = True
@@ -244,6 +242,7 @@ class Log:
         if timestamp_ms is None:
             # (inline, not self._now_ms(): a tenth fewer instructions per append)
             timestamp_ms = _time_ns() // 1_000_000 if self._system_clock else self._now_ms()
+        step = None
         with self._lock:
             if self._blocked:
                 self._check_appendable(len(value))
@@ -264,7 +263,7 @@ class Log:
             if self._flush_always:
                 step = self._group.join_locked()
                 gen = b.gen
-        if self._flush_always:
+        if step is not None:  # (decided under the lock: ``flush`` may change meanwhile)
             self._group.await_durable(self, off + 1, step, gen)
         return off
 
@@ -521,7 +520,7 @@ class Log:
         if self._flush_idle:
             # Idle for a whole interval, the flusher let go of it: back on at the first write.
             self._flush_idle = False
-            Flusher.shared().register(self, self.flush_interval_ms / 1000)
+            self._sync.join_flusher(self)
         self._blocked = self._space.low or bool(self._space.short)  # still checked per append
 
     def _check_appendable(self, nbytes: int) -> None:
@@ -738,10 +737,6 @@ class Log:
                 return
             self._sync.wait_idle()
             self._sync.sync_log(self)
-
-    def _flush_tick(self) -> bool:
-        """One round of the shared flusher thread (``Durability.tick``)."""
-        return self._sync.tick(self)
 
     def _close_files(self) -> None:
         self._segs.close()

@@ -38,6 +38,7 @@ from ..disk import fs
 from ..errors import DiskFullError
 from ..log_throttle import Throttle
 from .durable_file import atomic_write, fsync_dir, remove_files
+from .flusher import Flusher
 from .log_dir import CLEAN_MARKER, clean_marker_bytes, write_checkpoint
 
 logger = logging.getLogger("vqs.storage")
@@ -59,11 +60,28 @@ class SealJob:
         return False
 
 
+class FlushJob:
+    """A log's place on the shared flusher (``Durability.flush_job``; holds the log weakly).
+    A log has at most one live job: registering a new one (a changed ``flush``) retires the
+    last, whose next tick finds it is no longer the log's and ends."""
+
+    __slots__ = ("_log", "__weakref__")
+
+    def __init__(self, owner) -> None:
+        self._log = weakref.ref(owner)
+
+    def _flush_tick(self) -> bool:
+        owner = self._log()
+        if owner is None or owner._sync.flush_job is not self:
+            return False
+        return owner._sync.tick(owner)
+
+
 class Durability:
     """Under the log's lock: ``durable_end``, every record below it is fsynced; ``unsynced``,
     segments sealed at a roll and not yet fsynced, oldest first; ``syncing``, an fsync runs."""
 
-    __slots__ = ("path", "lock", "durable_end", "unsynced", "syncing", "done", "seal_job", "checkpoint")
+    __slots__ = ("path", "lock", "durable_end", "unsynced", "syncing", "done", "seal_job", "flush_job", "checkpoint")
 
     def __init__(self, path: str, lock: threading.Lock, log, checkpoint_interval_s: float) -> None:
         self.path = path
@@ -73,7 +91,14 @@ class Durability:
         self.syncing = False
         self.done = threading.Condition(lock)
         self.seal_job = SealJob(log)
+        self.flush_job: FlushJob | None = None
         self.checkpoint = Checkpoint(path, checkpoint_interval_s)
+
+    def join_flusher(self, log) -> None:
+        """Put ``log`` on the shared flusher every ``flush_interval_ms`` (a new FlushJob: the
+        last one, if any, retires)."""
+        self.flush_job = FlushJob(log)
+        Flusher.shared().register(self.flush_job, log.flush_interval_ms / 1000)
 
     def wait_idle(self) -> None:
         """Under the log's lock: wait until no fsync runs."""

@@ -2,6 +2,16 @@
 (``Log.reconfigure``: every value checked first, then set under the log's lock; one not
 given takes ``open``'s default). Nothing written changes: the next batch, roll and retention
 pass use the new values.
+
+A change of ``flush`` or ``flush_interval_ms`` keeps every promise already made (crash
+reasoning): the buffer is written under the old policy first (so a full disk under a new
+``always``, which drops its buffer, never drops a record acknowledged under ``interval`` or
+``never``; under those, a full disk refuses the change and changes nothing), then the policy
+changes, then everything written so far is fsynced (what ``interval`` promised within its
+interval, ``always`` before its appends return, is on disk whatever the new policy).
+Appends after the switch keep the new policy; an ``always`` appender that joined a group
+commit before it is fsynced by that group. The log's flusher job is replaced (the old one
+retires at its next tick), so the new interval holds from now.
 """
 
 from __future__ import annotations
@@ -10,7 +20,9 @@ from ..errors import ConfigError
 from ..record import codec_id
 from .segments import index_capacity
 
-ALTERABLE = ("segment_bytes", "segment_ms", "retention_ms", "retention_bytes", "compression")
+FLUSH_POLICIES = ("always", "interval", "never")
+ALTERABLE = ("segment_bytes", "segment_ms", "retention_ms", "retention_bytes", "compression", "flush",
+             "flush_interval_ms")
 
 
 def check_int(name: str, val, lo: int, *, optional: bool = False) -> None:
@@ -30,8 +42,35 @@ def reconfigure(log, **settings) -> None:
     check_int("segment_bytes", size, 128)
     for name in ("segment_ms", "retention_ms", "retention_bytes"):
         check_int(name, new[name], 0, optional=True)
+    flush, interval = new.pop("flush"), new.pop("flush_interval_ms")
+    check_flush(flush, interval)
     with log._lock:
+        if (flush, interval) != (log.flush_policy, log.flush_interval_ms):
+            _set_flush_locked(log, flush, interval)
         log._buf.codec = codec
         for name, val in new.items():
             setattr(log, name, val)
         log._segs.index_capacity_bytes = index_capacity(size, log.index_interval_bytes)
+
+
+def check_flush(flush, interval) -> None:
+    """ConfigError unless ``flush`` is a policy and ``flush_interval_ms`` an integer >= 1."""
+    if flush not in FLUSH_POLICIES:
+        raise ConfigError(f"flush={flush!r}: must be one of {', '.join(FLUSH_POLICIES)}")
+    check_int("flush_interval_ms", interval, 1)
+
+
+def _set_flush_locked(log, flush: str, interval: int) -> None:
+    """The module doc's flush change, under the log's lock (released during the fsync)."""
+    if log.readonly or log._closed or log._failed is not None:
+        log.flush_policy, log.flush_interval_ms, log._flush_always = flush, interval, flush == "always"
+        return
+    log._write_buffer_locked()  # under the old policy (raises on a full disk: nothing changed)
+    log.flush_policy, log.flush_interval_ms, log._flush_always = flush, interval, flush == "always"
+    log._sync.flush_job = None  # the registered job retires at its next tick
+    log._sync.wait_idle()
+    log._sync.sync_log(log)
+    log._flush_idle = False
+    if flush != "never":
+        log._sync.join_flusher(log)  # the new interval from now (it goes idle if nothing comes)
+    log._unblock()

@@ -39,7 +39,6 @@ class GrpcContext:
         self.waiters = 0  # touched on the loop thread only
         self.idle_streams: set[asyncio.Task] = set()  # ProduceStream calls waiting for the client
         self.ending_idle = False  # cancel_idle was called: a cancelled idle stream answers UNAVAILABLE
-        self.inline_writes = s.flush != "always"
         self._producer = None
         self._producer_broker = None
 
@@ -66,9 +65,10 @@ class GrpcContext:
         """A blocking broker call, in a worker thread."""
         return await asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(fn, *args, **kw))
 
-    async def write(self, fn, *args, **kw):
-        """A write: inline when it cannot block on an fsync, else in a worker thread."""
-        if self.inline_writes:
+    async def topic_write(self, topic, fn, *args, **kw):
+        """An append to ``topic``: inline when it cannot block on an fsync
+        (``ServerContext.inline_for_topic``), else in a worker thread."""
+        if self.server.inline_for_topic(topic):
             return fn(*args, **kw)
         return await self.run(fn, *args, **kw)
 

@@ -109,10 +109,12 @@ class RecordsService(pbg.RecordsServicer):
         if not n:
             raise invalid("values is empty: a produce needs at least one record")
         nulls = _indexes(req.null_values, n, "null_values")
+        missing = None
         try:  # the topic's own limit, else the server's
-            limit = ctx.broker.topic(req.topic).message_limit(ctx.settings.max_message_bytes)
-        except VQSError:  # no such topic (or a bad name): the send below answers it
-            limit = ctx.settings.max_message_bytes
+            topic = ctx.broker.topic(req.topic)
+            limit = topic.message_limit(ctx.settings.max_message_bytes)
+        except VQSError as e:  # no such topic (or a bad name): answered where the send would be
+            topic, missing, limit = None, e, ctx.settings.max_message_bytes
         nbytes = sum(map(len, values))
         if nbytes > limit:  # only then can one value pass the limit
             big = max(map(len, values))
@@ -138,8 +140,10 @@ class RecordsService(pbg.RecordsServicer):
         for i in nulls:
             values[i] = None
         partition = req.partition if req.HasField("partition") else None
-        metas = await ctx.write(ctx.producer().send_batch, req.topic, values, keys=keys, headers=headers,
-                                partition=partition, timestamps_ms=tss)
+        if missing is not None:
+            raise missing
+        metas = await ctx.topic_write(topic, ctx.producer().send_batch, req.topic, values, keys=keys,
+                                      headers=headers, partition=partition, timestamps_ms=tss)
         ctx.metrics.count_in("topic", req.topic, n, nbytes)
         return pb.ProduceResponse(batch_id=req.batch_id, count=n, ranges=_ranges(metas))
 

@@ -72,12 +72,18 @@ TOPIC_CONFIGS = {
                                      "A record is compacted within this long."),
     "min.cleanable.dirty.ratio": _Config("min_cleanable_dirty_ratio", DOUBLE, "log.cleaner.min.cleanable.ratio",
                                          "The share of a log not yet compacted that starts a cleaning."),
+    "flush.messages": _Config("flush", LONG, "log.flush.interval.messages",
+                              "1: every record is fsynced before it is acknowledged (flush=always); "
+                              f"{LONG_MAX}: by time (flush.ms). No other count is taken."),
+    "flush.ms": _Config("flush_interval_ms", LONG, "log.flush.interval.ms",
+                        "How often the partitions are fsynced, in ms (flush=interval)."),
 }
 # Topic configs this broker takes with one value only, stores nothing for, and describes as that
 # value: KIP-1191's opt-in of a topic as a share group's dead-letter topic (every topic may be one).
 FIXED_TOPIC_CONFIGS = {"errors.deadletterqueue.group.enable": "true"}
 _INT_MIN = {"retention.ms": -1, "retention.bytes": -1, "segment.bytes": 128, "max.message.bytes": 1, "segment.ms": 1,
-            "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1}
+            "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1, "flush.messages": 1,
+            "flush.ms": 1}
 #: Kafka's compression.type values -> the topic's storage codec (the codecs keep their names)
 _COMPRESSION = {"producer": None, "uncompressed": None, **{c: c for c in COMPRESSIONS if c}}
 
@@ -101,8 +107,13 @@ def parse(key: str, value: str | None):
         if not text.lstrip("-").isdigit() or int(text) < _INT_MIN[key] or int(text) > LONG_MAX:
             raise E.ConfigError(f"config {key}={value!r} must be an integer >= {_INT_MIN[key]}"
                                 + (" (-1: unlimited)" if _INT_MIN[key] < 0 else ""))
-        if key == "max.compaction.lag.ms" and int(text) == LONG_MAX:
-            return None  # Kafka's default, "no bound"
+        if key in ("max.compaction.lag.ms", "flush.ms", "flush.messages") and int(text) == LONG_MAX:
+            return None  # Kafka's default: "no bound" (flush: the broker's policy)
+        if key == "flush.messages":
+            if int(text) != 1:
+                raise E.ConfigError(f"config flush.messages={value!r}: only 1 (every record fsynced before it is "
+                                    f"acknowledged) or {LONG_MAX} (by time: flush.ms) are taken here")
+            return "always"
         return int(text)
     if key == "min.cleanable.dirty.ratio":
         try:
@@ -140,6 +151,8 @@ def _shown(key: str, value, ctx) -> str:
         return str(value or ctx.settings.max_message_bytes)
     if key == "cleanup.policy":
         return value or "delete"
+    if key == "flush.messages":
+        return "1" if value == "always" else str(LONG_MAX)
     if value is None:  # no limit: retention's -1, the others' "no bound"
         return str(LONG_MAX) if key in ("segment.ms", "max.compaction.lag.ms") else "-1"
     return str(value)

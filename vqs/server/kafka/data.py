@@ -137,7 +137,7 @@ async def produce(ctx, conn, v, r):
                         message = str(e)
                         raise
                 if batches:
-                    if ctx.inline_writes:
+                    if ctx.inline_writes and not topic.flush_always:  # (ServerContext.inline_for_topic's rule)
                         err, base = _append(ctx, topic, p, batches)
                     else:
                         err, base = await ctx.blocking(_append, ctx, topic, p, batches)

@@ -53,6 +53,10 @@ class TopicCreate(BaseModel):
     min_cleanable_dirty_ratio: float | None = Field(None, ge=0, le=1)
     min_compaction_lag_ms: int | None = Field(None, ge=0)
     max_compaction_lag_ms: int | None = Field(None, ge=1)
+    flush: Literal["always", "interval", "never"] | None = Field(
+        None, description="the partitions' flush policy (None: the server's --flush): always answers a "
+                          "produce once fsynced")
+    flush_interval_ms: int | None = Field(None, ge=1)
 
 
 class PartitionsCreate(BaseModel):

@@ -203,8 +203,8 @@ async def append_json_records(ctx: ServerContext, t, records: tuple, producer=No
             groups.setdefault(p, []).append(i)
         producer = producer or ctx.producer()
         for p, idx in groups.items():
-            got = await ctx.write(
-                producer.send_batch, topic, [values[i] for i in idx],
+            got = await ctx.topic_write(
+                t, producer.send_batch, topic, [values[i] for i in idx],
                 keys=[keys[i] for i in idx] if anykey else None,
                 headers=[headers[i] for i in idx] if anyhdr else None, partition=p,
                 timestamps_ms=None if tss_final is None else [tss_final[i] for i in idx])
@@ -226,8 +226,8 @@ def _append(ctx: ServerContext, t, producer, partition, values: list, keys, head
 
 async def _append_as(ctx: ServerContext, t, producer, partition, values, keys, headers, timestamps,
                      nbytes: int) -> list:
-    metas = await ctx.write(producer.send_batch, t.name, values, keys=keys, headers=headers,
-                            partition=partition, timestamps_ms=timestamps)
+    metas = await ctx.topic_write(t, producer.send_batch, t.name, values, keys=keys, headers=headers,
+                                  partition=partition, timestamps_ms=timestamps)
     ctx.metrics.count_in("topic", t.name, len(metas), nbytes)
     return metas
 

@@ -59,7 +59,8 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
                           delete_retention_ms=body.delete_retention_ms,
                           min_cleanable_dirty_ratio=body.min_cleanable_dirty_ratio,
                           min_compaction_lag_ms=body.min_compaction_lag_ms,
-                          max_compaction_lag_ms=body.max_compaction_lag_ms)
+                          max_compaction_lag_ms=body.max_compaction_lag_ms, flush=body.flush,
+                          flush_interval_ms=body.flush_interval_ms)
         return jresp(t.describe(), 201)
 
     @r.get("/topics/{topic}", summary="Describe a topic (partitions, offsets, sizes)")
