@@ -58,6 +58,16 @@ def test_a_compacted_topic_takes_keyed_records_only(stubs, pb, unique):
     assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_a_topic_with_its_own_flush_takes_produces(stubs, pb, unique):
+    """``flush="always"`` on a topic of the session's server: its produces run off the loop,
+    answered once fsynced (tests/server/test_topic_flush_inline.py has the rule)."""
+    info = stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique, flush="always", flush_interval_ms=250))
+    assert info.config["flush"] == "always" and info.config["flush_interval_ms"] == "250"
+    assert stubs.records.Produce(pb.ProduceRequest(topic=unique, values=[b"a", b"b"])).count == 2
+    e = _err(stubs.topics.CreateTopic, pb.CreateTopicRequest(name=unique + "-bad", flush="sometimes"))
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and "flush" in e.details()
+
+
 def test_produce_and_fetch_keep_columns(stubs, pb, unique):
     stubs.topics.CreateTopic(pb.CreateTopicRequest(name=unique))
     hs = [pb.Headers(headers=[pb.Header(name="h", value=b"1")]), pb.Headers()]

@@ -59,7 +59,8 @@ class TopicsService(pbg.TopicsServicer):
                                delete_retention_ms=opt("delete_retention_ms"),
                                min_cleanable_dirty_ratio=opt("min_cleanable_dirty_ratio"),
                                min_compaction_lag_ms=opt("min_compaction_lag_ms"),
-                               max_compaction_lag_ms=opt("max_compaction_lag_ms"))
+                               max_compaction_lag_ms=opt("max_compaction_lag_ms"),
+                               flush=request.flush or None, flush_interval_ms=opt("flush_interval_ms"))
         return topic_info(t)
 
     @unary

@@ -19,7 +19,7 @@ REJECT: AcknowledgeType
 RENEW: AcknowledgeType
 
 class CreateTopicRequest(_message.Message):
-    __slots__ = ("name", "partitions", "retention_ms", "retention_bytes", "segment_bytes", "compression", "cleanup_policy", "delete_retention_ms", "min_cleanable_dirty_ratio", "min_compaction_lag_ms", "max_compaction_lag_ms")
+    __slots__ = ("name", "partitions", "retention_ms", "retention_bytes", "segment_bytes", "compression", "cleanup_policy", "delete_retention_ms", "min_cleanable_dirty_ratio", "min_compaction_lag_ms", "max_compaction_lag_ms", "flush", "flush_interval_ms")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,8 @@ class CreateTopicRequest(_message.Message):
     MIN_CLEANABLE_DIRTY_RATIO_FIELD_NUMBER: _ClassVar[int]
     MIN_COMPACTION_LAG_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_COMPACTION_LAG_MS_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     name: str
     partitions: int
     retention_ms: int
@@ -42,7 +44,9 @@ class CreateTopicRequest(_message.Message):
     min_cleanable_dirty_ratio: float
     min_compaction_lag_ms: int
     max_compaction_lag_ms: int
-    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[int] = ..., retention_ms: _Optional[int] = ..., retention_bytes: _Optional[int] = ..., segment_bytes: _Optional[int] = ..., compression: _Optional[str] = ..., cleanup_policy: _Optional[str] = ..., delete_retention_ms: _Optional[int] = ..., min_cleanable_dirty_ratio: _Optional[float] = ..., min_compaction_lag_ms: _Optional[int] = ..., max_compaction_lag_ms: _Optional[int] = ...) -> None: ...
+    flush: str
+    flush_interval_ms: int
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[int] = ..., retention_ms: _Optional[int] = ..., retention_bytes: _Optional[int] = ..., segment_bytes: _Optional[int] = ..., compression: _Optional[str] = ..., cleanup_policy: _Optional[str] = ..., delete_retention_ms: _Optional[int] = ..., min_cleanable_dirty_ratio: _Optional[float] = ..., min_compaction_lag_ms: _Optional[int] = ..., max_compaction_lag_ms: _Optional[int] = ..., flush: _Optional[str] = ..., flush_interval_ms: _Optional[int] = ...) -> None: ...
 
 class ListTopicsRequest(_message.Message):
     __slots__ = ("include_internal",)
