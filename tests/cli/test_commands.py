@@ -8,6 +8,8 @@ import struct
 
 from cli_helpers import run_vqs as vqs
 
+from vqs import Broker as vqs_broker
+
 
 def test_topic_produce_consume_group_via_url(srv):
     u = ["--url", srv.url]
@@ -71,6 +73,15 @@ def test_data_dir_mode_and_inspect(tmp_path):
     assert p.returncode == 4 and b"CRC mismatch" in p.stderr
     p = vqs("inspect", seg, "--json")
     assert p.returncode == 4 and json.loads(p.stdout)["corrupt"] is True
+
+
+def test_topic_create_takes_a_flush_policy(tmp_path):
+    d = str(tmp_path / "data")
+    assert vqs("topic", "create", "synced", "--flush", "always", "--data-dir", d).returncode == 0
+    p = vqs("topic", "create", "odd", "--flush", "sometimes", "--data-dir", d)
+    assert p.returncode != 0 and b"flush" in p.stderr
+    with vqs_broker(d) as b:
+        assert b.topic("synced").log(0).flush_policy == "always" and "odd" not in b.topics()
 
 
 def test_topic_list_hides_internal_topics_unless_all(tmp_path):
