@@ -75,13 +75,34 @@ def test_data_dir_mode_and_inspect(tmp_path):
     assert p.returncode == 4 and json.loads(p.stdout)["corrupt"] is True
 
 
-def test_topic_create_takes_a_flush_policy(tmp_path):
+def test_topic_create_and_alter_take_a_flush_policy(tmp_path):
     d = str(tmp_path / "data")
     assert vqs("topic", "create", "synced", "--flush", "always", "--data-dir", d).returncode == 0
     p = vqs("topic", "create", "odd", "--flush", "sometimes", "--data-dir", d)
     assert p.returncode != 0 and b"flush" in p.stderr
     with vqs_broker(d) as b:
         assert b.topic("synced").log(0).flush_policy == "always" and "odd" not in b.topics()
+    p = vqs("topic", "alter", "synced", "--set", "flush=interval", "--set", "retention_ms=60000", "--data-dir", d)
+    assert p.returncode == 0, p.stderr
+    assert vqs("topic", "alter", "synced", "--set", "flush=bogus", "--data-dir", d).returncode != 0
+    assert vqs("topic", "alter", "synced", "--data-dir", d).returncode != 0  # nothing to change
+    with vqs_broker(d) as b:
+        t = b.topic("synced")
+        assert t.overrides == {"flush": "interval", "retention_ms": 60_000} and t.log(0).retention_ms == 60_000
+    assert vqs("topic", "alter", "synced", "--reset", "retention_ms", "--data-dir", d).returncode == 0
+    with vqs_broker(d) as b:
+        assert b.topic("synced").overrides == {"flush": "interval"}
+
+
+def test_topic_alter_over_a_server(srv):
+    u = ("--url", srv.url)
+    assert vqs("topic", "create", "altered", *u).returncode == 0
+    p = vqs("topic", "alter", "altered", "--set", "max_message_bytes=100", "--set", "cleanup_policy=compact", *u)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(vqs("topic", "describe", "altered", "--json", *u).stdout)
+    assert d["config"]["max_message_bytes"] == 100 and d["config"]["cleanup_policy"] == "compact"
+    p = vqs("topic", "alter", "altered", "--set", "segment_bytes=1", *u)
+    assert p.returncode != 0 and b"segment_bytes" in p.stderr
 
 
 def test_topic_list_hides_internal_topics_unless_all(tmp_path):

@@ -26,6 +26,20 @@ def run(coro):
     return asyncio.run(coro)
 
 
+def test_alter_topic(base_url, unique):
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            await c.create_topic(unique, flush="always")
+            t = await c.alter_topic(unique, {"retention_ms": 60_000, "flush": None})
+            assert t.config["retention_ms"] == 60_000 and t.config["flush"] == (await c.health())["flush"]
+            checked = await c.alter_topic(unique, {"retention_ms": 1}, validate_only=True)
+            assert checked.config["retention_ms"] == 60_000
+            with pytest.raises(TopicDoesNotExist):
+                await c.alter_topic(unique + "-none", {"retention_ms": 1})
+
+    run(main())
+
+
 def test_produce_consume_commit(base_url, unique):
     async def main():
         async with vqs.AsyncClient(base_url) as c:

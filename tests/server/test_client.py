@@ -12,6 +12,7 @@ import vqs.client as vc
 from vqs.errors import (
     ConfigError,
     InvalidRecord,
+    MessageTooLarge,
     OffsetOutOfRange,
     PartitionDoesNotExist,
     TopicAlreadyExists,
@@ -59,6 +60,21 @@ def test_topics_producer_consumer(client, unique):
     assert [r.value for r in c2.poll(timeout=5)] == [b"late"]
     c2.close()
     assert client.delete_group(unique + "-g") is True
+
+
+def test_alter_topic_as_the_broker_does(client, unique):
+    client.create_topic(unique)
+    t = client.alter_topic(unique, {"flush": "always", "max_message_bytes": 100})
+    assert t.config["flush"] == "always" and t.config["max_message_bytes"] == 100
+    with pytest.raises(MessageTooLarge):
+        client.producer().send(unique, b"x" * 101)  # in force for the next request
+    assert client.alter_topic(unique, {"max_message_bytes": None}).config["max_message_bytes"] is None
+    with pytest.raises(vqs.VQSError, match="flush") as e:  # (the API's 400, naming the field)
+        client.alter_topic(unique, {"flush": "sometimes"})
+    assert e.value.field == "flush"
+    with pytest.raises(TopicDoesNotExist):
+        client.alter_topic(unique + "-none", {"flush": "always"})
+    assert client.alter_topic(unique, {}, replace=True).config["flush"] == client.health()["flush"]  # the server's
 
 
 def test_a_topics_max_message_bytes_is_the_clients_limit_too(client, unique):

@@ -40,6 +40,30 @@ def test_topic_lifecycle(http, unique):
     assert r.status_code == 404 and r.json()["error"]["code"] == "topic_not_found"
 
 
+def test_a_topics_settings_are_altered_in_place(http, unique):
+    """PATCH /topics/{t}: the body's settings become the topic's own (null: the server's default;
+    absent: unchanged, unless ?replace=true); ?validate_only=true changes nothing; a bad one is
+    400 naming it, nothing changed."""
+    assert http.post("/topics", json={"name": unique, "retention_ms": -1}).status_code == 201
+    r = http.patch(f"/topics/{unique}", json={"flush": "always", "retention_bytes": 4096, "segment_ms": 60_000})
+    assert r.status_code == 200, r.text
+    cfg = r.json()["config"]
+    assert (cfg["flush"], cfg["retention_bytes"], cfg["segment_ms"], cfg["retention_ms"]) == ("always", 4096, 60_000,
+                                                                                              None)
+    cfg = http.patch(f"/topics/{unique}", json={"retention_bytes": None}).json()["config"]
+    assert cfg["retention_bytes"] is None and cfg["flush"] == "always"
+    cfg = http.patch(f"/topics/{unique}", params={"validate_only": "true"}, json={"flush": "never"}).json()["config"]
+    assert cfg["flush"] == "always"
+    for body, field in (({"flush": "sometimes"}, "flush"), ({"cleanup_policy": "shred"}, "cleanup_policy"),
+                        ({"max_compaction_lag_ms": 0}, "max_compaction_lag_ms"), ({"nope": 1}, "nope")):
+        r = http.patch(f"/topics/{unique}", json=body)
+        assert r.status_code == 400 and r.json()["error"]["field"] == field, r.text
+    cfg = http.patch(f"/topics/{unique}", params={"replace": "true"}, json={"segment_ms": 120_000}).json()["config"]
+    assert cfg["segment_ms"] == 120_000 and cfg["flush"] == http.get("/health").json()["flush"]  # back to the server's
+    r = http.patch(f"/topics/{unique}-none", json={})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "topic_not_found"
+
+
 def test_internal_topics_are_listed_only_with_all(http, unique):
     internal = f"__spark_state.{unique}"
     assert http.post("/topics", json={"name": internal}).status_code == 201

@@ -1,4 +1,4 @@
-"""``vqs topic``: create, grow, list, describe and delete topics."""
+"""``vqs topic``: create, alter, grow, list, describe and delete topics."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from .output import (
 )
 from .target import target
 
-topic_app = typer.Typer(help="Create, grow, list, describe and delete topics.", no_args_is_help=True)
+topic_app = typer.Typer(help="Create, alter, grow, list, describe and delete topics.", no_args_is_help=True)
 
 
 @topic_app.command("create")
@@ -47,6 +47,41 @@ def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-
         t.create_topic(name, partitions=partitions, retention_ms=retention_ms, retention_bytes=retention_bytes,
                        segment_bytes=segment_bytes, compression=compression, **settings)
     print_line(f"created topic {name} with {partitions} partition(s)")
+
+
+def _setting(text: str) -> tuple[str, object]:
+    """``key=value`` of ``--set``: the value an int, else a float, else the text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise typer.BadParameter(f"{text!r}: give key=value (e.g. retention_ms=3600000)")
+    for kind in (int, float):
+        try:
+            return key.strip(), kind(value)
+        except ValueError:
+            pass
+    return key.strip(), value
+
+
+@topic_app.command("alter")
+def topic_alter(name: str,
+                set_: list[str] = typer.Option([], "--set", "-s", help="key=value: a setting of create's "
+                                               "(retention_ms, flush, cleanup_policy, ...); repeat it"),
+                reset: list[str] = typer.Option([], "--reset", "-r", help="a setting back to the server's default"),
+                replace: bool = typer.Option(False, help="every setting not given returns to its default"),
+                validate_only: bool = typer.Option(False, help="check the settings, change nothing"),
+                url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
+    """Change a topic's own settings.
+
+    As Kafka's kafka-configs.sh --alter. Checked as create checks them (nothing changes if one is refused); in force for what is
+    written next."""
+    changes = dict(_setting(s) for s in set_)
+    changes.update(dict.fromkeys(reset))
+    if not changes and not replace:
+        raise typer.BadParameter("nothing to change: give --set key=value, --reset key or --replace")
+    with target(url, data_dir, token, topic=name) as t:
+        t.alter_topic(name, changes, replace=replace, validate_only=validate_only)
+    print_line(f"{'checked' if validate_only else 'altered'} topic {name}: "
+               + (", ".join(f"{k}={'default' if v is None else v}" for k, v in changes.items()) or "all defaults"))
 
 
 @topic_app.command("add-partitions")

@@ -123,6 +123,12 @@ class AsyncClient:
                                                "max_message_bytes": max_message_bytes, **settings})
         return AsyncTopic(self, await self._t.json("POST", "/topics", json=body))
 
+    async def alter_topic(self, name: str, settings: dict, *, replace: bool = False,
+                          validate_only: bool = False) -> AsyncTopic:
+        """As ``Client.alter_topic``."""
+        return AsyncTopic(self, await self._t.json("PATCH", f"/topics/{validate_name(name, 'topic name')}",
+                                                   json=dict(settings), params=S.alter_params(replace, validate_only)))
+
     async def create_partitions(self, name: str, partitions: int) -> AsyncTopic:
         """Grow topic ``name`` to ``partitions`` partitions in total, as ``Broker.create_partitions``."""
         return AsyncTopic(self, await self._t.json("POST", f"/topics/{validate_name(name, 'topic name')}/partitions",

@@ -70,6 +70,16 @@ class Client:
                                                 "max_message_bytes": max_message_bytes, **settings})
         return RemoteTopic(self, self._transport, self._transport.json("POST", "/topics", json=body))
 
+    def alter_topic(self, name: str, settings: dict, *, replace: bool = False,
+                    validate_only: bool = False) -> RemoteTopic:
+        """As ``Broker.alter_topic``: ``settings`` (``create_topic``'s keywords; a None value returns
+        that setting to the server's default) become the topic's own; ``replace``: every setting
+        not named returns to its default; ``validate_only``: only checked. ConfigError naming a bad
+        one (nothing changed)."""
+        return RemoteTopic(self, self._transport, self._transport.json(
+            "PATCH", f"/topics/{validate_name(name, 'topic name')}", json=dict(settings),
+            params=S.alter_params(replace, validate_only)))
+
     def create_partitions(self, name: str, partitions: int) -> RemoteTopic:
         """Grow topic ``name`` to ``partitions`` partitions in total, as ``Broker.create_partitions``."""
         body = {"partitions": partitions}

@@ -38,6 +38,11 @@ def topic_body(name: str, partitions: int, options: dict) -> dict:
     return body
 
 
+def alter_params(replace: bool, validate_only: bool) -> dict:
+    """``PATCH /topics/{t}``'s query: only the flags that are set."""
+    return {k: "true" for k, v in (("replace", replace), ("validate_only", validate_only)) if v}
+
+
 def read_params(partition: int, offset: int, max_records: int, max_bytes: int, timeout: float,
                 stored: bool = False) -> dict:
     """A fetch's query (``GET /topics/{t}/messages``); ``stored``: the whole stored batches."""

@@ -39,13 +39,14 @@ def query_parameters(table: dict[str, tuple[int, int, str]]) -> list[dict]:
 
 
 # --------------------------------------------------------------------- topics, groups
-class TopicCreate(BaseModel):
+class TopicSettings(BaseModel):
+    """A topic's own settings (``Broker.create_topic``'s): each None or absent is the server's default."""
+
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(..., pattern=NAME_PATTERN)
-    partitions: int = Field(1, ge=1, le=10_000)
-    retention_ms: int | None = Field(None, ge=1)
-    retention_bytes: int | None = Field(None, ge=1)
+    retention_ms: int | None = Field(None, ge=-1, description="-1: unlimited (Kafka's -1)")
+    retention_bytes: int | None = Field(None, ge=-1, description="per partition; -1: unlimited")
     segment_bytes: int | None = Field(None, ge=4096, le=1 << 31)
+    segment_ms: int | None = Field(None, ge=1)
     compression: Literal["zstd", "lz4", "gzip"] | None = None
     max_message_bytes: int | None = Field(None, ge=1, le=1 << 30)  # None: the server's max_message_bytes
     cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact"] | None = None
@@ -57,6 +58,11 @@ class TopicCreate(BaseModel):
         None, description="the partitions' flush policy (None: the server's --flush): always answers a "
                           "produce once fsynced")
     flush_interval_ms: int | None = Field(None, ge=1)
+
+
+class TopicCreate(TopicSettings):
+    name: str = Field(..., pattern=NAME_PATTERN)
+    partitions: int = Field(1, ge=1, le=10_000)
 
 
 class PartitionsCreate(BaseModel):

@@ -1,4 +1,4 @@
-"""REST routes for topics as resources: list, create, grow, describe, delete, offsets.
+"""REST routes for topics as resources: list, create, alter, grow, describe, delete, offsets.
 
 Invariants: creating or growing a topic never takes the server past
 ``max_partitions_per_topic`` or ``max_total_partitions`` (checked before the
@@ -14,7 +14,7 @@ from ...errors import TopicDoesNotExist
 from ..context import ServerContext
 from ..errors import APIError
 from .conventions import JSONRoute, check_name, jresp, links, name_param, ready_broker
-from .models import PartitionsCreate, TopicCreate
+from .models import PartitionsCreate, TopicCreate, TopicSettings
 
 
 def topic_routes(ctx: ServerContext) -> APIRouter:
@@ -52,20 +52,27 @@ def topic_routes(ctx: ServerContext) -> APIRouter:
             raise APIError(400, "invalid_argument", f"partitions: at most {s.max_partitions_per_topic} per topic "
                            "(max_partitions_per_topic)", field="partitions")
         check_total(body.partitions)
-        t = await ctx.run(ready_broker(ctx).create_topic, body.name, partitions=body.partitions,
-                          retention_ms=body.retention_ms, retention_bytes=body.retention_bytes,
-                          segment_bytes=body.segment_bytes, compression=body.compression,
-                          max_message_bytes=body.max_message_bytes, cleanup_policy=body.cleanup_policy,
-                          delete_retention_ms=body.delete_retention_ms,
-                          min_cleanable_dirty_ratio=body.min_cleanable_dirty_ratio,
-                          min_compaction_lag_ms=body.min_compaction_lag_ms,
-                          max_compaction_lag_ms=body.max_compaction_lag_ms, flush=body.flush,
-                          flush_interval_ms=body.flush_interval_ms)
+        settings = body.model_dump(exclude={"name", "partitions"})  # (create_topic's keywords)
+        t = await ctx.run(ready_broker(ctx).create_topic, body.name, partitions=body.partitions, **settings)
         return jresp(t.describe(), 201)
 
     @r.get("/topics/{topic}", summary="Describe a topic (partitions, offsets, sizes)")
     async def describe_topic(topic: str = name_param("topic")):
         return jresp(ready_broker(ctx).topic(check_name(topic, "topic")).describe())
+
+    @r.patch("/topics/{topic}", summary="Change a topic's own settings (Kafka's IncrementalAlterConfigs)")
+    async def alter_topic(body: TopicSettings, topic: str = name_param("topic"),
+                          replace: bool = Query(False, description="every setting not in the body returns to "
+                                                                   "the server's default (Kafka's AlterConfigs)"),
+                          validate_only: bool = Query(False, description="check the settings, change nothing")):
+        """The settings in the body become the topic's own (a null one returns to the server's
+        default; one not named stays, unless ``replace``): checked as creation checks them (400,
+        nothing changed), durable when answered, in force for every front's next request
+        (``Broker.alter_topic``). Returns the topic's description."""
+        changes = {k: getattr(body, k) for k in body.model_fields_set}
+        t = await ctx.run(ready_broker(ctx).alter_topic, check_name(topic, "topic"), changes, replace=replace,
+                          validate_only=validate_only)
+        return jresp(t.describe())
 
     @r.post("/topics/{topic}/partitions", summary="Grow a topic to more partitions (Kafka's CreatePartitions)")
     async def create_partitions(body: PartitionsCreate, topic: str = name_param("topic")):
