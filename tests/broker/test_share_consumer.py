@@ -148,7 +148,7 @@ def test_a_groups_own_configs_apply_to_it_alone_and_are_kept(data_dir):
         sg.alter_group_configs("early", {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "2"})
         with pytest.raises(ConfigError, match=r"share\.record\.lock\.duration\.ms"):
             sg.alter_group_configs("early", {"share.record.lock.duration.ms": "soon"})
-        with pytest.raises(ConfigError, match="unknown share group config"):
+        with pytest.raises(ConfigError, match="unknown group config"):
             sg.alter_group_configs("early", {"retention.ms": "1"})
         assert len(b.share_consumer("t", "early").poll()) == 3
         assert b.share_consumer("t", "late").poll() == []  # the broker's default: latest

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 
 from ..cleaner import CleanStats, check_rate
-from ..disk import raise_open_file_limit
+from ..disk import check_room, raise_open_file_limit
 from ..errors import ConfigError, DiskFullError, LogClosedError, OffsetOutOfRange, VQSError
 from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs
 from . import layout
@@ -138,6 +138,7 @@ class Broker:
         self._queues = None
         self._coordinator = None
         self._share_groups = None
+        self._group_configs = None
         self._producer_states = None
         self._retention_thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -500,10 +501,68 @@ class Broker:
         if self._coordinator is None:
             from .coordinator import GroupCoordinator
 
+            configs = self.group_configs  # (read now: the coordinator's lock never waits on a file)
             with self._lock:
                 if self._coordinator is None:
-                    self._coordinator = GroupCoordinator(partitions=lambda t: self.topic(t).partitions)
+                    c = GroupCoordinator(partitions=lambda t: self.topic(t).partitions)
+                    c.consumer.own_settings = lambda group: _consumer_settings(configs, group)
+                    self._coordinator = c
         return self._coordinator
+
+    @property
+    def group_configs(self):
+        """The group ids' own configs (Kafka's names; vqs.broker.group_configs), read on first use."""
+        self._check_open()
+        if self._group_configs is None:
+            from .group_configs import GroupConfigs
+
+            with self._lock:
+                if self._group_configs is None:
+                    self._group_configs = GroupConfigs(self.path)
+        return self._group_configs
+
+    def alter_group_configs(self, group: str, changes: dict, *, validate_only: bool = False) -> None:
+        """Set (a string value) or delete (None: back to the broker's setting) Kafka group configs
+        of group id ``group``, whatever kind of group it is: a consumer-protocol group's
+        ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``, a share group's
+        ``share.*`` and dead-letter configs. Checked first (ConfigError naming a bad one, nothing
+        changed): each value, a dead-letter topic exists, a session timeout above its heartbeat
+        interval as they will be in force; ``validate_only`` only checks. Durable on return, in
+        force for the group's next heartbeat, fetch or acknowledgement."""
+        from .consumer_groups import CONSUMER_CONFIGS, parse_consumer_config
+        from .share.groups import GROUP_CONFIGS, parse_group_config
+
+        self._check_open()
+        validate_group(group)
+        own = self.group_configs.own(group)
+        own.update(changes)
+        own = {k: v for k, v in own.items() if v is not None}
+        consumer, share = {}, {}
+        for key, value in own.items():
+            if key in CONSUMER_CONFIGS:
+                field, v = parse_consumer_config(key, str(value))
+                consumer[field] = v
+            elif key in GROUP_CONFIGS:
+                field, v = parse_group_config(key, str(value))
+                if field == "dlq_topic" and v and key in changes and v not in self.topics():
+                    raise ConfigError(f"config {key}: the dead-letter topic {v!r} does not exist")
+                share[field] = v
+            else:
+                raise ConfigError(f"unknown group config {key!r} (supported: "
+                                  f"{', '.join(sorted([*CONSUMER_CONFIGS, *GROUP_CONFIGS]))})")
+        cg, sg = self.coordinator.consumer, self.share_groups.settings
+        for kind, (session, interval) in (
+                ("consumer", (consumer.get("session_timeout_ms", cg.session_timeout_ms),
+                              consumer.get("heartbeat_interval_ms", cg.heartbeat_interval_ms))),
+                ("share", (share.get("session_timeout_ms", sg.session_timeout_ms),
+                           share.get("heartbeat_interval_ms", sg.heartbeat_interval_ms)))):
+            if any(k.startswith(kind + ".") for k in changes) and session <= interval:
+                raise ConfigError(f"{kind}.session.timeout.ms ({session}) must be greater than "
+                                  f"{kind}.heartbeat.interval.ms ({interval})")
+        if validate_only:
+            return
+        check_room(self.path, self.log_defaults.get("min_free_bytes"), "altering a group's configs")
+        self.group_configs.write(group, {k: str(v) for k, v in own.items()})
 
     @property
     def share_groups(self):
@@ -704,3 +763,10 @@ class Broker:
         self._check_open()
         validate_name(name, "queue")
         self._queue_registry().delete(name)
+
+
+def _consumer_settings(configs, group: str) -> dict:
+    """A consumer-protocol group's own settings from the group configs (their CONSUMER_CONFIGS)."""
+    from .consumer_groups import CONSUMER_CONFIGS
+
+    return {CONSUMER_CONFIGS[k][0]: int(v) for k, v in configs.own(group).items() if k in CONSUMER_CONFIGS}

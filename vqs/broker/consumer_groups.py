@@ -61,6 +61,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..errors import ConfigError
 from .assignor import assign
 from .names import validate_group
 from .topic import TopicPartition
@@ -81,6 +82,20 @@ MAX_GROUPS = 100_000  # groups with members
 MAX_TOPICS = 10_000  # topics of one subscription
 MAX_ID = 255  # characters of a member, instance or rack id, and of a client id or host kept
 MAX_TOPIC_NAME = 249  # Kafka's longest topic name
+
+#: Kafka's group configs of a consumer-protocol group (a group id's own: group_configs.py) ->
+#: (the setting it overrides, its bounds)
+CONSUMER_CONFIGS = {"consumer.session.timeout.ms": ("session_timeout_ms", 1_000, 3_600_000),
+                    "consumer.heartbeat.interval.ms": ("heartbeat_interval_ms", 100, 3_600_000)}
+
+
+def parse_consumer_config(key: str, value: str) -> tuple[str, int]:
+    """(setting, value) of consumer group config ``key``; ConfigError naming it."""
+    field_name, lo, hi = CONSUMER_CONFIGS[key]
+    text = (value or "").strip()
+    if not text.isdigit() or not lo <= int(text) <= hi:
+        raise ConfigError(f"config {key}={value!r} must be an integer in {lo}..{hi}")
+    return field_name, int(text)
 
 
 @dataclass
@@ -141,15 +156,27 @@ class ConsumerGroups:
         self._lock = lock if lock is not None else threading.Lock()
         self._groups: dict[str, Group] = {}
         self._resolve = None  # pattern -> the topic names it matches now; None: no regex subscriptions
+        #: group -> its own settings {"session_timeout_ms": ..., ...} (its CONSUMER_CONFIGS), or {};
+        #: called under the lock: quick, no I/O (the broker's group configs, read at open)
+        self.own_settings: Callable[[str], dict] = lambda group: {}
 
     def configure(self, *, session_timeout_ms: int, heartbeat_interval_ms: int, resolve=None) -> None:
-        """The session and heartbeat settings; ``resolve(pattern)`` gives the topics a
-        subscription's pattern matches now (called under the lock: it must be quick and never
-        block on I/O), without it a pattern subscription is ``invalid``."""
+        """The session and heartbeat settings (a group's own configs override them:
+        ``own_settings``); ``resolve(pattern)`` gives the topics a subscription's pattern
+        matches now (called under the lock: it must be quick and never block on I/O), without
+        it a pattern subscription is ``invalid``."""
         with self._lock:
             self.session_timeout_ms = session_timeout_ms
             self.heartbeat_interval_ms = heartbeat_interval_ms
             self._resolve = resolve
+
+    def session_timeout_for(self, group: str) -> int:
+        """``group``'s session timeout (ms): its own ``consumer.session.timeout.ms``, else the broker's."""
+        return self.own_settings(group).get("session_timeout_ms", self.session_timeout_ms)
+
+    def heartbeat_interval_for(self, group: str) -> int:
+        """The heartbeat interval ``group``'s members are told (ms): its own, else the broker's."""
+        return self.own_settings(group).get("heartbeat_interval_ms", self.heartbeat_interval_ms)
 
     # ------------------------------------------------------------------ queries
     def has_members(self, group: str) -> bool:
@@ -352,8 +379,9 @@ class ConsumerGroups:
 
     def _expire_locked(self, g: Group) -> None:
         now = self._clock()
+        session_ms = self.session_timeout_for(g.name)
         for m in list(g.members.values()):
-            if (now - m.last_seen) * 1000 > self.session_timeout_ms or (
+            if (now - m.last_seen) * 1000 > session_ms or (
                     m.revoking and m.rebalance_timeout_ms > 0 and now > m.revoke_deadline):
                 self._remove_locked(g, m.member_id)
 

@@ -24,6 +24,7 @@
       producer_ids               the next block of idempotent producer ids (producer_state; atomic replace)
       scram_credentials.json     the Kafka listener's SCRAM users (vqs.server.kafka.scram; atomic replace)
       kafka_acls.json            the Kafka listener's ACLs (vqs.server.kafka.acls; atomic replace)
+      group_configs.json         group ids' own configs, Kafka's names (group_configs; atomic replace)
       spark/
         sinks/
           {queryId}/             Spark streaming sink, path mode: state.json + staged Arrow files
@@ -51,6 +52,7 @@ OFFSETS_FILE = "offsets.json"
 PRODUCER_IDS_FILE = "producer_ids"
 SCRAM_FILE = "scram_credentials.json"
 ACLS_FILE = "kafka_acls.json"
+GROUP_CONFIGS_FILE = "group_configs.json"
 PRODUCER_SNAPSHOT_FILE = "producers.json"  # in a partition's log directory
 MOVE_TASKS_FILE = "~move-tasks.json"  # in the queue registry's directory; "~": never a queue name
 SPARK_SINKS = os.path.join("spark", "sinks")
@@ -119,3 +121,8 @@ def scram_credentials_file(data_dir: str) -> str:
 def kafka_acls_file(data_dir: str) -> str:
     """``DATA/kafka_acls.json``: the Kafka listener's ACLs."""
     return os.path.join(data_dir, ACLS_FILE)
+
+
+def group_configs_file(data_dir: str) -> str:
+    """``DATA/group_configs.json``: the group ids' own configs (group_configs.py)."""
+    return os.path.join(data_dir, GROUP_CONFIGS_FILE)

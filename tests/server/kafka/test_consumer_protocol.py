@@ -413,3 +413,54 @@ def test_a_consumer_that_assigns_its_own_partitions_commits_into_an_empty_group(
         assert e.value.args[0].code() == ck.KafkaError.UNKNOWN_TOPIC_OR_PART
     finally:
         c.close()
+
+
+def test_a_groups_own_session_and_heartbeat_configs(server):
+    """Kafka 4's group configs of a consumer-protocol group (IncrementalAlterConfigs on a GROUP
+    resource): DescribeConfigs shows them as the group's own, a heartbeat is answered with the
+    group's interval (another group keeps the server's), a session not above the interval is
+    INVALID_CONFIG, and DELETE gives the server's back."""
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ConfigSource,
+        ResourceType,
+    )
+
+    topic, group, other = _topic(server, 1), f"g-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+
+    def alter(*entries):
+        res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.DELETE if v is None else AlterConfigOpType.SET)
+            for k, v in entries])
+        return next(iter(admin.incremental_alter_configs([res]).values()))
+
+    def interval(g) -> int:
+        raw = RawKafka(server.kafka_port)
+        try:
+            w = Writer().compact_string(g).compact_string(uuid.uuid4().hex).int32(0).compact_string(None)
+            w.compact_string(None).int32(30_000).compact_array(1).compact_string(topic)
+            w.compact_string(None).compact_string(None).uvarint(0).tags()
+            r = _flex(raw, 68, 1, bytes(w.b))
+            r.int32()
+            assert r.int16() == 0
+            r.compact_string()
+            r.compact_string()
+            r.int32()
+            return r.int32()
+        finally:
+            raw.close()
+
+    assert alter(("consumer.heartbeat.interval.ms", "700"), ("consumer.session.timeout.ms", "20000")).result(10) is None
+    with pytest.raises(ck.KafkaException, match="greater than"):
+        alter(("consumer.session.timeout.ms", "1000"), ("consumer.heartbeat.interval.ms", "1500")).result(10)
+    entries = next(iter(admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values())).result(10)
+    own, default = entries["consumer.heartbeat.interval.ms"], entries["share.session.timeout.ms"]
+    assert (own.value, own.source) == ("700", ConfigSource.GROUP_CONFIG.value)
+    assert entries["consumer.session.timeout.ms"].value == "20000"
+    assert default.source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert interval(group) == 700 and interval(other) != 700
+    assert alter(("consumer.heartbeat.interval.ms", None)).result(10) is None
+    assert interval(group) == interval(other)

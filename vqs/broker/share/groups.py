@@ -30,7 +30,6 @@ own lock. No I/O is done under ``lock`` except opening a share partition.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import threading
@@ -39,13 +38,11 @@ import uuid
 
 from ...errors import (
     ConfigError,
-    CorruptRecordError,
     GroupNotEmpty,
     InvalidName,
     PartitionDoesNotExist,
     TopicDoesNotExist,
 )
-from ...storage import atomic_write
 from .. import layout
 from ..assignor import assign
 from ..names import group_dir_name, validate_group, validate_name
@@ -156,7 +153,8 @@ class ShareGroups:
         self._clock = clock
         self.lock = threading.Lock()
         self._groups: dict[str, ShareGroup] = {}
-        self._configs: dict[str, dict] = {}  # group -> its own settings (config.json), read on first use
+        self._configs: dict[str, dict] = {}  # group -> its own ShareSettings fields (settings_for)
+        self._configs_version = -1  # the group configs' version they were read at
         self._parts: dict[tuple[str, str, int], SharePartition] = {}
         self._parts_lock = threading.Lock()
         self._closed = False
@@ -169,62 +167,27 @@ class ShareGroups:
             setattr(self.settings, k, v)
 
     def settings_for(self, group: str) -> ShareSettings:
-        """The settings in force for ``group``: the broker's, with the group's own configs over them."""
+        """The settings in force for ``group``: the broker's, with the group's own configs over
+        them (the broker's group configs, group_configs.py; read at open, cached here until they
+        change)."""
+        gc = self.broker.group_configs
+        if self._configs_version != gc.version:
+            self._configs, self._configs_version = {}, gc.version
         own = self._configs.get(group)
         if own is None:
-            own = self._configs[group] = self._read_config(group)
+            own = self._configs[group] = {field: value for key, raw in gc.own(group).items() if key in GROUP_CONFIGS
+                                          for field, value in [parse_group_config(key, raw)] if field}
         return self.settings.merged(own) if own else self.settings
 
-    def _config_path(self, group: str) -> str:
-        return os.path.join(layout.share_dir(self.broker.path), group_dir_name(group), "config.json")
-
-    def _read_config(self, group: str) -> dict:
-        path = self._config_path(group)
-        try:
-            with open(path, "rb") as f:
-                raw = json.loads(f.read())
-        except FileNotFoundError:
-            return {}
-        except ValueError as e:
-            raise CorruptRecordError(f"{path}: not JSON ({e})", path=path) from e
-        return {field: value for key, value in raw.items()
-                for field, value in [parse_group_config(key, str(value))] if field}
-
     def group_configs(self, group: str) -> dict[str, str]:
-        """The Kafka configs ``group`` sets itself (``alter_group_configs``)."""
+        """The Kafka share-group configs ``group`` sets itself (``alter_group_configs``)."""
         validate_group(group)
-        path = self._config_path(group)
-        try:
-            with open(path, "rb") as f:
-                return {k: str(v) for k, v in json.loads(f.read()).items()}
-        except FileNotFoundError:
-            return {}
+        return {k: v for k, v in self.broker.group_configs.own(group).items() if k in GROUP_CONFIGS}
 
     def alter_group_configs(self, group: str, changes: dict, validate_only: bool = False) -> None:
-        """Set (a value) or delete (None: back to the broker's setting) Kafka share-group
-        configs of ``group`` (``GROUP_CONFIGS``), durable on return (``DATA/share/{group}/
-        config.json``, replaced atomically); ConfigError naming a bad one, nothing changed."""
-        validate_group(group)
-        for key, value in changes.items():
-            if value is not None:
-                field, v = parse_group_config(key, value)
-                if field == "dlq_topic" and v and v not in self.broker.topics():
-                    raise ConfigError(f"config {key}: the dead-letter topic {v!r} does not exist")
-            elif key not in GROUP_CONFIGS:
-                parse_group_config(key, "")
-        if validate_only:
-            return
-        with self._parts_lock:
-            own = self.group_configs(group)
-            for key, value in changes.items():
-                if value is None:
-                    own.pop(key, None)
-                else:
-                    own[key] = value
-            path = self._config_path(group)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            atomic_write(path, json.dumps(own, sort_keys=True).encode())
-            self._configs.pop(group, None)
+        """Set (a value) or delete (None: back to the broker's setting) configs of ``group``
+        (``GROUP_CONFIGS``, or any group config): ``Broker.alter_group_configs``."""
+        self.broker.alter_group_configs(group, changes, validate_only=validate_only)
 
     # ------------------------------------------------------------------ membership
 

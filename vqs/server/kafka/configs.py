@@ -8,7 +8,8 @@ open partition reconfigured), so a value altered over Kafka is the one REST, gRP
 client apply from their next request. A name not in the table is INVALID_CONFIG, as Kafka
 answers a name it does not know: a client never believes a setting took effect that did not.
 The broker's own configs are the server's settings: described read-only, never altered
-(INVALID_REQUEST, as Kafka answers a broker config it cannot update dynamically).
+(INVALID_REQUEST, as Kafka answers a broker config it cannot update dynamically). A group
+id's configs (a GROUP resource) are group_configs.py's.
 
 Each resource is answered on its own (one bad resource fails only itself); ``validate_only``
 checks everything an alteration would check and changes nothing. Every array count is checked
@@ -25,8 +26,8 @@ from ... import errors as E
 from ...broker.catalog import COMPRESSIONS
 from . import acls as A
 from . import errors as K
-from . import share_groups
 from .codec import Flex, Writer
+from .group_configs import GROUP_RESOURCE, alter_group_configs, describe_group_configs
 from .oauthbearer import is_endpoint
 from .scram import mechanisms_offered
 
@@ -242,7 +243,7 @@ def _refused(ctx, conn, rtype: int, name: str, operation: int) -> tuple[int, str
         kind, code = A.TOPIC, K.TOPIC_AUTHORIZATION_FAILED
     elif rtype == BROKER:
         kind, code, name = A.CLUSTER, K.CLUSTER_AUTHORIZATION_FAILED, A.CLUSTER_NAME
-    elif rtype == share_groups.GROUP_RESOURCE:
+    elif rtype == GROUP_RESOURCE:
         kind, code = A.GROUP, K.GROUP_AUTHORIZATION_FAILED
     else:
         return None
@@ -288,10 +289,10 @@ async def describe_configs(ctx, conn, v, r):
             else:
                 configs = {k: (val, src, [(k, val, src)], t, doc)
                            for k, (val, src, t, doc) in broker_configs(ctx).items()}
-        elif rtype == share_groups.GROUP_RESOURCE:  # a share group's configs (share_groups.py)
+        elif rtype == GROUP_RESOURCE:  # a group id's configs
             try:
                 configs = {k: (val, src, [(k, val, src)], t, None)
-                           for k, (val, src, t) in share_groups.describe_group_configs(ctx, name).items()}
+                           for k, (val, src, t) in describe_group_configs(ctx, name).items()}
             except E.InvalidName as e:
                 err, msg = K.INVALID_GROUP_ID, str(e)
         else:
@@ -399,8 +400,8 @@ async def _alter(ctx, conn, r, f, incremental: bool) -> bytes:
             err, msg = K.INVALID_REQUEST, _bad_broker_name(ctx, name) or (
                 "the broker's configs are the server's settings and cannot be updated dynamically: "
                 + ", ".join(sorted(keys)))
-        elif rtype == share_groups.GROUP_RESOURCE:  # a share group's own configs (share_groups.py)
-            err, msg = await ctx.blocking(share_groups.alter_group_configs, ctx, name, configs, incremental,
+        elif rtype == GROUP_RESOURCE:  # a group id's own configs
+            err, msg = await ctx.blocking(alter_group_configs, ctx, name, configs, incremental,
                                           validate_only)
         elif rtype != TOPIC:
             err, msg = K.INVALID_REQUEST, f"resource type {rtype} is not supported (topics, brokers, groups)"
@@ -435,3 +436,4 @@ async def incremental_alter_configs(ctx, conn, v, r):
     """IncrementalAlterConfigs: SET, DELETE (back to the default), APPEND and SUBTRACT (list
     configs only) on the named configs; the others stay."""
     return await _alter(ctx, conn, r, Flex(r, v >= 1), incremental=True)
+

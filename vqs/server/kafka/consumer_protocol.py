@@ -163,7 +163,7 @@ async def consumer_group_heartbeat(ctx, conn, v, r):
     if a.status != CG.OK:
         return heartbeat_error(w, _STATUS[a.status], _MESSAGE[a.status].format(m=member, g=group, e=epoch))
     w.int16(K.NONE).compact_string(None).compact_string(a.member_id).int32(a.epoch)
-    w.int32(cg.heartbeat_interval_ms)
+    w.int32(cg.heartbeat_interval_for(group))
     by_topic: dict | None = None
     if a.assignment is not None and epoch >= 0:
         by_topic = {}

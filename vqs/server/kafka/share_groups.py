@@ -1,6 +1,5 @@
-"""Share-group membership APIs: ShareGroupHeartbeat (76), ShareGroupDescribe (77), and the
-share-group configs a GROUP resource of (Incremental)AlterConfigs sets and DescribeConfigs
-describes.
+"""Share-group membership APIs: ShareGroupHeartbeat (76), ShareGroupDescribe (77) (a group's
+configs, a GROUP resource of DescribeConfigs and (Incremental)AlterConfigs: configs.py).
 
 Version 1 of each (the first stable one, Kafka 4.1+; what librdkafka 2.15+
 sends), flexible. Membership and the assignment are the broker's share groups
@@ -13,7 +12,7 @@ share.py.
 from __future__ import annotations
 
 from ... import errors as E
-from ...broker.share.groups import FENCED_EPOCH, FULL, GROUP_CONFIGS, INVALID, UNKNOWN_MEMBER
+from ...broker.share.groups import FENCED_EPOCH, FULL, INVALID, UNKNOWN_MEMBER
 from . import acls as A
 from . import errors as K
 from .admin import authorized_operations
@@ -138,58 +137,3 @@ async def share_group_describe(ctx, conn, v, r):
             w.tags().tags()  # assignment, member
         w.int32(authorized_operations(ctx, conn, A.GROUP, group, ops and not err)).tags()
     return bytes(w.tags().b)
-
-
-# ---------------------------------------------------------------------- group configs
-
-GROUP_RESOURCE = 32  # Kafka's ConfigResource type GROUP
-_SET, _DELETE = 0, 1
-_STATIC_BROKER_CONFIG, _GROUP_CONFIG = 4, 8  # Kafka's ConfigSource values
-_BOOLEAN, _STRING, _INT = 1, 2, 3  # Kafka's ConfigType values
-_TYPES = {"share.record.lock.duration.ms": _INT, "share.delivery.count.limit": _INT,
-          "share.session.timeout.ms": _INT, "share.heartbeat.interval.ms": _INT,
-          "errors.deadletterqueue.copy.record.enable": _BOOLEAN}
-
-
-def describe_group_configs(ctx, group: str) -> dict[str, tuple[str, int, int]]:
-    """A GROUP resource of DescribeConfigs: every share-group config (``GROUP_CONFIGS``) with
-    the value in force for ``group``, {key: (value, source, type)}: the group's own (source
-    GROUP_CONFIG), else the server's (STATIC_BROKER_CONFIG). InvalidName for a bad group id."""
-    sg = shares(ctx)
-    own = sg.group_configs(group)
-    base = sg.settings
-    out = {}
-    for key, field in GROUP_CONFIGS.items():
-        if key in own:
-            value, source = own[key], _GROUP_CONFIG
-        else:  # (no transactions: both isolation levels read the same, uncommitted)
-            value = "read_uncommitted" if field is None else getattr(base, field)
-            value, source = str(value).lower() if isinstance(value, bool) else str(value), _STATIC_BROKER_CONFIG
-        out[key] = (value, source, _TYPES.get(key, _STRING))
-    return out
-
-
-def alter_group_configs(ctx, group: str, configs: list, incremental: bool, validate_only: bool) -> tuple[int, str | None]:
-    """A GROUP resource of AlterConfigs / IncrementalAlterConfigs: ``configs`` is
-    [(key, op, value)] (op SET 0 or DELETE 1; AlterConfigs: SET, and every config not named
-    goes back to the broker's). Kafka's share-group configs (``share.auto.offset.reset``,
-    ``share.record.lock.duration.ms``, ``share.delivery.count.limit``, ...; vqs.broker.share.
-    groups.GROUP_CONFIGS) become the group's own, durable when answered. (error code, message)."""
-    sg = shares(ctx)
-    changes: dict = {}
-    try:
-        if not incremental:
-            changes = dict.fromkeys(sg.group_configs(group))
-        for key, op, value in configs:
-            if op == _SET and value is not None:
-                changes[key] = value
-            elif op == _DELETE:
-                changes[key] = None
-            else:
-                return K.INVALID_REQUEST, f"config operation {op} (value {value!r}) is not supported for {key}"
-        sg.alter_group_configs(group, changes, validate_only)
-    except E.InvalidName as e:
-        return K.INVALID_GROUP_ID, str(e)
-    except E.ConfigError as e:
-        return K.INVALID_CONFIG, str(e)
-    return K.NONE, None

@@ -1,0 +1,73 @@
+"""A group id's own configs (Broker.alter_group_configs, vqs.broker.group_configs): every kind's
+in one store, checked before anything changes, kept across a reopen; the store of an older data
+directory (a share group's config.json) read until the new one exists; configs alone make no
+group; a consumer-protocol group's session timeout is its own."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from vqs.broker import Broker
+from vqs.broker.consumer_groups import OK, ConsumerGroups
+from vqs.errors import ConfigError
+
+
+def test_every_kind_of_group_config_is_kept_for_its_group_id(data_dir):
+    with Broker(data_dir) as b:
+        b.alter_group_configs("g", {"consumer.session.timeout.ms": "20000", "share.delivery.count.limit": "3"})
+        assert b.coordinator.consumer.session_timeout_for("g") == 20_000
+        assert b.coordinator.consumer.session_timeout_for("h") == b.coordinator.consumer.session_timeout_ms
+        assert b.share_groups.settings_for("g").delivery_limit == 3
+        assert b.share_groups.groups() == []  # configs make no group
+        bad = [({"consumer.session.timeout.ms": "soon"}, "consumer.session.timeout.ms"),
+               ({"consumer.heartbeat.interval.ms": "30000"}, "greater than"),  # the session above it
+               ({"share.session.timeout.ms": "1000", "share.heartbeat.interval.ms": "1000"}, "greater than"),
+               ({"errors.deadletterqueue.topic.name": "nowhere"}, "does not exist"),
+               ({"retention.ms": "1"}, "unknown group config")]
+        for changes, message in bad:
+            with pytest.raises(ConfigError, match=message):
+                b.alter_group_configs("g", changes)
+        b.alter_group_configs("g", {"consumer.heartbeat.interval.ms": "900"}, validate_only=True)
+        assert b.coordinator.consumer.heartbeat_interval_for("g") == b.coordinator.consumer.heartbeat_interval_ms
+    with Broker(data_dir) as b:
+        assert b.group_configs.own("g") == {"consumer.session.timeout.ms": "20000", "share.delivery.count.limit": "3"}
+        b.alter_group_configs("g", {"consumer.session.timeout.ms": None, "share.delivery.count.limit": None})
+        assert b.group_configs.groups() == []
+    with Broker(data_dir) as b:
+        assert b.group_configs.own("g") == {}
+
+
+def test_an_older_directorys_share_configs_are_read_until_the_store_exists(data_dir):
+    with Broker(data_dir) as b:  # (the layout made)
+        pass
+    legacy = os.path.join(data_dir, "share", "old", "config.json")
+    os.makedirs(os.path.dirname(legacy))
+    with open(legacy, "w") as f:
+        json.dump({"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "2"}, f)
+    with Broker(data_dir) as b:
+        assert b.share_groups.settings_for("old").delivery_limit == 2
+        b.alter_group_configs("old", {"share.delivery.count.limit": None})  # the store takes over
+        assert b.group_configs.own("old") == {"share.auto.offset.reset": "earliest"}
+    assert os.path.exists(legacy)  # (left as it was: the store alone counts now)
+    with Broker(data_dir) as b:
+        assert b.share_groups.settings_for("old").delivery_limit == 5  # the deleted one stays deleted
+        assert b.share_groups.settings_for("old").auto_offset_reset == "earliest"
+
+
+def test_a_consumer_group_members_expire_by_its_own_session():
+    now = [0.0]
+    cg = ConsumerGroups(lambda t: 1, clock=lambda: now[0], session_timeout_ms=45_000)
+    cg.own_settings = lambda group: {"session_timeout_ms": 1_000} if group == "fast" else {}
+    members = {}
+    for group in ("fast", "slow"):
+        a = cg.heartbeat(group, "", 0, topics=["t"])
+        assert a.status == OK
+        members[group] = a.member_id
+    now[0] = 2.0  # past fast's own session, well within the broker's
+    for group in ("fast", "slow"):
+        cg.heartbeat(group, "", 0, topics=["t"])  # another member: the group is checked
+    assert members["fast"] not in {m["member_id"] for m in cg.describe("fast")["members"]}
+    assert members["slow"] in {m["member_id"] for m in cg.describe("slow")["members"]}
