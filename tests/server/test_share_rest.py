@@ -45,3 +45,24 @@ def test_members_over_http_share_records_and_acknowledge_them(base_url, unique):
         a.close()
         with pytest.raises(vqs.VQSError):
             a.poll()  # closed: the server no longer knows the member
+
+
+def test_the_servers_share_settings_hold_for_http_members_without_a_kafka_port(tmp_path):
+    """``kafka_share_*`` are the server's share-group settings on every front: a server with no
+    Kafka port gives its HTTP members the record lock and the start it was told (before, they
+    took effect only once the Kafka front had touched the share groups)."""
+    from vqs_server_proc import ServerProcess
+
+    srv = ServerProcess(tmp_path / "data", env={"VQS_KAFKA_SHARE_AUTO_OFFSET_RESET": "earliest",
+                                                "VQS_KAFKA_SHARE_RECORD_LOCK_MS": "1000"}).start()
+    try:
+        with vqs.Client(srv.url) as client:
+            client.create_topic("jobs", 1)
+            _seed(client, "jobs", 1)  # before anyone joined: read with earliest, not latest
+            a = client.share_consumer("jobs", "g")
+            [first] = a.poll(timeout=5)
+            b = client.share_consumer("jobs", "g")
+            [again] = b.poll(timeout=10)  # a's lock of one second ran out
+            assert (first.value, again.value, again.delivery_count) == (b"j0", b"j0", 2)
+    finally:
+        assert srv.stop() == 0, srv.log()

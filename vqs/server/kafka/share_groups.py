@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.share.groups import FENCED_EPOCH, FULL, INVALID, UNKNOWN_MEMBER
+from ..context import configure_share_groups
 from . import acls as A
 from . import errors as K
 from .admin import authorized_operations
@@ -26,13 +27,8 @@ GROUP_MAX_SIZE_REACHED = 81
 def shares(ctx):
     """The broker's share groups, configured from the server's settings on first use."""
     sg = ctx.broker.share_groups
-    if not ctx.share_configured:
-        st = ctx.settings
-        sg.configure(record_lock_ms=st.kafka_share_record_lock_ms, delivery_limit=st.kafka_share_delivery_limit,
-                     auto_offset_reset=st.kafka_share_auto_offset_reset,
-                     session_timeout_ms=st.kafka_share_session_timeout_ms,
-                     heartbeat_interval_ms=st.kafka_share_heartbeat_interval_ms,
-                     max_record_locks=st.kafka_share_max_record_locks)
+    if not ctx.share_configured:  # (the app did at start; a listener run without one does it here)
+        configure_share_groups(ctx.broker, ctx.settings)
         ctx.share_configured = True
     return sg
 
