@@ -94,6 +94,18 @@ def test_topic_create_and_alter_take_a_flush_policy(tmp_path):
         assert b.topic("synced").overrides == {"flush": "interval"}
 
 
+def test_group_config_shows_and_changes_a_group_ids_configs(srv, tmp_path):
+    assert vqs("topic", "create", "t", "--data-dir", str(tmp_path / "data")).returncode == 0
+    for where in (("--url", srv.url), ("--data-dir", str(tmp_path / "data"))):
+        p = vqs("group", "config", "cfg", "--set", "share.record.lock.duration.ms=60000", "--json", *where)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["share.record.lock.duration.ms"] == {"value": "60000", "own": True}
+        p = vqs("group", "config", "cfg", "--set", "share.delivery.count.limit=99", *where)
+        assert p.returncode != 0 and b"share.delivery.count.limit" in p.stderr
+        p = vqs("group", "config", "cfg", "--reset", "share.record.lock.duration.ms", "--json", *where)
+        assert json.loads(p.stdout)["share.record.lock.duration.ms"]["own"] is False
+
+
 def test_topic_alter_over_a_server(srv):
     u = ("--url", srv.url)
     assert vqs("topic", "create", "altered", *u).returncode == 0

@@ -40,6 +40,17 @@ def test_alter_topic(base_url, unique):
     run(main())
 
 
+def test_group_configs(base_url, unique):
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            await c.alter_group_configs(unique, {"consumer.session.timeout.ms": "20000"})
+            assert (await c.group_config_values(unique))["consumer.session.timeout.ms"] == ("20000", True)
+            await c.alter_group_configs(unique, {"consumer.session.timeout.ms": "9000"}, validate_only=True)
+            assert (await c.group_config_values(unique))["consumer.session.timeout.ms"] == ("20000", True)
+
+    run(main())
+
+
 def test_produce_consume_commit(base_url, unique):
     async def main():
         async with vqs.AsyncClient(base_url) as c:

@@ -77,6 +77,18 @@ def test_alter_topic_as_the_broker_does(client, unique):
     assert client.alter_topic(unique, {}, replace=True).config["flush"] == client.health()["flush"]  # the server's
 
 
+def test_group_configs_as_the_broker_does(client, unique):
+    group = f"cfg-{unique}"
+    client.alter_group_configs(group, {"share.record.lock.duration.ms": 60_000})
+    values = client.group_config_values(group)
+    assert values["share.record.lock.duration.ms"] == ("60000", True)
+    assert values["share.delivery.count.limit"] == ("5", False)
+    with pytest.raises(ConfigError, match=r"share\.delivery\.count\.limit"):
+        client.alter_group_configs(group, {"share.delivery.count.limit": "many"})
+    client.alter_group_configs(group, {"share.record.lock.duration.ms": None})
+    assert not any(own for _, own in client.group_config_values(group).values())
+
+
 def test_a_topics_max_message_bytes_is_the_clients_limit_too(client, unique):
     client.create_topic(unique, max_message_bytes=64)
     p = client.producer()

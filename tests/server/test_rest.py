@@ -9,6 +9,7 @@ import threading
 import time
 
 import crc32c
+import httpx
 import pytest
 
 from vqs.client import Client
@@ -62,6 +63,25 @@ def test_a_topics_settings_are_altered_in_place(http, unique):
     assert cfg["segment_ms"] == 120_000 and cfg["flush"] == http.get("/health").json()["flush"]  # back to the server's
     r = http.patch(f"/topics/{unique}-none", json={})
     assert r.status_code == 404 and r.json()["error"]["code"] == "topic_not_found"
+
+
+def test_a_group_ids_configs_over_http(http, unique):
+    """GET/PATCH /groups/{g}/config: every group config in force and the group's own; a value
+    sets one, null resets it; ?validate_only=true changes nothing; a bad one is 400, nothing
+    changed."""
+    path = f"/groups/cfg-{unique}/config"
+    r = http.get(path)
+    assert r.status_code == 200 and r.json()["own"] == {}, r.text
+    assert r.json()["config"]["share.delivery.count.limit"] == "5"
+    r = http.patch(path, json={"share.delivery.count.limit": 3, "errors.deadletterqueue.copy.record.enable": True})
+    assert r.status_code == 200 and r.json()["own"] == {"share.delivery.count.limit": "3",
+                                                        "errors.deadletterqueue.copy.record.enable": "true"}
+    r = http.patch(path, params={"validate_only": "true"}, json={"share.delivery.count.limit": 4})
+    assert r.status_code == 200 and r.json()["config"]["share.delivery.count.limit"] == "3"
+    for body in ({"share.delivery.count.limit": "many"}, {"retention.ms": 1}, ["x"]):
+        assert http.patch(path, json=body).status_code == 400
+    r = http.patch(path, json={"share.delivery.count.limit": None, "errors.deadletterqueue.copy.record.enable": None})
+    assert r.json()["own"] == {} and r.json()["config"]["share.delivery.count.limit"] == "5"
 
 
 def test_internal_topics_are_listed_only_with_all(http, unique):
@@ -227,7 +247,6 @@ def test_errors_never_show_a_server_path(http, server, unique):
 
 
 def test_long_poll_is_woken_by_a_send(http, base_url, unique):
-    import httpx
 
     http.post("/topics", json={"name": unique})
     result = {}
@@ -278,7 +297,6 @@ def test_groups(http, unique):
 
 
 def test_wait_any_partition(http, base_url, unique):
-    import httpx
 
     http.post("/topics", json={"name": unique, "partitions": 3})
     body = {"partitions": [{"topic": unique, "partition": p, "offset": 0} for p in range(3)], "wait_ms": 10000}

@@ -505,7 +505,7 @@ class Broker:
             with self._lock:
                 if self._coordinator is None:
                     c = GroupCoordinator(partitions=lambda t: self.topic(t).partitions)
-                    c.consumer.own_settings = lambda group: _consumer_settings(configs, group)
+                    c.consumer.own_settings = configs.consumer_settings
                     self._coordinator = c
         return self._coordinator
 
@@ -521,48 +521,32 @@ class Broker:
                     self._group_configs = GroupConfigs(self.path)
         return self._group_configs
 
+    def group_config_values(self, group: str) -> dict[str, tuple[str, bool]]:
+        """Every group config of group id ``group`` with the value in force, {Kafka key: (value,
+        True if the group's own)}: its own, else the broker's setting. InvalidName for a bad id."""
+        validate_group(group)
+        return self.group_configs.values(group, self._group_bases())
+
     def alter_group_configs(self, group: str, changes: dict, *, validate_only: bool = False) -> None:
-        """Set (a string value) or delete (None: back to the broker's setting) Kafka group configs
+        """Set (a value) or delete (None: back to the broker's setting) Kafka group configs
         of group id ``group``, whatever kind of group it is: a consumer-protocol group's
         ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``, a share group's
         ``share.*`` and dead-letter configs. Checked first (ConfigError naming a bad one, nothing
-        changed): each value, a dead-letter topic exists, a session timeout above its heartbeat
-        interval as they will be in force; ``validate_only`` only checks. Durable on return, in
-        force for the group's next heartbeat, fetch or acknowledgement."""
-        from .consumer_groups import CONSUMER_CONFIGS, parse_consumer_config
-        from .share.groups import GROUP_CONFIGS, parse_group_config
+        changed: group_configs.py's ``checked``); ``validate_only`` only checks. Durable on
+        return, in force for the group's next heartbeat, fetch or acknowledgement."""
+        from .group_configs import checked
 
         self._check_open()
         validate_group(group)
-        own = self.group_configs.own(group)
-        own.update(changes)
-        own = {k: v for k, v in own.items() if v is not None}
-        consumer, share = {}, {}
-        for key, value in own.items():
-            if key in CONSUMER_CONFIGS:
-                field, v = parse_consumer_config(key, str(value))
-                consumer[field] = v
-            elif key in GROUP_CONFIGS:
-                field, v = parse_group_config(key, str(value))
-                if field == "dlq_topic" and v and key in changes and v not in self.topics():
-                    raise ConfigError(f"config {key}: the dead-letter topic {v!r} does not exist")
-                share[field] = v
-            else:
-                raise ConfigError(f"unknown group config {key!r} (supported: "
-                                  f"{', '.join(sorted([*CONSUMER_CONFIGS, *GROUP_CONFIGS]))})")
-        cg, sg = self.coordinator.consumer, self.share_groups.settings
-        for kind, (session, interval) in (
-                ("consumer", (consumer.get("session_timeout_ms", cg.session_timeout_ms),
-                              consumer.get("heartbeat_interval_ms", cg.heartbeat_interval_ms))),
-                ("share", (share.get("session_timeout_ms", sg.session_timeout_ms),
-                           share.get("heartbeat_interval_ms", sg.heartbeat_interval_ms)))):
-            if any(k.startswith(kind + ".") for k in changes) and session <= interval:
-                raise ConfigError(f"{kind}.session.timeout.ms ({session}) must be greater than "
-                                  f"{kind}.heartbeat.interval.ms ({interval})")
+        own = checked(self.group_configs.own(group), changes, self._group_bases(), self.topics)
         if validate_only:
             return
         check_room(self.path, self.log_defaults.get("min_free_bytes"), "altering a group's configs")
-        self.group_configs.write(group, {k: str(v) for k, v in own.items()})
+        self.group_configs.write(group, own)
+
+    def _group_bases(self) -> dict:
+        """Where a group without configs of its own takes each value (group_configs.SOURCES)."""
+        return {"consumer": self.coordinator.consumer, "share": self.share_groups.settings}
 
     @property
     def share_groups(self):
@@ -764,9 +748,3 @@ class Broker:
         validate_name(name, "queue")
         self._queue_registry().delete(name)
 
-
-def _consumer_settings(configs, group: str) -> dict:
-    """A consumer-protocol group's own settings from the group configs (their CONSUMER_CONFIGS)."""
-    from .consumer_groups import CONSUMER_CONFIGS
-
-    return {CONSUMER_CONFIGS[k][0]: int(v) for k, v in configs.own(group).items() if k in CONSUMER_CONFIGS}

@@ -170,6 +170,13 @@ class ConsumerGroups:
             self.heartbeat_interval_ms = heartbeat_interval_ms
             self._resolve = resolve
 
+    def set_timeouts(self, *, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        """The broker's session timeout and heartbeat interval (``configure``'s, the pattern
+        resolver left as it is)."""
+        with self._lock:
+            self.session_timeout_ms = session_timeout_ms
+            self.heartbeat_interval_ms = heartbeat_interval_ms
+
     def session_timeout_for(self, group: str) -> int:
         """``group``'s session timeout (ms): its own ``consumer.session.timeout.ms``, else the broker's."""
         return self.own_settings(group).get("session_timeout_ms", self.session_timeout_ms)

@@ -13,8 +13,8 @@ existed kept a share group's configs in ``DATA/share/{group}/config.json``: whil
 puts them all in it, and from then on it alone counts (a config deleted since never comes
 back from an old file).
 
-Keys and values are checked by the caller (``Broker.alter_group_configs``: each kind's
-parser, then the rules across keys) before ``write``; this module only keeps them. At most
+Keys and values are checked (``checked``: each kind's parser, then the rules across keys)
+before ``Broker.alter_group_configs`` writes them. At most
 ``MAX_GROUPS`` group ids have configs: every alteration rewrites the file.
 """
 
@@ -29,6 +29,21 @@ from ..storage import atomic_write
 from . import layout
 from .names import group_from_dir
 
+#: every group config (Kafka 4's GroupConfig, KIP-1191's dead-letter ones) -> where a group
+#: without its own takes the value: ("consumer", a ConsumerGroups attribute), ("share", a
+#: ShareSettings field), or (None, the one value)
+SOURCES = {
+    "consumer.session.timeout.ms": ("consumer", "session_timeout_ms"),
+    "consumer.heartbeat.interval.ms": ("consumer", "heartbeat_interval_ms"),
+    "share.auto.offset.reset": ("share", "auto_offset_reset"),
+    "share.record.lock.duration.ms": ("share", "record_lock_ms"),
+    "share.delivery.count.limit": ("share", "delivery_limit"),
+    "share.session.timeout.ms": ("share", "session_timeout_ms"),
+    "share.heartbeat.interval.ms": ("share", "heartbeat_interval_ms"),
+    "share.isolation.level": (None, "read_uncommitted"),  # (no transactions: both levels read the same)
+    "errors.deadletterqueue.topic.name": ("share", "dlq_topic"),
+    "errors.deadletterqueue.copy.record.enable": ("share", "dlq_copy_record"),
+}
 #: group ids with configs of their own at most
 MAX_GROUPS = 10_000
 _LEGACY = "config.json"  # in DATA/share/{group}/, before group_configs.json
@@ -77,6 +92,28 @@ class GroupConfigs:
                 out[group_from_dir(entry)] = {str(k): str(v) for k, v in raw.items()}
         return out
 
+    def values(self, group: str, bases: dict) -> dict[str, tuple[str, bool]]:
+        """Every group config with the value in force for ``group``, {key: (value, True if its
+        own)}; ``bases``: {"consumer": ConsumerGroups, "share": ShareSettings} (SOURCES)."""
+        own = self._groups.get(group, {})
+        out = {}
+        for key, (kind, attr) in SOURCES.items():
+            if key in own:
+                out[key] = (own[key], True)
+            else:
+                out[key] = (_text(attr if kind is None else getattr(bases[kind], attr)), False)
+        return out
+
+    def consumer_settings(self, group: str) -> dict:
+        """A consumer-protocol group's own settings, {ConsumerGroups attribute: value} (quick, no
+        I/O: ``ConsumerGroups.own_settings`` calls it under the coordinator's lock)."""
+        from .consumer_groups import CONSUMER_CONFIGS
+
+        own = self._groups.get(group)
+        if not own:
+            return {}
+        return {CONSUMER_CONFIGS[k][0]: int(v) for k, v in own.items() if k in CONSUMER_CONFIGS}
+
     def own(self, group: str) -> dict[str, str]:
         """The configs ``group`` sets itself, {Kafka key: value} (a copy)."""
         return dict(self._groups.get(group, ()))
@@ -100,3 +137,39 @@ class GroupConfigs:
             atomic_write(self.path, json.dumps({"groups": groups}, sort_keys=True, indent=1).encode() + b"\n")
             self._groups = groups
             self.version += 1
+
+
+def _text(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def checked(own: dict, changes: dict, bases: dict, topics) -> dict[str, str]:
+    """``own`` with ``changes`` over it (None: removed), each value checked by its kind's parser
+    and the rules across keys applied as the values will be in force (``bases``, as ``values``):
+    a session timeout above its heartbeat interval, a new dead-letter topic that exists
+    (``topics()``: the broker's); the configs to write, as strings. ConfigError naming a bad one."""
+    from .consumer_groups import CONSUMER_CONFIGS, parse_consumer_config
+    from .share.groups import GROUP_CONFIGS, parse_group_config
+
+    merged = {k: v for k, v in {**own, **changes}.items() if v is not None}
+    parsed: dict = {"consumer": {}, "share": {}}
+    for key, value in merged.items():
+        if key in CONSUMER_CONFIGS:
+            field, v = parse_consumer_config(key, _text(value))
+            parsed["consumer"][field] = v
+        elif key in GROUP_CONFIGS:
+            field, v = parse_group_config(key, _text(value))
+            if field == "dlq_topic" and v and key in changes and v not in topics():
+                raise ConfigError(f"config {key}: the dead-letter topic {v!r} does not exist")
+            parsed["share"][field] = v
+        else:
+            raise ConfigError(f"unknown group config {key!r} (supported: {', '.join(sorted(SOURCES))})")
+    for kind in ("consumer", "share"):
+        if not any(k.startswith(kind + ".") for k in changes):
+            continue
+        session = parsed[kind].get("session_timeout_ms", bases[kind].session_timeout_ms)
+        interval = parsed[kind].get("heartbeat_interval_ms", bases[kind].heartbeat_interval_ms)
+        if session <= interval:
+            raise ConfigError(f"{kind}.session.timeout.ms ({session}) must be greater than "
+                              f"{kind}.heartbeat.interval.ms ({interval})")
+    return {k: _text(v) for k, v in merged.items()}

@@ -21,7 +21,7 @@ from .output import (
 )
 from .target import target
 
-group_app = typer.Typer(help="Consumer groups: lag, offset resets, deletion.", no_args_is_help=True)
+group_app = typer.Typer(help="Consumer groups: lag, offset resets, configs, deletion.", no_args_is_help=True)
 
 
 @group_app.command("list")
@@ -76,6 +76,37 @@ def group_delete(group: str, url: str | None = URL, data_dir: str | None = DATA,
     if not existed:
         fail(f"group {group!r} has no committed offsets")
     print_line(f"deleted group {group}")
+
+
+@group_app.command("config")
+def group_config(group: str,
+                 set_: list[str] = typer.Option([], "--set", "-s", help="key=value: a group config by Kafka's "
+                                                "name (consumer.session.timeout.ms, share.record.lock.duration.ms, "
+                                                "...); repeat it"),
+                 reset: list[str] = typer.Option([], "--reset", "-r", help="a config back to the server's"),
+                 validate_only: bool = typer.Option(False, help="check the changes, change nothing"),
+                 url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN,
+                 as_json: bool = JSON_OUT):
+    """A group id's configs: each in force ("own": the group's, else the server's); --set and
+    --reset change the group's own."""
+    changes = {}
+    for text in set_:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            fail(f"--set {text!r}: give key=value (e.g. share.record.lock.duration.ms=60000)", EXIT_USAGE)
+        changes[key.strip()] = value
+    changes.update(dict.fromkeys(reset))
+    with target(url, data_dir, token) as t:
+        if changes:
+            t.alter_group_configs(group, changes, validate_only=validate_only)
+        values = t.group_config_values(group)
+    if as_json:
+        print_json({k: {"value": v, "own": own} for k, (v, own) in values.items()})
+        return
+    tab = new_table("config", "value", "source")
+    for k, (v, own) in values.items():
+        tab.add_row(k, v, "group" if own else "server")
+    print_table(tab)
 
 
 @group_app.command("reset-offsets")

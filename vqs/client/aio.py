@@ -223,6 +223,15 @@ class AsyncClient:
         r = await self._t.request("DELETE", f"/groups/{group}", expect=(204, 404))
         return r.status_code == 204
 
+    async def group_config_values(self, group: str) -> dict[str, tuple[str, bool]]:
+        """As ``Client.group_config_values``."""
+        return S.config_values(await self._t.json("GET", f"/groups/{S.path_name(group)}/config"))
+
+    async def alter_group_configs(self, group: str, changes: dict, *, validate_only: bool = False) -> None:
+        """As ``Client.alter_group_configs``."""
+        await self._t.json("PATCH", f"/groups/{S.path_name(group)}/config", json=dict(changes),
+                           params=S.alter_params(False, validate_only))
+
     def share_consumer(self, topics, group: str) -> AsyncShareConsumer:
         """A share-group member (share.py): it joins on ``start`` (or ``async with``, or its
         first ``poll``)."""

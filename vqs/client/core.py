@@ -193,6 +193,17 @@ class Client:
         r = self._transport.request("DELETE", f"/groups/{group}", expect=(204, 404))
         return r.status_code == 204
 
+    def group_config_values(self, group: str) -> dict[str, tuple[str, bool]]:
+        """As ``Broker.group_config_values``: every group config in force for group id ``group``,
+        {Kafka key: (value, True if the group's own)}."""
+        return S.config_values(self._transport.json("GET", f"/groups/{S.path_name(group)}/config"))
+
+    def alter_group_configs(self, group: str, changes: dict, *, validate_only: bool = False) -> None:
+        """As ``Broker.alter_group_configs``: set (a value) or reset (None) group id ``group``'s own
+        configs, Kafka's names; ConfigError naming a bad one (nothing changed)."""
+        self._transport.json("PATCH", f"/groups/{S.path_name(group)}/config", json=dict(changes),
+                             params=S.alter_params(False, validate_only))
+
     # ------------------------------------------------------------------------- queues
     def create_queue(self, name: str, **attributes) -> RemoteQueue:
         body = {"name": validate_name(name, "queue name"), **attributes}

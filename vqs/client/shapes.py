@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from .. import errors as E
 from ..broker.names import validate_name
@@ -36,6 +37,17 @@ def topic_body(name: str, partitions: int, options: dict) -> dict:
     body = {"name": validate_name(name, "topic name"), "partitions": partitions}
     body.update((k, v) for k, v in options.items() if v is not None)
     return body
+
+
+def path_name(name: str) -> str:
+    """A group id as one segment of a path (quoted: a group id may hold any character)."""
+    return quote(name, safe="")
+
+
+def config_values(answer: dict) -> dict[str, tuple[str, bool]]:
+    """``GET /groups/{g}/config``'s answer as ``Broker.group_config_values`` gives it."""
+    own = answer.get("own") or {}
+    return {k: (v, k in own) for k, v in (answer.get("config") or {}).items()}
 
 
 def alter_params(replace: bool, validate_only: bool) -> dict:

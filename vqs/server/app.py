@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import VQSError
 from . import bearer
 from .browser_guard import BrowserGuard
-from .context import ServerContext, configure_share_groups
+from .context import ServerContext, configure_groups
 from .errors import APIError, rest_error
 from .http_bounds import SQS_BODY_BYTES_PER_CLIENT, SQS_MAX_BODY_BYTES
 from .lean import LeanRoutes
@@ -407,8 +407,7 @@ def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None) 
                                 min_free_bytes=settings.min_free_bytes, cleaner_interval_ms=settings.cleaner_interval_ms,
                                 cleaner_io_max_bytes_per_second=settings.cleaner_io_max_bytes_per_second)
         from .sqs.service import SQSService
-
-        configure_share_groups(ctx.broker, settings)  # (every front's share members: the same settings)
+        configure_groups(ctx.broker, settings)  # (every front's group members: the same settings)
         ctx.sqs = SQSService(ctx)
         ctx.ready = True
         # `vqs serve` says "ready" once its socket listens; this is the app's own start

@@ -138,14 +138,17 @@ class ServerContext:
             self._leave_long_poll()
 
 
-def configure_share_groups(broker, settings) -> None:
-    """The server's share-group settings (``kafka_share_*``) on the broker's share groups: applied
-    when the server starts, so a member of any front (Kafka's ShareConsumer, REST's and gRPC's
-    members, an embedded one in the same process) gets the same record lock, delivery limit and
-    start; a group's own configs still override them (vqs.broker.group_configs)."""
+def configure_groups(broker, settings) -> None:
+    """The server's group settings on the broker: its share groups' (``kafka_share_*``) and its
+    consumer-protocol groups' session and heartbeat (``kafka_consumer_*``). Applied when the
+    server starts, so every front sees the same ones (Kafka's ShareConsumer, REST's and gRPC's
+    members, a group's configs described over HTTP); a group's own configs still override them
+    (vqs.broker.group_configs)."""
     broker.share_groups.configure(
         record_lock_ms=settings.kafka_share_record_lock_ms, delivery_limit=settings.kafka_share_delivery_limit,
         auto_offset_reset=settings.kafka_share_auto_offset_reset,
         session_timeout_ms=settings.kafka_share_session_timeout_ms,
         heartbeat_interval_ms=settings.kafka_share_heartbeat_interval_ms,
         max_record_locks=settings.kafka_share_max_record_locks)
+    broker.coordinator.consumer.set_timeouts(session_timeout_ms=settings.kafka_consumer_session_timeout_ms,
+                                             heartbeat_interval_ms=settings.kafka_consumer_heartbeat_interval_ms)

@@ -57,7 +57,7 @@ def consumer_groups(ctx) -> CG.ConsumerGroups:
     """The coordinator's consumer-protocol groups, configured from the server's settings on first use."""
     cg = ctx.broker.coordinator.consumer
     if not getattr(ctx, "consumer_configured", False):
-        st = ctx.settings
+        st = ctx.settings  # (the app applied the timeouts at start: configure_groups; the same here)
         cg.configure(session_timeout_ms=st.kafka_consumer_session_timeout_ms,
                      heartbeat_interval_ms=st.kafka_consumer_heartbeat_interval_ms,
                      resolve=_PatternTopics(ctx.broker))

@@ -1,5 +1,6 @@
 """REST routes for consumer groups: list, describe (committed offsets, lag, members), commit,
-delete; and membership of VQS consumers (join, heartbeat, leave: vqs/broker/assigned_groups.py).
+delete, a group id's configs; and membership of VQS consumers (join, heartbeat, leave:
+vqs/broker/assigned_groups.py).
 
 Invariants: a group exists while it has committed offsets or members
 (describe answers 404 ``group_not_found`` otherwise; delete forgets offsets
@@ -16,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from ..context import ServerContext
 from ..errors import APIError
 from .conventions import MEMBER_PATTERN, JSONRoute, check_name, jresp, name_param, ready_broker
-from .models import GroupCommit, MemberHeartbeat, MemberJoin
+from .models import GroupCommit, GroupConfigChanges, MemberHeartbeat, MemberJoin
 
 
 async def _wait_for_change(ctx: ServerContext, ag, group: str, member_id: str, generation: int, owned: list,
@@ -59,6 +60,12 @@ def _member_param():
     return Path(..., pattern=MEMBER_PATTERN, description="the member id its join answered")
 
 
+def _config_answer(group: str, values: dict) -> dict:
+    """``Broker.group_config_values`` as JSON: every config in force, and the group's own."""
+    return {"group": group, "config": {k: v for k, (v, _) in values.items()},
+            "own": {k: v for k, (v, own) in values.items() if own}}
+
+
 def group_routes(ctx: ServerContext) -> APIRouter:
     r = APIRouter(tags=["groups"], route_class=JSONRoute)
 
@@ -76,6 +83,23 @@ def group_routes(ctx: ServerContext) -> APIRouter:
                            field="group")
         rows = [row._asdict() for row in b.describe_group(group)]
         return jresp({"group": group, "partitions": rows, "total_lag": sum(x["lag"] for x in rows), **members})
+
+    @r.get("/groups/{group}/config", summary="A group id's configs: each in force, and its own")
+    async def group_config(group: str = name_param("group")):
+        b = ready_broker(ctx)
+        return jresp(_config_answer(group, await ctx.run(b.group_config_values, check_name(group, "group"))))
+
+    @r.patch("/groups/{group}/config", summary="Set (a value) or reset (null) a group id's own configs")
+    async def alter_group_config(body: GroupConfigChanges, group: str = name_param("group"),
+                                 validate_only: bool = Query(False, description="check them, change nothing")):
+        """Kafka's group configs by their names (a consumer-protocol group's ``consumer.*``, a share
+        group's ``share.*`` and dead-letter ones: ``Broker.alter_group_configs``), checked before
+        anything changes (400 naming the bad one), durable when answered, in force for the group's
+        next heartbeat, fetch or acknowledgement on every front. Answers as GET."""
+        b = ready_broker(ctx)
+        name = check_name(group, "group")
+        await ctx.run(b.alter_group_configs, name, body.root, validate_only=validate_only)
+        return jresp(_config_answer(name, await ctx.run(b.group_config_values, name)))
 
     @r.post("/groups/{group}/offsets", summary="Commit offsets for a group")
     async def commit(body: GroupCommit, group: str = name_param("group")):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from .conventions import MAX_WAIT_MS, MEMBER_PATTERN, NAME_PATTERN
 
@@ -75,6 +75,13 @@ class OffsetCommit(BaseModel):
     topic: str = Field(..., pattern=NAME_PATTERN)
     partition: int = Field(..., ge=0, le=10_000)
     offset: int = Field(..., ge=0, le=(1 << 63) - 1)
+
+
+class GroupConfigChanges(RootModel[dict[str, str | int | bool | None]]):
+    """A group id's configs to set (a value) or reset (null: back to the server's), Kafka's names
+    (``consumer.session.timeout.ms``, ``share.record.lock.duration.ms``, ...)."""
+
+    root: dict[str, str | int | bool | None] = Field(..., max_length=64)
 
 
 class GroupCommit(BaseModel):
