@@ -116,6 +116,30 @@ def test_create_a_compacted_topic(session, api):
     assert "console-bad" not in api.get("/topics").json()["topics"]
 
 
+def test_a_topics_own_settings_change_from_its_page(session, api):
+    """The settings form of a topic's page: its own settings become the form's (an empty field is
+    the server's default), as PATCH with replace; a refused one changes nothing and says why."""
+    c, csrf = session
+    api.post("/topics", json={"name": "console-settings", "retention_ms": 3_600_000}).raise_for_status()
+    page = c.get("/console/topics/console-settings").text
+    assert 'id="topic-settings-form"' in page and 'name="flush"' in page and 'value="3600000"' in page
+    form = {"csrf": csrf, "retention_ms": "", "cleanup_policy": "compact", "min_cleanable_dirty_ratio": "0.2",
+            "flush": "always", "max_message_bytes": "2048"}
+    r = c.post("/console/topics/console-settings/settings", data=form)
+    assert r.status_code == 303, r.text
+    cfg = api.get("/topics/console-settings").json()["config"]
+    assert (cfg["cleanup_policy"], cfg["min_cleanable_dirty_ratio"], cfg["flush"], cfg["max_message_bytes"]) == (
+        "compact", 0.2, "always", 2048)
+    assert cfg["retention_ms"] is None  # emptied: the server's default again
+    for bad in ({"segment_bytes": "tiny"}, {"flush": "sometimes"}, {"segment_bytes": "100"},
+                {"min_cleanable_dirty_ratio": "most"}):
+        r = c.post("/console/topics/console-settings/settings", data={**form, **bad})
+        assert r.status_code == 400 and next(iter(bad)) in r.text, (bad, r.status_code)
+    assert api.get("/topics/console-settings").json()["config"]["flush"] == "always"  # unchanged
+    r = c.post("/console/topics/console-settings/settings", data={"retention_ms": "1"})  # no CSRF token
+    assert r.status_code == 403 and api.get("/topics/console-settings").json()["config"]["retention_ms"] is None
+
+
 def test_errors_are_pages_without_paths(session, console_server):
     c, _ = session
     for path in ("/console/topics/no-such-topic", "/console/queues/no-such-queue", "/console/groups/nobody",

@@ -1,5 +1,5 @@
 """The Topics pages: the table (partitions, offsets, size, retention, rate sparkline),
-create, delete (confirmed), and a topic's detail page with its message browser
+create, delete (confirmed), and a topic's detail page with its own settings' form, its message browser
 (browser.py), its consumer groups and its share groups' records in flight (share.py).
 
 Invariants: creating a topic keeps the server's partition limits
@@ -34,6 +34,39 @@ def _row(b, sampler, name: str) -> dict | None:
     return {"name": name, "partitions": t.partitions, "start": start, "end": end, "messages": end - start,
             "size": size, "retention_ms": cfg.get("retention_ms"), "retention_bytes": cfg.get("retention_bytes"),
             "spark": spark, "rate_in": rin, "rate_out": rout}
+
+
+#: the settings form of a topic's page: (name, kind), kind "int", "ratio" or a tuple of the
+#: choices a select offers (every field empty or "" is the server's default)
+SETTINGS_FORM = (
+    ("retention_ms", "int"), ("retention_bytes", "int"), ("segment_bytes", "int"), ("segment_ms", "int"),
+    ("compression", ("zstd", "lz4", "gzip")), ("max_message_bytes", "int"),
+    ("cleanup_policy", ("delete", "compact", "compact,delete")), ("delete_retention_ms", "int"),
+    ("min_cleanable_dirty_ratio", "ratio"), ("min_compaction_lag_ms", "int"), ("max_compaction_lag_ms", "int"),
+    ("flush", ("always", "interval", "never")), ("flush_interval_ms", "int"),
+)
+
+
+def settings_from_form(form: dict) -> dict:
+    """The settings form's values as ``Broker.alter_topic`` takes them (None: the server's
+    default); ValueError naming a field that is not a number where one is needed."""
+    out: dict = {}
+    for name, kind in SETTINGS_FORM:
+        text = (form.get(name) or "").strip()
+        if not text:
+            out[name] = None
+        elif kind == "int":
+            out[name] = int_arg(text, name, None, -1)
+        elif kind == "ratio":
+            try:
+                out[name] = float(text)
+            except ValueError:
+                raise ValueError(f"{name} must be a number between 0 and 1, not {text!r}") from None
+        else:
+            if text not in kind:
+                raise ValueError(f"{name} must be one of {', '.join(kind)}, not {text!r}")
+            out[name] = text
+    return out
 
 
 def config_rows(config: dict, server_max_message_bytes: int) -> list[tuple[str, str]]:
@@ -104,6 +137,18 @@ def topic_routes() -> APIRouter:
         return redirect(request, session, new, f"/console/topics/{name}",
                         ("ok", f"Topic {name} created with {partitions} partition(s)."))
 
+    @r.post("/console/topics/{topic}/settings")
+    async def settings(request: Request, topic: str):
+        """The topic's own settings become the form's (an empty field: the server's default), as
+        the REST API's PATCH with replace: checked first, nothing changed when one is refused."""
+        session, new, form = await posted(request)
+        b = broker(request)
+        b.topic(topic)  # (an unknown topic: 404 before anything is read)
+        changes = settings_from_form(form)
+        await state(request).ctx.run(lambda: b.alter_topic(topic, changes, replace=True))
+        return redirect(request, session, new, f"/console/topics/{topic}",
+                        ("ok", f"The settings of topic {topic} changed."))
+
     @r.post("/console/topics/{topic}/delete")
     async def delete(request: Request, topic: str):
         session, new, form = await posted(request)
@@ -138,6 +183,6 @@ def topic_routes() -> APIRouter:
         tmpl = "browser.html" if request.headers.get("hx-request") else "topic.html"
         config = config_rows(t.config, st.ctx.settings.max_message_bytes)
         return page(request, session, new, tmpl, topic=t.name, partitions=parts, config=config,
-                    overrides=t.overrides, groups=groups, shares=shares, **values)
+                    overrides=t.overrides, groups=groups, shares=shares, settings_form=SETTINGS_FORM, **values)
 
     return r
