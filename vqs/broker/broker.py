@@ -747,4 +747,3 @@ class Broker:
         self._check_open()
         validate_name(name, "queue")
         self._queue_registry().delete(name)
-

@@ -72,8 +72,8 @@ def topic_alter(name: str,
                 url: str | None = URL, data_dir: str | None = DATA, token: str | None = TOKEN):
     """Change a topic's own settings.
 
-    As Kafka's kafka-configs.sh --alter. Checked as create checks them (nothing changes if one is refused); in force for what is
-    written next."""
+    As Kafka's kafka-configs.sh --alter. Checked as create checks them (nothing changes if
+    one is refused); in force for what is written next."""
     changes = dict(_setting(s) for s in set_)
     changes.update(dict.fromkeys(reset))
     if not changes and not replace:

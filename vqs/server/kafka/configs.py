@@ -436,4 +436,3 @@ async def incremental_alter_configs(ctx, conn, v, r):
     """IncrementalAlterConfigs: SET, DELETE (back to the default), APPEND and SUBTRACT (list
     configs only) on the named configs; the others stay."""
     return await _alter(ctx, conn, r, Flex(r, v >= 1), incremental=True)
-
