@@ -26,7 +26,8 @@ def test_every_kind_of_group_config_is_kept_for_its_group_id(data_dir):
                ({"consumer.heartbeat.interval.ms": "30000"}, "greater than"),  # the session above it
                ({"share.session.timeout.ms": "1000", "share.heartbeat.interval.ms": "1000"}, "greater than"),
                ({"errors.deadletterqueue.topic.name": "nowhere"}, "does not exist"),
-               ({"retention.ms": "1"}, "unknown group config")]
+               ({"retention.ms": "1"}, "unknown group config"),
+               ({"share.auto.offset.reset": "e" * 100_000}, "a value of 100000 characters")]
         for changes, message in bad:
             with pytest.raises(ConfigError, match=message):
                 b.alter_group_configs("g", changes)

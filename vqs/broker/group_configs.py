@@ -46,6 +46,8 @@ SOURCES = {
 }
 #: group ids with configs of their own at most
 MAX_GROUPS = 10_000
+#: characters of a config's value at most (the longest a valid one has: a topic's name)
+MAX_VALUE_CHARS = 1_000
 _LEGACY = "config.json"  # in DATA/share/{group}/, before group_configs.json
 
 
@@ -151,6 +153,10 @@ def checked(own: dict, changes: dict, bases: dict, topics) -> dict[str, str]:
     from .consumer_groups import CONSUMER_CONFIGS, parse_consumer_config
     from .share.groups import GROUP_CONFIGS, parse_group_config
 
+    for key, value in changes.items():
+        if value is not None and len(_text(value)) > MAX_VALUE_CHARS:
+            raise ConfigError(f"config {str(key)[:200]}: a value of {len(_text(value))} characters "
+                              f"(at most {MAX_VALUE_CHARS})")
     merged = {k: v for k, v in {**own, **changes}.items() if v is not None}
     parsed: dict = {"consumer": {}, "share": {}}
     for key, value in merged.items():
@@ -163,7 +169,7 @@ def checked(own: dict, changes: dict, bases: dict, topics) -> dict[str, str]:
                 raise ConfigError(f"config {key}: the dead-letter topic {v!r} does not exist")
             parsed["share"][field] = v
         else:
-            raise ConfigError(f"unknown group config {key!r} (supported: {', '.join(sorted(SOURCES))})")
+            raise ConfigError(f"unknown group config {str(key)[:200]!r} (supported: {', '.join(sorted(SOURCES))})")
     for kind in ("consumer", "share"):
         if not any(k.startswith(kind + ".") for k in changes):
             continue

@@ -106,6 +106,9 @@ def test_cleanup_policy_is_a_list_appended_to_and_subtracted_from(admin):
     ([("cleanup.policy", "shred", AlterConfigOpType.APPEND)], KafkaError.INVALID_CONFIG, "cleanup.policy"),
     ([("min.cleanable.dirty.ratio", "2", AlterConfigOpType.SET)], KafkaError.INVALID_CONFIG, "dirty.ratio"),
     ([("retention.ms", "5", AlterConfigOpType.APPEND)], KafkaError.INVALID_CONFIG, "not a list"),
+    ([("flush.messages", "1000", AlterConfigOpType.SET)], KafkaError.INVALID_CONFIG, "flush.messages"),
+    ([("compression.type", "z" * 100_000, AlterConfigOpType.SET)], KafkaError.INVALID_CONFIG,
+     "a value of 100000 characters"),  # (refused by its length: not echoed back)
 ])
 @pytest.mark.parametrize("validate_only", [False, True])
 def test_an_invalid_alteration_changes_nothing(admin, ops, code, words, validate_only):

@@ -37,6 +37,7 @@ DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType (DescribeConfigs v3+)
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 LONG_MAX = (1 << 63) - 1  # Kafka's "no bound" for segment.ms and max.compaction.lag.ms
+MAX_VALUE_CHARS = 1_000  # a config value's characters at most (refused, never echoed, past it)
 # IncrementalAlterConfigs operations
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -93,13 +94,15 @@ def parse(key: str, value: str | None):
     """The broker setting's value of topic config ``key`` = ``value`` (None: the default);
     ConfigError (INVALID_CONFIG) naming the config for an unknown name, a null, or a value Kafka
     or this broker refuses."""
+    if value is not None and len(value) > MAX_VALUE_CHARS:  # (no config takes one this long: not echoed)
+        raise E.ConfigError(f"config {key[:200]}: a value of {len(value)} characters (at most {MAX_VALUE_CHARS})")
     if key in FIXED_TOPIC_CONFIGS:
         if value is None or value.strip().lower() != FIXED_TOPIC_CONFIGS[key]:
             raise E.ConfigError(f"config {key}={value!r}: only {FIXED_TOPIC_CONFIGS[key]} (every topic may be "
                                 "a share group's dead-letter topic here)")
         return None
     if key not in TOPIC_CONFIGS:
-        raise E.ConfigError(f"unknown topic config {key!r} "
+        raise E.ConfigError(f"unknown topic config {key[:200]!r} "
                             f"(supported: {', '.join(sorted([*TOPIC_CONFIGS, *FIXED_TOPIC_CONFIGS]))})")
     if value is None:
         raise E.ConfigError(f"config {key} has a null value")
