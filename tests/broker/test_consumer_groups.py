@@ -183,8 +183,8 @@ def test_inputs_are_bounded_before_they_are_kept():
 def test_a_pattern_subscription_follows_the_topics_that_match():
     counts = {"t": 1, "x-1": 1}
     cg, _ = _groups(counts)
-    cg.configure(session_timeout_ms=3000, heartbeat_interval_ms=1000,
-                 resolve=lambda p: {t for t in counts if t.startswith("x-")})
+    cg.set_timeouts(session_timeout_ms=3000, heartbeat_interval_ms=1000)
+    cg.set_resolver(lambda p: {t for t in counts if t.startswith("x-")})
     a = cg.heartbeat("g", "a", 0, topics=["t"], regex="x-.*")
     assert a.assignment == [TP("t", 0)]  # the named topic first; the pattern is resolved after
     a = cg.heartbeat("g", "a", a.epoch)
@@ -208,8 +208,8 @@ def test_a_members_matches_count_when_another_member_names_the_topic_and_only_wh
     its share; what ``visible`` hides from a member is never its, until it may see it."""
     counts = {"x-1": 2, "x-2": 2}
     cg, _ = _groups(counts)
-    cg.configure(session_timeout_ms=3000, heartbeat_interval_ms=1000,
-                 resolve=lambda p: frozenset(t for t in counts if t.startswith("x-")))
+    cg.set_timeouts(session_timeout_ms=3000, heartbeat_interval_ms=1000)
+    cg.set_resolver(lambda p: frozenset(t for t in counts if t.startswith("x-")))
     hide = frozenset({"x-2"})
     a = cg.heartbeat("g", "a", 0, topics=["x-1", "x-2"])
     b = cg.heartbeat("g", "b", 0, regex="x-.*", visible=lambda ts: ts - hide)

@@ -160,22 +160,19 @@ class ConsumerGroups:
         #: called under the lock: quick, no I/O (the broker's group configs, read at open)
         self.own_settings: Callable[[str], dict] = lambda group: {}
 
-    def configure(self, *, session_timeout_ms: int, heartbeat_interval_ms: int, resolve=None) -> None:
-        """The session and heartbeat settings (a group's own configs override them:
-        ``own_settings``); ``resolve(pattern)`` gives the topics a subscription's pattern
-        matches now (called under the lock: it must be quick and never block on I/O), without
-        it a pattern subscription is ``invalid``."""
-        with self._lock:
-            self.session_timeout_ms = session_timeout_ms
-            self.heartbeat_interval_ms = heartbeat_interval_ms
-            self._resolve = resolve
-
     def set_timeouts(self, *, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
-        """The broker's session timeout and heartbeat interval (``configure``'s, the pattern
-        resolver left as it is)."""
+        """The broker's session timeout and heartbeat interval (a group's own configs override
+        them: ``own_settings``)."""
         with self._lock:
             self.session_timeout_ms = session_timeout_ms
             self.heartbeat_interval_ms = heartbeat_interval_ms
+
+    def set_resolver(self, resolve) -> None:
+        """``resolve(pattern)``: the topics a subscription's pattern matches now (called under the
+        lock: it must be quick and never block on I/O); without one a pattern subscription is
+        ``invalid``."""
+        with self._lock:
+            self._resolve = resolve
 
     def session_timeout_for(self, group: str) -> int:
         """``group``'s session timeout (ms): its own ``consumer.session.timeout.ms``, else the broker's."""

@@ -11,6 +11,7 @@ from .output import (
     TOKEN,
     URL,
     YES,
+    changes_from,
     confirm_destructive,
     err,
     new_table,
@@ -89,13 +90,7 @@ def group_config(group: str,
                  as_json: bool = JSON_OUT):
     """A group id's configs: each in force ("own": the group's, else the server's); --set and
     --reset change the group's own."""
-    changes = {}
-    for text in set_:
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            fail(f"--set {text!r}: give key=value (e.g. share.record.lock.duration.ms=60000)", EXIT_USAGE)
-        changes[key.strip()] = value
-    changes.update(dict.fromkeys(reset))
+    changes = changes_from(set_, reset)
     with target(url, data_dir, token) as t:
         if changes:
             t.alter_group_configs(group, changes, validate_only=validate_only)

@@ -49,6 +49,26 @@ UTC_OUT = typer.Option(False, "--utc", envvar="VQS_UTC", help="print times in UT
 _TEXT_ROOM = 32  # a free-text column gets at least this many cells before the table outgrows the screen
 
 
+def changes_from(set_: list[str], reset: list[str]) -> dict:
+    """The settings ``--set key=value`` (a number taken as one: an int, else a float, else the
+    text) and ``--reset key`` (None: back to the default) of a command that alters them."""
+    out: dict = {}
+    for text in set_:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"{text!r}: give key=value (e.g. retention_ms=3600000)", param_hint="--set")
+        for kind in (int, float):
+            try:
+                out[key.strip()] = kind(value)
+                break
+            except ValueError:
+                pass
+        else:
+            out[key.strip()] = value
+    out.update(dict.fromkeys(reset))
+    return out
+
+
 def print_json(obj) -> None:
     out.print_json(json.dumps(obj, default=str))
 

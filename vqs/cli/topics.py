@@ -12,6 +12,7 @@ from .output import (
     TOKEN,
     URL,
     YES,
+    changes_from,
     confirm_destructive,
     new_table,
     out,
@@ -49,19 +50,6 @@ def topic_create(name: str, partitions: int = typer.Option(1, "--partitions", "-
     print_line(f"created topic {name} with {partitions} partition(s)")
 
 
-def _setting(text: str) -> tuple[str, object]:
-    """``key=value`` of ``--set``: the value an int, else a float, else the text."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise typer.BadParameter(f"{text!r}: give key=value (e.g. retention_ms=3600000)")
-    for kind in (int, float):
-        try:
-            return key.strip(), kind(value)
-        except ValueError:
-            pass
-    return key.strip(), value
-
-
 @topic_app.command("alter")
 def topic_alter(name: str,
                 set_: list[str] = typer.Option([], "--set", "-s", help="key=value: a setting of create's "
@@ -74,8 +62,7 @@ def topic_alter(name: str,
 
     As Kafka's kafka-configs.sh --alter. Checked as create checks them (nothing changes if
     one is refused); in force for what is written next."""
-    changes = dict(_setting(s) for s in set_)
-    changes.update(dict.fromkeys(reset))
+    changes = changes_from(set_, reset)
     if not changes and not replace:
         raise typer.BadParameter("nothing to change: give --set key=value, --reset key or --replace")
     with target(url, data_dir, token, topic=name) as t:

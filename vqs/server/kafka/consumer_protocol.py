@@ -54,18 +54,12 @@ _MESSAGE = {CG.UNKNOWN_MEMBER: "member {m!r} is not in group {g!r}",
 
 
 def consumer_groups(ctx) -> CG.ConsumerGroups:
-    """The coordinator's consumer-protocol groups, configured from the server's settings on first use."""
-    cg = ctx.broker.coordinator.consumer
-    if not getattr(ctx, "consumer_configured", False):
-        st = ctx.settings  # (the app applied the timeouts at start: configure_groups; the same here)
-        cg.configure(session_timeout_ms=st.kafka_consumer_session_timeout_ms,
-                     heartbeat_interval_ms=st.kafka_consumer_heartbeat_interval_ms,
-                     resolve=_PatternTopics(ctx.broker))
-        ctx.consumer_configured = True
-    return cg
+    """The coordinator's consumer-protocol groups (the server's settings and the pattern resolver on
+    them since the listener was made: ``KafkaContext``)."""
+    return ctx.broker.coordinator.consumer
 
 
-class _PatternTopics:
+class PatternTopics:
     """pattern -> the (non-internal) topics it matches, for regex subscriptions. Called under the
     coordinator's lock on every heartbeat, so it reads the topic list at most once a second
     (a topic made meanwhile is matched within a second, as Kafka refreshes regexes

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from ... import errors as E
 from . import errors as K
-from . import share_groups
-from .consumer_protocol import consumer_groups
 
 # ConfigType and ConfigSource values (configs.py's, Kafka's)
 BOOLEAN, STRING, INT = 1, 2, 3
@@ -30,8 +28,6 @@ def describe_group_configs(ctx, group: str) -> dict[str, tuple[str, int, int]]:
     """A GROUP resource of DescribeConfigs: every group config with the value in force for
     ``group``, {key: (value, source, type)}: the group's own (source GROUP_CONFIG), else the
     server's (STATIC_BROKER_CONFIG). InvalidName for a bad group id."""
-    consumer_groups(ctx)  # (configured from the server's settings: the values in force)
-    share_groups.shares(ctx)
     return {k: (v, _GROUP_CONFIG if own else STATIC_BROKER_CONFIG, _TYPES.get(k, STRING))
             for k, (v, own) in ctx.broker.group_config_values(group).items()}
 
@@ -42,8 +38,6 @@ def alter_group_configs(ctx, group: str, configs: list, incremental: bool, valid
     value)] (op SET or DELETE; AlterConfigs: SET, and every config not named goes back to the
     broker's). The configs become the group id's own (``Broker.alter_group_configs``), durable
     when answered. (error code, message)."""
-    consumer_groups(ctx)  # (configured from the server's settings: the rules check against them)
-    share_groups.shares(ctx)
     changes: dict = {}
     try:
         if not incremental:

@@ -57,11 +57,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ..conn_caps import ConnectionCaps
+from ..context import configure_groups
 from ..pre_auth import PreAuthBudget
 from . import logins
 from .acls import Acls
 from .apis import API_TABLE, api_versions_error
 from .codec import ProtocolError, Writer, read_header
+from .consumer_protocol import PatternTopics
 from .oauthbearer import OAuthBearerValidator
 from .records import EncodedCache
 from .scram import ScramCredentials
@@ -98,6 +100,10 @@ class KafkaContext:
         self.tokens = list(settings.tokens)
         self.users = dict(settings.kafka_users)  # given: Kafka's own passwords instead of the tokens
         self.scram = ScramCredentials(broker.path)  # SASL/SCRAM users (AlterUserScramCredentials)
+        # the server's group settings on the broker (the app does the same at its start), and the
+        # consumer-protocol groups' pattern subscriptions resolved against the topics
+        configure_groups(broker, settings)
+        broker.coordinator.consumer.set_resolver(PatternTopics(broker))
         self.acls = Acls(broker.path, settings.kafka_super_users, settings.kafka_allow_if_no_acl)
         # a client certificate's subject -> its principal (tls.py)
         self.principal_mapper = (PrincipalMapper(settings.kafka_tls_principal_mapping_rules)
@@ -111,7 +117,6 @@ class KafkaContext:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
         self.share_sessions: dict = {}  # (group, member) -> share session (share.py)
-        self.share_configured = False  # the broker's share groups took the kafka_share_* settings
 
     async def blocking(self, fn, *args):
         """A call that may block on I/O, in the pool (never one that waits for other clients)."""

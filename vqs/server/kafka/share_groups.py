@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ... import errors as E
 from ...broker.share.groups import FENCED_EPOCH, FULL, INVALID, UNKNOWN_MEMBER
-from ..context import configure_groups
 from . import acls as A
 from . import errors as K
 from .admin import authorized_operations
@@ -25,12 +24,9 @@ GROUP_MAX_SIZE_REACHED = 81
 
 
 def shares(ctx):
-    """The broker's share groups, configured from the server's settings on first use."""
-    sg = ctx.broker.share_groups
-    if not ctx.share_configured:  # (the app did at start; a listener run without one does it here)
-        configure_groups(ctx.broker, ctx.settings)
-        ctx.share_configured = True
-    return sg
+    """The broker's share groups (the server's settings on them since the listener was made:
+    ``KafkaContext``)."""
+    return ctx.broker.share_groups
 
 
 # ---------------------------------------------------------------------- heartbeat
