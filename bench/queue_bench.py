@@ -21,7 +21,10 @@ One run, one machine:
         vs persist-queue ``Queue``;
       * durable, 4 writer threads putting for ``--poll-seconds``, alone and
         with 6 threads polling ``get(False)`` in a loop (they take what the
-        writers put): what polling consumers cost the writers' group commit.
+        writers put): what polling consumers cost the writers' group commit;
+        ``queue.Queue`` in the same rounds under the same pollers is the
+        reference (what busy threads cost writers that never wait: their
+        share of the GIL).
     Fast in-memory rows are the median of 5 alternating repeats (the machine
     is shared; alternating spreads the noise over both sides of a ratio).
 
@@ -233,24 +236,23 @@ def _interleaved(q, n: int) -> float:
         gc.enable()
 
 
-def _writers_and_pollers(path: str, writers: int, pollers: int, seconds: float) -> tuple[int, float]:
-    """Items put by ``writers`` threads into a durable HybridQueue in ``seconds`` while
-    ``pollers`` threads loop on ``get(False)``; (items, seconds taken)."""
-    hq = HybridQueue(path, durable=True)
+def _writers_and_pollers(q, writers: int, pollers: int, seconds: float) -> tuple[int, float]:
+    """Items put by ``writers`` threads into ``q`` in ``seconds`` while ``pollers`` threads
+    loop on ``get(False)``; (items, seconds taken). ``q`` is closed after (if it can be)."""
     stop = threading.Event()
     puts = [0] * writers
 
     def write(i: int) -> None:
         n = 0
         while not stop.is_set():
-            hq.put(BODY)
+            q.put(BODY)
             n += 1
         puts[i] = n
 
     def poll() -> None:
         while not stop.is_set():
             try:
-                hq.get(False)
+                q.get(False)
             except _stdqueue.Empty:
                 pass
 
@@ -264,7 +266,8 @@ def _writers_and_pollers(path: str, writers: int, pollers: int, seconds: float) 
     for t in threads:
         t.join()
     took = _now() - t0
-    hq.close()
+    if hasattr(q, "close"):
+        q.close()
     return sum(puts), took
 
 
@@ -320,15 +323,19 @@ def run_hybrid(b: Bench) -> None:
     b.record("hybrid", "HybridQueue durable=True (put_batch 100, get_batch)", nb, _now() - t0)
     hq.close()
 
-    # durable writers alone and under polling consumers: alternating rounds, median
-    rounds = {0: [], 6: []}
+    # durable writers alone and under polling consumers: alternating rounds, median; the
+    # stdlib's queue.Queue under the same pollers in the same rounds (what polling threads
+    # cost writers that never wait: the GIL's share, the reference for the durable ratio)
+    kinds = {"HybridQueue durable=True": lambda path: HybridQueue(path, durable=True),
+             "queue.Queue": lambda path: _stdqueue.Queue()}
+    rounds = {(k, p): [] for k in kinds for p in (0, 6)}
     for r in range(3):
-        for pollers in rounds:
-            rounds[pollers].append(_writers_and_pollers(b.fresh(f"hq-poll-{pollers}-{r}"), 4, pollers,
-                                                        b.args.poll_seconds))
-    for pollers, runs in rounds.items():
+        for kind, pollers in rounds:
+            q = kinds[kind](b.fresh(f"hq-poll-{len(kind)}-{pollers}-{r}"))
+            rounds[kind, pollers].append(_writers_and_pollers(q, 4, pollers, b.args.poll_seconds))
+    for (kind, pollers), runs in rounds.items():
         items, took = sorted(runs, key=lambda it: it[0] / it[1])[1]
-        b.record("hybrid", f"HybridQueue durable=True, 4 writers{f', {pollers} get(False) pollers' if pollers else ''}"
+        b.record("hybrid", f"{kind}, 4 writers{f', {pollers} get(False) pollers' if pollers else ''}"
                  " (put)", items, took, "median of 3")
 
     # persist-queue Queue (file based, fsync per put), time-boxed
@@ -396,6 +403,10 @@ def ratios(rows: list[dict]) -> list[dict]:
     polled = _rate(rows, "HybridQueue durable=True, 4 writers, 6 get(False) pollers (put)")
     bar("HybridQueue durable puts with 6 pollers / without", polled / alone if polled and alone else None,
         "no bar", None)
+    q_alone = _rate(rows, "queue.Queue, 4 writers (put)")
+    q_polled = _rate(rows, "queue.Queue, 4 writers, 6 get(False) pollers (put)")
+    bar("queue.Queue puts with 6 pollers / without (the same rounds: the reference)",
+        q_polled / q_alone if q_polled and q_alone else None, "no bar", None)
     return out
 
 
