@@ -3,10 +3,11 @@ persisted, and in force for the open partitions at once."""
 
 from __future__ import annotations
 
+import fs_fault
 import pytest
 
 from vqs.broker import Broker
-from vqs.errors import ConfigError, TopicDoesNotExist
+from vqs.errors import ConfigError, DiskFullError, TopicDoesNotExist
 
 
 def test_alter_is_in_force_at_once_and_persisted(data_dir):
@@ -99,3 +100,32 @@ def test_a_topics_own_flush_over_the_brokers(data_dir):
         assert t.log(1).flush_policy == "always" and plain.log(0).flush_interval_ms == 5000
         b.alter_topic("durable", {"flush": None})  # the broker's again
         assert not t.flush_always and [t.log(p).flush_policy for p in range(2)] == ["interval", "interval"]
+
+
+def test_a_flush_change_that_finds_the_disk_full_rolls_forward(data_dir):
+    """Partition 1's buffered records (acknowledged under ``interval``) cannot be written:
+    it keeps ``interval`` (its records stay readable, none dropped), every other partition
+    and setting takes the change, the topic reports the saved settings, and DiskFullError
+    names the partition; the same change again, with room, completes it."""
+    with Broker(data_dir, flush="interval", flush_interval_ms=600_000) as b:
+        t = b.create_topic("t", partitions=2)
+        p = b.producer()
+        for i in range(3):
+            p.send("t", b"v%d" % i, partition=1)
+        fault = fs_fault.install(fs_fault.Fault.space(t.log(1).path, free=0))
+        try:
+            with pytest.raises(DiskFullError, match=r"partition\(s\) 1 keep their flush policy"):
+                b.alter_topic("t", {"flush": "always", "retention_ms": 60_000})
+            assert fault.failures >= 1
+            assert t.config["flush"] == "always" and t.flush_always
+            assert t.log(0).flush_policy == "always"
+            assert (t.log(1).flush_policy, t.log(1).retention_ms) == ("interval", 60_000)
+            assert [r.value for r in t.log(1).read(0, max_records=10)] == [b"v0", b"v1", b"v2"]
+        finally:
+            fs_fault.uninstall()
+        b.alter_topic("t", {"flush": "always", "retention_ms": 60_000})
+        assert t.log(1).flush_policy == "always"
+    with Broker(data_dir) as b:
+        t = b.topic("t")
+        assert t.log(1).flush_policy == "always"
+        assert [r.value for r in t.log(1).read(0, max_records=10)] == [b"v0", b"v1", b"v2"]

@@ -341,7 +341,11 @@ class TopicCatalog:
         ``validate_only`` only checked. topic.json is replaced atomically first (the commit
         point: a crash before it leaves the old settings, after it the new ones on the next
         open); then the open partitions take them (``Log.reconfigure``) and ``topic.config``
-        shows them, so every front applies them from its next request."""
+        shows them, so every front applies them from its next request. A partition whose
+        flush change finds the disk full (its buffered, acknowledged records unwritten) keeps
+        its old flush policy: DiskFullError names it, after every other partition and setting
+        took the change; the committed settings stand, and the same call again completes it
+        (roll forward: the topic reports what topic.json holds)."""
         unknown = sorted(set(settings) - set(TOPIC_SETTINGS))
         if unknown:
             raise ConfigError(f"unknown topic setting(s) {', '.join(unknown)}; known: {', '.join(TOPIC_SETTINGS)}")
@@ -365,11 +369,21 @@ class TopicCatalog:
                 raise_if_disk_full(e, topic.directory)
                 raise
             logs = [topic.log(p) for p in range(topic.partitions)]
-            for log in logs:
-                log.reconfigure(**log_settings)  # (validated above: the same bounds as open)
+            pending: list[int] = []
+            for p, log in enumerate(logs):
+                try:
+                    log.reconfigure(**log_settings)  # (validated above: the same bounds as open)
+                except DiskFullError:
+                    pending.append(p)  # (its flush change only: log_settings.py)
             topic.overrides = explicit
             topic.config = self._effective(logs[0], kwargs, explicit)
             topic._config_changed()  # (compacted: the cleaner reads it; flush_always: the fronts)
+            if pending:
+                raise DiskFullError(
+                    f"topic {name}: the new settings are saved and in force, but partition(s) "
+                    f"{', '.join(map(str, pending))} keep their flush policy until the records they "
+                    f"buffered are written: the disk is full; the same change again once there is "
+                    f"room (or the next open) completes it", path=topic_file(topic.directory))
             return topic
 
     def delete(self, name: str) -> None:

@@ -6,7 +6,8 @@ pass use the new values.
 A change of ``flush`` or ``flush_interval_ms`` keeps every promise already made (crash
 reasoning): the buffer is written under the old policy first (so a full disk under a new
 ``always``, which drops its buffer, never drops a record acknowledged under ``interval`` or
-``never``; under those, a full disk refuses the change and changes nothing), then the policy
+``never``; under those, a full disk refuses the flush change and keeps the old policy, the
+other settings being already in force: the same call again completes it), then the policy
 changes, then everything written so far is fsynced (what ``interval`` promised within its
 interval, ``always`` before its appends return, is on disk whatever the new policy).
 Appends after the switch keep the new policy; an ``always`` appender that joined a group
@@ -16,7 +17,7 @@ retires at its next tick), so the new interval holds from now.
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DiskFullError
 from ..record import codec_id
 from .segments import index_capacity
 
@@ -45,12 +46,12 @@ def reconfigure(log, **settings) -> None:
     flush, interval = new.pop("flush"), new.pop("flush_interval_ms")
     check_flush(flush, interval)
     with log._lock:
-        if (flush, interval) != (log.flush_policy, log.flush_interval_ms):
-            _set_flush_locked(log, flush, interval)
         log._buf.codec = codec
         for name, val in new.items():
             setattr(log, name, val)
         log._segs.index_capacity_bytes = index_capacity(size, log.index_interval_bytes)
+        if (flush, interval) != (log.flush_policy, log.flush_interval_ms):
+            _set_flush_locked(log, flush, interval)  # last: the one step that can fail (disk full)
 
 
 def check_flush(flush, interval) -> None:
@@ -65,7 +66,13 @@ def _set_flush_locked(log, flush: str, interval: int) -> None:
     if log.readonly or log._closed or log._failed is not None:
         log.flush_policy, log.flush_interval_ms, log._flush_always = flush, interval, flush == "always"
         return
-    log._write_buffer_locked()  # under the old policy (raises on a full disk: nothing changed)
+    try:
+        log._write_buffer_locked()  # under the old policy
+    except DiskFullError:
+        if not log._flush_always:
+            raise  # (interval, never: the buffer keeps what was acknowledged; nothing changed)
+        # always: the write dropped the buffer and its appenders raised; nothing is left that
+        # any policy could lose, so the change goes on
     log.flush_policy, log.flush_interval_ms, log._flush_always = flush, interval, flush == "always"
     log._sync.flush_job = None  # the registered job retires at its next tick
     log._sync.wait_idle()
