@@ -9,7 +9,7 @@ import pytest
 
 from vqs import Broker
 from vqs.broker.lease_keeper import AsyncLeaseKeeper, LeaseKeeper
-from vqs.errors import ConfigError
+from vqs.errors import ConfigError, MessageNotAvailable, MessageNotInflight
 
 
 @pytest.fixture
@@ -99,3 +99,71 @@ def test_async_max_in_flight(queue):
             return k.in_flight
 
     assert asyncio.run(main()) == 2
+
+
+def test_a_message_deleted_meanwhile_ends_the_lease(queue):
+    """The queue refuses the extension (MessageNotAvailable): the lease is lost, and the block's
+    end raises that error instead of deleting or releasing anything."""
+    queue.send(b"job")
+    with LeaseKeeper(queue, visibility_timeout=2) as k:
+        (m,) = k.receive(1)
+        with pytest.raises(MessageNotAvailable), k.lease(m) as lease:
+            queue.delete(m.receipt_handle)  # (another worker's delete)
+            deadline = time.monotonic() + 5
+            while lease.lost is None and time.monotonic() < deadline:
+                time.sleep(0.05)  # the keeper extends at 1 s
+            assert isinstance(lease.lost, MessageNotAvailable)
+        assert k.in_flight == 0
+
+
+class _SlowQueue:
+    """The queue behind a link where an extension takes ``delay`` seconds to arrive."""
+
+    def __init__(self, queue, delay: float):
+        self.queue, self.delay = queue, delay
+
+    def receive(self, *a, **kw):
+        return self.queue.receive(*a, **kw)
+
+    def change_visibility(self, handle, seconds):
+        time.sleep(self.delay)
+        self.queue.change_visibility(handle, seconds)
+
+    def delete(self, handle):
+        self.queue.delete(handle)
+
+
+def test_a_lease_whose_time_ran_out_is_lost_and_never_deleted(queue):
+    """An extension answered after the lease could have run out does not save it: a standard
+    queue takes any of a message's handles, so the keeper's own clock decides. Another
+    consumer that received the message meanwhile keeps it: the block's end raises
+    MessageNotInflight and deletes nothing."""
+    queue.send(b"job")
+    with LeaseKeeper(_SlowQueue(queue, 1.5), visibility_timeout=2) as k:
+        (m,) = k.receive(1)
+        with pytest.raises(MessageNotInflight, match="ran out before it was extended"), k.lease(m) as lease:
+            time.sleep(2.3)  # the first extension, sent at 1 s, arrives at 2.5 s: too late
+            other = queue.receive(1, visibility_timeout=30)
+            assert [x.body for x in other] == [b"job"]
+            time.sleep(0.6)
+            assert isinstance(lease.lost, MessageNotInflight)
+    assert queue.counts()["in_flight"] == 1  # the other consumer's delivery: untouched
+
+
+def test_async_a_blocked_loop_loses_the_lease(queue):
+    """The event loop blocked past the timeout: the keeper never ran; at the block's end the
+    lease is past its time, so the message (received meanwhile by another consumer) is
+    neither deleted nor released."""
+    queue.send(b"job")
+
+    async def main():
+        async with AsyncLeaseKeeper(queue, visibility_timeout=2) as k:
+            (m,) = await k.receive(1)
+            with pytest.raises(MessageNotInflight):
+                async with k.lease(m):
+                    time.sleep(2.2)  # blocks the loop
+                    assert [x.body for x in queue.receive(1, visibility_timeout=30)] == [b"job"]
+            return k.in_flight
+
+    assert asyncio.run(main()) == 0
+    assert queue.counts()["in_flight"] == 1

@@ -14,12 +14,19 @@ Guarantees:
   whose work outlives its timeout is not redelivered while the work runs;
 - ``with keeper.lease(msg):`` deletes the message when the block succeeds and
   releases it (visibility 0: redelivered at once) when the block raises; the
-  exception propagates. An extension refused by the queue (the lease was lost:
-  expired before it could be extended, or the message deleted) is kept on the
-  lease (``lease.lost``); the block runs on, and its delete then raises the
-  queue's error, so the caller learns the message may be redelivered;
-  an extension that fails for another reason (the server unreachable) is
-  retried at a quarter of the timeout, while the lease can still be saved;
+  exception propagates;
+- a lease is **lost** when the queue refuses its extension (the message deleted,
+  the handle expired or invalid) or when its time ran out before an extension
+  was answered: the keeper counts a lease's time from *before* the receive (or
+  extension) that gave it, so its own deadline is never later than the
+  queue's, and a lease past it may already be another consumer's (a standard
+  queue takes any of a message's handles, as SQS does, so the queue cannot
+  tell). The error is kept on the lease (``lease.lost``); the block runs on,
+  and at its end nothing is deleted or released (either could act on another
+  consumer's delivery): the block raises ``lease.lost`` (or its own error), so
+  the caller learns the message may be redelivered. An extension that fails
+  for another reason (the server unreachable) is retried at a quarter of the
+  timeout, while the lease can still be saved;
 - at most ``max_in_flight`` leases are held at once: ``receive`` asks for no
   more messages than there are free places and waits (bounded by
   ``wait_seconds``) for one to free; ``lease`` of a message received
@@ -40,23 +47,42 @@ import time
 
 from .. import errors as E
 
-_LOST = (E.ReceiptHandleExpired, E.ReceiptHandleIsInvalid, E.MessageNotInflight)  # the lease is gone
+_LOST = (E.ReceiptHandleExpired, E.ReceiptHandleIsInvalid, E.MessageNotInflight,
+         E.MessageNotAvailable)  # the queue says the lease is gone
 
 
 class Lease:
-    """One message held by a keeper: ``message``, ``lost`` (the error that ended the lease, or None)."""
+    """One message held by a keeper: ``message``, ``lost`` (the error that ended the lease, or
+    None); ``expires``: the monotonic time by which the queue's lease surely still holds (the
+    visibility timeout counted from before the request that gave it)."""
 
-    __slots__ = ("message", "handle", "due", "lost", "done")
+    __slots__ = ("message", "handle", "due", "expires", "lost", "done")
 
-    def __init__(self, message, due: float):
+    def __init__(self, message, since: float, visibility_timeout: int):
         self.message = message
         self.handle = message.receipt_handle
-        self.due = due
+        self.due = since + visibility_timeout / 2
+        self.expires = since + visibility_timeout
         self.lost: BaseException | None = None
         self.done = False
 
     def __lt__(self, other: Lease) -> bool:
         return self.due < other.due
+
+    def check_time(self, now: float) -> bool:
+        """Whether the lease still holds at ``now``; past ``expires`` it is lost (``lost`` set)."""
+        if self.lost is None and now >= self.expires:
+            self.lost = E.MessageNotInflight(
+                f"the lease of message {getattr(self.message, 'message_id', '?')} ran out before it "
+                f"was extended: another consumer may have received it; not deleted")
+        return self.lost is None
+
+    def extended(self, since: float, now: float, visibility_timeout: int) -> None:
+        """An extension sent at ``since`` was answered at ``now``: held again, unless the answer
+        came after the lease could have run out (the queue may have delivered it meanwhile)."""
+        if self.check_time(now):
+            self.expires = since + visibility_timeout
+            self.due = since + visibility_timeout / 2
 
 
 def _check(visibility_timeout, max_in_flight) -> None:
@@ -102,8 +128,8 @@ class LeaseKeeper:
             self._held -= n
             self._cv.notify_all()
 
-    def _hold(self, msg) -> Lease:
-        lease = Lease(msg, time.monotonic() + self.visibility_timeout / 2)
+    def _hold(self, msg, since: float) -> Lease:
+        lease = Lease(msg, since, self.visibility_timeout)
         with self._cv:
             self._leases[lease.handle] = lease
             heapq.heappush(self._heap, lease)
@@ -118,11 +144,13 @@ class LeaseKeeper:
             return []
         msgs: list = []
         try:
+            # (a long poll may wait: each message's lease starts no earlier than the call)
+            since = time.monotonic()
             msgs = self.queue.receive(k, wait_seconds=wait_seconds, visibility_timeout=self.visibility_timeout)
         finally:
             self._give(k - len(msgs))
         for m in msgs:
-            self._hold(m)
+            self._hold(m, since)
         return msgs
 
     @contextlib.contextmanager
@@ -132,16 +160,20 @@ class LeaseKeeper:
             lease = self._leases.get(msg.receipt_handle)
         if lease is None or lease.message is not msg:
             self._take(1, None)
-            lease = self._hold(msg)
+            # (received elsewhere: its lease is counted from now, the keeper's best knowledge)
+            lease = self._hold(msg, time.monotonic())
         try:
             yield lease
         except BaseException:
             self._end(lease)
-            with contextlib.suppress(E.VQSError):
-                self.queue.change_visibility(lease.handle, 0)
+            if lease.check_time(time.monotonic()):
+                with contextlib.suppress(E.VQSError):
+                    self.queue.change_visibility(lease.handle, 0)
             raise
         else:
             self._end(lease)
+            if not lease.check_time(time.monotonic()):
+                raise lease.lost
             self.queue.delete(lease.handle)
 
     def _end(self, lease: Lease) -> None:
@@ -169,6 +201,9 @@ class LeaseKeeper:
 
     def _extend(self, lease: Lease) -> None:
         vt = self.visibility_timeout
+        since = time.monotonic()
+        if not lease.check_time(since):
+            return
         try:
             self.queue.change_visibility(lease.handle, vt)
         except _LOST as e:
@@ -177,7 +212,9 @@ class LeaseKeeper:
         except E.VQSError:
             lease.due = time.monotonic() + vt / 4
         else:
-            lease.due = time.monotonic() + vt / 2
+            lease.extended(since, time.monotonic(), vt)
+            if lease.lost is not None:
+                return
         with self._cv:
             if not lease.done:
                 heapq.heappush(self._heap, lease)
@@ -267,8 +304,8 @@ class AsyncLeaseKeeper:
         for _ in range(n):
             self._places.release()
 
-    def _hold(self, msg) -> Lease:
-        lease = Lease(msg, time.monotonic() + self.visibility_timeout / 2)
+    def _hold(self, msg, since: float) -> Lease:
+        lease = Lease(msg, since, self.visibility_timeout)
         self._leases[lease.handle] = lease
         self._wake.set()
         return lease
@@ -281,12 +318,13 @@ class AsyncLeaseKeeper:
             return []
         msgs: list = []
         try:
+            since = time.monotonic()
             msgs = await _call(self.queue.receive, k, wait_seconds=wait_seconds,
                                visibility_timeout=self.visibility_timeout)
         finally:
             self._give(k - len(msgs))
         for m in msgs:
-            self._hold(m)
+            self._hold(m, since)
         return msgs
 
     @contextlib.asynccontextmanager
@@ -296,16 +334,19 @@ class AsyncLeaseKeeper:
         lease = self._leases.get(msg.receipt_handle)
         if lease is None or lease.message is not msg:
             await self._take(1, None)
-            lease = self._hold(msg)
+            lease = self._hold(msg, time.monotonic())
         try:
             yield lease
         except BaseException:
             self._end(lease)
-            with contextlib.suppress(E.VQSError):
-                await _call(self.queue.change_visibility, lease.handle, 0)
+            if lease.check_time(time.monotonic()):
+                with contextlib.suppress(E.VQSError):
+                    await _call(self.queue.change_visibility, lease.handle, 0)
             raise
         else:
             self._end(lease)
+            if not lease.check_time(time.monotonic()):
+                raise lease.lost
             await _call(self.queue.delete, lease.handle)
 
     def _end(self, lease: Lease) -> None:
@@ -321,6 +362,9 @@ class AsyncLeaseKeeper:
             now = time.monotonic()
             due = [x for x in self._leases.values() if x.due <= now and x.lost is None]
             for lease in due:
+                since = time.monotonic()
+                if lease.done or not lease.check_time(since):
+                    continue
                 try:
                     await _call(self.queue.change_visibility, lease.handle, vt)
                 except _LOST as e:
@@ -328,7 +372,7 @@ class AsyncLeaseKeeper:
                 except E.VQSError:
                     lease.due = time.monotonic() + vt / 4
                 else:
-                    lease.due = time.monotonic() + vt / 2
+                    lease.extended(since, time.monotonic(), vt)
             nxt = min((x.due for x in self._leases.values() if x.lost is None), default=None)
             timeout = None if nxt is None else max(0.0, nxt - time.monotonic())
             if not self._closing:
