@@ -132,7 +132,7 @@ def test_getone_commits_only_what_it_handed_out(base_url, unique):
                 assert (await cons.getone()).value == b"0"
                 assert (await cons.getone()).value == b"1"
                 await cons.commit()  # the other eight were fetched, not handed out
-                assert cons.position(unique, 0) == 2
+                assert await cons.position(unique, 0) == 2
             assert await c.group_offsets(unique) == {(unique, 0): 2}
             async with c.consumer(unique, group=unique) as cons:
                 assert (await cons.getone()).value == b"2"
@@ -253,14 +253,14 @@ def test_consumer_seeks_offsets_lag_committed(base_url, unique):
                 assert await cons.beginning_offsets() == {tp: 0} and await cons.end_offsets(tp) == {tp: 6}
                 assert await cons.lag() == {tp: 0}
                 await cons.seek_to_beginning()
-                assert await cons.lag([tp]) == {tp: 6} and cons.position(tp) == 0
+                assert await cons.lag([tp]) == {tp: 6} and await cons.position(tp) == 0
                 assert [r.value for r in (await cons.getmany(max_records=2))[tp]] == [b"0", b"1"]
                 await cons.seek_to_timestamp(3500)
                 assert (await cons.getone()).value == b"3"
                 await cons.commit()
                 assert await cons.committed(tp) == 4 == await cons.committed(unique, 0)
                 await cons.seek_to_end(tp)
-                assert cons.position(unique, 0) == 6
+                assert await cons.position(unique, 0) == 6
                 with pytest.raises(PartitionDoesNotExist):
                     await cons.seek_to_end((unique, 5))
 
@@ -389,3 +389,35 @@ def test_consumer_assign_and_subscribe(base_url, unique):
             assert cons.closed
 
     run(main())
+
+
+def test_async_for_ends_when_stopped_and_position_is_awaited(base_url, unique):
+    """aiokafka's shapes: ``position`` is a coroutine (the committed offset before anything was
+    read), ``async for`` ends once ``stop`` ran (also while it waited), ``getmany`` refuses a
+    partition filter it would not honour."""
+    async def main():
+        async with vqs.AsyncClient(base_url) as c:
+            await c.create_topic(unique)
+            async with c.producer() as p:
+                await p.send_batch(unique, [b"a", b"b"])
+            await c.commit_offsets(unique, {(unique, 0): 1})
+            cons = c.consumer(unique, group=unique)
+            await cons.start()
+            assert await cons.position(unique, 0) == 1
+            with pytest.raises(ConfigError, match="getmany"):
+                await cons.getmany(TopicPartition(unique, 0), timeout_ms=10)
+            got = []
+            first = asyncio.Event()
+
+            async def read():
+                async for r in cons:
+                    got.append(r.value)
+                    first.set()
+
+            reader = asyncio.ensure_future(read())
+            await asyncio.wait_for(first.wait(), 10)
+            await cons.stop()  # the reader waits for a third record: its loop ends
+            await asyncio.wait_for(reader, 10)
+            return got
+
+    assert run(main()) == [b"b"]

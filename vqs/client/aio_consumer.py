@@ -212,13 +212,12 @@ class AsyncConsumer:
         _check_partition(tp, len(rows))
         return rows[tp.partition]
 
-    def position(self, *tp) -> int:
+    async def position(self, *tp) -> int:
         """The offset of the next record this consumer hands out from the partition
-        (``position(tp)`` or ``position(topic, partition)``)."""
-        tp = _tp(tp)
-        if tp not in self._consumed:
-            raise E.ConfigError(f"no position yet for {tp.topic}[{tp.partition}]: read or seek first")
-        return self._consumed[tp]
+        (``position(tp)`` or ``position(topic, partition)``), a coroutine as aiokafka's: before
+        anything was read or sought there, the group's committed offset, else where
+        ``auto_offset_reset`` starts."""
+        return await self._position(_tp(tp))
 
     def seek(self, *args) -> None:
         """``seek(tp, offset)`` or ``seek(topic, partition, offset)``: hand out from ``offset``
@@ -324,9 +323,15 @@ class AsyncConsumer:
             out.append(r)
         return out
 
-    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict:
+    async def getmany(self, *partitions, timeout_ms: int = 0, max_records: int | None = None) -> dict:
         """{(topic, partition): [ConsumerRecord]} of the next records, waiting up
-        to ``timeout_ms`` for the first one; each partition's in offset order."""
+        to ``timeout_ms`` for the first one; each partition's in offset order. Records of
+        every assigned partition: aiokafka's ``*partitions`` filter is refused (ConfigError;
+        ``assign`` chooses the partitions read)."""
+        if partitions:
+            raise E.ConfigError("getmany(*partitions) is not supported: it returns records of every "
+                                "assigned partition (assign([...]) chooses them); pass timeout_ms= "
+                                "and max_records= by name")
         limit = max_records or self._max
         if not self._buffer:
             await self._fill(limit, timeout_ms / 1000)
@@ -345,9 +350,16 @@ class AsyncConsumer:
         return self
 
     async def __anext__(self):
+        """The next record; the loop ends (StopAsyncIteration) once the consumer is stopped,
+        also while it waited for a record, as aiokafka's does."""
         if self._closed:
             raise StopAsyncIteration
-        return await self.getone()
+        try:
+            return await self.getone()
+        except E.LogClosedError:
+            if self._closed:
+                raise StopAsyncIteration from None
+            raise
 
     # -- commits ------------------------------------------------------------------
     async def commit(self, offsets: dict | None = None) -> None:
