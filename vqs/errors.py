@@ -8,6 +8,16 @@ from __future__ import annotations
 import queue as _queue
 
 
+def shown(value, limit: int = 64) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for an error message: a refused value is
+    named, never echoed whole (a 10**400 or a 5 MB string stays a few dozen characters;
+    Python's own repr refuses ints past 4,300 digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value[: limit + 1] if isinstance(value, (str, bytes)) else value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class VQSError(Exception):
     """Root of every error VQS raises on purpose."""
 

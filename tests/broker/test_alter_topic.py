@@ -129,3 +129,20 @@ def test_a_flush_change_that_finds_the_disk_full_rolls_forward(data_dir):
         t = b.topic("t")
         assert t.log(1).flush_policy == "always"
         assert [r.value for r in t.log(1).read(0, max_records=10)] == [b"v0", b"v1", b"v2"]
+
+
+@pytest.mark.parametrize("settings", [{"flush_interval_ms": 10**400}, {"retention_ms": 1 << 63},
+                                      {"segment_bytes": 1 << 40}, {"delete_retention_ms": 10**30}])
+def test_integer_settings_are_bounded_before_anything_is_written(data_dir, settings):
+    """Every integer setting is at most a signed 64-bit value (segment_bytes a 32-bit one, as
+    Kafka's): a larger one is refused with a short message and topic.json is unchanged (a
+    10**400 flush interval was written, then failed the partitions, and the reopened topic
+    took no writes)."""
+    with Broker(data_dir) as b:
+        b.create_topic("t")
+        with pytest.raises(ConfigError) as ei:
+            b.alter_topic("t", settings)
+        assert len(str(ei.value)) < 200
+    with Broker(data_dir) as b:
+        assert b.topic("t").overrides == {}
+        b.producer().send("t", b"x")

@@ -38,10 +38,18 @@ import uuid
 
 from ..cleaner import CompactionSettings
 from ..disk import check_room
-from ..errors import ConfigError, CorruptRecordError, DiskFullError, TopicAlreadyExists, TopicDoesNotExist
+from ..errors import (
+    ConfigError,
+    CorruptRecordError,
+    DiskFullError,
+    TopicAlreadyExists,
+    TopicDoesNotExist,
+    shown,
+)
 from ..record import CODEC_NAMES
 from ..storage import (
     FLUSH_POLICIES,
+    LONG_MAX,
     Log,
     atomic_write,
     fsync_dir,
@@ -71,15 +79,14 @@ COMPRESSIONS = tuple(CODEC_NAMES.values())  # None and the storage codecs' names
 _LEGACY_ID_NAMESPACE = uuid.UUID("6f3b1c2e-5d0a-4f4e-9a51-7c2d8e9b0a14")  # ids before topic.json had one
 UNLIMITED = -1  # retention_ms / retention_bytes: no limit, even over a broker default (Kafka's -1)
 MAX_MESSAGE_BYTES = 1 << 30  # a value must fit in one stored batch (record_batch.MAX_BATCH_BYTES)
+MAX_SEGMENT_BYTES = (1 << 31) - 1  # Kafka's segment.bytes is a Java int
 
 
-def _check_int(name: str, value, minimum: int, maximum: int | None = None) -> None:
+def _check_int(name: str, value, minimum: int, maximum: int = LONG_MAX) -> None:
     if value is None:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum or (
-            maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
-        raise ConfigError(f"{name} must be an integer {bound} or None, not {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
+        raise ConfigError(f"{name} must be an integer in {minimum}..{maximum} or None, not {shown(value)}")
 
 
 def log_value(key: str, value):
@@ -96,19 +103,20 @@ def validate_topic_settings(partitions, settings: dict) -> None:
         raise ConfigError(f"partitions must be an integer in 1..{MAX_PARTITIONS}, not {partitions!r}")
     _check_int("retention_ms", settings.get("retention_ms"), UNLIMITED)
     _check_int("retention_bytes", settings.get("retention_bytes"), UNLIMITED)
-    _check_int("segment_bytes", settings.get("segment_bytes"), 128)  # (a Log's smallest segment)
+    # (a Log's smallest segment; at most Kafka's segment.bytes, a Java int)
+    _check_int("segment_bytes", settings.get("segment_bytes"), 128, MAX_SEGMENT_BYTES)
     _check_int("segment_ms", settings.get("segment_ms"), 1)
     _check_int("max_message_bytes", settings.get("max_message_bytes"), 1, MAX_MESSAGE_BYTES)
     _check_int("flush_interval_ms", settings.get("flush_interval_ms"), 1)
     if settings.get("flush") not in (None, *FLUSH_POLICIES):
-        raise ConfigError(f"flush must be one of {', '.join(FLUSH_POLICIES)} or None, not {settings.get('flush')!r}")
+        raise ConfigError(f"flush must be one of {', '.join(FLUSH_POLICIES)} or None, not {shown(settings.get('flush'))}")
     policy = settings.get("cleanup_policy")
     if policy is not None and cleanup_policy(policy) not in CLEANUP_POLICIES:
-        raise ConfigError(f"cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, not {policy!r}")
+        raise ConfigError(f"cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, not {shown(policy)}")
     compaction_settings({k: settings.get(k) for k in COMPACTION_SETTINGS})  # ConfigError naming the setting
     if settings.get("compression") not in COMPRESSIONS:
         raise ConfigError(
-            f"compression must be one of {', '.join(map(repr, COMPRESSIONS))}, not {settings.get('compression')!r}"
+            f"compression must be one of {', '.join(map(repr, COMPRESSIONS))}, not {shown(settings.get('compression'))}"
         )
 
 

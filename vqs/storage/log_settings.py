@@ -17,7 +17,7 @@ retires at its next tick), so the new interval holds from now.
 
 from __future__ import annotations
 
-from ..errors import ConfigError, DiskFullError
+from ..errors import ConfigError, DiskFullError, shown
 from ..record import codec_id
 from .segments import index_capacity
 
@@ -26,10 +26,17 @@ ALTERABLE = ("segment_bytes", "segment_ms", "retention_ms", "retention_bytes", "
              "flush_interval_ms")
 
 
-def check_int(name: str, val, lo: int, *, optional: bool = False) -> None:
-    """ConfigError unless ``val`` is an integer >= ``lo`` (or None, ``optional``)."""
-    if (val is not None or not optional) and (not isinstance(val, int) or isinstance(val, bool) or val < lo):
-        raise ConfigError(f"{name}={val!r}: must be {'None or ' if optional else ''}an integer >= {lo}")
+#: the largest value of any integer setting: a signed 64-bit integer (Kafka's long), so that
+#: every count, size and time taken fits what the fronts and the files carry
+LONG_MAX = (1 << 63) - 1
+
+
+def check_int(name: str, val, lo: int, *, optional: bool = False, hi: int = LONG_MAX) -> None:
+    """ConfigError unless ``val`` is an integer in ``lo..hi`` (or None, ``optional``)."""
+    if (val is not None or not optional) and (not isinstance(val, int) or isinstance(val, bool)
+                                              or not lo <= val <= hi):
+        raise ConfigError(f"{name}={shown(val)}: must be {'None or ' if optional else ''}an integer "
+                          f"in {lo}..{hi}")
 
 
 def reconfigure(log, **settings) -> None:

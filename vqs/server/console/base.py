@@ -21,7 +21,7 @@ from fastapi import Request
 from fastapi.routing import APIRoute
 from starlette.responses import Response
 
-from ...errors import VQSError
+from ...errors import VQSError, shown
 from ..errors import APIError, client_message
 from .sampler import Sampler
 from .security import Refused, Session, Sessions, add_headers
@@ -195,7 +195,7 @@ def int_arg(value: Any, name: str, default: int | None = None, lo: int = 0, hi: 
     try:
         v = int(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an integer, not {value!r}") from None
+        raise ValueError(f"{name} must be an integer, not {shown(value)}") from None
     if not lo <= v <= hi:
         raise ValueError(f"{name} must be between {lo} and {hi}")
     return v

@@ -13,7 +13,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from ...broker.names import is_internal
-from ...errors import TopicDoesNotExist
+from ...errors import TopicDoesNotExist, shown
 from .base import ConsoleRoute, broker, enter, int_arg, posted, state
 from .browser import browser_values
 from .share import share_table
@@ -61,10 +61,10 @@ def settings_from_form(form: dict) -> dict:
             try:
                 out[name] = float(text)
             except ValueError:
-                raise ValueError(f"{name} must be a number between 0 and 1, not {text!r}") from None
+                raise ValueError(f"{name} must be a number between 0 and 1, not {shown(text)}") from None
         else:
             if text not in kind:
-                raise ValueError(f"{name} must be one of {', '.join(kind)}, not {text!r}")
+                raise ValueError(f"{name} must be one of {', '.join(kind)}, not {shown(text)}")
             out[name] = text
     return out
 

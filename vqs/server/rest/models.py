@@ -8,9 +8,9 @@ here fails later only on state (a missing topic, a full queue), not on shape.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictFloat, StrictInt
 
 from .conventions import MAX_WAIT_MS, MEMBER_PATTERN, NAME_PATTERN
 
@@ -39,25 +39,28 @@ def query_parameters(table: dict[str, tuple[int, int, str]]) -> list[dict]:
 
 
 # --------------------------------------------------------------------- topics, groups
+#: a JSON integer (never true/false, a float or a string) of at most Kafka's long, as the
+#: embedded API's settings (vqs.storage.LONG_MAX)
+Long = Annotated[StrictInt, Field(le=(1 << 63) - 1)]
 class TopicSettings(BaseModel):
     """A topic's own settings (``Broker.create_topic``'s): each None or absent is the server's default."""
 
     model_config = ConfigDict(extra="forbid")
-    retention_ms: int | None = Field(None, ge=-1, description="-1: unlimited (Kafka's -1)")
-    retention_bytes: int | None = Field(None, ge=-1, description="per partition; -1: unlimited")
-    segment_bytes: int | None = Field(None, ge=4096, le=1 << 31)
-    segment_ms: int | None = Field(None, ge=1)
+    retention_ms: Long | None = Field(None, ge=-1, description="-1: unlimited (Kafka's -1)")
+    retention_bytes: Long | None = Field(None, ge=-1, description="per partition; -1: unlimited")
+    segment_bytes: StrictInt | None = Field(None, ge=4096, le=(1 << 31) - 1)
+    segment_ms: Long | None = Field(None, ge=1)
     compression: Literal["zstd", "lz4", "gzip"] | None = None
-    max_message_bytes: int | None = Field(None, ge=1, le=1 << 30)  # None: the server's max_message_bytes
+    max_message_bytes: StrictInt | None = Field(None, ge=1, le=1 << 30)  # None: the server's max_message_bytes
     cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact"] | None = None
-    delete_retention_ms: int | None = Field(None, ge=0)
-    min_cleanable_dirty_ratio: float | None = Field(None, ge=0, le=1)
-    min_compaction_lag_ms: int | None = Field(None, ge=0)
-    max_compaction_lag_ms: int | None = Field(None, ge=1)
+    delete_retention_ms: Long | None = Field(None, ge=0)
+    min_cleanable_dirty_ratio: StrictFloat | None = Field(None, ge=0, le=1)
+    min_compaction_lag_ms: Long | None = Field(None, ge=0)
+    max_compaction_lag_ms: Long | None = Field(None, ge=1)
     flush: Literal["always", "interval", "never"] | None = Field(
         None, description="the partitions' flush policy (None: the server's --flush): always answers a "
                           "produce once fsynced")
-    flush_interval_ms: int | None = Field(None, ge=1)
+    flush_interval_ms: Long | None = Field(None, ge=1)
 
 
 class TopicCreate(TopicSettings):
