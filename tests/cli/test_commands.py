@@ -104,6 +104,10 @@ def test_group_config_shows_and_changes_a_group_ids_configs(srv, tmp_path):
         assert p.returncode != 0 and b"share.delivery.count.limit" in p.stderr
         p = vqs("group", "config", "cfg", "--reset", "share.record.lock.duration.ms", "--json", *where)
         assert json.loads(p.stdout)["share.record.lock.duration.ms"]["own"] is False
+        # a value is sent as typed: a topic named 007 is not the number 7
+        assert vqs("topic", "create", "007", *where).returncode == 0
+        p = vqs("group", "config", "cfg", "--set", "errors.deadletterqueue.topic.name=007", "--json", *where)
+        assert json.loads(p.stdout)["errors.deadletterqueue.topic.name"] == {"value": "007", "own": True}, p.stderr
 
 
 def test_topic_alter_over_a_server(srv):

@@ -527,22 +527,26 @@ class Broker:
         validate_group(group)
         return self.group_configs.values(group, self._group_bases())
 
-    def alter_group_configs(self, group: str, changes: dict, *, validate_only: bool = False) -> None:
+    def alter_group_configs(self, group: str, changes: dict, *, replace: bool = False,
+                            validate_only: bool = False) -> None:
         """Set (a value) or delete (None: back to the broker's setting) Kafka group configs
         of group id ``group``, whatever kind of group it is: a consumer-protocol group's
         ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``, a share group's
-        ``share.*`` and dead-letter configs. Checked first (ConfigError naming a bad one, nothing
+        ``share.*`` and dead-letter configs; ``replace``: every config not named goes back to the
+        broker's (Kafka's AlterConfigs). Checked first (ConfigError naming a bad one, nothing
         changed: group_configs.py's ``checked``); ``validate_only`` only checks. Durable on
-        return, in force for the group's next heartbeat, fetch or acknowledgement."""
+        return, in force for the group's next heartbeat, fetch or acknowledgement; concurrent
+        alterations of one group apply one after the other (``GroupConfigs.alter``)."""
         from .group_configs import checked
 
         self._check_open()
         validate_group(group)
-        own = checked(self.group_configs.own(group), changes, self._group_bases(), self.topics)
-        if validate_only:
-            return
-        check_room(self.path, self.log_defaults.get("min_free_bytes"), "altering a group's configs")
-        self.group_configs.write(group, own)
+        bases = self._group_bases()
+        self.group_configs.alter(
+            group, lambda own: checked({} if replace else own, changes, bases, self.topics),
+            validate_only=validate_only,
+            before_write=lambda: check_room(self.path, self.log_defaults.get("min_free_bytes"),
+                                            "altering a group's configs"))
 
     def _group_bases(self) -> dict:
         """Where a group without configs of its own takes each value (group_configs.SOURCES)."""

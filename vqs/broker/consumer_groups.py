@@ -61,8 +61,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
 from .assignor import assign
+from .group_configs import config_int
 from .names import validate_group
 from .topic import TopicPartition
 
@@ -92,10 +92,7 @@ CONSUMER_CONFIGS = {"consumer.session.timeout.ms": ("session_timeout_ms", 1_000,
 def parse_consumer_config(key: str, value: str) -> tuple[str, int]:
     """(setting, value) of consumer group config ``key``; ConfigError naming it."""
     field_name, lo, hi = CONSUMER_CONFIGS[key]
-    text = (value or "").strip()
-    if not text.isdigit() or not lo <= int(text) <= hi:
-        raise ConfigError(f"config {key}={value!r} must be an integer in {lo}..{hi}")
-    return field_name, int(text)
+    return field_name, config_int(key, value, lo, hi)
 
 
 @dataclass

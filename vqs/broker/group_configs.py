@@ -23,8 +23,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 
-from ..errors import ConfigError, CorruptRecordError
+from ..errors import ConfigError, CorruptRecordError, shown
 from ..storage import atomic_write
 from . import layout
 from .names import group_from_dir
@@ -124,21 +125,41 @@ class GroupConfigs:
         """The group ids with configs of their own, sorted."""
         return sorted(self._groups)
 
-    def write(self, group: str, own: dict[str, str]) -> None:
-        """``own`` (checked already) becomes ``group``'s configs, durable on return; {} drops
-        them. ConfigError past MAX_GROUPS."""
+    def alter(self, group: str, make: Callable[[dict[str, str]], dict[str, str]], *,
+              validate_only: bool = False, before_write: Callable[[], None] | None = None) -> None:
+        """``group``'s configs become ``make(its configs now)`` (which checks them: ConfigError),
+        durable on return; {} drops them. One alteration at a time: the read, the check and the
+        write are under one lock, so concurrent alterations of one group each see the last
+        one's result (none is lost). ConfigError past MAX_GROUPS, also for ``validate_only``
+        (which writes nothing); nothing is written when nothing changes; ``before_write``
+        (a room check) runs only before a write."""
         with self._lock:
+            own = self._groups.get(group, {})
+            new = make(dict(own))
+            if new and group not in self._groups and len(self._groups) >= MAX_GROUPS:
+                raise ConfigError(f"{MAX_GROUPS} group ids have configs of their own already (the most kept); "
+                                  f"delete some first")
+            if validate_only or new == own:
+                return
+            if before_write is not None:
+                before_write()
             groups = dict(self._groups)
-            if own:
-                if group not in groups and len(groups) >= MAX_GROUPS:
-                    raise ConfigError(f"{MAX_GROUPS} group ids have configs of their own already (the most kept); "
-                                      f"delete some first")
-                groups[group] = dict(own)
+            if new:
+                groups[group] = dict(new)
             else:
                 groups.pop(group, None)
             atomic_write(self.path, json.dumps({"groups": groups}, sort_keys=True, indent=1).encode() + b"\n")
             self._groups = groups
             self.version += 1
+
+
+def config_int(key: str, value: str, lo: int, hi: int) -> int:
+    """The integer config ``key`` = ``value``: ASCII digits alone (blanks around them allowed,
+    as Kafka trims), in ``lo..hi``; ConfigError naming it."""
+    text = (value or "").strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 20 and lo <= int(text) <= hi):
+        raise ConfigError(f"config {key}={shown(value)} must be an integer in {lo}..{hi}")
+    return int(text)
 
 
 def _text(value) -> str:
@@ -159,6 +180,7 @@ def checked(own: dict, changes: dict, bases: dict, topics) -> dict[str, str]:
                               f"(at most {MAX_VALUE_CHARS})")
     merged = {k: v for k, v in {**own, **changes}.items() if v is not None}
     parsed: dict = {"consumer": {}, "share": {}}
+    canonical: dict[str, str] = {}  # each value in one spelling (an int as digits alone)
     for key, value in merged.items():
         if key in CONSUMER_CONFIGS:
             field, v = parse_consumer_config(key, _text(value))
@@ -166,10 +188,11 @@ def checked(own: dict, changes: dict, bases: dict, topics) -> dict[str, str]:
         elif key in GROUP_CONFIGS:
             field, v = parse_group_config(key, _text(value))
             if field == "dlq_topic" and v and key in changes and v not in topics():
-                raise ConfigError(f"config {key}: the dead-letter topic {v!r} does not exist")
+                raise ConfigError(f"config {key}: the dead-letter topic {shown(v)} does not exist")
             parsed["share"][field] = v
         else:
-            raise ConfigError(f"unknown group config {str(key)[:200]!r} (supported: {', '.join(sorted(SOURCES))})")
+            raise ConfigError(f"unknown group config {shown(str(key), 200)} (supported: {', '.join(sorted(SOURCES))})")
+        canonical[key] = _text(value) if field is None else _text(v)
     for kind in ("consumer", "share"):
         if not any(k.startswith(kind + ".") for k in changes):
             continue
@@ -178,4 +201,4 @@ def checked(own: dict, changes: dict, bases: dict, topics) -> dict[str, str]:
         if session <= interval:
             raise ConfigError(f"{kind}.session.timeout.ms ({session}) must be greater than "
                               f"{kind}.heartbeat.interval.ms ({interval})")
-    return {k: _text(v) for k, v in merged.items()}
+    return canonical

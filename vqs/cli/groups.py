@@ -90,7 +90,7 @@ def group_config(group: str,
                  as_json: bool = JSON_OUT):
     """A group id's configs: each in force ("own": the group's, else the server's); --set and
     --reset change the group's own."""
-    changes = changes_from(set_, reset)
+    changes = changes_from(set_, reset, numbers=False)
     with target(url, data_dir, token) as t:
         if changes:
             t.alter_group_configs(group, changes, validate_only=validate_only)

@@ -49,15 +49,17 @@ UTC_OUT = typer.Option(False, "--utc", envvar="VQS_UTC", help="print times in UT
 _TEXT_ROOM = 32  # a free-text column gets at least this many cells before the table outgrows the screen
 
 
-def changes_from(set_: list[str], reset: list[str]) -> dict:
-    """The settings ``--set key=value`` (a number taken as one: an int, else a float, else the
-    text) and ``--reset key`` (None: back to the default) of a command that alters them."""
+def changes_from(set_: list[str], reset: list[str], *, numbers: bool = True) -> dict:
+    """The settings ``--set key=value`` and ``--reset key`` (None: back to the default) of a
+    command that alters them. ``numbers``: a value that reads as a number is taken as one (an
+    int, else a float: a topic's typed settings); else every value is the text as typed (Kafka's
+    configs, which the server parses: ``007`` stays a name)."""
     out: dict = {}
     for text in set_:
         key, sep, value = text.partition("=")
         if not sep or not key.strip():
             raise typer.BadParameter(f"{text!r}: give key=value (e.g. retention_ms=3600000)", param_hint="--set")
-        for kind in (int, float):
+        for kind in (int, float) if numbers else ():
             try:
                 out[key.strip()] = kind(value)
                 break

@@ -464,3 +464,10 @@ def test_a_groups_own_session_and_heartbeat_configs(server):
     assert interval(group) == 700 and interval(other) != 700
     assert alter(("consumer.heartbeat.interval.ms", None)).result(10) is None
     assert interval(group) == interval(other)
+    # a bad value is the config's error, not the group id's, and its message stays short
+    with pytest.raises(ck.KafkaException) as ei:
+        alter(("errors.deadletterqueue.topic.name", "../etc")).result(10)
+    assert ei.value.args[0].code() == ck.KafkaError.INVALID_CONFIG
+    with pytest.raises(ck.KafkaException) as ei:
+        alter(("consumer.session.timeout.ms", "2" * 900)).result(10)
+    assert ei.value.args[0].code() == ck.KafkaError.INVALID_CONFIG and len(ei.value.args[0].str()) < 300

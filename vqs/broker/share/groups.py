@@ -42,9 +42,11 @@ from ...errors import (
     InvalidName,
     PartitionDoesNotExist,
     TopicDoesNotExist,
+    shown,
 )
 from .. import layout
 from ..assignor import assign
+from ..group_configs import config_int
 from ..names import group_dir_name, validate_group, validate_name
 from .dead_letter import DeadLetters
 from .partition import SharePartition
@@ -95,26 +97,26 @@ def parse_group_config(key: str, value: str):
     field = GROUP_CONFIGS[key]
     if field is None:  # no transactions: both isolation levels read the same
         if value not in ("read_uncommitted", "read_committed"):
-            raise ConfigError(f"config {key}={value!r} must be read_uncommitted or read_committed")
+            raise ConfigError(f"config {key}={shown(value)} must be read_uncommitted or read_committed")
         return None, value
     if field == "dlq_topic":  # blank: none
         text = (value or "").strip()
         if text:
-            validate_name(text, "topic")
+            try:
+                validate_name(text, "topic")
+            except InvalidName as e:  # (the config's value is bad, not the group)
+                raise ConfigError(f"config {key}: {e}") from None
         return field, text
     if field == "dlq_copy_record":
         if value.lower() not in ("true", "false"):
-            raise ConfigError(f"config {key}={value!r} must be true or false")
+            raise ConfigError(f"config {key}={shown(value)} must be true or false")
         return field, value.lower() == "true"
     if field == "auto_offset_reset":
         if value not in ("latest", "earliest"):
-            raise ConfigError(f"config {key}={value!r} must be latest or earliest")
+            raise ConfigError(f"config {key}={shown(value)} must be latest or earliest")
         return field, value
     lo, hi = _BOUNDS[field]
-    text = (value or "").strip()
-    if not text.isdigit() or not lo <= int(text) <= hi:
-        raise ConfigError(f"config {key}={value!r} must be an integer in {lo}..{hi}")
-    return field, int(text)
+    return field, config_int(key, value, lo, hi)
 
 
 class ShareMember:

@@ -8,6 +8,7 @@ and described over the server's settings.
 from __future__ import annotations
 
 from ... import errors as E
+from ...broker.names import validate_group
 from . import errors as K
 
 # ConfigType and ConfigSource values (configs.py's, Kafka's)
@@ -40,18 +41,19 @@ def alter_group_configs(ctx, group: str, configs: list, incremental: bool, valid
     when answered. (error code, message)."""
     changes: dict = {}
     try:
-        if not incremental:
-            changes = dict.fromkeys(ctx.broker.group_configs.own(group))
+        validate_group(group)
+    except E.InvalidName as e:
+        return K.INVALID_GROUP_ID, str(e)
+    try:
         for key, op, value in configs:
             if op == SET and value is not None:
                 changes[key] = value
             elif op == DELETE:
                 changes[key] = None
             else:
-                return K.INVALID_REQUEST, f"config operation {op} (value {value!r}) is not supported for {key}"
-        ctx.broker.alter_group_configs(group, changes, validate_only=validate_only)
-    except E.InvalidName as e:
-        return K.INVALID_GROUP_ID, str(e)
+                return K.INVALID_REQUEST, (f"config operation {op} (value {E.shown(value)}) is not supported "
+                                           f"for {E.shown(key)}")
+        ctx.broker.alter_group_configs(group, changes, replace=not incremental, validate_only=validate_only)
     except E.ConfigError as e:
         return K.INVALID_CONFIG, str(e)
     return K.NONE, None
