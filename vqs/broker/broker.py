@@ -168,7 +168,8 @@ class Broker:
             self._catalog = TopicCatalog(self.path, self.log_defaults, open_log)
             self._catalog.load()
             self._cleaner = TopicCleaner(self._catalog, cleaner_interval_ms / 1000, self._clock_ms,
-                                         io_max_bytes_per_s=cleaner_io_max_bytes_per_second)
+                                         io_max_bytes_per_s=cleaner_io_max_bytes_per_second,
+                                         snapshot_producers=lambda t, p: self.producer_states.snapshot_partition(t, p))
             if any(t.compacted for t in self._catalog.all()):
                 self._cleaner.start()
             if os.path.isdir(layout.queues_dir(self.path)):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from functools import partial
 
 from ..cleaner import CleanStats, clean_log
 from ..errors import LogClosedError, VQSError
@@ -29,8 +30,11 @@ class TopicCleaner:
     """Compaction of a broker's compacted topics (module doc)."""
 
     def __init__(self, catalog, interval_s: float = DEFAULT_INTERVAL_S, now_ms=None, *, worker: bool = True,
-                 io_max_bytes_per_s: float | None = None):
+                 io_max_bytes_per_s: float | None = None, snapshot_producers=None):
         self._catalog = catalog
+        #: (topic, partition) -> offset: records the partition's idempotent producers durably
+        #: before a pass (clean_log's ``snapshot_producers``); None: their batches stay whole
+        self._snapshot_producers = snapshot_producers
         self._worker = worker
         self._io_max_bytes_per_s = io_max_bytes_per_s  # (each pass's bound: clean_log)
         self._interval_s = interval_s
@@ -70,8 +74,10 @@ class TopicCleaner:
                     try:
                         log = t.log(p)
                         now = self._now_ms() if self._now_ms is not None else None
+                        snap = self._snapshot_producers
                         s = clean_log(log, settings, now, force=force, stop=self._stop.is_set, worker=self._worker,
-                                      io_max_bytes_per_s=self._io_max_bytes_per_s)
+                                      io_max_bytes_per_s=self._io_max_bytes_per_s,
+                                      snapshot_producers=None if snap is None else partial(snap, t, p))
                     except LogClosedError:
                         break  # deleted or closing
                     except (VQSError, OSError) as e:  # (a damaged segment, a failing disk: the log says)

@@ -127,12 +127,18 @@ class PartitionProducers:
             return "append", -1
         return "out_of_order", -1
 
-    def snapshot(self) -> None:
-        """Flush the log, then record the state up to its end (bounds the next scan)."""
+    def snapshot(self) -> int:
+        """Record the state up to the log's end durably (bounds the next scan; under ``lock``);
+        the offset it covers. The end is read before the log is flushed, so every record
+        below it is on disk when the snapshot is: a crash can never leave a snapshot past the
+        log's end (one past it would be ignored, and the scan from the start could not
+        rebuild producers whose batches the log cleaner has since emptied)."""
+        end = self.log.end_offset
         self.log.flush()
-        data = {"offset": self.log.end_offset,
+        data = {"offset": end,
                 "producers": {str(p): [e, [list(b) for b in bs]] for p, (e, bs) in self.state.items()}}
         atomic_write(producer_snapshot_file(self.log.path), json.dumps(data).encode())
+        return end
 
 
 class ProducerStates:
@@ -215,6 +221,14 @@ class ProducerStates:
         if last is not None and 0 < (nxt - seq) & 0x7FFFFFFF < 1 << 30:
             msg += f" (the batch is older than the producer's last {KEEP} there: appended long ago, or lost)"
         raise OutOfOrderSequence(msg)
+
+    def snapshot_partition(self, topic, p: int) -> int:
+        """Record ``topic``'s partition ``p``'s producer state durably (loading it first if need
+        be); the offset the record covers. The log cleaner calls it before a pass: below that
+        offset, producers' batches need not stay in the log for the state to be rebuilt."""
+        st = self.partition(topic, p)
+        with st.lock:
+            return st.snapshot()
 
     def snapshot(self) -> None:
         """Snapshot every loaded partition whose log is still open (at shutdown)."""

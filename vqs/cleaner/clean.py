@@ -105,7 +105,8 @@ def _groups(segs: list[Segment], ends: list[int], max_bytes: int) -> list[list[i
 
 
 def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, force: bool = False,
-              stop=None, worker: bool = False, io_max_bytes_per_s: float | None = None) -> CleanStats:
+              stop=None, worker: bool = False, io_max_bytes_per_s: float | None = None,
+              snapshot_producers=None) -> CleanStats:
     """One cleaning pass over ``log`` (module doc); ``force`` ignores the dirty ratio; ``stop()``
     true ends the pass before its next group (what is swapped stays; the clean point stays),
     and with a worker within ``worker.STOP_POLL_S`` (the worker killed, its group
@@ -113,7 +114,12 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     ``worker``: the map and the cleaned files are made in a worker process
     (worker.py); this thread keeps only the planning and the swaps.
     ``io_max_bytes_per_s``: the pass reads and writes at most this many bytes a second
-    (Kafka's ``log.cleaner.io.max.bytes.per.second``; None: no bound)."""
+    (Kafka's ``log.cleaner.io.max.bytes.per.second``; None: no bound).
+    ``snapshot_producers()``: called once a pass is due, records the idempotent producers'
+    state of the log durably elsewhere (the broker's snapshot) and returns the offset it
+    covers; a producer's last batch below it is cleaned like any other (Kafka empties it),
+    where without it the batch stays whole (the state is rebuilt from the log: one whose
+    last batch were gone would be refused as out of order when it goes on)."""
     check_rate("io_max_bytes_per_s", io_max_bytes_per_s)
     stats = CleanStats()
     now_ms = log_now_ms(log) if now_ms is None else now_ms
@@ -136,10 +142,11 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
         due = first is not None and first.first_timestamp_ms <= now_ms - settings.max_compaction_lag_ms
     if not due:
         return stats
+    covered = snapshot_producers() if snapshot_producers is not None else 0
     work = (Worker(log, segs, io_max_bytes_per_s, stop) if worker
             else CleanWork(log.path, segs, io_max_bytes_per_s))
     try:
-        _clean(log, settings, work, segs, ends, first_dirty, clean_point, now_ms, stop, stats)
+        _clean(log, settings, work, segs, ends, first_dirty, clean_point, now_ms, stop, stats, covered)
     except CleanerWorkerError:
         if stop is None or not stop():
             raise
@@ -150,8 +157,8 @@ def clean_log(log, settings: CompactionSettings, now_ms: int | None = None, *, f
     return stats
 
 
-def _clean(log, settings, work, segs, ends, first_dirty, clean_point, now_ms, stop, stats) -> None:
-    mapped = work.map(first_dirty, settings.max_map_bytes)
+def _clean(log, settings, work, segs, ends, first_dirty, clean_point, now_ms, stop, stats, covered) -> None:
+    mapped = work.map(first_dirty, settings.max_map_bytes, covered)
     map_end = ends[mapped - 1]
     horizon = now_ms - settings.delete_retention_ms
     space = space_for(log.path)

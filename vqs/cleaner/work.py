@@ -125,13 +125,14 @@ class OffsetMap:
         return self.bytes >= self.max_bytes
 
 
-def scan_headers(segs: list[Segment], throttle: IoThrottle = UNTHROTTLED
+def scan_headers(segs: list[Segment], throttle: IoThrottle = UNTHROTTLED, covered: int = 0
                  ) -> tuple[set[tuple[int, int, int]], list[int]]:
     """From the batch headers alone: (producer id, epoch, base sequence) of every idempotent
-    producer's last batch in ``segs``, and each segment's largest timestamp. The cleaner
-    keeps those batches whole (all the pieces of a split one): a producer's state is rebuilt
-    from the log after a crash, and one whose last batch were gone would be refused (out of
-    order) when it goes on."""
+    producer's last batch in ``segs`` at or past ``covered``, and each segment's largest
+    timestamp. The cleaner keeps those batches whole (all the pieces of a split one): a
+    producer's state is rebuilt from the log after a crash, and one whose last batch were
+    gone would be refused (out of order) when it goes on. Below ``covered`` the owner's
+    snapshot of the producers' state holds it (clean.py's ``snapshot_producers``)."""
     last: dict[int, tuple[int, int, int]] = {}
     max_ts: list[int] = []
     for seg in segs:
@@ -147,7 +148,10 @@ def scan_headers(segs: list[Segment], throttle: IoThrottle = UNTHROTTLED
                 f = HEADER.unpack_from(head, p)
                 m = max(m, f[8])
                 if f[9] >= 0:
-                    last[f[9]] = (f[9], f[10], f[11])
+                    if f[0] >= covered:
+                        last[f[9]] = (f[9], f[10], f[11])
+                    else:
+                        last.pop(f[9], None)
                 p += h[1]
             if p == 0:
                 break  # damage: segment_batches reports it
@@ -383,16 +387,17 @@ class CleanWork:
         self.producers: set = set()
         self.max_ts: list[int] = []  # of the segments mapped and those before them
 
-    def map(self, first_dirty: int, max_map_bytes: int) -> int:
+    def map(self, first_dirty: int, max_map_bytes: int, producers_covered: int = 0) -> int:
         """Map the dirty section from ``segs[first_dirty]`` on until the map is full (at
-        least one segment); the count of segments mapped, from the first."""
+        least one segment); the count of segments mapped, from the first. Producers' last
+        batches below ``producers_covered`` are cleaned as any other (``scan_headers``)."""
         omap = OffsetMap(max_map_bytes, self.throttle)
         mapped = first_dirty
         while mapped < len(self.segs) and not (omap.full and mapped > first_dirty):
             omap.add_segment(self.segs[mapped])
             mapped += 1
         self.latest = omap.offsets
-        self.producers, self.max_ts = scan_headers(self.segs[:mapped], self.throttle)
+        self.producers, self.max_ts = scan_headers(self.segs[:mapped], self.throttle, producers_covered)
         return mapped
 
     def write(self, group: list[int], codec: int, clean_point: int, horizon: int) -> tuple[int, int]:

@@ -77,8 +77,8 @@ class Worker:
             self.close()
             raise
 
-    def map(self, first_dirty: int, max_map_bytes: int) -> int:
-        return self._call("map", first_dirty, max_map_bytes)
+    def map(self, first_dirty: int, max_map_bytes: int, producers_covered: int = 0) -> int:
+        return self._call("map", first_dirty, max_map_bytes, producers_covered)
 
     def write(self, group: list[int], codec: int, clean_point: int, horizon: int) -> tuple[int, int]:
         return self._call("write", group, codec, clean_point, horizon)
