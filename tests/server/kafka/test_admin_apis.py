@@ -315,3 +315,19 @@ def test_authorized_operations_with_sasl_and_the_total_partition_cap(tmp_path):
         assert _partitions(admin, "capped") == 4
     finally:
         s.stop()
+
+
+def test_a_group_of_offsets_alone_is_the_same_type_listed_and_described(kafka_server):
+    """Committed offsets and no members: ListGroups lists a classic, Empty group, and
+    describing it says the same (ConsumerGroupDescribe answers GROUP_ID_NOT_FOUND, as Kafka
+    for a classic group, and the client describes it with DescribeGroups)."""
+    from confluent_kafka import ConsumerGroupType
+
+    admin = _admin(kafka_server)
+    topic, group = _name("ty"), _name("ty")
+    _create(admin, topic, 1)
+    _commit(kafka_server, group, [TopicPartition(topic, 0, 1)])
+    listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
+    d = admin.describe_consumer_groups([group])[group].result(10)
+    assert (listed[group].type, d.type) == (ConsumerGroupType.CLASSIC, ConsumerGroupType.CLASSIC)
+    assert listed[group].state == d.state

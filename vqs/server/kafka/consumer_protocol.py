@@ -185,11 +185,11 @@ async def consumer_group_describe(ctx, conn, v, r):
         except E.InvalidName as e:
             err, msg = K.INVALID_GROUP_ID, str(e)
         if d is None and not err:
-            if group and ctx.broker.coordinator.describe(group)["members"]:
+            # A classic group, or committed offsets and no members: ListGroups lists those as
+            # classic, so this answers as Kafka does for a classic group (clients then describe
+            # it with DescribeGroups: librdkafka and Kafka's admin client fall back on this code)
+            if group and (ctx.broker.coordinator.describe(group)["members"] or group in ctx.broker.groups()):
                 err, msg = K.GROUP_ID_NOT_FOUND, f"group {group!r} is not a consumer-protocol group"
-            elif group and group in ctx.broker.groups():  # offsets and no members
-                d = {"state": "Empty", "epoch": 0, "assignment_epoch": 0, "assignor": CG.ASSIGNORS[0],
-                     "members": []}
             else:
                 err, msg = K.GROUP_ID_NOT_FOUND, f"group {group!r} not found"
         if d is not None and not _may_see_topics(ctx, conn, d):

@@ -412,7 +412,8 @@ async def list_groups(ctx, conn, v, r):
     for name in ctx.broker.groups():
         listed.setdefault(name, ("consumer", "Empty", "classic"))  # committed offsets, no members
     rows = [(n, pt, st, gt) for n, (pt, st, gt) in listed.items()]
-    rows += [(name, "share", state, "share") for name, state in share_groups.listed(ctx, bool(states))]
+    # (the state is answered from v4 on whether or not it filters, as every other group's)
+    rows += [(name, "share", state, "share") for name, state in share_groups.listed(ctx, v >= 4)]
     every = A.cluster_allowed(ctx, conn, A.DESCRIBE)  # else the groups it may DESCRIBE (as Kafka)
     rows = sorted(row for row in rows if (not states or row[2].lower() in states)
                   and (not types or row[3] in types) and (every or A.allowed(ctx, conn, A.DESCRIBE, A.GROUP, row[0])))

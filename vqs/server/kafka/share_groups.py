@@ -71,7 +71,8 @@ async def share_group_heartbeat(ctx, conn, v, r):
 
 def listed(ctx, with_state: bool) -> list[tuple[str, str]]:
     """(name, state) of the share groups ListGroups shows (those with members or stored state):
-    ``Stable`` with members, else ``Empty``; state "" unless ``with_state``."""
+    ``Stable`` with members, else ``Empty``; state "" unless ``with_state`` (ListGroups v0-3
+    carry no state)."""
     sg = shares(ctx)
     out = []
     for name in sg.groups():
