@@ -73,7 +73,7 @@ class Lease:
         """Whether the lease still holds at ``now``; past ``expires`` it is lost (``lost`` set)."""
         if self.lost is None and now >= self.expires:
             self.lost = E.MessageNotInflight(
-                f"the lease of message {getattr(self.message, 'message_id', '?')} ran out before it "
+                f"the lease of message {getattr(self.message, 'id', '?')} ran out before it "
                 f"was extended: another consumer may have received it; not deleted")
         return self.lost is None
 
