@@ -43,12 +43,15 @@ def test_a_batch_without_nulls_has_no_validity_column():
 @pytest.mark.parametrize("compression", [None, "lz4"])
 def test_null_header_values_survive_buffer_write_and_reopen(tmp_path, compression):
     hs = [("n", None), ("e", b""), ("v", b"x")]
-    with Log.open(tmp_path / "l", compression=compression) as lg:
+    with Log.open(tmp_path / "l", compression=compression, flush="never") as lg:
         lg.append(b"a", headers=hs)
+        lg.append(b"d", headers=[(b"bytes-key", "text")])
+        # from the write buffer: as a read of the written batch returns them (str keys, bytes or None)
+        assert [r.headers for r in lg.read(0)] == [tuple(hs), (("bytes-key", b"text"),)]
         lg.append_batch([b"b", b"c"], headers=[[("only", None)], None])
-        assert [r.headers for r in lg.read(0)] == [tuple(hs), (("only", None),), ()]  # from the write buffer
+        assert [r.headers for r in lg.read(0)] == [tuple(hs), (("bytes-key", b"text"),), (("only", None),), ()]
     with Log.open(tmp_path / "l") as lg:
-        assert [r.headers for r in lg.read(0)] == [tuple(hs), (("only", None),), ()]
+        assert [r.headers for r in lg.read(0)] == [tuple(hs), (("bytes-key", b"text"),), (("only", None),), ()]
 
 
 def test_a_null_header_value_is_its_length_alone_and_an_empty_one_is_not_null():

@@ -29,6 +29,14 @@ MAX_STEP = 2 << 20
 _ONLY_BYTES = {bytes}
 
 
+def _header_pairs(headers) -> tuple:
+    """A buffered record's headers as a read of the written batch returns them
+    (``decode_headers``): keys str, values bytes or None (Kafka's null header value)."""
+    return tuple((k if isinstance(k, str) else bytes(k).decode("utf-8"),
+                  v if v is None or isinstance(v, bytes) else v.encode("utf-8") if isinstance(v, str) else bytes(v))
+                 for k, v in headers)
+
+
 class _Null(bytes):
     __slots__ = ()
 
@@ -235,7 +243,7 @@ class WriteBuffer:
         return [
             Record(
                 offset + (k - i), bt[k], None if bk is None else bk[k], None if bv[k] is NULL else bv[k],
-                () if bh is None or not bh[k] else tuple((hk, hv if isinstance(hv, bytes) else bytes(hv, "utf-8") if isinstance(hv, str) else bytes(hv)) for hk, hv in bh[k]),
+                () if bh is None or not bh[k] else _header_pairs(bh[k]),
             )
             for k in range(i, j)
         ]
