@@ -254,6 +254,32 @@ def test_fifo(sqs, unique):
         sqs.create_queue(QueueName=unique + "-bad", Attributes={"FifoQueue": "true"})
 
 
+def test_fifo_receive_request_attempt_id(sqs, unique):
+    """A FIFO receive retried with its ReceiveRequestAttemptId (its answer lost) gets the same
+    messages and receipt handles, from a receive that found them at once or after a long poll;
+    another id gets nothing (the group is in flight); a malformed id is InvalidParameterValue."""
+    url = sqs.create_queue(QueueName=unique + ".fifo",
+                           Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    for body in ("m0", "m1"):
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g")
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, ReceiveRequestAttemptId="try-1")["Messages"]
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, ReceiveRequestAttemptId="try-1")["Messages"]
+    assert [m["Body"] for m in first] == ["m0", "m1"]
+    assert [(m["Body"], m["ReceiptHandle"]) for m in again] == [(m["Body"], m["ReceiptHandle"]) for m in first]
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, ReceiveRequestAttemptId="try-2")
+    sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                    for i, m in enumerate(first)])
+    # a long poll that waited for the message, then its retry
+    import threading
+    threading.Timer(0.3, lambda: sqs.send_message(QueueUrl=url, MessageBody="m2", MessageGroupId="g")).start()
+    polled = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5, ReceiveRequestAttemptId="try-3")["Messages"]
+    retry = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5, ReceiveRequestAttemptId="try-3")["Messages"]
+    assert [m["Body"] for m in polled] == ["m2"] and retry[0]["ReceiptHandle"] == polled[0]["ReceiptHandle"]
+    with pytest.raises(sqs.exceptions.ClientError) as ei:
+        sqs.receive_message(QueueUrl=url, ReceiveRequestAttemptId="bad id with spaces \u00e9")
+    assert ei.value.response["Error"]["Code"] == "InvalidParameterValue"
+
+
 def test_permissions(sqs, unique):
     url = _q(sqs, unique)
     sqs.add_permission(QueueUrl=url, Label="l1", AWSAccountIds=["111122223333"], Actions=["SendMessage"])

@@ -127,13 +127,15 @@ class ServerContext:
             raise LogClosedError(f"queue {name!r} is closed: the server is stopping")
         return b.queue(name)
 
-    async def long_poll_receive(self, q, n: int, wait_s: float, visibility) -> list:
+    async def long_poll_receive(self, q, n: int, wait_s: float, visibility, attempt_id: str | None = None) -> list:
         """``q.receive(n)`` waiting up to ``wait_s`` for a message ([] when none came). A message
-        already visible is taken at once; a wait holds no thread (the queue's watcher serves it)."""
+        already visible is taken at once; a wait holds no thread (the queue's watcher serves it).
+        ``attempt_id``: a FIFO receive's ReceiveRequestAttemptId (Queue.receive)."""
         self._enter_long_poll()
         try:
             return await self.long_polls.receive_or_wait(
-                q, n, wait_s, visibility, lambda q: self.queue_write(q, q.receive, n, 0, visibility), self.reopen_queue)
+                q, n, wait_s, visibility, lambda q: self.queue_write(q, q.receive, n, 0, visibility, attempt_id),
+                self.reopen_queue, attempt_id)
         finally:
             self._leave_long_poll()
 

@@ -43,10 +43,11 @@ _SLICE = 1.0
 
 
 class _Waiter:
-    __slots__ = ("arg", "deadline", "fut", "loop", "vis")
+    __slots__ = ("arg", "attempt", "deadline", "fut", "loop", "vis")
 
-    def __init__(self, loop, fut, deadline: float, arg: int, vis=None):
+    def __init__(self, loop, fut, deadline: float, arg: int, vis=None, attempt: str | None = None):
         self.loop, self.fut, self.deadline, self.arg, self.vis = loop, fut, deadline, arg, vis
+        self.attempt = attempt  # a FIFO receive's ReceiveRequestAttemptId
 
 
 def _resolve(w: _Waiter, value=None, exc: BaseException | None = None) -> None:
@@ -116,7 +117,8 @@ class LongPolls:
         with self._lock:
             return len(self._waiters)
 
-    async def receive_or_wait(self, q, n: int, wait_s: float, visibility, take_now, reopen) -> list:
+    async def receive_or_wait(self, q, n: int, wait_s: float, visibility, take_now, reopen,
+                              attempt_id: str | None = None) -> list:
         """``q.receive(n)`` waiting up to ``wait_s`` ([] when nothing came): what is visible
         now is taken at once (``await take_now(q)``: the front runs a receive without a wait
         its own way), then the queue's watcher serves the wait. A queue deleted meanwhile is
@@ -134,17 +136,18 @@ class LongPolls:
                 left = deadline - time.monotonic()
                 if left <= 0 or self._stopping():
                     return []
-                return await self.receive(q, n, left, visibility)
+                return await self.receive(q, n, left, visibility, attempt_id)
             except LogClosedError:
                 q = reopen(q.name)
 
-    async def receive(self, q, n: int, wait_s: float, visibility) -> list:
-        """``q.receive(n, ..., visibility)`` waiting up to ``wait_s``; [] when nothing came."""
-        return await self._add(q, n, visibility, wait_s, self._watch_queue)
+    async def receive(self, q, n: int, wait_s: float, visibility, attempt_id: str | None = None) -> list:
+        """``q.receive(n, ..., visibility, attempt_id)`` waiting up to ``wait_s``; [] when nothing
+        came."""
+        return await self._add(q, n, visibility, wait_s, self._watch_queue, attempt_id)
 
-    async def _add(self, obj, arg: int, vis, wait_s: float, watch):
+    async def _add(self, obj, arg: int, vis, wait_s: float, watch, attempt: str | None = None):
         loop = asyncio.get_running_loop()
-        w = _Waiter(loop, loop.create_future(), time.monotonic() + wait_s, arg, vis)
+        w = _Waiter(loop, loop.create_future(), time.monotonic() + wait_s, arg, vis, attempt)
         key = id(obj)
         with self._lock:
             entry = self._waiters.get(key)
@@ -197,7 +200,7 @@ class LongPolls:
                 with self._lock:
                     w = waiters[0]
                 try:
-                    msgs = q.receive(w.arg, max(left, 0.001), w.vis)
+                    msgs = q.receive(w.arg, max(left, 0.001), w.vis, w.attempt)
                 except LogClosedError as e:
                     self._fail_all(q, waiters, e)
                     return

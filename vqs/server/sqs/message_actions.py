@@ -178,14 +178,17 @@ class MessageActions(ActionBase):
                                                                     "ApproximateNumberOfMessages", "CreatedTimestamp"):
                 raise SQSError("InvalidAttributeName", f"Unknown Attribute {a}.")
         msg_attr_names = _str_list(p, "MessageAttributeNames")
+        attempt = p.get("ReceiveRequestAttemptId")  # (FIFO: a retry returns the same messages; checked there)
+        if attempt is not None and not isinstance(attempt, str):
+            raise SQSError("InvalidParameterValue", "Value for parameter ReceiveRequestAttemptId is invalid.")
         if wait is None:
             wait = q.config.receive_wait_seconds
         if wait > 0:
-            msgs = await self.ctx.long_poll_receive(q, n, wait, vis)
+            msgs = await self.ctx.long_poll_receive(q, n, wait, vis, attempt)
         elif self.ctx.inline_for(q):
-            msgs = q.receive(n, 0, vis)
+            msgs = q.receive(n, 0, vis, attempt)
         else:
-            msgs = await self.ctx.run(q.receive, n, 0, vis)
+            msgs = await self.ctx.run(q.receive, n, 0, vis, attempt)
         out = []
         nbytes = 0
         for m in msgs:
