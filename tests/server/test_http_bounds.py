@@ -253,3 +253,27 @@ def test_a_slow_body_that_keeps_arriving_is_served(bounded, path, body, status):
     head, _ = _head_and_body(c)
     assert head.startswith(b"HTTP/1.1 " + status), head
     c.close()
+
+
+def test_a_stalled_body_is_cut_off_one_timeout_after_its_last_part(tmp_path):
+    """The body deadline counts from the last part that came: a body that stalls after a part
+    is 408 one timeout (and at most a sweep: half a second here) later. Counting by a "progress
+    since the last check" flag gave it up to twice that (2 s here: a part just after a check
+    was cut off 3.4 to 4.4 s after it)."""
+    s = ServerProcess(tmp_path / "data", "--http-header-timeout-s", "2").start()
+    try:
+        c = _connect(s.port)
+        c.sendall(b"POST /topics HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                  b"content-length: 100\r\n\r\n{")
+        time.sleep(1.0)
+        c.sendall(b'"')
+        time.sleep(1.6)  # past the first check (2 to 2.5 s from the start), whenever it ran
+        c.sendall(b"a")
+        last = time.monotonic()
+        data = _read_all(c)
+        took = time.monotonic() - last
+        assert data.startswith(b"HTTP/1.1 408 "), data
+        assert 1.9 < took < 3.1, took
+        c.close()
+    finally:
+        assert s.stop() == 0, s.log()

@@ -451,7 +451,7 @@ def _make_protocol(front, base=None):
                             self.cycle = req
                             self.tasks.add(req)
                             self._vqs_state = _BODY  # http_bounds.py's deadline: now the body's
-                            self._vqs_progress = True
+                            self._vqs_last = self.loop.time()
                             return
             super().on_headers_complete()
 
@@ -459,7 +459,7 @@ def _make_protocol(front, base=None):
             c = self.cycle
             if c.__class__ is _FastRequest:
                 c.parts.append(body)  # at most Content-Length <= its limit (the parser holds it to that)
-                self._vqs_progress = True
+                self._vqs_last = self.loop.time()
                 return
             super().on_body(body)
 

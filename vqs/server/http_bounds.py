@@ -12,11 +12,13 @@ made every other client get 503. Here:
   request's first byte. Past it, a connection that sent part of a request gets
   ``408`` and is closed; one that sent nothing is closed. Then its body must
   make progress: no part of it for that long (while the app is not behind:
-  reads not paused) is ``408`` and closed. A request costs no timer: it sets
-  its connection's deadline when it begins and clears it when its body is
-  read; one sweep per server (every quarter of the timeout, at most a
-  second, while connections are open) acts on the deadlines passed. A
-  deadline is so kept to within one sweep interval.
+  reads not paused) is ``408`` and closed, counted from the last part that
+  came (the headers' end, then each part's arrival time). A request costs no
+  timer: it sets its connection's deadline when it begins and clears it when
+  its body is read; one sweep per server (every quarter of the timeout, at
+  most a second, while connections are open) acts on the deadlines passed
+  (a body deadline that finds a later part moves to that part's time plus
+  the timeout). A deadline is so kept to within one sweep interval.
 * **Caps at accept** (``max_connections`` in total,
   ``max_connections_per_client`` per remote address): a connection over a cap
   takes the place of the oldest connection (of that address, or of all) with
@@ -134,7 +136,7 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
         _vqs_addr = None
         _vqs_deadline = 0.0  # loop time by which the request must progress; 0: none pending
         _vqs_state = _WAITING
-        _vqs_progress = False
+        _vqs_last = 0.0  # loop time the last part of the request's body (or its headers' end) came
         _vqs_opened = 0.0
         _vqs_head = 0  # bytes of the incomplete head counted so far (module docstring)
         _vqs_began = 0  # requests begun during the current read
@@ -215,11 +217,11 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
         def on_headers_complete(self) -> None:
             # the same deadline goes on watching the body (cleared when it is read)
             self._vqs_state = _BODY
-            self._vqs_progress = True
+            self._vqs_last = self.loop.time()
             super().on_headers_complete()
 
         def on_body(self, body: bytes) -> None:
-            self._vqs_progress = True
+            self._vqs_last = self.loop.time()
             super().on_body(body)
 
         def on_message_complete(self) -> None:
@@ -237,9 +239,12 @@ def bounded_protocol(base, settings, total_cap: int, metrics=None):
             if transport is None or transport.is_closing():
                 return
             if self._vqs_state == _BODY:
-                if self._vqs_progress or self.flow.read_paused:  # a part arrived, or the app is behind
-                    self._vqs_progress = False
-                    self._vqs_deadline = self.loop.time() + header_timeout
+                now = self.loop.time()
+                if self.flow.read_paused:  # the app is behind: the client is not the one waiting
+                    self._vqs_deadline = now + header_timeout
+                    return
+                if now - self._vqs_last < header_timeout:  # a part came within the timeout
+                    self._vqs_deadline = self._vqs_last + header_timeout
                     return
                 rejected("body_timeout")
                 c = self.cycle
