@@ -33,6 +33,39 @@ def test_second_broker_same_process_fails_naming_pid(data_dir):
     Broker(data_dir).close()  # released at close
 
 
+def test_a_partition_log_of_a_running_broker_is_refused_to_another_writer(data_dir, tmp_path, child_env):
+    """A Broker opens its partitions without locks of their own: a writer in another process
+    opening one directly (Log.open) is refused, naming the owner, as a second Broker is (its
+    appends would interleave with the owner's and be overwritten: acknowledged records lost);
+    a readonly reader still follows it. Likewise a durable HybridQueue's log."""
+    from vqs import HybridQueue
+
+    code = (
+        "import sys\n"
+        "from vqs import Log\n"
+        "from vqs.errors import LogLockedError\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        Log.open(path).close()\n"
+        "    except LogLockedError as e:\n"
+        "        print(e.holder_pid, e.path)\n"
+        "    Log.open(path, readonly=True).close()\n"
+    )
+    hq_dir = str(tmp_path / "hq")
+    with Broker(data_dir) as b, HybridQueue(hq_dir, durable=True) as hq:
+        b.create_topic("t")
+        b.producer().send("t", b"x")
+        b.flush()
+        hq.put(b"x")
+        part = os.path.join(data_dir, "topics", "t", "0")
+        p = subprocess.run([PYTHON, "-c", code, part, os.path.join(hq_dir, "log")], env=child_env,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.split("\n")[:2] == [f"{os.getpid()} {data_dir}", f"{os.getpid()} {hq_dir}"]
+    p = subprocess.run([PYTHON, "-c", code, part], env=child_env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == "", p.stderr  # the owner gone: it opens
+
+
 def test_second_broker_other_process_fails_naming_pid(data_dir, child_env):
     code = (
         "import sys\n"

@@ -1,6 +1,14 @@
 """One process owns a data directory: an ``fcntl.flock`` on ``<dir>/.lock``, taken without
 blocking, the holder's pid written in it for a refused opener to name. The kernel drops the
 lock when the holder dies (kill -9 included), so a stale lock file never blocks a restart.
+
+An owner's directory holds logs it opens without locks of their own (a Broker's partitions,
+a HybridQueue's log): ``owner_above`` finds an exclusive owner of a directory up to
+``OWNER_LEVELS`` above a log, held by another process, so that a writer there opening one of
+those logs directly is refused as a second owner would be (its appends would interleave with
+the owner's, and the owner's next write overwrite them). Locks this process holds are its own
+owners' (which open their logs below them), so the probe passes over them: within one process
+the owner object is the one to go through.
 """
 
 from __future__ import annotations
@@ -13,6 +21,42 @@ from ..errors import LogLockedError
 from .durable_file import raise_if_disk_full
 
 LOCK_NAME = ".lock"
+
+
+#: how far above a log ``owner_above`` looks (a Broker's partition: DATA/topics/T/P)
+OWNER_LEVELS = 4
+#: the directories whose exclusive lock this process holds -> how many holders (absolute paths)
+_HELD: dict[str, int] = {}
+
+
+def owner_above(directory: str) -> tuple[str, int | None] | None:
+    """(directory, holder pid) of an exclusive owner's lock in a directory up to OWNER_LEVELS
+    above ``directory``, else None. A probe: a shared flock taken and let go at once (a lock
+    held shared, by cooperating writers such as Spark's, is no owner)."""
+    d = os.path.abspath(directory)
+    for _ in range(OWNER_LEVELS):
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+        if d in _HELD:
+            continue
+        try:
+            fd = os.open(os.path.join(d, LOCK_NAME), os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except BlockingIOError:
+            try:
+                holder = int(os.pread(fd, 32, 0).split()[0])
+            except (ValueError, IndexError, OSError):
+                holder = None
+            return d, holder
+        finally:
+            os.close(fd)
+    return None
 
 
 class DirLock:
@@ -52,11 +96,20 @@ class DirLock:
                 os.close(fd)
                 raise
         self._fd = fd
+        if not self.shared:
+            key = os.path.abspath(self.directory)
+            _HELD[key] = _HELD.get(key, 0) + 1
         return self
 
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
+            if not self.shared:
+                key = os.path.abspath(self.directory)
+                if _HELD.get(key, 0) > 1:
+                    _HELD[key] -= 1
+                else:
+                    _HELD.pop(key, None)
             try:
                 if not self.shared:
                     try:

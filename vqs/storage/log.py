@@ -37,6 +37,7 @@ from ..errors import (
     DiskFullError,
     LogClosedError,
     LogFailedError,
+    LogLockedError,
     ReadOnlyError,
 )
 from ..record import (
@@ -49,7 +50,7 @@ from ..record import (
     stamp_batch,
 )
 from . import log_settings, retention
-from .dir_lock import DirLock
+from .dir_lock import DirLock, owner_above
 from .durable_file import make_dirs, raise_if_disk_full
 from .file_cache import CACHE
 from .flusher import Flusher
@@ -197,6 +198,11 @@ class Log:
             self._segs.gaps.update(load_gaps(self.path))
             self._reads.open_readonly(self)
             return self
+        if lock:
+            owner = owner_above(self.path)
+            if owner is not None:  # a Broker's partition, a HybridQueue's log: its owner's alone
+                raise LogLockedError(owner[0], owner[1], f"{self.path} is one of its logs: go through "
+                                     f"its owner, or open it with Log.open(path, readonly=True)")
         make_dirs(self.path)  # (a spent quota: DiskFullError)
         if lock:
             self._dir_lock = DirLock(self.path).acquire()
