@@ -246,6 +246,38 @@ def test_frames_past_the_body_limit_close_and_bad_requests_close(strict):
         assert "body" in str(ei.value) or "413" in str(ei.value) or "large" in str(ei.value)
 
 
+def test_a_client_that_never_reads_its_answer_is_cut_off(strict):
+    """An 8 MiB answer a client does not read: the server stops reading its requests and,
+    after http_header_timeout_s (1 s here) without the client reading any of it, aborts the
+    connection, so the answer's memory and the connection's slot are not held (the idle
+    timeout's close waited for the buffer to drain: held until the client went away)."""
+    with vqs.Client(strict.url, "s3cret") as c:
+        c.create_topic("unread")
+        p = c.producer()
+        for _ in range(128):
+            p.send_batch("unread", [b"x" * 1000] * 64)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", strict.native_port))
+    s.sendall(W.hello(b"s3cret"))
+    assert _answer(s)[0] == 200
+    s.sendall(W.request_head("GET", "/topics/unread/messages?partition=0&offset=0&limit=100000"
+                                    "&max_bytes=16777216", None, W.ACCEPT_BATCH, 0))
+    time.sleep(4)  # reads nothing: past the 1 s deadline and a sweep, with room to spare
+    got = 0
+    try:
+        while True:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            got += len(chunk)
+    except ConnectionResetError:
+        pass
+    assert got < 4 << 20, got  # cut off: not the whole answer
+    s.close()
+
+
 def test_requests_sent_ahead_are_answered_in_order(strict):
     """A client that writes many requests before reading: answered one by one, in order."""
     s = _hello(strict.native_port)

@@ -28,7 +28,9 @@ Invariants:
   byte; a connection idle for ``native_idle_timeout_s`` is closed.
 * **One request at a time per connection, answered in order**: reading pauses while a
   request is handled and while the answers written wait in the transport (flow control), so
-  a client that sends and never reads holds one answer, not a growing queue.
+  a client that sends and never reads holds one answer, not a growing queue, and that for
+  at most ``http_header_timeout_s`` of reading none of it (then the connection is aborted:
+  its buffers freed, its slot given back; also after a close that waits on them).
 * **Acknowledged means done**: an answer is written only after the route's core returned
   (the append coalescer's group appended; as over HTTP).
 * **Deadlines without timers**: a connection's deadline is a number moved as it goes (the
@@ -115,7 +117,12 @@ class NativeListener:
         for c in [c for c in self.connections if c.deadline < now and not c.busy]:
             if c.why != IDLE:
                 self.bad(c.peer, c.why)
-            c.close()
+            if c.closed or c.paused_writing:
+                # answers the client does not read (or a close waiting on them): its buffers go now
+                c.closed = True
+                c.transport.abort()
+            else:
+                c.close()
         self._sweeper = asyncio.get_running_loop().call_later(SWEEP_S, self._sweep)
 
     async def stop(self, timeout: float) -> None:
@@ -192,9 +199,13 @@ class _Connection(asyncio.Protocol):
             self.disconnected.set()
 
     def close(self) -> None:
+        """Close once what was written is sent; a client that does not read it within
+        ``http_header_timeout_s`` is cut off (the sweep aborts it: its answers' memory freed)."""
         if not self.closed:
             self.closed = True
             self.transport.close()
+            if self.transport.get_write_buffer_size():
+                self._due(self.settings.http_header_timeout_s, "closed with its answers unread")
 
     def _due(self, seconds: float, why: str) -> None:
         self.deadline = time.monotonic() + seconds
@@ -205,13 +216,18 @@ class _Connection(asyncio.Protocol):
         self.close()
 
     def pause_writing(self) -> None:
+        """The client reads its answers slower than they come: no request is read meanwhile,
+        and one that reads none for ``http_header_timeout_s`` is cut off (the sweep aborts it:
+        a client that never reads holds no answer's memory for longer)."""
         self.paused_writing = True
         self._pause()
+        self._due(self.settings.http_header_timeout_s, "its answers unread")
 
     def resume_writing(self) -> None:
         self.paused_writing = False
         if not self.busy and not self.closed:
             self._resume()
+            self._idle()
             self._next()
 
     def _pause(self) -> None:
