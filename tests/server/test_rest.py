@@ -333,3 +333,13 @@ def test_metrics(http, unique):
     assert "vqs_http_request_duration_seconds_bucket" in text
     assert f'vqs_topic_end_offset{{partition="0",topic="{unique}"}} 1.0' in text
     assert 'vqs_disk_bytes{kind="topic"' in text
+
+
+def test_headers_the_format_cannot_hold_are_400(http, unique):
+    """More than 65,535 headers, or a header name over 65,535 bytes (the format's u16 fields):
+    400 naming the field, nothing appended (it was 500: struct.error in the append)."""
+    assert http.post("/topics", json={"name": unique}).status_code == 201
+    for headers in ([["h", "x"]] * 70_000, {"n" * 70_000: "x"}):
+        r = http.post(f"/topics/{unique}/messages", json={"messages": [{"value": "v", "headers": headers}]})
+        assert r.status_code == 400 and r.json()["error"]["field"] == "headers", r.text[:300]
+    assert http.get(f"/topics/{unique}").json()["partition_info"][0]["end_offset"] == 0

@@ -729,7 +729,7 @@ class Broker:
         validate_name(source, "queue")
         return self._queue_registry().list_message_move_tasks(source, max_results)
 
-    def create_queue(self, name: str, **attributes):
+    def create_queue(self, name: str, /, **attributes):
         """Create an SQS-style queue (attributes: see ``QueueRegistry.create``)."""
         self._check_open()
         validate_name(name, "queue")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-from ..errors import InvalidName
+from ..errors import InvalidName, shown
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -32,7 +32,7 @@ def validate_name(name: object, kind: str = "name") -> str:
     """Return ``name`` if it is a valid topic/queue/group name, else raise InvalidName."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
         raise InvalidName(
-            f"invalid {kind} {name!r}: use 1-200 characters from [A-Za-z0-9._-], not '.' or '..'"
+            f"invalid {kind} {shown(name, 210)}: use 1-200 characters from [A-Za-z0-9._-], not '.' or '..'"
         )
     return name
 

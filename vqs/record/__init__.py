@@ -20,6 +20,7 @@ from .batch import (
     BatchInfo,
     Record,
     RecordBatch,
+    check_headers,
     decode_batch,
     decode_headers,
     encode_batch,
@@ -39,7 +40,7 @@ from .codecs import CODEC_GZIP, CODEC_LZ4, CODEC_NAMES, CODEC_NONE, CODEC_ZSTD, 
 __all__ = [
     "ATTR_COMPACTED", "ATTR_HEADERS", "ATTR_KEYS", "ATTR_NULL_VALUES", "ATTR_TIMESTAMPS",
     "CODEC_GZIP", "CODEC_LZ4", "CODEC_NAMES", "CODEC_NONE", "CODEC_ZSTD", "HEADER", "HEADER_SIZE",
-    "MAX_BATCH_BYTES", "BatchInfo", "Record", "RecordBatch", "codec_id", "decode_batch",
+    "MAX_BATCH_BYTES", "BatchInfo", "Record", "RecordBatch", "check_headers", "codec_id", "decode_batch",
     "decode_headers", "encode_batch", "encode_batch_parts", "encode_headers", "find_next_valid",
     "frame_batch", "head_batch", "is_plain", "peek_header", "scan_batches", "stamp_batch", "verify_batch",
 ]

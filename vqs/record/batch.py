@@ -55,6 +55,8 @@ _RESERVED = bytes(6)
 
 Headers = Sequence[tuple[str, bytes | None]]
 NULL_HEADER_VALUE = 0xFFFFFFFF
+#: a record's headers, and a header key's bytes: their lengths are u16 in the format
+MAX_HEADERS = MAX_HEADER_KEY_BYTES = 0xFFFF
 _NULL_HEADER_LEN = b"\xff\xff\xff\xff"
 
 
@@ -69,13 +71,31 @@ def _offsets(items: Sequence) -> array:
     return a
 
 
+def check_headers(headers) -> None:
+    """ConfigError unless ``headers`` (pairs, or None) fit the format: at most MAX_HEADERS,
+    each key at most MAX_HEADER_KEY_BYTES once encoded. A front checks a request's headers
+    before its records join others' in one append (encode_headers checks them too)."""
+    if not headers:
+        return
+    if len(headers) > MAX_HEADERS:
+        raise ConfigError(f"a record has {len(headers)} headers: at most {MAX_HEADERS} (the format's count is a u16)")
+    for k, _ in headers:
+        n = len(k) if isinstance(k, bytes) else len(k.encode("utf-8")) if isinstance(k, str) else None
+        if n is not None and n > MAX_HEADER_KEY_BYTES:
+            raise ConfigError(f"a header key of {n} bytes: at most {MAX_HEADER_KEY_BYTES} (its length is a u16)")
+
+
 def encode_headers(headers: Headers | None) -> bytes:
     """One record's headers (docs/FORMAT.md; a None value is Kafka's null header value)."""
     if not headers:
         return b""
+    if len(headers) > MAX_HEADERS:
+        raise ConfigError(f"a record has {len(headers)} headers: at most {MAX_HEADERS} (the format's count is a u16)")
     parts = [_U16.pack(len(headers))]
     for k, v in headers:
         kb = k.encode("utf-8") if isinstance(k, str) else bytes(k)
+        if len(kb) > MAX_HEADER_KEY_BYTES:
+            raise ConfigError(f"a header key of {len(kb)} bytes: at most {MAX_HEADER_KEY_BYTES} (its length is a u16)")
         parts.append(_U16.pack(len(kb)))
         parts.append(kb)
         if v is None:

@@ -10,6 +10,8 @@ from html import unescape
 from urllib.parse import quote
 
 import httpx
+import pytest
+from console_helpers import TOKEN
 
 
 def _cells(html: str, row_name: str, cls: str) -> str:
@@ -86,3 +88,29 @@ def test_share_group_pages_need_the_login(console_server, share_seeded):
             assert "pickers" not in r.text
         r = c.get("/console/share-groups/pickers", headers={"Authorization": "Bearer not-the-token"})
         assert r.status_code in (303, 401, 403) and "pickers" not in r.text
+
+
+def test_consumer_group_links_are_one_path_segment(api, console_server):
+    """Kafka and gRPC take any group id: a consumer group's links, lag chart and reset form
+    name it as one encoded path segment, so '%76ictim' never stands for 'victim' and a name
+    with '/' or '#' never points at another page."""
+    grpc = pytest.importorskip("grpc", reason="the grpc extra commits offsets under any group id")
+    from vqs.server.grpc.gen import vqs_pb2 as pb
+    from vqs.server.grpc.gen import vqs_pb2_grpc as pbg
+
+    md = (("authorization", f"Bearer {TOKEN}"),)
+    api.post("/topics", json={"name": "linked", "partitions": 1}).raise_for_status()
+    names = ["%76ictim", "x/../../topics/linked/delete#", "a#frag", "a?q=1"]
+    with grpc.insecure_channel(console_server.grpc_target) as ch:
+        for g in names:
+            pbg.GroupsStub(ch).Commit(pb.CommitRequest(group=g, offsets=[
+                pb.PartitionOffset(topic="linked", partition=0, offset=0)]), metadata=md)
+    listing = api.get("/console/groups").text
+    for g in names:
+        seg = quote(g, safe="")
+        assert f'href="/console/groups/{seg}"' in listing, g
+        page = api.get(f"/console/groups/{seg}")
+        assert page.status_code == 200, (g, page.text[:300])
+        assert f'action="/console/groups/{seg}/reset"' in page.text
+        assert f'data-src="/console/api/groups/{seg}/lag"' in page.text
+    assert 'href="/console/groups/%2576ictim"' in api.get("/console/topics/linked").text

@@ -390,3 +390,21 @@ def test_waiting_receives_hold_no_thread_each(stubs, pb, unique, grpc_server):
     stubs.queues.Send(pb.SendRequest(queue=unique, entries=[pb.SendEntry(body=b"m%d" % i) for i in range(30, 40)]))
     got = sorted(m.body for c in calls for m in c.result(timeout=25).messages)
     assert got == sorted(b"m%d" % i for i in range(40))
+
+
+def test_bad_input_is_invalid_argument_with_a_short_message(stubs, pb):
+    """A 1 MiB name is named, not echoed (a default client refused a 5 MB status message as
+    RESOURCE_EXHAUSTED); more headers than the format counts, or a key longer than it can
+    hold, is INVALID_ARGUMENT before anything is appended (it was INTERNAL: struct.error);
+    a queue attribute called ``name`` is an unknown attribute (it was INTERNAL: TypeError)."""
+    stubs.topics.CreateTopic(pb.CreateTopicRequest(name="bad-input", partitions=1))
+    with pytest.raises(grpc.RpcError) as e:
+        stubs.records.Produce(pb.ProduceRequest(topic="x" * (1 << 20), values=[b"v"]))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and len(e.value.details()) < 1000
+    for hs in ([pb.Header(name="h", value=b"") for _ in range(70_000)], [pb.Header(name="n" * 70_000, value=b"")]):
+        with pytest.raises(grpc.RpcError) as e:
+            stubs.records.Produce(pb.ProduceRequest(topic="bad-input", values=[b"v"], headers=[pb.Headers(headers=hs)]))
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value.details()
+    with pytest.raises(grpc.RpcError) as e:
+        stubs.queues.CreateQueue(pb.CreateQueueRequest(name="bad-attrs", attributes={"name": "x"}))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "name" in e.value.details()

@@ -133,7 +133,7 @@ class QueueRegistry:
 
     # ------------------------------------------------------------- create
 
-    def create(self, name: str, **attrs) -> Queue:
+    def create(self, name: str, /, **attrs) -> Queue:
         """Create queue ``name`` (attributes: vqs.broker.queue.config); if it exists
         with the same values for the attributes given, return it (SQS's
         idempotent CreateQueue), else raise QueueAlreadyExists. ``tags`` are

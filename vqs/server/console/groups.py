@@ -13,6 +13,8 @@ committed; a reset happens only on a POST with the CSRF token and
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -74,7 +76,7 @@ def group_routes() -> APIRouter:
         rows = await state(request).ctx.run(group_table, broker(request))
         return page(request, session, new, "groups.html", groups=rows)
 
-    @r.get("/console/groups/{group}")
+    @r.get("/console/groups/{group:path}")
     async def detail(request: Request, group: str):
         session, new = enter(request)
         b = broker(request)
@@ -85,21 +87,21 @@ def group_routes() -> APIRouter:
         return page(request, session, new, "group.html", group=group, parts=parts, topics=topics,
                     all_topics=b.topics(), total_lag=sum(p.lag for p in parts), members=b.group_members(group))
 
-    @r.get("/console/api/groups/{group}/lag")
+    @r.get("/console/api/groups/{group:path}/lag")
     async def lag(request: Request, group: str):
         enter(request)
         resp = JSONResponse(state(request).sampler.lag_series(group))
         add_headers(resp)
         return resp
 
-    @r.post("/console/groups/{group}/reset")
+    @r.post("/console/groups/{group:path}/reset")
     async def reset(request: Request, group: str):
         session, new, form = await posted(request)
         b = broker(request)
         topic = form.get("topic", "")
         target = form.get("to", "")
         value = form.get("value", "")
-        back = f"/console/groups/{group}"
+        back = f"/console/groups/{quote(group, safe='')}"
         if form.get("confirm") != "yes":
             plan = _new_offsets(b, group, topic, target, value)
             fields = {"topic": topic, "to": target, "value": value,
@@ -110,7 +112,7 @@ def group_routes() -> APIRouter:
                                  "keep their positions until they restart or re-read the committed offsets.",
                         rows_header=["topic", "partition", "committed now", "new committed offset"],
                         rows=[(tp, p, "-" if c is None else c, n) for tp, p, c, n in plan],
-                        fields=fields, post_to=f"/console/groups/{group}/reset", back=back)
+                        fields=fields, post_to=f"/console/groups/{quote(group, safe='')}/reset", back=back)
         offsets = {}
         for item in form.get("offsets", "").split(","):
             p, _, o = item.partition(":")

@@ -30,7 +30,8 @@ import time
 
 import grpc
 
-from ...errors import LogClosedError, OffsetOutOfRange, VQSError
+from ...errors import ConfigError, LogClosedError, OffsetOutOfRange, VQSError
+from ...record import check_headers
 from .calls import streaming, unary
 from .context import STOP_CHECK_S, GrpcContext
 from .errors import RpcError, invalid
@@ -64,7 +65,13 @@ def _indexes(idx, n: int, what: str) -> list[int]:
 
 
 def _headers_in(hs) -> list:
-    return [[(h.name, None if h.null_value else h.value) for h in x.headers] or None for x in hs]
+    out = [[(h.name, None if h.null_value else h.value) for h in x.headers] or None for x in hs]
+    for h in out:
+        try:
+            check_headers(h)
+        except ConfigError as e:
+            raise invalid(str(e)) from None
+    return out
 
 
 def _header(name: str, value: bytes | None) -> pb.Header:

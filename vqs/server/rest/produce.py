@@ -19,7 +19,8 @@ import base64
 import binascii
 import time
 
-from ...errors import MessageTooLarge, VQSError
+from ...errors import ConfigError, MessageTooLarge, VQSError
+from ...record import check_headers
 from ...wire import BATCH_CONTENT_TYPE, decode_body
 from ..context import ServerContext
 from ..errors import APIError
@@ -64,6 +65,10 @@ def _headers_in(h, where: str):
         raise APIError(400, "invalid_argument",
                        f"{where}.headers must be an object of strings (or nulls) or a list of [name, value] "
                        "pairs of them", field="headers") from None
+    try:
+        check_headers(out)  # (before its records join other requests' in one append)
+    except ConfigError as e:
+        raise APIError(400, "invalid_argument", f"{where}: {e}", field="headers") from None
     return out or None
 
 
