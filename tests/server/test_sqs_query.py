@@ -73,6 +73,13 @@ def test_query_errors(base_url, unique):
     assert r.status_code == 400 and b"InvalidAction" in r.content
     r = q(base_url)  # no Action at all (not a queue URL: those answer UnknownOperationException)
     assert r.status_code == 400 and b"MissingParameter" in r.content
+    # a percent-encoded byte that is not UTF-8: refused, never stored as U+FFFD
+    url = xml(q(base_url, Action="CreateQueue", QueueName=unique + "-utf")).find(f".//{NS}QueueUrl").text
+    body = f"Action=SendMessage&QueueUrl={url}&MessageBody=a%FFb".encode()
+    r = httpx.post(base_url + "/", content=body, headers={**SIGV4_ANY, "content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 404 and b"MalformedQueryString" in r.content, r.text  # (AWS: 404)
+    r = q(base_url, Action="ReceiveMessage", QueueUrl=url)
+    assert xml(r).find(f".//{NS}Message") is None
 
 
 def test_the_root_without_a_query_is_a_page_of_links_and_a_browser_lands_on_the_console(base_url):

@@ -62,7 +62,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .assignor import assign
-from .group_configs import config_int
+from .config_values import config_int
 from .names import validate_group
 from .topic import TopicPartition
 

@@ -153,15 +153,6 @@ class GroupConfigs:
             self.version += 1
 
 
-def config_int(key: str, value: str, lo: int, hi: int) -> int:
-    """The integer config ``key`` = ``value``: ASCII digits alone (blanks around them allowed,
-    as Kafka trims), in ``lo..hi``; ConfigError naming it."""
-    text = (value or "").strip()
-    if not (text.isascii() and text.isdigit() and len(text) <= 20 and lo <= int(text) <= hi):
-        raise ConfigError(f"config {key}={shown(value)} must be an integer in {lo}..{hi}")
-    return int(text)
-
-
 def _text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 

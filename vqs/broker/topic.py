@@ -131,9 +131,9 @@ class Topic:
         InvalidRecord, nothing appended, if one of ``count`` records (``keys``: None, or one
         key or None per record) has none. Every front that appends checks this one rule."""
         if self.compacted and (keys is None or any(k is None for k in keys)):
+            missing = count if keys is None else sum(k is None for k in keys)
             raise InvalidRecord(f"topic {self.name!r} is compacted (cleanup_policy={self.config['cleanup_policy']}): "
-                                f"every record needs a key, and {'none' if keys is None else 'one'} of "
-                                f"{count} has none")
+                                f"every record needs a key, and {missing} of the {count} record(s) have none")
 
     # -- partitions -----------------------------------------------------------------
     @property

@@ -46,7 +46,7 @@ from ...errors import (
 )
 from .. import layout
 from ..assignor import assign
-from ..group_configs import config_int
+from ..config_values import config_int
 from ..names import group_dir_name, validate_group, validate_name
 from .dead_letter import DeadLetters
 from .partition import SharePartition

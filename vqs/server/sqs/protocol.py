@@ -175,9 +175,13 @@ def parse_form(body: bytes, max_fields: int = MAX_PARAMETERS) -> list[tuple[str,
     if body.count(b"&") >= max_fields and sum(1 for p in body.split(b"&") if p) > max_fields:
         raise SQSError("InvalidParameterValue", f"the request has more than {MAX_PARAMETERS} parameters")
     try:
-        return parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise SQSError("MalformedQueryString", "the request body is not UTF-8") from None
+    try:  # (strict: a percent-encoded byte that is not UTF-8 is refused, never replaced)
+        return parse_qsl(text, keep_blank_values=True, strict_parsing=False, errors="strict")
+    except UnicodeDecodeError:
+        raise SQSError("MalformedQueryString", "a parameter's percent-encoded bytes are not UTF-8") from None
 
 
 # XML rendering of the JSON output shapes --------------------------------------------
