@@ -19,6 +19,11 @@ from __future__ import annotations
 from .record import decode_batch, encode_batch_parts
 
 BATCH_CONTENT_TYPE = "application/vnd.vqs.batch"
+#: the most records one produce request holds, on every front (REST JSON and binary, native,
+#: gRPC; Kafka's codec holds an array to as many): a record costs the server about a hundred
+#: bytes of objects however small it is on the wire (gRPC's empty value is 2 bytes), so the
+#: body's size alone would let a 64 MiB request stand for gigabytes
+MAX_PRODUCE_RECORDS = 1_000_000
 NEXT_OFFSET = "x-vqs-next-offset"
 START_OFFSET = "x-vqs-start-offset"
 END_OFFSET = "x-vqs-end-offset"

@@ -342,4 +342,10 @@ def test_headers_the_format_cannot_hold_are_400(http, unique):
     for headers in ([["h", "x"]] * 70_000, {"n" * 70_000: "x"}):
         r = http.post(f"/topics/{unique}/messages", json={"messages": [{"value": "v", "headers": headers}]})
         assert r.status_code == 400 and r.json()["error"]["field"] == "headers", r.text[:300]
+    # more records than a produce takes (MAX_PRODUCE_RECORDS): 413 before a record is made
+    from vqs.record import encode_batch
+
+    body = encode_batch(0, [b""] * 1_000_001)
+    r = http.post(f"/topics/{unique}/messages", content=body, headers={"content-type": "application/vnd.vqs.batch"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_many_records", r.text[:300]
     assert http.get(f"/topics/{unique}").json()["partition_info"][0]["end_offset"] == 0

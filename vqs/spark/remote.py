@@ -48,6 +48,7 @@ from ..errors import (
     TopicDoesNotExist,
     VQSError,
 )
+from ..wire import MAX_PRODUCE_RECORDS
 from .rows import Router, Rows
 from .task import task_info
 
@@ -172,14 +173,15 @@ class UrlAppender:
         return self.client.offsets(topic)[partition]["end_offset"]
 
     def append(self, topic: str, partition: int, rows) -> list[tuple[int, int]]:
-        """Send rows (in requests of at most MAX_REQUEST_BYTES); returns the
-        (base offset, count) of each request."""
+        """Send rows (in requests of at most MAX_REQUEST_BYTES of values and the server's
+        MAX_PRODUCE_RECORDS records); returns the (base offset, count) of each request."""
         out = []
         n = len(rows)
         i = 0
         while i < n:
             j, size = i, 0
-            while j < n and (j == i or size + len(rows.values[j]) <= MAX_REQUEST_BYTES):
+            while j < n and (j == i or (size + len(rows.values[j]) <= MAX_REQUEST_BYTES
+                                        and j - i < MAX_PRODUCE_RECORDS)):
                 size += len(rows.values[j])
                 j += 1
             part = rows.part(i, j)

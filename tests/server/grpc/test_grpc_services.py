@@ -405,6 +405,9 @@ def test_bad_input_is_invalid_argument_with_a_short_message(stubs, pb):
         with pytest.raises(grpc.RpcError) as e:
             stubs.records.Produce(pb.ProduceRequest(topic="bad-input", values=[b"v"], headers=[pb.Headers(headers=hs)]))
         assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value.details()
+    with pytest.raises(grpc.RpcError) as e:  # a million empty values and one: 2 MB on the wire
+        stubs.records.Produce(pb.ProduceRequest(topic="bad-input", values=[b""] * 1_000_001))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "1000000" in e.value.details()
     with pytest.raises(grpc.RpcError) as e:
         stubs.queues.CreateQueue(pb.CreateQueueRequest(name="bad-attrs", attributes={"name": "x"}))
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "name" in e.value.details()

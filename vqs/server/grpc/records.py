@@ -32,6 +32,7 @@ import grpc
 
 from ...errors import ConfigError, LogClosedError, OffsetOutOfRange, VQSError
 from ...record import check_headers
+from ...wire import MAX_PRODUCE_RECORDS
 from .calls import streaming, unary
 from .context import STOP_CHECK_S, GrpcContext
 from .errors import RpcError, invalid
@@ -111,10 +112,12 @@ class RecordsService(pbg.RecordsServicer):
 
     async def _produce(self, req) -> pb.ProduceResponse:
         ctx = self.ctx
-        values = list(req.values)
-        n = len(values)
+        n = len(req.values)  # (before a Python object is made of any of them)
         if not n:
             raise invalid("values is empty: a produce needs at least one record")
+        if n > MAX_PRODUCE_RECORDS:
+            raise invalid(f"{n} values: a produce takes at most {MAX_PRODUCE_RECORDS} records")
+        values = list(req.values)
         nulls = _indexes(req.null_values, n, "null_values")
         missing = None
         try:  # the topic's own limit, else the server's

@@ -21,7 +21,7 @@ import time
 
 from ...errors import ConfigError, MessageTooLarge, VQSError
 from ...record import check_headers
-from ...wire import BATCH_CONTENT_TYPE, decode_body
+from ...wire import BATCH_CONTENT_TYPE, MAX_PRODUCE_RECORDS, decode_body
 from ..context import ServerContext
 from ..errors import APIError
 from .conventions import check_name, json_bytes, json_loads, query_int, ready_broker
@@ -120,6 +120,9 @@ def json_records(ctx: ServerContext, t, body: bytes) -> tuple:
         raise APIError(400, "invalid_argument", f"unknown field(s) {sorted(extra)}", field=sorted(extra)[0])
     if not isinstance(msgs, list) or not msgs:
         raise APIError(400, "invalid_argument", "messages must be a non-empty list", field="messages")
+    if len(msgs) > MAX_PRODUCE_RECORDS:
+        raise APIError(413, "too_many_records", f"{len(msgs)} messages: a produce takes at most "
+                       f"{MAX_PRODUCE_RECORDS}", field="messages")
     values: list = []
     keys = headers = parts = tss = None  # made at the first message that is more than a text value
     nbytes = 0
@@ -274,6 +277,9 @@ def _batches(ctx: ServerContext, t, body: bytes) -> list:
         raise APIError(400, "corrupt_batch", str(e), field="body") from None
     if not batches:
         raise APIError(400, "invalid_argument", "the body holds no record batch", field="body")
+    if sum(bt.count for bt in batches) > MAX_PRODUCE_RECORDS:  # (columns are views: nothing made yet)
+        raise APIError(413, "too_many_records", f"the body holds {sum(bt.count for bt in batches)} records: a "
+                       f"produce takes at most {MAX_PRODUCE_RECORDS}", field="body")
     limit = t.message_limit(ctx.settings.max_message_bytes)  # the topic's, else the server's
     for bt in batches:
         o = bt.value_offsets
