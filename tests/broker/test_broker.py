@@ -118,12 +118,9 @@ def test_unknown_setting_is_a_config_error(data_dir):
         Broker(data_dir, flsh="always")
     with pytest.raises(ConfigError):
         Broker(data_dir, retention_check_interval_ms=0)
-    # A bad log setting fails at topic creation, not later.
-    with Broker(data_dir, flush="sometimes") as b:
-        with pytest.raises(ConfigError, match="flush"):
-            b.create_topic("t")
-        assert b.topics() == []
-        assert os.listdir(os.path.join(data_dir, "topics")) == []
+    # A bad log setting fails when the broker is made (test_a_bad_default_is_refused_when_the_broker_is_made).
+    with pytest.raises(ConfigError, match="flush"):
+        Broker(data_dir, flush="sometimes")
 
 
 def test_defaults_reach_the_logs(data_dir):
@@ -244,3 +241,15 @@ def test_a_locked_data_dir_advises_what_works_for_what_was_opened(tmp_path):
             assert [r.value for r in ro.read(0)] == [b"x"]
     finally:
         log.close()
+
+
+@pytest.mark.parametrize("kw,name", [({"flush": "sometimes"}, "flush"), ({"segment_bytes": "1MB"}, "segment_bytes"),
+                                     ({"flush_interval_ms": -5}, "flush_interval_ms"),
+                                     ({"compression": "rar"}, "rar"),
+                                     ({"visibility_timeout": "x"}, "visibility_timeout")])
+def test_a_bad_default_is_refused_when_the_broker_is_made(tmp_path, kw, name):
+    """On an empty directory too: a Log setting given as a default was checked only at the
+    first topic or queue."""
+    with pytest.raises(ConfigError, match=name):
+        Broker(str(tmp_path / "d"), **kw)
+    assert not os.path.exists(tmp_path / "d" / ".lock")

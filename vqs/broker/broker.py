@@ -31,7 +31,7 @@ from collections.abc import Callable
 from ..cleaner import CleanStats, check_rate
 from ..disk import check_room, raise_open_file_limit
 from ..errors import ConfigError, DiskFullError, LogClosedError, OffsetOutOfRange, VQSError
-from ..storage import FILE_CACHE, DirLock, fsync_dir, make_dirs
+from ..storage import FILE_CACHE, DirLock, check_settings, fsync_dir, make_dirs
 from . import layout
 from .catalog import TopicCatalog
 from .compaction import TopicCleaner
@@ -70,7 +70,7 @@ def _check_queue_defaults(queue_defaults: dict) -> None:
         normalize(queue_defaults, creating=True)
     except (VQSError, ValueError, TypeError) as e:
         raise ConfigError(
-            f"unknown Broker setting(s) {', '.join(sorted(queue_defaults))} ({e}); known: clock, "
+            f"Broker setting(s) {', '.join(sorted(queue_defaults))} refused ({e}); a Broker takes: clock, "
             f"retention_check_interval_ms, queue_maintenance_interval_ms, the Log settings "
             f"{', '.join(sorted(LOG_OPTIONS))}, and queue attributes (visibility_timeout, ...)"
         ) from e
@@ -118,6 +118,8 @@ class Broker:
         queue_defaults = {k: v for k, v in defaults.items() if k not in LOG_OPTIONS}
         if queue_defaults:
             _check_queue_defaults(queue_defaults)
+        # (the Log settings as defaults: refused now, not at the first topic or queue)
+        check_settings({k: v for k, v in defaults.items() if k in LOG_OPTIONS})
         for name, value in (
             ("retention_check_interval_ms", retention_check_interval_ms),
             ("queue_maintenance_interval_ms", queue_maintenance_interval_ms),

@@ -35,7 +35,7 @@ from .log_compaction import (
 )
 from .log_compaction import now_ms as log_now_ms
 from .log_dir import CLEAN_MARKER, load_gaps
-from .log_settings import LONG_MAX, check_int
+from .log_settings import LONG_MAX, check_int, check_settings
 from .map_cache import MapCache
 from .segment import Segment
 from .segment_reads import segment_batches, segment_max_timestamp
@@ -43,7 +43,7 @@ from .segment_reads import segment_batches, segment_max_timestamp
 __all__ = [
     "BATCH_FIXED", "CLEAN_MARKER", "FILE_CACHE", "FLUSH_POLICIES", "LOCK_NAME", "LONG_MAX",
     "RECORD_FIXED", "RECOVERY_POLICIES", "DirLock", "Flusher", "Log", "MapCache", "Segment",
-    "atomic_write", "check_int", "cleaned_path", "dir_lock_fd", "fsync_dir", "has_clean_point",
+    "atomic_write", "check_int", "check_settings", "cleaned_path", "dir_lock_fd", "fsync_dir", "has_clean_point",
     "load_gaps", "log_now_ms", "make_dirs", "open_sealed", "raise_if_disk_full", "read_clean_point",
     "remove_files", "rename_aside", "replace_sealed", "sealed_segments", "segment_batches",
     "segment_max_timestamp", "set_max_open_files", "write_all", "write_clean_point",

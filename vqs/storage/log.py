@@ -62,7 +62,7 @@ from .log_dir import CHECKPOINT, CLEAN_MARKER, QUARANTINE_DIR, load_gaps
 from .log_durability import Durability
 from .log_reads import Reads
 from .log_repair import repair
-from .log_settings import FLUSH_POLICIES
+from .log_settings import FLUSH_POLICIES, RECOVERY_POLICIES
 from .log_space import SpaceGate
 from .recovery import LogLoader, adopt_loaded
 from .segment import ALLOCATE_AHEAD
@@ -73,7 +73,6 @@ __all__ = [
     "RECOVERY_POLICIES", "Log",
 ]
 
-RECOVERY_POLICIES = ("fail", "skip", "truncate")
 #: Relative offsets are u32 in the indexes: roll before a segment spans more.
 MAX_SEGMENT_SPAN = (1 << 32) - (1 << 24)
 
@@ -145,20 +144,12 @@ class Log:
         self.path = os.fspath(path)
         self._now_ms = _now_ms if clock is None else (lambda: int(clock() * 1000))
         self._system_clock = clock is None
-        log_settings.check_flush(flush, flush_interval_ms)
-        if recovery not in RECOVERY_POLICIES:
-            raise ConfigError(f"recovery={recovery!r}: must be one of {', '.join(RECOVERY_POLICIES)}")
-        for name, val, lo in (
-            ("segment_bytes", segment_bytes, 128),
-            ("index_interval_bytes", index_interval_bytes, 0),
-            ("batch_max_records", batch_max_records, 1),
-            ("batch_max_bytes", batch_max_bytes, 1),
-            ("checkpoint_interval_ms", checkpoint_interval_ms, 1),
-        ):
-            log_settings.check_int(name, val, lo)
-        for name, val in (("segment_ms", segment_ms), ("retention_ms", retention_ms),
-                          ("retention_bytes", retention_bytes), ("min_free_bytes", min_free_bytes)):
-            log_settings.check_int(name, val, 0, optional=True)
+        log_settings.check_settings({
+            "flush": flush, "flush_interval_ms": flush_interval_ms, "recovery": recovery,
+            "segment_bytes": segment_bytes, "index_interval_bytes": index_interval_bytes,
+            "batch_max_records": batch_max_records, "batch_max_bytes": batch_max_bytes,
+            "checkpoint_interval_ms": checkpoint_interval_ms, "segment_ms": segment_ms,
+            "retention_ms": retention_ms, "retention_bytes": retention_bytes, "min_free_bytes": min_free_bytes})
         self.compression = compression
         self.segment_bytes = segment_bytes
         self.segment_ms = segment_ms

@@ -61,6 +61,29 @@ def reconfigure(log, **settings) -> None:
             _set_flush_locked(log, flush, interval)  # last: the one step that can fail (disk full)
 
 
+RECOVERY_POLICIES = ("fail", "skip", "truncate")
+#: Log.open's integer settings: name -> (least value, None allowed)
+_INTS = {"segment_bytes": (128, False), "index_interval_bytes": (0, False), "batch_max_records": (1, False),
+         "batch_max_bytes": (1, False), "checkpoint_interval_ms": (1, False), "flush_interval_ms": (1, False),
+         "segment_ms": (0, True), "retention_ms": (0, True), "retention_bytes": (0, True),
+         "min_free_bytes": (0, True)}
+
+
+def check_settings(settings: dict) -> None:
+    """ConfigError naming the first of ``settings`` (Log.open's keywords, any subset) whose
+    value Log.open would refuse: an owner that holds them as defaults (a Broker) checks them
+    when it is made, not at its first topic."""
+    if "flush" in settings and settings["flush"] not in FLUSH_POLICIES:
+        raise ConfigError(f"flush={shown(settings['flush'])}: must be one of {', '.join(FLUSH_POLICIES)}")
+    if "recovery" in settings and settings["recovery"] not in RECOVERY_POLICIES:
+        raise ConfigError(f"recovery={shown(settings['recovery'])}: must be one of {', '.join(RECOVERY_POLICIES)}")
+    if "compression" in settings:
+        codec_id(settings["compression"])  # (ConfigError for an unknown one)
+    for name, (lo, optional) in _INTS.items():
+        if name in settings:
+            check_int(name, settings[name], lo, optional=optional)
+
+
 def check_flush(flush, interval) -> None:
     """ConfigError unless ``flush`` is a policy and ``flush_interval_ms`` an integer >= 1."""
     if flush not in FLUSH_POLICIES:
