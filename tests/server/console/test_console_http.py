@@ -244,3 +244,19 @@ def test_recent_errors_show_the_requested_path(console_server, api):
     table = page[page.index('id="recent-errors"'):]
     assert f"404 GET /topics/{name}/messages" in table
     assert console_server.data_dir not in page
+
+
+def test_a_browser_page_is_bounded_by_its_headers_and_bytes(api):
+    """A record's headers past 50 are counted, not shown; rows stop once 4 MiB of keys, values
+    and headers are on the page (at least one), and "newer" goes on from there. 200 records of
+    10,000 headers made a 308 MB page."""
+    api.post("/topics", json={"name": "wide", "partitions": 1}).raise_for_status()
+    heavy = {f"h{i}": "v" * 50_000 for i in range(100)}  # 5 MB of headers a record
+    msgs = [{"value": "x", "headers": heavy, "partition": 0} for _ in range(3)]
+    msgs.append({"value": "y", "headers": {f"n{i}": "" for i in range(10_000)}, "partition": 0})
+    api.post("/topics/wide/messages", json={"messages": msgs}).raise_for_status()
+    page = api.get("/console/topics/wide", params={"offset": 0, "limit": 200})
+    assert page.status_code == 200 and len(page.content) < 6 << 20, len(page.content)
+    assert "1 of 4 records shown" in page.text and "and 50 more headers" in page.text
+    page = api.get("/console/topics/wide", params={"offset": 3, "limit": 200})
+    assert len(page.content) < 1 << 20 and "and 9950 more headers" in page.text

@@ -17,6 +17,10 @@ from .base import int_arg
 from .views import show_value
 
 MAX_LIMIT = 200
+#: what one page shows, at most: headers of a record (the rest counted), and bytes of shown
+#: keys, values and headers together (rows stop there, at least one shown; "newer" goes on)
+MAX_HEADERS_SHOWN = 50
+MAX_PAGE_BYTES = 4 << 20
 SCAN_RECORDS = 20_000
 FORMATS = ("text", "json", "hex")
 MODES = ("offset", "time", "key")
@@ -78,10 +82,12 @@ def browser_values(t, q) -> dict:
     else:
         records = lg.read(offset, max_records=limit, max_bytes=8 << 20) if offset < end else []
         records = records[:limit]
-    rows = [{"offset": r.offset, "timestamp_ms": r.timestamp_ms,
-             "key": show_value(r.key, "text" if fmt == "json" else fmt) if r.key is not None else None,
-             "value": show_value(r.value, fmt),
-             "headers": [(n, show_value(v, "text")["text"]) for n, v in (r.headers or ())]} for r in records]
+    rows, _ = _rows(records, fmt)
+    if len(rows) < len(records):
+        note = (f"{len(rows)} of {len(records)} records shown: a page shows at most "
+                f"{MAX_PAGE_BYTES >> 20} MiB of keys, values and headers")
+        if mode == "key" and key:
+            scanned_to = rows[-1]["offset"] + 1
     first = rows[0]["offset"] if rows else offset
     last = rows[-1]["offset"] if rows else offset - 1
     if mode == "key" and key:
@@ -94,6 +100,26 @@ def browser_values(t, q) -> dict:
                   "partition_count": t.partitions, "offset": offset, "ts": ts_text, "start": start, "end": end,
                   "rows": rows, "older": older, "newer": newer, "note": note,
                   "oldest": start, "newest": max(start, end - limit)}}
+
+
+def _rows(records, fmt: str) -> tuple[list, int]:
+    """The rows of ``records`` a page shows, within MAX_PAGE_BYTES (at least one), and the bytes
+    they show; a record's headers past MAX_HEADERS_SHOWN are counted, not shown."""
+    rows, shown = [], 0
+    for r in records:
+        key = show_value(r.key, "text" if fmt == "json" else fmt) if r.key is not None else None
+        value = show_value(r.value, fmt)
+        hs = r.headers or ()
+        headers = [(n[:200], show_value(v, "text")["text"]) for n, v in hs[:MAX_HEADERS_SHOWN]]
+        if len(hs) > MAX_HEADERS_SHOWN:
+            headers.append(("…", f"and {len(hs) - MAX_HEADERS_SHOWN} more headers"))
+        size = len(value["text"]) + (len(key["text"]) if key else 0) + sum(len(n) + len(v) for n, v in headers)
+        if rows and shown + size > MAX_PAGE_BYTES:
+            break
+        shown += size
+        rows.append({"offset": r.offset, "timestamp_ms": r.timestamp_ms, "key": key, "value": value,
+                     "headers": headers})
+    return rows, shown
 
 
 def _scan_forward(lg, key: bytes, offset: int, end: int, limit: int):
