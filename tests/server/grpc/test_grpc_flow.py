@@ -149,3 +149,41 @@ def test_sigterm_ends_idle_streams_and_exits_promptly(tmp_path, pb):
         assert ei.value.code() == grpc.StatusCode.UNAVAILABLE
     todo.put(None)
     ch.close()
+
+
+def test_subscriptions_share_a_server_wide_budget(tmp_path):
+    """Subscribe streams take shares of one budget (SUBSCRIBE_BUDGET, 128 MiB; a stream at most
+    a sixteenth): sixteen streams asking 32 MiB a message get 8 MiB each, a seventeenth is
+    RESOURCE_EXHAUSTED, and a share comes back when its stream ends. Before, each stream that
+    did not read held about four messages of what it asked (40 streams: +4.5 GB)."""
+    from vqs.server.grpc.gen import vqs_pb2 as pb
+    from vqs.server.grpc.gen import vqs_pb2_grpc as pbg
+    from vqs.server.grpc.records import SUBSCRIBE_SHARE_MAX
+
+    s = GrpcServer(tmp_path / "data").start()
+    try:
+        with grpc.insecure_channel(s.target, options=[("grpc.max_receive_message_length", -1)]) as ch:
+            pbg.TopicsStub(ch).CreateTopic(pb.CreateTopicRequest(name="budget", partitions=1))
+            pbg.RecordsStub(ch).Produce(pb.ProduceRequest(topic="budget", values=[b"x" * 1000] * 20_000))
+            rec = pbg.RecordsStub(ch)
+            req = pb.SubscribeRequest(topic="budget", offset=0, max_records=100_000, max_bytes=32 << 20)
+            streams = [rec.Subscribe(req, timeout=60) for _ in range(16)]
+            for st in streams:
+                first = next(st)
+                assert sum(map(len, first.values)) <= SUBSCRIBE_SHARE_MAX + 1000
+            with pytest.raises(grpc.RpcError) as e:
+                next(rec.Subscribe(req, timeout=60))
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            streams.pop().cancel()
+            deadline = time.monotonic() + 10
+            while True:  # the cancelled stream's share comes back once the server has ended it
+                try:
+                    assert next(rec.Subscribe(req, timeout=60)).values
+                    break
+                except grpc.RpcError as e:
+                    assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline
+                    time.sleep(0.1)
+            for st in streams:
+                st.cancel()
+    finally:
+        assert s.stop() == 0, s.log()

@@ -37,6 +37,7 @@ class GrpcContext:
         self.metrics = server_ctx.metrics
         self.pool = ThreadPoolExecutor(s.workers_threads, thread_name_prefix="vqs-grpc")
         self.waiters = 0  # touched on the loop thread only
+        self.subscribe_bytes = 0  # the Subscribe streams' shares (records.py), on the loop thread only
         self.idle_streams: set[asyncio.Task] = set()  # ProduceStream calls waiting for the client
         self.ending_idle = False  # cancel_idle was called: a cancelled idle stream answers UNAVAILABLE
         self._producer = None

@@ -43,6 +43,13 @@ DEFAULT_MAX_RECORDS = 500
 MAX_RECORDS = 100_000
 DEFAULT_MAX_BYTES = 1 << 20
 MAX_BYTES = 32 << 20  # a response holds at most this plus one record
+#: what every Subscribe stream's messages may hold together, per message round: a stream takes
+#: a share of it when it starts (at most SUBSCRIBE_SHARE_MAX, at least SUBSCRIBE_SHARE_MIN, else
+#: RESOURCE_EXHAUSTED) and gives it back when it ends. A subscriber that does not read holds up to
+#: a few of its messages in the transport, so this bounds what they all hold to a few times it.
+SUBSCRIBE_BUDGET = 128 << 20
+SUBSCRIBE_SHARE_MAX = SUBSCRIBE_BUDGET // 16
+SUBSCRIBE_SHARE_MIN = 64 << 10
 
 
 def _ranges(metas) -> list:
@@ -220,6 +227,12 @@ class RecordsService(pbg.RecordsServicer):
         max_records, max_bytes = _limits(request.max_records, request.max_bytes)
         pos = _start_positions(b, t.name, logs, request)
         metrics = ctx.metrics
+        left = SUBSCRIBE_BUDGET - ctx.subscribe_bytes  # (the loop's thread alone touches it)
+        if left < SUBSCRIBE_SHARE_MIN:
+            raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                           "the server's subscriptions hold all it gives them: subscribe again later")
+        max_bytes = min(max_bytes, SUBSCRIBE_SHARE_MAX, left)
+        ctx.subscribe_bytes += max_bytes
         try:
             while not ctx.stopping:
                 sent = False
@@ -244,6 +257,8 @@ class RecordsService(pbg.RecordsServicer):
             if not ctx.stopping:
                 b.topic(request.topic)  # deleted under the stream: NOT_FOUND
             raise
+        finally:
+            ctx.subscribe_bytes -= max_bytes
 
 
 def _start_positions(b, topic: str, logs: dict, request) -> dict[int, int]:
