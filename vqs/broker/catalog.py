@@ -52,6 +52,7 @@ from ..storage import (
     LONG_MAX,
     Log,
     atomic_write,
+    check_int,
     fsync_dir,
     make_dirs,
     raise_if_disk_full,
@@ -83,10 +84,7 @@ MAX_SEGMENT_BYTES = (1 << 31) - 1  # Kafka's segment.bytes is a Java int
 
 
 def _check_int(name: str, value, minimum: int, maximum: int = LONG_MAX) -> None:
-    if value is None:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
-        raise ConfigError(f"{name} must be an integer in {minimum}..{maximum} or None, not {shown(value)}")
+    check_int(name, value, minimum, optional=True, hi=maximum)  # (storage's rule: one message)
 
 
 def log_value(key: str, value):

@@ -74,7 +74,8 @@ def _offsets(items: Sequence) -> array:
 def check_headers(headers) -> None:
     """ConfigError unless ``headers`` (pairs, or None) fit the format: at most MAX_HEADERS,
     each key at most MAX_HEADER_KEY_BYTES once encoded. A front checks a request's headers
-    before its records join others' in one append (encode_headers checks them too)."""
+    before its records join others' in one append (encode_headers raises it too, on a length
+    its u16 fields cannot hold)."""
     if not headers:
         return
     if len(headers) > MAX_HEADERS:
@@ -89,21 +90,21 @@ def encode_headers(headers: Headers | None) -> bytes:
     """One record's headers (docs/FORMAT.md; a None value is Kafka's null header value)."""
     if not headers:
         return b""
-    if len(headers) > MAX_HEADERS:
-        raise ConfigError(f"a record has {len(headers)} headers: at most {MAX_HEADERS} (the format's count is a u16)")
-    parts = [_U16.pack(len(headers))]
-    for k, v in headers:
-        kb = k.encode("utf-8") if isinstance(k, str) else bytes(k)
-        if len(kb) > MAX_HEADER_KEY_BYTES:
-            raise ConfigError(f"a header key of {len(kb)} bytes: at most {MAX_HEADER_KEY_BYTES} (its length is a u16)")
-        parts.append(_U16.pack(len(kb)))
-        parts.append(kb)
-        if v is None:
-            parts.append(_NULL_HEADER_LEN)
-            continue
-        vb = v.encode("utf-8") if isinstance(v, str) else bytes(v)
-        parts.append(_U32.pack(len(vb)))
-        parts.append(vb)
+    try:
+        parts = [_U16.pack(len(headers))]
+        for k, v in headers:
+            kb = k.encode("utf-8") if isinstance(k, str) else bytes(k)
+            parts.append(_U16.pack(len(kb)))
+            parts.append(kb)
+            if v is None:
+                parts.append(_NULL_HEADER_LEN)
+                continue
+            vb = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+            parts.append(_U32.pack(len(vb)))
+            parts.append(vb)
+    except struct.error:  # a length a u16 cannot hold: check_headers says which (no cost before)
+        check_headers(headers)
+        raise
     return b"".join(parts)
 
 

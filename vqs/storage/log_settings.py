@@ -45,13 +45,10 @@ def reconfigure(log, **settings) -> None:
         raise ConfigError(f"{', '.join(unknown)}: not settings of an open log (those are {', '.join(ALTERABLE)})")
     defaults = type(log).open.__kwdefaults__
     new = {k: settings[k] if k in settings else defaults[k] for k in ALTERABLE}
-    codec = codec_id(new["compression"])  # (ConfigError for an unknown one)
+    check_settings(new)  # (Log.open's rules, every value before anything changes)
+    codec = codec_id(new["compression"])
     size = new["segment_bytes"]
-    check_int("segment_bytes", size, 128)
-    for name in ("segment_ms", "retention_ms", "retention_bytes"):
-        check_int(name, new[name], 0, optional=True)
     flush, interval = new.pop("flush"), new.pop("flush_interval_ms")
-    check_flush(flush, interval)
     with log._lock:
         log._buf.codec = codec
         for name, val in new.items():
@@ -82,13 +79,6 @@ def check_settings(settings: dict) -> None:
     for name, (lo, optional) in _INTS.items():
         if name in settings:
             check_int(name, settings[name], lo, optional=optional)
-
-
-def check_flush(flush, interval) -> None:
-    """ConfigError unless ``flush`` is a policy and ``flush_interval_ms`` an integer >= 1."""
-    if flush not in FLUSH_POLICIES:
-        raise ConfigError(f"flush={flush!r}: must be one of {', '.join(FLUSH_POLICIES)}")
-    check_int("flush_interval_ms", interval, 1)
 
 
 def _set_flush_locked(log, flush: str, interval: int) -> None:

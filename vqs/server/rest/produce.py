@@ -277,9 +277,10 @@ def _batches(ctx: ServerContext, t, body: bytes) -> list:
         raise APIError(400, "corrupt_batch", str(e), field="body") from None
     if not batches:
         raise APIError(400, "invalid_argument", "the body holds no record batch", field="body")
-    if sum(bt.count for bt in batches) > MAX_PRODUCE_RECORDS:  # (columns are views: nothing made yet)
-        raise APIError(413, "too_many_records", f"the body holds {sum(bt.count for bt in batches)} records: a "
-                       f"produce takes at most {MAX_PRODUCE_RECORDS}", field="body")
+    n = sum(bt.count for bt in batches)
+    if n > MAX_PRODUCE_RECORDS:  # (columns are views: nothing made yet)
+        raise APIError(413, "too_many_records", f"the body holds {n} records: a produce takes at most "
+                       f"{MAX_PRODUCE_RECORDS}", field="body")
     limit = t.message_limit(ctx.settings.max_message_bytes)  # the topic's, else the server's
     for bt in batches:
         o = bt.value_offsets
