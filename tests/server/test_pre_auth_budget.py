@@ -1,4 +1,4 @@
-"""The server-wide pre-authentication budget (vqs/server/pre_auth.py), against a real server.
+"""The server-wide pre-authentication budget (vqs/server/byte_budget.py), against a real server.
 
 Before: each front bounded what one connection may hold before its credential
 is checked (a Kafka frame of 512 KiB before SASL, an SQS body of 4.25 MiB before

@@ -174,6 +174,21 @@ def test_the_cleaner_io_bound_setting():
         s.check()
 
 
+def test_the_request_budget_must_hold_the_largest_request():
+    from vqs.errors import ConfigError
+    from vqs.server.settings import load_settings
+
+    load_settings({}, env={}).check()  # the defaults: 1 GiB against a 100 MiB Kafka frame
+    s = load_settings({}, env={"VQS_MAX_REQUEST_BYTES_IN_FLIGHT": str(64 << 20)})
+    with pytest.raises(ConfigError, match=r"max_request_bytes_in_flight \(67108864\) must hold the largest single "
+                                          r"request: at least 104857600"):
+        s.check()
+    s = load_settings({}, env={"VQS_MAX_REQUEST_BYTES_IN_FLIGHT": str(128 << 20),
+                               "VQS_MAX_BODY_BYTES": str(128 << 20)})
+    with pytest.raises(ConfigError, match="max_body_bytes"):
+        s.check()
+
+
 def test_a_max_open_files_the_limit_cannot_meet_exits_2_naming_the_limit(tmp_path):
     p = serve("--data-dir", tmp_path / "d", "--max-open-files", str(1 << 40))
     assert p.returncode == 2

@@ -10,10 +10,10 @@ from .settings import DEFAULT_PORT, Settings, load_settings
 __all__ = ["DEFAULT_PORT", "Settings", "create_app", "load_settings", "serve"]
 
 
-def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None):
+def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None, in_flight=None):
     from .app import create_app as _create
 
-    return _create(settings, broker=broker, pre_auth=pre_auth)
+    return _create(settings, broker=broker, pre_auth=pre_auth, in_flight=in_flight)
 
 
 def serve(settings: Settings) -> None:

@@ -23,10 +23,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import VQSError
 from . import bearer
+from .body_holds import BodyHolds
 from .browser_guard import BrowserGuard
 from .context import ServerContext, configure_groups
 from .errors import APIError, rest_error
-from .http_bounds import SQS_BODY_BYTES_PER_CLIENT, SQS_MAX_BODY_BYTES
+from .http_bounds import SQS_MAX_BODY_BYTES
 from .lean import LeanRoutes
 from .logs import log_request
 from .settings import Settings
@@ -77,13 +78,6 @@ def _measure(raw_headers) -> tuple[int, int | None, bool]:
 #: ``VQSMiddleware.admit``'s refusal of an SQS request on a server with credentials but no SigV4
 #: key: answered by the endpoint (its error, in the request's protocol) without the body.
 SQS_CLOSED = (None, 403, "InvalidClientTokenId", "", None, None)
-#: ``VQSMiddleware.hold_sqs``'s refusals: the address's SQS bodies, the pre-authentication budget.
-SQS_CLIENT_BUSY = ("sqs_client_bytes", 503, "busy", f"this client address has {SQS_BODY_BYTES_PER_CLIENT} bytes of "
-                   "SQS requests in progress, the most for one address: retry later", None, {"Retry-After": "1"})
-PRE_AUTH_BUSY = ("pre_auth_bytes", 503, "busy", "the server holds its most bytes of requests not authenticated "
-                 "yet (max_pre_auth_bytes): retry later", None, {"Retry-After": "1"})
-
-
 class _TooLarge(BaseException):
     """The body passed its limit, read through ``_limited_receive``: the request unwinds, past
     the framework's handlers of ``Exception`` (which would answer 500, or 400 for a body a
@@ -124,8 +118,7 @@ class VQSMiddleware:
         self._err = m.errors
         self.access_log = s.access_log
         self._children: dict = {}
-        self._sqs_held: dict = {}  # client address -> bytes of SQS bodies held for it (hold_sqs)
-        self.pre_auth = ctx.pre_auth  # the server's pre-authentication budget (pre_auth.py)
+        self.holds = BodyHolds(ctx.in_flight, ctx.pre_auth, self.rest_auth)  # what request bodies hold
         self.lean = LeanRoutes(ctx)  # the hot REST routes' handlers, for the fast path (fast_http.py)
 
     @staticmethod
@@ -178,34 +171,6 @@ class VQSMiddleware:
                     refusal = (None, *err)
         return sqs, limit, limit_name, chunked, clen, refusal
 
-    def hold_sqs(self, client, nbytes: int):
-        """Count ``nbytes`` of an SQS body (read whole before its signature is checked) against its
-        address's allowance and the server's pre-authentication budget (pre_auth.py): None, or the
-        refusal (503, body unread) of the one it would pass; given back by ``release_sqs`` once the
-        request is over. Both HTTP paths run on one loop: no lock (the budget has its own). Without
-        credentials nothing is authenticated, so nothing is held before it."""
-        if not self.rest_auth:
-            return None
-        addr = client[0] if client else None
-        held = self._sqs_held.get(addr, 0)
-        if held and held + nbytes > SQS_BODY_BYTES_PER_CLIENT:
-            return SQS_CLIENT_BUSY
-        if not self.pre_auth.take(nbytes):
-            return PRE_AUTH_BUSY
-        self._sqs_held[addr] = held + nbytes
-        return None
-
-    def release_sqs(self, client, nbytes: int) -> None:
-        if not self.rest_auth:
-            return
-        self.pre_auth.give(nbytes)
-        addr = client[0] if client else None
-        left = self._sqs_held.get(addr, 0) - nbytes
-        if left > 0:
-            self._sqs_held[addr] = left
-        else:
-            self._sqs_held.pop(addr, None)
-
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
@@ -221,13 +186,11 @@ class VQSMiddleware:
         if landing and refusal is None:
             return await self._landing(scope, receive, send, raw_headers, t0)
         held = 0
-        if sqs and refusal is None:
+        if refusal is None and scope.get("vqs_api") != "native":  # (a native frame holds its own: native.py)
             held = clen if clen is not None and clen >= 0 else (limit if chunked else 0)
             if held:
-                refusal = self.hold_sqs(scope.get("client"), held)
+                refusal = self.holds.hold(scope.get("client"), held, sqs)
                 if refusal is not None:
-                    if refusal is PRE_AUTH_BUSY:
-                        self.pre_auth.refused("sqs", scope.get("client"), held)
                     held = 0
         status_box = [0]
         error_body: list = []
@@ -270,7 +233,7 @@ class VQSMiddleware:
             await _send(send_wrapper, *self.error_answer(exc, method, path))
         finally:
             if held:
-                self.release_sqs(scope.get("client"), held)
+                self.holds.release(scope.get("client"), held, sqs)
             route = scope.get("route")
             self.account(api, method, path, getattr(route, "path", None) or ("/" if sqs or landing else "unmatched"),
                          status_box[0], t0, error_body[0] if error_body else b"", scope.get("client"))
@@ -388,14 +351,14 @@ class VQSMiddleware:
         return _json(status, doc, headers)
 
 
-def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None) -> VQSMiddleware:
+def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None, in_flight=None) -> VQSMiddleware:
     """The ASGI app (its FastAPI app is ``.fastapi``). Opens a Broker on ``settings.data_dir``
-    at startup unless one is given. ``pre_auth``: the server's pre-authentication budget, when
-    other fronts share it (pre_auth.py; else the app's own)."""
+    at startup unless one is given. ``pre_auth``, ``in_flight``: the server's byte budgets, when
+    other fronts share them (byte_budget.py; else the app's own)."""
     from contextlib import asynccontextmanager
 
     settings = settings or Settings()
-    ctx = ServerContext(settings, broker, pre_auth)
+    ctx = ServerContext(settings, broker, pre_auth, in_flight)
 
     @asynccontextmanager
     async def lifespan(app):

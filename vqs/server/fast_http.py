@@ -177,7 +177,7 @@ class _FastRequest:
         self.api = "sqs" if hit is SQS_HIT else "rest"  # the SQS endpoint's request (its answer is whole)
         self.body = b""
         self.parts: list = []  # the body as it arrives (joined once, when it is complete)
-        self.held = 0  # bytes held against the client's SQS allowance (given back in _account)
+        self.held = 0  # bytes of its body held (body_holds.py; given back in _account)
         self.keep_alive = keep_alive
         self.disconnected = False
         self.response_complete = False
@@ -270,6 +270,9 @@ class _FastRequest:
         proto = self.proto
         self.response_complete = True  # this stand-in is done; uvicorn's cycle takes over
         proto.tasks.discard(self)
+        if self.held:  # the ASGI path holds the body again (body_holds.py) for its run
+            self.front.holds.release(self.scope.get("client"), self.held, self.api == "sqs")
+            self.held = 0
         if self.disconnected or proto.transport.is_closing():
             self._account(500, b"", False)  # as the ASGI path counts a request whose client left
             return
@@ -333,7 +336,7 @@ class _FastRequest:
         front = self.front
         front.ctx.metrics.fast_http[api] += 1
         if self.held:
-            front.release_sqs(scope.get("client"), self.held)
+            front.holds.release(scope.get("client"), self.held, api == "sqs")
             self.held = 0
         route = scope.get("route")
         front.account(api, scope["method"], scope["path"],
@@ -388,16 +391,16 @@ def _make_protocol(front, base=None):
     base = base or HttpToolsProtocol
     request_read = getattr(base, "_vqs_request_read", None)  # http_bounds.py's deadline, if any
     admit = front.admit
-    hold_sqs = front.hold_sqs
+    hold = front.holds.hold
     is_sqs = front.is_sqs
     match = lean.match
 
     def fast_hit(method: str, path: str, qs: bytes, raw_headers, client):
         """The handler of a request to take here (``SQS_HIT`` for the SQS endpoint) and the bytes
-        held for it (an SQS body: ``VQSMiddleware.hold_sqs``), or None: a hot route whose handler
+        held for its body (``VQSMiddleware.holds``), or None: a hot route whose handler
         never hands the request to the framework for this query, the server's admission passed
-        (``VQSMiddleware.admit``: what it refuses, ASGI answers; likewise an SQS body over its
-        client's allowance), a Content-Length (a GET may have none) and no Transfer-Encoding."""
+        (``VQSMiddleware.admit``: what it refuses, ASGI answers; likewise a body ``holds`` refuses),
+        a Content-Length (a GET may have none) and no Transfer-Encoding."""
         if is_sqs(method, path):
             if not qs and method == "GET":  # no SQS request: the root page
                 return None
@@ -414,8 +417,8 @@ def _make_protocol(front, base=None):
                                                 len(path) + (len(qs) + 1 if qs else 0))
         if refusal is not None or chunked or (clen is None and method != "GET") or (clen is not None and clen < 0):
             return None
-        if hit is SQS_HIT and clen:
-            if hold_sqs(client, clen) is not None:  # refused: the ASGI path answers (and logs) it
+        if clen:
+            if hold(client, clen, hit is SQS_HIT) is not None:  # refused: the ASGI path answers it
                 return None
             return hit, clen
         return hit, 0

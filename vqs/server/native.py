@@ -25,7 +25,10 @@ Invariants:
   ``max_connections_per_client``; over either: closed at accept); a frame's length is read
   from its prefix and checked (``max_body_bytes`` plus the target's bound) before any of its
   body is buffered; a frame arrives whole within ``native_frame_timeout_s`` of its first
-  byte; a connection idle for ``native_idle_timeout_s`` is closed.
+  byte; a connection idle for ``native_idle_timeout_s`` is closed. A frame after the HELLO
+  is held against the server's request budget (``max_request_bytes_in_flight``, shared with
+  every front: byte_budget.py) from its prefix until it is answered; with the budget spent
+  the connection is not read (nor its frame's deadline run) until bytes come back.
 * **One request at a time per connection, answered in order**: reading pauses while a
   request is handled and while the answers written wait in the transport (flow control), so
   a client that sends and never reads holds one answer, not a growing queue, and that for
@@ -175,6 +178,8 @@ class _Connection(asyncio.Protocol):
         self.deadline = float("inf")
         self.why = ""
         self.disconnected = None  # set when the connection is lost (an in-process ASGI call's disconnect)
+        self.held = 0  # bytes of the frame in hand taken from the request budget (byte_budget.py)
+        self.waiting = None  # the budget's future this connection waits on, or None
 
     # ------------------------------------------------------------------ connection
     def connection_made(self, transport) -> None:
@@ -191,6 +196,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self.closed = True
+        self._give()
         if self.admitted:
             self.admitted = False
             self.listener.caps.release(self.addr)
@@ -253,6 +259,8 @@ class _Connection(asyncio.Protocol):
 
     def _next(self) -> None:
         """Take the next frame from the buffer, if whole (else wait for more, bounded)."""
+        if self.waiting is not None:  # for the request budget (_given calls again)
+            return
         buf = self.buf
         if self.need is None:
             if len(buf) < 4:
@@ -267,6 +275,15 @@ class _Connection(asyncio.Protocol):
                 return
             if self.token is not None:
                 self._due(self.settings.native_frame_timeout_s, "a frame not whole in time")
+        if self.token is not None and not self.held:
+            waiting = self.listener.ctx.in_flight.take_or_wait(4 + self.need)
+            if waiting is not None:  # the budget is spent: read nothing until some comes back
+                self._pause()
+                self.deadline = float("inf")  # (its frame's time runs once it is read again)
+                self.waiting = waiting
+                waiting.add_done_callback(self._given)
+                return
+            self.held = 4 + self.need
         if len(buf) < 4 + self.need:
             return
         frame = bytes(memoryview(buf)[4:4 + self.need])
@@ -317,8 +334,24 @@ class _Connection(asyncio.Protocol):
         self.write(200, [(b"content-type", b"application/json")], body)
         self._idle()
 
+    def _given(self, _fut) -> None:
+        """Bytes came back to the request budget: try again for the frame whose prefix was read."""
+        self.waiting = None
+        if self.closed:
+            return
+        self._due(self.settings.native_frame_timeout_s, "a frame not whole in time")
+        if not self.paused_writing:
+            self._resume()
+        self._next()
+
+    def _give(self) -> None:
+        if self.held:
+            self.listener.ctx.in_flight.give(self.held)
+            self.held = 0
+
     def done(self) -> None:
         """The request is answered (native_requests.py): read the next one."""
+        self._give()
         self.busy = False
         if not self.closed:
             if not self.paused_writing:

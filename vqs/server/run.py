@@ -172,9 +172,11 @@ def serve(settings: Settings) -> None:
     fmt = logs.configure(settings.log_level, settings.log_format)
     _require_server_extra(fmt)
     conn_cap = _open_file_limit(settings, fmt)
-    from .pre_auth import PreAuthBudget
+    from .byte_budget import in_flight_budget, pre_auth_budget
 
-    pre_auth = PreAuthBudget(settings.max_pre_auth_bytes)  # one for every front (pre_auth.py)
+    # one of each for every front (byte_budget.py)
+    pre_auth = pre_auth_budget(settings.max_pre_auth_bytes)
+    in_flight = in_flight_budget(settings.max_request_bytes_in_flight)
     sock = _listen(settings, fmt)
     grpc_front = None
     kafka_sock = None
@@ -200,9 +202,10 @@ def serve(settings: Settings) -> None:
         if kafka_sock is not None:
             from .kafka import KafkaListener
 
-            kafka = KafkaListener(broker, settings, kafka_sock, max_connections=conn_cap, pre_auth=pre_auth)
+            kafka = KafkaListener(broker, settings, kafka_sock, max_connections=conn_cap, pre_auth=pre_auth,
+                                  in_flight=in_flight)
             kafka.start()
-        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth, native_sock)
+        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth, native_sock, in_flight)
     finally:
         if kafka is not None:
             kafka.stop()
@@ -384,12 +387,12 @@ def _open_broker(settings: Settings, fmt: str):
 
 
 def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_cap: int | None = None,
-         pre_auth=None, native_sock: socket.socket | None = None) -> None:
+         pre_auth=None, native_sock: socket.socket | None = None, in_flight=None) -> None:
     import uvicorn
 
     from .app import create_app
 
-    app = create_app(settings, broker=broker, pre_auth=pre_auth)
+    app = create_app(settings, broker=broker, pre_auth=pre_auth, in_flight=in_flight)
     ctx = app.state.ctx
     try:
         import uvloop  # noqa: F401

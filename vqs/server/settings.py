@@ -91,7 +91,10 @@ class Settings:
     max_connections_per_client: int = 256     # connections open at once from one remote address, per listener
     max_pre_auth_bytes: int = 256 << 20       # bytes held at once, server-wide, for requests not authenticated yet
                                               # (Kafka frames before SASL, SQS bodies before their signature,
-                                              # console login forms): past it 503 / closed (pre_auth.py)
+                                              # console login forms): past it 503 / closed (byte_budget.py)
+    max_request_bytes_in_flight: int = 1 << 30  # bytes of every request being read or handled, server-wide
+                                              # (Kafka's queued.max.request.bytes): past it HTTP 503, a native
+                                              # or Kafka connection not read until some come back (byte_budget.py)
     http_header_timeout_s: float = 10.0       # a request's headers must be complete within this (408, closed)
     max_long_poll_waiters: int = 256
     max_wait_ms: int = 20_000                 # REST long poll cap (1-20000: SQS's 20 s at most)
@@ -154,6 +157,7 @@ class Settings:
             raise ConfigError(f"port must be 1-65535, not {self.port}")
         for name in ("max_body_bytes", "max_message_bytes", "max_header_bytes",
                      "max_connections", "max_long_poll_waiters", "max_connections_per_client", "max_pre_auth_bytes",
+                     "max_request_bytes_in_flight",
                      "http_header_timeout_s", "kafka_auth_timeout_s", "kafka_frame_timeout_s",
                      "kafka_idle_timeout_s", "kafka_max_frame_bytes", "kafka_group_min_session_timeout_ms",
                      "kafka_group_max_session_timeout_ms", "cleaner_interval_ms"):
@@ -173,6 +177,11 @@ class Settings:
         if not (1 <= self.kafka_num_partitions <= self.max_partitions_per_topic):
             raise ConfigError(f"kafka_num_partitions must be 1..max_partitions_per_topic "
                               f"({self.max_partitions_per_topic}), not {self.kafka_num_partitions}")
+        largest = max(self.max_body_bytes + (64 << 10), self.kafka_max_frame_bytes)
+        if self.max_request_bytes_in_flight < largest:
+            raise ConfigError(f"max_request_bytes_in_flight ({self.max_request_bytes_in_flight}) must hold the "
+                              f"largest single request: at least {largest} (max_body_bytes + 64 KiB, and "
+                              "kafka_max_frame_bytes)")
         if self.health_cache_ms < 0:
             raise ConfigError(f"health_cache_ms must be >= 0 (0: off), not {self.health_cache_ms}")
         if self.cleaner_io_max_bytes_per_second is not None and self.cleaner_io_max_bytes_per_second <= 0:

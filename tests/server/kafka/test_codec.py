@@ -15,7 +15,8 @@ from vqs.broker import Broker
 from vqs.record import decode_batch, encode_batch
 from vqs.server.kafka.apis import API_TABLE
 from vqs.server.kafka.codec import MAX_ARRAY, ProtocolError, Reader, Writer
-from vqs.server.kafka.listener import Connection, KafkaContext
+from vqs.server.kafka.kafka_context import KafkaContext
+from vqs.server.kafka.listener import Connection
 from vqs.server.kafka.records import CorruptBatch, decode_batches, encode_records, encode_vqs_batch
 from vqs.server.settings import Settings
 

@@ -117,7 +117,7 @@ async def read_form(request: Request, limit: int | None = None) -> dict[str, str
 async def _read_pre_auth(request: Request, limit: int) -> bytes:
     """At most ``limit`` bytes of a form read before its credential is checked, held against the
     server's pre-authentication budget (``max_pre_auth_bytes``, shared with the other fronts:
-    server/pre_auth.py) while they are read: past it 503, nothing read."""
+    server/byte_budget.py) while they are read: past it 503, nothing read."""
     ctx = state(request).ctx
     budget = ctx.pre_auth if ctx.settings.auth_enabled else None  # without credentials: none is checked
     if budget is not None and not budget.take(limit):

@@ -40,8 +40,11 @@ connections in total (``max_connections``) and per client address
 either: closed at once); before authentication a frame may be at most
 ``PRE_AUTH_MAX_FRAME`` (Kafka's ``sasl.server.max.receive.size``), read from
 its size prefix, and is taken from the server's pre-authentication budget
-(``max_pre_auth_bytes``, shared with the HTTP fronts: pre_auth.py) until the
-next frame begins (past the budget: the connection is closed); a
+(``max_pre_auth_bytes``, shared with the HTTP fronts: byte_budget.py) until the
+next frame begins (past the budget: the connection is closed); every frame is
+held against the server's request budget (``max_request_bytes_in_flight``) from
+its size prefix until it is handled (spent: the connection is not read until
+bytes come back); a
 connection that must authenticate has ``kafka_auth_timeout_s`` to do so; a
 request must arrive whole within ``kafka_frame_timeout_s`` of its first byte
 (and the first one within that of the connect); a connection idle for
@@ -54,20 +57,14 @@ import asyncio
 import logging
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
+from ..byte_budget import ByteBudget
 from ..conn_caps import ConnectionCaps
-from ..context import configure_groups
-from ..pre_auth import PreAuthBudget
 from . import logins
-from .acls import Acls
 from .apis import API_TABLE, api_versions_error
 from .codec import ProtocolError, Writer, read_header
-from .consumer_protocol import PatternTopics
-from .oauthbearer import OAuthBearerValidator
-from .records import EncodedCache
-from .scram import ScramCredentials
-from .tls import PrincipalMapper, server_context, subject
+from .kafka_context import KafkaContext
+from .tls import server_context, subject
 
 logger = logging.getLogger("vqs.server.kafka")
 _SIZE = struct.Struct(">i")
@@ -81,46 +78,6 @@ MAX_PIPELINED = 32
 _READ_AHEAD = 64 << 10  # what a watch for a close (``unless_closed``) may read ahead of a waiting request
 #: the API keys (as a frame's first two bytes) whose handlers may park: JoinGroup, SyncGroup
 _MAY_PARK = frozenset(struct.pack(">h", key) for key in (11, 14))
-
-
-class KafkaContext:
-    """What the handlers share: the broker, settings, the advertised address, pools, caches."""
-
-    def __init__(self, broker, settings, host: str, port: int, pre_auth: PreAuthBudget | None = None):
-        self.broker = broker
-        self.settings = settings
-        self.host = host
-        self.port = port
-        self.node_id = 0
-        self.cluster_id = "vqs-" + broker.path.rsplit("/", 1)[-1][:16]
-        # blocking calls (an fsync under flush=always, inflating a compressed batch): workers_threads
-        self.pool = ThreadPoolExecutor(max_workers=settings.workers_threads, thread_name_prefix="vqs-kafka")
-        self.cache = EncodedCache()
-        self.inline_writes = settings.flush != "always"
-        self.tokens = list(settings.tokens)
-        self.users = dict(settings.kafka_users)  # given: Kafka's own passwords instead of the tokens
-        self.scram = ScramCredentials(broker.path)  # SASL/SCRAM users (AlterUserScramCredentials)
-        # the server's group settings on the broker (the app does the same at its start), and the
-        # consumer-protocol groups' pattern subscriptions resolved against the topics
-        configure_groups(broker, settings)
-        broker.coordinator.consumer.set_resolver(PatternTopics(broker))
-        self.acls = Acls(broker.path, settings.kafka_super_users, settings.kafka_allow_if_no_acl)
-        # a client certificate's subject -> its principal (tls.py)
-        self.principal_mapper = (PrincipalMapper(settings.kafka_tls_principal_mapping_rules)
-                                 if settings.kafka_tls_client_ca else None)
-        # SASL/OAUTHBEARER: tokens an identity provider signed (oauthbearer.py)
-        self.oauth = OAuthBearerValidator(settings) if settings.kafka_oauthbearer_jwks else None
-        # any credential configured: SASL is needed (SigV4 keys grant SQS only)
-        self.auth_required = settings.auth_enabled or self.oauth is not None
-        # frames read before SASL are held against it (shared with the HTTP fronts: pre_auth.py)
-        self.pre_auth = pre_auth or PreAuthBudget(settings.max_pre_auth_bytes)
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.stopping = False
-        self.share_sessions: dict = {}  # (group, member) -> share session (share.py)
-
-    async def blocking(self, fn, *args):
-        """A call that may block on I/O, in the pool (never one that waits for other clients)."""
-        return await self.loop.run_in_executor(self.pool, fn, *args)
 
 
 class Connection:
@@ -220,11 +177,16 @@ class Connection:
         answers: asyncio.Queue = asyncio.Queue(MAX_PIPELINED)
         writing = asyncio.ensure_future(self._write_answers(answers))
         budget = ctx.pre_auth
+        in_flight = ctx.in_flight
         pre_auth = 0  # bytes of the frame in hand taken from the pre-authentication budget
+        held = 0  # bytes of the frame in hand taken from the request budget
         try:
             while not ctx.stopping:
-                if pre_auth:  # the previous frame, read before authentication, is handled
+                if held:  # the previous frame is handled
                     frame = None
+                    in_flight.give(held)
+                    held = 0
+                if pre_auth:  # (it was read before authentication)
                     budget.give(pre_auth)
                     pre_auth = 0
                 # the size prefix: the first request and an unauthenticated connection have a
@@ -258,6 +220,13 @@ class Connection:
                         budget.refused("kafka", self.peer, size)
                         return
                     pre_auth = size
+                # every frame is held against the server's request budget while it is read and
+                # handled; spent, the connection is not read until some comes back (backpressure)
+                waiting = in_flight.take_or_wait(size)
+                while waiting is not None:
+                    await self._next(waiting, writing, None)
+                    waiting = in_flight.take_or_wait(size)
+                held = size
                 try:
                     frame = await self._next(self._read(size), writing, st.kafka_frame_timeout_s)
                 except TimeoutError:
@@ -315,6 +284,8 @@ class Connection:
         finally:
             if pre_auth:
                 budget.give(pre_auth)
+            if held:
+                in_flight.give(held)
             writing.cancel()
             while not answers.empty():  # requests still waiting (a member leaves its group)
                 answers.get_nowait().cancel()
@@ -388,7 +359,7 @@ class KafkaListener:
     """Serves the Kafka protocol on ``sock`` (already bound) until ``stop``."""
 
     def __init__(self, broker, settings, sock, max_connections: int | None = None,
-                 pre_auth: PreAuthBudget | None = None):
+                 pre_auth: ByteBudget | None = None, in_flight: ByteBudget | None = None):
         self.sock = sock
         #: connections open at once (``max_connections``, or less: the open-file limit's share, run.py)
         self.max_connections = max_connections or settings.max_connections
@@ -397,7 +368,7 @@ class KafkaListener:
         if settings.kafka_advertised_listener:  # e.g. behind a proxy or NAT
             host, _, adv_port = settings.kafka_advertised_listener.rpartition(":")
             port = int(adv_port)
-        self.ctx = KafkaContext(broker, settings, host, port, pre_auth)
+        self.ctx = KafkaContext(broker, settings, host, port, pre_auth, in_flight)
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
