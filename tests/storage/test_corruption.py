@@ -638,10 +638,114 @@ def test_deleted_middle_segment_file_is_detected(log_from):
         lg = Log.open(d)
     except CorruptRecordError:
         return
-    with lg:
-        recs = read_everything(lg)
-        assert all(bytes(r.value) == val(r.offset) for r in recs)
-        assert not any(first <= r.offset < nxt for r in recs)
+    with lg:  # the reads that reach the missing offsets say so; every other record is there
+        check_each_offset(lg, NM, set(range(first, nxt)))
+
+
+def _rewrite_checkpoint(d, recovery_point):
+    with open(os.path.join(d, CHECKPOINT), "w") as fh:
+        json.dump({"version": 1, "recovery_point": recovery_point, "log_start_offset": 0}, fh)
+    unclean(d)
+
+
+def test_a_sealed_segment_cut_at_a_batch_boundary_is_found_by_reads(log_from):
+    """A whole batch gone from the end of a sealed segment below the recovery point (the
+    file cut short): its offsets are held by no batch and no gap records them. Open scans
+    nothing there (a clean close); every read that reaches them raises, naming the segment,
+    and the records around them stay readable."""
+    d = log_from("multi-clean", crash=False, **MULTI)
+    files = seg_files(d)
+    pos, base, _ = batches(files[1])[-2]
+    nxt = int(os.path.basename(files[2])[:20])
+    os.truncate(files[1], pos)
+    with Log.open(d) as lg:
+        assert lg.end_offset == NM
+        with pytest.raises(CorruptRecordError) as e:
+            read_everything(lg)
+        assert os.path.samefile(e.value.path, files[1]) and f"offsets {base}..{nxt - 1}" in str(e.value)
+        with pytest.raises(CorruptRecordError):
+            lg.read_batches(base)
+        check_each_offset(lg, NM, set(range(base, nxt)))
+
+
+@pytest.mark.parametrize("recovery", ["fail", "skip", "truncate"])
+def test_a_sealed_segment_that_ends_short_below_the_recovery_point_is_corruption(log_from, recovery):
+    """Recovery scans from the segment holding the recovery point: one of its batches, fsynced,
+    is gone whole (its file cut at the batch's start). Not a torn tail: ``fail`` refuses,
+    ``truncate`` cuts there, ``skip`` records the missing offsets as a gap (kept: a reopen
+    with ``fail`` opens) and keeps what follows."""
+    d = log_from("multi", **MULTI)
+    files = seg_files(d)
+    f = files[2]
+    pos, base, _ = batches(f)[-1]
+    nxt = int(os.path.basename(files[3])[:20])
+    os.truncate(f, pos)
+    _rewrite_checkpoint(d, base + 1)
+    missing = set(range(base, nxt))
+    if recovery == "fail":
+        with pytest.raises(CorruptRecordError) as e:
+            Log.open(d)
+        assert os.path.samefile(e.value.path, f) and "recovery point" in str(e.value)
+        return
+    with Log.open(d, recovery=recovery) as lg:
+        if recovery == "truncate":
+            assert lg.end_offset == base
+            check(lg, range(base))
+            return
+        assert lg.end_offset == NM
+        check(lg, [o for o in range(NM) if o not in missing])
+        check_each_offset(lg, NM, missing, skip=True)
+    with Log.open(d) as lg:  # the gap is recorded (quarantine/): a strict open accepts it
+        check(lg, [o for o in range(NM) if o not in missing])
+
+
+def test_an_unsynced_sealed_segment_that_ends_short_is_a_torn_tail(log_from):
+    """As a power loss leaves a rolled segment whose background fsync never ran: its file
+    fell back to a batch boundary (a whole batch gone, nothing torn inside one), the recovery
+    point at its base. Nothing from there on was acknowledged durable: the log ends there and
+    the later segments (never durable either) are deleted, as for a torn sealed segment."""
+    d = log_from("multi", **MULTI)
+    f = seg_files(d)[2]
+    seg_base = int(os.path.basename(f)[:20])
+    pos, base, _ = batches(f)[-1]
+    os.truncate(f, pos)
+    _rewrite_checkpoint(d, seg_base)
+    with Log.open(d) as lg:
+        assert lg.end_offset == base
+        check(lg, range(base))
+        assert seg_files(d)[-1] == f
+        assert lg.append(val(base), timestamp_ms=TS0 + base) == base
+        check(lg, range(base + 1))
+
+
+@pytest.mark.parametrize("damage", ["cut at a batch boundary", "deleted"])
+@pytest.mark.parametrize("clean", [True, False], ids=["after a clean close", "after a crash"])
+def test_a_log_that_ends_below_its_recovery_point_is_refused(log_from, damage, clean):
+    """The recovery point (the checkpoint, or the clean-shutdown marker's) says every offset
+    below it was fsynced: a log whose last segment lost batches below it whole, or was
+    deleted, lost durable records and is not opened as if nothing happened (``skip`` and
+    ``truncate`` open it as it is)."""
+    d = log_from("multi-clean" if clean else "multi", crash=not clean, **MULTI)
+    with open(os.path.join(d, CHECKPOINT)) as fh:
+        rp = json.load(fh)["recovery_point"]
+    last = seg_files(d)[-1]
+    last_base = int(os.path.basename(last)[:20])
+    if damage == "deleted":
+        for name in os.listdir(d):
+            if name.startswith(os.path.basename(last)[:20]):
+                os.unlink(os.path.join(d, name))
+        end = last_base
+    else:
+        pos, end, _ = next(b for b in batches(last) if b[1] < rp)
+        os.truncate(last, pos)
+    assert end < rp
+    with pytest.raises(CorruptRecordError) as e:
+        Log.open(d)
+    assert f"ends at offset {end}, below its recovery point {rp}" in str(e.value)
+    for recovery in ("skip", "truncate"):
+        with Log.open(d, recovery=recovery) as lg:
+            assert lg.end_offset == end
+            check(lg, range(end))
 
 
 # --------------------------------------------------------------------------- indexes

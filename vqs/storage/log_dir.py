@@ -104,3 +104,14 @@ def load_gaps(path: str) -> dict[int, int]:
         if len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit():
             gaps[int(parts[2])] = int(parts[3])
     return gaps
+
+
+def load_tail_gaps(path: str) -> set[int]:
+    """The ``from`` offsets of the quarantined segment tails (``...-{from}-end.bad``: nothing
+    followed in that segment at open): each a gap up to the next segment's base."""
+    try:
+        names = os.listdir(os.path.join(path, QUARANTINE_DIR))
+    except FileNotFoundError:
+        return set()
+    parts = (name[:-4].split("-") for name in names if name.endswith("-end.bad"))
+    return {int(p[2]) for p in parts if len(p) == 4 and p[2].isdigit()}

@@ -7,7 +7,11 @@ Invariants:
   decoded from files, dropped whenever the start moves up or a segment goes away; it is read
   without the lock (one tuple, replaced whole: ``Log.read``'s fast path);
 - ``hint`` (segment, offset, file position) continues a sequential read without an index
-  lookup; it names a segment object, never mistaken for its successor.
+  lookup; it names a segment object, never mistaken for its successor;
+- a read never steps over missing offsets unawares: where a segment's batches end before
+  the next segment's base, the offsets between are a recorded gap (quarantine/) or the log
+  is compacted (a clean point: a cleaned segment may end early); anything else is damage
+  (a file cut at a batch boundary) and raises ``CorruptRecordError`` naming the segment.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from operator import itemgetter
 
 from ..errors import ConfigError, CorruptRecordError, LogClosedError, OffsetOutOfRange
 from ..record import Record, RecordBatch
-from .log_dir import load_gaps, read_checkpoint
+from .log_compaction import has_clean_point
+from .log_dir import load_gaps, load_tail_gaps, read_checkpoint
 from .log_repair import quarantine_found
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .segment import Segment
@@ -85,6 +90,25 @@ class Reads:
         if offset < log._start_offset or offset > log._next_offset:
             raise self._out_of_range(log, offset)
 
+    def _check_missing(self, log, seg: Segment, offset: int, seg_end: int) -> None:
+        """``seg`` holds no batch at or after ``offset``, below its end ``seg_end``: the offsets
+        between are a recorded gap or the log is compacted, else CorruptRecordError (the module's
+        invariants)."""
+        if offset >= seg_end or has_clean_point(log.path):
+            return
+        for gaps in (log._segs.gaps, None):
+            if gaps is None:  # (a readonly reader: the owner may have quarantined since)
+                if not log.readonly:
+                    break
+                gaps = load_gaps(log.path)
+            if any(a <= offset and b >= seg_end for a, b in gaps.items()):
+                return
+        if any(seg.base_offset <= t <= offset for t in load_tail_gaps(log.path)):
+            return  # a quarantined segment tail: a gap to the next segment's base
+        raise CorruptRecordError(
+            f"{seg.log_path}: no batch holds offsets {offset}..{seg_end - 1}: the segment ends before "
+            f"the next one begins (a file cut short)", path=seg.log_path, position=seg.size)
+
     def _segment_gone(self, log, offset: int) -> Exception:
         """The error for a read whose segment file was deleted after the read chose it."""
         if log.readonly:
@@ -128,6 +152,7 @@ class Reads:
                     break
                 raise self._segment_gone(log, offset) from None
             if run is None:
+                self._check_missing(log, seg, offset, seg_end)
                 offset = seg_end
                 continue
             first, end, recs, ends = run
@@ -242,6 +267,7 @@ class Reads:
                     break
                 raise self._segment_gone(log, offset) from None
             if not batches:
+                self._check_missing(log, seg, offset, segs[i][1])
                 i += 1
                 continue
             for b in batches:

@@ -7,10 +7,17 @@ Recovery at open (unless the clean-shutdown marker says the log was closed):
 3. from the segment holding the recovery point on, validate batch by batch (bounds, CRC,
    increasing offsets) and rebuild the indexes;
 4. an invalid batch with nothing valid after it, at or past the recovery point, is a torn
-   tail: cut silently. Anything else is corruption, handled by ``recovery``: ``fail``
-   raises naming file and position, ``skip`` quarantines the batch (a gap), ``truncate``
-   drops everything from it on;
+   tail: cut silently. Likewise a sealed segment whose batches end, at or past the recovery
+   point, before the next segment's base (its unsynced end lost at a batch boundary): the
+   later segments go. Anything else is corruption, handled by ``recovery``: ``fail``
+   raises naming file and position, ``skip`` quarantines the batch (a gap; missing offsets
+   between segments: a gap recorded with no bytes), ``truncate`` drops everything from it on;
 5. fsync what was recovered (the caller then checkpoints).
+
+Either way the log must end at or past the recovery point: every offset below it was
+fsynced, so a log that ends below it (its last segment cut at a batch boundary, or deleted)
+lost durable records. ``fail`` refuses to open, naming the last segment; ``skip`` and
+``truncate`` open it as it is, with a warning.
 
 After a clean close steps 3-4 are skipped: the last segment's end comes from its last index
 entry (a short scan), or with ``defer_marker`` from the marker's record of the tail when the
@@ -32,18 +39,20 @@ from typing import TYPE_CHECKING
 from ..disk import fs
 from ..errors import CorruptRecordError
 from .durable_file import fsync_dir
+from .log_compaction import has_clean_point
 from .log_dir import (
     CLEAN_MARKER,
     LEFTOVERS,
     QUARANTINE_DIR,
     list_segment_bases,
     load_gaps,
+    load_tail_gaps,
     read_checkpoint,
     read_clean_marker,
     remove_temp_files,
 )
 from .segment import Segment
-from .segment_excise import excise
+from .segment_excise import excise, record_gap
 
 if TYPE_CHECKING:
     from .segments import Segments
@@ -129,6 +138,7 @@ class LogLoader:
                 return LoadedLog(log_start, 0, marker_kept=True, recovery_point=recovery_point)
             if not tail_ok:
                 self._recover(recovery_point)
+            self._check_end(recovery_point)
         if clean:
             fs.unlink(marker)
         fsync_dir(self.path)
@@ -164,6 +174,28 @@ class LogLoader:
         seg.resume_after(last, pos)
         return True
 
+    def _continues(self, end: int, next_base: int) -> bool:
+        """A segment whose batches end at ``end`` may be followed by one based at ``next_base``:
+        equal, a recorded gap between, or a compacted log (a cleaned segment may end early)."""
+        if end == next_base:
+            return True
+        if any(a <= end and b >= next_base for a, b in self.segs.gaps.items()):
+            return True
+        return end < next_base and (has_clean_point(self.path) or end in load_tail_gaps(self.path))
+
+    def _check_end(self, recovery_point: int | None) -> None:
+        """The log ends at or past its recovery point (the module's last rule)."""
+        end = self.segments[-1].next_offset
+        if recovery_point is None or end is None or end >= recovery_point:
+            return
+        where = (f"{self.segments[-1].log_path}: the log ends at offset {end}, below its recovery point "
+                 f"{recovery_point}: fsynced records are missing (a segment cut short or deleted)")
+        if self.recovery == "fail":
+            raise CorruptRecordError(
+                f"{where}; open with recovery='skip' or recovery='truncate' to open it as it is",
+                path=self.segments[-1].log_path, position=self.segments[-1].size)
+        logger.warning("%s; opened as it is (recovery=%r)", where, self.recovery)
+
     def _recover(self, recovery_point: int | None) -> None:
         """Steps 3-5 from the segment holding the recovery point on."""
         # Without a checkpoint nothing is known to be unsynced: a damaged end of
@@ -182,6 +214,27 @@ class LogLoader:
                 seg.sync()
                 expected = next_off
                 i += 1
+                if is_last or self._continues(next_off, segs[i].base_offset):
+                    continue
+                # its batches end before the next segment's base, and no gap is recorded
+                where = (f"{seg.log_path}: its batches end at offset {next_off}, the next segment begins at "
+                         f"{segs[i].base_offset}")
+                if known and next_off >= recovery_point:  # its unsynced end lost (as a torn tail)
+                    logger.warning("%s: unsynced segment ended short; deleting the %d segments after it",
+                                   where, len(segs) - i)
+                    self.segs.drop_after(i - 1)
+                    break
+                if self.recovery == "fail":
+                    raise CorruptRecordError(
+                        f"{where}: offsets below the recovery point {recovery_point} are missing; open with "
+                        "recovery='skip' to record them as a gap or recovery='truncate' to drop everything "
+                        "from there on", path=seg.log_path, position=seg.size)
+                if self.recovery == "truncate":
+                    logger.warning("%s; truncating the log there (recovery='truncate')", where)
+                    self.segs.drop_after(i - 1)
+                    break
+                logger.warning("%s; the offsets between recorded as a gap (recovery='skip')", where)
+                record_gap(self.path, seg, next_off, segs[i].base_offset)
                 continue
             # A torn tail: nothing valid follows, and it was never fsynced. A sealed segment
             # ends torn only after a power loss before its roll's background fsync; nothing

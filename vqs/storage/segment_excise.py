@@ -15,6 +15,7 @@ import os
 from ..disk import fs
 from ..record import verify_batch
 from .durable_file import atomic_write, fsync_dir
+from .log_dir import QUARANTINE_DIR
 from .segment import SCAN_CHUNK, Segment, segment_name
 
 
@@ -48,3 +49,16 @@ def excise(seg: Segment, start: int, stop: int, quarantine_dir: str, gap_from: i
     fs.replace(tmp, seg.log_path)
     fsync_dir(seg.directory)
     seg.file_replaced()
+
+
+def record_gap(log_dir: str, seg: Segment, gap_from: int, gap_to: int) -> None:
+    """Record offsets ``gap_from .. gap_to - 1``, held by no batch, as a gap (recovery="skip"
+    of a segment that ends before the next one's base, ``gap_to``): an empty quarantine file
+    named as ``excise`` names one (nothing is cut: no bytes held them), written atomically;
+    ``seg`` is the segment they follow."""
+    quarantine_dir = os.path.join(log_dir, QUARANTINE_DIR)
+    os.makedirs(quarantine_dir, exist_ok=True)
+    atomic_write(os.path.join(quarantine_dir, f"{segment_name(seg.base_offset)}-{seg.size}-{gap_from}-{gap_to}.bad"),
+                 b"")
+    seg.gaps[gap_from] = gap_to
+
