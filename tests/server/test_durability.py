@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -211,5 +212,31 @@ def test_sigterm_drains_in_flight_requests_and_exits_clean(tmp_path):
     try:
         with vc.Client(s2.url) as c:
             assert [r.value for r in c.read("t", 0, 0)] == [b"a", b"b"]
+    finally:
+        assert s2.stop() == 0
+
+
+def test_sighup_stops_the_server_as_sigterm_does(tmp_path):
+    """A server started from a terminal gets SIGHUP when the terminal (or SSH session) closes:
+    it stops cleanly, flushing what ``--flush interval`` had buffered, instead of dying with
+    acknowledged queue sends unwritten."""
+    s = ServerProcess(tmp_path / "data").start()
+    with vc.Client(s.url) as c:
+        q = c.create_queue("q")
+        for i in range(200):
+            q.send(b"m%d" % i)
+    s.proc.send_signal(signal.SIGHUP)
+    assert s.proc.wait(30) == 0, s.log()
+    assert '"signal": "SIGHUP"' in s.log() or "SIGHUP" in s.log()
+    s2 = ServerProcess(tmp_path / "data").start()
+    try:
+        with vc.Client(s2.url) as c:
+            q = c.queue("q")
+            got = set()
+            while batch := q.receive(max_messages=10):
+                for m in batch:
+                    got.add(m.body)
+                    q.delete(m.receipt_handle)
+            assert got == {b"m%d" % i for i in range(200)}
     finally:
         assert s2.stop() == 0

@@ -17,7 +17,7 @@ one ``ready`` line gives the URLs (API, console, docs, metrics; gRPC's address o
 serves). No "ready" is ever logged before the sockets listen.
 
 uvicorn with uvloop and httptools, one worker (one process owns the data
-directory). SIGTERM/SIGINT: stop accepting connections, let in-flight requests
+directory). SIGTERM/SIGINT/SIGHUP: stop accepting connections, let in-flight requests
 finish (long polls are woken within a second), the app's lifespan closes the
 SQS service, then the broker is flushed and closed and the process exits 0.
 A second signal forces the exit. The native listener (native.py) stops first: its
@@ -491,6 +491,9 @@ def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_
         server._captured_signals.clear()
 
     server.handle_exit = handle_exit
+    # SIGHUP (the terminal or SSH session that started the server closed) stops it as SIGTERM
+    # does: drained, flushed and closed, never killed with what `interval` buffered unwritten
+    signal.signal(signal.SIGHUP, lambda sig, frame: server.handle_exit(sig, frame))
     server.run(sockets=[sock])
     if not server.started:
         sys.exit(EXIT_UNAVAILABLE)
