@@ -194,3 +194,31 @@ def test_a_max_open_files_the_limit_cannot_meet_exits_2_naming_the_limit(tmp_pat
     assert p.returncode == 2
     assert "RLIMIT_NOFILE" in only_line(p)["msg"]
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"VQS_HTTP_HEADER_TIMEOUT_S": "nan"}, "http_header_timeout_s must be a positive number, not nan"),
+    ({"VQS_KAFKA_FRAME_TIMEOUT_S": "inf"}, "kafka_frame_timeout_s must be a positive number, not inf"),
+    ({"VQS_FLUSH_INTERVAL_MS": "0"}, "flush_interval_ms must be a positive number, not 0"),
+    ({"VQS_WORKERS_THREADS": "0"}, "workers_threads must be a positive number, not 0"),
+    ({"VQS_GRACEFUL_TIMEOUT_S": "-1"}, "graceful_timeout_s must be >= 0, not -1.0"),
+    ({"VQS_LOG_LEVEL": "chatty"}, "log_level must be one of debug, info, warning, error, critical, not 'chatty'"),
+])
+def test_settings_that_would_turn_a_bound_off_or_break_the_server_are_refused(env, message):
+    from vqs.errors import ConfigError
+    from vqs.server.settings import load_settings
+
+    with pytest.raises(ConfigError) as e:
+        load_settings({}, env=env).check()
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("name, value", [("VQS_KAFKA_USERS", "alice=KafkaSecretPw"),
+                                         ("VQS_SIGV4_KEYS", "AKID=TopSecretSigKey")])
+def test_a_malformed_credential_setting_is_refused_without_showing_it(name, value):
+    from vqs.errors import ConfigError
+    from vqs.server.settings import load_settings
+
+    with pytest.raises(ConfigError) as e:
+        load_settings({}, env={name: value})
+    assert "Secret" not in str(e.value) and "not shown" in str(e.value)

@@ -8,6 +8,7 @@ top level or under a ``[server]`` table.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -157,12 +158,20 @@ class Settings:
             raise ConfigError(f"port must be 1-65535, not {self.port}")
         for name in ("max_body_bytes", "max_message_bytes", "max_header_bytes",
                      "max_connections", "max_long_poll_waiters", "max_connections_per_client", "max_pre_auth_bytes",
-                     "max_request_bytes_in_flight",
+                     "max_request_bytes_in_flight", "flush_interval_ms", "workers_threads", "max_total_partitions",
+                     "max_partitions_per_topic", "native_frame_timeout_s", "native_idle_timeout_s",
                      "http_header_timeout_s", "kafka_auth_timeout_s", "kafka_frame_timeout_s",
                      "kafka_idle_timeout_s", "kafka_max_frame_bytes", "kafka_group_min_session_timeout_ms",
                      "kafka_group_max_session_timeout_ms", "cleaner_interval_ms"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive")
+            v = getattr(self, name)
+            if not v > 0 or not math.isfinite(v):  # (NaN compares false: it would turn a deadline off)
+                raise ConfigError(f"{name} must be a positive number, not {v!r}")
+        for name in ("graceful_timeout_s", "sqs_recreate_wait_s"):
+            v = getattr(self, name)
+            if not v >= 0 or not math.isfinite(v):
+                raise ConfigError(f"{name} must be >= 0, not {v!r}")
+        if str(self.log_level).lower() not in LOG_LEVELS:
+            raise ConfigError(f"log_level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
         for name in ("kafka_consumer_session_timeout_ms", "kafka_consumer_heartbeat_interval_ms",
                      "kafka_share_record_lock_ms", "kafka_share_delivery_limit", "kafka_share_session_timeout_ms",
                      "kafka_share_heartbeat_interval_ms", "kafka_share_max_record_locks"):
@@ -263,6 +272,11 @@ class Settings:
             raise ConfigError(f"account_id must be 12 digits, not {self.account_id!r}")
 
 
+#: settings whose values are credentials: never shown in an error
+SECRET_SETTINGS = frozenset({"tokens", "sigv4_keys", "kafka_users"})
+#: the log levels ``log_level`` takes
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
 #: how a list setting given as one string is split, by its type
 _LISTS = {"list[str]": ",", "Principals": _PRINCIPAL_SEP}
 
@@ -302,6 +316,9 @@ def _coerce(name: str, kind: Any, value: Any) -> Any:
             return out
         return str(value)
     except (TypeError, ValueError):
+        if name in SECRET_SETTINGS:  # never echoed: an error line goes to logs and terminals
+            raise ConfigError(f"setting {name}: cannot use the value given (not shown: it holds secrets; "
+                              "give NAME:SECRET pairs separated by commas)") from None
         raise ConfigError(f"setting {name}: cannot use {value!r}") from None
 
 
