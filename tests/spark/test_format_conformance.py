@@ -175,6 +175,12 @@ def test_null_values_are_sql_nulls_beside_empty_ones(spark, tmp_path):
                  for r in _read(spark, path, "tomb").collect())
     assert got == [(i, v) for i, (v, _k, _h, _t) in enumerate(recs)]
     assert got[:3] == [(0, None), (1, b""), (2, b"v2")]  # a null value is not an empty one
+    # a filter on nulls is kept (the JVM reader once told Spark a value is never null, and
+    # Spark dropped `value is not null` from the plan)
+    df = _read(spark, path, "tomb")
+    assert sorted(r["offset"] for r in df.where("value is not null").collect()) == [i for i in range(30) if i % 3]
+    assert df.where("value is not null").count() == 20
+    assert df.where("value is null").count() == 10
 
 
 def test_null_header_values_are_sql_nulls_beside_empty_ones(spark, tmp_path):

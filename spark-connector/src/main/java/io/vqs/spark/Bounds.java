@@ -34,7 +34,8 @@ import org.apache.spark.sql.sources.LessThanOrEqual;
  */
 final class Bounds implements Serializable {
     static final Bounds ALL = new Bounds();
-    private static final List<String> NEVER_NULL = List.of("value", "topic", "partition", "offset", "timestamp");
+    // (not "value" or "key": a record's key and value may be null, read as SQL NULL)
+    private static final List<String> NEVER_NULL = List.of("topic", "partition", "offset", "timestamp");
 
     long lo = 0, hi = Long.MAX_VALUE;
     long pLo = 0, pHi = Long.MAX_VALUE;
