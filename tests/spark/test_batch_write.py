@@ -59,11 +59,13 @@ def test_write_creates_topic_and_copies_a_topic(spark, tmp_path):
     with Broker(path) as b:
         assert b.topic("fresh").partitions == 2
     src = spark.read.format("vqs").option("path", path).option("topic", "fresh").load()
-    # a DataFrame read from vqs writes back as it is (offset etc. are ignored, timestamps kept)
-    _write(src.drop("topic"), path, topic="copy", topicPartitions="2")
+    # a DataFrame read from vqs writes back as it is (offset etc. are ignored, timestamps kept;
+    # the 'topic' option overrides its 'topic' column, as Spark's Kafka sink)
+    _write(src, path, topic="copy", topicPartitions="2")
     a = sorted((r[1], r[2], r[5], r[3]) for r in log_contents(path, "fresh"))
     b = sorted((r[1], r[2], r[5], r[3]) for r in log_contents(path, "copy"))
     assert a == b  # same partition, offset, value and timestamp
+    assert len(log_contents(path, "fresh")) == 1000  # nothing went back to the source
 
 
 def test_topic_column_routes_records(spark, tmp_path):

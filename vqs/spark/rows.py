@@ -149,7 +149,9 @@ class Router:
             timestamps = raw.to_pylist()
         rows = Rows(values, keys, headers, timestamps)
 
-        topic_col = _column(rb, "topic")
+        # the 'topic' option overrides a 'topic' column (as Spark's Kafka sink): a DataFrame
+        # read from one topic is written to another as is
+        topic_col = _column(rb, "topic") if self.default_topic is None else None
         if topic_col is None or topic_col.null_count == n:
             if self.default_topic is None:
                 raise VQSError("a record has no topic: give option 'topic' or a non-null 'topic' column")
