@@ -109,3 +109,40 @@ def test_overwrite_is_refused(spark, tmp_path):
     with pytest.raises(Exception) as e:
         _write(spark.sql("select 'x' as value"), str(tmp_path / "data"), mode="overwrite", topic="t")
     assert "append-only" in str(e.value)
+
+
+
+# (value, key) as a topic holds them: a tombstone (null value) is not an empty value
+NULLS = [(b"a", b"k1"), (None, b"k1"), (b"", b"k2"), (b"", None), (None, None), (b"b", b"")]
+
+
+def _sorted(pairs):
+    """(value, key) pairs in an order that tells None from b''."""
+    return sorted(pairs, key=lambda vk: [(x is not None, x or b"") for x in vk])
+
+
+def _pairs(rows):
+    return _sorted((None if r.value is None else bytes(r.value), None if r.key is None else bytes(r.key))
+                   for r in rows)
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+def test_null_and_empty_values_are_written_back_as_they_are(spark, tmp_path):
+    """A DataFrame read from vqs (NULL values: tombstones) writes back as is, batch and
+    streaming: a NULL value stays null, an empty one empty, and so do keys."""
+    path = str(tmp_path / "data")
+    make_topic(path, "src", partitions=2, records={0: [(v, k, None, 1) for v, k in NULLS]})
+    src = spark.read.format("vqs").option("path", path).option("topic", "src").load()
+    assert _pairs(src.collect()) == _sorted(NULLS)
+    _write(src, path, topic="copy", topicPartitions="2")
+    assert _sorted((r[5], r[4]) for r in log_contents(path, "copy")) == _sorted(NULLS)
+    back = spark.read.format("vqs").option("path", path).option("topic", "copy").load()
+    assert _pairs(back.collect()) == _sorted(NULLS)
+
+    q = (spark.readStream.format("vqs").option("path", path).option("topic", "src")
+         .option("startingOffsets", "earliest").load()
+         .writeStream.format("vqs").option("path", path).option("topic", "scopy")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert _sorted((r[5], r[4]) for r in log_contents(path, "scopy")) == _sorted(NULLS)

@@ -171,3 +171,26 @@ def test_unreachable_server_fails_at_planning(spark):
     with pytest.raises(Exception) as e:
         spark.read.format("vqs").option("url", "http://127.0.0.1:9").option("topic", "t").load().collect()
     assert "option 'url'" in str(e.value)
+
+
+def test_null_and_empty_values_are_written_back_as_they_are(spark, server, client, tmp_path):
+    """Url mode, batch and streaming: a NULL value (a tombstone) is written as a null value,
+    an empty one as empty (keys likewise), as the binary produce body carries them."""
+    pairs = [(b"a", b"k1"), (None, b"k1"), (b"", b"k2"), (b"", None), (None, None), (b"b", b"")]
+
+    def ordered(ps):
+        return sorted(ps, key=lambda vk: [(x is not None, x or b"") for x in vk])
+
+    client.create_topic("u_nulls", partitions=2)
+    client.producer().send_batch("u_nulls", [v for v, _ in pairs], keys=[k for _, k in pairs], partition=0)
+    src = spark.read.format("vqs").option("url", server.url).option("topic", "u_nulls").load()
+    src.write.format("vqs").mode("append").option("url", server.url).option("topic", "u_nulls_copy") \
+        .option("topicPartitions", "2").save()
+    assert ordered((r[5], r[4]) for r in _contents(client, "u_nulls_copy")) == ordered(pairs)
+    q = (spark.readStream.format("vqs").option("url", server.url).option("topic", "u_nulls")
+         .option("startingOffsets", "earliest").load()
+         .writeStream.format("vqs").option("url", server.url).option("topic", "u_nulls_stream")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert ordered((r[5], r[4]) for r in _contents(client, "u_nulls_stream")) == ordered(pairs)

@@ -180,9 +180,9 @@ class UrlAppender:
         i = 0
         while i < n:
             j, size = i, 0
-            while j < n and (j == i or (size + len(rows.values[j]) <= MAX_REQUEST_BYTES
+            while j < n and (j == i or (size + len(rows.values[j] or b"") <= MAX_REQUEST_BYTES
                                         and j - i < MAX_PRODUCE_RECORDS)):
-                size += len(rows.values[j])
+                size += len(rows.values[j] or b"")  # a null value (None) carries no bytes
                 j += 1
             part = rows.part(i, j)
             ts = part.timestamps
