@@ -146,3 +146,16 @@ def test_null_and_empty_values_are_written_back_as_they_are(spark, tmp_path):
     q.awaitTermination(120)
     assert q.exception() is None
     assert _sorted((r[5], r[4]) for r in log_contents(path, "scopy")) == _sorted(NULLS)
+
+
+def test_keyless_rows_for_a_compacted_topic_are_refused_at_planning(spark, tmp_path):
+    """What planning can know fails there, before any task appends: a compacted topic
+    takes keyed records only, and a DataFrame without a 'key' column has none."""
+    path = str(tmp_path / "data")
+    make_topic(path, "c", partitions=2, cleanup_policy="compact")
+    df = spark.range(100).selectExpr("cast(id as string) as value").repartition(2)
+    with pytest.raises(Exception) as e:
+        _write(df, path, topic="c")
+    assert "option 'topic': topic 'c' is compacted (cleanup_policy=compact)" in str(e.value)
+    assert "no 'key' column" in str(e.value)
+    assert log_contents(path, "c") == []

@@ -194,3 +194,12 @@ def test_null_and_empty_values_are_written_back_as_they_are(spark, server, clien
     q.awaitTermination(120)
     assert q.exception() is None
     assert ordered((r[5], r[4]) for r in _contents(client, "u_nulls_stream")) == ordered(pairs)
+
+
+def test_keyless_rows_for_a_compacted_topic_are_refused_at_planning(spark, server, client):
+    client.create_topic("u_compact", partitions=2, cleanup_policy="compact")
+    df = spark.range(100).selectExpr("cast(id as string) as value").repartition(2)
+    with pytest.raises(Exception) as e:
+        df.write.format("vqs").mode("append").option("url", server.url).option("topic", "u_compact").save()
+    assert "option 'topic': topic 'u_compact' is compacted (cleanup_policy=compact)" in str(e.value)
+    assert _contents(client, "u_compact") == []

@@ -130,21 +130,23 @@ class UrlSource:
 
 
 # ------------------------------------------------------------------ writing
-def prepare_url_write(opts) -> None:
+def prepare_url_write(opts) -> dict | None:
     """Driver-side checks of a url-mode write: the server answers, and the
-    ``topic`` option's topic exists (created with ``topicPartitions`` if not)."""
+    ``topic`` option's topic exists (created with ``topicPartitions`` if not).
+    Returns that topic's settings (None without the option)."""
     c = _client(opts.url, opts.token, opts.timeout_ms)
     try:
-        if opts.topic is not None:
-            try:
-                c.topic(opts.topic)
-            except TopicDoesNotExist:
-                try:
-                    c.create_topic(opts.topic, partitions=opts.topic_partitions)
-                except TopicAlreadyExists:
-                    pass
-        else:
+        if opts.topic is None:
             c.topics()
+            return None
+        try:
+            return c.topic(opts.topic).config
+        except TopicDoesNotExist:
+            try:
+                c.create_topic(opts.topic, partitions=opts.topic_partitions)
+            except TopicAlreadyExists:
+                pass
+            return c.topic(opts.topic).config
     except ServerUnreachable as e:
         raise _unreachable(opts.url, e) from None
     finally:

@@ -51,7 +51,7 @@ class VQSDataSource(DataSource):
 
     def _write_options(self, schema, overwrite: bool):
         settle()
-        from .writer import check_write_schema, prepare_path_write
+        from .writer import check_topic_takes_rows, check_write_schema, prepare_path_write
 
         if overwrite:
             raise ConfigError("save mode 'overwrite' is not supported: a topic is append-only; use mode('append')")
@@ -60,9 +60,10 @@ class VQSDataSource(DataSource):
         if opts.url:
             from .remote import prepare_url_write
 
-            prepare_url_write(opts)
+            config = prepare_url_write(opts)
         else:
-            prepare_path_write(opts)
+            config = prepare_path_write(opts)
+        check_topic_takes_rows(schema, opts, config)
         return opts
 
     def writer(self, schema, overwrite: bool):
