@@ -203,3 +203,61 @@ def test_keyless_rows_for_a_compacted_topic_are_refused_at_planning(spark, serve
         df.write.format("vqs").mode("append").option("url", server.url).option("topic", "u_compact").save()
     assert "option 'topic': topic 'u_compact' is compacted (cleanup_policy=compact)" in str(e.value)
     assert _contents(client, "u_compact") == []
+
+
+@pytest.fixture(scope="module")
+def token_server(tmp_path_factory):
+    """A server that takes one bearer token, "s3cret"."""
+    import os
+
+    old = os.environ.get("VQS_TOKENS")
+    os.environ["VQS_TOKENS"] = "s3cret"
+    try:
+        s = Server(tmp_path_factory.mktemp("tok") / "data").start()
+    finally:
+        if old is None:
+            del os.environ["VQS_TOKENS"]
+        else:
+            os.environ["VQS_TOKENS"] = old
+    with Client(s.url, token="s3cret") as c:
+        c.create_topic("t", partitions=1)
+        c.producer().send_batch("t", [b"x", b"y"])
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+@pytest.mark.parametrize("token, needle", [
+    (None, "option 'token': the VQS server at {url} requires a bearer token; give it as option 'token'"),
+    ("wrong", "option 'token': the token is not valid for the VQS server at {url}"),
+])
+def test_credentials_are_checked_at_planning(spark, token_server, tmp_path, token, needle):
+    """A missing or wrong token fails the query when it is planned, naming option 'token'
+    (not a task's 'answered 403' stack): batch and stream reads, and writes."""
+    needle = needle.format(url=token_server.url)
+    opts = {"url": token_server.url, "topic": "t", **({"token": token} if token else {})}
+    with pytest.raises(Exception) as e:
+        spark.read.format("vqs").options(**opts).load().collect()
+    assert needle in str(e.value).splitlines()[0]
+    q = (spark.readStream.format("vqs").options(**opts).option("startingOffsets", "earliest").load()
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")).start())
+    with pytest.raises(Exception) as e:
+        q.awaitTermination(60)
+    assert needle in str(e.value) and q.lastProgress is None
+    with pytest.raises(Exception) as e:
+        spark.createDataFrame([("v",)], "value string").write.format("vqs").mode("append").options(**opts).save()
+    assert needle in str(e.value)
+    good = {**opts, "token": "s3cret"}
+    assert spark.read.format("vqs").options(**good).load().count() == 2
+
+
+def test_python_source_names_option_token(token_server):
+    """The Python source's own check (a session without the JVM reader's jar)."""
+    from vqs.errors import ConfigError
+
+    for token, needle in [(None, "requires a bearer token"), ("wrong", "the token is not valid")]:
+        with pytest.raises(ConfigError, match=f"option 'token': .*{needle}"):
+            R.UrlSource(token_server.url, token=token).partition_count("t")
+        with pytest.raises(ConfigError, match=f"option 'token': .*{needle}"):
+            R.prepare_url_write(parse_write_options({"url": token_server.url, "topic": "t",
+                                                     **({"token": token} if token else {})}))
