@@ -43,11 +43,16 @@ class VQSDataSource(DataSource):
 
     def streamReader(self, schema):
         settle()
-        from .stream_reader import VQSStreamReader
+        from .stream_reader import RefusedStreamReader, VQSStreamReader
 
-        opts = parse_read_options(self.options, streaming=True)
-        _python_reader_wanted(opts)
-        return VQSStreamReader(opts, projected_columns(schema, opts.include_headers))
+        try:
+            opts = parse_read_options(self.options, streaming=True)
+            _python_reader_wanted(opts)
+            return VQSStreamReader(opts, projected_columns(schema, opts.include_headers))
+        except Exception as e:
+            # PySpark's stream runner loses an error raised here (its cleanup then meets no
+            # reader: UnboundLocalError); the reader's first call reports it instead.
+            return RefusedStreamReader(e)
 
     def _write_options(self, schema, overwrite: bool):
         settle()
