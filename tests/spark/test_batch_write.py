@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import pytest
 from pyspark.sql import functions as F
@@ -54,6 +55,7 @@ def test_write_then_read_back_all_columns(spark, tmp_path):
 
 def test_write_creates_topic_and_copies_a_topic(spark, tmp_path):
     path = str(tmp_path / "data")
+    os.mkdir(path)  # an empty directory: a data directory with no topics yet
     df = spark.range(1000).select(F.format_string("rec-%05d", "id").alias("value"))
     _write(df.repartition(2), path, topic="fresh", topicPartitions="2")
     with Broker(path) as b:
@@ -159,3 +161,20 @@ def test_keyless_rows_for_a_compacted_topic_are_refused_at_planning(spark, tmp_p
     assert "option 'topic': topic 'c' is compacted (cleanup_policy=compact)" in str(e.value)
     assert "no 'key' column" in str(e.value)
     assert log_contents(path, "c") == []
+
+
+def test_a_missing_data_directory_is_refused_not_made(spark, tmp_path):
+    """As a read refuses it: a mistyped 'path' fails the write at planning, naming the
+    option, and makes no directory (batch and streaming)."""
+    path = str(tmp_path / "no-such-dir")
+    df = spark.createDataFrame([("x",)], "value string")
+    with pytest.raises(Exception) as e:
+        _write(df, path, topic="t")
+    assert f"option 'path': {path!r} is not a directory (a VQS data directory)" in str(e.value)
+    q = (spark.readStream.format("rate").load().selectExpr("cast(value as string) as value")
+         .writeStream.format("vqs").option("path", path).option("topic", "t")
+         .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True))
+    with pytest.raises(Exception) as e:
+        q.start().awaitTermination(60)
+    assert f"option 'path': {path!r} is not a directory" in str(e.value)
+    assert not os.path.exists(path)

@@ -59,7 +59,7 @@ from ..broker.names import validate_name
 from ..errors import ConfigError, LogLockedError, TopicAlreadyExists, VQSError
 from ..storage import atomic_write, fsync_dir
 from .appenders import PathAppender, open_appender, path_partitions_of
-from .datadir import SharedOwnership, read_topic_meta
+from .datadir import SharedOwnership, read_topic_meta, require_data_dir
 from .options import WriteOptions
 from .rows import Router, Rows
 from .task import task_info
@@ -123,13 +123,13 @@ def check_topic_takes_rows(schema: StructType, opts: WriteOptions, config: dict 
 
 # --------------------------------------------------------------- planning
 def prepare_path_write(opts: WriteOptions) -> dict | None:
-    """Driver-side checks of a path-mode write: the directory is not owned by
-    another process, and the ``topic`` option's topic exists (it is created,
-    with ``topicPartitions`` partitions, if it does not). Returns that topic's
+    """Driver-side checks of a path-mode write: the directory exists (as for a
+    read: a mistyped ``path`` is refused, not made) and is not owned by another
+    process, and the ``topic`` option's topic exists (it is created, with
+    ``topicPartitions`` partitions, if it does not). Returns that topic's
     settings (None without the option)."""
+    require_data_dir(opts.path)
     if opts.topic is not None and read_topic_meta(opts.path, opts.topic) is None:
-        if not os.path.isdir(opts.path):
-            os.makedirs(opts.path, exist_ok=True)
         try:
             with Broker(opts.path) as b:
                 try:
