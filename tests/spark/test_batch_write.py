@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import pytest
 from pyspark.sql import functions as F
@@ -54,6 +55,7 @@ def test_write_then_read_back_all_columns(spark, tmp_path):
 
 def test_write_creates_topic_and_copies_a_topic(spark, tmp_path):
     path = str(tmp_path / "data")
+    os.mkdir(path)  # an empty directory: a data directory with no topics yet
     df = spark.range(1000).select(F.format_string("rec-%05d", "id").alias("value"))
     _write(df.repartition(2), path, topic="fresh", topicPartitions="2")
     with Broker(path) as b:
@@ -109,3 +111,70 @@ def test_overwrite_is_refused(spark, tmp_path):
     with pytest.raises(Exception) as e:
         _write(spark.sql("select 'x' as value"), str(tmp_path / "data"), mode="overwrite", topic="t")
     assert "append-only" in str(e.value)
+
+
+
+# (value, key) as a topic holds them: a tombstone (null value) is not an empty value
+NULLS = [(b"a", b"k1"), (None, b"k1"), (b"", b"k2"), (b"", None), (None, None), (b"b", b"")]
+
+
+def _sorted(pairs):
+    """(value, key) pairs in an order that tells None from b''."""
+    return sorted(pairs, key=lambda vk: [(x is not None, x or b"") for x in vk])
+
+
+def _pairs(rows):
+    return _sorted((None if r.value is None else bytes(r.value), None if r.key is None else bytes(r.key))
+                   for r in rows)
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+def test_null_and_empty_values_are_written_back_as_they_are(spark, tmp_path):
+    """A DataFrame read from vqs (NULL values: tombstones) writes back as is, batch and
+    streaming: a NULL value stays null, an empty one empty, and so do keys."""
+    path = str(tmp_path / "data")
+    make_topic(path, "src", partitions=2, records={0: [(v, k, None, 1) for v, k in NULLS]})
+    src = spark.read.format("vqs").option("path", path).option("topic", "src").load()
+    assert _pairs(src.collect()) == _sorted(NULLS)
+    _write(src, path, topic="copy", topicPartitions="2")
+    assert _sorted((r[5], r[4]) for r in log_contents(path, "copy")) == _sorted(NULLS)
+    back = spark.read.format("vqs").option("path", path).option("topic", "copy").load()
+    assert _pairs(back.collect()) == _sorted(NULLS)
+
+    q = (spark.readStream.format("vqs").option("path", path).option("topic", "src")
+         .option("startingOffsets", "earliest").load()
+         .writeStream.format("vqs").option("path", path).option("topic", "scopy")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert _sorted((r[5], r[4]) for r in log_contents(path, "scopy")) == _sorted(NULLS)
+
+
+def test_keyless_rows_for_a_compacted_topic_are_refused_at_planning(spark, tmp_path):
+    """What planning can know fails there, before any task appends: a compacted topic
+    takes keyed records only, and a DataFrame without a 'key' column has none."""
+    path = str(tmp_path / "data")
+    make_topic(path, "c", partitions=2, cleanup_policy="compact")
+    df = spark.range(100).selectExpr("cast(id as string) as value").repartition(2)
+    with pytest.raises(Exception) as e:
+        _write(df, path, topic="c")
+    assert "option 'topic': topic 'c' is compacted (cleanup_policy=compact)" in str(e.value)
+    assert "no 'key' column" in str(e.value)
+    assert log_contents(path, "c") == []
+
+
+def test_a_missing_data_directory_is_refused_not_made(spark, tmp_path):
+    """As a read refuses it: a mistyped 'path' fails the write at planning, naming the
+    option, and makes no directory (batch and streaming)."""
+    path = str(tmp_path / "no-such-dir")
+    df = spark.createDataFrame([("x",)], "value string")
+    with pytest.raises(Exception) as e:
+        _write(df, path, topic="t")
+    assert f"option 'path': {path!r} is not a directory (a VQS data directory)" in str(e.value)
+    q = (spark.readStream.format("rate").load().selectExpr("cast(value as string) as value")
+         .writeStream.format("vqs").option("path", path).option("topic", "t")
+         .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True))
+    with pytest.raises(Exception) as e:
+        q.start().awaitTermination(60)
+    assert f"option 'path': {path!r} is not a directory" in str(e.value)
+    assert not os.path.exists(path)

@@ -133,14 +133,86 @@ def test_a_bad_option_is_named_on_the_first_line_of_the_error(spark, tmp_path, o
     assert line.startswith(needles[0]) and all(n in line for n in needles), line
 
 
+UNKNOWN = [
+    # Kafka's options: VQS's equivalent named
+    ("startingOffsetsByTimestamp", '{"t": {"0": 4102444800000}}',
+     "unknown read option 'startingoffsetsbytimestamp': Kafka's 'startingOffsetsByTimestamp' is "
+     "'startingTimestamp' (one timestamp, every partition) here"),
+    ("subscribePattern", "t.*", "Kafka's 'subscribePattern' is 'topics' (a list of names; there are no patterns)"),
+    ("assign", '{"t": [0]}', "unknown read option 'assign': Kafka's 'assign' is 'topic'/'topics'"),
+    ("kafka.bootstrap.servers", "h:9092",
+     "unknown read option 'kafka.bootstrap.servers': the Kafka client's settings do not apply; "
+     "VQS takes 'url' (a server, with 'token') or 'path'"),
+    ("maxRecordsPerTrigger", "10", "Kafka's 'maxRecordsPerTrigger' is 'maxOffsetsPerTrigger' here"),
+    # an option of the other context
+    ("topicPartitions", "3", "option 'topicPartitions' is for writes only; a read does not take it"),
+    # nothing like ours: the options are listed
+    ("someToolsOwnSetting", "1", "unknown read option 'sometoolsownsetting'; the read options are path, url,"),
+]
+
+
 @pytest.mark.usefixtures("reader")  # over both readers (conftest)
-def test_an_unknown_option_unlike_ours_is_let_through(spark, tmp_path):
-    """Only a near miss of one of our names is refused: Spark and tools pass options of their own."""
+@pytest.mark.parametrize("name, value, needle", UNKNOWN)
+def test_an_unknown_option_is_refused_naming_it(spark, tmp_path, name, value, needle):
+    """Batch and streaming reads refuse an option they do not take (it was ignored unless close
+    to one of ours: Kafka's startingOffsetsByTimestamp read every record)."""
     path = str(tmp_path / "data")
     make_topic(path, "t", partitions=1, records={0: [(b"x", None, None, 1)]})
-    df = (spark.read.format("vqs").option("path", path).option("topic", "t")
-          .option("someToolsOwnSetting", "1").option("checkpointLocation", "/x").load())
-    assert df.count() == 1
+    with pytest.raises(Exception) as e:
+        spark.read.format("vqs").option("path", path).option("topic", "t").option(name, value).load().collect()
+    assert needle in str(e.value).splitlines()[0]
+    with pytest.raises(Exception) as e:
+        (spark.readStream.format("vqs").option("path", path).option("topic", "t").option(name, value).load()
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "c")).start().awaitTermination(60))
+    assert needle in str(e.value)
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+def test_max_offsets_per_trigger_is_for_streams(spark, tmp_path):
+    path = str(tmp_path / "data")
+    make_topic(path, "t", partitions=1, records={0: [(b"x", None, None, 1)]})
+    r = spark.read.format("vqs").option("path", path).option("topic", "t").option("maxOffsetsPerTrigger", "5")
+    with pytest.raises(Exception) as e:
+        r.load().collect()
+    assert "option 'maxOffsetsPerTrigger' is for streaming reads only" in str(e.value)
+
+
+@pytest.mark.parametrize("name, needle", [
+    ("startingOffsets", "option 'startingOffsets' is for reads only; a write does not take it"),
+    ("kafka.bootstrap.servers", "unknown write option 'kafka.bootstrap.servers': the Kafka client's settings"),
+    ("topicPartiton", "unknown write option 'topicpartiton': did you mean 'topicPartitions'?"),
+    ("someToolsOwnSetting", "unknown write option 'sometoolsownsetting'; the write options are path, url,"),
+])
+def test_a_write_refuses_an_option_it_does_not_take(spark, tmp_path, name, needle):
+    path = tmp_path / "data"
+    make_topic(str(path), "t", partitions=1)
+    df = spark.createDataFrame([("x",)], "value string")
+    with pytest.raises(Exception) as e:
+        df.write.format("vqs").mode("append").option("path", str(path)).option("topic", "t").option(name, "1").save()
+    assert needle in str(e.value)
+    q = (spark.readStream.format("rate").load().selectExpr("cast(value as string) as value")
+         .writeStream.format("vqs").option("path", str(path)).option("topic", "t").option(name, "1")
+         .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True))
+    with pytest.raises(Exception) as e:
+        q.start().awaitTermination(60)
+    assert needle in str(e.value)
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+def test_options_spark_passes_are_taken(spark, tmp_path):
+    """What Spark passes by itself is not refused: the path of load(path) and save(path), a
+    streaming sink's checkpointLocation and queryName (found by a source that records its options)."""
+    path = str(tmp_path / "data")
+    make_topic(path, "t", partitions=1, records={0: [(b"x", None, None, 1)]})
+    assert spark.read.format("vqs").option("topic", "t").load(path).count() == 1
+    spark.read.format("vqs").option("topic", "t").load(path).write.format("vqs").mode("append") \
+        .option("topic", "t2").save(path)
+    q = (spark.readStream.format("vqs").option("path", path).option("topic", "t").option("startingOffsets", "earliest")
+         .load().writeStream.format("vqs").option("path", path).option("topic", "t3").queryName("vqs_copy")
+         .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert [spark.read.format("vqs").option("path", path).option("topic", t).load().count() for t in ("t2", "t3")] == [1, 1]
 
 
 @pytest.mark.usefixtures("reader")  # over both readers (conftest)
@@ -155,7 +227,10 @@ def test_a_stream_refuses_starting_offsets_naming_a_missing_partition(spark, tmp
     assert "option 'startingOffsets' names partition 2 of topic 't', which has 2 partitions (0-1)" in str(e.value)
 
 
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
 def test_bad_stream_option_fails_at_start(spark, tmp_path):
+    """The Python reader's error is vqs's own, not PySpark's UnboundLocalError (its stream
+    runner lost an error raised by streamReader())."""
     path = str(tmp_path / "data")
     make_topic(path, "t", partitions=1)
     q = (spark.readStream.format("vqs").option("path", path).option("topic", "t")
@@ -164,7 +239,8 @@ def test_bad_stream_option_fails_at_start(spark, tmp_path):
     # The stream reader is made when the query starts, before any micro-batch runs.
     with pytest.raises(Exception) as e:
         q.awaitTermination(60)
-    assert "option 'endingOffsets'" in str(e.value)
+    assert "option 'endingOffsets' is for batch reads only; a stream has no end" in str(e.value)
+    assert "UnboundLocalError" not in str(e.value)
     assert q.lastProgress is None
 
 

@@ -171,3 +171,93 @@ def test_unreachable_server_fails_at_planning(spark):
     with pytest.raises(Exception) as e:
         spark.read.format("vqs").option("url", "http://127.0.0.1:9").option("topic", "t").load().collect()
     assert "option 'url'" in str(e.value)
+
+
+def test_null_and_empty_values_are_written_back_as_they_are(spark, server, client, tmp_path):
+    """Url mode, batch and streaming: a NULL value (a tombstone) is written as a null value,
+    an empty one as empty (keys likewise), as the binary produce body carries them."""
+    pairs = [(b"a", b"k1"), (None, b"k1"), (b"", b"k2"), (b"", None), (None, None), (b"b", b"")]
+
+    def ordered(ps):
+        return sorted(ps, key=lambda vk: [(x is not None, x or b"") for x in vk])
+
+    client.create_topic("u_nulls", partitions=2)
+    client.producer().send_batch("u_nulls", [v for v, _ in pairs], keys=[k for _, k in pairs], partition=0)
+    src = spark.read.format("vqs").option("url", server.url).option("topic", "u_nulls").load()
+    src.write.format("vqs").mode("append").option("url", server.url).option("topic", "u_nulls_copy") \
+        .option("topicPartitions", "2").save()
+    assert ordered((r[5], r[4]) for r in _contents(client, "u_nulls_copy")) == ordered(pairs)
+    q = (spark.readStream.format("vqs").option("url", server.url).option("topic", "u_nulls")
+         .option("startingOffsets", "earliest").load()
+         .writeStream.format("vqs").option("url", server.url).option("topic", "u_nulls_stream")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert ordered((r[5], r[4]) for r in _contents(client, "u_nulls_stream")) == ordered(pairs)
+
+
+def test_keyless_rows_for_a_compacted_topic_are_refused_at_planning(spark, server, client):
+    client.create_topic("u_compact", partitions=2, cleanup_policy="compact")
+    df = spark.range(100).selectExpr("cast(id as string) as value").repartition(2)
+    with pytest.raises(Exception) as e:
+        df.write.format("vqs").mode("append").option("url", server.url).option("topic", "u_compact").save()
+    assert "option 'topic': topic 'u_compact' is compacted (cleanup_policy=compact)" in str(e.value)
+    assert _contents(client, "u_compact") == []
+
+
+@pytest.fixture(scope="module")
+def token_server(tmp_path_factory):
+    """A server that takes one bearer token, "s3cret"."""
+    import os
+
+    old = os.environ.get("VQS_TOKENS")
+    os.environ["VQS_TOKENS"] = "s3cret"
+    try:
+        s = Server(tmp_path_factory.mktemp("tok") / "data").start()
+    finally:
+        if old is None:
+            del os.environ["VQS_TOKENS"]
+        else:
+            os.environ["VQS_TOKENS"] = old
+    with Client(s.url, token="s3cret") as c:
+        c.create_topic("t", partitions=1)
+        c.producer().send_batch("t", [b"x", b"y"])
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.mark.usefixtures("reader")  # over both readers (conftest)
+@pytest.mark.parametrize("token, needle", [
+    (None, "option 'token': the VQS server at {url} requires a bearer token; give it as option 'token'"),
+    ("wrong", "option 'token': the token is not valid for the VQS server at {url}"),
+])
+def test_credentials_are_checked_at_planning(spark, token_server, tmp_path, token, needle):
+    """A missing or wrong token fails the query when it is planned, naming option 'token'
+    (not a task's 'answered 403' stack): batch and stream reads, and writes."""
+    needle = needle.format(url=token_server.url)
+    opts = {"url": token_server.url, "topic": "t", **({"token": token} if token else {})}
+    with pytest.raises(Exception) as e:
+        spark.read.format("vqs").options(**opts).load().collect()
+    assert needle in str(e.value).splitlines()[0]
+    q = (spark.readStream.format("vqs").options(**opts).option("startingOffsets", "earliest").load()
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")).start())
+    with pytest.raises(Exception) as e:
+        q.awaitTermination(60)
+    assert needle in str(e.value) and q.lastProgress is None
+    with pytest.raises(Exception) as e:
+        spark.createDataFrame([("v",)], "value string").write.format("vqs").mode("append").options(**opts).save()
+    assert needle in str(e.value)
+    good = {**opts, "token": "s3cret"}
+    assert spark.read.format("vqs").options(**good).load().count() == 2
+
+
+def test_python_source_names_option_token(token_server):
+    """The Python source's own check (a session without the JVM reader's jar)."""
+    from vqs.errors import ConfigError
+
+    for token, needle in [(None, "requires a bearer token"), ("wrong", "the token is not valid")]:
+        with pytest.raises(ConfigError, match=f"option 'token': .*{needle}"):
+            R.UrlSource(token_server.url, token=token).partition_count("t")
+        with pytest.raises(ConfigError, match=f"option 'token': .*{needle}"):
+            R.prepare_url_write(parse_write_options({"url": token_server.url, "topic": "t",
+                                                     **({"token": token} if token else {})}))

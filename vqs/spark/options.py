@@ -31,8 +31,26 @@ READ_OPTIONS = (
 WRITE_OPTIONS = (
     "path", "url", "topic", "topicPartitions", "lockTimeoutMs", "timeoutMs", "token", "reader",
 )
-# Options Spark itself or common tooling sets; never reported as unknown.
-_SPARK_OPTIONS = {"checkpointlocation", "queryname", "mergeschema", "header"}
+#: Read options a streaming read only takes (a batch read refuses them). The batch-only
+#: ones (endingOffsets, endingTimestamp) are refused by a stream with their own message.
+STREAM_ONLY = ("maxOffsetsPerTrigger",)
+#: Options Spark passes by itself, which we accept and ignore: a streaming sink gets its
+#: query's ``checkpointLocation`` and ``queryName`` (``path``, from ``load(path)`` and
+#: ``save(path)``, is ours).
+SPARK_OPTIONS = ("checkpointLocation", "queryName")
+#: Options of Spark's Kafka source and sink that have no name here, and VQS's way instead.
+#: (``kafka.*``, the Kafka client's settings: see _kafka_hint.)
+KAFKA_OPTIONS = {
+    "subscribe": ("subscribe", "'topic', or 'topics' (comma-separated)"),
+    "subscribepattern": ("subscribePattern", "'topics' (a list of names; there are no patterns)"),
+    "assign": ("assign", "'topic'/'topics' (a read takes every partition; a filter on column "
+                         "'partition' narrows it)"),
+    "startingoffsetsbytimestamp": ("startingOffsetsByTimestamp", "'startingTimestamp' (one timestamp, "
+                                                                 "every partition)"),
+    "endingoffsetsbytimestamp": ("endingOffsetsByTimestamp", "'endingTimestamp' (one timestamp, every partition)"),
+    "maxrecordspertrigger": ("maxRecordsPerTrigger", "'maxOffsetsPerTrigger'"),
+    "kafkaconsumer.polltimeoutms": ("kafkaConsumer.pollTimeoutMs", "'timeoutMs'"),
+}
 
 
 def _known(names) -> dict[str, str]:
@@ -41,20 +59,43 @@ def _known(names) -> dict[str, str]:
 
 _READ = _known(READ_OPTIONS)
 _WRITE = _known(WRITE_OPTIONS)
+_STREAM_ONLY = _known(STREAM_ONLY)
+_SPARK = _known(SPARK_OPTIONS)
 
 
-def _check_unknown(options: Mapping[str, str], known: dict[str, str], kind: str) -> None:
-    # Spark may pass options of its own, so an unknown option is refused only
-    # when it looks like a misspelling of one of ours ("startingOffset").
+def _check_unknown(options: Mapping[str, str], kind: str, streaming: bool | None = None) -> None:
+    """Refuse an option this ``kind`` ("read" or "write") of query does not take, naming
+    it: one of the other kind, a streaming read's on a batch read (``streaming=False``;
+    None: not known yet), a Kafka option (with VQS's equivalent), a misspelling (with a
+    suggestion). Only what Spark passes by itself (SPARK_OPTIONS) is let through."""
+    known, other = (_READ, _WRITE) if kind == "read" else (_WRITE, _READ)
     for key in options:
         k = key.lower()
-        if k in known or k in _SPARK_OPTIONS:
+        if k in _SPARK:
             continue
-        close = difflib.get_close_matches(k, list(known), n=1, cutoff=0.8)
-        if close:
-            raise ConfigError(
-                f"unknown {kind} option '{key}': did you mean '{known[close[0]]}'?"
-            )
+        if k in known:
+            if streaming is False and k in _STREAM_ONLY:
+                raise ConfigError(f"option '{known[k]}' is for streaming reads only; a batch read reads "
+                                  "every record between its starting and ending offsets")
+            continue
+        if k in other:
+            raise ConfigError(f"option '{other[k]}' is for {'writes' if kind == 'read' else 'reads'} only; "
+                              f"a {kind} does not take it")
+        raise ConfigError(_unknown(key, kind, known))
+
+
+def _unknown(key: str, kind: str, known: dict[str, str]) -> str:
+    k = key.lower()
+    msg = f"unknown {kind} option '{key}'"
+    kafka = KAFKA_OPTIONS.get(k)
+    if kafka is not None:
+        return f"{msg}: Kafka's '{kafka[0]}' is {kafka[1]} here"
+    if k.startswith("kafka."):
+        return f"{msg}: the Kafka client's settings do not apply; VQS takes 'url' (a server, with 'token') or 'path'"
+    close = difflib.get_close_matches(k, list(known), n=1, cutoff=0.8)
+    if close:
+        return f"{msg}: did you mean '{known[close[0]]}'?"
+    return f"{msg}; the {kind} options are {', '.join(known.values())}"
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -185,7 +226,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     """Check and parse the options of a batch (``streaming=False``) or streaming
     read; ``streaming=None`` (the schema, before Spark says which) skips the
     checks that depend on the mode."""
-    _check_unknown(options, _READ, "read")
+    _check_unknown(options, "read", streaming)
     path, url = _location(options)
     topic = _get(options, "topic")
     topics = _get(options, "topics")
@@ -274,7 +315,7 @@ class WriteOptions:
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     """Check and parse the options of a batch or streaming write."""
-    _check_unknown(options, _WRITE, "write")
+    _check_unknown(options, "write")
     path, url = _location(options)
     topic = _get(options, "topic") or None
     if topic is not None:

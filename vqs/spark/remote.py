@@ -43,6 +43,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from ..errors import (
     ConfigError,
     OffsetOutOfRange,
+    RemoteError,
     ServerUnreachable,
     TopicAlreadyExists,
     TopicDoesNotExist,
@@ -69,6 +70,18 @@ def _client(url: str, token: str | None, timeout_ms: int):
 
 def _unreachable(url: str, e: Exception) -> ConfigError:
     return ConfigError(f"option 'url': cannot reach a VQS server at {url}: {e}")
+
+
+def _credentials(url: str, e: RemoteError) -> ConfigError | None:
+    """The server's refusal of the credentials (401: none, 403: not its token) as an
+    error naming option 'token'; None for any other refusal."""
+    if e.status == 401:
+        return ConfigError(f"option 'token': the VQS server at {url} requires a bearer token; give it "
+                           f"as option 'token' (the server said: {e})")
+    if e.status == 403:
+        return ConfigError(f"option 'token': the token is not valid for the VQS server at {url} "
+                           f"(the server said: {e})")
+    return None
 
 
 class UrlSource:
@@ -100,6 +113,8 @@ class UrlSource:
             raise ConfigError(f"option '{option}': topic {topic!r} does not exist on {self.url}") from None
         except ServerUnreachable as e:
             raise _unreachable(self.url, e) from None
+        except RemoteError as e:
+            raise (_credentials(self.url, e) or e) from None
 
     def partition_offsets(self, topic: str) -> list[tuple[int, int]]:
         rows = self.client.offsets(topic)
@@ -130,23 +145,27 @@ class UrlSource:
 
 
 # ------------------------------------------------------------------ writing
-def prepare_url_write(opts) -> None:
+def prepare_url_write(opts) -> dict | None:
     """Driver-side checks of a url-mode write: the server answers, and the
-    ``topic`` option's topic exists (created with ``topicPartitions`` if not)."""
+    ``topic`` option's topic exists (created with ``topicPartitions`` if not).
+    Returns that topic's settings (None without the option)."""
     c = _client(opts.url, opts.token, opts.timeout_ms)
     try:
-        if opts.topic is not None:
-            try:
-                c.topic(opts.topic)
-            except TopicDoesNotExist:
-                try:
-                    c.create_topic(opts.topic, partitions=opts.topic_partitions)
-                except TopicAlreadyExists:
-                    pass
-        else:
+        if opts.topic is None:
             c.topics()
+            return None
+        try:
+            return c.topic(opts.topic).config
+        except TopicDoesNotExist:
+            try:
+                c.create_topic(opts.topic, partitions=opts.topic_partitions)
+            except TopicAlreadyExists:
+                pass
+            return c.topic(opts.topic).config
     except ServerUnreachable as e:
         raise _unreachable(opts.url, e) from None
+    except RemoteError as e:
+        raise (_credentials(opts.url, e) or e) from None
     finally:
         c.close()
 
@@ -180,9 +199,9 @@ class UrlAppender:
         i = 0
         while i < n:
             j, size = i, 0
-            while j < n and (j == i or (size + len(rows.values[j]) <= MAX_REQUEST_BYTES
+            while j < n and (j == i or (size + len(rows.values[j] or b"") <= MAX_REQUEST_BYTES
                                         and j - i < MAX_PRODUCE_RECORDS)):
-                size += len(rows.values[j])
+                size += len(rows.values[j] or b"")  # a null value (None) carries no bytes
                 j += 1
             part = rows.part(i, j)
             ts = part.timestamps

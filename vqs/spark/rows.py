@@ -1,7 +1,8 @@
 """Rows: Arrow batches to be written, split per topic partition (shared by both modes).
 
-Input columns: ``value`` (binary or string, required) and, optionally,
-``key`` (binary/string), ``partition`` (int), ``topic`` (string; else the
+Input columns: ``value`` (binary or string, required; a NULL is written as
+a null value, a tombstone, distinct from an empty one) and, optionally,
+``key`` (binary/string; NULL: no key), ``partition`` (int), ``topic`` (string; else the
 ``topic`` option), ``headers`` (``array<struct<key string, value binary>>``)
 and ``timestamp`` (timestamp; else the time of the append). Other columns are
 ignored, so a DataFrame read from ``vqs`` can be written back as it is.
@@ -130,10 +131,7 @@ class Router:
         n = rb.num_rows
         if n == 0:
             return []
-        value = _column(rb, "value")
-        if value.null_count:
-            raise VQSError("column 'value' has a null; every record needs a value (use b'' for empty)")
-        values = _binary(value).to_pylist()
+        values = _binary(_column(rb, "value")).to_pylist()  # a NULL value: a null value (None)
         kcol = _column(rb, "key")
         keys = None
         if kcol is not None and kcol.null_count < n:

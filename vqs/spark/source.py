@@ -43,15 +43,20 @@ class VQSDataSource(DataSource):
 
     def streamReader(self, schema):
         settle()
-        from .stream_reader import VQSStreamReader
+        from .stream_reader import RefusedStreamReader, VQSStreamReader
 
-        opts = parse_read_options(self.options, streaming=True)
-        _python_reader_wanted(opts)
-        return VQSStreamReader(opts, projected_columns(schema, opts.include_headers))
+        try:
+            opts = parse_read_options(self.options, streaming=True)
+            _python_reader_wanted(opts)
+            return VQSStreamReader(opts, projected_columns(schema, opts.include_headers))
+        except Exception as e:
+            # PySpark's stream runner loses an error raised here (its cleanup then meets no
+            # reader: UnboundLocalError); the reader's first call reports it instead.
+            return RefusedStreamReader(e)
 
     def _write_options(self, schema, overwrite: bool):
         settle()
-        from .writer import check_write_schema, prepare_path_write
+        from .writer import check_topic_takes_rows, check_write_schema, prepare_path_write
 
         if overwrite:
             raise ConfigError("save mode 'overwrite' is not supported: a topic is append-only; use mode('append')")
@@ -60,9 +65,10 @@ class VQSDataSource(DataSource):
         if opts.url:
             from .remote import prepare_url_write
 
-            prepare_url_write(opts)
+            config = prepare_url_write(opts)
         else:
-            prepare_path_write(opts)
+            config = prepare_path_write(opts)
+        check_topic_takes_rows(schema, opts, config)
         return opts
 
     def writer(self, schema, overwrite: bool):

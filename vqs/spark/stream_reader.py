@@ -214,3 +214,21 @@ class VQSStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._src is not None:
             self._src.close()
             self._src = None
+
+
+class RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The stream reader of a query whose options or topics were refused: every call
+    raises that error (``streamReader()`` returns it instead of raising, as PySpark
+    reports an error raised by the reader's calls but not by its creation)."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def _refuse(self, *args, **kwargs):
+        raise self.error
+
+    initialOffset = latestOffset = partitions = read = commit = _refuse
+    getDefaultReadLimit = prepareForTriggerAvailableNow = reportLatestOffset = _refuse
+
+    def stop(self) -> None:
+        pass

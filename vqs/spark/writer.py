@@ -59,7 +59,7 @@ from ..broker.names import validate_name
 from ..errors import ConfigError, LogLockedError, TopicAlreadyExists, VQSError
 from ..storage import atomic_write, fsync_dir
 from .appenders import PathAppender, open_appender, path_partitions_of
-from .datadir import SharedOwnership, read_topic_meta
+from .datadir import SharedOwnership, read_topic_meta, require_data_dir
 from .options import WriteOptions
 from .rows import Router, Rows
 from .task import task_info
@@ -109,14 +109,27 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
         raise ConfigError("option 'topic' is required (or a 'topic' column in the DataFrame)")
 
 
+def check_topic_takes_rows(schema: StructType, opts: WriteOptions, config: dict | None) -> None:
+    """Fail at planning when no record can go to the ``topic`` option's topic
+    (``config``: its settings): a compacted topic takes keyed records only, and
+    a DataFrame with no 'key' column has none."""
+    policy = (config or {}).get("cleanup_policy") or ""
+    if opts.topic is not None and "compact" in policy and "key" not in {f.name.lower() for f in schema.fields}:
+        raise ConfigError(
+            f"option 'topic': topic {opts.topic!r} is compacted (cleanup_policy={policy}): every record "
+            "needs a key, and the DataFrame has no 'key' column"
+        )
+
+
 # --------------------------------------------------------------- planning
-def prepare_path_write(opts: WriteOptions) -> None:
-    """Driver-side checks of a path-mode write: the directory is not owned by
-    another process, and the ``topic`` option's topic exists (it is created,
-    with ``topicPartitions`` partitions, if it does not)."""
+def prepare_path_write(opts: WriteOptions) -> dict | None:
+    """Driver-side checks of a path-mode write: the directory exists (as for a
+    read: a mistyped ``path`` is refused, not made) and is not owned by another
+    process, and the ``topic`` option's topic exists (it is created, with
+    ``topicPartitions`` partitions, if it does not). Returns that topic's
+    settings (None without the option)."""
+    require_data_dir(opts.path)
     if opts.topic is not None and read_topic_meta(opts.path, opts.topic) is None:
-        if not os.path.isdir(opts.path):
-            os.makedirs(opts.path, exist_ok=True)
         try:
             with Broker(opts.path) as b:
                 try:
@@ -131,6 +144,9 @@ def prepare_path_write(opts: WriteOptions) -> None:
                 ) from None
     # Fails now, naming the owner's pid, if a Broker or server owns the directory.
     SharedOwnership(opts.path).acquire().release()
+    if opts.topic is None:
+        return None
+    return (read_topic_meta(opts.path, opts.topic) or {}).get("config") or {}
 
 
 # --------------------------------------------------------------- batch writer

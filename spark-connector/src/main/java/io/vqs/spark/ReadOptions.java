@@ -34,22 +34,51 @@ final class ReadOptions implements Serializable {
     int maxBytesPerRead = 4 << 20;
     int timeoutMs = 30_000;
 
-    /** Options Spark itself or common tooling sets; never reported as unknown (as options.py). */
-    private static final java.util.Set<String> SPARK_OPTIONS =
-        java.util.Set.of("checkpointlocation", "queryname", "mergeschema", "header");
+    /** The write options (the Python source's, options.py WRITE_OPTIONS): refused on a read, naming them. */
+    static final String[] WRITE_NAMES = {"path", "url", "topic", "topicPartitions", "lockTimeoutMs", "timeoutMs",
+        "token", "reader"};
+    /** Options Spark passes by itself (a streaming sink's), accepted and ignored (options.py SPARK_OPTIONS). */
+    private static final java.util.Set<String> SPARK_OPTIONS = java.util.Set.of("checkpointlocation", "queryname");
+    /** Options of Spark's Kafka source with no name here, and VQS's way instead (options.py KAFKA_OPTIONS). */
+    private static final Map<String, String[]> KAFKA_OPTIONS = Map.of(
+        "subscribe", new String[] {"subscribe", "'topic', or 'topics' (comma-separated)"},
+        "subscribepattern", new String[] {"subscribePattern", "'topics' (a list of names; there are no patterns)"},
+        "assign", new String[] {"assign", "'topic'/'topics' (a read takes every partition; a filter on column "
+            + "'partition' narrows it)"},
+        "startingoffsetsbytimestamp", new String[] {"startingOffsetsByTimestamp", "'startingTimestamp' (one timestamp, "
+            + "every partition)"},
+        "endingoffsetsbytimestamp", new String[] {"endingOffsetsByTimestamp", "'endingTimestamp' (one timestamp, every partition)"},
+        "maxrecordspertrigger", new String[] {"maxRecordsPerTrigger", "'maxOffsetsPerTrigger'"},
+        "kafkaconsumer.polltimeoutms", new String[] {"kafkaConsumer.pollTimeoutMs", "'timeoutMs'"});
 
     /**
-     * Refuse an unknown option that looks like a misspelling of one of ours
-     * ("startingOffset"), with options.py's message: Spark may pass options of
-     * its own, so other unknown names pass. "Looks like" is difflib's
-     * get_close_matches(cutoff=0.8): a SequenceMatcher ratio >= 0.8.
+     * Refuse an option a read does not take, naming it, with options.py's messages: a write
+     * option, maxOffsetsPerTrigger on a batch read (streaming FALSE; null: not known yet), a
+     * Kafka option (with VQS's equivalent), a misspelling (with a suggestion: difflib's
+     * get_close_matches(cutoff=0.8), a SequenceMatcher ratio >= 0.8). Only what Spark passes
+     * by itself (SPARK_OPTIONS) is let through.
      */
-    static void checkUnknown(Map<String, String> o) {
+    static void checkUnknown(Map<String, String> o, Boolean streaming) {
         for (String key : o.keySet()) {
             String k = key.toLowerCase(Locale.ROOT);
-            boolean known = SPARK_OPTIONS.contains(k);
-            for (String n : NAMES) known |= n.toLowerCase(Locale.ROOT).equals(k);
-            if (known) continue;
+            if (SPARK_OPTIONS.contains(k)) continue;
+            String known = null;
+            for (String n : NAMES) if (n.toLowerCase(Locale.ROOT).equals(k)) known = n;
+            if (known != null) {
+                if (Boolean.FALSE.equals(streaming) && known.equals("maxOffsetsPerTrigger"))
+                    throw new ConfigError("option 'maxOffsetsPerTrigger' is for streaming reads only; a batch read reads "
+                        + "every record between its starting and ending offsets");
+                continue;
+            }
+            for (String n : WRITE_NAMES)
+                if (n.toLowerCase(Locale.ROOT).equals(k))
+                    throw new ConfigError("option '" + n + "' is for writes only; a read does not take it");
+            String msg = "unknown read option '" + key + "'";
+            String[] kafka = KAFKA_OPTIONS.get(k);
+            if (kafka != null) throw new ConfigError(msg + ": Kafka's '" + kafka[0] + "' is " + kafka[1] + " here");
+            if (k.startsWith("kafka."))
+                throw new ConfigError(msg + ": the Kafka client's settings do not apply; VQS takes 'url' (a server, "
+                    + "with 'token') or 'path'");
             String best = null;
             double bestRatio = 0.8;
             for (String n : NAMES) {
@@ -60,8 +89,8 @@ final class ReadOptions implements Serializable {
                     bestRatio = r;
                 }
             }
-            if (best != null)
-                throw new ConfigError("unknown read option '" + key + "': did you mean '" + best + "'?");
+            if (best != null) throw new ConfigError(msg + ": did you mean '" + best + "'?");
+            throw new ConfigError(msg + "; the read options are " + String.join(", ", NAMES));
         }
     }
 
@@ -175,7 +204,7 @@ final class ReadOptions implements Serializable {
 
     /** Check and parse; streaming null = the schema, before Spark says which kind of read. */
     static ReadOptions parse(Map<String, String> o, Boolean streaming) {
-        checkUnknown(o);
+        checkUnknown(o, streaming);
         ReadOptions r = new ReadOptions();
         r.path = get(o, "path");
         r.url = get(o, "url");

@@ -284,6 +284,14 @@ abstract class Source implements AutoCloseable {
             JsonNode n = json(r);
             if (r.statusCode() >= 300) {
                 JsonNode m = n == null ? null : n.findValue("message");
+                String said = m == null ? "HTTP " + r.statusCode() : m.asText();
+                // the credentials refused (401: none, 403: not this server's), as remote.py's _credentials
+                if (r.statusCode() == 401)
+                    throw new ConfigError("option 'token': the VQS server at " + url + " requires a bearer token; "
+                        + "give it as option 'token' (the server said: " + said + ")");
+                if (r.statusCode() == 403)
+                    throw new ConfigError("option 'token': the token is not valid for the VQS server at " + url
+                        + " (the server said: " + said + ")");
                 throw new IllegalStateException(what + ": " + url + " answered " + r.statusCode()
                     + (m == null ? "" : ": " + m.asText()));
             }
