@@ -177,6 +177,9 @@ def serve(settings: Settings) -> None:
     # one of each for every front (byte_budget.py)
     pre_auth = pre_auth_budget(settings.max_pre_auth_bytes)
     in_flight = in_flight_budget(settings.max_request_bytes_in_flight)
+    from .auth_failures import AuthFailures
+
+    auth_failures = AuthFailures()  # every front's, counted and logged alike
     sock = _listen(settings, fmt)
     grpc_front = None
     kafka_sock = None
@@ -203,9 +206,9 @@ def serve(settings: Settings) -> None:
             from .kafka import KafkaListener
 
             kafka = KafkaListener(broker, settings, kafka_sock, max_connections=conn_cap, pre_auth=pre_auth,
-                                  in_flight=in_flight)
+                                  in_flight=in_flight, auth_failures=auth_failures)
             kafka.start()
-        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth, native_sock, in_flight)
+        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth, native_sock, in_flight, auth_failures)
     finally:
         if kafka is not None:
             kafka.stop()
@@ -387,12 +390,12 @@ def _open_broker(settings: Settings, fmt: str):
 
 
 def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_cap: int | None = None,
-         pre_auth=None, native_sock: socket.socket | None = None, in_flight=None) -> None:
+         pre_auth=None, native_sock: socket.socket | None = None, in_flight=None, auth_failures=None) -> None:
     import uvicorn
 
     from .app import create_app
 
-    app = create_app(settings, broker=broker, pre_auth=pre_auth, in_flight=in_flight)
+    app = create_app(settings, broker=broker, pre_auth=pre_auth, in_flight=in_flight, auth_failures=auth_failures)
     ctx = app.state.ctx
     try:
         import uvloop  # noqa: F401

@@ -31,8 +31,9 @@ certificate's subject (tls.py).
 Auth: with tokens configured, a connection must complete SASL/PLAIN
 (SaslHandshake then SaslAuthenticate, or the v0 raw exchange) with a token as
 the password before anything but ApiVersions and SaslHandshake. A failed
-authentication is answered, logged (peer and user name, never the password)
-and the connection closed, as Kafka does: each guess costs a new connection.
+authentication is answered, counted and logged as every front's (auth_failures.py:
+peer and user name, never the password) and the connection closed, as Kafka does:
+each guess costs a new connection.
 
 Bounds (docs/security.md), each checked before it costs more than a few bytes:
 connections in total (``max_connections``) and per client address
@@ -58,6 +59,7 @@ import logging
 import struct
 import threading
 
+from ..auth_failures import AuthFailures
 from ..byte_budget import ByteBudget
 from ..conn_caps import ConnectionCaps
 from . import logins
@@ -351,15 +353,16 @@ class Connection:
 
 
 def _auth_failed(conn: Connection) -> None:
-    logger.warning("kafka: authentication failed: SASL/%s user %r from %s; connection closed",
-                   conn.mechanism or "PLAIN", conn.failed_user or "", conn.peer)
+    conn.ctx.auth_failures.failed("kafka", conn.peer, f"SASL/{conn.mechanism or 'PLAIN'} user "
+                                  f"{conn.failed_user or ''!r} (connection closed)")
 
 
 class KafkaListener:
     """Serves the Kafka protocol on ``sock`` (already bound) until ``stop``."""
 
     def __init__(self, broker, settings, sock, max_connections: int | None = None,
-                 pre_auth: ByteBudget | None = None, in_flight: ByteBudget | None = None):
+                 pre_auth: ByteBudget | None = None, in_flight: ByteBudget | None = None,
+                 auth_failures: AuthFailures | None = None):
         self.sock = sock
         #: connections open at once (``max_connections``, or less: the open-file limit's share, run.py)
         self.max_connections = max_connections or settings.max_connections
@@ -368,7 +371,7 @@ class KafkaListener:
         if settings.kafka_advertised_listener:  # e.g. behind a proxy or NAT
             host, _, adv_port = settings.kafka_advertised_listener.rpartition(":")
             port = int(adv_port)
-        self.ctx = KafkaContext(broker, settings, host, port, pre_auth, in_flight)
+        self.ctx = KafkaContext(broker, settings, host, port, pre_auth, in_flight, auth_failures)
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
