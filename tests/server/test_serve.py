@@ -222,3 +222,32 @@ def test_a_malformed_credential_setting_is_refused_without_showing_it(name, valu
     with pytest.raises(ConfigError) as e:
         load_settings({}, env={name: value})
     assert "Secret" not in str(e.value) and "not shown" in str(e.value)
+
+
+def test_an_empty_token_is_refused_exit_2_naming_tokens(tmp_path):
+    # off loopback too: an empty token is no credential, so it cannot stand for one there
+    for host in ("127.0.0.1", "0.0.0.0"):
+        p = serve("--data-dir", tmp_path / "d", "--host", host, "--port", free_port(), "--token", "")
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert "tokens: token 1 of 1 is empty" in p.stderr and len(p.stderr.splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("toml, setting", [
+    ('tokens = ["good-token", "has space"]', "tokens: token 2 of 2 is not usable"),
+    ('tokens = ["tab\\there"]', "tokens: token 1 of 1 is not usable"),
+    ('tokens = ["caf\\u00e9-token"]', "tokens: token 1 of 1 is not usable"),
+    ('tokens = ["ctl\\u0001x"]', "tokens: token 1 of 1 is not usable"),
+    ('sigv4_keys = {AKID = ""}', "sigv4_keys: entry 1 of 1 has an empty or unusable name or secret"),
+    ('kafka_users = {bob = ""}', "kafka_users: entry 1 of 1 has an empty or unusable name or secret"),
+    ('kafka_users = {"" = "pw-secret"}', "kafka_users: entry 1 of 1 has an empty or unusable name or secret"),
+])
+def test_unusable_credentials_are_refused_naming_the_setting_not_the_value(tmp_path, toml, setting):
+    from vqs.server.settings import load_settings
+
+    (tmp_path / "c.toml").write_text(toml + "\n")
+    with pytest.raises(ConfigError) as e:
+        load_settings({}, env={}, config_file=str(tmp_path / "c.toml")).check()
+    assert str(e.value).startswith(setting) and "not shown" in str(e.value)
+    for shown in ("has space", "tab", "caf", "ctl", "pw-secret", "good-token"):
+        assert shown not in str(e.value)

@@ -149,6 +149,7 @@ class Settings:
 
     def check(self) -> None:
         """Refuse settings that would be unsafe or cannot work (ConfigError names the setting)."""
+        _check_credentials(self)
         for p in self.kafka_super_users:
             if not p.startswith("User:") or len(p) == 5:
                 raise ConfigError(f"kafka_super_users: {p!r} is not a principal of the form User:NAME")
@@ -270,6 +271,31 @@ class Settings:
             raise ConfigError(f"log_format must be auto, json or text, not {self.log_format!r}")
         if not (self.account_id.isdigit() and len(self.account_id) == 12):
             raise ConfigError(f"account_id must be 12 digits, not {self.account_id!r}")
+
+
+#: what a token or a name in a credential may hold: visible ASCII (what an HTTP header and gRPC
+#: metadata carry as is), no space or control character, at least one
+_VISIBLE = re.compile(r"[\x21-\x7e]+")
+_UNUSABLE = re.compile(r"[\x00-\x20\x7f-\x9f]")  # in a SigV4 key's or Kafka user's name or secret
+
+
+def _check_credentials(s: Settings) -> None:
+    """Every credential usable: a token is visible ASCII (an empty one would turn authentication
+    on with a credential no client can send, and pass the off-loopback check); a SigV4 key's id
+    and a Kafka user's name are not empty and hold no space or control character, their secret
+    is not empty and holds no control character. The error names the setting and the
+    credential's place, never its value."""
+    for i, t in enumerate(s.tokens, 1):
+        if not isinstance(t, str) or not _VISIBLE.fullmatch(t):
+            raise ConfigError(f"tokens: token {i} of {len(s.tokens)} is {'empty' if not t else 'not usable'} (not "
+                              "shown): a token is 1 or more visible ASCII characters, no spaces, control or "
+                              "non-ASCII characters (python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    for name, what in (("sigv4_keys", "an access key id"), ("kafka_users", "a user name")):
+        for i, (key, secret) in enumerate(getattr(s, name).items(), 1):
+            if not key or not secret or _UNUSABLE.search(key) or _UNUSABLE.search(secret.replace(" ", "")):
+                raise ConfigError(f"{name}: entry {i} of {len(getattr(s, name))} has an empty or unusable name or "
+                                  f"secret (not shown): give NAME:SECRET, {what} without spaces or control "
+                                  "characters and a secret that is not empty and holds no control characters")
 
 
 #: settings whose values are credentials: never shown in an error
