@@ -251,3 +251,22 @@ def test_unusable_credentials_are_refused_naming_the_setting_not_the_value(tmp_p
     assert str(e.value).startswith(setting) and "not shown" in str(e.value)
     for shown in ("has space", "tab", "caf", "ctl", "pw-secret", "good-token"):
         assert shown not in str(e.value)
+
+
+def test_vqs_variables_the_server_does_not_read_are_warned_of_and_the_ready_line_says_auth(tmp_path):
+    env = {"VQS_TOKEN": "cli-token-value", "VQS_TOKNS": "typo-token-value", "VQS_URL": "http://127.0.0.1:1"}
+    s = ServerProcess(tmp_path / "d", env=env).start()
+    try:
+        log = s.wait_log("ready")
+    finally:
+        assert s.stop() == 0
+    assert "VQS_TOKEN is set, but it is the vqs command's variable" in log and "reads VQS_TOKENS" in log
+    assert "VQS_TOKNS is not a setting of the server (ignored): did you mean VQS_TOKENS?" in log
+    assert "VQS_URL" not in log and "cli-token-value" not in log and "typo-token-value" not in log
+    assert "auth off (no credentials)" in log
+    s = ServerProcess(tmp_path / "d", env={"VQS_TOKENS": "a-server-token", "VQS_TOKEN": "a-server-token"}).start()
+    try:
+        log = s.wait_log("ready")
+    finally:
+        assert s.stop() == 0
+    assert "auth on" in log and "VQS_TOKEN" not in log

@@ -42,7 +42,7 @@ from typing import NoReturn
 import typer
 
 from ..errors import ConfigError, DiskFullError, LogFailedError
-from .settings import Settings, load_settings
+from .settings import Settings, environment_warnings, load_settings
 
 logger = logging.getLogger("vqs.server")
 
@@ -171,6 +171,8 @@ def serve(settings: Settings) -> None:
 
     fmt = logs.configure(settings.log_level, settings.log_format)
     _require_server_extra(fmt)
+    for warning in environment_warnings(settings):
+        logger.warning(warning)
     conn_cap = _open_file_limit(settings, fmt)
     from .byte_budget import in_flight_budget, pre_auth_budget
 
@@ -532,6 +534,8 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     raised = f" (raised from {raised_from})" if raised_from is not None else ""
     text = (f"VQS {fields['version']} ready: API {url}  console {url}/console  docs {url}/docs  metrics {url}/metrics"
             f"{grpc_text}{kafka}  "
-            f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}, open-file limit {soft}{raised}, "
+            f"(data dir {data_dir}, flush {settings.flush}, "
+            f"auth {'on' if settings.auth_enabled else 'off (no credentials)'}, "
+            f"pid {fields['pid']}, open-file limit {soft}{raised}, "
             f"max_open_files {FILE_CACHE.max_open_files}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})

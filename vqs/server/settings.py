@@ -298,6 +298,32 @@ def _check_credentials(s: Settings) -> None:
                                   "characters and a secret that is not empty and holds no control characters")
 
 
+#: ``VQS_*`` variables that are not settings of the server: its own (the config file's) and
+#: those of the vqs command's clients (docs/cli.md) and of the Spark workers (docs/spark.md)
+OTHER_VARIABLES = frozenset({"VQS_CONFIG", "VQS_URL", "VQS_TOKEN", "VQS_UTC", "VQS_SPARK_GC_FREEZE"})
+
+
+def environment_warnings(settings: Settings, env: Mapping[str, str] | None = None) -> list[str]:
+    """What to warn of in the ``VQS_*`` environment (names only, never a value): a variable that is
+    neither a setting nor a known other variable is ignored (a misspelt one leaves its setting at
+    its default), and ``VQS_TOKEN``, the vqs command's token, is not the server's ``VQS_TOKENS``
+    (said when the server has no token: it runs without them)."""
+    import difflib
+
+    env = os.environ if env is None else env
+    known = {"VQS_" + f.name.upper() for f in fields(Settings)}
+    out = []
+    for name in sorted(k for k in env if k.startswith("VQS_")):
+        if name == "VQS_TOKEN" and not settings.tokens:
+            out.append("VQS_TOKEN is set, but it is the vqs command's variable (a client's token): the server "
+                       "reads VQS_TOKENS (comma-separated) or --token, and has no bearer token")
+        elif name not in known and name not in OTHER_VARIABLES:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            out.append(f"{name} is not a setting of the server (ignored)"
+                       + (f": did you mean {close[0]}?" if close else ": see docs/server.md for the settings"))
+    return out
+
+
 #: settings whose values are credentials: never shown in an error
 SECRET_SETTINGS = frozenset({"tokens", "sigv4_keys", "kafka_users"})
 #: the log levels ``log_level`` takes
