@@ -15,6 +15,7 @@ import time
 
 import httpx
 import pytest
+from certs import needs_openssl, self_signed
 from vqs_server_proc import ServerProcess, free_port
 
 from vqs.broker import Broker
@@ -270,3 +271,16 @@ def test_vqs_variables_the_server_does_not_read_are_warned_of_and_the_ready_line
     finally:
         assert s.stop() == 0
     assert "auth on" in log and "VQS_TOKEN" not in log
+
+
+@needs_openssl
+def test_a_certificate_and_key_that_are_no_pair_exit_2_naming_both_before_the_data_dir(tmp_path):
+    cert, _ = self_signed(tmp_path, "a")
+    _, other_key = self_signed(tmp_path, "b")
+    for key, why in ((cert, "one of them is not a PEM certificate or private key"),
+                     (other_key, "the key is not the certificate's")):
+        p = serve("--data-dir", tmp_path / "d", "--port", free_port(), "--tls-cert", cert, "--tls-key", key)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
+        assert f"tls_cert and tls_key do not load as a pair ({why}): certificate {cert}, key {key}" in p.stderr
+    assert not (tmp_path / "d").exists()

@@ -219,6 +219,8 @@ class Settings:
             path = getattr(self, name)
             if path and not os.access(path, os.R_OK):
                 raise ConfigError(f"{name}: cannot read {path}")
+        if self.tls_cert:
+            _check_tls_pair(self.tls_cert, self.tls_key)
         if self.kafka_tls_client_ca:
             if not self.tls_cert:
                 raise ConfigError("kafka_tls_client_ca needs the listener's own certificate: give --tls-cert "
@@ -296,6 +298,25 @@ def _check_credentials(s: Settings) -> None:
                 raise ConfigError(f"{name}: entry {i} of {len(getattr(s, name))} has an empty or unusable name or "
                                   f"secret (not shown): give NAME:SECRET, {what} without spaces or control "
                                   "characters and a secret that is not empty and holds no control characters")
+
+
+def _check_tls_pair(cert: str, key: str) -> None:
+    """The certificate (chain) and its private key load together, as every TLS front loads them
+    (HTTPS, gRPC, Kafka): refused here, before a port or the data directory is touched, rather
+    than by the first front that loads them."""
+    import ssl
+
+    def no_passphrase():
+        raise ConfigError(f"tls_key: {key} is encrypted; give an unencrypted key (the server takes no passphrase)")
+
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password=no_passphrase)
+    except ssl.SSLError as e:
+        why = "the key is not the certificate's" if "KEY_VALUES_MISMATCH" in str(e) else (
+            "one of them is not a PEM certificate or private key")
+        raise ConfigError(f"tls_cert and tls_key do not load as a pair ({why}): certificate {cert}, key {key}") from None
+    except OSError as e:
+        raise ConfigError(f"tls_cert and tls_key: cannot load {cert} and {key}: {e.strerror or e}") from None
 
 
 #: ``VQS_*`` variables that are not settings of the server: its own (the config file's) and
