@@ -204,6 +204,8 @@ def test_a_max_open_files_the_limit_cannot_meet_exits_2_naming_the_limit(tmp_pat
     ({"VQS_WORKERS_THREADS": "0"}, "workers_threads must be a positive number, not 0"),
     ({"VQS_GRACEFUL_TIMEOUT_S": "-1"}, "graceful_timeout_s must be >= 0, not -1.0"),
     ({"VQS_LOG_LEVEL": "chatty"}, "log_level must be one of debug, info, warning, error, critical, not 'chatty'"),
+    ({"VQS_MAX_HEADER_BYTES": "10"}, "max_header_bytes must be at least 1024 (1 KiB: a request line and the headers "
+                                     "every client sends; the default is 16384), not 10"),
 ])
 def test_settings_that_would_turn_a_bound_off_or_break_the_server_are_refused(env, message):
     from vqs.errors import ConfigError
@@ -283,4 +285,10 @@ def test_a_certificate_and_key_that_are_no_pair_exit_2_naming_both_before_the_da
         assert p.returncode == 2, p.stdout + p.stderr
         assert len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
         assert f"tls_cert and tls_key do not load as a pair ({why}): certificate {cert}, key {key}" in p.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_max_header_bytes_below_1_kib_exits_2(tmp_path):
+    p = serve("--data-dir", tmp_path / "d", "--port", free_port(), "--max-header-bytes", "10")
+    assert p.returncode == 2 and "max_header_bytes must be at least 1024" in p.stderr, p.stdout + p.stderr
     assert not (tmp_path / "d").exists()

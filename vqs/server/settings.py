@@ -28,6 +28,9 @@ _PRINCIPAL_SEP = r";|,(?=\s*User:)"
 #: anything common and easy to remember).
 DEFAULT_PORT = 8642
 DEFAULT_ACCOUNT = "123456789012"
+#: the least ``max_header_bytes``: below it even a plain ``GET /health`` from a common client
+#: (its request line, Host, User-Agent, Accept, an Authorization header) could be refused 431
+MIN_HEADER_BYTES = 1024
 
 
 @dataclass
@@ -167,6 +170,9 @@ class Settings:
             v = getattr(self, name)
             if not v > 0 or not math.isfinite(v):  # (NaN compares false: it would turn a deadline off)
                 raise ConfigError(f"{name} must be a positive number, not {v!r}")
+        if self.max_header_bytes < MIN_HEADER_BYTES:
+            raise ConfigError(f"max_header_bytes must be at least {MIN_HEADER_BYTES} (1 KiB: a request line and the "
+                              f"headers every client sends; the default is {16 << 10}), not {self.max_header_bytes}")
         for name in ("graceful_timeout_s", "sqs_recreate_wait_s"):
             v = getattr(self, name)
             if not v >= 0 or not math.isfinite(v):
