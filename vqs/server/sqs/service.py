@@ -221,6 +221,8 @@ class SQSService(QueueActions, MessageActions):
                 client_message(e)  # the details (the file, the errno) go to the server log only
                 err = SQSError("ServiceUnavailable", "this queue had a disk I/O error and accepts no "
                                                      "writes until the server restarts")
+            elif type(e).__name__ == "CorruptRecordError":  # the server's stored data: its fault, not the client's
+                err = SQSError("InternalFailure", client_message(e))
             else:
                 err = SQSError("InvalidParameterValue", client_message(e))
             status, out, hs = self._error(err, is_json, request_id, query_json)
