@@ -79,8 +79,8 @@ _REQUEST_ERRORS: dict[type, tuple[int, str]] = {
 # errors about the server's own state: (status, code, the client's message)
 _SERVER_ERRORS: dict[type, tuple[int, str, str]] = {
     E.LogClosedError: (503, "closing", "the topic or queue is closed (deleted, or the server is stopping)"),
-    E.DiskFullError: (507, "disk_full", "the server's disk is full: writes wait for space; reads, receives "
-                                        "and deletes go on"),
+    E.DiskFullError: (507, "disk_full", "the server's disk is full: this write was refused; writes work again "
+                                        "once space is freed (retry then); reads, receives and deletes go on"),
     E.LogFailedError: (503, "log_failed", "this topic or queue had a disk I/O error and accepts no writes "
                                           "until the server restarts; other topics and queues are served"),
     E.TooManyOpenFiles: (503, "too_many_open_files", "the server has no file descriptor left (its open-file limit, "
