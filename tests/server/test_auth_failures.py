@@ -86,3 +86,21 @@ def test_failed_authentications_of_every_front_are_counted_and_logged_alike(tmp_
     log = server.log()
     for guess in (*GUESSES.values(), SQS_SECRET_GUESS, TOKEN, "the-sigv4-secret"):
         assert guess not in log
+
+
+def test_a_kafka_client_without_sasl_is_a_failed_authentication_logged_once_a_minute_per_address(tmp_path):
+    kafka = free_port()
+    server = ServerProcess(tmp_path / "data", "--token", TOKEN, "--kafka-port", str(kafka)).start()
+    try:
+        for _ in range(3):  # a client not configured for SASL reconnects, and asks again
+            with socket.create_connection(("127.0.0.1", kafka), timeout=10) as s:
+                frame = bytes(Writer().int16(3).int16(1).int32(1).string("t").int32(-1).b)  # Metadata v1
+                s.sendall(struct.pack(">i", len(frame)) + frame)
+                assert recv_exact(s, 4) is None  # closed unanswered
+        log = server.wait_log("authentication failed: kafka a request (API key 3) before SASL authentication: "
+                              "the client must be configured for SASL (connection closed) from 127.0.0.1:")
+        metrics = httpx.get(server.url + "/metrics", headers={"authorization": "Bearer " + TOKEN}).text
+        assert 'vqs_authentication_failures_total{front="kafka"} 3.0' in metrics
+    finally:
+        assert server.stop() == 0, server.log()
+    assert log.count("before SASL") == 1 and "malformed request" not in log, log

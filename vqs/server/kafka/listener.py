@@ -277,6 +277,9 @@ class Connection:
                     await self._next(answers.join(), writing, None)
                     _auth_failed(self)
                     return
+        except _BeforeSasl as e:  # a client not configured for SASL: a failed authentication, not a bad frame
+            self.ctx.auth_failures.failed("kafka", self.peer, f"a request (API key {e.api_key}) before SASL "
+                                          "authentication: the client must be configured for SASL (connection closed)")
         except ProtocolError as e:
             logger.warning("kafka: closing %s: malformed request: %s", self.peer, e)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -342,7 +345,7 @@ class Connection:
         if flexible:
             r.tagged_fields()
         if not self.authenticated and api_key not in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE):
-            raise ProtocolError(f"API key {api_key} before SASL authentication")
+            raise _BeforeSasl(api_key)
         body = await handler(self.ctx, self, version, r)
         if body is None:
             return None
@@ -350,6 +353,14 @@ class Connection:
         if flexible and api_key != API_VERSIONS:  # ApiVersions answers with header v0 always
             head.tags()
         return bytes(head.b) + body
+
+
+class _BeforeSasl(ProtocolError):
+    """A request other than ApiVersions and the SASL ones on a connection that must authenticate first."""
+
+    def __init__(self, api_key: int):
+        self.api_key = api_key
+        super().__init__(f"API key {api_key} before SASL authentication")
 
 
 def _auth_failed(conn: Connection) -> None:
