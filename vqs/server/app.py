@@ -418,19 +418,31 @@ def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None, 
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request, exc: RequestValidationError):
-        from .rest.conventions import validation_error
+        from .rest.conventions import invalid_json, validation_error
 
+        errors = exc.errors()
+        if errors and errors[0].get("type") == "json_invalid":  # the framework's parse of the body
+            loc = errors[0].get("loc") or ()
+            api = invalid_json((errors[0].get("ctx") or {}).get("error") or "it does not parse",
+                               loc[1] if len(loc) > 1 else None)
+            ctx.metrics.errors.labels("rest", api.code).inc()
+            return JSONResponse(api.body(), status_code=400)
         ctx.metrics.errors.labels("rest", "invalid_argument").inc()
-        return JSONResponse({"error": validation_error(exc.errors())}, status_code=400)
+        return JSONResponse({"error": validation_error(errors)}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request, exc: StarletteHTTPException):
+        from .rest.conventions import BodyNotJSON
+
+        if isinstance(exc, BodyNotJSON):
+            ctx.metrics.errors.labels("rest", exc.api.code).inc()
+            return JSONResponse(exc.api.body(), status_code=exc.api.status)
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         body = {"code": code, "message": str(exc.detail)}
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             # the framework's answer to a body json_loads refused (rest/conventions.py)
-            body = {"code": "invalid_json", "message": "the body is not valid JSON (or nests too deep, or holds "
-                    "a lone surrogate escape)", "field": "body"}
+            body = {"code": "invalid_json", "message": "the body is not valid JSON: it is not UTF-8 text, nests "
+                    "too deep, or holds a lone surrogate escape", "field": "body"}
         return JSONResponse({"error": body}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(VQSError)
