@@ -292,3 +292,35 @@ def test_a_max_header_bytes_below_1_kib_exits_2(tmp_path):
     p = serve("--data-dir", tmp_path / "d", "--port", free_port(), "--max-header-bytes", "10")
     assert p.returncode == 2 and "max_header_bytes must be at least 1024" in p.stderr, p.stdout + p.stderr
     assert not (tmp_path / "d").exists()
+
+
+def test_a_non_empty_directory_without_vqs_data_is_refused_exit_1_and_left_as_it_was(tmp_path):
+    d = tmp_path / "photos"
+    d.mkdir()
+    (d / "holiday.jpg").write_bytes(b"not vqs")
+    p = serve("--data-dir", d, "--port", free_port())
+    assert p.returncode == 1, p.stdout + p.stderr
+    msg = only_line(p)["msg"]
+    assert f"data dir {d} holds files but no VQS data" in msg and "give an empty or new directory" in msg
+    assert sorted(os.listdir(d)) == ["holiday.jpg"]
+
+
+def test_a_data_dir_with_a_tilde_from_toml_or_the_environment_is_under_home(tmp_path):
+    (tmp_path / "c.toml").write_text('data_dir = "~/from-toml"\n')
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    for extra, name in ((["--config", str(tmp_path / "c.toml")], "from-toml"), ([], "from-env")):
+        log = tmp_path / f"{name}.log"
+        run_env = dict(env, VQS_DATA_DIR="~/from-env") if name == "from-env" else env
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "vqs.server", "--port", str(free_port()),
+                                     "--log-format", "json", *extra], stdout=out, stderr=subprocess.STDOUT,
+                                    cwd=tmp_path, env=run_env)
+        try:
+            deadline = time.monotonic() + 30
+            while '"msg": "ready"' not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert '"msg": "ready"' in log.read_text(), log.read_text()
+        finally:
+            proc.terminate()
+            assert proc.wait(30) == 0
+        assert (tmp_path / "home" / name / ".lock").exists() and not (tmp_path / "~").exists()

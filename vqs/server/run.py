@@ -11,7 +11,7 @@ a JSON record otherwise) and an exit code of the ``vqs`` scheme: settings
 checked (2); the port bound (3 if another process has it; nothing else was
 touched); the Kafka and native ports bound likewise; with ``--grpc-port``, the gRPC port bound too (2 without the grpc
 extra, 3 if in use; vqs/server/grpc/front.py); the data directory opened and locked (3 if another process holds
-it, naming its pid; 1 if it cannot be opened; 4 if recovery finds
+it, naming its pid; 1 if it cannot be opened or holds files but no VQS data; 4 if recovery finds
 corruption); then uvicorn serves on the bound socket and, once it listens,
 one ``ready`` line gives the URLs (API, console, docs, metrics; gRPC's address once it
 serves). No "ready" is ever logged before the sockets listen.
@@ -371,10 +371,19 @@ def _listen_grpc(settings: Settings, fmt: str, conn_cap: int | None = None):
 def _open_broker(settings: Settings, fmt: str):
     """The data directory's Broker (its lock taken), or the exit with one line saying why not."""
     from .. import errors as E
-    from ..broker import Broker
+    from ..broker import Broker, layout
 
     if os.path.exists(settings.data_dir) and not os.path.isdir(settings.data_dir):
         _cannot_start(fmt, f"data dir {settings.data_dir} is a file, not a directory", EXIT_ERROR)
+    try:
+        entries = os.listdir(settings.data_dir)
+    except OSError:
+        entries = []  # missing (the Broker makes it) or unreadable (the Broker says why)
+    if entries and not any(e in entries for e in (layout.LOCK_FILE, layout.TOPICS, layout.GROUPS, layout.QUEUES)):
+        # another program's directory (a mistyped --data-dir): never adopted, nothing made in it
+        _cannot_start(fmt, f"data dir {settings.data_dir} holds files but no VQS data (no topics/, queues/, groups/ "
+                           "or .lock), so it was not opened; give an empty or new directory, or the data dir you "
+                           "meant (check --data-dir / VQS_DATA_DIR / data_dir)", EXIT_ERROR)
     try:
         return Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms,
                       min_free_bytes=settings.min_free_bytes, cleaner_interval_ms=settings.cleaner_interval_ms,

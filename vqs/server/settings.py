@@ -438,5 +438,7 @@ def load_settings(overrides: Mapping[str, Any] | None = None, *, env: Mapping[st
         if kinds[k] == "dict[str, str]" and not v:
             continue
         values[k] = _coerce(k, kinds[k], v)
+    if "data_dir" in values:  # "~/vqs-data" from a TOML file or VQS_DATA_DIR (no shell expands it there)
+        values["data_dir"] = os.path.expanduser(values["data_dir"])
     s = Settings(**values)
     return s
