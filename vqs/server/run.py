@@ -379,10 +379,10 @@ def _open_broker(settings: Settings, fmt: str):
         entries = os.listdir(settings.data_dir)
     except OSError:
         entries = []  # missing (the Broker makes it) or unreadable (the Broker says why)
-    if entries and not any(e in entries for e in (layout.LOCK_FILE, layout.TOPICS, layout.GROUPS, layout.QUEUES)):
+    if entries and layout.TOP_LEVEL.isdisjoint(entries):
         # another program's directory (a mistyped --data-dir): never adopted, nothing made in it
-        _cannot_start(fmt, f"data dir {settings.data_dir} holds files but no VQS data (no topics/, queues/, groups/ "
-                           "or .lock), so it was not opened; give an empty or new directory, or the data dir you "
+        _cannot_start(fmt, f"data dir {settings.data_dir} holds files but no VQS data (no topics/, queues/, groups/, "
+                           ".lock or another file of a data dir), so it was not opened; give an empty or new directory, or the data dir you "
                            "meant (check --data-dir / VQS_DATA_DIR / data_dir)", EXIT_ERROR)
     try:
         return Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms,
