@@ -35,15 +35,15 @@ class Throttle:
             self._keys[key] = [now, 0]
         return left_out
 
-    def warn(self, key: str, msg: str, *args) -> bool:
-        """Log ``msg % args`` as a warning when due; True when it was logged."""
+    def warn(self, key: str, msg: str, *args, level: int = logging.WARNING) -> bool:
+        """Log ``msg % args`` as a warning (or at ``level``) when due; True when it was logged."""
         left_out = self.due(key)
         if left_out is None:
             return False
         if left_out:
-            self._logger.warning(msg + " (%d more like it since the last such line)", *args, left_out)
+            self._logger.log(level, msg + " (%d more like it since the last such line)", *args, left_out)
         else:
-            self._logger.warning(msg, *args)
+            self._logger.log(level, msg, *args)
         return True
 
     def clear(self, key: str, msg: str | None = None, *args) -> None:

@@ -38,6 +38,7 @@ def test_full_disk_answers_507_and_503_and_drains(enospc_disk):
             assert r.status_code == 507, r.text
             err = r.json()["error"]
             assert err["code"] == "disk_full" and full_disk.path not in r.text
+            assert "this write was refused" in err["message"] and "once space is freed" in err["message"]
             sqs = boto3.client("sqs", endpoint_url=srv.url, region_name="eu-west-1", aws_access_key_id="x",
                                aws_secret_access_key="y", config=Config(retries={"max_attempts": 1}))
             url = sqs.get_queue_url(QueueName="q")["QueueUrl"]

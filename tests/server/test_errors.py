@@ -15,7 +15,7 @@ PATH = "/srv/vqs-data/topics/t/0"
     (E.TooManyOpenFiles(f"opening {PATH}/00000000000000000000.log failed: this process reached its open-file "
                         "limit (RLIMIT_NOFILE: soft 256, hard 256)", path=PATH), 503, "too_many_open_files"),
     (E.ReadOnlyError(f"log {PATH} was opened with readonly=True"), 409, "read_only"),
-    (E.CorruptRecordError(f"{PATH}/00000000000000000000.log: CRC mismatch at 4096", path=PATH), 400, "corrupt_batch"),
+    (E.CorruptRecordError(f"{PATH}/00000000000000000000.log: CRC mismatch at 4096", path=PATH), 500, "corrupt_data"),
     (E.VQSError(f"fsync of {PATH}/00000000000000000000.log failed: [Errno 5] EIO"), 400, "invalid_request"),
     (E.OffsetOutOfRange(f"offset 9 is out of range for log {PATH}", offset=9, start_offset=0, end_offset=3),
      400, "offset_out_of_range"),

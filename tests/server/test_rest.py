@@ -349,3 +349,22 @@ def test_headers_the_format_cannot_hold_are_400(http, unique):
     r = http.post(f"/topics/{unique}/messages", content=body, headers={"content-type": "application/vnd.vqs.batch"})
     assert r.status_code == 413 and r.json()["error"]["code"] == "too_many_records", r.text[:300]
     assert http.get(f"/topics/{unique}").json()["partition_info"][0]["end_offset"] == 0
+
+
+@pytest.mark.parametrize("body, where", [
+    (b"{not json", "(at character 1)"),
+    (b'{"a":1,}', "(at character 7)"),
+    (b"[1,", "(at character 3)"),
+    (b'{"name": "\xff"}', "it is not UTF-8 text"),
+    (b"[" * 5000 + b"]" * 5000, "nested too deeply"),
+])
+def test_every_body_that_is_not_json_is_invalid_json_saying_where(http, unique, body, where):
+    http.post("/topics", json={"name": unique})
+    http.post("/queues", json={"name": unique})
+    routes = ["/topics", f"/topics/{unique}/messages", "/queues", f"/queues/{unique}/messages",
+              f"/queues/{unique}/receive", f"/groups/{unique}/offsets", "/wait", f"/topics/{unique}/partitions"]
+    for route in routes:  # the fast path's produce and the framework's routes alike
+        r = http.post(route, content=body, headers={"content-type": "application/json"})
+        err = r.json()["error"]
+        assert (r.status_code, err["code"], err["field"]) == (400, "invalid_json", "body"), (route, r.text)
+        assert err["message"].startswith("the body is not valid JSON: ") and where in err["message"], (route, r.text)

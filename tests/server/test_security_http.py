@@ -288,7 +288,7 @@ def test_failed_authentications_are_logged_with_client_and_front_without_secrets
         _sqs(u, secret="guessed-secret-1").list_queues()
     assert httpx.get(u + "/topics", headers={"authorization": "Bearer guessed-token-2"}).status_code == 401
     assert httpx.get(u + "/console/topics", headers={"authorization": "Bearer guessed-token-3"}).status_code == 403
-    log = sigv4_only.wait_log("authentication failed: SQS SignatureDoesNotMatch from 127.0.0.1:",
+    log = sigv4_only.wait_log("authentication failed: sqs SignatureDoesNotMatch from 127.0.0.1:",
                               "rejected 401 GET /topics", "(client 127.0.0.1:", ", rest)", ", console)")
     for secret in ("guessed-secret-1", "guessed-token-2", "guessed-token-3", SECRET):
         assert secret not in log

@@ -15,6 +15,7 @@ import time
 
 import httpx
 import pytest
+from certs import needs_openssl, self_signed
 from vqs_server_proc import ServerProcess, free_port
 
 from vqs.broker import Broker
@@ -203,6 +204,8 @@ def test_a_max_open_files_the_limit_cannot_meet_exits_2_naming_the_limit(tmp_pat
     ({"VQS_WORKERS_THREADS": "0"}, "workers_threads must be a positive number, not 0"),
     ({"VQS_GRACEFUL_TIMEOUT_S": "-1"}, "graceful_timeout_s must be >= 0, not -1.0"),
     ({"VQS_LOG_LEVEL": "chatty"}, "log_level must be one of debug, info, warning, error, critical, not 'chatty'"),
+    ({"VQS_MAX_HEADER_BYTES": "10"}, "max_header_bytes must be at least 1024 (1 KiB: a request line and the headers "
+                                     "every client sends; the default is 16384), not 10"),
 ])
 def test_settings_that_would_turn_a_bound_off_or_break_the_server_are_refused(env, message):
     from vqs.errors import ConfigError
@@ -222,3 +225,102 @@ def test_a_malformed_credential_setting_is_refused_without_showing_it(name, valu
     with pytest.raises(ConfigError) as e:
         load_settings({}, env={name: value})
     assert "Secret" not in str(e.value) and "not shown" in str(e.value)
+
+
+def test_an_empty_token_is_refused_exit_2_naming_tokens(tmp_path):
+    # off loopback too: an empty token is no credential, so it cannot stand for one there
+    for host in ("127.0.0.1", "0.0.0.0"):
+        p = serve("--data-dir", tmp_path / "d", "--host", host, "--port", free_port(), "--token", "")
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert "tokens: token 1 of 1 is empty" in p.stderr and len(p.stderr.splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("toml, setting", [
+    ('tokens = ["good-token", "has space"]', "tokens: token 2 of 2 is not usable"),
+    ('tokens = ["tab\\there"]', "tokens: token 1 of 1 is not usable"),
+    ('tokens = ["caf\\u00e9-token"]', "tokens: token 1 of 1 is not usable"),
+    ('tokens = ["ctl\\u0001x"]', "tokens: token 1 of 1 is not usable"),
+    ('sigv4_keys = {AKID = ""}', "sigv4_keys: entry 1 of 1 has an empty or unusable name or secret"),
+    ('kafka_users = {bob = ""}', "kafka_users: entry 1 of 1 has an empty or unusable name or secret"),
+    ('kafka_users = {"" = "pw-secret"}', "kafka_users: entry 1 of 1 has an empty or unusable name or secret"),
+])
+def test_unusable_credentials_are_refused_naming_the_setting_not_the_value(tmp_path, toml, setting):
+    from vqs.server.settings import load_settings
+
+    (tmp_path / "c.toml").write_text(toml + "\n")
+    with pytest.raises(ConfigError) as e:
+        load_settings({}, env={}, config_file=str(tmp_path / "c.toml")).check()
+    assert str(e.value).startswith(setting) and "not shown" in str(e.value)
+    for shown in ("has space", "tab", "caf", "ctl", "pw-secret", "good-token"):
+        assert shown not in str(e.value)
+
+
+def test_vqs_variables_the_server_does_not_read_are_warned_of_and_the_ready_line_says_auth(tmp_path):
+    env = {"VQS_TOKEN": "cli-token-value", "VQS_TOKNS": "typo-token-value", "VQS_URL": "http://127.0.0.1:1"}
+    s = ServerProcess(tmp_path / "d", env=env).start()
+    try:
+        log = s.wait_log("ready")
+    finally:
+        assert s.stop() == 0
+    assert "VQS_TOKEN is set, but it is the vqs command's variable" in log and "reads VQS_TOKENS" in log
+    assert "VQS_TOKNS is not a setting of the server (ignored): did you mean VQS_TOKENS?" in log
+    assert "VQS_URL" not in log and "cli-token-value" not in log and "typo-token-value" not in log
+    assert "auth off (no credentials)" in log
+    s = ServerProcess(tmp_path / "d", env={"VQS_TOKENS": "a-server-token", "VQS_TOKEN": "a-server-token"}).start()
+    try:
+        log = s.wait_log("ready")
+    finally:
+        assert s.stop() == 0
+    assert "auth on" in log and "VQS_TOKEN" not in log
+
+
+@needs_openssl
+def test_a_certificate_and_key_that_are_no_pair_exit_2_naming_both_before_the_data_dir(tmp_path):
+    cert, _ = self_signed(tmp_path, "a")
+    _, other_key = self_signed(tmp_path, "b")
+    for key, why in ((cert, "one of them is not a PEM certificate or private key"),
+                     (other_key, "the key is not the certificate's")):
+        p = serve("--data-dir", tmp_path / "d", "--port", free_port(), "--tls-cert", cert, "--tls-key", key)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
+        assert f"tls_cert and tls_key do not load as a pair ({why}): certificate {cert}, key {key}" in p.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_max_header_bytes_below_1_kib_exits_2(tmp_path):
+    p = serve("--data-dir", tmp_path / "d", "--port", free_port(), "--max-header-bytes", "10")
+    assert p.returncode == 2 and "max_header_bytes must be at least 1024" in p.stderr, p.stdout + p.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_non_empty_directory_without_vqs_data_is_refused_exit_1_and_left_as_it_was(tmp_path):
+    d = tmp_path / "photos"
+    d.mkdir()
+    (d / "holiday.jpg").write_bytes(b"not vqs")
+    p = serve("--data-dir", d, "--port", free_port())
+    assert p.returncode == 1, p.stdout + p.stderr
+    msg = only_line(p)["msg"]
+    assert f"data dir {d} holds files but no VQS data" in msg and "give an empty or new directory" in msg
+    assert sorted(os.listdir(d)) == ["holiday.jpg"]
+
+
+def test_a_data_dir_with_a_tilde_from_toml_or_the_environment_is_under_home(tmp_path):
+    (tmp_path / "c.toml").write_text('data_dir = "~/from-toml"\n')
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    for extra, name in ((["--config", str(tmp_path / "c.toml")], "from-toml"), ([], "from-env")):
+        log = tmp_path / f"{name}.log"
+        run_env = dict(env, VQS_DATA_DIR="~/from-env") if name == "from-env" else env
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "vqs.server", "--port", str(free_port()),
+                                     "--log-format", "json", *extra], stdout=out, stderr=subprocess.STDOUT,
+                                    cwd=tmp_path, env=run_env)
+        try:
+            deadline = time.monotonic() + 30
+            while '"msg": "ready"' not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert '"msg": "ready"' in log.read_text(), log.read_text()
+        finally:
+            proc.terminate()
+            assert proc.wait(30) == 0
+        assert (tmp_path / "home" / name / ".lock").exists() and not (tmp_path / "~").exists()

@@ -7,7 +7,7 @@ batch holding ``offset`` (which may begin below it), compressed ones as
 stored, whole batches up to ``max_bytes`` (at least one) and until ``limit``
 records; the next offset is the end of the last batch. A batch whose bytes
 were damaged on disk is never served: an answer ends before it, and a fetch
-that starts at it is answered 400 ``corrupt_batch``. The lean dispatch (the
+that starts at it is answered 500 ``corrupt_data`` (the server's fault). The lean dispatch (the
 fast path) and the FastAPI route answer alike, and ``vqs.Client`` decodes
 the answer (``read_stored_batches``).
 """
@@ -190,8 +190,8 @@ def test_a_damaged_stored_batch_is_not_served(server, client):
     assert r.headers["x-vqs-next-offset"] == "5"
     # a fetch that starts at it is an error naming no server path
     r = _get(server, "damaged", "&offset=5&stored=1")
-    assert r.status_code == 400
-    assert r.json()["error"]["code"] == "corrupt_batch" and server.data_dir not in r.text
+    assert r.status_code == 500
+    assert r.json()["error"]["code"] == "corrupt_data" and server.data_dir not in r.text
     # the batch after it is whole and served
     r = _get(server, "damaged", "&offset=10&stored=1")
     assert r.status_code == 200 and r.content == data[batches[2][0]:]

@@ -56,6 +56,9 @@ GROUP_CONFIGS_FILE = "group_configs.json"
 PRODUCER_SNAPSHOT_FILE = "producers.json"  # in a partition's log directory
 MOVE_TASKS_FILE = "~move-tasks.json"  # in the queue registry's directory; "~": never a queue name
 SPARK_SINKS = os.path.join("spark", "sinks")
+#: what may stand at the top of a data directory: a directory holding any of them is VQS's
+TOP_LEVEL = frozenset({LOCK_FILE, TOPICS, GROUPS, QUEUES, SHARE, PRODUCER_IDS_FILE, SCRAM_FILE, ACLS_FILE,
+                       GROUP_CONFIGS_FILE, "spark"})
 
 
 def topics_dir(data_dir: str) -> str:

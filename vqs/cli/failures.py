@@ -12,7 +12,8 @@ and docs/cli.md list them):
 * 3 - unavailable: the server cannot be reached or failed (5xx), or a data
   directory or port is held by another process (``vqs serve`` cannot start);
 * 4 - corrupt: stored data failed verification (``vqs inspect`` found a bad
-  CRC, a read hit one);
+  CRC, a read hit one, on a data directory or on the server: its 500
+  ``corrupt_data``);
 * 130 - interrupted (Ctrl-C).
 
 Invariant: a user error never shows a traceback. ``CLIGroup`` (the root
@@ -94,6 +95,9 @@ def explain(exc: BaseException, url: str | None = None, names: dict | None = Non
                             f"{exc.start_offset}..{exc.end_offset} (start..end; give --offset in that range, "
                             "or use --from-end)")
     if isinstance(exc, E.CorruptRecordError):
+        if getattr(exc, "path", None) is None and url:  # the server's stored data (its 500 corrupt_data)
+            return EXIT_CORRUPT, (f"the server at {url}: {exc} (check its data dir with `vqs inspect` while it is "
+                                  "stopped; docs/server.md, Recovery from corruption)")
         return EXIT_CORRUPT, f"{exc} (check the data with `vqs inspect`)"
     if isinstance(exc, E.RemoteError):
         if exc.status >= 500:

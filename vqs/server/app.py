@@ -39,6 +39,8 @@ _SQS_PATH = re.compile(r"^/\d{12}/[^/]+/?$")
 #: boto3 ~10): each is walked by every check of the admission, so their count is bounded
 #: as well as their bytes.
 MAX_HEADER_COUNT = 100
+#: the codes of ``check_bearer``'s refusals (no token, a malformed one: unauthorized; a wrong one: forbidden)
+_BEARER_CODES = ("unauthorized", "forbidden")
 _OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/docs", "/openapi.json", "/redoc",
                "/docs/oauth2-redirect",
                "/console")  # the console checks the same tokens itself (login form, session cookie)
@@ -210,6 +212,8 @@ class VQSMiddleware:
             if refusal is not None:
                 if refusal[0] is not None:
                     self.ctx.metrics.rejected.labels(refusal[0]).inc()
+                elif refusal[2] in _BEARER_CODES:  # check_bearer's: a failed authentication
+                    self.ctx.auth_failures.failed(api, scope.get("client"), f"{refusal[2]} ({method} {path})")
                 await _send(send_wrapper, *self.refusal_answer(sqs, *refusal[1:]))
                 return
             receive = self._limited_receive(receive, limit)
@@ -351,14 +355,16 @@ class VQSMiddleware:
         return _json(status, doc, headers)
 
 
-def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None, in_flight=None) -> VQSMiddleware:
+def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None, in_flight=None,
+               auth_failures=None) -> VQSMiddleware:
     """The ASGI app (its FastAPI app is ``.fastapi``). Opens a Broker on ``settings.data_dir``
-    at startup unless one is given. ``pre_auth``, ``in_flight``: the server's byte budgets, when
-    other fronts share them (byte_budget.py; else the app's own)."""
+    at startup unless one is given. ``pre_auth``, ``in_flight``: the server's byte budgets, and
+    ``auth_failures`` its failed authentications, when other fronts share them (byte_budget.py,
+    auth_failures.py; else the app's own)."""
     from contextlib import asynccontextmanager
 
     settings = settings or Settings()
-    ctx = ServerContext(settings, broker, pre_auth, in_flight)
+    ctx = ServerContext(settings, broker, pre_auth, in_flight, auth_failures)
 
     @asynccontextmanager
     async def lifespan(app):
@@ -412,19 +418,31 @@ def create_app(settings: Settings | None = None, *, broker=None, pre_auth=None, 
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request, exc: RequestValidationError):
-        from .rest.conventions import validation_error
+        from .rest.conventions import invalid_json, validation_error
 
+        errors = exc.errors()
+        if errors and errors[0].get("type") == "json_invalid":  # the framework's parse of the body
+            loc = errors[0].get("loc") or ()
+            api = invalid_json((errors[0].get("ctx") or {}).get("error") or "it does not parse",
+                               loc[1] if len(loc) > 1 else None)
+            ctx.metrics.errors.labels("rest", api.code).inc()
+            return JSONResponse(api.body(), status_code=400)
         ctx.metrics.errors.labels("rest", "invalid_argument").inc()
-        return JSONResponse({"error": validation_error(exc.errors())}, status_code=400)
+        return JSONResponse({"error": validation_error(errors)}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request, exc: StarletteHTTPException):
+        from .rest.conventions import BodyNotJSON
+
+        if isinstance(exc, BodyNotJSON):
+            ctx.metrics.errors.labels("rest", exc.api.code).inc()
+            return JSONResponse(exc.api.body(), status_code=exc.api.status)
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         body = {"code": code, "message": str(exc.detail)}
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             # the framework's answer to a body json_loads refused (rest/conventions.py)
-            body = {"code": "invalid_json", "message": "the body is not valid JSON (or nests too deep, or holds "
-                    "a lone surrogate escape)", "field": "body"}
+            body = {"code": "invalid_json", "message": "the body is not valid JSON: it is not UTF-8 text, nests "
+                    "too deep, or holds a lone surrogate escape", "field": "body"}
         return JSONResponse({"error": body}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(VQSError)

@@ -20,6 +20,7 @@ import anyio
 
 from ..errors import LogClosedError
 from .append_coalescer import AppendCoalescer
+from .auth_failures import AuthFailures
 from .byte_budget import ByteBudget, in_flight_budget, pre_auth_budget
 from .errors import APIError
 from .long_poll import LongPolls, wait_topics
@@ -30,14 +31,16 @@ from .share_members import ShareMembers
 
 class ServerContext:
     def __init__(self, settings: Settings, broker=None, pre_auth: ByteBudget | None = None,
-                 in_flight: ByteBudget | None = None):
+                 in_flight: ByteBudget | None = None, auth_failures: AuthFailures | None = None):
         self.settings = settings
         self.broker = broker
         # bytes held for requests not authenticated yet, and for every request being read or
         # handled: each shared with the Kafka listener (byte_budget.py)
         self.pre_auth = pre_auth or pre_auth_budget(settings.max_pre_auth_bytes)
         self.in_flight = in_flight or in_flight_budget(settings.max_request_bytes_in_flight)
-        self.metrics = Metrics(lambda: self.broker)
+        # every front's failed authentications, counted and logged alike (shared with Kafka's)
+        self.auth_failures = auth_failures or AuthFailures()
+        self.metrics = Metrics(lambda: self.broker, self.auth_failures)
         self.started = time.time()
         self.ready = False
         self.stopping = False

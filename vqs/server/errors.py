@@ -14,6 +14,14 @@ an error that describes the request (a name, a size, a receipt handle) keeps
 its message; OffsetOutOfRange is re-worded from its fields; an error about the
 server's own state (a closed or read-only log, corruption on disk, an I/O
 failure) gets a fixed text, and its original goes to the server log.
+
+Corruption in the server's own data (a CorruptRecordError from its storage:
+a stored batch that fails its CRC, a damaged segment) is a server fault: 500
+``corrupt_data`` (type ``CorruptRecordError``, so clients raise that class and
+``vqs`` exits 4), naming the topic and partition (or queue) and what failed,
+never a path; logged at error, a line a minute per damaged place. A client's
+corrupt request body is the client's: the routes that decode one answer 400
+``corrupt_batch`` before this table is consulted (rest/produce.py).
 """
 
 from __future__ import annotations
@@ -71,16 +79,42 @@ _REQUEST_ERRORS: dict[type, tuple[int, str]] = {
 # errors about the server's own state: (status, code, the client's message)
 _SERVER_ERRORS: dict[type, tuple[int, str, str]] = {
     E.LogClosedError: (503, "closing", "the topic or queue is closed (deleted, or the server is stopping)"),
-    E.DiskFullError: (507, "disk_full", "the server's disk is full: writes wait for space; reads, receives "
-                                        "and deletes go on"),
+    E.DiskFullError: (507, "disk_full", "the server's disk is full: this write was refused; writes work again "
+                                        "once space is freed (retry then); reads, receives and deletes go on"),
     E.LogFailedError: (503, "log_failed", "this topic or queue had a disk I/O error and accepts no writes "
                                           "until the server restarts; other topics and queues are served"),
     E.TooManyOpenFiles: (503, "too_many_open_files", "the server has no file descriptor left (its open-file limit, "
                                                      "RLIMIT_NOFILE, is reached): retry later; the server log names "
                                                      "the limit and the settings to change"),
     E.ReadOnlyError: (409, "read_only", "the data is read-only"),
-    E.CorruptRecordError: (400, "corrupt_batch", "stored data failed validation; the server log has the details"),
+    E.CorruptRecordError: (500, "corrupt_data", "stored data failed validation; the server log has the details"),
 }
+
+#: where a stored file lies in a data directory: topics/<name>/<partition>[/<segment>.log], queues/<name>/...
+_STORED = re.compile(r"/(topics|queues)/([A-Za-z0-9._-]+)(?:/(\d+))?(?:/(\d{20})\.log)?(?:/|$)")
+
+
+def corrupt_data_message(exc: E.CorruptRecordError) -> str:
+    """What a remote client is told of corruption in the server's stored data: where (the topic
+    and partition, or queue, and the segment's first offset) and what failed, without a path.
+    Logged at error, at most a line a minute per damaged file and position."""
+    key = f"corrupt:{exc.path}:{exc.position}" if exc.path else f"corrupt:{exc}"
+    _lasting.warn(key, "%s: %s", type(exc).__name__, exc, level=logging.ERROR)
+    text = str(exc)
+    m = _STORED.search(exc.path or "")
+    if m is None:
+        return _SERVER_ERRORS[E.CorruptRecordError][2]
+    kind, name, part, base = m.groups()
+    where = f"{kind[:-1]} {name!r}" + (f" partition {int(part)}" if part is not None and kind == "topics" else "")
+    if base is not None:
+        where += f" (its segment from offset {int(base)})"
+    detail = ""
+    if text.startswith(f"{exc.path}: "):
+        detail = text[len(exc.path) + 2:]
+    if "/" in detail or len(detail) > 300:  # (it names no file of the server, nor runs on)
+        detail = ""
+    return (f"the server's stored data of {where} is damaged" + (f": {detail}" if detail else "")
+            + "; the server log has the details")
 _UNEXPECTED = "the server could not complete the request; the server log has the details"
 
 
@@ -99,6 +133,8 @@ def client_message(exc: E.VQSError) -> str:
                 f"{exc.start_offset}..{exc.end_offset} (start..end)")
     if isinstance(exc, E.QueueError) or _lookup(_REQUEST_ERRORS, exc) is not None:
         return str(exc)
+    if isinstance(exc, E.CorruptRecordError):
+        return corrupt_data_message(exc)
     if isinstance(exc, (E.DiskFullError, E.LogFailedError)):  # lasting: every write meets it
         _lasting.warn(f"{type(exc).__name__}:{exc.path}", "%s: %s", type(exc).__name__, exc)
     elif isinstance(exc, E.TooManyOpenFiles):  # every request that opens a file meets it: a line a minute
@@ -133,7 +169,8 @@ def from_vqs_error(exc: E.VQSError) -> APIError:
     hit = _lookup(_SERVER_ERRORS, exc)
     if hit is not None:  # out of descriptors passes (connections close): the client may retry
         return APIError(hit[0], hit[1], msg,
-                        headers={"Retry-After": "1"} if isinstance(exc, E.TooManyOpenFiles) else None)
+                        headers={"Retry-After": "1"} if isinstance(exc, E.TooManyOpenFiles) else None,
+                        extra=typed if isinstance(exc, E.CorruptRecordError) else None)
     return APIError(400, "invalid_request", msg)
 
 

@@ -36,7 +36,7 @@ _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
 
 
 class Metrics:
-    def __init__(self, broker_ref=None):
+    def __init__(self, broker_ref=None, auth_failures=None):
         self.registry = r = CollectorRegistry(auto_describe=True)
         # per request: counters.py's families (the same exposition, a fraction of the cost)
         self.requests = CounterFamily("vqs_http_requests", "Requests over HTTP and the native protocol (api=native)", ["api", "route", "method", "status"],
@@ -62,6 +62,8 @@ class Metrics:
         #: added to on the event loop's thread only (no lock), exported as vqs_fast_http_requests_total
         self.fast_http = {"rest": 0, "sqs": 0}
         r.register(_FastHttpCollector(self.fast_http))
+        if auth_failures is not None:  # (auth_failures.py: every front's, Kafka's and gRPC's too)
+            r.register(_AuthFailuresCollector(auth_failures.counts))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -98,6 +100,23 @@ class _FastHttpCollector:
                                   "(below ASGI), by API", labels=["api"])
         for api, n in list(self._counts.items()):
             fam.add_metric([api], n)
+        yield fam
+
+
+class _AuthFailuresCollector:
+    """``vqs_authentication_failures_total{front}``: failed authentications (auth_failures.py)."""
+
+    def __init__(self, counts: dict):
+        self._counts = counts
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        fam = CounterMetricFamily("vqs_authentication_failures", "Failed authentications (no credential, "
+                                  "or a wrong one), by front", labels=["front"])
+        for front, n in list(self._counts.items()):
+            fam.add_metric([front], n)
         yield fam
 
 

@@ -17,8 +17,9 @@ Invariants:
 * **Authenticated before anything is read but its HELLO**: the first frame must be a HELLO
   of at most ``PRE_AUTH_MAX_FRAME`` bytes, within ``http_header_timeout_s`` of the connect;
   with credentials configured its token is checked as a bearer token is (bearer.py). A
-  failed HELLO is answered (401/403, as REST answers a missing or wrong token) and the
-  connection closed: each guess costs a connection. An unauthenticated connection so costs
+  failed HELLO is answered (401/403, as REST answers a missing or wrong token), counted and
+  logged as every front's failed authentication (auth_failures.py) and the connection
+  closed: each guess costs a connection. An unauthenticated connection so costs
   at most its socket, its slot under the connection caps and ``PRE_AUTH_MAX_FRAME`` bytes,
   for at most ``http_header_timeout_s``.
 * **Bounded**: connections in total and per client address (``max_connections``,
@@ -326,7 +327,7 @@ class _Connection(asyncio.Protocol):
             if front.rest_auth else None
         if refusal is not None:
             self.write(*front.refusal_answer(False, *refusal))
-            self.listener.bad(self.peer, "a HELLO without a valid token")
+            front.ctx.auth_failures.failed("native", self.peer, f"{refusal[1]} (HELLO)")
             self.close()
             return
         self.token = token

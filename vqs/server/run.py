@@ -11,7 +11,7 @@ a JSON record otherwise) and an exit code of the ``vqs`` scheme: settings
 checked (2); the port bound (3 if another process has it; nothing else was
 touched); the Kafka and native ports bound likewise; with ``--grpc-port``, the gRPC port bound too (2 without the grpc
 extra, 3 if in use; vqs/server/grpc/front.py); the data directory opened and locked (3 if another process holds
-it, naming its pid; 1 if it cannot be opened; 4 if recovery finds
+it, naming its pid; 1 if it cannot be opened or holds files but no VQS data; 4 if recovery finds
 corruption); then uvicorn serves on the bound socket and, once it listens,
 one ``ready`` line gives the URLs (API, console, docs, metrics; gRPC's address once it
 serves). No "ready" is ever logged before the sockets listen.
@@ -42,7 +42,7 @@ from typing import NoReturn
 import typer
 
 from ..errors import ConfigError, DiskFullError, LogFailedError
-from .settings import Settings, load_settings
+from .settings import Settings, environment_warnings, load_settings
 
 logger = logging.getLogger("vqs.server")
 
@@ -171,12 +171,17 @@ def serve(settings: Settings) -> None:
 
     fmt = logs.configure(settings.log_level, settings.log_format)
     _require_server_extra(fmt)
+    for warning in environment_warnings(settings):
+        logger.warning(warning)
     conn_cap = _open_file_limit(settings, fmt)
     from .byte_budget import in_flight_budget, pre_auth_budget
 
     # one of each for every front (byte_budget.py)
     pre_auth = pre_auth_budget(settings.max_pre_auth_bytes)
     in_flight = in_flight_budget(settings.max_request_bytes_in_flight)
+    from .auth_failures import AuthFailures
+
+    auth_failures = AuthFailures()  # every front's, counted and logged alike
     sock = _listen(settings, fmt)
     grpc_front = None
     kafka_sock = None
@@ -203,9 +208,9 @@ def serve(settings: Settings) -> None:
             from .kafka import KafkaListener
 
             kafka = KafkaListener(broker, settings, kafka_sock, max_connections=conn_cap, pre_auth=pre_auth,
-                                  in_flight=in_flight)
+                                  in_flight=in_flight, auth_failures=auth_failures)
             kafka.start()
-        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth, native_sock, in_flight)
+        _run(settings, sock, broker, grpc_front, conn_cap, pre_auth, native_sock, in_flight, auth_failures)
     finally:
         if kafka is not None:
             kafka.stop()
@@ -366,10 +371,19 @@ def _listen_grpc(settings: Settings, fmt: str, conn_cap: int | None = None):
 def _open_broker(settings: Settings, fmt: str):
     """The data directory's Broker (its lock taken), or the exit with one line saying why not."""
     from .. import errors as E
-    from ..broker import Broker
+    from ..broker import Broker, layout
 
     if os.path.exists(settings.data_dir) and not os.path.isdir(settings.data_dir):
         _cannot_start(fmt, f"data dir {settings.data_dir} is a file, not a directory", EXIT_ERROR)
+    try:
+        entries = os.listdir(settings.data_dir)
+    except OSError:
+        entries = []  # missing (the Broker makes it) or unreadable (the Broker says why)
+    if entries and layout.TOP_LEVEL.isdisjoint(entries):
+        # another program's directory (a mistyped --data-dir): never adopted, nothing made in it
+        _cannot_start(fmt, f"data dir {settings.data_dir} holds files but no VQS data (no topics/, queues/, groups/, "
+                           ".lock or another file of a data dir), so it was not opened; give an empty or new directory, or the data dir you "
+                           "meant (check --data-dir / VQS_DATA_DIR / data_dir)", EXIT_ERROR)
     try:
         return Broker(settings.data_dir, flush=settings.flush, flush_interval_ms=settings.flush_interval_ms,
                       min_free_bytes=settings.min_free_bytes, cleaner_interval_ms=settings.cleaner_interval_ms,
@@ -387,12 +401,12 @@ def _open_broker(settings: Settings, fmt: str):
 
 
 def _run(settings: Settings, sock: socket.socket, broker, grpc_front=None, conn_cap: int | None = None,
-         pre_auth=None, native_sock: socket.socket | None = None, in_flight=None) -> None:
+         pre_auth=None, native_sock: socket.socket | None = None, in_flight=None, auth_failures=None) -> None:
     import uvicorn
 
     from .app import create_app
 
-    app = create_app(settings, broker=broker, pre_auth=pre_auth, in_flight=in_flight)
+    app = create_app(settings, broker=broker, pre_auth=pre_auth, in_flight=in_flight, auth_failures=auth_failures)
     ctx = app.state.ctx
     try:
         import uvloop  # noqa: F401
@@ -529,6 +543,8 @@ def _announce(settings: Settings, sock: socket.socket, data_dir: str, grpc_front
     raised = f" (raised from {raised_from})" if raised_from is not None else ""
     text = (f"VQS {fields['version']} ready: API {url}  console {url}/console  docs {url}/docs  metrics {url}/metrics"
             f"{grpc_text}{kafka}  "
-            f"(data dir {data_dir}, flush {settings.flush}, pid {fields['pid']}, open-file limit {soft}{raised}, "
+            f"(data dir {data_dir}, flush {settings.flush}, "
+            f"auth {'on' if settings.auth_enabled else 'off (no credentials)'}, "
+            f"pid {fields['pid']}, open-file limit {soft}{raised}, "
             f"max_open_files {FILE_CACHE.max_open_files}; Ctrl-C stops)")
     logger.info("ready", extra={"vqs": fields, "text": text})

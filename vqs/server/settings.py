@@ -28,6 +28,9 @@ _PRINCIPAL_SEP = r";|,(?=\s*User:)"
 #: anything common and easy to remember).
 DEFAULT_PORT = 8642
 DEFAULT_ACCOUNT = "123456789012"
+#: the least ``max_header_bytes``: below it even a plain ``GET /health`` from a common client
+#: (its request line, Host, User-Agent, Accept, an Authorization header) could be refused 431
+MIN_HEADER_BYTES = 1024
 
 
 @dataclass
@@ -149,6 +152,7 @@ class Settings:
 
     def check(self) -> None:
         """Refuse settings that would be unsafe or cannot work (ConfigError names the setting)."""
+        _check_credentials(self)
         for p in self.kafka_super_users:
             if not p.startswith("User:") or len(p) == 5:
                 raise ConfigError(f"kafka_super_users: {p!r} is not a principal of the form User:NAME")
@@ -166,6 +170,9 @@ class Settings:
             v = getattr(self, name)
             if not v > 0 or not math.isfinite(v):  # (NaN compares false: it would turn a deadline off)
                 raise ConfigError(f"{name} must be a positive number, not {v!r}")
+        if self.max_header_bytes < MIN_HEADER_BYTES:
+            raise ConfigError(f"max_header_bytes must be at least {MIN_HEADER_BYTES} (1 KiB: a request line and the "
+                              f"headers every client sends; the default is {16 << 10}), not {self.max_header_bytes}")
         for name in ("graceful_timeout_s", "sqs_recreate_wait_s"):
             v = getattr(self, name)
             if not v >= 0 or not math.isfinite(v):
@@ -218,6 +225,8 @@ class Settings:
             path = getattr(self, name)
             if path and not os.access(path, os.R_OK):
                 raise ConfigError(f"{name}: cannot read {path}")
+        if self.tls_cert:
+            _check_tls_pair(self.tls_cert, self.tls_key)
         if self.kafka_tls_client_ca:
             if not self.tls_cert:
                 raise ConfigError("kafka_tls_client_ca needs the listener's own certificate: give --tls-cert "
@@ -270,6 +279,76 @@ class Settings:
             raise ConfigError(f"log_format must be auto, json or text, not {self.log_format!r}")
         if not (self.account_id.isdigit() and len(self.account_id) == 12):
             raise ConfigError(f"account_id must be 12 digits, not {self.account_id!r}")
+
+
+#: what a token or a name in a credential may hold: visible ASCII (what an HTTP header and gRPC
+#: metadata carry as is), no space or control character, at least one
+_VISIBLE = re.compile(r"[\x21-\x7e]+")
+_UNUSABLE = re.compile(r"[\x00-\x20\x7f-\x9f]")  # in a SigV4 key's or Kafka user's name or secret
+
+
+def _check_credentials(s: Settings) -> None:
+    """Every credential usable: a token is visible ASCII (an empty one would turn authentication
+    on with a credential no client can send, and pass the off-loopback check); a SigV4 key's id
+    and a Kafka user's name are not empty and hold no space or control character, their secret
+    is not empty and holds no control character. The error names the setting and the
+    credential's place, never its value."""
+    for i, t in enumerate(s.tokens, 1):
+        if not isinstance(t, str) or not _VISIBLE.fullmatch(t):
+            raise ConfigError(f"tokens: token {i} of {len(s.tokens)} is {'empty' if not t else 'not usable'} (not "
+                              "shown): a token is 1 or more visible ASCII characters, no spaces, control or "
+                              "non-ASCII characters (python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    for name, what in (("sigv4_keys", "an access key id"), ("kafka_users", "a user name")):
+        for i, (key, secret) in enumerate(getattr(s, name).items(), 1):
+            if not key or not secret or _UNUSABLE.search(key) or _UNUSABLE.search(secret.replace(" ", "")):
+                raise ConfigError(f"{name}: entry {i} of {len(getattr(s, name))} has an empty or unusable name or "
+                                  f"secret (not shown): give NAME:SECRET, {what} without spaces or control "
+                                  "characters and a secret that is not empty and holds no control characters")
+
+
+def _check_tls_pair(cert: str, key: str) -> None:
+    """The certificate (chain) and its private key load together, as every TLS front loads them
+    (HTTPS, gRPC, Kafka): refused here, before a port or the data directory is touched, rather
+    than by the first front that loads them."""
+    import ssl
+
+    def no_passphrase():
+        raise ConfigError(f"tls_key: {key} is encrypted; give an unencrypted key (the server takes no passphrase)")
+
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password=no_passphrase)
+    except ssl.SSLError as e:
+        why = "the key is not the certificate's" if "KEY_VALUES_MISMATCH" in str(e) else (
+            "one of them is not a PEM certificate or private key")
+        raise ConfigError(f"tls_cert and tls_key do not load as a pair ({why}): certificate {cert}, key {key}") from None
+    except OSError as e:
+        raise ConfigError(f"tls_cert and tls_key: cannot load {cert} and {key}: {e.strerror or e}") from None
+
+
+#: ``VQS_*`` variables that are not settings of the server: its own (the config file's) and
+#: those of the vqs command's clients (docs/cli.md) and of the Spark workers (docs/spark.md)
+OTHER_VARIABLES = frozenset({"VQS_CONFIG", "VQS_URL", "VQS_TOKEN", "VQS_UTC", "VQS_SPARK_GC_FREEZE"})
+
+
+def environment_warnings(settings: Settings, env: Mapping[str, str] | None = None) -> list[str]:
+    """What to warn of in the ``VQS_*`` environment (names only, never a value): a variable that is
+    neither a setting nor a known other variable is ignored (a misspelt one leaves its setting at
+    its default), and ``VQS_TOKEN``, the vqs command's token, is not the server's ``VQS_TOKENS``
+    (said when the server has no token: it runs without them)."""
+    import difflib
+
+    env = os.environ if env is None else env
+    known = {"VQS_" + f.name.upper() for f in fields(Settings)}
+    out = []
+    for name in sorted(k for k in env if k.startswith("VQS_")):
+        if name == "VQS_TOKEN" and not settings.tokens:
+            out.append("VQS_TOKEN is set, but it is the vqs command's variable (a client's token): the server "
+                       "reads VQS_TOKENS (comma-separated) or --token, and has no bearer token")
+        elif name not in known and name not in OTHER_VARIABLES:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            out.append(f"{name} is not a setting of the server (ignored)"
+                       + (f": did you mean {close[0]}?" if close else ": see docs/server.md for the settings"))
+    return out
 
 
 #: settings whose values are credentials: never shown in an error
@@ -359,5 +438,7 @@ def load_settings(overrides: Mapping[str, Any] | None = None, *, env: Mapping[st
         if kinds[k] == "dict[str, str]" and not v:
             continue
         values[k] = _coerce(k, kinds[k], v)
+    if "data_dir" in values:  # "~/vqs-data" from a TOML file or VQS_DATA_DIR (no shell expands it there)
+        values["data_dir"] = os.path.expanduser(values["data_dir"])
     s = Settings(**values)
     return s

@@ -46,7 +46,7 @@ def test_a_failed_sasl_authentication_is_answered_logged_and_closed(tmp_path):
     finally:
         assert server.stop() == 0, server.log()
     log = server.log()
-    assert "authentication failed: SASL/PLAIN user 'mallory'" in log and "guess-1" not in log
+    assert "authentication failed: kafka SASL/PLAIN user 'mallory'" in log and "guess-1" not in log
     assert "before authentication" in log
 
 

@@ -162,7 +162,7 @@ def test_confluent_kafka_logs_in_with_a_signed_token_and_acls_govern_its_subject
         assert got == [b"m%d" % i for i in range(5)]
         assert fails_to_log_in(_conf(server, lambda: _token(other)))
         assert fails_to_log_in(_conf(server, lambda: _token(key, aud="elsewhere")))
-        server.wait_log("authentication failed: SASL/OAUTHBEARER")
+        server.wait_log("authentication failed: kafka SASL/OAUTHBEARER")
         admin = AdminClient({"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_PLAINTEXT",
                              "sasl.mechanism": "PLAIN", "sasl.username": "op", "sasl.password": "s3cret"})
         deny = AclBinding(ResourceType.TOPIC, "oauth-t", ResourcePatternType.LITERAL, "User:svc", "*",

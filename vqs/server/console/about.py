@@ -65,6 +65,7 @@ def about_routes() -> APIRouter:
         if not st.sessions.login_required:
             return redirect(request, None, False, "/console")
         if not isinstance(token, str) or not st.sessions.token_ok(token):
+            st.ctx.auth_failures.failed("console", request.client, "login (POST /console/login)")
             return page(request, None, False, "login.html", status=401, failed=True)
         session = st.sessions.new(authenticated=True)
         resp = redirect(request, None, False, "/console")

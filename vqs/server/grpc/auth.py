@@ -4,7 +4,8 @@ With tokens configured (``--token`` / ``VQS_TOKENS``), every call but the
 health service and server reflection (open, as REST's ``/health`` and
 ``/docs``) must carry ``authorization: Bearer <token>``: none, or not of that
 form, is UNAUTHENTICATED; a token that is not one of the server's is
-PERMISSION_DENIED. Tokens are compared in constant time, every one of them.
+PERMISSION_DENIED, each counted and logged as every front's failed authentication
+(auth_failures.py). Tokens are compared in constant time, every one of them.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ class BearerAuth(grpc.aio.ServerInterceptor):
     ``required``), and the request decoded by ``_decoding`` (a malformed one is
     INVALID_ARGUMENT with a plain message, not protobuf's error naming our classes)."""
 
-    def __init__(self, tokens: list[str], required: bool | None = None):
+    def __init__(self, tokens: list[str], required: bool | None = None, refused=None):
         self.tokens = [t.encode() for t in tokens]
         self.required = bool(tokens) if required is None else required  # no token at all: every call refused
+        self.refused = refused  # refused(code, method, context): told of each call refused
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
@@ -51,7 +53,7 @@ class BearerAuth(grpc.aio.ServerInterceptor):
         if self.required and not details.method.startswith(_OPEN):
             refused = check_bearer(self.tokens, details.invocation_metadata)
             if refused is not None:
-                return _refusing(handler, *refused)
+                return _refusing(handler, *refused, details.method, self.refused)
         return _decoding(handler)
 
 
@@ -126,15 +128,20 @@ def _decoding(handler):
     return handler._replace(request_deserializer=None, stream_unary=stream_unary)
 
 
-def _refusing(handler, code: grpc.StatusCode, message: str):
+def _refusing(handler, code: grpc.StatusCode, message: str, method: str = "", told=None):
     """A handler that answers ``code`` without reading the request: of a request-streaming
     shape whatever the method's (the server then reads no message; only what HTTP/2's flow
-    control window lets the client send arrives) and with no deserializer."""
+    control window lets the client send arrives) and with no deserializer; ``told(code,
+    method, context)`` first, if given."""
 
     async def unary_response(requests, context):
+        if told is not None:
+            told(code, method, context)
         await context.abort(code, message)
 
     async def stream_response(requests, context):
+        if told is not None:
+            told(code, method, context)
         await context.abort(code, message)
         yield  # an async generator, as a streaming handler must be
 

@@ -71,6 +71,7 @@ class GrpcFront:
         self._ctx = None
         self._go: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
+        self._relay = None
 
     @property
     def address(self) -> str:
@@ -140,7 +141,7 @@ class GrpcFront:
 
         # the token before the request is read (any credential configured: a token is needed,
         # SigV4 keys grant the SQS API only); every request decoded by it
-        interceptors = [BearerAuth(s.tokens, required=s.auth_enabled)]
+        interceptors = [BearerAuth(s.tokens, required=s.auth_enabled, refused=self._auth_failed)]
         options = [("grpc.max_receive_message_length", s.max_body_bytes),
                    # responses are bounded by the handlers (records.MAX_BYTES plus one record)
                    ("grpc.max_send_message_length", -1),
@@ -164,7 +165,7 @@ class GrpcFront:
             self._bind_error = f"cannot start the gRPC server ({core_path}): {e}"
             self._bound.set()
             return
-        relay = Relay(self.sock, core_path, self.max_connections, s.max_connections_per_client)
+        relay = self._relay = Relay(self.sock, core_path, self.max_connections, s.max_connections_per_client)
         self._bound.set()
         await self._go.wait()
         if self._stop.is_set():  # stopped before it served (HTTP could not start)
@@ -188,6 +189,10 @@ class GrpcFront:
         await stopped
         relay.close_all()
         gctx.close()
+
+    def _auth_failed(self, code, method: str, context) -> None:
+        """A call refused by its token (auth.py): counted and logged with the client's address."""
+        self._ctx.auth_failures.failed("grpc", self._relay.client_of(context.peer()), f"{code.name} ({method})")
 
     def _register(self, server):
         from grpc_health.v1 import health, health_pb2, health_pb2_grpc

@@ -20,6 +20,12 @@ control. A side closed with bytes still to write gets ``CLOSE_GRACE_S`` to
 write them, then is aborted. Cost: per chunk of a connection's bytes one
 callback and one ``send``, on the gRPC front's own loop (no thread handoff).
 
+Who is calling: the core sees every connection come from the relay, so each
+connection to the core is bound to an abstract Unix socket name of its own
+(Linux; elsewhere unbound) and ``Relay.client_of`` maps the peer the core
+reports for a call (``unix-abstract:<name>``) back to the client's address,
+for as long as the connection is open.
+
 Invariants: a connection is counted from its accept until it closes (exactly
 one ``release``); every relayed connection is in ``Relay.conns`` until it is
 closed (``close_all`` at shutdown ends what the core's drain left).
@@ -28,7 +34,11 @@ closed (``close_all`` at shutdown ends what the core's drain left).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
+import secrets
+import socket
 
 from ..conn_caps import ConnectionCaps
 
@@ -75,13 +85,15 @@ class _Client(_Side):
     """The client's TCP connection: counted, then joined to a new connection to the core."""
 
     addr = None
+    peer = None
+    core_name = None  # the abstract name of its connection to the core (Relay.client_of)
     admitted = False
     joining = None  # the task connecting to the core
 
     def connection_made(self, transport) -> None:
         self.transport = transport
         relay = self.relay
-        peer = transport.get_extra_info("peername")
+        self.peer = peer = transport.get_extra_info("peername")
         self.addr = peer[0] if isinstance(peer, tuple) and peer else None
         if relay.stopping or not relay.caps.admit(self.addr):  # refused (logged by the caps)
             transport.abort()
@@ -94,9 +106,13 @@ class _Client(_Side):
     async def _join(self) -> None:
         core = _Side(self.relay)
         core.other, core.out = self, self.transport  # what the core says goes to the client at once
+        relay = self.relay
+        sock = relay.core_socket(self)
         try:
-            await self.relay.loop.create_unix_connection(lambda: core, self.relay.path)
+            await relay.loop.sock_connect(sock, relay.path)
+            await relay.loop.create_unix_connection(lambda: core, sock=sock)
         except OSError:
+            sock.close()
             self.transport.close()  # the core stopped
             return
         if self.transport.is_closing():  # the client left meanwhile
@@ -111,6 +127,7 @@ class _Client(_Side):
             self.admitted = False
             self.relay.conns.discard(self)
             self.relay.caps.release(self.addr)
+            self.relay.peers.pop(self.core_name, None)
         super().connection_lost(exc)
 
 
@@ -132,9 +149,33 @@ class Relay:
         self.path = path  # the core's Unix socket
         self.caps = ConnectionCaps(total, per_client, "grpc", logger)
         self.conns: set = set()
+        self.peers: dict = {}  # the abstract name of a connection to the core -> its client's address
+        self._names = itertools.count()
+        self._prefix = f"vqs-grpc-{os.getpid()}-{secrets.token_hex(4)}-"
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
         self._server = None
+
+    def core_socket(self, client: _Client) -> socket.socket:
+        """A socket for ``client``'s connection to the core, bound to a name of its own when the
+        system has abstract Unix socket names (then ``client_of`` knows it)."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        name = self._prefix + str(next(self._names))
+        try:
+            sock.bind("\0" + name)
+        except OSError:  # no abstract names here (or one taken): the core sees the relay alone
+            return sock
+        client.core_name = name
+        self.peers[name] = client.peer
+        return sock
+
+    def client_of(self, core_peer: str):
+        """The client's address (host, port) of a call whose peer the core reports as
+        ``core_peer``, or None when unknown."""
+        if core_peer and core_peer.startswith("unix-abstract:"):
+            return self.peers.get(core_peer[len("unix-abstract:"):])
+        return None
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import errors as E
+from ..errors import corrupt_data_message
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -81,4 +82,7 @@ def code_for(e: BaseException) -> int:
         return KAFKA_STORAGE_ERROR
     if isinstance(e, E.ConfigError):
         return INVALID_CONFIG
+    if isinstance(e, E.CorruptRecordError):  # the server's stored data: as Kafka answers a corrupt log's read
+        corrupt_data_message(e)  # (logged, a line a minute per damaged place)
+        return CORRUPT_MESSAGE
     return UNKNOWN_SERVER_ERROR

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
+from ..auth_failures import AuthFailures
 from ..byte_budget import ByteBudget, in_flight_budget, pre_auth_budget
 from ..context import configure_groups
 from .acls import Acls
@@ -22,7 +23,7 @@ class KafkaContext:
     """What the handlers share: the broker, settings, the advertised address, pools, caches."""
 
     def __init__(self, broker, settings, host: str, port: int, pre_auth: ByteBudget | None = None,
-                 in_flight: ByteBudget | None = None):
+                 in_flight: ByteBudget | None = None, auth_failures: AuthFailures | None = None):
         self.broker = broker
         self.settings = settings
         self.host = host
@@ -52,6 +53,8 @@ class KafkaContext:
         # while it is read and handled (each shared with the HTTP fronts: byte_budget.py)
         self.pre_auth = pre_auth or pre_auth_budget(settings.max_pre_auth_bytes)
         self.in_flight = in_flight or in_flight_budget(settings.max_request_bytes_in_flight)
+        # failed SASL logins, counted and logged as every front's (auth_failures.py)
+        self.auth_failures = auth_failures or AuthFailures()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
         self.share_sessions: dict = {}  # (group, member) -> share session (share.py)

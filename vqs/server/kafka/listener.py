@@ -31,8 +31,9 @@ certificate's subject (tls.py).
 Auth: with tokens configured, a connection must complete SASL/PLAIN
 (SaslHandshake then SaslAuthenticate, or the v0 raw exchange) with a token as
 the password before anything but ApiVersions and SaslHandshake. A failed
-authentication is answered, logged (peer and user name, never the password)
-and the connection closed, as Kafka does: each guess costs a new connection.
+authentication is answered, counted and logged as every front's (auth_failures.py:
+peer and user name, never the password) and the connection closed, as Kafka does:
+each guess costs a new connection.
 
 Bounds (docs/security.md), each checked before it costs more than a few bytes:
 connections in total (``max_connections``) and per client address
@@ -58,6 +59,7 @@ import logging
 import struct
 import threading
 
+from ..auth_failures import AuthFailures
 from ..byte_budget import ByteBudget
 from ..conn_caps import ConnectionCaps
 from . import logins
@@ -275,6 +277,9 @@ class Connection:
                     await self._next(answers.join(), writing, None)
                     _auth_failed(self)
                     return
+        except _BeforeSasl as e:  # a client not configured for SASL: a failed authentication, not a bad frame
+            self.ctx.auth_failures.failed("kafka", self.peer, f"a request (API key {e.api_key}) before SASL "
+                                          "authentication: the client must be configured for SASL (connection closed)")
         except ProtocolError as e:
             logger.warning("kafka: closing %s: malformed request: %s", self.peer, e)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -340,7 +345,7 @@ class Connection:
         if flexible:
             r.tagged_fields()
         if not self.authenticated and api_key not in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE):
-            raise ProtocolError(f"API key {api_key} before SASL authentication")
+            raise _BeforeSasl(api_key)
         body = await handler(self.ctx, self, version, r)
         if body is None:
             return None
@@ -350,16 +355,25 @@ class Connection:
         return bytes(head.b) + body
 
 
+class _BeforeSasl(ProtocolError):
+    """A request other than ApiVersions and the SASL ones on a connection that must authenticate first."""
+
+    def __init__(self, api_key: int):
+        self.api_key = api_key
+        super().__init__(f"API key {api_key} before SASL authentication")
+
+
 def _auth_failed(conn: Connection) -> None:
-    logger.warning("kafka: authentication failed: SASL/%s user %r from %s; connection closed",
-                   conn.mechanism or "PLAIN", conn.failed_user or "", conn.peer)
+    conn.ctx.auth_failures.failed("kafka", conn.peer, f"SASL/{conn.mechanism or 'PLAIN'} user "
+                                  f"{conn.failed_user or ''!r} (connection closed)")
 
 
 class KafkaListener:
     """Serves the Kafka protocol on ``sock`` (already bound) until ``stop``."""
 
     def __init__(self, broker, settings, sock, max_connections: int | None = None,
-                 pre_auth: ByteBudget | None = None, in_flight: ByteBudget | None = None):
+                 pre_auth: ByteBudget | None = None, in_flight: ByteBudget | None = None,
+                 auth_failures: AuthFailures | None = None):
         self.sock = sock
         #: connections open at once (``max_connections``, or less: the open-file limit's share, run.py)
         self.max_connections = max_connections or settings.max_connections
@@ -368,7 +382,7 @@ class KafkaListener:
         if settings.kafka_advertised_listener:  # e.g. behind a proxy or NAT
             host, _, adv_port = settings.kafka_advertised_listener.rpartition(":")
             port = int(adv_port)
-        self.ctx = KafkaContext(broker, settings, host, port, pre_auth, in_flight)
+        self.ctx = KafkaContext(broker, settings, host, port, pre_auth, in_flight, auth_failures)
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None

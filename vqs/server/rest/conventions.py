@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 from fastapi import Path, Request, Response
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..context import ServerContext
 from ..errors import APIError
@@ -75,13 +76,29 @@ def _refuse_surrogates(doc) -> None:
             stack.extend(v)
 
 
+class BodyNotJSON(StarletteHTTPException):
+    """A body ``json_loads`` refused for another reason than a syntax error (not UTF-8, a lone
+    surrogate, nesting past the limit): an HTTP exception, which the framework passes on as it
+    is, answered with ``api`` (``invalid_json``) by the app's handler. A syntax error is the
+    framework's own ``json_invalid``, answered alike (app.py)."""
+
+    def __init__(self, api: APIError):
+        super().__init__(api.status, api.message)
+        self.api = api
+
+
 class _StrictJSONRequest(Request):
     """A request whose ``json()`` is ``json_loads``: a lone surrogate or nesting past the limit
-    is refused (ValueError: the framework answers 400) before a route sees the body."""
+    is refused (400 ``invalid_json``) before a route sees the body."""
 
     async def json(self):
         if not hasattr(self, "_json"):
-            self._json = json_loads(await self.body())
+            try:
+                self._json = json_loads(await self.body())
+            except json.JSONDecodeError:
+                raise
+            except ValueError as e:
+                raise BodyNotJSON(json_error(e)) from None
         return self._json
 
 
@@ -152,6 +169,22 @@ def validation_text(field: str | None, err: dict) -> str:
     if kind == "extra_forbidden":
         return f"{what} is not a field of this request"
     return f"{what}: {err.get('msg', 'invalid')}"
+
+
+def invalid_json(why: str, pos: int | None = None) -> APIError:
+    """400 ``invalid_json``, every REST route's answer to a body that is not JSON: what is wrong
+    and where (the character's position, from 0), field ``body``."""
+    where = f" (at character {pos})" if isinstance(pos, int) else ""
+    return APIError(400, "invalid_json", f"the body is not valid JSON: {why}{where}", field="body")
+
+
+def json_error(e: ValueError) -> APIError:
+    """``invalid_json`` for what ``json_loads`` raised."""
+    if isinstance(e, json.JSONDecodeError):
+        return invalid_json(e.msg, e.pos)
+    if isinstance(e, UnicodeDecodeError):
+        return invalid_json("it is not UTF-8 text", e.start)
+    return invalid_json(str(e))
 
 
 def validation_error(errors: list) -> dict:

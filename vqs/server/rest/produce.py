@@ -24,7 +24,7 @@ from ...record import check_headers
 from ...wire import BATCH_CONTENT_TYPE, MAX_PRODUCE_RECORDS, decode_body
 from ..context import ServerContext
 from ..errors import APIError
-from .conventions import check_name, json_bytes, json_loads, query_int, ready_broker
+from .conventions import check_name, json_bytes, json_error, json_loads, query_int, ready_broker
 
 _JSON_FIELDS = {"value", "value_b64", "key", "key_b64", "headers", "partition", "timestamp_ms"}
 
@@ -110,8 +110,8 @@ def json_records(ctx: ServerContext, t, body: bytes) -> tuple:
     limit = t.message_limit(ctx.settings.max_message_bytes)  # the topic's, else the server's
     try:
         doc = json_loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise APIError(400, "invalid_json", "the body is not valid JSON", field="body") from None
+    except ValueError as e:  # (UnicodeDecodeError too)
+        raise json_error(e) from None
     if not isinstance(doc, dict):
         raise APIError(400, "invalid_argument", "the body must be an object {\"messages\": [...]}", field="body")
     msgs = doc.get("messages")

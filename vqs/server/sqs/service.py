@@ -64,17 +64,6 @@ _CROSS_SITE = ("this server has no credentials, so an action that changes someth
 
 
 
-def _log_auth_failure(scope, code: str) -> None:
-    """A failed SigV4 check, at warning: the client's address, the front and AWS's code (never
-    the Authorization header, a signature or a secret). Both HTTP paths (the ASGI app, the
-    fast path) answer through ``answer``, so every failure is logged here."""
-    client = scope.get("client")
-    addr = f"{client[0]}:{client[1]}" if client else "unknown"
-    logger.warning("authentication failed", extra={
-        "vqs": {"front": "sqs", "client": addr, "code": code, "path": scope.get("path")},
-        "text": f"authentication failed: SQS {code} from {addr}"})
-
-
 _ID_HIGH = os.urandom(8).hex()
 _ID_PREFIX = f"{_ID_HIGH[:8]}-{_ID_HIGH[8:12]}-{_ID_HIGH[12:]}-"
 _ID_COUNT = itertools.count(int.from_bytes(os.urandom(8), "big"))
@@ -100,6 +89,12 @@ class SQSService(QueueActions, MessageActions):
         self._auth_required = self.settings.auth_enabled
         self._deleted_at: dict[str, float] = {}  # queue name -> monotonic time of its DeleteQueue
         self._latency: dict = {}  # action -> its child of the latency histogram
+
+    def _auth_failed(self, scope, code: str) -> None:
+        """A failed SigV4 check, with AWS's code (auth_failures.py: never the Authorization
+        header, a signature or a secret). Both HTTP paths (the ASGI app, the fast path) answer
+        through ``answer``, so every failure passes here."""
+        self.ctx.auth_failures.failed("sqs", scope.get("client"), code)
 
     def close(self) -> None:
         for t in self._tasks:
@@ -146,7 +141,7 @@ class SQSService(QueueActions, MessageActions):
             region = region_from_authorization(headers) or self.settings.region
             if self._auth_required:
                 if not self._keys:
-                    _log_auth_failure(scope, "InvalidClientTokenId")
+                    self._auth_failed(scope, "InvalidClientTokenId")
                     raise SQSError("InvalidClientTokenId",
                                    "This server accepts no SQS credentials (start it with --sigv4-key AKID:SECRET).")
                 raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -156,7 +151,7 @@ class SQSService(QueueActions, MessageActions):
                                    max_skew_s=self.settings.sigv4_max_skew_s)
                 except SigV4Error as e:
                     self.metrics.rejected.labels("sigv4").inc()
-                    _log_auth_failure(scope, e.code)
+                    self._auth_failed(scope, e.code)
                     raise SQSError(e.code, str(e), status=e.status) from None
                 region = ident.region
             path_queue = None
@@ -226,6 +221,8 @@ class SQSService(QueueActions, MessageActions):
                 client_message(e)  # the details (the file, the errno) go to the server log only
                 err = SQSError("ServiceUnavailable", "this queue had a disk I/O error and accepts no "
                                                      "writes until the server restarts")
+            elif type(e).__name__ == "CorruptRecordError":  # the server's stored data: its fault, not the client's
+                err = SQSError("InternalFailure", client_message(e))
             else:
                 err = SQSError("InvalidParameterValue", client_message(e))
             status, out, hs = self._error(err, is_json, request_id, query_json)
