@@ -665,6 +665,9 @@ def test_a_sealed_segment_cut_at_a_batch_boundary_is_found_by_reads(log_from):
         assert os.path.samefile(e.value.path, files[1]) and f"offsets {base}..{nxt - 1}" in str(e.value)
         with pytest.raises(CorruptRecordError):
             lg.read_batches(base)
+        # a read that collected good records first returns them; the next one reports the damage
+        assert [r.offset for r in lg.read(base - 1, max_records=5)] == [base - 1]
+        assert [b.base_offset for b in lg.read_batches(base - BATCH, max_bytes=1 << 20)] == [base - BATCH]
         check_each_offset(lg, NM, set(range(base, nxt)))
 
 

@@ -152,7 +152,12 @@ class Reads:
                     break
                 raise self._segment_gone(log, offset) from None
             if run is None:
-                self._check_missing(log, seg, offset, seg_end)
+                try:
+                    self._check_missing(log, seg, offset, seg_end)
+                except CorruptRecordError:
+                    if out:
+                        break  # the good records first; the next read reports the damage
+                    raise
                 offset = seg_end
                 continue
             first, end, recs, ends = run
@@ -267,7 +272,12 @@ class Reads:
                     break
                 raise self._segment_gone(log, offset) from None
             if not batches:
-                self._check_missing(log, seg, offset, segs[i][1])
+                try:
+                    self._check_missing(log, seg, offset, segs[i][1])
+                except CorruptRecordError:
+                    if out:
+                        break
+                    raise
                 i += 1
                 continue
             for b in batches:
