@@ -257,7 +257,8 @@ def test_unusable_credentials_are_refused_naming_the_setting_not_the_value(tmp_p
 
 
 def test_vqs_variables_the_server_does_not_read_are_warned_of_and_the_ready_line_says_auth(tmp_path):
-    env = {"VQS_TOKEN": "cli-token-value", "VQS_TOKNS": "typo-token-value", "VQS_URL": "http://127.0.0.1:1"}
+    env = {"VQS_TOKEN": "cli-token-value", "VQS_TOKNS": "typo-token-value", "VQS_URL": "http://127.0.0.1:1",
+           "VQS_FLUSSH": "always", "VQS_DEPLOYMENT_COLOUR": "blue"}
     s = ServerProcess(tmp_path / "d", env=env).start()
     try:
         log = s.wait_log("ready")
@@ -265,7 +266,9 @@ def test_vqs_variables_the_server_does_not_read_are_warned_of_and_the_ready_line
         assert s.stop() == 0
     assert "VQS_TOKEN is set, but it is the vqs command's variable" in log and "reads VQS_TOKENS" in log
     assert "VQS_TOKNS is not a setting of the server (ignored): did you mean VQS_TOKENS?" in log
+    assert "VQS_FLUSSH is not a setting of the server (ignored): did you mean VQS_FLUSH?" in log
     assert "VQS_URL" not in log and "cli-token-value" not in log and "typo-token-value" not in log
+    assert "VQS_DEPLOYMENT_COLOUR" not in log  # not the server's business: no near setting
     assert "auth off (no credentials)" in log
     s = ServerProcess(tmp_path / "d", env={"VQS_TOKENS": "a-server-token", "VQS_TOKEN": "a-server-token"}).start()
     try:

@@ -331,10 +331,11 @@ OTHER_VARIABLES = frozenset({"VQS_CONFIG", "VQS_URL", "VQS_TOKEN", "VQS_UTC", "V
 
 
 def environment_warnings(settings: Settings, env: Mapping[str, str] | None = None) -> list[str]:
-    """What to warn of in the ``VQS_*`` environment (names only, never a value): a variable that is
-    neither a setting nor a known other variable is ignored (a misspelt one leaves its setting at
-    its default), and ``VQS_TOKEN``, the vqs command's token, is not the server's ``VQS_TOKENS``
-    (said when the server has no token: it runs without them)."""
+    """What to warn of in the ``VQS_*`` environment (names only, never a value): a variable that
+    looks like a misspelt setting (it is ignored, and leaves that setting at its default), and
+    ``VQS_TOKEN``, the vqs command's token, which is not the server's ``VQS_TOKENS`` (said when the
+    server has no token: it runs without them). Other ``VQS_*`` variables (a deployment's or a
+    test harness's own) are not the server's business: no warning."""
     import difflib
 
     env = os.environ if env is None else env
@@ -345,9 +346,9 @@ def environment_warnings(settings: Settings, env: Mapping[str, str] | None = Non
             out.append("VQS_TOKEN is set, but it is the vqs command's variable (a client's token): the server "
                        "reads VQS_TOKENS (comma-separated) or --token, and has no bearer token")
         elif name not in known and name not in OTHER_VARIABLES:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            out.append(f"{name} is not a setting of the server (ignored)"
-                       + (f": did you mean {close[0]}?" if close else ": see docs/server.md for the settings"))
+            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+            if close:
+                out.append(f"{name} is not a setting of the server (ignored): did you mean {close[0]}?")
     return out
 
 
