@@ -327,3 +327,18 @@ def test_a_data_dir_with_a_tilde_from_toml_or_the_environment_is_under_home(tmp_
             proc.terminate()
             assert proc.wait(30) == 0
         assert (tmp_path / "home" / name / ".lock").exists() and not (tmp_path / "~").exists()
+
+
+def test_a_filesystem_root_with_only_lost_and_found_is_a_new_data_dir(tmp_path):
+    """A disk of its own mounted for the data holds lost+found at its root: that is no other
+    program's directory (the server and the CLI take it as a new data directory)."""
+    from vqs.broker import layout
+
+    assert not layout.someone_elses(["lost+found"])
+    assert layout.someone_elses(["lost+found", "cat.jpg"])
+    assert not layout.someone_elses(["lost+found", "topics"])
+    d = tmp_path / "disk"
+    (d / "lost+found").mkdir(parents=True)
+    s = ServerProcess(d).start()
+    assert s.stop() == 0, s.log()
+    assert (d / ".lock").exists() or (d / "topics").exists()

@@ -59,6 +59,17 @@ SPARK_SINKS = os.path.join("spark", "sinks")
 #: what may stand at the top of a data directory: a directory holding any of them is VQS's
 TOP_LEVEL = frozenset({LOCK_FILE, TOPICS, GROUPS, QUEUES, SHARE, PRODUCER_IDS_FILE, SCRAM_FILE, ACLS_FILE,
                        GROUP_CONFIGS_FILE, "spark"})
+#: names a directory may hold and still be a new data directory: a filesystem's root (a disk of
+#: its own mounted for the data) holds lost+found
+NOT_DATA = frozenset({"lost+found"})
+
+
+def someone_elses(entries) -> bool:
+    """Do ``entries`` (a directory's listing) say the directory is another program's: files,
+    none of them a data directory's (``TOP_LEVEL``)? Such a directory is never adopted as a data
+    directory (the server and the CLI refuse it: a mistyped path)."""
+    names = set(entries) - NOT_DATA
+    return bool(names) and TOP_LEVEL.isdisjoint(names)
 
 
 def topics_dir(data_dir: str) -> str:

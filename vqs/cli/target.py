@@ -20,11 +20,9 @@ import os
 import shutil
 from contextlib import contextmanager
 
+from ..broker import layout
 from ..broker.names import validate_name
 from .failures import EXIT_UNAVAILABLE, EXIT_USAGE, explain, fail, http_error, unreachable
-
-# what a data directory holds (vqs/broker/layout.py names them); any one makes it VQS's
-_DATA_DIR_ENTRIES = (".lock", "topics", "groups", "queues")
 
 
 def check_data_dir(data_dir: str) -> None:
@@ -34,8 +32,7 @@ def check_data_dir(data_dir: str) -> None:
              f"{data_dir}` or `vqs serve --data-dir {data_dir}` makes a new one)")
     if not os.path.isdir(data_dir):
         fail(f"data dir {data_dir} is not a directory")
-    entries = os.listdir(data_dir)
-    if entries and not any(e in entries for e in _DATA_DIR_ENTRIES):
+    if layout.someone_elses(os.listdir(data_dir)):
         fail(f"{data_dir} is not a VQS data dir (it has files, but no topics/, queues/ or groups/)")
 
 

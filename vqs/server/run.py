@@ -379,7 +379,7 @@ def _open_broker(settings: Settings, fmt: str):
         entries = os.listdir(settings.data_dir)
     except OSError:
         entries = []  # missing (the Broker makes it) or unreadable (the Broker says why)
-    if entries and layout.TOP_LEVEL.isdisjoint(entries):
+    if layout.someone_elses(entries):
         # another program's directory (a mistyped --data-dir): never adopted, nothing made in it
         _cannot_start(fmt, f"data dir {settings.data_dir} holds files but no VQS data (no topics/, queues/, groups/, "
                            ".lock or another file of a data dir), so it was not opened; give an empty or new directory, or the data dir you "
