@@ -61,9 +61,11 @@ class Metrics:
         #: requests answered by the HTTP fast path (fast_http.py), by api ("rest", "sqs"): plain ints,
         #: added to on the event loop's thread only (no lock), exported as vqs_fast_http_requests_total
         self.fast_http = {"rest": 0, "sqs": 0}
-        r.register(_FastHttpCollector(self.fast_http))
+        r.register(_CountsCollector("vqs_fast_http_requests", "HTTP requests answered by the fast path "
+                                    "(below ASGI), by API", "api", self.fast_http))
         if auth_failures is not None:  # (auth_failures.py: every front's, Kafka's and gRPC's too)
-            r.register(_AuthFailuresCollector(auth_failures.counts))
+            r.register(_CountsCollector("vqs_authentication_failures", "Failed authentications (no credential, "
+                                        "or a wrong one), by front", "front", auth_failures.counts))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -85,38 +87,22 @@ class Metrics:
             pair[1].inc(nbytes)
 
 
-class _FastHttpCollector:
-    """``vqs_fast_http_requests_total{api}``: which requests the HTTP fast path answered (the
-    others went through ASGI; vqs_http_requests counts both)."""
+class _CountsCollector:
+    """A counter family of one label read from a dict its owner keeps (label value -> count):
+    ``vqs_fast_http_requests_total{api}`` (which requests the HTTP fast path answered; the others
+    went through ASGI, vqs_http_requests counts both) and
+    ``vqs_authentication_failures_total{front}`` (auth_failures.py)."""
 
-    def __init__(self, counts: dict):
-        self._counts = counts
-
-    def describe(self):
-        return []
-
-    def collect(self):
-        fam = CounterMetricFamily("vqs_fast_http_requests", "HTTP requests answered by the fast path "
-                                  "(below ASGI), by API", labels=["api"])
-        for api, n in list(self._counts.items()):
-            fam.add_metric([api], n)
-        yield fam
-
-
-class _AuthFailuresCollector:
-    """``vqs_authentication_failures_total{front}``: failed authentications (auth_failures.py)."""
-
-    def __init__(self, counts: dict):
-        self._counts = counts
+    def __init__(self, name: str, help_text: str, label: str, counts: dict):
+        self._name, self._help, self._label, self._counts = name, help_text, label, counts
 
     def describe(self):
         return []
 
     def collect(self):
-        fam = CounterMetricFamily("vqs_authentication_failures", "Failed authentications (no credential, "
-                                  "or a wrong one), by front", labels=["front"])
-        for front, n in list(self._counts.items()):
-            fam.add_metric([front], n)
+        fam = CounterMetricFamily(self._name, self._help, labels=[self._label])
+        for value, n in list(self._counts.items()):
+            fam.add_metric([value], n)
         yield fam
 
 
