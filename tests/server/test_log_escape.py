@@ -24,3 +24,11 @@ def test_text_lines_escape_newlines_and_escape_codes():
 def test_json_lines_stay_one_line():
     line = JSONFormatter().format(_record("a\nb\x1b", path="\r\n"))
     assert "\n" not in line and "\x1b" not in line and json.loads(line)["msg"] == "a\nb\x1b"
+
+
+def test_text_lines_escape_unicode_line_separators_and_bidi_controls():
+    """A viewer may break a line at U+2028/U+2029 or show a line reordered by a bidi control
+    (U+202E): a client's text carries neither into a text line."""
+    line = TextFormatter().format(_record("authentication failed", path="/topics/x\u2028forged\u202eevil\u2066"))
+    assert "\u2028" not in line and "\u202e" not in line and "\u2066" not in line
+    assert "\\u2028forged\\u202eevil\\u2066" in line

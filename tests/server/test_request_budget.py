@@ -176,3 +176,40 @@ def test_native_and_kafka_connections_wait_for_the_budget(tmp_path):
         assert len(got) == 1
     finally:
         s.stop()
+
+
+def test_a_native_request_holds_its_frame_until_it_ends_though_its_client_left(tmp_path):
+    """A client that sends a request and hangs up does not give its frame's bytes back while the
+    request still runs (its handler holds the body): a long poll with a 1 MiB body, its client
+    gone, keeps them until the poll ends."""
+    native_port = free_port()
+    s = _server(tmp_path, "--native-port", str(native_port))
+    try:
+        httpx.post(s.url + "/topics", json={"name": "t"}).raise_for_status()
+        for _ in range(2):  # two long polls of 3 s, each with a large body, their clients gone at once
+            c = _connect(native_port)
+            c.sendall(hello(b""))
+            assert decode_answer(_frame(c))[0] == 200
+            c.sendall(request_head("GET", "/topics/t/messages?offset=0&wait_ms=3000", None, 0, BIG) + b"x" * BIG)
+            c.close()
+        time.sleep(0.3)  # (both frames read: nothing to wait on from outside)
+        done = {}
+
+        def native_big():
+            c = _connect(native_port)
+            c.sendall(hello(b""))
+            assert decode_answer(_frame(c))[0] == 200
+            body = _big_json()
+            t0 = time.monotonic()
+            c.sendall(request_head("POST", "/topics/t/messages", "application/json", 0, len(body)) + body)
+            done["answer"] = decode_answer(_frame(c))
+            done["waited"] = time.monotonic() - t0
+            c.close()
+
+        th = threading.Thread(target=native_big)
+        th.start()
+        th.join(20)
+        assert done["answer"][0] == 200, done
+        assert done["waited"] > 1.5, done  # it waited for the polls' bytes, not for nothing
+    finally:
+        s.stop()

@@ -202,7 +202,9 @@ def test_a_max_open_files_the_limit_cannot_meet_exits_2_naming_the_limit(tmp_pat
     ({"VQS_KAFKA_FRAME_TIMEOUT_S": "inf"}, "kafka_frame_timeout_s must be a positive number, not inf"),
     ({"VQS_FLUSH_INTERVAL_MS": "0"}, "flush_interval_ms must be a positive number, not 0"),
     ({"VQS_WORKERS_THREADS": "0"}, "workers_threads must be a positive number, not 0"),
-    ({"VQS_GRACEFUL_TIMEOUT_S": "-1"}, "graceful_timeout_s must be >= 0, not -1.0"),
+    ({"VQS_GRACEFUL_TIMEOUT_S": "-1"}, "graceful_timeout_s must be 0..86400, not -1.0"),
+    ({"VQS_HTTP_HEADER_TIMEOUT_S": "1e300"}, "http_header_timeout_s must be a number of seconds in (0, 86400], "
+                                             "not 1e+300"),
     ({"VQS_LOG_LEVEL": "chatty"}, "log_level must be one of debug, info, warning, error, critical, not 'chatty'"),
     ({"VQS_MAX_HEADER_BYTES": "10"}, "max_header_bytes must be at least 1024 (1 KiB: a request line and the headers "
                                      "every client sends; the default is 16384), not 10"),
@@ -342,3 +344,12 @@ def test_a_filesystem_root_with_only_lost_and_found_is_a_new_data_dir(tmp_path):
     s = ServerProcess(d).start()
     assert s.stop() == 0, s.log()
     assert (d / ".lock").exists() or (d / "topics").exists()
+
+
+def test_an_infinite_integer_in_the_config_file_is_refused_exit_2(tmp_path):
+    cfg = tmp_path / "vqs.toml"
+    cfg.write_text("max_body_bytes = inf\n")
+    p = serve("--config", cfg, "--data-dir", tmp_path / "d", "--port", free_port())
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert "max_body_bytes" in p.stderr
+

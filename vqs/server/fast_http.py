@@ -353,16 +353,21 @@ class _FastRequest:
             self._account(500, b"", False)
 
     def cancel(self, msg=None) -> bool:
-        """A forced stop (uvicorn's graceful timeout passed): as a task's cancel."""
+        """A forced stop (uvicorn's graceful timeout passed): as a task's cancel. uvicorn calls it
+        while iterating over its task set, which the request leaves (``tasks.discard``): so the
+        request ends in the loop's next round, never during that iteration."""
         if self.task is not None:
             return self.task.cancel(msg)  # the core sees CancelledError; the answer is uvicorn's 500
+        self.proto.loop.call_soon(self._cancelled)
+        return True
+
+    def _cancelled(self) -> None:
         if self.started and not self.response_complete:  # a direct produce, its append not returned:
             self._finish(500, _UVICORN_500_HEADERS, b"Internal Server Error", sent=False)  # as a task's
         elif not self.started and not self.response_complete:
             self.disconnected = True
             self.set()
             self.proto.transport.close()
-        return True
 
 
 #: A body larger than this is written after the head rather than joined to it (the same bytes).

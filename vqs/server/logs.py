@@ -42,9 +42,11 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(d, default=str)
 
 
-#: Control characters (C0, DEL, C1): escaped in a text line (JSON escapes them itself), so
-#: no text from a client (a path, a header, gRPC's debug text) adds a line or an escape code.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: Control characters (C0, DEL, C1) and the Unicode line and paragraph separators and
+#: bidirectional controls (a viewer may break a line at the former, show text reordered by the
+#: latter): escaped in a text line, so no text from a client (a path, a header, gRPC's debug
+#: text) adds a line, an escape code or a reordering. (JSON escapes what it must itself.)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(m: re.Match) -> str:

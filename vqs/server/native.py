@@ -197,7 +197,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self.closed = True
-        self._give()
+        if not self.busy:  # (a request still running holds its frame's bytes until done())
+            self._give()
         if self.admitted:
             self.admitted = False
             self.listener.caps.release(self.addr)

@@ -175,8 +175,8 @@ class Settings:
                               f"headers every client sends; the default is {16 << 10}), not {self.max_header_bytes}")
         for name in ("graceful_timeout_s", "sqs_recreate_wait_s"):
             v = getattr(self, name)
-            if not v >= 0 or not math.isfinite(v):
-                raise ConfigError(f"{name} must be >= 0, not {v!r}")
+            if not 0 <= v <= 86_400:  # (NaN compares false)
+                raise ConfigError(f"{name} must be 0..86400, not {v!r}")
         if str(self.log_level).lower() not in LOG_LEVELS:
             raise ConfigError(f"log_level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
         for name in ("kafka_consumer_session_timeout_ms", "kafka_consumer_heartbeat_interval_ms",
@@ -247,7 +247,8 @@ class Settings:
         if self.native_port and self.tls_cert:
             raise ConfigError("native_port: the native protocol has no TLS (yet); with --tls-cert, clients use "
                               "HTTPS, so leave --native-port off")
-        for name in ("native_frame_timeout_s", "native_idle_timeout_s"):
+        for name in ("native_frame_timeout_s", "native_idle_timeout_s", "http_header_timeout_s", "kafka_auth_timeout_s",
+                     "kafka_frame_timeout_s", "kafka_idle_timeout_s"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 < value <= 86_400):
                 raise ConfigError(f"{name} must be a number of seconds in (0, 86400], not {value!r}")
@@ -395,7 +396,7 @@ def _coerce(name: str, kind: Any, value: Any) -> Any:
                 out[akid] = secret
             return out
         return str(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (OverflowError: a TOML inf for an integer)
         if name in SECRET_SETTINGS:  # never echoed: an error line goes to logs and terminals
             raise ConfigError(f"setting {name}: cannot use the value given (not shown: it holds secrets; "
                               "give NAME:SECRET pairs separated by commas)") from None
