@@ -213,3 +213,34 @@ def test_a_native_request_holds_its_frame_until_it_ends_though_its_client_left(t
         assert done["waited"] > 1.5, done  # it waited for the polls' bytes, not for nothing
     finally:
         s.stop()
+
+
+def test_a_wait_for_the_budget_lasts_at_most_the_frame_time(tmp_path):
+    """A client that holds the budget (two bodies announced, never sent) keeps a native or Kafka
+    connection waiting no longer than that connection's frame time: then it is closed (its client
+    retries), not held for ever."""
+    kafka_port, native_port = free_port(), free_port()
+    s = ServerProcess(tmp_path / "data", "--kafka-port", str(kafka_port), "--native-port", str(native_port), env={
+        "VQS_MAX_BODY_BYTES": str(MIB), "VQS_KAFKA_MAX_FRAME_BYTES": str(MIB),
+        "VQS_MAX_REQUEST_BYTES_IN_FLIGHT": str(BUDGET), "VQS_HTTP_HEADER_TIMEOUT_S": "60",
+        "VQS_NATIVE_FRAME_TIMEOUT_S": "1", "VQS_KAFKA_FRAME_TIMEOUT_S": "1"}).start()
+    try:
+        httpx.post(s.url + "/topics", json={"name": "t"}).raise_for_status()
+        holders = [_http_holder(s.port) for _ in range(2)]
+        time.sleep(0.2)  # (their heads read)
+        n = _connect(native_port)
+        n.sendall(hello(b""))
+        assert decode_answer(_frame(n))[0] == 200
+        n.sendall(request_head("POST", "/topics/t/messages", "application/json", 0, BIG) + b"{")
+        k = _connect(kafka_port)
+        k.sendall(struct.pack(">i", BIG) + b"\0" * 16)
+        t0 = time.monotonic()
+        for c in (n, k):
+            c.settimeout(10)
+            assert c.recv(1) == b""  # closed by the server
+        assert time.monotonic() - t0 < 5
+        assert "request budget" in s.log() or "budget stayed spent" in s.log()
+        for c in holders + [n, k]:
+            c.close()
+    finally:
+        s.stop()

@@ -29,7 +29,7 @@ Invariants:
   byte; a connection idle for ``native_idle_timeout_s`` is closed. A frame after the HELLO
   is held against the server's request budget (``max_request_bytes_in_flight``, shared with
   every front: byte_budget.py) from its prefix until it is answered; with the budget spent
-  the connection is not read (nor its frame's deadline run) until bytes come back.
+  the connection is not read until bytes come back, within its frame's time (else closed).
 * **One request at a time per connection, answered in order**: reading pauses while a
   request is handled and while the answers written wait in the transport (flow control), so
   a client that sends and never reads holds one answer, not a growing queue, and that for
@@ -281,7 +281,9 @@ class _Connection(asyncio.Protocol):
             waiting = self.listener.ctx.in_flight.take_or_wait(4 + self.need)
             if waiting is not None:  # the budget is spent: read nothing until some comes back
                 self._pause()
-                self.deadline = float("inf")  # (its frame's time runs once it is read again)
+                # its frame's time runs on: a wait past it closes the connection (the client retries)
+                self._due(self.settings.native_frame_timeout_s,
+                          "a frame not read in time: the server's request budget stayed spent")
                 self.waiting = waiting
                 waiting.add_done_callback(self._given)
                 return
@@ -341,7 +343,6 @@ class _Connection(asyncio.Protocol):
         self.waiting = None
         if self.closed:
             return
-        self._due(self.settings.native_frame_timeout_s, "a frame not whole in time")
         if not self.paused_writing:
             self._resume()
         self._next()

@@ -224,10 +224,21 @@ class Connection:
                     pre_auth = size
                 # every frame is held against the server's request budget while it is read and
                 # handled; spent, the connection is not read until some comes back (backpressure)
+                # (the wait is the frame's time: at most kafka_frame_timeout_s, and before
+                # authentication no later than its deadline; then closed, the client retries)
                 waiting = in_flight.take_or_wait(size)
-                while waiting is not None:
-                    await self._next(waiting, writing, None)
-                    waiting = in_flight.take_or_wait(size)
+                if waiting is not None:
+                    until = loop.time() + st.kafka_frame_timeout_s
+                    if not self.authenticated:
+                        until = min(until, auth_deadline)
+                    while waiting is not None:
+                        try:
+                            await self._next(waiting, writing, max(until - loop.time(), 0.001))
+                        except TimeoutError:
+                            logger.info("kafka: closing %s: its %d-byte request waited past its time for the "
+                                        "server's request budget (max_request_bytes_in_flight)", self.peer, size)
+                            return
+                        waiting = in_flight.take_or_wait(size)
                 held = size
                 try:
                     frame = await self._next(self._read(size), writing, st.kafka_frame_timeout_s)
