@@ -85,3 +85,41 @@ def test_a_damaged_stored_batch_is_a_server_error_on_every_front(tmp_path):
         assert sum("ERROR" in line and "CorruptRecordError" in line for line in log.splitlines()) == 1, log
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_a_queue_whose_data_is_damaged_leaves_health_and_metrics_answering(tmp_path):
+    """A queue whose message log fails validation when it is opened (a flipped byte in a sealed
+    segment, after an unclean stop) cannot be opened; that is latched (LevelDB's rule: its
+    recovery is not run again at each access, each logging its warnings), and /health and
+    /metrics go on answering: the queue is a failed log there, the others as they are."""
+    server = ServerProcess(tmp_path / "data", "--flush", "always").start()
+    with Client(server.url) as c:
+        q = c.create_queue("cq")
+        for i in range(300):
+            q.send(b"m%03d" % i + b"x" * 200)
+        c.create_queue("fine").send(b"ok")
+    server.kill9()
+    [seg] = sorted(glob.glob(os.path.join(server.data_dir, "queues", "cq", "messages", "*.log")))[:1]
+    with open(seg, "r+b") as f:  # inside the first batch, with batches after it: corruption, not a torn tail
+        f.seek(1000)
+        b = f.read(1)
+        f.seek(1000)
+        f.write(bytes([b[0] ^ 0xFF]))
+    server.start()
+    try:
+        for _ in range(5):
+            r = httpx.get(f"{server.url}/queues/cq", timeout=30)
+            assert r.status_code == 500 and r.json()["error"]["code"] == "corrupt_data", r.text
+        h = httpx.get(f"{server.url}/health", timeout=30)
+        assert h.status_code == 200, h.text
+        storage = h.json()["storage"]
+        assert "log_failed" in storage["reasons"] and server.data_dir not in h.text
+        assert [(p["kind"], p["name"], p["problem"]) for p in storage["problems"]] == [("queue", "cq", "log_failed")]
+        m = httpx.get(f"{server.url}/metrics", timeout=30)
+        assert m.status_code == 200
+        assert 'vqs_log_failed{kind="queue",name="cq"} 1.0' in m.text
+        assert 'vqs_queue_messages{queue="fine",state="visible"} 1.0' in m.text
+        # the queue's recovery ran once, not once per access
+        assert server.log().count("CorruptRecordError") <= 2, server.log()
+    finally:
+        server.stop()

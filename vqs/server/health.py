@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 from ..disk import free_bytes, space_for
-from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
+from ..errors import CorruptRecordError, LogClosedError, QueueDoesNotExist, TopicDoesNotExist
 
 _GONE = (TopicDoesNotExist, QueueDoesNotExist, LogClosedError)
 
@@ -55,6 +55,8 @@ class LogProblem:
 def _problem(lg) -> tuple[str, str] | None:
     err = lg.failed
     if err is not None:
+        if isinstance(err, CorruptRecordError):
+            return "log_failed", "damaged data: it cannot be opened (the server log names the file)"
         words = getattr(err, "strerror", None) or type(err).__name__
         return "log_failed", f"I/O error: {words}"
     if lg.disk_full:
@@ -62,8 +64,20 @@ def _problem(lg) -> tuple[str, str] | None:
     return None
 
 
+class Unopenable:
+    """In place of the logs of a queue whose data failed validation when it was opened (the
+    registry latches it): a failed log to /health and /metrics, which go on with the others."""
+
+    __slots__ = ("failed",)
+    disk_full = False
+
+    def __init__(self, err: CorruptRecordError):
+        self.failed = err
+
+
 def named_logs(broker):
-    """(kind, name, part, log) for every topic partition and queue log."""
+    """(kind, name, part, log) for every topic partition and queue log (a queue that cannot be
+    opened for damaged data: one ``Unopenable``)."""
     for name in broker.topics():
         try:
             t = broker.topic(name)
@@ -75,6 +89,9 @@ def named_logs(broker):
         try:
             msgs, state = broker.queue(qn).logs
         except _GONE:
+            continue
+        except CorruptRecordError as e:
+            yield "queue", qn, "messages", Unopenable(e)
             continue
         yield "queue", qn, "messages", msgs
         yield "queue", qn, "state", state

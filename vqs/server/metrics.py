@@ -21,7 +21,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from ..errors import LogClosedError, QueueDoesNotExist, TopicDoesNotExist
+from ..errors import CorruptRecordError, LogClosedError, QueueDoesNotExist, TopicDoesNotExist
 from .counters import CounterFamily, HistogramFamily
 from .health import disk_space, named_logs
 
@@ -183,6 +183,8 @@ class _BrokerCollector:
                         if isinstance(v, int):
                             fam.add_metric(["queue", qn], v)
                 except _GONE:
+                    continue
+                except CorruptRecordError:  # it cannot be opened: vqs_log_failed says so (health.py)
                     continue
         except LogClosedError:  # the broker closed during the scrape: report what was gathered
             pass

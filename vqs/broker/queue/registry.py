@@ -27,6 +27,7 @@ from collections.abc import Callable
 from ...disk import check_room
 from ...errors import (
     ConfigError,
+    CorruptRecordError,
     InvalidParameterValue,
     LogClosedError,
     QueueAlreadyExists,
@@ -55,6 +56,9 @@ class QueueRegistry:
         self._lock = threading.RLock()
         self._open: dict[str, Queue] = {}
         self._deleting: set[str] = set()  # names delete() is removing: they do not exist for get()
+        # queues whose data failed validation when opened (LevelDB's latch): get() raises that
+        # again without a new recovery each time, until the queue is deleted or the registry reopened
+        self._damaged: dict[str, CorruptRecordError] = {}
         self._closed = False
         d = {k: v for k, v in (defaults or {}).items() if k not in IGNORED_DEFAULTS}
         try:
@@ -89,7 +93,8 @@ class QueueRegistry:
         return os.path.isfile(os.path.join(self.directory, name, "queue.meta"))
 
     def get(self, name: str) -> Queue:
-        """The queue ``name`` (opened on first use); raises QueueDoesNotExist."""
+        """The queue ``name`` (opened on first use); raises QueueDoesNotExist, or the
+        CorruptRecordError its opening met (latched: raised again, not met again)."""
         q = self._open.get(name)
         if q is not None and not q.closed:
             return q
@@ -101,8 +106,15 @@ class QueueRegistry:
                 return q
             if name in self._deleting or not self._exists(name):
                 raise QueueDoesNotExist(name)
-            q = open_queue(os.path.join(self.directory, name), name, clock=self._clock,
-                           resolver=self._resolve, lister=self._all_open)
+            damaged = self._damaged.get(name)
+            if damaged is not None:
+                raise CorruptRecordError(str(damaged), path=damaged.path, position=damaged.position)
+            try:
+                q = open_queue(os.path.join(self.directory, name), name, clock=self._clock,
+                               resolver=self._resolve, lister=self._all_open)
+            except CorruptRecordError as e:
+                self._damaged[name] = e
+                raise
             self._open[name] = q
             return q
 
@@ -203,6 +215,7 @@ class QueueRegistry:
             if name in self._deleting or not self._exists(name):
                 raise QueueDoesNotExist(name)
             q = self._open.pop(name, None)
+            self._damaged.pop(name, None)
             # From here on the queue does not exist for get(): closing it wakes its
             # long polls, and one that looks it up again must not reopen it.
             self._deleting.add(name)
