@@ -34,7 +34,6 @@ closed (``close_all`` at shutdown ends what the core's drain left).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import os
 import secrets
@@ -150,7 +149,6 @@ class Relay:
         self.caps = ConnectionCaps(total, per_client, "grpc", logger)
         self.conns: set = set()
         self.peers: dict = {}  # the abstract name of a connection to the core -> its client's address
-        self._names = itertools.count()
         self._prefix = f"vqs-grpc-{os.getpid()}-{secrets.token_hex(4)}-"
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
@@ -161,10 +159,12 @@ class Relay:
         system has abstract Unix socket names (then ``client_of`` knows it)."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
-        name = self._prefix + str(next(self._names))
+        # each name unguessable (any local user sees the bound ones in /proc/net/unix): a
+        # process that binds names ahead cannot take the next one
+        name = self._prefix + secrets.token_hex(8)
         try:
             sock.bind("\0" + name)
-        except OSError:  # no abstract names here (or one taken): the core sees the relay alone
+        except OSError:  # no abstract names here: the core sees the relay alone
             return sock
         client.core_name = name
         self.peers[name] = client.peer
