@@ -48,9 +48,7 @@ def _http_holder(port: int) -> socket.socket:
 
 
 def _native_holder(port: int) -> socket.socket:
-    c = _connect(port)
-    c.sendall(hello(b""))
-    assert decode_answer(_frame(c))[0] == 200
+    c = _native(port)
     c.sendall(request_head("POST", "/topics/t/messages", "application/json", 0, BIG) + b"{")
     return c
 
@@ -74,6 +72,25 @@ def _kafka_produce(port: int, topic: str, records: bytes) -> int:
     assert r.int32() == 1
     r.int32()
     return r.int16()
+
+
+def _native(port: int) -> socket.socket:
+    """A native connection past its HELLO."""
+    c = _connect(port)
+    c.sendall(hello(b""))
+    assert decode_answer(_frame(c))[0] == 200
+    return c
+
+
+def _native_produce_big(port: int) -> tuple:
+    """A 1 MiB native produce on a new connection: (its answer, seconds it took)."""
+    c = _native(port)
+    body = _big_json()
+    t0 = time.monotonic()
+    c.sendall(request_head("POST", "/topics/t/messages", "application/json", 0, len(body)) + body)
+    answer = decode_answer(_frame(c))
+    c.close()
+    return answer, time.monotonic() - t0
 
 
 def _big_json() -> bytes:
@@ -145,13 +162,7 @@ def test_native_and_kafka_connections_wait_for_the_budget(tmp_path):
         done = {}
 
         def native_big():
-            c = _connect(native_port)
-            c.sendall(hello(b""))
-            assert decode_answer(_frame(c))[0] == 200
-            body = _big_json()
-            c.sendall(request_head("POST", "/topics/t/messages", "application/json", 0, len(body)) + body)
-            done["native"] = decode_answer(_frame(c))
-            c.close()
+            done["native"] = _native_produce_big(native_port)[0]
 
         # a Kafka Produce of ~1 MiB, likewise
         batch = encode_records(0, [b"k" * (BIG - 4096)], keys=[b"key"])
@@ -187,24 +198,14 @@ def test_a_native_request_holds_its_frame_until_it_ends_though_its_client_left(t
     try:
         httpx.post(s.url + "/topics", json={"name": "t"}).raise_for_status()
         for _ in range(2):  # two long polls of 3 s, each with a large body, their clients gone at once
-            c = _connect(native_port)
-            c.sendall(hello(b""))
-            assert decode_answer(_frame(c))[0] == 200
+            c = _native(native_port)
             c.sendall(request_head("GET", "/topics/t/messages?offset=0&wait_ms=3000", None, 0, BIG) + b"x" * BIG)
             c.close()
         time.sleep(0.3)  # (both frames read: nothing to wait on from outside)
         done = {}
 
         def native_big():
-            c = _connect(native_port)
-            c.sendall(hello(b""))
-            assert decode_answer(_frame(c))[0] == 200
-            body = _big_json()
-            t0 = time.monotonic()
-            c.sendall(request_head("POST", "/topics/t/messages", "application/json", 0, len(body)) + body)
-            done["answer"] = decode_answer(_frame(c))
-            done["waited"] = time.monotonic() - t0
-            c.close()
+            done["answer"], done["waited"] = _native_produce_big(native_port)
 
         th = threading.Thread(target=native_big)
         th.start()
@@ -228,9 +229,7 @@ def test_a_wait_for_the_budget_lasts_at_most_the_frame_time(tmp_path):
         httpx.post(s.url + "/topics", json={"name": "t"}).raise_for_status()
         holders = [_http_holder(s.port) for _ in range(2)]
         time.sleep(0.2)  # (their heads read)
-        n = _connect(native_port)
-        n.sendall(hello(b""))
-        assert decode_answer(_frame(n))[0] == 200
+        n = _native(native_port)
         n.sendall(request_head("POST", "/topics/t/messages", "application/json", 0, BIG) + b"{")
         k = _connect(kafka_port)
         k.sendall(struct.pack(">i", BIG) + b"\0" * 16)
