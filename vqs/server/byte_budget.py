@@ -63,16 +63,21 @@ class ByteBudget:
     def take(self, nbytes: int) -> bool:
         """Hold ``nbytes`` more, or False (nothing held) when that would pass the limit."""
         with self._lock:
-            held = self.held + nbytes
-            if held > self.limit:
-                return False
-            self.held = held
-            return True
+            return self._take_locked(nbytes)
+
+    def _take_locked(self, nbytes: int) -> bool:
+        held = self.held + nbytes
+        if held > self.limit:
+            return False
+        self.held = held
+        return True
 
     def give(self, nbytes: int) -> None:
         """``nbytes`` taken earlier are no longer held; whoever waits tries again."""
         with self._lock:
             self.held -= nbytes
+            if not self._waiters:  # (the common case: every request's end comes here)
+                return
             waiters, self._waiters = self._waiters, []
         for loop, fut in waiters:
             try:
@@ -85,9 +90,7 @@ class ByteBudget:
         next ``give``, when the caller tries again (another waiter may take the bytes first).
         One lock around both, so no give between the refusal and the wait goes unseen."""
         with self._lock:
-            held = self.held + nbytes
-            if held <= self.limit:
-                self.held = held
+            if self._take_locked(nbytes):
                 return None
             fut = asyncio.get_running_loop().create_future()
             self._waiters.append((fut.get_loop(), fut))

@@ -24,8 +24,7 @@ from operator import itemgetter
 
 from ..errors import ConfigError, CorruptRecordError, LogClosedError, OffsetOutOfRange
 from ..record import Record, RecordBatch
-from .log_compaction import has_clean_point
-from .log_dir import load_gaps, load_tail_gaps, read_checkpoint
+from .log_dir import load_gaps, read_checkpoint
 from .log_repair import quarantine_found
 from .readonly_tail import find_tail, follow_segments, open_segments
 from .segment import Segment
@@ -94,17 +93,8 @@ class Reads:
         """``seg`` holds no batch at or after ``offset``, below its end ``seg_end``: the offsets
         between are a recorded gap or the log is compacted, else CorruptRecordError (the module's
         invariants)."""
-        if offset >= seg_end or has_clean_point(log.path):
+        if offset >= seg_end or log._segs.gap_recorded(seg.base_offset, offset, seg_end, reload=log.readonly):
             return
-        for gaps in (log._segs.gaps, None):
-            if gaps is None:  # (a readonly reader: the owner may have quarantined since)
-                if not log.readonly:
-                    break
-                gaps = load_gaps(log.path)
-            if any(a <= offset and b >= seg_end for a, b in gaps.items()):
-                return
-        if any(seg.base_offset <= t <= offset for t in load_tail_gaps(log.path)):
-            return  # a quarantined segment tail: a gap to the next segment's base
         raise CorruptRecordError(
             f"{seg.log_path}: no batch holds offsets {offset}..{seg_end - 1}: the segment ends before "
             f"the next one begins (a file cut short)", path=seg.log_path, position=seg.size)

@@ -39,14 +39,12 @@ from typing import TYPE_CHECKING
 from ..disk import fs
 from ..errors import CorruptRecordError
 from .durable_file import fsync_dir
-from .log_compaction import has_clean_point
 from .log_dir import (
     CLEAN_MARKER,
     LEFTOVERS,
     QUARANTINE_DIR,
     list_segment_bases,
     load_gaps,
-    load_tail_gaps,
     read_checkpoint,
     read_clean_marker,
     remove_temp_files,
@@ -174,15 +172,6 @@ class LogLoader:
         seg.resume_after(last, pos)
         return True
 
-    def _continues(self, end: int, next_base: int) -> bool:
-        """A segment whose batches end at ``end`` may be followed by one based at ``next_base``:
-        equal, a recorded gap between, or a compacted log (a cleaned segment may end early)."""
-        if end == next_base:
-            return True
-        if any(a <= end and b >= next_base for a, b in self.segs.gaps.items()):
-            return True
-        return end < next_base and (has_clean_point(self.path) or end in load_tail_gaps(self.path))
-
     def _check_end(self, recovery_point: int | None) -> None:
         """The log ends at or past its recovery point (the module's last rule)."""
         end = self.segments[-1].next_offset
@@ -214,11 +203,13 @@ class LogLoader:
                 seg.sync()
                 expected = next_off
                 i += 1
-                if is_last or self._continues(next_off, segs[i].base_offset):
+                if is_last:
+                    continue
+                nxt = segs[i].base_offset
+                if next_off == nxt or (next_off < nxt and self.segs.gap_recorded(seg.base_offset, next_off, nxt)):
                     continue
                 # its batches end before the next segment's base, and no gap is recorded
-                where = (f"{seg.log_path}: its batches end at offset {next_off}, the next segment begins at "
-                         f"{segs[i].base_offset}")
+                where = f"{seg.log_path}: its batches end at offset {next_off}, the next segment begins at {nxt}"
                 if known and next_off >= recovery_point:  # its unsynced end lost (as a torn tail)
                     logger.warning("%s: unsynced segment ended short; deleting the %d segments after it",
                                    where, len(segs) - i)
@@ -234,7 +225,7 @@ class LogLoader:
                     self.segs.drop_after(i - 1)
                     break
                 logger.warning("%s; the offsets between recorded as a gap (recovery='skip')", where)
-                record_gap(self.path, seg, next_off, segs[i].base_offset)
+                record_gap(self.path, seg, next_off, nxt)
                 continue
             # A torn tail: nothing valid follows, and it was never fsynced. A sealed segment
             # ends torn only after a power loss before its roll's background fsync; nothing

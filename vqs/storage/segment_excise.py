@@ -26,12 +26,10 @@ def excise(seg: Segment, start: int, stop: int, quarantine_dir: str, gap_from: i
     the damage runs to the end)."""
     os.makedirs(quarantine_dir, exist_ok=True)
     bad = seg.pread(start, stop - start)
-    # the name records the gap: later scans accept exactly this discontinuity
     after = verify_batch(seg.pread(stop, 64 << 20), 0) if stop < seg.size else None
     if after is not None:
         gap_to = after.base_offset
-    qname = f"{segment_name(seg.base_offset)}-{start}-{gap_from}-{gap_to if gap_to is not None else 'end'}.bad"
-    atomic_write(os.path.join(quarantine_dir, qname), bad)
+    atomic_write(_quarantine_path(quarantine_dir, seg, start, gap_from, gap_to), bad)
     if gap_to is not None:
         seg.gaps[gap_from] = gap_to
     tmp = seg.log_path + ".excise.tmp"
@@ -58,7 +56,13 @@ def record_gap(log_dir: str, seg: Segment, gap_from: int, gap_to: int) -> None:
     ``seg`` is the segment they follow."""
     quarantine_dir = os.path.join(log_dir, QUARANTINE_DIR)
     os.makedirs(quarantine_dir, exist_ok=True)
-    atomic_write(os.path.join(quarantine_dir, f"{segment_name(seg.base_offset)}-{seg.size}-{gap_from}-{gap_to}.bad"),
-                 b"")
+    atomic_write(_quarantine_path(quarantine_dir, seg, seg.size, gap_from, gap_to), b"")
     seg.gaps[gap_from] = gap_to
+
+
+def _quarantine_path(quarantine_dir: str, seg: Segment, position: int, gap_from: int, gap_to: int | None) -> str:
+    """``{base}-{position}-{from}-{to}.bad`` (docs/FORMAT.md; ``to`` is ``end`` when unknown):
+    the name records the gap, so later scans accept exactly this discontinuity."""
+    to = gap_to if gap_to is not None else "end"
+    return os.path.join(quarantine_dir, f"{segment_name(seg.base_offset)}-{position}-{gap_from}-{to}.bad")
 

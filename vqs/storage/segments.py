@@ -8,7 +8,8 @@ Invariants (under the log's lock):
   appends; deletion of a prefix unlinks oldest first (a crash leaves a suffix: no offset is
   reused); a truncating repair deletes a suffix newest first (``drop_after``);
 - ``gaps`` ({expected offset: base offset that may follow it}, from quarantine/) is one
-  dict shared with every segment.
+  dict shared with every segment; ``gap_recorded`` is the one rule for offsets no batch
+  holds (recovery and reads ask it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import bisect
 
 from .durable_file import fsync_dir
+from .log_compaction import has_clean_point
+from .log_dir import load_gaps, load_tail_gaps
 from .segment import Segment
 
 
@@ -55,6 +58,21 @@ class Segments:
     @property
     def active(self) -> Segment:
         return self.all[-1]
+
+    def gap_recorded(self, seg_base: int, start: int, end: int, reload: bool = False) -> bool:
+        """May offsets ``start .. end - 1``, after the batches of the segment at ``seg_base``
+        and before the next segment, be held by no batch? Yes for a recorded gap covering them
+        (``reload``: read quarantine/ again first, as a readonly reader whose owner may have
+        quarantined since), a quarantined segment tail (``...-{from}-end.bad``, ``from`` in
+        that segment at or below ``start``) and a compacted log (a clean point: a cleaned
+        segment may end early); anything else is damage. Reads files only past the first."""
+        if any(a <= start and b >= end for a, b in self.gaps.items()):
+            return True
+        if has_clean_point(self.path):
+            return True
+        if reload and any(a <= start and b >= end for a, b in load_gaps(self.path).items()):
+            return True
+        return any(seg_base <= t <= start for t in load_tail_gaps(self.path))
 
     def find(self, offset: int, end: int) -> tuple[Segment, int]:
         """The segment holding ``offset`` and the end of its offsets (the next
